@@ -1,0 +1,40 @@
+#include "ir/dtype.h"
+
+namespace mtir {
+
+std::string DataType::str() const {
+  std::string s;
+  switch (code_) {
+    case Code::kBool: s = "bool"; break;
+    case Code::kHandle: s = bits_ == 0 ? "void" : "handle"; break;
+    case Code::kInt: s = "int" + std::to_string(bits_); break;
+    case Code::kUInt: s = "uint" + std::to_string(bits_); break;
+    case Code::kFloat: s = "float" + std::to_string(bits_); break;
+  }
+  if (lanes_ != 1) s += "x" + std::to_string(lanes_);
+  return s;
+}
+
+std::optional<DataType> DataType::parse(const std::string& name) {
+  if (name == "bool") return Bool();
+  if (name == "handle") return Handle();
+  if (name == "void") return Void();
+  struct Prefix { const char* text; Code code; };
+  static const Prefix prefixes[] = {{"uint", Code::kUInt}, {"int", Code::kInt}, {"float", Code::kFloat}};
+  for (const auto& p : prefixes) {
+    std::string pre = p.text;
+    if (name.compare(0, pre.size(), pre) != 0) continue;
+    std::string rest = name.substr(pre.size());
+    int bits = 0;
+    if (rest == "8") bits = 8;
+    else if (rest == "16") bits = 16;
+    else if (rest == "32") bits = 32;
+    else if (rest == "64") bits = 64;
+    else return std::nullopt;
+    if (p.code == Code::kFloat && bits == 8) return std::nullopt;
+    return DataType(p.code, bits);
+  }
+  return std::nullopt;
+}
+
+}  // namespace mtir

@@ -1,0 +1,57 @@
+// Scalar data types of TIR: bool, signed and unsigned integers, floats and handles.
+// Lanes are kept in the type so vector types can come later; everything today is 1 lane.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace mtir {
+
+class DataType {
+ public:
+  enum class Code : uint8_t { kInt, kUInt, kFloat, kHandle, kBool };
+
+  constexpr DataType() = default;
+  constexpr DataType(Code code, int bits, int lanes = 1) : code_(code), bits_(bits), lanes_(lanes) {}
+
+  static constexpr DataType Int(int bits) { return DataType(Code::kInt, bits); }
+  static constexpr DataType UInt(int bits) { return DataType(Code::kUInt, bits); }
+  static constexpr DataType Float(int bits) { return DataType(Code::kFloat, bits); }
+  static constexpr DataType Bool() { return DataType(Code::kBool, 1); }
+  static constexpr DataType Handle() { return DataType(Code::kHandle, 64); }
+  // The type of statements and of calls that return nothing.
+  static constexpr DataType Void() { return DataType(Code::kHandle, 0); }
+
+  Code code() const { return code_; }
+  int bits() const { return bits_; }
+  int lanes() const { return lanes_; }
+  int bytes() const { return (bits_ + 7) / 8; }
+
+  bool is_int() const { return code_ == Code::kInt; }
+  bool is_uint() const { return code_ == Code::kUInt; }
+  bool is_integer() const { return is_int() || is_uint(); }  // not bool
+  bool is_float() const { return code_ == Code::kFloat; }
+  bool is_bool() const { return code_ == Code::kBool; }
+  bool is_handle() const { return code_ == Code::kHandle && bits_ != 0; }
+  bool is_void() const { return code_ == Code::kHandle && bits_ == 0; }
+  // Types that arithmetic operators accept.
+  bool is_numeric() const { return is_integer() || is_float(); }
+
+  // "float32", "int8", "bool", "handle", "void".
+  std::string str() const;
+  // Inverse of str(); nullopt for names we do not know.
+  static std::optional<DataType> parse(const std::string& name);
+
+  bool operator==(const DataType& o) const {
+    return code_ == o.code_ && bits_ == o.bits_ && lanes_ == o.lanes_;
+  }
+  bool operator!=(const DataType& o) const { return !(*this == o); }
+
+ private:
+  Code code_ = Code::kHandle;
+  int bits_ = 0;
+  int lanes_ = 1;
+};
+
+}  // namespace mtir

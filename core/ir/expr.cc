@@ -1,0 +1,102 @@
+#include "ir/expr.h"
+
+#include "ir/buffer.h"
+
+namespace mtir {
+
+const char* expr_kind_name(ExprKind k) {
+  switch (k) {
+#define MTIR_EXPR(Name) \
+  case ExprKind::Name: return #Name;
+#include "ir/nodes.def"
+  }
+  return "?";
+}
+
+bool is_binary(ExprKind k) {
+  switch (k) {
+#define MTIR_BINARY(Name) case ExprKind::Name:
+#include "ir/nodes.def"
+    return true;
+    default: return false;
+  }
+}
+
+bool is_comparison(ExprKind k) {
+  switch (k) {
+#define MTIR_CMP(Name) case ExprKind::Name:
+#include "ir/nodes.def"
+    return true;
+    default: return false;
+  }
+}
+
+bool is_logical(ExprKind k) { return k == ExprKind::And || k == ExprKind::Or; }
+
+int64_t wrap_int(DataType t, int64_t v) {
+  if (t.is_bool()) return v != 0;
+  if (!t.is_integer() || t.bits() >= 64) return v;
+  uint64_t mask = (uint64_t{1} << t.bits()) - 1;
+  uint64_t u = static_cast<uint64_t>(v) & mask;
+  if (t.is_int() && (u >> (t.bits() - 1)) & 1) u |= ~mask;  // sign-extend
+  return static_cast<int64_t>(u);
+}
+
+Expr IntImm(DataType t, int64_t v, Span s) { return std::make_shared<IntImmNode>(t, wrap_int(t, v), std::move(s)); }
+Expr FloatImm(DataType t, double v, Span s) { return std::make_shared<FloatImmNode>(t, v, std::move(s)); }
+Expr StringImm(std::string v, Span s) { return std::make_shared<StringImmNode>(std::move(v), std::move(s)); }
+Expr Bool(bool v, Span s) { return IntImm(DataType::Bool(), v ? 1 : 0, std::move(s)); }
+Var MakeVar(std::string name, DataType t, Span s) { return std::make_shared<VarNode>(std::move(name), t, std::move(s)); }
+
+Expr Binary(ExprKind k, Expr a, Expr b, Span s) {
+  DataType t = (is_comparison(k) || is_logical(k)) ? DataType::Bool() : a->dtype;
+  switch (k) {
+#define MTIR_BINARY(Name) \
+  case ExprKind::Name: return std::make_shared<Name##Node>(t, std::move(a), std::move(b), std::move(s));
+#include "ir/nodes.def"
+    default: break;
+  }
+  MTIR_ICHECK(false, std::string("not a binary node kind: ") + expr_kind_name(k));
+}
+
+Expr Not(Expr a, Span s) { return std::make_shared<NotNode>(std::move(a), std::move(s)); }
+Expr Select(Expr c, Expr t, Expr f, Span s) {
+  return std::make_shared<SelectNode>(std::move(c), std::move(t), std::move(f), std::move(s));
+}
+Expr Cast(DataType t, Expr v, Span s) { return std::make_shared<CastNode>(t, std::move(v), std::move(s)); }
+Expr BufferLoad(Buffer b, std::vector<Expr> indices, Span s) {
+  DataType t = b->dtype;
+  return std::make_shared<BufferLoadNode>(t, std::move(b), std::move(indices), std::move(s));
+}
+Expr Call(DataType t, std::string op, std::vector<Expr> args, Attrs attrs, Span s) {
+  return std::make_shared<CallNode>(t, std::move(op), std::move(args), std::move(attrs), std::move(s));
+}
+
+const int64_t* as_const_int(const Expr& e) {
+  const auto* imm = as<IntImmNode>(e);
+  return imm ? &imm->value : nullptr;
+}
+
+Buffer MakeBuffer(std::string name, DataType dtype, std::vector<Expr> shape, Span span) {
+  auto b = std::make_shared<BufferNode>();
+  b->data = MakeVar(name + "_data", DataType::Handle(), span);
+  b->name = std::move(name);
+  b->dtype = dtype;
+  b->shape = std::move(shape);
+  b->elem_offset = IntImm(DataType::Int(32), 0);
+  b->span = std::move(span);
+  return b;
+}
+
+bool const_num_elements(const Buffer& b, int64_t* out) {
+  int64_t n = 1;
+  for (const auto& e : b->shape) {
+    const int64_t* v = as_const_int(e);
+    if (!v) return false;
+    n *= *v;
+  }
+  *out = n;
+  return true;
+}
+
+}  // namespace mtir

@@ -1,0 +1,146 @@
+// TIR expressions. Nodes are immutable and shared (std::shared_ptr<const ...>), so a
+// pass that changes nothing can hand back the very same node, and identity of a VarNode
+// or BufferNode is what binds a use to its definition.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ir/attrs.h"
+#include "ir/dtype.h"
+#include "support/diagnostic.h"
+
+namespace mtir {
+
+enum class ExprKind : uint8_t {
+#define MTIR_EXPR(Name) Name,
+#include "ir/nodes.def"
+};
+
+const char* expr_kind_name(ExprKind k);
+
+struct ExprNode {
+  ExprNode(ExprKind kind, DataType dtype, Span span) : kind(kind), dtype(dtype), span(std::move(span)) {}
+  virtual ~ExprNode() = default;
+  const ExprKind kind;
+  DataType dtype;
+  Span span;
+};
+using Expr = std::shared_ptr<const ExprNode>;
+
+struct BufferNode;
+using Buffer = std::shared_ptr<const BufferNode>;
+
+// Checked downcast: nullptr when `e` is not a T.
+template <typename T, typename P>
+const T* as(const P& e) {
+  return e && e->kind == T::kKind ? static_cast<const T*>(e.get()) : nullptr;
+}
+
+struct IntImmNode : ExprNode {
+  static constexpr ExprKind kKind = ExprKind::IntImm;
+  IntImmNode(DataType t, int64_t v, Span s) : ExprNode(kKind, t, std::move(s)), value(v) {}
+  int64_t value;  // already wrapped to dtype's width
+};
+
+struct FloatImmNode : ExprNode {
+  static constexpr ExprKind kKind = ExprKind::FloatImm;
+  FloatImmNode(DataType t, double v, Span s) : ExprNode(kKind, t, std::move(s)), value(v) {}
+  double value;
+};
+
+struct StringImmNode : ExprNode {
+  static constexpr ExprKind kKind = ExprKind::StringImm;
+  StringImmNode(std::string v, Span s) : ExprNode(kKind, DataType::Handle(), std::move(s)), value(std::move(v)) {}
+  std::string value;
+};
+
+struct VarNode : ExprNode {
+  static constexpr ExprKind kKind = ExprKind::Var;
+  VarNode(std::string n, DataType t, Span s) : ExprNode(kKind, t, std::move(s)), name(std::move(n)) {}
+  std::string name;
+};
+using Var = std::shared_ptr<const VarNode>;
+
+struct BinaryNode : ExprNode {
+  BinaryNode(ExprKind k, DataType t, Expr a, Expr b, Span s)
+      : ExprNode(k, t, std::move(s)), a(std::move(a)), b(std::move(b)) {}
+  Expr a, b;
+};
+
+#define MTIR_BINARY(Name)                                                    \
+  struct Name##Node : BinaryNode {                                           \
+    static constexpr ExprKind kKind = ExprKind::Name;                        \
+    Name##Node(DataType t, Expr a, Expr b, Span s)                           \
+        : BinaryNode(kKind, t, std::move(a), std::move(b), std::move(s)) {}  \
+  };
+#include "ir/nodes.def"
+
+bool is_binary(ExprKind k);
+bool is_comparison(ExprKind k);
+bool is_logical(ExprKind k);
+
+struct NotNode : ExprNode {
+  static constexpr ExprKind kKind = ExprKind::Not;
+  NotNode(Expr a, Span s) : ExprNode(kKind, DataType::Bool(), std::move(s)), a(std::move(a)) {}
+  Expr a;
+};
+
+// Both branches are evaluated; see the if_then_else call for the lazy form.
+struct SelectNode : ExprNode {
+  static constexpr ExprKind kKind = ExprKind::Select;
+  SelectNode(Expr c, Expr t, Expr f, Span s)
+      : ExprNode(kKind, t->dtype, std::move(s)), condition(std::move(c)), true_value(std::move(t)),
+        false_value(std::move(f)) {}
+  Expr condition, true_value, false_value;
+};
+
+struct CastNode : ExprNode {
+  static constexpr ExprKind kKind = ExprKind::Cast;
+  CastNode(DataType t, Expr v, Span s) : ExprNode(kKind, t, std::move(s)), value(std::move(v)) {}
+  Expr value;
+};
+
+struct BufferLoadNode : ExprNode {
+  static constexpr ExprKind kKind = ExprKind::BufferLoad;
+  BufferLoadNode(DataType t, Buffer b, std::vector<Expr> idx, Span s)
+      : ExprNode(kKind, t, std::move(s)), buffer(std::move(b)), indices(std::move(idx)) {}
+  Buffer buffer;
+  std::vector<Expr> indices;
+};
+
+// A call to an intrinsic (exp, sqrt, if_then_else, call_extern, ...); see ir/op.h.
+struct CallNode : ExprNode {
+  static constexpr ExprKind kKind = ExprKind::Call;
+  CallNode(DataType t, std::string op, std::vector<Expr> args, Attrs attrs, Span s)
+      : ExprNode(kKind, t, std::move(s)), op(std::move(op)), args(std::move(args)), attrs(std::move(attrs)) {}
+  std::string op;
+  std::vector<Expr> args;
+  Attrs attrs;
+};
+
+// ---- constructors -------------------------------------------------------------
+// Plain factories with no type checking: the verifier reports type errors with spans.
+
+Expr IntImm(DataType t, int64_t v, Span s = {});
+Expr FloatImm(DataType t, double v, Span s = {});
+Expr StringImm(std::string v, Span s = {});
+Expr Bool(bool v, Span s = {});
+Var MakeVar(std::string name, DataType t, Span s = {});
+// Binary nodes: the result type is a's type for arithmetic, bool for the others.
+Expr Binary(ExprKind k, Expr a, Expr b, Span s = {});
+Expr Not(Expr a, Span s = {});
+Expr Select(Expr c, Expr t, Expr f, Span s = {});
+Expr Cast(DataType t, Expr v, Span s = {});
+Expr BufferLoad(Buffer b, std::vector<Expr> indices, Span s = {});
+Expr Call(DataType t, std::string op, std::vector<Expr> args, Attrs attrs = {}, Span s = {});
+
+// Wrap `v` to the width of integer type `t` with two's complement (C semantics).
+int64_t wrap_int(DataType t, int64_t v);
+
+// The constant value of an IntImm, if `e` is one.
+const int64_t* as_const_int(const Expr& e);
+
+}  // namespace mtir

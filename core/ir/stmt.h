@@ -1,0 +1,127 @@
+// TIR statements. Scoped statements (let, allocate, assert, attr) own the statements
+// that follow them as their body, as in TVM; the text format prints them flat.
+#pragma once
+
+#include <vector>
+
+#include "ir/buffer.h"
+#include "ir/expr.h"
+
+namespace mtir {
+
+enum class StmtKind : uint8_t {
+#define MTIR_STMT(Name) Name,
+#include "ir/nodes.def"
+};
+
+const char* stmt_kind_name(StmtKind k);
+
+struct StmtNode {
+  StmtNode(StmtKind kind, Span span) : kind(kind), span(std::move(span)) {}
+  virtual ~StmtNode() = default;
+  const StmtKind kind;
+  Span span;
+};
+using Stmt = std::shared_ptr<const StmtNode>;
+
+struct BufferStoreNode : StmtNode {
+  static constexpr StmtKind kKind = StmtKind::BufferStore;
+  BufferStoreNode(Buffer b, Expr v, std::vector<Expr> idx, Span s)
+      : StmtNode(kKind, std::move(s)), buffer(std::move(b)), value(std::move(v)), indices(std::move(idx)) {}
+  Buffer buffer;
+  Expr value;
+  std::vector<Expr> indices;
+};
+
+enum class ForKind : uint8_t { kSerial, kUnrolled, kParallel, kVectorized };
+const char* for_kind_name(ForKind k);  // "serial", "unroll", "parallel", "vectorized"
+
+struct ForNode : StmtNode {
+  static constexpr StmtKind kKind = StmtKind::For;
+  ForNode(Var v, Expr min, Expr extent, ForKind k, Stmt body, Span s)
+      : StmtNode(kKind, std::move(s)), loop_var(std::move(v)), min(std::move(min)),
+        extent(std::move(extent)), for_kind(k), body(std::move(body)) {}
+  Var loop_var;
+  Expr min, extent;
+  ForKind for_kind;
+  Stmt body;
+};
+
+struct IfThenElseNode : StmtNode {
+  static constexpr StmtKind kKind = StmtKind::IfThenElse;
+  IfThenElseNode(Expr c, Stmt t, Stmt e, Span s)
+      : StmtNode(kKind, std::move(s)), condition(std::move(c)), then_case(std::move(t)), else_case(std::move(e)) {}
+  Expr condition;
+  Stmt then_case;
+  Stmt else_case;  // may be null
+};
+
+struct LetStmtNode : StmtNode {
+  static constexpr StmtKind kKind = StmtKind::LetStmt;
+  LetStmtNode(Var v, Expr value, Stmt body, Span s)
+      : StmtNode(kKind, std::move(s)), var(std::move(v)), value(std::move(value)), body(std::move(body)) {}
+  Var var;
+  Expr value;
+  Stmt body;
+};
+
+struct SeqStmtNode : StmtNode {
+  static constexpr StmtKind kKind = StmtKind::SeqStmt;
+  SeqStmtNode(std::vector<Stmt> seq, Span s) : StmtNode(kKind, std::move(s)), seq(std::move(seq)) {}
+  std::vector<Stmt> seq;
+};
+
+struct EvaluateNode : StmtNode {
+  static constexpr StmtKind kKind = StmtKind::Evaluate;
+  EvaluateNode(Expr v, Span s) : StmtNode(kKind, std::move(s)), value(std::move(v)) {}
+  Expr value;
+};
+
+// Allocates `buffer` (its data variable is bound here) for the duration of `body`.
+struct AllocateNode : StmtNode {
+  static constexpr StmtKind kKind = StmtKind::Allocate;
+  AllocateNode(Buffer b, std::string scope, Stmt body, Span s)
+      : StmtNode(kKind, std::move(s)), buffer(std::move(b)), scope(std::move(scope)), body(std::move(body)) {}
+  Buffer buffer;
+  std::string scope;  // "global", "local", ...
+  Stmt body;
+};
+
+// An annotation on the statements in `body`: `node` says what it is about (a variable,
+// a string), `key` what it means and `value` its argument.
+struct AttrStmtNode : StmtNode {
+  static constexpr StmtKind kKind = StmtKind::AttrStmt;
+  AttrStmtNode(Expr node, std::string key, Expr value, Stmt body, Span s)
+      : StmtNode(kKind, std::move(s)), node(std::move(node)), key(std::move(key)), value(std::move(value)),
+        body(std::move(body)) {}
+  Expr node;
+  std::string key;
+  Expr value;
+  Stmt body;
+};
+
+struct AssertStmtNode : StmtNode {
+  static constexpr StmtKind kKind = StmtKind::AssertStmt;
+  AssertStmtNode(Expr c, std::string msg, Stmt body, Span s)
+      : StmtNode(kKind, std::move(s)), condition(std::move(c)), message(std::move(msg)), body(std::move(body)) {}
+  Expr condition;
+  std::string message;
+  Stmt body;
+};
+
+// ---- constructors -------------------------------------------------------------
+Stmt BufferStore(Buffer b, Expr value, std::vector<Expr> indices, Span s = {});
+Stmt For(Var v, Expr min, Expr extent, ForKind k, Stmt body, Span s = {});
+Stmt IfThenElse(Expr c, Stmt then_case, Stmt else_case = nullptr, Span s = {});
+Stmt LetStmt(Var v, Expr value, Stmt body, Span s = {});
+// Flattens nested sequences; a single statement is returned as is.
+Stmt SeqStmt(std::vector<Stmt> seq, Span s = {});
+Stmt Evaluate(Expr v, Span s = {});
+Stmt Allocate(Buffer b, std::string scope, Stmt body, Span s = {});
+Stmt AttrStmt(Expr node, std::string key, Expr value, Stmt body, Span s = {});
+Stmt AssertStmt(Expr c, std::string message, Stmt body, Span s = {});
+// A statement that does nothing: Evaluate(0).
+Stmt NoOp(Span s = {});
+bool is_no_op(const Stmt& s);
+
+}  // namespace mtir
