@@ -1,0 +1,53 @@
+/* The runtime API: last error, function lookup in the system library, packed calls. */
+#include <stdio.h>
+#include <string.h>
+#include <tvm/runtime/c_runtime_api.h>
+#include <tvm/runtime/crt/func_registry.h>
+
+/* Long enough for generated argument-check messages; longer ones are truncated. */
+#define TVM_CRT_LAST_ERROR_SIZE 256
+static char g_last_error[TVM_CRT_LAST_ERROR_SIZE];
+
+void TVMAPISetLastError(const char* msg) {
+  size_t n;
+  if (msg == NULL) msg = "";
+  n = strlen(msg);
+  if (n >= sizeof g_last_error) n = sizeof g_last_error - 1;
+  memcpy(g_last_error, msg, n);
+  g_last_error[n] = '\0';
+}
+
+const char* TVMGetLastError(void) { return g_last_error; }
+
+int TVMFuncGetGlobal(const char* name, TVMFunctionHandle* out) {
+  const TVMFuncRegistry* reg;
+  tvm_function_index_t index;
+  TVMBackendPackedCFunc fn;
+  char msg[TVM_CRT_LAST_ERROR_SIZE];
+  if (name == NULL || out == NULL) {
+    TVMAPISetLastError("TVMFuncGetGlobal: NULL argument");
+    return kTvmErrorNullArgument;
+  }
+  *out = NULL;
+  reg = TVMSystemLibEntryPoint();
+  if (TVMFuncRegistry_Lookup(reg, name, &index) != kTvmErrorNoError ||
+      TVMFuncRegistry_GetByIndex(reg, index, &fn) != kTvmErrorNoError) {
+    snprintf(msg, sizeof msg, "TVMFuncGetGlobal: no function named '%s' in the system library", name);
+    TVMAPISetLastError(msg);
+    return kTvmErrorFunctionNameNotFound;
+  }
+  /* ISO C has no conversion between function and object pointers; the handle is the
+   * address of the registry slot, which is an object. */
+  *out = (TVMFunctionHandle)(void*)&reg->funcs[index];
+  return kTvmErrorNoError;
+}
+
+int TVMFuncCall(TVMFunctionHandle func, TVMValue* arg_values, int* type_codes, int num_args, TVMValue* ret_val,
+                int* ret_type_code) {
+  const TVMBackendPackedCFunc* slot = (const TVMBackendPackedCFunc*)func;
+  if (slot == NULL || *slot == NULL) {
+    TVMAPISetLastError("TVMFuncCall: NULL function handle");
+    return kTvmErrorNullArgument;
+  }
+  return (*slot)(arg_values, (int32_t*)type_codes, num_args, ret_val, (int32_t*)ret_type_code, NULL);
+}

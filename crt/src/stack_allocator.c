@@ -1,0 +1,116 @@
+/* LIFO workspace allocator. Each block is [header][data]; the header remembers the
+ * previous live block so frees can be checked against allocation order. */
+#include <tvm/runtime/c_backend_api.h>
+#include <tvm/runtime/crt/stack_allocator.h>
+
+#include <stdio.h>
+
+typedef struct {
+  uint8_t* previous; /* data pointer of the block allocated before this one */
+} block_header_t;
+
+/* The header is padded to the alignment so the data behind it stays aligned. */
+#define HEADER_SIZE \
+  (((sizeof(block_header_t) + TVM_CRT_WORKSPACE_ALIGN - 1) / TVM_CRT_WORKSPACE_ALIGN) * TVM_CRT_WORKSPACE_ALIGN)
+
+static size_t align_up(size_t n) {
+  return (n + TVM_CRT_WORKSPACE_ALIGN - 1) & ~(size_t)(TVM_CRT_WORKSPACE_ALIGN - 1);
+}
+
+tvm_crt_error_t StackMemoryManager_Init(tvm_workspace_t* ws, uint8_t* buffer, size_t size) {
+  uintptr_t start, end;
+  if (ws == NULL || (buffer == NULL && size != 0)) return kTvmErrorNullArgument;
+  start = (uintptr_t)buffer;
+  end = start + size;
+  start = (start + TVM_CRT_WORKSPACE_ALIGN - 1) & ~(uintptr_t)(TVM_CRT_WORKSPACE_ALIGN - 1);
+  if (start > end) start = end;
+  ws->base = (uint8_t*)start;
+  ws->top = ws->base;
+  ws->limit = (uint8_t*)end;
+  ws->last = NULL;
+  ws->peak = 0;
+  return kTvmErrorNoError;
+}
+
+tvm_crt_error_t StackMemoryManager_Allocate(tvm_workspace_t* ws, size_t nbytes, void** out) {
+  size_t available, needed;
+  block_header_t* header;
+  if (out == NULL) return kTvmErrorNullArgument;
+  *out = NULL;
+  if (ws == NULL || ws->base == NULL) return kTvmErrorWorkspaceNotInitialized;
+  available = (size_t)(ws->limit - ws->top);
+  /* Written so that a huge nbytes cannot wrap around. */
+  if (available < HEADER_SIZE || nbytes > available || align_up(nbytes) > available - HEADER_SIZE) {
+    return kTvmErrorPlatformNoMemory;
+  }
+  needed = HEADER_SIZE + align_up(nbytes);
+  header = (block_header_t*)(void*)ws->top;
+  header->previous = ws->last;
+  ws->last = ws->top + HEADER_SIZE;
+  ws->top += needed;
+  if ((size_t)(ws->top - ws->base) > ws->peak) ws->peak = (size_t)(ws->top - ws->base);
+  *out = ws->last;
+  return kTvmErrorNoError;
+}
+
+tvm_crt_error_t StackMemoryManager_Free(tvm_workspace_t* ws, void* ptr) {
+  uint8_t* p = (uint8_t*)ptr;
+  if (ws == NULL || ws->base == NULL) return kTvmErrorWorkspaceNotInitialized;
+  if (p == NULL || ws->last == NULL) return kTvmErrorWorkspaceFreeUnknown;
+  if (p != ws->last) {
+    /* A live block freed too early, or a pointer that was never ours. */
+    return (p > ws->base && p < ws->top) ? kTvmErrorWorkspaceFreeOrder : kTvmErrorWorkspaceFreeUnknown;
+  }
+  ws->top = p - HEADER_SIZE;
+  ws->last = ((block_header_t*)(void*)ws->top)->previous;
+  return kTvmErrorNoError;
+}
+
+/* ---- the process-wide workspace behind TVMBackendAllocWorkspace ---------------- */
+
+static tvm_workspace_t g_workspace;
+
+tvm_crt_error_t TVMCrtWorkspaceInit(uint8_t* buffer, size_t size) {
+  return StackMemoryManager_Init(&g_workspace, buffer, size);
+}
+
+size_t TVMCrtWorkspaceUsed(void) { return (size_t)(g_workspace.top - g_workspace.base); }
+size_t TVMCrtWorkspacePeak(void) { return g_workspace.peak; }
+
+void* TVMBackendAllocWorkspace(int device_type, int device_id, uint64_t nbytes, int dtype_code_hint,
+                               int dtype_bits_hint) {
+  void* out = NULL;
+  char msg[96];
+  tvm_crt_error_t err;
+  (void)device_type;
+  (void)device_id;
+  (void)dtype_code_hint;
+  (void)dtype_bits_hint;
+  if (nbytes > (uint64_t)SIZE_MAX) {
+    err = kTvmErrorPlatformNoMemory;
+  } else {
+    err = StackMemoryManager_Allocate(&g_workspace, (size_t)nbytes, &out);
+  }
+  if (err != kTvmErrorNoError) {
+    if (err == kTvmErrorWorkspaceNotInitialized) {
+      TVMAPISetLastError("TVMBackendAllocWorkspace: workspace not initialized (call TVMCrtWorkspaceInit)");
+    } else {
+      snprintf(msg, sizeof msg, "TVMBackendAllocWorkspace: out of workspace memory (%lu bytes requested)",
+               (unsigned long)nbytes);
+      TVMAPISetLastError(msg);
+    }
+  }
+  return out;
+}
+
+int TVMBackendFreeWorkspace(int device_type, int device_id, void* ptr) {
+  tvm_crt_error_t err = StackMemoryManager_Free(&g_workspace, ptr);
+  (void)device_type;
+  (void)device_id;
+  if (err == kTvmErrorWorkspaceFreeOrder) {
+    TVMAPISetLastError("TVMBackendFreeWorkspace: blocks must be freed in reverse order of allocation");
+  } else if (err != kTvmErrorNoError) {
+    TVMAPISetLastError("TVMBackendFreeWorkspace: pointer is not a live workspace allocation");
+  }
+  return (int)err;
+}
