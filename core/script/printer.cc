@@ -1,0 +1,573 @@
+// Printer for the text format. Output is canonical: the same IR always prints the
+// same text, and parse_module(print_module(m)) is structurally equal to m.
+//
+// Names: every variable and buffer defined in a function gets a name unique within
+// that function (i, i_1, i_2, ...), so shadowing never changes what a name means.
+// Scoped statements (let, allocate, assert) are printed flat, Python style, when they
+// end their block; otherwise a `with` form keeps the statements that follow outside.
+#include "script/printer.h"
+
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <set>
+#include <sstream>
+#include <unordered_map>
+
+#include "ir/op.h"
+#include "ir/structural_equal.h"
+#include "ir/visitor.h"
+
+namespace mtir {
+namespace {
+
+// Precedence levels, loosest first (Python's order).
+enum Prec : int { kOr = 1, kAnd, kNot, kCmp, kAdd, kMul, kUnary, kAtom };
+
+std::string quote(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      default: {
+        unsigned char u = static_cast<unsigned char>(c);
+        if (u < 32 || u >= 127) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\x%02x", u);
+          out += buf;
+        } else {
+          out += c;
+        }
+      }
+    }
+  }
+  return out + "\"";
+}
+
+// The shortest decimal spelling that reads back as exactly `v`.
+std::string shortest_double(double v) {
+  if (v == 0) return std::signbit(v) ? "-0.0" : "0";
+  char buf[64];
+  for (int prec = 1; prec <= 17; ++prec) {
+    std::snprintf(buf, sizeof buf, "%.*g", prec, v);
+    if (std::strtod(buf, nullptr) == v) break;
+  }
+  return buf;
+}
+
+std::string float_literal(double v) {
+  if (std::isnan(v)) return "\"nan\"";
+  if (std::isinf(v)) return v > 0 ? "\"inf\"" : "\"-inf\"";
+  return shortest_double(v);
+}
+
+std::string attr_value(const AttrValue& v) {
+  if (const auto* b = std::get_if<bool>(&v)) return *b ? "True" : "False";
+  if (const auto* i = std::get_if<int64_t>(&v)) return std::to_string(*i);
+  if (const auto* s = std::get_if<std::string>(&v)) return quote(*s);
+  double d = std::get<double>(v);
+  if (std::isinf(d)) return d > 0 ? "1e999" : "-1e999";
+  std::string s = shortest_double(d);
+  if (s.find_first_of(".en") == std::string::npos) s += ".0";  // keep it a float
+  return s;
+}
+
+std::string dict(const Attrs& attrs) {
+  std::string out = "{";
+  bool first = true;
+  for (const auto& [k, v] : attrs) {
+    if (!first) out += ", ";
+    first = false;
+    out += quote(k) + ": " + attr_value(v);
+  }
+  return out + "}";
+}
+
+bool is_identifier(const std::string& s) {
+  if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
+  for (char c : s)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) return false;
+  return true;
+}
+
+bool is_reserved(const std::string& s) {
+  static const std::set<std::string> reserved = {
+      "T",      "I",      "range",   "True",   "False",  "None",     "and",    "or",       "not",  "in",
+      "is",     "if",     "else",    "elif",   "for",    "while",    "def",    "class",    "with", "as",
+      "assert", "pass",   "return",  "lambda", "import", "from",     "global", "nonlocal", "del",  "yield",
+      "try",    "except", "finally", "raise",  "break",  "continue", "async",  "await"};
+  return reserved.count(s) > 0;
+}
+
+// Whether `e` mentions any of `vars`.
+class UsesVar : public Visitor {
+ public:
+  explicit UsesVar(const std::set<const VarNode*>& vars) : vars_(vars) {}
+  bool found = false;
+
+ protected:
+  void visit_Var(const VarNode* v) override { found = found || vars_.count(v) > 0; }
+
+ private:
+  const std::set<const VarNode*>& vars_;
+};
+
+bool uses_any(const Expr& e, const std::set<const VarNode*>& vars) {
+  UsesVar u(vars);
+  u.visit(e);
+  return u.found;
+}
+
+bool is_zero_of(const Expr& e, DataType t) {
+  const auto* imm = as<IntImmNode>(e);
+  return imm && imm->value == 0 && imm->dtype == t;
+}
+
+// `0 - x` that reads back from `-x`: the parser turns `-x` into a zero of x's type
+// minus x, except that `-5` is the constant -5.
+bool is_negation(const SubNode* op) {
+  if (op->b->dtype != op->a->dtype || as<IntImmNode>(op->b) || as<FloatImmNode>(op->b)) return false;
+  if (const auto* i = as<IntImmNode>(op->a)) return i->value == 0 && !i->dtype.is_bool();
+  if (const auto* f = as<FloatImmNode>(op->a)) return f->value == 0 && !std::signbit(f->value);
+  return false;
+}
+
+// A serial loop that T.grid / range can express: starts at a typed zero.
+bool gridable(const ForNode* f) {
+  return f->for_kind == ForKind::kSerial && f->extent && is_zero_of(f->min, f->extent->dtype) &&
+         f->loop_var->dtype == f->extent->dtype;
+}
+
+class Printer {
+ public:
+  std::string str() const { return os_.str(); }
+
+  void module(const IRModule& m) {
+    os_ << "# from tvm.script import ir as I\n# from tvm.script import tir as T\n\n";
+    os_ << "@I.ir_module\nclass " << (is_identifier(m.name) ? m.name : std::string("Module")) << ":\n";
+    indent_ = 1;
+    bool need_blank = false;
+    if (!m.attrs.empty()) {
+      line("I.module_attrs(" + dict(m.attrs) + ")");
+      need_blank = true;
+    }
+    if (m.functions.empty() && m.attrs.empty()) line("pass");
+    for (const auto& [name, f] : m.functions) {
+      if (need_blank) os_ << "\n";
+      need_blank = true;
+      func(name, f);
+    }
+    indent_ = 0;
+  }
+
+  void func(const std::string& name, const PrimFunc& f) {
+    reset_names();
+    if (!f) return line("# function '" + name + "' is missing");
+    line("@T.prim_func");
+    // Name every parameter first: buffer shapes may refer to later scalar parameters.
+    for (size_t i = 0; i < f->params.size(); ++i) {
+      const Buffer b = i < f->param_buffers.size() ? f->param_buffers[i] : nullptr;
+      std::string n = define(f->params[i].get(), f->params[i]->name);
+      if (b) name_buffer(b, n);
+    }
+    std::string sig = "def " + name + "(";
+    for (size_t i = 0; i < f->params.size(); ++i) {
+      if (i) sig += ", ";
+      const Buffer b = i < f->param_buffers.size() ? f->param_buffers[i] : nullptr;
+      sig += names_[f->params[i].get()] + ": ";
+      sig += b ? buffer_decl("T.Buffer(", b, "") : "T." + f->params[i]->dtype.str();
+    }
+    sig += ")";
+    if (!f->ret_type.is_void()) sig += " -> T." + f->ret_type.str();
+    line(sig + ":");
+    ++indent_;
+    if (!f->attrs.empty()) line("T.func_attr(" + dict(f->attrs) + ")");
+    stmt(f->body, true);
+    --indent_;
+  }
+
+  // `last`: nothing follows `s` in its block, so scoped statements may print flat.
+  void stmt(const Stmt& s, bool last) {
+    if (!s) {
+      line("T.evaluate(0)");
+      return;
+    }
+    switch (s->kind) {
+      case StmtKind::BufferStore: {
+        const auto* op = as<BufferStoreNode>(s);
+        line(buffer_ref(op->buffer) + indices(op->indices) + " = " + expr(op->value));
+        return;
+      }
+      case StmtKind::For:
+        return for_loop(as<ForNode>(s));
+      case StmtKind::IfThenElse: {
+        const auto* op = as<IfThenElseNode>(s);
+        line("if " + expr(op->condition) + ":");
+        block(op->then_case);
+        const IfThenElseNode* chain = op;
+        while (chain->else_case) {
+          if (const auto* elif = as<IfThenElseNode>(chain->else_case)) {
+            line("elif " + expr(elif->condition) + ":");
+            block(elif->then_case);
+            chain = elif;
+          } else {
+            line("else:");
+            block(chain->else_case);
+            break;
+          }
+        }
+        return;
+      }
+      case StmtKind::LetStmt: {
+        const auto* op = as<LetStmtNode>(s);
+        std::string value = expr(op->value);
+        if (last) {
+          line(define(op->var.get(), op->var->name) + ": T." + op->var->dtype.str() + " = " + value);
+          return stmt(op->body, true);
+        }
+        line("with T.LetStmt(" + value + ") as " + define(op->var.get(), op->var->name) + ":");
+        return block(op->body);
+      }
+      case StmtKind::SeqStmt: {
+        const auto* op = as<SeqStmtNode>(s);
+        if (op->seq.empty()) return line("T.evaluate(0)");
+        for (size_t i = 0; i < op->seq.size(); ++i) stmt(op->seq[i], last && i + 1 == op->seq.size());
+        return;
+      }
+      case StmtKind::Evaluate:
+        return line("T.evaluate(" + expr(as<EvaluateNode>(s)->value) + ")");
+      case StmtKind::Allocate: {
+        const auto* op = as<AllocateNode>(s);
+        std::string scope = "scope=" + quote(op->scope);
+        if (last) {
+          std::string decl = buffer_decl("T.alloc_buffer(", op->buffer, scope);
+          line(bind_buffer(op->buffer, op->buffer ? op->buffer->name : "") + " = " + decl);
+          return stmt(op->body, true);
+        }
+        std::string decl = buffer_decl("T.alloc_buffer(", op->buffer, scope);
+        line("with " + decl + " as " + bind_buffer(op->buffer, op->buffer ? op->buffer->name : "") + ":");
+        return block(op->body);
+      }
+      case StmtKind::AttrStmt: {
+        const auto* op = as<AttrStmtNode>(s);
+        line("with T.attr(" + expr(op->node) + ", " + quote(op->key) + ", " + expr(op->value) + "):");
+        return block(op->body);
+      }
+      case StmtKind::AssertStmt: {
+        const auto* op = as<AssertStmtNode>(s);
+        if (last) {
+          line("assert " + expr(op->condition) + ", " + quote(op->message));
+          return stmt(op->body, true);
+        }
+        line("with T.Assert(" + expr(op->condition) + ", " + quote(op->message) + "):");
+        return block(op->body);
+      }
+    }
+  }
+
+  std::string expr(const Expr& e) {
+    int prec;
+    return expr(e, &prec);
+  }
+
+ private:
+  void line(const std::string& text) { os_ << std::string(4 * indent_, ' ') << text << "\n"; }
+
+  void block(const Stmt& body) {
+    ++indent_;
+    stmt(body, true);
+    --indent_;
+  }
+
+  void reset_names() {
+    names_.clear();
+    used_.clear();
+  }
+
+  // A fresh, valid, unused name based on `hint`.
+  std::string fresh(std::string hint) {
+    if (!is_identifier(hint)) {
+      std::string clean;
+      for (char c : hint) clean += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+      if (clean.empty() || std::isdigit(static_cast<unsigned char>(clean[0]))) clean = "v_" + clean;
+      hint = clean;
+    }
+    if (is_reserved(hint)) hint += "_";
+    std::string name = hint;
+    for (int k = 1; used_.count(name); ++k) name = hint + "_" + std::to_string(k);
+    used_.insert(name);
+    return name;
+  }
+
+  // Names a definition. A node defined again (the same Var bound by two loops) keeps
+  // its name: both scopes mean the same variable.
+  std::string define(const void* node, const std::string& hint) {
+    auto it = names_.find(node);
+    if (it != names_.end()) return it->second;
+    std::string n = fresh(hint);
+    names_[node] = n;
+    return n;
+  }
+
+  // Gives buffer `b` the already reserved name `n`; its data pointer prints as `n.data`.
+  std::string name_buffer(const Buffer& b, const std::string& n) {
+    names_[b.get()] = n;
+    if (b->data && !names_.count(b->data.get())) names_[b->data.get()] = n + ".data";
+    return n;
+  }
+  std::string bind_buffer(const Buffer& b, const std::string& hint) { return b ? name_buffer(b, fresh(hint)) : "None"; }
+
+  std::string buffer_ref(const Buffer& b) {
+    if (!b) return "None";
+    auto it = names_.find(b.get());
+    if (it != names_.end()) return it->second;
+    return bind_buffer(b, b->name);  // not declared anywhere: print it by name
+  }
+
+  std::string var_ref(const VarNode* v) {
+    auto it = names_.find(v);
+    if (it != names_.end()) return it->second;
+    return define(v, v->name);  // free variable
+  }
+
+  std::string tuple(const std::vector<Expr>& es) {
+    std::string out = "(";
+    for (size_t i = 0; i < es.size(); ++i) out += (i ? ", " : "") + expr(es[i]);
+    if (es.size() == 1) out += ",";
+    return out + ")";
+  }
+
+  std::string indices(const std::vector<Expr>& idx) {
+    if (idx.empty()) return "[()]";
+    std::string out = "[";
+    for (size_t i = 0; i < idx.size(); ++i) out += (i ? ", " : "") + expr(idx[i]);
+    return out + "]";
+  }
+
+  // `<head>shape, "dtype"[, strides=...][, elem_offset=...][, align=...][, extra])`.
+  std::string buffer_decl(const std::string& head, const Buffer& b, const std::string& extra) {
+    if (!b) return head + "None)";
+    std::string out = head + tuple(b->shape) + ", " + quote(b->dtype.str());
+    if (!b->strides.empty()) out += ", strides=" + tuple(b->strides);
+    if (b->elem_offset && !is_zero_of(b->elem_offset, DataType::Int(32)))
+      out += ", elem_offset=" + expr(b->elem_offset);
+    if (b->align != 0) out += ", align=" + std::to_string(b->align);
+    if (!extra.empty()) out += ", " + extra;
+    return out + ")";
+  }
+
+  void for_loop(const ForNode* op) {
+    if (gridable(op) && as<ForNode>(op->body) && gridable(as<ForNode>(op->body))) {
+      // Collect the nest for T.grid: inner extents must not use outer loop variables
+      // (the parser evaluates all extents before binding any of them).
+      std::vector<const ForNode*> nest = {op};
+      std::set<const VarNode*> vars = {op->loop_var.get()};
+      while (true) {
+        const auto* inner = as<ForNode>(nest.back()->body);
+        if (!inner || !gridable(inner) || uses_any(inner->extent, vars)) break;
+        nest.push_back(inner);
+        vars.insert(inner->loop_var.get());
+      }
+      if (nest.size() > 1) {
+        std::string extents, names;
+        for (size_t i = 0; i < nest.size(); ++i) extents += (i ? ", " : "") + expr(nest[i]->extent);
+        for (size_t i = 0; i < nest.size(); ++i)
+          names += (i ? ", " : "") + define(nest[i]->loop_var.get(), nest[i]->loop_var->name);
+        line("for " + names + " in T.grid(" + extents + "):");
+        return block(nest.back()->body);
+      }
+    }
+    std::string kind = op->for_kind == ForKind::kSerial ? "T.serial" : std::string("T.") + for_kind_name(op->for_kind);
+    std::string range;
+    if (op->extent && is_zero_of(op->min, op->extent->dtype)) {
+      range = (op->for_kind == ForKind::kSerial ? std::string("range") : kind) + "(" + expr(op->extent) + ")";
+    } else {
+      range = kind + "(" + expr(op->min) + ", " + loop_stop(op->min, op->extent) + ")";
+    }
+    std::string name = define(op->loop_var.get(), op->loop_var->name);
+    line("for " + name + " in " + range + ":");
+    block(op->body);
+  }
+
+  // The `stop` of T.serial(min, stop) that the parser turns back into `extent`
+  // (see range_extent in parser.cc): folded constants, `x` for extent `x - min`
+  // when the parser would not read `x` another way, else `min + extent`.
+  std::string loop_stop(const Expr& min, const Expr& extent) {
+    const int64_t* a = as_const_int(min);
+    const int64_t* b = as_const_int(extent);
+    if (a && b && min->dtype == extent->dtype) return expr(IntImm(min->dtype, *a + *b));
+    if (const auto* sub = as<SubNode>(extent)) {
+      bool folds = as_const_int(sub->a) && a;
+      bool zero_min = a && *a == 0;
+      if (!folds && !zero_min && !as<AddNode>(sub->a) && structural_equal(sub->b, min)) return expr(sub->a);
+    }
+    int p;
+    std::string out = expr(min, &p) + " + ";
+    std::string rhs = expr(extent, &p);
+    return out + (p <= kAdd ? "(" + rhs + ")" : rhs);
+  }
+
+  std::string wrap(const Expr& e, int min_prec) {
+    int p;
+    std::string s = expr(e, &p);
+    return p < min_prec ? "(" + s + ")" : s;
+  }
+
+  std::string infix(const BinaryNode* op, const char* sym, int prec, bool non_assoc, int* out_prec) {
+    *out_prec = prec;
+    return wrap(op->a, non_assoc ? prec + 1 : prec) + " " + sym + " " + wrap(op->b, prec + 1);
+  }
+
+  std::string call(const std::string& fn, const std::vector<Expr>& args, const Attrs& attrs = {}) {
+    std::string out = fn + "(";
+    for (size_t i = 0; i < args.size(); ++i) out += (i ? ", " : "") + expr(args[i]);
+    if (!attrs.empty()) out += std::string(args.empty() ? "" : ", ") + "attrs=" + dict(attrs);
+    return out + ")";
+  }
+
+  std::string expr(const Expr& e, int* prec) {
+    *prec = kAtom;
+    if (!e) return "None";
+    switch (e->kind) {
+      case ExprKind::IntImm: {
+        const auto* op = as<IntImmNode>(e);
+        if (op->dtype.is_bool()) return op->value ? "True" : "False";
+        std::string digits =
+            op->dtype.is_uint() ? std::to_string(static_cast<uint64_t>(op->value)) : std::to_string(op->value);
+        if (op->dtype == DataType::Int(32)) {
+          if (op->value < 0) *prec = kUnary;
+          return digits;
+        }
+        return "T." + op->dtype.str() + "(" + digits + ")";
+      }
+      case ExprKind::FloatImm: {
+        const auto* op = as<FloatImmNode>(e);
+        return "T." + op->dtype.str() + "(" + float_literal(op->value) + ")";
+      }
+      case ExprKind::StringImm:
+        return quote(as<StringImmNode>(e)->value);
+      case ExprKind::Var:
+        return var_ref(as<VarNode>(e));
+      case ExprKind::Add:
+        return infix(as<AddNode>(e), "+", kAdd, false, prec);
+      case ExprKind::Sub: {
+        const auto* op = as<SubNode>(e);
+        if (is_negation(op)) {
+          *prec = kUnary;
+          return "-" + wrap(op->b, kUnary);
+        }
+        return infix(op, "-", kAdd, false, prec);
+      }
+      case ExprKind::Mul:
+        return infix(as<MulNode>(e), "*", kMul, false, prec);
+      case ExprKind::Div: {
+        const auto* op = as<DivNode>(e);
+        if (e->dtype.is_float()) return infix(op, "/", kMul, false, prec);
+        return call("T.truncdiv", {op->a, op->b});
+      }
+      case ExprKind::Mod: {
+        const auto* op = as<ModNode>(e);
+        return call("T.truncmod", {op->a, op->b});
+      }
+      case ExprKind::FloorDiv:
+        return infix(as<FloorDivNode>(e), "//", kMul, false, prec);
+      case ExprKind::FloorMod:
+        return infix(as<FloorModNode>(e), "%", kMul, false, prec);
+      case ExprKind::Min:
+        return call("T.min", {as<MinNode>(e)->a, as<MinNode>(e)->b});
+      case ExprKind::Max:
+        return call("T.max", {as<MaxNode>(e)->a, as<MaxNode>(e)->b});
+      case ExprKind::EQ:
+        return infix(as<EQNode>(e), "==", kCmp, true, prec);
+      case ExprKind::NE:
+        return infix(as<NENode>(e), "!=", kCmp, true, prec);
+      case ExprKind::LT:
+        return infix(as<LTNode>(e), "<", kCmp, true, prec);
+      case ExprKind::LE:
+        return infix(as<LENode>(e), "<=", kCmp, true, prec);
+      case ExprKind::GT:
+        return infix(as<GTNode>(e), ">", kCmp, true, prec);
+      case ExprKind::GE:
+        return infix(as<GENode>(e), ">=", kCmp, true, prec);
+      case ExprKind::And:
+        return infix(as<AndNode>(e), "and", kAnd, false, prec);
+      case ExprKind::Or:
+        return infix(as<OrNode>(e), "or", kOr, false, prec);
+      case ExprKind::Not: {
+        *prec = kNot;
+        return "not " + wrap(as<NotNode>(e)->a, kNot);
+      }
+      case ExprKind::Select: {
+        const auto* op = as<SelectNode>(e);
+        return call("T.Select", {op->condition, op->true_value, op->false_value});
+      }
+      case ExprKind::Cast: {
+        const auto* op = as<CastNode>(e);
+        return "T.Cast(" + quote(op->dtype.str()) + ", " + expr(op->value) + ")";
+      }
+      case ExprKind::BufferLoad: {
+        const auto* op = as<BufferLoadNode>(e);
+        return buffer_ref(op->buffer) + indices(op->indices);
+      }
+      case ExprKind::Call: {
+        const auto* op = as<CallNode>(e);
+        if (op->op == "call_extern") {
+          std::vector<Expr> args = op->args;
+          std::string out = "T.call_extern(" + quote(op->dtype.str());
+          for (const auto& a : args) out += ", " + expr(a);
+          if (!op->attrs.empty()) out += ", attrs=" + dict(op->attrs);
+          return out + ")";
+        }
+        return call("T." + op->op, op->args, op->attrs);
+      }
+    }
+    return "None";
+  }
+
+  std::ostringstream os_;
+  int indent_ = 0;
+  std::unordered_map<const void*, std::string> names_;
+  std::set<std::string> used_;
+};
+
+}  // namespace
+
+std::string print_module(const IRModule& m) {
+  Printer p;
+  p.module(m);
+  return p.str();
+}
+
+std::string print_func(const std::string& name, const PrimFunc& f) {
+  Printer p;
+  p.func(name, f);
+  return "# from tvm.script import tir as T\n\n" + p.str();
+}
+
+std::string print_stmt(const Stmt& s) {
+  Printer p;
+  p.stmt(s, true);
+  return p.str();
+}
+
+std::string print_expr(const Expr& e) {
+  Printer p;
+  return p.expr(e);
+}
+
+}  // namespace mtir
