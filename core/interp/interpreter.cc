@@ -1,0 +1,517 @@
+// The reference interpreter: a direct walk over the IR, no lowering first, so what it
+// computes is what the program says. Scalar semantics are in scalar.cc; this file
+// handles scopes, buffers and control flow.
+//
+// Buffers are bound to storage through their data variable, not the BufferNode, so
+// two buffer declarations that share a data pointer (a flattened view of a parameter,
+// say) see the same memory, as they would in the generated C. Every access checks the
+// indices against the view's shape and the final element address against the storage
+// behind it. Storage that an Allocate created remembers which elements were written,
+// because reading one that was not would read garbage in C.
+#include "interp/interpreter.h"
+
+#include <algorithm>
+#include <memory>
+#include <optional>
+#include <unordered_map>
+
+#include "interp/scalar.h"
+#include "ir/op.h"
+
+namespace mtir {
+
+namespace {
+
+using interp::Scalar;
+
+std::string shape_text(const std::vector<int64_t>& dims) {
+  std::string s = "(";
+  for (size_t k = 0; k < dims.size(); ++k) s += (k ? ", " : "") + std::to_string(dims[k]);
+  return s + ")";
+}
+
+std::string index_text(const std::vector<int64_t>& idx) {
+  std::string s = "[";
+  for (size_t k = 0; k < idx.size(); ++k) s += (k ? ", " : "") + std::to_string(idx[k]);
+  return s + "]";
+}
+
+// Memory behind one or more buffer views.
+struct Storage {
+  std::string name;                // for messages: the buffer that owns it
+  NDArray* array = nullptr;        // parameters: the caller's tensor
+  std::unique_ptr<NDArray> owned;  // allocations: our own
+  bool track_writes = false;       // allocations only; parameters count as initialized
+  std::vector<uint8_t> written;
+};
+
+class Interpreter {
+ public:
+  explicit Interpreter(const InterpOptions& options) : options_(options) {}
+
+  void run(const PrimFunc& f, const std::string& name, const std::vector<InterpArg>& args);
+
+ private:
+  // ---- binding --------------------------------------------------------------
+  void bind_scalar_param(const Var& p, const InterpArg& arg);
+  void bind_buffer_param(const Var& p, const Buffer& b, const InterpArg& arg);
+  // Restores a variable's previous binding (or removes it) when a scope ends.
+  class ScopedVar {
+   public:
+    ScopedVar(Interpreter* in, const VarNode* v, Scalar value) : in_(in), var_(v) {
+      auto it = in->vars_.find(v);
+      if (it != in->vars_.end()) saved_ = it->second;
+      in->vars_[v] = value;
+    }
+    ~ScopedVar() {
+      if (saved_) in_->vars_[var_] = *saved_;
+      else in_->vars_.erase(var_);
+    }
+    void set(Scalar value) { in_->vars_[var_] = value; }
+
+   private:
+    Interpreter* in_;
+    const VarNode* var_;
+    std::optional<Scalar> saved_;
+  };
+
+  // ---- buffers ----------------------------------------------------------------
+  static const void* storage_key(const Buffer& b) {
+    return b->data ? static_cast<const void*>(b->data.get()) : static_cast<const void*>(b.get());
+  }
+  Storage& storage_of(const Buffer& b, const Span& span);
+  std::vector<int64_t> eval_shape(const Buffer& b);
+  int64_t element_address(const Buffer& b, const std::vector<Expr>& indices, const Storage& st, const Span& span);
+  Scalar load(const BufferLoadNode* op);
+  void store(const BufferStoreNode* op);
+
+  // ---- evaluation ---------------------------------------------------------------
+  Scalar eval(const Expr& e);
+  int64_t eval_int(const Expr& e) { return eval(e).i; }
+  Scalar eval_var(const VarNode* v);
+  Scalar eval_binary(const BinaryNode* op);
+  Scalar eval_call(const CallNode* op);
+  Scalar eval_extern(const CallNode* op);
+  void exec(const Stmt& s);
+  void exec_for(const ForNode* op);
+  void exec_allocate(const AllocateNode* op);
+  void count_step(const Span& span);
+  // Where to report an error in an expression: its own span, or the statement's when
+  // the expression has none (IR built by passes may not carry expression spans).
+  const Span& where(const Span& expr_span) const {
+    return expr_span.defined() || !stmt_span_ ? expr_span : *stmt_span_;
+  }
+
+  const InterpOptions& options_;
+  std::unordered_map<const VarNode*, Scalar> vars_;
+  std::unordered_map<const void*, Storage*> storage_;
+  std::vector<std::unique_ptr<Storage>> param_storage_;
+  int64_t steps_ = 0;
+  // The statement being executed (its expressions are evaluated before any nested
+  // statement runs, so this is always the enclosing one when they fail).
+  const Span* stmt_span_ = nullptr;
+};
+
+// ---- parameters -------------------------------------------------------------------
+
+void Interpreter::bind_scalar_param(const Var& p, const InterpArg& arg) {
+  const std::string who = "argument '" + p->name + "'";
+  if (std::holds_alternative<NDArray*>(arg))
+    user_error(p->span, who + ": expected a " + p->dtype.str() + " scalar but got a tensor");
+  if (p->dtype.is_float()) {
+    double v = std::holds_alternative<double>(arg) ? std::get<double>(arg)
+                                                   : static_cast<double>(std::get<int64_t>(arg));
+    vars_[p.get()] = interp::make_float(p->dtype, v);
+    return;
+  }
+  if (!p->dtype.is_integer() && !p->dtype.is_bool())
+    user_error(p->span, who + ": cannot pass a scalar for a " + p->dtype.str() + " parameter");
+  if (!std::holds_alternative<int64_t>(arg))
+    user_error(p->span, who + ": expected an integer for " + p->dtype.str() + " but got a float");
+  int64_t v = std::get<int64_t>(arg);
+  // A value that does not fit would silently wrap in C; better to say so here.
+  if (!p->dtype.is_bool() && wrap_int(p->dtype, v) != v && !(p->dtype.is_uint() && p->dtype.bits() == 64))
+    user_error(p->span, who + ": value " + std::to_string(v) + " does not fit in " + p->dtype.str());
+  vars_[p.get()] = interp::make_int(p->dtype, v);
+}
+
+void Interpreter::bind_buffer_param(const Var& p, const Buffer& b, const InterpArg& arg) {
+  const std::string who = "argument '" + p->name + "'";
+  if (!std::holds_alternative<NDArray*>(arg))
+    user_error(p->span, who + ": expected a " + b->dtype.str() + " tensor but got a scalar");
+  NDArray* a = std::get<NDArray*>(arg);
+  if (!a) user_error(p->span, who + ": expected a " + b->dtype.str() + " tensor but got a null pointer");
+  if (a->dtype != b->dtype)
+    user_error(p->span, who + ": expected " + b->dtype.str() + " but got " + a->dtype.str());
+  // A hand-built tensor whose bytes do not match its shape would make every access
+  // check meaningless.
+  int64_t elements = a->num_elements();
+  if (elements < 0 || a->data.size() != static_cast<size_t>(elements) * static_cast<size_t>(a->dtype.bytes()))
+    user_error(p->span, who + ": tensor holds " + std::to_string(a->data.size()) + " bytes but its shape " +
+                            shape_text(a->shape) + " of " + a->dtype.str() + " needs " +
+                            std::to_string(elements * a->dtype.bytes()));
+  if (a->shape.size() == b->shape.size()) {
+    // A shape extent that is a variable no one bound yet takes its value from the
+    // tensor, so T.Buffer((n,), ...) works without passing n as well.
+    for (size_t k = 0; k < b->shape.size(); ++k) {
+      const auto* v = as<VarNode>(b->shape[k]);
+      if (v && !vars_.count(v)) vars_[v] = interp::make_int(v->dtype, a->shape[k]);
+    }
+  }
+  std::vector<int64_t> expected = eval_shape(b);
+  if (expected != a->shape)
+    user_error(p->span, who + ": expected shape " + shape_text(expected) + " but got " + shape_text(a->shape));
+  auto st = std::make_unique<Storage>();
+  st->name = b->name;
+  st->array = a;
+  storage_[storage_key(b)] = st.get();
+  storage_[p.get()] = st.get();
+  param_storage_.push_back(std::move(st));
+}
+
+void Interpreter::run(const PrimFunc& f, const std::string& name, const std::vector<InterpArg>& args) {
+  MTIR_ICHECK(f->param_buffers.size() == f->params.size(), "PrimFunc '" + name + "' has unmatched param_buffers");
+  if (args.size() != f->params.size())
+    user_error(f->span, "'" + name + "' takes " + std::to_string(f->params.size()) + " arguments but got " +
+                            std::to_string(args.size()));
+  // Kinds first, in parameter order, so the first wrong argument is the one named.
+  for (size_t i = 0; i < args.size(); ++i) {
+    const Var& p = f->params[i];
+    const bool is_tensor = std::holds_alternative<NDArray*>(args[i]);
+    if (f->param_buffers[i] && !is_tensor)
+      user_error(p->span, "argument '" + p->name + "': expected a " + f->param_buffers[i]->dtype.str() +
+                              " tensor but got a scalar");
+    if (!f->param_buffers[i] && is_tensor)
+      user_error(p->span, "argument '" + p->name + "': expected a " + p->dtype.str() + " scalar but got a tensor");
+  }
+  // Then scalars: buffer shapes may refer to them.
+  for (size_t i = 0; i < args.size(); ++i)
+    if (!f->param_buffers[i]) bind_scalar_param(f->params[i], args[i]);
+  for (size_t i = 0; i < args.size(); ++i)
+    if (f->param_buffers[i]) bind_buffer_param(f->params[i], f->param_buffers[i], args[i]);
+  if (f->body) exec(f->body);
+}
+
+// ---- buffers ------------------------------------------------------------------------
+
+Storage& Interpreter::storage_of(const Buffer& b, const Span& span) {
+  auto it = storage_.find(storage_key(b));
+  if (it == storage_.end()) user_error(span, "buffer '" + b->name + "' is used outside its allocation");
+  return *it->second;
+}
+
+std::vector<int64_t> Interpreter::eval_shape(const Buffer& b) {
+  std::vector<int64_t> dims;
+  for (const auto& e : b->shape) dims.push_back(eval_int(e));
+  return dims;
+}
+
+int64_t Interpreter::element_address(const Buffer& b, const std::vector<Expr>& indices, const Storage& st,
+                                     const Span& span) {
+  // The hot path of the interpreter: no heap allocation and no strings unless an
+  // access fails. Up to kInline dimensions live on the stack.
+  constexpr size_t kInline = 8;
+  const size_t ndim = b->shape.size();
+  int64_t idx_inline[kInline], dim_inline[kInline];
+  std::vector<int64_t> idx_heap, dim_heap;
+  if (indices.size() > kInline || ndim > kInline) {
+    idx_heap.resize(indices.size());
+    dim_heap.resize(ndim);
+  }
+  int64_t* idx = idx_heap.empty() ? idx_inline : idx_heap.data();
+  int64_t* dims = dim_heap.empty() ? dim_inline : dim_heap.data();
+  for (size_t k = 0; k < indices.size(); ++k) idx[k] = eval_int(indices[k]);
+  for (size_t k = 0; k < ndim; ++k) dims[k] = eval_int(b->shape[k]);
+
+  auto fail = [&](const std::string& detail) {
+    std::vector<int64_t> iv(idx, idx + indices.size()), dv(dims, dims + ndim);
+    user_error(span, "out-of-bounds access to buffer '" + b->name + "': index " + index_text(iv) + " " +
+                         (detail.empty() ? "outside shape " + shape_text(dv) : detail));
+  };
+  if (indices.size() != ndim)
+    fail("has " + std::to_string(indices.size()) + " dimensions but the shape " +
+         shape_text(std::vector<int64_t>(dims, dims + ndim)) + " has " + std::to_string(ndim));
+  for (size_t k = 0; k < ndim; ++k)
+    if (idx[k] < 0 || idx[k] >= dims[k]) fail("");
+
+  // __int128 so that a wild stride cannot overflow the address computation itself.
+  __int128 address = b->elem_offset ? eval_int(b->elem_offset) : 0;
+  if (!b->strides.empty()) {
+    for (size_t k = 0; k < ndim && k < b->strides.size(); ++k)
+      address += static_cast<__int128>(idx[k]) * eval_int(b->strides[k]);
+  } else {
+    // Row-major (Horner form): ((i0 * d1 + i1) * d2 + i2) ...; in range by the checks.
+    int64_t flat = 0;
+    for (size_t k = 0; k < ndim; ++k)
+      if (__builtin_mul_overflow(flat, dims[k], &flat) || __builtin_add_overflow(flat, idx[k], &flat))
+        fail("is beyond any addressable element");
+    address += flat;
+  }
+  const int64_t size = st.array->num_elements();
+  if (address < 0 || address >= size) {
+    std::string where = (address > INT64_MAX || address < INT64_MIN) ? std::string("(overflow)")
+                                                                       : std::to_string(static_cast<int64_t>(address));
+    fail("is element " + where + ", outside its storage of " + std::to_string(size) + " elements");
+  }
+  return static_cast<int64_t>(address);
+}
+
+Scalar Interpreter::load(const BufferLoadNode* op) {
+  Storage& st = storage_of(op->buffer, where(op->span));
+  int64_t addr = element_address(op->buffer, op->indices, st, where(op->span));
+  if (st.track_writes && !st.written[static_cast<size_t>(addr)])
+    user_error(where(op->span),
+               "read of uninitialized element " + std::to_string(addr) + " of buffer '" + st.name + "'");
+  const DataType t = op->buffer->dtype;
+  if (st.array->dtype != t)
+    user_error(where(op->span), "buffer '" + op->buffer->name + "' is " + t.str() + " but its storage holds " +
+                             st.array->dtype.str());
+  if (t.is_float()) return interp::make_float(t, st.array->get_float(addr));
+  return interp::make_int(t, st.array->get_int(addr));
+}
+
+void Interpreter::store(const BufferStoreNode* op) {
+  Storage& st = storage_of(op->buffer, where(op->span));
+  // Value first, then the address, as the C statement `A[i] = v` may do either; an
+  // error in both reports the value's.
+  Scalar v = eval(op->value);
+  int64_t addr = element_address(op->buffer, op->indices, st, where(op->span));
+  const DataType t = op->buffer->dtype;
+  if (st.array->dtype != t)
+    user_error(where(op->span), "buffer '" + op->buffer->name + "' is " + t.str() + " but its storage holds " +
+                             st.array->dtype.str());
+  // The verifier makes the value's type equal the buffer's; converting anyway keeps a
+  // malformed program from storing raw bits of the wrong kind.
+  if (v.dtype != t) v = interp::cast(t, v, where(op->span));
+  if (t.is_float()) st.array->set_float(addr, v.f);
+  else st.array->set_int(addr, v.i);
+  if (st.track_writes) st.written[static_cast<size_t>(addr)] = 1;
+}
+
+// ---- expressions ----------------------------------------------------------------------
+
+Scalar Interpreter::eval_var(const VarNode* v) {
+  auto it = vars_.find(v);
+  if (it != vars_.end()) return it->second;
+  // A handle (a buffer's data pointer) has no numeric value; it may appear as an
+  // attribute node or extern argument, which we never compute with.
+  if (v->dtype.is_handle()) return interp::make_int(DataType::Int(64), 0);
+  user_error(where(v->span), "variable '" + v->name + "' has no value here (used outside its scope)");
+}
+
+Scalar Interpreter::eval_binary(const BinaryNode* op) {
+  if (is_logical(op->kind)) {
+    // Short-circuit, as C's && and ||.
+    bool a = eval(op->a).truthy();
+    bool r = op->kind == ExprKind::And ? (a && eval(op->b).truthy()) : (a || eval(op->b).truthy());
+    return interp::make_int(DataType::Bool(), r);
+  }
+  Scalar a = eval(op->a);
+  Scalar b = eval(op->b);
+  if (is_comparison(op->kind)) return interp::make_int(DataType::Bool(), interp::compare(op->kind, a, b));
+  return interp::arith(op->kind, op->dtype, a, b, where(op->span));
+}
+
+Scalar Interpreter::eval_extern(const CallNode* op) {
+  // call_extern("result type", "symbol", args...): skip the leading strings.
+  size_t first_arg = 0;
+  std::string symbol;
+  const auto* s0 = op->args.empty() ? nullptr : as<StringImmNode>(op->args[0]);
+  const auto* s1 = op->args.size() < 2 ? nullptr : as<StringImmNode>(op->args[1]);
+  if (s0 && s1) {
+    symbol = s1->value;
+    first_arg = 2;
+  } else if (s0) {
+    symbol = s0->value;
+    first_arg = 1;
+  }
+  auto fn = options_.extern_functions.find(symbol);
+  if (fn == options_.extern_functions.end())
+    user_error(where(op->span), "cannot interpret call_extern '" + symbol +
+                             "': external functions are not available to the interpreter");
+  std::vector<double> values;
+  for (size_t k = first_arg; k < op->args.size(); ++k) {
+    Scalar v = eval(op->args[k]);
+    values.push_back(v.dtype.is_float() ? v.f
+                     : v.dtype.is_uint() ? static_cast<double>(static_cast<uint64_t>(v.i))
+                                         : static_cast<double>(v.i));
+  }
+  double r = fn->second(values);
+  if (op->dtype.is_void() || op->dtype.is_handle()) return interp::make_int(DataType::Int(32), 0);
+  return interp::cast(op->dtype, interp::make_float(DataType::Float(64), r), where(op->span));
+}
+
+Scalar Interpreter::eval_call(const CallNode* op) {
+  const OpInfo* info = lookup_op(op->op);
+  if (!info) user_error(where(op->span), "unknown intrinsic '" + op->op + "'");
+  auto want_args = [&](size_t n) {
+    if (op->args.size() != n)
+      user_error(where(op->span),
+                 op->op + " takes " + std::to_string(n) + " arguments, not " + std::to_string(op->args.size()));
+  };
+  switch (info->kind) {
+    case OpInfo::Kind::kUnaryMath:
+      want_args(1);
+      return interp::unary_math(op->op, op->dtype, eval(op->args[0]), where(op->span));
+    case OpInfo::Kind::kBinaryMath:
+      want_args(2);
+      return interp::binary_math(op->op, op->dtype, eval(op->args[0]), eval(op->args[1]), where(op->span));
+    case OpInfo::Kind::kIfThenElse:
+      // Lazy: only the taken side runs, so it may guard an access that would be
+      // out of bounds.
+      want_args(3);
+      return eval(eval(op->args[0]).truthy() ? op->args[1] : op->args[2]);
+    case OpInfo::Kind::kCallExtern: return eval_extern(op);
+  }
+  MTIR_ICHECK(false, "unhandled op kind");
+}
+
+Scalar Interpreter::eval(const Expr& e) {
+  MTIR_ICHECK(e != nullptr, "null expression");
+  switch (e->kind) {
+    case ExprKind::IntImm: return interp::make_int(e->dtype, static_cast<const IntImmNode*>(e.get())->value);
+    case ExprKind::FloatImm: return interp::make_float(e->dtype, static_cast<const FloatImmNode*>(e.get())->value);
+    case ExprKind::StringImm:
+      user_error(where(e->span), "a string has no value outside call_extern");
+    case ExprKind::Var: return eval_var(static_cast<const VarNode*>(e.get()));
+#define MTIR_BINARY(Name) case ExprKind::Name:
+#include "ir/nodes.def"
+      return eval_binary(static_cast<const BinaryNode*>(e.get()));
+    case ExprKind::Not: {
+      bool a = eval(static_cast<const NotNode*>(e.get())->a).truthy();
+      return interp::make_int(DataType::Bool(), !a);
+    }
+    case ExprKind::Select: {
+      // Both sides are evaluated (errors in either are reported), as TIR's Select says.
+      const auto* op = static_cast<const SelectNode*>(e.get());
+      bool c = eval(op->condition).truthy();
+      Scalar t = eval(op->true_value);
+      Scalar f = eval(op->false_value);
+      return c ? t : f;
+    }
+    case ExprKind::Cast: {
+      const auto* op = static_cast<const CastNode*>(e.get());
+      return interp::cast(op->dtype, eval(op->value), where(op->span));
+    }
+    case ExprKind::BufferLoad: return load(static_cast<const BufferLoadNode*>(e.get()));
+    case ExprKind::Call: return eval_call(static_cast<const CallNode*>(e.get()));
+  }
+  MTIR_ICHECK(false, "unhandled expression kind");
+}
+
+// ---- statements -------------------------------------------------------------------------
+
+void Interpreter::count_step(const Span& span) {
+  if (++steps_ > options_.max_steps)
+    user_error(span, "step limit of " + std::to_string(options_.max_steps) +
+                         " exceeded (infinite or very long loop?)");
+}
+
+void Interpreter::exec_for(const ForNode* op) {
+  // Every loop kind runs serially: parallel and vectorized loops must not depend on
+  // the order anyway, and serial order is the one a reader expects.
+  const DataType t = op->loop_var->dtype;
+  const int64_t min = eval_int(op->min);
+  const int64_t extent = eval_int(op->extent);
+  ScopedVar loop_var(this, op->loop_var.get(), interp::make_int(t, min));
+  for (int64_t k = 0; k < extent; ++k) {
+    count_step(op->span);
+    loop_var.set(interp::make_int(t, static_cast<int64_t>(static_cast<uint64_t>(min) + static_cast<uint64_t>(k))));
+    exec(op->body);
+  }
+}
+
+void Interpreter::exec_allocate(const AllocateNode* op) {
+  const Buffer& b = op->buffer;
+  std::vector<int64_t> dims = eval_shape(b);
+  // Sizes saturate at INT64_MAX on overflow; the limit check below then rejects them.
+  auto mul = [](int64_t x, int64_t y) {
+    int64_t r;
+    return __builtin_mul_overflow(x, y, &r) ? INT64_MAX : r;
+  };
+  int64_t count = 1;
+  for (int64_t d : dims) {
+    if (d < 0)
+      user_error(op->span, "allocation of buffer '" + b->name + "' with negative extent " + std::to_string(d));
+    count = mul(count, d);
+  }
+  // With explicit strides or an offset, the storage must reach the farthest element.
+  if (count > 0 && (!b->strides.empty() || (b->elem_offset && eval_int(b->elem_offset) != 0))) {
+    int64_t last = b->elem_offset ? eval_int(b->elem_offset) : 0;
+    for (size_t k = 0; k < dims.size() && k < b->strides.size(); ++k) {
+      int64_t reach = mul(dims[k] - 1, eval_int(b->strides[k]));
+      if (__builtin_add_overflow(last, reach, &last)) last = INT64_MAX - 1;
+    }
+    count = std::max<int64_t>(count, last + 1);
+  }
+  if (mul(count, b->dtype.bytes()) > options_.max_alloc_bytes)
+    user_error(op->span, "allocation of buffer '" + b->name + "' is larger than the interpreter's limit of " +
+                             std::to_string(options_.max_alloc_bytes) + " bytes");
+  Storage st;
+  st.name = b->name;
+  st.owned = std::make_unique<NDArray>(NDArray::zeros(b->dtype, {count}));
+  st.array = st.owned.get();
+  st.track_writes = true;
+  st.written.assign(static_cast<size_t>(count), 0);
+  const void* key = storage_key(b);
+  auto it = storage_.find(key);
+  Storage* saved = it == storage_.end() ? nullptr : it->second;
+  storage_[key] = &st;
+  // Restore on every exit, including an error thrown from the body.
+  struct Restore {
+    std::unordered_map<const void*, Storage*>& map;
+    const void* key;
+    Storage* saved;
+    ~Restore() {
+      if (saved) map[key] = saved;
+      else map.erase(key);
+    }
+  } restore{storage_, key, saved};
+  exec(op->body);
+}
+
+void Interpreter::exec(const Stmt& s) {
+  if (!s) return;
+  count_step(s->span);
+  stmt_span_ = &s->span;
+  switch (s->kind) {
+    case StmtKind::BufferStore: store(static_cast<const BufferStoreNode*>(s.get())); return;
+    case StmtKind::For: exec_for(static_cast<const ForNode*>(s.get())); return;
+    case StmtKind::IfThenElse: {
+      const auto* op = static_cast<const IfThenElseNode*>(s.get());
+      if (eval(op->condition).truthy()) exec(op->then_case);
+      else exec(op->else_case);
+      return;
+    }
+    case StmtKind::LetStmt: {
+      const auto* op = static_cast<const LetStmtNode*>(s.get());
+      ScopedVar var(this, op->var.get(), eval(op->value));
+      exec(op->body);
+      return;
+    }
+    case StmtKind::SeqStmt:
+      for (const auto& child : static_cast<const SeqStmtNode*>(s.get())->seq) exec(child);
+      return;
+    case StmtKind::Evaluate: eval(static_cast<const EvaluateNode*>(s.get())->value); return;
+    case StmtKind::Allocate: exec_allocate(static_cast<const AllocateNode*>(s.get())); return;
+    case StmtKind::AttrStmt: exec(static_cast<const AttrStmtNode*>(s.get())->body); return;
+    case StmtKind::AssertStmt: {
+      const auto* op = static_cast<const AssertStmtNode*>(s.get());
+      if (!eval(op->condition).truthy()) user_error(op->span, "assertion failed: " + op->message);
+      exec(op->body);
+      return;
+    }
+  }
+  MTIR_ICHECK(false, "unhandled statement kind");
+}
+
+}  // namespace
+
+void interpret(const IRModule& mod, const std::string& func_name, const std::vector<InterpArg>& args,
+               const InterpOptions& options) {
+  PrimFunc f = mod.lookup(func_name);
+  if (!f) user_error(Span{}, "no function '" + func_name + "' in module");
+  Interpreter(options).run(f, func_name, args);
+}
+
+}  // namespace mtir

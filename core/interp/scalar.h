@@ -1,0 +1,66 @@
+// Scalar values of the reference interpreter and the arithmetic on them. Internal to
+// core/interp; this is where the exact semantics every target is compared against
+// live, so each rule states what C code it corresponds to.
+//
+// Integers (and bool) live in `i`, already wrapped to their width: signed types are
+// sign-extended, unsigned ones zero-extended (a uint64 keeps its 64-bit pattern, so
+// values above INT64_MAX look negative here and are compared and divided unsigned). Floats live in `f`, already rounded to their type (a float32 value is
+// always exactly representable as a float).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "ir/expr.h"
+
+namespace mtir {
+namespace interp {
+
+struct Scalar {
+  DataType dtype;
+  int64_t i = 0;
+  double f = 0;
+
+  bool truthy() const { return dtype.is_float() ? f != 0 : i != 0; }
+};
+
+// Wraps `v` to an integer or bool type.
+Scalar make_int(DataType t, int64_t v);
+// Rounds `v` to a float type (float16 and float32 round to nearest even).
+Scalar make_float(DataType t, double v);
+// Rounds a double to the precision of float type `t`.
+double round_to_float_type(DataType t, double v);
+
+// Add, Sub, Mul, Div, Mod, FloorDiv, FloorMod, Min, Max of two values of type `t`.
+//  - integers: two's complement wrap-around; Div/Mod truncate like C; FloorDiv and
+//    FloorMod round toward negative infinity (the remainder takes the divisor's sign).
+//    A zero divisor is a user error at `span`. INT_MIN / -1 wraps to INT_MIN and
+//    INT_MIN % -1 is 0 (what the hardware result would be if C defined it).
+//  - floats: each operation is rounded to the type (float16 computes in float, then
+//    rounds to half). Div by zero gives IEEE inf/nan. Mod is fmod (truncating);
+//    FloorDiv is floor(a / b) and FloorMod is a - floor(a / b) * b.
+//    Min/Max are `a < b ? a : b` and `a > b ? a : b`, like the C printed for them: with
+//    a NaN operand they return the second operand, and min(0.0, -0.0) is -0.0.
+Scalar arith(ExprKind kind, DataType t, const Scalar& a, const Scalar& b, const Span& span);
+
+// EQ, NE, LT, LE, GT, GE: IEEE comparisons for floats (NaN is unordered), unsigned
+// comparisons for unsigned integers.
+bool compare(ExprKind kind, const Scalar& a, const Scalar& b);
+
+// C conversion to `t`, except that a float -> integer conversion whose truncated
+// value does not fit the target (or is NaN) is a user error at `span`: C leaves it
+// undefined. Anything -> bool is "nonzero" (a NaN is true, as in C).
+Scalar cast(DataType t, const Scalar& v, const Span& span);
+
+// The math intrinsics of ir/op.h (exp, log, ..., abs, pow) on a value of type `t`.
+// float32 uses the float overloads of <cmath>, float64 the double ones, float16 the
+// float ones followed by rounding to half. abs on integers wraps (abs(INT_MIN) is
+// INT_MIN, like the two's complement result).
+Scalar unary_math(const std::string& op, DataType t, const Scalar& x, const Span& span);
+Scalar binary_math(const std::string& op, DataType t, const Scalar& x, const Scalar& y, const Span& span);
+
+// For messages: the shortest decimal that reads back as `v`.
+std::string format_double(double v);
+
+}  // namespace interp
+}  // namespace mtir
