@@ -1,0 +1,355 @@
+// The well-formedness verifier. One walk per function that keeps track of which
+// variables and buffers are in scope and checks the types of every node on the way.
+// It never stops at the first problem: every finding becomes a diagnostic.
+#include "analysis/well_formed.h"
+
+#include <set>
+#include <string>
+#include <unordered_set>
+
+#include "ir/op.h"
+#include "ir/visitor.h"
+
+namespace mtir {
+namespace {
+
+// How an operator is written in the text format, for messages.
+const char* op_symbol(ExprKind k) {
+  switch (k) {
+    case ExprKind::Add: return "+";
+    case ExprKind::Sub: return "-";
+    case ExprKind::Mul: return "*";
+    case ExprKind::Div: return "/";
+    case ExprKind::Mod: return "T.truncmod";
+    case ExprKind::FloorDiv: return "//";
+    case ExprKind::FloorMod: return "%";
+    case ExprKind::Min: return "T.min";
+    case ExprKind::Max: return "T.max";
+    case ExprKind::EQ: return "==";
+    case ExprKind::NE: return "!=";
+    case ExprKind::LT: return "<";
+    case ExprKind::LE: return "<=";
+    case ExprKind::GT: return ">";
+    case ExprKind::GE: return ">=";
+    case ExprKind::And: return "and";
+    case ExprKind::Or: return "or";
+    default: return expr_kind_name(k);
+  }
+}
+
+bool is_arith(ExprKind k) { return is_binary(k) && !is_comparison(k) && !is_logical(k); }
+
+class WellFormedChecker : public Visitor {
+ public:
+  std::vector<Diagnostic> diags;
+
+  void check_func(const PrimFunc& f) {
+    in_scope_.clear();
+    defined_.clear();
+    buffers_.clear();
+    span_stack_.clear();
+    if (f->params.size() != f->param_buffers.size())
+      error(f->span, "function has " + std::to_string(f->params.size()) + " parameters but " +
+                         std::to_string(f->param_buffers.size()) + " parameter buffer slots");
+    for (const auto& p : f->params) define(p, p->span);
+    for (size_t i = 0; i < f->params.size() && i < f->param_buffers.size(); ++i) {
+      const Buffer& b = f->param_buffers[i];
+      if (!b) continue;
+      if (!f->params[i]->dtype.is_handle())
+        error(f->params[i]->span, "buffer parameter '" + f->params[i]->name + "' must be a handle, not " +
+                                      f->params[i]->dtype.str());
+      buffers_.insert(b.get());
+      if (b->data && b->data != f->params[i] && !in_scope_.count(b->data.get())) define(b->data, b->span);
+      // A bare variable in a parameter buffer's shape that is not a parameter is a
+      // shape variable: the buffer declaration itself binds it (as in TVM).
+      auto bind_shape_var = [&](const Expr& e) {
+        if (const auto* v = as<VarNode>(e)) {
+          if (!in_scope_.count(v)) define(std::static_pointer_cast<const VarNode>(e), b->span);
+        }
+      };
+      for (const auto& e : b->shape) bind_shape_var(e);
+      for (const auto& e : b->strides) bind_shape_var(e);
+      bind_shape_var(b->elem_offset);
+    }
+    for (const auto& b : f->param_buffers)
+      if (b) check_buffer_decl(b);
+    visit(f->body);
+  }
+
+  void visit(const Expr& e) override {
+    if (!e) return;
+    // Variable nodes are shared between the definition and all uses, so their span is
+    // the definition's; a problem with a use is reported at the enclosing node instead.
+    bool push = e->kind != ExprKind::Var;
+    if (push) span_stack_.push_back(&e->span);
+    check_types(e);
+    Visitor::visit(e);
+    if (push) span_stack_.pop_back();
+  }
+
+  void visit(const Stmt& s) override {
+    if (!s) return;
+    span_stack_.push_back(&s->span);
+    Visitor::visit(s);
+    span_stack_.pop_back();
+  }
+
+ protected:
+  // Declarations check their buffer explicitly (check_buffer_decl); a use does not
+  // re-check the shape, which would repeat the same diagnostic at every access.
+  void visit_buffer(const Buffer&) override {}
+
+  void visit_Var(const VarNode* op) override {
+    if (!in_scope_.count(op))
+      error(enclosing_span(op->span), "variable '" + op->name + "' is used outside the scope that defines it");
+  }
+
+  void visit_BufferLoad(const BufferLoadNode* op) override {
+    check_access(op->buffer, op->indices, op->span);
+    if (op->buffer && op->dtype != op->buffer->dtype)
+      error(op->span, "load from '" + op->buffer->name + "' has type " + op->dtype.str() +
+                          ", but the buffer holds " + op->buffer->dtype.str());
+    for (const auto& i : op->indices) visit(i);
+  }
+
+  void visit_BufferStore(const BufferStoreNode* op) override {
+    check_access(op->buffer, op->indices, op->span);
+    if (op->buffer && op->value && op->value->dtype != op->buffer->dtype)
+      error(op->span, "value stored into '" + op->buffer->name + "' has type " + op->value->dtype.str() +
+                          ", but the buffer holds " + op->buffer->dtype.str());
+    visit(op->value);
+    for (const auto& i : op->indices) visit(i);
+  }
+
+  void visit_For(const ForNode* op) override {
+    visit(op->min);
+    visit(op->extent);
+    DataType vt = op->loop_var->dtype;
+    if (!vt.is_integer()) {
+      error(op->span, "loop variable '" + op->loop_var->name + "' must be an integer, not " + vt.str());
+    } else {
+      auto check_bound = [&](const Expr& e, const char* what) {
+        if (e && e->dtype != vt)
+          error(span_of(e, op->span), std::string("loop ") + what + " of '" + op->loop_var->name + "' has type " +
+                                          e->dtype.str() + ", but the loop variable is " + vt.str());
+      };
+      check_bound(op->min, "start");
+      check_bound(op->extent, "extent");
+    }
+    define(op->loop_var, op->span);
+    visit(op->body);
+    in_scope_.erase(op->loop_var.get());
+  }
+
+  void visit_LetStmt(const LetStmtNode* op) override {
+    visit(op->value);
+    if (op->value && op->value->dtype != op->var->dtype)
+      error(op->span, "value of '" + op->var->name + "' has type " + op->value->dtype.str() +
+                          ", but the variable is " + op->var->dtype.str());
+    define(op->var, op->span);
+    visit(op->body);
+    in_scope_.erase(op->var.get());
+  }
+
+  void visit_IfThenElse(const IfThenElseNode* op) override {
+    check_bool(op->condition, "condition of 'if'", op->span);
+    Visitor::visit_IfThenElse(op);
+  }
+
+  void visit_AssertStmt(const AssertStmtNode* op) override {
+    check_bool(op->condition, "condition of 'assert'", op->span);
+    Visitor::visit_AssertStmt(op);
+  }
+
+  void visit_Allocate(const AllocateNode* op) override {
+    const Buffer& b = op->buffer;
+    if (!b) {
+      error(op->span, "allocation without a buffer");
+      visit(op->body);
+      return;
+    }
+    check_buffer_decl(b);
+    if (buffers_.count(b.get())) error(op->span, "buffer '" + b->name + "' is allocated twice");
+    buffers_.insert(b.get());
+    if (b->data) define(b->data, op->span);
+    visit(op->body);
+    buffers_.erase(b.get());
+    if (b->data) in_scope_.erase(b->data.get());
+  }
+
+ private:
+  std::unordered_set<const VarNode*> in_scope_;        // usable at this point of the walk
+  std::unordered_set<const VarNode*> defined_;         // defined anywhere so far in this function
+  std::unordered_set<const BufferNode*> buffers_;      // parameter buffers and enclosing allocations
+  std::vector<const Span*> span_stack_;                // spans of the nodes enclosing the current one
+
+  void error(const Span& span, std::string message) {
+    Diagnostic d;
+    d.severity = Severity::kError;
+    d.span = span;
+    d.message = std::move(message);
+    diags.push_back(std::move(d));
+  }
+
+  Span enclosing_span(const Span& fallback) const {
+    for (auto it = span_stack_.rbegin(); it != span_stack_.rend(); ++it)
+      if ((*it)->defined()) return **it;
+    return fallback;
+  }
+
+  // The span of expression `e` itself, or `fallback` (the enclosing node) when it has
+  // none. A variable's span is where it was defined, never the use, so it does not count.
+  static const Span& span_of(const Expr& e, const Span& fallback) {
+    return e && e->kind != ExprKind::Var && e->span.defined() ? e->span : fallback;
+  }
+
+  // Binds `v` for the rest of its scope. A variable node is one definition: binding the
+  // same node twice would make its uses ambiguous, even in disjoint scopes.
+  void define(const Var& v, const Span& where) {
+    if (!v) return;
+    if (defined_.count(v.get())) error(where, "variable '" + v->name + "' is defined more than once");
+    defined_.insert(v.get());
+    in_scope_.insert(v.get());
+  }
+
+  void check_buffer_decl(const Buffer& b) {
+    for (const auto& e : b->shape) {
+      visit(e);
+      if (e && !e->dtype.is_integer())
+        error(span_of(e, b->span), "shape of buffer '" + b->name + "' must be integer, not " + e->dtype.str());
+    }
+    for (const auto& e : b->strides) visit(e);
+    visit(b->elem_offset);
+  }
+
+  void check_access(const Buffer& b, const std::vector<Expr>& indices, const Span& span) {
+    if (!b) return error(span, "access to a missing buffer");
+    if (!buffers_.count(b.get()))
+      error(span, "buffer '" + b->name + "' is neither a parameter nor allocated in an enclosing scope");
+    if (indices.size() != b->ndim())
+      error(span, "buffer '" + b->name + "' has " + std::to_string(b->ndim()) + " dimension(s) but is accessed with " +
+                      std::to_string(indices.size()) + " index(es)");
+    for (size_t i = 0; i < indices.size(); ++i) {
+      if (indices[i] && !indices[i]->dtype.is_integer())
+        error(span_of(indices[i], span), "index " + std::to_string(i) + " of buffer '" + b->name +
+                                              "' must be an integer, not " + indices[i]->dtype.str());
+    }
+  }
+
+  void check_bool(const Expr& e, const std::string& what, const Span& fallback) {
+    if (e && !e->dtype.is_bool()) error(span_of(e, fallback), what + " must be bool, not " + e->dtype.str());
+  }
+
+  void check_types(const Expr& e) {
+    const ExprKind k = e->kind;
+    if (is_binary(k)) {
+      const auto* bin = static_cast<const BinaryNode*>(e.get());
+      if (!bin->a || !bin->b) return error(e->span, std::string("operand of ") + op_symbol(k) + " is missing");
+      DataType ta = bin->a->dtype, tb = bin->b->dtype;
+      std::string sym = op_symbol(k);
+      if (is_logical(k)) {
+        if (!ta.is_bool() || !tb.is_bool())
+          error(e->span, "operands of '" + sym + "' must be bool, not " + ta.str() + " and " + tb.str());
+        return;
+      }
+      bool eq_like = k == ExprKind::EQ || k == ExprKind::NE;
+      bool ok_a = ta.is_numeric() || (eq_like && ta.is_bool());
+      bool ok_b = tb.is_numeric() || (eq_like && tb.is_bool());
+      if (!ok_a || !ok_b) {
+        error(e->span, "operands of " + sym + " must be numbers, not " + ta.str() + " and " + tb.str());
+      } else if (ta != tb) {
+        error(e->span, "operands of " + sym + " have different types: " + ta.str() + " and " + tb.str());
+      } else if (is_arith(k) && e->dtype != ta) {
+        error(e->span, "result of " + sym + " has type " + e->dtype.str() + ", but its operands are " + ta.str());
+      }
+      return;
+    }
+    switch (k) {
+      case ExprKind::Not: check_bool(as<NotNode>(e)->a, "operand of 'not'", e->span); return;
+      case ExprKind::Select: {
+        const auto* s = as<SelectNode>(e);
+        check_bool(s->condition, "condition of T.Select", e->span);
+        if (s->true_value && s->false_value && s->true_value->dtype != s->false_value->dtype)
+          error(e->span, "branches of T.Select have different types: " + s->true_value->dtype.str() + " and " +
+                             s->false_value->dtype.str());
+        return;
+      }
+      case ExprKind::Cast: {
+        const auto* c = as<CastNode>(e);
+        if (!c->value) return;
+        DataType from = c->value->dtype, to = c->dtype;
+        if (from.is_handle() || from.is_void() || to.is_handle() || to.is_void())
+          error(e->span, "cannot cast " + from.str() + " to " + to.str());
+        return;
+      }
+      case ExprKind::Call: check_call(as<CallNode>(e), e->span); return;
+      default: return;
+    }
+  }
+
+  void check_call(const CallNode* c, const Span& span) {
+    const OpInfo* info = lookup_op(c->op);
+    if (!info) return error(span, "unknown intrinsic '" + c->op + "'");
+    const std::string name = "T." + c->op;
+    auto want_args = [&](size_t n) {
+      if (c->args.size() == n) return true;
+      error(span, name + " takes " + std::to_string(n) + " argument(s), got " + std::to_string(c->args.size()));
+      return false;
+    };
+    auto want_float = [&](const Expr& a) {
+      if (!a) return;
+      if (a->dtype.is_float() || (info->int_ok && a->dtype.is_integer())) return;
+      error(span_of(a, span), name + (info->int_ok ? " is defined on numbers" : " is only defined on floats") +
+                                  ", not " + a->dtype.str());
+    };
+    switch (info->kind) {
+      case OpInfo::Kind::kUnaryMath:
+        if (want_args(1)) want_float(c->args[0]);
+        return;
+      case OpInfo::Kind::kBinaryMath:
+        if (!want_args(2)) return;
+        want_float(c->args[0]);
+        want_float(c->args[1]);
+        if (c->args[0] && c->args[1] && c->args[0]->dtype != c->args[1]->dtype)
+          error(span, "arguments of " + name + " have different types: " + c->args[0]->dtype.str() + " and " +
+                          c->args[1]->dtype.str());
+        return;
+      case OpInfo::Kind::kIfThenElse:
+        if (!want_args(3)) return;
+        check_bool(c->args[0], "condition of T.if_then_else", span);
+        if (c->args[1] && c->args[2] && c->args[1]->dtype != c->args[2]->dtype)
+          error(span, "branches of T.if_then_else have different types: " + c->args[1]->dtype.str() + " and " +
+                          c->args[2]->dtype.str());
+        return;
+      case OpInfo::Kind::kCallExtern:
+        if (c->args.empty() || !as<StringImmNode>(c->args[0]))
+          error(span, "T.call_extern needs the name of the function as a string");
+        return;
+    }
+  }
+};
+
+}  // namespace
+
+std::vector<Diagnostic> check_well_formed(const IRModule& m) {
+  WellFormedChecker checker;
+  std::set<std::string> names;
+  for (const auto& [name, f] : m.functions) {
+    if (!names.insert(name).second) {
+      Diagnostic d;
+      d.span = f ? f->span : Span{};
+      d.message = "function '" + name + "' is defined more than once in the module";
+      checker.diags.push_back(std::move(d));
+    }
+    if (!f) {
+      Diagnostic d;
+      d.message = "function '" + name + "' has no definition";
+      checker.diags.push_back(std::move(d));
+      continue;
+    }
+    checker.check_func(f);
+  }
+  return std::move(checker.diags);
+}
+
+}  // namespace mtir

@@ -1,0 +1,33 @@
+// The pass pipeline: the one ordered list of passes, run with a record of the module
+// after each pass (for --dump-ir and the playground).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "transform/pass.h"
+
+namespace mtir {
+
+struct PassRecord {
+  std::string name;
+  bool changed = false;  // not structurally equal to the module before the pass
+  IRModule module;       // the module after the pass
+};
+
+struct PipelineResult {
+  IRModule module;
+  std::vector<PassRecord> records;
+};
+
+// Every registered pass, in pipeline order.
+const std::vector<Pass>& all_passes();
+// nullptr if no pass has this name.
+const Pass* find_pass(const std::string& name);
+// The default lowering pipeline.
+std::vector<Pass> default_pipeline();
+
+// Runs `passes` in order. Throws DiagnosticError naming the pass that failed.
+PipelineResult run_pipeline(const IRModule& m, const std::vector<Pass>& passes);
+
+}  // namespace mtir

@@ -1,0 +1,381 @@
+// Simplify: folding tables (with C's wrap-around and division rules), identities,
+// what must NOT fold, and the statement-level dead-code rules.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "ir/structural_equal.h"
+#include "transform/substitute.h"
+#include "transform/transform.h"
+
+namespace mtir {
+namespace {
+
+const DataType i8 = DataType::Int(8);
+const DataType i32 = DataType::Int(32);
+const DataType i64 = DataType::Int(64);
+const DataType u8 = DataType::UInt(8);
+const DataType u32 = DataType::UInt(32);
+const DataType f32 = DataType::Float(32);
+const DataType f64 = DataType::Float(64);
+
+Expr i(int64_t v) { return IntImm(i32, v); }
+Expr f(double v) { return FloatImm(f32, v); }
+Expr add(Expr a, Expr b) { return Binary(ExprKind::Add, a, b); }
+Expr sub(Expr a, Expr b) { return Binary(ExprKind::Sub, a, b); }
+Expr mul(Expr a, Expr b) { return Binary(ExprKind::Mul, a, b); }
+
+PrimFunc func_of(Stmt body, std::vector<Buffer> buffers = {}) {
+  auto fn = std::make_shared<PrimFuncNode>();
+  for (const auto& b : buffers) {
+    fn->params.push_back(MakeVar(b->name, DataType::Handle()));
+    fn->param_buffers.push_back(b);
+  }
+  fn->body = std::move(body);
+  return fn;
+}
+
+IRModule module_of(PrimFunc fn) {
+  IRModule m;
+  m.functions.emplace_back("f", std::move(fn));
+  return m;
+}
+
+Stmt simplify_stmt(const Stmt& s) { return Simplify().run(module_of(func_of(s))).functions[0].second->body; }
+
+// Simplifies `e` as the value stored into a one-element buffer of its type.
+Expr simplify_expr(const Expr& e) {
+  Buffer out = MakeBuffer("out", e->dtype, {i(1)});
+  Stmt body = simplify_stmt(BufferStore(out, e, {i(0)}));
+  const auto* store = as<BufferStoreNode>(body);
+  EXPECT_NE(store, nullptr);
+  return store ? store->value : nullptr;
+}
+
+// ---- folding tables ------------------------------------------------------------
+
+struct IntCase {
+  ExprKind kind;
+  DataType type;
+  int64_t a, b;
+  int64_t expected;
+};
+
+TEST(SimplifyFold, IntegerArithmeticFollowsC) {
+  const int64_t kMin32 = std::numeric_limits<int32_t>::min();
+  const int64_t kMax32 = std::numeric_limits<int32_t>::max();
+  const IntCase cases[] = {
+      {ExprKind::Add, i32, 3, 4, 7},
+      {ExprKind::Add, i32, kMax32, 1, kMin32},  // wraps
+      {ExprKind::Sub, i32, kMin32, 1, kMax32},
+      {ExprKind::Mul, i32, 65536, 65536, 0},
+      {ExprKind::Mul, i8, 16, 16, 0},
+      {ExprKind::Add, i8, 127, 1, -128},
+      {ExprKind::Add, u8, 200, 100, 44},
+      {ExprKind::Sub, u8, 0, 1, 255},
+      {ExprKind::Div, i32, 7, 2, 3},
+      {ExprKind::Div, i32, -7, 2, -3},  // truncates toward zero
+      {ExprKind::Mod, i32, -7, 2, -1},  // sign of the dividend
+      {ExprKind::Mod, i32, 7, -2, 1},
+      {ExprKind::FloorDiv, i32, -7, 2, -4},  // rounds toward -inf
+      {ExprKind::FloorDiv, i32, 7, -2, -4},
+      {ExprKind::FloorDiv, i32, -8, 2, -4},
+      {ExprKind::FloorMod, i32, -7, 2, 1},  // sign of the divisor
+      {ExprKind::FloorMod, i32, 7, -2, -1},
+      {ExprKind::FloorMod, i32, -8, 2, 0},
+      {ExprKind::Div, i8, -128, -1, -128},  // overflow wraps back to int8
+      {ExprKind::Div, u32, 0xFFFFFFFF, 2, 0x7FFFFFFF},  // unsigned division
+      {ExprKind::Min, i32, -3, 2, -3},
+      {ExprKind::Max, i32, -3, 2, 2},
+      {ExprKind::Max, u32, 0xFFFFFFFF, 1, 0xFFFFFFFF},  // unsigned order
+      {ExprKind::Add, i64, std::numeric_limits<int64_t>::max(), 1, std::numeric_limits<int64_t>::min()},
+  };
+  for (const auto& c : cases) {
+    Expr r = simplify_expr(Binary(c.kind, IntImm(c.type, c.a), IntImm(c.type, c.b)));
+    const int64_t* v = as_const_int(r);
+    ASSERT_NE(v, nullptr) << expr_kind_name(c.kind) << " " << c.a << ", " << c.b;
+    EXPECT_EQ(*v, wrap_int(c.type, c.expected)) << expr_kind_name(c.kind) << " " << c.type.str() << " " << c.a << ", " << c.b;
+    EXPECT_EQ(r->dtype, c.type);
+  }
+}
+
+TEST(SimplifyFold, ComparisonsGiveBool) {
+  struct Case {
+    ExprKind kind;
+    DataType type;
+    int64_t a, b;
+    bool expected;
+  } cases[] = {
+      {ExprKind::LT, i32, -1, 1, true},  {ExprKind::LT, u32, 0xFFFFFFFF, 1, false},
+      {ExprKind::LE, i32, 2, 2, true},   {ExprKind::GT, i32, 2, 2, false},
+      {ExprKind::GE, i32, 3, 2, true},   {ExprKind::EQ, i32, 3, 3, true},
+      {ExprKind::NE, i32, 3, 3, false},
+  };
+  for (const auto& c : cases) {
+    Expr r = simplify_expr(Binary(c.kind, IntImm(c.type, c.a), IntImm(c.type, c.b)));
+    ASSERT_NE(as_const_int(r), nullptr);
+    EXPECT_TRUE(r->dtype.is_bool());
+    EXPECT_EQ(*as_const_int(r), c.expected ? 1 : 0) << expr_kind_name(c.kind) << " " << c.a << " " << c.b;
+  }
+}
+
+TEST(SimplifyFold, DivisionByZeroIsLeftForTheRuntime) {
+  for (ExprKind k : {ExprKind::Div, ExprKind::Mod, ExprKind::FloorDiv, ExprKind::FloorMod}) {
+    Expr e = Binary(k, i(7), i(0));
+    EXPECT_EQ(simplify_expr(e), e) << expr_kind_name(k);
+  }
+  Expr fe = Binary(ExprKind::Div, f(1), f(0));
+  EXPECT_EQ(simplify_expr(fe), fe);
+  // INT64_MIN / -1 overflows the arithmetic itself: not folded either.
+  Expr big = Binary(ExprKind::Div, IntImm(i64, std::numeric_limits<int64_t>::min()), IntImm(i64, -1));
+  EXPECT_EQ(simplify_expr(big), big);
+}
+
+TEST(SimplifyFold, Float32IsRoundedToFloat) {
+  double a = static_cast<double>(0.1f), b = static_cast<double>(0.2f);
+  Expr r = simplify_expr(add(f(a), f(b)));
+  const auto* imm = as<FloatImmNode>(r);
+  ASSERT_NE(imm, nullptr);
+  EXPECT_EQ(imm->value, static_cast<double>(0.1f + 0.2f));
+  EXPECT_NE(imm->value, a + b);  // the double sum differs: proves rounding happened
+  Expr r64 = simplify_expr(add(FloatImm(f64, 0.1), FloatImm(f64, 0.2)));
+  EXPECT_EQ(as<FloatImmNode>(r64)->value, 0.1 + 0.2);
+  EXPECT_EQ(as<FloatImmNode>(simplify_expr(Binary(ExprKind::Div, f(1), f(4))))->value, 0.25);
+}
+
+TEST(SimplifyFold, NaNSensitiveFloatsAreNotFoldedWrongly) {
+  double nan = std::numeric_limits<double>::quiet_NaN();
+  Expr mn = Binary(ExprKind::Min, f(nan), f(1));
+  EXPECT_EQ(simplify_expr(mn), mn);
+  // Comparisons with NaN are exact in IEEE: all ordered comparisons are false.
+  EXPECT_EQ(*as_const_int(simplify_expr(Binary(ExprKind::LT, f(nan), f(1)))), 0);
+  EXPECT_EQ(*as_const_int(simplify_expr(Binary(ExprKind::NE, f(nan), f(nan)))), 1);
+  EXPECT_EQ(as<FloatImmNode>(simplify_expr(Binary(ExprKind::Max, f(-1), f(2))))->value, 2.0);
+}
+
+TEST(SimplifyFold, Casts) {
+  EXPECT_EQ(*as_const_int(simplify_expr(Cast(u8, i(300)))), 44);
+  EXPECT_EQ(*as_const_int(simplify_expr(Cast(i8, i(200)))), -56);
+  EXPECT_EQ(*as_const_int(simplify_expr(Cast(i32, f(3.75)))), 3);
+  EXPECT_EQ(*as_const_int(simplify_expr(Cast(i32, f(-3.75)))), -3);  // truncation
+  EXPECT_EQ(*as_const_int(simplify_expr(Cast(DataType::Bool(), i(5)))), 1);
+  EXPECT_EQ(as<FloatImmNode>(simplify_expr(Cast(f32, i(16777217))))->value, 16777216.0);  // rounded to float
+  EXPECT_EQ(as<FloatImmNode>(simplify_expr(Cast(f32, IntImm(u32, 0xFFFFFFFF))))->value, 4294967296.0);
+  const DataType u64 = DataType::UInt(64);
+  EXPECT_EQ(static_cast<uint64_t>(*as_const_int(simplify_expr(Cast(u64, FloatImm(f64, 1.8446744073709550e19))))),
+            18446744073709549568ull);  // above INT64_MAX, still exact
+  EXPECT_EQ(*as_const_int(simplify_expr(Cast(u8, f(255.5)))), 255);
+  // Out-of-range and NaN conversions are undefined in C: left alone.
+  Expr too_big = Cast(i32, f(1e10));
+  EXPECT_EQ(simplify_expr(too_big), too_big);
+  Expr negative_to_unsigned = Cast(u8, f(-1));
+  EXPECT_EQ(simplify_expr(negative_to_unsigned), negative_to_unsigned);
+  Expr past_u8 = Cast(u8, f(256));
+  EXPECT_EQ(simplify_expr(past_u8), past_u8);
+  Expr nan = Cast(i32, f(std::numeric_limits<double>::quiet_NaN()));
+  EXPECT_EQ(simplify_expr(nan), nan);
+  Var x = MakeVar("x", i32);
+  EXPECT_EQ(simplify_expr(Cast(i32, x)), x);  // a cast to its own type is no cast
+}
+
+TEST(SimplifyFold, LogicAndNot) {
+  Var c = MakeVar("c", DataType::Bool());
+  auto logic = [](ExprKind k, Expr a, Expr b) { return Binary(k, a, b); };
+  EXPECT_EQ(simplify_expr(logic(ExprKind::And, Bool(true), c)), c);
+  EXPECT_EQ(simplify_expr(logic(ExprKind::And, c, Bool(true))), c);
+  EXPECT_EQ(*as_const_int(simplify_expr(logic(ExprKind::And, Bool(false), c))), 0);
+  EXPECT_EQ(*as_const_int(simplify_expr(logic(ExprKind::Or, c, Bool(true)))), 1);
+  EXPECT_EQ(simplify_expr(logic(ExprKind::Or, Bool(false), c)), c);
+  EXPECT_EQ(*as_const_int(simplify_expr(logic(ExprKind::Or, Bool(false), Bool(false)))), 0);
+  EXPECT_EQ(*as_const_int(simplify_expr(Not(Bool(true)))), 0);
+  EXPECT_EQ(simplify_expr(Not(Not(c))), c);
+  // 1 < 2 and c  ->  c: folding below enables folding above.
+  EXPECT_EQ(simplify_expr(logic(ExprKind::And, Binary(ExprKind::LT, i(1), i(2)), c)), c);
+}
+
+TEST(SimplifyFold, SelectAndIfThenElseWithConstantCondition) {
+  Var x = MakeVar("x", i32), y = MakeVar("y", i32);
+  EXPECT_EQ(simplify_expr(Select(Bool(true), x, y)), x);
+  EXPECT_EQ(simplify_expr(Select(Bool(false), x, y)), y);
+  EXPECT_EQ(simplify_expr(Call(i32, "if_then_else", {Bool(false), x, y})), y);
+  // if_then_else is lazy, so even a side with a possible division by zero may go.
+  EXPECT_EQ(simplify_expr(Call(i32, "if_then_else", {Bool(true), x, Binary(ExprKind::Div, i(1), y)})), x);
+  // Select evaluates both sides: the division must stay.
+  Expr keep = Select(Bool(true), x, Binary(ExprKind::Div, i(1), y));
+  EXPECT_EQ(simplify_expr(keep), keep);
+}
+
+TEST(SimplifyFold, FoldedConstantKeepsTheSpanOfTheExpression) {
+  auto file = std::make_shared<SourceFile>(SourceFile{"t.tir", ""});
+  Span s{file, 3, 14};
+  Expr r = simplify_expr(Binary(ExprKind::Add, i(3), i(4), s));
+  EXPECT_EQ(r->span.line, 3);
+  EXPECT_EQ(r->span.col, 14);
+}
+
+// ---- identities ------------------------------------------------------------------
+
+TEST(SimplifyIdentity, IntegerIdentities) {
+  Var x = MakeVar("x", i32);
+  EXPECT_EQ(simplify_expr(add(x, i(0))), x);
+  EXPECT_EQ(simplify_expr(add(i(0), x)), x);
+  EXPECT_EQ(simplify_expr(sub(x, i(0))), x);
+  EXPECT_EQ(simplify_expr(mul(x, i(1))), x);
+  EXPECT_EQ(simplify_expr(mul(i(1), x)), x);
+  EXPECT_EQ(*as_const_int(simplify_expr(mul(x, i(0)))), 0);
+  EXPECT_EQ(*as_const_int(simplify_expr(mul(i(0), x))), 0);
+  EXPECT_EQ(*as_const_int(simplify_expr(sub(x, x))), 0);
+  EXPECT_EQ(simplify_expr(Binary(ExprKind::Div, x, i(1))), x);
+  EXPECT_EQ(simplify_expr(Binary(ExprKind::FloorDiv, x, i(1))), x);
+  EXPECT_EQ(*as_const_int(simplify_expr(Binary(ExprKind::FloorMod, x, i(1)))), 0);
+  EXPECT_EQ(*as_const_int(simplify_expr(Binary(ExprKind::Mod, x, i(1)))), 0);
+  EXPECT_EQ(simplify_expr(Binary(ExprKind::Min, x, x)), x);
+  EXPECT_EQ(simplify_expr(Binary(ExprKind::Max, x, x)), x);
+  // x - x also for equal but distinct trees.
+  EXPECT_EQ(*as_const_int(simplify_expr(sub(add(x, i(2)), add(x, i(2))))), 0);
+}
+
+TEST(SimplifyIdentity, FloatOnlyExactIdentities) {
+  Var x = MakeVar("x", f32);
+  EXPECT_EQ(simplify_expr(mul(x, f(1))), x);
+  EXPECT_EQ(simplify_expr(mul(f(1), x)), x);
+  EXPECT_EQ(simplify_expr(Binary(ExprKind::Div, x, f(1))), x);
+  // x * 0.0 is NaN for x = inf or NaN, x + 0.0 is +0.0 for x = -0.0, x - x is NaN for inf.
+  for (Expr e : {mul(x, f(0)), add(x, f(0)), sub(x, x), Binary(ExprKind::Div, x, f(0))})
+    EXPECT_EQ(simplify_expr(e), e) << expr_kind_name(e->kind);
+}
+
+TEST(SimplifyIdentity, DoesNotDropSideEffectsOrRuntimeErrors) {
+  Var x = MakeVar("x", i32), y = MakeVar("y", i32);
+  Expr ext = Call(i32, "call_extern", {StringImm("int32"), StringImm("tick")});
+  Expr by_zero = Binary(ExprKind::Div, x, i(0));
+  Expr maybe_zero = Binary(ExprKind::FloorDiv, x, y);
+  for (Expr e : {mul(ext, i(0)), sub(ext, ext), mul(by_zero, i(0)), mul(i(0), maybe_zero)})
+    EXPECT_EQ(simplify_expr(e), e);
+  // A known non-zero divisor is fine.
+  EXPECT_EQ(*as_const_int(simplify_expr(mul(Binary(ExprKind::FloorDiv, x, i(4)), i(0)))), 0);
+}
+
+TEST(SimplifyIdentity, ReassociatesIntegerConstants) {
+  Var x = MakeVar("i", i32);
+  EXPECT_TRUE(structural_equal(simplify_expr(add(mul(x, i(1)), add(i(3), i(4)))), add(x, i(7))));
+  EXPECT_TRUE(structural_equal(simplify_expr(add(add(x, i(3)), i(4))), add(x, i(7))));
+  EXPECT_TRUE(structural_equal(simplify_expr(add(i(4), add(i(3), x))), add(x, i(7))));
+  EXPECT_TRUE(structural_equal(simplify_expr(add(sub(x, i(3)), i(1))), sub(x, i(2))));
+  EXPECT_TRUE(structural_equal(simplify_expr(sub(add(x, i(3)), i(1))), add(x, i(2))));
+  EXPECT_EQ(simplify_expr(sub(add(x, i(3)), i(3))), x);
+  EXPECT_TRUE(structural_equal(simplify_expr(mul(mul(x, i(3)), i(4))), mul(x, i(12))));
+  // Floats are not associative: (x + 3) + 4 stays.
+  Var y = MakeVar("y", f32);
+  Expr fe = add(add(y, f(3)), f(4));
+  EXPECT_EQ(simplify_expr(fe), fe);
+}
+
+// ---- statements ------------------------------------------------------------------
+
+TEST(SimplifyStmt, DeadBranches) {
+  Buffer B = MakeBuffer("B", i32, {i(4)});
+  Stmt then_s = BufferStore(B, i(1), {i(0)}), else_s = BufferStore(B, i(2), {i(0)});
+  EXPECT_EQ(simplify_stmt(IfThenElse(Binary(ExprKind::LT, i(1), i(2)), then_s, else_s)), then_s);
+  EXPECT_EQ(simplify_stmt(IfThenElse(Bool(false), then_s, else_s)), else_s);
+  EXPECT_TRUE(is_no_op(simplify_stmt(IfThenElse(Bool(false), then_s))));
+  Var c = MakeVar("c", DataType::Bool());
+  Stmt live = IfThenElse(c, then_s, else_s);
+  EXPECT_EQ(simplify_stmt(live), live);
+}
+
+TEST(SimplifyStmt, ZeroAndOneTripLoops) {
+  Buffer B = MakeBuffer("B", i32, {i(4)});
+  Var x = MakeVar("i", i32);
+  Stmt body = BufferStore(B, add(x, i(1)), {x});
+  EXPECT_TRUE(is_no_op(simplify_stmt(For(x, i(0), i(0), ForKind::kSerial, body))));
+  EXPECT_TRUE(is_no_op(simplify_stmt(For(x, i(0), i(-3), ForKind::kSerial, body))));
+  EXPECT_TRUE(is_no_op(simplify_stmt(For(x, i(0), sub(i(2), i(2)), ForKind::kSerial, body))));
+  // One trip: the body with i = 2, then folded.
+  Stmt once = simplify_stmt(For(x, i(2), i(1), ForKind::kSerial, body));
+  EXPECT_TRUE(structural_equal(once, BufferStore(B, i(3), {i(2)})));
+  Stmt loop = For(x, i(0), i(4), ForKind::kSerial, body);
+  EXPECT_EQ(simplify_stmt(loop), loop);
+}
+
+TEST(SimplifyStmt, VariableInAnAllocatedShapeIsNotSubstitutedAway) {
+  // The buffer's shape refers to the loop/let variable; removing the binding would
+  // leave that use unbound, so the loop and the let stay (their bodies still fold).
+  Var x = MakeVar("i", i32), n = MakeVar("n", i32);
+  Buffer tmp = MakeBuffer("tmp", i32, {add(x, i(1))});
+  Stmt body = Allocate(tmp, "local", BufferStore(tmp, add(i(1), i(1)), {i(0)}));
+  const auto* loop = as<ForNode>(simplify_stmt(For(x, i(0), i(1), ForKind::kSerial, body)));
+  ASSERT_NE(loop, nullptr);
+  EXPECT_EQ(loop->loop_var, x);
+  Buffer tmp2 = MakeBuffer("tmp2", i32, {n});
+  Stmt let = simplify_stmt(LetStmt(n, i(4), Allocate(tmp2, "local", BufferStore(tmp2, i(0), {i(0)}))));
+  EXPECT_EQ(let->kind, StmtKind::LetStmt);
+}
+
+TEST(SimplifyStmt, LetWithConstantValueIsSubstituted) {
+  Buffer B = MakeBuffer("B", i32, {i(4)});
+  Var x = MakeVar("x", i32), y = MakeVar("y", i32);
+  Stmt s = LetStmt(x, add(i(1), i(2)), BufferStore(B, mul(x, i(2)), {x}));
+  EXPECT_TRUE(structural_equal(simplify_stmt(s), BufferStore(B, i(6), {i(3)})));
+  Stmt kept = LetStmt(x, add(y, i(1)), BufferStore(B, x, {i(0)}));
+  EXPECT_EQ(simplify_stmt(kept), kept);
+}
+
+TEST(SimplifyStmt, NoOpsAndConstantEvaluatesDisappear) {
+  Buffer B = MakeBuffer("B", i32, {i(4)});
+  Stmt store = BufferStore(B, i(1), {i(0)});
+  Stmt seq = SeqStmt({Evaluate(f(1.5)), store, IfThenElse(Bool(false), store), Evaluate(add(i(1), i(2)))});
+  EXPECT_EQ(simplify_stmt(seq), store);
+  EXPECT_TRUE(is_no_op(simplify_stmt(SeqStmt({Evaluate(i(3)), Evaluate(f(2))}))));
+  // An evaluated call is kept: it may do something.
+  Stmt call = Evaluate(Call(i32, "call_extern", {StringImm("int32"), StringImm("tick")}));
+  EXPECT_EQ(simplify_stmt(call), call);
+}
+
+TEST(SimplifyStmt, AssertWithTrueCondition) {
+  Buffer B = MakeBuffer("B", i32, {i(4)});
+  Stmt store = BufferStore(B, i(1), {i(0)});
+  EXPECT_EQ(simplify_stmt(AssertStmt(Binary(ExprKind::EQ, i(1), i(1)), "ok", store)), store);
+  // A false assertion is the program's runtime error: it stays.
+  Stmt failing = simplify_stmt(AssertStmt(Binary(ExprKind::EQ, i(1), i(2)), "boom", store));
+  const auto* a = as<AssertStmtNode>(failing);
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(*as_const_int(a->condition), 0);
+}
+
+TEST(SimplifyPass, UnchangedFunctionIsTheSameObject) {
+  Buffer B = MakeBuffer("B", i32, {i(4)});
+  Var x = MakeVar("i", i32);
+  PrimFunc fn = func_of(For(x, i(0), i(4), ForKind::kSerial, BufferStore(B, add(x, i(1)), {x})), {B});
+  IRModule m = module_of(fn);
+  IRModule out = Simplify().run(m);
+  EXPECT_EQ(out.functions[0].second, fn);
+  EXPECT_EQ(Simplify().name, "simplify");
+}
+
+TEST(SimplifyPass, ChangedFunctionKeepsParameters) {
+  Buffer B = MakeBuffer("B", i32, {i(4)});
+  PrimFunc fn = func_of(BufferStore(B, add(i(1), i(1)), {i(0)}), {B});
+  PrimFunc out = Simplify().run(module_of(fn)).functions[0].second;
+  EXPECT_NE(out, fn);
+  EXPECT_EQ(out->params, fn->params);
+  EXPECT_EQ(out->param_buffers, fn->param_buffers);
+}
+
+TEST(Substitute, ReplacesOnlyMappedVariablesAndSharesTheRest) {
+  Var x = MakeVar("x", i32), y = MakeVar("y", i32);
+  Expr untouched = mul(y, i(2));
+  Expr e = add(x, untouched);
+  Expr r = substitute(e, x, i(5));
+  EXPECT_TRUE(structural_equal(r, add(i(5), mul(y, i(2)))));
+  EXPECT_EQ(as<AddNode>(r)->b, untouched);  // shared, not copied
+  EXPECT_EQ(substitute(untouched, x, i(5)), untouched);
+  Buffer B = MakeBuffer("B", i32, {i(4)});
+  Stmt s = BufferStore(B, x, {y});
+  EXPECT_TRUE(structural_equal(substitute(s, VarMap{{x.get(), i(1)}, {y.get(), i(2)}}), BufferStore(B, i(1), {i(2)})));
+}
+
+}  // namespace
+}  // namespace mtir
