@@ -1,0 +1,265 @@
+#include "cli/commands.h"
+
+#include <cstdio>
+#include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "analysis/well_formed.h"
+#include "cli/io.h"
+#include "driver/pipeline.h"
+#include "interp/interpreter.h"
+#include "script/parser.h"
+#include "script/printer.h"
+#include "support/npy.h"
+
+namespace mtir::cli {
+namespace {
+
+using nlohmann::json;
+
+IRModule load_module(const std::string& file, bool verify) {
+  std::string text = read_file(file);
+  ParseResult r = parse_module(text, file == "-" ? "<stdin>" : file);
+  if (!r.ok()) throw DiagnosticError(r.diagnostics);
+  if (verify) {
+    auto diags = check_well_formed(*r.module);
+    if (!diags.empty()) throw DiagnosticError(diags);
+  }
+  return *r.module;
+}
+
+// Splits "NAME=VALUE"; a user error naming the option otherwise.
+std::pair<std::string, std::string> split_assignment(const std::string& s, const char* option) {
+  size_t eq = s.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == s.size())
+    user_error({}, std::string("bad ") + option + " '" + s + "': expected NAME=VALUE");
+  return {s.substr(0, eq), s.substr(eq + 1)};
+}
+
+std::string pick_function(const IRModule& m, const std::string& requested) {
+  std::string names;
+  for (const auto& [n, f] : m.functions) names += (names.empty() ? "" : ", ") + n;
+  if (!requested.empty()) {
+    if (!m.lookup(requested)) user_error({}, "no function '" + requested + "' in the module (it has: " + names + ")");
+    return requested;
+  }
+  if (m.functions.size() != 1) user_error({}, "the module has several functions (" + names + "): choose one with --func");
+  return m.functions[0].first;
+}
+
+int64_t parse_int(const std::string& text, const std::string& what) {
+  try {
+    size_t used = 0;
+    long long v = std::stoll(text, &used, 0);
+    if (used == text.size()) return v;
+  } catch (const std::exception&) {
+  }
+  user_error({}, "bad value '" + text + "' for " + what + ": expected an integer");
+}
+
+double parse_double(const std::string& text, const std::string& what) {
+  try {
+    size_t used = 0;
+    double v = std::stod(text, &used);
+    if (used == text.size()) return v;
+  } catch (const std::exception&) {
+  }
+  user_error({}, "bad value '" + text + "' for " + what + ": expected a number");
+}
+
+// The extent of a buffer dimension when it is a constant or a scalar parameter.
+int64_t dim_value(const Expr& e, const std::map<const VarNode*, int64_t>& scalars, const std::string& buffer) {
+  if (const int64_t* v = as_const_int(e)) return *v;
+  if (const auto* var = as<VarNode>(e)) {
+    auto it = scalars.find(var);
+    if (it != scalars.end()) return it->second;
+  }
+  user_error({}, "cannot size output buffer '" + buffer + "': its shape is not constant; pass it with --input");
+}
+
+std::string format_value(const NDArray& a, int64_t i) {
+  char buf[64];
+  if (a.dtype.is_float()) {
+    std::snprintf(buf, sizeof buf, "%.6g", a.get_float(i));
+  } else if (a.dtype.is_bool()) {
+    return a.get_int(i) ? "True" : "False";
+  } else if (a.dtype.is_uint() && a.dtype.bits() == 64) {
+    std::snprintf(buf, sizeof buf, "%llu", static_cast<unsigned long long>(a.get_int(i)));
+  } else {
+    std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(a.get_int(i)));
+  }
+  return buf;
+}
+
+// numpy-like nested brackets, eliding after `limit` elements.
+void format_array(std::ostream& os, const NDArray& a, size_t dim, int64_t* index, int64_t limit) {
+  if (a.shape.empty()) {
+    os << format_value(a, 0);
+    return;
+  }
+  os << "[";
+  for (int64_t k = 0; k < a.shape[dim]; ++k) {
+    if (k) os << (dim + 1 == a.shape.size() ? ", " : ",\n ");
+    if (*index >= limit) {
+      os << "...";
+      break;
+    }
+    if (dim + 1 == a.shape.size()) {
+      os << format_value(a, (*index)++);
+    } else {
+      format_array(os, a, dim + 1, index, limit);
+    }
+  }
+  os << "]";
+}
+
+std::string shape_str(const std::vector<int64_t>& shape) {
+  std::string s = "(";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + (shape.size() == 1 ? ",)" : ")");
+}
+
+json array_json(const std::string& name, const NDArray& a) {
+  json values = json::array();
+  for (int64_t i = 0; i < a.num_elements(); ++i) {
+    if (a.dtype.is_float()) values.push_back(a.get_float(i));
+    else values.push_back(a.get_int(i));
+  }
+  return {{"name", name}, {"dtype", a.dtype.str()}, {"shape", a.shape}, {"values", values}};
+}
+
+}  // namespace
+
+int run_parse(const ParseCommand& c) {
+  IRModule m = load_module(c.file, !c.no_verify);
+  std::string text = print_module(m);
+  if (c.json) {
+    json out = {{"ok", true}, {"text", text}};
+    std::cout << out.dump(2) << "\n";
+  } else {
+    std::cout << text;
+  }
+  return 0;
+}
+
+int run_run(const RunCommand& c) {
+  IRModule m = load_module(c.file, true);
+  std::string fname = pick_function(m, c.func);
+  PrimFunc f = m.lookup(fname);
+
+  std::map<std::string, std::string> input_files, scalar_texts;
+  for (const auto& s : c.inputs) input_files.insert(split_assignment(s, "--input"));
+  for (const auto& s : c.scalars) scalar_texts.insert(split_assignment(s, "--scalar"));
+
+  // Scalars first: output shapes may depend on them.
+  std::map<const VarNode*, int64_t> scalar_values;
+  std::vector<InterpArg> args(f->params.size());
+  for (size_t i = 0; i < f->params.size(); ++i) {
+    const Var& p = f->params[i];
+    if (f->param_buffers[i]) continue;
+    auto it = scalar_texts.find(p->name);
+    if (it == scalar_texts.end()) user_error({}, "scalar parameter '" + p->name + "' of '" + fname + "' needs --scalar " + p->name + "=VALUE");
+    if (p->dtype.is_float()) {
+      args[i] = parse_double(it->second, p->name);
+    } else {
+      int64_t v = parse_int(it->second, p->name);
+      args[i] = v;
+      scalar_values[p.get()] = v;
+    }
+    scalar_texts.erase(it);
+  }
+  if (!scalar_texts.empty()) user_error({}, "'" + fname + "' has no scalar parameter '" + scalar_texts.begin()->first + "'");
+
+  std::vector<NDArray> arrays(f->params.size());
+  std::vector<size_t> outputs;
+  for (size_t i = 0; i < f->params.size(); ++i) {
+    const Buffer& b = f->param_buffers[i];
+    if (!b) continue;
+    auto it = input_files.find(b->name);
+    if (it != input_files.end()) {
+      arrays[i] = read_npy(read_file(it->second), it->second);
+      input_files.erase(it);
+    } else {
+      std::vector<int64_t> shape;
+      for (const auto& e : b->shape) shape.push_back(dim_value(e, scalar_values, b->name));
+      arrays[i] = NDArray::zeros(b->dtype, shape);
+      outputs.push_back(i);
+    }
+    args[i] = &arrays[i];
+  }
+  if (!input_files.empty()) user_error({}, "'" + fname + "' has no buffer parameter '" + input_files.begin()->first + "'");
+
+  interpret(m, fname, args);
+
+  OutputSet files;
+  if (!c.output_dir.empty()) {
+    ensure_directory(c.output_dir);
+    for (size_t i : outputs)
+      files.add(c.output_dir + "/" + f->param_buffers[i]->name + ".npy", write_npy(arrays[i]));
+    files.commit();
+  }
+  if (c.json) {
+    json outs = json::array();
+    for (size_t i : outputs) outs.push_back(array_json(f->param_buffers[i]->name, arrays[i]));
+    std::cout << json{{"ok", true}, {"function", fname}, {"outputs", outs}}.dump(2) << "\n";
+    return 0;
+  }
+  for (size_t i : outputs) {
+    const NDArray& a = arrays[i];
+    std::cout << f->param_buffers[i]->name << ": " << a.dtype.str() << " " << shape_str(a.shape) << "\n";
+    int64_t index = 0;
+    format_array(std::cout, a, 0, &index, c.print_limit);
+    std::cout << "\n";
+  }
+  return 0;
+}
+
+std::string pass_list() {
+  std::string s;
+  for (const auto& p : all_passes()) s += p.name + "\n";
+  return s;
+}
+
+int run_passes(const PassesCommand& c) {
+  IRModule m = load_module(c.file, false);
+  std::vector<Pass> passes;
+  if (c.passes.empty()) {
+    passes = default_pipeline();
+  } else {
+    for (const auto& name : c.passes) {
+      const Pass* p = find_pass(name);
+      if (!p) user_error({}, "unknown pass '" + name + "'; `microtir passes --list` shows them");
+      passes.push_back(*p);
+    }
+  }
+  PipelineResult r = run_pipeline(m, passes);
+
+  if (!c.dump_ir_dir.empty()) {
+    ensure_directory(c.dump_ir_dir);
+    OutputSet files;
+    auto numbered = [&](size_t n, const std::string& name) {
+      std::string num = std::to_string(n);
+      if (num.size() < 2) num = "0" + num;
+      return c.dump_ir_dir + "/" + num + "-" + name + ".tir";
+    };
+    files.add(numbered(0, "input"), print_module(m));
+    for (size_t i = 0; i < r.records.size(); ++i)
+      files.add(numbered(i + 1, r.records[i].name), print_module(r.records[i].module));
+    files.commit();
+  }
+  if (c.json) {
+    json list = json::array();
+    for (const auto& rec : r.records) list.push_back({{"name", rec.name}, {"changed", rec.changed}});
+    std::cout << json{{"ok", true}, {"passes", list}, {"text", print_module(r.module)}}.dump(2) << "\n";
+    return 0;
+  }
+  for (size_t i = 0; i < r.records.size(); ++i)
+    std::cerr << "[" << (i + 1) << "/" << r.records.size() << "] " << r.records[i].name
+              << (r.records[i].changed ? "" : " (unchanged)") << "\n";
+  std::cout << print_module(r.module);
+  return 0;
+}
+
+}  // namespace mtir::cli

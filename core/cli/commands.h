@@ -1,0 +1,40 @@
+// The CLI subcommands. Each returns the process exit code; user errors are thrown as
+// DiagnosticError and turned into messages and exit code 1 by main().
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace mtir::cli {
+
+struct ParseCommand {
+  std::string file;
+  bool json = false;
+  bool no_verify = false;
+};
+
+struct RunCommand {
+  std::string file;
+  std::string func;
+  std::vector<std::string> inputs;   // NAME=FILE.npy
+  std::vector<std::string> scalars;  // NAME=VALUE
+  std::string output_dir;
+  bool json = false;
+  int print_limit = 64;  // elements printed per output
+};
+
+struct PassesCommand {
+  std::string file;
+  std::string dump_ir_dir;
+  std::vector<std::string> passes;  // empty: the default pipeline
+  bool json = false;
+};
+
+int run_parse(const ParseCommand& c);
+int run_run(const RunCommand& c);
+int run_passes(const PassesCommand& c);
+
+// The names of every registered pass, one per line (for `passes --list`).
+std::string pass_list();
+
+}  // namespace mtir::cli

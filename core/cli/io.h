@@ -1,0 +1,29 @@
+// File input and output for the CLI: the only place that touches the file system.
+// Outputs are written to a temporary name and renamed, so a failure never leaves a
+// half-written file behind.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "support/diagnostic.h"
+
+namespace mtir::cli {
+
+// Reads a whole file ("-" is standard input); a user error if it cannot be read.
+std::string read_file(const std::string& path);
+// Writes `contents` to `path` atomically (temporary file, then rename).
+void write_file_atomic(const std::string& path, const std::string& contents);
+// Creates `dir` (and parents) if missing; a user error if it is not a directory.
+void ensure_directory(const std::string& dir);
+
+// A set of files written together: all are staged first, then renamed into place.
+class OutputSet {
+ public:
+  void add(std::string path, std::string contents);
+  void commit();  // write everything or nothing
+ private:
+  std::vector<std::pair<std::string, std::string>> files_;
+};
+
+}  // namespace mtir::cli

@@ -1,0 +1,104 @@
+// microtir: the command-line driver. Exit codes: 0 success, 1 user error (bad input,
+// bad options, a located diagnostic), 2 internal error (a broken compiler invariant).
+#include <CLI/CLI.hpp>
+#include <iostream>
+#include <new>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "support/diagnostic.h"
+
+namespace {
+
+using mtir::Diagnostic;
+
+nlohmann::json diagnostics_json(const std::vector<Diagnostic>& diags) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& d : diags) {
+    nlohmann::json j = {{"severity", mtir::severity_name(d.severity)}, {"message", d.message}};
+    if (d.span.defined()) {
+      j["file"] = d.span.file ? d.span.file->name : "";
+      j["line"] = d.span.line;
+      j["col"] = d.span.col;
+    }
+    if (!d.notes.empty()) j["notes"] = d.notes;
+    list.push_back(j);
+  }
+  return list;
+}
+
+// Reports a failure in both forms CI and people read; returns the exit code.
+int report(const std::vector<Diagnostic>& diags, bool internal, bool json) {
+  std::cerr << "microtir: " << mtir::render_all(diags);
+  if (json) std::cout << nlohmann::json{{"ok", false}, {"diagnostics", diagnostics_json(diags)}}.dump(2) << "\n";
+  return internal ? 2 : 1;
+}
+
+Diagnostic internal_diagnostic(const std::string& what) {
+  Diagnostic d;
+  d.severity = mtir::Severity::kInternal;
+  d.message = what;
+  d.notes.push_back("this is a bug in microtir; please report it with the input that caused it");
+  return d;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"microtir: a tensor-program compiler for microcontrollers (TIR in, C runtime artifacts out)", "microtir"};
+  app.set_version_flag("--version", std::string("microtir ") + MICROTIR_VERSION);
+  app.require_subcommand(1);
+
+  mtir::cli::ParseCommand parse;
+  auto* parse_cmd = app.add_subcommand("parse", "Parse and check a TIR text file; print it in normal form");
+  parse_cmd->add_option("file", parse.file, "TIR text file ('-' for standard input)")->required();
+  parse_cmd->add_flag("--json", parse.json, "Print the result (or the diagnostics) as JSON on stdout");
+  parse_cmd->add_flag("--no-verify", parse.no_verify, "Skip the well-formedness check");
+
+  mtir::cli::RunCommand run;
+  auto* run_cmd = app.add_subcommand("run", "Interpret a PrimFunc on .npy inputs with the reference interpreter");
+  run_cmd->add_option("file", run.file, "TIR text file ('-' for standard input)")->required();
+  run_cmd->add_option("--func", run.func, "Function to run (default: the only one)");
+  run_cmd->add_option("--input", run.inputs, "Buffer input NAME=FILE.npy (repeatable); buffers not given are outputs");
+  run_cmd->add_option("--scalar", run.scalars, "Scalar parameter NAME=VALUE (repeatable)");
+  run_cmd->add_option("--output-dir", run.output_dir, "Write each output buffer to DIR/NAME.npy");
+  run_cmd->add_option("--print-limit", run.print_limit, "Elements printed per output")->check(CLI::NonNegativeNumber);
+  run_cmd->add_flag("--json", run.json, "Print outputs (or diagnostics) as JSON on stdout");
+
+  mtir::cli::PassesCommand passes;
+  bool list_passes = false;
+  auto* passes_cmd = app.add_subcommand("passes", "Run the pass pipeline and show the module after each pass");
+  passes_cmd->add_option("file", passes.file, "TIR text file ('-' for standard input)");
+  passes_cmd->add_option("--dump-ir", passes.dump_ir_dir, "Write NN-passname.tir after each pass into DIR");
+  passes_cmd->add_option("--passes", passes.passes, "Comma-separated passes to run instead of the default pipeline")
+      ->delimiter(',');
+  passes_cmd->add_flag("--list", list_passes, "List the registered passes in pipeline order");
+  passes_cmd->add_flag("--json", passes.json, "Print pass records (or diagnostics) as JSON on stdout");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 1;
+  }
+
+  bool json = parse.json || run.json || passes.json;
+  try {
+    if (*parse_cmd) return mtir::cli::run_parse(parse);
+    if (*run_cmd) return mtir::cli::run_run(run);
+    if (list_passes) {
+      std::cout << mtir::cli::pass_list();
+      return 0;
+    }
+    if (passes.file.empty()) {
+      std::cerr << "microtir passes: a FILE is required (or --list)\n";
+      return 1;
+    }
+    return mtir::cli::run_passes(passes);
+  } catch (const mtir::DiagnosticError& e) {
+    return report(e.diagnostics(), e.internal(), json);
+  } catch (const std::bad_alloc&) {
+    return report({internal_diagnostic("out of memory")}, true, json);
+  } catch (const std::exception& e) {
+    return report({internal_diagnostic(e.what())}, true, json);
+  }
+}

@@ -1,0 +1,177 @@
+#!/usr/bin/env bash
+# End-to-end checks of the microtir CLI, one group per ctest test.
+# usage: cli_test.sh GROUP MICROTIR_BINARY SOURCE_DIR
+set -uo pipefail
+group="$1"
+mtir="$2"
+src="$3"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+failures=0
+checks=0
+
+fail() {
+  echo "FAIL: $*"
+  failures=$((failures + 1))
+}
+
+# run EXPECTED_CODE CMD...: runs the command, keeps stdout/stderr in $out/$err.
+run() {
+  local expected="$1"
+  shift
+  checks=$((checks + 1))
+  "$@" >"$work/out" 2>"$work/err"
+  local code=$?
+  out="$(cat "$work/out")"
+  err="$(cat "$work/err")"
+  if [ "$code" != "$expected" ]; then
+    fail "'$*' exited $code, expected $expected"
+    echo "--- stdout"; echo "$out"; echo "--- stderr"; echo "$err"
+    return 1
+  fi
+  return 0
+}
+
+contains() {  # contains WHAT TEXT NEEDLE
+  checks=$((checks + 1))
+  case "$2" in
+    *"$3"*) ;;
+    *) fail "$1 does not contain '$3'"; echo "--- $1:"; echo "$2" ;;
+  esac
+}
+
+empty() {  # empty WHAT TEXT
+  checks=$((checks + 1))
+  [ -z "$2" ] || { fail "$1 should be empty"; echo "$2"; }
+}
+
+example="$src/examples/matmul.tir"
+
+group_basics() {
+  run 0 "$mtir" --version && contains stdout "$out" "microtir 0."
+  run 0 "$mtir" --help && contains stdout "$out" "parse"
+  for sub in parse run passes; do
+    run 0 "$mtir" "$sub" --help && contains "$sub --help" "$out" "Usage"
+  done
+  run 1 "$mtir" && contains stderr "$err" "subcommand"
+  run 1 "$mtir" frobnicate && empty stdout "$out"
+  run 1 "$mtir" parse && contains stderr "$err" "file"
+  run 1 "$mtir" parse --bogus-flag "$example"
+  run 1 "$mtir" parse "$work/does-not-exist.tir" && contains stderr "$err" "cannot open"
+  run 1 "$mtir" parse "$work" && contains stderr "$err" "directory"
+  run 0 "$mtir" parse "$example" && contains stdout "$out" "def matmul(" && empty stderr "$err"
+  # The printed form is a fixed point.
+  echo "$out" >"$work/once.tir"
+  run 0 "$mtir" parse "$work/once.tir"
+  [ "$out" == "$(cat "$work/once.tir")" ] || fail "parse output is not a fixed point"
+  run 0 "$mtir" parse - <"$example" && contains stdout "$out" "T.grid"
+  run 0 "$mtir" parse --json "$example" && contains stdout "$out" '"ok": true'
+}
+
+group_run() {
+  run 0 "$mtir" run "$example" --func matmul --input A="$src/examples/matmul_A.npy" \
+    --input B="$src/examples/matmul_B.npy" --output-dir "$work/out-dir"
+  contains stdout "$out" "C: float32 (4, 3)"
+  [ -f "$work/out-dir/C.npy" ] || fail "C.npy not written"
+  # C.npy is a real .npy file with the right header.
+  head -c 6 "$work/out-dir/C.npy" | od -c | grep -q "N   U   M   P   Y" || fail "C.npy has no npy magic"
+  # JSON output: compare against a matmul computed here, independently, in python.
+  run 0 "$mtir" run "$example" --input A="$src/examples/matmul_A.npy" \
+    --input B="$src/examples/matmul_B.npy" --json
+  echo "$out" >"$work/run.json"
+  python3 - "$work/run.json" "$src/examples/matmul_A.npy" "$src/examples/matmul_B.npy" <<'PY' || fail "matmul values differ"
+import json, struct, sys
+def npy(path):
+    b = open(path, "rb").read()
+    hl = struct.unpack("<H", b[8:10])[0]
+    hdr = b[10:10 + hl].decode()
+    shape = tuple(int(x) for x in hdr.split("'shape': (")[1].split(")")[0].split(",") if x.strip())
+    n = 1
+    for s in shape: n *= s
+    return shape, struct.unpack("<%df" % n, b[10 + hl:10 + hl + 4 * n])
+(m, k), a = npy(sys.argv[2])
+(_, n), b = npy(sys.argv[3])
+out = json.load(open(sys.argv[1]))["outputs"][0]
+assert out["name"] == "C" and out["shape"] == [m, n], out
+for i in range(m):
+    for j in range(n):
+        ref = 0.0
+        for x in range(k):
+            ref = struct.unpack("f", struct.pack("f", ref + struct.unpack("f", struct.pack("f", a[i*k+x]*b[x*n+j]))[0]))[0]
+        got = out["values"][i*n+j]
+        assert abs(got - ref) <= 1e-6 * max(1.0, abs(ref)), (i, j, got, ref)
+PY
+  # Bad packed-in arguments are user errors, and nothing is written.
+  run 1 "$mtir" run "$example" --input A="$src/examples/matmul_B.npy" --input B="$src/examples/matmul_B.npy" \
+    --output-dir "$work/bad-out" && contains stderr "$err" "A"
+  [ ! -e "$work/bad-out/C.npy" ] || fail "an output was written after an error"
+  run 1 "$mtir" run "$example" --input X="$src/examples/matmul_A.npy" && contains stderr "$err" "no buffer parameter 'X'"
+  run 1 "$mtir" run "$example" --input A && contains stderr "$err" "NAME=VALUE"
+  run 1 "$mtir" run "$example" --func nope && contains stderr "$err" "no function 'nope'"
+  printf 'not an npy file' >"$work/junk.npy"
+  run 1 "$mtir" run "$example" --input A="$work/junk.npy" && contains stderr "$err" "junk.npy"
+  run 1 "$mtir" run "$example" --input A="$src/examples/matmul_B.npy" --json && contains stdout "$out" '"ok": false'
+  # An out-of-bounds access is a located error, not a crash.
+  cat >"$work/oob.tir" <<'TIR'
+@T.prim_func
+def oob(A: T.Buffer((4,), "float32"), B: T.Buffer((4,), "float32")):
+    for i in range(5):
+        B[i] = A[i]
+TIR
+  run 1 "$mtir" run "$work/oob.tir" && contains stderr "$err" "oob.tir:4:" && contains stderr "$err" "out-of-bounds"
+  # Scalar parameters size the outputs.
+  cat >"$work/iota.tir" <<'TIR'
+@T.prim_func
+def iota(n: T.int32, B: T.Buffer((n,), "int32")):
+    for i in range(n):
+        B[i] = i * i
+TIR
+  run 0 "$mtir" run "$work/iota.tir" --scalar n=5 && contains stdout "$out" "[0, 1, 4, 9, 16]"
+  run 1 "$mtir" run "$work/iota.tir" && contains stderr "$err" "--scalar n="
+  run 1 "$mtir" run "$work/iota.tir" --scalar n=five && contains stderr "$err" "expected an integer"
+}
+
+group_passes() {
+  run 0 "$mtir" passes --list && contains stdout "$out" "simplify" && contains stdout "$out" "verify_well_formed"
+  run 0 "$mtir" passes "$example" --dump-ir "$work/dump"
+  ls "$work/dump" | grep -q '^00-input.tir$' || fail "no 00-input.tir"
+  ls "$work/dump" | grep -q -- '-simplify.tir$' || fail "no NN-simplify.tir"
+  for f in "$work/dump"/*.tir; do
+    run 0 "$mtir" parse "$f"
+  done
+  run 0 "$mtir" passes "$example" --json && contains stdout "$out" '"changed"'
+  run 1 "$mtir" passes "$example" --passes nosuchpass && contains stderr "$err" "unknown pass 'nosuchpass'"
+  cat >"$work/fold.tir" <<'TIR'
+@T.prim_func
+def fold(B: T.Buffer((4,), "int32")):
+    for i in range(4):
+        if 2 < 1:
+            B[i] = 1
+        else:
+            B[i] = i * 1 + (3 + 4)
+TIR
+  run 0 "$mtir" passes "$work/fold.tir" --passes simplify && contains stdout "$out" "B[i] = i + 7"
+}
+
+group_malformed() {
+  local n=0
+  for f in "$src"/tests/script/malformed/*.tir; do
+    [ -e "$f" ] || continue
+    n=$((n + 1))
+    local expect
+    expect="$(sed -n 's/^# expect-error: \([0-9]*:[0-9]*\): \(.*\)$/\1|\2/p' "$f" | head -1)"
+    [ -n "$expect" ] || { fail "$f has no '# expect-error: L:C: message' line"; continue; }
+    local loc="${expect%%|*}" msg="${expect#*|}"
+    if run 1 "$mtir" parse "$f"; then
+      contains "stderr of $(basename "$f")" "$err" "$(basename "$f"):$loc: error: "
+      contains "stderr of $(basename "$f")" "$err" "$msg"
+      contains "stderr of $(basename "$f")" "$err" "^"
+      empty "stdout of $(basename "$f")" "$out"
+    fi
+  done
+  [ "$n" -ge 25 ] || fail "only $n malformed inputs found, expected at least 25"
+}
+
+"group_$group"
+echo "$group: $checks checks, $failures failures"
+[ "$failures" -eq 0 ]
