@@ -306,7 +306,8 @@ TEST(SimplifyStmt, VariableInAnAllocatedShapeIsNotSubstitutedAway) {
   Var x = MakeVar("i", i32), n = MakeVar("n", i32);
   Buffer tmp = MakeBuffer("tmp", i32, {add(x, i(1))});
   Stmt body = Allocate(tmp, "local", BufferStore(tmp, add(i(1), i(1)), {i(0)}));
-  const auto* loop = as<ForNode>(simplify_stmt(For(x, i(0), i(1), ForKind::kSerial, body)));
+  Stmt simplified = simplify_stmt(For(x, i(0), i(1), ForKind::kSerial, body));
+  const auto* loop = as<ForNode>(simplified);
   ASSERT_NE(loop, nullptr);
   EXPECT_EQ(loop->loop_var, x);
   Buffer tmp2 = MakeBuffer("tmp2", i32, {n});
