@@ -177,6 +177,22 @@ class WellFormedChecker : public Visitor {
     if (b->data) in_scope_.erase(b->data.get());
   }
 
+  void visit_DeclBuffer(const DeclBufferNode* op) override {
+    const Buffer& b = op->buffer;
+    if (!b || !b->data) {
+      error(op->span, "buffer declaration without a data pointer");
+      visit(op->body);
+      return;
+    }
+    check_buffer_decl(b);
+    // A view does not own memory: its pointer must already be bound here.
+    if (!in_scope_.count(b->data.get()))
+      error(op->span, "buffer '" + b->name + "' views pointer '" + b->data->name + "', which is not defined here");
+    bool fresh = buffers_.insert(b.get()).second;
+    visit(op->body);
+    if (fresh) buffers_.erase(b.get());
+  }
+
  private:
   std::unordered_set<const VarNode*> in_scope_;        // usable at this point of the walk
   std::unordered_set<const VarNode*> defined_;         // defined anywhere so far in this function
@@ -325,6 +341,15 @@ class WellFormedChecker : public Visitor {
         if (c->args.empty() || !as<StringImmNode>(c->args[0]))
           error(span, "T.call_extern needs the name of the function as a string");
         return;
+      case OpInfo::Kind::kBuiltin: {
+        std::vector<DataType> types;
+        for (const auto& a : c->args) types.push_back(a ? a->dtype : DataType::Void());
+        std::string why;
+        if (!builtin_args_ok(*info, types, &why)) error(span, why);
+        if (c->dtype != info->result)
+          error(span, name + " returns " + info->result.str() + ", but the call has type " + c->dtype.str());
+        return;
+      }
     }
   }
 };

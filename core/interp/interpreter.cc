@@ -54,6 +54,7 @@ class Interpreter {
  private:
   // ---- binding --------------------------------------------------------------
   void bind_scalar_param(const Var& p, const InterpArg& arg);
+  void bind_pointer_param(const Var& p, const InterpArg& arg);
   void bind_buffer_param(const Var& p, const Buffer& b, const InterpArg& arg);
   // Restores a variable's previous binding (or removes it) when a scope ends.
   class ScopedVar {
@@ -169,6 +170,16 @@ void Interpreter::bind_buffer_param(const Var& p, const Buffer& b, const InterpA
   param_storage_.push_back(std::move(st));
 }
 
+void Interpreter::bind_pointer_param(const Var& p, const InterpArg& arg) {
+  NDArray* const* a = std::get_if<NDArray*>(&arg);
+  if (!a || !*a) user_error(p->span, "argument '" + p->name + "': expected a tensor for a pointer parameter");
+  auto st = std::make_unique<Storage>();
+  st->name = p->name;
+  st->array = *a;
+  storage_[p.get()] = st.get();
+  param_storage_.push_back(std::move(st));
+}
+
 void Interpreter::run(const PrimFunc& f, const std::string& name, const std::vector<InterpArg>& args) {
   MTIR_ICHECK(f->param_buffers.size() == f->params.size(), "PrimFunc '" + name + "' has unmatched param_buffers");
   if (args.size() != f->params.size())
@@ -181,12 +192,17 @@ void Interpreter::run(const PrimFunc& f, const std::string& name, const std::vec
     if (f->param_buffers[i] && !is_tensor)
       user_error(p->span, "argument '" + p->name + "': expected a " + f->param_buffers[i]->dtype.str() +
                               " tensor but got a scalar");
-    if (!f->param_buffers[i] && is_tensor)
+    if (!f->param_buffers[i] && is_tensor && !p->dtype.is_handle())
       user_error(p->span, "argument '" + p->name + "': expected a " + p->dtype.str() + " scalar but got a tensor");
   }
   // Then scalars: buffer shapes may refer to them.
-  for (size_t i = 0; i < args.size(); ++i)
-    if (!f->param_buffers[i]) bind_scalar_param(f->params[i], args[i]);
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (f->param_buffers[i]) continue;
+    // A bare pointer parameter (the unpacked calling convention) takes a tensor as its
+    // memory; the buffers declared on it inside the body are checked against it.
+    if (f->params[i]->dtype.is_handle()) bind_pointer_param(f->params[i], args[i]);
+    else bind_scalar_param(f->params[i], args[i]);
+  }
   for (size_t i = 0; i < args.size(); ++i)
     if (f->param_buffers[i]) bind_buffer_param(f->params[i], f->param_buffers[i], args[i]);
   if (f->body) exec(f->body);
@@ -362,6 +378,16 @@ Scalar Interpreter::eval_call(const CallNode* op) {
       want_args(3);
       return eval(eval(op->args[0]).truthy() ? op->args[1] : op->args[2]);
     case OpInfo::Kind::kCallExtern: return eval_extern(op);
+    case OpInfo::Kind::kBuiltin: {
+      // Lowered functions only: the checks of the packed calling convention.
+      if (op->op != "tvm_throw_last_error" || op->args.empty() || !as<StringImmNode>(op->args[0]))
+        user_error(where(op->span), "T." + op->op +
+                                        " reads packed-API arguments, which exist only in generated code; interpret "
+                                        "the function before make_packed_api");
+      std::vector<int64_t> values;
+      for (size_t i = 1; i < op->args.size(); ++i) values.push_back(eval_int(op->args[i]));
+      user_error(where(op->span), format_error_message(as<StringImmNode>(op->args[0])->value, values));
+    }
   }
   MTIR_ICHECK(false, "unhandled op kind");
 }
@@ -494,6 +520,18 @@ void Interpreter::exec(const Stmt& s) {
       return;
     case StmtKind::Evaluate: eval(static_cast<const EvaluateNode*>(s.get())->value); return;
     case StmtKind::Allocate: exec_allocate(static_cast<const AllocateNode*>(s.get())); return;
+    case StmtKind::DeclBuffer: {
+      // A view of storage bound elsewhere: accesses go through the data variable and
+      // are bounds-checked against that storage, so only the element type must agree.
+      const auto* op = static_cast<const DeclBufferNode*>(s.get());
+      const Storage& st = storage_of(op->buffer, op->span);
+      DataType storage_type = st.array ? st.array->dtype : st.owned->dtype;
+      if (storage_type != op->buffer->dtype)
+        user_error(op->span, "buffer '" + op->buffer->name + "' views " + storage_type.str() + " storage of '" +
+                                 st.name + "' as " + op->buffer->dtype.str() + "; the interpreter cannot reinterpret memory");
+      exec(op->body);
+      return;
+    }
     case StmtKind::AttrStmt: exec(static_cast<const AttrStmtNode*>(s.get())->body); return;
     case StmtKind::AssertStmt: {
       const auto* op = static_cast<const AssertStmtNode*>(s.get());

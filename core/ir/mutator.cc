@@ -124,6 +124,12 @@ Stmt Mutator::mutate_Allocate(const AllocateNode* op, const Stmt& self) {
   if (b == op->buffer && body == op->body) return self;
   return Allocate(b, op->scope, body, op->span);
 }
+Stmt Mutator::mutate_DeclBuffer(const DeclBufferNode* op, const Stmt& self) {
+  Buffer b = mutate_buffer(op->buffer);
+  Stmt body = mutate(op->body);
+  if (b == op->buffer && body == op->body) return self;
+  return DeclBuffer(b, body, op->span);
+}
 Stmt Mutator::mutate_AttrStmt(const AttrStmtNode* op, const Stmt& self) {
   Expr node = mutate(op->node), v = mutate(op->value);
   Stmt body = mutate(op->body);

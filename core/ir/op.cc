@@ -4,6 +4,8 @@ namespace mtir {
 
 const std::vector<OpInfo>& all_ops() {
   using K = OpInfo::Kind;
+  const DataType i32 = DataType::Int(32), i64 = DataType::Int(64), h = DataType::Handle();
+  const DataType f64 = DataType::Float(64), b = DataType::Bool();
   static const std::vector<OpInfo> ops = {
       {"exp", K::kUnaryMath, false},   {"log", K::kUnaryMath, false},
       {"sqrt", K::kUnaryMath, false},  {"tanh", K::kUnaryMath, false},
@@ -13,8 +15,71 @@ const std::vector<OpInfo>& all_ops() {
       {"erf", K::kUnaryMath, false},   {"abs", K::kUnaryMath, true},
       {"pow", K::kBinaryMath, false},  {"if_then_else", K::kIfThenElse, true},
       {"call_extern", K::kCallExtern, true},
+      // The packed calling convention (MakePackedAPI). Arguments: TVMValue* args,
+      // int32_t* type_codes; tensors are DLTensor*.
+      {"tvm_arg_type_code", K::kBuiltin, false, i32, "hi"},
+      {"tvm_arg_handle", K::kBuiltin, false, h, "hi"},
+      {"tvm_arg_int", K::kBuiltin, false, i64, "hi"},
+      {"tvm_arg_float", K::kBuiltin, false, f64, "hi"},
+      {"tvm_tensor_data", K::kBuiltin, false, h, "h"},
+      {"tvm_tensor_ndim", K::kBuiltin, false, i32, "h"},
+      {"tvm_tensor_shape", K::kBuiltin, false, i64, "hi"},
+      {"tvm_tensor_strides_is_null", K::kBuiltin, false, b, "h"},
+      {"tvm_tensor_stride", K::kBuiltin, false, i64, "hi"},
+      {"tvm_tensor_dtype_code", K::kBuiltin, false, i32, "h"},
+      {"tvm_tensor_dtype_bits", K::kBuiltin, false, i32, "h"},
+      {"tvm_tensor_dtype_lanes", K::kBuiltin, false, i32, "h"},
+      {"tvm_tensor_byte_offset", K::kBuiltin, false, i64, "h"},
+      {"tvm_tensor_device_type", K::kBuiltin, false, i32, "h"},
+      {"tvm_handle_is_null", K::kBuiltin, false, b, "h"},
+      {"tvm_handle_is_aligned", K::kBuiltin, false, b, "hi"},
+      // Sets the runtime's last error to the message ("{}" replaced by the integer
+      // arguments in order) and returns -1 from the function.
+      {"tvm_throw_last_error", K::kBuiltin, false, i32, "s*", true},
   };
   return ops;
+}
+
+bool builtin_args_ok(const OpInfo& op, const std::vector<DataType>& arg_types, std::string* why) {
+  std::string sig = op.signature;
+  bool variadic = !sig.empty() && sig.back() == '*';
+  if (variadic) sig.pop_back();
+  if (arg_types.size() < sig.size() || (!variadic && arg_types.size() != sig.size())) {
+    *why = std::string("T.") + op.name + " takes " + (variadic ? "at least " : "") + std::to_string(sig.size()) +
+           " argument(s), got " + std::to_string(arg_types.size());
+    return false;
+  }
+  for (size_t i = 0; i < sig.size(); ++i) {
+    DataType t = arg_types[i];
+    bool ok = sig[i] == 'h' ? t.is_handle() : sig[i] == 'i' ? t.is_integer() : t.is_handle();  // strings are handles
+    if (!ok) {
+      *why = std::string("argument ") + std::to_string(i + 1) + " of T." + op.name + " must be " +
+             (sig[i] == 'i' ? "an integer" : sig[i] == 'h' ? "a handle" : "a string") + ", not " + t.str();
+      return false;
+    }
+  }
+  for (size_t i = sig.size(); i < arg_types.size(); ++i) {
+    if (!arg_types[i].is_integer() && !arg_types[i].is_bool()) {
+      *why = std::string("argument ") + std::to_string(i + 1) + " of T." + op.name + " must be an integer, not " +
+             arg_types[i].str();
+      return false;
+    }
+  }
+  return true;
+}
+
+std::string format_error_message(const std::string& format, const std::vector<int64_t>& values) {
+  std::string out;
+  size_t next = 0;
+  for (size_t i = 0; i < format.size(); ++i) {
+    if (format.compare(i, 2, "{}") == 0 && next < values.size()) {
+      out += std::to_string(values[next++]);
+      ++i;
+    } else {
+      out += format[i];
+    }
+  }
+  return out;
 }
 
 const OpInfo* lookup_op(const std::string& name) {

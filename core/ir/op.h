@@ -1,9 +1,12 @@
 // The intrinsics a CallNode may name. One table, used by the parser (arity, result
-// type), the verifier (argument types) and the interpreter (what to compute).
+// type), the verifier (argument types), the interpreter (what to compute) and the
+// code generators.
 #pragma once
 
 #include <string>
 #include <vector>
+
+#include "ir/dtype.h"
 
 namespace mtir {
 
@@ -13,11 +16,24 @@ struct OpInfo {
     kBinaryMath,  // f(x, y) -> type of x, both the same type
     kIfThenElse,  // if_then_else(cond, a, b): lazy select
     kCallExtern,  // call_extern("dtype", "symbol", args...): an external C function
+    kBuiltin,     // lowering builtins (packed calling convention): fixed signature
   };
   const char* name;
   Kind kind;
   bool int_ok;  // also defined on integers (abs)
+  // Builtins only: the result type, and the arguments, one letter each: 'h' handle,
+  // 'i' integer, 's' string; a trailing '*' allows any number of further arguments.
+  DataType result = DataType::Void();
+  const char* signature = "";
+  // Builtins only: evaluating it does more than compute a value (it may return from
+  // the function), so passes must never drop or duplicate it.
+  bool side_effect = false;
 };
+
+// Whether `args` fit a builtin's signature; if not, `why` says what is wrong.
+bool builtin_args_ok(const OpInfo& op, const std::vector<DataType>& arg_types, std::string* why);
+// The message of tvm_throw_last_error: each "{}" replaced by the next value.
+std::string format_error_message(const std::string& format, const std::vector<int64_t>& values);
 
 // nullptr for an unknown name.
 const OpInfo* lookup_op(const std::string& name);

@@ -49,6 +49,9 @@ Stmt SeqStmt(std::vector<Stmt> seq, Span s) {
   return std::make_shared<SeqStmtNode>(std::move(flat), std::move(s));
 }
 Stmt Evaluate(Expr v, Span s) { return std::make_shared<EvaluateNode>(std::move(v), std::move(s)); }
+Stmt DeclBuffer(Buffer b, Stmt body, Span s) {
+  return std::make_shared<DeclBufferNode>(std::move(b), std::move(body), std::move(s));
+}
 Stmt Allocate(Buffer b, std::string scope, Stmt body, Span s) {
   return std::make_shared<AllocateNode>(std::move(b), std::move(scope), std::move(body), std::move(s));
 }

@@ -87,6 +87,16 @@ struct AllocateNode : StmtNode {
   Stmt body;
 };
 
+// Declares `buffer` as a view of memory whose data variable is already bound (a
+// parameter's or an allocation's), for the duration of `body`. Lowering uses it for
+// flattened views and for the buffers behind unpacked pointer parameters.
+struct DeclBufferNode : StmtNode {
+  static constexpr StmtKind kKind = StmtKind::DeclBuffer;
+  DeclBufferNode(Buffer b, Stmt body, Span s) : StmtNode(kKind, std::move(s)), buffer(std::move(b)), body(std::move(body)) {}
+  Buffer buffer;
+  Stmt body;
+};
+
 // An annotation on the statements in `body`: `node` says what it is about (a variable,
 // a string), `key` what it means and `value` its argument.
 struct AttrStmtNode : StmtNode {
@@ -118,6 +128,7 @@ Stmt LetStmt(Var v, Expr value, Stmt body, Span s = {});
 Stmt SeqStmt(std::vector<Stmt> seq, Span s = {});
 Stmt Evaluate(Expr v, Span s = {});
 Stmt Allocate(Buffer b, std::string scope, Stmt body, Span s = {});
+Stmt DeclBuffer(Buffer b, Stmt body, Span s = {});
 Stmt AttrStmt(Expr node, std::string key, Expr value, Stmt body, Span s = {});
 Stmt AssertStmt(Expr c, std::string message, Stmt body, Span s = {});
 // A statement that does nothing: Evaluate(0).

@@ -131,6 +131,10 @@ class Comparator {
         if (x->scope != y->scope) return fail("allocation scopes differ");
         return buffer(x->buffer, y->buffer) && stmt(x->body, y->body);
       }
+      case StmtKind::DeclBuffer: {
+        const auto *x = as<DeclBufferNode>(a), *y = as<DeclBufferNode>(b);
+        return buffer(x->buffer, y->buffer) && stmt(x->body, y->body);
+      }
       case StmtKind::AttrStmt: {
         const auto *x = as<AttrStmtNode>(a), *y = as<AttrStmtNode>(b);
         if (x->key != y->key) return fail("attribute keys differ");
@@ -291,6 +295,11 @@ class Hasher {
       case StmtKind::Allocate: {
         const auto* x = as<AllocateNode>(s);
         mix_str(x->scope);
+        buffer(x->buffer);
+        return stmt(x->body);
+      }
+      case StmtKind::DeclBuffer: {
+        const auto* x = as<DeclBufferNode>(s);
         buffer(x->buffer);
         return stmt(x->body);
       }

@@ -84,6 +84,10 @@ void Visitor::visit_Allocate(const AllocateNode* op) {
   visit_buffer(op->buffer);
   visit(op->body);
 }
+void Visitor::visit_DeclBuffer(const DeclBufferNode* op) {
+  visit_buffer(op->buffer);
+  visit(op->body);
+}
 void Visitor::visit_AttrStmt(const AttrStmtNode* op) {
   visit(op->node);
   visit(op->value);

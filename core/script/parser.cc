@@ -506,10 +506,11 @@ class Parser {
     Expr elem_offset;
     int align = 0;
     std::string scope = "global";
+    Var data;  // T.decl_buffer: the existing pointer it views
   };
 
   // The arguments of T.Buffer / T.alloc_buffer / T.allocate after '('; consumes ')'.
-  BufferSpec parse_buffer_args(bool allow_scope, const Token& call_tok) {
+  BufferSpec parse_buffer_args(bool allow_scope, const Token& call_tok, bool allow_data = false) {
     BufferSpec spec;
     bool have_shape = false;
     int positional = 0;
@@ -529,6 +530,13 @@ class Parser {
           spec.align = static_cast<int>(parse_small_int("for align="));
         else if (kw.text == "scope" && allow_scope)
           spec.scope = expect_string("for scope=");
+        else if (kw.text == "data" && allow_data) {
+          const Token& at = cur();
+          PExpr d = parse_expr();
+          const auto* v = as<VarNode>(d.e);
+          if (!v || !v->dtype.is_handle()) fail(at, "data= must be a handle such as A.data or a T.handle parameter");
+          spec.data = std::static_pointer_cast<const VarNode>(d.e);
+        }
         else
           fail(kw, "unknown argument '" + kw.text + "'");
       } else {
@@ -547,6 +555,7 @@ class Parser {
     }
     expect_op(")", "to close the buffer declaration");
     if (!have_shape) fail(call_tok, "buffer declaration needs a shape");
+    if (allow_data && !spec.data) fail(call_tok, "T.decl_buffer needs data=, the pointer it views");
     if (!spec.elem_offset) spec.elem_offset = IntImm(DataType::Int(32), 0, span(call_tok));
     return spec;
   }
@@ -558,7 +567,7 @@ class Parser {
     b->shape = std::move(spec.shape);
     b->strides = std::move(spec.strides);
     b->elem_offset = std::move(spec.elem_offset);
-    b->data = MakeVar(name + "_data", DataType::Handle(), name_span);
+    b->data = spec.data ? spec.data : MakeVar(name + "_data", DataType::Handle(), name_span);
     b->align = spec.align;
     b->span = name_span;
     return b;
@@ -702,6 +711,18 @@ class Parser {
   Stmt parse_assign() {
     const Token& name = next();
     next();  // '='
+    if (at_t_attr("decl_buffer")) {
+      const Token& t_tok = cur();
+      next(), next(), next();
+      expect_op("(", "after T.decl_buffer");
+      Buffer buf = make_buffer(name.text, span(name), parse_buffer_args(false, t_tok, true));
+      expect_newline("after statement");
+      size_t mark = scope_mark();
+      bind(name.text, Binding{nullptr, buf, false});
+      Stmt body = parse_rest(name);
+      pop_scope(mark);
+      return DeclBuffer(buf, body, span(name));
+    }
     if (at_t_attr("alloc_buffer") || at_t_attr("allocate")) {
       std::string scope;
       Buffer buf = parse_alloc_call(name, &scope);
@@ -926,6 +947,18 @@ class Parser {
       pop_scope(mark);
       return LetStmt(var, v.e, body, span(with_tok));
     }
+    if (what.text == "decl_buffer") {
+      expect_op("(", "after T.decl_buffer");
+      BufferSpec spec = parse_buffer_args(false, t_tok, true);
+      expect_keyword("as", "after T.decl_buffer(...)");
+      const Token& name = expect_name("after 'as'");
+      Buffer buf = make_buffer(name.text, span(name), std::move(spec));
+      size_t mark = scope_mark();
+      bind(name.text, Binding{nullptr, buf, false});
+      Stmt body = parse_block(with_tok, "with header");
+      pop_scope(mark);
+      return DeclBuffer(buf, body, span(with_tok));
+    }
     if (what.text == "alloc_buffer" || what.text == "allocate") {
       expect_op("(", "after T." + what.text);
       // The name comes after `as`: parse the declaration first, build the buffer after.
@@ -941,7 +974,7 @@ class Parser {
       return Allocate(buf, scope, body, span(with_tok));
     }
     fail(t_tok, "unknown 'with' form 'T." + what.text + "'",
-         did_you_mean(what.text, {"attr", "Assert", "LetStmt", "alloc_buffer", "allocate"}, "T."));
+         did_you_mean(what.text, {"attr", "Assert", "LetStmt", "alloc_buffer", "allocate", "decl_buffer"}, "T."));
   }
 
   // ---- expressions --------------------------------------------------------------------
@@ -1335,6 +1368,18 @@ class Parser {
         unify(args[1], args[2], "and", t_tok, "T.if_then_else branches");
         PExpr a = promote_to(args[1], args[1].e->dtype), b = promote_to(args[2], args[2].e->dtype);
         return {Call(a.e->dtype, name, {args[0].e, a.e, b.e}, std::move(attrs), span(t_tok)), false};
+      }
+      case OpInfo::Kind::kBuiltin: {
+        std::vector<Expr> es;
+        std::vector<DataType> types;
+        for (auto& a : args) {
+          PExpr x = a.bare ? promote_to(a, a.e->dtype) : a;
+          es.push_back(x.e);
+          types.push_back(x.e->dtype);
+        }
+        std::string why;
+        if (!builtin_args_ok(*op, types, &why)) fail(t_tok, why);
+        return {Call(op->result, name, std::move(es), std::move(attrs), span(t_tok)), false};
       }
       case OpInfo::Kind::kCallExtern:
         break;

@@ -263,6 +263,18 @@ class Printer {
         line("with " + decl + " as " + bind_buffer(op->buffer, op->buffer ? op->buffer->name : "") + ":");
         return block(op->body);
       }
+      case StmtKind::DeclBuffer: {
+        const auto* op = as<DeclBufferNode>(s);
+        // The data pointer is named before the buffer, so it keeps its owner's name.
+        std::string data = "data=" + (op->buffer && op->buffer->data ? var_ref(op->buffer->data.get()) : "None");
+        std::string decl = buffer_decl("T.decl_buffer(", op->buffer, data);
+        if (last) {
+          line(bind_buffer(op->buffer, op->buffer ? op->buffer->name : "") + " = " + decl);
+          return stmt(op->body, true);
+        }
+        line("with " + decl + " as " + bind_buffer(op->buffer, op->buffer ? op->buffer->name : "") + ":");
+        return block(op->body);
+      }
       case StmtKind::AttrStmt: {
         const auto* op = as<AttrStmtNode>(s);
         line("with T.attr(" + expr(op->node) + ", " + quote(op->key) + ", " + expr(op->value) + "):");

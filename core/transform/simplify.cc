@@ -44,7 +44,7 @@ class DropChecker : public Visitor {
  protected:
   void visit_Call(const CallNode* op) override {
     const OpInfo* info = lookup_op(op->op);
-    if (!info || info->kind == OpInfo::Kind::kCallExtern) droppable = false;
+    if (!info || info->kind == OpInfo::Kind::kCallExtern || info->side_effect) droppable = false;
     Visitor::visit_Call(op);
   }
   void check_divisor(const BinaryNode* op) {

@@ -308,6 +308,7 @@ std::string every_stmt_source() {
                   "B[0] = A[0]\n"
                   "C = T.alloc_buffer((2, 2), \"int8\", scope=\"global\", strides=(2, 1), elem_offset=0, align=64)\n"
                   "C[1, 1] = T.int8(7)\n"
+                  "with T.decl_buffer((2, 8), \"float32\", data=A.data) as A2:\n    A2[1, 0] = T.float32(5)\n"
                   "assert n > 0, \"n must be positive\"\n"
                   "A[n] = T.float32(4)");
 }
