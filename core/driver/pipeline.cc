@@ -16,6 +16,9 @@ struct PassEntry {
 const PassEntry kPassTable[] = {
     {VerifyWellFormed, true},
     {Simplify, true},
+    {FlattenBuffer, false},
+    {MakePackedAPI, false},
+    {MakeUnpackedAPI, false},
 };
 
 // Cheap first: a function pass that changed nothing hands back the same function
@@ -52,6 +55,14 @@ std::vector<Pass> default_pipeline() {
   const auto& passes = all_passes();
   for (size_t i = 0; i < passes.size(); ++i)
     if (kPassTable[i].in_default) v.push_back(passes[i]);
+  return v;
+}
+
+std::vector<Pass> lowering_pipeline(bool unpacked_api) {
+  std::vector<std::string> names = {"verify_well_formed", "simplify", "flatten_buffer", "simplify",
+                                    unpacked_api ? "make_unpacked_api" : "make_packed_api", "verify_well_formed"};
+  std::vector<Pass> v;
+  for (const auto& n : names) v.push_back(*find_pass(n));
   return v;
 }
 

@@ -27,6 +27,10 @@ const Pass* find_pass(const std::string& name);
 // The default lowering pipeline.
 std::vector<Pass> default_pipeline();
 
+// Lowering for the C backend: checks, simplification, flattening, then the calling
+// convention (packed, or unpacked pointers), and a final check of the result.
+std::vector<Pass> lowering_pipeline(bool unpacked_api);
+
 // Runs `passes` in order. Throws DiagnosticError naming the pass that failed.
 PipelineResult run_pipeline(const IRModule& m, const std::vector<Pass>& passes);
 

@@ -11,5 +11,11 @@ namespace mtir {
 Pass VerifyWellFormed();
 // Constant folding, algebraic identities, dead branches with constant conditions.
 Pass Simplify();
+// Multi-dimensional buffer accesses become 1-D accesses of flat views.
+Pass FlattenBuffer();
+// The packed calling convention, with every argument check.
+Pass MakePackedAPI();
+// The unpacked calling convention: buffer parameters become data pointers.
+Pass MakeUnpackedAPI();
 
 }  // namespace mtir
