@@ -1,6 +1,10 @@
 #include "cli/commands.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -8,10 +12,12 @@
 
 #include "analysis/well_formed.h"
 #include "cli/io.h"
+#include "driver/build.h"
 #include "driver/pipeline.h"
 #include "interp/interpreter.h"
 #include "script/parser.h"
 #include "script/printer.h"
+#include "sim/host_sim.h"
 #include "support/npy.h"
 
 namespace mtir::cli {
@@ -121,6 +127,64 @@ std::string shape_str(const std::vector<int64_t>& shape) {
   return s + (shape.size() == 1 ? ",)" : ")");
 }
 
+// Largest differences between an artifact's output and the interpreter's: bit-exact
+// for integers, 1e-6 relative (1e-6 absolute near zero) for floats.
+struct Difference {
+  double max_abs = 0, max_rel = 0;
+  bool ok = true;
+};
+
+Difference compare(const NDArray& got, const NDArray& want) {
+  Difference d;
+  for (int64_t i = 0; i < want.num_elements(); ++i) {
+    if (want.dtype.is_float()) {
+      double g = got.get_float(i), w = want.get_float(i);
+      if (std::isnan(w) || std::isnan(g)) {
+        d.ok = d.ok && std::isnan(w) && std::isnan(g);
+        continue;
+      }
+      if (g == w) continue;  // also equal infinities
+      double abs_diff = std::fabs(g - w), rel = abs_diff / std::max(std::fabs(w), 1e-30);
+      d.max_abs = std::max(d.max_abs, abs_diff);
+      d.max_rel = std::max(d.max_rel, rel);
+      if (abs_diff > 1e-6 * std::max(1.0, std::fabs(w))) d.ok = false;
+    } else if (got.get_int(i) != want.get_int(i)) {
+      double abs_diff = std::fabs(static_cast<double>(got.get_int(i)) - static_cast<double>(want.get_int(i)));
+      d.max_abs = std::max(d.max_abs, abs_diff);
+      d.max_rel = std::max(d.max_rel, abs_diff / std::max(1.0, std::fabs(static_cast<double>(want.get_int(i)))));
+      d.ok = false;
+    }
+  }
+  return d;
+}
+
+// A work folder: the one the user named (kept), or a fresh temporary one (removed).
+class TempDir {
+ public:
+  explicit TempDir(const std::string& keep) {
+    if (!keep.empty()) {
+      path_ = keep;
+      return;
+    }
+    const char* tmp = std::getenv("TMPDIR");
+    std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/microtir-XXXXXX";
+    std::vector<char> buf(pattern.begin(), pattern.end());
+    buf.push_back('\0');
+    if (!mkdtemp(buf.data())) user_error({}, "cannot create a temporary folder under " + pattern);
+    path_ = buf.data();
+    owned_ = true;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    if (owned_) std::filesystem::remove_all(path_, ec);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  bool owned_ = false;
+};
+
 json array_json(const std::string& name, const NDArray& a) {
   json values = json::array();
   for (int64_t i = 0; i < a.num_elements(); ++i) {
@@ -191,7 +255,34 @@ int run_run(const RunCommand& c) {
   }
   if (!input_files.empty()) user_error({}, "'" + fname + "' has no buffer parameter '" + input_files.begin()->first + "'");
 
+  // The host build runs on copies of the inputs; the interpreter is the reference.
+  std::vector<NDArray> reference;
+  if (!c.target.empty()) {
+    if (c.target != "host") user_error({}, "unknown --target '" + c.target + "' for run; use --target host");
+    reference = arrays;
+  }
   interpret(m, fname, args);
+  json comparisons = json::array();
+  bool all_match = true;
+  if (!c.target.empty()) {
+    std::vector<InterpArg> host_args = args;
+    for (size_t i = 0; i < f->params.size(); ++i)
+      if (f->param_buffers[i]) host_args[i] = &reference[i];
+    Target target = parse_target(c.unpacked_api ? "c -unpacked-api=1" : "c");
+    BuildResult built = build_c(m, target);
+    TempDir work(c.keep_build_dir);
+    sim::HostSimOptions options;
+    options.work_dir = work.path();
+    sim::run_on_host({&built, fname, f}, host_args, options);
+    for (size_t i : outputs) {
+      Difference d = compare(arrays[i], reference[i]);
+      all_match = all_match && d.ok;
+      comparisons.push_back({{"name", f->param_buffers[i]->name}, {"max_abs_diff", d.max_abs}, {"max_rel_diff", d.max_rel},
+                             {"ok", d.ok}});
+    }
+    // Report what the artifact computed.
+    for (size_t i : outputs) std::swap(arrays[i], reference[i]);
+  }
 
   OutputSet files;
   if (!c.output_dir.empty()) {
@@ -203,8 +294,10 @@ int run_run(const RunCommand& c) {
   if (c.json) {
     json outs = json::array();
     for (size_t i : outputs) outs.push_back(array_json(f->param_buffers[i]->name, arrays[i]));
-    std::cout << json{{"ok", true}, {"function", fname}, {"outputs", outs}}.dump(2) << "\n";
-    return 0;
+    json out = {{"ok", all_match}, {"function", fname}, {"outputs", outs}};
+    if (!c.target.empty()) out["compare"] = comparisons;
+    std::cout << out.dump(2) << "\n";
+    return all_match ? 0 : 1;
   }
   for (size_t i : outputs) {
     const NDArray& a = arrays[i];
@@ -213,6 +306,44 @@ int run_run(const RunCommand& c) {
     format_array(std::cout, a, 0, &index, c.print_limit);
     std::cout << "\n";
   }
+  if (!c.target.empty()) {
+    std::cout << "host C (" << (c.unpacked_api ? "unpacked" : "packed") << " API) vs interpreter:\n";
+    for (const auto& cmp : comparisons) {
+      char line[256];
+      std::snprintf(line, sizeof line, "  %s: max abs diff %.3g, max rel diff %.3g  %s\n",
+                    cmp["name"].get<std::string>().c_str(), cmp["max_abs_diff"].get<double>(),
+                    cmp["max_rel_diff"].get<double>(), cmp["ok"].get<bool>() ? "ok" : "MISMATCH");
+      std::cout << line;
+    }
+    if (!all_match) {
+      std::cerr << "microtir: the host C artifact disagrees with the interpreter\n";
+      return 1;
+    }
+  }
+  return 0;
+}
+
+int run_build(const BuildCommand& c) {
+  IRModule m = load_module(c.file, true);
+  Target target = parse_target(c.target);
+  if (c.unpacked_api >= 0) target.unpacked_api = c.unpacked_api != 0;
+  BuildResult built = build_c(m, target);
+  ensure_directory(c.output_dir);
+  OutputSet files;
+  for (const auto& src : built.sources) {
+    std::filesystem::create_directories(std::filesystem::path(c.output_dir + "/" + src.path).parent_path());
+    files.add(c.output_dir + "/" + src.path, src.text);
+  }
+  files.commit();
+  if (c.json) {
+    json list = json::array();
+    for (const auto& src : built.sources) list.push_back(c.output_dir + "/" + src.path);
+    json fns = json::array();
+    for (const auto& [name, symbol] : built.symbols) fns.push_back({{"name", name}, {"symbol", symbol}});
+    std::cout << json{{"ok", true}, {"target", target.str()}, {"files", list}, {"functions", fns}}.dump(2) << "\n";
+    return 0;
+  }
+  for (const auto& src : built.sources) std::cout << "wrote " << c.output_dir << "/" << src.path << "\n";
   return 0;
 }
 
@@ -226,7 +357,7 @@ int run_passes(const PassesCommand& c) {
   IRModule m = load_module(c.file, false);
   std::vector<Pass> passes;
   if (c.passes.empty()) {
-    passes = default_pipeline();
+    passes = lowering_pipeline(parse_target(c.target).unpacked_api);
   } else {
     for (const auto& name : c.passes) {
       const Pass* p = find_pass(name);

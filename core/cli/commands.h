@@ -21,18 +21,31 @@ struct RunCommand {
   std::string output_dir;
   bool json = false;
   int print_limit = 64;  // elements printed per output
+  std::string target;    // "" (interpreter only) or "host": also build and run the C artifact
+  int unpacked_api = 0;  // calling convention of the host build
+  std::string keep_build_dir;  // where the host build goes (default: a temporary folder, removed)
+};
+
+struct BuildCommand {
+  std::string file;
+  std::string target = "c";
+  int unpacked_api = -1;  // -1: as the target string says
+  std::string output_dir;
+  bool json = false;
 };
 
 struct PassesCommand {
   std::string file;
   std::string dump_ir_dir;
-  std::vector<std::string> passes;  // empty: the default pipeline
+  std::vector<std::string> passes;  // empty: the C lowering pipeline for `target`
+  std::string target = "c";
   bool json = false;
 };
 
 int run_parse(const ParseCommand& c);
 int run_run(const RunCommand& c);
 int run_passes(const PassesCommand& c);
+int run_build(const BuildCommand& c);
 
 // The names of every registered pass, one per line (for `passes --list`).
 std::string pass_list();

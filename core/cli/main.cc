@@ -64,6 +64,21 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--output-dir", run.output_dir, "Write each output buffer to DIR/NAME.npy");
   run_cmd->add_option("--print-limit", run.print_limit, "Elements printed per output")->check(CLI::NonNegativeNumber);
   run_cmd->add_flag("--json", run.json, "Print outputs (or diagnostics) as JSON on stdout");
+  run_cmd->add_option("--target", run.target,
+                      "'host': also build the C artifact, run it natively and compare it with the interpreter")
+      ->check(CLI::IsMember({"host"}));
+  run_cmd->add_option("--unpacked-api", run.unpacked_api, "Calling convention of the host build: 0 packed, 1 unpacked")
+      ->check(CLI::Range(0, 1));
+  run_cmd->add_option("--keep-build", run.keep_build_dir, "Build the host program in DIR and keep it");
+
+  mtir::cli::BuildCommand build;
+  auto* build_cmd = app.add_subcommand("build", "Lower a TIR module and write the C sources of the artifact");
+  build_cmd->add_option("file", build.file, "TIR text file ('-' for standard input)")->required();
+  build_cmd->add_option("--target", build.target, "Target string, e.g. \"c -unpacked-api=1\"");
+  build_cmd->add_option("--unpacked-api", build.unpacked_api, "0: packed calling convention, 1: unpacked")
+      ->check(CLI::Range(0, 1));
+  build_cmd->add_option("-o,--output-dir", build.output_dir, "Folder for the artifact")->required();
+  build_cmd->add_flag("--json", build.json, "Print the written files (or diagnostics) as JSON on stdout");
 
   mtir::cli::PassesCommand passes;
   bool list_passes = false;
@@ -73,6 +88,7 @@ int main(int argc, char** argv) {
   passes_cmd->add_option("--passes", passes.passes, "Comma-separated passes to run instead of the default pipeline")
       ->delimiter(',');
   passes_cmd->add_flag("--list", list_passes, "List the registered passes in pipeline order");
+  passes_cmd->add_option("--target", passes.target, "Target whose lowering pipeline runs (default \"c\")");
   passes_cmd->add_flag("--json", passes.json, "Print pass records (or diagnostics) as JSON on stdout");
 
   try {
@@ -81,10 +97,11 @@ int main(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : 1;
   }
 
-  bool json = parse.json || run.json || passes.json;
+  bool json = parse.json || run.json || passes.json || build.json;
   try {
     if (*parse_cmd) return mtir::cli::run_parse(parse);
     if (*run_cmd) return mtir::cli::run_run(run);
+    if (*build_cmd) return mtir::cli::run_build(build);
     if (list_passes) {
       std::cout << mtir::cli::pass_list();
       return 0;

@@ -1,0 +1,659 @@
+#include "codegen/c/codegen_c.h"
+
+#include <cctype>
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <set>
+#include <sstream>
+#include <unordered_map>
+
+#include "analysis/int_bound.h"
+#include "ir/op.h"
+#include "ir/visitor.h"
+
+namespace mtir {
+namespace {
+
+// C type of a scalar TIR type.
+std::string c_type(DataType t, const Span& span) {
+  if (t.is_bool()) return "bool";
+  if (t.is_int()) return "int" + std::to_string(t.bits()) + "_t";
+  if (t.is_uint()) return "uint" + std::to_string(t.bits()) + "_t";
+  if (t.is_handle()) return "void*";
+  if (t.is_float() && t.bits() == 32) return "float";
+  if (t.is_float() && t.bits() == 64) return "double";
+  user_error(span, "the C backend does not support " + t.str() + " values");
+}
+
+// Short suffix for helper names: i32, u8, f32.
+std::string type_suffix(DataType t) {
+  return std::string(t.is_float() ? "f" : t.is_uint() ? "u" : "i") + std::to_string(t.bits());
+}
+
+std::string c_string_literal(const std::string& s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c < 0x20 || c >= 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\%03o", c);  // octal: cannot swallow following digits
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out + "\"";
+}
+
+bool is_c_keyword(const std::string& s) {
+  static const std::set<std::string> keywords = {
+      "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else", "enum",
+      "extern", "float", "for", "goto", "if", "inline", "int", "long", "register", "restrict", "return",
+      "short", "signed", "sizeof", "static", "struct", "switch", "typedef", "union", "unsigned", "void",
+      "volatile", "while", "bool", "true", "false", "main", "NULL", "INFINITY", "NAN"};
+  return keywords.count(s) > 0;
+}
+
+// Helper functions the generated code may need, emitted once each when used.
+std::string helper_definition(const std::string& name, DataType t) {
+  std::string ct = c_type(t, {});
+  std::ostringstream os;
+  if (name.rfind("mtir_abs", 0) == 0) {
+    // Negating through the unsigned type wraps INT_MIN as the interpreter does.
+    std::string ut = t.bits() <= 32 ? "uint32_t" : "uint64_t";
+    os << "static inline " << ct << " " << name << "(" << ct << " a) {\n"
+       << "  return a < 0 ? (" << ct << ")(0u - (" << ut << ")a) : a;\n}\n";
+    return os.str();
+  }
+  os << "static inline " << ct << " " << name << "(" << ct << " a, " << ct << " b) {\n";
+  if (name.rfind("mtir_floordiv", 0) == 0) {
+    os << "  " << ct << " q = (" << ct << ")(a / b);\n"
+       << "  return (" << ct << ")((q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q);\n";
+  } else if (name.rfind("mtir_floormod", 0) == 0) {
+    os << "  " << ct << " r = (" << ct << ")(a % b);\n"
+       << "  return (" << ct << ")((r != 0 && ((r < 0) != (b < 0))) ? r + b : r);\n";
+  } else if (name.rfind("mtir_min", 0) == 0) {
+    os << "  return a < b ? a : b;\n";
+  } else {
+    os << "  return a > b ? a : b;\n";
+  }
+  os << "}\n";
+  return os.str();
+}
+
+bool is_packed(const PrimFunc& f) {
+  auto it = f->attrs.find("calling_conv");
+  return it != f->attrs.end() && std::holds_alternative<std::string>(it->second) &&
+         std::get<std::string>(it->second) == "packed";
+}
+
+// Buffers declared (T.decl_buffer) on each pointer variable of a function body.
+std::unordered_map<const VarNode*, std::vector<Buffer>> declared_views(const Stmt& body) {
+  struct Finder : Visitor {
+    std::unordered_map<const VarNode*, std::vector<Buffer>> views;
+    void visit_DeclBuffer(const DeclBufferNode* op) override {
+      if (op->buffer && op->buffer->data) views[op->buffer->data.get()].push_back(op->buffer);
+      Visitor::visit_DeclBuffer(op);
+    }
+  } finder;
+  finder.visit(body);
+  return finder.views;
+}
+
+class FunctionEmitter {
+ public:
+  FunctionEmitter(const std::string& symbol, const PrimFunc& func, std::map<std::string, std::string>* helpers,
+                  std::map<std::string, std::string>* externs)
+      : symbol_(symbol), func_(func), helpers_(helpers), externs_(externs), views_(declared_views(func->body)) {}
+
+  std::string signature() {
+    std::ostringstream os;
+    os << "int32_t " << symbol_ << "(";
+    if (is_packed(func_)) {
+      // Exactly TVMBackendPackedCFunc, so the registry can hold it without a cast.
+      static const char* const kTypes[] = {"TVMValue*", "int32_t*", "int32_t", "TVMValue*", "int32_t*", "void*"};
+      if (func_->params.size() != 6) user_error(func_->span, symbol_ + ": a packed function has 6 parameters");
+      for (size_t i = 0; i < 6; ++i) {
+        os << (i ? ", " : "") << kTypes[i] << " " << name_of(func_->params[i].get(), func_->params[i]->name);
+      }
+      os << ")";
+      return os.str();
+    }
+    // Pointer parameters take the element type of the buffers declared on them.
+    auto& views = views_;
+    bool noalias = false;
+    auto it = func_->attrs.find("tir.noalias");
+    if (it != func_->attrs.end() && std::holds_alternative<bool>(it->second)) noalias = std::get<bool>(it->second);
+    for (size_t i = 0; i < func_->params.size(); ++i) {
+      const Var& p = func_->params[i];
+      const Buffer& b = func_->param_buffers[i];
+      if (i) os << ", ";
+      if (b) {
+        // A buffer parameter is passed as a typed pointer to its data.
+        os << c_type(b->dtype, b->span) << "* " << (noalias ? "restrict " : "") << name_of(b->data.get(), b->name);
+        pointer_type_[b->data.get()] = b->dtype;
+      } else if (p->dtype.is_handle() && views.count(p.get())) {
+        const std::vector<Buffer>& vs = views[p.get()];
+        bool one_type = true;
+        for (const auto& v : vs) one_type = one_type && v->dtype == vs[0]->dtype;
+        // A C name from the buffer, which is what the user called it.
+        const std::string& n = name_of(p.get(), vs[0]->name);
+        if (one_type) {
+          os << c_type(vs[0]->dtype, vs[0]->span) << "* " << (noalias ? "restrict " : "") << n;
+          pointer_type_[p.get()] = vs[0]->dtype;
+        } else {
+          os << "void* " << n;
+        }
+      } else {
+        os << c_type(p->dtype, p->span) << " " << name_of(p.get(), p->name);
+      }
+    }
+    if (func_->params.empty()) os << "void";
+    os << ")";
+    return os.str();
+  }
+
+  std::string body() {
+    std::ostringstream os;
+    out_ = &os;
+    indent_ = 1;
+    // Parameters a convention requires but this body does not read (-Wunused-parameter).
+    struct Uses : Visitor {
+      std::set<const VarNode*> vars;
+      void visit_Var(const VarNode* v) override { vars.insert(v); }
+      void visit_buffer(const Buffer& b) override {
+        if (b && b->data) vars.insert(b->data.get());
+        Visitor::visit_buffer(b);
+      }
+    } uses;
+    uses.visit(func_->body);
+    for (size_t i = 0; i < func_->params.size(); ++i) {
+      const VarNode* p = func_->params[i].get();
+      bool used = uses.vars.count(p) || (func_->param_buffers[i] && uses.vars.count(func_->param_buffers[i]->data.get()));
+      if (!used) line("(void)" + name_of(p, p->name) + ";");
+    }
+    emit(func_->body);
+    line("return 0;");
+    return os.str();
+  }
+
+ private:
+  // ---- names --------------------------------------------------------------------
+  const std::string& name_of(const VarNode* v, const std::string& hint) {
+    auto it = names_.find(v);
+    if (it != names_.end()) return it->second;
+    std::string base;
+    for (char c : hint) base += (std::isalnum(static_cast<unsigned char>(c)) || c == '_') ? c : '_';
+    if (base.empty() || std::isdigit(static_cast<unsigned char>(base[0]))) base = "v_" + base;
+    if (is_c_keyword(base) || base.rfind("mtir_", 0) == 0) base += "_";
+    std::string name = base;
+    for (int n = 1; used_.count(name); ++n) name = base + "_" + std::to_string(n);
+    used_.insert(name);
+    return names_[v] = name;
+  }
+
+  const std::string& var_name(const VarNode* v) {
+    auto it = names_.find(v);
+    if (it == names_.end()) user_error(v->span, "variable '" + v->name + "' is not defined where C code uses it");
+    return it->second;
+  }
+
+  std::string use_helper(const std::string& base, DataType t) {
+    std::string name = "mtir_" + base + "_" + type_suffix(t);
+    if (!helpers_->count(name)) (*helpers_)[name] = helper_definition(name, t);
+    return name;
+  }
+
+  void line(const std::string& s) { *out_ << std::string(2 * indent_, ' ') << s << "\n"; }
+
+  // ---- expressions ----------------------------------------------------------------
+  std::string int_literal(DataType t, int64_t v) {
+    if (t.is_bool()) return v ? "true" : "false";
+    if (t.is_uint()) {
+      uint64_t u = static_cast<uint64_t>(v);
+      if (t.bits() == 64) return "UINT64_C(" + std::to_string(u) + ")";
+      if (t.bits() == 32) return std::to_string(u) + "U";
+      return "((" + c_type(t, {}) + ")" + std::to_string(u) + ")";
+    }
+    if (t.bits() == 64) {
+      if (v == INT64_MIN) return "(-INT64_C(9223372036854775807) - 1)";
+      return v < 0 ? "(-INT64_C(" + std::to_string(-v) + "))" : "INT64_C(" + std::to_string(v) + ")";
+    }
+    if (t.bits() == 32) {
+      if (v == INT32_MIN) return "(-2147483647 - 1)";
+      return v < 0 ? "(" + std::to_string(v) + ")" : std::to_string(v);
+    }
+    return "((" + c_type(t, {}) + ")" + std::to_string(v) + ")";
+  }
+
+  std::string float_literal(DataType t, double v, const Span& span) {
+    c_type(t, span);  // rejects float16
+    bool f32 = t.bits() == 32;
+    if (std::isnan(v)) return f32 ? "((float)NAN)" : "((double)NAN)";
+    if (std::isinf(v)) return std::string(v < 0 ? "(-" : "(") + (f32 ? "INFINITY" : "(double)INFINITY") + ")";
+    char buf[64];
+    // 9 significant digits round-trip every float32, 17 every float64.
+    std::snprintf(buf, sizeof buf, f32 ? "%.9g" : "%.17g", v);
+    std::string s = buf;
+    if (s.find_first_of(".e") == std::string::npos) s += ".0";
+    if (f32) s += "f";
+    return v < 0 || (v == 0 && std::signbit(v)) ? "(" + s + ")" : s;
+  }
+
+  std::string binary(const char* op, const BinaryNode* e) { return "(" + expr(e->a) + " " + op + " " + expr(e->b) + ")"; }
+
+  // + - * on integers: plain C when the bounds prove no overflow, else wrapping
+  // arithmetic through the unsigned type (defined in C, like the interpreter).
+  std::string arith(const char* op, const BinaryNode* e, const Expr& self) {
+    DataType t = e->dtype;
+    if (t.is_float() || (t.is_uint() && t.bits() >= 32) || bounds_.no_overflow(self)) return binary(op, e);
+    std::string ut = t.bits() <= 32 ? "uint32_t" : "uint64_t";
+    return "((" + c_type(t, e->span) + ")((" + ut + ")" + expr(e->a) + " " + op + " (" + ut + ")" + expr(e->b) + "))";
+  }
+
+  std::string call(const std::string& fn, const std::vector<Expr>& args) {
+    std::string s = fn + "(";
+    for (size_t i = 0; i < args.size(); ++i) s += (i ? ", " : "") + expr(args[i]);
+    return s + ")";
+  }
+
+  std::string math_call(const CallNode* op) {
+    DataType t = op->dtype;
+    const OpInfo* info = lookup_op(op->op);
+    if (!info) user_error(op->span, "unknown intrinsic '" + op->op + "'");
+    if (op->op == "abs" && t.is_integer()) {
+      return t.is_uint() ? expr(op->args.at(0)) : call(use_helper("abs", t), op->args);
+    }
+    if (!t.is_float()) user_error(op->span, "intrinsic '" + op->op + "' needs a float argument, not " + t.str());
+    std::string suffix = t.bits() == 32 ? "f" : "";
+    std::string one = t.bits() == 32 ? "1.0f" : "1.0";
+    if (op->op == "sigmoid") return "(" + one + " / (" + one + " + exp" + suffix + "(-" + expr(op->args.at(0)) + ")))";
+    std::string name = op->op == "abs" ? "fabs" : op->op;
+    return call(name + suffix, op->args);
+  }
+
+  std::string extern_call(const CallNode* op) {
+    // call_extern: the call's type is the result type, args[0] the symbol.
+    const auto* sym = op->args.empty() ? nullptr : as<StringImmNode>(op->args[0]);
+    if (!sym) user_error(op->span, "call_extern needs a symbol name");
+    std::vector<Expr> args(op->args.begin() + 1, op->args.end());
+    std::string proto = (op->dtype.is_void() ? std::string("void") : c_type(op->dtype, op->span)) + " " + sym->value + "(";
+    for (size_t i = 0; i < args.size(); ++i) {
+      std::string at = as<StringImmNode>(args[i]) ? "const char*" : c_type(args[i]->dtype, args[i]->span);
+      proto += (i ? ", " : "") + at;
+    }
+    proto += std::string(args.empty() ? "void" : "") + ");";
+    auto [it, inserted] = externs_->emplace(sym->value, proto);
+    if (!inserted && it->second != proto) {
+      user_error(op->span, "external function '" + sym->value + "' is called with two different signatures",
+                 {"first: " + it->second, "here: " + proto});
+    }
+    return call(sym->value, args);
+  }
+
+  // The packed calling convention's accesses to TVMValue, type codes and DLTensor.
+  std::string builtin(const CallNode* op) {
+    const std::string& n = op->op;
+    auto arg = [&](size_t i) { return expr(op->args.at(i)); };
+    auto tensor = [&]() { return "((DLTensor*)" + arg(0) + ")"; };
+    if (n == "tvm_arg_type_code") return "((int32_t*)" + arg(0) + ")[" + arg(1) + "]";
+    if (n == "tvm_arg_handle") return "((TVMValue*)" + arg(0) + ")[" + arg(1) + "].v_handle";
+    if (n == "tvm_arg_int") return "((TVMValue*)" + arg(0) + ")[" + arg(1) + "].v_int64";
+    if (n == "tvm_arg_float") return "((TVMValue*)" + arg(0) + ")[" + arg(1) + "].v_float64";
+    if (n == "tvm_tensor_data") return tensor() + "->data";
+    if (n == "tvm_tensor_ndim") return "((int32_t)" + tensor() + "->ndim)";
+    if (n == "tvm_tensor_shape") return tensor() + "->shape[" + arg(1) + "]";
+    if (n == "tvm_tensor_strides_is_null") return "(" + tensor() + "->strides == NULL)";
+    if (n == "tvm_tensor_stride") return tensor() + "->strides[" + arg(1) + "]";
+    if (n == "tvm_tensor_dtype_code") return "((int32_t)" + tensor() + "->dtype.code)";
+    if (n == "tvm_tensor_dtype_bits") return "((int32_t)" + tensor() + "->dtype.bits)";
+    if (n == "tvm_tensor_dtype_lanes") return "((int32_t)" + tensor() + "->dtype.lanes)";
+    if (n == "tvm_tensor_byte_offset") return "((int64_t)" + tensor() + "->byte_offset)";
+    if (n == "tvm_tensor_device_type") return "((int32_t)" + tensor() + "->device.device_type)";
+    if (n == "tvm_handle_is_null") return "(" + arg(0) + " == NULL)";
+    if (n == "tvm_handle_is_aligned") return "(((uintptr_t)" + arg(0) + " % (uintptr_t)" + arg(1) + ") == 0)";
+    user_error(op->span, "T." + n + " can only be a statement of its own (T.evaluate)");
+  }
+
+  // tvm_throw_last_error: set the message, with "{}" filled in at run time, and fail.
+  // `in_own_block`: the statement is the whole body of an `if`, whose braces scope the
+  // message buffer.
+  void throw_last_error(const CallNode* op, bool in_own_block) {
+    const auto* fmt = op->args.empty() ? nullptr : as<StringImmNode>(op->args[0]);
+    if (!fmt) user_error(op->span, "T.tvm_throw_last_error needs a message string");
+    if (op->args.size() == 1) {
+      line("TVMAPISetLastError(" + c_string_literal(fmt->value) + ");");
+      line("return -1;");
+      return;
+    }
+    std::string printf_format, values;
+    size_t next = 1;
+    for (size_t i = 0; i < fmt->value.size(); ++i) {
+      if (fmt->value.compare(i, 2, "{}") == 0 && next < op->args.size()) {
+        printf_format += "%lld";
+        values += ", (long long)" + expr(op->args[next++]);
+        ++i;
+      } else {
+        printf_format += fmt->value[i] == '%' ? std::string("%%") : std::string(1, fmt->value[i]);
+      }
+    }
+    if (!in_own_block) {
+      line("{");
+      ++indent_;
+    }
+    line("char message[256];");
+    line("snprintf(message, sizeof message, " + c_string_literal(printf_format) + values + ");");
+    line("TVMAPISetLastError(message);");
+    line("return -1;");
+    if (!in_own_block) {
+      --indent_;
+      line("}");
+    }
+  }
+
+  std::string load(const BufferLoadNode* op) { return access(op->buffer, op->indices, op->span); }
+
+  std::string access(const Buffer& b, const std::vector<Expr>& indices, const Span& span) {
+    if (indices.size() != 1) {
+      user_error(span, "buffer '" + b->name + "' is accessed with " + std::to_string(indices.size()) +
+                           " indices; the C backend needs flat buffers (run the flatten_buffer pass)");
+    }
+    std::string ptr = var_name(b->data.get());
+    auto it = pointer_type_.find(b->data.get());
+    if (it == pointer_type_.end() || it->second != b->dtype) {
+      ptr = "((" + c_type(b->dtype, b->span) + "*)" + ptr + ")";
+    }
+    std::string index = expr(indices[0]);
+    // The index of a subscript needs no outer parentheses.
+    if (index.size() > 2 && index.front() == '(' && index.back() == ')' && balanced_inside(index)) {
+      index = index.substr(1, index.size() - 2);
+    }
+    return ptr + "[" + index + "]";
+  }
+
+  static bool balanced_inside(const std::string& s) {
+    int depth = 0;
+    for (size_t i = 1; i + 1 < s.size(); ++i) {
+      if (s[i] == '(') ++depth;
+      if (s[i] == ')' && --depth < 0) return false;
+    }
+    return depth == 0;
+  }
+
+  std::string expr(const Expr& e) {
+    switch (e->kind) {
+      case ExprKind::IntImm: return int_literal(e->dtype, static_cast<const IntImmNode*>(e.get())->value);
+      case ExprKind::FloatImm:
+        return float_literal(e->dtype, static_cast<const FloatImmNode*>(e.get())->value, e->span);
+      case ExprKind::StringImm: return c_string_literal(static_cast<const StringImmNode*>(e.get())->value);
+      case ExprKind::Var: return var_name(static_cast<const VarNode*>(e.get()));
+      case ExprKind::Add: return arith("+", static_cast<const BinaryNode*>(e.get()), e);
+      case ExprKind::Sub: return arith("-", static_cast<const BinaryNode*>(e.get()), e);
+      case ExprKind::Mul: return arith("*", static_cast<const BinaryNode*>(e.get()), e);
+      case ExprKind::Div: return binary("/", static_cast<const BinaryNode*>(e.get()));
+      case ExprKind::Mod: {
+        const auto* op = static_cast<const BinaryNode*>(e.get());
+        if (op->dtype.is_float()) return call(op->dtype.bits() == 32 ? "fmodf" : "fmod", {op->a, op->b});
+        return binary("%", op);
+      }
+      case ExprKind::FloorDiv:
+      case ExprKind::FloorMod: {
+        const auto* op = static_cast<const BinaryNode*>(e.get());
+        bool is_div = e->kind == ExprKind::FloorDiv;
+        DataType t = op->dtype;
+        if (t.is_float()) {
+          std::string f = t.bits() == 32 ? "floorf" : "floor";
+          if (is_div) return f + "(" + binary("/", op) + ")";
+          std::string a = expr(op->a), b = expr(op->b);
+          return "(" + a + " - " + f + "(" + a + " / " + b + ") * " + b + ")";
+        }
+        // Floor and truncation agree when both operands are non-negative.
+        if (t.is_uint() || (bounds_.bound(op->a).non_negative() && bounds_.bound(op->b).min > 0)) {
+          return binary(is_div ? "/" : "%", op);
+        }
+        return call(use_helper(is_div ? "floordiv" : "floormod", t), {op->a, op->b});
+      }
+      case ExprKind::Min:
+      case ExprKind::Max: {
+        const auto* op = static_cast<const BinaryNode*>(e.get());
+        return call(use_helper(e->kind == ExprKind::Min ? "min" : "max", op->dtype), {op->a, op->b});
+      }
+      case ExprKind::EQ: return binary("==", static_cast<const BinaryNode*>(e.get()));
+      case ExprKind::NE: return binary("!=", static_cast<const BinaryNode*>(e.get()));
+      case ExprKind::LT: return binary("<", static_cast<const BinaryNode*>(e.get()));
+      case ExprKind::LE: return binary("<=", static_cast<const BinaryNode*>(e.get()));
+      case ExprKind::GT: return binary(">", static_cast<const BinaryNode*>(e.get()));
+      case ExprKind::GE: return binary(">=", static_cast<const BinaryNode*>(e.get()));
+      case ExprKind::And: return binary("&&", static_cast<const BinaryNode*>(e.get()));
+      case ExprKind::Or: return binary("||", static_cast<const BinaryNode*>(e.get()));
+      case ExprKind::Not: return "(!" + expr(static_cast<const NotNode*>(e.get())->a) + ")";
+      case ExprKind::Select: {
+        const auto* op = static_cast<const SelectNode*>(e.get());
+        return "(" + expr(op->condition) + " ? " + expr(op->true_value) + " : " + expr(op->false_value) + ")";
+      }
+      case ExprKind::Cast: {
+        const auto* op = static_cast<const CastNode*>(e.get());
+        if (op->dtype.is_bool()) return "(" + expr(op->value) + " != 0)";
+        return "((" + c_type(op->dtype, op->span) + ")" + expr(op->value) + ")";
+      }
+      case ExprKind::BufferLoad: return load(static_cast<const BufferLoadNode*>(e.get()));
+      case ExprKind::Call: {
+        const auto* op = static_cast<const CallNode*>(e.get());
+        if (op->op == "if_then_else") {
+          return "(" + expr(op->args.at(0)) + " ? " + expr(op->args.at(1)) + " : " + expr(op->args.at(2)) + ")";
+        }
+        if (op->op == "call_extern") return extern_call(op);
+        const OpInfo* info = lookup_op(op->op);
+        if (info && info->kind == OpInfo::Kind::kBuiltin) return builtin(op);
+        return math_call(op);
+      }
+    }
+    internal_error(__FILE__, __LINE__, "unhandled expression kind");
+  }
+
+  // ---- statements -----------------------------------------------------------------
+  void bind_loop(const ForNode* op) {
+    IntBound lo = bounds_.bound(op->min), ext = bounds_.bound(op->extent);
+    int64_t hi;
+    if (ext.max >= 1 && !__builtin_add_overflow(lo.max, ext.max - 1, &hi)) {
+      bounds_.bind(op->loop_var.get(), {lo.min, hi});
+    }
+  }
+
+  void emit(const Stmt& s) {
+    switch (s->kind) {
+      case StmtKind::BufferStore: {
+        const auto* op = static_cast<const BufferStoreNode*>(s.get());
+        std::string value = expr(op->value);
+        line(access(op->buffer, op->indices, op->span) + " = " + value + ";");
+        return;
+      }
+      case StmtKind::For: {
+        const auto* op = static_cast<const ForNode*>(s.get());
+        const std::string& v = name_of(op->loop_var.get(), op->loop_var->name);
+        std::string ct = c_type(op->loop_var->dtype, op->span);
+        const int64_t* min = as_const_int(op->min);
+        std::string begin = expr(op->min);
+        std::string end = min && *min == 0 ? expr(op->extent) : expr(Binary(ExprKind::Add, op->min, op->extent));
+        if (op->for_kind != ForKind::kSerial) line(std::string("/* ") + for_kind_name(op->for_kind) + " loop */");
+        line("for (" + ct + " " + v + " = " + begin + "; " + v + " < " + end + "; ++" + v + ") {");
+        bind_loop(op);
+        ++indent_;
+        emit(op->body);
+        --indent_;
+        bounds_.unbind(op->loop_var.get());
+        line("}");
+        return;
+      }
+      case StmtKind::IfThenElse: {
+        const auto* op = static_cast<const IfThenElseNode*>(s.get());
+        std::string c = expr(op->condition);
+        if (c.size() > 2 && c.front() == '(' && balanced_inside(c) && c.back() == ')') c = c.substr(1, c.size() - 2);
+        line("if (" + c + ") {");
+        ++indent_;
+        if_body_ = op->then_case;
+        emit(op->then_case);
+        --indent_;
+        if (op->else_case && !is_no_op(op->else_case)) {
+          line("} else {");
+          ++indent_;
+          emit(op->else_case);
+          --indent_;
+        }
+        line("}");
+        return;
+      }
+      case StmtKind::LetStmt: {
+        const auto* op = static_cast<const LetStmtNode*>(s.get());
+        std::string value = expr(op->value);
+        auto view = views_.find(op->var.get());
+        if (op->var->dtype.is_handle() && view != views_.end()) {
+          // A data pointer: typed after the buffers that view it, named after the first.
+          DataType t = view->second[0]->dtype;
+          bool one_type = true;
+          for (const auto& b : view->second) one_type = one_type && b->dtype == t;
+          if (one_type) {
+            std::string ct = c_type(t, op->span);
+            line(ct + "* " + name_of(op->var.get(), view->second[0]->name) + " = (" + ct + "*)" + value + ";");
+            pointer_type_[op->var.get()] = t;
+            emit(op->body);
+            return;
+          }
+        }
+        line(c_type(op->var->dtype, op->span) + " " + name_of(op->var.get(), op->var->name) + " = " + value + ";");
+        if (op->var->dtype.is_integer()) bounds_.bind(op->var.get(), bounds_.bound(op->value));
+        emit(op->body);
+        return;
+      }
+      case StmtKind::SeqStmt:
+        for (const auto& child : static_cast<const SeqStmtNode*>(s.get())->seq) emit(child);
+        return;
+      case StmtKind::Evaluate: {
+        const auto* op = static_cast<const EvaluateNode*>(s.get());
+        if (op->value->kind == ExprKind::IntImm || op->value->kind == ExprKind::FloatImm) return;
+        if (const auto* call = as<CallNode>(op->value); call && call->op == "tvm_throw_last_error") {
+          throw_last_error(call, s == if_body_);
+          return;
+        }
+        line(std::string(op->value->kind == ExprKind::Call ? "" : "(void)") + expr(op->value) + ";");
+        return;
+      }
+      case StmtKind::Allocate: emit_allocate(static_cast<const AllocateNode*>(s.get())); return;
+      case StmtKind::DeclBuffer: {
+        // A view of memory that is already named in C: accesses use its data pointer.
+        const auto* op = static_cast<const DeclBufferNode*>(s.get());
+        var_name(op->buffer->data.get());
+        emit(op->body);
+        return;
+      }
+      case StmtKind::AttrStmt: {
+        const auto* op = static_cast<const AttrStmtNode*>(s.get());
+        line("/* attr " + op->key + " */");
+        emit(op->body);
+        return;
+      }
+      case StmtKind::AssertStmt: {
+        const auto* op = static_cast<const AssertStmtNode*>(s.get());
+        line("if (!" + expr(op->condition) + ") {");
+        ++indent_;
+        line("TVMAPISetLastError(" + c_string_literal(symbol_ + ": assertion failed: " + op->message) + ");");
+        line("return -1;");
+        --indent_;
+        line("}");
+        emit(op->body);
+        return;
+      }
+    }
+  }
+
+  // Constant-size "local" buffers live on the C stack; everything else comes from the
+  // CRT workspace, which the application sizes and which frees in LIFO order.
+  void emit_allocate(const AllocateNode* op) {
+    const Buffer& b = op->buffer;
+    std::string ct = c_type(b->dtype, b->span);
+    const std::string& name = name_of(b->data.get(), b->name);
+    pointer_type_[b->data.get()] = b->dtype;
+    int64_t n = 0;
+    bool constant = const_num_elements(b, &n);
+    if (op->scope == "local" && constant) {
+      line(ct + " " + name + "[" + std::to_string(n > 0 ? n : 1) + "];");
+      emit(op->body);
+      return;
+    }
+    std::string bytes;
+    if (constant) {
+      bytes = "(uint64_t)" + std::to_string(n * b->dtype.bytes());
+    } else {
+      bytes = "(uint64_t)" + std::to_string(b->dtype.bytes());
+      for (const auto& d : b->shape) bytes += " * (uint64_t)" + expr(d);
+    }
+    int code = b->dtype.is_float() ? 2 : b->dtype.is_uint() ? 1 : 0;
+    line(ct + "* " + name + " = (" + ct + "*)TVMBackendAllocWorkspace(1, 0, " + bytes + ", " + std::to_string(code) +
+         ", " + std::to_string(b->dtype.bits()) + ");");
+    line("if (" + name + " == NULL) return -1;");
+    emit(op->body);
+    line("if (TVMBackendFreeWorkspace(1, 0, " + name + ") != 0) return -1;");
+  }
+
+  std::string symbol_;
+  PrimFunc func_;
+  std::map<std::string, std::string>* helpers_;
+  std::map<std::string, std::string>* externs_;
+  std::unordered_map<const VarNode*, std::string> names_;
+  std::set<std::string> used_;
+  std::unordered_map<const VarNode*, DataType> pointer_type_;  // declared pointee types
+  std::unordered_map<const VarNode*, std::vector<Buffer>> views_;
+  Stmt if_body_;  // the then-branch being emitted, when it has braces of its own
+  IntBoundAnalyzer bounds_;
+  std::ostringstream* out_ = nullptr;
+  int indent_ = 0;
+};
+
+std::string symbol_of(const std::string& name, const PrimFunc& f) {
+  auto it = f->attrs.find("global_symbol");
+  if (it != f->attrs.end() && std::holds_alternative<std::string>(it->second)) return std::get<std::string>(it->second);
+  return name;
+}
+
+}  // namespace
+
+std::string c_signature(const std::string& symbol, const PrimFunc& f) {
+  std::map<std::string, std::string> unused_helpers, unused_externs;
+  return FunctionEmitter(symbol, f, &unused_helpers, &unused_externs).signature();
+}
+
+std::string codegen_c(const IRModule& m, const CCodegenOptions& options) {
+  std::map<std::string, std::string> helpers, externs;
+  std::ostringstream prototypes, bodies;
+  for (const auto& [name, func] : m.functions) {
+    FunctionEmitter emitter(symbol_of(name, func), func, &helpers, &externs);
+    std::string signature = emitter.signature();
+    std::string body = emitter.body();
+    prototypes << signature << ";\n";
+    bodies << "\n" << signature << " {\n" << body << "}\n";
+  }
+  std::ostringstream os;
+  os << "/* Generated by microtir " << MICROTIR_VERSION << " from module \"" << m.name << "\"";
+  if (!options.description.empty()) os << " (" << options.description << ")";
+  os << ". Do not edit. */\n"
+     << "#include <math.h>\n#include <stdbool.h>\n#include <stddef.h>\n#include <stdint.h>\n#include <stdio.h>\n"
+     << "#include <tvm/runtime/c_backend_api.h>\n#include <tvm/runtime/c_runtime_api.h>\n";
+  if (!helpers.empty()) {
+    os << "\n";
+    for (const auto& [name, def] : helpers) os << def;
+  }
+  if (!externs.empty()) {
+    os << "\n";
+    for (const auto& [name, proto] : externs) os << proto << "\n";
+  }
+  os << "\n" << prototypes.str() << bodies.str();
+  return os.str();
+}
+
+}  // namespace mtir

@@ -1,0 +1,26 @@
+// C backend: deterministic, readable C99 from lowered TIR (every buffer access 1-D).
+// The output compiles with -std=c99 -Wall -Wextra -Werror -pedantic, and it is free of
+// undefined behaviour wherever the interpreter defines a result: integer arithmetic
+// that might wrap is done in unsigned types, floor division has exact helpers.
+#pragma once
+
+#include <string>
+
+#include "ir/function.h"
+
+namespace mtir {
+
+struct CCodegenOptions {
+  // One line for the header comment, e.g. the target string the artifact was built with.
+  std::string description;
+};
+
+// C source for every PrimFunc of `m`. Throws DiagnosticError on IR the C backend cannot
+// express (float16, multi-dimensional accesses left by a missing flatten pass).
+std::string codegen_c(const IRModule& m, const CCodegenOptions& options = {});
+
+// The C prototype of `f` as codegen_c emits it (without the semicolon), for callers
+// in other translation units.
+std::string c_signature(const std::string& symbol, const PrimFunc& f);
+
+}  // namespace mtir

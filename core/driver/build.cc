@@ -1,0 +1,30 @@
+#include "driver/build.h"
+
+#include "codegen/c/codegen_c.h"
+#include "codegen/c/metadata_module.h"
+
+namespace mtir {
+
+BuildResult build_c(const IRModule& m, const Target& target) {
+  if (target.kind != "c") {
+    user_error(Span{}, "the " + target.kind + " backend is not available yet; use --target c");
+  }
+  BuildResult r;
+  r.target = target;
+  r.lowered = run_pipeline(m, lowering_pipeline(target.unpacked_api));
+  std::vector<std::string> packed;
+  for (const auto& [name, f] : r.lowered.module.functions) {
+    std::string symbol = name;
+    auto it = f->attrs.find("global_symbol");
+    if (it != f->attrs.end() && std::holds_alternative<std::string>(it->second)) symbol = std::get<std::string>(it->second);
+    r.symbols.emplace_back(name, symbol);
+    if (!target.unpacked_api) packed.push_back(symbol);
+  }
+  CCodegenOptions options;
+  options.description = "target \"" + target.str() + "\"";
+  r.sources.push_back({"codegen/host/src/lib0.c", codegen_c(r.lowered.module, options)});
+  r.sources.push_back({"codegen/host/src/lib1.c", codegen_c_metadata_module(packed, m.name)});
+  return r;
+}
+
+}  // namespace mtir

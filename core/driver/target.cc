@@ -1,0 +1,96 @@
+#include "driver/target.h"
+
+#include <sstream>
+#include <vector>
+
+#include "support/diagnostic.h"
+
+namespace mtir {
+namespace {
+
+[[noreturn]] void target_error(const std::string& text, const std::string& message) {
+  user_error(Span{}, "bad target \"" + text + "\": " + message);
+}
+
+bool parse_bool(const std::string& text, const std::string& key, const std::string& value) {
+  if (value == "1" || value == "true") return true;
+  if (value == "0" || value == "false") return false;
+  target_error(text, "-" + key + " takes 0 or 1, not '" + value + "'");
+}
+
+}  // namespace
+
+std::string Target::str() const {
+  std::ostringstream os;
+  os << kind;
+  if (!mtriple.empty()) os << " -mtriple=" << mtriple;
+  if (!mcpu.empty()) os << " -mcpu=" << mcpu;
+  os << " -runtime=" << runtime << " -executor=" << executor << " -interface-api=" << interface_api
+     << " -unpacked-api=" << (unpacked_api ? 1 : 0) << " -link-params=" << (link_params ? 1 : 0)
+     << " -workspace-byte-alignment=" << workspace_byte_alignment;
+  return os.str();
+}
+
+Target parse_target(const std::string& text) {
+  std::istringstream in(text);
+  std::vector<std::string> words;
+  for (std::string w; in >> w;) words.push_back(w);
+  if (words.empty()) target_error(text, "empty; expected \"c\" or \"llvm\" followed by -key=value options");
+
+  Target t;
+  t.kind = words[0];
+  if (t.kind != "c" && t.kind != "llvm") {
+    target_error(text, "unknown target kind '" + t.kind + "'; microtir targets are \"c\" and \"llvm\"");
+  }
+  bool interface_given = false;
+  for (size_t i = 1; i < words.size(); ++i) {
+    const std::string& w = words[i];
+    size_t eq = w.find('=');
+    if (w.size() < 2 || w[0] != '-' || eq == std::string::npos || eq + 1 == w.size()) {
+      target_error(text, "option '" + w + "' is not of the form -key=value");
+    }
+    std::string key = w.substr(w[1] == '-' ? 2 : 1, eq - (w[1] == '-' ? 2 : 1));
+    std::string value = w.substr(eq + 1);
+    if (key == "runtime") {
+      if (value != "c") target_error(text, "-runtime=" + value + " is not supported; use -runtime=c (microtir builds for the C runtime)");
+      t.runtime = value;
+    } else if (key == "executor") {
+      if (value != "aot") target_error(text, "-executor=" + value + " is not supported; use -executor=aot");
+      t.executor = value;
+    } else if (key == "interface-api") {
+      if (value != "c" && value != "packed") target_error(text, "-interface-api takes c or packed, not '" + value + "'");
+      t.interface_api = value;
+      interface_given = true;
+    } else if (key == "unpacked-api") {
+      t.unpacked_api = parse_bool(text, key, value);
+    } else if (key == "link-params") {
+      t.link_params = parse_bool(text, key, value);
+    } else if (key == "workspace-byte-alignment") {
+      int n = 0;
+      try {
+        size_t used = 0;
+        n = std::stoi(value, &used);
+        if (used != value.size()) n = 0;
+      } catch (const std::exception&) {
+      }
+      if (n <= 0 || (n & (n - 1)) != 0 || n > 4096) {
+        target_error(text, "-workspace-byte-alignment must be a power of two from 1 to 4096, not '" + value + "'");
+      }
+      t.workspace_byte_alignment = n;
+    } else if (key == "mtriple" || key == "mcpu") {
+      if (t.kind != "llvm") target_error(text, "-" + key + " is an option of the llvm target, not of \"" + t.kind + "\"");
+      (key == "mtriple" ? t.mtriple : t.mcpu) = value;
+    } else {
+      target_error(text, "unknown option -" + key +
+                             " (known: -runtime -executor -interface-api -unpacked-api -link-params "
+                             "-workspace-byte-alignment -mtriple -mcpu)");
+    }
+  }
+  // As in TVM: with the C runtime, the C interface passes plain pointers.
+  if (interface_given && t.interface_api == "c" && !t.unpacked_api) {
+    target_error(text, "-interface-api=c with -runtime=c needs -unpacked-api=1");
+  }
+  return t;
+}
+
+}  // namespace mtir

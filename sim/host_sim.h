@@ -1,0 +1,39 @@
+// The host simulator: builds generated C with the host C compiler and the CRT, as a
+// user's own build would, runs it on real data and copies the results back.
+// Native only (it spawns processes); the core library never depends on it.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "driver/build.h"
+#include "interp/interpreter.h"
+
+namespace mtir::sim {
+
+struct HostSimOptions {
+  std::string work_dir;  // where sources, binary and data files go
+  std::string cc = "cc";  // host C compiler
+  std::string crt_dir;    // the crt/ folder (headers, sources, host port); default_crt_dir() if empty
+  std::vector<std::string> extra_cflags;
+  size_t workspace_bytes = 1 << 20;  // the arena given to TVMCrtWorkspaceInit
+};
+
+// One call of one function of a built artifact.
+struct HostCall {
+  const BuildResult* build = nullptr;
+  std::string function;  // name in the module
+  PrimFunc signature;    // the function before lowering: parameter kinds, dtypes, shapes
+};
+
+// Compiles the artifact's sources with a generated main that calls the function with
+// `args` (through TVMFuncGetGlobal/TVMFuncCall with DLTensors for the packed API, or
+// directly for the unpacked one), runs it, and writes every buffer argument back into
+// its NDArray. Throws DiagnosticError when compiling or running fails, quoting the
+// compiler's or the program's messages.
+void run_on_host(const HostCall& call, const std::vector<InterpArg>& args, const HostSimOptions& options);
+
+// The crt/ folder: $MICROTIR_CRT_DIR if set, else the source tree's.
+std::string default_crt_dir();
+
+}  // namespace mtir::sim

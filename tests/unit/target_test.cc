@@ -1,0 +1,60 @@
+// The target string parser: TVM spellings accepted, impossible combinations refused
+// with the rule named.
+#include <gtest/gtest.h>
+
+#include "driver/target.h"
+#include "support/diagnostic.h"
+
+namespace mtir {
+namespace {
+
+std::string error_of(const std::string& text) {
+  try {
+    parse_target(text);
+  } catch (const DiagnosticError& e) {
+    return e.diagnostics().at(0).message;
+  }
+  return "";
+}
+
+TEST(Target, Defaults) {
+  Target t = parse_target("c");
+  EXPECT_EQ(t.kind, "c");
+  EXPECT_FALSE(t.unpacked_api);
+  EXPECT_EQ(t.interface_api, "packed");
+  EXPECT_EQ(t.str(),
+            "c -runtime=c -executor=aot -interface-api=packed -unpacked-api=0 -link-params=0 "
+            "-workspace-byte-alignment=16");
+}
+
+TEST(Target, TvmSpellings) {
+  Target t = parse_target("c -runtime=c -executor=aot -interface-api=c -unpacked-api=1 -workspace-byte-alignment=8");
+  EXPECT_TRUE(t.unpacked_api);
+  EXPECT_EQ(t.interface_api, "c");
+  EXPECT_EQ(t.workspace_byte_alignment, 8);
+  Target l = parse_target("  llvm   -mtriple=thumbv7em-none-eabihf -mcpu=cortex-m4 ");
+  EXPECT_EQ(l.kind, "llvm");
+  EXPECT_EQ(l.mtriple, "thumbv7em-none-eabihf");
+  EXPECT_EQ(l.mcpu, "cortex-m4");
+  // The canonical spelling parses back to the same target.
+  EXPECT_EQ(parse_target(l.str()).str(), l.str());
+}
+
+TEST(Target, Refusals) {
+  EXPECT_NE(error_of("").find("empty"), std::string::npos);
+  EXPECT_NE(error_of("cuda").find("unknown target kind 'cuda'"), std::string::npos);
+  EXPECT_NE(error_of("c -runtime=cpp").find("use -runtime=c"), std::string::npos);
+  EXPECT_NE(error_of("c -executor=graph").find("use -executor=aot"), std::string::npos);
+  EXPECT_NE(error_of("c -interface-api=c").find("needs -unpacked-api=1"), std::string::npos);
+  EXPECT_NE(error_of("c -interface-api=rust").find("c or packed"), std::string::npos);
+  EXPECT_NE(error_of("c -unpacked-api=yes").find("0 or 1"), std::string::npos);
+  EXPECT_NE(error_of("c -workspace-byte-alignment=3").find("power of two"), std::string::npos);
+  EXPECT_NE(error_of("c -workspace-byte-alignment=x").find("power of two"), std::string::npos);
+  EXPECT_NE(error_of("c -mtriple=x86_64").find("llvm target"), std::string::npos);
+  EXPECT_NE(error_of("c -frobnicate=1").find("unknown option -frobnicate"), std::string::npos);
+  EXPECT_NE(error_of("c unpacked").find("-key=value"), std::string::npos);
+  EXPECT_NE(error_of("c -unpacked-api=").find("-key=value"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace mtir
