@@ -10,6 +10,9 @@ namespace {
 class Comparator {
  public:
   std::string diff;
+  // Free variables and buffers must be the very same objects (same_expr), instead of
+  // corresponding one to one (structural equality of two separately built trees).
+  bool identity = false;
 
   bool fail(const std::string& what) {
     if (diff.empty()) diff = what;
@@ -18,6 +21,7 @@ class Comparator {
 
   bool var(const Var& a, const Var& b) {
     if (!a || !b) return a == b || fail("missing variable");
+    if (identity) return a == b || fail("variables '" + a->name + "' and '" + b->name + "' differ");
     if (a->dtype != b->dtype) return fail("variable '" + a->name + "' has type " + a->dtype.str() + " vs " + b->dtype.str());
     auto ia = lhs_vars_.find(a.get());
     auto ib = rhs_vars_.find(b.get());
@@ -32,6 +36,7 @@ class Comparator {
 
   bool buffer(const Buffer& a, const Buffer& b) {
     if (!a || !b) return a == b || fail("missing buffer");
+    if (identity) return a == b || fail("buffers '" + a->name + "' and '" + b->name + "' differ");
     auto ia = lhs_bufs_.find(a.get());
     auto ib = rhs_bufs_.find(b.get());
     if (ia != lhs_bufs_.end() || ib != rhs_bufs_.end()) {
@@ -337,6 +342,11 @@ class Hasher {
 
 bool structural_equal(const Expr& a, const Expr& b) { return Comparator().expr(a, b); }
 bool structural_equal(const Stmt& a, const Stmt& b) { return Comparator().stmt(a, b); }
+bool same_expr(const Expr& a, const Expr& b) {
+  Comparator c;
+  c.identity = true;
+  return c.expr(a, b);
+}
 bool structural_equal(const PrimFunc& a, const PrimFunc& b) { return Comparator().func(a, b); }
 bool structural_equal(const IRModule& a, const IRModule& b) { return module_diff(a, b).empty(); }
 std::string structural_diff(const IRModule& a, const IRModule& b) { return module_diff(a, b); }

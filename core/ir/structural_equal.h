@@ -15,6 +15,11 @@ bool structural_equal(const Stmt& a, const Stmt& b);
 bool structural_equal(const PrimFunc& a, const PrimFunc& b);
 bool structural_equal(const IRModule& a, const IRModule& b);
 
+// Whether `a` and `b` compute the same value in the same scope: equal trees over the
+// very same variables and buffers. (structural_equal(A[i], B[i]) holds, because A
+// and B correspond; same_expr does not.) What rewrites like x - x -> 0 need.
+bool same_expr(const Expr& a, const Expr& b);
+
 // When not equal, a short description of the first difference ("" when equal).
 std::string structural_diff(const IRModule& a, const IRModule& b);
 

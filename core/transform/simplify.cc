@@ -420,7 +420,7 @@ class Simplifier : public Mutator {
     const ExprKind k = op->kind;
     const DataType t = a->dtype;
     const Span& s = op->span;
-    if ((k == ExprKind::Min || k == ExprKind::Max) && structural_equal(a, b) && droppable(a)) return a;
+    if ((k == ExprKind::Min || k == ExprKind::Max) && same_expr(a, b) && droppable(a)) return a;
     if (t.is_float()) {
       // Only the exact ones: x + 0.0 is not x for x = -0.0, x * 0.0 is not 0 for inf/NaN.
       if (k == ExprKind::Mul && is_float_one(b)) return a;
@@ -448,7 +448,7 @@ class Simplifier : public Mutator {
       }
       case ExprKind::Sub: {
         if (is(cb, 0)) return a;
-        if (structural_equal(a, b) && droppable(a)) return IntImm(t, 0, s);
+        if (same_expr(a, b) && droppable(a)) return IntImm(t, 0, s);
         Expr base;
         int64_t c1;
         if (cb && split_add_const(a, &base, &c1))
