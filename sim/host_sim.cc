@@ -65,6 +65,15 @@ std::string generate_main(const HostCall& call, const std::vector<InterpArg>& ar
         for (size_t k = 0; k < a->shape.size(); ++k) decls << (k ? ", " : "") << a->shape[k];
         decls << (a->shape.empty() ? "0" : "") << "};\n";
         decls << "static DLTensor tensor" << i << ";\n";
+        if (!b->strides.empty()) {
+          decls << "static int64_t strides" << i << "[" << b->strides.size() << "] = {";
+          for (size_t k = 0; k < b->strides.size(); ++k) {
+            const int64_t* s = as_const_int(b->strides[k]);
+            if (!s) sim_error("the simulator needs constant strides for '" + b->name + "'");
+            decls << (k ? ", " : "") << *s;
+          }
+          decls << "};\n";
+        }
         setup << "  tensor" << i << ".data = " << storage << ";\n"
               << "  tensor" << i << ".device.device_type = kDLCPU;\n"
               << "  tensor" << i << ".device.device_id = 0;\n"
@@ -73,7 +82,8 @@ std::string generate_main(const HostCall& call, const std::vector<InterpArg>& ar
               << "  tensor" << i << ".dtype.bits = " << (b->dtype.is_bool() ? 8 : b->dtype.bits()) << ";\n"
               << "  tensor" << i << ".dtype.lanes = 1;\n"
               << "  tensor" << i << ".shape = shape" << i << ";\n"
-              << "  tensor" << i << ".strides = NULL;\n"
+              << "  tensor" << i << ".strides = " << (b->strides.empty() ? "NULL" : "strides" + std::to_string(i))
+              << ";\n"
               << "  tensor" << i << ".byte_offset = 0;\n"
               << "  values[" << i << "].v_handle = &tensor" << i << ";\n"
               << "  codes[" << i << "] = kTVMDLTensorHandle;\n";

@@ -18,6 +18,7 @@
 #include "script/parser.h"
 #include "script/printer.h"
 #include "sim/host_sim.h"
+#include "support/compare.h"
 #include "support/npy.h"
 
 namespace mtir::cli {
@@ -125,37 +126,6 @@ std::string shape_str(const std::vector<int64_t>& shape) {
   std::string s = "(";
   for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
   return s + (shape.size() == 1 ? ",)" : ")");
-}
-
-// Largest differences between an artifact's output and the interpreter's: bit-exact
-// for integers, 1e-6 relative (1e-6 absolute near zero) for floats.
-struct Difference {
-  double max_abs = 0, max_rel = 0;
-  bool ok = true;
-};
-
-Difference compare(const NDArray& got, const NDArray& want) {
-  Difference d;
-  for (int64_t i = 0; i < want.num_elements(); ++i) {
-    if (want.dtype.is_float()) {
-      double g = got.get_float(i), w = want.get_float(i);
-      if (std::isnan(w) || std::isnan(g)) {
-        d.ok = d.ok && std::isnan(w) && std::isnan(g);
-        continue;
-      }
-      if (g == w) continue;  // also equal infinities
-      double abs_diff = std::fabs(g - w), rel = abs_diff / std::max(std::fabs(w), 1e-30);
-      d.max_abs = std::max(d.max_abs, abs_diff);
-      d.max_rel = std::max(d.max_rel, rel);
-      if (abs_diff > 1e-6 * std::max(1.0, std::fabs(w))) d.ok = false;
-    } else if (got.get_int(i) != want.get_int(i)) {
-      double abs_diff = std::fabs(static_cast<double>(got.get_int(i)) - static_cast<double>(want.get_int(i)));
-      d.max_abs = std::max(d.max_abs, abs_diff);
-      d.max_rel = std::max(d.max_rel, abs_diff / std::max(1.0, std::fabs(static_cast<double>(want.get_int(i)))));
-      d.ok = false;
-    }
-  }
-  return d;
 }
 
 // A work folder: the one the user named (kept), or a fresh temporary one (removed).
@@ -275,7 +245,7 @@ int run_run(const RunCommand& c) {
     options.work_dir = work.path();
     sim::run_on_host({&built, fname, f}, host_args, options);
     for (size_t i : outputs) {
-      Difference d = compare(arrays[i], reference[i]);
+      Difference d = compare_arrays(reference[i], arrays[i]);  // the artifact against the interpreter
       all_match = all_match && d.ok;
       comparisons.push_back({{"name", f->param_buffers[i]->name}, {"max_abs_diff", d.max_abs}, {"max_rel_diff", d.max_rel},
                              {"ok", d.ok}});

@@ -459,11 +459,50 @@ class Parser {
       expect_op(")", "after function attributes");
       expect_newline("after T.func_attr(...)");
     }
+    parse_match_buffers(f.get(), params);
     std::vector<Stmt> body = parse_stmt_list();
     if (cur().kind == TokKind::kDedent) next();
     f->body = make_seq(std::move(body), span(def_tok));
     pop_scope(mark);
     return {fname, f};
+  }
+
+  // TVMScript's way to give a handle parameter a buffer whose shape the caller's tensor
+  // supplies at run time, at the top of the body:
+  //   m = T.int32()                              a variable the buffer binds
+  //   A = T.match_buffer(a, (m,), "float32")     handle parameter `a` gets buffer `A`
+  template <typename Params>
+  void parse_match_buffers(PrimFuncNode* f, const Params& params) {
+    while (cur().kind == TokKind::kName && tok_is_op(ahead(1), "=") && tok_is_name(ahead(2), "T") &&
+           tok_is_op(ahead(3), ".")) {
+      const Token& name = cur();
+      const Token& what = ahead(4);
+      if (auto type = DataType::parse(what.text);
+          type && (type->is_integer()) && tok_is_op(ahead(5), "(") && tok_is_op(ahead(6), ")")) {
+        if (lookup(name.text)) fail(name, "'" + name.text + "' is already defined");
+        for (int k = 0; k < 7; ++k) next();
+        expect_newline("after statement");
+        bind(name.text, Binding{MakeVar(name.text, *type, span(name)), nullptr, true});
+        continue;
+      }
+      if (what.text != "match_buffer") return;
+      const Token& t_tok = ahead(2);
+      for (int k = 0; k < 5; ++k) next();
+      expect_op("(", "after T.match_buffer");
+      const Token& param = expect_name("as the handle parameter of T.match_buffer");
+      size_t index = params.size();
+      for (size_t i = 0; i < params.size(); ++i)
+        if (params[i].name->text == param.text) index = i;
+      if (index == params.size()) fail(param, "'" + param.text + "' is not a parameter of this function");
+      if (f->param_buffers[index] || !f->params[index]->dtype.is_handle())
+        fail(param, "parameter '" + param.text + "' is not a T.handle, or already has a buffer");
+      expect_op(",", "after the parameter of T.match_buffer");
+      if (lookup(name.text) && name.text != param.text) fail(name, "'" + name.text + "' is already defined");
+      Buffer buf = make_buffer(name.text, span(name), parse_buffer_args(false, t_tok));
+      expect_newline("after statement");
+      f->param_buffers[index] = buf;
+      bind(name.text, Binding{f->params[index], buf, true});
+    }
   }
 
   // Skips one parameter annotation (up to the next ',' or ')' outside brackets).

@@ -7,6 +7,7 @@
 // end their block; otherwise a `with` form keeps the statements that follow outside.
 #include "script/printer.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
@@ -179,24 +180,57 @@ class Printer {
     reset_names();
     if (!f) return line("# function '" + name + "' is missing");
     line("@T.prim_func");
+    // A buffer whose declaration uses variables that are not parameters gets them from
+    // the caller's tensor: it prints as a T.handle parameter plus T.match_buffer.
+    std::set<const VarNode*> param_vars;
+    for (const auto& p : f->params) param_vars.insert(p.get());
+    std::vector<bool> matched(f->params.size(), false);
+    std::vector<const VarNode*> shape_vars;
+    for (size_t i = 0; i < f->params.size() && i < f->param_buffers.size(); ++i) {
+      const Buffer& b = f->param_buffers[i];
+      if (!b) continue;
+      struct Free : Visitor {
+        const std::set<const VarNode*>* params;
+        std::vector<const VarNode*> found;
+        void visit_Var(const VarNode* v) override {
+          if (!params->count(v) && std::find(found.begin(), found.end(), v) == found.end()) found.push_back(v);
+        }
+      } free;
+      free.params = &param_vars;
+      for (const auto& e : b->shape) free.visit(e);
+      for (const auto& e : b->strides) free.visit(e);
+      free.visit(b->elem_offset);
+      if (free.found.empty()) continue;
+      matched[i] = true;
+      for (const VarNode* v : free.found)
+        if (std::find(shape_vars.begin(), shape_vars.end(), v) == shape_vars.end()) shape_vars.push_back(v);
+    }
     // Name every parameter first: buffer shapes may refer to later scalar parameters.
     for (size_t i = 0; i < f->params.size(); ++i) {
       const Buffer b = i < f->param_buffers.size() ? f->param_buffers[i] : nullptr;
       std::string n = define(f->params[i].get(), f->params[i]->name);
-      if (b) name_buffer(b, n);
+      if (b && !matched[i]) name_buffer(b, n);
     }
     std::string sig = "def " + name + "(";
     for (size_t i = 0; i < f->params.size(); ++i) {
       if (i) sig += ", ";
       const Buffer b = i < f->param_buffers.size() ? f->param_buffers[i] : nullptr;
       sig += names_[f->params[i].get()] + ": ";
-      sig += b ? buffer_decl("T.Buffer(", b, "") : "T." + f->params[i]->dtype.str();
+      sig += b && !matched[i] ? buffer_decl("T.Buffer(", b, "") : b ? "T.handle" : "T." + f->params[i]->dtype.str();
     }
     sig += ")";
     if (!f->ret_type.is_void()) sig += " -> T." + f->ret_type.str();
     line(sig + ":");
     ++indent_;
     if (!f->attrs.empty()) line("T.func_attr(" + dict(f->attrs) + ")");
+    for (const VarNode* v : shape_vars) line(define(v, v->name) + " = T." + v->dtype.str() + "()");
+    for (size_t i = 0; i < f->params.size(); ++i) {
+      if (!matched[i]) continue;
+      const Buffer& b = f->param_buffers[i];
+      std::string handle = names_[f->params[i].get()];
+      std::string decl = buffer_decl("T.match_buffer(" + handle + ", ", b, "");
+      line(bind_buffer(b, b->name) + " = " + decl);
+    }
     stmt(f->body, true);
     --indent_;
   }

@@ -95,10 +95,13 @@ class Flattener : public Mutator {
   }
 
   std::vector<Expr> flat_index(const Buffer& b, const std::vector<Expr>& indices) {
-    DataType t = indices.empty() ? DataType::Int(32) : indices[0]->dtype;
+    // The widest index type: mixing int32 and int64 loop variables is allowed.
+    DataType t = DataType::Int(32);
+    for (const auto& i : indices)
+      if (i->dtype.is_integer() && i->dtype.bits() > t.bits()) t = i->dtype;
     std::vector<Expr> s = strides_of(b, t);
     Expr index = b->elem_offset ? as_index_type(b->elem_offset, t) : typed_int(t, 0);
-    for (size_t k = 0; k < indices.size(); ++k) index = add(index, mul(indices[k], s[k]));
+    for (size_t k = 0; k < indices.size(); ++k) index = add(index, mul(as_index_type(indices[k], t), s[k]));
     return {index};
   }
 

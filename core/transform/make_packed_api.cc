@@ -193,6 +193,10 @@ class PackedWrapper {
       }
     }
     Expr strides_null = builtin("tvm_tensor_strides_is_null", {handle});
+    if (!b->strides.empty()) {
+      // NULL strides mean compact, which is not what this buffer declares.
+      prologue_.check(strides_null, arg + " must have strides (the buffer declares them), got NULL");
+    }
     for (int64_t k = 0; k < ndim; ++k) {
       Expr got = builtin("tvm_tensor_stride", {handle, i32(k)});
       // Only extents above 1 constrain a stride (numpy gives any value there).
