@@ -1,0 +1,59 @@
+// The JSON graph frontend: reads a model in the microtir graph format
+// (docs/graph-format.md) into a Graph of operator nodes, checking everything on the way,
+// and graph-level rewrites on it (batch-norm folding).
+//
+// No OS calls: constant files are read through a FileReader callback, so the same code
+// runs in the CLI and in the browser build.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ops/ops.h"
+#include "support/ndarray.h"
+
+namespace mtir {
+
+struct GraphNode {
+  std::string name;                 // also the name of the node's one output
+  std::string op;                   // an op of the registry (ops/ops.h)
+  std::vector<std::string> inputs;  // model inputs, constants or other nodes
+  nlohmann::json attrs = nlohmann::json::object();
+  TensorType type;                  // the output type, from the op's infer
+};
+
+struct Graph {
+  std::string name;  // a C identifier
+  std::vector<std::pair<std::string, TensorType>> inputs;
+  std::map<std::string, NDArray> constants;
+  std::vector<GraphNode> nodes;  // topological order
+  std::vector<std::string> outputs;
+
+  // The type of a model input, constant or node; throws DiagnosticError for an unknown name.
+  TensorType type_of(const std::string& name) const;
+  // The node called `name`, or null.
+  const GraphNode* find_node(const std::string& name) const;
+};
+
+// Reads a file named relative to the JSON file; throws DiagnosticError if unreadable.
+using FileReader = std::function<std::string(const std::string& relative_path)>;
+
+// Parses and checks a graph. `filename` names the JSON text in diagnostics. Every
+// problem is a DiagnosticError whose message names the input, constant or node and
+// what is wrong, with a location in the JSON text where one can be found.
+Graph load_graph_json(const std::string& json_text, const std::string& filename,
+                      const FileReader& read);
+
+// Folds each batch_norm (inference form) whose data input is a conv2d (NCHW or NHWC)
+// or dense node with constant weight (and optional constant bias) into that node's
+// weight and bias, when the batch_norm's parameters are constants, its axis is the
+// channel axis and the producer has no other consumer (and is not a model output). The
+// folded node takes the batch_norm's name, so consumers and outputs stay unchanged; a
+// bias is created if there was none. Other batch_norms are left as they are.
+Graph fold_batch_norm(const Graph& g);
+
+}  // namespace mtir
