@@ -1,0 +1,303 @@
+// The static memory planner: hand cases with a known optimum, alignment, zero sizes,
+// random DAG schedules checked by check_plan, the checker on broken plans, the report
+// text, and rejected inputs.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <numeric>
+#include <random>
+
+#include "memory/planner.h"
+#include "support/diagnostic.h"
+
+namespace mtir {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+TensorLifetime T(const std::string& name, int64_t size, int first, int last) {
+  return TensorLifetime{name, size, first, last};
+}
+
+PlannerOptions opts(int64_t alignment = 16, int iterations = 2000, uint64_t seed = 1) {
+  PlannerOptions o;
+  o.alignment = alignment;
+  o.improvement_iterations = iterations;
+  o.seed = seed;
+  return o;
+}
+
+// Plans, checks the plan is valid and returns it.
+MemoryPlan plan_checked(const std::vector<TensorLifetime>& ts, const PlannerOptions& o = opts()) {
+  MemoryPlan plan = plan_memory(ts, o);
+  EXPECT_THAT(check_plan(ts, plan, o.alignment), IsEmpty()) << plan_report(ts, plan);
+  EXPECT_EQ(plan.offsets.size(), ts.size());
+  EXPECT_EQ(plan.lower_bound, memory_lower_bound(ts, o.alignment));
+  return plan;
+}
+
+TEST(MemoryPlanner, EmptyInput) {
+  MemoryPlan plan = plan_checked({});
+  EXPECT_EQ(plan.pool_size, 0);
+  EXPECT_EQ(plan.lower_bound, 0);
+  EXPECT_FALSE(plan.algorithm.empty());
+}
+
+TEST(MemoryPlanner, ChainReachesLowerBound) {
+  // Each layer reads the previous output: only neighbours overlap in time.
+  std::vector<TensorLifetime> ts = {T("a", 100, 0, 1), T("b", 200, 1, 2), T("c", 50, 2, 3),
+                                    T("d", 300, 3, 4), T("e", 10, 4, 5)};
+  MemoryPlan plan = plan_checked(ts);
+  EXPECT_EQ(plan.lower_bound, 64 + 304);  // c and d, aligned to 16
+  EXPECT_EQ(plan.pool_size, plan.lower_bound);
+}
+
+TEST(MemoryPlanner, DiamondReachesLowerBound) {
+  // x -> a, x -> b, (a, b) -> y, scheduled x, a, b, y.
+  std::vector<TensorLifetime> ts = {T("x", 64, 0, 2), T("a", 32, 1, 3), T("b", 32, 2, 3),
+                                    T("y", 64, 3, 3)};
+  MemoryPlan plan = plan_checked(ts);
+  EXPECT_EQ(plan.lower_bound, 128);
+  EXPECT_EQ(plan.pool_size, 128);
+}
+
+TEST(MemoryPlanner, AllLiveAtOnceIsTheSum) {
+  std::vector<TensorLifetime> ts = {T("a", 48, 0, 5), T("b", 16, 0, 5), T("c", 160, 0, 5),
+                                    T("d", 32, 0, 5)};
+  MemoryPlan plan = plan_checked(ts);
+  EXPECT_EQ(plan.pool_size, 48 + 16 + 160 + 32);
+  EXPECT_EQ(plan.lower_bound, plan.pool_size);
+}
+
+TEST(MemoryPlanner, DisjointLifetimesIsTheMax) {
+  std::vector<TensorLifetime> ts = {T("a", 48, 0, 0), T("b", 160, 1, 2), T("c", 16, 3, 3),
+                                    T("d", 96, 4, 9)};
+  MemoryPlan plan = plan_checked(ts);
+  EXPECT_EQ(plan.pool_size, 160);
+  for (int64_t offset : plan.offsets) EXPECT_EQ(offset, 0);
+}
+
+TEST(MemoryPlanner, SizesAreAlignedUp) {
+  std::vector<TensorLifetime> ts = {T("a", 1, 0, 1), T("b", 17, 0, 1), T("c", 33, 0, 1)};
+  EXPECT_EQ(plan_checked(ts, opts(1)).pool_size, 51);
+  EXPECT_EQ(plan_checked(ts, opts(16)).pool_size, 16 + 32 + 48);
+  MemoryPlan plan = plan_checked(ts, opts(64));
+  EXPECT_EQ(plan.pool_size, 3 * 64);
+  for (int64_t offset : plan.offsets) EXPECT_EQ(offset % 64, 0);
+  EXPECT_EQ(memory_lower_bound(ts, 8), 8 + 24 + 40);
+}
+
+TEST(MemoryPlanner, ZeroSizeTensorsGetOffsetZeroAndNeverConflict) {
+  std::vector<TensorLifetime> ts = {T("a", 64, 0, 3), T("empty", 0, 0, 3), T("b", 64, 1, 2),
+                                    T("none", 0, 2, 2)};
+  MemoryPlan plan = plan_checked(ts);
+  EXPECT_EQ(plan.offsets[1], 0);
+  EXPECT_EQ(plan.offsets[3], 0);
+  EXPECT_EQ(plan.pool_size, 128);
+}
+
+TEST(MemoryPlanner, LowerBoundHandlesNegativeAndLargeSteps) {
+  std::vector<TensorLifetime> ts = {T("a", 16, -5, -1), T("b", 16, -1, 2147483647),
+                                    T("c", 16, 2147483647, 2147483647)};
+  EXPECT_EQ(memory_lower_bound(ts, 16), 32);
+  EXPECT_EQ(plan_checked(ts).pool_size, 32);
+}
+
+TEST(MemoryPlanner, EveryHeuristicGivesAValidPlanAndTheBestIsReturned) {
+  std::vector<TensorLifetime> ts = {T("a", 100, 0, 2), T("b", 300, 1, 4), T("c", 20, 2, 3),
+                                    T("d", 250, 3, 6), T("e", 90, 4, 5),  T("f", 400, 5, 8),
+                                    T("g", 60, 6, 7),  T("h", 130, 7, 9), T("i", 10, 0, 9)};
+  const MemoryPlan best = plan_checked(ts);
+  for (PlannerHeuristic h : all_heuristics()) {
+    MemoryPlan plan = plan_memory_with(ts, h, opts());
+    EXPECT_THAT(check_plan(ts, plan, 16), IsEmpty()) << heuristic_name(h);
+    EXPECT_EQ(plan.algorithm, heuristic_name(h));
+    EXPECT_LE(best.pool_size, plan.pool_size) << heuristic_name(h);
+  }
+}
+
+TEST(MemoryPlanner, ImprovementSearchBeatsTheGreedyOrders) {
+  // Found by searching random instances: every greedy order leaves a gap here, and the
+  // hill-climb closes it.
+  std::vector<TensorLifetime> ts = {T("t0", 48, 5, 5), T("t1", 32, 2, 3), T("t2", 48, 4, 6),
+                                    T("t3", 32, 3, 4), T("t4", 48, 0, 2), T("t5", 48, 1, 1),
+                                    T("t6", 32, 6, 6)};
+  int64_t best_greedy = -1;
+  for (PlannerHeuristic h : all_heuristics()) {
+    if (h == PlannerHeuristic::kHillClimb) continue;
+    int64_t pool = plan_memory_with(ts, h, opts()).pool_size;
+    best_greedy = best_greedy < 0 ? pool : std::min(best_greedy, pool);
+  }
+  EXPECT_EQ(best_greedy, 112);
+  MemoryPlan plan = plan_checked(ts);
+  EXPECT_EQ(plan.lower_bound, 96);
+  EXPECT_EQ(plan.pool_size, 96);
+  EXPECT_EQ(plan.algorithm, "hill_climb");
+  MemoryPlan no_search = plan_checked(ts, opts(16, 0));
+  EXPECT_EQ(no_search.pool_size, best_greedy);
+  EXPECT_NE(no_search.algorithm, "hill_climb");
+}
+
+TEST(MemoryPlanner, IsDeterministic) {
+  std::vector<TensorLifetime> ts;
+  std::mt19937 rng(7);
+  for (int i = 0; i < 60; ++i) {
+    const int first = static_cast<int>(rng() % 40);
+    const int64_t size = 1 + rng() % 5000;
+    const int last = first + static_cast<int>(rng() % 8);
+    ts.push_back(T("t" + std::to_string(i), size, first, last));
+  }
+  MemoryPlan a = plan_checked(ts, opts(16, 2000, 3));
+  MemoryPlan b = plan_checked(ts, opts(16, 2000, 3));
+  EXPECT_EQ(a.offsets, b.offsets);
+  EXPECT_EQ(a.pool_size, b.pool_size);
+  EXPECT_EQ(a.algorithm, b.algorithm);
+  plan_checked(ts, opts(16, 2000, 99));  // another seed: still valid
+}
+
+// A random DAG of ops, scheduled in a random topological order; each op's output
+// tensor is live from its producer's step to its last consumer's step (outputs of the
+// graph stay live to the end).
+std::vector<TensorLifetime> random_schedule(std::mt19937& rng) {
+  const int n = 2 + static_cast<int>(rng() % 40);
+  std::vector<std::vector<int>> consumers(n);
+  std::vector<int> pending(n, 0);
+  for (int op = 1; op < n; ++op) {
+    const int inputs = 1 + static_cast<int>(rng() % 3);
+    for (int k = 0; k < inputs; ++k) {
+      // Mostly recent producers, like real networks, sometimes far back (skips).
+      const int reach = rng() % 4 == 0 ? op : std::min(op, 3);
+      const int back = 1 + static_cast<int>(rng() % reach);
+      int producer = op - back;
+      if (std::find(consumers[producer].begin(), consumers[producer].end(), op) !=
+          consumers[producer].end())
+        continue;
+      consumers[producer].push_back(op);
+      ++pending[op];
+    }
+  }
+  std::vector<int> ready = {0}, step_of(n, -1);
+  for (int op = 1; op < n; ++op)
+    if (pending[op] == 0) ready.push_back(op);
+  int step = 0;
+  while (!ready.empty()) {
+    const size_t pick = rng() % ready.size();
+    const int op = ready[pick];
+    ready.erase(ready.begin() + static_cast<std::ptrdiff_t>(pick));
+    step_of[op] = step++;
+    for (int c : consumers[op])
+      if (--pending[c] == 0) ready.push_back(c);
+  }
+  std::vector<TensorLifetime> ts;
+  for (int op = 0; op < n; ++op) {
+    int last = consumers[op].empty() ? step - 1 : step_of[op];
+    for (int c : consumers[op]) last = std::max(last, step_of[c]);
+    int64_t size = rng() % 10 == 0 ? 0 : 1 + static_cast<int64_t>(rng() % 8192);
+    ts.push_back(T("op" + std::to_string(op), size, step_of[op], last));
+  }
+  return ts;
+}
+
+TEST(MemoryPlanner, RandomDagSchedulesGiveValidPlans) {
+  std::mt19937 rng(2026);
+  int at_bound = 0;
+  for (int round = 0; round < 200; ++round) {
+    std::vector<TensorLifetime> ts = random_schedule(rng);
+    const int64_t alignment = int64_t{1} << (rng() % 7);
+    MemoryPlan plan = plan_memory(ts, opts(alignment, 2000, round));
+    ASSERT_THAT(check_plan(ts, plan, alignment), IsEmpty()) << "round " << round << "\n"
+                                                            << plan_report(ts, plan);
+    ASSERT_GE(plan.pool_size, plan.lower_bound);
+    int64_t sum = 0;
+    for (const auto& t : ts) sum += (t.size_bytes + alignment - 1) / alignment * alignment;
+    ASSERT_LE(plan.pool_size, sum);
+    for (PlannerHeuristic h : all_heuristics()) {
+      MemoryPlan single = plan_memory_with(ts, h, opts(alignment, 2000, round));
+      ASSERT_THAT(check_plan(ts, single, alignment), IsEmpty()) << heuristic_name(h);
+      ASSERT_LE(plan.pool_size, single.pool_size) << heuristic_name(h);
+    }
+    at_bound += plan.pool_size == plan.lower_bound;
+  }
+  // The bound is not always reachable, but the search reaches it on most random
+  // schedules (194 of these 200 when written; the greedy orders alone reach 110).
+  EXPECT_GE(at_bound, 180);
+}
+
+TEST(CheckPlan, ReportsAnOverlapNamingBothTensors) {
+  std::vector<TensorLifetime> ts = {T("x", 64, 0, 2), T("a", 32, 1, 3), T("b", 32, 2, 3),
+                                    T("y", 64, 3, 3)};
+  MemoryPlan plan = plan_checked(ts);
+  plan.offsets[2] = plan.offsets[1];  // b on top of a
+  std::vector<std::string> problems = check_plan(ts, plan, 16);
+  ASSERT_EQ(problems.size(), 1u);
+  const std::string a = std::to_string(plan.offsets[1]);
+  const std::string range = "[" + a + ", " + std::to_string(plan.offsets[1] + 32) + ")";
+  EXPECT_EQ(problems[0], "tensors 'a' (bytes " + range + ", steps 1..3) and 'b' (bytes " + range +
+                             ", steps 2..3) overlap at bytes " + range +
+                             " while both are live at steps 2..3");
+}
+
+TEST(CheckPlan, ReportsEveryKindOfProblem) {
+  std::vector<TensorLifetime> ts = {T("a", 32, 0, 1), T("b", 32, 1, 2)};
+  MemoryPlan plan;
+  plan.offsets = {8, 16};
+  plan.pool_size = 40;
+  std::vector<std::string> problems = check_plan(ts, plan, 16);
+  ASSERT_EQ(problems.size(), 4u) << ::testing::PrintToString(problems);
+  EXPECT_EQ(problems[0], "tensor 'a' has offset 8, not a multiple of the alignment 16");
+  EXPECT_EQ(problems[1], "tensor 'b' (bytes [16, 48)) extends beyond the pool of 40 bytes");
+  EXPECT_THAT(problems[2], HasSubstr("tensors 'a' (bytes [8, 40), steps 0..1) and 'b'"));
+  EXPECT_EQ(problems[3], "pool of 40 bytes is below the lower bound of 64 bytes");
+
+  plan.offsets = {-16, 32};
+  plan.pool_size = 64;
+  EXPECT_THAT(check_plan(ts, plan, 16),
+              ::testing::ElementsAre("tensor 'a' has negative offset -16"));
+  plan.offsets = {0};
+  EXPECT_THAT(check_plan(ts, plan, 16), ::testing::ElementsAre("plan has 1 offsets for 2 tensors"));
+  plan.offsets = {0, 0};
+  plan.pool_size = 32;
+  EXPECT_THAT(check_plan({T("a", 32, 0, 1), T("b", 32, 2, 3)}, plan, 16), IsEmpty());
+}
+
+TEST(PlanReport, ExactText) {
+  std::vector<TensorLifetime> ts = {T("input", 640, 0, 1), T("dense_1", 512, 1, 2),
+                                    T("out", 40, 2, 3)};
+  MemoryPlan plan = plan_memory(ts, opts());
+  EXPECT_EQ(plan_report(ts, plan),
+            "tensor   size  offset  steps\n"
+            "input     640       0  0..1\n"
+            "dense_1   512     640  1..2\n"
+            "out        40       0  2..3\n"
+            "pool 1152 bytes, lower bound 1152 bytes, ratio 1.000, algorithm greedy_by_size\n");
+}
+
+TEST(MemoryPlanner, RejectsBadInput) {
+  EXPECT_THROW(plan_memory({T("a", -1, 0, 1)}, opts()), DiagnosticError);
+  EXPECT_THROW(plan_memory({T("a", 16, 3, 2)}, opts()), DiagnosticError);
+  for (int64_t alignment : {0, -16, 3, 24}) {
+    EXPECT_THROW(plan_memory({T("a", 16, 0, 1)}, opts(alignment)), DiagnosticError) << alignment;
+    EXPECT_THROW(memory_lower_bound({T("a", 16, 0, 1)}, alignment), DiagnosticError);
+    EXPECT_THROW(check_plan({T("a", 16, 0, 1)}, MemoryPlan{}, alignment), DiagnosticError);
+  }
+  EXPECT_THROW(plan_memory({T("a", 16, 0, 1)}, opts(16, -1)), DiagnosticError);
+  EXPECT_THROW(plan_memory({T("a", int64_t{1} << 60, 0, 1)}, opts()), DiagnosticError);
+  try {
+    plan_memory({T("weights", -8, 0, 1)}, opts());
+    FAIL() << "no error";
+  } catch (const DiagnosticError& e) {
+    ASSERT_EQ(e.diagnostics().size(), 1u);
+    EXPECT_THAT(e.diagnostics()[0].message, HasSubstr("'weights' has negative size -8"));
+  }
+  try {
+    plan_memory({T("a", 16, 0, 1)}, opts(12));
+    FAIL() << "no error";
+  } catch (const DiagnosticError& e) {
+    EXPECT_THAT(e.diagnostics()[0].message, HasSubstr("alignment 12 is not a power of two"));
+  }
+}
+
+}  // namespace
+}  // namespace mtir
