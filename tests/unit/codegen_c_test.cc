@@ -105,6 +105,9 @@ std::vector<fs::path> corpus() {
   std::vector<fs::path> files = {fs::path(MICROTIR_SOURCE_DIR) / "examples" / "matmul.tir"};
   for (const auto& e : fs::directory_iterator(fs::path(MICROTIR_SOURCE_DIR) / "tests" / "programs"))
     if (e.path().extension() == ".tir") files.push_back(e.path());
+  // The text-format programs that run (they say so with an "# args:" line).
+  for (const auto& e : fs::directory_iterator(fs::path(MICROTIR_SOURCE_DIR) / "tests" / "script" / "valid"))
+    if (e.path().extension() == ".tir" && read(e.path()).find("# args:") != std::string::npos) files.push_back(e.path());
   std::sort(files.begin(), files.end());
   return files;
 }
