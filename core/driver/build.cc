@@ -18,7 +18,8 @@ BuildResult build_c(const IRModule& m, const Target& target) {
     auto it = f->attrs.find("global_symbol");
     if (it != f->attrs.end() && std::holds_alternative<std::string>(it->second)) symbol = std::get<std::string>(it->second);
     r.symbols.emplace_back(name, symbol);
-    if (!target.unpacked_api) packed.push_back(symbol);
+    auto conv = f->attrs.find("calling_conv");
+    if (conv != f->attrs.end() && conv->second == AttrValue(std::string("packed"))) packed.push_back(symbol);
   }
   CCodegenOptions options;
   options.description = "target \"" + target.str() + "\"";

@@ -5,11 +5,15 @@
 // each tensor its pointer, ndim, dtype, static shape, strides, device, byte offset,
 // data pointer and declared alignment. A failed check sets the runtime's last error to
 // a message naming the function, the argument, what was expected and what came, and
-// returns -1: a caller's mistake is never a crash.
+// returns -1: a caller's mistake is never a crash. The computation itself moves to an
+// internal function with the unpacked signature (`<name>_compute`, static in C), which
+// the wrapper calls once the checks pass: the kernel keeps restrict pointer parameters
+// that the C compiler can optimize, and the wrapper stays small enough to inline.
 #include <functional>
 #include <unordered_set>
 
 #include "ir/op.h"
+#include "transform/pointer_signature.h"
 #include "transform/transform.h"
 
 namespace mtir {
@@ -62,9 +66,6 @@ class Prologue {
   void let(const Var& v, const Expr& value) {
     steps_.push_back([v, value](Stmt rest) { return LetStmt(v, value, rest); });
   }
-  void decl(const Buffer& b) {
-    steps_.push_back([b](Stmt rest) { return DeclBuffer(b, rest, b->span); });
-  }
   Stmt wrap(Stmt body) const {
     for (size_t i = steps_.size(); i-- > 0;) body = steps_[i](body);
     return body;
@@ -78,6 +79,16 @@ class Prologue {
 class PackedWrapper {
  public:
   PackedWrapper(const std::string& name, const PrimFunc& f) : name_(name), f_(f), prologue_(name) {}
+
+  // The kernel with the unpacked signature, called by the wrapper run() builds.
+  PrimFunc compute(const std::string& symbol) {
+    PrimFunc c = to_pointer_signature(name_, f_, /*runtime_shapes=*/true, &extra_params_);
+    auto out = std::make_shared<PrimFuncNode>(*c);
+    out->attrs["global_symbol"] = symbol;
+    out->attrs["tir.internal"] = true;
+    compute_symbol_ = symbol;
+    return out;
+  }
 
   PrimFunc run() {
     Var args = MakeVar("args", kHandle), type_ids = MakeVar("arg_type_ids", kHandle);
@@ -94,7 +105,14 @@ class PackedWrapper {
     auto out = std::make_shared<PrimFuncNode>(*f_);
     out->params = {args, type_ids, num_args, ret_value, ret_tcode, resource};
     out->param_buffers.assign(6, nullptr);
-    out->body = prologue_.wrap(f_->body);
+    // Every parameter of the kernel is bound by now: data pointers, scalars and the
+    // shapes read from the tensors.
+    std::vector<Expr> call_args = {StringImm(compute_symbol_)};
+    for (size_t i = 0; i < f_->params.size(); ++i)
+      call_args.push_back(f_->param_buffers[i] ? Expr(f_->param_buffers[i]->data) : Expr(f_->params[i]));
+    for (const Var& v : extra_params_) call_args.push_back(v);
+    Expr kernel = Call(kI32, "call_extern", std::move(call_args));
+    out->body = prologue_.wrap(Evaluate(builtin("tvm_return", {kernel})));
     out->ret_type = DataType::Void();
     out->attrs["calling_conv"] = std::string("packed");
     return out;
@@ -222,14 +240,21 @@ class PackedWrapper {
                       arg + " data must be aligned to " + std::to_string(b->align) + " bytes");
     }
     prologue_.let(b->data, data);
-    prologue_.decl(b);
   }
 
   std::string name_;
   PrimFunc f_;
   Prologue prologue_;
   std::unordered_set<const VarNode*> bound_;
+  std::vector<Var> extra_params_;
+  std::string compute_symbol_;
 };
+
+std::string symbol_of(const std::string& name, const PrimFunc& f) {
+  auto it = f->attrs.find("global_symbol");
+  if (it != f->attrs.end() && std::holds_alternative<std::string>(it->second)) return std::get<std::string>(it->second);
+  return name;
+}
 
 }  // namespace
 
@@ -238,7 +263,17 @@ Pass MakePackedAPI() {
   p.name = "make_packed_api";
   p.run = [](const IRModule& m) {
     IRModule out = m;
-    for (auto& [name, f] : out.functions) f = PackedWrapper(name, f).run();
+    out.functions.clear();
+    for (const auto& [name, f] : m.functions) {
+      const std::string compute_name = name + "_compute";
+      if (m.lookup(compute_name)) {
+        user_error(f->span, "make_packed_api: the kernel of '" + name + "' would be named '" + compute_name +
+                                "', which the module already defines");
+      }
+      PackedWrapper wrapper(name, f);
+      out.functions.emplace_back(compute_name, wrapper.compute(symbol_of(name, f) + "_compute"));
+      out.functions.emplace_back(name, wrapper.run());
+    }
     return out;
   };
   return p;

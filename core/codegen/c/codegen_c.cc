@@ -115,6 +115,12 @@ class FunctionEmitter {
 
   std::string signature() {
     std::ostringstream os;
+    // Kernels behind a packed wrapper are private to the translation unit.
+    auto internal = func_->attrs.find("tir.internal");
+    if (internal != func_->attrs.end() && std::holds_alternative<bool>(internal->second) &&
+        std::get<bool>(internal->second)) {
+      os << "static ";
+    }
     os << "int32_t " << symbol_ << "(";
     if (is_packed(func_)) {
       // Exactly TVMBackendPackedCFunc, so the registry can hold it without a cast.
@@ -128,9 +134,7 @@ class FunctionEmitter {
     }
     // Pointer parameters take the element type of the buffers declared on them.
     auto& views = views_;
-    bool noalias = false;
-    auto it = func_->attrs.find("tir.noalias");
-    if (it != func_->attrs.end() && std::holds_alternative<bool>(it->second)) noalias = std::get<bool>(it->second);
+    const bool noalias = this->noalias();
     for (size_t i = 0; i < func_->params.size(); ++i) {
       const Var& p = func_->params[i];
       const Buffer& b = func_->param_buffers[i];
@@ -180,11 +184,34 @@ class FunctionEmitter {
       if (!used) line("(void)" + name_of(p, p->name) + ";");
     }
     emit(func_->body);
-    line("return 0;");
+    if (!ends_in_return(func_->body)) line("return 0;");
     return os.str();
   }
 
  private:
+  // Whether the last statement executed on the straight path is a tvm_return.
+  static bool ends_in_return(const Stmt& s) {
+    if (!s) return false;
+    switch (s->kind) {
+      case StmtKind::SeqStmt: {
+        const auto& seq = static_cast<const SeqStmtNode*>(s.get())->seq;
+        return !seq.empty() && ends_in_return(seq.back());
+      }
+      case StmtKind::LetStmt: return ends_in_return(static_cast<const LetStmtNode*>(s.get())->body);
+      case StmtKind::DeclBuffer: return ends_in_return(static_cast<const DeclBufferNode*>(s.get())->body);
+      case StmtKind::Evaluate: {
+        const auto* call = as<CallNode>(static_cast<const EvaluateNode*>(s.get())->value);
+        return call && call->op == "tvm_return";
+      }
+      default: return false;
+    }
+  }
+
+  bool noalias() const {
+    auto it = func_->attrs.find("tir.noalias");
+    return it != func_->attrs.end() && std::holds_alternative<bool>(it->second) && std::get<bool>(it->second);
+  }
+
   // ---- names --------------------------------------------------------------------
   const std::string& name_of(const VarNode* v, const std::string& hint) {
     auto it = names_.find(v);
@@ -290,6 +317,8 @@ class FunctionEmitter {
       proto += (i ? ", " : "") + at;
     }
     proto += std::string(args.empty() ? "void" : "") + ");";
+    // A function of this module is already declared, with its exact signature.
+    if (module_symbols_ && module_symbols_->count(sym->value)) return call(sym->value, args);
     auto [it, inserted] = externs_->emplace(sym->value, proto);
     if (!inserted && it->second != proto) {
       user_error(op->span, "external function '" + sym->value + "' is called with two different signatures",
@@ -522,7 +551,9 @@ class FunctionEmitter {
           for (const auto& b : view->second) one_type = one_type && b->dtype == t;
           if (one_type) {
             std::string ct = c_type(t, op->span);
-            line(ct + "* " + name_of(op->var.get(), view->second[0]->name) + " = (" + ct + "*)" + value + ";");
+            // tir.noalias promises distinct buffers; restrict passes that on to C.
+            line(ct + "* " + (noalias() ? "restrict " : "") + name_of(op->var.get(), view->second[0]->name) + " = (" +
+                 ct + "*)" + value + ";");
             pointer_type_[op->var.get()] = t;
             emit(op->body);
             return;
@@ -541,6 +572,10 @@ class FunctionEmitter {
         if (op->value->kind == ExprKind::IntImm || op->value->kind == ExprKind::FloatImm) return;
         if (const auto* call = as<CallNode>(op->value); call && call->op == "tvm_throw_last_error") {
           throw_last_error(call, s == if_body_);
+          return;
+        }
+        if (const auto* call = as<CallNode>(op->value); call && call->op == "tvm_return") {
+          line("return " + expr(call->args.at(0)) + ";");
           return;
         }
         line(std::string(op->value->kind == ExprKind::Call ? "" : "(void)") + expr(op->value) + ";");
@@ -608,6 +643,10 @@ class FunctionEmitter {
   std::map<std::string, std::string>* helpers_;
   std::map<std::string, std::string>* externs_;
   bool* needs_stdio_;  // snprintf for messages with run-time values
+ public:
+  const std::set<std::string>* module_symbols_ = nullptr;  // functions defined in this file
+
+ private:
   std::unordered_map<const VarNode*, std::string> names_;
   std::set<std::string> used_;
   std::unordered_map<const VarNode*, DataType> pointer_type_;  // declared pointee types
@@ -636,8 +675,11 @@ std::string codegen_c(const IRModule& m, const CCodegenOptions& options) {
   std::map<std::string, std::string> helpers, externs;
   bool needs_stdio = false;
   std::ostringstream prototypes, bodies;
+  std::set<std::string> module_symbols;
+  for (const auto& [name, func] : m.functions) module_symbols.insert(symbol_of(name, func));
   for (const auto& [name, func] : m.functions) {
     FunctionEmitter emitter(symbol_of(name, func), func, &helpers, &externs, &needs_stdio);
+    emitter.module_symbols_ = &module_symbols;
     std::string signature = emitter.signature();
     std::string body = emitter.body();
     prototypes << signature << ";\n";
