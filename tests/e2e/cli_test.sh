@@ -153,6 +153,37 @@ TIR
   run 0 "$mtir" passes "$work/fold.tir" --passes simplify && contains stdout "$out" "B[i] = i + 7"
 }
 
+group_host() {
+  local inputs=(--input A="$src/examples/matmul_A.npy" --input B="$src/examples/matmul_B.npy")
+  for api in 0 1; do
+    run 0 "$mtir" run "$example" "${inputs[@]}" --target host --unpacked-api "$api" --keep-build "$work/host$api"
+    contains stdout "$out" "C: max abs diff 0, max rel diff 0  ok"
+    [ -x "$work/host$api/sim" ] || fail "--keep-build did not keep the program"
+  done
+  run 0 "$mtir" run "$example" "${inputs[@]}" --target host --json && contains stdout "$out" '"max_abs_diff": 0.0'
+  run 0 "$mtir" build "$example" --target "c -unpacked-api=1" -o "$work/art" && contains stdout "$out" "lib0.c"
+  grep -q "int32_t matmul(float\* restrict A, float\* restrict B, float\* restrict C)" "$work/art/codegen/host/src/lib0.c" \
+    || fail "unpacked signature not found in lib0.c"
+  run 0 "$mtir" build "$example" -o "$work/packed" --json && contains stdout "$out" '"symbol": "matmul"'
+  grep -q "TVMSystemLibEntryPoint" "$work/packed/codegen/host/src/lib1.c" || fail "no registry in lib1.c"
+  # Refused options name the rule, and nothing is written.
+  run 1 "$mtir" build "$example" --target "c -interface-api=c" -o "$work/bad" && contains stderr "$err" "needs -unpacked-api=1"
+  [ ! -e "$work/bad" ] || fail "a refused build wrote output"
+  run 1 "$mtir" build "$example" --target "c -executor=graph" -o "$work/bad" && contains stderr "$err" "use -executor=aot"
+  run 1 "$mtir" run "$example" "${inputs[@]}" --target cuda
+  # A runtime shape cannot go through the unpacked API.
+  cat >"$work/rt.tir" <<'TIR'
+@T.prim_func
+def f(a: T.handle):
+    m = T.int32()
+    A = T.match_buffer(a, (m,), "float32")
+    for i in range(m):
+        A[i] = T.float32(0)
+TIR
+  run 1 "$mtir" build "$work/rt.tir" --unpacked-api 1 -o "$work/rt" && contains stderr "$err" "rt.tir:4:5: error: make_unpacked_api"
+  run 0 "$mtir" build "$work/rt.tir" -o "$work/rt"
+}
+
 group_malformed() {
   local n=0
   for f in "$src"/tests/script/malformed/*.tir; do
