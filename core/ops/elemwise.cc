@@ -1,0 +1,118 @@
+// Elementwise ops: binary arithmetic with numpy broadcasting, and unary activations.
+#include <cmath>
+#include <limits>
+
+#include "ops/op_util.h"
+
+namespace mtir {
+namespace ops {
+namespace {
+
+using json = nlohmann::json;
+
+// ---- binary arithmetic with broadcasting --------------------------------------
+
+TensorType infer_broadcast(const std::string& op, const std::vector<TensorType>& in, const json& attrs) {
+  AttrReader r(op, attrs, {});
+  check_inputs(op, in, 2, {"lhs", "rhs"});
+  const auto& a = in[0].shape;
+  const auto& b = in[1].shape;
+  size_t rank = std::max(a.size(), b.size());
+  std::vector<int64_t> out(rank);
+  for (size_t k = 0; k < rank; ++k) {
+    int64_t da = k < rank - a.size() ? 1 : a[k - (rank - a.size())];
+    int64_t db = k < rank - b.size() ? 1 : b[k - (rank - b.size())];
+    if (da != db && da != 1 && db != 1)
+      fail(op, "shapes " + shape_str(a) + " and " + shape_str(b) + " cannot be broadcast together (dimension " +
+                   std::to_string(k) + " of the result: " + std::to_string(da) + " vs " + std::to_string(db) + ")");
+    out[k] = std::max(da, db);
+  }
+  return TensorType{DataType::Float(32), out};
+}
+
+// The indices into an operand of `shape` broadcast to `out_idx` (right-aligned).
+std::vector<Expr> broadcast_index(const std::vector<int64_t>& shape, const std::vector<int64_t>& out_shape,
+                                  const std::vector<Expr>& out_idx) {
+  std::vector<Expr> idx;
+  size_t off = out_shape.size() - shape.size();
+  for (size_t k = 0; k < shape.size(); ++k)
+    idx.push_back(shape[k] == 1 ? ci(0) : out_idx[k + off]);
+  return idx;
+}
+
+OpDef binary_op(const std::string& name, ExprKind kind) {
+  OpDef d;
+  d.name = name;
+  d.infer = [name](const std::vector<TensorType>& in, const json& attrs) { return infer_broadcast(name, in, attrs); };
+  d.build = [kind](const std::string& fname, const std::vector<TensorType>& in, const TensorType& out,
+                   const json&) {
+    FuncBuilder fb;
+    Buffer a = fb.param("lhs", in[0].shape);
+    Buffer b = fb.param("rhs", in[1].shape);
+    Buffer o = fb.param("out", out.shape);
+    LoopNest nest;
+    std::vector<Expr> idx;
+    for (size_t k = 0; k < out.shape.size(); ++k) idx.push_back(nest.axis("i" + std::to_string(k), out.shape[k]));
+    Expr va = load(a, broadcast_index(in[0].shape, out.shape, idx));
+    Expr vb = load(b, broadcast_index(in[1].shape, out.shape, idx));
+    return fb.finish(fname, nest.wrap(store(o, Binary(kind, va, vb), idx)));
+  };
+  return d;
+}
+
+// ---- unary ops ------------------------------------------------------------------
+
+// `fn` maps the loaded element to the result.
+OpDef unary_op(const std::string& name, std::vector<std::string> known,
+               std::function<void(const AttrReader&)> check,
+               std::function<Expr(Expr, const AttrReader&)> fn) {
+  OpDef d;
+  d.name = name;
+  d.infer = [name, known, check](const std::vector<TensorType>& in, const json& attrs) {
+    AttrReader r(name, attrs, known);
+    check_inputs(name, in, 1, {"data"});
+    if (check) check(r);
+    return TensorType{DataType::Float(32), in[0].shape};
+  };
+  d.build = [name, known, fn](const std::string& fname, const std::vector<TensorType>& in, const TensorType& out,
+                              const json& attrs) {
+    AttrReader r(name, attrs, known);
+    FuncBuilder fb;
+    Buffer x = fb.param("data", in[0].shape);
+    Buffer o = fb.param("out", out.shape);
+    LoopNest nest;
+    std::vector<Expr> idx;
+    for (size_t k = 0; k < out.shape.size(); ++k) idx.push_back(nest.axis("i" + std::to_string(k), out.shape[k]));
+    return fb.finish(fname, nest.wrap(store(o, fn(load(x, idx), r), idx)));
+  };
+  return d;
+}
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+}  // namespace
+
+void register_elemwise_ops(std::vector<OpDef>& ops) {
+  ops.push_back(binary_op("add", ExprKind::Add));
+  ops.push_back(binary_op("sub", ExprKind::Sub));
+  ops.push_back(binary_op("mul", ExprKind::Mul));
+  ops.push_back(binary_op("div", ExprKind::Div));
+  ops.push_back(unary_op("relu", {}, nullptr, [](Expr x, const AttrReader&) { return max_(x, cf(0)); }));
+  ops.push_back(unary_op("sigmoid", {}, nullptr, [](Expr x, const AttrReader&) { return call("sigmoid", {x}); }));
+  ops.push_back(unary_op("tanh", {}, nullptr, [](Expr x, const AttrReader&) { return call("tanh", {x}); }));
+  ops.push_back(unary_op(
+      "clip", {"min", "max"},
+      [](const AttrReader& r) {
+        double lo = r.get_float("min", -kInf), hi = r.get_float("max", kInf);
+        if (lo > hi) fail("clip", "attribute 'min' (" + std::to_string(lo) + ") is greater than 'max' (" +
+                                      std::to_string(hi) + ")");
+      },
+      [](Expr x, const AttrReader& r) {
+        if (r.has("min")) x = max_(x, cf(r.get_float("min", 0)));
+        if (r.has("max")) x = min_(x, cf(r.get_float("max", 0)));
+        return x;
+      }));
+}
+
+}  // namespace ops
+}  // namespace mtir

@@ -1,0 +1,54 @@
+// The operator registry. Each family of ops registers itself from its own file; the
+// list is built once, on first use, and kept sorted by name.
+#include "ops/ops.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "ops/op_util.h"
+
+namespace mtir {
+
+int64_t TensorType::num_elements() const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+std::string TensorType::str() const { return dtype.str() + ops::shape_str(shape); }
+
+const std::vector<OpDef>& all_op_defs() {
+  static const std::vector<OpDef> defs = [] {
+    std::vector<OpDef> v;
+    ops::register_nn_ops(v);
+    ops::register_pool_ops(v);
+    ops::register_elemwise_ops(v);
+    ops::register_shape_ops(v);
+    // Every output must be indexable with int32 loop variables.
+    for (auto& d : v) {
+      auto infer = d.infer;
+      d.infer = [infer, name = d.name](const std::vector<TensorType>& in, const nlohmann::json& attrs) {
+        TensorType t = infer(in, attrs);
+        int64_t n = 1;
+        for (int64_t e : t.shape) {
+          n *= e;
+          if (n > std::numeric_limits<int32_t>::max())
+            ops::fail(name, "the output " + t.str() + " would have more than 2^31-1 elements");
+        }
+        return t;
+      };
+    }
+    std::sort(v.begin(), v.end(), [](const OpDef& a, const OpDef& b) { return a.name < b.name; });
+    return v;
+  }();
+  return defs;
+}
+
+const OpDef* find_op(const std::string& name) {
+  const auto& defs = all_op_defs();
+  auto it = std::lower_bound(defs.begin(), defs.end(), name,
+                             [](const OpDef& d, const std::string& n) { return d.name < n; });
+  return it != defs.end() && it->name == name ? &*it : nullptr;
+}
+
+}  // namespace mtir

@@ -1,0 +1,41 @@
+// The operator library: every graph operator as shape inference plus a builder that
+// emits a PrimFunc in our TIR. One registry; the JSON graph and ONNX frontends, the
+// AOT executor and the playground all look operators up here.
+#pragma once
+
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "ir/function.h"
+
+namespace mtir {
+
+struct TensorType {
+  DataType dtype = DataType::Float(32);
+  std::vector<int64_t> shape;
+  int64_t num_elements() const;
+  std::string str() const;  // "float32(1, 8, 8, 8)"
+};
+
+struct OpDef {
+  std::string name;  // "conv2d", "dense", "add", ...
+  // Checks the input types and the attributes and returns the output type. Throws a
+  // user error (DiagnosticError) whose message names the problem ("conv2d: weight has
+  // 3 input channels but the data has 4"); callers add the node name.
+  std::function<TensorType(const std::vector<TensorType>& inputs, const nlohmann::json& attrs)> infer;
+  // Emits the PrimFunc `func_name` computing the op: one buffer parameter per input, in
+  // order, then one for the output (destination passing). Called only after `infer`
+  // succeeded on the same inputs and attributes.
+  std::function<PrimFunc(const std::string& func_name, const std::vector<TensorType>& inputs,
+                         const TensorType& output, const nlohmann::json& attrs)>
+      build;
+};
+
+// nullptr for an unknown op.
+const OpDef* find_op(const std::string& name);
+// Every op, sorted by name (for docs, "did you mean" and the playground).
+const std::vector<OpDef>& all_op_defs();
+
+}  // namespace mtir

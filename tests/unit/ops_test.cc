@@ -1,0 +1,972 @@
+// The operator library: every op is run through the reference interpreter and compared
+// with an independent naive C++ implementation written here (plain loops over
+// std::vector<float>), and every emitted PrimFunc is checked for well-formedness and a
+// print/parse round trip. Shape-inference errors are checked by message.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <functional>
+#include <limits>
+#include <random>
+#include <sstream>
+
+#include "analysis/well_formed.h"
+#include "interp/interpreter.h"
+#include "ir/structural_equal.h"
+#include "ops/ops.h"
+#include "script/parser.h"
+#include "script/printer.h"
+#include "support/diagnostic.h"
+
+namespace mtir {
+namespace {
+
+using json = nlohmann::json;
+using Shape = std::vector<int64_t>;
+using Vec = std::vector<float>;
+
+// ---- harness --------------------------------------------------------------------
+
+int64_t numel(const Shape& s) {
+  int64_t n = 1;
+  for (int64_t d : s) n *= d;
+  return n;
+}
+
+Vec random_vec(const Shape& s, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  Vec v(numel(s));
+  for (auto& x : v) x = dist(rng);
+  return v;
+}
+
+struct Tensor {
+  Shape shape;
+  Vec data;
+};
+
+Tensor rnd(const Shape& s, uint32_t seed) { return Tensor{s, random_vec(s, seed)}; }
+
+NDArray to_nd(const Tensor& t) {
+  NDArray a = NDArray::zeros(DataType::Float(32), t.shape);
+  for (size_t i = 0; i < t.data.size(); ++i) a.set_float(static_cast<int64_t>(i), t.data[i]);
+  return a;
+}
+
+// Emits `op`, checks it and runs it; returns the output.
+Tensor run_op(const std::string& op, const std::vector<Tensor>& inputs, const json& attrs = json::object()) {
+  const OpDef* def = find_op(op);
+  EXPECT_NE(def, nullptr) << op;
+  if (!def) return {};
+  std::vector<TensorType> types;
+  for (const auto& t : inputs) types.push_back(TensorType{DataType::Float(32), t.shape});
+  TensorType out = def->infer(types, attrs);
+  PrimFunc f = def->build(op + "_kernel", types, out, attrs);
+  IRModule m;
+  m.set(op + "_kernel", f);
+  auto diags = check_well_formed(m);
+  EXPECT_TRUE(diags.empty()) << render_all(diags) << "\n" << print_module(m);
+  std::string text = print_module(m);
+  ParseResult back = parse_module(text, "printed.tir");
+  EXPECT_TRUE(back.ok()) << render_all(back.diagnostics) << "\n" << text;
+  if (back.ok()) {
+    EXPECT_TRUE(structural_equal(m, *back.module)) << structural_diff(m, *back.module) << "\n" << text;
+  }
+  std::vector<NDArray> arrays;
+  for (const auto& t : inputs) arrays.push_back(to_nd(t));
+  arrays.push_back(NDArray::zeros(DataType::Float(32), out.shape));
+  std::vector<InterpArg> args;
+  for (auto& a : arrays) args.push_back(&a);
+  try {
+    interpret(m, op + "_kernel", args);
+  } catch (const DiagnosticError& e) {
+    ADD_FAILURE() << "interpreter: " << render_all(e.diagnostics()) << "\n" << text;
+  }
+  Tensor result{out.shape, Vec(numel(out.shape))};
+  for (size_t i = 0; i < result.data.size(); ++i) result.data[i] = static_cast<float>(arrays.back().get_float(i));
+  return result;
+}
+
+void expect_close(const Tensor& got, const Tensor& want, const std::string& what = "") {
+  ASSERT_EQ(got.shape, want.shape) << what;
+  ASSERT_EQ(got.data.size(), want.data.size()) << what;
+  int bad = 0;
+  for (size_t i = 0; i < got.data.size() && bad < 5; ++i) {
+    float g = got.data[i], w = want.data[i];
+    if (std::isinf(w) && g == w) continue;
+    float tol = 1e-5f * std::max(1.0f, std::fabs(w));
+    if (!(std::fabs(g - w) <= tol)) {
+      ADD_FAILURE() << what << ": element " << i << " is " << g << ", expected " << w;
+      ++bad;
+    }
+  }
+}
+
+// Expects infer to throw a user error whose message contains `needle`.
+void expect_error(const std::string& op, const std::vector<Shape>& shapes, const json& attrs,
+                  const std::string& needle) {
+  const OpDef* def = find_op(op);
+  ASSERT_NE(def, nullptr) << op;
+  std::vector<TensorType> types;
+  for (const auto& s : shapes) types.push_back(TensorType{DataType::Float(32), s});
+  try {
+    def->infer(types, attrs);
+    ADD_FAILURE() << op << ": expected an error containing \"" << needle << "\" for attrs " << attrs.dump();
+  } catch (const DiagnosticError& e) {
+    ASSERT_FALSE(e.diagnostics().empty());
+    EXPECT_FALSE(e.internal()) << e.what();
+    const std::string& msg = e.diagnostics()[0].message;
+    EXPECT_NE(msg.find(needle), std::string::npos) << "message: " << msg << "\nexpected to contain: " << needle;
+    EXPECT_EQ(msg.rfind(op + ": ", 0), 0u) << "message should start with the op name: " << msg;
+  }
+}
+
+Shape infer_shape(const std::string& op, const std::vector<Shape>& shapes, const json& attrs = json::object()) {
+  std::vector<TensorType> types;
+  for (const auto& s : shapes) types.push_back(TensorType{DataType::Float(32), s});
+  return find_op(op)->infer(types, attrs).shape;
+}
+
+// NCHW <-> NHWC and OIHW -> HWIO for testing the NHWC layouts against NCHW references.
+Tensor nchw_to_nhwc(const Tensor& t) {
+  int64_t n = t.shape[0], c = t.shape[1], h = t.shape[2], w = t.shape[3];
+  Tensor o{{n, h, w, c}, Vec(t.data.size())};
+  for (int64_t a = 0; a < n; ++a)
+    for (int64_t b = 0; b < c; ++b)
+      for (int64_t y = 0; y < h; ++y)
+        for (int64_t x = 0; x < w; ++x) o.data[((a * h + y) * w + x) * c + b] = t.data[((a * c + b) * h + y) * w + x];
+  return o;
+}
+Tensor oihw_to_hwio(const Tensor& t) {
+  int64_t O = t.shape[0], I = t.shape[1], H = t.shape[2], W = t.shape[3];
+  Tensor o{{H, W, I, O}, Vec(t.data.size())};
+  for (int64_t a = 0; a < O; ++a)
+    for (int64_t b = 0; b < I; ++b)
+      for (int64_t y = 0; y < H; ++y)
+        for (int64_t x = 0; x < W; ++x) o.data[((y * W + x) * I + b) * O + a] = t.data[((a * I + b) * H + y) * W + x];
+  return o;
+}
+
+// ---- naive references ---------------------------------------------------------------
+
+struct Conv {
+  int64_t sh = 1, sw = 1, pt = 0, pl = 0, pb = 0, pr = 0, dh = 1, dw = 1, groups = 1;
+};
+
+Tensor ref_conv2d(const Tensor& x, const Tensor& w, const Tensor* bias, const Conv& p) {
+  int64_t N = x.shape[0], C = x.shape[1], H = x.shape[2], W = x.shape[3];
+  int64_t O = w.shape[0], CG = w.shape[1], KH = w.shape[2], KW = w.shape[3];
+  int64_t OH = (H + p.pt + p.pb - p.dh * (KH - 1) - 1) / p.sh + 1;
+  int64_t OW = (W + p.pl + p.pr - p.dw * (KW - 1) - 1) / p.sw + 1;
+  Tensor out{{N, O, OH, OW}, Vec(N * O * OH * OW)};
+  int64_t opg = O / p.groups;
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t o = 0; o < O; ++o)
+      for (int64_t y = 0; y < OH; ++y)
+        for (int64_t xx = 0; xx < OW; ++xx) {
+          float acc = bias ? bias->data[o] : 0.0f;
+          int64_t g = o / opg;
+          for (int64_t c = 0; c < CG; ++c)
+            for (int64_t ky = 0; ky < KH; ++ky)
+              for (int64_t kx = 0; kx < KW; ++kx) {
+                int64_t iy = y * p.sh + ky * p.dh - p.pt, ix = xx * p.sw + kx * p.dw - p.pl;
+                float v = 0.0f;
+                if (iy >= 0 && iy < H && ix >= 0 && ix < W) v = x.data[((n * C + g * CG + c) * H + iy) * W + ix];
+                acc += v * w.data[((o * CG + c) * KH + ky) * KW + kx];
+              }
+          out.data[((n * O + o) * OH + y) * OW + xx] = acc;
+        }
+  (void)C;
+  return out;
+}
+
+struct Pool {
+  int64_t kh, kw, sh = 1, sw = 1, pt = 0, pl = 0, pb = 0, pr = 0, dh = 1, dw = 1;
+  bool ceil = false, include_pad = false;
+};
+
+int64_t ref_pool_out(int64_t in, int64_t pb, int64_t pe, int64_t k, int64_t s, int64_t d, bool ceil) {
+  double v = static_cast<double>(in + pb + pe - d * (k - 1) - 1) / static_cast<double>(s);
+  int64_t out = static_cast<int64_t>(ceil ? std::ceil(v) : std::floor(v)) + 1;
+  if (ceil && (out - 1) * s >= in + pb) out -= 1;  // PyTorch's rule
+  return out;
+}
+
+Tensor ref_pool(const Tensor& x, const Pool& p, bool avg) {
+  int64_t N = x.shape[0], C = x.shape[1], H = x.shape[2], W = x.shape[3];
+  int64_t OH = ref_pool_out(H, p.pt, p.pb, p.kh, p.sh, p.dh, p.ceil);
+  int64_t OW = ref_pool_out(W, p.pl, p.pr, p.kw, p.sw, p.dw, p.ceil);
+  Tensor out{{N, C, OH, OW}, Vec(N * C * OH * OW)};
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t y = 0; y < OH; ++y)
+        for (int64_t xx = 0; xx < OW; ++xx) {
+          float acc = avg ? 0.0f : -std::numeric_limits<float>::infinity();
+          int64_t count = 0;
+          for (int64_t ky = 0; ky < p.kh; ++ky)
+            for (int64_t kx = 0; kx < p.kw; ++kx) {
+              int64_t iy = y * p.sh + ky * p.dh - p.pt, ix = xx * p.sw + kx * p.dw - p.pl;
+              bool inside = iy >= 0 && iy < H && ix >= 0 && ix < W;
+              bool in_padded = iy >= -p.pt && iy < H + p.pb && ix >= -p.pl && ix < W + p.pr;
+              if (inside) {
+                float v = x.data[((n * C + c) * H + iy) * W + ix];
+                acc = avg ? acc + v : std::max(acc, v);
+              }
+              if (p.include_pad ? in_padded : inside) ++count;
+            }
+          if (avg) acc /= static_cast<float>(std::max<int64_t>(count, 1));
+          out.data[((n * C + c) * OH + y) * OW + xx] = acc;
+        }
+  return out;
+}
+
+Shape broadcast_shape(const Shape& a, const Shape& b) {
+  size_t r = std::max(a.size(), b.size());
+  Shape o(r);
+  for (size_t k = 0; k < r; ++k) {
+    int64_t da = k + a.size() >= r ? a[k + a.size() - r] : 1;
+    int64_t db = k + b.size() >= r ? b[k + b.size() - r] : 1;
+    o[k] = std::max(da, db);
+  }
+  return o;
+}
+
+// The flat offset into `s` for multi-index `idx` of the broadcast shape `o`.
+int64_t bcast_offset(const Shape& s, const Shape& o, const Shape& idx) {
+  int64_t off = 0;
+  size_t lead = o.size() - s.size();
+  for (size_t k = 0; k < s.size(); ++k) off = off * s[k] + (s[k] == 1 ? 0 : idx[k + lead]);
+  return off;
+}
+
+Shape unravel(int64_t flat, const Shape& s) {
+  Shape idx(s.size());
+  for (size_t k = s.size(); k-- > 0;) {
+    idx[k] = flat % s[k];
+    flat /= s[k];
+  }
+  return idx;
+}
+
+Tensor ref_binary(const Tensor& a, const Tensor& b, const std::function<float(float, float)>& f) {
+  Shape o = broadcast_shape(a.shape, b.shape);
+  Tensor out{o, Vec(numel(o))};
+  for (int64_t i = 0; i < numel(o); ++i) {
+    Shape idx = unravel(i, o);
+    out.data[i] = f(a.data[bcast_offset(a.shape, o, idx)], b.data[bcast_offset(b.shape, o, idx)]);
+  }
+  return out;
+}
+
+Tensor ref_matmul(const Tensor& a, const Tensor& b) {
+  Shape ab(a.shape.begin(), a.shape.end() - 2), bb(b.shape.begin(), b.shape.end() - 2);
+  Shape batch = broadcast_shape(ab, bb);
+  int64_t M = a.shape[a.shape.size() - 2], K = a.shape.back(), N = b.shape.back();
+  Shape os = batch;
+  os.push_back(M), os.push_back(N);
+  Tensor out{os, Vec(numel(os))};
+  int64_t nb = numel(batch);
+  for (int64_t bi = 0; bi < nb; ++bi) {
+    Shape idx = unravel(bi, batch);
+    int64_t oa = bcast_offset(ab, batch, idx) * M * K, ob = bcast_offset(bb, batch, idx) * K * N;
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j) {
+        float acc = 0;
+        for (int64_t k = 0; k < K; ++k) acc += a.data[oa + i * K + k] * b.data[ob + k * N + j];
+        out.data[(bi * M + i) * N + j] = acc;
+      }
+  }
+  return out;
+}
+
+// ---- registry -------------------------------------------------------------------------
+
+const std::vector<std::string> kAllOps = {
+    "add", "avg_pool2d", "batch_norm", "clip", "concat", "conv2d", "dense", "div", "flatten",
+    "gemm", "global_avg_pool2d", "matmul", "max_pool2d", "mul", "pad", "relu", "reshape", "sigmoid",
+    "softmax", "sub", "tanh", "transpose"};
+
+TEST(Ops, RegistryIsSortedAndComplete) {
+  std::vector<std::string> names;
+  for (const auto& d : all_op_defs()) {
+    names.push_back(d.name);
+    EXPECT_TRUE(d.infer) << d.name;
+    EXPECT_TRUE(d.build) << d.name;
+  }
+  EXPECT_TRUE(std::is_sorted(names.begin(), names.end()));
+  for (const auto& n : kAllOps) {
+    ASSERT_NE(find_op(n), nullptr) << n;
+    EXPECT_EQ(find_op(n)->name, n);
+  }
+  EXPECT_EQ(names.size(), kAllOps.size());
+  EXPECT_EQ(find_op("conv3d"), nullptr);
+  EXPECT_EQ(find_op(""), nullptr);
+}
+
+TEST(Ops, TensorTypeHelpers) {
+  TensorType t{DataType::Float(32), {1, 8, 8, 8}};
+  EXPECT_EQ(t.num_elements(), 512);
+  EXPECT_EQ(t.str(), "float32(1, 8, 8, 8)");
+}
+
+TEST(Ops, DocsDescribeEveryOp) {
+  std::ifstream in(std::string(MICROTIR_SOURCE_DIR) + "/docs/operators.md");
+  ASSERT_TRUE(in) << "docs/operators.md is missing";
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string doc = ss.str();
+  for (const auto& d : all_op_defs()) EXPECT_NE(doc.find("### `" + d.name + "`"), std::string::npos) << d.name;
+}
+
+TEST(Ops, EmittedFunctionSignatureAndAttributes) {
+  const OpDef* d = find_op("conv2d");
+  std::vector<TensorType> in = {{DataType::Float(32), {1, 3, 5, 5}}, {DataType::Float(32), {4, 3, 3, 3}},
+                                {DataType::Float(32), {4}}};
+  TensorType out = d->infer(in, json::object());
+  EXPECT_EQ(out.shape, (Shape{1, 4, 3, 3}));
+  PrimFunc f = d->build("my_conv", in, out, json::object());
+  ASSERT_EQ(f->params.size(), 4u);
+  ASSERT_EQ(f->param_buffers.size(), 4u);
+  for (const auto& b : f->param_buffers) ASSERT_NE(b, nullptr);
+  EXPECT_EQ(f->param_buffers[0]->name, "data");
+  EXPECT_EQ(f->param_buffers[3]->name, "out");
+  EXPECT_EQ(std::get<std::string>(f->attrs.at("global_symbol")), "my_conv");
+  EXPECT_EQ(std::get<bool>(f->attrs.at("tir.noalias")), true);
+}
+
+TEST(Ops, CommonRules) {
+  // null attributes mean {}.
+  EXPECT_EQ(infer_shape("relu", {{2, 3}}, json()), (Shape{2, 3}));
+  expect_error("tanh", {{2, 3}}, {{"alpha", 1}}, "unknown attribute 'alpha'; this op takes no attributes");
+  expect_error("tanh", {}, json::object(), "expected 1 input (data), got 0");
+  expect_error("add", {{65536, 1}, {1, 65536}}, json::object(), "would have more than 2^31-1 elements");
+  expect_error("pad", {{2}}, {{"pad_width", {{0, 2147483647}}}}, "would have more than 2^31-1 elements");
+  expect_error("softmax", {{2}}, {{"axis", int64_t{1} << 40}}, "attribute 'axis' must be an integer of at most 31 bits");
+  expect_error("transpose", {{2, 3}}, {{"axes", {uint64_t{18446744073709551615u}, 0}}},
+               "attribute 'axes' must be a list of axis indices");
+  expect_error("conv2d", {{1, 3, 8, 8}, {4, 3, 3, 3}}, {{"dilation", {int64_t{1} << 40, 1}}},
+               "attribute 'dilation' must be a list of 2 positive integers");
+  // Shapes that need no loop at all still produce a valid function.
+  expect_close(run_op("relu", {Tensor{{1}, {-2.0f}}}), Tensor{{1}, {0.0f}}, "relu on one element");
+  expect_close(run_op("add", {Tensor{{}, {1.5f}}, Tensor{{}, {2.0f}}}), Tensor{{}, {3.5f}}, "add on scalars");
+}
+
+std::string emitted_text(const std::string& op, const std::vector<Shape>& shapes, const json& attrs) {
+  std::vector<TensorType> in;
+  for (const auto& sh : shapes) in.push_back(TensorType{DataType::Float(32), sh});
+  const OpDef* d = find_op(op);
+  return print_func("f", d->build("f", in, d->infer(in, attrs), attrs));
+}
+
+TEST(Ops, EmittedCodeIsLean) {
+  // Depthwise: no loop over input channels; the channel index is the output channel.
+  std::string dw = emitted_text("conv2d", {{1, 4, 5, 5}, {4, 1, 3, 3}}, {{"groups", 4}});
+  EXPECT_EQ(dw.find("rc"), std::string::npos) << dw;
+  EXPECT_NE(dw.find("data[0, oc, oh + rh, ow + rw]"), std::string::npos) << dw;
+  // Unpadded pooling: no guard; a constant divisor.
+  std::string pool = emitted_text("avg_pool2d", {{1, 2, 4, 4}}, {{"pool_size", {2, 2}}, {"strides", {2, 2}}});
+  EXPECT_EQ(pool.find("if "), std::string::npos) << pool;
+  EXPECT_NE(pool.find("/ T.float32(4)"), std::string::npos) << pool;
+  // count_include_pad without ceil_mode: every window has the full size.
+  std::string inc = emitted_text("avg_pool2d", {{1, 2, 4, 4}},
+                                 {{"pool_size", {3, 3}}, {"padding", {1, 1, 1, 1}}, {"count_include_pad", true}});
+  EXPECT_NE(inc.find("/ T.float32(9)"), std::string::npos) << inc;
+  // Padding only at the bottom: only the upper bound is checked.
+  std::string pad = emitted_text("pad", {{2, 3}}, {{"pad_width", {{0, 1}, {0, 0}}}});
+  EXPECT_NE(pad.find("T.if_then_else(i0 < 2, data[i0, i1], T.float32(0))"), std::string::npos) << pad;
+}
+
+// ---- conv2d -----------------------------------------------------------------------------
+
+void check_conv(const Shape& xs, const Shape& ws, bool bias, const Conv& p, uint32_t seed) {
+  Tensor x = rnd(xs, seed), w = rnd(ws, seed + 1), b = rnd({ws[0]}, seed + 2);
+  json attrs = {{"strides", {p.sh, p.sw}},
+                {"padding", {p.pt, p.pl, p.pb, p.pr}},
+                {"dilation", {p.dh, p.dw}},
+                {"groups", p.groups}};
+  Tensor want = ref_conv2d(x, w, bias ? &b : nullptr, p);
+  std::vector<Tensor> ins = {x, w};
+  if (bias) ins.push_back(b);
+  expect_close(run_op("conv2d", ins, attrs), want, "conv2d NCHW " + attrs.dump());
+  // The same convolution in NHWC / HWIO.
+  attrs["layout"] = "NHWC";
+  std::vector<Tensor> ins2 = {nchw_to_nhwc(x), oihw_to_hwio(w)};
+  if (bias) ins2.push_back(b);
+  expect_close(run_op("conv2d", ins2, attrs), nchw_to_nhwc(want), "conv2d NHWC " + attrs.dump());
+}
+
+TEST(OpsConv2d, Basic) { check_conv({1, 3, 6, 6}, {4, 3, 3, 3}, false, Conv{}, 1); }
+TEST(OpsConv2d, BiasAndBatch) { check_conv({2, 2, 5, 4}, {3, 2, 2, 3}, true, Conv{}, 2); }
+TEST(OpsConv2d, Stride2SymmetricPadding) {
+  Conv p;
+  p.sh = p.sw = 2, p.pt = p.pl = p.pb = p.pr = 1;
+  check_conv({1, 3, 7, 7}, {4, 3, 3, 3}, true, p, 3);
+}
+TEST(OpsConv2d, AsymmetricPaddingAndStrides) {
+  Conv p;
+  p.sh = 2, p.sw = 1, p.pt = 0, p.pl = 2, p.pb = 1, p.pr = 0;
+  check_conv({1, 2, 6, 5}, {3, 2, 3, 2}, true, p, 4);
+}
+TEST(OpsConv2d, Dilation) {
+  Conv p;
+  p.dh = 2, p.dw = 3, p.pt = 2, p.pl = 1, p.pb = 1, p.pr = 2;
+  check_conv({1, 2, 7, 8}, {2, 2, 3, 2}, false, p, 5);
+}
+TEST(OpsConv2d, Groups) {
+  Conv p;
+  p.groups = 2, p.pt = p.pl = p.pb = p.pr = 1;
+  check_conv({1, 4, 5, 5}, {6, 2, 3, 3}, true, p, 6);
+}
+TEST(OpsConv2d, Depthwise) {
+  Conv p;
+  p.groups = 4, p.sh = p.sw = 2, p.pt = p.pl = 1, p.pb = p.pr = 1;
+  check_conv({1, 4, 6, 6}, {4, 1, 3, 3}, true, p, 7);
+}
+TEST(OpsConv2d, DepthwiseWithChannelMultiplier) {
+  Conv p;
+  p.groups = 3, p.pl = 1, p.pr = 1;
+  check_conv({1, 3, 4, 4}, {6, 1, 3, 3}, false, p, 8);
+}
+TEST(OpsConv2d, PointwiseWithoutBoundChecks) {
+  check_conv({2, 5, 3, 3}, {4, 5, 1, 1}, true, Conv{}, 9);
+  // No padding: no bound checks and no if_then_else in the emitted code.
+  std::vector<TensorType> in = {{DataType::Float(32), {1, 5, 3, 3}}, {DataType::Float(32), {4, 5, 1, 1}}};
+  const OpDef* d = find_op("conv2d");
+  std::string text = print_func("f", d->build("f", in, d->infer(in, json::object()), json::object()));
+  EXPECT_EQ(text.find("if_then_else"), std::string::npos) << text;
+}
+
+// Random attribute combinations, each checked in both layouts.
+TEST(OpsConv2d, RandomSweep) {
+  std::mt19937 rng(1234);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  int done = 0;
+  while (done < 40) {
+    Conv p;
+    int64_t groups = pick(1, 3), cg = pick(1, 2), og = pick(1, 2);
+    if (pick(0, 3) == 0) cg = 1, og = 1, groups = pick(2, 4);  // depthwise
+    p.groups = groups;
+    int64_t kh = pick(1, 3), kw = pick(1, 3), h = pick(1, 7), w = pick(1, 7);
+    p.sh = pick(1, 3), p.sw = pick(1, 3), p.dh = pick(1, 2), p.dw = pick(1, 2);
+    p.pt = pick(0, 2), p.pl = pick(0, 2), p.pb = pick(0, 2), p.pr = pick(0, 2);
+    if (p.dh * (kh - 1) + 1 > h + p.pt + p.pb || p.dw * (kw - 1) + 1 > w + p.pl + p.pr) continue;
+    check_conv({pick(1, 2), groups * cg, h, w}, {groups * og, cg, kh, kw}, pick(0, 1) == 1, p,
+               static_cast<uint32_t>(500 + done));
+    ++done;
+  }
+}
+
+TEST(OpsConv2d, ShapeInference) {
+  EXPECT_EQ(infer_shape("conv2d", {{1, 3, 32, 32}, {8, 3, 3, 3}}, {{"strides", {2, 2}}, {"padding", {1, 1, 1, 1}}}),
+            (Shape{1, 8, 16, 16}));
+  EXPECT_EQ(infer_shape("conv2d", {{1, 32, 32, 3}, {3, 3, 3, 8}}, {{"layout", "NHWC"}}), (Shape{1, 30, 30, 8}));
+  EXPECT_EQ(infer_shape("conv2d", {{1, 8, 10, 10}, {8, 1, 3, 3}}, {{"groups", 8}, {"dilation", {2, 2}}}),
+            (Shape{1, 8, 6, 6}));
+}
+
+TEST(OpsConv2d, Errors) {
+  expect_error("conv2d", {{1, 3, 8, 8}}, json::object(), "expected 2 or 3 inputs (data, weight, [bias]), got 1");
+  expect_error("conv2d", {{3, 8, 8}, {4, 3, 3, 3}}, json::object(), "data (NCHW) must have rank 4");
+  expect_error("conv2d", {{1, 3, 8, 8}, {4, 3, 3}}, json::object(), "weight (OIHW) must have rank 4");
+  expect_error("conv2d", {{1, 4, 8, 8}, {4, 3, 3, 3}}, json::object(),
+               "weight has 3 input channels per group but the data has 4 channels");
+  expect_error("conv2d", {{1, 4, 8, 8}, {6, 1, 3, 3}}, {{"groups", 3}}, "groups (3) must divide the 4 input channels");
+  expect_error("conv2d", {{1, 4, 8, 8}, {6, 2, 3, 3}}, {{"groups", 4}}, "groups (4) must divide the 6 output channels");
+  expect_error("conv2d", {{1, 3, 8, 8}, {4, 3, 3, 3}, {5}}, json::object(), "bias must have shape (4,)");
+  expect_error("conv2d", {{1, 3, 2, 2}, {4, 3, 3, 3}}, json::object(), "larger than the padded input");
+  expect_error("conv2d", {{1, 3, 8, 8}, {4, 3, 3, 3}}, {{"strides", {0, 1}}},
+               "attribute 'strides' must be a list of 2 positive integers");
+  expect_error("conv2d", {{1, 3, 8, 8}, {4, 3, 3, 3}}, {{"strides", 2}},
+               "attribute 'strides' must be a list of 2 positive integers (got 2)");
+  expect_error("conv2d", {{1, 3, 8, 8}, {4, 3, 3, 3}}, {{"padding", {1, 1}}},
+               "attribute 'padding' must be a list of 4 non-negative integers");
+  expect_error("conv2d", {{1, 3, 8, 8}, {4, 3, 3, 3}}, {{"dilation", {1, 1.5}}},
+               "attribute 'dilation' must be a list of 2 positive integers");
+  expect_error("conv2d", {{1, 3, 8, 8}, {4, 3, 3, 3}}, {{"groups", 0}}, "attribute 'groups' must be a positive integer");
+  expect_error("conv2d", {{1, 3, 8, 8}, {4, 3, 3, 3}}, {{"groups", "1"}}, "attribute 'groups' must be an integer");
+  expect_error("conv2d", {{1, 3, 8, 8}, {4, 3, 3, 3}}, {{"layout", "NCWH"}},
+               "attribute 'layout' must be one of \"NCHW\", \"NHWC\"");
+  expect_error("conv2d", {{1, 3, 8, 8}, {4, 3, 3, 3}}, {{"stride", {2, 2}}},
+               "unknown attribute 'stride'; known attributes: strides, padding, dilation, groups, layout");
+  expect_error("conv2d", {{1, 3, 8, 8}, {4, 3, 3, 3}}, json::array(), "attributes must be a JSON object");
+  expect_error("conv2d", {{1, 0, 8, 8}, {4, 3, 3, 3}}, json::object(), "every dimension must be positive");
+}
+
+TEST(OpsConv2d, NonFloatInputIsRefused) {
+  std::vector<TensorType> in = {{DataType::Int(8), {1, 3, 8, 8}}, {DataType::Float(32), {4, 3, 3, 3}}};
+  try {
+    find_op("conv2d")->infer(in, json::object());
+    ADD_FAILURE() << "expected an error";
+  } catch (const DiagnosticError& e) {
+    EXPECT_NE(e.diagnostics()[0].message.find("input 'data' has type int8; only float32 is supported"),
+              std::string::npos)
+        << e.diagnostics()[0].message;
+  }
+}
+
+// ---- dense / gemm / matmul ------------------------------------------------------------
+
+TEST(OpsDense, WithAndWithoutBias) {
+  for (bool bias : {false, true}) {
+    Tensor x = rnd({3, 7}, 11), w = rnd({5, 7}, 12), b = rnd({5}, 13);
+    Tensor want{{3, 5}, Vec(15)};
+    for (int i = 0; i < 3; ++i)
+      for (int j = 0; j < 5; ++j) {
+        float acc = bias ? b.data[j] : 0.0f;
+        for (int k = 0; k < 7; ++k) acc += x.data[i * 7 + k] * w.data[j * 7 + k];
+        want.data[i * 5 + j] = acc;
+      }
+    std::vector<Tensor> ins = {x, w};
+    if (bias) ins.push_back(b);
+    expect_close(run_op("dense", ins), want, bias ? "dense+bias" : "dense");
+  }
+  Tensor x = rnd({1, 4}, 14), w = rnd({1, 4}, 15);
+  Tensor want{{1, 1}, {0}};
+  for (int k = 0; k < 4; ++k) want.data[0] += x.data[k] * w.data[k];
+  expect_close(run_op("dense", {x, w}), want, "dense 1x1");
+}
+
+TEST(OpsDense, Errors) {
+  expect_error("dense", {{2, 3}}, json::object(), "expected 2 or 3 inputs");
+  expect_error("dense", {{2, 3}, {4, 5}}, json::object(), "weight has 5 input features but the data has 3");
+  expect_error("dense", {{2, 3, 1}, {4, 3}}, json::object(), "data must have rank 2");
+  expect_error("dense", {{2, 3}, {4, 3}, {3}}, json::object(), "bias must have shape (4,)");
+  expect_error("dense", {{2, 3}, {4, 3}}, {{"units", 4}}, "unknown attribute 'units'; this op takes no attributes");
+}
+
+void check_gemm(bool ta, bool tb, double alpha, double beta, const Shape* cshape, uint32_t seed) {
+  int64_t M = 3, K = 4, N = 5;
+  Tensor a = rnd(ta ? Shape{K, M} : Shape{M, K}, seed), b = rnd(tb ? Shape{N, K} : Shape{K, N}, seed + 1);
+  Tensor c = cshape ? rnd(*cshape, seed + 2) : Tensor{};
+  Tensor want{{M, N}, Vec(M * N)};
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      float acc = 0;
+      for (int64_t k = 0; k < K; ++k)
+        acc += a.data[ta ? k * M + i : i * K + k] * b.data[tb ? j * K + k : k * N + j];
+      float r = static_cast<float>(alpha) * acc;
+      if (cshape) {
+        const Shape& cs = *cshape;
+        int64_t ci = 0;
+        if (cs.size() == 2) ci = (cs[0] == 1 ? 0 : i) * cs[1] + (cs[1] == 1 ? 0 : j);
+        if (cs.size() == 1) ci = cs[0] == 1 ? 0 : j;
+        r += static_cast<float>(beta) * c.data[ci];
+      }
+      want.data[i * N + j] = r;
+    }
+  json attrs = {{"alpha", alpha}, {"beta", beta}, {"transA", ta ? 1 : 0}, {"transB", tb}};
+  std::vector<Tensor> ins = {a, b};
+  if (cshape) ins.push_back(c);
+  expect_close(run_op("gemm", ins, attrs), want, "gemm " + attrs.dump());
+}
+
+TEST(OpsGemm, TransposesScalesAndBroadcastC) {
+  Shape full{3, 5}, row{5}, col{3, 1}, scalar1{1}, scalar0{};
+  check_gemm(false, false, 1.0, 1.0, nullptr, 20);
+  check_gemm(false, false, 1.0, 1.0, &full, 21);
+  check_gemm(true, false, 0.5, 2.0, &row, 22);
+  check_gemm(false, true, 1.0, -1.0, &col, 23);
+  check_gemm(true, true, 2.5, 0.25, &scalar1, 24);
+  check_gemm(false, false, 1.0, 3.0, &scalar0, 25);
+  check_gemm(true, true, 1.0, 0.0, &full, 26);
+}
+
+TEST(OpsGemm, Errors) {
+  expect_error("gemm", {{3, 4}, {5, 6}}, json::object(), "inner dimensions differ");
+  expect_error("gemm", {{3, 4}, {4, 5}, {4, 5}}, json::object(), "C has shape (4, 5), which does not broadcast");
+  expect_error("gemm", {{3, 4}, {4, 5}, {2, 3, 5}}, json::object(), "does not broadcast");
+  expect_error("gemm", {{3, 4}, {4, 5}}, {{"transA", 2}}, "attribute 'transA' must be a boolean");
+  expect_error("gemm", {{3, 4}, {4, 5}}, {{"alpha", "x"}}, "attribute 'alpha' must be a number");
+  expect_error("gemm", {{3, 4, 1}, {4, 5}}, json::object(), "A must have rank 2");
+}
+
+TEST(OpsMatmul, BatchBroadcasting) {
+  std::vector<std::pair<Shape, Shape>> cases = {
+      {{3, 4}, {4, 2}}, {{2, 3, 4}, {2, 4, 5}}, {{2, 3, 4}, {4, 5}}, {{3, 4}, {2, 4, 5}},
+      {{2, 1, 3, 4}, {3, 4, 2}}, {{1, 2, 3}, {4, 3, 2}}};
+  uint32_t seed = 30;
+  for (const auto& [sa, sb] : cases) {
+    Tensor a = rnd(sa, seed++), b = rnd(sb, seed++);
+    expect_close(run_op("matmul", {a, b}), ref_matmul(a, b), "matmul");
+  }
+}
+
+TEST(OpsMatmul, Errors) {
+  expect_error("matmul", {{4}, {4, 3}}, json::object(), "1-D operands are not supported");
+  expect_error("matmul", {{3, 4}, {5, 3}}, json::object(), "inner dimensions differ");
+  expect_error("matmul", {{2, 3, 4}, {3, 4, 5}}, json::object(), "cannot be broadcast together");
+  expect_error("matmul", {{3, 4}}, json::object(), "expected 2 inputs (A, B), got 1");
+}
+
+// ---- elementwise ----------------------------------------------------------------------
+
+TEST(OpsElementwise, BinaryBroadcasting) {
+  std::vector<std::pair<Shape, Shape>> cases = {
+      {{2, 3}, {2, 3}}, {{2, 3, 4}, {4}}, {{4}, {2, 3, 4}}, {{2, 1, 4}, {3, 1}},
+      {{1}, {3, 2}}, {{2, 3}, {}}, {{5}, {5}}, {{1, 3, 1, 2}, {2, 1, 4, 1}}};
+  std::vector<std::pair<std::string, std::function<float(float, float)>>> ops = {
+      {"add", [](float a, float b) { return a + b; }},
+      {"sub", [](float a, float b) { return a - b; }},
+      {"mul", [](float a, float b) { return a * b; }},
+      {"div", [](float a, float b) { return a / b; }}};
+  uint32_t seed = 40;
+  for (const auto& [sa, sb] : cases)
+    for (const auto& [name, f] : ops) {
+      Tensor a = rnd(sa, seed++), b = rnd(sb, seed++);
+      if (name == "div")
+        for (auto& v : b.data) v = v < 0 ? v - 0.5f : v + 0.5f;  // away from zero
+      expect_close(run_op(name, {a, b}), ref_binary(a, b, f), name);
+    }
+}
+
+TEST(OpsElementwise, BinaryErrors) {
+  expect_error("add", {{2, 3}, {4}}, json::object(), "shapes (2, 3) and (4) cannot be broadcast together");
+  expect_error("mul", {{2, 3}}, json::object(), "expected 2 inputs (lhs, rhs), got 1");
+  expect_error("div", {{2}, {2}, {2}}, json::object(), "expected 2 inputs");
+  expect_error("sub", {{2}, {2}}, {{"axis", 1}}, "unknown attribute 'axis'");
+}
+
+Tensor ref_unary(const Tensor& x, const std::function<float(float)>& f) {
+  Tensor o = x;
+  for (auto& v : o.data) v = f(v);
+  return o;
+}
+
+TEST(OpsElementwise, Activations) {
+  uint32_t seed = 60;
+  for (const Shape& s : {Shape{7}, Shape{2, 3, 4}, Shape{1, 2, 1, 3}}) {
+    Tensor x = rnd(s, seed++);
+    for (auto& v : x.data) v *= 8.0f;  // cover the saturating ranges too
+    expect_close(run_op("relu", {x}), ref_unary(x, [](float v) { return v > 0 ? v : 0.0f; }), "relu");
+    expect_close(run_op("sigmoid", {x}), ref_unary(x, [](float v) { return 1.0f / (1.0f + std::exp(-v)); }),
+                 "sigmoid");
+    expect_close(run_op("tanh", {x}), ref_unary(x, [](float v) { return std::tanh(v); }), "tanh");
+    expect_close(run_op("clip", {x}, {{"min", 0.0}, {"max", 6.0}}),
+                 ref_unary(x, [](float v) { return std::min(std::max(v, 0.0f), 6.0f); }), "relu6");
+    expect_close(run_op("clip", {x}, {{"min", -1.5}}), ref_unary(x, [](float v) { return std::max(v, -1.5f); }),
+                 "clip min");
+    expect_close(run_op("clip", {x}, {{"max", 2}}), ref_unary(x, [](float v) { return std::min(v, 2.0f); }),
+                 "clip max");
+    expect_close(run_op("clip", {x}), x, "clip without bounds");
+  }
+}
+
+TEST(OpsElementwise, ActivationErrors) {
+  expect_error("relu", {{2}, {2}}, json::object(), "expected 1 input (data), got 2");
+  expect_error("clip", {{2}}, {{"min", 3}, {"max", 1}}, "attribute 'min' (3.000000) is greater than 'max'");
+  expect_error("clip", {{2}}, {{"min", "0"}}, "attribute 'min' must be a number");
+  expect_error("clip", {{2}}, {{"lo", 0}}, "unknown attribute 'lo'; known attributes: min, max");
+  expect_error("sigmoid", {{2, 0}}, json::object(), "every dimension must be positive");
+}
+
+// ---- pooling ----------------------------------------------------------------------
+
+void check_pool(const Shape& xs, const Pool& p, uint32_t seed) {
+  Tensor x = rnd(xs, seed);
+  for (bool avg : {false, true}) {
+    json attrs = {{"pool_size", {p.kh, p.kw}},
+                  {"strides", {p.sh, p.sw}},
+                  {"padding", {p.pt, p.pl, p.pb, p.pr}},
+                  {"dilation", {p.dh, p.dw}},
+                  {"ceil_mode", p.ceil}};
+    if (avg) attrs["count_include_pad"] = p.include_pad;
+    std::string op = avg ? "avg_pool2d" : "max_pool2d";
+    Tensor want = ref_pool(x, p, avg);
+    expect_close(run_op(op, {x}, attrs), want, op + " NCHW " + attrs.dump());
+    attrs["layout"] = "NHWC";
+    expect_close(run_op(op, {nchw_to_nhwc(x)}, attrs), nchw_to_nhwc(want), op + " NHWC " + attrs.dump());
+  }
+}
+
+TEST(OpsPool, Basic) {
+  Pool p;
+  p.kh = p.kw = 2, p.sh = p.sw = 2;
+  check_pool({1, 3, 6, 6}, p, 70);
+  p.sh = p.sw = 1;
+  check_pool({2, 2, 4, 5}, p, 71);
+}
+
+TEST(OpsPool, PaddingBothCountModes) {
+  for (bool include : {false, true}) {
+    Pool p;
+    p.kh = p.kw = 3, p.sh = p.sw = 2, p.pt = p.pl = p.pb = p.pr = 1, p.include_pad = include;
+    check_pool({1, 2, 7, 7}, p, 72);
+    Pool q;  // asymmetric
+    q.kh = 3, q.kw = 2, q.sh = 1, q.sw = 2, q.pt = 2, q.pl = 0, q.pb = 0, q.pr = 1, q.include_pad = include;
+    check_pool({1, 2, 5, 6}, q, 73);
+  }
+}
+
+TEST(OpsPool, CeilMode) {
+  for (bool include : {false, true}) {
+    Pool p;
+    p.kh = p.kw = 3, p.sh = p.sw = 2, p.ceil = true, p.include_pad = include;
+    check_pool({1, 2, 8, 6}, p, 74);  // 8: the last window hangs over the edge
+    Pool q;
+    q.kh = q.kw = 2, q.sh = q.sw = 2, q.pt = q.pl = q.pb = q.pr = 1, q.ceil = true, q.include_pad = include;
+    check_pool({1, 1, 5, 6}, q, 75);  // ceil would add a window starting in the padding: dropped
+    Pool r;
+    r.kh = 3, r.kw = 2, r.sh = 3, r.sw = 2, r.pt = 1, r.pb = 0, r.pl = 0, r.pr = 1, r.ceil = true;
+    r.include_pad = include;
+    check_pool({1, 2, 7, 7}, r, 76);
+  }
+  EXPECT_EQ(infer_shape("max_pool2d", {{1, 1, 5, 5}}, {{"pool_size", {2, 2}}, {"strides", {2, 2}}}),
+            (Shape{1, 1, 2, 2}));
+  EXPECT_EQ(infer_shape("max_pool2d", {{1, 1, 5, 5}}, {{"pool_size", {2, 2}}, {"strides", {2, 2}}, {"ceil_mode", true}}),
+            (Shape{1, 1, 3, 3}));
+  EXPECT_EQ(infer_shape("max_pool2d", {{1, 1, 4, 4}},
+                        {{"pool_size", {2, 2}}, {"strides", {2, 2}}, {"padding", {1, 1, 1, 1}}, {"ceil_mode", 1}}),
+            (Shape{1, 1, 3, 3}));
+}
+
+TEST(OpsPool, Dilation) {
+  for (bool include : {false, true}) {
+    Pool p;
+    p.kh = p.kw = 2, p.dh = 2, p.dw = 3, p.pt = 1, p.pl = 2, p.pb = 1, p.pr = 0, p.include_pad = include;
+    check_pool({1, 2, 6, 7}, p, 77);
+    p.ceil = true, p.sh = 2, p.sw = 2;
+    check_pool({1, 1, 7, 8}, p, 78);
+  }
+}
+
+TEST(OpsPool, RandomSweep) {
+  std::mt19937 rng(4321);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  int done = 0;
+  while (done < 60) {
+    Pool p;
+    p.kh = pick(1, 3), p.kw = pick(1, 3), p.sh = pick(1, 3), p.sw = pick(1, 3);
+    p.dh = pick(1, 2), p.dw = pick(1, 2);
+    int64_t eh = p.dh * (p.kh - 1) + 1, ew = p.dw * (p.kw - 1) + 1;
+    p.pt = pick(0, static_cast<int>(eh - 1)), p.pb = pick(0, static_cast<int>(eh - 1));
+    p.pl = pick(0, static_cast<int>(ew - 1)), p.pr = pick(0, static_cast<int>(ew - 1));
+    p.ceil = pick(0, 1) == 1, p.include_pad = pick(0, 1) == 1;
+    int64_t h = pick(1, 8), w = pick(1, 8);
+    if (eh > h + p.pt + p.pb || ew > w + p.pl + p.pr) continue;
+    check_pool({1, pick(1, 2), h, w}, p, static_cast<uint32_t>(700 + done));
+    ++done;
+  }
+}
+
+TEST(OpsPool, Errors) {
+  expect_error("max_pool2d", {{1, 1, 4, 4}}, json::object(), "missing required attribute 'pool_size'");
+  expect_error("max_pool2d", {{1, 1, 4, 4}}, {{"pool_size", {0, 2}}},
+               "max_pool2d: attribute 'pool_size' must be a list of 2 positive integers");
+  expect_error("max_pool2d", {{1, 1, 4, 4}}, {{"pool_size", 2}},
+               "attribute 'pool_size' must be a list of 2 positive integers");
+  expect_error("avg_pool2d", {{1, 1, 4, 4}}, {{"pool_size", {2, 2}}, {"count_include_pad", "yes"}},
+               "attribute 'count_include_pad' must be a boolean");
+  expect_error("max_pool2d", {{1, 1, 4, 4}}, {{"pool_size", {2, 2}}, {"count_include_pad", true}},
+               "unknown attribute 'count_include_pad'; known attributes: pool_size, strides, padding, dilation, "
+               "layout, ceil_mode");
+  expect_error("avg_pool2d", {{1, 1, 4, 4}}, {{"pool_size", {5, 2}}}, "larger than the padded input");
+  expect_error("avg_pool2d", {{1, 1, 4, 4}}, {{"pool_size", {2, 2}}, {"padding", {2, 0, 0, 0}}},
+               "must be smaller than the pooling window");
+  expect_error("max_pool2d", {{1, 4, 4}}, {{"pool_size", {2, 2}}}, "data (NCHW) must have rank 4");
+  expect_error("max_pool2d", {{1, 1, 4, 4}}, {{"pool_size", {2, 2}}, {"ceil_mode", 2}},
+               "attribute 'ceil_mode' must be a boolean");
+}
+
+TEST(OpsPool, GlobalAvgPool) {
+  Tensor x = rnd({2, 3, 4, 5}, 80);
+  Tensor want{{2, 3, 1, 1}, Vec(6)};
+  for (int n = 0; n < 2; ++n)
+    for (int c = 0; c < 3; ++c) {
+      float acc = 0;
+      for (int i = 0; i < 20; ++i) acc += x.data[(n * 3 + c) * 20 + i];
+      want.data[n * 3 + c] = acc / 20.0f;
+    }
+  expect_close(run_op("global_avg_pool2d", {x}), want, "gap NCHW");
+  Tensor wn = want;
+  wn.shape = {2, 1, 1, 3};
+  expect_close(run_op("global_avg_pool2d", {nchw_to_nhwc(x)}, {{"layout", "NHWC"}}), wn, "gap NHWC");
+  expect_error("global_avg_pool2d", {{2, 3, 4}}, json::object(), "data (NCHW) must have rank 4");
+  expect_error("global_avg_pool2d", {{2, 3, 4, 4}}, {{"layout", 1}}, "attribute 'layout' must be one of");
+}
+
+// ---- softmax ----------------------------------------------------------------------
+
+Tensor ref_softmax(const Tensor& x, int64_t axis) {
+  const Shape& s = x.shape;
+  int64_t outer = 1, inner = 1, n = s[axis];
+  for (int64_t k = 0; k < axis; ++k) outer *= s[k];
+  for (size_t k = axis + 1; k < s.size(); ++k) inner *= s[k];
+  Tensor o = x;
+  for (int64_t a = 0; a < outer; ++a)
+    for (int64_t b = 0; b < inner; ++b) {
+      double mx = -1e300, sum = 0;
+      for (int64_t k = 0; k < n; ++k) mx = std::max(mx, static_cast<double>(x.data[(a * n + k) * inner + b]));
+      for (int64_t k = 0; k < n; ++k) sum += std::exp(x.data[(a * n + k) * inner + b] - mx);
+      for (int64_t k = 0; k < n; ++k)
+        o.data[(a * n + k) * inner + b] = static_cast<float>(std::exp(x.data[(a * n + k) * inner + b] - mx) / sum);
+    }
+  return o;
+}
+
+TEST(OpsSoftmax, AxesAndStability) {
+  Tensor x = rnd({2, 3, 4}, 90);
+  for (auto& v : x.data) v *= 30.0f;  // large values: overflow without the max subtraction
+  for (int64_t axis : {-1, 0, 1, 2, -3})
+    expect_close(run_op("softmax", {x}, {{"axis", axis}}), ref_softmax(x, axis < 0 ? axis + 3 : axis),
+                 "softmax axis " + std::to_string(axis));
+  expect_close(run_op("softmax", {x}), ref_softmax(x, 2), "softmax default axis");
+  Tensor big{{1, 3}, {1000.0f, 1001.0f, 1002.0f}};
+  expect_close(run_op("softmax", {big}), ref_softmax(big, 1), "softmax large");
+  Tensor v = rnd({10}, 91);
+  expect_close(run_op("softmax", {v}), ref_softmax(v, 0), "softmax 1-D");
+}
+
+TEST(OpsSoftmax, Errors) {
+  expect_error("softmax", {{2, 3}}, {{"axis", 2}}, "attribute 'axis' is 2, out of range [-2, 1] for rank 2");
+  expect_error("softmax", {{2, 3}}, {{"axis", 1.0}}, "attribute 'axis' must be an integer");
+  expect_error("softmax", {{}}, json::object(), "data must have rank >= 1");
+}
+
+// ---- shape ops ------------------------------------------------------------------------
+
+TEST(OpsReshape, NewShapes) {
+  Tensor x = rnd({2, 3, 4}, 100);
+  std::vector<std::pair<json, Shape>> cases = {
+      {{4, 6}, {4, 6}}, {{-1}, {24}}, {{2, -1}, {2, 12}}, {{0, -1}, {2, 12}}, {{0, 0, 2, 2}, {2, 3, 2, 2}},
+      {{1, 24, 1}, {1, 24, 1}}, {{-1, 3, 0}, {2, 3, 4}}};
+  for (const auto& [ns, shape] : cases) {
+    Tensor got = run_op("reshape", {x}, {{"newshape", ns}});
+    EXPECT_EQ(got.shape, shape) << ns.dump();
+    expect_close(got, Tensor{shape, x.data}, "reshape " + ns.dump());
+  }
+  expect_error("reshape", {{2, 3}}, {{"newshape", {4, 2}}}, "cannot reshape data (2, 3) (6 elements) to (4, 2)");
+  expect_error("reshape", {{2, 3}}, {{"newshape", {-1, -1}}}, "has more than one -1");
+  expect_error("reshape", {{2, 3}}, {{"newshape", {4, -1}}}, "6 is not a multiple of 4");
+  expect_error("reshape", {{2, 3}}, {{"newshape", {6, 1, 0}}}, "has 0 at position 2");
+  expect_error("reshape", {{2, 3}}, {{"newshape", {-2, 3}}}, "attribute 'newshape' must be a list of integers >= -1");
+  expect_error("reshape", {{2, 3}}, json::object(), "missing required attribute 'newshape'");
+}
+
+TEST(OpsFlatten, Axes) {
+  Tensor x = rnd({2, 3, 2, 2}, 101);
+  std::vector<std::pair<int64_t, Shape>> cases = {{1, {2, 12}}, {0, {1, 24}}, {4, {24, 1}}, {2, {6, 4}}, {-1, {12, 2}}};
+  for (const auto& [axis, shape] : cases) {
+    Tensor got = run_op("flatten", {x}, {{"axis", axis}});
+    expect_close(got, Tensor{shape, x.data}, "flatten " + std::to_string(axis));
+  }
+  expect_close(run_op("flatten", {x}), Tensor{{2, 12}, x.data}, "flatten default");
+  expect_error("flatten", {{2, 3}}, {{"axis", 3}}, "attribute 'axis' is 3, out of range [-2, 2]");
+}
+
+TEST(OpsConcat, Axes) {
+  Tensor a = rnd({2, 3, 2}, 110), b = rnd({2, 1, 2}, 111), c = rnd({2, 2, 2}, 112);
+  Tensor got = run_op("concat", {a, b, c}, {{"axis", 1}});
+  Tensor want{{2, 6, 2}, {}};
+  for (int n = 0; n < 2; ++n) {
+    for (const Tensor* t : {&a, &b, &c}) {
+      int64_t rows = t->shape[1];
+      for (int64_t r = 0; r < rows * 2; ++r) want.data.push_back(t->data[n * rows * 2 + r]);
+    }
+  }
+  expect_close(got, want, "concat axis 1");
+  Tensor d = rnd({1, 3, 2}, 113);
+  Tensor want0{{3, 3, 2}, a.data};
+  want0.data.insert(want0.data.end(), d.data.begin(), d.data.end());
+  expect_close(run_op("concat", {a, d}), want0, "concat default axis 0");
+  Tensor e = rnd({2, 3, 1}, 114);
+  Tensor want2{{2, 3, 3}, {}};
+  for (int r = 0; r < 6; ++r) {
+    want2.data.push_back(a.data[r * 2]);
+    want2.data.push_back(a.data[r * 2 + 1]);
+    want2.data.push_back(e.data[r]);
+  }
+  expect_close(run_op("concat", {a, e}, {{"axis", -1}}), want2, "concat axis -1");
+  expect_error("concat", {{2, 3}}, {{"axis", 0}}, "expected at least 2 inputs, got 1");
+  expect_error("concat", {{2, 3}, {3, 3}}, {{"axis", 1}}, "input 1 has shape (3, 3), which does not match input 0");
+  expect_error("concat", {{2, 3}, {2, 3, 1}}, json::object(), "does not match");
+  expect_error("concat", {{2, 3}, {2, 3}}, {{"axis", 2}}, "out of range");
+}
+
+TEST(OpsTranspose, Permutations) {
+  Tensor x = rnd({2, 3, 4}, 120);
+  std::vector<std::vector<int64_t>> perms = {{0, 1, 2}, {2, 1, 0}, {1, 0, 2}, {0, 2, 1}, {2, 0, 1}, {1, -1, 0}};
+  for (const auto& perm : perms) {
+    std::vector<int64_t> p = perm;
+    for (auto& v : p)
+      if (v < 0) v += 3;
+    Shape os = {x.shape[p[0]], x.shape[p[1]], x.shape[p[2]]};
+    Tensor want{os, Vec(24)};
+    for (int64_t i = 0; i < 24; ++i) {
+      Shape oi = unravel(i, os), ii(3);
+      for (int k = 0; k < 3; ++k) ii[p[k]] = oi[k];
+      want.data[i] = x.data[(ii[0] * 3 + ii[1]) * 4 + ii[2]];
+    }
+    expect_close(run_op("transpose", {x}, {{"axes", perm}}), want, "transpose " + json(perm).dump());
+  }
+  Tensor m = rnd({3, 5}, 121);
+  Tensor mt{{5, 3}, Vec(15)};
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 5; ++j) mt.data[j * 3 + i] = m.data[i * 5 + j];
+  expect_close(run_op("transpose", {m}), mt, "transpose default");
+  expect_error("transpose", {{2, 3}}, {{"axes", {0, 0}}}, "attribute 'axes' must be a permutation of the 2 axes");
+  expect_error("transpose", {{2, 3}}, {{"axes", {0, 1, 2}}}, "must be a permutation");
+  expect_error("transpose", {{2, 3}}, {{"axes", {0, 2}}}, "must be a permutation");
+}
+
+TEST(OpsPad, ConstantMode) {
+  Tensor x = rnd({2, 3}, 130);
+  std::vector<std::pair<json, double>> cases = {
+      {{{1, 2}, {0, 3}}, 0.0}, {{{0, 0}, {2, 0}}, -1.5}, {{{0, 0}, {0, 0}}, 0.0}, {{{3, 0}, {1, 1}}, 7.0}};
+  for (const auto& [pw, value] : cases) {
+    int64_t t = pw[0][0], b = pw[0][1], l = pw[1][0], r = pw[1][1];
+    Shape os = {2 + t + b, 3 + l + r};
+    Tensor want{os, Vec(numel(os), static_cast<float>(value))};
+    for (int i = 0; i < 2; ++i)
+      for (int j = 0; j < 3; ++j) want.data[(i + t) * os[1] + j + l] = x.data[i * 3 + j];
+    expect_close(run_op("pad", {x}, {{"pad_width", pw}, {"pad_value", value}}), want, "pad " + pw.dump());
+  }
+  Tensor y = rnd({1, 2, 2, 2}, 131);
+  Tensor got = run_op("pad", {y}, {{"pad_width", {{0, 0}, {0, 0}, {1, 1}, {1, 1}}}, {"mode", "constant"}});
+  EXPECT_EQ(got.shape, (Shape{1, 2, 4, 4}));
+  EXPECT_EQ(got.data[0], 0.0f);
+  EXPECT_EQ(got.data[5], y.data[0]);
+  expect_error("pad", {{2, 3}}, {{"pad_width", {{1, 1}, {1, 1}}}, {"mode", "reflect"}},
+               "mode 'reflect' is not supported; only \"constant\" padding is implemented");
+  expect_error("pad", {{2, 3}}, {{"pad_width", {{1, 1}}}},
+               "attribute 'pad_width' must be a list of 2 [before, after] pairs of non-negative integers");
+  expect_error("pad", {{2, 3}}, {{"pad_width", {{1, -1}, {0, 0}}}}, "pairs of non-negative integers");
+  expect_error("pad", {{2, 3}}, json::object(), "missing required attribute 'pad_width'");
+  expect_error("pad", {{2, 3}}, {{"pad_width", {{0, 0}, {0, 0}}}, {"pad_value", "0"}},
+               "attribute 'pad_value' must be a number");
+}
+
+// ---- batch_norm -----------------------------------------------------------------------
+
+TEST(OpsBatchNorm, Inference) {
+  for (int64_t axis : {1, 3, -1}) {
+    Shape s = {2, 3, 2, 4};
+    int64_t ax = axis < 0 ? axis + 4 : axis;
+    int64_t c = s[ax];
+    Tensor x = rnd(s, 140), g = rnd({c}, 141), b = rnd({c}, 142), m = rnd({c}, 143);
+    Tensor v{{c}, random_vec({c}, 144, 0.1f, 2.0f)};
+    double eps = axis == 1 ? 1e-5 : 1e-3;
+    Tensor want = x;
+    for (int64_t i = 0; i < numel(s); ++i) {
+      int64_t ch = unravel(i, s)[ax];
+      want.data[i] = (x.data[i] - m.data[ch]) / std::sqrt(v.data[ch] + static_cast<float>(eps)) * g.data[ch] +
+                     b.data[ch];
+    }
+    json attrs = {{"axis", axis}};
+    if (axis != 1) attrs["epsilon"] = eps;
+    expect_close(run_op("batch_norm", {x, g, b, m, v}, attrs), want, "batch_norm " + attrs.dump());
+  }
+  expect_error("batch_norm", {{1, 3, 2, 2}, {3}, {3}, {3}}, json::object(),
+               "expected 5 inputs (data, gamma, beta, mean, var), got 4");
+  expect_error("batch_norm", {{1, 3, 2, 2}, {3}, {3}, {4}, {3}}, json::object(),
+               "mean must have shape (3,) to match axis 1 of the data (1, 3, 2, 2), got (4)");
+  expect_error("batch_norm", {{1, 3}, {3}, {3}, {3}, {3}}, {{"axis", 2}}, "out of range");
+  expect_error("batch_norm", {{1, 3}, {3}, {3}, {3}, {3}}, {{"epsilon", -1}}, "attribute 'epsilon' must be a non-negative");
+  expect_error("batch_norm", {{1, 3}, {3}, {3}, {3}, {3}}, {{"momentum", 0.9}},
+               "unknown attribute 'momentum'; known attributes: epsilon, axis");
+}
+
+}  // namespace
+}  // namespace mtir
