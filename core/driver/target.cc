@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "support/diagnostic.h"
+#include "support/names.h"
 
 namespace mtir {
 namespace {
@@ -81,9 +82,15 @@ Target parse_target(const std::string& text) {
       if (t.kind != "llvm") target_error(text, "-" + key + " is an option of the llvm target, not of \"" + t.kind + "\"");
       (key == "mtriple" ? t.mtriple : t.mcpu) = value;
     } else {
-      target_error(text, "unknown option -" + key +
-                             " (known: -runtime -executor -interface-api -unpacked-api -link-params "
-                             "-workspace-byte-alignment -mtriple -mcpu)");
+      static const std::vector<std::string> known = {"runtime",     "executor", "interface-api",
+                                                     "unpacked-api", "link-params",
+                                                     "workspace-byte-alignment", "mtriple", "mcpu"};
+      std::string message = "unknown option -" + key;
+      std::string best = closest_match(key, known);
+      if (!best.empty()) message += "; did you mean -" + best + "?";
+      message += " (known:";
+      for (const auto& k : known) message += " -" + k;
+      target_error(text, message + ")");
     }
   }
   // As in TVM: with the C runtime, the C interface passes plain pointers.

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "support/diagnostic.h"
+#include "support/names.h"
 #include "support/npy.h"
 
 namespace mtir {
@@ -43,43 +44,10 @@ std::string shape_string(const std::vector<int64_t>& shape) {
   return s + ")";
 }
 
-bool is_c_identifier(const std::string& s) {
-  if (s.empty()) return false;
-  auto alpha = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; };
-  if (!alpha(s[0])) return false;
-  for (char c : s)
-    if (!alpha(c) && !(c >= '0' && c <= '9')) return false;
-  return true;
-}
-
-size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    cur[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      size_t sub = prev[j - 1] + (std::tolower(static_cast<unsigned char>(a[i - 1])) ==
-                                          std::tolower(static_cast<unsigned char>(b[j - 1]))
-                                      ? 0
-                                      : 1);
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, sub});
-    }
-    std::swap(prev, cur);
-  }
-  return prev[b.size()];
-}
-
 // " (did you mean 'x'?)" for the closest candidate, or "".
 std::string did_you_mean(const std::string& word, const std::vector<std::string>& candidates) {
-  std::string best;
-  size_t best_d = std::string::npos;
-  for (const auto& c : candidates) {
-    size_t d = edit_distance(word, c);
-    if (d < best_d) best_d = d, best = c;
-  }
-  size_t limit = std::max<size_t>(2, word.size() / 3);
-  if (best.empty() || best_d > limit) return "";
-  return " (did you mean '" + best + "'?)";
+  std::string best = closest_match(word, candidates);
+  return best.empty() ? "" : " (did you mean '" + best + "'?)";
 }
 
 std::string json_type_name(const json& j) {

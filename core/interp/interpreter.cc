@@ -47,7 +47,7 @@ struct Storage {
 
 class Interpreter {
  public:
-  explicit Interpreter(const InterpOptions& options) : options_(options) {}
+  Interpreter(const InterpOptions& options, const IRModule* module) : options_(options), module_(module) {}
 
   void run(const PrimFunc& f, const std::string& name, const std::vector<InterpArg>& args);
 
@@ -103,7 +103,10 @@ class Interpreter {
     return expr_span.defined() || !stmt_span_ ? expr_span : *stmt_span_;
   }
 
+  Scalar call_packed(const CallNode* op);
+
   const InterpOptions& options_;
+  const IRModule* module_;  // for calls between functions
   std::unordered_map<const VarNode*, Scalar> vars_;
   std::unordered_map<const void*, Storage*> storage_;
   std::vector<std::unique_ptr<Storage>> param_storage_;
@@ -379,6 +382,7 @@ Scalar Interpreter::eval_call(const CallNode* op) {
       return eval(eval(op->args[0]).truthy() ? op->args[1] : op->args[2]);
     case OpInfo::Kind::kCallExtern: return eval_extern(op);
     case OpInfo::Kind::kBuiltin: {
+      if (op->op == "tvm_call_packed") return call_packed(op);
       // Lowered functions only: the checks of the packed calling convention.
       if (op->op != "tvm_throw_last_error" || op->args.empty() || !as<StringImmNode>(op->args[0]))
         user_error(where(op->span), "T." + op->op +
@@ -390,6 +394,72 @@ Scalar Interpreter::eval_call(const CallNode* op) {
     }
   }
   MTIR_ICHECK(false, "unhandled op kind");
+}
+
+// T.tvm_call_packed("f", args...): runs function `f` of the module. A tensor argument
+// (tvm_make_tensor over a pointer of this function) is copied into a tensor of the
+// declared shape, and copied back after the call, so the callee sees exactly the
+// bytes a C callee would and its writes land in the caller's memory.
+Scalar Interpreter::call_packed(const CallNode* op) {
+  const Span& at = where(op->span);
+  const auto* name = op->args.empty() ? nullptr : as<StringImmNode>(op->args[0]);
+  if (!name) user_error(at, "T.tvm_call_packed needs the function name first");
+  PrimFunc callee;
+  std::string callee_name;
+  for (const auto& [n, f] : module_->functions) {
+    auto sym = f->attrs.find("global_symbol");
+    bool named = n == name->value ||
+                 (sym != f->attrs.end() && sym->second == AttrValue(name->value));
+    if (named) callee = f, callee_name = n;
+  }
+  if (!callee) user_error(at, "T.tvm_call_packed: no function '" + name->value + "' in the module");
+  struct Binding {
+    Storage* storage;
+    size_t index;
+  };
+  std::vector<NDArray> tensors(op->args.size());
+  std::vector<Binding> copies;
+  std::vector<InterpArg> args;
+  for (size_t i = 1; i < op->args.size(); ++i) {
+    const auto* t = as<CallNode>(op->args[i]);
+    if (!t || t->op != "tvm_make_tensor") {
+      Scalar v = eval(op->args[i]);
+      if (op->args[i]->dtype.is_float()) args.push_back(v.f);
+      else args.push_back(v.i);
+      continue;
+    }
+    const auto* data = t->args.size() >= 2 ? as<VarNode>(t->args[0]) : nullptr;
+    const auto* dtype_text = t->args.size() >= 2 ? as<StringImmNode>(t->args[1]) : nullptr;
+    auto dtype = dtype_text ? DataType::parse(dtype_text->value) : std::nullopt;
+    if (!data || !dtype) user_error(at, "T.tvm_make_tensor needs a pointer variable and a dtype string");
+    auto it = storage_.find(data);
+    if (it == storage_.end()) user_error(at, "T.tvm_make_tensor: '" + data->name + "' points to no memory here");
+    Storage& st = *it->second;
+    const NDArray& mem = st.array ? *st.array : *st.owned;
+    std::vector<int64_t> shape;
+    for (size_t k = 2; k < t->args.size(); ++k) shape.push_back(eval_int(t->args[k]));
+    NDArray view = NDArray::zeros(*dtype, shape);
+    if (*dtype != mem.dtype || view.data.size() > mem.data.size())
+      user_error(at, "T.tvm_make_tensor: a " + dtype->str() + " tensor of " + std::to_string(view.num_elements()) +
+                         " elements does not fit the " + mem.dtype.str() + " memory of '" + st.name + "'");
+    std::copy(mem.data.begin(), mem.data.begin() + static_cast<std::ptrdiff_t>(view.data.size()), view.data.begin());
+    tensors[i] = std::move(view);
+    copies.push_back({&st, i});
+    args.push_back(&tensors[i]);
+  }
+  Interpreter sub(options_, module_);
+  sub.steps_ = steps_;
+  sub.run(callee, callee_name, args);
+  steps_ = sub.steps_;
+  for (const Binding& b : copies) {
+    NDArray& mem = b.storage->array ? *b.storage->array : *b.storage->owned;
+    const NDArray& t = tensors[b.index];
+    std::copy(t.data.begin(), t.data.end(), mem.data.begin());
+    // What the callee wrote is initialized now (it may have written all of it).
+    if (b.storage->track_writes)
+      std::fill(b.storage->written.begin(), b.storage->written.begin() + t.num_elements(), 1);
+  }
+  return interp::make_int(DataType::Int(32), 0);
 }
 
 Scalar Interpreter::eval(const Expr& e) {
@@ -549,7 +619,7 @@ void interpret(const IRModule& mod, const std::string& func_name, const std::vec
                const InterpOptions& options) {
   PrimFunc f = mod.lookup(func_name);
   if (!f) user_error(Span{}, "no function '" + func_name + "' in module");
-  Interpreter(options).run(f, func_name, args);
+  Interpreter(options, &mod).run(f, func_name, args);
 }
 
 }  // namespace mtir

@@ -35,17 +35,35 @@ const std::vector<OpInfo>& all_ops() {
       {"tvm_handle_is_aligned", K::kBuiltin, false, b, "hi"},
       // Sets the runtime's last error to the message ("{}" replaced by the integer
       // arguments in order) and returns -1 from the function.
-      {"tvm_throw_last_error", K::kBuiltin, false, i32, "s*", true},
+      {"tvm_throw_last_error", K::kBuiltin, false, i32, "s#", true},
       // Returns its (int32) argument from the function: the packed wrapper returns what
       // the kernel it calls returned.
       {"tvm_return", K::kBuiltin, false, i32, "i", true},
+      // Calling a packed function by name, as TIR writes it: arguments are scalars and
+      // tensors made with tvm_make_tensor(data, "dtype", extents...). Returns 0 or the
+      // callee's error code. LowerBuiltins turns it into the explicit forms below.
+      {"tvm_call_packed", K::kBuiltin, false, i32, "s*", true},
+      {"tvm_make_tensor", K::kBuiltin, false, h, "hs#"},
+      // Explicit forms: arrays on the caller's stack ("arg_value": TVMValue, "arg_tcode":
+      // int32, "array": DLTensor, "shape": int64), field stores, and the call itself.
+      {"tvm_stack_alloca", K::kBuiltin, false, h, "si"},
+      {"tvm_set_arg_handle", K::kBuiltin, false, i32, "hih", true},
+      {"tvm_set_arg_int", K::kBuiltin, false, i32, "hii", true},
+      {"tvm_set_arg_float", K::kBuiltin, false, i32, "hif", true},
+      {"tvm_set_type_code", K::kBuiltin, false, i32, "hii", true},
+      {"tvm_set_shape", K::kBuiltin, false, i32, "hii", true},
+      // tvm_tensor_init(tensor, data, shape, ndim, dtype code, bits): a compact CPU tensor.
+      {"tvm_tensor_init", K::kBuiltin, false, i32, "hhhiii", true},
+      {"tvm_call_packed_lowered", K::kBuiltin, false, i32, "shhi", true},
   };
   return ops;
 }
 
 bool builtin_args_ok(const OpInfo& op, const std::vector<DataType>& arg_types, std::string* why) {
   std::string sig = op.signature;
-  bool variadic = !sig.empty() && sig.back() == '*';
+  // A trailing '*' allows more arguments of any type, '#' more integers.
+  char rest = !sig.empty() && (sig.back() == '*' || sig.back() == '#') ? sig.back() : 0;
+  bool variadic = rest != 0;
   if (variadic) sig.pop_back();
   if (arg_types.size() < sig.size() || (!variadic && arg_types.size() != sig.size())) {
     *why = std::string("T.") + op.name + " takes " + (variadic ? "at least " : "") + std::to_string(sig.size()) +
@@ -54,14 +72,18 @@ bool builtin_args_ok(const OpInfo& op, const std::vector<DataType>& arg_types, s
   }
   for (size_t i = 0; i < sig.size(); ++i) {
     DataType t = arg_types[i];
-    bool ok = sig[i] == 'h' ? t.is_handle() : sig[i] == 'i' ? t.is_integer() : t.is_handle();  // strings are handles
+    bool ok = sig[i] == 'h'   ? t.is_handle()
+              : sig[i] == 'i' ? t.is_integer()
+              : sig[i] == 'f' ? t.is_float()
+                              : t.is_handle();  // strings are handles
     if (!ok) {
       *why = std::string("argument ") + std::to_string(i + 1) + " of T." + op.name + " must be " +
-             (sig[i] == 'i' ? "an integer" : sig[i] == 'h' ? "a handle" : "a string") + ", not " + t.str();
+             (sig[i] == 'i' ? "an integer" : sig[i] == 'h' ? "a handle" : sig[i] == 'f' ? "a float" : "a string") +
+             ", not " + t.str();
       return false;
     }
   }
-  for (size_t i = sig.size(); i < arg_types.size(); ++i) {
+  for (size_t i = sig.size(); i < arg_types.size() && rest == '#'; ++i) {
     if (!arg_types[i].is_integer() && !arg_types[i].is_bool()) {
       *why = std::string("argument ") + std::to_string(i + 1) + " of T." + op.name + " must be an integer, not " +
              arg_types[i].str();

@@ -22,7 +22,8 @@ struct OpInfo {
   Kind kind;
   bool int_ok;  // also defined on integers (abs)
   // Builtins only: the result type, and the arguments, one letter each: 'h' handle,
-  // 'i' integer, 's' string; a trailing '*' allows any number of further arguments.
+  // 'i' integer, 'f' float, 's' string; a trailing '*' allows any number of further
+  // arguments, '#' any number of further integers.
   DataType result = DataType::Void();
   const char* signature = "";
   // Builtins only: evaluating it does more than compute a value (it may return from

@@ -11,6 +11,7 @@
 #include "ir/op.h"
 #include "ir/structural_equal.h"
 #include "script/lexer.h"
+#include "support/names.h"
 
 namespace mtir {
 namespace {
@@ -66,18 +67,6 @@ Expr retype_literal(const Expr& e, DataType t) {
   return e;
 }
 
-size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    cur[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j)
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
-    std::swap(prev, cur);
-  }
-  return prev[b.size()];
-}
-
 // Every name the parser accepts after `T.` in an expression, for "did you mean".
 const std::vector<std::string>& t_expr_names() {
   static const std::vector<std::string> names = [] {
@@ -91,15 +80,11 @@ const std::vector<std::string>& t_expr_names() {
   return names;
 }
 
+// The note "did you mean 'T.x'?" for the closest candidate, or no note.
 std::vector<std::string> did_you_mean(const std::string& name, const std::vector<std::string>& candidates,
                                       const std::string& prefix) {
-  std::string best;
-  size_t best_d = std::numeric_limits<size_t>::max();
-  for (const auto& c : candidates) {
-    size_t d = edit_distance(name, c);
-    if (d < best_d) best_d = d, best = c;
-  }
-  if (best.empty() || best_d > std::max<size_t>(2, name.size() / 3)) return {};
+  std::string best = closest_match(name, candidates);
+  if (best.empty()) return {};
   return {"did you mean '" + prefix + best + "'?"};
 }
 

@@ -19,6 +19,7 @@
 #include "ir/op.h"
 #include "ir/structural_equal.h"
 #include "ir/visitor.h"
+#include "support/names.h"
 
 namespace mtir {
 namespace {
@@ -99,13 +100,6 @@ std::string dict(const Attrs& attrs) {
   return out + "}";
 }
 
-bool is_identifier(const std::string& s) {
-  if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
-  for (char c : s)
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) return false;
-  return true;
-}
-
 bool is_reserved(const std::string& s) {
   static const std::set<std::string> reserved = {
       "T",      "I",      "range",   "True",   "False",  "None",     "and",    "or",       "not",  "in",
@@ -160,7 +154,7 @@ class Printer {
 
   void module(const IRModule& m) {
     os_ << "# from tvm.script import ir as I\n# from tvm.script import tir as T\n\n";
-    os_ << "@I.ir_module\nclass " << (is_identifier(m.name) ? m.name : std::string("Module")) << ":\n";
+    os_ << "@I.ir_module\nclass " << (is_c_identifier(m.name) ? m.name : std::string("Module")) << ":\n";
     indent_ = 1;
     bool need_blank = false;
     if (!m.attrs.empty()) {
@@ -347,7 +341,7 @@ class Printer {
 
   // A fresh, valid, unused name based on `hint`.
   std::string fresh(std::string hint) {
-    if (!is_identifier(hint)) {
+    if (!is_c_identifier(hint)) {
       std::string clean;
       for (char c : hint) clean += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
       if (clean.empty() || std::isdigit(static_cast<unsigned char>(clean[0]))) clean = "v_" + clean;

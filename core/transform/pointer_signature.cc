@@ -73,6 +73,23 @@ PrimFunc to_pointer_signature(const std::string& name, const PrimFunc& f, bool r
       extra.push_back(v);
     }
   }
+  if (!runtime_shapes) {
+    // A packed call needs the registry, which an unpacked build does not have.
+    struct PackedCallFinder : Visitor {
+      const CallNode* found = nullptr;
+      void visit_Call(const CallNode* op) override {
+        if (!found && op->op == "tvm_call_packed") found = op;
+        Visitor::visit_Call(op);
+      }
+    } packed;
+    packed.visit(f->body);
+    if (packed.found) {
+      const auto* callee = packed.found->args.empty() ? nullptr : as<StringImmNode>(packed.found->args[0]);
+      user_error(packed.found->span, "make_unpacked_api: function '" + name + "' calls '" +
+                                         (callee ? callee->value : std::string("?")) +
+                                         "' through the packed API (T.tvm_call_packed), which needs -unpacked-api=0");
+    }
+  }
   HandleUseFinder uses(handles);
   uses.visit(f->body);
   if (uses.found) {

@@ -17,5 +17,7 @@ Pass FlattenBuffer();
 Pass MakePackedAPI();
 // The unpacked calling convention: buffer parameters become data pointers.
 Pass MakeUnpackedAPI();
+// Packed calls (T.tvm_call_packed) become explicit stack arrays, stores and the call.
+Pass LowerBuiltins();
 
 }  // namespace mtir

@@ -52,6 +52,14 @@ TEST(Target, Refusals) {
   EXPECT_NE(error_of("c -workspace-byte-alignment=x").find("power of two"), std::string::npos);
   EXPECT_NE(error_of("c -mtriple=x86_64").find("llvm target"), std::string::npos);
   EXPECT_NE(error_of("c -frobnicate=1").find("unknown option -frobnicate"), std::string::npos);
+  EXPECT_NE(error_of("c -frobnicate=1").find("(known: -runtime -executor -interface-api"), std::string::npos);
+  EXPECT_EQ(error_of("c -frobnicate=1").find("did you mean"), std::string::npos);
+  // A near miss names the closest known key, and still lists them all.
+  std::string near = error_of("c -interface_api=c");
+  EXPECT_NE(near.find("unknown option -interface_api"), std::string::npos) << near;
+  EXPECT_NE(near.find("did you mean -interface-api?"), std::string::npos) << near;
+  EXPECT_NE(near.find("-workspace-byte-alignment -mtriple -mcpu)"), std::string::npos) << near;
+  EXPECT_NE(error_of("c -link-param=1").find("did you mean -link-params?"), std::string::npos);
   EXPECT_NE(error_of("c unpacked").find("-key=value"), std::string::npos);
   EXPECT_NE(error_of("c -unpacked-api=").find("-key=value"), std::string::npos);
 }

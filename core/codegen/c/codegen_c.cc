@@ -60,6 +60,49 @@ bool is_c_keyword(const std::string& s) {
   return keywords.count(s) > 0;
 }
 
+// The message of a failed check, formatted with up to three integers.
+const char* kSetErrorHelper = R"(static void mtir_set_error(const char* format, long long a, long long b, long long c) {
+  char message[256];
+  snprintf(message, sizeof message, format, a, b, c);
+  TVMAPISetLastError(message);
+}
+)";
+
+// Helpers of lowered packed calls, emitted once each when used.
+const char* kTensorInitHelper = R"(static inline int32_t mtir_tensor_init(DLTensor* t, void* data, int64_t* shape, int32_t ndim,
+                                       int32_t code, int32_t bits) {
+  t->data = data;
+  t->device.device_type = kDLCPU;
+  t->device.device_id = 0;
+  t->ndim = ndim;
+  t->dtype.code = (uint8_t)code;
+  t->dtype.bits = (uint8_t)bits;
+  t->dtype.lanes = 1;
+  t->shape = shape;
+  t->strides = NULL;
+  t->byte_offset = 0;
+  return 0;
+}
+)";
+// A function of the same file is called directly (the compiler may inline it); any
+// other goes through the system library's registry.
+const char* kCallDirectHelper = R"(static inline int32_t mtir_call_packed(TVMBackendPackedCFunc f, TVMValue* values, int32_t* codes,
+                                       int32_t n) {
+  TVMValue ret;
+  int32_t ret_code = 0;
+  return f(values, codes, n, &ret, &ret_code, NULL);
+}
+)";
+const char* kCallByNameHelper = R"(static inline int32_t mtir_call_packed_by_name(const char* name, TVMValue* values, int32_t* codes,
+                                               int32_t n) {
+  TVMFunctionHandle f = NULL;
+  TVMValue ret;
+  int ret_code = 0;
+  if (TVMFuncGetGlobal(name, &f) != 0) return -1;
+  return TVMFuncCall(f, values, (int*)codes, n, &ret, &ret_code);
+}
+)";
+
 // Helper functions the generated code may need, emitted once each when used.
 std::string helper_definition(const std::string& name, DataType t) {
   std::string ct = c_type(t, {});
@@ -112,6 +155,13 @@ class FunctionEmitter {
                   std::map<std::string, std::string>* externs, bool* needs_stdio)
       : symbol_(symbol), func_(func), helpers_(helpers), externs_(externs), needs_stdio_(needs_stdio),
         views_(declared_views(func->body)) {}
+
+  // The C names of the parameters, after signature().
+  std::vector<std::string> param_names() {
+    std::vector<std::string> names;
+    for (const auto& p : func_->params) names.push_back(names_.at(p.get()));
+    return names;
+  }
 
   std::string signature() {
     std::ostringstream os;
@@ -348,45 +398,68 @@ class FunctionEmitter {
     if (n == "tvm_tensor_device_type") return "((int32_t)" + tensor() + "->device.device_type)";
     if (n == "tvm_handle_is_null") return "(" + arg(0) + " == NULL)";
     if (n == "tvm_handle_is_aligned") return "(((uintptr_t)" + arg(0) + " % (uintptr_t)" + arg(1) + ") == 0)";
+    if (n == "tvm_set_arg_handle") return "(((TVMValue*)" + arg(0) + ")[" + arg(1) + "].v_handle = " + arg(2) + ")";
+    if (n == "tvm_set_arg_int") return "(((TVMValue*)" + arg(0) + ")[" + arg(1) + "].v_int64 = " + arg(2) + ")";
+    if (n == "tvm_set_arg_float") return "(((TVMValue*)" + arg(0) + ")[" + arg(1) + "].v_float64 = " + arg(2) + ")";
+    if (n == "tvm_set_type_code") return "(((int32_t*)" + arg(0) + ")[" + arg(1) + "] = " + arg(2) + ")";
+    if (n == "tvm_set_shape") return "(((int64_t*)" + arg(0) + ")[" + arg(1) + "] = " + arg(2) + ")";
+    if (n == "tvm_tensor_init") {
+      (*helpers_)["mtir_tensor_init"] = kTensorInitHelper;
+      return "mtir_tensor_init((DLTensor*)" + arg(0) + ", " + arg(1) + ", (int64_t*)" + arg(2) + ", " + arg(3) + ", " +
+             arg(4) + ", " + arg(5) + ")";
+    }
+    if (n == "tvm_call_packed_lowered") {
+      const auto* callee = as<StringImmNode>(op->args.at(0));
+      if (!callee) user_error(op->span, "T.tvm_call_packed_lowered needs the function name first");
+      std::string rest = "(TVMValue*)" + arg(1) + ", (int32_t*)" + arg(2) + ", " + arg(3) + ")";
+      if (module_symbols_ && module_symbols_->count(callee->value)) {
+        // The static inline body of the packed function: the compiler can inline it
+        // and fold its argument checks against the tensors built right here.
+        (*helpers_)["mtir_call_packed"] = kCallDirectHelper;
+        return "mtir_call_packed(" + callee->value + "_checked, " + rest;
+      }
+      (*helpers_)["mtir_call_packed_by_name"] = kCallByNameHelper;
+      return "mtir_call_packed_by_name(" + c_string_literal(callee->value) + ", " + rest;
+    }
+    if (n == "tvm_call_packed" || n == "tvm_make_tensor")
+      user_error(op->span, "T." + n + " must be lowered first (the lower_builtins pass)");
     user_error(op->span, "T." + n + " can only be a statement of its own (T.evaluate)");
   }
 
   // tvm_throw_last_error: set the message, with "{}" filled in at run time, and fail.
   // `in_own_block`: the statement is the whole body of an `if`, whose braces scope the
   // message buffer.
-  void throw_last_error(const CallNode* op, bool in_own_block) {
+  // One call to a shared, out-of-line formatter keeps each check small, so the function
+  // that holds the checks stays cheap to inline into callers.
+  void throw_last_error(const CallNode* op, bool /*in_own_block*/) {
     const auto* fmt = op->args.empty() ? nullptr : as<StringImmNode>(op->args[0]);
     if (!fmt) user_error(op->span, "T.tvm_throw_last_error needs a message string");
     if (op->args.size() == 1) {
       line("TVMAPISetLastError(" + c_string_literal(fmt->value) + ");");
-      line("return -1;");
+      emit_return("-1");
       return;
     }
-    std::string printf_format, values;
+    std::string printf_format;
+    std::vector<std::string> values;
     size_t next = 1;
     for (size_t i = 0; i < fmt->value.size(); ++i) {
       if (fmt->value.compare(i, 2, "{}") == 0 && next < op->args.size()) {
         printf_format += "%lld";
-        values += ", (long long)" + expr(op->args[next++]);
+        values.push_back("(long long)" + expr(op->args[next++]));
         ++i;
       } else {
         printf_format += fmt->value[i] == '%' ? std::string("%%") : std::string(1, fmt->value[i]);
       }
     }
-    if (!in_own_block) {
-      line("{");
-      ++indent_;
-    }
+    if (values.size() > 3) user_error(op->span, "T.tvm_throw_last_error takes at most 3 values");
+    while (values.size() < 3) values.push_back("0");
     *needs_stdio_ = true;
-    line("char message[256];");
-    line("snprintf(message, sizeof message, " + c_string_literal(printf_format) + values + ");");
-    line("TVMAPISetLastError(message);");
-    line("return -1;");
-    if (!in_own_block) {
-      --indent_;
-      line("}");
-    }
+    (*helpers_)["mtir_set_error"] = kSetErrorHelper;
+    line("mtir_set_error(" + c_string_literal(printf_format) + ", " + values[0] + ", " + values[1] + ", " + values[2] +
+         ");");
+    emit_return("-1");
   }
+
 
   std::string load(const BufferLoadNode* op) { return access(op->buffer, op->indices, op->span); }
 
@@ -542,6 +615,11 @@ class FunctionEmitter {
       }
       case StmtKind::LetStmt: {
         const auto* op = static_cast<const LetStmtNode*>(s.get());
+        if (const auto* alloca = as<CallNode>(op->value); alloca && alloca->op == "tvm_stack_alloca") {
+          emit_stack_alloca(op->var, alloca);
+          emit(op->body);
+          return;
+        }
         std::string value = expr(op->value);
         auto view = views_.find(op->var.get());
         if (op->var->dtype.is_handle() && view != views_.end()) {
@@ -575,7 +653,7 @@ class FunctionEmitter {
           return;
         }
         if (const auto* call = as<CallNode>(op->value); call && call->op == "tvm_return") {
-          line("return " + expr(call->args.at(0)) + ";");
+          emit_return(expr(call->args.at(0)));
           return;
         }
         line(std::string(op->value->kind == ExprKind::Call ? "" : "(void)") + expr(op->value) + ";");
@@ -600,13 +678,31 @@ class FunctionEmitter {
         line("if (!" + expr(op->condition) + ") {");
         ++indent_;
         line("TVMAPISetLastError(" + c_string_literal(symbol_ + ": assertion failed: " + op->message) + ");");
-        line("return -1;");
+        emit_return("-1");
         --indent_;
         line("}");
         emit(op->body);
         return;
       }
     }
+  }
+
+  // A return from inside workspace allocations first frees them, newest first, so the
+  // LIFO workspace stays balanced for the next call even after an error.
+  void emit_return(const std::string& value) {
+    for (size_t i = live_workspace_.size(); i-- > 0;) line("(void)TVMBackendFreeWorkspace(1, 0, " + live_workspace_[i] + ");");
+    line("return " + value + ";");
+  }
+
+  // tvm_stack_alloca("kind", n): an array on the C stack, named after the variable.
+  void emit_stack_alloca(const Var& v, const CallNode* op) {
+    const auto* kind = op->args.size() == 2 ? as<StringImmNode>(op->args[0]) : nullptr;
+    const int64_t* count = op->args.size() == 2 ? as_const_int(op->args[1]) : nullptr;
+    static const std::map<std::string, std::string> kTypes = {
+        {"arg_value", "TVMValue"}, {"arg_tcode", "int32_t"}, {"array", "DLTensor"}, {"shape", "int64_t"}};
+    if (!kind || !count || *count <= 0 || !kTypes.count(kind->value))
+      user_error(op->span, "T.tvm_stack_alloca needs a kind (arg_value, arg_tcode, array, shape) and a constant count");
+    line(kTypes.at(kind->value) + " " + name_of(v.get(), v->name) + "[" + std::to_string(*count) + "];");
   }
 
   // Constant-size "local" buffers live on the C stack; everything else comes from the
@@ -633,9 +729,19 @@ class FunctionEmitter {
     int code = b->dtype.is_float() ? 2 : b->dtype.is_uint() ? 1 : 0;
     line(ct + "* " + name + " = (" + ct + "*)TVMBackendAllocWorkspace(1, 0, " + bytes + ", " + std::to_string(code) +
          ", " + std::to_string(b->dtype.bits()) + ");");
-    line("if (" + name + " == NULL) return -1;");
+    line("if (" + name + " == NULL) {");
+    ++indent_;
+    emit_return("-1");
+    --indent_;
+    line("}");
+    live_workspace_.push_back(name);
     emit(op->body);
-    line("if (TVMBackendFreeWorkspace(1, 0, " + name + ") != 0) return -1;");
+    live_workspace_.pop_back();
+    line("if (TVMBackendFreeWorkspace(1, 0, " + name + ") != 0) {");
+    ++indent_;
+    emit_return("-1");
+    --indent_;
+    line("}");
   }
 
   std::string symbol_;
@@ -652,6 +758,7 @@ class FunctionEmitter {
   std::unordered_map<const VarNode*, DataType> pointer_type_;  // declared pointee types
   std::unordered_map<const VarNode*, std::vector<Buffer>> views_;
   Stmt if_body_;  // the then-branch being emitted, when it has braces of its own
+  std::vector<std::string> live_workspace_;  // workspace allocations enclosing this point
   IntBoundAnalyzer bounds_;
   std::ostringstream* out_ = nullptr;
   int indent_ = 0;
@@ -682,8 +789,21 @@ std::string codegen_c(const IRModule& m, const CCodegenOptions& options) {
     emitter.module_symbols_ = &module_symbols;
     std::string signature = emitter.signature();
     std::string body = emitter.body();
-    prototypes << signature << ";\n";
-    bodies << "\n" << signature << " {\n" << body << "}\n";
+    if (!is_packed(func)) {
+      prototypes << signature << ";\n";
+      bodies << "\n" << signature << " {\n" << body << "}\n";
+      continue;
+    }
+    // A packed function is a static inline body (`<symbol>_checked`), which callers in
+    // this file use directly, and the exported entry point the registry holds.
+    const std::string symbol = symbol_of(name, func);
+    std::string inline_signature = "static inline " + signature;
+    inline_signature.replace(inline_signature.find(symbol + "("), symbol.size(), symbol + "_checked");
+    std::string forward;
+    for (const auto& p : emitter.param_names()) forward += (forward.empty() ? "" : ", ") + p;
+    prototypes << inline_signature << ";\n" << signature << ";\n";
+    bodies << "\n" << inline_signature << " {\n" << body << "}\n";
+    bodies << "\n" << signature << " {\n  return " << symbol << "_checked(" << forward << ");\n}\n";
   }
   std::ostringstream os;
   os << "/* Generated by microtir " << MICROTIR_VERSION << " from module \"" << m.name << "\"";
