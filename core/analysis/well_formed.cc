@@ -3,6 +3,8 @@
 // It never stops at the first problem: every finding becomes a diagnostic.
 #include "analysis/well_formed.h"
 
+#include "analysis/call_tir_check.h"
+
 #include <set>
 #include <string>
 #include <unordered_set>
@@ -374,6 +376,7 @@ std::vector<Diagnostic> check_well_formed(const IRModule& m) {
     }
     checker.check_func(f);
   }
+  for (auto& d : check_call_tir(m)) checker.diags.push_back(std::move(d));
   return std::move(checker.diags);
 }
 

@@ -19,6 +19,7 @@ const PassEntry kPassTable[] = {
     {FlattenBuffer, false},
     {MakePackedAPI, false},
     {MakeUnpackedAPI, false},
+    {LowerCallTIR, false},
     {LowerBuiltins, false},
 };
 
@@ -61,7 +62,7 @@ std::vector<Pass> default_pipeline() {
 
 std::vector<Pass> lowering_pipeline(bool unpacked_api) {
   std::vector<std::string> names = {"verify_well_formed", "simplify", "flatten_buffer", "simplify",
-                                    unpacked_api ? "make_unpacked_api" : "make_packed_api", "lower_builtins",
+                                    unpacked_api ? "make_unpacked_api" : "make_packed_api", "lower_call_tir", "lower_builtins",
                                     "verify_well_formed"};
   std::vector<Pass> v;
   for (const auto& n : names) v.push_back(*find_pass(n));

@@ -103,7 +103,7 @@ class Interpreter {
     return expr_span.defined() || !stmt_span_ ? expr_span : *stmt_span_;
   }
 
-  Scalar call_packed(const CallNode* op);
+  Scalar call_function(const CallNode* op, bool by_symbol);
 
   const InterpOptions& options_;
   const IRModule* module_;  // for calls between functions
@@ -382,7 +382,8 @@ Scalar Interpreter::eval_call(const CallNode* op) {
       return eval(eval(op->args[0]).truthy() ? op->args[1] : op->args[2]);
     case OpInfo::Kind::kCallExtern: return eval_extern(op);
     case OpInfo::Kind::kBuiltin: {
-      if (op->op == "tvm_call_packed") return call_packed(op);
+      if (op->op == "tvm_call_packed") return call_function(op, /*by_symbol=*/true);
+      if (op->op == "call_tir") return call_function(op, /*by_symbol=*/false);
       // Lowered functions only: the checks of the packed calling convention.
       if (op->op != "tvm_throw_last_error" || op->args.empty() || !as<StringImmNode>(op->args[0]))
         user_error(where(op->span), "T." + op->op +
@@ -396,68 +397,89 @@ Scalar Interpreter::eval_call(const CallNode* op) {
   MTIR_ICHECK(false, "unhandled op kind");
 }
 
-// T.tvm_call_packed("f", args...): runs function `f` of the module. A tensor argument
-// (tvm_make_tensor over a pointer of this function) is copied into a tensor of the
-// declared shape, and copied back after the call, so the callee sees exactly the
-// bytes a C callee would and its writes land in the caller's memory.
-Scalar Interpreter::call_packed(const CallNode* op) {
+// Calls between functions of the module: T.tvm_call_packed("f", args...) and
+// T.call_tir("f", args...). A tensor argument (tvm_make_tensor over a pointer, or a
+// tir_region of a buffer) is copied into a tensor of the callee's view, and copied back
+// after the call, so the callee sees exactly the bytes a C callee would and its writes
+// land in the caller's memory.
+Scalar Interpreter::call_function(const CallNode* op, bool by_symbol) {
   const Span& at = where(op->span);
   const auto* name = op->args.empty() ? nullptr : as<StringImmNode>(op->args[0]);
-  if (!name) user_error(at, "T.tvm_call_packed needs the function name first");
+  if (!name) user_error(at, "T." + op->op + " needs the function name first");
   PrimFunc callee;
   std::string callee_name;
   for (const auto& [n, f] : module_->functions) {
     auto sym = f->attrs.find("global_symbol");
-    bool named = n == name->value ||
-                 (sym != f->attrs.end() && sym->second == AttrValue(name->value));
+    bool named = n == name->value || (by_symbol && sym != f->attrs.end() && sym->second == AttrValue(name->value));
     if (named) callee = f, callee_name = n;
   }
-  if (!callee) user_error(at, "T.tvm_call_packed: no function '" + name->value + "' in the module");
-  struct Binding {
+  if (!callee) user_error(at, "T." + op->op + ": no function '" + name->value + "' in the module");
+  struct CopyBack {
     Storage* storage;
+    int64_t offset;  // in elements
     size_t index;
   };
   std::vector<NDArray> tensors(op->args.size());
-  std::vector<Binding> copies;
+  std::vector<CopyBack> copies;
   std::vector<InterpArg> args;
   for (size_t i = 1; i < op->args.size(); ++i) {
     const auto* t = as<CallNode>(op->args[i]);
-    if (!t || t->op != "tvm_make_tensor") {
+    Storage* st = nullptr;
+    int64_t offset = 0;
+    DataType dtype;
+    std::vector<int64_t> shape;
+    if (t && t->op == "tvm_make_tensor") {
+      const auto* data = t->args.size() >= 2 ? as<VarNode>(t->args[0]) : nullptr;
+      const auto* dtype_text = t->args.size() >= 2 ? as<StringImmNode>(t->args[1]) : nullptr;
+      auto parsed = dtype_text ? DataType::parse(dtype_text->value) : std::nullopt;
+      if (!data || !parsed) user_error(at, "T.tvm_make_tensor needs a pointer variable and a dtype string");
+      auto it = storage_.find(data);
+      if (it == storage_.end()) user_error(at, "T.tvm_make_tensor: '" + data->name + "' points to no memory here");
+      st = it->second;
+      dtype = *parsed;
+      for (size_t k = 2; k < t->args.size(); ++k) shape.push_back(eval_int(t->args[k]));
+    } else if (t && t->op == "tir_region") {
+      const auto* load = t->args.empty() ? nullptr : as<BufferLoadNode>(t->args[0]);
+      if (!load) user_error(at, "malformed region in T." + op->op);
+      st = &storage_of(load->buffer, at);
+      offset = element_address(load->buffer, load->indices, *st, at);
+      dtype = load->buffer->dtype;
+      // The callee's buffer says how it sees the region (unit dimensions aside).
+      const Buffer& pb = i - 1 < callee->param_buffers.size() ? callee->param_buffers[i - 1] : nullptr;
+      if (!pb) user_error(at, "T." + op->op + ": argument " + std::to_string(i - 1) + " is a region but '" +
+                                  callee_name + "' takes a scalar there");
+      shape = eval_shape(pb);
+    } else {
       Scalar v = eval(op->args[i]);
       if (op->args[i]->dtype.is_float()) args.push_back(v.f);
       else args.push_back(v.i);
       continue;
     }
-    const auto* data = t->args.size() >= 2 ? as<VarNode>(t->args[0]) : nullptr;
-    const auto* dtype_text = t->args.size() >= 2 ? as<StringImmNode>(t->args[1]) : nullptr;
-    auto dtype = dtype_text ? DataType::parse(dtype_text->value) : std::nullopt;
-    if (!data || !dtype) user_error(at, "T.tvm_make_tensor needs a pointer variable and a dtype string");
-    auto it = storage_.find(data);
-    if (it == storage_.end()) user_error(at, "T.tvm_make_tensor: '" + data->name + "' points to no memory here");
-    Storage& st = *it->second;
-    const NDArray& mem = st.array ? *st.array : *st.owned;
-    std::vector<int64_t> shape;
-    for (size_t k = 2; k < t->args.size(); ++k) shape.push_back(eval_int(t->args[k]));
-    NDArray view = NDArray::zeros(*dtype, shape);
-    if (*dtype != mem.dtype || view.data.size() > mem.data.size())
-      user_error(at, "T.tvm_make_tensor: a " + dtype->str() + " tensor of " + std::to_string(view.num_elements()) +
-                         " elements does not fit the " + mem.dtype.str() + " memory of '" + st.name + "'");
-    std::copy(mem.data.begin(), mem.data.begin() + static_cast<std::ptrdiff_t>(view.data.size()), view.data.begin());
+    const NDArray& mem = st->array ? *st->array : *st->owned;
+    NDArray view = NDArray::zeros(dtype, shape);
+    const size_t begin = static_cast<size_t>(offset) * static_cast<size_t>(dtype.bytes());
+    if (dtype != mem.dtype || begin + view.data.size() > mem.data.size())
+      user_error(at, "T." + op->op + ": a " + dtype.str() + " tensor of " + std::to_string(view.num_elements()) +
+                         " elements at element " + std::to_string(offset) + " does not fit the " + mem.dtype.str() +
+                         " memory of '" + st->name + "'");
+    std::copy(mem.data.begin() + static_cast<std::ptrdiff_t>(begin),
+              mem.data.begin() + static_cast<std::ptrdiff_t>(begin + view.data.size()), view.data.begin());
     tensors[i] = std::move(view);
-    copies.push_back({&st, i});
+    copies.push_back({st, offset, i});
     args.push_back(&tensors[i]);
   }
   Interpreter sub(options_, module_);
   sub.steps_ = steps_;
   sub.run(callee, callee_name, args);
   steps_ = sub.steps_;
-  for (const Binding& b : copies) {
-    NDArray& mem = b.storage->array ? *b.storage->array : *b.storage->owned;
-    const NDArray& t = tensors[b.index];
-    std::copy(t.data.begin(), t.data.end(), mem.data.begin());
-    // What the callee wrote is initialized now (it may have written all of it).
-    if (b.storage->track_writes)
-      std::fill(b.storage->written.begin(), b.storage->written.begin() + t.num_elements(), 1);
+  for (const CopyBack& c : copies) {
+    NDArray& mem = c.storage->array ? *c.storage->array : *c.storage->owned;
+    const NDArray& t = tensors[c.index];
+    const size_t begin = static_cast<size_t>(c.offset) * static_cast<size_t>(t.dtype.bytes());
+    std::copy(t.data.begin(), t.data.end(), mem.data.begin() + static_cast<std::ptrdiff_t>(begin));
+    // What the callee was given counts as initialized now (it may have written all of it).
+    if (c.storage->track_writes)
+      std::fill(c.storage->written.begin() + c.offset, c.storage->written.begin() + c.offset + t.num_elements(), 1);
   }
   return interp::make_int(DataType::Int(32), 0);
 }

@@ -55,6 +55,14 @@ const std::vector<OpInfo>& all_ops() {
       // tvm_tensor_init(tensor, data, shape, ndim, dtype code, bits): a compact CPU tensor.
       {"tvm_tensor_init", K::kBuiltin, false, i32, "hhhiii", true},
       {"tvm_call_packed_lowered", K::kBuiltin, false, i32, "shhi", true},
+      // call_tir("callee", args...): a call to a PrimFunc of the same module, with
+      // destination passing. A buffer argument is tir_region(B[mins...], extents...):
+      // the rectangle of B starting at the load's indices; a whole buffer has zero mins
+      // and its full extents. Returns 0 or the callee's error code.
+      {"call_tir", K::kBuiltin, false, i32, "s*", true},
+      {"tir_region", K::kBuiltin, false, h, "*"},
+      // The address of a buffer element (its load is not performed).
+      {"address_of", K::kBuiltin, false, h, "*"},
   };
   return ops;
 }

@@ -1243,6 +1243,77 @@ class Parser {
     fail(t, "expected an expression, found " + describe(t));
   }
 
+  // T.call_tir("callee", A, B[0:4, :], n) after '(': a buffer alone is all of it, an
+  // indexed buffer a rectangle (`lo:hi`, `:`, `lo:`, `:hi`, or one index `i` for
+  // extent 1), anything else a scalar.
+  Expr parse_call_tir(const Token& t_tok, const Token& fn) {
+    std::vector<Expr> args;
+    const Token& callee = cur();
+    if (callee.kind != TokKind::kString) fail(callee, "T.call_tir needs the callee's name as a string first");
+    next();
+    args.push_back(StringImm(callee.text, span(callee)));
+    while (is_op(",")) {
+      next();
+      const Token& t = cur();
+      const Binding* b = t.kind == TokKind::kName ? lookup(t.text) : nullptr;
+      if (b && b->buffer && (tok_is_op(ahead(1), ",") || tok_is_op(ahead(1), ")") || tok_is_op(ahead(1), "["))) {
+        Buffer buf = b->buffer;
+        next();
+        std::vector<Expr> mins, extents;
+        if (is_op("[")) {
+          next();
+          for (size_t k = 0; !is_op("]"); ++k) {
+            if (k >= buf->shape.size())
+              fail(cur(), "buffer '" + buf->name + "' has " + std::to_string(buf->shape.size()) +
+                              " dimensions but the region has more");
+            auto [lo, ext] = parse_slice(buf->shape[k]);
+            mins.push_back(lo);
+            extents.push_back(ext);
+            if (!is_op(",")) break;
+            next();
+          }
+          expect_op("]", "to close the region");
+          if (mins.size() != buf->shape.size())
+            fail(t, "buffer '" + buf->name + "' has " + std::to_string(buf->shape.size()) +
+                        " dimensions but the region has " + std::to_string(mins.size()));
+        } else {
+          for (const auto& d : buf->shape) {
+            mins.push_back(IntImm(d->dtype, 0, span(t)));
+            extents.push_back(d);
+          }
+        }
+        std::vector<Expr> region = {BufferLoad(buf, mins, span(t))};
+        region.insert(region.end(), extents.begin(), extents.end());
+        args.push_back(Call(DataType::Handle(), "tir_region", std::move(region), {}, span(t)));
+      } else {
+        PExpr e = parse_expr();
+        if (e.bare) e = promote_to(e, e.e->dtype);
+        args.push_back(e.e);
+      }
+    }
+    expect_op(")", "to close T.call_tir(...)");
+    (void)fn;
+    return Call(DataType::Int(32), "call_tir", std::move(args), {}, span(t_tok));
+  }
+
+  // One dimension of a region: its start and extent.
+  std::pair<Expr, Expr> parse_slice(const Expr& dim) {
+    const Span at = span(cur());
+    Expr lo, hi;
+    if (!is_op(":")) lo = parse_index_expr();
+    if (!is_op(":")) return {lo, IntImm(lo->dtype, 1, at)};  // a single index
+    next();
+    if (!is_op(",") && !is_op("]")) hi = parse_index_expr();
+    if (!lo) lo = IntImm(dim->dtype, 0, at);
+    if (!hi) hi = dim;
+    const int64_t *l = as_const_int(lo), *h = as_const_int(hi);
+    if (l && h) return {lo, IntImm(lo->dtype, *h - *l, at)};
+    if (l && *l == 0) return {lo, hi};
+    // `i:i + 4` has extent 4, as the printer writes it.
+    if (const auto* add = as<AddNode>(hi); add && same_expr(add->a, lo)) return {lo, add->b};
+    return {lo, Binary(ExprKind::Sub, hi, lo, at)};
+  }
+
   // Arguments of a T.<fn>(...) call after '('; consumes ')'. `attrs=` is collected
   // into *attrs when allowed.
   std::vector<PExpr> parse_args(const Token& fn_tok, Attrs* attrs) {
@@ -1351,6 +1422,8 @@ class Parser {
         fail(fn, "T.call_extern needs a function name string after the type");
       return {Call(t, "call_extern", std::move(args), std::move(attrs), span(t_tok)), false};
     }
+
+    if (name == "call_tir") return {parse_call_tir(t_tok, fn), false};
 
     Attrs attrs;
     std::vector<PExpr> args = parse_args(fn, op ? &attrs : nullptr);

@@ -573,10 +573,52 @@ class Printer {
           if (!op->attrs.empty()) out += ", attrs=" + dict(op->attrs);
           return out + ")";
         }
+        if (op->op == "call_tir" && op->attrs.empty()) {
+          std::string out = "T.call_tir(";
+          for (size_t i = 0; i < op->args.size(); ++i) out += (i ? ", " : "") + call_tir_arg(op->args[i]);
+          return out + ")";
+        }
         return call("T." + op->op, op->args, op->attrs);
       }
     }
     return "None";
+  }
+
+  // A call_tir argument: a buffer, a region in slice syntax, or any expression.
+  std::string call_tir_arg(const Expr& e) {
+    const auto* region = as<CallNode>(e);
+    const auto* load = region && region->op == "tir_region" && !region->args.empty()
+                           ? as<BufferLoadNode>(region->args[0])
+                           : nullptr;
+    if (!load || load->indices.size() + 1 != region->args.size() || load->buffer->shape.size() != load->indices.size())
+      return expr(e);
+    const Buffer& b = load->buffer;
+    bool whole = true;
+    for (size_t k = 0; k < load->indices.size(); ++k) {
+      const int64_t* lo = as_const_int(load->indices[k]);
+      whole = whole && lo && *lo == 0 && load->indices[k]->dtype == b->shape[k]->dtype &&
+              same_expr(region->args[k + 1], b->shape[k]);
+    }
+    if (whole) return buffer_ref(b);
+    std::string out = buffer_ref(b) + "[";
+    for (size_t k = 0; k < load->indices.size(); ++k) {
+      const Expr& lo = load->indices[k];
+      const Expr& ext = region->args[k + 1];
+      const int64_t *l = as_const_int(lo), *x = as_const_int(ext);
+      out += k ? ", " : "";
+      if (x && *x == 1 && ext->dtype == lo->dtype) {
+        out += expr(lo);
+      } else if (l && *l == 0 && same_expr(ext, b->shape[k]) && lo->dtype == b->shape[k]->dtype) {
+        out += ":";
+      } else if (l && x) {
+        out += expr(lo) + ":" + std::to_string(*l + *x);
+      } else if (l && *l == 0) {
+        out += expr(lo) + ":" + expr(ext);
+      } else {
+        out += expr(lo) + ":" + expr(Binary(ExprKind::Add, lo, ext));
+      }
+    }
+    return out + "]";
   }
 
   std::ostringstream os_;

@@ -17,6 +17,8 @@ Pass FlattenBuffer();
 Pass MakePackedAPI();
 // The unpacked calling convention: buffer parameters become data pointers.
 Pass MakeUnpackedAPI();
+// call_tir becomes a direct call of the callee's kernel with data pointers.
+Pass LowerCallTIR();
 // Packed calls (T.tvm_call_packed) become explicit stack arrays, stores and the call.
 Pass LowerBuiltins();
 

@@ -421,6 +421,13 @@ class FunctionEmitter {
       (*helpers_)["mtir_call_packed_by_name"] = kCallByNameHelper;
       return "mtir_call_packed_by_name(" + c_string_literal(callee->value) + ", " + rest;
     }
+    if (n == "address_of") {
+      const auto* load = op->args.size() == 1 ? as<BufferLoadNode>(op->args[0]) : nullptr;
+      if (!load) user_error(op->span, "T.address_of takes one buffer element, such as A[i]");
+      return "(&" + access(load->buffer, load->indices, load->span) + ")";
+    }
+    if (n == "call_tir" || n == "tir_region")
+      user_error(op->span, "T." + n + " must be lowered first (the lower_call_tir pass)");
     if (n == "tvm_call_packed" || n == "tvm_make_tensor")
       user_error(op->span, "T." + n + " must be lowered first (the lower_builtins pass)");
     user_error(op->span, "T." + n + " can only be a statement of its own (T.evaluate)");

@@ -1,0 +1,72 @@
+// LowerCallTIR: `T.call_tir("g", A, B[0:4, :], n)` becomes a direct C call of g's
+// kernel with data pointers (offset to each region's first element) and scalars, and
+// a check of its return code that hands a failure up unchanged. For a packed callee
+// the kernel is `g_compute`: the packed wrapper's run-time checks are not needed,
+// because the validation (analysis/call_tir_check.h) proved at compile time that every
+// argument matches. Each call site has its own arguments and touches nothing global,
+// so a call moves freely into another function.
+#include "ir/mutator.h"
+#include "ir/op.h"
+#include "transform/transform.h"
+
+namespace mtir {
+namespace {
+
+const DataType kI32 = DataType::Int(32);
+
+std::string symbol_of(const std::string& name, const PrimFunc& f) {
+  auto it = f->attrs.find("global_symbol");
+  return it != f->attrs.end() && std::holds_alternative<std::string>(it->second) ? std::get<std::string>(it->second)
+                                                                                  : name;
+}
+
+class Lowerer : public Mutator {
+ public:
+  explicit Lowerer(const IRModule& m) : m_(m) {}
+
+ protected:
+  Stmt mutate_Evaluate(const EvaluateNode* op, const Stmt& self) override {
+    const auto* call = as<CallNode>(op->value);
+    if (!call || call->op != "call_tir") return Mutator::mutate_Evaluate(op, self);
+    const auto* name = call->args.empty() ? nullptr : as<StringImmNode>(call->args[0]);
+    PrimFunc callee = name ? m_.lookup(name->value) : nullptr;
+    if (!callee) user_error(op->span, "call_tir: no function '" + (name ? name->value : "?") + "' in the module");
+    // The kernel to call: the packed function's own, or the function itself.
+    std::string kernel_name = name->value + "_compute";
+    PrimFunc kernel = m_.lookup(kernel_name);
+    if (!kernel) kernel = callee, kernel_name = name->value;
+    std::vector<Expr> args = {StringImm(symbol_of(kernel_name, kernel))};
+    for (size_t i = 1; i < call->args.size(); ++i) {
+      const auto* region = as<CallNode>(call->args[i]);
+      if (region && region->op == "tir_region") {
+        args.push_back(Call(DataType::Handle(), "address_of", {mutate(region->args.at(0))}));
+      } else {
+        Expr v = mutate(call->args[i]);
+        DataType want = i - 1 < kernel->params.size() ? kernel->params[i - 1]->dtype : v->dtype;
+        args.push_back(v->dtype == want ? v : Cast(want, v));
+      }
+    }
+    Var rc = MakeVar("call_rc", kI32);
+    Stmt fail = Evaluate(Call(kI32, "tvm_return", {rc}));
+    return LetStmt(rc, Call(kI32, "call_extern", std::move(args)), IfThenElse(Binary(ExprKind::NE, rc, IntImm(kI32, 0)), fail),
+                   op->span);
+  }
+
+ private:
+  const IRModule& m_;
+};
+
+}  // namespace
+
+Pass LowerCallTIR() {
+  Pass p;
+  p.name = "lower_call_tir";
+  p.run = [](const IRModule& m) {
+    IRModule out = m;
+    for (auto& [name, f] : out.functions) f = Lowerer(m).mutate_func(f);
+    return out;
+  };
+  return p;
+}
+
+}  // namespace mtir
