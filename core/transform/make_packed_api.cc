@@ -86,6 +86,7 @@ class PackedWrapper {
     auto out = std::make_shared<PrimFuncNode>(*c);
     out->attrs["global_symbol"] = symbol;
     out->attrs["tir.internal"] = true;
+    out->attrs["tir.kernel_of"] = name_;
     compute_symbol_ = symbol;
     return out;
   }

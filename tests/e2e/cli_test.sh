@@ -182,11 +182,23 @@ def f(a: T.handle):
 TIR
   run 1 "$mtir" build "$work/rt.tir" --unpacked-api 1 -o "$work/rt" && contains stderr "$err" "rt.tir:4:5: error: make_unpacked_api"
   run 0 "$mtir" build "$work/rt.tir" -o "$work/rt"
+  # call_tir: the dump shows the call before lowering and the direct kernel call after.
+  local calls="$src/tests/programs/call_tir_tree.tir"
+  for api in 0 1; do
+    run 0 "$mtir" passes "$calls" --target "c -unpacked-api=$api" --dump-ir "$work/calls$api"
+    grep -q 'T.call_tir("rows", M\[0:2, :\], Tmp, bias)' "$work/calls$api/00-input.tir" || fail "no call_tir in the input dump"
+    local lowered
+    lowered="$(ls "$work/calls$api"/*-lower_call_tir.tir)"
+    grep -q 'T.call_extern("int32", "rows' "$lowered" || fail "no kernel call after lower_call_tir ($api)"
+    grep -q 'T.call_tir' "$lowered" && fail "call_tir left after lower_call_tir ($api)"
+  done
+  run 0 "$mtir" run "$calls" --func top --scalar bias=2 --target host --unpacked-api 1 && contains stdout "$out" "Out: max abs diff 0"
 }
 
 group_malformed() {
   local n=0
-  for f in "$src"/tests/script/malformed/*.tir; do
+  # Text errors, and call_tir errors the verifier finds after parsing.
+  for f in "$src"/tests/script/malformed/*.tir "$src"/tests/call_tir/invalid/*.tir; do
     [ -e "$f" ] || continue
     n=$((n + 1))
     local expect

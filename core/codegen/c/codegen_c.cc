@@ -12,6 +12,7 @@
 #include "analysis/int_bound.h"
 #include "ir/op.h"
 #include "ir/visitor.h"
+#include "support/names.h"
 
 namespace mtir {
 namespace {
@@ -255,6 +256,14 @@ class FunctionEmitter {
       }
       default: return false;
     }
+  }
+
+  // The function's name as the user knows it: a packed function's kernel reports
+  // errors under the packed function's name.
+  std::string user_name() const {
+    auto it = func_->attrs.find("tir.kernel_of");
+    if (it != func_->attrs.end() && std::holds_alternative<std::string>(it->second)) return std::get<std::string>(it->second);
+    return symbol_;
   }
 
   bool noalias() const {
@@ -684,7 +693,7 @@ class FunctionEmitter {
         const auto* op = static_cast<const AssertStmtNode*>(s.get());
         line("if (!" + expr(op->condition) + ") {");
         ++indent_;
-        line("TVMAPISetLastError(" + c_string_literal(symbol_ + ": assertion failed: " + op->message) + ");");
+        line("TVMAPISetLastError(" + c_string_literal(user_name() + ": assertion failed: " + op->message) + ");");
         emit_return("-1");
         --indent_;
         line("}");
@@ -792,7 +801,11 @@ std::string codegen_c(const IRModule& m, const CCodegenOptions& options) {
   std::set<std::string> module_symbols;
   for (const auto& [name, func] : m.functions) module_symbols.insert(symbol_of(name, func));
   for (const auto& [name, func] : m.functions) {
-    FunctionEmitter emitter(symbol_of(name, func), func, &helpers, &externs, &needs_stdio);
+    const std::string symbol = symbol_of(name, func);
+    if (!is_c_identifier(symbol) || is_c_keyword(symbol))
+      user_error(func->span, "function '" + name + "' would be the C symbol '" + symbol +
+                                 "', which C reserves; give it another name or global_symbol");
+    FunctionEmitter emitter(symbol, func, &helpers, &externs, &needs_stdio);
     emitter.module_symbols_ = &module_symbols;
     std::string signature = emitter.signature();
     std::string body = emitter.body();
@@ -803,7 +816,6 @@ std::string codegen_c(const IRModule& m, const CCodegenOptions& options) {
     }
     // A packed function is a static inline body (`<symbol>_checked`), which callers in
     // this file use directly, and the exported entry point the registry holds.
-    const std::string symbol = symbol_of(name, func);
     std::string inline_signature = "static inline " + signature;
     inline_signature.replace(inline_signature.find(symbol + "("), symbol.size(), symbol + "_checked");
     std::string forward;
