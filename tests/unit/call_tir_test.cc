@@ -120,6 +120,39 @@ class Module:
   }
 }
 
+// When the arguments are only known at run time, the call goes through the callee's
+// packed wrapper, whose failed check makes the caller fail with the callee's message.
+TEST(CallTIR, FailedPackedArgumentCheckPropagatesToTheCaller) {
+  const char* text = R"(
+@I.ir_module
+class Module:
+    @T.prim_func
+    def rows(a: T.handle):
+        m = T.int32()
+        A = T.match_buffer(a, (m, 4), "float32")
+        for i, j in T.grid(m, 4):
+            A[i, j] = T.float32(1)
+
+    @T.prim_func
+    def caller(n: T.int32, X: T.Buffer((8,), "float32")):
+        T.evaluate(T.tvm_call_packed("rows", T.tvm_make_tensor(X.data, "float32", n)))
+)";
+  IRModule m = parse_module_or_throw(text, "packed_fail.tir");
+  BuildResult built = build_c(m, parse_target("c"));
+  sim::HostSimOptions options;
+  options.work_dir = (fs::temp_directory_path() / ("microtir-packed-fail-" + std::to_string(getpid()))).string();
+  NDArray x = NDArray::zeros(DataType::Float(32), {8});
+  try {
+    sim::run_on_host({&built, "caller", m.lookup("caller")}, {int64_t{8}, &x}, options);
+    ADD_FAILURE() << "the C program did not fail";
+  } catch (const DiagnosticError& e) {
+    EXPECT_NE(e.diagnostics().at(0).message.find("caller returned -1: rows: argument 'A' must have ndim 2, got 1"),
+              std::string::npos)
+        << e.diagnostics().at(0).message;
+  }
+  fs::remove_all(options.work_dir);
+}
+
 // The buffers a statement touches, in first-use order.
 std::vector<Buffer> buffers_used(const Stmt& s) {
   struct Collect : Visitor {
