@@ -13,6 +13,8 @@
 #include "analysis/well_formed.h"
 #include "cli/io.h"
 #include "driver/build.h"
+#include "executor/aot.h"
+#include "frontend/graph.h"
 #include "driver/pipeline.h"
 #include "interp/interpreter.h"
 #include "script/parser.h"
@@ -35,6 +37,28 @@ IRModule load_module(const std::string& file, bool verify) {
     if (!diags.empty()) throw DiagnosticError(diags);
   }
   return *r.module;
+}
+
+bool is_graph_file(const std::string& path) {
+  return path.size() > 5 && path.compare(path.size() - 5, 5, ".json") == 0;
+}
+
+// Weights of the last model loaded, by graph name (main takes them as parameters).
+std::map<std::string, NDArray> aot_constants_;
+
+// A JSON graph with its weights (paths relative to the JSON file), batch norm folded,
+// as an AOT module.
+AotModule load_model(const std::string& file) {
+  std::string dir = std::filesystem::path(file).parent_path().string();
+  FileReader reader = [&](const std::string& relative) {
+    return read_file(dir.empty() ? relative : dir + "/" + relative);
+  };
+  Graph g = fold_batch_norm(load_graph_json(read_file(file), file, reader));
+  aot_constants_ = g.constants;
+  AotModule aot = build_aot(g);
+  auto diags = check_well_formed(aot.module);
+  if (!diags.empty()) throw DiagnosticError(diags);
+  return aot;
 }
 
 // Splits "NAME=VALUE"; a user error naming the option otherwise.
@@ -179,8 +203,24 @@ int run_parse(const ParseCommand& c) {
 }
 
 int run_run(const RunCommand& c) {
-  IRModule m = load_module(c.file, true);
-  std::string fname = pick_function(m, c.func);
+  // A model (JSON graph) runs through its AOT main with its weights; a TIR file runs
+  // the function asked for.
+  std::map<std::string, NDArray> preset;  // buffer name -> value (a model's weights)
+  IRModule m;
+  std::string fname;
+  if (is_graph_file(c.file)) {
+    AotModule aot = load_model(c.file);
+    m = aot.module;
+    fname = aot.main;
+    PrimFunc main = m.lookup(fname);
+    for (size_t i = 0; i < aot.params.size(); ++i) {
+      if (aot.params[i].role == AotModule::Role::kConstant)
+        preset[main->param_buffers[i]->name] = aot_constants_.at(aot.params[i].name);
+    }
+  } else {
+    m = load_module(c.file, true);
+    fname = pick_function(m, c.func);
+  }
   PrimFunc f = m.lookup(fname);
 
   std::map<std::string, std::string> input_files, scalar_texts;
@@ -212,7 +252,9 @@ int run_run(const RunCommand& c) {
     const Buffer& b = f->param_buffers[i];
     if (!b) continue;
     auto it = input_files.find(b->name);
-    if (it != input_files.end()) {
+    if (auto pre = preset.find(b->name); pre != preset.end()) {
+      arrays[i] = pre->second;
+    } else if (it != input_files.end()) {
       arrays[i] = read_npy(read_file(it->second), it->second);
       input_files.erase(it);
     } else {

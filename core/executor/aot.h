@@ -1,0 +1,31 @@
+// The AOT executor: a graph becomes one IRModule holding a PrimFunc per operator and a
+// main function that calls them, in topological order, with call_tir. Intermediate
+// tensors are allocations of main (the memory planner places them later); model
+// inputs, constants (weights) and outputs are main's buffer parameters.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "frontend/graph.h"
+#include "ir/function.h"
+
+namespace mtir {
+
+struct AotModule {
+  IRModule module;
+  std::string main;  // "tvmgen_<model>___tvm_main__"
+  // What each parameter of main is, in order: model inputs, constants, then outputs.
+  enum class Role { kInput, kConstant, kOutput };
+  struct Param {
+    std::string name;  // the graph's name for it
+    Role role;
+    TensorType type;
+  };
+  std::vector<Param> params;
+};
+
+// Throws DiagnosticError naming the node when an operator cannot be built.
+AotModule build_aot(const Graph& g);
+
+}  // namespace mtir

@@ -1,0 +1,128 @@
+// The AOT executor on the bundled digits model: one main that calls every operator
+// with call_tir, checked against the numpy reference the model was exported with, in
+// the interpreter and as host C with both calling conventions.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "analysis/well_formed.h"
+#include "driver/build.h"
+#include "executor/aot.h"
+#include "interp/interpreter.h"
+#include "sim/host_sim.h"
+#include "support/compare.h"
+#include "support/npy.h"
+
+namespace mtir {
+namespace {
+
+namespace fs = std::filesystem;
+const fs::path kModel = fs::path(MICROTIR_SOURCE_DIR) / "models" / "digits";
+
+std::string read(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+struct Digits {
+  Graph graph;
+  AotModule aot;
+  NDArray images, labels, reference;
+};
+
+const Digits& digits() {
+  static const Digits d = [] {
+    Digits d;
+    FileReader reader = [](const std::string& rel) { return read(kModel / rel); };
+    d.graph = fold_batch_norm(load_graph_json(read(kModel / "digits.json"), "digits.json", reader));
+    d.aot = build_aot(d.graph);
+    d.images = read_npy(read(kModel / "test_images.npy"), "test_images.npy");
+    d.labels = read_npy(read(kModel / "test_labels.npy"), "test_labels.npy");
+    d.reference = read_npy(read(kModel / "reference_probs.npy"), "reference_probs.npy");
+    return d;
+  }();
+  return d;
+}
+
+// Arguments of main for image `k`: the image, the weights, a zeroed output.
+std::vector<NDArray> main_arguments(const Digits& d, int64_t k) {
+  std::vector<NDArray> arrays;
+  for (const auto& p : d.aot.params) {
+    NDArray a = NDArray::zeros(p.type.dtype, p.type.shape);
+    if (p.role == AotModule::Role::kConstant) a = d.graph.constants.at(p.name);
+    if (p.role == AotModule::Role::kInput) {
+      const size_t bytes = a.data.size();
+      std::copy(d.images.data.begin() + static_cast<std::ptrdiff_t>(k * bytes),
+                d.images.data.begin() + static_cast<std::ptrdiff_t>((k + 1) * bytes), a.data.begin());
+    }
+    arrays.push_back(std::move(a));
+  }
+  return arrays;
+}
+
+std::vector<InterpArg> as_args(std::vector<NDArray>& arrays) {
+  std::vector<InterpArg> args;
+  for (auto& a : arrays) args.push_back(&a);
+  return args;
+}
+
+int64_t argmax(const NDArray& probs) {
+  int64_t best = 0;
+  for (int64_t i = 1; i < probs.num_elements(); ++i)
+    if (probs.get_float(i) > probs.get_float(best)) best = i;
+  return best;
+}
+
+TEST(Aot, MainCallsEveryOperatorWithCallTir) {
+  const Digits& d = digits();
+  EXPECT_TRUE(check_well_formed(d.aot.module).empty());
+  EXPECT_EQ(d.aot.main, "tvmgen_digits___tvm_main__");
+  // One function per node (after batch-norm folding) plus main.
+  EXPECT_EQ(d.aot.module.functions.size(), d.graph.nodes.size() + 1);
+}
+
+TEST(Aot, InterpreterMatchesTheNumpyReferenceOnAllTestImages) {
+  const Digits& d = digits();
+  const int64_t n = d.labels.num_elements();
+  ASSERT_EQ(n, 100);
+  int correct = 0, reference_correct = 0;
+  for (int64_t k = 0; k < n; ++k) {
+    std::vector<NDArray> arrays = main_arguments(d, k);
+    interpret(d.aot.module, d.aot.main, as_args(arrays));
+    const NDArray& probs = arrays.back();
+    NDArray want = NDArray::zeros(DataType::Float(32), {1, 10});
+    for (int64_t i = 0; i < 10; ++i) want.set_float(i, d.reference.get_float(k * 10 + i));
+    Difference diff = compare_arrays(probs, want, 1e-5);
+    EXPECT_TRUE(diff.ok) << "image " << k << ": max abs diff " << diff.max_abs;
+    correct += argmax(probs) == d.labels.get_int(k);
+    reference_correct += argmax(want) == d.labels.get_int(k);
+  }
+  // The compiled model is exactly as accurate as the model it came from.
+  EXPECT_EQ(correct, reference_correct);
+  EXPECT_GE(correct, 95);
+}
+
+TEST(Aot, HostCMatchesTheInterpreterWithBothConventions) {
+  const Digits& d = digits();
+  for (const char* target : {"c", "c -unpacked-api=1"}) {
+    SCOPED_TRACE(target);
+    BuildResult built = build_c(d.aot.module, parse_target(target));
+    for (int64_t k : {0, 37, 99}) {
+      std::vector<NDArray> want = main_arguments(d, k), got = main_arguments(d, k);
+      interpret(d.aot.module, d.aot.main, as_args(want));
+      sim::HostSimOptions options;
+      options.work_dir = (fs::temp_directory_path() / ("microtir-aot-" + std::to_string(getpid()))).string();
+      sim::run_on_host({&built, d.aot.main, d.aot.module.lookup(d.aot.main)}, as_args(got), options);
+      fs::remove_all(options.work_dir);
+      Difference diff = compare_arrays(got.back(), want.back());
+      EXPECT_TRUE(diff.ok) << "image " << k << ": max abs diff " << diff.max_abs;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace mtir
