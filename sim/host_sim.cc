@@ -36,7 +36,6 @@ std::string scalar_literal(const Var& p, const InterpArg& arg) {
   sim_error("parameter '" + p->name + "' is a scalar but was given a tensor");
 }
 
-int dl_code(DataType t) { return t.is_float() ? 2 : (t.is_uint() || t.is_bool()) ? 1 : 0; }
 
 std::string symbol_of(const HostCall& call) {
   for (const auto& [name, symbol] : call.build->symbols)
@@ -78,7 +77,7 @@ std::string generate_main(const HostCall& call, const std::vector<InterpArg>& ar
               << "  tensor" << i << ".device.device_type = kDLCPU;\n"
               << "  tensor" << i << ".device.device_id = 0;\n"
               << "  tensor" << i << ".ndim = " << a->shape.size() << ";\n"
-              << "  tensor" << i << ".dtype.code = " << dl_code(b->dtype) << ";\n"
+              << "  tensor" << i << ".dtype.code = " << dl_type_code(b->dtype) << ";\n"
               << "  tensor" << i << ".dtype.bits = " << (b->dtype.is_bool() ? 8 : b->dtype.bits()) << ";\n"
               << "  tensor" << i << ".dtype.lanes = 1;\n"
               << "  tensor" << i << ".shape = shape" << i << ";\n"

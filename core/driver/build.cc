@@ -14,12 +14,9 @@ BuildResult build_c(const IRModule& m, const Target& target) {
   r.lowered = run_pipeline(m, lowering_pipeline(target.unpacked_api));
   std::vector<std::string> packed;
   for (const auto& [name, f] : r.lowered.module.functions) {
-    std::string symbol = name;
-    auto it = f->attrs.find("global_symbol");
-    if (it != f->attrs.end() && std::holds_alternative<std::string>(it->second)) symbol = std::get<std::string>(it->second);
+    const std::string symbol = symbol_of(name, f);
     r.symbols.emplace_back(name, symbol);
-    auto conv = f->attrs.find("calling_conv");
-    if (conv != f->attrs.end() && conv->second == AttrValue(std::string("packed"))) packed.push_back(symbol);
+    if (is_packed(f)) packed.push_back(symbol);
   }
   CCodegenOptions options;
   options.description = "target \"" + target.str() + "\"";

@@ -25,6 +25,13 @@ using PrimFunc = std::shared_ptr<const PrimFuncNode>;
 // A copy of `f` with another body.
 PrimFunc WithBody(const PrimFunc& f, Stmt body);
 
+// The C symbol of function `name`: its "global_symbol" attribute, or the name itself.
+std::string symbol_of(const std::string& name, const PrimFunc& f);
+// Whether MakePackedAPI made `f` a packed function ("calling_conv": "packed").
+bool is_packed(const PrimFunc& f);
+// DLPack's type code of a tensor element type (0 int, 1 uint and bool, 2 float, 3 handle).
+int dl_type_code(DataType t);
+
 struct IRModule {
   std::string name = "Module";
   std::vector<std::pair<std::string, PrimFunc>> functions;  // in definition order

@@ -74,6 +74,24 @@ Buffer PrimFuncNode::buffer_of(const Var& param) const {
   return nullptr;
 }
 
+std::string symbol_of(const std::string& name, const PrimFunc& f) {
+  auto it = f->attrs.find("global_symbol");
+  return it != f->attrs.end() && std::holds_alternative<std::string>(it->second) ? std::get<std::string>(it->second)
+                                                                                  : name;
+}
+
+bool is_packed(const PrimFunc& f) {
+  auto it = f->attrs.find("calling_conv");
+  return it != f->attrs.end() && it->second == AttrValue(std::string("packed"));
+}
+
+int dl_type_code(DataType t) {
+  if (t.is_float()) return 2;
+  if (t.is_uint() || t.is_bool()) return 1;
+  if (t.is_handle()) return 3;
+  return 0;
+}
+
 PrimFunc WithBody(const PrimFunc& f, Stmt body) {
   auto n = std::make_shared<PrimFuncNode>(*f);
   n->body = std::move(body);

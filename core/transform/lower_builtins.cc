@@ -23,8 +23,6 @@ Expr i32(int64_t v) { return IntImm(kI32, v); }
 Expr builtin(const char* name, std::vector<Expr> args) { return Call(lookup_op(name)->result, name, std::move(args)); }
 Stmt effect(const char* name, std::vector<Expr> args) { return Evaluate(builtin(name, std::move(args))); }
 
-// DLPack's type code for a tensor element type.
-int64_t dl_code(DataType t) { return t.is_float() ? 2 : (t.is_uint() || t.is_bool()) ? 1 : 0; }
 
 // What a packed function of the module expects: its kernel's name and, per argument,
 // the buffer (dtype, shape) or the scalar type.
@@ -37,19 +35,12 @@ struct KernelSignature {
 std::map<std::string, KernelSignature> kernel_signatures(const IRModule& m) {
   std::map<std::string, KernelSignature> out;
   for (const auto& [name, f] : m.functions) {
-    auto conv = f->attrs.find("calling_conv");
-    if (conv == f->attrs.end() || conv->second != AttrValue(std::string("packed"))) continue;
+    if (!is_packed(f)) continue;
     PrimFunc kernel = m.lookup(name + "_compute");
     if (!kernel) continue;
-    auto sym = f->attrs.find("global_symbol");
-    std::string symbol = sym != f->attrs.end() && std::holds_alternative<std::string>(sym->second)
-                             ? std::get<std::string>(sym->second)
-                             : name;
-    auto ksym = kernel->attrs.find("global_symbol");
+    const std::string symbol = symbol_of(name, f);
     KernelSignature sig;
-    sig.kernel = ksym != kernel->attrs.end() && std::holds_alternative<std::string>(ksym->second)
-                     ? std::get<std::string>(ksym->second)
-                     : name + "_compute";
+    sig.kernel = symbol_of(name + "_compute", kernel);
     // The kernel declares each pointer parameter's buffer at its top.
     std::map<const VarNode*, Buffer> views;
     for (Stmt s = kernel->body; s && s->kind == StmtKind::DeclBuffer;) {
@@ -162,7 +153,7 @@ class Lowerer : public Mutator {
         lets.push_back({array, builtin("tvm_stack_alloca", {StringImm("array"), i32(1)})});
         for (int64_t k = 0; k < ndim; ++k)
           stores.push_back(effect("tvm_set_shape", {shape, i32(k), tensor->args[static_cast<size_t>(k) + 2]}));
-        stores.push_back(effect("tvm_tensor_init", {array, tensor->args[0], shape, i32(ndim), i32(dl_code(*dtype)),
+        stores.push_back(effect("tvm_tensor_init", {array, tensor->args[0], shape, i32(ndim), i32(dl_type_code(*dtype)),
                                                     i32(dtype->is_bool() ? 8 : dtype->bits())}));
         stores.push_back(effect("tvm_set_arg_handle", {values, i32(i), array}));
         stores.push_back(effect("tvm_set_type_code", {codes, i32(i), i32(7)}));

@@ -14,11 +14,6 @@ namespace {
 
 const DataType kI32 = DataType::Int(32);
 
-std::string symbol_of(const std::string& name, const PrimFunc& f) {
-  auto it = f->attrs.find("global_symbol");
-  return it != f->attrs.end() && std::holds_alternative<std::string>(it->second) ? std::get<std::string>(it->second)
-                                                                                  : name;
-}
 
 class Lowerer : public Mutator {
  public:

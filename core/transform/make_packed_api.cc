@@ -43,13 +43,6 @@ Expr to_i64(const Expr& e) {
   return Cast(kI64, e);
 }
 
-// DLPack's type code for a TIR type.
-int64_t dl_code(DataType t) {
-  if (t.is_float()) return 2;
-  if (t.is_uint() || t.is_bool()) return 1;
-  if (t.is_handle()) return 3;
-  return 0;
-}
 
 // The prologue, built front to back and wrapped around the body at the end.
 class Prologue {
@@ -173,8 +166,8 @@ class PackedWrapper {
     Expr code_e = builtin("tvm_tensor_dtype_code", {handle}), bits = builtin("tvm_tensor_dtype_bits", {handle});
     Expr lanes = builtin("tvm_tensor_dtype_lanes", {handle});
     int64_t want_bits = b->dtype.is_bool() ? 8 : b->dtype.bits();
-    prologue_.check(any({ne(code_e, i32(dl_code(b->dtype))), ne(bits, i32(want_bits)), ne(lanes, i32(1))}),
-                    arg + " must be " + b->dtype.str() + " (code " + std::to_string(dl_code(b->dtype)) + ", bits " +
+    prologue_.check(any({ne(code_e, i32(dl_type_code(b->dtype))), ne(bits, i32(want_bits)), ne(lanes, i32(1))}),
+                    arg + " must be " + b->dtype.str() + " (code " + std::to_string(dl_type_code(b->dtype)) + ", bits " +
                         std::to_string(want_bits) + ", lanes 1), got code {}, bits {}, lanes {}",
                     {code_e, bits, lanes});
 
@@ -251,11 +244,6 @@ class PackedWrapper {
   std::string compute_symbol_;
 };
 
-std::string symbol_of(const std::string& name, const PrimFunc& f) {
-  auto it = f->attrs.find("global_symbol");
-  if (it != f->attrs.end() && std::holds_alternative<std::string>(it->second)) return std::get<std::string>(it->second);
-  return name;
-}
 
 }  // namespace
 

@@ -131,11 +131,6 @@ std::string helper_definition(const std::string& name, DataType t) {
   return os.str();
 }
 
-bool is_packed(const PrimFunc& f) {
-  auto it = f->attrs.find("calling_conv");
-  return it != f->attrs.end() && std::holds_alternative<std::string>(it->second) &&
-         std::get<std::string>(it->second) == "packed";
-}
 
 // Buffers declared (T.decl_buffer) on each pointer variable of a function body.
 std::unordered_map<const VarNode*, std::vector<Buffer>> declared_views(const Stmt& body) {
@@ -742,7 +737,7 @@ class FunctionEmitter {
       bytes = "(uint64_t)" + std::to_string(b->dtype.bytes());
       for (const auto& d : b->shape) bytes += " * (uint64_t)" + expr(d);
     }
-    int code = b->dtype.is_float() ? 2 : b->dtype.is_uint() ? 1 : 0;
+    int code = dl_type_code(b->dtype);
     line(ct + "* " + name + " = (" + ct + "*)TVMBackendAllocWorkspace(1, 0, " + bytes + ", " + std::to_string(code) +
          ", " + std::to_string(b->dtype.bits()) + ");");
     line("if (" + name + " == NULL) {");
@@ -780,11 +775,6 @@ class FunctionEmitter {
   int indent_ = 0;
 };
 
-std::string symbol_of(const std::string& name, const PrimFunc& f) {
-  auto it = f->attrs.find("global_symbol");
-  if (it != f->attrs.end() && std::holds_alternative<std::string>(it->second)) return std::get<std::string>(it->second);
-  return name;
-}
 
 }  // namespace
 
