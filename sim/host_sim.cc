@@ -23,6 +23,8 @@ void write_bytes(const fs::path& path, const void* data, size_t n) {
 }
 
 std::string scalar_literal(const Var& p, const InterpArg& arg) {
+  if (p->dtype.is_integer() && std::holds_alternative<double>(arg))
+    sim_error("parameter '" + p->name + "' is " + p->dtype.str() + " but was given a float");
   if (const auto* i = std::get_if<int64_t>(&arg)) {
     // INT64_MIN has no literal; spell every value as a computation that cannot overflow.
     return "((int64_t)" + std::to_string(*i / 2) + " * 2 + (" + std::to_string(*i % 2) + "))";
@@ -53,7 +55,9 @@ std::string generate_main(const HostCall& call, const std::vector<InterpArg>& ar
   for (size_t i = 0; i < f->params.size(); ++i) {
     std::string storage = "arg" + std::to_string(i);
     if (const Buffer& b = f->param_buffers[i]) {
-      const NDArray* a = std::get<NDArray*>(args[i]);
+      NDArray* const* slot = std::get_if<NDArray*>(&args[i]);
+      if (!slot || !*slot) sim_error("parameter '" + b->name + "' is a buffer but was given a scalar");
+      const NDArray* a = *slot;
       size_t bytes = a->data.size();
       // uint64_t storage keeps every element type aligned.
       decls << "static uint64_t " << storage << "[" << (bytes + 7) / 8 + 1 << "];\n";

@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 
+#include "analysis/int_bound.h"
 #include "ir/visitor.h"
 
 namespace mtir {
@@ -38,15 +39,32 @@ struct CallSite {
   const CallNode* call;
 };
 
+// Walks a function with the ranges of its loop and let variables known, and hands
+// every call_tir to `check` together with those ranges.
 class CallCollector : public Visitor {
  public:
-  std::vector<const CallNode*> calls;
+  std::function<void(const CallNode*, const IntBoundAnalyzer&)> check;
 
  protected:
   void visit_Call(const CallNode* op) override {
-    if (op->op == "call_tir") calls.push_back(op);
+    if (op->op == "call_tir") check(op, bounds_);
     Visitor::visit_Call(op);
   }
+  void visit_For(const ForNode* op) override {
+    IntBound lo = bounds_.bound(op->min), ext = bounds_.bound(op->extent);
+    int64_t hi;
+    if (ext.max >= 1 && !__builtin_add_overflow(lo.max, ext.max - 1, &hi)) bounds_.bind(op->loop_var.get(), {lo.min, hi});
+    Visitor::visit_For(op);
+    bounds_.unbind(op->loop_var.get());
+  }
+  void visit_LetStmt(const LetStmtNode* op) override {
+    if (op->var->dtype.is_integer()) bounds_.bind(op->var.get(), bounds_.bound(op->value));
+    Visitor::visit_LetStmt(op);
+    bounds_.unbind(op->var.get());
+  }
+
+ private:
+  IntBoundAnalyzer bounds_;
 };
 
 class Checker {
@@ -58,8 +76,8 @@ class Checker {
     for (const auto& [name, f] : m_.functions) {
       if (!f) continue;
       CallCollector c;
+      c.check = [&](const CallNode* call, const IntBoundAnalyzer& bounds) { check_call(name, call, bounds); };
       c.visit(f->body);
-      for (const CallNode* call : c.calls) check_call(name, call);
     }
     check_recursion();
   }
@@ -72,7 +90,7 @@ class Checker {
     diags.push_back(std::move(d));
   }
 
-  void check_call(const std::string& caller, const CallNode* call) {
+  void check_call(const std::string& caller, const CallNode* call, const IntBoundAnalyzer& bounds) {
     const Span& at = call->span;
     const auto* name = call->args.empty() ? nullptr : as<StringImmNode>(call->args[0]);
     if (!name) return error(at, "T.call_tir in '" + caller + "' needs the callee's name as a string first");
@@ -88,6 +106,7 @@ class Checker {
       return error(at, who + ": '" + name->value + "' takes " + std::to_string(callee->params.size()) +
                            " arguments, got " + std::to_string(n));
     }
+    std::vector<std::pair<const BufferLoadNode*, std::vector<Expr>>> regions;  // for the aliasing check
     for (size_t i = 0; i < n; ++i) {
       const Expr& arg = call->args[i + 1];
       const Buffer& b = callee->param_buffers[i];
@@ -95,12 +114,16 @@ class Checker {
       const auto* region = as<CallNode>(arg);
       const bool is_region = region && region->op == "tir_region";
       if (!b) {
-        if (is_region) {
+        const DataType want = callee->params[i]->dtype;
+        const int64_t* c = as_const_int(arg);
+        if (want.is_handle()) {
+          error(at, who + ": " + param + " is a T.handle, which call_tir cannot pass; give it a buffer");
+        } else if (is_region) {
           error(arg->span.defined() ? arg->span : at,
-                who + ": " + param + " is a " + callee->params[i]->dtype.str() + " scalar, but a buffer was passed");
-        } else if (callee->params[i]->dtype.is_float() != arg->dtype.is_float() || arg->dtype.is_handle()) {
-          error(at, who + ": " + param + " is " + callee->params[i]->dtype.str() + ", but the argument is " +
-                        arg->dtype.str());
+                who + ": " + param + " is a " + want.str() + " scalar, but a buffer was passed");
+        } else if (arg->dtype != want && !(c && want.is_integer() && wrap_int(want, *c) == *c)) {
+          // Only constants that fit are converted: anything else would be narrowed silently.
+          error(at, who + ": " + param + " is " + want.str() + ", but the argument is " + arg->dtype.str());
         }
         continue;
       }
@@ -109,44 +132,98 @@ class Checker {
                       ", but the argument is a " + arg->dtype.str() + " value");
         continue;
       }
-      check_region(who, param, b, region, at);
+      if (check_region(who, param, b, region, at, bounds)) {
+        regions.push_back({as<BufferLoadNode>(region->args[0]),
+                           std::vector<Expr>(region->args.begin() + 1, region->args.end())});
+      }
+    }
+    check_aliasing(who, regions, at);
+  }
+
+  // Two arguments in the same memory would alias restrict pointers in C (and the
+  // callee would see different data than a copy-in/copy-out reading of the call).
+  // Regions of one buffer must be provably disjoint: constant starts, no overlap.
+  void check_aliasing(const std::string& who,
+                      const std::vector<std::pair<const BufferLoadNode*, std::vector<Expr>>>& regions, const Span& at) {
+    auto flat_range = [](const BufferLoadNode* load, const std::vector<Expr>& extents, int64_t* lo, int64_t* hi) {
+      const Buffer& b = load->buffer;
+      int64_t start = 0, last = 0, stride = 1;
+      for (size_t k = b->shape.size(); k-- > 0;) {
+        const int64_t *min = as_const_int(load->indices[k]), *ext = as_const_int(extents[k]),
+                      *dim = as_const_int(b->shape[k]);
+        if (!min || !ext || !dim) return false;
+        start += *min * stride;
+        last += (*min + *ext - 1) * stride;
+        stride *= *dim;
+      }
+      *lo = start, *hi = last;
+      return true;
+    };
+    for (size_t i = 0; i < regions.size(); ++i) {
+      for (size_t j = i + 1; j < regions.size(); ++j) {
+        if (regions[i].first->buffer != regions[j].first->buffer) continue;
+        int64_t a0, a1, b0, b1;
+        bool known = flat_range(regions[i].first, regions[i].second, &a0, &a1) &&
+                     flat_range(regions[j].first, regions[j].second, &b0, &b1);
+        if (!known || !(a1 < b0 || b1 < a0)) {
+          return error(at, who + ": arguments " + std::to_string(i) + " and " + std::to_string(j) +
+                               " are regions of the same buffer '" + regions[i].first->buffer->name + "' that " +
+                               (known ? "overlap" : "may overlap") + "; pass disjoint regions or separate buffers");
+        }
+      }
     }
   }
 
-  void check_region(const std::string& who, const std::string& param, const Buffer& want, const CallNode* region,
-                    const Span& at) {
+  // Returns whether the region is well formed (so later checks can use it).
+  bool check_region(const std::string& who, const std::string& param, const Buffer& want, const CallNode* region,
+                    const Span& at, const IntBoundAnalyzer& bounds) {
     const auto* load = region->args.empty() ? nullptr : as<BufferLoadNode>(region->args[0]);
-    if (!load) return error(at, who + ": " + param + ": malformed region");
+    if (!load) {
+      error(at, who + ": " + param + ": malformed region");
+      return false;
+    }
     const Buffer& have = load->buffer;
     std::vector<Expr> extents(region->args.begin() + 1, region->args.end());
     const Span& where = region->span.defined() ? region->span : at;
+    auto fail = [&](const std::string& m) {
+      error(where, m);
+      return false;
+    };
     if (have->dtype != want.get()->dtype) {
-      return error(where, who + ": " + param + " holds " + want->dtype.str() + ", but '" + have->name + "' holds " +
+      return fail(who + ": " + param + " holds " + want->dtype.str() + ", but '" + have->name + "' holds " +
                               have->dtype.str());
     }
     if (!want->strides.empty() || (want->elem_offset && !(as_const_int(want->elem_offset) &&
                                                           *as_const_int(want->elem_offset) == 0))) {
-      return error(where, who + ": " + param + " declares strides or an offset; call_tir passes compact regions");
+      return fail(who + ": " + param + " declares strides or an offset; call_tir passes compact regions");
     }
     bool constant = true;
     std::vector<int64_t> got = significant(extents, &constant), need = significant(want->shape, &constant);
     if (!constant) {
-      return error(where, who + ": " + param + " and the region of '" + have->name +
+      return fail(who + ": " + param + " and the region of '" + have->name +
                               "' need constant shapes to be checked");
     }
     if (got != need) {
-      return error(where, who + ": " + param + " has shape " + shape_text(want->shape) + ", but the region of '" +
+      return fail(who + ": " + param + " has shape " + shape_text(want->shape) + ", but the region of '" +
                               have->name + "' has shape " + shape_text(extents) + " (unit dimensions aside)");
     }
-    // In bounds, where the start is known.
+    // In bounds: the callee's accesses are not checked at run time, so every start must
+    // be provably in range (from constants and the ranges of enclosing loops).
     if (load->indices.size() == have->shape.size() && extents.size() == have->shape.size()) {
       for (size_t k = 0; k < extents.size(); ++k) {
-        const int64_t *lo = as_const_int(load->indices[k]), *ext = as_const_int(extents[k]),
-                      *dim = as_const_int(have->shape[k]);
-        if (lo && ext && dim && (*lo < 0 || *lo + *ext > *dim)) {
-          return error(where, who + ": the region of '" + have->name + "' covers [" + std::to_string(*lo) + ", " +
-                                  std::to_string(*lo + *ext) + ") in dimension " + std::to_string(k) +
-                                  ", outside its extent " + std::to_string(*dim));
+        const int64_t *ext = as_const_int(extents[k]), *dim = as_const_int(have->shape[k]);
+        if (!ext || !dim) return fail(who + ": the region of '" + have->name + "' needs a constant shape");
+        IntBound lo = bounds.bound(load->indices[k]);
+        if (lo.min < 0 || lo.max > *dim - *ext) {
+          if (lo.min == lo.max) {
+            return fail(who + ": the region of '" + have->name + "' covers [" + std::to_string(lo.min) + ", " +
+                        std::to_string(lo.min + *ext) + ") in dimension " + std::to_string(k) +
+                        ", outside its extent " + std::to_string(*dim));
+          }
+          return fail(who + ": the region of '" + have->name + "' may leave dimension " + std::to_string(k) +
+                      " (extent " + std::to_string(*dim) + "): its start can be anywhere in [" +
+                      std::to_string(lo.min) + ", " + std::to_string(lo.max) + "] for " + std::to_string(*ext) +
+                      " elements");
         }
       }
       // Contiguous: after the first dimension with extent above 1, every dimension is whole.
@@ -156,16 +233,17 @@ class Checker {
           const int64_t *ext = as_const_int(extents[k]), *lo = as_const_int(load->indices[k]);
           bool whole = lo && *lo == 0 && ext && as_const_int(have->shape[k]) && *ext == *as_const_int(have->shape[k]);
           if (inner && !whole) {
-            return error(where, who + ": the region of '" + have->name +
+            return fail(who + ": the region of '" + have->name +
                                     "' is not contiguous in memory (dimension " + std::to_string(k) +
                                     " is cut after a larger outer extent); pass whole inner dimensions");
           }
           if (ext && *ext > 1) inner = true;
         }
       } else {
-        return error(where, who + ": '" + have->name + "' has declared strides; call_tir passes compact buffers");
+        return fail(who + ": '" + have->name + "' has declared strides; call_tir passes compact buffers");
       }
     }
+    return true;
   }
 
   // Recursion, direct or through other functions, is refused at the call that closes

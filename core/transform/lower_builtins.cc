@@ -114,9 +114,12 @@ class Lowerer : public Mutator {
       } else {
         Expr v = mutate(raw);
         DataType t = sig.scalars[i];
-        bool ok = (t.is_float() && v->dtype.is_float()) || (t.is_integer() && (v->dtype.is_integer() || v->dtype.is_bool()));
-        if (!ok || (tensor && tensor->op == "tvm_make_tensor"))
-          user_error(span, who + " must be a " + t.str() + " scalar, got " + v->dtype.str());
+        if (tensor && tensor->op == "tvm_make_tensor") user_error(span, who + " must be a " + t.str() + " scalar, got a tensor");
+        // Same type, or a constant that fits: anything else the wrapper checks at run time.
+        const int64_t* c = as_const_int(v);
+        bool fits = v->dtype == t || (t.is_float() && v->dtype.is_float()) ||
+                    (c && (t.is_integer() || t.is_bool()) && wrap_int(t, *c) == *c);
+        if (!fits) return Stmt();
         args.push_back(v->dtype == t ? v : Cast(t, v));
       }
     }

@@ -27,9 +27,13 @@ class Lowerer : public Mutator {
     PrimFunc callee = name ? m_.lookup(name->value) : nullptr;
     if (!callee) user_error(op->span, "call_tir: no function '" + (name ? name->value : "?") + "' in the module");
     // The kernel to call: the packed function's own, or the function itself.
-    std::string kernel_name = name->value + "_compute";
-    PrimFunc kernel = m_.lookup(kernel_name);
-    if (!kernel) kernel = callee, kernel_name = name->value;
+    std::string kernel_name = name->value;
+    PrimFunc kernel = callee;
+    if (is_packed(callee)) {
+      kernel_name = name->value + "_compute";
+      kernel = m_.lookup(kernel_name);
+      if (!kernel) user_error(op->span, "call_tir: the packed function '" + name->value + "' has no kernel");
+    }
     std::vector<Expr> args = {StringImm(symbol_of(kernel_name, kernel))};
     for (size_t i = 1; i < call->args.size(); ++i) {
       const auto* region = as<CallNode>(call->args[i]);

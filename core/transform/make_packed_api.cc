@@ -153,7 +153,7 @@ class PackedWrapper {
     const std::string arg = "argument '" + b->name + "'";
     Var code = type_code(type_ids, i);
     prologue_.check(Binary(ExprKind::And, ne(code, i32(kDLTensorHandle)), ne(code, i32(kNDArrayHandle))),
-                    who(i) + " must be a tensor (type code 7), got type code {}", {code});
+                    who(i) + " must be a tensor (type code 7 or 13), got type code {}", {code});
     // The parameter variable stands for the DLTensor pointer, as in TVM.
     Var handle = p == b->data ? MakeVar(b->name + "_handle", kHandle) : p;
     prologue_.let(handle, builtin("tvm_arg_handle", {args, i32(static_cast<int64_t>(i))}));

@@ -93,9 +93,12 @@ PrimFunc to_pointer_signature(const std::string& name, const PrimFunc& f, bool r
   HandleUseFinder uses(handles);
   uses.visit(f->body);
   if (uses.found) {
-    user_error(f->span, "make_unpacked_api: function '" + name + "' uses the tensor handle '" + uses.found->name +
-                            "' itself, not only its data pointer",
-               {"an unpacked argument is only the data pointer; use the packed API (-unpacked-api=0)"});
+    const std::string pass = runtime_shapes ? "make_packed_api" : "make_unpacked_api";
+    std::vector<std::string> notes;
+    if (!runtime_shapes) notes.push_back("an unpacked argument is only the data pointer; use the packed API (-unpacked-api=0)");
+    user_error(f->span, pass + ": function '" + name + "' uses the tensor handle '" + uses.found->name +
+                            "' itself, which its kernel cannot see; use the buffer's elements or its .data instead",
+               notes);
   }
 
   auto out = std::make_shared<PrimFuncNode>(*f);

@@ -153,6 +153,56 @@ class Module:
   fs::remove_all(options.work_dir);
 }
 
+// Found in review: the unpacked build must call g itself, not a user function named
+// g_compute; and a bool scalar passes through a packed call checked at compile time.
+TEST(CallTIR, CallsTheCalleeItselfAndPassesBools) {
+  const char* text = R"(
+@I.ir_module
+class Module:
+    @T.prim_func
+    def g(X: T.Buffer((4,), "float32"), flag: T.bool):
+        for i in range(4):
+            X[i] = T.Select(flag, T.float32(1), T.float32(2))
+
+    @T.prim_func
+    def g_compute(X: T.Buffer((4,), "float32")):
+        for i in range(4):
+            X[i] = T.float32(3)
+
+    @T.prim_func
+    def top(Out: T.Buffer((4,), "float32")):
+        T.evaluate(T.call_tir("g", Out, True))
+)";
+  IRModule m = parse_module_or_throw(text, "names.tir");
+  NDArray want = NDArray::zeros(DataType::Float(32), {4});
+  interpret(m, "top", {&want});
+  EXPECT_EQ(want.get_float(0), 1.0);
+  BuildResult built = build_c(m, parse_target("c -unpacked-api=1"));
+  sim::HostSimOptions options;
+  options.work_dir = (fs::temp_directory_path() / ("microtir-names-" + std::to_string(getpid()))).string();
+  NDArray got = NDArray::zeros(DataType::Float(32), {4});
+  sim::run_on_host({&built, "top", m.lookup("top")}, {&got}, options);
+  fs::remove_all(options.work_dir);
+  EXPECT_TRUE(compare_arrays(got, want).ok);
+  // The packed build refuses the clash of names instead of guessing.
+  EXPECT_THROW(build_c(m, parse_target("c")), DiagnosticError);
+
+  IRModule packed_call = parse_module_or_throw(R"(
+@I.ir_module
+class Module:
+    @T.prim_func
+    def g(X: T.Buffer((4,), "float32"), flag: T.bool):
+        for i in range(4):
+            X[i] = T.Select(flag, T.float32(1), T.float32(2))
+
+    @T.prim_func
+    def top(Out: T.Buffer((4,), "float32")):
+        T.evaluate(T.tvm_call_packed("g", T.tvm_make_tensor(Out.data, "float32", 4), T.bool(False)))
+)",
+                                               "bool.tir");
+  EXPECT_NO_THROW(build_c(packed_call, parse_target("c")));
+}
+
 // The buffers a statement touches, in first-use order.
 std::vector<Buffer> buffers_used(const Stmt& s) {
   struct Collect : Visitor {

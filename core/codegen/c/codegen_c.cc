@@ -116,11 +116,19 @@ std::string helper_definition(const std::string& name, DataType t) {
     return os.str();
   }
   os << "static inline " << ct << " " << name << "(" << ct << " a, " << ct << " b) {\n";
-  if (name.rfind("mtir_floordiv", 0) == 0) {
-    os << "  " << ct << " q = (" << ct << ")(a / b);\n"
+  // Dividing the most negative value by -1 overflows in C; TIR wraps it (as the
+  // interpreter does), so -1 is handled before the division.
+  std::string ut = t.bits() <= 32 ? "uint32_t" : "uint64_t";
+  std::string negate = "(" + ct + ")(0u - (" + ut + ")a)";
+  if (name.rfind("mtir_div", 0) == 0) {
+    os << "  return b == -1 ? " << negate << " : (" << ct << ")(a / b);\n";
+  } else if (name.rfind("mtir_mod", 0) == 0) {
+    os << "  return b == -1 ? 0 : (" << ct << ")(a % b);\n";
+  } else if (name.rfind("mtir_floordiv", 0) == 0) {
+    os << "  " << ct << " q;\n  if (b == -1) return " << negate << ";\n  q = (" << ct << ")(a / b);\n"
        << "  return (" << ct << ")((q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q);\n";
   } else if (name.rfind("mtir_floormod", 0) == 0) {
-    os << "  " << ct << " r = (" << ct << ")(a % b);\n"
+    os << "  " << ct << " r;\n  if (b == -1) return 0;\n  r = (" << ct << ")(a % b);\n"
        << "  return (" << ct << ")((r != 0 && ((r < 0) != (b < 0))) ? r + b : r);\n";
   } else if (name.rfind("mtir_min", 0) == 0) {
     os << "  return a < b ? a : b;\n";
@@ -317,6 +325,9 @@ class FunctionEmitter {
   std::string float_literal(DataType t, double v, const Span& span) {
     c_type(t, span);  // rejects float16
     bool f32 = t.bits() == 32;
+    // The interpreter holds a float32 constant rounded to float32: print that value,
+    // so the C compiler does not round a second time (or overflow on 1e39).
+    if (f32) v = static_cast<double>(static_cast<float>(v));
     if (std::isnan(v)) return f32 ? "((float)NAN)" : "((double)NAN)";
     if (std::isinf(v)) return std::string(v < 0 ? "(-" : "(") + (f32 ? "INFINITY" : "(double)INFINITY") + ")";
     char buf[64];
@@ -438,11 +449,9 @@ class FunctionEmitter {
   }
 
   // tvm_throw_last_error: set the message, with "{}" filled in at run time, and fail.
-  // `in_own_block`: the statement is the whole body of an `if`, whose braces scope the
-  // message buffer.
   // One call to a shared, out-of-line formatter keeps each check small, so the function
   // that holds the checks stays cheap to inline into callers.
-  void throw_last_error(const CallNode* op, bool /*in_own_block*/) {
+  void throw_last_error(const CallNode* op) {
     const auto* fmt = op->args.empty() ? nullptr : as<StringImmNode>(op->args[0]);
     if (!fmt) user_error(op->span, "T.tvm_throw_last_error needs a message string");
     if (op->args.size() == 1) {
@@ -511,11 +520,21 @@ class FunctionEmitter {
       case ExprKind::Add: return arith("+", static_cast<const BinaryNode*>(e.get()), e);
       case ExprKind::Sub: return arith("-", static_cast<const BinaryNode*>(e.get()), e);
       case ExprKind::Mul: return arith("*", static_cast<const BinaryNode*>(e.get()), e);
-      case ExprKind::Div: return binary("/", static_cast<const BinaryNode*>(e.get()));
+      case ExprKind::Div:
       case ExprKind::Mod: {
         const auto* op = static_cast<const BinaryNode*>(e.get());
-        if (op->dtype.is_float()) return call(op->dtype.bits() == 32 ? "fmodf" : "fmod", {op->a, op->b});
-        return binary("%", op);
+        const bool is_div = e->kind == ExprKind::Div;
+        DataType t = op->dtype;
+        if (t.is_float()) return is_div ? binary("/", op) : call(t.bits() == 32 ? "fmodf" : "fmod", {op->a, op->b});
+        if (t.is_int() && t.bits() >= 32) {
+          // Only INT_MIN / -1 is undefined: plain C when the bounds exclude it.
+          IntBound a = bounds_.bound(op->a), b = bounds_.bound(op->b);
+          bool safe = !b.contains(-1) || a.min > type_range(t).min;
+          if (!safe) return call(use_helper(is_div ? "div" : "mod", t), {op->a, op->b});
+        }
+        std::string plain = binary(is_div ? "/" : "%", op);
+        // Narrow types compute in int: bring the result back to the type, as TIR does.
+        return t.bits() < 32 ? "((" + c_type(t, op->span) + ")" + plain + ")" : plain;
       }
       case ExprKind::FloorDiv:
       case ExprKind::FloorMod: {
@@ -612,7 +631,6 @@ class FunctionEmitter {
         if (c.size() > 2 && c.front() == '(' && balanced_inside(c) && c.back() == ')') c = c.substr(1, c.size() - 2);
         line("if (" + c + ") {");
         ++indent_;
-        if_body_ = op->then_case;
         emit(op->then_case);
         --indent_;
         if (op->else_case && !is_no_op(op->else_case)) {
@@ -660,7 +678,7 @@ class FunctionEmitter {
         const auto* op = static_cast<const EvaluateNode*>(s.get());
         if (op->value->kind == ExprKind::IntImm || op->value->kind == ExprKind::FloatImm) return;
         if (const auto* call = as<CallNode>(op->value); call && call->op == "tvm_throw_last_error") {
-          throw_last_error(call, s == if_body_);
+          throw_last_error(call);
           return;
         }
         if (const auto* call = as<CallNode>(op->value); call && call->op == "tvm_return") {
@@ -768,7 +786,6 @@ class FunctionEmitter {
   std::set<std::string> used_;
   std::unordered_map<const VarNode*, DataType> pointer_type_;  // declared pointee types
   std::unordered_map<const VarNode*, std::vector<Buffer>> views_;
-  Stmt if_body_;  // the then-branch being emitted, when it has braces of its own
   std::vector<std::string> live_workspace_;  // workspace allocations enclosing this point
   IntBoundAnalyzer bounds_;
   std::ostringstream* out_ = nullptr;
