@@ -14,6 +14,7 @@
 #include "cli/io.h"
 #include "driver/build.h"
 #include "executor/aot.h"
+#include "transform/plan_memory.h"
 #include "frontend/graph.h"
 #include "driver/pipeline.h"
 #include "interp/interpreter.h"
@@ -332,11 +333,16 @@ int run_run(const RunCommand& c) {
       return 1;
     }
   }
+  if (is_graph_file(c.file)) {
+    // Where the model's intermediate tensors live: the plan the artifact uses.
+    PipelineResult planned = run_pipeline(m, {*find_pass("simplify"), *find_pass("plan_memory")});
+    std::cout << memory_report(planned.module.lookup(fname));
+  }
   return 0;
 }
 
 int run_build(const BuildCommand& c) {
-  IRModule m = load_module(c.file, true);
+  IRModule m = is_graph_file(c.file) ? load_model(c.file).module : load_module(c.file, true);
   Target target = parse_target(c.target);
   if (c.unpacked_api >= 0) target.unpacked_api = c.unpacked_api != 0;
   BuildResult built = build_c(m, target);

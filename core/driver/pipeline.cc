@@ -16,6 +16,7 @@ struct PassEntry {
 const PassEntry kPassTable[] = {
     {VerifyWellFormed, true},
     {Simplify, true},
+    {PlanMemory, false},
     {FlattenBuffer, false},
     {MakePackedAPI, false},
     {MakeUnpackedAPI, false},
@@ -61,7 +62,7 @@ std::vector<Pass> default_pipeline() {
 }
 
 std::vector<Pass> lowering_pipeline(bool unpacked_api) {
-  std::vector<std::string> names = {"verify_well_formed", "simplify", "flatten_buffer", "simplify",
+  std::vector<std::string> names = {"verify_well_formed", "simplify", "plan_memory", "flatten_buffer", "simplify",
                                     unpacked_api ? "make_unpacked_api" : "make_packed_api", "lower_call_tir", "lower_builtins",
                                     "verify_well_formed"};
   std::vector<Pass> v;

@@ -11,6 +11,8 @@ namespace mtir {
 Pass VerifyWellFormed();
 // Constant folding, algebraic identities, dead branches with constant conditions.
 Pass Simplify();
+// Global allocations at the top of a function share one planned workspace pool.
+Pass PlanMemory();
 // Multi-dimensional buffer accesses become 1-D accesses of flat views.
 Pass FlattenBuffer();
 // The packed calling convention, with every argument check.

@@ -193,6 +193,11 @@ TIR
     grep -q 'T.call_tir' "$lowered" && fail "call_tir left after lower_call_tir ($api)"
   done
   run 0 "$mtir" run "$calls" --func top --scalar bias=2 --target host --unpacked-api 1 && contains stdout "$out" "Out: max abs diff 0"
+  # The bundled model: host C equals the interpreter, and the memory plan is reported.
+  run 0 "$mtir" run "$src/models/digits/digits.json" --input x="$src/models/digits/sample_x.npy" --target host
+  contains stdout "$out" "probs: max abs diff 0, max rel diff 0  ok"
+  contains stdout "$out" "pool 4096 bytes, lower bound 4096 bytes, ratio 1.00"
+  run 1 "$mtir" run "$src/models/digits/digits.json" --input x="$src/examples/matmul_A.npy" && contains stderr "$err" "argument 'x'"
 }
 
 group_malformed() {

@@ -106,6 +106,26 @@ TEST(Aot, InterpreterMatchesTheNumpyReferenceOnAllTestImages) {
   EXPECT_GE(correct, 95);
 }
 
+TEST(Aot, IntermediatesShareOnePlannedPool) {
+  const Digits& d = digits();
+  BuildResult built = build_c(d.aot.module, parse_target("c"));
+  PrimFunc main = built.lowered.module.lookup(d.aot.main + "_compute");
+  ASSERT_NE(main, nullptr);
+  int64_t pool = std::get<int64_t>(main->attrs.at("workspace.pool_bytes"));
+  int64_t bound = std::get<int64_t>(main->attrs.at("workspace.lower_bound_bytes"));
+  EXPECT_GE(pool, bound);
+  EXPECT_GT(bound, 0);
+  // One workspace allocation for all of them in main's generated C.
+  const std::string& c = built.sources[0].text;
+  const std::string head = "int32_t " + d.aot.main + "_compute(";
+  size_t begin = c.find(head, c.find(head) + 1);  // the definition, after the prototype
+  ASSERT_NE(begin, std::string::npos);
+  size_t end = c.find("\n}\n", begin);
+  size_t allocations = 0;
+  for (size_t p = begin; (p = c.find("TVMBackendAllocWorkspace(", p)) < end; ++p) ++allocations;
+  EXPECT_EQ(allocations, 1u);
+}
+
 TEST(Aot, HostCMatchesTheInterpreterWithBothConventions) {
   const Digits& d = digits();
   for (const char* target : {"c", "c -unpacked-api=1"}) {

@@ -51,7 +51,7 @@ std::vector<std::string> names(const std::vector<Pass>& passes) {
 }
 
 TEST(Pipeline, RegistryIsInPipelineOrder) {
-  EXPECT_THAT(names(all_passes()), ElementsAre("verify_well_formed", "simplify", "flatten_buffer", "make_packed_api",
+  EXPECT_THAT(names(all_passes()), ElementsAre("verify_well_formed", "simplify", "plan_memory", "flatten_buffer", "make_packed_api",
                                                 "make_unpacked_api", "lower_call_tir", "lower_builtins"));
   EXPECT_THAT(names(default_pipeline()), ElementsAre("verify_well_formed", "simplify"));
 }
