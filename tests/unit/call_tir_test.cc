@@ -31,6 +31,23 @@ std::string read(const fs::path& p) {
 
 const fs::path kSource = MICROTIR_SOURCE_DIR;
 
+// Builds `m` for `target` and runs `func` as host C on `args` (written back in place).
+// Returns "" on success, or the failure's message.
+std::string run_host(const IRModule& m, const std::string& target, const std::string& func,
+                     const std::vector<InterpArg>& args) {
+  BuildResult built = build_c(m, parse_target(target));
+  sim::HostSimOptions options;
+  options.work_dir = (fs::temp_directory_path() / ("microtir-calltir-" + std::to_string(getpid()))).string();
+  std::string error;
+  try {
+    sim::run_on_host({&built, func, m.lookup(func)}, args, options);
+  } catch (const DiagnosticError& e) {
+    error = e.diagnostics().at(0).message;
+  }
+  fs::remove_all(options.work_dir);
+  return error;
+}
+
 std::vector<fs::path> invalid_programs() {
   std::vector<fs::path> files;
   for (const auto& e : fs::directory_iterator(kSource / "tests" / "call_tir" / "invalid"))
@@ -103,20 +120,10 @@ class Module:
     EXPECT_NE(e.diagnostics().at(0).message.find("leaf: A[0] must stay below 100"), std::string::npos);
   }
   for (const char* target : {"c", "c -unpacked-api=1"}) {
-    SCOPED_TRACE(target);
-    BuildResult built = build_c(m, parse_target(target));
-    sim::HostSimOptions options;
-    options.work_dir = (fs::temp_directory_path() / ("microtir-calltir-fail-" + std::to_string(getpid()))).string();
     NDArray host = a;
-    try {
-      sim::run_on_host({&built, "top", m.lookup("top")}, {&host}, options);
-      ADD_FAILURE() << "the C program did not fail";
-    } catch (const DiagnosticError& e) {
-      EXPECT_NE(e.diagnostics().at(0).message.find("top returned -1: leaf: assertion failed: leaf: A[0] must stay below 100"),
-                std::string::npos)
-          << e.diagnostics().at(0).message;
-    }
-    fs::remove_all(options.work_dir);
+    std::string error = run_host(m, target, "top", {&host});
+    EXPECT_NE(error.find("top returned -1: leaf: assertion failed: leaf: A[0] must stay below 100"), std::string::npos)
+        << target << ": " << error;
   }
 }
 
@@ -138,19 +145,9 @@ class Module:
         T.evaluate(T.tvm_call_packed("rows", T.tvm_make_tensor(X.data, "float32", n)))
 )";
   IRModule m = parse_module_or_throw(text, "packed_fail.tir");
-  BuildResult built = build_c(m, parse_target("c"));
-  sim::HostSimOptions options;
-  options.work_dir = (fs::temp_directory_path() / ("microtir-packed-fail-" + std::to_string(getpid()))).string();
   NDArray x = NDArray::zeros(DataType::Float(32), {8});
-  try {
-    sim::run_on_host({&built, "caller", m.lookup("caller")}, {int64_t{8}, &x}, options);
-    ADD_FAILURE() << "the C program did not fail";
-  } catch (const DiagnosticError& e) {
-    EXPECT_NE(e.diagnostics().at(0).message.find("caller returned -1: rows: argument 'A' must have ndim 2, got 1"),
-              std::string::npos)
-        << e.diagnostics().at(0).message;
-  }
-  fs::remove_all(options.work_dir);
+  std::string error = run_host(m, "c", "caller", {int64_t{8}, &x});
+  EXPECT_NE(error.find("caller returned -1: rows: argument 'A' must have ndim 2, got 1"), std::string::npos) << error;
 }
 
 // Found in review: the unpacked build must call g itself, not a user function named
@@ -177,12 +174,8 @@ class Module:
   NDArray want = NDArray::zeros(DataType::Float(32), {4});
   interpret(m, "top", {&want});
   EXPECT_EQ(want.get_float(0), 1.0);
-  BuildResult built = build_c(m, parse_target("c -unpacked-api=1"));
-  sim::HostSimOptions options;
-  options.work_dir = (fs::temp_directory_path() / ("microtir-names-" + std::to_string(getpid()))).string();
   NDArray got = NDArray::zeros(DataType::Float(32), {4});
-  sim::run_on_host({&built, "top", m.lookup("top")}, {&got}, options);
-  fs::remove_all(options.work_dir);
+  EXPECT_EQ(run_host(m, "c -unpacked-api=1", "top", {&got}), "");
   EXPECT_TRUE(compare_arrays(got, want).ok);
   // The packed build refuses the clash of names instead of guessing.
   EXPECT_THROW(build_c(m, parse_target("c")), DiagnosticError);
@@ -280,12 +273,8 @@ class Module:
     interpret(moved, "run", {&got_x, &got_y});
     EXPECT_TRUE(compare_arrays(got_y, want_y).ok);
     for (const char* target : {"c", "c -unpacked-api=1"}) {
-      BuildResult built = build_c(moved, parse_target(target));
-      sim::HostSimOptions options;
-      options.work_dir = (fs::temp_directory_path() / ("microtir-outline-" + std::to_string(getpid()))).string();
       NDArray hx = x, hy = NDArray::zeros(DataType::Float(32), {2, 4});
-      sim::run_on_host({&built, "run", moved.lookup("run")}, {&hx, &hy}, options);
-      fs::remove_all(options.work_dir);
+      EXPECT_EQ(run_host(moved, target, "run", {&hx, &hy}), "");
       EXPECT_TRUE(compare_arrays(hy, want_y).ok) << target;
     }
   }
