@@ -13,6 +13,7 @@
 #include "analysis/well_formed.h"
 #include "cli/io.h"
 #include "driver/build.h"
+#include "codegen/c/interface.h"
 #include "executor/aot.h"
 #include "transform/plan_memory.h"
 #include "frontend/graph.h"
@@ -44,22 +45,24 @@ bool is_graph_file(const std::string& path) {
   return path.size() > 5 && path.compare(path.size() - 5, 5, ".json") == 0;
 }
 
-// Weights of the last model loaded, by graph name (main takes them as parameters).
-std::map<std::string, NDArray> aot_constants_;
+struct LoadedModel {
+  Graph graph;  // batch norm folded; holds the weights
+  AotModule aot;
+};
 
 // A JSON graph with its weights (paths relative to the JSON file), batch norm folded,
 // as an AOT module.
-AotModule load_model(const std::string& file) {
+LoadedModel load_model(const std::string& file) {
   std::string dir = std::filesystem::path(file).parent_path().string();
   FileReader reader = [&](const std::string& relative) {
     return read_file(dir.empty() ? relative : dir + "/" + relative);
   };
-  Graph g = fold_batch_norm(load_graph_json(read_file(file), file, reader));
-  aot_constants_ = g.constants;
-  AotModule aot = build_aot(g);
-  auto diags = check_well_formed(aot.module);
+  LoadedModel lm;
+  lm.graph = fold_batch_norm(load_graph_json(read_file(file), file, reader));
+  lm.aot = build_aot(lm.graph);
+  auto diags = check_well_formed(lm.aot.module);
   if (!diags.empty()) throw DiagnosticError(diags);
-  return aot;
+  return lm;
 }
 
 // Splits "NAME=VALUE"; a user error naming the option otherwise.
@@ -210,13 +213,13 @@ int run_run(const RunCommand& c) {
   IRModule m;
   std::string fname;
   if (is_graph_file(c.file)) {
-    AotModule aot = load_model(c.file);
-    m = aot.module;
-    fname = aot.main;
+    LoadedModel lm = load_model(c.file);
+    m = lm.aot.module;
+    fname = lm.aot.main;
     PrimFunc main = m.lookup(fname);
-    for (size_t i = 0; i < aot.params.size(); ++i) {
-      if (aot.params[i].role == AotModule::Role::kConstant)
-        preset[main->param_buffers[i]->name] = aot_constants_.at(aot.params[i].name);
+    for (size_t i = 0; i < lm.aot.params.size(); ++i) {
+      if (lm.aot.params[i].role == AotModule::Role::kConstant)
+        preset[main->param_buffers[i]->name] = lm.graph.constants.at(lm.aot.params[i].name);
     }
   } else {
     m = load_module(c.file, true);
@@ -341,8 +344,46 @@ int run_run(const RunCommand& c) {
   return 0;
 }
 
+int run_compile(const CompileCommand& c) {
+  if (!is_graph_file(c.file)) user_error({}, "'" + c.file + "' is not a model: compile takes a JSON graph (.json)");
+  LoadedModel lm = load_model(c.file);
+  Target target = parse_target(c.target);
+  if (target.interface_api != "c") {
+    user_error({}, "compile writes the C interface: use --target \"c -interface-api=c -unpacked-api=1\" (the packed "
+                   "interface of a whole model is not available yet)");
+  }
+  target.link_params = true;  // the C interface links the weights into the artifact (flash)
+  BuildResult built = build_c(lm.aot.module, target);
+  std::vector<SourceFileOut> files = built.sources;
+  for (auto& f : c_interface(lm.aot, lm.graph, built.lowered.module)) files.push_back(std::move(f));
+  json meta = {{"version", 1},
+               {"model_name", lm.graph.name},
+               {"target", target.str()},
+               {"executor", "aot"},
+               {"main", lm.aot.main},
+               {"memory", {{"workspace_bytes", artifact_workspace_bytes(built.lowered.module, lm.aot.main)}}},
+               {"files", json::array()}};
+  for (const auto& f : files) meta["files"].push_back(f.path);
+  files.push_back({"src/" + std::filesystem::path(c.file).filename().string(), read_file(c.file)});
+  ensure_directory(c.output_dir);
+  OutputSet out;
+  for (const auto& f : files) {
+    std::filesystem::create_directories(std::filesystem::path(c.output_dir + "/" + f.path).parent_path());
+    out.add(c.output_dir + "/" + f.path, f.text);
+  }
+  out.add(c.output_dir + "/metadata.json", meta.dump(2) + "\n");
+  out.commit();
+  if (c.json) {
+    std::cout << json{{"ok", true}, {"metadata", meta}}.dump(2) << "\n";
+    return 0;
+  }
+  for (const auto& f : files) std::cout << "wrote " << c.output_dir << "/" << f.path << "\n";
+  std::cout << "wrote " << c.output_dir << "/metadata.json\n";
+  return 0;
+}
+
 int run_build(const BuildCommand& c) {
-  IRModule m = is_graph_file(c.file) ? load_model(c.file).module : load_module(c.file, true);
+  IRModule m = is_graph_file(c.file) ? load_model(c.file).aot.module : load_module(c.file, true);
   Target target = parse_target(c.target);
   if (c.unpacked_api >= 0) target.unpacked_api = c.unpacked_api != 0;
   BuildResult built = build_c(m, target);

@@ -47,6 +47,14 @@ int run_run(const RunCommand& c);
 int run_passes(const PassesCommand& c);
 int run_build(const BuildCommand& c);
 
+struct CompileCommand {
+  std::string file;  // a JSON graph
+  std::string target = "c -executor=aot -interface-api=c -unpacked-api=1";
+  std::string output_dir;
+  bool json = false;
+};
+int run_compile(const CompileCommand& c);
+
 // The names of every registered pass, one per line (for `passes --list`).
 std::string pass_list();
 

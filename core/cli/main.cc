@@ -80,6 +80,13 @@ int main(int argc, char** argv) {
   build_cmd->add_option("-o,--output-dir", build.output_dir, "Folder for the artifact")->required();
   build_cmd->add_flag("--json", build.json, "Print the written files (or diagnostics) as JSON on stdout");
 
+  mtir::cli::CompileCommand compile;
+  auto* compile_cmd = app.add_subcommand("compile", "Compile a model (JSON graph) into a C artifact with its C interface");
+  compile_cmd->add_option("file", compile.file, "The model's JSON graph")->required();
+  compile_cmd->add_option("--target", compile.target, "Target string (default \"c -executor=aot -interface-api=c -unpacked-api=1\")");
+  compile_cmd->add_option("-o,--output-dir", compile.output_dir, "Folder for the artifact")->required();
+  compile_cmd->add_flag("--json", compile.json, "Print the artifact's metadata (or diagnostics) as JSON on stdout");
+
   mtir::cli::PassesCommand passes;
   bool list_passes = false;
   auto* passes_cmd = app.add_subcommand("passes", "Run the pass pipeline and show the module after each pass");
@@ -97,11 +104,12 @@ int main(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : 1;
   }
 
-  bool json = parse.json || run.json || passes.json || build.json;
+  bool json = parse.json || run.json || passes.json || build.json || compile.json;
   try {
     if (*parse_cmd) return mtir::cli::run_parse(parse);
     if (*run_cmd) return mtir::cli::run_run(run);
     if (*build_cmd) return mtir::cli::run_build(build);
+    if (*compile_cmd) return mtir::cli::run_compile(compile);
     if (list_passes) {
       std::cout << mtir::cli::pass_list();
       return 0;

@@ -198,6 +198,12 @@ TIR
   contains stdout "$out" "probs: max abs diff 0, max rel diff 0  ok"
   contains stdout "$out" "pool 4096 bytes, lower bound 4096 bytes, ratio 1.00"
   run 1 "$mtir" run "$src/models/digits/digits.json" --input x="$src/examples/matmul_A.npy" && contains stderr "$err" "argument 'x'"
+  run 0 "$mtir" compile "$src/models/digits/digits.json" -o "$work/mlf" --json && contains stdout "$out" '"workspace_bytes"'
+  grep -q "#define TVMGEN_DIGITS_WORKSPACE_SIZE" "$work/mlf/codegen/host/include/tvmgen_digits.h" || fail "no workspace macro"
+  [ -f "$work/mlf/metadata.json" ] && [ -f "$work/mlf/src/digits.json" ] || fail "artifact layout incomplete"
+  run 1 "$mtir" compile "$src/models/digits/digits.json" --target "c" -o "$work/mlf2" && contains stderr "$err" "-interface-api=c"
+  [ ! -e "$work/mlf2" ] || fail "a refused compile wrote output"
+  run 1 "$mtir" compile "$example" -o "$work/mlf3" && contains stderr "$err" "not a model"
 }
 
 group_malformed() {

@@ -8,6 +8,8 @@
 #include <sstream>
 
 #include "analysis/well_formed.h"
+#include "codegen/c/interface.h"
+#include "sim/process.h"
 #include "driver/build.h"
 #include "executor/aot.h"
 #include "interp/interpreter.h"
@@ -142,6 +144,56 @@ TEST(Aot, HostCMatchesTheInterpreterWithBothConventions) {
       EXPECT_TRUE(diff.ok) << "image " << k << ": max abs diff " << diff.max_abs;
     }
   }
+}
+
+// What a firmware author does: include tvmgen_digits.h, declare the workspace with its
+// size macro, fill the structs, call tvmgen_digits_run (tests/codegen/digits_main.c),
+// built with gcc and clang at -Werror -pedantic.
+TEST(Aot, CInterfaceRunsFromAHandWrittenMain) {
+  const Digits& d = digits();
+  BuildResult built = build_c(d.aot.module, parse_target("c -interface-api=c -unpacked-api=1"));
+  std::vector<SourceFileOut> files = built.sources;
+  for (auto& f : c_interface(d.aot, d.graph, built.lowered.module)) files.push_back(f);
+  fs::path dir = fs::temp_directory_path() / ("microtir-cinterface-" + std::to_string(getpid()));
+  fs::create_directories(dir / "include");
+  const std::string crt = sim::default_crt_dir();
+  std::vector<std::string> sources;
+  for (const auto& f : files) {
+    fs::path p = dir / fs::path(f.path).filename();
+    if (p.extension() == ".h") p = dir / "include" / p.filename();
+    std::ofstream(p) << f.text;
+    if (p.extension() == ".c") sources.push_back(p.string());
+  }
+  const int64_t k = 42;
+  std::vector<NDArray> want = main_arguments(d, k);
+  interpret(d.aot.module, d.aot.main, as_args(want));
+  {
+    std::ofstream image(dir / "image.bin", std::ios::binary);
+    const NDArray& x = want.front();
+    image.write(reinterpret_cast<const char*>(x.data.data()), static_cast<std::streamsize>(x.data.size()));
+  }
+  for (const char* cc : {"cc", "clang"}) {
+    SCOPED_TRACE(cc);
+    std::vector<std::string> cmd = {cc, "-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-pedantic",
+                                    "-I" + crt + "/include", "-I" + (dir / "include").string()};
+    cmd.insert(cmd.end(), sources.begin(), sources.end());
+    for (const char* c : {"src/runtime.c", "src/func_registry.c", "src/stack_allocator.c", "ports/host/platform.c"})
+      cmd.push_back(crt + "/" + c);
+    cmd.insert(cmd.end(), {std::string(MICROTIR_SOURCE_DIR) + "/tests/codegen/digits_main.c", "-lm", "-o",
+                           (dir / "firmware").string()});
+    ASSERT_EQ(sim::run_process(cmd, dir / "build.log"), 0) << sim::read_text(dir / "build.log");
+    ASSERT_EQ(sim::run_process({(dir / "firmware").string(), (dir / "image.bin").string()}, dir / "run.log"), 0)
+        << sim::read_text(dir / "run.log");
+    std::istringstream printed(sim::read_text(dir / "run.log"));
+    NDArray got = NDArray::zeros(DataType::Float(32), {1, 10});
+    for (int64_t i = 0; i < 10; ++i) {
+      double v = 0;
+      printed >> v;
+      got.set_float(i, v);
+    }
+    EXPECT_TRUE(compare_arrays(got, want.back()).ok);
+  }
+  fs::remove_all(dir);
 }
 
 }  // namespace
