@@ -365,6 +365,16 @@ int run_compile(const CompileCommand& c) {
                {"files", json::array()}};
   for (const auto& f : files) meta["files"].push_back(f.path);
   files.push_back({"src/" + std::filesystem::path(c.file).filename().string(), read_file(c.file)});
+  // The weights as .npy (they are also linked into the C sources), and the C runtime the
+  // artifact builds against, so the folder is complete on its own.
+  for (const auto& [name, array] : lm.graph.constants) files.push_back({"parameters/" + name + ".npy", write_npy(array)});
+  const std::filesystem::path crt = sim::default_crt_dir();
+  for (const char* part : {"include", "src", "ports"}) {
+    for (const auto& e : std::filesystem::recursive_directory_iterator(crt / part)) {
+      if (!e.is_regular_file()) continue;
+      files.push_back({"runtime/" + std::filesystem::relative(e.path(), crt).string(), read_file(e.path().string())});
+    }
+  }
   ensure_directory(c.output_dir);
   OutputSet out;
   for (const auto& f : files) {

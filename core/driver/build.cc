@@ -11,7 +11,10 @@ BuildResult build_c(const IRModule& m, const Target& target) {
   }
   BuildResult r;
   r.target = target;
-  r.lowered = run_pipeline(m, lowering_pipeline(target.unpacked_api));
+  IRModule input = m;
+  // Pools are laid out at the alignment the target asks for (at least the CRT's 16).
+  input.attrs["workspace_byte_alignment"] = static_cast<int64_t>(target.workspace_byte_alignment);
+  r.lowered = run_pipeline(input, lowering_pipeline(target.unpacked_api));
   std::vector<std::string> packed;
   for (const auto& [name, f] : r.lowered.module.functions) {
     const std::string symbol = symbol_of(name, f);

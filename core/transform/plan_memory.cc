@@ -17,7 +17,9 @@
 namespace mtir {
 namespace {
 
-constexpr int64_t kAlignment = 16;  // TVM_CRT_WORKSPACE_ALIGN
+// The default of -workspace-byte-alignment; a module may ask for more with the
+// "workspace_byte_alignment" attribute (build_c sets it from the target).
+constexpr int64_t kDefaultAlignment = 16;
 
 // Whether statement `s` touches the memory of `data`.
 bool uses(const Stmt& s, const VarNode* data) {
@@ -44,7 +46,7 @@ class Rebind : public Mutator {
   }
 };
 
-PrimFunc plan(const PrimFunc& f) {
+PrimFunc plan(const PrimFunc& f, int64_t alignment) {
   // The allocations at the top, and what they wrap. An allocation whose pointer the
   // body uses directly (T.tvm_make_tensor(B.data, ...)) keeps its own memory: a view
   // into the pool has no pointer variable of its own.
@@ -97,10 +99,10 @@ PrimFunc plan(const PrimFunc& f) {
       tensors.push_back(t);
     }
     PlannerOptions options;
-    options.alignment = kAlignment;
+    options.alignment = alignment;
     MemoryPlan p = plan_memory(tensors, options);
     // The planner's own checker: two live tensors never share bytes.
-    std::vector<std::string> problems = check_plan(tensors, p, kAlignment);
+    std::vector<std::string> problems = check_plan(tensors, p, alignment);
     MTIR_ICHECK(problems.empty(), "invalid memory plan: " + (problems.empty() ? std::string() : problems[0]));
     const DataType t = buffers[0]->dtype;
     Buffer pool = MakeBuffer("workspace_" + dtype, t, {IntImm(DataType::Int(32), std::max<int64_t>(p.pool_size / t.bytes(), 1))});
@@ -128,12 +130,26 @@ PrimFunc plan(const PrimFunc& f) {
   g->attrs["workspace.pool_bytes"] = total_pool;
   g->attrs["workspace.lower_bound_bytes"] = total_bound;
   g->attrs["workspace.planner"] = algorithms;
+  g->attrs["workspace.alignment"] = alignment;
   return g;
 }
 
 }  // namespace
 
-Pass PlanMemory() { return MakeFunctionPass("plan_memory", plan); }
+Pass PlanMemory() {
+  Pass p;
+  p.name = "plan_memory";
+  p.run = [](const IRModule& m) {
+    int64_t alignment = kDefaultAlignment;
+    auto it = m.attrs.find("workspace_byte_alignment");
+    if (it != m.attrs.end() && std::holds_alternative<int64_t>(it->second))
+      alignment = std::max(std::get<int64_t>(it->second), kDefaultAlignment);
+    IRModule out = m;
+    for (auto& [name, f] : out.functions) f = plan(f, alignment);
+    return out;
+  };
+  return p;
+}
 
 std::string memory_report(const PrimFunc& f) {
   auto num = [&](const char* key) {
@@ -142,7 +158,8 @@ std::string memory_report(const PrimFunc& f) {
   };
   const int64_t pool = num("workspace.pool_bytes"), bound = num("workspace.lower_bound_bytes");
   if (pool < 0) return "memory: no workspace planned\n";
-  std::string out = "memory plan (workspace pool, alignment 16 bytes):\n";
+  std::string out = "memory plan (workspace pool, alignment " + std::to_string(std::max<int64_t>(num("workspace.alignment"), 1)) +
+                    " bytes):\n";
   char line[256];
   std::snprintf(line, sizeof line, "  %-24s %10s %10s\n", "tensor", "offset", "bytes");
   out += line;

@@ -201,6 +201,13 @@ TIR
   run 0 "$mtir" compile "$src/models/digits/digits.json" -o "$work/mlf" --json && contains stdout "$out" '"workspace_bytes"'
   grep -q "#define TVMGEN_DIGITS_WORKSPACE_SIZE" "$work/mlf/codegen/host/include/tvmgen_digits.h" || fail "no workspace macro"
   [ -f "$work/mlf/metadata.json" ] && [ -f "$work/mlf/src/digits.json" ] || fail "artifact layout incomplete"
+  # The artifact folder builds on its own (its runtime/ included) with a firmware main.
+  ( cd "$work/mlf" && cc -std=c99 -Wall -Wextra -Werror -pedantic -Iruntime/include -Icodegen/host/include \
+      codegen/host/src/*.c runtime/src/*.c runtime/ports/host/platform.c "$src/tests/codegen/digits_main.c" -lm -o fw ) \
+    >"$work/fw.log" 2>&1 || { fail "the artifact does not build on its own"; cat "$work/fw.log"; }
+  python3 -c "import sys; b=open(sys.argv[1],'rb').read(); n=int.from_bytes(b[8:10],'little'); open(sys.argv[2],'wb').write(b[10+n:])" \
+    "$src/models/digits/sample_x.npy" "$work/x.bin"
+  run 0 "$work/mlf/fw" "$work/x.bin" && contains stdout "$out" "0.999556124"
   run 1 "$mtir" compile "$src/models/digits/digits.json" --target "c" -o "$work/mlf2" && contains stderr "$err" "-interface-api=c"
   [ ! -e "$work/mlf2" ] || fail "a refused compile wrote output"
   run 1 "$mtir" compile "$example" -o "$work/mlf3" && contains stderr "$err" "not a model"

@@ -128,6 +128,33 @@ TEST(Aot, IntermediatesShareOnePlannedPool) {
   EXPECT_EQ(allocations, 1u);
 }
 
+TEST(Aot, PoolOffsetsFollowTheTargetsAlignment) {
+  const Digits& d = digits();
+  for (int alignment : {16, 64, 256}) {
+    SCOPED_TRACE(alignment);
+    BuildResult built =
+        build_c(d.aot.module, parse_target("c -unpacked-api=1 -workspace-byte-alignment=" + std::to_string(alignment)));
+    PrimFunc main = built.lowered.module.lookup(d.aot.main);
+    int views = 0;
+    for (Stmt s = main->body; s;) {
+      if (const auto* a = as<AllocateNode>(s)) {
+        s = a->body;
+      } else if (const auto* v = as<DeclBufferNode>(s)) {
+        const int64_t* offset = as_const_int(v->buffer->elem_offset);
+        if (offset && v->buffer->data != main->params[0]) {
+          EXPECT_EQ(*offset * v->buffer->dtype.bytes() % alignment, 0) << v->buffer->name;
+          ++views;
+        }
+        s = v->body;
+      } else {
+        break;
+      }
+    }
+    EXPECT_GE(views, 5);
+    EXPECT_EQ(std::get<int64_t>(main->attrs.at("workspace.alignment")), alignment);
+  }
+}
+
 TEST(Aot, HostCMatchesTheInterpreterWithBothConventions) {
   const Digits& d = digits();
   for (const char* target : {"c", "c -unpacked-api=1"}) {
