@@ -12,6 +12,7 @@
 
 #include "analysis/well_formed.h"
 #include "cli/io.h"
+#include "cli/tar.h"
 #include "driver/build.h"
 #include "codegen/c/interface.h"
 #include "executor/aot.h"
@@ -375,20 +376,27 @@ int run_compile(const CompileCommand& c) {
       files.push_back({"runtime/" + std::filesystem::relative(e.path(), crt).string(), read_file(e.path().string())});
     }
   }
-  ensure_directory(c.output_dir);
+  files.push_back({"metadata.json", meta.dump(2) + "\n"});
   OutputSet out;
-  for (const auto& f : files) {
-    std::filesystem::create_directories(std::filesystem::path(c.output_dir + "/" + f.path).parent_path());
-    out.add(c.output_dir + "/" + f.path, f.text);
+  const std::string& o = c.output_dir;
+  if (o.size() > 4 && o.compare(o.size() - 4, 4, ".tar") == 0) {
+    // One archive, written atomically like any other output.
+    std::vector<std::pair<std::string, std::string>> entries;
+    for (const auto& f : files) entries.emplace_back(f.path, f.text);
+    out.add(o, make_tar(entries));
+  } else {
+    ensure_directory(o);
+    for (const auto& f : files) {
+      std::filesystem::create_directories(std::filesystem::path(o + "/" + f.path).parent_path());
+      out.add(o + "/" + f.path, f.text);
+    }
   }
-  out.add(c.output_dir + "/metadata.json", meta.dump(2) + "\n");
   out.commit();
   if (c.json) {
     std::cout << json{{"ok", true}, {"metadata", meta}}.dump(2) << "\n";
     return 0;
   }
-  for (const auto& f : files) std::cout << "wrote " << c.output_dir << "/" << f.path << "\n";
-  std::cout << "wrote " << c.output_dir << "/metadata.json\n";
+  for (const auto& f : files) std::cout << "wrote " << c.output_dir << ":" << f.path << "\n";
   return 0;
 }
 

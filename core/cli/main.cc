@@ -84,7 +84,8 @@ int main(int argc, char** argv) {
   auto* compile_cmd = app.add_subcommand("compile", "Compile a model (JSON graph) into a C artifact with its C interface");
   compile_cmd->add_option("file", compile.file, "The model's JSON graph")->required();
   compile_cmd->add_option("--target", compile.target, "Target string (default \"c -executor=aot -interface-api=c -unpacked-api=1\")");
-  compile_cmd->add_option("-o,--output-dir", compile.output_dir, "Folder for the artifact")->required();
+  compile_cmd->add_option("-o,--output", compile.output_dir, "Folder for the artifact, or FILE.tar for an archive")
+      ->required();
   compile_cmd->add_flag("--json", compile.json, "Print the artifact's metadata (or diagnostics) as JSON on stdout");
 
   mtir::cli::PassesCommand passes;

@@ -208,6 +208,13 @@ TIR
   python3 -c "import sys; b=open(sys.argv[1],'rb').read(); n=int.from_bytes(b[8:10],'little'); open(sys.argv[2],'wb').write(b[10+n:])" \
     "$src/models/digits/sample_x.npy" "$work/x.bin"
   run 0 "$work/mlf/fw" "$work/x.bin" && contains stdout "$out" "0.999556124"
+  # As one archive: the same files, byte for byte, in the documented layout.
+  run 0 "$mtir" compile "$src/models/digits/digits.json" -o "$work/digits.tar"
+  mkdir -p "$work/untar" && tar -xf "$work/digits.tar" -C "$work/untar" || fail "the archive does not unpack"
+  for f in metadata.json codegen/host/include/tvmgen_digits.h codegen/host/src/lib0.c parameters/fc_w.npy \
+           runtime/include/tvm/runtime/c_runtime_api.h src/digits.json; do
+    cmp -s "$work/untar/$f" "$work/mlf/$f" || fail "$f differs between the folder and the archive"
+  done
   run 1 "$mtir" compile "$src/models/digits/digits.json" --target "c" -o "$work/mlf2" && contains stderr "$err" "-interface-api=c"
   [ ! -e "$work/mlf2" ] || fail "a refused compile wrote output"
   run 1 "$mtir" compile "$example" -o "$work/mlf3" && contains stderr "$err" "not a model"
