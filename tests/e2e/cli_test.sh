@@ -215,6 +215,11 @@ TIR
            runtime/include/tvm/runtime/c_runtime_api.h src/digits.json; do
     cmp -s "$work/untar/$f" "$work/mlf/$f" || fail "$f differs between the folder and the archive"
   done
+  # metadata.json follows the schema in docs/ (and the checker does refuse a broken one).
+  run 0 python3 "$src/tests/e2e/check_schema.py" "$src/docs/metadata.schema.json" "$work/untar/metadata.json"
+  echo '{"version": "1"}' >"$work/broken.json"
+  run 1 python3 "$src/tests/e2e/check_schema.py" "$src/docs/metadata.schema.json" "$work/broken.json"
+  contains stdout "$out" "$.version: expected integer"
   run 1 "$mtir" compile "$src/models/digits/digits.json" --target "c" -o "$work/mlf2" && contains stderr "$err" "-interface-api=c"
   [ ! -e "$work/mlf2" ] || fail "a refused compile wrote output"
   run 1 "$mtir" compile "$example" -o "$work/mlf3" && contains stderr "$err" "not a model"
