@@ -167,8 +167,7 @@ int main(int argc, char** argv) {
     const std::string crt = sim::default_crt_dir();
     std::vector<std::string> cmd = {"cc", "-std=c99", "-D_POSIX_C_SOURCE=199309L", "-O2", "-Wall", "-Wextra", "-Werror", "-I" + crt + "/include",
                                     (dir / "bench.c").string(), (dir / "registry.c").string()};
-    for (const char* c : {"src/runtime.c", "src/func_registry.c", "src/stack_allocator.c", "ports/host/platform.c"})
-      cmd.push_back(crt + "/" + c);
+    for (const auto& c : sim::crt_host_sources(crt)) cmd.push_back(c);
     cmd.insert(cmd.end(), {"-lm", "-o", (dir / "bench").string()});
     if (sim::run_process(cmd, dir / "build.log") != 0) {
       std::cerr << sim::read_text(dir / "build.log");

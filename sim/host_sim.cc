@@ -142,6 +142,13 @@ std::string generate_main(const HostCall& call, const std::vector<InterpArg>& ar
 
 }  // namespace
 
+std::vector<std::string> crt_host_sources(const std::string& crt_dir) {
+  std::vector<std::string> out;
+  for (const char* src : {"src/runtime.c", "src/func_registry.c", "src/stack_allocator.c", "ports/host/platform.c"})
+    out.push_back((fs::path(crt_dir) / src).string());
+  return out;
+}
+
 std::string default_crt_dir() {
   if (const char* env = std::getenv("MICROTIR_CRT_DIR")) return env;
   return MICROTIR_CRT_DIR;
@@ -170,9 +177,7 @@ void run_on_host(const HostCall& call, const std::vector<InterpArg>& args, const
   std::string main_c = generate_main(call, args, options.workspace_bytes);
   write_bytes(dir / "main.c", main_c.data(), main_c.size());
   cmd.push_back((dir / "main.c").string());
-  for (const char* src : {"src/runtime.c", "src/func_registry.c", "src/stack_allocator.c", "ports/host/platform.c"}) {
-    cmd.push_back((crt / src).string());
-  }
+  for (const auto& src : crt_host_sources(crt.string())) cmd.push_back(src);
   for (size_t i = 0; i < args.size(); ++i) {
     if (auto* const* a = std::get_if<NDArray*>(&args[i])) {
       write_bytes(dir / ("p" + std::to_string(i) + ".bin"), (*a)->data.data(), (*a)->data.size());

@@ -36,4 +36,7 @@ void run_on_host(const HostCall& call, const std::vector<InterpArg>& args, const
 // The crt/ folder: $MICROTIR_CRT_DIR if set, else the source tree's.
 std::string default_crt_dir();
 
+// The C sources a hosted program links from `crt_dir`: the runtime and the host port.
+std::vector<std::string> crt_host_sources(const std::string& crt_dir);
+
 }  // namespace mtir::sim

@@ -1,18 +1,13 @@
 #include "executor/aot.h"
 
+#include "support/names.h"
+
 #include <cctype>
 #include <map>
 
 namespace mtir {
 namespace {
 
-// A C-safe name from a graph name.
-std::string identifier(const std::string& s) {
-  std::string out;
-  for (char c : s) out += (std::isalnum(static_cast<unsigned char>(c)) || c == '_') ? c : '_';
-  if (out.empty() || std::isdigit(static_cast<unsigned char>(out[0]))) out = "t_" + out;
-  return out;
-}
 
 std::vector<Expr> shape_exprs(const TensorType& t) {
   std::vector<Expr> shape;
@@ -39,8 +34,8 @@ AotModule build_aot(const Graph& g) {
   auto main = std::make_shared<PrimFuncNode>();
   std::map<std::string, Buffer> buffers;  // graph name -> buffer of main
   auto add_param = [&](const std::string& name, const TensorType& t, AotModule::Role role) {
-    Buffer b = MakeBuffer(identifier(name), t.dtype, shape_exprs(t));
-    main->params.push_back(MakeVar(identifier(name), DataType::Handle()));
+    Buffer b = MakeBuffer(to_c_identifier(name), t.dtype, shape_exprs(t));
+    main->params.push_back(MakeVar(to_c_identifier(name), DataType::Handle()));
     main->param_buffers.push_back(b);
     buffers[name] = b;
     aot.params.push_back({name, role, t});
@@ -60,7 +55,7 @@ AotModule build_aot(const Graph& g) {
     if (!op) user_error(Span{}, "node '" + node.name + "': unknown op '" + node.op + "'");
     std::vector<TensorType> in_types;
     for (const auto& in : node.inputs) in_types.push_back(g.type_of(in));
-    const std::string fname = prefix + identifier(node.name);
+    const std::string fname = prefix + to_c_identifier(node.name);
     PrimFunc f;
     try {
       f = op->build(fname, in_types, node.type, node.attrs);
@@ -71,7 +66,7 @@ AotModule build_aot(const Graph& g) {
     }
     aot.module.functions.emplace_back(fname, f);
     if (!buffers.count(node.name)) {
-      Buffer b = MakeBuffer(identifier(node.name), node.type.dtype, shape_exprs(node.type));
+      Buffer b = MakeBuffer(to_c_identifier(node.name), node.type.dtype, shape_exprs(node.type));
       buffers[node.name] = b;
       intermediates.push_back(b);
     }

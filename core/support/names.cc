@@ -40,4 +40,11 @@ bool is_c_identifier(const std::string& s) {
   return true;
 }
 
+std::string to_c_identifier(const std::string& s) {
+  std::string out;
+  for (char c : s) out += (std::isalnum(static_cast<unsigned char>(c)) || c == '_') ? c : '_';
+  if (out.empty() || std::isdigit(static_cast<unsigned char>(out[0]))) out = "t_" + out;
+  return out;
+}
+
 }  // namespace mtir

@@ -18,4 +18,9 @@ std::string closest_match(const std::string& word, const std::vector<std::string
 // True for a non-empty [A-Za-z_][A-Za-z0-9_]* (the C rule, and Python's for ASCII).
 bool is_c_identifier(const std::string& s);
 
+// A C identifier made from any name: other characters become '_', and a name that is
+// empty or starts with a digit gets the prefix "t_". The graph's tensor and model names
+// become C names this way, in the executor and in the generated interface alike.
+std::string to_c_identifier(const std::string& s);
+
 }  // namespace mtir

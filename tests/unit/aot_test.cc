@@ -204,8 +204,7 @@ TEST(Aot, CInterfaceRunsFromAHandWrittenMain) {
     std::vector<std::string> cmd = {cc, "-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-pedantic",
                                     "-I" + crt + "/include", "-I" + (dir / "include").string()};
     cmd.insert(cmd.end(), sources.begin(), sources.end());
-    for (const char* c : {"src/runtime.c", "src/func_registry.c", "src/stack_allocator.c", "ports/host/platform.c"})
-      cmd.push_back(crt + "/" + c);
+    for (const auto& c : sim::crt_host_sources(crt)) cmd.push_back(c);
     cmd.insert(cmd.end(), {std::string(MICROTIR_SOURCE_DIR) + "/tests/codegen/digits_main.c", "-lm", "-o",
                            (dir / "firmware").string()});
     ASSERT_EQ(sim::run_process(cmd, dir / "build.log"), 0) << sim::read_text(dir / "build.log");

@@ -215,8 +215,7 @@ TEST(CodegenC, PackedArgumentChecksFailWithNamedErrors) {
       std::ofstream(file) << s.text;
       cmd.push_back(file.string());
     }
-    for (const char* c : {"src/runtime.c", "src/func_registry.c", "src/stack_allocator.c", "ports/host/platform.c"})
-      cmd.push_back(crt + "/" + c);
+    for (const auto& c : sim::crt_host_sources(crt)) cmd.push_back(c);
     cmd.insert(cmd.end(), {(src / "packed_checks_main.c").string(), "-o", (dir / "checks").string()});
     ASSERT_EQ(sim::run_process(cmd, dir / "build.log"), 0) << sim::read_text(dir / "build.log");
     int rc = sim::run_process({(dir / "checks").string()}, dir / "run.log");

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "codegen/c/codegen_c.h"
+#include "support/names.h"
 
 namespace mtir {
 // Workspace the artifact needs at most: every function's planned pool, nested as the
@@ -32,12 +33,6 @@ std::string upper(std::string s) {
   return s;
 }
 
-std::string c_name(const std::string& s) {
-  std::string out;
-  for (char c : s) out += (std::isalnum(static_cast<unsigned char>(c)) || c == '_') ? c : '_';
-  if (out.empty() || std::isdigit(static_cast<unsigned char>(out[0]))) out = "t_" + out;
-  return out;
-}
 
 int64_t bytes_of(const TensorType& t) { return t.num_elements() * t.dtype.bytes(); }
 
@@ -45,7 +40,7 @@ int64_t bytes_of(const TensorType& t) { return t.num_elements() * t.dtype.bytes(
 }  // namespace
 
 std::vector<SourceFileOut> c_interface(const AotModule& aot, const Graph& g, const IRModule& lowered) {
-  const std::string model = c_name(g.name);
+  const std::string model = to_c_identifier(g.name);
   const std::string prefix = "tvmgen_" + model;
   const std::string macro = "TVMGEN_" + upper(model);
   std::ostringstream h, c;
@@ -61,14 +56,14 @@ std::vector<SourceFileOut> c_interface(const AotModule& aot, const Graph& g, con
   for (const auto& p : aot.params) {
     if (p.role == AotModule::Role::kConstant) continue;
     h << "/* " << (p.role == AotModule::Role::kInput ? "input" : "output") << " '" << p.name << "': " << p.type.str()
-      << " */\n#define " << macro << "_" << upper(c_name(p.name)) << "_SIZE " << bytes_of(p.type) << "\n";
+      << " */\n#define " << macro << "_" << upper(to_c_identifier(p.name)) << "_SIZE " << bytes_of(p.type) << "\n";
   }
   h << "/* the arena for intermediate tensors and operator scratch space */\n"
     << "#define " << macro << "_WORKSPACE_SIZE " << artifact_workspace_bytes(lowered, aot.main) << "\n\n";
   for (auto role : {AotModule::Role::kInput, AotModule::Role::kOutput}) {
     h << "struct " << prefix << (role == AotModule::Role::kInput ? "_inputs" : "_outputs") << " {\n";
     for (const auto& p : aot.params)
-      if (p.role == role) h << "  void* " << c_name(p.name) << ";\n";
+      if (p.role == role) h << "  void* " << to_c_identifier(p.name) << ";\n";
     h << "};\n\n";
   }
   h << "int32_t " << prefix << "_run(struct " << prefix << "_inputs* inputs, struct " << prefix
@@ -85,7 +80,7 @@ std::vector<SourceFileOut> c_interface(const AotModule& aot, const Graph& g, con
     const NDArray& a = g.constants.at(p.name);
     if (!a.dtype.is_float() || a.dtype.bits() != 32)
       user_error(Span{}, "constant '" + p.name + "': only float32 weights can be linked into the artifact yet");
-    c << "static const float " << prefix << "_" << c_name(p.name) << "[" << std::max<int64_t>(a.num_elements(), 1)
+    c << "static const float " << prefix << "_" << to_c_identifier(p.name) << "[" << std::max<int64_t>(a.num_elements(), 1)
       << "] = {";
     for (int64_t i = 0; i < a.num_elements(); ++i) {
       char buf[40];
@@ -101,9 +96,9 @@ std::vector<SourceFileOut> c_interface(const AotModule& aot, const Graph& g, con
   for (size_t i = 0; i < aot.params.size(); ++i) {
     const auto& p = aot.params[i];
     c << (i ? ", " : "");
-    if (p.role == AotModule::Role::kInput) c << "inputs->" << c_name(p.name);
-    else if (p.role == AotModule::Role::kOutput) c << "outputs->" << c_name(p.name);
-    else c << "(float*)" << prefix << "_" << c_name(p.name);  // read only: main never writes its weights
+    if (p.role == AotModule::Role::kInput) c << "inputs->" << to_c_identifier(p.name);
+    else if (p.role == AotModule::Role::kOutput) c << "outputs->" << to_c_identifier(p.name);
+    else c << "(float*)" << prefix << "_" << to_c_identifier(p.name);  // read only: main never writes its weights
   }
   c << ");\n}\n";
   return {{"codegen/host/include/" + prefix + ".h", h.str()}, {"codegen/host/src/" + prefix + "_interface.c", c.str()}};
