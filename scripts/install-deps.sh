@@ -10,6 +10,15 @@ PACKAGES=(
   libgtest-dev libgmock-dev             # tests
   libbenchmark-dev                      # benchmarks
   python3                               # test helpers
+  llvm-14-dev llvm-14                   # LLVM backend: libLLVM for verification and objects, llc-14 as fallback
+  gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm      # Cortex-M targets (QEMU MPS2 boards)
+  gcc-riscv64-unknown-elf picolibc-riscv64-unknown-elf qemu-system-misc  # riscv32 target (QEMU virt)
+  wasi-libc libclang-rt-14-dev-wasm32   # wasm32 target (clang-14, run under node)
+  emscripten binaryen                   # the core as WebAssembly for the playground (wasm-opt from binaryen)
+)
+# Installed without their recommended packages (chromium's pull in a desktop).
+LEAN_PACKAGES=(
+  chromium                              # browser tests of the playground (headless, driven by playwright-core)
 )
 
 missing=()
@@ -18,15 +27,22 @@ for p in "${PACKAGES[@]}"; do
     missing+=("$p")
   fi
 done
+missing_lean=()
+for p in "${LEAN_PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing_lean+=("$p")
+  fi
+done
 
-if [ ${#missing[@]} -eq 0 ]; then
-  echo "install-deps: all ${#PACKAGES[@]} packages present"
+if [ ${#missing[@]} -eq 0 ] && [ ${#missing_lean[@]} -eq 0 ]; then
+  echo "install-deps: all $(( ${#PACKAGES[@]} + ${#LEAN_PACKAGES[@]} )) packages present"
   exit 0
 fi
 
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
-echo "install-deps: installing ${missing[*]}"
+echo "install-deps: installing ${missing[*]} ${missing_lean[*]}"
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -q
-$SUDO apt-get install -y -q "${missing[@]}"
+if [ ${#missing[@]} -gt 0 ]; then $SUDO apt-get install -y -q "${missing[@]}"; fi
+if [ ${#missing_lean[@]} -gt 0 ]; then $SUDO apt-get install -y -q --no-install-recommends "${missing_lean[@]}"; fi

@@ -2,7 +2,8 @@
 # The main job: install, build, then compile the bundled digits CNN (models/digits) for
 # the C runtime, run it in the host simulator on a sample image, compare it with the
 # reference interpreter, and print the prediction and the memory report. Then the same
-# for a plain TIR program (examples/matmul.tir), with both calling conventions.
+# for a plain TIR program (examples/matmul.tir), with both calling conventions. Last,
+# the compiled digits artifact on a Cortex-M4 under QEMU, with its flash/RAM/instructions.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
@@ -19,3 +20,7 @@ echo "== microtir run examples/matmul.tir --target host --unpacked-api 1"
 $mtir run examples/matmul.tir --func matmul "${inputs[@]}" --target host --unpacked-api 1
 echo "== microtir build examples/matmul.tir -o build/example-artifact"
 $mtir build examples/matmul.tir --target c -o build/example-artifact
+echo "== microtir compile models/digits/digits.json -o build/digits.tar"
+$mtir compile models/digits/digits.json -o build/digits.tar > /dev/null
+echo "== microtir run build/digits.tar --input x=models/digits/sample_x.npy --target cortex-m4   (QEMU mps2-an386)"
+$mtir run build/digits.tar --input x=models/digits/sample_x.npy --target cortex-m4

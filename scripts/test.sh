@@ -19,4 +19,18 @@ run_suite() {
 CTEST_ARGS=("$@")
 run_suite build
 run_suite build-asan -DMICROTIR_SANITIZE=ON -DMICROTIR_BENCH=OFF -DCMAKE_BUILD_TYPE=Debug
-echo "== all tests passed (normal and sanitizer builds)"
+# The core in WebAssembly and the playground: node tests of the wasm module (compared
+# byte for byte with build/'s CLI) and browser tests in Chromium. Skipped only when
+# emscripten itself is missing (build-wasm.sh exits 3); install-deps.sh installs it.
+echo "== build build-wasm"
+wasm_rc=0
+bash scripts/build-wasm.sh build-wasm || wasm_rc=$?
+if [ "$wasm_rc" -eq 3 ]; then
+  echo "== skipped build-wasm: emscripten is not installed"
+elif [ "$wasm_rc" -ne 0 ]; then
+  exit "$wasm_rc"
+else
+  echo "== test build-wasm"
+  (cd build-wasm && ctest --output-on-failure -j "$jobs" ${CTEST_ARGS[@]+"${CTEST_ARGS[@]}"})
+fi
+echo "== all tests passed (normal, sanitizer and wasm builds)"

@@ -3,6 +3,7 @@
 // Native only (it spawns processes); the core library never depends on it.
 #pragma once
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,7 @@ namespace mtir::sim {
 struct HostSimOptions {
   std::string work_dir;  // where sources, binary and data files go
   std::string cc = "cc";  // host C compiler
+  std::string llvm_cc = "clang";  // compiles the LLVM backend's .ll files (clang 14 reads LLVM 14 IR)
   std::string crt_dir;    // the crt/ folder (headers, sources, host port); default_crt_dir() if empty
   std::vector<std::string> extra_cflags;
   size_t workspace_bytes = 1 << 20;  // the arena given to TVMCrtWorkspaceInit
@@ -32,6 +34,11 @@ struct HostCall {
 // its NDArray. Throws DiagnosticError when compiling or running fails, quoting the
 // compiler's or the program's messages.
 void run_on_host(const HostCall& call, const std::vector<InterpArg>& args, const HostSimOptions& options);
+
+// Compiles one LLVM IR file to an object with options.llvm_cc at -O2; returns the
+// object's path. Throws DiagnosticError quoting clang's messages.
+std::string compile_llvm_ir(const std::filesystem::path& ll, const std::filesystem::path& object,
+                            const HostSimOptions& options);
 
 // The crt/ folder: $MICROTIR_CRT_DIR if set, else the source tree's.
 std::string default_crt_dir();

@@ -73,7 +73,9 @@ class Checker {
   std::vector<Diagnostic> diags;
 
   void run() {
-    for (const auto& [name, f] : m_.functions) {
+    for (const auto& entry : m_.functions) {
+      const std::string& name = entry.first;  // a plain reference: C++17 lambdas cannot capture bindings
+      const auto& f = entry.second;
       if (!f) continue;
       CallCollector c;
       c.check = [&](const CallNode* call, const IntBoundAnalyzer& bounds) { check_call(name, call, bounds); };

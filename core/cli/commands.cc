@@ -11,8 +11,9 @@
 #include <sstream>
 
 #include "analysis/well_formed.h"
+#include "artifact/mlf.h"
+#include "artifact/tar.h"
 #include "cli/io.h"
-#include "cli/tar.h"
 #include "driver/build.h"
 #include "codegen/c/interface.h"
 #include "executor/aot.h"
@@ -22,7 +23,11 @@
 #include "interp/interpreter.h"
 #include "script/parser.h"
 #include "script/printer.h"
+#include "sim/cross_targets.h"
 #include "sim/host_sim.h"
+#ifdef MICROTIR_HAVE_LLVM_NATIVE
+#include "codegen/llvm/native/llvm_native.h"
+#endif
 #include "support/compare.h"
 #include "support/npy.h"
 
@@ -46,24 +51,18 @@ bool is_graph_file(const std::string& path) {
   return path.size() > 5 && path.compare(path.size() - 5, 5, ".json") == 0;
 }
 
-struct LoadedModel {
-  Graph graph;  // batch norm folded; holds the weights
-  AotModule aot;
-};
-
 // A JSON graph with its weights (paths relative to the JSON file), batch norm folded,
 // as an AOT module.
-LoadedModel load_model(const std::string& file) {
+// `read_files`, if given, receives every file the graph references (path as written in
+// the graph, contents): the artifact keeps them beside its copy of the graph.
+LoadedModel load_model(const std::string& file, std::vector<SourceFileOut>* read_files = nullptr) {
   std::string dir = std::filesystem::path(file).parent_path().string();
   FileReader reader = [&](const std::string& relative) {
-    return read_file(dir.empty() ? relative : dir + "/" + relative);
+    std::string text = read_file(dir.empty() ? relative : dir + "/" + relative);
+    if (read_files) read_files->push_back({relative, text});
+    return text;
   };
-  LoadedModel lm;
-  lm.graph = fold_batch_norm(load_graph_json(read_file(file), file, reader));
-  lm.aot = build_aot(lm.graph);
-  auto diags = check_well_formed(lm.aot.module);
-  if (!diags.empty()) throw DiagnosticError(diags);
-  return lm;
+  return mtir::load_model(read_file(file), file, reader);
 }
 
 // Splits "NAME=VALUE"; a user error naming the option otherwise.
@@ -157,33 +156,6 @@ std::string shape_str(const std::vector<int64_t>& shape) {
   return s + (shape.size() == 1 ? ",)" : ")");
 }
 
-// A work folder: the one the user named (kept), or a fresh temporary one (removed).
-class TempDir {
- public:
-  explicit TempDir(const std::string& keep) {
-    if (!keep.empty()) {
-      path_ = keep;
-      return;
-    }
-    const char* tmp = std::getenv("TMPDIR");
-    std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/microtir-XXXXXX";
-    std::vector<char> buf(pattern.begin(), pattern.end());
-    buf.push_back('\0');
-    if (!mkdtemp(buf.data())) user_error({}, "cannot create a temporary folder under " + pattern);
-    path_ = buf.data();
-    owned_ = true;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    if (owned_) std::filesystem::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-  bool owned_ = false;
-};
-
 json array_json(const std::string& name, const NDArray& a) {
   json values = json::array();
   for (int64_t i = 0; i < a.num_elements(); ++i) {
@@ -194,6 +166,15 @@ json array_json(const std::string& name, const NDArray& a) {
 }
 
 }  // namespace
+
+std::string format_output(const std::string& name, const NDArray& a, int limit) {
+  std::ostringstream os;
+  os << name << ": " << a.dtype.str() << " " << shape_str(a.shape) << "\n";
+  int64_t index = 0;
+  format_array(os, a, 0, &index, limit);
+  os << "\n";
+  return os.str();
+}
 
 int run_parse(const ParseCommand& c) {
   IRModule m = load_module(c.file, !c.no_verify);
@@ -207,9 +188,26 @@ int run_parse(const ParseCommand& c) {
   return 0;
 }
 
+static MlfArtifact compile_artifact(const std::string& file, const std::string& target);
+
 int run_run(const RunCommand& c) {
   // A model (JSON graph) runs through its AOT main with its weights; a TIR file runs
   // the function asked for.
+  if (is_artifact_path(c.file)) return run_artifact(c);  // model.tar or an MLF folder
+  if (is_graph_file(c.file) && !c.target.empty() && c.target != "host") {
+    // A model on a cross target: compiled as `compile` would, then run as an artifact.
+    TempDir work(c.keep_build_dir);
+    const std::string dir = work.path() + "/artifact";
+    OutputSet files;
+    for (const auto& f : compile_artifact(c.file, kDefaultCompileTarget).files) {
+      std::filesystem::create_directories(std::filesystem::path(dir + "/" + f.path).parent_path());
+      files.add(dir + "/" + f.path, f.text);
+    }
+    files.commit();
+    RunCommand on_target = c;
+    on_target.file = dir;
+    return run_artifact(on_target);
+  }
   std::map<std::string, NDArray> preset;  // buffer name -> value (a model's weights)
   IRModule m;
   std::string fname;
@@ -275,7 +273,10 @@ int run_run(const RunCommand& c) {
   // The host build runs on copies of the inputs; the interpreter is the reference.
   std::vector<NDArray> reference;
   if (!c.target.empty()) {
-    if (c.target != "host") user_error({}, "unknown --target '" + c.target + "' for run; use --target host");
+    if (c.target != "host") {
+      user_error({}, "--target " + c.target + " runs models (model.json, or model.tar from `microtir compile`); "
+                     "a TIR file runs on --target host");
+    }
     reference = arrays;
   }
   interpret(m, fname, args);
@@ -285,8 +286,9 @@ int run_run(const RunCommand& c) {
     std::vector<InterpArg> host_args = args;
     for (size_t i = 0; i < f->params.size(); ++i)
       if (f->param_buffers[i]) host_args[i] = &reference[i];
-    Target target = parse_target(c.unpacked_api ? "c -unpacked-api=1" : "c");
-    BuildResult built = build_c(m, target);
+    if (c.backend != "c" && c.backend != "llvm") user_error({}, "--backend takes c or llvm, not '" + c.backend + "'");
+    Target target = parse_target(c.backend + (c.unpacked_api ? " -unpacked-api=1" : ""));
+    BuildResult built = build_for_target(m, target);
     TempDir work(c.keep_build_dir);
     sim::HostSimOptions options;
     options.work_dir = work.path();
@@ -324,7 +326,8 @@ int run_run(const RunCommand& c) {
     std::cout << "\n";
   }
   if (!c.target.empty()) {
-    std::cout << "host C (" << (c.unpacked_api ? "unpacked" : "packed") << " API) vs interpreter:\n";
+    const char* backend = c.backend == "llvm" ? "LLVM" : "C";
+    std::cout << "host " << backend << " (" << (c.unpacked_api ? "unpacked" : "packed") << " API) vs interpreter:\n";
     for (const auto& cmp : comparisons) {
       char line[256];
       std::snprintf(line, sizeof line, "  %s: max abs diff %.3g, max rel diff %.3g  %s\n",
@@ -333,7 +336,7 @@ int run_run(const RunCommand& c) {
       std::cout << line;
     }
     if (!all_match) {
-      std::cerr << "microtir: the host C artifact disagrees with the interpreter\n";
+      std::cerr << "microtir: the host " << backend << " artifact disagrees with the interpreter\n";
       return 1;
     }
   }
@@ -345,38 +348,66 @@ int run_run(const RunCommand& c) {
   return 0;
 }
 
-int run_compile(const CompileCommand& c) {
-  if (!is_graph_file(c.file)) user_error({}, "'" + c.file + "' is not a model: compile takes a JSON graph (.json)");
-  LoadedModel lm = load_model(c.file);
-  Target target = parse_target(c.target);
-  if (target.interface_api != "c") {
-    user_error({}, "compile writes the C interface: use --target \"c -interface-api=c -unpacked-api=1\" (the packed "
-                   "interface of a whole model is not available yet)");
+// The object files of an LLVM build (codegen/host/lib/<name>.o, optimized at -O2), when
+// the native LLVM helpers are built in (MICROTIR_LLVM); none otherwise.
+static std::vector<SourceFileOut> llvm_objects(const BuildResult& built) {
+  std::vector<SourceFileOut> objects;
+#ifdef MICROTIR_HAVE_LLVM_NATIVE
+  if (built.target.kind != "llvm") return objects;
+  llvm_native::Options options;
+  options.triple = built.target.mtriple;
+  options.cpu = built.target.mcpu;
+  for (const auto& src : built.sources) {
+    std::filesystem::path p(src.path);
+    if (p.extension() != ".ll") continue;
+    objects.push_back({"codegen/host/lib/" + p.stem().string() + ".o",
+                       llvm_native::compile_to_object(src.text, p.filename().string(), options)});
   }
-  target.link_params = true;  // the C interface links the weights into the artifact (flash)
-  BuildResult built = build_c(lm.aot.module, target);
-  std::vector<SourceFileOut> files = built.sources;
-  for (auto& f : c_interface(lm.aot, lm.graph, built.lowered.module)) files.push_back(std::move(f));
-  json meta = {{"version", 1},
-               {"model_name", lm.graph.name},
-               {"target", target.str()},
-               {"executor", "aot"},
-               {"main", lm.aot.main},
-               {"memory", {{"workspace_bytes", artifact_workspace_bytes(built.lowered.module, lm.aot.main)}}},
-               {"files", json::array()}};
-  for (const auto& f : files) meta["files"].push_back(f.path);
-  files.push_back({"src/" + std::filesystem::path(c.file).filename().string(), read_file(c.file)});
-  // The weights as .npy (they are also linked into the C sources), and the C runtime the
-  // artifact builds against, so the folder is complete on its own.
-  for (const auto& [name, array] : lm.graph.constants) files.push_back({"parameters/" + name + ".npy", write_npy(array)});
+#else
+  (void)built;
+#endif
+  return objects;
+}
+
+// An LLVM-built model artifact gets its objects next to the .ll files, listed in
+// metadata.json like every other file.
+static void add_llvm_objects(MlfArtifact* artifact) {
+  std::vector<SourceFileOut> objects = llvm_objects(artifact->built);
+  if (objects.empty()) return;
+  for (const auto& o : objects) artifact->metadata["files"].push_back(o.path);
+  for (auto& f : artifact->files)
+    if (f.path == "metadata.json") f.text = artifact->metadata.dump(2) + "\n";
+  artifact->files.insert(artifact->files.begin() + static_cast<std::ptrdiff_t>(artifact->built.sources.size()),
+                         objects.begin(), objects.end());
+}
+
+// The Model Library Format artifact of a JSON graph model, with the C runtime and the
+// graph's own files, as `compile` writes it.
+static MlfArtifact compile_artifact(const std::string& file, const std::string& target) {
+  if (!is_graph_file(file)) user_error({}, "'" + file + "' is not a model: compile takes a JSON graph (.json)");
+  MlfInputs inputs;
+  LoadedModel lm = load_model(file, &inputs.graph_files);
+  // The C runtime the artifact builds against, so the folder is complete on its own.
+  inputs.graph_filename = std::filesystem::path(file).filename().string();
+  inputs.graph_text = read_file(file);
   const std::filesystem::path crt = sim::default_crt_dir();
   for (const char* part : {"include", "src", "ports"}) {
     for (const auto& e : std::filesystem::recursive_directory_iterator(crt / part)) {
       if (!e.is_regular_file()) continue;
-      files.push_back({"runtime/" + std::filesystem::relative(e.path(), crt).string(), read_file(e.path().string())});
+      inputs.runtime.push_back({std::filesystem::relative(e.path(), crt).string(), read_file(e.path().string())});
     }
   }
-  files.push_back({"metadata.json", meta.dump(2) + "\n"});
+  // DLTensor's header too: cross toolchains do not see the host's /usr/include.
+  inputs.runtime.push_back({"include/dlpack/dlpack.h", read_file(sim::dlpack_include_dir() + "/dlpack/dlpack.h")});
+  MlfArtifact artifact = build_mlf(lm, target, inputs);
+  add_llvm_objects(&artifact);
+  return artifact;
+}
+
+int run_compile(const CompileCommand& c) {
+  MlfArtifact artifact = compile_artifact(c.file, c.target);
+  const std::vector<SourceFileOut>& files = artifact.files;
+  const json& meta = artifact.metadata;
   OutputSet out;
   const std::string& o = c.output_dir;
   if (o.size() > 4 && o.compare(o.size() - 4, 4, ".tar") == 0) {
@@ -404,7 +435,8 @@ int run_build(const BuildCommand& c) {
   IRModule m = is_graph_file(c.file) ? load_model(c.file).aot.module : load_module(c.file, true);
   Target target = parse_target(c.target);
   if (c.unpacked_api >= 0) target.unpacked_api = c.unpacked_api != 0;
-  BuildResult built = build_c(m, target);
+  BuildResult built = build_for_target(m, target);
+  for (auto& object : llvm_objects(built)) built.sources.push_back(std::move(object));
   ensure_directory(c.output_dir);
   OutputSet files;
   for (const auto& src : built.sources) {

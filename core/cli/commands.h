@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "support/ndarray.h"
+
 namespace mtir::cli {
 
 struct ParseCommand {
@@ -23,6 +25,7 @@ struct RunCommand {
   int print_limit = 64;  // elements printed per output
   std::string target;    // "" (interpreter only) or "host": also build and run the C artifact
   int unpacked_api = 0;  // calling convention of the host build
+  std::string backend = "c";  // backend of the host build: c or llvm
   std::string keep_build_dir;  // where the host build goes (default: a temporary folder, removed)
 };
 
@@ -54,6 +57,15 @@ struct CompileCommand {
   bool json = false;
 };
 int run_compile(const CompileCommand& c);
+
+// `run model.tar|MLF_DIR --target host|cortex-m3|...` (run_artifact.cc): builds the
+// artifact's firmware for the target, runs it, compares it with the interpreter on the
+// artifact's own graph and prints the target report.
+bool is_artifact_path(const std::string& path);
+int run_artifact(const RunCommand& c);
+
+// "NAME: dtype (shape)" and the values numpy-style, at most `limit` of them.
+std::string format_output(const std::string& name, const NDArray& a, int limit);
 
 // The names of every registered pass, one per line (for `passes --list`).
 std::string pass_list();

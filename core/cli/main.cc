@@ -57,7 +57,7 @@ int main(int argc, char** argv) {
 
   mtir::cli::RunCommand run;
   auto* run_cmd = app.add_subcommand("run", "Interpret a PrimFunc on .npy inputs with the reference interpreter");
-  run_cmd->add_option("file", run.file, "TIR text file ('-' for standard input)")->required();
+  run_cmd->add_option("file", run.file, "TIR text file ('-' for standard input), model.json, or a compiled model.tar / MLF folder")->required();
   run_cmd->add_option("--func", run.func, "Function to run (default: the only one)");
   run_cmd->add_option("--input", run.inputs, "Buffer input NAME=FILE.npy (repeatable); buffers not given are outputs");
   run_cmd->add_option("--scalar", run.scalars, "Scalar parameter NAME=VALUE (repeatable)");
@@ -65,16 +65,21 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--print-limit", run.print_limit, "Elements printed per output")->check(CLI::NonNegativeNumber);
   run_cmd->add_flag("--json", run.json, "Print outputs (or diagnostics) as JSON on stdout");
   run_cmd->add_option("--target", run.target,
-                      "'host': also build the C artifact, run it natively and compare it with the interpreter")
-      ->check(CLI::IsMember({"host"}));
+                      "'host': also build the C artifact, run it natively and compare it with the interpreter; "
+                      "for a compiled model (model.tar or its folder) also cortex-m3|cortex-m4|cortex-m7 (QEMU), "
+                      "riscv32 (QEMU), wasm32 (node)")
+      ->check(CLI::IsMember({"host", "cortex-m3", "cortex-m4", "cortex-m7", "riscv32", "wasm32"}));
   run_cmd->add_option("--unpacked-api", run.unpacked_api, "Calling convention of the host build: 0 packed, 1 unpacked")
       ->check(CLI::Range(0, 1));
+  run_cmd->add_option("--backend", run.backend, "Backend of the host build: c (default) or llvm (LLVM IR compiled by clang)")
+      ->check(CLI::IsMember({"c", "llvm"}));
   run_cmd->add_option("--keep-build", run.keep_build_dir, "Build the host program in DIR and keep it");
 
   mtir::cli::BuildCommand build;
-  auto* build_cmd = app.add_subcommand("build", "Lower a TIR module and write the C sources of the artifact");
+  auto* build_cmd = app.add_subcommand("build", "Lower a TIR module and write the sources of the artifact (C, or LLVM IR and objects)");
   build_cmd->add_option("file", build.file, "TIR text file ('-' for standard input)")->required();
-  build_cmd->add_option("--target", build.target, "Target string, e.g. \"c -unpacked-api=1\"");
+  build_cmd->add_option("--target", build.target,
+                        "Target string, e.g. \"c -unpacked-api=1\" or \"llvm -mtriple=thumbv7em-none-eabihf\"");
   build_cmd->add_option("--unpacked-api", build.unpacked_api, "0: packed calling convention, 1: unpacked")
       ->check(CLI::Range(0, 1));
   build_cmd->add_option("-o,--output-dir", build.output_dir, "Folder for the artifact")->required();

@@ -26,4 +26,15 @@ struct BuildResult {
 // DiagnosticError naming the pass or construct that failed.
 BuildResult build_c(const IRModule& m, const Target& target);
 
+// The same for the LLVM backend (target kind "llvm", -mtriple selects the triple):
+// sources codegen/host/src/lib0.ll (kernels) and lib1.ll (the registry).
+BuildResult build_llvm(const IRModule& m, const Target& target);
+
+// build_c or build_llvm, after the target's kind.
+BuildResult build_for_target(const IRModule& m, const Target& target);
+
+// The part both backends share: lowering for `target`, the symbols, and (appended to
+// `packed_symbols`) the packed functions the registry holds. No sources yet.
+BuildResult lower_for_target(const IRModule& m, const Target& target, std::vector<std::string>* packed_symbols);
+
 }  // namespace mtir

@@ -189,9 +189,11 @@ std::string module_diff(const IRModule& a, const IRModule& b) {
 // Hashes a tree; a variable or buffer hashes as the order in which it was first seen.
 class Hasher {
  public:
-  size_t h = 0x9e3779b97f4a7c15ull;
+  // The golden-ratio constant at the width of size_t (32 bits in wasm32).
+  static constexpr size_t kGolden = static_cast<size_t>(0x9e3779b97f4a7c15ull);
+  size_t h = kGolden;
 
-  void mix(size_t v) { h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2); }
+  void mix(size_t v) { h ^= v + kGolden + (h << 6) + (h >> 2); }
   void mix_str(const std::string& s) { mix(std::hash<std::string>()(s)); }
   void mix_type(DataType t) { mix(static_cast<size_t>(t.code()) * 1000003u + t.bits() * 131u + t.lanes()); }
 

@@ -225,6 +225,56 @@ TIR
   run 1 "$mtir" compile "$example" -o "$work/mlf3" && contains stderr "$err" "not a model"
 }
 
+# The LLVM backend: host runs equal the interpreter, IR for every triple, objects when
+# the CLI has the native LLVM helpers ($MICROTIR_LLVM_NATIVE=ON), and an LLVM-built model
+# artifact that links with the C interface and a firmware main and prints what C prints.
+group_llvm() {
+  local native="${MICROTIR_LLVM_NATIVE:-OFF}"
+  local inputs=(--input A="$src/examples/matmul_A.npy" --input B="$src/examples/matmul_B.npy")
+  for api in 0 1; do
+    run 0 "$mtir" run "$example" "${inputs[@]}" --target host --backend llvm --unpacked-api "$api"
+    contains stdout "$out" "host LLVM"
+    contains stdout "$out" "C: max abs diff 0, max rel diff 0  ok"
+  done
+  run 0 "$mtir" run "$src/models/digits/digits.json" --input x="$src/models/digits/sample_x.npy" --target host --backend llvm
+  contains stdout "$out" "probs: max abs diff 0, max rel diff 0  ok"
+  run 1 "$mtir" run "$example" "${inputs[@]}" --target host --backend rust
+  local triple
+  for triple in x86_64-pc-linux-gnu thumbv7m-none-eabi thumbv7em-none-eabihf riscv32-unknown-elf wasm32-unknown-unknown; do
+    run 0 "$mtir" build "$example" --target "llvm -mtriple=$triple" -o "$work/ll-$triple"
+    contains stdout "$out" "codegen/host/src/lib0.ll"
+    grep -q "target triple = \"$triple\"" "$work/ll-$triple/codegen/host/src/lib0.ll" || fail "no triple $triple in lib0.ll"
+    grep -q "@TVMSystemLibEntryPoint" "$work/ll-$triple/codegen/host/src/lib1.ll" || fail "no registry in lib1.ll"
+    if [ "$native" = ON ]; then
+      local magic
+      magic="$(head -c 4 "$work/ll-$triple/codegen/host/lib/lib0.o" | od -An -c | tr -d ' ')"
+      case "$triple" in
+        wasm32*) [ "$magic" = '\0asm' ] || fail "lib0.o for $triple is not a wasm object ($magic)" ;;
+        *) [ "$magic" = '177ELF' ] || fail "lib0.o for $triple is not an ELF object ($magic)" ;;
+      esac
+    elif command -v llc-14 >/dev/null; then
+      run 0 llc-14 -filetype=obj -mtriple="$triple" "$work/ll-$triple/codegen/host/src/lib0.ll" -o "$work/ll-$triple/lib0.o"
+    fi
+  done
+  run 1 "$mtir" build "$example" --target "llvm -mtriple=sparc-sun-solaris" -o "$work/bad"
+  contains stderr "$err" "-mtriple=sparc-sun-solaris is not supported by the LLVM backend"
+  [ ! -e "$work/bad" ] || fail "a refused build wrote output"
+  # A model artifact: .ll for inspection, .o in codegen/host/lib/, the C interface in C.
+  run 0 "$mtir" compile "$src/models/digits/digits.json" --target "llvm -interface-api=c -unpacked-api=1" -o "$work/mlf"
+  [ -f "$work/mlf/codegen/host/src/lib0.ll" ] && [ -f "$work/mlf/codegen/host/src/tvmgen_digits_interface.c" ] \
+    || fail "LLVM artifact layout incomplete"
+  if [ "$native" = ON ]; then
+    grep -q '"codegen/host/lib/lib0.o"' "$work/mlf/metadata.json" || fail "metadata.json does not list lib0.o"
+    ( cd "$work/mlf" && cc -std=c99 -Wall -Wextra -Werror -pedantic -Iruntime/include -Icodegen/host/include \
+        codegen/host/src/*.c codegen/host/lib/*.o runtime/src/*.c runtime/ports/host/platform.c \
+        "$src/tests/codegen/digits_main.c" -lm -o fw ) >"$work/fw.log" 2>&1 \
+      || { fail "the LLVM artifact does not link with the C interface"; cat "$work/fw.log"; }
+    python3 -c "import sys; b=open(sys.argv[1],'rb').read(); n=int.from_bytes(b[8:10],'little'); open(sys.argv[2],'wb').write(b[10+n:])" \
+      "$src/models/digits/sample_x.npy" "$work/x.bin"
+    run 0 "$work/mlf/fw" "$work/x.bin" && contains stdout "$out" "0.999556124"
+  fi
+}
+
 group_malformed() {
   local n=0
   # Text errors, and call_tir errors the verifier finds after parsing.

@@ -155,11 +155,12 @@ TEST(Aot, PoolOffsetsFollowTheTargetsAlignment) {
   }
 }
 
-TEST(Aot, HostCMatchesTheInterpreterWithBothConventions) {
+TEST(Aot, HostCAndLlvmMatchTheInterpreterWithBothConventions) {
   const Digits& d = digits();
-  for (const char* target : {"c", "c -unpacked-api=1"}) {
+  // The LLVM backend too: its artifact runs the same way and must agree.
+  for (const char* target : {"c", "c -unpacked-api=1", "llvm", "llvm -unpacked-api=1"}) {
     SCOPED_TRACE(target);
-    BuildResult built = build_c(d.aot.module, parse_target(target));
+    BuildResult built = build_for_target(d.aot.module, parse_target(target));
     for (int64_t k : {0, 37, 99}) {
       std::vector<NDArray> want = main_arguments(d, k), got = main_arguments(d, k);
       interpret(d.aot.module, d.aot.main, as_args(want));

@@ -7,10 +7,10 @@
 #include <utility>
 #include <vector>
 
-namespace mtir::cli {
+namespace mtir {
 
 // The archive of `files` (path inside the archive, contents), in that order. A user
 // error if a path is too long for ustar (255 bytes, split at a '/').
 std::string make_tar(const std::vector<std::pair<std::string, std::string>>& files);
 
-}  // namespace mtir::cli
+}  // namespace mtir

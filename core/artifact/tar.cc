@@ -1,11 +1,11 @@
-#include "cli/tar.h"
+#include "artifact/tar.h"
 
 #include <cstdio>
 #include <cstring>
 
 #include "support/diagnostic.h"
 
-namespace mtir::cli {
+namespace mtir {
 namespace {
 
 void put_octal(char* field, size_t width, unsigned long long value) {
@@ -52,4 +52,4 @@ std::string make_tar(const std::vector<std::pair<std::string, std::string>>& fil
   return out;
 }
 
-}  // namespace mtir::cli
+}  // namespace mtir

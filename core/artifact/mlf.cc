@@ -1,0 +1,58 @@
+#include "artifact/mlf.h"
+
+#include <algorithm>
+
+#include "analysis/well_formed.h"
+#include "codegen/c/interface.h"
+#include "support/npy.h"
+
+namespace mtir {
+
+const char* const kDefaultCompileTarget = "c -executor=aot -interface-api=c -unpacked-api=1";
+
+LoadedModel load_model(const std::string& json_text, const std::string& filename, const FileReader& read) {
+  LoadedModel lm;
+  lm.graph = fold_batch_norm(load_graph_json(json_text, filename, read));
+  lm.aot = build_aot(lm.graph);
+  auto diags = check_well_formed(lm.aot.module);
+  if (!diags.empty()) throw DiagnosticError(diags);
+  return lm;
+}
+
+MlfArtifact build_mlf(const LoadedModel& model, const std::string& target_string, const MlfInputs& inputs) {
+  MlfArtifact a;
+  a.target = parse_target(target_string);
+  if (a.target.interface_api != "c") {
+    user_error({}, "compile writes the C interface: use --target \"c -interface-api=c -unpacked-api=1\" (the packed "
+                   "interface of a whole model is not available yet)");
+  }
+  a.target.link_params = true;  // the C interface links the weights into the artifact (flash)
+  a.built = build_for_target(model.aot.module, a.target);  // C, or LLVM IR with the C interface
+  std::vector<SourceFileOut>& files = a.files;
+  files = a.built.sources;
+  for (auto& f : c_interface(model.aot, model.graph, a.built.lowered.module)) files.push_back(std::move(f));
+  a.metadata = {{"version", 1},
+                {"model_name", model.graph.name},
+                {"target", a.target.str()},
+                {"executor", "aot"},
+                {"main", model.aot.main},
+                {"memory", {{"workspace_bytes", artifact_workspace_bytes(a.built.lowered.module, model.aot.main)}}},
+                {"files", nlohmann::json::array()}};
+  for (const auto& f : files) a.metadata["files"].push_back(f.path);
+  files.push_back({"src/" + inputs.graph_filename, inputs.graph_text});
+  for (const auto& f : inputs.graph_files) {
+    // Only paths that stay inside src/.
+    if (f.path.empty() || f.path[0] == '/' || f.path.find("..") != std::string::npos) continue;
+    files.push_back({"src/" + f.path, f.text});
+  }
+  // The weights as .npy (they are also linked into the C sources), and the C runtime the
+  // artifact builds against, so the folder is complete on its own.
+  for (const auto& [name, array] : model.graph.constants) files.push_back({"parameters/" + name + ".npy", write_npy(array)});
+  std::vector<SourceFileOut> runtime = inputs.runtime;
+  std::sort(runtime.begin(), runtime.end(), [](const SourceFileOut& x, const SourceFileOut& y) { return x.path < y.path; });
+  for (const auto& f : runtime) files.push_back({"runtime/" + f.path, f.text});
+  files.push_back({"metadata.json", a.metadata.dump(2) + "\n"});
+  return a;
+}
+
+}  // namespace mtir

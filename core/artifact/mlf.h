@@ -1,0 +1,53 @@
+// Model Library Format: the files of a compiled model (kernels, metadata module, C
+// interface, weights, the C runtime, metadata.json), as `microtir compile` writes them
+// and as the browser build returns them. No I/O here: the caller hands in the graph's
+// text, its weight files (through a FileReader) and the runtime sources.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "driver/build.h"
+#include "executor/aot.h"
+#include "frontend/graph.h"
+
+namespace mtir {
+
+// A JSON graph ready to build: batch norm folded (the graph holds the weights) and
+// lowered to its AOT module, which is checked well-formed.
+struct LoadedModel {
+  Graph graph;
+  AotModule aot;
+};
+
+// Throws DiagnosticError for any problem of the graph, its weights or its operators.
+LoadedModel load_model(const std::string& json_text, const std::string& filename, const FileReader& read);
+
+// The target `compile` uses when none is given.
+extern const char* const kDefaultCompileTarget;
+
+struct MlfArtifact {
+  Target target;                     // as parsed, with link_params forced on
+  BuildResult built;                 // lowering records and the kernel sources
+  nlohmann::json metadata;           // the contents of metadata.json
+  std::vector<SourceFileOut> files;  // every file, metadata.json last
+};
+
+// What the artifact carries besides generated code: the graph text (stored as
+// src/<graph_filename>) and the C runtime sources, paths relative to crt/ (include/...,
+// src/..., ports/...), stored under runtime/ in path order.
+struct MlfInputs {
+  std::string graph_filename;
+  std::string graph_text;
+  std::vector<SourceFileOut> runtime;
+  // The files the graph references (its weights), paths relative to the graph, stored
+  // beside it in src/: the artifact's graph then loads on its own (the reference run).
+  std::vector<SourceFileOut> graph_files;
+};
+
+// Compiles `model` for `target_string`, which must ask for the C interface
+// (-interface-api=c, hence -unpacked-api=1); a user error otherwise.
+MlfArtifact build_mlf(const LoadedModel& model, const std::string& target_string, const MlfInputs& inputs);
+
+}  // namespace mtir

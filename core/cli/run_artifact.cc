@@ -1,0 +1,215 @@
+// `microtir run model.tar|MLF_DIR --target T`: the artifact built as a firmware author
+// would build it, run on the target (sim/artifact_runner.h), checked against the
+// reference interpreter on the artifact's own graph (src/), with the target report.
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <vector>
+#include <nlohmann/json.hpp>
+
+#include "artifact/mlf.h"
+#include "artifact/tar_reader.h"
+#include "cli/commands.h"
+#include "cli/io.h"
+#include "interp/interpreter.h"
+#include "sim/artifact_runner.h"
+#include "support/compare.h"
+#include "support/npy.h"
+
+namespace mtir::cli {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+// Cross compilers may contract or reorder differently from the interpreter's order;
+// 1e-5 relative is well above float32 rounding of these kernels and far below a bug.
+constexpr double kTargetTolerance = 1e-5;
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string s = "(";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + (shape.size() == 1 ? ",)" : ")");
+}
+
+// Writes the archive's files under `dir`.
+void unpack(const std::string& tar_path, const std::string& dir) {
+  for (const auto& [path, contents] : read_tar(read_file(tar_path), tar_path)) {
+    fs::path out = fs::path(dir) / path;
+    fs::create_directories(out.parent_path());
+    write_file_atomic(out.string(), contents);
+  }
+}
+
+std::string with_commas(int64_t v) {
+  std::string digits = std::to_string(v < 0 ? -v : v), out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return (v < 0 ? "-" : "") + out;
+}
+
+json report_json(const sim::TargetReport& r) {
+  json j = {{"target", r.target},
+            {"board", r.board},
+            {"compiler", r.compiler},
+            {"flash_bytes", r.flash_bytes},
+            {"ram_bytes", r.ram_bytes},
+            {"text_bytes", r.size.text},
+            {"rodata_bytes", r.size.rodata},
+            {"data_bytes", r.size.data},
+            {"bss_bytes", r.size.bss},
+            {"workspace_bytes", r.workspace_bytes},
+            {"io_buffer_bytes", r.io_bytes},
+            {"test_input_bytes", r.test_input_bytes},
+            {"counter", r.counter_method}};
+  j["stack_bytes"] = r.stack_bytes >= 0 ? json(r.stack_bytes) : json(nullptr);
+  j["instructions"] = r.instructions.empty() ? json(nullptr) : json(r.instructions.front());
+  return j;
+}
+
+std::string report_text(const sim::TargetReport& r) {
+  std::ostringstream os;
+  os << "target " << r.target << " (" << r.board << ", " << r.compiler << " -O2):\n";
+  os << "  flash: " << with_commas(r.flash_bytes) << " bytes (text " << with_commas(r.size.text) << ", rodata "
+     << with_commas(r.size.rodata) << ", data " << with_commas(r.size.data) << "; the test input is "
+     << with_commas(r.test_input_bytes) << " of them)\n";
+  os << "  RAM:   " << with_commas(r.ram_bytes) << " bytes static (workspace " << with_commas(r.workspace_bytes)
+     << ", input/output buffers " << with_commas(r.io_bytes) << ")";
+  if (r.stack_bytes >= 0) os << " + stack high-water " << with_commas(r.stack_bytes);
+  os << "\n  instructions per inference: "
+     << (r.instructions.empty() ? "n/a" : with_commas(r.instructions.front())) << " (" << r.counter_method << ")\n";
+  return os.str();
+}
+
+}  // namespace
+
+bool is_artifact_path(const std::string& path) {
+  if (path.size() > 4 && path.compare(path.size() - 4, 4, ".tar") == 0) return true;
+  std::error_code ec;
+  return fs::is_directory(path, ec);
+}
+
+int run_artifact(const RunCommand& c) {
+  if (c.target.empty())
+    user_error({}, "running a compiled artifact needs a target: --target host, cortex-m3, cortex-m4, cortex-m7, riscv32 or wasm32");
+  if (!c.func.empty() || !c.scalars.empty()) user_error({}, "--func and --scalar apply to TIR files, not to a compiled model");
+  const sim::CrossTarget& target = sim::find_cross_target(c.target);
+  TempDir work(c.keep_build_dir);
+  std::string dir = c.file;
+  if (!fs::is_directory(c.file)) {
+    if (!fs::exists(c.file)) user_error({}, "cannot read '" + c.file + "': no such file");
+    dir = (fs::path(work.path()) / "artifact").string();
+    unpack(c.file, dir);
+    // `tar cf model.tar folder/` puts everything under one top folder.
+    std::vector<fs::path> entries;
+    for (const auto& e : fs::directory_iterator(dir)) entries.push_back(e.path());
+    if (!fs::exists(fs::path(dir) / "metadata.json") && entries.size() == 1 && fs::exists(entries[0] / "metadata.json"))
+      dir = entries[0].string();
+  }
+  sim::ArtifactInfo info = sim::read_artifact_info(dir);
+  if (info.graph_file.empty()) user_error({}, c.file + " has no graph in src/: the reference run needs it (recompile with `microtir compile`)");
+
+  // The reference: the interpreter on the artifact's own graph and weights.
+  const std::string graph_dir = fs::path(info.graph_file).parent_path().string();
+  FileReader reader = [&](const std::string& relative) {
+    fs::path p = fs::path(graph_dir) / relative;
+    if (!fs::exists(p))
+      user_error({}, c.file + " lacks src/" + relative + ", which its graph needs (recompile it with this microtir)");
+    return read_file(p.string());
+  };
+  LoadedModel model = load_model(read_file(info.graph_file), info.graph_file, reader);
+
+  std::map<std::string, std::string> input_files;
+  for (const auto& s : c.inputs) {
+    size_t eq = s.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == s.size()) user_error({}, "bad --input '" + s + "': expected NAME=FILE.npy");
+    input_files[s.substr(0, eq)] = s.substr(eq + 1);
+  }
+  const AotModule& aot = model.aot;
+  PrimFunc main = aot.module.lookup(aot.main);
+  std::vector<NDArray> arrays(aot.params.size());
+  std::vector<InterpArg> args(aot.params.size());
+  std::vector<sim::ArtifactTensor> in_specs, out_specs;
+  std::vector<NDArray> sample;
+  std::vector<size_t> outputs;
+  for (size_t i = 0; i < aot.params.size(); ++i) {
+    const auto& p = aot.params[i];
+    if (p.role == AotModule::Role::kConstant) {
+      arrays[i] = model.graph.constants.at(p.name);
+    } else if (p.role == AotModule::Role::kInput) {
+      auto it = input_files.find(p.name);
+      if (it == input_files.end())
+        user_error({}, "model input '" + p.name + "' (" + p.type.str() + ") needs --input " + p.name + "=FILE.npy");
+      arrays[i] = read_npy(read_file(it->second), it->second);
+      if (arrays[i].dtype != p.type.dtype || arrays[i].shape != p.type.shape) {
+        user_error({}, "input '" + p.name + "' must be " + p.type.dtype.str() + " " + shape_text(p.type.shape) + ", but " +
+                           it->second + " holds " + arrays[i].dtype.str() + " " + shape_text(arrays[i].shape));
+      }
+      input_files.erase(it);
+      in_specs.push_back({p.name, p.type.dtype, p.type.shape});
+      sample.push_back(arrays[i]);
+    } else {
+      arrays[i] = NDArray::zeros(p.type.dtype, p.type.shape);
+      out_specs.push_back({p.name, p.type.dtype, p.type.shape});
+      outputs.push_back(i);
+    }
+    args[i] = &arrays[i];
+  }
+  if (!input_files.empty()) user_error({}, "model '" + info.model_name + "' has no input '" + input_files.begin()->first + "'");
+  interpret(aot.module, aot.main, args);
+
+  sim::ArtifactRunOptions options;
+  options.target = target.name;
+  options.work_dir = (fs::path(work.path()) / ("build-" + target.name)).string();
+  options.progress = [](const std::string& line) { std::cerr << line << "\n"; };
+  sim::ArtifactRunResult result = sim::run_artifact(info, in_specs, {sample}, out_specs, options);
+
+  bool all_match = true;
+  json comparisons = json::array(), outs = json::array();
+  std::ostringstream compare_text;
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    const NDArray& want = arrays[outputs[k]];
+    const NDArray& got = result.outputs[0][k];
+    Difference d = compare_arrays(got, want, kTargetTolerance);
+    all_match = all_match && d.ok;
+    const std::string& name = out_specs[k].name;
+    comparisons.push_back({{"name", name}, {"max_abs_diff", d.max_abs}, {"max_rel_diff", d.max_rel}, {"ok", d.ok}});
+    char line[256];
+    std::snprintf(line, sizeof line, "  %s: max abs diff %.3g, max rel diff %.3g  %s\n", name.c_str(), d.max_abs,
+                  d.max_rel, d.ok ? "ok" : "MISMATCH");
+    compare_text << line;
+    json values = json::array();
+    for (int64_t e = 0; e < got.num_elements(); ++e) {
+      if (got.dtype.is_float()) values.push_back(got.get_float(e));
+      else values.push_back(got.get_int(e));
+    }
+    outs.push_back({{"name", name}, {"dtype", got.dtype.str()}, {"shape", got.shape}, {"values", values}});
+  }
+  if (!c.output_dir.empty()) {
+    ensure_directory(c.output_dir);
+    OutputSet files;
+    for (size_t k = 0; k < outputs.size(); ++k)
+      files.add(c.output_dir + "/" + out_specs[k].name + ".npy", write_npy(result.outputs[0][k]));
+    files.commit();
+  }
+  if (c.json) {
+    json out = {{"ok", all_match}, {"model", info.model_name}, {"outputs", outs}, {"compare", comparisons},
+                {"tolerance", kTargetTolerance}, {"report", report_json(result.report)}};
+    std::cout << out.dump(2) << "\n";
+    return all_match ? 0 : 1;
+  }
+  for (size_t k = 0; k < outputs.size(); ++k)
+    std::cout << format_output(out_specs[k].name, result.outputs[0][k], c.print_limit);
+  std::cout << target.name << " vs interpreter (tolerance " << kTargetTolerance << " relative):\n" << compare_text.str();
+  std::cout << report_text(result.report);
+  if (!all_match) {
+    std::cerr << "microtir: the artifact on " << target.name << " disagrees with the interpreter\n";
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace mtir::cli

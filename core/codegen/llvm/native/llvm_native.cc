@@ -1,0 +1,163 @@
+#include "codegen/llvm/native/llvm_native.h"
+
+#include <memory>
+#include <mutex>
+
+#include <llvm/ADT/SmallVector.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/LegacyPassManager.h>
+#include <llvm/IR/Module.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/IRReader/IRReader.h>
+#include <llvm/MC/TargetRegistry.h>
+#include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/MemoryBuffer.h>
+#include <llvm/Support/SourceMgr.h>
+#include <llvm/Support/TargetSelect.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/Target/TargetMachine.h>
+#include <llvm/Target/TargetOptions.h>
+
+#include "codegen/llvm/llvm_target.h"
+#include "support/diagnostic.h"
+
+extern "C" {
+// Only the four targets the backend emits for are initialized (not InitializeAll*).
+#define MTIR_LLVM_TARGET(T)                 \
+  void LLVMInitialize##T##TargetInfo();     \
+  void LLVMInitialize##T##Target();         \
+  void LLVMInitialize##T##TargetMC();       \
+  void LLVMInitialize##T##AsmPrinter();
+MTIR_LLVM_TARGET(X86)
+MTIR_LLVM_TARGET(ARM)
+MTIR_LLVM_TARGET(RISCV)
+MTIR_LLVM_TARGET(WebAssembly)
+#undef MTIR_LLVM_TARGET
+}
+
+namespace mtir::llvm_native {
+namespace {
+
+void initialize_targets() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+#define MTIR_INIT(T)                \
+  LLVMInitialize##T##TargetInfo();  \
+  LLVMInitialize##T##Target();      \
+  LLVMInitialize##T##TargetMC();    \
+  LLVMInitialize##T##AsmPrinter();
+    MTIR_INIT(X86)
+    MTIR_INIT(ARM)
+    MTIR_INIT(RISCV)
+    MTIR_INIT(WebAssembly)
+#undef MTIR_INIT
+  });
+}
+
+[[noreturn]] void fail(const std::string& message) { internal_error(__FILE__, __LINE__, message); }
+
+std::unique_ptr<llvm::Module> parse_and_verify(llvm::LLVMContext* context, const std::string& ir, const std::string& name) {
+  llvm::SMDiagnostic error;
+  std::unique_ptr<llvm::Module> module = llvm::parseIR(llvm::MemoryBufferRef(ir, name), error, *context);
+  if (!module) {
+    fail("the LLVM backend emitted IR that LLVM cannot parse (" + name + ":" + std::to_string(error.getLineNo()) + ":" +
+         std::to_string(error.getColumnNo()) + "): " + error.getMessage().str() + "\n  " + error.getLineContents().str());
+  }
+  for (llvm::Function& f : *module) {
+    std::string why;
+    llvm::raw_string_ostream os(why);
+    if (llvm::verifyFunction(f, &os)) {
+      os.flush();
+      fail("the LLVM verifier rejects function '" + f.getName().str() + "' of " + name + ": " + why);
+    }
+  }
+  std::string why;
+  llvm::raw_string_ostream os(why);
+  if (llvm::verifyModule(*module, &os)) {
+    os.flush();
+    fail("the LLVM verifier rejects module " + name + ": " + why);
+  }
+  return module;
+}
+
+std::unique_ptr<llvm::TargetMachine> target_machine(const Options& options) {
+  initialize_targets();
+  const LlvmTargetInfo& info = llvm_target(options.triple);
+  std::string error;
+  const llvm::Target* target = llvm::TargetRegistry::lookupTarget(info.triple, error);
+  if (!target) fail("LLVM has no target for " + info.triple + ": " + error);
+  llvm::TargetOptions to;
+  // Position-independent code links into the host's PIE executables; firmware is static.
+  llvm::Reloc::Model reloc = info.pointer_bits == 64 ? llvm::Reloc::PIC_ : llvm::Reloc::Static;
+  std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(
+      info.triple, options.cpu, "", to, reloc, llvm::None,
+      options.opt == "O0" ? llvm::CodeGenOpt::None : llvm::CodeGenOpt::Default));
+  if (!tm) fail("LLVM cannot make a target machine for " + info.triple);
+  return tm;
+}
+
+llvm::OptimizationLevel level(const std::string& opt) {
+  if (opt == "O0") return llvm::OptimizationLevel::O0;
+  if (opt == "O1") return llvm::OptimizationLevel::O1;
+  if (opt == "O2") return llvm::OptimizationLevel::O2;
+  if (opt == "O3") return llvm::OptimizationLevel::O3;
+  if (opt == "Os") return llvm::OptimizationLevel::Os;
+  if (opt == "Oz") return llvm::OptimizationLevel::Oz;
+  user_error(Span{}, "unknown optimization level -" + opt + "; use O0, O1, O2, O3, Os or Oz");
+}
+
+void run_pipeline(llvm::Module* module, llvm::TargetMachine* tm, const std::string& opt) {
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PassBuilder pb(tm);
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cgam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  llvm::OptimizationLevel l = level(opt);
+  llvm::ModulePassManager mpm =
+      l == llvm::OptimizationLevel::O0 ? pb.buildO0DefaultPipeline(l) : pb.buildPerModuleDefaultPipeline(l);
+  mpm.run(*module, mam);
+}
+
+}  // namespace
+
+void verify(const std::string& ir, const std::string& name) {
+  llvm::LLVMContext context;
+  parse_and_verify(&context, ir, name);
+}
+
+std::string optimize(const std::string& ir, const std::string& name, const Options& options) {
+  llvm::LLVMContext context;
+  std::unique_ptr<llvm::Module> module = parse_and_verify(&context, ir, name);
+  std::unique_ptr<llvm::TargetMachine> tm = target_machine(options);
+  run_pipeline(module.get(), tm.get(), options.opt);
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  module->print(os, nullptr);
+  os.flush();
+  return out;
+}
+
+std::string compile_to_object(const std::string& ir, const std::string& name, const Options& options) {
+  llvm::LLVMContext context;
+  std::unique_ptr<llvm::Module> module = parse_and_verify(&context, ir, name);
+  std::unique_ptr<llvm::TargetMachine> tm = target_machine(options);
+  if (module->getTargetTriple() != tm->getTargetTriple().str()) {
+    user_error(Span{}, name + " is for " + module->getTargetTriple() + ", not " + tm->getTargetTriple().str());
+  }
+  run_pipeline(module.get(), tm.get(), options.opt);
+  llvm::SmallVector<char, 0> buffer;
+  llvm::raw_svector_ostream os(buffer);
+  llvm::legacy::PassManager pm;
+  if (tm->addPassesToEmitFile(pm, os, nullptr, llvm::CGFT_ObjectFile)) {
+    fail("LLVM cannot emit object files for " + tm->getTargetTriple().str());
+  }
+  pm.run(*module);
+  return std::string(buffer.begin(), buffer.end());
+}
+
+}  // namespace mtir::llvm_native

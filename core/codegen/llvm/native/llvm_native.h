@@ -1,0 +1,27 @@
+// Native LLVM helpers (built only with MICROTIR_LLVM=ON, linked by the CLI and the
+// tests, never by microtir_core): parse the text the LLVM backend emits with libLLVM 14,
+// verify it, optimize it with the new pass manager and emit an object file for one of
+// the backend's triples.
+#pragma once
+
+#include <string>
+
+namespace mtir::llvm_native {
+
+struct Options {
+  std::string triple;   // "" means the default triple
+  std::string cpu;      // "" means the triple's generic CPU
+  std::string opt = "O2";  // O0, O1, O2, O3, Os or Oz
+};
+
+// Parses and verifies `ir`. A parse error or a verifier failure is an internal error
+// (the backend emitted bad IR) naming `name` and, for the verifier, the function.
+void verify(const std::string& ir, const std::string& name);
+
+// verify(), then the optimization pipeline: the optimized module as text.
+std::string optimize(const std::string& ir, const std::string& name, const Options& options);
+
+// verify(), optimize, and code generation: the bytes of an ELF (or wasm) object file.
+std::string compile_to_object(const std::string& ir, const std::string& name, const Options& options);
+
+}  // namespace mtir::llvm_native

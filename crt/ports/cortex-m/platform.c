@@ -1,0 +1,29 @@
+/* Platform hooks for Cortex-M on the QEMU MPS2 boards: abort reports over semihosting
+ * and exits; the timer is the FPGA I/O block's 25 MHz COUNTER. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <tvm/runtime/crt/platform.h>
+
+#include "instruction_counter.h"
+
+void TVMPlatformAbort(tvm_crt_error_t code) {
+  fprintf(stderr, "microtir crt: abort (error 0x%04x)\n", (unsigned)code);
+  exit(2);
+}
+
+static uint32_t g_timer_start;
+static int g_timer_running;
+
+tvm_crt_error_t TVMPlatformTimerStart(void) {
+  g_timer_start = mtir_counter_read();
+  g_timer_running = 1;
+  return kTvmErrorNoError;
+}
+
+tvm_crt_error_t TVMPlatformTimerStop(double* elapsed_time_seconds) {
+  uint32_t now = mtir_counter_read();
+  if (!g_timer_running || elapsed_time_seconds == NULL) return kTvmErrorPlatformTimerUnavailable;
+  g_timer_running = 0;
+  *elapsed_time_seconds = (double)mtir_counter_delta(g_timer_start, now) / 25e6;
+  return kTvmErrorNoError;
+}

@@ -1,0 +1,33 @@
+// The main.c a firmware author writes for a compiled model, generated: it includes
+// tvmgen_<model>.h, declares the workspace statically with the WORKSPACE_SIZE macro,
+// holds the input sets as const arrays, runs the model on each, and prints the outputs
+// as hex bytes, the instructions of each run and the stack high-water as "@mtir" lines.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mtir::sim {
+
+struct FirmwareTensor {
+  std::string c_name;  // the member of tvmgen_<model>_inputs / _outputs
+  int64_t bytes = 0;
+};
+
+struct FirmwareSpec {
+  std::string model;  // the C identifier in tvmgen_<model>
+  std::vector<FirmwareTensor> inputs, outputs;
+  // samples[s][i]: the bytes of input i for run s.
+  std::vector<std::vector<std::vector<uint8_t>>> samples;
+  int64_t stack_paint_bytes = 0;  // 0: no stack measurement
+  std::string paint_floor_symbol;  // painting never goes below this linker symbol (the end of bss)
+  bool wasm_data_end = false;     // report __data_end (wasm32: where static data ends)
+};
+
+std::string firmware_main(const FirmwareSpec& spec);
+
+// Bytes of the const input arrays firmware_main puts in flash (to report them apart).
+int64_t firmware_input_bytes(const FirmwareSpec& spec);
+
+}  // namespace mtir::sim

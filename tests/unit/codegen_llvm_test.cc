@@ -1,0 +1,315 @@
+// The LLVM backend against the reference interpreter and the C backend: every program of
+// the shared corpus runs on the host (clang compiles the .ll, the CRT links it) with the
+// packed and the unpacked API; the emitted IR of every program passes LLVM's verifier
+// and code generation for all five triples; golden checks look at the pieces of the
+// text that matter (packed wrapper, checks, call_tir, workspace, registry).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "artifact/mlf.h"
+#include "codegen/llvm/codegen_llvm.h"
+#include "codegen/llvm/llvm_target.h"
+#include "driver/build.h"
+#include "interp/interpreter.h"
+#include "llvm_check.h"
+#include "program_corpus.h"
+#include "script/parser.h"
+#include "sim/host_sim.h"
+#include "sim/process.h"
+#include "support/compare.h"
+
+namespace mtir {
+namespace {
+
+using namespace testing_corpus;  // read, scalar_args, packed_only, make_inputs, corpus
+
+class CodegenLlvm : public ::testing::TestWithParam<fs::path> {};
+
+TEST_P(CodegenLlvm, HostPackedAndUnpackedMatchTheInterpreterAndC) {
+  const fs::path path = GetParam();
+  std::string text = read(path);
+  IRModule m = parse_module_or_throw(text, path.string());
+  auto scalars = scalar_args(text);
+  for (bool unpacked : {false, true}) {
+    if (unpacked && packed_only(text)) {
+      EXPECT_THROW(build_llvm(m, parse_target("llvm -unpacked-api=1")), DiagnosticError);
+      continue;
+    }
+    BuildResult llvm = build_llvm(m, parse_target(unpacked ? "llvm -unpacked-api=1" : "llvm"));
+    BuildResult c = build_c(m, parse_target(unpacked ? "c -unpacked-api=1" : "c"));
+    for (const auto& [name, f] : m.functions) {
+      SCOPED_TRACE(path.filename().string() + ": " + name + (unpacked ? " (unpacked)" : " (packed)"));
+      Inputs reference = make_inputs(f, scalars, 1234);
+      interpret(m, name, reference.args);
+      const std::string tag = "llvm-" + path.stem().string() + (unpacked ? "-u" : "-p");
+      Inputs on_llvm = run_built_on_host(llvm, name, f, scalars, tag);
+      Inputs on_c = run_built_on_host(c, name, f, scalars, tag);
+      for (size_t i = 0; i < f->params.size(); ++i) {
+        if (!f->param_buffers[i]) continue;
+        Difference d = compare_arrays(on_llvm.arrays[i], reference.arrays[i]);
+        EXPECT_TRUE(d.ok) << "buffer " << f->param_buffers[i]->name << ": max abs diff " << d.max_abs
+                          << ", max rel diff " << d.max_rel;
+        // Both backends compile the same lowered module: they agree bit for bit.
+        EXPECT_EQ(on_llvm.arrays[i].data, on_c.arrays[i].data) << "buffer " << f->param_buffers[i]->name;
+      }
+    }
+  }
+}
+
+TEST_P(CodegenLlvm, VerifiesAndCompilesForEveryTriple) {
+  const fs::path path = GetParam();
+  std::string text = read(path);
+  IRModule m = parse_module_or_throw(text, path.string());
+  MICROTIR_REQUIRE_LLVM_CHECKER();
+  for (bool unpacked : {false, true}) {
+    if (unpacked && packed_only(text)) continue;
+    for (const auto& t : llvm_targets()) {
+      SCOPED_TRACE(t.triple + (unpacked ? " (unpacked)" : " (packed)"));
+      BuildResult built = build_llvm(m, parse_target("llvm -mtriple=" + t.triple + (unpacked ? " -unpacked-api=1" : "")));
+      for (const auto& src : built.sources) llvm_check::expect_compiles(src.text, t.triple, src.path);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Programs, CodegenLlvm, ::testing::ValuesIn(corpus()),
+                         [](const ::testing::TestParamInfo<fs::path>& info) { return info.param.stem().string(); });
+
+// The bundled digits model through the AOT executor: its IR verifies and compiles for
+// every triple with both conventions (the host run is in aot_test).
+TEST(CodegenLlvm, DigitsModelVerifiesAndCompilesForEveryTriple) {
+  MICROTIR_REQUIRE_LLVM_CHECKER();
+  const fs::path model = fs::path(MICROTIR_SOURCE_DIR) / "models" / "digits";
+  LoadedModel lm = load_model(read(model / "digits.json"), "digits.json",
+                              [&](const std::string& rel) { return read(model / rel); });
+  for (const char* api : {"", " -unpacked-api=1"}) {
+    for (const auto& t : llvm_targets()) {
+      SCOPED_TRACE(t.triple + api);
+      BuildResult built = build_llvm(lm.aot.module, parse_target("llvm -mtriple=" + t.triple + api));
+      for (const auto& src : built.sources) llvm_check::expect_compiles(src.text, t.triple, src.path);
+    }
+  }
+}
+
+// Every argument check of MakePackedAPI, from C (packed_checks_main.c) against the
+// LLVM-built artifact: the same messages and return codes as the C backend's.
+TEST(CodegenLlvm, PackedArgumentChecksFailWithNamedErrors) {
+  const fs::path src = fs::path(MICROTIR_SOURCE_DIR) / "tests" / "codegen";
+  IRModule m = parse_module_or_throw(read(src / "packed_checks.tir"), "packed_checks.tir");
+  BuildResult built = build_llvm(m, parse_target("llvm"));
+  fs::path dir = fs::temp_directory_path() / ("microtir-llvm-checks-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  const std::string crt = sim::default_crt_dir();
+  std::vector<std::string> cmd = {"cc", "-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-pedantic", "-I" + crt + "/include"};
+  sim::HostSimOptions options;
+  for (const auto& s : built.sources) {
+    fs::path file = dir / fs::path(s.path).filename();
+    std::ofstream(file) << s.text;
+    cmd.push_back(sim::compile_llvm_ir(file, file.string() + ".o", options));
+  }
+  for (const auto& c : sim::crt_host_sources(crt)) cmd.push_back(c);
+  cmd.insert(cmd.end(), {(src / "packed_checks_main.c").string(), "-o", (dir / "checks").string()});
+  ASSERT_EQ(sim::run_process(cmd, dir / "build.log"), 0) << sim::read_text(dir / "build.log");
+  int rc = sim::run_process({(dir / "checks").string()}, dir / "run.log");
+  std::string log = sim::read_text(dir / "run.log");
+  EXPECT_EQ(rc, 0) << log;
+  EXPECT_NE(log.find("packed_checks: 27 checks, 0 failures"), std::string::npos) << log;
+  fs::remove_all(dir);
+}
+
+std::string kernels_of(const std::string& tir, const std::string& target) {
+  return build_llvm(parse_module_or_throw(tir, "golden.tir"), parse_target(target)).sources.at(0).text;
+}
+
+bool has(const std::string& text, const std::string& piece) { return text.find(piece) != std::string::npos; }
+
+const char* kScale =
+    "@T.prim_func\n"
+    "def f(a: T.handle, x: T.float32):\n"
+    "    T.func_attr({\"tir.noalias\": True})\n"
+    "    m = T.int32()\n"
+    "    A = T.match_buffer(a, (m,), \"float32\", align=8)\n"
+    "    for i in range(m):\n"
+    "        A[i] = A[i] * x + T.float32(0.1)\n";
+
+TEST(CodegenLlvmGolden, TargetTripleAndDataLayout) {
+  for (const auto& t : llvm_targets()) {
+    std::string ll = kernels_of(kScale, "llvm -mtriple=" + t.triple);
+    EXPECT_TRUE(has(ll, "target triple = \"" + t.triple + "\"")) << ll;
+    EXPECT_TRUE(has(ll, "target datalayout = \"" + t.datalayout + "\"")) << ll;
+  }
+  // The default triple, -mcpu as the target-cpu attribute, and unknown triples refused.
+  EXPECT_TRUE(has(kernels_of(kScale, "llvm"), "target triple = \"x86_64-pc-linux-gnu\""));
+  EXPECT_TRUE(has(kernels_of(kScale, "llvm -mtriple=thumbv7em-none-eabihf -mcpu=cortex-m4"),
+                  "attributes #0 = { nounwind \"target-cpu\"=\"cortex-m4\" }"));
+  try {
+    kernels_of(kScale, "llvm -mtriple=mips-unknown-linux");
+    FAIL() << "an unknown triple was accepted";
+  } catch (const DiagnosticError& e) {
+    EXPECT_TRUE(has(e.diagnostics().at(0).message, "-mtriple=mips-unknown-linux is not supported by the LLVM backend"))
+        << e.diagnostics().at(0).message;
+  }
+}
+
+TEST(CodegenLlvmGolden, PackedWrapperChecksAndKernel) {
+  std::string ll = kernels_of(kScale, "llvm");
+  // The exported entry point forwards to the checked body, which calls the internal kernel.
+  EXPECT_TRUE(has(ll, "define i32 @f(i8* %args, i8* %type_codes, i32 %num_args, i8* %out_ret_value, i8* "
+                      "%out_ret_tcode, i8* %resource_handle) #0 {"))
+      << ll;
+  EXPECT_TRUE(has(ll, "define internal i32 @f_checked(")) << ll;
+  EXPECT_TRUE(has(ll, "define internal i32 @f_compute(i8* noalias align 8 %p.A_data, float %p.x, i32 %p.m) #0 {")) << ll;
+  // A failed check formats its message once, out of line, and returns -1.
+  EXPECT_TRUE(has(ll, "c\"f: expected 2 arguments, got %lld\\00\"")) << ll;
+  EXPECT_TRUE(has(ll, "define internal void @mtir_set_error(")) << ll;
+  EXPECT_TRUE(has(ll, "ret i32 -1")) << ll;
+  // DLTensor fields through the struct type, so 32-bit targets get their own offsets.
+  EXPECT_TRUE(has(ll, "%DLTensor = type { i8*, %DLDevice, i32, %DLDataType, i64*, i64*, i64 }")) << ll;
+  EXPECT_TRUE(has(ll, "getelementptr inbounds %DLTensor, %DLTensor* ")) << ll;
+  // 0.1f exactly, as the double with the float's value.
+  EXPECT_TRUE(has(ll, "fadd float %.t")) << ll;
+  EXPECT_TRUE(has(ll, ", 0x3FB99999A0000000")) << ll;
+}
+
+TEST(CodegenLlvmGolden, DivisionIsGuardedOnlyWhereNeeded) {
+  const char* tir =
+      "@T.prim_func\n"
+      "def d(A: T.Buffer((4,), \"int32\"), B: T.Buffer((4,), \"int32\")):\n"
+      "    for i in range(4):\n"
+      "        B[i] = T.floordiv(A[i], B[i]) + T.truncdiv(A[i], 4)\n";
+  std::string ll = kernels_of(tir, "llvm -unpacked-api=1");
+  // A divisor that may be 0 or -1 is replaced by 1, and MIN / -1 becomes 0 - MIN.
+  EXPECT_TRUE(has(ll, "icmp eq i32 ")) << ll;
+  EXPECT_TRUE(has(ll, "select i1 ")) << ll;
+  EXPECT_TRUE(has(ll, "sub i32 0, ")) << ll;
+  // Division by the constant 4 needs no guard.
+  EXPECT_TRUE(has(ll, ", 4\n")) << ll;
+}
+
+TEST(CodegenLlvmGolden, WrapsUnlessBoundsProveOtherwise) {
+  const char* tir =
+      "@T.prim_func\n"
+      "def w(A: T.Buffer((16,), \"int32\"), B: T.Buffer((4,), \"int32\")):\n"
+      "    for i in range(4):\n"
+      "        B[i] = A[i * 3 + 1] + A[i]\n";
+  std::string ll = kernels_of(tir, "llvm -unpacked-api=1");
+  // The index is bounded by the loop: no signed wrap, which LLVM may exploit.
+  EXPECT_TRUE(has(ll, "mul nsw i32 %i, 3")) << ll;
+  EXPECT_TRUE(has(ll, "add nsw i32 ")) << ll;
+  // The sum of two loaded values may wrap: plain add, defined in LLVM as in TIR.
+  EXPECT_TRUE(has(ll, "= add i32 %")) << ll;
+}
+
+TEST(CodegenLlvmGolden, UnrollAndVectorizeHints) {
+  const char* tir =
+      "@T.prim_func\n"
+      "def u(A: T.Buffer((16,), \"float32\")):\n"
+      "    for i in T.unroll(4):\n"
+      "        A[i] = T.float32(1)\n"
+      "    for j in T.vectorized(8):\n"
+      "        A[j + 8] = T.float32(2)\n";
+  std::string ll = kernels_of(tir, "llvm -unpacked-api=1");
+  EXPECT_TRUE(has(ll, "br label %for.head.0, !llvm.loop !0")) << ll;
+  EXPECT_TRUE(has(ll, "!0 = distinct !{!0, !1}\n!1 = !{!\"llvm.loop.unroll.full\"}")) << ll;
+  EXPECT_TRUE(has(ll, "!3 = !{!\"llvm.loop.vectorize.enable\", i1 true}")) << ll;
+  std::string why;
+  if (llvm_check::available(&why)) llvm_check::expect_compiles(ll, "x86_64-pc-linux-gnu", "u.ll");
+}
+
+TEST(CodegenLlvmGolden, CallTirAndWorkspace) {
+  const char* tir =
+      "@I.ir_module\n"
+      "class Module:\n"
+      "    @T.prim_func\n"
+      "    def add1(A: T.Buffer((8,), \"float32\"), B: T.Buffer((8,), \"float32\")):\n"
+      "        for i in range(8):\n"
+      "            B[i] = A[i] + T.float32(1)\n"
+      "    @T.prim_func\n"
+      "    def main(X: T.Buffer((8,), \"float32\"), Y: T.Buffer((8,), \"float32\")):\n"
+      "        T_mid = T.alloc_buffer((8,), \"float32\", scope=\"global\")\n"
+      "        T.evaluate(T.call_tir(\"add1\", T.tir_region(X[0], 8), T.tir_region(T_mid[0], 8)))\n"
+      "        T.evaluate(T.call_tir(\"add1\", T.tir_region(T_mid[0], 8), T.tir_region(Y[0], 8)))\n";
+  std::string unpacked = kernels_of(tir, "llvm -unpacked-api=1");
+  // call_tir with the unpacked API: a direct call of the callee.
+  EXPECT_TRUE(has(unpacked, "call i32 @add1(i8* ")) << unpacked;
+  std::string packed = kernels_of(tir, "llvm");
+  EXPECT_TRUE(has(packed, "declare i8* @TVMBackendAllocWorkspace(i32, i32, i64, i32, i32)")) << packed;
+  EXPECT_TRUE(has(packed, "call i32 @TVMBackendFreeWorkspace(i32 1, i32 0, i8* ")) << packed;
+}
+
+TEST(CodegenLlvmGolden, RegistryIsConstantData) {
+  IRModule m = parse_module_or_throw(read(fs::path(MICROTIR_SOURCE_DIR) / "examples" / "matmul.tir"), "matmul.tir");
+  for (const auto& t : llvm_targets()) {
+    BuildResult built = build_llvm(m, parse_target("llvm -mtriple=" + t.triple));
+    ASSERT_EQ(built.sources.size(), 2u);
+    EXPECT_EQ(built.sources[0].path, "codegen/host/src/lib0.ll");
+    EXPECT_EQ(built.sources[1].path, "codegen/host/src/lib1.ll");
+    const std::string& reg = built.sources[1].text;
+    EXPECT_TRUE(has(reg, "@kFuncNames = internal constant [9 x i8] c\"\\01\\00matmul\\00\", align 1")) << reg;
+    EXPECT_TRUE(has(reg, "@kFuncs = internal constant [1 x i32 (i8*, i8*, i32, i8*, i8*, i8*)*] [i32 (i8*, i8*, i32, "
+                         "i8*, i8*, i8*)* @matmul], align " +
+                             std::to_string(t.pointer_bits / 8)))
+        << reg;
+    EXPECT_TRUE(has(reg, "define %TVMFuncRegistry* @TVMSystemLibEntryPoint() #0 {")) << reg;
+  }
+}
+
+TEST(CodegenLlvmGolden, RefusesWhatLlvmHasNoTypeFor) {
+  try {
+    kernels_of("@T.prim_func\ndef h(A: T.Buffer((4,), \"float16\")):\n    A[0] = T.float16(1)\n", "llvm");
+    FAIL() << "float16 was accepted";
+  } catch (const DiagnosticError& e) {
+    EXPECT_TRUE(has(e.diagnostics().at(0).message, "does not support float16")) << e.diagnostics().at(0).message;
+  }
+}
+
+#ifdef MICROTIR_HAVE_LLVM_NATIVE
+// IR the verifier rejects is a microtir internal error that names the function.
+TEST(LlvmNative, VerifierFailureIsAnInternalErrorNamingTheFunction) {
+  const std::string bad = llvm_module_header(llvm_target("")) +
+                          "define i32 @broken(i1 %c) {\n"
+                          "entry:\n  br i1 %c, label %a, label %b\n"
+                          "a:\n  %x = add i32 1, 2\n  br label %b\n"
+                          "b:\n  ret i32 %x\n}\n";
+  try {
+    llvm_native::verify(bad, "bad.ll");
+    FAIL() << "the verifier accepted a use that its definition does not dominate";
+  } catch (const DiagnosticError& e) {
+    EXPECT_TRUE(e.internal());
+    EXPECT_TRUE(has(e.diagnostics().at(0).message, "the LLVM verifier rejects function 'broken' of bad.ll"))
+        << e.diagnostics().at(0).message;
+  }
+  try {
+    llvm_native::verify("define i32 @f( {", "syntax.ll");
+    FAIL() << "a parse error was accepted";
+  } catch (const DiagnosticError& e) {
+    EXPECT_TRUE(e.internal());
+    EXPECT_TRUE(has(e.diagnostics().at(0).message, "cannot parse (syntax.ll:1:")) << e.diagnostics().at(0).message;
+  }
+}
+
+// The optimizer runs the new pass manager's pipelines: at -O2 the wrapper's checked
+// body is inlined into the exported entry point; -Os objects are no larger than -O2's.
+TEST(LlvmNative, OptimizesWithTheNewPassManager) {
+  std::string ll = kernels_of(kScale, "llvm");
+  llvm_native::Options o2;
+  std::string optimized = llvm_native::optimize(ll, "scale.ll", o2);
+  EXPECT_FALSE(has(optimized, "@f_checked(")) << optimized;  // inlined into @f
+  EXPECT_TRUE(has(optimized, "define i32 @f(")) << optimized;
+  llvm_native::Options os;
+  os.opt = "Os";
+  for (const auto& t : llvm_targets()) {
+    o2.triple = os.triple = t.triple;
+    std::string a = llvm_native::compile_to_object(kernels_of(kScale, "llvm -mtriple=" + t.triple), "scale.ll", o2);
+    std::string b = llvm_native::compile_to_object(kernels_of(kScale, "llvm -mtriple=" + t.triple), "scale.ll", os);
+    EXPECT_GT(a.size(), 0u);
+    EXPECT_LE(b.size(), a.size()) << t.triple;
+  }
+  os.opt = "O9";
+  EXPECT_THROW(llvm_native::optimize(ll, "scale.ll", os), DiagnosticError);
+}
+#endif
+
+}  // namespace
+}  // namespace mtir

@@ -1,0 +1,317 @@
+// Node tests of the wasm build (ctest wasm_api_test): the response schema, the pass
+// list and C text for the bundled examples, located diagnostics for broken input, no
+// crash on random mutations, and byte-for-byte equality with the native CLI.
+'use strict';
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const fs = require('fs');
+const os = require('os');
+const path = require('path');
+const { execFileSync } = require('child_process');
+const { loadMicrotir, graphRequest } = require('./microtir_module.js');
+
+const jsPath = process.env.MICROTIR_WASM_JS;
+const src = process.env.MICROTIR_SOURCE_DIR || path.resolve(__dirname, '../..');
+const nativeCli = process.env.MICROTIR_NATIVE_CLI || '';
+const matmulPath = path.join(src, 'examples/matmul.tir');
+const digitsPath = path.join(src, 'models/digits/digits.json');
+const programsDir = path.join(src, 'tests/programs');
+const C_INTERFACE = 'c -executor=aot -interface-api=c -unpacked-api=1';
+
+let mtir;
+test.before(async () => {
+  assert.ok(jsPath, 'MICROTIR_WASM_JS names the built microtir.js');
+  mtir = await loadMicrotir(jsPath);
+});
+
+function tir(text, target = 'c', extra = {}) {
+  return mtir.compile({ source: { kind: 'tir', text, filename: 'input.tir' }, target, ...extra });
+}
+
+function artifact(r, p) {
+  const a = r.artifacts.find((x) => x.path === p);
+  assert.ok(a, `artifact ${p} in ${r.artifacts.map((x) => x.path).join(', ')}`);
+  return a.text !== undefined ? a.text : Buffer.from(a.base64, 'base64');
+}
+
+function checkSchema(r) {
+  assert.equal(typeof r.ok, 'boolean');
+  assert.ok(Array.isArray(r.diagnostics));
+  for (const d of r.diagnostics) {
+    assert.equal(typeof d.severity, 'string');
+    assert.equal(typeof d.message, 'string');
+    assert.ok(Number.isInteger(d.line) && Number.isInteger(d.col));
+  }
+  assert.equal(typeof r.timings_ms.total, 'number');
+  if (r.ok) {
+    assert.ok(Array.isArray(r.passes) && r.passes.length > 0);
+    for (const p of r.passes) {
+      assert.equal(typeof p.name, 'string');
+      assert.equal(typeof p.changed, 'boolean');
+      assert.equal(typeof p.ir, 'string');
+    }
+    assert.ok(Array.isArray(r.artifacts) && r.artifacts.length > 0);
+  }
+}
+
+test('version', () => {
+  assert.match(mtir.version(), /^\d+\.\d+\.\d+$/);
+});
+
+test('matmul.tir: every pass, its IR and the C kernel', () => {
+  const r = tir(fs.readFileSync(matmulPath, 'utf8'));
+  checkSchema(r);
+  assert.equal(r.ok, true, JSON.stringify(r.diagnostics));
+  assert.deepEqual(r.passes.map((p) => p.name), ['verify_well_formed', 'simplify', 'plan_memory', 'flatten_buffer',
+    'simplify', 'make_packed_api', 'lower_call_tir', 'lower_builtins', 'verify_well_formed']);
+  const changed = Object.fromEntries(r.passes.map((p) => [p.name, p.changed]));
+  assert.equal(changed.flatten_buffer, true);
+  assert.equal(changed.make_packed_api, true);
+  assert.equal(r.passes[0].changed, false);
+  assert.match(r.input_ir, /def matmul\(A: T\.Buffer\(\(4, 8\)/);
+  // After flattening, the 2-d accesses are 1-d.
+  assert.match(r.passes[3].ir, /C_flat\[i \* 3 \+ j\]/);
+  const lib0 = artifact(r, 'codegen/host/src/lib0.c');
+  assert.match(lib0, /\nint32_t matmul\(TVMValue\* args, int32_t\* arg_type_ids, int32_t num_args/);
+  assert.match(lib0, /static int32_t matmul_compute\(float\* restrict A, float\* restrict B, float\* restrict C\) \{/);
+  assert.match(artifact(r, 'codegen/host/src/lib1.c'), /TVMSystemLibEntryPoint/);
+  assert.equal(r.target, 'c -runtime=c -executor=aot -interface-api=packed -unpacked-api=0 -link-params=0 -workspace-byte-alignment=16');
+
+  const u = tir(fs.readFileSync(matmulPath, 'utf8'), 'c -unpacked-api=1');
+  assert.equal(u.ok, true);
+  assert.ok(u.passes.some((p) => p.name === 'make_unpacked_api' && p.changed));
+  assert.match(artifact(u, 'codegen/host/src/lib0.c'), /\nint32_t matmul\(float\* restrict A, float\* restrict B, float\* restrict C\) \{/);
+});
+
+test('every program of tests/programs compiles', () => {
+  const files = fs.readdirSync(programsDir).filter((f) => f.endsWith('.tir'));
+  assert.ok(files.length >= 5);
+  for (const f of files) {
+    const r = tir(fs.readFileSync(path.join(programsDir, f), 'utf8'));
+    checkSchema(r);
+    assert.equal(r.ok, true, `${f}: ${JSON.stringify(r.diagnostics)}`);
+    assert.ok(artifact(r, 'codegen/host/src/lib0.c').length > 100, f);
+  }
+});
+
+test('models/digits: the whole MLF, the memory plan, the C interface', () => {
+  const r = mtir.compile(graphRequest(digitsPath, C_INTERFACE));
+  checkSchema(r);
+  assert.equal(r.ok, true, JSON.stringify(r.diagnostics));
+  assert.equal(r.metadata.model_name, 'digits');
+  assert.equal(r.main, 'tvmgen_digits___tvm_main__');
+  assert.ok(r.passes.some((p) => p.name === 'plan_memory' && p.changed));
+  assert.ok(r.passes.some((p) => p.name === 'lower_call_tir' && p.changed));
+  const header = artifact(r, 'codegen/host/include/tvmgen_digits.h');
+  assert.match(header, /int32_t tvmgen_digits_run\(/);
+  assert.match(artifact(r, 'codegen/host/src/lib0.c'), /tvmgen_digits_/);
+  const meta = JSON.parse(artifact(r, 'metadata.json'));
+  assert.deepEqual(meta, r.metadata);
+  assert.ok(r.artifacts.some((a) => a.path === 'runtime/src/runtime.c'));
+  // .npy files travel as base64 and start with the numpy magic.
+  const npy = r.artifacts.find((a) => a.path.startsWith('parameters/'));
+  assert.equal(Buffer.from(npy.base64, 'base64').subarray(0, 6).toString('latin1'), '\x93NUMPY');
+
+  const main = r.memory.find((m) => m.function === r.main);
+  assert.ok(main, 'memory plan of main');
+  assert.equal(main.pool_bytes, 4096);
+  assert.equal(main.lower_bound, 4096);
+  assert.ok(main.tensors.length >= 4);
+  for (const t of main.tensors) {
+    assert.ok(t.offset >= 0 && t.offset + t.size <= main.pool_bytes, t.name);
+    assert.ok(t.first_step >= 0 && t.first_step <= t.last_step && t.last_step < main.steps, t.name);
+  }
+  // Two tensors live at a common step never share a byte.
+  for (const a of main.tensors) {
+    for (const b of main.tensors) {
+      if (a === b || a.pool !== b.pool) continue;
+      const timeOverlap = a.first_step <= b.last_step && b.first_step <= a.last_step;
+      const spaceOverlap = a.offset < b.offset + b.size && b.offset < a.offset + a.size;
+      assert.ok(!(timeOverlap && spaceOverlap), `${a.name} and ${b.name} overlap`);
+    }
+  }
+});
+
+test('models/digits with the packed API: kernels and registry', () => {
+  const r = mtir.compile(graphRequest(digitsPath, 'c'));
+  assert.equal(r.ok, true, JSON.stringify(r.diagnostics));
+  assert.deepEqual(r.artifacts.map((a) => a.path), ['codegen/host/src/lib0.c', 'codegen/host/src/lib1.c']);
+  assert.equal(r.metadata, undefined);
+});
+
+test('diagnostics carry line and column', () => {
+  const text = fs.readFileSync(matmulPath, 'utf8');
+  // A missing closing parenthesis on the T.grid line.
+  const broken = text.replace('T.grid(4, 3):', 'T.grid(4, 3:');
+  const line = broken.split('\n').findIndex((l) => l.includes('T.grid(4, 3:')) + 1;
+  const r = tir(broken);
+  checkSchema(r);
+  assert.equal(r.ok, false);
+  assert.ok(r.diagnostics.length >= 1);
+  const d = r.diagnostics[0];
+  assert.equal(d.severity, 'error');
+  assert.equal(d.line, line);
+  assert.ok(d.col > 1);
+  assert.match(d.rendered, new RegExp(`input\\.tir:${line}:${d.col}: error`));
+
+  // An undefined name in the body: a checker error, located too.
+  const r2 = tir(text.replace('A[i, k] * B[k, j]', 'A[i, k] * Q[k, j]'));
+  assert.equal(r2.ok, false);
+  assert.ok(r2.diagnostics[0].line > 10, JSON.stringify(r2.diagnostics));
+  assert.match(r2.diagnostics[0].message, /Q/);
+});
+
+test('refusals are diagnostics, never crashes', () => {
+  const text = fs.readFileSync(matmulPath, 'utf8');
+  let r = tir(text, 'c -runtime=cpp');
+  assert.equal(r.ok, false);
+  assert.match(r.diagnostics[0].message, /runtime=cpp/);
+  r = JSON.parse(mtir.compileText('{not json'));
+  assert.equal(r.ok, false);
+  assert.match(r.diagnostics[0].message, /not valid JSON/);
+  r = mtir.compile({ source: { kind: 'onnx', text: '' } });
+  assert.match(r.diagnostics[0].message, /unknown source kind 'onnx'/);
+  r = mtir.compile({ target: 'c' });
+  assert.match(r.diagnostics[0].message, /missing 'source'/);
+  const req = graphRequest(digitsPath, C_INTERFACE);
+  delete req.source.files['weights/fc_w.npy'];
+  r = mtir.compile(req);
+  assert.equal(r.ok, false);
+  assert.match(r.diagnostics.map((d) => d.message).join('\n'), /fc_w\.npy/);
+  const bad = graphRequest(digitsPath, C_INTERFACE);
+  bad.source.files['weights/fc_w.npy'] = '@@@';
+  r = mtir.compile(bad);
+  assert.match(r.diagnostics[0].message, /base64/);
+});
+
+// A float32 .npy (format 1.0, little-endian) as a flat array.
+function readNpyF32(file) {
+  const b = fs.readFileSync(file);
+  const headerLen = b.readUInt16LE(8);
+  const header = b.subarray(10, 10 + headerLen).toString('latin1');
+  assert.match(header, /'descr': '<f4'/);
+  const data = b.subarray(10 + headerLen);
+  return Array.from(new Float32Array(data.buffer.slice(data.byteOffset, data.byteOffset + data.length)));
+}
+
+test('run: the interpreter on given and random inputs', () => {
+  const text = fs.readFileSync(matmulPath, 'utf8');
+  const A = Array.from({ length: 32 }, (_, i) => (i % 7) - 3);
+  const B = Array.from({ length: 24 }, (_, i) => (i % 5) * 0.5);
+  const r = tir(text, 'c', { run: { inputs: { A, B } } });
+  assert.equal(r.ok, true);
+  assert.equal(r.run.ok, true, JSON.stringify(r.run));
+  const C = r.run.buffers.find((b) => b.name === 'C');
+  assert.deepEqual(C.shape, [4, 3]);
+  for (let i = 0; i < 4; ++i) {
+    for (let j = 0; j < 3; ++j) {
+      let s = 0;
+      for (let k = 0; k < 8; ++k) s += A[i * 8 + k] * B[k * 3 + j];
+      assert.ok(Math.abs(C.values[i * 3 + j] - s) < 1e-5, `C[${i},${j}]`);
+    }
+  }
+  // Random inputs come from the seed: the same seed, the same numbers.
+  const r1 = tir(text, 'c', { run: { seed: 7 } });
+  const r2 = tir(text, 'c', { run: { seed: 7 } });
+  assert.equal(r1.run.buffers[0].role, 'random');
+  assert.deepEqual(r1.run.buffers, r2.run.buffers);
+  // A bad input is the run's own diagnostic; the compile's results stay.
+  const bad = tir(text, 'c', { run: { inputs: { A: [1, 2] } } });
+  assert.equal(bad.ok, true);
+  assert.equal(bad.run.ok, false);
+  assert.match(bad.run.diagnostics[0].message, /32 numbers/);
+
+  // The digits model on its first test image gives the numpy reference probabilities.
+  const x = readNpyF32(path.join(src, 'models/digits/test_images.npy')).slice(0, 64);
+  const ref = readNpyF32(path.join(src, 'models/digits/reference_probs.npy')).slice(0, 10);
+  const d = mtir.compile(graphRequest(digitsPath, C_INTERFACE, { run: { inputs: { x } } }));
+  assert.equal(d.run.ok, true, JSON.stringify(d.run));
+  const probs = d.run.buffers.find((b) => b.role === 'output');
+  assert.equal(probs.values.length, ref.length);
+  probs.values.forEach((v, i) => assert.ok(Math.abs(v - ref[i]) < 1e-5, `probs[${i}] ${v} vs ${ref[i]}`));
+});
+
+// A small deterministic generator (xorshift32), so every run mutates the same way.
+function rng(seed) {
+  let s = seed >>> 0;
+  return () => {
+    s ^= s << 13; s >>>= 0;
+    s ^= s >>> 17;
+    s ^= s << 5; s >>>= 0;
+    return s / 4294967296;
+  };
+}
+
+function mutate(text, rand) {
+  const pieces = ['(', ')', ':', ',', '[', ']', '"', '0', '-1', '99999999999', 'T.', 'float32', '\n', '    ', 'for', '#', '=', ''];
+  const n = 1 + Math.floor(rand() * 3);
+  for (let k = 0; k < n; ++k) {
+    const at = Math.floor(rand() * text.length);
+    const len = Math.floor(rand() * 4);
+    const piece = pieces[Math.floor(rand() * pieces.length)];
+    text = text.slice(0, at) + piece + text.slice(at + len);
+  }
+  return text;
+}
+
+test('no crash on 100 random mutations of the examples', () => {
+  const rand = rng(20261123);
+  const tirText = fs.readFileSync(matmulPath, 'utf8');
+  const graph = graphRequest(digitsPath, C_INTERFACE);
+  let failures = 0;
+  for (let i = 0; i < 100; ++i) {
+    let r;
+    if (i % 2 === 0) {
+      r = tir(mutate(tirText, rand));
+    } else {
+      const req = JSON.parse(JSON.stringify(graph));
+      req.source.text = mutate(req.source.text, rand);
+      r = mtir.compile(req);
+    }
+    checkSchema(r);
+    if (!r.ok) {
+      ++failures;
+      assert.ok(r.diagnostics.length > 0);
+    }
+  }
+  assert.ok(failures > 20, `most mutations break the input (${failures} did)`);
+  // The module still works after all of that.
+  assert.equal(tir(tirText).ok, true);
+});
+
+test('byte for byte the native CLI\'s outputs (C, LLVM IR, the MLF archive)', { skip: !nativeCli && 'MICROTIR_NATIVE_CLI not set' }, () => {
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'mtir-wasm-'));
+  try {
+    const programs = [matmulPath, ...fs.readdirSync(programsDir).filter((f) => f.endsWith('.tir')).map((f) => path.join(programsDir, f))];
+    for (const file of programs) {
+      for (const target of ['c', 'c -unpacked-api=1', 'llvm', 'llvm -mtriple=thumbv7em-none-eabihf -unpacked-api=1']) {
+        const out = path.join(tmp, 'build');
+        fs.rmSync(out, { recursive: true, force: true });
+        const r = tir(fs.readFileSync(file, 'utf8'), target);
+        try {
+          execFileSync(nativeCli, ['build', file, '--target', target, '-o', out], { stdio: 'pipe' });
+        } catch (e) {
+          // Refused natively: refused in wasm too, with the same message.
+          assert.equal(r.ok, false, `${file} [${target}] compiles in wasm only`);
+          assert.ok(e.stderr.toString().includes(r.diagnostics[0].message), `${file}: ${e.stderr}`);
+          continue;
+        }
+        assert.equal(r.ok, true, `${file}: ${JSON.stringify(r.diagnostics)}`);
+        for (const a of r.artifacts) {
+          assert.equal(a.text, fs.readFileSync(path.join(out, a.path), 'utf8'), `${path.basename(file)} [${target}] ${a.path}`);
+        }
+      }
+    }
+    const tarPath = path.join(tmp, 'digits.tar');
+    execFileSync(nativeCli, ['compile', digitsPath, '-o', tarPath], { stdio: 'pipe' });
+    const r = mtir.compile(graphRequest(digitsPath, C_INTERFACE, { return: { tar: true } }));
+    assert.equal(r.ok, true);
+    const ours = Buffer.from(r.tar, 'base64');
+    const theirs = fs.readFileSync(tarPath);
+    let at = 0;
+    while (at < ours.length && ours[at] === theirs[at]) ++at;
+    assert.ok(ours.equals(theirs), `digits.tar differs from the CLI's (${ours.length} vs ${theirs.length} bytes) at byte ${at}`);
+  } finally {
+    fs.rmSync(tmp, { recursive: true, force: true });
+  }
+});

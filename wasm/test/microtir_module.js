@@ -1,0 +1,43 @@
+// Loads the wasm build in node and wraps its C ABI: compile(request) -> response.
+// Node 20 cannot fetch a file path, so the .wasm is handed over as bytes.
+'use strict';
+const fs = require('fs');
+const path = require('path');
+
+async function loadMicrotir(jsPath) {
+  const create = require(jsPath);
+  const wasmBinary = fs.readFileSync(path.join(path.dirname(jsPath), 'microtir.wasm'));
+  const m = await create({ wasmBinary });
+  return {
+    version: () => m.UTF8ToString(m._mtir_version()),
+    compileText(text) {
+      const n = m.lengthBytesUTF8(text) + 1;
+      const p = m._malloc(n);
+      m.stringToUTF8(text, p, n);
+      const r = m._mtir_compile(p);
+      m._free(p);
+      if (!r) throw new Error('mtir_compile returned NULL');
+      const out = m.UTF8ToString(r);
+      m._mtir_free(r);
+      return out;
+    },
+    compile(request) {
+      return JSON.parse(this.compileText(JSON.stringify(request)));
+    },
+  };
+}
+
+// The request for a JSON graph in `dir`, with every file it names as base64.
+function graphRequest(jsonPath, target, extra = {}) {
+  const text = fs.readFileSync(jsonPath, 'utf8');
+  const graph = JSON.parse(text);
+  const files = {};
+  for (const c of graph.constants || []) {
+    for (const f of [c.file, c.blob]) {
+      if (typeof f === 'string') files[f] = fs.readFileSync(path.join(path.dirname(jsonPath), f)).toString('base64');
+    }
+  }
+  return { source: { kind: 'graph', text, filename: path.basename(jsonPath), files }, target, ...extra };
+}
+
+module.exports = { loadMicrotir, graphRequest };

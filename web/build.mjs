@@ -1,0 +1,49 @@
+// Builds the static playground into MICROTIR_WEB_OUT (default ../build-wasm/web): the
+// bundled page and worker, the wasm build from MICROTIR_WASM_DIR, and the examples.
+import { build } from 'esbuild';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const root = path.resolve(here, '..');
+const wasmDir = path.resolve(process.env.MICROTIR_WASM_DIR || path.join(root, 'build-wasm/wasm'));
+const out = path.resolve(process.env.MICROTIR_WEB_OUT || path.join(root, 'build-wasm/web'));
+
+for (const f of ['microtir.js', 'microtir.wasm']) {
+  if (!fs.existsSync(path.join(wasmDir, f))) {
+    console.error(`web: ${path.join(wasmDir, f)} is missing; build the wasm core first (scripts/build-wasm.sh)`);
+    process.exit(1);
+  }
+}
+fs.rmSync(out, { recursive: true, force: true });
+fs.mkdirSync(path.join(out, 'examples'), { recursive: true });
+
+await build({ entryPoints: [path.join(here, 'src/main.js')], bundle: true, minify: true, format: 'iife', target: 'es2020', outfile: path.join(out, 'app.js'), logLevel: 'warning' });
+await build({ entryPoints: [path.join(here, 'src/worker.js')], bundle: true, minify: true, format: 'iife', target: 'es2020', outfile: path.join(out, 'worker.js'), logLevel: 'warning' });
+for (const f of ['index.html', 'style.css']) fs.copyFileSync(path.join(here, f), path.join(out, f));
+for (const f of ['microtir.js', 'microtir.wasm']) fs.copyFileSync(path.join(wasmDir, f), path.join(out, f));
+
+// The examples menu: the bundled TIR example, the test programs, the digits model.
+const examples = [];
+function addTir(name, file) {
+  const dest = path.join('tir', path.basename(file));
+  fs.mkdirSync(path.join(out, 'examples/tir'), { recursive: true });
+  fs.copyFileSync(file, path.join(out, 'examples', dest));
+  examples.push({ name, kind: 'tir', path: dest, target: 'c' });
+}
+addTir('matmul (TIR)', path.join(root, 'examples/matmul.tir'));
+const programs = path.join(root, 'tests/programs');
+for (const f of fs.readdirSync(programs).filter((x) => x.endsWith('.tir')).sort()) addTir(`${f.replace(/\.tir$/, '')} (TIR)`, path.join(programs, f));
+const digits = path.join(root, 'models/digits');
+const graph = JSON.parse(fs.readFileSync(path.join(digits, 'digits.json'), 'utf8'));
+const files = graph.constants.flatMap((c) => [c.file, c.blob]).filter((f) => typeof f === 'string');
+fs.mkdirSync(path.join(out, 'examples/digits'), { recursive: true });
+fs.copyFileSync(path.join(digits, 'digits.json'), path.join(out, 'examples/digits/digits.json'));
+for (const f of files) {
+  fs.mkdirSync(path.dirname(path.join(out, 'examples/digits', f)), { recursive: true });
+  fs.copyFileSync(path.join(digits, f), path.join(out, 'examples/digits', f));
+}
+examples.splice(1, 0, { name: 'digits CNN (model)', kind: 'graph', path: 'digits/digits.json', dir: 'digits', files, target: 'c -executor=aot -interface-api=c -unpacked-api=1' });
+fs.writeFileSync(path.join(out, 'examples/index.json'), JSON.stringify(examples, null, 2));
+console.log(`web: playground in ${out}`);

@@ -1,0 +1,476 @@
+// The playground: an editor for TIR or a JSON graph, the target, and what the compiler
+// (wasm, in a worker) made of it: diagnostics, every pass with a diff, the artifacts,
+// the memory plan.
+import { EditorState, Compartment } from '@codemirror/state';
+import { EditorView, keymap, lineNumbers, highlightActiveLine } from '@codemirror/view';
+import { defaultKeymap, history, historyKeymap } from '@codemirror/commands';
+import { syntaxHighlighting, defaultHighlightStyle } from '@codemirror/language';
+import { json } from '@codemirror/lang-json';
+import { setDiagnostics, lintGutter } from '@codemirror/lint';
+import { MergeView } from '@codemirror/merge';
+import { tirLanguage } from './tir_language.js';
+import { parseTarget, formatTarget, getOption, setOption } from './target.js';
+import { memoryChart } from './memory_chart.js';
+import { compressToEncodedURIComponent, decompressFromEncodedURIComponent } from 'lz-string';
+
+const $ = (id) => document.getElementById(id);
+const COMPILE_TIMEOUT_MS = Number(new URLSearchParams(location.search).get('timeout_ms')) || 30000;
+const C_INTERFACE = 'c -executor=aot -interface-api=c -unpacked-api=1';
+
+const state = {
+  kind: 'tir',          // 'tir' | 'graph'
+  filename: 'input.tir',
+  files: {},            // a graph's weight files: path -> base64
+  response: null,
+  selectedPass: -1,     // index into response.passes
+  passView: 'ir',       // 'ir' | 'diff'
+  diffBase: 'prev',     // 'prev' (the pass before), 'input' or a pass index
+  artifact: null,       // path of the artifact shown
+  example: null,        // the example the source came from (its files are refetched from a link)
+};
+
+// ---- the whole state in the URL hash (lz-string), so a link reproduces the page ----
+function saveToHash() {
+  const s = { k: state.kind, f: state.filename, t: editor.state.doc.toString(), g: $('target').value,
+    p: state.selectedPass, v: state.passView, d: state.diffBase, h: $('hide-unchanged').checked ? 1 : 0, a: state.artifact, x: state.example };
+  window.history.replaceState(null, '', `${location.pathname}${location.search}#s=${compressToEncodedURIComponent(JSON.stringify(s))}`);
+}
+
+function loadFromHash() {
+  const m = /^#s=(.+)$/.exec(location.hash);
+  if (!m) return null;
+  try {
+    return JSON.parse(decompressFromEncodedURIComponent(m[1]));
+  } catch (e) {
+    return null;
+  }
+}
+
+// ---- editors -------------------------------------------------------------------
+const language = new Compartment();
+const editor = new EditorView({
+  parent: $('editor'),
+  state: EditorState.create({
+    doc: '',
+    extensions: [lineNumbers(), highlightActiveLine(), history(), lintGutter(),
+      keymap.of([{ key: 'Mod-Enter', run: () => { compile(); return true; } }, ...defaultKeymap, ...historyKeymap]),
+      syntaxHighlighting(defaultHighlightStyle), language.of(tirLanguage)],
+  }),
+});
+
+function readOnlyExtensions(lang) {
+  return [lineNumbers(), EditorState.readOnly.of(true), EditorView.editable.of(false), syntaxHighlighting(defaultHighlightStyle), lang];
+}
+
+function setSource(text, kind, filename, files = {}) {
+  state.kind = kind;
+  state.filename = filename;
+  state.files = files;
+  editor.dispatch({
+    changes: { from: 0, to: editor.state.doc.length, insert: text },
+    effects: language.reconfigure(kind === 'graph' ? json() : tirLanguage),
+  });
+  $('source-name').textContent = `${filename}${Object.keys(files).length ? ` + ${Object.keys(files).length} file(s)` : ''}`;
+}
+
+// ---- target string and its form ---------------------------------------------------
+const formFields = [
+  ['opt-kind', null], ['opt-interface', 'interface-api'], ['opt-unpacked', 'unpacked-api'],
+  ['opt-link-params', 'link-params'], ['opt-align', 'workspace-byte-alignment'],
+];
+const defaults = { 'interface-api': 'packed', 'unpacked-api': '0', 'link-params': '0', 'workspace-byte-alignment': '16' };
+
+function targetToForm() {
+  const t = parseTarget($('target').value);
+  for (const [id, key] of formFields) {
+    const v = key ? getOption(t, key, defaults[key]) : t.kind;
+    if ([...$(id).options || []].some((o) => o.value === v) || $(id).tagName === 'INPUT') $(id).value = v;
+  }
+}
+
+function formToTarget(id) {
+  let t = parseTarget($('target').value);
+  const [, key] = formFields.find(([i]) => i === id);
+  const v = $(id).value;
+  if (!key) t = { kind: v, options: t.options };
+  else t = setOption(t, key, v === defaults[key] && !t.options.some(([k]) => k === key) ? undefined : v);
+  $('target').value = formatTarget(t);
+}
+
+for (const [id] of formFields) $(id).addEventListener('change', () => formToTarget(id));
+$('target').addEventListener('input', targetToForm);
+$('target').addEventListener('keydown', (e) => { if (e.key === 'Enter') compile(); });
+
+// ---- the compiler worker ----------------------------------------------------------
+let worker = null;
+let pending = null;  // { id, resolve, reject, timer }
+let nextId = 1;
+
+function startWorker() {
+  worker = new Worker('worker.js');
+  worker.onmessage = (e) => {
+    if (!pending || e.data.id !== pending.id) return;
+    const p = pending;
+    pending = null;
+    clearTimeout(p.timer);
+    if (e.data.error) p.reject(new Error(e.data.error));
+    else p.resolve(e.data);
+  };
+  worker.onerror = (e) => {
+    if (!pending) return;
+    const p = pending;
+    pending = null;
+    clearTimeout(p.timer);
+    p.reject(new Error(e.message || 'the compiler worker failed'));
+  };
+}
+
+// A runaway compile cannot be interrupted inside wasm: the worker is terminated and a
+// fresh one takes its place.
+function stopWorker(reason) {
+  if (worker) worker.terminate();
+  startWorker();
+  if (pending) {
+    const p = pending;
+    pending = null;
+    clearTimeout(p.timer);
+    p.reject(new Error(reason));
+  }
+}
+
+function runInWorker(request) {
+  if (pending) stopWorker('superseded by a newer compile');
+  return new Promise((resolve, reject) => {
+    const id = nextId++;
+    const timer = setTimeout(() => stopWorker(`the compile took longer than ${COMPILE_TIMEOUT_MS / 1000} s and was stopped`), COMPILE_TIMEOUT_MS);
+    pending = { id, resolve, reject, timer };
+    const spin = Number(new URLSearchParams(location.search).get('debug_spin_ms')) || 0;
+    worker.postMessage({ id, request, debugSpinMs: spin });
+  });
+}
+
+$('cancel').addEventListener('click', () => stopWorker('cancelled'));
+
+async function compile(run = null) {
+  const request = {
+    source: { kind: state.kind, text: editor.state.doc.toString(), filename: state.filename, files: state.files },
+    target: $('target').value,
+    return: { ir: true, artifacts: true, memory: true, tar: true },
+  };
+  if (run) request.run = run;
+  setStatus('compiling…', 'busy');
+  $('cancel').disabled = false;
+  const started = performance.now();
+  try {
+    const { response, version } = await runInWorker(request);
+    $('version').textContent = `microtir ${version}`;
+    const ms = performance.now() - started;
+    showResponse(response);
+    setStatus(response.ok ? `compiled in ${ms.toFixed(0)} ms (core ${response.timings_ms.total.toFixed(0)} ms)`
+      : `${response.diagnostics.length} error(s)`, response.ok ? 'ok' : 'error');
+  } catch (e) {
+    setStatus(e.message, 'error');
+  } finally {
+    $('cancel').disabled = true;
+  }
+}
+$('compile').addEventListener('click', () => compile());
+
+// Run: compile, then execute the module (a model's main) in the reference interpreter.
+$('run').addEventListener('click', () => {
+  let inputs = {};
+  const text = $('run-inputs').value.trim();
+  if (text) {
+    try { inputs = JSON.parse(text); } catch (e) { showRunError(`inputs: ${e.message}`); return; }
+  }
+  compile({ inputs, seed: Number($('run-seed').value) || 1 });
+});
+
+function showRunError(message) {
+  const p = document.createElement('p');
+  p.className = 'run-error';
+  p.textContent = message;
+  $('run-output').replaceChildren(p);
+}
+
+function formatValues(b) {
+  const shown = b.values.slice(0, 32).map((v) => (Number.isInteger(v) ? String(v) : v.toPrecision(6)));
+  return `[${shown.join(', ')}${b.values.length > 32 || b.truncated ? ', …' : ''}]`;
+}
+
+function showRun(run) {
+  if (!run) return;
+  if (!run.ok) {
+    showRunError(run.diagnostics.map((d) => `${d.line > 0 ? `${d.line}:${d.col}: ` : ''}${d.message}`).join('\n'));
+    return;
+  }
+  const table = document.createElement('table');
+  table.innerHTML = '<tr><th>buffer</th><th>role</th><th>type</th><th>values (row-major)</th></tr>';
+  for (const b of run.buffers) {
+    const tr = document.createElement('tr');
+    tr.className = `run-buffer ${b.role}`;
+    for (const cell of [b.name, b.role, `${b.dtype}[${b.shape.join(', ')}]`, formatValues(b)]) {
+      const td = document.createElement('td');
+      td.textContent = cell;
+      tr.append(td);
+    }
+    table.append(tr);
+  }
+  const caption = document.createElement('p');
+  caption.textContent = `${run.function} ran in the reference interpreter`;
+  $('run-output').replaceChildren(caption, table);
+}
+
+function setStatus(text, cls) {
+  $('status').textContent = text;
+  $('status').className = cls;
+}
+
+// ---- results --------------------------------------------------------------------
+function showResponse(r) {
+  state.response = r;
+  showDiagnostics(r.diagnostics);
+  if (!r.ok) return;  // keep the last good passes and artifacts on screen
+  if (state.selectedPass < 0) state.selectedPass = Math.max(r.passes.findIndex((p) => p.changed), 0);
+  state.selectedPass = Math.min(state.selectedPass, r.passes.length - 1);
+  showPasses();
+  showArtifacts();
+  showMemory();
+  showRun(r.run);
+  saveToHash();
+  $('timings').textContent = Object.entries(r.timings_ms).map(([k, v]) => `${k} ${v.toFixed(1)} ms`).join(' · ');
+}
+
+function offsetOf(doc, line, col) {
+  if (line < 1 || line > doc.lines) return null;
+  const l = doc.line(line);
+  return Math.min(l.from + Math.max(col - 1, 0), l.to);
+}
+
+function showDiagnostics(diags) {
+  const list = $('diagnostics');
+  list.replaceChildren();
+  const doc = editor.state.doc;
+  const marks = [];
+  for (const d of diags) {
+    const li = document.createElement('li');
+    li.className = `diagnostic ${d.severity.replace(/\s/g, '-')}`;
+    const where = d.line > 0 ? `${d.file || state.filename}:${d.line}:${d.col}: ` : '';
+    li.textContent = `${where}${d.severity}: ${d.message}${d.notes && d.notes.length ? ` (${d.notes.join('; ')})` : ''}`;
+    const at = d.line > 0 && (!d.file || d.file === state.filename) ? offsetOf(doc, d.line, d.col) : null;
+    if (at !== null) {
+      const end = Math.min(doc.lineAt(at).to, at + 1) > at ? at + 1 : at;
+      marks.push({ from: at, to: end, severity: d.severity === 'warning' ? 'warning' : 'error', message: d.message });
+      li.classList.add('located');
+      li.addEventListener('click', () => {
+        editor.dispatch({ selection: { anchor: at }, scrollIntoView: true });
+        editor.focus();
+      });
+    }
+    list.append(li);
+  }
+  editor.dispatch(setDiagnostics(editor.state, marks));
+}
+
+function showPasses() {
+  const r = state.response;
+  const list = $('passes');
+  list.replaceChildren();
+  const hide = $('hide-unchanged').checked;
+  const input = { name: 'input', changed: true, ir: r.input_ir };
+  r.passes.forEach((p, i) => {
+    if (hide && !p.changed && i !== state.selectedPass) return;
+    const li = document.createElement('li');
+    li.className = `pass${p.changed ? ' changed' : ' unchanged'}${i === state.selectedPass ? ' selected' : ''}`;
+    li.dataset.index = String(i);
+    li.textContent = `${i + 1}. ${p.name}${p.changed ? '' : ' (unchanged)'}`;
+    li.addEventListener('click', () => { state.selectedPass = i; showPasses(); saveToHash(); });
+    list.append(li);
+  });
+  const cur = r.passes[state.selectedPass];
+  const base = $('diff-base');
+  base.replaceChildren(new Option('the pass before', 'prev'), new Option('0. input', 'input'),
+    ...r.passes.map((p, i) => new Option(`${i + 1}. ${p.name}`, String(i))));
+  if (state.diffBase !== 'prev' && state.diffBase !== 'input' && !(Number(state.diffBase) < r.passes.length)) state.diffBase = 'prev';
+  base.value = state.diffBase;
+  const prev = state.diffBase === 'input' ? input
+    : state.diffBase !== 'prev' ? r.passes[Number(state.diffBase)]
+      : state.selectedPass > 0 ? r.passes[state.selectedPass - 1] : input;
+  const view = $('pass-view');
+  view.replaceChildren();
+  $('pass-title').textContent = state.passView === 'diff'
+    ? `${prev.name} → ${cur.name}${cur.changed ? '' : ' (no change)'}` : `after ${cur.name}`;
+  if (state.passView === 'diff') {
+    const lang = tirLanguage;
+    new MergeView({
+      a: { doc: prev.ir, extensions: readOnlyExtensions(lang) },
+      b: { doc: cur.ir, extensions: readOnlyExtensions(lang) },
+      parent: view,
+      collapseUnchanged: { margin: 3, minSize: 6 },
+    });
+  } else {
+    new EditorView({ parent: view, state: EditorState.create({ doc: cur.ir, extensions: readOnlyExtensions(tirLanguage) }) });
+  }
+  for (const b of ['show-ir', 'show-diff']) $(b).classList.toggle('active', b === `show-${state.passView}`);
+}
+$('hide-unchanged').addEventListener('change', () => { if (state.response) { showPasses(); saveToHash(); } });
+$('show-ir').addEventListener('click', () => { state.passView = 'ir'; if (state.response) { showPasses(); saveToHash(); } });
+$('diff-base').addEventListener('change', () => {
+  state.diffBase = $('diff-base').value;
+  state.passView = 'diff';
+  if (state.response) { showPasses(); saveToHash(); }
+});
+$('show-diff').addEventListener('click', () => { state.passView = 'diff'; if (state.response) { showPasses(); saveToHash(); } });
+
+function artifactBytes(a) {
+  if (a.text !== undefined) return new TextEncoder().encode(a.text);
+  return Uint8Array.from(atob(a.base64), (c) => c.charCodeAt(0));
+}
+
+function download(name, bytes, type = 'application/octet-stream') {
+  const url = URL.createObjectURL(new Blob([bytes], { type }));
+  const a = document.createElement('a');
+  a.href = url;
+  a.download = name;
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 1000);
+}
+
+function showArtifacts() {
+  const r = state.response;
+  const tabs = $('artifact-tabs');
+  tabs.replaceChildren();
+  const shown = r.artifacts.filter((a) => a.text !== undefined && !a.path.startsWith('runtime/'));
+  if (!shown.some((a) => a.path === state.artifact)) state.artifact = shown.length ? shown[0].path : null;
+  for (const a of shown) {
+    const b = document.createElement('button');
+    b.textContent = a.path.split('/').pop();
+    b.title = a.path;
+    b.className = `artifact-tab${a.path === state.artifact ? ' active' : ''}`;
+    b.dataset.path = a.path;
+    b.addEventListener('click', () => { state.artifact = a.path; showArtifacts(); saveToHash(); });
+    tabs.append(b);
+  }
+  const view = $('artifact-view');
+  view.replaceChildren();
+  const cur = shown.find((a) => a.path === state.artifact);
+  if (cur) {
+    const lang = cur.path.endsWith('.json') ? json() : [];
+    new EditorView({ parent: view, state: EditorState.create({ doc: cur.text, extensions: readOnlyExtensions(lang) }) });
+  }
+  $('artifact-count').textContent = `${r.artifacts.length} files (${r.artifacts.length - shown.length} runtime/binary files in the .tar only)`;
+}
+$('download-file').addEventListener('click', () => {
+  const a = state.response && state.response.artifacts.find((x) => x.path === state.artifact);
+  if (a) download(a.path.split('/').pop(), artifactBytes(a), 'text/plain');
+});
+$('download-tar').addEventListener('click', () => {
+  const r = state.response;
+  if (r && r.tar) download(`${(r.metadata && r.metadata.model_name) || 'module'}.tar`, artifactBytes({ base64: r.tar }), 'application/x-tar');
+});
+
+function showMemory() {
+  const r = state.response;
+  const box = $('memory');
+  box.replaceChildren();
+  if (!r.memory || !r.memory.length) {
+    box.textContent = 'No memory plan: this module has no intermediate tensors to place (a model has).';
+    return;
+  }
+  const plans = [...r.memory].sort((a, b) => (b.function === r.main) - (a.function === r.main) || b.pool_bytes - a.pool_bytes);
+  for (const plan of plans) {
+    const h = document.createElement('h3');
+    h.textContent = `${plan.function}: pool ${plan.pool_bytes} bytes, lower bound ${plan.lower_bound} bytes` +
+      ` (${plan.tensors.length} tensors, ${plan.planner}, alignment ${plan.alignment})`;
+    box.append(h, memoryChart(plan));
+  }
+}
+
+// ---- sources: examples and files ---------------------------------------------------
+function toBase64(buffer) {
+  const bytes = new Uint8Array(buffer);
+  let s = '';
+  for (let i = 0; i < bytes.length; i += 0x8000) s += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+  return btoa(s);
+}
+
+let examples = [];
+async function exampleFiles(ex) {
+  const files = {};
+  for (const f of ex.files || []) files[f] = toBase64(await (await fetch(`examples/${ex.dir}/${f}`)).arrayBuffer());
+  return files;
+}
+
+async function loadExample(name) {
+  const ex = examples.find((e) => e.name === name);
+  if (!ex) return;
+  const text = await (await fetch(`examples/${ex.path}`)).text();
+  setSource(text, ex.kind, ex.path.split('/').pop(), await exampleFiles(ex));
+  state.example = ex.name;
+  state.selectedPass = -1;
+  if (ex.target) { $('target').value = ex.target; targetToForm(); }
+  await compile();
+}
+$('examples').addEventListener('change', () => loadExample($('examples').value));
+
+$('load').addEventListener('change', async () => {
+  const chosen = [...$('load').files];
+  const main = chosen.find((f) => f.name.endsWith('.tir')) || chosen.find((f) => f.name.endsWith('.json'));
+  if (!main) return setStatus('choose a .tir file, or a .json graph with its .npy files', 'error');
+  const files = {};
+  const graph = main.name.endsWith('.json');
+  const text = await main.text();
+  if (graph) {
+    // The graph names its files with paths; the user picked files by base name.
+    let wanted = [];
+    try { wanted = (JSON.parse(text).constants || []).flatMap((c) => [c.file, c.blob]).filter((f) => typeof f === 'string'); } catch (e) { /* the compiler reports it */ }
+    for (const f of chosen) {
+      if (f === main) continue;
+      const path = wanted.find((w) => w === f.name || w.endsWith(`/${f.name}`)) || f.name;
+      files[path] = toBase64(await f.arrayBuffer());
+    }
+    if ($('target').value.trim() === 'c') { $('target').value = C_INTERFACE; targetToForm(); }
+  }
+  setSource(text, graph ? 'graph' : 'tir', main.name, files);
+  state.example = null;  // a link then carries the text; a graph's own files do not fit in it
+  state.selectedPass = -1;
+  await compile();
+});
+
+async function init() {
+  startWorker();
+  examples = await (await fetch('examples/index.json')).json();
+  for (const ex of examples) {
+    const o = document.createElement('option');
+    o.value = ex.name;
+    o.textContent = ex.name;
+    $('examples').append(o);
+  }
+  targetToForm();
+  const saved = loadFromHash();
+  if (saved && typeof saved.t === 'string') {
+    const ex = examples.find((e) => e.name === saved.x);
+    setSource(saved.t, saved.k === 'graph' ? 'graph' : 'tir', saved.f || 'input.tir', ex ? await exampleFiles(ex) : {});
+    state.example = ex ? ex.name : null;
+    if (ex) $('examples').value = ex.name;
+    $('target').value = saved.g || 'c';
+    targetToForm();
+    state.selectedPass = Number.isInteger(saved.p) ? saved.p : -1;
+    state.passView = saved.v === 'diff' ? 'diff' : 'ir';
+    state.diffBase = typeof saved.d === 'string' ? saved.d : 'prev';
+    $('hide-unchanged').checked = saved.h === 1;
+    state.artifact = saved.a || null;
+    await compile();
+  } else {
+    const first = new URLSearchParams(location.search).get('example') || examples[0].name;
+    $('examples').value = first;
+    await loadExample(first);
+  }
+  document.body.dataset.ready = '1';
+}
+init();
+
+// For tests and the console.
+window.microtirPlayground = { editor, state, compile, setSource };

@@ -1,0 +1,201 @@
+// The playground end to end in Debian's Chromium (headless, driven by playwright-core)
+// against the built page served on 127.0.0.1: compile the examples, the pass list and
+// its diff, the C artifact, the memory chart, located errors, the timeout. Screenshots
+// of the main views go to MICROTIR_SCREENSHOTS (default: beside the built page).
+'use strict';
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const fs = require('fs');
+const path = require('path');
+const { chromium } = require('playwright-core');
+const { serve } = require('./serve.js');
+
+const webDir = path.resolve(process.env.MICROTIR_WEB_DIR || path.join(__dirname, '../../build-wasm/web'));
+const shots = path.resolve(process.env.MICROTIR_SCREENSHOTS || path.join(webDir, '../screenshots'));
+const chromiumPath = process.env.MICROTIR_CHROMIUM || '/usr/bin/chromium';
+
+let server, browser, base;
+test.before(async () => {
+  assert.ok(fs.existsSync(path.join(webDir, 'index.html')), `${webDir} holds the built page (npm run build)`);
+  fs.mkdirSync(shots, { recursive: true });
+  server = await serve(webDir, 0);
+  base = `http://127.0.0.1:${server.address().port}/`;
+  browser = await chromium.launch({ executablePath: chromiumPath, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
+});
+test.after(async () => {
+  if (browser) await browser.close();
+  if (server) server.close();
+});
+
+async function openPage(query = '') {
+  const page = await browser.newPage({ viewport: { width: 1500, height: 1000 } });
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(String(e)));
+  await page.goto(base + query);
+  await page.waitForSelector('body[data-ready="1"]', { timeout: 60000 });
+  return { page, errors };
+}
+
+async function compileStatus(page) {
+  await page.waitForFunction(() => /compiled|error|stopped|cancelled/.test(document.getElementById('status').textContent), null, { timeout: 60000 });
+  return page.textContent('#status');
+}
+
+test('the matmul example: passes, IR, a diff, the C artifact', async () => {
+  const { page, errors } = await openPage();
+  assert.match(await compileStatus(page), /compiled in \d+ ms/);
+  const passes = await page.$$eval('#passes .pass', (els) => els.map((e) => ({ text: e.textContent, changed: e.classList.contains('changed') })));
+  assert.equal(passes.length, 9);
+  assert.match(passes[0].text, /verify_well_formed/);
+  assert.ok(passes.some((p) => p.changed && /flatten_buffer/.test(p.text)));
+  assert.ok(passes.some((p) => !p.changed && /unchanged/.test(p.text)));
+  // The C kernel is on screen.
+  await page.click('.artifact-tab[data-path="codegen/host/src/lib0.c"]');
+  const c = await page.textContent('#artifact-view');
+  assert.match(c, /int32_t matmul\(TVMValue\* args/);
+  await page.screenshot({ path: path.join(shots, 'matmul.png'), fullPage: true });
+
+  // Click a pass that changed the IR, then its diff with the previous pass.
+  await page.click('#passes .pass:has-text("flatten_buffer")');
+  assert.match(await page.textContent('#pass-view'), /C_flat\[i \* 3 \+ j\]/);
+  await page.click('#show-diff');
+  await page.waitForSelector('#pass-view .cm-mergeView');
+  assert.match(await page.textContent('#pass-title'), /plan_memory → flatten_buffer/);
+  const deleted = await page.$$eval('#pass-view .cm-deletedChunk, #pass-view .cm-changedLine', (els) => els.length);
+  assert.ok(deleted > 0, 'the diff marks changed lines');
+  assert.match(await page.textContent('#pass-view .cm-merge-b'), /C_flat/);
+  await page.screenshot({ path: path.join(shots, 'pass-diff.png'), fullPage: true });
+
+  // A diff against any step: the input against the last pass.
+  await page.click('#passes .pass:last-child');
+  await page.selectOption('#diff-base', 'input');
+  await page.waitForSelector('#pass-view .cm-mergeView');
+  assert.match(await page.textContent('#pass-title'), /input → verify_well_formed/);
+  assert.match(await page.textContent('#pass-view .cm-merge-b'), /arg_type_ids/);
+  await page.selectOption('#diff-base', 'prev');
+
+  // Hiding unchanged passes leaves the changed ones (and the selected one).
+  await page.check('#hide-unchanged');
+  const visible = await page.$$eval('#passes .pass', (els) => els.map((e) => e.textContent));
+  assert.ok(visible.length < 9 && visible.length >= 2, visible.join(' | '));
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('a broken program shows file:line:col and an editor marker; clicking jumps there', async () => {
+  const { page, errors } = await openPage();
+  await compileStatus(page);
+  await page.evaluate(() => {
+    const { editor } = window.microtirPlayground;
+    const text = editor.state.doc.toString().replace('T.grid(4, 3):', 'T.grid(4, 3:');
+    editor.dispatch({ changes: { from: 0, to: editor.state.doc.length, insert: text } });
+  });
+  await page.click('#compile');
+  assert.match(await compileStatus(page), /error/);
+  const diag = await page.textContent('#diagnostics .diagnostic');
+  const line = (await page.evaluate(() => window.microtirPlayground.editor.state.doc.toString())).split('\n').findIndex((l) => l.includes('T.grid(4, 3:')) + 1;
+  assert.match(diag, new RegExp(`matmul\\.tir:${line}:\\d+: error:`));
+  await page.waitForSelector('#editor .cm-lintRange-error, #editor .cm-lint-marker-error');
+  await page.click('#diagnostics .diagnostic.located');
+  const cursorLine = await page.evaluate(() => {
+    const { editor } = window.microtirPlayground;
+    return editor.state.doc.lineAt(editor.state.selection.main.head).number;
+  });
+  assert.equal(cursorLine, line);
+  await page.screenshot({ path: path.join(shots, 'error.png'), fullPage: true });
+  // A refused target is an error too, and the target form follows the text.
+  await page.evaluate(() => {
+    const { editor } = window.microtirPlayground;
+    const text = editor.state.doc.toString().replace('T.grid(4, 3:', 'T.grid(4, 3):');
+    editor.dispatch({ changes: { from: 0, to: editor.state.doc.length, insert: text } });
+  });
+  await page.fill('#target', 'c -runtime=cpp -unpacked-api=1');
+  assert.equal(await page.inputValue('#opt-unpacked'), '1');
+  await page.click('#compile');
+  await compileStatus(page);
+  assert.match(await page.textContent('#diagnostics'), /runtime=cpp/);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('the digits model: MLF artifacts and a memory chart with one rectangle per tensor', async () => {
+  const { page, errors } = await openPage('?example=' + encodeURIComponent('digits CNN (model)'));
+  assert.match(await compileStatus(page), /compiled/);
+  const tabs = await page.$$eval('.artifact-tab', (els) => els.map((e) => e.dataset.path));
+  assert.ok(tabs.includes('codegen/host/include/tvmgen_digits.h'));
+  assert.ok(tabs.includes('metadata.json'));
+  await page.click('.artifact-tab[data-path="codegen/host/src/lib0.c"]');
+  assert.match(await page.textContent('#artifact-view'), /tvmgen_digits_/);
+  const plan = await page.evaluate(() => window.microtirPlayground.state.response.memory);
+  const rects = await page.$$eval('.memory-chart rect.tensor', (els) => els.length);
+  assert.equal(rects, plan.reduce((n, p) => n + p.tensors.filter((t) => t.first_step >= 0).length, 0));
+  assert.match(await page.textContent('#memory'), /pool 4096 bytes, lower bound 4096 bytes/);
+  // Run: the model's main in the interpreter; the output is ten probabilities.
+  await page.click('#run');
+  await page.waitForSelector('#run-output tr.run-buffer.output');
+  const probs = await page.evaluate(() => window.microtirPlayground.state.response.run.buffers.find((b) => b.role === 'output').values);
+  assert.equal(probs.length, 10);
+  assert.ok(Math.abs(probs.reduce((a, b) => a + b, 0) - 1) < 1e-4, 'softmax sums to 1');
+  // The whole MLF downloads as a .tar made from the compiler's archive.
+  const [download] = await Promise.all([page.waitForEvent('download'), page.click('#download-tar')]);
+  assert.equal(download.suggestedFilename(), 'digits.tar');
+  await page.screenshot({ path: path.join(shots, 'digits.png'), fullPage: true });
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('a shared URL reproduces the state in a fresh page', async () => {
+  const { page } = await openPage();
+  await compileStatus(page);
+  await page.evaluate(() => {
+    const { editor } = window.microtirPlayground;
+    editor.dispatch({ changes: { from: 0, insert: '# shared by a link\n' } });
+  });
+  await page.fill('#target', 'c -unpacked-api=1');
+  await page.click('#compile');
+  await compileStatus(page);
+  await page.click('#passes .pass:has-text("make_unpacked_api")');
+  await page.click('#show-diff');
+  await page.click('.artifact-tab[data-path="codegen/host/src/lib1.c"]');
+  const url = page.url();
+  assert.match(url, /#s=/);
+  const text = await page.evaluate(() => window.microtirPlayground.editor.state.doc.toString());
+  await page.close();
+
+  const fresh = await browser.newPage({ viewport: { width: 1500, height: 1000 } });
+  await fresh.goto(url);
+  await fresh.waitForSelector('body[data-ready="1"]', { timeout: 60000 });
+  assert.equal(await fresh.evaluate(() => window.microtirPlayground.editor.state.doc.toString()), text);
+  assert.equal(await fresh.inputValue('#target'), 'c -unpacked-api=1');
+  assert.equal(await fresh.inputValue('#opt-unpacked'), '1');
+  assert.match(await fresh.textContent('#passes .pass.selected'), /make_unpacked_api/);
+  await fresh.waitForSelector('#pass-view .cm-mergeView');
+  assert.equal(await fresh.getAttribute('.artifact-tab.active', 'data-path'), 'codegen/host/src/lib1.c');
+  await fresh.close();
+});
+
+test('a runaway compile is stopped by the timeout and the page still compiles', async () => {
+  const { page } = await openPage('?timeout_ms=1500&debug_spin_ms=600000');
+  assert.match(await compileStatus(page), /longer than 1.5 s and was stopped/);
+  // The page answers: a click still works and the (fresh) worker still compiles, once the
+  // spinning hook is off.
+  await page.evaluate(() => history.replaceState(null, '', '?timeout_ms=30000'));
+  await page.click('#compile');
+  await page.waitForFunction(() => /compiled/.test(document.getElementById('status').textContent), null, { timeout: 60000 });
+  await page.close();
+});
+
+test('every example compiles in the page', async () => {
+  const { page } = await openPage();
+  await compileStatus(page);
+  const names = await page.$$eval('#examples option', (els) => els.map((e) => e.value));
+  assert.ok(names.length >= 5);
+  for (const name of names) {
+    await page.evaluate(() => { document.getElementById('status').textContent = ''; });
+    await page.selectOption('#examples', name);
+    const status = await compileStatus(page);
+    assert.match(status, /compiled/, `${name}: ${status} ${await page.textContent('#diagnostics')}`);
+    assert.ok(await page.$$eval('#passes .pass', (els) => els.length) > 0, name);
+  }
+  await page.close();
+});
