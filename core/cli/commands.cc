@@ -431,7 +431,7 @@ std::string pass_list() {
 }
 
 int run_passes(const PassesCommand& c) {
-  IRModule m = load_module(c.file, false);
+  IRModule m = is_graph_file(c.file) ? load_model(c.file).aot.module : load_module(c.file, false);
   std::vector<Pass> passes;
   if (c.passes.empty()) {
     passes = lowering_pipeline(parse_target(c.target).unpacked_api);

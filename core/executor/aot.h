@@ -25,7 +25,12 @@ struct AotModule {
   std::vector<Param> params;
 };
 
+struct AotOptions {
+  // Fold elementwise consumers (bias add, relu, clip, ...) into their producer's kernel.
+  bool fuse_elementwise = true;
+};
+
 // Throws DiagnosticError naming the node when an operator cannot be built.
-AotModule build_aot(const Graph& g);
+AotModule build_aot(const Graph& g, const AotOptions& options = {});
 
 }  // namespace mtir
