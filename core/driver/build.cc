@@ -2,12 +2,31 @@
 
 #include "codegen/c/codegen_c.h"
 #include "codegen/c/metadata_module.h"
+#include "ops/devices.h"
+
+#include <set>
 
 namespace mtir {
 
 BuildResult build_c(const IRModule& m, const Target& target) {
   if (target.kind != "c") {
     user_error(Span{}, "the " + target.kind + " backend is not available yet; use --target c");
+  }
+  // Functions that run on a device go to that device's own file, not the host's.
+  auto device_of = [](const PrimFunc& f) {
+    auto it = f->attrs.find(kDeviceAttr);
+    return it != f->attrs.end() && std::holds_alternative<std::string>(it->second) ? std::get<std::string>(it->second)
+                                                                                   : std::string();
+  };
+  std::set<std::string> devices;
+  for (const auto& [name, f] : m.functions)
+    if (!device_of(f).empty()) devices.insert(device_of(f));
+  // As in TVM: the AOT executor fills resource handles from the C interface's devices
+  // struct, which only exists with plain pointers.
+  if (!devices.empty() && (target.interface_api != "c" || !target.unpacked_api)) {
+    user_error(Span{}, "the model runs operators on device '" + *devices.begin() +
+                           "': device kernels with resource handles need -runtime=c -executor=aot "
+                           "-interface-api=c -unpacked-api=1 (the target is \"" + target.str() + "\")");
   }
   BuildResult r;
   r.target = target;
@@ -23,7 +42,17 @@ BuildResult build_c(const IRModule& m, const Target& target) {
   }
   CCodegenOptions options;
   options.description = "target \"" + target.str() + "\"";
+  if (!devices.empty()) {
+    options.defines = [&](const std::string&, const PrimFunc& f) { return device_of(f).empty(); };
+    options.declare_others = true;
+  }
   r.sources.push_back({"codegen/host/src/lib0.c", codegen_c(r.lowered.module, options)});
+  for (const std::string& device : devices) {
+    CCodegenOptions device_options;
+    device_options.description = "device \"" + device + "\" of target \"" + target.str() + "\"";
+    device_options.defines = [&](const std::string&, const PrimFunc& f) { return device_of(f) == device; };
+    r.sources.push_back({"codegen/" + device + "/src/lib0.c", codegen_c(r.lowered.module, device_options)});
+  }
   r.sources.push_back({"codegen/host/src/lib1.c", codegen_c_metadata_module(packed, m.name)});
   return r;
 }

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "executor/fuse_elementwise.h"
+#include "ops/devices.h"
 
 namespace mtir {
 namespace {
@@ -50,13 +51,15 @@ std::vector<FusedGroup> group_nodes(const Graph& g, const std::vector<PrimFunc>&
   std::vector<bool> absorbed(g.nodes.size(), false);
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     if (absorbed[i]) continue;
-    FusedGroup group{{i}, g.nodes[i].inputs, prefix + to_c_identifier(g.nodes[i].name), funcs[i]};
-    while (options.fuse_elementwise) {
+    FusedGroup group{{i}, g.nodes[i].inputs, symbol_of("", funcs[i]), funcs[i]};
+    // Device kernels are the device library's: nothing fuses into them.
+    while (options.fuse_elementwise && g.nodes[i].device.empty()) {
       const std::string& result = g.nodes[group.nodes.back()].name;
       auto r = readers.find(result);
       if (outputs.count(result) || r == readers.end() || r->second.size() != 1 || absorbed[r->second[0]]) break;
       size_t j = r->second[0];
       const GraphNode& consumer = g.nodes[j];
+      if (!consumer.device.empty()) break;
       size_t input = std::find(consumer.inputs.begin(), consumer.inputs.end(), result) - consumer.inputs.begin();
       std::string fname = prefix + "fused";
       for (size_t k : group.nodes) fname += "_" + to_c_identifier(g.nodes[k].name);
@@ -77,6 +80,12 @@ std::vector<FusedGroup> group_nodes(const Graph& g, const std::vector<PrimFunc>&
   std::stable_sort(groups.begin(), groups.end(),
                    [](const FusedGroup& a, const FusedGroup& b) { return a.nodes.back() < b.nodes.back(); });
   return groups;
+}
+
+// The address of a whole buffer's first element, for a device call.
+Expr address(const Buffer& b) {
+  return Call(DataType::Handle(), "address_of",
+              {BufferLoad(b, std::vector<Expr>(b->shape.size(), IntImm(DataType::Int(32), 0)))});
 }
 
 }  // namespace
@@ -112,6 +121,11 @@ AotModule build_aot(const Graph& g, const AotOptions& options) {
     std::vector<TensorType> in_types;
     for (const auto& in : node.inputs) in_types.push_back(g.type_of(in));
     try {
+      if (!node.device.empty()) {
+        funcs.push_back(build_device_function(prefix + node.device + "_" + to_c_identifier(node.name), node.device,
+                                              node.op, in_types, node.type, node.attrs));
+        continue;
+      }
       funcs.push_back(op->build(prefix + to_c_identifier(node.name), in_types, node.type, node.attrs));
     } catch (const DiagnosticError& e) {
       Diagnostic d = e.diagnostics().at(0);
@@ -121,10 +135,39 @@ AotModule build_aot(const Graph& g, const AotOptions& options) {
   }
   std::vector<FusedGroup> groups = group_nodes(g, funcs, prefix, options);
 
+  // Each device instance's context is a handle parameter of main, after the outputs;
+  // the hooks bracket its first and last use.
+  std::map<std::string, Var> contexts;
+  std::map<std::string, std::pair<size_t, size_t>> uses;  // instance -> first, last group
+  for (size_t i = 0; i < groups.size(); ++i) {
+    const std::string& device = g.nodes[groups[i].nodes.front()].device;
+    if (device.empty()) continue;
+    if (!contexts.count(device)) contexts[device] = MakeVar(device, DataType::Handle()), uses[device] = {i, i};
+    uses[device].second = i;
+  }
+  for (const auto& [device, var] : contexts) {
+    aot.devices.push_back(device);
+    main->params.push_back(var);
+    main->param_buffers.push_back(nullptr);
+  }
+  // `rc = call; if rc != 0: return rc`, with the call marked as a device call.
+  auto device_call = [&](const std::string& device, const std::string& symbol, std::vector<Expr> args) {
+    args.insert(args.begin(), StringImm(symbol));
+    args.push_back(contexts.at(device));
+    Var rc = MakeVar("device_rc", DataType::Int(32));
+    Expr call = Call(DataType::Int(32), "call_extern", std::move(args), Attrs{{kResourceHandleAttr, true}});
+    Stmt fail = Evaluate(Call(DataType::Int(32), "tvm_return", {rc}));
+    return LetStmt(rc, call, IfThenElse(Binary(ExprKind::NE, rc, IntImm(DataType::Int(32), 0)), fail));
+  };
+  auto hook = [&](const std::string& device, const char* which) {
+    return device_call(device, device_kind_of(device).hook_prefix + which, {});
+  };
+
   // One call per group, where its last node was, and a buffer for each group's result.
   std::vector<Stmt> calls;
   std::vector<Buffer> intermediates;
-  for (const FusedGroup& group : groups) {
+  for (size_t gi = 0; gi < groups.size(); ++gi) {
+    const FusedGroup& group = groups[gi];
     aot.module.functions.emplace_back(group.fname, group.func);
     const std::string& result = g.nodes[group.nodes.back()].name;
     if (!buffers.count(result)) {
@@ -132,6 +175,18 @@ AotModule build_aot(const Graph& g, const AotOptions& options) {
       Buffer b = MakeBuffer(to_c_identifier(result), t.dtype, shape_exprs(t));
       buffers[result] = b;
       intermediates.push_back(b);
+    }
+    const std::string& device = g.nodes[group.nodes.front()].device;
+    if (!device.empty()) {
+      std::vector<Expr> args;
+      for (const auto& in : group.inputs) args.push_back(address(buffers.at(in)));
+      args.push_back(address(buffers.at(result)));
+      if (uses[device].first == gi) calls.push_back(hook(device, "Activate"));
+      calls.push_back(hook(device, "Open"));
+      calls.push_back(device_call(device, group.fname, std::move(args)));
+      calls.push_back(hook(device, "Close"));
+      if (uses[device].second == gi) calls.push_back(hook(device, "Deactivate"));
+      continue;
     }
     std::vector<Expr> args = {StringImm(group.fname)};
     for (const auto& in : group.inputs) args.push_back(whole(buffers.at(in)));

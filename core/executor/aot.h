@@ -23,6 +23,9 @@ struct AotModule {
     TensorType type;
   };
   std::vector<Param> params;
+  // Device instances the model uses, sorted: main takes one context (T.handle) for each,
+  // after the outputs.
+  std::vector<std::string> devices;
 };
 
 struct AotOptions {

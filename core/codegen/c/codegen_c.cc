@@ -815,6 +815,10 @@ std::string codegen_c(const IRModule& m, const CCodegenOptions& options) {
     FunctionEmitter emitter(symbol, func, &helpers, &externs, &needs_stdio);
     emitter.module_symbols_ = &module_symbols;
     std::string signature = emitter.signature();
+    if (options.defines && !options.defines(name, func)) {
+      if (options.declare_others) prototypes << signature << ";\n";
+      continue;
+    }
     std::string body = emitter.body();
     if (!is_packed(func)) {
       prototypes << signature << ";\n";

@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <set>
 #include <sstream>
 
 #include "codegen/c/codegen_c.h"
+#include "ops/devices.h"
 #include "support/names.h"
 
 namespace mtir {
@@ -66,8 +68,26 @@ std::vector<SourceFileOut> c_interface(const AotModule& aot, const Graph& g, con
       if (p.role == role) h << "  void* " << to_c_identifier(p.name) << ";\n";
     h << "};\n\n";
   }
-  h << "int32_t " << prefix << "_run(struct " << prefix << "_inputs* inputs, struct " << prefix
-    << "_outputs* outputs);\n\n#ifdef __cplusplus\n}\n#endif\n#endif\n";
+  const std::string run_params = "struct " + prefix + "_inputs* inputs, struct " + prefix + "_outputs* outputs" +
+                                 (aot.devices.empty() ? "" : ", struct " + prefix + "_devices* devices");
+  if (!aot.devices.empty()) {
+    h << "/* The device instances the model runs operators on: set each member to that\n"
+      << " * instance's context, which its kernels and hooks receive as their last argument. */\n"
+      << "struct " << prefix << "_devices {\n";
+    for (const auto& d : aot.devices) h << "  void* " << d << ";\n";
+    h << "};\n\n"
+      << "/* Hooks the device library implements, called by " << prefix << "_run in this order for\n"
+      << " * each instance: Activate once before its first kernel, Open and Close around every\n"
+      << " * kernel call, Deactivate after its last kernel. A hook or kernel that returns\n"
+      << " * non-zero stops the run, and " << prefix << "_run returns that code. */\n";
+    std::set<std::string> kinds;
+    for (const auto& d : aot.devices) kinds.insert(device_kind_of(d).hook_prefix);
+    for (const auto& k : kinds)
+      for (const char* which : {"Activate", "Open", "Close", "Deactivate"})
+        h << "int32_t " << k << which << "(void* context);\n";
+    h << "\n";
+  }
+  h << "int32_t " << prefix << "_run(" << run_params << ");\n\n#ifdef __cplusplus\n}\n#endif\n#endif\n";
 
   // The weights live in flash as const arrays; main reads them through its parameters.
   PrimFunc main = lowered.lookup(aot.main);
@@ -91,8 +111,7 @@ std::vector<SourceFileOut> c_interface(const AotModule& aot, const Graph& g, con
     }
     c << "};\n";
   }
-  c << "\nint32_t " << prefix << "_run(struct " << prefix << "_inputs* inputs, struct " << prefix
-    << "_outputs* outputs) {\n  return " << aot.main << "(";
+  c << "\nint32_t " << prefix << "_run(" << run_params << ") {\n  return " << aot.main << "(";
   for (size_t i = 0; i < aot.params.size(); ++i) {
     const auto& p = aot.params[i];
     c << (i ? ", " : "");
@@ -100,6 +119,7 @@ std::vector<SourceFileOut> c_interface(const AotModule& aot, const Graph& g, con
     else if (p.role == AotModule::Role::kOutput) c << "outputs->" << to_c_identifier(p.name);
     else c << "(float*)" << prefix << "_" << to_c_identifier(p.name);  // read only: main never writes its weights
   }
+  for (const auto& d : aot.devices) c << ", devices->" << d;
   c << ");\n}\n";
   return {{"codegen/host/include/" + prefix + ".h", h.str()}, {"codegen/host/src/" + prefix + "_interface.c", c.str()}};
 }
