@@ -230,6 +230,8 @@ class FunctionEmitter {
         if (b && b->data) vars.insert(b->data.get());
         Visitor::visit_buffer(b);
       }
+      // A declaration emits no C; only accesses through the buffer read its pointer.
+      void visit_DeclBuffer(const DeclBufferNode* op) override { visit(op->body); }
     } uses;
     uses.visit(func_->body);
     for (size_t i = 0; i < func_->params.size(); ++i) {
