@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <sstream>
 
@@ -176,7 +177,12 @@ TEST(Aot, HostCMatchesTheInterpreterWithBothConventions) {
 // What a firmware author does: include tvmgen_digits.h, declare the workspace with its
 // size macro, fill the structs (or DLTensors), call the model, built with gcc and clang
 // at -Werror -pedantic. One hand-written main per interface mode (tests/codegen/).
-void run_firmware(const std::string& target, const InterfaceOptions& interface, const std::string& main_c) {
+// Builds the artifact for `target` with `main_c` (gcc and clang) and checks the printed
+// probabilities; `faults`, when given, instead runs the firmware once per fault and
+// hands each output to it.
+void run_firmware(const std::string& target, const InterfaceOptions& interface, const std::string& main_c,
+                  const std::function<void(const std::string& fault, const std::string& out,
+                                           const NDArray& want)>& faults = nullptr) {
   const Digits& d = digits();
   BuildResult built = build_c(d.aot.module, parse_target(target));
   std::vector<SourceFileOut> files = built.sources;
@@ -213,6 +219,16 @@ void run_firmware(const std::string& target, const InterfaceOptions& interface, 
                            (dir / "firmware").string()});
     ASSERT_EQ(sim::run_process(cmd, dir / "build.log"), 0) << sim::read_text(dir / "build.log");
     std::vector<std::string> run = {(dir / "firmware").string(), (dir / "image.bin").string()};
+    if (faults) {
+      for (const char* fault : {"ok", "small", "misaligned", "null-inputs", "null-input", "null-output",
+                                "null-outputs"}) {
+        std::vector<std::string> cmd_fault = run;
+        cmd_fault.push_back(fault);
+        ASSERT_EQ(sim::run_process(cmd_fault, dir / "run.log"), 0) << sim::read_text(dir / "run.log");
+        faults(fault, sim::read_text(dir / "run.log"), want.back());
+      }
+      continue;
+    }
     if (interface.interface_api == "packed" || !interface.link_params) run.push_back((dir / "weights.bin").string());
     ASSERT_EQ(sim::run_process(run, dir / "run.log"), 0) << sim::read_text(dir / "run.log");
     std::istringstream printed(sim::read_text(dir / "run.log"));
@@ -237,6 +253,40 @@ TEST(Aot, CInterfaceWithWeightsPassedInRunsFromAHandWrittenMain) {
 
 TEST(Aot, PackedInterfaceRunsThroughTheRegistryFromAHandWrittenMain) {
   run_firmware("c -interface-api=packed", {"packed", false}, "packed_digits_main.c");
+}
+
+// Faults a caller can make give an error code and a message, and nothing outside the
+// buffers the application handed over is written.
+TEST(Aot, RuntimeFaultsGiveAnErrorAndNeverWriteOutsideTheBuffers) {
+  auto check = [](const std::string& fault, const std::string& out, const NDArray& want) {
+    SCOPED_TRACE(fault);
+    std::istringstream lines(out);
+    std::string rc_line, message, guards;
+    std::getline(lines, rc_line);
+    std::getline(lines, message);
+    std::getline(lines, guards);
+    EXPECT_EQ(guards, "guards intact") << out;
+    if (fault == "ok" || fault == "misaligned") {
+      EXPECT_EQ(rc_line, "rc 0") << out;
+      NDArray got = NDArray::zeros(DataType::Float(32), {1, 10});
+      for (int64_t i = 0; i < 10; ++i) {
+        double v = 0;
+        lines >> v;
+        got.set_float(i, v);
+      }
+      EXPECT_TRUE(compare_arrays(got, want).ok) << out;
+      return;
+    }
+    EXPECT_NE(rc_line, "rc 0") << out;
+    const std::map<std::string, std::string> expected = {
+        {"small", "TVMBackendAllocWorkspace"},
+        {"null-inputs", "tvmgen_digits_run: inputs is NULL"},
+        {"null-input", "tvmgen_digits_run: input 'x' is NULL"},
+        {"null-output", "tvmgen_digits_run: output 'probs' is NULL"},
+        {"null-outputs", "tvmgen_digits_run: outputs is NULL"}};
+    EXPECT_NE(message.find(expected.at(fault)), std::string::npos) << out;
+  };
+  run_firmware("c -interface-api=c -unpacked-api=1 -link-params=1", {"c", true}, "faults_main.c", check);
 }
 
 TEST(Aot, PackedInterfaceWithLinkedWeightsIsRefused) {
