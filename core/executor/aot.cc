@@ -53,7 +53,7 @@ std::vector<FusedGroup> group_nodes(const Graph& g, const std::vector<PrimFunc>&
     if (absorbed[i]) continue;
     FusedGroup group{{i}, g.nodes[i].inputs, symbol_of("", funcs[i]), funcs[i]};
     // Device kernels are the device library's: nothing fuses into them.
-    while (options.fuse_elementwise && g.nodes[i].device.empty()) {
+    while (options.fuse_elementwise && g.nodes[i].device.empty() && group.nodes.size() < options.max_fused_ops) {
       const std::string& result = g.nodes[group.nodes.back()].name;
       auto r = readers.find(result);
       if (outputs.count(result) || r == readers.end() || r->second.size() != 1 || absorbed[r->second[0]]) break;
@@ -114,12 +114,13 @@ AotModule build_aot(const Graph& g, const AotOptions& options) {
   }
 
   // One function per node.
+  const auto types = g.all_types();
   std::vector<PrimFunc> funcs;
   for (const GraphNode& node : g.nodes) {
     const OpDef* op = find_op(node.op);
     if (!op) user_error(Span{}, "node '" + node.name + "': unknown op '" + node.op + "'");
     std::vector<TensorType> in_types;
-    for (const auto& in : node.inputs) in_types.push_back(g.type_of(in));
+    for (const auto& in : node.inputs) in_types.push_back(types.at(in));
     try {
       if (!node.device.empty()) {
         funcs.push_back(build_device_function(prefix + node.device + "_" + to_c_identifier(node.name), node.device,

@@ -31,6 +31,9 @@ struct AotModule {
 struct AotOptions {
   // Fold elementwise consumers (bias add, relu, clip, ...) into their producer's kernel.
   bool fuse_elementwise = true;
+  // At most this many ops per fused kernel: a long chain would make one expression as
+  // deep as the chain.
+  size_t max_fused_ops = 16;
 };
 
 // Throws DiagnosticError naming the node when an operator cannot be built.

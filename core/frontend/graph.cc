@@ -593,6 +593,14 @@ TensorType Graph::type_of(const std::string& n) const {
   user_error(Span{}, "graph '" + name + "' has no input, constant or node named '" + n + "'");
 }
 
+std::map<std::string, TensorType> Graph::all_types() const {
+  std::map<std::string, TensorType> types;
+  for (const auto& [n, t] : inputs) types[n] = t;
+  for (const auto& [n, c] : constants) types[n] = TensorType{c.dtype, c.shape};
+  for (const auto& node : nodes) types[node.name] = node.type;
+  return types;
+}
+
 const GraphNode* Graph::find_node(const std::string& n) const {
   for (const auto& node : nodes)
     if (node.name == n) return &node;
@@ -764,12 +772,13 @@ void place_on_devices(Graph& g, const std::vector<std::string>& specs) {
         user_error(Span{}, "op '" + op + "' is placed on two devices, '" + it->second + "' and '" + instance + "'");
     }
   }
+  const auto types = g.all_types();
   for (auto& node : g.nodes) {
     auto it = placed.find(node.op);
     if (it != placed.end()) node.device = it->second;
     if (node.device.empty()) continue;
     std::vector<TensorType> in;
-    for (const auto& name : node.inputs) in.push_back(g.type_of(name));
+    for (const auto& name : node.inputs) in.push_back(types.at(name));
     check_device_support(node.device, node.name, node.op, in, node.attrs);
   }
 }

@@ -36,6 +36,8 @@ struct Graph {
 
   // The type of a model input, constant or node; throws DiagnosticError for an unknown name.
   TensorType type_of(const std::string& name) const;
+  // Every name's type at once, for passes over all nodes (type_of scans the nodes).
+  std::map<std::string, TensorType> all_types() const;
   // The node called `name`, or null.
   const GraphNode* find_node(const std::string& name) const;
 };
