@@ -150,6 +150,10 @@ ArtifactInfo read_artifact_info(const std::string& dir) {
     info.model_name = j.at("model_name").get<std::string>();
     info.workspace_bytes = j.at("memory").at("workspace_bytes").get<int64_t>();
     target = j.value("target", "");
+    if (j.value("interface_api", std::string("c")) != "c" || !j.value("link_params", true))
+      fail(dir + " was compiled with \"" + target + "\": run needs the C interface with linked weights "
+           "(-interface-api=c -link-params=1, the default of compile)");
+    info.devices = j.value("devices", std::vector<std::string>{});
   } catch (const std::exception& e) {
     fail(meta.string() + " is not a microtir artifact's metadata: " + e.what());
   }
@@ -261,15 +265,11 @@ ArtifactRunResult run_artifact(const ArtifactInfo& info, const std::vector<Artif
   };
   if (samples.empty()) fail("no input sets to run");
   const fs::path dir = info.dir;
-  const fs::path header = dir / "codegen/host/include" / ("tvmgen_" + info.c_model + ".h");
-  if (read_text(header).find("struct tvmgen_" + info.c_model + "_devices") != std::string::npos) {
-    fail("model '" + info.model_name + "' uses device kernels (struct tvmgen_" + info.c_model +
-         "_devices); running those on " + t.name + " is not supported yet: run it on the host simulator");
-  }
   require_target_tools(t);
 
   FirmwareSpec spec;
   spec.model = info.c_model;
+  spec.devices = info.devices;
   for (const auto& in : inputs) {
     int64_t n = 1;
     for (int64_t d : in.shape) n *= d;
@@ -307,7 +307,15 @@ ArtifactRunResult run_artifact(const ArtifactInfo& info, const std::vector<Artif
   prog.work_dir = work.string();
   prog.crt_dir = (dir / "runtime").string();
   prog.include_dirs = {(dir / "codegen/host/include").string()};
-  for (const auto& sub : {dir / "codegen/host/src", dir / "runtime/src"}) {
+  std::vector<fs::path> source_dirs = {dir / "codegen/host/src", dir / "runtime/src"};
+  for (const auto& d : info.devices) source_dirs.push_back(dir / "codegen" / d / "src");
+  if (!info.devices.empty()) {
+    // The device instances run on the simulated NPU, the device library an application would link.
+    const fs::path npu = sim_npu_dir();
+    prog.include_dirs.push_back(npu.string());
+    prog.sources.push_back((npu / "sim_npu.c").string());
+  }
+  for (const auto& sub : source_dirs) {
     std::vector<std::string> found;
     for (const auto& e : fs::directory_iterator(sub))
       if (e.path().extension() == ".c") found.push_back(e.path().string());
@@ -362,6 +370,10 @@ ArtifactRunResult run_artifact(const ArtifactInfo& info, const std::vector<Artif
       }
     } else if (what == "data_end") {
       in >> data_end;
+    } else if (what == "device") {
+      std::string rest;
+      std::getline(in, rest);
+      if (result.devices.size() < info.devices.size()) result.devices.push_back(rest.substr(rest.find_first_not_of(' ')));
     }
   }
   for (size_t s = 0; s < samples.size(); ++s) {

@@ -23,6 +23,7 @@ struct ArtifactInfo {
   std::string c_model;      // tvmgen_<c_model>
   int64_t workspace_bytes = 0;
   std::string graph_file;   // src/<graph>.json, the model the artifact was compiled from
+  std::vector<std::string> devices;  // device instances, run on the simulated NPU (sim/npu)
 };
 // A user error naming what is missing if `dir` is not a compiled artifact.
 ArtifactInfo read_artifact_info(const std::string& dir);
@@ -57,6 +58,9 @@ struct TargetReport {
 struct ArtifactRunResult {
   std::vector<std::vector<NDArray>> outputs;  // [run][output], in the order given
   TargetReport report;
+  // Per device instance, the simulated NPU's counters after the last run:
+  // "npu0: 2 kernels, 23040 MACs, 5960 cycles".
+  std::vector<std::string> devices;
 };
 
 // Runs the artifact in `info.dir` once per input set (samples[s][i] is input i of run s,

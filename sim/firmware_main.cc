@@ -43,7 +43,9 @@ std::string firmware_main(const FirmwareSpec& spec) {
      << " * counter) and the stack high-water, as \"@mtir\" lines. */\n"
      << "#include <stdint.h>\n#include <stdio.h>\n#include <string.h>\n"
      << "#include <tvm/runtime/c_runtime_api.h>\n#include <tvm/runtime/crt/stack_allocator.h>\n\n"
-     << "#include \"instruction_counter.h\"\n#include \"" << prefix << ".h\"\n\n";
+     << "#include \"instruction_counter.h\"\n#include \"" << prefix << ".h\"\n"
+     << (spec.devices.empty() ? "" : "#include \"sim_npu.h\"\n") << "\n";
+  for (const auto& d : spec.devices) os << "static mtir_sim_npu device_" << d << ";\n";
   // A zero-sized array is not C: a model without intermediates still gets one byte.
   os << "static uint8_t workspace[" << macro << "_WORKSPACE_SIZE > 0 ? " << macro << "_WORKSPACE_SIZE : 1];\n";
   // Buffers in RAM, as a sensor or a previous stage would fill them; uint64_t keeps
@@ -93,6 +95,7 @@ std::string firmware_main(const FirmwareSpec& spec) {
   }
   if (spec.wasm_data_end) os << "\nextern unsigned char __data_end[];\n";
   os << "\nint main(void) {\n  struct " << prefix << "_inputs inputs;\n  struct " << prefix << "_outputs outputs;\n"
+     << (spec.devices.empty() ? "" : "  struct " + prefix + "_devices devices;\n")
      << "  int32_t rc;\n  int run;\n"
      << "#ifdef MTIR_COUNTER_UNIT\n  uint64_t t0, t1;\n#endif\n";
   if (spec.stack_paint_bytes > 0) os << "  volatile uint32_t frame_marker = 0;\n  uintptr_t top = (uintptr_t)&frame_marker;\n";
@@ -104,6 +107,10 @@ std::string firmware_main(const FirmwareSpec& spec) {
      << "  t0 = mtir_counter_read();\n  t1 = mtir_counter_read();\n"
      << "  printf(\"@mtir unit %s\\n\", MTIR_COUNTER_UNIT);\n"
      << "  print_u64(\"probe\", -1, (uint64_t)mtir_counter_delta(t0, t1));\n#endif\n";
+  for (const auto& d : spec.devices) {
+    os << "  mtir_sim_npu_init(&device_" << d << ", \"" << d << "\");\n"
+       << "  devices." << d << " = &device_" << d << ";\n";
+  }
   for (const auto& t : spec.inputs) os << "  inputs." << t.c_name << " = buf_" << t.c_name << ";\n";
   for (const auto& t : spec.outputs) os << "  outputs." << t.c_name << " = buf_" << t.c_name << ";\n";
   os << "  for (run = 0; run < " << spec.samples.size() << "; ++run) {\n    switch (run) {\n";
@@ -119,7 +126,7 @@ std::string firmware_main(const FirmwareSpec& spec) {
   for (const auto& t : spec.outputs) os << "    memset(buf_" << t.c_name << ", 0, sizeof buf_" << t.c_name << ");\n";
   if (spec.stack_paint_bytes > 0) os << "    paint_stack(top);\n";
   os << "#ifdef MTIR_COUNTER_UNIT\n    t0 = mtir_counter_read();\n#endif\n"
-     << "    rc = " << prefix << "_run(&inputs, &outputs);\n"
+     << "    rc = " << prefix << "_run(&inputs, &outputs" << (spec.devices.empty() ? "" : ", &devices") << ");\n"
      << "#ifdef MTIR_COUNTER_UNIT\n    t1 = mtir_counter_read();\n#endif\n"
      << "    if (rc != 0) {\n      printf(\"@mtir error run %d returned %ld: %s\\n\", run, (long)rc, TVMGetLastError());\n"
      << "      return 3;\n    }\n"
@@ -131,7 +138,13 @@ std::string firmware_main(const FirmwareSpec& spec) {
     os << "    print_hex(run, \"" << t.c_name << "\", buf_" << t.c_name << ", " << macro << "_" << upper(t.c_name)
        << "_SIZE);\n";
   }
-  os << "  }\n  printf(\"@mtir done\\n\");\n  return 0;\n}\n";
+  os << "  }\n";
+  for (const auto& d : spec.devices) {
+    os << "  printf(\"@mtir device " << d << ": %lu activations, %lu kernels, %lu MACs, %lu cycles\\n\", "
+       << "(unsigned long)device_" << d << ".activations, (unsigned long)device_" << d << ".kernel_calls, "
+       << "(unsigned long)device_" << d << ".macs, (unsigned long)device_" << d << ".cycles);\n";
+  }
+  os << "  printf(\"@mtir done\\n\");\n  return 0;\n}\n";
   return os.str();
 }
 

@@ -23,6 +23,9 @@ struct FirmwareSpec {
   int64_t stack_paint_bytes = 0;  // 0: no stack measurement
   std::string paint_floor_symbol;  // painting never goes below this linker symbol (the end of bss)
   bool wasm_data_end = false;     // report __data_end (wasm32: where static data ends)
+  // Device instances: each is a simulated NPU (sim/npu/sim_npu.h) passed in the devices
+  // struct; its counters are printed after the last run as "@mtir device" lines.
+  std::vector<std::string> devices;
 };
 
 std::string firmware_main(const FirmwareSpec& spec);

@@ -163,6 +163,8 @@ std::string default_crt_dir() {
   return MICROTIR_CRT_DIR;
 }
 
+std::string sim_npu_dir() { return (fs::path(MICROTIR_CRT_DIR).parent_path() / "sim" / "npu").string(); }
+
 void run_on_host(const HostCall& call, const std::vector<InterpArg>& args, const HostSimOptions& options) {
   const PrimFunc& f = call.signature;
   if (args.size() != f->params.size()) {

@@ -43,6 +43,9 @@ std::string compile_llvm_ir(const std::filesystem::path& ll, const std::filesyst
 // The crt/ folder: $MICROTIR_CRT_DIR if set, else the source tree's.
 std::string default_crt_dir();
 
+// The simulated NPU's C library (sim/npu): sim_npu.h and sim_npu.c.
+std::string sim_npu_dir();
+
 // The C sources a hosted program links from `crt_dir`: the runtime and the host port.
 std::vector<std::string> crt_host_sources(const std::string& crt_dir);
 

@@ -67,6 +67,48 @@ class CallCollector : public Visitor {
   IntBoundAnalyzer bounds_;
 };
 
+// A buffer argument of one call_tir.
+struct Region {
+  const BufferLoadNode* load;  // the buffer and the region's first element
+  std::vector<Expr> extents;
+  size_t arg;    // position among the call's arguments
+  bool written;  // whether the callee may write the parameter
+};
+
+// The buffers `f` may write: stored to, or handed to another call (conservatively).
+std::set<const BufferNode*> written_buffers(const PrimFunc& f) {
+  struct Collector : Visitor {
+    std::set<const BufferNode*> written;
+    bool in_call = false;
+    void visit_BufferStore(const BufferStoreNode* op) override {
+      written.insert(op->buffer.get());
+      Visitor::visit_BufferStore(op);
+    }
+    void visit_BufferLoad(const BufferLoadNode* op) override {
+      if (in_call) written.insert(op->buffer.get());
+      Visitor::visit_BufferLoad(op);
+    }
+    void visit_Var(const VarNode* op) override {
+      if (in_call)  // a data pointer passed on
+        for (const Buffer& b : buffers)
+          if (b->data.get() == op) written.insert(b.get());
+    }
+    void visit_Call(const CallNode* op) override {
+      bool passes = op->op == "call_tir" || op->op == "call_extern" || op->op == "address_of" ||
+                    op->op == "tir_region" || op->op == "tvm_call_packed";
+      bool saved = in_call;
+      in_call = in_call || passes;
+      Visitor::visit_Call(op);
+      in_call = saved;
+    }
+    std::vector<Buffer> buffers;
+  } c;
+  for (const Buffer& b : f->param_buffers)
+    if (b) c.buffers.push_back(b);
+  c.visit(f->body);
+  return c.written;
+}
+
 class Checker {
  public:
   explicit Checker(const IRModule& m) : m_(m) {}
@@ -108,7 +150,8 @@ class Checker {
       return error(at, who + ": '" + name->value + "' takes " + std::to_string(callee->params.size()) +
                            " arguments, got " + std::to_string(n));
     }
-    std::vector<std::pair<const BufferLoadNode*, std::vector<Expr>>> regions;  // for the aliasing check
+    std::vector<Region> regions;  // for the aliasing check
+    const std::set<const BufferNode*> written = written_buffers(callee);
     for (size_t i = 0; i < n; ++i) {
       const Expr& arg = call->args[i + 1];
       const Buffer& b = callee->param_buffers[i];
@@ -136,17 +179,18 @@ class Checker {
       }
       if (check_region(who, param, b, region, at, bounds)) {
         regions.push_back({as<BufferLoadNode>(region->args[0]),
-                           std::vector<Expr>(region->args.begin() + 1, region->args.end())});
+                           std::vector<Expr>(region->args.begin() + 1, region->args.end()), i,
+                           written.count(b.get()) > 0});
       }
     }
     check_aliasing(who, regions, at);
   }
 
-  // Two arguments in the same memory would alias restrict pointers in C (and the
-  // callee would see different data than a copy-in/copy-out reading of the call).
-  // Regions of one buffer must be provably disjoint: constant starts, no overlap.
-  void check_aliasing(const std::string& who,
-                      const std::vector<std::pair<const BufferLoadNode*, std::vector<Expr>>>& regions, const Span& at) {
+  // Two arguments in the same memory, one of them written, would alias restrict
+  // pointers in C (and the callee would see different data than a copy-in/copy-out
+  // reading of the call). Such regions of one buffer must be provably disjoint:
+  // constant starts, no overlap. Reading one region through two parameters is fine.
+  void check_aliasing(const std::string& who, const std::vector<Region>& regions, const Span& at) {
     auto flat_range = [](const BufferLoadNode* load, const std::vector<Expr>& extents, int64_t* lo, int64_t* hi) {
       const Buffer& b = load->buffer;
       int64_t start = 0, last = 0, stride = 1;
@@ -163,13 +207,15 @@ class Checker {
     };
     for (size_t i = 0; i < regions.size(); ++i) {
       for (size_t j = i + 1; j < regions.size(); ++j) {
-        if (regions[i].first->buffer != regions[j].first->buffer) continue;
+        if (regions[i].load->buffer != regions[j].load->buffer) continue;
+        if (!regions[i].written && !regions[j].written) continue;
         int64_t a0, a1, b0, b1;
-        bool known = flat_range(regions[i].first, regions[i].second, &a0, &a1) &&
-                     flat_range(regions[j].first, regions[j].second, &b0, &b1);
+        bool known = flat_range(regions[i].load, regions[i].extents, &a0, &a1) &&
+                     flat_range(regions[j].load, regions[j].extents, &b0, &b1);
         if (!known || !(a1 < b0 || b1 < a0)) {
-          return error(at, who + ": arguments " + std::to_string(i) + " and " + std::to_string(j) +
-                               " are regions of the same buffer '" + regions[i].first->buffer->name + "' that " +
+          return error(at, who + ": arguments " + std::to_string(regions[i].arg) + " and " +
+                               std::to_string(regions[j].arg) + " are regions of the same buffer '" +
+                               regions[i].load->buffer->name + "' that " +
                                (known ? "overlap" : "may overlap") + "; pass disjoint regions or separate buffers");
         }
       }

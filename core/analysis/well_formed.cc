@@ -4,6 +4,7 @@
 #include "analysis/well_formed.h"
 
 #include "analysis/call_tir_check.h"
+#include "analysis/resource_handle_check.h"
 
 #include <set>
 #include <string>
@@ -377,6 +378,7 @@ std::vector<Diagnostic> check_well_formed(const IRModule& m) {
     checker.check_func(f);
   }
   for (auto& d : check_call_tir(m)) checker.diags.push_back(std::move(d));
+  for (auto& d : check_resource_handles(m)) checker.diags.push_back(std::move(d));
   return std::move(checker.diags);
 }
 

@@ -8,11 +8,14 @@
 
 namespace mtir {
 
-const char* const kDefaultCompileTarget = "c -executor=aot -interface-api=c -unpacked-api=1";
+const char* const kDefaultCompileTarget = "c -executor=aot -interface-api=c -unpacked-api=1 -link-params=1";
 
-LoadedModel load_model(const std::string& json_text, const std::string& filename, const FileReader& read) {
+LoadedModel load_model(const std::string& json_text, const std::string& filename, const FileReader& read,
+                       const std::vector<std::string>& devices) {
   LoadedModel lm;
-  lm.graph = fold_batch_norm(load_graph_json(json_text, filename, read));
+  Graph g = load_graph_json(json_text, filename, read);
+  place_on_devices(g, devices);
+  lm.graph = fold_batch_norm(g);
   lm.aot = build_aot(lm.graph);
   auto diags = check_well_formed(lm.aot.module);
   if (!diags.empty()) throw DiagnosticError(diags);
@@ -22,19 +25,20 @@ LoadedModel load_model(const std::string& json_text, const std::string& filename
 MlfArtifact build_mlf(const LoadedModel& model, const std::string& target_string, const MlfInputs& inputs) {
   MlfArtifact a;
   a.target = parse_target(target_string);
-  if (a.target.interface_api != "c") {
-    user_error({}, "compile writes the C interface: use --target \"c -interface-api=c -unpacked-api=1\" (the packed "
-                   "interface of a whole model is not available yet)");
-  }
-  a.target.link_params = true;  // the C interface links the weights into the artifact (flash)
+  // Weights are linked into the artifact (flash) unless the target string says -link-params=0.
+  if (target_string.find("-link-params") == std::string::npos) a.target.link_params = true;
   a.built = build_for_target(model.aot.module, a.target);  // C, or LLVM IR with the C interface
   std::vector<SourceFileOut>& files = a.files;
   files = a.built.sources;
-  for (auto& f : c_interface(model.aot, model.graph, a.built.lowered.module)) files.push_back(std::move(f));
+  InterfaceOptions interface{a.target.interface_api, a.target.link_params};
+  for (auto& f : c_interface(model.aot, model.graph, a.built.lowered.module, interface)) files.push_back(std::move(f));
   a.metadata = {{"version", 1},
                 {"model_name", model.graph.name},
                 {"target", a.target.str()},
                 {"executor", "aot"},
+                {"interface_api", a.target.interface_api},
+                {"link_params", a.target.link_params},
+                {"devices", model.aot.devices},
                 {"main", model.aot.main},
                 {"memory", {{"workspace_bytes", artifact_workspace_bytes(a.built.lowered.module, model.aot.main)}}},
                 {"files", nlohmann::json::array()}};
@@ -45,7 +49,7 @@ MlfArtifact build_mlf(const LoadedModel& model, const std::string& target_string
     if (f.path.empty() || f.path[0] == '/' || f.path.find("..") != std::string::npos) continue;
     files.push_back({"src/" + f.path, f.text});
   }
-  // The weights as .npy (they are also linked into the C sources), and the C runtime the
+  // The weights as .npy (linked into the C sources too, unless -link-params=0), and the C runtime the
   // artifact builds against, so the folder is complete on its own.
   for (const auto& [name, array] : model.graph.constants) files.push_back({"parameters/" + name + ".npy", write_npy(array)});
   std::vector<SourceFileOut> runtime = inputs.runtime;

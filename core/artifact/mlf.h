@@ -22,13 +22,16 @@ struct LoadedModel {
 };
 
 // Throws DiagnosticError for any problem of the graph, its weights or its operators.
-LoadedModel load_model(const std::string& json_text, const std::string& filename, const FileReader& read);
+// `devices` places operators on device instances (specs "npu0=conv2d,dense", the CLI's
+// --device; see frontend/graph.h place_on_devices).
+LoadedModel load_model(const std::string& json_text, const std::string& filename, const FileReader& read,
+                       const std::vector<std::string>& devices = {});
 
 // The target `compile` uses when none is given.
 extern const char* const kDefaultCompileTarget;
 
 struct MlfArtifact {
-  Target target;                     // as parsed, with link_params forced on
+  Target target;                     // as parsed; link_params on unless the string sets it
   BuildResult built;                 // lowering records and the kernel sources
   nlohmann::json metadata;           // the contents of metadata.json
   std::vector<SourceFileOut> files;  // every file, metadata.json last
@@ -46,8 +49,10 @@ struct MlfInputs {
   std::vector<SourceFileOut> graph_files;
 };
 
-// Compiles `model` for `target_string`, which must ask for the C interface
-// (-interface-api=c, hence -unpacked-api=1); a user error otherwise.
+// Compiles `model` for `target_string`: the C interface (tvmgen_<model>.h with structs
+// and run(); -link-params=0 adds a params struct) or the packed one (a header for
+// TVMFuncCall; weights passed in, so it needs -link-params=0). Refused combinations are
+// user errors naming the rule.
 MlfArtifact build_mlf(const LoadedModel& model, const std::string& target_string, const MlfInputs& inputs);
 
 }  // namespace mtir

@@ -55,14 +55,15 @@ bool is_graph_file(const std::string& path) {
 // as an AOT module.
 // `read_files`, if given, receives every file the graph references (path as written in
 // the graph, contents): the artifact keeps them beside its copy of the graph.
-LoadedModel load_model(const std::string& file, std::vector<SourceFileOut>* read_files = nullptr) {
+LoadedModel load_model(const std::string& file, std::vector<SourceFileOut>* read_files = nullptr,
+                       const std::vector<std::string>& devices = {}) {
   std::string dir = std::filesystem::path(file).parent_path().string();
   FileReader reader = [&](const std::string& relative) {
     std::string text = read_file(dir.empty() ? relative : dir + "/" + relative);
     if (read_files) read_files->push_back({relative, text});
     return text;
   };
-  return mtir::load_model(read_file(file), file, reader);
+  return mtir::load_model(read_file(file), file, reader, devices);
 }
 
 // Splits "NAME=VALUE"; a user error naming the option otherwise.
@@ -188,18 +189,22 @@ int run_parse(const ParseCommand& c) {
   return 0;
 }
 
-static MlfArtifact compile_artifact(const std::string& file, const std::string& target);
+static MlfArtifact compile_artifact(const std::string& file, const std::string& target,
+                                    const std::vector<std::string>& devices);
 
 int run_run(const RunCommand& c) {
   // A model (JSON graph) runs through its AOT main with its weights; a TIR file runs
   // the function asked for.
   if (is_artifact_path(c.file)) return run_artifact(c);  // model.tar or an MLF folder
-  if (is_graph_file(c.file) && !c.target.empty() && c.target != "host") {
-    // A model on a cross target: compiled as `compile` would, then run as an artifact.
+  if (is_graph_file(c.file) && ((!c.target.empty() && c.target != "host") || !c.devices.empty())) {
+    // A model on a cross target, or with device kernels (which the simulated NPU runs
+    // behind the C interface): compiled as `compile` would, then run as an artifact.
+    if (c.target.empty())
+      user_error({}, "--device places layers on a simulated device, which only the built artifact has: add --target host");
     TempDir work(c.keep_build_dir);
     const std::string dir = work.path() + "/artifact";
     OutputSet files;
-    for (const auto& f : compile_artifact(c.file, kDefaultCompileTarget).files) {
+    for (const auto& f : compile_artifact(c.file, kDefaultCompileTarget, c.devices).files) {
       std::filesystem::create_directories(std::filesystem::path(dir + "/" + f.path).parent_path());
       files.add(dir + "/" + f.path, f.text);
     }
@@ -383,10 +388,11 @@ static void add_llvm_objects(MlfArtifact* artifact) {
 
 // The Model Library Format artifact of a JSON graph model, with the C runtime and the
 // graph's own files, as `compile` writes it.
-static MlfArtifact compile_artifact(const std::string& file, const std::string& target) {
+static MlfArtifact compile_artifact(const std::string& file, const std::string& target,
+                                    const std::vector<std::string>& devices) {
   if (!is_graph_file(file)) user_error({}, "'" + file + "' is not a model: compile takes a JSON graph (.json)");
   MlfInputs inputs;
-  LoadedModel lm = load_model(file, &inputs.graph_files);
+  LoadedModel lm = load_model(file, &inputs.graph_files, devices);
   // The C runtime the artifact builds against, so the folder is complete on its own.
   inputs.graph_filename = std::filesystem::path(file).filename().string();
   inputs.graph_text = read_file(file);
@@ -405,7 +411,7 @@ static MlfArtifact compile_artifact(const std::string& file, const std::string& 
 }
 
 int run_compile(const CompileCommand& c) {
-  MlfArtifact artifact = compile_artifact(c.file, c.target);
+  MlfArtifact artifact = compile_artifact(c.file, c.target, c.devices);
   const std::vector<SourceFileOut>& files = artifact.files;
   const json& meta = artifact.metadata;
   OutputSet out;
@@ -432,7 +438,7 @@ int run_compile(const CompileCommand& c) {
 }
 
 int run_build(const BuildCommand& c) {
-  IRModule m = is_graph_file(c.file) ? load_model(c.file).aot.module : load_module(c.file, true);
+  IRModule m = is_graph_file(c.file) ? load_model(c.file, nullptr, c.devices).aot.module : load_module(c.file, true);
   Target target = parse_target(c.target);
   if (c.unpacked_api >= 0) target.unpacked_api = c.unpacked_api != 0;
   BuildResult built = build_for_target(m, target);
@@ -463,7 +469,7 @@ std::string pass_list() {
 }
 
 int run_passes(const PassesCommand& c) {
-  IRModule m = load_module(c.file, false);
+  IRModule m = is_graph_file(c.file) ? load_model(c.file, nullptr, c.devices).aot.module : load_module(c.file, false);
   std::vector<Pass> passes;
   if (c.passes.empty()) {
     passes = lowering_pipeline(parse_target(c.target).unpacked_api);

@@ -27,6 +27,7 @@ struct RunCommand {
   int unpacked_api = 0;  // calling convention of the host build
   std::string backend = "c";  // backend of the host build: c or llvm
   std::string keep_build_dir;  // where the host build goes (default: a temporary folder, removed)
+  std::vector<std::string> devices;  // --device INSTANCE=OP[,OP...]
 };
 
 struct BuildCommand {
@@ -35,6 +36,7 @@ struct BuildCommand {
   int unpacked_api = -1;  // -1: as the target string says
   std::string output_dir;
   bool json = false;
+  std::vector<std::string> devices;  // --device INSTANCE=OP[,OP...]
 };
 
 struct PassesCommand {
@@ -43,6 +45,7 @@ struct PassesCommand {
   std::vector<std::string> passes;  // empty: the C lowering pipeline for `target`
   std::string target = "c";
   bool json = false;
+  std::vector<std::string> devices;  // --device INSTANCE=OP[,OP...]
 };
 
 int run_parse(const ParseCommand& c);
@@ -55,6 +58,7 @@ struct CompileCommand {
   std::string target = "c -executor=aot -interface-api=c -unpacked-api=1";
   std::string output_dir;
   bool json = false;
+  std::vector<std::string> devices;  // --device INSTANCE=OP[,OP...]
 };
 int run_compile(const CompileCommand& c);
 

@@ -73,6 +73,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 1));
   run_cmd->add_option("--backend", run.backend, "Backend of the host build: c (default) or llvm (LLVM IR compiled by clang)")
       ->check(CLI::IsMember({"c", "llvm"}));
+  run_cmd->add_option("--device", run.devices, "Place every node of these ops on a device instance, INSTANCE=OP[,OP...] (repeatable; e.g. npu0=conv2d,dense)");
   run_cmd->add_option("--keep-build", run.keep_build_dir, "Build the host program in DIR and keep it");
 
   mtir::cli::BuildCommand build;
@@ -83,14 +84,18 @@ int main(int argc, char** argv) {
   build_cmd->add_option("--unpacked-api", build.unpacked_api, "0: packed calling convention, 1: unpacked")
       ->check(CLI::Range(0, 1));
   build_cmd->add_option("-o,--output-dir", build.output_dir, "Folder for the artifact")->required();
+  build_cmd->add_option("--device", build.devices, "Place every node of these ops on a device instance, INSTANCE=OP[,OP...] (repeatable; e.g. npu0=conv2d,dense)");
   build_cmd->add_flag("--json", build.json, "Print the written files (or diagnostics) as JSON on stdout");
 
   mtir::cli::CompileCommand compile;
   auto* compile_cmd = app.add_subcommand("compile", "Compile a model (JSON graph) into a C artifact with its C interface");
   compile_cmd->add_option("file", compile.file, "The model's JSON graph")->required();
-  compile_cmd->add_option("--target", compile.target, "Target string (default \"c -executor=aot -interface-api=c -unpacked-api=1\")");
+  compile_cmd->add_option("--target", compile.target,
+                          "Target string (default \"c -executor=aot -interface-api=c -unpacked-api=1 -link-params=1\"; "
+                          "-interface-api=packed needs -link-params=0)");
   compile_cmd->add_option("-o,--output", compile.output_dir, "Folder for the artifact, or FILE.tar for an archive")
       ->required();
+  compile_cmd->add_option("--device", compile.devices, "Place every node of these ops on a device instance, INSTANCE=OP[,OP...] (repeatable; e.g. npu0=conv2d,dense)");
   compile_cmd->add_flag("--json", compile.json, "Print the artifact's metadata (or diagnostics) as JSON on stdout");
 
   mtir::cli::PassesCommand passes;
@@ -102,6 +107,7 @@ int main(int argc, char** argv) {
       ->delimiter(',');
   passes_cmd->add_flag("--list", list_passes, "List the registered passes in pipeline order");
   passes_cmd->add_option("--target", passes.target, "Target whose lowering pipeline runs (default \"c\")");
+  passes_cmd->add_option("--device", passes.devices, "Place every node of these ops on a device instance, INSTANCE=OP[,OP...] (repeatable; e.g. npu0=conv2d,dense)");
   passes_cmd->add_flag("--json", passes.json, "Print pass records (or diagnostics) as JSON on stdout");
 
   try {

@@ -197,7 +197,8 @@ int run_artifact(const RunCommand& c) {
   }
   if (c.json) {
     json out = {{"ok", all_match}, {"model", info.model_name}, {"outputs", outs}, {"compare", comparisons},
-                {"tolerance", kTargetTolerance}, {"report", report_json(result.report)}};
+                {"tolerance", kTargetTolerance}, {"report", report_json(result.report)},
+                {"devices", result.devices}};
     std::cout << out.dump(2) << "\n";
     return all_match ? 0 : 1;
   }
@@ -205,6 +206,7 @@ int run_artifact(const RunCommand& c) {
     std::cout << format_output(out_specs[k].name, result.outputs[0][k], c.print_limit);
   std::cout << target.name << " vs interpreter (tolerance " << kTargetTolerance << " relative):\n" << compare_text.str();
   std::cout << report_text(result.report);
+  for (const auto& d : result.devices) std::cout << "device " << d << "\n";
   if (!all_match) {
     std::cerr << "microtir: the artifact on " << target.name << " disagrees with the interpreter\n";
     return 1;

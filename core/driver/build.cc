@@ -2,8 +2,17 @@
 
 #include "codegen/c/codegen_c.h"
 #include "codegen/c/metadata_module.h"
+#include "ops/devices.h"
+
+#include <set>
 
 namespace mtir {
+
+std::string device_of(const PrimFunc& f) {
+  auto it = f->attrs.find(kDeviceAttr);
+  return it != f->attrs.end() && std::holds_alternative<std::string>(it->second) ? std::get<std::string>(it->second)
+                                                                                 : std::string();
+}
 
 BuildResult build_c(const IRModule& m, const Target& target) {
   if (target.kind != "c") {
@@ -11,14 +20,36 @@ BuildResult build_c(const IRModule& m, const Target& target) {
   }
   std::vector<std::string> packed;
   BuildResult r = lower_for_target(m, target, &packed);
+  // Functions that run on a device go to that device's own file, not the host's.
+  std::set<std::string> devices;
+  for (const auto& [name, f] : m.functions)
+    if (!device_of(f).empty()) devices.insert(device_of(f));
   CCodegenOptions options;
   options.description = "target \"" + target.str() + "\"";
+  if (!devices.empty()) {
+    options.defines = [&](const std::string&, const PrimFunc& f) { return device_of(f).empty(); };
+    options.declare_others = true;
+  }
   r.sources.push_back({"codegen/host/src/lib0.c", codegen_c(r.lowered.module, options)});
+  for (const std::string& device : devices) {
+    CCodegenOptions device_options;
+    device_options.description = "device \"" + device + "\" of target \"" + target.str() + "\"";
+    device_options.defines = [&](const std::string&, const PrimFunc& f) { return device_of(f) == device; };
+    r.sources.push_back({"codegen/" + device + "/src/lib0.c", codegen_c(r.lowered.module, device_options)});
+  }
   r.sources.push_back({"codegen/host/src/lib1.c", codegen_c_metadata_module(packed, m.name)});
   return r;
 }
 
 BuildResult lower_for_target(const IRModule& m, const Target& target, std::vector<std::string>* packed_symbols) {
+  // As in TVM: the AOT executor fills resource handles from the C interface's devices
+  // struct, which only exists with plain pointers.
+  for (const auto& [name, f] : m.functions) {
+    if (device_of(f).empty() || (target.interface_api == "c" && target.unpacked_api)) continue;
+    user_error(Span{}, "the model runs operators on device '" + device_of(f) +
+                           "': device kernels with resource handles need -runtime=c -executor=aot "
+                           "-interface-api=c -unpacked-api=1 (the target is \"" + target.str() + "\")");
+  }
   BuildResult r;
   r.target = target;
   IRModule input = m;

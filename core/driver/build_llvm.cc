@@ -9,6 +9,10 @@ BuildResult build_llvm(const IRModule& m, const Target& target) {
     user_error(Span{}, "build_llvm builds for --target llvm, not \"" + target.kind + "\" (use build_c)");
   }
   const LlvmTargetInfo& info = llvm_target(target.mtriple);  // refuses unknown triples before lowering
+  for (const auto& [name, f] : m.functions)
+    if (!device_of(f).empty())
+      user_error(Span{}, "the model runs operators on device '" + device_of(f) +
+                             "': device kernels are emitted by the C backend only; use --target c");
   std::vector<std::string> packed;
   BuildResult r = lower_for_target(m, target, &packed);
   LlvmCodegenOptions options;

@@ -2,8 +2,13 @@
 
 #include "support/names.h"
 
+#include <algorithm>
 #include <cctype>
 #include <map>
+#include <set>
+
+#include "executor/fuse_elementwise.h"
+#include "ops/devices.h"
 
 namespace mtir {
 namespace {
@@ -22,9 +27,70 @@ Expr whole(const Buffer& b) {
   return Call(DataType::Handle(), "tir_region", std::move(region));
 }
 
+// Nodes computed by one kernel: a producer and the elementwise consumers folded into it.
+struct FusedGroup {
+  std::vector<size_t> nodes;        // indices into g.nodes, in order
+  std::vector<std::string> inputs;  // tensors the kernel reads, in parameter order
+  std::string fname;
+  PrimFunc func;
+};
+
+// Grows a group from each node while its result has exactly one reader, is not a
+// model output, and that reader's function fuses (see fuse_elementwise.h). The groups
+// come back in the order of their last node, which keeps the calls topological.
+std::vector<FusedGroup> group_nodes(const Graph& g, const std::vector<PrimFunc>& funcs, const std::string& prefix,
+                                    const AotOptions& options) {
+  std::map<std::string, std::vector<size_t>> readers;
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    for (const auto& in : g.nodes[i].inputs) readers[in].push_back(i);
+  std::set<std::string> outputs(g.outputs.begin(), g.outputs.end());
+  std::set<std::string> taken;
+  for (size_t i = 0; i < g.nodes.size(); ++i) taken.insert(prefix + to_c_identifier(g.nodes[i].name));
+
+  std::vector<FusedGroup> groups;
+  std::vector<bool> absorbed(g.nodes.size(), false);
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    if (absorbed[i]) continue;
+    FusedGroup group{{i}, g.nodes[i].inputs, symbol_of("", funcs[i]), funcs[i]};
+    // Device kernels are the device library's: nothing fuses into them.
+    while (options.fuse_elementwise && g.nodes[i].device.empty() && group.nodes.size() < options.max_fused_ops) {
+      const std::string& result = g.nodes[group.nodes.back()].name;
+      auto r = readers.find(result);
+      if (outputs.count(result) || r == readers.end() || r->second.size() != 1 || absorbed[r->second[0]]) break;
+      size_t j = r->second[0];
+      const GraphNode& consumer = g.nodes[j];
+      if (!consumer.device.empty()) break;
+      size_t input = std::find(consumer.inputs.begin(), consumer.inputs.end(), result) - consumer.inputs.begin();
+      std::string fname = prefix + "fused";
+      for (size_t k : group.nodes) fname += "_" + to_c_identifier(g.nodes[k].name);
+      fname += "_" + to_c_identifier(consumer.name);
+      while (taken.count(fname)) fname += "_";
+      PrimFunc fused = fuse_elementwise(fname, group.func, funcs[j], input);
+      if (!fused) break;
+      taken.insert(fname);
+      group.func = fused;
+      group.fname = fname;
+      group.nodes.push_back(j);
+      for (size_t k = 0; k < consumer.inputs.size(); ++k)
+        if (k != input) group.inputs.push_back(consumer.inputs[k]);
+      absorbed[j] = true;
+    }
+    groups.push_back(std::move(group));
+  }
+  std::stable_sort(groups.begin(), groups.end(),
+                   [](const FusedGroup& a, const FusedGroup& b) { return a.nodes.back() < b.nodes.back(); });
+  return groups;
+}
+
+// The address of a whole buffer's first element, for a device call.
+Expr address(const Buffer& b) {
+  return Call(DataType::Handle(), "address_of",
+              {BufferLoad(b, std::vector<Expr>(b->shape.size(), IntImm(DataType::Int(32), 0)))});
+}
+
 }  // namespace
 
-AotModule build_aot(const Graph& g) {
+AotModule build_aot(const Graph& g, const AotOptions& options) {
   AotModule aot;
   const std::string prefix = "tvmgen_" + g.name + "_";
   aot.module.name = g.name;
@@ -47,32 +113,85 @@ AotModule build_aot(const Graph& g) {
     add_param(out, g.type_of(out), AotModule::Role::kOutput);
   }
 
-  // One function per node, and the call of it.
-  std::vector<Stmt> calls;
-  std::vector<Buffer> intermediates;
+  // One function per node.
+  const auto types = g.all_types();
+  std::vector<PrimFunc> funcs;
   for (const GraphNode& node : g.nodes) {
     const OpDef* op = find_op(node.op);
     if (!op) user_error(Span{}, "node '" + node.name + "': unknown op '" + node.op + "'");
     std::vector<TensorType> in_types;
-    for (const auto& in : node.inputs) in_types.push_back(g.type_of(in));
-    const std::string fname = prefix + to_c_identifier(node.name);
-    PrimFunc f;
+    for (const auto& in : node.inputs) in_types.push_back(types.at(in));
     try {
-      f = op->build(fname, in_types, node.type, node.attrs);
+      if (!node.device.empty()) {
+        funcs.push_back(build_device_function(prefix + node.device + "_" + to_c_identifier(node.name), node.device,
+                                              node.op, in_types, node.type, node.attrs));
+        continue;
+      }
+      funcs.push_back(op->build(prefix + to_c_identifier(node.name), in_types, node.type, node.attrs));
     } catch (const DiagnosticError& e) {
       Diagnostic d = e.diagnostics().at(0);
       d.message = "node '" + node.name + "' (" + node.op + "): " + d.message;
       throw DiagnosticError(d);
     }
-    aot.module.functions.emplace_back(fname, f);
-    if (!buffers.count(node.name)) {
-      Buffer b = MakeBuffer(to_c_identifier(node.name), node.type.dtype, shape_exprs(node.type));
-      buffers[node.name] = b;
+  }
+  std::vector<FusedGroup> groups = group_nodes(g, funcs, prefix, options);
+
+  // Each device instance's context is a handle parameter of main, after the outputs;
+  // the hooks bracket its first and last use.
+  std::map<std::string, Var> contexts;
+  std::map<std::string, std::pair<size_t, size_t>> uses;  // instance -> first, last group
+  for (size_t i = 0; i < groups.size(); ++i) {
+    const std::string& device = g.nodes[groups[i].nodes.front()].device;
+    if (device.empty()) continue;
+    if (!contexts.count(device)) contexts[device] = MakeVar(device, DataType::Handle()), uses[device] = {i, i};
+    uses[device].second = i;
+  }
+  for (const auto& [device, var] : contexts) {
+    aot.devices.push_back(device);
+    main->params.push_back(var);
+    main->param_buffers.push_back(nullptr);
+  }
+  // `rc = call; if rc != 0: return rc`, with the call marked as a device call.
+  auto device_call = [&](const std::string& device, const std::string& symbol, std::vector<Expr> args) {
+    args.insert(args.begin(), StringImm(symbol));
+    args.push_back(contexts.at(device));
+    Var rc = MakeVar("device_rc", DataType::Int(32));
+    Expr call = Call(DataType::Int(32), "call_extern", std::move(args), Attrs{{kResourceHandleAttr, true}});
+    Stmt fail = Evaluate(Call(DataType::Int(32), "tvm_return", {rc}));
+    return LetStmt(rc, call, IfThenElse(Binary(ExprKind::NE, rc, IntImm(DataType::Int(32), 0)), fail));
+  };
+  auto hook = [&](const std::string& device, const char* which) {
+    return device_call(device, device_kind_of(device).hook_prefix + which, {});
+  };
+
+  // One call per group, where its last node was, and a buffer for each group's result.
+  std::vector<Stmt> calls;
+  std::vector<Buffer> intermediates;
+  for (size_t gi = 0; gi < groups.size(); ++gi) {
+    const FusedGroup& group = groups[gi];
+    aot.module.functions.emplace_back(group.fname, group.func);
+    const std::string& result = g.nodes[group.nodes.back()].name;
+    if (!buffers.count(result)) {
+      const TensorType& t = g.nodes[group.nodes.back()].type;
+      Buffer b = MakeBuffer(to_c_identifier(result), t.dtype, shape_exprs(t));
+      buffers[result] = b;
       intermediates.push_back(b);
     }
-    std::vector<Expr> args = {StringImm(fname)};
-    for (const auto& in : node.inputs) args.push_back(whole(buffers.at(in)));
-    args.push_back(whole(buffers.at(node.name)));
+    const std::string& device = g.nodes[group.nodes.front()].device;
+    if (!device.empty()) {
+      std::vector<Expr> args;
+      for (const auto& in : group.inputs) args.push_back(address(buffers.at(in)));
+      args.push_back(address(buffers.at(result)));
+      if (uses[device].first == gi) calls.push_back(hook(device, "Activate"));
+      calls.push_back(hook(device, "Open"));
+      calls.push_back(device_call(device, group.fname, std::move(args)));
+      calls.push_back(hook(device, "Close"));
+      if (uses[device].second == gi) calls.push_back(hook(device, "Deactivate"));
+      continue;
+    }
+    std::vector<Expr> args = {StringImm(group.fname)};
+    for (const auto& in : group.inputs) args.push_back(whole(buffers.at(in)));
+    args.push_back(whole(buffers.at(result)));
     calls.push_back(Evaluate(Call(DataType::Int(32), "call_tir", std::move(args))));
   }
   Stmt body = SeqStmt(calls);

@@ -23,9 +23,20 @@ struct AotModule {
     TensorType type;
   };
   std::vector<Param> params;
+  // Device instances the model uses, sorted: main takes one context (T.handle) for each,
+  // after the outputs.
+  std::vector<std::string> devices;
+};
+
+struct AotOptions {
+  // Fold elementwise consumers (bias add, relu, clip, ...) into their producer's kernel.
+  bool fuse_elementwise = true;
+  // At most this many ops per fused kernel: a long chain would make one expression as
+  // deep as the chain.
+  size_t max_fused_ops = 16;
 };
 
 // Throws DiagnosticError naming the node when an operator cannot be built.
-AotModule build_aot(const Graph& g);
+AotModule build_aot(const Graph& g, const AotOptions& options = {});
 
 }  // namespace mtir

@@ -10,6 +10,7 @@
 #include <set>
 #include <sstream>
 
+#include "ops/devices.h"
 #include "support/diagnostic.h"
 #include "support/names.h"
 #include "support/npy.h"
@@ -401,7 +402,7 @@ void Loader::load_nodes(const json& root) {
     node.name = string_field(n, "name", what, span);
     what = "node '" + node.name + "'";
     span = [this, n = node.name] { return locate(n, "nodes", true); };
-    check_keys(n, {"name", "op", "inputs", "attrs"}, what, span);
+    check_keys(n, {"name", "op", "inputs", "attrs", "device"}, what, span);
     declare(node.name, "the node", what, span);
     node.op = string_field(n, "op", what, span);
     if (!find_op(node.op))
@@ -419,6 +420,7 @@ void Loader::load_nodes(const json& root) {
       if (!at->is_object()) fail(span, what + ": 'attrs' must be an object, not " + json_type_name(*at));
       node.attrs = *at;
     }
+    if (n.contains("device")) node.device = string_field(n, "device", what, span);
     g_.nodes.push_back(std::move(node));
   }
   // Every input must name something, now that all names are known.
@@ -517,6 +519,14 @@ void Loader::infer_types() {
     }
     for (int64_t d : node.type.shape)
       MTIR_ICHECK(d > 0, "op '" + node.op + "' inferred a non-positive dimension for node '" + node.name + "'");
+    if (!node.device.empty()) {
+      try {
+        check_device_support(node.device, node.name, node.op, in_types, node.attrs);
+      } catch (const DiagnosticError& e) {
+        if (e.internal()) throw;
+        fail(span, e.diagnostics().at(0).message);
+      }
+    }
     types_[node.name] = node.type;
   }
 }
@@ -581,6 +591,14 @@ TensorType Graph::type_of(const std::string& n) const {
   }
   if (const GraphNode* node = find_node(n)) return node->type;
   user_error(Span{}, "graph '" + name + "' has no input, constant or node named '" + n + "'");
+}
+
+std::map<std::string, TensorType> Graph::all_types() const {
+  std::map<std::string, TensorType> types;
+  for (const auto& [n, t] : inputs) types[n] = t;
+  for (const auto& [n, c] : constants) types[n] = TensorType{c.dtype, c.shape};
+  for (const auto& node : nodes) types[node.name] = node.type;
+  return types;
 }
 
 const GraphNode* Graph::find_node(const std::string& n) const {
@@ -730,6 +748,39 @@ Graph fold_batch_norm(const Graph& in) {
     if (!used) g.constants.erase(c);
   }
   return g;
+}
+
+}  // namespace mtir
+
+namespace mtir {
+
+void place_on_devices(Graph& g, const std::vector<std::string>& specs) {
+  std::map<std::string, std::string> placed;  // op -> instance
+  for (const auto& spec : specs) {
+    size_t eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size())
+      user_error(Span{}, "bad --device '" + spec + "': expected INSTANCE=OP[,OP...], e.g. npu0=conv2d,dense");
+    const std::string instance = spec.substr(0, eq);
+    device_kind_of(instance);
+    std::string list = spec.substr(eq + 1) + ",";
+    for (size_t start = 0, comma; (comma = list.find(',', start)) != std::string::npos; start = comma + 1) {
+      std::string op = list.substr(start, comma - start);
+      if (op.empty()) user_error(Span{}, "bad --device '" + spec + "': an empty op name");
+      if (!find_op(op)) user_error(Span{}, "bad --device '" + spec + "': unknown op '" + op + "'");
+      auto [it, inserted] = placed.emplace(op, instance);
+      if (!inserted && it->second != instance)
+        user_error(Span{}, "op '" + op + "' is placed on two devices, '" + it->second + "' and '" + instance + "'");
+    }
+  }
+  const auto types = g.all_types();
+  for (auto& node : g.nodes) {
+    auto it = placed.find(node.op);
+    if (it != placed.end()) node.device = it->second;
+    if (node.device.empty()) continue;
+    std::vector<TensorType> in;
+    for (const auto& name : node.inputs) in.push_back(types.at(name));
+    check_device_support(node.device, node.name, node.op, in, node.attrs);
+  }
 }
 
 }  // namespace mtir

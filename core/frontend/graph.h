@@ -24,6 +24,7 @@ struct GraphNode {
   std::vector<std::string> inputs;  // model inputs, constants or other nodes
   nlohmann::json attrs = nlohmann::json::object();
   TensorType type;                  // the output type, from the op's infer
+  std::string device;               // the device instance it runs on ("npu0"), or "" for the host
 };
 
 struct Graph {
@@ -35,6 +36,8 @@ struct Graph {
 
   // The type of a model input, constant or node; throws DiagnosticError for an unknown name.
   TensorType type_of(const std::string& name) const;
+  // Every name's type at once, for passes over all nodes (type_of scans the nodes).
+  std::map<std::string, TensorType> all_types() const;
   // The node called `name`, or null.
   const GraphNode* find_node(const std::string& name) const;
 };
@@ -55,5 +58,11 @@ Graph load_graph_json(const std::string& json_text, const std::string& filename,
 // folded node takes the batch_norm's name, so consumers and outputs stay unchanged; a
 // bias is created if there was none. Other batch_norms are left as they are.
 Graph fold_batch_norm(const Graph& g);
+
+// Places operators on device instances: each spec is "INSTANCE=OP[,OP...]" (the CLI's
+// --device), and every node of those ops runs on that instance. Then checks every
+// placed node, from a spec or from the graph's own "device" fields, against what the
+// device runs (ops/devices.h). User errors name the spec or the node.
+void place_on_devices(Graph& g, const std::vector<std::string>& specs);
 
 }  // namespace mtir

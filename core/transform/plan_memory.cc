@@ -21,18 +21,16 @@ namespace {
 // "workspace_byte_alignment" attribute (build_c sets it from the target).
 constexpr int64_t kDefaultAlignment = 16;
 
-// Whether statement `s` touches the memory of `data`.
-bool uses(const Stmt& s, const VarNode* data) {
+// The pointers statement `s` touches: variables it uses and buffers' data pointers.
+std::set<const VarNode*> pointers_used(const Stmt& s) {
   struct Finder : Visitor {
-    const VarNode* data;
-    bool found = false;
-    void visit_Var(const VarNode* v) override { found = found || v == data; }
+    std::set<const VarNode*> found;
+    void visit_Var(const VarNode* v) override { found.insert(v); }
     void visit_buffer(const Buffer& b) override {
-      found = found || (b && b->data.get() == data);
+      if (b && b->data) found.insert(b->data.get());
       Visitor::visit_buffer(b);
     }
   } f;
-  f.data = data;
   f.visit(s);
   return f.found;
 }
@@ -75,6 +73,15 @@ PrimFunc plan(const PrimFunc& f, int64_t alignment) {
   if (const auto* seq = as<SeqStmtNode>(body)) steps = seq->seq;
   else steps = {body};
 
+  // The first and last step that touches each pointer, in one walk over the steps.
+  std::map<const VarNode*, std::pair<int, int>> live;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    for (const VarNode* data : pointers_used(steps[i])) {
+      auto [it, inserted] = live.emplace(data, std::make_pair(static_cast<int>(i), static_cast<int>(i)));
+      if (!inserted) it->second.second = static_cast<int>(i);
+    }
+  }
+
   // One pool per element type.
   std::map<std::string, std::vector<Buffer>> groups;
   for (const auto& b : allocs) groups[b->dtype.str()].push_back(b);
@@ -88,14 +95,9 @@ PrimFunc plan(const PrimFunc& f, int64_t alignment) {
       int64_t n = 0;
       const_num_elements(b, &n);
       TensorLifetime t{b->name, n * b->dtype.bytes(), 0, 0};
-      int first = -1, last = -1;
-      for (size_t i = 0; i < steps.size(); ++i) {
-        if (!uses(steps[i], b->data.get())) continue;
-        if (first < 0) first = static_cast<int>(i);
-        last = static_cast<int>(i);
-      }
-      t.first_step = std::max(first, 0);
-      t.last_step = std::max(last, 0);
+      auto range = live.find(b->data.get());
+      t.first_step = range == live.end() ? 0 : range->second.first;
+      t.last_step = range == live.end() ? 0 : range->second.second;
       tensors.push_back(t);
     }
     PlannerOptions options;

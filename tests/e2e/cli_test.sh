@@ -196,7 +196,7 @@ TIR
   # The bundled model: host C equals the interpreter, and the memory plan is reported.
   run 0 "$mtir" run "$src/models/digits/digits.json" --input x="$src/models/digits/sample_x.npy" --target host
   contains stdout "$out" "probs: max abs diff 0, max rel diff 0  ok"
-  contains stdout "$out" "pool 4096 bytes, lower bound 4096 bytes, ratio 1.00"
+  contains stdout "$out" "pool 2560 bytes, lower bound 2560 bytes, ratio 1.00"
   run 1 "$mtir" run "$src/models/digits/digits.json" --input x="$src/examples/matmul_A.npy" && contains stderr "$err" "argument 'x'"
   run 0 "$mtir" compile "$src/models/digits/digits.json" -o "$work/mlf" --json && contains stdout "$out" '"workspace_bytes"'
   grep -q "#define TVMGEN_DIGITS_WORKSPACE_SIZE" "$work/mlf/codegen/host/include/tvmgen_digits.h" || fail "no workspace macro"

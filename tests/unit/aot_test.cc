@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <sstream>
 
@@ -83,8 +84,8 @@ TEST(Aot, MainCallsEveryOperatorWithCallTir) {
   const Digits& d = digits();
   EXPECT_TRUE(check_well_formed(d.aot.module).empty());
   EXPECT_EQ(d.aot.main, "tvmgen_digits___tvm_main__");
-  // One function per node (after batch-norm folding) plus main.
-  EXPECT_EQ(d.aot.module.functions.size(), d.graph.nodes.size() + 1);
+  // One function per node (after batch-norm folding; conv+relu fused twice) plus main.
+  EXPECT_EQ(d.aot.module.functions.size(), d.graph.nodes.size() - 2 + 1);
 }
 
 TEST(Aot, InterpreterMatchesTheNumpyReferenceOnAllTestImages) {
@@ -175,13 +176,18 @@ TEST(Aot, HostCAndLlvmMatchTheInterpreterWithBothConventions) {
 }
 
 // What a firmware author does: include tvmgen_digits.h, declare the workspace with its
-// size macro, fill the structs, call tvmgen_digits_run (tests/codegen/digits_main.c),
-// built with gcc and clang at -Werror -pedantic.
-TEST(Aot, CInterfaceRunsFromAHandWrittenMain) {
+// size macro, fill the structs (or DLTensors), call the model, built with gcc and clang
+// at -Werror -pedantic. One hand-written main per interface mode (tests/codegen/).
+// Builds the artifact for `target` with `main_c` (gcc and clang) and checks the printed
+// probabilities; `faults`, when given, instead runs the firmware once per fault and
+// hands each output to it.
+void run_firmware(const std::string& target, const InterfaceOptions& interface, const std::string& main_c,
+                  const std::function<void(const std::string& fault, const std::string& out,
+                                           const NDArray& want)>& faults = nullptr) {
   const Digits& d = digits();
-  BuildResult built = build_c(d.aot.module, parse_target("c -interface-api=c -unpacked-api=1"));
+  BuildResult built = build_c(d.aot.module, parse_target(target));
   std::vector<SourceFileOut> files = built.sources;
-  for (auto& f : c_interface(d.aot, d.graph, built.lowered.module)) files.push_back(f);
+  for (auto& f : c_interface(d.aot, d.graph, built.lowered.module, interface)) files.push_back(f);
   fs::path dir = fs::temp_directory_path() / ("microtir-cinterface-" + std::to_string(getpid()));
   fs::create_directories(dir / "include");
   const std::string crt = sim::default_crt_dir();
@@ -196,9 +202,13 @@ TEST(Aot, CInterfaceRunsFromAHandWrittenMain) {
   std::vector<NDArray> want = main_arguments(d, k);
   interpret(d.aot.module, d.aot.main, as_args(want));
   {
-    std::ofstream image(dir / "image.bin", std::ios::binary);
+    std::ofstream image(dir / "image.bin", std::ios::binary), weights(dir / "weights.bin", std::ios::binary);
     const NDArray& x = want.front();
     image.write(reinterpret_cast<const char*>(x.data.data()), static_cast<std::streamsize>(x.data.size()));
+    // The weights in main's parameter order, for the modes that pass them in.
+    for (size_t i = 0; i < d.aot.params.size(); ++i)
+      if (d.aot.params[i].role == AotModule::Role::kConstant)
+        weights.write(reinterpret_cast<const char*>(want[i].data.data()), static_cast<std::streamsize>(want[i].data.size()));
   }
   for (const char* cc : {"cc", "clang"}) {
     SCOPED_TRACE(cc);
@@ -206,11 +216,22 @@ TEST(Aot, CInterfaceRunsFromAHandWrittenMain) {
                                     "-I" + crt + "/include", "-I" + (dir / "include").string()};
     cmd.insert(cmd.end(), sources.begin(), sources.end());
     for (const auto& c : sim::crt_host_sources(crt)) cmd.push_back(c);
-    cmd.insert(cmd.end(), {std::string(MICROTIR_SOURCE_DIR) + "/tests/codegen/digits_main.c", "-lm", "-o",
+    cmd.insert(cmd.end(), {std::string(MICROTIR_SOURCE_DIR) + "/tests/codegen/" + main_c, "-lm", "-o",
                            (dir / "firmware").string()});
     ASSERT_EQ(sim::run_process(cmd, dir / "build.log"), 0) << sim::read_text(dir / "build.log");
-    ASSERT_EQ(sim::run_process({(dir / "firmware").string(), (dir / "image.bin").string()}, dir / "run.log"), 0)
-        << sim::read_text(dir / "run.log");
+    std::vector<std::string> run = {(dir / "firmware").string(), (dir / "image.bin").string()};
+    if (faults) {
+      for (const char* fault : {"ok", "small", "misaligned", "null-inputs", "null-input", "null-output",
+                                "null-outputs"}) {
+        std::vector<std::string> cmd_fault = run;
+        cmd_fault.push_back(fault);
+        ASSERT_EQ(sim::run_process(cmd_fault, dir / "run.log"), 0) << sim::read_text(dir / "run.log");
+        faults(fault, sim::read_text(dir / "run.log"), want.back());
+      }
+      continue;
+    }
+    if (interface.interface_api == "packed" || !interface.link_params) run.push_back((dir / "weights.bin").string());
+    ASSERT_EQ(sim::run_process(run, dir / "run.log"), 0) << sim::read_text(dir / "run.log");
     std::istringstream printed(sim::read_text(dir / "run.log"));
     NDArray got = NDArray::zeros(DataType::Float(32), {1, 10});
     for (int64_t i = 0; i < 10; ++i) {
@@ -221,6 +242,63 @@ TEST(Aot, CInterfaceRunsFromAHandWrittenMain) {
     EXPECT_TRUE(compare_arrays(got, want.back()).ok);
   }
   fs::remove_all(dir);
+}
+
+TEST(Aot, CInterfaceWithLinkedWeightsRunsFromAHandWrittenMain) {
+  run_firmware("c -interface-api=c -unpacked-api=1 -link-params=1", {"c", true}, "digits_main.c");
+}
+
+TEST(Aot, CInterfaceWithWeightsPassedInRunsFromAHandWrittenMain) {
+  run_firmware("c -interface-api=c -unpacked-api=1 -link-params=0", {"c", false}, "params_digits_main.c");
+}
+
+TEST(Aot, PackedInterfaceRunsThroughTheRegistryFromAHandWrittenMain) {
+  run_firmware("c -interface-api=packed", {"packed", false}, "packed_digits_main.c");
+}
+
+// Faults a caller can make give an error code and a message, and nothing outside the
+// buffers the application handed over is written.
+TEST(Aot, RuntimeFaultsGiveAnErrorAndNeverWriteOutsideTheBuffers) {
+  auto check = [](const std::string& fault, const std::string& out, const NDArray& want) {
+    SCOPED_TRACE(fault);
+    std::istringstream lines(out);
+    std::string rc_line, message, guards;
+    std::getline(lines, rc_line);
+    std::getline(lines, message);
+    std::getline(lines, guards);
+    EXPECT_EQ(guards, "guards intact") << out;
+    if (fault == "ok" || fault == "misaligned") {
+      EXPECT_EQ(rc_line, "rc 0") << out;
+      NDArray got = NDArray::zeros(DataType::Float(32), {1, 10});
+      for (int64_t i = 0; i < 10; ++i) {
+        double v = 0;
+        lines >> v;
+        got.set_float(i, v);
+      }
+      EXPECT_TRUE(compare_arrays(got, want).ok) << out;
+      return;
+    }
+    EXPECT_NE(rc_line, "rc 0") << out;
+    const std::map<std::string, std::string> expected = {
+        {"small", "TVMBackendAllocWorkspace"},
+        {"null-inputs", "tvmgen_digits_run: inputs is NULL"},
+        {"null-input", "tvmgen_digits_run: input 'x' is NULL"},
+        {"null-output", "tvmgen_digits_run: output 'probs' is NULL"},
+        {"null-outputs", "tvmgen_digits_run: outputs is NULL"}};
+    EXPECT_NE(message.find(expected.at(fault)), std::string::npos) << out;
+  };
+  run_firmware("c -interface-api=c -unpacked-api=1 -link-params=1", {"c", true}, "faults_main.c", check);
+}
+
+TEST(Aot, PackedInterfaceWithLinkedWeightsIsRefused) {
+  const Digits& d = digits();
+  BuildResult built = build_c(d.aot.module, parse_target("c -interface-api=packed"));
+  try {
+    c_interface(d.aot, d.graph, built.lowered.module, {"packed", true});
+    ADD_FAILURE() << "expected a user error";
+  } catch (const DiagnosticError& e) {
+    EXPECT_NE(std::string(e.what()).find("use -link-params=0"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

@@ -1,8 +1,14 @@
 // The operator library: every op is run through the reference interpreter and compared
 // with an independent naive C++ implementation written here (plain loops over
 // std::vector<float>), and every emitted PrimFunc is checked for well-formedness and a
-// print/parse round trip. Shape-inference errors are checked by message.
+// print/parse round trip. Shape-inference errors are checked by message. Then every
+// case a test ran goes through the host C artifact too: at the end of the test's process
+// all its kernels are built into one module, called in turn by one driver function,
+// compiled with the host C compiler, run, and compared with the interpreter's outputs.
 #include <gtest/gtest.h>
+
+#include <filesystem>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -13,6 +19,9 @@
 #include <sstream>
 
 #include "analysis/well_formed.h"
+#include "driver/build.h"
+#include "sim/host_sim.h"
+#include "support/compare.h"
 #include "interp/interpreter.h"
 #include "ir/structural_equal.h"
 #include "ops/ops.h"
@@ -28,6 +37,74 @@ using Shape = std::vector<int64_t>;
 using Vec = std::vector<float>;
 
 // ---- harness --------------------------------------------------------------------
+
+// The cases this process ran: the kernel, its inputs and the interpreter's output.
+struct HostCase {
+  std::string what;  // op and input shapes, for messages
+  PrimFunc kernel;
+  std::vector<NDArray> arrays;  // inputs, then the interpreter's output
+};
+std::vector<HostCase>& host_cases() {
+  static std::vector<HostCase> cases;
+  return cases;
+}
+
+// Runs every recorded case as host C in one build; failures are reported against the
+// process (ctest runs each test in its own process, so each test checks its own cases).
+class HostCEnvironment : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    auto& cases = host_cases();
+    if (cases.empty()) return;
+    IRModule m;
+    auto driver = std::make_shared<PrimFuncNode>();
+    std::vector<Stmt> calls;
+    std::vector<NDArray> arrays;  // the driver's arguments: inputs as recorded, outputs zeroed
+    for (size_t i = 0; i < cases.size(); ++i) {
+      const std::string name = "case" + std::to_string(i);
+      auto kernel = std::make_shared<PrimFuncNode>(*cases[i].kernel);
+      kernel->attrs["global_symbol"] = name;
+      m.set(name, kernel);
+      std::vector<Expr> args = {StringImm(name)};
+      for (size_t j = 0; j < cases[i].arrays.size(); ++j) {
+        const NDArray& a = cases[i].arrays[j];
+        std::vector<Expr> shape, zeros;
+        for (int64_t d : a.shape) shape.push_back(IntImm(DataType::Int(32), d)), zeros.push_back(IntImm(DataType::Int(32), 0));
+        Buffer b = MakeBuffer(name + "_" + std::to_string(j), a.dtype, shape);
+        driver->params.push_back(MakeVar(b->name, DataType::Handle()));
+        driver->param_buffers.push_back(b);
+        std::vector<Expr> region = {BufferLoad(b, zeros)};
+        region.insert(region.end(), shape.begin(), shape.end());
+        args.push_back(Call(DataType::Handle(), "tir_region", region));
+        bool output = j + 1 == cases[i].arrays.size();
+        arrays.push_back(output ? NDArray::zeros(a.dtype, a.shape) : a);
+      }
+      calls.push_back(Evaluate(Call(DataType::Int(32), "call_tir", std::move(args))));
+    }
+    driver->body = SeqStmt(calls);
+    driver->attrs["global_symbol"] = std::string("all_cases");
+    m.set("all_cases", driver);
+    std::vector<InterpArg> args;
+    for (auto& a : arrays) args.push_back(&a);
+    sim::HostSimOptions options;
+    options.work_dir = (std::filesystem::temp_directory_path() / ("microtir-ops-" + std::to_string(getpid()))).string();
+    try {
+      BuildResult built = build_c(m, parse_target("c -unpacked-api=1"));
+      sim::run_on_host({&built, "all_cases", driver}, args, options);
+    } catch (const DiagnosticError& e) {
+      ADD_FAILURE() << "host C: " << render_all(e.diagnostics());
+    }
+    std::filesystem::remove_all(options.work_dir);
+    size_t k = 0;
+    for (const auto& c : cases) {
+      k += c.arrays.size();
+      Difference d = compare_arrays(arrays[k - 1], c.arrays.back(), 1e-5);
+      EXPECT_TRUE(d.ok) << "host C differs from the interpreter for " << c.what << ": max abs diff " << d.max_abs;
+    }
+    cases.clear();
+  }
+};
+const auto* const kHostCEnvironment = ::testing::AddGlobalTestEnvironment(new HostCEnvironment);
 
 int64_t numel(const Shape& s) {
   int64_t n = 1;
@@ -82,6 +159,9 @@ Tensor run_op(const std::string& op, const std::vector<Tensor>& inputs, const js
   for (auto& a : arrays) args.push_back(&a);
   try {
     interpret(m, op + "_kernel", args);
+    std::string what = op;
+    for (const auto& t : inputs) what += " " + TensorType{DataType::Float(32), t.shape}.str();
+    host_cases().push_back({what + " " + attrs.dump(), f, arrays});
   } catch (const DiagnosticError& e) {
     ADD_FAILURE() << "interpreter: " << render_all(e.diagnostics()) << "\n" << text;
   }

@@ -114,8 +114,8 @@ test('models/digits: the whole MLF, the memory plan, the C interface', () => {
 
   const main = r.memory.find((m) => m.function === r.main);
   assert.ok(main, 'memory plan of main');
-  assert.equal(main.pool_bytes, 4096);
-  assert.equal(main.lower_bound, 4096);
+  assert.equal(main.pool_bytes, 2560);
+  assert.equal(main.lower_bound, 2560);
   assert.ok(main.tensors.length >= 4);
   for (const t of main.tensors) {
     assert.ok(t.offset >= 0 && t.offset + t.size <= main.pool_bytes, t.name);

@@ -129,7 +129,7 @@ test('the digits model: MLF artifacts and a memory chart with one rectangle per 
   const plan = await page.evaluate(() => window.microtirPlayground.state.response.memory);
   const rects = await page.$$eval('.memory-chart rect.tensor', (els) => els.length);
   assert.equal(rects, plan.reduce((n, p) => n + p.tensors.filter((t) => t.first_step >= 0).length, 0));
-  assert.match(await page.textContent('#memory'), /pool 4096 bytes, lower bound 4096 bytes/);
+  assert.match(await page.textContent('#memory'), /pool 2560 bytes, lower bound 2560 bytes/);
   // Run: the model's main in the interpreter; the output is ten probabilities.
   await page.click('#run');
   await page.waitForSelector('#run-output tr.run-buffer.output');

@@ -230,6 +230,8 @@ class FunctionEmitter {
         if (b && b->data) vars.insert(b->data.get());
         Visitor::visit_buffer(b);
       }
+      // A declaration emits no C; only accesses through the buffer read its pointer.
+      void visit_DeclBuffer(const DeclBufferNode* op) override { visit(op->body); }
     } uses;
     uses.visit(func_->body);
     for (size_t i = 0; i < func_->params.size(); ++i) {
@@ -815,6 +817,10 @@ std::string codegen_c(const IRModule& m, const CCodegenOptions& options) {
     FunctionEmitter emitter(symbol, func, &helpers, &externs, &needs_stdio);
     emitter.module_symbols_ = &module_symbols;
     std::string signature = emitter.signature();
+    if (options.defines && !options.defines(name, func)) {
+      if (options.declare_others) prototypes << signature << ";\n";
+      continue;
+    }
     std::string body = emitter.body();
     if (!is_packed(func)) {
       prototypes << signature << ";\n";

@@ -4,6 +4,7 @@
 // that might wrap is done in unsigned types, floor division has exact helpers.
 #pragma once
 
+#include <functional>
 #include <string>
 
 #include "ir/function.h"
@@ -13,6 +14,10 @@ namespace mtir {
 struct CCodegenOptions {
   // One line for the header comment, e.g. the target string the artifact was built with.
   std::string description;
+  // Which functions this file defines (all when empty); with `declare_others`, the
+  // rest get prototypes so calls into another file of the artifact type-check.
+  std::function<bool(const std::string& name, const PrimFunc& f)> defines;
+  bool declare_others = false;
 };
 
 // C source for every PrimFunc of `m`. Throws DiagnosticError on IR the C backend cannot

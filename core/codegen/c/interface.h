@@ -3,6 +3,7 @@
 // `tvmgen_<model>_run`; plus its source, which holds the weights as const arrays.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "driver/build.h"
@@ -13,7 +14,15 @@ namespace mtir {
 // The workspace bytes an application must give TVMCrtWorkspaceInit for this artifact.
 int64_t artifact_workspace_bytes(const IRModule& lowered, const std::string& main_kernel);
 
-// `lowered` is the module build_c produced for `aot` (unpacked API).
-std::vector<SourceFileOut> c_interface(const AotModule& aot, const Graph& g, const IRModule& lowered);
+struct InterfaceOptions {
+  std::string interface_api = "c";  // c: structs and run(); packed: a header for TVMFuncCall
+  bool link_params = true;          // weights as const arrays in the artifact, or passed in
+};
+
+// `lowered` is the module build_c produced for `aot`: unpacked API for the C interface,
+// packed for the packed one (which gets a header only: main is in the registry).
+// Throws a user error for combinations that cannot work (packed with linked weights).
+std::vector<SourceFileOut> c_interface(const AotModule& aot, const Graph& g, const IRModule& lowered,
+                                       const InterfaceOptions& options = {});
 
 }  // namespace mtir

@@ -1,0 +1,16 @@
+// Checks of device calls (ops/devices.h): a call marked with the resource-handle
+// attribute passes its device context, a T.handle parameter of the calling function,
+// as its last argument; and a context goes nowhere else (not as another argument, not
+// to an unmarked call, not into arithmetic), so a kernel never gets another device's
+// context by position.
+#pragma once
+
+#include <vector>
+
+#include "ir/function.h"
+
+namespace mtir {
+
+std::vector<Diagnostic> check_resource_handles(const IRModule& m);
+
+}  // namespace mtir

@@ -1,0 +1,254 @@
+#include "executor/fuse_elementwise.h"
+
+#include <algorithm>
+#include <functional>
+#include <set>
+#include <unordered_map>
+
+#include "ir/mutator.h"
+#include "ir/structural_equal.h"
+#include "ir/visitor.h"
+#include "transform/substitute.h"
+
+namespace mtir {
+namespace {
+
+// Every load and store of one buffer, with its indices.
+class AccessCollector : public Visitor {
+ public:
+  explicit AccessCollector(const Buffer& b) : buffer_(b) {}
+  std::vector<const std::vector<Expr>*> accesses;
+  int loads = 0;
+
+ protected:
+  void visit_BufferLoad(const BufferLoadNode* op) override {
+    if (op->buffer == buffer_) accesses.push_back(&op->indices), ++loads;
+    Visitor::visit_BufferLoad(op);
+  }
+  void visit_BufferStore(const BufferStoreNode* op) override {
+    if (op->buffer == buffer_) accesses.push_back(&op->indices);
+    Visitor::visit_BufferStore(op);
+  }
+
+ private:
+  Buffer buffer_;
+};
+
+AccessCollector accesses_of(const Buffer& b, const Stmt& s) {
+  AccessCollector c(b);
+  c.visit(s);
+  return c;
+}
+AccessCollector accesses_of(const Buffer& b, const Expr& e) {
+  AccessCollector c(b);
+  c.visit(e);
+  return c;
+}
+
+bool same_indices(const std::vector<Expr>& a, const std::vector<Expr>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t k = 0; k < a.size(); ++k)
+    if (!same_expr(a[k], b[k])) return false;
+  return true;
+}
+
+bool is_zero(const Expr& e) {
+  auto* imm = as<IntImmNode>(e);
+  return imm && imm->value == 0;
+}
+
+// Whether `idx` names one element per iteration of exactly the loops `loops`: each index
+// is one of the loop variables or the constant 0, and every loop variable appears once.
+bool indexes_by_loops(const std::vector<Expr>& idx, const std::vector<const VarNode*>& loops) {
+  std::set<const VarNode*> used;
+  for (const Expr& e : idx) {
+    if (is_zero(e)) continue;
+    auto* v = as<VarNode>(e);
+    if (!v || std::find(loops.begin(), loops.end(), v) == loops.end() || !used.insert(v).second) return false;
+  }
+  return used.size() == loops.size();
+}
+
+// The consumer: a perfect nest of loops from 0 around one store to its output, which
+// reads `data` only at the element it writes.
+struct ElementwiseBody {
+  const BufferStoreNode* store = nullptr;
+  int data_loads = 0;
+};
+
+bool match_consumer(const PrimFunc& f, size_t input, ElementwiseBody* out) {
+  if (input + 1 >= f->param_buffers.size()) return false;
+  const Buffer& data = f->param_buffers[input];
+  const Buffer& result = f->param_buffers.back();
+  if (!data || !result || data->dtype != result->dtype || data->shape.size() != result->shape.size()) return false;
+  for (size_t k = 0; k < data->shape.size(); ++k)
+    if (!same_expr(data->shape[k], result->shape[k]) && !structural_equal(data->shape[k], result->shape[k]))
+      return false;
+  std::vector<const VarNode*> loops;
+  Stmt s = f->body;
+  while (auto* loop = as<ForNode>(s)) {
+    if (!is_zero(loop->min)) return false;
+    loops.push_back(loop->loop_var.get());
+    s = loop->body;
+  }
+  auto* store = as<BufferStoreNode>(s);
+  if (!store || store->buffer != result || !indexes_by_loops(store->indices, loops)) return false;
+  AccessCollector reads = accesses_of(data, store->value);
+  for (const auto* idx : reads.accesses)
+    if (!same_indices(*idx, store->indices)) return false;
+  if (accesses_of(result, store->value).loads) return false;
+  out->store = store;
+  out->data_loads = reads.loads;
+  return true;
+}
+
+// The producer's site: the statement holding every access to its output, all at one
+// index made of exactly the loop variables around it.
+struct Site {
+  const StmtNode* stmt = nullptr;
+  std::vector<Expr> indices;
+};
+
+bool find_site(const Stmt& s, const Buffer& out, std::vector<const VarNode*> loops, Site* site) {
+  AccessCollector all = accesses_of(out, s);
+  if (all.accesses.empty()) return false;
+  const auto& first = *all.accesses.front();
+  bool uniform = std::all_of(all.accesses.begin(), all.accesses.end(),
+                             [&](const std::vector<Expr>* idx) { return same_indices(*idx, first); });
+  if (uniform && indexes_by_loops(first, loops)) {
+    site->stmt = s.get();
+    site->indices = first;
+    return true;
+  }
+  if (auto* loop = as<ForNode>(s)) {
+    loops.push_back(loop->loop_var.get());
+    return find_site(loop->body, out, loops, site);
+  }
+  if (auto* seq = as<SeqStmtNode>(s)) {
+    const Stmt* holder = nullptr;
+    for (const Stmt& child : seq->seq) {
+      if (accesses_of(out, child).accesses.empty()) continue;
+      if (holder) return false;  // the output is written in two places
+      holder = &child;
+    }
+    return holder && find_site(*holder, out, loops, site);
+  }
+  if (auto* alloc = as<AllocateNode>(s)) return find_site(alloc->body, out, loops, site);
+  if (auto* decl = as<DeclBufferNode>(s)) return find_site(decl->body, out, loops, site);
+  return false;
+}
+
+// Rewrites the consumer's stored expression for the producer's site: its loop
+// variables become the site's indices, its reads of `data` become `current` (the
+// producer's value of the element), and its other buffers are renamed where needed.
+class Epilogue : public Mutator {
+ public:
+  Epilogue(Buffer data, Expr current, VarMap vars, std::unordered_map<const BufferNode*, Buffer> renamed)
+      : data_(std::move(data)), current_(std::move(current)), vars_(std::move(vars)), renamed_(std::move(renamed)) {}
+
+ protected:
+  Expr mutate_BufferLoad(const BufferLoadNode* op, const Expr& self) override {
+    if (op->buffer == data_) return current_;
+    return Mutator::mutate_BufferLoad(op, self);
+  }
+  Expr mutate_Var(const VarNode* op, const Expr& self) override {
+    auto it = vars_.find(op);
+    return it == vars_.end() ? self : it->second;
+  }
+  Buffer mutate_buffer(const Buffer& b) override {
+    auto it = renamed_.find(b.get());
+    return it == renamed_.end() ? b : it->second;
+  }
+
+ private:
+  Buffer data_;
+  Expr current_;
+  VarMap vars_;
+  std::unordered_map<const BufferNode*, Buffer> renamed_;
+};
+
+// The producer with its output replaced by the consumer's and the epilogue applied at
+// the site.
+class ApplyAtSite : public Mutator {
+ public:
+  ApplyAtSite(const Site& site, Buffer from, Buffer to, std::function<Expr(Expr)> epilogue, bool inline_value)
+      : site_(site), from_(std::move(from)), to_(std::move(to)), epilogue_(std::move(epilogue)),
+        inline_value_(inline_value) {}
+
+  Stmt mutate(const Stmt& s) override {
+    if (s.get() != site_.stmt) return Mutator::mutate(s);
+    Stmt moved = Mutator::mutate(s);
+    auto* store = as<BufferStoreNode>(moved);
+    if (store && inline_value_ && accesses_of(to_, store->value).loads == 0)
+      return BufferStore(to_, epilogue_(store->value), store->indices, store->span);
+    Stmt finish = BufferStore(to_, epilogue_(BufferLoad(to_, site_.indices)), site_.indices);
+    return SeqStmt({moved, finish});
+  }
+
+ protected:
+  Buffer mutate_buffer(const Buffer& b) override { return b == from_ ? to_ : b; }
+
+ private:
+  const Site& site_;
+  Buffer from_, to_;
+  std::function<Expr(Expr)> epilogue_;
+  bool inline_value_;
+};
+
+}  // namespace
+
+PrimFunc fuse_elementwise(const std::string& name, const PrimFunc& producer, const PrimFunc& consumer,
+                          size_t consumer_input) {
+  ElementwiseBody body;
+  if (producer->param_buffers.empty() || !match_consumer(consumer, consumer_input, &body)) return nullptr;
+  const Buffer& produced = producer->param_buffers.back();
+  const Buffer& data = consumer->param_buffers[consumer_input];
+  const Buffer& result = consumer->param_buffers.back();
+  if (!produced || produced->dtype != data->dtype || produced->shape.size() != data->shape.size()) return nullptr;
+  Site site;
+  if (!find_site(producer->body, produced, {}, &site)) return nullptr;
+
+  auto fused = std::make_shared<PrimFuncNode>();
+  std::set<std::string> names;
+  for (size_t i = 0; i + 1 < producer->params.size(); ++i) {
+    fused->params.push_back(producer->params[i]);
+    fused->param_buffers.push_back(producer->param_buffers[i]);
+    names.insert(producer->params[i]->name);
+  }
+  // The consumer's other inputs keep their names unless the producer uses them.
+  std::unordered_map<const BufferNode*, Buffer> renamed;
+  for (size_t i = 0; i + 1 < consumer->params.size(); ++i) {
+    if (i == consumer_input) continue;
+    Var param = consumer->params[i];
+    Buffer buf = consumer->param_buffers[i];
+    if (names.count(param->name)) {
+      std::string fresh = param->name;
+      for (int n = 1; names.count(fresh); ++n) fresh = param->name + "_" + std::to_string(n);
+      param = MakeVar(fresh, param->dtype);
+      if (buf) {
+        Buffer copy = MakeBuffer(fresh, buf->dtype, buf->shape);
+        renamed[buf.get()] = copy;
+        buf = copy;
+      }
+    }
+    names.insert(param->name);
+    fused->params.push_back(param);
+    fused->param_buffers.push_back(buf);
+  }
+  fused->params.push_back(consumer->params.back());
+  fused->param_buffers.push_back(result);
+
+  VarMap vars;
+  for (size_t k = 0; k < body.store->indices.size(); ++k)
+    if (auto* v = as<VarNode>(body.store->indices[k])) vars[v] = site.indices[k];
+  auto epilogue = [&](Expr current) {
+    return Epilogue(data, std::move(current), vars, renamed).mutate(body.store->value);
+  };
+  bool inline_value = body.data_loads <= 1;
+  fused->body = ApplyAtSite(site, produced, result, epilogue, inline_value).mutate(producer->body);
+  fused->attrs = producer->attrs;
+  fused->attrs["global_symbol"] = name;
+  return fused;
+}
+
+}  // namespace mtir
