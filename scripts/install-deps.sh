@@ -10,6 +10,8 @@ PACKAGES=(
   libgtest-dev libgmock-dev             # tests
   libbenchmark-dev                      # benchmarks
   python3                               # test helpers
+  libonnx-dev libprotobuf-dev           # the ONNX frontend (libonnx's generated protobuf classes)
+  libonnx-testdata                      # the ONNX backend node tests (conformance)
 )
 
 missing=()

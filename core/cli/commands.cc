@@ -12,6 +12,7 @@
 
 #include "analysis/well_formed.h"
 #include "cli/io.h"
+#include "cli/onnx_model.h"
 #include "cli/tar.h"
 #include "driver/build.h"
 #include "codegen/c/interface.h"
@@ -43,7 +44,7 @@ IRModule load_module(const std::string& file, bool verify) {
 }
 
 bool is_graph_file(const std::string& path) {
-  return path.size() > 5 && path.compare(path.size() - 5, 5, ".json") == 0;
+  return (path.size() > 5 && path.compare(path.size() - 5, 5, ".json") == 0) || is_onnx_file(path);
 }
 
 struct LoadedModel {
@@ -51,15 +52,16 @@ struct LoadedModel {
   AotModule aot;
 };
 
-// A JSON graph with its weights (paths relative to the JSON file), batch norm folded,
-// as an AOT module.
+// A JSON graph with its weights (paths relative to the JSON file) or an ONNX model,
+// batch norm folded, as an AOT module.
 LoadedModel load_model(const std::string& file) {
   std::string dir = std::filesystem::path(file).parent_path().string();
   FileReader reader = [&](const std::string& relative) {
     return read_file(dir.empty() ? relative : dir + "/" + relative);
   };
   LoadedModel lm;
-  lm.graph = fold_batch_norm(load_graph_json(read_file(file), file, reader));
+  lm.graph = fold_batch_norm(is_onnx_file(file) ? load_onnx_file(file)
+                                                : load_graph_json(read_file(file), file, reader));
   lm.aot = build_aot(lm.graph);
   auto diags = check_well_formed(lm.aot.module);
   if (!diags.empty()) throw DiagnosticError(diags);
@@ -346,7 +348,7 @@ int run_run(const RunCommand& c) {
 }
 
 int run_compile(const CompileCommand& c) {
-  if (!is_graph_file(c.file)) user_error({}, "'" + c.file + "' is not a model: compile takes a JSON graph (.json)");
+  if (!is_graph_file(c.file)) user_error({}, "'" + c.file + "' is not a model: compile takes a JSON graph (.json) or an ONNX model (.onnx)");
   LoadedModel lm = load_model(c.file);
   Target target = parse_target(c.target);
   if (target.interface_api != "c") {

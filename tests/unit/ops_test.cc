@@ -365,9 +365,9 @@ Tensor ref_matmul(const Tensor& a, const Tensor& b) {
 // ---- registry -------------------------------------------------------------------------
 
 const std::vector<std::string> kAllOps = {
-    "add", "avg_pool2d", "batch_norm", "clip", "concat", "conv2d", "dense", "div", "flatten",
-    "gemm", "global_avg_pool2d", "matmul", "max_pool2d", "mul", "pad", "relu", "reshape", "sigmoid",
-    "softmax", "sub", "tanh", "transpose"};
+    "abs", "add", "avg_pool2d", "batch_norm", "clip", "concat", "conv2d", "dense", "div", "exp", "flatten",
+    "gemm", "global_avg_pool2d", "leaky_relu", "log_softmax", "matmul", "max_pool2d", "mul", "neg", "pad",
+    "relu", "reshape", "sigmoid", "softmax", "sqrt", "sub", "tanh", "transpose"};
 
 TEST(Ops, RegistryIsSortedAndComplete) {
   std::vector<std::string> names;
@@ -731,6 +731,15 @@ TEST(OpsElementwise, Activations) {
     expect_close(run_op("clip", {x}, {{"max", 2}}), ref_unary(x, [](float v) { return std::min(v, 2.0f); }),
                  "clip max");
     expect_close(run_op("clip", {x}), x, "clip without bounds");
+    expect_close(run_op("exp", {x}), ref_unary(x, [](float v) { return std::exp(v); }), "exp");
+    expect_close(run_op("abs", {x}), ref_unary(x, [](float v) { return std::fabs(v); }), "abs");
+    expect_close(run_op("neg", {x}), ref_unary(x, [](float v) { return -v; }), "neg");
+    expect_close(run_op("sqrt", {run_op("abs", {x})}), ref_unary(x, [](float v) { return std::sqrt(std::fabs(v)); }),
+                 "sqrt");
+    expect_close(run_op("leaky_relu", {x}), ref_unary(x, [](float v) { return v > 0 ? v : 0.01f * v; }),
+                 "leaky_relu default alpha");
+    expect_close(run_op("leaky_relu", {x}, {{"alpha", 0.5}}), ref_unary(x, [](float v) { return v > 0 ? v : 0.5f * v; }),
+                 "leaky_relu alpha 0.5");
   }
 }
 
@@ -897,6 +906,21 @@ TEST(OpsSoftmax, AxesAndStability) {
   expect_close(run_op("softmax", {big}), ref_softmax(big, 1), "softmax large");
   Tensor v = rnd({10}, 91);
   expect_close(run_op("softmax", {v}), ref_softmax(v, 0), "softmax 1-D");
+}
+
+TEST(OpsSoftmax, LogSoftmax) {
+  Tensor x = rnd({2, 3, 4}, 92);
+  for (auto& v : x.data) v *= 30.0f;
+  for (int64_t axis : {-1, 0, 1}) {
+    Tensor ref = ref_softmax(x, axis < 0 ? axis + 3 : axis);
+    // log of the reference softmax where it does not underflow; the op itself must stay finite.
+    Tensor got = run_op("log_softmax", {x}, {{"axis", axis}});
+    for (size_t i = 0; i < ref.data.size(); ++i) {
+      ASSERT_TRUE(std::isfinite(got.data[i])) << "log_softmax axis " << axis << " element " << i;
+      if (ref.data[i] > 1e-30f) EXPECT_NEAR(got.data[i], std::log(ref.data[i]), 1e-4) << "axis " << axis << " element " << i;
+    }
+  }
+  expect_error("log_softmax", {{}}, json::object(), "data must have rank >= 1");
 }
 
 TEST(OpsSoftmax, Errors) {
