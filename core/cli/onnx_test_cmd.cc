@@ -107,8 +107,13 @@ Outcome run_data_set(const std::string& model_bytes, const std::string& model_pa
   std::vector<std::string> input_names, output_names;
   std::set<std::string> inits;
   for (const auto& t : model.graph().initializer()) inits.insert(t.name());
-  for (const auto& in : model.graph().input())
-    if (!inits.count(in.name())) input_names.push_back(in.name());
+  for (const auto& in : model.graph().input()) {
+    if (inits.count(in.name())) continue;
+    // The data of sequence and optional inputs are not TensorProtos.
+    if (!in.type().has_tensor_type())
+      return {"unsupported", "unsupported: model input '" + in.name() + "' is not a tensor (a sequence, map or optional)"};
+    input_names.push_back(in.name());
+  }
   for (const auto& o : model.graph().output()) output_names.push_back(o.name());
   auto in_files = sorted_matching(set_dir, "input_", ".pb");
   auto out_files = sorted_matching(set_dir, "output_", ".pb");

@@ -60,6 +60,11 @@ NDArray onnx_tensor_to_ndarray(const onnx::TensorProto& t, const std::string& wh
   // Zero-sized tensors are valid ONNX but none of our ops takes them.
   for (int64_t d : shape)
     if (d == 0) user_error({}, "unsupported: " + what + " has a zero-sized dimension");
+  int64_t elements = 1;
+  for (int64_t d : shape) {
+    elements *= d;
+    if (elements > (int64_t{1} << 31) - 1) user_error({}, what + " has more than 2^31 - 1 elements");
+  }
   NDArray a = NDArray::zeros(dt, shape);
   int64_t n = a.num_elements();
   auto count_error = [&](int64_t got) {
@@ -134,9 +139,12 @@ int64_t default_opset(const onnx::ModelProto& m, const std::string& filename) {
     user_error({}, "unsupported: '" + filename + "' imports no opset of the default ONNX domain (it imports " +
                        (domains.empty() ? std::string("none") : domains) + ")");
   }
-  if (version < 7 || version > 17)
+  // Opsets 1 to 6 are read too: the ops whose meaning changed before 7 announce it with
+  // attributes we refuse (broadcast, consumed_inputs, is_test, paddings) or check the
+  // opset themselves.
+  if (version < 1 || version > 17)
     user_error({}, "unsupported: opset version " + std::to_string(version) +
-                       " of the default domain; microtir reads opsets 7 to 17");
+                       " of the default domain; microtir reads opsets 1 to 17 (7 to 17 fully)");
   return version;
 }
 

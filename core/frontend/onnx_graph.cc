@@ -203,6 +203,7 @@ void OnnxConverter::declare_inputs() {
     // A fixed shape and a dtype we hold: an input of the graph; otherwise type_of
     // refuses it where it is used.
     const auto& tp = in.type();
+    if (!tp.has_tensor_type()) user_error({}, "unsupported: model input '" + name + "' is not a tensor (a sequence, map or optional)");
     DataType dt;
     bool ok = tp.has_tensor_type() && tp.tensor_type().has_shape();
     std::vector<int64_t> shape;
@@ -290,7 +291,6 @@ void OnnxConverter::convert(const onnx::NodeProto& n) {
   attrs_read_.clear();
   if (!n.domain().empty() && n.domain() != "ai.onnx")
     unsupported("operator domain '" + n.domain() + "' (only the default ONNX domain is supported)");
-  if (n.output_size() < 1 || n.output(0).empty()) invalid("the node has no output");
   for (const auto& o : n.output()) names_.insert(o);
   convert_onnx_node(*this);
   for (const auto& a : n.attribute())

@@ -54,40 +54,68 @@ struct Window {
   std::vector<int64_t> kernel, strides, dilations, pads;  // pads: [top, left, bottom, right]
 };
 
-Window read_window(C& c, const std::string& data, const std::vector<int64_t>& kernel_from_weight) {
+// 1-D windows (3-D NCL data) are read as 2-D ones of height 1: the data is reshaped to
+// (N, C, 1, L) around the op.
+Window read_window(C& c, const std::string& data, std::vector<int64_t> kernel_from_weight) {
   const auto& shape = c.type_of(data).shape;
-  if (shape.size() != 4)
-    c.unsupported("only 2-D windows (4-D NCHW data) are supported; the data has rank " + std::to_string(shape.size()));
+  if (shape.size() != 4 && shape.size() != 3)
+    c.unsupported("only 1-D and 2-D windows (3-D or 4-D data) are supported; the data has rank " +
+                  std::to_string(shape.size()));
+  size_t dims = shape.size() - 2;
   Window w;
   w.kernel = c.attr_ints("kernel_shape", kernel_from_weight);
-  if (w.kernel.size() != 2) c.invalid("attribute 'kernel_shape' must have 2 values");
+  if (w.kernel.size() != dims) c.invalid("attribute 'kernel_shape' must have " + std::to_string(dims) + " values");
   if (!kernel_from_weight.empty() && w.kernel != kernel_from_weight)
     c.invalid("attribute 'kernel_shape' does not match the weight's spatial shape");
-  w.strides = c.attr_ints("strides", {1, 1});
-  w.dilations = c.attr_ints("dilations", {1, 1});
-  std::vector<int64_t> pads = c.attr_ints("pads", {0, 0, 0, 0});
-  if (w.strides.size() != 2 || w.dilations.size() != 2 || pads.size() != 4)
-    c.invalid("attributes 'strides', 'dilations' need 2 values and 'pads' 4");
+  w.strides = c.attr_ints("strides", std::vector<int64_t>(dims, 1));
+  w.dilations = c.attr_ints("dilations", std::vector<int64_t>(dims, 1));
+  std::vector<int64_t> pads = c.attr_ints("pads", std::vector<int64_t>(2 * dims, 0));
+  if (w.strides.size() != dims || w.dilations.size() != dims || pads.size() != 2 * dims)
+    c.invalid("attributes 'strides' and 'dilations' need " + std::to_string(dims) + " values and 'pads' " +
+              std::to_string(2 * dims));
   std::string auto_pad = c.attr_string("auto_pad", "NOTSET");
   if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
     // Output = ceil(input / stride); the padding that needs, the odd pixel at the end
     // (SAME_UPPER) or at the start (SAME_LOWER).
-    for (int k = 0; k < 2; ++k) {
+    for (size_t k = 0; k < dims; ++k) {
       int64_t in = shape[2 + k], s = w.strides[k];
       int64_t extent = (w.kernel[k] - 1) * w.dilations[k] + 1;
       int64_t total = std::max<int64_t>(((in + s - 1) / s - 1) * s + extent - in, 0);
       int64_t small = total / 2, big = total - small;
       pads[k] = auto_pad == "SAME_UPPER" ? small : big;
-      pads[k + 2] = auto_pad == "SAME_UPPER" ? big : small;
+      pads[k + dims] = auto_pad == "SAME_UPPER" ? big : small;
     }
   } else if (auto_pad == "VALID") {
-    pads = {0, 0, 0, 0};
+    pads.assign(2 * dims, 0);
   } else if (auto_pad != "NOTSET") {
     c.invalid("attribute 'auto_pad' is '" + auto_pad + "'");
+  }
+  if (dims == 1) {
+    w.kernel.insert(w.kernel.begin(), 1);
+    w.strides.insert(w.strides.begin(), 1);
+    w.dilations.insert(w.dilations.begin(), 1);
+    pads = {0, pads[0], 0, pads[1]};
   }
   // ONNX pads are [h_begin, w_begin, h_end, w_end]: already our [top, left, bottom, right].
   w.pads = pads;
   return w;
+}
+
+// Emits `op` on `data` (rank 3 or 4; rank 3 goes through a height-1 reshape).
+void emit_windowed(C& c, const std::string& op, std::vector<std::string> ins, const json& attrs) {
+  auto shape = c.type_of(ins[0]).shape;
+  if (shape.size() == 4) {
+    c.emit(out0(c), op, ins, attrs);
+    return;
+  }
+  ins[0] = c.emit(c.temp("2d"), "reshape", {ins[0]}, {{"newshape", {shape[0], shape[1], 1, shape[2]}}});
+  if (op == "conv2d") {
+    auto ws = c.type_of(ins[1]).shape;
+    ins[1] = c.emit(c.temp("w2d"), "reshape", {ins[1]}, {{"newshape", {ws[0], ws[1], 1, ws[2]}}});
+  }
+  std::string r = c.emit(c.temp(op), op, ins, attrs);
+  auto out = c.type_of(r).shape;
+  c.emit(out0(c), "reshape", {r}, {{"newshape", {out[0], out[1], out[3]}}});
 }
 
 void conv(C& c) {
@@ -95,14 +123,15 @@ void conv(C& c) {
   single_output(c);
   std::string data = c.input(0), weight = c.input(1);
   const auto& ws = c.type_of(weight).shape;
-  if (ws.size() != 4)
-    c.unsupported("only 2-D convolutions are supported; the weight has rank " + std::to_string(ws.size()));
-  Window w = read_window(c, data, {ws[2], ws[3]});
+  if (ws.size() != 4 && ws.size() != 3)
+    c.unsupported("only 1-D and 2-D convolutions are supported; the weight has rank " + std::to_string(ws.size()));
+  if (ws.size() != c.type_of(data).shape.size()) c.invalid("the data and the weight have different ranks");
+  Window w = read_window(c, data, std::vector<int64_t>(ws.begin() + 2, ws.end()));
   json attrs = {{"strides", w.strides}, {"padding", w.pads}, {"dilation", w.dilations},
                 {"groups", c.attr_int("group", 1)}};
   std::vector<std::string> ins = {data, weight};
   if (!c.input(2).empty()) ins.push_back(c.input(2));
-  c.emit(out0(c), "conv2d", ins, attrs);
+  emit_windowed(c, "conv2d", ins, attrs);
 }
 
 void pool(C& c, const std::string& op) {
@@ -119,7 +148,7 @@ void pool(C& c, const std::string& op) {
     if (w.pads[k] >= w.kernel[k] || w.pads[k + 2] >= w.kernel[k])
       c.unsupported("a padding as large as the window (pads " + json(w.pads).dump() + ", kernel " +
                     json(w.kernel).dump() + ")");
-  c.emit(out0(c), op, {data}, attrs);
+  emit_windowed(c, op, {data}, attrs);
 }
 
 void global_avg_pool(C& c) {
@@ -234,10 +263,10 @@ void flatten(C& c) {
 
 void concat(C& c) {
   single_output(c);
-  if (!c.has_attr("axis")) c.invalid("missing attribute 'axis'");
+  if (c.opset() >= 4 && !c.has_attr("axis")) c.invalid("missing attribute 'axis'");
   std::vector<std::string> ins;
   for (size_t i = 0; i < c.num_inputs(); ++i) ins.push_back(c.input(i));
-  int64_t axis = c.attr_int("axis", 0);
+  int64_t axis = c.attr_int("axis", 1);  // required since opset 4; 1 before
   if (ins.size() == 1) {
     c.emit(out0(c), "reshape", ins, {{"newshape", c.type_of(ins[0]).shape}});
     return;
@@ -284,6 +313,8 @@ void batch_norm(C& c) {
   expect_inputs(c, 5, 5);
   single_output(c);
   if (c.attr_int("training_mode", 0) != 0) c.unsupported("training_mode = 1");
+  // Before opset 7 the default was training (is_test = 0).
+  if (c.opset() < 7) c.unsupported("BatchNormalization before opset 7 (training by default)");
   if (c.opset() < 9 && c.attr_int("spatial", 1) != 1) c.unsupported("spatial = 0");
   c.attr_float("momentum", 0.9);  // only used in training
   std::vector<std::string> ins;
@@ -429,6 +460,7 @@ void convert_onnx_node(OnnxConverter& c) {
   const auto& m = mappings();
   auto it = m.find(c.node().op_type());
   if (it == m.end()) c.unsupported("operator '" + c.node().op_type() + "'");
+  if (c.node().output_size() < 1 || c.node().output(0).empty()) c.invalid("the node has no output");
   it->second(c);
 }
 
