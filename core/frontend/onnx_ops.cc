@@ -329,6 +329,35 @@ void identity(C& c) {
   c.alias(out0(c), c.input(0));
 }
 
+// Dropout at inference is the identity; training (random masks) is refused.
+void dropout(C& c) {
+  expect_inputs(c, 1, 3);
+  single_output(c);
+  c.attr_float("ratio", 0.5);
+  c.attr_int("seed", 0);
+  if (c.opset() < 7 && c.attr_int("is_test", 0) == 0) c.unsupported("is_test = 0 (training)");
+  if (!c.input(2).empty()) {
+    const NDArray& training = c.static_value(2, "training_mode");
+    double ratio = 0.5;
+    if (!c.input(1).empty()) {
+      const NDArray& r = c.static_value(1, "ratio");
+      ratio = r.dtype.is_float() ? r.get_float(0) : 0.5;
+    }
+    if (training.num_elements() != 1) c.invalid("input 'training_mode' must be a scalar");
+    if (training.get_int(0) != 0 && ratio != 0) c.unsupported("training_mode = true (random dropout)");
+  }
+  c.alias(out0(c), c.input(0));
+}
+
+// GlobalMaxPool is a max pool whose window is the whole image.
+void global_max_pool(C& c) {
+  expect_inputs(c, 1, 1);
+  single_output(c);
+  auto shape = c.type_of(c.input(0)).shape;
+  if (shape.size() != 4) c.unsupported("only 4-D (NCHW) data is supported; the data has rank " + std::to_string(shape.size()));
+  c.emit(out0(c), "max_pool2d", {c.input(0)}, {{"pool_size", {shape[2], shape[3]}}});
+}
+
 NDArray scalar_or_list(DataType dt, const std::vector<double>& v, bool scalar) {
   NDArray a = NDArray::zeros(dt, scalar ? std::vector<int64_t>{} : std::vector<int64_t>{static_cast<int64_t>(v.size())});
   for (size_t i = 0; i < v.size(); ++i) {
@@ -428,10 +457,12 @@ const std::map<std::string, Mapping>& mappings() {
       {"Constant", constant},
       {"Conv", conv},
       {"Div", [](C& c) { binary(c, "div"); }},
+      {"Dropout", dropout},
       {"Exp", [](C& c) { unary(c, "exp"); }},
       {"Flatten", flatten},
       {"Gemm", gemm},
       {"GlobalAveragePool", global_avg_pool},
+      {"GlobalMaxPool", global_max_pool},
       {"Identity", identity},
       {"LeakyRelu", [](C& c) { unary(c, "leaky_relu", {{"alpha", c.attr_float("alpha", 0.01)}}); }},
       {"LogSoftmax", [](C& c) { softmax(c, "log_softmax"); }},
