@@ -285,7 +285,7 @@ void transpose(C& c) {
 void pad(C& c) {
   single_output(c);
   std::string mode = c.attr_string("mode", "constant");
-  if (mode != "constant") c.unsupported("mode '" + mode + "' (only constant padding)");
+  if (mode != "constant" && mode != "edge" && mode != "reflect") c.unsupported("mode '" + mode + "'");
   std::vector<int64_t> pads;
   double value = 0;
   if (c.opset() < 11) {
@@ -306,7 +306,7 @@ void pad(C& c) {
     if (pads[k] < 0 || pads[k + rank] < 0) c.unsupported("negative pads (cropping)");
     widths.push_back({pads[k], pads[k + rank]});
   }
-  c.emit(out0(c), "pad", {c.input(0)}, {{"pad_width", widths}, {"pad_value", value}});
+  c.emit(out0(c), "pad", {c.input(0)}, {{"pad_width", widths}, {"pad_value", value}, {"mode", mode}});
 }
 
 void batch_norm(C& c) {

@@ -1017,6 +1017,30 @@ TEST(OpsTranspose, Permutations) {
   expect_error("transpose", {{2, 3}}, {{"axes", {0, 2}}}, "must be a permutation");
 }
 
+// numpy.pad's "edge" and "reflect" for one index.
+int64_t pad_source(int64_t x, int64_t n, bool reflect) {
+  if (!reflect) return std::min(std::max<int64_t>(x, 0), n - 1);
+  if (x < 0) return -x;
+  if (x >= n) return 2 * (n - 1) - x;
+  return x;
+}
+
+TEST(OpsPad, EdgeAndReflectModes) {
+  Tensor x = rnd({3, 4}, 132);
+  for (bool reflect : {false, true}) {
+    for (json pw : {json{{1, 2}, {3, 0}}, json{{2, 2}, {0, 3}}, json{{0, 0}, {1, 1}}}) {
+      int64_t t = pw[0][0], b = pw[0][1], l = pw[1][0], r = pw[1][1];
+      Shape os = {3 + t + b, 4 + l + r};
+      Tensor want{os, Vec(numel(os))};
+      for (int64_t i = 0; i < os[0]; ++i)
+        for (int64_t j = 0; j < os[1]; ++j)
+          want.data[i * os[1] + j] = x.data[pad_source(i - t, 3, reflect) * 4 + pad_source(j - l, 4, reflect)];
+      std::string mode = reflect ? "reflect" : "edge";
+      expect_close(run_op("pad", {x}, {{"pad_width", pw}, {"mode", mode}}), want, "pad " + mode + " " + pw.dump());
+    }
+  }
+}
+
 TEST(OpsPad, ConstantMode) {
   Tensor x = rnd({2, 3}, 130);
   std::vector<std::pair<json, double>> cases = {
@@ -1034,8 +1058,10 @@ TEST(OpsPad, ConstantMode) {
   EXPECT_EQ(got.shape, (Shape{1, 2, 4, 4}));
   EXPECT_EQ(got.data[0], 0.0f);
   EXPECT_EQ(got.data[5], y.data[0]);
-  expect_error("pad", {{2, 3}}, {{"pad_width", {{1, 1}, {1, 1}}}, {"mode", "reflect"}},
-               "mode 'reflect' is not supported; only \"constant\" padding is implemented");
+  expect_error("pad", {{2, 3}}, {{"pad_width", {{1, 1}, {1, 1}}}, {"mode", "wrap"}},
+               "mode 'wrap' is not supported; only \"constant\", \"edge\" and \"reflect\" padding are implemented");
+  expect_error("pad", {{2, 3}}, {{"pad_width", {{0, 2}, {1, 1}}}, {"mode", "reflect"}},
+               "reflect padding of dimension 0 (size 2) is wider than 1");
   expect_error("pad", {{2, 3}}, {{"pad_width", {{1, 1}}}},
                "attribute 'pad_width' must be a list of 2 [before, after] pairs of non-negative integers");
   expect_error("pad", {{2, 3}}, {{"pad_width", {{1, -1}, {0, 0}}}}, "pairs of non-negative integers");
