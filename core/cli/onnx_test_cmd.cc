@@ -30,7 +30,9 @@ int run_onnx_test(const OnnxTestCommand&) {
 #include "driver/build.h"
 #include "executor/aot.h"
 #include "frontend/onnx.h"
+#include "interp/interpreter.h"
 #include "sim/host_sim.h"
+#include "support/compare.h"
 
 namespace mtir::cli {
 namespace {
@@ -142,6 +144,11 @@ Outcome run_data_set(const std::string& model_bytes, const std::string& model_pa
     args[i] = &arrays[i];
   }
   MTIR_ICHECK(aot.devices.empty(), "an ONNX model placed on a device");
+  // The reference interpreter runs the same module on copies: the artifact must agree.
+  std::vector<NDArray> reference = arrays;
+  std::vector<InterpArg> ref_args(main->params.size());
+  for (size_t i = 0; i < reference.size(); ++i) ref_args[i] = &reference[i];
+  interpret(aot.module, aot.main, ref_args);
   std::string work = make_temp_dir();
   sim::HostSimOptions sim_options;
   sim_options.work_dir = work;
@@ -160,6 +167,8 @@ Outcome run_data_set(const std::string& model_bytes, const std::string& model_pa
       if (aot.params[i].role != AotModule::Role::kOutput || aot.params[i].name != g.outputs[k]) continue;
       std::string diff = compare(arrays[i], expected[k], output_names[k]);
       if (!diff.empty()) return {"fail", diff};
+      if (!compare_arrays(arrays[i], reference[i], 1e-5).ok)
+        return {"fail", "output '" + output_names[k] + "': the host C artifact and the interpreter disagree"};
     }
   }
   return {"pass", ""};
