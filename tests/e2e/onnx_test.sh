@@ -6,40 +6,7 @@ group="$1"
 mtir="$2"
 src="$3"
 node_tests="${4:-/usr/share/libonnx-testdata/data/node}"
-work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
-failures=0
-checks=0
-
-fail() {
-  echo "FAIL: $*"
-  failures=$((failures + 1))
-}
-
-# run EXPECTED_CODE CMD...: runs the command, keeps stdout/stderr in $out/$err.
-run() {
-  local expected="$1"
-  shift
-  checks=$((checks + 1))
-  "$@" >"$work/out" 2>"$work/err"
-  local code=$?
-  out="$(cat "$work/out")"
-  err="$(cat "$work/err")"
-  if [ "$code" != "$expected" ]; then
-    fail "'$*' exited $code, expected $expected"
-    echo "--- stdout"; echo "$out" | tail -40; echo "--- stderr"; echo "$err" | tail -40
-    return 1
-  fi
-  return 0
-}
-
-contains() {  # contains WHAT TEXT NEEDLE
-  checks=$((checks + 1))
-  case "$2" in
-    *"$3"*) ;;
-    *) fail "$1 does not contain '$3'"; echo "--- $1:"; echo "$2" ;;
-  esac
-}
+source "$(dirname "$0")/check_helpers.sh"
 
 # Every malformed or unsupported file: exit code 1 (a user error, not a crash or an
 # internal error) and the named message.
