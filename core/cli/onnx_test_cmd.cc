@@ -278,6 +278,16 @@ std::vector<json> run_parallel(const std::vector<fs::path>& tests, int jobs) {
 
 int run_onnx_test(const OnnxTestCommand& c) {
   auto tests = find_tests(c.dir, c.filter);
+  int floor_pass = -1;
+  if (!c.floor_file.empty()) {
+    json f;
+    try {
+      f = json::parse(read_file(c.floor_file));
+      floor_pass = f.at("pass").get<int>();
+    } catch (const json::exception& e) {
+      user_error({}, "'" + c.floor_file + "' must be a JSON object with an integer \"pass\": " + e.what());
+    }
+  }
   int jobs = std::max(1, std::min<int>(c.jobs, static_cast<int>(tests.size())));
   auto start = std::chrono::steady_clock::now();
   std::vector<json> results = run_parallel(tests, jobs);
@@ -292,10 +302,7 @@ int run_onnx_test(const OnnxTestCommand& c) {
   }
   // The floor: the pass count may only rise; no error, no fail.
   std::vector<std::string> floor_problems;
-  int floor_pass = -1;
-  if (!c.floor_file.empty()) {
-    json f = json::parse(read_file(c.floor_file));
-    floor_pass = f.at("pass").get<int>();
+  if (floor_pass >= 0) {
     if (totals["pass"] < floor_pass)
       floor_problems.push_back("the pass count dropped to " + std::to_string(totals["pass"]) + " (floor " +
                                std::to_string(floor_pass) + ")");
