@@ -15,6 +15,8 @@ PACKAGES=(
   gcc-riscv64-unknown-elf picolibc-riscv64-unknown-elf qemu-system-misc  # riscv32 target (QEMU virt)
   wasi-libc libclang-rt-14-dev-wasm32   # wasm32 target (clang-14, run under node)
   emscripten binaryen                   # the core as WebAssembly for the playground (wasm-opt from binaryen)
+  libonnx-dev libprotobuf-dev           # the ONNX frontend (libonnx's generated protobuf classes)
+  libonnx-testdata                      # the ONNX backend node tests (conformance)
 )
 # Installed without their recommended packages (chromium's pull in a desktop).
 LEAN_PACKAGES=(

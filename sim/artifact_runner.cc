@@ -169,7 +169,7 @@ ArtifactInfo read_artifact_info(const std::string& dir) {
   if (!fs::exists(header)) fail(dir + " is an incomplete artifact: " + header.string() + " is missing");
   if (fs::is_directory(fs::path(dir) / "src")) {
     for (const auto& e : fs::directory_iterator(fs::path(dir) / "src"))
-      if (e.path().extension() == ".json") info.graph_file = e.path().string();
+      if (e.path().extension() == ".json" || e.path().extension() == ".onnx") info.graph_file = e.path().string();
   }
   return info;
 }

@@ -12,8 +12,11 @@ const char* const kDefaultCompileTarget = "c -executor=aot -interface-api=c -unp
 
 LoadedModel load_model(const std::string& json_text, const std::string& filename, const FileReader& read,
                        const std::vector<std::string>& devices) {
+  return prepare_model(load_graph_json(json_text, filename, read), devices);
+}
+
+LoadedModel prepare_model(Graph g, const std::vector<std::string>& devices) {
   LoadedModel lm;
-  Graph g = load_graph_json(json_text, filename, read);
   place_on_devices(g, devices);
   lm.graph = fold_batch_norm(g);
   lm.aot = build_aot(lm.graph);

@@ -26,6 +26,8 @@ struct LoadedModel {
 // --device; see frontend/graph.h place_on_devices).
 LoadedModel load_model(const std::string& json_text, const std::string& filename, const FileReader& read,
                        const std::vector<std::string>& devices = {});
+// The same from a graph another frontend read (ONNX).
+LoadedModel prepare_model(Graph g, const std::vector<std::string>& devices = {});
 
 // The target `compile` uses when none is given.
 extern const char* const kDefaultCompileTarget;

@@ -14,6 +14,7 @@
 #include "artifact/mlf.h"
 #include "artifact/tar.h"
 #include "cli/io.h"
+#include "cli/onnx_model.h"
 #include "driver/build.h"
 #include "codegen/c/interface.h"
 #include "executor/aot.h"
@@ -48,15 +49,16 @@ IRModule load_module(const std::string& file, bool verify) {
 }
 
 bool is_graph_file(const std::string& path) {
-  return path.size() > 5 && path.compare(path.size() - 5, 5, ".json") == 0;
+  return (path.size() > 5 && path.compare(path.size() - 5, 5, ".json") == 0) || is_onnx_file(path);
 }
 
-// A JSON graph with its weights (paths relative to the JSON file), batch norm folded,
-// as an AOT module.
+// A JSON graph with its weights (paths relative to the JSON file) or an ONNX model,
+// batch norm folded, as an AOT module.
 // `read_files`, if given, receives every file the graph references (path as written in
 // the graph, contents): the artifact keeps them beside its copy of the graph.
 LoadedModel load_model(const std::string& file, std::vector<SourceFileOut>* read_files = nullptr,
                        const std::vector<std::string>& devices = {}) {
+  if (is_onnx_file(file)) return prepare_model(load_onnx_file(file), devices);
   std::string dir = std::filesystem::path(file).parent_path().string();
   FileReader reader = [&](const std::string& relative) {
     std::string text = read_file(dir.empty() ? relative : dir + "/" + relative);
@@ -390,7 +392,8 @@ static void add_llvm_objects(MlfArtifact* artifact) {
 // graph's own files, as `compile` writes it.
 static MlfArtifact compile_artifact(const std::string& file, const std::string& target,
                                     const std::vector<std::string>& devices) {
-  if (!is_graph_file(file)) user_error({}, "'" + file + "' is not a model: compile takes a JSON graph (.json)");
+  if (!is_graph_file(file))
+    user_error({}, "'" + file + "' is not a model: compile takes a JSON graph (.json) or an ONNX model (.onnx)");
   MlfInputs inputs;
   LoadedModel lm = load_model(file, &inputs.graph_files, devices);
   // The C runtime the artifact builds against, so the folder is complete on its own.

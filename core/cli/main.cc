@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/onnx_test_cmd.h"
 #include "support/diagnostic.h"
 
 namespace {
@@ -88,7 +89,7 @@ int main(int argc, char** argv) {
   build_cmd->add_flag("--json", build.json, "Print the written files (or diagnostics) as JSON on stdout");
 
   mtir::cli::CompileCommand compile;
-  auto* compile_cmd = app.add_subcommand("compile", "Compile a model (JSON graph) into a C artifact with its C interface");
+  auto* compile_cmd = app.add_subcommand("compile", "Compile a model (JSON graph or .onnx) into a C artifact with its C interface");
   compile_cmd->add_option("file", compile.file, "The model's JSON graph")->required();
   compile_cmd->add_option("--target", compile.target,
                           "Target string (default \"c -executor=aot -interface-api=c -unpacked-api=1 -link-params=1\"; "
@@ -110,18 +111,30 @@ int main(int argc, char** argv) {
   passes_cmd->add_option("--device", passes.devices, "Place every node of these ops on a device instance, INSTANCE=OP[,OP...] (repeatable; e.g. npu0=conv2d,dense)");
   passes_cmd->add_flag("--json", passes.json, "Print pass records (or diagnostics) as JSON on stdout");
 
+  mtir::cli::OnnxTestCommand onnx_test;
+  auto* onnx_test_cmd = app.add_subcommand("onnx-test", "Run the ONNX backend node tests (conformance) through the host C artifact");
+  onnx_test_cmd->add_option("dir", onnx_test.dir, "The node-test folder (e.g. /usr/share/libonnx-testdata/data/node) or one test")
+      ->required();
+  onnx_test_cmd->add_option("--filter", onnx_test.filter, "Only tests whose folder name contains this text");
+  onnx_test_cmd->add_option("-j,--jobs", onnx_test.jobs, "Worker processes (default 2)")->check(CLI::Range(1, 64));
+  onnx_test_cmd->add_flag("--json", onnx_test.json, "Print the report as JSON on stdout");
+  onnx_test_cmd->add_flag("--list", onnx_test.list_tests, "Print every test's status and reason");
+  onnx_test_cmd->add_option("--floor", onnx_test.floor_file,
+                            "floor.json: exit 1 if the pass count is below it or any test fails or errors");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 1;
   }
 
-  bool json = parse.json || run.json || passes.json || build.json || compile.json;
+  bool json = parse.json || run.json || passes.json || build.json || compile.json || onnx_test.json;
   try {
     if (*parse_cmd) return mtir::cli::run_parse(parse);
     if (*run_cmd) return mtir::cli::run_run(run);
     if (*build_cmd) return mtir::cli::run_build(build);
     if (*compile_cmd) return mtir::cli::run_compile(compile);
+    if (*onnx_test_cmd) return mtir::cli::run_onnx_test(onnx_test);
     if (list_passes) {
       std::cout << mtir::cli::pass_list();
       return 0;

@@ -12,6 +12,7 @@
 #include "artifact/tar_reader.h"
 #include "cli/commands.h"
 #include "cli/io.h"
+#include "cli/onnx_model.h"
 #include "interp/interpreter.h"
 #include "sim/artifact_runner.h"
 #include "support/compare.h"
@@ -120,7 +121,9 @@ int run_artifact(const RunCommand& c) {
       user_error({}, c.file + " lacks src/" + relative + ", which its graph needs (recompile it with this microtir)");
     return read_file(p.string());
   };
-  LoadedModel model = load_model(read_file(info.graph_file), info.graph_file, reader);
+  LoadedModel model = is_onnx_file(info.graph_file)
+                          ? prepare_model(load_onnx_file(info.graph_file))
+                          : load_model(read_file(info.graph_file), info.graph_file, reader);
 
   std::map<std::string, std::string> input_files;
   for (const auto& s : c.inputs) {

@@ -100,6 +100,15 @@ void register_elemwise_ops(std::vector<OpDef>& ops) {
   ops.push_back(unary_op("relu", {}, nullptr, [](Expr x, const AttrReader&) { return max_(x, cf(0)); }));
   ops.push_back(unary_op("sigmoid", {}, nullptr, [](Expr x, const AttrReader&) { return call("sigmoid", {x}); }));
   ops.push_back(unary_op("tanh", {}, nullptr, [](Expr x, const AttrReader&) { return call("tanh", {x}); }));
+  ops.push_back(unary_op("exp", {}, nullptr, [](Expr x, const AttrReader&) { return call("exp", {x}); }));
+  ops.push_back(unary_op("sqrt", {}, nullptr, [](Expr x, const AttrReader&) { return call("sqrt", {x}); }));
+  ops.push_back(unary_op("abs", {}, nullptr, [](Expr x, const AttrReader&) { return call("abs", {x}); }));
+  ops.push_back(unary_op("neg", {}, nullptr, [](Expr x, const AttrReader&) { return sub(cf(0), x); }));
+  // max(x, 0) + alpha * min(x, 0): no select, so it fuses like relu does.
+  ops.push_back(unary_op("leaky_relu", {"alpha"}, [](const AttrReader& r) { r.get_float("alpha", 0.01); },
+                         [](Expr x, const AttrReader& r) {
+                           return add(max_(x, cf(0)), mul(cf(r.get_float("alpha", 0.01)), min_(x, cf(0))));
+                         }));
   ops.push_back(unary_op(
       "clip", {"min", "max"},
       [](const AttrReader& r) {

@@ -204,23 +204,25 @@ PrimFunc gap_build(const std::string& fname, const std::vector<TensorType>& in, 
 
 // ---- softmax ----------------------------------------------------------------------
 
-int64_t softmax_axis(const std::vector<TensorType>& in, const AttrReader& r) {
+int64_t softmax_axis(const std::string& op, const std::vector<TensorType>& in, const AttrReader& r) {
   int64_t rank = static_cast<int64_t>(in[0].shape.size());
-  if (rank < 1) fail("softmax", "data must have rank >= 1");
-  return normalize_axis("softmax", "axis", r.get_int("axis", -1), rank);
+  if (rank < 1) fail(op, "data must have rank >= 1");
+  return normalize_axis(op, "axis", r.get_int("axis", -1), rank);
 }
 
-TensorType softmax_infer(const std::vector<TensorType>& in, const json& attrs) {
-  AttrReader r("softmax", attrs, {"axis"});
-  check_inputs("softmax", in, 1, {"data"});
-  softmax_axis(in, r);
+TensorType softmax_infer(const std::string& op, const std::vector<TensorType>& in, const json& attrs) {
+  AttrReader r(op, attrs, {"axis"});
+  check_inputs(op, in, 1, {"data"});
+  softmax_axis(op, in, r);
   return in[0];
 }
 
-PrimFunc softmax_build(const std::string& fname, const std::vector<TensorType>& in, const TensorType& out,
-                       const json& attrs) {
-  AttrReader r("softmax", attrs, {"axis"});
-  int64_t axis = softmax_axis(in, r);
+// softmax, or log_softmax (`log`): x - max - log(sum(exp(x - max))), which stays finite
+// where the softmax itself underflows to 0.
+PrimFunc softmax_build(const std::string& op, bool log, const std::string& fname, const std::vector<TensorType>& in,
+                       const TensorType& out, const json& attrs) {
+  AttrReader r(op, attrs, {"axis"});
+  int64_t axis = softmax_axis(op, in, r);
   const auto& s = in[0].shape;
   FuncBuilder fb;
   Buffer data = fb.param("data", s);
@@ -241,7 +243,10 @@ PrimFunc softmax_build(const std::string& fname, const std::vector<TensorType>& 
   // The maximum and the sum are reduced in one-element buffers, then bound to scalars.
   Var row_max = MakeVar("row_max", DataType::Float(32));
   Var row_sum = MakeVar("row_sum", DataType::Float(32));
-  Stmt divide = pass("k2", [&](const std::vector<Expr>& idx) { return store(o, fdiv(load(o, idx), row_sum), idx); });
+  Stmt divide = pass("k2", [&](const std::vector<Expr>& idx) {
+    if (log) return store(o, sub(sub(load(data, idx), row_max), call("log", {row_sum})), idx);
+    return store(o, fdiv(load(o, idx), row_sum), idx);
+  });
   Stmt exp_sum = pass("k1", [&](const std::vector<Expr>& idx) {
     return SeqStmt({store(o, call("exp", {sub(load(data, idx), row_max)}), idx),
                     store(sum, add(load(sum, {ci(0)}), load(o, idx)), {ci(0)})});
@@ -261,7 +266,13 @@ void register_pool_ops(std::vector<OpDef>& ops) {
   ops.push_back(pool_op("max_pool2d"));
   ops.push_back(pool_op("avg_pool2d"));
   ops.push_back(OpDef{"global_avg_pool2d", gap_infer, gap_build});
-  ops.push_back(OpDef{"softmax", softmax_infer, softmax_build});
+  for (bool log : {false, true}) {
+    std::string name = log ? "log_softmax" : "softmax";
+    ops.push_back(OpDef{
+        name, [name](const std::vector<TensorType>& in, const json& attrs) { return softmax_infer(name, in, attrs); },
+        [name, log](const std::string& fname, const std::vector<TensorType>& in, const TensorType& out,
+                    const json& attrs) { return softmax_build(name, log, fname, in, out, attrs); }});
+  }
 }
 
 }  // namespace ops

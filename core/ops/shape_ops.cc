@@ -178,9 +178,9 @@ PrimFunc transpose_build(const std::string& fname, const std::vector<TensorType>
 std::vector<std::pair<int64_t, int64_t>> pad_widths(const std::vector<TensorType>& in, const AttrReader& r) {
   check_inputs("pad", in, 1, {"data"});
   std::string mode = r.raw("mode") && r.raw("mode")->is_string() ? r.raw("mode")->get<std::string>() : "constant";
-  if (mode != "constant")
-    fail("pad", "mode '" + mode + "' is not supported; only \"constant\" padding is implemented");
-  r.get_string("mode", "constant", {"constant"});
+  if (mode != "constant" && mode != "edge" && mode != "reflect")
+    fail("pad", "mode '" + mode + "' is not supported; only \"constant\", \"edge\" and \"reflect\" padding are implemented");
+  r.get_string("mode", "constant", {"constant", "edge", "reflect"});
   r.get_float("pad_value", 0.0);
   size_t rank = in[0].shape.size();
   std::string req = "a list of " + std::to_string(rank) + " [before, after] pairs of non-negative integers";
@@ -194,6 +194,11 @@ std::vector<std::pair<int64_t, int64_t>> pad_widths(const std::vector<TensorType
       r.bad("pad_width", req);
     out.emplace_back(p[0].get<int64_t>(), p[1].get<int64_t>());
   }
+  // Reflection mirrors around the edge element without repeating it: at most n - 1 wide.
+  for (size_t k = 0; k < rank && mode == "reflect"; ++k)
+    if (out[k].first > in[0].shape[k] - 1 || out[k].second > in[0].shape[k] - 1)
+      fail("pad", "reflect padding of dimension " + std::to_string(k) + " (size " + std::to_string(in[0].shape[k]) +
+                      ") is wider than " + std::to_string(in[0].shape[k] - 1) + "; that is not supported");
   return out;
 }
 
@@ -212,6 +217,7 @@ PrimFunc pad_build(const std::string& fname, const std::vector<TensorType>& in, 
   AttrReader r("pad", attrs, kPadAttrs);
   auto pw = pad_widths(in, r);
   double value = r.get_float("pad_value", 0.0);
+  std::string mode = r.get_string("mode", "constant", {"constant", "edge", "reflect"});
   FuncBuilder fb;
   Buffer data = fb.param("data", in[0].shape);
   Buffer o = fb.param("out", out.shape);
@@ -221,6 +227,19 @@ PrimFunc pad_build(const std::string& fname, const std::vector<TensorType>& in, 
   for (size_t k = 0; k < out.shape.size(); ++k) {
     oidx.push_back(nest.axis("i" + std::to_string(k), out.shape[k]));
     Expr x = sub(oidx.back(), ci(pw[k].first));
+    int64_t n = in[0].shape[k];
+    if (mode != "constant" && (pw[k].first > 0 || pw[k].second > 0)) {
+      if (mode == "edge") {
+        x = min_(max_(x, ci(0)), ci(n - 1));  // clamp to the nearest edge element
+      } else {
+        // Mirror: n-1 - |n-1 - |x||, for -(n-1) <= x <= 2(n-1).
+        Expr ax = max_(x, sub(ci(0), x));
+        Expr d = sub(ci(n - 1), ax);
+        x = sub(ci(n - 1), max_(d, sub(ci(0), d)));
+      }
+      iidx.push_back(x);
+      continue;
+    }
     if (pw[k].first > 0) cond = and_(cond, ge(x, ci(0)));
     if (pw[k].second > 0) cond = and_(cond, lt(x, ci(in[0].shape[k])));
     iidx.push_back(x);

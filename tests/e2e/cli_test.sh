@@ -5,45 +5,7 @@ set -uo pipefail
 group="$1"
 mtir="$2"
 src="$3"
-work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
-failures=0
-checks=0
-
-fail() {
-  echo "FAIL: $*"
-  failures=$((failures + 1))
-}
-
-# run EXPECTED_CODE CMD...: runs the command, keeps stdout/stderr in $out/$err.
-run() {
-  local expected="$1"
-  shift
-  checks=$((checks + 1))
-  "$@" >"$work/out" 2>"$work/err"
-  local code=$?
-  out="$(cat "$work/out")"
-  err="$(cat "$work/err")"
-  if [ "$code" != "$expected" ]; then
-    fail "'$*' exited $code, expected $expected"
-    echo "--- stdout"; echo "$out"; echo "--- stderr"; echo "$err"
-    return 1
-  fi
-  return 0
-}
-
-contains() {  # contains WHAT TEXT NEEDLE
-  checks=$((checks + 1))
-  case "$2" in
-    *"$3"*) ;;
-    *) fail "$1 does not contain '$3'"; echo "--- $1:"; echo "$2" ;;
-  esac
-}
-
-empty() {  # empty WHAT TEXT
-  checks=$((checks + 1))
-  [ -z "$2" ] || { fail "$1 should be empty"; echo "$2"; }
-}
+source "$(dirname "$0")/check_helpers.sh"
 
 example="$src/examples/matmul.tir"
 
@@ -220,8 +182,33 @@ TIR
   echo '{"version": "1"}' >"$work/broken.json"
   run 1 python3 "$src/tests/e2e/check_schema.py" "$src/docs/metadata.schema.json" "$work/broken.json"
   contains stdout "$out" "$.version: expected integer"
-  run 1 "$mtir" compile "$src/models/digits/digits.json" --target "c" -o "$work/mlf2" && contains stderr "$err" "-interface-api=c"
+  run 1 "$mtir" compile "$src/models/digits/digits.json" --target "c" -o "$work/mlf2" && contains stderr "$err" "use -link-params=0"
   [ ! -e "$work/mlf2" ] || fail "a refused compile wrote output"
+  # The packed interface: a header for TVMFuncCall, weights passed in, no interface source.
+  run 0 "$mtir" compile "$src/models/digits/digits.json" --target "c -interface-api=packed -link-params=0" -o "$work/mlf3"
+  grep -q 'define TVMGEN_DIGITS_MAIN "tvmgen_digits___tvm_main__"' "$work/mlf3/codegen/host/include/tvmgen_digits.h" \
+    || fail "the packed header does not name main"
+  [ ! -e "$work/mlf3/codegen/host/src/tvmgen_digits_interface.c" ] || fail "the packed interface wrote a C interface source"
+  grep -q '"interface_api": "packed"' "$work/mlf3/metadata.json" || fail "metadata.json does not record the interface"
+  # Weights passed in through the C interface.
+  run 0 "$mtir" compile "$src/models/digits/digits.json" --target "c -interface-api=c -unpacked-api=1 -link-params=0" -o "$work/mlf4"
+  grep -q 'struct tvmgen_digits_params' "$work/mlf4/codegen/host/include/tvmgen_digits.h" || fail "no params struct"
+  # Layers on two simulated NPU instances: device files, the devices struct, and a run on the host.
+  run 0 "$mtir" compile "$src/models/digits/digits.json" --device npu0=conv2d --device npu1=dense -o "$work/mlf5"
+  [ -f "$work/mlf5/codegen/npu0/src/lib0.c" ] && [ -f "$work/mlf5/codegen/npu1/src/lib0.c" ] || fail "no device sources"
+  grep -q 'struct tvmgen_digits_devices' "$work/mlf5/codegen/host/include/tvmgen_digits.h" || fail "no devices struct"
+  run 0 "$mtir" run "$work/mlf5" --input x="$src/models/digits/sample_x.npy" --target host
+  contains stdout "$out" "probs: max abs diff 0"
+  contains stdout "$out" "device npu0: 1 activations, 2 kernels, 23040 MACs, 5960 cycles"
+  contains stdout "$out" "device npu1: 1 activations, 1 kernels, 640 MACs, 260 cycles"
+  run 1 "$mtir" compile "$src/models/digits/digits.json" --device npu0=softmax -o "$work/mlf6"
+  contains stderr "$err" "node 'probs': op 'softmax' cannot run on device 'npu0' (npu runs conv2d, dense)"
+  [ ! -e "$work/mlf6" ] || fail "a refused compile wrote output"
+  run 1 "$mtir" compile "$src/models/digits/digits.json" --device npu0=conv2d --target "c -interface-api=packed -link-params=0" -o "$work/mlf7"
+  contains stderr "$err" "need -runtime=c -executor=aot -interface-api=c -unpacked-api=1"
+  # The device call and its attribute are visible after every pass.
+  run 0 "$mtir" passes "$src/models/digits/digits.json" --device npu0=conv2d --target "c -interface-api=c -unpacked-api=1" --dump-ir "$work/dev-ir"
+  grep -q '"tir.resource_handle": True' "$work/dev-ir/09-verify_well_formed.tir" || fail "the device call's attribute is not in the last pass's IR"
   run 1 "$mtir" compile "$example" -o "$work/mlf3" && contains stderr "$err" "not a model"
 }
 

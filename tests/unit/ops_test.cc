@@ -365,9 +365,9 @@ Tensor ref_matmul(const Tensor& a, const Tensor& b) {
 // ---- registry -------------------------------------------------------------------------
 
 const std::vector<std::string> kAllOps = {
-    "add", "avg_pool2d", "batch_norm", "clip", "concat", "conv2d", "dense", "div", "flatten",
-    "gemm", "global_avg_pool2d", "matmul", "max_pool2d", "mul", "pad", "relu", "reshape", "sigmoid",
-    "softmax", "sub", "tanh", "transpose"};
+    "abs", "add", "avg_pool2d", "batch_norm", "clip", "concat", "conv2d", "dense", "div", "exp", "flatten",
+    "gemm", "global_avg_pool2d", "leaky_relu", "log_softmax", "matmul", "max_pool2d", "mul", "neg", "pad",
+    "relu", "reshape", "sigmoid", "softmax", "sqrt", "sub", "tanh", "transpose"};
 
 TEST(Ops, RegistryIsSortedAndComplete) {
   std::vector<std::string> names;
@@ -731,6 +731,15 @@ TEST(OpsElementwise, Activations) {
     expect_close(run_op("clip", {x}, {{"max", 2}}), ref_unary(x, [](float v) { return std::min(v, 2.0f); }),
                  "clip max");
     expect_close(run_op("clip", {x}), x, "clip without bounds");
+    expect_close(run_op("exp", {x}), ref_unary(x, [](float v) { return std::exp(v); }), "exp");
+    expect_close(run_op("abs", {x}), ref_unary(x, [](float v) { return std::fabs(v); }), "abs");
+    expect_close(run_op("neg", {x}), ref_unary(x, [](float v) { return -v; }), "neg");
+    expect_close(run_op("sqrt", {run_op("abs", {x})}), ref_unary(x, [](float v) { return std::sqrt(std::fabs(v)); }),
+                 "sqrt");
+    expect_close(run_op("leaky_relu", {x}), ref_unary(x, [](float v) { return v > 0 ? v : 0.01f * v; }),
+                 "leaky_relu default alpha");
+    expect_close(run_op("leaky_relu", {x}, {{"alpha", 0.5}}), ref_unary(x, [](float v) { return v > 0 ? v : 0.5f * v; }),
+                 "leaky_relu alpha 0.5");
   }
 }
 
@@ -899,6 +908,23 @@ TEST(OpsSoftmax, AxesAndStability) {
   expect_close(run_op("softmax", {v}), ref_softmax(v, 0), "softmax 1-D");
 }
 
+TEST(OpsSoftmax, LogSoftmax) {
+  Tensor x = rnd({2, 3, 4}, 92);
+  for (auto& v : x.data) v *= 30.0f;
+  for (int64_t axis : {-1, 0, 1}) {
+    Tensor ref = ref_softmax(x, axis < 0 ? axis + 3 : axis);
+    // log of the reference softmax where it does not underflow; the op itself must stay finite.
+    Tensor got = run_op("log_softmax", {x}, {{"axis", axis}});
+    for (size_t i = 0; i < ref.data.size(); ++i) {
+      ASSERT_TRUE(std::isfinite(got.data[i])) << "log_softmax axis " << axis << " element " << i;
+      if (ref.data[i] > 1e-30f) {
+        EXPECT_NEAR(got.data[i], std::log(ref.data[i]), 1e-4) << "axis " << axis << " element " << i;
+      }
+    }
+  }
+  expect_error("log_softmax", {{}}, json::object(), "data must have rank >= 1");
+}
+
 TEST(OpsSoftmax, Errors) {
   expect_error("softmax", {{2, 3}}, {{"axis", 2}}, "attribute 'axis' is 2, out of range [-2, 1] for rank 2");
   expect_error("softmax", {{2, 3}}, {{"axis", 1.0}}, "attribute 'axis' must be an integer");
@@ -991,6 +1017,30 @@ TEST(OpsTranspose, Permutations) {
   expect_error("transpose", {{2, 3}}, {{"axes", {0, 2}}}, "must be a permutation");
 }
 
+// numpy.pad's "edge" and "reflect" for one index.
+int64_t pad_source(int64_t x, int64_t n, bool reflect) {
+  if (!reflect) return std::min(std::max<int64_t>(x, 0), n - 1);
+  if (x < 0) return -x;
+  if (x >= n) return 2 * (n - 1) - x;
+  return x;
+}
+
+TEST(OpsPad, EdgeAndReflectModes) {
+  Tensor x = rnd({3, 4}, 132);
+  for (bool reflect : {false, true}) {
+    for (json pw : {json{{1, 2}, {3, 0}}, json{{2, 2}, {0, 3}}, json{{0, 0}, {1, 1}}}) {
+      int64_t t = pw[0][0], b = pw[0][1], l = pw[1][0], r = pw[1][1];
+      Shape os = {3 + t + b, 4 + l + r};
+      Tensor want{os, Vec(numel(os))};
+      for (int64_t i = 0; i < os[0]; ++i)
+        for (int64_t j = 0; j < os[1]; ++j)
+          want.data[i * os[1] + j] = x.data[pad_source(i - t, 3, reflect) * 4 + pad_source(j - l, 4, reflect)];
+      std::string mode = reflect ? "reflect" : "edge";
+      expect_close(run_op("pad", {x}, {{"pad_width", pw}, {"mode", mode}}), want, "pad " + mode + " " + pw.dump());
+    }
+  }
+}
+
 TEST(OpsPad, ConstantMode) {
   Tensor x = rnd({2, 3}, 130);
   std::vector<std::pair<json, double>> cases = {
@@ -1008,8 +1058,10 @@ TEST(OpsPad, ConstantMode) {
   EXPECT_EQ(got.shape, (Shape{1, 2, 4, 4}));
   EXPECT_EQ(got.data[0], 0.0f);
   EXPECT_EQ(got.data[5], y.data[0]);
-  expect_error("pad", {{2, 3}}, {{"pad_width", {{1, 1}, {1, 1}}}, {"mode", "reflect"}},
-               "mode 'reflect' is not supported; only \"constant\" padding is implemented");
+  expect_error("pad", {{2, 3}}, {{"pad_width", {{1, 1}, {1, 1}}}, {"mode", "wrap"}},
+               "mode 'wrap' is not supported; only \"constant\", \"edge\" and \"reflect\" padding are implemented");
+  expect_error("pad", {{2, 3}}, {{"pad_width", {{0, 2}, {1, 1}}}, {"mode", "reflect"}},
+               "reflect padding of dimension 0 (size 2) is wider than 1");
   expect_error("pad", {{2, 3}}, {{"pad_width", {{1, 1}}}},
                "attribute 'pad_width' must be a list of 2 [before, after] pairs of non-negative integers");
   expect_error("pad", {{2, 3}}, {{"pad_width", {{1, -1}, {0, 0}}}}, "pairs of non-negative integers");

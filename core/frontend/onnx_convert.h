@@ -1,0 +1,88 @@
+// Internal to the ONNX frontend: the converter from an ONNX GraphProto to our Graph.
+// onnx_graph.cc walks the graph (names, initializers, order, inputs and outputs);
+// onnx_ops.cc maps each ONNX operator onto ops of the registry.
+#pragma once
+
+#include <onnx/onnx_pb.h>
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "frontend/graph.h"
+#include "frontend/onnx.h"
+
+namespace mtir {
+
+bool onnx_dtype_from_code(int code, DataType* out);
+NDArray onnx_tensor_to_ndarray(const onnx::TensorProto& t, const std::string& what);
+
+class OnnxConverter {
+ public:
+  OnnxConverter(const onnx::GraphProto& graph, int64_t opset, const OnnxOptions& options)
+      : graph_(graph), opset_(opset), options_(options) {}
+  Graph run();
+
+  // ---- used by the op mappings (onnx_ops.cc)
+  int64_t opset() const { return opset_; }
+  const onnx::NodeProto& node() const { return *node_; }
+  // "node 'y' (Conv)" for messages.
+  std::string where() const;
+  [[noreturn]] void unsupported(const std::string& what) const;
+  [[noreturn]] void invalid(const std::string& what) const;
+
+  // Input `i` of the current node (resolved through aliases), or "" when absent/empty.
+  std::string input(size_t i) const;
+  size_t num_inputs() const { return static_cast<size_t>(node_->input_size()); }
+  TensorType type_of(const std::string& name) const;
+  // A compile-time value: an initializer, a Constant's output, or a known model input
+  // (which then becomes a constant). Refuses a run-time value naming the input `role`.
+  const NDArray& static_value(size_t i, const std::string& role);
+  std::vector<int64_t> static_ints(size_t i, const std::string& role);
+
+  // Attributes of the current node. Each one read is marked; an attribute never read
+  // is refused as unsupported after the mapping ran.
+  const onnx::AttributeProto* attr(const std::string& name);
+  int64_t attr_int(const std::string& name, int64_t def);
+  double attr_float(const std::string& name, double def);
+  std::string attr_string(const std::string& name, const std::string& def);
+  std::vector<int64_t> attr_ints(const std::string& name, const std::vector<int64_t>& def);
+  bool has_attr(const std::string& name) const;
+
+  // Adds one of our nodes computing `out` (a name of the ONNX graph, or a fresh one
+  // from temp()), infers its type at once, and returns `out`.
+  std::string emit(const std::string& out, const std::string& op, const std::vector<std::string>& inputs,
+                   const nlohmann::json& attrs = nlohmann::json::object());
+  std::string temp(const std::string& hint);
+  // The current node's output `out` is the same tensor as `name` (Identity, a no-op).
+  void alias(const std::string& out, const std::string& name) { aliases_[out] = resolve(name); }
+  void add_constant(const std::string& name, NDArray value);
+
+ private:
+  std::string resolve(const std::string& name) const;
+  void declare_inputs();
+  std::vector<const onnx::NodeProto*> sorted_nodes() const;
+  void convert(const onnx::NodeProto& n);
+  void finish_outputs();
+
+  const onnx::GraphProto& graph_;
+  int64_t opset_;
+  const OnnxOptions& options_;
+  Graph g_;
+  std::map<std::string, TensorType> types_;
+  std::map<std::string, std::string> aliases_;
+  std::set<std::string> names_;          // every name of the ONNX graph and ours
+  std::set<std::string> frozen_inputs_;  // known inputs turned into constants
+  std::map<std::string, const onnx::ValueInfoProto*> pending_inputs_;  // run-time inputs not yet declared
+  const onnx::NodeProto* node_ = nullptr;
+  std::set<std::string> attrs_read_;
+};
+
+// Maps the converter's current node; throws for an unsupported op. (onnx_ops.cc)
+void convert_onnx_node(OnnxConverter& c);
+// The ONNX op types convert_onnx_node maps, sorted (for docs and the conformance runner).
+const std::vector<std::string>& supported_onnx_ops();
+
+}  // namespace mtir

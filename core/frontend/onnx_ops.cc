@@ -1,0 +1,507 @@
+// ONNX operators (opsets 7..17) onto ops of the registry. Each mapping reads the
+// attributes it understands (an attribute left unread is refused by the converter),
+// turns compile-time inputs into attributes and emits one or more of our nodes.
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <map>
+
+#include "frontend/onnx_convert.h"
+#include "support/diagnostic.h"
+
+namespace mtir {
+
+namespace {
+
+using json = nlohmann::json;
+using C = OnnxConverter;
+
+std::string out0(C& c) { return c.node().output(0); }
+
+// Every output after the first must be absent (optional outputs such as MaxPool's
+// Indices or BatchNormalization's running statistics).
+void single_output(C& c) {
+  for (int k = 1; k < c.node().output_size(); ++k)
+    if (!c.node().output(k).empty()) c.unsupported("output " + std::to_string(k) + " ('" + c.node().output(k) + "')");
+}
+
+void expect_inputs(C& c, size_t lo, size_t hi) {
+  size_t n = c.num_inputs();
+  while (n > 0 && c.node().input(static_cast<int>(n - 1)).empty()) --n;
+  if (n < lo || n > hi)
+    c.invalid("expected " + std::to_string(lo) + (hi != lo ? " to " + std::to_string(hi) : "") + " inputs, got " +
+              std::to_string(n));
+}
+
+int64_t rank_of(C& c, const std::string& name) { return static_cast<int64_t>(c.type_of(name).shape.size()); }
+
+void unary(C& c, const std::string& op, const json& attrs = json::object()) {
+  expect_inputs(c, 1, 1);
+  single_output(c);
+  c.emit(out0(c), op, {c.input(0)}, attrs);
+}
+
+void binary(C& c, const std::string& op) {
+  expect_inputs(c, 2, 2);
+  single_output(c);
+  // Opset 7 dropped the legacy broadcast/axis attributes: numpy broadcasting only.
+  c.emit(out0(c), op, {c.input(0), c.input(1)});
+}
+
+// The spatial window attributes shared by Conv and the pools, as explicit paddings.
+struct Window {
+  std::vector<int64_t> kernel, strides, dilations, pads;  // pads: [top, left, bottom, right]
+};
+
+// 1-D windows (3-D NCL data) are read as 2-D ones of height 1: the data is reshaped to
+// (N, C, 1, L) around the op.
+Window read_window(C& c, const std::string& data, std::vector<int64_t> kernel_from_weight) {
+  const auto& shape = c.type_of(data).shape;
+  if (shape.size() != 4 && shape.size() != 3)
+    c.unsupported("only 1-D and 2-D windows (3-D or 4-D data) are supported; the data has rank " +
+                  std::to_string(shape.size()));
+  size_t dims = shape.size() - 2;
+  Window w;
+  w.kernel = c.attr_ints("kernel_shape", kernel_from_weight);
+  if (w.kernel.size() != dims) c.invalid("attribute 'kernel_shape' must have " + std::to_string(dims) + " values");
+  if (!kernel_from_weight.empty() && w.kernel != kernel_from_weight)
+    c.invalid("attribute 'kernel_shape' does not match the weight's spatial shape");
+  w.strides = c.attr_ints("strides", std::vector<int64_t>(dims, 1));
+  w.dilations = c.attr_ints("dilations", std::vector<int64_t>(dims, 1));
+  std::vector<int64_t> pads = c.attr_ints("pads", std::vector<int64_t>(2 * dims, 0));
+  if (w.strides.size() != dims || w.dilations.size() != dims || pads.size() != 2 * dims)
+    c.invalid("attributes 'strides' and 'dilations' need " + std::to_string(dims) + " values and 'pads' " +
+              std::to_string(2 * dims));
+  std::string auto_pad = c.attr_string("auto_pad", "NOTSET");
+  if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+    // Output = ceil(input / stride); the padding that needs, the odd pixel at the end
+    // (SAME_UPPER) or at the start (SAME_LOWER).
+    for (size_t k = 0; k < dims; ++k) {
+      int64_t in = shape[2 + k], s = w.strides[k];
+      int64_t extent = (w.kernel[k] - 1) * w.dilations[k] + 1;
+      int64_t total = std::max<int64_t>(((in + s - 1) / s - 1) * s + extent - in, 0);
+      int64_t small = total / 2, big = total - small;
+      pads[k] = auto_pad == "SAME_UPPER" ? small : big;
+      pads[k + dims] = auto_pad == "SAME_UPPER" ? big : small;
+    }
+  } else if (auto_pad == "VALID") {
+    pads.assign(2 * dims, 0);
+  } else if (auto_pad != "NOTSET") {
+    c.invalid("attribute 'auto_pad' is '" + auto_pad + "'");
+  }
+  if (dims == 1) {
+    w.kernel.insert(w.kernel.begin(), 1);
+    w.strides.insert(w.strides.begin(), 1);
+    w.dilations.insert(w.dilations.begin(), 1);
+    pads = {0, pads[0], 0, pads[1]};
+  }
+  // ONNX pads are [h_begin, w_begin, h_end, w_end]: already our [top, left, bottom, right].
+  w.pads = pads;
+  return w;
+}
+
+// Emits `op` on `data` (rank 3 or 4; rank 3 goes through a height-1 reshape).
+void emit_windowed(C& c, const std::string& op, std::vector<std::string> ins, const json& attrs) {
+  auto shape = c.type_of(ins[0]).shape;
+  if (shape.size() == 4) {
+    c.emit(out0(c), op, ins, attrs);
+    return;
+  }
+  ins[0] = c.emit(c.temp("2d"), "reshape", {ins[0]}, {{"newshape", {shape[0], shape[1], 1, shape[2]}}});
+  if (op == "conv2d") {
+    auto ws = c.type_of(ins[1]).shape;
+    ins[1] = c.emit(c.temp("w2d"), "reshape", {ins[1]}, {{"newshape", {ws[0], ws[1], 1, ws[2]}}});
+  }
+  std::string r = c.emit(c.temp(op), op, ins, attrs);
+  auto out = c.type_of(r).shape;
+  c.emit(out0(c), "reshape", {r}, {{"newshape", {out[0], out[1], out[3]}}});
+}
+
+void conv(C& c) {
+  expect_inputs(c, 2, 3);
+  single_output(c);
+  std::string data = c.input(0), weight = c.input(1);
+  const auto& ws = c.type_of(weight).shape;
+  if (ws.size() != 4 && ws.size() != 3)
+    c.unsupported("only 1-D and 2-D convolutions are supported; the weight has rank " + std::to_string(ws.size()));
+  if (ws.size() != c.type_of(data).shape.size()) c.invalid("the data and the weight have different ranks");
+  Window w = read_window(c, data, std::vector<int64_t>(ws.begin() + 2, ws.end()));
+  json attrs = {{"strides", w.strides}, {"padding", w.pads}, {"dilation", w.dilations},
+                {"groups", c.attr_int("group", 1)}};
+  std::vector<std::string> ins = {data, weight};
+  if (!c.input(2).empty()) ins.push_back(c.input(2));
+  emit_windowed(c, "conv2d", ins, attrs);
+}
+
+void pool(C& c, const std::string& op) {
+  expect_inputs(c, 1, 1);
+  single_output(c);
+  std::string data = c.input(0);
+  Window w = read_window(c, data, {});
+  if (!c.has_attr("kernel_shape")) c.invalid("missing attribute 'kernel_shape'");
+  if (c.attr_int("storage_order", 0) != 0) c.unsupported("attribute 'storage_order' = 1 (column-major indices)");
+  json attrs = {{"pool_size", w.kernel}, {"strides", w.strides}, {"padding", w.pads}, {"dilation", w.dilations},
+                {"ceil_mode", c.attr_int("ceil_mode", 0) != 0}};
+  if (op == "avg_pool2d") attrs["count_include_pad"] = c.attr_int("count_include_pad", 0) != 0;
+  for (int k = 0; k < 2; ++k)
+    if (w.pads[k] >= w.kernel[k] || w.pads[k + 2] >= w.kernel[k])
+      c.unsupported("a padding as large as the window (pads " + json(w.pads).dump() + ", kernel " +
+                    json(w.kernel).dump() + ")");
+  emit_windowed(c, op, {data}, attrs);
+}
+
+void global_avg_pool(C& c) {
+  expect_inputs(c, 1, 1);
+  single_output(c);
+  if (rank_of(c, c.input(0)) != 4)
+    c.unsupported("only 4-D (NCHW) data is supported; the data has rank " + std::to_string(rank_of(c, c.input(0))));
+  c.emit(out0(c), "global_avg_pool2d", {c.input(0)});
+}
+
+void gemm(C& c) {
+  expect_inputs(c, 2, 3);
+  single_output(c);
+  json attrs = {{"alpha", c.attr_float("alpha", 1.0)}, {"beta", c.attr_float("beta", 1.0)},
+                {"transA", c.attr_int("transA", 0)}, {"transB", c.attr_int("transB", 0)}};
+  std::vector<std::string> ins = {c.input(0), c.input(1)};
+  if (!c.input(2).empty()) ins.push_back(c.input(2));
+  // The fully connected layer every exporter writes (A·Bᵀ + bias of shape (N,)) is our
+  // dense op, so ONNX and JSON graphs of the same model give the same kernels.
+  bool plain = attrs["alpha"] == 1.0 && attrs["beta"] == 1.0 && attrs["transA"] == 0 && attrs["transB"] == 1;
+  if (plain && ins.size() == 3) {
+    const auto& bias = c.type_of(ins[2]).shape;
+    plain = bias.size() == 1 && bias[0] == c.type_of(ins[1]).shape.at(0);
+  }
+  if (plain && rank_of(c, ins[0]) == 2 && rank_of(c, ins[1]) == 2) {
+    c.emit(out0(c), "dense", ins);
+    return;
+  }
+  c.emit(out0(c), "gemm", ins, attrs);
+}
+
+void matmul(C& c) {
+  expect_inputs(c, 2, 2);
+  single_output(c);
+  std::string a = c.input(0), b = c.input(1);
+  if (rank_of(c, a) < 2 || rank_of(c, b) < 2)
+    c.unsupported("1-D operands of MatMul (reshape them to 2-D first)");
+  c.emit(out0(c), "matmul", {a, b});
+}
+
+// A scalar float from an optional compile-time input, or none.
+bool optional_scalar(C& c, size_t i, const std::string& role, double* v) {
+  if (c.input(i).empty()) return false;
+  const NDArray& a = c.static_value(i, role);
+  if (a.num_elements() != 1) c.invalid("input '" + role + "' must be a scalar");
+  *v = a.dtype.is_float() ? a.get_float(0) : static_cast<double>(a.get_int(0));
+  return true;
+}
+
+void clip(C& c) {
+  single_output(c);
+  json attrs = json::object();
+  if (c.opset() < 11) {
+    expect_inputs(c, 1, 1);
+    if (c.has_attr("min")) attrs["min"] = c.attr_float("min", 0);
+    if (c.has_attr("max")) attrs["max"] = c.attr_float("max", 0);
+  } else {
+    expect_inputs(c, 1, 3);
+    double v;
+    if (optional_scalar(c, 1, "min", &v)) attrs["min"] = v;
+    if (optional_scalar(c, 2, "max", &v)) attrs["max"] = v;
+  }
+  // ONNX leaves min > max to the implementation (numpy gives max); ours refuses it.
+  if (attrs.contains("min") && attrs.contains("max") && attrs["min"].get<double>() > attrs["max"].get<double>())
+    c.unsupported("min greater than max");
+  c.emit(out0(c), "clip", {c.input(0)}, attrs);
+}
+
+// Softmax before opset 13 normalizes over all axes from `axis` on, as one flattened
+// row: a reshape to 2-D around the op when that is more than the last axis.
+void softmax(C& c, const std::string& op) {
+  expect_inputs(c, 1, 1);
+  single_output(c);
+  std::string data = c.input(0);
+  auto shape = c.type_of(data).shape;
+  int64_t rank = static_cast<int64_t>(shape.size());
+  int64_t axis = c.attr_int("axis", c.opset() < 13 ? 1 : -1);
+  if (axis < -rank || axis >= rank) c.invalid("attribute 'axis' is out of range for rank " + std::to_string(rank));
+  if (axis < 0) axis += rank;
+  if (c.opset() >= 13 || axis == rank - 1) {
+    c.emit(out0(c), op, {data}, {{"axis", axis}});
+    return;
+  }
+  int64_t outer = 1, inner = 1;
+  for (int64_t k = 0; k < rank; ++k) (k < axis ? outer : inner) *= shape[k];
+  std::string flat = c.emit(c.temp("2d"), "reshape", {data}, {{"newshape", {outer, inner}}});
+  std::string sm = c.emit(c.temp(op), op, {flat}, {{"axis", 1}});
+  c.emit(out0(c), "reshape", {sm}, {{"newshape", shape}});
+}
+
+void reshape(C& c) {
+  single_output(c);
+  std::vector<int64_t> shape;
+  if (c.opset() < 5) {
+    shape = c.attr_ints("shape", {});
+  } else {
+    expect_inputs(c, 2, 2);
+    shape = c.static_ints(1, "shape");
+  }
+  bool allowzero = c.attr_int("allowzero", 0) != 0;
+  if (allowzero && std::count(shape.begin(), shape.end(), 0) > 0)
+    c.unsupported("allowzero = 1 with a 0 in the shape (a zero-sized tensor)");
+  if (shape.empty()) c.unsupported("reshape to a scalar (rank 0)");
+  c.emit(out0(c), "reshape", {c.input(0)}, {{"newshape", shape}});
+}
+
+void flatten(C& c) {
+  expect_inputs(c, 1, 1);
+  single_output(c);
+  c.emit(out0(c), "flatten", {c.input(0)}, {{"axis", c.attr_int("axis", 1)}});
+}
+
+void concat(C& c) {
+  single_output(c);
+  if (c.opset() >= 4 && !c.has_attr("axis")) c.invalid("missing attribute 'axis'");
+  std::vector<std::string> ins;
+  for (size_t i = 0; i < c.num_inputs(); ++i) ins.push_back(c.input(i));
+  int64_t axis = c.attr_int("axis", 1);  // required since opset 4; 1 before
+  if (ins.size() == 1) {
+    c.emit(out0(c), "reshape", ins, {{"newshape", c.type_of(ins[0]).shape}});
+    return;
+  }
+  c.emit(out0(c), "concat", ins, {{"axis", axis}});
+}
+
+void transpose(C& c) {
+  expect_inputs(c, 1, 1);
+  single_output(c);
+  json attrs = json::object();
+  if (c.has_attr("perm")) attrs["axes"] = c.attr_ints("perm", {});
+  c.emit(out0(c), "transpose", {c.input(0)}, attrs);
+}
+
+void pad(C& c) {
+  single_output(c);
+  std::string mode = c.attr_string("mode", "constant");
+  if (mode != "constant" && mode != "edge" && mode != "reflect") c.unsupported("mode '" + mode + "'");
+  std::vector<int64_t> pads;
+  double value = 0;
+  if (c.opset() < 11) {
+    expect_inputs(c, 1, 1);
+    pads = c.attr_ints("pads", {});
+    value = c.attr_float("value", 0);
+  } else {
+    expect_inputs(c, 2, 3);
+    pads = c.static_ints(1, "pads");
+    optional_scalar(c, 2, "constant_value", &value);
+  }
+  int64_t rank = rank_of(c, c.input(0));
+  if (static_cast<int64_t>(pads.size()) != 2 * rank)
+    c.invalid("'pads' has " + std::to_string(pads.size()) + " values; the data of rank " + std::to_string(rank) +
+              " needs " + std::to_string(2 * rank));
+  json widths = json::array();
+  for (int64_t k = 0; k < rank; ++k) {
+    if (pads[k] < 0 || pads[k + rank] < 0) c.unsupported("negative pads (cropping)");
+    widths.push_back({pads[k], pads[k + rank]});
+  }
+  c.emit(out0(c), "pad", {c.input(0)}, {{"pad_width", widths}, {"pad_value", value}, {"mode", mode}});
+}
+
+void batch_norm(C& c) {
+  expect_inputs(c, 5, 5);
+  single_output(c);
+  if (c.attr_int("training_mode", 0) != 0) c.unsupported("training_mode = 1");
+  // Before opset 7 the default was training (is_test = 0).
+  if (c.opset() < 7) c.unsupported("BatchNormalization before opset 7 (training by default)");
+  if (c.opset() < 9 && c.attr_int("spatial", 1) != 1) c.unsupported("spatial = 0");
+  c.attr_float("momentum", 0.9);  // only used in training
+  std::vector<std::string> ins;
+  for (size_t i = 0; i < 5; ++i) ins.push_back(c.input(i));
+  if (rank_of(c, ins[0]) < 2) c.unsupported("data of rank below 2");
+  c.emit(out0(c), "batch_norm", ins, {{"epsilon", c.attr_float("epsilon", 1e-5)}, {"axis", 1}});
+}
+
+void identity(C& c) {
+  expect_inputs(c, 1, 1);
+  single_output(c);
+  c.alias(out0(c), c.input(0));
+}
+
+// Dropout at inference is the identity; training (random masks) is refused.
+void dropout(C& c) {
+  expect_inputs(c, 1, 3);
+  single_output(c);
+  c.attr_float("ratio", 0.5);
+  c.attr_int("seed", 0);
+  if (c.opset() < 7 && c.attr_int("is_test", 0) == 0) c.unsupported("is_test = 0 (training)");
+  if (!c.input(2).empty()) {
+    const NDArray& training = c.static_value(2, "training_mode");
+    double ratio = 0.5;
+    if (!c.input(1).empty()) {
+      const NDArray& r = c.static_value(1, "ratio");
+      ratio = r.dtype.is_float() ? r.get_float(0) : 0.5;
+    }
+    if (training.num_elements() != 1) c.invalid("input 'training_mode' must be a scalar");
+    if (training.get_int(0) != 0 && ratio != 0) c.unsupported("training_mode = true (random dropout)");
+  }
+  c.alias(out0(c), c.input(0));
+}
+
+// GlobalMaxPool is a max pool whose window is the whole image.
+void global_max_pool(C& c) {
+  expect_inputs(c, 1, 1);
+  single_output(c);
+  auto shape = c.type_of(c.input(0)).shape;
+  if (shape.size() != 4) c.unsupported("only 4-D (NCHW) data is supported; the data has rank " + std::to_string(shape.size()));
+  c.emit(out0(c), "max_pool2d", {c.input(0)}, {{"pool_size", {shape[2], shape[3]}}});
+}
+
+NDArray scalar_or_list(DataType dt, const std::vector<double>& v, bool scalar) {
+  NDArray a = NDArray::zeros(dt, scalar ? std::vector<int64_t>{} : std::vector<int64_t>{static_cast<int64_t>(v.size())});
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (dt.is_float()) a.set_float(static_cast<int64_t>(i), v[i]);
+    else a.set_int(static_cast<int64_t>(i), static_cast<int64_t>(v[i]));
+  }
+  return a;
+}
+
+void constant(C& c) {
+  expect_inputs(c, 0, 0);
+  single_output(c);
+  if (c.node().attribute_size() != 1) c.invalid("expected exactly one value attribute");
+  const std::string name = c.node().attribute(0).name();
+  const onnx::AttributeProto* a = c.attr(name);
+  NDArray v;
+  if (name == "value") {
+    v = onnx_tensor_to_ndarray(a->t(), "the value of Constant '" + out0(c) + "'");
+  } else if (name == "value_float") {
+    v = scalar_or_list(DataType::Float(32), {a->f()}, true);
+  } else if (name == "value_floats") {
+    v = scalar_or_list(DataType::Float(32), std::vector<double>(a->floats().begin(), a->floats().end()), false);
+  } else if (name == "value_int") {
+    v = scalar_or_list(DataType::Int(64), {static_cast<double>(a->i())}, true);
+  } else if (name == "value_ints") {
+    std::vector<double> d;
+    for (int64_t x : a->ints()) d.push_back(static_cast<double>(x));
+    v = scalar_or_list(DataType::Int(64), d, false);
+  } else {
+    c.unsupported("attribute '" + name + "'");
+  }
+  c.add_constant(out0(c), std::move(v));
+}
+
+// Squeeze and Unsqueeze are reshapes; their axes come from an attribute before opset
+// 13 and from a compile-time input after.
+std::vector<int64_t> axes_of(C& c, bool required) {
+  if (c.opset() < 13) {
+    if (required && !c.has_attr("axes")) c.invalid("missing attribute 'axes'");
+    return c.attr_ints("axes", {});
+  }
+  expect_inputs(c, required ? 2 : 1, 2);
+  if (c.input(1).empty()) return {};
+  return c.static_ints(1, "axes");
+}
+
+void squeeze(C& c) {
+  single_output(c);
+  auto shape = c.type_of(c.input(0)).shape;
+  int64_t rank = static_cast<int64_t>(shape.size());
+  std::vector<int64_t> axes = axes_of(c, false);
+  std::vector<bool> drop(shape.size(), false);
+  if (axes.empty()) {
+    for (size_t k = 0; k < shape.size(); ++k) drop[k] = shape[k] == 1;
+  }
+  for (int64_t a : axes) {
+    if (a < -rank || a >= rank) c.invalid("axis " + std::to_string(a) + " is out of range");
+    if (a < 0) a += rank;
+    if (shape[a] != 1) c.invalid("cannot squeeze axis " + std::to_string(a) + " of size " + std::to_string(shape[a]));
+    drop[a] = true;
+  }
+  std::vector<int64_t> out;
+  for (size_t k = 0; k < shape.size(); ++k)
+    if (!drop[k]) out.push_back(shape[k]);
+  if (out.empty()) c.unsupported("squeezing to a scalar (rank 0)");
+  c.emit(out0(c), "reshape", {c.input(0)}, {{"newshape", out}});
+}
+
+void unsqueeze(C& c) {
+  single_output(c);
+  auto shape = c.type_of(c.input(0)).shape;
+  std::vector<int64_t> axes = axes_of(c, true);
+  int64_t rank = static_cast<int64_t>(shape.size() + axes.size());
+  std::vector<bool> inserted(rank, false);
+  for (int64_t a : axes) {
+    if (a < -rank || a >= rank) c.invalid("axis " + std::to_string(a) + " is out of range");
+    if (a < 0) a += rank;
+    if (inserted[a]) c.invalid("axis " + std::to_string(a) + " is given twice");
+    inserted[a] = true;
+  }
+  std::vector<int64_t> out;
+  size_t next = 0;
+  for (int64_t k = 0; k < rank; ++k) out.push_back(inserted[k] ? 1 : shape[next++]);
+  c.emit(out0(c), "reshape", {c.input(0)}, {{"newshape", out}});
+}
+
+using Mapping = std::function<void(C&)>;
+
+const std::map<std::string, Mapping>& mappings() {
+  static const std::map<std::string, Mapping> m = {
+      {"Abs", [](C& c) { unary(c, "abs"); }},
+      {"Add", [](C& c) { binary(c, "add"); }},
+      {"AveragePool", [](C& c) { pool(c, "avg_pool2d"); }},
+      {"BatchNormalization", batch_norm},
+      {"Clip", clip},
+      {"Concat", concat},
+      {"Constant", constant},
+      {"Conv", conv},
+      {"Div", [](C& c) { binary(c, "div"); }},
+      {"Dropout", dropout},
+      {"Exp", [](C& c) { unary(c, "exp"); }},
+      {"Flatten", flatten},
+      {"Gemm", gemm},
+      {"GlobalAveragePool", global_avg_pool},
+      {"GlobalMaxPool", global_max_pool},
+      {"Identity", identity},
+      {"LeakyRelu", [](C& c) { unary(c, "leaky_relu", {{"alpha", c.attr_float("alpha", 0.01)}}); }},
+      {"LogSoftmax", [](C& c) { softmax(c, "log_softmax"); }},
+      {"MatMul", matmul},
+      {"MaxPool", [](C& c) { pool(c, "max_pool2d"); }},
+      {"Mul", [](C& c) { binary(c, "mul"); }},
+      {"Neg", [](C& c) { unary(c, "neg"); }},
+      {"Pad", pad},
+      {"Relu", [](C& c) { unary(c, "relu"); }},
+      {"Reshape", reshape},
+      {"Sigmoid", [](C& c) { unary(c, "sigmoid"); }},
+      {"Softmax", [](C& c) { softmax(c, "softmax"); }},
+      {"Sqrt", [](C& c) { unary(c, "sqrt"); }},
+      {"Squeeze", squeeze},
+      {"Sub", [](C& c) { binary(c, "sub"); }},
+      {"Tanh", [](C& c) { unary(c, "tanh"); }},
+      {"Transpose", transpose},
+      {"Unsqueeze", unsqueeze},
+  };
+  return m;
+}
+
+}  // namespace
+
+void convert_onnx_node(OnnxConverter& c) {
+  const auto& m = mappings();
+  auto it = m.find(c.node().op_type());
+  if (it == m.end()) c.unsupported("operator '" + c.node().op_type() + "'");
+  if (c.node().output_size() < 1 || c.node().output(0).empty()) c.invalid("the node has no output");
+  it->second(c);
+}
+
+const std::vector<std::string>& supported_onnx_ops() {
+  static const std::vector<std::string> v = [] {
+    std::vector<std::string> names;
+    for (const auto& kv : mappings()) names.push_back(kv.first);
+    return names;
+  }();
+  return v;
+}
+
+}  // namespace mtir

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# End-to-end checks of the ONNX frontend through the CLI, one group per ctest test.
+# usage: onnx_test.sh GROUP MICROTIR_BINARY SOURCE_DIR [NODE_TEST_DIR]
+set -uo pipefail
+group="$1"
+mtir="$2"
+src="$3"
+node_tests="${4:-/usr/share/libonnx-testdata/data/node}"
+source "$(dirname "$0")/check_helpers.sh"
+
+# Every malformed or unsupported file: exit code 1 (a user error, not a crash or an
+# internal error) and the named message.
+group_malformed() {
+  local n=0
+  for f in "$src"/tests/onnx/malformed/*.onnx; do
+    n=$((n + 1))
+    local name
+    name="$(basename "$f")"
+    for sub in compile run; do
+      if [ "$sub" = compile ]; then
+        run 1 "$mtir" compile "$f" -o "$work/art" || continue
+      else
+        run 1 "$mtir" run "$f" --input x="$src/models/digits/sample_x.npy" || continue
+      fi
+      while IFS= read -r line; do
+        [ -n "$line" ] && contains "$sub stderr of $name" "$err" "$line"
+      done <"${f%.onnx}.expect"
+      contains "$sub stderr of $name" "$err" "microtir: "
+    done
+  done
+  [ "$n" -ge 12 ] || fail "only $n malformed ONNX files found"
+}
+
+# The bundled model: its ONNX export (tools/export_onnx.py) and its JSON graph compile
+# to identical C, and the ONNX model runs on the host like the JSON one.
+group_digits() {
+  local d="$src/models/digits"
+  run 0 "$mtir" compile "$d/digits.json" -o "$work/from_json" || return
+  run 0 "$mtir" compile "$d/digits.onnx" -o "$work/from_onnx" || return
+  local c_files=0
+  for f in $(cd "$work/from_json" && find codegen -name '*.c' -o -name '*.h' | sort); do
+    c_files=$((c_files + 1))
+    checks=$((checks + 1))
+    cmp -s "$work/from_json/$f" "$work/from_onnx/$f" || { fail "$f differs between the JSON and ONNX frontends";
+      diff "$work/from_json/$f" "$work/from_onnx/$f" | head -20; }
+  done
+  [ "$c_files" -ge 2 ] || fail "only $c_files C files in the artifact"
+  run 0 "$mtir" run "$d/digits.onnx" --input x="$d/sample_x.npy" --target host --json || return
+  contains "run stdout" "$out" '"ok": true'
+  # The same probabilities as the JSON graph's.
+  run 0 "$mtir" run "$d/digits.json" --input x="$d/sample_x.npy" --json || return
+  local json_out="$out"
+  run 0 "$mtir" run "$d/digits.onnx" --input x="$d/sample_x.npy" --json || return
+  checks=$((checks + 1))
+  [ "$json_out" == "$out" ] || fail "digits.onnx and digits.json give different outputs"
+}
+
+# The ONNX backend node tests against the committed floor (tests/conformance/floor.json).
+group_conformance() {
+  if [ ! -d "$node_tests" ]; then
+    fail "no ONNX node tests at $node_tests (scripts/install-deps.sh installs libonnx-testdata)"
+    return
+  fi
+  run 0 "$mtir" onnx-test "$node_tests" -j 2 --floor "$src/tests/conformance/floor.json"
+  echo "$out" | tail -5
+  contains "onnx-test stdout" "$out" "total"
+}
+
+"group_$group"
+echo "$group: $checks checks, $failures failures"
+[ "$failures" -eq 0 ]
