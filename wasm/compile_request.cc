@@ -207,7 +207,16 @@ json compile_graph(const json& request, const json& source, const std::string& t
     inputs.graph_files.push_back({relative, it->second});
     return it->second;
   };
-  LoadedModel model = load_model(text, filename, reader);
+  // Device placement as the CLI's --device specs ("npu0=conv2d,dense").
+  std::vector<std::string> devices;
+  if (auto it = request.find("devices"); it != request.end()) {
+    if (!it->is_array()) user_error({}, "request: devices must be a list of \"INSTANCE=OP[,OP...]\" strings");
+    for (const auto& d : *it) {
+      if (!d.is_string()) user_error({}, "request: devices must be a list of \"INSTANCE=OP[,OP...]\" strings");
+      devices.push_back(d.get<std::string>());
+    }
+  }
+  LoadedModel model = load_model(text, filename, reader, devices);
   clock.lap("load");
   Target target = parse_target(target_text);
   json out;

@@ -45,5 +45,14 @@ for (const f of files) {
   fs.copyFileSync(path.join(digits, f), path.join(out, 'examples/digits', f));
 }
 examples.splice(1, 0, { name: 'digits CNN (model)', kind: 'graph', path: 'digits/digits.json', dir: 'digits', files, target: 'c -executor=aot -interface-api=c -unpacked-api=1' });
+// The same model with its convolutions on one simulated NPU instance and its dense layer
+// on another (device kernels with resource handles: docs/devices.md).
+const npu = JSON.parse(JSON.stringify(graph));
+for (const n of npu.nodes) {
+  if (n.op === 'conv2d') n.device = 'npu0';
+  if (n.op === 'dense') n.device = 'npu1';
+}
+fs.writeFileSync(path.join(out, 'examples/digits/digits_npu.json'), JSON.stringify(npu, null, 2));
+examples.splice(2, 0, { name: 'digits CNN on two NPUs (model)', kind: 'graph', path: 'digits/digits_npu.json', dir: 'digits', files, target: 'c -executor=aot -interface-api=c -unpacked-api=1' });
 fs.writeFileSync(path.join(out, 'examples/index.json'), JSON.stringify(examples, null, 2));
 console.log(`web: playground in ${out}`);

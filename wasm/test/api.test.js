@@ -139,6 +139,20 @@ test('models/digits with the packed API: kernels and registry', () => {
   assert.equal(r.metadata, undefined);
 });
 
+test('models/digits on two simulated NPU instances: device files, the devices struct, refusals', () => {
+  const r = mtir.compile({ ...graphRequest(digitsPath, C_INTERFACE), devices: ['npu0=conv2d', 'npu1=dense'] });
+  assert.equal(r.ok, true, JSON.stringify(r.diagnostics));
+  assert.deepEqual(r.metadata.devices, ['npu0', 'npu1']);
+  assert.match(artifact(r, 'codegen/npu0/src/lib0.c'), /npu_conv2d\(/);
+  assert.match(artifact(r, 'codegen/npu1/src/lib0.c'), /npu_dense\(/);
+  assert.match(artifact(r, 'codegen/host/include/tvmgen_digits.h'), /struct tvmgen_digits_devices \{\n {2}void\* npu0;\n {2}void\* npu1;\n\};/);
+  const last = r.passes[r.passes.length - 1];
+  assert.match(last.ir, /"tir.resource_handle": True/);
+  const bad = mtir.compile({ ...graphRequest(digitsPath, C_INTERFACE), devices: ['npu0=softmax'] });
+  assert.equal(bad.ok, false);
+  assert.match(bad.diagnostics[0].message, /op 'softmax' cannot run on device 'npu0'/);
+});
+
 test('diagnostics carry line and column', () => {
   const text = fs.readFileSync(matmulPath, 'utf8');
   // A missing closing parenthesis on the T.grid line.
