@@ -32,7 +32,7 @@ const state = {
 // ---- the whole state in the URL hash (lz-string), so a link reproduces the page ----
 function saveToHash() {
   const s = { k: state.kind, f: state.filename, t: editor.state.doc.toString(), g: $('target').value,
-    p: state.selectedPass, v: state.passView, d: state.diffBase, h: $('hide-unchanged').checked ? 1 : 0, a: state.artifact, x: state.example };
+    p: state.selectedPass, v: state.passView, d: state.diffBase, h: $('hide-unchanged').checked ? 1 : 0, a: state.artifact, x: state.example, dv: $('devices').value };
   window.history.replaceState(null, '', `${location.pathname}${location.search}#s=${compressToEncodedURIComponent(JSON.stringify(s))}`);
 }
 
@@ -157,6 +157,8 @@ async function compile(run = null) {
     target: $('target').value,
     return: { ir: true, artifacts: true, memory: true, tar: true },
   };
+  const devices = $('devices').value.split(/\s+/).filter((d) => d.length > 0);
+  if (devices.length > 0) request.devices = devices;
   if (run) request.run = run;
   setStatus('compiling…', 'busy');
   $('cancel').disabled = false;
@@ -456,6 +458,7 @@ async function init() {
     state.example = ex ? ex.name : null;
     if (ex) $('examples').value = ex.name;
     $('target').value = saved.g || 'c';
+    $('devices').value = saved.dv || '';
     targetToForm();
     state.selectedPass = Number.isInteger(saved.p) ? saved.p : -1;
     state.passView = saved.v === 'diff' ? 'diff' : 'ir';

@@ -144,6 +144,25 @@ test('the digits model: MLF artifacts and a memory chart with one rectangle per 
   await page.close();
 });
 
+test('device placement: layers on two simulated NPUs get their own source files', async () => {
+  const { page, errors } = await openPage('?example=' + encodeURIComponent('digits CNN (model)'));
+  assert.match(await compileStatus(page), /compiled/);
+  await page.fill('#devices', 'npu0=conv2d npu1=dense');
+  await page.click('#compile');
+  await page.waitForSelector('.artifact-tab[data-path="codegen/npu0/src/lib0.c"]', { timeout: 60000 });
+  const tabs = await page.$$eval('.artifact-tab', (els) => els.map((e) => e.dataset.path));
+  assert.ok(tabs.includes('codegen/npu0/src/lib0.c'), tabs.join(' '));
+  assert.ok(tabs.includes('codegen/npu1/src/lib0.c'), tabs.join(' '));
+  await page.click('.artifact-tab[data-path="codegen/host/include/tvmgen_digits.h"]');
+  assert.match(await page.textContent('#artifact-view'), /struct tvmgen_digits_devices/);
+  // An op the device does not run is a diagnostic.
+  await page.fill('#devices', 'npu0=softmax');
+  await page.click('#compile');
+  await page.waitForFunction(() => document.querySelector('#diagnostics').textContent.includes('cannot run on device'));
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
 test('a shared URL reproduces the state in a fresh page', async () => {
   const { page } = await openPage();
   await compileStatus(page);
