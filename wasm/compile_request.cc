@@ -308,7 +308,7 @@ std::string compile_request_text(const std::string& request_json) {
   try {
     json request = json::parse(request_json);
     response = compile_request(request);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for numbers beyond a double
     response = {{"ok", false},
                 {"diagnostics", json::array({diagnostic_json(plain(Severity::kError, std::string("request is not valid JSON: ") + e.what()))})}};
   }

@@ -565,6 +565,11 @@ Graph Loader::load() {
     }
     size_t byte = e.byte > 0 ? e.byte - 1 : 0;
     user_error(at_offset(std::min(byte, file_->text.size())), "invalid JSON: " + m);
+  } catch (const json::exception& e) {
+    // Found by fuzzing: a number too large for a double is out_of_range, not a parse_error.
+    std::string m = e.what();
+    size_t q = m.find("] ");
+    user_error(at_offset(0), "invalid JSON: " + (q != std::string::npos ? m.substr(q + 2) : m));
   }
   if (!root.is_object()) user_error(at_offset(0), "the graph must be a JSON object, not " + json_type_name(root));
   load_header(root);
