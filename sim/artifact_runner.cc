@@ -147,10 +147,9 @@ std::vector<std::string> files_with_extension(const fs::path& dir, const std::st
   return found;
 }
 
-// The object files of an LLVM-built artifact for `t`: codegen/<part>/lib/*.o as compile
-// wrote them, else the .ll files compiled with clang for the artifact's triple (an
-// artifact from a microtir without the native LLVM helpers).
-std::vector<std::string> llvm_objects(const ArtifactInfo& info, const CrossTarget& t, const fs::path& work) {
+// A user error unless an LLVM-built artifact's objects were built for `t`.
+void check_llvm_objects_fit(const ArtifactInfo& info, const CrossTarget& t) {
+  if (info.llvm_triple.empty()) return;  // C sources build anywhere
   if (info.llvm_triple != t.llvm_triple) {
     fail(info.dir + " holds LLVM objects for " + info.llvm_triple + ", which do not run on " + t.name + " (" +
          t.llvm_triple + "): recompile it with --target \"" + t.llvm_target() + "\"");
@@ -159,6 +158,12 @@ std::vector<std::string> llvm_objects(const ArtifactInfo& info, const CrossTarge
     fail(info.dir + " holds LLVM objects for -mcpu=" + info.llvm_cpu + ", not for " + t.name +
          ": recompile it with --target \"" + t.llvm_target() + "\"");
   }
+}
+
+// The object files of an LLVM-built artifact: codegen/<part>/lib/*.o as compile wrote
+// them, else the .ll files compiled with clang for the artifact's triple (an artifact
+// from a microtir without the native LLVM helpers).
+std::vector<std::string> llvm_objects(const ArtifactInfo& info, const fs::path& work) {
   std::vector<std::string> parts = {"host"};
   parts.insert(parts.end(), info.devices.begin(), info.devices.end());
   std::vector<std::string> objects;
@@ -320,6 +325,7 @@ ArtifactRunResult run_artifact(const ArtifactInfo& info, const std::vector<Artif
   if (samples.empty()) fail("no input sets to run");
   const fs::path dir = info.dir;
   require_target_tools(t);
+  check_llvm_objects_fit(info, t);
 
   FirmwareSpec spec;
   spec.model = info.c_model;
@@ -375,7 +381,7 @@ ArtifactRunResult run_artifact(const ArtifactInfo& info, const std::vector<Artif
   }
   if (!info.llvm_triple.empty()) {
     // The kernels and the AOT main as LLVM objects; the C interface file is among the sources.
-    for (const auto& o : llvm_objects(info, t, work)) prog.sources.push_back(o);
+    for (const auto& o : llvm_objects(info, work)) prog.sources.push_back(o);
   }
   prog.sources.push_back((work / "main.c").string());
   progress("[2/3] " + t.name + ": compiling with " + t.cc);

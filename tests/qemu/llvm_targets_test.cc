@@ -103,6 +103,26 @@ TEST(LlvmArtifact, ObjectsForAnotherCpuAreRefused) {
   EXPECT_NE(refused.find("holds LLVM objects for -mcpu=cortex-m7, not for cortex-m4"), std::string::npos) << refused;
 }
 
+// An artifact without objects (a microtir built without MICROTIR_LLVM writes only the
+// .ll files): clang-14 compiles the IR for the artifact's triple, with the same results.
+TEST(LlvmArtifact, WithoutObjectsClangCompilesTheIr) {
+  ScratchDir dir;
+  CompiledModel ref = compile_digits(dir.path(), {"--target", sim::find_cross_target("riscv32").llvm_target()});
+  sim::ArtifactRunOptions options;
+  options.target = "riscv32";
+  options.work_dir = (dir.path() / "with").string();
+  sim::ArtifactRunResult with = sim::run_artifact(ref.info, ref.inputs, ref.samples, ref.outputs, options);
+  fs::remove_all(fs::path(ref.info.dir) / "codegen/host/lib");
+  options.work_dir = (dir.path() / "without").string();
+  sim::ArtifactRunResult without = sim::run_artifact(ref.info, ref.inputs, ref.samples, ref.outputs, options);
+  EXPECT_TRUE(fs::exists(dir.path() / "without/llvm/host/lib0.o"));
+  for (size_t k = 0; k < kImages.size(); ++k)
+    EXPECT_TRUE(compare_arrays(without.outputs[k][0], ref.want[k][0], 1e-5).ok) << "image " << kImages[k];
+  EXPECT_EQ(without.report.instructions.size(), kImages.size());
+  std::cout << "riscv32, objects from the native helpers: " << with.report.instructions[0]
+            << " instructions; from clang-14: " << without.report.instructions[0] << "\n";
+}
+
 // Device kernels through LLVM: each NPU's functions in codegen/<npu>/ (objects and
 // IR), called by the host module; the results equal the C build's bit for bit.
 TEST(LlvmArtifact, DigitsOnTwoNpusEqualsTheCPath) {
