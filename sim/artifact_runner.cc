@@ -11,6 +11,8 @@
 #include "sim/firmware_main.h"
 #include "sim/host_sim.h"
 #include "sim/process.h"
+#include "codegen/llvm/llvm_target.h"
+#include "driver/target.h"
 #include "support/diagnostic.h"
 #include "support/names.h"
 
@@ -136,6 +138,62 @@ uint64_t parse_hex64(const std::string& s) {
   }
 }
 
+std::vector<std::string> files_with_extension(const fs::path& dir, const std::string& ext) {
+  std::vector<std::string> found;
+  if (!fs::is_directory(dir)) return found;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.path().extension() == ext) found.push_back(e.path().string());
+  std::sort(found.begin(), found.end());  // the same command every time
+  return found;
+}
+
+// A user error unless an LLVM-built artifact's objects were built for `t`.
+void check_llvm_objects_fit(const ArtifactInfo& info, const CrossTarget& t) {
+  if (info.llvm_triple.empty()) return;  // C sources build anywhere
+  if (info.llvm_triple != t.llvm_triple) {
+    fail(info.dir + " holds LLVM objects for " + info.llvm_triple + ", which do not run on " + t.name + " (" +
+         t.llvm_triple + "): recompile it with --target \"" + t.llvm_target() + "\"");
+  }
+  if (!info.llvm_cpu.empty() && !t.llvm_cpu.empty() && info.llvm_cpu != t.llvm_cpu) {
+    fail(info.dir + " holds LLVM objects for -mcpu=" + info.llvm_cpu + ", not for " + t.name +
+         ": recompile it with --target \"" + t.llvm_target() + "\"");
+  }
+}
+
+// The object files of an LLVM-built artifact: codegen/<part>/lib/*.o as compile wrote
+// them, else the .ll files compiled with clang for the artifact's triple (an artifact
+// from a microtir without the native LLVM helpers).
+std::vector<std::string> llvm_objects(const ArtifactInfo& info, const fs::path& work) {
+  std::vector<std::string> parts = {"host"};
+  parts.insert(parts.end(), info.devices.begin(), info.devices.end());
+  std::vector<std::string> objects;
+  for (const auto& part : parts) {
+    const fs::path codegen = fs::path(info.dir) / "codegen" / part;
+    std::vector<std::string> found = files_with_extension(codegen / "lib", ".o");
+    if (found.empty()) {
+      for (const auto& ll : files_with_extension(codegen / "src", ".ll")) {
+        const std::string clang = "clang-14";
+        if (find_in_path(clang).empty())
+          fail(info.dir + " has LLVM IR but no object files (compiled without the native LLVM helpers), and " + clang +
+               " is not installed to compile it (Debian package clang-14, see scripts/install-deps.sh)");
+        fs::path obj = work / "llvm" / part / (fs::path(ll).stem().string() + ".o");
+        fs::create_directories(obj.parent_path());
+        std::vector<std::string> cmd = {clang, "--target=" + info.llvm_triple, "-O2", "-c", ll, "-o", obj.string()};
+        if (!info.llvm_cpu.empty()) cmd.insert(cmd.begin() + 2, "-mcpu=" + info.llvm_cpu);
+        // The backend's rv32imac (llvm_target's features), as the riscv32 port's multilib.
+        if (info.llvm_triple == "riscv32-unknown-elf") cmd.insert(cmd.begin() + 2, {"-march=rv32imac", "-mabi=ilp32"});
+        const fs::path log = work / "llvm" / "clang.log";
+        if (run_process(cmd, log) != 0)
+          fail(clang + " could not compile " + ll + " for " + info.llvm_triple + ": " + last_line(read_text(log)));
+        found.push_back(obj.string());
+      }
+    }
+    objects.insert(objects.end(), found.begin(), found.end());
+  }
+  if (objects.empty()) fail(info.dir + " was built by the LLVM backend but has neither objects nor .ll files in codegen/host/");
+  return objects;
+}
+
 }  // namespace
 
 ArtifactInfo read_artifact_info(const std::string& dir) {
@@ -158,8 +216,9 @@ ArtifactInfo read_artifact_info(const std::string& dir) {
     fail(meta.string() + " is not a microtir artifact's metadata: " + e.what());
   }
   if (target.compare(0, 4, "llvm") == 0) {
-    fail(dir + " was built by the LLVM backend (\"" + target + "\"); running it on targets is not supported yet: "
-         "compile with the C backend (the default target)");
+    Target t = parse_target(target);
+    info.llvm_triple = t.mtriple.empty() ? kDefaultLlvmTriple : t.mtriple;
+    info.llvm_cpu = t.mcpu;
   }
   info.c_model = to_c_identifier(info.model_name);
   for (const char* need : {"codegen/host/src", "codegen/host/include", "runtime/include", "runtime/src"}) {
@@ -266,6 +325,7 @@ ArtifactRunResult run_artifact(const ArtifactInfo& info, const std::vector<Artif
   if (samples.empty()) fail("no input sets to run");
   const fs::path dir = info.dir;
   require_target_tools(t);
+  check_llvm_objects_fit(info, t);
 
   FirmwareSpec spec;
   spec.model = info.c_model;
@@ -316,11 +376,12 @@ ArtifactRunResult run_artifact(const ArtifactInfo& info, const std::vector<Artif
     prog.sources.push_back((npu / "sim_npu.c").string());
   }
   for (const auto& sub : source_dirs) {
-    std::vector<std::string> found;
-    for (const auto& e : fs::directory_iterator(sub))
-      if (e.path().extension() == ".c") found.push_back(e.path().string());
-    std::sort(found.begin(), found.end());  // the same command every time
+    std::vector<std::string> found = files_with_extension(sub, ".c");
     prog.sources.insert(prog.sources.end(), found.begin(), found.end());
+  }
+  if (!info.llvm_triple.empty()) {
+    // The kernels and the AOT main as LLVM objects; the C interface file is among the sources.
+    for (const auto& o : llvm_objects(info, work)) prog.sources.push_back(o);
   }
   prog.sources.push_back((work / "main.c").string());
   progress("[2/3] " + t.name + ": compiling with " + t.cc);

@@ -24,6 +24,10 @@ struct ArtifactInfo {
   int64_t workspace_bytes = 0;
   std::string graph_file;   // src/<graph>.json, the model the artifact was compiled from
   std::vector<std::string> devices;  // device instances, run on the simulated NPU (sim/npu)
+  // An LLVM-built artifact: the triple and CPU of its objects (codegen/*/lib/*.o, or
+  // compiled from codegen/*/src/*.ll when there are none); "" for the C backend.
+  std::string llvm_triple;
+  std::string llvm_cpu;
 };
 // A user error naming what is missing if `dir` is not a compiled artifact.
 ArtifactInfo read_artifact_info(const std::string& dir);

@@ -22,8 +22,11 @@ std::vector<std::string> mps2_runner(const std::string& machine) {
           "-kernel"};
 }
 
-CrossTarget cortex_m(const std::string& name, const std::string& machine, std::vector<std::string> arch) {
+CrossTarget cortex_m(const std::string& name, const std::string& machine, std::vector<std::string> arch,
+                     const std::string& llvm_triple) {
   CrossTarget t;
+  t.llvm_triple = llvm_triple;
+  t.llvm_cpu = name;
   t.name = name;
   t.port = "cortex-m";
   t.port_sources = {"startup.c", "platform.c"};
@@ -39,6 +42,16 @@ CrossTarget cortex_m(const std::string& name, const std::string& machine, std::v
   return t;
 }
 
+}  // namespace
+
+std::string CrossTarget::llvm_target() const {
+  std::string s = "llvm -mtriple=" + llvm_triple;
+  if (!llvm_cpu.empty()) s += " -mcpu=" + llvm_cpu;
+  return s + " -executor=aot -interface-api=c -unpacked-api=1 -link-params=1";
+}
+
+namespace {
+
 std::vector<CrossTarget> make_targets() {
   std::vector<CrossTarget> all;
   CrossTarget host;
@@ -49,13 +62,16 @@ std::vector<CrossTarget> make_targets() {
   host.cc_package = "gcc";
   host.link_flags = {"-lm"};
   host.board = "this machine";
+  host.llvm_triple = "x86_64-pc-linux-gnu";
   all.push_back(host);
 
-  all.push_back(cortex_m("cortex-m3", "mps2-an385", {"-mcpu=cortex-m3", "-mthumb"}));
+  all.push_back(cortex_m("cortex-m3", "mps2-an385", {"-mcpu=cortex-m3", "-mthumb"}, "thumbv7m-none-eabi"));
   all.push_back(cortex_m("cortex-m4", "mps2-an386",
-                         {"-mcpu=cortex-m4", "-mthumb", "-mfloat-abi=hard", "-mfpu=fpv4-sp-d16"}));
+                         {"-mcpu=cortex-m4", "-mthumb", "-mfloat-abi=hard", "-mfpu=fpv4-sp-d16"},
+                         "thumbv7em-none-eabihf"));
   all.push_back(cortex_m("cortex-m7", "mps2-an500",
-                         {"-mcpu=cortex-m7", "-mthumb", "-mfloat-abi=hard", "-mfpu=fpv5-d16"}));
+                         {"-mcpu=cortex-m7", "-mthumb", "-mfloat-abi=hard", "-mfpu=fpv5-d16"},
+                         "thumbv7em-none-eabihf"));
 
   CrossTarget rv;
   rv.name = "riscv32";
@@ -76,6 +92,7 @@ std::vector<CrossTarget> make_targets() {
                "-kernel"};
   rv.runner_package = "qemu-system-misc";
   rv.board = "QEMU virt (rv32imac)";
+  rv.llvm_triple = "riscv32-unknown-elf";  // the backend builds rv32imac (+m,+a,+c) for it
   rv.counter = CounterKind::kMinstret;
   rv.paint_stack = true;
   all.push_back(rv);
@@ -92,6 +109,7 @@ std::vector<CrossTarget> make_targets() {
   wasm.runner = {"node", "--no-warnings", "{work}/run_wasm.js"};
   wasm.runner_package = "nodejs (node 20 or newer, for its WASI module)";
   wasm.board = "node (WASI)";
+  wasm.llvm_triple = "wasm32-unknown-unknown";
   wasm.elf = false;
   wasm.paint_stack = true;
   all.push_back(wasm);

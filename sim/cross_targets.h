@@ -31,6 +31,12 @@ struct CrossTarget {
   CounterKind counter = CounterKind::kNone;
   bool elf = true;                      // sizes from ELF sections (else a wasm module)
   bool paint_stack = false;             // measure the stack high-water by painting
+  // What the LLVM backend builds for this target: `--target "llvm -mtriple=T -mcpu=C"`.
+  // An LLVM-built artifact runs here only if its objects were built for this triple.
+  std::string llvm_triple;
+  std::string llvm_cpu;                 // "" for the triple's generic CPU
+  // The LLVM target string for a model artifact of this target (compile's defaults).
+  std::string llvm_target() const;
 };
 
 // "host", "cortex-m3", "cortex-m4", "cortex-m7", "riscv32", "wasm32".

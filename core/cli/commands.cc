@@ -206,7 +206,11 @@ int run_run(const RunCommand& c) {
     TempDir work(c.keep_build_dir);
     const std::string dir = work.path() + "/artifact";
     OutputSet files;
-    for (const auto& f : compile_artifact(c.file, kDefaultCompileTarget, c.devices).files) {
+    if (c.backend != "c" && c.backend != "llvm") user_error({}, "--backend takes c or llvm, not '" + c.backend + "'");
+    // --backend llvm builds the target's triple and CPU (sim/cross_targets.h).
+    const std::string target =
+        c.backend == "llvm" ? sim::find_cross_target(c.target).llvm_target() : std::string(kDefaultCompileTarget);
+    for (const auto& f : compile_artifact(c.file, target, c.devices).files) {
       std::filesystem::create_directories(std::filesystem::path(dir + "/" + f.path).parent_path());
       files.add(dir + "/" + f.path, f.text);
     }
@@ -367,7 +371,8 @@ static std::vector<SourceFileOut> llvm_objects(const BuildResult& built) {
   for (const auto& src : built.sources) {
     std::filesystem::path p(src.path);
     if (p.extension() != ".ll") continue;
-    objects.push_back({"codegen/host/lib/" + p.stem().string() + ".o",
+    // codegen/<host or device>/src/libN.ll -> codegen/<host or device>/lib/libN.o
+    objects.push_back({(p.parent_path().parent_path() / "lib" / (p.stem().string() + ".o")).string(),
                        llvm_native::compile_to_object(src.text, p.filename().string(), options)});
   }
 #else

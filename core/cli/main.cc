@@ -72,7 +72,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"host", "cortex-m3", "cortex-m4", "cortex-m7", "riscv32", "wasm32"}));
   run_cmd->add_option("--unpacked-api", run.unpacked_api, "Calling convention of the host build: 0 packed, 1 unpacked")
       ->check(CLI::Range(0, 1));
-  run_cmd->add_option("--backend", run.backend, "Backend of the host build: c (default) or llvm (LLVM IR compiled by clang)")
+  run_cmd->add_option("--backend", run.backend, "Backend: c (default) or llvm (host: LLVM IR compiled by clang; a model on a cross target: objects for its triple)")
       ->check(CLI::IsMember({"c", "llvm"}));
   run_cmd->add_option("--device", run.devices, "Place every node of these ops on a device instance, INSTANCE=OP[,OP...] (repeatable; e.g. npu0=conv2d,dense)");
   run_cmd->add_option("--keep-build", run.keep_build_dir, "Build the host program in DIR and keep it");

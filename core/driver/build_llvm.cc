@@ -2,6 +2,8 @@
 #include "codegen/llvm/metadata_module_llvm.h"
 #include "driver/build.h"
 
+#include <set>
+
 namespace mtir {
 
 BuildResult build_llvm(const IRModule& m, const Target& target) {
@@ -9,17 +11,25 @@ BuildResult build_llvm(const IRModule& m, const Target& target) {
     user_error(Span{}, "build_llvm builds for --target llvm, not \"" + target.kind + "\" (use build_c)");
   }
   const LlvmTargetInfo& info = llvm_target(target.mtriple);  // refuses unknown triples before lowering
-  for (const auto& [name, f] : m.functions)
-    if (!device_of(f).empty())
-      user_error(Span{}, "the model runs operators on device '" + device_of(f) +
-                             "': device kernels are emitted by the C backend only; use --target c");
   std::vector<std::string> packed;
   BuildResult r = lower_for_target(m, target, &packed);
   LlvmCodegenOptions options;
   options.triple = info.triple;
   options.cpu = target.mcpu;
   options.description = "target \"" + target.str() + "\"";
+  // As build_c: functions that run on a device go to that device's own module, which
+  // the host module calls through declarations (the resource handle stays the last argument).
+  std::set<std::string> devices;
+  for (const auto& [name, f] : m.functions)
+    if (!device_of(f).empty()) devices.insert(device_of(f));
+  if (!devices.empty()) options.defines = [](const std::string&, const PrimFunc& f) { return device_of(f).empty(); };
   r.sources.push_back({"codegen/host/src/lib0.ll", codegen_llvm(r.lowered.module, options)});
+  for (const std::string& device : devices) {
+    LlvmCodegenOptions device_options = options;
+    device_options.description = "device \"" + device + "\" of target \"" + target.str() + "\"";
+    device_options.defines = [&](const std::string&, const PrimFunc& f) { return device_of(f) == device; };
+    r.sources.push_back({"codegen/" + device + "/src/lib0.ll", codegen_llvm(r.lowered.module, device_options)});
+  }
   r.sources.push_back({"codegen/host/src/lib1.ll", codegen_llvm_metadata_module(packed, m.name, info)});
   return r;
 }

@@ -53,9 +53,13 @@ using InputMaker = std::function<NDArray(const sim::ArtifactTensor& input, int s
 
 // `microtir compile model_json -o dir/mlf`, then the interpreter on the artifact's graph
 // for `runs` input sets.
-inline CompiledModel compile_model(const fs::path& model_json, const fs::path& dir, int runs, const InputMaker& make) {
+// `extra` are more compile arguments, e.g. {"--target", "llvm -mtriple=..."}.
+inline CompiledModel compile_model(const fs::path& model_json, const fs::path& dir, int runs, const InputMaker& make,
+                                   const std::vector<std::string>& extra = {}) {
   const fs::path out = dir / "mlf";
-  int rc = sim::run_process({MICROTIR_CLI, "compile", model_json.string(), "-o", out.string()}, dir / "compile.log");
+  std::vector<std::string> cmd = {MICROTIR_CLI, "compile", model_json.string(), "-o", out.string()};
+  cmd.insert(cmd.end(), extra.begin(), extra.end());
+  int rc = sim::run_process(cmd, dir / "compile.log");
   if (rc != 0) throw std::runtime_error("microtir compile failed: " + sim::read_text(dir / "compile.log"));
   CompiledModel r;
   r.info = sim::read_artifact_info(out.string());

@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "artifact/mlf.h"
 #include "codegen/llvm/codegen_llvm.h"
@@ -262,6 +263,56 @@ TEST(CodegenLlvmGolden, RefusesWhatLlvmHasNoTypeFor) {
   } catch (const DiagnosticError& e) {
     EXPECT_TRUE(has(e.diagnostics().at(0).message, "does not support float16")) << e.diagnostics().at(0).message;
   }
+}
+
+// Device kernels: each device's functions in its own module codegen/<device>/src/lib0.ll,
+// which the host module declares and calls with the resource handle as the last argument.
+TEST(CodegenLlvmGolden, DeviceKernelsLiveInTheirDevicesModule) {
+  const fs::path model = fs::path(MICROTIR_SOURCE_DIR) / "models" / "digits";
+  LoadedModel lm = load_model(read(model / "digits.json"), "digits.json",
+                              [&](const std::string& rel) { return read(model / rel); }, {"npu0=conv2d", "npu1=dense"});
+  const std::string triple = "thumbv7em-none-eabihf";
+  BuildResult built =
+      build_llvm(lm.aot.module, parse_target("llvm -mtriple=" + triple + " -interface-api=c -unpacked-api=1"));
+  std::map<std::string, std::string> by_path;
+  for (const auto& src : built.sources) by_path[src.path] = src.text;
+  ASSERT_EQ(by_path.size(), 4u);
+  const std::string& host = by_path.at("codegen/host/src/lib0.ll");
+  int device_functions = 0;
+  for (const auto& [name, f] : built.lowered.module.functions) {
+    const std::string device = device_of(f);
+    if (device.empty()) continue;
+    ++device_functions;
+    const std::string symbol = symbol_of(name, f);
+    const std::string& own = by_path.at("codegen/" + device + "/src/lib0.ll");
+    const std::string& other = by_path.at("codegen/" + std::string(device == "npu0" ? "npu1" : "npu0") + "/src/lib0.ll");
+    EXPECT_TRUE(has(own, "define i32 @" + symbol + "(")) << own;
+    EXPECT_FALSE(has(other, "@" + symbol + "(")) << other;
+    EXPECT_FALSE(has(host, "define i32 @" + symbol + "(")) << host;
+    EXPECT_TRUE(has(host, "\ndeclare i32 @" + symbol + "(")) << host;
+    // The call passes the main's handle for this device last.
+    const size_t call = host.find("call i32 @" + symbol + "(");
+    ASSERT_NE(call, std::string::npos) << host;
+    auto ends_with_handle = [&](const std::string& text, size_t at) {
+      const std::string line = text.substr(at, text.find('\n', at) - at);
+      const std::string last = ", i8* %p." + device + ")";
+      return line.size() > last.size() && line.compare(line.size() - last.size(), last.size(), last) == 0;
+    };
+    EXPECT_TRUE(ends_with_handle(host, call)) << host.substr(call, 200);
+    // The device function takes its handle last and hands it to the device library last.
+    const size_t def = own.find("define i32 @" + symbol + "(");
+    EXPECT_NE(own.find("%p." + device + ") #0 {\n", def), std::string::npos) << own;
+    EXPECT_EQ(own.find(" %p." + device, def), own.find("%p." + device + ") #0 {\n", def) - 1) << own;
+    const std::string kernel = device == "npu0" ? "npu_conv2d" : "npu_dense";
+    EXPECT_TRUE(has(own, "declare i32 @" + kernel + "(")) << own;
+    const size_t kernel_call = own.find("call i32 @" + kernel + "(");
+    ASSERT_NE(kernel_call, std::string::npos) << own;
+    EXPECT_TRUE(ends_with_handle(own, kernel_call)) << own.substr(kernel_call, 200);
+    EXPECT_FALSE(has(host, "@" + kernel + "(")) << host;
+  }
+  EXPECT_EQ(device_functions, 3);  // two convolutions on npu0, the dense layer on npu1
+  MICROTIR_REQUIRE_LLVM_CHECKER();
+  for (const auto& [path, text] : by_path) llvm_check::expect_compiles(text, triple, path);
 }
 
 #ifdef MICROTIR_HAVE_LLVM_NATIVE

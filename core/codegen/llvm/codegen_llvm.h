@@ -9,6 +9,7 @@
 // layout follows the target's data layout.
 #pragma once
 
+#include <functional>
 #include <string>
 
 #include "codegen/llvm/llvm_target.h"
@@ -21,6 +22,9 @@ struct LlvmCodegenOptions {
   std::string cpu;     // the "target-cpu" function attribute, when set
   // One line for the header comment, e.g. the target string the artifact was built with.
   std::string description;
+  // Which functions this module defines (all when empty); the others are declared
+  // where called, e.g. a host module calling a device's kernels in another module.
+  std::function<bool(const std::string& name, const PrimFunc& f)> defines;
 };
 
 // LLVM IR for every PrimFunc of `m`. Throws DiagnosticError on IR the backend cannot

@@ -13,6 +13,9 @@ struct LlvmTargetInfo {
   std::string triple;
   std::string datalayout;
   int pointer_bits = 64;
+  // Target features every function gets (and the object's target machine): RV32 builds
+  // rv32imac so the objects link with the rv32imac/ilp32 multilib the riscv32 port uses.
+  std::string features;
   std::string size_type() const { return pointer_bits == 64 ? "i64" : "i32"; }  // size_t, uintptr_t
 };
 

@@ -87,10 +87,14 @@ std::unique_ptr<llvm::TargetMachine> target_machine(const Options& options) {
   const llvm::Target* target = llvm::TargetRegistry::lookupTarget(info.triple, error);
   if (!target) fail("LLVM has no target for " + info.triple + ": " + error);
   llvm::TargetOptions to;
+  // "eabihf": floats in VFP registers, as clang sets it (the Default ABI leaves the
+  // object without Tag_ABI_VFP_args, which GNU ld refuses to link with hard-float code).
+  if (info.triple.size() > 2 && info.triple.compare(info.triple.size() - 2, 2, "hf") == 0)
+    to.FloatABIType = llvm::FloatABI::Hard;
   // Position-independent code links into the host's PIE executables; firmware is static.
   llvm::Reloc::Model reloc = info.pointer_bits == 64 ? llvm::Reloc::PIC_ : llvm::Reloc::Static;
   std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(
-      info.triple, options.cpu, "", to, reloc, llvm::None,
+      info.triple, options.cpu, info.features, to, reloc, llvm::None,
       options.opt == "O0" ? llvm::CodeGenOpt::None : llvm::CodeGenOpt::Default));
   if (!tm) fail("LLVM cannot make a target machine for " + info.triple);
   return tm;
