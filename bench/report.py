@@ -123,6 +123,45 @@ def main():
                ". microtir's figures here are float32 (the int8 operators are not built yet), so they compare with "
                "the plain-C column, not with the vendor kernels."]
 
+    # 2b. The four MLPerf-Tiny-shaped graphs on Cortex-M4, C and LLVM backends.
+    print("[2b/5] MLPerf Tiny shapes on cortex-m4", file=sys.stderr)
+    md += ["", "## MLPerf-Tiny-shaped graphs on Cortex-M4 (float32, random weights, `tools/make_mlperf_graphs.py`)", "",
+           "Instructions counted exactly around `run` (QEMU `-icount`); pool and lower bound from the host run's memory plan.", "",
+           "| model | MACs | C: instructions | C: instr/MAC | LLVM: instructions | LLVM: instr/MAC | flash (B) | RAM (B) | pool / lower bound |",
+           "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    per_model = []
+    with tempfile.TemporaryDirectory() as work:
+        code, out, _ = run(["python3", "tools/make_mlperf_graphs.py", work])
+        macs = dict(line.split() for line in out.strip().splitlines())
+        for model, n in macs.items():
+            n = int(n)
+            graph = os.path.join(work, model, model + ".json")
+            x = "x=" + os.path.join(work, model, "input.npy")
+            counts, report = {}, {}
+            for backend in ["c", "llvm"]:
+                code, out, err = run([CLI, "run", graph, "--input", x, "--target", "cortex-m4", "--backend", backend,
+                                      "--json"], timeout=1800)
+                if code == 0:
+                    r = json.loads(out)["report"]
+                    counts[backend] = r.get("instructions")
+                    if backend == "c":
+                        report = r
+            code, out, _ = run([CLI, "run", graph, "--input", x], timeout=1800)
+            plan = next((l.strip() for l in out.splitlines() if "lower bound" in l and l.strip().startswith("pool ")), "")
+            ratio = plan.split("ratio ")[-1] if "ratio" in plan else "?"
+            c, l = counts.get("c"), counts.get("llvm")
+            md.append(f"| {model} | {n:,} | {c or 'failed':,} | {c / n if c else 0:.2f} | {l or 'failed':,} | "
+                      f"{l / n if l else 0:.2f} | {report.get('flash_bytes', 0):,} | {report.get('ram_bytes', 0):,} | {ratio} |"
+                      if c and l else f"| {model} | {n:,} | {c} | | {l} | | | | {ratio} |")
+            if c and l:
+                per_model.append((model, c / n, l / n))
+    if per_model:
+        bar_chart(os.path.join(ROOT, "bench/report-mlperf.svg"),
+                  "Instructions per MAC on Cortex-M4: C backend (blue), LLVM backend (orange)", per_model, "instr/MAC",
+                  reference={"vendor int8 (DS-CNN)": REFERENCE["vendor kernels (DS-CNN, int8)"],
+                             "plain C int8 (DS-CNN)": REFERENCE["plain C loop nest (DS-CNN, int8)"]})
+        md += ["", "![instructions per MAC, MLPerf shapes](report-mlperf.svg)"]
+
     # 3. Calling conventions and backends on the host (wall time ratios, noisy).
     print("[3/5] calling conventions and LLVM vs C", file=sys.stderr)
     for name in ["calling_convention_bench", "llvm_vs_c_bench"]:
