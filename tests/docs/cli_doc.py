@@ -5,10 +5,11 @@ and a stale file fails with the command to run.
 
 usage: cli_doc.py MICROTIR_BINARY SOURCE_DIR [--write]
 """
-import os
 import re
 import subprocess
 import sys
+
+import generated_page
 
 
 def help_text(binary, *args):
@@ -29,23 +30,5 @@ def generate(binary):
     return "\n".join(parts)
 
 
-def main():
-    if len(sys.argv) < 3:
-        print(__doc__, file=sys.stderr)
-        return 2
-    binary, src = sys.argv[1], sys.argv[2]
-    path = os.path.join(src, "docs", "cli.md")
-    text = generate(binary)
-    if "--write" in sys.argv[3:]:
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(text)
-        return 0
-    current = open(path, encoding="utf-8").read() if os.path.exists(path) else ""
-    if current != text:
-        print(f"{path} is stale: run `python3 tests/docs/cli_doc.py {binary} {src} --write`", file=sys.stderr)
-        return 1
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(generated_page.main(__doc__, "cli.md", lambda binary, src: generate(binary)))

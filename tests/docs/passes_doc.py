@@ -11,6 +11,8 @@ import re
 import subprocess
 import sys
 
+import generated_page
+
 
 def factory_comments(src):
     """snake_case pass name -> the comment above its factory in transform.h."""
@@ -59,23 +61,5 @@ def generate(binary, src):
     return "\n".join(md)
 
 
-def main():
-    if len(sys.argv) < 3:
-        print(__doc__, file=sys.stderr)
-        return 2
-    binary, src = sys.argv[1], sys.argv[2]
-    path = os.path.join(src, "docs", "passes.md")
-    text = generate(binary, src)
-    if "--write" in sys.argv[3:]:
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(text)
-        return 0
-    current = open(path, encoding="utf-8").read() if os.path.exists(path) else ""
-    if current != text:
-        print(f"{path} is stale: run `python3 tests/docs/passes_doc.py {binary} {src} --write`", file=sys.stderr)
-        return 1
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(generated_page.main(__doc__, "passes.md", generate))
