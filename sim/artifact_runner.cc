@@ -1,4 +1,5 @@
 #include "sim/artifact_runner.h"
+#include "sim/wasm_module_runner.h"
 
 #include <algorithm>
 #include <cmath>
@@ -221,15 +222,24 @@ ArtifactInfo read_artifact_info(const std::string& dir) {
     info.llvm_cpu = t.mcpu;
   }
   info.c_model = to_c_identifier(info.model_name);
+  if (fs::is_directory(fs::path(dir) / "src")) {
+    for (const auto& e : fs::directory_iterator(fs::path(dir) / "src"))
+      if (e.path().extension() == ".json" || e.path().extension() == ".onnx") info.graph_file = e.path().string();
+  }
+  if (target.compare(0, 4, "wasm") == 0) {
+    // One module and no C: codegen/host/lib/<model>.wasm, assembled by Binaryen.
+    fs::path module = fs::path(dir) / "codegen/host/lib" / (info.c_model + ".wasm");
+    if (!fs::exists(module))
+      fail(dir + " has no " + module.string() + ": it was compiled without Binaryen (the module's text is in "
+           "codegen/host/src/" + info.c_model + ".wat; microtir built with MICROTIR_BINARYEN assembles it)");
+    info.wasm_module = module.string();
+    return info;
+  }
   for (const char* need : {"codegen/host/src", "codegen/host/include", "runtime/include", "runtime/src"}) {
     if (!fs::is_directory(fs::path(dir) / need)) fail(dir + " is an incomplete artifact: " + need + "/ is missing");
   }
   fs::path header = fs::path(dir) / "codegen/host/include" / ("tvmgen_" + info.c_model + ".h");
   if (!fs::exists(header)) fail(dir + " is an incomplete artifact: " + header.string() + " is missing");
-  if (fs::is_directory(fs::path(dir) / "src")) {
-    for (const auto& e : fs::directory_iterator(fs::path(dir) / "src"))
-      if (e.path().extension() == ".json" || e.path().extension() == ".onnx") info.graph_file = e.path().string();
-  }
   return info;
 }
 
@@ -319,10 +329,17 @@ ArtifactRunResult run_artifact(const ArtifactInfo& info, const std::vector<Artif
                                const std::vector<std::vector<NDArray>>& samples,
                                const std::vector<ArtifactTensor>& outputs, const ArtifactRunOptions& options) {
   const CrossTarget& t = find_cross_target(options.target);
+  if (samples.empty()) fail("no input sets to run");
+  if (t.name == "wasm-binaryen" || !info.wasm_module.empty()) {
+    if (info.wasm_module.empty())
+      fail(info.dir + " was compiled for the C runtime; --target wasm-binaryen runs artifacts compiled with --target wasm");
+    if (t.name != "wasm-binaryen")
+      fail(info.dir + " holds a wasm module (compiled with --target wasm): run it with --target wasm-binaryen");
+    return run_wasm_module(info, inputs, samples, outputs, options);
+  }
   auto progress = [&](const std::string& line) {
     if (options.progress) options.progress(line);
   };
-  if (samples.empty()) fail("no input sets to run");
   const fs::path dir = info.dir;
   require_target_tools(t);
   check_llvm_objects_fit(info, t);

@@ -28,6 +28,8 @@ struct ArtifactInfo {
   // compiled from codegen/*/src/*.ll when there are none); "" for the C backend.
   std::string llvm_triple;
   std::string llvm_cpu;
+  // A wasm-target artifact: its module (codegen/host/lib/<model>.wasm); "" otherwise.
+  std::string wasm_module;
 };
 // A user error naming what is missing if `dir` is not a compiled artifact.
 ArtifactInfo read_artifact_info(const std::string& dir);

@@ -4,6 +4,7 @@
 
 #include "analysis/well_formed.h"
 #include "codegen/c/interface.h"
+#include "codegen/wasm/wasm_model.h"
 #include "support/npy.h"
 
 namespace mtir {
@@ -32,9 +33,16 @@ MlfArtifact build_mlf(const LoadedModel& model, const std::string& target_string
   if (target_string.find("-link-params") == std::string::npos) a.target.link_params = true;
   a.built = build_for_target(model.aot.module, a.target);  // C, or LLVM IR with the C interface
   std::vector<SourceFileOut>& files = a.files;
+  const bool wasm = a.target.kind == "wasm";
+  if (wasm) {
+    // One self-contained module (kernels, main, weights, run export) instead of C sources.
+    a.built.sources = {{wasm_model_source_path(model.graph),
+                        wasm_model_module(model.aot, model.graph, a.built.lowered.module, a.target)}};
+  }
   files = a.built.sources;
   InterfaceOptions interface{a.target.interface_api, a.target.link_params};
-  for (auto& f : c_interface(model.aot, model.graph, a.built.lowered.module, interface)) files.push_back(std::move(f));
+  if (!wasm)
+    for (auto& f : c_interface(model.aot, model.graph, a.built.lowered.module, interface)) files.push_back(std::move(f));
   a.metadata = {{"version", 1},
                 {"model_name", model.graph.name},
                 {"target", a.target.str()},
@@ -55,7 +63,7 @@ MlfArtifact build_mlf(const LoadedModel& model, const std::string& target_string
   // The weights as .npy (linked into the C sources too, unless -link-params=0), and the C runtime the
   // artifact builds against, so the folder is complete on its own.
   for (const auto& [name, array] : model.graph.constants) files.push_back({"parameters/" + name + ".npy", write_npy(array)});
-  std::vector<SourceFileOut> runtime = inputs.runtime;
+  std::vector<SourceFileOut> runtime = wasm ? std::vector<SourceFileOut>{} : inputs.runtime;  // wasm needs no CRT
   std::sort(runtime.begin(), runtime.end(), [](const SourceFileOut& x, const SourceFileOut& y) { return x.path < y.path; });
   for (const auto& f : runtime) files.push_back({"runtime/" + f.path, f.text});
   files.push_back({"metadata.json", a.metadata.dump(2) + "\n"});

@@ -17,6 +17,7 @@
 #include "cli/onnx_model.h"
 #include "driver/build.h"
 #include "codegen/c/interface.h"
+#include "codegen/wasm/wasm_model.h"
 #include "executor/aot.h"
 #include "transform/plan_memory.h"
 #include "frontend/graph.h"
@@ -26,6 +27,9 @@
 #include "script/printer.h"
 #include "sim/cross_targets.h"
 #include "sim/host_sim.h"
+#ifdef MICROTIR_HAVE_BINARYEN
+#include "codegen/wasm/native/binaryen_native.h"
+#endif
 #ifdef MICROTIR_HAVE_LLVM_NATIVE
 #include "codegen/llvm/native/llvm_native.h"
 #endif
@@ -208,8 +212,11 @@ int run_run(const RunCommand& c) {
     OutputSet files;
     if (c.backend != "c" && c.backend != "llvm") user_error({}, "--backend takes c or llvm, not '" + c.backend + "'");
     // --backend llvm builds the target's triple and CPU (sim/cross_targets.h).
-    const std::string target =
-        c.backend == "llvm" ? sim::find_cross_target(c.target).llvm_target() : std::string(kDefaultCompileTarget);
+    if (c.target == "wasm-binaryen" && c.backend != "c")
+      user_error({}, "--target wasm-binaryen runs the wasm backend's own module; --backend " + c.backend + " does not apply");
+    const std::string target = c.target == "wasm-binaryen" ? std::string("wasm")
+                               : c.backend == "llvm"       ? sim::find_cross_target(c.target).llvm_target()
+                                                           : std::string(kDefaultCompileTarget);
     for (const auto& f : compile_artifact(c.file, target, c.devices).files) {
       std::filesystem::create_directories(std::filesystem::path(dir + "/" + f.path).parent_path());
       files.add(dir + "/" + f.path, f.text);
@@ -393,6 +400,26 @@ static void add_llvm_objects(MlfArtifact* artifact) {
                          objects.begin(), objects.end());
 }
 
+// A wasm-target artifact gets its module assembled and optimized by Binaryen
+// (codegen/host/lib/<model>.wasm and Binaryen's .wat of it) when the native helpers are
+// built in (MICROTIR_BINARYEN); otherwise it holds the core's text only.
+static void add_wasm_binary(MlfArtifact* artifact, const Graph& g) {
+#ifdef MICROTIR_HAVE_BINARYEN
+  if (artifact->target.kind != "wasm") return;
+  const std::string source = wasm_model_source_path(g);
+  auto it = std::find_if(artifact->files.begin(), artifact->files.end(), [&](const SourceFileOut& f) { return f.path == source; });
+  if (it == artifact->files.end()) internal_error(__FILE__, __LINE__, "the wasm artifact has no " + source);
+  binaryen_native::Assembled a = binaryen_native::assemble(it->text, artifact->target.opt, "model '" + g.name + "'");
+  std::vector<SourceFileOut> lib = {{wasm_model_binary_path(g), a.binary}, {wasm_model_text_path(g), a.text}};
+  for (const auto& f : lib) artifact->metadata["files"].push_back(f.path);
+  for (auto& f : artifact->files)
+    if (f.path == "metadata.json") f.text = artifact->metadata.dump(2) + "\n";
+  artifact->files.insert(it + 1, lib.begin(), lib.end());
+#else
+  (void)artifact, (void)g;
+#endif
+}
+
 // The Model Library Format artifact of a JSON graph model, with the C runtime and the
 // graph's own files, as `compile` writes it.
 static MlfArtifact compile_artifact(const std::string& file, const std::string& target,
@@ -415,6 +442,7 @@ static MlfArtifact compile_artifact(const std::string& file, const std::string& 
   inputs.runtime.push_back({"include/dlpack/dlpack.h", read_file(sim::dlpack_include_dir() + "/dlpack/dlpack.h")});
   MlfArtifact artifact = build_mlf(lm, target, inputs);
   add_llvm_objects(&artifact);
+  add_wasm_binary(&artifact, lm.graph);
   return artifact;
 }
 

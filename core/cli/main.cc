@@ -68,8 +68,8 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--target", run.target,
                       "'host': also build the C artifact, run it natively and compare it with the interpreter; "
                       "for a compiled model (model.tar or its folder) also cortex-m3|cortex-m4|cortex-m7 (QEMU), "
-                      "riscv32 (QEMU), wasm32 (node)")
-      ->check(CLI::IsMember({"host", "cortex-m3", "cortex-m4", "cortex-m7", "riscv32", "wasm32"}));
+                      "riscv32 (QEMU), wasm32 (node), wasm-binaryen (the wasm target's module, under node)")
+      ->check(CLI::IsMember({"host", "cortex-m3", "cortex-m4", "cortex-m7", "riscv32", "wasm32", "wasm-binaryen"}));
   run_cmd->add_option("--unpacked-api", run.unpacked_api, "Calling convention of the host build: 0 packed, 1 unpacked")
       ->check(CLI::Range(0, 1));
   run_cmd->add_option("--backend", run.backend, "Backend: c (default) or llvm (host: LLVM IR compiled by clang; a model on a cross target: objects for its triple)")

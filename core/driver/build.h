@@ -30,7 +30,11 @@ BuildResult build_c(const IRModule& m, const Target& target);
 // sources codegen/host/src/lib0.ll (kernels) and lib1.ll (the registry).
 BuildResult build_llvm(const IRModule& m, const Target& target);
 
-// build_c or build_llvm, after the target's kind.
+// The same for the wasm backend (target kind "wasm"): codegen/host/src/lib0.wat, every
+// non-internal function exported. Models get their module from wasm_model_module.
+BuildResult build_wasm(const IRModule& m, const Target& target);
+
+// build_c, build_llvm or build_wasm, after the target's kind.
 BuildResult build_for_target(const IRModule& m, const Target& target);
 
 // The device instance a function runs on (its "device" attribute), or "".

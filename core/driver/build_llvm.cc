@@ -35,6 +35,7 @@ BuildResult build_llvm(const IRModule& m, const Target& target) {
 }
 
 BuildResult build_for_target(const IRModule& m, const Target& target) {
+  if (target.kind == "wasm") return build_wasm(m, target);
   return target.kind == "llvm" ? build_llvm(m, target) : build_c(m, target);
 }
 

@@ -1,5 +1,6 @@
 #include "driver/target.h"
 
+#include <algorithm>
 #include <sstream>
 #include <vector>
 
@@ -26,6 +27,7 @@ std::string Target::str() const {
   os << kind;
   if (!mtriple.empty()) os << " -mtriple=" << mtriple;
   if (!mcpu.empty()) os << " -mcpu=" << mcpu;
+  if (kind == "wasm") os << " -opt=" << opt;
   os << " -runtime=" << runtime << " -executor=" << executor << " -interface-api=" << interface_api
      << " -unpacked-api=" << (unpacked_api ? 1 : 0) << " -link-params=" << (link_params ? 1 : 0)
      << " -workspace-byte-alignment=" << workspace_byte_alignment;
@@ -36,13 +38,15 @@ Target parse_target(const std::string& text) {
   std::istringstream in(text);
   std::vector<std::string> words;
   for (std::string w; in >> w;) words.push_back(w);
-  if (words.empty()) target_error(text, "empty; expected \"c\" or \"llvm\" followed by -key=value options");
+  if (words.empty()) target_error(text, "empty; expected \"c\", \"llvm\" or \"wasm\" followed by -key=value options");
 
   Target t;
   t.kind = words[0];
-  if (t.kind != "c" && t.kind != "llvm") {
-    target_error(text, "unknown target kind '" + t.kind + "'; microtir targets are \"c\" and \"llvm\"");
+  if (t.kind != "c" && t.kind != "llvm" && t.kind != "wasm") {
+    target_error(text, "unknown target kind '" + t.kind + "'; microtir targets are \"c\", \"llvm\" and \"wasm\"");
   }
+  // A wasm module is called with plain pointers and holds its weights in data segments.
+  if (t.kind == "wasm") t.interface_api = "c", t.unpacked_api = true, t.link_params = true;
   bool interface_given = false;
   for (size_t i = 1; i < words.size(); ++i) {
     const std::string& w = words[i];
@@ -81,10 +85,16 @@ Target parse_target(const std::string& text) {
     } else if (key == "mtriple" || key == "mcpu") {
       if (t.kind != "llvm") target_error(text, "-" + key + " is an option of the llvm target, not of \"" + t.kind + "\"");
       (key == "mtriple" ? t.mtriple : t.mcpu) = value;
+    } else if (key == "opt") {
+      if (t.kind != "wasm") target_error(text, "-opt is an option of the wasm target, not of \"" + t.kind + "\"");
+      static const std::vector<std::string> levels = {"O0", "O1", "O2", "O3", "Os", "Oz"};
+      if (std::find(levels.begin(), levels.end(), value) == levels.end())
+        target_error(text, "-opt takes O0, O1, O2, O3, Os or Oz, not '" + value + "'");
+      t.opt = value;
     } else {
       static const std::vector<std::string> known = {"runtime",     "executor", "interface-api",
                                                      "unpacked-api", "link-params",
-                                                     "workspace-byte-alignment", "mtriple", "mcpu"};
+                                                     "workspace-byte-alignment", "mtriple", "mcpu", "opt"};
       std::string message = "unknown option -" + key;
       std::string best = closest_match(key, known);
       if (!best.empty()) message += "; did you mean -" + best + "?";
@@ -92,6 +102,10 @@ Target parse_target(const std::string& text) {
       for (const auto& k : known) message += " -" + k;
       target_error(text, message + ")");
     }
+  }
+  if (t.kind == "wasm" && (t.interface_api != "c" || !t.unpacked_api || !t.link_params)) {
+    target_error(text, "the wasm target needs -interface-api=c -unpacked-api=1 -link-params=1 (its run export "
+                       "takes plain pointers and the module holds the weights)");
   }
   // As in TVM: with the C runtime, the C interface passes plain pointers.
   if (interface_given && t.interface_api == "c" && !t.unpacked_api) {

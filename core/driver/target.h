@@ -1,4 +1,4 @@
-// The target string, as TVM users write it: a kind ("c" or "llvm") followed by
+// The target string, as TVM users write it: a kind ("c", "llvm" or "wasm") followed by
 // -key=value options, e.g. "c -unpacked-api=1 -interface-api=c" or
 // "llvm -mtriple=thumbv7em-none-eabihf -mcpu=cortex-m4". Combinations that cannot work
 // are refused here, at option-parse time, with a message naming the rule.
@@ -9,7 +9,7 @@
 namespace mtir {
 
 struct Target {
-  std::string kind = "c";              // c | llvm
+  std::string kind = "c";              // c | llvm | wasm (WebAssembly through Binaryen)
   std::string runtime = "c";           // only the C runtime is supported
   std::string executor = "aot";        // only AOT is supported
   std::string interface_api = "packed";  // c | packed
@@ -18,6 +18,7 @@ struct Target {
   int workspace_byte_alignment = 16;
   std::string mtriple;  // llvm only
   std::string mcpu;     // llvm only
+  std::string opt = "O2";  // wasm only: Binaryen's optimization level (O0 O1 O2 O3 Os Oz)
 
   // The canonical spelling: every option, in a fixed order.
   std::string str() const;

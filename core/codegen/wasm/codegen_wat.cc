@@ -1,0 +1,874 @@
+#include "codegen/wasm/codegen_wat.h"
+
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <set>
+#include <sstream>
+#include <unordered_map>
+
+#include "analysis/int_bound.h"
+#include "ir/op.h"
+#include "ops/devices.h"
+#include "support/diagnostic.h"
+
+namespace mtir {
+
+const char* const kWasmLastErrorExport = "last_error";
+const char* const kWasmLastErrorValueExport = "last_error_value";
+const char* const kWasmMathImportModule = "env";
+
+namespace {
+
+constexpr int64_t kNullArgument = 0x0400;  // kTvmErrorNullArgument of the CRT
+constexpr int64_t kBlockHeader = 16;       // the allocator's header, as the CRT stack allocator's
+constexpr int64_t kWasmPage = 65536;
+
+int64_t round16(int64_t n) { return (n + 15) / 16 * 16; }
+int64_t block_bytes(int64_t n) { return n > 0 ? kBlockHeader + round16(n) : 0; }
+
+// A value on the wasm stack: its value type and the folded expression computing it.
+struct WVal {
+  std::string ty;  // i32 | i64 | f32 | f64
+  std::string code;
+};
+
+std::string wasm_type(DataType t, const Span& span) {
+  if (t.is_bool() || t.is_handle()) return "i32";
+  if (t.is_integer() && t.bits() <= 32) return "i32";
+  if (t.is_integer() && t.bits() == 64) return "i64";
+  if (t.is_float() && t.bits() == 32) return "f32";
+  if (t.is_float() && t.bits() == 64) return "f64";
+  user_error(span, "the wasm backend does not support " + t.str() + " values");
+}
+
+// Bytes of a value of `t` in linear memory (bool is one byte, handles are wasm32 pointers).
+int mem_bytes(DataType t) { return t.is_handle() ? 4 : t.is_bool() ? 1 : t.bytes(); }
+
+std::string int_text(int64_t v, int bits) {
+  int64_t s = bits >= 64 ? v : static_cast<int64_t>(static_cast<uint64_t>(v) << (64 - bits)) >> (64 - bits);
+  return std::to_string(s);
+}
+
+std::string float_text(double v, bool f32) {
+  if (f32) v = static_cast<double>(static_cast<float>(v));
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%a", v);
+  return buf;
+}
+
+// A wasm text identifier from a TIR name.
+std::string ident(const std::string& hint) {
+  std::string out = "$";
+  for (char c : hint) out += (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.') ? c : '_';
+  return out;
+}
+
+// A string of bytes as a wasm text string literal.
+std::string data_literal(const std::string& bytes) {
+  static const char* hex = "0123456789abcdef";
+  std::string out = "\"";
+  for (unsigned char c : bytes) {
+    if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') {
+      out += static_cast<char>(c);
+    } else {
+      out += '\\';
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    }
+  }
+  return out + "\"";
+}
+
+bool attr_true(const PrimFunc& f, const char* key) {
+  auto it = f->attrs.find(key);
+  return it != f->attrs.end() && std::holds_alternative<bool>(it->second) && std::get<bool>(it->second);
+}
+
+// What all functions of the module share: the callees, the imports, the strings.
+struct ModuleState {
+  std::map<std::string, PrimFunc> functions;       // symbol -> function
+  std::map<std::string, std::string> imports;      // wasm name -> import line
+  std::map<std::string, int64_t> strings;          // text -> address
+  std::vector<std::pair<int64_t, std::string>> data;  // address -> bytes
+  int64_t next_string = 0;                          // where the next string goes
+  std::set<std::string> helpers;                    // helper functions used
+
+  int64_t string_address(const std::string& s) {
+    auto it = strings.find(s);
+    if (it != strings.end()) return it->second;
+    int64_t a = next_string;
+    strings[s] = a;
+    data.emplace_back(a, s + std::string(1, '\0'));
+    next_string += static_cast<int64_t>(s.size()) + 1;
+    return a;
+  }
+  // A math function of the C library, imported from the host ("env" "expf").
+  std::string math_import(const std::string& name, const std::string& ty, int arity) {
+    std::string id = "$env." + name;
+    std::string params;
+    for (int i = 0; i < arity; ++i) params += " " + ty;
+    imports.emplace(id, "(import \"" + std::string(kWasmMathImportModule) + "\" \"" + name + "\" (func " + id +
+                            " (param" + params + ") (result " + ty + ")))");
+    return id;
+  }
+};
+
+class FunctionEmitter {
+ public:
+  FunctionEmitter(ModuleState* ms, std::string symbol, PrimFunc f)
+      : ms_(ms), symbol_(std::move(symbol)), func_(std::move(f)) {}
+
+  std::string define(bool exported) {
+    std::ostringstream head;
+    head << "  (func " << ident(symbol_);
+    if (exported) head << " (export \"" << symbol_ << "\")";
+    for (size_t i = 0; i < func_->params.size(); ++i) {
+      const Var& p = func_->params[i];
+      const Buffer& b = func_->param_buffers[i];
+      std::string ty = b ? "i32" : wasm_type(p->dtype, p->span);
+      std::string name = fresh_name("p." + p->name);
+      vars_[p.get()] = {ty, name};
+      if (b && b->data && b->data.get() != p.get()) vars_[b->data.get()] = {ty, name};
+      head << " (param " << name << " " << ty << ")";
+    }
+    head << " (result i32)";
+    indent_ = 2;
+    emit(func_->body);
+    line("(i32.const 0)");
+    std::ostringstream os;
+    os << head.str() << "\n";
+    for (const auto& [name, ty] : locals_) os << "    (local " << name << " " << ty << ")\n";
+    os << body_.str() << "  )\n";
+    return os.str();
+  }
+
+ private:
+  // ---- names, locals, lines ---------------------------------------------------------
+  std::string fresh_name(const std::string& hint) {
+    std::string base = ident(hint), name = base;
+    for (int n = 1; used_.count(name); ++n) name = base + "." + std::to_string(n);
+    used_.insert(name);
+    return name;
+  }
+  std::string local(const std::string& hint, const std::string& ty) {
+    std::string name = fresh_name(hint);
+    locals_.emplace_back(name, ty);
+    return name;
+  }
+  void line(const std::string& s) { body_ << std::string(2 * indent_, ' ') << s << "\n"; }
+  std::string label(const std::string& hint) { return "$" + hint + "." + std::to_string(next_label_++); }
+
+  // ---- conversions ----------------------------------------------------------------
+  // An i32 holding a narrow integer, brought back into its type's range (wrap-around).
+  static std::string normalize(const std::string& code, DataType t) {
+    if (!t.is_integer() || t.bits() >= 32) return code;
+    if (t.is_int()) return "(i32.extend" + std::to_string(t.bits()) + "_s " + code + ")";
+    return "(i32.and " + code + " (i32.const " + std::to_string((1 << t.bits()) - 1) + "))";
+  }
+  WVal cast(const WVal& v, DataType from, DataType to, const Span& span) {
+    std::string tt = wasm_type(to, span);
+    if (to.is_bool()) {
+      if (from.is_bool()) return v;
+      return {"i32", "(" + v.ty + ".ne " + v.code + " (" + v.ty + ".const 0))"};
+    }
+    if (from.is_handle() || to.is_handle()) {
+      if (from.is_handle() && to.is_handle()) return v;
+      user_error(span, "the wasm backend cannot cast " + from.str() + " to " + to.str());
+    }
+    const bool from_signed = from.is_int();
+    if (from.is_float() && to.is_float()) {
+      if (v.ty == tt) return v;
+      return {tt, "(" + tt + (to.bits() > from.bits() ? ".promote_f32 " : ".demote_f64 ") + v.code + ")"};
+    }
+    if (from.is_float()) {
+      std::string r = "(" + tt + ".trunc_sat_" + v.ty + (to.is_uint() ? "_u " : "_s ") + v.code + ")";
+      return {tt, normalize(r, to)};
+    }
+    if (to.is_float()) return {tt, "(" + tt + ".convert_" + v.ty + (from_signed ? "_s " : "_u ") + v.code + ")"};
+    // Integer to integer.
+    if (v.ty == "i64" && tt == "i32") return {tt, normalize("(i32.wrap_i64 " + v.code + ")", to)};
+    if (v.ty == "i32" && tt == "i64") return {tt, "(i64.extend_i32" + std::string(from_signed ? "_s " : "_u ") + v.code + ")"};
+    if (tt == "i64") return v;
+    // Both in i32: a narrower or same-width target re-wraps; a wider one keeps the value.
+    if (to.bits() < 32 && (to.bits() < from.bits() || from.is_int() != to.is_int() || from.is_bool())) {
+      return {tt, normalize(v.code, to)};
+    }
+    return {tt, v.code};
+  }
+
+  // ---- memory -----------------------------------------------------------------------
+  WVal base_of(const Buffer& b, const Span& span) {
+    auto it = vars_.find(b->data.get());
+    if (it == vars_.end()) user_error(span, "buffer '" + b->name + "' has no data pointer where wasm code uses it");
+    return {"i32", "(local.get " + it->second.code + ")"};
+  }
+  std::string address(const Buffer& b, const std::vector<Expr>& indices, const Span& span) {
+    if (indices.size() != 1) {
+      user_error(span, "buffer '" + b->name + "' is accessed with " + std::to_string(indices.size()) +
+                           " indices; the wasm backend needs flat buffers (run the flatten_buffer pass)");
+    }
+    WVal base = base_of(b, span);
+    WVal index = expr(indices[0]);
+    if (index.ty == "i64") index = {"i32", "(i32.wrap_i64 " + index.code + ")"};
+    int size = mem_bytes(b->dtype);
+    if (const int64_t* k = as_const_int(indices[0])) {
+      int64_t off = *k * size;
+      return off == 0 ? base.code : "(i32.add " + base.code + " (i32.const " + int_text(off, 32) + "))";
+    }
+    std::string scaled = size == 1 ? index.code : "(i32.mul " + index.code + " (i32.const " + std::to_string(size) + "))";
+    return "(i32.add " + base.code + " " + scaled + ")";
+  }
+  static std::string load_op(DataType t) {
+    if (t.is_bool()) return "i32.load8_u";
+    if (t.is_integer() && t.bits() == 8) return t.is_int() ? "i32.load8_s" : "i32.load8_u";
+    if (t.is_integer() && t.bits() == 16) return t.is_int() ? "i32.load16_s" : "i32.load16_u";
+    return wasm_type(t, {}) + ".load";
+  }
+  static std::string store_op(DataType t) {
+    if (t.is_bool() || (t.is_integer() && t.bits() == 8)) return "i32.store8";
+    if (t.is_integer() && t.bits() == 16) return "i32.store16";
+    return wasm_type(t, {}) + ".store";
+  }
+  WVal load(const BufferLoadNode* l) {
+    DataType t = l->buffer->dtype;
+    std::string ty = wasm_type(t, l->span);
+    WVal v{ty, "(" + load_op(t) + " " + address(l->buffer, l->indices, l->span) + ")"};
+    if (t.is_bool()) v.code = "(i32.ne " + v.code + " (i32.const 0))";
+    if (l->dtype != t) return cast(v, t, l->dtype, l->span);
+    return v;
+  }
+  void store(const BufferStoreNode* s) {
+    DataType t = s->buffer->dtype;
+    WVal v = expr(s->value);
+    if (s->value->dtype != t) v = cast(v, s->value->dtype, t, s->span);
+    line("(" + store_op(t) + " " + address(s->buffer, s->indices, s->span) + " " + v.code + ")");
+  }
+
+  // ---- expressions ------------------------------------------------------------------
+  WVal int_const(DataType t, int64_t v) {
+    std::string ty = wasm_type(t, {});
+    int bits = t.is_bool() ? 32 : t.bits();
+    return {ty, "(" + ty + ".const " + int_text(v, bits) + ")"};
+  }
+  WVal float_const(DataType t, double v, const Span& span) {
+    std::string ty = wasm_type(t, span);
+    return {ty, "(" + ty + ".const " + float_text(v, ty == "f32") + ")"};
+  }
+
+  static const char* sign_suffix(DataType t) { return t.is_uint() || t.is_bool() ? "_u" : "_s"; }
+
+  // + - * in the value type, re-wrapped into narrow integer types.
+  WVal arith(const char* name, const BinaryNode* e) {
+    WVal a = expr(e->a), b = expr(e->b);
+    return {a.ty, normalize("(" + a.ty + "." + name + " " + a.code + " " + b.code + ")", e->dtype)};
+  }
+
+  WVal compare(ExprKind k, const BinaryNode* e) {
+    WVal a = expr(e->a), b = expr(e->b);
+    DataType t = e->a->dtype;
+    static const std::map<ExprKind, const char*> names = {{ExprKind::EQ, "eq"}, {ExprKind::NE, "ne"},
+                                                          {ExprKind::LT, "lt"}, {ExprKind::LE, "le"},
+                                                          {ExprKind::GT, "gt"}, {ExprKind::GE, "ge"}};
+    std::string n = names.at(k);
+    if (!t.is_float() && k != ExprKind::EQ && k != ExprKind::NE) n += sign_suffix(t);
+    return {"i32", "(" + a.ty + "." + n + " " + a.code + " " + b.code + ")"};
+  }
+
+  // Integer / % floordiv floormod with no trap: as the C and LLVM backends, a zero
+  // divisor divides by 1 and MIN / -1 wraps. The checks live in one helper per
+  // operation and type; where the bounds prove them unnecessary the instruction is used
+  // directly.
+  WVal int_division(ExprKind k, const BinaryNode* e) {
+    DataType t = e->dtype;
+    const bool is_signed = t.is_int();
+    const bool floor = k == ExprKind::FloorDiv || k == ExprKind::FloorMod;
+    const bool div = k == ExprKind::Div || k == ExprKind::FloorDiv;
+    IntBound ba = bounds_.bound(e->a), bb = bounds_.bound(e->b);
+    WVal a = expr(e->a), b = expr(e->b);
+    const std::string& ty = a.ty;
+    const bool narrow_min = t.bits() < 32;  // MIN / -1 of int8 or int16 does not trap in i32
+    const bool safe = !bb.contains(0) && (!is_signed || !bb.contains(-1) || narrow_min || ba.min > type_range(t).min) &&
+                      (!floor || !is_signed || (ba.non_negative() && bb.min > 0));
+    std::string code;
+    if (safe) {
+      code = "(" + ty + (div ? ".div" : ".rem") + sign_suffix(t) + " " + a.code + " " + b.code + ")";
+    } else {
+      std::string helper = std::string("$mtir.") + (floor ? "floor" : "") + (div ? "div" : "mod") + (is_signed ? "_s_" : "_u_") + ty;
+      ms_->helpers.insert(helper);
+      code = "(call " + helper + " " + a.code + " " + b.code + ")";
+    }
+    return {ty, normalize(code, t)};
+  }
+
+  std::string temp(const std::string& ty) { return local("t", ty); }
+
+  WVal math_call(const CallNode* c) {
+    DataType t = c->dtype;
+    if (!lookup_op(c->op)) user_error(c->span, "unknown intrinsic '" + c->op + "'");
+    if (c->op == "abs" && t.is_integer()) {
+      WVal a = expr(c->args.at(0));
+      if (t.is_uint()) return a;
+      // Operands are evaluated in order: the first one sets the temporary.
+      std::string x = temp(a.ty);
+      std::string neg = normalize("(" + a.ty + ".sub (" + a.ty + ".const 0) (local.tee " + x + " " + a.code + "))", t);
+      return {a.ty, "(select " + neg + " (local.get " + x + ") (" + a.ty + ".lt_s (local.get " + x + ") (" + a.ty +
+                        ".const 0)))"};
+    }
+    if (!t.is_float()) user_error(c->span, "intrinsic '" + c->op + "' needs a float argument, not " + t.str());
+    std::string ty = wasm_type(t, c->span);
+    std::vector<WVal> args;
+    for (const auto& a : c->args) args.push_back(expr(a));
+    const std::string& op = c->op;
+    static const std::map<std::string, std::string> native = {
+        {"sqrt", "sqrt"}, {"floor", "floor"}, {"ceil", "ceil"}, {"abs", "abs"}};
+    if (native.count(op)) return {ty, "(" + ty + "." + native.at(op) + " " + args[0].code + ")"};
+    const std::string libm_suffix = ty == "f32" ? "f" : "";
+    if (op == "sigmoid") {
+      std::string e = ms_->math_import("exp" + libm_suffix, ty, 1);
+      return {ty, "(" + ty + ".div (" + ty + ".const 1) (" + ty + ".add (" + ty + ".const 1) (call " + e + " (" + ty +
+                      ".neg " + args[0].code + "))))"};
+    }
+    if (op == "round") {
+      // Half away from zero, as C's round: x - trunc(x) is exact.
+      std::string x = temp(ty), r = temp(ty);
+      return {ty, "(select (" + ty + ".add (local.tee " + r + " (" + ty + ".trunc (local.tee " + x + " " + args[0].code +
+                      "))) (" + ty + ".copysign (" + ty + ".const 1) (local.get " + x + "))) (local.get " + r + ") (" + ty +
+                      ".ge (" + ty + ".abs (" + ty + ".sub (local.get " + x + ") (local.get " + r + "))) (" + ty +
+                      ".const 0.5)))"};
+    }
+    std::string f = ms_->math_import(op + libm_suffix, ty, static_cast<int>(args.size()));
+    std::string call = "(call " + f;
+    for (const auto& a : args) call += " " + a.code;
+    return {ty, call + ")"};
+  }
+
+  WVal extern_call(const CallNode* c) {
+    const auto* sym = c->args.empty() ? nullptr : as<StringImmNode>(c->args[0]);
+    if (!sym) user_error(c->span, "call_extern needs a symbol name");
+    auto callee = ms_->functions.find(sym->value);
+    if (callee == ms_->functions.end()) {
+      user_error(c->span, "the wasm backend cannot call '" + sym->value +
+                              "': only functions of the module and the math library are linked into the wasm module");
+    }
+    const PrimFunc& f = callee->second;
+    if (f->params.size() + 1 != c->args.size())
+      user_error(c->span, "'" + sym->value + "' takes " + std::to_string(f->params.size()) + " arguments");
+    std::string call = "(call " + ident(sym->value);
+    for (size_t i = 1; i < c->args.size(); ++i) {
+      WVal v = expr(c->args[i]);
+      const Var& p = f->params[i - 1];
+      if (!f->param_buffers[i - 1] && p->dtype != c->args[i]->dtype) v = cast(v, c->args[i]->dtype, p->dtype, c->span);
+      call += " " + v.code;
+    }
+    return {"i32", call + ")"};
+  }
+
+  WVal builtin(const CallNode* c) {
+    const std::string& n = c->op;
+    if (n == "address_of") {
+      const auto* l = c->args.size() == 1 ? as<BufferLoadNode>(c->args[0]) : nullptr;
+      if (!l) user_error(c->span, "T.address_of takes one buffer element, such as A[i]");
+      return {"i32", address(l->buffer, l->indices, l->span)};
+    }
+    if (n == "tvm_handle_is_null") {
+      WVal h = expr(c->args.at(0));
+      return {"i32", "(i32.eqz " + h.code + ")"};
+    }
+    if (n == "call_tir" || n == "tir_region")
+      user_error(c->span, "T." + n + " must be lowered first (the lower_call_tir pass)");
+    user_error(c->span, "T." + n + " is part of the packed calling convention, which the wasm backend does not "
+                        "support (it builds with -unpacked-api=1)");
+  }
+
+  WVal expr(const Expr& e) {
+    switch (e->kind) {
+      case ExprKind::IntImm: return int_const(e->dtype, static_cast<const IntImmNode*>(e.get())->value);
+      case ExprKind::FloatImm: return float_const(e->dtype, static_cast<const FloatImmNode*>(e.get())->value, e->span);
+      case ExprKind::StringImm:
+        return {"i32", "(i32.const " + int_text(ms_->string_address(static_cast<const StringImmNode*>(e.get())->value), 32) + ")"};
+      case ExprKind::Var: {
+        const auto* v = static_cast<const VarNode*>(e.get());
+        auto it = vars_.find(v);
+        if (it == vars_.end()) user_error(v->span, "variable '" + v->name + "' is not defined where wasm code uses it");
+        return {it->second.ty, "(local.get " + it->second.code + ")"};
+      }
+      case ExprKind::Add: return arith("add", static_cast<const BinaryNode*>(e.get()));
+      case ExprKind::Sub: return arith("sub", static_cast<const BinaryNode*>(e.get()));
+      case ExprKind::Mul: return arith("mul", static_cast<const BinaryNode*>(e.get()));
+      case ExprKind::Div:
+      case ExprKind::Mod:
+      case ExprKind::FloorDiv:
+      case ExprKind::FloorMod: {
+        const auto* b = static_cast<const BinaryNode*>(e.get());
+        if (!e->dtype.is_float()) return int_division(e->kind, b);
+        WVal x = expr(b->a), y = expr(b->b);
+        const std::string& ty = x.ty;
+        if (e->kind == ExprKind::Div) return {ty, "(" + ty + ".div " + x.code + " " + y.code + ")"};
+        if (e->kind == ExprKind::Mod) {
+          std::string f = ms_->math_import(ty == "f32" ? "fmodf" : "fmod", ty, 2);
+          return {ty, "(call " + f + " " + x.code + " " + y.code + ")"};
+        }
+        if (e->kind == ExprKind::FloorDiv) return {ty, "(" + ty + ".floor (" + ty + ".div " + x.code + " " + y.code + "))"};
+        std::string tx = temp(ty), ty_ = temp(ty);
+        return {ty, "(" + ty + ".sub (local.tee " + tx + " " + x.code + ") (" + ty + ".mul (" + ty + ".floor (" + ty +
+                        ".div (local.get " + tx + ") (local.tee " + ty_ + " " + y.code + "))) (local.get " + ty_ + ")))"};
+      }
+      case ExprKind::Min:
+      case ExprKind::Max: {
+        // a < b ? a : b, exactly as the C helpers (NaN operands pick b).
+        const auto* b = static_cast<const BinaryNode*>(e.get());
+        WVal x = expr(b->a), y = expr(b->b);
+        const bool mn = e->kind == ExprKind::Min;
+        DataType t = e->dtype;
+        std::string tx = temp(x.ty), tyv = temp(y.ty);
+        std::string cmp = std::string(mn ? "lt" : "gt") + (t.is_float() ? "" : sign_suffix(t));
+        // Operands are evaluated in order: the values first, then the comparison of them.
+        return {x.ty, "(select (local.tee " + tx + " " + x.code + ") (local.tee " + tyv + " " + y.code + ") (" + x.ty + "." +
+                          cmp + " (local.get " + tx + ") (local.get " + tyv + ")))"};
+      }
+      case ExprKind::EQ:
+      case ExprKind::NE:
+      case ExprKind::LT:
+      case ExprKind::LE:
+      case ExprKind::GT:
+      case ExprKind::GE: return compare(e->kind, static_cast<const BinaryNode*>(e.get()));
+      case ExprKind::And:
+      case ExprKind::Or: {
+        const auto* b = static_cast<const BinaryNode*>(e.get());
+        WVal x = expr(b->a), y = expr(b->b);
+        if (e->kind == ExprKind::And) return {"i32", "(if (result i32) " + x.code + " (then " + y.code + ") (else (i32.const 0)))"};
+        return {"i32", "(if (result i32) " + x.code + " (then (i32.const 1)) (else " + y.code + "))"};
+      }
+      case ExprKind::Not: return {"i32", "(i32.eqz " + expr(static_cast<const NotNode*>(e.get())->a).code + ")"};
+      case ExprKind::Select: {
+        const auto* s = static_cast<const SelectNode*>(e.get());
+        WVal c = expr(s->condition), t = expr(s->true_value), f = expr(s->false_value);
+        return {t.ty, "(select " + t.code + " " + f.code + " " + c.code + ")"};
+      }
+      case ExprKind::Cast: {
+        const auto* c = static_cast<const CastNode*>(e.get());
+        return cast(expr(c->value), c->value->dtype, c->dtype, c->span);
+      }
+      case ExprKind::BufferLoad: return load(static_cast<const BufferLoadNode*>(e.get()));
+      case ExprKind::Call: {
+        const auto* c = static_cast<const CallNode*>(e.get());
+        if (c->op == "if_then_else") {
+          WVal cond = expr(c->args.at(0)), t = expr(c->args.at(1)), f = expr(c->args.at(2));
+          return {t.ty, "(if (result " + t.ty + ") " + cond.code + " (then " + t.code + ") (else " + f.code + "))"};
+        }
+        if (c->op == "call_extern") return extern_call(c);
+        const OpInfo* info = lookup_op(c->op);
+        if (info && info->kind == OpInfo::Kind::kBuiltin) return builtin(c);
+        return math_call(c);
+      }
+    }
+    internal_error(__FILE__, __LINE__, "unhandled expression kind");
+  }
+
+  // ---- statements -------------------------------------------------------------------
+  void emit(const Stmt& s) {
+    switch (s->kind) {
+      case StmtKind::BufferStore: store(static_cast<const BufferStoreNode*>(s.get())); return;
+      case StmtKind::For: emit_for(static_cast<const ForNode*>(s.get())); return;
+      case StmtKind::IfThenElse: {
+        const auto* op = static_cast<const IfThenElseNode*>(s.get());
+        line("(if " + expr(op->condition).code);
+        ++indent_;
+        line("(then");
+        ++indent_;
+        emit(op->then_case);
+        --indent_;
+        line(")");
+        if (op->else_case && !is_no_op(op->else_case)) {
+          line("(else");
+          ++indent_;
+          emit(op->else_case);
+          --indent_;
+          line(")");
+        }
+        --indent_;
+        line(")");
+        return;
+      }
+      case StmtKind::LetStmt: {
+        const auto* op = static_cast<const LetStmtNode*>(s.get());
+        WVal v = expr(op->value);
+        std::string l = local(op->var->name, v.ty);
+        line("(local.set " + l + " " + v.code + ")");
+        vars_[op->var.get()] = {v.ty, l};
+        if (op->var->dtype.is_integer()) bounds_.bind(op->var.get(), bounds_.bound(op->value));
+        emit(op->body);
+        return;
+      }
+      case StmtKind::SeqStmt:
+        for (const auto& child : static_cast<const SeqStmtNode*>(s.get())->seq) emit(child);
+        return;
+      case StmtKind::Evaluate: {
+        const auto* op = static_cast<const EvaluateNode*>(s.get());
+        if (op->value->kind == ExprKind::IntImm || op->value->kind == ExprKind::FloatImm) return;
+        if (const auto* call = as<CallNode>(op->value); call && call->op == "tvm_return") {
+          WVal v = cast(expr(call->args.at(0)), call->args[0]->dtype, DataType::Int(32), call->span);
+          emit_return(v.code);
+          return;
+        }
+        if (const auto* call = as<CallNode>(op->value); call && call->op == "tvm_throw_last_error") {
+          throw_last_error(call);
+          return;
+        }
+        line("(drop " + expr(op->value).code + ")");
+        return;
+      }
+      case StmtKind::Allocate: emit_allocate(static_cast<const AllocateNode*>(s.get())); return;
+      case StmtKind::DeclBuffer: {
+        const auto* op = static_cast<const DeclBufferNode*>(s.get());
+        base_of(op->buffer, op->span);  // a view of memory that already has a pointer
+        emit(op->body);
+        return;
+      }
+      case StmtKind::AttrStmt: emit(static_cast<const AttrStmtNode*>(s.get())->body); return;
+      case StmtKind::AssertStmt: {
+        const auto* op = static_cast<const AssertStmtNode*>(s.get());
+        line("(if (i32.eqz " + expr(op->condition).code + ")");
+        ++indent_;
+        line("(then");
+        ++indent_;
+        set_error(user_name() + ": assertion failed: " + op->message, {});
+        emit_return("(i32.const -1)");
+        --indent_;
+        line(")");
+        --indent_;
+        line(")");
+        emit(op->body);
+        return;
+      }
+    }
+  }
+
+  std::string user_name() const {
+    auto it = func_->attrs.find("tir.kernel_of");
+    if (it != func_->attrs.end() && std::holds_alternative<std::string>(it->second)) return std::get<std::string>(it->second);
+    return symbol_;
+  }
+
+  void emit_for(const ForNode* node) {
+    DataType t = node->loop_var->dtype;
+    std::string ty = wasm_type(t, node->span);
+    std::string i = local(node->loop_var->name, ty);
+    WVal begin = expr(node->min);
+    const int64_t* min = as_const_int(node->min);
+    WVal end = min && *min == 0 ? expr(node->extent) : expr(Binary(ExprKind::Add, node->min, node->extent));
+    std::string end_code = end.code;
+    if (!as_const_int(node->extent) || !min) {  // evaluated once, as the C loop's bound is loop-invariant
+      std::string e = local(node->loop_var->name + ".end", ty);
+      line("(local.set " + e + " " + end.code + ")");
+      end_code = "(local.get " + e + ")";
+    }
+    line("(local.set " + i + " " + begin.code + ")");
+    std::string exit = label("for.end"), head = label("for.head");
+    line("(block " + exit);
+    ++indent_;
+    line("(loop " + head);
+    ++indent_;
+    line("(br_if " + exit + " (" + ty + ".ge" + sign_suffix(t) + " (local.get " + i + ") " + end_code + "))");
+    vars_[node->loop_var.get()] = {ty, i};
+    IntBound lo = bounds_.bound(node->min), ext = bounds_.bound(node->extent);
+    int64_t hi;
+    if (ext.max >= 1 && !__builtin_add_overflow(lo.max, ext.max - 1, &hi)) bounds_.bind(node->loop_var.get(), {lo.min, hi});
+    emit(node->body);
+    bounds_.unbind(node->loop_var.get());
+    line("(local.set " + i + " (" + ty + ".add (local.get " + i + ") (" + ty + ".const 1)))");
+    line("(br " + head + ")");
+    --indent_;
+    line(")");
+    --indent_;
+    line(")");
+  }
+
+  // Every allocation comes from the module's LIFO allocator over the pool; freed in
+  // order, also on every early return.
+  void emit_allocate(const AllocateNode* node) {
+    const Buffer& b = node->buffer;
+    std::string bytes;
+    int64_t n = 0;
+    if (const_num_elements(b, &n)) {
+      bytes = "(i64.const " + std::to_string(n * mem_bytes(b->dtype)) + ")";
+    } else {
+      bytes = "(i64.const " + std::to_string(mem_bytes(b->dtype)) + ")";
+      for (const auto& d : b->shape) {
+        WVal dv = cast(expr(d), d->dtype, DataType::Int(64), d->span);
+        bytes = "(i64.mul " + bytes + " " + dv.code + ")";
+      }
+    }
+    ms_->helpers.insert("$mtir.alloc");
+    std::string p = local(b->name, "i32");
+    line("(local.set " + p + " (call $mtir.alloc " + bytes + "))");
+    line("(if (i32.eqz (local.get " + p + "))");
+    ++indent_;
+    line("(then");
+    ++indent_;
+    set_error(user_name() + ": the workspace pool has no room for '" + b->name + "'", {});
+    emit_return("(i32.const -1)");
+    --indent_;
+    line(")");
+    --indent_;
+    line(")");
+    vars_[b->data.get()] = {"i32", p};
+    live_workspace_.push_back(p);
+    emit(node->body);
+    live_workspace_.pop_back();
+    line("(if (call $mtir.free (local.get " + p + "))");
+    ++indent_;
+    line("(then");
+    ++indent_;
+    emit_return("(i32.const -1)");
+    --indent_;
+    line(")");
+    --indent_;
+    line(")");
+  }
+
+  void emit_return(const std::string& value) {
+    if (live_workspace_.empty()) {
+      line("(return " + value + ")");
+      return;
+    }
+    std::string rc = local("rc", "i32");
+    line("(local.set " + rc + " " + value + ")");
+    for (size_t i = live_workspace_.size(); i-- > 0;) line("(drop (call $mtir.free (local.get " + live_workspace_[i] + ")))");
+    line("(return (local.get " + rc + "))");
+  }
+
+  // The message's address and up to three values go to globals the host reads through
+  // the last_error exports ("{}" in the message are the values).
+  void set_error(const std::string& message, const std::vector<WVal>& values) {
+    line("(global.set $mtir.err (i32.const " + int_text(ms_->string_address(message), 32) + "))");
+    for (size_t k = 0; k < values.size(); ++k) line("(global.set $mtir.err" + std::to_string(k) + " " + values[k].code + ")");
+  }
+  void throw_last_error(const CallNode* c) {
+    const auto* fmt = c->args.empty() ? nullptr : as<StringImmNode>(c->args[0]);
+    if (!fmt) user_error(c->span, "T.tvm_throw_last_error needs a message string");
+    if (c->args.size() > 4) user_error(c->span, "T.tvm_throw_last_error takes at most 3 values");
+    std::vector<WVal> values;
+    for (size_t i = 1; i < c->args.size(); ++i) values.push_back(cast(expr(c->args[i]), c->args[i]->dtype, DataType::Int(64), c->span));
+    set_error(fmt->value, values);
+    emit_return("(i32.const -1)");
+  }
+
+  ModuleState* ms_;
+  std::string symbol_;
+  PrimFunc func_;
+  std::ostringstream body_;
+  int indent_ = 2;
+  int next_label_ = 0;
+  std::set<std::string> used_;
+  std::vector<std::pair<std::string, std::string>> locals_;
+  std::unordered_map<const VarNode*, WVal> vars_;  // ty + local name
+  std::vector<std::string> live_workspace_;
+  IntBoundAnalyzer bounds_;
+};
+
+// The trap-free integer division helpers, (a, b) -> result.
+std::string division_helper(const std::string& name) {
+  // name: $mtir.[floor]div|mod_s|u_i32|i64
+  const std::string ty = name.substr(name.size() - 3);
+  const bool is_signed = name.find("_s_") != std::string::npos;
+  const bool floor = name.find("floor") != std::string::npos;
+  const bool div = name.find("div") != std::string::npos;
+  const std::string s = is_signed ? "_s" : "_u";
+  auto c = [&](int v) { return "(" + ty + ".const " + std::to_string(v) + ")"; };
+  std::ostringstream os;
+  os << "  (func " << name << " (param $a " << ty << ") (param $b " << ty << ") (result " << ty << ")";
+  if (is_signed) os << " (local $q " << ty << ") (local $r " << ty << ")";
+  os << "\n";
+  // A zero divisor divides by one.
+  os << "    (if (" << ty << ".eqz (local.get $b)) (then (local.set $b " << c(1) << ")))\n";
+  if (!is_signed) {
+    os << "    (" << ty << (div ? ".div_u" : ".rem_u") << " (local.get $a) (local.get $b))\n  )\n";
+    return os.str();
+  }
+  // MIN / -1 wraps to MIN (= 0 - a); its remainder is 0.
+  os << "    (if (" << ty << ".eq (local.get $b) " << c(-1) << ") (then (return "
+     << (div ? "(" + ty + ".sub " + c(0) + " (local.get $a))" : c(0)) << ")))\n";
+  os << "    (local.set $q (" << ty << ".div" << s << " (local.get $a) (local.get $b)))\n";
+  os << "    (local.set $r (" << ty << ".rem" << s << " (local.get $a) (local.get $b)))\n";
+  if (!floor) {
+    os << "    (local.get " << (div ? "$q" : "$r") << ")\n  )\n";
+    return os.str();
+  }
+  // Truncation rounds toward zero; step down when the remainder's sign differs from b's.
+  std::string adjust = "(i32.and (" + ty + ".ne (local.get $r) " + c(0) + ") (i32.ne (" + ty + ".lt_s (local.get $r) " +
+                       c(0) + ") (" + ty + ".lt_s (local.get $b) " + c(0) + ")))";
+  if (div) {
+    os << "    (select (" << ty << ".sub (local.get $q) " << c(1) << ") (local.get $q) " << adjust << ")\n  )\n";
+  } else {
+    os << "    (select (" << ty << ".add (local.get $r) (local.get $b)) (local.get $r) " << adjust << ")\n  )\n";
+  }
+  return os.str();
+}
+
+// Bytes of the "local" scratch allocations of a function (each a block of the allocator).
+int64_t local_scratch_bytes(const Stmt& s) {
+  int64_t total = 0;
+  struct Walker {
+    int64_t* total;
+    void walk(const Stmt& s) {
+      if (!s) return;
+      switch (s->kind) {
+        case StmtKind::Allocate: {
+          const auto* a = static_cast<const AllocateNode*>(s.get());
+          int64_t n = 0;
+          if (a->scope == "local" && const_num_elements(a->buffer, &n)) *total += block_bytes(n * mem_bytes(a->buffer->dtype));
+          walk(a->body);
+          return;
+        }
+        case StmtKind::For: walk(static_cast<const ForNode*>(s.get())->body); return;
+        case StmtKind::IfThenElse: {
+          const auto* op = static_cast<const IfThenElseNode*>(s.get());
+          walk(op->then_case);
+          walk(op->else_case);
+          return;
+        }
+        case StmtKind::LetStmt: walk(static_cast<const LetStmtNode*>(s.get())->body); return;
+        case StmtKind::SeqStmt:
+          for (const auto& c : static_cast<const SeqStmtNode*>(s.get())->seq) walk(c);
+          return;
+        case StmtKind::DeclBuffer: walk(static_cast<const DeclBufferNode*>(s.get())->body); return;
+        case StmtKind::AttrStmt: walk(static_cast<const AttrStmtNode*>(s.get())->body); return;
+        case StmtKind::AssertStmt: walk(static_cast<const AssertStmtNode*>(s.get())->body); return;
+        default: return;
+      }
+    }
+  } w{&total};
+  w.walk(s);
+  return total;
+}
+
+}  // namespace
+
+std::string codegen_wat(const IRModule& m, const WatOptions& options) {
+  ModuleState ms;
+  int64_t local_scratch = 0;
+  for (const auto& [name, f] : m.functions) {
+    const std::string symbol = symbol_of(name, f);
+    if (is_packed(f)) {
+      user_error(f->span, "function '" + name + "' uses the packed calling convention; the wasm backend builds "
+                          "with -unpacked-api=1 -interface-api=c");
+    }
+    auto dev = f->attrs.find(kDeviceAttr);
+    if (dev != f->attrs.end() && std::holds_alternative<std::string>(dev->second)) {
+      user_error(f->span, "function '" + name + "' runs on device '" + std::get<std::string>(dev->second) +
+                          "'; the wasm backend does not link device kernels yet (use the C or LLVM backend)");
+    }
+    ms.functions[symbol] = f;
+    local_scratch += local_scratch_bytes(f->body);
+  }
+
+  // The memory layout: NULL page guard, constants, I/O buffers, pool, strings.
+  int64_t at = 16;
+  std::vector<int64_t> param_address;
+  std::ostringstream data, exports;
+  if (options.has_run) {
+    for (const auto& p : options.run.params) {
+      param_address.push_back(at);
+      if (p.kind == WasmRunExport::Param::Kind::kConstant) {
+        ms.data.emplace_back(at, p.data);
+      } else {
+        const char* prefix = p.kind == WasmRunExport::Param::Kind::kInput ? "input:" : "output:";
+        exports << "  (global (export \"" << prefix << p.name << "\") i32 (i32.const " << at << "))\n";
+      }
+      at += round16(std::max<int64_t>(p.bytes, 1));
+    }
+  }
+  const int64_t pool_base = at;
+  const int64_t pool_bytes = round16(options.workspace_bytes) + local_scratch;
+  at += pool_bytes;
+  const int64_t pool_end = at;
+  ms.next_string = at;
+
+  std::ostringstream defs;
+  for (const auto& [name, f] : m.functions) {
+    const std::string symbol = symbol_of(name, f);
+    FunctionEmitter emitter(&ms, symbol, f);
+    defs << emitter.define(!options.has_run && !attr_true(f, "tir.internal"));
+  }
+
+  std::ostringstream run;
+  if (options.has_run) {
+    if (!ms.functions.count(options.run.main_symbol))
+      user_error(Span{}, "the wasm module has no main function '" + options.run.main_symbol + "'");
+    run << "  (func $run (export \"run\")";
+    std::ostringstream checks, call;
+    for (size_t i = 0; i < options.run.params.size(); ++i) {
+      const auto& p = options.run.params[i];
+      if (p.kind == WasmRunExport::Param::Kind::kConstant) {
+        call << " (i32.const " << param_address[i] << ")";
+        continue;
+      }
+      std::string id = "$p" + std::to_string(i);
+      run << " (param " << id << " i32)";
+      const char* what = p.kind == WasmRunExport::Param::Kind::kInput ? "input" : "output";
+      int64_t msg = ms.string_address("run: " + std::string(what) + " '" + p.name + "' is NULL");
+      checks << "    (if (i32.eqz (local.get " << id << ")) (then (global.set $mtir.err (i32.const " << msg
+             << ")) (return (i32.const " << kNullArgument << "))))\n";
+      call << " (local.get " << id << ")";
+    }
+    run << " (result i32)\n"
+        << "    (global.set $mtir.top (i32.const " << pool_base << "))\n"
+        << "    (global.set $mtir.err (i32.const 0))\n"
+        << checks.str() << "    (call " << ident(options.run.main_symbol) << call.str() << ")\n  )\n";
+  }
+
+  const int64_t end = ms.next_string;
+  const int64_t pages = std::max<int64_t>(1, (end + kWasmPage - 1) / kWasmPage);
+  std::ostringstream os;
+  os << ";; Generated by microtir " << MICROTIR_VERSION << " from module \"" << m.name << "\"";
+  if (!options.description.empty()) os << " (" << options.description << ")";
+  os << ". Do not edit.\n";
+  os << ";; memory: constants and I/O from 16, workspace pool [" << pool_base << ", " << pool_end << "), strings to " << end
+     << "\n(module\n";
+  for (const auto& [id, line] : ms.imports) os << "  " << line << "\n";
+  os << "  (memory (export \"memory\") " << pages << ")\n";
+  os << "  (global $mtir.top (mut i32) (i32.const " << pool_base << "))\n";
+  os << "  (global $mtir.err (mut i32) (i32.const 0))\n";
+  for (int k = 0; k < 3; ++k) os << "  (global $mtir.err" << k << " (mut i64) (i64.const 0))\n";
+  os << exports.str();
+  os << "  (func $last_error (export \"" << kWasmLastErrorExport << "\") (result i32) (global.get $mtir.err))\n";
+  os << "  (func $last_error_value (export \"" << kWasmLastErrorValueExport << "\") (param $k i32) (result i64)\n"
+     << "    (if (result i64) (i32.eqz (local.get $k)) (then (global.get $mtir.err0))\n"
+     << "      (else (if (result i64) (i32.eq (local.get $k) (i32.const 1)) (then (global.get $mtir.err1))"
+        " (else (global.get $mtir.err2))))))\n";
+  if (ms.helpers.count("$mtir.alloc")) {
+    // LIFO blocks: a 16-byte header holding its own address and the block's end, so a
+    // free checks that it frees the newest block.
+    os << "  (func $mtir.alloc (param $size i64) (result i32) (local $p i32) (local $end i32)\n"
+       << "    (if (i64.gt_u (local.get $size) (i64.const " << pool_bytes << ")) (then (return (i32.const 0))))\n"
+       << "    (local.set $p (i32.add (global.get $mtir.top) (i32.const " << kBlockHeader << ")))\n"
+       << "    (local.set $end (i32.add (local.get $p) (i32.and (i32.add (i32.wrap_i64 (local.get $size)) (i32.const 15)) "
+          "(i32.const -16))))\n"
+       << "    (if (i32.gt_u (local.get $end) (i32.const " << pool_end << ")) (then (return (i32.const 0))))\n"
+       << "    (i32.store (global.get $mtir.top) (global.get $mtir.top))\n"
+       << "    (i32.store offset=4 (global.get $mtir.top) (local.get $end))\n"
+       << "    (global.set $mtir.top (local.get $end))\n"
+       << "    (local.get $p)\n  )\n";
+    os << "  (func $mtir.free (param $p i32) (result i32) (local $h i32)\n"
+       << "    (if (i32.or (i32.lt_u (local.get $p) (i32.const " << pool_base + kBlockHeader << ")) (i32.gt_u (local.get $p) (i32.const "
+       << pool_end << "))) (then (return (i32.const -1))))\n"
+       << "    (local.set $h (i32.sub (local.get $p) (i32.const " << kBlockHeader << ")))\n"
+       << "    (if (i32.or (i32.ne (i32.load (local.get $h)) (local.get $h)) (i32.ne (i32.load offset=4 (local.get $h)) "
+          "(global.get $mtir.top))) (then (return (i32.const -1))))\n"
+       << "    (global.set $mtir.top (local.get $h))\n"
+       << "    (i32.const 0)\n  )\n";
+  }
+  for (const auto& h : ms.helpers)
+    if (h != "$mtir.alloc") os << division_helper(h);
+  os << run.str() << defs.str();
+  for (const auto& [addr, bytes] : ms.data) os << "  (data (i32.const " << addr << ") " << data_literal(bytes) << ")\n";
+  os << ")\n";
+  return os.str();
+}
+
+}  // namespace mtir

@@ -1,0 +1,55 @@
+// WebAssembly backend: a WebAssembly text module (folded s-expressions, MVP plus the
+// non-trapping float-to-int and sign-extension features) from lowered TIR with the
+// unpacked calling convention. No libbinaryen here, so the wasm core emits the same
+// text in the browser; codegen/wasm/native (libbinaryen) and the page (Binaryen from
+// npm) parse, validate, optimize and assemble it.
+//
+// Memory is one linear memory laid out at compile time: address 0 is never used
+// (NULL), then the constants (data segments), the model's input and output buffers,
+// the workspace pool, then error strings. Workspaces (TIR Allocate) come from a LIFO
+// allocator over the pool inside the module, with the CRT stack allocator's block
+// sizes, so the pool is exactly TVMGEN_<MODEL>_WORKSPACE_SIZE plus local scratch.
+// Semantics match the C backend and the interpreter (wrapping integer arithmetic,
+// guarded division, short-circuit && || and if_then_else, saturating float-to-int).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ir/function.h"
+
+namespace mtir {
+
+// The exported `run` of an AOT model: run(input pointers..., output pointers...) -> i32
+// calls main with the inputs, the constants (in data segments) and the outputs.
+struct WasmRunExport {
+  std::string main_symbol;
+  struct Param {
+    enum class Kind { kInput, kConstant, kOutput } kind;
+    std::string name;  // the graph's name; exported buffers are "input:<name>", "output:<name>"
+    int64_t bytes = 0;
+    std::string data;  // a constant's bytes, little-endian
+  };
+  std::vector<Param> params;
+};
+
+struct WatOptions {
+  std::string description;     // one line for the header comment
+  int64_t workspace_bytes = 0;  // the pool for main's and the kernels' workspaces
+  // With a run export, only `run` and the buffers are exported; without one, every
+  // non-internal function is exported under its symbol.
+  bool has_run = false;
+  WasmRunExport run;
+};
+
+// Throws DiagnosticError for what the backend cannot express (packed functions, calls to
+// functions outside the module, device kernels, float16).
+std::string codegen_wat(const IRModule& m, const WatOptions& options);
+
+// Names of the module's exports besides `run` and the buffers, for runners and docs.
+extern const char* const kWasmLastErrorExport;        // () -> i32: address of the message, 0 if none
+extern const char* const kWasmLastErrorValueExport;   // (i32 k) -> i64: the k-th "{}" value of it
+extern const char* const kWasmMathImportModule;       // "env": expf, logf, tanhf, ... imported from the host
+
+}  // namespace mtir

@@ -1,0 +1,184 @@
+#include "sim/wasm_module_runner.h"
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "sim/process.h"
+#include "support/diagnostic.h"
+
+namespace fs = std::filesystem;
+
+namespace mtir::sim {
+
+const char* const kWasmModuleRunner = R"JS(// Runs a microtir wasm module: node run_module.mjs MODULE.wasm SPEC.json
+// SPEC: {"inputs": [{"name", "files": [one raw file per run]}], "outputs": [{"name", "bytes"}],
+//        "out_dir", "timing_runs"}. Prints "@mtir time_ns N" (mean per inference).
+import fs from 'node:fs';
+
+// Math the module imports from "env", as the C library's float functions.
+function erf(x) {
+  const ax = Math.abs(x);
+  if (ax >= 6) return Math.sign(x);
+  if (ax < 3) {  // Taylor series; at most a few digits of cancellation below 3
+    let term = x, sum = x;
+    for (let n = 1; n < 200 && Math.abs(term) > 1e-17 * Math.abs(sum); n++) {
+      term *= -x * x / n;
+      sum += term / (2 * n + 1);
+    }
+    return 2 / Math.sqrt(Math.PI) * sum;
+  }
+  // erfc's asymptotic series; four terms are below 1e-8 here.
+  const x2 = ax * ax;
+  const erfc = Math.exp(-x2) / (ax * Math.sqrt(Math.PI)) *
+      (1 - 1 / (2 * x2) + 3 / (4 * x2 * x2) - 15 / (8 * x2 * x2 * x2));
+  return Math.sign(x) * (1 - erfc);
+}
+const f = Math.fround;
+export const env = {
+  expf: (x) => f(Math.exp(x)), exp: Math.exp,
+  logf: (x) => f(Math.log(x)), log: Math.log,
+  tanhf: (x) => f(Math.tanh(x)), tanh: Math.tanh,
+  sinf: (x) => f(Math.sin(x)), sin: Math.sin,
+  cosf: (x) => f(Math.cos(x)), cos: Math.cos,
+  erff: (x) => f(erf(x)), erf,
+  powf: (a, b) => f(Math.pow(a, b)), pow: Math.pow,
+  fmodf: (a, b) => f(a % b), fmod: (a, b) => a % b,
+};
+
+export function lastError(ex) {
+  const at = ex.last_error();
+  if (!at) return '';
+  const mem = new Uint8Array(ex.memory.buffer);
+  let end = at;
+  while (mem[end]) end++;
+  let k = 0;
+  return new TextDecoder().decode(mem.subarray(at, end)).replace(/\{\}/g, () => String(ex.last_error_value(k++)));
+}
+
+const [modulePath, specPath] = process.argv.slice(2);
+const spec = JSON.parse(fs.readFileSync(specPath, 'utf8'));
+const { instance } = await WebAssembly.instantiate(fs.readFileSync(modulePath), { env });
+const ex = instance.exports;
+const ins = spec.inputs.map((i) => ex['input:' + i.name].value);
+const outs = spec.outputs.map((o) => ex['output:' + o.name].value);
+const runs = spec.inputs.length ? spec.inputs[0].files.length : 1;
+function call() {
+  const rc = ex.run(...ins, ...outs);
+  if (rc !== 0) {
+    console.error(`run returned ${rc}: ${lastError(ex) || '(no message)'}`);
+    process.exit(3);
+  }
+}
+for (let s = 0; s < runs; s++) {
+  spec.inputs.forEach((input, i) => {
+    const bytes = fs.readFileSync(input.files[s]);
+    new Uint8Array(ex.memory.buffer, ins[i], bytes.length).set(bytes);
+  });
+  call();
+  spec.outputs.forEach((o, k) => {
+    fs.writeFileSync(`${spec.out_dir}/out_${s}_${k}.bin`, new Uint8Array(ex.memory.buffer, outs[k], o.bytes));
+  });
+}
+const n = spec.timing_runs;
+const t0 = process.hrtime.bigint();
+for (let r = 0; r < n; r++) call();
+const t1 = process.hrtime.bigint();
+console.log(`@mtir time_ns ${n ? Number(t1 - t0) / n : 0}`);
+console.log(`@mtir memory_bytes ${ex.memory.buffer.byteLength}`);
+)JS";
+
+namespace {
+
+[[noreturn]] void fail(const std::string& message) { user_error(Span{}, message); }
+
+void write_bytes(const fs::path& path, const void* data, size_t n) {
+  std::ofstream f(path, std::ios::binary);
+  f.write(static_cast<const char*>(data), static_cast<std::streamsize>(n));
+  if (!f) fail("cannot write " + path.string());
+}
+
+}  // namespace
+
+ArtifactRunResult run_wasm_module(const ArtifactInfo& info, const std::vector<ArtifactTensor>& inputs,
+                                  const std::vector<std::vector<NDArray>>& samples,
+                                  const std::vector<ArtifactTensor>& outputs, const ArtifactRunOptions& options) {
+  const CrossTarget& t = find_cross_target(options.target);
+  require_target_tools(t);
+  auto progress = [&](const std::string& line) {
+    if (options.progress) options.progress(line);
+  };
+  const fs::path work = options.work_dir;
+  fs::create_directories(work);
+  progress("[1/2] wasm-binaryen: writing the inputs and run_module.mjs to " + work.string());
+  {
+    std::ofstream f(work / "run_module.mjs");
+    f << kWasmModuleRunner;
+    if (!f) fail("cannot write " + (work / "run_module.mjs").string());
+  }
+  nlohmann::json spec = {{"inputs", nlohmann::json::array()}, {"outputs", nlohmann::json::array()},
+                         {"out_dir", work.string()}, {"timing_runs", 20}};
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    nlohmann::json files = nlohmann::json::array();
+    for (size_t s = 0; s < samples.size(); ++s) {
+      const NDArray& a = samples[s].at(i);
+      fs::path p = work / ("in_" + std::to_string(s) + "_" + std::to_string(i) + ".bin");
+      write_bytes(p, a.data.data(), a.data.size());
+      files.push_back(p.string());
+    }
+    spec["inputs"].push_back({{"name", inputs[i].name}, {"files", files}});
+  }
+  for (const auto& o : outputs) {
+    int64_t n = 1;
+    for (int64_t d : o.shape) n *= d;
+    spec["outputs"].push_back({{"name", o.name}, {"bytes", n * o.dtype.bytes()}});
+  }
+  {
+    std::ofstream f(work / "spec.json");
+    f << spec.dump(2);
+  }
+  progress("[2/2] wasm-binaryen: running " + info.wasm_module + " under node");
+  const fs::path log = work / "run.log";
+  const std::string timeout = std::to_string(options.timeout_seconds);
+  int rc = run_process({"timeout", timeout, "node", "--no-warnings", (work / "run_module.mjs").string(), info.wasm_module,
+                        (work / "spec.json").string()},
+                       log);
+  std::string out = read_text(log);
+  if (rc == 124) fail("the wasm module did not finish within " + timeout + " s (a hang?); see " + log.string());
+  if (rc != 0) {
+    std::string first = out.substr(0, out.find('\n'));
+    fail("the wasm module failed under node (exit " + std::to_string(rc) + "): " + first + "; see " + log.string());
+  }
+  ArtifactRunResult result;
+  for (size_t s = 0; s < samples.size(); ++s) {
+    std::vector<NDArray> run_outputs;
+    for (size_t k = 0; k < outputs.size(); ++k) {
+      NDArray a = NDArray::zeros(outputs[k].dtype, outputs[k].shape);
+      std::string bytes = read_text(work / ("out_" + std::to_string(s) + "_" + std::to_string(k) + ".bin"));
+      if (bytes.size() != a.data.size()) fail("the wasm module's output '" + outputs[k].name + "' is missing; see " + log.string());
+      std::copy(bytes.begin(), bytes.end(), a.data.begin());
+      run_outputs.push_back(std::move(a));
+    }
+    result.outputs.push_back(std::move(run_outputs));
+  }
+  TargetReport& r = result.report;
+  r.target = t.name;
+  r.board = t.board;
+  r.compiler = "microtir wasm backend + Binaryen";
+  r.flash_bytes = static_cast<int64_t>(fs::file_size(info.wasm_module));
+  r.workspace_bytes = info.workspace_bytes;
+  auto figure = [&](const std::string& key) -> double {
+    size_t at = out.find("@mtir " + key + " ");
+    return at == std::string::npos ? -1 : std::stod(out.substr(at + 7 + key.size()));
+  };
+  r.ram_bytes = static_cast<int64_t>(figure("memory_bytes"));
+  char timing[128];
+  std::snprintf(timing, sizeof timing, "node has no instruction counter; %.1f us per inference, mean of 20 runs",
+                figure("time_ns") / 1000.0);
+  r.counter_method = timing;
+  r.run_log = log.string();
+  return result;
+}
+
+}  // namespace mtir::sim
