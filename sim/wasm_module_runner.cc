@@ -12,9 +12,14 @@ namespace fs = std::filesystem;
 
 namespace mtir::sim {
 
-const char* const kWasmModuleRunner = R"JS(// Runs a microtir wasm module: node run_module.mjs MODULE.wasm SPEC.json
-// SPEC: {"inputs": [{"name", "files": [one raw file per run]}], "outputs": [{"name", "bytes"}],
-//        "out_dir", "timing_runs"}. Prints "@mtir time_ns N" (mean per inference).
+const char* const kWasmModuleRunner = R"JS(// Runs a microtir wasm module under node.
+//   node run_module.mjs model MODULE.wasm SPEC.json   a model's run export
+//     SPEC: {"inputs": [{"name", "files": [one raw file per run]}], "outputs": [{"name", "bytes"}],
+//            "out_dir", "timing_runs"}; prints "@mtir time_ns N" (mean per inference).
+//   node run_module.mjs call MODULE.wasm SPEC.json    exported functions on buffers
+//     SPEC: {"calls": [{"function", "args": [{"file", "bytes"}]}]}: for each call, the buffers
+//     are placed in fresh memory, the function called with their addresses, and each
+//     buffer written back to FILE.out.
 import fs from 'node:fs';
 
 // Math the module imports from "env", as the C library's float functions.
@@ -57,20 +62,39 @@ export function lastError(ex) {
   return new TextDecoder().decode(mem.subarray(at, end)).replace(/\{\}/g, () => String(ex.last_error_value(k++)));
 }
 
-const [modulePath, specPath] = process.argv.slice(2);
+const [mode, modulePath, specPath] = process.argv.slice(2);
 const spec = JSON.parse(fs.readFileSync(specPath, 'utf8'));
 const { instance } = await WebAssembly.instantiate(fs.readFileSync(modulePath), { env });
 const ex = instance.exports;
-const ins = spec.inputs.map((i) => ex['input:' + i.name].value);
-const outs = spec.outputs.map((o) => ex['output:' + o.name].value);
-const runs = spec.inputs.length ? spec.inputs[0].files.length : 1;
-function call() {
-  const rc = ex.run(...ins, ...outs);
+function check(rc, what) {
   if (rc !== 0) {
-    console.error(`run returned ${rc}: ${lastError(ex) || '(no message)'}`);
+    console.error(`${what} returned ${rc}: ${lastError(ex) || '(no message)'}`);
     process.exit(3);
   }
 }
+
+if (mode === 'call') {
+  const round16 = (n) => Math.ceil(Math.max(n, 1) / 16) * 16;
+  for (const c of spec.calls) {
+    let at = ex.memory.buffer.byteLength;
+    const need = c.args.reduce((n, a) => n + round16(a.bytes), 0);
+    ex.memory.grow(Math.ceil(need / 65536));
+    const ptrs = c.args.map((a) => {
+      const p = at;
+      new Uint8Array(ex.memory.buffer, p, a.bytes).set(fs.readFileSync(a.file));
+      at += round16(a.bytes);
+      return p;
+    });
+    check(ex[c.function](...ptrs), c.function);
+    c.args.forEach((a, i) => fs.writeFileSync(a.file + '.out', new Uint8Array(ex.memory.buffer, ptrs[i], a.bytes)));
+  }
+  process.exit(0);
+}
+
+const ins = spec.inputs.map((i) => ex['input:' + i.name].value);
+const outs = spec.outputs.map((o) => ex['output:' + o.name].value);
+const runs = spec.inputs.length ? spec.inputs[0].files.length : 1;
+const call = () => check(ex.run(...ins, ...outs), 'run');
 for (let s = 0; s < runs; s++) {
   spec.inputs.forEach((input, i) => {
     const bytes = fs.readFileSync(input.files[s]);
@@ -99,7 +123,52 @@ void write_bytes(const fs::path& path, const void* data, size_t n) {
   if (!f) fail("cannot write " + path.string());
 }
 
+void write_text_file(const fs::path& path, const std::string& text) { write_bytes(path, text.data(), text.size()); }
+
+// Writes the runner and the spec into `work`, runs node under a timeout, returns its output.
+std::string run_node(const fs::path& work, const std::string& mode, const std::string& module,
+                     const nlohmann::json& spec, int timeout_seconds) {
+  write_text_file(work / "run_module.mjs", kWasmModuleRunner);
+  write_text_file(work / "spec.json", spec.dump(2));
+  const fs::path log = work / "run.log";
+  const std::string timeout = std::to_string(timeout_seconds);
+  int rc = run_process({"timeout", timeout, "node", "--no-warnings", (work / "run_module.mjs").string(), mode, module,
+                        (work / "spec.json").string()},
+                       log);
+  std::string out = read_text(log);
+  if (rc == 124) fail("the wasm module did not finish within " + timeout + " s (a hang?); see " + log.string());
+  if (rc != 0) {
+    std::string first = out.substr(0, out.find('\n'));
+    fail("the wasm module failed under node (exit " + std::to_string(rc) + "): " + first + "; see " + log.string());
+  }
+  return out;
+}
+
 }  // namespace
+
+void run_wasm_calls(const std::string& module, const std::vector<WasmCall>& calls, const std::string& work_dir,
+                    int timeout_seconds) {
+  const fs::path work = work_dir;
+  fs::create_directories(work);
+  nlohmann::json spec = {{"calls", nlohmann::json::array()}};
+  std::vector<std::pair<fs::path, NDArray*>> files;
+  for (const auto& call : calls) {
+    nlohmann::json args = nlohmann::json::array();
+    for (NDArray* b : call.buffers) {
+      fs::path p = work / ("arg" + std::to_string(files.size()) + ".bin");
+      write_bytes(p, b->data.data(), b->data.size());
+      args.push_back({{"file", p.string()}, {"bytes", b->data.size()}});
+      files.emplace_back(p, b);
+    }
+    spec["calls"].push_back({{"function", call.function}, {"args", args}});
+  }
+  run_node(work, "call", module, spec, timeout_seconds);
+  for (const auto& [path, b] : files) {
+    std::string bytes = read_text(path.string() + ".out");
+    if (bytes.size() != b->data.size()) fail("the wasm call did not write back " + path.string());
+    std::copy(bytes.begin(), bytes.end(), b->data.begin());
+  }
+}
 
 ArtifactRunResult run_wasm_module(const ArtifactInfo& info, const std::vector<ArtifactTensor>& inputs,
                                   const std::vector<std::vector<NDArray>>& samples,
@@ -112,11 +181,6 @@ ArtifactRunResult run_wasm_module(const ArtifactInfo& info, const std::vector<Ar
   const fs::path work = options.work_dir;
   fs::create_directories(work);
   progress("[1/2] wasm-binaryen: writing the inputs and run_module.mjs to " + work.string());
-  {
-    std::ofstream f(work / "run_module.mjs");
-    f << kWasmModuleRunner;
-    if (!f) fail("cannot write " + (work / "run_module.mjs").string());
-  }
   nlohmann::json spec = {{"inputs", nlohmann::json::array()}, {"outputs", nlohmann::json::array()},
                          {"out_dir", work.string()}, {"timing_runs", 20}};
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -134,22 +198,9 @@ ArtifactRunResult run_wasm_module(const ArtifactInfo& info, const std::vector<Ar
     for (int64_t d : o.shape) n *= d;
     spec["outputs"].push_back({{"name", o.name}, {"bytes", n * o.dtype.bytes()}});
   }
-  {
-    std::ofstream f(work / "spec.json");
-    f << spec.dump(2);
-  }
   progress("[2/2] wasm-binaryen: running " + info.wasm_module + " under node");
   const fs::path log = work / "run.log";
-  const std::string timeout = std::to_string(options.timeout_seconds);
-  int rc = run_process({"timeout", timeout, "node", "--no-warnings", (work / "run_module.mjs").string(), info.wasm_module,
-                        (work / "spec.json").string()},
-                       log);
-  std::string out = read_text(log);
-  if (rc == 124) fail("the wasm module did not finish within " + timeout + " s (a hang?); see " + log.string());
-  if (rc != 0) {
-    std::string first = out.substr(0, out.find('\n'));
-    fail("the wasm module failed under node (exit " + std::to_string(rc) + "): " + first + "; see " + log.string());
-  }
+  std::string out = run_node(work, "model", info.wasm_module, spec, options.timeout_seconds);
   ArtifactRunResult result;
   for (size_t s = 0; s < samples.size(); ++s) {
     std::vector<NDArray> run_outputs;

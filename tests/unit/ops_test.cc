@@ -21,6 +21,10 @@
 #include "analysis/well_formed.h"
 #include "driver/build.h"
 #include "sim/host_sim.h"
+#include "sim/wasm_module_runner.h"
+#ifdef MICROTIR_HAVE_BINARYEN
+#include "codegen/wasm/native/binaryen_native.h"
+#endif
 #include "support/compare.h"
 #include "interp/interpreter.h"
 #include "ir/structural_equal.h"
@@ -84,6 +88,7 @@ class HostCEnvironment : public ::testing::Environment {
     driver->body = SeqStmt(calls);
     driver->attrs["global_symbol"] = std::string("all_cases");
     m.set("all_cases", driver);
+    std::vector<NDArray> wasm_arrays = arrays;  // before the host run writes its outputs
     std::vector<InterpArg> args;
     for (auto& a : arrays) args.push_back(&a);
     sim::HostSimOptions options;
@@ -101,6 +106,38 @@ class HostCEnvironment : public ::testing::Environment {
       Difference d = compare_arrays(arrays[k - 1], c.arrays.back(), 1e-5);
       EXPECT_TRUE(d.ok) << "host C differs from the interpreter for " << c.what << ": max abs diff " << d.max_abs;
     }
+#ifdef MICROTIR_HAVE_BINARYEN
+    // The same cases through the wasm backend: the kernels in one module, validated,
+    // optimized and assembled by Binaryen, each called under node (no driver: a wasm
+    // function takes at most 1000 parameters in V8).
+    const std::string wasm_dir = options.work_dir + "-wasm";
+    std::vector<sim::WasmCall> wasm_calls;
+    IRModule kernels;
+    size_t at = 0;
+    for (size_t i = 0; i < cases.size(); ++i) {
+      const std::string name = "case" + std::to_string(i);
+      kernels.set(name, m.lookup(name));
+      sim::WasmCall call{name, {}};
+      for (size_t j = 0; j < cases[i].arrays.size(); ++j) call.buffers.push_back(&wasm_arrays[at++]);
+      wasm_calls.push_back(std::move(call));
+    }
+    try {
+      BuildResult built = build_wasm(kernels, parse_target("wasm"));
+      std::filesystem::create_directories(wasm_dir);
+      const std::string module = wasm_dir + "/cases.wasm";
+      std::ofstream(module, std::ios::binary) << binaryen_native::assemble(built.sources.at(0).text, "O2", "the op cases").binary;
+      sim::run_wasm_calls(module, wasm_calls, wasm_dir);
+    } catch (const DiagnosticError& e) {
+      ADD_FAILURE() << "wasm: " << render_all(e.diagnostics());
+    }
+    std::filesystem::remove_all(wasm_dir);
+    k = 0;
+    for (const auto& c : cases) {
+      k += c.arrays.size();
+      Difference d = compare_arrays(wasm_arrays[k - 1], c.arrays.back(), 1e-5);
+      EXPECT_TRUE(d.ok) << "wasm differs from the interpreter for " << c.what << ": max abs diff " << d.max_abs;
+    }
+#endif
     cases.clear();
   }
 };

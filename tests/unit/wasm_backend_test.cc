@@ -1,0 +1,198 @@
+// The WebAssembly backend (codegen/wasm): the text module's pieces that matter, the
+// refusals, and — with Binaryen built in — the digits model assembled, validated and run
+// under node on all test images, bit for bit equal to the interpreter; an invalid module
+// is an internal error naming the function. (Every operator case runs through this
+// backend in ops_test too.)
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "artifact/mlf.h"
+#include "codegen/wasm/codegen_wat.h"
+#include "codegen/wasm/wasm_model.h"
+#include "driver/build.h"
+#include "interp/interpreter.h"
+#include "script/parser.h"
+#include "sim/wasm_module_runner.h"
+#include "support/compare.h"
+#include "support/npy.h"
+#ifdef MICROTIR_HAVE_BINARYEN
+#include "codegen/wasm/native/binaryen_native.h"
+#endif
+
+namespace mtir {
+namespace {
+
+namespace fs = std::filesystem;
+const fs::path kModel = fs::path(MICROTIR_SOURCE_DIR) / "models" / "digits";
+
+std::string read(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+const LoadedModel& digits() {
+  static const LoadedModel m = load_model(read(kModel / "digits.json"), "digits.json",
+                                          [](const std::string& rel) { return read(kModel / rel); });
+  return m;
+}
+
+std::string digits_wat() {
+  MlfArtifact a = build_mlf(digits(), "wasm", MlfInputs{"digits.json", "{}", {}, {}});
+  for (const auto& f : a.files)
+    if (f.path == wasm_model_source_path(digits().graph)) return f.text;
+  ADD_FAILURE() << "no " << wasm_model_source_path(digits().graph) << " in the artifact";
+  return "";
+}
+
+TEST(WasmBackend, ModelModuleExportsRunBuffersAndHoldsTheWeights) {
+  const std::string wat = digits_wat();
+  EXPECT_NE(wat.find("(memory (export \"memory\")"), std::string::npos);
+  EXPECT_NE(wat.find("(func $run (export \"run\") (param $p0 i32) (param $p7 i32) (result i32)"), std::string::npos) << wat.substr(0, 2000);
+  EXPECT_NE(wat.find("(global (export \"input:x\") i32"), std::string::npos);
+  EXPECT_NE(wat.find("(global (export \"output:probs\") i32"), std::string::npos);
+  // Six weight tensors as data segments; main gets their addresses as constants.
+  const std::regex data_segment("\\(data \\(i32\\.const");
+  EXPECT_EQ(std::distance(std::sregex_iterator(wat.begin(), wat.end(), data_segment), std::sregex_iterator()),
+            6 + 2 + 2);  // + the two NULL-argument messages of run and two workspace-overflow messages
+  // NULL pointers are refused with the CRT's kTvmErrorNullArgument (0x400).
+  EXPECT_NE(wat.find("(return (i32.const 1024))"), std::string::npos);
+  // Workspaces come from the module's allocator and are freed (the softmax's scratch too).
+  EXPECT_NE(wat.find("(call $mtir.alloc (i64.const 2560))"), std::string::npos);
+  EXPECT_NE(wat.find("(call $mtir.free"), std::string::npos);
+  // expf is the only import: the host's math library.
+  EXPECT_NE(wat.find("(import \"env\" \"expf\" (func $env.expf (param f32) (result f32)))"), std::string::npos);
+  EXPECT_EQ(wat.find("(import \"env\" \"tanhf\""), std::string::npos);
+}
+
+TEST(WasmBackend, IntegerDivisionNeverTraps) {
+  IRModule m = parse_module_or_throw(R"(
+@T.prim_func
+def divs(a: T.Buffer((4,), "int32"), b: T.Buffer((4,), "int32"), q: T.Buffer((4,), "int32"), r: T.Buffer((4,), "int32")):
+    for i in range(4):
+        q[i] = T.floordiv(a[i], b[i])
+        r[i] = T.floormod(a[i], b[i])
+)",
+                            "divs.tir");
+  BuildResult built = build_wasm(m, parse_target("wasm"));
+  const std::string& wat = built.sources.at(0).text;
+  EXPECT_NE(wat.find("(func $mtir.floordiv_s_i32"), std::string::npos);
+  EXPECT_NE(wat.find("(func $mtir.floormod_s_i32"), std::string::npos);
+  EXPECT_NE(wat.find("(func $divs (export \"divs\")"), std::string::npos);
+#ifdef MICROTIR_HAVE_BINARYEN
+  // MIN / -1 and every sign combination against the interpreter; then a zero divisor,
+  // which the interpreter refuses and the C and LLVM backends turn into division by 1.
+  NDArray a = NDArray::zeros(DataType::Int(32), {4}), b = a, q = a, r = a;
+  const int64_t av[] = {7, -7, INT32_MIN, 5}, bv[] = {-2, 2, -1, 3};
+  for (int i = 0; i < 4; ++i) a.set_int(i, av[i]), b.set_int(i, bv[i]);
+  NDArray qi = q, ri = r, a2 = a, b2 = b;
+  interpret(m, "divs", {&a2, &b2, &qi, &ri});
+  const fs::path work = fs::temp_directory_path() / ("microtir-wasm-div-" + std::to_string(::getpid()));
+  fs::create_directories(work);
+  const std::string module = (work / "divs.wasm").string();
+  std::ofstream(module, std::ios::binary) << binaryen_native::assemble(wat, "O2", "divs").binary;
+  sim::run_wasm_calls(module, {{"divs", {&a, &b, &q, &r}}}, (work / "run").string());
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(q.get_int(i), qi.get_int(i)) << av[i] << " // " << bv[i];
+    EXPECT_EQ(r.get_int(i), ri.get_int(i)) << av[i] << " % " << bv[i];
+  }
+  b.set_int(3, 0);
+  sim::run_wasm_calls(module, {{"divs", {&a, &b, &q, &r}}}, (work / "run0").string());
+  EXPECT_EQ(q.get_int(3), 5);
+  EXPECT_EQ(r.get_int(3), 0);
+  fs::remove_all(work);
+#endif
+}
+
+TEST(WasmBackend, RefusesWhatItCannotBuild) {
+  // Options that contradict the module's plain-pointer run export.
+  for (const char* bad : {"wasm -interface-api=packed", "wasm -unpacked-api=0", "wasm -link-params=0"}) {
+    try {
+      parse_target(bad);
+      ADD_FAILURE() << bad << " was accepted";
+    } catch (const DiagnosticError& e) {
+      EXPECT_NE(render_all(e.diagnostics()).find("the wasm target needs -interface-api=c -unpacked-api=1 -link-params=1"),
+                std::string::npos);
+    }
+  }
+  EXPECT_THROW(parse_target("wasm -opt=O9"), DiagnosticError);
+  EXPECT_THROW(parse_target("c -opt=O2"), DiagnosticError);
+  EXPECT_EQ(parse_target("wasm -opt=Oz").str(),
+            "wasm -opt=Oz -runtime=c -executor=aot -interface-api=c -unpacked-api=1 -link-params=1 "
+            "-workspace-byte-alignment=16");
+  // Device kernels are not linked into wasm modules yet.
+  LoadedModel placed = load_model(read(kModel / "digits.json"), "digits.json",
+                                  [](const std::string& rel) { return read(kModel / rel); }, {"npu0=dense"});
+  try {
+    build_mlf(placed, "wasm", MlfInputs{"digits.json", "{}", {}, {}});
+    ADD_FAILURE() << "a model with device kernels was built for wasm";
+  } catch (const DiagnosticError& e) {
+    EXPECT_NE(render_all(e.diagnostics()).find("does not link device kernels yet"), std::string::npos)
+        << render_all(e.diagnostics());
+  }
+}
+
+#ifdef MICROTIR_HAVE_BINARYEN
+TEST(WasmBackend, DigitsRunUnderNodeEqualsTheInterpreterOnAllImages) {
+  const LoadedModel& d = digits();
+  const fs::path work = fs::temp_directory_path() / ("microtir-wasm-digits-" + std::to_string(::getpid()));
+  fs::create_directories(work / "artifact/codegen/host/lib");
+  binaryen_native::Assembled a = binaryen_native::assemble(digits_wat(), "O2", "digits");
+  EXPECT_NE(a.text.find("(export \"run\""), std::string::npos);
+  sim::ArtifactInfo info;
+  info.dir = (work / "artifact").string();
+  info.wasm_module = (work / "artifact/codegen/host/lib/digits.wasm").string();
+  std::ofstream(info.wasm_module, std::ios::binary) << a.binary;
+  NDArray images = read_npy(read(kModel / "test_images.npy"), "test_images.npy");
+  const int64_t n = 100, image_bytes = 64 * 4;
+  ASSERT_EQ(static_cast<int64_t>(images.data.size()), n * image_bytes);
+  std::vector<std::vector<NDArray>> samples;
+  std::vector<NDArray> want;
+  for (int64_t k = 0; k < n; ++k) {
+    std::vector<NDArray> args;
+    for (const auto& p : d.aot.params) {
+      NDArray v = p.role == AotModule::Role::kConstant ? d.graph.constants.at(p.name) : NDArray::zeros(p.type.dtype, p.type.shape);
+      if (p.role == AotModule::Role::kInput)
+        std::copy(images.data.begin() + k * image_bytes, images.data.begin() + (k + 1) * image_bytes, v.data.begin());
+      args.push_back(std::move(v));
+    }
+    std::vector<InterpArg> iargs;
+    for (auto& v : args) iargs.push_back(&v);
+    interpret(d.aot.module, d.aot.main, iargs);
+    samples.push_back({args.front()});
+    want.push_back(args.back());
+  }
+  sim::ArtifactRunOptions options;
+  options.target = "wasm-binaryen";
+  options.work_dir = (work / "run").string();
+  sim::ArtifactRunResult r = sim::run_artifact(info, {{"x", DataType::Float(32), {1, 1, 8, 8}}}, samples,
+                                               {{"probs", DataType::Float(32), {1, 10}}}, options);
+  ASSERT_EQ(r.outputs.size(), static_cast<size_t>(n));
+  for (int64_t k = 0; k < n; ++k) {
+    // The same float operations in the same order as the interpreter: bit for bit.
+    EXPECT_EQ(r.outputs[k][0].data, want[k].data) << "image " << k;
+  }
+  EXPECT_EQ(r.report.flash_bytes, static_cast<int64_t>(a.binary.size()));
+  fs::remove_all(work);
+}
+
+TEST(WasmBackend, AnInvalidModuleIsAnInternalErrorNamingTheFunction) {
+  const std::string bad = "(module (func $broken (result i32) (f32.const 1)))";
+  try {
+    binaryen_native::assemble(bad, "O2", "a test module");
+    ADD_FAILURE() << "Binaryen accepted an invalid module";
+  } catch (const DiagnosticError& e) {
+    std::string text = render_all(e.diagnostics());
+    EXPECT_NE(text.find("internal"), std::string::npos) << text;
+    EXPECT_NE(text.find("in function broken"), std::string::npos) << text;
+  }
+}
+#endif
+
+}  // namespace
+}  // namespace mtir
