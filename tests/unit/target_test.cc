@@ -58,7 +58,7 @@ TEST(Target, Refusals) {
   std::string near = error_of("c -interface_api=c");
   EXPECT_NE(near.find("unknown option -interface_api"), std::string::npos) << near;
   EXPECT_NE(near.find("did you mean -interface-api?"), std::string::npos) << near;
-  EXPECT_NE(near.find("-workspace-byte-alignment -mtriple -mcpu)"), std::string::npos) << near;
+  EXPECT_NE(near.find("-workspace-byte-alignment -mtriple -mcpu -opt)"), std::string::npos) << near;
   EXPECT_NE(error_of("c -link-param=1").find("did you mean -link-params?"), std::string::npos);
   EXPECT_NE(error_of("c unpacked").find("-key=value"), std::string::npos);
   EXPECT_NE(error_of("c -unpacked-api=").find("-key=value"), std::string::npos);
