@@ -7,9 +7,9 @@ Markers, in the info string after the fence:
   must contain, so a documented refusal is checked with its exact message.
 - `LANG file=NAME` (any language): writes the block to NAME, for later blocks.
 - `LANG tir` (TIR text; `file=NAME` optional): `microtir parse` must accept it; with
-  `args="..."`, `microtir run FILE ARGS` runs it instead. `expect="TEXT"` (repeatable)
-  is text the output must contain, `exit=N` the exit code (default 0). The info
-  string is split like a shell line.
+  `args="..."`, `microtir run FILE ARGS` runs it instead ($MICROTIR_SRC is expanded).
+  `expect="TEXT"` (repeatable) is text the output must contain, `exit=N` the exit
+  code (default 0). The info string is split like a shell line.
 Each document runs in its own empty folder, blocks in order, with `microtir` on PATH
 and $MICROTIR_SRC the source tree. Any failure names the document and line and prints
 the block's output; a run that finds no runnable block at all fails too.
@@ -77,7 +77,8 @@ def run_doc(path, binary, src):
                     f.write(text)
             if "tir" in words[1:]:
                 ran += 1
-                cmd = [binary, "run", target, *shlex.split(keys["args"])] if "args" in keys else [binary, "parse", target]
+                args = keys.get("args", "").replace("$MICROTIR_SRC", src)
+                cmd = [binary, "run", target, *shlex.split(args)] if "args" in keys else [binary, "parse", target]
                 p = subprocess.run(cmd, cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=600)
                 failed = check(p, int(keys.get("exit", "0")), [w[7:] for w in words if w.startswith("expect=")])
                 if failed:
