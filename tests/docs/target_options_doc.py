@@ -68,6 +68,11 @@ REFUSALS = [
     (f'microtir build {TIR} --target "c -interface-api=c" -o out',
      "As in TVM: with the C runtime, the C interface passes plain pointers to the model's main, so the kernels must "
      "use the unpacked calling convention too."),
+    (f'microtir build "$MICROTIR_SRC/tests/programs/call_packed.tir" --target "c -unpacked-api=1" -o out',
+     "The unpacked convention passes each buffer as a bare data pointer, so it is refused for a function that "
+     "needs more than that: one that calls another with `T.tvm_call_packed`, or one that reads a buffer's shape at "
+     "run time (`T.match_buffer` with a symbolic shape; pass the size as a scalar parameter instead). The message "
+     "names the function and the pass."),
     (f'microtir compile {MODEL} --target "c -interface-api=packed" -o out',
      "The packed main takes every tensor, weights included, as a DLTensor argument, so the weights cannot also be "
      "linked in. `compile` links them unless the string says `-link-params=0`; note that `--target c` alone means "
@@ -90,7 +95,9 @@ def error_line(p, command):
     if p.returncode != 1 or not lines:
         raise SystemExit(f"`{command}` was expected to be refused (exit 1), got exit {p.returncode}:\n"
                          f"{p.stderr.decode()}")
-    return lines[0]
+    line = lines[0]
+    # A located error starts with the file's absolute path, which differs from machine to machine.
+    return line[line.index("error:"):] if "/" in line[:line.index("error:")] else line
 
 
 def canonical(binary, src, command, work):
