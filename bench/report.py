@@ -4,7 +4,10 @@ writes bench/report.md with SVG charts (bench/report-*.svg), stating the machine
 tool versions and the date. Not a test: numbers are measured, not asserted.
 
 usage: python3 bench/report.py [BUILD_DIR] [WASM_BUILD_DIR]   (defaults: build, build-wasm)
+       python3 bench/report.py --charts-only   redraws the charts that can be drawn from the figures
+                                               already in bench/report.md (compile latency), runs nothing
 """
+import re
 import datetime
 import json
 import os
@@ -36,7 +39,8 @@ def version(cmd):
 
 def bar_chart(path, title, rows, unit, reference=None):
     """A horizontal bar chart: rows of (label, value[, second value]); optional reference lines."""
-    width, left, bar_h, gap = 720, 260, 18, 8
+    width, bar_h, gap = 720, 18, 8
+    left = max(260, 16 + 7 * max(len(r[0]) for r in rows))  # room for the longest label
     series = max(len(r) - 1 for r in rows)
     top = max(max(r[1:]) for r in rows + [("", *(reference or {}).values())] if len(r) > 1) or 1
     height = 40 + len(rows) * (series * bar_h + gap) + 30
@@ -62,7 +66,44 @@ def bar_chart(path, title, rows, unit, reference=None):
         f.write("\n".join(out).replace(f'height="{height}"', f'height="{y + 20}"', 1) + "\n")
 
 
+def latency_chart(text):
+    """The compile-latency chart from compile_latency.js's table (`case  wasm ms  native ms  ratio`);
+    returns the Markdown lines that show it, or [] when the table has no rows."""
+    rows = []
+    for line in text.splitlines():
+        m = re.match(r"^(.*?)\s{2,}([\d.]+)\s+([\d.]+|-)\s+([\d.]+|-)\s*$", line)
+        if m:
+            rows.append((m.group(1).strip(), float(m.group(2))) +
+                        ((float(m.group(3)),) if m.group(3) != "-" else ()))
+    if not rows:
+        return []
+    bar_chart(os.path.join(ROOT, "bench/report-latency.svg"),
+              "Compile latency, ms (median): wasm core in node (blue), native CLI (orange)", rows, "ms")
+    return ["", "![compile latency, wasm vs native](report-latency.svg)", "",
+            "The native figure is the CLI as a process, start-up and file writes included; a case the CLI cannot "
+            "run the same way has one bar."]
+
+
+def charts_only():
+    """Redraws the compile-latency chart from the figures in the committed report, and links it."""
+    path = os.path.join(ROOT, "bench/report.md")
+    md = open(path, encoding="utf-8").read()
+    m = re.search(r"## Compile latency[^\n]*\n\n```text\n(.*?)```\n?", md, re.S)
+    if not m:
+        print("bench/report.md has no compile-latency figures; run the whole report", file=sys.stderr)
+        return 1
+    lines = latency_chart(m.group(1))
+    if lines and "report-latency.svg" not in md:
+        md = md[:m.end()].rstrip("\n") + "\n" + "\n".join(lines) + "\n" + md[m.end():]
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(md)
+    print("wrote bench/report-latency.svg", file=sys.stderr)
+    return 0
+
+
 def main():
+    if sys.argv[1:] == ["--charts-only"]:
+        return charts_only()
     if not os.access(CLI, os.X_OK):
         print(f"bench/report.py: no {CLI}; build first (bash scripts/build.sh)", file=sys.stderr)
         return 1
@@ -72,7 +113,7 @@ def main():
           f"- {platform.node()}: {platform.machine()}, {os.cpu_count()} cores, {platform.platform()}",
           f"- {version(['cc', '--version'])}; {version(['clang', '--version'])}",
           f"- {version(['arm-none-eabi-gcc', '--version'])}; {version(['qemu-system-arm', '--version'])}",
-          f"- node {version(['node', '--version'])}; {version([CLI, '--version'])}", "",
+          f"- node {version(['node', '--version'])}; {version(['emcc', '--version'])}; {version([CLI, '--version'])}", "",
           "Instruction counts, sizes and memory are exact and repeatable; wall-time ratios (calling conventions,",
           "LLVM vs C, compile latency) move by several percent between runs on a shared machine.", ""]
 
@@ -188,6 +229,7 @@ def main():
     if os.path.exists(js):
         code, out, err = run(["node", "wasm/bench/compile_latency.js", js, CLI], timeout=900)
         md += ["", "## Compile latency: the wasm core (node) vs the native CLI", "", "```text", (out or err).strip(), "```"]
+        md += latency_chart(out)
 
     with open(os.path.join(ROOT, "bench/report.md"), "w") as f:
         f.write("\n".join(md) + "\n")

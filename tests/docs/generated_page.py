@@ -1,4 +1,5 @@
-"""The shared command line of the generated documentation pages (cli_doc.py, passes_doc.py):
+"""The shared command line of the generated documentation pages (cli_doc.py, passes_doc.py,
+target_options_doc.py):
 `SCRIPT MICROTIR_BINARY SOURCE_DIR [--write]` regenerates docs/<page> with --write, and
 otherwise checks it, failing with the command to run when it is stale."""
 import os

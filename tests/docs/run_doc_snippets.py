@@ -1,17 +1,24 @@
 #!/usr/bin/env python3
 """Runs the runnable code blocks of docs/*.md, so the documentation cannot rot.
 
-A fenced block whose info string is `sh run` is run with bash -e; `LANG file=NAME`
-(any language) writes the block to NAME first. Each document runs in its own empty
-folder, blocks in order, with `microtir` on PATH and $MICROTIR_SRC the source tree. A
-block that starts with `# expect-exit: N` must exit with N. Any failure names the
-document and line and prints the block's output; a run that finds no runnable block
-at all fails too.
+Markers, in the info string after the fence:
+- `sh run`: run with bash -e. A block that starts with `# expect-exit: N` must exit
+  with N; each `# expect-output: TEXT` line names text its output (stdout and stderr)
+  must contain, so a documented refusal is checked with its exact message.
+- `LANG file=NAME` (any language): writes the block to NAME, for later blocks.
+- `LANG tir` (TIR text; `file=NAME` optional): `microtir parse` must accept it; with
+  `args="..."`, `microtir run FILE ARGS` runs it instead ($MICROTIR_SRC is expanded).
+  `expect="TEXT"` (repeatable) is text the output must contain, `exit=N` the exit
+  code (default 0). The info string is split like a shell line.
+Each document runs in its own empty folder, blocks in order, with `microtir` on PATH
+and $MICROTIR_SRC the source tree. Any failure names the document and line and prints
+the block's output; a run that finds no runnable block at all fails too.
 
 usage: run_doc_snippets.py MICROTIR_BINARY SOURCE_DIR [DOC.md...]
 """
 import os
 import re
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -35,6 +42,24 @@ def blocks(path):
     return out
 
 
+def info_words(info):
+    try:
+        return shlex.split(info)
+    except ValueError:
+        return info.split()
+
+
+def check(p, want_exit, expected):
+    """The failure text of a finished process, or None."""
+    output = p.stdout.decode(errors="replace")
+    missing = [e for e in expected if e not in output]
+    if p.returncode == want_exit and not missing:
+        return None
+    why = f"exit {p.returncode}, expected {want_exit}" if p.returncode != want_exit else ""
+    why += "".join(f"\n  output lacks: {e}" for e in missing)
+    return f"{why.strip()}\n--- output:\n{output}"
+
+
 def run_doc(path, binary, src):
     ran, failures = 0, []
     with tempfile.TemporaryDirectory(prefix="microtir-docs-") as work:
@@ -42,22 +67,33 @@ def run_doc(path, binary, src):
         env["PATH"] = os.path.dirname(os.path.abspath(binary)) + os.pathsep + env.get("PATH", "")
         env["MICROTIR_SRC"] = src
         for line, info, text in blocks(path):
-            words = info.split()
-            target = next((w[5:] for w in words if w.startswith("file=")), None)
+            words = info_words(info)
+            keys = dict(w.split("=", 1) for w in words if "=" in w)
+            target = keys.get("file")
+            if "tir" in words[1:]:
+                target = target or f"snippet_{line}.tir"
             if target:
                 with open(os.path.join(work, target), "w", encoding="utf-8") as f:
                     f.write(text)
+            if "tir" in words[1:]:
+                ran += 1
+                args = keys.get("args", "").replace("$MICROTIR_SRC", src)
+                cmd = [binary, "run", target, *shlex.split(args)] if "args" in keys else [binary, "parse", target]
+                p = subprocess.run(cmd, cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=600)
+                failed = check(p, int(keys.get("exit", "0")), [w[7:] for w in words if w.startswith("expect=")])
+                if failed:
+                    failures.append(f"{path}:{line}: {' '.join(cmd[1:])}: {failed}")
                 continue
-            if words[:2] != ["sh", "run"]:
+            if target or words[:2] != ["sh", "run"]:
                 continue
             ran += 1
             m = re.match(r"# expect-exit: (\d+)", text)
-            want = int(m.group(1)) if m else 0
+            expected = re.findall(r"^# expect-output: (.*)$", text, re.M)
             p = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", text], cwd=work, env=env,
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=600)
-            if p.returncode != want:
-                failures.append(f"{path}:{line}: exit {p.returncode}, expected {want}\n{text}--- output:\n"
-                                f"{p.stdout.decode(errors='replace')}")
+            failed = check(p, int(m.group(1)) if m else 0, expected)
+            if failed:
+                failures.append(f"{path}:{line}: {failed}\n--- block:\n{text}")
     return ran, failures
 
 

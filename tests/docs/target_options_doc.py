@@ -1,0 +1,183 @@
+#!/usr/bin/env python3
+"""docs/target-options.md is generated from the target parser itself, so it cannot drift:
+the keys are the list the parser prints for an unknown option, the defaults are the
+canonical target strings `build --json` and `compile --json` print, the LLVM triples
+are the list the backend prints for an unknown one, and every refusal below is run
+and its exact message copied into the page (where the snippet runner checks it again).
+A key the parser accepts without a description here fails the generation. `--write`
+regenerates the page; without it the file is checked and a stale file fails with the
+command to run.
+
+usage: target_options_doc.py MICROTIR_BINARY SOURCE_DIR [--write]
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+import generated_page
+
+TIR = '"$MICROTIR_SRC/examples/matmul.tir"'
+MODEL = '"$MICROTIR_SRC/models/digits/digits.json"'
+
+# What each key does and the values it takes; the keys themselves come from the parser.
+KEYS = {
+    "runtime": ("`c`", "The runtime the artifact is built for: microtir's C runtime (`crt/`). TVM's `cpp` is refused."),
+    "executor": ("`aot`", "How the model's operators are called: an ahead-of-time main function. TVM's `graph` is refused."),
+    "interface-api": ("`c`, `packed`",
+                      "The interface the application calls: `c` is `tvmgen_<model>_run()` with structs of pointers, "
+                      "`packed` is the model's main in the function registry, called with `TVMFuncCall` and DLTensors "
+                      "([runtime-api.md](runtime-api.md))."),
+    "unpacked-api": ("`0`, `1` (`false`, `true`)",
+                     "The calling convention of the kernels: `0` packed (`TVMValue` arguments, every argument checked), "
+                     "`1` unpacked (a plain C function per kernel taking data pointers). Chooses `make_packed_api` or "
+                     "`make_unpacked_api` in the pass pipeline ([passes.md](passes.md))."),
+    "link-params": ("`0`, `1` (`false`, `true`)",
+                    "`1` links the weights into the artifact as `const` arrays (flash); `0` makes them parameters the "
+                    "application passes (`struct tvmgen_<model>_params`, or DLTensors with the packed interface)."),
+    "workspace-byte-alignment": ("a power of two, 1 to 4096",
+                                 "The alignment of every tensor's offset in the workspace pool (`plan_memory`)."),
+    "mtriple": ("see [the triples](#llvm-triples)",
+                "`llvm` only: the LLVM target triple of the IR and objects ([llvm-backend.md](llvm-backend.md))."),
+    "mcpu": ("a CPU LLVM knows for the triple, e.g. `cortex-m4`",
+             "`llvm` only: the CPU the objects are tuned for (with `MICROTIR_LLVM`, when objects are emitted)."),
+}
+
+# (command, why it is refused). The message shown is whatever the command prints.
+REFUSALS = [
+    (f'microtir build {TIR} --target "" -o out', "An empty target string names no backend."),
+    (f'microtir build {TIR} --target "cpp" -o out', "The kinds are `c` (C99 source) and `llvm` (LLVM IR)."),
+    (f'microtir build {TIR} --target "c -runtime=cpp" -o out',
+     "TVM's C++ runtime (graph executor, dynamic modules) needs an operating system; microtir builds for the C runtime only."),
+    (f'microtir build {TIR} --target "c -executor=graph" -o out',
+     "The graph executor interprets a JSON graph at run time and allocates as it goes; microtir compiles the graph ahead of time into static code and memory."),
+    (f'microtir build {TIR} --target "c -interface-api=cmsis" -o out', "An interface that does not exist."),
+    (f'microtir build {TIR} --target "c -unpacked-api=yes" -o out', "Flags take `0`/`1` (or `false`/`true`), nothing else."),
+    (f'microtir build {TIR} --target "c -link-params=2" -o out', "As above."),
+    (f'microtir build {TIR} --target "c -workspace-byte-alignment=12" -o out',
+     "Offsets are rounded up with a mask, which only works for powers of two."),
+    (f'microtir build {TIR} --target "c unpacked-api=1" -o out', "Every option is `-key=value` (or `--key=value`)."),
+    (f'microtir build {TIR} --target "c -unpacked-ap=1" -o out',
+     "An unknown key, with the closest known one and the whole list: a typo never passes silently."),
+    (f'microtir build {TIR} --target "c -mtriple=thumbv7em-none-eabihf" -o out',
+     "A triple means nothing to the C backend: the C compiler you build the artifact with chooses the machine."),
+    (f'microtir build {TIR} --target "llvm -mtriple=x86_64-pc-windows" -o out',
+     "The LLVM backend knows the data layout and calling conventions of these triples only."),
+    (f'microtir build {TIR} --target "c -interface-api=c" -o out',
+     "As in TVM: with the C runtime, the C interface passes plain pointers to the model's main, so the kernels must "
+     "use the unpacked calling convention too."),
+    (f'microtir build "$MICROTIR_SRC/tests/programs/call_packed.tir" --target "c -unpacked-api=1" -o out',
+     "The unpacked convention passes each buffer as a bare data pointer, so it is refused for a function that "
+     "needs more than that: one that calls another with `T.tvm_call_packed`, or one that reads a buffer's shape at "
+     "run time (`T.match_buffer` with a symbolic shape; pass the size as a scalar parameter instead). The message "
+     "names the function and the pass."),
+    (f'microtir compile {MODEL} --target "c -interface-api=packed" -o out',
+     "The packed main takes every tensor, weights included, as a DLTensor argument, so the weights cannot also be "
+     "linked in. `compile` links them unless the string says `-link-params=0`; note that `--target c` alone means "
+     "`-interface-api=packed` and is refused for this reason."),
+    (f'microtir compile {MODEL} --device npu0=conv2d --target "c -interface-api=packed -link-params=0" -o out',
+     "A device kernel receives its context (the resource handle) from the `devices` struct of the C interface, "
+     "which only `-interface-api=c -unpacked-api=1` has ([devices.md](devices.md))."),
+]
+
+
+def run(binary, src, command, work):
+    env = dict(os.environ, MICROTIR_SRC=os.path.abspath(src))
+    env["PATH"] = os.path.dirname(os.path.abspath(binary)) + os.pathsep + env.get("PATH", "")
+    return subprocess.run(["bash", "-c", command], cwd=work, env=env, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE)
+
+
+def error_line(p, command):
+    lines = [l for l in p.stderr.decode().splitlines() if "error:" in l]
+    if p.returncode != 1 or not lines:
+        raise SystemExit(f"`{command}` was expected to be refused (exit 1), got exit {p.returncode}:\n"
+                         f"{p.stderr.decode()}")
+    line = lines[0]
+    # A located error starts with the file's absolute path, which differs from machine to machine.
+    return line[line.index("error:"):] if "/" in line[:line.index("error:")] else line
+
+
+def canonical(binary, src, command, work):
+    p = run(binary, src, command + " --json", work)
+    if p.returncode != 0:
+        raise SystemExit(f"`{command}` failed:\n{p.stderr.decode()}")
+    result = json.loads(p.stdout)
+    return result.get("metadata", result)["target"]  # compile nests it in the metadata
+
+
+def options_of(target):
+    return dict(w[1:].split("=", 1) for w in target.split()[1:])
+
+
+def generate(binary, src):
+    with tempfile.TemporaryDirectory(prefix="microtir-target-doc-") as work:
+        unknown = error_line(run(binary, src, f'microtir build {TIR} --target "c -no-such-key=1" -o out', work), "")
+        keys = [k[1:] for k in re.search(r"\(known: (.*)\)", unknown).group(1).split()]
+        build_default = canonical(binary, src, f"microtir build {TIR} --target c -o b", work)
+        compile_default = canonical(binary, src, f"microtir compile {MODEL} -o m", work)
+        run(binary, src, f"microtir build {TIR} --target llvm -o l", work)
+        ll = open(os.path.join(work, "l/codegen/host/src/lib0.ll"), encoding="utf-8").read()
+        llvm_default = re.search(r'target triple = "([^"]+)"', ll).group(1)
+        triples = error_line(run(binary, src, f'microtir build {TIR} --target "llvm -mtriple=none" -o out', work), "")
+        triples = triples.split("use one of: ", 1)[1].split(", ")
+        refusals = [(c, why, error_line(run(binary, src, c, work), c)) for c, why in REFUSALS]
+
+    missing = [k for k in keys if k not in KEYS]
+    extra = [k for k in KEYS if k not in keys]
+    if missing or extra:
+        raise SystemExit(f"target_options_doc.py: describe the parser's keys {missing}, drop {extra}")
+    build_opts, compile_opts = options_of(build_default), options_of(compile_default)
+
+    out = ["# The target string\n",
+           "Generated from the target parser by `tests/docs/target_options_doc.py --write`; a test fails when it is",
+           "stale, and every block marked `sh run` runs in CI.\n",
+           "`--target` of `microtir build`, `compile` and `passes` takes a target string as TVM users write it: a",
+           "kind, `c` (C99 source) or `llvm` (LLVM IR), then `-key=value` options in any order (`--key=value` is",
+           "accepted too). Unknown keys, bad values and combinations that cannot work are refused when the",
+           "string is parsed, before anything is compiled, with a message that names the rule; the command exits",
+           "with 1. The canonical form, every key in a fixed order, is what `metadata.json` records as `target`",
+           "and what `build --json` prints.\n",
+           "Defaults: `build` and `passes` start from the parser's defaults,",
+           f"`{build_default}`;",
+           "`compile` starts from",
+           f"`{compile_default}`",
+           "(the C interface with the weights linked in) when `--target` is not given. When it is given, only",
+           "`-link-params` keeps `compile`'s default of 1: every other key not written takes the parser's default.",
+           "`run` has no target string: `--backend c|llvm` and `--unpacked-api 0|1` choose the host build.\n",
+           "## Keys\n",
+           "| key | values | default | what it does |",
+           "|---|---|---|---|"]
+    for k in keys:
+        values, what = KEYS[k]
+        if k in ("mtriple", "mcpu"):
+            default = f"`{llvm_default}`" if k == "mtriple" else "none (LLVM's generic CPU for the triple)"
+        elif build_opts[k] == compile_opts[k]:
+            default = f"`{build_opts[k]}`"
+        else:
+            default = f"`{build_opts[k]}` (`compile`: `{compile_opts[k]}`)"
+        out.append(f"| `-{k}` | {values} | {default} | {what} |")
+    out += ["\n## LLVM triples\n",
+            "`-mtriple` takes one of these:\n"]
+    out += [f"- `{t}`" + (" (default)" if t == llvm_default else "") for t in triples]
+    out += ["\nThe run targets of `microtir run --target` map to them: see [targets.md](targets.md).\n",
+            "## Combinations that work\n",
+            "| target string | what you get |",
+            "|---|---|",
+            "| `c -interface-api=c -unpacked-api=1` (`compile`'s default) | `tvmgen_<model>_run(&inputs, &outputs)`, weights in flash |",
+            "| `c -interface-api=c -unpacked-api=1 -link-params=0` | `run` takes a third struct, `tvmgen_<model>_params` |",
+            "| `c -interface-api=packed -link-params=0` | the main in the registry, called with `TVMFuncCall` |",
+            "| `c -interface-api=c -unpacked-api=1` with `--device` | `run` takes a `tvmgen_<model>_devices` struct |",
+            "| `llvm -mtriple=... -interface-api=c -unpacked-api=1` | the same C interface over LLVM IR (and objects) |",
+            "| `c`, `c -unpacked-api=1` (`build`, `passes`) | a TIR module's functions, packed or unpacked, with the registry |\n",
+            "## What is refused, and why\n",
+            "Each block runs in CI: the command must exit with 1 and print the message shown.\n"]
+    for command, why, message in refusals:
+        out += [why + "\n", "```sh run", "# expect-exit: 1", f"# expect-output: {message}", command, "```\n"]
+    return "\n".join(out)
+
+
+if __name__ == "__main__":
+    sys.exit(generated_page.main(__doc__, "target-options.md", generate))
