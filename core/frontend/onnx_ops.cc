@@ -55,12 +55,13 @@ struct Window {
 };
 
 // 1-D windows (3-D NCL data) are read as 2-D ones of height 1: the data is reshaped to
-// (N, C, 1, L) around the op.
-Window read_window(C& c, const std::string& data, std::vector<int64_t> kernel_from_weight) {
+// (N, C, 1, L) around the op. 3-D windows (5-D data, pools only: `three_d`) are returned
+// as read, with pads [d, h, w begins, d, h, w ends].
+Window read_window(C& c, const std::string& data, std::vector<int64_t> kernel_from_weight, bool three_d = false) {
   const auto& shape = c.type_of(data).shape;
-  if (shape.size() != 4 && shape.size() != 3)
-    c.unsupported("only 1-D and 2-D windows (3-D or 4-D data) are supported; the data has rank " +
-                  std::to_string(shape.size()));
+  if (shape.size() != 4 && shape.size() != 3 && !(three_d && shape.size() == 5))
+    c.unsupported(std::string("only 1-D and 2-D windows (3-D or 4-D data)") + (three_d ? " and 3-D ones (5-D data)" : "") +
+                  " are supported; the data has rank " + std::to_string(shape.size()));
   size_t dims = shape.size() - 2;
   Window w;
   w.kernel = c.attr_ints("kernel_shape", kernel_from_weight);
@@ -134,20 +135,44 @@ void conv(C& c) {
   emit_windowed(c, "conv2d", ins, attrs);
 }
 
+// A 3-D pool as two 2-D ones: over (H, W) with the depth folded into the channels,
+// then over D with H·W flattened. Exact for max, and for the average too: a window's
+// count of positions inside the (padded) input is the product of its counts per axis,
+// so the mean over the box is the mean over D of the means over (H, W).
+void pool_3d(C& c, const std::string& op, const std::string& data, const Window& w, json attrs) {
+  auto s = c.type_of(data).shape;  // N, C, D, H, W
+  std::string x = c.emit(c.temp("hw"), "reshape", {data}, {{"newshape", {s[0], s[1] * s[2], s[3], s[4]}}});
+  attrs["pool_size"] = {w.kernel[1], w.kernel[2]};
+  attrs["strides"] = {w.strides[1], w.strides[2]};
+  attrs["dilation"] = {w.dilations[1], w.dilations[2]};
+  attrs["padding"] = {w.pads[1], w.pads[2], w.pads[4], w.pads[5]};
+  std::string hw = c.emit(c.temp(op + "_hw"), op, {x}, attrs);
+  auto o = c.type_of(hw).shape;  // N, C·D, OH, OW
+  std::string y = c.emit(c.temp("d"), "reshape", {hw}, {{"newshape", {s[0], s[1], s[2], o[2] * o[3]}}});
+  attrs["pool_size"] = {w.kernel[0], 1};
+  attrs["strides"] = {w.strides[0], 1};
+  attrs["dilation"] = {w.dilations[0], 1};
+  attrs["padding"] = {w.pads[0], 0, w.pads[3], 0};
+  std::string d = c.emit(c.temp(op + "_d"), op, {y}, attrs);
+  int64_t od = c.type_of(d).shape[2];
+  c.emit(out0(c), "reshape", {d}, {{"newshape", {s[0], s[1], od, o[2], o[3]}}});
+}
+
 void pool(C& c, const std::string& op) {
   expect_inputs(c, 1, 1);
   single_output(c);
   std::string data = c.input(0);
-  Window w = read_window(c, data, {});
+  Window w = read_window(c, data, {}, true);
   if (!c.has_attr("kernel_shape")) c.invalid("missing attribute 'kernel_shape'");
   if (c.attr_int("storage_order", 0) != 0) c.unsupported("attribute 'storage_order' = 1 (column-major indices)");
   json attrs = {{"pool_size", w.kernel}, {"strides", w.strides}, {"padding", w.pads}, {"dilation", w.dilations},
                 {"ceil_mode", c.attr_int("ceil_mode", 0) != 0}};
   if (op == "avg_pool2d") attrs["count_include_pad"] = c.attr_int("count_include_pad", 0) != 0;
-  for (int k = 0; k < 2; ++k)
-    if (w.pads[k] >= w.kernel[k] || w.pads[k + 2] >= w.kernel[k])
+  for (size_t k = 0; k < w.kernel.size(); ++k)
+    if (w.pads[k] >= w.kernel[k] || w.pads[k + w.kernel.size()] >= w.kernel[k])
       c.unsupported("a padding as large as the window (pads " + json(w.pads).dump() + ", kernel " +
                     json(w.kernel).dump() + ")");
+  if (w.kernel.size() == 3) return pool_3d(c, op, data, w, attrs);
   emit_windowed(c, op, {data}, attrs);
 }
 

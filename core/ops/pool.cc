@@ -42,7 +42,8 @@ int64_t pool_out_size(int64_t in, int64_t pad_begin, int64_t pad_end, int64_t k,
 PoolParams pool_params(const std::string& op, const std::vector<TensorType>& in, const json& attrs) {
   bool avg = op == "avg_pool2d";
   AttrReader r(op, attrs, pool_attrs(avg));
-  check_inputs(op, in, 1, {"data"});
+  // max takes integer data too (its result has the data's type); the average does not.
+  check_inputs(op, in, 1, {"data"}, avg ? Dtypes::kFloat32 : Dtypes::kNumeric);
   PoolParams p;
   auto size = r.get_ints("pool_size", 2, 1, "positive integers", std::nullopt);
   auto strides = r.get_ints("strides", 2, 1, "positive integers", std::vector<int64_t>{1, 1});
@@ -77,7 +78,7 @@ TensorType pool_infer(const std::string& op, const std::vector<TensorType>& in, 
   PoolParams p = pool_params(op, in, attrs);
   std::vector<int64_t> s = p.nhwc ? std::vector<int64_t>{p.n, p.oh, p.ow, p.c}
                                   : std::vector<int64_t>{p.n, p.c, p.oh, p.ow};
-  return TensorType{DataType::Float(32), s};
+  return TensorType{in[0].dtype, s};
 }
 
 // Number of kernel taps k in [0, K) with lo <= o*s + k*d - pad < hi.
@@ -110,8 +111,8 @@ PrimFunc pool_build(const std::string& op, const std::string& fname, const std::
   bool avg = op == "avg_pool2d";
   PoolParams p = pool_params(op, in, attrs);
   FuncBuilder fb;
-  Buffer data = fb.param("data", in[0].shape);
-  Buffer o = fb.param("out", out.shape);
+  Buffer data = fb.param("data", in[0].shape, in[0].dtype);
+  Buffer o = fb.param("out", out.shape, out.dtype);
   LoopNest outer, red;
   Expr n = outer.axis("n", p.n), c, oh, ow;
   if (p.nhwc) {
@@ -134,7 +135,7 @@ PrimFunc pool_build(const std::string& op, const std::string& fname, const std::
   Stmt update = store(o, avg ? add(acc, x) : max_(acc, x), oidx);
   if (cond) update = IfThenElse(cond, update);
   std::vector<Stmt> body;
-  body.push_back(store(o, cf(avg ? 0.0 : -kInf), oidx));
+  body.push_back(store(o, cv(out.dtype, avg ? 0.0 : -kInf), oidx));
   body.push_back(red.wrap(update));
   if (avg) {
     Expr cnt_h, cnt_w;

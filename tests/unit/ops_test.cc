@@ -1100,5 +1100,160 @@ TEST(OpsBatchNorm, Inference) {
                "unknown attribute 'momentum'; known attributes: epsilon, axis");
 }
 
+// ---- integer data ---------------------------------------------------------------------
+// The dtype-generic ops (arithmetic, max, clip, data movement) on integer tensors, against
+// naive references computing in the type as C does (wrapping unsigned arithmetic,
+// division truncating toward zero).
+
+struct ITensor {
+  Shape shape;
+  std::vector<int64_t> data;
+};
+
+// Emits `op` on inputs of type `dt`, checks it, runs it in the interpreter (and, at the
+// end of the process, as host C) and returns the output, which must be of type `dt`.
+ITensor run_int_op(const std::string& op, DataType dt, const std::vector<ITensor>& inputs,
+                   const json& attrs = json::object()) {
+  const OpDef* def = find_op(op);
+  std::vector<TensorType> types;
+  for (const auto& t : inputs) types.push_back(TensorType{dt, t.shape});
+  TensorType out = def->infer(types, attrs);
+  EXPECT_EQ(out.dtype, dt) << op;
+  PrimFunc f = def->build(op + "_kernel", types, out, attrs);
+  IRModule m;
+  m.set(op + "_kernel", f);
+  auto diags = check_well_formed(m);
+  EXPECT_TRUE(diags.empty()) << render_all(diags) << "\n" << print_module(m);
+  std::vector<NDArray> arrays;
+  for (const auto& t : inputs) {
+    arrays.push_back(NDArray::zeros(dt, t.shape));
+    for (size_t i = 0; i < t.data.size(); ++i) arrays.back().set_int(static_cast<int64_t>(i), t.data[i]);
+  }
+  arrays.push_back(NDArray::zeros(out.dtype, out.shape));
+  std::vector<InterpArg> args;
+  for (auto& a : arrays) args.push_back(&a);
+  interpret(m, op + "_kernel", args);
+  host_cases().push_back({op + " on " + dt.str() + " " + attrs.dump(), f, arrays});
+  ITensor r{out.shape, {}};
+  for (int64_t i = 0; i < arrays.back().num_elements(); ++i) r.data.push_back(arrays.back().get_int(i));
+  return r;
+}
+
+ITensor iseq(const Shape& s, int64_t start, int64_t step) {
+  ITensor t{s, {}};
+  for (int64_t i = 0; i < numel(s); ++i) t.data.push_back(start + i * step);
+  return t;
+}
+
+TEST(OpsIntegerData, ArithmeticWrapsAndTruncates) {
+  // uint8: every pair of a few values, including sums and products past 255.
+  ITensor a{{4, 1}, {0, 7, 200, 255}}, b{{1, 3}, {1, 100, 250}};
+  const std::vector<std::pair<std::string, std::function<int64_t(int64_t, int64_t)>>> ops = {
+      {"add", [](int64_t x, int64_t y) { return static_cast<uint8_t>(x + y); }},
+      {"sub", [](int64_t x, int64_t y) { return static_cast<uint8_t>(x - y); }},
+      {"mul", [](int64_t x, int64_t y) { return static_cast<uint8_t>(x * y); }},
+      {"div", [](int64_t x, int64_t y) { return static_cast<uint8_t>(x / y); }}};
+  for (const auto& [name, f] : ops) {
+    ITensor got = run_int_op(name, DataType::UInt(8), {a, b});
+    ASSERT_EQ(got.shape, (Shape{4, 3})) << name;
+    for (int64_t i = 0; i < 4; ++i)
+      for (int64_t j = 0; j < 3; ++j) EXPECT_EQ(got.data[i * 3 + j], f(a.data[i], b.data[j])) << name << " " << i << "," << j;
+  }
+  // int32 division truncates toward zero (ONNX's integer Div; numpy's // would floor).
+  ITensor n{{6}, {7, -7, 7, -7, 0, -9}}, d{{6}, {2, 2, -2, -2, 3, 4}};
+  EXPECT_EQ(run_int_op("div", DataType::Int(32), {n, d}).data, (std::vector<int64_t>{3, -3, -3, 3, 0, -2}));
+  EXPECT_EQ(run_int_op("sub", DataType::Int(64), {n, d}).data, (std::vector<int64_t>{5, -9, 9, -5, -3, -13}));
+}
+
+TEST(OpsIntegerData, UnaryAndClip) {
+  ITensor x{{2, 4}, {-128, -5, -1, 0, 1, 5, 100, 127}};
+  std::vector<int64_t> neg, abs, relu, clip;
+  for (int64_t v : x.data) {
+    neg.push_back(static_cast<int8_t>(-v));  // -(-128) wraps to -128 in int8
+    abs.push_back(static_cast<int8_t>(v < 0 ? -v : v));
+    relu.push_back(std::max<int64_t>(v, 0));
+    clip.push_back(std::min<int64_t>(std::max<int64_t>(v, -3), 99));
+  }
+  EXPECT_EQ(run_int_op("neg", DataType::Int(8), {x}).data, neg);
+  EXPECT_EQ(run_int_op("abs", DataType::Int(8), {x}).data, abs);
+  EXPECT_EQ(run_int_op("relu", DataType::Int(8), {x}).data, relu);
+  EXPECT_EQ(run_int_op("clip", DataType::Int(8), {x}, {{"min", -3}, {"max", 99}}).data, clip);
+  // Bounds outside the type's range clamp to it: no change; only a max.
+  EXPECT_EQ(run_int_op("clip", DataType::Int(8), {x}, {{"min", -1000}, {"max", 1e9}}).data, x.data);
+  std::vector<int64_t> capped;
+  for (int64_t v : x.data) capped.push_back(std::min<int64_t>(v, 4));
+  EXPECT_EQ(run_int_op("clip", DataType::Int(8), {x}, {{"max", 4}}).data, capped);
+}
+
+TEST(OpsIntegerData, MaxPool) {
+  // int8 with negative values and padding: the padding never wins (the start is -128).
+  for (DataType dt : {DataType::Int(8), DataType::UInt(8)}) {
+    ITensor x = iseq({1, 2, 3, 4}, dt.is_uint() ? 3 : -60, dt.is_uint() ? 7 : 5);
+    json attrs = {{"pool_size", {2, 2}}, {"strides", {2, 2}}, {"padding", {1, 1, 1, 1}}};
+    ITensor got = run_int_op("max_pool2d", dt, {x}, attrs);
+    ASSERT_EQ(got.shape, (Shape{1, 2, 2, 3}));
+    for (int64_t c = 0; c < 2; ++c)
+      for (int64_t oh = 0; oh < 2; ++oh)
+        for (int64_t ow = 0; ow < 3; ++ow) {
+          int64_t want = std::numeric_limits<int64_t>::min();
+          for (int64_t ih = oh * 2 - 1; ih <= oh * 2; ++ih)
+            for (int64_t iw = ow * 2 - 1; iw <= ow * 2; ++iw)
+              if (ih >= 0 && ih < 3 && iw >= 0 && iw < 4) want = std::max(want, x.data[(c * 3 + ih) * 4 + iw]);
+          EXPECT_EQ(got.data[(c * 2 + oh) * 3 + ow], want) << dt.str() << " " << c << "," << oh << "," << ow;
+        }
+  }
+  expect_error("avg_pool2d", {}, json::object(), "expected 1 input");
+  std::vector<TensorType> in = {{DataType::Int(8), {1, 1, 4, 4}}};
+  try {
+    find_op("avg_pool2d")->infer(in, {{"pool_size", {2, 2}}});
+    ADD_FAILURE() << "avg_pool2d took int8 data";
+  } catch (const DiagnosticError& e) {
+    EXPECT_NE(e.diagnostics()[0].message.find("input 'data' has type int8; only float32 is supported"),
+              std::string::npos);
+  }
+}
+
+TEST(OpsIntegerData, DataMovement) {
+  ITensor x = iseq({2, 3}, -4, 3);  // -4 -1 2 / 5 8 11
+  for (const char* mode : {"constant", "edge", "reflect"}) {
+    ITensor got = run_int_op("pad", DataType::Int(32), {x}, {{"pad_width", {{1, 0}, {0, 2}}}, {"mode", mode}, {"pad_value", 7}});
+    ASSERT_EQ(got.shape, (Shape{3, 5})) << mode;
+    for (int64_t i = 0; i < 3; ++i)
+      for (int64_t j = 0; j < 5; ++j) {
+        int64_t want;
+        if (std::string(mode) == "constant") {
+          want = (i == 0 || j >= 3) ? 7 : x.data[(i - 1) * 3 + j];
+        } else {
+          bool reflect = std::string(mode) == "reflect";
+          want = x.data[pad_source(i - 1, 2, reflect) * 3 + pad_source(j, 3, reflect)];
+        }
+        EXPECT_EQ(got.data[i * 5 + j], want) << mode << " " << i << "," << j;
+      }
+  }
+  EXPECT_EQ(run_int_op("transpose", DataType::Int(16), {x}).data, (std::vector<int64_t>{-4, 5, -1, 8, 2, 11}));
+  EXPECT_EQ(run_int_op("reshape", DataType::Int(64), {x}, {{"newshape", {3, 2}}}).shape, (Shape{3, 2}));
+  ITensor y = iseq({2, 1}, int64_t{1} << 40, 1);  // int64 values beyond 32 bits survive the copy
+  EXPECT_EQ(run_int_op("concat", DataType::Int(64), {iseq({2, 1}, 0, 1), y}, {{"axis", 1}}).data,
+            (std::vector<int64_t>{0, int64_t{1} << 40, 1, (int64_t{1} << 40) + 1}));
+  EXPECT_EQ(run_int_op("flatten", DataType::UInt(16), {iseq({2, 1, 3}, 0, 9000)}).data.back(), 45000);
+}
+
+TEST(OpsIntegerData, MixedAndUnsupportedTypesAreRefused) {
+  auto refused = [](const std::string& op, std::vector<TensorType> in, const std::string& needle) {
+    try {
+      find_op(op)->infer(in, json::object());
+      ADD_FAILURE() << op << " took " << in[0].str();
+    } catch (const DiagnosticError& e) {
+      EXPECT_NE(e.diagnostics()[0].message.find(needle), std::string::npos) << e.diagnostics()[0].message;
+    }
+  };
+  refused("add", {{DataType::Int(8), {2}}, {DataType::Float(32), {2}}},
+          "add: input 'rhs' has type float32 but 'lhs' has type int8");
+  refused("mul", {{DataType::Bool(), {2}}, {DataType::Bool(), {2}}},
+          "input 'lhs' has type bool; only float32 and integer types are supported");
+  refused("exp", {{DataType::Int(32), {2}}}, "input 'data' has type int32; only float32 is supported");
+  refused("dense", {{DataType::Int(8), {1, 2}}, {DataType::Int(8), {3, 2}}}, "only float32 is supported");
+}
+
 }  // namespace
 }  // namespace mtir
