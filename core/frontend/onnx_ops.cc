@@ -334,18 +334,68 @@ void pad(C& c) {
   c.emit(out0(c), "pad", {c.input(0)}, {{"pad_width", widths}, {"pad_value", value}, {"mode", mode}});
 }
 
+// The mean of `x` (N, C, ...) over every axis but 1, as (1, C, 1, 1): a global average
+// pool of the data rearranged to (1, C, N, rest).
+std::string channel_mean(C& c, const std::string& x) {
+  auto s = c.type_of(x).shape;
+  int64_t rest = 1;
+  for (size_t k = 2; k < s.size(); ++k) rest *= s[k];
+  std::string a = c.emit(c.temp("ncs"), "reshape", {x}, {{"newshape", {s[0], s[1], rest}}});
+  std::string t = c.emit(c.temp("cns"), "transpose", {a}, {{"axes", {1, 0, 2}}});
+  std::string b = c.emit(c.temp("1cns"), "reshape", {t}, {{"newshape", {1, s[1], s[0], rest}}});
+  return c.emit(c.temp("mean"), "global_avg_pool2d", {b});
+}
+
+// training_mode = 1 (opset 14+): normalizes with the batch's own statistics (the mean
+// and the biased variance over every axis but 1) and outputs the running statistics
+// updated as running·momentum + batch·(1 - momentum). Deterministic: plain graph ops.
+void batch_norm_training(C& c, const std::vector<std::string>& ins, double eps, double momentum) {
+  auto s = c.type_of(ins[0]).shape;
+  int64_t ch = s[1];
+  std::vector<int64_t> bshape(s.size(), 1);
+  bshape[1] = ch;
+  std::string mean4 = channel_mean(c, ins[0]);
+  std::string mean_b = c.emit(c.temp("mean_b"), "reshape", {mean4}, {{"newshape", bshape}});
+  std::string diff = c.emit(c.temp("diff"), "sub", {ins[0], mean_b});
+  std::string sq = c.emit(c.temp("sq"), "mul", {diff, diff});
+  std::string var4 = channel_mean(c, sq);
+  std::string mean = c.emit(c.temp("batch_mean"), "reshape", {mean4}, {{"newshape", {ch}}});
+  std::string var = c.emit(c.temp("batch_var"), "reshape", {var4}, {{"newshape", {ch}}});
+  c.emit(out0(c), "batch_norm", {ins[0], ins[1], ins[2], mean, var}, {{"epsilon", eps}, {"axis", 1}});
+  auto scalar = [&](const std::string& hint, double v) {
+    std::string name = c.temp(hint);
+    NDArray a = NDArray::zeros(DataType::Float(32), {1});
+    a.set_float(0, v);
+    c.add_constant(name, std::move(a));
+    return name;
+  };
+  std::string keep = scalar("momentum", momentum), take = scalar("one_minus_momentum", 1.0 - momentum);
+  for (int k = 1; k <= 2; ++k) {
+    std::string out = k < c.node().output_size() ? c.node().output(k) : "";
+    if (out.empty()) continue;
+    std::string running = c.emit(c.temp("running"), "mul", {ins[2 + k], keep});
+    std::string batch = c.emit(c.temp("batch"), "mul", {k == 1 ? mean : var, take});
+    c.emit(out, "add", {running, batch});
+  }
+}
+
 void batch_norm(C& c) {
   expect_inputs(c, 5, 5);
-  single_output(c);
-  if (c.attr_int("training_mode", 0) != 0) c.unsupported("training_mode = 1");
+  bool training = c.attr_int("training_mode", 0) != 0;
+  if (training && c.opset() < 14) c.invalid("attribute 'training_mode' before opset 14");
+  // Training mode has the running mean and variance as outputs 1 and 2.
+  for (int k = training ? 3 : 1; k < c.node().output_size(); ++k)
+    if (!c.node().output(k).empty()) c.unsupported("output " + std::to_string(k) + " ('" + c.node().output(k) + "')");
   // Before opset 7 the default was training (is_test = 0).
   if (c.opset() < 7) c.unsupported("BatchNormalization before opset 7 (training by default)");
   if (c.opset() < 9 && c.attr_int("spatial", 1) != 1) c.unsupported("spatial = 0");
-  c.attr_float("momentum", 0.9);  // only used in training
+  double momentum = c.attr_float("momentum", 0.9);  // only used in training
+  double eps = c.attr_float("epsilon", 1e-5);
   std::vector<std::string> ins;
   for (size_t i = 0; i < 5; ++i) ins.push_back(c.input(i));
   if (rank_of(c, ins[0]) < 2) c.unsupported("data of rank below 2");
-  c.emit(out0(c), "batch_norm", ins, {{"epsilon", c.attr_float("epsilon", 1e-5)}, {"axis", 1}});
+  if (training) return batch_norm_training(c, ins, eps, momentum);
+  c.emit(out0(c), "batch_norm", ins, {{"epsilon", eps}, {"axis", 1}});
 }
 
 void identity(C& c) {
