@@ -103,10 +103,12 @@ Window read_window(C& c, const std::string& data, std::vector<int64_t> kernel_fr
 }
 
 // Emits `op` on `data` (rank 3 or 4; rank 3 goes through a height-1 reshape).
-void emit_windowed(C& c, const std::string& op, std::vector<std::string> ins, const json& attrs) {
+void emit_windowed(C& c, const std::string& op, std::vector<std::string> ins, const json& attrs,
+                   std::string out = "") {
+  if (out.empty()) out = out0(c);
   auto shape = c.type_of(ins[0]).shape;
   if (shape.size() == 4) {
-    c.emit(out0(c), op, ins, attrs);
+    c.emit(out, op, ins, attrs);
     return;
   }
   ins[0] = c.emit(c.temp("2d"), "reshape", {ins[0]}, {{"newshape", {shape[0], shape[1], 1, shape[2]}}});
@@ -115,8 +117,8 @@ void emit_windowed(C& c, const std::string& op, std::vector<std::string> ins, co
     ins[1] = c.emit(c.temp("w2d"), "reshape", {ins[1]}, {{"newshape", {ws[0], ws[1], 1, ws[2]}}});
   }
   std::string r = c.emit(c.temp(op), op, ins, attrs);
-  auto out = c.type_of(r).shape;
-  c.emit(out0(c), "reshape", {r}, {{"newshape", {out[0], out[1], out[3]}}});
+  auto os = c.type_of(r).shape;
+  c.emit(out, "reshape", {r}, {{"newshape", {os[0], os[1], os[3]}}});
 }
 
 void conv(C& c) {
@@ -160,11 +162,15 @@ void pool_3d(C& c, const std::string& op, const std::string& data, const Window&
 
 void pool(C& c, const std::string& op) {
   expect_inputs(c, 1, 1);
-  single_output(c);
+  // MaxPool's optional output 1 is the Indices (max_pool2d with `indices`).
+  std::string indices = op == "max_pool2d" && c.node().output_size() > 1 ? c.node().output(1) : "";
+  for (int k = indices.empty() ? 1 : 2; k < c.node().output_size(); ++k)
+    if (!c.node().output(k).empty()) c.unsupported("output " + std::to_string(k) + " ('" + c.node().output(k) + "')");
   std::string data = c.input(0);
   Window w = read_window(c, data, {}, true);
   if (!c.has_attr("kernel_shape")) c.invalid("missing attribute 'kernel_shape'");
-  if (c.attr_int("storage_order", 0) != 0) c.unsupported("attribute 'storage_order' = 1 (column-major indices)");
+  // storage_order only changes the Indices output: column-major (h, w) positions.
+  bool column_major = c.attr_int("storage_order", 0) != 0;
   json attrs = {{"pool_size", w.kernel}, {"strides", w.strides}, {"padding", w.pads}, {"dilation", w.dilations},
                 {"ceil_mode", c.attr_int("ceil_mode", 0) != 0}};
   if (op == "avg_pool2d") attrs["count_include_pad"] = c.attr_int("count_include_pad", 0) != 0;
@@ -172,8 +178,15 @@ void pool(C& c, const std::string& op) {
     if (w.pads[k] >= w.kernel[k] || w.pads[k + w.kernel.size()] >= w.kernel[k])
       c.unsupported("a padding as large as the window (pads " + json(w.pads).dump() + ", kernel " +
                     json(w.kernel).dump() + ")");
+  if (!indices.empty() && w.kernel.size() == 3) c.unsupported("the Indices output of a 3-D MaxPool");
   if (w.kernel.size() == 3) return pool_3d(c, op, data, w, attrs);
   emit_windowed(c, op, {data}, attrs);
+  // A 1-D pool runs on (N, C, 1, L): the same flat indices as (N, C, L).
+  if (!indices.empty()) {
+    attrs["indices"] = true;
+    if (column_major) attrs["column_major_indices"] = true;
+    emit_windowed(c, op, {data}, attrs, indices);
+  }
 }
 
 void global_avg_pool(C& c) {

@@ -299,8 +299,8 @@ PrimFunc FuncBuilder::finish(const std::string& func_name, Stmt body) const {
   return f;
 }
 
-Buffer scratch(const std::string& name, const std::vector<int64_t>& shape) {
-  return MakeBuffer(name, DataType::Float(32), shape_exprs(shape));
+Buffer scratch(const std::string& name, const std::vector<int64_t>& shape, DataType dtype) {
+  return MakeBuffer(name, dtype, shape_exprs(shape));
 }
 
 std::vector<Expr> unflatten(const Expr& flat, const std::vector<int64_t>& shape) {

@@ -114,8 +114,8 @@ class FuncBuilder {
   std::vector<Buffer> buffers_;
 };
 
-// A scratch buffer of float32 to be Allocate'd.
-Buffer scratch(const std::string& name, const std::vector<int64_t>& shape);
+// A scratch buffer (float32 unless told) to be Allocate'd.
+Buffer scratch(const std::string& name, const std::vector<int64_t>& shape, DataType dtype = DataType::Float(32));
 
 // Indices of an element of a row-major tensor of `shape` from a flat index.
 std::vector<Expr> unflatten(const Expr& flat, const std::vector<int64_t>& shape);

@@ -1213,6 +1213,52 @@ TEST(OpsIntegerData, MaxPool) {
   }
 }
 
+TEST(OpsPool, MaxIndices) {
+  // Float data with ties (the first maximum in window order wins) and padding, in both
+  // index orders; then the values of an int8 pool with a tie.
+  Shape s = {2, 2, 4, 5};
+  Tensor x = rnd(s, 150);
+  x.data[7] = x.data[8] = 5.0f;  // a tie inside one window of image (0, 0)
+  for (bool column_major : {false, true}) {
+    json attrs = {{"pool_size", {2, 3}}, {"strides", {2, 2}}, {"padding", {1, 1, 0, 1}}, {"indices", true}};
+    if (column_major) attrs["column_major_indices"] = true;
+    const OpDef* def = find_op("max_pool2d");
+    std::vector<TensorType> in = {{DataType::Float(32), s}};
+    TensorType out = def->infer(in, attrs);
+    ASSERT_EQ(out.dtype, DataType::Int(64));
+    ASSERT_EQ(out.shape, (Shape{2, 2, 2, 3}));
+    PrimFunc f = def->build("idx", in, out, attrs);
+    IRModule m;
+    m.set("idx", f);
+    EXPECT_TRUE(check_well_formed(m).empty()) << print_module(m);
+    std::vector<NDArray> arrays = {to_nd(x), NDArray::zeros(DataType::Int(64), out.shape)};
+    std::vector<InterpArg> args = {&arrays[0], &arrays[1]};
+    interpret(m, "idx", args);
+    host_cases().push_back({"max_pool2d indices " + attrs.dump(), f, arrays});
+    for (int64_t nc = 0; nc < 4; ++nc)
+      for (int64_t oh = 0; oh < 2; ++oh)
+        for (int64_t ow = 0; ow < 3; ++ow) {
+          float best = -std::numeric_limits<float>::infinity();
+          int64_t want = -1;
+          for (int64_t kh = 0; kh < 2; ++kh)
+            for (int64_t kw = 0; kw < 3; ++kw) {
+              int64_t ih = oh * 2 + kh - 1, iw = ow * 2 + kw - 1;
+              if (ih < 0 || ih >= 4 || iw < 0 || iw >= 5) continue;
+              float v = x.data[(nc * 4 + ih) * 5 + iw];
+              if (v > best) best = v, want = nc * 20 + (column_major ? iw * 4 + ih : ih * 5 + iw);
+            }
+          EXPECT_EQ(arrays[1].get_int((nc * 2 + oh) * 3 + ow), want) << column_major << " " << nc << "," << oh << "," << ow;
+        }
+  }
+  ITensor q{{1, 1, 2, 2}, {-5, 3, 3, -128}};
+  EXPECT_EQ(run_int_op("max_pool2d", DataType::Int(8), {q}, {{"pool_size", {2, 2}}}).data, (std::vector<int64_t>{3}));
+  expect_error("max_pool2d", {{1, 1, 4, 4}}, {{"pool_size", {2, 2}}, {"column_major_indices", true}},
+               "attribute 'column_major_indices' needs 'indices'");
+  expect_error("max_pool2d", {{1, 4, 4, 1}}, {{"pool_size", {2, 2}}, {"indices", true}, {"layout", "NHWC"}},
+               "attribute 'indices' needs the NCHW layout");
+  expect_error("avg_pool2d", {{1, 1, 4, 4}}, {{"pool_size", {2, 2}}, {"indices", true}}, "unknown attribute 'indices'");
+}
+
 TEST(OpsIntegerData, DataMovement) {
   ITensor x = iseq({2, 3}, -4, 3);  // -4 -1 2 / 5 8 11
   for (const char* mode : {"constant", "edge", "reflect"}) {
