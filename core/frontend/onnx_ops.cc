@@ -417,10 +417,13 @@ void identity(C& c) {
   c.alias(out0(c), c.input(0));
 }
 
-// Dropout at inference is the identity; training (random masks) is refused.
+// Dropout at inference (or with ratio 0) is the identity, and its mask (output 1) is
+// all true: a `full` node (bool from opset 10, the data's type before). Training with a
+// non-zero ratio (random masks) is refused.
 void dropout(C& c) {
   expect_inputs(c, 1, 3);
-  single_output(c);
+  for (int k = 2; k < c.node().output_size(); ++k)
+    if (!c.node().output(k).empty()) c.unsupported("output " + std::to_string(k) + " ('" + c.node().output(k) + "')");
   c.attr_float("ratio", 0.5);
   c.attr_int("seed", 0);
   if (c.opset() < 7 && c.attr_int("is_test", 0) == 0) c.unsupported("is_test = 0 (training)");
@@ -435,6 +438,11 @@ void dropout(C& c) {
     if (training.get_int(0) != 0 && ratio != 0) c.unsupported("training_mode = true (random dropout)");
   }
   c.alias(out0(c), c.input(0));
+  if (c.node().output_size() > 1 && !c.node().output(1).empty()) {
+    TensorType t = c.type_of(c.input(0));
+    c.emit(c.node().output(1), "full", {},
+           {{"shape", t.shape}, {"value", 1}, {"dtype", c.opset() >= 10 ? "bool" : t.dtype.str()}});
+  }
 }
 
 // GlobalMaxPool is a max pool whose window is the whole image.

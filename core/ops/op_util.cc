@@ -154,7 +154,7 @@ void check_inputs(const std::string& op, const std::vector<TensorType>& inputs, 
       fail(op, "input '" + name + "' has type " + t.dtype.str() + "; only float32 and integer types are supported");
     if (t.dtype != inputs[0].dtype)
       fail(op, "input '" + name + "' has type " + t.dtype.str() + " but '" + names[0] + "' has type " +
-                   inputs[0].dtype.str());
+                   inputs[0].dtype.str() + "; mixed types are not supported");
     int64_t n = 1;
     for (int64_t d : t.shape) {
       if (d <= 0) fail(op, "input '" + name + "' has shape " + shape_str(t.shape) + "; every dimension must be positive");
@@ -184,6 +184,7 @@ Expr ci(int64_t v) { return IntImm(DataType::Int(32), v); }
 Expr cf(double v) { return FloatImm(DataType::Float(32), v); }
 Expr cv(DataType t, double v) {
   if (t.is_float()) return FloatImm(t, v);
+  if (t.is_bool()) return IntImm(t, v != 0);
   // The type's range as doubles (exact for the bounds of types up to 53 bits; int64's
   // are clamped by the comparisons below before the conversion).
   int bits = t.bits();

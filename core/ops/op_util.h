@@ -70,7 +70,7 @@ int64_t normalize_axis(const std::string& op, const std::string& attr, int64_t a
 Expr ci(int64_t v);   // int32 constant
 Expr cf(double v);    // float32 constant
 // A constant of type `t`; for an integer type, infinities become its smallest and
-// largest values and finite values are truncated toward zero.
+// largest values and finite values are truncated toward zero; for bool, v != 0.
 Expr cv(DataType t, double v);
 Var ivar(const std::string& name);  // int32 variable
 Expr add(Expr a, Expr b);

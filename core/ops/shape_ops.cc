@@ -1,6 +1,8 @@
 // Data movement: reshape, flatten, concat, transpose, pad. They take integer data too
-// (Dtypes::kNumeric): the result has the input's type.
+// (Dtypes::kNumeric): the result has the input's type. And full, a tensor of one value.
 #include <algorithm>
+#include <cmath>
+#include <limits>
 
 #include "ops/op_util.h"
 
@@ -249,9 +251,43 @@ PrimFunc pad_build(const std::string& fname, const std::vector<TensorType>& in, 
   return fb.finish(fname, nest.wrap(store(o, lazy_select(cond, load(data, iidx), cv(in[0].dtype, value)), oidx)));
 }
 
+// ---- full -------------------------------------------------------------------------
+// No input: a tensor of `shape` and `dtype` holding `value` everywhere (ONNX Dropout's
+// mask at inference is full of true).
+
+const std::vector<std::string> kFullDtypes = {"float32", "bool",   "int8",   "int16",  "int32", "int64",
+                                              "uint8",   "uint16", "uint32", "uint64"};
+
+TensorType full_infer(const std::vector<TensorType>& in, const json& attrs) {
+  AttrReader r("full", attrs, {"shape", "value", "dtype"});
+  check_inputs("full", in, 0, {});
+  auto shape = r.get_ints("shape", 0, 1, "positive integers", std::nullopt);
+  if (shape.empty()) r.bad("shape", "a non-empty list of positive integers");
+  DataType dt = *DataType::parse(r.get_string("dtype", "float32", kFullDtypes));
+  double v = r.get_float("value", 0.0);
+  if (!std::isfinite(v) && !dt.is_float()) r.bad("value", "a finite number for dtype " + dt.str());
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    n *= d;
+    if (n > std::numeric_limits<int32_t>::max()) fail("full", "the result would have more than 2^31-1 elements");
+  }
+  return TensorType{dt, shape};
+}
+
+PrimFunc full_build(const std::string& fname, const std::vector<TensorType>&, const TensorType& out,
+                    const json& attrs) {
+  AttrReader r("full", attrs, {"shape", "value", "dtype"});
+  FuncBuilder fb;
+  Buffer o = fb.param("out", out.shape, out.dtype);
+  LoopNest nest;
+  Expr i = nest.axis("i", out.num_elements());
+  return fb.finish(fname, nest.wrap(store(o, cv(out.dtype, r.get_float("value", 0.0)), unflatten(i, out.shape))));
+}
+
 }  // namespace
 
 void register_shape_ops(std::vector<OpDef>& ops) {
+  ops.push_back(OpDef{"full", full_infer, full_build});
   ops.push_back(OpDef{"reshape", reshape_infer, copy_op_build});
   ops.push_back(OpDef{"flatten", flatten_infer, copy_op_build});
   ops.push_back(OpDef{"concat", concat_infer, concat_build});

@@ -366,7 +366,7 @@ Tensor ref_matmul(const Tensor& a, const Tensor& b) {
 
 const std::vector<std::string> kAllOps = {
     "abs", "add", "avg_pool2d", "batch_norm", "clip", "concat", "conv2d", "dense", "div", "exp", "flatten",
-    "gemm", "global_avg_pool2d", "leaky_relu", "log_softmax", "matmul", "max_pool2d", "mul", "neg", "pad",
+    "full", "gemm", "global_avg_pool2d", "leaky_relu", "log_softmax", "matmul", "max_pool2d", "mul", "neg", "pad",
     "relu", "reshape", "sigmoid", "softmax", "sqrt", "sub", "tanh", "transpose"};
 
 TEST(Ops, RegistryIsSortedAndComplete) {
@@ -1282,6 +1282,44 @@ TEST(OpsIntegerData, DataMovement) {
   EXPECT_EQ(run_int_op("concat", DataType::Int(64), {iseq({2, 1}, 0, 1), y}, {{"axis", 1}}).data,
             (std::vector<int64_t>{0, int64_t{1} << 40, 1, (int64_t{1} << 40) + 1}));
   EXPECT_EQ(run_int_op("flatten", DataType::UInt(16), {iseq({2, 1, 3}, 0, 9000)}).data.back(), 45000);
+}
+
+TEST(OpsFull, EveryElementHoldsTheValue) {
+  struct Case {
+    json attrs;
+    DataType dt;
+    Shape shape;
+    double want;
+  };
+  const std::vector<Case> cases = {
+      {{{"shape", {2, 3}}, {"value", 1}, {"dtype", "bool"}}, DataType::Bool(), {2, 3}, 1},
+      {{{"shape", {4}}, {"value", -2.5}}, DataType::Float(32), {4}, -2.5},
+      {{{"shape", {1, 2, 1}}, {"value", -2.5}, {"dtype", "int8"}}, DataType::Int(8), {1, 2, 1}, -2},  // truncated
+      {{{"shape", {3}}, {"value", 1e12}, {"dtype", "uint16"}}, DataType::UInt(16), {3}, 65535},     // clamped
+      {{{"shape", {1}}, {"value", 0}, {"dtype", "bool"}}, DataType::Bool(), {1}, 0}};
+  for (const auto& c : cases) {
+    const OpDef* def = find_op("full");
+    TensorType out = def->infer({}, c.attrs);
+    ASSERT_EQ(out.dtype, c.dt) << c.attrs.dump();
+    ASSERT_EQ(out.shape, c.shape) << c.attrs.dump();
+    PrimFunc f = def->build("full_kernel", {}, out, c.attrs);
+    IRModule m;
+    m.set("full_kernel", f);
+    EXPECT_TRUE(check_well_formed(m).empty()) << print_module(m);
+    // Start from a different value, so the kernel must write every element.
+    std::vector<NDArray> arrays = {NDArray::zeros(out.dtype, out.shape)};
+    for (int64_t i = 0; i < arrays[0].num_elements(); ++i) arrays[0].set_int(i, 1 - static_cast<int64_t>(c.want != 0));
+    std::vector<InterpArg> args = {&arrays[0]};
+    interpret(m, "full_kernel", args);
+    host_cases().push_back({"full " + c.attrs.dump(), f, arrays});
+    for (int64_t i = 0; i < arrays[0].num_elements(); ++i) EXPECT_EQ(arrays[0].get_float(i), c.want) << c.attrs.dump();
+  }
+  expect_error("full", {{2}}, {{"shape", {2}}}, "expected 0 inputs");
+  expect_error("full", {}, {{"shape", json::array()}}, "attribute 'shape' must be a non-empty list");
+  expect_error("full", {}, {{"shape", {2, 0}}}, "attribute 'shape' must be a list of positive integers");
+  expect_error("full", {}, {{"shape", {2}}, {"dtype", "float16"}}, "attribute 'dtype' must be one of");
+  expect_error("full", {}, {{"shape", {65536, 65536}}}, "more than 2^31-1 elements");
+  expect_error("full", {}, json::object(), "missing required attribute 'shape'");
 }
 
 TEST(OpsIntegerData, MixedAndUnsupportedTypesAreRefused) {
