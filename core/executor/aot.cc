@@ -169,7 +169,15 @@ AotModule build_aot(const Graph& g, const AotOptions& options) {
   std::vector<Buffer> intermediates;
   for (size_t gi = 0; gi < groups.size(); ++gi) {
     const FusedGroup& group = groups[gi];
-    aot.module.functions.emplace_back(group.fname, group.func);
+    PrimFunc func = group.func;
+    // A tensor read twice (mul(x, x)) reaches the kernel through two parameters: the
+    // kernel must not promise distinct buffers (restrict in C, noalias in LLVM).
+    if (std::set<std::string>(group.inputs.begin(), group.inputs.end()).size() != group.inputs.size()) {
+      auto shared = std::make_shared<PrimFuncNode>(*func);
+      shared->attrs["tir.noalias"] = false;
+      func = shared;
+    }
+    aot.module.functions.emplace_back(group.fname, func);
     const std::string& result = g.nodes[group.nodes.back()].name;
     if (!buffers.count(result)) {
       const TensorType& t = g.nodes[group.nodes.back()].type;

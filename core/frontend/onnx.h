@@ -9,6 +9,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "frontend/graph.h"
 #include "support/ndarray.h"
@@ -29,5 +30,9 @@ Graph load_onnx(const std::string& bytes, const std::string& filename, const Onn
 // A serialized TensorProto (the ONNX test data's input_N.pb / output_N.pb) as an
 // NDArray; `name` receives the tensor's name when not null.
 NDArray load_onnx_tensor(const std::string& bytes, const std::string& filename, std::string* name = nullptr);
+
+// The ONNX op types the frontend maps, sorted: the table of docs/onnx.md (the
+// conformance runner's "supported-op" subset is the tests using only these).
+const std::vector<std::string>& supported_onnx_ops();
 
 }  // namespace mtir

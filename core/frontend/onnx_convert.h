@@ -82,7 +82,5 @@ class OnnxConverter {
 
 // Maps the converter's current node; throws for an unsupported op. (onnx_ops.cc)
 void convert_onnx_node(OnnxConverter& c);
-// The ONNX op types convert_onnx_node maps, sorted (for docs and the conformance runner).
-const std::vector<std::string>& supported_onnx_ops();
 
 }  // namespace mtir

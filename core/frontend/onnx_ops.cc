@@ -55,12 +55,13 @@ struct Window {
 };
 
 // 1-D windows (3-D NCL data) are read as 2-D ones of height 1: the data is reshaped to
-// (N, C, 1, L) around the op.
-Window read_window(C& c, const std::string& data, std::vector<int64_t> kernel_from_weight) {
+// (N, C, 1, L) around the op. 3-D windows (5-D data, pools only: `three_d`) are returned
+// as read, with pads [d, h, w begins, d, h, w ends].
+Window read_window(C& c, const std::string& data, std::vector<int64_t> kernel_from_weight, bool three_d = false) {
   const auto& shape = c.type_of(data).shape;
-  if (shape.size() != 4 && shape.size() != 3)
-    c.unsupported("only 1-D and 2-D windows (3-D or 4-D data) are supported; the data has rank " +
-                  std::to_string(shape.size()));
+  if (shape.size() != 4 && shape.size() != 3 && !(three_d && shape.size() == 5))
+    c.unsupported(std::string("only 1-D and 2-D windows (3-D or 4-D data)") + (three_d ? " and 3-D ones (5-D data)" : "") +
+                  " are supported; the data has rank " + std::to_string(shape.size()));
   size_t dims = shape.size() - 2;
   Window w;
   w.kernel = c.attr_ints("kernel_shape", kernel_from_weight);
@@ -102,10 +103,12 @@ Window read_window(C& c, const std::string& data, std::vector<int64_t> kernel_fr
 }
 
 // Emits `op` on `data` (rank 3 or 4; rank 3 goes through a height-1 reshape).
-void emit_windowed(C& c, const std::string& op, std::vector<std::string> ins, const json& attrs) {
+void emit_windowed(C& c, const std::string& op, std::vector<std::string> ins, const json& attrs,
+                   std::string out = "") {
+  if (out.empty()) out = out0(c);
   auto shape = c.type_of(ins[0]).shape;
   if (shape.size() == 4) {
-    c.emit(out0(c), op, ins, attrs);
+    c.emit(out, op, ins, attrs);
     return;
   }
   ins[0] = c.emit(c.temp("2d"), "reshape", {ins[0]}, {{"newshape", {shape[0], shape[1], 1, shape[2]}}});
@@ -114,8 +117,8 @@ void emit_windowed(C& c, const std::string& op, std::vector<std::string> ins, co
     ins[1] = c.emit(c.temp("w2d"), "reshape", {ins[1]}, {{"newshape", {ws[0], ws[1], 1, ws[2]}}});
   }
   std::string r = c.emit(c.temp(op), op, ins, attrs);
-  auto out = c.type_of(r).shape;
-  c.emit(out0(c), "reshape", {r}, {{"newshape", {out[0], out[1], out[3]}}});
+  auto os = c.type_of(r).shape;
+  c.emit(out, "reshape", {r}, {{"newshape", {os[0], os[1], os[3]}}});
 }
 
 void conv(C& c) {
@@ -134,21 +137,56 @@ void conv(C& c) {
   emit_windowed(c, "conv2d", ins, attrs);
 }
 
+// A 3-D pool as two 2-D ones: over (H, W) with the depth folded into the channels,
+// then over D with H·W flattened. Exact for max, and for the average too: a window's
+// count of positions inside the (padded) input is the product of its counts per axis,
+// so the mean over the box is the mean over D of the means over (H, W).
+void pool_3d(C& c, const std::string& op, const std::string& data, const Window& w, json attrs) {
+  auto s = c.type_of(data).shape;  // N, C, D, H, W
+  std::string x = c.emit(c.temp("hw"), "reshape", {data}, {{"newshape", {s[0], s[1] * s[2], s[3], s[4]}}});
+  attrs["pool_size"] = {w.kernel[1], w.kernel[2]};
+  attrs["strides"] = {w.strides[1], w.strides[2]};
+  attrs["dilation"] = {w.dilations[1], w.dilations[2]};
+  attrs["padding"] = {w.pads[1], w.pads[2], w.pads[4], w.pads[5]};
+  std::string hw = c.emit(c.temp(op + "_hw"), op, {x}, attrs);
+  auto o = c.type_of(hw).shape;  // N, C·D, OH, OW
+  std::string y = c.emit(c.temp("d"), "reshape", {hw}, {{"newshape", {s[0], s[1], s[2], o[2] * o[3]}}});
+  attrs["pool_size"] = {w.kernel[0], 1};
+  attrs["strides"] = {w.strides[0], 1};
+  attrs["dilation"] = {w.dilations[0], 1};
+  attrs["padding"] = {w.pads[0], 0, w.pads[3], 0};
+  std::string d = c.emit(c.temp(op + "_d"), op, {y}, attrs);
+  int64_t od = c.type_of(d).shape[2];
+  c.emit(out0(c), "reshape", {d}, {{"newshape", {s[0], s[1], od, o[2], o[3]}}});
+}
+
 void pool(C& c, const std::string& op) {
   expect_inputs(c, 1, 1);
-  single_output(c);
+  // MaxPool's optional output 1 is the Indices (max_pool2d with `indices`).
+  std::string indices = op == "max_pool2d" && c.node().output_size() > 1 ? c.node().output(1) : "";
+  for (int k = indices.empty() ? 1 : 2; k < c.node().output_size(); ++k)
+    if (!c.node().output(k).empty()) c.unsupported("output " + std::to_string(k) + " ('" + c.node().output(k) + "')");
   std::string data = c.input(0);
-  Window w = read_window(c, data, {});
+  Window w = read_window(c, data, {}, true);
   if (!c.has_attr("kernel_shape")) c.invalid("missing attribute 'kernel_shape'");
-  if (c.attr_int("storage_order", 0) != 0) c.unsupported("attribute 'storage_order' = 1 (column-major indices)");
+  // storage_order only changes the Indices output: column-major (h, w) positions.
+  bool column_major = c.attr_int("storage_order", 0) != 0;
   json attrs = {{"pool_size", w.kernel}, {"strides", w.strides}, {"padding", w.pads}, {"dilation", w.dilations},
                 {"ceil_mode", c.attr_int("ceil_mode", 0) != 0}};
   if (op == "avg_pool2d") attrs["count_include_pad"] = c.attr_int("count_include_pad", 0) != 0;
-  for (int k = 0; k < 2; ++k)
-    if (w.pads[k] >= w.kernel[k] || w.pads[k + 2] >= w.kernel[k])
+  for (size_t k = 0; k < w.kernel.size(); ++k)
+    if (w.pads[k] >= w.kernel[k] || w.pads[k + w.kernel.size()] >= w.kernel[k])
       c.unsupported("a padding as large as the window (pads " + json(w.pads).dump() + ", kernel " +
                     json(w.kernel).dump() + ")");
+  if (!indices.empty() && w.kernel.size() == 3) c.unsupported("the Indices output of a 3-D MaxPool");
+  if (w.kernel.size() == 3) return pool_3d(c, op, data, w, attrs);
   emit_windowed(c, op, {data}, attrs);
+  // A 1-D pool runs on (N, C, 1, L): the same flat indices as (N, C, L).
+  if (!indices.empty()) {
+    attrs["indices"] = true;
+    if (column_major) attrs["column_major_indices"] = true;
+    emit_windowed(c, op, {data}, attrs, indices);
+  }
 }
 
 void global_avg_pool(C& c) {
@@ -309,18 +347,68 @@ void pad(C& c) {
   c.emit(out0(c), "pad", {c.input(0)}, {{"pad_width", widths}, {"pad_value", value}, {"mode", mode}});
 }
 
+// The mean of `x` (N, C, ...) over every axis but 1, as (1, C, 1, 1): a global average
+// pool of the data rearranged to (1, C, N, rest).
+std::string channel_mean(C& c, const std::string& x) {
+  auto s = c.type_of(x).shape;
+  int64_t rest = 1;
+  for (size_t k = 2; k < s.size(); ++k) rest *= s[k];
+  std::string a = c.emit(c.temp("ncs"), "reshape", {x}, {{"newshape", {s[0], s[1], rest}}});
+  std::string t = c.emit(c.temp("cns"), "transpose", {a}, {{"axes", {1, 0, 2}}});
+  std::string b = c.emit(c.temp("1cns"), "reshape", {t}, {{"newshape", {1, s[1], s[0], rest}}});
+  return c.emit(c.temp("mean"), "global_avg_pool2d", {b});
+}
+
+// training_mode = 1 (opset 14+): normalizes with the batch's own statistics (the mean
+// and the biased variance over every axis but 1) and outputs the running statistics
+// updated as running·momentum + batch·(1 - momentum). Deterministic: plain graph ops.
+void batch_norm_training(C& c, const std::vector<std::string>& ins, double eps, double momentum) {
+  auto s = c.type_of(ins[0]).shape;
+  int64_t ch = s[1];
+  std::vector<int64_t> bshape(s.size(), 1);
+  bshape[1] = ch;
+  std::string mean4 = channel_mean(c, ins[0]);
+  std::string mean_b = c.emit(c.temp("mean_b"), "reshape", {mean4}, {{"newshape", bshape}});
+  std::string diff = c.emit(c.temp("diff"), "sub", {ins[0], mean_b});
+  std::string sq = c.emit(c.temp("sq"), "mul", {diff, diff});
+  std::string var4 = channel_mean(c, sq);
+  std::string mean = c.emit(c.temp("batch_mean"), "reshape", {mean4}, {{"newshape", {ch}}});
+  std::string var = c.emit(c.temp("batch_var"), "reshape", {var4}, {{"newshape", {ch}}});
+  c.emit(out0(c), "batch_norm", {ins[0], ins[1], ins[2], mean, var}, {{"epsilon", eps}, {"axis", 1}});
+  auto scalar = [&](const std::string& hint, double v) {
+    std::string name = c.temp(hint);
+    NDArray a = NDArray::zeros(DataType::Float(32), {1});
+    a.set_float(0, v);
+    c.add_constant(name, std::move(a));
+    return name;
+  };
+  std::string keep = scalar("momentum", momentum), take = scalar("one_minus_momentum", 1.0 - momentum);
+  for (int k = 1; k <= 2; ++k) {
+    std::string out = k < c.node().output_size() ? c.node().output(k) : "";
+    if (out.empty()) continue;
+    std::string running = c.emit(c.temp("running"), "mul", {ins[2 + k], keep});
+    std::string batch = c.emit(c.temp("batch"), "mul", {k == 1 ? mean : var, take});
+    c.emit(out, "add", {running, batch});
+  }
+}
+
 void batch_norm(C& c) {
   expect_inputs(c, 5, 5);
-  single_output(c);
-  if (c.attr_int("training_mode", 0) != 0) c.unsupported("training_mode = 1");
+  bool training = c.attr_int("training_mode", 0) != 0;
+  if (training && c.opset() < 14) c.invalid("attribute 'training_mode' before opset 14");
+  // Training mode has the running mean and variance as outputs 1 and 2.
+  for (int k = training ? 3 : 1; k < c.node().output_size(); ++k)
+    if (!c.node().output(k).empty()) c.unsupported("output " + std::to_string(k) + " ('" + c.node().output(k) + "')");
   // Before opset 7 the default was training (is_test = 0).
   if (c.opset() < 7) c.unsupported("BatchNormalization before opset 7 (training by default)");
   if (c.opset() < 9 && c.attr_int("spatial", 1) != 1) c.unsupported("spatial = 0");
-  c.attr_float("momentum", 0.9);  // only used in training
+  double momentum = c.attr_float("momentum", 0.9);  // only used in training
+  double eps = c.attr_float("epsilon", 1e-5);
   std::vector<std::string> ins;
   for (size_t i = 0; i < 5; ++i) ins.push_back(c.input(i));
   if (rank_of(c, ins[0]) < 2) c.unsupported("data of rank below 2");
-  c.emit(out0(c), "batch_norm", ins, {{"epsilon", c.attr_float("epsilon", 1e-5)}, {"axis", 1}});
+  if (training) return batch_norm_training(c, ins, eps, momentum);
+  c.emit(out0(c), "batch_norm", ins, {{"epsilon", eps}, {"axis", 1}});
 }
 
 void identity(C& c) {
@@ -329,10 +417,13 @@ void identity(C& c) {
   c.alias(out0(c), c.input(0));
 }
 
-// Dropout at inference is the identity; training (random masks) is refused.
+// Dropout at inference (or with ratio 0) is the identity, and its mask (output 1) is
+// all true: a `full` node (bool from opset 10, the data's type before). Training with a
+// non-zero ratio (random masks) is refused.
 void dropout(C& c) {
   expect_inputs(c, 1, 3);
-  single_output(c);
+  for (int k = 2; k < c.node().output_size(); ++k)
+    if (!c.node().output(k).empty()) c.unsupported("output " + std::to_string(k) + " ('" + c.node().output(k) + "')");
   c.attr_float("ratio", 0.5);
   c.attr_int("seed", 0);
   if (c.opset() < 7 && c.attr_int("is_test", 0) == 0) c.unsupported("is_test = 0 (training)");
@@ -347,6 +438,11 @@ void dropout(C& c) {
     if (training.get_int(0) != 0 && ratio != 0) c.unsupported("training_mode = true (random dropout)");
   }
   c.alias(out0(c), c.input(0));
+  if (c.node().output_size() > 1 && !c.node().output(1).empty()) {
+    TensorType t = c.type_of(c.input(0));
+    c.emit(c.node().output(1), "full", {},
+           {{"shape", t.shape}, {"value", 1}, {"dtype", c.opset() >= 10 ? "bool" : t.dtype.str()}});
+  }
 }
 
 // GlobalMaxPool is a max pool whose window is the whole image.

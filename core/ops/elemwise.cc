@@ -11,10 +11,12 @@ namespace {
 using json = nlohmann::json;
 
 // ---- binary arithmetic with broadcasting --------------------------------------
+// Integer types too: the arithmetic of C on the type (wrapping for unsigned types;
+// div truncates toward zero, as ONNX's integer Div does).
 
 TensorType infer_broadcast(const std::string& op, const std::vector<TensorType>& in, const json& attrs) {
   AttrReader r(op, attrs, {});
-  check_inputs(op, in, 2, {"lhs", "rhs"});
+  check_inputs(op, in, 2, {"lhs", "rhs"}, Dtypes::kNumeric);
   const auto& a = in[0].shape;
   const auto& b = in[1].shape;
   size_t rank = std::max(a.size(), b.size());
@@ -27,7 +29,7 @@ TensorType infer_broadcast(const std::string& op, const std::vector<TensorType>&
                    std::to_string(k) + " of the result: " + std::to_string(da) + " vs " + std::to_string(db) + ")");
     out[k] = std::max(da, db);
   }
-  return TensorType{DataType::Float(32), out};
+  return TensorType{in[0].dtype, out};
 }
 
 // The indices into an operand of `shape` broadcast to `out_idx` (right-aligned).
@@ -47,9 +49,9 @@ OpDef binary_op(const std::string& name, ExprKind kind) {
   d.build = [kind](const std::string& fname, const std::vector<TensorType>& in, const TensorType& out,
                    const json&) {
     FuncBuilder fb;
-    Buffer a = fb.param("lhs", in[0].shape);
-    Buffer b = fb.param("rhs", in[1].shape);
-    Buffer o = fb.param("out", out.shape);
+    Buffer a = fb.param("lhs", in[0].shape, in[0].dtype);
+    Buffer b = fb.param("rhs", in[1].shape, in[1].dtype);
+    Buffer o = fb.param("out", out.shape, out.dtype);
     LoopNest nest;
     std::vector<Expr> idx;
     for (size_t k = 0; k < out.shape.size(); ++k) idx.push_back(nest.axis("i" + std::to_string(k), out.shape[k]));
@@ -62,24 +64,25 @@ OpDef binary_op(const std::string& name, ExprKind kind) {
 
 // ---- unary ops ------------------------------------------------------------------
 
-// `fn` maps the loaded element to the result.
+// `fn` maps the loaded element to the result; `dtypes` says whether integer data is
+// taken too (then the result has the data's type).
 OpDef unary_op(const std::string& name, std::vector<std::string> known,
                std::function<void(const AttrReader&)> check,
-               std::function<Expr(Expr, const AttrReader&)> fn) {
+               std::function<Expr(Expr, const AttrReader&)> fn, Dtypes dtypes = Dtypes::kFloat32) {
   OpDef d;
   d.name = name;
-  d.infer = [name, known, check](const std::vector<TensorType>& in, const json& attrs) {
+  d.infer = [name, known, check, dtypes](const std::vector<TensorType>& in, const json& attrs) {
     AttrReader r(name, attrs, known);
-    check_inputs(name, in, 1, {"data"});
+    check_inputs(name, in, 1, {"data"}, dtypes);
     if (check) check(r);
-    return TensorType{DataType::Float(32), in[0].shape};
+    return TensorType{in[0].dtype, in[0].shape};
   };
   d.build = [name, known, fn](const std::string& fname, const std::vector<TensorType>& in, const TensorType& out,
                               const json& attrs) {
     AttrReader r(name, attrs, known);
     FuncBuilder fb;
-    Buffer x = fb.param("data", in[0].shape);
-    Buffer o = fb.param("out", out.shape);
+    Buffer x = fb.param("data", in[0].shape, in[0].dtype);
+    Buffer o = fb.param("out", out.shape, out.dtype);
     LoopNest nest;
     std::vector<Expr> idx;
     for (size_t k = 0; k < out.shape.size(); ++k) idx.push_back(nest.axis("i" + std::to_string(k), out.shape[k]));
@@ -97,13 +100,16 @@ void register_elemwise_ops(std::vector<OpDef>& ops) {
   ops.push_back(binary_op("sub", ExprKind::Sub));
   ops.push_back(binary_op("mul", ExprKind::Mul));
   ops.push_back(binary_op("div", ExprKind::Div));
-  ops.push_back(unary_op("relu", {}, nullptr, [](Expr x, const AttrReader&) { return max_(x, cf(0)); }));
+  ops.push_back(unary_op(
+      "relu", {}, nullptr, [](Expr x, const AttrReader&) { return max_(x, cv(x->dtype, 0)); }, Dtypes::kNumeric));
   ops.push_back(unary_op("sigmoid", {}, nullptr, [](Expr x, const AttrReader&) { return call("sigmoid", {x}); }));
   ops.push_back(unary_op("tanh", {}, nullptr, [](Expr x, const AttrReader&) { return call("tanh", {x}); }));
   ops.push_back(unary_op("exp", {}, nullptr, [](Expr x, const AttrReader&) { return call("exp", {x}); }));
   ops.push_back(unary_op("sqrt", {}, nullptr, [](Expr x, const AttrReader&) { return call("sqrt", {x}); }));
-  ops.push_back(unary_op("abs", {}, nullptr, [](Expr x, const AttrReader&) { return call("abs", {x}); }));
-  ops.push_back(unary_op("neg", {}, nullptr, [](Expr x, const AttrReader&) { return sub(cf(0), x); }));
+  ops.push_back(unary_op(
+      "abs", {}, nullptr, [](Expr x, const AttrReader&) { return call("abs", {x}); }, Dtypes::kNumeric));
+  ops.push_back(unary_op(
+      "neg", {}, nullptr, [](Expr x, const AttrReader&) { return sub(cv(x->dtype, 0), x); }, Dtypes::kNumeric));
   // max(x, 0) + alpha * min(x, 0): no select, so it fuses like relu does.
   ops.push_back(unary_op("leaky_relu", {"alpha"}, [](const AttrReader& r) { r.get_float("alpha", 0.01); },
                          [](Expr x, const AttrReader& r) {
@@ -117,10 +123,12 @@ void register_elemwise_ops(std::vector<OpDef>& ops) {
                                       std::to_string(hi) + ")");
       },
       [](Expr x, const AttrReader& r) {
-        if (r.has("min")) x = max_(x, cf(r.get_float("min", 0)));
-        if (r.has("max")) x = min_(x, cf(r.get_float("max", 0)));
+        // On integer data the bounds are clamped to the type's range (truncated).
+        if (r.has("min")) x = max_(x, cv(x->dtype, r.get_float("min", 0)));
+        if (r.has("max")) x = min_(x, cv(x->dtype, r.get_float("max", 0)));
         return x;
-      }));
+      },
+      Dtypes::kNumeric));
 }
 
 }  // namespace ops

@@ -126,7 +126,7 @@ std::vector<int64_t> AttrReader::get_ints(const std::string& key, size_t n, int6
 }
 
 void check_inputs(const std::string& op, const std::vector<TensorType>& inputs, size_t min_count,
-                  const std::vector<std::string>& names) {
+                  const std::vector<std::string>& names, Dtypes dtypes) {
   size_t max_count = names.size();
   if (inputs.size() < min_count || inputs.size() > max_count) {
     std::string expect;
@@ -148,8 +148,13 @@ void check_inputs(const std::string& op, const std::vector<TensorType>& inputs, 
   for (size_t i = 0; i < inputs.size(); ++i) {
     const TensorType& t = inputs[i];
     std::string name = i < names.size() ? names[i] : "input " + std::to_string(i);
-    if (t.dtype != DataType::Float(32))
+    if (dtypes == Dtypes::kFloat32 && t.dtype != DataType::Float(32))
       fail(op, "input '" + name + "' has type " + t.dtype.str() + "; only float32 is supported");
+    if (dtypes == Dtypes::kNumeric && t.dtype != DataType::Float(32) && !t.dtype.is_integer())
+      fail(op, "input '" + name + "' has type " + t.dtype.str() + "; only float32 and integer types are supported");
+    if (t.dtype != inputs[0].dtype)
+      fail(op, "input '" + name + "' has type " + t.dtype.str() + " but '" + names[0] + "' has type " +
+                   inputs[0].dtype.str() + "; mixed types are not supported");
     int64_t n = 1;
     for (int64_t d : t.shape) {
       if (d <= 0) fail(op, "input '" + name + "' has shape " + shape_str(t.shape) + "; every dimension must be positive");
@@ -177,6 +182,19 @@ int64_t normalize_axis(const std::string& op, const std::string& attr, int64_t a
 // ---- IR helpers ---------------------------------------------------------------
 Expr ci(int64_t v) { return IntImm(DataType::Int(32), v); }
 Expr cf(double v) { return FloatImm(DataType::Float(32), v); }
+Expr cv(DataType t, double v) {
+  if (t.is_float()) return FloatImm(t, v);
+  if (t.is_bool()) return IntImm(t, v != 0);
+  // The type's range as doubles (exact for the bounds of types up to 53 bits; int64's
+  // are clamped by the comparisons below before the conversion).
+  int bits = t.bits();
+  double lo = t.is_uint() ? 0.0 : -std::ldexp(1.0, bits - 1);
+  double hi = t.is_uint() ? std::ldexp(1.0, bits) - 1 : std::ldexp(1.0, bits - 1) - 1;
+  if (v <= lo) return IntImm(t, t.is_uint() ? 0 : std::numeric_limits<int64_t>::min() >> (64 - bits));
+  if (v >= hi) return IntImm(t, t.is_uint() ? static_cast<int64_t>((~uint64_t{0}) >> (64 - bits))
+                                            : std::numeric_limits<int64_t>::max() >> (64 - bits));
+  return IntImm(t, static_cast<int64_t>(std::trunc(v)));
+}
 Var ivar(const std::string& name) { return MakeVar(name, DataType::Int(32)); }
 
 namespace {
@@ -265,8 +283,8 @@ std::vector<Expr> shape_exprs(const std::vector<int64_t>& shape) {
 }
 }  // namespace
 
-Buffer FuncBuilder::param(const std::string& name, const std::vector<int64_t>& shape) {
-  Buffer b = MakeBuffer(name, DataType::Float(32), shape_exprs(shape));
+Buffer FuncBuilder::param(const std::string& name, const std::vector<int64_t>& shape, DataType dtype) {
+  Buffer b = MakeBuffer(name, dtype, shape_exprs(shape));
   params_.push_back(MakeVar(name, DataType::Handle()));
   buffers_.push_back(b);
   return b;
@@ -282,8 +300,8 @@ PrimFunc FuncBuilder::finish(const std::string& func_name, Stmt body) const {
   return f;
 }
 
-Buffer scratch(const std::string& name, const std::vector<int64_t>& shape) {
-  return MakeBuffer(name, DataType::Float(32), shape_exprs(shape));
+Buffer scratch(const std::string& name, const std::vector<int64_t>& shape, DataType dtype) {
+  return MakeBuffer(name, dtype, shape_exprs(shape));
 }
 
 std::vector<Expr> unflatten(const Expr& flat, const std::vector<int64_t>& shape) {

@@ -49,11 +49,16 @@ class AttrReader {
   std::vector<std::string> known_;
 };
 
-// Checks the number of inputs (`names` lists them, optional ones last), that every
-// input is float32, and that every dimension is positive and the tensor fits int32
+// The element types an op takes: float32 only, or any of float32 and the integer types
+// (all inputs of one type) for ops whose meaning does not depend on it (data movement,
+// max, arithmetic).
+enum class Dtypes { kFloat32, kNumeric };
+
+// Checks the number of inputs (`names` lists them, optional ones last), the element
+// types (see Dtypes), and that every dimension is positive and the tensor fits int32
 // indexing.
 void check_inputs(const std::string& op, const std::vector<TensorType>& inputs, size_t min_count,
-                  const std::vector<std::string>& names);
+                  const std::vector<std::string>& names, Dtypes dtypes = Dtypes::kFloat32);
 // Checks the rank of input `i`.
 void check_rank(const std::string& op, const std::vector<TensorType>& inputs, size_t i, const std::string& name,
                 size_t rank);
@@ -64,6 +69,9 @@ int64_t normalize_axis(const std::string& op, const std::string& attr, int64_t a
 // ---- IR helpers ---------------------------------------------------------------
 Expr ci(int64_t v);   // int32 constant
 Expr cf(double v);    // float32 constant
+// A constant of type `t`; for an integer type, infinities become its smallest and
+// largest values and finite values are truncated toward zero; for bool, v != 0.
+Expr cv(DataType t, double v);
 Var ivar(const std::string& name);  // int32 variable
 Expr add(Expr a, Expr b);
 Expr sub(Expr a, Expr b);
@@ -97,7 +105,7 @@ class LoopNest {
 // Builds a PrimFunc with buffer parameters in order.
 class FuncBuilder {
  public:
-  Buffer param(const std::string& name, const std::vector<int64_t>& shape);
+  Buffer param(const std::string& name, const std::vector<int64_t>& shape, DataType dtype = DataType::Float(32));
   // Sets "global_symbol" and "tir.noalias".
   PrimFunc finish(const std::string& func_name, Stmt body) const;
 
@@ -106,8 +114,8 @@ class FuncBuilder {
   std::vector<Buffer> buffers_;
 };
 
-// A scratch buffer of float32 to be Allocate'd.
-Buffer scratch(const std::string& name, const std::vector<int64_t>& shape);
+// A scratch buffer (float32 unless told) to be Allocate'd.
+Buffer scratch(const std::string& name, const std::vector<int64_t>& shape, DataType dtype = DataType::Float(32));
 
 // Indices of an element of a row-major tensor of `shape` from a flat index.
 std::vector<Expr> unflatten(const Expr& flat, const std::vector<int64_t>& shape);

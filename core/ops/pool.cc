@@ -21,12 +21,15 @@ struct PoolParams {
   int64_t pt, pl, pb, pr;
   bool ceil_mode;
   bool count_include_pad;
+  bool indices;  // max_pool2d: output the flat input index of each maximum (int64)
+  bool column_major;  // ... counting (h, w) column-major within each (n, c) image
   int64_t oh, ow;
 };
 
 std::vector<std::string> pool_attrs(bool avg) {
   std::vector<std::string> a = {"pool_size", "strides", "padding", "dilation", "layout", "ceil_mode"};
   if (avg) a.push_back("count_include_pad");
+  else a.insert(a.end(), {"indices", "column_major_indices"});
   return a;
 }
 
@@ -42,7 +45,8 @@ int64_t pool_out_size(int64_t in, int64_t pad_begin, int64_t pad_end, int64_t k,
 PoolParams pool_params(const std::string& op, const std::vector<TensorType>& in, const json& attrs) {
   bool avg = op == "avg_pool2d";
   AttrReader r(op, attrs, pool_attrs(avg));
-  check_inputs(op, in, 1, {"data"});
+  // max takes integer data too (its result has the data's type); the average does not.
+  check_inputs(op, in, 1, {"data"}, avg ? Dtypes::kFloat32 : Dtypes::kNumeric);
   PoolParams p;
   auto size = r.get_ints("pool_size", 2, 1, "positive integers", std::nullopt);
   auto strides = r.get_ints("strides", 2, 1, "positive integers", std::vector<int64_t>{1, 1});
@@ -51,6 +55,10 @@ PoolParams pool_params(const std::string& op, const std::vector<TensorType>& in,
   p.nhwc = r.get_string("layout", "NCHW", {"NCHW", "NHWC"}) == "NHWC";
   p.ceil_mode = r.get_bool("ceil_mode", false);
   p.count_include_pad = avg && r.get_bool("count_include_pad", false);
+  p.indices = !avg && r.get_bool("indices", false);
+  p.column_major = !avg && r.get_bool("column_major_indices", false);
+  if (p.column_major && !p.indices) fail(op, "attribute 'column_major_indices' needs 'indices'");
+  if (p.indices && p.nhwc) fail(op, "attribute 'indices' needs the NCHW layout");
   check_rank(op, in, 0, p.nhwc ? "data (NHWC)" : "data (NCHW)", 4);
   const auto& d = in[0].shape;
   if (p.nhwc) {
@@ -77,7 +85,7 @@ TensorType pool_infer(const std::string& op, const std::vector<TensorType>& in, 
   PoolParams p = pool_params(op, in, attrs);
   std::vector<int64_t> s = p.nhwc ? std::vector<int64_t>{p.n, p.oh, p.ow, p.c}
                                   : std::vector<int64_t>{p.n, p.c, p.oh, p.ow};
-  return TensorType{DataType::Float(32), s};
+  return TensorType{p.indices ? DataType::Int(64) : in[0].dtype, s};
 }
 
 // Number of kernel taps k in [0, K) with lo <= o*s + k*d - pad < hi.
@@ -110,8 +118,8 @@ PrimFunc pool_build(const std::string& op, const std::string& fname, const std::
   bool avg = op == "avg_pool2d";
   PoolParams p = pool_params(op, in, attrs);
   FuncBuilder fb;
-  Buffer data = fb.param("data", in[0].shape);
-  Buffer o = fb.param("out", out.shape);
+  Buffer data = fb.param("data", in[0].shape, in[0].dtype);
+  Buffer o = fb.param("out", out.shape, out.dtype);
   LoopNest outer, red;
   Expr n = outer.axis("n", p.n), c, oh, ow;
   if (p.nhwc) {
@@ -130,11 +138,22 @@ PrimFunc pool_build(const std::string& op, const std::string& fname, const std::
   std::vector<Expr> oidx = p.nhwc ? std::vector<Expr>{n, oh, ow, c} : std::vector<Expr>{n, c, oh, ow};
   std::vector<Expr> didx = p.nhwc ? std::vector<Expr>{n, ih, iw, c} : std::vector<Expr>{n, c, ih, iw};
   Expr x = load(data, didx);
+  if (p.indices) {
+    // The first maximum in window order (a later equal value does not replace it), as
+    // numpy's argmax; its index into the whole NCHW input, row-major.
+    Buffer best = scratch("best", {1}, in[0].dtype);
+    Expr image = mul(add(mul(n, ci(p.c)), c), ci(p.h * p.w));
+    Expr flat = p.column_major ? add(image, add(mul(iw, ci(p.h)), ih)) : add(image, add(mul(ih, ci(p.w)), iw));
+    Expr better = and_(cond, lt(load(best, {ci(0)}), x));
+    Stmt take = IfThenElse(better, SeqStmt({store(best, x, {ci(0)}), store(o, Cast(DataType::Int(64), flat), oidx)}));
+    Stmt init = SeqStmt({store(best, cv(in[0].dtype, -kInf), {ci(0)}), store(o, cv(DataType::Int(64), -1), oidx)});
+    return fb.finish(fname, Allocate(best, "global", outer.wrap(SeqStmt({init, red.wrap(take)}))));
+  }
   Expr acc = load(o, oidx);
   Stmt update = store(o, avg ? add(acc, x) : max_(acc, x), oidx);
   if (cond) update = IfThenElse(cond, update);
   std::vector<Stmt> body;
-  body.push_back(store(o, cf(avg ? 0.0 : -kInf), oidx));
+  body.push_back(store(o, cv(out.dtype, avg ? 0.0 : -kInf), oidx));
   body.push_back(red.wrap(update));
   if (avg) {
     Expr cnt_h, cnt_w;

@@ -1,5 +1,8 @@
-// Data movement: reshape, flatten, concat, transpose, pad.
+// Data movement: reshape, flatten, concat, transpose, pad. They take integer data too
+// (Dtypes::kNumeric): the result has the input's type. And full, a tensor of one value.
 #include <algorithm>
+#include <cmath>
+#include <limits>
 
 #include "ops/op_util.h"
 
@@ -13,8 +16,8 @@ using json = nlohmann::json;
 // over the flat index.
 PrimFunc copy_build(const std::string& fname, const std::vector<TensorType>& in, const TensorType& out) {
   FuncBuilder fb;
-  Buffer data = fb.param("data", in[0].shape);
-  Buffer o = fb.param("out", out.shape);
+  Buffer data = fb.param("data", in[0].shape, in[0].dtype);
+  Buffer o = fb.param("out", out.shape, out.dtype);
   LoopNest nest;
   Expr i = nest.axis("i", out.num_elements());
   return fb.finish(fname, nest.wrap(store(o, load(data, unflatten(i, in[0].shape)), unflatten(i, out.shape))));
@@ -24,7 +27,7 @@ PrimFunc copy_build(const std::string& fname, const std::vector<TensorType>& in,
 
 TensorType reshape_infer(const std::vector<TensorType>& in, const json& attrs) {
   AttrReader r("reshape", attrs, {"newshape"});
-  check_inputs("reshape", in, 1, {"data"});
+  check_inputs("reshape", in, 1, {"data"}, Dtypes::kNumeric);
   auto ns = r.get_ints("newshape", 0, -1, "integers >= -1 (one -1 allowed; 0 copies the input dimension)",
                        std::nullopt);
   const auto& s = in[0].shape;
@@ -59,20 +62,20 @@ TensorType reshape_infer(const std::vector<TensorType>& in, const json& attrs) {
     fail("reshape", "cannot reshape data " + shape_str(s) + " (" + std::to_string(total) + " elements) to " +
                         shape_str(ns) + " (" + std::to_string(known) + " elements)");
   }
-  return TensorType{DataType::Float(32), ns};
+  return TensorType{in[0].dtype, ns};
 }
 
 // ---- flatten ----------------------------------------------------------------------
 
 TensorType flatten_infer(const std::vector<TensorType>& in, const json& attrs) {
   AttrReader r("flatten", attrs, {"axis"});
-  check_inputs("flatten", in, 1, {"data"});
+  check_inputs("flatten", in, 1, {"data"}, Dtypes::kNumeric);
   const auto& s = in[0].shape;
   int64_t rank = static_cast<int64_t>(s.size());
   int64_t axis = normalize_axis("flatten", "axis", r.get_int("axis", 1), rank, true);
   int64_t a = 1, b = 1;
   for (int64_t k = 0; k < rank; ++k) (k < axis ? a : b) *= s[k];
-  return TensorType{DataType::Float(32), {a, b}};
+  return TensorType{in[0].dtype, {a, b}};
 }
 
 PrimFunc copy_op_build(const std::string& fname, const std::vector<TensorType>& in, const TensorType& out,
@@ -87,7 +90,7 @@ int64_t concat_axis(const std::vector<TensorType>& in, const json& attrs) {
   if (in.size() < 2) fail("concat", "expected at least 2 inputs, got " + std::to_string(in.size()));
   std::vector<std::string> names;
   for (size_t i = 0; i < in.size(); ++i) names.push_back("input" + std::to_string(i));
-  check_inputs("concat", in, in.size(), names);
+  check_inputs("concat", in, in.size(), names, Dtypes::kNumeric);
   int64_t rank = static_cast<int64_t>(in[0].shape.size());
   if (rank < 1) fail("concat", "inputs must have rank >= 1");
   return normalize_axis("concat", "axis", r.get_int("axis", 0), rank);
@@ -105,7 +108,7 @@ TensorType concat_infer(const std::vector<TensorType>& in, const json& attrs) {
                          shape_str(in[0].shape) + " outside axis " + std::to_string(axis));
     out[axis] += s[axis];
   }
-  return TensorType{DataType::Float(32), out};
+  return TensorType{in[0].dtype, out};
 }
 
 PrimFunc concat_build(const std::string& fname, const std::vector<TensorType>& in, const TensorType& out,
@@ -113,8 +116,9 @@ PrimFunc concat_build(const std::string& fname, const std::vector<TensorType>& i
   int64_t axis = concat_axis(in, attrs);
   FuncBuilder fb;
   std::vector<Buffer> bufs;
-  for (size_t i = 0; i < in.size(); ++i) bufs.push_back(fb.param("input" + std::to_string(i), in[i].shape));
-  Buffer o = fb.param("out", out.shape);
+  for (size_t i = 0; i < in.size(); ++i)
+    bufs.push_back(fb.param("input" + std::to_string(i), in[i].shape, in[i].dtype));
+  Buffer o = fb.param("out", out.shape, out.dtype);
   std::vector<Stmt> copies;
   int64_t offset = 0;
   for (size_t i = 0; i < in.size(); ++i) {
@@ -134,7 +138,7 @@ PrimFunc concat_build(const std::string& fname, const std::vector<TensorType>& i
 
 std::vector<int64_t> transpose_axes(const std::vector<TensorType>& in, const json& attrs) {
   AttrReader r("transpose", attrs, {"axes"});
-  check_inputs("transpose", in, 1, {"data"});
+  check_inputs("transpose", in, 1, {"data"}, Dtypes::kNumeric);
   int64_t rank = static_cast<int64_t>(in[0].shape.size());
   std::vector<int64_t> def;
   for (int64_t k = rank - 1; k >= 0; --k) def.push_back(k);
@@ -155,15 +159,15 @@ TensorType transpose_infer(const std::vector<TensorType>& in, const json& attrs)
   auto axes = transpose_axes(in, attrs);
   std::vector<int64_t> out;
   for (int64_t a : axes) out.push_back(in[0].shape[a]);
-  return TensorType{DataType::Float(32), out};
+  return TensorType{in[0].dtype, out};
 }
 
 PrimFunc transpose_build(const std::string& fname, const std::vector<TensorType>& in, const TensorType& out,
                          const json& attrs) {
   auto axes = transpose_axes(in, attrs);
   FuncBuilder fb;
-  Buffer data = fb.param("data", in[0].shape);
-  Buffer o = fb.param("out", out.shape);
+  Buffer data = fb.param("data", in[0].shape, in[0].dtype);
+  Buffer o = fb.param("out", out.shape, out.dtype);
   LoopNest nest;
   std::vector<Expr> oidx, iidx(axes.size());
   for (size_t k = 0; k < axes.size(); ++k) {
@@ -176,7 +180,7 @@ PrimFunc transpose_build(const std::string& fname, const std::vector<TensorType>
 // ---- pad --------------------------------------------------------------------------
 
 std::vector<std::pair<int64_t, int64_t>> pad_widths(const std::vector<TensorType>& in, const AttrReader& r) {
-  check_inputs("pad", in, 1, {"data"});
+  check_inputs("pad", in, 1, {"data"}, Dtypes::kNumeric);
   std::string mode = r.raw("mode") && r.raw("mode")->is_string() ? r.raw("mode")->get<std::string>() : "constant";
   if (mode != "constant" && mode != "edge" && mode != "reflect")
     fail("pad", "mode '" + mode + "' is not supported; only \"constant\", \"edge\" and \"reflect\" padding are implemented");
@@ -209,7 +213,7 @@ TensorType pad_infer(const std::vector<TensorType>& in, const json& attrs) {
   auto pw = pad_widths(in, r);
   std::vector<int64_t> out = in[0].shape;
   for (size_t k = 0; k < out.size(); ++k) out[k] += pw[k].first + pw[k].second;
-  return TensorType{DataType::Float(32), out};
+  return TensorType{in[0].dtype, out};
 }
 
 PrimFunc pad_build(const std::string& fname, const std::vector<TensorType>& in, const TensorType& out,
@@ -219,8 +223,8 @@ PrimFunc pad_build(const std::string& fname, const std::vector<TensorType>& in, 
   double value = r.get_float("pad_value", 0.0);
   std::string mode = r.get_string("mode", "constant", {"constant", "edge", "reflect"});
   FuncBuilder fb;
-  Buffer data = fb.param("data", in[0].shape);
-  Buffer o = fb.param("out", out.shape);
+  Buffer data = fb.param("data", in[0].shape, in[0].dtype);
+  Buffer o = fb.param("out", out.shape, out.dtype);
   LoopNest nest;
   std::vector<Expr> oidx, iidx;
   Expr cond;
@@ -244,12 +248,46 @@ PrimFunc pad_build(const std::string& fname, const std::vector<TensorType>& in, 
     if (pw[k].second > 0) cond = and_(cond, lt(x, ci(in[0].shape[k])));
     iidx.push_back(x);
   }
-  return fb.finish(fname, nest.wrap(store(o, lazy_select(cond, load(data, iidx), cf(value)), oidx)));
+  return fb.finish(fname, nest.wrap(store(o, lazy_select(cond, load(data, iidx), cv(in[0].dtype, value)), oidx)));
+}
+
+// ---- full -------------------------------------------------------------------------
+// No input: a tensor of `shape` and `dtype` holding `value` everywhere (ONNX Dropout's
+// mask at inference is full of true).
+
+const std::vector<std::string> kFullDtypes = {"float32", "bool",   "int8",   "int16",  "int32", "int64",
+                                              "uint8",   "uint16", "uint32", "uint64"};
+
+TensorType full_infer(const std::vector<TensorType>& in, const json& attrs) {
+  AttrReader r("full", attrs, {"shape", "value", "dtype"});
+  check_inputs("full", in, 0, {});
+  auto shape = r.get_ints("shape", 0, 1, "positive integers", std::nullopt);
+  if (shape.empty()) r.bad("shape", "a non-empty list of positive integers");
+  DataType dt = *DataType::parse(r.get_string("dtype", "float32", kFullDtypes));
+  double v = r.get_float("value", 0.0);
+  if (!std::isfinite(v) && !dt.is_float()) r.bad("value", "a finite number for dtype " + dt.str());
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    n *= d;
+    if (n > std::numeric_limits<int32_t>::max()) fail("full", "the result would have more than 2^31-1 elements");
+  }
+  return TensorType{dt, shape};
+}
+
+PrimFunc full_build(const std::string& fname, const std::vector<TensorType>&, const TensorType& out,
+                    const json& attrs) {
+  AttrReader r("full", attrs, {"shape", "value", "dtype"});
+  FuncBuilder fb;
+  Buffer o = fb.param("out", out.shape, out.dtype);
+  LoopNest nest;
+  Expr i = nest.axis("i", out.num_elements());
+  return fb.finish(fname, nest.wrap(store(o, cv(out.dtype, r.get_float("value", 0.0)), unflatten(i, out.shape))));
 }
 
 }  // namespace
 
 void register_shape_ops(std::vector<OpDef>& ops) {
+  ops.push_back(OpDef{"full", full_infer, full_build});
   ops.push_back(OpDef{"reshape", reshape_infer, copy_op_build});
   ops.push_back(OpDef{"flatten", flatten_infer, copy_op_build});
   ops.push_back(OpDef{"concat", concat_infer, concat_build});

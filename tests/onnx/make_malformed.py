@@ -51,7 +51,7 @@ write("dynamic_reshape", model([helper.make_node("Reshape", ["x", "x"], ["y"])])
       "unsupported: node 'y' (Reshape): input 'shape' must be a compile-time constant", "'x' is a model input")
 write("int_initializer_data", model([helper.make_node("Add", ["x", "k"], ["y"])],
                                     [numpy_helper.from_array(np.ones((4,), dtype=np.int32), "k")]),
-      "unsupported: node 'y' (Add)", "only float32")
+      "unsupported: node 'y' (Add)", "input 'rhs' has type int32 but 'lhs' has type float32")
 write("shape_mismatch", model([helper.make_node("Add", ["x", "k"], ["y"])],
                               [numpy_helper.from_array(np.ones((3,), dtype=np.float32), "k")]),
       "node 'y' (Add): add: shapes (1, 2, 4, 4) and (3) cannot be broadcast")

@@ -290,6 +290,44 @@ TEST(Aot, RuntimeFaultsGiveAnErrorAndNeverWriteOutsideTheBuffers) {
   run_firmware("c -interface-api=c -unpacked-api=1 -link-params=1", {"c", true}, "faults_main.c", check);
 }
 
+// mul(x, x): one tensor reaches the kernel through two parameters, so the kernel must
+// not promise distinct buffers (restrict), or the host C compiler rejects the call
+// (-Werror=restrict) and an optimizer may assume what is false.
+TEST(Aot, ATensorPassedTwiceDropsTheNoAliasPromise) {
+  Graph g;
+  g.name = "square";
+  TensorType t{DataType::Float(32), {2, 3}};
+  g.inputs = {{"x", t}};
+  g.nodes = {GraphNode{"sq", "mul", {"x", "x"}, nlohmann::json::object(), t, ""},
+             GraphNode{"y", "relu", {"x"}, nlohmann::json::object(), t, ""}};
+  g.outputs = {"sq", "y"};
+  AotModule aot = build_aot(g);
+  int kernels = 0;
+  for (const auto& [name, f] : aot.module.functions) {
+    if (name == aot.main) continue;
+    ++kernels;
+    bool twice = name.size() > 3 && name.compare(name.size() - 3, 3, "_sq") == 0;
+    EXPECT_EQ(std::get<bool>(f->attrs.at("tir.noalias")), !twice) << name;
+  }
+  EXPECT_EQ(kernels, 2);
+  BuildResult built = build_c(aot.module, parse_target("c"));
+  std::vector<NDArray> want, got;
+  for (const auto& p : aot.params) want.push_back(NDArray::zeros(p.type.dtype, p.type.shape));
+  ASSERT_EQ(aot.params[0].name, "x");
+  for (int64_t i = 0; i < 6; ++i) want[0].set_float(i, static_cast<double>(i) - 2.5);
+  got = want;
+  interpret(aot.module, aot.main, as_args(want));
+  sim::HostSimOptions options;
+  options.work_dir = (fs::temp_directory_path() / ("microtir-aot-twice-" + std::to_string(getpid()))).string();
+  sim::run_on_host({&built, aot.main, aot.module.lookup(aot.main)}, as_args(got), options);
+  fs::remove_all(options.work_dir);
+  size_t sq = 0;
+  while (sq < aot.params.size() && aot.params[sq].name != "sq") ++sq;
+  ASSERT_LT(sq, aot.params.size());
+  for (int64_t i = 0; i < 6; ++i) EXPECT_FLOAT_EQ(got[sq].get_float(i), (i - 2.5) * (i - 2.5));
+  EXPECT_TRUE(compare_arrays(got[sq], want[sq]).ok);
+}
+
 TEST(Aot, PackedInterfaceWithLinkedWeightsIsRefused) {
   const Digits& d = digits();
   BuildResult built = build_c(d.aot.module, parse_target("c -interface-api=packed"));

@@ -403,7 +403,7 @@ Tensor ref_matmul(const Tensor& a, const Tensor& b) {
 
 const std::vector<std::string> kAllOps = {
     "abs", "add", "avg_pool2d", "batch_norm", "clip", "concat", "conv2d", "dense", "div", "exp", "flatten",
-    "gemm", "global_avg_pool2d", "leaky_relu", "log_softmax", "matmul", "max_pool2d", "mul", "neg", "pad",
+    "full", "gemm", "global_avg_pool2d", "leaky_relu", "log_softmax", "matmul", "max_pool2d", "mul", "neg", "pad",
     "relu", "reshape", "sigmoid", "softmax", "sqrt", "sub", "tanh", "transpose"};
 
 TEST(Ops, RegistryIsSortedAndComplete) {
@@ -1135,6 +1135,245 @@ TEST(OpsBatchNorm, Inference) {
   expect_error("batch_norm", {{1, 3}, {3}, {3}, {3}, {3}}, {{"epsilon", -1}}, "attribute 'epsilon' must be a non-negative");
   expect_error("batch_norm", {{1, 3}, {3}, {3}, {3}, {3}}, {{"momentum", 0.9}},
                "unknown attribute 'momentum'; known attributes: epsilon, axis");
+}
+
+// ---- integer data ---------------------------------------------------------------------
+// The dtype-generic ops (arithmetic, max, clip, data movement) on integer tensors, against
+// naive references computing in the type as C does (wrapping unsigned arithmetic,
+// division truncating toward zero).
+
+struct ITensor {
+  Shape shape;
+  std::vector<int64_t> data;
+};
+
+// Emits `op` on inputs of type `dt`, checks it, runs it in the interpreter (and, at the
+// end of the process, as host C) and returns the output, which must be of type `dt`.
+ITensor run_int_op(const std::string& op, DataType dt, const std::vector<ITensor>& inputs,
+                   const json& attrs = json::object()) {
+  const OpDef* def = find_op(op);
+  std::vector<TensorType> types;
+  for (const auto& t : inputs) types.push_back(TensorType{dt, t.shape});
+  TensorType out = def->infer(types, attrs);
+  EXPECT_EQ(out.dtype, dt) << op;
+  PrimFunc f = def->build(op + "_kernel", types, out, attrs);
+  IRModule m;
+  m.set(op + "_kernel", f);
+  auto diags = check_well_formed(m);
+  EXPECT_TRUE(diags.empty()) << render_all(diags) << "\n" << print_module(m);
+  std::vector<NDArray> arrays;
+  for (const auto& t : inputs) {
+    arrays.push_back(NDArray::zeros(dt, t.shape));
+    for (size_t i = 0; i < t.data.size(); ++i) arrays.back().set_int(static_cast<int64_t>(i), t.data[i]);
+  }
+  arrays.push_back(NDArray::zeros(out.dtype, out.shape));
+  std::vector<InterpArg> args;
+  for (auto& a : arrays) args.push_back(&a);
+  interpret(m, op + "_kernel", args);
+  host_cases().push_back({op + " on " + dt.str() + " " + attrs.dump(), f, arrays});
+  ITensor r{out.shape, {}};
+  for (int64_t i = 0; i < arrays.back().num_elements(); ++i) r.data.push_back(arrays.back().get_int(i));
+  return r;
+}
+
+ITensor iseq(const Shape& s, int64_t start, int64_t step) {
+  ITensor t{s, {}};
+  for (int64_t i = 0; i < numel(s); ++i) t.data.push_back(start + i * step);
+  return t;
+}
+
+TEST(OpsIntegerData, ArithmeticWrapsAndTruncates) {
+  // uint8: every pair of a few values, including sums and products past 255.
+  ITensor a{{4, 1}, {0, 7, 200, 255}}, b{{1, 3}, {1, 100, 250}};
+  const std::vector<std::pair<std::string, std::function<int64_t(int64_t, int64_t)>>> ops = {
+      {"add", [](int64_t x, int64_t y) { return static_cast<uint8_t>(x + y); }},
+      {"sub", [](int64_t x, int64_t y) { return static_cast<uint8_t>(x - y); }},
+      {"mul", [](int64_t x, int64_t y) { return static_cast<uint8_t>(x * y); }},
+      {"div", [](int64_t x, int64_t y) { return static_cast<uint8_t>(x / y); }}};
+  for (const auto& [name, f] : ops) {
+    ITensor got = run_int_op(name, DataType::UInt(8), {a, b});
+    ASSERT_EQ(got.shape, (Shape{4, 3})) << name;
+    for (int64_t i = 0; i < 4; ++i)
+      for (int64_t j = 0; j < 3; ++j) EXPECT_EQ(got.data[i * 3 + j], f(a.data[i], b.data[j])) << name << " " << i << "," << j;
+  }
+  // int32 division truncates toward zero (ONNX's integer Div; numpy's // would floor).
+  ITensor n{{6}, {7, -7, 7, -7, 0, -9}}, d{{6}, {2, 2, -2, -2, 3, 4}};
+  EXPECT_EQ(run_int_op("div", DataType::Int(32), {n, d}).data, (std::vector<int64_t>{3, -3, -3, 3, 0, -2}));
+  EXPECT_EQ(run_int_op("sub", DataType::Int(64), {n, d}).data, (std::vector<int64_t>{5, -9, 9, -5, -3, -13}));
+}
+
+TEST(OpsIntegerData, UnaryAndClip) {
+  ITensor x{{2, 4}, {-128, -5, -1, 0, 1, 5, 100, 127}};
+  std::vector<int64_t> neg, abs, relu, clip;
+  for (int64_t v : x.data) {
+    neg.push_back(static_cast<int8_t>(-v));  // -(-128) wraps to -128 in int8
+    abs.push_back(static_cast<int8_t>(v < 0 ? -v : v));
+    relu.push_back(std::max<int64_t>(v, 0));
+    clip.push_back(std::min<int64_t>(std::max<int64_t>(v, -3), 99));
+  }
+  EXPECT_EQ(run_int_op("neg", DataType::Int(8), {x}).data, neg);
+  EXPECT_EQ(run_int_op("abs", DataType::Int(8), {x}).data, abs);
+  EXPECT_EQ(run_int_op("relu", DataType::Int(8), {x}).data, relu);
+  EXPECT_EQ(run_int_op("clip", DataType::Int(8), {x}, {{"min", -3}, {"max", 99}}).data, clip);
+  // Bounds outside the type's range clamp to it: no change; only a max.
+  EXPECT_EQ(run_int_op("clip", DataType::Int(8), {x}, {{"min", -1000}, {"max", 1e9}}).data, x.data);
+  std::vector<int64_t> capped;
+  for (int64_t v : x.data) capped.push_back(std::min<int64_t>(v, 4));
+  EXPECT_EQ(run_int_op("clip", DataType::Int(8), {x}, {{"max", 4}}).data, capped);
+}
+
+TEST(OpsIntegerData, MaxPool) {
+  // int8 with negative values and padding: the padding never wins (the start is -128).
+  for (DataType dt : {DataType::Int(8), DataType::UInt(8)}) {
+    ITensor x = iseq({1, 2, 3, 4}, dt.is_uint() ? 3 : -60, dt.is_uint() ? 7 : 5);
+    json attrs = {{"pool_size", {2, 2}}, {"strides", {2, 2}}, {"padding", {1, 1, 1, 1}}};
+    ITensor got = run_int_op("max_pool2d", dt, {x}, attrs);
+    ASSERT_EQ(got.shape, (Shape{1, 2, 2, 3}));
+    for (int64_t c = 0; c < 2; ++c)
+      for (int64_t oh = 0; oh < 2; ++oh)
+        for (int64_t ow = 0; ow < 3; ++ow) {
+          int64_t want = std::numeric_limits<int64_t>::min();
+          for (int64_t ih = oh * 2 - 1; ih <= oh * 2; ++ih)
+            for (int64_t iw = ow * 2 - 1; iw <= ow * 2; ++iw)
+              if (ih >= 0 && ih < 3 && iw >= 0 && iw < 4) want = std::max(want, x.data[(c * 3 + ih) * 4 + iw]);
+          EXPECT_EQ(got.data[(c * 2 + oh) * 3 + ow], want) << dt.str() << " " << c << "," << oh << "," << ow;
+        }
+  }
+  expect_error("avg_pool2d", {}, json::object(), "expected 1 input");
+  std::vector<TensorType> in = {{DataType::Int(8), {1, 1, 4, 4}}};
+  try {
+    find_op("avg_pool2d")->infer(in, {{"pool_size", {2, 2}}});
+    ADD_FAILURE() << "avg_pool2d took int8 data";
+  } catch (const DiagnosticError& e) {
+    EXPECT_NE(e.diagnostics()[0].message.find("input 'data' has type int8; only float32 is supported"),
+              std::string::npos);
+  }
+}
+
+TEST(OpsPool, MaxIndices) {
+  // Float data with ties (the first maximum in window order wins) and padding, in both
+  // index orders; then the values of an int8 pool with a tie.
+  Shape s = {2, 2, 4, 5};
+  Tensor x = rnd(s, 150);
+  x.data[7] = x.data[8] = 5.0f;  // a tie inside one window of image (0, 0)
+  for (bool column_major : {false, true}) {
+    json attrs = {{"pool_size", {2, 3}}, {"strides", {2, 2}}, {"padding", {1, 1, 0, 1}}, {"indices", true}};
+    if (column_major) attrs["column_major_indices"] = true;
+    const OpDef* def = find_op("max_pool2d");
+    std::vector<TensorType> in = {{DataType::Float(32), s}};
+    TensorType out = def->infer(in, attrs);
+    ASSERT_EQ(out.dtype, DataType::Int(64));
+    ASSERT_EQ(out.shape, (Shape{2, 2, 2, 3}));
+    PrimFunc f = def->build("idx", in, out, attrs);
+    IRModule m;
+    m.set("idx", f);
+    EXPECT_TRUE(check_well_formed(m).empty()) << print_module(m);
+    std::vector<NDArray> arrays = {to_nd(x), NDArray::zeros(DataType::Int(64), out.shape)};
+    std::vector<InterpArg> args = {&arrays[0], &arrays[1]};
+    interpret(m, "idx", args);
+    host_cases().push_back({"max_pool2d indices " + attrs.dump(), f, arrays});
+    for (int64_t nc = 0; nc < 4; ++nc)
+      for (int64_t oh = 0; oh < 2; ++oh)
+        for (int64_t ow = 0; ow < 3; ++ow) {
+          float best = -std::numeric_limits<float>::infinity();
+          int64_t want = -1;
+          for (int64_t kh = 0; kh < 2; ++kh)
+            for (int64_t kw = 0; kw < 3; ++kw) {
+              int64_t ih = oh * 2 + kh - 1, iw = ow * 2 + kw - 1;
+              if (ih < 0 || ih >= 4 || iw < 0 || iw >= 5) continue;
+              float v = x.data[(nc * 4 + ih) * 5 + iw];
+              if (v > best) best = v, want = nc * 20 + (column_major ? iw * 4 + ih : ih * 5 + iw);
+            }
+          EXPECT_EQ(arrays[1].get_int((nc * 2 + oh) * 3 + ow), want) << column_major << " " << nc << "," << oh << "," << ow;
+        }
+  }
+  ITensor q{{1, 1, 2, 2}, {-5, 3, 3, -128}};
+  EXPECT_EQ(run_int_op("max_pool2d", DataType::Int(8), {q}, {{"pool_size", {2, 2}}}).data, (std::vector<int64_t>{3}));
+  expect_error("max_pool2d", {{1, 1, 4, 4}}, {{"pool_size", {2, 2}}, {"column_major_indices", true}},
+               "attribute 'column_major_indices' needs 'indices'");
+  expect_error("max_pool2d", {{1, 4, 4, 1}}, {{"pool_size", {2, 2}}, {"indices", true}, {"layout", "NHWC"}},
+               "attribute 'indices' needs the NCHW layout");
+  expect_error("avg_pool2d", {{1, 1, 4, 4}}, {{"pool_size", {2, 2}}, {"indices", true}}, "unknown attribute 'indices'");
+}
+
+TEST(OpsIntegerData, DataMovement) {
+  ITensor x = iseq({2, 3}, -4, 3);  // -4 -1 2 / 5 8 11
+  for (const char* mode : {"constant", "edge", "reflect"}) {
+    ITensor got = run_int_op("pad", DataType::Int(32), {x}, {{"pad_width", {{1, 0}, {0, 2}}}, {"mode", mode}, {"pad_value", 7}});
+    ASSERT_EQ(got.shape, (Shape{3, 5})) << mode;
+    for (int64_t i = 0; i < 3; ++i)
+      for (int64_t j = 0; j < 5; ++j) {
+        int64_t want;
+        if (std::string(mode) == "constant") {
+          want = (i == 0 || j >= 3) ? 7 : x.data[(i - 1) * 3 + j];
+        } else {
+          bool reflect = std::string(mode) == "reflect";
+          want = x.data[pad_source(i - 1, 2, reflect) * 3 + pad_source(j, 3, reflect)];
+        }
+        EXPECT_EQ(got.data[i * 5 + j], want) << mode << " " << i << "," << j;
+      }
+  }
+  EXPECT_EQ(run_int_op("transpose", DataType::Int(16), {x}).data, (std::vector<int64_t>{-4, 5, -1, 8, 2, 11}));
+  EXPECT_EQ(run_int_op("reshape", DataType::Int(64), {x}, {{"newshape", {3, 2}}}).shape, (Shape{3, 2}));
+  ITensor y = iseq({2, 1}, int64_t{1} << 40, 1);  // int64 values beyond 32 bits survive the copy
+  EXPECT_EQ(run_int_op("concat", DataType::Int(64), {iseq({2, 1}, 0, 1), y}, {{"axis", 1}}).data,
+            (std::vector<int64_t>{0, int64_t{1} << 40, 1, (int64_t{1} << 40) + 1}));
+  EXPECT_EQ(run_int_op("flatten", DataType::UInt(16), {iseq({2, 1, 3}, 0, 9000)}).data.back(), 45000);
+}
+
+TEST(OpsFull, EveryElementHoldsTheValue) {
+  struct Case {
+    json attrs;
+    DataType dt;
+    Shape shape;
+    double want;
+  };
+  const std::vector<Case> cases = {
+      {{{"shape", {2, 3}}, {"value", 1}, {"dtype", "bool"}}, DataType::Bool(), {2, 3}, 1},
+      {{{"shape", {4}}, {"value", -2.5}}, DataType::Float(32), {4}, -2.5},
+      {{{"shape", {1, 2, 1}}, {"value", -2.5}, {"dtype", "int8"}}, DataType::Int(8), {1, 2, 1}, -2},  // truncated
+      {{{"shape", {3}}, {"value", 1e12}, {"dtype", "uint16"}}, DataType::UInt(16), {3}, 65535},     // clamped
+      {{{"shape", {1}}, {"value", 0}, {"dtype", "bool"}}, DataType::Bool(), {1}, 0}};
+  for (const auto& c : cases) {
+    const OpDef* def = find_op("full");
+    TensorType out = def->infer({}, c.attrs);
+    ASSERT_EQ(out.dtype, c.dt) << c.attrs.dump();
+    ASSERT_EQ(out.shape, c.shape) << c.attrs.dump();
+    PrimFunc f = def->build("full_kernel", {}, out, c.attrs);
+    IRModule m;
+    m.set("full_kernel", f);
+    EXPECT_TRUE(check_well_formed(m).empty()) << print_module(m);
+    // Start from a different value, so the kernel must write every element.
+    std::vector<NDArray> arrays = {NDArray::zeros(out.dtype, out.shape)};
+    for (int64_t i = 0; i < arrays[0].num_elements(); ++i) arrays[0].set_int(i, 1 - static_cast<int64_t>(c.want != 0));
+    std::vector<InterpArg> args = {&arrays[0]};
+    interpret(m, "full_kernel", args);
+    host_cases().push_back({"full " + c.attrs.dump(), f, arrays});
+    for (int64_t i = 0; i < arrays[0].num_elements(); ++i) EXPECT_EQ(arrays[0].get_float(i), c.want) << c.attrs.dump();
+  }
+  expect_error("full", {{2}}, {{"shape", {2}}}, "expected 0 inputs");
+  expect_error("full", {}, {{"shape", json::array()}}, "attribute 'shape' must be a non-empty list");
+  expect_error("full", {}, {{"shape", {2, 0}}}, "attribute 'shape' must be a list of positive integers");
+  expect_error("full", {}, {{"shape", {2}}, {"dtype", "float16"}}, "attribute 'dtype' must be one of");
+  expect_error("full", {}, {{"shape", {65536, 65536}}}, "more than 2^31-1 elements");
+  expect_error("full", {}, json::object(), "missing required attribute 'shape'");
+}
+
+TEST(OpsIntegerData, MixedAndUnsupportedTypesAreRefused) {
+  auto refused = [](const std::string& op, std::vector<TensorType> in, const std::string& needle) {
+    try {
+      find_op(op)->infer(in, json::object());
+      ADD_FAILURE() << op << " took " << in[0].str();
+    } catch (const DiagnosticError& e) {
+      EXPECT_NE(e.diagnostics()[0].message.find(needle), std::string::npos) << e.diagnostics()[0].message;
+    }
+  };
+  refused("add", {{DataType::Int(8), {2}}, {DataType::Float(32), {2}}},
+          "add: input 'rhs' has type float32 but 'lhs' has type int8");
+  refused("mul", {{DataType::Bool(), {2}}, {DataType::Bool(), {2}}},
+          "input 'lhs' has type bool; only float32 and integer types are supported");
+  refused("exp", {{DataType::Int(32), {2}}}, "input 'data' has type int32; only float32 is supported");
+  refused("dense", {{DataType::Int(8), {1, 2}}, {DataType::Int(8), {3, 2}}}, "only float32 is supported");
 }
 
 }  // namespace
