@@ -101,6 +101,25 @@ function execText(file) {
   return new Promise((resolve, reject) => execFile(nativeCli, ['import', file], { maxBuffer: 1 << 28 }, (e, out) => (e ? reject(e) : resolve(out))));
 }
 
+// tests/onnx/make_import_cases.py: the paths the node tests do not reach (compile-time
+// inputs from initializers and Constants, every dtype raw and typed, 1-D windows,
+// auto_pad, old opsets, outputs needing a copy, what JSON cannot hold).
+test('the frontend cases of tests/onnx/import: the same graph, or the same refusal', { skip }, async () => {
+  const dir = path.join(source, 'tests/onnx/import');
+  const files = fs.readdirSync(dir).filter((f) => f.endsWith('.onnx')).sort();
+  assert.ok(files.length >= 20);
+  let converted = 0;
+  for (const f of files) {
+    const native = await nativeImport(path.join(dir, f));
+    const js = jsImport(path.join(dir, f));
+    assert.equal(disagreement(native, js), null, f);
+    if (native.graph) ++converted;
+    else assert.equal(js.error, native.error, f);
+    assert.equal(!native.graph, f.startsWith('refused_') || f === 'dropout_12.onnx', `${f}: ${native.error || 'converted'}`);
+  }
+  assert.ok(converted >= 18, `${converted} converted`);
+});
+
 test('malformed files are refused by both, with the same message', { skip }, async () => {
   const dir = path.join(source, 'tests/onnx/malformed');
   const files = fs.readdirSync(dir).filter((f) => f.endsWith('.onnx')).sort().map((f) => path.join(dir, f));
