@@ -551,7 +551,8 @@ function gemm(c) {
   if (plain && ins.length === 3) {
     const bias = c.typeOf(ins[2]).shape;
     const b = c.typeOf(ins[1]).shape;
-    if (b.length === 0) c.invalid('internal: the weight has rank 0'); // std::vector::at would throw natively
+    // A rank-0 weight is an internal error natively too (std::vector::at throws).
+    if (b.length === 0) throw new OnnxImportError(`internal error: ${c.where()}: Gemm's B has rank 0`, true);
     plain = bias.length === 1 && bias[0] === b[0];
   }
   if (plain && rankOf(c, ins[0]) === 2 && rankOf(c, ins[1]) === 2) {
