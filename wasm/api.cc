@@ -5,6 +5,7 @@
 #include <new>
 
 #include "compile_request.h"
+#include "infer_request.h"
 
 extern "C" {
 
@@ -14,6 +15,20 @@ extern "C" {
 char* mtir_compile(const char* request_json) {
   try {
     std::string out = mtir::wasm::compile_request_text(request_json ? request_json : "");
+    char* p = static_cast<char*>(std::malloc(out.size() + 1));
+    if (!p) return nullptr;
+    std::memcpy(p, out.data(), out.size() + 1);
+    return p;
+  } catch (...) {
+    return nullptr;
+  }
+}
+
+// One op's output type (infer_request.h), for the page's ONNX converter; the same
+// ownership as mtir_compile.
+char* mtir_infer(const char* request_json) {
+  try {
+    std::string out = mtir::wasm::infer_request_text(request_json ? request_json : "");
     char* p = static_cast<char*>(std::malloc(out.size() + 1));
     if (!p) return nullptr;
     std::memcpy(p, out.data(), out.size() + 1);

@@ -4,6 +4,7 @@ import { build } from 'esbuild';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { createRequire } from 'node:module';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, '..');
@@ -19,8 +20,19 @@ for (const f of ['microtir.js', 'microtir.wasm']) {
 fs.rmSync(out, { recursive: true, force: true });
 fs.mkdirSync(path.join(out, 'examples'), { recursive: true });
 
+// The ONNX schema for the worker's ONNX import: Debian's onnx.proto as a protobufjs JSON
+// descriptor, bundled as the module 'onnx-descriptor' (onnx_schema.js).
+const { onnxDescriptor } = createRequire(import.meta.url)('./onnx_schema.js');
+const onnxSchema = {
+  name: 'onnx-descriptor',
+  setup(b) {
+    b.onResolve({ filter: /^onnx-descriptor$/ }, () => ({ path: 'onnx-descriptor', namespace: 'onnx-descriptor' }));
+    b.onLoad({ filter: /.*/, namespace: 'onnx-descriptor' }, () => ({ contents: JSON.stringify(onnxDescriptor()), loader: 'json' }));
+  },
+};
+
 await build({ entryPoints: [path.join(here, 'src/main.js')], bundle: true, minify: true, format: 'iife', target: 'es2020', outfile: path.join(out, 'app.js'), logLevel: 'warning' });
-await build({ entryPoints: [path.join(here, 'src/worker.js')], bundle: true, minify: true, format: 'iife', target: 'es2020', outfile: path.join(out, 'worker.js'), logLevel: 'warning' });
+await build({ entryPoints: [path.join(here, 'src/worker.js')], bundle: true, minify: true, format: 'iife', target: 'es2020', outfile: path.join(out, 'worker.js'), logLevel: 'warning', plugins: [onnxSchema] });
 for (const f of ['index.html', 'style.css']) fs.copyFileSync(path.join(here, f), path.join(out, f));
 for (const f of ['microtir.js', 'microtir.wasm']) fs.copyFileSync(path.join(wasmDir, f), path.join(out, f));
 
@@ -40,10 +52,13 @@ const graph = JSON.parse(fs.readFileSync(path.join(digits, 'digits.json'), 'utf8
 const files = graph.constants.flatMap((c) => [c.file, c.blob]).filter((f) => typeof f === 'string');
 fs.mkdirSync(path.join(out, 'examples/digits'), { recursive: true });
 fs.copyFileSync(path.join(digits, 'digits.json'), path.join(out, 'examples/digits/digits.json'));
+fs.copyFileSync(path.join(digits, 'digits.onnx'), path.join(out, 'examples/digits/digits.onnx'));
 for (const f of files) {
   fs.mkdirSync(path.dirname(path.join(out, 'examples/digits', f)), { recursive: true });
   fs.copyFileSync(path.join(digits, f), path.join(out, 'examples/digits', f));
 }
+// The same model as exported to ONNX: the page converts it (src/onnx_import.js).
+examples.splice(1, 0, { name: 'digits CNN (ONNX)', kind: 'onnx', path: 'digits/digits.onnx', target: 'c -executor=aot -interface-api=c -unpacked-api=1' });
 examples.splice(1, 0, { name: 'digits CNN (model)', kind: 'graph', path: 'digits/digits.json', dir: 'digits', files, target: 'c -executor=aot -interface-api=c -unpacked-api=1' });
 // The same model with its convolutions on one simulated NPU instance and its dense layer
 // on another (device kernels with resource handles: docs/devices.md).

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/onnx_model.h"
 #include "cli/onnx_test_cmd.h"
 #include "support/diagnostic.h"
 
@@ -99,6 +100,11 @@ int main(int argc, char** argv) {
   compile_cmd->add_option("--device", compile.devices, "Place every node of these ops on a device instance, INSTANCE=OP[,OP...] (repeatable; e.g. npu0=conv2d,dense)");
   compile_cmd->add_flag("--json", compile.json, "Print the artifact's metadata (or diagnostics) as JSON on stdout");
 
+  mtir::cli::ImportCommand import;
+  auto* import_cmd = app.add_subcommand("import", "Convert an ONNX model into a JSON graph (constants inline), the graph compile reads from it");
+  import_cmd->add_option("file", import.file, "The .onnx model")->required();
+  import_cmd->add_option("-o,--output", import.output, "The JSON graph to write (default: standard output)");
+
   mtir::cli::PassesCommand passes;
   bool list_passes = false;
   auto* passes_cmd = app.add_subcommand("passes", "Run the pass pipeline and show the module after each pass");
@@ -135,6 +141,7 @@ int main(int argc, char** argv) {
     if (*build_cmd) return mtir::cli::run_build(build);
     if (*compile_cmd) return mtir::cli::run_compile(compile);
     if (*onnx_test_cmd) return mtir::cli::run_onnx_test(onnx_test);
+    if (*import_cmd) return mtir::cli::run_import(import);
     if (list_passes) {
       std::cout << mtir::cli::pass_list();
       return 0;

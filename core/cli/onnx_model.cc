@@ -1,5 +1,7 @@
 #include "cli/onnx_model.h"
 
+#include <iostream>
+
 #include "cli/io.h"
 #include "support/diagnostic.h"
 #ifdef MICROTIR_HAVE_ONNX
@@ -19,6 +21,21 @@ Graph load_onnx_file(const std::string& path) {
   user_error({}, "'" + path + "': this microtir was built without the ONNX frontend (MICROTIR_ONNX=OFF; it needs "
                  "libonnx-dev and libprotobuf-dev)");
 #endif
+}
+
+int run_import(const ImportCommand& c) {
+  if (!is_onnx_file(c.file))
+    user_error({}, "'" + c.file + "': import reads an ONNX model (a file ending in .onnx)");
+  std::string text = write_graph_json(load_onnx_file(c.file));
+  if (c.output.empty() || c.output == "-") {
+    std::cout << text;
+    return 0;
+  }
+  OutputSet out;
+  out.add(c.output, text);
+  out.commit();
+  std::cout << "wrote " << c.output << "\n";
+  return 0;
 }
 
 }  // namespace mtir::cli

@@ -11,4 +11,12 @@ namespace mtir::cli {
 bool is_onnx_file(const std::string& path);
 Graph load_onnx_file(const std::string& path);
 
+// `microtir import model.onnx [-o graph.json]`: the graph the ONNX frontend reads, as a
+// JSON graph with its constants inline (write_graph_json), to `output` or stdout.
+struct ImportCommand {
+  std::string file;
+  std::string output;  // "" or "-": standard output
+};
+int run_import(const ImportCommand& c);
+
 }  // namespace mtir::cli

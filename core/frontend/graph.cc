@@ -584,6 +584,11 @@ Graph Loader::load() {
 
 }  // namespace
 
+bool is_graph_dtype(DataType dtype) {
+  const auto& ok = supported_dtypes();
+  return std::find(ok.begin(), ok.end(), dtype.str()) != ok.end();
+}
+
 TensorType Graph::type_of(const std::string& n) const {
   for (const auto& in : inputs)
     if (in.first == n) return in.second;

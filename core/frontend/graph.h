@@ -51,6 +51,17 @@ using FileReader = std::function<std::string(const std::string& relative_path)>;
 Graph load_graph_json(const std::string& json_text, const std::string& filename,
                       const FileReader& read);
 
+// The inverse of load_graph_json: the graph in the JSON format, constants inline
+// ("values", with "shape" and "dtype"), constants sorted by name, "attrs" and "device"
+// only when set. load_graph_json(write_graph_json(g)) gives `g` back. A graph the
+// format cannot hold is a user error starting with "unsupported: " (a constant of a
+// dtype the loader refuses, a NaN or infinity in a constant or an attribute).
+nlohmann::json graph_to_json(const Graph& g);
+std::string write_graph_json(const Graph& g);  // graph_to_json, indented, ending in a newline
+
+// The dtypes a graph tensor may have ("float32", "int8", ...: docs/graph-format.md).
+bool is_graph_dtype(DataType dtype);
+
 // Folds each batch_norm (inference form) whose data input is a conv2d (NCHW or NHWC)
 // or dense node with constant weight (and optional constant bias) into that node's
 // weight and bias, when the batch_norm's parameters are constants, its axis is the

@@ -55,6 +55,32 @@ group_digits() {
   [ "$json_out" == "$out" ] || fail "digits.onnx and digits.json give different outputs"
 }
 
+# `microtir import`: the JSON graph it writes compiles to the same artifact as the .onnx
+# itself (and loads with no other file: the weights are inline); stdout without -o;
+# refusals are user errors.
+group_import() {
+  local d="$src/models/digits"
+  run 0 "$mtir" import "$d/digits.onnx" -o "$work/digits.json" || return
+  contains "import stdout" "$out" "wrote $work/digits.json"
+  run 0 "$mtir" import "$d/digits.onnx" || return
+  checks=$((checks + 1))
+  [ "$out" == "$(cat "$work/digits.json")" ] || fail "import to stdout differs from import -o"
+  contains "the written graph" "$out" '"format": "microtir-graph"'
+  run 0 "$mtir" compile "$d/digits.onnx" -o "$work/from_onnx" || return
+  run 0 "$mtir" compile "$work/digits.json" -o "$work/from_import" || return
+  # Every file but the model's own copy in src/ (digits.onnx there, digits.json here).
+  checks=$((checks + 1))
+  diff -r -x src "$work/from_onnx" "$work/from_import" >/dev/null || { fail "the imported graph compiles to a different artifact";
+    diff -r -x src "$work/from_onnx" "$work/from_import" | head -20; }
+  [ -f "$work/from_import/codegen/host/src/lib0.c" ] || fail "no lib0.c in the artifact"
+  run 1 "$mtir" import "$d/digits.json" || return
+  contains "import stderr" "$err" "import reads an ONNX model"
+  run 1 "$mtir" import "$src/tests/onnx/malformed/truncated.onnx" -o "$work/none.json" || return
+  contains "import stderr" "$err" "malformed or truncated"
+  checks=$((checks + 1))
+  [ ! -e "$work/none.json" ] || fail "a refused import wrote a file"
+}
+
 # The ONNX backend node tests against the committed floor (tests/conformance/floor.json).
 group_conformance() {
   if [ ! -d "$node_tests" ]; then

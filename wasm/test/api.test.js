@@ -329,3 +329,17 @@ test('byte for byte the native CLI\'s outputs (C, LLVM IR, the MLF archive)', { 
     fs.rmSync(tmp, { recursive: true, force: true });
   }
 });
+
+test('mtir_infer: an op\'s output type, or its own message', () => {
+  const f32 = (shape) => ({ dtype: 'float32', shape });
+  assert.deepEqual(mtir.infer({ op: 'conv2d', inputs: [f32([1, 1, 8, 8]), f32([8, 1, 3, 3])], attrs: { padding: [1, 1, 1, 1] } }),
+    { ok: true, type: f32([1, 8, 8, 8]) });
+  assert.deepEqual(mtir.infer({ op: 'reshape', inputs: [f32([2, 3])], attrs: { newshape: [-1] } }), { ok: true, type: f32([6]) });
+  const bad = mtir.infer({ op: 'add', inputs: [f32([2, 3]), f32([4])] });
+  assert.equal(bad.ok, false);
+  assert.equal(bad.internal, false);
+  assert.match(bad.message, /^add: shapes \(2, 3\) and \(4\) cannot be broadcast/);
+  assert.match(mtir.infer({ op: 'add', inputs: [{ dtype: 'int32', shape: [2] }, f32([2])] }).message, /only float32/);
+  assert.deepEqual(mtir.infer({ op: 'nope', inputs: [] }), { ok: false, message: "unknown op 'nope'", internal: false });
+  assert.match(mtir.infer({ inputs: [] }).message, /^malformed infer request/);
+});

@@ -8,21 +8,29 @@ async function loadMicrotir(jsPath) {
   const create = require(jsPath);
   const wasmBinary = fs.readFileSync(path.join(path.dirname(jsPath), 'microtir.wasm'));
   const m = await create({ wasmBinary });
+  // A `char* f(const char*)` of the C ABI, text in and out.
+  const call = (f, name, text) => {
+    const n = m.lengthBytesUTF8(text) + 1;
+    const p = m._malloc(n);
+    m.stringToUTF8(text, p, n);
+    const r = f(p);
+    m._free(p);
+    if (!r) throw new Error(`${name} returned NULL`);
+    const out = m.UTF8ToString(r);
+    m._mtir_free(r);
+    return out;
+  };
   return {
     version: () => m.UTF8ToString(m._mtir_version()),
     compileText(text) {
-      const n = m.lengthBytesUTF8(text) + 1;
-      const p = m._malloc(n);
-      m.stringToUTF8(text, p, n);
-      const r = m._mtir_compile(p);
-      m._free(p);
-      if (!r) throw new Error('mtir_compile returned NULL');
-      const out = m.UTF8ToString(r);
-      m._mtir_free(r);
-      return out;
+      return call(m._mtir_compile, 'mtir_compile', text);
     },
     compile(request) {
       return JSON.parse(this.compileText(JSON.stringify(request)));
+    },
+    // One op's output type (wasm/infer_request.h).
+    infer(request) {
+      return JSON.parse(call(m._mtir_infer, 'mtir_infer', JSON.stringify(request)));
     },
   };
 }

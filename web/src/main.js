@@ -138,14 +138,15 @@ function stopWorker(reason) {
   }
 }
 
-function runInWorker(request) {
+// `message`: {request} (a compile) or {onnx: bytes, filename} (an ONNX import).
+function runInWorker(request, message = { request }) {
   if (pending) stopWorker('superseded by a newer compile');
   return new Promise((resolve, reject) => {
     const id = nextId++;
     const timer = setTimeout(() => stopWorker(`the compile took longer than ${COMPILE_TIMEOUT_MS / 1000} s and was stopped`), COMPILE_TIMEOUT_MS);
     pending = { id, resolve, reject, timer };
     const spin = Number(new URLSearchParams(location.search).get('debug_spin_ms')) || 0;
-    worker.postMessage({ id, request, debugSpinMs: spin });
+    worker.postMessage({ id, ...message, debugSpinMs: spin }, message.onnx ? [message.onnx] : []);
   });
 }
 
@@ -408,6 +409,11 @@ async function exampleFiles(ex) {
 async function loadExample(name) {
   const ex = examples.find((e) => e.name === name);
   if (!ex) return;
+  if (ex.kind === 'onnx') {
+    $('target').value = ex.target;
+    targetToForm();
+    return openOnnx(await (await fetch(`examples/${ex.path}`)).arrayBuffer(), ex.path.split('/').pop());
+  }
   const text = await (await fetch(`examples/${ex.path}`)).text();
   setSource(text, ex.kind, ex.path.split('/').pop(), await exampleFiles(ex));
   state.example = ex.name;
@@ -417,10 +423,35 @@ async function loadExample(name) {
 }
 $('examples').addEventListener('change', () => loadExample($('examples').value));
 
-$('load').addEventListener('change', async () => {
-  const chosen = [...$('load').files];
+// An .onnx model becomes a JSON graph in the worker (onnx_import.js, the native
+// frontend's rules), which then compiles like any graph.
+async function openOnnx(bytes, name) {
+  setStatus('importing the ONNX model…', 'busy');
+  let result;
+  try {
+    result = await runInWorker(null, { onnx: bytes, filename: name });
+  } catch (e) {
+    return setStatus(e.message, 'error');
+  }
+  if (result.importError) {
+    showDiagnostics([{ severity: 'error', message: result.importError, line: 0, col: 0, file: name }]);
+    return setStatus(`import error: ${name} was not converted`, 'error');
+  }
+  if ($('target').value.trim() === 'c') { $('target').value = C_INTERFACE; targetToForm(); }
+  setSource(result.graph, 'graph', name.replace(/\.onnx$/, '.json'));
+  $('source-name').textContent = `${name.replace(/\.onnx$/, '.json')} (from ${name})`;
+  state.example = null;
+  state.selectedPass = -1;
+  await compile();
+}
+
+// The files chosen with Open… or dropped on the editor: a .tir, a .json graph with its
+// weight files, or an .onnx model.
+async function openFiles(chosen) {
+  const onnx = chosen.find((f) => f.name.endsWith('.onnx'));
+  if (onnx) return openOnnx(await onnx.arrayBuffer(), onnx.name);
   const main = chosen.find((f) => f.name.endsWith('.tir')) || chosen.find((f) => f.name.endsWith('.json'));
-  if (!main) return setStatus('choose a .tir file, or a .json graph with its .npy files', 'error');
+  if (!main) return setStatus('choose a .tir file, an .onnx model, or a .json graph with its .npy files', 'error');
   const files = {};
   const graph = main.name.endsWith('.json');
   const text = await main.text();
@@ -439,6 +470,17 @@ $('load').addEventListener('change', async () => {
   state.example = null;  // a link then carries the text; a graph's own files do not fit in it
   state.selectedPass = -1;
   await compile();
+}
+$('load').addEventListener('change', () => openFiles([...$('load').files]));
+
+// The editor is also a drop zone for the same files.
+const dropZone = $('source-pane');
+dropZone.addEventListener('dragover', (e) => { e.preventDefault(); dropZone.classList.add('dropping'); });
+dropZone.addEventListener('dragleave', () => dropZone.classList.remove('dropping'));
+dropZone.addEventListener('drop', (e) => {
+  e.preventDefault();
+  dropZone.classList.remove('dropping');
+  if (e.dataTransfer && e.dataTransfer.files.length) openFiles([...e.dataTransfer.files]);
 });
 
 async function init() {

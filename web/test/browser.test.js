@@ -218,3 +218,58 @@ test('every example compiles in the page', async () => {
   }
   await page.close();
 });
+
+// The browser's ONNX path: an .onnx file opened in the page becomes a JSON graph in the
+// worker (src/onnx_import.js) and compiles through the wasm core to the artifact the
+// native `microtir compile model.onnx` writes, file for file.
+test('digits.onnx opened in the page compiles to the native artifact', async (t) => {
+  const cli = process.env.MICROTIR_NATIVE_CLI;
+  if (!cli || !fs.existsSync(cli)) return t.skip('MICROTIR_NATIVE_CLI (the native microtir) is not given');
+  const source = path.resolve(__dirname, '../..');
+  const onnx = path.join(source, 'models/digits/digits.onnx');
+  const native = fs.mkdtempSync(path.join(require('os').tmpdir(), 'mtir-onnx-'));
+  try {
+    require('child_process').execFileSync(cli, ['compile', onnx, '-o', native]);
+    const { page, errors } = await openPage();
+    await compileStatus(page);
+    await page.evaluate(() => { document.getElementById('status').textContent = ''; });
+    await page.setInputFiles('#load', onnx);
+    assert.match(await compileStatus(page), /compiled/, await page.textContent('#diagnostics'));
+    assert.equal(await page.textContent('#source-name'), 'digits.json (from digits.onnx)');
+    assert.equal(await page.inputValue('#target'), 'c -executor=aot -interface-api=c -unpacked-api=1');  // compile's default
+    const graph = JSON.parse(await page.evaluate(() => window.microtirPlayground.editor.state.doc.toString()));
+    assert.equal(graph.format, 'microtir-graph');
+    assert.deepEqual(graph.nodes.map((n) => n.op), ['conv2d', 'batch_norm', 'relu', 'max_pool2d', 'conv2d', 'relu', 'max_pool2d', 'flatten', 'dense', 'softmax']);
+    const artifacts = await page.evaluate(() => window.microtirPlayground.state.response.artifacts);
+    const walk = (d) => fs.readdirSync(d, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(path.join(d, e.name)) : [path.join(d, e.name)]));
+    // Every file but the model's own copy in src/ (the page compiled the JSON graph).
+    const nativeFiles = walk(native).map((f) => path.relative(native, f)).filter((f) => !f.startsWith('src/')).sort();
+    assert.deepEqual(artifacts.map((a) => a.path).filter((f) => !f.startsWith('src/')).sort(), nativeFiles);
+    assert.ok(artifacts.some((a) => a.path === 'src/digits.json'), 'the graph is the source in the artifact');
+    let cFiles = 0;
+    for (const a of artifacts.filter((x) => !x.path.startsWith('src/'))) {
+      const bytes = a.text !== undefined ? Buffer.from(a.text, 'utf8') : Buffer.from(a.base64, 'base64');
+      assert.ok(bytes.equals(fs.readFileSync(path.join(native, a.path))), `${a.path} differs from the native compile's`);
+      if (a.path.endsWith('.c')) ++cFiles;
+    }
+    assert.ok(cFiles >= 2, `${cFiles} C files`);
+    await page.click('.artifact-tab[data-path="codegen/host/src/lib0.c"]');
+    assert.match(await page.textContent('#artifact-view'), /tvmgen_digits_/);
+    await page.screenshot({ path: path.join(shots, 'onnx.png'), fullPage: true });
+
+    // A model the converter refuses, dropped on the editor: the native message, no compile.
+    const bytes = [...fs.readFileSync(path.join(source, 'tests/onnx/malformed/unsupported_op.onnx'))];
+    await page.evaluate((b) => {
+      const dt = new DataTransfer();
+      dt.items.add(new File([new Uint8Array(b)], 'elu.onnx'));
+      document.getElementById('status').textContent = '';
+      document.getElementById('source-pane').dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));
+    }, bytes);
+    assert.match(await compileStatus(page), /import error: elu\.onnx was not converted/);
+    assert.match(await page.textContent('#diagnostics'), /unsupported: node 'y' \(Elu\): operator 'Elu'/);
+    assert.deepEqual(errors, []);
+    await page.close();
+  } finally {
+    fs.rmSync(native, { recursive: true, force: true });
+  }
+});
