@@ -43,12 +43,15 @@ KEYS = {
                 "`llvm` only: the LLVM target triple of the IR and objects ([llvm-backend.md](llvm-backend.md))."),
     "mcpu": ("a CPU LLVM knows for the triple, e.g. `cortex-m4`",
              "`llvm` only: the CPU the objects are tuned for (with `MICROTIR_LLVM`, when objects are emitted)."),
+    "opt": ("`O0`, `O1`, `O2`, `O3`, `Os`, `Oz`",
+            "`wasm` only: Binaryen's optimization level for the module (`-Os`/`-Oz` trade speed for size)."),
 }
 
 # (command, why it is refused). The message shown is whatever the command prints.
 REFUSALS = [
     (f'microtir build {TIR} --target "" -o out', "An empty target string names no backend."),
-    (f'microtir build {TIR} --target "cpp" -o out', "The kinds are `c` (C99 source) and `llvm` (LLVM IR)."),
+    (f'microtir build {TIR} --target "cpp" -o out',
+     "The kinds are `c` (C99 source), `llvm` (LLVM IR) and `wasm` (a WebAssembly module through Binaryen)."),
     (f'microtir build {TIR} --target "c -runtime=cpp" -o out',
      "TVM's C++ runtime (graph executor, dynamic modules) needs an operating system; microtir builds for the C runtime only."),
     (f'microtir build {TIR} --target "c -executor=graph" -o out',
@@ -77,6 +80,11 @@ REFUSALS = [
      "The packed main takes every tensor, weights included, as a DLTensor argument, so the weights cannot also be "
      "linked in. `compile` links them unless the string says `-link-params=0`; note that `--target c` alone means "
      "`-interface-api=packed` and is refused for this reason."),
+    (f'microtir compile {MODEL} --target "wasm -link-params=0" -o out',
+     "A wasm module's `run` export takes plain pointers to the inputs and outputs and the module holds the weights "
+     "in data segments, so the wasm target fixes `-interface-api=c -unpacked-api=1 -link-params=1`."),
+    (f'microtir build {TIR} --target "c -opt=O2" -o out',
+     "The C compiler you build a C artifact with has its own `-O` level; `-opt` is Binaryen's, for `wasm` only."),
     (f'microtir compile {MODEL} --device npu0=conv2d --target "c -interface-api=packed -link-params=0" -o out',
      "A device kernel receives its context (the resource handle) from the `devices` struct of the C interface, "
      "which only `-interface-api=c -unpacked-api=1` has ([devices.md](devices.md))."),
@@ -154,6 +162,8 @@ def generate(binary, src):
         values, what = KEYS[k]
         if k in ("mtriple", "mcpu"):
             default = f"`{llvm_default}`" if k == "mtriple" else "none (LLVM's generic CPU for the triple)"
+        elif k == "opt":
+            default = "`O2`"
         elif build_opts[k] == compile_opts[k]:
             default = f"`{build_opts[k]}`"
         else:
@@ -171,6 +181,7 @@ def generate(binary, src):
             "| `c -interface-api=packed -link-params=0` | the main in the registry, called with `TVMFuncCall` |",
             "| `c -interface-api=c -unpacked-api=1` with `--device` | `run` takes a `tvmgen_<model>_devices` struct |",
             "| `llvm -mtriple=... -interface-api=c -unpacked-api=1` | the same C interface over LLVM IR (and objects) |",
+            "| `wasm` (`compile`) | one WebAssembly module with an exported `run`, weights in data segments ([wasm-backend.md](wasm-backend.md)) |",
             "| `c`, `c -unpacked-api=1` (`build`, `passes`) | a TIR module's functions, packed or unpacked, with the registry |\n",
             "## What is refused, and why\n",
             "Each block runs in CI: the command must exit with 1 and print the message shown.\n"]
