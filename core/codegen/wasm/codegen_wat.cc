@@ -10,6 +10,8 @@
 
 #include "analysis/int_bound.h"
 #include "ir/op.h"
+#include "ir/structural_equal.h"
+#include "ir/visitor.h"
 #include "ops/devices.h"
 #include "support/diagnostic.h"
 
@@ -117,6 +119,59 @@ struct ModuleState {
   }
 };
 
+// The memory accesses of a loop body, for promoting an accumulator to a local: which
+// buffers (by data variable) are read and written at which indices, the variables bound
+// inside, and whether anything else could touch memory (a call).
+struct LoopAccesses : Visitor {
+  struct Access {
+    const VarNode* data;
+    Buffer buffer;
+    std::vector<Expr> indices;
+    bool store;
+  };
+  std::vector<Access> accesses;
+  std::set<const VarNode*> bound;  // loop variables, lets and allocations inside the loop
+  bool has_call = false;
+
+  void visit_BufferLoad(const BufferLoadNode* op) override {
+    accesses.push_back({op->buffer->data.get(), op->buffer, op->indices, false});
+    Visitor::visit_BufferLoad(op);
+  }
+  void visit_BufferStore(const BufferStoreNode* op) override {
+    accesses.push_back({op->buffer->data.get(), op->buffer, op->indices, true});
+    Visitor::visit_BufferStore(op);
+  }
+  void visit_Call(const CallNode* op) override {
+    const OpInfo* info = lookup_op(op->op);
+    if (!info || info->kind == OpInfo::Kind::kCallExtern || info->kind == OpInfo::Kind::kBuiltin) has_call = true;
+    Visitor::visit_Call(op);
+  }
+  void visit_For(const ForNode* op) override {
+    bound.insert(op->loop_var.get());
+    Visitor::visit_For(op);
+  }
+  void visit_LetStmt(const LetStmtNode* op) override {
+    bound.insert(op->var.get());
+    Visitor::visit_LetStmt(op);
+  }
+  void visit_Allocate(const AllocateNode* op) override {
+    bound.insert(op->buffer->data.get());
+    Visitor::visit_Allocate(op);
+  }
+};
+
+// Whether `e` reads any of `vars`.
+bool uses_any(const Expr& e, const std::set<const VarNode*>& vars) {
+  struct Finder : Visitor {
+    const std::set<const VarNode*>* vars;
+    bool found = false;
+    void visit_Var(const VarNode* op) override { found = found || vars->count(op); }
+  } f;
+  f.vars = &vars;
+  f.visit(e);
+  return f.found;
+}
+
 class FunctionEmitter {
  public:
   FunctionEmitter(ModuleState* ms, std::string symbol, PrimFunc f)
@@ -131,8 +186,10 @@ class FunctionEmitter {
       const Buffer& b = func_->param_buffers[i];
       std::string ty = b ? "i32" : wasm_type(p->dtype, p->span);
       std::string name = fresh_name("p." + p->name);
-      vars_[p.get()] = {ty, name};
-      if (b && b->data && b->data.get() != p.get()) vars_[b->data.get()] = {ty, name};
+      vars_[p.get()] = {ty, "(local.get " + name + ")"};
+      if (b && b->data && b->data.get() != p.get()) vars_[b->data.get()] = {ty, "(local.get " + name + ")"};
+      if (b && b->data) own_memory_.insert(b->data.get());
+      if (b || p->dtype.is_handle()) own_memory_.insert(p.get());
       head << " (param " << name << " " << ty << ")";
     }
     head << " (result i32)";
@@ -204,7 +261,7 @@ class FunctionEmitter {
   WVal base_of(const Buffer& b, const Span& span) {
     auto it = vars_.find(b->data.get());
     if (it == vars_.end()) user_error(span, "buffer '" + b->name + "' has no data pointer where wasm code uses it");
-    return {"i32", "(local.get " + it->second.code + ")"};
+    return it->second;
   }
   std::string address(const Buffer& b, const std::vector<Expr>& indices, const Span& span) {
     if (indices.size() != 1) {
@@ -233,10 +290,19 @@ class FunctionEmitter {
     if (t.is_integer() && t.bits() == 16) return "i32.store16";
     return wasm_type(t, {}) + ".store";
   }
+  // The local an access was promoted to by emit_for, or "".
+  std::string promoted(const Buffer& b, const std::vector<Expr>& indices) const {
+    for (const auto& p : promoted_)
+      if (p.data == b->data.get() && indices.size() == 1 && same_expr(p.index, indices[0])) return p.local;
+    return "";
+  }
   WVal load(const BufferLoadNode* l) {
     DataType t = l->buffer->dtype;
     std::string ty = wasm_type(t, l->span);
-    WVal v{ty, "(" + load_op(t) + " " + address(l->buffer, l->indices, l->span) + ")"};
+    std::string local = promoted(l->buffer, l->indices);
+    WVal v{ty, local.empty() ? "(" + load_op(t) + " " + address(l->buffer, l->indices, l->span) + ")"
+                             : "(local.get " + local + ")"};
+    if (!local.empty() && t.is_bool()) v.code = "(i32.ne " + v.code + " (i32.const 0))";
     if (t.is_bool()) v.code = "(i32.ne " + v.code + " (i32.const 0))";
     if (l->dtype != t) return cast(v, t, l->dtype, l->span);
     return v;
@@ -245,6 +311,11 @@ class FunctionEmitter {
     DataType t = s->buffer->dtype;
     WVal v = expr(s->value);
     if (s->value->dtype != t) v = cast(v, s->value->dtype, t, s->span);
+    std::string local = promoted(s->buffer, s->indices);
+    if (!local.empty()) {
+      line("(local.set " + local + " " + v.code + ")");
+      return;
+    }
     line("(" + store_op(t) + " " + address(s->buffer, s->indices, s->span) + " " + v.code + ")");
   }
 
@@ -394,7 +465,7 @@ class FunctionEmitter {
         const auto* v = static_cast<const VarNode*>(e.get());
         auto it = vars_.find(v);
         if (it == vars_.end()) user_error(v->span, "variable '" + v->name + "' is not defined where wasm code uses it");
-        return {it->second.ty, "(local.get " + it->second.code + ")"};
+        return it->second;
       }
       case ExprKind::Add: return arith("add", static_cast<const BinaryNode*>(e.get()));
       case ExprKind::Sub: return arith("sub", static_cast<const BinaryNode*>(e.get()));
@@ -499,7 +570,7 @@ class FunctionEmitter {
         WVal v = expr(op->value);
         std::string l = local(op->var->name, v.ty);
         line("(local.set " + l + " " + v.code + ")");
-        vars_[op->var.get()] = {v.ty, l};
+        vars_[op->var.get()] = {v.ty, "(local.get " + l + ")"};
         if (op->var->dtype.is_integer()) bounds_.bind(op->var.get(), bounds_.bound(op->value));
         emit(op->body);
         return;
@@ -554,34 +625,117 @@ class FunctionEmitter {
     return symbol_;
   }
 
+  // A buffer element a loop reads and writes at one index that does not change inside
+  // it (a reduction's accumulator) lives in a local for the loop's duration: loaded
+  // before, stored after. What a C compiler does with `restrict`; V8 does not, and the
+  // memory traffic would dominate the kernels. Only with distinct buffers (tir.noalias),
+  // no calls in the loop, and a loop that certainly runs (constant extent > 0).
   void emit_for(const ForNode* node) {
+    const int64_t* extent = as_const_int(node->extent);
+    std::vector<Promoted> added;
+    if (noalias_ && extent && *extent > 0) {
+      LoopAccesses acc;
+      acc.bound.insert(node->loop_var.get());
+      acc.visit(node->body);
+      // Every pointer the loop goes through must be a parameter's or an allocation's
+      // (distinct memory); a derived pointer could alias the promoted element.
+      bool distinct = true;
+      for (const auto& a : acc.accesses) distinct = distinct && (own_memory_.count(a.data) || acc.bound.count(a.data));
+      std::set<const VarNode*> rejected;
+      for (const auto& a : acc.accesses) {
+        if (!distinct) break;
+        if (!own_memory_.count(a.data)) continue;
+        if (!a.store || acc.has_call || rejected.count(a.data) || a.indices.size() != 1 || acc.bound.count(a.data)) continue;
+        bool ok = !uses_any(a.indices[0], acc.bound) && promoted(a.buffer, a.indices).empty();
+        for (const auto& other : acc.accesses)
+          if (other.data == a.data && (other.indices.size() != 1 || !same_expr(other.indices[0], a.indices[0]) ||
+                                       other.buffer->dtype != a.buffer->dtype))
+            ok = false;
+        for (const auto& p : added) ok = ok && p.data != a.data;
+        if (!ok) {
+          rejected.insert(a.data);
+          continue;
+        }
+        DataType t = a.buffer->dtype;
+        std::string local = this->local(a.buffer->name + ".acc", wasm_type(t, a.buffer->span));
+        line("(local.set " + local + " (" + load_op(t) + " " + address(a.buffer, a.indices, a.buffer->span) + "))");
+        added.push_back({a.data, a.buffer, a.indices[0], local});
+      }
+    }
+    promoted_.insert(promoted_.end(), added.begin(), added.end());
+    emit_loop(node);
+    promoted_.resize(promoted_.size() - added.size());
+    for (const auto& p : added)
+      line("(" + store_op(p.buffer->dtype) + " " + address(p.buffer, {p.index}, p.buffer->span) + " (local.get " + p.local + "))");
+  }
+
+  // Iterations of `s` when every loop in it has a constant extent, with at most
+  // kUnrollLimit in all; -1 otherwise (then it is not unrolled).
+  static constexpr int64_t kUnrollLimit = 16;
+  static int64_t unrolled_iterations(const Stmt& s) {
+    struct Counter : Visitor {
+      int64_t product = 1;
+      bool ok = true;
+      void visit_For(const ForNode* op) override {
+        const int64_t* n = as_const_int(op->extent);
+        if (!n || *n < 0 || !as_const_int(op->min)) {
+          ok = false;
+          return;
+        }
+        int64_t inner = unrolled_iterations(op->body);
+        if (inner < 0 || *n * inner > kUnrollLimit) ok = false;
+        else product = std::max(product, *n * inner);
+      }
+    } c;
+    c.visit(s);
+    return c.ok ? c.product : -1;
+  }
+
+  void emit_loop(const ForNode* node) {
     DataType t = node->loop_var->dtype;
     std::string ty = wasm_type(t, node->span);
+    const int64_t* min = as_const_int(node->min);
+    const int64_t* extent = as_const_int(node->extent);
+    // Small constant nests are unrolled: the loop variable becomes a constant in each
+    // copy, so Binaryen folds the index arithmetic and the bound checks (clang's -O2
+    // does the same to the C backend's output).
+    if (min && extent && *extent * std::max<int64_t>(unrolled_iterations(node->body), 0) <= kUnrollLimit &&
+        unrolled_iterations(node->body) > 0) {
+      for (int64_t k = *min; k < *min + *extent; ++k) {
+        vars_[node->loop_var.get()] = {ty, "(" + ty + ".const " + std::to_string(k) + ")"};
+        bounds_.bind(node->loop_var.get(), {k, k});
+        emit(node->body);
+      }
+      bounds_.unbind(node->loop_var.get());
+      return;
+    }
     std::string i = local(node->loop_var->name, ty);
     WVal begin = expr(node->min);
-    const int64_t* min = as_const_int(node->min);
     WVal end = min && *min == 0 ? expr(node->extent) : expr(Binary(ExprKind::Add, node->min, node->extent));
     std::string end_code = end.code;
-    if (!as_const_int(node->extent) || !min) {  // evaluated once, as the C loop's bound is loop-invariant
+    if (!extent || !min) {  // evaluated once, as the C loop's bound is loop-invariant
       std::string e = local(node->loop_var->name + ".end", ty);
       line("(local.set " + e + " " + end.code + ")");
       end_code = "(local.get " + e + ")";
     }
     line("(local.set " + i + " " + begin.code + ")");
     std::string exit = label("for.end"), head = label("for.head");
+    // A loop that certainly runs is a do-while: one branch per iteration.
+    const bool runs = extent && *extent > 0;
     line("(block " + exit);
     ++indent_;
     line("(loop " + head);
     ++indent_;
-    line("(br_if " + exit + " (" + ty + ".ge" + sign_suffix(t) + " (local.get " + i + ") " + end_code + "))");
-    vars_[node->loop_var.get()] = {ty, i};
+    if (!runs) line("(br_if " + exit + " (" + ty + ".ge" + sign_suffix(t) + " (local.get " + i + ") " + end_code + "))");
+    vars_[node->loop_var.get()] = {ty, "(local.get " + i + ")"};
     IntBound lo = bounds_.bound(node->min), ext = bounds_.bound(node->extent);
     int64_t hi;
     if (ext.max >= 1 && !__builtin_add_overflow(lo.max, ext.max - 1, &hi)) bounds_.bind(node->loop_var.get(), {lo.min, hi});
     emit(node->body);
     bounds_.unbind(node->loop_var.get());
     line("(local.set " + i + " (" + ty + ".add (local.get " + i + ") (" + ty + ".const 1)))");
-    line("(br " + head + ")");
+    if (runs) line("(br_if " + head + " (" + ty + ".lt" + sign_suffix(t) + " (local.get " + i + ") " + end_code + "))");
+    else line("(br " + head + ")");
     --indent_;
     line(")");
     --indent_;
@@ -616,7 +770,8 @@ class FunctionEmitter {
     line(")");
     --indent_;
     line(")");
-    vars_[b->data.get()] = {"i32", p};
+    vars_[b->data.get()] = {"i32", "(local.get " + p + ")"};
+    own_memory_.insert(b->data.get());
     live_workspace_.push_back(p);
     emit(node->body);
     live_workspace_.pop_back();
@@ -666,9 +821,18 @@ class FunctionEmitter {
   int next_label_ = 0;
   std::set<std::string> used_;
   std::vector<std::pair<std::string, std::string>> locals_;
-  std::unordered_map<const VarNode*, WVal> vars_;  // ty + local name
+  std::unordered_map<const VarNode*, WVal> vars_;  // how each variable is read: a local, or a constant in unrolled code
   std::vector<std::string> live_workspace_;
   IntBoundAnalyzer bounds_;
+  struct Promoted {
+    const VarNode* data;
+    Buffer buffer;
+    Expr index;
+    std::string local;
+  };
+  std::vector<Promoted> promoted_;
+  bool noalias_ = attr_true(func_, "tir.noalias");
+  std::set<const VarNode*> own_memory_;  // data of parameters and allocations
 };
 
 // The trap-free integer division helpers, (a, b) -> result.
