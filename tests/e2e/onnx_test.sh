@@ -81,6 +81,30 @@ group_import() {
   [ ! -e "$work/none.json" ] || fail "a refused import wrote a file"
 }
 
+# Models whose shapes, pads and axes are integer initializers: the artifact links them
+# as int64 arrays and runs on the host like any other (they used to be refused).
+group_linked_int_constants() {
+  local spec m name shape
+  for spec in "reshape_initializers:1,2,6,6" "squeeze_unsqueeze_13:1,3,1,4" "pad_initializers:1,2,6,6" "gemm_matmul:3,4"; do
+    m="${spec%%:*}" shape="${spec#*:}"
+    python3 - "$work/$m.npy" "$shape" <<'PY'
+import struct, sys
+shape = tuple(int(d) for d in sys.argv[2].split(","))
+n = 1
+for d in shape: n *= d
+header = "{'descr': '<f4', 'fortran_order': False, 'shape': %s, }" % (shape,)
+header += " " * (63 - (10 + len(header)) % 64) + "\n"
+with open(sys.argv[1], "wb") as f:
+    f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode())
+    f.write(struct.pack("<%df" % n, *[(i % 7 - 3) * 0.5 for i in range(n)]))
+PY
+    run 0 "$mtir" compile "$src/tests/onnx/import/$m.onnx" -o "$work/$m" || return
+    contains "$m interface" "$(cat "$work/$m"/codegen/host/src/*_interface.c)" "static const int64_t"
+    run 0 "$mtir" run "$work/$m" --input "x=$work/$m.npy" --target host || return
+    contains "$m run" "$out" "ok"
+  done
+}
+
 # The ONNX backend node tests against the committed floor (tests/conformance/floor.json).
 group_conformance() {
   if [ ! -d "$node_tests" ]; then

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdint>
 #include <cstdio>
 #include <set>
 #include <sstream>
@@ -37,6 +38,32 @@ std::string upper(std::string s) {
 
 
 int64_t bytes_of(const TensorType& t) { return t.num_elements() * t.dtype.bytes(); }
+
+// The C element type of a linked constant, or "" for types the interface cannot write.
+std::string linked_c_type(DataType t) {
+  if (t.is_float() && t.bits() == 32) return "float";
+  if (t.is_float() && t.bits() == 64) return "double";
+  if ((t.is_int() || t.is_uint()) && (t.bits() == 8 || t.bits() == 16 || t.bits() == 32 || t.bits() == 64))
+    return std::string(t.is_uint() ? "uint" : "int") + std::to_string(t.bits()) + "_t";
+  return "";
+}
+
+// Element i of `a` as a C literal of its linked type (exact: %.9g for float32, %.17g for
+// float64; integers with the stdint macros, INT64_MIN spelled so it is not an overflow).
+std::string c_literal(const NDArray& a, int64_t i) {
+  char buf[48];
+  if (a.dtype.is_float()) {
+    const bool f32 = a.dtype.bits() == 32;
+    std::snprintf(buf, sizeof buf, f32 ? "%.9g" : "%.17g", a.get_float(i));
+    std::string s = buf;
+    if (s.find_first_of(".eni") == std::string::npos) s += ".0";
+    return f32 ? s + "f" : s;
+  }
+  const int64_t v = a.get_int(i);
+  if (a.dtype.is_uint()) return "UINT" + std::to_string(a.dtype.bits() == 64 ? 64 : 32) + "_C(" + std::to_string(static_cast<uint64_t>(v)) + ")";
+  if (v == INT64_MIN) return "(-INT64_C(9223372036854775807) - 1)";
+  return a.dtype.bits() == 64 ? "INT64_C(" + std::to_string(v) + ")" : std::to_string(v);
+}
 
 const char* role_name(AotModule::Role r) {
   return r == AotModule::Role::kInput ? "input" : r == AotModule::Role::kOutput ? "output" : "constant";
@@ -144,17 +171,13 @@ std::vector<SourceFileOut> c_interface(const AotModule& aot, const Graph& g, con
   for (const auto& p : aot.params) {
     if (p.role != AotModule::Role::kConstant || !options.link_params) continue;
     const NDArray& a = g.constants.at(p.name);
-    if (!a.dtype.is_float() || a.dtype.bits() != 32)
-      user_error(Span{}, "constant '" + p.name + "': only float32 weights can be linked into the artifact yet");
-    c << "static const float " << prefix << "_" << to_c_identifier(p.name) << "[" << std::max<int64_t>(a.num_elements(), 1)
+    const std::string type = linked_c_type(a.dtype);
+    if (type.empty())
+      user_error(Span{}, "constant '" + p.name + "': " + a.dtype.str() + " weights cannot be linked into the artifact yet "
+                         "(float32, float64 and integer constants can)");
+    c << "static const " << type << " " << prefix << "_" << to_c_identifier(p.name) << "[" << std::max<int64_t>(a.num_elements(), 1)
       << "] = {";
-    for (int64_t i = 0; i < a.num_elements(); ++i) {
-      char buf[40];
-      std::snprintf(buf, sizeof buf, "%.9gf", a.get_float(i));
-      std::string s = buf;
-      if (s.find_first_of(".e") == std::string::npos) s.insert(s.size() - 1, ".0");
-      c << (i % 6 ? " " : "\n    ") << s << (i + 1 < a.num_elements() ? "," : "");
-    }
+    for (int64_t i = 0; i < a.num_elements(); ++i) c << (i % 6 ? " " : "\n    ") << c_literal(a, i) << (i + 1 < a.num_elements() ? "," : "");
     c << "};\n";
   }
   // A NULL struct or member is the caller's mistake: an error code and a message, never
@@ -180,7 +203,7 @@ std::vector<SourceFileOut> c_interface(const AotModule& aot, const Graph& g, con
     if (p.role == AotModule::Role::kInput) c << "inputs->" << to_c_identifier(p.name);
     else if (p.role == AotModule::Role::kOutput) c << "outputs->" << to_c_identifier(p.name);
     else if (!options.link_params) c << "(void*)params->" << to_c_identifier(p.name);  // read only
-    else c << "(float*)" << prefix << "_" << to_c_identifier(p.name);  // read only: main never writes its weights
+    else c << "(" << linked_c_type(p.type.dtype) << "*)" << prefix << "_" << to_c_identifier(p.name);  // read only: main never writes its weights
   }
   for (const auto& d : aot.devices) c << ", devices->" << d;
   c << ");\n}\n";
