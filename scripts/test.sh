@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Installs dependencies, builds, and runs the whole test suite twice: a normal build,
-# then AddressSanitizer + UndefinedBehaviorSanitizer in a second build directory.
+# Installs dependencies, builds, and runs the whole test suite three times: a normal build,
+# AddressSanitizer + UndefinedBehaviorSanitizer in a second build directory, and a build
+# without libLLVM (MICROTIR_LLVM=OFF, as on machines without llvm-14-dev and in the wasm
+# core), where the textual LLVM IR emitter must still work and the rest pass.
 # Extra arguments go to ctest, e.g. `scripts/test.sh -L unit`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,6 +21,7 @@ run_suite() {
 CTEST_ARGS=("$@")
 run_suite build
 run_suite build-asan -DMICROTIR_SANITIZE=ON -DMICROTIR_BENCH=OFF -DCMAKE_BUILD_TYPE=Debug
+run_suite build-nollvm -DMICROTIR_LLVM=OFF -DMICROTIR_BENCH=OFF
 # The core in WebAssembly and the playground: node tests of the wasm module (compared
 # byte for byte with build/'s CLI) and browser tests in Chromium. Skipped only when
 # emscripten itself is missing (build-wasm.sh exits 3); install-deps.sh installs it.
@@ -33,4 +36,4 @@ else
   echo "== test build-wasm"
   (cd build-wasm && ctest --output-on-failure -j "$jobs" ${CTEST_ARGS[@]+"${CTEST_ARGS[@]}"})
 fi
-echo "== all tests passed (normal, sanitizer and wasm builds)"
+echo "== all tests passed (normal, sanitizer, no-LLVM and wasm builds)"
