@@ -479,6 +479,12 @@ int run_build(const BuildCommand& c) {
   if (c.unpacked_api >= 0) target.unpacked_api = c.unpacked_api != 0;
   BuildResult built = build_for_target(m, target);
   for (auto& object : llvm_objects(built)) built.sources.push_back(std::move(object));
+#ifdef MICROTIR_HAVE_BINARYEN
+  // The module assembled too: codegen/host/lib/lib0.wasm beside the text.
+  if (target.kind == "wasm")
+    built.sources.push_back({"codegen/host/lib/lib0.wasm",
+                             binaryen_native::assemble(built.sources.at(0).text, target.opt, "'" + c.file + "'").binary});
+#endif
   ensure_directory(c.output_dir);
   OutputSet files;
   for (const auto& src : built.sources) {

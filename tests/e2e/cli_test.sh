@@ -262,6 +262,41 @@ group_llvm() {
   fi
 }
 
+# The WebAssembly backend through the CLI (docs/wasm-backend.md): the artifact's files,
+# the run under node against the interpreter, and the refusals of mismatched runs.
+group_wasm() {
+  local d="$src/models/digits" x=(--input x="$src/models/digits/sample_x.npy")
+  run 0 "$mtir" compile "$d/digits.json" --target wasm -o "$work/w"
+  contains stdout "$out" "codegen/host/src/digits.wat"
+  checks=$((checks + 1))
+  [ ! -d "$work/w/runtime" ] || fail "a wasm artifact carries the C runtime"
+  grep -q '"target": "wasm -opt=O2' "$work/w/metadata.json" || fail "metadata.json has no wasm target"
+  if [ "${MICROTIR_BINARYEN_NATIVE:-OFF}" = ON ]; then
+    [ "$(head -c 4 "$work/w/codegen/host/lib/digits.wasm" | od -An -c | tr -d ' ')" = '\0asm' ] || fail "digits.wasm is not a wasm module"
+    run 0 "$mtir" run "$work/w" "${x[@]}" --target wasm-binaryen
+    contains stdout "$out" "probs: max abs diff 0, max rel diff 0  ok"
+    contains stdout "$out" "us per inference"
+    run 0 "$mtir" run "$d/digits.json" "${x[@]}" --target wasm-binaryen --json
+    contains "run --json" "$out" '"ok": true'
+    run 0 "$mtir" build "$example" --target "wasm -opt=Oz" -o "$work/b"
+    contains stdout "$out" "codegen/host/lib/lib0.wasm"
+    run 1 "$mtir" run "$work/w" "${x[@]}" --target host
+    contains stderr "$err" "run it with --target wasm-binaryen"
+  else
+    run 1 "$mtir" run "$work/w" "${x[@]}" --target wasm-binaryen
+    contains stderr "$err" "compiled without Binaryen"
+  fi
+  run 0 "$mtir" compile "$d/digits.json" -o "$work/c"
+  run 1 "$mtir" run "$work/c" "${x[@]}" --target wasm-binaryen
+  contains stderr "$err" "runs artifacts compiled with --target wasm"
+  run 1 "$mtir" run "$d/digits.json" "${x[@]}" --target wasm-binaryen --backend llvm
+  contains stderr "$err" "--backend llvm does not apply"
+  run 1 "$mtir" compile "$d/digits.json" --target wasm --device npu0=dense -o "$work/dev"
+  contains stderr "$err" "does not link device kernels yet"
+  checks=$((checks + 1))
+  [ ! -e "$work/dev" ] || fail "a refused compile wrote output"
+}
+
 group_malformed() {
   local n=0
   # Text errors, and call_tir errors the verifier finds after parsing.
