@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <nlohmann/json.hpp>
 
 #include "sim/process.h"
@@ -64,8 +65,69 @@ export function lastError(ex) {
 
 const [mode, modulePath, specPath] = process.argv.slice(2);
 const spec = JSON.parse(fs.readFileSync(specPath, 'utf8'));
-const { instance } = await WebAssembly.instantiate(fs.readFileSync(modulePath), { env });
-const ex = instance.exports;
+
+// The simulated NPU of sim/npu/sim_npu.c (the same arithmetic, call order checks and
+// counters) for models with device kernels: run gets the contexts 1, 2, ... in the
+// order of spec.devices, and the kernels and hooks are the module's "env" imports.
+const LAUNCH_CYCLES = 100, MACS_PER_CYCLE = 4, EBADSTATE = -0x4e50;
+const npus = (spec.devices || []).map((name) => ({ name, active: 0, open: 0, activations: 0, kernels: 0, macs: 0, cycles: 0 }));
+let ex;
+const npu = (ctx) => npus[ctx - 1];
+function kernel(ctx) {
+  const n = npu(ctx);
+  if (!n || !n.open) return null;
+  n.kernels++;
+  return n;
+}
+function charge(n, macs) {
+  n.macs += macs;
+  n.cycles += LAUNCH_CYCLES + Math.ceil(macs / MACS_PER_CYCLE);
+}
+const device = {
+  TVMDeviceNpuActivate(ctx) { const n = npu(ctx); if (!n || n.active) return EBADSTATE; n.active = 1; n.activations++; return 0; },
+  TVMDeviceNpuOpen(ctx) { const n = npu(ctx); if (!n || !n.active || n.open) return EBADSTATE; n.open = 1; return 0; },
+  TVMDeviceNpuClose(ctx) { const n = npu(ctx); if (!n || !n.open) return EBADSTATE; n.open = 0; return 0; },
+  TVMDeviceNpuDeactivate(ctx) { const n = npu(ctx); if (!n || !n.active || n.open) return EBADSTATE; n.active = 0; return 0; },
+  npu_conv2d(data, weight, bias, out, hasBias, n, c, h, w, o, kh, kw, groups, sh, sw, dh, dw, pt, pl, oh, ow, ctx) {
+    const d = kernel(ctx);
+    if (!d || groups <= 0 || c % groups || o % groups) return EBADSTATE;
+    const m = new Float32Array(ex.memory.buffer), x = data >> 2, k = weight >> 2, b = bias >> 2, y = out >> 2;
+    const cg = c / groups, og = o / groups;
+    for (let bn = 0; bn < n; bn++)
+      for (let oc = 0; oc < o; oc++)
+        for (let yh = 0; yh < oh; yh++)
+          for (let yw = 0; yw < ow; yw++) {
+            let acc = hasBias ? m[b + oc] : 0;
+            for (let ic = 0; ic < cg; ic++)
+              for (let ry = 0; ry < kh; ry++)
+                for (let rx = 0; rx < kw; rx++) {
+                  const iy = yh * sh + ry * dh - pt, ix = yw * sw + rx * dw - pl;
+                  const channel = Math.floor(oc / og) * cg + ic;
+                  const v = iy >= 0 && iy < h && ix >= 0 && ix < w ? m[x + ((bn * c + channel) * h + iy) * w + ix] : 0;
+                  acc = f(acc + f(v * m[k + ((oc * cg + ic) * kh + ry) * kw + rx]));
+                }
+            m[y + ((bn * o + oc) * oh + yh) * ow + yw] = acc;
+          }
+    charge(d, n * o * oh * ow * cg * kh * kw);
+    return 0;
+  },
+  npu_dense(data, weight, bias, out, hasBias, batch, inFeatures, outFeatures, ctx) {
+    const d = kernel(ctx);
+    if (!d) return EBADSTATE;
+    const m = new Float32Array(ex.memory.buffer), x = data >> 2, k = weight >> 2, b = bias >> 2, y = out >> 2;
+    for (let i = 0; i < batch; i++)
+      for (let j = 0; j < outFeatures; j++) {
+        let acc = hasBias ? m[b + j] : 0;
+        for (let q = 0; q < inFeatures; q++) acc = f(acc + f(m[x + i * inFeatures + q] * m[k + j * inFeatures + q]));
+        m[y + i * outFeatures + j] = acc;
+      }
+    charge(d, batch * outFeatures * inFeatures);
+    return 0;
+  },
+};
+
+const { instance } = await WebAssembly.instantiate(fs.readFileSync(modulePath), { env: { ...env, ...device } });
+ex = instance.exports;
 function check(rc, what) {
   if (rc !== 0) {
     console.error(`${what} returned ${rc}: ${lastError(ex) || '(no message)'}`);
@@ -94,7 +156,8 @@ if (mode === 'call') {
 const ins = spec.inputs.map((i) => ex['input:' + i.name].value);
 const outs = spec.outputs.map((o) => ex['output:' + o.name].value);
 const runs = spec.inputs.length ? spec.inputs[0].files.length : 1;
-const call = () => check(ex.run(...ins, ...outs), 'run');
+const contexts = npus.map((_, i) => i + 1);
+const call = () => check(ex.run(...ins, ...outs, ...contexts), 'run');
 for (let s = 0; s < runs; s++) {
   spec.inputs.forEach((input, i) => {
     const bytes = fs.readFileSync(input.files[s]);
@@ -105,6 +168,8 @@ for (let s = 0; s < runs; s++) {
     fs.writeFileSync(`${spec.out_dir}/out_${s}_${k}.bin`, new Uint8Array(ex.memory.buffer, outs[k], o.bytes));
   });
 }
+for (const d of npus)
+  console.log(`@mtir device ${d.name}: ${d.activations} activations, ${d.kernels} kernels, ${d.macs} MACs, ${d.cycles} cycles`);
 const n = spec.timing_runs;
 const t0 = process.hrtime.bigint();
 for (let r = 0; r < n; r++) call();
@@ -182,7 +247,7 @@ ArtifactRunResult run_wasm_module(const ArtifactInfo& info, const std::vector<Ar
   fs::create_directories(work);
   progress("[1/2] wasm-binaryen: writing the inputs and run_module.mjs to " + work.string());
   nlohmann::json spec = {{"inputs", nlohmann::json::array()}, {"outputs", nlohmann::json::array()},
-                         {"out_dir", work.string()}, {"timing_runs", 20}};
+                         {"out_dir", work.string()}, {"timing_runs", 20}, {"devices", info.devices}};
   for (size_t i = 0; i < inputs.size(); ++i) {
     nlohmann::json files = nlohmann::json::array();
     for (size_t s = 0; s < samples.size(); ++s) {
@@ -229,6 +294,10 @@ ArtifactRunResult run_wasm_module(const ArtifactInfo& info, const std::vector<Ar
                 figure("time_ns") / 1000.0);
   r.counter_method = timing;
   r.run_log = log.string();
+  // The simulated NPU's counters after the input sets (before the timing runs).
+  std::istringstream lines(out);
+  for (std::string l; std::getline(lines, l);)
+    if (l.rfind("@mtir device ", 0) == 0) result.devices.push_back(l.substr(13));
   return result;
 }
 

@@ -125,16 +125,50 @@ TEST(WasmBackend, RefusesWhatItCannotBuild) {
   EXPECT_EQ(parse_target("wasm -opt=Oz").str(),
             "wasm -opt=Oz -runtime=c -executor=aot -interface-api=c -unpacked-api=1 -link-params=1 "
             "-workspace-byte-alignment=16");
-  // Device kernels are not linked into wasm modules yet.
+}
+
+// Layers placed on devices call imported kernels and hooks with the context last.
+TEST(WasmBackend, DeviceKernelsAreImportsTakingTheContextLast) {
   LoadedModel placed = load_model(read(kModel / "digits.json"), "digits.json",
-                                  [](const std::string& rel) { return read(kModel / rel); }, {"npu0=dense"});
-  try {
-    build_mlf(placed, "wasm", MlfInputs{"digits.json", "{}", {}, {}});
-    ADD_FAILURE() << "a model with device kernels was built for wasm";
-  } catch (const DiagnosticError& e) {
-    EXPECT_NE(render_all(e.diagnostics()).find("does not link device kernels yet"), std::string::npos)
-        << render_all(e.diagnostics());
-  }
+                                  [](const std::string& rel) { return read(kModel / rel); }, {"npu0=conv2d", "npu1=dense"});
+  MlfArtifact a = build_mlf(placed, "wasm", MlfInputs{"digits.json", "{}", {}, {}});
+  const std::string& wat = a.files.at(0).text;
+  EXPECT_NE(wat.find("(import \"env\" \"npu_dense\" (func $env.npu_dense (param i32 i32 i32 i32 i32 i32 i32 i32 i32) (result i32)))"),
+            std::string::npos);
+  EXPECT_NE(wat.find("(import \"env\" \"TVMDeviceNpuActivate\" (func $env.TVMDeviceNpuActivate (param i32) (result i32)))"),
+            std::string::npos);
+  // run takes the two contexts after the output.
+  EXPECT_NE(wat.find("(param $p7 i32) (param $dev0 i32) (param $dev1 i32) (result i32)"), std::string::npos);
+#ifdef MICROTIR_HAVE_BINARYEN
+  const fs::path work = fs::temp_directory_path() / ("microtir-wasm-npu-" + std::to_string(::getpid()));
+  fs::create_directories(work);
+  sim::ArtifactInfo info;
+  info.dir = work.string();
+  info.devices = placed.aot.devices;
+  info.wasm_module = (work / "digits.wasm").string();
+  std::ofstream(info.wasm_module, std::ios::binary) << binaryen_native::assemble(wat, "O2", "digits on npus").binary;
+  NDArray x = read_npy(read(kModel / "sample_x.npy"), "sample_x.npy");
+  std::vector<NDArray> args;
+  for (const auto& p : digits().aot.params)
+    args.push_back(p.role == AotModule::Role::kConstant ? digits().graph.constants.at(p.name)
+                   : p.role == AotModule::Role::kInput  ? x
+                                                        : NDArray::zeros(p.type.dtype, p.type.shape));
+  std::vector<InterpArg> iargs;
+  for (auto& v : args) iargs.push_back(&v);
+  interpret(digits().aot.module, digits().aot.main, iargs);  // all on the host
+  sim::ArtifactRunOptions options;
+  options.target = "wasm-binaryen";
+  options.work_dir = (work / "run").string();
+  sim::ArtifactRunResult r = sim::run_artifact(info, {{"x", DataType::Float(32), {1, 1, 8, 8}}}, {{x}},
+                                               {{"probs", DataType::Float(32), {1, 10}}}, options);
+  Difference d = compare_arrays(r.outputs.at(0).at(0), args.back(), 1e-5);
+  EXPECT_TRUE(d.ok) << d.max_abs;
+  // The same counters as the C artifact with sim/npu (devices_test, docs/devices.md).
+  ASSERT_EQ(r.devices.size(), 2u);
+  EXPECT_EQ(r.devices[0], "npu0: 1 activations, 2 kernels, 23040 MACs, 5960 cycles");
+  EXPECT_EQ(r.devices[1], "npu1: 1 activations, 1 kernels, 640 MACs, 260 cycles");
+  fs::remove_all(work);
+#endif
 }
 
 #ifdef MICROTIR_HAVE_BINARYEN

@@ -12,7 +12,6 @@
 #include "ir/op.h"
 #include "ir/structural_equal.h"
 #include "ir/visitor.h"
-#include "ops/devices.h"
 #include "support/diagnostic.h"
 
 namespace mtir {
@@ -421,10 +420,7 @@ class FunctionEmitter {
     const auto* sym = c->args.empty() ? nullptr : as<StringImmNode>(c->args[0]);
     if (!sym) user_error(c->span, "call_extern needs a symbol name");
     auto callee = ms_->functions.find(sym->value);
-    if (callee == ms_->functions.end()) {
-      user_error(c->span, "the wasm backend cannot call '" + sym->value +
-                              "': only functions of the module and the math library are linked into the wasm module");
-    }
+    if (callee == ms_->functions.end()) return imported_call(c, sym->value);
     const PrimFunc& f = callee->second;
     if (f->params.size() + 1 != c->args.size())
       user_error(c->span, "'" + sym->value + "' takes " + std::to_string(f->params.size()) + " arguments");
@@ -436,6 +432,28 @@ class FunctionEmitter {
       call += " " + v.code;
     }
     return {"i32", call + ")"};
+  }
+
+  // A function outside the module (a device library's kernel or hook) is imported from
+  // the host ("env" "<symbol>"), typed by its arguments; handles are i32 addresses.
+  WVal imported_call(const CallNode* c, const std::string& symbol) {
+    if (!c->dtype.is_void() && !(c->dtype.is_int() && c->dtype.bits() == 32))
+      user_error(c->span, "external function '" + symbol + "' returns " + c->dtype.str() +
+                              "; the wasm backend imports functions returning int32 or nothing");
+    std::string params, call = "(call $env." + symbol;
+    for (size_t i = 1; i < c->args.size(); ++i) {
+      WVal v = expr(c->args[i]);
+      params += " " + v.ty;
+      call += " " + v.code;
+    }
+    std::string decl = "(import \"" + std::string(kWasmMathImportModule) + "\" \"" + symbol + "\" (func $env." + symbol +
+                       (params.empty() ? "" : " (param" + params + ")") + (c->dtype.is_void() ? "" : " (result i32)") + "))";
+    auto [it, inserted] = ms_->imports.emplace("$env." + symbol, decl);
+    if (!inserted && it->second != decl) {
+      user_error(c->span, "external function '" + symbol + "' is called with two different signatures",
+                 {"first: " + it->second, "here: " + decl});
+    }
+    return {c->dtype.is_void() ? "" : "i32", call + ")"};
   }
 
   WVal builtin(const CallNode* c) {
@@ -590,7 +608,8 @@ class FunctionEmitter {
           throw_last_error(call);
           return;
         }
-        line("(drop " + expr(op->value).code + ")");
+        WVal v = expr(op->value);
+        line(v.ty.empty() ? v.code : "(drop " + v.code + ")");
         return;
       }
       case StmtKind::Allocate: emit_allocate(static_cast<const AllocateNode*>(s.get())); return;
@@ -922,11 +941,6 @@ std::string codegen_wat(const IRModule& m, const WatOptions& options) {
       user_error(f->span, "function '" + name + "' uses the packed calling convention; the wasm backend builds "
                           "with -unpacked-api=1 -interface-api=c");
     }
-    auto dev = f->attrs.find(kDeviceAttr);
-    if (dev != f->attrs.end() && std::holds_alternative<std::string>(dev->second)) {
-      user_error(f->span, "function '" + name + "' runs on device '" + std::get<std::string>(dev->second) +
-                          "'; the wasm backend does not link device kernels yet (use the C or LLVM backend)");
-    }
     ms.functions[symbol] = f;
     local_scratch += local_scratch_bytes(f->body);
   }
@@ -979,6 +993,11 @@ std::string codegen_wat(const IRModule& m, const WatOptions& options) {
       checks << "    (if (i32.eqz (local.get " << id << ")) (then (global.set $mtir.err (i32.const " << msg
              << ")) (return (i32.const " << kNullArgument << "))))\n";
       call << " (local.get " << id << ")";
+    }
+    // Each device instance's context (an opaque i32 the host's device library knows).
+    for (size_t k = 0; k < options.run.devices.size(); ++k) {
+      run << " (param $dev" << k << " i32)";
+      call << " (local.get $dev" << k << ")";
     }
     run << " (result i32)\n"
         << "    (global.set $mtir.top (i32.const " << pool_base << "))\n"

@@ -21,7 +21,8 @@
 
 namespace mtir {
 
-// The exported `run` of an AOT model: run(input pointers..., output pointers...) -> i32
+// The exported `run` of an AOT model: run(input pointers..., output pointers...,
+// device contexts...) -> i32
 // calls main with the inputs, the constants (in data segments) and the outputs.
 struct WasmRunExport {
   std::string main_symbol;
@@ -32,6 +33,9 @@ struct WasmRunExport {
     std::string data;  // a constant's bytes, little-endian
   };
   std::vector<Param> params;
+  // Device instances: run takes one context (i32) for each after the outputs, and main
+  // passes them to the device kernels and hooks, which the host provides as imports.
+  std::vector<std::string> devices;
 };
 
 struct WatOptions {
@@ -43,8 +47,9 @@ struct WatOptions {
   WasmRunExport run;
 };
 
-// Throws DiagnosticError for what the backend cannot express (packed functions, calls to
-// functions outside the module, device kernels, float16).
+// Throws DiagnosticError for what the backend cannot express (packed functions, float16).
+// Calls to functions outside the module (device kernels and hooks) become imports from
+// "env", typed by their arguments.
 std::string codegen_wat(const IRModule& m, const WatOptions& options);
 
 // Names of the module's exports besides `run` and the buffers, for runners and docs.

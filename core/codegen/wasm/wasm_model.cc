@@ -16,10 +16,7 @@ std::string wasm_model_module(const AotModule& aot, const Graph& g, const IRModu
   options.workspace_bytes = artifact_workspace_bytes(lowered, aot.main);
   options.has_run = true;
   options.run.main_symbol = aot.main;
-  if (!aot.devices.empty()) {
-    user_error(Span{}, "the model runs operators on device '" + aot.devices.front() +
-                           "'; the wasm target does not link device kernels yet (use the C or LLVM backend)");
-  }
+  options.run.devices = aot.devices;
   for (const auto& p : aot.params) {
     WasmRunExport::Param param;
     param.name = p.name;
