@@ -130,3 +130,29 @@ export async function run(binary, inputs, outputs, { timingRuns = 0 } = {}) {
   const timeMs = timingRuns ? (performance.now() - t0) / timingRuns : 0;
   return { outputs: result, timeMs, memoryBytes: ex.memory.buffer.byteLength };
 }
+
+// ---- tensors as the page's JSON values <-> the module's bytes ----
+const ARRAYS = {
+  float32: Float32Array, float64: Float64Array, int8: Int8Array, int16: Int16Array, int32: Int32Array,
+  int64: BigInt64Array, uint8: Uint8Array, uint16: Uint16Array, uint32: Uint32Array, uint64: BigUint64Array,
+  bool: Uint8Array,
+};
+function arrayOf(dtype) {
+  const A = ARRAYS[dtype];
+  if (!A) throw new Error(`the wasm backend in the page does not handle ${dtype} tensors`);
+  return A;
+}
+export function tensorBytes(dtype, values) {
+  const A = arrayOf(dtype);
+  const wide = A === BigInt64Array || A === BigUint64Array;
+  const a = A.from(values, (v) => (wide ? BigInt(v) : Number(v)));
+  return new Uint8Array(a.buffer);
+}
+export function tensorValues(dtype, bytes) {
+  const A = arrayOf(dtype);
+  const a = new A(bytes.buffer, bytes.byteOffset, bytes.byteLength / A.BYTES_PER_ELEMENT);
+  return Array.from(a, (v) => (typeof v === 'bigint' ? Number(v) : v));
+}
+export function tensorByteSize(dtype, shape) {
+  return arrayOf(dtype).BYTES_PER_ELEMENT * shape.reduce((a, n) => a * n, 1);
+}
