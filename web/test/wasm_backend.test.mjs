@@ -32,7 +32,7 @@ function readNpyF32(file) {
   return new Float32Array(b.buffer.slice(b.byteOffset + start, b.byteOffset + b.length));
 }
 
-let core, response, nativeDir;
+let core, response, nativeDir, nativeOz;
 test.before(async () => {
   if (skip) return;
   const { loadMicrotir, graphRequest } = createRequire(import.meta.url)(path.join(source, 'wasm/test/microtir_module.js'));
@@ -42,6 +42,8 @@ test.before(async () => {
   assert.ok(response.ok, JSON.stringify(response.diagnostics));
   nativeDir = fs.mkdtempSync(path.join(os.tmpdir(), 'mtir-wasm-backend-'));
   execFileSync(nativeCli, ['compile', digits, '--target', 'wasm', '-o', nativeDir], { stdio: 'pipe' });
+  nativeOz = path.join(nativeDir, 'oz');
+  execFileSync(nativeCli, ['compile', digits, '--target', 'wasm -opt=Oz', '-o', nativeOz], { stdio: 'pipe' });
 });
 test.after(() => {
   if (nativeDir) fs.rmSync(nativeDir, { recursive: true, force: true });
@@ -60,12 +62,18 @@ test('the core writes the same .wat in wasm and natively', { skip }, () => {
   assert.ok(!response.artifacts.some((a) => a.path.endsWith('.wasm')));
 });
 
-test('npm Binaryen assembles the same bytes as libbinaryen (-opt=O2)', { skip }, async () => {
-  const { binary, text } = await assemble(artifact('codegen/host/src/digits.wat'), 'O2', 'digits');
-  const native = fs.readFileSync(path.join(nativeDir, 'codegen/host/lib/digits.wasm'));
-  assert.equal(binary.length, native.length);
-  assert.ok(Buffer.from(binary).equals(native), 'the npm and native binaries are byte-identical');
-  assert.equal(text, fs.readFileSync(path.join(nativeDir, 'codegen/host/lib/digits.wat'), 'utf8'));
+test('npm Binaryen assembles the same bytes as libbinaryen (-opt=O2 and Oz)', { skip }, async () => {
+  for (const [opt, dir] of [['O2', nativeDir], ['Oz', nativeOz]]) {
+    const lib = path.join(dir, 'codegen/host/lib/digits.wasm');
+    assert.ok(fs.existsSync(lib), `${lib}: the native CLI is built with MICROTIR_BINARYEN`);
+    // The core's text does not depend on -opt (only its header comment names the target).
+    const wat = fs.readFileSync(path.join(dir, 'codegen/host/src/digits.wat'), 'utf8');
+    const { binary, text } = await assemble(wat, opt, 'digits');
+    const native = fs.readFileSync(lib);
+    assert.equal(binary.length, native.length, opt);
+    assert.ok(Buffer.from(binary).equals(native), `-opt=${opt}: the npm and native binaries are byte-identical`);
+    assert.equal(text, fs.readFileSync(path.join(dir, 'codegen/host/lib/digits.wat'), 'utf8'), opt);
+  }
 });
 
 test('the npm-assembled module equals the interpreter bit for bit on sample_x.npy', { skip }, async () => {
