@@ -60,7 +60,7 @@ class Stopwatch {
 
 // A .c/.h/.ll/.json/.tir file is text; anything else (.npy) travels as base64.
 bool is_text_path(const std::string& path) {
-  for (const char* ext : {".c", ".h", ".ll", ".json", ".tir", ".ld", ".txt", ".md"}) {
+  for (const char* ext : {".c", ".h", ".ll", ".wat", ".json", ".tir", ".ld", ".txt", ".md"}) {
     size_t n = std::char_traits<char>::length(ext);
     if (path.size() >= n && path.compare(path.size() - n, n, ext) == 0) return true;
   }

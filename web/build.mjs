@@ -33,6 +33,16 @@ const onnxSchema = {
 
 await build({ entryPoints: [path.join(here, 'src/main.js')], bundle: true, minify: true, format: 'iife', target: 'es2020', outfile: path.join(out, 'app.js'), logLevel: 'warning' });
 await build({ entryPoints: [path.join(here, 'src/worker.js')], bundle: true, minify: true, format: 'iife', target: 'es2020', outfile: path.join(out, 'worker.js'), logLevel: 'warning', plugins: [onnxSchema] });
+// The wasm backend (src/wasm_backend.mjs) is its own ES module, imported by the worker only
+// when Run uses it; Binaryen (npm, 6 MB with its wasm inlined) is copied beside it as is.
+const binaryenExternal = {
+  name: 'binaryen-external',
+  setup(b) {
+    b.onResolve({ filter: /^binaryen$/ }, () => ({ path: './binaryen.js', external: true }));
+  },
+};
+await build({ entryPoints: [path.join(here, 'src/wasm_backend.mjs')], bundle: true, minify: true, format: 'esm', target: 'es2020', outfile: path.join(out, 'wasm_backend.js'), logLevel: 'warning', plugins: [binaryenExternal] });
+fs.copyFileSync(path.join(here, 'node_modules/binaryen/index.js'), path.join(out, 'binaryen.js'));
 for (const f of ['index.html', 'style.css']) fs.copyFileSync(path.join(here, f), path.join(out, f));
 for (const f of ['microtir.js', 'microtir.wasm']) fs.copyFileSync(path.join(wasmDir, f), path.join(out, f));
 

@@ -152,10 +152,11 @@ function runInWorker(request, message = { request }) {
 
 $('cancel').addEventListener('click', () => stopWorker('cancelled'));
 
-async function compile(run = null) {
+// `wasm`: run with the wasm backend ({opt, timingRuns}; the compile's target becomes "wasm").
+async function compile(run = null, wasm = null) {
   const request = {
     source: { kind: state.kind, text: editor.state.doc.toString(), filename: state.filename, files: state.files },
-    target: $('target').value,
+    target: wasm ? wasmTarget() : $('target').value,
     return: { ir: true, artifacts: true, memory: true, tar: true },
   };
   const devices = $('devices').value.split(/\s+/).filter((d) => d.length > 0);
@@ -165,7 +166,7 @@ async function compile(run = null) {
   $('cancel').disabled = false;
   const started = performance.now();
   try {
-    const { response, version } = await runInWorker(request);
+    const { response, version } = await runInWorker(request, { request, wasm });
     $('version').textContent = `microtir ${version}`;
     const ms = performance.now() - started;
     showResponse(response);
@@ -179,15 +180,29 @@ async function compile(run = null) {
 }
 $('compile').addEventListener('click', () => compile());
 
-// Run: compile, then execute the module (a model's main) in the reference interpreter.
+// Run: compile, then execute the module (a model's main) in the reference interpreter;
+// with the wasm backend chosen, also as a WebAssembly module assembled in the page.
+const WASM_TIMING_RUNS = 20;
 $('run').addEventListener('click', () => {
   let inputs = {};
   const text = $('run-inputs').value.trim();
   if (text) {
     try { inputs = JSON.parse(text); } catch (e) { showRunError(`inputs: ${e.message}`); return; }
   }
-  compile({ inputs, seed: Number($('run-seed').value) || 1 });
+  const run = { inputs, seed: Number($('run-seed').value) || 1 };
+  if ($('run-backend').value !== 'wasm') return compile(run);
+  if (state.kind !== 'graph') {
+    showRunError('the wasm backend runs models (a JSON graph or ONNX); a TIR program runs in the interpreter');
+    return;
+  }
+  compile(run, { opt: getOption(parseTarget(wasmTarget()), 'opt', 'O2'), timingRuns: WASM_TIMING_RUNS });
 });
+
+// The target of a wasm run: the target box's when it is a wasm target (its -opt), else "wasm".
+function wasmTarget() {
+  const t = parseTarget($('target').value);
+  return t.kind === 'wasm' ? $('target').value : 'wasm';
+}
 
 function showRunError(message) {
   const p = document.createElement('p');
@@ -220,8 +235,53 @@ function showRun(run) {
     table.append(tr);
   }
   const caption = document.createElement('p');
-  caption.textContent = `${run.function} ran in the reference interpreter`;
+  const interpMs = state.response && state.response.timings_ms.run;
+  caption.textContent = `${run.function} ran in the reference interpreter${interpMs !== undefined ? ` (${interpMs.toFixed(1)} ms)` : ''}`;
   $('run-output').replaceChildren(caption, table);
+  if (run.wasm) showWasmRun(run, interpMs);
+}
+
+// The wasm backend's outputs beside the interpreter's: time per inference, equality.
+function showWasmRun(run, interpMs) {
+  const w = run.wasm;
+  const box = document.createElement('div');
+  box.id = 'wasm-run';
+  if (w.error) {
+    box.className = 'run-error';
+    box.textContent = `wasm (Binaryen): ${w.error}`;
+    $('run-output').append(box);
+    return;
+  }
+  let maxDiff = 0;
+  let equal = true;
+  for (const o of w.outputs) {
+    const ref = run.buffers.find((b) => b.role === 'output' && b.name === o.name);
+    o.values.forEach((v, i) => {
+      if (!Object.is(v, ref.values[i]) && !(Number.isNaN(v) && Number.isNaN(ref.values[i]))) equal = false;
+      maxDiff = Math.max(maxDiff, Math.abs(v - ref.values[i]));
+    });
+  }
+  box.dataset.equal = equal ? '1' : '0';
+  const p = document.createElement('p');
+  p.className = 'wasm-timing';
+  p.textContent = `wasm (Binaryen -${w.opt}, ${w.binaryBytes} bytes): ${(w.timeMs * 1000).toFixed(1)} µs per inference ` +
+    `(mean of ${w.runs})${interpMs !== undefined ? ` vs the interpreter's ${interpMs.toFixed(1)} ms` : ''}; ` +
+    (equal ? 'outputs equal the interpreter\'s bit for bit' : `outputs differ from the interpreter's by up to ${maxDiff.toPrecision(3)}`) +
+    ` · Binaryen loaded in ${w.loadMs.toFixed(0)} ms, assembled in ${w.assembleMs.toFixed(0)} ms`;
+  const table = document.createElement('table');
+  table.innerHTML = '<tr><th>buffer</th><th>backend</th><th>type</th><th>values (row-major)</th></tr>';
+  for (const o of w.outputs) {
+    const tr = document.createElement('tr');
+    tr.className = 'wasm-buffer output';
+    for (const cell of [o.name, 'wasm', `${o.dtype}[${o.shape.join(', ')}]`, formatValues(o)]) {
+      const td = document.createElement('td');
+      td.textContent = cell;
+      tr.append(td);
+    }
+    table.append(tr);
+  }
+  box.append(p, table);
+  $('run-output').append(box);
 }
 
 function setStatus(text, cls) {
@@ -345,7 +405,7 @@ function showArtifacts() {
   const r = state.response;
   const tabs = $('artifact-tabs');
   tabs.replaceChildren();
-  const shown = r.artifacts.filter((a) => a.text !== undefined && !a.path.startsWith('runtime/'));
+  const shown = r.artifacts.filter((a) => (a.text !== undefined || a.path.endsWith('.wasm')) && !a.path.startsWith('runtime/'));
   if (!shown.some((a) => a.path === state.artifact)) state.artifact = shown.length ? shown[0].path : null;
   for (const a of shown) {
     const b = document.createElement('button');
@@ -361,13 +421,15 @@ function showArtifacts() {
   const cur = shown.find((a) => a.path === state.artifact);
   if (cur) {
     const lang = cur.path.endsWith('.json') ? json() : [];
-    new EditorView({ parent: view, state: EditorState.create({ doc: cur.text, extensions: readOnlyExtensions(lang) }) });
+    const doc = cur.text !== undefined ? cur.text
+      : `${cur.path}: ${cur.bytes} bytes of WebAssembly, assembled in the page by Binaryen (npm) from the core's .wat; "Download file" saves it.`;
+    new EditorView({ parent: view, state: EditorState.create({ doc, extensions: readOnlyExtensions(lang) }) });
   }
   $('artifact-count').textContent = `${r.artifacts.length} files (${r.artifacts.length - shown.length} runtime/binary files in the .tar only)`;
 }
 $('download-file').addEventListener('click', () => {
   const a = state.response && state.response.artifacts.find((x) => x.path === state.artifact);
-  if (a) download(a.path.split('/').pop(), artifactBytes(a), 'text/plain');
+  if (a) download(a.path.split('/').pop(), artifactBytes(a), a.text !== undefined ? 'text/plain' : 'application/wasm');
 });
 $('download-tar').addEventListener('click', () => {
   const r = state.response;

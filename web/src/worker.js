@@ -31,8 +31,42 @@ function importOnnx(m, bytes, filename) {
   return graphText(onnxToGraph(new Uint8Array(bytes), { root, infer, filename }));
 }
 
+// The wasm backend (Run "in wasm (Binaryen)"): the core compiled the model with target
+// "wasm" and ran it in the interpreter; Binaryen from npm (wasm_backend.js, a separate
+// bundle imported only now) assembles the core's .wat, and the module runs on the inputs
+// the interpreter got. The .wasm joins the artifacts. Returns {outputs, timeMs, runs, ...}
+// or {error}.
+let backend = null;
+async function runWasm(response, { opt, timingRuns }) {
+  try {
+    const wat = response.artifacts.find((a) => /^codegen\/host\/src\/[^/]+\.wat$/.test(a.path));
+    if (!wat) throw new Error('the compile wrote no WebAssembly text (target "wasm")');
+    const started = performance.now();
+    backend = backend || await import(new URL('wasm_backend.js', self.location.href).href);
+    const loadMs = performance.now() - started;
+    const t0 = performance.now();
+    const { binary, text } = await backend.assemble(wat.text, opt, response.metadata.model_name);
+    const assembleMs = performance.now() - t0;
+    const base = wat.path.replace('/src/', '/lib/').replace(/\.wat$/, '');
+    let b64 = '';
+    for (let i = 0; i < binary.length; i += 0x8000) b64 += String.fromCharCode(...binary.subarray(i, i + 0x8000));
+    response.artifacts.push({ path: `${base}.wasm`, base64: btoa(b64), bytes: binary.length }, { path: `${base}.wat`, text });
+    const buffers = response.run.buffers;
+    const inputs = buffers.filter((b) => b.role !== 'output').map((b) => {
+      if (b.truncated) throw new Error(`input '${b.name}' is larger than the page's values (4096 elements)`);
+      return { name: b.name, data: backend.tensorBytes(b.dtype, b.values) };
+    });
+    const outs = buffers.filter((b) => b.role === 'output');
+    const r = await backend.run(binary, inputs, outs.map((b) => ({ name: b.name, bytes: backend.tensorByteSize(b.dtype, b.shape) })), { timingRuns });
+    const outputs = outs.map((b) => ({ name: b.name, dtype: b.dtype, shape: b.shape, values: backend.tensorValues(b.dtype, r.outputs[b.name]) }));
+    return { outputs, timeMs: r.timeMs, runs: timingRuns, memoryBytes: r.memoryBytes, binaryBytes: binary.length, loadMs, assembleMs, opt };
+  } catch (e) {
+    return { error: String(e && e.message ? e.message : e) };
+  }
+}
+
 self.onmessage = async (event) => {
-  const { id, request, onnx, filename, debugSpinMs } = event.data;
+  const { id, request, onnx, filename, debugSpinMs, wasm } = event.data;
   try {
     const m = await ready;
     const version = m.UTF8ToString(m._mtir_version());
@@ -48,7 +82,9 @@ self.onmessage = async (event) => {
     }
     // Test hook: a compile that never ends on its own, to exercise the timeout.
     if (debugSpinMs) for (const end = Date.now() + debugSpinMs; Date.now() < end;);
-    self.postMessage({ id, response: callJson(m, m._mtir_compile, request), version });
+    const response = callJson(m, m._mtir_compile, request);
+    if (wasm && response.ok && response.run && response.run.ok) response.run.wasm = await runWasm(response, wasm);
+    self.postMessage({ id, response, version });
   } catch (e) {
     self.postMessage({ id, error: String(e && e.message ? e.message : e) });
   }

@@ -144,6 +144,36 @@ test('the digits model: MLF artifacts and a memory chart with one rectangle per 
   await page.close();
 });
 
+test('the digits model through the wasm backend: Binaryen loads only then, outputs equal the interpreter', async () => {
+  const { page, errors } = await openPage('?example=' + encodeURIComponent('digits CNN (model)'));
+  const requests = [];
+  page.context().on('request', (r) => requests.push(r.url()));
+  assert.match(await compileStatus(page), /compiled/);
+  assert.ok(!requests.some((u) => /binaryen\.js|wasm_backend\.js/.test(u)), 'no Binaryen before a wasm run');
+  await page.selectOption('#run-backend', 'wasm');
+  await page.click('#run');
+  await page.waitForSelector('#wasm-run', { timeout: 120000 });
+  const run = await page.evaluate(() => window.microtirPlayground.state.response.run);
+  assert.equal(run.wasm.error, undefined);
+  const ref = run.buffers.find((b) => b.role === 'output');
+  const got = run.wasm.outputs.find((o) => o.name === ref.name);
+  assert.equal(got.values.length, 10);
+  assert.deepEqual(got.values, ref.values, 'the wasm module equals the interpreter bit for bit');
+  assert.equal(await page.getAttribute('#wasm-run', 'data-equal'), '1');
+  assert.match(await page.textContent('#wasm-run .wasm-timing'),
+    /wasm \(Binaryen -O2, \d+ bytes\): [\d.]+ µs per inference \(mean of 20\) vs the interpreter's [\d.]+ ms; outputs equal/);
+  assert.ok(requests.some((u) => /binaryen\.js$/.test(u)), 'Binaryen was fetched for the wasm run');
+  // The compile used target "wasm": the core's .wat, and the page's .wasm among the artifacts.
+  const tabs = await page.$$eval('.artifact-tab', (els) => els.map((e) => e.dataset.path));
+  assert.ok(tabs.includes('codegen/host/src/digits.wat'));
+  assert.ok(tabs.includes('codegen/host/lib/digits.wat'));
+  await page.click('.artifact-tab[data-path="codegen/host/lib/digits.wasm"]');
+  assert.match(await page.textContent('#artifact-view'), /digits\.wasm: \d+ bytes of WebAssembly/);
+  await page.screenshot({ path: path.join(shots, 'digits-wasm.png'), fullPage: true });
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
 test('device placement: layers on two simulated NPUs get their own source files', async () => {
   const { page, errors } = await openPage('?example=' + encodeURIComponent('digits CNN (model)'));
   assert.match(await compileStatus(page), /compiled/);
