@@ -3,40 +3,40 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <string>
 
 #include "compile_request.h"
 #include "infer_request.h"
+
+namespace {
+
+// Runs `handle` on the request and returns its response as a malloc'ed NUL-terminated
+// string; NULL only when even that cannot be allocated (or anything escapes).
+template <typename Handler>
+char* respond(const char* request_json, Handler handle) {
+  try {
+    std::string out = handle(std::string(request_json ? request_json : ""));
+    char* p = static_cast<char*>(std::malloc(out.size() + 1));
+    if (!p) return nullptr;
+    std::memcpy(p, out.data(), out.size() + 1);
+    return p;
+  } catch (...) {
+    return nullptr;
+  }
+}
+
+}  // namespace
 
 extern "C" {
 
 // Compiles the request (wasm/README.md) and returns the response as a NUL-terminated
 // string owned by the caller, to be released with mtir_free; NULL only when even the
 // response cannot be allocated.
-char* mtir_compile(const char* request_json) {
-  try {
-    std::string out = mtir::wasm::compile_request_text(request_json ? request_json : "");
-    char* p = static_cast<char*>(std::malloc(out.size() + 1));
-    if (!p) return nullptr;
-    std::memcpy(p, out.data(), out.size() + 1);
-    return p;
-  } catch (...) {
-    return nullptr;
-  }
-}
+char* mtir_compile(const char* request_json) { return respond(request_json, mtir::wasm::compile_request_text); }
 
 // One op's output type (infer_request.h), for the page's ONNX converter; the same
 // ownership as mtir_compile.
-char* mtir_infer(const char* request_json) {
-  try {
-    std::string out = mtir::wasm::infer_request_text(request_json ? request_json : "");
-    char* p = static_cast<char*>(std::malloc(out.size() + 1));
-    if (!p) return nullptr;
-    std::memcpy(p, out.data(), out.size() + 1);
-    return p;
-  } catch (...) {
-    return nullptr;
-  }
-}
+char* mtir_infer(const char* request_json) { return respond(request_json, mtir::wasm::infer_request_text); }
 
 void mtir_free(char* p) { std::free(p); }
 
