@@ -400,10 +400,12 @@ class Converter {
     this.declareInputs();
     for (const n of this.sortedNodes()) this.convert(n);
     this.finishOutputs();
-    // Run-time inputs must be float32; unused ones stay in the signature.
+    // Run-time inputs must be float32 or integers (what the ops take; each op refuses the
+    // integer types it does not compute on); unused ones stay in the signature.
     for (const name of [...this.pending.keys()].sort(byteOrder)) this.typeOf(name);
     for (const x of this.g.inputs)
-      if (x.dtype !== 'float32') fail(`unsupported: model input '${x.name}' has dtype ${x.dtype}; only float32 run-time inputs are supported`);
+      if (x.dtype !== 'float32' && !isInteger(x.dtype))
+        fail(`unsupported: model input '${x.name}' has dtype ${x.dtype}; only float32 and integer run-time inputs are supported`);
     if (this.g.nodes.length === 0) fail('unsupported: the graph has no operator');
     return this.g;
   }
@@ -443,11 +445,12 @@ function binary(c, op) {
 }
 
 // The spatial window attributes shared by Conv and the pools, as explicit paddings;
-// 1-D windows become 2-D ones of height 1.
-function readWindow(c, data, kernelFromWeight) {
+// 1-D windows become 2-D ones of height 1. 3-D windows (5-D data, pools only: `threeD`)
+// are returned as read, with pads [d, h, w begins, d, h, w ends].
+function readWindow(c, data, kernelFromWeight, threeD = false) {
   const shape = c.typeOf(data).shape;
-  if (shape.length !== 4 && shape.length !== 3)
-    c.unsupported(`only 1-D and 2-D windows (3-D or 4-D data) are supported; the data has rank ${shape.length}`);
+  if (shape.length !== 4 && shape.length !== 3 && !(threeD && shape.length === 5))
+    c.unsupported(`only 1-D and 2-D windows (3-D or 4-D data)${threeD ? ' and 3-D ones (5-D data)' : ''} are supported; the data has rank ${shape.length}`);
   const dims = shape.length - 2;
   const w = {};
   w.kernel = c.attrInts('kernel_shape', kernelFromWeight);
@@ -486,10 +489,11 @@ function readWindow(c, data, kernelFromWeight) {
   return w;
 }
 
-function emitWindowed(c, op, ins, attrs) {
+function emitWindowed(c, op, ins, attrs, out = '') {
+  if (!out) out = out0(c);
   const shape = c.typeOf(ins[0]).shape;
   if (shape.length === 4) {
-    c.emit(out0(c), op, ins, attrs);
+    c.emit(out, op, ins, attrs);
     return;
   }
   ins = ins.slice();
@@ -499,8 +503,8 @@ function emitWindowed(c, op, ins, attrs) {
     ins[1] = c.emit(c.temp('w2d'), 'reshape', [ins[1]], { newshape: [ws[0], ws[1], 1, ws[2]] });
   }
   const r = c.emit(c.temp(op), op, ins, attrs);
-  const out = c.typeOf(r).shape;
-  c.emit(out0(c), 'reshape', [r], { newshape: [out[0], out[1], out[3]] });
+  const os = c.typeOf(r).shape;
+  c.emit(out, 'reshape', [r], { newshape: [os[0], os[1], os[3]] });
 }
 
 function conv(c) {
@@ -518,19 +522,54 @@ function conv(c) {
   emitWindowed(c, 'conv2d', ins, attrs);
 }
 
+// A 3-D pool as two 2-D ones: over (H, W) with the depth folded into the channels,
+// then over D with H·W flattened. Exact for max, and for the average too: a window's
+// count of positions inside the (padded) input is the product of its counts per axis,
+// so the mean over the box is the mean over D of the means over (H, W).
+function pool3d(c, op, data, w, attrs) {
+  const s = c.typeOf(data).shape; // N, C, D, H, W
+  const x = c.emit(c.temp('hw'), 'reshape', [data], { newshape: [s[0], s[1] * s[2], s[3], s[4]] });
+  const hwAttrs = { ...attrs, pool_size: [w.kernel[1], w.kernel[2]], strides: [w.strides[1], w.strides[2]],
+    dilation: [w.dilations[1], w.dilations[2]], padding: [w.pads[1], w.pads[2], w.pads[4], w.pads[5]] };
+  const hw = c.emit(c.temp(`${op}_hw`), op, [x], hwAttrs);
+  const o = c.typeOf(hw).shape; // N, C·D, OH, OW
+  const y = c.emit(c.temp('d'), 'reshape', [hw], { newshape: [s[0], s[1], s[2], o[2] * o[3]] });
+  const dAttrs = { ...attrs, pool_size: [w.kernel[0], 1], strides: [w.strides[0], 1], dilation: [w.dilations[0], 1],
+    padding: [w.pads[0], 0, w.pads[3], 0] };
+  const d = c.emit(c.temp(`${op}_d`), op, [y], dAttrs);
+  const od = c.typeOf(d).shape[2];
+  c.emit(out0(c), 'reshape', [d], { newshape: [s[0], s[1], od, o[2], o[3]] });
+}
+
 function pool(c, op) {
   expectInputs(c, 1, 1);
-  singleOutput(c);
+  // MaxPool's optional output 1 is the Indices (max_pool2d with `indices`).
+  const outs = c.node.output;
+  const indices = op === 'max_pool2d' && outs.length > 1 ? outs[1] : '';
+  for (let k = indices ? 2 : 1; k < outs.length; ++k) if (outs[k]) c.unsupported(`output ${k} ('${outs[k]}')`);
   const data = c.input(0);
-  const w = readWindow(c, data, []);
+  const w = readWindow(c, data, [], true);
   if (!c.hasAttr('kernel_shape')) c.invalid("missing attribute 'kernel_shape'");
-  if (c.attrInt('storage_order', 0) !== 0) c.unsupported("attribute 'storage_order' = 1 (column-major indices)");
+  // storage_order only changes the Indices output: column-major (h, w) positions.
+  const columnMajor = c.attrInt('storage_order', 0) !== 0;
   const attrs = { pool_size: w.kernel, strides: w.strides, padding: w.pads, dilation: w.dilations, ceil_mode: c.attrInt('ceil_mode', 0) !== 0 };
   if (op === 'avg_pool2d') attrs.count_include_pad = c.attrInt('count_include_pad', 0) !== 0;
-  for (let k = 0; k < 2; ++k)
-    if (w.pads[k] >= w.kernel[k] || w.pads[k + 2] >= w.kernel[k])
+  const n = w.kernel.length;
+  for (let k = 0; k < n; ++k)
+    if (w.pads[k] >= w.kernel[k] || w.pads[k + n] >= w.kernel[k])
       c.unsupported(`a padding as large as the window (pads ${JSON.stringify(w.pads)}, kernel ${JSON.stringify(w.kernel)})`);
+  if (indices && n === 3) c.unsupported('the Indices output of a 3-D MaxPool');
+  if (n === 3) {
+    pool3d(c, op, data, w, attrs);
+    return;
+  }
   emitWindowed(c, op, [data], attrs);
+  // A 1-D pool runs on (N, C, 1, L): the same flat indices as (N, C, L).
+  if (indices) {
+    const iAttrs = { ...attrs, indices: true };
+    if (columnMajor) iAttrs.column_major_indices = true;
+    emitWindowed(c, op, [data], iAttrs, indices);
+  }
 }
 
 function globalAvgPool(c) {
@@ -687,16 +726,69 @@ function pad(c) {
   c.emit(out0(c), 'pad', [c.input(0)], { pad_width: widths, pad_value: value, mode });
 }
 
+// The mean of `x` (N, C, ...) over every axis but 1, as (1, C, 1, 1): a global average
+// pool of the data rearranged to (1, C, N, rest).
+function channelMean(c, x) {
+  const s = c.typeOf(x).shape;
+  let rest = 1;
+  for (let k = 2; k < s.length; ++k) rest *= s[k];
+  const a = c.emit(c.temp('ncs'), 'reshape', [x], { newshape: [s[0], s[1], rest] });
+  const t = c.emit(c.temp('cns'), 'transpose', [a], { axes: [1, 0, 2] });
+  const b = c.emit(c.temp('1cns'), 'reshape', [t], { newshape: [1, s[1], s[0], rest] });
+  return c.emit(c.temp('mean'), 'global_avg_pool2d', [b]);
+}
+
+// training_mode = 1 (opset 14+): normalizes with the batch's own statistics (the mean
+// and the biased variance over every axis but 1) and outputs the running statistics
+// updated as running·momentum + batch·(1 - momentum). Deterministic: plain graph ops.
+function batchNormTraining(c, ins, eps, momentum) {
+  const s = c.typeOf(ins[0]).shape;
+  const ch = s[1];
+  const bshape = s.map(() => 1);
+  bshape[1] = ch;
+  const mean4 = channelMean(c, ins[0]);
+  const meanB = c.emit(c.temp('mean_b'), 'reshape', [mean4], { newshape: bshape });
+  const diff = c.emit(c.temp('diff'), 'sub', [ins[0], meanB]);
+  const sq = c.emit(c.temp('sq'), 'mul', [diff, diff]);
+  const var4 = channelMean(c, sq);
+  const mean = c.emit(c.temp('batch_mean'), 'reshape', [mean4], { newshape: [ch] });
+  const variance = c.emit(c.temp('batch_var'), 'reshape', [var4], { newshape: [ch] });
+  c.emit(out0(c), 'batch_norm', [ins[0], ins[1], ins[2], mean, variance], { epsilon: eps, axis: 1 });
+  // A float32 NDArray of shape (1) (set_float rounds to float32).
+  const scalar = (hint, v) => {
+    const name = c.temp(hint);
+    c.addConstant(name, { dtype: 'float32', shape: [1], values: [Math.fround(v)] });
+    return name;
+  };
+  const keep = scalar('momentum', momentum);
+  const take = scalar('one_minus_momentum', 1.0 - momentum);
+  for (let k = 1; k <= 2; ++k) {
+    const out = k < c.node.output.length ? c.node.output[k] : '';
+    if (!out) continue;
+    const running = c.emit(c.temp('running'), 'mul', [ins[2 + k], keep]);
+    const batch = c.emit(c.temp('batch'), 'mul', [k === 1 ? mean : variance, take]);
+    c.emit(out, 'add', [running, batch]);
+  }
+}
+
 function batchNorm(c) {
   expectInputs(c, 5, 5);
-  singleOutput(c);
-  if (c.attrInt('training_mode', 0) !== 0) c.unsupported('training_mode = 1');
+  const training = c.attrInt('training_mode', 0) !== 0;
+  if (training && c.opset < 14) c.invalid("attribute 'training_mode' before opset 14");
+  // Training mode has the running mean and variance as outputs 1 and 2.
+  const outs = c.node.output;
+  for (let k = training ? 3 : 1; k < outs.length; ++k) if (outs[k]) c.unsupported(`output ${k} ('${outs[k]}')`);
   if (c.opset < 7) c.unsupported('BatchNormalization before opset 7 (training by default)');
   if (c.opset < 9 && c.attrInt('spatial', 1) !== 1) c.unsupported('spatial = 0');
-  c.attrFloat('momentum', 0.9); // only used in training
+  const momentum = c.attrFloat('momentum', 0.9); // only used in training
+  const eps = c.attrFloat('epsilon', 1e-5);
   const ins = [0, 1, 2, 3, 4].map((i) => c.input(i));
   if (rankOf(c, ins[0]) < 2) c.unsupported('data of rank below 2');
-  c.emit(out0(c), 'batch_norm', ins, { epsilon: c.attrFloat('epsilon', 1e-5), axis: 1 });
+  if (training) {
+    batchNormTraining(c, ins, eps, momentum);
+    return;
+  }
+  c.emit(out0(c), 'batch_norm', ins, { epsilon: eps, axis: 1 });
 }
 
 function identity(c) {
@@ -705,10 +797,13 @@ function identity(c) {
   c.alias(out0(c), c.input(0));
 }
 
-// Dropout at inference is the identity; training (random masks) is refused.
+// Dropout at inference (or with ratio 0) is the identity, and its mask (output 1) is
+// all true: a `full` node (bool from opset 10, the data's type before). Training with a
+// non-zero ratio (random masks) is refused.
 function dropout(c) {
   expectInputs(c, 1, 3);
-  singleOutput(c);
+  const outs = c.node.output;
+  for (let k = 2; k < outs.length; ++k) if (outs[k]) c.unsupported(`output ${k} ('${outs[k]}')`);
   c.attrFloat('ratio', 0.5);
   c.attrInt('seed', 0);
   if (c.opset < 7 && c.attrInt('is_test', 0) === 0) c.unsupported('is_test = 0 (training)');
@@ -723,6 +818,10 @@ function dropout(c) {
     if (training.values[0] !== 0 && ratio !== 0) c.unsupported('training_mode = true (random dropout)');
   }
   c.alias(out0(c), c.input(0));
+  if (outs.length > 1 && outs[1]) {
+    const t = c.typeOf(c.input(0));
+    c.emit(outs[1], 'full', [], { shape: t.shape.slice(), value: 1, dtype: c.opset >= 10 ? 'bool' : t.dtype });
+  }
 }
 
 function globalMaxPool(c) {
