@@ -143,7 +143,12 @@ bool matches(const Tensor* x, uint8_t code, uint8_t bits, const std::vector<int6
     if (x->t.strides != nullptr && shape[i] > 1 && x->t.strides[i] != compact) return false;
     compact *= shape[i];
   }
-  return x->t.device.device_type == kDLCPU && x->t.byte_offset == 0 && x->t.data != nullptr;
+  // The device type is read as the int it is: in C++ loading a DLDeviceType that holds
+  // no enumerator (any int the caller passes) is undefined.
+  int32_t device_type;
+  static_assert(sizeof device_type == sizeof x->t.device.device_type, "DLDeviceType is an int");
+  std::memcpy(&device_type, &x->t.device.device_type, sizeof device_type);
+  return device_type == kDLCPU && x->t.byte_offset == 0 && x->t.data != nullptr;
 }
 
 bool is_tensor_code(int32_t code) { return code == kTVMDLTensorHandle || code == kTVMNDArrayHandle; }
