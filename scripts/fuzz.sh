@@ -34,7 +34,8 @@ declare -A seeds=(
   [packed_args]="tests/fuzz/seeds/packed_args"
 )
 # Runs one fuzzer; with a CPU budget, interrupts it (libFuzzer then prints its final
-# stats) once its user + system time reaches SECONDS. Prints the CPU seconds it used.
+# stats) once its user + system time reaches SECONDS. Prints the CPU seconds it used
+# (the user + system time of this subshell's children: the fuzzer and the few polls).
 run_fuzzer() {
   local t=$1 log=$2 work=$3 pid cpu ticks
   local wall=$seconds
@@ -54,7 +55,7 @@ run_fuzzer() {
     sleep 2
   done
   wait "$pid" || true
-  echo "$cpu"
+  times | awk 'NR == 2 { split($1, u, /[ms]/); split($2, s, /[ms]/); printf "%d\n", u[1] * 60 + u[2] + s[1] * 60 + s[2] }'
 }
 printf '%-15s %8s %12s %10s %10s %8s\n' target cpu_s executions coverage features crashes
 for t in "${targets[@]}"; do
