@@ -55,7 +55,9 @@ run_fuzzer() {
     sleep 2
   done
   wait "$pid" || true
-  times | awk 'NR == 2 { split($1, u, /[ms]/); split($2, s, /[ms]/); printf "%d\n", u[1] * 60 + u[2] + s[1] * 60 + s[2] }'
+  times >"build-fuzz/times-$t.txt"  # not in a pipeline: a subshell would count no children
+  awk 'NR == 2 { split($1, u, /[ms]/); split($2, s, /[ms]/); printf "%d\n", u[1] * 60 + u[2] + s[1] * 60 + s[2] }' \
+    "build-fuzz/times-$t.txt"
 }
 printf '%-15s %8s %12s %10s %10s %8s\n' target cpu_s executions coverage features crashes
 for t in "${targets[@]}"; do
