@@ -356,7 +356,9 @@ int run_onnx_test(const OnnxTestCommand& c) {
         std::cout << r["name"].get<std::string>() << "  " << r["status"].get<std::string>()
                   << (r.contains("reason") ? "  " + r["reason"].get<std::string>() : "") << "\n";
     std::printf("%-40s %6s %6s %12s %6s\n", "op", "pass", "fail", "unsupported", "error");
-    for (const auto& [op, counts] : per_op) {
+    for (const auto& entry : per_op) {
+      const auto& op = entry.first;
+      const auto& counts = entry.second;  // a lambda cannot capture a structured binding before C++20 (clang)
       auto get = [&](const std::string& k) {
         auto it = counts.find(k);
         return it == counts.end() ? 0 : it->second;

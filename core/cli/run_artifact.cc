@@ -9,11 +9,11 @@
 #include <nlohmann/json.hpp>
 
 #include "artifact/mlf.h"
-#include "artifact/tar_reader.h"
 #include "cli/commands.h"
 #include "cli/io.h"
 #include "cli/onnx_model.h"
 #include "interp/interpreter.h"
+#include "sim/artifact_files.h"
 #include "sim/artifact_runner.h"
 #include "support/compare.h"
 #include "support/npy.h"
@@ -32,15 +32,6 @@ std::string shape_text(const std::vector<int64_t>& shape) {
   std::string s = "(";
   for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
   return s + (shape.size() == 1 ? ",)" : ")");
-}
-
-// Writes the archive's files under `dir`.
-void unpack(const std::string& tar_path, const std::string& dir) {
-  for (const auto& [path, contents] : read_tar(read_file(tar_path), tar_path)) {
-    fs::path out = fs::path(dir) / path;
-    fs::create_directories(out.parent_path());
-    write_file_atomic(out.string(), contents);
-  }
 }
 
 std::string with_commas(int64_t v) {
@@ -103,24 +94,14 @@ int run_artifact(const RunCommand& c) {
   if (!fs::is_directory(c.file)) {
     if (!fs::exists(c.file)) user_error({}, "cannot read '" + c.file + "': no such file");
     dir = (fs::path(work.path()) / "artifact").string();
-    unpack(c.file, dir);
-    // `tar cf model.tar folder/` puts everything under one top folder.
-    std::vector<fs::path> entries;
-    for (const auto& e : fs::directory_iterator(dir)) entries.push_back(e.path());
-    if (!fs::exists(fs::path(dir) / "metadata.json") && entries.size() == 1 && fs::exists(entries[0] / "metadata.json"))
-      dir = entries[0].string();
+    ensure_directory(dir);
+    dir = sim::unpack_artifact(read_file(c.file), c.file, dir);
   }
   sim::ArtifactInfo info = sim::read_artifact_info(dir);
   if (info.graph_file.empty()) user_error({}, c.file + " has no graph in src/: the reference run needs it (recompile with `microtir compile`)");
 
   // The reference: the interpreter on the artifact's own graph and weights.
-  const std::string graph_dir = fs::path(info.graph_file).parent_path().string();
-  FileReader reader = [&](const std::string& relative) {
-    fs::path p = fs::path(graph_dir) / relative;
-    if (!fs::exists(p))
-      user_error({}, c.file + " lacks src/" + relative + ", which its graph needs (recompile it with this microtir)");
-    return read_file(p.string());
-  };
+  FileReader reader = sim::artifact_graph_reader(info, c.file);
   LoadedModel model = is_onnx_file(info.graph_file)
                           ? prepare_model(load_onnx_file(info.graph_file))
                           : load_model(read_file(info.graph_file), info.graph_file, reader);

@@ -65,48 +65,54 @@ NDArray onnx_tensor_to_ndarray(const onnx::TensorProto& t, const std::string& wh
     elements *= d;
     if (elements > (int64_t{1} << 31) - 1) user_error({}, what + " has more than 2^31 - 1 elements");
   }
-  NDArray a = NDArray::zeros(dt, shape);
-  int64_t n = a.num_elements();
-  auto count_error = [&](int64_t got) {
-    user_error({}, what + " has " + std::to_string(got) + " values but its shape needs " + std::to_string(n));
-  };
+  // The values must be there before the array is allocated: a few bytes of protobuf
+  // can claim 2^31 elements.
+  const int64_t n = elements;
+  const int64_t nbytes = n * dt.bytes();
+  using T = onnx::TensorProto;
   if (t.has_raw_data()) {
-    const std::string& raw = t.raw_data();
-    if (raw.size() != a.data.size())
-      user_error({}, what + " has " + std::to_string(raw.size()) + " bytes of raw data but its shape and dtype need " +
-                         std::to_string(a.data.size()));
-    std::memcpy(a.data.data(), raw.data(), raw.size());  // both little-endian
+    if (static_cast<int64_t>(t.raw_data().size()) != nbytes)
+      user_error({}, what + " has " + std::to_string(t.raw_data().size()) +
+                         " bytes of raw data but its shape and dtype need " + std::to_string(nbytes));
+  } else {
+    int64_t got = 0;
+    switch (t.data_type()) {
+      case T::FLOAT: got = t.float_data_size(); break;
+      case T::DOUBLE: got = t.double_data_size(); break;
+      case T::INT64: got = t.int64_data_size(); break;
+      case T::UINT32:
+      case T::UINT64: got = t.uint64_data_size(); break;
+      default: got = t.int32_data_size(); break;  // float16 bits, int8/16/32, uint8/16, bool
+    }
+    if (got != n) user_error({}, what + " has " + std::to_string(got) + " values but its shape needs " + std::to_string(n));
+  }
+  NDArray a = NDArray::zeros(dt, shape);
+  if (t.has_raw_data()) {
+    std::memcpy(a.data.data(), t.raw_data().data(), t.raw_data().size());  // both little-endian
     return a;
   }
-  using T = onnx::TensorProto;
   switch (t.data_type()) {
     case T::FLOAT:
-      if (t.float_data_size() != n) count_error(t.float_data_size());
       for (int64_t i = 0; i < n; ++i) a.set_float(i, t.float_data(static_cast<int>(i)));
       break;
     case T::DOUBLE:
-      if (t.double_data_size() != n) count_error(t.double_data_size());
       for (int64_t i = 0; i < n; ++i) a.set_float(i, t.double_data(static_cast<int>(i)));
       break;
     case T::INT64:
-      if (t.int64_data_size() != n) count_error(t.int64_data_size());
       for (int64_t i = 0; i < n; ++i) a.set_int(i, t.int64_data(static_cast<int>(i)));
       break;
     case T::UINT32:
     case T::UINT64:
-      if (t.uint64_data_size() != n) count_error(t.uint64_data_size());
       for (int64_t i = 0; i < n; ++i) a.set_int(i, static_cast<int64_t>(t.uint64_data(static_cast<int>(i))));
       break;
     case T::FLOAT16:
       // Stored as the 16 bits in int32_data.
-      if (t.int32_data_size() != n) count_error(t.int32_data_size());
       for (int64_t i = 0; i < n; ++i) {
         uint16_t bits = static_cast<uint16_t>(t.int32_data(static_cast<int>(i)));
         std::memcpy(a.data.data() + 2 * i, &bits, 2);
       }
       break;
     default:  // int8/16/32, uint8/16, bool: int32_data
-      if (t.int32_data_size() != n) count_error(t.int32_data_size());
       for (int64_t i = 0; i < n; ++i) a.set_int(i, t.int32_data(static_cast<int>(i)));
       break;
   }
