@@ -63,6 +63,10 @@ const std::vector<OpInfo>& all_ops() {
       {"tir_region", K::kBuiltin, false, h, "*"},
       // The address of a buffer element (its load is not performed).
       {"address_of", K::kBuiltin, false, h, "*"},
+      // smlad(a, b, acc): acc + lo16(a) * lo16(b) + hi16(a) * hi16(b), the halves as
+      // signed 16-bit values, wrapping in int32: the Cortex-M DSP dual multiply-accumulate
+      // (one instruction there; plain arithmetic on other targets).
+      {"smlad", K::kBuiltin, false, i32, "iii"},
   };
   return ops;
 }
