@@ -375,6 +375,9 @@ Scalar Interpreter::eval_call(const CallNode* op) {
     case OpInfo::Kind::kBinaryMath:
       want_args(2);
       return interp::binary_math(op->op, op->dtype, eval(op->args[0]), eval(op->args[1]), where(op->span));
+    case OpInfo::Kind::kIntBinary:
+      want_args(2);
+      return interp::int_binary(op->op, op->dtype, eval(op->args[0]), eval(op->args[1]), where(op->span));
     case OpInfo::Kind::kIfThenElse:
       // Lazy: only the taken side runs, so it may guard an access that would be
       // out of bounds.

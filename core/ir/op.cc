@@ -13,7 +13,9 @@ const std::vector<OpInfo>& all_ops() {
       {"cos", K::kUnaryMath, false},   {"floor", K::kUnaryMath, false},
       {"ceil", K::kUnaryMath, false},  {"round", K::kUnaryMath, false},
       {"erf", K::kUnaryMath, false},   {"abs", K::kUnaryMath, true},
-      {"pow", K::kBinaryMath, false},  {"if_then_else", K::kIfThenElse, true},
+      {"pow", K::kBinaryMath, false},
+      {"shift_right", K::kIntBinary, true}, {"shift_left", K::kIntBinary, true},
+      {"bitwise_and", K::kIntBinary, true}, {"bitwise_or", K::kIntBinary, true},  {"if_then_else", K::kIfThenElse, true},
       {"call_extern", K::kCallExtern, true},
       // The packed calling convention (MakePackedAPI). Arguments: TVMValue* args,
       // int32_t* type_codes; tensors are DLTensor*.

@@ -389,6 +389,33 @@ class FunctionEmitter {
     return call(name + suffix, op->args);
   }
 
+  // Shifts and bitwise operators. Narrow types compute in int and convert back. A
+  // left shift goes through the unsigned type (shifting a negative value is undefined
+  // in C); a signed right shift relies on the compiler's arithmetic shift (gcc and
+  // clang define it so). A non-constant shift amount is masked into [0, bits): the
+  // interpreter refuses one outside, C would leave it undefined.
+  std::string int_binary(const CallNode* op) {
+    DataType t = op->dtype;
+    if (!t.is_integer()) user_error(op->span, "intrinsic '" + op->op + "' needs integer operands, not " + t.str());
+    std::string ct = c_type(t, op->span);
+    std::string a = expr(op->args.at(0)), b = expr(op->args.at(1));
+    std::string r;
+    if (op->op == "bitwise_and" || op->op == "bitwise_or") {
+      r = "(" + a + (op->op == "bitwise_and" ? " & " : " | ") + b + ")";
+    } else {
+      if (!as_const_int(op->args[1])) b = "(" + b + " & " + std::to_string(t.bits() - 1) + ")";
+      if (op->op == "shift_left") {
+        std::string ut = t.bits() <= 32 ? "uint32_t" : "uint64_t";
+        r = "((" + ut + ")" + a + " << " + b + ")";
+      } else {
+        r = "(" + a + " >> " + b + ")";
+      }
+    }
+    // Back to the type: narrow types were promoted to int, and a left shift ran unsigned.
+    if (t.bits() < 32 || (op->op == "shift_left" && !(t.is_uint() && t.bits() >= 32))) return "((" + ct + ")" + r + ")";
+    return r;
+  }
+
   std::string extern_call(const CallNode* op) {
     // call_extern: the call's type is the result type, args[0] the symbol.
     const auto* sym = op->args.empty() ? nullptr : as<StringImmNode>(op->args[0]);
@@ -607,6 +634,7 @@ class FunctionEmitter {
         if (op->op == "call_extern") return extern_call(op);
         const OpInfo* info = lookup_op(op->op);
         if (info && info->kind == OpInfo::Kind::kBuiltin) return builtin(op);
+        if (info && info->kind == OpInfo::Kind::kIntBinary) return int_binary(op);
         return math_call(op);
       }
     }

@@ -437,6 +437,19 @@ class FunctionEmitter {
     return intrinsic("llvm." + name + suffix, ty, args);
   }
 
+  // Shifts and bitwise operators in the operands' type. A non-constant shift amount is
+  // masked into [0, bits) (LLVM makes a larger one poison; the interpreter refuses it).
+  Val int_binary(const CallNode* c) {
+    DataType t = c->dtype;
+    if (!t.is_integer()) user_error(c->span, "intrinsic '" + c->op + "' needs integer operands, not " + t.str());
+    Val a = expr(c->args.at(0)), b = expr(c->args.at(1));
+    if (c->op == "bitwise_and") return op(a.ty, "and " + a.typed() + ", " + b.v);
+    if (c->op == "bitwise_or") return op(a.ty, "or " + a.typed() + ", " + b.v);
+    if (!as_const_int(c->args[1])) b = op(b.ty, "and " + b.typed() + ", " + std::to_string(t.bits() - 1));
+    const char* inst = c->op == "shift_left" ? "shl " : t.is_int() ? "ashr " : "lshr ";
+    return op(a.ty, inst + a.typed() + ", " + b.v);
+  }
+
   Val extern_call(const CallNode* c) {
     const auto* sym = c->args.empty() ? nullptr : as<StringImmNode>(c->args[0]);
     if (!sym) user_error(c->span, "call_extern needs a symbol name");
@@ -735,6 +748,7 @@ class FunctionEmitter {
         if (c->op == "call_extern") return extern_call(c);
         const OpInfo* info = lookup_op(c->op);
         if (info && info->kind == OpInfo::Kind::kBuiltin) return builtin(c);
+        if (info && info->kind == OpInfo::Kind::kIntBinary) return int_binary(c);
         return math_call(c);
       }
     }
