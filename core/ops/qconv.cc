@@ -106,7 +106,8 @@ bool uniform(const QuantAttrs& q) {
   return true;
 }
 
-// Per-channel multipliers that differ need the table input (prepare_quantized adds it).
+// Per-channel multipliers that differ need the table input (prepare_quantized adds it);
+// checked when building, so a graph as the user wrote it still type-checks.
 void check_requant_table(const std::string& op, const QuantAttrs& q, bool table) {
   if (!table && !uniform(q))
     fail(op, "per-channel weight scales need the requantization table input (int32 [O, 2], multiplier and shift per "
@@ -170,7 +171,6 @@ QConv qconv_params(const std::vector<TensorType>& in, const json& attrs) {
   p.oh = (p.h + p.pt + p.pb - eh) / p.sh + 1;
   p.ow = (p.w + p.pl + p.pr - ew) / p.sw + 1;
   p.q = read_quant_attrs(op, r, p.o);
-  check_requant_table(op, p.q, p.inputs.table);
   p.sched = read_schedule(op, r);
   if (p.inputs.packed && !p.sched.smlad) fail(op, "a packed (int32) weight needs schedule 'smlad'");
   if (p.sched.smlad && !p.inputs.packed) fail(op, "schedule 'smlad' needs the weight packed by prepare_quantized");
@@ -331,6 +331,7 @@ Expr inside(Expr coord, int64_t pad, int64_t extent, int64_t out, int64_t kernel
 PrimFunc qconv_build(const std::string& fname, const std::vector<TensorType>& in, const TensorType& out,
                      const json& attrs) {
   QConv p = qconv_params(in, attrs);
+  check_requant_table("qconv2d", p.q, p.inputs.table);
   FuncBuilder fb;
   Buffer data = fb.param("data", in[0].shape, kI8);
   Buffer weight = fb.param("weight", in[1].shape, in[1].dtype);
@@ -442,7 +443,6 @@ QDense qdense_params(const std::vector<TensorType>& in, const json& attrs) {
     fail(op, "weight has " + std::to_string(wshape[1]) + " input features but the data has " + std::to_string(p.k));
   p.inputs = classify_inputs(op, in, p.m);
   p.q = read_quant_attrs(op, r, p.m);
-  check_requant_table(op, p.q, p.inputs.table);
   p.sched = read_schedule(op, r);
   if (p.inputs.packed && !p.sched.smlad) fail(op, "a packed (int32) weight needs schedule 'smlad'");
   if (p.sched.smlad && !p.inputs.packed) fail(op, "schedule 'smlad' needs the weight packed by prepare_quantized");
@@ -457,6 +457,7 @@ TensorType qdense_infer(const std::vector<TensorType>& in, const json& attrs) {
 PrimFunc qdense_build(const std::string& fname, const std::vector<TensorType>& in, const TensorType& out,
                       const json& attrs) {
   QDense p = qdense_params(in, attrs);
+  check_requant_table("qdense", p.q, p.inputs.table);
   FuncBuilder fb;
   Buffer data = fb.param("data", in[0].shape, kI8);
   Buffer weight = fb.param("weight", in[1].shape, in[1].dtype);

@@ -228,7 +228,9 @@ void run_case(const Case& k, const ScheduleOptions& opts, const std::string& lab
 
   Graph prepared = prepare_quantized(g, opts);
   const json& sched = prepared.nodes[0].attrs["schedule"];
-  if (opts.fold_zero_point) EXPECT_TRUE(sched["fold_zero_point"].get<bool>()) << label;
+  if (opts.fold_zero_point) {
+    EXPECT_TRUE(sched["fold_zero_point"].get<bool>()) << label;
+  }
   bool grouped = k.attrs.value("groups", 1) != 1;
   EXPECT_EQ(sched["smlad"].get<bool>(), opts.smlad && !grouped) << label;
   AotModule aot = build_aot(prepared);
@@ -321,7 +323,13 @@ TEST(QConv, RefusesBadInputs) {
   EXPECT_NE(infer("qconv2d", {TensorType{DataType::Float(32), {1, 4, 4, 3}}, w}, quant({})).find("data must be int8"),
             std::string::npos);
   EXPECT_NE(infer("qconv2d", {x, w, TensorType{i32, {3}}}, quant({})).find("bias must have shape (2,)"), std::string::npos);
-  EXPECT_NE(infer("qconv2d", {x, w}, quant({}, {0.1, 0.2})).find("requantization table"), std::string::npos);
+  EXPECT_EQ(infer("qconv2d", {x, w}, quant({}, {0.1, 0.2})), "no error");  // the table comes with prepare_quantized
+  try {
+    find_op("qconv2d")->build("k", {x, w}, TensorType{i8, {1, 2, 2, 2}}, quant({}, {0.1, 0.2}));
+    ADD_FAILURE() << "built per-channel qconv2d without its table";
+  } catch (const DiagnosticError& e) {
+    EXPECT_NE(e.diagnostics().at(0).message.find("requantization table"), std::string::npos);
+  }
   EXPECT_NE(infer("qconv2d", {x, w}, quant({{"schedule", {{"smlad", true}}}})).find("packed"), std::string::npos);
   EXPECT_NE(infer("qconv2d", {x, w}, quant({{"schedule", {{"fast", true}}}})).find("unknown schedule 'fast'"),
             std::string::npos);
