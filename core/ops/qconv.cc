@@ -402,18 +402,35 @@ PrimFunc qconv_build(const std::string& fname, const std::vector<TensorType>& in
     g.gather = [&](Expr row, const Buffer& col, Expr slot) {
       Expr oh = floordiv(row, ci(p.ow)), ow = floormod(row, ci(p.ow));
       LoopNest taps;
-      Expr rh = taps.axis("rh", p.kh), rw = taps.axis("rw", p.kw), rc = taps.axis("rc", p.cg);
+      Expr rh = taps.axis("rh", p.kh), rw = taps.axis("rw", p.kw);
       Expr ih = tap(oh, rh, p.sh, p.dh, p.pt), iw = tap(ow, rw, p.sw, p.dw, p.pl);
       Expr cond = and_(inside(ih, p.pt, p.h, p.oh, p.kh, p.sh, p.dh), inside(iw, p.pl, p.w, p.ow, p.kw, p.sw, p.dw));
-      Expr kk = add(mul(add(mul(rh, ci(p.kw)), rw), ci(p.cg)), rc);
-      Expr x = value(n, ih, iw, rc, cond);
-      if (!p.sched.smlad) return taps.wrap(store(col, Cast(kI16, x), {add(mul(slot, ci(k)), kk)}));
-      // int16 pairs: element 2j in the low half-word, 2j+1 in the high one (zero past k).
+      Expr first = mul(add(mul(rh, ci(p.kw)), rw), ci(p.cg));  // the tap's first element
+      if (!p.sched.smlad || p.cg % 2 == 0) {
+        // Channels innermost, the tap's bound check once around them; with smlad,
+        // adjacent channels make the int16 pairs.
+        const int64_t step = p.sched.smlad ? 2 : 1;
+        const int64_t row_words = p.sched.smlad ? k / 2 : k;
+        Var e = ivar("e");
+        auto element = [&](Expr c) { return value(n, ih, iw, c, Expr()); };
+        Expr pad = ci(fold ? zx : 0);
+        Expr in = p.sched.smlad ? pack_pair(element(mul(e, ci(2))), element(add(mul(e, ci(2)), ci(1))))
+                                : Cast(kI16, element(e));
+        Expr out_of_range = p.sched.smlad ? pack_pair(pad, pad) : Cast(kI16, pad);
+        auto at = [&](Expr i) { return add(add(mul(slot, ci(row_words)), floordiv(first, ci(step))), i); };
+        Stmt fill = For(e, ci(0), ci(p.cg / step), ForKind::kSerial, store(col, in, {at(e)}));
+        Var pe = ivar("pe");
+        if (cond) fill = IfThenElse(cond, fill, For(pe, ci(0), ci(p.cg / step), ForKind::kSerial, store(col, out_of_range, {at(pe)})));
+        return taps.wrap(fill);
+      }
+      // An odd channel count with smlad: the values first, then paired in order
+      // (element 2j low, 2j+1 high, a zero after the last).
+      Var rc = ivar("rc");
       Buffer staged = scratch("staged", {k + (k % 2)}, kI32);
       const int64_t words = (k + 1) / 2;
       Var j = ivar("j");
       Expr word = pack_pair(load(staged, {mul(j, ci(2))}), load(staged, {add(mul(j, ci(2)), ci(1))}));
-      std::vector<Stmt> s = {taps.wrap(store(staged, x, {kk}))};
+      std::vector<Stmt> s = {taps.wrap(For(rc, ci(0), ci(p.cg), ForKind::kSerial, store(staged, value(n, ih, iw, rc, cond), {add(first, rc)})))};
       if (k % 2) s.push_back(store(staged, ci(0), {ci(k)}));
       s.push_back(For(j, ci(0), ci(words), ForKind::kSerial, store(col, word, {add(mul(slot, ci(words)), j)})));
       return Allocate(staged, "local", SeqStmt(s));
