@@ -17,6 +17,8 @@
 
 #include "analysis/well_formed.h"
 #include "driver/build.h"
+#include "executor/aot.h"
+#include "frontend/graph.h"
 #include "interp/interpreter.h"
 #include "ir/structural_equal.h"
 #include "ops/ops.h"
@@ -854,6 +856,69 @@ TEST(QuantizedOps, MaxPoolReshapeFlattenTakeInt8) {
   NDArray f = run("flatten", {x}, json::object());
   ASSERT_EQ(f.dtype, kI8);
   EXPECT_EQ(ints(f), ints(x));
+}
+
+// ---- a JSON graph through the AOT executor ----------------------------------------------
+
+// quantize -> qadd(q, q) -> qsoftmax -> dequantize: the loader adds the softmax's table
+// as a constant, and main runs bit for bit like the references, interpreted and as host C.
+TEST(QuantizedOps, Int8GraphRunsThroughTheAotExecutor) {
+  const char* text = R"({
+    "format": "microtir-graph", "version": 1, "name": "qgraph",
+    "inputs": [{"name": "x", "shape": [3, 10], "dtype": "float32"}],
+    "nodes": [
+      {"name": "q", "op": "quantize", "inputs": ["x"], "attrs": {"scale": 0.05, "zero_point": 3}},
+      {"name": "s", "op": "qadd", "inputs": ["q", "q"],
+       "attrs": {"a_scale": 0.05, "a_zero_point": 3, "b_scale": 0.05, "b_zero_point": 3,
+                 "output_scale": 0.08, "output_zero_point": -5}},
+      {"name": "p", "op": "qsoftmax", "inputs": ["s"], "attrs": {"input_scale": 0.08}},
+      {"name": "y", "op": "dequantize", "inputs": ["p"], "attrs": {"scale": 0.00390625, "zero_point": -128}}
+    ],
+    "outputs": ["y"]
+  })";
+  Graph g = load_graph_json(text, "qgraph.json", [](const std::string&) -> std::string { return ""; });
+  ASSERT_EQ(g.constants.count("p.exp_table"), 1u);
+  const NDArray& table = g.constants.at("p.exp_table");
+  EXPECT_TRUE(same_bits(table, exp_table(0.08)));
+  ASSERT_EQ(g.find_node("p")->inputs, (std::vector<std::string>{"s", "p.exp_table"}));
+
+  NDArray x = NDArray::zeros(kF32, {3, 10});
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> d(-4.0f, 4.0f);
+  for (int64_t i = 0; i < x.num_elements(); ++i) x.set_float(i, d(rng));
+  // The references, op by op.
+  NDArray q = NDArray::zeros(kI8, {3, 10});
+  for (int64_t i = 0; i < q.num_elements(); ++i)
+    q.set_int(i, clamp(static_cast<int64_t>(std::round(static_cast<float>(x.get_float(i)) / 0.05f) + 3.0f), -128, 127));
+  NDArray p = ref_qsoftmax(ref_qadd(q, q, 0.05, 3, 0.05, 3, 0.08, -5, "none"), exp_table(0.08));
+
+  AotModule aot = build_aot(g);
+  std::vector<NDArray> interp_arrays;
+  for (const auto& param : aot.params) {
+    NDArray a = NDArray::zeros(param.type.dtype, param.type.shape);
+    if (param.role == AotModule::Role::kConstant) a = g.constants.at(param.name);
+    if (param.role == AotModule::Role::kInput) a = x;
+    interp_arrays.push_back(std::move(a));
+  }
+  std::vector<NDArray> host_arrays = interp_arrays;
+  auto as_args = [](std::vector<NDArray>& arrays) {
+    std::vector<InterpArg> args;
+    for (auto& a : arrays) args.push_back(&a);
+    return args;
+  };
+  interpret(aot.module, aot.main, as_args(interp_arrays));
+  BuildResult built = build_c(aot.module, parse_target("c"));
+  sim::HostSimOptions options;
+  options.work_dir = (fs::temp_directory_path() / ("microtir-qgraph-" + std::to_string(getpid()))).string();
+  sim::run_on_host({&built, aot.main, aot.module.lookup(aot.main)}, as_args(host_arrays), options);
+  fs::remove_all(options.work_dir);
+  const NDArray& y = interp_arrays.back();
+  ASSERT_EQ(aot.params.back().name, "y");
+  for (int64_t i = 0; i < y.num_elements(); ++i) {
+    float want = static_cast<float>(p.get_int(i) + 128) * 0.00390625f;
+    ASSERT_EQ(static_cast<float>(y.get_float(i)), want) << "element " << i;
+  }
+  EXPECT_TRUE(same_bits(host_arrays.back(), y));
 }
 
 }  // namespace
