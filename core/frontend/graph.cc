@@ -617,6 +617,10 @@ const GraphNode* Graph::find_node(const std::string& n) const {
   return nullptr;
 }
 
+Graph load_graph_json(const std::string& json_text, const std::string& filename, const FileReader& read) {
+  return Loader(json_text, filename, read).load();
+}
+
 // ---------------------------------------------------------------- batch-norm folding
 
 namespace {
@@ -650,27 +654,7 @@ std::string fresh_name(const Graph& g, const std::string& base) {
     if (!taken(base + "_" + std::to_string(i))) return base + "_" + std::to_string(i);
 }
 
-// qsoftmax needs its exp table as an input; a graph gives only the data, so the table
-// (a function of the node's input_scale) becomes a constant here.
-void add_qsoftmax_tables(Graph& g) {
-  for (auto& n : g.nodes) {
-    if (n.op != "qsoftmax" || n.inputs.size() != 1) continue;
-    std::vector<int32_t> table = qsoftmax_exp_table(n.attrs.at("input_scale").get<double>());  // infer checked it
-    NDArray t = NDArray::zeros(DataType::Int(32), {256});
-    for (int64_t d = 0; d < 256; ++d) t.set_int(d, table[d]);
-    std::string name = fresh_name(g, n.name + ".exp_table");
-    g.constants[name] = std::move(t);
-    n.inputs.push_back(name);
-  }
-}
-
 }  // namespace
-
-Graph load_graph_json(const std::string& json_text, const std::string& filename, const FileReader& read) {
-  Graph g = Loader(json_text, filename, read).load();
-  add_qsoftmax_tables(g);
-  return g;
-}
 
 Graph fold_batch_norm(const Graph& in) {
   Graph g = in;

@@ -47,8 +47,7 @@ using FileReader = std::function<std::string(const std::string& relative_path)>;
 
 // Parses and checks a graph. `filename` names the JSON text in diagnostics. Every
 // problem is a DiagnosticError whose message names the input, constant or node and
-// what is wrong, with a location in the JSON text where one can be found. A qsoftmax
-// node given only its data gets its exp table as a new int32 constant "NODE.exp_table".
+// what is wrong, with a location in the JSON text where one can be found.
 Graph load_graph_json(const std::string& json_text, const std::string& filename,
                       const FileReader& read);
 

@@ -33,10 +33,6 @@ struct OpDef {
       build;
 };
 
-// qsoftmax's exp_table input, round(exp(-d * input_scale) * 65536) for d = 0..255 (the
-// JSON graph loader adds it as a constant).
-std::vector<int32_t> qsoftmax_exp_table(double input_scale);
-
 // nullptr for an unknown op.
 const OpDef* find_op(const std::string& name);
 // Every op, sorted by name (for docs, "did you mean" and the playground).

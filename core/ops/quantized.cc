@@ -191,7 +191,8 @@ PrimFunc qgap_build(const std::string& fname, const std::vector<TensorType>& in,
 
 // ---- qsoftmax -----------------------------------------------------------------------
 // Fixed point over the last axis with a 256-entry exp table (exp(-d * input_scale) in
-// Q16, an input added by a graph rewrite): out = table[max - x] / sum in Q8, minus 128.
+// Q16, an input added by the prepare_quantized graph rewrite): out = table[max - x] / sum
+// in Q8, minus 128.
 
 void qsoftmax_check(const std::vector<TensorType>& in, const json& attrs) {
   const std::string op = "qsoftmax";
@@ -225,7 +226,7 @@ PrimFunc qsoftmax_build(const std::string& fname, const std::vector<TensorType>&
                         const json& attrs) {
   qsoftmax_check(in, attrs);
   if (in.size() != 2)
-    fail("qsoftmax", "input 'exp_table' is missing: the graph rewrite that adds it (qsoftmax_exp_table) must run first");
+    fail("qsoftmax", "input 'exp_table' is missing: the graph rewrite prepare_quantized adds it");
   const int64_t rows = in[0].shape[0], k = in[0].shape[1];
   FuncBuilder fb;
   Buffer data = fb.param("data", in[0].shape, kI8);
@@ -397,11 +398,5 @@ void register_quantized_ops(std::vector<OpDef>& ops) {
 }
 
 }  // namespace ops
-
-std::vector<int32_t> qsoftmax_exp_table(double input_scale) {
-  std::vector<int32_t> t(256);
-  for (int d = 0; d < 256; ++d) t[d] = static_cast<int32_t>(std::round(std::exp(-d * input_scale) * 65536.0));
-  return t;
-}
 
 }  // namespace mtir
