@@ -104,6 +104,22 @@ const char* kCallByNameHelper = R"(static inline int32_t mtir_call_packed_by_nam
 }
 )";
 
+// The DSP extension's SMLAD where the compiler says it has it (ACLE), the same
+// arithmetic elsewhere, wrapping through uint32_t as the instruction does.
+const char* const kSmladHelper = R"(#if defined(__ARM_FEATURE_DSP)
+#include <arm_acle.h>
+#endif
+static inline int32_t mtir_smlad(int32_t a, int32_t b, int32_t acc) {
+#if defined(__ARM_FEATURE_DSP)
+  return __smlad(a, b, acc);
+#else
+  uint32_t lo = (uint32_t)((int32_t)(int16_t)(uint16_t)(uint32_t)a * (int32_t)(int16_t)(uint16_t)(uint32_t)b);
+  uint32_t hi = (uint32_t)((int32_t)(int16_t)(uint16_t)((uint32_t)a >> 16) * (int32_t)(int16_t)(uint16_t)((uint32_t)b >> 16));
+  return (int32_t)((uint32_t)acc + lo + hi);
+#endif
+}
+)";
+
 // Helper functions the generated code may need, emitted once each when used.
 std::string helper_definition(const std::string& name, DataType t) {
   std::string ct = c_type(t, {});
@@ -464,6 +480,10 @@ class FunctionEmitter {
       }
       (*helpers_)["mtir_call_packed_by_name"] = kCallByNameHelper;
       return "mtir_call_packed_by_name(" + c_string_literal(callee->value) + ", " + rest;
+    }
+    if (n == "smlad") {
+      (*helpers_)["mtir_smlad"] = kSmladHelper;
+      return call("mtir_smlad", op->args);
     }
     if (n == "address_of") {
       const auto* load = op->args.size() == 1 ? as<BufferLoadNode>(op->args[0]) : nullptr;

@@ -609,6 +609,16 @@ class FunctionEmitter {
       return {"i32", "0"};
     }
     if (n == "tvm_call_packed_lowered") return call_packed(c);
+    if (n == "smlad") {
+      // Sign-extended halves, two products, wrapping adds: LLVM's ARM backend selects
+      // SMLAD for this on DSP cores.
+      Val a = expr(c->args.at(0)), b = expr(c->args.at(1)), acc = expr(c->args.at(2));
+      auto lo = [&](const Val& v) { return op("i32", "sext i16 " + op("i16", "trunc i32 " + v.v + " to i16").v + " to i32"); };
+      auto hi = [&](const Val& v) { return op("i32", "ashr i32 " + v.v + ", 16"); };
+      Val p0 = op("i32", "mul i32 " + lo(a).v + ", " + lo(b).v);
+      Val p1 = op("i32", "mul i32 " + hi(a).v + ", " + hi(b).v);
+      return op("i32", "add i32 " + op("i32", "add i32 " + acc.v + ", " + p0.v).v + ", " + p1.v);
+    }
     if (n == "address_of") {
       const auto* l = c->args.size() == 1 ? as<BufferLoadNode>(c->args[0]) : nullptr;
       if (!l) user_error(c->span, "T.address_of takes one buffer element, such as A[i]");

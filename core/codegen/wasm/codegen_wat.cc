@@ -475,6 +475,12 @@ class FunctionEmitter {
 
   WVal builtin(const CallNode* c) {
     const std::string& n = c->op;
+    if (n == "smlad") {
+      WVal a = expr(c->args.at(0)), b = expr(c->args.at(1)), acc = expr(c->args.at(2));
+      auto lo = [](const WVal& v) { return "(i32.shr_s (i32.shl " + v.code + " (i32.const 16)) (i32.const 16))"; };
+      auto hi = [](const WVal& v) { return "(i32.shr_s " + v.code + " (i32.const 16))"; };
+      return {"i32", "(i32.add (i32.add " + acc.code + " (i32.mul " + lo(a) + " " + lo(b) + ")) (i32.mul " + hi(a) + " " + hi(b) + "))"};
+    }
     if (n == "address_of") {
       const auto* l = c->args.size() == 1 ? as<BufferLoadNode>(c->args[0]) : nullptr;
       if (!l) user_error(c->span, "T.address_of takes one buffer element, such as A[i]");
