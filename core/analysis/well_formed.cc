@@ -333,6 +333,23 @@ class WellFormedChecker : public Visitor {
           error(span, "arguments of " + name + " have different types: " + c->args[0]->dtype.str() + " and " +
                           c->args[1]->dtype.str());
         return;
+      case OpInfo::Kind::kIntBinary: {
+        if (!want_args(2) || !c->args[0] || !c->args[1]) return;
+        for (const auto& a : c->args)
+          if (!a->dtype.is_integer()) error(span_of(a, span), name + " is only defined on integers, not " + a->dtype.str());
+        if (c->args[0]->dtype != c->args[1]->dtype)
+          error(span, "arguments of " + name + " have different types: " + c->args[0]->dtype.str() + " and " +
+                          c->args[1]->dtype.str());
+        else if (c->dtype != c->args[0]->dtype)
+          error(span, name + " returns its operands' type " + c->args[0]->dtype.str() + ", but the call has type " +
+                          c->dtype.str());
+        const int64_t* amount = as_const_int(c->args[1]);
+        int bits = c->args[0]->dtype.bits();
+        if (is_shift_op(c->op) && amount && c->args[0]->dtype.is_integer() && (*amount < 0 || *amount >= bits))
+          error(span_of(c->args[1], span), name + " by " + std::to_string(*amount) + " is out of range [0, " +
+                                               std::to_string(bits) + ") for " + c->args[0]->dtype.str());
+        return;
+      }
       case OpInfo::Kind::kIfThenElse:
         if (!want_args(3)) return;
         check_bool(c->args[0], "condition of T.if_then_else", span);

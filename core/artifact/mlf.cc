@@ -12,14 +12,14 @@ namespace mtir {
 const char* const kDefaultCompileTarget = "c -executor=aot -interface-api=c -unpacked-api=1 -link-params=1";
 
 LoadedModel load_model(const std::string& json_text, const std::string& filename, const FileReader& read,
-                       const std::vector<std::string>& devices) {
-  return prepare_model(load_graph_json(json_text, filename, read), devices);
+                       const std::vector<std::string>& devices, const ScheduleOptions& schedules) {
+  return prepare_model(load_graph_json(json_text, filename, read), devices, schedules);
 }
 
-LoadedModel prepare_model(Graph g, const std::vector<std::string>& devices) {
+LoadedModel prepare_model(Graph g, const std::vector<std::string>& devices, const ScheduleOptions& schedules) {
   LoadedModel lm;
   place_on_devices(g, devices);
-  lm.graph = fold_batch_norm(g);
+  lm.graph = prepare_quantized(fold_batch_norm(g), schedules);
   lm.aot = build_aot(lm.graph);
   auto diags = check_well_formed(lm.aot.module);
   if (!diags.empty()) throw DiagnosticError(diags);

@@ -23,11 +23,12 @@ struct LoadedModel {
 
 // Throws DiagnosticError for any problem of the graph, its weights or its operators.
 // `devices` places operators on device instances (specs "npu0=conv2d,dense", the CLI's
-// --device; see frontend/graph.h place_on_devices).
+// --device; see frontend/graph.h place_on_devices). `schedules` are the int8 kernels'
+// schedules (the target's: driver/target.h schedule_options).
 LoadedModel load_model(const std::string& json_text, const std::string& filename, const FileReader& read,
-                       const std::vector<std::string>& devices = {});
+                       const std::vector<std::string>& devices = {}, const ScheduleOptions& schedules = {});
 // The same from a graph another frontend read (ONNX).
-LoadedModel prepare_model(Graph g, const std::vector<std::string>& devices = {});
+LoadedModel prepare_model(Graph g, const std::vector<std::string>& devices = {}, const ScheduleOptions& schedules = {});
 
 // The target `compile` uses when none is given.
 extern const char* const kDefaultCompileTarget;

@@ -61,15 +61,15 @@ bool is_graph_file(const std::string& path) {
 // `read_files`, if given, receives every file the graph references (path as written in
 // the graph, contents): the artifact keeps them beside its copy of the graph.
 LoadedModel load_model(const std::string& file, std::vector<SourceFileOut>* read_files = nullptr,
-                       const std::vector<std::string>& devices = {}) {
-  if (is_onnx_file(file)) return prepare_model(load_onnx_file(file), devices);
+                       const std::vector<std::string>& devices = {}, const ScheduleOptions& schedules = {}) {
+  if (is_onnx_file(file)) return prepare_model(load_onnx_file(file), devices, schedules);
   std::string dir = std::filesystem::path(file).parent_path().string();
   FileReader reader = [&](const std::string& relative) {
     std::string text = read_file(dir.empty() ? relative : dir + "/" + relative);
     if (read_files) read_files->push_back({relative, text});
     return text;
   };
-  return mtir::load_model(read_file(file), file, reader, devices);
+  return mtir::load_model(read_file(file), file, reader, devices, schedules);
 }
 
 // Splits "NAME=VALUE"; a user error naming the option otherwise.
@@ -214,9 +214,15 @@ int run_run(const RunCommand& c) {
     // --backend llvm builds the target's triple and CPU (sim/cross_targets.h).
     if (c.target == "wasm-binaryen" && c.backend != "c")
       user_error({}, "--target wasm-binaryen runs the wasm backend's own module; --backend " + c.backend + " does not apply");
-    const std::string target = c.target == "wasm-binaryen" ? std::string("wasm")
-                               : c.backend == "llvm"       ? sim::find_cross_target(c.target).llvm_target()
-                                                           : std::string(kDefaultCompileTarget);
+    std::string target = c.target == "wasm-binaryen" ? std::string("wasm")
+                         : c.backend == "llvm"       ? sim::find_cross_target(c.target).llvm_target()
+                                                     : std::string(kDefaultCompileTarget);
+    // The C build knows its CPU too: it picks the int8 schedules (smlad on Cortex-M4/M7).
+    if (c.backend == "c" && c.target != "wasm-binaryen" && c.target != "host") {
+      const std::string& cpu = sim::find_cross_target(c.target).llvm_cpu;
+      if (!cpu.empty()) target += " -mcpu=" + cpu;
+    }
+    if (!c.disabled_schedules.empty()) target += " -disabled-schedules=" + c.disabled_schedules;
     for (const auto& f : compile_artifact(c.file, target, c.devices).files) {
       std::filesystem::create_directories(std::filesystem::path(dir + "/" + f.path).parent_path());
       files.add(dir + "/" + f.path, f.text);
@@ -230,7 +236,9 @@ int run_run(const RunCommand& c) {
   IRModule m;
   std::string fname;
   if (is_graph_file(c.file)) {
-    LoadedModel lm = load_model(c.file);
+    ScheduleOptions schedules;
+    disable_schedules(schedules, c.disabled_schedules, "--disable-schedules");
+    LoadedModel lm = load_model(c.file, nullptr, {}, schedules);
     m = lm.aot.module;
     fname = lm.aot.main;
     PrimFunc main = m.lookup(fname);
@@ -427,7 +435,8 @@ static MlfArtifact compile_artifact(const std::string& file, const std::string& 
   if (!is_graph_file(file))
     user_error({}, "'" + file + "' is not a model: compile takes a JSON graph (.json) or an ONNX model (.onnx)");
   MlfInputs inputs;
-  LoadedModel lm = load_model(file, &inputs.graph_files, devices);
+  // The target first: it decides the int8 kernels' schedules, which shape the graph.
+  LoadedModel lm = load_model(file, &inputs.graph_files, devices, schedule_options(parse_target(target)));
   // The C runtime the artifact builds against, so the folder is complete on its own.
   inputs.graph_filename = std::filesystem::path(file).filename().string();
   inputs.graph_text = read_file(file);

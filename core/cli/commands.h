@@ -26,6 +26,7 @@ struct RunCommand {
   std::string target;    // "" (interpreter only) or "host": also build and run the C artifact
   int unpacked_api = 0;  // calling convention of the host build
   std::string backend = "c";  // backend of the host build: c or llvm
+  std::string disabled_schedules;  // "block,smlad": int8 schedules switched off (a model on a target)
   std::string keep_build_dir;  // where the host build goes (default: a temporary folder, removed)
   std::vector<std::string> devices;  // --device INSTANCE=OP[,OP...]
 };

@@ -18,6 +18,7 @@ const PassEntry kPassTable[] = {
     {Simplify, true},
     {PlanMemory, false},
     {FlattenBuffer, false},
+    {UnrollLoops, false},
     {MakePackedAPI, false},
     {MakeUnpackedAPI, false},
     {LowerCallTIR, false},
@@ -62,7 +63,7 @@ std::vector<Pass> default_pipeline() {
 }
 
 std::vector<Pass> lowering_pipeline(bool unpacked_api) {
-  std::vector<std::string> names = {"verify_well_formed", "simplify", "plan_memory", "flatten_buffer", "simplify",
+  std::vector<std::string> names = {"verify_well_formed", "simplify", "plan_memory", "flatten_buffer", "unroll_loops", "simplify",
                                     unpacked_api ? "make_unpacked_api" : "make_packed_api", "lower_call_tir", "lower_builtins",
                                     "verify_well_formed"};
   std::vector<Pass> v;

@@ -27,6 +27,7 @@ std::string Target::str() const {
   os << kind;
   if (!mtriple.empty()) os << " -mtriple=" << mtriple;
   if (!mcpu.empty()) os << " -mcpu=" << mcpu;
+  if (!disabled_schedules.empty()) os << " -disabled-schedules=" << disabled_schedules;
   if (kind == "wasm") os << " -opt=" << opt;
   os << " -runtime=" << runtime << " -executor=" << executor << " -interface-api=" << interface_api
      << " -unpacked-api=" << (unpacked_api ? 1 : 0) << " -link-params=" << (link_params ? 1 : 0)
@@ -82,9 +83,17 @@ Target parse_target(const std::string& text) {
         target_error(text, "-workspace-byte-alignment must be a power of two from 1 to 4096, not '" + value + "'");
       }
       t.workspace_byte_alignment = n;
-    } else if (key == "mtriple" || key == "mcpu") {
-      if (t.kind != "llvm") target_error(text, "-" + key + " is an option of the llvm target, not of \"" + t.kind + "\"");
-      (key == "mtriple" ? t.mtriple : t.mcpu) = value;
+    } else if (key == "mtriple") {
+      if (t.kind != "llvm") target_error(text, "-mtriple is an option of the llvm target, not of \"" + t.kind + "\"");
+      t.mtriple = value;
+    } else if (key == "mcpu") {
+      // For C the CPU only chooses schedules (smlad on CPUs with the DSP extension).
+      if (t.kind == "wasm") target_error(text, "-mcpu is an option of the c and llvm targets, not of \"wasm\"");
+      t.mcpu = value;
+    } else if (key == "disabled-schedules") {
+      ScheduleOptions s;
+      disable_schedules(s, value, "bad target \"" + text + "\": -disabled-schedules");
+      t.disabled_schedules = s.disabled();
     } else if (key == "opt") {
       if (t.kind != "wasm") target_error(text, "-opt is an option of the wasm target, not of \"" + t.kind + "\"");
       static const std::vector<std::string> levels = {"O0", "O1", "O2", "O3", "Os", "Oz"};
@@ -94,7 +103,8 @@ Target parse_target(const std::string& text) {
     } else {
       static const std::vector<std::string> known = {"runtime",     "executor", "interface-api",
                                                      "unpacked-api", "link-params",
-                                                     "workspace-byte-alignment", "mtriple", "mcpu", "opt"};
+                                                     "workspace-byte-alignment", "mtriple", "mcpu", "opt",
+                                                     "disabled-schedules"};
       std::string message = "unknown option -" + key;
       std::string best = closest_match(key, known);
       if (!best.empty()) message += "; did you mean -" + best + "?";
@@ -112,6 +122,13 @@ Target parse_target(const std::string& text) {
     target_error(text, "-interface-api=c with -runtime=c needs -unpacked-api=1");
   }
   return t;
+}
+
+ScheduleOptions schedule_options(const Target& t) {
+  ScheduleOptions s;
+  s.smlad = t.kind != "wasm" && cpu_has_dsp(t.mcpu);
+  disable_schedules(s, t.disabled_schedules, "-disabled-schedules");
+  return s;
 }
 
 }  // namespace mtir

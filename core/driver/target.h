@@ -6,6 +6,8 @@
 
 #include <string>
 
+#include "ops/schedules.h"
+
 namespace mtir {
 
 struct Target {
@@ -17,7 +19,8 @@ struct Target {
   bool link_params = false;
   int workspace_byte_alignment = 16;
   std::string mtriple;  // llvm only
-  std::string mcpu;     // llvm only
+  std::string mcpu;     // llvm: the CPU; c: only chooses schedules (cortex-m4/m7: smlad)
+  std::string disabled_schedules;  // "block,smlad": int8 schedules switched off (ops/schedules.h)
   std::string opt = "O2";  // wasm only: Binaryen's optimization level (O0 O1 O2 O3 Os Oz)
 
   // The canonical spelling: every option, in a fixed order.
@@ -27,5 +30,9 @@ struct Target {
 // Throws DiagnosticError (a user error) for unknown kinds, unknown options, bad values
 // and unsupported combinations.
 Target parse_target(const std::string& text);
+
+// The int8 schedules the target gets: all but smlad on, smlad on for CPUs with the DSP
+// extension, minus -disabled-schedules.
+ScheduleOptions schedule_options(const Target& t);
 
 }  // namespace mtir

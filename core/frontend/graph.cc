@@ -642,6 +642,8 @@ bool is_f32_vector(const NDArray& a, int64_t n) {
   return a.dtype == DataType::Float(32) && a.shape.size() == 1 && a.shape[0] == n;
 }
 
+}  // namespace
+
 std::string fresh_name(const Graph& g, const std::string& base) {
   auto taken = [&](const std::string& n) {
     if (g.constants.count(n) || g.find_node(n)) return true;
@@ -654,7 +656,14 @@ std::string fresh_name(const Graph& g, const std::string& base) {
     if (!taken(base + "_" + std::to_string(i))) return base + "_" + std::to_string(i);
 }
 
-}  // namespace
+void drop_unused_constants(Graph& g, const std::set<std::string>& candidates) {
+  for (const auto& c : candidates) {
+    bool used = std::find(g.outputs.begin(), g.outputs.end(), c) != g.outputs.end();
+    for (const auto& n : g.nodes)
+      for (const auto& x : n.inputs) used = used || x == c;
+    if (!used) g.constants.erase(c);
+  }
+}
 
 Graph fold_batch_norm(const Graph& in) {
   Graph g = in;
@@ -750,13 +759,7 @@ Graph fold_batch_norm(const Graph& in) {
     g.nodes.erase(g.nodes.begin() + static_cast<std::ptrdiff_t>(pi));
     --bi;  // the fused node moved one place up
   }
-  // Drop the constants only the folded nodes used.
-  for (const auto& c : maybe_unused) {
-    bool used = std::find(g.outputs.begin(), g.outputs.end(), c) != g.outputs.end();
-    for (const auto& n : g.nodes)
-      for (const auto& x : n.inputs) used = used || x == c;
-    if (!used) g.constants.erase(c);
-  }
+  drop_unused_constants(g, maybe_unused);  // those only the folded nodes used
   return g;
 }
 

@@ -8,12 +8,14 @@
 
 #include <functional>
 #include <map>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "ops/ops.h"
+#include "ops/schedules.h"
 #include "support/ndarray.h"
 
 namespace mtir {
@@ -62,6 +64,11 @@ std::string write_graph_json(const Graph& g);  // graph_to_json, indented, endin
 // The dtypes a graph tensor may have ("float32", "int8", ...: docs/graph-format.md).
 bool is_graph_dtype(DataType dtype);
 
+// `base`, or `base_1`, `base_2`, ... : the first name no input, constant or node has.
+std::string fresh_name(const Graph& g, const std::string& base);
+// Erases each constant of `candidates` that no node reads and no output names.
+void drop_unused_constants(Graph& g, const std::set<std::string>& candidates);
+
 // Folds each batch_norm (inference form) whose data input is a conv2d (NCHW or NHWC)
 // or dense node with constant weight (and optional constant bias) into that node's
 // weight and bias, when the batch_norm's parameters are constants, its axis is the
@@ -69,6 +76,13 @@ bool is_graph_dtype(DataType dtype);
 // folded node takes the batch_norm's name, so consumers and outputs stay unchanged; a
 // bias is created if there was none. Other batch_norms are left as they are.
 Graph fold_batch_norm(const Graph& g);
+
+// The compile-time half of the int8 kernels (frontend/prepare_quantized.cc): for each
+// qconv2d/qdense, a per-channel requantization table, the input zero point folded into
+// the bias and the weights packed for SMLAD, as `opts` allow and the constants permit,
+// recorded in the node's attrs["schedule"]; for each qsoftmax, its exponential table.
+// Other nodes are left as they are.
+Graph prepare_quantized(const Graph& g, const ScheduleOptions& opts);
 
 // Places operators on device instances: each spec is "INSTANCE=OP[,OP...]" (the CLI's
 // --device), and every node of those ops runs on that instance. Then checks every

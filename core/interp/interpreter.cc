@@ -375,6 +375,9 @@ Scalar Interpreter::eval_call(const CallNode* op) {
     case OpInfo::Kind::kBinaryMath:
       want_args(2);
       return interp::binary_math(op->op, op->dtype, eval(op->args[0]), eval(op->args[1]), where(op->span));
+    case OpInfo::Kind::kIntBinary:
+      want_args(2);
+      return interp::int_binary(op->op, op->dtype, eval(op->args[0]), eval(op->args[1]), where(op->span));
     case OpInfo::Kind::kIfThenElse:
       // Lazy: only the taken side runs, so it may guard an access that would be
       // out of bounds.
@@ -384,6 +387,12 @@ Scalar Interpreter::eval_call(const CallNode* op) {
     case OpInfo::Kind::kBuiltin: {
       if (op->op == "tvm_call_packed") return call_function(op, /*by_symbol=*/true);
       if (op->op == "call_tir") return call_function(op, /*by_symbol=*/false);
+      if (op->op == "smlad") {
+        want_args(3);
+        auto half = [](int64_t v, int k) { return static_cast<int64_t>(static_cast<int16_t>(static_cast<uint32_t>(v) >> (16 * k))); };
+        int64_t a = eval_int(op->args[0]), b = eval_int(op->args[1]), acc = eval_int(op->args[2]);
+        return interp::make_int(DataType::Int(32), acc + half(a, 0) * half(b, 0) + half(a, 1) * half(b, 1));
+      }
       // Lowered functions only: the checks of the packed calling convention.
       if (op->op != "tvm_throw_last_error" || op->args.empty() || !as<StringImmNode>(op->args[0]))
         user_error(where(op->span), "T." + op->op +

@@ -235,6 +235,23 @@ Scalar binary_math(const std::string& op, DataType t, const Scalar& x, const Sca
   return make_float(t, float_op(t, x.f, y.f, [](float a, float b) { return static_cast<float>(std::pow(a, b)); }));
 }
 
+Scalar int_binary(const std::string& op, DataType t, const Scalar& x, const Scalar& y, const Span& span) {
+  if (!t.is_integer()) user_error(span, op + " is only defined on integers, not " + t.str());
+  if (op == "bitwise_and") return make_int(t, static_cast<int64_t>(u(x.i) & u(y.i)));
+  if (op == "bitwise_or") return make_int(t, static_cast<int64_t>(u(x.i) | u(y.i)));
+  if (op != "shift_left" && op != "shift_right") user_error(span, "unknown intrinsic '" + op + "'");
+  // Values are already wrapped to t (sign- or zero-extended), so the shift amount is
+  // in range exactly when its 64-bit value is.
+  if (y.i < 0 || y.i >= t.bits()) // a uint64 amount above INT64_MAX looks negative here
+    user_error(span, op + " by " + (t.is_uint() ? std::to_string(u(y.i)) : std::to_string(y.i)) +
+                         " is out of range [0, " + std::to_string(t.bits()) + ") for " + t.str());
+  if (op == "shift_left") return make_int(t, static_cast<int64_t>(u(x.i) << y.i));
+  // Arithmetic for signed values (sign-extended in i), logical for unsigned ones
+  // (zero-extended in i, except uint64, whose bit pattern shifts as unsigned).
+  if (t.is_int()) return make_int(t, x.i >> y.i);
+  return make_int(t, static_cast<int64_t>(u(x.i) >> y.i));
+}
+
 std::string format_double(double v) {
   if (std::isnan(v)) return "nan";
   if (std::isinf(v)) return v < 0 ? "-inf" : "inf";

@@ -59,6 +59,11 @@ Scalar cast(DataType t, const Scalar& v, const Span& span);
 Scalar unary_math(const std::string& op, DataType t, const Scalar& x, const Span& span);
 Scalar binary_math(const std::string& op, DataType t, const Scalar& x, const Scalar& y, const Span& span);
 
+// shift_right, shift_left, bitwise_and, bitwise_or on integers of type `t`. A shift
+// amount outside [0, bits of t) is a user error at `span` (C leaves it undefined).
+// shift_right is arithmetic for signed types; shift_left wraps.
+Scalar int_binary(const std::string& op, DataType t, const Scalar& x, const Scalar& y, const Span& span);
+
 // For messages: the shortest decimal that reads back as `v`.
 std::string format_double(double v);
 

@@ -13,7 +13,10 @@ const std::vector<OpInfo>& all_ops() {
       {"cos", K::kUnaryMath, false},   {"floor", K::kUnaryMath, false},
       {"ceil", K::kUnaryMath, false},  {"round", K::kUnaryMath, false},
       {"erf", K::kUnaryMath, false},   {"abs", K::kUnaryMath, true},
-      {"pow", K::kBinaryMath, false},  {"if_then_else", K::kIfThenElse, true},
+      {"pow", K::kBinaryMath, false},
+      {"shift_right", K::kIntBinary, true}, {"shift_left", K::kIntBinary, true},
+      {"bitwise_and", K::kIntBinary, true}, {"bitwise_or", K::kIntBinary, true},
+      {"if_then_else", K::kIfThenElse, true},
       {"call_extern", K::kCallExtern, true},
       // The packed calling convention (MakePackedAPI). Arguments: TVMValue* args,
       // int32_t* type_codes; tensors are DLTensor*.
@@ -63,6 +66,10 @@ const std::vector<OpInfo>& all_ops() {
       {"tir_region", K::kBuiltin, false, h, "*"},
       // The address of a buffer element (its load is not performed).
       {"address_of", K::kBuiltin, false, h, "*"},
+      // smlad(a, b, acc): acc + lo16(a) * lo16(b) + hi16(a) * hi16(b), the halves as
+      // signed 16-bit values, wrapping in int32: the Cortex-M DSP dual multiply-accumulate
+      // (one instruction there; plain arithmetic on other targets).
+      {"smlad", K::kBuiltin, false, i32, "iii"},
   };
   return ops;
 }

@@ -1460,6 +1460,20 @@ class Parser {
         PExpr x = promote_to(args[0], DataType::Float(32)), y = promote_to(args[1], DataType::Float(32));
         return {Call(x.e->dtype, name, {x.e, y.e}, std::move(attrs), span(t_tok)), false};
       }
+      case OpInfo::Kind::kIntBinary: {
+        check_arity(t_tok, fn, args, 2);
+        unify(args[0], args[1], ",", t_tok, ("arguments of T." + name).c_str());
+        PExpr x = promote_to(args[0], DataType::Int(32)), y = promote_to(args[1], DataType::Int(32));
+        for (const PExpr* a : {&x, &y})
+          if (!a->e->dtype.is_integer())
+            fail(t_tok, "T." + name + " is only defined on integers, not " + a->e->dtype.str());
+        const int64_t* amount = as_const_int(y.e);
+        int bits = x.e->dtype.bits();
+        if (is_shift_op(name) && amount && (*amount < 0 || *amount >= bits))
+          fail(t_tok, "T." + name + " by " + std::to_string(*amount) + " is out of range [0, " + std::to_string(bits) +
+                          ") for " + x.e->dtype.str());
+        return {Call(x.e->dtype, name, {x.e, y.e}, std::move(attrs), span(t_tok)), false};
+      }
       case OpInfo::Kind::kIfThenElse: {
         check_arity(t_tok, fn, args, 3);
         unify(args[1], args[2], "and", t_tok, "T.if_then_else branches");

@@ -21,6 +21,8 @@ Pass MakePackedAPI();
 Pass MakeUnpackedAPI();
 // call_tir becomes a direct call of the callee's kernel with data pointers.
 Pass LowerCallTIR();
+// Loops marked T.unroll with small constant bounds become straight-line copies.
+Pass UnrollLoops();
 // Packed calls (T.tvm_call_packed) become explicit stack arrays, stores and the call.
 Pass LowerBuiltins();
 

@@ -248,6 +248,45 @@ TEST(Interp, DivisionByZeroIsAnErrorAtTheExpression) {
   EXPECT_TRUE(std::isinf(eval_float(bin(ExprKind::Div, f32(1), f32(0)))));
 }
 
+Expr intrin(const char* op, Expr a, Expr b, Span span = {}) {
+  DataType t = a->dtype;
+  return Call(t, op, {std::move(a), std::move(b)}, {}, span);
+}
+
+TEST(Interp, ShiftsAndBitwiseOperators) {
+  EXPECT_EQ(eval_int(intrin("shift_right", i32(-7), i32(1))), -4);  // arithmetic: rounds toward -inf
+  EXPECT_EQ(eval_int(intrin("shift_right", IntImm(kU8, 200), IntImm(kU8, 3))), 25);
+  EXPECT_EQ(eval_int(intrin("shift_right", IntImm(kI8, -128), IntImm(kI8, 7))), -1);
+  EXPECT_EQ(eval_int(intrin("shift_left", i32(3), i32(30))), INT32_MIN + (1 << 30));  // wraps
+  EXPECT_EQ(eval_int(intrin("shift_left", IntImm(kI8, 3), IntImm(kI8, 6))), -64);
+  EXPECT_EQ(eval_int(intrin("shift_left", i32(-1), i32(31))), INT32_MIN);
+  EXPECT_EQ(static_cast<uint64_t>(eval_int(intrin("shift_right", IntImm(kU64, -1), IntImm(kU64, 63)))), 1u);
+  EXPECT_EQ(eval_int(intrin("shift_right", IntImm(kI64, INT64_MIN), IntImm(kI64, 62))), -2);
+  EXPECT_EQ(eval_int(intrin("bitwise_and", i32(-8), i32(13))), 8);
+  EXPECT_EQ(eval_int(intrin("bitwise_or", IntImm(kI8, 64), IntImm(kI8, -128))), -64);
+  EXPECT_EQ(eval_int(intrin("bitwise_or", IntImm(kU8, 15), IntImm(kU8, 240))), 255);
+}
+
+TEST(Interp, ShiftAmountOutOfRangeIsAnErrorAtTheExpression) {
+  for (const char* op : {"shift_right", "shift_left"}) {
+    for (int64_t amount : {-1, 32, 40}) {
+      ScalarProbe probe;
+      Var y = MakeVar("y", kI32);
+      probe.scalars.push_back({y, amount});
+      Failure f = failure_of([&] { probe.run(intrin(op, i32(7), y, at(9))); });
+      EXPECT_NE(f.message.find(std::string(op) + " by " + std::to_string(amount) + " is out of range [0, 32) for int32"),
+                std::string::npos)
+          << f.message;
+      EXPECT_EQ(f.line, 9);
+    }
+  }
+  ScalarProbe probe;
+  Var y = MakeVar("y", kI8);
+  probe.scalars.push_back({y, int64_t{8}});
+  Failure f = failure_of([&] { probe.run(intrin("shift_left", IntImm(kI8, 1), y, at(4))); });
+  EXPECT_NE(f.message.find("shift_left by 8 is out of range [0, 8) for int8"), std::string::npos) << f.message;
+}
+
 // ---- float semantics --------------------------------------------------------------------
 
 TEST(Interp, FloatSpecials) {

@@ -104,6 +104,22 @@ const char* kCallByNameHelper = R"(static inline int32_t mtir_call_packed_by_nam
 }
 )";
 
+// The DSP extension's SMLAD where the compiler says it has it (ACLE), the same
+// arithmetic elsewhere, wrapping through uint32_t as the instruction does.
+const char* const kSmladHelper = R"(#if defined(__ARM_FEATURE_DSP)
+#include <arm_acle.h>
+#endif
+static inline int32_t mtir_smlad(int32_t a, int32_t b, int32_t acc) {
+#if defined(__ARM_FEATURE_DSP)
+  return __smlad(a, b, acc);
+#else
+  uint32_t lo = (uint32_t)((int32_t)(int16_t)(uint16_t)(uint32_t)a * (int32_t)(int16_t)(uint16_t)(uint32_t)b);
+  uint32_t hi = (uint32_t)((int32_t)(int16_t)(uint16_t)((uint32_t)a >> 16) * (int32_t)(int16_t)(uint16_t)((uint32_t)b >> 16));
+  return (int32_t)((uint32_t)acc + lo + hi);
+#endif
+}
+)";
+
 // Helper functions the generated code may need, emitted once each when used.
 std::string helper_definition(const std::string& name, DataType t) {
   std::string ct = c_type(t, {});
@@ -373,6 +389,33 @@ class FunctionEmitter {
     return call(name + suffix, op->args);
   }
 
+  // Shifts and bitwise operators. Narrow types compute in int and convert back. A
+  // left shift goes through the unsigned type (shifting a negative value is undefined
+  // in C); a signed right shift relies on the compiler's arithmetic shift (gcc and
+  // clang define it so). A non-constant shift amount is masked into [0, bits): the
+  // interpreter refuses one outside, C would leave it undefined.
+  std::string int_binary(const CallNode* op) {
+    DataType t = op->dtype;
+    if (!t.is_integer()) user_error(op->span, "intrinsic '" + op->op + "' needs integer operands, not " + t.str());
+    std::string ct = c_type(t, op->span);
+    std::string a = expr(op->args.at(0)), b = expr(op->args.at(1));
+    std::string r;
+    if (op->op == "bitwise_and" || op->op == "bitwise_or") {
+      r = "(" + a + (op->op == "bitwise_and" ? " & " : " | ") + b + ")";
+    } else {
+      if (!as_const_int(op->args[1])) b = "(" + b + " & " + std::to_string(t.bits() - 1) + ")";
+      if (op->op == "shift_left") {
+        std::string ut = t.bits() <= 32 ? "uint32_t" : "uint64_t";
+        r = "((" + ut + ")" + a + " << " + b + ")";
+      } else {
+        r = "(" + a + " >> " + b + ")";
+      }
+    }
+    // Back to the type: narrow types were promoted to int, and a left shift ran unsigned.
+    if (t.bits() < 32 || (op->op == "shift_left" && !(t.is_uint() && t.bits() >= 32))) return "((" + ct + ")" + r + ")";
+    return r;
+  }
+
   std::string extern_call(const CallNode* op) {
     // call_extern: the call's type is the result type, args[0] the symbol.
     const auto* sym = op->args.empty() ? nullptr : as<StringImmNode>(op->args[0]);
@@ -437,6 +480,10 @@ class FunctionEmitter {
       }
       (*helpers_)["mtir_call_packed_by_name"] = kCallByNameHelper;
       return "mtir_call_packed_by_name(" + c_string_literal(callee->value) + ", " + rest;
+    }
+    if (n == "smlad") {
+      (*helpers_)["mtir_smlad"] = kSmladHelper;
+      return call("mtir_smlad", op->args);
     }
     if (n == "address_of") {
       const auto* load = op->args.size() == 1 ? as<BufferLoadNode>(op->args[0]) : nullptr;
@@ -587,6 +634,7 @@ class FunctionEmitter {
         if (op->op == "call_extern") return extern_call(op);
         const OpInfo* info = lookup_op(op->op);
         if (info && info->kind == OpInfo::Kind::kBuiltin) return builtin(op);
+        if (info && info->kind == OpInfo::Kind::kIntBinary) return int_binary(op);
         return math_call(op);
       }
     }

@@ -437,6 +437,19 @@ class FunctionEmitter {
     return intrinsic("llvm." + name + suffix, ty, args);
   }
 
+  // Shifts and bitwise operators in the operands' type. A non-constant shift amount is
+  // masked into [0, bits) (LLVM makes a larger one poison; the interpreter refuses it).
+  Val int_binary(const CallNode* c) {
+    DataType t = c->dtype;
+    if (!t.is_integer()) user_error(c->span, "intrinsic '" + c->op + "' needs integer operands, not " + t.str());
+    Val a = expr(c->args.at(0)), b = expr(c->args.at(1));
+    if (c->op == "bitwise_and") return op(a.ty, "and " + a.typed() + ", " + b.v);
+    if (c->op == "bitwise_or") return op(a.ty, "or " + a.typed() + ", " + b.v);
+    if (!as_const_int(c->args[1])) b = op(b.ty, "and " + b.typed() + ", " + std::to_string(t.bits() - 1));
+    const char* inst = c->op == "shift_left" ? "shl " : t.is_int() ? "ashr " : "lshr ";
+    return op(a.ty, inst + a.typed() + ", " + b.v);
+  }
+
   Val extern_call(const CallNode* c) {
     const auto* sym = c->args.empty() ? nullptr : as<StringImmNode>(c->args[0]);
     if (!sym) user_error(c->span, "call_extern needs a symbol name");
@@ -596,6 +609,16 @@ class FunctionEmitter {
       return {"i32", "0"};
     }
     if (n == "tvm_call_packed_lowered") return call_packed(c);
+    if (n == "smlad") {
+      // Sign-extended halves, two products, wrapping adds: LLVM's ARM backend selects
+      // SMLAD for this on DSP cores.
+      Val a = expr(c->args.at(0)), b = expr(c->args.at(1)), acc = expr(c->args.at(2));
+      auto lo = [&](const Val& v) { return op("i32", "sext i16 " + op("i16", "trunc i32 " + v.v + " to i16").v + " to i32"); };
+      auto hi = [&](const Val& v) { return op("i32", "ashr i32 " + v.v + ", 16"); };
+      Val p0 = op("i32", "mul i32 " + lo(a).v + ", " + lo(b).v);
+      Val p1 = op("i32", "mul i32 " + hi(a).v + ", " + hi(b).v);
+      return op("i32", "add i32 " + op("i32", "add i32 " + acc.v + ", " + p0.v).v + ", " + p1.v);
+    }
     if (n == "address_of") {
       const auto* l = c->args.size() == 1 ? as<BufferLoadNode>(c->args[0]) : nullptr;
       if (!l) user_error(c->span, "T.address_of takes one buffer element, such as A[i]");
@@ -725,6 +748,7 @@ class FunctionEmitter {
         if (c->op == "call_extern") return extern_call(c);
         const OpInfo* info = lookup_op(c->op);
         if (info && info->kind == OpInfo::Kind::kBuiltin) return builtin(c);
+        if (info && info->kind == OpInfo::Kind::kIntBinary) return int_binary(c);
         return math_call(c);
       }
     }

@@ -416,6 +416,23 @@ class FunctionEmitter {
     return {ty, call + ")"};
   }
 
+  // Shifts and bitwise operators. Narrow integers live sign- or zero-extended in an
+  // i32, so and, or and right shifts keep them extended; a left shift is re-wrapped.
+  // wasm takes shift amounts modulo 32 or 64; narrow types mask theirs into [0, bits)
+  // as the C and LLVM backends do (the interpreter refuses an amount outside).
+  WVal int_binary(const CallNode* c) {
+    DataType t = c->dtype;
+    if (!t.is_integer()) user_error(c->span, "intrinsic '" + c->op + "' needs integer operands, not " + t.str());
+    WVal a = expr(c->args.at(0)), b = expr(c->args.at(1));
+    if (c->op == "bitwise_and" || c->op == "bitwise_or")
+      return {a.ty, "(" + a.ty + (c->op == "bitwise_and" ? ".and " : ".or ") + a.code + " " + b.code + ")"};
+    std::string amount = b.code;
+    if (t.bits() < 32 && !as_const_int(c->args[1]))
+      amount = "(i32.and " + amount + " (i32.const " + std::to_string(t.bits() - 1) + "))";
+    if (c->op == "shift_left") return {a.ty, normalize("(" + a.ty + ".shl " + a.code + " " + amount + ")", t)};
+    return {a.ty, "(" + a.ty + ".shr" + sign_suffix(t) + " " + a.code + " " + amount + ")"};
+  }
+
   WVal extern_call(const CallNode* c) {
     const auto* sym = c->args.empty() ? nullptr : as<StringImmNode>(c->args[0]);
     if (!sym) user_error(c->span, "call_extern needs a symbol name");
@@ -458,6 +475,12 @@ class FunctionEmitter {
 
   WVal builtin(const CallNode* c) {
     const std::string& n = c->op;
+    if (n == "smlad") {
+      WVal a = expr(c->args.at(0)), b = expr(c->args.at(1)), acc = expr(c->args.at(2));
+      auto lo = [](const WVal& v) { return "(i32.shr_s (i32.shl " + v.code + " (i32.const 16)) (i32.const 16))"; };
+      auto hi = [](const WVal& v) { return "(i32.shr_s " + v.code + " (i32.const 16))"; };
+      return {"i32", "(i32.add (i32.add " + acc.code + " (i32.mul " + lo(a) + " " + lo(b) + ")) (i32.mul " + hi(a) + " " + hi(b) + "))"};
+    }
     if (n == "address_of") {
       const auto* l = c->args.size() == 1 ? as<BufferLoadNode>(c->args[0]) : nullptr;
       if (!l) user_error(c->span, "T.address_of takes one buffer element, such as A[i]");
@@ -552,6 +575,7 @@ class FunctionEmitter {
         if (c->op == "call_extern") return extern_call(c);
         const OpInfo* info = lookup_op(c->op);
         if (info && info->kind == OpInfo::Kind::kBuiltin) return builtin(c);
+        if (info && info->kind == OpInfo::Kind::kIntBinary) return int_binary(c);
         return math_call(c);
       }
     }

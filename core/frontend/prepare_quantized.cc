@@ -1,0 +1,166 @@
+// prepare_quantized: the compile-time half of the int8 kernels. Everything that depends
+// only on constants is computed here, once, so the kernels do none of it at run time:
+// per-channel requantization tables, the input zero point folded into the bias, weights
+// packed as int16 pairs for SMLAD, softmax's exponential table. Each node records the
+// schedules it gets in attrs["schedule"] (see ops/schedules.h), so the op builder and a
+// reader of the dumped graph agree on what was done.
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+#include "frontend/graph.h"
+#include "ops/quant_util.h"
+
+namespace mtir {
+namespace {
+
+using json = nlohmann::json;
+
+const DataType kI8 = DataType::Int(8), kI32 = DataType::Int(32);
+
+double number_or(const json& attrs, const char* key, double def) {
+  auto it = attrs.find(key);
+  return it != attrs.end() && it->is_number() ? it->get<double>() : def;
+}
+
+// The weight scale of channel c: a number or a per-channel list.
+double weight_scale(const json& attrs, int64_t c) {
+  auto it = attrs.find("weight_scale");
+  if (it == attrs.end()) return 1.0;
+  if (it->is_array()) return (*it)[static_cast<size_t>(c)].get<double>();
+  return it->get<double>();
+}
+
+bool per_channel(const json& attrs) {
+  auto it = attrs.find("weight_scale");
+  if (it == attrs.end() || !it->is_array()) return false;
+  for (const auto& v : *it)
+    if (v != (*it)[0]) return true;
+  return false;
+}
+
+// The schedules a node of `op` can take; the rest are recorded as off.
+void prepare_matmul_node(Graph& g, GraphNode& node, const ScheduleOptions& opts, std::set<std::string>& maybe_unused) {
+  const bool conv = node.op == "qconv2d";
+  // Already prepared (a graph written back by `microtir import`, or prepared twice).
+  if (node.attrs.contains("schedule")) return;
+  json sched = {{"fold_zero_point", false}, {"block", opts.block}, {"unroll", opts.unroll}, {"smlad", false}};
+  auto wit = g.constants.find(node.inputs.size() > 1 ? node.inputs[1] : "");
+  const bool const_weight = wit != g.constants.end() && wit->second.dtype == kI8;
+  const int64_t channels = node.type.shape.back();
+  const int64_t groups = conv ? node.attrs.value("groups", int64_t{1}) : 1;
+
+  // Per-channel multipliers and shifts as an int32 [O, 2] table.
+  std::vector<std::string> extra;
+  if (per_channel(node.attrs)) {
+    double in_scale = number_or(node.attrs, "input_scale", 1.0), out_scale = number_or(node.attrs, "output_scale", 1.0);
+    NDArray table = NDArray::zeros(kI32, {channels, 2});
+    for (int64_t c = 0; c < channels; ++c) {
+      ops::QuantMultiplier m = ops::quantize_multiplier(in_scale * weight_scale(node.attrs, c) / out_scale, node.op,
+                                                        "input_scale * weight_scale[" + std::to_string(c) + "] / output_scale");
+      table.set_int(2 * c, m.multiplier);
+      table.set_int(2 * c + 1, m.right_shift());
+    }
+    std::string name = fresh_name(g, node.name + "__requant");
+    g.constants[name] = std::move(table);
+    extra.push_back(name);
+  }
+
+  std::vector<std::string> inputs = node.inputs;
+  if (const_weight) {
+    const NDArray& w = wit->second;
+    const int64_t k = w.num_elements() / channels;
+    // bias' = bias - zx * sum(w): the reduction then multiplies raw inputs.
+    int64_t zx = static_cast<int64_t>(number_or(node.attrs, "input_zero_point", 0));
+    const NDArray* bias = nullptr;
+    if (inputs.size() > 2) {
+      auto bit = g.constants.find(inputs[2]);
+      bias = bit != g.constants.end() && bit->second.dtype == kI32 && bit->second.shape.size() == 1 ? &bit->second : nullptr;
+    }
+    bool bias_ok = inputs.size() == 2 || bias;
+    if (opts.fold_zero_point && bias_ok) {
+      NDArray folded = NDArray::zeros(kI32, {channels});
+      bool fits = true;
+      for (int64_t c = 0; c < channels; ++c) {
+        int64_t sum = 0;
+        for (int64_t i = 0; i < k; ++i) sum += w.get_int(c * k + i);
+        int64_t b = (bias ? bias->get_int(c) : 0) - zx * sum;
+        fits = fits && b >= std::numeric_limits<int32_t>::min() && b <= std::numeric_limits<int32_t>::max();
+        folded.set_int(c, b);
+      }
+      if (fits) {
+        sched["fold_zero_point"] = true;
+        if (zx != 0 || !bias) {
+          std::string name = fresh_name(g, node.name + "__bias_folded");
+          g.constants[name] = std::move(folded);
+          if (bias) maybe_unused.insert(inputs[2]);
+          if (inputs.size() > 2) inputs[2] = name;
+          else inputs.push_back(name);
+        }
+      }
+    }
+    // int16 pairs in int32 words, element 2j in the low half: SMLAD's operand order.
+    if (opts.smlad && groups == 1) {
+      const int64_t words = (k + 1) / 2;
+      NDArray packed = NDArray::zeros(kI32, {channels, words});
+      for (int64_t c = 0; c < channels; ++c)
+        for (int64_t j = 0; j < words; ++j) {
+          uint32_t lo = static_cast<uint16_t>(static_cast<int16_t>(w.get_int(c * k + 2 * j)));
+          uint32_t hi = 2 * j + 1 < k ? static_cast<uint16_t>(static_cast<int16_t>(w.get_int(c * k + 2 * j + 1))) : 0;
+          packed.set_int(c * words + j, static_cast<int32_t>(lo | (hi << 16)));
+        }
+      node.attrs["weight_shape"] = w.shape;
+      std::string name = fresh_name(g, node.name + "__weight_q15x2");
+      g.constants[name] = std::move(packed);
+      maybe_unused.insert(inputs[1]);
+      inputs[1] = name;
+      sched["smlad"] = true;
+    }
+  }
+  inputs.insert(inputs.end(), extra.begin(), extra.end());
+  node.inputs = inputs;
+  node.attrs["schedule"] = sched;
+}
+
+// exp(-d * scale) in Q16 for every difference d of two int8 values.
+void prepare_softmax_node(Graph& g, GraphNode& node) {
+  if (node.inputs.size() != 1) return;
+  double scale = number_or(node.attrs, "input_scale", 0);
+  if (!(scale > 0)) return;  // the op's own check reports it
+  NDArray table = NDArray::zeros(kI32, {256});
+  for (int64_t d = 0; d < 256; ++d) table.set_int(d, static_cast<int64_t>(std::round(std::exp(-d * scale) * 65536.0)));
+  std::string name = fresh_name(g, node.name + "__exp_table");
+  g.constants[name] = std::move(table);
+  node.inputs.push_back(name);
+}
+
+}  // namespace
+
+Graph prepare_quantized(const Graph& in, const ScheduleOptions& opts) {
+  Graph g = in;
+  std::set<std::string> maybe_unused;
+  for (auto& node : g.nodes) {
+    if (!node.device.empty()) continue;
+    if (node.op == "qconv2d" || node.op == "qdense") prepare_matmul_node(g, node, opts, maybe_unused);
+    else if (node.op == "qsoftmax") prepare_softmax_node(g, node);
+  }
+  drop_unused_constants(g, maybe_unused);
+  // The rewritten nodes are checked again, so a bad attribute is reported against the
+  // node as the user wrote it rather than deep inside a kernel builder.
+  auto types = g.all_types();
+  for (auto& node : g.nodes) {
+    if (node.op != "qconv2d" && node.op != "qdense" && node.op != "qsoftmax") continue;
+    std::vector<TensorType> in_types;
+    for (const auto& x : node.inputs) in_types.push_back(types.at(x));
+    try {
+      find_op(node.op)->infer(in_types, node.attrs);
+    } catch (const DiagnosticError& e) {
+      Diagnostic d = e.diagnostics().at(0);
+      d.message = "node '" + node.name + "' (" + node.op + "): " + d.message;
+      throw DiagnosticError(d);
+    }
+  }
+  return g;
+}
+
+}  // namespace mtir

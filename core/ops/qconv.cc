@@ -1,0 +1,501 @@
+// qconv2d and qdense: int8 convolution and fully connected layers with int32
+// accumulation and requantization (docs/quantization.md), and the schedules that decide
+// their speed on a microcontroller. Both compute a matrix product: rows are output
+// pixels (dense: batch rows), columns output channels, the reduction runs over the
+// receptive field. The schedules, each switchable in attrs["schedule"]:
+//   fold_zero_point  the input zero point was folded into the bias at compile time
+//                    (prepare_quantized): the inner loop multiplies raw int8 values and
+//                    padding reads as the zero point;
+//   block            the receptive field of two pixels is gathered once (im2col) and
+//                    reused by every output channel, two channels at a time: four
+//                    accumulators per pass, each load feeding two multiply-adds;
+//   unroll           the reduction is unrolled by four (UnrollLoops expands it);
+//   smlad            the gathered pixels and the weights are int16 pairs in int32 words
+//                    and each step is one dual 16-bit multiply-accumulate (Cortex-M DSP
+//                    SMLAD; a portable expression elsewhere).
+// Depthwise convolutions (groups == channels) run channel by channel over the kernel
+// window; other grouped convolutions take the plain loop nest.
+#include "ops/op_util.h"
+#include "ops/quant_util.h"
+#include "ops/schedules.h"
+#include "transform/substitute.h"
+
+namespace mtir {
+namespace ops {
+namespace {
+
+using json = nlohmann::json;
+
+const DataType kI8 = DataType::Int(8), kI16 = DataType::Int(16), kI32 = DataType::Int(32);
+
+struct Schedule {
+  bool fold_zero_point = false, block = false, unroll = false, smlad = false;
+};
+
+Schedule read_schedule(const std::string& op, const AttrReader& r) {
+  Schedule s;
+  const json* j = r.raw("schedule");
+  if (!j || j->is_null()) return s;
+  if (!j->is_object()) r.bad("schedule", "an object of booleans");
+  for (const auto& [key, value] : j->items()) {
+    if (!value.is_boolean()) r.bad("schedule", "an object of booleans ('" + key + "' is not a boolean)");
+    bool on = value.get<bool>();
+    if (key == "fold_zero_point") s.fold_zero_point = on;
+    else if (key == "block") s.block = on;
+    else if (key == "unroll") s.unroll = on;
+    else if (key == "smlad") s.smlad = on;
+    else if (key != "hoist") fail(op, "unknown schedule '" + key + "' (known: " + schedule_names() + ")");
+  }
+  return s;
+}
+
+// The inputs of both ops after the data: the weight (int8, or int16 pairs packed in
+// int32 words by prepare_quantized for smlad), then an optional int32 bias [O] and an
+// optional int32 requantization table [O, 2] (multiplier, shift per channel).
+struct QInputs {
+  bool bias = false, table = false, packed = false;
+};
+
+QInputs classify_inputs(const std::string& op, const std::vector<TensorType>& in, int64_t out_channels) {
+  if (in.size() < 2 || in.size() > 4) fail(op, "takes 2 to 4 inputs (data, weight, bias, requant), got " + std::to_string(in.size()));
+  if (in[0].dtype != kI8) fail(op, "data must be int8, got " + in[0].dtype.str());
+  QInputs q;
+  q.packed = in[1].dtype == kI32;
+  if (!q.packed && in[1].dtype != kI8) fail(op, "weight must be int8, got " + in[1].dtype.str());
+  for (size_t i = 2; i < in.size(); ++i) {
+    const TensorType& t = in[i];
+    if (t.dtype != kI32) fail(op, "input " + std::to_string(i) + " (bias or requant table) must be int32, got " + t.dtype.str());
+    if (t.shape.size() == 1 && !q.bias && !q.table) {
+      if (t.shape[0] != out_channels)
+        fail(op, "bias must have shape (" + std::to_string(out_channels) + ",), got " + shape_str(t.shape));
+      q.bias = true;
+    } else if (t.shape.size() == 2 && !q.table) {
+      if (t.shape[0] != out_channels || t.shape[1] != 2)
+        fail(op, "the requant table must have shape (" + std::to_string(out_channels) + ", 2), got " + shape_str(t.shape));
+      q.table = true;
+    } else {
+      fail(op, "input " + std::to_string(i) + " must be the bias (" + std::to_string(out_channels) +
+                   ",) or the requant table (" + std::to_string(out_channels) + ", 2), got " + shape_str(t.shape));
+    }
+  }
+  return q;
+}
+
+// (int32)(((int64)acc * M + (1 << (s - 1))) >> s) with M and s read from the table at
+// run time (per-channel scales): one shift amount per output, in [1, 62] as the table
+// was built (prepare_quantized).
+Expr requantize_dynamic(Expr acc, Expr multiplier, Expr shift) {
+  const DataType i64 = DataType::Int(64);
+  Expr s = Cast(i64, shift);
+  Expr round = call("shift_left", {IntImm(i64, 1), sub(s, IntImm(i64, 1))});
+  Expr prod = add(mul(Cast(i64, std::move(acc)), Cast(i64, std::move(multiplier))), round);
+  return Cast(kI32, call("shift_right", {prod, s}));
+}
+
+// The requantized int8 value of accumulator `acc` for output channel `oc`: a per-tensor
+// multiplier is a constant, per-channel ones come from the table.
+Expr requantize_channel(const QuantAttrs& q, const Buffer& table, Expr acc, Expr oc) {
+  Expr y = table ? requantize_dynamic(acc, load(table, {mul(oc, ci(2))}), load(table, {add(mul(oc, ci(2)), ci(1))}))
+                 : requantize(acc, q.multipliers.at(0));
+  return saturate_int8(y, q.output_zero_point, q.bounds);
+}
+
+bool uniform(const QuantAttrs& q) {
+  for (const auto& m : q.multipliers)
+    if (m.multiplier != q.multipliers[0].multiplier || m.shift != q.multipliers[0].shift) return false;
+  return true;
+}
+
+// Per-channel multipliers that differ need the table input (prepare_quantized adds it);
+// checked when building, so a graph as the user wrote it still type-checks.
+void check_requant_table(const std::string& op, const QuantAttrs& q, bool table) {
+  if (!table && !uniform(q))
+    fail(op, "per-channel weight scales need the requantization table input (int32 [O, 2], multiplier and shift per "
+             "channel), which prepare_quantized adds to the graph");
+}
+
+// ---- geometry ------------------------------------------------------------------
+
+const std::vector<std::string> kQConvAttrs = {"strides", "padding", "dilation", "groups", "weight_shape",
+                                              "input_scale", "input_zero_point", "weight_scale", "weight_zero_point",
+                                              "output_scale", "output_zero_point", "activation", "schedule"};
+
+struct QConv {
+  int64_t n, h, w, c;
+  int64_t o, kh, kw, cg, groups;
+  int64_t sh, sw, dh, dw, pt, pl, pb, pr;
+  int64_t oh, ow;
+  QInputs inputs;
+  QuantAttrs q;
+  Schedule sched;
+  int64_t k() const { return kh * kw * cg; }
+};
+
+QConv qconv_params(const std::vector<TensorType>& in, const json& attrs) {
+  const std::string op = "qconv2d";
+  AttrReader r(op, attrs, kQConvAttrs);
+  QConv p;
+  if (in.size() < 2) fail(op, "takes 2 to 4 inputs (data, weight, bias, requant), got " + std::to_string(in.size()));
+  check_rank(op, in, 0, "data (NHWC)", 4);
+  std::vector<int64_t> wshape = in[1].shape;
+  if (in[1].dtype == kI32) {
+    // Packed for smlad: the original OHWI shape travels in an attribute.
+    wshape = r.get_ints("weight_shape", 4, 1, "positive integers", std::nullopt);
+    int64_t k = wshape[1] * wshape[2] * wshape[3];
+    if (in[1].shape != std::vector<int64_t>{wshape[0], (k + 1) / 2})
+      fail(op, "the packed weight must have shape (" + std::to_string(wshape[0]) + ", " + std::to_string((k + 1) / 2) +
+                   "), got " + shape_str(in[1].shape));
+  } else {
+    check_rank(op, in, 1, "weight (OHWI)", 4);
+  }
+  const auto& d = in[0].shape;
+  p.n = d[0], p.h = d[1], p.w = d[2], p.c = d[3];
+  p.o = wshape[0], p.kh = wshape[1], p.kw = wshape[2], p.cg = wshape[3];
+  p.inputs = classify_inputs(op, in, p.o);
+  auto strides = r.get_ints("strides", 2, 1, "positive integers", std::vector<int64_t>{1, 1});
+  auto padding = r.get_ints("padding", 4, 0, "non-negative integers", std::vector<int64_t>{0, 0, 0, 0});
+  auto dilation = r.get_ints("dilation", 2, 1, "positive integers", std::vector<int64_t>{1, 1});
+  p.groups = r.get_int("groups", 1);
+  if (p.groups < 1) r.bad("groups", "a positive integer");
+  if (p.c % p.groups != 0 || p.o % p.groups != 0)
+    fail(op, "groups (" + std::to_string(p.groups) + ") must divide the " + std::to_string(p.c) + " input and " +
+                 std::to_string(p.o) + " output channels");
+  if (p.cg * p.groups != p.c)
+    fail(op, "weight has " + std::to_string(p.cg) + " input channels per group but the data has " +
+                 std::to_string(p.c) + " channels in " + std::to_string(p.groups) + " group(s)");
+  p.sh = strides[0], p.sw = strides[1], p.dh = dilation[0], p.dw = dilation[1];
+  p.pt = padding[0], p.pl = padding[1], p.pb = padding[2], p.pr = padding[3];
+  int64_t eh = p.dh * (p.kh - 1) + 1, ew = p.dw * (p.kw - 1) + 1;
+  if (eh > p.h + p.pt + p.pb || ew > p.w + p.pl + p.pr)
+    fail(op, "the dilated kernel (" + std::to_string(eh) + "x" + std::to_string(ew) + ") is larger than the padded input");
+  p.oh = (p.h + p.pt + p.pb - eh) / p.sh + 1;
+  p.ow = (p.w + p.pl + p.pr - ew) / p.sw + 1;
+  p.q = read_quant_attrs(op, r, p.o);
+  p.sched = read_schedule(op, r);
+  if (p.inputs.packed && !p.sched.smlad) fail(op, "a packed (int32) weight needs schedule 'smlad'");
+  if (p.sched.smlad && !p.inputs.packed) fail(op, "schedule 'smlad' needs the weight packed by prepare_quantized");
+  if (p.sched.smlad && p.groups != 1) fail(op, "schedule 'smlad' applies to convolutions with groups == 1");
+  return p;
+}
+
+// ---- the shared matrix-product core ------------------------------------------
+
+// Everything the core needs to know about one op instance.
+struct Gemm {
+  int64_t rows, cols, k;  // output pixels (per image), output channels, reduction length
+  const QuantAttrs* q;
+  const Schedule* sched;
+  Buffer weight;          // flat [cols * k] int8, or [cols * ceil(k/2)] packed int32
+  Buffer bias, table;     // may be null
+  // Stores the value of reduction element `kk` of pixel `row` (an int16 expression:
+  // the input minus its zero point, or the raw input when the zero point is folded).
+  std::function<Expr(Expr row, Expr kk)> gathered;
+  // Fills col[slot * k + kk] for pixel `row`, or null when the core reads `gathered`
+  // directly (dense: the pixel is a contiguous row).
+  std::function<Stmt(Expr row, const Buffer& col, Expr slot)> gather;
+  std::function<Stmt(Expr row, Expr col, Expr value)> store;
+};
+
+Expr i32(Expr e) { return e->dtype == kI32 ? e : Cast(kI32, std::move(e)); }
+
+// Two int16 values (int32 expressions in range) as one word, `lo` in the low half:
+// built in uint32 so no signed shift or overflow is involved.
+Expr pack_pair(Expr lo, Expr hi) {
+  const DataType u32 = DataType::UInt(32);
+  Expr l = call("bitwise_and", {Cast(u32, std::move(lo)), IntImm(u32, 0xffff)});
+  Expr h = call("shift_left", {Cast(u32, std::move(hi)), IntImm(u32, 16)});
+  return Cast(kI32, call("bitwise_or", {l, h}));
+}
+
+Expr smlad(Expr a, Expr b, Expr acc) { return Call(kI32, "smlad", {std::move(a), std::move(b), std::move(acc)}); }
+
+// One pass of the core: `np` pixels (their gathered values in col slots 0..np-1, or
+// read directly) times `nc` channels starting at `row0` and `oc0`.
+Stmt gemm_tile(const Gemm& g, const Buffer& col, const std::vector<Expr>& rows, Expr oc0, int64_t nc) {
+  const int64_t np = static_cast<int64_t>(rows.size());
+  const bool packed = g.sched->smlad;
+  const int64_t kw = packed ? (g.k + 1) / 2 : g.k;  // words per weight row
+  Buffer acc = scratch("acc", {np * nc}, kI32);
+  std::vector<Stmt> init, update, finish;
+  for (int64_t p = 0; p < np; ++p)
+    for (int64_t c = 0; c < nc; ++c) {
+      Expr oc = add(oc0, ci(c));
+      init.push_back(store(acc, g.bias ? load(g.bias, {oc}) : ci(0), {ci(p * nc + c)}));
+    }
+  // The reduction, split by four when unrolled (the remainder runs as a short loop).
+  auto step = [&](Expr kk) {
+    std::vector<Stmt> s;
+    for (int64_t p = 0; p < np; ++p) {
+      Expr x = col ? load(col, {add(ci(p * kw), kk)}) : g.gathered(rows[p], kk);
+      for (int64_t c = 0; c < nc; ++c) {
+        Expr w = load(g.weight, {add(mul(add(oc0, ci(c)), ci(kw)), kk)});
+        Expr a = load(acc, {ci(p * nc + c)});
+        Expr v = packed ? smlad(x, w, a) : add(a, mul(i32(x), i32(w)));
+        s.push_back(store(acc, v, {ci(p * nc + c)}));
+      }
+    }
+    return s.size() == 1 ? s[0] : SeqStmt(s);
+  };
+  Stmt red;
+  int64_t factor = g.sched->unroll ? 4 : 1;
+  int64_t main_iters = kw / factor, rest = kw % factor;
+  std::vector<Stmt> parts;
+  if (main_iters > 0) {
+    Var ko = ivar("ko");
+    if (factor == 1) {
+      parts.push_back(For(ko, ci(0), ci(main_iters), ForKind::kSerial, step(ko)));
+    } else {
+      Var ki = ivar("ki");
+      Stmt inner = For(ki, ci(0), ci(factor), ForKind::kUnrolled, step(add(mul(ko, ci(factor)), ki)));
+      parts.push_back(main_iters == 1 ? substitute(inner, ko, ci(0)) : For(ko, ci(0), ci(main_iters), ForKind::kSerial, inner));
+    }
+  }
+  if (rest > 0) {
+    Var kr = ivar("kr");
+    parts.push_back(For(kr, ci(0), ci(rest), ForKind::kUnrolled, step(add(kr, ci(main_iters * factor)))));
+  }
+  for (int64_t p = 0; p < np; ++p)
+    for (int64_t c = 0; c < nc; ++c) {
+      Expr oc = add(oc0, ci(c));
+      finish.push_back(g.store(rows[p], oc, requantize_channel(*g.q, g.table, load(acc, {ci(p * nc + c)}), oc)));
+    }
+  std::vector<Stmt> body = init;
+  body.insert(body.end(), parts.begin(), parts.end());
+  body.insert(body.end(), finish.begin(), finish.end());
+  return Allocate(acc, "local", SeqStmt(body));
+}
+
+// Pixels in pairs (or one by one without `block`), channels in pairs, odd ones last.
+Stmt gemm(const Gemm& g) {
+  const bool packed = g.sched->smlad;
+  const int64_t kw = packed ? (g.k + 1) / 2 : g.k;
+  const int64_t pix = g.sched->block ? 2 : 1, chans = g.sched->block ? 2 : 1;
+  const bool gather = static_cast<bool>(g.gather);
+  auto pixels = [&](Expr row0, int64_t np) {
+    std::vector<Expr> rows;
+    for (int64_t p = 0; p < np; ++p) rows.push_back(add(row0, ci(p)));
+    Buffer col = gather ? scratch("col", {np * kw}, packed ? kI32 : kI16) : nullptr;
+    std::vector<Stmt> s;
+    if (gather)
+      for (int64_t p = 0; p < np; ++p) s.push_back(g.gather(rows[p], col, ci(p)));
+    int64_t full = g.cols / chans;
+    if (full > 0) {
+      Var ob = ivar("ob");
+      Stmt tile = gemm_tile(g, col, rows, mul(ob, ci(chans)), chans);
+      s.push_back(full == 1 ? substitute(tile, ob, ci(0)) : For(ob, ci(0), ci(full), ForKind::kSerial, tile));
+    }
+    if (g.cols % chans) s.push_back(gemm_tile(g, col, rows, ci(full * chans), g.cols % chans));
+    Stmt body = s.size() == 1 ? s[0] : SeqStmt(s);
+    return gather ? Allocate(col, "local", body) : body;
+  };
+  std::vector<Stmt> s;
+  int64_t pairs = g.rows / pix;
+  if (pairs > 0) {
+    Var pp = ivar("pp");
+    Stmt tile = pixels(mul(pp, ci(pix)), pix);
+    s.push_back(pairs == 1 ? substitute(tile, pp, ci(0)) : For(pp, ci(0), ci(pairs), ForKind::kSerial, tile));
+  }
+  if (g.rows % pix) s.push_back(pixels(ci(pairs * pix), g.rows % pix));
+  return s.size() == 1 ? s[0] : SeqStmt(s);
+}
+
+// A flat view of a whole buffer (same data).
+Buffer flat_view(const Buffer& b, int64_t n) {
+  auto v = std::make_shared<BufferNode>(*b);
+  v->shape = {ci(n)};
+  v->name = b->name + "_flat";
+  return v;
+}
+
+Stmt declare_views(const Gemm& g, Stmt body) {
+  if (g.table) body = DeclBuffer(g.table, body);
+  return DeclBuffer(g.weight, body);
+}
+
+TensorType qconv_infer(const std::vector<TensorType>& in, const json& attrs) {
+  QConv p = qconv_params(in, attrs);
+  return TensorType{kI8, {p.n, p.oh, p.ow, p.o}};
+}
+
+// The input coordinate of output `o` and kernel tap `k`, and its bound check.
+Expr tap(Expr o, Expr k, int64_t stride, int64_t dilation, int64_t pad) {
+  return sub(add(mul(o, ci(stride)), mul(k, ci(dilation))), ci(pad));
+}
+Expr inside(Expr coord, int64_t pad, int64_t extent, int64_t out, int64_t kernel, int64_t stride, int64_t dilation) {
+  Expr cond;
+  if (pad > 0) cond = ge(coord, ci(0));
+  if ((out - 1) * stride + (kernel - 1) * dilation - pad >= extent) cond = and_(cond, lt(coord, ci(extent)));
+  return cond;
+}
+
+PrimFunc qconv_build(const std::string& fname, const std::vector<TensorType>& in, const TensorType& out,
+                     const json& attrs) {
+  QConv p = qconv_params(in, attrs);
+  check_requant_table("qconv2d", p.q, p.inputs.table);
+  FuncBuilder fb;
+  Buffer data = fb.param("data", in[0].shape, kI8);
+  Buffer weight = fb.param("weight", in[1].shape, in[1].dtype);
+  Buffer bias = p.inputs.bias ? fb.param("bias", {p.o}, kI32) : nullptr;
+  Buffer table = p.inputs.table ? fb.param("requant", {p.o, 2}, kI32) : nullptr;
+  Buffer o = fb.param("out", out.shape, kI8);
+  const int64_t zx = p.q.input_zero_point;
+  const bool fold = p.sched.fold_zero_point;
+  // An input element as the reduction sees it; padding reads as zero after the zero
+  // point is subtracted, i.e. as the zero point itself when it is folded.
+  auto value = [&](Expr n, Expr ih, Expr iw, Expr ic, Expr cond) {
+    Expr x = Cast(kI32, load(data, {n, ih, iw, ic}));
+    if (!fold && zx != 0) x = sub(x, ci(zx));
+    return lazy_select(cond, x, ci(fold ? zx : 0));
+  };
+  if (p.groups == 1 && (p.sched.block || p.sched.smlad || p.sched.unroll)) {
+    const int64_t k = p.k();
+    Gemm g;
+    g.rows = p.oh * p.ow, g.cols = p.o, g.k = k, g.q = &p.q, g.sched = &p.sched;
+    g.weight = flat_view(weight, p.sched.smlad ? p.o * ((k + 1) / 2) : p.o * k);
+    g.bias = bias;
+    g.table = table ? flat_view(table, p.o * 2) : nullptr;
+    Var n = ivar("n");
+    // Pixel `row` of image n: its receptive field in (kh, kw, ci) order, into col.
+    g.gather = [&](Expr row, const Buffer& col, Expr slot) {
+      Expr oh = floordiv(row, ci(p.ow)), ow = floormod(row, ci(p.ow));
+      LoopNest taps;
+      Expr rh = taps.axis("rh", p.kh), rw = taps.axis("rw", p.kw), rc = taps.axis("rc", p.cg);
+      Expr ih = tap(oh, rh, p.sh, p.dh, p.pt), iw = tap(ow, rw, p.sw, p.dw, p.pl);
+      Expr cond = and_(inside(ih, p.pt, p.h, p.oh, p.kh, p.sh, p.dh), inside(iw, p.pl, p.w, p.ow, p.kw, p.sw, p.dw));
+      Expr kk = add(mul(add(mul(rh, ci(p.kw)), rw), ci(p.cg)), rc);
+      Expr x = value(n, ih, iw, rc, cond);
+      if (!p.sched.smlad) return taps.wrap(store(col, Cast(kI16, x), {add(mul(slot, ci(k)), kk)}));
+      // int16 pairs: element 2j in the low half-word, 2j+1 in the high one (zero past k).
+      Buffer staged = scratch("staged", {k + (k % 2)}, kI32);
+      const int64_t words = (k + 1) / 2;
+      Var j = ivar("j");
+      Expr word = pack_pair(load(staged, {mul(j, ci(2))}), load(staged, {add(mul(j, ci(2)), ci(1))}));
+      std::vector<Stmt> s = {taps.wrap(store(staged, x, {kk}))};
+      if (k % 2) s.push_back(store(staged, ci(0), {ci(k)}));
+      s.push_back(For(j, ci(0), ci(words), ForKind::kSerial, store(col, word, {add(mul(slot, ci(words)), j)})));
+      return Allocate(staged, "local", SeqStmt(s));
+    };
+    g.store = [&](Expr row, Expr oc, Expr v) {
+      return store(o, v, {n, floordiv(row, ci(p.ow)), floormod(row, ci(p.ow)), oc});
+    };
+    Stmt body = gemm(g);
+    if (p.n > 1) body = For(n, ci(0), ci(p.n), ForKind::kSerial, body);
+    else body = substitute(body, n, ci(0));
+    return fb.finish(fname, declare_views(g, body));
+  }
+
+  // Plain loop nest (and every grouped convolution, depthwise included): one output
+  // at a time, the kernel window innermost; depthwise windows are unrolled when asked.
+  LoopNest outer;
+  Expr n = outer.axis("n", p.n), oh = outer.axis("oh", p.oh), ow = outer.axis("ow", p.ow), oc = outer.axis("oc", p.o);
+  const bool unroll_window = p.sched.unroll && p.cg == 1 && p.kh * p.kw <= 16;
+  Var rh = ivar("rh"), rw = ivar("rw");
+  Var rcv = ivar("rc");
+  Expr rc = p.cg == 1 ? ci(0) : Expr(rcv);
+  int64_t og = p.o / p.groups;
+  Expr ic = p.groups == 1 ? rc : add(mul(floordiv(oc, ci(og)), ci(p.cg)), rc);
+  Expr ih = tap(oh, rh, p.sh, p.dh, p.pt), iw = tap(ow, rw, p.sw, p.dw, p.pl);
+  Expr cond = and_(inside(ih, p.pt, p.h, p.oh, p.kh, p.sh, p.dh), inside(iw, p.pl, p.w, p.ow, p.kw, p.sw, p.dw));
+  Buffer acc = scratch("acc", {1}, kI32);
+  Expr w = load(weight, {oc, rh, rw, rc});
+  Stmt update = store(acc, add(load(acc, {ci(0)}), mul(value(n, ih, iw, ic, cond), Cast(kI32, w))), {ci(0)});
+  if (p.cg > 1) update = For(rcv, ci(0), ci(p.cg), ForKind::kSerial, update);
+  ForKind wk = unroll_window ? ForKind::kUnrolled : ForKind::kSerial;
+  Stmt window = For(rh, ci(0), ci(p.kh), wk, For(rw, ci(0), ci(p.kw), wk, update));
+  Stmt init = store(acc, bias ? load(bias, {oc}) : ci(0), {ci(0)});
+  Buffer table_flat = table ? flat_view(table, p.o * 2) : nullptr;
+  Stmt fin = store(o, requantize_channel(p.q, table_flat, load(acc, {ci(0)}), oc), {n, oh, ow, oc});
+  Stmt body = outer.wrap(Allocate(acc, "local", SeqStmt({init, window, fin})));
+  return fb.finish(fname, table_flat ? DeclBuffer(table_flat, body) : body);
+}
+
+// ---- qdense --------------------------------------------------------------------
+
+const std::vector<std::string> kQDenseAttrs = {"weight_shape", "input_scale", "input_zero_point", "weight_scale",
+                                               "weight_zero_point", "output_scale", "output_zero_point",
+                                               "activation", "schedule"};
+
+struct QDense {
+  int64_t n, k, m;
+  QInputs inputs;
+  QuantAttrs q;
+  Schedule sched;
+};
+
+QDense qdense_params(const std::vector<TensorType>& in, const json& attrs) {
+  const std::string op = "qdense";
+  AttrReader r(op, attrs, kQDenseAttrs);
+  if (in.size() < 2) fail(op, "takes 2 to 4 inputs (data, weight, bias, requant), got " + std::to_string(in.size()));
+  check_rank(op, in, 0, "data", 2);
+  QDense p;
+  p.n = in[0].shape[0], p.k = in[0].shape[1];
+  std::vector<int64_t> wshape = in[1].shape;
+  if (in[1].dtype == kI32) {
+    wshape = r.get_ints("weight_shape", 2, 1, "positive integers", std::nullopt);
+    if (in[1].shape != std::vector<int64_t>{wshape[0], (wshape[1] + 1) / 2})
+      fail(op, "the packed weight must have shape (" + std::to_string(wshape[0]) + ", " +
+                   std::to_string((wshape[1] + 1) / 2) + "), got " + shape_str(in[1].shape));
+  } else {
+    check_rank(op, in, 1, "weight", 2);
+  }
+  p.m = wshape[0];
+  if (wshape[1] != p.k)
+    fail(op, "weight has " + std::to_string(wshape[1]) + " input features but the data has " + std::to_string(p.k));
+  p.inputs = classify_inputs(op, in, p.m);
+  p.q = read_quant_attrs(op, r, p.m);
+  p.sched = read_schedule(op, r);
+  if (p.inputs.packed && !p.sched.smlad) fail(op, "a packed (int32) weight needs schedule 'smlad'");
+  if (p.sched.smlad && !p.inputs.packed) fail(op, "schedule 'smlad' needs the weight packed by prepare_quantized");
+  return p;
+}
+
+TensorType qdense_infer(const std::vector<TensorType>& in, const json& attrs) {
+  QDense p = qdense_params(in, attrs);
+  return TensorType{kI8, {p.n, p.m}};
+}
+
+PrimFunc qdense_build(const std::string& fname, const std::vector<TensorType>& in, const TensorType& out,
+                      const json& attrs) {
+  QDense p = qdense_params(in, attrs);
+  check_requant_table("qdense", p.q, p.inputs.table);
+  FuncBuilder fb;
+  Buffer data = fb.param("data", in[0].shape, kI8);
+  Buffer weight = fb.param("weight", in[1].shape, in[1].dtype);
+  Buffer bias = p.inputs.bias ? fb.param("bias", {p.m}, kI32) : nullptr;
+  Buffer table = p.inputs.table ? fb.param("requant", {p.m, 2}, kI32) : nullptr;
+  Buffer o = fb.param("out", out.shape, kI8);
+  const int64_t zx = p.q.input_zero_point;
+  Gemm g;
+  g.rows = p.n, g.cols = p.m, g.k = p.k, g.q = &p.q, g.sched = &p.sched;
+  g.weight = flat_view(weight, p.sched.smlad ? p.m * ((p.k + 1) / 2) : p.m * p.k);
+  g.bias = bias;
+  g.table = table ? flat_view(table, p.m * 2) : nullptr;
+  auto x_of = [&](Expr row, Expr kk) {
+    Expr x = Cast(kI32, load(data, {row, kk}));
+    return p.sched.fold_zero_point || zx == 0 ? x : sub(x, ci(zx));
+  };
+  g.gathered = x_of;
+  if (p.sched.smlad) {
+    const int64_t words = (p.k + 1) / 2;
+    g.gather = [&, words](Expr row, const Buffer& col, Expr slot) {
+      Var j = ivar("j");
+      Expr word = pack_pair(x_of(row, mul(j, ci(2))), x_of(row, add(mul(j, ci(2)), ci(1))));
+      std::vector<Stmt> s = {For(j, ci(0), ci(p.k / 2), ForKind::kSerial, store(col, word, {add(mul(slot, ci(words)), j)}))};
+      if (p.k % 2)
+        s.push_back(store(col, pack_pair(x_of(row, ci(p.k - 1)), ci(0)), {add(mul(slot, ci(words)), ci(words - 1))}));
+      return s.size() == 1 ? s[0] : SeqStmt(s);
+    };
+  }
+  g.store = [&](Expr row, Expr oc, Expr v) { return store(o, v, {row, oc}); };
+  return fb.finish(fname, declare_views(g, gemm(g)));
+}
+
+}  // namespace
+
+void register_qconv_ops(std::vector<OpDef>& ops) {
+  ops.push_back({"qconv2d", qconv_infer, qconv_build});
+  ops.push_back({"qdense", qdense_infer, qdense_build});
+}
+
+}  // namespace ops
+}  // namespace mtir

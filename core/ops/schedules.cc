@@ -1,0 +1,59 @@
+#include "ops/schedules.h"
+
+#include "support/diagnostic.h"
+
+namespace mtir {
+
+const std::vector<std::string>& schedule_list() {
+  static const std::vector<std::string> names = {"fold_zero_point", "block", "unroll", "hoist", "smlad"};
+  return names;
+}
+
+std::string schedule_names() {
+  std::string s;
+  for (const auto& n : schedule_list()) s += (s.empty() ? "" : ", ") + n;
+  return s;
+}
+
+namespace {
+bool* field(ScheduleOptions& s, const std::string& name) {
+  if (name == "fold_zero_point") return &s.fold_zero_point;
+  if (name == "block") return &s.block;
+  if (name == "unroll") return &s.unroll;
+  if (name == "hoist") return &s.hoist;
+  if (name == "smlad") return &s.smlad;
+  return nullptr;
+}
+}  // namespace
+
+bool ScheduleOptions::get(const std::string& name) const {
+  return *field(const_cast<ScheduleOptions&>(*this), name);
+}
+
+void ScheduleOptions::set(const std::string& name, bool on) { *field(*this, name) = on; }
+
+std::string ScheduleOptions::disabled() const {
+  std::string s;
+  for (const auto& n : schedule_list())
+    if (!get(n)) s += (s.empty() ? "" : ",") + n;
+  return s;
+}
+
+void disable_schedules(ScheduleOptions& s, const std::string& list, const std::string& where) {
+  size_t start = 0;
+  while (start <= list.size() && !list.empty()) {
+    size_t comma = list.find(',', start);
+    std::string name = list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    bool* f = field(s, name);
+    if (!f) user_error(Span{}, where + ": unknown schedule '" + name + "' (known: " + schedule_names() + ")");
+    *f = false;
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+}
+
+bool cpu_has_dsp(const std::string& mcpu) {
+  return mcpu == "cortex-m4" || mcpu == "cortex-m7" || mcpu == "cortex-m33" || mcpu == "cortex-m55";
+}
+
+}  // namespace mtir

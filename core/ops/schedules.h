@@ -1,0 +1,36 @@
+// The schedules of the int8 kernels (qconv2d, qdense; docs/quantization.md), each
+// switchable so its value can be measured: a target key (-disabled-schedules=...) and
+// the CLI's --disable-schedule write them, prepare_quantized copies them into each
+// node's attrs["schedule"], and the op builders (and, for `hoist`, the lowering
+// pipeline) follow them.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace mtir {
+
+struct ScheduleOptions {
+  bool fold_zero_point = true;  // input zero point folded into the bias at compile time
+  bool block = true;            // im2col of two pixels, 2x2 register blocking
+  bool unroll = true;           // reduction unrolled by four, depthwise windows fully
+  bool hoist = true;            // hoist_loop_invariants in the lowering pipeline
+  bool smlad = false;           // Cortex-M DSP dual MAC; on only for CPUs that have it
+
+  bool get(const std::string& name) const;
+  void set(const std::string& name, bool on);
+  // "block,smlad": the names switched off, in the fixed order of schedule_list().
+  std::string disabled() const;
+};
+
+// Every schedule name, in a fixed order.
+const std::vector<std::string>& schedule_list();
+// "fold_zero_point, block, unroll, hoist, smlad" (for messages).
+std::string schedule_names();
+// Switches off each name of a comma-separated list ("" switches nothing off); throws a
+// user error naming an unknown schedule. `where` prefixes the message.
+void disable_schedules(ScheduleOptions& s, const std::string& list, const std::string& where);
+// Whether the CPU (a -mcpu value such as "cortex-m4") has the DSP extension's SMLAD.
+bool cpu_has_dsp(const std::string& mcpu);
+
+}  // namespace mtir

@@ -1,0 +1,53 @@
+// UnrollLoops: loops marked T.unroll with constant bounds become their iterations in
+// sequence, the loop variable replaced by each value (Simplify then folds the index
+// arithmetic). C compilers do not unroll at -O2/-Os, and on a microcontroller the loop
+// compare-and-branch of a 2- or 4-MAC body is a large share of its cost; the op
+// builders mark exactly the small inner loops worth unrolling. Loops whose body defines
+// variables (inner loops, lets, allocations) stay loops: copies would define the same
+// variable twice.
+#include "ir/mutator.h"
+#include "ir/visitor.h"
+#include "transform/substitute.h"
+#include "transform/transform.h"
+
+namespace mtir {
+namespace {
+
+// Copies of one loop body: beyond this many the code growth outweighs the saving.
+constexpr int64_t kMaxUnroll = 64;
+
+bool defines_variables(const Stmt& s) {
+  struct Finder : Visitor {
+    bool found = false;
+    void visit_For(const ForNode* op) override { found = true, Visitor::visit_For(op); }
+    void visit_LetStmt(const LetStmtNode* op) override { found = true, Visitor::visit_LetStmt(op); }
+    void visit_Allocate(const AllocateNode* op) override { found = true, Visitor::visit_Allocate(op); }
+  } f;
+  f.visit(s);
+  return f.found;
+}
+
+class Unroller : public Mutator {
+  Stmt mutate_For(const ForNode* op, const Stmt& self) override {
+    Stmt body = mutate(op->body);
+    const auto* min = as<IntImmNode>(op->min);
+    const auto* extent = as<IntImmNode>(op->extent);
+    if (op->for_kind != ForKind::kUnrolled || !min || !extent || extent->value > kMaxUnroll ||
+        defines_variables(body)) {
+      return body == op->body ? self : For(op->loop_var, op->min, op->extent, op->for_kind, body, op->span);
+    }
+    std::vector<Stmt> copies;
+    for (int64_t i = 0; i < extent->value; ++i)
+      copies.push_back(substitute(body, op->loop_var, IntImm(op->loop_var->dtype, min->value + i)));
+    if (copies.empty()) return Evaluate(IntImm(DataType::Int(32), 0));
+    return copies.size() == 1 ? copies[0] : SeqStmt(std::move(copies), op->span);
+  }
+};
+
+}  // namespace
+
+Pass UnrollLoops() {
+  return MakeFunctionPass("unroll_loops", [](const PrimFunc& f) { return Unroller().mutate_func(f); });
+}
+
+}  // namespace mtir

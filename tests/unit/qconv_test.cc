@@ -1,0 +1,341 @@
+// qconv2d and qdense under every combination of their schedules: each case is a
+// one-node int8 graph prepared by prepare_quantized (zero point folded, weights packed
+// for smlad, per-channel tables), built as an AOT module and run by the interpreter,
+// and compared bit for bit with an independent reference written here (plain loops,
+// the requantization computed from the scales with its own fixed-point code). At the
+// end of the process every case also runs as host C, all in one build, and must equal
+// the interpreter.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <random>
+
+#include "driver/build.h"
+#include "executor/aot.h"
+#include "frontend/graph.h"
+#include "interp/interpreter.h"
+#include "sim/host_sim.h"
+#include "support/diagnostic.h"
+
+namespace mtir {
+namespace {
+
+using json = nlohmann::json;
+using Shape = std::vector<int64_t>;
+
+// ---- the reference ----------------------------------------------------------------
+
+// m = M * 2^-s with M in [2^30, 2^31): found by scaling, not frexp.
+std::pair<int64_t, int> fixed_point(double m) {
+  int s = 31;
+  while (m < 0.5) m *= 2, ++s;
+  while (m >= 1.0) m /= 2, --s;
+  int64_t mult = static_cast<int64_t>(std::llround(m * 2147483648.0));
+  if (mult == (int64_t{1} << 31)) mult /= 2, --s;
+  return {mult, s};
+}
+
+int8_t requant(int64_t acc, double m, int zo, int lo, int hi) {
+  auto [mult, s] = fixed_point(m);
+  int64_t y = (acc * mult + (int64_t{1} << (s - 1))) >> s;
+  y += zo;
+  return static_cast<int8_t>(std::min<int64_t>(hi, std::max<int64_t>(lo, y)));
+}
+
+struct Case {
+  std::string op;  // qconv2d | qdense
+  Shape data, weight;
+  json attrs;
+  bool bias = true;
+  int weight_range = 127;
+};
+
+std::pair<int, int> bounds(const json& a) {
+  int zo = a.value("output_zero_point", 0);
+  std::string act = a.value("activation", "none");
+  if (act == "relu") return {std::max(-128, zo), 127};
+  if (act == "relu6")
+    return {std::max(-128, zo), std::min<int>(127, zo + static_cast<int>(std::lround(6.0 / a["output_scale"].get<double>())))};
+  return {-128, 127};
+}
+
+double wscale(const json& a, int64_t c) { return a["weight_scale"].is_array() ? a["weight_scale"][c].get<double>() : a["weight_scale"].get<double>(); }
+
+// NHWC data, OHWI weight.
+std::vector<int8_t> conv_ref(const Case& k, const std::vector<int8_t>& x, const std::vector<int8_t>& w,
+                             const std::vector<int32_t>& b, Shape* out_shape) {
+  const json& a = k.attrs;
+  int64_t N = k.data[0], H = k.data[1], W = k.data[2], C = k.data[3];
+  int64_t O = k.weight[0], KH = k.weight[1], KW = k.weight[2], CG = k.weight[3];
+  auto v = [&](const char* key, size_t i, int64_t def) { return a.contains(key) ? a[key][i].get<int64_t>() : def; };
+  int64_t sh = v("strides", 0, 1), sw = v("strides", 1, 1), dh = v("dilation", 0, 1), dw = v("dilation", 1, 1);
+  int64_t pt = v("padding", 0, 0), pl = v("padding", 1, 0), pb = v("padding", 2, 0), pr = v("padding", 3, 0);
+  int64_t G = a.value("groups", 1);
+  int64_t OH = (H + pt + pb - dh * (KH - 1) - 1) / sh + 1, OW = (W + pl + pr - dw * (KW - 1) - 1) / sw + 1;
+  *out_shape = {N, OH, OW, O};
+  int zx = a.value("input_zero_point", 0), zo = a.value("output_zero_point", 0);
+  auto [lo, hi] = bounds(a);
+  std::vector<int8_t> y(N * OH * OW * O);
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t oh = 0; oh < OH; ++oh)
+      for (int64_t ow = 0; ow < OW; ++ow)
+        for (int64_t o = 0; o < O; ++o) {
+          int64_t acc = k.bias ? b[o] : 0;
+          int64_t g = o / (O / G);
+          for (int64_t r = 0; r < KH; ++r)
+            for (int64_t s = 0; s < KW; ++s)
+              for (int64_t c = 0; c < CG; ++c) {
+                int64_t ih = oh * sh + r * dh - pt, iw = ow * sw + s * dw - pl;
+                if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+                acc += (x[((n * H + ih) * W + iw) * C + g * CG + c] - zx) * w[((o * KH + r) * KW + s) * CG + c];
+              }
+          double m = a["input_scale"].get<double>() * wscale(a, o) / a["output_scale"].get<double>();
+          y[((n * OH + oh) * OW + ow) * O + o] = requant(acc, m, zo, lo, hi);
+        }
+  return y;
+}
+
+std::vector<int8_t> dense_ref(const Case& k, const std::vector<int8_t>& x, const std::vector<int8_t>& w,
+                              const std::vector<int32_t>& b, Shape* out_shape) {
+  const json& a = k.attrs;
+  int64_t N = k.data[0], K = k.data[1], M = k.weight[0];
+  *out_shape = {N, M};
+  int zx = a.value("input_zero_point", 0), zo = a.value("output_zero_point", 0);
+  auto [lo, hi] = bounds(a);
+  std::vector<int8_t> y(N * M);
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t m = 0; m < M; ++m) {
+      int64_t acc = k.bias ? b[m] : 0;
+      for (int64_t i = 0; i < K; ++i) acc += (x[n * K + i] - zx) * w[m * K + i];
+      double mult = a["input_scale"].get<double>() * wscale(a, m) / a["output_scale"].get<double>();
+      y[n * M + m] = requant(acc, mult, zo, lo, hi);
+    }
+  return y;
+}
+
+// ---- harness ------------------------------------------------------------------------
+
+NDArray array_of(DataType t, const Shape& shape, const std::vector<int64_t>& values) {
+  NDArray a = NDArray::zeros(t, shape);
+  for (size_t i = 0; i < values.size(); ++i) a.set_int(static_cast<int64_t>(i), values[i]);
+  return a;
+}
+
+// Every case of the process, for the host C build at the end.
+struct HostRun {
+  std::string what;
+  IRModule module;
+  std::string main;
+  std::vector<NDArray> args;  // inputs and constants as the main takes them, output last
+};
+std::vector<HostRun>& host_runs() {
+  static std::vector<HostRun> runs;
+  return runs;
+}
+
+class HostCEnvironment : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    // One C build per case would take minutes: the mains go into one module (their
+    // kernels carry the model name, which is unique per case) with one driver.
+    auto& runs = host_runs();
+    if (runs.empty()) return;
+    IRModule m;
+    auto driver = std::make_shared<PrimFuncNode>();
+    std::vector<Stmt> calls;
+    std::vector<NDArray> arrays;
+    for (const auto& r : runs) {
+      for (const auto& [name, f] : r.module.functions) m.set(name, f);
+      PrimFunc main = r.module.lookup(r.main);
+      std::vector<Expr> args = {StringImm(r.main)};
+      for (size_t j = 0; j < r.args.size(); ++j) {
+        const NDArray& a = r.args[j];
+        std::vector<Expr> shape, zeros;
+        for (int64_t d : a.shape) shape.push_back(IntImm(DataType::Int(32), d)), zeros.push_back(IntImm(DataType::Int(32), 0));
+        Buffer b = MakeBuffer(r.main + "_" + std::to_string(j), a.dtype, shape);
+        driver->params.push_back(MakeVar(b->name, DataType::Handle()));
+        driver->param_buffers.push_back(b);
+        std::vector<Expr> region = {BufferLoad(b, zeros)};
+        region.insert(region.end(), shape.begin(), shape.end());
+        args.push_back(Call(DataType::Handle(), "tir_region", region));
+        arrays.push_back(j + 1 == r.args.size() ? NDArray::zeros(a.dtype, a.shape) : a);
+      }
+      calls.push_back(Evaluate(Call(DataType::Int(32), "call_tir", std::move(args))));
+    }
+    driver->body = SeqStmt(calls);
+    driver->attrs["global_symbol"] = std::string("all_cases");
+    m.set("all_cases", driver);
+    std::vector<InterpArg> args;
+    for (auto& a : arrays) args.push_back(&a);
+    sim::HostSimOptions options;
+    options.work_dir = (std::filesystem::temp_directory_path() / ("microtir-qconv-" + std::to_string(getpid()))).string();
+    try {
+      BuildResult built = build_c(m, parse_target("c -unpacked-api=1"));
+      sim::run_on_host({&built, "all_cases", driver}, args, options);
+    } catch (const DiagnosticError& e) {
+      ADD_FAILURE() << "host C: " << render_all(e.diagnostics());
+    }
+    std::filesystem::remove_all(options.work_dir);
+    size_t k = 0;
+    for (const auto& r : runs) {
+      k += r.args.size();
+      const NDArray& got = arrays[k - 1];
+      EXPECT_EQ(got.data, r.args.back().data) << "host C differs from the interpreter for " << r.what;
+    }
+  }
+};
+const auto* const kHostC = ::testing::AddGlobalTestEnvironment(new HostCEnvironment);
+
+int case_counter = 0;
+
+// Runs the case under one schedule combination; returns the interpreter's output.
+void run_case(const Case& k, const ScheduleOptions& opts, const std::string& label) {
+  std::mt19937 rng(1234 + k.data[0] * 7 + k.weight[0]);
+  auto draw = [&](int64_t n, int lo, int hi) {
+    std::uniform_int_distribution<int> d(lo, hi);
+    std::vector<int64_t> v(n);
+    for (auto& e : v) e = d(rng);
+    return v;
+  };
+  int64_t nx = 1, nw = 1;
+  for (int64_t d : k.data) nx *= d;
+  for (int64_t d : k.weight) nw *= d;
+  std::vector<int64_t> xv = draw(nx, -128, 127), wv = draw(nw, -k.weight_range, k.weight_range),
+                       bv = draw(k.weight[0], -3000, 3000);
+  std::vector<int8_t> x8(xv.begin(), xv.end()), w8(wv.begin(), wv.end());
+  std::vector<int32_t> b32(bv.begin(), bv.end());
+  Shape out_shape;
+  std::vector<int8_t> want = k.op == "qconv2d" ? conv_ref(k, x8, w8, b32, &out_shape) : dense_ref(k, x8, w8, b32, &out_shape);
+
+  Graph g;
+  g.name = "q" + std::to_string(case_counter++);
+  g.inputs = {{"x", TensorType{DataType::Int(8), k.data}}};
+  g.constants["w"] = array_of(DataType::Int(8), k.weight, wv);
+  GraphNode node;
+  node.name = "y";
+  node.op = k.op;
+  node.inputs = {"x", "w"};
+  if (k.bias) g.constants["b"] = array_of(DataType::Int(32), {k.weight[0]}, bv), node.inputs.push_back("b");
+  node.attrs = k.attrs;
+  std::vector<TensorType> in_types = {g.inputs[0].second, TensorType{DataType::Int(8), k.weight}};
+  if (k.bias) in_types.push_back(TensorType{DataType::Int(32), {k.weight[0]}});
+  node.type = find_op(k.op)->infer(in_types, node.attrs);
+  ASSERT_EQ(node.type.shape, out_shape);
+  g.nodes.push_back(node);
+  g.outputs = {"y"};
+
+  Graph prepared = prepare_quantized(g, opts);
+  const json& sched = prepared.nodes[0].attrs["schedule"];
+  if (opts.fold_zero_point) {
+    EXPECT_TRUE(sched["fold_zero_point"].get<bool>()) << label;
+  }
+  bool grouped = k.attrs.value("groups", 1) != 1;
+  EXPECT_EQ(sched["smlad"].get<bool>(), opts.smlad && !grouped) << label;
+  AotModule aot = build_aot(prepared);
+  PrimFunc main = aot.module.lookup(aot.main);
+  std::vector<NDArray> arrays;
+  for (const auto& p : aot.params) {
+    if (p.role == AotModule::Role::kInput) arrays.push_back(array_of(DataType::Int(8), k.data, xv));
+    else if (p.role == AotModule::Role::kConstant) arrays.push_back(prepared.constants.at(p.name));
+    else arrays.push_back(NDArray::zeros(DataType::Int(8), out_shape));
+  }
+  std::vector<InterpArg> args;
+  for (auto& a : arrays) args.push_back(&a);
+  interpret(aot.module, aot.main, args);
+  const NDArray& got = arrays.back();
+  ASSERT_EQ(got.num_elements(), static_cast<int64_t>(want.size()));
+  int64_t mismatches = 0, first = -1;
+  for (size_t i = 0; i < want.size(); ++i)
+    if (got.get_int(static_cast<int64_t>(i)) != want[i]) mismatches += 1, first = first < 0 ? static_cast<int64_t>(i) : first;
+  EXPECT_EQ(mismatches, 0) << label << ": first at " << first << " got " << (first >= 0 ? got.get_int(first) : 0)
+                           << " want " << (first >= 0 ? int(want[first]) : 0);
+  host_runs().push_back({label, aot.module, aot.main, arrays});
+}
+
+// All 16 combinations of the four kernel schedules.
+void run_all_schedules(const Case& k, const std::string& name) {
+  for (int bits = 0; bits < 16; ++bits) {
+    ScheduleOptions o;
+    o.fold_zero_point = bits & 1, o.block = bits & 2, o.unroll = bits & 4, o.smlad = bits & 8;
+    std::string label = name + " [" + (o.disabled().empty() ? "all" : "off: " + o.disabled()) + "]";
+    SCOPED_TRACE(label);
+    run_case(k, o, label);
+  }
+}
+
+json quant(json extra, json wscale = 0.02) {
+  json a = {{"input_scale", 0.05}, {"input_zero_point", -5}, {"weight_scale", wscale}, {"output_scale", 0.4},
+            {"output_zero_point", 3}};
+  for (auto& [key, v] : extra.items()) a[key] = v;
+  return a;
+}
+
+TEST(QConv, Conv3x3PaddedPerChannelRelu) {
+  run_all_schedules({"qconv2d", {1, 5, 6, 3}, {4, 3, 3, 3}, quant({{"padding", {1, 1, 1, 1}}, {"activation", "relu"}},
+                                                                   {0.01, 0.02, 0.015, 0.03})},
+                    "conv 3x3 pad 1, 3->4, per-channel, relu");
+}
+
+TEST(QConv, Pointwise1x1BatchOfTwo) {
+  run_all_schedules({"qconv2d", {2, 3, 3, 8}, {6, 1, 1, 8}, quant({})}, "conv 1x1 8->6, N=2");
+}
+
+TEST(QConv, StridedDilatedAsymmetricPaddingOddChannels) {
+  run_all_schedules({"qconv2d", {1, 9, 7, 2}, {5, 3, 2, 2},
+                     quant({{"strides", {2, 2}}, {"dilation", {2, 1}}, {"padding", {0, 1, 1, 0}}, {"activation", "relu6"}},
+                           {0.01, 0.02, 0.015, 0.03, 0.025})},
+                    "conv 3x2 stride 2 dilation (2,1), 2->5");
+}
+
+TEST(QConv, DepthwiseAndGrouped) {
+  run_all_schedules({"qconv2d", {1, 6, 5, 6}, {6, 3, 3, 1}, quant({{"padding", {1, 1, 1, 1}}, {"groups", 6}},
+                                                                   {0.01, 0.02, 0.015, 0.03, 0.025, 0.02})},
+                    "depthwise 3x3, 6 channels");
+  run_all_schedules({"qconv2d", {1, 4, 4, 4}, {6, 3, 3, 2}, quant({{"groups", 2}})}, "grouped conv, 2 groups");
+}
+
+TEST(QConv, SaturationAndNoBias) {
+  // Large weights and a small output scale: most outputs clamp at -128 or 127.
+  Case k{"qconv2d", {1, 4, 4, 16}, {4, 3, 3, 16}, quant({{"output_scale", 0.01}, {"input_zero_point", 0}})};
+  k.bias = false;
+  run_all_schedules(k, "conv saturating, no bias");
+}
+
+TEST(QDense, PerTensorAndPerChannel) {
+  run_all_schedules({"qdense", {1, 10}, {7, 10}, quant({})}, "dense 10->7");
+  run_all_schedules({"qdense", {3, 9}, {4, 9}, quant({{"activation", "relu"}}, {0.01, 0.02, 0.015, 0.03})},
+                    "dense 9->4, N=3, per-channel");
+}
+
+TEST(QConv, RefusesBadInputs) {
+  auto infer = [](const std::string& op, std::vector<TensorType> in, json attrs) {
+    try {
+      find_op(op)->infer(in, attrs);
+    } catch (const DiagnosticError& e) {
+      return e.diagnostics().at(0).message;
+    }
+    return std::string("no error");
+  };
+  const DataType i8 = DataType::Int(8), i32 = DataType::Int(32);
+  TensorType x{i8, {1, 4, 4, 3}}, w{i8, {2, 3, 3, 3}};
+  EXPECT_NE(infer("qconv2d", {TensorType{DataType::Float(32), {1, 4, 4, 3}}, w}, quant({})).find("data must be int8"),
+            std::string::npos);
+  EXPECT_NE(infer("qconv2d", {x, w, TensorType{i32, {3}}}, quant({})).find("bias must have shape (2,)"), std::string::npos);
+  EXPECT_EQ(infer("qconv2d", {x, w}, quant({}, {0.1, 0.2})), "no error");  // the table comes with prepare_quantized
+  try {
+    find_op("qconv2d")->build("k", {x, w}, TensorType{i8, {1, 2, 2, 2}}, quant({}, {0.1, 0.2}));
+    ADD_FAILURE() << "built per-channel qconv2d without its table";
+  } catch (const DiagnosticError& e) {
+    EXPECT_NE(e.diagnostics().at(0).message.find("requantization table"), std::string::npos);
+  }
+  EXPECT_NE(infer("qconv2d", {x, w}, quant({{"schedule", {{"smlad", true}}}})).find("packed"), std::string::npos);
+  EXPECT_NE(infer("qconv2d", {x, w}, quant({{"schedule", {{"fast", true}}}})).find("unknown schedule 'fast'"),
+            std::string::npos);
+  EXPECT_NE(infer("qdense", {TensorType{i8, {1, 5}}, TensorType{i8, {3, 4}}}, quant({})).find("4 input features"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace mtir
