@@ -203,6 +203,16 @@ def main():
                              "plain C int8 (DS-CNN)": REFERENCE["plain C loop nest (DS-CNN, int8)"]})
         md += ["", "![instructions per MAC, MLPerf shapes](report-mlperf.svg)"]
 
+    # 2c. The int8 MLPerf Tiny graphs on Cortex-M4, with each int8 schedule switched off in turn.
+    print("[2c/5] int8 MLPerf Tiny graphs on cortex-m4", file=sys.stderr)
+    code, out, err = run(["bash", "bench/mlperf_int8.sh", BUILD], timeout=3600)
+    md += ["", "## int8 MLPerf Tiny graphs on Cortex-M4 (`bash bench/mlperf_int8.sh`)", "",
+           "Random int8 weights and quantization (`tools/make_mlperf_graphs.py --int8`); instructions counted exactly "
+           "around `run` (QEMU `-icount`); flash without the test input; each row below the first of a model switches "
+           "one schedule of the int8 operators off; \"= reference\": the output equals the independent int8 "
+           "reference bit for bit. Goal: at most 2.5 instructions per MAC on DS-CNN and ResNet-8.", ""]
+    md += out.strip().splitlines() if code == 0 else [f"failed: {err.strip().splitlines()[-1] if err.strip() else code}"]
+
     # 3. Calling conventions and backends on the host (wall time ratios, noisy).
     print("[3/5] calling conventions and LLVM vs C", file=sys.stderr)
     for name in ["calling_convention_bench", "llvm_vs_c_bench"]:

@@ -15,7 +15,8 @@ const std::vector<OpInfo>& all_ops() {
       {"erf", K::kUnaryMath, false},   {"abs", K::kUnaryMath, true},
       {"pow", K::kBinaryMath, false},
       {"shift_right", K::kIntBinary, true}, {"shift_left", K::kIntBinary, true},
-      {"bitwise_and", K::kIntBinary, true}, {"bitwise_or", K::kIntBinary, true},  {"if_then_else", K::kIfThenElse, true},
+      {"bitwise_and", K::kIntBinary, true}, {"bitwise_or", K::kIntBinary, true},
+      {"if_then_else", K::kIfThenElse, true},
       {"call_extern", K::kCallExtern, true},
       // The packed calling convention (MakePackedAPI). Arguments: TVMValue* args,
       // int32_t* type_codes; tensors are DLTensor*.

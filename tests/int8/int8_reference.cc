@@ -1,0 +1,289 @@
+// The int8 operators of the reference, one plain loop nest each, straight from the op
+// contract (see docs/operators.md, "int8 operators"): int32 accumulation, the fixed-point
+// requantization of TFLite's reference kernels, saturating casts. Slow and obvious on purpose.
+#include "int8_reference.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+namespace int8ref {
+namespace {
+
+using nlohmann::json;
+
+int64_t product(const std::vector<int64_t>& s) {
+  int64_t n = 1;
+  for (int64_t d : s) n *= d;
+  return n;
+}
+
+Tensor make(const std::string& dtype, std::vector<int64_t> shape) {
+  Tensor t{dtype, std::move(shape), {}};
+  t.data.assign(static_cast<size_t>(product(t.shape)), 0);
+  return t;
+}
+
+int32_t clamp(int64_t v, int32_t lo, int32_t hi) { return static_cast<int32_t>(std::min<int64_t>(std::max<int64_t>(v, lo), hi)); }
+
+double number(const json& attrs, const char* name) {
+  if (!attrs.contains(name)) throw Error(std::string("missing attribute '") + name + "'");
+  if (!attrs[name].is_number()) throw Error(std::string("attribute '") + name + "' is not a number");
+  return attrs[name].get<double>();
+}
+
+int32_t int_or(const json& attrs, const char* name, int32_t fallback) {
+  return attrs.contains(name) ? attrs[name].get<int32_t>() : fallback;
+}
+
+std::vector<int64_t> ints_or(const json& attrs, const char* name, std::vector<int64_t> fallback) {
+  return attrs.contains(name) ? attrs[name].get<std::vector<int64_t>>() : fallback;
+}
+
+void expect_rank(const Tensor& t, size_t rank, const char* what) {
+  if (t.shape.size() != rank) throw Error(std::string(what) + " must have rank " + std::to_string(rank));
+}
+
+// [lo, hi] of the output codes for "activation" (the contract's act bounds).
+std::pair<int32_t, int32_t> act_bounds(const json& attrs, int32_t zo, double so) {
+  std::string act = attrs.value("activation", std::string("none"));
+  if (act == "none") return {-128, 127};
+  if (act == "relu") return {std::max(-128, zo), 127};
+  if (act == "relu6") return {std::max(-128, zo), static_cast<int32_t>(std::min<long>(127, zo + std::lround(6.0 / so)))};
+  throw Error("unknown activation '" + act + "'");
+}
+
+// The per-output-channel multipliers of conv/dense: input_scale * weight_scale[c] / output_scale.
+std::vector<Multiplier> channel_multipliers(const json& attrs, int64_t channels) {
+  double sx = number(attrs, "input_scale"), so = number(attrs, "output_scale");
+  if (!attrs.contains("weight_scale")) throw Error("missing attribute 'weight_scale'");
+  std::vector<double> ws;
+  if (attrs["weight_scale"].is_array()) {
+    ws = attrs["weight_scale"].get<std::vector<double>>();
+    if (static_cast<int64_t>(ws.size()) != channels) throw Error("'weight_scale' needs one scale per output channel");
+  } else {
+    ws.assign(static_cast<size_t>(channels), number(attrs, "weight_scale"));
+  }
+  std::vector<Multiplier> out;
+  for (double w : ws) out.push_back(quantize_multiplier(sx * w / so));
+  return out;
+}
+
+// Requantizes accumulators acc[.., c] (c innermost) into int8 codes.
+Tensor requantize(const std::vector<int64_t>& acc, std::vector<int64_t> shape, const json& attrs) {
+  int64_t channels = shape.back();
+  std::vector<Multiplier> q = channel_multipliers(attrs, channels);
+  int32_t zo = int_or(attrs, "output_zero_point", 0);
+  auto [lo, hi] = act_bounds(attrs, zo, number(attrs, "output_scale"));
+  Tensor out = make("int8", std::move(shape));
+  for (size_t i = 0; i < acc.size(); ++i)
+    out.data[i] = clamp(static_cast<int64_t>(requant_raw(acc[i], q[i % channels])) + zo, lo, hi);
+  return out;
+}
+
+Tensor qconv2d(const std::vector<const Tensor*>& in, const json& attrs) {
+  const Tensor &x = *in[0], &w = *in[1];
+  expect_rank(x, 4, "qconv2d data");
+  expect_rank(w, 4, "qconv2d weight");
+  int64_t n = x.shape[0], h = x.shape[1], wd = x.shape[2], c = x.shape[3];
+  int64_t o = w.shape[0], kh = w.shape[1], kw = w.shape[2], cg = w.shape[3];
+  int64_t groups = int_or(attrs, "groups", 1);
+  auto st = ints_or(attrs, "strides", {1, 1}), dil = ints_or(attrs, "dilation", {1, 1});
+  auto pad = ints_or(attrs, "padding", {0, 0, 0, 0});
+  if (cg * groups != c || o % groups) throw Error("qconv2d: weight channels do not match the data and groups");
+  int64_t oh = (h + pad[0] + pad[2] - dil[0] * (kh - 1) - 1) / st[0] + 1;
+  int64_t ow = (wd + pad[1] + pad[3] - dil[1] * (kw - 1) - 1) / st[1] + 1;
+  int32_t zx = int_or(attrs, "input_zero_point", 0);
+  std::vector<int64_t> acc(static_cast<size_t>(n * oh * ow * o));
+  size_t i = 0;
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t y = 0; y < oh; ++y)
+      for (int64_t xo = 0; xo < ow; ++xo)
+        for (int64_t oc = 0; oc < o; ++oc, ++i) {
+          int64_t g = oc / (o / groups), sum = in.size() > 2 ? in[2]->data[oc] : 0;
+          for (int64_t ky = 0; ky < kh; ++ky)
+            for (int64_t kx = 0; kx < kw; ++kx) {
+              int64_t iy = y * st[0] - pad[0] + ky * dil[0], ix = xo * st[1] - pad[1] + kx * dil[1];
+              if (iy < 0 || iy >= h || ix < 0 || ix >= wd) continue;  // padding: x == zx
+              for (int64_t ic = 0; ic < cg; ++ic)
+                sum += static_cast<int64_t>(x.data[((b * h + iy) * wd + ix) * c + g * cg + ic] - zx) *
+                       w.data[((oc * kh + ky) * kw + kx) * cg + ic];
+            }
+          acc[i] = sum;
+        }
+  return requantize(acc, {n, oh, ow, o}, attrs);
+}
+
+Tensor qdense(const std::vector<const Tensor*>& in, const json& attrs) {
+  const Tensor &x = *in[0], &w = *in[1];
+  expect_rank(x, 2, "qdense data");
+  expect_rank(w, 2, "qdense weight");
+  int64_t n = x.shape[0], k = x.shape[1], m = w.shape[0];
+  if (w.shape[1] != k) throw Error("qdense: weight [M, K] does not match data [N, K]");
+  int32_t zx = int_or(attrs, "input_zero_point", 0);
+  std::vector<int64_t> acc(static_cast<size_t>(n * m));
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t j = 0; j < m; ++j) {
+      int64_t sum = in.size() > 2 ? in[2]->data[j] : 0;
+      for (int64_t t = 0; t < k; ++t) sum += static_cast<int64_t>(x.data[b * k + t] - zx) * w.data[j * k + t];
+      acc[b * m + j] = sum;
+    }
+  return requantize(acc, {n, m}, attrs);
+}
+
+Tensor qadd(const std::vector<const Tensor*>& in, const json& attrs) {
+  const Tensor &a = *in[0], &b = *in[1];
+  if (a.shape != b.shape) throw Error("qadd: the inputs must have the same shape");
+  double sa = number(attrs, "a_scale"), sb = number(attrs, "b_scale"), so = number(attrs, "output_scale");
+  int32_t za = int_or(attrs, "a_zero_point", 0), zb = int_or(attrs, "b_zero_point", 0);
+  int32_t zo = int_or(attrs, "output_zero_point", 0);
+  const int left_shift = 20;
+  double twice_max = 2 * std::max(sa, sb);
+  Multiplier qa = quantize_multiplier(sa / twice_max), qb = quantize_multiplier(sb / twice_max);
+  Multiplier qo = quantize_multiplier(twice_max / ((1 << left_shift) * so));
+  auto [lo, hi] = act_bounds(attrs, zo, so);
+  Tensor out = make("int8", a.shape);
+  for (size_t i = 0; i < a.data.size(); ++i) {
+    int32_t a2 = requant_raw(static_cast<int64_t>(a.data[i] - za) * (1 << left_shift), qa);
+    int32_t b2 = requant_raw(static_cast<int64_t>(b.data[i] - zb) * (1 << left_shift), qb);
+    out.data[i] = clamp(static_cast<int64_t>(requant_raw(static_cast<int64_t>(a2) + b2, qo)) + zo, lo, hi);
+  }
+  return out;
+}
+
+// Average (qavg_pool2d, qglobal_avg_pool2d) or max pooling over NHWC windows; padded
+// positions are skipped and not counted.
+Tensor pool(const Tensor& x, std::vector<int64_t> k, std::vector<int64_t> st, std::vector<int64_t> pad, bool avg) {
+  expect_rank(x, 4, "pool data");
+  int64_t n = x.shape[0], h = x.shape[1], w = x.shape[2], c = x.shape[3];
+  int64_t oh = (h + pad[0] + pad[2] - k[0]) / st[0] + 1, ow = (w + pad[1] + pad[3] - k[1]) / st[1] + 1;
+  if (oh <= 0 || ow <= 0) throw Error("pool: the window is larger than the padded input");
+  Tensor out = make("int8", {n, oh, ow, c});
+  size_t i = 0;
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t y = 0; y < oh; ++y)
+      for (int64_t xo = 0; xo < ow; ++xo)
+        for (int64_t ch = 0; ch < c; ++ch, ++i) {
+          int32_t sum = 0, count = 0, mx = -128;
+          for (int64_t ky = 0; ky < k[0]; ++ky)
+            for (int64_t kx = 0; kx < k[1]; ++kx) {
+              int64_t iy = y * st[0] - pad[0] + ky, ix = xo * st[1] - pad[1] + kx;
+              if (iy < 0 || iy >= h || ix < 0 || ix >= w) continue;
+              int32_t v = x.data[((b * h + iy) * w + ix) * c + ch];
+              sum += v, ++count, mx = std::max(mx, v);
+            }
+          if (count == 0) throw Error("pool: a window covers only padding");
+          out.data[i] = avg ? clamp(div_round_away(sum, count), -128, 127) : mx;
+        }
+  return out;
+}
+
+Tensor qsoftmax(const std::vector<const Tensor*>& in, const json& attrs) {
+  const Tensor& x = *in[0];
+  expect_rank(x, 2, "qsoftmax data");
+  double sx = number(attrs, "input_scale");
+  if (attrs.contains("output_scale") && number(attrs, "output_scale") != 1.0 / 256)
+    throw Error("qsoftmax: 'output_scale' must be 1/256");
+  if (int_or(attrs, "output_zero_point", -128) != -128) throw Error("qsoftmax: 'output_zero_point' must be -128");
+  int32_t table[256];
+  for (int d = 0; d < 256; ++d) table[d] = static_cast<int32_t>(std::lround(std::exp(-d * sx) * 65536.0));
+  if (in.size() > 1 && std::vector<int32_t>(table, table + 256) != in[1]->data)
+    throw Error("qsoftmax: the exp_table constant differs from round(exp(-d * input_scale) * 65536)");
+  int64_t n = x.shape[0], k = x.shape[1];
+  Tensor out = make("int8", x.shape);
+  for (int64_t r = 0; r < n; ++r) {
+    const int32_t* row = &x.data[r * k];
+    int32_t mx = *std::max_element(row, row + k), sum = 0;
+    for (int64_t j = 0; j < k; ++j) sum += table[mx - row[j]];
+    for (int64_t j = 0; j < k; ++j) out.data[r * k + j] = clamp((table[mx - row[j]] * 512 + sum) / (2 * sum) - 128, -128, 127);
+  }
+  return out;
+}
+
+Tensor qconcat(const std::vector<const Tensor*>& in, const json& attrs) {
+  auto scales = attrs.at("input_scales").get<std::vector<double>>();
+  auto zps = ints_or(attrs, "input_zero_points", std::vector<int64_t>(in.size(), 0));
+  if (scales.size() != in.size() || zps.size() != in.size()) throw Error("qconcat: one scale and zero point per input");
+  double so = number(attrs, "output_scale");
+  int32_t zo = int_or(attrs, "output_zero_point", 0);
+  int64_t rank = static_cast<int64_t>(in[0]->shape.size()), axis = int_or(attrs, "axis", 0);
+  if (axis < 0) axis += rank;
+  std::vector<int64_t> shape = in[0]->shape;
+  shape[axis] = 0;
+  for (const Tensor* t : in) shape[axis] += t->shape[axis];
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < axis; ++d) outer *= shape[d];
+  for (int64_t d = axis + 1; d < rank; ++d) inner *= shape[d];
+  Tensor out = make("int8", shape);
+  int64_t offset = 0;
+  for (size_t t = 0; t < in.size(); ++t) {
+    Multiplier q = quantize_multiplier(scales[t] / so);
+    int64_t len = in[t]->shape[axis] * inner;
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t j = 0; j < len; ++j)
+        out.data[o * shape[axis] * inner + offset + j] =
+            clamp(static_cast<int64_t>(requant_raw(in[t]->data[o * len + j] - zps[t], q)) + zo, -128, 127);
+    offset += len;
+  }
+  return out;
+}
+
+Tensor reshape(const Tensor& x, std::vector<int64_t> shape) {
+  int64_t known = 1, infer = -1;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == 0) shape[d] = x.shape.at(d);
+    if (shape[d] == -1) infer = static_cast<int64_t>(d);
+    else known *= shape[d];
+  }
+  if (infer >= 0) shape[infer] = x.size() / known;
+  if (product(shape) != x.size()) throw Error("reshape: the new shape has a different element count");
+  return Tensor{x.dtype, shape, x.data};
+}
+
+}  // namespace
+
+int64_t Tensor::size() const { return product(shape); }
+
+Multiplier quantize_multiplier(double real) {
+  if (!(real > 0) || !std::isfinite(real)) throw Error("requantization multiplier out of range");
+  int e = 0;
+  double q = std::frexp(real, &e);  // real = q * 2^e, q in [0.5, 1)
+  int64_t m = std::llround(q * 2147483648.0);
+  if (m == (int64_t{1} << 31)) m /= 2, ++e;
+  int s = 31 - e;
+  if (s < 1 || s > 62) throw Error("requantization multiplier out of range");
+  return {static_cast<int32_t>(m), s};
+}
+
+int32_t requant_raw(int64_t acc, Multiplier q) {
+  return static_cast<int32_t>((acc * q.m + (int64_t{1} << (q.s - 1))) >> q.s);
+}
+
+int32_t div_round_away(int32_t a, int32_t b) { return a >= 0 ? (a + b / 2) / b : (a - b / 2) / b; }
+
+Tensor eval_op(const std::string& op, const std::vector<const Tensor*>& in, const nlohmann::json& attrs) {
+  if (op == "qconv2d") return qconv2d(in, attrs);
+  if (op == "qdense") return qdense(in, attrs);
+  if (op == "qadd") return qadd(in, attrs);
+  if (op == "qsoftmax") return qsoftmax(in, attrs);
+  if (op == "qconcat") return qconcat(in, attrs);
+  if (op == "qavg_pool2d" || op == "max_pool2d") {
+    if (op == "max_pool2d" && attrs.value("layout", std::string("NCHW")) != "NHWC")
+      throw Error("max_pool2d: the reference takes layout NHWC only");
+    return pool(*in[0], attrs.at("pool_size").get<std::vector<int64_t>>(), ints_or(attrs, "strides", {1, 1}),
+                ints_or(attrs, "padding", {0, 0, 0, 0}), op == "qavg_pool2d");
+  }
+  if (op == "qglobal_avg_pool2d") {
+    expect_rank(*in[0], 4, "qglobal_avg_pool2d data");
+    return pool(*in[0], {in[0]->shape[1], in[0]->shape[2]}, {1, 1}, {0, 0, 0, 0}, true);
+  }
+  if (op == "reshape") return reshape(*in[0], attrs.at("newshape").get<std::vector<int64_t>>());
+  if (op == "flatten") {
+    int64_t axis = int_or(attrs, "axis", 1), outer = 1;
+    for (int64_t d = 0; d < axis; ++d) outer *= in[0]->shape[d];
+    return reshape(*in[0], {outer, in[0]->size() / outer});
+  }
+  throw Error("the int8 reference has no op '" + op + "'");
+}
+
+}  // namespace int8ref

@@ -1,0 +1,925 @@
+// The int8 quantized operators against independent references written here in plain
+// C++ straight from the contract in docs/quantization.md (TFLite int8 semantics): the
+// fixed-point multiplier is recomputed by a different method, the rounding shift by a
+// floor division, so a shared mistake in core/ops/quant_util.cc cannot hide. Every case
+// is checked bit for bit in the reference interpreter, then all cases of the process are
+// built into one module and run again as host C and (with Binaryen) as wasm, bit for bit
+// equal to the interpreter. Refusals are checked by message.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "analysis/well_formed.h"
+#include "driver/build.h"
+#include "executor/aot.h"
+#include "frontend/graph.h"
+#include "interp/interpreter.h"
+#include "ir/structural_equal.h"
+#include "ops/ops.h"
+#include "script/parser.h"
+#include "script/printer.h"
+#include "sim/host_sim.h"
+#include "sim/wasm_module_runner.h"
+#include "support/diagnostic.h"
+#ifdef MICROTIR_HAVE_BINARYEN
+#include "codegen/wasm/native/binaryen_native.h"
+#endif
+
+namespace mtir {
+namespace {
+
+using json = nlohmann::json;
+using Shape = std::vector<int64_t>;
+namespace fs = std::filesystem;
+
+const DataType kI8 = DataType::Int(8);
+const DataType kI32 = DataType::Int(32);
+const DataType kF32 = DataType::Float(32);
+
+// ---- harness: interpreter now, host C and wasm at the end of the process ------------------
+
+struct Case {
+  std::string what;
+  PrimFunc kernel;
+  std::vector<NDArray> arrays;  // inputs, then the interpreter's output
+};
+std::vector<Case>& cases() {
+  static std::vector<Case> c;
+  return c;
+}
+
+bool same_bits(const NDArray& a, const NDArray& b) { return a.dtype == b.dtype && a.shape == b.shape && a.data == b.data; }
+
+// Builds every recorded kernel into one C module (a driver calls each in turn) and into
+// one wasm module, runs both, and compares every output byte with the interpreter's.
+class BackendsEnvironment : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    auto& all = cases();
+    if (all.empty()) return;
+    IRModule m, kernels;
+    auto driver = std::make_shared<PrimFuncNode>();
+    std::vector<Stmt> calls;
+    std::vector<NDArray> arrays;
+    std::vector<sim::WasmCall> wasm_calls;
+    for (size_t i = 0; i < all.size(); ++i) {
+      const std::string name = "qcase" + std::to_string(i);
+      auto kernel = std::make_shared<PrimFuncNode>(*all[i].kernel);
+      kernel->attrs["global_symbol"] = name;
+      m.set(name, kernel);
+      kernels.set(name, kernel);
+      std::vector<Expr> args = {StringImm(name)};
+      for (size_t j = 0; j < all[i].arrays.size(); ++j) {
+        const NDArray& a = all[i].arrays[j];
+        std::vector<Expr> shape, zeros;
+        for (int64_t d : a.shape) shape.push_back(IntImm(kI32, d)), zeros.push_back(IntImm(kI32, 0));
+        Buffer b = MakeBuffer(name + "_" + std::to_string(j), a.dtype, shape);
+        driver->params.push_back(MakeVar(b->name, DataType::Handle()));
+        driver->param_buffers.push_back(b);
+        std::vector<Expr> region = {BufferLoad(b, zeros)};
+        region.insert(region.end(), shape.begin(), shape.end());
+        args.push_back(Call(DataType::Handle(), "tir_region", region));
+        arrays.push_back(j + 1 == all[i].arrays.size() ? NDArray::zeros(a.dtype, a.shape) : a);
+      }
+      calls.push_back(Evaluate(Call(kI32, "call_tir", std::move(args))));
+    }
+    driver->body = SeqStmt(calls);
+    driver->attrs["global_symbol"] = std::string("all_qcases");
+    m.set("all_qcases", driver);
+    std::vector<NDArray> wasm_arrays = arrays;
+    std::vector<InterpArg> args;
+    for (auto& a : arrays) args.push_back(&a);
+    const std::string work = (fs::temp_directory_path() / ("microtir-qops-" + std::to_string(getpid()))).string();
+    sim::HostSimOptions options;
+    options.work_dir = work;
+    try {
+      BuildResult built = build_c(m, parse_target("c -unpacked-api=1"));
+      sim::run_on_host({&built, "all_qcases", driver}, args, options);
+    } catch (const DiagnosticError& e) {
+      ADD_FAILURE() << "host C: " << render_all(e.diagnostics());
+    }
+    fs::remove_all(work);
+    size_t k = 0;
+    for (const auto& c : all) {
+      k += c.arrays.size();
+      EXPECT_TRUE(same_bits(arrays[k - 1], c.arrays.back())) << "host C differs from the interpreter for " << c.what;
+    }
+#ifdef MICROTIR_HAVE_BINARYEN
+    size_t at = 0;
+    for (size_t i = 0; i < all.size(); ++i) {
+      sim::WasmCall call{"qcase" + std::to_string(i), {}};
+      for (size_t j = 0; j < all[i].arrays.size(); ++j) call.buffers.push_back(&wasm_arrays[at++]);
+      wasm_calls.push_back(std::move(call));
+    }
+    const std::string wasm_dir = work + "-wasm";
+    try {
+      BuildResult built = build_wasm(kernels, parse_target("wasm"));
+      fs::create_directories(wasm_dir);
+      const std::string module = wasm_dir + "/qcases.wasm";
+      std::ofstream(module, std::ios::binary)
+          << binaryen_native::assemble(built.sources.at(0).text, "O2", "the quantized op cases").binary;
+      sim::run_wasm_calls(module, wasm_calls, wasm_dir);
+    } catch (const DiagnosticError& e) {
+      ADD_FAILURE() << "wasm: " << render_all(e.diagnostics());
+    }
+    fs::remove_all(wasm_dir);
+    k = 0;
+    for (const auto& c : all) {
+      k += c.arrays.size();
+      EXPECT_TRUE(same_bits(wasm_arrays[k - 1], c.arrays.back())) << "wasm differs from the interpreter for " << c.what;
+    }
+#endif
+    all.clear();
+  }
+};
+const auto* const kBackends = ::testing::AddGlobalTestEnvironment(new BackendsEnvironment);
+
+NDArray make(DataType t, const Shape& s, const std::vector<int64_t>& v) {
+  NDArray a = NDArray::zeros(t, s);
+  for (int64_t i = 0; i < a.num_elements(); ++i) a.set_int(i, v.at(i));
+  return a;
+}
+
+// Uniform int8 values in [lo, hi].
+NDArray random_i8(const Shape& s, uint32_t seed, int lo = -128, int hi = 127) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> d(lo, hi);
+  NDArray a = NDArray::zeros(kI8, s);
+  for (int64_t i = 0; i < a.num_elements(); ++i) a.set_int(i, d(rng));
+  return a;
+}
+
+std::vector<int64_t> ints(const NDArray& a) {
+  std::vector<int64_t> v(a.num_elements());
+  for (int64_t i = 0; i < a.num_elements(); ++i) v[i] = a.get_int(i);
+  return v;
+}
+
+// Emits `op`, checks well-formedness and the text round trip, interprets it and records
+// the case for the backends; returns the output.
+NDArray run(const std::string& op, const std::vector<NDArray>& inputs, const json& attrs) {
+  const OpDef* def = find_op(op);
+  EXPECT_NE(def, nullptr) << op;
+  if (!def) return {};
+  std::vector<TensorType> types;
+  for (const auto& a : inputs) types.push_back(TensorType{a.dtype, a.shape});
+  TensorType out = def->infer(types, attrs);
+  PrimFunc f = def->build(op + "_kernel", types, out, attrs);
+  IRModule m;
+  m.set(op + "_kernel", f);
+  auto diags = check_well_formed(m);
+  EXPECT_TRUE(diags.empty()) << render_all(diags) << "\n" << print_module(m);
+  std::string text = print_module(m);
+  ParseResult back = parse_module(text, "printed.tir");
+  EXPECT_TRUE(back.ok()) << render_all(back.diagnostics) << "\n" << text;
+  if (back.ok()) {
+    EXPECT_TRUE(structural_equal(m, *back.module)) << structural_diff(m, *back.module) << "\n" << text;
+  }
+  std::vector<NDArray> arrays = inputs;
+  arrays.push_back(NDArray::zeros(out.dtype, out.shape));
+  std::vector<InterpArg> args;
+  for (auto& a : arrays) args.push_back(&a);
+  try {
+    interpret(m, op + "_kernel", args);
+    std::string what = op;
+    for (const auto& t : types) what += " " + t.str();
+    cases().push_back({what + " " + attrs.dump(), f, arrays});
+  } catch (const DiagnosticError& e) {
+    ADD_FAILURE() << "interpreter: " << render_all(e.diagnostics()) << "\n" << text;
+  }
+  return arrays.back();
+}
+
+void expect_ints(const NDArray& got, const Shape& shape, const std::vector<int64_t>& want, const std::string& what) {
+  ASSERT_EQ(got.shape, shape) << what;
+  ASSERT_EQ(got.num_elements(), static_cast<int64_t>(want.size())) << what;
+  int bad = 0;
+  for (int64_t i = 0; i < got.num_elements() && bad < 5; ++i)
+    if (got.get_int(i) != want[i]) {
+      ADD_FAILURE() << what << ": element " << i << " is " << got.get_int(i) << ", expected " << want[i];
+      ++bad;
+    }
+}
+
+// Expects infer (or, with `at_build`, build) to throw a user error starting with the op
+// name and containing `needle`.
+void expect_error(const std::string& op, const std::vector<TensorType>& types, const json& attrs,
+                  const std::string& needle, bool at_build = false) {
+  const OpDef* def = find_op(op);
+  ASSERT_NE(def, nullptr) << op;
+  try {
+    TensorType out = def->infer(types, attrs);
+    if (at_build) def->build("k", types, out, attrs);
+    ADD_FAILURE() << op << ": expected an error containing \"" << needle << "\" for attrs " << attrs.dump();
+  } catch (const DiagnosticError& e) {
+    ASSERT_FALSE(e.diagnostics().empty());
+    EXPECT_FALSE(e.internal()) << e.what();
+    const std::string& msg = e.diagnostics()[0].message;
+    EXPECT_NE(msg.find(needle), std::string::npos) << "message: " << msg << "\nexpected to contain: " << needle;
+    EXPECT_EQ(msg.rfind(op + ": ", 0), 0u) << "message should start with the op name: " << msg;
+  }
+}
+
+// ---- independent reference arithmetic ---------------------------------------------------
+
+// m = M * 2^(e - 31) with M in [2^30, 2^31): found by scaling m into [2^30, 2^31) one power
+// of two at a time (not frexp), then rounding; a mantissa that rounds up to 2^31 is halved.
+struct RefMult {
+  int64_t M;
+  int s;  // right shift = 31 - e
+};
+RefMult ref_multiplier(double m) {
+  int e = 0;
+  double x = m * 2147483648.0;  // m * 2^31
+  while (x >= 2147483648.0) x /= 2, ++e;
+  while (x < 1073741824.0) x *= 2, --e;
+  int64_t M = static_cast<int64_t>(std::floor(x + 0.5));
+  if (M == (int64_t{1} << 31)) M /= 2, ++e;
+  return {M, 31 - e};
+}
+
+int64_t floor_div(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
+
+// floor((acc * M + 2^(s-1)) / 2^s), wrapped to int32.
+int64_t ref_requant(int64_t acc, const RefMult& r) {
+  int64_t v = floor_div(acc * r.M + (int64_t{1} << (r.s - 1)), int64_t{1} << r.s);
+  return static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint64_t>(v)));
+}
+
+int64_t clamp(int64_t v, int64_t lo, int64_t hi) { return std::min(std::max(v, lo), hi); }
+
+struct Bounds {
+  int64_t lo, hi;
+};
+Bounds ref_bounds(const std::string& act, double so, int64_t zo) {
+  if (act == "relu") return {std::max<int64_t>(-128, zo), 127};
+  if (act == "relu6") return {std::max<int64_t>(-128, zo), std::min<int64_t>(127, zo + std::llround(6 / so))};
+  return {-128, 127};
+}
+
+// C-style rounding division of the window sum: half away from zero.
+int64_t round_avg(int64_t sum, int64_t count) {
+  return sum >= 0 ? (sum + count / 2) / count : (sum - count / 2) / count;
+}
+
+// ---- the multiplier itself (through an op whose output exposes it) ---------------------
+
+TEST(QuantRef, MultiplierReferenceMatchesKnownValues) {
+  // 0.5 = 2^30 * 2^-31; 0.75 = 3 * 2^29 * 2^-31; 1/3 rounds; values near 2^31 round up.
+  EXPECT_EQ(ref_multiplier(0.5).M, int64_t{1} << 30);
+  EXPECT_EQ(ref_multiplier(0.5).s, 31);
+  EXPECT_EQ(ref_multiplier(0.75).M, 3 * (int64_t{1} << 29));
+  EXPECT_EQ(ref_multiplier(1.0 / 3).M, 1431655765);
+  EXPECT_EQ(ref_multiplier(1.0 / 3).s, 32);
+  EXPECT_EQ(ref_multiplier(0.99999999999).M, int64_t{1} << 30);  // rounded to 2^31, halved
+  EXPECT_EQ(ref_multiplier(0.99999999999).s, 30);
+  EXPECT_EQ(ref_requant(-3, ref_multiplier(0.5)), -1);  // -1.5 rounds half up to -1
+  EXPECT_EQ(ref_requant(3, ref_multiplier(0.5)), 2);
+}
+
+// ---- qadd -------------------------------------------------------------------------------
+
+NDArray ref_qadd(const NDArray& a, const NDArray& b, double sa, int64_t za, double sb, int64_t zb, double so,
+                 int64_t zo, const std::string& act) {
+  double twice_max = 2 * std::max(sa, sb);
+  RefMult ma = ref_multiplier(sa / twice_max), mb = ref_multiplier(sb / twice_max);
+  RefMult mo = ref_multiplier(twice_max / (1048576.0 * so));
+  Bounds bd = ref_bounds(act, so, zo);
+  NDArray out = NDArray::zeros(kI8, a.shape);
+  for (int64_t i = 0; i < a.num_elements(); ++i) {
+    int64_t x = ref_requant((a.get_int(i) - za) * 1048576, ma);
+    int64_t y = ref_requant((b.get_int(i) - zb) * 1048576, mb);
+    out.set_int(i, clamp(ref_requant(x + y, mo) + zo, bd.lo, bd.hi));
+  }
+  return out;
+}
+
+TEST(QuantizedOps, QaddMatchesReference) {
+  struct P {
+    Shape shape;
+    double sa;
+    int za;
+    double sb;
+    int zb;
+    double so;
+    int zo;
+    const char* act;
+  };
+  const P params[] = {
+      {{1, 4, 4, 8}, 0.05, 3, 0.02, -7, 0.06, -2, "none"},
+      {{2, 17}, 0.1, -128, 0.1, 127, 0.1, 0, "none"},          // equal scales, extreme zero points
+      {{3, 5, 7}, 0.5, 0, 0.25, 10, 0.01, 5, "none"},          // output scale small: saturates both ways
+      {{1, 3, 3, 16}, 0.031, -20, 0.047, 11, 0.052, -30, "relu"},
+      {{1, 2, 6, 6}, 0.02, 0, 0.03, 0, 0.025, -128, "relu6"},  // relu6 top = -128 + round(6 / 0.025) = 112
+      {{64}, 3e-4, 1, 7e-3, -1, 2.5, 0, "none"},               // output scale large: mostly 0
+  };
+  uint32_t seed = 1;
+  for (const auto& p : params) {
+    json attrs = {{"a_scale", p.sa},  {"a_zero_point", p.za}, {"b_scale", p.sb},     {"b_zero_point", p.zb},
+                  {"output_scale", p.so}, {"output_zero_point", p.zo}, {"activation", p.act}};
+    NDArray a = random_i8(p.shape, seed++), b = random_i8(p.shape, seed++);
+    NDArray got = run("qadd", {a, b}, attrs);
+    NDArray want = ref_qadd(a, b, p.sa, p.za, p.sb, p.zb, p.so, p.zo, p.act);
+    expect_ints(got, p.shape, ints(want), "qadd " + attrs.dump());
+  }
+  // The saturating case really reaches both ends.
+  NDArray a = random_i8({3, 5, 7}, 100), b = random_i8({3, 5, 7}, 101);
+  NDArray sat = ref_qadd(a, b, 0.5, 0, 0.25, 10, 0.01, 5, "none");
+  auto v = ints(sat);
+  EXPECT_NE(std::count(v.begin(), v.end(), -128), 0);
+  EXPECT_NE(std::count(v.begin(), v.end(), 127), 0);
+}
+
+TEST(QuantizedOps, QaddRefusals) {
+  json ok = {{"a_scale", 0.1}, {"b_scale", 0.2}, {"output_scale", 0.3}};
+  std::vector<TensorType> t = {{kI8, {2, 3}}, {kI8, {2, 3}}};
+  json missing = ok;
+  missing.erase("b_scale");
+  expect_error("qadd", t, missing, "missing required attribute 'b_scale'");
+  json zero = ok;
+  zero["a_scale"] = 0;
+  expect_error("qadd", t, zero, "attribute 'a_scale' must be a number > 0");
+  json zp = ok;
+  zp["output_zero_point"] = 128;
+  expect_error("qadd", t, zp, "attribute 'output_zero_point' must be an integer in [-128, 127]");
+  json act = ok;
+  act["activation"] = "tanh";
+  expect_error("qadd", t, act, "attribute 'activation' must be one of \"none\", \"relu\", \"relu6\"");
+  json huge = ok;
+  huge["output_scale"] = 1e-20;
+  expect_error("qadd", t, huge, "requantization multiplier out of range");
+  expect_error("qadd", {{kI8, {2, 3}}, {kI8, {3, 2}}}, ok, "must have the same shape (qadd does not broadcast)");
+  expect_error("qadd", {{kF32, {2, 3}}, {kF32, {2, 3}}}, ok, "input 'a' has type float32; int8 is required");
+  expect_error("qadd", {{kI8, {2, 3}}, {DataType::UInt(8), {2, 3}}}, ok, "input 'b' has type uint8");
+  expect_error("qadd", {{kI8, {2, 3}}}, ok, "expected 2 inputs");
+}
+
+// ---- qavg_pool2d / qglobal_avg_pool2d ------------------------------------------------------
+
+NDArray ref_qavg(const NDArray& x, int64_t kh, int64_t kw, int64_t sh, int64_t sw, const std::vector<int64_t>& pad) {
+  int64_t N = x.shape[0], H = x.shape[1], W = x.shape[2], C = x.shape[3];
+  int64_t OH = (H + pad[0] + pad[2] - kh) / sh + 1, OW = (W + pad[1] + pad[3] - kw) / sw + 1;
+  NDArray out = NDArray::zeros(kI8, {N, OH, OW, C});
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t oy = 0; oy < OH; ++oy)
+      for (int64_t ox = 0; ox < OW; ++ox)
+        for (int64_t c = 0; c < C; ++c) {
+          int64_t sum = 0, count = 0;
+          for (int64_t ky = 0; ky < kh; ++ky)
+            for (int64_t kx = 0; kx < kw; ++kx) {
+              int64_t iy = oy * sh + ky - pad[0], ix = ox * sw + kx - pad[1];
+              if (iy < 0 || iy >= H || ix < 0 || ix >= W) continue;
+              sum += x.get_int(((n * H + iy) * W + ix) * C + c);
+              ++count;
+            }
+          out.set_int(((n * OH + oy) * OW + ox) * C + c, round_avg(sum, count));
+        }
+  return out;
+}
+
+TEST(QuantizedOps, QavgPool2dMatchesReference) {
+  struct P {
+    Shape shape;
+    int64_t kh, kw, sh, sw;
+    std::vector<int64_t> pad;
+  };
+  const P params[] = {
+      {{1, 6, 6, 3}, 2, 2, 2, 2, {0, 0, 0, 0}},  {{2, 7, 5, 4}, 3, 3, 1, 1, {1, 1, 1, 1}},
+      {{1, 9, 8, 2}, 3, 2, 2, 3, {1, 0, 2, 1}},  {{1, 5, 5, 1}, 5, 5, 1, 1, {0, 0, 0, 0}},
+      {{1, 4, 10, 5}, 1, 3, 1, 2, {0, 1, 0, 1}},
+  };
+  uint32_t seed = 10;
+  for (const auto& p : params) {
+    json attrs = {{"pool_size", {p.kh, p.kw}}, {"strides", {p.sh, p.sw}}, {"padding", p.pad}};
+    NDArray x = random_i8(p.shape, seed++);
+    NDArray want = ref_qavg(x, p.kh, p.kw, p.sh, p.sw, p.pad);
+    expect_ints(run("qavg_pool2d", {x}, attrs), want.shape, ints(want), "qavg_pool2d " + attrs.dump());
+  }
+  // Ties round away from zero: (1 + 2) / 2 -> 2 and (-1 - 2) / 2 -> -2; the extremes stay put.
+  NDArray x = make(kI8, {1, 1, 2, 4}, {1, -1, -128, 127, 2, -2, -128, 127});
+  json attrs = {{"pool_size", {1, 2}}};
+  expect_ints(run("qavg_pool2d", {x}, attrs), {1, 1, 1, 4}, {2, -2, -128, 127}, "ties");
+}
+
+TEST(QuantizedOps, QglobalAvgPool2dMatchesReference) {
+  uint32_t seed = 20;
+  for (Shape s : {Shape{1, 5, 5, 8}, Shape{2, 3, 7, 3}, Shape{1, 1, 1, 4}, Shape{1, 25, 5, 64}}) {
+    NDArray x = random_i8(s, seed++);
+    NDArray want = ref_qavg(x, s[1], s[2], 1, 1, {0, 0, 0, 0});
+    expect_ints(run("qglobal_avg_pool2d", {x}, json::object()), {s[0], 1, 1, s[3]}, ints(want), "qglobal_avg_pool2d");
+  }
+  NDArray lo = make(kI8, {1, 2, 2, 1}, {-128, -128, -128, -128});
+  expect_ints(run("qglobal_avg_pool2d", {lo}, json::object()), {1, 1, 1, 1}, {-128}, "all -128");
+}
+
+TEST(QuantizedOps, PoolRefusals) {
+  expect_error("qavg_pool2d", {{kI8, {1, 4, 4, 2}}}, {{"pool_size", {2, 2}}, {"layout", "NCHW"}},
+               "attribute 'layout' must be one of \"NHWC\"");
+  expect_error("qavg_pool2d", {{kF32, {1, 4, 4, 2}}}, {{"pool_size", {2, 2}}}, "int8 is required");
+  expect_error("qavg_pool2d", {{kI8, {1, 4, 4, 2}}}, {{"pool_size", {2, 2}}, {"padding", {2, 0, 0, 0}}},
+               "must be smaller than the pooling window");
+  expect_error("qavg_pool2d", {{kI8, {1, 4, 4, 2}}}, json::object(), "missing required attribute 'pool_size'");
+  expect_error("qglobal_avg_pool2d", {{kI8, {4, 4, 2}}}, json::object(), "data (NHWC) must have rank 4");
+}
+
+// ---- qsoftmax ---------------------------------------------------------------------------
+
+NDArray exp_table(double scale) {
+  NDArray t = NDArray::zeros(kI32, {256});
+  for (int d = 0; d < 256; ++d) t.set_int(d, std::llround(std::exp(-d * scale) * 65536.0));
+  return t;
+}
+
+NDArray ref_qsoftmax(const NDArray& x, const NDArray& table) {
+  int64_t N = x.shape[0], K = x.shape[1];
+  NDArray out = NDArray::zeros(kI8, x.shape);
+  for (int64_t n = 0; n < N; ++n) {
+    int64_t mx = -128, sum = 0;
+    for (int64_t k = 0; k < K; ++k) mx = std::max(mx, x.get_int(n * K + k));
+    for (int64_t k = 0; k < K; ++k) sum += table.get_int(mx - x.get_int(n * K + k));
+    for (int64_t k = 0; k < K; ++k) {
+      int64_t e = table.get_int(mx - x.get_int(n * K + k));
+      out.set_int(n * K + k, clamp((e * 512 + sum) / (2 * sum) - 128, -128, 127));
+    }
+  }
+  return out;
+}
+
+TEST(QuantizedOps, QsoftmaxMatchesReference) {
+  uint32_t seed = 30;
+  for (double scale : {0.0625, 0.1, 0.01, 1.0}) {
+    for (Shape s : {Shape{1, 10}, Shape{4, 12}, Shape{2, 1}, Shape{3, 300}}) {
+      NDArray x = random_i8(s, seed++);
+      NDArray table = exp_table(scale);
+      json attrs = {{"input_scale", scale}, {"output_scale", 1.0 / 256}, {"output_zero_point", -128}};
+      NDArray want = ref_qsoftmax(x, table);
+      expect_ints(run("qsoftmax", {x, table}, attrs), s, ints(want), "qsoftmax " + attrs.dump());
+    }
+  }
+  // One dominant element saturates at 127 (256/256 would be 128); the rest drop to -128.
+  NDArray x = make(kI8, {1, 4}, {127, -128, -128, -128});
+  expect_ints(run("qsoftmax", {x, exp_table(1.0)}, {{"input_scale", 1.0}}), {1, 4}, {127, -128, -128, -128},
+              "dominant");
+}
+
+TEST(QuantizedOps, QsoftmaxRefusals) {
+  std::vector<TensorType> t = {{kI8, {2, 8}}, {kI32, {256}}};
+  expect_error("qsoftmax", t, json::object(), "missing required attribute 'input_scale'");
+  expect_error("qsoftmax", t, {{"input_scale", 0.1}, {"output_scale", 0.1}}, "attribute 'output_scale' must be 1/256");
+  expect_error("qsoftmax", t, {{"input_scale", 0.1}, {"output_zero_point", 0}},
+               "attribute 'output_zero_point' must be -128");
+  expect_error("qsoftmax", {{kI8, {2, 8}}, {kI32, {255}}}, {{"input_scale", 0.1}}, "(256) is required");
+  expect_error("qsoftmax", {{kI8, {2, 8}}, {kI8, {256}}}, {{"input_scale", 0.1}}, "input 'exp_table' has type int8");
+  expect_error("qsoftmax", {{kI8, {2, 2, 8}}}, {{"input_scale", 0.1}}, "data must have rank 2");
+  // Shape inference works before the rewrite adds the table; building does not.
+  expect_error("qsoftmax", {{kI8, {2, 8}}}, {{"input_scale", 0.1}}, "input 'exp_table' is missing", true);
+}
+
+// ---- qconcat ----------------------------------------------------------------------------
+
+TEST(QuantizedOps, QconcatMatchesReference) {
+  struct P {
+    std::vector<Shape> shapes;
+    int64_t axis;
+    std::vector<double> scales;
+    std::vector<int64_t> zps;
+    double so;
+    int64_t zo;
+  };
+  const P params[] = {
+      {{{1, 4, 4, 3}, {1, 4, 4, 5}}, 3, {0.1, 0.1}, {2, 2}, 0.1, 2},                 // identity copies
+      {{{1, 4, 4, 3}, {1, 4, 4, 5}}, -1, {0.1, 0.05}, {2, -9}, 0.1, 2},             // one copy, one requantized
+      {{{2, 3}, {1, 3}, {4, 3}}, 0, {0.2, 0.01, 0.5}, {0, 100, -50}, 0.03, -10},     // saturates (0.5 / 0.03)
+      {{{3, 2, 2}, {3, 1, 2}}, 1, {0.7, 0.002}, {-128, 127}, 0.9, 127},
+  };
+  uint32_t seed = 40;
+  for (const auto& p : params) {
+    std::vector<NDArray> in;
+    for (const auto& s : p.shapes) in.push_back(random_i8(s, seed++));
+    json attrs = {{"axis", p.axis}, {"input_scales", p.scales}, {"input_zero_points", p.zps},
+                  {"output_scale", p.so}, {"output_zero_point", p.zo}};
+    int64_t rank = static_cast<int64_t>(p.shapes[0].size()), axis = p.axis < 0 ? p.axis + rank : p.axis;
+    Shape os = p.shapes[0];
+    os[axis] = 0;
+    for (const auto& s : p.shapes) os[axis] += s[axis];
+    // outer x (axis x inner) blocks, one input after the other.
+    int64_t outer = 1, inner = 1;
+    for (int64_t k = 0; k < axis; ++k) outer *= os[k];
+    for (int64_t k = axis + 1; k < rank; ++k) inner *= os[k];
+    std::vector<int64_t> want;
+    for (int64_t o = 0; o < outer; ++o)
+      for (size_t i = 0; i < in.size(); ++i) {
+        int64_t block = p.shapes[i][axis] * inner;
+        bool same = p.scales[i] == p.so && p.zps[i] == p.zo;
+        RefMult m = ref_multiplier(p.scales[i] / p.so);
+        for (int64_t j = 0; j < block; ++j) {
+          int64_t x = in[i].get_int(o * block + j);
+          want.push_back(same ? x : clamp(ref_requant(x - p.zps[i], m) + p.zo, -128, 127));
+        }
+      }
+    expect_ints(run("qconcat", in, attrs), os, want, "qconcat " + attrs.dump());
+  }
+}
+
+TEST(QuantizedOps, QconcatRefusals) {
+  std::vector<TensorType> t = {{kI8, {2, 3}}, {kI8, {2, 4}}};
+  json ok = {{"axis", 1}, {"input_scales", {0.1, 0.2}}, {"output_scale", 0.1}};
+  json bad_len = ok;
+  bad_len["input_scales"] = {0.1};
+  expect_error("qconcat", t, bad_len, "attribute 'input_scales' must be a list of 2 numbers > 0 (one per input)");
+  json no_scales = ok;
+  no_scales.erase("input_scales");
+  expect_error("qconcat", t, no_scales, "missing required attribute 'input_scales'");
+  json bad_zp = ok;
+  bad_zp["input_zero_points"] = {0, 200};
+  expect_error("qconcat", t, bad_zp, "attribute 'input_zero_points' must be a list of 2 integers in [-128, 127]");
+  json tiny = ok;
+  tiny["input_scales"] = {0.1, 1e-12};
+  expect_error("qconcat", t, tiny, "requantization multiplier out of range");
+  expect_error("qconcat", {{kI8, {2, 3}}, {kI8, {3, 4}}}, ok, "does not match input 0");
+  expect_error("qconcat", {{kI8, {2, 3}}, {kI32, {2, 4}}}, ok, "input 'input1' has type int32");
+}
+
+// ---- quantize / dequantize ----------------------------------------------------------------
+
+TEST(QuantizedOps, QuantizeAndDequantizeMatchReference) {
+  std::mt19937 rng(50);
+  std::uniform_real_distribution<float> d(-40.0f, 40.0f);
+  for (auto [scale, zp] : {std::pair<double, int>{0.25, 0}, {0.1, -5}, {0.37, 127}, {0.013, -128}}) {
+    NDArray x = NDArray::zeros(kF32, {3, 41});
+    for (int64_t i = 0; i < x.num_elements(); ++i) x.set_float(i, d(rng));
+    // Exact ties (x / scale = k + 0.5) round away from zero; infinities and NaN saturate.
+    x.set_float(0, 0.0);
+    x.set_float(1, 2.5f * static_cast<float>(scale));
+    x.set_float(2, -2.5f * static_cast<float>(scale));
+    x.set_float(3, INFINITY);
+    x.set_float(4, -INFINITY);
+    x.set_float(5, NAN);
+    json attrs = {{"scale", scale}, {"zero_point", zp}};
+    std::vector<int64_t> want;
+    for (int64_t i = 0; i < x.num_elements(); ++i) {
+      float v = static_cast<float>(x.get_float(i)) / static_cast<float>(scale);
+      float r = std::round(v) + static_cast<float>(zp);
+      want.push_back(std::isnan(r) ? -128 : r < -128 ? -128 : r > 127 ? 127 : static_cast<int64_t>(r));
+    }
+    NDArray q = run("quantize", {x}, attrs);
+    expect_ints(q, {3, 41}, want, "quantize " + attrs.dump());
+    NDArray back = run("dequantize", {q}, attrs);
+    ASSERT_EQ(back.dtype, kF32);
+    for (int64_t i = 0; i < q.num_elements(); ++i) {
+      float w = static_cast<float>(q.get_int(i) - zp) * static_cast<float>(scale);
+      EXPECT_EQ(static_cast<float>(back.get_float(i)), w) << "dequantize element " << i;
+    }
+  }
+  expect_error("quantize", {{kI8, {4}}}, {{"scale", 0.1}}, "input 'data' has type int8; float32 is required");
+  expect_error("dequantize", {{kF32, {4}}}, {{"scale", 0.1}}, "input 'data' has type float32; int8 is required");
+  expect_error("quantize", {{kF32, {4}}}, json::object(), "missing required attribute 'scale'");
+  expect_error("dequantize", {{kI8, {4}}}, {{"scale", 0.1}, {"zero_point", -129}},
+               "attribute 'zero_point' must be an integer in [-128, 127]");
+}
+
+// ---- qconv2d / qdense -------------------------------------------------------------------
+
+struct QConv {
+  int64_t sh = 1, sw = 1, pt = 0, pl = 0, pb = 0, pr = 0, dh = 1, dw = 1, groups = 1;
+  double si = 0.05;
+  int64_t zi = 0;
+  std::vector<double> ws = {0.01};  // one (per tensor) or one per output channel
+  double so = 0.1;
+  int64_t zo = 0;
+  std::string act = "none";
+};
+
+json qconv_attrs(const QConv& p, bool conv) {
+  json a = {{"input_scale", p.si}, {"input_zero_point", p.zi}, {"output_scale", p.so},
+            {"output_zero_point", p.zo}, {"activation", p.act}};
+  a["weight_scale"] = p.ws.size() == 1 ? json(p.ws[0]) : json(p.ws);
+  if (conv) {
+    a["strides"] = {p.sh, p.sw};
+    a["padding"] = {p.pt, p.pl, p.pb, p.pr};
+    a["dilation"] = {p.dh, p.dw};
+    a["groups"] = p.groups;
+  }
+  return a;
+}
+
+// NHWC data, OHWI weight [O, KH, KW, C/groups], int32 bias [O] or none.
+NDArray ref_qconv2d(const NDArray& x, const NDArray& w, const NDArray* bias, const QConv& p) {
+  int64_t N = x.shape[0], H = x.shape[1], W = x.shape[2], C = x.shape[3];
+  int64_t O = w.shape[0], KH = w.shape[1], KW = w.shape[2], CG = w.shape[3];
+  int64_t OH = (H + p.pt + p.pb - p.dh * (KH - 1) - 1) / p.sh + 1;
+  int64_t OW = (W + p.pl + p.pr - p.dw * (KW - 1) - 1) / p.sw + 1;
+  int64_t opg = O / p.groups;
+  Bounds bd = ref_bounds(p.act, p.so, p.zo);
+  NDArray out = NDArray::zeros(kI8, {N, OH, OW, O});
+  for (int64_t o = 0; o < O; ++o) {
+    RefMult m = ref_multiplier(p.si * p.ws[p.ws.size() == 1 ? 0 : o] / p.so);
+    int64_t g = o / opg;
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t oy = 0; oy < OH; ++oy)
+        for (int64_t ox = 0; ox < OW; ++ox) {
+          int64_t acc = bias ? bias->get_int(o) : 0;
+          for (int64_t ky = 0; ky < KH; ++ky)
+            for (int64_t kx = 0; kx < KW; ++kx) {
+              int64_t iy = oy * p.sh + ky * p.dh - p.pt, ix = ox * p.sw + kx * p.dw - p.pl;
+              if (iy < 0 || iy >= H || ix < 0 || ix >= W) continue;  // (zx - zx) * w == 0
+              for (int64_t c = 0; c < CG; ++c)
+                acc += (x.get_int(((n * H + iy) * W + ix) * C + g * CG + c) - p.zi) *
+                       w.get_int(((o * KH + ky) * KW + kx) * CG + c);
+            }
+          out.set_int(((n * OH + oy) * OW + ox) * O + o, clamp(ref_requant(acc, m) + p.zo, bd.lo, bd.hi));
+        }
+  }
+  return out;
+}
+
+NDArray ref_qdense(const NDArray& x, const NDArray& w, const NDArray* bias, const QConv& p) {
+  int64_t N = x.shape[0], K = x.shape[1], M = w.shape[0];
+  Bounds bd = ref_bounds(p.act, p.so, p.zo);
+  NDArray out = NDArray::zeros(kI8, {N, M});
+  for (int64_t m = 0; m < M; ++m) {
+    RefMult r = ref_multiplier(p.si * p.ws[p.ws.size() == 1 ? 0 : m] / p.so);
+    for (int64_t n = 0; n < N; ++n) {
+      int64_t acc = bias ? bias->get_int(m) : 0;
+      for (int64_t k = 0; k < K; ++k) acc += (x.get_int(n * K + k) - p.zi) * w.get_int(m * K + k);
+      out.set_int(n * M + m, clamp(ref_requant(acc, r) + p.zo, bd.lo, bd.hi));
+    }
+  }
+  return out;
+}
+
+NDArray random_bias(int64_t n, uint32_t seed, int64_t range) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int64_t> d(-range, range);
+  NDArray b = NDArray::zeros(kI32, {n});
+  for (int64_t i = 0; i < n; ++i) b.set_int(i, d(rng));
+  return b;
+}
+
+std::vector<double> channel_scales(int64_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> d(0.002, 0.03);
+  std::vector<double> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+// Every combination of the schedule booleans (a schedule changes how, never what).
+std::vector<json> all_schedules() {
+  const char* names[] = {"fold_zero_point", "block", "unroll", "hoist", "smlad"};
+  std::vector<json> out;
+  for (int bits = 0; bits < 32; ++bits) {
+    json s = json::object();
+    for (int k = 0; k < 5; ++k) s[names[k]] = ((bits >> k) & 1) != 0;
+    out.push_back(s);
+  }
+  return out;
+}
+
+struct ConvCase {
+  Shape data;
+  int64_t O, KH, KW;
+  QConv p;
+  bool bias;
+  std::string what;
+};
+
+std::vector<ConvCase> conv_cases() {
+  std::vector<ConvCase> v;
+  QConv a;  // per tensor, no padding
+  a.zi = -3;
+  a.zo = 4;
+  v.push_back({{1, 6, 6, 4}, 8, 3, 3, a, true, "3x3 per tensor"});
+  QConv b;  // per channel, padding, stride 2, relu
+  b.sh = b.sw = 2;
+  b.pt = b.pl = b.pb = b.pr = 1;
+  b.zi = 12;
+  b.zo = -20;
+  b.ws = channel_scales(6, 7);
+  b.si = 0.07;
+  b.so = 0.05;
+  b.act = "relu";
+  v.push_back({{2, 7, 5, 3}, 6, 3, 3, b, true, "strided padded per channel relu"});
+  QConv d;  // depthwise with multiplier 2, asymmetric padding, relu6
+  d.groups = 5;
+  d.pt = 1, d.pl = 0, d.pb = 2, d.pr = 1;
+  d.zi = -128;
+  d.zo = -128;
+  d.ws = channel_scales(10, 8);
+  d.so = 0.02;
+  d.act = "relu6";
+  v.push_back({{1, 6, 7, 5}, 10, 3, 3, d, true, "depthwise x2 relu6"});
+  QConv g;  // grouped, dilation, no bias
+  g.groups = 2;
+  g.dh = g.dw = 2;
+  g.zi = 5;
+  v.push_back({{1, 8, 8, 4}, 6, 2, 2, g, false, "grouped dilated no bias"});
+  QConv p1;  // pointwise 1x1
+  p1.ws = channel_scales(16, 9);
+  p1.zi = 1;
+  p1.zo = -1;
+  v.push_back({{1, 5, 5, 8}, 16, 1, 1, p1, true, "pointwise"});
+  QConv sat;  // large accumulators: (x - zx) near -255, weights near 127: saturates low and high
+  sat.zi = 127;
+  sat.si = 0.5;
+  sat.ws = {0.5};
+  sat.so = 0.01;
+  v.push_back({{1, 4, 4, 16}, 4, 3, 3, sat, true, "saturating"});
+  return v;
+}
+
+TEST(QuantizedOps, Qconv2dMatchesReferenceUnderEverySchedule) {
+  if (!find_op("qconv2d")) GTEST_SKIP() << "qconv2d is not registered in this build";
+  uint32_t seed = 70;
+  for (const auto& c : conv_cases()) {
+    int64_t C = c.data[3];
+    NDArray x = random_i8(c.data, seed++);
+    NDArray w = random_i8({c.O, c.KH, c.KW, C / c.p.groups}, seed++, -127, 127);
+    if (c.what == "saturating") {
+      for (int64_t i = 0; i < w.num_elements(); ++i) w.set_int(i, i % 2 ? 127 : -127);
+      for (int64_t i = 0; i < x.num_elements(); ++i) x.set_int(i, i % 3 ? -128 : 127);
+    }
+    NDArray bias = random_bias(c.O, seed++, 5000);
+    NDArray want = ref_qconv2d(x, w, c.bias ? &bias : nullptr, c.p);
+    std::vector<NDArray> in = {x, w};
+    if (c.bias) in.push_back(bias);
+    for (const json& sched : all_schedules()) {
+      json attrs = qconv_attrs(c.p, true);
+      attrs["schedule"] = sched;
+      expect_ints(run("qconv2d", in, attrs), want.shape, ints(want), "qconv2d " + c.what + " " + sched.dump());
+    }
+    json plain = qconv_attrs(c.p, true);  // no schedule attribute: the defaults
+    expect_ints(run("qconv2d", in, plain), want.shape, ints(want), "qconv2d " + c.what + " default schedule");
+  }
+}
+
+TEST(QuantizedOps, QdenseMatchesReferenceUnderEverySchedule) {
+  if (!find_op("qdense")) GTEST_SKIP() << "qdense is not registered in this build";
+  uint32_t seed = 90;
+  struct D {
+    int64_t N, K, M;
+    QConv p;
+    bool bias;
+  };
+  QConv a;
+  a.zi = -7;
+  a.zo = 3;
+  QConv b;
+  b.ws = channel_scales(10, 3);
+  b.zi = 100;
+  b.act = "relu";
+  b.so = 0.2;
+  QConv sat;
+  sat.zi = -128;
+  sat.si = 1.0;
+  sat.ws = {0.9};
+  sat.so = 0.003;
+  const D cases[] = {{1, 64, 12, a, true}, {3, 37, 10, b, true}, {2, 250, 5, sat, false}, {1, 1, 1, a, true}};
+  for (const auto& c : cases) {
+    NDArray x = random_i8({c.N, c.K}, seed++), w = random_i8({c.M, c.K}, seed++, -127, 127);
+    NDArray bias = random_bias(c.M, seed++, 20000);
+    NDArray want = ref_qdense(x, w, c.bias ? &bias : nullptr, c.p);
+    std::vector<NDArray> in = {x, w};
+    if (c.bias) in.push_back(bias);
+    for (const json& sched : all_schedules()) {
+      json attrs = qconv_attrs(c.p, false);
+      attrs["schedule"] = sched;
+      expect_ints(run("qdense", in, attrs), want.shape, ints(want), "qdense " + sched.dump());
+    }
+  }
+}
+
+TEST(QuantizedOps, QconvAndQdenseRefusals) {
+  if (!find_op("qconv2d") || !find_op("qdense")) GTEST_SKIP() << "qconv2d/qdense are not registered in this build";
+  QConv p;
+  std::vector<TensorType> conv = {{kI8, {1, 5, 5, 4}}, {kI8, {6, 3, 3, 4}}, {kI32, {6}}};
+  std::vector<TensorType> dense = {{kI8, {2, 8}}, {kI8, {6, 8}}, {kI32, {6}}};
+  for (auto [op, types] : {std::pair<const char*, std::vector<TensorType>>{"qconv2d", conv}, {"qdense", dense}}) {
+    bool is_conv = std::string(op) == "qconv2d";
+    json ok = qconv_attrs(p, is_conv);
+    json missing = ok;
+    missing.erase("input_scale");
+    expect_error(op, types, missing, "missing required attribute 'input_scale'");
+    json no_ws = ok;
+    no_ws.erase("weight_scale");
+    expect_error(op, types, no_ws, "missing required attribute 'weight_scale'");
+    json wzp = ok;
+    wzp["weight_zero_point"] = 3;
+    expect_error(op, types, wzp, "attribute 'weight_zero_point' must be 0");
+    json len = ok;
+    len["weight_scale"] = {0.1, 0.2, 0.3};
+    expect_error(op, types, len, "attribute 'weight_scale' must be a number or a list of 6 numbers");
+    json neg = ok;
+    neg["output_scale"] = -1;
+    expect_error(op, types, neg, "attribute 'output_scale' must be a number > 0");
+    json range = ok;
+    range["output_scale"] = 1e-30;
+    expect_error(op, types, range, "requantization multiplier out of range");
+    std::vector<TensorType> f32 = types;
+    f32[0].dtype = kF32;
+    expect_error(op, f32, ok, "float32");
+    std::vector<TensorType> bias64 = types;
+    bias64[2].dtype = DataType::Int(64);
+    expect_error(op, bias64, ok, "int64");
+  }
+}
+
+// ---- existing ops on int8 -----------------------------------------------------------------
+
+TEST(QuantizedOps, MaxPoolReshapeFlattenTakeInt8) {
+  NDArray x = random_i8({1, 5, 6, 3}, 60);
+  json attrs = {{"pool_size", {2, 3}}, {"strides", {2, 2}}, {"padding", {1, 1, 0, 1}}, {"layout", "NHWC"}};
+  NDArray got = run("max_pool2d", {x}, attrs);
+  ASSERT_EQ(got.dtype, kI8);
+  int64_t OH = (5 + 1 - 2) / 2 + 1, OW = (6 + 2 - 3) / 2 + 1;
+  std::vector<int64_t> want;
+  for (int64_t oy = 0; oy < OH; ++oy)
+    for (int64_t ox = 0; ox < OW; ++ox)
+      for (int64_t c = 0; c < 3; ++c) {
+        int64_t m = -128;
+        for (int64_t ky = 0; ky < 2; ++ky)
+          for (int64_t kx = 0; kx < 3; ++kx) {
+            int64_t iy = oy * 2 + ky - 1, ix = ox * 2 + kx - 1;
+            if (iy >= 0 && iy < 5 && ix >= 0 && ix < 6) m = std::max(m, x.get_int((iy * 6 + ix) * 3 + c));
+          }
+        want.push_back(m);
+      }
+  expect_ints(got, {1, OH, OW, 3}, want, "max_pool2d int8 NHWC");
+  NDArray r = run("reshape", {x}, {{"newshape", {5, 18}}});
+  expect_ints(r, {5, 18}, ints(x), "reshape int8");
+  NDArray f = run("flatten", {x}, json::object());
+  ASSERT_EQ(f.dtype, kI8);
+  EXPECT_EQ(ints(f), ints(x));
+}
+
+// ---- a JSON graph through the AOT executor ----------------------------------------------
+
+// quantize -> qadd(q, q) -> qsoftmax -> dequantize: the loader adds the softmax's table
+// as a constant, and main runs bit for bit like the references, interpreted and as host C.
+TEST(QuantizedOps, Int8GraphRunsThroughTheAotExecutor) {
+  const char* text = R"({
+    "format": "microtir-graph", "version": 1, "name": "qgraph",
+    "inputs": [{"name": "x", "shape": [3, 10], "dtype": "float32"}],
+    "nodes": [
+      {"name": "q", "op": "quantize", "inputs": ["x"], "attrs": {"scale": 0.05, "zero_point": 3}},
+      {"name": "s", "op": "qadd", "inputs": ["q", "q"],
+       "attrs": {"a_scale": 0.05, "a_zero_point": 3, "b_scale": 0.05, "b_zero_point": 3,
+                 "output_scale": 0.08, "output_zero_point": -5}},
+      {"name": "p", "op": "qsoftmax", "inputs": ["s"], "attrs": {"input_scale": 0.08}},
+      {"name": "y", "op": "dequantize", "inputs": ["p"], "attrs": {"scale": 0.00390625, "zero_point": -128}}
+    ],
+    "outputs": ["y"]
+  })";
+  Graph g = load_graph_json(text, "qgraph.json", [](const std::string&) -> std::string { return ""; });
+  ASSERT_EQ(g.constants.count("p.exp_table"), 1u);
+  const NDArray& table = g.constants.at("p.exp_table");
+  EXPECT_TRUE(same_bits(table, exp_table(0.08)));
+  ASSERT_EQ(g.find_node("p")->inputs, (std::vector<std::string>{"s", "p.exp_table"}));
+
+  NDArray x = NDArray::zeros(kF32, {3, 10});
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> d(-4.0f, 4.0f);
+  for (int64_t i = 0; i < x.num_elements(); ++i) x.set_float(i, d(rng));
+  // The references, op by op.
+  NDArray q = NDArray::zeros(kI8, {3, 10});
+  for (int64_t i = 0; i < q.num_elements(); ++i)
+    q.set_int(i, clamp(static_cast<int64_t>(std::round(static_cast<float>(x.get_float(i)) / 0.05f) + 3.0f), -128, 127));
+  NDArray p = ref_qsoftmax(ref_qadd(q, q, 0.05, 3, 0.05, 3, 0.08, -5, "none"), exp_table(0.08));
+
+  AotModule aot = build_aot(g);
+  std::vector<NDArray> interp_arrays;
+  for (const auto& param : aot.params) {
+    NDArray a = NDArray::zeros(param.type.dtype, param.type.shape);
+    if (param.role == AotModule::Role::kConstant) a = g.constants.at(param.name);
+    if (param.role == AotModule::Role::kInput) a = x;
+    interp_arrays.push_back(std::move(a));
+  }
+  std::vector<NDArray> host_arrays = interp_arrays;
+  auto as_args = [](std::vector<NDArray>& arrays) {
+    std::vector<InterpArg> args;
+    for (auto& a : arrays) args.push_back(&a);
+    return args;
+  };
+  interpret(aot.module, aot.main, as_args(interp_arrays));
+  BuildResult built = build_c(aot.module, parse_target("c"));
+  sim::HostSimOptions options;
+  options.work_dir = (fs::temp_directory_path() / ("microtir-qgraph-" + std::to_string(getpid()))).string();
+  sim::run_on_host({&built, aot.main, aot.module.lookup(aot.main)}, as_args(host_arrays), options);
+  fs::remove_all(options.work_dir);
+  const NDArray& y = interp_arrays.back();
+  ASSERT_EQ(aot.params.back().name, "y");
+  for (int64_t i = 0; i < y.num_elements(); ++i) {
+    float want = static_cast<float>(p.get_int(i) + 128) * 0.00390625f;
+    ASSERT_EQ(static_cast<float>(y.get_float(i)), want) << "element " << i;
+  }
+  EXPECT_TRUE(same_bits(host_arrays.back(), y));
+}
+
+}  // namespace
+}  // namespace mtir
