@@ -31,6 +31,7 @@ std::string Target::str() const {
   os << " -runtime=" << runtime << " -executor=" << executor << " -interface-api=" << interface_api
      << " -unpacked-api=" << (unpacked_api ? 1 : 0) << " -link-params=" << (link_params ? 1 : 0)
      << " -workspace-byte-alignment=" << workspace_byte_alignment;
+  if (!hoist) os << " -hoist=0";
   return os.str();
 }
 
@@ -91,10 +92,13 @@ Target parse_target(const std::string& text) {
       if (std::find(levels.begin(), levels.end(), value) == levels.end())
         target_error(text, "-opt takes O0, O1, O2, O3, Os or Oz, not '" + value + "'");
       t.opt = value;
+    } else if (key == "hoist") {
+      t.hoist = parse_bool(text, key, value);
     } else {
       static const std::vector<std::string> known = {"runtime",     "executor", "interface-api",
                                                      "unpacked-api", "link-params",
-                                                     "workspace-byte-alignment", "mtriple", "mcpu", "opt"};
+                                                     "workspace-byte-alignment", "mtriple", "mcpu", "opt",
+                                                     "hoist"};
       std::string message = "unknown option -" + key;
       std::string best = closest_match(key, known);
       if (!best.empty()) message += "; did you mean -" + best + "?";
