@@ -171,14 +171,27 @@ class Regroup : public Mutator {
     return same_expr(sum, self) ? self : sum;
   }
   Expr combine(const std::vector<Term>& terms, DataType t, const Span& s) {
-    // Positive terms first, so the sum rarely starts with a negation.
+    // Positive terms first, so the sum rarely starts with a negation; the constants
+    // folded into one, last (wrapping, as the arithmetic itself).
     Expr sum;
+    uint64_t constant = 0;
     for (int pass = 0; pass < 2; ++pass)
       for (const auto& term : terms) {
         if (term.negative != (pass == 1)) continue;
+        if (const int64_t* c = as_const_int(term.e)) {
+          constant += term.negative ? 0 - static_cast<uint64_t>(*c) : static_cast<uint64_t>(*c);
+          continue;
+        }
         if (!sum) sum = term.negative ? Binary(ExprKind::Sub, IntImm(t, 0, s), term.e, s) : term.e;
         else sum = Binary(term.negative ? ExprKind::Sub : ExprKind::Add, sum, term.e, s);
       }
+    const int64_t c = wrap_int(t, static_cast<int64_t>(constant));
+    if (c != 0) {
+      // x + (-5) reads as x - 5, unless negating wraps (the type's minimum).
+      const bool as_sub = c < 0 && wrap_int(t, static_cast<int64_t>(0 - static_cast<uint64_t>(c))) > 0;
+      sum = as_sub ? Binary(ExprKind::Sub, sum, IntImm(t, static_cast<int64_t>(0 - static_cast<uint64_t>(c)), s), s)
+                   : Binary(ExprKind::Add, sum, IntImm(t, c, s), s);
+    }
     return sum;
   }
   // The chain as it was, with its leaves rewritten (a leaf may hold another chain).

@@ -45,6 +45,10 @@ KEYS = {
              "`llvm` only: the CPU the objects are tuned for (with `MICROTIR_LLVM`, when objects are emitted)."),
     "opt": ("`O0`, `O1`, `O2`, `O3`, `Os`, `Oz`",
             "`wasm` only: Binaryen's optimization level for the module (`-Os`/`-Oz` trade speed for size)."),
+    "hoist": ("`0`, `1` (`false`, `true`); default `1`",
+              "Whether the lowering runs `hoist_loop_invariants` ([passes.md](passes.md)), which computes loop-invariant "
+              "address arithmetic and bound checks once before each loop. `0` switches it off, to measure what it "
+              "gains; it is spelled in the canonical target string only when off."),
 }
 
 # (command, why it is refused). The message shown is whatever the command prints.

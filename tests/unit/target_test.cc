@@ -40,6 +40,17 @@ TEST(Target, TvmSpellings) {
   EXPECT_EQ(parse_target(l.str()).str(), l.str());
 }
 
+TEST(Target, HoistSwitch) {
+  EXPECT_TRUE(parse_target("c").hoist);
+  EXPECT_TRUE(parse_target("wasm -hoist=1").hoist);
+  Target off = parse_target("wasm -hoist=0");
+  EXPECT_FALSE(off.hoist);
+  // Spelled only when off, and the spelling parses back.
+  EXPECT_EQ(parse_target("c").str().find("hoist"), std::string::npos);
+  EXPECT_NE(off.str().find(" -hoist=0"), std::string::npos) << off.str();
+  EXPECT_FALSE(parse_target(off.str()).hoist);
+}
+
 TEST(Target, Refusals) {
   EXPECT_NE(error_of("").find("empty"), std::string::npos);
   EXPECT_NE(error_of("cuda").find("unknown target kind 'cuda'"), std::string::npos);
@@ -58,7 +69,8 @@ TEST(Target, Refusals) {
   std::string near = error_of("c -interface_api=c");
   EXPECT_NE(near.find("unknown option -interface_api"), std::string::npos) << near;
   EXPECT_NE(near.find("did you mean -interface-api?"), std::string::npos) << near;
-  EXPECT_NE(near.find("-workspace-byte-alignment -mtriple -mcpu -opt)"), std::string::npos) << near;
+  EXPECT_NE(near.find("-workspace-byte-alignment -mtriple -mcpu -opt -hoist)"), std::string::npos) << near;
+  EXPECT_NE(error_of("c -hoist=yes").find("-hoist takes 0 or 1"), std::string::npos);
   EXPECT_NE(error_of("c -link-param=1").find("did you mean -link-params?"), std::string::npos);
   EXPECT_NE(error_of("c unpacked").find("-key=value"), std::string::npos);
   EXPECT_NE(error_of("c -unpacked-api=").find("-key=value"), std::string::npos);
