@@ -45,7 +45,7 @@ KEYS = {
              "`llvm` only: the CPU the objects are tuned for (with `MICROTIR_LLVM`, when objects are emitted)."),
     "opt": ("`O0`, `O1`, `O2`, `O3`, `Os`, `Oz`",
             "`wasm` only: Binaryen's optimization level for the module (`-Os`/`-Oz` trade speed for size)."),
-    "hoist": ("`0`, `1` (`false`, `true`); default `1`",
+    "hoist": ("`0`, `1` (`false`, `true`)",
               "Whether the lowering runs `hoist_loop_invariants` ([passes.md](passes.md)), which computes loop-invariant "
               "address arithmetic and bound checks once before each loop. `0` switches it off, to measure what it "
               "gains; it is spelled in the canonical target string only when off."),
@@ -150,7 +150,8 @@ def generate(binary, src):
            "kind, `c` (C99 source) or `llvm` (LLVM IR), then `-key=value` options in any order (`--key=value` is",
            "accepted too). Unknown keys, bad values and combinations that cannot work are refused when the",
            "string is parsed, before anything is compiled, with a message that names the rule; the command exits",
-           "with 1. The canonical form, every key in a fixed order, is what `metadata.json` records as `target`",
+           "with 1. The canonical form, every key in a fixed order (`-hoist` only when it is off), is what",
+           "`metadata.json` records as `target`",
            "and what `build --json` prints.\n",
            "Defaults: `build` and `passes` start from the parser's defaults,",
            f"`{build_default}`;",
@@ -168,6 +169,8 @@ def generate(binary, src):
             default = f"`{llvm_default}`" if k == "mtriple" else "none (LLVM's generic CPU for the triple)"
         elif k == "opt":
             default = "`O2`"
+        elif k == "hoist":
+            default = "`1`"
         elif build_opts[k] == compile_opts[k]:
             default = f"`{build_opts[k]}`"
         else:
