@@ -141,14 +141,29 @@ class Regroup : public Mutator {
     Expr e;
     bool negative;
   };
-  void flatten(const Expr& e, DataType t, bool negative, std::vector<Term>* out) {
-    if ((e->kind == ExprKind::Add || e->kind == ExprKind::Sub) && e->dtype == t) {
+  static bool is_sum(const Expr& e, DataType t) {
+    return (e->kind == ExprKind::Add || e->kind == ExprKind::Sub) && e->dtype == t;
+  }
+  // The signed terms of a sum, each multiplied by `scale`. A product of a constant and
+  // a sum that varies, (oh + rh) * 6, is distributed (oh * 6 + rh * 6: exact in
+  // wrapping arithmetic) so its invariant half can leave the loop too.
+  void flatten(const Expr& e, DataType t, bool negative, uint64_t scale, std::vector<Term>* out) {
+    if (is_sum(e, t)) {
       const auto* b = static_cast<const BinaryNode*>(e.get());
-      flatten(b->a, t, negative, out);
-      flatten(b->b, t, e->kind == ExprKind::Sub ? !negative : negative, out);
+      flatten(b->a, t, negative, scale, out);
+      flatten(b->b, t, e->kind == ExprKind::Sub ? !negative : negative, scale, out);
       return;
     }
-    out->push_back({e, negative});
+    if (const auto* mul = as<MulNode>(e); mul && e->dtype == t && !m_->movable(e)) {
+      const int64_t* c = as_const_int(mul->b);
+      if (c && is_sum(mul->a, t)) return flatten(mul->a, t, negative, scale * static_cast<uint64_t>(*c), out);
+    }
+    const int64_t k = wrap_int(t, static_cast<int64_t>(scale));
+    if (const int64_t* c = as_const_int(e)) {
+      out->push_back({IntImm(t, wrap_int(t, static_cast<int64_t>(static_cast<uint64_t>(*c) * scale)), e->span), negative});
+    } else {
+      out->push_back({k == 1 ? e : Binary(ExprKind::Mul, e, IntImm(t, k, e->span), e->span), negative});
+    }
   }
   Expr chain(const BinaryNode* op, const Expr& self) {
     const DataType t = op->dtype;
@@ -158,7 +173,7 @@ class Regroup : public Mutator {
       return a == op->a && b == op->b ? self : Binary(op->kind, a, b, op->span);
     }
     std::vector<Term> terms;
-    flatten(self, t, false, &terms);
+    flatten(self, t, false, 1, &terms);
     std::vector<Term> inv, var;
     for (auto& term : terms) (m_->movable(term.e) ? inv : var).push_back(term);
     // Regroup only when the invariant part becomes one subtree that is worth a let.
