@@ -40,6 +40,16 @@ TEST(Target, TvmSpellings) {
   EXPECT_EQ(parse_target(l.str()).str(), l.str());
 }
 
+// Switching one schedule off leaves the others as the CPU chose them (smlad on Cortex-M4).
+TEST(Target, DisabledSchedulesKeepTheRest) {
+  Target t = parse_target("c -mcpu=cortex-m4 -disabled-schedules=hoist");
+  EXPECT_EQ(t.disabled_schedules, "hoist");
+  ScheduleOptions s = schedule_options(t);
+  EXPECT_FALSE(s.hoist);
+  EXPECT_TRUE(s.smlad && s.block && s.unroll && s.fold_zero_point);
+  EXPECT_FALSE(schedule_options(parse_target("c -mcpu=cortex-m4 -disabled-schedules=smlad")).smlad);
+}
+
 TEST(Target, Refusals) {
   EXPECT_NE(error_of("").find("empty"), std::string::npos);
   EXPECT_NE(error_of("cuda").find("unknown target kind 'cuda'"), std::string::npos);
