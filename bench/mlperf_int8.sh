@@ -18,8 +18,7 @@ ref="$build/tests/int8/int8_reference"
 # The schedules of the int8 operators (docs/quantization.md); "" is the row with all of them on.
 SCHEDULES=("" fold_zero_point block unroll hoist smlad)
 # The `microtir run` arguments that switch one schedule off (NAME is replaced by it).
-# Change this one line if the option is spelled differently.
-SCHEDULE_OFF=(--disable-schedules "NAME")
+SCHEDULE_OFF=(--disable-schedules NAME)
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

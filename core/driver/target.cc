@@ -92,6 +92,7 @@ Target parse_target(const std::string& text) {
       t.mcpu = value;
     } else if (key == "disabled-schedules") {
       ScheduleOptions s;
+      s.smlad = true;  // keep only the names listed: smlad's default off would read as disabled
       disable_schedules(s, value, "bad target \"" + text + "\": -disabled-schedules");
       t.disabled_schedules = s.disabled();
     } else if (key == "opt") {

@@ -57,6 +57,16 @@ TEST(Target, Schedules) {
   EXPECT_FALSE(schedule_options(parse_target("c -mcpu=cortex-m7 -disabled-schedules=smlad")).smlad);
 }
 
+// Switching one schedule off leaves the others as the CPU chose them (smlad on Cortex-M4).
+TEST(Target, DisabledSchedulesKeepTheRest) {
+  Target t = parse_target("c -mcpu=cortex-m4 -disabled-schedules=hoist");
+  EXPECT_EQ(t.disabled_schedules, "hoist");
+  ScheduleOptions s = schedule_options(t);
+  EXPECT_FALSE(s.hoist);
+  EXPECT_TRUE(s.smlad && s.block && s.unroll && s.fold_zero_point);
+  EXPECT_FALSE(schedule_options(parse_target("c -mcpu=cortex-m4 -disabled-schedules=smlad")).smlad);
+}
+
 TEST(Target, Refusals) {
   EXPECT_NE(error_of("").find("empty"), std::string::npos);
   EXPECT_NE(error_of("cuda").find("unknown target kind 'cuda'"), std::string::npos);
