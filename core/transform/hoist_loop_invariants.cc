@@ -246,7 +246,8 @@ class Collect : public Visitor {
 // Replaces each occurrence of a hoisted expression by its variable.
 class Replace : public Mutator {
  public:
-  Replace(const std::vector<Expr>* exprs, const std::vector<Var>* vars) : exprs_(exprs), vars_(vars) {}
+  Replace(const std::vector<Expr>* exprs, const std::vector<Var>* vars, const VarSet* ours)
+      : exprs_(exprs), vars_(vars), ours_(ours) {}
   Expr mutate(const Expr& e) override {
     for (size_t i = 0; e && i < exprs_->size(); ++i)
       if ((*exprs_)[i]->kind == e->kind && same_expr((*exprs_)[i], e)) return (*vars_)[i];
@@ -255,10 +256,13 @@ class Replace : public Mutator {
   using Mutator::mutate;
 
  protected:
-  // A let whose whole value was hoisted would only copy a variable: use that instead.
+  // One of our lets whose whole value was hoisted would only copy a variable: use that
+  // instead. (Not a program's own let: its variable may be in a buffer shape, which
+  // substitute() does not rewrite.)
   Stmt mutate_LetStmt(const LetStmtNode* op, const Stmt& self) override {
     Expr v = mutate(op->value);
-    if (v != op->value && v->kind == ExprKind::Var) return mutate(substitute(op->body, op->var, v));
+    if (v != op->value && v->kind == ExprKind::Var && ours_->count(op->var.get()))
+      return mutate(substitute(op->body, op->var, v));
     Stmt body = mutate(op->body);
     if (v == op->value && body == op->body) return self;
     return LetStmt(op->var, v, body, op->span);
@@ -267,6 +271,7 @@ class Replace : public Mutator {
  private:
   const std::vector<Expr>* exprs_;
   const std::vector<Var>* vars_;
+  const VarSet* ours_;  // the variables of the lets this pass made
 };
 
 class Hoister : public Mutator {
@@ -286,8 +291,9 @@ class Hoister : public Mutator {
     for (const auto& e : c.found) {
       vars.push_back(MakeVar(op->loop_var->name + "_inv" + std::to_string(next_id_++), e->dtype, e->span));
       lets.emplace_back(vars.back(), e);
+      ours_.insert(vars.back().get());
     }
-    if (!c.found.empty()) body = Replace(&c.found, &vars).mutate(body);
+    if (!c.found.empty()) body = Replace(&c.found, &vars, &ours_).mutate(body);
     if (body == op->body) return self;
     Stmt out = For(op->loop_var, op->min, op->extent, op->for_kind, body, op->span);
     for (size_t i = lets.size(); i-- > 0;) out = LetStmt(lets[i].first, lets[i].second, out, op->span);
@@ -317,6 +323,7 @@ class Hoister : public Mutator {
   }
 
   int next_id_ = 0;
+  VarSet ours_;
 };
 
 }  // namespace
