@@ -53,11 +53,26 @@ Schedule read_schedule(const std::string& op, const AttrReader& r) {
 
 // The inputs of both ops after the data: the weight (int8, or int16 pairs packed in
 // int32 words by prepare_quantized for smlad), then an optional int32 bias [O] and an
-// optional int32 requantization table [O, 2] (multiplier, shift per channel).
+// optional int32 requantization table [O, 2] or [O, 3] (see requantize_channel).
 struct QInputs {
   bool bias = false, table = false, packed = false;
   int64_t table_columns = 0;
 };
+
+// The kernel's buffer parameters, in the order of the inputs, then the output.
+struct QParams {
+  Buffer data, weight, bias, table, out;
+};
+QParams declare_params(FuncBuilder& fb, const std::vector<TensorType>& in, const TensorType& out, const QInputs& q,
+                       int64_t out_channels) {
+  QParams b;
+  b.data = fb.param("data", in[0].shape, kI8);
+  b.weight = fb.param("weight", in[1].shape, in[1].dtype);
+  if (q.bias) b.bias = fb.param("bias", {out_channels}, kI32);
+  if (q.table) b.table = fb.param("requant", {out_channels, q.table_columns}, kI32);
+  b.out = fb.param("out", out.shape, kI8);
+  return b;
+}
 
 QInputs classify_inputs(const std::string& op, const std::vector<TensorType>& in, int64_t out_channels) {
   if (in.size() < 2 || in.size() > 4) fail(op, "takes 2 to 4 inputs (data, weight, bias, requant), got " + std::to_string(in.size()));
@@ -375,11 +390,8 @@ PrimFunc qconv_build(const std::string& fname, const std::vector<TensorType>& in
   QConv p = qconv_params(in, attrs);
   check_requant_table("qconv2d", p.q, p.inputs.table);
   FuncBuilder fb;
-  Buffer data = fb.param("data", in[0].shape, kI8);
-  Buffer weight = fb.param("weight", in[1].shape, in[1].dtype);
-  Buffer bias = p.inputs.bias ? fb.param("bias", {p.o}, kI32) : nullptr;
-  Buffer table = p.inputs.table ? fb.param("requant", {p.o, p.inputs.table_columns}, kI32) : nullptr;
-  Buffer o = fb.param("out", out.shape, kI8);
+  QParams b = declare_params(fb, in, out, p.inputs, p.o);
+  const Buffer &data = b.data, &weight = b.weight, &bias = b.bias, &table = b.table, &o = b.out;
   const int64_t zx = p.q.input_zero_point;
   const bool fold = p.sched.fold_zero_point;
   // An input element as the reduction sees it; padding reads as zero after the zero
@@ -541,11 +553,8 @@ PrimFunc qdense_build(const std::string& fname, const std::vector<TensorType>& i
   QDense p = qdense_params(in, attrs);
   check_requant_table("qdense", p.q, p.inputs.table);
   FuncBuilder fb;
-  Buffer data = fb.param("data", in[0].shape, kI8);
-  Buffer weight = fb.param("weight", in[1].shape, in[1].dtype);
-  Buffer bias = p.inputs.bias ? fb.param("bias", {p.m}, kI32) : nullptr;
-  Buffer table = p.inputs.table ? fb.param("requant", {p.m, p.inputs.table_columns}, kI32) : nullptr;
-  Buffer o = fb.param("out", out.shape, kI8);
+  QParams b = declare_params(fb, in, out, p.inputs, p.m);
+  const Buffer &data = b.data, &weight = b.weight, &bias = b.bias, &table = b.table, &o = b.out;
   const int64_t zx = p.q.input_zero_point;
   Gemm g;
   g.rows = p.n, g.cols = p.m, g.k = p.k, g.q = &p.q, g.sched = &p.sched;

@@ -19,6 +19,7 @@
 #include <sstream>
 
 #include "analysis/well_formed.h"
+#include "backend_cases.h"
 #include "driver/build.h"
 #include "sim/host_sim.h"
 #include "sim/wasm_module_runner.h"
@@ -42,106 +43,9 @@ using Vec = std::vector<float>;
 
 // ---- harness --------------------------------------------------------------------
 
-// The cases this process ran: the kernel, its inputs and the interpreter's output.
-struct HostCase {
-  std::string what;  // op and input shapes, for messages
-  PrimFunc kernel;
-  std::vector<NDArray> arrays;  // inputs, then the interpreter's output
-};
-std::vector<HostCase>& host_cases() {
-  static std::vector<HostCase> cases;
-  return cases;
-}
-
-// Runs every recorded case as host C in one build; failures are reported against the
-// process (ctest runs each test in its own process, so each test checks its own cases).
-class HostCEnvironment : public ::testing::Environment {
- public:
-  void TearDown() override {
-    auto& cases = host_cases();
-    if (cases.empty()) return;
-    IRModule m;
-    auto driver = std::make_shared<PrimFuncNode>();
-    std::vector<Stmt> calls;
-    std::vector<NDArray> arrays;  // the driver's arguments: inputs as recorded, outputs zeroed
-    for (size_t i = 0; i < cases.size(); ++i) {
-      const std::string name = "case" + std::to_string(i);
-      auto kernel = std::make_shared<PrimFuncNode>(*cases[i].kernel);
-      kernel->attrs["global_symbol"] = name;
-      m.set(name, kernel);
-      std::vector<Expr> args = {StringImm(name)};
-      for (size_t j = 0; j < cases[i].arrays.size(); ++j) {
-        const NDArray& a = cases[i].arrays[j];
-        std::vector<Expr> shape, zeros;
-        for (int64_t d : a.shape) shape.push_back(IntImm(DataType::Int(32), d)), zeros.push_back(IntImm(DataType::Int(32), 0));
-        Buffer b = MakeBuffer(name + "_" + std::to_string(j), a.dtype, shape);
-        driver->params.push_back(MakeVar(b->name, DataType::Handle()));
-        driver->param_buffers.push_back(b);
-        std::vector<Expr> region = {BufferLoad(b, zeros)};
-        region.insert(region.end(), shape.begin(), shape.end());
-        args.push_back(Call(DataType::Handle(), "tir_region", region));
-        bool output = j + 1 == cases[i].arrays.size();
-        arrays.push_back(output ? NDArray::zeros(a.dtype, a.shape) : a);
-      }
-      calls.push_back(Evaluate(Call(DataType::Int(32), "call_tir", std::move(args))));
-    }
-    driver->body = SeqStmt(calls);
-    driver->attrs["global_symbol"] = std::string("all_cases");
-    m.set("all_cases", driver);
-    std::vector<NDArray> wasm_arrays = arrays;  // before the host run writes its outputs
-    std::vector<InterpArg> args;
-    for (auto& a : arrays) args.push_back(&a);
-    sim::HostSimOptions options;
-    options.work_dir = (std::filesystem::temp_directory_path() / ("microtir-ops-" + std::to_string(getpid()))).string();
-    try {
-      BuildResult built = build_c(m, parse_target("c -unpacked-api=1"));
-      sim::run_on_host({&built, "all_cases", driver}, args, options);
-    } catch (const DiagnosticError& e) {
-      ADD_FAILURE() << "host C: " << render_all(e.diagnostics());
-    }
-    std::filesystem::remove_all(options.work_dir);
-    size_t k = 0;
-    for (const auto& c : cases) {
-      k += c.arrays.size();
-      Difference d = compare_arrays(arrays[k - 1], c.arrays.back(), 1e-5);
-      EXPECT_TRUE(d.ok) << "host C differs from the interpreter for " << c.what << ": max abs diff " << d.max_abs;
-    }
-#ifdef MICROTIR_HAVE_BINARYEN
-    // The same cases through the wasm backend: the kernels in one module, validated,
-    // optimized and assembled by Binaryen, each called under node (no driver: a wasm
-    // function takes at most 1000 parameters in V8).
-    const std::string wasm_dir = options.work_dir + "-wasm";
-    std::vector<sim::WasmCall> wasm_calls;
-    IRModule kernels;
-    size_t at = 0;
-    for (size_t i = 0; i < cases.size(); ++i) {
-      const std::string name = "case" + std::to_string(i);
-      kernels.set(name, m.lookup(name));
-      sim::WasmCall call{name, {}};
-      for (size_t j = 0; j < cases[i].arrays.size(); ++j) call.buffers.push_back(&wasm_arrays[at++]);
-      wasm_calls.push_back(std::move(call));
-    }
-    try {
-      BuildResult built = build_wasm(kernels, parse_target("wasm"));
-      std::filesystem::create_directories(wasm_dir);
-      const std::string module = wasm_dir + "/cases.wasm";
-      std::ofstream(module, std::ios::binary) << binaryen_native::assemble(built.sources.at(0).text, "O2", "the op cases").binary;
-      sim::run_wasm_calls(module, wasm_calls, wasm_dir);
-    } catch (const DiagnosticError& e) {
-      ADD_FAILURE() << "wasm: " << render_all(e.diagnostics());
-    }
-    std::filesystem::remove_all(wasm_dir);
-    k = 0;
-    for (const auto& c : cases) {
-      k += c.arrays.size();
-      Difference d = compare_arrays(wasm_arrays[k - 1], c.arrays.back(), 1e-5);
-      EXPECT_TRUE(d.ok) << "wasm differs from the interpreter for " << c.what << ": max abs diff " << d.max_abs;
-    }
-#endif
-    cases.clear();
-  }
-};
-const auto* const kHostCEnvironment = ::testing::AddGlobalTestEnvironment(new HostCEnvironment);
+// Every case runs as host C and wasm at the end of the process (backend_cases.h).
+const auto* const kBackends =
+    ::testing::AddGlobalTestEnvironment(new backend_cases::Environment({"ops", {"c -unpacked-api=1"}, true, 1e-5}));
 
 int64_t numel(const Shape& s) {
   int64_t n = 1;
@@ -198,7 +102,7 @@ Tensor run_op(const std::string& op, const std::vector<Tensor>& inputs, const js
     interpret(m, op + "_kernel", args);
     std::string what = op;
     for (const auto& t : inputs) what += " " + TensorType{DataType::Float(32), t.shape}.str();
-    host_cases().push_back({what + " " + attrs.dump(), f, arrays});
+    backend_cases::record_kernel(what + " " + attrs.dump(), f, arrays);
   } catch (const DiagnosticError& e) {
     ADD_FAILURE() << "interpreter: " << render_all(e.diagnostics()) << "\n" << text;
   }
@@ -402,9 +306,10 @@ Tensor ref_matmul(const Tensor& a, const Tensor& b) {
 // ---- registry -------------------------------------------------------------------------
 
 const std::vector<std::string> kAllOps = {
-    "abs", "add", "avg_pool2d", "batch_norm", "clip", "concat", "conv2d", "dense", "div", "exp", "flatten",
-    "full", "gemm", "global_avg_pool2d", "leaky_relu", "log_softmax", "matmul", "max_pool2d", "mul", "neg", "pad",
-    "relu", "reshape", "sigmoid", "softmax", "sqrt", "sub", "tanh", "transpose"};
+    "abs", "add", "avg_pool2d", "batch_norm", "clip", "concat", "conv2d", "dense", "dequantize", "div", "exp",
+    "flatten", "full", "gemm", "global_avg_pool2d", "leaky_relu", "log_softmax", "matmul", "max_pool2d", "mul",
+    "neg", "pad", "qadd", "qavg_pool2d", "qconcat", "qconv2d", "qdense", "qglobal_avg_pool2d", "qsoftmax",
+    "quantize", "relu", "reshape", "sigmoid", "softmax", "sqrt", "sub", "tanh", "transpose"};
 
 TEST(Ops, RegistryIsSortedAndComplete) {
   std::vector<std::string> names;
@@ -1170,7 +1075,7 @@ ITensor run_int_op(const std::string& op, DataType dt, const std::vector<ITensor
   std::vector<InterpArg> args;
   for (auto& a : arrays) args.push_back(&a);
   interpret(m, op + "_kernel", args);
-  host_cases().push_back({op + " on " + dt.str() + " " + attrs.dump(), f, arrays});
+  backend_cases::record_kernel(op + " on " + dt.str() + " " + attrs.dump(), f, arrays);
   ITensor r{out.shape, {}};
   for (int64_t i = 0; i < arrays.back().num_elements(); ++i) r.data.push_back(arrays.back().get_int(i));
   return r;
@@ -1271,7 +1176,7 @@ TEST(OpsPool, MaxIndices) {
     std::vector<NDArray> arrays = {to_nd(x), NDArray::zeros(DataType::Int(64), out.shape)};
     std::vector<InterpArg> args = {&arrays[0], &arrays[1]};
     interpret(m, "idx", args);
-    host_cases().push_back({"max_pool2d indices " + attrs.dump(), f, arrays});
+    backend_cases::record_kernel("max_pool2d indices " + attrs.dump(), f, arrays);
     for (int64_t nc = 0; nc < 4; ++nc)
       for (int64_t oh = 0; oh < 2; ++oh)
         for (int64_t ow = 0; ow < 3; ++ow) {
@@ -1348,7 +1253,7 @@ TEST(OpsFull, EveryElementHoldsTheValue) {
     for (int64_t i = 0; i < arrays[0].num_elements(); ++i) arrays[0].set_int(i, 1 - static_cast<int64_t>(c.want != 0));
     std::vector<InterpArg> args = {&arrays[0]};
     interpret(m, "full_kernel", args);
-    host_cases().push_back({"full " + c.attrs.dump(), f, arrays});
+    backend_cases::record_kernel("full " + c.attrs.dump(), f, arrays);
     for (int64_t i = 0; i < arrays[0].num_elements(); ++i) EXPECT_EQ(arrays[0].get_float(i), c.want) << c.attrs.dump();
   }
   expect_error("full", {{2}}, {{"shape", {2}}}, "expected 0 inputs");

@@ -3,8 +3,8 @@
 // for smlad, per-channel tables), built as an AOT module and run by the interpreter,
 // and compared bit for bit with an independent reference written here (plain loops,
 // the requantization computed from the scales with its own fixed-point code). At the
-// end of the process every case also runs as host C, all in one build, and must equal
-// the interpreter.
+// end of the process every case also runs as host C and through the wasm backend, and
+// must equal the interpreter.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <random>
 
+#include "backend_cases.h"
 #include "driver/build.h"
 #include "executor/aot.h"
 #include "frontend/graph.h"
@@ -123,70 +124,9 @@ NDArray array_of(DataType t, const Shape& shape, const std::vector<int64_t>& val
   return a;
 }
 
-// Every case of the process, for the host C build at the end.
-struct HostRun {
-  std::string what;
-  IRModule module;
-  std::string main;
-  std::vector<NDArray> args;  // inputs and constants as the main takes them, output last
-};
-std::vector<HostRun>& host_runs() {
-  static std::vector<HostRun> runs;
-  return runs;
-}
-
-class HostCEnvironment : public ::testing::Environment {
- public:
-  void TearDown() override {
-    // One C build per case would take minutes: the mains go into one module (their
-    // kernels carry the model name, which is unique per case) with one driver.
-    auto& runs = host_runs();
-    if (runs.empty()) return;
-    IRModule m;
-    auto driver = std::make_shared<PrimFuncNode>();
-    std::vector<Stmt> calls;
-    std::vector<NDArray> arrays;
-    for (const auto& r : runs) {
-      for (const auto& [name, f] : r.module.functions) m.set(name, f);
-      PrimFunc main = r.module.lookup(r.main);
-      std::vector<Expr> args = {StringImm(r.main)};
-      for (size_t j = 0; j < r.args.size(); ++j) {
-        const NDArray& a = r.args[j];
-        std::vector<Expr> shape, zeros;
-        for (int64_t d : a.shape) shape.push_back(IntImm(DataType::Int(32), d)), zeros.push_back(IntImm(DataType::Int(32), 0));
-        Buffer b = MakeBuffer(r.main + "_" + std::to_string(j), a.dtype, shape);
-        driver->params.push_back(MakeVar(b->name, DataType::Handle()));
-        driver->param_buffers.push_back(b);
-        std::vector<Expr> region = {BufferLoad(b, zeros)};
-        region.insert(region.end(), shape.begin(), shape.end());
-        args.push_back(Call(DataType::Handle(), "tir_region", region));
-        arrays.push_back(j + 1 == r.args.size() ? NDArray::zeros(a.dtype, a.shape) : a);
-      }
-      calls.push_back(Evaluate(Call(DataType::Int(32), "call_tir", std::move(args))));
-    }
-    driver->body = SeqStmt(calls);
-    driver->attrs["global_symbol"] = std::string("all_cases");
-    m.set("all_cases", driver);
-    std::vector<InterpArg> args;
-    for (auto& a : arrays) args.push_back(&a);
-    sim::HostSimOptions options;
-    options.work_dir = (std::filesystem::temp_directory_path() / ("microtir-qconv-" + std::to_string(getpid()))).string();
-    try {
-      BuildResult built = build_c(m, parse_target("c -unpacked-api=1"));
-      sim::run_on_host({&built, "all_cases", driver}, args, options);
-    } catch (const DiagnosticError& e) {
-      ADD_FAILURE() << "host C: " << render_all(e.diagnostics());
-    }
-    std::filesystem::remove_all(options.work_dir);
-    size_t k = 0;
-    for (const auto& r : runs) {
-      k += r.args.size();
-      const NDArray& got = arrays[k - 1];
-      EXPECT_EQ(got.data, r.args.back().data) << "host C differs from the interpreter for " << r.what;
-    }
-  }
-};
-const auto* const kHostC = ::testing::AddGlobalTestEnvironment(new HostCEnvironment);
+// Every case also runs as host C and wasm at the end of the process (backend_cases.h).
+const auto* const kBackends =
+    ::testing::AddGlobalTestEnvironment(new backend_cases::Environment({"qconv", {"c -unpacked-api=1"}, true, 0}));
 
 int case_counter = 0;
 
@@ -251,7 +191,7 @@ void run_case(const Case& k, const ScheduleOptions& opts, const std::string& lab
     if (got.get_int(static_cast<int64_t>(i)) != want[i]) mismatches += 1, first = first < 0 ? static_cast<int64_t>(i) : first;
   EXPECT_EQ(mismatches, 0) << label << ": first at " << first << " got " << (first >= 0 ? got.get_int(first) : 0)
                            << " want " << (first >= 0 ? int(want[first]) : 0);
-  host_runs().push_back({label, aot.module, aot.main, arrays});
+  backend_cases::record_module(label, aot.module, aot.main, arrays);
 }
 
 // All 16 combinations of the four kernel schedules.

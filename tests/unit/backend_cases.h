@@ -1,0 +1,162 @@
+// Every case a test process ran through the interpreter, replayed at its end through the
+// generated code: all cases in one host C build (a driver function calls each in turn,
+// since one build per case would take minutes) and, with Binaryen, in one wasm module
+// (each case called from node: a wasm function takes at most 1000 parameters in V8).
+// Each output must equal the interpreter's. ctest runs each test in its own process, so
+// each test checks its own cases.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "driver/build.h"
+#include "sim/host_sim.h"
+#include "sim/wasm_module_runner.h"
+#include "support/compare.h"
+#include "support/diagnostic.h"
+#ifdef MICROTIR_HAVE_BINARYEN
+#include "codegen/wasm/native/binaryen_native.h"
+#endif
+
+namespace mtir {
+namespace backend_cases {
+
+struct Case {
+  std::string what;             // for messages
+  IRModule module;              // the functions the case needs
+  std::string entry;            // called with the arrays' buffers, in order
+  std::vector<NDArray> arrays;  // inputs, then the interpreter's output
+};
+
+inline std::vector<Case>& all() {
+  static std::vector<Case> cases;
+  return cases;
+}
+
+// One kernel, renamed so that cases of the same op do not collide.
+inline void record_kernel(const std::string& what, const PrimFunc& kernel, const std::vector<NDArray>& arrays) {
+  const std::string name = "case" + std::to_string(all().size());
+  auto renamed = std::make_shared<PrimFuncNode>(*kernel);
+  renamed->attrs["global_symbol"] = name;
+  IRModule m;
+  m.set(name, renamed);
+  all().push_back({what, m, name, arrays});
+}
+
+// A module whose function names are unique across the process (an AOT module per case).
+inline void record_module(const std::string& what, const IRModule& m, const std::string& entry,
+                          const std::vector<NDArray>& arrays) {
+  all().push_back({what, m, entry, arrays});
+}
+
+struct Options {
+  std::string tag;                                           // names the temporary folders
+  std::vector<std::string> c_targets = {"c -unpacked-api=1"};  // each builds and runs every case
+  bool wasm = true;
+  double tolerance = 0;  // 0: bit for bit
+};
+
+inline bool same(const NDArray& got, const NDArray& want, double tolerance) {
+  if (tolerance == 0) return got.dtype == want.dtype && got.shape == want.shape && got.data == want.data;
+  return compare_arrays(got, want, tolerance).ok;
+}
+
+class Environment : public ::testing::Environment {
+ public:
+  explicit Environment(Options options) : options_(std::move(options)) {}
+
+  void TearDown() override {
+    auto& cases = all();
+    if (cases.empty()) return;
+    IRModule m;
+    auto driver = std::make_shared<PrimFuncNode>();
+    std::vector<Stmt> calls;
+    std::vector<NDArray> arrays;  // the driver's arguments: inputs as recorded, outputs zeroed
+    const DataType i32 = DataType::Int(32);
+    for (const auto& c : cases) {
+      for (const auto& [name, f] : c.module.functions) m.set(name, f);
+      std::vector<Expr> args = {StringImm(c.entry)};
+      for (size_t j = 0; j < c.arrays.size(); ++j) {
+        const NDArray& a = c.arrays[j];
+        std::vector<Expr> shape, zeros;
+        for (int64_t d : a.shape) shape.push_back(IntImm(i32, d)), zeros.push_back(IntImm(i32, 0));
+        Buffer b = MakeBuffer(c.entry + "_" + std::to_string(j), a.dtype, shape);
+        driver->params.push_back(MakeVar(b->name, DataType::Handle()));
+        driver->param_buffers.push_back(b);
+        std::vector<Expr> region = {BufferLoad(b, zeros)};
+        region.insert(region.end(), shape.begin(), shape.end());
+        args.push_back(Call(DataType::Handle(), "tir_region", region));
+        arrays.push_back(j + 1 == c.arrays.size() ? NDArray::zeros(a.dtype, a.shape) : a);
+      }
+      calls.push_back(Evaluate(Call(i32, "call_tir", std::move(args))));
+    }
+    IRModule without_driver = m;
+    driver->body = SeqStmt(calls);
+    driver->attrs["global_symbol"] = std::string("all_cases");
+    m.set("all_cases", driver);
+    const std::string work =
+        (std::filesystem::temp_directory_path() / ("microtir-" + options_.tag + "-" + std::to_string(getpid()))).string();
+    for (const auto& target : options_.c_targets) {
+      std::vector<NDArray> host = arrays;
+      std::vector<InterpArg> args;
+      for (auto& a : host) args.push_back(&a);
+      sim::HostSimOptions sim_options;
+      sim_options.work_dir = work;
+      try {
+        BuildResult built = build_c(m, parse_target(target));
+        sim::run_on_host({&built, "all_cases", driver}, args, sim_options);
+      } catch (const DiagnosticError& e) {
+        ADD_FAILURE() << target << ": " << render_all(e.diagnostics());
+      }
+      std::filesystem::remove_all(work);
+      check(host, "host C (" + target + ")");
+    }
+#ifdef MICROTIR_HAVE_BINARYEN
+    if (options_.wasm) {
+      std::vector<NDArray> wasm_arrays = arrays;
+      std::vector<sim::WasmCall> wasm_calls;
+      size_t at = 0;
+      for (const auto& c : cases) {
+        sim::WasmCall call{c.entry, {}};
+        for (size_t j = 0; j < c.arrays.size(); ++j) call.buffers.push_back(&wasm_arrays[at++]);
+        wasm_calls.push_back(std::move(call));
+      }
+      const std::string wasm_dir = work + "-wasm";
+      try {
+        BuildResult built = build_wasm(without_driver, parse_target("wasm"));
+        std::filesystem::create_directories(wasm_dir);
+        const std::string module = wasm_dir + "/cases.wasm";
+        std::ofstream(module, std::ios::binary)
+            << binaryen_native::assemble(built.sources.at(0).text, "O2", "the " + options_.tag + " cases").binary;
+        sim::run_wasm_calls(module, wasm_calls, wasm_dir);
+      } catch (const DiagnosticError& e) {
+        ADD_FAILURE() << "wasm: " << render_all(e.diagnostics());
+      }
+      std::filesystem::remove_all(wasm_dir);
+      check(wasm_arrays, "wasm");
+    }
+#endif
+    cases.clear();
+  }
+
+ private:
+  // `got` holds every case's arrays in order; each case's output is its last.
+  void check(const std::vector<NDArray>& got, const std::string& backend) const {
+    size_t k = 0;
+    for (const auto& c : all()) {
+      k += c.arrays.size();
+      EXPECT_TRUE(same(got[k - 1], c.arrays.back(), options_.tolerance))
+          << backend << " differs from the interpreter for " << c.what;
+    }
+  }
+
+  Options options_;
+};
+
+}  // namespace backend_cases
+}  // namespace mtir
