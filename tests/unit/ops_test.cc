@@ -404,7 +404,10 @@ Tensor ref_matmul(const Tensor& a, const Tensor& b) {
 const std::vector<std::string> kAllOps = {
     "abs", "add", "avg_pool2d", "batch_norm", "clip", "concat", "conv2d", "dense", "div", "exp", "flatten",
     "full", "gemm", "global_avg_pool2d", "leaky_relu", "log_softmax", "matmul", "max_pool2d", "mul", "neg", "pad",
-    "relu", "reshape", "sigmoid", "softmax", "sqrt", "sub", "tanh", "transpose"};
+    "relu", "reshape", "sigmoid", "softmax", "sqrt", "sub", "tanh", "transpose",
+    // int8 (tests/unit/quantized_ops_test.cc)
+    "dequantize", "qadd", "qavg_pool2d", "qconcat", "qconv2d", "qdense", "qglobal_avg_pool2d", "qsoftmax",
+    "quantize"};
 
 TEST(Ops, RegistryIsSortedAndComplete) {
   std::vector<std::string> names;
