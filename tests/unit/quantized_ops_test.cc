@@ -16,6 +16,7 @@
 #include <random>
 
 #include "analysis/well_formed.h"
+#include "backend_cases.h"
 #include "driver/build.h"
 #include "executor/aot.h"
 #include "frontend/graph.h"
@@ -45,105 +46,12 @@ const DataType kF32 = DataType::Float(32);
 
 // ---- harness: interpreter now, host C and wasm at the end of the process ------------------
 
-struct Case {
-  std::string what;
-  PrimFunc kernel;
-  std::vector<NDArray> arrays;  // inputs, then the interpreter's output
-};
-std::vector<Case>& cases() {
-  static std::vector<Case> c;
-  return c;
-}
+// Every case runs as host C (with hoist_loop_invariants and without it) and as wasm at
+// the end of the process (backend_cases.h), bit for bit.
+const auto* const kBackends = ::testing::AddGlobalTestEnvironment(new backend_cases::Environment(
+    {"qops", {"c -unpacked-api=1", "c -unpacked-api=1 -disabled-schedules=hoist"}, true, 0}));
 
-bool same_bits(const NDArray& a, const NDArray& b) { return a.dtype == b.dtype && a.shape == b.shape && a.data == b.data; }
-
-// Builds every recorded kernel into one C module (a driver calls each in turn) and into
-// one wasm module, runs both, and compares every output byte with the interpreter's.
-class BackendsEnvironment : public ::testing::Environment {
- public:
-  void TearDown() override {
-    auto& all = cases();
-    if (all.empty()) return;
-    IRModule m, kernels;
-    auto driver = std::make_shared<PrimFuncNode>();
-    std::vector<Stmt> calls;
-    std::vector<NDArray> arrays;
-    for (size_t i = 0; i < all.size(); ++i) {
-      const std::string name = "qcase" + std::to_string(i);
-      auto kernel = std::make_shared<PrimFuncNode>(*all[i].kernel);
-      kernel->attrs["global_symbol"] = name;
-      m.set(name, kernel);
-      kernels.set(name, kernel);
-      std::vector<Expr> args = {StringImm(name)};
-      for (size_t j = 0; j < all[i].arrays.size(); ++j) {
-        const NDArray& a = all[i].arrays[j];
-        std::vector<Expr> shape, zeros;
-        for (int64_t d : a.shape) shape.push_back(IntImm(kI32, d)), zeros.push_back(IntImm(kI32, 0));
-        Buffer b = MakeBuffer(name + "_" + std::to_string(j), a.dtype, shape);
-        driver->params.push_back(MakeVar(b->name, DataType::Handle()));
-        driver->param_buffers.push_back(b);
-        std::vector<Expr> region = {BufferLoad(b, zeros)};
-        region.insert(region.end(), shape.begin(), shape.end());
-        args.push_back(Call(DataType::Handle(), "tir_region", region));
-        arrays.push_back(j + 1 == all[i].arrays.size() ? NDArray::zeros(a.dtype, a.shape) : a);
-      }
-      calls.push_back(Evaluate(Call(kI32, "call_tir", std::move(args))));
-    }
-    driver->body = SeqStmt(calls);
-    driver->attrs["global_symbol"] = std::string("all_qcases");
-    m.set("all_qcases", driver);
-    std::vector<NDArray> wasm_arrays = arrays;
-    const std::string work = (fs::temp_directory_path() / ("microtir-qops-" + std::to_string(getpid()))).string();
-    // Twice: with the hoist_loop_invariants schedule and without it.
-    for (const char* target : {"c -unpacked-api=1", "c -unpacked-api=1 -disabled-schedules=hoist"}) {
-      std::vector<NDArray> host = arrays;
-      std::vector<InterpArg> args;
-      for (auto& a : host) args.push_back(&a);
-      sim::HostSimOptions options;
-      options.work_dir = work;
-      try {
-        BuildResult built = build_c(m, parse_target(target));
-        sim::run_on_host({&built, "all_qcases", driver}, args, options);
-      } catch (const DiagnosticError& e) {
-        ADD_FAILURE() << target << ": " << render_all(e.diagnostics());
-      }
-      fs::remove_all(work);
-      size_t k = 0;
-      for (const auto& c : all) {
-        k += c.arrays.size();
-        EXPECT_TRUE(same_bits(host[k - 1], c.arrays.back())) << target << " differs from the interpreter for " << c.what;
-      }
-    }
-#ifdef MICROTIR_HAVE_BINARYEN
-    std::vector<sim::WasmCall> wasm_calls;
-    size_t at = 0;
-    for (size_t i = 0; i < all.size(); ++i) {
-      sim::WasmCall call{"qcase" + std::to_string(i), {}};
-      for (size_t j = 0; j < all[i].arrays.size(); ++j) call.buffers.push_back(&wasm_arrays[at++]);
-      wasm_calls.push_back(std::move(call));
-    }
-    const std::string wasm_dir = work + "-wasm";
-    try {
-      BuildResult built = build_wasm(kernels, parse_target("wasm"));
-      fs::create_directories(wasm_dir);
-      const std::string module = wasm_dir + "/qcases.wasm";
-      std::ofstream(module, std::ios::binary)
-          << binaryen_native::assemble(built.sources.at(0).text, "O2", "the quantized op cases").binary;
-      sim::run_wasm_calls(module, wasm_calls, wasm_dir);
-    } catch (const DiagnosticError& e) {
-      ADD_FAILURE() << "wasm: " << render_all(e.diagnostics());
-    }
-    fs::remove_all(wasm_dir);
-    size_t k = 0;
-    for (const auto& c : all) {
-      k += c.arrays.size();
-      EXPECT_TRUE(same_bits(wasm_arrays[k - 1], c.arrays.back())) << "wasm differs from the interpreter for " << c.what;
-    }
-#endif
-    all.clear();
-  }
-};
-const auto* const kBackends = ::testing::AddGlobalTestEnvironment(new BackendsEnvironment);
+bool same_bits(const NDArray& a, const NDArray& b) { return backend_cases::same(a, b, 0); }
 
 NDArray make(DataType t, const Shape& s, const std::vector<int64_t>& v) {
   NDArray a = NDArray::zeros(t, s);
@@ -194,7 +102,7 @@ NDArray run(const std::string& op, const std::vector<NDArray>& inputs, const jso
     interpret(m, op + "_kernel", args);
     std::string what = op;
     for (const auto& t : types) what += " " + t.str();
-    cases().push_back({what + " " + attrs.dump(), f, arrays});
+    backend_cases::record_kernel(what + " " + attrs.dump(), f, arrays);
   } catch (const DiagnosticError& e) {
     ADD_FAILURE() << "interpreter: " << render_all(e.diagnostics()) << "\n" << text;
   }
