@@ -523,7 +523,8 @@ int run_passes(const PassesCommand& c) {
   IRModule m = is_graph_file(c.file) ? load_model(c.file, nullptr, c.devices).aot.module : load_module(c.file, false);
   std::vector<Pass> passes;
   if (c.passes.empty()) {
-    passes = lowering_pipeline(parse_target(c.target).unpacked_api);
+    const Target t = parse_target(c.target);
+    passes = lowering_pipeline(t.unpacked_api, schedule_options(t).hoist);
   } else {
     for (const auto& name : c.passes) {
       const Pass* p = find_pass(name);

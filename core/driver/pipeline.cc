@@ -19,6 +19,7 @@ const PassEntry kPassTable[] = {
     {PlanMemory, false},
     {FlattenBuffer, false},
     {UnrollLoops, false},
+    {HoistLoopInvariants, false},
     {MakePackedAPI, false},
     {MakeUnpackedAPI, false},
     {LowerCallTIR, false},
@@ -62,10 +63,13 @@ std::vector<Pass> default_pipeline() {
   return v;
 }
 
-std::vector<Pass> lowering_pipeline(bool unpacked_api) {
-  std::vector<std::string> names = {"verify_well_formed", "simplify", "plan_memory", "flatten_buffer", "unroll_loops", "simplify",
-                                    unpacked_api ? "make_unpacked_api" : "make_packed_api", "lower_call_tir", "lower_builtins",
-                                    "verify_well_formed"};
+std::vector<Pass> lowering_pipeline(bool unpacked_api, bool hoist_loop_invariants) {
+  std::vector<std::string> names = {"verify_well_formed", "simplify", "plan_memory", "flatten_buffer", "unroll_loops",
+                                    "simplify"};
+  if (hoist_loop_invariants) names.push_back("hoist_loop_invariants");
+  for (const char* n : {unpacked_api ? "make_unpacked_api" : "make_packed_api", "lower_call_tir", "lower_builtins",
+                        "verify_well_formed"})
+    names.push_back(n);
   std::vector<Pass> v;
   for (const auto& n : names) v.push_back(*find_pass(n));
   return v;

@@ -50,16 +50,26 @@ void prepare_matmul_node(Graph& g, GraphNode& node, const ScheduleOptions& opts,
   const int64_t channels = node.type.shape.back();
   const int64_t groups = conv ? node.attrs.value("groups", int64_t{1}) : 1;
 
-  // Per-channel multipliers and shifts as an int32 [O, 2] table.
+  // Per-channel multipliers and shifts as an int32 table: [O, 3] (multiplier, s - 32,
+  // 1 << (s - 33)) when every right shift s is at least 33, so the kernel works on the
+  // product's high word; [O, 2] (multiplier, s) otherwise (see ops/qconv.cc).
   std::vector<std::string> extra;
   if (per_channel(node.attrs)) {
     double in_scale = number_or(node.attrs, "input_scale", 1.0), out_scale = number_or(node.attrs, "output_scale", 1.0);
-    NDArray table = NDArray::zeros(kI32, {channels, 2});
+    std::vector<ops::QuantMultiplier> ms;
+    bool high_word = true;
     for (int64_t c = 0; c < channels; ++c) {
-      ops::QuantMultiplier m = ops::quantize_multiplier(in_scale * weight_scale(node.attrs, c) / out_scale, node.op,
-                                                        "input_scale * weight_scale[" + std::to_string(c) + "] / output_scale");
-      table.set_int(2 * c, m.multiplier);
-      table.set_int(2 * c + 1, m.right_shift());
+      ms.push_back(ops::quantize_multiplier(in_scale * weight_scale(node.attrs, c) / out_scale, node.op,
+                                            "input_scale * weight_scale[" + std::to_string(c) + "] / output_scale"));
+      high_word = high_word && ms.back().right_shift() >= 33;
+    }
+    const int64_t columns = high_word ? 3 : 2;
+    NDArray table = NDArray::zeros(kI32, {channels, columns});
+    for (int64_t c = 0; c < channels; ++c) {
+      int s = ms[c].right_shift();
+      table.set_int(columns * c, ms[c].multiplier);
+      table.set_int(columns * c + 1, high_word ? s - 32 : s);
+      if (high_word) table.set_int(columns * c + 2, int64_t{1} << (s - 33));
     }
     std::string name = fresh_name(g, node.name + "__requant");
     g.constants[name] = std::move(table);

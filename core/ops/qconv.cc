@@ -15,6 +15,8 @@
 //                    SMLAD; a portable expression elsewhere).
 // Depthwise convolutions (groups == channels) run channel by channel over the kernel
 // window; other grouped convolutions take the plain loop nest.
+#include <algorithm>
+
 #include "ops/op_util.h"
 #include "ops/quant_util.h"
 #include "ops/schedules.h"
@@ -54,6 +56,7 @@ Schedule read_schedule(const std::string& op, const AttrReader& r) {
 // optional int32 requantization table [O, 2] (multiplier, shift per channel).
 struct QInputs {
   bool bias = false, table = false, packed = false;
+  int64_t table_columns = 0;
 };
 
 QInputs classify_inputs(const std::string& op, const std::vector<TensorType>& in, int64_t out_channels) {
@@ -70,9 +73,11 @@ QInputs classify_inputs(const std::string& op, const std::vector<TensorType>& in
         fail(op, "bias must have shape (" + std::to_string(out_channels) + ",), got " + shape_str(t.shape));
       q.bias = true;
     } else if (t.shape.size() == 2 && !q.table) {
-      if (t.shape[0] != out_channels || t.shape[1] != 2)
-        fail(op, "the requant table must have shape (" + std::to_string(out_channels) + ", 2), got " + shape_str(t.shape));
+      if (t.shape[0] != out_channels || (t.shape[1] != 2 && t.shape[1] != 3))
+        fail(op, "the requant table must have shape (" + std::to_string(out_channels) + ", 2) or (" +
+                     std::to_string(out_channels) + ", 3), got " + shape_str(t.shape));
       q.table = true;
+      q.table_columns = t.shape[1];
     } else {
       fail(op, "input " + std::to_string(i) + " must be the bias (" + std::to_string(out_channels) +
                    ",) or the requant table (" + std::to_string(out_channels) + ", 2), got " + shape_str(t.shape));
@@ -93,10 +98,25 @@ Expr requantize_dynamic(Expr acc, Expr multiplier, Expr shift) {
 }
 
 // The requantized int8 value of accumulator `acc` for output channel `oc`: a per-tensor
-// multiplier is a constant, per-channel ones come from the table.
-Expr requantize_channel(const QuantAttrs& q, const Buffer& table, Expr acc, Expr oc) {
-  Expr y = table ? requantize_dynamic(acc, load(table, {mul(oc, ci(2))}), load(table, {add(mul(oc, ci(2)), ci(1))}))
-                 : requantize(acc, q.multipliers.at(0));
+// multiplier is a constant; per-channel ones come from the table, in one of two forms
+// prepare_quantized chooses. (M, s) is the general one. (M, s - 32, 1 << (s - 33)),
+// used when every s is at least 33, keeps only the high word of the product: adding the
+// rounding term and shifting right by s equals adding 1 << (s - 33) to the high word
+// and shifting it by s - 32 (floor divisions compose, and the term has no low bits),
+// which is three 32-bit instructions on a Cortex-M instead of 64-bit shifts.
+Expr requantize_channel(const QuantAttrs& q, const Buffer& table, int64_t columns, Expr acc, Expr oc) {
+  auto col = [&](int64_t k) { return load(table, {add(mul(oc, ci(columns)), ci(k))}); };
+  Expr y;
+  if (!table) {
+    y = requantize(acc, q.multipliers.at(0));
+  } else if (columns == 2) {
+    y = requantize_dynamic(acc, col(0), col(1));
+  } else {
+    const DataType i64 = DataType::Int(64);
+    Expr prod = mul(Cast(i64, std::move(acc)), Cast(i64, col(0)));
+    Expr high = Cast(kI32, call("shift_right", {prod, IntImm(i64, 32)}));
+    y = call("shift_right", {add(high, col(2)), col(1)});
+  }
   return saturate_int8(y, q.output_zero_point, q.bounds);
 }
 
@@ -187,6 +207,7 @@ struct Gemm {
   const Schedule* sched;
   Buffer weight;          // flat [cols * k] int8, or [cols * ceil(k/2)] packed int32
   Buffer bias, table;     // may be null
+  int64_t table_columns = 0;
   // Stores the value of reduction element `kk` of pixel `row` (an int16 expression:
   // the input minus its zero point, or the raw input when the zero point is folded).
   std::function<Expr(Expr row, Expr kk)> gathered;
@@ -257,7 +278,7 @@ Stmt gemm_tile(const Gemm& g, const Buffer& col, const std::vector<Expr>& rows, 
   for (int64_t p = 0; p < np; ++p)
     for (int64_t c = 0; c < nc; ++c) {
       Expr oc = add(oc0, ci(c));
-      finish.push_back(g.store(rows[p], oc, requantize_channel(*g.q, g.table, load(acc, {ci(p * nc + c)}), oc)));
+      finish.push_back(g.store(rows[p], oc, requantize_channel(*g.q, g.table, g.table_columns, load(acc, {ci(p * nc + c)}), oc)));
     }
   std::vector<Stmt> body = init;
   body.insert(body.end(), parts.begin(), parts.end());
@@ -328,6 +349,27 @@ Expr inside(Expr coord, int64_t pad, int64_t extent, int64_t out, int64_t kernel
   return cond;
 }
 
+// The output positions along one axis in up to three ranges: those whose window starts
+// before the input, those whose window lies inside it, and those whose window ends
+// past it. Only the first and last need bound checks.
+struct OutputRange {
+  int64_t begin, end;
+  bool check;
+};
+std::vector<OutputRange> border_split(int64_t out, int64_t pad, int64_t extent, int64_t kernel, int64_t stride,
+                                      int64_t dilation) {
+  // Inside when o * stride - pad >= 0 and o * stride - pad + (kernel - 1) * dilation < extent.
+  int64_t lo = (pad + stride - 1) / stride;
+  int64_t last = extent - 1 + pad - (kernel - 1) * dilation;
+  int64_t hi = last < 0 ? 0 : last / stride + 1;
+  lo = std::min(lo, out), hi = std::max(lo, std::min(hi, out));
+  std::vector<OutputRange> r;
+  if (lo > 0) r.push_back({0, lo, true});
+  if (hi > lo) r.push_back({lo, hi, false});
+  if (out > hi) r.push_back({hi, out, true});
+  return r;
+}
+
 PrimFunc qconv_build(const std::string& fname, const std::vector<TensorType>& in, const TensorType& out,
                      const json& attrs) {
   QConv p = qconv_params(in, attrs);
@@ -336,7 +378,7 @@ PrimFunc qconv_build(const std::string& fname, const std::vector<TensorType>& in
   Buffer data = fb.param("data", in[0].shape, kI8);
   Buffer weight = fb.param("weight", in[1].shape, in[1].dtype);
   Buffer bias = p.inputs.bias ? fb.param("bias", {p.o}, kI32) : nullptr;
-  Buffer table = p.inputs.table ? fb.param("requant", {p.o, 2}, kI32) : nullptr;
+  Buffer table = p.inputs.table ? fb.param("requant", {p.o, p.inputs.table_columns}, kI32) : nullptr;
   Buffer o = fb.param("out", out.shape, kI8);
   const int64_t zx = p.q.input_zero_point;
   const bool fold = p.sched.fold_zero_point;
@@ -353,24 +395,42 @@ PrimFunc qconv_build(const std::string& fname, const std::vector<TensorType>& in
     g.rows = p.oh * p.ow, g.cols = p.o, g.k = k, g.q = &p.q, g.sched = &p.sched;
     g.weight = flat_view(weight, p.sched.smlad ? p.o * ((k + 1) / 2) : p.o * k);
     g.bias = bias;
-    g.table = table ? flat_view(table, p.o * 2) : nullptr;
+    g.table = table ? flat_view(table, p.o * p.inputs.table_columns) : nullptr;
+    g.table_columns = p.inputs.table_columns;
     Var n = ivar("n");
     // Pixel `row` of image n: its receptive field in (kh, kw, ci) order, into col.
     g.gather = [&](Expr row, const Buffer& col, Expr slot) {
       Expr oh = floordiv(row, ci(p.ow)), ow = floormod(row, ci(p.ow));
       LoopNest taps;
-      Expr rh = taps.axis("rh", p.kh), rw = taps.axis("rw", p.kw), rc = taps.axis("rc", p.cg);
+      Expr rh = taps.axis("rh", p.kh), rw = taps.axis("rw", p.kw);
       Expr ih = tap(oh, rh, p.sh, p.dh, p.pt), iw = tap(ow, rw, p.sw, p.dw, p.pl);
       Expr cond = and_(inside(ih, p.pt, p.h, p.oh, p.kh, p.sh, p.dh), inside(iw, p.pl, p.w, p.ow, p.kw, p.sw, p.dw));
-      Expr kk = add(mul(add(mul(rh, ci(p.kw)), rw), ci(p.cg)), rc);
-      Expr x = value(n, ih, iw, rc, cond);
-      if (!p.sched.smlad) return taps.wrap(store(col, Cast(kI16, x), {add(mul(slot, ci(k)), kk)}));
-      // int16 pairs: element 2j in the low half-word, 2j+1 in the high one (zero past k).
+      Expr first = mul(add(mul(rh, ci(p.kw)), rw), ci(p.cg));  // the tap's first element
+      if (!p.sched.smlad || p.cg % 2 == 0) {
+        // Channels innermost, the tap's bound check once around them; with smlad,
+        // adjacent channels make the int16 pairs.
+        const int64_t step = p.sched.smlad ? 2 : 1;
+        const int64_t row_words = p.sched.smlad ? k / 2 : k;
+        Var e = ivar("e");
+        auto element = [&](Expr c) { return value(n, ih, iw, c, Expr()); };
+        Expr pad = ci(fold ? zx : 0);
+        Expr in = p.sched.smlad ? pack_pair(element(mul(e, ci(2))), element(add(mul(e, ci(2)), ci(1))))
+                                : Cast(kI16, element(e));
+        Expr out_of_range = p.sched.smlad ? pack_pair(pad, pad) : Cast(kI16, pad);
+        auto at = [&](Expr i) { return add(add(mul(slot, ci(row_words)), floordiv(first, ci(step))), i); };
+        Stmt fill = For(e, ci(0), ci(p.cg / step), ForKind::kSerial, store(col, in, {at(e)}));
+        Var pe = ivar("pe");
+        if (cond) fill = IfThenElse(cond, fill, For(pe, ci(0), ci(p.cg / step), ForKind::kSerial, store(col, out_of_range, {at(pe)})));
+        return taps.wrap(fill);
+      }
+      // An odd channel count with smlad: the values first, then paired in order
+      // (element 2j low, 2j+1 high, a zero after the last).
+      Var rc = ivar("rc");
       Buffer staged = scratch("staged", {k + (k % 2)}, kI32);
       const int64_t words = (k + 1) / 2;
       Var j = ivar("j");
       Expr word = pack_pair(load(staged, {mul(j, ci(2))}), load(staged, {add(mul(j, ci(2)), ci(1))}));
-      std::vector<Stmt> s = {taps.wrap(store(staged, x, {kk}))};
+      std::vector<Stmt> s = {taps.wrap(For(rc, ci(0), ci(p.cg), ForKind::kSerial, store(staged, value(n, ih, iw, rc, cond), {add(first, rc)})))};
       if (k % 2) s.push_back(store(staged, ci(0), {ci(k)}));
       s.push_back(For(j, ci(0), ci(words), ForKind::kSerial, store(col, word, {add(mul(slot, ci(words)), j)})));
       return Allocate(staged, "local", SeqStmt(s));
@@ -384,28 +444,50 @@ PrimFunc qconv_build(const std::string& fname, const std::vector<TensorType>& in
     return fb.finish(fname, declare_views(g, body));
   }
 
-  // Plain loop nest (and every grouped convolution, depthwise included): one output
-  // at a time, the kernel window innermost; depthwise windows are unrolled when asked.
-  LoopNest outer;
-  Expr n = outer.axis("n", p.n), oh = outer.axis("oh", p.oh), ow = outer.axis("ow", p.ow), oc = outer.axis("oc", p.o);
+  // One output at a time, the kernel window innermost (unrolled when asked for
+  // depthwise windows). `checks` says whether the window may leave the input along
+  // the height and the width.
   const bool unroll_window = p.sched.unroll && p.cg == 1 && p.kh * p.kw <= 16;
-  Var rh = ivar("rh"), rw = ivar("rw");
-  Var rcv = ivar("rc");
-  Expr rc = p.cg == 1 ? ci(0) : Expr(rcv);
-  int64_t og = p.o / p.groups;
-  Expr ic = p.groups == 1 ? rc : add(mul(floordiv(oc, ci(og)), ci(p.cg)), rc);
-  Expr ih = tap(oh, rh, p.sh, p.dh, p.pt), iw = tap(ow, rw, p.sw, p.dw, p.pl);
-  Expr cond = and_(inside(ih, p.pt, p.h, p.oh, p.kh, p.sh, p.dh), inside(iw, p.pl, p.w, p.ow, p.kw, p.sw, p.dw));
-  Buffer acc = scratch("acc", {1}, kI32);
-  Expr w = load(weight, {oc, rh, rw, rc});
-  Stmt update = store(acc, add(load(acc, {ci(0)}), mul(value(n, ih, iw, ic, cond), Cast(kI32, w))), {ci(0)});
-  if (p.cg > 1) update = For(rcv, ci(0), ci(p.cg), ForKind::kSerial, update);
-  ForKind wk = unroll_window ? ForKind::kUnrolled : ForKind::kSerial;
-  Stmt window = For(rh, ci(0), ci(p.kh), wk, For(rw, ci(0), ci(p.kw), wk, update));
-  Stmt init = store(acc, bias ? load(bias, {oc}) : ci(0), {ci(0)});
-  Buffer table_flat = table ? flat_view(table, p.o * 2) : nullptr;
-  Stmt fin = store(o, requantize_channel(p.q, table_flat, load(acc, {ci(0)}), oc), {n, oh, ow, oc});
-  Stmt body = outer.wrap(Allocate(acc, "local", SeqStmt({init, window, fin})));
+  Buffer table_flat = table ? flat_view(table, p.o * p.inputs.table_columns) : nullptr;
+  auto one_output = [&](Expr n, Expr oh, Expr ow, Expr oc, bool check_h, bool check_w) {
+    Var rh = ivar("rh"), rw = ivar("rw"), rcv = ivar("rc");
+    Expr rc = p.cg == 1 ? ci(0) : Expr(rcv);
+    int64_t og = p.o / p.groups;
+    Expr ic = p.groups == 1 ? rc : add(mul(floordiv(oc, ci(og)), ci(p.cg)), rc);
+    Expr ih = tap(oh, rh, p.sh, p.dh, p.pt), iw = tap(ow, rw, p.sw, p.dw, p.pl);
+    Expr cond = and_(check_h ? inside(ih, p.pt, p.h, p.oh, p.kh, p.sh, p.dh) : Expr(),
+                     check_w ? inside(iw, p.pl, p.w, p.ow, p.kw, p.sw, p.dw) : Expr());
+    Buffer acc = scratch("acc", {1}, kI32);
+    Stmt update = store(acc, add(load(acc, {ci(0)}), mul(value(n, ih, iw, ic, cond), Cast(kI32, load(weight, {oc, rh, rw, rc})))), {ci(0)});
+    if (p.cg > 1) update = For(rcv, ci(0), ci(p.cg), ForKind::kSerial, update);
+    ForKind wk = unroll_window ? ForKind::kUnrolled : ForKind::kSerial;
+    Stmt window = For(rh, ci(0), ci(p.kh), wk, For(rw, ci(0), ci(p.kw), wk, update));
+    Stmt init = store(acc, bias ? load(bias, {oc}) : ci(0), {ci(0)});
+    Stmt fin = store(o, requantize_channel(p.q, table_flat, p.inputs.table_columns, load(acc, {ci(0)}), oc), {n, oh, ow, oc});
+    return Allocate(acc, "local", SeqStmt({init, window, fin}));
+  };
+  Stmt body;
+  if (p.sched.block && p.cg == 1 && p.groups == p.c && p.o == p.c) {
+    // Depthwise, blocked: channel outermost (its weights, bias and multiplier stay put
+    // while the window slides) and the output split into border and interior regions,
+    // so only the border pays for the padding checks.
+    LoopNest outer;
+    Expr n = outer.axis("n", p.n), oc = outer.axis("c", p.o);
+    std::vector<Stmt> regions;
+    for (const auto& rh : border_split(p.oh, p.pt, p.h, p.kh, p.sh, p.dh))
+      for (const auto& rw : border_split(p.ow, p.pl, p.w, p.kw, p.sw, p.dw)) {
+        Var oh = ivar("oh"), ow = ivar("ow");
+        Stmt s = one_output(n, oh, ow, oc, rh.check, rw.check);
+        regions.push_back(For(oh, ci(rh.begin), ci(rh.end - rh.begin), ForKind::kSerial,
+                              For(ow, ci(rw.begin), ci(rw.end - rw.begin), ForKind::kSerial, s)));
+      }
+    body = outer.wrap(regions.size() == 1 ? regions[0] : SeqStmt(regions));
+  } else {
+    // Plain loop nest (and every other grouped convolution).
+    LoopNest outer;
+    Expr n = outer.axis("n", p.n), oh = outer.axis("oh", p.oh), ow = outer.axis("ow", p.ow), oc = outer.axis("oc", p.o);
+    body = outer.wrap(one_output(n, oh, ow, oc, true, true));
+  }
   return fb.finish(fname, table_flat ? DeclBuffer(table_flat, body) : body);
 }
 
@@ -462,14 +544,15 @@ PrimFunc qdense_build(const std::string& fname, const std::vector<TensorType>& i
   Buffer data = fb.param("data", in[0].shape, kI8);
   Buffer weight = fb.param("weight", in[1].shape, in[1].dtype);
   Buffer bias = p.inputs.bias ? fb.param("bias", {p.m}, kI32) : nullptr;
-  Buffer table = p.inputs.table ? fb.param("requant", {p.m, 2}, kI32) : nullptr;
+  Buffer table = p.inputs.table ? fb.param("requant", {p.m, p.inputs.table_columns}, kI32) : nullptr;
   Buffer o = fb.param("out", out.shape, kI8);
   const int64_t zx = p.q.input_zero_point;
   Gemm g;
   g.rows = p.n, g.cols = p.m, g.k = p.k, g.q = &p.q, g.sched = &p.sched;
   g.weight = flat_view(weight, p.sched.smlad ? p.m * ((p.k + 1) / 2) : p.m * p.k);
   g.bias = bias;
-  g.table = table ? flat_view(table, p.m * 2) : nullptr;
+  g.table = table ? flat_view(table, p.m * p.inputs.table_columns) : nullptr;
+  g.table_columns = p.inputs.table_columns;
   auto x_of = [&](Expr row, Expr kk) {
     Expr x = Cast(kI32, load(data, {row, kk}));
     return p.sched.fold_zero_point || zx == 0 ? x : sub(x, ci(zx));

@@ -15,6 +15,10 @@ Pass Simplify();
 Pass PlanMemory();
 // Multi-dimensional buffer accesses become 1-D accesses of flat views.
 Pass FlattenBuffer();
+// Pure, trap-free integer expressions that do not change inside a loop (address
+// arithmetic, padding bound checks) are computed once in a let before the loop; add/sub
+// chains are regrouped so their invariant terms form one subexpression.
+Pass HoistLoopInvariants();
 // The packed calling convention, with every argument check.
 Pass MakePackedAPI();
 // The unpacked calling convention: buffer parameters become data pointers.

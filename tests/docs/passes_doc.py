@@ -48,8 +48,9 @@ def generate(binary, src):
           "`core/transform/transform.h` and the before/after cases in `tests/transform/<pass>/`, which the",
           "pass-case test runs; a test fails when this page is stale. `microtir passes FILE --passes NAME",
           "--dump-ir DIR` shows any pass on your own input; the default lowering is",
-          "verify_well_formed, simplify, plan_memory, flatten_buffer, simplify, make_packed_api or",
-          "make_unpacked_api, lower_call_tir, lower_builtins, verify_well_formed.", ""]
+          "verify_well_formed, simplify, plan_memory, flatten_buffer, unroll_loops, simplify, hoist_loop_invariants",
+          "(unless the target says `-disabled-schedules=hoist`), make_packed_api or make_unpacked_api, lower_call_tir,",
+          "lower_builtins, verify_well_formed.", ""]
     for name in names:
         md += [f"## {name}", "", comments.get(name, "(no description)"), ""]
         found = cases(src, name)

@@ -41,10 +41,18 @@ KEYS = {
                                  "The alignment of every tensor's offset in the workspace pool (`plan_memory`)."),
     "mtriple": ("see [the triples](#llvm-triples)",
                 "`llvm` only: the LLVM target triple of the IR and objects ([llvm-backend.md](llvm-backend.md))."),
-    "mcpu": ("a CPU LLVM knows for the triple, e.g. `cortex-m4`",
-             "`llvm` only: the CPU the objects are tuned for (with `MICROTIR_LLVM`, when objects are emitted)."),
+    "mcpu": ("`llvm`: a CPU LLVM knows for the triple; `c`: any name, e.g. `cortex-m4`",
+             "`llvm`: the CPU the objects are tuned for (with `MICROTIR_LLVM`, when objects are emitted). `c` and "
+             "`llvm`: a CPU with the DSP extension (`cortex-m4`, `cortex-m7`, `cortex-m33`, `cortex-m55`) gets the "
+             "int8 `smlad` schedule ([quantization.md](quantization.md))."),
     "opt": ("`O0`, `O1`, `O2`, `O3`, `Os`, `Oz`",
             "`wasm` only: Binaryen's optimization level for the module (`-Os`/`-Oz` trade speed for size)."),
+    "disabled-schedules": ("names from `fold_zero_point`, `block`, `unroll`, `hoist`, `smlad`, comma-separated",
+                           "Schedules switched off, to measure what each gains ([quantization.md](quantization.md)): "
+                           "the int8 kernels' `fold_zero_point`, `block`, `unroll` and `smlad`, and `hoist`, the "
+                           "`hoist_loop_invariants` pass of the lowering ([passes.md](passes.md)), which computes "
+                           "loop-invariant address arithmetic once before each loop. Spelled in the canonical target "
+                           "string only when not empty."),
 }
 
 # (command, why it is refused). The message shown is whatever the command prints.
@@ -146,7 +154,8 @@ def generate(binary, src):
            "kind, `c` (C99 source) or `llvm` (LLVM IR), then `-key=value` options in any order (`--key=value` is",
            "accepted too). Unknown keys, bad values and combinations that cannot work are refused when the",
            "string is parsed, before anything is compiled, with a message that names the rule; the command exits",
-           "with 1. The canonical form, every key in a fixed order, is what `metadata.json` records as `target`",
+           "with 1. The canonical form, every key in a fixed order (`-disabled-schedules` only when not empty), is what",
+           "`metadata.json` records as `target`",
            "and what `build --json` prints.\n",
            "Defaults: `build` and `passes` start from the parser's defaults,",
            f"`{build_default}`;",
@@ -164,6 +173,8 @@ def generate(binary, src):
             default = f"`{llvm_default}`" if k == "mtriple" else "none (LLVM's generic CPU for the triple)"
         elif k == "opt":
             default = "`O2`"
+        elif k == "disabled-schedules":
+            default = "none"
         elif build_opts[k] == compile_opts[k]:
             default = f"`{build_opts[k]}`"
         else:

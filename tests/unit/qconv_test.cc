@@ -294,6 +294,12 @@ TEST(QConv, DepthwiseAndGrouped) {
                                                                    {0.01, 0.02, 0.015, 0.03, 0.025, 0.02})},
                     "depthwise 3x3, 6 channels");
   run_all_schedules({"qconv2d", {1, 4, 4, 4}, {6, 3, 3, 2}, quant({{"groups", 2}})}, "grouped conv, 2 groups");
+  // Stride 2 and a window larger than the padding: border ranges of different sizes.
+  run_all_schedules({"qconv2d", {2, 7, 8, 4}, {4, 5, 3, 1}, quant({{"padding", {2, 0, 1, 1}}, {"strides", {2, 1}}, {"groups", 4}})},
+                    "depthwise 5x3 stride (2,1), 4 channels");
+  // A window wider than the input: no interior at all.
+  run_all_schedules({"qconv2d", {1, 3, 2, 2}, {2, 3, 3, 1}, quant({{"padding", {1, 1, 1, 1}}, {"groups", 2}})},
+                    "depthwise 3x3 on a 3x2 input");
 }
 
 TEST(QConv, SaturationAndNoBias) {
@@ -307,6 +313,9 @@ TEST(QDense, PerTensorAndPerChannel) {
   run_all_schedules({"qdense", {1, 10}, {7, 10}, quant({})}, "dense 10->7");
   run_all_schedules({"qdense", {3, 9}, {4, 9}, quant({{"activation", "relu"}}, {0.01, 0.02, 0.015, 0.03})},
                     "dense 9->4, N=3, per-channel");
+  // Multipliers near 1: right shifts below 33, so the table keeps the general form.
+  run_all_schedules({"qdense", {2, 12}, {5, 12}, quant({{"output_scale", 0.002}}, {0.01, 0.02, 0.015, 0.03, 0.012})},
+                    "dense 12->5, per-channel multipliers near 1");
 }
 
 TEST(QConv, RefusesBadInputs) {

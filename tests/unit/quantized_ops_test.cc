@@ -19,6 +19,7 @@
 #include "driver/build.h"
 #include "executor/aot.h"
 #include "frontend/graph.h"
+#include "ops/schedules.h"
 #include "interp/interpreter.h"
 #include "ir/structural_equal.h"
 #include "ops/ops.h"
@@ -67,7 +68,6 @@ class BackendsEnvironment : public ::testing::Environment {
     auto driver = std::make_shared<PrimFuncNode>();
     std::vector<Stmt> calls;
     std::vector<NDArray> arrays;
-    std::vector<sim::WasmCall> wasm_calls;
     for (size_t i = 0; i < all.size(); ++i) {
       const std::string name = "qcase" + std::to_string(i);
       auto kernel = std::make_shared<PrimFuncNode>(*all[i].kernel);
@@ -93,24 +93,29 @@ class BackendsEnvironment : public ::testing::Environment {
     driver->attrs["global_symbol"] = std::string("all_qcases");
     m.set("all_qcases", driver);
     std::vector<NDArray> wasm_arrays = arrays;
-    std::vector<InterpArg> args;
-    for (auto& a : arrays) args.push_back(&a);
     const std::string work = (fs::temp_directory_path() / ("microtir-qops-" + std::to_string(getpid()))).string();
-    sim::HostSimOptions options;
-    options.work_dir = work;
-    try {
-      BuildResult built = build_c(m, parse_target("c -unpacked-api=1"));
-      sim::run_on_host({&built, "all_qcases", driver}, args, options);
-    } catch (const DiagnosticError& e) {
-      ADD_FAILURE() << "host C: " << render_all(e.diagnostics());
-    }
-    fs::remove_all(work);
-    size_t k = 0;
-    for (const auto& c : all) {
-      k += c.arrays.size();
-      EXPECT_TRUE(same_bits(arrays[k - 1], c.arrays.back())) << "host C differs from the interpreter for " << c.what;
+    // Twice: with the hoist_loop_invariants schedule and without it.
+    for (const char* target : {"c -unpacked-api=1", "c -unpacked-api=1 -disabled-schedules=hoist"}) {
+      std::vector<NDArray> host = arrays;
+      std::vector<InterpArg> args;
+      for (auto& a : host) args.push_back(&a);
+      sim::HostSimOptions options;
+      options.work_dir = work;
+      try {
+        BuildResult built = build_c(m, parse_target(target));
+        sim::run_on_host({&built, "all_qcases", driver}, args, options);
+      } catch (const DiagnosticError& e) {
+        ADD_FAILURE() << target << ": " << render_all(e.diagnostics());
+      }
+      fs::remove_all(work);
+      size_t k = 0;
+      for (const auto& c : all) {
+        k += c.arrays.size();
+        EXPECT_TRUE(same_bits(host[k - 1], c.arrays.back())) << target << " differs from the interpreter for " << c.what;
+      }
     }
 #ifdef MICROTIR_HAVE_BINARYEN
+    std::vector<sim::WasmCall> wasm_calls;
     size_t at = 0;
     for (size_t i = 0; i < all.size(); ++i) {
       sim::WasmCall call{"qcase" + std::to_string(i), {}};
@@ -129,7 +134,7 @@ class BackendsEnvironment : public ::testing::Environment {
       ADD_FAILURE() << "wasm: " << render_all(e.diagnostics());
     }
     fs::remove_all(wasm_dir);
-    k = 0;
+    size_t k = 0;
     for (const auto& c : all) {
       k += c.arrays.size();
       EXPECT_TRUE(same_bits(wasm_arrays[k - 1], c.arrays.back())) << "wasm differs from the interpreter for " << c.what;
@@ -670,16 +675,46 @@ std::vector<double> channel_scales(int64_t n, uint32_t seed) {
   return v;
 }
 
-// Every combination of the schedule booleans (a schedule changes how, never what).
-std::vector<json> all_schedules() {
-  const char* names[] = {"fold_zero_point", "block", "unroll", "hoist", "smlad"};
-  std::vector<json> out;
-  for (int bits = 0; bits < 32; ++bits) {
-    json s = json::object();
-    for (int k = 0; k < 5; ++k) s[names[k]] = ((bits >> k) & 1) != 0;
-    out.push_back(s);
+// Every combination of the schedules the graph rewrite and the op builders follow
+// (hoist acts in the lowering pipeline: the backends build every case with it on and off).
+std::vector<ScheduleOptions> all_schedules() {
+  std::vector<ScheduleOptions> out;
+  for (int bits = 0; bits < 16; ++bits) {
+    ScheduleOptions o;
+    o.fold_zero_point = bits & 1;
+    o.block = bits & 2;
+    o.unroll = bits & 4;
+    o.smlad = bits & 8;
+    out.push_back(o);
   }
   return out;
+}
+
+// A one-node graph over constant weight (and bias), prepared by prepare_quantized as
+// `opts` allow (zero point folded into the bias, weights packed for smlad, per-channel
+// tables), then the prepared node run through `run`.
+NDArray run_prepared(const std::string& op, const NDArray& x, const NDArray& w, const NDArray* bias, const json& attrs,
+                     const ScheduleOptions& opts) {
+  Graph g;
+  g.name = "q";
+  g.inputs = {{"x", TensorType{kI8, x.shape}}};
+  g.constants["w"] = w;
+  std::vector<std::string> inputs = {"x", "w"};
+  if (bias) g.constants["b"] = *bias, inputs.push_back("b");
+  std::vector<TensorType> types;
+  for (const auto& n : inputs) types.push_back(g.type_of(n));
+  g.nodes = {GraphNode{"y", op, inputs, attrs, find_op(op)->infer(types, attrs), ""}};
+  g.outputs = {"y"};
+  Graph p = prepare_quantized(g, opts);
+  const GraphNode& node = p.nodes.at(0);
+  std::vector<NDArray> arrays = {x};
+  for (size_t i = 1; i < node.inputs.size(); ++i) arrays.push_back(p.constants.at(node.inputs[i]));
+  return run(op, arrays, node.attrs);
+}
+
+std::string schedule_str(const ScheduleOptions& o) {
+  std::string d = o.disabled();
+  return "schedules off: " + (d.empty() ? std::string("none") : d);
 }
 
 struct ConvCase {
@@ -735,7 +770,6 @@ std::vector<ConvCase> conv_cases() {
 }
 
 TEST(QuantizedOps, Qconv2dMatchesReferenceUnderEverySchedule) {
-  if (!find_op("qconv2d")) GTEST_SKIP() << "qconv2d is not registered in this build";
   uint32_t seed = 70;
   for (const auto& c : conv_cases()) {
     int64_t C = c.data[3];
@@ -747,20 +781,16 @@ TEST(QuantizedOps, Qconv2dMatchesReferenceUnderEverySchedule) {
     }
     NDArray bias = random_bias(c.O, seed++, 5000);
     NDArray want = ref_qconv2d(x, w, c.bias ? &bias : nullptr, c.p);
-    std::vector<NDArray> in = {x, w};
-    if (c.bias) in.push_back(bias);
-    for (const json& sched : all_schedules()) {
-      json attrs = qconv_attrs(c.p, true);
-      attrs["schedule"] = sched;
-      expect_ints(run("qconv2d", in, attrs), want.shape, ints(want), "qconv2d " + c.what + " " + sched.dump());
+    // (prepare_quantized packs weights for smlad only where groups == 1; elsewhere the
+    // node records smlad off, and the result must not change either way.)
+    for (const ScheduleOptions& opts : all_schedules()) {
+      expect_ints(run_prepared("qconv2d", x, w, c.bias ? &bias : nullptr, qconv_attrs(c.p, true), opts), want.shape,
+                  ints(want), "qconv2d " + c.what + ", " + schedule_str(opts));
     }
-    json plain = qconv_attrs(c.p, true);  // no schedule attribute: the defaults
-    expect_ints(run("qconv2d", in, plain), want.shape, ints(want), "qconv2d " + c.what + " default schedule");
   }
 }
 
 TEST(QuantizedOps, QdenseMatchesReferenceUnderEverySchedule) {
-  if (!find_op("qdense")) GTEST_SKIP() << "qdense is not registered in this build";
   uint32_t seed = 90;
   struct D {
     int64_t N, K, M;
@@ -785,18 +815,13 @@ TEST(QuantizedOps, QdenseMatchesReferenceUnderEverySchedule) {
     NDArray x = random_i8({c.N, c.K}, seed++), w = random_i8({c.M, c.K}, seed++, -127, 127);
     NDArray bias = random_bias(c.M, seed++, 20000);
     NDArray want = ref_qdense(x, w, c.bias ? &bias : nullptr, c.p);
-    std::vector<NDArray> in = {x, w};
-    if (c.bias) in.push_back(bias);
-    for (const json& sched : all_schedules()) {
-      json attrs = qconv_attrs(c.p, false);
-      attrs["schedule"] = sched;
-      expect_ints(run("qdense", in, attrs), want.shape, ints(want), "qdense " + sched.dump());
-    }
+    for (const ScheduleOptions& opts : all_schedules())
+      expect_ints(run_prepared("qdense", x, w, c.bias ? &bias : nullptr, qconv_attrs(c.p, false), opts), want.shape,
+                  ints(want), "qdense, " + schedule_str(opts));
   }
 }
 
 TEST(QuantizedOps, QconvAndQdenseRefusals) {
-  if (!find_op("qconv2d") || !find_op("qdense")) GTEST_SKIP() << "qconv2d/qdense are not registered in this build";
   QConv p;
   std::vector<TensorType> conv = {{kI8, {1, 5, 5, 4}}, {kI8, {6, 3, 3, 4}}, {kI32, {6}}};
   std::vector<TensorType> dense = {{kI8, {2, 8}}, {kI8, {6, 8}}, {kI32, {6}}};
@@ -860,8 +885,9 @@ TEST(QuantizedOps, MaxPoolReshapeFlattenTakeInt8) {
 
 // ---- a JSON graph through the AOT executor ----------------------------------------------
 
-// quantize -> qadd(q, q) -> qsoftmax -> dequantize: the loader adds the softmax's table
-// as a constant, and main runs bit for bit like the references, interpreted and as host C.
+// quantize -> qadd(q, q) -> qsoftmax -> dequantize: prepare_quantized adds the softmax's
+// table as a constant, and main runs bit for bit like the references, interpreted and as
+// host C.
 TEST(QuantizedOps, Int8GraphRunsThroughTheAotExecutor) {
   const char* text = R"({
     "format": "microtir-graph", "version": 1, "name": "qgraph",
@@ -876,11 +902,14 @@ TEST(QuantizedOps, Int8GraphRunsThroughTheAotExecutor) {
     ],
     "outputs": ["y"]
   })";
-  Graph g = load_graph_json(text, "qgraph.json", [](const std::string&) -> std::string { return ""; });
-  ASSERT_EQ(g.constants.count("p.exp_table"), 1u);
-  const NDArray& table = g.constants.at("p.exp_table");
-  EXPECT_TRUE(same_bits(table, exp_table(0.08)));
-  ASSERT_EQ(g.find_node("p")->inputs, (std::vector<std::string>{"s", "p.exp_table"}));
+  Graph loaded = load_graph_json(text, "qgraph.json", [](const std::string&) -> std::string { return ""; });
+  // A qsoftmax as written has no table; building it so is refused, the rewrite adds it.
+  ASSERT_EQ(loaded.find_node("p")->inputs.size(), 1u);
+  EXPECT_THROW(build_aot(loaded), DiagnosticError);
+  Graph g = prepare_quantized(loaded, ScheduleOptions{});
+  ASSERT_EQ(g.constants.count("p__exp_table"), 1u);
+  EXPECT_TRUE(same_bits(g.constants.at("p__exp_table"), exp_table(0.08)));
+  ASSERT_EQ(g.find_node("p")->inputs, (std::vector<std::string>{"s", "p__exp_table"}));
 
   NDArray x = NDArray::zeros(kF32, {3, 10});
   std::mt19937 rng(5);

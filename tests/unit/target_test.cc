@@ -40,6 +40,23 @@ TEST(Target, TvmSpellings) {
   EXPECT_EQ(parse_target(l.str()).str(), l.str());
 }
 
+TEST(Target, Schedules) {
+  EXPECT_TRUE(schedule_options(parse_target("c")).hoist);
+  EXPECT_FALSE(schedule_options(parse_target("c")).smlad);
+  EXPECT_TRUE(schedule_options(parse_target("c -mcpu=cortex-m4")).smlad);
+  EXPECT_FALSE(schedule_options(parse_target("c -mcpu=cortex-m3")).smlad);
+  Target off = parse_target("wasm -disabled-schedules=unroll,hoist");
+  EXPECT_FALSE(schedule_options(off).hoist);
+  EXPECT_FALSE(schedule_options(off).unroll);
+  EXPECT_TRUE(schedule_options(off).block);
+  // Spelled only when set, in the fixed order, and the spelling parses back.
+  EXPECT_EQ(parse_target("c").str().find("schedules"), std::string::npos);
+  EXPECT_NE(off.str().find(" -disabled-schedules=unroll,hoist"), std::string::npos) << off.str();
+  EXPECT_EQ(parse_target("c -disabled-schedules=hoist,block").disabled_schedules, "block,hoist");
+  EXPECT_FALSE(schedule_options(parse_target(off.str())).hoist);
+  EXPECT_FALSE(schedule_options(parse_target("c -mcpu=cortex-m7 -disabled-schedules=smlad")).smlad);
+}
+
 // Switching one schedule off leaves the others as the CPU chose them (smlad on Cortex-M4).
 TEST(Target, DisabledSchedulesKeepTheRest) {
   Target t = parse_target("c -mcpu=cortex-m4 -disabled-schedules=hoist");
@@ -68,7 +85,9 @@ TEST(Target, Refusals) {
   std::string near = error_of("c -interface_api=c");
   EXPECT_NE(near.find("unknown option -interface_api"), std::string::npos) << near;
   EXPECT_NE(near.find("did you mean -interface-api?"), std::string::npos) << near;
-  EXPECT_NE(near.find("-workspace-byte-alignment -mtriple -mcpu -opt)"), std::string::npos) << near;
+  EXPECT_NE(near.find("-workspace-byte-alignment -mtriple -mcpu -opt -disabled-schedules)"), std::string::npos) << near;
+  EXPECT_NE(error_of("c -disabled-schedules=fast").find("unknown schedule 'fast'"), std::string::npos);
+  EXPECT_NE(error_of("wasm -mcpu=cortex-m4").find("-mcpu is an option of the c and llvm targets"), std::string::npos);
   EXPECT_NE(error_of("c -link-param=1").find("did you mean -link-params?"), std::string::npos);
   EXPECT_NE(error_of("c unpacked").find("-key=value"), std::string::npos);
   EXPECT_NE(error_of("c -unpacked-api=").find("-key=value"), std::string::npos);

@@ -60,7 +60,8 @@ TEST(WasmBackend, ModelModuleExportsRunBuffersAndHoldsTheWeights) {
   // Six weight tensors as data segments; main gets their addresses as constants.
   const std::regex data_segment("\\(data \\(i32\\.const");
   EXPECT_EQ(std::distance(std::sregex_iterator(wat.begin(), wat.end(), data_segment), std::sregex_iterator()),
-            6 + 2 + 2);  // + the two NULL-argument messages of run and two workspace-overflow messages
+            6 + 2 + 4);  // + the two NULL-argument messages of run and four workspace-overflow messages
+                         // (main's pool, the softmax's scratch, each conv's padded input)
   // NULL pointers are refused with the CRT's kTvmErrorNullArgument (0x400).
   EXPECT_NE(wat.find("(return (i32.const 1024))"), std::string::npos);
   // Workspaces come from the module's allocator and are freed (the softmax's scratch too).
@@ -134,6 +135,42 @@ TEST(WasmBackend, ShiftsAndBitwiseMatchTheInterpreter) {
   for (size_t k = 0; k < got.arrays.size(); ++k)
     for (int64_t i = 0; i < got.arrays[k].num_elements(); ++i)
       ASSERT_EQ(got.arrays[k].get_int(i), expected.arrays[k].get_int(i)) << "parameter " << k << " element " << i;
+  fs::remove_all(work);
+#endif
+}
+
+// A constant term of an index goes into the load's offset= only where the rest of the
+// index is provably non-negative (then no in-bounds access can wrap); elsewhere the
+// address is computed in full. The results match the interpreter either way.
+TEST(WasmBackend, ConstantIndexTermsBecomeOffsetsOnlyOverNonNegativeRests) {
+  IRModule m = parse_module_or_throw(R"(
+@T.prim_func
+def offs(A: T.Buffer((16,), "float32"), B: T.Buffer((8,), "float32"), N: T.Buffer((1,), "int32")):
+    for i in range(4):
+        B[i] = A[i * 2 + 3] + A[N[0] + 5]
+    for j in range(4):
+        B[j + 4] = A[j + 12]
+)",
+                                     "offs.tir");
+  BuildResult built = build_wasm(m, parse_target("wasm -disabled-schedules=hoist"));
+  const std::string& wat = built.sources.at(0).text;
+  EXPECT_NE(wat.find("(f32.load offset=12 "), std::string::npos) << wat;  // i * 2 >= 0
+  EXPECT_NE(wat.find("(f32.load offset=48 "), std::string::npos) << wat;  // j >= 0
+  EXPECT_NE(wat.find("(f32.store offset=16 "), std::string::npos) << wat;
+  EXPECT_EQ(wat.find("offset=20"), std::string::npos) << wat;  // N[0] may be negative: N[0] + 5 stays whole
+#ifdef MICROTIR_HAVE_BINARYEN
+  NDArray a = NDArray::zeros(DataType::Float(32), {16}), b = NDArray::zeros(DataType::Float(32), {8});
+  for (int i = 0; i < 16; ++i) a.set_float(i, 0.25 * i - 1);
+  NDArray n = NDArray::zeros(DataType::Int(32), {1});
+  n.set_int(0, -3);  // A[2]
+  NDArray a2 = a, bi = b, n2 = n;
+  interpret(m, "offs", {&a2, &bi, &n2});
+  const fs::path work = fs::temp_directory_path() / ("microtir-wasm-offs-" + std::to_string(::getpid()));
+  fs::create_directories(work);
+  const std::string module = (work / "offs.wasm").string();
+  std::ofstream(module, std::ios::binary) << binaryen_native::assemble(wat, "O2", "offs").binary;
+  sim::run_wasm_calls(module, {{"offs", {&a, &b, &n}}}, (work / "run").string());
+  EXPECT_EQ(b.data, bi.data);
   fs::remove_all(work);
 #endif
 }

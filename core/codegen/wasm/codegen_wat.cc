@@ -278,6 +278,43 @@ class FunctionEmitter {
     std::string scaled = size == 1 ? index.code : "(i32.mul " + index.code + " (i32.const " + std::to_string(size) + "))";
     return "(i32.add " + base.code + " " + scaled + ")";
   }
+  // The immediate and address operand of a load or store: `offset=N (address)`. An
+  // index `rest + k` (k a constant, or a variable that is one in unrolled code) with
+  // rest >= 0 by the bounds becomes offset=k*size on base + rest*size, as clang does
+  // with inbounds pointers: for every access inside the buffer base + rest*size is too,
+  // so nothing wraps and the address is the same; each access saves an add, and
+  // accesses that differ only in k share the rest of the address arithmetic.
+  std::string memarg(const Buffer& b, const std::vector<Expr>& indices, const Span& span) {
+    if (indices.size() != 1) return address(b, indices, span);
+    const int64_t size = mem_bytes(b->dtype);
+    Expr rest = indices[0];
+    int64_t k = 0;
+    constexpr int64_t kMaxOffset = int64_t{1} << 30;
+    if (constant_term(rest, &k) && k > 0 && k <= kMaxOffset / size)
+      return "offset=" + std::to_string(k * size) + " " + base_of(b, span).code;
+    k = 0;
+    while (const auto* add = as<AddNode>(rest)) {
+      int64_t c;
+      if (constant_term(add->b, &c)) rest = add->a;
+      else if (constant_term(add->a, &c)) rest = add->b;
+      else break;
+      if (__builtin_add_overflow(k, c, &k)) return address(b, indices, span);
+    }
+    if (rest == indices[0] || k <= 0 || k > kMaxOffset / size) return address(b, indices, span);
+    IntBound rb = bounds_.bound(rest);
+    if (rb.min < 0 || rb.max > kMaxOffset / size) return address(b, indices, span);
+    return "offset=" + std::to_string(k * size) + " " + address(b, {rest}, span);
+  }
+  // A term of an index that is a known constant: a literal, or a variable bound to one
+  // value (an unrolled loop's).
+  bool constant_term(const Expr& e, int64_t* c) const {
+    if (const int64_t* v = as_const_int(e)) return *c = *v, true;
+    if (e->kind != ExprKind::Var || !e->dtype.is_integer()) return false;
+    IntBound r = bounds_.bound(e);
+    if (r.min != r.max) return false;
+    *c = r.min;
+    return true;
+  }
   static std::string load_op(DataType t) {
     if (t.is_bool()) return "i32.load8_u";
     if (t.is_integer() && t.bits() == 8) return t.is_int() ? "i32.load8_s" : "i32.load8_u";
@@ -299,7 +336,7 @@ class FunctionEmitter {
     DataType t = l->buffer->dtype;
     std::string ty = wasm_type(t, l->span);
     std::string local = promoted(l->buffer, l->indices);
-    WVal v{ty, local.empty() ? "(" + load_op(t) + " " + address(l->buffer, l->indices, l->span) + ")"
+    WVal v{ty, local.empty() ? "(" + load_op(t) + " " + memarg(l->buffer, l->indices, l->span) + ")"
                              : "(local.get " + local + ")"};
     if (!local.empty() && t.is_bool()) v.code = "(i32.ne " + v.code + " (i32.const 0))";
     if (t.is_bool()) v.code = "(i32.ne " + v.code + " (i32.const 0))";
@@ -315,7 +352,7 @@ class FunctionEmitter {
       line("(local.set " + local + " " + v.code + ")");
       return;
     }
-    line("(" + store_op(t) + " " + address(s->buffer, s->indices, s->span) + " " + v.code + ")");
+    line("(" + store_op(t) + " " + memarg(s->buffer, s->indices, s->span) + " " + v.code + ")");
   }
 
   // ---- expressions ------------------------------------------------------------------
