@@ -14,7 +14,12 @@
 #include <string>
 #include <vector>
 
+#include "analysis/well_formed.h"
 #include "driver/build.h"
+#include "ir/structural_equal.h"
+#include "ops/ops.h"
+#include "script/parser.h"
+#include "script/printer.h"
 #include "sim/host_sim.h"
 #include "sim/wasm_module_runner.h"
 #include "support/compare.h"
@@ -52,6 +57,25 @@ inline void record_kernel(const std::string& what, const PrimFunc& kernel, const
 inline void record_module(const std::string& what, const IRModule& m, const std::string& entry,
                           const std::vector<NDArray>& arrays) {
   all().push_back({what, m, entry, arrays});
+}
+
+// Builds `op` for these input types as "<op>_kernel", checks that the PrimFunc is well
+// formed and survives a print/parse round trip, and returns it with its output type.
+inline PrimFunc build_checked_kernel(const OpDef& def, const std::vector<TensorType>& types, const nlohmann::json& attrs,
+                                     TensorType* out) {
+  *out = def.infer(types, attrs);
+  PrimFunc f = def.build(def.name + "_kernel", types, *out, attrs);
+  IRModule m;
+  m.set(def.name + "_kernel", f);
+  auto diags = check_well_formed(m);
+  EXPECT_TRUE(diags.empty()) << render_all(diags) << "\n" << print_module(m);
+  std::string text = print_module(m);
+  ParseResult back = parse_module(text, "printed.tir");
+  EXPECT_TRUE(back.ok()) << render_all(back.diagnostics) << "\n" << text;
+  if (back.ok()) {
+    EXPECT_TRUE(structural_equal(m, *back.module)) << structural_diff(m, *back.module) << "\n" << text;
+  }
+  return f;
 }
 
 struct Options {
