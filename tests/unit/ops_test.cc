@@ -20,12 +20,6 @@
 
 #include "analysis/well_formed.h"
 #include "backend_cases.h"
-#include "driver/build.h"
-#include "sim/host_sim.h"
-#include "sim/wasm_module_runner.h"
-#ifdef MICROTIR_HAVE_BINARYEN
-#include "codegen/wasm/native/binaryen_native.h"
-#endif
 #include "support/compare.h"
 #include "interp/interpreter.h"
 #include "ir/structural_equal.h"

@@ -27,11 +27,7 @@
 #include "script/parser.h"
 #include "script/printer.h"
 #include "sim/host_sim.h"
-#include "sim/wasm_module_runner.h"
 #include "support/diagnostic.h"
-#ifdef MICROTIR_HAVE_BINARYEN
-#include "codegen/wasm/native/binaryen_native.h"
-#endif
 
 namespace mtir {
 namespace {
