@@ -8,13 +8,19 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 jobs=$(nproc)
+# Seconds since the start, so a CI log shows where the time goes.
+stamp() { echo "== [$SECONDS s] $*"; }
+# build/ and build-nollvm/ compile most files with the same flags: let ccache share them
+# across build directories (with -g it hashes the working directory unless told not to)
+# and across checkouts at other paths.
+export CCACHE_NOHASHDIR=true CCACHE_BASEDIR="$PWD"
 
 run_suite() {
   local dir="$1"
   shift
-  echo "== build $dir"
+  stamp "build $dir"
   bash scripts/build.sh "$dir" "$@"
-  echo "== test $dir"
+  stamp "test $dir"
   (cd "$dir" && ctest --output-on-failure -j "$jobs" ${CTEST_ARGS[@]+"${CTEST_ARGS[@]}"})
 }
 
@@ -25,7 +31,7 @@ run_suite build-nollvm -DMICROTIR_LLVM=OFF -DMICROTIR_BENCH=OFF
 # The core in WebAssembly and the playground: node tests of the wasm module (compared
 # byte for byte with build/'s CLI) and browser tests in Chromium. Skipped only when
 # emscripten itself is missing (build-wasm.sh exits 3); install-deps.sh installs it.
-echo "== build build-wasm"
+stamp "build build-wasm"
 wasm_rc=0
 bash scripts/build-wasm.sh build-wasm || wasm_rc=$?
 if [ "$wasm_rc" -eq 3 ]; then
@@ -33,7 +39,7 @@ if [ "$wasm_rc" -eq 3 ]; then
 elif [ "$wasm_rc" -ne 0 ]; then
   exit "$wasm_rc"
 else
-  echo "== test build-wasm"
+  stamp "test build-wasm"
   (cd build-wasm && ctest --output-on-failure -j "$jobs" ${CTEST_ARGS[@]+"${CTEST_ARGS[@]}"})
 fi
-echo "== all tests passed (normal, sanitizer, no-LLVM and wasm builds)"
+stamp "all tests passed (normal, sanitizer, no-LLVM and wasm builds)"
