@@ -92,7 +92,7 @@ Target parse_target(const std::string& text) {
       t.mcpu = value;
     } else if (key == "disabled-schedules") {
       ScheduleOptions s;
-      s.smlad = true;  // keep only the names listed: smlad's default off would read as disabled
+      s.smlad = s.sxtb16 = true;  // keep only the names listed: their default off would read as disabled
       disable_schedules(s, value, "bad target \"" + text + "\": -disabled-schedules");
       t.disabled_schedules = s.disabled();
     } else if (key == "opt") {
@@ -127,7 +127,7 @@ Target parse_target(const std::string& text) {
 
 ScheduleOptions schedule_options(const Target& t) {
   ScheduleOptions s;
-  s.smlad = t.kind != "wasm" && cpu_has_dsp(t.mcpu);
+  s.smlad = s.sxtb16 = t.kind != "wasm" && cpu_has_dsp(t.mcpu);
   disable_schedules(s, t.disabled_schedules, "-disabled-schedules");
   return s;
 }

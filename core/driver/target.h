@@ -31,8 +31,8 @@ struct Target {
 // and unsupported combinations.
 Target parse_target(const std::string& text);
 
-// The int8 schedules the target gets: all but smlad on, smlad on for CPUs with the DSP
-// extension, minus -disabled-schedules.
+// The int8 schedules the target gets: all but smlad and sxtb16 on, those two on for CPUs
+// with the DSP extension, minus -disabled-schedules.
 ScheduleOptions schedule_options(const Target& t);
 
 }  // namespace mtir

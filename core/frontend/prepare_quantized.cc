@@ -44,7 +44,8 @@ void prepare_matmul_node(Graph& g, GraphNode& node, const ScheduleOptions& opts,
   const bool conv = node.op == "qconv2d";
   // Already prepared (a graph written back by `microtir import`, or prepared twice).
   if (node.attrs.contains("schedule")) return;
-  json sched = {{"fold_zero_point", false}, {"block", opts.block}, {"unroll", opts.unroll}, {"smlad", false}};
+  json sched = {{"fold_zero_point", false}, {"block", opts.block}, {"unroll", opts.unroll}, {"smlad", false},
+               {"sxtb16", false}};
   auto wit = g.constants.find(node.inputs.size() > 1 ? node.inputs[1] : "");
   const bool const_weight = wit != g.constants.end() && wit->second.dtype == kI8;
   const int64_t channels = node.type.shape.back();
@@ -109,22 +110,32 @@ void prepare_matmul_node(Graph& g, GraphNode& node, const ScheduleOptions& opts,
         }
       }
     }
-    // int16 pairs in int32 words, element 2j in the low half: SMLAD's operand order.
     if (opts.smlad && groups == 1) {
-      const int64_t words = (k + 1) / 2;
+      // sxtb16: four int8 weights per word in the order 0, 2, 1, 3, so SXTB16 yields the
+      // pair (0, 1) and SXTB16 with ROR #8 the pair (2, 3). Otherwise int16 pairs in
+      // int32 words, element 2j in the low half: SMLAD's operand order.
+      const int64_t per_word = opts.sxtb16 ? 4 : 2, words = (k + per_word - 1) / per_word;
       NDArray packed = NDArray::zeros(kI32, {channels, words});
+      auto weight = [&](int64_t c, int64_t e) { return e < k ? w.get_int(c * k + e) : 0; };
       for (int64_t c = 0; c < channels; ++c)
         for (int64_t j = 0; j < words; ++j) {
-          uint32_t lo = static_cast<uint16_t>(static_cast<int16_t>(w.get_int(c * k + 2 * j)));
-          uint32_t hi = 2 * j + 1 < k ? static_cast<uint16_t>(static_cast<int16_t>(w.get_int(c * k + 2 * j + 1))) : 0;
-          packed.set_int(c * words + j, static_cast<int32_t>(lo | (hi << 16)));
+          uint32_t word = 0;
+          if (opts.sxtb16) {
+            static const int kBytePosition[4] = {0, 2, 1, 3};
+            for (int e = 0; e < 4; ++e)
+              word |= static_cast<uint32_t>(static_cast<uint8_t>(weight(c, 4 * j + e))) << (8 * kBytePosition[e]);
+          } else {
+            word = static_cast<uint16_t>(weight(c, 2 * j)) | static_cast<uint32_t>(static_cast<uint16_t>(weight(c, 2 * j + 1))) << 16;
+          }
+          packed.set_int(c * words + j, static_cast<int32_t>(word));
         }
       node.attrs["weight_shape"] = w.shape;
-      std::string name = fresh_name(g, node.name + "__weight_q15x2");
+      std::string name = fresh_name(g, node.name + (opts.sxtb16 ? "__weight_q7x4" : "__weight_q15x2"));
       g.constants[name] = std::move(packed);
       maybe_unused.insert(inputs[1]);
       inputs[1] = name;
       sched["smlad"] = true;
+      sched["sxtb16"] = opts.sxtb16;
     }
   }
   inputs.insert(inputs.end(), extra.begin(), extra.end());

@@ -393,6 +393,12 @@ Scalar Interpreter::eval_call(const CallNode* op) {
         int64_t a = eval_int(op->args[0]), b = eval_int(op->args[1]), acc = eval_int(op->args[2]);
         return interp::make_int(DataType::Int(32), acc + half(a, 0) * half(b, 0) + half(a, 1) * half(b, 1));
       }
+      if (op->op == "sxtb16" || op->op == "sxtb16_ror8") {
+        want_args(1);
+        const uint32_t x = static_cast<uint32_t>(eval_int(op->args[0])) >> (op->op == "sxtb16" ? 0 : 8);
+        auto half = [x](int k) { return static_cast<uint32_t>(static_cast<uint16_t>(static_cast<int8_t>(x >> (16 * k)))); };
+        return interp::make_int(DataType::Int(32), static_cast<int32_t>(half(0) | (half(1) << 16)));
+      }
       // Lowered functions only: the checks of the packed calling convention.
       if (op->op != "tvm_throw_last_error" || op->args.empty() || !as<StringImmNode>(op->args[0]))
         user_error(where(op->span), "T." + op->op +

@@ -70,6 +70,11 @@ const std::vector<OpInfo>& all_ops() {
       // signed 16-bit values, wrapping in int32: the Cortex-M DSP dual multiply-accumulate
       // (one instruction there; plain arithmetic on other targets).
       {"smlad", K::kBuiltin, false, i32, "iii"},
+      // sxtb16(x): bytes 0 and 2 of x sign-extended into the low and high halves (the
+      // DSP SXTB16); sxtb16_ror8(x) takes bytes 1 and 3 (SXTB16 with ROR #8). Together
+      // they widen four int8 values of one word into two int16 pairs for smlad.
+      {"sxtb16", K::kBuiltin, false, i32, "i"},
+      {"sxtb16_ror8", K::kBuiltin, false, i32, "i"},
   };
   return ops;
 }

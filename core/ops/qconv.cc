@@ -12,7 +12,10 @@
 //   unroll           the reduction is unrolled by four (UnrollLoops expands it);
 //   smlad            the gathered pixels and the weights are int16 pairs in int32 words
 //                    and each step is one dual 16-bit multiply-accumulate (Cortex-M DSP
-//                    SMLAD; a portable expression elsewhere).
+//                    SMLAD; a portable expression elsewhere);
+//   sxtb16           with smlad, the weights stay int8, four to a word, and SXTB16
+//                    widens them into int16 pairs in registers: half the weight flash
+//                    for one extra instruction per two multiply-accumulate pairs.
 // Depthwise convolutions (groups == channels) run channel by channel over the kernel
 // window; other grouped convolutions take the plain loop nest.
 #include <algorithm>
@@ -31,7 +34,9 @@ using json = nlohmann::json;
 const DataType kI8 = DataType::Int(8), kI16 = DataType::Int(16), kI32 = DataType::Int(32);
 
 struct Schedule {
-  bool fold_zero_point = false, block = false, unroll = false, smlad = false;
+  bool fold_zero_point = false, block = false, unroll = false, smlad = false, sxtb16 = false;
+  // Packed weight words per output channel for a reduction of length k.
+  int64_t weight_words(int64_t k) const { return sxtb16 ? (k + 3) / 4 : smlad ? (k + 1) / 2 : k; }
 };
 
 Schedule read_schedule(const std::string& op, const AttrReader& r) {
@@ -46,6 +51,7 @@ Schedule read_schedule(const std::string& op, const AttrReader& r) {
     else if (key == "block") s.block = on;
     else if (key == "unroll") s.unroll = on;
     else if (key == "smlad") s.smlad = on;
+    else if (key == "sxtb16") s.sxtb16 = on;
     else if (key != "hoist") fail(op, "unknown schedule '" + key + "' (known: " + schedule_names() + ")");
   }
   return s;
@@ -99,6 +105,18 @@ QInputs classify_inputs(const std::string& op, const std::vector<TensorType>& in
     }
   }
   return q;
+}
+
+// The schedule and the weight's packing agree: packed (int32) exactly when smlad, in
+// the shape prepare_quantized gives it for a reduction of length k.
+void check_packing(const std::string& op, const Schedule& s, const QInputs& q, const std::vector<int64_t>& shape,
+                   int64_t rows, int64_t k) {
+  if (q.packed && !s.smlad) fail(op, "a packed (int32) weight needs schedule 'smlad'");
+  if (s.smlad && !q.packed) fail(op, "schedule 'smlad' needs the weight packed by prepare_quantized");
+  if (s.sxtb16 && !s.smlad) fail(op, "schedule 'sxtb16' needs schedule 'smlad'");
+  if (q.packed && shape != std::vector<int64_t>{rows, s.weight_words(k)})
+    fail(op, "the packed weight must have shape (" + std::to_string(rows) + ", " + std::to_string(s.weight_words(k)) +
+                 "), got " + shape_str(shape));
 }
 
 // (int32)(((int64)acc * M + (1 << (s - 1))) >> s) with M and s read from the table at
@@ -176,10 +194,6 @@ QConv qconv_params(const std::vector<TensorType>& in, const json& attrs) {
   if (in[1].dtype == kI32) {
     // Packed for smlad: the original OHWI shape travels in an attribute.
     wshape = r.get_ints("weight_shape", 4, 1, "positive integers", std::nullopt);
-    int64_t k = wshape[1] * wshape[2] * wshape[3];
-    if (in[1].shape != std::vector<int64_t>{wshape[0], (k + 1) / 2})
-      fail(op, "the packed weight must have shape (" + std::to_string(wshape[0]) + ", " + std::to_string((k + 1) / 2) +
-                   "), got " + shape_str(in[1].shape));
   } else {
     check_rank(op, in, 1, "weight (OHWI)", 4);
   }
@@ -207,8 +221,7 @@ QConv qconv_params(const std::vector<TensorType>& in, const json& attrs) {
   p.ow = (p.w + p.pl + p.pr - ew) / p.sw + 1;
   p.q = read_quant_attrs(op, r, p.o);
   p.sched = read_schedule(op, r);
-  if (p.inputs.packed && !p.sched.smlad) fail(op, "a packed (int32) weight needs schedule 'smlad'");
-  if (p.sched.smlad && !p.inputs.packed) fail(op, "schedule 'smlad' needs the weight packed by prepare_quantized");
+  check_packing(op, p.sched, p.inputs, in[1].shape, p.o, p.k());
   if (p.sched.smlad && p.groups != 1) fail(op, "schedule 'smlad' applies to convolutions with groups == 1");
   return p;
 }
@@ -220,7 +233,7 @@ struct Gemm {
   int64_t rows, cols, k;  // output pixels (per image), output channels, reduction length
   const QuantAttrs* q;
   const Schedule* sched;
-  Buffer weight;          // flat [cols * k] int8, or [cols * ceil(k/2)] packed int32
+  Buffer weight;          // flat [cols * weight_words(k)]: int8, or packed int32 words
   Buffer bias, table;     // may be null
   int64_t table_columns = 0;
   // Stores the value of reduction element `kk` of pixel `row` (an int16 expression:
@@ -244,13 +257,15 @@ Expr pack_pair(Expr lo, Expr hi) {
 }
 
 Expr smlad(Expr a, Expr b, Expr acc) { return Call(kI32, "smlad", {std::move(a), std::move(b), std::move(acc)}); }
+Expr builtin1(const char* name, Expr x) { return Call(kI32, name, {std::move(x)}); }
 
 // One pass of the core: `np` pixels (their gathered values in col slots 0..np-1, or
 // read directly) times `nc` channels starting at `row0` and `oc0`.
 Stmt gemm_tile(const Gemm& g, const Buffer& col, const std::vector<Expr>& rows, Expr oc0, int64_t nc) {
   const int64_t np = static_cast<int64_t>(rows.size());
-  const bool packed = g.sched->smlad;
-  const int64_t kw = packed ? (g.k + 1) / 2 : g.k;  // words per weight row
+  const bool packed = g.sched->smlad, quads = g.sched->sxtb16;
+  const int64_t kw = packed ? (g.k + 1) / 2 : g.k;  // words per gathered pixel
+  const int64_t ww = g.sched->weight_words(g.k);    // words per weight row
   Buffer acc = scratch("acc", {np * nc}, kI32);
   std::vector<Stmt> init, update, finish;
   for (int64_t p = 0; p < np; ++p)
@@ -258,23 +273,34 @@ Stmt gemm_tile(const Gemm& g, const Buffer& col, const std::vector<Expr>& rows, 
       Expr oc = add(oc0, ci(c));
       init.push_back(store(acc, g.bias ? load(g.bias, {oc}) : ci(0), {ci(p * nc + c)}));
     }
-  // The reduction, split by four when unrolled (the remainder runs as a short loop).
-  auto step = [&](Expr kk) {
+  // One weight word `kk` of every channel against the matching gathered words: with
+  // sxtb16 the word holds two pairs (the second absent in a last, half-full word).
+  auto step_with = [&](Expr kk, bool half) {
     std::vector<Stmt> s;
     for (int64_t p = 0; p < np; ++p) {
-      Expr x = col ? load(col, {add(ci(p * kw), kk)}) : g.gathered(rows[p], kk);
+      auto x = [&](Expr word) { return col ? load(col, {add(ci(p * kw), word)}) : g.gathered(rows[p], word); };
       for (int64_t c = 0; c < nc; ++c) {
-        Expr w = load(g.weight, {add(mul(add(oc0, ci(c)), ci(kw)), kk)});
+        Expr w = load(g.weight, {add(mul(add(oc0, ci(c)), ci(ww)), kk)});
         Expr a = load(acc, {ci(p * nc + c)});
-        Expr v = packed ? smlad(x, w, a) : add(a, mul(i32(x), i32(w)));
+        Expr v;
+        if (quads) {
+          v = smlad(x(mul(kk, ci(2))), builtin1("sxtb16", w), a);
+          if (!half) v = smlad(x(add(mul(kk, ci(2)), ci(1))), builtin1("sxtb16_ror8", w), v);
+        } else {
+          v = packed ? smlad(x(kk), w, a) : add(a, mul(i32(x(kk)), i32(w)));
+        }
         s.push_back(store(acc, v, {ci(p * nc + c)}));
       }
     }
     return s.size() == 1 ? s[0] : SeqStmt(s);
   };
-  Stmt red;
-  int64_t factor = g.sched->unroll ? 4 : 1;
-  int64_t main_iters = kw / factor, rest = kw % factor;
+  auto step = [&](Expr kk) { return step_with(kk, false); };
+  // The reduction over whole words, split by four gathered words when unrolled (the
+  // remainder runs as a short loop), then a half-full last word.
+  const int64_t whole = quads ? kw / 2 : kw;
+  const bool half_word = quads && kw % 2;
+  int64_t factor = g.sched->unroll ? (quads ? 2 : 4) : 1;
+  int64_t main_iters = whole / factor, rest = whole % factor;
   std::vector<Stmt> parts;
   if (main_iters > 0) {
     Var ko = ivar("ko");
@@ -290,6 +316,7 @@ Stmt gemm_tile(const Gemm& g, const Buffer& col, const std::vector<Expr>& rows, 
     Var kr = ivar("kr");
     parts.push_back(For(kr, ci(0), ci(rest), ForKind::kUnrolled, step(add(kr, ci(main_iters * factor)))));
   }
+  if (half_word) parts.push_back(step_with(ci(whole), true));
   for (int64_t p = 0; p < np; ++p)
     for (int64_t c = 0; c < nc; ++c) {
       Expr oc = add(oc0, ci(c));
@@ -405,7 +432,7 @@ PrimFunc qconv_build(const std::string& fname, const std::vector<TensorType>& in
     const int64_t k = p.k();
     Gemm g;
     g.rows = p.oh * p.ow, g.cols = p.o, g.k = k, g.q = &p.q, g.sched = &p.sched;
-    g.weight = flat_view(weight, p.sched.smlad ? p.o * ((k + 1) / 2) : p.o * k);
+    g.weight = flat_view(weight, p.o * p.sched.weight_words(k));
     g.bias = bias;
     g.table = table ? flat_view(table, p.o * p.inputs.table_columns) : nullptr;
     g.table_columns = p.inputs.table_columns;
@@ -526,9 +553,6 @@ QDense qdense_params(const std::vector<TensorType>& in, const json& attrs) {
   std::vector<int64_t> wshape = in[1].shape;
   if (in[1].dtype == kI32) {
     wshape = r.get_ints("weight_shape", 2, 1, "positive integers", std::nullopt);
-    if (in[1].shape != std::vector<int64_t>{wshape[0], (wshape[1] + 1) / 2})
-      fail(op, "the packed weight must have shape (" + std::to_string(wshape[0]) + ", " +
-                   std::to_string((wshape[1] + 1) / 2) + "), got " + shape_str(in[1].shape));
   } else {
     check_rank(op, in, 1, "weight", 2);
   }
@@ -538,8 +562,7 @@ QDense qdense_params(const std::vector<TensorType>& in, const json& attrs) {
   p.inputs = classify_inputs(op, in, p.m);
   p.q = read_quant_attrs(op, r, p.m);
   p.sched = read_schedule(op, r);
-  if (p.inputs.packed && !p.sched.smlad) fail(op, "a packed (int32) weight needs schedule 'smlad'");
-  if (p.sched.smlad && !p.inputs.packed) fail(op, "schedule 'smlad' needs the weight packed by prepare_quantized");
+  check_packing(op, p.sched, p.inputs, in[1].shape, p.m, p.k);
   return p;
 }
 
@@ -558,7 +581,7 @@ PrimFunc qdense_build(const std::string& fname, const std::vector<TensorType>& i
   const int64_t zx = p.q.input_zero_point;
   Gemm g;
   g.rows = p.n, g.cols = p.m, g.k = p.k, g.q = &p.q, g.sched = &p.sched;
-  g.weight = flat_view(weight, p.sched.smlad ? p.m * ((p.k + 1) / 2) : p.m * p.k);
+  g.weight = flat_view(weight, p.m * p.sched.weight_words(p.k));
   g.bias = bias;
   g.table = table ? flat_view(table, p.m * p.inputs.table_columns) : nullptr;
   g.table_columns = p.inputs.table_columns;

@@ -267,6 +267,18 @@ TEST(Interp, ShiftsAndBitwiseOperators) {
   EXPECT_EQ(eval_int(intrin("bitwise_or", IntImm(kU8, 15), IntImm(kU8, 240))), 255);
 }
 
+// The DSP builtins on words whose bytes are known: 0x80FF7F01 holds bytes 0x01, 0x7F,
+// 0xFF, 0x80 from the lowest up.
+TEST(Interp, DspWideningAndDualMultiply) {
+  auto one = [](const char* op, int64_t x) { return eval_int(Call(kI32, op, {i32(x)})); };
+  const int64_t word = static_cast<int32_t>(0x80FF7F01u);
+  EXPECT_EQ(one("sxtb16", word), static_cast<int32_t>(0xFFFF0001u));       // (1, -1)
+  EXPECT_EQ(one("sxtb16_ror8", word), static_cast<int32_t>(0xFF80007Fu));  // (127, -128)
+  // (1 * 127 + -1 * -128) + 5 and a wrap past INT32_MAX: 2 * (-32768 * -32768) = 2^31.
+  EXPECT_EQ(eval_int(Call(kI32, "smlad", {i32(static_cast<int32_t>(0xFFFF0001u)), i32(static_cast<int32_t>(0xFF80007Fu)), i32(5)})), 260);
+  EXPECT_EQ(eval_int(Call(kI32, "smlad", {i32(static_cast<int32_t>(0x80008000u)), i32(static_cast<int32_t>(0x80008000u)), i32(0)})), INT32_MIN);
+}
+
 TEST(Interp, ShiftAmountOutOfRangeIsAnErrorAtTheExpression) {
   for (const char* op : {"shift_right", "shift_left"}) {
     for (int64_t amount : {-1, 32, 40}) {

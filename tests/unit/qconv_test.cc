@@ -173,6 +173,7 @@ void run_case(const Case& k, const ScheduleOptions& opts, const std::string& lab
   }
   bool grouped = k.attrs.value("groups", 1) != 1;
   EXPECT_EQ(sched["smlad"].get<bool>(), opts.smlad && !grouped) << label;
+  EXPECT_EQ(sched["sxtb16"].get<bool>(), opts.smlad && opts.sxtb16 && !grouped) << label;
   AotModule aot = build_aot(prepared);
   PrimFunc main = aot.module.lookup(aot.main);
   std::vector<NDArray> arrays;
@@ -194,11 +195,12 @@ void run_case(const Case& k, const ScheduleOptions& opts, const std::string& lab
   backend_cases::record_module(label, aot.module, aot.main, arrays);
 }
 
-// All 16 combinations of the four kernel schedules.
+// All 24 combinations of the five kernel schedules (sxtb16 only with smlad).
 void run_all_schedules(const Case& k, const std::string& name) {
-  for (int bits = 0; bits < 16; ++bits) {
+  for (int bits = 0; bits < 32; ++bits) {
     ScheduleOptions o;
-    o.fold_zero_point = bits & 1, o.block = bits & 2, o.unroll = bits & 4, o.smlad = bits & 8;
+    o.fold_zero_point = bits & 1, o.block = bits & 2, o.unroll = bits & 4, o.smlad = bits & 8, o.sxtb16 = bits & 16;
+    if (o.sxtb16 && !o.smlad) continue;
     std::string label = name + " [" + (o.disabled().empty() ? "all" : "off: " + o.disabled()) + "]";
     SCOPED_TRACE(label);
     run_case(k, o, label);
@@ -220,6 +222,13 @@ TEST(QConv, Conv3x3PaddedPerChannelRelu) {
 
 TEST(QConv, Pointwise1x1BatchOfTwo) {
   run_all_schedules({"qconv2d", {2, 3, 3, 8}, {6, 1, 1, 8}, quant({})}, "conv 1x1 8->6, N=2");
+}
+
+// Reductions whose last packed word is partly padding: k = 6 and k = 5 leave an odd
+// number of int16 pairs, so with sxtb16 the last weight word holds one pair.
+TEST(QConv, ReductionsEndingInAPartialWord) {
+  run_all_schedules({"qconv2d", {1, 3, 3, 6}, {5, 1, 1, 6}, quant({})}, "conv 1x1 6->5");
+  run_all_schedules({"qconv2d", {1, 4, 6, 1}, {3, 1, 5, 1}, quant({{"padding", {0, 2, 0, 2}}})}, "conv 1x5 1->3 pad 2");
 }
 
 TEST(QConv, StridedDilatedAsymmetricPaddingOddChannels) {
@@ -280,6 +289,13 @@ TEST(QConv, RefusesBadInputs) {
     EXPECT_NE(e.diagnostics().at(0).message.find("requantization table"), std::string::npos);
   }
   EXPECT_NE(infer("qconv2d", {x, w}, quant({{"schedule", {{"smlad", true}}}})).find("packed"), std::string::npos);
+  EXPECT_NE(infer("qconv2d", {x, w}, quant({{"schedule", {{"sxtb16", true}}}})).find("'sxtb16' needs schedule 'smlad'"),
+            std::string::npos);
+  // A packed weight of the wrong width for its schedule: 27 weights are 7 words of four, not 14 pairs.
+  json packed = quant({{"weight_shape", {2, 3, 3, 3}}, {"schedule", {{"smlad", true}, {"sxtb16", true}}}});
+  EXPECT_EQ(infer("qconv2d", {x, TensorType{i32, {2, 7}}}, packed), "no error");
+  EXPECT_NE(infer("qconv2d", {x, TensorType{i32, {2, 14}}}, packed).find("the packed weight must have shape (2, 7), got (2, 14)"),
+            std::string::npos);
   EXPECT_NE(infer("qconv2d", {x, w}, quant({{"schedule", {{"fast", true}}}})).find("unknown schedule 'fast'"),
             std::string::npos);
   EXPECT_NE(infer("qdense", {TensorType{i8, {1, 5}}, TensorType{i8, {3, 4}}}, quant({})).find("4 input features"),

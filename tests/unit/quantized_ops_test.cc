@@ -575,12 +575,14 @@ std::vector<double> channel_scales(int64_t n, uint32_t seed) {
 // (hoist acts in the lowering pipeline: the backends build every case with it on and off).
 std::vector<ScheduleOptions> all_schedules() {
   std::vector<ScheduleOptions> out;
-  for (int bits = 0; bits < 16; ++bits) {
+  for (int bits = 0; bits < 32; ++bits) {
     ScheduleOptions o;
     o.fold_zero_point = bits & 1;
     o.block = bits & 2;
     o.unroll = bits & 4;
     o.smlad = bits & 8;
+    o.sxtb16 = bits & 16;
+    if (o.sxtb16 && !o.smlad) continue;
     out.push_back(o);
   }
   return out;

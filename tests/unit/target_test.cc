@@ -63,8 +63,13 @@ TEST(Target, DisabledSchedulesKeepTheRest) {
   EXPECT_EQ(t.disabled_schedules, "hoist");
   ScheduleOptions s = schedule_options(t);
   EXPECT_FALSE(s.hoist);
-  EXPECT_TRUE(s.smlad && s.block && s.unroll && s.fold_zero_point);
+  EXPECT_TRUE(s.smlad && s.sxtb16 && s.block && s.unroll && s.fold_zero_point);
   EXPECT_FALSE(schedule_options(parse_target("c -mcpu=cortex-m4 -disabled-schedules=smlad")).smlad);
+  // Weights as int16 pairs: smlad stays on, only the int8 storage goes.
+  ScheduleOptions pairs = schedule_options(parse_target("c -mcpu=cortex-m4 -disabled-schedules=sxtb16"));
+  EXPECT_TRUE(pairs.smlad);
+  EXPECT_FALSE(pairs.sxtb16);
+  EXPECT_FALSE(schedule_options(parse_target("c -mcpu=cortex-m3")).sxtb16);
 }
 
 TEST(Target, Refusals) {

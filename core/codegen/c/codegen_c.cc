@@ -120,6 +120,34 @@ static inline int32_t mtir_smlad(int32_t a, int32_t b, int32_t acc) {
 }
 )";
 
+// SXTB16 (plain and with ROR #8) where the DSP extension exists, shifts and masks
+// elsewhere; (v ^ 0x80) - 0x80 sign-extends a byte without implementation-defined casts.
+const char* const kSxtb16Helper = R"(#if defined(__ARM_FEATURE_DSP)
+#include <arm_acle.h>
+#endif
+static inline int32_t mtir_sxtb16_portable(uint32_t x) {
+  uint32_t lo = (uint32_t)(((int32_t)(x & 0xffu) ^ 0x80) - 0x80) & 0xffffu;
+  uint32_t hi = (uint32_t)(((int32_t)((x >> 16) & 0xffu) ^ 0x80) - 0x80);
+  return (int32_t)(lo | (hi << 16));
+}
+static inline int32_t mtir_sxtb16(int32_t x) {
+#if defined(__ARM_FEATURE_DSP)
+  return (int32_t)__sxtb16((uint32_t)x);
+#else
+  return mtir_sxtb16_portable((uint32_t)x);
+#endif
+}
+static inline int32_t mtir_sxtb16_ror8(int32_t x) {
+#if defined(__ARM_FEATURE_DSP) && defined(__GNUC__)
+  uint32_t r;
+  __asm__("sxtb16 %0, %1, ror #8" : "=r"(r) : "r"((uint32_t)x));
+  return (int32_t)r;
+#else
+  return mtir_sxtb16_portable((uint32_t)x >> 8);
+#endif
+}
+)";
+
 // Helper functions the generated code may need, emitted once each when used.
 std::string helper_definition(const std::string& name, DataType t) {
   std::string ct = c_type(t, {});
@@ -484,6 +512,10 @@ class FunctionEmitter {
     if (n == "smlad") {
       (*helpers_)["mtir_smlad"] = kSmladHelper;
       return call("mtir_smlad", op->args);
+    }
+    if (n == "sxtb16" || n == "sxtb16_ror8") {
+      (*helpers_)["mtir_sxtb16"] = kSxtb16Helper;
+      return call("mtir_" + n, op->args);
     }
     if (n == "address_of") {
       const auto* load = op->args.size() == 1 ? as<BufferLoadNode>(op->args[0]) : nullptr;

@@ -619,6 +619,18 @@ class FunctionEmitter {
       Val p1 = op("i32", "mul i32 " + hi(a).v + ", " + hi(b).v);
       return op("i32", "add i32 " + op("i32", "add i32 " + acc.v + ", " + p0.v).v + ", " + p1.v);
     }
+    if (n == "sxtb16" || n == "sxtb16_ror8") {
+      // Two bytes sign-extended into the halves; ARM's backend forms SXTB16 from this.
+      Val x = expr(c->args.at(0));
+      if (n == "sxtb16_ror8") x = op("i32", "lshr i32 " + x.v + ", 8");
+      auto byte = [&](int k) {
+        Val shifted = k ? op("i32", "lshr i32 " + x.v + ", " + std::to_string(8 * k)) : x;
+        Val b = op("i8", "trunc i32 " + shifted.v + " to i8");
+        return op("i32", "zext i16 " + op("i16", "sext i8 " + b.v + " to i16").v + " to i32");
+      };
+      Val hi = op("i32", "shl i32 " + byte(2).v + ", 16");
+      return op("i32", "or i32 " + byte(0).v + ", " + hi.v);
+    }
     if (n == "address_of") {
       const auto* l = c->args.size() == 1 ? as<BufferLoadNode>(c->args[0]) : nullptr;
       if (!l) user_error(c->span, "T.address_of takes one buffer element, such as A[i]");

@@ -518,6 +518,14 @@ class FunctionEmitter {
       auto hi = [](const WVal& v) { return "(i32.shr_s " + v.code + " (i32.const 16))"; };
       return {"i32", "(i32.add (i32.add " + acc.code + " (i32.mul " + lo(a) + " " + lo(b) + ")) (i32.mul " + hi(a) + " " + hi(b) + "))"};
     }
+    if (n == "sxtb16" || n == "sxtb16_ror8") {
+      WVal x = expr(c->args.at(0));
+      std::string v = n == "sxtb16" ? x.code : "(i32.shr_u " + x.code + " (i32.const 8))";
+      // Byte 0 sign-extended and masked to the low half; byte 2 sign-extended into the high half.
+      std::string lo = "(i32.and (i32.extend8_s " + v + ") (i32.const 65535))";
+      std::string hi = "(i32.shl (i32.extend8_s (i32.shr_u " + v + " (i32.const 16))) (i32.const 16))";
+      return {"i32", "(i32.or " + lo + " " + hi + ")"};
+    }
     if (n == "address_of") {
       const auto* l = c->args.size() == 1 ? as<BufferLoadNode>(c->args[0]) : nullptr;
       if (!l) user_error(c->span, "T.address_of takes one buffer element, such as A[i]");
