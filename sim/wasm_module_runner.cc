@@ -13,6 +13,10 @@ namespace fs = std::filesystem;
 
 namespace mtir::sim {
 
+const char* const kWasmModuleEnv =
+#include "wasm_module_env.inc"
+    ;
+
 const char* const kWasmModuleRunner = R"JS(// Runs a microtir wasm module under node.
 //   node run_module.mjs model MODULE.wasm SPEC.json   a model's run export
 //     SPEC: {"inputs": [{"name", "files": [one raw file per run]}], "outputs": [{"name", "bytes"}],
@@ -23,46 +27,9 @@ const char* const kWasmModuleRunner = R"JS(// Runs a microtir wasm module under 
 //     buffer written back to FILE.out.
 import fs from 'node:fs';
 
-// Math the module imports from "env", as the C library's float functions.
-function erf(x) {
-  const ax = Math.abs(x);
-  if (ax >= 6) return Math.sign(x);
-  if (ax < 3) {  // Taylor series; at most a few digits of cancellation below 3
-    let term = x, sum = x;
-    for (let n = 1; n < 200 && Math.abs(term) > 1e-17 * Math.abs(sum); n++) {
-      term *= -x * x / n;
-      sum += term / (2 * n + 1);
-    }
-    return 2 / Math.sqrt(Math.PI) * sum;
-  }
-  // erfc's asymptotic series; four terms are below 1e-8 here.
-  const x2 = ax * ax;
-  const erfc = Math.exp(-x2) / (ax * Math.sqrt(Math.PI)) *
-      (1 - 1 / (2 * x2) + 3 / (4 * x2 * x2) - 15 / (8 * x2 * x2 * x2));
-  return Math.sign(x) * (1 - erfc);
-}
+import { env, lastError } from './module_env.mjs';
+
 const f = Math.fround;
-export const env = {
-  expf: (x) => f(Math.exp(x)), exp: Math.exp,
-  logf: (x) => f(Math.log(x)), log: Math.log,
-  tanhf: (x) => f(Math.tanh(x)), tanh: Math.tanh,
-  sinf: (x) => f(Math.sin(x)), sin: Math.sin,
-  cosf: (x) => f(Math.cos(x)), cos: Math.cos,
-  erff: (x) => f(erf(x)), erf,
-  powf: (a, b) => f(Math.pow(a, b)), pow: Math.pow,
-  fmodf: (a, b) => f(a % b), fmod: (a, b) => a % b,
-};
-
-export function lastError(ex) {
-  const at = ex.last_error();
-  if (!at) return '';
-  const mem = new Uint8Array(ex.memory.buffer);
-  let end = at;
-  while (mem[end]) end++;
-  let k = 0;
-  return new TextDecoder().decode(mem.subarray(at, end)).replace(/\{\}/g, () => String(ex.last_error_value(k++)));
-}
-
 const [mode, modulePath, specPath] = process.argv.slice(2);
 const spec = JSON.parse(fs.readFileSync(specPath, 'utf8'));
 
@@ -193,6 +160,7 @@ void write_text_file(const fs::path& path, const std::string& text) { write_byte
 // Writes the runner and the spec into `work`, runs node under a timeout, returns its output.
 std::string run_node(const fs::path& work, const std::string& mode, const std::string& module,
                      const nlohmann::json& spec, int timeout_seconds) {
+  write_text_file(work / "module_env.mjs", kWasmModuleEnv);
   write_text_file(work / "run_module.mjs", kWasmModuleRunner);
   write_text_file(work / "spec.json", spec.dump(2));
   const fs::path log = work / "run.log";

@@ -8,9 +8,11 @@
 
 namespace mtir::sim {
 
-// The node script the runner uses; also what a JavaScript user of the module needs
-// (the math imports, the error message from the last_error exports).
+// The node script the runner uses (it imports ./module_env.mjs), and that module:
+// core/codegen/wasm/module_env.mjs, what a JavaScript user of a module needs (the math
+// imports, the error message from the last_error exports).
 extern const char* const kWasmModuleRunner;
+extern const char* const kWasmModuleEnv;
 
 // Calls exported functions of the wasm module at `module` (build_wasm's module), each
 // with its buffers copied into the module's memory, then copies every buffer back: the

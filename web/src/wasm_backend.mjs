@@ -3,9 +3,12 @@
 // libbinaryen, so the bytes equal the native CLI's codegen/host/lib/<model>.wasm), and
 // run the module through its exports. assemble() mirrors
 // core/codegen/wasm/native/binaryen_native.cc step for step; the `env` imports and
-// lastError() are the same text as sim/wasm_module_runner.cc's kWasmModuleRunner (the CLI's
-// node runner; test/wasm_backend.test.mjs checks they have not drifted apart).
+// lastError() come from core/codegen/wasm/module_env.mjs, as in the CLI's node runner.
 // Binaryen (6 MB) is imported only by loadBinaryen(), i.e. when this backend is used.
+
+import { env, lastError } from '../../core/codegen/wasm/module_env.mjs';
+
+export { env, lastError };
 
 let binaryenPromise = null;
 let capture = null;  // lines Binaryen prints while validating, or null
@@ -64,46 +67,6 @@ export async function assemble(watText, opt = 'O2', what = 'the model') {
 }
 
 // ---- running a module (the same imports and exports as kWasmModuleRunner) ----
-// Math the module imports from "env", as the C library's float functions.
-function erf(x) {
-  const ax = Math.abs(x);
-  if (ax >= 6) return Math.sign(x);
-  if (ax < 3) {  // Taylor series; at most a few digits of cancellation below 3
-    let term = x, sum = x;
-    for (let n = 1; n < 200 && Math.abs(term) > 1e-17 * Math.abs(sum); n++) {
-      term *= -x * x / n;
-      sum += term / (2 * n + 1);
-    }
-    return 2 / Math.sqrt(Math.PI) * sum;
-  }
-  // erfc's asymptotic series; four terms are below 1e-8 here.
-  const x2 = ax * ax;
-  const erfc = Math.exp(-x2) / (ax * Math.sqrt(Math.PI)) *
-      (1 - 1 / (2 * x2) + 3 / (4 * x2 * x2) - 15 / (8 * x2 * x2 * x2));
-  return Math.sign(x) * (1 - erfc);
-}
-const f = Math.fround;
-export const env = {
-  expf: (x) => f(Math.exp(x)), exp: Math.exp,
-  logf: (x) => f(Math.log(x)), log: Math.log,
-  tanhf: (x) => f(Math.tanh(x)), tanh: Math.tanh,
-  sinf: (x) => f(Math.sin(x)), sin: Math.sin,
-  cosf: (x) => f(Math.cos(x)), cos: Math.cos,
-  erff: (x) => f(erf(x)), erf,
-  powf: (a, b) => f(Math.pow(a, b)), pow: Math.pow,
-  fmodf: (a, b) => f(a % b), fmod: (a, b) => a % b,
-};
-
-export function lastError(ex) {
-  const at = ex.last_error();
-  if (!at) return '';
-  const mem = new Uint8Array(ex.memory.buffer);
-  let end = at;
-  while (mem[end]) end++;
-  let k = 0;
-  return new TextDecoder().decode(mem.subarray(at, end)).replace(/\{\}/g, () => String(ex.last_error_value(k++)));
-}
-
 // Instantiates `binary` and runs its model once on `inputs` ([{name, data: Uint8Array of
 // the tensor's bytes}], in graph order), then `timingRuns` more times to time it. `outputs`: [{name, bytes}].
 // Returns {outputs: {name: Uint8Array}, timeMs (mean per inference, 0 without timing
