@@ -1,20 +1,21 @@
 #!/usr/bin/env bash
 # One int8 MLPerf Tiny graph through microtir on one target (host: the C artifact run
 # natively; cortex-m4: cross-compiled and run under QEMU), its output compared bit for bit
-# with the independent int8 reference.
-# usage: mlperf_int8_test.sh MICROTIR INT8_REFERENCE MODEL_DIR TARGET
+# with the independent int8 reference. BACKEND: c (default) or llvm.
+# usage: mlperf_int8_test.sh MICROTIR INT8_REFERENCE MODEL_DIR TARGET [BACKEND]
 set -euo pipefail
 cli="$1"
 ref="$2"
 dir="$3"
 target="$4"
+backend="${5:-c}"
 model=$(basename "$dir")
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
 [ -f "$dir/$model.json" ] || fail "no $dir/$model.json (the int8_mlperf_graphs fixture writes it)"
-"$cli" run "$dir/$model.json" --input x="$dir/input.npy" --target "$target" --output-dir "$work/out" --json \
+"$cli" run "$dir/$model.json" --input x="$dir/input.npy" --target "$target" --backend "$backend" --output-dir "$work/out" --json \
   > "$work/run.json" 2> "$work/run.err" || fail "$model on $target: $(tail -3 "$work/run.err")"
 outputs=("$work"/out/*.npy)
 [ "${#outputs[@]}" -eq 1 ] && [ -f "${outputs[0]}" ] || fail "expected one output file, got: ${outputs[*]}"

@@ -13,6 +13,7 @@
 #include "analysis/int_bound.h"
 #include "ir/op.h"
 #include "ir/visitor.h"
+#include "ops/schedules.h"
 #include "support/names.h"
 
 namespace mtir {
@@ -70,6 +71,7 @@ const char* kTypes =
 // State shared by the functions of one module: declarations, helpers, string constants.
 struct ModuleState {
   const LlvmTargetInfo* target = nullptr;
+  bool arm_dsp = false;                                 // an Arm CPU with the DSP extension
   std::string attr_group;                               // "#0"
   std::map<std::string, std::string> declares;          // symbol -> declare line
   std::map<std::string, std::string> helpers;           // symbol -> definition
@@ -620,8 +622,14 @@ class FunctionEmitter {
       return op("i32", "add i32 " + op("i32", "add i32 " + acc.v + ", " + p0.v).v + ", " + p1.v);
     }
     if (n == "sxtb16" || n == "sxtb16_ror8") {
-      // Two bytes sign-extended into the halves; ARM's backend forms SXTB16 from this.
       Val x = expr(c->args.at(0));
+      if (ms_->arm_dsp) {
+        // ARM's backend does not form SXTB16 from shifts and masks: its intrinsic, with
+        // the rotate folded into the instruction's ROR operand.
+        if (n == "sxtb16_ror8") x = intrinsic("llvm.fshr.i32", "i32", {x, x, {"i32", "8"}});
+        return intrinsic("llvm.arm.sxtb16", "i32", {x});
+      }
+      // Elsewhere: two bytes sign-extended into the halves.
       if (n == "sxtb16_ror8") x = op("i32", "lshr i32 " + x.v + ", 8");
       auto byte = [&](int k) {
         Val shifted = k ? op("i32", "lshr i32 " + x.v + ", " + std::to_string(8 * k)) : x;
@@ -1025,6 +1033,7 @@ class FunctionEmitter {
 std::string codegen_llvm(const IRModule& m, const LlvmCodegenOptions& options) {
   ModuleState ms;
   ms.target = &llvm_target(options.triple);
+  ms.arm_dsp = (options.triple.rfind("thumb", 0) == 0 || options.triple.rfind("arm", 0) == 0) && cpu_has_dsp(options.cpu);
   ms.attr_group = "#0";
   for (const auto& [name, func] : m.functions) {
     ms.module_functions[symbol_of(name, func)] = func;
