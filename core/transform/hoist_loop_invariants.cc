@@ -9,8 +9,8 @@
 //      usually hoisted out of an inner loop a moment ago), so invariants climb as far
 //      out as they can;
 //   2. an integer add/sub chain that mixes invariant and varying terms is regrouped as
-//      (invariant terms) + (varying terms); wrapping integer arithmetic is associative,
-//      so this is exact for every integer type;
+//      (invariant terms) + (varying terms) + constant; wrapping integer arithmetic is
+//      associative, so this is exact for every integer type;
 //   3. every maximal invariant subexpression that does some arithmetic becomes a let
 //      before the loop (structurally equal ones share the let).
 // Only trap-free, side-effect-free integer/bool arithmetic moves: never a load (the
@@ -180,9 +180,17 @@ class Regroup : public Mutator {
     int inv_nonconst = 0;
     for (const auto& term : inv) inv_nonconst += term.e->kind != ExprKind::IntImm;
     if (inv_nonconst == 0 || inv.size() < 2) return rebuild_leaves(self, t);
-    Expr sum = combine(inv, t, op->span);
+    // The constants go last, outside the invariant subtree: A[inv + v + 1] and
+    // A[inv + v] then share one let, and the + 1 becomes the load's address offset.
+    std::vector<Term> constants, rest;
+    for (auto& term : inv) (term.e->kind == ExprKind::IntImm ? constants : rest).push_back(term);
+    Expr sum = combine(rest, t, op->span);
     for (const auto& term : var)
       sum = Binary(term.negative ? ExprKind::Sub : ExprKind::Add, sum, mutate(term.e), op->span);
+    if (!constants.empty()) {
+      constants.insert(constants.begin(), Term{sum, false});
+      sum = combine(constants, t, op->span);
+    }
     return same_expr(sum, self) ? self : sum;
   }
   Expr combine(const std::vector<Term>& terms, DataType t, const Span& s) {
