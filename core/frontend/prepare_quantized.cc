@@ -114,7 +114,7 @@ void prepare_matmul_node(Graph& g, GraphNode& node, const ScheduleOptions& opts,
       // sxtb16: four int8 weights per word in the order 0, 2, 1, 3, so SXTB16 yields the
       // pair (0, 1) and SXTB16 with ROR #8 the pair (2, 3). Otherwise int16 pairs in
       // int32 words, element 2j in the low half: SMLAD's operand order.
-      const int64_t per_word = opts.sxtb16 ? 4 : 2, words = (k + per_word - 1) / per_word;
+      const int64_t words = packed_weight_words(k, opts.sxtb16);
       NDArray packed = NDArray::zeros(kI32, {channels, words});
       auto weight = [&](int64_t c, int64_t e) { return e < k ? w.get_int(c * k + e) : 0; };
       for (int64_t c = 0; c < channels; ++c)

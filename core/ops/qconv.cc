@@ -36,7 +36,7 @@ const DataType kI8 = DataType::Int(8), kI16 = DataType::Int(16), kI32 = DataType
 struct Schedule {
   bool fold_zero_point = false, block = false, unroll = false, smlad = false, sxtb16 = false;
   // Packed weight words per output channel for a reduction of length k.
-  int64_t weight_words(int64_t k) const { return sxtb16 ? (k + 3) / 4 : smlad ? (k + 1) / 2 : k; }
+  int64_t weight_words(int64_t k) const { return smlad ? packed_weight_words(k, sxtb16) : k; }
 };
 
 Schedule read_schedule(const std::string& op, const AttrReader& r) {

@@ -5,6 +5,7 @@
 // pipeline) follow them.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,10 @@ std::string schedule_names();
 // Switches off each name of a comma-separated list ("" switches nothing off); throws a
 // user error naming an unknown schedule. `where` prefixes the message.
 void disable_schedules(ScheduleOptions& s, const std::string& list, const std::string& where);
+// The int32 words per output channel of a weight packed for smlad, for a reduction of
+// length k: four int8 values per word with sxtb16, two int16 values otherwise. Shared by
+// prepare_quantized, which packs, and the kernels, which read the packing.
+inline int64_t packed_weight_words(int64_t k, bool sxtb16) { return sxtb16 ? (k + 3) / 4 : (k + 1) / 2; }
 // Whether the CPU (a -mcpu value such as "cortex-m4") has the DSP extension's SMLAD.
 bool cpu_has_dsp(const std::string& mcpu);
 
