@@ -110,8 +110,10 @@ Options read_options(const json& request) {
   return o;
 }
 
-void add_passes(json& out, const IRModule& input, const PipelineResult& lowered, const Options& o) {
-  if (o.ir) out["input_ir"] = print_module(input);
+// The input shown is the module the pipeline got, after the target's attributes were set
+// (workspace_byte_alignment), so that the first pass's diff is its own.
+void add_passes(json& out, const PipelineResult& lowered, const Options& o) {
+  if (o.ir) out["input_ir"] = print_module(lowered.input);
   json passes = json::array();
   for (const auto& rec : lowered.records) {
     json p = {{"name", rec.name}, {"changed", rec.changed}};
@@ -171,7 +173,7 @@ json compile_tir(const json& request, const json& source, const std::string& tar
   BuildResult built = build_for_target(*parsed.module, target);
   clock.lap("build");
   json out = {{"target", target.str()}};
-  add_passes(out, *parsed.module, built.lowered, o);
+  add_passes(out, built.lowered, o);
   if (o.artifacts) {
     json files = json::array();
     for (const auto& f : built.sources) files.push_back(file_json(f));
@@ -218,32 +220,21 @@ json compile_graph(const json& request, const json& source, const std::string& t
   }
   LoadedModel model = load_model(text, filename, reader, devices);
   clock.lap("load");
-  Target target = parse_target(target_text);
+  // The whole Model Library Format, exactly as `microtir compile` writes it, for either
+  // interface (the packed one with its header and metadata too; it needs -link-params=0,
+  // and is refused as the CLI refuses it otherwise).
+  inputs.graph_filename = filename;
+  inputs.graph_text = text;
+  inputs.runtime = embedded_crt_files();
+  MlfArtifact mlf = build_mlf(model, target_text, inputs);
   json out;
-  std::vector<SourceFileOut> artifact_files;
-  const PipelineResult* lowered = nullptr;
-  MlfArtifact mlf;
-  BuildResult built;
-  if (target.interface_api == "c") {
-    // The whole Model Library Format, exactly as `microtir compile` writes it.
-    inputs.graph_filename = filename;
-    inputs.graph_text = text;
-    inputs.runtime = embedded_crt_files();
-    mlf = build_mlf(model, target_text, inputs);
-    out["target"] = mlf.target.str();
-    out["metadata"] = mlf.metadata;
-    artifact_files = mlf.files;
-    lowered = &mlf.built.lowered;
-  } else {
-    // The packed interface: the kernels and the registry, as `microtir build` writes them.
-    built = build_for_target(model.aot.module, target);
-    out["target"] = target.str();
-    artifact_files = built.sources;
-    lowered = &built.lowered;
-  }
+  out["target"] = mlf.target.str();
+  out["metadata"] = mlf.metadata;
+  const std::vector<SourceFileOut>& artifact_files = mlf.files;
+  const PipelineResult* lowered = &mlf.built.lowered;
   out["main"] = model.aot.main;
   clock.lap("build");
-  add_passes(out, model.aot.module, *lowered, o);
+  add_passes(out, *lowered, o);
   if (o.artifacts) {
     json list = json::array();
     for (const auto& f : artifact_files) list.push_back(file_json(f));

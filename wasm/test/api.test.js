@@ -132,11 +132,43 @@ test('models/digits: the whole MLF, the memory plan, the C interface', () => {
   }
 });
 
-test('models/digits with the packed API: kernels and registry', () => {
-  const r = mtir.compile(graphRequest(digitsPath, 'c'));
+test('models/digits with the packed API: the whole MLF, or the CLI\'s refusal with linked weights', () => {
+  const r = mtir.compile(graphRequest(digitsPath, 'c -interface-api=packed -link-params=0', { return: { tar: true } }));
   assert.equal(r.ok, true, JSON.stringify(r.diagnostics));
-  assert.deepEqual(r.artifacts.map((a) => a.path), ['codegen/host/src/lib0.c', 'codegen/host/src/lib1.c']);
-  assert.equal(r.metadata, undefined);
+  const paths = r.artifacts.map((a) => a.path);
+  for (const p of ['codegen/host/src/lib0.c', 'codegen/host/src/lib1.c', 'codegen/host/include/tvmgen_digits.h', 'metadata.json'])
+    assert.ok(paths.includes(p), `${p} in ${paths.join(', ')}`);
+  assert.equal(r.metadata.interface_api, 'packed');
+  assert.match(artifact(r, 'codegen/host/include/tvmgen_digits.h'), /packed/);
+  // The tar holds the same files (metadata and header included).
+  const tar = Buffer.from(r.tar, 'base64').toString('latin1');
+  assert.ok(tar.includes('metadata.json') && tar.includes('codegen/host/include/tvmgen_digits.h'));
+  // "c" alone means the packed interface with linked weights, which `microtir compile` refuses.
+  const refused = mtir.compile(graphRequest(digitsPath, 'c'));
+  assert.equal(refused.ok, false);
+  assert.match(refused.diagnostics[0].message, /-interface-api=packed passes the weights to main as DLTensors: use -link-params=0/);
+});
+
+// The page marks a pass "(unchanged)" from this flag and shows its diff from the IR: the two
+// must agree for every pass, the first one included (its "before" is the pipeline's input).
+test('every pass\'s changed flag matches its printed diff', () => {
+  const cases = [['matmul', tir(fs.readFileSync(matmulPath, 'utf8'))],
+    ['matmul unpacked', tir(fs.readFileSync(matmulPath, 'utf8'), 'c -unpacked-api=1 -workspace-byte-alignment=64')],
+    ['digits', mtir.compile(graphRequest(digitsPath, C_INTERFACE))],
+    ['digits packed', mtir.compile(graphRequest(digitsPath, 'c -interface-api=packed -link-params=0'))]];
+  for (const f of fs.readdirSync(programsDir).filter((x) => x.endsWith('.tir')))
+    cases.push([f, tir(fs.readFileSync(path.join(programsDir, f), 'utf8'))]);
+  for (const [name, r] of cases) {
+    assert.equal(r.ok, true, `${name}: ${JSON.stringify(r.diagnostics)}`);
+    let before = r.input_ir;
+    r.passes.forEach((p, i) => {
+      assert.equal(p.changed, p.ir !== before, `${name}: pass ${i + 1} ${p.name} is marked changed=${p.changed}`);
+      before = p.ir;
+    });
+  }
+  // The target's module attribute is in the input, not an effect of verify_well_formed.
+  const m = tir(fs.readFileSync(matmulPath, 'utf8'), 'c -workspace-byte-alignment=64');
+  assert.match(m.input_ir, /workspace_byte_alignment/);
 });
 
 test('models/digits on two simulated NPU instances: device files, the devices struct, refusals', () => {
@@ -228,6 +260,10 @@ test('run: the interpreter on given and random inputs', () => {
   const r1 = tir(text, 'c', { run: { seed: 7 } });
   const r2 = tir(text, 'c', { run: { seed: 7 } });
   assert.equal(r1.run.buffers[0].role, 'random');
+  // C is what the function computes: an output, not a random input (it started random).
+  const c1 = r1.run.buffers.find((b) => b.name === 'C');
+  assert.equal(c1.role, 'output');
+  assert.equal(c1.filled, 'random');
   assert.deepEqual(r1.run.buffers, r2.run.buffers);
   // A bad input is the run's own diagnostic; the compile's results stay.
   const bad = tir(text, 'c', { run: { inputs: { A: [1, 2] } } });
