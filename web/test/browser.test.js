@@ -27,13 +27,31 @@ test.after(async () => {
   if (server) server.close();
 });
 
-async function openPage(query = '') {
-  const page = await browser.newPage({ viewport: { width: 1500, height: 1000 } });
+// Every page error and console error of the whole suite, with the test it happened in:
+// the last test checks there were none.
+const suiteErrors = [];
+
+async function openPage(query = '', viewport = { width: 1500, height: 1000 }) {
+  const page = await browser.newPage({ viewport });
   const errors = [];
-  page.on('pageerror', (e) => errors.push(String(e)));
+  const where = query || '/';
+  page.on('pageerror', (e) => { errors.push(String(e)); suiteErrors.push(`${where}: page error: ${e}`); });
+  page.on('console', (m) => { if (m.type() === 'error') suiteErrors.push(`${where}: console error: ${m.text()}`); });
   await page.goto(base + query);
   await page.waitForSelector('body[data-ready="1"]', { timeout: 60000 });
   return { page, errors };
+}
+
+async function setSource(page, f) {
+  await page.evaluate((fs) => {
+    const { editor } = window.microtirPlayground;
+    const text = (0, eval)(fs)(editor.state.doc.toString());
+    editor.dispatch({ changes: { from: 0, to: editor.state.doc.length, insert: text } });
+  }, f.toString());
+}
+
+async function clearStatus(page) {
+  await page.evaluate(() => { document.getElementById('status').textContent = ''; });
 }
 
 async function compileStatus(page) {
@@ -211,9 +229,7 @@ test('a shared URL reproduces the state in a fresh page', async () => {
   const text = await page.evaluate(() => window.microtirPlayground.editor.state.doc.toString());
   await page.close();
 
-  const fresh = await browser.newPage({ viewport: { width: 1500, height: 1000 } });
-  await fresh.goto(url);
-  await fresh.waitForSelector('body[data-ready="1"]', { timeout: 60000 });
+  const { page: fresh } = await openPage(url.slice(base.length));
   assert.equal(await fresh.evaluate(() => window.microtirPlayground.editor.state.doc.toString()), text);
   assert.equal(await fresh.inputValue('#target'), 'c -unpacked-api=1');
   assert.equal(await fresh.inputValue('#opt-unpacked'), '1');
@@ -237,7 +253,7 @@ test('a runaway compile is stopped by the timeout and the page still compiles', 
 test('every example compiles in the page', async () => {
   const { page } = await openPage();
   await compileStatus(page);
-  const names = await page.$$eval('#examples option', (els) => els.map((e) => e.value));
+  const names = await page.$$eval('#examples option:not([disabled])', (els) => els.map((e) => e.value));
   assert.ok(names.length >= 5);
   for (const name of names) {
     await page.evaluate(() => { document.getElementById('status').textContent = ''; });
@@ -302,4 +318,298 @@ test('digits.onnx opened in the page compiles to the native artifact', async (t)
   } finally {
     fs.rmSync(native, { recursive: true, force: true });
   }
+});
+
+// ---- issue 28: no stale state, cancel, the target form, lingering results, artifacts ----
+
+test('a failed compile marks the results out of date; nothing throws, downloads say why they are off', async () => {
+  const { page, errors } = await openPage();
+  assert.match(await compileStatus(page), /compiled/);
+  assert.equal(await page.isEnabled('#download-tar'), true);
+  assert.equal(await page.isHidden('#stale-note'), true);
+  await setSource(page, (t) => t.replace('T.grid(4, 3):', 'T.grid(4, 3:'));
+  await clearStatus(page);
+  await page.click('#compile');
+  assert.match(await compileStatus(page), /error/);
+  assert.match(await page.textContent('#stale-note'), /Out of date: the last compile failed with 1 error\(s\)\. The passes, artifacts and memory plan below are from the last successful compile/);
+  assert.equal(await page.getAttribute('#result-pane', 'class'), 'stale');
+  // Every control of the panels still works on the results shown.
+  await page.click('#passes .pass:has-text("flatten_buffer")');
+  assert.match(await page.textContent('#pass-view'), /C_flat/);
+  await page.click('#show-diff');
+  await page.waitForSelector('#pass-view .cm-mergeView');
+  await page.check('#hide-unchanged');
+  await page.click('#show-ir');
+  await page.click('.artifact-tab[data-path="codegen/host/src/lib1.c"]');
+  assert.match(await page.textContent('#artifact-view'), /TVMSystemLibEntryPoint/);
+  for (const b of ['#download-file', '#download-tar']) {
+    assert.equal(await page.isDisabled(b), true, b);
+    assert.match(await page.getAttribute(b, 'title'), /nothing to download: the last compile failed/);
+  }
+  // Fixed, it compiles and the marks go.
+  await setSource(page, (t) => t.replace('T.grid(4, 3:', 'T.grid(4, 3):'));
+  await clearStatus(page);
+  await page.click('#compile');
+  assert.match(await compileStatus(page), /compiled/);
+  assert.equal(await page.isHidden('#stale-note'), true);
+  assert.equal(await page.isEnabled('#download-tar'), true);
+  const url = page.url();
+  assert.deepEqual(errors, []);
+  await page.close();
+
+  // A link to a broken program: no results, said so, nothing to download.
+  const broken = await openPage(url.slice(base.length));
+  await broken.page.evaluate(() => {
+    const { editor } = window.microtirPlayground;
+    editor.dispatch({ changes: { from: 0, insert: ')' } });
+  });
+  await clearStatus(broken.page);
+  await broken.page.click('#compile');
+  assert.match(await compileStatus(broken.page), /error/);
+  const link = broken.page.url();
+  await broken.page.close();
+  const { page: third, errors: thirdErrors } = await openPage(link.slice(base.length));
+  assert.match(await compileStatus(third), /error/);
+  assert.equal(await third.textContent('#stale-note'), 'No results: the last compile failed with 1 error(s).');
+  await third.click('#show-diff');
+  await third.check('#hide-unchanged');
+  assert.equal(await third.isDisabled('#download-tar'), true);
+  assert.deepEqual(thirdErrors, []);
+  await third.close();
+});
+
+test('Cancel stops the second of two quick compiles; a Run that times out says "run"', async () => {
+  const { page, errors } = await openPage('?timeout_ms=60000');
+  assert.match(await compileStatus(page), /compiled/);
+  // Every compile from now on spins in the worker until stopped.
+  await page.evaluate(() => history.replaceState(null, '', '?timeout_ms=60000&debug_spin_ms=600000'));
+  await clearStatus(page);
+  await page.click('#compile');
+  await page.click('#compile');
+  await page.waitForTimeout(300);
+  assert.equal(await page.textContent('#status'), 'compiling…');
+  assert.equal(await page.isEnabled('#cancel'), true, 'Cancel stays on for the compile that runs');
+  await page.click('#cancel');
+  assert.equal(await compileStatus(page), 'cancelled');
+  assert.equal(await page.isDisabled('#cancel'), true);
+  // A Run that takes too long is called a run.
+  await page.evaluate(() => history.replaceState(null, '', '?timeout_ms=1500&debug_spin_ms=600000'));
+  await clearStatus(page);
+  await page.click('#run');
+  assert.equal(await compileStatus(page), 'the run took longer than 1.5 s and was stopped');
+  assert.match(await page.textContent('#run-output'), /no run: the run took longer/);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('the target form shows the target compiled and offers only combinations the core accepts', async () => {
+  const { page, errors } = await openPage('?example=' + encodeURIComponent('digits CNN (model)'));
+  assert.match(await compileStatus(page), /compiled/);
+  const used = () => page.evaluate(() => window.microtirPlayground.state.shown.target);
+  // The model's weights are linked (the MLF default): the form says so.
+  assert.match(await used(), /-link-params=1/);
+  assert.match(await page.textContent('#target-used'), /compiled as: c .*-interface-api=c -unpacked-api=1 -link-params=1/);
+  assert.equal(await page.inputValue('#opt-link-params'), '1');
+  assert.equal(await page.inputValue('#opt-interface'), 'c');
+  // The C interface refuses packed arguments (the core's words on the refused choice).
+  assert.equal(await page.$eval('#opt-unpacked option[value="0"]', (o) => o.disabled), true);
+  assert.equal(await page.$eval('#opt-unpacked option[value="0"]', (o) => o.title), '-interface-api=c with -runtime=c needs -unpacked-api=1');
+  // Kind wasm: the form shows what wasm compiles with, and refuses the rest.
+  await page.selectOption('#opt-kind', 'wasm');
+  assert.match(await page.inputValue('#target'), /^wasm\b/);
+  assert.equal(await page.inputValue('#opt-interface'), 'c');
+  assert.equal(await page.inputValue('#opt-unpacked'), '1');
+  assert.equal(await page.inputValue('#opt-link-params'), '1');
+  assert.equal(await page.$eval('#opt-interface option[value="packed"]', (o) => o.disabled), true);
+  await clearStatus(page);
+  await page.click('#compile');
+  assert.match(await compileStatus(page), /compiled/, await page.textContent('#diagnostics'));
+  assert.match(await used(), /^wasm -opt=O2 .*-interface-api=c -unpacked-api=1 -link-params=1/);
+  // Back to C, then the packed interface: the form sets -link-params=0 (the packed main
+  // takes the weights as arguments) and the whole MLF downloads, metadata and header in it.
+  await page.selectOption('#opt-kind', 'c');
+  await page.selectOption('#opt-interface', 'packed');
+  assert.equal(await page.inputValue('#opt-link-params'), '0');
+  assert.equal(await page.$eval('#opt-link-params option[value="1"]', (o) => o.disabled), true);
+  await clearStatus(page);
+  await page.click('#compile');
+  assert.match(await compileStatus(page), /compiled/, await page.textContent('#diagnostics'));
+  assert.match(await used(), /-interface-api=packed -unpacked-api=1 -link-params=0/);
+  for (const [id, v] of [['#opt-kind', 'c'], ['#opt-interface', 'packed'], ['#opt-unpacked', '1'], ['#opt-link-params', '0']])
+    assert.equal(await page.inputValue(id), v, id);
+  assert.equal(await page.textContent('#download-tar'), 'Download MLF .tar');
+  const [download] = await Promise.all([page.waitForEvent('download'), page.click('#download-tar')]);
+  const tar = fs.readFileSync(await download.path()).toString('latin1');
+  for (const f of ['metadata.json', 'codegen/host/include/tvmgen_digits.h', 'codegen/host/src/lib0.c', 'codegen/host/src/lib1.c'])
+    assert.ok(tar.includes(f), `${f} in the .tar`);
+  assert.match(tar, /"interface_api": "packed"/);
+  // A target the core refuses typed into the box is its diagnostic, word for word.
+  await page.fill('#target', 'c -interface-api=packed -link-params=1');
+  assert.equal(await page.$eval('#opt-link-params option[value="1"]', (o) => o.title),
+    '-interface-api=packed passes the weights to main as DLTensors: use -link-params=0 with it');
+  await clearStatus(page);
+  await page.click('#compile');
+  assert.match(await compileStatus(page), /error/);
+  assert.match(await page.textContent('#diagnostics'), /use -link-params=0 with it/);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('results of the last source do not linger: Run box, examples menu, TIR output roles', async () => {
+  const { page, errors } = await openPage('?example=' + encodeURIComponent('digits CNN (model)'));
+  assert.match(await compileStatus(page), /compiled/);
+  await page.click('#run');
+  await page.waitForSelector('#run-output tr.run-buffer.output');
+  await clearStatus(page);
+  await page.selectOption('#examples', 'matmul (TIR)');
+  assert.match(await compileStatus(page), /compiled/);
+  assert.equal(await page.textContent('#run-output'), '', 'the digits outputs are gone');
+  // A TIR run: C is computed (it started random), A and B are random inputs.
+  await page.click('#run');
+  await page.waitForSelector('#run-output tr.run-buffer');
+  const roles = await page.$$eval('#run-output tr.run-buffer', (rows) => rows.map((r) => [r.cells[0].textContent, r.cells[1].textContent]));
+  assert.deepEqual(roles, [['A', 'random'], ['B', 'random'], ['C', 'output (started random)']]);
+  assert.match(await page.textContent('#run-output .output-card[data-name="C"]'), /C: float32\[4, 3\]/);
+
+  // A graph the user opened: the menu says so, and so does the link's page.
+  const digits = path.resolve(__dirname, '../../models/digits');
+  const graph = JSON.parse(fs.readFileSync(path.join(digits, 'digits.json'), 'utf8'));
+  const files = [path.join(digits, 'digits.json'), ...graph.constants.flatMap((c) => [c.file, c.blob]).filter((f) => typeof f === 'string').map((f) => path.join(digits, f))];
+  await clearStatus(page);
+  await page.setInputFiles('#load', files);
+  assert.match(await compileStatus(page), /compiled/, await page.textContent('#diagnostics'));
+  const menu = () => page.$eval('#examples', (s) => s.options[s.selectedIndex].textContent);
+  assert.equal(await menu(), '(your own source)');
+  const link = page.url();
+  await page.close();
+  const { page: fresh } = await openPage(link.slice(base.length));
+  await compileStatus(fresh);
+  assert.equal(await fresh.$eval('#examples', (s) => s.options[s.selectedIndex].textContent), '(your own source)');
+  await fresh.close();
+  assert.deepEqual(errors, []);
+});
+
+test('artifacts: host and device kernels tabbed with their folders', async () => {
+  const { page, errors } = await openPage('?example=' + encodeURIComponent('digits CNN on two NPUs (model)'));
+  assert.match(await compileStatus(page), /compiled/);
+  const labels = await page.$$eval('.artifact-tab', (els) => els.map((e) => e.textContent));
+  for (const l of ['host/src/lib0.c', 'npu0/src/lib0.c', 'npu1/src/lib0.c', 'host/include/tvmgen_digits.h', 'metadata.json'])
+    assert.ok(labels.includes(l), `${l} in ${labels.join(' ')}`);
+  assert.equal(new Set(labels).size, labels.length, 'no two tabs with one name');
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('every pass is marked changed exactly when its IR differs from the step before', async () => {
+  const { page, errors } = await openPage();
+  assert.match(await compileStatus(page), /compiled/);
+  for (const example of ['matmul (TIR)', 'digits CNN (model)']) {
+    if (example !== 'matmul (TIR)') {
+      await clearStatus(page);
+      await page.selectOption('#examples', example);
+      assert.match(await compileStatus(page), /compiled/);
+    }
+    const marks = await page.$$eval('#passes .pass', (els) => els.map((e) => e.classList.contains('changed')));
+    const ir = await page.evaluate(() => { const r = window.microtirPlayground.state.shown; return [r.input_ir, ...r.passes.map((p) => p.ir)]; });
+    assert.deepEqual(marks, ir.slice(1).map((t, i) => t !== ir[i]), example);
+    // The first check changes nothing: its diff against the input is empty.
+    await page.click('#passes .pass >> nth=0');
+    await page.click('#show-diff');
+    await page.waitForSelector('#pass-view .cm-mergeView');
+    assert.match(await page.textContent('#pass-title'), /input → verify_well_formed \(no change\)/);
+    assert.equal(await page.$$eval('#pass-view .cm-changedLine, #pass-view .cm-deletedChunk', (els) => els.length), 0);
+    await page.click('#show-ir');
+  }
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+// ---- layout, access, outputs people read ----
+
+test('layout: screenshots at three sizes; at 390 px the panes stack and nothing scrolls sideways; the splitter resizes', async () => {
+  const { page, errors } = await openPage('?example=' + encodeURIComponent('digits CNN (model)'), { width: 1440, height: 900 });
+  assert.match(await compileStatus(page), /compiled/);
+  await page.click('#run');
+  await page.waitForSelector('#run-output .top-classes');
+  const box = (sel) => page.$eval(sel, (e) => { const r = e.getBoundingClientRect(); return { x: r.x, y: r.y, w: r.width, h: r.height }; });
+  for (const [w, h] of [[1440, 900], [800, 900], [390, 844]]) {
+    await page.setViewportSize({ width: w, height: h });
+    await page.screenshot({ path: path.join(shots, `layout-${w}x${h}.png`), fullPage: true });
+    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    assert.ok(overflow <= 0, `${w}px: the page is ${overflow}px wider than the window`);
+    const src = await box('#source-pane');
+    const res = await box('#result-pane');
+    if (w <= 900) assert.ok(res.y >= src.y + src.h, `${w}px: the results are below the source`);
+    else assert.ok(res.x >= src.x + src.w, `${w}px: the results are beside the source`);
+  }
+  // Wide: dragging the splitter and its arrow keys change the panes' widths.
+  await page.setViewportSize({ width: 1440, height: 900 });
+  await page.evaluate(() => window.scrollTo(0, 0));
+  const before = (await box('#source-pane')).w;
+  const s = await box('#splitter');
+  await page.mouse.move(s.x + s.w / 2, s.y + 20);
+  await page.mouse.down();
+  await page.mouse.move(s.x + s.w / 2 + 200, s.y + 20, { steps: 4 });
+  await page.mouse.up();
+  const dragged = (await box('#source-pane')).w;
+  assert.ok(dragged > before + 150, `dragged from ${before} to ${dragged}`);
+  await page.focus('#splitter');
+  await page.keyboard.press('ArrowLeft');
+  assert.ok((await box('#source-pane')).w < dragged - 30);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('dark mode follows the system; the editor is labelled; the pass list works from the keyboard', async () => {
+  const { page, errors } = await openPage();
+  assert.match(await compileStatus(page), /compiled/);
+  const bg = (sel) => page.$eval(sel, (e) => getComputedStyle(e).backgroundColor);
+  assert.equal(await bg('body'), 'rgb(246, 247, 249)');
+  await page.emulateMedia({ colorScheme: 'dark' });
+  await page.waitForFunction(() => getComputedStyle(document.querySelector('#editor .cm-editor')).backgroundColor === 'rgb(30, 34, 42)');
+  assert.equal(await bg('body'), 'rgb(21, 24, 30)');
+  await page.screenshot({ path: path.join(shots, 'dark.png'), fullPage: true });
+  await page.emulateMedia({ colorScheme: 'light' });
+
+  // The editor is a labelled text box.
+  assert.equal(await page.getByRole('textbox', { name: 'Source: a TIR program or a JSON model graph' }).count(), 1);
+  // The pass list: one tab stop, arrows move the selection, the view follows.
+  const selected = () => page.$eval('#passes .pass.selected', (e) => Number(e.dataset.index));
+  await page.click('#passes .pass >> nth=0');
+  assert.equal(await selected(), 0);
+  await page.keyboard.press('ArrowDown');
+  await page.keyboard.press('ArrowDown');
+  assert.equal(await selected(), 2);
+  assert.equal(await page.evaluate(() => document.activeElement.dataset.index), '2', 'focus follows the selection');
+  assert.match(await page.textContent('#pass-title'), /after plan_memory/);
+  await page.keyboard.press('End');
+  assert.equal(await selected(), 10);
+  assert.equal(await page.getAttribute('#passes .pass.selected', 'aria-selected'), 'true');
+  assert.equal(await page.$$eval('#passes .pass[tabindex="0"]', (els) => els.length), 1);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('a classifier\'s outputs: the top classes with probabilities and bars; every output summarised', async () => {
+  const { page, errors } = await openPage('?example=' + encodeURIComponent('digits CNN (model)'));
+  assert.match(await compileStatus(page), /compiled/);
+  await page.click('#run');
+  await page.waitForSelector('#run-output .top-classes');
+  const out = await page.evaluate(() => window.microtirPlayground.state.shown.run.buffers.find((b) => b.role === 'output'));
+  const order = out.values.map((v, i) => [v, i]).sort((a, b) => b[0] - a[0] || a[1] - b[1]).slice(0, 5);
+  const rows = await page.$$eval('.top-class', (els) => els.map((e) => ({ cls: e.dataset.class, prob: e.querySelector('.class-prob').textContent, width: e.querySelector('.bar-fill').style.width })));
+  assert.deepEqual(rows.map((r) => Number(r.cls)), order.map(([, i]) => i));
+  assert.deepEqual(rows.map((r) => r.prob), order.map(([v]) => `${(v * 100).toFixed(1)}%`));
+  assert.equal(rows[0].width, `${(order[0][0] * 100).toFixed(1)}%`);
+  const min = Math.min(...out.values), max = Math.max(...out.values);
+  const stats = await page.textContent(`.output-card[data-name="${out.name}"] .output-stats`);
+  assert.ok(stats.startsWith(`10 values · min ${min.toPrecision(4)} · max ${max.toPrecision(4)}`), stats);
+  assert.match(await page.textContent(`.output-card[data-name="${out.name}"] h4`), /float32\[1, 10\]/);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+// Last: the suite as a whole raised no page error and logged no console error.
+test('no page error or console error during the whole suite', () => {
+  assert.deepEqual(suiteErrors, []);
 });
