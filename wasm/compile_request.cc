@@ -11,6 +11,7 @@
 #include "base64.h"
 #include "driver/build.h"
 #include "embedded_crt.h"
+#include "model_view.h"
 #include "run_request.h"
 #include "script/parser.h"
 #include "script/printer.h"
@@ -233,6 +234,7 @@ json compile_graph(const json& request, const json& source, const std::string& t
   const std::vector<SourceFileOut>& artifact_files = mlf.files;
   const PipelineResult* lowered = &mlf.built.lowered;
   out["main"] = model.aot.main;
+  out["model"] = model_view_json(model);
   clock.lap("build");
   add_passes(out, *lowered, o);
   if (o.artifacts) {

@@ -12,6 +12,7 @@ import { parseTarget, formatTarget, getOption, effectiveOption, refusal, withFor
 import { memoryChart } from './memory_chart.js';
 import { themeExtensions, onThemeChange } from './theme.js';
 import { outputCard } from './run_view.js';
+import { modelGraph, costTable, tirFunction, generatedFunction, memoryPlace, formatCount, formatBytes } from './model_view.js';
 import { compressToEncodedURIComponent, decompressFromEncodedURIComponent } from 'lz-string';
 
 const $ = (id) => document.getElementById(id);
@@ -357,6 +358,7 @@ function showResponse(r, request) {
   // the box still holds what was compiled; a wasm Run compiles its own target).
   $('target-used').textContent = `compiled as: ${r.target}`;
   if (request.target === $('target').value) targetToForm(r.target);
+  showModel();
   showPasses();
   showArtifacts();
   showMemory();
@@ -565,6 +567,59 @@ function showMemory() {
       ` (${plan.tensors.length} tensors, ${plan.planner}, alignment ${plan.alignment})`;
     box.append(h, memoryChart(plan));
   }
+}
+
+// ---- the model view (graph and ONNX models) ----------------------------------------
+function showModel() {
+  const r = state.shown;
+  const m = r && r.model;
+  $('model-box').hidden = !m;
+  if (!m) return;
+  if (state.selectedNode && !m.nodes.some((n) => n.name === state.selectedNode)) state.selectedNode = null;
+  const acts = Math.max(...m.nodes.map((n) => n.activation_bytes));
+  $('model-summary').textContent = `${m.name}: ${m.nodes.length} layers · ${formatCount(m.macs)} MACs · weights ${formatBytes(m.weight_bytes)} · largest activation ${formatBytes(acts)}`;
+  $('model-graph').replaceChildren(modelGraph(m, selectNode, state.selectedNode));
+  $('model-costs').replaceChildren(costTable(m, selectNode, state.selectedNode));
+  showNodeDetail();
+}
+
+function selectNode(n) {
+  state.selectedNode = n.name;
+  for (const e of document.querySelectorAll('#model-box [data-name]')) e.classList.toggle('selected', e.dataset.name === n.name);
+  showNodeDetail();
+}
+
+// The chosen layer: its facts, its kernel as TIR (the lowering's input) and as the
+// generated C or LLVM IR, and where its output lives in the memory plan.
+function showNodeDetail() {
+  const r = state.shown;
+  const n = r.model.nodes.find((x) => x.name === state.selectedNode);
+  const box = $('model-detail');
+  if (!n) return;
+  const h = document.createElement('h4');
+  h.textContent = `${n.name} (${n.op})${n.device ? ` on ${n.device}` : ''}`;
+  const facts = document.createElement('p');
+  facts.className = 'node-facts';
+  facts.textContent = `output ${n.dtype}[${n.shape.join(', ')}] · ${n.macs} MACs · weights ${n.weight_bytes} B · activation ${n.activation_bytes} B · inputs ${n.inputs.join(', ')}`;
+  const place = document.createElement('p');
+  place.className = 'node-memory';
+  place.textContent = memoryPlace(r, n);
+  const parts = [h, facts, place];
+  const fused = r.model.nodes.filter((x) => x.kernel === n.kernel).map((x) => x.name);
+  const code = (title, text, cls) => {
+    const t = document.createElement('h5');
+    t.textContent = title;
+    const pre = document.createElement('pre');
+    pre.className = cls;
+    pre.textContent = text;
+    parts.push(t, pre);
+  };
+  const tir = tirFunction(r.input_ir || '', n.kernel);
+  code(`kernel ${n.kernel}${fused.length > 1 ? ` (fused: ${fused.join(' + ')})` : ''}: TIR`, tir || 'not in the printed module', 'node-tir');
+  const gen = generatedFunction(r.artifacts || [], n.kernel);
+  if (gen) code(`${gen.path}`, gen.text, 'node-generated');
+  else if (r.target.startsWith('wasm')) code('WebAssembly', `the kernel is the function $${n.kernel} of the module's .wat (Artifacts)`, 'node-generated');
+  box.replaceChildren(...parts);
 }
 
 // ---- the splitter between the source and the results (wide windows; narrow ones stack)

@@ -609,6 +609,52 @@ test('a classifier\'s outputs: the top classes with probabilities and bars; ever
   await page.close();
 });
 
+test('the model view: the operator graph laid out by dagre, per-layer cost, a layer\'s kernel, TIR, C and memory', async () => {
+  const { page, errors } = await openPage('?example=' + encodeURIComponent('digits CNN (model)'));
+  assert.match(await compileStatus(page), /compiled/);
+  assert.equal(await page.isVisible('#model-box'), true);
+  const model = await page.evaluate(() => window.microtirPlayground.state.shown.model);
+  // MACs from the shapes, by hand: conv2 is 16x4x4 outputs of 8x3x3 filters, fc 10 outputs of 64.
+  const byName = Object.fromEntries(model.nodes.map((n) => [n.name, n]));
+  assert.equal(byName.conv2.macs, 16 * 4 * 4 * 8 * 3 * 3);
+  assert.equal(byName.fc.macs, 10 * 64);
+  assert.equal(byName.fc.weight_bytes, (10 * 64 + 10) * 4);
+  assert.equal(byName.pool1.activation_bytes, 8 * 4 * 4 * 4);
+  assert.equal(model.macs, model.nodes.reduce((a, n) => a + n.macs, 0));
+  assert.match(await page.textContent('#model-summary'), /^digits: 9 layers · 23\.7 k MACs · weights 7\.4 KiB/);
+  // One box per operator and input, one edge per tensor between them, top to bottom.
+  assert.equal(await page.$$eval('#model-graph .graph-node', (els) => els.length), model.nodes.length + model.inputs.length);
+  const edges = model.nodes.reduce((a, n) => a + n.inputs.filter((x) => !model.constants.some((c) => c.name === x)).length, 0);
+  assert.equal(await page.$$eval('#model-graph path.edge', (els) => els.length), edges);
+  const ys = await page.$$eval('#model-graph .graph-node[data-name]', (els) => Object.fromEntries(els.map((e) => [e.dataset.name, e.getBoundingClientRect().y])));
+  for (let i = 1; i < model.nodes.length; ++i) assert.ok(ys[model.nodes[i].name] > ys[model.nodes[i - 1].name], `${model.nodes[i].name} below its producer`);
+  assert.match(await page.textContent('#model-costs tr[data-name="conv2"]'), /conv2conv2dfloat32\[1×16×4×4\]18\.4 k/);
+  // A click shows the layer's kernel: its TIR, its C, its tensor in the memory plan.
+  await page.click('#model-graph .graph-node[data-name="fc"]');
+  assert.equal(await page.textContent('#model-detail h4'), 'fc (dense)');
+  assert.match(await page.textContent('#model-detail .node-tir'), /^@T\.prim_func\n\s*def tvmgen_digits_fc\(/);
+  assert.match(await page.textContent('#model-detail h5 >> nth=1'), /codegen\/host\/src\/lib0\.c/);
+  assert.match(await page.textContent('#model-detail .node-generated'), /int32_t tvmgen_digits_fc\(.*\{/);
+  assert.match(await page.textContent('#model-detail .node-memory'), /^fc: 40 bytes at offset \d+ of \w+, live from step \d+ to \d+ of tvmgen_digits___tvm_main__$/);
+  // From the keyboard: a fused-away layer never reaches memory.
+  await page.focus('#model-graph .graph-node[data-name="bn1"]');
+  await page.keyboard.press('Enter');
+  assert.match(await page.textContent('#model-detail .node-memory'), /bn1 stays inside the fused kernel tvmgen_digits_fused_bn1_relu1/);
+  assert.match(await page.textContent('#model-detail h5'), /fused: bn1 \+ relu1/);
+  await page.screenshot({ path: path.join(shots, 'model-view.png'), fullPage: true });
+  // The ONNX model has the same view; a TIR program has none.
+  await clearStatus(page);
+  await page.selectOption('#examples', 'digits CNN (ONNX)');
+  assert.match(await compileStatus(page), /compiled/);
+  assert.equal(await page.$$eval('#model-graph .graph-node[data-name]', (els) => els.length), 9);
+  await clearStatus(page);
+  await page.selectOption('#examples', 'matmul (TIR)');
+  assert.match(await compileStatus(page), /compiled/);
+  assert.equal(await page.isHidden('#model-box'), true);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
 // Last: the suite as a whole raised no page error and logged no console error.
 test('no page error or console error during the whole suite', () => {
   assert.deepEqual(suiteErrors, []);
