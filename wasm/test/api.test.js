@@ -132,6 +132,30 @@ test('models/digits: the whole MLF, the memory plan, the C interface', () => {
   }
 });
 
+test('models/digits: the model view (nodes, kernels, per-layer cost)', () => {
+  const r = mtir.compile(graphRequest(digitsPath, C_INTERFACE));
+  assert.equal(r.ok, true, JSON.stringify(r.diagnostics));
+  const m = r.model;
+  assert.equal(m.name, 'digits');
+  assert.deepEqual(m.inputs, [{ name: 'x', dtype: 'float32', shape: [1, 1, 8, 8] }]);
+  const n = Object.fromEntries(m.nodes.map((x) => [x.name, x]));
+  // conv1 with the batch norm folded in (named bn1): 8x8x8 outputs of 1x3x3 filters.
+  assert.equal(n.bn1.op, 'conv2d');
+  assert.equal(n.bn1.macs, 8 * 8 * 8 * 9);
+  assert.equal(n.conv2.macs, 16 * 4 * 4 * 8 * 9);
+  assert.equal(n.fc.macs, 10 * 64);
+  assert.equal(n.relu1.macs, 0);
+  assert.equal(n.fc.weight_bytes, (10 * 64 + 10) * 4);
+  assert.equal(n.pool2.activation_bytes, 16 * 2 * 2 * 4);
+  // Fused nodes share their kernel, and every kernel is a function of the module.
+  assert.equal(n.bn1.kernel, 'tvmgen_digits_fused_bn1_relu1');
+  assert.equal(n.relu1.kernel, n.bn1.kernel);
+  for (const x of m.nodes) assert.match(r.input_ir, new RegExp(`def ${x.kernel}\\(`), x.name);
+  assert.equal(m.macs, m.nodes.reduce((a, x) => a + x.macs, 0));
+  // A TIR program has no model view.
+  assert.equal(tir(fs.readFileSync(matmulPath, 'utf8')).model, undefined);
+});
+
 test('models/digits with the packed API: the whole MLF, or the CLI\'s refusal with linked weights', () => {
   const r = mtir.compile(graphRequest(digitsPath, 'c -interface-api=packed -link-params=0', { return: { tar: true } }));
   assert.equal(r.ok, true, JSON.stringify(r.diagnostics));
