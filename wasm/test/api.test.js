@@ -385,6 +385,12 @@ test('byte for byte the native CLI\'s outputs (C, LLVM IR, the MLF archive)', { 
     let at = 0;
     while (at < ours.length && ours[at] === theirs[at]) ++at;
     assert.ok(ours.equals(theirs), `digits.tar differs from the CLI's (${ours.length} vs ${theirs.length} bytes) at byte ${at}`);
+    // The packed interface's whole MLF too (the page's "Download MLF .tar" with it).
+    const packed = 'c -interface-api=packed -link-params=0';
+    execFileSync(nativeCli, ['compile', digitsPath, '--target', packed, '-o', tarPath], { stdio: 'pipe' });
+    const p = mtir.compile(graphRequest(digitsPath, packed, { return: { tar: true } }));
+    assert.equal(p.ok, true);
+    assert.ok(Buffer.from(p.tar, 'base64').equals(fs.readFileSync(tarPath)), 'the packed digits.tar differs from the CLI\'s');
   } finally {
     fs.rmSync(tmp, { recursive: true, force: true });
   }
