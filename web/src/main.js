@@ -622,6 +622,35 @@ function showNodeDetail() {
   box.replaceChildren(...parts);
 }
 
+// ---- Share: the link of this page, copied ---------------------------------------------
+// Past this many characters some chat apps and servers cut a link.
+const LINK_WARN_CHARS = 8000;
+$('share').addEventListener('click', async () => {
+  saveToHash();
+  const url = location.href;
+  const notes = [];
+  const own = Object.keys(state.files).length;
+  if (!state.example && own) notes.push(`the link carries the graph's text, not its ${own} weight file(s): send those too`);
+  if (url.length > LINK_WARN_CHARS) notes.push(`the link is ${Math.round(url.length / 1000)} k characters, too long for some chat apps and servers`);
+  let copied = false;
+  try {
+    await navigator.clipboard.writeText(url);
+    copied = true;
+  } catch (e) {
+    notes.push('the browser did not allow copying: copy the address bar');
+  }
+  $('share-note').textContent = `${copied ? `link copied (${url.length} characters)` : 'link not copied'}${notes.length ? `; ${notes.join('; ')}` : ''}`;
+  $('share-note').className = notes.length ? 'warn' : '';
+});
+
+// A first visit gets a short "what is this / try this" strip, until dismissed.
+const INTRO_KEY = 'microtir-playground-intro-seen';
+try { $('intro').hidden = localStorage.getItem(INTRO_KEY) === '1'; } catch (e) { $('intro').hidden = false; }
+$('intro-close').addEventListener('click', () => {
+  $('intro').hidden = true;
+  try { localStorage.setItem(INTRO_KEY, '1'); } catch (e) { /* private mode: shown again next time */ }
+});
+
 // ---- the splitter between the source and the results (wide windows; narrow ones stack)
 const splitter = $('splitter');
 function setSplit(percent) {

@@ -655,6 +655,35 @@ test('the model view: the operator graph laid out by dagre, per-layer cost, a la
   await page.close();
 });
 
+test('Share copies the link (and says what it cannot carry); a first visit gets a "try this" strip', async () => {
+  const { page, errors } = await openPage();
+  assert.match(await compileStatus(page), /compiled/);
+  await page.context().grantPermissions(['clipboard-read', 'clipboard-write']);
+  assert.equal(await page.isVisible('#intro'), true);
+  assert.match(await page.textContent('#intro'), /What is this\?.*Try this:/s);
+  await page.click('#intro-close');
+  assert.equal(await page.isHidden('#intro'), true);
+  await page.reload();
+  await page.waitForSelector('body[data-ready="1"]');
+  assert.equal(await page.isHidden('#intro'), true, 'dismissed for good');
+  await page.click('#share');
+  await page.waitForFunction(() => document.getElementById('share-note').textContent !== '');
+  assert.equal(await page.evaluate(() => navigator.clipboard.readText()), page.url());
+  assert.match(await page.textContent('#share-note'), /^link copied \(\d+ characters\)$/);
+  // A graph opened from files: its weights are not in the link, and Share says so.
+  const digits = path.resolve(__dirname, '../../models/digits');
+  const graph = JSON.parse(fs.readFileSync(path.join(digits, 'digits.json'), 'utf8'));
+  const files = [path.join(digits, 'digits.json'), ...graph.constants.flatMap((c) => [c.file, c.blob]).filter((f) => typeof f === 'string').map((f) => path.join(digits, f))];
+  await clearStatus(page);
+  await page.setInputFiles('#load', files);
+  assert.match(await compileStatus(page), /compiled/);
+  await page.click('#share');
+  await page.waitForFunction(() => /weight file/.test(document.getElementById('share-note').textContent));
+  assert.match(await page.textContent('#share-note'), /link copied .*the link carries the graph's text, not its 9 weight file\(s\): send those too/);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
 // Last: the suite as a whole raised no page error and logged no console error.
 test('no page error or console error during the whole suite', () => {
   assert.deepEqual(suiteErrors, []);
