@@ -179,6 +179,10 @@ json compile_tir(const json& request, const json& source, const std::string& tar
     json files = json::array();
     for (const auto& f : built.sources) files.push_back(file_json(f));
     out["artifacts"] = files;
+    // The C lines each TIR source line became (the page's source <-> output mapping).
+    json maps = json::object();
+    for (const auto& [path, lines] : built.line_maps) maps[path] = lines;
+    out["source_map"] = maps;
   }
   if (o.memory) out["memory"] = memory_json(built.lowered);
   if (o.tar) {

@@ -77,6 +77,15 @@ test('matmul.tir: every pass, its IR and the C kernel', () => {
   assert.match(artifact(r, 'codegen/host/src/lib1.c'), /TVMSystemLibEntryPoint/);
   assert.equal(r.target, 'c -runtime=c -executor=aot -interface-api=packed -unpacked-api=0 -link-params=0 -workspace-byte-alignment=16');
 
+  // The source map: each C line's TIR line (0: none); the innermost statement's C line.
+  const map = r.source_map['codegen/host/src/lib0.c'];
+  const cLines = lib0.split('\n');
+  assert.equal(map.length, cLines.length - 1);
+  const srcLines = fs.readFileSync(matmulPath, 'utf8').split('\n');
+  const at = cLines.findIndex((l) => /C\[k_inv0\] = \(C\[k_inv0\] \+/.test(l));
+  assert.match(srcLines[map[at] - 1], /C\[i, j\] = C\[i, j\] \+ A\[i, k\] \* B\[k, j\]/);
+  assert.equal(map[0], 0, 'the header comes from no statement');
+
   const u = tir(fs.readFileSync(matmulPath, 'utf8'), 'c -unpacked-api=1');
   assert.equal(u.ok, true);
   assert.ok(u.passes.some((p) => p.name === 'make_unpacked_api' && p.changed));

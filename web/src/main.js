@@ -12,6 +12,7 @@ import { parseTarget, formatTarget, getOption, effectiveOption, refusal, withFor
 import { memoryChart } from './memory_chart.js';
 import { themeExtensions, onThemeChange } from './theme.js';
 import { outputCard } from './run_view.js';
+import { markedLines, markLines, hoverLines, outputLinesOf } from './source_map.js';
 import { modelGraph, costTable, tirFunction, generatedFunction, memoryPlace, formatCount, formatBytes } from './model_view.js';
 import { compressToEncodedURIComponent, decompressFromEncodedURIComponent } from 'lz-string';
 
@@ -61,6 +62,7 @@ const editor = new EditorView({
     extensions: [lineNumbers(), highlightActiveLine(), history(), lintGutter(),
       keymap.of([{ key: 'Mod-Enter', run: () => { compile(); return true; } }, ...defaultKeymap, ...historyKeymap]),
       EditorView.contentAttributes.of({ 'aria-label': 'Source: a TIR program or a JSON model graph' }),
+      markedLines, hoverLines((n) => mapFromSource(n)),
       theme.of(themeExtensions()), language.of(tirLanguage)],
   }),
 });
@@ -377,6 +379,10 @@ function markStale(reason) {
       : `No results: ${reason}.`;
   state.staleReason = reason;
   showDownloads();
+  if (reason) {  // the marks of a source <-> output hover would now be wrong
+    markLines(editor, [], false);
+    if (state.artifactView) markLines(state.artifactView, [], false);
+  }
 }
 
 // The download buttons: off while the panels are out of date (with the reason), and the
@@ -538,7 +544,9 @@ function showArtifacts() {
     const lang = cur.path.endsWith('.json') ? json() : [];
     const doc = cur.text !== undefined ? cur.text
       : `${cur.path}: ${cur.bytes} bytes of WebAssembly, assembled in the page by Binaryen (npm) from the core's .wat; "Download file" saves it.`;
-    new EditorView({ parent: view, state: EditorState.create({ doc, extensions: readOnlyExtensions(lang, cur.path) }) });
+    state.artifactView = new EditorView({ parent: view, state: EditorState.create({ doc, extensions: [readOnlyExtensions(lang, cur.path), markedLines, hoverLines((n) => mapFromOutput(n))] }) });
+  } else {
+    state.artifactView = null;
   }
   showDownloads();
   $('artifact-count').textContent = `${r.artifacts.length} files (${r.artifacts.length - shown.length} runtime/binary files in the .tar only)`;
@@ -567,6 +575,31 @@ function showMemory() {
       ` (${plan.tensors.length} tensors, ${plan.planner}, alignment ${plan.alignment})`;
     box.append(h, memoryChart(plan));
   }
+}
+
+// ---- source <-> output: the core's map from each C line to its TIR source line ------
+// Only while the panels show the source's own compile (not out of date) and for a file
+// with a map (the C of a TIR program).
+function currentMap() {
+  const r = state.shown;
+  if (!r || state.stale || !r.source_map || !state.artifactView) return null;
+  return r.source_map[state.artifact] || null;
+}
+
+function mapFromSource(n) {
+  const map = currentMap();
+  if (!map) return;
+  const out = n === null ? [] : outputLinesOf(map, n);
+  markLines(editor, out.length ? [n] : [], false);
+  markLines(state.artifactView, out, true);
+}
+
+function mapFromOutput(n) {
+  const map = currentMap();
+  if (!map) return;
+  const src = n === null ? 0 : map[n - 1] || 0;
+  markLines(editor, src ? [src] : [], true);
+  markLines(state.artifactView, src ? outputLinesOf(map, src) : [], false);
 }
 
 // ---- the model view (graph and ONNX models) ----------------------------------------

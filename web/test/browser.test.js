@@ -684,6 +684,37 @@ test('Share copies the link (and says what it cannot carry); a first visit gets 
   await page.close();
 });
 
+test('source <-> output: hovering a TIR line marks the C lines it became, and back', async () => {
+  const { page, errors } = await openPage();
+  assert.match(await compileStatus(page), /compiled/);
+  await page.click('.artifact-tab[data-path="codegen/host/src/lib0.c"]');
+  const text = await page.evaluate(() => window.microtirPlayground.editor.state.doc.toString());
+  const line = text.split('\n').findIndex((l) => l.includes('C[i, j] = C[i, j] + A[i, k] * B[k, j]')) + 1;
+  await page.hover(`#editor .cm-line >> nth=${line - 1}`);
+  await page.waitForSelector('#artifact-view .cm-mapped');
+  const marked = await page.$$eval('#artifact-view .cm-mapped', (els) => els.map((e) => e.textContent.trim()));
+  assert.deepEqual(marked, ['C[k_inv0] = (C[k_inv0] + (A[j_inv3 + k] * B[(k * 3) + j]));']);
+  // The loop's line became the C loop, its invariants and its closing brace.
+  const loop = text.split('\n').findIndex((l) => l.includes('for k in range(8):')) + 1;
+  await page.hover(`#editor .cm-line >> nth=${loop - 1}`);
+  await page.waitForFunction(() => document.querySelectorAll('#artifact-view .cm-mapped').length === 3);
+  assert.deepEqual(await page.$$eval('#artifact-view .cm-mapped', (els) => els.map((e) => e.textContent.trim())),
+    ['int32_t k_inv0 = (j_inv2 + j);', 'for (int32_t k = 0; k < 8; ++k) {', '}']);
+  // Back: a C line marks its TIR line.
+  await page.hover('#artifact-view .cm-line:has-text("C[j_inv2 + j] = 0.0f;")');
+  await page.waitForFunction(() => /T\.float32\(0\)/.test((document.querySelector('#editor .cm-mapped') || {}).textContent || ''));
+  assert.equal((await page.textContent('#editor .cm-mapped')).trim(), 'C[i, j] = T.float32(0)');
+  // Out of date results map nothing.
+  await setSource(page, (t) => t.replace('T.grid(4, 3):', 'T.grid(4, 3:'));
+  await clearStatus(page);
+  await page.click('#compile');
+  assert.match(await compileStatus(page), /error/);
+  await page.hover(`#editor .cm-line >> nth=${line - 1}`);
+  assert.equal(await page.$$eval('#artifact-view .cm-mapped', (els) => els.length), 0);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
 // Last: the suite as a whole raised no page error and logged no console error.
 test('no page error or console error during the whole suite', () => {
   assert.deepEqual(suiteErrors, []);
