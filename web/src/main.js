@@ -3,8 +3,10 @@
 // the memory plan.
 import { EditorState, Compartment } from '@codemirror/state';
 import { EditorView, keymap, lineNumbers, highlightActiveLine } from '@codemirror/view';
-import { defaultKeymap, history, historyKeymap } from '@codemirror/commands';
+import { defaultKeymap, history, historyKeymap, indentWithTab } from '@codemirror/commands';
+import { search, searchKeymap, highlightSelectionMatches } from '@codemirror/search';
 import { json } from '@codemirror/lang-json';
+import { indentUnit } from '@codemirror/language';
 import { setDiagnostics, lintGutter } from '@codemirror/lint';
 import { MergeView } from '@codemirror/merge';
 import { tirLanguage } from './tir_language.js';
@@ -60,7 +62,9 @@ const editor = new EditorView({
   state: EditorState.create({
     doc: '',
     extensions: [lineNumbers(), highlightActiveLine(), history(), lintGutter(),
-      keymap.of([{ key: 'Mod-Enter', run: () => { compile(); return true; } }, ...defaultKeymap, ...historyKeymap]),
+      // Tab indents (Escape then Tab leaves the editor); Ctrl+F searches.
+      keymap.of([{ key: 'Mod-Enter', run: () => { compile(); return true; } }, indentWithTab, ...searchKeymap, ...defaultKeymap, ...historyKeymap]),
+      search({ top: true }), highlightSelectionMatches(), indentUnit.of('    '),  // TIR indents as Python does
       EditorView.contentAttributes.of({ 'aria-label': 'Source: a TIR program or a JSON model graph' }),
       markedLines, hoverLines((n) => mapFromSource(n)),
       theme.of(themeExtensions()), language.of(tirLanguage)],
@@ -69,7 +73,7 @@ const editor = new EditorView({
 
 function readOnlyExtensions(lang, label) {
   return [lineNumbers(), EditorState.readOnly.of(true), EditorView.editable.of(false), themeExtensions(), lang,
-    EditorView.contentAttributes.of({ 'aria-label': label })];
+    EditorView.contentAttributes.of({ 'aria-label': label }), search({ top: true }), keymap.of(searchKeymap)];
 }
 
 // The system switching between light and dark: the editor now, the read-only views as
@@ -465,8 +469,9 @@ function showPasses() {
   if (state.passView === 'diff') {
     const lang = tirLanguage;
     new MergeView({
-      a: { doc: prev.ir, extensions: readOnlyExtensions(lang, `IR after ${prev.name}`) },
-      b: { doc: cur.ir, extensions: readOnlyExtensions(lang, `IR after ${cur.name}`) },
+      // Wrapped, so a long line's change is seen without scrolling each side.
+      a: { doc: prev.ir, extensions: [readOnlyExtensions(lang, `IR after ${prev.name}`), EditorView.lineWrapping] },
+      b: { doc: cur.ir, extensions: [readOnlyExtensions(lang, `IR after ${cur.name}`), EditorView.lineWrapping] },
       parent: view,
       collapseUnchanged: { margin: 3, minSize: 6 },
     });

@@ -571,8 +571,20 @@ test('dark mode follows the system; the editor is labelled; the pass list works 
   await page.screenshot({ path: path.join(shots, 'dark.png'), fullPage: true });
   await page.emulateMedia({ colorScheme: 'light' });
 
-  // The editor is a labelled text box.
-  assert.equal(await page.getByRole('textbox', { name: 'Source: a TIR program or a JSON model graph' }).count(), 1);
+  // The editor is a labelled text box; Tab indents there and Ctrl+F searches.
+  const source = page.getByRole('textbox', { name: 'Source: a TIR program or a JSON model graph' });
+  assert.equal(await source.count(), 1);
+  await page.evaluate(() => { const { editor } = window.microtirPlayground; editor.dispatch({ selection: { anchor: 0 } }); editor.focus(); });
+  const first = await page.evaluate(() => window.microtirPlayground.editor.state.doc.line(1).text);
+  await page.keyboard.press('Tab');
+  assert.equal(await page.evaluate(() => window.microtirPlayground.editor.state.doc.line(1).text), `    ${first}`);
+  await page.keyboard.press('Control+z');
+  await page.keyboard.press('Control+f');
+  await page.waitForSelector('#editor .cm-search input[name="search"]');
+  await page.keyboard.type('T.grid');
+  await page.keyboard.press('Enter');
+  assert.match(await page.evaluate(() => { const { editor } = window.microtirPlayground; const r = editor.state.selection.main; return editor.state.sliceDoc(r.from, r.to); }), /^T\.grid$/);
+  await page.keyboard.press('Escape');
   // The pass list: one tab stop, arrows move the selection, the view follows.
   const selected = () => page.$eval('#passes .pass.selected', (e) => Number(e.dataset.index));
   await page.click('#passes .pass >> nth=0');
