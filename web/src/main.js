@@ -14,6 +14,7 @@ import { parseTarget, formatTarget, getOption, effectiveOption, refusal, withFor
 import { memoryChart } from './memory_chart.js';
 import { themeExtensions, onThemeChange } from './theme.js';
 import { outputCard } from './run_view.js';
+import { parseNpy, sampleStrip } from './samples.js';
 import { markedLines, markLines, hoverLines, outputLinesOf } from './source_map.js';
 import { modelGraph, costTable, tirFunction, generatedFunction, memoryPlace, formatCount, formatBytes } from './model_view.js';
 import { compressToEncodedURIComponent, decompressFromEncodedURIComponent } from 'lz-string';
@@ -287,7 +288,19 @@ function showRun(run) {
   const scroll = document.createElement('div');
   scroll.className = 'table-scroll';
   scroll.append(table);
-  $('run-output').replaceChildren(caption, cards, scroll);
+  const parts = [caption];
+  // A test image run: its label against the model's top class.
+  const picked = state.pickedSample;
+  const probs = run.buffers.find((b) => b.role === 'output');
+  if (picked && run.buffers.some((b) => b.name === picked.input && b.role === 'given') && probs) {
+    const top = probs.values.indexOf(Math.max(...probs.values));
+    const p = document.createElement('p');
+    p.className = `sample-result${picked.label === undefined ? '' : picked.label === top ? ' right' : ' wrong'}`;
+    p.textContent = `test image ${picked.index}${picked.label !== undefined ? ` (label ${picked.label})` : ''}: predicted ${top}` +
+      (picked.label === undefined ? '' : picked.label === top ? ', right' : ', wrong');
+    parts.push(p);
+  }
+  $('run-output').replaceChildren(...parts, cards, scroll);
   if (run.wasm) showWasmRun(run, interpMs);
 }
 
@@ -748,7 +761,33 @@ $('examples').addEventListener('change', () => loadExample($('examples').value))
 function setExample(name) {
   state.example = name;
   $('examples').value = name || '';
+  showSamples(examples.find((e) => e.name === name));
 }
+
+// The example's bundled samples (digits: its test images) as pictures that run the model.
+const SAMPLES_SHOWN = 16;
+const npyCache = new Map();
+async function fetchNpy(path) {
+  if (!npyCache.has(path)) npyCache.set(path, fetch(`examples/${path}`).then((r) => r.arrayBuffer()).then(parseNpy));
+  return npyCache.get(path);
+}
+
+async function showSamples(ex) {
+  state.pickedSample = null;
+  $('samples').replaceChildren();
+  if (!ex || !ex.samples) return;
+  const [images, labels] = await Promise.all([fetchNpy(ex.samples.images), ex.samples.labels ? fetchNpy(ex.samples.labels) : null]);
+  if (state.example !== ex.name) return;  // another source came meanwhile
+  const title = document.createElement('p');
+  title.className = 'samples-title';
+  title.textContent = `Inputs from the model's test images (${images.shape[0]}; the first ${Math.min(SAMPLES_SHOWN, images.shape[0])}, with their labels): click one to run it`;
+  $('samples').replaceChildren(title, sampleStrip(images, labels, SAMPLES_SHOWN, (i, values, label) => {
+    $('run-inputs').value = JSON.stringify({ [ex.samples.input]: values });
+    state.pickedSample = { index: i, label, input: ex.samples.input };
+    $('run').click();
+  }));
+}
+$('run-inputs').addEventListener('input', () => { state.pickedSample = null; });
 
 // An .onnx model becomes a JSON graph in the worker (onnx_import.js, the native
 // frontend's rules), which then compiles like any graph.

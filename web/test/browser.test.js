@@ -727,6 +727,42 @@ test('source <-> output: hovering a TIR line marks the C lines it became, and ba
   await page.close();
 });
 
+function readNpy(file) {
+  const b = fs.readFileSync(file);
+  const headerLen = b.readUInt16LE(8);
+  const header = b.subarray(10, 10 + headerLen).toString('latin1');
+  const data = b.subarray(10 + headerLen);
+  if (/<i8/.test(header)) return Array.from({ length: data.length / 8 }, (_, i) => Number(data.readBigInt64LE(i * 8)));
+  return Array.from({ length: data.length / 4 }, (_, i) => data.readFloatLE(i * 4));
+}
+
+test('Run inputs from the model\'s test images: drawn as pictures, a click runs one; the numpy reference', async () => {
+  const { page, errors } = await openPage('?example=' + encodeURIComponent('digits CNN (model)'));
+  assert.match(await compileStatus(page), /compiled/);
+  await page.waitForSelector('#samples .sample canvas');
+  assert.equal(await page.$$eval('#samples .sample', (els) => els.length), 16);
+  const labels = readNpy(path.resolve(__dirname, '../../models/digits/test_labels.npy'));
+  const ref = readNpy(path.resolve(__dirname, '../../models/digits/reference_probs.npy'));
+  assert.deepEqual(await page.$$eval('#samples .sample span', (els) => els.slice(0, 5).map((e) => Number(e.textContent))), labels.slice(0, 5));
+  // The picture is the image: a dark pixel where the image is at its maximum.
+  const dark = await page.$eval('#samples .sample[data-index="3"] canvas', (c) => { const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data; let n = 0; for (let i = 0; i < d.length; i += 4) if (d[i] === 0) ++n; return n; });
+  assert.ok(dark >= 16, `${dark} black pixels`);
+  await page.click('#samples .sample[data-index="3"]');
+  await page.waitForSelector('#run-output .sample-result');
+  const probs = await page.evaluate(() => window.microtirPlayground.state.shown.run.buffers.find((b) => b.role === 'output').values);
+  probs.forEach((p, k) => assert.ok(Math.abs(p - ref[3 * 10 + k]) < 1e-5, `class ${k}: ${p} vs numpy ${ref[3 * 10 + k]}`));
+  const top = probs.indexOf(Math.max(...probs));
+  assert.equal(await page.textContent('#run-output .sample-result'), `test image 3 (label ${labels[3]}): predicted ${top}${top === labels[3] ? ', right' : ', wrong'}`);
+  assert.equal(await page.getAttribute('#run-output .top-class >> nth=0', 'data-class'), String(top));
+  // A TIR program has no samples.
+  await clearStatus(page);
+  await page.selectOption('#examples', 'matmul (TIR)');
+  assert.match(await compileStatus(page), /compiled/);
+  assert.equal(await page.$$eval('#samples .sample', (els) => els.length), 0);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
 // Last: the suite as a whole raised no page error and logged no console error.
 test('no page error or console error during the whole suite', () => {
   assert.deepEqual(suiteErrors, []);
