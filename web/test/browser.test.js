@@ -89,7 +89,12 @@ test('the matmul example: passes, IR, a diff, the C artifact', async () => {
   await page.selectOption('#diff-base', 'input');
   await page.waitForSelector('#pass-view .cm-mergeView');
   assert.match(await page.textContent('#pass-title'), /input → verify_well_formed/);
-  assert.match(await page.textContent('#pass-view .cm-merge-b'), /arg_type_ids/);
+  // The editors draw the lines in view only: scroll down the (wrapped) diff until it shows.
+  await page.waitForFunction(() => {
+    const m = document.querySelector('#pass-view .cm-mergeView');
+    m.scrollTop += 150;
+    return /arg_type_ids/.test(m.querySelector('.cm-merge-b').textContent);
+  }, null, { polling: 100, timeout: 10000 });
   await page.selectOption('#diff-base', 'prev');
 
   // Hiding unchanged passes leaves the changed ones (and the selected one).
