@@ -153,6 +153,10 @@ test('the digits model: MLF artifacts and a memory chart with one rectangle per 
   const rects = await page.$$eval('.memory-chart rect.tensor', (els) => els.length);
   assert.equal(rects, plan.reduce((n, p) => n + p.tensors.filter((t) => t.first_step >= 0).length, 0));
   assert.match(await page.textContent('#memory'), /pool 2560 bytes, lower bound 2560 bytes/);
+  // The main's steps are named by the kernel each calls (the operator writing there).
+  assert.deepEqual(await page.$$eval('.memory-chart >> nth=0', (svgs) => [...svgs[0].querySelectorAll('text.step-callee')].map((t) => t.firstChild.textContent)),
+    ['fused_bn1_relu1', 'pool1', 'fused_conv2_relu2', 'pool2', 'flat', 'fc', 'probs']);
+  assert.match(await page.$eval('.memory-chart rect.tensor[data-name="pool1"] title', (t) => t.textContent), /written by tvmgen_digits_pool1$/);
   // Run: the model's main in the interpreter; the output is ten probabilities.
   await page.click('#run');
   await page.waitForSelector('#run-output tr.run-buffer.output');
