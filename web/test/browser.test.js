@@ -574,9 +574,29 @@ test('dark mode follows the system; the editor is labelled; the pass list works 
   assert.match(await compileStatus(page), /compiled/);
   const bg = (sel) => page.$eval(sel, (e) => getComputedStyle(e).backgroundColor);
   assert.equal(await bg('body'), 'rgb(246, 247, 249)');
+  // Text contrast of at least 4.5:1 (WCAG AA) against the background it sits on.
+  const contrasts = () => page.evaluate(() => {
+    const rgb = (c) => (c.match(/[\d.]+/g) || []).map(Number);
+    const lum = ([r, g, b]) => [r, g, b].map((v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; })
+      .reduce((a, v, i) => a + v * [0.2126, 0.7152, 0.0722][i], 0);
+    const background = (e) => { for (; e; e = e.parentElement) { const c = rgb(getComputedStyle(e).backgroundColor); if (c.length === 3 || c[3] > 0) return c.slice(0, 3); } return [255, 255, 255]; };
+    const out = {};
+    for (const sel of ['header h1', '#version', '#source-name', '#status', '#target-used', '.pass.unchanged', '.pass.changed', '.pass.selected', 'summary', '.artifact-tab.active', '.artifact-tab:not(.active)', '#timings', '#intro p', '.diagnostic', '#model-summary']) {
+      const e = document.querySelector(sel);
+      if (!e) continue;
+      const [a, b] = [lum(rgb(getComputedStyle(e).color)), lum(background(e))];
+      out[sel] = (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+    }
+    return out;
+  });
+  for (const [scheme, ratios] of [['light', await contrasts()]]) {
+    for (const [sel, r] of Object.entries(ratios)) assert.ok(r >= 4.5, `${scheme}: ${sel} has contrast ${r.toFixed(2)}`);
+    assert.ok(Object.keys(ratios).length >= 10, Object.keys(ratios).join(' '));
+  }
   await page.emulateMedia({ colorScheme: 'dark' });
   await page.waitForFunction(() => getComputedStyle(document.querySelector('#editor .cm-editor')).backgroundColor === 'rgb(30, 34, 42)');
   assert.equal(await bg('body'), 'rgb(21, 24, 30)');
+  for (const [sel, r] of Object.entries(await contrasts())) assert.ok(r >= 4.5, `dark: ${sel} has contrast ${r.toFixed(2)}`);
   await page.screenshot({ path: path.join(shots, 'dark.png'), fullPage: true });
   await page.emulateMedia({ colorScheme: 'light' });
 
