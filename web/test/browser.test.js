@@ -1,7 +1,11 @@
 // The playground end to end in Debian's Chromium (headless, driven by playwright-core)
 // against the built page served on 127.0.0.1: compile the examples, the pass list and
-// its diff, the C artifact, the memory chart, located errors, the timeout. Screenshots
-// of the main views go to MICROTIR_SCREENSHOTS (default: beside the built page).
+// its diff, the C artifact, the memory chart, located errors, the timeout; then issue
+// 28: stale results, Cancel, the target form, lingering results, artifact folders, change
+// marks, layout at three sizes, dark mode and contrast, keyboard, outputs, the model view,
+// source <-> output, Share, test images, and no page or console error in the whole suite.
+// One browser serves every test. Screenshots of the main views go to MICROTIR_SCREENSHOTS
+// (default: beside the built page).
 'use strict';
 const test = require('node:test');
 const assert = require('node:assert/strict');
