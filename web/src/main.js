@@ -669,7 +669,6 @@ function showNodeDetail() {
   code(`kernel ${n.kernel}${fused.length > 1 ? ` (fused: ${fused.join(' + ')})` : ''}: TIR`, tir || 'not in the printed module', 'node-tir');
   const gen = generatedFunction(r.artifacts || [], n.kernel);
   if (gen) code(`${gen.path}`, gen.text, 'node-generated');
-  else if (r.target.startsWith('wasm')) code('WebAssembly', `the kernel is the function $${n.kernel} of the module's .wat (Artifacts)`, 'node-generated');
   box.replaceChildren(...parts);
 }
 

@@ -158,9 +158,29 @@ export function tirFunction(moduleText, name) {
   return lines.slice(start, end).map((l) => l.slice(Math.min(indent, l.search(/\S|$/)))).join('\n');
 }
 
-// The definition of C function (or LLVM IR function) `name` in the artifacts: its file and text.
+// A WebAssembly text function `(func $name ...)`, to its closing parenthesis.
+function watFunction(text, name) {
+  const at = text.search(new RegExp(`\\(func \\$${name}[\\s)]`));
+  if (at < 0) return null;
+  let depth = 0;
+  for (let i = at; i < text.length; ++i) {
+    const c = text[i];
+    if (c === '"') { for (++i; i < text.length && text[i] !== '"'; ++i) if (text[i] === '\\') ++i; continue; }
+    if (c === ';' && text[i + 1] === ';') { i = text.indexOf('\n', i); if (i < 0) break; continue; }
+    if (c === '(') ++depth;
+    if (c === ')' && --depth === 0) return text.slice(at, i + 1);
+  }
+  return null;
+}
+
+// The definition of function `name` in the artifacts (C, LLVM IR or WebAssembly text):
+// its file and text.
 export function generatedFunction(artifacts, name) {
   for (const a of artifacts) {
+    if (a.text !== undefined && a.path.endsWith('.wat')) {
+      const f = watFunction(a.text, name);
+      if (f) return { path: a.path, text: f };
+    }
     if (a.text === undefined || !/\.(c|ll)$/.test(a.path)) continue;
     const lines = a.text.split('\n');
     const isC = a.path.endsWith('.c');

@@ -200,6 +200,12 @@ test('the digits model through the wasm backend: Binaryen loads only then, outpu
   assert.ok(tabs.includes('codegen/host/lib/digits.wat'));
   await page.click('.artifact-tab[data-path="codegen/host/lib/digits.wasm"]');
   assert.match(await page.textContent('#artifact-view'), /digits\.wasm: \d+ bytes of WebAssembly/);
+  // A layer of the model view shows its kernel as WebAssembly text.
+  await page.click('#model-graph .graph-node[data-name="fc"]');
+  assert.match(await page.textContent('#model-detail h5 >> nth=1'), /codegen\/host\/src\/digits\.wat/);
+  const wat = await page.textContent('#model-detail .node-generated');
+  assert.match(wat, /^\(func \$tvmgen_digits_fc \(param/);
+  assert.equal((wat.match(/\(/g) || []).length, (wat.match(/\)/g) || []).length, 'one whole function');
   await page.screenshot({ path: path.join(shots, 'digits-wasm.png'), fullPage: true });
   assert.deepEqual(errors, []);
   await page.close();
