@@ -2,14 +2,15 @@
 """Malformed .tflite files: each is refused by `microtir compile` with a named error, exit
 code 1, and nothing written.
 
-usage: malformed_tflite_test.py MICROTIR FLATC SCHEMA MODEL
+usage: malformed_tflite_test.py MICROTIR FLATC SCHEMA MODEL [--write-seeds DIR]
 
 The files are made here: byte-level damage to a real model (MODEL: truncation, a wrong
 identifier, offsets and lengths pointing outside the file), and small models written as
 JSON and turned into flatbuffers by flatc with our schema subset, each with one fault
 (indices out of range, wrong buffer sizes, missing quantization, shape mismatches,
 zero and huge sizes, unknown and unsupported operators). A well-formed small model is
-compiled first, so each fault is the only thing wrong with its file.
+compiled first, so each fault is the only thing wrong with its file. --write-seeds also
+copies the small models into DIR (the fuzz target's seeds, tests/fuzz/seeds/tflite_model).
 """
 import copy
 import json
@@ -118,9 +119,14 @@ def byte_cases(model_bytes):
 
 
 def main():
-    if len(sys.argv) != 5:
+    args = sys.argv[1:]
+    seeds = None
+    if len(args) == 6 and args[4] == "--write-seeds":
+        seeds = args.pop()
+        args.pop()
+    if len(args) != 4:
         raise SystemExit(__doc__)
-    cli, flatc, schema, model = sys.argv[1:]
+    cli, flatc, schema, model = args
     failures, count = [], 0
     with tempfile.TemporaryDirectory() as work:
         def build(name, m):
@@ -145,6 +151,11 @@ def main():
             raise SystemExit(f"FAIL: the well-formed small model does not compile: {p.stderr}")
 
         files = [(name, build(name, m), words) for name, m, words in JSON_CASES]
+        if seeds:
+            os.makedirs(seeds, exist_ok=True)
+            for name, path in [("good", good)] + [(f[0], f[1]) for f in files]:
+                with open(path, "rb") as src, open(os.path.join(seeds, name + ".tflite"), "wb") as dst:
+                    dst.write(src.read())
         with open(model, "rb") as f:
             for name, data, words in byte_cases(f.read()):
                 path = os.path.join(work, name + ".tflite")
