@@ -104,6 +104,7 @@ class TfliteConverter {
   std::map<std::string, TensorType> types_;
   std::set<std::string> used_;
   std::vector<std::string> layers_;
+  std::set<int> produced_;  // tensors an operator computes
 };
 
 const tflite::Tensor& TfliteConverter::tensor(int index) const {
@@ -750,6 +751,7 @@ void TfliteConverter::convert(size_t index, const tflite::Operator& op, BuiltinO
   if (got.dtype != want.dtype || got.shape != want.shape)
     fail("it computes " + got.str() + ", but the model says its output " + tensor_label(out) + " is " + want.str());
   layers_.push_back(values_.at(out));
+  produced_.insert(out);
 }
 
 TfliteImport TfliteConverter::run() {
@@ -813,7 +815,7 @@ TfliteImport TfliteConverter::run() {
   }
   where_.clear();
   for (int t : *sg_->outputs()) {
-    if (!values_.count(t)) fail(tensor_label(t) + ", a model output, is computed by no operator");
+    if (!produced_.count(t)) fail(tensor_label(t) + ", a model output, is computed by no operator");
     g_.outputs.push_back(values_.at(t));
     record_quant(t, values_.at(t));
   }
