@@ -7,6 +7,12 @@
 #include <map>
 #include <set>
 
+// Some C libraries (Emscripten's) define ARG_MAX in <limits.h>, which is also a TFLite
+// operator's name: everything that may include it first, then the schema.
+#include <climits>
+
+#include "flatbuffers/flatbuffers.h"
+#undef ARG_MAX
 #include "frontend/tflite/tflite_schema_generated.h"
 #include "ops/ops.h"
 #include "support/diagnostic.h"
@@ -597,8 +603,8 @@ void TfliteConverter::softmax(const tflite::Operator& op) {
   if (xt.shape.empty()) fail("the input must have at least one dimension");
   Quant qi = quant(x, true), qo = quant(out, true);
   if (!qi.per_tensor()) unsupported("per-channel quantized activations");
-  // TFLite folds beta into the input scale (in double) for its exponential.
-  json attrs = {{"input_scale", beta * qi.scale[0]}, {"output_scale", qo.scale[0]}, {"output_zero_point", qo.zero_point[0]}};
+  json attrs = {{"input_scale", qi.scale[0]}, {"output_scale", qo.scale[0]}, {"output_zero_point", qo.zero_point[0]}};
+  if (beta != 1.0) attrs["beta"] = beta;  // qsoftmax scales by beta * input_scale, as TFLite does
   int64_t k = xt.shape.back(), rows = xt.num_elements() / k;
   std::string data = value(x);
   if (xt.shape.size() == 2) {
