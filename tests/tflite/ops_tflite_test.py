@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
-"""A float32 .tflite model through `microtir run --target host`, against a reference
-written here in plain Python with TFLite's semantics: the layouts (OHWI conv filters,
+"""Two small .tflite models through `microtir run --target host`, against references
+written here in plain Python with TFLite's semantics. A float32 one: the layouts (OHWI conv filters,
 [1, KH, KW, C*M] depthwise filters), SAME padding with strides and dilation, a depth
 multiplier, fused activations, AVERAGE_POOL_2D counting only the valid taps,
-FULLY_CONNECTED with keep_num_dims, SOFTMAX, PAD, ADD with broadcasting, MEAN.
+FULLY_CONNECTED with keep_num_dims, SOFTMAX, PAD, ADD with broadcasting, MEAN. And an
+int8 one whose ops need no requantization, compared exactly: QUANTIZE, PAD (with the
+zero point), MAX_POOL_2D with a fused RELU, CONCATENATION, RESHAPE, DEQUANTIZE.
 
-usage: float_ops_tflite_test.py MICROTIR FLATC SCHEMA
+usage: ops_tflite_test.py MICROTIR FLATC SCHEMA
 
-The model is written as JSON and turned into a flatbuffer by flatc with our schema.
+Each model is written as JSON and turned into a flatbuffer by flatc with our schema.
 """
 import json
 import math
@@ -49,8 +51,10 @@ class Model:
         self.tensors, self.buffers, self.ops, self.codes = [], [{}], [], []
         self.values = {}  # tensor index -> flat list (constants and reference results)
 
-    def tensor(self, name, shape, data=None, dtype="FLOAT32"):
+    def tensor(self, name, shape, data=None, dtype="FLOAT32", quant=None):
         t = {"name": name, "shape": shape, "type": dtype, "buffer": 0}
+        if quant:
+            t["quantization"] = {"scale": [quant[0]], "zero_point": [quant[1]]}
         if data is not None:
             t["buffer"] = len(self.buffers)
             self.buffers.append({"data": f32_bytes(data) if dtype == "FLOAT32" else i32_bytes(data)})
@@ -154,6 +158,83 @@ def read_npy_f32(path):
     return list(struct.unpack(f"<{len(data) // 4}f", data))
 
 
+def run_model(cli, flatc, schema, work, name, model_json, inputs, outputs, read):
+    """Writes the model, runs it on the host; {output name: values}."""
+    jpath = os.path.join(work, name + ".json")
+    with open(jpath, "w") as f:
+        json.dump(model_json, f)
+    subprocess.run([flatc, "-b", "-o", work, schema, jpath], check=True)
+    out = os.path.join(work, name + "_out")
+    args = [cli, "run", os.path.join(work, name + ".tflite"), "--target", "host", "--output-dir", out]
+    for n, path in inputs:
+        args += ["--input", f"{n}={path}"]
+    p = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if p.returncode != 0:
+        print(p.stdout, p.stderr)
+        raise SystemExit(f"FAIL: microtir run {name} exited {p.returncode}")
+    return {o: read(os.path.join(out, o + ".npy")) for o in outputs}
+
+
+def int8_data_movement(cli, flatc, schema, work):
+    """QUANTIZE -> PAD -> MAX_POOL_2D (fused RELU) -> CONCATENATION -> RESHAPE ->
+    DEQUANTIZE: the int8 ops whose results need no requantization, exactly."""
+    m = Model()
+    xs = [1, 3, 4, 2]
+    x = [f32(v) for v in floats(prod(xs), 3.0)]
+    s, z = 0.05, 7  # activation quantization, kept through the chain
+    tx = m.tensor("x", xs)
+    tq = m.tensor("q", xs, dtype="INT8", quant=(s, z))
+    m.op("QUANTIZE", [tx], [tq])
+
+    def quantize(v):  # TFLite: round half away from zero of x / scale, in float32
+        r = f32(v / f32(s))
+        return max(-128, min(127, int(math.floor(abs(r) + 0.5)) * (1 if r >= 0 else -1) + z))
+    q = [quantize(v) for v in x]
+    pads = m.tensor("pads", [4, 2], [0, 0, 1, 1, 0, 1, 0, 0], "INT32")
+    ps = [1, 5, 5, 2]
+    pq = [z] * prod(ps)  # padded with the zero point (real 0)
+    for y in range(3):
+        for xx in range(4):
+            for c in range(2):
+                pq[((y + 1) * 5 + xx) * 2 + c] = q[(y * 4 + xx) * 2 + c]
+    tp = m.tensor("padded", ps, dtype="INT8", quant=(s, z))
+    m.op("PAD", [tq, pads], [tp], "PadOptions")
+    # 2x2 max pool, stride 2, SAME (3x3 out), fused RELU: clamp below at the zero point.
+    mo = [1, 3, 3, 2]
+    mp = []
+    for y in range(3):
+        for xx in range(3):
+            for c in range(2):
+                vals = [pq[(iy * 5 + ix) * 2 + c] for iy in (2 * y, 2 * y + 1) for ix in (2 * xx, 2 * xx + 1)
+                        if iy < 5 and ix < 5]
+                mp.append(max(z, max(vals)))
+    tm = m.tensor("pooled", mo, dtype="INT8", quant=(s, z))
+    m.op("MAX_POOL_2D", [tp], [tm], "Pool2DOptions", {"padding": "SAME", "stride_h": 2, "stride_w": 2,
+                                                       "filter_height": 2, "filter_width": 2,
+                                                       "fused_activation_function": "RELU"})
+    cs = [1, 3, 3, 4]
+    tc = m.tensor("joined", cs, dtype="INT8", quant=(s, z))
+    m.op("CONCATENATION", [tm, tm], [tc], "ConcatenationOptions", {"axis": -1})
+    cat = []
+    for i in range(9):
+        cat += mp[i * 2:i * 2 + 2] * 2
+    tr = m.tensor("flat", [1, 36], dtype="INT8", quant=(s, z))
+    m.op("RESHAPE", [tc], [tr], "ReshapeOptions", {"new_shape": [1, 36]})
+    td = m.tensor("y", [1, 36])
+    m.op("DEQUANTIZE", [tr], [td])
+    want = [f32(f32(v - z) * f32(s)) for v in cat]
+    xpath = os.path.join(work, "x8.npy")
+    write_npy(xpath, xs, x)
+    got = run_model(cli, flatc, schema, work, "int8_moves", m.json([tx], [td]), [("x", xpath)], ["y"],
+                    read_npy_f32)["y"]
+    ok = got == want
+    print(f"{'ok' if ok else 'FAIL'} int8 QUANTIZE/PAD/MAX_POOL_2D+RELU/CONCATENATION/RESHAPE/DEQUANTIZE: "
+          f"{len(got)} values {'exactly equal' if ok else 'differ'}")
+    if not ok:
+        print("  got ", got, "\n  want", want)
+    return ok
+
+
 def main():
     if len(sys.argv) != 4:
         raise SystemExit(__doc__)
@@ -241,6 +322,7 @@ def main():
             ok = worst < 1e-4
             failures += not ok
             print(f"{'ok' if ok else 'FAIL'} {name}: {len(got)} values, largest relative difference {worst:.2g}")
+        failures += not int8_data_movement(cli, flatc, schema, work)
     return 1 if failures else 0
 
 
