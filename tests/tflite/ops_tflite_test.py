@@ -5,7 +5,9 @@ written here in plain Python with TFLite's semantics. A float32 one: the layouts
 multiplier, fused activations, AVERAGE_POOL_2D counting only the valid taps,
 FULLY_CONNECTED with keep_num_dims, SOFTMAX, PAD, ADD with broadcasting, MEAN. And an
 int8 one whose ops need no requantization, compared exactly: QUANTIZE, PAD (with the
-zero point), MAX_POOL_2D with a fused RELU, CONCATENATION, RESHAPE, DEQUANTIZE.
+zero point), MAX_POOL_2D with a fused RELU, CONCATENATION, RESHAPE, DEQUANTIZE. And
+int8 ADD, SUB, MUL, LOGISTIC, TANH, RELU6 with their own scales, within 1 of the real
+result (the wiring of scales and zero points; the arithmetic has its own exact tests).
 
 usage: ops_tflite_test.py MICROTIR FLATC SCHEMA
 
@@ -235,6 +237,61 @@ def int8_data_movement(cli, flatc, schema, work):
     return ok
 
 
+def read_npy_i8(path):
+    raw = open(path, "rb").read()
+    hlen = struct.unpack_from("<H", raw, 8)[0]
+    return [(b ^ 0x80) - 0x80 for b in raw[10 + hlen:]]
+
+
+def int8_requantizing(cli, flatc, schema, work):
+    """ADD, SUB, MUL, LOGISTIC, TANH and a standalone RELU6 on int8 data, each with its
+    own scales: the frontend must hand each op the right scales and zero points. The
+    reference is the real-valued result quantized to the output's scale; TFLite's integer
+    arithmetic (checked bit for bit by the operators' own tests) may differ from it by 1."""
+    m = Model()
+    shape = [1, 4, 6]
+    n = prod(shape)
+    qa, qb = (0.04, -5), (0.03, 9)
+    a = [rng.randint(-128, 127) for _ in range(n)]
+    b = [rng.randint(-128, 127) for _ in range(n)]
+    ta = m.tensor("a", shape, dtype="INT8", quant=qa)
+    tb = m.tensor("b", shape, dtype="INT8", quant=qb)
+    real_a = [qa[0] * (v - qa[1]) for v in a]
+    real_b = [qb[0] * (v - qb[1]) for v in b]
+    cases = [  # (op, options type, inputs, real result, output quantization)
+        ("ADD", "AddOptions", [ta, tb], [x + y for x, y in zip(real_a, real_b)], (0.07, 3)),
+        ("SUB", "SubOptions", [ta, tb], [x - y for x, y in zip(real_a, real_b)], (0.06, -2)),
+        ("MUL", "MulOptions", [ta, tb], [x * y for x, y in zip(real_a, real_b)], (0.5, 1)),
+        ("LOGISTIC", None, [ta], [1 / (1 + math.exp(-x)) for x in real_a], (1 / 256, -128)),
+        ("TANH", None, [ta], [math.tanh(x) for x in real_a], (1 / 128, 0)),
+        ("RELU6", None, [ta], [min(6.0, max(0.0, x)) for x in real_a], qa),
+    ]
+    outs, wants = [], {}
+    for op, opt, ins, real, (s, z) in cases:
+        name = op.lower()
+        t = m.tensor(name, shape, dtype="INT8", quant=(s, z))
+        m.op(op, ins, [t], opt, {} if opt else None)
+        outs.append(t)
+        wants[name] = [max(-128, min(127, round(r / s) + z)) for r in real]
+    paths = []
+    for nm, vals in (("a", a), ("b", b)):
+        p = os.path.join(work, nm + "8.npy")
+        header = "{'descr': '|i1', 'fortran_order': False, 'shape': (1, 4, 6), }"
+        header += " " * ((64 - (10 + len(header) + 1) % 64) % 64) + "\n"
+        with open(p, "wb") as f:
+            f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode("latin1"))
+            f.write(bytes(v & 0xFF for v in vals))
+        paths.append((nm, p))
+    got = run_model(cli, flatc, schema, work, "int8_arith", m.json([ta, tb], outs), paths, list(wants), read_npy_i8)
+    ok = True
+    for name, want in wants.items():
+        worst = max(abs(x - y) for x, y in zip(got[name], want))
+        good = worst <= 1
+        ok = ok and good
+        print(f"{'ok' if good else 'FAIL'} int8 {name.upper()}: {len(want)} values within {worst} of the real result")
+    return ok
+
+
 def main():
     if len(sys.argv) != 4:
         raise SystemExit(__doc__)
@@ -323,6 +380,7 @@ def main():
             failures += not ok
             print(f"{'ok' if ok else 'FAIL'} {name}: {len(got)} values, largest relative difference {worst:.2g}")
         failures += not int8_data_movement(cli, flatc, schema, work)
+        failures += not int8_requantizing(cli, flatc, schema, work)
     return 1 if failures else 0
 
 
