@@ -5,6 +5,7 @@ set -euo pipefail
 
 PACKAGES=(
   cmake ninja-build g++ clang ccache    # build (clang: the second compiler generated C must satisfy)
+  lld                                   # links the test binaries several times faster than GNU ld
   nlohmann-json3-dev libcli11-dev       # JSON, command line
   libdlpack-dev                         # DLTensor for the C runtime
   libgtest-dev libgmock-dev             # tests

@@ -11,6 +11,7 @@
 #include "base64.h"
 #include "driver/build.h"
 #include "embedded_crt.h"
+#include "model_view.h"
 #include "run_request.h"
 #include "script/parser.h"
 #include "script/printer.h"
@@ -110,8 +111,10 @@ Options read_options(const json& request) {
   return o;
 }
 
-void add_passes(json& out, const IRModule& input, const PipelineResult& lowered, const Options& o) {
-  if (o.ir) out["input_ir"] = print_module(input);
+// The input shown is the module the pipeline got, after the target's attributes were set
+// (workspace_byte_alignment), so that the first pass's diff is its own.
+void add_passes(json& out, const PipelineResult& lowered, const Options& o) {
+  if (o.ir) out["input_ir"] = print_module(lowered.input);
   json passes = json::array();
   for (const auto& rec : lowered.records) {
     json p = {{"name", rec.name}, {"changed", rec.changed}};
@@ -138,6 +141,7 @@ json memory_json(const PipelineResult& lowered) {
       for (const auto& [pool, bytes] : p.pools) pools.push_back({{"name", pool}, {"bytes", bytes}});
       plans.push_back({{"function", name}, {"pool_bytes", p.pool_bytes}, {"lower_bound", p.lower_bound},
                        {"alignment", p.alignment}, {"planner", p.planner}, {"steps", p.steps},
+                       {"step_callees", p.step_callees},
                        {"pools", pools}, {"tensors", tensors}});
     }
     break;
@@ -171,11 +175,15 @@ json compile_tir(const json& request, const json& source, const std::string& tar
   BuildResult built = build_for_target(*parsed.module, target);
   clock.lap("build");
   json out = {{"target", target.str()}};
-  add_passes(out, *parsed.module, built.lowered, o);
+  add_passes(out, built.lowered, o);
   if (o.artifacts) {
     json files = json::array();
     for (const auto& f : built.sources) files.push_back(file_json(f));
     out["artifacts"] = files;
+    // The C lines each TIR source line became (the page's source <-> output mapping).
+    json maps = json::object();
+    for (const auto& [path, lines] : built.line_maps) maps[path] = lines;
+    out["source_map"] = maps;
   }
   if (o.memory) out["memory"] = memory_json(built.lowered);
   if (o.tar) {
@@ -218,32 +226,22 @@ json compile_graph(const json& request, const json& source, const std::string& t
   }
   LoadedModel model = load_model(text, filename, reader, devices);
   clock.lap("load");
-  Target target = parse_target(target_text);
+  // The whole Model Library Format, exactly as `microtir compile` writes it, for either
+  // interface (the packed one with its header and metadata too; it needs -link-params=0,
+  // and is refused as the CLI refuses it otherwise).
+  inputs.graph_filename = filename;
+  inputs.graph_text = text;
+  inputs.runtime = embedded_crt_files();
+  MlfArtifact mlf = build_mlf(model, target_text, inputs);
   json out;
-  std::vector<SourceFileOut> artifact_files;
-  const PipelineResult* lowered = nullptr;
-  MlfArtifact mlf;
-  BuildResult built;
-  if (target.interface_api == "c") {
-    // The whole Model Library Format, exactly as `microtir compile` writes it.
-    inputs.graph_filename = filename;
-    inputs.graph_text = text;
-    inputs.runtime = embedded_crt_files();
-    mlf = build_mlf(model, target_text, inputs);
-    out["target"] = mlf.target.str();
-    out["metadata"] = mlf.metadata;
-    artifact_files = mlf.files;
-    lowered = &mlf.built.lowered;
-  } else {
-    // The packed interface: the kernels and the registry, as `microtir build` writes them.
-    built = build_for_target(model.aot.module, target);
-    out["target"] = target.str();
-    artifact_files = built.sources;
-    lowered = &built.lowered;
-  }
+  out["target"] = mlf.target.str();
+  out["metadata"] = mlf.metadata;
+  const std::vector<SourceFileOut>& artifact_files = mlf.files;
+  const PipelineResult* lowered = &mlf.built.lowered;
   out["main"] = model.aot.main;
+  out["model"] = model_view_json(model);
   clock.lap("build");
-  add_passes(out, model.aot.module, *lowered, o);
+  add_passes(out, *lowered, o);
   if (o.artifacts) {
     json list = json::array();
     for (const auto& f : artifact_files) list.push_back(file_json(f));

@@ -1,6 +1,9 @@
 #include "run_request.h"
 
+#include <set>
+
 #include "interp/interpreter.h"
+#include "ir/visitor.h"
 #include "support/diagnostic.h"
 
 namespace mtir::wasm {
@@ -67,6 +70,18 @@ uint64_t seed_of(const json& run) {
   return it != run.end() && it->is_number_unsigned() ? it->get<uint64_t>() : 1;
 }
 
+// The data pointers a function stores through: its parameters that are outputs.
+class StoredBuffers : public Visitor {
+ public:
+  std::set<const VarNode*> data;
+
+ protected:
+  void visit_BufferStore(const BufferStoreNode* op) override {
+    data.insert(op->buffer->data.get());
+    Visitor::visit_BufferStore(op);
+  }
+};
+
 }  // namespace
 
 json run_tir(const IRModule& m, const json& run) {
@@ -114,12 +129,25 @@ json run_tir(const IRModule& m, const json& run) {
     }
     args[i] = &arrays[i];
   }
+  // A TIR function does not say which buffers are outputs: those it stores to, or (through
+  // the functions it calls) whose contents the run changed, are; `filled` keeps how they
+  // started.
+  StoredBuffers stored;
+  stored.visit_func(f);
+  std::vector<std::vector<uint8_t>> before(arrays.size());
+  for (size_t i = 0; i < arrays.size(); ++i) before[i] = arrays[i].data;
   InterpOptions options;
   options.max_steps = kMaxSteps;
   interpret(m, fname, args, options);
   json buffers = json::array();
-  for (size_t i = 0; i < f->params.size(); ++i)
-    if (f->param_buffers[i]) buffers.push_back(buffer_json(f->param_buffers[i]->name, roles[i], arrays[i]));
+  for (size_t i = 0; i < f->params.size(); ++i) {
+    const Buffer& b = f->param_buffers[i];
+    if (!b) continue;
+    const bool written = stored.data.count(b->data.get()) > 0 || arrays[i].data != before[i];
+    json j = buffer_json(b->name, written ? "output" : roles[i], arrays[i]);
+    if (written) j["filled"] = roles[i];
+    buffers.push_back(std::move(j));
+  }
   return {{"function", fname}, {"buffers", buffers}};
 }
 

@@ -63,13 +63,16 @@ const files = graph.constants.flatMap((c) => [c.file, c.blob]).filter((f) => typ
 fs.mkdirSync(path.join(out, 'examples/digits'), { recursive: true });
 fs.copyFileSync(path.join(digits, 'digits.json'), path.join(out, 'examples/digits/digits.json'));
 fs.copyFileSync(path.join(digits, 'digits.onnx'), path.join(out, 'examples/digits/digits.onnx'));
+// The model's test images and labels: Run's inputs can be chosen from them.
+for (const f of ['test_images.npy', 'test_labels.npy']) fs.copyFileSync(path.join(digits, f), path.join(out, 'examples/digits', f));
+const samples = { input: 'x', images: 'digits/test_images.npy', labels: 'digits/test_labels.npy' };
 for (const f of files) {
   fs.mkdirSync(path.dirname(path.join(out, 'examples/digits', f)), { recursive: true });
   fs.copyFileSync(path.join(digits, f), path.join(out, 'examples/digits', f));
 }
 // The same model as exported to ONNX: the page converts it (src/onnx_import.js).
-examples.splice(1, 0, { name: 'digits CNN (ONNX)', kind: 'onnx', path: 'digits/digits.onnx', target: 'c -executor=aot -interface-api=c -unpacked-api=1' });
-examples.splice(1, 0, { name: 'digits CNN (model)', kind: 'graph', path: 'digits/digits.json', dir: 'digits', files, target: 'c -executor=aot -interface-api=c -unpacked-api=1' });
+examples.splice(1, 0, { name: 'digits CNN (ONNX)', kind: 'onnx', path: 'digits/digits.onnx', target: 'c -executor=aot -interface-api=c -unpacked-api=1', samples });
+examples.splice(1, 0, { name: 'digits CNN (model)', kind: 'graph', path: 'digits/digits.json', dir: 'digits', files, target: 'c -executor=aot -interface-api=c -unpacked-api=1', samples });
 // The same model with its convolutions on one simulated NPU instance and its dense layer
 // on another (device kernels with resource handles: docs/devices.md).
 const npu = JSON.parse(JSON.stringify(graph));
@@ -78,6 +81,6 @@ for (const n of npu.nodes) {
   if (n.op === 'dense') n.device = 'npu1';
 }
 fs.writeFileSync(path.join(out, 'examples/digits/digits_npu.json'), JSON.stringify(npu, null, 2));
-examples.splice(2, 0, { name: 'digits CNN on two NPUs (model)', kind: 'graph', path: 'digits/digits_npu.json', dir: 'digits', files, target: 'c -executor=aot -interface-api=c -unpacked-api=1' });
+examples.splice(2, 0, { name: 'digits CNN on two NPUs (model)', kind: 'graph', path: 'digits/digits_npu.json', dir: 'digits', files, target: 'c -executor=aot -interface-api=c -unpacked-api=1', samples });
 fs.writeFileSync(path.join(out, 'examples/index.json'), JSON.stringify(examples, null, 2));
 console.log(`web: playground in ${out}`);

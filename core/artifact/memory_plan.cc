@@ -34,6 +34,29 @@ std::vector<bool> touched(const Stmt& s, const std::map<const BufferNode*, size_
 
 }  // namespace
 
+namespace {
+
+// The function named by the first call in `step` whose first argument is a string (how
+// call_tir, call_extern and packed calls name their callee).
+std::string first_callee(const Stmt& step) {
+  struct Finder : Visitor {
+    std::string name;
+    void visit_Call(const CallNode* op) override {
+      if (!name.empty()) return;
+      if (!op->args.empty())
+        if (const auto* s = as<StringImmNode>(op->args[0])) {
+          name = s->value;
+          return;
+        }
+      Visitor::visit_Call(op);
+    }
+  } finder;
+  finder.visit(step);
+  return finder.name;
+}
+
+}  // namespace
+
 FunctionMemoryPlan memory_plan_of(const PrimFunc& f) {
   FunctionMemoryPlan plan;
   const int64_t pool_bytes = int_attr(f, "workspace.pool_bytes");
@@ -81,6 +104,7 @@ FunctionMemoryPlan memory_plan_of(const PrimFunc& f) {
   if (const auto* seq = as<SeqStmtNode>(body)) steps = seq->seq;
   else if (body) steps = {body};
   plan.steps = static_cast<int>(steps.size());
+  for (const auto& step : steps) plan.step_callees.push_back(first_callee(step));
   for (size_t i = 0; i < steps.size(); ++i) {
     std::vector<bool> hit = touched(steps[i], views, plan.tensors.size());
     for (size_t k = 0; k < hit.size(); ++k) {

@@ -29,6 +29,8 @@ struct FunctionMemoryPlan {
   int64_t alignment = 0;
   std::string planner;       // the heuristic(s) that won
   int steps = 0;             // statements of the body after the declarations
+  // Per step, the function it calls (call_tir, call_extern, a packed call), or "".
+  std::vector<std::string> step_callees;
 };
 
 // Reads the plan back from `planned`, a function that went through PlanMemory.

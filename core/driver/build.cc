@@ -30,11 +30,13 @@ BuildResult build_c(const IRModule& m, const Target& target) {
     options.defines = [&](const std::string&, const PrimFunc& f) { return device_of(f).empty(); };
     options.declare_others = true;
   }
+  options.line_map = &r.line_maps["codegen/host/src/lib0.c"];
   r.sources.push_back({"codegen/host/src/lib0.c", codegen_c(r.lowered.module, options)});
   for (const std::string& device : devices) {
     CCodegenOptions device_options;
     device_options.description = "device \"" + device + "\" of target \"" + target.str() + "\"";
     device_options.defines = [&](const std::string&, const PrimFunc& f) { return device_of(f) == device; };
+    device_options.line_map = &r.line_maps["codegen/" + device + "/src/lib0.c"];
     r.sources.push_back({"codegen/" + device + "/src/lib0.c", codegen_c(r.lowered.module, device_options)});
   }
   r.sources.push_back({"codegen/host/src/lib1.c", codegen_c_metadata_module(packed, m.name)});

@@ -1,6 +1,7 @@
 // Building an artifact from a module: lower for the target, then generate code.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,9 @@ struct BuildResult {
   std::vector<SourceFileOut> sources;  // kernels (lib0.c) and the metadata module (lib1.c)
   // The C symbol of each function of the input module, in order.
   std::vector<std::pair<std::string, std::string>> symbols;
+  // Per C source (by path): for each of its lines, the source line of the TIR statement
+  // it came from, or 0 (CCodegenOptions::line_map). The C backend only.
+  std::map<std::string, std::vector<int>> line_maps;
 };
 
 // Lowers `m` for `target` (the C backend) and generates the C sources. Throws

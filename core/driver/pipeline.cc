@@ -77,6 +77,7 @@ std::vector<Pass> lowering_pipeline(bool unpacked_api, bool hoist_loop_invariant
 
 PipelineResult run_pipeline(const IRModule& m, const std::vector<Pass>& passes) {
   PipelineResult result;
+  result.input = m;
   result.module = m;
   for (const auto& pass : passes) {
     IRModule after;

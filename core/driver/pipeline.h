@@ -16,6 +16,7 @@ struct PassRecord {
 };
 
 struct PipelineResult {
+  IRModule input;   // the module the first pass got (with the target's module attributes)
   IRModule module;
   std::vector<PassRecord> records;
 };

@@ -178,6 +178,7 @@ AotModule build_aot(const Graph& g, const AotOptions& options) {
       func = shared;
     }
     aot.module.functions.emplace_back(group.fname, func);
+    for (size_t k : group.nodes) aot.kernel_of[g.nodes[k].name] = group.fname;
     const std::string& result = g.nodes[group.nodes.back()].name;
     if (!buffers.count(result)) {
       const TensorType& t = g.nodes[group.nodes.back()].type;

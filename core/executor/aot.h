@@ -4,6 +4,7 @@
 // inputs, constants (weights) and outputs are main's buffer parameters.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,9 @@ struct AotModule {
   // Device instances the model uses, sorted: main takes one context (T.handle) for each,
   // after the outputs.
   std::vector<std::string> devices;
+  // The function of `module` that computes each graph node (several nodes share a fused
+  // kernel), for tools that show a node's kernel.
+  std::map<std::string, std::string> kernel_of;
 };
 
 struct AotOptions {

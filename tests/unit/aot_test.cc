@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "analysis/well_formed.h"
+#include "artifact/memory_plan.h"
 #include "codegen/c/interface.h"
 #include "sim/process.h"
 #include "driver/build.h"
@@ -86,6 +87,34 @@ TEST(Aot, MainCallsEveryOperatorWithCallTir) {
   EXPECT_EQ(d.aot.main, "tvmgen_digits___tvm_main__");
   // One function per node (after batch-norm folding; conv+relu fused twice) plus main.
   EXPECT_EQ(d.aot.module.functions.size(), d.graph.nodes.size() - 2 + 1);
+}
+
+TEST(Aot, KernelOfNamesTheFunctionComputingEachNode) {
+  const Digits& d = digits();
+  ASSERT_EQ(d.aot.kernel_of.size(), d.graph.nodes.size());
+  for (const GraphNode& n : d.graph.nodes) EXPECT_NE(d.aot.module.lookup(d.aot.kernel_of.at(n.name)), nullptr) << n.name;
+  // relu1 fused into the convolution before it (bn1 after folding): one kernel for both.
+  EXPECT_EQ(d.aot.kernel_of.at("relu1"), "tvmgen_digits_fused_bn1_relu1");
+  EXPECT_EQ(d.aot.kernel_of.at("bn1"), d.aot.kernel_of.at("relu1"));
+  EXPECT_EQ(d.aot.kernel_of.at("pool1"), "tvmgen_digits_pool1");
+}
+
+TEST(Aot, MemoryPlanNamesTheKernelEachStepCalls) {
+  const Digits& d = digits();
+  BuildResult built = build_c(d.aot.module, parse_target("c -interface-api=c -unpacked-api=1"));
+  FunctionMemoryPlan plan;
+  for (const auto& rec : built.lowered.records)
+    if (rec.name == "plan_memory") plan = memory_plan_of(rec.module.lookup(d.aot.main));
+  ASSERT_TRUE(plan.planned);
+  ASSERT_EQ(plan.step_callees.size(), static_cast<size_t>(plan.steps));
+  EXPECT_EQ(plan.step_callees.front(), "tvmgen_digits_fused_bn1_relu1");
+  EXPECT_EQ(plan.step_callees.back(), "tvmgen_digits_probs");
+  // The tensor a step writes first is that kernel's output.
+  for (const auto& t : plan.tensors) {
+    if (t.name == "pool1") {
+      EXPECT_EQ(plan.step_callees.at(t.first_step), "tvmgen_digits_pool1");
+    }
+  }
 }
 
 TEST(Aot, InterpreterMatchesTheNumpyReferenceOnAllTestImages) {

@@ -83,6 +83,41 @@ TEST_P(CodegenC, SourcesCompileUnderClangWithWerror) {
 INSTANTIATE_TEST_SUITE_P(Programs, CodegenC, ::testing::ValuesIn(corpus()),
                          [](const ::testing::TestParamInfo<fs::path>& info) { return info.param.stem().string(); });
 
+// The line map (the playground's source <-> output): the same C text, and each line of a
+// statement's C points at that statement's source line.
+TEST(CodegenC, LineMapPointsEachLineAtItsSourceStatement) {
+  const fs::path path = fs::path(MICROTIR_SOURCE_DIR) / "examples" / "matmul.tir";
+  std::string text = read(path);
+  IRModule m = parse_module_or_throw(text, path.string());
+  BuildResult built = build_c(m, parse_target("c"));
+  std::vector<int> map;
+  CCodegenOptions options;
+  options.description = "target \"" + built.target.str() + "\"";
+  options.line_map = &map;
+  const std::string mapped = codegen_c(built.lowered.module, options);
+  options.line_map = nullptr;
+  EXPECT_EQ(mapped, codegen_c(built.lowered.module, options));
+  EXPECT_EQ(mapped, built.sources[0].text);
+  EXPECT_EQ(built.line_maps.at("codegen/host/src/lib0.c"), map);
+  auto split = [](const std::string& t) {
+    std::vector<std::string> lines;
+    std::istringstream in(t);
+    for (std::string l; std::getline(in, l);) lines.push_back(l);
+    return lines;
+  };
+  const std::vector<std::string> c_lines = split(mapped), src_lines = split(text);
+  ASSERT_EQ(map.size(), c_lines.size());
+  EXPECT_EQ(map[0], 0);
+  int mapped_lines = 0;
+  for (size_t i = 0; i < c_lines.size(); ++i) {
+    if (c_lines[i].find("C[k_inv0] = (C[k_inv0] +") == std::string::npos) continue;
+    ASSERT_GT(map[i], 0);
+    EXPECT_NE(src_lines.at(map[i] - 1).find("C[i, j] = C[i, j] + A[i, k] * B[k, j]"), std::string::npos);
+    ++mapped_lines;
+  }
+  EXPECT_EQ(mapped_lines, 1);
+}
+
 TEST(CodegenC, MetadataModuleLaysOutTheRegistryAtCompileTime) {
   IRModule m = parse_module_or_throw(read(fs::path(MICROTIR_SOURCE_DIR) / "examples" / "matmul.tir"), "matmul.tir");
   BuildResult built = build_c(m, parse_target("c"));

@@ -77,6 +77,15 @@ test('matmul.tir: every pass, its IR and the C kernel', () => {
   assert.match(artifact(r, 'codegen/host/src/lib1.c'), /TVMSystemLibEntryPoint/);
   assert.equal(r.target, 'c -runtime=c -executor=aot -interface-api=packed -unpacked-api=0 -link-params=0 -workspace-byte-alignment=16');
 
+  // The source map: each C line's TIR line (0: none); the innermost statement's C line.
+  const map = r.source_map['codegen/host/src/lib0.c'];
+  const cLines = lib0.split('\n');
+  assert.equal(map.length, cLines.length - 1);
+  const srcLines = fs.readFileSync(matmulPath, 'utf8').split('\n');
+  const at = cLines.findIndex((l) => /C\[k_inv0\] = \(C\[k_inv0\] \+/.test(l));
+  assert.match(srcLines[map[at] - 1], /C\[i, j\] = C\[i, j\] \+ A\[i, k\] \* B\[k, j\]/);
+  assert.equal(map[0], 0, 'the header comes from no statement');
+
   const u = tir(fs.readFileSync(matmulPath, 'utf8'), 'c -unpacked-api=1');
   assert.equal(u.ok, true);
   assert.ok(u.passes.some((p) => p.name === 'make_unpacked_api' && p.changed));
@@ -132,11 +141,67 @@ test('models/digits: the whole MLF, the memory plan, the C interface', () => {
   }
 });
 
-test('models/digits with the packed API: kernels and registry', () => {
-  const r = mtir.compile(graphRequest(digitsPath, 'c'));
+test('models/digits: the model view (nodes, kernels, per-layer cost)', () => {
+  const r = mtir.compile(graphRequest(digitsPath, C_INTERFACE));
   assert.equal(r.ok, true, JSON.stringify(r.diagnostics));
-  assert.deepEqual(r.artifacts.map((a) => a.path), ['codegen/host/src/lib0.c', 'codegen/host/src/lib1.c']);
-  assert.equal(r.metadata, undefined);
+  const m = r.model;
+  assert.equal(m.name, 'digits');
+  assert.deepEqual(m.inputs, [{ name: 'x', dtype: 'float32', shape: [1, 1, 8, 8] }]);
+  const n = Object.fromEntries(m.nodes.map((x) => [x.name, x]));
+  // conv1 with the batch norm folded in (named bn1): 8x8x8 outputs of 1x3x3 filters.
+  assert.equal(n.bn1.op, 'conv2d');
+  assert.equal(n.bn1.macs, 8 * 8 * 8 * 9);
+  assert.equal(n.conv2.macs, 16 * 4 * 4 * 8 * 9);
+  assert.equal(n.fc.macs, 10 * 64);
+  assert.equal(n.relu1.macs, 0);
+  assert.equal(n.fc.weight_bytes, (10 * 64 + 10) * 4);
+  assert.equal(n.pool2.activation_bytes, 16 * 2 * 2 * 4);
+  // Fused nodes share their kernel, and every kernel is a function of the module.
+  assert.equal(n.bn1.kernel, 'tvmgen_digits_fused_bn1_relu1');
+  assert.equal(n.relu1.kernel, n.bn1.kernel);
+  for (const x of m.nodes) assert.match(r.input_ir, new RegExp(`def ${x.kernel}\\(`), x.name);
+  assert.equal(m.macs, m.nodes.reduce((a, x) => a + x.macs, 0));
+  // A TIR program has no model view.
+  assert.equal(tir(fs.readFileSync(matmulPath, 'utf8')).model, undefined);
+});
+
+test('models/digits with the packed API: the whole MLF, or the CLI\'s refusal with linked weights', () => {
+  const r = mtir.compile(graphRequest(digitsPath, 'c -interface-api=packed -link-params=0', { return: { tar: true } }));
+  assert.equal(r.ok, true, JSON.stringify(r.diagnostics));
+  const paths = r.artifacts.map((a) => a.path);
+  for (const p of ['codegen/host/src/lib0.c', 'codegen/host/src/lib1.c', 'codegen/host/include/tvmgen_digits.h', 'metadata.json'])
+    assert.ok(paths.includes(p), `${p} in ${paths.join(', ')}`);
+  assert.equal(r.metadata.interface_api, 'packed');
+  assert.match(artifact(r, 'codegen/host/include/tvmgen_digits.h'), /packed/);
+  // The tar holds the same files (metadata and header included).
+  const tar = Buffer.from(r.tar, 'base64').toString('latin1');
+  assert.ok(tar.includes('metadata.json') && tar.includes('codegen/host/include/tvmgen_digits.h'));
+  // "c" alone means the packed interface with linked weights, which `microtir compile` refuses.
+  const refused = mtir.compile(graphRequest(digitsPath, 'c'));
+  assert.equal(refused.ok, false);
+  assert.match(refused.diagnostics[0].message, /-interface-api=packed passes the weights to main as DLTensors: use -link-params=0/);
+});
+
+// The page marks a pass "(unchanged)" from this flag and shows its diff from the IR: the two
+// must agree for every pass, the first one included (its "before" is the pipeline's input).
+test('every pass\'s changed flag matches its printed diff', () => {
+  const cases = [['matmul', tir(fs.readFileSync(matmulPath, 'utf8'))],
+    ['matmul unpacked', tir(fs.readFileSync(matmulPath, 'utf8'), 'c -unpacked-api=1 -workspace-byte-alignment=64')],
+    ['digits', mtir.compile(graphRequest(digitsPath, C_INTERFACE))],
+    ['digits packed', mtir.compile(graphRequest(digitsPath, 'c -interface-api=packed -link-params=0'))]];
+  for (const f of fs.readdirSync(programsDir).filter((x) => x.endsWith('.tir')))
+    cases.push([f, tir(fs.readFileSync(path.join(programsDir, f), 'utf8'))]);
+  for (const [name, r] of cases) {
+    assert.equal(r.ok, true, `${name}: ${JSON.stringify(r.diagnostics)}`);
+    let before = r.input_ir;
+    r.passes.forEach((p, i) => {
+      assert.equal(p.changed, p.ir !== before, `${name}: pass ${i + 1} ${p.name} is marked changed=${p.changed}`);
+      before = p.ir;
+    });
+  }
+  // The target's module attribute is in the input, not an effect of verify_well_formed.
+  const m = tir(fs.readFileSync(matmulPath, 'utf8'), 'c -workspace-byte-alignment=64');
+  assert.match(m.input_ir, /workspace_byte_alignment/);
 });
 
 test('models/digits on two simulated NPU instances: device files, the devices struct, refusals', () => {
@@ -228,6 +293,10 @@ test('run: the interpreter on given and random inputs', () => {
   const r1 = tir(text, 'c', { run: { seed: 7 } });
   const r2 = tir(text, 'c', { run: { seed: 7 } });
   assert.equal(r1.run.buffers[0].role, 'random');
+  // C is what the function computes: an output, not a random input (it started random).
+  const c1 = r1.run.buffers.find((b) => b.name === 'C');
+  assert.equal(c1.role, 'output');
+  assert.equal(c1.filled, 'random');
   assert.deepEqual(r1.run.buffers, r2.run.buffers);
   // A bad input is the run's own diagnostic; the compile's results stay.
   const bad = tir(text, 'c', { run: { inputs: { A: [1, 2] } } });
@@ -325,6 +394,12 @@ test('byte for byte the native CLI\'s outputs (C, LLVM IR, the MLF archive)', { 
     let at = 0;
     while (at < ours.length && ours[at] === theirs[at]) ++at;
     assert.ok(ours.equals(theirs), `digits.tar differs from the CLI's (${ours.length} vs ${theirs.length} bytes) at byte ${at}`);
+    // The packed interface's whole MLF too (the page's "Download MLF .tar" with it).
+    const packed = 'c -interface-api=packed -link-params=0';
+    execFileSync(nativeCli, ['compile', digitsPath, '--target', packed, '-o', tarPath], { stdio: 'pipe' });
+    const p = mtir.compile(graphRequest(digitsPath, packed, { return: { tar: true } }));
+    assert.equal(p.ok, true);
+    assert.ok(Buffer.from(p.tar, 'base64').equals(fs.readFileSync(tarPath)), 'the packed digits.tar differs from the CLI\'s');
   } finally {
     fs.rmSync(tmp, { recursive: true, force: true });
   }

@@ -3,25 +3,34 @@
 // the memory plan.
 import { EditorState, Compartment } from '@codemirror/state';
 import { EditorView, keymap, lineNumbers, highlightActiveLine } from '@codemirror/view';
-import { defaultKeymap, history, historyKeymap } from '@codemirror/commands';
-import { syntaxHighlighting, defaultHighlightStyle } from '@codemirror/language';
+import { defaultKeymap, history, historyKeymap, indentWithTab } from '@codemirror/commands';
+import { search, searchKeymap, highlightSelectionMatches } from '@codemirror/search';
 import { json } from '@codemirror/lang-json';
+import { indentUnit } from '@codemirror/language';
 import { setDiagnostics, lintGutter } from '@codemirror/lint';
 import { MergeView } from '@codemirror/merge';
 import { tirLanguage } from './tir_language.js';
-import { parseTarget, formatTarget, getOption, setOption } from './target.js';
+import { parseTarget, formatTarget, getOption, effectiveOption, refusal, withFormChange } from './target.js';
 import { memoryChart } from './memory_chart.js';
+import { themeExtensions, onThemeChange } from './theme.js';
+import { outputCard } from './run_view.js';
+import { parseNpy, sampleStrip } from './samples.js';
+import { markedLines, markLines, hoverLines, outputLinesOf } from './source_map.js';
+import { modelGraph, costTable, tirFunction, generatedFunction, memoryPlace, formatCount, formatBytes } from './model_view.js';
 import { compressToEncodedURIComponent, decompressFromEncodedURIComponent } from 'lz-string';
 
 const $ = (id) => document.getElementById(id);
-const COMPILE_TIMEOUT_MS = Number(new URLSearchParams(location.search).get('timeout_ms')) || 30000;
+// Read at each request, so a test can change it (and the spin hook) in a page that runs.
+const timeoutMs = () => Number(new URLSearchParams(location.search).get('timeout_ms')) || 30000;
 const C_INTERFACE = 'c -executor=aot -interface-api=c -unpacked-api=1';
 
 const state = {
   kind: 'tir',          // 'tir' | 'graph'
   filename: 'input.tir',
   files: {},            // a graph's weight files: path -> base64
-  response: null,
+  response: null,       // the last compile's response (it may have failed)
+  shown: null,          // the last successful response: what the panels show
+  stale: false,         // the panels show an older compile than the source's
   selectedPass: -1,     // index into response.passes
   passView: 'ir',       // 'ir' | 'diff'
   diffBase: 'prev',     // 'prev' (the pass before), 'input' or a pass index
@@ -48,19 +57,32 @@ function loadFromHash() {
 
 // ---- editors -------------------------------------------------------------------
 const language = new Compartment();
+const theme = new Compartment();
 const editor = new EditorView({
   parent: $('editor'),
   state: EditorState.create({
     doc: '',
     extensions: [lineNumbers(), highlightActiveLine(), history(), lintGutter(),
-      keymap.of([{ key: 'Mod-Enter', run: () => { compile(); return true; } }, ...defaultKeymap, ...historyKeymap]),
-      syntaxHighlighting(defaultHighlightStyle), language.of(tirLanguage)],
+      // Tab indents (Escape then Tab leaves the editor); Ctrl+F searches.
+      keymap.of([{ key: 'Mod-Enter', run: () => { compile(); return true; } }, indentWithTab, ...searchKeymap, ...defaultKeymap, ...historyKeymap]),
+      search({ top: true }), highlightSelectionMatches(), indentUnit.of('    '),  // TIR indents as Python does
+      EditorView.contentAttributes.of({ 'aria-label': 'Source: a TIR program or a JSON model graph' }),
+      markedLines, hoverLines((n) => mapFromSource(n)),
+      theme.of(themeExtensions()), language.of(tirLanguage)],
   }),
 });
 
-function readOnlyExtensions(lang) {
-  return [lineNumbers(), EditorState.readOnly.of(true), EditorView.editable.of(false), syntaxHighlighting(defaultHighlightStyle), lang];
+function readOnlyExtensions(lang, label) {
+  return [lineNumbers(), EditorState.readOnly.of(true), EditorView.editable.of(false), themeExtensions(), lang,
+    EditorView.contentAttributes.of({ 'aria-label': label }), search({ top: true }), keymap.of(searchKeymap)];
 }
+
+// The system switching between light and dark: the editor now, the read-only views as
+// they are redrawn.
+onThemeChange(() => {
+  editor.dispatch({ effects: theme.reconfigure(themeExtensions()) });
+  if (state.shown) { showPasses(); showArtifacts(); }
+});
 
 function setSource(text, kind, filename, files = {}) {
   state.kind = kind;
@@ -71,6 +93,10 @@ function setSource(text, kind, filename, files = {}) {
     effects: language.reconfigure(kind === 'graph' ? json() : tirLanguage),
   });
   $('source-name').textContent = `${filename}${Object.keys(files).length ? ` + ${Object.keys(files).length} file(s)` : ''}`;
+  // The last source's run (its outputs, its inputs) says nothing about this one.
+  $('run-output').replaceChildren();
+  $('run-inputs').value = '';
+  targetToForm();  // the defaults depend on the kind of source
 }
 
 // ---- target string and its form ---------------------------------------------------
@@ -78,27 +104,33 @@ const formFields = [
   ['opt-kind', null], ['opt-interface', 'interface-api'], ['opt-unpacked', 'unpacked-api'],
   ['opt-link-params', 'link-params'], ['opt-align', 'workspace-byte-alignment'],
 ];
-const defaults = { 'interface-api': 'packed', 'unpacked-api': '0', 'link-params': '0', 'workspace-byte-alignment': '16' };
 
-function targetToForm() {
-  const t = parseTarget($('target').value);
+// The form shows what the core will compile (or, after a compile, what it did compile):
+// the options the text gives, else the core's defaults for this kind of source, and marks
+// the choices the core refuses with its own message.
+function targetToForm(text = $('target').value) {
+  const t = parseTarget(text);
   for (const [id, key] of formFields) {
-    const v = key ? getOption(t, key, defaults[key]) : t.kind;
-    if ([...$(id).options || []].some((o) => o.value === v) || $(id).tagName === 'INPUT') $(id).value = v;
+    const v = key ? effectiveOption(t, key, state.kind) : t.kind;
+    if ($(id).tagName === 'INPUT' || [...$(id).options].some((o) => o.value === v)) $(id).value = v;
+    if ($(id).tagName !== 'SELECT' || !key) continue;
+    for (const o of $(id).options) {
+      const why = refusal(t, key, o.value, state.kind);
+      o.disabled = Boolean(why);
+      o.title = why || '';
+      o.textContent = why ? `${o.value} (refused)` : o.value;
+    }
   }
 }
 
 function formToTarget(id) {
-  let t = parseTarget($('target').value);
   const [, key] = formFields.find(([i]) => i === id);
-  const v = $(id).value;
-  if (!key) t = { kind: v, options: t.options };
-  else t = setOption(t, key, v === defaults[key] && !t.options.some(([k]) => k === key) ? undefined : v);
-  $('target').value = formatTarget(t);
+  $('target').value = formatTarget(withFormChange(parseTarget($('target').value), key, $(id).value, state.kind));
+  targetToForm();
 }
 
 for (const [id] of formFields) $(id).addEventListener('change', () => formToTarget(id));
-$('target').addEventListener('input', targetToForm);
+$('target').addEventListener('input', () => targetToForm());
 $('target').addEventListener('keydown', (e) => { if (e.key === 'Enter') compile(); });
 
 // ---- the compiler worker ----------------------------------------------------------
@@ -138,12 +170,14 @@ function stopWorker(reason) {
   }
 }
 
-// `message`: {request} (a compile) or {onnx: bytes, filename} (an ONNX import).
-function runInWorker(request, message = { request }) {
-  if (pending) stopWorker('superseded by a newer compile');
+// `message`: {request} (a compile) or {onnx: bytes, filename} (an ONNX import); `what`
+// names the job in the timeout's message ("compile", "run", "ONNX import").
+function runInWorker(message, what) {
+  if (pending) stopWorker('superseded by a newer request');
   return new Promise((resolve, reject) => {
     const id = nextId++;
-    const timer = setTimeout(() => stopWorker(`the compile took longer than ${COMPILE_TIMEOUT_MS / 1000} s and was stopped`), COMPILE_TIMEOUT_MS);
+    const ms = timeoutMs();
+    const timer = setTimeout(() => stopWorker(`the ${what} took longer than ${ms / 1000} s and was stopped`), ms);
     pending = { id, resolve, reject, timer };
     const spin = Number(new URLSearchParams(location.search).get('debug_spin_ms')) || 0;
     worker.postMessage({ id, ...message, debugSpinMs: spin }, message.onnx ? [message.onnx] : []);
@@ -152,8 +186,14 @@ function runInWorker(request, message = { request }) {
 
 $('cancel').addEventListener('click', () => stopWorker('cancelled'));
 
+// Each request to the worker has a number; only the newest one's answer (or failure)
+// touches the status, the Cancel button and the panels, so a superseded compile's
+// rejection cannot disable the Cancel of the compile that replaced it.
+let requestSeq = 0;
+
 // `wasm`: run with the wasm backend ({opt, timingRuns}; the compile's target becomes "wasm").
 async function compile(run = null, wasm = null) {
+  const seq = ++requestSeq;
   const request = {
     source: { kind: state.kind, text: editor.state.doc.toString(), filename: state.filename, files: state.files },
     target: wasm ? wasmTarget() : $('target').value,
@@ -166,16 +206,20 @@ async function compile(run = null, wasm = null) {
   $('cancel').disabled = false;
   const started = performance.now();
   try {
-    const { response, version } = await runInWorker(request, { request, wasm });
+    const { response, version } = await runInWorker({ request, wasm }, run ? 'run' : 'compile');
+    if (seq !== requestSeq) return;
     $('version').textContent = `microtir ${version}`;
     const ms = performance.now() - started;
-    showResponse(response);
+    showResponse(response, request);
     setStatus(response.ok ? `compiled in ${ms.toFixed(0)} ms (core ${response.timings_ms.total.toFixed(0)} ms)`
       : `${response.diagnostics.length} error(s)`, response.ok ? 'ok' : 'error');
   } catch (e) {
+    if (seq !== requestSeq) return;
     setStatus(e.message, 'error');
+    markStale(e.message);
+    if (run) showRunError(`no run: ${e.message}`);
   } finally {
-    $('cancel').disabled = true;
+    if (seq === requestSeq) $('cancel').disabled = true;
   }
 }
 $('compile').addEventListener('click', () => compile());
@@ -227,7 +271,8 @@ function showRun(run) {
   for (const b of run.buffers) {
     const tr = document.createElement('tr');
     tr.className = `run-buffer ${b.role}`;
-    for (const cell of [b.name, b.role, `${b.dtype}[${b.shape.join(', ')}]`, formatValues(b)]) {
+    const role = b.filled ? `${b.role} (started ${b.filled})` : b.role;
+    for (const cell of [b.name, role, `${b.dtype}[${b.shape.join(', ')}]`, formatValues(b)]) {
       const td = document.createElement('td');
       td.textContent = cell;
       tr.append(td);
@@ -235,9 +280,27 @@ function showRun(run) {
     table.append(tr);
   }
   const caption = document.createElement('p');
-  const interpMs = state.response && state.response.timings_ms.run;
+  const interpMs = state.shown && state.shown.timings_ms.run;
   caption.textContent = `${run.function} ran in the reference interpreter${interpMs !== undefined ? ` (${interpMs.toFixed(1)} ms)` : ''}`;
-  $('run-output').replaceChildren(caption, table);
+  const cards = document.createElement('div');
+  cards.className = 'output-cards';
+  cards.append(...run.buffers.filter((b) => b.role === 'output').map(outputCard));
+  const scroll = document.createElement('div');
+  scroll.className = 'table-scroll';
+  scroll.append(table);
+  const parts = [caption];
+  // A test image run: its label against the model's top class.
+  const picked = state.pickedSample;
+  const probs = run.buffers.find((b) => b.role === 'output');
+  if (picked && run.buffers.some((b) => b.name === picked.input && b.role === 'given') && probs) {
+    const top = probs.values.indexOf(Math.max(...probs.values));
+    const p = document.createElement('p');
+    p.className = `sample-result${picked.label === undefined ? '' : picked.label === top ? ' right' : ' wrong'}`;
+    p.textContent = `test image ${picked.index}${picked.label !== undefined ? ` (label ${picked.label})` : ''}: predicted ${top}` +
+      (picked.label === undefined ? '' : picked.label === top ? ', right' : ', wrong');
+    parts.push(p);
+  }
+  $('run-output').replaceChildren(...parts, cards, scroll);
   if (run.wasm) showWasmRun(run, interpMs);
 }
 
@@ -280,7 +343,10 @@ function showWasmRun(run, interpMs) {
     }
     table.append(tr);
   }
-  box.append(p, table);
+  const scroll = document.createElement('div');
+  scroll.className = 'table-scroll';
+  scroll.append(table);
+  box.append(p, scroll);
   $('run-output').append(box);
 }
 
@@ -290,18 +356,62 @@ function setStatus(text, cls) {
 }
 
 // ---- results --------------------------------------------------------------------
-function showResponse(r) {
+// A failed compile leaves the last good results on screen, marked as out of date (or says
+// there are none), and the downloads off: they would not be the source's.
+function showResponse(r, request) {
   state.response = r;
   showDiagnostics(r.diagnostics);
-  if (!r.ok) return;  // keep the last good passes and artifacts on screen
+  if (!r.ok) {
+    markStale(`the last compile failed with ${r.diagnostics.length} error(s)`);
+    saveToHash();  // a link reproduces the broken source too
+    if (request.run) showRunError('no run: the compile failed (see the diagnostics)');
+    else $('run-output').replaceChildren();
+    return;
+  }
+  state.shown = r;
+  state.shownAt = new Date().toLocaleTimeString();
+  markStale(null);
   if (state.selectedPass < 0) state.selectedPass = Math.max(r.passes.findIndex((p) => p.changed), 0);
   state.selectedPass = Math.min(state.selectedPass, r.passes.length - 1);
+  // The target actually compiled: the core's canonical string, and the form from it (when
+  // the box still holds what was compiled; a wasm Run compiles its own target).
+  $('target-used').textContent = `compiled as: ${r.target}`;
+  if (request.target === $('target').value) targetToForm(r.target);
+  showModel();
   showPasses();
   showArtifacts();
   showMemory();
   showRun(r.run);
   saveToHash();
   $('timings').textContent = Object.entries(r.timings_ms).map(([k, v]) => `${k} ${v.toFixed(1)} ms`).join(' · ');
+}
+
+function markStale(reason) {
+  state.stale = Boolean(reason);
+  $('result-pane').classList.toggle('stale', state.stale);
+  const note = $('stale-note');
+  note.hidden = !reason;
+  note.textContent = !reason ? ''
+    : state.shown ? `Out of date: ${reason}. The passes, artifacts and memory plan below are from the last successful compile (${state.shownAt}); downloads are off until the source compiles.`
+      : `No results: ${reason}.`;
+  state.staleReason = reason;
+  showDownloads();
+  if (reason) {  // the marks of a source <-> output hover would now be wrong
+    markLines(editor, [], false);
+    if (state.artifactView) markLines(state.artifactView, [], false);
+  }
+}
+
+// The download buttons: off while the panels are out of date (with the reason), and the
+// .tar named for what it holds: a model's Model Library Format, or a TIR program's sources.
+function showDownloads() {
+  const r = state.shown;
+  $('download-tar').textContent = r && !r.metadata ? 'Download .tar' : 'Download MLF .tar';
+  for (const b of ['download-file', 'download-tar']) {
+    $(b).disabled = state.stale || !r;
+    $(b).title = state.stale ? `nothing to download: ${state.staleReason}` : '';
+  }
+  if (r && !r.metadata && !state.stale) $('download-tar').title = 'a TIR program has no model: the .tar holds the generated sources (no metadata.json or model header)';
 }
 
 function offsetOf(doc, line, col) {
@@ -336,8 +446,10 @@ function showDiagnostics(diags) {
 }
 
 function showPasses() {
-  const r = state.response;
+  const r = state.shown;
+  if (!r) return;
   const list = $('passes');
+  const hadFocus = list.contains(document.activeElement);
   list.replaceChildren();
   const hide = $('hide-unchanged').checked;
   const input = { name: 'input', changed: true, ir: r.input_ir };
@@ -347,9 +459,13 @@ function showPasses() {
     li.className = `pass${p.changed ? ' changed' : ' unchanged'}${i === state.selectedPass ? ' selected' : ''}`;
     li.dataset.index = String(i);
     li.textContent = `${i + 1}. ${p.name}${p.changed ? '' : ' (unchanged)'}`;
-    li.addEventListener('click', () => { state.selectedPass = i; showPasses(); saveToHash(); });
+    li.setAttribute('role', 'option');
+    li.setAttribute('aria-selected', String(i === state.selectedPass));
+    li.tabIndex = i === state.selectedPass ? 0 : -1;  // one tab stop; the arrows move within
+    li.addEventListener('click', () => selectPass(i));
     list.append(li);
   });
+  if (hadFocus) { const sel = list.querySelector('.pass.selected'); if (sel) sel.focus(); }
   const cur = r.passes[state.selectedPass];
   const base = $('diff-base');
   base.replaceChildren(new Option('the pass before', 'prev'), new Option('0. input', 'input'),
@@ -366,24 +482,45 @@ function showPasses() {
   if (state.passView === 'diff') {
     const lang = tirLanguage;
     new MergeView({
-      a: { doc: prev.ir, extensions: readOnlyExtensions(lang) },
-      b: { doc: cur.ir, extensions: readOnlyExtensions(lang) },
+      // Wrapped, so a long line's change is seen without scrolling each side.
+      a: { doc: prev.ir, extensions: [readOnlyExtensions(lang, `IR after ${prev.name}`), EditorView.lineWrapping] },
+      b: { doc: cur.ir, extensions: [readOnlyExtensions(lang, `IR after ${cur.name}`), EditorView.lineWrapping] },
       parent: view,
       collapseUnchanged: { margin: 3, minSize: 6 },
     });
   } else {
-    new EditorView({ parent: view, state: EditorState.create({ doc: cur.ir, extensions: readOnlyExtensions(tirLanguage) }) });
+    new EditorView({ parent: view, state: EditorState.create({ doc: cur.ir, extensions: readOnlyExtensions(tirLanguage, `IR after ${cur.name}`) }) });
   }
   for (const b of ['show-ir', 'show-diff']) $(b).classList.toggle('active', b === `show-${state.passView}`);
 }
-$('hide-unchanged').addEventListener('change', () => { if (state.response) { showPasses(); saveToHash(); } });
-$('show-ir').addEventListener('click', () => { state.passView = 'ir'; if (state.response) { showPasses(); saveToHash(); } });
+
+function selectPass(i) {
+  state.selectedPass = i;
+  showPasses();
+  saveToHash();
+}
+
+// The pass list is a listbox: Up/Down (Home/End) move the selection among the shown passes.
+$('passes').addEventListener('keydown', (e) => {
+  const shown = [...$('passes').querySelectorAll('.pass')].map((li) => Number(li.dataset.index));
+  const at = shown.indexOf(state.selectedPass);
+  const to = { ArrowDown: at + 1, ArrowUp: at - 1, Home: 0, End: shown.length - 1 }[e.key];
+  if (to === undefined || !state.shown) return;
+  e.preventDefault();
+  if (to >= 0 && to < shown.length) selectPass(shown[to]);
+});
+
+function redrawPasses() {
+  if (state.shown) { showPasses(); saveToHash(); }
+}
+$('hide-unchanged').addEventListener('change', redrawPasses);
+$('show-ir').addEventListener('click', () => { state.passView = 'ir'; redrawPasses(); });
 $('diff-base').addEventListener('change', () => {
   state.diffBase = $('diff-base').value;
   state.passView = 'diff';
-  if (state.response) { showPasses(); saveToHash(); }
+  redrawPasses();
 });
-$('show-diff').addEventListener('click', () => { state.passView = 'diff'; if (state.response) { showPasses(); saveToHash(); } });
+$('show-diff').addEventListener('click', () => { state.passView = 'diff'; redrawPasses(); });
 
 function artifactBytes(a) {
   if (a.text !== undefined) return new TextEncoder().encode(a.text);
@@ -402,14 +539,16 @@ function download(name, bytes, type = 'application/octet-stream') {
 }
 
 function showArtifacts() {
-  const r = state.response;
+  const r = state.shown;
+  if (!r) return;
   const tabs = $('artifact-tabs');
   tabs.replaceChildren();
   const shown = r.artifacts.filter((a) => (a.text !== undefined || a.path.endsWith('.wasm')) && !a.path.startsWith('runtime/'));
   if (!shown.some((a) => a.path === state.artifact)) state.artifact = shown.length ? shown[0].path : null;
   for (const a of shown) {
     const b = document.createElement('button');
-    b.textContent = a.path.split('/').pop();
+    // With the folder: host and device kernels are all lib0.c (codegen/host/, codegen/npu0/).
+    b.textContent = a.path.replace(/^codegen\//, '');
     b.title = a.path;
     b.className = `artifact-tab${a.path === state.artifact ? ' active' : ''}`;
     b.dataset.path = a.path;
@@ -423,21 +562,24 @@ function showArtifacts() {
     const lang = cur.path.endsWith('.json') ? json() : [];
     const doc = cur.text !== undefined ? cur.text
       : `${cur.path}: ${cur.bytes} bytes of WebAssembly, assembled in the page by Binaryen (npm) from the core's .wat; "Download file" saves it.`;
-    new EditorView({ parent: view, state: EditorState.create({ doc, extensions: readOnlyExtensions(lang) }) });
+    state.artifactView = new EditorView({ parent: view, state: EditorState.create({ doc, extensions: [readOnlyExtensions(lang, cur.path), markedLines, hoverLines((n) => mapFromOutput(n))] }) });
+  } else {
+    state.artifactView = null;
   }
+  showDownloads();
   $('artifact-count').textContent = `${r.artifacts.length} files (${r.artifacts.length - shown.length} runtime/binary files in the .tar only)`;
 }
 $('download-file').addEventListener('click', () => {
-  const a = state.response && state.response.artifacts.find((x) => x.path === state.artifact);
+  const a = state.shown && state.shown.artifacts.find((x) => x.path === state.artifact);
   if (a) download(a.path.split('/').pop(), artifactBytes(a), a.text !== undefined ? 'text/plain' : 'application/wasm');
 });
 $('download-tar').addEventListener('click', () => {
-  const r = state.response;
+  const r = state.shown;
   if (r && r.tar) download(`${(r.metadata && r.metadata.model_name) || 'module'}.tar`, artifactBytes({ base64: r.tar }), 'application/x-tar');
 });
 
 function showMemory() {
-  const r = state.response;
+  const r = state.shown;
   const box = $('memory');
   box.replaceChildren();
   if (!r.memory || !r.memory.length) {
@@ -452,6 +594,135 @@ function showMemory() {
     box.append(h, memoryChart(plan));
   }
 }
+
+// ---- source <-> output: the core's map from each C line to its TIR source line ------
+// Only while the panels show the source's own compile (not out of date) and for a file
+// with a map (the C of a TIR program).
+function currentMap() {
+  const r = state.shown;
+  if (!r || state.stale || !r.source_map || !state.artifactView) return null;
+  return r.source_map[state.artifact] || null;
+}
+
+function mapFromSource(n) {
+  const map = currentMap();
+  if (!map) return;
+  const out = n === null ? [] : outputLinesOf(map, n);
+  markLines(editor, out.length ? [n] : [], false);
+  markLines(state.artifactView, out, true);
+}
+
+function mapFromOutput(n) {
+  const map = currentMap();
+  if (!map) return;
+  const src = n === null ? 0 : map[n - 1] || 0;
+  markLines(editor, src ? [src] : [], true);
+  markLines(state.artifactView, src ? outputLinesOf(map, src) : [], false);
+}
+
+// ---- the model view (graph and ONNX models) ----------------------------------------
+function showModel() {
+  const r = state.shown;
+  const m = r && r.model;
+  $('model-box').hidden = !m;
+  if (!m) return;
+  if (state.selectedNode && !m.nodes.some((n) => n.name === state.selectedNode)) state.selectedNode = null;
+  const acts = Math.max(...m.nodes.map((n) => n.activation_bytes));
+  $('model-summary').textContent = `${m.name}: ${m.nodes.length} layers · ${formatCount(m.macs)} MACs · weights ${formatBytes(m.weight_bytes)} · largest activation ${formatBytes(acts)}`;
+  $('model-graph').replaceChildren(modelGraph(m, selectNode, state.selectedNode));
+  $('model-costs').replaceChildren(costTable(m, selectNode, state.selectedNode));
+  showNodeDetail();
+}
+
+function selectNode(n) {
+  state.selectedNode = n.name;
+  for (const e of document.querySelectorAll('#model-box [data-name]')) e.classList.toggle('selected', e.dataset.name === n.name);
+  showNodeDetail();
+}
+
+// The chosen layer: its facts, its kernel as TIR (the lowering's input) and as the
+// generated C or LLVM IR, and where its output lives in the memory plan.
+function showNodeDetail() {
+  const r = state.shown;
+  const n = r.model.nodes.find((x) => x.name === state.selectedNode);
+  const box = $('model-detail');
+  if (!n) return;
+  const h = document.createElement('h4');
+  h.textContent = `${n.name} (${n.op})${n.device ? ` on ${n.device}` : ''}`;
+  const facts = document.createElement('p');
+  facts.className = 'node-facts';
+  facts.textContent = `output ${n.dtype}[${n.shape.join(', ')}] · ${n.macs} MACs · weights ${n.weight_bytes} B · activation ${n.activation_bytes} B · inputs ${n.inputs.join(', ')}`;
+  const place = document.createElement('p');
+  place.className = 'node-memory';
+  place.textContent = memoryPlace(r, n);
+  const parts = [h, facts, place];
+  const fused = r.model.nodes.filter((x) => x.kernel === n.kernel).map((x) => x.name);
+  const code = (title, text, cls) => {
+    const t = document.createElement('h5');
+    t.textContent = title;
+    const pre = document.createElement('pre');
+    pre.className = cls;
+    pre.textContent = text;
+    parts.push(t, pre);
+  };
+  const tir = tirFunction(r.input_ir || '', n.kernel);
+  code(`kernel ${n.kernel}${fused.length > 1 ? ` (fused: ${fused.join(' + ')})` : ''}: TIR`, tir || 'not in the printed module', 'node-tir');
+  const gen = generatedFunction(r.artifacts || [], n.kernel);
+  if (gen) code(`${gen.path}`, gen.text, 'node-generated');
+  box.replaceChildren(...parts);
+}
+
+// ---- Share: the link of this page, copied ---------------------------------------------
+// Past this many characters some chat apps and servers cut a link.
+const LINK_WARN_CHARS = 8000;
+$('share').addEventListener('click', async () => {
+  saveToHash();
+  const url = location.href;
+  const notes = [];
+  const own = Object.keys(state.files).length;
+  if (!state.example && own) notes.push(`the link carries the graph's text, not its ${own} weight file(s): send those too`);
+  if (url.length > LINK_WARN_CHARS) notes.push(`the link is ${Math.round(url.length / 1000)} k characters, too long for some chat apps and servers`);
+  let copied = false;
+  try {
+    await navigator.clipboard.writeText(url);
+    copied = true;
+  } catch (e) {
+    notes.push('the browser did not allow copying: copy the address bar');
+  }
+  $('share-note').textContent = `${copied ? `link copied (${url.length} characters)` : 'link not copied'}${notes.length ? `; ${notes.join('; ')}` : ''}`;
+  $('share-note').className = notes.length ? 'warn' : '';
+});
+
+// A first visit gets a short "what is this / try this" strip, until dismissed.
+const INTRO_KEY = 'microtir-playground-intro-seen';
+try { $('intro').hidden = localStorage.getItem(INTRO_KEY) === '1'; } catch (e) { $('intro').hidden = false; }
+$('intro-close').addEventListener('click', () => {
+  $('intro').hidden = true;
+  try { localStorage.setItem(INTRO_KEY, '1'); } catch (e) { /* private mode: shown again next time */ }
+});
+
+// ---- the splitter between the source and the results (wide windows; narrow ones stack)
+const splitter = $('splitter');
+function setSplit(percent) {
+  const p = Math.min(80, Math.max(20, percent));
+  document.querySelector('main').style.setProperty('--split', `${p}%`);
+  splitter.setAttribute('aria-valuenow', String(Math.round(p)));
+}
+splitter.addEventListener('pointerdown', (e) => {
+  e.preventDefault();
+  splitter.setPointerCapture(e.pointerId);
+  const main = document.querySelector('main').getBoundingClientRect();
+  const move = (m) => setSplit(((m.clientX - main.left) / main.width) * 100);
+  const up = () => { splitter.removeEventListener('pointermove', move); splitter.removeEventListener('pointerup', up); };
+  splitter.addEventListener('pointermove', move);
+  splitter.addEventListener('pointerup', up);
+});
+splitter.addEventListener('keydown', (e) => {
+  const step = { ArrowLeft: -5, ArrowRight: 5 }[e.key];
+  if (step === undefined) return;
+  e.preventDefault();
+  setSplit(Number(splitter.getAttribute('aria-valuenow')) + step);
+});
 
 // ---- sources: examples and files ---------------------------------------------------
 function toBase64(buffer) {
@@ -474,27 +745,65 @@ async function loadExample(name) {
   if (ex.kind === 'onnx') {
     $('target').value = ex.target;
     targetToForm();
-    return openOnnx(await (await fetch(`examples/${ex.path}`)).arrayBuffer(), ex.path.split('/').pop());
+    return openOnnx(await (await fetch(`examples/${ex.path}`)).arrayBuffer(), ex.path.split('/').pop(), ex.name);
   }
   const text = await (await fetch(`examples/${ex.path}`)).text();
   setSource(text, ex.kind, ex.path.split('/').pop(), await exampleFiles(ex));
-  state.example = ex.name;
+  setExample(ex.name);
   state.selectedPass = -1;
   if (ex.target) { $('target').value = ex.target; targetToForm(); }
   await compile();
 }
 $('examples').addEventListener('change', () => loadExample($('examples').value));
 
+// The menu names the example the source came from, or says it is the user's own.
+function setExample(name) {
+  state.example = name;
+  $('examples').value = name || '';
+  showSamples(examples.find((e) => e.name === name));
+}
+
+// The example's bundled samples (digits: its test images) as pictures that run the model.
+const SAMPLES_SHOWN = 16;
+const npyCache = new Map();
+async function fetchNpy(path) {
+  if (!npyCache.has(path)) npyCache.set(path, fetch(`examples/${path}`).then((r) => r.arrayBuffer()).then(parseNpy));
+  return npyCache.get(path);
+}
+
+async function showSamples(ex) {
+  state.pickedSample = null;
+  $('samples').replaceChildren();
+  if (!ex || !ex.samples) return;
+  const [images, labels] = await Promise.all([fetchNpy(ex.samples.images), ex.samples.labels ? fetchNpy(ex.samples.labels) : null]);
+  if (state.example !== ex.name) return;  // another source came meanwhile
+  const title = document.createElement('p');
+  title.className = 'samples-title';
+  title.textContent = `Inputs from the model's test images (${images.shape[0]}; the first ${Math.min(SAMPLES_SHOWN, images.shape[0])}, with their labels): click one to run it`;
+  $('samples').replaceChildren(title, sampleStrip(images, labels, SAMPLES_SHOWN, (i, values, label) => {
+    $('run-inputs').value = JSON.stringify({ [ex.samples.input]: values });
+    state.pickedSample = { index: i, label, input: ex.samples.input };
+    $('run').click();
+  }));
+}
+$('run-inputs').addEventListener('input', () => { state.pickedSample = null; });
+
 // An .onnx model becomes a JSON graph in the worker (onnx_import.js, the native
 // frontend's rules), which then compiles like any graph.
-async function openOnnx(bytes, name) {
+async function openOnnx(bytes, name, example = null) {
+  const seq = ++requestSeq;
   setStatus('importing the ONNX model…', 'busy');
+  $('cancel').disabled = false;
   let result;
   try {
-    result = await runInWorker(null, { onnx: bytes, filename: name });
+    result = await runInWorker({ onnx: bytes, filename: name }, 'ONNX import');
   } catch (e) {
+    if (seq !== requestSeq) return;
+    $('cancel').disabled = true;
     return setStatus(e.message, 'error');
   }
+  if (seq !== requestSeq) return;
+  $('cancel').disabled = true;
   if (result.importError) {
     showDiagnostics([{ severity: 'error', message: result.importError, line: 0, col: 0, file: name }]);
     return setStatus(`import error: ${name} was not converted`, 'error');
@@ -502,7 +811,7 @@ async function openOnnx(bytes, name) {
   if ($('target').value.trim() === 'c') { $('target').value = C_INTERFACE; targetToForm(); }
   setSource(result.graph, 'graph', name.replace(/\.onnx$/, '.json'));
   $('source-name').textContent = `${name.replace(/\.onnx$/, '.json')} (from ${name})`;
-  state.example = null;
+  setExample(example);
   state.selectedPass = -1;
   await compile();
 }
@@ -529,7 +838,7 @@ async function openFiles(chosen) {
     if ($('target').value.trim() === 'c') { $('target').value = C_INTERFACE; targetToForm(); }
   }
   setSource(text, graph ? 'graph' : 'tir', main.name, files);
-  state.example = null;  // a link then carries the text; a graph's own files do not fit in it
+  setExample(null);  // a link then carries the text; a graph's own files do not fit in it
   state.selectedPass = -1;
   await compile();
 }
@@ -554,13 +863,15 @@ async function init() {
     o.textContent = ex.name;
     $('examples').append(o);
   }
+  const own = new Option('(your own source)', '');
+  own.disabled = true;
+  $('examples').append(own);
   targetToForm();
   const saved = loadFromHash();
   if (saved && typeof saved.t === 'string') {
     const ex = examples.find((e) => e.name === saved.x);
     setSource(saved.t, saved.k === 'graph' ? 'graph' : 'tir', saved.f || 'input.tir', ex ? await exampleFiles(ex) : {});
-    state.example = ex ? ex.name : null;
-    if (ex) $('examples').value = ex.name;
+    setExample(ex ? ex.name : null);
     $('target').value = saved.g || 'c';
     $('devices').value = saved.dv || '';
     targetToForm();
@@ -572,7 +883,6 @@ async function init() {
     await compile();
   } else {
     const first = new URLSearchParams(location.search).get('example') || examples[0].name;
-    $('examples').value = first;
     await loadExample(first);
   }
   document.body.dataset.ready = '1';

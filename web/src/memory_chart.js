@@ -9,8 +9,15 @@ function el(name, attrs, text) {
   return e;
 }
 
+// The kernel a step calls, without the model's "tvmgen_<model>_" prefix.
+function shortName(name) {
+  return name.replace(/^tvmgen_[A-Za-z0-9]+_/, '');
+}
+
 export function memoryChart(plan) {
-  const W = 640, H = 320, left = 64, right = 16, top = 24, bottom = 36;
+  const callees = plan.step_callees || [];
+  const named = callees.some((c) => c);
+  const W = 640, H = named ? 380 : 320, left = 64, right = 16, top = 24, bottom = named ? 96 : 36;
   const svg = el('svg', { viewBox: `0 0 ${W} ${H}`, width: W, height: H, class: 'memory-chart', role: 'img' });
   const steps = Math.max(plan.steps, 1);
   const pool = Math.max(plan.pool_bytes, 1);
@@ -20,6 +27,17 @@ export function memoryChart(plan) {
   for (let s = 0; s <= steps; ++s) {
     if (steps > 24 && s % Math.ceil(steps / 12)) continue;
     svg.append(el('text', { x: x(s), y: H - bottom + 14, class: 'tick', 'text-anchor': 'middle' }, String(s)));
+  }
+  // Each step's column is named by the kernel it calls: the operator that writes the
+  // tensors starting there.
+  if (named && steps <= 48) {
+    callees.forEach((c, s) => {
+      if (!c) return;
+      const cx = (x(s) + x(s + 1)) / 2, cy = H - bottom + 22;
+      const t = el('text', { x: cx, y: cy, class: 'step-callee', 'text-anchor': 'end', transform: `rotate(-35 ${cx} ${cy})`, 'data-step': s }, shortName(c));
+      t.append(el('title', {}, `step ${s}: ${c}`));
+      svg.append(t);
+    });
   }
   svg.append(el('text', { x: (left + W - right) / 2, y: H - 4, class: 'axis', 'text-anchor': 'middle' }, 'step (operator call)'));
   svg.append(el('text', { x: 4, y: top - 8, class: 'axis' }, 'offset (bytes)'));
@@ -35,7 +53,8 @@ export function memoryChart(plan) {
       y: y(t.offset + t.size), height: Math.max(y(t.offset) - y(t.offset + t.size), 1),
       class: 'tensor', 'data-name': t.name, fill: `hsl(${(i * 67) % 360} 60% 70%)`,
     });
-    r.append(el('title', {}, `${t.name}: ${t.size} bytes at offset ${t.offset}, live steps ${t.first_step}..${t.last_step} (${t.pool})`));
+    const writer = callees[t.first_step] ? `, written by ${callees[t.first_step]}` : '';
+    r.append(el('title', {}, `${t.name}: ${t.size} bytes at offset ${t.offset}, live steps ${t.first_step}..${t.last_step} (${t.pool})${writer}`));
     svg.append(r);
     const h = y(t.offset) - y(t.offset + t.size);
     if (h >= 12) {

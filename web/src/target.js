@@ -26,3 +26,54 @@ export function setOption(t, key, value) {
   if (value !== undefined && !options.some(([k]) => k === key)) options.push([key, value]);
   return { kind: t.kind, options };
 }
+
+// What the core does with an option the text leaves out (driver/target.cc): the wasm
+// target fixes the C interface with plain pointers and linked weights; a model compiles
+// to a Model Library Format whose weights are linked unless -link-params=0
+// (artifact/mlf.cc); anything else has the packed interface and no linked weights.
+export function effectiveOption(t, key, sourceKind) {
+  const given = getOption(t, key, undefined);
+  if (given !== undefined) return given === 'true' ? '1' : given === 'false' ? '0' : given;
+  if (key === 'workspace-byte-alignment') return '16';
+  if (t.kind === 'wasm') return { 'interface-api': 'c', 'unpacked-api': '1', 'link-params': '1' }[key];
+  if (key === 'interface-api') return 'packed';
+  if (key === 'unpacked-api') return '0';
+  if (key === 'link-params') return sourceKind === 'graph' ? '1' : '0';
+  return undefined;
+}
+
+// The core's refusals of option combinations, word for word, so the form can mark the
+// choices it would refuse: [option, value] -> message, for the target `t`.
+export const REFUSED = {
+  wasm: 'the wasm target needs -interface-api=c -unpacked-api=1 -link-params=1 (its run export takes plain pointers and the module holds the weights)',
+  cNeedsUnpacked: '-interface-api=c with -runtime=c needs -unpacked-api=1',
+  packedLinked: '-interface-api=packed passes the weights to main as DLTensors: use -link-params=0 with it',
+};
+
+export function refusal(t, key, value, sourceKind) {
+  const iface = effectiveOption(t, 'interface-api', sourceKind);
+  if (t.kind === 'wasm' && ((key === 'interface-api' && value !== 'c') || (key === 'unpacked-api' && value !== '1') ||
+    (key === 'link-params' && value !== '1'))) return REFUSED.wasm;
+  if (key === 'unpacked-api' && value === '0' && iface === 'c') return REFUSED.cNeedsUnpacked;
+  if (key === 'link-params' && value === '1' && iface === 'packed' && sourceKind === 'graph') return REFUSED.packedLinked;
+  return null;
+}
+
+// The target after the form set `key` (null: the kind) to `value`, with the options the
+// change implies, so the form never produces a string the core refuses.
+export function withFormChange(t, key, value, sourceKind) {
+  if (key === null) {
+    const dropped = (k) => (value === 'wasm' && ['interface-api', 'unpacked-api', 'link-params', 'mcpu'].includes(k)) ||
+      (value !== 'wasm' && k === 'opt') || (value !== 'llvm' && k === 'mtriple');
+    let next = { kind: value, options: t.options.filter(([k]) => !dropped(k)) };
+    // A model leaving wasm keeps the C interface (the packed one would refuse linked weights).
+    if (value !== 'wasm' && sourceKind === 'graph' && getOption(next, 'interface-api', undefined) === undefined) {
+      next = setOption(setOption(next, 'interface-api', 'c'), 'unpacked-api', '1');
+    }
+    return next;
+  }
+  let next = setOption(t, key, value);
+  if (key === 'interface-api' && value === 'c') next = setOption(next, 'unpacked-api', '1');
+  if (key === 'interface-api' && value === 'packed' && sourceKind === 'graph') next = setOption(next, 'link-params', '0');
+  return next;
+}

@@ -1,7 +1,11 @@
 // The playground end to end in Debian's Chromium (headless, driven by playwright-core)
 // against the built page served on 127.0.0.1: compile the examples, the pass list and
-// its diff, the C artifact, the memory chart, located errors, the timeout. Screenshots
-// of the main views go to MICROTIR_SCREENSHOTS (default: beside the built page).
+// its diff, the C artifact, the memory chart, located errors, the timeout; then issue
+// 28: stale results, Cancel, the target form, lingering results, artifact folders, change
+// marks, layout at three sizes, dark mode and contrast, keyboard, outputs, the model view,
+// source <-> output, Share, test images, and no page or console error in the whole suite.
+// One browser serves every test. Screenshots of the main views go to MICROTIR_SCREENSHOTS
+// (default: beside the built page).
 'use strict';
 const test = require('node:test');
 const assert = require('node:assert/strict');
@@ -27,13 +31,31 @@ test.after(async () => {
   if (server) server.close();
 });
 
-async function openPage(query = '') {
-  const page = await browser.newPage({ viewport: { width: 1500, height: 1000 } });
+// Every page error and console error of the whole suite, with the test it happened in:
+// the last test checks there were none.
+const suiteErrors = [];
+
+async function openPage(query = '', viewport = { width: 1500, height: 1000 }) {
+  const page = await browser.newPage({ viewport });
   const errors = [];
-  page.on('pageerror', (e) => errors.push(String(e)));
+  const where = query || '/';
+  page.on('pageerror', (e) => { errors.push(String(e)); suiteErrors.push(`${where}: page error: ${e}`); });
+  page.on('console', (m) => { if (m.type() === 'error') suiteErrors.push(`${where}: console error: ${m.text()}`); });
   await page.goto(base + query);
   await page.waitForSelector('body[data-ready="1"]', { timeout: 60000 });
   return { page, errors };
+}
+
+async function setSource(page, f) {
+  await page.evaluate((fs) => {
+    const { editor } = window.microtirPlayground;
+    const text = (0, eval)(fs)(editor.state.doc.toString());
+    editor.dispatch({ changes: { from: 0, to: editor.state.doc.length, insert: text } });
+  }, f.toString());
+}
+
+async function clearStatus(page) {
+  await page.evaluate(() => { document.getElementById('status').textContent = ''; });
 }
 
 async function compileStatus(page) {
@@ -71,7 +93,12 @@ test('the matmul example: passes, IR, a diff, the C artifact', async () => {
   await page.selectOption('#diff-base', 'input');
   await page.waitForSelector('#pass-view .cm-mergeView');
   assert.match(await page.textContent('#pass-title'), /input → verify_well_formed/);
-  assert.match(await page.textContent('#pass-view .cm-merge-b'), /arg_type_ids/);
+  // The editors draw the lines in view only: scroll down the (wrapped) diff until it shows.
+  await page.waitForFunction(() => {
+    const m = document.querySelector('#pass-view .cm-mergeView');
+    m.scrollTop += 150;
+    return /arg_type_ids/.test(m.querySelector('.cm-merge-b').textContent);
+  }, null, { polling: 100, timeout: 10000 });
   await page.selectOption('#diff-base', 'prev');
 
   // Hiding unchanged passes leaves the changed ones (and the selected one).
@@ -130,6 +157,10 @@ test('the digits model: MLF artifacts and a memory chart with one rectangle per 
   const rects = await page.$$eval('.memory-chart rect.tensor', (els) => els.length);
   assert.equal(rects, plan.reduce((n, p) => n + p.tensors.filter((t) => t.first_step >= 0).length, 0));
   assert.match(await page.textContent('#memory'), /pool 2560 bytes, lower bound 2560 bytes/);
+  // The main's steps are named by the kernel each calls (the operator writing there).
+  assert.deepEqual(await page.$$eval('.memory-chart >> nth=0', (svgs) => [...svgs[0].querySelectorAll('text.step-callee')].map((t) => t.firstChild.textContent)),
+    ['fused_bn1_relu1', 'pool1', 'fused_conv2_relu2', 'pool2', 'flat', 'fc', 'probs']);
+  assert.match(await page.$eval('.memory-chart rect.tensor[data-name="pool1"] title', (t) => t.textContent), /written by tvmgen_digits_pool1$/);
   // Run: the model's main in the interpreter; the output is ten probabilities.
   await page.click('#run');
   await page.waitForSelector('#run-output tr.run-buffer.output');
@@ -169,6 +200,12 @@ test('the digits model through the wasm backend: Binaryen loads only then, outpu
   assert.ok(tabs.includes('codegen/host/lib/digits.wat'));
   await page.click('.artifact-tab[data-path="codegen/host/lib/digits.wasm"]');
   assert.match(await page.textContent('#artifact-view'), /digits\.wasm: \d+ bytes of WebAssembly/);
+  // A layer of the model view shows its kernel as WebAssembly text.
+  await page.click('#model-graph .graph-node[data-name="fc"]');
+  assert.match(await page.textContent('#model-detail h5 >> nth=1'), /codegen\/host\/src\/digits\.wat/);
+  const wat = await page.textContent('#model-detail .node-generated');
+  assert.match(wat, /^\(func \$tvmgen_digits_fc \(param/);
+  assert.equal((wat.match(/\(/g) || []).length, (wat.match(/\)/g) || []).length, 'one whole function');
   await page.screenshot({ path: path.join(shots, 'digits-wasm.png'), fullPage: true });
   assert.deepEqual(errors, []);
   await page.close();
@@ -211,9 +248,7 @@ test('a shared URL reproduces the state in a fresh page', async () => {
   const text = await page.evaluate(() => window.microtirPlayground.editor.state.doc.toString());
   await page.close();
 
-  const fresh = await browser.newPage({ viewport: { width: 1500, height: 1000 } });
-  await fresh.goto(url);
-  await fresh.waitForSelector('body[data-ready="1"]', { timeout: 60000 });
+  const { page: fresh } = await openPage(url.slice(base.length));
   assert.equal(await fresh.evaluate(() => window.microtirPlayground.editor.state.doc.toString()), text);
   assert.equal(await fresh.inputValue('#target'), 'c -unpacked-api=1');
   assert.equal(await fresh.inputValue('#opt-unpacked'), '1');
@@ -237,7 +272,7 @@ test('a runaway compile is stopped by the timeout and the page still compiles', 
 test('every example compiles in the page', async () => {
   const { page } = await openPage();
   await compileStatus(page);
-  const names = await page.$$eval('#examples option', (els) => els.map((e) => e.value));
+  const names = await page.$$eval('#examples option:not([disabled])', (els) => els.map((e) => e.value));
   assert.ok(names.length >= 5);
   for (const name of names) {
     await page.evaluate(() => { document.getElementById('status').textContent = ''; });
@@ -302,4 +337,472 @@ test('digits.onnx opened in the page compiles to the native artifact', async (t)
   } finally {
     fs.rmSync(native, { recursive: true, force: true });
   }
+});
+
+// ---- issue 28: no stale state, cancel, the target form, lingering results, artifacts ----
+
+test('a failed compile marks the results out of date; nothing throws, downloads say why they are off', async () => {
+  const { page, errors } = await openPage();
+  assert.match(await compileStatus(page), /compiled/);
+  assert.equal(await page.isEnabled('#download-tar'), true);
+  assert.equal(await page.isHidden('#stale-note'), true);
+  await setSource(page, (t) => t.replace('T.grid(4, 3):', 'T.grid(4, 3:'));
+  await clearStatus(page);
+  await page.click('#compile');
+  assert.match(await compileStatus(page), /error/);
+  assert.match(await page.textContent('#stale-note'), /Out of date: the last compile failed with 1 error\(s\)\. The passes, artifacts and memory plan below are from the last successful compile/);
+  assert.equal(await page.getAttribute('#result-pane', 'class'), 'stale');
+  // Every control of the panels still works on the results shown.
+  await page.click('#passes .pass:has-text("flatten_buffer")');
+  assert.match(await page.textContent('#pass-view'), /C_flat/);
+  await page.click('#show-diff');
+  await page.waitForSelector('#pass-view .cm-mergeView');
+  await page.check('#hide-unchanged');
+  await page.click('#show-ir');
+  await page.click('.artifact-tab[data-path="codegen/host/src/lib1.c"]');
+  assert.match(await page.textContent('#artifact-view'), /TVMSystemLibEntryPoint/);
+  for (const b of ['#download-file', '#download-tar']) {
+    assert.equal(await page.isDisabled(b), true, b);
+    assert.match(await page.getAttribute(b, 'title'), /nothing to download: the last compile failed/);
+  }
+  // Fixed, it compiles and the marks go.
+  await setSource(page, (t) => t.replace('T.grid(4, 3:', 'T.grid(4, 3):'));
+  await clearStatus(page);
+  await page.click('#compile');
+  assert.match(await compileStatus(page), /compiled/);
+  assert.equal(await page.isHidden('#stale-note'), true);
+  assert.equal(await page.isEnabled('#download-tar'), true);
+  const url = page.url();
+  assert.deepEqual(errors, []);
+  await page.close();
+
+  // A link to a broken program: no results, said so, nothing to download.
+  const broken = await openPage(url.slice(base.length));
+  await broken.page.evaluate(() => {
+    const { editor } = window.microtirPlayground;
+    editor.dispatch({ changes: { from: 0, insert: ')' } });
+  });
+  await clearStatus(broken.page);
+  await broken.page.click('#compile');
+  assert.match(await compileStatus(broken.page), /error/);
+  const link = broken.page.url();
+  await broken.page.close();
+  const { page: third, errors: thirdErrors } = await openPage(link.slice(base.length));
+  assert.match(await compileStatus(third), /error/);
+  assert.equal(await third.textContent('#stale-note'), 'No results: the last compile failed with 1 error(s).');
+  await third.click('#show-diff');
+  await third.check('#hide-unchanged');
+  assert.equal(await third.isDisabled('#download-tar'), true);
+  assert.deepEqual(thirdErrors, []);
+  await third.close();
+});
+
+test('Cancel stops the second of two quick compiles; a Run that times out says "run"', async () => {
+  const { page, errors } = await openPage('?timeout_ms=60000');
+  assert.match(await compileStatus(page), /compiled/);
+  // Every compile from now on spins in the worker until stopped.
+  await page.evaluate(() => history.replaceState(null, '', '?timeout_ms=60000&debug_spin_ms=600000'));
+  await clearStatus(page);
+  await page.click('#compile');
+  await page.click('#compile');
+  await page.waitForTimeout(300);
+  assert.equal(await page.textContent('#status'), 'compiling…');
+  assert.equal(await page.isEnabled('#cancel'), true, 'Cancel stays on for the compile that runs');
+  await page.click('#cancel');
+  assert.equal(await compileStatus(page), 'cancelled');
+  assert.equal(await page.isDisabled('#cancel'), true);
+  // A Run that takes too long is called a run.
+  await page.evaluate(() => history.replaceState(null, '', '?timeout_ms=1500&debug_spin_ms=600000'));
+  await clearStatus(page);
+  await page.click('#run');
+  assert.equal(await compileStatus(page), 'the run took longer than 1.5 s and was stopped');
+  assert.match(await page.textContent('#run-output'), /no run: the run took longer/);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('the target form shows the target compiled and offers only combinations the core accepts', async () => {
+  const { page, errors } = await openPage('?example=' + encodeURIComponent('digits CNN (model)'));
+  assert.match(await compileStatus(page), /compiled/);
+  const used = () => page.evaluate(() => window.microtirPlayground.state.shown.target);
+  // The model's weights are linked (the MLF default): the form says so.
+  assert.match(await used(), /-link-params=1/);
+  assert.match(await page.textContent('#target-used'), /compiled as: c .*-interface-api=c -unpacked-api=1 -link-params=1/);
+  assert.equal(await page.inputValue('#opt-link-params'), '1');
+  assert.equal(await page.inputValue('#opt-interface'), 'c');
+  // The C interface refuses packed arguments (the core's words on the refused choice).
+  assert.equal(await page.$eval('#opt-unpacked option[value="0"]', (o) => o.disabled), true);
+  assert.equal(await page.$eval('#opt-unpacked option[value="0"]', (o) => o.title), '-interface-api=c with -runtime=c needs -unpacked-api=1');
+  // Kind wasm: the form shows what wasm compiles with, and refuses the rest.
+  await page.selectOption('#opt-kind', 'wasm');
+  assert.match(await page.inputValue('#target'), /^wasm\b/);
+  assert.equal(await page.inputValue('#opt-interface'), 'c');
+  assert.equal(await page.inputValue('#opt-unpacked'), '1');
+  assert.equal(await page.inputValue('#opt-link-params'), '1');
+  assert.equal(await page.$eval('#opt-interface option[value="packed"]', (o) => o.disabled), true);
+  await clearStatus(page);
+  await page.click('#compile');
+  assert.match(await compileStatus(page), /compiled/, await page.textContent('#diagnostics'));
+  assert.match(await used(), /^wasm -opt=O2 .*-interface-api=c -unpacked-api=1 -link-params=1/);
+  // Back to C, then the packed interface: the form sets -link-params=0 (the packed main
+  // takes the weights as arguments) and the whole MLF downloads, metadata and header in it.
+  await page.selectOption('#opt-kind', 'c');
+  await page.selectOption('#opt-interface', 'packed');
+  assert.equal(await page.inputValue('#opt-link-params'), '0');
+  assert.equal(await page.$eval('#opt-link-params option[value="1"]', (o) => o.disabled), true);
+  await clearStatus(page);
+  await page.click('#compile');
+  assert.match(await compileStatus(page), /compiled/, await page.textContent('#diagnostics'));
+  assert.match(await used(), /-interface-api=packed -unpacked-api=1 -link-params=0/);
+  for (const [id, v] of [['#opt-kind', 'c'], ['#opt-interface', 'packed'], ['#opt-unpacked', '1'], ['#opt-link-params', '0']])
+    assert.equal(await page.inputValue(id), v, id);
+  assert.equal(await page.textContent('#download-tar'), 'Download MLF .tar');
+  const [download] = await Promise.all([page.waitForEvent('download'), page.click('#download-tar')]);
+  const tar = fs.readFileSync(await download.path()).toString('latin1');
+  for (const f of ['metadata.json', 'codegen/host/include/tvmgen_digits.h', 'codegen/host/src/lib0.c', 'codegen/host/src/lib1.c'])
+    assert.ok(tar.includes(f), `${f} in the .tar`);
+  assert.match(tar, /"interface_api": "packed"/);
+  // A target the core refuses typed into the box is its diagnostic, word for word.
+  await page.fill('#target', 'c -interface-api=packed -link-params=1');
+  assert.equal(await page.$eval('#opt-link-params option[value="1"]', (o) => o.title),
+    '-interface-api=packed passes the weights to main as DLTensors: use -link-params=0 with it');
+  await clearStatus(page);
+  await page.click('#compile');
+  assert.match(await compileStatus(page), /error/);
+  assert.match(await page.textContent('#diagnostics'), /use -link-params=0 with it/);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('results of the last source do not linger: Run box, examples menu, TIR output roles', async () => {
+  const { page, errors } = await openPage('?example=' + encodeURIComponent('digits CNN (model)'));
+  assert.match(await compileStatus(page), /compiled/);
+  await page.click('#run');
+  await page.waitForSelector('#run-output tr.run-buffer.output');
+  await clearStatus(page);
+  await page.selectOption('#examples', 'matmul (TIR)');
+  assert.match(await compileStatus(page), /compiled/);
+  assert.equal(await page.textContent('#run-output'), '', 'the digits outputs are gone');
+  // A TIR run: C is computed (it started random), A and B are random inputs.
+  await page.click('#run');
+  await page.waitForSelector('#run-output tr.run-buffer');
+  const roles = await page.$$eval('#run-output tr.run-buffer', (rows) => rows.map((r) => [r.cells[0].textContent, r.cells[1].textContent]));
+  assert.deepEqual(roles, [['A', 'random'], ['B', 'random'], ['C', 'output (started random)']]);
+  assert.match(await page.textContent('#run-output .output-card[data-name="C"]'), /C: float32\[4, 3\]/);
+
+  // A graph the user opened: the menu says so, and so does the link's page.
+  const digits = path.resolve(__dirname, '../../models/digits');
+  const graph = JSON.parse(fs.readFileSync(path.join(digits, 'digits.json'), 'utf8'));
+  const files = [path.join(digits, 'digits.json'), ...graph.constants.flatMap((c) => [c.file, c.blob]).filter((f) => typeof f === 'string').map((f) => path.join(digits, f))];
+  await clearStatus(page);
+  await page.setInputFiles('#load', files);
+  assert.match(await compileStatus(page), /compiled/, await page.textContent('#diagnostics'));
+  const menu = () => page.$eval('#examples', (s) => s.options[s.selectedIndex].textContent);
+  assert.equal(await menu(), '(your own source)');
+  const link = page.url();
+  await page.close();
+  const { page: fresh } = await openPage(link.slice(base.length));
+  await compileStatus(fresh);
+  assert.equal(await fresh.$eval('#examples', (s) => s.options[s.selectedIndex].textContent), '(your own source)');
+  await fresh.close();
+  assert.deepEqual(errors, []);
+});
+
+test('artifacts: host and device kernels tabbed with their folders', async () => {
+  const { page, errors } = await openPage('?example=' + encodeURIComponent('digits CNN on two NPUs (model)'));
+  assert.match(await compileStatus(page), /compiled/);
+  const labels = await page.$$eval('.artifact-tab', (els) => els.map((e) => e.textContent));
+  for (const l of ['host/src/lib0.c', 'npu0/src/lib0.c', 'npu1/src/lib0.c', 'host/include/tvmgen_digits.h', 'metadata.json'])
+    assert.ok(labels.includes(l), `${l} in ${labels.join(' ')}`);
+  assert.equal(new Set(labels).size, labels.length, 'no two tabs with one name');
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('every pass is marked changed exactly when its IR differs from the step before', async () => {
+  const { page, errors } = await openPage();
+  assert.match(await compileStatus(page), /compiled/);
+  for (const example of ['matmul (TIR)', 'digits CNN (model)']) {
+    if (example !== 'matmul (TIR)') {
+      await clearStatus(page);
+      await page.selectOption('#examples', example);
+      assert.match(await compileStatus(page), /compiled/);
+    }
+    const marks = await page.$$eval('#passes .pass', (els) => els.map((e) => e.classList.contains('changed')));
+    const ir = await page.evaluate(() => { const r = window.microtirPlayground.state.shown; return [r.input_ir, ...r.passes.map((p) => p.ir)]; });
+    assert.deepEqual(marks, ir.slice(1).map((t, i) => t !== ir[i]), example);
+    // The first check changes nothing: its diff against the input is empty.
+    await page.click('#passes .pass >> nth=0');
+    await page.click('#show-diff');
+    await page.waitForSelector('#pass-view .cm-mergeView');
+    assert.match(await page.textContent('#pass-title'), /input → verify_well_formed \(no change\)/);
+    assert.equal(await page.$$eval('#pass-view .cm-changedLine, #pass-view .cm-deletedChunk', (els) => els.length), 0);
+    await page.click('#show-ir');
+  }
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+// ---- layout, access, outputs people read ----
+
+test('layout: screenshots at three sizes; at 390 px the panes stack and nothing scrolls sideways; the splitter resizes', async () => {
+  const { page, errors } = await openPage('?example=' + encodeURIComponent('digits CNN (model)'), { width: 1440, height: 900 });
+  assert.match(await compileStatus(page), /compiled/);
+  await page.click('#run');
+  await page.waitForSelector('#run-output .top-classes');
+  const box = (sel) => page.$eval(sel, (e) => { const r = e.getBoundingClientRect(); return { x: r.x, y: r.y, w: r.width, h: r.height }; });
+  for (const [w, h] of [[1440, 900], [800, 900], [390, 844]]) {
+    await page.setViewportSize({ width: w, height: h });
+    await page.screenshot({ path: path.join(shots, `layout-${w}x${h}.png`), fullPage: true });
+    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    assert.ok(overflow <= 0, `${w}px: the page is ${overflow}px wider than the window`);
+    const src = await box('#source-pane');
+    const res = await box('#result-pane');
+    if (w <= 900) assert.ok(res.y >= src.y + src.h, `${w}px: the results are below the source`);
+    else assert.ok(res.x >= src.x + src.w, `${w}px: the results are beside the source`);
+  }
+  // Wide: dragging the splitter and its arrow keys change the panes' widths.
+  await page.setViewportSize({ width: 1440, height: 900 });
+  await page.evaluate(() => window.scrollTo(0, 0));
+  const before = (await box('#source-pane')).w;
+  const s = await box('#splitter');
+  await page.mouse.move(s.x + s.w / 2, s.y + 20);
+  await page.mouse.down();
+  await page.mouse.move(s.x + s.w / 2 + 200, s.y + 20, { steps: 4 });
+  await page.mouse.up();
+  const dragged = (await box('#source-pane')).w;
+  assert.ok(dragged > before + 150, `dragged from ${before} to ${dragged}`);
+  await page.focus('#splitter');
+  await page.keyboard.press('ArrowLeft');
+  assert.ok((await box('#source-pane')).w < dragged - 30);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('dark mode follows the system; the editor is labelled; the pass list works from the keyboard', async () => {
+  const { page, errors } = await openPage();
+  assert.match(await compileStatus(page), /compiled/);
+  const bg = (sel) => page.$eval(sel, (e) => getComputedStyle(e).backgroundColor);
+  assert.equal(await bg('body'), 'rgb(246, 247, 249)');
+  // Text contrast of at least 4.5:1 (WCAG AA) against the background it sits on.
+  const contrasts = () => page.evaluate(() => {
+    const rgb = (c) => (c.match(/[\d.]+/g) || []).map(Number);
+    const lum = ([r, g, b]) => [r, g, b].map((v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; })
+      .reduce((a, v, i) => a + v * [0.2126, 0.7152, 0.0722][i], 0);
+    const background = (e) => { for (; e; e = e.parentElement) { const c = rgb(getComputedStyle(e).backgroundColor); if (c.length === 3 || c[3] > 0) return c.slice(0, 3); } return [255, 255, 255]; };
+    const out = {};
+    for (const sel of ['header h1', '#version', '#source-name', '#status', '#target-used', '.pass.unchanged', '.pass.changed', '.pass.selected', 'summary', '.artifact-tab.active', '.artifact-tab:not(.active)', '#timings', '#intro p', '.diagnostic', '#model-summary']) {
+      const e = document.querySelector(sel);
+      if (!e) continue;
+      const [a, b] = [lum(rgb(getComputedStyle(e).color)), lum(background(e))];
+      out[sel] = (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+    }
+    return out;
+  });
+  for (const [scheme, ratios] of [['light', await contrasts()]]) {
+    for (const [sel, r] of Object.entries(ratios)) assert.ok(r >= 4.5, `${scheme}: ${sel} has contrast ${r.toFixed(2)}`);
+    assert.ok(Object.keys(ratios).length >= 10, Object.keys(ratios).join(' '));
+  }
+  await page.emulateMedia({ colorScheme: 'dark' });
+  await page.waitForFunction(() => getComputedStyle(document.querySelector('#editor .cm-editor')).backgroundColor === 'rgb(30, 34, 42)');
+  assert.equal(await bg('body'), 'rgb(21, 24, 30)');
+  for (const [sel, r] of Object.entries(await contrasts())) assert.ok(r >= 4.5, `dark: ${sel} has contrast ${r.toFixed(2)}`);
+  await page.screenshot({ path: path.join(shots, 'dark.png'), fullPage: true });
+  await page.emulateMedia({ colorScheme: 'light' });
+
+  // The editor is a labelled text box; Tab indents there and Ctrl+F searches.
+  const source = page.getByRole('textbox', { name: 'Source: a TIR program or a JSON model graph' });
+  assert.equal(await source.count(), 1);
+  await page.evaluate(() => { const { editor } = window.microtirPlayground; editor.dispatch({ selection: { anchor: 0 } }); editor.focus(); });
+  const first = await page.evaluate(() => window.microtirPlayground.editor.state.doc.line(1).text);
+  await page.keyboard.press('Tab');
+  assert.equal(await page.evaluate(() => window.microtirPlayground.editor.state.doc.line(1).text), `    ${first}`);
+  await page.keyboard.press('Control+z');
+  await page.keyboard.press('Control+f');
+  await page.waitForSelector('#editor .cm-search input[name="search"]');
+  await page.keyboard.type('T.grid');
+  await page.keyboard.press('Enter');
+  assert.match(await page.evaluate(() => { const { editor } = window.microtirPlayground; const r = editor.state.selection.main; return editor.state.sliceDoc(r.from, r.to); }), /^T\.grid$/);
+  await page.keyboard.press('Escape');
+  // The pass list: one tab stop, arrows move the selection, the view follows.
+  const selected = () => page.$eval('#passes .pass.selected', (e) => Number(e.dataset.index));
+  await page.click('#passes .pass >> nth=0');
+  assert.equal(await selected(), 0);
+  await page.keyboard.press('ArrowDown');
+  await page.keyboard.press('ArrowDown');
+  assert.equal(await selected(), 2);
+  assert.equal(await page.evaluate(() => document.activeElement.dataset.index), '2', 'focus follows the selection');
+  assert.match(await page.textContent('#pass-title'), /after plan_memory/);
+  await page.keyboard.press('End');
+  assert.equal(await selected(), 10);
+  assert.equal(await page.getAttribute('#passes .pass.selected', 'aria-selected'), 'true');
+  assert.equal(await page.$$eval('#passes .pass[tabindex="0"]', (els) => els.length), 1);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('a classifier\'s outputs: the top classes with probabilities and bars; every output summarised', async () => {
+  const { page, errors } = await openPage('?example=' + encodeURIComponent('digits CNN (model)'));
+  assert.match(await compileStatus(page), /compiled/);
+  await page.click('#run');
+  await page.waitForSelector('#run-output .top-classes');
+  const out = await page.evaluate(() => window.microtirPlayground.state.shown.run.buffers.find((b) => b.role === 'output'));
+  const order = out.values.map((v, i) => [v, i]).sort((a, b) => b[0] - a[0] || a[1] - b[1]).slice(0, 5);
+  const rows = await page.$$eval('.top-class', (els) => els.map((e) => ({ cls: e.dataset.class, prob: e.querySelector('.class-prob').textContent, width: e.querySelector('.bar-fill').style.width })));
+  assert.deepEqual(rows.map((r) => Number(r.cls)), order.map(([, i]) => i));
+  assert.deepEqual(rows.map((r) => r.prob), order.map(([v]) => `${(v * 100).toFixed(1)}%`));
+  assert.equal(rows[0].width, `${(order[0][0] * 100).toFixed(1)}%`);
+  const min = Math.min(...out.values), max = Math.max(...out.values);
+  const stats = await page.textContent(`.output-card[data-name="${out.name}"] .output-stats`);
+  assert.ok(stats.startsWith(`10 values · min ${min.toPrecision(4)} · max ${max.toPrecision(4)}`), stats);
+  assert.match(await page.textContent(`.output-card[data-name="${out.name}"] h4`), /float32\[1, 10\]/);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('the model view: the operator graph laid out by dagre, per-layer cost, a layer\'s kernel, TIR, C and memory', async () => {
+  const { page, errors } = await openPage('?example=' + encodeURIComponent('digits CNN (model)'));
+  assert.match(await compileStatus(page), /compiled/);
+  assert.equal(await page.isVisible('#model-box'), true);
+  const model = await page.evaluate(() => window.microtirPlayground.state.shown.model);
+  // MACs from the shapes, by hand: conv2 is 16x4x4 outputs of 8x3x3 filters, fc 10 outputs of 64.
+  const byName = Object.fromEntries(model.nodes.map((n) => [n.name, n]));
+  assert.equal(byName.conv2.macs, 16 * 4 * 4 * 8 * 3 * 3);
+  assert.equal(byName.fc.macs, 10 * 64);
+  assert.equal(byName.fc.weight_bytes, (10 * 64 + 10) * 4);
+  assert.equal(byName.pool1.activation_bytes, 8 * 4 * 4 * 4);
+  assert.equal(model.macs, model.nodes.reduce((a, n) => a + n.macs, 0));
+  assert.match(await page.textContent('#model-summary'), /^digits: 9 layers · 23\.7 k MACs · weights 7\.4 KiB/);
+  // One box per operator and input, one edge per tensor between them, top to bottom.
+  assert.equal(await page.$$eval('#model-graph .graph-node', (els) => els.length), model.nodes.length + model.inputs.length);
+  const edges = model.nodes.reduce((a, n) => a + n.inputs.filter((x) => !model.constants.some((c) => c.name === x)).length, 0);
+  assert.equal(await page.$$eval('#model-graph path.edge', (els) => els.length), edges);
+  const ys = await page.$$eval('#model-graph .graph-node[data-name]', (els) => Object.fromEntries(els.map((e) => [e.dataset.name, e.getBoundingClientRect().y])));
+  for (let i = 1; i < model.nodes.length; ++i) assert.ok(ys[model.nodes[i].name] > ys[model.nodes[i - 1].name], `${model.nodes[i].name} below its producer`);
+  assert.match(await page.textContent('#model-costs tr[data-name="conv2"]'), /conv2conv2dfloat32\[1×16×4×4\]18\.4 k/);
+  // A click shows the layer's kernel: its TIR, its C, its tensor in the memory plan.
+  await page.click('#model-graph .graph-node[data-name="fc"]');
+  assert.equal(await page.textContent('#model-detail h4'), 'fc (dense)');
+  assert.match(await page.textContent('#model-detail .node-tir'), /^@T\.prim_func\n\s*def tvmgen_digits_fc\(/);
+  assert.match(await page.textContent('#model-detail h5 >> nth=1'), /codegen\/host\/src\/lib0\.c/);
+  assert.match(await page.textContent('#model-detail .node-generated'), /int32_t tvmgen_digits_fc\(.*\{/);
+  assert.match(await page.textContent('#model-detail .node-memory'), /^fc: 40 bytes at offset \d+ of \w+, live from step \d+ to \d+ of tvmgen_digits___tvm_main__$/);
+  // From the keyboard: a fused-away layer never reaches memory.
+  await page.focus('#model-graph .graph-node[data-name="bn1"]');
+  await page.keyboard.press('Enter');
+  assert.match(await page.textContent('#model-detail .node-memory'), /bn1 stays inside the fused kernel tvmgen_digits_fused_bn1_relu1/);
+  assert.match(await page.textContent('#model-detail h5'), /fused: bn1 \+ relu1/);
+  await page.screenshot({ path: path.join(shots, 'model-view.png'), fullPage: true });
+  // The ONNX model has the same view; a TIR program has none.
+  await clearStatus(page);
+  await page.selectOption('#examples', 'digits CNN (ONNX)');
+  assert.match(await compileStatus(page), /compiled/);
+  assert.equal(await page.$$eval('#model-graph .graph-node[data-name]', (els) => els.length), 9);
+  await clearStatus(page);
+  await page.selectOption('#examples', 'matmul (TIR)');
+  assert.match(await compileStatus(page), /compiled/);
+  assert.equal(await page.isHidden('#model-box'), true);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('Share copies the link (and says what it cannot carry); a first visit gets a "try this" strip', async () => {
+  const { page, errors } = await openPage();
+  assert.match(await compileStatus(page), /compiled/);
+  await page.context().grantPermissions(['clipboard-read', 'clipboard-write']);
+  assert.equal(await page.isVisible('#intro'), true);
+  assert.match(await page.textContent('#intro'), /What is this\?.*Try this:/s);
+  await page.click('#intro-close');
+  assert.equal(await page.isHidden('#intro'), true);
+  await page.reload();
+  await page.waitForSelector('body[data-ready="1"]');
+  assert.equal(await page.isHidden('#intro'), true, 'dismissed for good');
+  await page.click('#share');
+  await page.waitForFunction(() => document.getElementById('share-note').textContent !== '');
+  assert.equal(await page.evaluate(() => navigator.clipboard.readText()), page.url());
+  assert.match(await page.textContent('#share-note'), /^link copied \(\d+ characters\)$/);
+  // A graph opened from files: its weights are not in the link, and Share says so.
+  const digits = path.resolve(__dirname, '../../models/digits');
+  const graph = JSON.parse(fs.readFileSync(path.join(digits, 'digits.json'), 'utf8'));
+  const files = [path.join(digits, 'digits.json'), ...graph.constants.flatMap((c) => [c.file, c.blob]).filter((f) => typeof f === 'string').map((f) => path.join(digits, f))];
+  await clearStatus(page);
+  await page.setInputFiles('#load', files);
+  assert.match(await compileStatus(page), /compiled/);
+  await page.click('#share');
+  await page.waitForFunction(() => /weight file/.test(document.getElementById('share-note').textContent));
+  assert.match(await page.textContent('#share-note'), /link copied .*the link carries the graph's text, not its 9 weight file\(s\): send those too/);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('source <-> output: hovering a TIR line marks the C lines it became, and back', async () => {
+  const { page, errors } = await openPage();
+  assert.match(await compileStatus(page), /compiled/);
+  await page.click('.artifact-tab[data-path="codegen/host/src/lib0.c"]');
+  const text = await page.evaluate(() => window.microtirPlayground.editor.state.doc.toString());
+  const line = text.split('\n').findIndex((l) => l.includes('C[i, j] = C[i, j] + A[i, k] * B[k, j]')) + 1;
+  await page.hover(`#editor .cm-line >> nth=${line - 1}`);
+  await page.waitForSelector('#artifact-view .cm-mapped');
+  const marked = await page.$$eval('#artifact-view .cm-mapped', (els) => els.map((e) => e.textContent.trim()));
+  assert.deepEqual(marked, ['C[k_inv0] = (C[k_inv0] + (A[j_inv3 + k] * B[(k * 3) + j]));']);
+  // The loop's line became the C loop, its invariants and its closing brace.
+  const loop = text.split('\n').findIndex((l) => l.includes('for k in range(8):')) + 1;
+  await page.hover(`#editor .cm-line >> nth=${loop - 1}`);
+  await page.waitForFunction(() => document.querySelectorAll('#artifact-view .cm-mapped').length === 3);
+  assert.deepEqual(await page.$$eval('#artifact-view .cm-mapped', (els) => els.map((e) => e.textContent.trim())),
+    ['int32_t k_inv0 = (j_inv2 + j);', 'for (int32_t k = 0; k < 8; ++k) {', '}']);
+  // Back: a C line marks its TIR line.
+  await page.hover('#artifact-view .cm-line:has-text("C[j_inv2 + j] = 0.0f;")');
+  await page.waitForFunction(() => /T\.float32\(0\)/.test((document.querySelector('#editor .cm-mapped') || {}).textContent || ''));
+  assert.equal((await page.textContent('#editor .cm-mapped')).trim(), 'C[i, j] = T.float32(0)');
+  // Out of date results map nothing.
+  await setSource(page, (t) => t.replace('T.grid(4, 3):', 'T.grid(4, 3:'));
+  await clearStatus(page);
+  await page.click('#compile');
+  assert.match(await compileStatus(page), /error/);
+  await page.hover(`#editor .cm-line >> nth=${line - 1}`);
+  assert.equal(await page.$$eval('#artifact-view .cm-mapped', (els) => els.length), 0);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+function readNpy(file) {
+  const b = fs.readFileSync(file);
+  const headerLen = b.readUInt16LE(8);
+  const header = b.subarray(10, 10 + headerLen).toString('latin1');
+  const data = b.subarray(10 + headerLen);
+  if (/<i8/.test(header)) return Array.from({ length: data.length / 8 }, (_, i) => Number(data.readBigInt64LE(i * 8)));
+  return Array.from({ length: data.length / 4 }, (_, i) => data.readFloatLE(i * 4));
+}
+
+test('Run inputs from the model\'s test images: drawn as pictures, a click runs one; the numpy reference', async () => {
+  const { page, errors } = await openPage('?example=' + encodeURIComponent('digits CNN (model)'));
+  assert.match(await compileStatus(page), /compiled/);
+  await page.waitForSelector('#samples .sample canvas');
+  assert.equal(await page.$$eval('#samples .sample', (els) => els.length), 16);
+  const labels = readNpy(path.resolve(__dirname, '../../models/digits/test_labels.npy'));
+  const ref = readNpy(path.resolve(__dirname, '../../models/digits/reference_probs.npy'));
+  assert.deepEqual(await page.$$eval('#samples .sample span', (els) => els.slice(0, 5).map((e) => Number(e.textContent))), labels.slice(0, 5));
+  // The picture is the image: a dark pixel where the image is at its maximum.
+  const dark = await page.$eval('#samples .sample[data-index="3"] canvas', (c) => { const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data; let n = 0; for (let i = 0; i < d.length; i += 4) if (d[i] === 0) ++n; return n; });
+  assert.ok(dark >= 16, `${dark} black pixels`);
+  await page.click('#samples .sample[data-index="3"]');
+  await page.waitForSelector('#run-output .sample-result');
+  const probs = await page.evaluate(() => window.microtirPlayground.state.shown.run.buffers.find((b) => b.role === 'output').values);
+  probs.forEach((p, k) => assert.ok(Math.abs(p - ref[3 * 10 + k]) < 1e-5, `class ${k}: ${p} vs numpy ${ref[3 * 10 + k]}`));
+  const top = probs.indexOf(Math.max(...probs));
+  assert.equal(await page.textContent('#run-output .sample-result'), `test image 3 (label ${labels[3]}): predicted ${top}${top === labels[3] ? ', right' : ', wrong'}`);
+  assert.equal(await page.getAttribute('#run-output .top-class >> nth=0', 'data-class'), String(top));
+  // A TIR program has no samples.
+  await clearStatus(page);
+  await page.selectOption('#examples', 'matmul (TIR)');
+  assert.match(await compileStatus(page), /compiled/);
+  assert.equal(await page.$$eval('#samples .sample', (els) => els.length), 0);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+// Last: the suite as a whole raised no page error and logged no console error.
+test('no page error or console error during the whole suite', () => {
+  assert.deepEqual(suiteErrors, []);
 });

@@ -346,7 +346,13 @@ class FunctionEmitter {
     return name;
   }
 
-  void line(const std::string& s) { *out_ << std::string(2 * indent_, ' ') << s << "\n"; }
+  // With a line map asked for, a line emitted for a located statement ends in a marker
+  // (\x01 and the source line) that codegen_c turns into the map and strips.
+  void line(const std::string& s) {
+    *out_ << std::string(2 * indent_, ' ') << s;
+    if (mark_lines_ && source_line_ > 0) *out_ << '\x01' << source_line_;
+    *out_ << "\n";
+  }
 
   // ---- expressions ----------------------------------------------------------------
   std::string int_literal(DataType t, int64_t v) {
@@ -683,6 +689,13 @@ class FunctionEmitter {
   }
 
   void emit(const Stmt& s) {
+    const int outer = source_line_;
+    if (s->span.line > 0) source_line_ = s->span.line;
+    emit_stmt(s);
+    source_line_ = outer;
+  }
+
+  void emit_stmt(const Stmt& s) {
     switch (s->kind) {
       case StmtKind::BufferStore: {
         const auto* op = static_cast<const BufferStoreNode*>(s.get());
@@ -871,6 +884,10 @@ class FunctionEmitter {
   std::vector<std::string> live_workspace_;  // workspace allocations enclosing this point
   IntBoundAnalyzer bounds_;
   std::ostringstream* out_ = nullptr;
+  int source_line_ = 0;  // of the statement being emitted
+ public:
+  bool mark_lines_ = false;
+ private:
   int indent_ = 0;
 };
 
@@ -896,6 +913,7 @@ std::string codegen_c(const IRModule& m, const CCodegenOptions& options) {
                                  "', which C reserves; give it another name or global_symbol");
     FunctionEmitter emitter(symbol, func, &helpers, &externs, &needs_stdio);
     emitter.module_symbols_ = &module_symbols;
+    emitter.mark_lines_ = options.line_map != nullptr;
     std::string signature = emitter.signature();
     if (options.defines && !options.defines(name, func)) {
       if (options.declare_others) prototypes << signature << ";\n";
@@ -933,7 +951,21 @@ std::string codegen_c(const IRModule& m, const CCodegenOptions& options) {
     for (const auto& [name, proto] : externs) os << proto << "\n";
   }
   os << "\n" << prototypes.str() << bodies.str();
-  return os.str();
+  if (!options.line_map) return os.str();
+  // Strip the markers, keeping their lines.
+  std::string text = os.str(), out;
+  options.line_map->clear();
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    std::string l = text.substr(start, end - start);
+    size_t mark = l.find('\x01');
+    options.line_map->push_back(mark == std::string::npos ? 0 : std::stoi(l.substr(mark + 1)));
+    out += l.substr(0, mark) + (end < text.size() ? "\n" : "");
+    start = end + 1;
+  }
+  return out;
 }
 
 }  // namespace mtir

@@ -6,6 +6,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "ir/function.h"
 
@@ -18,6 +19,9 @@ struct CCodegenOptions {
   // rest get prototypes so calls into another file of the artifact type-check.
   std::function<bool(const std::string& name, const PrimFunc& f)> defines;
   bool declare_others = false;
+  // When set, gets one entry per line of the output: the source line (Span::line) of the
+  // statement that line was emitted for, 0 for none (the playground maps TIR to C with it).
+  std::vector<int>* line_map = nullptr;
 };
 
 // C source for every PrimFunc of `m`. Throws DiagnosticError on IR the C backend cannot

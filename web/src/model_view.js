@@ -1,0 +1,208 @@
+// The model view: the operator graph as the compiler builds it, drawn as Netron draws a
+// model (a box per operator with its op, its weights and its output type, edges for the
+// tensors, laid out top to bottom by dagre), with each layer's cost: multiply-
+// accumulates, weight bytes and activation bytes. Choosing a layer shows its kernel: the
+// TIR function, the C (or LLVM IR) it became, and its output's place in the memory plan.
+import dagre from '@dagrejs/dagre';
+
+const SVG = 'http://www.w3.org/2000/svg';
+const BOX_W = 172, HEADER_H = 20, LINE_H = 15;
+
+function svgEl(name, attrs = {}, text) {
+  const e = document.createElementNS(SVG, name);
+  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, String(v));
+  if (text !== undefined) e.textContent = text;
+  return e;
+}
+
+function el(tag, cls, text) {
+  const e = document.createElement(tag);
+  if (cls) e.className = cls;
+  if (text !== undefined) e.textContent = text;
+  return e;
+}
+
+export function formatCount(n) {
+  if (n >= 1e9) return `${(n / 1e9).toFixed(2)} G`;
+  if (n >= 1e6) return `${(n / 1e6).toFixed(2)} M`;
+  if (n >= 1e4) return `${(n / 1e3).toFixed(1)} k`;
+  return String(n);
+}
+
+export function formatBytes(n) {
+  if (n >= 1 << 20) return `${(n / (1 << 20)).toFixed(2)} MiB`;
+  if (n >= 1 << 10) return `${(n / (1 << 10)).toFixed(1)} KiB`;
+  return `${n} B`;
+}
+
+const typeText = (t) => `${t.dtype}[${t.shape.join('×')}]`;
+
+// Netron's colours by kind of operator: layers, activations, pooling, shape changes.
+function category(op) {
+  if (/conv|dense|gemm|matmul/.test(op)) return 'layer';
+  if (/relu|sigmoid|tanh|softmax|clip|gelu|silu|hard/.test(op)) return 'activation';
+  if (/pool/.test(op)) return 'pool';
+  if (/norm/.test(op)) return 'norm';
+  if (/reshape|flatten|transpose|concat|pad|squeeze|split|slice|gather/.test(op)) return 'shape';
+  return 'other';
+}
+
+// The graph laid out: model inputs and operator nodes (constants are lines of their box).
+export function layoutModel(model) {
+  const g = new dagre.graphlib.Graph();
+  g.setGraph({ rankdir: 'TB', nodesep: 24, ranksep: 30, marginx: 8, marginy: 8 });
+  g.setDefaultEdgeLabel(() => ({}));
+  const constants = new Map(model.constants.map((c) => [c.name, c]));
+  const producers = new Set([...model.inputs.map((i) => i.name), ...model.nodes.map((n) => n.name)]);
+  for (const i of model.inputs) g.setNode(`in:${i.name}`, { width: BOX_W, height: HEADER_H + LINE_H + 6, input: i });
+  for (const n of model.nodes) {
+    const weights = n.inputs.filter((x) => constants.has(x)).map((x) => constants.get(x));
+    g.setNode(`op:${n.name}`, { width: BOX_W, height: HEADER_H + LINE_H * (1 + weights.length) + 6, node: n, weights });
+    for (const x of n.inputs) {
+      if (!producers.has(x)) continue;
+      g.setEdge(model.inputs.some((i) => i.name === x) ? `in:${x}` : `op:${x}`, `op:${n.name}`);
+    }
+  }
+  dagre.layout(g);
+  return g;
+}
+
+// The SVG of the laid-out graph; `onSelect(node)` is called when a box is chosen.
+export function modelGraph(model, onSelect, selected) {
+  const g = layoutModel(model);
+  const { width, height } = g.graph();
+  const svg = svgEl('svg', { viewBox: `0 0 ${width} ${height}`, width, height, class: 'model-graph', role: 'group', 'aria-label': `operator graph of ${model.name}` });
+  const defs = svgEl('defs');
+  const marker = svgEl('marker', { id: 'arrow', viewBox: '0 0 10 10', refX: 9, refY: 5, markerWidth: 6, markerHeight: 6, orient: 'auto-start-reverse' });
+  marker.append(svgEl('path', { d: 'M 0 0 L 10 5 L 0 10 z', class: 'edge-head' }));
+  defs.append(marker);
+  svg.append(defs);
+  for (const e of g.edges()) {
+    const pts = g.edge(e).points;
+    const d = pts.map((p, i) => `${i ? 'L' : 'M'} ${p.x.toFixed(1)} ${p.y.toFixed(1)}`).join(' ');
+    svg.append(svgEl('path', { d, class: 'edge', 'marker-end': 'url(#arrow)', 'data-from': e.v, 'data-to': e.w }));
+  }
+  for (const id of g.nodes()) {
+    const box = g.node(id);
+    const x = box.x - box.width / 2, y = box.y - box.height / 2;
+    const grp = svgEl('g', { class: 'graph-node', transform: `translate(${x.toFixed(1)} ${y.toFixed(1)})` });
+    if (box.input) {
+      grp.classList.add('model-input');
+      grp.append(svgEl('rect', { width: box.width, height: box.height, rx: 10 }));
+      grp.append(svgEl('text', { x: 8, y: 14, class: 'node-op' }, `input ${box.input.name}`));
+      grp.append(svgEl('text', { x: 8, y: HEADER_H + 11, class: 'node-line' }, typeText(box.input)));
+    } else {
+      const n = box.node;
+      grp.classList.add(`cat-${category(n.op)}`);
+      grp.dataset.name = n.name;
+      grp.setAttribute('tabindex', '0');
+      grp.setAttribute('role', 'button');
+      grp.setAttribute('aria-label', `${n.op} ${n.name}: ${typeText(n)}, ${n.macs} MACs`);
+      if (selected === n.name) grp.classList.add('selected');
+      grp.append(svgEl('rect', { width: box.width, height: box.height, rx: 4, class: 'node-body' }));
+      grp.append(svgEl('rect', { width: box.width, height: HEADER_H, rx: 4, class: 'node-header' }));
+      grp.append(svgEl('text', { x: 8, y: 14, class: 'node-op' }, n.op));
+      grp.append(svgEl('text', { x: box.width - 8, y: 14, class: 'node-name', 'text-anchor': 'end' }, n.device ? `${n.name} @${n.device}` : n.name));
+      box.weights.forEach((w, i) => grp.append(svgEl('text', { x: 8, y: HEADER_H + 11 + LINE_H * i, class: 'node-line' }, `${w.name.length > 12 ? `${w.name.slice(0, 11)}…` : w.name} ⟨${w.shape.join('×')}⟩`)));
+      grp.append(svgEl('text', { x: 8, y: HEADER_H + 11 + LINE_H * box.weights.length, class: 'node-line node-out' }, `→ ${typeText(n)}`));
+      const title = svgEl('title', {}, `${n.name} (${n.op}): ${typeText(n)}\n${n.macs} MACs · weights ${n.weight_bytes} B · output ${n.activation_bytes} B\nkernel ${n.kernel}`);
+      grp.append(title);
+      grp.addEventListener('click', () => onSelect(n));
+      grp.addEventListener('keydown', (e) => { if (e.key === 'Enter' || e.key === ' ') { e.preventDefault(); onSelect(n); } });
+    }
+    svg.append(grp);
+  }
+  return svg;
+}
+
+// One row per layer with its cost; the MACs also as a bar against the heaviest layer.
+export function costTable(model, onSelect, selected) {
+  const table = el('table', 'layer-costs');
+  table.innerHTML = '<caption>cost per layer</caption><tr><th>layer</th><th>op</th><th>output</th><th>MACs</th><th>weights</th><th>activations</th><th>kernel</th></tr>';
+  const maxMacs = Math.max(1, ...model.nodes.map((n) => n.macs));
+  for (const n of model.nodes) {
+    const tr = el('tr', `layer-row${selected === n.name ? ' selected' : ''}`);
+    tr.dataset.name = n.name;
+    const name = el('td');
+    const b = el('button', 'layer-link', n.name);
+    b.addEventListener('click', () => onSelect(n));
+    name.append(b);
+    const macs = el('td', 'num');
+    const bar = el('span', 'mac-bar');
+    bar.style.width = `${((n.macs / maxMacs) * 100).toFixed(1)}%`;
+    macs.append(el('span', 'mac-count', n.macs ? formatCount(n.macs) : '—'), bar);
+    tr.append(name, el('td', null, n.op), el('td', null, typeText(n)), macs, el('td', 'num', n.weight_bytes ? formatBytes(n.weight_bytes) : '—'),
+      el('td', 'num', formatBytes(n.activation_bytes)), el('td', 'kernel-name', n.kernel));
+    table.append(tr);
+  }
+  const total = el('tr', 'layer-total');
+  const acts = model.nodes.reduce((a, n) => a + n.activation_bytes, 0);
+  total.append(el('td', null, 'total'), el('td'), el('td'), el('td', 'num', formatCount(model.macs)), el('td', 'num', formatBytes(model.weight_bytes)),
+    el('td', 'num', formatBytes(acts)), el('td'));
+  table.append(total);
+  return table;
+}
+
+// The block of a printed module that defines `name` (from its decorator to the next line
+// indented no deeper than the def).
+export function tirFunction(moduleText, name) {
+  const lines = moduleText.split('\n');
+  const at = lines.findIndex((l) => new RegExp(`^\\s*def ${name}\\(`).test(l));
+  if (at < 0) return null;
+  const indent = lines[at].search(/\S/);
+  let start = at;
+  while (start > 0 && /^\s*@/.test(lines[start - 1])) --start;
+  let end = at + 1;
+  while (end < lines.length && (lines[end].trim() === '' || lines[end].search(/\S/) > indent)) ++end;
+  while (end > at + 1 && lines[end - 1].trim() === '') --end;
+  return lines.slice(start, end).map((l) => l.slice(Math.min(indent, l.search(/\S|$/)))).join('\n');
+}
+
+// A WebAssembly text function `(func $name ...)`, to its closing parenthesis.
+function watFunction(text, name) {
+  const at = text.search(new RegExp(`\\(func \\$${name}[\\s)]`));
+  if (at < 0) return null;
+  let depth = 0;
+  for (let i = at; i < text.length; ++i) {
+    const c = text[i];
+    if (c === '"') { for (++i; i < text.length && text[i] !== '"'; ++i) if (text[i] === '\\') ++i; continue; }
+    if (c === ';' && text[i + 1] === ';') { i = text.indexOf('\n', i); if (i < 0) break; continue; }
+    if (c === '(') ++depth;
+    if (c === ')' && --depth === 0) return text.slice(at, i + 1);
+  }
+  return null;
+}
+
+// The definition of function `name` in the artifacts (C, LLVM IR or WebAssembly text):
+// its file and text.
+export function generatedFunction(artifacts, name) {
+  for (const a of artifacts) {
+    if (a.text !== undefined && a.path.endsWith('.wat')) {
+      const f = watFunction(a.text, name);
+      if (f) return { path: a.path, text: f };
+    }
+    if (a.text === undefined || !/\.(c|ll)$/.test(a.path)) continue;
+    const lines = a.text.split('\n');
+    const isC = a.path.endsWith('.c');
+    const at = lines.findIndex((l) => (isC ? new RegExp(`^[\\w ]*\\b${name}\\(.*\\{\\s*$`) : new RegExp(`^define .*@${name}\\(`)).test(l));
+    if (at < 0) continue;
+    let end = at + 1;
+    while (end < lines.length && lines[end] !== '}') ++end;
+    return { path: a.path, text: lines.slice(at, end + 1).join('\n') };
+  }
+  return null;
+}
+
+// Where the node's output lives: a tensor of main's memory plan, a model output, or a
+// value inside a fused kernel that never reaches memory.
+export function memoryPlace(response, node) {
+  const model = response.model;
+  if (model.outputs.includes(node.name)) return `${node.name} is a model output: the caller's buffer (${formatBytes(node.activation_bytes)})`;
+  const fusedAway = model.nodes.some((m) => m !== node && m.kernel === node.kernel && model.nodes.indexOf(m) > model.nodes.indexOf(node));
+  if (fusedAway) return `${node.name} stays inside the fused kernel ${node.kernel}: it is never written to memory`;
+  const plan = (response.memory || []).find((p) => p.function === response.main);
+  const cName = node.name.replace(/\W/g, '_');
+  const t = plan && plan.tensors.find((x) => x.name === node.name || x.name === cName);
+  if (!t) return `${node.name} is not in the memory plan of ${response.main}`;
+  return `${node.name}: ${t.size} bytes at offset ${t.offset} of ${t.pool}, live from step ${t.first_step} to ${t.last_step} of ${response.main}`;
+}
