@@ -1,7 +1,8 @@
 // The int8 quantized operators against independent references written here in plain
-// C++ straight from the contract in docs/quantization.md (TFLite int8 semantics): the
-// fixed-point multiplier is recomputed by a different method, the rounding shift by a
-// floor division, so a shared mistake in core/ops/quant_util.cc cannot hide. Every case
+// C++ straight from the contract in docs/quantization.md (TFLite's integer arithmetic):
+// the fixed-point multiplier is recomputed by a different method, the two roundings by
+// floor divisions, so a shared mistake in core/ops/quant_util.cc cannot hide; softmax,
+// logistic and tanh against gemmlowp's fixed point as tests/int8/tflite_arith.cc writes it. Every case
 // is checked bit for bit in the reference interpreter, then all cases of the process are
 // built into one module and run again as host C and (with Binaryen) as wasm, bit for bit
 // equal to the interpreter. Refusals are checked by message.
