@@ -54,25 +54,25 @@ void prepare_matmul_node(Graph& g, GraphNode& node, const ScheduleOptions& opts,
   const int64_t groups = conv ? node.attrs.value("groups", int64_t{1}) : 1;
 
   // Per-channel multipliers and shifts (TFLite's QuantizeMultiplier) as an int32 table:
-  // [O, 3] (multiplier, right shift, (1 << right shift) - 1) when no channel shifts left,
-  // [O, 2] (multiplier, shift) otherwise (see ops/qconv.cc).
+  // [O, 3] (multiplier, r - 1, 1 << (r - 2)) when every channel's right shift r is at
+  // least 2, [O, 2] (multiplier, shift) otherwise (see ops/qconv.cc).
   std::vector<std::string> extra;
   if (per_channel(node.attrs)) {
     double in_scale = number_or(node.attrs, "input_scale", 1.0), out_scale = number_or(node.attrs, "output_scale", 1.0);
     std::vector<ops::QuantMultiplier> ms;
-    bool right_only = true;
+    bool high_word = true;
     for (int64_t c = 0; c < channels; ++c) {
       ms.push_back(ops::quantize_multiplier(in_scale * weight_scale(node.attrs, c) / out_scale, node.op,
                                             "input_scale * weight_scale[" + std::to_string(c) + "] / output_scale"));
-      right_only = right_only && ms.back().left_shift() == 0;
+      high_word = high_word && ms.back().right_shift() >= 2;
     }
-    const int64_t columns = right_only ? 3 : 2;
+    const int64_t columns = high_word ? 3 : 2;
     NDArray table = NDArray::zeros(kI32, {channels, columns});
     for (int64_t c = 0; c < channels; ++c) {
       const int right = ms[c].right_shift();
       table.set_int(columns * c, ms[c].multiplier);
-      table.set_int(columns * c + 1, right_only ? right : ms[c].shift);
-      if (right_only) table.set_int(columns * c + 2, (int64_t{1} << right) - 1);
+      table.set_int(columns * c + 1, high_word ? right - 1 : ms[c].shift);
+      if (high_word) table.set_int(columns * c + 2, int64_t{1} << (right - 2));
     }
     std::string name = fresh_name(g, node.name + "__requant");
     g.constants[name] = std::move(table);

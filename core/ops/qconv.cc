@@ -122,10 +122,11 @@ void check_packing(const std::string& op, const Schedule& s, const QInputs& q, c
 // The requantized int8 value of accumulator `acc` for output channel `oc`: TFLite's
 // MultiplyByQuantizedMultiplier, then the zero point and the activation bounds. A
 // per-tensor multiplier is a constant; per-channel ones come from the table that
-// prepare_quantized builds, in one of two forms. (multiplier, shift) is TFLite's pair
-// for any shift. (multiplier, right shift, (1 << right shift) - 1), used when no channel
-// shifts left (multipliers below 1, the usual case), saves the kernel the shift's
-// case split and the mask.
+// prepare_quantized builds, in one of two forms. (multiplier, shift) is TFLite's pair for
+// any shift. (multiplier, r - 1, 1 << (r - 2)), used when every channel's right shift r
+// is at least 2 (multipliers below 1/4, the usual case), does both roundings in one
+// step on the high word of the corrected product (quant_util.h): a few 32-bit
+// instructions on a Cortex-M instead of TFLite's case split and mask.
 Expr requantize_channel(const QuantAttrs& q, const Buffer& table, int64_t columns, Expr acc, Expr oc) {
   auto col = [&](int64_t k) { return load(table, {add(mul(oc, ci(columns)), ci(k))}); };
   Expr y;
@@ -134,11 +135,7 @@ Expr requantize_channel(const QuantAttrs& q, const Buffer& table, int64_t column
   } else if (columns == 2) {
     y = multiply_by_quantized_multiplier(acc, col(0), col(1));
   } else {
-    Expr high = saturating_rounding_doubling_high_mul(acc, col(0), true);
-    Expr right = col(1), mask = col(2);
-    Expr remainder = call("bitwise_and", {high, mask});
-    Expr threshold = add(call("shift_right", {mask, ci(1)}), Select(lt(high, ci(0)), ci(1), ci(0)));
-    y = add(call("shift_right", {high, right}), Select(Binary(ExprKind::GT, remainder, threshold), ci(1), ci(0)));
+    y = call("shift_right", {add(corrected_high_word(acc, col(0)), col(2)), col(1)});
   }
   return saturate_int8(y, q.output_zero_point, q.bounds);
 }

@@ -66,10 +66,37 @@ Expr rounding_divide_by_pot(Expr x, Expr exponent) {
   return add(call("shift_right", {x, exponent}), bool_to_int(Binary(ExprKind::GT, remainder, threshold)));
 }
 
+namespace {
+// Q = x * M + 2^30 in int64.
+Expr nudged_product(Expr x, Expr multiplier) {
+  return Binary(ExprKind::Add, Binary(ExprKind::Mul, Cast(kI64, std::move(x)), Cast(kI64, std::move(multiplier))),
+                IntImm(kI64, int64_t{1} << 30));
+}
+Expr high_word(Expr v) { return Cast(kI32, Call(kI64, "shift_right", {std::move(v), IntImm(kI64, 32)})); }
+}  // namespace
+
+Expr corrected_high_word(Expr x, Expr multiplier) {
+  // With Q = H * 2^32 + L: subtracting 2^31 when Q < 0 (H < 0) borrows from H exactly
+  // when L's top bit is clear, so the high word is H + ((H >> 31) & ((L >> 31) - 1)).
+  Expr q = nudged_product(std::move(x), std::move(multiplier));
+  Expr h = high_word(q);
+  Expr low_top = Cast(kI32, Call(DataType::UInt(32), "shift_right", {Cast(DataType::UInt(32), q), IntImm(DataType::UInt(32), 31)}));
+  return add(h, call("bitwise_and", {call("shift_right", {h, ci(31)}), sub(low_top, ci(1))}));
+}
+
 Expr multiply_by_quantized_multiplier(Expr x, const QuantMultiplier& q) {
   if (q.left_shift() > 0) x = mul(x, ci(int64_t{1} << q.left_shift()));
-  Expr high = saturating_rounding_doubling_high_mul(std::move(x), ci(q.multiplier), true);
-  return rounding_divide_by_pot(std::move(high), ci(q.right_shift()));
+  const int right = q.right_shift();
+  if (right == 0) return saturating_rounding_doubling_high_mul(std::move(x), ci(q.multiplier), true);
+  if (right == 1) {
+    // (Q - [Q < 0] * 2^31 + 2^31) >> 32, in int64.
+    Expr nudged = nudged_product(std::move(x), ci(q.multiplier));
+    Expr sign = Binary(ExprKind::Mul, Call(kI64, "shift_right", {nudged, IntImm(kI64, 63)}), IntImm(kI64, int64_t{1} << 31));
+    return high_word(Binary(ExprKind::Add, Binary(ExprKind::Add, nudged, sign), IntImm(kI64, int64_t{1} << 31)));
+  }
+  // Both roundings in one step (see quant_util.h).
+  return call("shift_right", {add(corrected_high_word(std::move(x), ci(q.multiplier)), ci(int64_t{1} << (right - 2))),
+                              ci(right - 1)});
 }
 
 Expr multiply_by_quantized_multiplier(Expr x, Expr multiplier, Expr shift) {

@@ -44,6 +44,12 @@ Expr rounding_divide_by_pot(Expr x, Expr exponent);
 Expr multiply_by_quantized_multiplier(Expr x, const QuantMultiplier& q);
 // The same with a run-time multiplier (>= 0) and shift (in [-31, 30]), e.g. from a table.
 Expr multiply_by_quantized_multiplier(Expr x, Expr multiplier, Expr shift);
+// For a multiplier M >= 0 and a right shift r >= 2, both roundings in one step:
+// MultiplyByQuantizedMultiplier(x, M, -r) = (corrected_high_word(x, M) + 2^(r-2)) >> (r-1),
+// where corrected_high_word is the upper 32 bits of Q - [Q < 0] * 2^31, Q = x * M + 2^30
+// (int64). Why: the high multiply is floor(Q / 2^31), the rounding divide of h by 2^r is
+// floor((h + 2^(r-1) - [h < 0]) / 2^r), and floor divisions compose.
+Expr corrected_high_word(Expr x, Expr multiplier);
 
 // The int8 output range an activation allows (bounds inclusive).
 struct ActBounds {

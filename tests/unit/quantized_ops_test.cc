@@ -1,7 +1,8 @@
 // The int8 quantized operators against independent references written here in plain
-// C++ straight from the contract in docs/quantization.md (TFLite int8 semantics): the
-// fixed-point multiplier is recomputed by a different method, the rounding shift by a
-// floor division, so a shared mistake in core/ops/quant_util.cc cannot hide. Every case
+// C++ straight from the contract in docs/quantization.md (TFLite's integer arithmetic):
+// the fixed-point multiplier is recomputed by a different method, the two roundings by
+// floor divisions, so a shared mistake in core/ops/quant_util.cc cannot hide; softmax,
+// logistic and tanh against gemmlowp's fixed point as tests/int8/tflite_arith.cc writes it. Every case
 // is checked bit for bit in the reference interpreter, then all cases of the process are
 // built into one module and run again as host C and (with Binaryen) as wasm, bit for bit
 // equal to the interpreter. Refusals are checked by message.
@@ -903,6 +904,88 @@ TEST(QuantizedOps, MaxPoolReshapeFlattenTakeInt8) {
   NDArray f = run("flatten", {x}, json::object());
   ASSERT_EQ(f.dtype, kI8);
   EXPECT_EQ(ints(f), ints(x));
+}
+
+// ---- requantization corners ---------------------------------------------------------------
+// qdense with one input feature and weights of 1 makes acc = bias + x, so chosen biases
+// put the accumulator on rounding ties, next to INT32_MAX and INT32_MIN, and chosen
+// scales put the multiplier at its limits: right shifts of 31 and 0, left shifts, a
+// mantissa that rounds up to 2^31, a multiplier below 2^-31 (zero in TFLite). Per tensor
+// (constants in the kernel) and per channel (the table prepare_quantized builds, in both
+// its forms), against ref_requant.
+
+// The node's inputs after prepare_quantized (its requantization table added), as arrays.
+std::vector<NDArray> prepared_dense(const NDArray& x, const NDArray& w, const NDArray& bias, json* attrs) {
+  Graph g;
+  g.inputs.push_back({"x", TensorType{kI8, x.shape}});
+  g.constants["w"] = w;
+  g.constants["b"] = bias;
+  GraphNode n;
+  n.name = "d";
+  n.op = "qdense";
+  n.inputs = {"x", "w", "b"};
+  n.attrs = *attrs;
+  n.type = TensorType{kI8, {x.shape[0], w.shape[0]}};
+  g.nodes.push_back(n);
+  g.outputs = {"d"};
+  ScheduleOptions opts;
+  opts.fold_zero_point = opts.block = opts.unroll = false;
+  Graph p = prepare_quantized(g, opts);
+  *attrs = p.nodes[0].attrs;
+  std::vector<NDArray> in = {x};
+  for (size_t i = 1; i < p.nodes[0].inputs.size(); ++i) in.push_back(p.constants.at(p.nodes[0].inputs[i]));
+  return in;
+}
+
+TEST(QuantizedOps, RequantizationCornersMatchReference) {
+  NDArray x = NDArray::zeros(kI8, {256, 1});
+  for (int64_t i = 0; i < 256; ++i) x.set_int(i, i - 128);
+  const int64_t kMax = 2147483647, kMin = -2147483648LL;
+  // Accumulators: ties at several powers of two, and the int32 ends (acc = bias + x).
+  const std::vector<int64_t> biases = {0, 1 << 20, -(1 << 20), 3 << 24, kMax - 127, kMin + 128, 12345678, -87654321};
+  // Multipliers (input_scale 1, weight 1, so m = 1 / output_scale).
+  const std::vector<double> multipliers = {
+      std::ldexp(0.75, -31),          // right shift 31
+      std::ldexp(1.0, -32) * 0.9,     // below 2^-31 after rounding: TFLite's zero multiplier
+      0.5, 0.75, 0.25, 0.375, 0.125,  // right shifts 0, 0, 1, 1, 2: exact ties
+      1.0 - 1e-12,                    // the mantissa rounds up to 2^31: 2^30 with shift 1
+      0.0123456789, 3e-5, 1.7, 1000.5};
+  for (double m : multipliers)
+    for (int64_t b : biases) {
+      if (m > 1 && (b > 100000 || b < -100000)) continue;  // x * 2^left would wrap in int32
+      json attrs = {{"input_scale", 1.0}, {"weight_scale", 1.0}, {"output_scale", 1.0 / m}, {"output_zero_point", -3}};
+      NDArray w = make(kI8, {1, 1}, {1}), bias = make(kI32, {1}, {b});
+      NDArray got = run("qdense", {x, w, bias}, attrs);
+      RefMult r = ref_multiplier(1.0 * 1.0 / (1.0 / m));  // as the op computes it from the scales
+      std::vector<int64_t> want;
+      for (int64_t i = 0; i < 256; ++i) want.push_back(clamp(ref_requant(b + i - 128, r) - 3, -128, 127));
+      expect_ints(got, {256, 1}, want, "qdense corner " + attrs.dump());
+    }
+  // Per channel: one channel per multiplier, every bias in turn; the table takes its
+  // (multiplier, shift) form when some channel's right shift is below 2, its high-word
+  // form when all are at least 2.
+  for (bool small_only : {false, true}) {
+    std::vector<double> ms;
+    for (double m : multipliers)
+      if (m < 100 && (!small_only || (m < 0.25 && m > std::ldexp(1.0, -31)))) ms.push_back(m);
+    const int64_t channels = static_cast<int64_t>(ms.size());
+    for (int64_t b : {int64_t{0}, int64_t{3} << 24, kMax - 127, kMin + 128}) {
+      if (!small_only && (b > 100000 || b < -100000)) continue;  // the 1.7 channel shifts left
+      std::vector<double> scales;
+      for (double m : ms) scales.push_back(m);
+      json attrs = {{"input_scale", 1.0}, {"weight_scale", scales}, {"output_scale", 1.0}, {"output_zero_point", 5}};
+      NDArray w = make(kI8, {channels, 1}, std::vector<int64_t>(channels, 1));
+      NDArray bias = make(kI32, {channels}, std::vector<int64_t>(channels, b));
+      std::vector<NDArray> in = prepared_dense(x, w, bias, &attrs);
+      ASSERT_EQ(in.size(), 4u);
+      EXPECT_EQ(in[3].shape[1], small_only ? 3 : 2);
+      NDArray got = run("qdense", in, attrs);
+      std::vector<int64_t> want;
+      for (int64_t i = 0; i < 256; ++i)
+        for (double m : ms) want.push_back(clamp(ref_requant(b + i - 128, ref_multiplier(m)) + 5, -128, 127));
+      expect_ints(got, {256, channels}, want, "qdense per-channel corner " + attrs.dump());
+    }
+  }
 }
 
 // ---- a JSON graph through the AOT executor ----------------------------------------------
