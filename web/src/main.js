@@ -40,17 +40,34 @@ const state = {
 };
 
 // ---- the whole state in the URL hash (lz-string), so a link reproduces the page ----
+// The source text is compressed apart from the rest (`#s=STATE&t=TEXT`) and only when it
+// changed: a model's graph with its weights inline (an .onnx's or .tflite's) is hundreds
+// of kB, and clicking a pass or an artifact must not compress it again. A text too large
+// for a URL (browsers stop near 2 MB) stays out of the link (Share says so).
+const MAX_LINK_TEXT_CHARS = 1500000;
+const hashText = { text: null, encoded: '' };
 function saveToHash() {
-  const s = { k: state.kind, f: state.filename, t: editor.state.doc.toString(), g: $('target').value,
+  const s = { k: state.kind, f: state.filename, g: $('target').value,
     p: state.selectedPass, v: state.passView, d: state.diffBase, h: $('hide-unchanged').checked ? 1 : 0, a: state.artifact, x: state.example, dv: $('devices').value };
-  window.history.replaceState(null, '', `${location.pathname}${location.search}#s=${compressToEncodedURIComponent(JSON.stringify(s))}`);
+  const text = editor.state.doc.toString();
+  if (text !== hashText.text) {
+    hashText.text = text;
+    hashText.encoded = compressToEncodedURIComponent(text);
+  }
+  state.linkDropsText = hashText.encoded.length > MAX_LINK_TEXT_CHARS;
+  const t = state.linkDropsText ? '' : `&t=${hashText.encoded}`;
+  window.history.replaceState(null, '', `${location.pathname}${location.search}#s=${compressToEncodedURIComponent(JSON.stringify(s))}${t}`);
 }
 
+// The state of a link: {k, f, t, g, ...}; `t` (the source text) from its own part, or from
+// the state itself in links made before the two were apart.
 function loadFromHash() {
-  const m = /^#s=(.+)$/.exec(location.hash);
+  const m = /^#s=([^&]+)(?:&t=(.*))?$/.exec(location.hash);
   if (!m) return null;
   try {
-    return JSON.parse(decompressFromEncodedURIComponent(m[1]));
+    const saved = JSON.parse(decompressFromEncodedURIComponent(m[1]));
+    if (m[2] !== undefined) saved.t = decompressFromEncodedURIComponent(m[2]);
+    return saved;
   } catch (e) {
     return null;
   }
@@ -742,6 +759,7 @@ $('share').addEventListener('click', async () => {
   const notes = [];
   const own = Object.keys(state.files).length;
   if (!state.example && own) notes.push(`the link carries the graph's text, not its ${own} weight file(s): send those too`);
+  if (state.linkDropsText) notes.push('the source is too large for a link: the link does not carry it');
   if (url.length > LINK_WARN_CHARS) notes.push(`the link is ${Math.round(url.length / 1000)} k characters, too long for some chat apps and servers`);
   let copied = false;
   try {
