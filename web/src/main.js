@@ -37,6 +37,7 @@ const state = {
   artifact: null,       // path of the artifact shown
   example: null,        // the example the source came from (its files are refetched from a link)
   quantization: null,   // the shown graph's {name: {scale, zero_point}} (a TFLite model's inputs and outputs)
+  linkDropsText: false, // the source is too large to be carried by the page's link
 };
 
 // ---- the whole state in the URL hash (lz-string), so a link reproduces the page ----
@@ -263,7 +264,8 @@ $('run').addEventListener('click', () => {
 
 // Run inputs from .npy files, as the CLI's `--input NAME=FILE.npy`: a file named after an
 // input (input_1.npy) goes to it, a model with one input takes any one file. Its shape and
-// dtype must be the input's; the values join the inputs box and the model runs.
+// dtype must be the input's (a model's inputs, or a TIR function's from its last run; before
+// that the file's name is the buffer's); the values join the inputs box and the module runs.
 function knownInputs() {
   const r = state.shown;
   if (r && r.model) return r.model.inputs;
@@ -279,6 +281,10 @@ async function runOnNpy(files) {
       let a;
       try { a = parseNpy(await f.arrayBuffer()); } catch (e) { throw new Error(`${f.name}: ${e.message}`); }
       const base = f.name.replace(/\.npy$/i, '');
+      if (!inputs.length) {  // not known before a run (a TIR program): the core checks the name and size
+        given[base] = a.values;
+        continue;
+      }
       const input = inputs.find((i) => i.name === base) || (inputs.length === 1 && files.length === 1 ? inputs[0] : null);
       if (!input) {
         throw new Error(`${f.name}: no input is named '${base}'${inputs.length ? ` (the inputs: ${inputs.map((i) => i.name).join(', ')})` : ''}; name the file after the input it fills`);
@@ -330,7 +336,9 @@ function formatValues(b) {
   return `[${shown.join(', ')}${b.values.length > 32 || b.truncated ? ', …' : ''}]`;
 }
 
-function showRun(run) {
+// `asked`: the run's request ({inputs}), whose names that no buffer has are pointed out
+// (the core ignores them, so the run used seeded values instead).
+function showRun(run, asked = null) {
   if (!run) return;
   if (!run.ok) {
     showRunError(run.diagnostics.map((d) => `${d.line > 0 ? `${d.line}:${d.col}: ` : ''}${d.message}`).join('\n'));
@@ -359,6 +367,13 @@ function showRun(run) {
   scroll.className = 'table-scroll';
   scroll.append(table);
   const parts = [caption];
+  const unused = Object.keys((asked && asked.inputs) || {}).filter((n) => !run.buffers.some((b) => b.name === n));
+  if (unused.length) {
+    const p = document.createElement('p');
+    p.className = 'run-warning';
+    p.textContent = `inputs given for no buffer of ${run.function}: ${unused.join(', ')} (its buffers: ${run.buffers.map((b) => b.name).join(', ')}); they were not used`;
+    parts.push(p);
+  }
   // A test image run: its label against the model's top class.
   const picked = state.pickedSample;
   const probs = run.buffers.find((b) => b.role === 'output');
@@ -452,7 +467,7 @@ function showResponse(r, request) {
   showPasses();
   showArtifacts();
   showMemory();
-  showRun(r.run);
+  showRun(r.run, request.run);
   saveToHash();
   $('timings').textContent = Object.entries(r.timings_ms).map(([k, v]) => `${k} ${v.toFixed(1)} ms`).join(' · ');
 }

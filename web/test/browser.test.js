@@ -815,12 +815,31 @@ async function dropFiles(page, selector, files) {
   }, { selector, files: files.map((f) => ({ name: f.name, bytes: [...f.bytes] })) });
 }
 
-test('a dropped .tflite compiles: its layers in the model view, Run on an .npy gives TFLite Micro\'s bytes, a malformed file is the core\'s named error', async () => {
+test('Run on .npy files; a dropped .tflite compiles: its layers in the model view, Run on an .npy gives TFLite Micro\'s bytes, a malformed file is the core\'s named error', async () => {
   const source = path.resolve(__dirname, '../..');
   const tflite = path.join(source, 'tests/tflite/models/ad01_int8.tflite');
   const ref = path.join(source, 'tests/tflite/reference/ad/lcg_00000001');
   const { page, errors } = await openPage();
   await compileStatus(page);
+  // First the .npy inputs on a TIR program (matmul, before any run): files named after its
+  // buffers fill them; a name no buffer has is pointed out.
+  const A = readNpy(path.join(source, 'examples/matmul_A.npy'));
+  const B = readNpy(path.join(source, 'examples/matmul_B.npy'));
+  await page.setInputFiles('#run-npy', [
+    { name: 'A.npy', mimeType: 'application/octet-stream', buffer: fs.readFileSync(path.join(source, 'examples/matmul_A.npy')) },
+    { name: 'B.npy', mimeType: 'application/octet-stream', buffer: fs.readFileSync(path.join(source, 'examples/matmul_B.npy')) },
+    { name: 'X.npy', mimeType: 'application/octet-stream', buffer: fs.readFileSync(path.join(source, 'examples/matmul_B.npy')) }]);
+  await page.waitForSelector('#run-output .output-card');
+  const C = (await page.evaluate(() => window.microtirPlayground.state.shown.run)).buffers.find((b) => b.name === 'C').values;
+  for (let i = 0; i < 4; ++i) {
+    for (let j = 0; j < 3; ++j) {
+      let c = 0;
+      for (let k = 0; k < 8; ++k) c = Math.fround(c + Math.fround(A[i * 8 + k] * B[k * 3 + j]));
+      assert.ok(Math.abs(C[i * 3 + j] - c) <= 1e-5 * Math.max(1, Math.abs(c)), `C[${i}, ${j}] = ${C[i * 3 + j]}, A x B gives ${c}`);
+    }
+  }
+  assert.equal(await page.textContent('#run-output .run-warning'), 'inputs given for no buffer of matmul: X (its buffers: A, B, C); they were not used');
+  await clearStatus(page);
   await dropFiles(page, '#source-pane', [{ name: 'ad01_int8.tflite', bytes: fs.readFileSync(tflite) }]);
   assert.match(await compileStatus(page), /compiled/, await page.textContent('#diagnostics'));
   assert.equal(await page.textContent('#source-name'), 'ad01_int8.json (from ad01_int8.tflite)');
