@@ -7,7 +7,7 @@
 # `scripts/fuzz.sh --cpu 600`). A crash input is copied to tests/fuzz/regressions/<target>/,
 # which every test build replays from then on. docs/fuzzing.md describes the targets.
 # usage: scripts/fuzz.sh [--cpu] [SECONDS] [TARGET...]
-#   targets: tir_text graph_json target_string onnx_model mlf_artifact packed_args
+#   targets: tir_text graph_json target_string onnx_model tflite_model mlf_artifact packed_args
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cpu_budget=0
@@ -15,7 +15,7 @@ if [ "${1:-}" = "--cpu" ]; then cpu_budget=1; shift; fi
 seconds="${1:-60}"
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(tir_text graph_json target_string onnx_model mlf_artifact packed_args)
+[ ${#targets[@]} -gt 0 ] || targets=(tir_text graph_json target_string onnx_model tflite_model mlf_artifact packed_args)
 # The ONNX frontend is on when libonnx-dev and protobuf are installed (onnx_model needs
 # it; -U drops an older build-fuzz's cached OFF so CMake detects it again).
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DMICROTIR_FUZZ=ON -DMICROTIR_SANITIZE=ON \
@@ -30,9 +30,12 @@ declare -A seeds=(
   [graph_json]="tests/graphs models/digits/digits.json"
   [target_string]="tests/fuzz/seeds/target_string"
   [onnx_model]="tests/fuzz/seeds/onnx_model tests/onnx/malformed models/digits/digits.onnx"
+  [tflite_model]="tests/fuzz/seeds/tflite_model tests/tflite/models"
   [mlf_artifact]="tests/fuzz/seeds/mlf_artifact"
   [packed_args]="tests/fuzz/seeds/packed_args"
 )
+# Inputs longer than this are cut (default 64 KiB); .tflite models carry their weights.
+declare -A max_len=([tflite_model]=131072)
 # Runs one fuzzer; with a CPU budget, interrupts it (libFuzzer then prints its final
 # stats) once its user + system time reaches SECONDS. Prints the CPU seconds it used
 # (the user + system time of this subshell's children: the fuzzer and the few polls).
@@ -41,7 +44,7 @@ run_fuzzer() {
   local wall=$seconds
   [ "$cpu_budget" = 0 ] || wall=$((seconds * 20))  # a safety net on a very busy machine
   "build-fuzz/tests/fuzz/fuzz_$t" "$work" -max_total_time="$wall" -print_final_stats=1 -timeout=30 \
-    -artifact_prefix="build-fuzz/crashes-$t/" -max_len=65536 >"$log" 2>&1 &
+    -artifact_prefix="build-fuzz/crashes-$t/" -max_len="${max_len[$t]:-65536}" >"$log" 2>&1 &
   pid=$!
   ticks=$(getconf CLK_TCK)
   cpu=0
@@ -64,7 +67,7 @@ for t in "${targets[@]}"; do
   work="build-fuzz/corpus-$t"
   mkdir -p "$work" "build-fuzz/crashes-$t"
   for s in ${seeds[$t]}; do
-    find "$s" -type f \( -name '*.tir' -o -name '*.json' -o -name '*.txt' -o -name '*.onnx' -o -name '*.tar' \
+    find "$s" -type f \( -name '*.tir' -o -name '*.json' -o -name '*.txt' -o -name '*.onnx' -o -name '*.tflite' -o -name '*.tar' \
       -o -name '*.bin' \) -exec cp {} "$work/" \;
   done
   log="build-fuzz/fuzz-$t.log"

@@ -18,6 +18,7 @@ PACKAGES=(
   emscripten binaryen                   # the core as WebAssembly for the playground (wasm-opt from binaryen)
   libonnx-dev libprotobuf-dev           # the ONNX frontend (libonnx's generated protobuf classes)
   libonnx-testdata                      # the ONNX backend node tests (conformance)
+  libflatbuffers-dev flatbuffers-compiler  # the TFLite frontend (header-only reader, flatc at build time)
 )
 # Installed without their recommended packages (chromium's pull in a desktop).
 LEAN_PACKAGES=(

@@ -224,7 +224,7 @@ ArtifactInfo read_artifact_info(const std::string& dir) {
   info.c_model = to_c_identifier(info.model_name);
   if (fs::is_directory(fs::path(dir) / "src")) {
     for (const auto& e : fs::directory_iterator(fs::path(dir) / "src"))
-      if (e.path().extension() == ".json" || e.path().extension() == ".onnx") info.graph_file = e.path().string();
+      if (e.path().extension() == ".json" || e.path().extension() == ".onnx" || e.path().extension() == ".tflite") info.graph_file = e.path().string();
   }
   if (target.compare(0, 4, "wasm") == 0) {
     // One module and no C: codegen/host/lib/<model>.wasm, assembled by Binaryen.

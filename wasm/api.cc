@@ -7,6 +7,7 @@
 
 #include "compile_request.h"
 #include "infer_request.h"
+#include "tflite_import.h"
 
 namespace {
 
@@ -37,6 +38,14 @@ char* mtir_compile(const char* request_json) { return respond(request_json, mtir
 // One op's output type (infer_request.h), for the page's ONNX converter; the same
 // ownership as mtir_compile.
 char* mtir_infer(const char* request_json) { return respond(request_json, mtir::wasm::infer_request_text); }
+
+// A .tflite file's bytes as the JSON graph the native frontend reads from it
+// (tflite_import.h): {"ok": true, "graph": TEXT} or {"ok": false, "message", "internal"};
+// the same ownership as mtir_compile. `filename` names the file in messages.
+char* mtir_import_tflite(const unsigned char* bytes, size_t size, const char* filename) {
+  std::string name = filename ? filename : "model.tflite";
+  return respond("", [&](const std::string&) { return mtir::wasm::import_tflite_request(bytes, size, name).dump(); });
+}
 
 void mtir_free(char* p) { std::free(p); }
 

@@ -82,5 +82,11 @@ for (const n of npu.nodes) {
 }
 fs.writeFileSync(path.join(out, 'examples/digits/digits_npu.json'), JSON.stringify(npu, null, 2));
 examples.splice(2, 0, { name: 'digits CNN on two NPUs (model)', kind: 'graph', path: 'digits/digits_npu.json', dir: 'digits', files, target: 'c -executor=aot -interface-api=c -unpacked-api=1', samples });
+// A .tflite model, read in the page by the core's TFLite frontend: MLPerf Tiny's
+// keyword-spotting DS-CNN (int8, 54 kB; tests/tflite/models).
+const kws = path.join(root, 'tests/tflite/models/kws_ref_model.tflite');
+fs.mkdirSync(path.join(out, 'examples/tflite'), { recursive: true });
+fs.copyFileSync(kws, path.join(out, 'examples/tflite/kws_ref_model.tflite'));
+examples.splice(4, 0, { name: 'keyword spotting (TFLite)', kind: 'tflite', path: 'tflite/kws_ref_model.tflite', target: 'c -executor=aot -interface-api=c -unpacked-api=1' });
 fs.writeFileSync(path.join(out, 'examples/index.json'), JSON.stringify(examples, null, 2));
 console.log(`web: playground in ${out}`);

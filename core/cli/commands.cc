@@ -53,7 +53,8 @@ IRModule load_module(const std::string& file, bool verify) {
 }
 
 bool is_graph_file(const std::string& path) {
-  return (path.size() > 5 && path.compare(path.size() - 5, 5, ".json") == 0) || is_onnx_file(path);
+  return (path.size() > 5 && path.compare(path.size() - 5, 5, ".json") == 0) || is_onnx_file(path) ||
+         is_tflite_file(path);
 }
 
 // A JSON graph with its weights (paths relative to the JSON file) or an ONNX model,
@@ -62,7 +63,7 @@ bool is_graph_file(const std::string& path) {
 // the graph, contents): the artifact keeps them beside its copy of the graph.
 LoadedModel load_model(const std::string& file, std::vector<SourceFileOut>* read_files = nullptr,
                        const std::vector<std::string>& devices = {}, const ScheduleOptions& schedules = {}) {
-  if (is_onnx_file(file)) return prepare_model(load_onnx_file(file), devices, schedules);
+  if (is_onnx_file(file) || is_tflite_file(file)) return prepare_model(load_foreign_model(file), devices, schedules);
   std::string dir = std::filesystem::path(file).parent_path().string();
   FileReader reader = [&](const std::string& relative) {
     std::string text = read_file(dir.empty() ? relative : dir + "/" + relative);
@@ -433,7 +434,7 @@ static void add_wasm_binary(MlfArtifact* artifact, const Graph& g) {
 static MlfArtifact compile_artifact(const std::string& file, const std::string& target,
                                     const std::vector<std::string>& devices) {
   if (!is_graph_file(file))
-    user_error({}, "'" + file + "' is not a model: compile takes a JSON graph (.json) or an ONNX model (.onnx)");
+    user_error({}, "'" + file + "' is not a model: compile takes a JSON graph (.json), an ONNX model (.onnx) or a TFLite model (.tflite)");
   MlfInputs inputs;
   // The target first: it decides the int8 kernels' schedules, which shape the graph.
   LoadedModel lm = load_model(file, &inputs.graph_files, devices, schedule_options(parse_target(target)));

@@ -59,7 +59,7 @@ int main(int argc, char** argv) {
 
   mtir::cli::RunCommand run;
   auto* run_cmd = app.add_subcommand("run", "Interpret a PrimFunc on .npy inputs with the reference interpreter");
-  run_cmd->add_option("file", run.file, "TIR text file ('-' for standard input), model.json, or a compiled model.tar / MLF folder")->required();
+  run_cmd->add_option("file", run.file, "TIR text file ('-' for standard input), model.json, model.onnx, model.tflite, or a compiled model.tar / MLF folder")->required();
   run_cmd->add_option("--func", run.func, "Function to run (default: the only one)");
   run_cmd->add_option("--input", run.inputs, "Buffer input NAME=FILE.npy (repeatable); buffers not given are outputs");
   run_cmd->add_option("--scalar", run.scalars, "Scalar parameter NAME=VALUE (repeatable)");
@@ -93,8 +93,8 @@ int main(int argc, char** argv) {
   build_cmd->add_flag("--json", build.json, "Print the written files (or diagnostics) as JSON on stdout");
 
   mtir::cli::CompileCommand compile;
-  auto* compile_cmd = app.add_subcommand("compile", "Compile a model (JSON graph or .onnx) into a C artifact with its C interface");
-  compile_cmd->add_option("file", compile.file, "The model's JSON graph")->required();
+  auto* compile_cmd = app.add_subcommand("compile", "Compile a model (JSON graph, .onnx or .tflite) into a C artifact with its C interface");
+  compile_cmd->add_option("file", compile.file, "The model: a JSON graph, .onnx or .tflite")->required();
   compile_cmd->add_option("--target", compile.target,
                           "Target string (default \"c -executor=aot -interface-api=c -unpacked-api=1 -link-params=1\"; "
                           "-interface-api=packed needs -link-params=0)");
@@ -104,9 +104,11 @@ int main(int argc, char** argv) {
   compile_cmd->add_flag("--json", compile.json, "Print the artifact's metadata (or diagnostics) as JSON on stdout");
 
   mtir::cli::ImportCommand import;
-  auto* import_cmd = app.add_subcommand("import", "Convert an ONNX model into a JSON graph (constants inline), the graph compile reads from it");
-  import_cmd->add_option("file", import.file, "The .onnx model")->required();
+  auto* import_cmd = app.add_subcommand("import", "Convert an ONNX or TFLite model into a JSON graph (constants inline), the graph compile reads from it");
+  import_cmd->add_option("file", import.file, "The .onnx or .tflite model")->required();
   import_cmd->add_option("-o,--output", import.output, "The JSON graph to write (default: standard output)");
+  import_cmd->add_flag("--layer-outputs", import.layer_outputs,
+                       "TFLite: make every operator's output a graph output, in operator order (to compare layer by layer)");
 
   mtir::cli::PassesCommand passes;
   bool list_passes = false;

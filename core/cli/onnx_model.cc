@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "cli/io.h"
+#include "frontend/tflite/tflite.h"
 #include "support/diagnostic.h"
 #ifdef MICROTIR_HAVE_ONNX
 #include "frontend/onnx.h"
@@ -23,10 +24,30 @@ Graph load_onnx_file(const std::string& path) {
 #endif
 }
 
+bool is_tflite_file(const std::string& path) {
+  return path.size() > 7 && path.compare(path.size() - 7, 7, ".tflite") == 0;
+}
+
+Graph load_tflite_file(const std::string& path) { return load_tflite(read_file(path), path); }
+
+Graph load_foreign_model(const std::string& path) {
+  return is_tflite_file(path) ? load_tflite_file(path) : load_onnx_file(path);
+}
+
 int run_import(const ImportCommand& c) {
-  if (!is_onnx_file(c.file))
-    user_error({}, "'" + c.file + "': import reads an ONNX model (a file ending in .onnx)");
-  std::string text = write_graph_json(load_onnx_file(c.file));
+  if (!is_onnx_file(c.file) && !is_tflite_file(c.file))
+    user_error({}, "'" + c.file + "': import reads an ONNX model (.onnx) or a TFLite model (.tflite)");
+  if (c.layer_outputs && !is_tflite_file(c.file))
+    user_error({}, "'" + c.file + "': --layer-outputs is for TFLite models (.tflite)");
+  Graph g;
+  if (c.layer_outputs) {
+    TfliteImport imported = import_tflite(read_file(c.file), c.file);
+    g = std::move(imported.graph);
+    g.outputs = imported.layers;  // the model's outputs are layers too
+  } else {
+    g = load_foreign_model(c.file);
+  }
+  std::string text = write_graph_json(g);
   if (c.output.empty() || c.output == "-") {
     std::cout << text;
     return 0;

@@ -102,8 +102,8 @@ int run_artifact(const RunCommand& c) {
 
   // The reference: the interpreter on the artifact's own graph and weights.
   FileReader reader = sim::artifact_graph_reader(info, c.file);
-  LoadedModel model = is_onnx_file(info.graph_file)
-                          ? prepare_model(load_onnx_file(info.graph_file))
+  LoadedModel model = is_onnx_file(info.graph_file) || is_tflite_file(info.graph_file)
+                          ? prepare_model(load_foreign_model(info.graph_file))
                           : load_model(read_file(info.graph_file), info.graph_file, reader);
 
   std::map<std::string, std::string> input_files;

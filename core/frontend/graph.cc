@@ -240,6 +240,7 @@ class Loader {
   void sort_nodes();
   void infer_types();
   void load_outputs(const json& root);
+  void load_quantization(const json& root);
 
   const FileReader& read_;
   std::shared_ptr<const SourceFile> file_;
@@ -251,7 +252,7 @@ class Loader {
 
 void Loader::load_header(const json& root) {
   Where top = [this] { return at_offset(0); };
-  check_keys(root, {"format", "version", "name", "description", "inputs", "constants", "nodes", "outputs"},
+  check_keys(root, {"format", "version", "name", "description", "inputs", "constants", "nodes", "outputs", "quantization"},
              "the graph", top);
   auto fmt = root.find("format");
   if (fmt == root.end())
@@ -549,6 +550,33 @@ void Loader::load_outputs(const json& root) {
     if (std::find(g_.outputs.begin(), g_.outputs.end(), name) != g_.outputs.end())
       fail(span, "output '" + name + "' is listed twice");
     g_.outputs.push_back(name);
+  }
+  load_quantization(root);
+}
+
+// Optional: {"NAME": {"scale": S, "zero_point": Z}} for int8 model inputs and outputs,
+// documented in the C header (a TFLite model's, kept by `microtir import`).
+void Loader::load_quantization(const json& root) {
+  auto it = root.find("quantization");
+  if (it == root.end()) return;
+  Where span = [this] { return locate_key("quantization"); };
+  if (!it->is_object()) fail(span, "'quantization' must be an object, not " + json_type_name(*it));
+  for (const auto& item : it->items()) {
+    const std::string name = item.key();  // a plain variable: lambdas cannot capture bindings (C++17)
+    const json& q = item.value();
+    std::string what = "quantization of '" + name + "'";
+    bool io = std::find(g_.outputs.begin(), g_.outputs.end(), name) != g_.outputs.end() ||
+              std::any_of(g_.inputs.begin(), g_.inputs.end(), [&](const auto& in) { return in.first == name; });
+    if (!io) fail(span, what + ": '" + name + "' is not a model input or output");
+    if (!q.is_object()) fail(span, what + " must be an object {\"scale\", \"zero_point\"}");
+    check_keys(q, {"scale", "zero_point"}, what, span);
+    auto s = q.find("scale");
+    auto z = q.find("zero_point");
+    if (s == q.end() || !s->is_number() || !(s->get<double>() > 0) || !std::isfinite(s->get<double>()))
+      fail(span, what + ": 'scale' must be a number > 0");
+    if (z == q.end() || !z->is_number_integer() || z->get<int64_t>() < -128 || z->get<int64_t>() > 127)
+      fail(span, what + ": 'zero_point' must be an integer in [-128, 127]");
+    g_.quantization[name] = {s->get<double>(), z->get<int64_t>()};
   }
 }
 

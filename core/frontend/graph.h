@@ -35,6 +35,9 @@ struct Graph {
   std::map<std::string, NDArray> constants;
   std::vector<GraphNode> nodes;  // topological order
   std::vector<std::string> outputs;
+  // Scale and zero point of int8 model inputs and outputs, by name, where the model says
+  // them (a TFLite model): the C header documents them.
+  std::map<std::string, std::pair<double, int64_t>> quantization;
 
   // The type of a model input, constant or node; throws DiagnosticError for an unknown name.
   TensorType type_of(const std::string& name) const;

@@ -71,6 +71,11 @@ ojson to_ordered_json(const Graph& g) {
   root["constants"] = std::move(constants);
   root["nodes"] = std::move(nodes);
   root["outputs"] = g.outputs;
+  if (!g.quantization.empty()) {
+    ojson q = ojson::object();
+    for (const auto& [name, sz] : g.quantization) q[name] = {{"scale", sz.first}, {"zero_point", sz.second}};
+    root["quantization"] = std::move(q);
+  }
   return root;
 }
 

@@ -1,7 +1,8 @@
 // prepare_quantized: the compile-time half of the int8 kernels. Everything that depends
 // only on constants is computed here, once, so the kernels do none of it at run time:
 // per-channel requantization tables, the input zero point folded into the bias, weights
-// packed as int16 pairs for SMLAD, softmax's exponential table. Each node records the
+// packed as int16 pairs for SMLAD, softmax's exponential table, the logistic and tanh
+// tables. Each node records the
 // schedules it gets in attrs["schedule"] (see ops/schedules.h), so the op builder and a
 // reader of the dumped graph agree on what was done.
 #include <cmath>
@@ -9,6 +10,7 @@
 #include <limits>
 
 #include "frontend/graph.h"
+#include "ops/fixed_point.h"
 #include "ops/quant_util.h"
 
 namespace mtir {
@@ -51,9 +53,9 @@ void prepare_matmul_node(Graph& g, GraphNode& node, const ScheduleOptions& opts,
   const int64_t channels = node.type.shape.back();
   const int64_t groups = conv ? node.attrs.value("groups", int64_t{1}) : 1;
 
-  // Per-channel multipliers and shifts as an int32 table: [O, 3] (multiplier, s - 32,
-  // 1 << (s - 33)) when every right shift s is at least 33, so the kernel works on the
-  // product's high word; [O, 2] (multiplier, s) otherwise (see ops/qconv.cc).
+  // Per-channel multipliers and shifts (TFLite's QuantizeMultiplier) as an int32 table:
+  // [O, 3] (multiplier, r - 1, 1 << (r - 2)) when every channel's right shift r is at
+  // least 2, [O, 2] (multiplier, shift) otherwise (see ops/qconv.cc).
   std::vector<std::string> extra;
   if (per_channel(node.attrs)) {
     double in_scale = number_or(node.attrs, "input_scale", 1.0), out_scale = number_or(node.attrs, "output_scale", 1.0);
@@ -62,15 +64,15 @@ void prepare_matmul_node(Graph& g, GraphNode& node, const ScheduleOptions& opts,
     for (int64_t c = 0; c < channels; ++c) {
       ms.push_back(ops::quantize_multiplier(in_scale * weight_scale(node.attrs, c) / out_scale, node.op,
                                             "input_scale * weight_scale[" + std::to_string(c) + "] / output_scale"));
-      high_word = high_word && ms.back().right_shift() >= 33;
+      high_word = high_word && ms.back().right_shift() >= 2;
     }
     const int64_t columns = high_word ? 3 : 2;
     NDArray table = NDArray::zeros(kI32, {channels, columns});
     for (int64_t c = 0; c < channels; ++c) {
-      int s = ms[c].right_shift();
+      const int right = ms[c].right_shift();
       table.set_int(columns * c, ms[c].multiplier);
-      table.set_int(columns * c + 1, high_word ? s - 32 : s);
-      if (high_word) table.set_int(columns * c + 2, int64_t{1} << (s - 33));
+      table.set_int(columns * c + 1, high_word ? right - 1 : ms[c].shift);
+      if (high_word) table.set_int(columns * c + 2, int64_t{1} << (right - 2));
     }
     std::string name = fresh_name(g, node.name + "__requant");
     g.constants[name] = std::move(table);
@@ -143,14 +145,32 @@ void prepare_matmul_node(Graph& g, GraphNode& node, const ScheduleOptions& opts,
   node.attrs["schedule"] = sched;
 }
 
-// exp(-d * scale) in Q16 for every difference d of two int8 values.
+// qsoftmax: TFLite's fixed-point exp of every input difference d = max - x (0 where
+// TFLite leaves the element out), see ops/fixed_point.h.
 void prepare_softmax_node(Graph& g, GraphNode& node) {
+  if (node.inputs.size() != 1) return;
+  double scale = number_or(node.attrs, "input_scale", 0), beta = number_or(node.attrs, "beta", 1.0);
+  if (!(scale > 0) || !(beta > 0)) return;  // the op's own check reports it
+  auto params = ops::fixed_point::softmax_params(scale, beta, "qsoftmax");
+  auto exps = ops::fixed_point::softmax_exp_table(params);
+  NDArray table = NDArray::zeros(kI32, {256});
+  for (int64_t d = 0; d < 256; ++d) table.set_int(d, exps[d]);
+  std::string name = fresh_name(g, node.name + "__exp_table");
+  g.constants[name] = std::move(table);
+  node.inputs.push_back(name);
+}
+
+// qlogistic / qtanh: TFLite's output for each of the 256 input codes.
+void prepare_activation_node(Graph& g, GraphNode& node) {
   if (node.inputs.size() != 1) return;
   double scale = number_or(node.attrs, "input_scale", 0);
   if (!(scale > 0)) return;  // the op's own check reports it
-  NDArray table = NDArray::zeros(kI32, {256});
-  for (int64_t d = 0; d < 256; ++d) table.set_int(d, static_cast<int64_t>(std::round(std::exp(-d * scale) * 65536.0)));
-  std::string name = fresh_name(g, node.name + "__exp_table");
+  int32_t zp = static_cast<int32_t>(number_or(node.attrs, "input_zero_point", 0));
+  if (zp < -128 || zp > 127) return;
+  auto values = ops::fixed_point::activation_table(node.op == "qtanh", scale, zp, node.op);
+  NDArray table = NDArray::zeros(kI8, {256});
+  for (int64_t i = 0; i < 256; ++i) table.set_int(i, values[i]);
+  std::string name = fresh_name(g, node.name + "__table");
   g.constants[name] = std::move(table);
   node.inputs.push_back(name);
 }
@@ -164,13 +184,16 @@ Graph prepare_quantized(const Graph& in, const ScheduleOptions& opts) {
     if (!node.device.empty()) continue;
     if (node.op == "qconv2d" || node.op == "qdense") prepare_matmul_node(g, node, opts, maybe_unused);
     else if (node.op == "qsoftmax") prepare_softmax_node(g, node);
+    else if (node.op == "qlogistic" || node.op == "qtanh") prepare_activation_node(g, node);
   }
   drop_unused_constants(g, maybe_unused);
   // The rewritten nodes are checked again, so a bad attribute is reported against the
   // node as the user wrote it rather than deep inside a kernel builder.
   auto types = g.all_types();
   for (auto& node : g.nodes) {
-    if (node.op != "qconv2d" && node.op != "qdense" && node.op != "qsoftmax") continue;
+    if (node.op != "qconv2d" && node.op != "qdense" && node.op != "qsoftmax" && node.op != "qlogistic" &&
+        node.op != "qtanh")
+      continue;
     std::vector<TensorType> in_types;
     for (const auto& x : node.inputs) in_types.push_back(types.at(x));
     try {

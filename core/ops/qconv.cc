@@ -119,36 +119,23 @@ void check_packing(const std::string& op, const Schedule& s, const QInputs& q, c
                  "), got " + shape_str(shape));
 }
 
-// (int32)(((int64)acc * M + (1 << (s - 1))) >> s) with M and s read from the table at
-// run time (per-channel scales): one shift amount per output, in [1, 62] as the table
-// was built (prepare_quantized).
-Expr requantize_dynamic(Expr acc, Expr multiplier, Expr shift) {
-  const DataType i64 = DataType::Int(64);
-  Expr s = Cast(i64, shift);
-  Expr round = call("shift_left", {IntImm(i64, 1), sub(s, IntImm(i64, 1))});
-  Expr prod = add(mul(Cast(i64, std::move(acc)), Cast(i64, std::move(multiplier))), round);
-  return Cast(kI32, call("shift_right", {prod, s}));
-}
-
-// The requantized int8 value of accumulator `acc` for output channel `oc`: a per-tensor
-// multiplier is a constant; per-channel ones come from the table, in one of two forms
-// prepare_quantized chooses. (M, s) is the general one. (M, s - 32, 1 << (s - 33)),
-// used when every s is at least 33, keeps only the high word of the product: adding the
-// rounding term and shifting right by s equals adding 1 << (s - 33) to the high word
-// and shifting it by s - 32 (floor divisions compose, and the term has no low bits),
-// which is three 32-bit instructions on a Cortex-M instead of 64-bit shifts.
+// The requantized int8 value of accumulator `acc` for output channel `oc`: TFLite's
+// MultiplyByQuantizedMultiplier, then the zero point and the activation bounds. A
+// per-tensor multiplier is a constant; per-channel ones come from the table that
+// prepare_quantized builds, in one of two forms. (multiplier, shift) is TFLite's pair for
+// any shift. (multiplier, r - 1, 1 << (r - 2)), used when every channel's right shift r
+// is at least 2 (multipliers below 1/4, the usual case), does both roundings in one
+// step on the high word of the corrected product (quant_util.h): a few 32-bit
+// instructions on a Cortex-M instead of TFLite's case split and mask.
 Expr requantize_channel(const QuantAttrs& q, const Buffer& table, int64_t columns, Expr acc, Expr oc) {
   auto col = [&](int64_t k) { return load(table, {add(mul(oc, ci(columns)), ci(k))}); };
   Expr y;
   if (!table) {
-    y = requantize(acc, q.multipliers.at(0));
+    y = multiply_by_quantized_multiplier(acc, q.multipliers.at(0));
   } else if (columns == 2) {
-    y = requantize_dynamic(acc, col(0), col(1));
+    y = multiply_by_quantized_multiplier(acc, col(0), col(1));
   } else {
-    const DataType i64 = DataType::Int(64);
-    Expr prod = mul(Cast(i64, std::move(acc)), Cast(i64, col(0)));
-    Expr high = Cast(kI32, call("shift_right", {prod, IntImm(i64, 32)}));
-    y = call("shift_right", {add(high, col(2)), col(1)});
+    y = call("shift_right", {add(corrected_high_word(acc, col(0)), col(2)), col(1)});
   }
   return saturate_int8(y, q.output_zero_point, q.bounds);
 }
@@ -164,7 +151,7 @@ bool uniform(const QuantAttrs& q) {
 void check_requant_table(const std::string& op, const QuantAttrs& q, bool table) {
   if (!table && !uniform(q))
     fail(op, "per-channel weight scales need the requantization table input (int32 [O, 2], multiplier and shift per "
-             "channel), which prepare_quantized adds to the graph");
+             "channel as TFLite's QuantizeMultiplier gives them), which prepare_quantized adds to the graph");
 }
 
 // ---- geometry ------------------------------------------------------------------

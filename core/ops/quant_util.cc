@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "interp/scalar.h"
 
@@ -11,37 +12,115 @@ namespace ops {
 QuantMultiplier quantize_multiplier(double m, const std::string& op, const std::string& what) {
   auto out_of_range = [&]() {
     fail(op, "requantization multiplier out of range (" + what + " = " + interp::format_double(m) +
-                 "; it must lie in [2^-32, 2^30))");
+                 "; it must be a finite number > 0 and below 2^30)");
   };
   if (!std::isfinite(m) || m <= 0) out_of_range();
-  int exponent = 0;
-  double q = std::frexp(m, &exponent);  // m = q * 2^exponent, q in [0.5, 1)
-  int64_t mantissa = static_cast<int64_t>(std::round(std::ldexp(q, 31)));
-  if (mantissa == (int64_t{1} << 31)) {
-    mantissa /= 2;
-    ++exponent;
+  int shift = 0;
+  double q = std::frexp(m, &shift);  // m = q * 2^shift, q in [0.5, 1)
+  int64_t fixed = static_cast<int64_t>(std::round(q * static_cast<double>(int64_t{1} << 31)));
+  if (fixed == (int64_t{1} << 31)) {
+    fixed /= 2;
+    ++shift;
   }
-  QuantMultiplier r{static_cast<int32_t>(mantissa), exponent};
-  int s = r.right_shift();
-  if (s < 1 || s > 62) out_of_range();
-  return r;
+  // Below -31 every bit would be shifted out: TFLite says so with a zero multiplier.
+  if (shift < -31) return QuantMultiplier{0, 0};
+  if (shift > 30) out_of_range();
+  return QuantMultiplier{static_cast<int32_t>(fixed), shift};
 }
 
-Expr requantize(Expr acc, int32_t multiplier, int s) {
-  const DataType i64 = DataType::Int(64);
-  Expr wide = Binary(ExprKind::Mul, Cast(i64, std::move(acc)), IntImm(i64, multiplier));
-  Expr rounded = Binary(ExprKind::Add, wide, IntImm(i64, int64_t{1} << (s - 1)));
-  return Cast(DataType::Int(32), Call(i64, "shift_right", {rounded, IntImm(i64, s)}));
+namespace {
+const DataType kI32 = DataType::Int(32), kI64 = DataType::Int(64);
+
+bool is_const(const Expr& e, int64_t v) {
+  const int64_t* c = as_const_int(e);
+  return c && *c == v;
+}
+Expr bool_to_int(Expr cond) { return Select(std::move(cond), ci(1), ci(0)); }
+}  // namespace
+
+Expr saturating_rounding_doubling_high_mul(Expr a, Expr b, bool b_nonnegative) {
+  const int64_t kMin = std::numeric_limits<int32_t>::min();
+  Expr prod = Binary(ExprKind::Mul, Cast(kI64, a), Cast(kI64, b));
+  Expr high = Cast(kI32, Call(kI64, "shift_right", {Binary(ExprKind::Add, prod, IntImm(kI64, int64_t{1} << 30)),
+                                                    IntImm(kI64, 31)}));
+  const int64_t* ca = as_const_int(a);
+  const int64_t* cb = as_const_int(b);
+  if (b_nonnegative || (ca && *ca != kMin) || (cb && *cb != kMin)) return high;
+  Expr both_min = and_(Binary(ExprKind::EQ, a, ci(kMin)), Binary(ExprKind::EQ, b, ci(kMin)));
+  return Select(both_min, ci(std::numeric_limits<int32_t>::max()), high);
 }
 
+Expr rounding_divide_by_pot(Expr x, Expr exponent) {
+  if (is_const(exponent, 0)) return x;
+  Expr mask;
+  if (const int64_t* e = as_const_int(exponent)) {
+    mask = ci((int64_t{1} << *e) - 1);
+  } else {
+    // (1 << e) - 1 in uint32, so e = 31 does not overflow.
+    const DataType u32 = DataType::UInt(32);
+    Expr one = IntImm(u32, 1);
+    mask = Cast(kI32, Binary(ExprKind::Sub, Call(u32, "shift_left", {one, Cast(u32, exponent)}), one));
+  }
+  Expr remainder = call("bitwise_and", {x, mask});
+  Expr threshold = add(call("shift_right", {mask, ci(1)}), bool_to_int(lt(x, ci(0))));
+  return add(call("shift_right", {x, exponent}), bool_to_int(Binary(ExprKind::GT, remainder, threshold)));
+}
+
+namespace {
+// Q = x * M + 2^30 in int64.
+Expr nudged_product(Expr x, Expr multiplier) {
+  return Binary(ExprKind::Add, Binary(ExprKind::Mul, Cast(kI64, std::move(x)), Cast(kI64, std::move(multiplier))),
+                IntImm(kI64, int64_t{1} << 30));
+}
+Expr high_word(Expr v) { return Cast(kI32, Call(kI64, "shift_right", {std::move(v), IntImm(kI64, 32)})); }
+}  // namespace
+
+Expr corrected_high_word(Expr x, Expr multiplier) {
+  // With Q = H * 2^32 + L: subtracting 2^31 when Q < 0 (H < 0) borrows from H exactly
+  // when L's top bit is clear, so the high word is H + ((H >> 31) & ((L >> 31) - 1)).
+  Expr q = nudged_product(std::move(x), std::move(multiplier));
+  Expr h = high_word(q);
+  Expr low_top = Cast(kI32, Call(DataType::UInt(32), "shift_right", {Cast(DataType::UInt(32), q), IntImm(DataType::UInt(32), 31)}));
+  return add(h, call("bitwise_and", {call("shift_right", {h, ci(31)}), sub(low_top, ci(1))}));
+}
+
+Expr multiply_by_quantized_multiplier(Expr x, const QuantMultiplier& q) {
+  if (q.left_shift() > 0) x = mul(x, ci(int64_t{1} << q.left_shift()));
+  const int right = q.right_shift();
+  if (right == 0) return saturating_rounding_doubling_high_mul(std::move(x), ci(q.multiplier), true);
+  if (right == 1) {
+    // (Q - [Q < 0] * 2^31 + 2^31) >> 32, in int64.
+    Expr nudged = nudged_product(std::move(x), ci(q.multiplier));
+    Expr sign = Binary(ExprKind::Mul, Call(kI64, "shift_right", {nudged, IntImm(kI64, 63)}), IntImm(kI64, int64_t{1} << 31));
+    return high_word(Binary(ExprKind::Add, Binary(ExprKind::Add, nudged, sign), IntImm(kI64, int64_t{1} << 31)));
+  }
+  // Both roundings in one step (see quant_util.h).
+  return call("shift_right", {add(corrected_high_word(std::move(x), ci(q.multiplier)), ci(int64_t{1} << (right - 2))),
+                              ci(right - 1)});
+}
+
+Expr multiply_by_quantized_multiplier(Expr x, Expr multiplier, Expr shift) {
+  Expr left = max_(shift, ci(0)), right = max_(sub(ci(0), shift), ci(0));
+  Expr scaled = mul(std::move(x), call("shift_left", {ci(1), left}));
+  Expr high = saturating_rounding_doubling_high_mul(std::move(scaled), std::move(multiplier), true);
+  return rounding_divide_by_pot(std::move(high), std::move(right));
+}
+
+// TFLite's CalculateActivationRangeQuantized: zero_point + round(f / scale) in float32.
 ActBounds activation_bounds(const std::string& activation, double output_scale, int32_t output_zero_point) {
   ActBounds b;
   if (activation == "none") return b;
-  b.lo = std::max(-128, output_zero_point);
-  if (activation == "relu6") {
-    double top = output_zero_point + std::round(6.0 / output_scale);
-    b.hi = static_cast<int32_t>(std::min(127.0, top));
+  auto quantize = [&](float f) {
+    float r = std::round(f / static_cast<float>(output_scale));
+    return output_zero_point + static_cast<int32_t>(std::max(-1e6f, std::min(1e6f, r)));  // int8 range either way
+  };
+  if (activation == "relu_n1_to_1") {
+    b.lo = std::max(-128, quantize(-1.0f));
+    b.hi = std::min(127, quantize(1.0f));
+    return b;
   }
+  b.lo = std::max(-128, quantize(0.0f));
+  if (activation == "relu6") b.hi = std::min(127, quantize(6.0f));
   return b;
 }
 
@@ -69,7 +148,9 @@ int32_t read_zero_point(const AttrReader& r, const std::string& key) {
   return static_cast<int32_t>(v);
 }
 
-std::string read_activation(const AttrReader& r) { return r.get_string("activation", "none", {"none", "relu", "relu6"}); }
+std::string read_activation(const AttrReader& r) {
+  return r.get_string("activation", "none", {"none", "relu", "relu6", "relu_n1_to_1"});
+}
 
 namespace {
 

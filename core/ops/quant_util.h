@@ -1,6 +1,6 @@
 // int8 quantization helpers shared by the quantized operators (TFLite int8 style, see
 // docs/quantization.md): the compile-time fixed-point multiplier, the TIR of the run-time
-// requantization (int64 multiply, round half up, arithmetic shift), activation bounds,
+// requantization (TFLite's MultiplyByQuantizedMultiplier), activation bounds,
 // and reading the shared quantization attributes with errors that name the attribute.
 // Internal to core/ops.
 #pragma once
@@ -14,28 +14,50 @@
 namespace mtir {
 namespace ops {
 
-// A real multiplier m > 0 as m ~= multiplier * 2^(shift - 31), multiplier in [2^30, 2^31).
+// A real multiplier m > 0 as TFLite's QuantizeMultiplier gives it: m ~= multiplier *
+// 2^(shift - 31), multiplier in [2^30, 2^31) and shift in [-31, 30] (positive: a left
+// shift). A multiplier below about 2^-31 is multiplier 0, shift 0, as in TFLite.
 struct QuantMultiplier {
   int32_t multiplier = 0;
   int shift = 0;
-  // The right shift of the requantization, 31 - shift, in [1, 62].
-  int right_shift() const { return 31 - shift; }
+  int left_shift() const { return shift > 0 ? shift : 0; }
+  int right_shift() const { return shift > 0 ? 0 : -shift; }
 };
 
-// frexp-based; a user error "op: requantization multiplier out of range (what = m)"
-// when m is not a finite positive number or the right shift falls outside [1, 62].
+// TFLite's QuantizeMultiplier (frexp, round half away from zero, 2^31 becomes 2^30 with
+// shift + 1, shift < -31 becomes multiplier 0). A user error "op: requantization
+// multiplier out of range (what = m; ...)" when m is not a finite number > 0 or is
+// 2^30 or more (TFLite's left shift x * (1 << shift) would overflow).
 QuantMultiplier quantize_multiplier(double m, const std::string& op, const std::string& what);
 
-// (int32)(((int64)acc * M + (1 << (s - 1))) >> s): `acc` an int32 expression, s in [1, 62].
-Expr requantize(Expr acc, int32_t multiplier, int s);
-inline Expr requantize(Expr acc, const QuantMultiplier& q) { return requantize(std::move(acc), q.multiplier, q.right_shift()); }
+// gemmlowp's SaturatingRoundingDoublingHighMul on int32 expressions: the high word of
+// 2 * a * b rounded half up ((a * b + 2^30) >> 31 in int64, which equals gemmlowp's nudge
+// and truncating division), INT32_MAX for INT32_MIN * INT32_MIN. `b_nonnegative` drops
+// that saturation case when b can never be INT32_MIN (a multiplier >= 0).
+Expr saturating_rounding_doubling_high_mul(Expr a, Expr b, bool b_nonnegative = false);
+// gemmlowp's RoundingDivideByPOT: x / 2^exponent rounded half away from zero, for an
+// int32 x and an int32 exponent in [0, 31] (a constant or a run-time value).
+Expr rounding_divide_by_pot(Expr x, Expr exponent);
+// TFLite's MultiplyByQuantizedMultiplier(x, multiplier, shift):
+// RoundingDivideByPOT(SaturatingRoundingDoublingHighMul(x * (1 << left), multiplier), right)
+// with left = max(shift, 0), right = max(-shift, 0); int32 in, int32 out.
+Expr multiply_by_quantized_multiplier(Expr x, const QuantMultiplier& q);
+// The same with a run-time multiplier (>= 0) and shift (in [-31, 30]), e.g. from a table.
+Expr multiply_by_quantized_multiplier(Expr x, Expr multiplier, Expr shift);
+// For a multiplier M >= 0 and a right shift r >= 2, both roundings in one step:
+// MultiplyByQuantizedMultiplier(x, M, -r) = (corrected_high_word(x, M) + 2^(r-2)) >> (r-1),
+// where corrected_high_word is the upper 32 bits of Q - [Q < 0] * 2^31, Q = x * M + 2^30
+// (int64). Why: the high multiply is floor(Q / 2^31), the rounding divide of h by 2^r is
+// floor((h + 2^(r-1) - [h < 0]) / 2^r), and floor divisions compose.
+Expr corrected_high_word(Expr x, Expr multiplier);
 
 // The int8 output range an activation allows (bounds inclusive).
 struct ActBounds {
   int32_t lo = -128;
   int32_t hi = 127;
 };
-// activation "none" | "relu" | "relu6" for an output of this scale and zero point.
+// activation "none" | "relu" | "relu6" | "relu_n1_to_1" for an output of this scale and
+// zero point, as TFLite's CalculateActivationRangeQuantized (zp + round(f / scale) in float32).
 ActBounds activation_bounds(const std::string& activation, double output_scale, int32_t output_zero_point);
 
 // (int8)clamp(y + zero_point, lo, hi) for an int32 expression `y`.
@@ -65,7 +87,7 @@ QuantAttrs read_quant_attrs(const std::string& op, const AttrReader& r, int64_t 
 double read_scale(const std::string& op, const AttrReader& r, const std::string& key);
 // An optional zero point attribute in [-128, 127] (default 0).
 int32_t read_zero_point(const AttrReader& r, const std::string& key);
-// The "activation" attribute: "none" (default), "relu" or "relu6".
+// The "activation" attribute: "none" (default), "relu", "relu6" or "relu_n1_to_1".
 std::string read_activation(const AttrReader& r);
 
 // Input `i` must have element type `t`.

@@ -2,9 +2,14 @@
 // qglobal_avg_pool2d, qsoftmax, qconcat, quantize and dequantize. The arithmetic is
 // integer only (fixed-point multipliers computed here at compile time, see
 // quant_util.h); docs/quantization.md states each op's exact rounding.
+#include <algorithm>
 #include <cmath>
+#include <functional>
+#include <limits>
 #include <optional>
 
+#include "interp/scalar.h"
+#include "ops/fixed_point.h"
 #include "ops/quant_util.h"
 
 namespace mtir {
@@ -32,64 +37,109 @@ std::vector<Expr> all_axes(LoopNest& nest, const std::vector<int64_t>& shape, co
   return idx;
 }
 
-// ---- qadd ---------------------------------------------------------------------------
-// TFLite's reference: both inputs are brought to a common scale with 20 bits of
-// headroom, added, and the sum requantized to the output.
+// ---- qadd, qsub, qmul ------------------------------------------------------------
+// TFLite's int8 ADD and SUB (reference_ops add.h / sub.h): both inputs are brought to
+// a common scale with 20 bits of headroom, added or subtracted, and the result
+// requantized to the output; every multiplier is below 1. MUL (integer_ops mul.h): the
+// product of the offset inputs requantized by a_scale * b_scale / output_scale. Inputs
+// broadcast as in numpy (TFLite's BroadcastAdd/Sub/Mul give the same values).
 
-const std::vector<std::string> kQaddAttrs = {"a_scale",      "a_zero_point",      "b_scale",   "b_zero_point",
-                                             "output_scale", "output_zero_point", "activation"};
+const std::vector<std::string> kBinaryAttrs = {"a_scale",      "a_zero_point",      "b_scale",   "b_zero_point",
+                                               "output_scale", "output_zero_point", "activation"};
+constexpr int kAddLeftShift = 20;  // TFLite's left_shift for int8 ADD and SUB
 
-struct QaddParams {
+struct QBinaryParams {
+  std::vector<int64_t> shape;  // the broadcast output shape
   int32_t za, zb, zo;
-  QuantMultiplier ma, mb, mo;
+  QuantMultiplier ma, mb, mo;  // ADD/SUB: a, b and output; MUL: mo only
   ActBounds bounds;
 };
 
-QaddParams qadd_params(const std::vector<TensorType>& in, const json& attrs) {
-  const std::string op = "qadd";
-  AttrReader r(op, attrs, kQaddAttrs);
+// numpy broadcasting of two shapes; a user error naming both when they do not fit.
+std::vector<int64_t> broadcast_shapes(const std::string& op, const std::vector<int64_t>& a,
+                                      const std::vector<int64_t>& b) {
+  std::vector<int64_t> out(std::max(a.size(), b.size()), 1);
+  for (size_t k = 0; k < out.size(); ++k) {
+    int64_t da = k < out.size() - a.size() ? 1 : a[k - (out.size() - a.size())];
+    int64_t db = k < out.size() - b.size() ? 1 : b[k - (out.size() - b.size())];
+    if (da != db && da != 1 && db != 1)
+      fail(op, "inputs 'a' " + shape_str(a) + " and 'b' " + shape_str(b) + " do not broadcast (numpy rules)");
+    out[k] = std::max(da, db);
+  }
+  return out;
+}
+
+// A multiplier TFLite's QuantizeMultiplierSmallerThanOneExp accepts: below 1.
+QuantMultiplier below_one(double m, const std::string& op, const std::string& what) {
+  QuantMultiplier q = quantize_multiplier(m, op, what);
+  if (q.shift > 0 || m >= 1)
+    fail(op, "requantization multiplier out of range (" + what + " = " + interp::format_double(m) +
+                 "; TFLite requires it below 1)");
+  return q;
+}
+
+QBinaryParams qbinary_params(const std::string& op, const std::vector<TensorType>& in, const json& attrs) {
+  AttrReader r(op, attrs, kBinaryAttrs);
   check_int8_inputs(op, in, 2, {"a", "b"});
-  if (in[0].shape != in[1].shape)
-    fail(op, "inputs 'a' " + shape_str(in[0].shape) + " and 'b' " + shape_str(in[1].shape) +
-                 " must have the same shape (qadd does not broadcast)");
   double sa = read_scale(op, r, "a_scale"), sb = read_scale(op, r, "b_scale"), so = read_scale(op, r, "output_scale");
-  QaddParams p;
+  QBinaryParams p;
+  p.shape = broadcast_shapes(op, in[0].shape, in[1].shape);
   p.za = read_zero_point(r, "a_zero_point");
   p.zb = read_zero_point(r, "b_zero_point");
   p.zo = read_zero_point(r, "output_zero_point");
   p.bounds = activation_bounds(read_activation(r), so, p.zo);
+  if (op == "qmul") {
+    p.mo = quantize_multiplier(sa * sb / so, op, "a_scale * b_scale / output_scale");
+    return p;
+  }
   double twice_max = 2 * std::max(sa, sb);
-  p.ma = quantize_multiplier(sa / twice_max, op, "a_scale / (2 * max(a_scale, b_scale))");
-  p.mb = quantize_multiplier(sb / twice_max, op, "b_scale / (2 * max(a_scale, b_scale))");
-  p.mo = quantize_multiplier(twice_max / (std::ldexp(1.0, 20) * so), op,
-                             "2 * max(a_scale, b_scale) / (2^20 * output_scale)");
+  p.ma = below_one(sa / twice_max, op, "a_scale / (2 * max(a_scale, b_scale))");
+  p.mb = below_one(sb / twice_max, op, "b_scale / (2 * max(a_scale, b_scale))");
+  p.mo = below_one(twice_max / (std::ldexp(1.0, kAddLeftShift) * so), op,
+                   "2 * max(a_scale, b_scale) / (2^20 * output_scale)");
   return p;
 }
 
-TensorType qadd_infer(const std::vector<TensorType>& in, const json& attrs) {
-  qadd_params(in, attrs);
-  return in[0];
-}
-
-PrimFunc qadd_build(const std::string& fname, const std::vector<TensorType>& in, const TensorType& out,
-                    const json& attrs) {
-  QaddParams p = qadd_params(in, attrs);
-  FuncBuilder fb;
-  Buffer a = fb.param("a", in[0].shape, kI8), b = fb.param("b", in[1].shape, kI8);
-  Buffer o = fb.param("out", out.shape, kI8);
-  LoopNest nest;
-  std::vector<Expr> idx = all_axes(nest, out.shape);
-  auto side = [&](const Buffer& x, int32_t zero_point, const QuantMultiplier& m) {
-    Expr shifted = Call(kI32, "shift_left", {sub(to_i32(load(x, idx)), ci(zero_point)), ci(20)});
-    return requantize(shifted, m);
+OpDef qbinary_op(const std::string& op) {
+  OpDef d;
+  d.name = op;
+  d.infer = [op](const std::vector<TensorType>& in, const json& attrs) {
+    return TensorType{kI8, qbinary_params(op, in, attrs).shape};
   };
-  Expr sum = add(side(a, p.za, p.ma), side(b, p.zb, p.mb));
-  return fb.finish(fname, nest.wrap(store(o, saturate_int8(requantize(sum, p.mo), p.zo, p.bounds), idx)));
+  d.build = [op](const std::string& fname, const std::vector<TensorType>& in, const TensorType& out,
+                 const json& attrs) {
+    QBinaryParams p = qbinary_params(op, in, attrs);
+    FuncBuilder fb;
+    Buffer a = fb.param("a", in[0].shape, kI8), b = fb.param("b", in[1].shape, kI8);
+    Buffer o = fb.param("out", out.shape, kI8);
+    LoopNest nest;
+    std::vector<Expr> idx = all_axes(nest, out.shape);
+    // The input's element for output index idx: trailing axes aligned, size-1 axes at 0.
+    auto element = [&](const Buffer& x, const std::vector<int64_t>& shape, int32_t zero_point) {
+      std::vector<Expr> xi;
+      for (size_t k = 0; k < shape.size(); ++k) xi.push_back(shape[k] == 1 ? ci(0) : idx[idx.size() - shape.size() + k]);
+      return sub(to_i32(load(x, xi)), ci(zero_point));
+    };
+    Expr va = element(a, in[0].shape, p.za), vb = element(b, in[1].shape, p.zb), y;
+    if (op == "qmul") {
+      y = multiply_by_quantized_multiplier(mul(va, vb), p.mo);
+    } else {
+      auto scaled = [&](Expr v, const QuantMultiplier& m) {
+        return multiply_by_quantized_multiplier(mul(v, ci(1 << kAddLeftShift)), m);
+      };
+      Expr sa = scaled(va, p.ma), sb = scaled(vb, p.mb);
+      y = multiply_by_quantized_multiplier(op == "qadd" ? add(sa, sb) : sub(sa, sb), p.mo);
+    }
+    return fb.finish(fname, nest.wrap(store(o, saturate_int8(y, p.zo, p.bounds), idx)));
+  };
+  return d;
 }
 
 // ---- qavg_pool2d / qglobal_avg_pool2d -------------------------------------------------
 
-// sum / count rounded half away from zero (count > 0), with C's truncating division.
+// sum / count rounded half away from zero (count > 0), with C's truncating division:
+// TFLite's AveragePool, acc > 0 ? (acc + count/2) / count : (acc - count/2) / count
+// (a sum of 0 gives 0 either way).
 Expr rounded_div(Expr sum, Expr count) {
   Expr half = as_const_int(count) ? ci(*as_const_int(count) / 2) : floordiv(count, ci(2));
   Expr up = Binary(ExprKind::Div, add(sum, half), count);
@@ -99,11 +149,20 @@ Expr rounded_div(Expr sum, Expr count) {
 
 struct QpoolParams {
   int64_t n, h, w, c, kh, kw, sh, sw, pt, pl, pb, pr, oh, ow;
+  ActBounds bounds;
 };
+
+// A fused activation of a pool ("activation" with the output's "output_scale" and
+// "output_zero_point", which equal the input's): TFLite clamps the average to its range.
+ActBounds pool_activation(const std::string& op, const AttrReader& r) {
+  std::string act = read_activation(r);
+  if (act == "none") return ActBounds{};
+  return activation_bounds(act, read_scale(op, r, "output_scale"), read_zero_point(r, "output_zero_point"));
+}
 
 QpoolParams qpool_params(const std::vector<TensorType>& in, const json& attrs) {
   const std::string op = "qavg_pool2d";
-  AttrReader r(op, attrs, {"pool_size", "strides", "padding", "layout"});
+  AttrReader r(op, attrs, {"pool_size", "strides", "padding", "layout", "activation", "output_scale", "output_zero_point"});
   check_int8_inputs(op, in, 1, {"data"});
   r.get_string("layout", "NHWC", {"NHWC"});
   check_rank(op, in, 0, "data (NHWC)", 4);
@@ -111,7 +170,8 @@ QpoolParams qpool_params(const std::vector<TensorType>& in, const json& attrs) {
   auto strides = r.get_ints("strides", 2, 1, "positive integers", std::vector<int64_t>{1, 1});
   auto pad = r.get_ints("padding", 4, 0, "non-negative integers", std::vector<int64_t>{0, 0, 0, 0});
   const auto& d = in[0].shape;
-  QpoolParams p{d[0], d[1], d[2], d[3], size[0], size[1], strides[0], strides[1], pad[0], pad[1], pad[2], pad[3], 0, 0};
+  QpoolParams p{d[0], d[1], d[2], d[3], size[0], size[1], strides[0], strides[1], pad[0], pad[1], pad[2], pad[3], 0, 0,
+                pool_activation(op, r)};
   if (p.kh > p.h + p.pt + p.pb || p.kw > p.w + p.pl + p.pr)
     fail(op, "the pooling window " + shape_str(size) + " is larger than the padded input (" +
                  std::to_string(p.h + p.pt + p.pb) + "x" + std::to_string(p.w + p.pl + p.pr) + ")");
@@ -158,7 +218,9 @@ PrimFunc qpool_build(const std::string& fname, const std::vector<TensorType>& in
   Stmt update = store(acc, add(load(acc, {ci(0)}), to_i32(load(data, {n, ih, iw, c}))), {ci(0)});
   if (cond) update = IfThenElse(cond, update);
   Expr count = mul(valid_taps(oh, p.oh, p.kh, p.sh, p.pt, p.h), valid_taps(ow, p.ow, p.kw, p.sw, p.pl, p.w));
-  Stmt fin = store(o, Cast(kI8, rounded_div(load(acc, {ci(0)}), count)), {n, oh, ow, c});
+  Expr avg = rounded_div(load(acc, {ci(0)}), count);
+  if (p.bounds.lo != -128 || p.bounds.hi != 127) avg = min_(max_(avg, ci(p.bounds.lo)), ci(p.bounds.hi));
+  Stmt fin = store(o, Cast(kI8, avg), {n, oh, ow, c});
   Stmt body = SeqStmt({store(acc, ci(0), {ci(0)}), red.wrap(update), fin});
   return fb.finish(fname, Allocate(acc, "global", outer.wrap(body)));
 }
@@ -190,26 +252,37 @@ PrimFunc qgap_build(const std::string& fname, const std::vector<TensorType>& in,
 }
 
 // ---- qsoftmax -----------------------------------------------------------------------
-// Fixed point over the last axis with a 256-entry exp table (exp(-d * input_scale) in
-// Q16, an input added by the prepare_quantized graph rewrite): out = table[max - x] / sum
-// in Q8, minus 128.
+// TFLite's int8 SOFTMAX (reference_ops::Softmax, as TFLM runs it) over the last axis.
+// The exp of each input difference to the row maximum comes from a 256-entry table
+// (fixed_point.h: exactly TFLite's exp_on_negative_values of the scaled difference, 0
+// where TFLite leaves the element out), which prepare_quantized adds as an input. The
+// run-time part is TFLite's: the sum of the exps rescaled to 12 integer bits, its
+// reciprocal (GetReciprocal: leading zeros, then gemmlowp's Newton-Raphson
+// one_over_one_plus_x_for_x_in_0_1), and each output
+// RoundingDivideByPOT(reciprocal * exp, num_bits_over_unit + 23) - 128.
+
+const std::vector<std::string> kQsoftmaxAttrs = {"input_scale", "input_zero_point", "output_scale", "output_zero_point",
+                                                 "beta"};
 
 void qsoftmax_check(const std::vector<TensorType>& in, const json& attrs) {
   const std::string op = "qsoftmax";
-  AttrReader r(op, attrs, {"input_scale", "input_zero_point", "output_scale", "output_zero_point"});
+  AttrReader r(op, attrs, kQsoftmaxAttrs);
   // The table is int32 and the data int8, so the inputs are checked one by one.
   if (in.empty() || in.size() > 2)
     fail(op, "expected 1 or 2 inputs (data, [exp_table]), got " + std::to_string(in.size()));
   check_inputs(op, {in[0]}, 1, {"data"}, Dtypes::kNumeric);
   check_dtype(op, in, 0, "data", kI8);
   check_rank(op, in, 0, "data", 2);
-  read_scale(op, r, "input_scale");
-  read_zero_point(r, "input_zero_point");  // cancels in max - x
+  double scale = read_scale(op, r, "input_scale");
+  read_zero_point(r, "input_zero_point");  // cancels in x - max
+  double beta = r.get_float("beta", 1.0);
+  if (!(beta > 0) || !std::isfinite(beta)) r.bad("beta", "a finite number > 0");
+  fixed_point::softmax_params(scale, beta, op);  // refuses what TFLite cannot scale
   if (r.has("output_scale") && r.get_float("output_scale", 0) != 1.0 / 256)
     r.bad("output_scale", "1/256 (0.00390625): qsoftmax produces that scale");
   if (r.has("output_zero_point") && r.get_int("output_zero_point", 0) != -128)
     r.bad("output_zero_point", "-128: qsoftmax produces that zero point");
-  if (in[0].shape[1] > 32767) fail(op, "rows longer than 32767 elements could overflow the int32 sum");
+  if (in[0].shape[1] > 4096) fail(op, "rows longer than 4096 elements could overflow the int32 sum of exps");
   if (in.size() == 2) {
     check_dtype(op, in, 1, "exp_table", kI32);
     if (in[1].shape != std::vector<int64_t>{256})
@@ -220,6 +293,44 @@ void qsoftmax_check(const std::vector<TensorType>& in, const json& attrs) {
 TensorType qsoftmax_infer(const std::vector<TensorType>& in, const json& attrs) {
   qsoftmax_check(in, attrs);
   return in[0];
+}
+
+// x * 2^exponent saturated to int32 (gemmlowp's SaturatingRoundingMultiplyByPOT, exponent > 0).
+Expr saturating_multiply_by_pot(Expr x, int exponent) {
+  const int64_t limit = (int64_t{1} << (31 - exponent)) - 1;
+  Expr shifted = mul(x, ci(int64_t{1} << exponent));
+  return Select(Binary(ExprKind::GT, x, ci(limit)), ci(std::numeric_limits<int32_t>::max()),
+                Select(lt(x, ci(-limit)), ci(std::numeric_limits<int32_t>::min()), shifted));
+}
+
+// The reciprocal of the sum of exps (12 integer bits, at least 2^19: the maximum's exp
+// is 1) as TFLite's GetReciprocal computes it: `body(reciprocal, num_bits_over_unit)`
+// runs inside the Let statements that define them.
+Stmt with_reciprocal(Expr sum, const std::function<Stmt(Expr, Expr)>& body) {
+  const DataType u32 = DataType::UInt(32);
+  // Leading zeros of a sum in [2^19, 2^31): 1 plus the powers 2^30 .. 2^20 it is below.
+  Expr clz = ci(1);
+  for (int k = 30; k >= 20; --k) clz = add(clz, Select(lt(sum, ci(int64_t{1} << k)), ci(1), ci(0)));
+  Var headroom = MakeVar("headroom", kI32), half_den = MakeVar("half_denominator", kI32);
+  // (sum << headroom) - 1.0, in [0, 1): its RoundingHalfSum with 1.0 is 2^30 + (a >> 1).
+  Expr minus_one = Cast(kI32, Binary(ExprKind::Sub, Call(u32, "shift_left", {Cast(u32, sum), Cast(u32, headroom)}),
+                                     IntImm(u32, int64_t{1} << 31)));
+  Expr half = add(call("shift_right", {minus_one, ci(1)}), ci(1 << 30));
+  std::vector<Var> xs;
+  for (int i = 0; i < 4; ++i) xs.push_back(MakeVar("recip" + std::to_string(i), kI32));
+  std::vector<Expr> values = {add(ci(1515870810), saturating_rounding_doubling_high_mul(half_den, ci(-1010580540)))};
+  for (int i = 1; i < 4; ++i) {
+    Expr x = xs[i - 1];
+    Expr err = sub(ci(1 << 29), saturating_rounding_doubling_high_mul(half_den, x));
+    values.push_back(add(x, saturating_multiply_by_pot(saturating_rounding_doubling_high_mul(x, err), 2)));
+  }
+  Var recip = MakeVar("reciprocal", kI32), bits = MakeVar("num_bits_over_unit", kI32);
+  Stmt s = body(recip, bits);
+  s = LetStmt(bits, sub(ci(12), headroom), s);
+  s = LetStmt(recip, saturating_multiply_by_pot(xs[3], 1), s);
+  for (int i = 3; i >= 0; --i) s = LetStmt(xs[i], values[i], s);
+  s = LetStmt(half_den, half, s);
+  return LetStmt(headroom, clz, s);
 }
 
 PrimFunc qsoftmax_build(const std::string& fname, const std::vector<TensorType>& in, const TensorType& out,
@@ -235,7 +346,7 @@ PrimFunc qsoftmax_build(const std::string& fname, const std::vector<TensorType>&
   Buffer mx = scratch("max_val", {1}, kI32), sum = scratch("sum_val", {1}, kI32);
   LoopNest outer;
   Expr row = outer.axis("n", rows);
-  Var row_max = MakeVar("row_max", kI32), row_sum = MakeVar("row_sum", kI32);
+  Var row_max = MakeVar("row_max", kI32);
   auto pass = [&](const std::string& name, const std::function<Stmt(Expr x, const std::vector<Expr>&)>& body) {
     LoopNest l;
     std::vector<Expr> idx = {row, l.axis(name, k)};
@@ -244,17 +355,77 @@ PrimFunc qsoftmax_build(const std::string& fname, const std::vector<TensorType>&
   Stmt max_loop = pass("k0", [&](Expr x, const std::vector<Expr>&) {
     return store(mx, max_(load(mx, {ci(0)}), x), {ci(0)});
   });
+  // Rescale<12> of each exp (0 integer bits) is a rounding divide by 2^12.
   Stmt sum_loop = pass("k1", [&](Expr x, const std::vector<Expr>&) {
-    return store(sum, add(load(sum, {ci(0)}), load(table, {sub(row_max, x)})), {ci(0)});
+    Expr e = rounding_divide_by_pot(load(table, {sub(row_max, x)}), ci(12));
+    return store(sum, add(load(sum, {ci(0)}), e), {ci(0)});
   });
-  Stmt out_loop = pass("k2", [&](Expr x, const std::vector<Expr>& idx) {
-    Expr num = add(mul(load(table, {sub(row_max, x)}), ci(512)), row_sum);
-    Expr q = sub(Binary(ExprKind::Div, num, mul(row_sum, ci(2))), ci(128));
-    return store(o, Cast(kI8, min_(max_(q, ci(-128)), ci(127))), idx);
+  Stmt out_loop = with_reciprocal(load(sum, {ci(0)}), [&](Expr recip, Expr bits) {
+    // TFLite's exponent exceeds 31 only for sums of 2^28 and more (rows of 512 and more
+    // elements near the maximum), where its shift is undefined; 31 keeps ours defined.
+    Expr exponent = min_(add(bits, ci(23)), ci(31));
+    return pass("k2", [&](Expr x, const std::vector<Expr>& idx) {
+      Expr prod = saturating_rounding_doubling_high_mul(recip, load(table, {sub(row_max, x)}), true);
+      Expr q = sub(rounding_divide_by_pot(prod, exponent), ci(128));
+      return store(o, Cast(kI8, min_(max_(q, ci(-128)), ci(127))), idx);
+    });
   });
-  Stmt after_max = SeqStmt({store(sum, ci(0), {ci(0)}), sum_loop, LetStmt(row_sum, load(sum, {ci(0)}), out_loop)});
+  Stmt after_max = SeqStmt({store(sum, ci(0), {ci(0)}), sum_loop, out_loop});
   Stmt body = SeqStmt({store(mx, ci(-128), {ci(0)}), max_loop, LetStmt(row_max, load(mx, {ci(0)}), after_max)});
   return fb.finish(fname, Allocate(mx, "global", Allocate(sum, "global", outer.wrap(body))));
+}
+
+// ---- qlogistic, qtanh ---------------------------------------------------------------
+// TFLite's int8 LOGISTIC and TANH (reference_integer_ops, as TFLM prepares them). Their
+// output depends only on the int8 input, so prepare_quantized computes all 256 outputs
+// at compile time with TFLite's fixed-point arithmetic (fixed_point.h) and the kernel
+// is one table lookup: out = table[x + 128].
+
+const std::vector<std::string> kQactAttrs = {"input_scale", "input_zero_point", "output_scale", "output_zero_point"};
+
+void qact_check(const std::string& op, const std::vector<TensorType>& in, const json& attrs) {
+  AttrReader r(op, attrs, kQactAttrs);
+  if (in.empty() || in.size() > 2) fail(op, "expected 1 or 2 inputs (data, [table]), got " + std::to_string(in.size()));
+  check_inputs(op, {in[0]}, 1, {"data"}, Dtypes::kNumeric);
+  check_dtype(op, in, 0, "data", kI8);
+  double scale = read_scale(op, r, "input_scale");
+  int32_t zp = read_zero_point(r, "input_zero_point");
+  fixed_point::activation_table(op == "qtanh", scale, zp, op);  // refuses a scale TFLite cannot handle
+  const bool tanh = op == "qtanh";
+  const double out_scale = tanh ? 1.0 / 128 : 1.0 / 256;
+  const int64_t out_zp = tanh ? 0 : -128;
+  if (r.has("output_scale") && r.get_float("output_scale", 0) != out_scale)
+    r.bad("output_scale", std::string(tanh ? "1/128 (0.0078125)" : "1/256 (0.00390625)") + ": " + op +
+                              " produces that scale");
+  if (r.has("output_zero_point") && r.get_int("output_zero_point", 0) != out_zp)
+    r.bad("output_zero_point", std::to_string(out_zp) + ": " + op + " produces that zero point");
+  if (in.size() == 2) {
+    check_dtype(op, in, 1, "table", kI8);
+    if (in[1].shape != std::vector<int64_t>{256})
+      fail(op, "input 'table' has shape " + shape_str(in[1].shape) + "; (256) is required");
+  }
+}
+
+OpDef qact_op(const std::string& op) {
+  OpDef d;
+  d.name = op;
+  d.infer = [op](const std::vector<TensorType>& in, const json& attrs) {
+    qact_check(op, in, attrs);
+    return in[0];
+  };
+  d.build = [op](const std::string& fname, const std::vector<TensorType>& in, const TensorType& out,
+                 const json& attrs) {
+    qact_check(op, in, attrs);
+    if (in.size() != 2) fail(op, "input 'table' is missing: the graph rewrite prepare_quantized adds it");
+    FuncBuilder fb;
+    Buffer data = fb.param("data", in[0].shape, kI8);
+    Buffer table = fb.param("table", {256}, kI8);
+    Buffer o = fb.param("out", out.shape, kI8);
+    LoopNest nest;
+    std::vector<Expr> idx = all_axes(nest, out.shape);
+    return fb.finish(fname, nest.wrap(store(o, load(table, {add(to_i32(load(data, idx)), ci(128))}), idx)));
+  };
+  return d;
 }
 
 // ---- qconcat ------------------------------------------------------------------------
@@ -333,7 +504,8 @@ PrimFunc qconcat_build(const std::string& fname, const std::vector<TensorType>& 
     oidx[p.axis] = add(idx[p.axis], ci(offset));
     Expr x = load(bufs[i], idx);
     if (const auto& m = p.multipliers[i])
-      x = saturate_int8(requantize(sub(to_i32(x), ci(p.zero_points[i])), *m), p.output_zero_point, ActBounds{});
+      x = saturate_int8(multiply_by_quantized_multiplier(sub(to_i32(x), ci(p.zero_points[i])), *m), p.output_zero_point,
+                        ActBounds{});
     copies.push_back(nest.wrap(store(o, x, oidx)));
     offset += in[i].shape[p.axis];
   }
@@ -388,10 +560,14 @@ OpDef affine_op(const std::string& name, bool quantize) {
 }  // namespace
 
 void register_quantized_ops(std::vector<OpDef>& ops) {
-  ops.push_back(OpDef{"qadd", qadd_infer, qadd_build});
+  ops.push_back(qbinary_op("qadd"));
+  ops.push_back(qbinary_op("qsub"));
+  ops.push_back(qbinary_op("qmul"));
   ops.push_back(OpDef{"qavg_pool2d", qpool_infer, qpool_build});
   ops.push_back(OpDef{"qglobal_avg_pool2d", qgap_infer, qgap_build});
   ops.push_back(OpDef{"qsoftmax", qsoftmax_infer, qsoftmax_build});
+  ops.push_back(qact_op("qlogistic"));
+  ops.push_back(qact_op("qtanh"));
   ops.push_back(OpDef{"qconcat", qconcat_infer, qconcat_build});
   ops.push_back(affine_op("quantize", true));
   ops.push_back(affine_op("dequantize", false));

@@ -44,12 +44,15 @@ void expect_rank(const Tensor& t, size_t rank, const char* what) {
   if (t.shape.size() != rank) throw Error(std::string(what) + " must have rank " + std::to_string(rank));
 }
 
-// [lo, hi] of the output codes for "activation" (the contract's act bounds).
+// [lo, hi] of the output codes for "activation": TFLite's CalculateActivationRangeQuantized,
+// zo + round(f / so) with f and so in float32.
 std::pair<int32_t, int32_t> act_bounds(const json& attrs, int32_t zo, double so) {
   std::string act = attrs.value("activation", std::string("none"));
+  auto quantize = [&](float f) { return zo + static_cast<int32_t>(std::round(f / static_cast<float>(so))); };
   if (act == "none") return {-128, 127};
-  if (act == "relu") return {std::max(-128, zo), 127};
-  if (act == "relu6") return {std::max(-128, zo), static_cast<int32_t>(std::min<long>(127, zo + std::lround(6.0 / so)))};
+  if (act == "relu") return {std::max(-128, quantize(0.0f)), 127};
+  if (act == "relu6") return {std::max(-128, quantize(0.0f)), std::min(127, quantize(6.0f))};
+  if (act == "relu_n1_to_1") return {std::max(-128, quantize(-1.0f)), std::min(127, quantize(1.0f))};
   throw Error("unknown activation '" + act + "'");
 }
 
@@ -77,7 +80,7 @@ Tensor requantize(const std::vector<int64_t>& acc, std::vector<int64_t> shape, c
   auto [lo, hi] = act_bounds(attrs, zo, number(attrs, "output_scale"));
   Tensor out = make("int8", std::move(shape));
   for (size_t i = 0; i < acc.size(); ++i)
-    out.data[i] = clamp(static_cast<int64_t>(requant_raw(acc[i], q[i % channels])) + zo, lo, hi);
+    out.data[i] = clamp(static_cast<int64_t>(multiply_by_quantized_multiplier(static_cast<int32_t>(acc[i]), q[i % channels])) + zo, lo, hi);
   return out;
 }
 
@@ -131,29 +134,66 @@ Tensor qdense(const std::vector<const Tensor*>& in, const json& attrs) {
   return requantize(acc, {n, m}, attrs);
 }
 
-Tensor qadd(const std::vector<const Tensor*>& in, const json& attrs) {
+// TFLite's int8 ADD / SUB (reference_ops::AddElementwise / SubElementwise, left_shift 20,
+// QuantizeMultiplierSmallerThanOneExp) and MUL (integer_ops MulElementwise), with numpy
+// broadcasting as TFLite's Broadcast*Slow kernels do it.
+Tensor qbinary(const std::string& op, const std::vector<const Tensor*>& in, const json& attrs) {
   const Tensor &a = *in[0], &b = *in[1];
-  if (a.shape != b.shape) throw Error("qadd: the inputs must have the same shape");
   double sa = number(attrs, "a_scale"), sb = number(attrs, "b_scale"), so = number(attrs, "output_scale");
   int32_t za = int_or(attrs, "a_zero_point", 0), zb = int_or(attrs, "b_zero_point", 0);
   int32_t zo = int_or(attrs, "output_zero_point", 0);
+  const size_t rank = std::max(a.shape.size(), b.shape.size());
+  auto padded = [&](const std::vector<int64_t>& s) {
+    std::vector<int64_t> p(rank - s.size(), 1);
+    p.insert(p.end(), s.begin(), s.end());
+    return p;
+  };
+  std::vector<int64_t> pa = padded(a.shape), pb = padded(b.shape), shape(rank);
+  for (size_t k = 0; k < rank; ++k) {
+    if (pa[k] != pb[k] && pa[k] != 1 && pb[k] != 1) throw Error(op + ": the inputs do not broadcast");
+    shape[k] = std::max(pa[k], pb[k]);
+  }
   const int left_shift = 20;
-  double twice_max = 2 * std::max(sa, sb);
-  Multiplier qa = quantize_multiplier(sa / twice_max), qb = quantize_multiplier(sb / twice_max);
-  Multiplier qo = quantize_multiplier(twice_max / ((1 << left_shift) * so));
+  const double twice_max_input_scale = 2 * std::max(sa, sb);
+  auto smaller_than_one = [](double real) {
+    Multiplier q = quantize_multiplier(real);
+    if (!(real < 1) || q.shift > 0) throw Error("multiplier not below 1");
+    return q;
+  };
   auto [lo, hi] = act_bounds(attrs, zo, so);
-  Tensor out = make("int8", a.shape);
-  for (size_t i = 0; i < a.data.size(); ++i) {
-    int32_t a2 = requant_raw(static_cast<int64_t>(a.data[i] - za) * (1 << left_shift), qa);
-    int32_t b2 = requant_raw(static_cast<int64_t>(b.data[i] - zb) * (1 << left_shift), qb);
-    out.data[i] = clamp(static_cast<int64_t>(requant_raw(static_cast<int64_t>(a2) + b2, qo)) + zo, lo, hi);
+  Tensor out = make("int8", shape);
+  std::vector<int64_t> idx(rank, 0);
+  for (int64_t i = 0; i < out.size(); ++i) {
+    int64_t rem = i;
+    for (size_t k = rank; k-- > 0;) idx[k] = rem % shape[k], rem /= shape[k];
+    auto flat = [&](const std::vector<int64_t>& s) {
+      int64_t f = 0;
+      for (size_t k = 0; k < rank; ++k) f = f * s[k] + (s[k] == 1 ? 0 : idx[k]);
+      return f;
+    };
+    const int32_t input1_val = -za + a.data[flat(pa)];
+    const int32_t input2_val = -zb + b.data[flat(pb)];
+    int32_t raw_output;
+    if (op == "qmul") {
+      raw_output = multiply_by_quantized_multiplier(input1_val * input2_val, quantize_multiplier(sa * sb / so));
+    } else {
+      const int32_t scaled1 = multiply_by_quantized_multiplier(input1_val * (1 << left_shift),
+                                                               smaller_than_one(sa / twice_max_input_scale));
+      const int32_t scaled2 = multiply_by_quantized_multiplier(input2_val * (1 << left_shift),
+                                                               smaller_than_one(sb / twice_max_input_scale));
+      const int32_t raw = op == "qadd" ? scaled1 + scaled2 : scaled1 - scaled2;
+      raw_output = multiply_by_quantized_multiplier(
+          raw, smaller_than_one(twice_max_input_scale / ((1 << left_shift) * so)));
+    }
+    out.data[i] = clamp(static_cast<int64_t>(raw_output) + zo, lo, hi);
   }
   return out;
 }
 
 // Average (qavg_pool2d, qglobal_avg_pool2d) or max pooling over NHWC windows; padded
 // positions are skipped and not counted.
-Tensor pool(const Tensor& x, std::vector<int64_t> k, std::vector<int64_t> st, std::vector<int64_t> pad, bool avg) {
+Tensor pool(const Tensor& x, std::vector<int64_t> k, std::vector<int64_t> st, std::vector<int64_t> pad, bool avg,
+           std::pair<int32_t, int32_t> bounds = {-128, 127}) {
   expect_rank(x, 4, "pool data");
   int64_t n = x.shape[0], h = x.shape[1], w = x.shape[2], c = x.shape[3];
   int64_t oh = (h + pad[0] + pad[2] - k[0]) / st[0] + 1, ow = (w + pad[1] + pad[3] - k[1]) / st[1] + 1;
@@ -173,29 +213,95 @@ Tensor pool(const Tensor& x, std::vector<int64_t> k, std::vector<int64_t> st, st
               sum += v, ++count, mx = std::max(mx, v);
             }
           if (count == 0) throw Error("pool: a window covers only padding");
-          out.data[i] = avg ? clamp(div_round_away(sum, count), -128, 127) : mx;
+          out.data[i] = avg ? clamp(div_round_away(sum, count), bounds.first, bounds.second) : mx;
         }
   return out;
 }
 
+// TFLite's int8 SOFTMAX (reference_ops::Softmax as TFLM runs it): the input difference
+// to the row maximum scaled by beta * input_scale into 5 integer bits
+// (PreprocessSoftmaxScaling), exp in fixed point, the sum with 12 integer bits, its
+// reciprocal (GetReciprocal) and the output in 1/256 steps from -128. Differences below
+// diff_min (CalculateInputRadius) give -128 and add nothing.
 Tensor qsoftmax(const std::vector<const Tensor*>& in, const json& attrs) {
   const Tensor& x = *in[0];
-  expect_rank(x, 2, "qsoftmax data");
-  double sx = number(attrs, "input_scale");
+  if (x.shape.empty()) throw Error("qsoftmax: data must have rank >= 1");
+  double sx = number(attrs, "input_scale"), beta = attrs.value("beta", 1.0);
   if (attrs.contains("output_scale") && number(attrs, "output_scale") != 1.0 / 256)
     throw Error("qsoftmax: 'output_scale' must be 1/256");
   if (int_or(attrs, "output_zero_point", -128) != -128) throw Error("qsoftmax: 'output_zero_point' must be -128");
-  int32_t table[256];
-  for (int d = 0; d < 256; ++d) table[d] = static_cast<int32_t>(std::lround(std::exp(-d * sx) * 65536.0));
-  if (in.size() > 1 && std::vector<int32_t>(table, table + 256) != in[1]->data)
-    throw Error("qsoftmax: the exp_table constant differs from round(exp(-d * input_scale) * 65536)");
-  int64_t n = x.shape[0], k = x.shape[1];
+  const int kScaledDiffIntegerBits = 5, kAccumulationIntegerBits = 12;
+  const double max_real_multiplier = (1LL << 31) - 1.0;
+  const double input_beta_real_multiplier =
+      std::min(beta * sx * (1 << (31 - kScaledDiffIntegerBits)), max_real_multiplier);
+  if (!(input_beta_real_multiplier > 1)) throw Error("qsoftmax: beta * input_scale too small");
+  const Multiplier input_beta = quantize_multiplier(input_beta_real_multiplier);
+  if (input_beta.shift < 0) throw Error("qsoftmax: multiplier below 1");
+  const double max_input_rescaled = 1.0 * ((1 << kScaledDiffIntegerBits) - 1) *
+                                    (1LL << (31 - kScaledDiffIntegerBits)) / (1LL << input_beta.shift);
+  const int diff_min = -1 * static_cast<int>(std::floor(max_input_rescaled));
+  const int64_t depth = x.shape.back(), rows = x.size() / depth;
   Tensor out = make("int8", x.shape);
-  for (int64_t r = 0; r < n; ++r) {
-    const int32_t* row = &x.data[r * k];
-    int32_t mx = *std::max_element(row, row + k), sum = 0;
-    for (int64_t j = 0; j < k; ++j) sum += table[mx - row[j]];
-    for (int64_t j = 0; j < k; ++j) out.data[r * k + j] = clamp((table[mx - row[j]] * 512 + sum) / (2 * sum) - 128, -128, 127);
+  auto exp_of = [&](int32_t input_diff) {
+    const int32_t rescaled = saturating_rounding_doubling_high_mul(input_diff * (1 << input_beta.shift), input_beta.m);
+    return fixed_point::exp_on_negative_values(rescaled, kScaledDiffIntegerBits);
+  };
+  for (int64_t r = 0; r < rows; ++r) {
+    const int32_t* row = &x.data[r * depth];
+    const int32_t max_in_row = *std::max_element(row, row + depth);
+    int32_t sum_of_exps = 0;
+    for (int64_t c = 0; c < depth; ++c) {
+      const int32_t input_diff = row[c] - max_in_row;
+      if (input_diff >= diff_min) sum_of_exps += fixed_point::rescale(exp_of(input_diff), 0, kAccumulationIntegerBits);
+    }
+    int num_bits_over_unit = 0;
+    const int32_t shifted_scale = fixed_point::get_reciprocal(sum_of_exps, kAccumulationIntegerBits, &num_bits_over_unit);
+    for (int64_t c = 0; c < depth; ++c) {
+      const int32_t input_diff = row[c] - max_in_row;
+      int32_t v = -128;
+      if (input_diff >= diff_min) {
+        const int32_t unsat = rounding_divide_by_pot(saturating_rounding_doubling_high_mul(shifted_scale, exp_of(input_diff)),
+                                                     num_bits_over_unit + 31 - 8);
+        v = clamp(static_cast<int64_t>(unsat) - 128, -128, 127);
+      }
+      out.data[r * depth + c] = v;
+    }
+  }
+  return out;
+}
+
+// TFLite's int8 LOGISTIC and TANH (reference_integer_ops Logistic / Tanh as TFLM prepares
+// them): the input offset by its zero point, scaled into 4 integer bits by a multiplier
+// from frexp(input_scale * 2^27), saturated outside the input radius, then gemmlowp's
+// logistic / tanh and a rounding shift to 1/256 (logistic, zero point -128) or 1/128 (tanh).
+Tensor qactivation(const std::string& op, const Tensor& x, const json& attrs) {
+  const double sx = number(attrs, "input_scale");
+  const int32_t zx = int_or(attrs, "input_zero_point", 0);
+  const int kInputIntegerBits = 4;
+  int shift = 0;
+  const double q = std::frexp(sx * static_cast<double>(1 << (31 - kInputIntegerBits)), &shift);
+  const int64_t m = static_cast<int64_t>(std::round(q * (1LL << 31)));
+  if (m >= (1LL << 31) || shift < 0) throw Error(op + ": input_scale out of TFLite's range");
+  const double radius_real =
+      1.0 * ((1 << kInputIntegerBits) - 1) * (1LL << (31 - kInputIntegerBits)) / std::ldexp(1.0, shift);
+  const int32_t radius = static_cast<int32_t>(std::floor(radius_real));
+  Tensor out = make("int8", x.shape);
+  for (int64_t i = 0; i < x.size(); ++i) {
+    const int32_t input = x.data[i] - zx;
+    int32_t v;
+    if (input <= -radius) {
+      v = -128;
+    } else if (input >= radius) {
+      v = 127;
+    } else {
+      const int32_t input_in_q4 = multiply_by_quantized_multiplier(input, Multiplier{static_cast<int32_t>(m), shift});
+      if (op == "qlogistic") {
+        v = clamp(static_cast<int64_t>(rounding_divide_by_pot(fixed_point::logistic(input_in_q4, kInputIntegerBits), 23)) - 128, -128, 127);
+      } else {
+        v = clamp(rounding_divide_by_pot(fixed_point::tanh(input_in_q4, kInputIntegerBits), 24), -128, 127);
+      }
+    }
+    out.data[i] = v;
   }
   return out;
 }
@@ -217,12 +323,16 @@ Tensor qconcat(const std::vector<const Tensor*>& in, const json& attrs) {
   Tensor out = make("int8", shape);
   int64_t offset = 0;
   for (size_t t = 0; t < in.size(); ++t) {
-    Multiplier q = quantize_multiplier(scales[t] / so);
+    const bool copy = scales[t] == so && zps[t] == zo;
+    Multiplier q = copy ? Multiplier{0, 0} : quantize_multiplier(scales[t] / so);
     int64_t len = in[t]->shape[axis] * inner;
     for (int64_t o = 0; o < outer; ++o)
       for (int64_t j = 0; j < len; ++j)
         out.data[o * shape[axis] * inner + offset + j] =
-            clamp(static_cast<int64_t>(requant_raw(in[t]->data[o * len + j] - zps[t], q)) + zo, -128, 127);
+            copy ? in[t]->data[o * len + j]
+                 : clamp(static_cast<int64_t>(multiply_by_quantized_multiplier(
+                             static_cast<int32_t>(in[t]->data[o * len + j] - zps[t]), q)) + zo,
+                         -128, 127);
     offset += len;
   }
   return out;
@@ -244,34 +354,24 @@ Tensor reshape(const Tensor& x, std::vector<int64_t> shape) {
 
 int64_t Tensor::size() const { return product(shape); }
 
-Multiplier quantize_multiplier(double real) {
-  if (!(real > 0) || !std::isfinite(real)) throw Error("requantization multiplier out of range");
-  int e = 0;
-  double q = std::frexp(real, &e);  // real = q * 2^e, q in [0.5, 1)
-  int64_t m = std::llround(q * 2147483648.0);
-  if (m == (int64_t{1} << 31)) m /= 2, ++e;
-  int s = 31 - e;
-  if (s < 1 || s > 62) throw Error("requantization multiplier out of range");
-  return {static_cast<int32_t>(m), s};
-}
-
-int32_t requant_raw(int64_t acc, Multiplier q) {
-  return static_cast<int32_t>((acc * q.m + (int64_t{1} << (q.s - 1))) >> q.s);
-}
-
-int32_t div_round_away(int32_t a, int32_t b) { return a >= 0 ? (a + b / 2) / b : (a - b / 2) / b; }
+// TFLite's AveragePool rounding: acc > 0 ? (acc + n/2) / n : (acc - n/2) / n, truncating.
+int32_t div_round_away(int32_t a, int32_t b) { return a > 0 ? (a + b / 2) / b : (a - b / 2) / b; }
 
 Tensor eval_op(const std::string& op, const std::vector<const Tensor*>& in, const nlohmann::json& attrs) {
   if (op == "qconv2d") return qconv2d(in, attrs);
   if (op == "qdense") return qdense(in, attrs);
-  if (op == "qadd") return qadd(in, attrs);
+  if (op == "qadd" || op == "qsub" || op == "qmul") return qbinary(op, in, attrs);
+  if (op == "qlogistic" || op == "qtanh") return qactivation(op, *in[0], attrs);
   if (op == "qsoftmax") return qsoftmax(in, attrs);
   if (op == "qconcat") return qconcat(in, attrs);
   if (op == "qavg_pool2d" || op == "max_pool2d") {
     if (op == "max_pool2d" && attrs.value("layout", std::string("NCHW")) != "NHWC")
       throw Error("max_pool2d: the reference takes layout NHWC only");
     return pool(*in[0], attrs.at("pool_size").get<std::vector<int64_t>>(), ints_or(attrs, "strides", {1, 1}),
-                ints_or(attrs, "padding", {0, 0, 0, 0}), op == "qavg_pool2d");
+                ints_or(attrs, "padding", {0, 0, 0, 0}), op == "qavg_pool2d",
+                attrs.value("activation", std::string("none")) == "none"
+                    ? std::pair<int32_t, int32_t>{-128, 127}
+                    : act_bounds(attrs, int_or(attrs, "output_zero_point", 0), number(attrs, "output_scale")));
   }
   if (op == "qglobal_avg_pool2d") {
     expect_rank(*in[0], 4, "qglobal_avg_pool2d data");

@@ -1,6 +1,6 @@
 // An independent int8 reference for the quantized operators and the int8 MLPerf Tiny
-// graphs: plain loops written from the op contract (TFLite int8 conventions, single
-// rounding), sharing no code with microtir's ops/ or its TIR interpreter, so a bug in
+// graphs: plain loops written from the op contract in TFLite's integer arithmetic
+// (its reference kernels, double rounding), sharing no code with microtir's ops/ or its TIR interpreter, so a bug in
 // either shows up as a bit mismatch. Used by int8_reference_test (unit) and by the
 // int8_reference tool that the e2e / qemu graph tests compare microtir's outputs with.
 #pragma once
@@ -28,14 +28,28 @@ struct Tensor {
   int64_t size() const;
 };
 
-// Fixed-point multiplier: real m ~= M * 2^-s, M in [2^30, 2^31), s in [1, 62].
+// TFLite's fixed-point multiplier (QuantizeMultiplier): real ~= m * 2^(shift - 31), m in
+// [2^30, 2^31), shift in [-31, 30] (positive shifts left); below 2^-31 m = shift = 0.
 struct Multiplier {
   int32_t m;
-  int s;
+  int shift;
 };
 Multiplier quantize_multiplier(double real);
-// (int32)(((int64)acc * M + 2^(s-1)) >> s): rounds half up, no zero point, no clamp.
-int32_t requant_raw(int64_t acc, Multiplier q);
+// gemmlowp's SaturatingRoundingDoublingHighMul and RoundingDivideByPOT, and TFLite's
+// MultiplyByQuantizedMultiplier built from them (tflite_arith.cc).
+int32_t saturating_rounding_doubling_high_mul(int32_t a, int32_t b);
+int32_t rounding_divide_by_pot(int32_t x, int exponent);
+int32_t multiply_by_quantized_multiplier(int32_t x, Multiplier q);
+// gemmlowp's fixed-point functions on raw int32 values (`integer_bits` of the input).
+namespace fixed_point {
+int32_t exp_on_negative_values(int32_t a, int integer_bits);
+int32_t one_over_one_plus_x_for_x_in_0_1(int32_t a);
+int32_t logistic(int32_t a, int integer_bits);
+int32_t tanh(int32_t a, int integer_bits);
+int32_t rescale(int32_t x, int src_integer_bits, int dst_integer_bits);
+// TFLite's GetReciprocal.
+int32_t get_reciprocal(int32_t x, int x_integer_digits, int* num_bits_over_unit);
+}  // namespace fixed_point
 // Round half away from zero of a / b for b > 0 (the pools' rounding).
 int32_t div_round_away(int32_t a, int32_t b);
 

@@ -24,23 +24,46 @@ Tensor t32(std::vector<int64_t> shape, std::vector<int32_t> data) { return Tenso
 
 TEST(Int8Reference, QuantizeMultiplier) {
   EXPECT_EQ(quantize_multiplier(0.5).m, 1 << 30);
-  EXPECT_EQ(quantize_multiplier(0.5).s, 31);
-  EXPECT_EQ(quantize_multiplier(1.0).s, 30);
+  EXPECT_EQ(quantize_multiplier(0.5).shift, 0);
+  EXPECT_EQ(quantize_multiplier(1.0).shift, 1);
   EXPECT_EQ(quantize_multiplier(0.75).m, 1610612736);
+  EXPECT_EQ(quantize_multiplier(0.001).shift, -9);
   // A mantissa that rounds up to 2^31 is halved and the exponent bumped.
   Multiplier q = quantize_multiplier(1.0 - 1e-12);
   EXPECT_EQ(q.m, 1 << 30);
-  EXPECT_EQ(q.s, 30);
-  EXPECT_THROW(quantize_multiplier(1e12), Error);   // s < 1
-  EXPECT_THROW(quantize_multiplier(1e-30), Error);  // s > 62
+  EXPECT_EQ(q.shift, 1);
+  // Below 2^-31 TFLite uses multiplier 0 and shift 0; just above, the right shift is 31.
+  EXPECT_EQ(quantize_multiplier(1e-30).m, 0);
+  EXPECT_EQ(quantize_multiplier(1e-30).shift, 0);
+  EXPECT_EQ(quantize_multiplier(std::ldexp(0.75, -31)).shift, -31);
+  EXPECT_THROW(quantize_multiplier(1e12), Error);  // shift > 30
   EXPECT_THROW(quantize_multiplier(0.0), Error);
 }
 
-TEST(Int8Reference, RoundingHalfUpAndHalfAway) {
-  Multiplier half = quantize_multiplier(0.5);
-  EXPECT_EQ(requant_raw(3, half), 2);    // 1.5 -> 2
-  EXPECT_EQ(requant_raw(-3, half), -1);  // -1.5 -> -1 (half up)
-  EXPECT_EQ(requant_raw(5, quantize_multiplier(0.25)), 1);
+TEST(Int8Reference, DoubleRounding) {
+  // SaturatingRoundingDoublingHighMul rounds half up (the nudge is 1 - 2^30 for negative
+  // products, with a truncating division); RoundingDivideByPOT rounds half away from zero.
+  EXPECT_EQ(saturating_rounding_doubling_high_mul(3, 1 << 30), 2);    // 1.5 -> 2
+  EXPECT_EQ(saturating_rounding_doubling_high_mul(-3, 1 << 30), -1);  // -1.5 -> -1
+  EXPECT_EQ(saturating_rounding_doubling_high_mul(INT32_MIN, INT32_MIN), INT32_MAX);
+  EXPECT_EQ(rounding_divide_by_pot(5, 1), 3);    // 2.5 -> 3
+  EXPECT_EQ(rounding_divide_by_pot(-5, 1), -3);  // -2.5 -> -3
+  EXPECT_EQ(rounding_divide_by_pot(-6, 2), -2);  // -1.5 -> -2
+  EXPECT_EQ(rounding_divide_by_pot(INT32_MAX, 1), 1 << 30);
+  EXPECT_EQ(rounding_divide_by_pot(INT32_MIN, 31), -1);
+  // Two roundings. 13 * 0.125: 13 * 0.5 = 6.5 -> 7, then 7 / 4 = 1.75 -> 2.
+  EXPECT_EQ(multiply_by_quantized_multiplier(13, quantize_multiplier(0.125)), 2);
+  // 5 * 0.25 = 1.25 rounds to 1 in one step; TFLite: 5 * 0.5 = 2.5 -> 3, 3 / 2 = 1.5 -> 2.
+  EXPECT_EQ(multiply_by_quantized_multiplier(5, Multiplier{1 << 30, -1}), 2);
+  // -2 * 0.25 = -0.5: -1 exactly, then -0.5 rounds away from zero to -1.
+  EXPECT_EQ(multiply_by_quantized_multiplier(-2, Multiplier{1 << 30, -1}), -1);
+  // -3 * 0.25: -1.5 rounds half up to -1, then -0.5 -> -1; -1 * 0.25: -0.5 -> 0.
+  EXPECT_EQ(multiply_by_quantized_multiplier(-3, Multiplier{1 << 30, -1}), -1);
+  EXPECT_EQ(multiply_by_quantized_multiplier(-1, Multiplier{1 << 30, -1}), 0);
+  EXPECT_EQ(multiply_by_quantized_multiplier(3, Multiplier{1 << 30, 2}), 6);     // left shift
+}
+
+TEST(Int8Reference, AverageRounding) {
   EXPECT_EQ(div_round_away(11, 4), 3);
   EXPECT_EQ(div_round_away(-11, 4), -3);
   EXPECT_EQ(div_round_away(10, 4), 3);    // 2.5 -> 3

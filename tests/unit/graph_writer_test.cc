@@ -43,6 +43,7 @@ void expect_same(const Graph& a, const Graph& b, const std::string& what) {
     EXPECT_EQ(ia->second.shape, ib->second.shape) << ia->first;
     EXPECT_TRUE(ia->second.data == ib->second.data) << "the bytes of constant '" << ia->first << "' differ";
   }
+  EXPECT_EQ(a.quantization, b.quantization);
   ASSERT_EQ(a.nodes.size(), b.nodes.size());
   for (size_t i = 0; i < a.nodes.size(); ++i) {
     const GraphNode &x = a.nodes[i], &y = b.nodes[i];
@@ -107,9 +108,11 @@ TEST(GraphWriter, EveryDtypeAndFieldRoundTrips) {
       {"name": "p", "op": "pad", "inputs": ["z"], "attrs": {"pad_width": [[0, 1], [2, 0]], "pad_value": 0.25, "mode": "constant"}},
       {"name": "r", "op": "reshape", "inputs": ["x"], "attrs": {"newshape": [3, 2]}}
     ],
-    "outputs": ["p", "r"]
+    "outputs": ["p", "r"],
+    "quantization": {"x": {"scale": 0.584702909, "zero_point": 83}, "r": {"scale": 0.00390625, "zero_point": -128}}
   })";
   Graph g = load_graph_json(text, "all_kinds.json", nullptr);
+  EXPECT_EQ(g.quantization.at("x"), (std::pair<double, int64_t>{0.584702909, 83}));
   expect_same(g, round_trip(g), "all_kinds");
   // A placed node keeps its device (the loader checks it against the device when read).
   Graph placed = g;

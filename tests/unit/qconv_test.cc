@@ -28,19 +28,30 @@ using Shape = std::vector<int64_t>;
 
 // ---- the reference ----------------------------------------------------------------
 
-// m = M * 2^-s with M in [2^30, 2^31): found by scaling, not frexp.
+// TFLite's QuantizeMultiplier, m = M * 2^(e - 31) with M in [2^30, 2^31): found by
+// scaling, not frexp; e < -31 means M = 0.
 std::pair<int64_t, int> fixed_point(double m) {
-  int s = 31;
-  while (m < 0.5) m *= 2, ++s;
-  while (m >= 1.0) m /= 2, --s;
+  int e = 0;
+  while (m < 0.5) m *= 2, --e;
+  while (m >= 1.0) m /= 2, ++e;
   int64_t mult = static_cast<int64_t>(std::llround(m * 2147483648.0));
-  if (mult == (int64_t{1} << 31)) mult /= 2, --s;
-  return {mult, s};
+  if (mult == (int64_t{1} << 31)) mult /= 2, ++e;
+  if (e < -31) return {0, 0};
+  return {mult, e};
 }
 
+// TFLite's MultiplyByQuantizedMultiplier: x << left, the high word of 2 * x * M rounded
+// half up, then / 2^right rounded half away from zero (std::div's truncation, adjusted).
 int8_t requant(int64_t acc, double m, int zo, int lo, int hi) {
-  auto [mult, s] = fixed_point(m);
-  int64_t y = (acc * mult + (int64_t{1} << (s - 1))) >> s;
+  auto [mult, e] = fixed_point(m);
+  int64_t x = static_cast<int32_t>(static_cast<uint32_t>(acc) << std::max(e, 0));
+  int64_t high = (x * mult + (int64_t{1} << 30)) >> 31;
+  int64_t y = high;
+  if (e < 0) {
+    int64_t d = int64_t{1} << -e;
+    auto qr = std::lldiv(high, d);
+    y = qr.quot + (2 * std::llabs(qr.rem) >= d ? (high < 0 ? -1 : 1) : 0);
+  }
   y += zo;
   return static_cast<int8_t>(std::min<int64_t>(hi, std::max<int64_t>(lo, y)));
 }
@@ -53,12 +64,13 @@ struct Case {
   int weight_range = 127;
 };
 
+// TFLite's activation range: zo + round(f / output_scale) in float32.
 std::pair<int, int> bounds(const json& a) {
   int zo = a.value("output_zero_point", 0);
   std::string act = a.value("activation", "none");
+  float so = a["output_scale"].get<float>();
   if (act == "relu") return {std::max(-128, zo), 127};
-  if (act == "relu6")
-    return {std::max(-128, zo), std::min<int>(127, zo + static_cast<int>(std::lround(6.0 / a["output_scale"].get<double>())))};
+  if (act == "relu6") return {std::max(-128, zo), std::min<int>(127, zo + static_cast<int>(std::round(6.0f / so)))};
   return {-128, 127};
 }
 
@@ -262,9 +274,12 @@ TEST(QDense, PerTensorAndPerChannel) {
   run_all_schedules({"qdense", {1, 10}, {7, 10}, quant({})}, "dense 10->7");
   run_all_schedules({"qdense", {3, 9}, {4, 9}, quant({{"activation", "relu"}}, {0.01, 0.02, 0.015, 0.03})},
                     "dense 9->4, N=3, per-channel");
-  // Multipliers near 1: right shifts below 33, so the table keeps the general form.
+  // Multipliers near 1 and above: some channels shift left, so the table keeps TFLite's
+  // general (multiplier, shift) form.
   run_all_schedules({"qdense", {2, 12}, {5, 12}, quant({{"output_scale", 0.002}}, {0.01, 0.02, 0.015, 0.03, 0.012})},
                     "dense 12->5, per-channel multipliers near 1");
+  run_all_schedules({"qdense", {2, 12}, {5, 12}, quant({{"output_scale", 0.0004}}, {0.001, 0.02, 0.0015, 0.03, 0.012})},
+                    "dense 12->5, per-channel multipliers above 1 (left shifts)");
 }
 
 TEST(QConv, RefusesBadInputs) {

@@ -1,7 +1,8 @@
 // The int8 quantized operators against independent references written here in plain
-// C++ straight from the contract in docs/quantization.md (TFLite int8 semantics): the
-// fixed-point multiplier is recomputed by a different method, the rounding shift by a
-// floor division, so a shared mistake in core/ops/quant_util.cc cannot hide. Every case
+// C++ straight from the contract in docs/quantization.md (TFLite's integer arithmetic):
+// the fixed-point multiplier is recomputed by a different method, the two roundings by
+// floor divisions, so a shared mistake in core/ops/quant_util.cc cannot hide; softmax,
+// logistic and tanh against gemmlowp's fixed point as tests/int8/tflite_arith.cc writes it. Every case
 // is checked bit for bit in the reference interpreter, then all cases of the process are
 // built into one module and run again as host C and (with Binaryen) as wasm, bit for bit
 // equal to the interpreter. Refusals are checked by message.
@@ -20,6 +21,7 @@
 #include "driver/build.h"
 #include "executor/aot.h"
 #include "frontend/graph.h"
+#include "int8_reference.h"
 #include "ops/schedules.h"
 #include "interp/interpreter.h"
 #include "ir/structural_equal.h"
@@ -129,11 +131,12 @@ void expect_error(const std::string& op, const std::vector<TensorType>& types, c
 
 // ---- independent reference arithmetic ---------------------------------------------------
 
-// m = M * 2^(e - 31) with M in [2^30, 2^31): found by scaling m into [2^30, 2^31) one power
-// of two at a time (not frexp), then rounding; a mantissa that rounds up to 2^31 is halved.
+// TFLite's QuantizeMultiplier: m = M * 2^(e - 31) with M in [2^30, 2^31), found by scaling
+// m into [2^30, 2^31) one power of two at a time (not frexp), then rounding; a mantissa
+// that rounds up to 2^31 is halved; e < -31 means M = 0 (TFLite's cut-off).
 struct RefMult {
   int64_t M;
-  int s;  // right shift = 31 - e
+  int e;  // TFLite's shift: > 0 shifts left first, < 0 divides at the end
 };
 RefMult ref_multiplier(double m) {
   int e = 0;
@@ -142,15 +145,22 @@ RefMult ref_multiplier(double m) {
   while (x < 1073741824.0) x *= 2, --e;
   int64_t M = static_cast<int64_t>(std::floor(x + 0.5));
   if (M == (int64_t{1} << 31)) M /= 2, ++e;
-  return {M, 31 - e};
+  if (e < -31) return {0, 0};
+  return {M, e};
 }
 
 int64_t floor_div(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
 
-// floor((acc * M + 2^(s-1)) / 2^s), wrapped to int32.
+// TFLite's MultiplyByQuantizedMultiplier as exact rational steps: x * 2^left (int32
+// wrap), then the high multiply: floor(x * M / 2^31 + 1/2) (round half up; M >= 0, so
+// no saturation), then the divide by 2^right rounding half away from zero.
 int64_t ref_requant(int64_t acc, const RefMult& r) {
-  int64_t v = floor_div(acc * r.M + (int64_t{1} << (r.s - 1)), int64_t{1} << r.s);
-  return static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint64_t>(v)));
+  const int left = std::max(r.e, 0), right = std::max(-r.e, 0);
+  int64_t x = static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint64_t>(acc) << left));
+  int64_t high = floor_div(2 * x * r.M + (int64_t{1} << 31), int64_t{1} << 32);
+  if (right == 0) return high;
+  int64_t mag = floor_div(std::abs(high) * 2 + (int64_t{1} << right), int64_t{1} << (right + 1));
+  return high < 0 ? -mag : mag;
 }
 
 int64_t clamp(int64_t v, int64_t lo, int64_t hi) { return std::min(std::max(v, lo), hi); }
@@ -158,15 +168,18 @@ int64_t clamp(int64_t v, int64_t lo, int64_t hi) { return std::min(std::max(v, l
 struct Bounds {
   int64_t lo, hi;
 };
+// TFLite's CalculateActivationRangeQuantized: zo + round(f / so) in float32.
 Bounds ref_bounds(const std::string& act, double so, int64_t zo) {
-  if (act == "relu") return {std::max<int64_t>(-128, zo), 127};
-  if (act == "relu6") return {std::max<int64_t>(-128, zo), std::min<int64_t>(127, zo + std::llround(6 / so))};
+  auto q = [&](float f) { return zo + static_cast<int64_t>(std::round(f / static_cast<float>(so))); };
+  if (act == "relu") return {std::max<int64_t>(-128, q(0)), 127};
+  if (act == "relu6") return {std::max<int64_t>(-128, q(0)), std::min<int64_t>(127, q(6))};
+  if (act == "relu_n1_to_1") return {std::max<int64_t>(-128, q(-1)), std::min<int64_t>(127, q(1))};
   return {-128, 127};
 }
 
-// C-style rounding division of the window sum: half away from zero.
+// TFLite's AveragePool rounding of the window sum: half away from zero, C division.
 int64_t round_avg(int64_t sum, int64_t count) {
-  return sum >= 0 ? (sum + count / 2) / count : (sum - count / 2) / count;
+  return sum > 0 ? (sum + count / 2) / count : (sum - count / 2) / count;
 }
 
 // ---- the multiplier itself (through an op whose output exposes it) ---------------------
@@ -174,36 +187,57 @@ int64_t round_avg(int64_t sum, int64_t count) {
 TEST(QuantRef, MultiplierReferenceMatchesKnownValues) {
   // 0.5 = 2^30 * 2^-31; 0.75 = 3 * 2^29 * 2^-31; 1/3 rounds; values near 2^31 round up.
   EXPECT_EQ(ref_multiplier(0.5).M, int64_t{1} << 30);
-  EXPECT_EQ(ref_multiplier(0.5).s, 31);
+  EXPECT_EQ(ref_multiplier(0.5).e, 0);
   EXPECT_EQ(ref_multiplier(0.75).M, 3 * (int64_t{1} << 29));
   EXPECT_EQ(ref_multiplier(1.0 / 3).M, 1431655765);
-  EXPECT_EQ(ref_multiplier(1.0 / 3).s, 32);
+  EXPECT_EQ(ref_multiplier(1.0 / 3).e, -1);
   EXPECT_EQ(ref_multiplier(0.99999999999).M, int64_t{1} << 30);  // rounded to 2^31, halved
-  EXPECT_EQ(ref_multiplier(0.99999999999).s, 30);
-  EXPECT_EQ(ref_requant(-3, ref_multiplier(0.5)), -1);  // -1.5 rounds half up to -1
+  EXPECT_EQ(ref_multiplier(0.99999999999).e, 1);
+  EXPECT_EQ(ref_multiplier(1e-12).M, 0);  // below 2^-31: TFLite's zero multiplier
+  // Round half up in the high multiply, then half away from zero in the shift.
+  EXPECT_EQ(ref_requant(-3, ref_multiplier(0.5)), -1);  // -1.5 -> -1
   EXPECT_EQ(ref_requant(3, ref_multiplier(0.5)), 2);
+  EXPECT_EQ(ref_requant(5, ref_multiplier(0.25)), 2);   // 2.5 -> 3, then 1.5 -> 2
+  EXPECT_EQ(ref_requant(-2, ref_multiplier(0.25)), -1);  // -1, then -0.5 -> -1
+  EXPECT_EQ(ref_requant(3, ref_multiplier(4.0)), 12);
 }
 
 // ---- qadd -------------------------------------------------------------------------------
 
-NDArray ref_qadd(const NDArray& a, const NDArray& b, double sa, int64_t za, double sb, int64_t zb, double so,
-                 int64_t zo, const std::string& act) {
+// The element of `x` that output index `out_idx` reads under numpy broadcasting.
+int64_t broadcast_get(const NDArray& x, const Shape& out_shape, const std::vector<int64_t>& out_idx) {
+  int64_t flat = 0;
+  const size_t lead = out_shape.size() - x.shape.size();
+  for (size_t k = 0; k < x.shape.size(); ++k) flat = flat * x.shape[k] + (x.shape[k] == 1 ? 0 : out_idx[lead + k]);
+  return x.get_int(flat);
+}
+
+// TFLite's int8 ADD / SUB (inputs to a common scale with 20 bits of headroom) and MUL.
+NDArray ref_qbinary(const std::string& op, const NDArray& a, const NDArray& b, const Shape& shape, double sa,
+                    int64_t za, double sb, int64_t zb, double so, int64_t zo, const std::string& act) {
   double twice_max = 2 * std::max(sa, sb);
   RefMult ma = ref_multiplier(sa / twice_max), mb = ref_multiplier(sb / twice_max);
-  RefMult mo = ref_multiplier(twice_max / (1048576.0 * so));
+  RefMult mo = op == "qmul" ? ref_multiplier(sa * sb / so) : ref_multiplier(twice_max / (1048576.0 * so));
   Bounds bd = ref_bounds(act, so, zo);
-  NDArray out = NDArray::zeros(kI8, a.shape);
-  for (int64_t i = 0; i < a.num_elements(); ++i) {
-    int64_t x = ref_requant((a.get_int(i) - za) * 1048576, ma);
-    int64_t y = ref_requant((b.get_int(i) - zb) * 1048576, mb);
-    out.set_int(i, clamp(ref_requant(x + y, mo) + zo, bd.lo, bd.hi));
+  NDArray out = NDArray::zeros(kI8, shape);
+  std::vector<int64_t> idx(shape.size(), 0);
+  for (int64_t i = 0; i < out.num_elements(); ++i) {
+    for (int64_t k = static_cast<int64_t>(shape.size()) - 1, rest = i; k >= 0; --k) idx[k] = rest % shape[k], rest /= shape[k];
+    int64_t va = broadcast_get(a, shape, idx) - za, vb = broadcast_get(b, shape, idx) - zb, raw;
+    if (op == "qmul") {
+      raw = ref_requant(va * vb, mo);
+    } else {
+      int64_t x = ref_requant(va * 1048576, ma), y = ref_requant(vb * 1048576, mb);
+      raw = ref_requant(op == "qadd" ? x + y : x - y, mo);
+    }
+    out.set_int(i, clamp(raw + zo, bd.lo, bd.hi));
   }
   return out;
 }
 
-TEST(QuantizedOps, QaddMatchesReference) {
+TEST(QuantizedOps, QaddQsubQmulMatchReference) {
   struct P {
-    Shape shape;
+    Shape sa_shape, sb_shape, out;
     double sa;
     int za;
     double sb;
@@ -213,28 +247,40 @@ TEST(QuantizedOps, QaddMatchesReference) {
     const char* act;
   };
   const P params[] = {
-      {{1, 4, 4, 8}, 0.05, 3, 0.02, -7, 0.06, -2, "none"},
-      {{2, 17}, 0.1, -128, 0.1, 127, 0.1, 0, "none"},          // equal scales, extreme zero points
-      {{3, 5, 7}, 0.5, 0, 0.25, 10, 0.01, 5, "none"},          // output scale small: saturates both ways
-      {{1, 3, 3, 16}, 0.031, -20, 0.047, 11, 0.052, -30, "relu"},
-      {{1, 2, 6, 6}, 0.02, 0, 0.03, 0, 0.025, -128, "relu6"},  // relu6 top = -128 + round(6 / 0.025) = 112
-      {{64}, 3e-4, 1, 7e-3, -1, 2.5, 0, "none"},               // output scale large: mostly 0
+      {{1, 4, 4, 8}, {1, 4, 4, 8}, {1, 4, 4, 8}, 0.05, 3, 0.02, -7, 0.06, -2, "none"},
+      {{2, 17}, {2, 17}, {2, 17}, 0.1, -128, 0.1, 127, 0.1, 0, "none"},         // equal scales, extreme zero points
+      {{3, 5, 7}, {3, 5, 7}, {3, 5, 7}, 0.5, 0, 0.25, 10, 0.01, 5, "none"},     // small output scale: saturates
+      {{1, 3, 3, 16}, {16}, {1, 3, 3, 16}, 0.031, -20, 0.047, 11, 0.052, -30, "relu"},  // broadcast b
+      {{1, 2, 6, 6}, {1, 2, 1, 6}, {1, 2, 6, 6}, 0.02, 0, 0.03, 0, 0.025, -128, "relu6"},
+      {{4, 1}, {1, 5}, {4, 5}, 0.07, 4, 0.09, -3, 0.11, 1, "relu_n1_to_1"},     // both broadcast
+      {{64}, {64}, {64}, 3e-4, 1, 7e-3, -1, 2.5, 0, "none"},                    // large output scale: mostly 0
   };
   uint32_t seed = 1;
-  for (const auto& p : params) {
-    json attrs = {{"a_scale", p.sa},  {"a_zero_point", p.za}, {"b_scale", p.sb},     {"b_zero_point", p.zb},
-                  {"output_scale", p.so}, {"output_zero_point", p.zo}, {"activation", p.act}};
-    NDArray a = random_i8(p.shape, seed++), b = random_i8(p.shape, seed++);
-    NDArray got = run("qadd", {a, b}, attrs);
-    NDArray want = ref_qadd(a, b, p.sa, p.za, p.sb, p.zb, p.so, p.zo, p.act);
-    expect_ints(got, p.shape, ints(want), "qadd " + attrs.dump());
-  }
+  for (const char* op : {"qadd", "qsub", "qmul"})
+    for (const auto& p : params) {
+      json attrs = {{"a_scale", p.sa},  {"a_zero_point", p.za}, {"b_scale", p.sb},     {"b_zero_point", p.zb},
+                    {"output_scale", p.so}, {"output_zero_point", p.zo}, {"activation", p.act}};
+      if (std::string(op) == "qmul") attrs["output_scale"] = p.so * 40;  // products of two scales
+      NDArray a = random_i8(p.sa_shape, seed++), b = random_i8(p.sb_shape, seed++);
+      NDArray got = run(op, {a, b}, attrs);
+      NDArray want = ref_qbinary(op, a, b, p.out, p.sa, p.za, p.sb, p.zb, attrs["output_scale"].get<double>(), p.zo, p.act);
+      expect_ints(got, p.out, ints(want), std::string(op) + " " + attrs.dump());
+    }
   // The saturating case really reaches both ends.
   NDArray a = random_i8({3, 5, 7}, 100), b = random_i8({3, 5, 7}, 101);
-  NDArray sat = ref_qadd(a, b, 0.5, 0, 0.25, 10, 0.01, 5, "none");
+  NDArray sat = ref_qbinary("qadd", a, b, {3, 5, 7}, 0.5, 0, 0.25, 10, 0.01, 5, "none");
   auto v = ints(sat);
   EXPECT_NE(std::count(v.begin(), v.end(), -128), 0);
   EXPECT_NE(std::count(v.begin(), v.end(), 127), 0);
+  // Ties of TFLite's two roundings in qmul. Multiplier 0.5 (M = 2^30, no shift): the high
+  // multiply rounds half up, 1.5 -> 2 and -1.5 -> -1. Multiplier 0.25 (M = 2^30, shift
+  // -1): 3 -> 2 -> 1 and -3 -> -1 -> -1 (the shift rounds -0.5 away from zero), and
+  // -2 -> -1 -> -1 where one rounding of -0.5 would give 0.
+  NDArray x = make(kI8, {3}, {3, -3, -2}), one = make(kI8, {1}, {1});
+  json half = {{"a_scale", 1.0}, {"b_scale", 0.5}, {"output_scale", 1.0}};
+  expect_ints(run("qmul", {x, one}, half), {3}, {2, -1, -1}, "qmul ties, multiplier 0.5");
+  json quarter = {{"a_scale", 1.0}, {"b_scale", 0.5}, {"output_scale", 2.0}};
+  expect_ints(run("qmul", {x, one}, quarter), {3}, {1, -1, -1}, "qmul ties, multiplier 0.25");
 }
 
 TEST(QuantizedOps, QaddRefusals) {
@@ -255,7 +301,12 @@ TEST(QuantizedOps, QaddRefusals) {
   json huge = ok;
   huge["output_scale"] = 1e-20;
   expect_error("qadd", t, huge, "requantization multiplier out of range");
-  expect_error("qadd", {{kI8, {2, 3}}, {kI8, {3, 2}}}, ok, "must have the same shape (qadd does not broadcast)");
+  // TFLite requires ADD's and SUB's output multiplier below 1 (QuantizeMultiplierSmallerThanOneExp).
+  json above_one = ok;
+  above_one["output_scale"] = 1e-7;
+  expect_error("qsub", t, above_one, "TFLite requires it below 1");
+  expect_error("qmul", t, {{"a_scale", 1e6}, {"b_scale", 1e6}, {"output_scale", 1e-6}}, "requantization multiplier out of range");
+  expect_error("qadd", {{kI8, {2, 3}}, {kI8, {3, 2}}}, ok, "do not broadcast");
   expect_error("qadd", {{kF32, {2, 3}}, {kF32, {2, 3}}}, ok, "input 'a' has type float32; int8 is required");
   expect_error("qadd", {{kI8, {2, 3}}, {DataType::UInt(8), {2, 3}}}, ok, "input 'b' has type uint8");
   expect_error("qadd", {{kI8, {2, 3}}}, ok, "expected 2 inputs");
@@ -329,44 +380,118 @@ TEST(QuantizedOps, PoolRefusals) {
   expect_error("qglobal_avg_pool2d", {{kI8, {4, 4, 2}}}, json::object(), "data (NHWC) must have rank 4");
 }
 
-// ---- qsoftmax ---------------------------------------------------------------------------
+// ---- qsoftmax, qlogistic, qtanh ----------------------------------------------------------
+// The reference is TFLite's fixed-point arithmetic as tests/int8/tflite_arith.cc writes
+// it (gemmlowp's formulas in their shape, no code shared with core/).
 
-NDArray exp_table(double scale) {
-  NDArray t = NDArray::zeros(kI32, {256});
-  for (int d = 0; d < 256; ++d) t.set_int(d, std::llround(std::exp(-d * scale) * 65536.0));
+int8ref::Tensor to_ref(const NDArray& a) {
+  int8ref::Tensor t{"int8", a.shape, {}};
+  for (int64_t i = 0; i < a.num_elements(); ++i) t.data.push_back(static_cast<int32_t>(a.get_int(i)));
   return t;
 }
 
-NDArray ref_qsoftmax(const NDArray& x, const NDArray& table) {
-  int64_t N = x.shape[0], K = x.shape[1];
-  NDArray out = NDArray::zeros(kI8, x.shape);
-  for (int64_t n = 0; n < N; ++n) {
-    int64_t mx = -128, sum = 0;
-    for (int64_t k = 0; k < K; ++k) mx = std::max(mx, x.get_int(n * K + k));
-    for (int64_t k = 0; k < K; ++k) sum += table.get_int(mx - x.get_int(n * K + k));
-    for (int64_t k = 0; k < K; ++k) {
-      int64_t e = table.get_int(mx - x.get_int(n * K + k));
-      out.set_int(n * K + k, clamp((e * 512 + sum) / (2 * sum) - 128, -128, 127));
+// The exp table prepare_quantized gives a qsoftmax node with these attributes.
+NDArray prepared_table(const std::string& op, const json& attrs, const Shape& shape) {
+  Graph g;
+  g.inputs.push_back({"x", TensorType{kI8, shape}});
+  GraphNode n;
+  n.name = "s";
+  n.op = op;
+  n.inputs = {"x"};
+  n.attrs = attrs;
+  n.type = TensorType{kI8, shape};
+  g.nodes.push_back(n);
+  g.outputs = {"s"};
+  Graph p = prepare_quantized(g, ScheduleOptions{});
+  EXPECT_EQ(p.nodes[0].inputs.size(), 2u);
+  return p.constants.at(p.nodes[0].inputs.at(1));
+}
+
+TEST(QuantizedOps, QsoftmaxExpTableIsTflitesExpForEveryDifference) {
+  // Every entry against the reference's exp_on_negative_values of the scaled difference,
+  // for scales that put diff_min inside and outside [-255, 0].
+  for (double scale : {0.0039, 0.0625, 0.1, 0.14469251036643982, 0.5, 1.0, 3.7}) {
+    for (double beta : {1.0, 0.5}) {
+      json attrs = {{"input_scale", scale}, {"beta", beta}};
+      NDArray table = prepared_table("qsoftmax", attrs, {1, 4});
+      int8ref::Multiplier m = int8ref::quantize_multiplier(std::min(beta * scale * 67108864.0, 2147483647.0));
+      int diff_min = -static_cast<int>(std::floor(31.0 * 67108864.0 / std::ldexp(1.0, m.shift)));
+      for (int d = 0; d < 256; ++d) {
+        int64_t want = 0;
+        if (-d >= diff_min) {
+          int32_t scaled = int8ref::saturating_rounding_doubling_high_mul(-d * (1 << m.shift), m.m);
+          want = int8ref::fixed_point::exp_on_negative_values(scaled, 5);
+        }
+        ASSERT_EQ(table.get_int(d), want) << "scale " << scale << " beta " << beta << " d " << d;
+      }
     }
   }
-  return out;
 }
 
 TEST(QuantizedOps, QsoftmaxMatchesReference) {
   uint32_t seed = 30;
-  for (double scale : {0.0625, 0.1, 0.01, 1.0}) {
-    for (Shape s : {Shape{1, 10}, Shape{4, 12}, Shape{2, 1}, Shape{3, 300}}) {
+  for (double scale : {0.0625, 0.1, 0.01, 1.0, 0.14469251036643982}) {
+    std::vector<Shape> shapes = {Shape{1, 10}, Shape{4, 12}, Shape{2, 1}, Shape{3, 300}};
+    for (Shape s : shapes) {
       NDArray x = random_i8(s, seed++);
-      NDArray table = exp_table(scale);
       json attrs = {{"input_scale", scale}, {"output_scale", 1.0 / 256}, {"output_zero_point", -128}};
-      NDArray want = ref_qsoftmax(x, table);
-      expect_ints(run("qsoftmax", {x, table}, attrs), s, ints(want), "qsoftmax " + attrs.dump());
+      NDArray table = prepared_table("qsoftmax", attrs, s);
+      int8ref::Tensor rx = to_ref(x);
+      std::vector<int64_t> want;
+      for (int32_t v : int8ref::eval_op("qsoftmax", {&rx}, attrs).data) want.push_back(v);
+      expect_ints(run("qsoftmax", {x, table}, attrs), s, want, "qsoftmax " + attrs.dump());
     }
+  }
+  // Sums of exps across their range: row k holds k copies of the maximum and k of each
+  // of a few lower values (the sum grows with k; its leading zeros walk from 12 down).
+  for (double scale : {0.02, 0.3}) {
+    const int64_t rows = 40, cols = 480;
+    NDArray x = NDArray::zeros(kI8, {rows, cols});
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < cols; ++c) x.set_int(r * cols + c, c < 12 * (r + 1) ? 100 - (c % 12) * 3 : -128);
+    json attrs = {{"input_scale", scale}};
+    NDArray table = prepared_table("qsoftmax", attrs, {rows, cols});
+    int8ref::Tensor rx = to_ref(x);
+    std::vector<int64_t> want;
+    for (int32_t v : int8ref::eval_op("qsoftmax", {&rx}, attrs).data) want.push_back(v);
+    expect_ints(run("qsoftmax", {x, table}, attrs), {rows, cols}, want, "qsoftmax sums");
   }
   // One dominant element saturates at 127 (256/256 would be 128); the rest drop to -128.
   NDArray x = make(kI8, {1, 4}, {127, -128, -128, -128});
-  expect_ints(run("qsoftmax", {x, exp_table(1.0)}, {{"input_scale", 1.0}}), {1, 4}, {127, -128, -128, -128},
+  json one = {{"input_scale", 1.0}};
+  expect_ints(run("qsoftmax", {x, prepared_table("qsoftmax", one, {1, 4})}, one), {1, 4}, {127, -128, -128, -128},
               "dominant");
+}
+
+TEST(QuantizedOps, QlogisticAndQtanhMatchReferenceForEveryInput) {
+  // All 256 codes, so the table is checked entry by entry through the kernel.
+  NDArray x = NDArray::zeros(kI8, {1, 256});
+  for (int64_t i = 0; i < 256; ++i) x.set_int(i, i - 128);
+  int8ref::Tensor rx = to_ref(x);
+  for (const char* op : {"qlogistic", "qtanh"})
+    for (double scale : {0.001, 0.0078125, 0.02, 0.0625, 0.1, 0.3, 1.0, 7.9})
+      for (int zp : {-128, -3, 0, 40, 127}) {
+        json attrs = {{"input_scale", scale}, {"input_zero_point", zp}};
+        NDArray table = prepared_table(op, attrs, {1, 256});
+        std::vector<int64_t> want;
+        for (int32_t v : int8ref::eval_op(op, {&rx}, attrs).data) want.push_back(v);
+        expect_ints(run(op, {x, table}, attrs), {1, 256}, want, std::string(op) + " " + attrs.dump());
+      }
+  // Sanity of the reference itself: logistic(0) = 0.5 -> 0; tanh(0) = 0; the extremes saturate.
+  json unit = {{"input_scale", 0.1}, {"input_zero_point", 0}};
+  int8ref::Tensor edge{"int8", {3}, {-128, 0, 127}};
+  EXPECT_EQ(int8ref::eval_op("qlogistic", {&edge}, unit).data, (std::vector<int32_t>{-128, 0, 127}));
+  EXPECT_EQ(int8ref::eval_op("qtanh", {&edge}, unit).data, (std::vector<int32_t>{-128, 0, 127}));
+}
+
+TEST(QuantizedOps, QlogisticAndQtanhRefusals) {
+  std::vector<TensorType> t = {{kI8, {2, 8}}, {kI8, {256}}};
+  expect_error("qlogistic", t, json::object(), "missing required attribute 'input_scale'");
+  expect_error("qlogistic", t, {{"input_scale", 0.1}, {"output_zero_point", 0}}, "must be -128");
+  expect_error("qtanh", t, {{"input_scale", 0.1}, {"output_scale", 1.0 / 256}}, "must be 1/128");
+  expect_error("qtanh", {{kI8, {2, 8}}, {kI32, {256}}}, {{"input_scale", 0.1}}, "input 'table' has type int32");
+  expect_error("qtanh", {{kI8, {2, 8}}}, {{"input_scale", 1e-12}}, "input_scale out of the range");
+  expect_error("qtanh", {{kI8, {2, 8}}}, {{"input_scale", 0.1}}, "input 'table' is missing", true);
 }
 
 TEST(QuantizedOps, QsoftmaxRefusals) {
@@ -440,9 +565,9 @@ TEST(QuantizedOps, QconcatRefusals) {
   json bad_zp = ok;
   bad_zp["input_zero_points"] = {0, 200};
   expect_error("qconcat", t, bad_zp, "attribute 'input_zero_points' must be a list of 2 integers in [-128, 127]");
-  json tiny = ok;
-  tiny["input_scales"] = {0.1, 1e-12};
-  expect_error("qconcat", t, tiny, "requantization multiplier out of range");
+  json huge = ok;  // 2^30 and above: TFLite's left shift would overflow
+  huge["input_scales"] = {0.1, 1e12};
+  expect_error("qconcat", t, huge, "requantization multiplier out of range");
   expect_error("qconcat", {{kI8, {2, 3}}, {kI8, {3, 4}}}, ok, "does not match input 0");
   expect_error("qconcat", {{kI8, {2, 3}}, {kI32, {2, 4}}}, ok, "input 'input1' has type int32");
 }
@@ -781,6 +906,88 @@ TEST(QuantizedOps, MaxPoolReshapeFlattenTakeInt8) {
   EXPECT_EQ(ints(f), ints(x));
 }
 
+// ---- requantization corners ---------------------------------------------------------------
+// qdense with one input feature and weights of 1 makes acc = bias + x, so chosen biases
+// put the accumulator on rounding ties, next to INT32_MAX and INT32_MIN, and chosen
+// scales put the multiplier at its limits: right shifts of 31 and 0, left shifts, a
+// mantissa that rounds up to 2^31, a multiplier below 2^-31 (zero in TFLite). Per tensor
+// (constants in the kernel) and per channel (the table prepare_quantized builds, in both
+// its forms), against ref_requant.
+
+// The node's inputs after prepare_quantized (its requantization table added), as arrays.
+std::vector<NDArray> prepared_dense(const NDArray& x, const NDArray& w, const NDArray& bias, json* attrs) {
+  Graph g;
+  g.inputs.push_back({"x", TensorType{kI8, x.shape}});
+  g.constants["w"] = w;
+  g.constants["b"] = bias;
+  GraphNode n;
+  n.name = "d";
+  n.op = "qdense";
+  n.inputs = {"x", "w", "b"};
+  n.attrs = *attrs;
+  n.type = TensorType{kI8, {x.shape[0], w.shape[0]}};
+  g.nodes.push_back(n);
+  g.outputs = {"d"};
+  ScheduleOptions opts;
+  opts.fold_zero_point = opts.block = opts.unroll = false;
+  Graph p = prepare_quantized(g, opts);
+  *attrs = p.nodes[0].attrs;
+  std::vector<NDArray> in = {x};
+  for (size_t i = 1; i < p.nodes[0].inputs.size(); ++i) in.push_back(p.constants.at(p.nodes[0].inputs[i]));
+  return in;
+}
+
+TEST(QuantizedOps, RequantizationCornersMatchReference) {
+  NDArray x = NDArray::zeros(kI8, {256, 1});
+  for (int64_t i = 0; i < 256; ++i) x.set_int(i, i - 128);
+  const int64_t kMax = 2147483647, kMin = -2147483648LL;
+  // Accumulators: ties at several powers of two, and the int32 ends (acc = bias + x).
+  const std::vector<int64_t> biases = {0, 1 << 20, -(1 << 20), 3 << 24, kMax - 127, kMin + 128, 12345678, -87654321};
+  // Multipliers (input_scale 1, weight 1, so m = 1 / output_scale).
+  const std::vector<double> multipliers = {
+      std::ldexp(0.75, -31),          // right shift 31
+      std::ldexp(1.0, -32) * 0.9,     // below 2^-31 after rounding: TFLite's zero multiplier
+      0.5, 0.75, 0.25, 0.375, 0.125,  // right shifts 0, 0, 1, 1, 2: exact ties
+      1.0 - 1e-12,                    // the mantissa rounds up to 2^31: 2^30 with shift 1
+      0.0123456789, 3e-5, 1.7, 1000.5};
+  for (double m : multipliers)
+    for (int64_t b : biases) {
+      if (m > 1 && (b > 100000 || b < -100000)) continue;  // x * 2^left would wrap in int32
+      json attrs = {{"input_scale", 1.0}, {"weight_scale", 1.0}, {"output_scale", 1.0 / m}, {"output_zero_point", -3}};
+      NDArray w = make(kI8, {1, 1}, {1}), bias = make(kI32, {1}, {b});
+      NDArray got = run("qdense", {x, w, bias}, attrs);
+      RefMult r = ref_multiplier(1.0 * 1.0 / (1.0 / m));  // as the op computes it from the scales
+      std::vector<int64_t> want;
+      for (int64_t i = 0; i < 256; ++i) want.push_back(clamp(ref_requant(b + i - 128, r) - 3, -128, 127));
+      expect_ints(got, {256, 1}, want, "qdense corner " + attrs.dump());
+    }
+  // Per channel: one channel per multiplier, every bias in turn; the table takes its
+  // (multiplier, shift) form when some channel's right shift is below 2, its high-word
+  // form when all are at least 2.
+  for (bool small_only : {false, true}) {
+    std::vector<double> ms;
+    for (double m : multipliers)
+      if (m < 100 && (!small_only || (m < 0.25 && m > std::ldexp(1.0, -31)))) ms.push_back(m);
+    const int64_t channels = static_cast<int64_t>(ms.size());
+    for (int64_t b : {int64_t{0}, int64_t{3} << 24, kMax - 127, kMin + 128}) {
+      if (!small_only && (b > 100000 || b < -100000)) continue;  // the 1.7 channel shifts left
+      std::vector<double> scales;
+      for (double m : ms) scales.push_back(m);
+      json attrs = {{"input_scale", 1.0}, {"weight_scale", scales}, {"output_scale", 1.0}, {"output_zero_point", 5}};
+      NDArray w = make(kI8, {channels, 1}, std::vector<int64_t>(channels, 1));
+      NDArray bias = make(kI32, {channels}, std::vector<int64_t>(channels, b));
+      std::vector<NDArray> in = prepared_dense(x, w, bias, &attrs);
+      ASSERT_EQ(in.size(), 4u);
+      EXPECT_EQ(in[3].shape[1], small_only ? 3 : 2);
+      NDArray got = run("qdense", in, attrs);
+      std::vector<int64_t> want;
+      for (int64_t i = 0; i < 256; ++i)
+        for (double m : ms) want.push_back(clamp(ref_requant(b + i - 128, ref_multiplier(m)) + 5, -128, 127));
+      expect_ints(got, {256, channels}, want, "qdense per-channel corner " + attrs.dump());
+    }
+  }
+}
+
 // ---- a JSON graph through the AOT executor ----------------------------------------------
 
 // quantize -> qadd(q, q) -> qsoftmax -> dequantize: prepare_quantized adds the softmax's
@@ -806,7 +1013,7 @@ TEST(QuantizedOps, Int8GraphRunsThroughTheAotExecutor) {
   EXPECT_THROW(build_aot(loaded), DiagnosticError);
   Graph g = prepare_quantized(loaded, ScheduleOptions{});
   ASSERT_EQ(g.constants.count("p__exp_table"), 1u);
-  EXPECT_TRUE(same_bits(g.constants.at("p__exp_table"), exp_table(0.08)));
+  EXPECT_TRUE(same_bits(g.constants.at("p__exp_table"), prepared_table("qsoftmax", {{"input_scale", 0.08}}, {3, 10})));
   ASSERT_EQ(g.find_node("p")->inputs, (std::vector<std::string>{"s", "p__exp_table"}));
 
   NDArray x = NDArray::zeros(kF32, {3, 10});
@@ -817,7 +1024,8 @@ TEST(QuantizedOps, Int8GraphRunsThroughTheAotExecutor) {
   NDArray q = NDArray::zeros(kI8, {3, 10});
   for (int64_t i = 0; i < q.num_elements(); ++i)
     q.set_int(i, clamp(static_cast<int64_t>(std::round(static_cast<float>(x.get_float(i)) / 0.05f) + 3.0f), -128, 127));
-  NDArray p = ref_qsoftmax(ref_qadd(q, q, 0.05, 3, 0.05, 3, 0.08, -5, "none"), exp_table(0.08));
+  int8ref::Tensor sum = to_ref(ref_qbinary("qadd", q, q, {3, 10}, 0.05, 3, 0.05, 3, 0.08, -5, "none"));
+  int8ref::Tensor p = int8ref::eval_op("qsoftmax", {&sum}, {{"input_scale", 0.08}});
 
   AotModule aot = build_aot(g);
   std::vector<NDArray> interp_arrays;
@@ -842,7 +1050,7 @@ TEST(QuantizedOps, Int8GraphRunsThroughTheAotExecutor) {
   const NDArray& y = interp_arrays.back();
   ASSERT_EQ(aot.params.back().name, "y");
   for (int64_t i = 0; i < y.num_elements(); ++i) {
-    float want = static_cast<float>(p.get_int(i) + 128) * 0.00390625f;
+    float want = static_cast<float>(p.data[i] + 128) * 0.00390625f;
     ASSERT_EQ(static_cast<float>(y.get_float(i)), want) << "element " << i;
   }
   EXPECT_TRUE(same_bits(host_arrays.back(), y));

@@ -418,3 +418,26 @@ test('mtir_infer: an op\'s output type, or its own message', () => {
   assert.deepEqual(mtir.infer({ op: 'nope', inputs: [] }), { ok: false, message: "unknown op 'nope'", internal: false });
   assert.match(mtir.infer({ inputs: [] }).message, /^malformed infer request/);
 });
+
+test('.tflite models: the native TFLite frontend in the core gives what `microtir import` writes', () => {
+  const models = path.join(src, 'tests/tflite/models');
+  for (const file of ['kws_ref_model.tflite', 'ad01_int8.tflite']) {
+    const bytes = fs.readFileSync(path.join(models, file));
+    const r = mtir.importTflite(bytes, file);
+    assert.equal(r.ok, true, r.message);
+    const graph = JSON.parse(r.graph);
+    assert.ok(graph.nodes.length > 0);
+    if (nativeCli) {
+      const native = execFileSync(nativeCli, ['import', path.join(models, file)], { maxBuffer: 1 << 28 }).toString();
+      assert.equal(r.graph, native, `${file}: the wasm import equals the native one`);
+    }
+    // Truncated: a named error, never a crash.
+    const cut = mtir.importTflite(bytes.subarray(0, bytes.length >> 1), file);
+    assert.equal(cut.ok, false);
+    assert.equal(cut.internal, false);
+    assert.match(cut.message, /flatbuffer verifier rejects it/);
+  }
+  const empty = mtir.importTflite(new Uint8Array(0), 'empty.tflite');
+  assert.equal(empty.ok, false);
+  assert.match(empty.message, /the file is 0 bytes long/);
+});

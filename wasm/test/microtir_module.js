@@ -32,6 +32,21 @@ async function loadMicrotir(jsPath) {
     infer(request) {
       return JSON.parse(call(m._mtir_infer, 'mtir_infer', JSON.stringify(request)));
     },
+    // A .tflite file's bytes -> {ok, graph} or {ok: false, message, internal} (wasm/tflite_import.h).
+    importTflite(bytes, filename) {
+      const p = m._malloc(Math.max(bytes.length, 1));
+      m.HEAPU8.set(bytes, p);
+      const n = m.lengthBytesUTF8(filename) + 1;
+      const name = m._malloc(n);
+      m.stringToUTF8(filename, name, n);
+      const r = m._mtir_import_tflite(p, bytes.length, name);
+      m._free(p);
+      m._free(name);
+      if (!r) throw new Error('mtir_import_tflite returned NULL');
+      const out = m.UTF8ToString(r);
+      m._mtir_free(r);
+      return JSON.parse(out);
+    },
   };
 }
 

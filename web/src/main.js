@@ -36,20 +36,39 @@ const state = {
   diffBase: 'prev',     // 'prev' (the pass before), 'input' or a pass index
   artifact: null,       // path of the artifact shown
   example: null,        // the example the source came from (its files are refetched from a link)
+  quantization: null,   // the shown graph's {name: {scale, zero_point}} (a TFLite model's inputs and outputs)
+  linkDropsText: false, // the source is too large to be carried by the page's link
 };
 
 // ---- the whole state in the URL hash (lz-string), so a link reproduces the page ----
+// The source text is compressed apart from the rest (`#s=STATE&t=TEXT`) and only when it
+// changed: a model's graph with its weights inline (an .onnx's or .tflite's) is hundreds
+// of kB, and clicking a pass or an artifact must not compress it again. A text too large
+// for a URL (browsers stop near 2 MB) stays out of the link (Share says so).
+const MAX_LINK_TEXT_CHARS = 1500000;
+const hashText = { text: null, encoded: '' };
 function saveToHash() {
-  const s = { k: state.kind, f: state.filename, t: editor.state.doc.toString(), g: $('target').value,
+  const s = { k: state.kind, f: state.filename, g: $('target').value,
     p: state.selectedPass, v: state.passView, d: state.diffBase, h: $('hide-unchanged').checked ? 1 : 0, a: state.artifact, x: state.example, dv: $('devices').value };
-  window.history.replaceState(null, '', `${location.pathname}${location.search}#s=${compressToEncodedURIComponent(JSON.stringify(s))}`);
+  const text = editor.state.doc.toString();
+  if (text !== hashText.text) {
+    hashText.text = text;
+    hashText.encoded = compressToEncodedURIComponent(text);
+  }
+  state.linkDropsText = hashText.encoded.length > MAX_LINK_TEXT_CHARS;
+  const t = state.linkDropsText ? '' : `&t=${hashText.encoded}`;
+  window.history.replaceState(null, '', `${location.pathname}${location.search}#s=${compressToEncodedURIComponent(JSON.stringify(s))}${t}`);
 }
 
+// The state of a link: {k, f, t, g, ...}; `t` (the source text) from its own part, or from
+// the state itself in links made before the two were apart.
 function loadFromHash() {
-  const m = /^#s=(.+)$/.exec(location.hash);
+  const m = /^#s=([^&]+)(?:&t=(.*))?$/.exec(location.hash);
   if (!m) return null;
   try {
-    return JSON.parse(decompressFromEncodedURIComponent(m[1]));
+    const saved = JSON.parse(decompressFromEncodedURIComponent(m[1]));
+    if (m[2] !== undefined) saved.t = decompressFromEncodedURIComponent(m[2]);
+    return saved;
   } catch (e) {
     return null;
   }
@@ -170,8 +189,8 @@ function stopWorker(reason) {
   }
 }
 
-// `message`: {request} (a compile) or {onnx: bytes, filename} (an ONNX import); `what`
-// names the job in the timeout's message ("compile", "run", "ONNX import").
+// `message`: {request} (a compile), {onnx: bytes, filename} or {tflite: bytes, filename} (a
+// model import); `what` names the job in the timeout's message ("compile", "run", "ONNX import").
 function runInWorker(message, what) {
   if (pending) stopWorker('superseded by a newer request');
   return new Promise((resolve, reject) => {
@@ -180,7 +199,8 @@ function runInWorker(message, what) {
     const timer = setTimeout(() => stopWorker(`the ${what} took longer than ${ms / 1000} s and was stopped`), ms);
     pending = { id, resolve, reject, timer };
     const spin = Number(new URLSearchParams(location.search).get('debug_spin_ms')) || 0;
-    worker.postMessage({ id, ...message, debugSpinMs: spin }, message.onnx ? [message.onnx] : []);
+    const model = message.onnx || message.tflite;
+    worker.postMessage({ id, ...message, debugSpinMs: spin }, model ? [model] : []);
   });
 }
 
@@ -236,10 +256,66 @@ $('run').addEventListener('click', () => {
   const run = { inputs, seed: Number($('run-seed').value) || 1 };
   if ($('run-backend').value !== 'wasm') return compile(run);
   if (state.kind !== 'graph') {
-    showRunError('the wasm backend runs models (a JSON graph or ONNX); a TIR program runs in the interpreter');
+    showRunError('the wasm backend runs models (a JSON graph, ONNX or TFLite); a TIR program runs in the interpreter');
     return;
   }
   compile(run, { opt: getOption(parseTarget(wasmTarget()), 'opt', 'O2'), timingRuns: WASM_TIMING_RUNS });
+});
+
+// Run inputs from .npy files, as the CLI's `--input NAME=FILE.npy`: a file named after an
+// input (input_1.npy) goes to it, a model with one input takes any one file. Its shape and
+// dtype must be the input's (a model's inputs, or a TIR function's from its last run; before
+// that the file's name is the buffer's); the values join the inputs box and the module runs.
+function knownInputs() {
+  const r = state.shown;
+  if (r && r.model) return r.model.inputs;
+  return r && r.run && r.run.ok ? r.run.buffers.filter((b) => b.role !== 'output') : [];
+}
+
+async function runOnNpy(files) {
+  const inputs = knownInputs();
+  let given = {};
+  try { given = JSON.parse($('run-inputs').value.trim() || '{}'); } catch (e) { given = {}; }
+  try {
+    for (const f of files) {
+      let a;
+      try { a = parseNpy(await f.arrayBuffer()); } catch (e) { throw new Error(`${f.name}: ${e.message}`); }
+      const base = f.name.replace(/\.npy$/i, '');
+      if (!inputs.length) {  // not known before a run (a TIR program): the core checks the name and size
+        given[base] = a.values;
+        continue;
+      }
+      const input = inputs.find((i) => i.name === base) || (inputs.length === 1 && files.length === 1 ? inputs[0] : null);
+      if (!input) {
+        throw new Error(`${f.name}: no input is named '${base}'${inputs.length ? ` (the inputs: ${inputs.map((i) => i.name).join(', ')})` : ''}; name the file after the input it fills`);
+      }
+      const count = (s) => s.reduce((x, d) => x * d, 1);
+      if (count(a.shape) !== count(input.shape) || a.dtype !== input.dtype) {
+        throw new Error(`${f.name} is ${a.dtype}[${a.shape.join(', ')}], the input '${input.name}' is ${input.dtype}[${input.shape.join(', ')}]`);
+      }
+      given[input.name] = a.values;
+    }
+  } catch (e) {
+    showRunError(`inputs: ${e.message}`);
+    return;
+  }
+  $('run-inputs').value = JSON.stringify(given);
+  state.pickedSample = null;
+  $('run').click();
+}
+$('run-npy').addEventListener('change', () => {
+  const files = [...$('run-npy').files];
+  $('run-npy').value = '';  // the same file chosen again runs again
+  if (files.length) runOnNpy(files);
+});
+const runBox = $('run-box');
+runBox.addEventListener('dragover', (e) => { e.preventDefault(); runBox.classList.add('dropping'); });
+runBox.addEventListener('dragleave', () => runBox.classList.remove('dropping'));
+runBox.addEventListener('drop', (e) => {
+  e.preventDefault();
+  runBox.classList.remove('dropping');
+  const files = e.dataTransfer ? [...e.dataTransfer.files].filter((f) => /\.npy$/i.test(f.name)) : [];
+  if (files.length) runOnNpy(files);
 });
 
 // The target of a wasm run: the target box's when it is a wasm target (its -opt), else "wasm".
@@ -260,7 +336,9 @@ function formatValues(b) {
   return `[${shown.join(', ')}${b.values.length > 32 || b.truncated ? ', …' : ''}]`;
 }
 
-function showRun(run) {
+// `asked`: the run's request ({inputs}), whose names that no buffer has are pointed out
+// (the core ignores them, so the run used seeded values instead).
+function showRun(run, asked = null) {
   if (!run) return;
   if (!run.ok) {
     showRunError(run.diagnostics.map((d) => `${d.line > 0 ? `${d.line}:${d.col}: ` : ''}${d.message}`).join('\n'));
@@ -284,11 +362,18 @@ function showRun(run) {
   caption.textContent = `${run.function} ran in the reference interpreter${interpMs !== undefined ? ` (${interpMs.toFixed(1)} ms)` : ''}`;
   const cards = document.createElement('div');
   cards.className = 'output-cards';
-  cards.append(...run.buffers.filter((b) => b.role === 'output').map(outputCard));
+  cards.append(...run.buffers.filter((b) => b.role === 'output').map((b) => outputCard(b, (state.quantization || {})[b.name])));
   const scroll = document.createElement('div');
   scroll.className = 'table-scroll';
   scroll.append(table);
   const parts = [caption];
+  const unused = Object.keys((asked && asked.inputs) || {}).filter((n) => !run.buffers.some((b) => b.name === n));
+  if (unused.length) {
+    const p = document.createElement('p');
+    p.className = 'run-warning';
+    p.textContent = `inputs given for no buffer of ${run.function}: ${unused.join(', ')} (its buffers: ${run.buffers.map((b) => b.name).join(', ')}); they were not used`;
+    parts.push(p);
+  }
   // A test image run: its label against the model's top class.
   const picked = state.pickedSample;
   const probs = run.buffers.find((b) => b.role === 'output');
@@ -369,6 +454,7 @@ function showResponse(r, request) {
     return;
   }
   state.shown = r;
+  state.quantization = graphQuantization(request.source);
   state.shownAt = new Date().toLocaleTimeString();
   markStale(null);
   if (state.selectedPass < 0) state.selectedPass = Math.max(r.passes.findIndex((p) => p.changed), 0);
@@ -381,9 +467,16 @@ function showResponse(r, request) {
   showPasses();
   showArtifacts();
   showMemory();
-  showRun(r.run);
+  showRun(r.run, request.run);
   saveToHash();
   $('timings').textContent = Object.entries(r.timings_ms).map(([k, v]) => `${k} ${v.toFixed(1)} ms`).join(' · ');
+}
+
+// A graph's `quantization` (scale and zero point of its int8 inputs and outputs, as the
+// TFLite frontend records them), for the Run view's real values.
+function graphQuantization(source) {
+  if (source.kind !== 'graph' || !source.text.includes('"quantization"')) return null;
+  try { return JSON.parse(source.text).quantization || null; } catch (e) { return null; }
 }
 
 function markStale(reason) {
@@ -620,7 +713,7 @@ function mapFromOutput(n) {
   markLines(state.artifactView, src ? outputLinesOf(map, src) : [], false);
 }
 
-// ---- the model view (graph and ONNX models) ----------------------------------------
+// ---- the model view (graph, ONNX and TFLite models) ----------------------------------------
 function showModel() {
   const r = state.shown;
   const m = r && r.model;
@@ -681,6 +774,7 @@ $('share').addEventListener('click', async () => {
   const notes = [];
   const own = Object.keys(state.files).length;
   if (!state.example && own) notes.push(`the link carries the graph's text, not its ${own} weight file(s): send those too`);
+  if (state.linkDropsText) notes.push('the source is too large for a link: the link does not carry it');
   if (url.length > LINK_WARN_CHARS) notes.push(`the link is ${Math.round(url.length / 1000)} k characters, too long for some chat apps and servers`);
   let copied = false;
   try {
@@ -742,10 +836,10 @@ async function exampleFiles(ex) {
 async function loadExample(name) {
   const ex = examples.find((e) => e.name === name);
   if (!ex) return;
-  if (ex.kind === 'onnx') {
+  if (ex.kind === 'onnx' || ex.kind === 'tflite') {
     $('target').value = ex.target;
     targetToForm();
-    return openOnnx(await (await fetch(`examples/${ex.path}`)).arrayBuffer(), ex.path.split('/').pop(), ex.name);
+    return openModel(await (await fetch(`examples/${ex.path}`)).arrayBuffer(), ex.path.split('/').pop(), ex.name);
   }
   const text = await (await fetch(`examples/${ex.path}`)).text();
   setSource(text, ex.kind, ex.path.split('/').pop(), await exampleFiles(ex));
@@ -788,15 +882,23 @@ async function showSamples(ex) {
 }
 $('run-inputs').addEventListener('input', () => { state.pickedSample = null; });
 
-// An .onnx model becomes a JSON graph in the worker (onnx_import.js, the native
-// frontend's rules), which then compiles like any graph.
-async function openOnnx(bytes, name, example = null) {
+// A model file the worker turns into a JSON graph, which then compiles like any graph:
+// an .onnx model with onnx_import.js (the native frontend's rules), a .tflite model with
+// the core's own TFLite frontend (mtir_import_tflite, the C++ of `microtir import`).
+const MODEL_FORMATS = [
+  { ext: '.onnx', key: 'onnx', label: 'ONNX' },
+  { ext: '.tflite', key: 'tflite', label: 'TFLite' },
+];
+const modelFormatOf = (name) => MODEL_FORMATS.find((f) => name.toLowerCase().endsWith(f.ext));
+
+async function openModel(bytes, name, example = null) {
+  const format = modelFormatOf(name);
   const seq = ++requestSeq;
-  setStatus('importing the ONNX model…', 'busy');
+  setStatus(`importing the ${format.label} model…`, 'busy');
   $('cancel').disabled = false;
   let result;
   try {
-    result = await runInWorker({ onnx: bytes, filename: name }, 'ONNX import');
+    result = await runInWorker({ [format.key]: bytes, filename: name }, `${format.label} import`);
   } catch (e) {
     if (seq !== requestSeq) return;
     $('cancel').disabled = true;
@@ -809,20 +911,21 @@ async function openOnnx(bytes, name, example = null) {
     return setStatus(`import error: ${name} was not converted`, 'error');
   }
   if ($('target').value.trim() === 'c') { $('target').value = C_INTERFACE; targetToForm(); }
-  setSource(result.graph, 'graph', name.replace(/\.onnx$/, '.json'));
-  $('source-name').textContent = `${name.replace(/\.onnx$/, '.json')} (from ${name})`;
+  const graphName = `${name.slice(0, name.length - format.ext.length)}.json`;
+  setSource(result.graph, 'graph', graphName);
+  $('source-name').textContent = `${graphName} (from ${name})`;
   setExample(example);
   state.selectedPass = -1;
   await compile();
 }
 
 // The files chosen with Open… or dropped on the editor: a .tir, a .json graph with its
-// weight files, or an .onnx model.
+// weight files, an .onnx or a .tflite model.
 async function openFiles(chosen) {
-  const onnx = chosen.find((f) => f.name.endsWith('.onnx'));
-  if (onnx) return openOnnx(await onnx.arrayBuffer(), onnx.name);
+  const model = chosen.find((f) => modelFormatOf(f.name));
+  if (model) return openModel(await model.arrayBuffer(), model.name);
   const main = chosen.find((f) => f.name.endsWith('.tir')) || chosen.find((f) => f.name.endsWith('.json'));
-  if (!main) return setStatus('choose a .tir file, an .onnx model, or a .json graph with its .npy files', 'error');
+  if (!main) return setStatus('choose a .tir file, an .onnx or .tflite model, or a .json graph with its .npy files', 'error');
   const files = {};
   const graph = main.name.endsWith('.json');
   const text = await main.text();

@@ -1,25 +1,40 @@
 // A model's bundled samples as Run inputs: its test images (an .npy of N images) drawn as
 // pictures to click, with their labels; a click runs the model on that image.
 
-// A little-endian .npy of version 1 or 2: {shape, values} for <f4, <f8, <i4 and <i8.
+// The typed array reading each .npy dtype the page takes (little-endian or byte-sized).
+const NPY_ARRAYS = {
+  '<f4': Float32Array, '<f8': Float64Array, '|i1': Int8Array, '|u1': Uint8Array, '<i2': Int16Array,
+  '<u2': Uint16Array, '<i4': Int32Array, '<u4': Uint32Array, '<i8': BigInt64Array, '|b1': Uint8Array,
+};
+const NPY_DTYPES = {
+  '<f4': 'float32', '<f8': 'float64', '|i1': 'int8', '|u1': 'uint8', '<i2': 'int16',
+  '<u2': 'uint16', '<i4': 'int32', '<u4': 'uint32', '<i8': 'int64', '|b1': 'bool',
+};
+
+// An .npy of version 1, 2 or 3 (C order): {shape, dtype, values}; a malformed or
+// truncated file, a Fortran-order one or a dtype not in NPY_ARRAYS is an Error that says so.
 export function parseNpy(buffer) {
   const bytes = new Uint8Array(buffer);
-  const magic = String.fromCharCode(...bytes.subarray(1, 6));
-  if (bytes[0] !== 0x93 || magic !== 'NUMPY') throw new Error('not an .npy file');
-  const v2 = bytes[6] >= 2;
+  if (bytes.length < 10 || bytes[0] !== 0x93 || String.fromCharCode(...bytes.subarray(1, 6)) !== 'NUMPY') throw new Error('not an .npy file');
+  const v1 = bytes[6] < 2;
   const view = new DataView(buffer);
-  const headerLen = v2 ? view.getUint32(8, true) : view.getUint16(8, true);
-  const start = (v2 ? 12 : 10) + headerLen;
-  const header = new TextDecoder().decode(bytes.subarray(v2 ? 12 : 10, start));
-  const descr = /'descr':\s*'([^']+)'/.exec(header)[1];
-  const shape = /'shape':\s*\(([^)]*)\)/.exec(header)[1].split(',').map((x) => x.trim()).filter(Boolean).map(Number);
+  const headerLen = v1 ? view.getUint16(8, true) : view.getUint32(8, true);
+  const start = (v1 ? 10 : 12) + headerLen;
+  if (start > bytes.length) throw new Error('not an .npy file: its header is cut off');
+  const header = new TextDecoder().decode(bytes.subarray(v1 ? 10 : 12, start));
+  const descr = (/'descr':\s*'([^']+)'/.exec(header) || [])[1];
+  const shapeText = (/'shape':\s*\(([^)]*)\)/.exec(header) || [])[1];
+  if (descr === undefined || shapeText === undefined) throw new Error('not an .npy file: no dtype or shape in its header');
+  const shape = shapeText.split(',').map((x) => x.trim()).filter(Boolean).map(Number);
   if (/'fortran_order':\s*True/.test(header)) throw new Error('Fortran-order .npy files are not supported');
+  const Array_ = NPY_ARRAYS[descr];
+  if (!Array_) throw new Error(`.npy dtype ${descr} is not supported`);
   const count = shape.reduce((a, d) => a * d, 1);
-  const data = buffer.slice(start);
-  const read = { '<f4': () => Array.from(new Float32Array(data, 0, count)), '<f8': () => Array.from(new Float64Array(data, 0, count)),
-    '<i4': () => Array.from(new Int32Array(data, 0, count)), '<i8': () => Array.from(new BigInt64Array(data, 0, count), Number) }[descr];
-  if (!read) throw new Error(`.npy dtype ${descr} is not supported`);
-  return { shape, values: read() };
+  if (bytes.length - start < count * Array_.BYTES_PER_ELEMENT) {
+    throw new Error(`the .npy file is cut off: shape (${shape.join(', ')}) needs ${count * Array_.BYTES_PER_ELEMENT} bytes of data, it has ${bytes.length - start}`);
+  }
+  const data = buffer.slice(start, start + count * Array_.BYTES_PER_ELEMENT);
+  return { shape, dtype: NPY_DTYPES[descr], values: Array.from(new Array_(data), Number) };
 }
 
 // One picture of an image [.., H, W] (its last two axes; channels averaged), grey from its

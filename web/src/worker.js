@@ -1,7 +1,7 @@
 // The compiler's thread: loads the wasm build once and answers compile requests, so a
 // long compile never freezes the page (the page terminates this worker on timeout). It
 // also converts .onnx files into JSON graphs (onnx_import.js), asking the core for each
-// node's type.
+// node's type, and .tflite files with the core's own TFLite frontend (mtir_import_tflite).
 /* global importScripts, createMicrotir */
 import { onnxToGraph, onnxRoot, graphText } from './onnx_import.js';
 import onnxDescriptor from 'onnx-descriptor';  // made at build time from onnx.proto (build.mjs)
@@ -29,6 +29,24 @@ function importOnnx(m, bytes, filename) {
   root = root || onnxRoot(onnxDescriptor);
   const infer = (op, inputs, attrs) => callJson(m, m._mtir_infer, { op, inputs, attrs });
   return graphText(onnxToGraph(new Uint8Array(bytes), { root, infer, filename }));
+}
+
+// A .tflite file through the native frontend compiled into the core (core/frontend/tflite,
+// wasm/tflite_import.cc): {ok: true, graph} or {ok: false, message, internal}.
+function importTflite(m, bytes, filename) {
+  const data = new Uint8Array(bytes);
+  const p = m._malloc(Math.max(data.length, 1));
+  m.HEAPU8.set(data, p);
+  const n = m.lengthBytesUTF8(filename) + 1;
+  const name = m._malloc(n);
+  m.stringToUTF8(filename, name, n);
+  const r = m._mtir_import_tflite(p, data.length, name);
+  m._free(p);
+  m._free(name);
+  if (!r) throw new Error('the compiler could not allocate its response');
+  const out = m.UTF8ToString(r);
+  m._mtir_free(r);
+  return JSON.parse(out);
 }
 
 // The wasm backend (Run "in wasm (Binaryen)"): the core compiled the model with target
@@ -66,7 +84,7 @@ async function runWasm(response, { opt, timingRuns }) {
 }
 
 self.onmessage = async (event) => {
-  const { id, request, onnx, filename, debugSpinMs, wasm } = event.data;
+  const { id, request, onnx, tflite, filename, debugSpinMs, wasm } = event.data;
   try {
     const m = await ready;
     const version = m.UTF8ToString(m._mtir_version());
@@ -78,6 +96,13 @@ self.onmessage = async (event) => {
         if (e.name !== 'OnnxImportError' || e.internal) throw e;
         self.postMessage({ id, importError: e.message, version });
       }
+      return;
+    }
+    if (tflite) {
+      const r = importTflite(m, tflite, filename);
+      // A refused or malformed model is the user's diagnostic; an internal error is a bug.
+      if (!r.ok && r.internal) throw new Error(r.message);
+      self.postMessage(r.ok ? { id, graph: r.graph, version } : { id, importError: r.message, version });
       return;
     }
     // Test hook: a compile that never ends on its own, to exercise the timeout.

@@ -772,6 +772,7 @@ function readNpy(file) {
   const header = b.subarray(10, 10 + headerLen).toString('latin1');
   const data = b.subarray(10 + headerLen);
   if (/<i8/.test(header)) return Array.from({ length: data.length / 8 }, (_, i) => Number(data.readBigInt64LE(i * 8)));
+  if (/\|i1/.test(header)) return Array.from(new Int8Array(data.buffer, data.byteOffset, data.length));
   return Array.from({ length: data.length / 4 }, (_, i) => data.readFloatLE(i * 4));
 }
 
@@ -798,6 +799,91 @@ test('Run inputs from the model\'s test images: drawn as pictures, a click runs 
   await page.selectOption('#examples', 'matmul (TIR)');
   assert.match(await compileStatus(page), /compiled/);
   assert.equal(await page.$$eval('#samples .sample', (els) => els.length), 0);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+// ---- issue 23: a .tflite model in the page, read by the core's own TFLite frontend ----
+
+// Drops files ({name, bytes}) on an element of the page, as a user dragging them there.
+async function dropFiles(page, selector, files) {
+  await page.evaluate(({ selector, files }) => {
+    const dt = new DataTransfer();
+    for (const f of files) dt.items.add(new File([new Uint8Array(f.bytes)], f.name));
+    document.getElementById('status').textContent = '';
+    document.querySelector(selector).dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));
+  }, { selector, files: files.map((f) => ({ name: f.name, bytes: [...f.bytes] })) });
+}
+
+test('Run on .npy files; a dropped .tflite compiles: its layers in the model view, Run on an .npy gives TFLite Micro\'s bytes, a malformed file is the core\'s named error', async () => {
+  const source = path.resolve(__dirname, '../..');
+  const tflite = path.join(source, 'tests/tflite/models/ad01_int8.tflite');
+  const ref = path.join(source, 'tests/tflite/reference/ad/lcg_00000001');
+  const { page, errors } = await openPage();
+  await compileStatus(page);
+  // First the .npy inputs on a TIR program (matmul, before any run): files named after its
+  // buffers fill them; a name no buffer has is pointed out.
+  const A = readNpy(path.join(source, 'examples/matmul_A.npy'));
+  const B = readNpy(path.join(source, 'examples/matmul_B.npy'));
+  await page.setInputFiles('#run-npy', [
+    { name: 'A.npy', mimeType: 'application/octet-stream', buffer: fs.readFileSync(path.join(source, 'examples/matmul_A.npy')) },
+    { name: 'B.npy', mimeType: 'application/octet-stream', buffer: fs.readFileSync(path.join(source, 'examples/matmul_B.npy')) },
+    { name: 'X.npy', mimeType: 'application/octet-stream', buffer: fs.readFileSync(path.join(source, 'examples/matmul_B.npy')) }]);
+  await page.waitForSelector('#run-output .output-card');
+  const C = (await page.evaluate(() => window.microtirPlayground.state.shown.run)).buffers.find((b) => b.name === 'C').values;
+  for (let i = 0; i < 4; ++i) {
+    for (let j = 0; j < 3; ++j) {
+      let c = 0;
+      for (let k = 0; k < 8; ++k) c = Math.fround(c + Math.fround(A[i * 8 + k] * B[k * 3 + j]));
+      assert.ok(Math.abs(C[i * 3 + j] - c) <= 1e-5 * Math.max(1, Math.abs(c)), `C[${i}, ${j}] = ${C[i * 3 + j]}, A x B gives ${c}`);
+    }
+  }
+  assert.equal(await page.textContent('#run-output .run-warning'), 'inputs given for no buffer of matmul: X (its buffers: A, B, C); they were not used');
+  await clearStatus(page);
+  await dropFiles(page, '#source-pane', [{ name: 'ad01_int8.tflite', bytes: fs.readFileSync(tflite) }]);
+  assert.match(await compileStatus(page), /compiled/, await page.textContent('#diagnostics'));
+  assert.equal(await page.textContent('#source-name'), 'ad01_int8.json (from ad01_int8.tflite)');
+  // The core's TFLite frontend wrote the graph: TFLite's names, int8 input and its quantization.
+  const graph = JSON.parse(await page.evaluate(() => window.microtirPlayground.editor.state.doc.toString()));
+  assert.deepEqual(graph.inputs, [{ name: 'input_1', shape: [1, 640], dtype: 'int8' }]);
+  assert.deepEqual(graph.outputs, ['Identity']);
+  assert.ok(graph.quantization.input_1.scale > 0);
+  assert.equal(graph.nodes.length, 10);
+  assert.ok(graph.nodes.every((n) => n.op === 'qdense'), graph.nodes.map((n) => n.op).join(' '));
+  // The model view lists every layer (one graph box and one cost row each); passes and C.
+  const model = await page.evaluate(() => window.microtirPlayground.state.shown.model);
+  assert.deepEqual(model.nodes.map((n) => n.name), graph.nodes.map((n) => n.name));
+  assert.match(await page.textContent('#model-summary'), /^model: 10 layers · 264\.2 k MACs · weights 264\.5 KiB/);
+  assert.deepEqual(await page.$$eval('#model-costs tr.layer-row', (els) => els.map((e) => e.dataset.name)), graph.nodes.map((n) => n.name));
+  assert.equal(await page.$$eval('#model-graph .graph-node[data-name]', (els) => els.length), 10);
+  assert.ok(await page.$$eval('#passes .pass', (els) => els.length) > 5);
+  await page.click('.artifact-tab[data-path="codegen/host/src/lib0.c"]');
+  assert.match(await page.textContent('#artifact-view'), /tvmgen_model_/);
+  assert.match(await page.textContent('#artifact-count'), /\d/);
+  await page.screenshot({ path: path.join(shots, 'tflite.png'), fullPage: true });
+
+  // Run on TFLite Micro's input (.npy, int8): the output is TFLM's, byte for byte.
+  await page.setInputFiles('#run-npy', path.join(ref, 'input.npy'));
+  await page.waitForSelector('#run-output .output-card');
+  const run = await page.evaluate(() => window.microtirPlayground.state.shown.run);
+  assert.equal(run.buffers.find((b) => b.name === 'input_1').role, 'given');
+  const out = run.buffers.find((b) => b.role === 'output');
+  assert.equal(out.dtype, 'int8');
+  assert.deepEqual(out.values, readNpy(path.join(ref, 'output.npy')));
+  assert.match(await page.textContent('#run-output .output-real'), /^real values \(scale [\d.e-]+, zero point -?\d+\): /);
+  // An .npy of the wrong shape is refused before any run, naming both.
+  const npy = (descr, shape, data) => {
+    const header = `{'descr': '${descr}', 'fortran_order': False, 'shape': (${shape.join(', ')},), }`.padEnd(117, ' ') + '\n';
+    return Buffer.concat([Buffer.from([0x93]), Buffer.from('NUMPY'), Buffer.from([1, 0, header.length, 0]), Buffer.from(header, 'latin1'), Buffer.from(data)]);
+  };
+  await page.setInputFiles('#run-npy', { name: 'input_1.npy', mimeType: 'application/octet-stream', buffer: npy('|i1', [3], [1, 2, 3]) });
+  await page.waitForFunction(() => /is int8\[3\], the input 'input_1' is int8\[1, 640\]/.test(document.getElementById('run-output').textContent));
+
+  // A malformed .tflite (cut short), dropped: the core's named error, nothing compiled.
+  await dropFiles(page, '#source-pane', [{ name: 'cut.tflite', bytes: fs.readFileSync(tflite).subarray(0, 20000) }]);
+  assert.match(await compileStatus(page), /import error: cut\.tflite was not converted/);
+  assert.match(await page.textContent('#diagnostics'), /cut\.tflite: not a valid TFLite model: the flatbuffer verifier rejects it/);
+  assert.equal(await page.textContent('#source-name'), 'ad01_int8.json (from ad01_int8.tflite)');
   assert.deepEqual(errors, []);
   await page.close();
 });

@@ -111,6 +111,13 @@ std::vector<SourceFileOut> c_interface(const AotModule& aot, const Graph& g, con
     if (!passed(p)) continue;
     const std::string name = macro + "_" + upper(to_c_identifier(p.name));
     h << "/* " << role_name(p.role) << " '" << p.name << "': " << p.type.str();
+    auto q = g.quantization.find(p.name);
+    if (q != g.quantization.end()) {
+      char text[96];  // %.9g: the float32 scale exactly
+      std::snprintf(text, sizeof text, ", scale %.9g, zero point %lld (real = scale * (q - zero point))",
+                    q->second.first, static_cast<long long>(q->second.second));
+      h << text;
+    }
     if (packed) h << ", argument " << i;
     h << " */\n#define " << name << "_SIZE " << bytes_of(p.type) << "\n";
     if (packed) {

@@ -1,0 +1,859 @@
+#include "frontend/tflite/tflite.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <set>
+
+// Some C libraries (Emscripten's) define ARG_MAX in <limits.h>, which is also a TFLite
+// operator's name: everything that may include it first, then the schema.
+#include <climits>
+
+#include "flatbuffers/flatbuffers.h"
+#undef ARG_MAX
+#include "frontend/tflite/tflite_schema_generated.h"
+#include "ops/ops.h"
+#include "support/diagnostic.h"
+
+namespace mtir {
+namespace {
+
+using nlohmann::json;
+using tflite::ActivationFunctionType;
+using tflite::BuiltinOperator;
+
+// Tensors larger than this (elements) are refused: a hostile file may claim any shape.
+constexpr int64_t kMaxElements = int64_t{1} << 31;
+
+std::string op_name(BuiltinOperator op) {
+  const char* n = tflite::EnumNameBuiltinOperator(op);
+  return n && *n ? n : "builtin operator " + std::to_string(static_cast<int>(op));
+}
+
+// `name` up to its first ';' (TFLite joins the names of fused TF ops with ';'), every run
+// of characters other than letters, digits and '_' turned into one '_': a short node name
+// that is also a file and C name.
+std::string short_name(const std::string& name) {
+  std::string head = name.substr(0, name.find(';')), out;
+  for (char ch : head) {
+    bool ok = std::isalnum(static_cast<unsigned char>(ch)) || ch == '_';
+    if (ok) out += ch;
+    else if (out.empty() || out.back() != '_') out += '_';
+  }
+  while (!out.empty() && out.back() == '_') out.pop_back();
+  if (out.size() > 64) out.resize(64);
+  return out;
+}
+
+struct Quant {
+  std::vector<double> scale;  // float32 values, exactly
+  std::vector<int64_t> zero_point;
+  int axis = 0;
+  bool per_tensor() const { return scale.size() == 1; }
+};
+
+class TfliteConverter {
+ public:
+  TfliteConverter(const tflite::Model& model, const std::string& filename) : model_(model), file_(filename) {}
+  TfliteImport run();
+
+ private:
+  [[noreturn]] void fail(const std::string& what) const { user_error({}, file_ + ": " + where_ + what); }
+  [[noreturn]] void unsupported(const std::string& what) const {
+    user_error({}, file_ + ": unsupported: " + where_ + what);
+  }
+
+  const tflite::Tensor& tensor(int index) const;
+  std::string tensor_label(int index) const;
+  TensorType tensor_type(int index) const;
+  bool has_data(int index) const;
+  NDArray constant_value(int index) const;
+  Quant quant(int index, bool required) const;
+  std::string value(int index);  // the graph name of a tensor an operator reads
+  std::string fresh(const std::string& base);
+  std::string emit(const std::string& name, const std::string& op, const std::vector<std::string>& inputs,
+                   const json& attrs = json::object());
+  std::string add_constant(const std::string& base, NDArray a);
+
+  void convert(size_t index, const tflite::Operator& op, BuiltinOperator code);
+  // The operator's output `out`, computed by `op` and then its fused activation.
+  void finish(int out, const std::string& op, const std::vector<std::string>& inputs, json attrs,
+              ActivationFunctionType act, bool act_in_op);
+  std::string activation_node(const std::string& name, const std::string& x, int out, ActivationFunctionType act);
+  void conv(const tflite::Operator& op, bool depthwise);
+  void fully_connected(const tflite::Operator& op);
+  void pool(const tflite::Operator& op, bool average);
+  void elementwise(const tflite::Operator& op, BuiltinOperator code);
+  void unary(const tflite::Operator& op, BuiltinOperator code);
+  void softmax(const tflite::Operator& op);
+  void concatenation(const tflite::Operator& op);
+  void pad(const tflite::Operator& op);
+  void mean(const tflite::Operator& op);
+  void quantize(const tflite::Operator& op, bool to_int8);
+
+  int input(const tflite::Operator& op, size_t i, bool optional = false) const;
+  int output(const tflite::Operator& op) const;
+  json int8_attrs(int in, int out) const;
+  void same_quant(int in, int out, const std::string& why) const;
+  std::vector<int64_t> padding(tflite::Padding pad, int64_t h, int64_t w, int64_t kh, int64_t kw, int64_t sh,
+                               int64_t sw, int64_t dh, int64_t dw) const;
+
+  const tflite::Model& model_;
+  std::string file_;
+  const tflite::SubGraph* sg_ = nullptr;
+  std::string where_;  // "operator 3 (CONV_2D): " while converting one
+  std::string tmp_;    // the temporary node name base of the operator being converted
+  Graph g_;
+  std::map<int, std::string> values_;  // tensor index -> graph name
+  std::map<std::string, TensorType> types_;
+  std::set<std::string> used_;
+  std::vector<std::string> layers_;
+  std::set<int> produced_;  // tensors an operator computes
+};
+
+const tflite::Tensor& TfliteConverter::tensor(int index) const {
+  const auto* tensors = sg_->tensors();
+  if (!tensors || index < 0 || static_cast<size_t>(index) >= tensors->size())
+    fail("tensor index " + std::to_string(index) + " is out of range (the subgraph has " +
+         std::to_string(tensors ? tensors->size() : 0) + " tensors)");
+  const auto* t = tensors->Get(static_cast<flatbuffers::uoffset_t>(index));
+  if (!t) fail("tensor " + std::to_string(index) + " is missing");
+  return *t;
+}
+
+std::string TfliteConverter::tensor_label(int index) const {
+  const auto& t = tensor(index);
+  std::string n = t.name() ? t.name()->str() : "";
+  return "tensor " + std::to_string(index) + (n.empty() ? "" : " '" + n.substr(0, 80) + "'");
+}
+
+TensorType TfliteConverter::tensor_type(int index) const {
+  const auto& t = tensor(index);
+  TensorType ty;
+  switch (t.type()) {
+    case tflite::TensorType::FLOAT32: ty.dtype = DataType::Float(32); break;
+    case tflite::TensorType::INT8: ty.dtype = DataType::Int(8); break;
+    case tflite::TensorType::INT32: ty.dtype = DataType::Int(32); break;
+    case tflite::TensorType::INT64: ty.dtype = DataType::Int(64); break;
+    default:
+      unsupported(tensor_label(index) + " has type " + tflite::EnumNameTensorType(t.type()) +
+                  " (float32, int8, int32 and int64 are supported)");
+  }
+  if (t.sparsity()) unsupported(tensor_label(index) + " is sparse");
+  if (t.is_variable()) unsupported(tensor_label(index) + " is a variable");
+  int64_t n = 1;
+  if (t.shape()) {
+    for (int32_t d : *t.shape()) {
+      if (d <= 0)
+        fail(tensor_label(index) + " has a dimension of " + std::to_string(d) + " (dimensions must be positive)");
+      n *= d;
+      if (n > kMaxElements) fail(tensor_label(index) + " claims more than 2^31 elements");
+      ty.shape.push_back(d);
+    }
+  }
+  return ty;
+}
+
+bool TfliteConverter::has_data(int index) const {
+  uint32_t b = tensor(index).buffer();
+  const auto* buffers = model_.buffers();
+  if (b == 0) return false;  // buffer 0 is the empty one of every run-time tensor
+  if (!buffers || b >= buffers->size())
+    fail(tensor_label(index) + " names buffer " + std::to_string(b) + ", but the model has " +
+         std::to_string(buffers ? buffers->size() : 0) + " buffers");
+  const auto* buf = buffers->Get(b);
+  if (buf && buf->offset() > 1) unsupported(tensor_label(index) + " keeps its data outside the flatbuffer");
+  return buf && buf->data() && buf->data()->size() > 0;
+}
+
+NDArray TfliteConverter::constant_value(int index) const {
+  TensorType ty = tensor_type(index);
+  if (!has_data(index)) fail(tensor_label(index) + " must be a constant, but it has no data");
+  const auto* data = model_.buffers()->Get(tensor(index).buffer())->data();
+  NDArray a;
+  a.dtype = ty.dtype;
+  a.shape = ty.shape;
+  size_t want = static_cast<size_t>(ty.num_elements()) * static_cast<size_t>(ty.dtype.bytes());
+  if (data->size() != want)
+    fail(tensor_label(index) + " has " + std::to_string(data->size()) + " bytes of data, but its shape and type need " +
+         std::to_string(want));
+  a.data.assign(data->data(), data->data() + data->size());
+  return a;
+}
+
+Quant TfliteConverter::quant(int index, bool required) const {
+  const auto& t = tensor(index);
+  const auto* q = t.quantization();
+  Quant out;
+  if (!q || !q->scale() || q->scale()->size() == 0) {
+    if (required) fail(tensor_label(index) + " is int8 but has no quantization (scale and zero point)");
+    return out;
+  }
+  if (q->details_type() != tflite::QuantizationDetails::NONE)
+    unsupported(tensor_label(index) + " has a custom quantization");
+  size_t n = q->scale()->size();
+  if (!q->zero_point() || q->zero_point()->size() != n)
+    fail(tensor_label(index) + " has " + std::to_string(n) + " scales but " +
+         std::to_string(q->zero_point() ? q->zero_point()->size() : 0) + " zero points");
+  for (size_t k = 0; k < n; ++k) {
+    double s = q->scale()->Get(static_cast<flatbuffers::uoffset_t>(k));
+    int64_t z = q->zero_point()->Get(static_cast<flatbuffers::uoffset_t>(k));
+    if (!(s > 0) || !std::isfinite(s))
+      fail(tensor_label(index) + " has the scale " + std::to_string(s) + " (a scale must be a finite number > 0)");
+    if (z < -128 || z > 127)
+      fail(tensor_label(index) + " has the zero point " + std::to_string(z) + " (outside the int8 range)");
+    out.scale.push_back(s);
+    out.zero_point.push_back(z);
+  }
+  out.axis = q->quantized_dimension();
+  return out;
+}
+
+std::string TfliteConverter::fresh(const std::string& base) {
+  std::string b = base.empty() ? "t" : base;
+  std::string name = b;
+  for (int k = 1; used_.count(name); ++k) name = b + "_" + std::to_string(k);
+  used_.insert(name);
+  return name;
+}
+
+std::string TfliteConverter::add_constant(const std::string& base, NDArray a) {
+  std::string name = fresh(base);
+  types_[name] = TensorType{a.dtype, a.shape};
+  g_.constants[name] = std::move(a);
+  return name;
+}
+
+std::string TfliteConverter::value(int index) {
+  auto it = values_.find(index);
+  if (it != values_.end()) return it->second;
+  if (!has_data(index))
+    fail(tensor_label(index) + " is read before any operator computes it and is neither a model input nor a constant");
+  std::string n = tensor(index).name() ? tensor(index).name()->str() : "";
+  std::string name = add_constant(short_name(n).empty() ? "const" + std::to_string(index) : short_name(n),
+                                  constant_value(index));
+  values_[index] = name;
+  return name;
+}
+
+std::string TfliteConverter::emit(const std::string& name, const std::string& op, const std::vector<std::string>& inputs,
+                                  const json& attrs) {
+  const OpDef* def = find_op(op);
+  MTIR_ICHECK(def, "the TFLite frontend emits unknown op '" + op + "'");
+  GraphNode n;
+  n.name = name;
+  n.op = op;
+  n.attrs = attrs;
+  std::vector<TensorType> in_types;
+  for (const auto& in : inputs) {
+    n.inputs.push_back(in);
+    in_types.push_back(types_.at(in));
+  }
+  try {
+    n.type = def->infer(in_types, attrs);
+  } catch (const DiagnosticError& e) {
+    if (e.internal()) throw;
+    fail(e.diagnostics().empty() ? std::string("invalid") : e.diagnostics()[0].message);
+  }
+  types_[name] = n.type;
+  g_.nodes.push_back(std::move(n));
+  return name;
+}
+
+int TfliteConverter::input(const tflite::Operator& op, size_t i, bool optional) const {
+  if (!op.inputs() || i >= op.inputs()->size()) {
+    if (optional) return -1;
+    fail("input " + std::to_string(i) + " is missing");
+  }
+  int t = op.inputs()->Get(static_cast<flatbuffers::uoffset_t>(i));
+  if (t == -1 && optional) return -1;
+  tensor(t);  // range check
+  return t;
+}
+
+int TfliteConverter::output(const tflite::Operator& op) const {
+  if (!op.outputs() || op.outputs()->size() != 1)
+    unsupported("operators with " + std::to_string(op.outputs() ? op.outputs()->size() : 0) +
+                " outputs (every mapped operator has one)");
+  int t = op.outputs()->Get(0);
+  tensor(t);
+  return t;
+}
+
+json TfliteConverter::int8_attrs(int in, int out) const {
+  Quant qi = quant(in, true), qo = quant(out, true);
+  if (!qi.per_tensor() || !qo.per_tensor()) unsupported("per-channel quantized activations");
+  return {{"input_scale", qi.scale[0]}, {"input_zero_point", qi.zero_point[0]},
+          {"output_scale", qo.scale[0]}, {"output_zero_point", qo.zero_point[0]}};
+}
+
+void TfliteConverter::same_quant(int in, int out, const std::string& why) const {
+  Quant qi = quant(in, true), qo = quant(out, true);
+  if (qi.scale != qo.scale || qi.zero_point != qo.zero_point)
+    unsupported(why + " with different input and output quantization");
+}
+
+// TFLite's padding: VALID pads nothing; SAME gives out = ceil(in / stride) and pads
+// max(0, (out - 1) * stride + effective_k - in), the smaller half before.
+std::vector<int64_t> TfliteConverter::padding(tflite::Padding pad, int64_t h, int64_t w, int64_t kh, int64_t kw,
+                                               int64_t sh, int64_t sw, int64_t dh, int64_t dw) const {
+  if (sh <= 0 || sw <= 0 || dh <= 0 || dw <= 0) fail("strides and dilations must be positive");
+  if (pad == tflite::Padding::VALID) return {0, 0, 0, 0};
+  if (pad != tflite::Padding::SAME) fail("unknown padding " + std::to_string(static_cast<int>(pad)));
+  auto total = [](int64_t in, int64_t k, int64_t s, int64_t d) {
+    int64_t eff = (k - 1) * d + 1, out = (in + s - 1) / s;
+    return std::max<int64_t>(0, (out - 1) * s + eff - in);
+  };
+  int64_t th = total(h, kh, sh, dh), tw = total(w, kw, sw, dw);
+  return {th / 2, tw / 2, th - th / 2, tw - tw / 2};
+}
+
+std::string activation_text(ActivationFunctionType act) {
+  const char* n = tflite::EnumNameActivationFunctionType(act);
+  return n && *n ? n : std::to_string(static_cast<int>(act));
+}
+
+// A clamp after `x` for the fused activation (an op without an activation attribute, or
+// float data); returns `x` for NONE.
+std::string TfliteConverter::activation_node(const std::string& name, const std::string& x, int out,
+                                             ActivationFunctionType act) {
+  if (act == ActivationFunctionType::NONE) return x;
+  bool int8 = types_.at(x).dtype == DataType::Int(8);
+  double lo, hi;
+  if (act == ActivationFunctionType::RELU) lo = 0, hi = std::numeric_limits<double>::infinity();
+  else if (act == ActivationFunctionType::RELU6) lo = 0, hi = 6;
+  else if (act == ActivationFunctionType::RELU_N1_TO_1) lo = -1, hi = 1;
+  else unsupported("the fused activation " + activation_text(act));
+  if (!int8) {
+    if (act == ActivationFunctionType::RELU) return emit(name, "relu", {x});
+    return emit(name, "clip", {x}, {{"min", lo}, {"max", hi}});
+  }
+  // TFLite's CalculateActivationRangeQuantized: the bounds quantized with the output's
+  // scale and zero point (rounding half away from zero, in float), within int8.
+  Quant q = quant(out, true);
+  float scale = static_cast<float>(q.scale[0]);
+  auto quantize = [&](double r) {
+    return q.zero_point[0] + static_cast<int64_t>(std::round(static_cast<float>(r) / scale));
+  };
+  int64_t qlo = std::max<int64_t>(-128, quantize(lo));
+  int64_t qhi = std::isinf(hi) ? 127 : std::min<int64_t>(127, quantize(hi));
+  return emit(name, "clip", {x}, {{"min", qlo}, {"max", qhi}});
+}
+
+void TfliteConverter::finish(int out, const std::string& op, const std::vector<std::string>& inputs, json attrs,
+                             ActivationFunctionType act, bool act_in_op) {
+  std::string name = values_.at(out);
+  bool int8 = tensor_type(out).dtype == DataType::Int(8);
+  if (act_in_op && int8) {
+    if (act == ActivationFunctionType::RELU) attrs["activation"] = "relu";
+    else if (act == ActivationFunctionType::RELU6) attrs["activation"] = "relu6";
+    else if (act == ActivationFunctionType::RELU_N1_TO_1) attrs["activation"] = "relu_n1_to_1";
+    else if (act != ActivationFunctionType::NONE) unsupported("the fused activation " + activation_text(act));
+    emit(name, op, inputs, attrs);
+  } else if (act == ActivationFunctionType::NONE) {
+    emit(name, op, inputs, attrs);
+  } else {
+    std::string pre = emit(fresh(name + "_pre"), op, inputs, attrs);
+    // The clamp takes the output's name; the pre-activation node was named first.
+    activation_node(name, pre, out, act);
+  }
+}
+
+void TfliteConverter::conv(const tflite::Operator& op, bool depthwise) {
+  int x = input(op, 0), w = input(op, 1), b = input(op, 2, true), out = output(op);
+  TensorType xt = tensor_type(x), wt = tensor_type(w);
+  if (xt.shape.size() != 4) fail("the input must be 4-D (NHWC), it is " + xt.str());
+  if (wt.shape.size() != 4) fail("the filter must be 4-D, it is " + wt.str());
+  if (!has_data(w)) unsupported("a filter computed at run time");
+  int64_t c = xt.shape[3], kh = wt.shape[1], kw = wt.shape[2], o, groups;
+  int64_t sh, sw, dh = 1, dw = 1;
+  tflite::Padding pad;
+  ActivationFunctionType act;
+  if (depthwise) {
+    const auto* opt = op.builtin_options_as_DepthwiseConv2DOptions();
+    if (!opt) fail("the DepthwiseConv2DOptions are missing");
+    sh = opt->stride_h(), sw = opt->stride_w(), dh = opt->dilation_h_factor(), dw = opt->dilation_w_factor();
+    pad = opt->padding();
+    act = opt->fused_activation_function();
+    if (wt.shape[0] != 1) fail("a depthwise filter is [1, KH, KW, C*M], it is " + wt.str());
+    o = wt.shape[3];
+    if (o % c != 0) fail("the filter's " + std::to_string(o) + " channels are not a multiple of the input's " + std::to_string(c));
+    if (opt->depth_multiplier() != 0 && opt->depth_multiplier() != o / c)
+      fail("depth_multiplier " + std::to_string(opt->depth_multiplier()) + " does not match the filter (" +
+           std::to_string(o / c) + ")");
+    groups = c;
+  } else {
+    const auto* opt = op.builtin_options_as_Conv2DOptions();
+    if (!opt) fail("the Conv2DOptions are missing");
+    sh = opt->stride_h(), sw = opt->stride_w(), dh = opt->dilation_h_factor(), dw = opt->dilation_w_factor();
+    pad = opt->padding();
+    act = opt->fused_activation_function();
+    o = wt.shape[0];
+    if (wt.shape[3] <= 0 || c % wt.shape[3] != 0)
+      fail("the input's " + std::to_string(c) + " channels are not a multiple of the filter's " + std::to_string(wt.shape[3]));
+    groups = c / wt.shape[3];
+  }
+  json attrs = {{"strides", {sh, sw}},
+                {"padding", padding(pad, xt.shape[1], xt.shape[2], kh, kw, sh, sw, dh, dw)},
+                {"dilation", {dh, dw}},
+                {"groups", groups}};
+  NDArray weight = constant_value(w);
+  std::string wname = short_name(tensor(w).name() ? tensor(w).name()->str() : "");
+  if (wname.empty()) wname = "filter" + std::to_string(w);
+  std::vector<std::string> inputs = {value(x)};
+  if (xt.dtype == DataType::Int(8)) {
+    if (weight.dtype != DataType::Int(8)) unsupported("an int8 convolution with a " + weight.dtype.str() + " filter");
+    json q = int8_attrs(x, out);
+    Quant wq = quant(w, true);
+    for (int64_t z : wq.zero_point)
+      if (z != 0) unsupported("a filter with a non-zero zero point (int8 filters are symmetric)");
+    if (wq.per_tensor()) {
+      q["weight_scale"] = wq.scale[0];
+    } else {
+      int64_t axis = depthwise ? 3 : 0;
+      if (wq.axis != axis || static_cast<int64_t>(wq.scale.size()) != o)
+        fail("the filter's per-channel quantization must have " + std::to_string(o) + " scales along dimension " +
+             std::to_string(axis));
+      q["weight_scale"] = wq.scale;
+    }
+    attrs.update(q);
+    // Depthwise filters are [1, KH, KW, C*M]; our qconv2d takes OHWI [C*M, KH, KW, 1].
+    if (depthwise) {
+      NDArray ohwi = weight;
+      ohwi.shape = {o, kh, kw, 1};
+      for (int64_t y = 0; y < kh; ++y)
+        for (int64_t xx = 0; xx < kw; ++xx)
+          for (int64_t oc = 0; oc < o; ++oc)
+            ohwi.data[static_cast<size_t>((oc * kh + y) * kw + xx)] = weight.data[static_cast<size_t>((y * kw + xx) * o + oc)];
+      weight = std::move(ohwi);
+    }
+    inputs.push_back(add_constant(wname, std::move(weight)));
+    if (b >= 0) {
+      TensorType bt = tensor_type(b);
+      if (bt.dtype != DataType::Int(32) || bt.shape != std::vector<int64_t>{o})
+        fail("the bias must be int32 [" + std::to_string(o) + "], it is " + bt.str());
+      inputs.push_back(value(b));
+    }
+    finish(out, "qconv2d", inputs, attrs, act, true);
+    return;
+  }
+  if (xt.dtype != DataType::Float(32) || weight.dtype != DataType::Float(32))
+    unsupported("a convolution of " + xt.dtype.str() + " data with a " + weight.dtype.str() + " filter");
+  // Our float conv2d in NHWC takes HWIO: OHWI transposed (depthwise's [1, KH, KW, O] is
+  // already [KH, KW, 1, O] in memory).
+  NDArray hwio = weight;
+  int64_t ci = depthwise ? 1 : wt.shape[3];
+  hwio.shape = {kh, kw, ci, o};
+  if (!depthwise) {
+    const float* src = reinterpret_cast<const float*>(weight.data.data());
+    float* dst = reinterpret_cast<float*>(hwio.data.data());
+    for (int64_t oc = 0; oc < o; ++oc)
+      for (int64_t y = 0; y < kh; ++y)
+        for (int64_t xx = 0; xx < kw; ++xx)
+          for (int64_t i = 0; i < ci; ++i) dst[((y * kw + xx) * ci + i) * o + oc] = src[((oc * kh + y) * kw + xx) * ci + i];
+  }
+  attrs["layout"] = "NHWC";
+  inputs.push_back(add_constant(wname, std::move(hwio)));
+  if (b >= 0) inputs.push_back(value(b));
+  finish(out, "conv2d", inputs, attrs, act, false);
+}
+
+void TfliteConverter::fully_connected(const tflite::Operator& op) {
+  int x = input(op, 0), w = input(op, 1), b = input(op, 2, true), out = output(op);
+  const auto* opt = op.builtin_options_as_FullyConnectedOptions();
+  if (!opt) fail("the FullyConnectedOptions are missing");
+  if (opt->weights_format() != tflite::FullyConnectedOptionsWeightsFormat::DEFAULT)
+    unsupported("the shuffled weights format");
+  TensorType xt = tensor_type(x), wt = tensor_type(w);
+  if (wt.shape.size() != 2) fail("the weights must be 2-D [units, depth], they are " + wt.str());
+  if (!has_data(w)) unsupported("weights computed at run time");
+  int64_t units = wt.shape[0], depth = wt.shape[1];
+  if (xt.shape.empty() || xt.num_elements() % depth != 0)
+    fail("the input " + xt.str() + " does not split into rows of " + std::to_string(depth));
+  int64_t rows = xt.num_elements() / depth;
+  std::string data = value(x);
+  std::string base = values_.at(out);
+  if (xt.shape.size() != 2 || xt.shape[1] != depth) data = emit(fresh(base + "_rows"), "reshape", {data}, {{"newshape", {rows, depth}}});
+  std::vector<int64_t> out_shape = {rows, units};
+  if (opt->keep_num_dims()) {
+    out_shape = xt.shape;
+    out_shape.back() = units;
+  }
+  bool reshape_after = out_shape != std::vector<int64_t>{rows, units};
+  std::vector<std::string> inputs = {data, value(w)};
+  json attrs = json::object();
+  std::string op_name;
+  bool int8 = xt.dtype == DataType::Int(8);
+  if (int8) {
+    attrs = int8_attrs(x, out);
+    Quant wq = quant(w, true);
+    for (int64_t z : wq.zero_point)
+      if (z != 0) unsupported("weights with a non-zero zero point (int8 weights are symmetric)");
+    if (wq.per_tensor()) attrs["weight_scale"] = wq.scale[0];
+    else if (static_cast<int64_t>(wq.scale.size()) == units && wq.axis == 0) attrs["weight_scale"] = wq.scale;
+    else fail("the weights' per-channel quantization must have " + std::to_string(units) + " scales along dimension 0");
+    op_name = "qdense";
+  } else {
+    op_name = "dense";
+  }
+  if (b >= 0) inputs.push_back(value(b));
+  ActivationFunctionType act = opt->fused_activation_function();
+  if (!reshape_after) {
+    finish(out, op_name, inputs, attrs, act, int8);
+    return;
+  }
+  // keep_num_dims: the rows go back into the input's leading dimensions.
+  std::string final_name = values_.at(out);
+  values_[out] = fresh(final_name + "_rows_out");
+  finish(out, op_name, inputs, attrs, act, int8);
+  std::string rows_out = values_[out];
+  values_[out] = final_name;
+  emit(final_name, "reshape", {rows_out}, {{"newshape", out_shape}});
+}
+
+void TfliteConverter::pool(const tflite::Operator& op, bool average) {
+  int x = input(op, 0), out = output(op);
+  const auto* opt = op.builtin_options_as_Pool2DOptions();
+  if (!opt) fail("the Pool2DOptions are missing");
+  TensorType xt = tensor_type(x);
+  if (xt.shape.size() != 4) fail("the input must be 4-D (NHWC), it is " + xt.str());
+  int64_t fh = opt->filter_height(), fw = opt->filter_width(), sh = opt->stride_h(), sw = opt->stride_w();
+  if (fh <= 0 || fw <= 0) fail("the filter size must be positive");
+  json attrs = {{"pool_size", {fh, fw}},
+                {"strides", {sh, sw}},
+                {"padding", padding(opt->padding(), xt.shape[1], xt.shape[2], fh, fw, sh, sw, 1, 1)}};
+  std::string op_name;
+  if (xt.dtype == DataType::Int(8)) {
+    same_quant(x, out, average ? "AVERAGE_POOL_2D" : "MAX_POOL_2D");
+    op_name = average ? "qavg_pool2d" : "max_pool2d";
+    if (!average) attrs["layout"] = "NHWC";
+  } else {
+    op_name = average ? "avg_pool2d" : "max_pool2d";
+    attrs["layout"] = "NHWC";
+  }
+  finish(out, op_name, {value(x)}, attrs, opt->fused_activation_function(), false);
+}
+
+void TfliteConverter::elementwise(const tflite::Operator& op, BuiltinOperator code) {
+  int a = input(op, 0), b = input(op, 1), out = output(op);
+  ActivationFunctionType act = ActivationFunctionType::NONE;
+  std::string float_op, int8_op;
+  if (code == BuiltinOperator::ADD) {
+    const auto* opt = op.builtin_options_as_AddOptions();
+    if (opt) act = opt->fused_activation_function();
+    float_op = "add", int8_op = "qadd";
+  } else if (code == BuiltinOperator::SUB) {
+    const auto* opt = op.builtin_options_as_SubOptions();
+    if (opt) act = opt->fused_activation_function();
+    float_op = "sub", int8_op = "qsub";
+  } else {
+    const auto* opt = op.builtin_options_as_MulOptions();
+    if (opt) act = opt->fused_activation_function();
+    float_op = "mul", int8_op = "qmul";
+  }
+  TensorType at = tensor_type(a), bt = tensor_type(b);
+  if (at.dtype == DataType::Float(32)) {
+    finish(out, float_op, {value(a), value(b)}, json::object(), act, false);
+    return;
+  }
+  if (at.dtype != DataType::Int(8)) unsupported(at.dtype.str() + " data");
+  if (at.shape != bt.shape) unsupported("int8 " + op_name(code) + " with broadcasting (" + at.str() + " and " + bt.str() + ")");
+  Quant qa = quant(a, true), qb = quant(b, true), qo = quant(out, true);
+  if (!qa.per_tensor() || !qb.per_tensor() || !qo.per_tensor()) unsupported("per-channel quantized activations");
+  json attrs = {{"a_scale", qa.scale[0]},      {"a_zero_point", qa.zero_point[0]}, {"b_scale", qb.scale[0]},
+                {"b_zero_point", qb.zero_point[0]}, {"output_scale", qo.scale[0]}, {"output_zero_point", qo.zero_point[0]}};
+  finish(out, int8_op, {value(a), value(b)}, attrs, act, true);
+}
+
+void TfliteConverter::unary(const tflite::Operator& op, BuiltinOperator code) {
+  int x = input(op, 0), out = output(op);
+  TensorType xt = tensor_type(x);
+  std::string name = values_.at(out);
+  if (code == BuiltinOperator::RELU || code == BuiltinOperator::RELU6) {
+    auto act = code == BuiltinOperator::RELU ? ActivationFunctionType::RELU : ActivationFunctionType::RELU6;
+    if (xt.dtype == DataType::Int(8)) same_quant(x, out, op_name(code));
+    activation_node(name, value(x), out, act);
+    return;
+  }
+  if (xt.dtype == DataType::Float(32)) {
+    emit(name, code == BuiltinOperator::LOGISTIC ? "sigmoid" : "tanh", {value(x)});
+    return;
+  }
+  std::string int8_op = code == BuiltinOperator::LOGISTIC ? "qlogistic" : "qtanh";
+  if (xt.dtype != DataType::Int(8)) unsupported(xt.dtype.str() + " " + op_name(code));
+  emit(name, int8_op, {value(x)}, int8_attrs(x, out));
+}
+
+void TfliteConverter::softmax(const tflite::Operator& op) {
+  int x = input(op, 0), out = output(op);
+  const auto* opt = op.builtin_options_as_SoftmaxOptions();
+  double beta = opt ? opt->beta() : 1.0;
+  TensorType xt = tensor_type(x);
+  std::string name = values_.at(out);
+  if (xt.dtype == DataType::Float(32)) {
+    if (beta != 1.0) unsupported("SOFTMAX with beta " + std::to_string(beta) + " on float32 data (only beta = 1)");
+    emit(name, "softmax", {value(x)}, {{"axis", -1}});
+    return;
+  }
+  if (xt.dtype != DataType::Int(8)) unsupported(xt.dtype.str() + " data");
+  if (xt.shape.empty()) fail("the input must have at least one dimension");
+  Quant qi = quant(x, true), qo = quant(out, true);
+  if (!qi.per_tensor()) unsupported("per-channel quantized activations");
+  json attrs = {{"input_scale", qi.scale[0]}, {"output_scale", qo.scale[0]}, {"output_zero_point", qo.zero_point[0]}};
+  if (beta != 1.0) attrs["beta"] = beta;  // qsoftmax scales by beta * input_scale, as TFLite does
+  int64_t k = xt.shape.back(), rows = xt.num_elements() / k;
+  std::string data = value(x);
+  if (xt.shape.size() == 2) {
+    emit(name, "qsoftmax", {data}, attrs);
+    return;
+  }
+  data = emit(fresh(name + "_rows"), "reshape", {data}, {{"newshape", {rows, k}}});
+  std::string s = emit(fresh(name + "_rows_out"), "qsoftmax", {data}, attrs);
+  emit(name, "reshape", {s}, {{"newshape", xt.shape}});
+}
+
+void TfliteConverter::concatenation(const tflite::Operator& op) {
+  int out = output(op);
+  const auto* opt = op.builtin_options_as_ConcatenationOptions();
+  if (!opt) fail("the ConcatenationOptions are missing");
+  size_t n = op.inputs() ? op.inputs()->size() : 0;
+  if (n == 0) fail("it has no inputs");
+  std::vector<std::string> inputs;
+  std::vector<int> ids;
+  for (size_t i = 0; i < n; ++i) {
+    ids.push_back(input(op, i));
+    inputs.push_back(value(ids.back()));
+  }
+  TensorType ot = tensor_type(out);
+  int64_t axis = opt->axis(), rank = static_cast<int64_t>(ot.shape.size());
+  if (axis < -rank || axis >= rank) fail("axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
+  if (axis < 0) axis += rank;
+  if (ot.dtype == DataType::Int(8)) {
+    json scales = json::array(), zps = json::array();
+    for (int id : ids) {
+      Quant q = quant(id, true);
+      if (!q.per_tensor()) unsupported("per-channel quantized activations");
+      scales.push_back(q.scale[0]);
+      zps.push_back(q.zero_point[0]);
+    }
+    Quant qo = quant(out, true);
+    json attrs = {{"axis", axis}, {"input_scales", scales}, {"input_zero_points", zps},
+                  {"output_scale", qo.scale[0]}, {"output_zero_point", qo.zero_point[0]}};
+    finish(out, "qconcat", inputs, attrs, opt->fused_activation_function(), false);
+    return;
+  }
+  finish(out, "concat", inputs, {{"axis", axis}}, opt->fused_activation_function(), false);
+}
+
+void TfliteConverter::pad(const tflite::Operator& op) {
+  int x = input(op, 0), p = input(op, 1), out = output(op);
+  TensorType xt = tensor_type(x);
+  if (!has_data(p)) unsupported("paddings computed at run time");
+  NDArray pads = constant_value(p);
+  if (pads.shape != std::vector<int64_t>{static_cast<int64_t>(xt.shape.size()), 2})
+    fail("the paddings must be [" + std::to_string(xt.shape.size()) + ", 2], they are " + TensorType{pads.dtype, pads.shape}.str());
+  json widths = json::array();
+  for (size_t d = 0; d < xt.shape.size(); ++d) {
+    int64_t before = pads.get_int(static_cast<int64_t>(2 * d)), after = pads.get_int(static_cast<int64_t>(2 * d + 1));
+    if (before < 0 || after < 0 || before > kMaxElements || after > kMaxElements) fail("paddings must be non-negative");
+    widths.push_back({before, after});
+  }
+  json attrs = {{"pad_width", widths}};
+  if (xt.dtype == DataType::Int(8)) {
+    same_quant(x, out, "PAD");
+    attrs["pad_value"] = quant(out, true).zero_point[0];  // real zero
+  }
+  emit(values_.at(out), "pad", {value(x)}, attrs);
+}
+
+void TfliteConverter::mean(const tflite::Operator& op) {
+  int x = input(op, 0), a = input(op, 1), out = output(op);
+  const auto* opt = op.builtin_options_as_ReducerOptions();
+  bool keep = opt && opt->keep_dims();
+  TensorType xt = tensor_type(x);
+  if (!has_data(a)) unsupported("axes computed at run time");
+  NDArray axes = constant_value(a);
+  std::set<int64_t> ax;
+  for (int64_t i = 0; i < axes.num_elements(); ++i) {
+    int64_t v = axes.get_int(i);
+    if (v < 0) v += static_cast<int64_t>(xt.shape.size());
+    ax.insert(v);
+  }
+  if (xt.shape.size() != 4 || ax != std::set<int64_t>{1, 2})
+    unsupported("MEAN over axes other than the spatial ones (1, 2) of NHWC data");
+  if (xt.dtype != DataType::Float(32))
+    unsupported(xt.dtype.str() + " MEAN (TFLite requantizes its int8 mean; there is no exact kernel for it yet)");
+  std::string name = values_.at(out);
+  if (keep) {
+    emit(name, "global_avg_pool2d", {value(x)}, {{"layout", "NHWC"}});
+    return;
+  }
+  std::string m = emit(fresh(name + "_keep"), "global_avg_pool2d", {value(x)}, {{"layout", "NHWC"}});
+  emit(name, "reshape", {m}, {{"newshape", {xt.shape[0], xt.shape[3]}}});
+}
+
+void TfliteConverter::quantize(const tflite::Operator& op, bool to_int8) {
+  int x = input(op, 0), out = output(op);
+  TensorType xt = tensor_type(x), ot = tensor_type(out);
+  std::string name = values_.at(out);
+  if (to_int8) {
+    if (xt.dtype != DataType::Float(32) || ot.dtype != DataType::Int(8))
+      unsupported("QUANTIZE from " + xt.dtype.str() + " to " + ot.dtype.str() + " (float32 to int8 is supported)");
+    Quant q = quant(out, true);
+    if (!q.per_tensor()) unsupported("per-channel quantized activations");
+    emit(name, "quantize", {value(x)}, {{"scale", q.scale[0]}, {"zero_point", q.zero_point[0]}});
+    return;
+  }
+  if (xt.dtype != DataType::Int(8) || ot.dtype != DataType::Float(32))
+    unsupported("DEQUANTIZE from " + xt.dtype.str() + " to " + ot.dtype.str() + " (int8 to float32 is supported)");
+  Quant q = quant(x, true);
+  if (!q.per_tensor()) unsupported("per-channel quantized activations");
+  emit(name, "dequantize", {value(x)}, {{"scale", q.scale[0]}, {"zero_point", q.zero_point[0]}});
+}
+
+void TfliteConverter::convert(size_t index, const tflite::Operator& op, BuiltinOperator code) {
+  int out = output(op);
+  if (values_.count(out)) fail(tensor_label(out) + " is computed twice");
+  if (has_data(out)) fail(tensor_label(out) + " is an operator's output but holds constant data");
+  TensorType want = tensor_type(out);
+  // The output's name: a model output keeps its TFLite name (reserved in run()).
+  std::string tname = tensor(out).name() ? tensor(out).name()->str() : "";
+  bool is_output = false;
+  for (int o : *sg_->outputs()) is_output = is_output || o == out;
+  values_[out] = is_output ? tname : fresh(short_name(tname).empty() ? "t" + std::to_string(out) : short_name(tname));
+  switch (code) {
+    case BuiltinOperator::CONV_2D: conv(op, false); break;
+    case BuiltinOperator::DEPTHWISE_CONV_2D: conv(op, true); break;
+    case BuiltinOperator::FULLY_CONNECTED: fully_connected(op); break;
+    case BuiltinOperator::AVERAGE_POOL_2D: pool(op, true); break;
+    case BuiltinOperator::MAX_POOL_2D: pool(op, false); break;
+    case BuiltinOperator::ADD:
+    case BuiltinOperator::SUB:
+    case BuiltinOperator::MUL: elementwise(op, code); break;
+    case BuiltinOperator::RESHAPE: {
+      int x = input(op, 0);
+      if (tensor_type(x).num_elements() != want.num_elements())
+        fail("it reshapes " + tensor_type(x).str() + " into " + want.str() + ", which has a different number of elements");
+      emit(values_.at(out), "reshape", {value(x)}, {{"newshape", want.shape}});
+      break;
+    }
+    case BuiltinOperator::SOFTMAX: softmax(op); break;
+    case BuiltinOperator::QUANTIZE: quantize(op, true); break;
+    case BuiltinOperator::DEQUANTIZE: quantize(op, false); break;
+    case BuiltinOperator::PAD: pad(op); break;
+    case BuiltinOperator::MEAN: mean(op); break;
+    case BuiltinOperator::CONCATENATION: concatenation(op); break;
+    case BuiltinOperator::LOGISTIC:
+    case BuiltinOperator::TANH:
+    case BuiltinOperator::RELU:
+    case BuiltinOperator::RELU6: unary(op, code); break;
+    default: user_error({}, file_ + ": unsupported TFLite operator " + op_name(code) + " (node " + std::to_string(index) + ")");
+  }
+  TensorType got = types_.at(values_.at(out));
+  if (got.dtype != want.dtype || got.shape != want.shape)
+    fail("it computes " + got.str() + ", but the model says its output " + tensor_label(out) + " is " + want.str());
+  layers_.push_back(values_.at(out));
+  produced_.insert(out);
+}
+
+TfliteImport TfliteConverter::run() {
+  if (!model_.subgraphs() || model_.subgraphs()->size() == 0) fail("the model has no subgraph");
+  if (model_.subgraphs()->size() != 1)
+    unsupported("a model with " + std::to_string(model_.subgraphs()->size()) + " subgraphs (control flow)");
+  sg_ = model_.subgraphs()->Get(0);
+  if (!sg_ || !sg_->inputs() || !sg_->outputs() || !sg_->operators()) fail("the subgraph lacks inputs, outputs or operators");
+  if (sg_->operators()->size() == 0) unsupported("a model without operators");
+  if (sg_->outputs()->size() == 0) fail("the model has no outputs");
+  g_.name = "model";
+  auto io_name = [&](int t) {
+    std::string n = tensor(t).name() ? tensor(t).name()->str() : "";
+    if (n.empty()) fail(tensor_label(t) + ", a model input or output, has no name");
+    return n;
+  };
+  auto record_quant = [&](int t, const std::string& name) {
+    if (tensor_type(t).dtype != DataType::Int(8)) return;
+    Quant q = quant(t, true);
+    if (!q.per_tensor()) unsupported("per-channel quantized model inputs or outputs");
+    g_.quantization[name] = {q.scale[0], q.zero_point[0]};
+  };
+  for (int t : *sg_->inputs()) {
+    std::string n = io_name(t);
+    if (used_.count(n)) fail("two model inputs are called '" + n + "'");
+    if (has_data(t)) fail(tensor_label(t) + " is a model input but holds constant data");
+    TensorType ty = tensor_type(t);
+    if (ty.shape.empty()) unsupported("scalar model inputs");
+    used_.insert(n);
+    values_[t] = n;
+    types_[n] = ty;
+    g_.inputs.push_back({n, ty});
+    record_quant(t, n);
+  }
+  for (int t : *sg_->outputs()) {
+    std::string n = io_name(t);
+    if (values_.count(t)) unsupported("a model output that is a model input (" + n + ")");
+    if (used_.count(n)) fail("two model inputs or outputs are called '" + n + "'");
+    used_.insert(n);
+  }
+  const auto* codes = model_.operator_codes();
+  for (size_t i = 0; i < sg_->operators()->size(); ++i) {
+    const auto* op = sg_->operators()->Get(static_cast<flatbuffers::uoffset_t>(i));
+    where_ = "operator " + std::to_string(i) + ": ";
+    if (!op) fail("it is missing");
+    if (!codes || op->opcode_index() >= codes->size())
+      fail("opcode index " + std::to_string(op->opcode_index()) + " is out of range (the model has " +
+           std::to_string(codes ? codes->size() : 0) + " operator codes)");
+    const auto* oc = codes->Get(op->opcode_index());
+    // TFLite's rule: the larger of the two codes (the old byte field stops at 127).
+    int32_t c = std::max<int32_t>(static_cast<int32_t>(oc->builtin_code()), oc->deprecated_builtin_code());
+    auto code = static_cast<BuiltinOperator>(c);
+    if (code == BuiltinOperator::CUSTOM)
+      user_error({}, file_ + ": unsupported TFLite custom operator '" + (oc->custom_code() ? oc->custom_code()->str() : "") +
+                         "' (node " + std::to_string(i) + ")");
+    const char* name = tflite::EnumNameBuiltinOperator(code);
+    if (!name || !*name)
+      user_error({}, file_ + ": unknown TFLite operator code " + std::to_string(c) + " (node " + std::to_string(i) + ")");
+    where_ = "operator " + std::to_string(i) + " (" + name + "): ";
+    convert(i, *op, code);
+  }
+  where_.clear();
+  for (int t : *sg_->outputs()) {
+    if (!produced_.count(t)) fail(tensor_label(t) + ", a model output, is computed by no operator");
+    g_.outputs.push_back(values_.at(t));
+    record_quant(t, values_.at(t));
+  }
+  return {std::move(g_), std::move(layers_)};
+}
+
+}  // namespace
+
+TfliteImport import_tflite(const std::string& bytes, const std::string& filename) {
+  const auto* data = reinterpret_cast<const uint8_t*>(bytes.data());
+  if (bytes.size() < 8) user_error({}, filename + ": not a TFLite model: the file is " + std::to_string(bytes.size()) + " bytes long");
+  if (!flatbuffers::BufferHasIdentifier(data, tflite::ModelIdentifier()))
+    user_error({}, filename + ": not a TFLite model: it lacks the flatbuffer identifier 'TFL3'");
+  if (bytes.size() >= static_cast<size_t>(FLATBUFFERS_MAX_BUFFER_SIZE))
+    user_error({}, filename + ": the file is larger than a flatbuffer can be (2 GiB)");
+  // Alignment is checked relative to the buffer's start: copy into 16-byte-aligned memory.
+  std::vector<uint64_t> aligned((bytes.size() + 7) / 8 + 1);
+  std::memcpy(aligned.data(), bytes.data(), bytes.size());
+  const auto* buf = reinterpret_cast<const uint8_t*>(aligned.data());
+  flatbuffers::Verifier verifier(buf, bytes.size(), /*max_depth=*/64, /*max_tables=*/1000000);
+  if (!tflite::VerifyModelBuffer(verifier))
+    user_error({}, filename + ": not a valid TFLite model: the flatbuffer verifier rejects it (truncated or corrupt: "
+                              "an offset, size or table lies outside the file)");
+  return TfliteConverter(*tflite::GetModel(buf), filename).run();
+}
+
+Graph load_tflite(const std::string& bytes, const std::string& filename) { return import_tflite(bytes, filename).graph; }
+
+const std::vector<std::string>& supported_tflite_ops() {
+  static const std::vector<std::string> ops = {
+      "ADD",       "AVERAGE_POOL_2D", "CONCATENATION", "CONV_2D", "DEPTHWISE_CONV_2D", "DEQUANTIZE", "FULLY_CONNECTED",
+      "LOGISTIC",  "MAX_POOL_2D",     "MEAN",          "MUL",     "PAD",               "QUANTIZE",   "RELU",
+      "RELU6",     "RESHAPE",         "SOFTMAX",       "SUB",     "TANH"};
+  return ops;
+}
+
+}  // namespace mtir
