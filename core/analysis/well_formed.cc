@@ -6,6 +6,7 @@
 #include "analysis/call_tir_check.h"
 #include "analysis/resource_handle_check.h"
 
+#include <map>
 #include <set>
 #include <string>
 #include <unordered_set>
@@ -376,6 +377,24 @@ class WellFormedChecker : public Visitor {
 
 }  // namespace
 
+// Two functions that would be the same C symbol (equal global_symbols, or one's symbol
+// equal to another's name) would be a redefinition in every backend; TVM refuses them
+// when the module is built, and so do we, at the second definition.
+static void check_symbols_unique(const IRModule& m, std::vector<Diagnostic>* diags) {
+  std::map<std::string, std::string> owner;  // symbol -> the function that has it
+  for (const auto& [name, f] : m.functions) {
+    if (!f) continue;
+    const std::string symbol = symbol_of(name, f);
+    auto [it, fresh] = owner.emplace(symbol, name);
+    if (fresh || it->second == name) continue;
+    Diagnostic d;
+    d.span = f->span;
+    d.message = "function '" + name + "' has the symbol '" + symbol + "', which function '" + it->second +
+                "' already has; give one of them another global_symbol";
+    diags->push_back(std::move(d));
+  }
+}
+
 std::vector<Diagnostic> check_well_formed(const IRModule& m) {
   WellFormedChecker checker;
   std::set<std::string> names;
@@ -394,6 +413,7 @@ std::vector<Diagnostic> check_well_formed(const IRModule& m) {
     }
     checker.check_func(f);
   }
+  check_symbols_unique(m, &checker.diags);
   for (auto& d : check_call_tir(m)) checker.diags.push_back(std::move(d));
   for (auto& d : check_resource_handles(m)) checker.diags.push_back(std::move(d));
   return std::move(checker.diags);

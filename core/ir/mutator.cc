@@ -89,7 +89,7 @@ Stmt Mutator::mutate_For(const ForNode* op, const Stmt& self) {
   Expr min = mutate(op->min), ext = mutate(op->extent);
   Stmt body = mutate(op->body);
   if (min == op->min && ext == op->extent && body == op->body) return self;
-  return For(op->loop_var, min, ext, op->for_kind, body, op->span);
+  return ForLike(op, min, ext, body);
 }
 Stmt Mutator::mutate_IfThenElse(const IfThenElseNode* op, const Stmt& self) {
   Expr c = mutate(op->condition);

@@ -23,6 +23,8 @@ class Comparator {
     if (!a || !b) return a == b || fail("missing variable");
     if (identity) return a == b || fail("variables '" + a->name + "' and '" + b->name + "' differ");
     if (a->dtype != b->dtype) return fail("variable '" + a->name + "' has type " + a->dtype.str() + " vs " + b->dtype.str());
+    if (a->pointee != b->pointee || a->pointer_scope != b->pointer_scope)
+      return fail("pointer variable '" + a->name + "' points to another type or scope");
     auto ia = lhs_vars_.find(a.get());
     auto ib = rhs_vars_.find(b.get());
     if (ia == lhs_vars_.end() && ib == rhs_vars_.end()) {
@@ -111,6 +113,8 @@ class Comparator {
       case StmtKind::For: {
         const auto *x = as<ForNode>(a), *y = as<ForNode>(b);
         if (x->for_kind != y->for_kind) return fail("loop kinds differ");
+        if (x->thread_tag != y->thread_tag) return fail("loop thread tags differ");
+        if (x->annotations != y->annotations) return fail("loop annotations differ");
         return var(x->loop_var, y->loop_var) && expr(x->min, y->min) && expr(x->extent, y->extent) &&
                stmt(x->body, y->body);
       }

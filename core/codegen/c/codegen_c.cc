@@ -149,6 +149,12 @@ static inline int32_t mtir_sxtb16_ror8(int32_t x) {
 )";
 
 // Helper functions the generated code may need, emitted once each when used.
+// Leading zero bits in portable C99 (compiler builtins are undefined for zero).
+std::string clz_helper(const std::string& name, const std::string& ut, int bits) {
+  return "static inline int32_t " + name + "(" + ut + " x) {\n  int32_t n = " + std::to_string(bits) +
+         ";\n  while (x != 0) {\n    x >>= 1;\n    --n;\n  }\n  return n;\n}\n";
+}
+
 std::string helper_definition(const std::string& name, DataType t) {
   std::string ct = c_type(t, {});
   std::ostringstream os;
@@ -513,6 +519,12 @@ class FunctionEmitter {
       (*helpers_)["mtir_smlad"] = kSmladHelper;
       return call("mtir_smlad", op->args);
     }
+    if (n == "clz") {
+      const bool wide = op->args.at(0)->dtype.bits() == 64;
+      const std::string name = wide ? "mtir_clz64" : "mtir_clz32";
+      (*helpers_)[name] = clz_helper(name, wide ? "uint64_t" : "uint32_t", wide ? 64 : 32);
+      return name + "((" + std::string(wide ? "uint64_t" : "uint32_t") + ")" + expr(op->args[0]) + ")";
+    }
     if (n == "sxtb16" || n == "sxtb16_ror8") {
       (*helpers_)["mtir_sxtb16"] = kSxtb16Helper;
       return call("mtir_" + n, op->args);
@@ -827,6 +839,8 @@ class FunctionEmitter {
     bool constant = const_num_elements(b, &n);
     if (op->scope == "local" && constant) {
       line(ct + " " + name + "[" + std::to_string(n > 0 ? n : 1) + "];");
+      // A buffer nothing reads or writes must not trip -Wunused-variable.
+      line("(void)" + name + ";");
       emit(op->body);
       return;
     }

@@ -621,6 +621,11 @@ class FunctionEmitter {
       Val p1 = op("i32", "mul i32 " + hi(a).v + ", " + hi(b).v);
       return op("i32", "add i32 " + op("i32", "add i32 " + acc.v + ", " + p0.v).v + ", " + p1.v);
     }
+    if (n == "clz") {
+      Val x = expr(c->args.at(0));
+      Val r = intrinsic("llvm.ctlz." + x.ty, x.ty, {x, {"i1", "false"}});
+      return x.ty == "i32" ? r : op("i32", "trunc " + r.typed() + " to i32");
+    }
     if (n == "sxtb16" || n == "sxtb16_ror8") {
       Val x = expr(c->args.at(0));
       if (ms_->arm_dsp) {

@@ -518,6 +518,11 @@ class FunctionEmitter {
       auto hi = [](const WVal& v) { return "(i32.shr_s " + v.code + " (i32.const 16))"; };
       return {"i32", "(i32.add (i32.add " + acc.code + " (i32.mul " + lo(a) + " " + lo(b) + ")) (i32.mul " + hi(a) + " " + hi(b) + "))"};
     }
+    if (n == "clz") {
+      WVal x = expr(c->args.at(0));
+      if (x.ty == "i64") return {"i32", "(i32.wrap_i64 (i64.clz " + x.code + "))"};
+      return {"i32", "(i32.clz " + x.code + ")"};
+    }
     if (n == "sxtb16" || n == "sxtb16_ror8") {
       WVal x = expr(c->args.at(0));
       std::string v = n == "sxtb16" ? x.code : "(i32.shr_u " + x.code + " (i32.const 8))";
