@@ -363,6 +363,14 @@ class WellFormedChecker : public Visitor {
           error(span, "T.call_extern needs the name of the function as a string");
         return;
       case OpInfo::Kind::kBuiltin: {
+        if (c->op == "reinterpret") {
+          if (!want_args(1) || !c->args[0]) return;
+          DataType from = c->args[0]->dtype;
+          if (!from.is_numeric() || !c->dtype.is_numeric() || from.bits() != c->dtype.bits() ||
+              (from.bits() != 32 && from.bits() != 64))
+            error(span, "reinterpret needs numbers of one width, 32 or 64 bits: " + from.str() + " to " + c->dtype.str());
+          return;
+        }
         std::vector<DataType> types;
         for (const auto& a : c->args) types.push_back(a ? a->dtype : DataType::Void());
         std::string why;

@@ -11,6 +11,7 @@
 #include "interp/interpreter.h"
 
 #include <algorithm>
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <unordered_map>
@@ -396,6 +397,34 @@ Scalar Interpreter::eval_call(const CallNode* op) {
         auto half = [](int64_t v, int k) { return static_cast<int64_t>(static_cast<int16_t>(static_cast<uint32_t>(v) >> (16 * k))); };
         int64_t a = eval_int(op->args[0]), b = eval_int(op->args[1]), acc = eval_int(op->args[2]);
         return interp::make_int(DataType::Int(32), acc + half(a, 0) * half(b, 0) + half(a, 1) * half(b, 1));
+      }
+      if (op->op == "reinterpret") {
+        want_args(1);
+        const DataType from = op->args[0]->dtype, to = op->dtype;
+        Scalar x = eval(op->args[0]);
+        uint64_t bits;
+        if (from.is_float() && from.bits() == 32) {
+          float f = static_cast<float>(x.f);
+          uint32_t b;
+          std::memcpy(&b, &f, 4);
+          bits = b;
+        } else if (from.is_float()) {
+          std::memcpy(&bits, &x.f, 8);
+        } else {
+          bits = static_cast<uint64_t>(x.i);
+        }
+        if (to.is_float() && to.bits() == 32) {
+          uint32_t b = static_cast<uint32_t>(bits);
+          float f;
+          std::memcpy(&f, &b, 4);
+          return interp::make_float(to, f);
+        }
+        if (to.is_float()) {
+          double d;
+          std::memcpy(&d, &bits, 8);
+          return interp::make_float(to, d);
+        }
+        return interp::make_int(to, static_cast<int64_t>(bits));
       }
       if (op->op == "clz") {
         want_args(1);

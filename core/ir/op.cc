@@ -77,6 +77,9 @@ const std::vector<OpInfo>& all_ops() {
       {"sxtb16", K::kBuiltin, false, i32, "i"},
       // TVM's clz: leading zero bits of a 32- or 64-bit integer (the width for zero).
       {"clz", K::kBuiltin, false, i32, "i"},
+      // TVM's reinterpret: the same bits as another type of the same width (32 or 64
+      // bits); the result type is the call's, so the verifier checks it apart.
+      {"reinterpret", K::kBuiltin, false, i32, "*"},
       {"sxtb16_ror8", K::kBuiltin, false, i32, "i"},
   };
   return ops;

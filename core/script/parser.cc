@@ -1749,6 +1749,19 @@ class Parser {
       *out = {parse_call_extern(t_tok, fn), false};
       return true;
     }
+    if (name == "reinterpret") {  // T.reinterpret("float32", x): the same bits as another type
+      expect_op("(", "after T.reinterpret");
+      DataType t = parse_dtype_string("as the result type of T.reinterpret");
+      expect_op(",", "after the type in T.reinterpret");
+      PExpr x = parse_expr();
+      expect_op(")", "to close T.reinterpret(...)");
+      if (x.bare) x = promote_to(x, x.e->dtype);
+      DataType from = x.e->dtype;
+      if (!from.is_numeric() || !t.is_numeric() || from.bits() != t.bits() || (t.bits() != 32 && t.bits() != 64))
+        fail(t_tok, "T.reinterpret needs numbers of one width, 32 or 64 bits: " + from.str() + " to " + t.str());
+      *out = {Call(t, "reinterpret", {x.e}, {}, span(t_tok)), false};
+      return true;
+    }
     if (name == "clz") {
       expect_op("(", "after T.clz");
       PExpr x = parse_expr();

@@ -11,7 +11,11 @@
 #include "script/parser.h"
 #include "script/printer.h"
 #include "support/compare.h"
+#include "sim/wasm_module_runner.h"
 #include "program_corpus.h"
+#ifdef MICROTIR_HAVE_BINARYEN
+#include "codegen/wasm/native/binaryen_native.h"
+#endif
 
 namespace mtir {
 namespace {
@@ -61,6 +65,41 @@ TEST_P(TvmScript, InterpreterAndHostCAgree) {
     }
   }
 }
+
+// The intrinsics TVM's TIR brought (clz, reinterpret, log2) through the LLVM backend on
+// the host and the wasm backend under node, against the interpreter.
+class TvmIntrinsics : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(TvmIntrinsics, LlvmAndWasmMatchTheInterpreter) {
+  const fs::path path = fs::path(MICROTIR_SOURCE_DIR) / "tests" / "script" / "tvm" / (GetParam() + ".tir");
+  IRModule m = parse_module_or_throw(read(path), path.string());
+  const auto& [name, f] = m.functions.at(0);
+  Inputs reference = make_inputs(f, {}, 1234);
+  interpret(m, name, reference.args);
+  auto expect_same = [&](const Inputs& got, const char* backend) {
+    for (size_t i = 0; i < f->params.size(); ++i) {
+      Difference d = compare_arrays(got.arrays[i], reference.arrays[i]);
+      EXPECT_TRUE(d.ok) << backend << ": buffer " << f->param_buffers[i]->name << ": max abs diff " << d.max_abs;
+    }
+  };
+  BuildResult llvm = build_llvm(m, parse_target("llvm"));
+  expect_same(run_built_on_host(llvm, name, f, {}, "tvmscript-llvm-" + GetParam()), "LLVM");
+  BuildResult wasm = build_wasm(m, parse_target("wasm"));
+#ifdef MICROTIR_HAVE_BINARYEN
+  Inputs got = make_inputs(f, {}, 1234);
+  const fs::path work = fs::temp_directory_path() / ("microtir-tvmscript-wasm-" + std::to_string(::getpid()));
+  fs::create_directories(work);
+  const std::string module = (work / "m.wasm").string();
+  std::ofstream(module, std::ios::binary) << binaryen_native::assemble(wasm.sources.at(0).text, "O2", name).binary;
+  sim::WasmCall call{name, {}};
+  for (auto& a : got.arrays) call.buffers.push_back(&a);
+  sim::run_wasm_calls(module, {call}, (work / "run").string());
+  expect_same(got, "wasm");
+  fs::remove_all(work);
+#endif
+}
+
+INSTANTIATE_TEST_SUITE_P(Intrinsics, TvmIntrinsics, ::testing::Values("clz", "reinterpret", "log2"));
 
 INSTANTIATE_TEST_SUITE_P(Corpus, TvmScript, ::testing::ValuesIn(tvm_corpus()),
                          [](const ::testing::TestParamInfo<fs::path>& info) { return info.param.stem().string(); });

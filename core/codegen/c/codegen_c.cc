@@ -519,6 +519,16 @@ class FunctionEmitter {
       (*helpers_)["mtir_smlad"] = kSmladHelper;
       return call("mtir_smlad", op->args);
     }
+    if (n == "reinterpret") {
+      const DataType from = op->args.at(0)->dtype, to = op->dtype;
+      if (from.is_float() == to.is_float()) return "((" + c_type(to, op->span) + ")" + expr(op->args[0]) + ")";
+      // A union reads the same bytes as the other type (C99 6.5.2.3).
+      const std::string ft = c_type(from, op->span), tt = c_type(to, op->span);
+      const std::string name = "mtir_reinterpret_" + from.str() + "_" + to.str();
+      (*helpers_)[name] = "static inline " + tt + " " + name + "(" + ft + " x) {\n  union {\n    " + ft +
+                          " from;\n    " + tt + " to;\n  } u;\n  u.from = x;\n  return u.to;\n}\n";
+      return name + "(" + expr(op->args[0]) + ")";
+    }
     if (n == "clz") {
       const bool wide = op->args.at(0)->dtype.bits() == 64;
       const std::string name = wide ? "mtir_clz64" : "mtir_clz32";

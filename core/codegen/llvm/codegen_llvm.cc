@@ -621,6 +621,11 @@ class FunctionEmitter {
       Val p1 = op("i32", "mul i32 " + hi(a).v + ", " + hi(b).v);
       return op("i32", "add i32 " + op("i32", "add i32 " + acc.v + ", " + p0.v).v + ", " + p1.v);
     }
+    if (n == "reinterpret") {
+      Val x = expr(c->args.at(0));
+      std::string to = ll_type(c->dtype, c->span);
+      return x.ty == to ? x : op(to, "bitcast " + x.typed() + " to " + to);
+    }
     if (n == "clz") {
       Val x = expr(c->args.at(0));
       Val r = intrinsic("llvm.ctlz." + x.ty, x.ty, {x, {"i1", "false"}});

@@ -518,6 +518,12 @@ class FunctionEmitter {
       auto hi = [](const WVal& v) { return "(i32.shr_s " + v.code + " (i32.const 16))"; };
       return {"i32", "(i32.add (i32.add " + acc.code + " (i32.mul " + lo(a) + " " + lo(b) + ")) (i32.mul " + hi(a) + " " + hi(b) + "))"};
     }
+    if (n == "reinterpret") {
+      WVal x = expr(c->args.at(0));
+      std::string to = wasm_type(c->dtype, c->span);
+      if (x.ty == to) return {to, x.code};
+      return {to, "(" + to + ".reinterpret_" + x.ty + " " + x.code + ")"};
+    }
     if (n == "clz") {
       WVal x = expr(c->args.at(0));
       if (x.ty == "i64") return {"i32", "(i32.wrap_i64 (i64.clz " + x.code + "))"};
