@@ -240,6 +240,7 @@ Scalar int_binary(const std::string& op, DataType t, const Scalar& x, const Scal
   if (!t.is_integer()) user_error(span, op + " is only defined on integers, not " + t.str());
   if (op == "bitwise_and") return make_int(t, static_cast<int64_t>(u(x.i) & u(y.i)));
   if (op == "bitwise_or") return make_int(t, static_cast<int64_t>(u(x.i) | u(y.i)));
+  if (op == "bitwise_xor") return make_int(t, static_cast<int64_t>(u(x.i) ^ u(y.i)));
   if (op != "shift_left" && op != "shift_right") user_error(span, "unknown intrinsic '" + op + "'");
   // Values are already wrapped to t (sign- or zero-extended), so the shift amount is
   // in range exactly when its 64-bit value is.

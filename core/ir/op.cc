@@ -17,6 +17,7 @@ const std::vector<OpInfo>& all_ops() {
       {"pow", K::kBinaryMath, false},
       {"shift_right", K::kIntBinary, true}, {"shift_left", K::kIntBinary, true},
       {"bitwise_and", K::kIntBinary, true}, {"bitwise_or", K::kIntBinary, true},
+      {"bitwise_xor", K::kIntBinary, true},
       {"if_then_else", K::kIfThenElse, true},
       {"call_extern", K::kCallExtern, true},
       // The packed calling convention (MakePackedAPI). Arguments: TVMValue* args,

@@ -434,8 +434,8 @@ class FunctionEmitter {
     std::string ct = c_type(t, op->span);
     std::string a = expr(op->args.at(0)), b = expr(op->args.at(1));
     std::string r;
-    if (op->op == "bitwise_and" || op->op == "bitwise_or") {
-      r = "(" + a + (op->op == "bitwise_and" ? " & " : " | ") + b + ")";
+    if (op->op == "bitwise_and" || op->op == "bitwise_or" || op->op == "bitwise_xor") {
+      r = "(" + a + (op->op == "bitwise_and" ? " & " : op->op == "bitwise_or" ? " | " : " ^ ") + b + ")";
     } else {
       if (!as_const_int(op->args[1])) b = "(" + b + " & " + std::to_string(t.bits() - 1) + ")";
       if (op->op == "shift_left") {

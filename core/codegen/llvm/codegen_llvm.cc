@@ -447,6 +447,7 @@ class FunctionEmitter {
     Val a = expr(c->args.at(0)), b = expr(c->args.at(1));
     if (c->op == "bitwise_and") return op(a.ty, "and " + a.typed() + ", " + b.v);
     if (c->op == "bitwise_or") return op(a.ty, "or " + a.typed() + ", " + b.v);
+    if (c->op == "bitwise_xor") return op(a.ty, "xor " + a.typed() + ", " + b.v);
     if (!as_const_int(c->args[1])) b = op(b.ty, "and " + b.typed() + ", " + std::to_string(t.bits() - 1));
     const char* inst = c->op == "shift_left" ? "shl " : t.is_int() ? "ashr " : "lshr ";
     return op(a.ty, inst + a.typed() + ", " + b.v);

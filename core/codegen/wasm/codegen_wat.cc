@@ -461,8 +461,11 @@ class FunctionEmitter {
     DataType t = c->dtype;
     if (!t.is_integer()) user_error(c->span, "intrinsic '" + c->op + "' needs integer operands, not " + t.str());
     WVal a = expr(c->args.at(0)), b = expr(c->args.at(1));
-    if (c->op == "bitwise_and" || c->op == "bitwise_or")
-      return {a.ty, "(" + a.ty + (c->op == "bitwise_and" ? ".and " : ".or ") + a.code + " " + b.code + ")"};
+    if (c->op == "bitwise_and" || c->op == "bitwise_or" || c->op == "bitwise_xor") {
+      // Operands are sign- or zero-extended alike, so the result is extended the same way.
+      const char* inst = c->op == "bitwise_and" ? ".and " : c->op == "bitwise_or" ? ".or " : ".xor ";
+      return {a.ty, "(" + a.ty + inst + a.code + " " + b.code + ")"};
+    }
     std::string amount = b.code;
     if (t.bits() < 32 && !as_const_int(c->args[1]))
       amount = "(i32.and " + amount + " (i32.const " + std::to_string(t.bits() - 1) + "))";
