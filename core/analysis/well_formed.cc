@@ -155,6 +155,11 @@ class WellFormedChecker : public Visitor {
     in_scope_.erase(op->var.get());
   }
 
+  void visit_While(const WhileNode* op) override {
+    check_bool(op->condition, "condition of 'while'", op->span);
+    Visitor::visit_While(op);
+  }
+
   void visit_IfThenElse(const IfThenElseNode* op) override {
     check_bool(op->condition, "condition of 'if'", op->span);
     Visitor::visit_IfThenElse(op);

@@ -670,6 +670,11 @@ void Interpreter::exec(const Stmt& s) {
     case StmtKind::SeqStmt:
       for (const auto& child : static_cast<const SeqStmtNode*>(s.get())->seq) exec(child);
       return;
+    case StmtKind::While: {
+      const auto* op = static_cast<const WhileNode*>(s.get());
+      while (eval(op->condition).truthy()) exec(op->body);
+      return;
+    }
     case StmtKind::Evaluate: eval(static_cast<const EvaluateNode*>(s.get())->value); return;
     case StmtKind::Allocate: exec_allocate(static_cast<const AllocateNode*>(s.get())); return;
     case StmtKind::DeclBuffer: {

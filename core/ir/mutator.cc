@@ -91,6 +91,12 @@ Stmt Mutator::mutate_For(const ForNode* op, const Stmt& self) {
   if (min == op->min && ext == op->extent && body == op->body) return self;
   return ForLike(op, min, ext, body);
 }
+Stmt Mutator::mutate_While(const WhileNode* op, const Stmt& self) {
+  Expr c = mutate(op->condition);
+  Stmt body = mutate(op->body);
+  if (c == op->condition && body == op->body) return self;
+  return While(c, body, op->span);
+}
 Stmt Mutator::mutate_IfThenElse(const IfThenElseNode* op, const Stmt& self) {
   Expr c = mutate(op->condition);
   Stmt t = mutate(op->then_case), e = mutate(op->else_case);

@@ -37,6 +37,9 @@ Stmt ForLike(const ForNode* op, Expr min, Expr extent, Stmt body) {
   f->annotations = op->annotations;
   return f;
 }
+Stmt While(Expr c, Stmt body, Span s) {
+  return std::make_shared<WhileNode>(std::move(c), std::move(body), std::move(s));
+}
 Stmt IfThenElse(Expr c, Stmt then_case, Stmt else_case, Span s) {
   return std::make_shared<IfThenElseNode>(std::move(c), std::move(then_case), std::move(else_case), std::move(s));
 }

@@ -124,6 +124,14 @@ struct AssertStmtNode : StmtNode {
   Stmt body;
 };
 
+// `while condition: body` (TVM's While): the condition is evaluated before every pass.
+struct WhileNode : StmtNode {
+  static constexpr StmtKind kKind = StmtKind::While;
+  WhileNode(Expr c, Stmt body, Span s) : StmtNode(kKind, std::move(s)), condition(std::move(c)), body(std::move(body)) {}
+  Expr condition;
+  Stmt body;
+};
+
 // ---- constructors -------------------------------------------------------------
 Stmt BufferStore(Buffer b, Expr value, std::vector<Expr> indices, Span s = {});
 Stmt For(Var v, Expr min, Expr extent, ForKind k, Stmt body, Span s = {});
@@ -138,6 +146,7 @@ Stmt Allocate(Buffer b, std::string scope, Stmt body, Span s = {});
 Stmt DeclBuffer(Buffer b, Stmt body, Span s = {});
 Stmt AttrStmt(Expr node, std::string key, Expr value, Stmt body, Span s = {});
 Stmt AssertStmt(Expr c, std::string message, Stmt body, Span s = {});
+Stmt While(Expr c, Stmt body, Span s = {});
 // A statement that does nothing: Evaluate(0).
 Stmt NoOp(Span s = {});
 bool is_no_op(const Stmt& s);

@@ -123,6 +123,10 @@ class Comparator {
         return expr(x->condition, y->condition) && stmt(x->then_case, y->then_case) &&
                stmt(x->else_case, y->else_case);
       }
+      case StmtKind::While: {
+        const auto *x = as<WhileNode>(a), *y = as<WhileNode>(b);
+        return expr(x->condition, y->condition) && stmt(x->body, y->body);
+      }
       case StmtKind::LetStmt: {
         const auto *x = as<LetStmtNode>(a), *y = as<LetStmtNode>(b);
         return var(x->var, y->var) && expr(x->value, y->value) && stmt(x->body, y->body);
@@ -302,6 +306,9 @@ class Hasher {
       case StmtKind::SeqStmt:
         for (const auto& c : as<SeqStmtNode>(s)->seq) stmt(c);
         return;
+      case StmtKind::While:
+        expr(as<WhileNode>(s)->condition);
+        return stmt(as<WhileNode>(s)->body);
       case StmtKind::Evaluate: return expr(as<EvaluateNode>(s)->value);
       case StmtKind::Allocate: {
         const auto* x = as<AllocateNode>(s);

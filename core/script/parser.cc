@@ -841,7 +841,13 @@ class Parser {
       }
       if (t.text == "else" || t.text == "elif") fail(t, "'" + t.text + "' without a matching 'if'");
       if (t.text == "return") return parse_return();
-      if (t.text == "while") fail(t, "while loops are not supported; write a for loop with a bound");
+      if (t.text == "while") {
+        const Token& while_tok = next();
+        PExpr c = parse_expr();
+        if (!c.e->dtype.is_bool()) fail(while_tok, "the condition of 'while' must be bool, got " + c.e->dtype.str());
+        Stmt body = parse_block(while_tok, "while condition");
+        return While(c.e, body, span(while_tok));
+      }
       if (t.text == "def" || t.text == "class") fail(t, "nested definitions are not supported");
       const Token& after = ahead(1);
       if (tok_is_op(after, ",")) return parse_multi_assign();

@@ -284,6 +284,11 @@ class Printer {
         line("with T.LetStmt(" + value + ") as " + define(op->var.get(), op->var->name) + ":");
         return block(op->body);
       }
+      case StmtKind::While: {
+        const auto* op = as<WhileNode>(s);
+        line("while " + expr(op->condition) + ":");
+        return block(op->body);
+      }
       case StmtKind::SeqStmt: {
         const auto* op = as<SeqStmtNode>(s);
         if (op->seq.empty()) return line("T.evaluate(0)");

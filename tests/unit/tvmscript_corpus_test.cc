@@ -99,7 +99,7 @@ TEST_P(TvmIntrinsics, LlvmAndWasmMatchTheInterpreter) {
 #endif
 }
 
-INSTANTIATE_TEST_SUITE_P(Intrinsics, TvmIntrinsics, ::testing::Values("clz", "reinterpret", "log2", "bitwise_xor"));
+INSTANTIATE_TEST_SUITE_P(Intrinsics, TvmIntrinsics, ::testing::Values("clz", "reinterpret", "log2", "bitwise_xor", "while_loop"));
 
 INSTANTIATE_TEST_SUITE_P(Corpus, TvmScript, ::testing::ValuesIn(tvm_corpus()),
                          [](const ::testing::TestParamInfo<fs::path>& info) { return info.param.stem().string(); });

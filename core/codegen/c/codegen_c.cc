@@ -778,6 +778,15 @@ class FunctionEmitter {
       case StmtKind::SeqStmt:
         for (const auto& child : static_cast<const SeqStmtNode*>(s.get())->seq) emit(child);
         return;
+      case StmtKind::While: {
+        const auto* op = static_cast<const WhileNode*>(s.get());
+        line("while (" + expr(op->condition) + ") {");
+        ++indent_;
+        emit(op->body);
+        --indent_;
+        line("}");
+        return;
+      }
       case StmtKind::Evaluate: {
         const auto* op = static_cast<const EvaluateNode*>(s.get());
         if (op->value->kind == ExprKind::IntImm || op->value->kind == ExprKind::FloatImm) return;

@@ -824,6 +824,18 @@ class FunctionEmitter {
       case StmtKind::SeqStmt:
         for (const auto& child : static_cast<const SeqStmtNode*>(s.get())->seq) emit(child);
         return;
+      case StmtKind::While: {
+        const auto* op = static_cast<const WhileNode*>(s.get());
+        std::string head = label("while.head"), body = label("while.body"), exit = label("while.end");
+        br(head);
+        begin_block(head);
+        cond_br(expr(op->condition), body, exit);
+        begin_block(body);
+        emit(op->body);
+        br(head);
+        begin_block(exit);
+        return;
+      }
       case StmtKind::Evaluate: {
         const auto* op = static_cast<const EvaluateNode*>(s.get());
         if (op->value->kind == ExprKind::IntImm || op->value->kind == ExprKind::FloatImm) return;

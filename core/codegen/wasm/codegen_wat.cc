@@ -679,6 +679,22 @@ class FunctionEmitter {
       case StmtKind::SeqStmt:
         for (const auto& child : static_cast<const SeqStmtNode*>(s.get())->seq) emit(child);
         return;
+      case StmtKind::While: {
+        const auto* op = static_cast<const WhileNode*>(s.get());
+        std::string exit = label("while.end"), head = label("while.head");
+        line("(block " + exit);
+        ++indent_;
+        line("(loop " + head);
+        ++indent_;
+        line("(br_if " + exit + " (i32.eqz " + expr(op->condition).code + "))");
+        emit(op->body);
+        line("(br " + head + ")");
+        --indent_;
+        line(")");
+        --indent_;
+        line(")");
+        return;
+      }
       case StmtKind::Evaluate: {
         const auto* op = static_cast<const EvaluateNode*>(s.get());
         if (op->value->kind == ExprKind::IntImm || op->value->kind == ExprKind::FloatImm) return;
@@ -992,6 +1008,7 @@ int64_t local_scratch_bytes(const Stmt& s) {
           return;
         }
         case StmtKind::For: walk(static_cast<const ForNode*>(s.get())->body); return;
+        case StmtKind::While: walk(static_cast<const WhileNode*>(s.get())->body); return;
         case StmtKind::IfThenElse: {
           const auto* op = static_cast<const IfThenElseNode*>(s.get());
           walk(op->then_case);
