@@ -6,6 +6,7 @@
 #include "analysis/call_tir_check.h"
 #include "analysis/resource_handle_check.h"
 
+#include <map>
 #include <set>
 #include <string>
 #include <unordered_set>
@@ -152,6 +153,11 @@ class WellFormedChecker : public Visitor {
     define(op->var, op->span);
     visit(op->body);
     in_scope_.erase(op->var.get());
+  }
+
+  void visit_While(const WhileNode* op) override {
+    check_bool(op->condition, "condition of 'while'", op->span);
+    Visitor::visit_While(op);
   }
 
   void visit_IfThenElse(const IfThenElseNode* op) override {
@@ -362,6 +368,14 @@ class WellFormedChecker : public Visitor {
           error(span, "T.call_extern needs the name of the function as a string");
         return;
       case OpInfo::Kind::kBuiltin: {
+        if (c->op == "reinterpret") {
+          if (!want_args(1) || !c->args[0]) return;
+          DataType from = c->args[0]->dtype;
+          if (!from.is_numeric() || !c->dtype.is_numeric() || from.bits() != c->dtype.bits() ||
+              (from.bits() != 32 && from.bits() != 64))
+            error(span, "reinterpret needs numbers of one width, 32 or 64 bits: " + from.str() + " to " + c->dtype.str());
+          return;
+        }
         std::vector<DataType> types;
         for (const auto& a : c->args) types.push_back(a ? a->dtype : DataType::Void());
         std::string why;
@@ -375,6 +389,24 @@ class WellFormedChecker : public Visitor {
 };
 
 }  // namespace
+
+// Two functions that would be the same C symbol (equal global_symbols, or one's symbol
+// equal to another's name) would be a redefinition in every backend; TVM refuses them
+// when the module is built, and so do we, at the second definition.
+static void check_symbols_unique(const IRModule& m, std::vector<Diagnostic>* diags) {
+  std::map<std::string, std::string> owner;  // symbol -> the function that has it
+  for (const auto& [name, f] : m.functions) {
+    if (!f) continue;
+    const std::string symbol = symbol_of(name, f);
+    auto [it, fresh] = owner.emplace(symbol, name);
+    if (fresh || it->second == name) continue;
+    Diagnostic d;
+    d.span = f->span;
+    d.message = "function '" + name + "' has the symbol '" + symbol + "', which function '" + it->second +
+                "' already has; give one of them another global_symbol";
+    diags->push_back(std::move(d));
+  }
+}
 
 std::vector<Diagnostic> check_well_formed(const IRModule& m) {
   WellFormedChecker checker;
@@ -394,6 +426,7 @@ std::vector<Diagnostic> check_well_formed(const IRModule& m) {
     }
     checker.check_func(f);
   }
+  check_symbols_unique(m, &checker.diags);
   for (auto& d : check_call_tir(m)) checker.diags.push_back(std::move(d));
   for (auto& d : check_resource_handles(m)) checker.diags.push_back(std::move(d));
   return std::move(checker.diags);

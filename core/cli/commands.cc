@@ -254,7 +254,13 @@ int run_run(const RunCommand& c) {
   PrimFunc f = m.lookup(fname);
 
   std::map<std::string, std::string> input_files, scalar_texts;
+  std::map<std::string, std::string> inout_files;
   for (const auto& s : c.inputs) input_files.insert(split_assignment(s, "--input"));
+  for (const auto& s : c.inouts) {
+    auto kv = split_assignment(s, "--inout");
+    if (input_files.count(kv.first)) user_error({}, "buffer '" + kv.first + "' is given with both --input and --inout");
+    inout_files.insert(kv);
+  }
   for (const auto& s : c.scalars) scalar_texts.insert(split_assignment(s, "--scalar"));
 
   // Scalars first: output shapes may depend on them.
@@ -287,6 +293,10 @@ int run_run(const RunCommand& c) {
     } else if (it != input_files.end()) {
       arrays[i] = read_npy(read_file(it->second), it->second);
       input_files.erase(it);
+    } else if (auto io = inout_files.find(b->name); io != inout_files.end()) {
+      arrays[i] = read_npy(read_file(io->second), io->second);
+      inout_files.erase(io);
+      outputs.push_back(i);
     } else {
       std::vector<int64_t> shape;
       for (const auto& e : b->shape) shape.push_back(dim_value(e, scalar_values, b->name));
@@ -296,6 +306,7 @@ int run_run(const RunCommand& c) {
     args[i] = &arrays[i];
   }
   if (!input_files.empty()) user_error({}, "'" + fname + "' has no buffer parameter '" + input_files.begin()->first + "'");
+  if (!inout_files.empty()) user_error({}, "'" + fname + "' has no buffer parameter '" + inout_files.begin()->first + "'");
 
   // The host build runs on copies of the inputs; the interpreter is the reference.
   std::vector<NDArray> reference;

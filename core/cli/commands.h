@@ -19,6 +19,7 @@ struct RunCommand {
   std::string file;
   std::string func;
   std::vector<std::string> inputs;   // NAME=FILE.npy
+  std::vector<std::string> inouts;   // NAME=FILE.npy: read, updated in place, printed and compared
   std::vector<std::string> scalars;  // NAME=VALUE
   std::string output_dir;
   bool json = false;

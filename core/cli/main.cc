@@ -62,6 +62,9 @@ int main(int argc, char** argv) {
   run_cmd->add_option("file", run.file, "TIR text file ('-' for standard input), model.json, model.onnx, model.tflite, or a compiled model.tar / MLF folder")->required();
   run_cmd->add_option("--func", run.func, "Function to run (default: the only one)");
   run_cmd->add_option("--input", run.inputs, "Buffer input NAME=FILE.npy (repeatable); buffers not given are outputs");
+  run_cmd->add_option("--inout", run.inouts,
+                      "Buffer NAME=FILE.npy that the function updates in place (repeatable): read like --input, "
+                      "then printed, written and compared like an output");
   run_cmd->add_option("--scalar", run.scalars, "Scalar parameter NAME=VALUE (repeatable)");
   run_cmd->add_option("--output-dir", run.output_dir, "Write each output buffer to DIR/NAME.npy");
   run_cmd->add_option("--print-limit", run.print_limit, "Elements printed per output")->check(CLI::NonNegativeNumber);

@@ -2,6 +2,7 @@
 
 #include "codegen/c/codegen_c.h"
 #include "codegen/c/metadata_module.h"
+#include "ir/visitor.h"
 #include "ops/devices.h"
 
 #include <set>
@@ -43,7 +44,27 @@ BuildResult build_c(const IRModule& m, const Target& target) {
   return r;
 }
 
+// GPU thread loops parse and print, but no backend of ours has threads to bind them to.
+static void refuse_gpu_threads(const IRModule& m) {
+  struct Finder : Visitor {
+    const ForNode* found = nullptr;
+    void visit_For(const ForNode* op) override {
+      if (op->for_kind == ForKind::kThreadBinding && !found) found = op;
+      Visitor::visit_For(op);
+    }
+  };
+  for (const auto& [name, f] : m.functions) {
+    Finder finder;
+    finder.visit_func(f);
+    if (finder.found)
+      user_error(finder.found->span, "function '" + name + "' binds loop '" + finder.found->loop_var->name +
+                                         "' to the GPU thread '" + finder.found->thread_tag +
+                                         "': microtir compiles for CPUs and microcontrollers, which have no GPU threads");
+  }
+}
+
 BuildResult lower_for_target(const IRModule& m, const Target& target, std::vector<std::string>* packed_symbols) {
+  refuse_gpu_threads(m);
   // As in TVM: the AOT executor fills resource handles from the C interface's devices
   // struct, which only exists with plain pointers.
   for (const auto& [name, f] : m.functions) {

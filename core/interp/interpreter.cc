@@ -11,6 +11,7 @@
 #include "interp/interpreter.h"
 
 #include <algorithm>
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <unordered_map>
@@ -154,14 +155,6 @@ void Interpreter::bind_buffer_param(const Var& p, const Buffer& b, const InterpA
     user_error(p->span, who + ": tensor holds " + std::to_string(a->data.size()) + " bytes but its shape " +
                             shape_text(a->shape) + " of " + a->dtype.str() + " needs " +
                             std::to_string(elements * a->dtype.bytes()));
-  if (a->shape.size() == b->shape.size()) {
-    // A shape extent that is a variable no one bound yet takes its value from the
-    // tensor, so T.Buffer((n,), ...) works without passing n as well.
-    for (size_t k = 0; k < b->shape.size(); ++k) {
-      const auto* v = as<VarNode>(b->shape[k]);
-      if (v && !vars_.count(v)) vars_[v] = interp::make_int(v->dtype, a->shape[k]);
-    }
-  }
   std::vector<int64_t> expected = eval_shape(b);
   if (expected != a->shape)
     user_error(p->span, who + ": expected shape " + shape_text(expected) + " but got " + shape_text(a->shape));
@@ -205,6 +198,18 @@ void Interpreter::run(const PrimFunc& f, const std::string& name, const std::vec
     // memory; the buffers declared on it inside the body are checked against it.
     if (f->params[i]->dtype.is_handle()) bind_pointer_param(f->params[i], args[i]);
     else bind_scalar_param(f->params[i], args[i]);
+  }
+  // A shape extent that is a variable no one bound yet takes its value from the tensor,
+  // so T.Buffer((n,), ...) works without passing n as well. All of them are bound
+  // before any shape is checked: `(n + 1,)` may come before the `(n,)` that binds n.
+  for (size_t i = 0; i < args.size(); ++i) {
+    const Buffer& b = f->param_buffers[i];
+    NDArray* const* a = std::get_if<NDArray*>(&args[i]);
+    if (!b || !a || !*a || (*a)->shape.size() != b->shape.size()) continue;
+    for (size_t k = 0; k < b->shape.size(); ++k) {
+      const auto* v = as<VarNode>(b->shape[k]);
+      if (v && !vars_.count(v)) vars_[v] = interp::make_int(v->dtype, (*a)->shape[k]);
+    }
   }
   for (size_t i = 0; i < args.size(); ++i)
     if (f->param_buffers[i]) bind_buffer_param(f->params[i], f->param_buffers[i], args[i]);
@@ -393,6 +398,43 @@ Scalar Interpreter::eval_call(const CallNode* op) {
         int64_t a = eval_int(op->args[0]), b = eval_int(op->args[1]), acc = eval_int(op->args[2]);
         return interp::make_int(DataType::Int(32), acc + half(a, 0) * half(b, 0) + half(a, 1) * half(b, 1));
       }
+      if (op->op == "reinterpret") {
+        want_args(1);
+        const DataType from = op->args[0]->dtype, to = op->dtype;
+        Scalar x = eval(op->args[0]);
+        uint64_t bits;
+        if (from.is_float() && from.bits() == 32) {
+          float f = static_cast<float>(x.f);
+          uint32_t b;
+          std::memcpy(&b, &f, 4);
+          bits = b;
+        } else if (from.is_float()) {
+          std::memcpy(&bits, &x.f, 8);
+        } else {
+          bits = static_cast<uint64_t>(x.i);
+        }
+        if (to.is_float() && to.bits() == 32) {
+          uint32_t b = static_cast<uint32_t>(bits);
+          float f;
+          std::memcpy(&f, &b, 4);
+          return interp::make_float(to, f);
+        }
+        if (to.is_float()) {
+          double d;
+          std::memcpy(&d, &bits, 8);
+          return interp::make_float(to, d);
+        }
+        return interp::make_int(to, static_cast<int64_t>(bits));
+      }
+      if (op->op == "clz") {
+        want_args(1);
+        const int bits = op->args[0]->dtype.bits();
+        uint64_t x = static_cast<uint64_t>(eval_int(op->args[0]));
+        if (bits < 64) x &= (uint64_t{1} << bits) - 1;
+        int n = bits;
+        while (x) x >>= 1, --n;
+        return interp::make_int(DataType::Int(32), n);
+      }
       if (op->op == "sxtb16" || op->op == "sxtb16_ror8") {
         want_args(1);
         const uint32_t x = static_cast<uint32_t>(eval_int(op->args[0])) >> (op->op == "sxtb16" ? 0 : 8);
@@ -541,6 +583,9 @@ void Interpreter::count_step(const Span& span) {
 }
 
 void Interpreter::exec_for(const ForNode* op) {
+  if (op->for_kind == ForKind::kThreadBinding)
+    user_error(op->span, "loop '" + op->loop_var->name + "' is bound to the GPU thread '" + op->thread_tag +
+                             "': microtir targets CPUs and microcontrollers and does not run GPU thread bindings");
   // Every loop kind runs serially: parallel and vectorized loops must not depend on
   // the order anyway, and serial order is the one a reader expects.
   const DataType t = op->loop_var->dtype;
@@ -625,6 +670,11 @@ void Interpreter::exec(const Stmt& s) {
     case StmtKind::SeqStmt:
       for (const auto& child : static_cast<const SeqStmtNode*>(s.get())->seq) exec(child);
       return;
+    case StmtKind::While: {
+      const auto* op = static_cast<const WhileNode*>(s.get());
+      while (eval(op->condition).truthy()) exec(op->body);
+      return;
+    }
     case StmtKind::Evaluate: eval(static_cast<const EvaluateNode*>(s.get())->value); return;
     case StmtKind::Allocate: exec_allocate(static_cast<const AllocateNode*>(s.get())); return;
     case StmtKind::DeclBuffer: {

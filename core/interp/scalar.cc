@@ -120,6 +120,7 @@ template <typename T>
 T apply_unary(const std::string& op, T x) {
   if (op == "exp") return std::exp(x);
   if (op == "log") return std::log(x);
+  if (op == "log2") return std::log2(x);
   if (op == "sqrt") return std::sqrt(x);
   if (op == "tanh") return std::tanh(x);
   if (op == "sigmoid") return T(1) / (T(1) + std::exp(-x));
@@ -134,7 +135,7 @@ T apply_unary(const std::string& op, T x) {
 }
 
 bool is_unary_math(const std::string& op) {
-  static const char* const kNames[] = {"exp", "log", "sqrt", "tanh", "sigmoid", "sin", "cos",
+  static const char* const kNames[] = {"exp", "log", "log2", "sqrt", "tanh", "sigmoid", "sin", "cos",
                                        "floor", "ceil", "round", "erf", "abs"};
   for (const char* n : kNames)
     if (op == n) return true;
@@ -239,6 +240,7 @@ Scalar int_binary(const std::string& op, DataType t, const Scalar& x, const Scal
   if (!t.is_integer()) user_error(span, op + " is only defined on integers, not " + t.str());
   if (op == "bitwise_and") return make_int(t, static_cast<int64_t>(u(x.i) & u(y.i)));
   if (op == "bitwise_or") return make_int(t, static_cast<int64_t>(u(x.i) | u(y.i)));
+  if (op == "bitwise_xor") return make_int(t, static_cast<int64_t>(u(x.i) ^ u(y.i)));
   if (op != "shift_left" && op != "shift_right") user_error(span, "unknown intrinsic '" + op + "'");
   // Values are already wrapped to t (sign- or zero-extended), so the shift amount is
   // in range exactly when its 64-bit value is.

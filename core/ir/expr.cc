@@ -47,6 +47,12 @@ Expr FloatImm(DataType t, double v, Span s) { return std::make_shared<FloatImmNo
 Expr StringImm(std::string v, Span s) { return std::make_shared<StringImmNode>(std::move(v), std::move(s)); }
 Expr Bool(bool v, Span s) { return IntImm(DataType::Bool(), v ? 1 : 0, std::move(s)); }
 Var MakeVar(std::string name, DataType t, Span s) { return std::make_shared<VarNode>(std::move(name), t, std::move(s)); }
+Var MakePointerVar(std::string name, DataType pointee, std::string scope, Span s) {
+  auto v = std::make_shared<VarNode>(std::move(name), DataType::Handle(), std::move(s));
+  v->pointee = pointee;
+  v->pointer_scope = std::move(scope);
+  return v;
+}
 
 Expr Binary(ExprKind k, Expr a, Expr b, Span s) {
   DataType t = (is_comparison(k) || is_logical(k)) ? DataType::Bool() : a->dtype;

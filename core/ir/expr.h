@@ -61,6 +61,10 @@ struct VarNode : ExprNode {
   static constexpr ExprKind kKind = ExprKind::Var;
   VarNode(std::string n, DataType t, Span s) : ExprNode(kKind, t, std::move(s)), name(std::move(n)) {}
   std::string name;
+  // A handle may say what it points to (TVM's PointerType): T.handle("float32", "global").
+  // Void when it does not; only the text format and comparisons look at it.
+  DataType pointee = DataType::Void();
+  std::string pointer_scope;
 };
 using Var = std::shared_ptr<const VarNode>;
 
@@ -129,6 +133,8 @@ Expr FloatImm(DataType t, double v, Span s = {});
 Expr StringImm(std::string v, Span s = {});
 Expr Bool(bool v, Span s = {});
 Var MakeVar(std::string name, DataType t, Span s = {});
+// A handle variable that points to `pointee` elements in storage `scope` ("" for none).
+Var MakePointerVar(std::string name, DataType pointee, std::string scope, Span s = {});
 // Binary nodes: the result type is a's type for arithmetic, bool for the others.
 Expr Binary(ExprKind k, Expr a, Expr b, Span s = {});
 Expr Not(Expr a, Span s = {});

@@ -25,7 +25,8 @@ using PrimFunc = std::shared_ptr<const PrimFuncNode>;
 // A copy of `f` with another body.
 PrimFunc WithBody(const PrimFunc& f, Stmt body);
 
-// The C symbol of function `name`: its "global_symbol" attribute, or the name itself.
+// The C symbol of function `name`: its "global_symbol" attribute, or the name itself;
+// a symbol `main` (TVM's default function name, reserved in C) becomes `tvm_main`.
 std::string symbol_of(const std::string& name, const PrimFunc& f);
 // Whether MakePackedAPI made `f` a packed function ("calling_conv": "packed").
 bool is_packed(const PrimFunc& f);

@@ -89,7 +89,13 @@ Stmt Mutator::mutate_For(const ForNode* op, const Stmt& self) {
   Expr min = mutate(op->min), ext = mutate(op->extent);
   Stmt body = mutate(op->body);
   if (min == op->min && ext == op->extent && body == op->body) return self;
-  return For(op->loop_var, min, ext, op->for_kind, body, op->span);
+  return ForLike(op, min, ext, body);
+}
+Stmt Mutator::mutate_While(const WhileNode* op, const Stmt& self) {
+  Expr c = mutate(op->condition);
+  Stmt body = mutate(op->body);
+  if (c == op->condition && body == op->body) return self;
+  return While(c, body, op->span);
 }
 Stmt Mutator::mutate_IfThenElse(const IfThenElseNode* op, const Stmt& self) {
   Expr c = mutate(op->condition);

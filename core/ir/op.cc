@@ -8,6 +8,7 @@ const std::vector<OpInfo>& all_ops() {
   const DataType f64 = DataType::Float(64), b = DataType::Bool();
   static const std::vector<OpInfo> ops = {
       {"exp", K::kUnaryMath, false},   {"log", K::kUnaryMath, false},
+      {"log2", K::kUnaryMath, false},
       {"sqrt", K::kUnaryMath, false},  {"tanh", K::kUnaryMath, false},
       {"sigmoid", K::kUnaryMath, false}, {"sin", K::kUnaryMath, false},
       {"cos", K::kUnaryMath, false},   {"floor", K::kUnaryMath, false},
@@ -16,6 +17,7 @@ const std::vector<OpInfo>& all_ops() {
       {"pow", K::kBinaryMath, false},
       {"shift_right", K::kIntBinary, true}, {"shift_left", K::kIntBinary, true},
       {"bitwise_and", K::kIntBinary, true}, {"bitwise_or", K::kIntBinary, true},
+      {"bitwise_xor", K::kIntBinary, true},
       {"if_then_else", K::kIfThenElse, true},
       {"call_extern", K::kCallExtern, true},
       // The packed calling convention (MakePackedAPI). Arguments: TVMValue* args,
@@ -74,6 +76,11 @@ const std::vector<OpInfo>& all_ops() {
       // DSP SXTB16); sxtb16_ror8(x) takes bytes 1 and 3 (SXTB16 with ROR #8). Together
       // they widen four int8 values of one word into two int16 pairs for smlad.
       {"sxtb16", K::kBuiltin, false, i32, "i"},
+      // TVM's clz: leading zero bits of a 32- or 64-bit integer (the width for zero).
+      {"clz", K::kBuiltin, false, i32, "i"},
+      // TVM's reinterpret: the same bits as another type of the same width (32 or 64
+      // bits); the result type is the call's, so the verifier checks it apart.
+      {"reinterpret", K::kBuiltin, false, i32, "*"},
       {"sxtb16_ror8", K::kBuiltin, false, i32, "i"},
   };
   return ops;

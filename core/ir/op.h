@@ -14,7 +14,7 @@ struct OpInfo {
   enum class Kind {
     kUnaryMath,   // f(x) -> type of x; floats only unless `int_ok`
     kBinaryMath,  // f(x, y) -> type of x, both the same type
-    kIntBinary,   // shift_right, shift_left, bitwise_and, bitwise_or: integers only,
+    kIntBinary,   // shift_right, shift_left, bitwise_and, bitwise_or, bitwise_xor: integers only,
                   // both operands the same type, result that type
     kIfThenElse,  // if_then_else(cond, a, b): lazy select
     kCallExtern,  // call_extern("dtype", "symbol", args...): an external C function

@@ -19,6 +19,7 @@ const char* for_kind_name(ForKind k) {
     case ForKind::kUnrolled: return "unroll";
     case ForKind::kParallel: return "parallel";
     case ForKind::kVectorized: return "vectorized";
+    case ForKind::kThreadBinding: return "thread_binding";
   }
   return "serial";
 }
@@ -28,6 +29,16 @@ Stmt BufferStore(Buffer b, Expr value, std::vector<Expr> indices, Span s) {
 }
 Stmt For(Var v, Expr min, Expr extent, ForKind k, Stmt body, Span s) {
   return std::make_shared<ForNode>(std::move(v), std::move(min), std::move(extent), k, std::move(body), std::move(s));
+}
+Stmt ForLike(const ForNode* op, Expr min, Expr extent, Stmt body) {
+  auto f = std::make_shared<ForNode>(op->loop_var, std::move(min), std::move(extent), op->for_kind, std::move(body),
+                                     op->span);
+  f->thread_tag = op->thread_tag;
+  f->annotations = op->annotations;
+  return f;
+}
+Stmt While(Expr c, Stmt body, Span s) {
+  return std::make_shared<WhileNode>(std::move(c), std::move(body), std::move(s));
 }
 Stmt IfThenElse(Expr c, Stmt then_case, Stmt else_case, Span s) {
   return std::make_shared<IfThenElseNode>(std::move(c), std::move(then_case), std::move(else_case), std::move(s));
@@ -76,8 +87,11 @@ Buffer PrimFuncNode::buffer_of(const Var& param) const {
 
 std::string symbol_of(const std::string& name, const PrimFunc& f) {
   auto it = f->attrs.find("global_symbol");
-  return it != f->attrs.end() && std::holds_alternative<std::string>(it->second) ? std::get<std::string>(it->second)
-                                                                                  : name;
+  std::string symbol = it != f->attrs.end() && std::holds_alternative<std::string>(it->second)
+                           ? std::get<std::string>(it->second)
+                           : name;
+  // TVM names a module's only function `main`; C reserves that name for the program.
+  return symbol == "main" ? "tvm_main" : symbol;
 }
 
 bool is_packed(const PrimFunc& f) {

@@ -33,8 +33,11 @@ struct BufferStoreNode : StmtNode {
   std::vector<Expr> indices;
 };
 
-enum class ForKind : uint8_t { kSerial, kUnrolled, kParallel, kVectorized };
-const char* for_kind_name(ForKind k);  // "serial", "unroll", "parallel", "vectorized"
+// kThreadBinding: a GPU thread loop (T.thread_binding); parsed and printed, refused by
+// the interpreter and every code generator.
+enum class ForKind : uint8_t { kSerial, kUnrolled, kParallel, kVectorized, kThreadBinding };
+// "serial", "unroll", "parallel", "vectorized", "thread_binding"
+const char* for_kind_name(ForKind k);
 
 struct ForNode : StmtNode {
   static constexpr StmtKind kKind = StmtKind::For;
@@ -45,6 +48,8 @@ struct ForNode : StmtNode {
   Expr min, extent;
   ForKind for_kind;
   Stmt body;
+  std::string thread_tag;  // kThreadBinding: "threadIdx.x", ...
+  Attrs annotations;       // T.serial(..., annotations={...}): hints passes may ignore
 };
 
 struct IfThenElseNode : StmtNode {
@@ -119,9 +124,19 @@ struct AssertStmtNode : StmtNode {
   Stmt body;
 };
 
+// `while condition: body` (TVM's While): the condition is evaluated before every pass.
+struct WhileNode : StmtNode {
+  static constexpr StmtKind kKind = StmtKind::While;
+  WhileNode(Expr c, Stmt body, Span s) : StmtNode(kKind, std::move(s)), condition(std::move(c)), body(std::move(body)) {}
+  Expr condition;
+  Stmt body;
+};
+
 // ---- constructors -------------------------------------------------------------
 Stmt BufferStore(Buffer b, Expr value, std::vector<Expr> indices, Span s = {});
 Stmt For(Var v, Expr min, Expr extent, ForKind k, Stmt body, Span s = {});
+// A copy of loop `op` with other bounds and body, keeping its thread tag and annotations.
+Stmt ForLike(const ForNode* op, Expr min, Expr extent, Stmt body);
 Stmt IfThenElse(Expr c, Stmt then_case, Stmt else_case = nullptr, Span s = {});
 Stmt LetStmt(Var v, Expr value, Stmt body, Span s = {});
 // Flattens nested sequences; a single statement is returned as is.
@@ -131,6 +146,7 @@ Stmt Allocate(Buffer b, std::string scope, Stmt body, Span s = {});
 Stmt DeclBuffer(Buffer b, Stmt body, Span s = {});
 Stmt AttrStmt(Expr node, std::string key, Expr value, Stmt body, Span s = {});
 Stmt AssertStmt(Expr c, std::string message, Stmt body, Span s = {});
+Stmt While(Expr c, Stmt body, Span s = {});
 // A statement that does nothing: Evaluate(0).
 Stmt NoOp(Span s = {});
 bool is_no_op(const Stmt& s);

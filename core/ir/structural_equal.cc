@@ -23,6 +23,8 @@ class Comparator {
     if (!a || !b) return a == b || fail("missing variable");
     if (identity) return a == b || fail("variables '" + a->name + "' and '" + b->name + "' differ");
     if (a->dtype != b->dtype) return fail("variable '" + a->name + "' has type " + a->dtype.str() + " vs " + b->dtype.str());
+    if (a->pointee != b->pointee || a->pointer_scope != b->pointer_scope)
+      return fail("pointer variable '" + a->name + "' points to another type or scope");
     auto ia = lhs_vars_.find(a.get());
     auto ib = rhs_vars_.find(b.get());
     if (ia == lhs_vars_.end() && ib == rhs_vars_.end()) {
@@ -111,6 +113,8 @@ class Comparator {
       case StmtKind::For: {
         const auto *x = as<ForNode>(a), *y = as<ForNode>(b);
         if (x->for_kind != y->for_kind) return fail("loop kinds differ");
+        if (x->thread_tag != y->thread_tag) return fail("loop thread tags differ");
+        if (x->annotations != y->annotations) return fail("loop annotations differ");
         return var(x->loop_var, y->loop_var) && expr(x->min, y->min) && expr(x->extent, y->extent) &&
                stmt(x->body, y->body);
       }
@@ -118,6 +122,10 @@ class Comparator {
         const auto *x = as<IfThenElseNode>(a), *y = as<IfThenElseNode>(b);
         return expr(x->condition, y->condition) && stmt(x->then_case, y->then_case) &&
                stmt(x->else_case, y->else_case);
+      }
+      case StmtKind::While: {
+        const auto *x = as<WhileNode>(a), *y = as<WhileNode>(b);
+        return expr(x->condition, y->condition) && stmt(x->body, y->body);
       }
       case StmtKind::LetStmt: {
         const auto *x = as<LetStmtNode>(a), *y = as<LetStmtNode>(b);
@@ -298,6 +306,9 @@ class Hasher {
       case StmtKind::SeqStmt:
         for (const auto& c : as<SeqStmtNode>(s)->seq) stmt(c);
         return;
+      case StmtKind::While:
+        expr(as<WhileNode>(s)->condition);
+        return stmt(as<WhileNode>(s)->body);
       case StmtKind::Evaluate: return expr(as<EvaluateNode>(s)->value);
       case StmtKind::Allocate: {
         const auto* x = as<AllocateNode>(s);

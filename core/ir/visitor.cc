@@ -67,6 +67,10 @@ void Visitor::visit_For(const ForNode* op) {
   visit(op->extent);
   visit(op->body);
 }
+void Visitor::visit_While(const WhileNode* op) {
+  visit(op->condition);
+  visit(op->body);
+}
 void Visitor::visit_IfThenElse(const IfThenElseNode* op) {
   visit(op->condition);
   visit(op->then_case);

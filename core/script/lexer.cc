@@ -230,9 +230,28 @@ class Lexer {
     return -1;
   }
 
+  // A triple-quoted string (a docstring): it may span lines, and its text is kept as
+  // written (escapes are not interpreted; the parser skips docstrings anyway).
+  void lex_long_string() {
+    int line = line_, col = col_;
+    char quote = peek();
+    advance(), advance(), advance();
+    std::string value;
+    while (!(peek() == quote && peek(1) == quote && peek(2) == quote)) {
+      if (pos_ >= src_.size()) fail(line, col, "unterminated triple-quoted string");
+      if (peek() == '\\' && pos_ + 1 < src_.size()) value += peek(), advance();
+      value += peek();
+      advance();
+    }
+    advance(), advance(), advance();
+    at_line_start_ = false;  // the newlines inside do not start logical lines
+    push(TokKind::kString, std::move(value), line, col);
+  }
+
   void lex_string() {
     int line = line_, col = col_;
     char quote = peek();
+    if (peek(1) == quote && peek(2) == quote) return lex_long_string();
     advance();
     std::string value;
     while (true) {

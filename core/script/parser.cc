@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "ir/op.h"
 #include "ir/structural_equal.h"
@@ -86,6 +87,20 @@ std::vector<std::string> did_you_mean(const std::string& name, const std::vector
   std::string best = closest_match(name, candidates);
   if (best.empty()) return {};
   return {"did you mean '" + prefix + best + "'?"};
+}
+
+// The one refusal of TVM's schedulable, block-based TIR.
+const char* const kBlockRefusal =
+    "block-based TIR (T.block, T.axis, T.reads, T.writes, T.init, T.where) is out of scope: microtir reads "
+    "lowered, block-free TIR; lower the function in TVM first (tvm.tir.transform.LowerOpaqueBlock after "
+    "ConvertBlocksToOpaque, as tvm.lower does)";
+
+bool is_block_construct(const std::string& name) {
+  static const char* const kNames[] = {"block", "sblock", "axis", "reads", "writes", "init", "where",
+                                       "block_attr", "iter_var", "match_sparse_buffer"};
+  for (const char* n : kNames)
+    if (name == n) return true;
+  return false;
 }
 
 const char* binary_symbol(ExprKind k) {
@@ -323,8 +338,74 @@ class Parser {
     return attrs;
   }
 
+  // One value of a T.target({...}) dictionary, as the target string spells it: strings
+  // and numbers as they are, booleans as true/false, lists joined with commas.
+  std::string parse_target_value() {
+    const Token& t = cur();
+    if (is_op("[") || is_op("(")) {
+      std::string close = is_op("[") ? "]" : ")";
+      next();
+      std::string out;
+      while (!is_op(close.c_str())) {
+        out += (out.empty() ? "" : ",") + parse_target_value();
+        if (!is_op(",")) break;
+        next();
+      }
+      expect_op(close.c_str(), "to close the list");
+      return out;
+    }
+    if (t.kind == TokKind::kString || t.kind == TokKind::kInt || t.kind == TokKind::kFloat) return next().text;
+    if (tok_is_name(t, "True") || tok_is_name(t, "False")) return next().text == "True" ? "true" : "false";
+    fail(t, "expected a string, number, bool or list in the target dictionary, found " + describe(t));
+  }
+
+  // T.target("llvm -mcpu=cortex-m4") or T.target({"kind": "llvm", "mcpu": "cortex-m4"}),
+  // after '(': kept as the target string.
+  std::string parse_target_call() {
+    std::string out;
+    if (cur().kind == TokKind::kString) {
+      out = next().text;
+    } else {
+      expect_op("{", "(T.target takes a string or a dictionary)");
+      std::string kind, options;
+      while (!is_op("}")) {
+        std::string key = expect_string("as target dictionary key");
+        expect_op(":", "after dictionary key");
+        std::string value = parse_target_value();
+        if (key == "kind") kind = value;
+        else options += " -" + key + "=" + value;
+        if (!is_op(",")) break;
+        next();
+      }
+      expect_op("}", "to close the target dictionary");
+      out = kind + options;
+    }
+    if (is_op(",")) fail(cur(), "T.target with a host target is not supported; give one target");
+    expect_op(")", "to close T.target(...)");
+    return out;
+  }
+
   AttrValue parse_attr_value() {
     const Token& t = cur();
+    if (at_t_attr("target")) {
+      next(), next(), next();
+      expect_op("(", "after T.target");
+      return parse_target_call();
+    }
+    if (tok_is_name(t, "T") && tok_is_op(ahead(1), ".") && tok_is_op(ahead(3), "(")) {
+      // A typed constant keeps its value: T.int64(4), T.float32(0.5), T.bool(True).
+      auto type = DataType::parse(ahead(2).text);
+      if (type && !type->is_void() && !type->is_handle()) {
+        const Token& fn = ahead(2);
+        next(), next(), next();
+        PExpr c = parse_typed_constant(t, fn, *type);
+        if (const auto* i = as<IntImmNode>(c.e)) {
+          if (type->is_bool()) return i->value != 0;
+          return i->value;
+        }
+        return as<FloatImmNode>(c.e)->value;
+      }
+    }
     bool neg = false;
     if (is_op("-")) {
       neg = true;
@@ -346,7 +427,19 @@ class Parser {
     fail(t, "attribute values must be a bool, integer, float or string, found " + describe(t));
   }
 
-  DataType parse_type_annotation() {
+  // A type, and for a typed pointer what it points to.
+  struct TypeAnn {
+    DataType type;
+    DataType pointee = DataType::Void();
+    std::string scope;
+    Var make_var(const std::string& name, const Span& s) const {
+      return pointee.is_void() && scope.empty() ? MakeVar(name, type, s) : MakePointerVar(name, pointee, scope, s);
+    }
+  };
+
+  // `T.int32`, `"int32"`, or a typed pointer: `T.handle("float32"[, "global"])`,
+  // `T.Ptr(T.float32[, "global"])` (TVM's PointerType).
+  TypeAnn parse_type_ann() {
     const Token& start = cur();
     std::string name;
     if (cur().kind == TokKind::kString) {
@@ -357,10 +450,31 @@ class Parser {
       next(), next();
       name = expect_name("after 'T.'").text;
     }
+    TypeAnn ann;
+    if ((name == "handle" || name == "Ptr") && is_op("(")) {
+      next();
+      ann.type = DataType::Handle();
+      if (cur().kind == TokKind::kString && cur().text == "void") {
+        next();  // an untyped pointer, perhaps with a scope
+      } else if (!is_op(")")) {
+        ann.pointee = parse_dtype_string("as the element type of a typed pointer");
+      }
+      if (!is_op(")")) {
+        if (is_op(",")) {
+          next();
+          if (!is_op(")")) ann.scope = expect_string("as the storage scope of a typed pointer");
+        }
+      }
+      expect_op(")", "to close the typed pointer");
+      return ann;
+    }
+    if (name == "Ptr") fail(start, "T.Ptr needs the element type, e.g. T.Ptr(T.float32)");
     auto t = DataType::parse(name);
     if (!t || t->is_void()) fail(start, "unknown type '" + name + "'");
-    return *t;
+    ann.type = *t;
+    return ann;
   }
+  DataType parse_type_annotation() { return parse_type_ann().type; }
 
   DataType parse_dtype_string(const std::string& context) {
     const Token& t = cur();
@@ -402,7 +516,7 @@ class Parser {
       if (info.is_buffer) {
         skip_balanced_until_comma();
       } else {
-        info.var = MakeVar(name.text, parse_type_annotation(), span(name));
+        info.var = parse_type_ann().make_var(name.text, span(name));
       }
       params.push_back(info);
       if (!is_op(",")) break;
@@ -431,20 +545,15 @@ class Parser {
 
     if (is_op("->")) {
       next();
-      f->ret_type = parse_type_annotation();
+      if (is_name("None")) next();  // TVM's way to say void
+      else f->ret_type = parse_type_annotation();
     }
+    ret_type_ = f->ret_type;
     expect_op(":", "after function signature");
     expect_newline("after function signature");
     if (cur().kind != TokKind::kIndent) fail(cur(), "expected an indented function body");
     next();
-    if (at_t_attr("func_attr")) {
-      next(), next(), next();
-      expect_op("(", "after T.func_attr");
-      f->attrs = parse_dict();
-      expect_op(")", "after function attributes");
-      expect_newline("after T.func_attr(...)");
-    }
-    parse_match_buffers(f.get(), params);
+    parse_function_header(f.get(), params);
     std::vector<Stmt> body = parse_stmt_list();
     if (cur().kind == TokKind::kDedent) next();
     f->body = make_seq(std::move(body), span(def_tok));
@@ -452,22 +561,82 @@ class Parser {
     return {fname, f};
   }
 
-  // TVMScript's way to give a handle parameter a buffer whose shape the caller's tensor
-  // supplies at run time, at the top of the body:
-  //   m = T.int32()                              a variable the buffer binds
+  // `T.int32()` at the cursor: a variable declared without a value (a shape variable).
+  bool at_var_decl(size_t at) const {
+    auto type = DataType::parse(ahead(at + 2).text);
+    return tok_is_name(ahead(at), "T") && tok_is_op(ahead(at + 1), ".") && type && type->is_integer() &&
+           tok_is_op(ahead(at + 3), "(") && tok_is_op(ahead(at + 4), ")");
+  }
+
+  // `m, n = T.int32(), T.int32()` (several on one line, as TVM prints them).
+  bool at_multi_var_decl() const {
+    size_t k = 0;
+    int names = 0;
+    while (ahead(k).kind == TokKind::kName && tok_is_op(ahead(k + 1), ",")) k += 2, ++names;
+    if (names == 0 || ahead(k).kind != TokKind::kName || !tok_is_op(ahead(k + 1), "=")) return false;
+    return at_var_decl(k + 2);
+  }
+
+  void parse_multi_var_decl() {
+    std::vector<const Token*> names;
+    do {
+      if (!names.empty()) next();  // ','
+      names.push_back(&expect_name("as a variable name"));
+    } while (is_op(","));
+    expect_op("=", "after the variable names");
+    for (size_t i = 0; i < names.size(); ++i) {
+      if (i) expect_op(",", "between the values of a multiple assignment");
+      if (!at_var_decl(0)) fail(cur(), "expected T.int32() or another integer type for '" + names[i]->text + "'");
+      next(), next();
+      DataType t = *DataType::parse(next().text);
+      next(), next();
+      if (lookup(names[i]->text)) fail(*names[i], "'" + names[i]->text + "' is already defined");
+      bind(names[i]->text, Binding{MakeVar(names[i]->text, t, span(*names[i])), nullptr, true});
+    }
+    if (is_op(",")) fail(cur(), "more values than names in the multiple assignment");
+    expect_newline("after statement");
+  }
+
+  // The header of a function body, in any order: a docstring, T.func_attr({...}),
+  // shape variables (`m = T.int32()`, `m, n = T.int32(), T.int32()`) and
+  // T.match_buffer, TVMScript's way to give a handle parameter a buffer whose shape the
+  // caller's tensor supplies at run time:
   //   A = T.match_buffer(a, (m,), "float32")     handle parameter `a` gets buffer `A`
   template <typename Params>
-  void parse_match_buffers(PrimFuncNode* f, const Params& params) {
-    while (cur().kind == TokKind::kName && tok_is_op(ahead(1), "=") && tok_is_name(ahead(2), "T") &&
-           tok_is_op(ahead(3), ".")) {
+  void parse_function_header(PrimFuncNode* f, const Params& params) {
+    bool have_attrs = false;
+    while (true) {
+      if (cur().kind == TokKind::kString &&
+          (ahead(1).kind == TokKind::kNewline || ahead(1).kind == TokKind::kDedent)) {
+        next();  // a docstring
+        if (cur().kind == TokKind::kNewline) next();
+        continue;
+      }
+      if (at_t_attr("func_attr")) {
+        if (have_attrs) fail(cur(), "T.func_attr is given twice");
+        have_attrs = true;
+        next(), next(), next();
+        expect_op("(", "after T.func_attr");
+        f->attrs = parse_dict();
+        expect_op(")", "after function attributes");
+        expect_newline("after T.func_attr(...)");
+        continue;
+      }
+      if (at_multi_var_decl()) {
+        parse_multi_var_decl();
+        continue;
+      }
+      if (!(cur().kind == TokKind::kName && tok_is_op(ahead(1), "=") && tok_is_name(ahead(2), "T") &&
+            tok_is_op(ahead(3), ".")))
+        return;
       const Token& name = cur();
       const Token& what = ahead(4);
-      if (auto type = DataType::parse(what.text);
-          type && (type->is_integer()) && tok_is_op(ahead(5), "(") && tok_is_op(ahead(6), ")")) {
+      if (at_var_decl(2)) {
         if (lookup(name.text)) fail(name, "'" + name.text + "' is already defined");
+        DataType type = *DataType::parse(what.text);
         for (int k = 0; k < 7; ++k) next();
         expect_newline("after statement");
-        bind(name.text, Binding{MakeVar(name.text, *type, span(name)), nullptr, true});
+        bind(name.text, Binding{MakeVar(name.text, type, span(name)), nullptr, true});
         continue;
       }
       if (what.text != "match_buffer") return;
@@ -534,7 +703,8 @@ class Parser {
   };
 
   // The arguments of T.Buffer / T.alloc_buffer / T.allocate after '('; consumes ')'.
-  BufferSpec parse_buffer_args(bool allow_scope, const Token& call_tok, bool allow_data = false) {
+  BufferSpec parse_buffer_args(bool allow_scope, const Token& call_tok, bool allow_data = false,
+                               bool data_required = true) {
     BufferSpec spec;
     bool have_shape = false;
     int positional = 0;
@@ -554,6 +724,19 @@ class Parser {
           spec.align = static_cast<int>(parse_small_int("for align="));
         else if (kw.text == "scope" && allow_scope)
           spec.scope = expect_string("for scope=");
+        else if (kw.text == "scope" || kw.text == "buffer_type") {
+          // A parameter's or view's memory is wherever its owner put it; TVM prints these
+          // with their defaults.
+          const Token& at = cur();
+          std::string v = expect_string("for " + kw.text + "=");
+          if (v != "global" && v != "" && v != "default" && v != "auto")
+            fail(at, kw.text + "=\"" + v + "\" is only supported on allocations");
+        } else if (kw.text == "offset_factor") {
+          parse_small_int("for offset_factor=");  // an alignment hint in elements; we keep align= only
+        } else if (kw.text == "axis_separators") {
+          const Token& at = cur();
+          if (!parse_shape().empty()) fail(at, "axis_separators (multi-dimensional physical buffers) are not supported");
+        }
         else if (kw.text == "data" && allow_data) {
           const Token& at = cur();
           PExpr d = parse_expr();
@@ -579,7 +762,7 @@ class Parser {
     }
     expect_op(")", "to close the buffer declaration");
     if (!have_shape) fail(call_tok, "buffer declaration needs a shape");
-    if (allow_data && !spec.data) fail(call_tok, "T.decl_buffer needs data=, the pointer it views");
+    if (allow_data && data_required && !spec.data) fail(call_tok, "T.decl_buffer needs data=, the pointer it views");
     if (!spec.elem_offset) spec.elem_offset = IntImm(DataType::Int(32), 0, span(call_tok));
     return spec;
   }
@@ -657,9 +840,17 @@ class Parser {
         return spanned_no_op(span(t));
       }
       if (t.text == "else" || t.text == "elif") fail(t, "'" + t.text + "' without a matching 'if'");
-      if (t.text == "return") fail(t, "return statements are not supported");
+      if (t.text == "return") return parse_return();
+      if (t.text == "while") {
+        const Token& while_tok = next();
+        PExpr c = parse_expr();
+        if (!c.e->dtype.is_bool()) fail(while_tok, "the condition of 'while' must be bool, got " + c.e->dtype.str());
+        Stmt body = parse_block(while_tok, "while condition");
+        return While(c.e, body, span(while_tok));
+      }
       if (t.text == "def" || t.text == "class") fail(t, "nested definitions are not supported");
       const Token& after = ahead(1);
+      if (tok_is_op(after, ",")) return parse_multi_assign();
       if (tok_is_op(after, ":")) return parse_let();
       if (tok_is_op(after, "=")) return parse_assign();
       if (tok_is_op(after, "[")) {
@@ -667,6 +858,15 @@ class Parser {
         if (b && b->buffer) return parse_store();
       }
       if (at_t_attr("func_attr")) fail(t, "T.func_attr must be the first statement of a function");
+      if (at_t_attr("assume") && tok_is_op(ahead(3), "(")) {
+        // A hint for TVM's analyses; nothing of ours uses it, so it is dropped.
+        next(), next(), next(), next();
+        PExpr c = parse_expr();
+        if (!c.e->dtype.is_bool()) fail(t, "T.assume needs a bool condition, got " + c.e->dtype.str());
+        expect_op(")", "to close T.assume(...)");
+        expect_newline("after statement");
+        return spanned_no_op(span(t));
+      }
       if (at_t_attr("evaluate")) {
         next(), next(), next();
         expect_op("(", "after T.evaluate");
@@ -680,6 +880,67 @@ class Parser {
     if (!as<CallNode>(e.e)) fail(t, "expected a statement, found an expression (use T.evaluate(...))");
     expect_newline("after statement");
     return Evaluate(e.e, span(t));
+  }
+
+  // The value of `return v` or `T.ret(v)` (after '('), as the tvm_return builtin: the
+  // function must declare an integer return type.
+  Expr return_value(const Token& tok) {
+    if (ret_type_.is_void())
+      fail(tok, "return with a value in a function without a return type; declare one, e.g. '-> T.int32'");
+    const Token& at = cur();
+    PExpr v = promote_to(parse_expr(), ret_type_);
+    if (v.e->dtype != ret_type_)
+      fail(at, "the function returns " + ret_type_.str() + ", but this value is " + v.e->dtype.str());
+    if (!ret_type_.is_integer())
+      fail(tok, "returning " + ret_type_.str() + " is not supported; microtir functions return integers");
+    return Call(DataType::Int(32), "tvm_return", {v.e}, {}, span(tok));
+  }
+
+  // `return x` in a function with a return type (TVM's T.ret): the tvm_return builtin.
+  Stmt parse_return() {
+    const Token& tok = next();
+    if (cur().kind == TokKind::kNewline || is_name("None")) {
+      if (is_name("None")) next();
+      expect_newline("after 'return'");
+      fail(tok, "a bare 'return' is not supported; return a value from a function with a return type");
+    }
+    Expr v = return_value(tok);
+    expect_newline("after statement");
+    return Evaluate(v, span(tok));
+  }
+
+  // `a, b = x, y`: one let per name, bound in order (Python evaluates every value
+  // first, so no value may use a name bound on the same line).
+  Stmt parse_multi_assign() {
+    const Token& first = cur();
+    if (at_multi_var_decl()) fail(first, "shape variables (x = T.int32()) belong at the top of the function");
+    std::vector<const Token*> names;
+    do {
+      if (!names.empty()) next();
+      names.push_back(&expect_name("as a variable name"));
+    } while (is_op(","));
+    expect_op("=", "after the names of a multiple assignment");
+    std::vector<PExpr> values;
+    do {
+      if (!values.empty()) next();
+      values.push_back(parse_expr());
+    } while (is_op(",") && values.size() < names.size());
+    if (values.size() != names.size() || is_op(","))
+      fail(first, "a multiple assignment needs as many values as names (" + std::to_string(names.size()) + ")");
+    expect_newline("after statement");
+    std::vector<Var> vars;
+    size_t mark = scope_mark();
+    for (size_t i = 0; i < names.size(); ++i) {
+      if (lookup(names[i]->text)) fail(*names[i], "cannot assign to '" + names[i]->text + "': it is already defined");
+      PExpr v = values[i].bare ? promote_to(values[i], values[i].e->dtype) : values[i];
+      values[i] = v;
+      vars.push_back(MakeVar(names[i]->text, v.e->dtype, span(*names[i])));
+    }
+    for (size_t i = 0; i < names.size(); ++i) bind(names[i]->text, Binding{vars[i], nullptr, false});
+    Stmt body = parse_rest(first);
+    pop_scope(mark);
+    for (size_t i = names.size(); i-- > 0;) body = LetStmt(vars[i], values[i].e, body, span(*names[i]));
+    return body;
   }
 
   Stmt parse_store() {
@@ -720,11 +981,12 @@ class Parser {
   Stmt parse_let() {
     const Token& name = next();
     next();  // ':'
-    DataType t = parse_type_annotation();
+    TypeAnn ann = parse_type_ann();
+    DataType t = ann.type;
     expect_op("=", "in let binding (write 'x: T.int32 = value')");
     PExpr v = promote_to(parse_expr(), t);
     expect_newline("after statement");
-    Var var = MakeVar(name.text, t, span(name));
+    Var var = ann.make_var(name.text, span(name));
     size_t mark = scope_mark();
     bind(name.text, Binding{var, nullptr, false});
     Stmt body = parse_rest(name);
@@ -735,24 +997,37 @@ class Parser {
   Stmt parse_assign() {
     const Token& name = next();
     next();  // '='
-    if (at_t_attr("decl_buffer")) {
+    if (at_var_decl(0))
+      fail(name, "'" + name.text + " = T." + ahead(2).text +
+                     "()' declares a shape variable, which belongs at the top of the function, before its first "
+                     "statement (with T.func_attr and T.match_buffer)");
+    if (at_t_attr("decl_buffer") || at_t_attr("Buffer")) {
+      // `T.decl_buffer(..., data=p)` and TVM's lowered `T.Buffer(..., data=p)` view
+      // existing memory; `T.decl_buffer` without data= allocates, as in TVM.
       const Token& t_tok = cur();
+      const bool is_decl = ahead(2).text == "decl_buffer";
       next(), next(), next();
-      expect_op("(", "after T.decl_buffer");
-      Buffer buf = make_buffer(name.text, span(name), parse_buffer_args(false, t_tok, true));
+      expect_op("(", "after T." + std::string(is_decl ? "decl_buffer" : "Buffer"));
+      BufferSpec spec = parse_buffer_args(is_decl, t_tok, true, /*data_required=*/!is_decl);
       expect_newline("after statement");
+      const bool allocates = !spec.data;
+      std::string scope = spec.scope;
+      Buffer buf = make_buffer(name.text, span(name), std::move(spec));
       size_t mark = scope_mark();
       bind(name.text, Binding{nullptr, buf, false});
       Stmt body = parse_rest(name);
       pop_scope(mark);
-      return DeclBuffer(buf, body, span(name));
+      return allocates ? Allocate(buf, scope, body, span(name)) : DeclBuffer(buf, body, span(name));
     }
     if (at_t_attr("alloc_buffer") || at_t_attr("allocate")) {
+      // T.allocate gives a pointer (TVM's semantics), T.alloc_buffer a buffer; the name
+      // stands for both here, so `p[i]` and `T.decl_buffer(..., data=p)` both work.
+      const bool pointer = ahead(2).text == "allocate";
       std::string scope;
       Buffer buf = parse_alloc_call(name, &scope);
       expect_newline("after statement");
       size_t mark = scope_mark();
-      bind(name.text, Binding{nullptr, buf, false});
+      bind(name.text, Binding{pointer ? buf->data : nullptr, buf, false});
       Stmt body = parse_rest(name);
       pop_scope(mark);
       return Allocate(buf, scope, body, span(name));
@@ -791,6 +1066,10 @@ class Parser {
     ForKind kind = ForKind::kSerial;
     bool grid = false;
     std::vector<PExpr> args;
+    Attrs annotations;
+    std::string thread;
+    PExpr step;
+    const Token* step_tok = nullptr;
   };
 
   Stmt parse_for() {
@@ -821,19 +1100,38 @@ class Parser {
         h.kind = ForKind::kVectorized;
       else if (kind.text == "grid")
         h.grid = true;
+      else if (kind.text == "thread_binding")
+        h.kind = ForKind::kThreadBinding;
       else
         fail(iter_tok, "unknown loop kind 'T." + kind.text + "'",
-             did_you_mean(kind.text, {"serial", "unroll", "parallel", "vectorized", "grid"}, "T."));
+             did_you_mean(kind.text, {"serial", "unroll", "parallel", "vectorized", "grid", "thread_binding"}, "T."));
     } else {
       fail(iter_tok, "expected range(...) or T.serial/T.grid/... after 'in', found " + describe(iter_tok));
     }
     expect_op("(", "after loop kind");
     while (!is_op(")")) {
-      h.args.push_back(parse_expr());
+      if (cur().kind == TokKind::kName && tok_is_op(ahead(1), "=") && !h.grid) {
+        const Token& kw = next();
+        next();
+        if (kw.text == "annotations") {
+          h.annotations = parse_dict();
+        } else if (kw.text == "thread" && h.kind == ForKind::kThreadBinding) {
+          h.thread = expect_string("for thread=");
+        } else if (kw.text == "step") {
+          h.step_tok = &kw;
+          h.step = parse_expr();
+        } else {
+          fail(kw, "unknown loop argument '" + kw.text + "' (expected annotations=, step= or thread=)");
+        }
+      } else {
+        h.args.push_back(parse_expr());
+      }
       if (!is_op(",")) break;
       next();
     }
     expect_op(")", "to close the loop range");
+    if (h.kind == ForKind::kThreadBinding && h.thread.empty())
+      fail(iter_tok, "T.thread_binding needs thread=\"threadIdx.x\" (or another thread tag)");
     if (!is_op(":")) fail(cur(), "expected ':' after for header, found " + describe(cur()));
 
     // (min, extent, loop variable type) per loop variable.
@@ -865,6 +1163,16 @@ class Parser {
         ranges.push_back({a, range_extent(a, b, span(iter_tok)), a->dtype});
       }
     }
+    // step=s: a loop over k in [0, ceil((stop - start) / s)) with i = start + k * s
+    // bound inside, which is the loop every backend already runs.
+    Expr step;
+    if (h.step_tok) {
+      step = loop_bound(h.step, *h.step_tok);
+      const int64_t* c = as_const_int(step);
+      if (!c || *c <= 0) fail(*h.step_tok, "step= must be a positive integer constant");
+      if (step->dtype != ranges[0].type) step = IntImm(ranges[0].type, *c, step->span);
+      if (*c == 1) step = nullptr;
+    }
     size_t mark = scope_mark();
     std::vector<Var> vars;
     for (size_t i = 0; i < targets.size(); ++i) {
@@ -874,8 +1182,26 @@ class Parser {
     }
     Stmt body = parse_block(for_tok, "for header");
     pop_scope(mark);
-    for (size_t i = vars.size(); i-- > 0;)
-      body = For(vars[i], ranges[i].min, ranges[i].extent, h.kind, body, span(i == 0 ? for_tok : *targets[i]));
+    if (step) {
+      const Span at = span(*h.step_tok);
+      Var k = MakeVar(targets[0]->text + "_step", ranges[0].type, at);
+      Expr value = Binary(ExprKind::Add, ranges[0].min, Binary(ExprKind::Mul, k, step, at), at);
+      body = LetStmt(vars[0], value, body, at);
+      Expr one = IntImm(ranges[0].type, 1, at);
+      Expr ext = Binary(ExprKind::FloorDiv,
+                        Binary(ExprKind::Add, ranges[0].extent, Binary(ExprKind::Sub, step, one, at), at), step, at);
+      if (const int64_t* e = as_const_int(ranges[0].extent)) ext = IntImm(ranges[0].type, (*e + *as_const_int(step) - 1) / *as_const_int(step), at);
+      vars[0] = k;
+      ranges[0].min = IntImm(ranges[0].type, 0, at);
+      ranges[0].extent = ext;
+    }
+    for (size_t i = vars.size(); i-- > 0;) {
+      auto loop = std::make_shared<ForNode>(vars[i], ranges[i].min, ranges[i].extent, h.kind, body,
+                                            span(i == 0 ? for_tok : *targets[i]));
+      loop->thread_tag = h.thread;
+      if (i == 0) loop->annotations = h.annotations;
+      body = loop;
+    }
     return body;
   }
 
@@ -937,6 +1263,9 @@ class Parser {
     if (!is_name("T") || !tok_is_op(ahead(1), ".")) fail(cur(), "expected T.attr(...) after 'with'");
     next(), next();
     const Token& what = expect_name("after 'T.'");
+    if (is_block_construct(what.text)) fail(t_tok, kBlockRefusal);
+    if (what.text == "launch_thread")
+      fail(t_tok, "T.launch_thread (GPU threads) is not supported; microtir compiles for CPUs and microcontrollers");
     if (what.text == "attr") {
       expect_op("(", "after T.attr");
       PExpr node = parse_expr();
@@ -1384,6 +1713,149 @@ class Parser {
     return {out, false};
   }
 
+  // TVMScript calls that are another spelling of something we have (after `T.name`,
+  // before '('). False when `fn` is not one of them.
+  bool parse_tvm_sugar(const Token& t_tok, const Token& fn, PExpr* out) {
+    const std::string& name = fn.text;
+    if (name == "cast") {  // T.cast(x, "float32") is T.Cast("float32", x)
+      expect_op("(", "after T.cast");
+      PExpr v = parse_expr();
+      expect_op(",", "after the value in T.cast");
+      DataType t = parse_dtype_string("as the target type of T.cast");
+      expect_op(")", "to close T.cast(...)");
+      if (v.bare) v = promote_to(v, v.e->dtype);
+      *out = {Cast(t, v.e, span(t_tok)), false};
+      return true;
+    }
+    if (name == "likely") {  // a branch hint: the condition itself
+      expect_op("(", "after T.likely");
+      PExpr c = parse_expr();
+      expect_op(")", "to close T.likely(...)");
+      if (!c.e->dtype.is_bool()) fail(t_tok, "T.likely needs a bool condition, got " + c.e->dtype.str());
+      *out = c;
+      return true;
+    }
+    if (name == "ret") {  // T.ret(x): return x
+      expect_op("(", "after T.ret");
+      Expr v = return_value(t_tok);
+      expect_op(")", "to close T.ret(...)");
+      *out = {v, false};
+      return true;
+    }
+    if (name == "undef") {  // any value will do: zero of the type
+      expect_op("(", "after T.undef");
+      DataType t = DataType::Int(32);
+      if (is_name("dtype") && tok_is_op(ahead(1), "=")) next(), next();
+      if (!is_op(")")) t = parse_dtype_string("as the type of T.undef");
+      expect_op(")", "to close T.undef(...)");
+      *out = {t.is_float() ? FloatImm(t, 0.0, span(t_tok)) : IntImm(t, 0, span(t_tok)), false};
+      return true;
+    }
+    if (name == "call_extern" || name == "call_pure_extern") {
+      *out = {parse_call_extern(t_tok, fn), false};
+      return true;
+    }
+    if (name == "reinterpret") {  // T.reinterpret("float32", x): the same bits as another type
+      expect_op("(", "after T.reinterpret");
+      DataType t = parse_dtype_string("as the result type of T.reinterpret");
+      expect_op(",", "after the type in T.reinterpret");
+      PExpr x = parse_expr();
+      expect_op(")", "to close T.reinterpret(...)");
+      if (x.bare) x = promote_to(x, x.e->dtype);
+      DataType from = x.e->dtype;
+      if (!from.is_numeric() || !t.is_numeric() || from.bits() != t.bits() || (t.bits() != 32 && t.bits() != 64))
+        fail(t_tok, "T.reinterpret needs numbers of one width, 32 or 64 bits: " + from.str() + " to " + t.str());
+      *out = {Call(t, "reinterpret", {x.e}, {}, span(t_tok)), false};
+      return true;
+    }
+    if (name == "clz") {
+      expect_op("(", "after T.clz");
+      PExpr x = parse_expr();
+      expect_op(")", "to close T.clz(...)");
+      if (x.bare) x = promote_to(x, x.e->dtype);
+      if (!x.e->dtype.is_integer() || (x.e->dtype.bits() != 32 && x.e->dtype.bits() != 64))
+        fail(t_tok, "T.clz is defined on 32- and 64-bit integers, not " + x.e->dtype.str());
+      *out = {Call(DataType::Int(32), "clz", {x.e}, {}, span(t_tok)), false};
+      return true;
+    }
+    if (name == "tvm_access_ptr") {
+      *out = {parse_access_ptr(t_tok), false};
+      return true;
+    }
+    if (name == "env_thread" || name == "launch_thread")
+      fail(t_tok, "T." + name + " (GPU threads) is not supported; microtir compiles for CPUs and microcontrollers");
+    return false;
+  }
+
+  // T.tvm_access_ptr(T.type_annotation("float32"), A.data, offset, extent, rw_mask): the
+  // address of element `offset` of a flat buffer over that pointer, T.address_of(A[offset]).
+  Expr parse_access_ptr(const Token& t_tok) {
+    expect_op("(", "after T.tvm_access_ptr");
+    if (!at_t_attr("type_annotation")) fail(cur(), "T.tvm_access_ptr takes T.type_annotation(\"dtype\") first");
+    next(), next(), next();
+    expect_op("(", "after T.type_annotation");
+    DataType t = parse_dtype_string("in T.type_annotation");
+    expect_op(")", "to close T.type_annotation(...)");
+    expect_op(",", "after the type of T.tvm_access_ptr");
+    const Token& data_tok = cur();
+    PExpr data = parse_expr();
+    const auto* v = as<VarNode>(data.e);
+    if (!v || !v->dtype.is_handle()) fail(data_tok, "T.tvm_access_ptr needs a data pointer such as A.data");
+    std::vector<PExpr> rest;
+    while (is_op(",")) {
+      next();
+      rest.push_back(parse_expr());
+    }
+    expect_op(")", "to close T.tvm_access_ptr(...)");
+    if (rest.size() != 3) fail(t_tok, "T.tvm_access_ptr takes a type, a pointer, an offset, an extent and an access mask");
+    Buffer flat;
+    for (auto it = bindings_.rbegin(); it != bindings_.rend() && !flat; ++it) {
+      const Buffer& b = it->second.buffer;
+      if (b && b->data.get() == v && b->ndim() == 1 && b->dtype == t) flat = b;
+    }
+    if (!flat)
+      fail(data_tok, "T.tvm_access_ptr needs a one-dimensional " + t.str() + " buffer over '" + v->name +
+                         "' in scope; declare one with T.Buffer((n,), \"" + t.str() + "\", data=...)");
+    PExpr offset = rest[0].bare ? promote_to(rest[0], rest[0].e->dtype) : rest[0];
+    Expr element = BufferLoad(flat, {offset.e}, span(t_tok));
+    return Call(DataType::Handle(), "address_of", {element}, {}, span(t_tok));
+  }
+
+  // T.call_extern("float32", "name", args...) (TVM's order), or with the type as the
+  // keyword dtype="float32" anywhere. T.call_pure_extern is the same call marked pure.
+  Expr parse_call_extern(const Token& t_tok, const Token& fn) {
+    expect_op("(", "after T." + fn.text);
+    Attrs attrs;
+    std::optional<DataType> type;
+    std::vector<Expr> args;
+    while (!is_op(")")) {
+      if (is_name("dtype") && tok_is_op(ahead(1), "=")) {
+        next(), next();
+        type = cur().text == "void" ? (next(), DataType::Void()) : parse_dtype_string("for dtype=");
+      } else if (is_name("attrs") && tok_is_op(ahead(1), "=")) {
+        next(), next();
+        attrs = parse_dict();
+      } else if (!type && args.empty() && cur().kind == TokKind::kString && tok_is_op(ahead(1), ",") &&
+                 ahead(2).kind == TokKind::kString) {
+        type = cur().text == "void" ? (next(), DataType::Void())
+                                    : parse_dtype_string("as the result type of T." + fn.text);
+      } else {
+        PExpr a = parse_expr();
+        if (a.bare) a = promote_to(a, a.e->dtype);
+        args.push_back(a.e);
+      }
+      if (!is_op(",")) break;
+      next();
+    }
+    expect_op(")", "to close T." + fn.text + "(...)");
+    if (args.empty() || !as<StringImmNode>(args[0]))
+      fail(fn, "T." + fn.text + " needs a function name string after the type");
+    if (!type) fail(fn, "T." + fn.text + " needs the result type, first or as dtype=\"...\"");
+    if (fn.text == "call_pure_extern") attrs["pure"] = true;
+    return Call(type->is_void() ? DataType::Void() : *type, "call_extern", std::move(args), std::move(attrs),
+                span(t_tok));
+  }
+
   PExpr parse_t_call() {
     const Token& t_tok = next();  // T
     next();                       // .
@@ -1394,6 +1866,11 @@ class Parser {
     static const std::pair<const char*, ExprKind> kBinaryFns[] = {
         {"truncdiv", ExprKind::Div},      {"truncmod", ExprKind::Mod}, {"floordiv", ExprKind::FloorDiv},
         {"floormod", ExprKind::FloorMod}, {"min", ExprKind::Min},      {"max", ExprKind::Max}};
+    if (is_block_construct(name)) fail(t_tok, kBlockRefusal);
+    if (name == "Ramp" || name == "ramp" || name == "Broadcast" || name == "broadcast" || name == "Shuffle")
+      fail(t_tok, "vector expressions (T." + name + ") are not supported yet: microtir's types have one lane");
+    if (name == "Let") fail(t_tok, "T.Let expressions are not supported; bind the value with a statement (x = value)");
+    if (PExpr out; parse_tvm_sugar(t_tok, fn, &out)) return out;
     const OpInfo* op = lookup_op(name);
     bool known = op != nullptr || name == "And" || name == "Or" || name == "Not" || name == "Select" || name == "Cast";
     for (const auto& [n, k] : kBinaryFns) known = known || name == n;
@@ -1408,21 +1885,6 @@ class Parser {
       if (v.bare) v = promote_to(v, v.e->dtype);
       return {Cast(t, v.e, span(t_tok)), false};
     }
-    if (op && op->kind == OpInfo::Kind::kCallExtern) {
-      DataType t = parse_dtype_string("as the result type of T.call_extern");
-      Attrs attrs;
-      std::vector<Expr> args;
-      if (is_op(",")) {
-        next();
-        for (auto& a : parse_args(fn, &attrs)) args.push_back(a.e);
-      } else {
-        expect_op(")", "to close T.call_extern(...)");
-      }
-      if (args.empty() || !as<StringImmNode>(args[0]))
-        fail(fn, "T.call_extern needs a function name string after the type");
-      return {Call(t, "call_extern", std::move(args), std::move(attrs), span(t_tok)), false};
-    }
-
     if (name == "call_tir") return {parse_call_tir(t_tok, fn), false};
 
     Attrs attrs;
@@ -1504,6 +1966,7 @@ class Parser {
   int depth_ = 0;
   int stmt_depth_ = 0;
   std::vector<std::pair<std::string, Binding>> bindings_;
+  DataType ret_type_ = DataType::Void();  // of the function being parsed
 };
 
 }  // namespace

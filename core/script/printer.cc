@@ -89,15 +89,28 @@ std::string attr_value(const AttrValue& v) {
   return s;
 }
 
-std::string dict(const Attrs& attrs) {
+// `target_key`: a function's attributes, whose "target" is a TVM Target.
+std::string dict(const Attrs& attrs, bool target_key = false) {
   std::string out = "{";
   bool first = true;
   for (const auto& [k, v] : attrs) {
     if (!first) out += ", ";
     first = false;
-    out += quote(k) + ": " + attr_value(v);
+    if (target_key && k == "target" && std::holds_alternative<std::string>(v))
+      out += quote(k) + ": T.target(" + attr_value(v) + ")";
+    else
+      out += quote(k) + ": " + attr_value(v);
   }
   return out + "}";
+}
+
+// How a variable's type is written: T.int32, or T.handle("float32", "global") for a
+// typed pointer.
+std::string type_of(const VarNode* v) {
+  if (!v->dtype.is_handle() || (v->pointee.is_void() && v->pointer_scope.empty())) return "T." + v->dtype.str();
+  std::string out = "T.handle(" + quote(v->pointee.is_void() ? std::string("void") : v->pointee.str());
+  if (!v->pointer_scope.empty()) out += ", " + quote(v->pointer_scope);
+  return out + ")";
 }
 
 bool is_reserved(const std::string& s) {
@@ -144,8 +157,8 @@ bool is_negation(const SubNode* op) {
 
 // A serial loop that T.grid / range can express: starts at a typed zero.
 bool gridable(const ForNode* f) {
-  return f->for_kind == ForKind::kSerial && f->extent && is_zero_of(f->min, f->extent->dtype) &&
-         f->loop_var->dtype == f->extent->dtype;
+  return f->for_kind == ForKind::kSerial && f->annotations.empty() && f->extent &&
+         is_zero_of(f->min, f->extent->dtype) && f->loop_var->dtype == f->extent->dtype;
 }
 
 class Printer {
@@ -210,13 +223,13 @@ class Printer {
       if (i) sig += ", ";
       const Buffer b = i < f->param_buffers.size() ? f->param_buffers[i] : nullptr;
       sig += names_[f->params[i].get()] + ": ";
-      sig += b && !matched[i] ? buffer_decl("T.Buffer(", b, "") : b ? "T.handle" : "T." + f->params[i]->dtype.str();
+      sig += b && !matched[i] ? buffer_decl("T.Buffer(", b, "") : b ? "T.handle" : type_of(f->params[i].get());
     }
     sig += ")";
     if (!f->ret_type.is_void()) sig += " -> T." + f->ret_type.str();
     line(sig + ":");
     ++indent_;
-    if (!f->attrs.empty()) line("T.func_attr(" + dict(f->attrs) + ")");
+    if (!f->attrs.empty()) line("T.func_attr(" + dict(f->attrs, true) + ")");
     for (const VarNode* v : shape_vars) line(define(v, v->name) + " = T." + v->dtype.str() + "()");
     for (size_t i = 0; i < f->params.size(); ++i) {
       if (!matched[i]) continue;
@@ -265,10 +278,15 @@ class Printer {
         const auto* op = as<LetStmtNode>(s);
         std::string value = expr(op->value);
         if (last) {
-          line(define(op->var.get(), op->var->name) + ": T." + op->var->dtype.str() + " = " + value);
+          line(define(op->var.get(), op->var->name) + ": " + type_of(op->var.get()) + " = " + value);
           return stmt(op->body, true);
         }
         line("with T.LetStmt(" + value + ") as " + define(op->var.get(), op->var->name) + ":");
+        return block(op->body);
+      }
+      case StmtKind::While: {
+        const auto* op = as<WhileNode>(s);
+        line("while " + expr(op->condition) + ":");
         return block(op->body);
       }
       case StmtKind::SeqStmt: {
@@ -433,11 +451,15 @@ class Printer {
       }
     }
     std::string kind = op->for_kind == ForKind::kSerial ? "T.serial" : std::string("T.") + for_kind_name(op->for_kind);
+    std::string extra;
+    if (op->for_kind == ForKind::kThreadBinding) extra += ", thread=" + quote(op->thread_tag);
+    if (!op->annotations.empty()) extra += ", annotations=" + dict(op->annotations);
     std::string range;
     if (op->extent && is_zero_of(op->min, op->extent->dtype)) {
-      range = (op->for_kind == ForKind::kSerial ? std::string("range") : kind) + "(" + expr(op->extent) + ")";
+      bool plain = op->for_kind == ForKind::kSerial && extra.empty();
+      range = (plain ? std::string("range") : kind) + "(" + expr(op->extent) + extra + ")";
     } else {
-      range = kind + "(" + expr(op->min) + ", " + loop_stop(op->min, op->extent) + ")";
+      range = kind + "(" + expr(op->min) + ", " + loop_stop(op->min, op->extent) + extra + ")";
     }
     std::string name = define(op->loop_var.get(), op->loop_var->name);
     line("for " + name + " in " + range + ":");
@@ -573,6 +595,8 @@ class Printer {
           if (!op->attrs.empty()) out += ", attrs=" + dict(op->attrs);
           return out + ")";
         }
+        if (op->op == "reinterpret" && op->args.size() == 1 && op->attrs.empty())
+          return "T.reinterpret(" + quote(op->dtype.str()) + ", " + expr(op->args[0]) + ")";
         if (op->op == "call_tir" && op->attrs.empty()) {
           std::string out = "T.call_tir(";
           for (size_t i = 0; i < op->args.size(); ++i) out += (i ? ", " : "") + call_tir_arg(op->args[i]);

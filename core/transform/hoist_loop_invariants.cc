@@ -303,7 +303,7 @@ class Hoister : public Mutator {
     }
     if (!c.found.empty()) body = Replace(&c.found, &vars, &ours_).mutate(body);
     if (body == op->body) return self;
-    Stmt out = For(op->loop_var, op->min, op->extent, op->for_kind, body, op->span);
+    Stmt out = ForLike(op, op->min, op->extent, body);
     for (size_t i = lets.size(); i-- > 0;) out = LetStmt(lets[i].first, lets[i].second, out, op->span);
     return out;
   }

@@ -10,6 +10,7 @@
 // the wrapper calls once the checks pass: the kernel keeps restrict pointer parameters
 // that the C compiler can optimize, and the wrapper stays small enough to inline.
 #include <functional>
+#include <set>
 #include <unordered_set>
 
 #include "ir/op.h"
@@ -93,8 +94,13 @@ class PackedWrapper {
     // Scalars first: shapes may refer to them.
     for (size_t i = 0; i < f_->params.size(); ++i)
       if (!f_->param_buffers[i]) scalar_arg(args, type_ids, i);
+    // Tensors in two rounds: every extent that is a plain variable is bound before any
+    // extent that computes with one is checked (`(n + 1,)` may come before `(n,)`).
+    std::vector<Var> handles(f_->params.size());
     for (size_t i = 0; i < f_->params.size(); ++i)
-      if (f_->param_buffers[i]) tensor_arg(args, type_ids, i);
+      if (f_->param_buffers[i]) handles[i] = tensor_header(args, type_ids, i);
+    for (size_t i = 0; i < f_->params.size(); ++i)
+      if (f_->param_buffers[i]) tensor_layout(handles[i], i);
 
     auto out = std::make_shared<PrimFuncNode>(*f_);
     out->params = {args, type_ids, num_args, ret_value, ret_tcode, resource};
@@ -147,7 +153,8 @@ class PackedWrapper {
     bound_.insert(p.get());
   }
 
-  void tensor_arg(const Var& args, const Var& type_ids, size_t i) {
+  // The tensor pointer, ndim, dtype, and the extents that bind a variable.
+  Var tensor_header(const Var& args, const Var& type_ids, size_t i) {
     const Buffer& b = f_->param_buffers[i];
     const Var& p = f_->params[i];
     const std::string arg = "argument '" + b->name + "'";
@@ -185,7 +192,23 @@ class PackedWrapper {
         }
         prologue_.let(var, var->dtype == kI64 ? got : Cast(var->dtype, got));
         bound_.insert(v);
-      } else if (const int64_t* c = as_const_int(want)) {
+        binds_extent_.insert({i, k});
+      }
+    }
+    return handle;
+  }
+
+  // The other extents, strides, device, offset and data pointer of tensor `i`.
+  void tensor_layout(const Var& handle, size_t i) {
+    const Buffer& b = f_->param_buffers[i];
+    const std::string arg = "argument '" + b->name + "'";
+    const int64_t ndim = static_cast<int64_t>(b->shape.size());
+    for (int64_t k = 0; k < ndim; ++k) {
+      if (binds_extent_.count({i, k})) continue;
+      Expr got = builtin("tvm_tensor_shape", {handle, i32(k)});
+      const Expr& want = b->shape[k];
+      const std::string dim = arg + ".shape[" + std::to_string(k) + "]";
+      if (const int64_t* c = as_const_int(want)) {
         prologue_.check(ne(got, i64(*c)), dim + " must be " + std::to_string(*c) + ", got {}", {got});
       } else {
         prologue_.check(ne(got, to_i64(want)), dim + " must be {}, got {}", {to_i64(want), got});
@@ -240,6 +263,7 @@ class PackedWrapper {
   PrimFunc f_;
   Prologue prologue_;
   std::unordered_set<const VarNode*> bound_;
+  std::set<std::pair<size_t, int64_t>> binds_extent_;  // (tensor, dim) whose extent binds a variable
   std::vector<Var> extra_params_;
   std::string compute_symbol_;
 };

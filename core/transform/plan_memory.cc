@@ -46,11 +46,16 @@ class Rebind : public Mutator {
 
 PrimFunc plan(const PrimFunc& f, int64_t alignment) {
   // The allocations at the top, and what they wrap. An allocation whose pointer the
-  // body uses directly (T.tvm_make_tensor(B.data, ...)) keeps its own memory: a view
-  // into the pool has no pointer variable of its own.
+  // body uses directly (T.tvm_make_tensor(B.data, ...), or a view declared on it as
+  // TVM's T.allocate + T.decl_buffer do) keeps its own memory: a view into the pool has
+  // no pointer variable of its own.
   struct PointerUses : Visitor {
     std::set<const VarNode*> vars;
     void visit_Var(const VarNode* v) override { vars.insert(v); }
+    void visit_DeclBuffer(const DeclBufferNode* op) override {
+      if (op->buffer && op->buffer->data) vars.insert(op->buffer->data.get());
+      Visitor::visit_DeclBuffer(op);
+    }
   } pointer_uses;
   pointer_uses.visit(f->body);
   std::vector<const AllocateNode*> chain;

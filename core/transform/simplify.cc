@@ -336,7 +336,7 @@ class Simplifier : public Mutator {
     }
     Stmt body = mutate(op->body);
     if (min == op->min && extent == op->extent && body == op->body) return self;
-    return For(op->loop_var, min, extent, op->for_kind, body, op->span);
+    return ForLike(op, min, extent, body);
   }
 
   Stmt mutate_LetStmt(const LetStmtNode* op, const Stmt& self) override {

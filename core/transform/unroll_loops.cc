@@ -34,7 +34,7 @@ class Unroller : public Mutator {
     const auto* extent = as<IntImmNode>(op->extent);
     if (op->for_kind != ForKind::kUnrolled || !min || !extent || extent->value > kMaxUnroll ||
         defines_variables(body)) {
-      return body == op->body ? self : For(op->loop_var, op->min, op->extent, op->for_kind, body, op->span);
+      return body == op->body ? self : ForLike(op, op->min, op->extent, body);
     }
     std::vector<Stmt> copies;
     for (int64_t i = 0; i < extent->value; ++i)

@@ -72,6 +72,24 @@ struct Inputs {
   std::vector<InterpArg> args;
 };
 
+// An extent like `n + 1` from the scalar values and "# args:" sizes; false if it
+// uses anything else.
+inline bool eval_extent(const Expr& e, const std::map<const VarNode*, int64_t>& values,
+                        const std::map<std::string, std::string>& scalars, int64_t* out) {
+  if (const int64_t* c = as_const_int(e)) return *out = *c, true;
+  if (const auto* v = as<VarNode>(e)) {
+    if (values.count(v)) return *out = values.at(v), true;
+    if (scalars.count(v->name)) return *out = std::stoll(scalars.at(v->name)), true;  // a T.match_buffer extent
+    return false;
+  }
+  if (e->kind != ExprKind::Add && e->kind != ExprKind::Sub && e->kind != ExprKind::Mul) return false;
+  const auto* b = static_cast<const BinaryNode*>(e.get());
+  int64_t x, y;
+  if (!eval_extent(b->a, values, scalars, &x) || !eval_extent(b->b, values, scalars, &y)) return false;
+  *out = e->kind == ExprKind::Add ? x + y : e->kind == ExprKind::Sub ? x - y : x * y;
+  return true;
+}
+
 inline Inputs make_inputs(const PrimFunc& f, const std::map<std::string, std::string>& scalars, uint32_t seed) {
   Inputs in;
   in.arrays.resize(f->params.size());
@@ -95,11 +113,10 @@ inline Inputs make_inputs(const PrimFunc& f, const std::map<std::string, std::st
     if (!b) continue;
     std::vector<int64_t> shape;
     for (const auto& e : b->shape) {
-      const auto* v = as<VarNode>(e);
-      if (const int64_t* c = as_const_int(e)) shape.push_back(*c);
-      else if (v && values.count(v)) shape.push_back(values.at(v));
-      else if (v && scalars.count(v->name)) shape.push_back(std::stoll(scalars.at(v->name)));  // a T.match_buffer extent
-      else throw std::runtime_error("no size for the shape of '" + b->name + "': add it to '# args:'");
+      int64_t extent;
+      if (!eval_extent(e, values, scalars, &extent))
+        throw std::runtime_error("no size for the shape of '" + b->name + "': add it to '# args:'");
+      shape.push_back(extent);
     }
     in.arrays[i] = NDArray::zeros(b->dtype, shape);
     fill_random(&in.arrays[i], &rng);

@@ -299,6 +299,7 @@ std::string every_stmt_source() {
                   "for i in T.vectorized(4):\n    A[i] = 0\n"
                   "if n > 0:\n    A[0] = 1\n"
                   "if n > 0:\n    A[0] = 1\nelse:\n    A[1] = 1\n"
+                  "while A[0] > T.float32(1):\n    A[0] = A[0] / 2\n"
                   "with T.attr(A.data, \"storage_alignment\", 64):\n    A[2] = 2\n"
                   "with T.attr(\"x\", \"note\", n):\n    pass\n"
                   "T.evaluate(0)\n"

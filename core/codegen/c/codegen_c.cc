@@ -149,6 +149,12 @@ static inline int32_t mtir_sxtb16_ror8(int32_t x) {
 )";
 
 // Helper functions the generated code may need, emitted once each when used.
+// Leading zero bits in portable C99 (compiler builtins are undefined for zero).
+std::string clz_helper(const std::string& name, const std::string& ut, int bits) {
+  return "static inline int32_t " + name + "(" + ut + " x) {\n  int32_t n = " + std::to_string(bits) +
+         ";\n  while (x != 0) {\n    x >>= 1;\n    --n;\n  }\n  return n;\n}\n";
+}
+
 std::string helper_definition(const std::string& name, DataType t) {
   std::string ct = c_type(t, {});
   std::ostringstream os;
@@ -434,8 +440,8 @@ class FunctionEmitter {
     std::string ct = c_type(t, op->span);
     std::string a = expr(op->args.at(0)), b = expr(op->args.at(1));
     std::string r;
-    if (op->op == "bitwise_and" || op->op == "bitwise_or") {
-      r = "(" + a + (op->op == "bitwise_and" ? " & " : " | ") + b + ")";
+    if (op->op == "bitwise_and" || op->op == "bitwise_or" || op->op == "bitwise_xor") {
+      r = "(" + a + (op->op == "bitwise_and" ? " & " : op->op == "bitwise_or" ? " | " : " ^ ") + b + ")";
     } else {
       if (!as_const_int(op->args[1])) b = "(" + b + " & " + std::to_string(t.bits() - 1) + ")";
       if (op->op == "shift_left") {
@@ -518,6 +524,22 @@ class FunctionEmitter {
     if (n == "smlad") {
       (*helpers_)["mtir_smlad"] = kSmladHelper;
       return call("mtir_smlad", op->args);
+    }
+    if (n == "reinterpret") {
+      const DataType from = op->args.at(0)->dtype, to = op->dtype;
+      if (from.is_float() == to.is_float()) return "((" + c_type(to, op->span) + ")" + expr(op->args[0]) + ")";
+      // A union reads the same bytes as the other type (C99 6.5.2.3).
+      const std::string ft = c_type(from, op->span), tt = c_type(to, op->span);
+      const std::string name = "mtir_reinterpret_" + from.str() + "_" + to.str();
+      (*helpers_)[name] = "static inline " + tt + " " + name + "(" + ft + " x) {\n  union {\n    " + ft +
+                          " from;\n    " + tt + " to;\n  } u;\n  u.from = x;\n  return u.to;\n}\n";
+      return name + "(" + expr(op->args[0]) + ")";
+    }
+    if (n == "clz") {
+      const bool wide = op->args.at(0)->dtype.bits() == 64;
+      const std::string name = wide ? "mtir_clz64" : "mtir_clz32";
+      (*helpers_)[name] = clz_helper(name, wide ? "uint64_t" : "uint32_t", wide ? 64 : 32);
+      return name + "((" + std::string(wide ? "uint64_t" : "uint32_t") + ")" + expr(op->args[0]) + ")";
     }
     if (n == "sxtb16" || n == "sxtb16_ror8") {
       (*helpers_)["mtir_sxtb16"] = kSxtb16Helper;
@@ -769,6 +791,15 @@ class FunctionEmitter {
       case StmtKind::SeqStmt:
         for (const auto& child : static_cast<const SeqStmtNode*>(s.get())->seq) emit(child);
         return;
+      case StmtKind::While: {
+        const auto* op = static_cast<const WhileNode*>(s.get());
+        line("while (" + expr(op->condition) + ") {");
+        ++indent_;
+        emit(op->body);
+        --indent_;
+        line("}");
+        return;
+      }
       case StmtKind::Evaluate: {
         const auto* op = static_cast<const EvaluateNode*>(s.get());
         if (op->value->kind == ExprKind::IntImm || op->value->kind == ExprKind::FloatImm) return;
@@ -840,6 +871,8 @@ class FunctionEmitter {
     bool constant = const_num_elements(b, &n);
     if (op->scope == "local" && constant) {
       line(ct + " " + name + "[" + std::to_string(n > 0 ? n : 1) + "];");
+      // A buffer nothing reads or writes must not trip -Wunused-variable.
+      line("(void)" + name + ";");
       emit(op->body);
       return;
     }

@@ -447,6 +447,7 @@ class FunctionEmitter {
     Val a = expr(c->args.at(0)), b = expr(c->args.at(1));
     if (c->op == "bitwise_and") return op(a.ty, "and " + a.typed() + ", " + b.v);
     if (c->op == "bitwise_or") return op(a.ty, "or " + a.typed() + ", " + b.v);
+    if (c->op == "bitwise_xor") return op(a.ty, "xor " + a.typed() + ", " + b.v);
     if (!as_const_int(c->args[1])) b = op(b.ty, "and " + b.typed() + ", " + std::to_string(t.bits() - 1));
     const char* inst = c->op == "shift_left" ? "shl " : t.is_int() ? "ashr " : "lshr ";
     return op(a.ty, inst + a.typed() + ", " + b.v);
@@ -620,6 +621,16 @@ class FunctionEmitter {
       Val p0 = op("i32", "mul i32 " + lo(a).v + ", " + lo(b).v);
       Val p1 = op("i32", "mul i32 " + hi(a).v + ", " + hi(b).v);
       return op("i32", "add i32 " + op("i32", "add i32 " + acc.v + ", " + p0.v).v + ", " + p1.v);
+    }
+    if (n == "reinterpret") {
+      Val x = expr(c->args.at(0));
+      std::string to = ll_type(c->dtype, c->span);
+      return x.ty == to ? x : op(to, "bitcast " + x.typed() + " to " + to);
+    }
+    if (n == "clz") {
+      Val x = expr(c->args.at(0));
+      Val r = intrinsic("llvm.ctlz." + x.ty, x.ty, {x, {"i1", "false"}});
+      return x.ty == "i32" ? r : op("i32", "trunc " + r.typed() + " to i32");
     }
     if (n == "sxtb16" || n == "sxtb16_ror8") {
       Val x = expr(c->args.at(0));
@@ -813,6 +824,18 @@ class FunctionEmitter {
       case StmtKind::SeqStmt:
         for (const auto& child : static_cast<const SeqStmtNode*>(s.get())->seq) emit(child);
         return;
+      case StmtKind::While: {
+        const auto* op = static_cast<const WhileNode*>(s.get());
+        std::string head = label("while.head"), body = label("while.body"), exit = label("while.end");
+        br(head);
+        begin_block(head);
+        cond_br(expr(op->condition), body, exit);
+        begin_block(body);
+        emit(op->body);
+        br(head);
+        begin_block(exit);
+        return;
+      }
       case StmtKind::Evaluate: {
         const auto* op = static_cast<const EvaluateNode*>(s.get());
         if (op->value->kind == ExprKind::IntImm || op->value->kind == ExprKind::FloatImm) return;

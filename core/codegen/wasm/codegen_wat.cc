@@ -461,8 +461,11 @@ class FunctionEmitter {
     DataType t = c->dtype;
     if (!t.is_integer()) user_error(c->span, "intrinsic '" + c->op + "' needs integer operands, not " + t.str());
     WVal a = expr(c->args.at(0)), b = expr(c->args.at(1));
-    if (c->op == "bitwise_and" || c->op == "bitwise_or")
-      return {a.ty, "(" + a.ty + (c->op == "bitwise_and" ? ".and " : ".or ") + a.code + " " + b.code + ")"};
+    if (c->op == "bitwise_and" || c->op == "bitwise_or" || c->op == "bitwise_xor") {
+      // Operands are sign- or zero-extended alike, so the result is extended the same way.
+      const char* inst = c->op == "bitwise_and" ? ".and " : c->op == "bitwise_or" ? ".or " : ".xor ";
+      return {a.ty, "(" + a.ty + inst + a.code + " " + b.code + ")"};
+    }
     std::string amount = b.code;
     if (t.bits() < 32 && !as_const_int(c->args[1]))
       amount = "(i32.and " + amount + " (i32.const " + std::to_string(t.bits() - 1) + "))";
@@ -517,6 +520,17 @@ class FunctionEmitter {
       auto lo = [](const WVal& v) { return "(i32.shr_s (i32.shl " + v.code + " (i32.const 16)) (i32.const 16))"; };
       auto hi = [](const WVal& v) { return "(i32.shr_s " + v.code + " (i32.const 16))"; };
       return {"i32", "(i32.add (i32.add " + acc.code + " (i32.mul " + lo(a) + " " + lo(b) + ")) (i32.mul " + hi(a) + " " + hi(b) + "))"};
+    }
+    if (n == "reinterpret") {
+      WVal x = expr(c->args.at(0));
+      std::string to = wasm_type(c->dtype, c->span);
+      if (x.ty == to) return {to, x.code};
+      return {to, "(" + to + ".reinterpret_" + x.ty + " " + x.code + ")"};
+    }
+    if (n == "clz") {
+      WVal x = expr(c->args.at(0));
+      if (x.ty == "i64") return {"i32", "(i32.wrap_i64 (i64.clz " + x.code + "))"};
+      return {"i32", "(i32.clz " + x.code + ")"};
     }
     if (n == "sxtb16" || n == "sxtb16_ror8") {
       WVal x = expr(c->args.at(0));
@@ -665,6 +679,22 @@ class FunctionEmitter {
       case StmtKind::SeqStmt:
         for (const auto& child : static_cast<const SeqStmtNode*>(s.get())->seq) emit(child);
         return;
+      case StmtKind::While: {
+        const auto* op = static_cast<const WhileNode*>(s.get());
+        std::string exit = label("while.end"), head = label("while.head");
+        line("(block " + exit);
+        ++indent_;
+        line("(loop " + head);
+        ++indent_;
+        line("(br_if " + exit + " (i32.eqz " + expr(op->condition).code + "))");
+        emit(op->body);
+        line("(br " + head + ")");
+        --indent_;
+        line(")");
+        --indent_;
+        line(")");
+        return;
+      }
       case StmtKind::Evaluate: {
         const auto* op = static_cast<const EvaluateNode*>(s.get());
         if (op->value->kind == ExprKind::IntImm || op->value->kind == ExprKind::FloatImm) return;
@@ -978,6 +1008,7 @@ int64_t local_scratch_bytes(const Stmt& s) {
           return;
         }
         case StmtKind::For: walk(static_cast<const ForNode*>(s.get())->body); return;
+        case StmtKind::While: walk(static_cast<const WhileNode*>(s.get())->body); return;
         case StmtKind::IfThenElse: {
           const auto* op = static_cast<const IfThenElseNode*>(s.get());
           walk(op->then_case);

@@ -24,6 +24,7 @@ const f = Math.fround;
 export const env = {
   expf: (x) => f(Math.exp(x)), exp: Math.exp,
   logf: (x) => f(Math.log(x)), log: Math.log,
+  log2f: (x) => f(Math.log2(x)), log2: Math.log2,
   tanhf: (x) => f(Math.tanh(x)), tanh: Math.tanh,
   sinf: (x) => f(Math.sin(x)), sin: Math.sin,
   cosf: (x) => f(Math.cos(x)), cos: Math.cos,

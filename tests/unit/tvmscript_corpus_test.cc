@@ -1,0 +1,185 @@
+// TVMScript as TVM v0.23 prints and TVM's tests write it (tests/script/tvm/*.tir): every
+// file parses, prints and re-parses to an equal module whose printing is a fixed point;
+// files marked "# run" also run through the interpreter and host C (packed API, built
+// with -Werror), and the two must agree on every buffer.
+#include <gtest/gtest.h>
+
+#include "analysis/well_formed.h"
+#include "driver/build.h"
+#include "interp/interpreter.h"
+#include "ir/structural_equal.h"
+#include "script/parser.h"
+#include "script/printer.h"
+#include "support/compare.h"
+#include "sim/wasm_module_runner.h"
+#include "program_corpus.h"
+#ifdef MICROTIR_HAVE_BINARYEN
+#include "codegen/wasm/native/binaryen_native.h"
+#endif
+
+namespace mtir {
+namespace {
+
+using namespace testing_corpus;  // read, scalar_args, make_inputs, run_built_on_host
+
+std::vector<fs::path> tvm_corpus() {
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(fs::path(MICROTIR_SOURCE_DIR) / "tests" / "script" / "tvm"))
+    if (e.path().extension() == ".tir") files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+bool runnable(const std::string& text) { return text.rfind("# run\n", 0) == 0; }
+
+// The files marked "# run": their signatures have tensors to compare.
+std::vector<fs::path> runnable_corpus() {
+  std::vector<fs::path> files;
+  for (const auto& p : tvm_corpus())
+    if (runnable(read(p))) files.push_back(p);
+  return files;
+}
+
+class TvmScript : public ::testing::TestWithParam<fs::path> {};
+class TvmScriptRun : public ::testing::TestWithParam<fs::path> {};
+
+TEST_P(TvmScript, ParsesPrintsAndReparsesIdentically) {
+  const std::string text = read(GetParam());
+  ParseResult r1 = parse_module(text, GetParam().string());
+  ASSERT_TRUE(r1.ok()) << render_all(r1.diagnostics);
+  EXPECT_TRUE(check_well_formed(*r1.module).empty()) << render_all(check_well_formed(*r1.module));
+  const std::string printed = print_module(*r1.module);
+  ParseResult r2 = parse_module(printed, "printed.tir");
+  ASSERT_TRUE(r2.ok()) << render_all(r2.diagnostics) << "\n--- printed ---\n" << printed;
+  EXPECT_TRUE(structural_equal(*r1.module, *r2.module)) << structural_diff(*r1.module, *r2.module) << "\n"
+                                                       << printed;
+  EXPECT_EQ(print_module(*r2.module), printed);
+}
+
+TEST_P(TvmScriptRun, InterpreterAndHostCAgree) {
+  const std::string text = read(GetParam());
+  IRModule m = parse_module_or_throw(text, GetParam().string());
+  auto scalars = scalar_args(text);
+  BuildResult built = build_c(m, parse_target("c"));
+  for (const auto& [name, f] : m.functions) {
+    SCOPED_TRACE(name);
+    Inputs reference = make_inputs(f, scalars, 1234);
+    interpret(m, name, reference.args);
+    Inputs host = run_built_on_host(built, name, f, scalars, "tvmscript-" + GetParam().stem().string());
+    for (size_t i = 0; i < f->params.size(); ++i) {
+      if (!f->param_buffers[i]) continue;
+      Difference d = compare_arrays(host.arrays[i], reference.arrays[i]);
+      EXPECT_TRUE(d.ok) << "buffer " << f->param_buffers[i]->name << ": max abs diff " << d.max_abs;
+    }
+  }
+}
+
+// The intrinsics TVM's TIR brought (clz, reinterpret, log2) through the LLVM backend on
+// the host and the wasm backend under node, against the interpreter.
+class TvmIntrinsics : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(TvmIntrinsics, LlvmAndWasmMatchTheInterpreter) {
+  const fs::path path = fs::path(MICROTIR_SOURCE_DIR) / "tests" / "script" / "tvm" / (GetParam() + ".tir");
+  IRModule m = parse_module_or_throw(read(path), path.string());
+  const auto& [name, f] = m.functions.at(0);
+  Inputs reference = make_inputs(f, {}, 1234);
+  interpret(m, name, reference.args);
+  auto expect_same = [&](const Inputs& got, const char* backend) {
+    for (size_t i = 0; i < f->params.size(); ++i) {
+      Difference d = compare_arrays(got.arrays[i], reference.arrays[i]);
+      EXPECT_TRUE(d.ok) << backend << ": buffer " << f->param_buffers[i]->name << ": max abs diff " << d.max_abs;
+    }
+  };
+  BuildResult llvm = build_llvm(m, parse_target("llvm"));
+  expect_same(run_built_on_host(llvm, name, f, {}, "tvmscript-llvm-" + GetParam()), "LLVM");
+  BuildResult wasm = build_wasm(m, parse_target("wasm"));
+#ifdef MICROTIR_HAVE_BINARYEN
+  Inputs got = make_inputs(f, {}, 1234);
+  const fs::path work = fs::temp_directory_path() / ("microtir-tvmscript-wasm-" + std::to_string(::getpid()));
+  fs::create_directories(work);
+  const std::string module = (work / "m.wasm").string();
+  std::ofstream(module, std::ios::binary) << binaryen_native::assemble(wasm.sources.at(0).text, "O2", name).binary;
+  sim::WasmCall call{name, {}};
+  for (auto& a : got.arrays) call.buffers.push_back(&a);
+  sim::run_wasm_calls(module, {call}, (work / "run").string());
+  expect_same(got, "wasm");
+  fs::remove_all(work);
+#endif
+}
+
+INSTANTIATE_TEST_SUITE_P(Intrinsics, TvmIntrinsics, ::testing::Values("clz", "reinterpret", "log2", "bitwise_xor", "while_loop"));
+
+INSTANTIATE_TEST_SUITE_P(Corpus, TvmScript, ::testing::ValuesIn(tvm_corpus()),
+                         [](const ::testing::TestParamInfo<fs::path>& info) { return info.param.stem().string(); });
+INSTANTIATE_TEST_SUITE_P(Corpus, TvmScriptRun, ::testing::ValuesIn(runnable_corpus()),
+                         [](const ::testing::TestParamInfo<fs::path>& info) { return info.param.stem().string(); });
+
+// ---- the bugs of issue 25 ------------------------------------------------------------------
+
+TEST(TvmScriptBugs, DuplicateGlobalSymbolIsALocatedError) {
+  const char* src = R"(@I.ir_module
+class Module:
+    @T.prim_func
+    def f(A: T.Buffer((4,), "int32")):
+        T.func_attr({"global_symbol": "kernel"})
+        A[0] = 1
+
+    @T.prim_func
+    def g(A: T.Buffer((4,), "int32")):
+        T.func_attr({"global_symbol": "kernel"})
+        A[0] = 2
+)";
+  ParseResult r = parse_module(src, "dup.tir");
+  ASSERT_TRUE(r.ok());
+  std::vector<Diagnostic> diags = check_well_formed(*r.module);
+  ASSERT_EQ(diags.size(), 1u);
+  EXPECT_EQ(diags[0].span.line, 9);
+  EXPECT_NE(diags[0].message.find("function 'g' has the symbol 'kernel', which function 'f' already has"),
+            std::string::npos)
+      << diags[0].message;
+  EXPECT_THROW(build_c(*r.module, parse_target("c")), DiagnosticError);
+}
+
+TEST(TvmScriptBugs, SymbolEqualToAnotherFunctionsNameIsRefused) {
+  const char* src = R"(@I.ir_module
+class Module:
+    @T.prim_func
+    def g(A: T.Buffer((4,), "int32")):
+        A[0] = 1
+
+    @T.prim_func
+    def f(A: T.Buffer((4,), "int32")):
+        T.func_attr({"global_symbol": "g"})
+        A[0] = 2
+)";
+  ParseResult r = parse_module(src, "dup.tir");
+  ASSERT_TRUE(r.ok());
+  std::vector<Diagnostic> diags = check_well_formed(*r.module);
+  ASSERT_EQ(diags.size(), 1u);
+  EXPECT_EQ(diags[0].span.line, 8);
+}
+
+TEST(TvmScriptBugs, GpuThreadsAreRefusedByCodegenAndInterpreter) {
+  IRModule m = parse_module_or_throw(read(fs::path(MICROTIR_SOURCE_DIR) / "tests/script/tvm/thread_binding.tir"),
+                                     "thread_binding.tir");
+  try {
+    build_c(m, parse_target("c"));
+    ADD_FAILURE() << "a GPU thread loop was compiled";
+  } catch (const DiagnosticError& e) {
+    EXPECT_NE(e.diagnostics().at(0).message.find("binds loop 'bx' to the GPU thread 'blockIdx.x'"), std::string::npos)
+        << e.diagnostics().at(0).message;
+    EXPECT_EQ(e.diagnostics().at(0).span.line, 5);
+  }
+  Inputs in = make_inputs(m.functions[0].second, {}, 1);
+  EXPECT_THROW(interpret(m, "gpu_add", in.args), DiagnosticError);
+}
+
+TEST(TvmScriptBugs, MainGetsALegalCSymbol) {
+  IRModule m = parse_module_or_throw("@T.prim_func\ndef main(A: T.Buffer((4,), \"int32\")):\n    A[0] = 1\n", "m.tir");
+  EXPECT_EQ(symbol_of("main", m.functions[0].second), "tvm_main");
+  BuildResult built = build_c(m, parse_target("c -unpacked-api=1"));
+  EXPECT_NE(built.sources[0].text.find("int32_t tvm_main("), std::string::npos) << built.sources[0].text;
+}
+
+}  // namespace
+}  // namespace mtir
