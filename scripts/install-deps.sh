@@ -18,6 +18,7 @@ PACKAGES=(
   emscripten binaryen                   # the core as WebAssembly for the playground (wasm-opt from binaryen)
   libonnx-dev libprotobuf-dev           # the ONNX frontend (libonnx's generated protobuf classes)
   libonnx-testdata                      # the ONNX backend node tests (conformance)
+  python3-onnx                          # builds the test ONNX models (tests/onnx/*.py)
 )
 # Installed without their recommended packages (chromium's pull in a desktop).
 LEAN_PACKAGES=(
