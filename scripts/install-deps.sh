@@ -19,6 +19,7 @@ PACKAGES=(
   libonnx-dev libprotobuf-dev           # the ONNX frontend (libonnx's generated protobuf classes)
   libonnx-testdata                      # the ONNX backend node tests (conformance)
   libflatbuffers-dev flatbuffers-compiler  # the TFLite frontend (header-only reader, flatc at build time)
+  python3-onnx                          # builds the test ONNX models (tests/onnx/*.py)
 )
 # Installed without their recommended packages (chromium's pull in a desktop).
 LEAN_PACKAGES=(

@@ -294,7 +294,8 @@ void OnnxConverter::convert(const onnx::NodeProto& n) {
   for (const auto& o : n.output()) names_.insert(o);
   convert_onnx_node(*this);
   for (const auto& a : n.attribute())
-    if (!attrs_read_.count(a.name())) unsupported("attribute '" + a.name() + "'");
+    if (!attrs_read_.count(a.name()))
+      unsupported("attribute '" + a.name() + "'" + (opset_ < 7 ? " (opset " + std::to_string(opset_) + ")" : ""));
   node_ = nullptr;
 }
 

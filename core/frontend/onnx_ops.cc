@@ -1,5 +1,5 @@
-// ONNX operators (opsets 7..17) onto ops of the registry. Each mapping reads the
-// attributes it understands (an attribute left unread is refused by the converter),
+// ONNX operators (opsets 1..17; the forms before 7 are read where they differ) onto ops
+// of the registry. Each mapping reads the attributes it understands (an attribute left unread is refused by the converter),
 // turns compile-time inputs into attributes and emits one or more of our nodes.
 #include <algorithm>
 #include <cmath>
@@ -45,8 +45,34 @@ void unary(C& c, const std::string& op, const json& attrs = json::object()) {
 void binary(C& c, const std::string& op) {
   expect_inputs(c, 2, 2);
   single_output(c);
-  // Opset 7 dropped the legacy broadcast/axis attributes: numpy broadcasting only.
-  c.emit(out0(c), op, {c.input(0), c.input(1)});
+  std::string a = c.input(0), b = c.input(1);
+  // Opset 7 dropped the legacy broadcast/axis attributes for numpy broadcasting. Before,
+  // broadcast = 1 aligns B's shape with A's dims from `axis` on (default: B is a suffix
+  // of A): B is reshaped to A's rank with ones around it, which numpy broadcasting then
+  // reads the same way. broadcast = 0 requires equal shapes.
+  if (c.opset() < 7 && c.attr_int("broadcast", 0) != 0) {
+    auto as = c.type_of(a).shape, bs = c.type_of(b).shape;
+    int64_t ra = static_cast<int64_t>(as.size()), rb = static_cast<int64_t>(bs.size());
+    if (rb > ra) c.invalid("with broadcast = 1, B (rank " + std::to_string(rb) + ") has a higher rank than A");
+    int64_t axis = c.attr_int("axis", ra - rb);
+    if (axis < 0) axis += ra;
+    if (axis < 0 || axis + rb > ra)
+      c.invalid("attribute 'axis' does not place B's shape " + json(bs).dump() + " inside A's " + json(as).dump());
+    for (int64_t k = 0; k < rb; ++k)
+      if (bs[k] != 1 && bs[k] != as[axis + k])
+        c.invalid("B's shape " + json(bs).dump() + " does not match A's " + json(as).dump() + " at axis " +
+                  std::to_string(axis));
+    if (rb < ra) {
+      std::vector<int64_t> shape(ra, 1);
+      for (int64_t k = 0; k < rb; ++k) shape[axis + k] = bs[k];
+      b = c.emit(c.temp("broadcast"), "reshape", {b}, {{"newshape", shape}});
+    }
+  } else if (c.opset() < 7) {
+    if (c.has_attr("axis")) c.attr_int("axis", 0);  // meaningless without broadcast
+    if (c.type_of(a).shape != c.type_of(b).shape)
+      c.invalid("shapes differ but attribute 'broadcast' is 0 (opset " + std::to_string(c.opset()) + ")");
+  }
+  c.emit(out0(c), op, {a, b});
 }
 
 // The spatial window attributes shared by Conv and the pools, as explicit paddings.
@@ -200,6 +226,9 @@ void global_avg_pool(C& c) {
 void gemm(C& c) {
   expect_inputs(c, 2, 3);
   single_output(c);
+  // Before opset 7, broadcast = 1 lets C broadcast to (M, N) numpy-style, as it always
+  // does since; broadcast = 0 requires C of shape (M, N), which broadcasting reads alike.
+  if (c.opset() < 7) c.attr_int("broadcast", 0);
   json attrs = {{"alpha", c.attr_float("alpha", 1.0)}, {"beta", c.attr_float("beta", 1.0)},
                 {"transA", c.attr_int("transA", 0)}, {"transB", c.attr_int("transB", 0)}};
   std::vector<std::string> ins = {c.input(0), c.input(1)};
@@ -328,7 +357,10 @@ void pad(C& c) {
   double value = 0;
   if (c.opset() < 11) {
     expect_inputs(c, 1, 1);
-    pads = c.attr_ints("pads", {});
+    // Opset 1 called the attribute `paddings`; same layout.
+    const char* name = c.opset() < 2 ? "paddings" : "pads";
+    if (!c.has_attr(name)) c.invalid(std::string("missing attribute '") + name + "'");
+    pads = c.attr_ints(name, {});
     value = c.attr_float("value", 0);
   } else {
     expect_inputs(c, 2, 3);
@@ -392,6 +424,36 @@ void batch_norm_training(C& c, const std::vector<std::string>& ins, double eps, 
   }
 }
 
+// spatial = 0 (opsets 1-8): the statistics are per activation, of shape (C, D1, ...),
+// which numpy broadcasting aligns with the data's trailing axes:
+// y = (x - mean) / sqrt(var + epsilon) * scale + B.
+void batch_norm_per_activation(C& c, const std::vector<std::string>& ins, double eps) {
+  auto xs = c.type_of(ins[0]).shape;
+  std::vector<int64_t> want(xs.begin() + 1, xs.end());
+  for (size_t i = 1; i < 5; ++i) {
+    auto s = c.type_of(ins[i]).shape;
+    if (s != want && !(s.size() == 1 && s[0] == xs[1]))
+      c.invalid("with spatial = 0, input " + std::to_string(i) + " has shape " + json(s).dump() + ", not " +
+                json(want).dump());
+  }
+  // A (C,) statistic (allowed too) is per channel: reshaped to (C, 1, ...).
+  auto per_activation = [&](size_t i) {
+    if (c.type_of(ins[i]).shape == want) return ins[i];
+    std::vector<int64_t> shape(want.size(), 1);
+    shape[0] = xs[1];
+    return c.emit(c.temp("stat"), "reshape", {ins[i]}, {{"newshape", shape}});
+  };
+  std::string epsilon = c.temp("epsilon");
+  NDArray e = NDArray::zeros(c.type_of(ins[4]).dtype, {1});
+  e.set_float(0, eps);
+  c.add_constant(epsilon, std::move(e));
+  std::string std_dev = c.emit(c.temp("std"), "sqrt", {c.emit(c.temp("var_eps"), "add", {per_activation(4), epsilon})});
+  std::string centred = c.emit(c.temp("centred"), "sub", {ins[0], per_activation(3)});
+  std::string normed = c.emit(c.temp("normed"), "div", {centred, std_dev});
+  std::string scaled = c.emit(c.temp("scaled"), "mul", {normed, per_activation(1)});
+  c.emit(out0(c), "add", {scaled, per_activation(2)});
+}
+
 void batch_norm(C& c) {
   expect_inputs(c, 5, 5);
   bool training = c.attr_int("training_mode", 0) != 0;
@@ -399,15 +461,18 @@ void batch_norm(C& c) {
   // Training mode has the running mean and variance as outputs 1 and 2.
   for (int k = training ? 3 : 1; k < c.node().output_size(); ++k)
     if (!c.node().output(k).empty()) c.unsupported("output " + std::to_string(k) + " ('" + c.node().output(k) + "')");
-  // Before opset 7 the default was training (is_test = 0).
-  if (c.opset() < 7) c.unsupported("BatchNormalization before opset 7 (training by default)");
-  if (c.opset() < 9 && c.attr_int("spatial", 1) != 1) c.unsupported("spatial = 0");
+  // Before opset 7 the default was training (is_test = 0): only is_test = 1 is read.
+  if (c.opset() < 7 && c.attr_int("is_test", 0) == 0)
+    c.unsupported("is_test = 0 (training, the default before opset 7; this model has opset " +
+                  std::to_string(c.opset()) + ")");
+  bool spatial = c.opset() < 9 ? c.attr_int("spatial", 1) != 0 : true;
   double momentum = c.attr_float("momentum", 0.9);  // only used in training
   double eps = c.attr_float("epsilon", 1e-5);
   std::vector<std::string> ins;
   for (size_t i = 0; i < 5; ++i) ins.push_back(c.input(i));
   if (rank_of(c, ins[0]) < 2) c.unsupported("data of rank below 2");
   if (training) return batch_norm_training(c, ins, eps, momentum);
+  if (!spatial) return batch_norm_per_activation(c, ins, eps);
   c.emit(out0(c), "batch_norm", ins, {{"epsilon", eps}, {"axis", 1}});
 }
 
@@ -426,7 +491,9 @@ void dropout(C& c) {
     if (!c.node().output(k).empty()) c.unsupported("output " + std::to_string(k) + " ('" + c.node().output(k) + "')");
   c.attr_float("ratio", 0.5);
   c.attr_int("seed", 0);
-  if (c.opset() < 7 && c.attr_int("is_test", 0) == 0) c.unsupported("is_test = 0 (training)");
+  if (c.opset() < 7 && c.attr_int("is_test", 0) == 0)
+    c.unsupported("is_test = 0 (training, the default before opset 7; this model has opset " +
+                  std::to_string(c.opset()) + ")");
   if (!c.input(2).empty()) {
     const NDArray& training = c.static_value(2, "training_mode");
     double ratio = 0.5;
@@ -540,6 +607,55 @@ void unsqueeze(C& c) {
   c.emit(out0(c), "reshape", {c.input(0)}, {{"newshape", out}});
 }
 
+// Upsample (opsets 7-9; deprecated by Resize in 10) in mode 'nearest' with whole
+// scales: output[i] = input[floor(i / scale)] repeats each element `scale` times along
+// each axis. Done as a reshape to (..., d, 1, ...), a multiply by ones of shape
+// (..., 1, scale, ...) (numpy broadcasting repeats; x * 1 is exact), and a reshape back.
+void upsample(C& c) {
+  single_output(c);
+  std::string mode = c.attr_string("mode", "nearest");
+  if (mode != "nearest") c.unsupported("mode '" + mode + "' (only 'nearest' is supported)");
+  auto shape = c.type_of(c.input(0)).shape;
+  std::vector<double> scales;
+  if (c.opset() < 7) {
+    // Opset 1: height_scale and width_scale of 4-D (NCHW) data.
+    expect_inputs(c, 1, 1);
+    if (shape.size() != 4) c.unsupported("Upsample of opset 1 on data of rank " + std::to_string(shape.size()));
+    if (!c.has_attr("height_scale") || !c.has_attr("width_scale"))
+      c.invalid("missing attribute 'height_scale' or 'width_scale'");
+    scales = {1.0, 1.0, c.attr_float("height_scale", 1), c.attr_float("width_scale", 1)};
+  } else if (c.opset() < 9) {
+    expect_inputs(c, 1, 1);
+    if (!c.has_attr("scales")) c.invalid("missing attribute 'scales'");
+    const onnx::AttributeProto* a = c.attr("scales");
+    scales.assign(a->floats().begin(), a->floats().end());
+  } else {
+    expect_inputs(c, 2, 2);
+    const NDArray& v = c.static_value(1, "scales");
+    for (int64_t i = 0; i < v.num_elements(); ++i) scales.push_back(v.dtype.is_float() ? v.get_float(i) : 0.0);
+  }
+  if (scales.size() != shape.size())
+    c.invalid("'scales' has " + std::to_string(scales.size()) + " values for data of rank " +
+              std::to_string(shape.size()));
+  std::vector<int64_t> split, ones, out;
+  for (size_t k = 0; k < shape.size(); ++k) {
+    double s = scales[k];
+    if (!(s >= 1) || s != std::floor(s) || s > 1024)
+      c.unsupported("scale " + json(s).dump() + " on axis " + std::to_string(k) +
+                    " (only whole scales from 1 are supported)");
+    auto whole = static_cast<int64_t>(s);
+    split.insert(split.end(), {shape[k], 1});
+    ones.insert(ones.end(), {1, whole});
+    out.push_back(shape[k] * whole);
+  }
+  TensorType t = c.type_of(c.input(0));
+  if (!t.dtype.is_float()) c.unsupported("data of type " + t.dtype.str() + " (float only)");
+  std::string x = c.emit(c.temp("split"), "reshape", {c.input(0)}, {{"newshape", split}});
+  std::string one = c.emit(c.temp("ones"), "full", {}, {{"shape", ones}, {"value", 1}, {"dtype", t.dtype.str()}});
+  std::string rep = c.emit(c.temp("repeated"), "mul", {x, one});
+  c.emit(out0(c), "reshape", {rep}, {{"newshape", out}});
+}
+
 using Mapping = std::function<void(C&)>;
 
 const std::map<std::string, Mapping>& mappings() {
@@ -577,6 +693,7 @@ const std::map<std::string, Mapping>& mappings() {
       {"Tanh", [](C& c) { unary(c, "tanh"); }},
       {"Transpose", transpose},
       {"Unsqueeze", unsqueeze},
+      {"Upsample", upsample},
   };
   return m;
 }
@@ -588,6 +705,9 @@ void convert_onnx_node(OnnxConverter& c) {
   auto it = m.find(c.node().op_type());
   if (it == m.end()) c.unsupported("operator '" + c.node().op_type() + "'");
   if (c.node().output_size() < 1 || c.node().output(0).empty()) c.invalid("the node has no output");
+  // Opsets 1-5 let elementwise ops and BatchNormalization name `consumed_inputs`, a
+  // hint for in-place updates with no effect on the values.
+  if (c.opset() < 6 && c.has_attr("consumed_inputs")) c.attr("consumed_inputs");
   it->second(c);
 }
 

@@ -105,6 +105,51 @@ PY
   done
 }
 
+# What opsets 1-6 (and Upsample's 7 and 9) write, one model per form
+# (tests/onnx/make_old_opsets.py): each matches numpy's output within float rounding; the
+# refused forms name the attribute or the opset.
+group_old_opsets() {
+  local d="$src/tests/onnx/old_opsets" n=0 m name
+  for m in "$d"/*.onnx; do
+    name="$(basename "${m%.onnx}")"
+    n=$((n + 1))
+    if [ -f "$d/$name.expect" ]; then
+      run 1 "$mtir" compile "$m" -o "$work/$name" || continue
+      contains "$name stderr" "$err" "unsupported: node 'y' "
+      contains "$name stderr" "$err" "$(cat "$d/$name.expect")"
+      continue
+    fi
+    mkdir -p "$work/$name"
+    # The interpreter for each; the C build too (seconds each) for the forms that lower to
+    # node combinations of their own (rank-8 broadcasts, per-activation statistics).
+    local target=()
+    case "$name" in upsample_* | batchnorm_spatial0_* | add_broadcast_*) target=(--target host) ;; esac
+    run 0 "$mtir" run "$m" --input "x=$d/$name.x.npy" --output-dir "$work/$name" "${target[@]}" || continue
+    checks=$((checks + 1))
+    python3 - "$work/$name/y.npy" "$d/$name.y.npy" <<'PY' || fail "$name: the output differs from numpy's"
+import ast, struct, sys
+def load(path):  # float32 little-endian, C order: (shape, values)
+    with open(path, "rb") as f:
+        data = f.read()
+    assert data[:6] == b"\x93NUMPY", path
+    hlen = struct.unpack("<H", data[8:10])[0] if data[6] == 1 else struct.unpack("<I", data[8:12])[0]
+    start = (10 if data[6] == 1 else 12) + hlen
+    header = ast.literal_eval(data[start - hlen:start].decode())
+    assert header["descr"] == "<f4" and not header["fortran_order"], header
+    n = (len(data) - start) // 4
+    return tuple(header["shape"]), struct.unpack("<%df" % n, data[start:])
+(gs, got), (ws, want) = load(sys.argv[1]), load(sys.argv[2])
+if gs != ws:
+    sys.exit("shape %s, numpy's %s" % (gs, ws))
+bad = [i for i, (g, w) in enumerate(zip(got, want)) if abs(g - w) > 1e-5 + 1e-5 * abs(w)]
+if bad:
+    i = bad[0]
+    sys.exit("%d of %d values differ; [%d] = %r, numpy's %r" % (len(bad), len(want), i, got[i], want[i]))
+PY
+  done
+  [ "$n" -ge 20 ] || fail "only $n old-opset models found"
+}
+
 # The ONNX backend node tests against the committed floor (tests/conformance/floor.json).
 group_conformance() {
   if [ ! -d "$node_tests" ]; then
