@@ -5,7 +5,8 @@
 #   asan    build-asan/    AddressSanitizer + UBSan at -O1: unit (with the fuzz replays and
 #                          the pass cases) and host e2e tests; not qemu or conformance,
 #                          where the code that runs is cross-compiled firmware the
-#                          sanitizers do not instrument
+#                          sanitizers do not instrument, nor label large (the big
+#                          models, whose code paths the small ones take too)
 #   nollvm  build-nollvm/  without libLLVM (as on machines without llvm-14-dev and in the
 #                          wasm core): proves the build and runs label `llvm`, the tests
 #                          whose path changes (textual IR emitter, llc/clang fallback)
@@ -76,7 +77,7 @@ for stage in "${stages[@]}"; do
       run_tests normal build ;;
     asan)
       build_stage build-asan -DMICROTIR_SANITIZE=ON -DMICROTIR_BENCH=OFF -DMICROTIR_TARGET_TESTS=OFF -DCMAKE_BUILD_TYPE=Debug
-      run_tests asan build-asan -LE 'qemu|conformance|browser' ;;
+      run_tests asan build-asan -LE 'qemu|conformance|browser|large' ;;
     nollvm)
       build_stage build-nollvm -DMICROTIR_LLVM=OFF -DMICROTIR_BENCH=OFF
       run_tests nollvm build-nollvm -L llvm ;;

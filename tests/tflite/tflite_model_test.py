@@ -2,9 +2,10 @@
 """One MLPerf Tiny .tflite model through microtir, compared byte for byte with TFLite
 Micro's reference outputs (tests/tflite/reference, see its README.md).
 
-usage: tflite_model_test.py MICROTIR MODEL REFERENCE_DIR TARGET [--layers]
+usage: tflite_model_test.py MICROTIR MODEL REFERENCE_DIR TARGET [--layers] [--case=NAME]
 
-For each case folder under REFERENCE_DIR (lcg_*):
+For each case folder under REFERENCE_DIR (lcg_*; with --case, that one only, so ctest
+runs the cases in parallel):
 - TARGET host: `microtir run MODEL --target host` (the host C artifact, itself compared
   with the interpreter by `run`), and its output must equal output.npy byte for byte.
   With --layers, also the graph `microtir import --layer-outputs` writes (every TFLite
@@ -73,12 +74,13 @@ def compare(got_path, want_path, what):
 def main():
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     layers = "--layers" in sys.argv
+    only = [a[len("--case="):] for a in sys.argv[1:] if a.startswith("--case=")]
     if len(args) != 4:
         raise SystemExit(__doc__)
     cli, model, ref_dir, target = args
-    cases = sorted(c for c in os.listdir(ref_dir) if c.startswith("lcg_"))
-    if not cases:
-        raise SystemExit(f"FAIL: no cases in {ref_dir}")
+    cases = sorted(c for c in os.listdir(ref_dir) if c.startswith("lcg_") and (not only or c in only))
+    if not cases or len(cases) < len(only):
+        raise SystemExit(f"FAIL: no case {' '.join(only)} in {ref_dir}" if only else f"FAIL: no cases in {ref_dir}")
     failures = []
     with tempfile.TemporaryDirectory() as work:
         layer_graph = os.path.join(work, "layers.json")
