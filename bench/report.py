@@ -213,6 +213,14 @@ def main():
            "reference bit for bit. Goal: at most 2.5 instructions per MAC on DS-CNN and ResNet-8.", ""]
     md += out.strip().splitlines() if code == 0 else [f"failed: {err.strip().splitlines()[-1] if err.strip() else code}"]
 
+    # 2d. The real MLPerf Tiny .tflite models against TensorFlow Lite Micro's firmware, same QEMU, same counter.
+    print("[2d/5] TFLite models: microtir vs TFLite Micro on cortex-m4", file=sys.stderr)
+    code, out, err = run(["bash", "bench/tflite_vs_tflm.sh", BUILD], timeout=3600)
+    md += ["", "## MLPerf Tiny .tflite models: microtir vs TensorFlow Lite Micro on Cortex-M4 (`bash bench/tflite_vs_tflm.sh`)",
+           "", "The four reference models (`tests/tflite/models`), ours and TFLM's prebuilt firmware "
+           "(`../shared/peers/tflm`) run in this one run on the same QEMU board with the same exact counter.", ""]
+    md += out.strip().splitlines() if code == 0 else [f"not run: {err.strip().splitlines()[-1] if err.strip() else code}"]
+
     # 3. Calling conventions and backends on the host (wall time ratios, noisy).
     print("[3/5] calling conventions and LLVM vs C", file=sys.stderr)
     for name in ["calling_convention_bench", "llvm_vs_c_bench"]:

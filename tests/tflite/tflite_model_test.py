@@ -2,7 +2,7 @@
 """One MLPerf Tiny .tflite model through microtir, compared byte for byte with TFLite
 Micro's reference outputs (tests/tflite/reference, see its README.md).
 
-usage: tflite_model_test.py MICROTIR MODEL REFERENCE_DIR TARGET [--layers] [--case=NAME]
+usage: tflite_model_test.py MICROTIR MODEL REFERENCE_DIR TARGET [--layers] [--case=NAME] [--backend=c|llvm]
 
 For each case folder under REFERENCE_DIR (lcg_*; with --case, that one only, so ctest
 runs the cases in parallel):
@@ -13,6 +13,8 @@ runs the cases in parallel):
   its reference file; the first layer that differs is named.
 - TARGET cortex-m4 (or another QEMU target): `microtir run MODEL --target TARGET`, the
   output must equal output.npy.
+With --backend=llvm, `run` builds the artifact with the LLVM backend instead of C (on the
+host: LLVM IR compiled by clang), passed on as `--backend llvm`.
 """
 import json
 import os
@@ -75,9 +77,15 @@ def main():
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     layers = "--layers" in sys.argv
     only = [a[len("--case="):] for a in sys.argv[1:] if a.startswith("--case=")]
+    backends = [a[len("--backend="):] for a in sys.argv[1:] if a.startswith("--backend=")]
+    backend = backends[-1] if backends else "c"
+    if backend not in ("c", "llvm"):
+        raise SystemExit(f"FAIL: --backend takes c or llvm, not '{backend}'")
     if len(args) != 4:
         raise SystemExit(__doc__)
     cli, model, ref_dir, target = args
+    on = f"{target} ({backend.upper()} backend)"
+    backend_args = ["--backend", backend]
     cases = sorted(c for c in os.listdir(ref_dir) if c.startswith("lcg_") and (not only or c in only))
     if not cases or len(cases) < len(only):
         raise SystemExit(f"FAIL: no case {' '.join(only)} in {ref_dir}" if only else f"FAIL: no cases in {ref_dir}")
@@ -92,22 +100,22 @@ def main():
             quant = json.load(open(os.path.join(cdir, "quant.json")))
             x = f"{quant['input']['name']}={os.path.join(cdir, 'input.npy')}"
             out_dir = os.path.join(work, case, "out")
-            run([cli, "run", model, "--input", x, "--target", target, "--output-dir", out_dir],
-                f"{case}: run --target {target}")
+            run([cli, "run", model, "--input", x, "--target", target, *backend_args, "--output-dir", out_dir],
+                f"{case}: run --target {target} --backend {backend}")
             name = quant["output"]["name"]
             problem = compare(os.path.join(out_dir, name + ".npy"), os.path.join(cdir, "output.npy"),
-                              f"{case}: output '{name}' on {target}")
+                              f"{case}: output '{name}' on {on}")
             if problem:
                 failures.append(problem)
             else:
-                print(f"ok {case}: output '{name}' on {target} is byte-identical to TFLite Micro's")
+                print(f"ok {case}: output '{name}' on {on} is byte-identical to TFLite Micro's")
             if not layers:
                 continue
             if len(outputs) != len(quant["layers"]):
                 raise SystemExit(f"FAIL: {len(outputs)} layer outputs, the reference has {len(quant['layers'])}")
             layer_dir = os.path.join(work, case, "layers")
-            run([cli, "run", layer_graph, "--input", x, "--target", target, "--output-dir", layer_dir],
-                f"{case}: run the layer graph --target {target}")
+            run([cli, "run", layer_graph, "--input", x, "--target", target, *backend_args, "--output-dir", layer_dir],
+                f"{case}: run the layer graph --target {target} --backend {backend}")
             for node, layer in zip(outputs, quant["layers"]):
                 problem = compare(os.path.join(layer_dir, node + ".npy"), os.path.join(cdir, layer["file"]),
                                   f"{case}: layer {layer['index']} ({layer['op']}, node '{node}')")

@@ -1,0 +1,286 @@
+#!/usr/bin/env bash
+# Benchmark (not a test): microtir against TensorFlow Lite Micro on the four MLPerf Tiny
+# .tflite models (tests/tflite/models), both measured in this one run on the same QEMU
+# Cortex-M4 board (mps2-an386, -icount shift=8) with the same exact instruction counter
+# (the MPS2 COUNTER around one inference, the empty probe pair subtracted; MEASURING.md).
+# TFLM's firmware is the prebuilt peer in ../shared/peers/tflm (its README.md: reference
+# kernels and CMSIS-NN kernels, the model embedded unchanged, the input compiled in).
+# Ours is `microtir run MODEL.tflite --target cortex-m4` on the same input bytes
+# (tests/tflite/reference/<model>/lcg_9e3779b9/input.npy).
+#
+# Prints per model: instructions per inference (ours, TFLM+CMSIS-NN, TFLM reference
+# kernels) and the ratios; RAM (our workspace + I/O buffers + stack high-water against
+# TFLM's arena); flash without the weights (ours: the firmware minus the linked constants
+# and the test input; TFLM's: the firmware minus the embedded .tflite); whether our output
+# is byte-identical to TFLM's; then TFLM's per-operator split.
+#
+# Usage: bash bench/tflite_vs_tflm.sh [BUILD_DIR]   (default: build; needs its microtir)
+#        TFLM_PEER=DIR overrides the peer folder (default: ../shared/peers/tflm next to
+#        the repository). Runs one QEMU at a time. Prints Markdown on stdout.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build="${1:-build}"
+cli="$build/core/cli/microtir"
+peer="${TFLM_PEER:-$(cd .. && pwd)/shared/peers/tflm}"
+[ -x "$cli" ] || { echo "bench/tflite_vs_tflm.sh: no $cli; build first (bash scripts/build.sh build)" >&2; exit 1; }
+[ -f "$peer/run_peer.sh" ] ||
+  { echo "bench/tflite_vs_tflm.sh: no TFLM peer firmware in $peer (set TFLM_PEER)" >&2; exit 1; }
+for tool in qemu-system-arm arm-none-eabi-nm arm-none-eabi-readelf; do
+  command -v "$tool" > /dev/null || { echo "bench/tflite_vs_tflm.sh: $tool not found (bash scripts/install-deps.sh)" >&2; exit 1; }
+done
+
+MODELS=(kws:kws_ref_model vww:vww_96_int8 ic:pretrainedResnet_quant ad:ad01_int8)
+CASE=lcg_9e3779b9  # the input the TFLM firmware has compiled in
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+# TFLM first: all models, reference and CMSIS-NN kernels, one firmware at a time.
+echo "TFLM peer firmware (run_peer.sh)" >&2
+set +e
+bash "$peer/run_peer.sh" -k ref,cmsis -l "$work/tflm" kws vww ic ad > "$work/tflm.md" 2> "$work/tflm.err"
+peer_rc=$?
+set -e
+
+for entry in "${MODELS[@]}"; do
+  model="${entry%%:*}"
+  file="${entry#*:}"
+  ref="tests/tflite/reference/$model/$CASE"
+  input=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["input"]["name"])' "$ref/quant.json")
+  echo "$model: microtir run --target cortex-m4" >&2
+  # --keep-build keeps the artifact (its parameters/ are the linked weights).
+  if ! "$cli" run "tests/tflite/models/$file.tflite" --input "$input=$ref/input.npy" --target cortex-m4 --json \
+       --output-dir "$work/$model.out" --keep-build "$work/$model.build" > "$work/$model.json" 2> "$work/$model.err"; then
+    python3 -c 'import json,sys; print(json.dumps({"failed": sys.argv[1]}))' \
+      "$(tail -1 "$work/$model.err")" > "$work/$model.json"
+  fi
+done
+
+python3 - "$work" "$peer" "$peer_rc" "$CASE" "${MODELS[@]}" <<'PY'
+import glob, json, os, re, socket, subprocess, sys, time
+
+work, peer, peer_rc, case, entries = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5:]
+QEMU = ["qemu-system-arm", "-M", "mps2-an386", "-nographic", "-monitor", "none", "-serial", "none",
+        "-semihosting-config", "enable=on,target=native", "-icount", "shift=8"]
+
+
+def npy(path):
+    """(descr, shape, data bytes) of an .npy file."""
+    raw = open(path, "rb").read()
+    major = raw[6]
+    hlen = int.from_bytes(raw[8:10] if major == 1 else raw[8:12], "little")
+    start = (10 if major == 1 else 12) + hlen
+    d = eval(raw[start - hlen:start].decode("latin1"), {"__builtins__": {}}, {"True": True, "False": False})
+    return d["descr"], tuple(d["shape"]), raw[start:]
+
+
+def fnv1a(data):
+    h = 0x811C9DC5
+    for b in data:
+        h = ((h ^ b) * 0x01000193) & 0xFFFFFFFF
+    return h
+
+
+def tflm_log(model, kernels):
+    """What the peer firmware printed: count, per-op counts, output bytes, arena, input hash."""
+    path = os.path.join(work, "tflm", f"{model}-{kernels}.log")
+    if not os.path.exists(path):
+        return None
+    text = open(path).read()
+    if not re.search(r"^RESULT PASS", text, re.M):
+        return None
+    m = re.search(r"^invoke 2: instructions=(\d+)", text, re.M)
+    ops = [(int(i), name, int(n)) for i, name, n in re.findall(r"^op\s+(\d+) (\S+)\s+instructions=(\d+)", text, re.M)]
+    out = []
+    for line in re.findall(r"^out\s+\d+:((?: -?\d+)+)", text, re.M):
+        out += [int(v) & 0xFF for v in line.split()]
+    arena = re.search(r"arena_size=(\d+)", text)
+    inp = re.search(r"^input: bytes=(\d+) fnv1a=(0x[0-9a-f]+)", text, re.M)
+    return {"instructions": int(m.group(1)) if m else None, "ops": ops, "output": bytes(out),
+            "arena": int(arena.group(1)) if arena else None, "input_fnv": int(inp.group(2), 16) if inp else None}
+
+
+def symbols(elf):
+    out = subprocess.run(["arm-none-eabi-nm", "-S", elf], capture_output=True, text=True, check=True).stdout
+    return {f[-1]: (int(f[0], 16), int(f[1], 16) if len(f) == 4 else 0) for f in (l.split() for l in out.splitlines())
+            if len(f) >= 3}
+
+
+def elf_sizes(elf):
+    """(flash, static RAM) of an ELF: flash as the peer's README counts it, every allocated section
+    with contents (.text with .rodata, .ARM.exidx, init arrays, the .data load image); RAM the
+    writable allocated sections (.data, .bss)."""
+    headers = subprocess.run(["arm-none-eabi-readelf", "-S", "--wide", elf], capture_output=True, text=True,
+                             check=True).stdout
+    flash = ram = 0
+    for m in re.finditer(r"^\s*\[\s*\d+\]\s+(\S+)\s+(\S+)\s+[0-9a-f]+ [0-9a-f]+ ([0-9a-f]+) [0-9a-f]+ +(\S*)", headers, re.M):
+        _, kind, size, flags = m.groups()
+        if "A" in flags and kind != "NOBITS":
+            flash += int(size, 16)
+        if "A" in flags and "W" in flags:
+            ram += int(size, 16)
+    return flash, ram
+
+
+PAINT = bytes.fromhex("7de1a3c5")
+
+
+def call_stack_bytes(elf, function, window=0x8000):
+    """Stack high-water of the first call of `function`, measured as our firmware measures run():
+    QEMU (same board and flags) stops at the function's entry under its gdbstub, the stack below
+    the entry SP is painted, the call runs to its return address, and the lowest word no longer
+    holding the paint gives the depth. None if the function is never called."""
+    entry = symbols(elf)[function][0] & ~1
+    probe = socket.socket()
+    probe.bind(("127.0.0.1", 0))
+    port = probe.getsockname()[1]
+    probe.close()
+    qemu = subprocess.Popen(QEMU + ["-kernel", elf, "-gdb", f"tcp:127.0.0.1:{port}", "-S"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(200):
+            try:
+                conn = socket.create_connection(("127.0.0.1", port))
+                break
+            except OSError:
+                time.sleep(0.05)
+        else:
+            return None
+        conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        conn.settimeout(120)
+        pending = b""
+
+        def ask(packet):  # one GDB remote-protocol exchange
+            nonlocal pending
+            conn.sendall(b"$%s#%02x" % (packet.encode(), sum(packet.encode()) & 0xFF))
+            while True:
+                m = re.search(rb"\$([^#]*)#..", pending)
+                if m:
+                    pending = pending[m.end():]
+                    conn.sendall(b"+")
+                    return m.group(1).decode()
+                data = conn.recv(65536)
+                if not data:
+                    raise OSError("QEMU's gdbstub closed the connection")
+                pending += data
+
+        if ask(f"Z0,{entry:x},2") != "OK" or not ask("c").startswith(("T", "S")):
+            return None
+        regs = ask("g")
+        sp, lr = (int.from_bytes(bytes.fromhex(regs[8 * r:8 * r + 8]), "little") for r in (13, 14))
+        bottom = sp - window
+        for a in range(bottom, sp, 1024):
+            n = min(1024, sp - a)
+            ask(f"M{a:x},{n:x}:" + (PAINT * (n // 4)).hex())
+        ask(f"z0,{entry:x},2")
+        if ask(f"Z0,{lr & ~1:x},2") != "OK" or not ask("c").startswith(("T", "S")):
+            return None
+        mem = b"".join(bytes.fromhex(ask(f"m{a:x},{min(1024, sp - a):x}")) for a in range(bottom, sp, 1024))
+        i = 0
+        while i < len(mem) and mem[i:i + 4] == PAINT:
+            i += 4
+        return None if i == 0 else len(mem) - i  # 0: the window was too small
+    finally:
+        qemu.kill()
+        qemu.wait()
+
+
+def ratio(a, b):
+    return f"{a / b:.2f}" if a and b else "-"
+
+
+def n(v):
+    return f"{v:,}" if isinstance(v, int) else "-"
+
+
+rows, whole, layer_sections, notes = [], [], [], []
+for entry in entries:
+    model, file = entry.split(":")
+    ref_dir = os.path.join("tests/tflite/reference", model, case)
+    quant = json.load(open(os.path.join(ref_dir, "quant.json")))
+    cmsis, refk = tflm_log(model, "cmsis"), tflm_log(model, "ref")
+    cm_elf = os.path.join(peer, "elf", f"{model}-cmsis.elf")
+    cm_flash, cm_ram = elf_sizes(cm_elf)
+    cm_model = symbols(cm_elf)["g_model"][1]
+    print(f"{model}: stack of TFLM's Invoke()", file=sys.stderr)
+    cm_stack = call_stack_bytes(cm_elf, "_ZN6tflite16MicroInterpreter6InvokeEv")
+    ours = json.load(open(os.path.join(work, model + ".json")))
+    if "failed" in ours or "report" not in ours:
+        rows.append(f"| {model} | failed: {ours.get('failed', 'no report')} |" + " |" * 12)
+        continue
+    rep = ours["report"]
+    # Our weights: the constants linked into the artifact (each also written as parameters/NAME.npy).
+    weights = sum(len(npy(p)[2]) for p in glob.glob(os.path.join(work, model + ".build", "artifact", "parameters", "*.npy")))
+    our_flash = rep["flash_bytes"] - rep["test_input_bytes"] - weights
+    stack = rep.get("stack_bytes")
+    our_ram = rep["workspace_bytes"] + rep["io_buffer_bytes"] + (stack or 0)
+    their_ram = cmsis["arena"] + (cm_stack or 0) if cmsis and cmsis["arena"] else None
+    got = npy(os.path.join(work, model + ".out", quant["output"]["name"] + ".npy"))[2]
+    want = npy(os.path.join(ref_dir, "output.npy"))[2]
+    inp = npy(os.path.join(ref_dir, "input.npy"))[2]
+    same = []
+    for kernels, log in (("CMSIS-NN", cmsis), ("ref", refk)):
+        if log is None:
+            same.append(f"{kernels}: no run")
+        elif log["input_fnv"] != fnv1a(inp):
+            same.append(f"{kernels}: other input")
+        else:
+            same.append(f"{kernels}: {'yes' if got == log['output'] else 'NO'}")
+    if got != want:
+        notes.append(f"{model}: our output differs from tests/tflite/reference/{model}/{case}/output.npy")
+    if stack is None or cm_stack is None:
+        notes.append(f"{model}: a stack high-water is missing (ours {stack}, TFLM {cm_stack}); RAM counts without it")
+    ci = cmsis["instructions"] if cmsis else None
+    ri = refk["instructions"] if refk else None
+    rows.append(f"| {model} | {n(rep['instructions'])} | {n(ci)} | {ratio(rep['instructions'], ci)} | {n(ri)} | "
+                f"{ratio(rep['instructions'], ri)} | {n(our_ram)} = {n(rep['workspace_bytes'])} + {n(rep['io_buffer_bytes'])} + "
+                f"{n(stack)} | {n(their_ram)} = {n(cmsis['arena'] if cmsis else None)} + {n(cm_stack)} | "
+                f"{ratio(our_ram, their_ram)} | {n(our_flash)} | {n(cm_flash - cm_model)} | "
+                f"{ratio(our_flash, cm_flash - cm_model)} | {'; '.join(same)} |")
+    whole.append(f"| {model} | {n(rep['flash_bytes'] - rep['test_input_bytes'])} ({n(weights)} weights) | "
+                 f"{n(cm_flash)} ({n(cm_model)} .tflite) | {n(rep['ram_bytes'])} | {n(cm_ram)} |")
+    if cmsis and cmsis["ops"]:
+        ref_ops = {i: c for i, _, c in (refk["ops"] if refk else [])}
+        lines = [f"### {model}: instructions per operator (TFLM)", "",
+                 "| # | operator | TFLM+CMSIS-NN | share | TFLM ref kernels | ours |", "|---:|---|---:|---:|---:|---|"]
+        total = sum(c for _, _, c in cmsis["ops"]) or 1
+        for i, name, c in cmsis["ops"]:
+            lines.append(f"| {i} | {name} | {c:,} | {100 * c / total:.1f}% | {n(ref_ops.get(i))} | n/a |")
+        layer_sections.append(lines)
+
+qemu_version = subprocess.run(["qemu-system-arm", "--version"], capture_output=True, text=True).stdout.splitlines()[0]
+print(f"microtir vs TensorFlow Lite Micro: {qemu_version}, -M mps2-an386 -icount shift=8, "
+      f"input tests/tflite/reference/<model>/{case}/input.npy (the TFLM firmware's compiled-in input)")
+print()
+print("| model | ours: instructions | TFLM+CMSIS-NN | ours / CMSIS-NN | TFLM ref kernels | ours / ref | "
+      "ours: RAM = workspace + I/O + stack | TFLM+CMSIS-NN: RAM = arena + stack | RAM ours / TFLM | "
+      "ours: flash w/o weights | TFLM+CMSIS-NN: flash w/o model | flash ours / TFLM | output == TFLM's |")
+print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+print("\n".join(rows))
+print()
+print("- Instructions: one inference (our `run`, TFLM's `Invoke()`), the empty probe pair subtracted on both sides.")
+print("- RAM: TFLM's arena holds its input, output and intermediate tensors and scratch buffers. Stack: the "
+      "high-water of one call, from the caller's frame down (ours: painted by our firmware around `run`; TFLM's: "
+      "its `Invoke()` painted and scanned through QEMU's gdbstub, the same method).")
+print("- Flash without the weights: ours is the firmware minus the linked constants and the test input; TFLM's "
+      "is the firmware minus the embedded `.tflite` (weights and graph). Both include the test harness and "
+      "newlib-nano (printf, semihosting).")
+print()
+print("Whole firmware, harness and libc included:")
+print()
+print("| model | ours: flash (w/o test input) | TFLM+CMSIS-NN: flash | ours: static RAM (.data + .bss) | "
+      "TFLM+CMSIS-NN: static RAM (.data + .bss) |")
+print("|---|---:|---:|---:|---:|")
+print("\n".join(whole))
+print()
+print("Per layer: microtir has no per-operator instruction counter yet (the AOT main would have to read the counter "
+      "between operator calls; no option does that), so the \"ours\" column is n/a and only our total is measured. "
+      "TFLM's counts are from its profiler, the empty event subtracted, in the model's operator order.")
+for lines in layer_sections:
+    print()
+    print("\n".join(lines))
+if peer_rc != 0:
+    notes.append("run_peer.sh did not pass: " + open(os.path.join(work, "tflm.md")).read().strip().splitlines()[-1])
+for note in notes:
+    print(f"\nnote: {note}")
+PY
