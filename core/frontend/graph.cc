@@ -672,6 +672,19 @@ bool is_f32_vector(const NDArray& a, int64_t n) {
 
 }  // namespace
 
+GraphNode typed_node(const std::string& name, const std::string& op, const std::vector<std::string>& inputs,
+                     const std::vector<TensorType>& input_types, const nlohmann::json& attrs) {
+  const OpDef* def = find_op(op);
+  MTIR_ICHECK(def, "a frontend emits the unknown op '" + op + "'");
+  GraphNode n;
+  n.name = name;
+  n.op = op;
+  n.inputs = inputs;
+  n.attrs = attrs;
+  n.type = def->infer(input_types, attrs);
+  return n;
+}
+
 std::string fresh_name(const Graph& g, const std::string& base) {
   auto taken = [&](const std::string& n) {
     if (g.constants.count(n) || g.find_node(n)) return true;

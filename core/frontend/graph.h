@@ -69,6 +69,11 @@ bool is_graph_dtype(DataType dtype);
 
 // `base`, or `base_1`, `base_2`, ... : the first name no input, constant or node has.
 std::string fresh_name(const Graph& g, const std::string& base);
+// The node `name` = `op`(inputs) with the type the op infers from `input_types`, for a
+// frontend converting a model; the op's refusal propagates as its DiagnosticError, for
+// the frontend to restate where in the model it happened.
+GraphNode typed_node(const std::string& name, const std::string& op, const std::vector<std::string>& inputs,
+                     const std::vector<TensorType>& input_types, const nlohmann::json& attrs);
 // Erases each constant of `candidates` that no node reads and no output names.
 void drop_unused_constants(Graph& g, const std::set<std::string>& candidates);
 

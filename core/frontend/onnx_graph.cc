@@ -151,19 +151,11 @@ void OnnxConverter::add_constant(const std::string& name, NDArray value) {
 
 std::string OnnxConverter::emit(const std::string& out, const std::string& op, const std::vector<std::string>& inputs,
                                 const nlohmann::json& attrs) {
-  const OpDef* def = find_op(op);
-  MTIR_ICHECK(def, "the ONNX frontend emits unknown op '" + op + "'");
-  GraphNode n;
-  n.name = out;
-  n.op = op;
-  n.attrs = attrs;
   std::vector<TensorType> in_types;
-  for (const auto& in : inputs) {
-    n.inputs.push_back(in);
-    in_types.push_back(type_of(in));
-  }
+  for (const auto& in : inputs) in_types.push_back(type_of(in));
+  GraphNode n;
   try {
-    n.type = def->infer(in_types, attrs);
+    n = typed_node(out, op, inputs, in_types, attrs);
   } catch (const DiagnosticError& e) {
     if (e.internal()) throw;
     std::string m = e.diagnostics().empty() ? "invalid" : e.diagnostics()[0].message;

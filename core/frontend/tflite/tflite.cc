@@ -240,19 +240,11 @@ std::string TfliteConverter::value(int index) {
 
 std::string TfliteConverter::emit(const std::string& name, const std::string& op, const std::vector<std::string>& inputs,
                                   const json& attrs) {
-  const OpDef* def = find_op(op);
-  MTIR_ICHECK(def, "the TFLite frontend emits unknown op '" + op + "'");
-  GraphNode n;
-  n.name = name;
-  n.op = op;
-  n.attrs = attrs;
   std::vector<TensorType> in_types;
-  for (const auto& in : inputs) {
-    n.inputs.push_back(in);
-    in_types.push_back(types_.at(in));
-  }
+  for (const auto& in : inputs) in_types.push_back(types_.at(in));
+  GraphNode n;
   try {
-    n.type = def->infer(in_types, attrs);
+    n = typed_node(name, op, inputs, in_types, attrs);
   } catch (const DiagnosticError& e) {
     if (e.internal()) throw;
     fail(e.diagnostics().empty() ? std::string("invalid") : e.diagnostics()[0].message);
