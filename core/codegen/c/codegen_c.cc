@@ -710,10 +710,19 @@ class FunctionEmitter {
     }
   }
 
-  void emit(const Stmt& s) {
+  void emit(const Stmt& first) {
     const int outer = source_line_;
-    if (s->span.line > 0) source_line_ = s->span.line;
-    emit_stmt(s);
+    // Buffer views nest each in the next (hundreds deep in unrolled int8 kernels): walk
+    // the chain rather than recurse through it.
+    const Stmt* s = &first;
+    for (;;) {
+      if ((*s)->span.line > 0) source_line_ = (*s)->span.line;
+      if ((*s)->kind != StmtKind::DeclBuffer) break;
+      const auto* view = static_cast<const DeclBufferNode*>(s->get());
+      var_name(view->buffer->data.get());
+      s = &view->body;
+    }
+    emit_stmt(*s);
     source_line_ = outer;
   }
 
