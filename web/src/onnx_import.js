@@ -658,6 +658,49 @@ function softmax(c, op) {
   c.emit(out0(c), 'reshape', [sm], { newshape: shape });
 }
 
+// Upsample in mode 'nearest' with whole scales, as core/frontend/onnx_ops.cc maps it:
+// reshape to (..., d, 1, ...), multiply by ones of (..., 1, scale, ...), reshape back.
+function upsample(c) {
+  singleOutput(c);
+  const mode = c.attrString('mode', 'nearest');
+  if (mode !== 'nearest') c.unsupported(`mode '${mode}' (only 'nearest' is supported)`);
+  const shape = c.typeOf(c.input(0)).shape;
+  let scales;
+  if (c.opset < 7) {
+    expectInputs(c, 1, 1);
+    if (shape.length !== 4) c.unsupported(`Upsample of opset 1 on data of rank ${shape.length}`);
+    if (!c.hasAttr('height_scale') || !c.hasAttr('width_scale')) c.invalid("missing attribute 'height_scale' or 'width_scale'");
+    scales = [1, 1, c.attrFloat('height_scale', 1), c.attrFloat('width_scale', 1)];
+  } else if (c.opset < 9) {
+    expectInputs(c, 1, 1);
+    if (!c.hasAttr('scales')) c.invalid("missing attribute 'scales'");
+    scales = (c.attr('scales').floats || []).slice();
+  } else {
+    expectInputs(c, 2, 2);
+    const v = c.staticValue(1, 'scales');
+    scales = v.values.map((x) => (isFloat(v.dtype) ? x : 0));
+  }
+  if (scales.length !== shape.length) c.invalid(`'scales' has ${scales.length} values for data of rank ${shape.length}`);
+  const split = [];
+  const ones = [];
+  const out = [];
+  scales.forEach((s, k) => {
+    if (!(s >= 1) || s !== Math.floor(s) || s > 1024) {
+      const shown = Number.isInteger(s) ? s.toFixed(1) : String(s);  // as nlohmann::json prints a double
+      c.unsupported(`scale ${shown} on axis ${k} (only whole scales from 1 are supported)`);
+    }
+    split.push(shape[k], 1);
+    ones.push(1, s);
+    out.push(shape[k] * s);
+  });
+  const t = c.typeOf(c.input(0));
+  if (!isFloat(t.dtype)) c.unsupported(`data of type ${t.dtype} (float only)`);
+  const x = c.emit(c.temp('split'), 'reshape', [c.input(0)], { newshape: split });
+  const one = c.emit(c.temp('ones'), 'full', [], { shape: ones, value: 1, dtype: t.dtype });
+  const rep = c.emit(c.temp('repeated'), 'mul', [x, one]);
+  c.emit(out0(c), 'reshape', [rep], { newshape: out });
+}
+
 function reshape(c) {
   singleOutput(c);
   let shape;
@@ -934,6 +977,7 @@ const kMappings = {
   Tanh: (c) => unary(c, 'tanh'),
   Transpose: transpose,
   Unsqueeze: unsqueeze,
+  Upsample: upsample,
 };
 
 // ---------------------------------------------------------------- the JSON graph (graph_writer.cc)
