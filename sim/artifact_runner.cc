@@ -16,6 +16,7 @@
 #include "driver/target.h"
 #include "support/diagnostic.h"
 #include "support/names.h"
+#include "support/npy.h"
 
 namespace mtir::sim {
 namespace fs = std::filesystem;
@@ -195,6 +196,33 @@ std::vector<std::string> llvm_objects(const ArtifactInfo& info, const fs::path& 
   return objects;
 }
 
+// main's arguments for the firmware, the weights read from the artifact's parameters/
+// (the bytes it was compiled with, in the shape main expects).
+std::vector<FirmwareArg> firmware_args(const ArtifactInfo& info, const std::vector<ArtifactArg>& args) {
+  if (args.empty()) fail(info.dir + " was compiled with \"" + info.target + "\": running it needs main's parameters");
+  std::vector<FirmwareArg> out;
+  for (const auto& a : args) {
+    FirmwareArg f;
+    f.c_name = to_c_identifier(a.name);
+    f.role = a.role == ArtifactArg::Role::kInput    ? FirmwareArg::Role::kInput
+             : a.role == ArtifactArg::Role::kWeight ? FirmwareArg::Role::kWeight
+                                                    : FirmwareArg::Role::kOutput;
+    f.ndim = static_cast<int>(a.shape.size());
+    f.dl_type_code = a.dtype.is_float() ? "kDLFloat" : a.dtype.is_uint() ? "kDLUInt" : "kDLInt";
+    f.bits = a.dtype.bits();
+    if (a.role == ArtifactArg::Role::kWeight && !info.link_params) {
+      const fs::path npy = fs::path(info.dir) / "parameters" / (a.name + ".npy");
+      if (!fs::exists(npy)) fail(info.dir + " is an incomplete artifact: " + npy.string() + " is missing");
+      NDArray w = read_npy(read_text(npy), npy.string());
+      if (w.dtype != a.dtype || w.shape != a.shape)
+        fail(npy.string() + " holds " + w.dtype.str() + " weights of another shape than the model's main takes");
+      f.weight = w.data;
+    }
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
 }  // namespace
 
 ArtifactInfo read_artifact_info(const std::string& dir) {
@@ -209,13 +237,13 @@ ArtifactInfo read_artifact_info(const std::string& dir) {
     info.model_name = j.at("model_name").get<std::string>();
     info.workspace_bytes = j.at("memory").at("workspace_bytes").get<int64_t>();
     target = j.value("target", "");
-    if (j.value("interface_api", std::string("c")) != "c" || !j.value("link_params", true))
-      fail(dir + " was compiled with \"" + target + "\": run needs the C interface with linked weights "
-           "(-interface-api=c -link-params=1, the default of compile)");
+    info.interface_api = j.value("interface_api", std::string("c"));
+    info.link_params = j.value("link_params", true);
     info.devices = j.value("devices", std::vector<std::string>{});
   } catch (const std::exception& e) {
     fail(meta.string() + " is not a microtir artifact's metadata: " + e.what());
   }
+  info.target = target;
   if (target.compare(0, 4, "llvm") == 0) {
     Target t = parse_target(target);
     info.llvm_triple = t.mtriple.empty() ? kDefaultLlvmTriple : t.mtriple;
@@ -370,6 +398,9 @@ ArtifactRunResult run_artifact(const ArtifactInfo& info, const std::vector<Artif
     }
     spec.samples.push_back(std::move(bytes));
   }
+  spec.interface_api = info.interface_api;
+  spec.link_params = info.link_params;
+  if (info.interface_api == "packed" || !info.link_params) spec.args = firmware_args(info, options.main_args);
   spec.stack_paint_bytes = t.paint_stack ? kStackPaintBytes : 0;
   if (t.elf) spec.paint_floor_symbol = "end";  // both linker scripts define it after .bss
   spec.wasm_data_end = !t.elf;

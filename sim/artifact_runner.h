@@ -30,6 +30,9 @@ struct ArtifactInfo {
   std::string llvm_cpu;
   // A wasm-target artifact: its module (codegen/host/lib/<model>.wasm); "" otherwise.
   std::string wasm_module;
+  std::string target;              // the target string it was compiled for
+  std::string interface_api = "c";  // c | packed
+  bool link_params = true;          // false: the firmware passes the weights (parameters/*.npy)
 };
 // A user error naming what is missing if `dir` is not a compiled artifact.
 ArtifactInfo read_artifact_info(const std::string& dir);
@@ -40,7 +43,20 @@ struct ArtifactTensor {
   std::vector<int64_t> shape;
 };
 
+// One tensor parameter of the model's main, in main's order (the packed interface
+// passes them in this order; a weight's bytes come from the artifact's parameters/).
+struct ArtifactArg {
+  enum class Role { kInput, kWeight, kOutput };
+  std::string name;
+  Role role = Role::kInput;
+  DataType dtype = DataType::Float(32);
+  std::vector<int64_t> shape;
+};
+
 struct ArtifactRunOptions {
+  // main's tensor parameters: needed for artifacts with the packed interface or
+  // -link-params=0, ignored otherwise.
+  std::vector<ArtifactArg> main_args;
   std::string target = "host";
   std::string work_dir;                               // sources, firmware, logs (must exist or be creatable)
   int timeout_seconds = 60;                           // per QEMU / node / host run

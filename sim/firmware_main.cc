@@ -12,9 +12,11 @@ std::string upper(std::string s) {
   return s;
 }
 
-// The bytes as a uint8_t initializer, 16 per line.
+// The bytes as a uint8_t initializer, 16 per line (aligned as the packed API's checks
+// and the workspace's tensors are).
 void byte_array(std::ostream& os, const std::string& name, const std::vector<uint8_t>& bytes) {
-  os << "static const uint8_t " << name << "[" << (bytes.empty() ? 1 : bytes.size()) << "] = {";
+  os << "static const uint8_t " << name << "[" << (bytes.empty() ? 1 : bytes.size())
+     << "] __attribute__((aligned(16))) = {";
   for (size_t i = 0; i < bytes.size(); ++i) {
     char hex[8];
     std::snprintf(hex, sizeof hex, "0x%02x", bytes[i]);
@@ -22,6 +24,64 @@ void byte_array(std::ostream& os, const std::string& name, const std::vector<uin
   }
   if (bytes.empty()) os << "0";
   os << "\n};\n";
+}
+
+bool passes_weights(const FirmwareSpec& spec) { return !spec.link_params; }
+
+// The array an argument lives in: an I/O buffer in RAM or a weight in flash.
+std::string arg_data(const FirmwareArg& a) {
+  return a.role == FirmwareArg::Role::kWeight ? "(void*)weight_" + a.c_name : "(void*)buf_" + a.c_name;
+}
+
+// The weights the application passes (-link-params=0), in flash; with the packed
+// interface a shape array per argument, from the header's macros.
+void declare_args(std::ostream& os, const FirmwareSpec& spec, const std::string& macro) {
+  if (passes_weights(spec)) {
+    os << "\n/* The weights (-link-params=0): parameters/<name>.npy's bytes, in flash. */\n";
+    for (const auto& a : spec.args)
+      if (a.role == FirmwareArg::Role::kWeight) byte_array(os, "weight_" + a.c_name, a.weight);
+  }
+  if (spec.interface_api != "packed") return;
+  os << "\n";
+  for (const auto& a : spec.args) {
+    if (a.role == FirmwareArg::Role::kWeight && !passes_weights(spec)) continue;  // linked: not an argument
+    // A scalar's shape macro is "{}", which C99 does not allow: one placeholder element.
+    if (a.ndim == 0) os << "static int64_t shape_" << a.c_name << "[1] = {1};\n";
+    else os << "static int64_t shape_" << a.c_name << "[] = " << macro << "_" << upper(a.c_name) << "_SHAPE;\n";
+  }
+}
+
+// main's local setup for the interface: the params struct, or the packed function and
+// one DLTensor per argument.
+void setup_args(std::ostream& os, const FirmwareSpec& spec, const std::string& macro) {
+  if (spec.interface_api != "packed") {
+    if (!passes_weights(spec)) return;
+    for (const auto& a : spec.args)
+      if (a.role == FirmwareArg::Role::kWeight) os << "  params." << a.c_name << " = weight_" << a.c_name << ";\n";
+    return;
+  }
+  os << "  if (TVMFuncGetGlobal(" << macro << "_MAIN, &model_main) != 0) {\n"
+     << "    printf(\"@mtir error lookup of %s failed: %s\\n\", " << macro << "_MAIN, TVMGetLastError());\n"
+     << "    return 3;\n  }\n";
+  size_t i = 0;
+  for (const auto& a : spec.args) {
+    if (a.role == FirmwareArg::Role::kWeight && !passes_weights(spec)) continue;
+    const std::string t = "tensors[" + std::to_string(i) + "]";
+    os << "  " << t << ".data = " << arg_data(a) << ";\n  " << t << ".device.device_type = kDLCPU;\n  " << t
+       << ".device.device_id = 0;\n  " << t << ".ndim = " << a.ndim << ";\n  " << t << ".dtype.code = " << a.dl_type_code
+       << ";\n  " << t << ".dtype.bits = " << a.bits << ";\n  " << t << ".dtype.lanes = 1;\n  " << t << ".shape = shape_"
+       << a.c_name << ";\n  " << t << ".strides = NULL;\n  " << t << ".byte_offset = 0;\n"
+       << "  values[" << i << "].v_handle = &" << t << ";\n  codes[" << i << "] = kTVMDLTensorHandle;\n";
+    ++i;
+  }
+}
+
+// The call of one inference.
+std::string run_call(const FirmwareSpec& spec, const std::string& prefix, const std::string& macro) {
+  if (spec.interface_api == "packed")
+    return "TVMFuncCall(model_main, values, codes, " + macro + "_NUM_ARGS, &ret, &ret_code)";
+  return prefix + "_run(&inputs, &outputs" + std::string(passes_weights(spec) ? ", &params" : "") +
+         (spec.devices.empty() ? "" : ", &devices") + ")";
 }
 
 }  // namespace
@@ -60,6 +120,8 @@ std::string firmware_main(const FirmwareSpec& spec) {
     for (size_t i = 0; i < spec.inputs.size(); ++i)
       byte_array(os, "in" + std::to_string(s) + "_" + spec.inputs[i].c_name, spec.samples[s][i]);
 
+  declare_args(os, spec, macro);
+
   os << "\nstatic void print_hex(int run, const char* name, const void* p, size_t n) {\n"
      << "  const uint8_t* b = (const uint8_t*)p;\n  size_t i, k;\n"
      << "  for (i = 0; i < n; i += 32) {\n"
@@ -94,8 +156,15 @@ std::string firmware_main(const FirmwareSpec& spec) {
        << "  return (uint64_t)(top - (uintptr_t)p);\n}\n";
   }
   if (spec.wasm_data_end) os << "\nextern unsigned char __data_end[];\n";
-  os << "\nint main(void) {\n  struct " << prefix << "_inputs inputs;\n  struct " << prefix << "_outputs outputs;\n"
-     << (spec.devices.empty() ? "" : "  struct " + prefix + "_devices devices;\n")
+  os << "\nint main(void) {\n";
+  if (spec.interface_api == "packed") {
+    os << "  TVMFunctionHandle model_main;\n  DLTensor tensors[" << macro << "_NUM_ARGS];\n  TVMValue values["
+       << macro << "_NUM_ARGS], ret;\n  int codes[" << macro << "_NUM_ARGS], ret_code;\n";
+  } else {
+    os << "  struct " << prefix << "_inputs inputs;\n  struct " << prefix << "_outputs outputs;\n"
+       << (passes_weights(spec) ? "  struct " + prefix + "_params params;\n" : "");
+  }
+  os << (spec.devices.empty() ? "" : "  struct " + prefix + "_devices devices;\n")
      << "  int32_t rc;\n  int run;\n"
      << "#ifdef MTIR_COUNTER_UNIT\n  uint64_t t0, t1;\n#endif\n";
   if (spec.stack_paint_bytes > 0) os << "  volatile uint32_t frame_marker = 0;\n  uintptr_t top = (uintptr_t)&frame_marker;\n";
@@ -111,8 +180,11 @@ std::string firmware_main(const FirmwareSpec& spec) {
     os << "  mtir_sim_npu_init(&device_" << d << ", \"" << d << "\");\n"
        << "  devices." << d << " = &device_" << d << ";\n";
   }
-  for (const auto& t : spec.inputs) os << "  inputs." << t.c_name << " = buf_" << t.c_name << ";\n";
-  for (const auto& t : spec.outputs) os << "  outputs." << t.c_name << " = buf_" << t.c_name << ";\n";
+  if (spec.interface_api != "packed") {
+    for (const auto& t : spec.inputs) os << "  inputs." << t.c_name << " = buf_" << t.c_name << ";\n";
+    for (const auto& t : spec.outputs) os << "  outputs." << t.c_name << " = buf_" << t.c_name << ";\n";
+  }
+  setup_args(os, spec, macro);
   os << "  for (run = 0; run < " << spec.samples.size() << "; ++run) {\n    switch (run) {\n";
   for (size_t s = 0; s < spec.samples.size(); ++s) {
     os << "      case " << s << ":\n";
@@ -126,7 +198,7 @@ std::string firmware_main(const FirmwareSpec& spec) {
   for (const auto& t : spec.outputs) os << "    memset(buf_" << t.c_name << ", 0, sizeof buf_" << t.c_name << ");\n";
   if (spec.stack_paint_bytes > 0) os << "    paint_stack(top);\n";
   os << "#ifdef MTIR_COUNTER_UNIT\n    t0 = mtir_counter_read();\n#endif\n"
-     << "    rc = " << prefix << "_run(&inputs, &outputs" << (spec.devices.empty() ? "" : ", &devices") << ");\n"
+     << "    rc = " << run_call(spec, prefix, macro) << ";\n"
      << "#ifdef MTIR_COUNTER_UNIT\n    t1 = mtir_counter_read();\n#endif\n"
      << "    if (rc != 0) {\n      printf(\"@mtir error run %d returned %ld: %s\\n\", run, (long)rc, TVMGetLastError());\n"
      << "      return 3;\n    }\n"

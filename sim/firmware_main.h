@@ -15,9 +15,27 @@ struct FirmwareTensor {
   int64_t bytes = 0;
 };
 
+// One tensor parameter of the model's main, in main's order: what the packed interface
+// passes as a DLTensor, and (with -link-params=0) the weights the application holds.
+struct FirmwareArg {
+  enum class Role { kInput, kWeight, kOutput };
+  std::string c_name;
+  Role role = Role::kInput;
+  int ndim = 0;
+  std::string dl_type_code;  // kDLFloat, kDLInt or kDLUInt
+  int bits = 32;
+  std::vector<uint8_t> weight;  // kWeight: the bytes (parameters/<name>.npy without its header)
+};
+
 struct FirmwareSpec {
   std::string model;  // the C identifier in tvmgen_<model>
   std::vector<FirmwareTensor> inputs, outputs;
+  // How the artifact was compiled: "c" (tvmgen_<model>_run with structs) or "packed"
+  // (TVMFuncGetGlobal and TVMFuncCall); with link_params false the firmware holds the
+  // weights and passes them (a params struct, or DLTensors).
+  std::string interface_api = "c";
+  bool link_params = true;
+  std::vector<FirmwareArg> args;  // main's tensor parameters; needed unless c with linked weights
   // samples[s][i]: the bytes of input i for run s.
   std::vector<std::vector<std::vector<uint8_t>>> samples;
   int64_t stack_paint_bytes = 0;  // 0: no stack measurement

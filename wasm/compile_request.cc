@@ -227,8 +227,7 @@ json compile_graph(const json& request, const json& source, const std::string& t
   LoadedModel model = load_model(text, filename, reader, devices);
   clock.lap("load");
   // The whole Model Library Format, exactly as `microtir compile` writes it, for either
-  // interface (the packed one with its header and metadata too; it needs -link-params=0,
-  // and is refused as the CLI refuses it otherwise).
+  // interface (the packed one with its header and metadata too).
   inputs.graph_filename = filename;
   inputs.graph_text = text;
   inputs.runtime = embedded_crt_files();

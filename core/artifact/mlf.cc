@@ -4,10 +4,58 @@
 
 #include "analysis/well_formed.h"
 #include "codegen/c/interface.h"
+#include "codegen/c/metadata_module.h"
+#include "codegen/llvm/llvm_target.h"
+#include "codegen/llvm/metadata_module_llvm.h"
 #include "codegen/wasm/wasm_model.h"
+#include "support/names.h"
 #include "support/npy.h"
 
 namespace mtir {
+
+namespace {
+
+// -interface-api=packed -link-params=1: the registry gets the interface's entry, which
+// takes only the inputs and outputs (codegen/c/interface.h packed_linked_entry).
+void add_packed_entry(const Graph& g, BuildResult* built) {
+  built->packed_symbols.push_back(packed_linked_entry(to_c_identifier(g.name)));
+  const std::string& module_name = built->lowered.module.name;
+  for (auto& f : built->sources) {
+    if (f.path == "codegen/host/src/lib1.c") f.text = codegen_c_metadata_module(built->packed_symbols, module_name);
+    if (f.path == "codegen/host/src/lib1.ll")
+      f.text = codegen_llvm_metadata_module(built->packed_symbols, module_name, llvm_target(built->target.mtriple));
+  }
+}
+
+// The pool bytes PlanMemory gave a function (0 when it has no pool).
+int64_t pool_bytes(const PrimFunc& f) {
+  auto it = f->attrs.find("workspace.pool_bytes");
+  return it != f->attrs.end() && std::holds_alternative<int64_t>(it->second) ? std::get<int64_t>(it->second) : 0;
+}
+
+// TVM's per-function memory section: main's workspace, constants and I/O bytes, and the
+// workspace of every operator function (device 1 is DLPack's kDLCPU).
+nlohmann::json memory_section(const AotModule& aot, const IRModule& lowered) {
+  int64_t bytes[3] = {0, 0, 0};  // by role: input, constant, output
+  for (const auto& p : aot.params) bytes[static_cast<int>(p.role)] += p.type.num_elements() * p.type.dtype.bytes();
+  const int64_t in = bytes[static_cast<int>(AotModule::Role::kInput)];
+  const int64_t out = bytes[static_cast<int>(AotModule::Role::kOutput)];
+  nlohmann::json main = {{"device", 1},
+                         {"workspace_size_bytes", pool_bytes(lowered.lookup(aot.main))},
+                         {"constants_size_bytes", bytes[static_cast<int>(AotModule::Role::kConstant)]},
+                         {"inputs_size_bytes", in},
+                         {"outputs_size_bytes", out},
+                         {"io_size_bytes", in + out}};
+  nlohmann::json ops = nlohmann::json::array();
+  for (const auto& [name, f] : lowered.functions) {
+    if (name == aot.main) continue;
+    ops.push_back({{"function_name", name},
+                   {"workspace", nlohmann::json::array({{{"device", 1}, {"workspace_size_bytes", pool_bytes(f)}}})}});
+  }
+  return {{"main", nlohmann::json::array({main})}, {"operator_functions", ops}};
+}
+
+}  // namespace
 
 const char* const kDefaultCompileTarget = "c -executor=aot -interface-api=c -unpacked-api=1 -link-params=1";
 
@@ -39,6 +87,7 @@ MlfArtifact build_mlf(const LoadedModel& model, const std::string& target_string
     a.built.sources = {{wasm_model_source_path(model.graph),
                         wasm_model_module(model.aot, model.graph, a.built.lowered.module, a.target)}};
   }
+  if (!wasm && a.target.interface_api == "packed" && a.target.link_params) add_packed_entry(model.graph, &a.built);
   files = a.built.sources;
   InterfaceOptions interface{a.target.interface_api, a.target.link_params};
   if (!wasm)
@@ -51,7 +100,9 @@ MlfArtifact build_mlf(const LoadedModel& model, const std::string& target_string
                 {"link_params", a.target.link_params},
                 {"devices", model.aot.devices},
                 {"main", model.aot.main},
-                {"memory", {{"workspace_bytes", artifact_workspace_bytes(a.built.lowered.module, model.aot.main)}}},
+                {"memory",
+                 {{"workspace_bytes", artifact_workspace_bytes(a.built.lowered.module, model.aot.main)},
+                  {"functions", memory_section(model.aot, a.built.lowered.module)}}},
                 {"files", nlohmann::json::array()}};
   for (const auto& f : files) a.metadata["files"].push_back(f.path);
   files.push_back({"src/" + inputs.graph_filename, inputs.graph_text});

@@ -378,11 +378,8 @@ int run_run(const RunCommand& c) {
       return 1;
     }
   }
-  if (is_graph_file(c.file)) {
-    // Where the model's intermediate tensors live: the plan the artifact uses.
-    PipelineResult planned = run_pipeline(m, {*find_pass("simplify"), *find_pass("plan_memory")});
-    std::cout << memory_report(planned.module.lookup(fname));
-  }
+  // Where the model's intermediate tensors live: the plan the artifact uses.
+  if (is_graph_file(c.file)) std::cout << planned_memory_report(m, fname);
   return 0;
 }
 
@@ -490,7 +487,8 @@ int run_compile(const CompileCommand& c) {
     std::cout << json{{"ok", true}, {"metadata", meta}}.dump(2) << "\n";
     return 0;
   }
-  for (const auto& f : files) std::cout << "wrote " << c.output_dir << ":" << f.path << "\n";
+  if (c.verbose)
+    for (const auto& f : files) std::cout << "wrote " << c.output_dir << ":" << f.path << "\n";
   return 0;
 }
 
@@ -523,6 +521,11 @@ int run_build(const BuildCommand& c) {
   }
   for (const auto& src : built.sources) std::cout << "wrote " << c.output_dir << "/" << src.path << "\n";
   return 0;
+}
+
+std::string planned_memory_report(const IRModule& m, const std::string& main) {
+  PipelineResult planned = run_pipeline(m, {*find_pass("simplify"), *find_pass("plan_memory")});
+  return memory_report(planned.module.lookup(main));
 }
 
 std::string pass_list() {

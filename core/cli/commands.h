@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "ir/function.h"
 #include "support/ndarray.h"
 
 namespace mtir::cli {
@@ -60,6 +61,7 @@ struct CompileCommand {
   std::string target = "c -executor=aot -interface-api=c -unpacked-api=1";
   std::string output_dir;
   bool json = false;
+  bool verbose = false;  // -v: list the files written (tvmc is quiet by default)
   std::vector<std::string> devices;  // --device INSTANCE=OP[,OP...]
 };
 int run_compile(const CompileCommand& c);
@@ -68,6 +70,9 @@ int run_compile(const CompileCommand& c);
 // artifact's firmware for the target, runs it, compares it with the interpreter on the
 // artifact's own graph and prints the target report.
 bool is_artifact_path(const std::string& path);
+// The memory plan of a model's main (pools, lower bound, where each tensor lives), as
+// `run` prints it: simplify and plan_memory, as the lowering runs them.
+std::string planned_memory_report(const IRModule& m, const std::string& main);
 int run_artifact(const RunCommand& c);
 
 // "NAME: dtype (shape)" and the values numpy-style, at most `limit` of them.

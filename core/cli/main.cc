@@ -100,11 +100,12 @@ int main(int argc, char** argv) {
   compile_cmd->add_option("file", compile.file, "The model: a JSON graph, .onnx or .tflite")->required();
   compile_cmd->add_option("--target", compile.target,
                           "Target string (default \"c -executor=aot -interface-api=c -unpacked-api=1 -link-params=1\"; "
-                          "-interface-api=packed needs -link-params=0)");
+                          "a string without -link-params links the weights)");
   compile_cmd->add_option("-o,--output", compile.output_dir, "Folder for the artifact, or FILE.tar for an archive")
       ->required();
   compile_cmd->add_option("--device", compile.devices, "Place every node of these ops on a device instance, INSTANCE=OP[,OP...] (repeatable; e.g. npu0=conv2d,dense)");
   compile_cmd->add_flag("--json", compile.json, "Print the artifact's metadata (or diagnostics) as JSON on stdout");
+  compile_cmd->add_flag("-v,--verbose", compile.verbose, "List the files written");
 
   mtir::cli::ImportCommand import;
   auto* import_cmd = app.add_subcommand("import", "Convert an ONNX or TFLite model into a JSON graph (constants inline), the graph compile reads from it");

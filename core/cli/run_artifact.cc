@@ -84,114 +84,153 @@ bool is_artifact_path(const std::string& path) {
   return fs::is_directory(path, ec);
 }
 
+namespace {
+
+// The artifact's folder: `c.file` itself, or the .tar unpacked under `work`.
+std::string artifact_dir(const RunCommand& c, const TempDir& work) {
+  if (fs::is_directory(c.file)) return c.file;
+  if (!fs::exists(c.file)) user_error({}, "cannot read '" + c.file + "': no such file");
+  std::string dir = (fs::path(work.path()) / "artifact").string();
+  ensure_directory(dir);
+  return sim::unpack_artifact(read_file(c.file), c.file, dir);
+}
+
+// The reference: the artifact's own graph and weights, prepared with the schedules of the
+// target it was compiled for, so its main takes exactly the artifact's weights.
+LoadedModel reference_model(const sim::ArtifactInfo& info, const std::string& file) {
+  if (info.graph_file.empty()) user_error({}, file + " has no graph in src/: the reference run needs it (recompile with `microtir compile`)");
+  const ScheduleOptions schedules = schedule_options(parse_target(info.target.empty() ? "c" : info.target));
+  if (is_onnx_file(info.graph_file) || is_tflite_file(info.graph_file))
+    return prepare_model(load_foreign_model(info.graph_file), {}, schedules);
+  return load_model(read_file(info.graph_file), info.graph_file, sim::artifact_graph_reader(info, file), {}, schedules);
+}
+
+// main's arguments bound to the --input files (outputs zeroed, weights from the graph),
+// with what the firmware needs to know of each.
+struct BoundArgs {
+  std::vector<NDArray> arrays;
+  std::vector<InterpArg> args;
+  std::vector<sim::ArtifactTensor> in_specs, out_specs;
+  std::vector<sim::ArtifactArg> main_args;
+  std::vector<NDArray> sample;
+  std::vector<size_t> outputs;  // indices into arrays
+};
+
+BoundArgs bind_args(const LoadedModel& model, const std::vector<std::string>& inputs, const std::string& model_name) {
+  std::map<std::string, std::string> input_files;
+  for (const auto& s : inputs) {
+    size_t eq = s.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == s.size()) user_error({}, "bad --input '" + s + "': expected NAME=FILE.npy");
+    input_files[s.substr(0, eq)] = s.substr(eq + 1);
+  }
+  const AotModule& aot = model.aot;
+  BoundArgs b;
+  b.arrays.resize(aot.params.size());
+  b.args.resize(aot.params.size());
+  for (size_t i = 0; i < aot.params.size(); ++i) {
+    const auto& p = aot.params[i];
+    sim::ArtifactArg arg{p.name, sim::ArtifactArg::Role::kWeight, p.type.dtype, p.type.shape};
+    if (p.role == AotModule::Role::kConstant) {
+      b.arrays[i] = model.graph.constants.at(p.name);
+    } else if (p.role == AotModule::Role::kInput) {
+      auto it = input_files.find(p.name);
+      if (it == input_files.end())
+        user_error({}, "model input '" + p.name + "' (" + p.type.str() + ") needs --input " + p.name + "=FILE.npy");
+      b.arrays[i] = read_npy(read_file(it->second), it->second);
+      if (b.arrays[i].dtype != p.type.dtype || b.arrays[i].shape != p.type.shape) {
+        user_error({}, "input '" + p.name + "' must be " + p.type.dtype.str() + " " + shape_text(p.type.shape) + ", but " +
+                           it->second + " holds " + b.arrays[i].dtype.str() + " " + shape_text(b.arrays[i].shape));
+      }
+      input_files.erase(it);
+      b.in_specs.push_back({p.name, p.type.dtype, p.type.shape});
+      b.sample.push_back(b.arrays[i]);
+      arg.role = sim::ArtifactArg::Role::kInput;
+    } else {
+      b.arrays[i] = NDArray::zeros(p.type.dtype, p.type.shape);
+      b.out_specs.push_back({p.name, p.type.dtype, p.type.shape});
+      b.outputs.push_back(i);
+      arg.role = sim::ArtifactArg::Role::kOutput;
+    }
+    b.main_args.push_back(arg);
+    b.args[i] = &b.arrays[i];
+  }
+  if (!input_files.empty()) user_error({}, "model '" + model_name + "' has no input '" + input_files.begin()->first + "'");
+  return b;
+}
+
+// The artifact's outputs against the interpreter's, as JSON and as text lines.
+struct Comparison {
+  bool all_match = true;
+  json compare = json::array(), outputs = json::array();
+  std::string text;
+};
+
+Comparison compare_outputs(const BoundArgs& b, const std::vector<NDArray>& got_all) {
+  Comparison r;
+  for (size_t k = 0; k < b.outputs.size(); ++k) {
+    const NDArray& want = b.arrays[b.outputs[k]];
+    const NDArray& got = got_all[k];
+    Difference d = compare_arrays(got, want, kTargetTolerance);
+    r.all_match = r.all_match && d.ok;
+    const std::string& name = b.out_specs[k].name;
+    r.compare.push_back({{"name", name}, {"max_abs_diff", d.max_abs}, {"max_rel_diff", d.max_rel}, {"ok", d.ok}});
+    char line[256];
+    std::snprintf(line, sizeof line, "  %s: max abs diff %.3g, max rel diff %.3g  %s\n", name.c_str(), d.max_abs,
+                  d.max_rel, d.ok ? "ok" : "MISMATCH");
+    r.text += line;
+    json values = json::array();
+    for (int64_t e = 0; e < got.num_elements(); ++e) {
+      if (got.dtype.is_float()) values.push_back(got.get_float(e));
+      else values.push_back(got.get_int(e));
+    }
+    r.outputs.push_back({{"name", name}, {"dtype", got.dtype.str()}, {"shape", got.shape}, {"values", values}});
+  }
+  return r;
+}
+
+}  // namespace
+
 int run_artifact(const RunCommand& c) {
   if (c.target.empty())
     user_error({}, "running a compiled artifact needs a target: --target host, cortex-m3, cortex-m4, cortex-m7, riscv32 or wasm32");
   if (!c.func.empty() || !c.scalars.empty()) user_error({}, "--func and --scalar apply to TIR files, not to a compiled model");
   const sim::CrossTarget& target = sim::find_cross_target(c.target);
   TempDir work(c.keep_build_dir);
-  std::string dir = c.file;
-  if (!fs::is_directory(c.file)) {
-    if (!fs::exists(c.file)) user_error({}, "cannot read '" + c.file + "': no such file");
-    dir = (fs::path(work.path()) / "artifact").string();
-    ensure_directory(dir);
-    dir = sim::unpack_artifact(read_file(c.file), c.file, dir);
-  }
-  sim::ArtifactInfo info = sim::read_artifact_info(dir);
-  if (info.graph_file.empty()) user_error({}, c.file + " has no graph in src/: the reference run needs it (recompile with `microtir compile`)");
-
-  // The reference: the interpreter on the artifact's own graph and weights.
-  FileReader reader = sim::artifact_graph_reader(info, c.file);
-  LoadedModel model = is_onnx_file(info.graph_file) || is_tflite_file(info.graph_file)
-                          ? prepare_model(load_foreign_model(info.graph_file))
-                          : load_model(read_file(info.graph_file), info.graph_file, reader);
-
-  std::map<std::string, std::string> input_files;
-  for (const auto& s : c.inputs) {
-    size_t eq = s.find('=');
-    if (eq == std::string::npos || eq == 0 || eq + 1 == s.size()) user_error({}, "bad --input '" + s + "': expected NAME=FILE.npy");
-    input_files[s.substr(0, eq)] = s.substr(eq + 1);
-  }
-  const AotModule& aot = model.aot;
-  PrimFunc main = aot.module.lookup(aot.main);
-  std::vector<NDArray> arrays(aot.params.size());
-  std::vector<InterpArg> args(aot.params.size());
-  std::vector<sim::ArtifactTensor> in_specs, out_specs;
-  std::vector<NDArray> sample;
-  std::vector<size_t> outputs;
-  for (size_t i = 0; i < aot.params.size(); ++i) {
-    const auto& p = aot.params[i];
-    if (p.role == AotModule::Role::kConstant) {
-      arrays[i] = model.graph.constants.at(p.name);
-    } else if (p.role == AotModule::Role::kInput) {
-      auto it = input_files.find(p.name);
-      if (it == input_files.end())
-        user_error({}, "model input '" + p.name + "' (" + p.type.str() + ") needs --input " + p.name + "=FILE.npy");
-      arrays[i] = read_npy(read_file(it->second), it->second);
-      if (arrays[i].dtype != p.type.dtype || arrays[i].shape != p.type.shape) {
-        user_error({}, "input '" + p.name + "' must be " + p.type.dtype.str() + " " + shape_text(p.type.shape) + ", but " +
-                           it->second + " holds " + arrays[i].dtype.str() + " " + shape_text(arrays[i].shape));
-      }
-      input_files.erase(it);
-      in_specs.push_back({p.name, p.type.dtype, p.type.shape});
-      sample.push_back(arrays[i]);
-    } else {
-      arrays[i] = NDArray::zeros(p.type.dtype, p.type.shape);
-      out_specs.push_back({p.name, p.type.dtype, p.type.shape});
-      outputs.push_back(i);
-    }
-    args[i] = &arrays[i];
-  }
-  if (!input_files.empty()) user_error({}, "model '" + info.model_name + "' has no input '" + input_files.begin()->first + "'");
-  interpret(aot.module, aot.main, args);
+  sim::ArtifactInfo info = sim::read_artifact_info(artifact_dir(c, work));
+  LoadedModel model = reference_model(info, c.file);
+  BoundArgs bound = bind_args(model, c.inputs, info.model_name);
+  interpret(model.aot.module, model.aot.main, bound.args);
 
   sim::ArtifactRunOptions options;
   options.target = target.name;
+  options.main_args = bound.main_args;
   options.work_dir = (fs::path(work.path()) / ("build-" + target.name)).string();
   options.progress = [](const std::string& line) { std::cerr << line << "\n"; };
-  sim::ArtifactRunResult result = sim::run_artifact(info, in_specs, {sample}, out_specs, options);
+  sim::ArtifactRunResult result = sim::run_artifact(info, bound.in_specs, {bound.sample}, bound.out_specs, options);
+  Comparison cmp = compare_outputs(bound, result.outputs[0]);
 
-  bool all_match = true;
-  json comparisons = json::array(), outs = json::array();
-  std::ostringstream compare_text;
-  for (size_t k = 0; k < outputs.size(); ++k) {
-    const NDArray& want = arrays[outputs[k]];
-    const NDArray& got = result.outputs[0][k];
-    Difference d = compare_arrays(got, want, kTargetTolerance);
-    all_match = all_match && d.ok;
-    const std::string& name = out_specs[k].name;
-    comparisons.push_back({{"name", name}, {"max_abs_diff", d.max_abs}, {"max_rel_diff", d.max_rel}, {"ok", d.ok}});
-    char line[256];
-    std::snprintf(line, sizeof line, "  %s: max abs diff %.3g, max rel diff %.3g  %s\n", name.c_str(), d.max_abs,
-                  d.max_rel, d.ok ? "ok" : "MISMATCH");
-    compare_text << line;
-    json values = json::array();
-    for (int64_t e = 0; e < got.num_elements(); ++e) {
-      if (got.dtype.is_float()) values.push_back(got.get_float(e));
-      else values.push_back(got.get_int(e));
-    }
-    outs.push_back({{"name", name}, {"dtype", got.dtype.str()}, {"shape", got.shape}, {"values", values}});
-  }
   if (!c.output_dir.empty()) {
     ensure_directory(c.output_dir);
     OutputSet files;
-    for (size_t k = 0; k < outputs.size(); ++k)
-      files.add(c.output_dir + "/" + out_specs[k].name + ".npy", write_npy(result.outputs[0][k]));
+    for (size_t k = 0; k < bound.outputs.size(); ++k)
+      files.add(c.output_dir + "/" + bound.out_specs[k].name + ".npy", write_npy(result.outputs[0][k]));
     files.commit();
   }
   if (c.json) {
-    json out = {{"ok", all_match}, {"model", info.model_name}, {"outputs", outs}, {"compare", comparisons},
+    json out = {{"ok", cmp.all_match}, {"model", info.model_name}, {"outputs", cmp.outputs}, {"compare", cmp.compare},
                 {"tolerance", kTargetTolerance}, {"report", report_json(result.report)},
                 {"devices", result.devices}};
     std::cout << out.dump(2) << "\n";
-    return all_match ? 0 : 1;
+    return cmp.all_match ? 0 : 1;
   }
-  for (size_t k = 0; k < outputs.size(); ++k)
-    std::cout << format_output(out_specs[k].name, result.outputs[0][k], c.print_limit);
-  std::cout << target.name << " vs interpreter (tolerance " << kTargetTolerance << " relative):\n" << compare_text.str();
+  for (size_t k = 0; k < bound.outputs.size(); ++k)
+    std::cout << format_output(bound.out_specs[k].name, result.outputs[0][k], c.print_limit);
+  std::cout << target.name << " vs interpreter (tolerance " << kTargetTolerance << " relative):\n" << cmp.text;
   std::cout << report_text(result.report);
   for (const auto& d : result.devices) std::cout << "device " << d << "\n";
-  if (!all_match) {
+  // Where the model's intermediate tensors live, as `run model.json` prints it.
+  std::cout << planned_memory_report(model.aot.module, model.aot.main);
+  if (!cmp.all_match) {
     std::cerr << "microtir: the artifact on " << target.name << " disagrees with the interpreter\n";
     return 1;
   }

@@ -21,6 +21,7 @@ BuildResult build_c(const IRModule& m, const Target& target) {
   }
   std::vector<std::string> packed;
   BuildResult r = lower_for_target(m, target, &packed);
+  r.packed_symbols = packed;
   // Functions that run on a device go to that device's own file, not the host's.
   std::set<std::string> devices;
   for (const auto& [name, f] : m.functions)

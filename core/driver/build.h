@@ -19,6 +19,7 @@ struct BuildResult {
   Target target;
   PipelineResult lowered;              // the module after each lowering pass
   std::vector<SourceFileOut> sources;  // kernels (lib0.c) and the metadata module (lib1.c)
+  std::vector<std::string> packed_symbols;  // the functions the registry (lib1) holds, in order
   // The C symbol of each function of the input module, in order.
   std::vector<std::pair<std::string, std::string>> symbols;
   // Per C source (by path): for each of its lines, the source line of the TIR statement

@@ -13,6 +13,7 @@ BuildResult build_llvm(const IRModule& m, const Target& target) {
   const LlvmTargetInfo& info = llvm_target(target.mtriple);  // refuses unknown triples before lowering
   std::vector<std::string> packed;
   BuildResult r = lower_for_target(m, target, &packed);
+  r.packed_symbols = packed;
   LlvmCodegenOptions options;
   options.triple = info.triple;
   options.cpu = target.mcpu;

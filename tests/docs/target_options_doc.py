@@ -29,7 +29,8 @@ KEYS = {
     "interface-api": ("`c`, `packed`",
                       "The interface the application calls: `c` is `tvmgen_<model>_run()` with structs of pointers, "
                       "`packed` is the model's main in the function registry, called with `TVMFuncCall` and DLTensors "
-                      "([runtime-api.md](runtime-api.md))."),
+                      "(with linked weights, the registry's `tvmgen_<model>_run` takes only the inputs and outputs; "
+                      "[runtime-api.md](runtime-api.md))."),
     "unpacked-api": ("`0`, `1` (`false`, `true`)",
                      "The calling convention of the kernels: `0` packed (`TVMValue` arguments, every argument checked), "
                      "`1` unpacked (a plain C function per kernel taking data pointers). Chooses `make_packed_api` or "
@@ -85,10 +86,6 @@ REFUSALS = [
      "needs more than that: one that calls another with `T.tvm_call_packed`, or one that reads a buffer's shape at "
      "run time (`T.match_buffer` with a symbolic shape; pass the size as a scalar parameter instead). The message "
      "names the function and the pass."),
-    (f'microtir compile {MODEL} --target "c -interface-api=packed" -o out',
-     "The packed main takes every tensor, weights included, as a DLTensor argument, so the weights cannot also be "
-     "linked in. `compile` links them unless the string says `-link-params=0`; note that `--target c` alone means "
-     "`-interface-api=packed` and is refused for this reason."),
     (f'microtir compile {MODEL} --target "wasm -link-params=0" -o out',
      "A wasm module's `run` export takes plain pointers to the inputs and outputs and the module holds the weights "
      "in data segments, so the wasm target fixes `-interface-api=c -unpacked-api=1 -link-params=1`."),
@@ -191,6 +188,7 @@ def generate(binary, src):
             "| `c -interface-api=c -unpacked-api=1` (`compile`'s default) | `tvmgen_<model>_run(&inputs, &outputs)`, weights in flash |",
             "| `c -interface-api=c -unpacked-api=1 -link-params=0` | `run` takes a third struct, `tvmgen_<model>_params` |",
             "| `c -interface-api=packed -link-params=0` | the main in the registry, called with `TVMFuncCall` |",
+            "| `c` (`compile`: packed, weights linked) | `tvmgen_<model>_run` in the registry: `TVMFuncCall` with the inputs and outputs only |",
             "| `c -interface-api=c -unpacked-api=1` with `--device` | `run` takes a `tvmgen_<model>_devices` struct |",
             "| `llvm -mtriple=... -interface-api=c -unpacked-api=1` | the same C interface over LLVM IR (and objects) |",
             "| `wasm` (`compile`) | one WebAssembly module with an exported `run`, weights in data segments ([wasm-backend.md](wasm-backend.md)) |",

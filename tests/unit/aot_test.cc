@@ -357,15 +357,20 @@ TEST(Aot, ATensorPassedTwiceDropsTheNoAliasPromise) {
   EXPECT_TRUE(compare_arrays(got[sq], want[sq]).ok);
 }
 
-TEST(Aot, PackedInterfaceWithLinkedWeightsIsRefused) {
+// -link-params=1 with the packed interface (TVM's `--target c`): the registry's entry
+// takes the inputs and outputs only and puts the linked weights in their places.
+TEST(Aot, PackedInterfaceWithLinkedWeightsHasAnEntryForInputsAndOutputs) {
   const Digits& d = digits();
   BuildResult built = build_c(d.aot.module, parse_target("c -interface-api=packed"));
-  try {
-    c_interface(d.aot, d.graph, built.lowered.module, {"packed", true});
-    ADD_FAILURE() << "expected a user error";
-  } catch (const DiagnosticError& e) {
-    EXPECT_NE(std::string(e.what()).find("use -link-params=0"), std::string::npos) << e.what();
-  }
+  std::vector<SourceFileOut> files = c_interface(d.aot, d.graph, built.lowered.module, {"packed", true});
+  ASSERT_EQ(files.size(), 2u);
+  EXPECT_NE(files[0].text.find("#define TVMGEN_DIGITS_MAIN \"tvmgen_digits_run\""), std::string::npos) << files[0].text;
+  EXPECT_NE(files[0].text.find("#define TVMGEN_DIGITS_NUM_ARGS 2"), std::string::npos) << files[0].text;
+  EXPECT_EQ(files[0].text.find("TVMGEN_DIGITS_FC_W_SIZE"), std::string::npos) << "a linked weight is no argument";
+  const std::string& c = files[1].text;
+  EXPECT_NE(c.find("static DLTensor tvmgen_digits_fc_w_tensor"), std::string::npos) << c;
+  EXPECT_NE(c.find("if (num_args != 2)"), std::string::npos) << c;
+  EXPECT_NE(c.find("return tvmgen_digits___tvm_main__(all, codes, 8,"), std::string::npos) << c;
 }
 
 }  // namespace

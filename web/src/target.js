@@ -47,7 +47,6 @@ export function effectiveOption(t, key, sourceKind) {
 export const REFUSED = {
   wasm: 'the wasm target needs -interface-api=c -unpacked-api=1 -link-params=1 (its run export takes plain pointers and the module holds the weights)',
   cNeedsUnpacked: '-interface-api=c with -runtime=c needs -unpacked-api=1',
-  packedLinked: '-interface-api=packed passes the weights to main as DLTensors: use -link-params=0 with it',
 };
 
 export function refusal(t, key, value, sourceKind) {
@@ -55,7 +54,6 @@ export function refusal(t, key, value, sourceKind) {
   if (t.kind === 'wasm' && ((key === 'interface-api' && value !== 'c') || (key === 'unpacked-api' && value !== '1') ||
     (key === 'link-params' && value !== '1'))) return REFUSED.wasm;
   if (key === 'unpacked-api' && value === '0' && iface === 'c') return REFUSED.cNeedsUnpacked;
-  if (key === 'link-params' && value === '1' && iface === 'packed' && sourceKind === 'graph') return REFUSED.packedLinked;
   return null;
 }
 

@@ -463,13 +463,13 @@ test('the target form shows the target compiled and offers only combinations the
     assert.ok(tar.includes(f), `${f} in the .tar`);
   assert.match(tar, /"interface_api": "packed"/);
   // A target the core refuses typed into the box is its diagnostic, word for word.
-  await page.fill('#target', 'c -interface-api=packed -link-params=1');
-  assert.equal(await page.$eval('#opt-link-params option[value="1"]', (o) => o.title),
-    '-interface-api=packed passes the weights to main as DLTensors: use -link-params=0 with it');
+  await page.fill('#target', 'c -interface-api=c -unpacked-api=0');
+  assert.equal(await page.$eval('#opt-unpacked option[value="0"]', (o) => o.title),
+    '-interface-api=c with -runtime=c needs -unpacked-api=1');
   await clearStatus(page);
   await page.click('#compile');
   assert.match(await compileStatus(page), /error/);
-  assert.match(await page.textContent('#diagnostics'), /use -link-params=0 with it/);
+  assert.match(await page.textContent('#diagnostics'), /needs -unpacked-api=1/);
   assert.deepEqual(errors, []);
   await page.close();
 });

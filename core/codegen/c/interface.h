@@ -19,9 +19,13 @@ struct InterfaceOptions {
   bool link_params = true;          // weights as const arrays in the artifact, or passed in
 };
 
+// The registry's entry of a model compiled with -interface-api=packed -link-params=1:
+// "tvmgen_<c_model>_run", which takes the inputs and outputs and adds the weights.
+std::string packed_linked_entry(const std::string& c_model);
+
 // `lowered` is the module build_c produced for `aot`: unpacked API for the C interface,
 // packed for the packed one (which gets a header only: main is in the registry).
-// Throws a user error for combinations that cannot work (packed with linked weights).
+// Throws a user error for combinations that cannot work (packed with devices).
 std::vector<SourceFileOut> c_interface(const AotModule& aot, const Graph& g, const IRModule& lowered,
                                        const InterfaceOptions& options = {});
 
