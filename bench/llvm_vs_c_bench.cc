@@ -12,7 +12,7 @@
 #include <sstream>
 
 #include "artifact/mlf.h"
-#include "codegen/c/interface.h"
+#include "artifact/c_interface.h"
 #include "driver/build.h"
 #include "sim/host_sim.h"
 #include "sim/process.h"

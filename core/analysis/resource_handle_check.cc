@@ -3,7 +3,7 @@
 #include <set>
 
 #include "ir/visitor.h"
-#include "ops/devices.h"
+#include "ir/attrs.h"
 
 namespace mtir {
 namespace {

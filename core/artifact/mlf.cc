@@ -3,11 +3,11 @@
 #include <algorithm>
 
 #include "analysis/well_formed.h"
-#include "codegen/c/interface.h"
+#include "artifact/c_interface.h"
 #include "codegen/c/metadata_module.h"
 #include "codegen/llvm/llvm_target.h"
 #include "codegen/llvm/metadata_module_llvm.h"
-#include "codegen/wasm/wasm_model.h"
+#include "artifact/wasm_model.h"
 #include "support/names.h"
 #include "support/npy.h"
 
@@ -16,7 +16,7 @@ namespace mtir {
 namespace {
 
 // -interface-api=packed -link-params=1: the registry gets the interface's entry, which
-// takes only the inputs and outputs (codegen/c/interface.h packed_linked_entry).
+// takes only the inputs and outputs (artifact/c_interface.h packed_linked_entry).
 void add_packed_entry(const Graph& g, BuildResult* built) {
   built->packed_symbols.push_back(packed_linked_entry(to_c_identifier(g.name)));
   const std::string& module_name = built->lowered.module.name;

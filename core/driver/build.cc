@@ -3,7 +3,7 @@
 #include "codegen/c/codegen_c.h"
 #include "codegen/c/metadata_module.h"
 #include "ir/visitor.h"
-#include "ops/devices.h"
+#include "ir/attrs.h"
 
 #include <set>
 

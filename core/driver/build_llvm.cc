@@ -17,6 +17,7 @@ BuildResult build_llvm(const IRModule& m, const Target& target) {
   LlvmCodegenOptions options;
   options.triple = info.triple;
   options.cpu = target.mcpu;
+  options.arm_dsp = arm_dsp(info.triple, target.mcpu);
   options.description = "target \"" + target.str() + "\"";
   // As build_c: functions that run on a device go to that device's own module, which
   // the host module calls through declarations (the resource handle stays the last argument).

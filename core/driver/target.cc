@@ -125,6 +125,14 @@ Target parse_target(const std::string& text) {
   return t;
 }
 
+bool cpu_has_dsp(const std::string& mcpu) {
+  return mcpu == "cortex-m4" || mcpu == "cortex-m7" || mcpu == "cortex-m33" || mcpu == "cortex-m55";
+}
+
+bool arm_dsp(const std::string& triple, const std::string& mcpu) {
+  return (triple.rfind("thumb", 0) == 0 || triple.rfind("arm", 0) == 0) && cpu_has_dsp(mcpu);
+}
+
 ScheduleOptions schedule_options(const Target& t) {
   ScheduleOptions s;
   s.smlad = s.sxtb16 = t.kind != "wasm" && cpu_has_dsp(t.mcpu);

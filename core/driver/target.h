@@ -31,6 +31,11 @@ struct Target {
 // and unsupported combinations.
 Target parse_target(const std::string& text);
 
+// Whether the CPU (a -mcpu value such as "cortex-m4") has the DSP extension's SMLAD.
+bool cpu_has_dsp(const std::string& mcpu);
+// Whether code for `triple` (an Arm one) on `mcpu` may use the DSP instructions.
+bool arm_dsp(const std::string& triple, const std::string& mcpu);
+
 // The int8 schedules the target gets: all but smlad and sxtb16 on, those two on for CPUs
 // with the DSP extension, minus -disabled-schedules.
 ScheduleOptions schedule_options(const Target& t);

@@ -8,7 +8,7 @@
 #include "ir/mutator.h"
 #include "ir/structural_equal.h"
 #include "ir/visitor.h"
-#include "transform/substitute.h"
+#include "ir/substitute.h"
 
 namespace mtir {
 namespace {

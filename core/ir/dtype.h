@@ -54,4 +54,7 @@ class DataType {
   int lanes_ = 1;
 };
 
+// Wrap `v` to the width of integer type `t` with two's complement (C semantics).
+int64_t wrap_int(DataType t, int64_t v);
+
 }  // namespace mtir

@@ -33,15 +33,6 @@ bool is_comparison(ExprKind k) {
 
 bool is_logical(ExprKind k) { return k == ExprKind::And || k == ExprKind::Or; }
 
-int64_t wrap_int(DataType t, int64_t v) {
-  if (t.is_bool()) return v != 0;
-  if (!t.is_integer() || t.bits() >= 64) return v;
-  uint64_t mask = (uint64_t{1} << t.bits()) - 1;
-  uint64_t u = static_cast<uint64_t>(v) & mask;
-  if (t.is_int() && (u >> (t.bits() - 1)) & 1) u |= ~mask;  // sign-extend
-  return static_cast<int64_t>(u);
-}
-
 Expr IntImm(DataType t, int64_t v, Span s) { return std::make_shared<IntImmNode>(t, wrap_int(t, v), std::move(s)); }
 Expr FloatImm(DataType t, double v, Span s) { return std::make_shared<FloatImmNode>(t, v, std::move(s)); }
 Expr StringImm(std::string v, Span s) { return std::make_shared<StringImmNode>(std::move(v), std::move(s)); }

@@ -143,9 +143,6 @@ Expr Cast(DataType t, Expr v, Span s = {});
 Expr BufferLoad(Buffer b, std::vector<Expr> indices, Span s = {});
 Expr Call(DataType t, std::string op, std::vector<Expr> args, Attrs attrs = {}, Span s = {});
 
-// Wrap `v` to the width of integer type `t` with two's complement (C semantics).
-int64_t wrap_int(DataType t, int64_t v);
-
 // The constant value of an IntImm, if `e` is one.
 const int64_t* as_const_int(const Expr& e);
 

@@ -5,22 +5,18 @@
 // without trailing digits ("npu"). A placed operator becomes a function
 // `tvmgen_<model>_<instance>_<node>` that calls the device library's kernel
 // (`npu_conv2d`, ...) with the instance's context, an opaque resource handle, as its
-// last argument. The call carries the attribute kResourceHandleAttr.
+// last argument. The call carries the attribute kResourceHandleAttr (ir/attrs.h).
 #pragma once
 
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "ir/attrs.h"
 #include "ir/function.h"
 #include "ops/ops.h"
 
 namespace mtir {
-
-// The call attribute that marks a device call: its last argument is the resource handle.
-inline constexpr const char* kResourceHandleAttr = "tir.resource_handle";
-// The function attribute naming the device instance a function runs on.
-inline constexpr const char* kDeviceAttr = "device";
 
 struct DeviceKind {
   std::string name;              // "npu"

@@ -23,7 +23,7 @@
 #include "ops/op_util.h"
 #include "ops/quant_util.h"
 #include "ops/schedules.h"
-#include "transform/substitute.h"
+#include "ir/substitute.h"
 
 namespace mtir {
 namespace ops {

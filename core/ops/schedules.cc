@@ -53,8 +53,4 @@ void disable_schedules(ScheduleOptions& s, const std::string& list, const std::s
   }
 }
 
-bool cpu_has_dsp(const std::string& mcpu) {
-  return mcpu == "cortex-m4" || mcpu == "cortex-m7" || mcpu == "cortex-m33" || mcpu == "cortex-m55";
-}
-
 }  // namespace mtir

@@ -36,7 +36,5 @@ void disable_schedules(ScheduleOptions& s, const std::string& list, const std::s
 // length k: four int8 values per word with sxtb16, two int16 values otherwise. Shared by
 // prepare_quantized, which packs, and the kernels, which read the packing.
 inline int64_t packed_weight_words(int64_t k, bool sxtb16) { return sxtb16 ? (k + 3) / 4 : (k + 1) / 2; }
-// Whether the CPU (a -mcpu value such as "cortex-m4") has the DSP extension's SMLAD.
-bool cpu_has_dsp(const std::string& mcpu);
 
 }  // namespace mtir

@@ -6,7 +6,6 @@
 #include <cmath>
 #include <cstring>
 
-#include "ir/expr.h"
 #include "support/diagnostic.h"
 
 namespace mtir {

@@ -25,7 +25,7 @@
 #include "ir/mutator.h"
 #include "ir/structural_equal.h"
 #include "ir/visitor.h"
-#include "transform/substitute.h"
+#include "ir/substitute.h"
 #include "transform/transform.h"
 
 namespace mtir {

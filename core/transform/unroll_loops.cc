@@ -7,7 +7,7 @@
 // variable twice.
 #include "ir/mutator.h"
 #include "ir/visitor.h"
-#include "transform/substitute.h"
+#include "ir/substitute.h"
 #include "transform/transform.h"
 
 namespace mtir {

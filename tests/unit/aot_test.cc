@@ -10,7 +10,7 @@
 
 #include "analysis/well_formed.h"
 #include "artifact/memory_plan.h"
-#include "codegen/c/interface.h"
+#include "artifact/c_interface.h"
 #include "sim/process.h"
 #include "driver/build.h"
 #include "executor/aot.h"

@@ -10,7 +10,7 @@
 #include <sstream>
 
 #include "analysis/well_formed.h"
-#include "codegen/c/interface.h"
+#include "artifact/c_interface.h"
 #include "driver/build.h"
 #include "executor/aot.h"
 #include "interp/interpreter.h"

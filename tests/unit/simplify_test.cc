@@ -7,7 +7,7 @@
 #include <limits>
 
 #include "ir/structural_equal.h"
-#include "transform/substitute.h"
+#include "ir/substitute.h"
 #include "transform/transform.h"
 
 namespace mtir {

@@ -12,7 +12,7 @@
 
 #include "artifact/mlf.h"
 #include "codegen/wasm/codegen_wat.h"
-#include "codegen/wasm/wasm_model.h"
+#include "artifact/wasm_model.h"
 #include "driver/build.h"
 #include "interp/interpreter.h"
 #include "script/parser.h"

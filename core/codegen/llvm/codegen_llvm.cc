@@ -13,7 +13,6 @@
 #include "analysis/int_bound.h"
 #include "ir/op.h"
 #include "ir/visitor.h"
-#include "ops/schedules.h"
 #include "support/names.h"
 
 namespace mtir {
@@ -1056,7 +1055,7 @@ class FunctionEmitter {
 std::string codegen_llvm(const IRModule& m, const LlvmCodegenOptions& options) {
   ModuleState ms;
   ms.target = &llvm_target(options.triple);
-  ms.arm_dsp = (options.triple.rfind("thumb", 0) == 0 || options.triple.rfind("arm", 0) == 0) && cpu_has_dsp(options.cpu);
+  ms.arm_dsp = options.arm_dsp;
   ms.attr_group = "#0";
   for (const auto& [name, func] : m.functions) {
     ms.module_functions[symbol_of(name, func)] = func;

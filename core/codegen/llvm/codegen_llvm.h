@@ -20,6 +20,9 @@ namespace mtir {
 struct LlvmCodegenOptions {
   std::string triple;  // "" means kDefaultLlvmTriple
   std::string cpu;     // the "target-cpu" function attribute, when set
+  // The CPU has Arm's DSP extension (SMLAD, SXTB16 as instructions rather than their
+  // portable expansion); the target description decides (driver/target.h).
+  bool arm_dsp = false;
   // One line for the header comment, e.g. the target string the artifact was built with.
   std::string description;
   // Which functions this module defines (all when empty); the others are declared

@@ -1,6 +1,6 @@
-#include "codegen/wasm/wasm_model.h"
+#include "artifact/wasm_model.h"
 
-#include "codegen/c/interface.h"
+#include "artifact/c_interface.h"
 #include "codegen/wasm/codegen_wat.h"
 #include "support/names.h"
 

@@ -1,4 +1,4 @@
-#include "codegen/c/interface.h"
+#include "artifact/c_interface.h"
 
 #include <algorithm>
 #include <cctype>

@@ -1,4 +1,4 @@
-#include "transform/substitute.h"
+#include "ir/substitute.h"
 
 #include "ir/mutator.h"
 
