@@ -6,24 +6,34 @@
 namespace mtir {
 namespace {
 
-// THE pass table, in pipeline order. A new pass is one line here (plus its factory in
-// transform/transform.h); `in_default` says whether `default_pipeline()` runs it.
-struct PassEntry {
+// THE pipeline: every step of the lowering, in order, with the condition under which it
+// runs. A new pass is one line here (plus its factory in transform/transform.h); the
+// registry (all_passes, for --passes and the docs) is this table's passes by first
+// appearance, and `in_default` marks what default_pipeline() runs.
+struct PipelineStep {
   Pass (*factory)();
+  bool (*runs)(const LoweringOptions&);
   bool in_default;
 };
 
-const PassEntry kPassTable[] = {
-    {VerifyWellFormed, true},
-    {Simplify, true},
-    {PlanMemory, false},
-    {FlattenBuffer, false},
-    {UnrollLoops, false},
-    {HoistLoopInvariants, false},
-    {MakePackedAPI, false},
-    {MakeUnpackedAPI, false},
-    {LowerCallTIR, false},
-    {LowerBuiltins, false},
+bool always(const LoweringOptions&) { return true; }
+bool packed(const LoweringOptions& o) { return !o.unpacked_api; }
+bool unpacked(const LoweringOptions& o) { return o.unpacked_api; }
+bool hoisting(const LoweringOptions& o) { return o.hoist_loop_invariants; }
+
+const PipelineStep kPipeline[] = {
+    {VerifyWellFormed, always, true},
+    {Simplify, always, true},
+    {PlanMemory, always, false},
+    {FlattenBuffer, always, false},
+    {UnrollLoops, always, false},
+    {Simplify, always, false},  // folds the index arithmetic flattening and unrolling leave
+    {HoistLoopInvariants, hoisting, false},
+    {MakePackedAPI, packed, false},
+    {MakeUnpackedAPI, unpacked, false},
+    {LowerCallTIR, always, false},
+    {LowerBuiltins, always, false},
+    {VerifyWellFormed, always, false},
 };
 
 // Cheap first: a function pass that changed nothing hands back the same function
@@ -43,7 +53,12 @@ bool same_module(const IRModule& a, const IRModule& b) {
 const std::vector<Pass>& all_passes() {
   static const std::vector<Pass> passes = [] {
     std::vector<Pass> v;
-    for (const auto& entry : kPassTable) v.push_back(entry.factory());
+    for (const auto& step : kPipeline) {
+      Pass p = step.factory();
+      bool seen = false;
+      for (const auto& q : v) seen = seen || q.name == p.name;
+      if (!seen) v.push_back(std::move(p));
+    }
     return v;
   }();
   return passes;
@@ -57,22 +72,20 @@ const Pass* find_pass(const std::string& name) {
 
 std::vector<Pass> default_pipeline() {
   std::vector<Pass> v;
-  const auto& passes = all_passes();
-  for (size_t i = 0; i < passes.size(); ++i)
-    if (kPassTable[i].in_default) v.push_back(passes[i]);
+  for (const auto& step : kPipeline)
+    if (step.in_default) v.push_back(step.factory());
+  return v;
+}
+
+std::vector<Pass> lowering_pipeline(const LoweringOptions& options) {
+  std::vector<Pass> v;
+  for (const auto& step : kPipeline)
+    if (step.runs(options)) v.push_back(step.factory());
   return v;
 }
 
 std::vector<Pass> lowering_pipeline(bool unpacked_api, bool hoist_loop_invariants) {
-  std::vector<std::string> names = {"verify_well_formed", "simplify", "plan_memory", "flatten_buffer", "unroll_loops",
-                                    "simplify"};
-  if (hoist_loop_invariants) names.push_back("hoist_loop_invariants");
-  for (const char* n : {unpacked_api ? "make_unpacked_api" : "make_packed_api", "lower_call_tir", "lower_builtins",
-                        "verify_well_formed"})
-    names.push_back(n);
-  std::vector<Pass> v;
-  for (const auto& n : names) v.push_back(*find_pass(n));
-  return v;
+  return lowering_pipeline(LoweringOptions{unpacked_api, hoist_loop_invariants});
 }
 
 PipelineResult run_pipeline(const IRModule& m, const std::vector<Pass>& passes) {

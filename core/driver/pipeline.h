@@ -28,9 +28,16 @@ const Pass* find_pass(const std::string& name);
 // The default lowering pipeline.
 std::vector<Pass> default_pipeline();
 
-// Lowering for the C backend: checks, simplification, flattening, loop-invariant
-// hoisting (unless switched off: the target's -disabled-schedules=hoist), then the calling convention
-// (packed, or unpacked pointers), and a final check of the result.
+// What decides which steps of the lowering run.
+struct LoweringOptions {
+  bool unpacked_api = false;           // make_unpacked_api instead of make_packed_api
+  bool hoist_loop_invariants = true;   // off with the target's -disabled-schedules=hoist
+};
+
+// Lowering for the backends: checks, simplification, memory planning, flattening,
+// unrolling, loop-invariant hoisting, then the calling convention (packed, or unpacked
+// pointers), call_tir and builtins lowered, and a final check of the result.
+std::vector<Pass> lowering_pipeline(const LoweringOptions& options);
 std::vector<Pass> lowering_pipeline(bool unpacked_api, bool hoist_loop_invariants = true);
 
 // Runs `passes` in order. Throws DiagnosticError naming the pass that failed.

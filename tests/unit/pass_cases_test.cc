@@ -8,8 +8,9 @@
 //     # expected
 //     <program after the pass>
 // or, instead of `# expected`, a line `# expected-error: L:C: message-substring` where
-// L:C is a position in the case file itself. Expected programs are compared after a
-// parse + print round trip, so their formatting does not matter. With
+// L:C is a position in the case file itself. Expected programs are compared with the
+// pass's output structurally (ir/structural_equal.h), so names and formatting do not
+// matter; a mismatch prints the input, the expected and the actual program. With
 // MICROTIR_UPDATE=1 the expected section is rewritten with the actual output.
 #include <gtest/gtest.h>
 
@@ -22,6 +23,7 @@
 #include <sstream>
 
 #include "driver/pipeline.h"
+#include "ir/structural_equal.h"
 #include "script/parser.h"
 #include "script/printer.h"
 
@@ -177,13 +179,19 @@ TEST_P(PassCase, Run) {
     rewrite_expected(path, c, actual);
     return;
   }
-  std::string expected;
+  IRModule expected;
   try {
-    expected = print_module(parse_module_or_throw(c.expected, file));
+    expected = parse_module_or_throw(c.expected, file);
   } catch (const DiagnosticError& e) {
     FAIL() << "the expected section does not parse:\n" << render_all(e.diagnostics());
   }
-  EXPECT_EQ(actual, expected) << "(run with MICROTIR_UPDATE=1 to accept the new output)";
+  // Structurally: variable names and formatting do not matter, the program does.
+  if (!structural_equal(*result, expected)) {
+    ADD_FAILURE() << file << ": the pass output differs from the expected program "
+                  << "(run with MICROTIR_UPDATE=1 to accept the new output)\n"
+                  << "--- input:\n" << print_module(parse_module_or_throw(c.before, file))
+                  << "--- expected:\n" << print_module(expected) << "--- actual:\n" << actual;
+  }
 }
 
 // gtest names allow only letters, digits and '_': "simplify/fold-1.tir" -> simplify_fold_1.
