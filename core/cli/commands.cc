@@ -199,58 +199,128 @@ int run_parse(const ParseCommand& c) {
 static MlfArtifact compile_artifact(const std::string& file, const std::string& target,
                                     const std::vector<std::string>& devices);
 
-int run_run(const RunCommand& c) {
-  // A model (JSON graph) runs through its AOT main with its weights; a TIR file runs
-  // the function asked for.
-  if (is_artifact_path(c.file)) return run_artifact(c);  // model.tar or an MLF folder
-  if (is_graph_file(c.file) && ((!c.target.empty() && c.target != "host") || !c.devices.empty())) {
-    // A model on a cross target, or with device kernels (which the simulated NPU runs
-    // behind the C interface): compiled as `compile` would, then run as an artifact.
-    if (c.target.empty())
-      user_error({}, "--device places layers on a simulated device, which only the built artifact has: add --target host");
-    TempDir work(c.keep_build_dir);
-    const std::string dir = work.path() + "/artifact";
-    OutputSet files;
-    if (c.backend != "c" && c.backend != "llvm") user_error({}, "--backend takes c or llvm, not '" + c.backend + "'");
-    // --backend llvm builds the target's triple and CPU (sim/cross_targets.h).
-    if (c.target == "wasm-binaryen" && c.backend != "c")
-      user_error({}, "--target wasm-binaryen runs the wasm backend's own module; --backend " + c.backend + " does not apply");
-    std::string target = c.target == "wasm-binaryen" ? std::string("wasm")
-                         : c.backend == "llvm"       ? sim::find_cross_target(c.target).llvm_target()
-                                                     : std::string(kDefaultCompileTarget);
-    // The C build knows its CPU too: it picks the int8 schedules (smlad on Cortex-M4/M7).
-    if (c.backend == "c" && c.target != "wasm-binaryen" && c.target != "host") {
-      const std::string& cpu = sim::find_cross_target(c.target).llvm_cpu;
-      if (!cpu.empty()) target += " -mcpu=" + cpu;
+// The scalar parameters of `f` from --scalar NAME=VALUE into `args`; returns the integer
+// ones by variable (output shapes may depend on them).
+static std::map<const VarNode*, int64_t> bind_scalars(const PrimFunc& f, const std::string& fname,
+                                                      std::map<std::string, std::string> scalar_texts,
+                                                      std::vector<InterpArg>* args) {
+  std::map<const VarNode*, int64_t> scalar_values;
+  for (size_t i = 0; i < f->params.size(); ++i) {
+    const Var& p = f->params[i];
+    if (f->param_buffers[i]) continue;
+    auto it = scalar_texts.find(p->name);
+    if (it == scalar_texts.end()) user_error({}, "scalar parameter '" + p->name + "' of '" + fname + "' needs --scalar " + p->name + "=VALUE");
+    if (p->dtype.is_float()) {
+      (*args)[i] = parse_double(it->second, p->name);
+    } else {
+      int64_t v = parse_int(it->second, p->name);
+      (*args)[i] = v;
+      scalar_values[p.get()] = v;
     }
-    if (!c.disabled_schedules.empty()) target += " -disabled-schedules=" + c.disabled_schedules;
-    for (const auto& f : compile_artifact(c.file, target, c.devices).files) {
-      std::filesystem::create_directories(std::filesystem::path(dir + "/" + f.path).parent_path());
-      files.add(dir + "/" + f.path, f.text);
-    }
-    files.commit();
-    RunCommand on_target = c;
-    on_target.file = dir;
-    return run_artifact(on_target);
+    scalar_texts.erase(it);
   }
+  if (!scalar_texts.empty()) user_error({}, "'" + fname + "' has no scalar parameter '" + scalar_texts.begin()->first + "'");
+  return scalar_values;
+}
+
+// The outputs as text and, with --target host, the comparison with the interpreter.
+// Returns false when the host build disagrees.
+static bool print_run_text(const RunCommand& c, const PrimFunc& f, const std::vector<NDArray>& arrays,
+                           const std::vector<size_t>& outputs, const json& comparisons, bool all_match) {
+  for (size_t i : outputs) {
+    const NDArray& a = arrays[i];
+    std::cout << f->param_buffers[i]->name << ": " << a.dtype.str() << " " << shape_str(a.shape) << "\n";
+    int64_t index = 0;
+    format_array(std::cout, a, 0, &index, c.print_limit);
+    std::cout << "\n";
+  }
+  if (!c.target.empty()) {
+    const char* backend = c.backend == "llvm" ? "LLVM" : "C";
+    std::cout << "host " << backend << " (" << (c.unpacked_api ? "unpacked" : "packed") << " API) vs interpreter:\n";
+    for (const auto& cmp : comparisons) {
+      char line[256];
+      std::snprintf(line, sizeof line, "  %s: max abs diff %.3g, max rel diff %.3g  %s\n",
+                    cmp["name"].get<std::string>().c_str(), cmp["max_abs_diff"].get<double>(),
+                    cmp["max_rel_diff"].get<double>(), cmp["ok"].get<bool>() ? "ok" : "MISMATCH");
+      std::cout << line;
+    }
+    if (!all_match) {
+      std::cerr << "microtir: the host " << backend << " artifact disagrees with the interpreter\n";
+      return false;
+    }
+  }
+  return true;
+}
+
+// What `run` interprets: a model's AOT main with its weights preset by buffer name, or
+// the TIR file's function asked for.
+struct RunSubject {
+  IRModule module;
+  std::string func;
   std::map<std::string, NDArray> preset;  // buffer name -> value (a model's weights)
-  IRModule m;
-  std::string fname;
+};
+
+static RunSubject load_run_subject(const RunCommand& c) {
+  RunSubject r;
   if (is_graph_file(c.file)) {
     ScheduleOptions schedules;
     disable_schedules(schedules, c.disabled_schedules, "--disable-schedules");
     LoadedModel lm = load_model(c.file, nullptr, {}, schedules);
-    m = lm.aot.module;
-    fname = lm.aot.main;
-    PrimFunc main = m.lookup(fname);
+    r.module = lm.aot.module;
+    r.func = lm.aot.main;
+    PrimFunc main = r.module.lookup(r.func);
     for (size_t i = 0; i < lm.aot.params.size(); ++i) {
       if (lm.aot.params[i].role == AotModule::Role::kConstant)
-        preset[main->param_buffers[i]->name] = lm.graph.constants.at(lm.aot.params[i].name);
+        r.preset[main->param_buffers[i]->name] = lm.graph.constants.at(lm.aot.params[i].name);
     }
   } else {
-    m = load_module(c.file, true);
-    fname = pick_function(m, c.func);
+    r.module = load_module(c.file, true);
+    r.func = pick_function(r.module, c.func);
   }
+  return r;
+}
+
+// A model on a cross target, or with device kernels (which the simulated NPU runs
+// behind the C interface): compiled as `compile` would, then run as an artifact.
+static int run_model_as_artifact(const RunCommand& c) {
+  if (c.target.empty())
+    user_error({}, "--device places layers on a simulated device, which only the built artifact has: add --target host");
+  TempDir work(c.keep_build_dir);
+  const std::string dir = work.path() + "/artifact";
+  OutputSet files;
+  if (c.backend != "c" && c.backend != "llvm") user_error({}, "--backend takes c or llvm, not '" + c.backend + "'");
+  // --backend llvm builds the target's triple and CPU (sim/cross_targets.h).
+  if (c.target == "wasm-binaryen" && c.backend != "c")
+    user_error({}, "--target wasm-binaryen runs the wasm backend's own module; --backend " + c.backend + " does not apply");
+  std::string target = c.target == "wasm-binaryen" ? std::string("wasm")
+                       : c.backend == "llvm"       ? sim::find_cross_target(c.target).llvm_target()
+                                                   : std::string(kDefaultCompileTarget);
+  // The C build knows its CPU too: it picks the int8 schedules (smlad on Cortex-M4/M7).
+  if (c.backend == "c" && c.target != "wasm-binaryen" && c.target != "host") {
+    const std::string& cpu = sim::find_cross_target(c.target).llvm_cpu;
+    if (!cpu.empty()) target += " -mcpu=" + cpu;
+  }
+  if (!c.disabled_schedules.empty()) target += " -disabled-schedules=" + c.disabled_schedules;
+  for (const auto& f : compile_artifact(c.file, target, c.devices).files) {
+    std::filesystem::create_directories(std::filesystem::path(dir + "/" + f.path).parent_path());
+    files.add(dir + "/" + f.path, f.text);
+  }
+  files.commit();
+  RunCommand on_target = c;
+  on_target.file = dir;
+  return run_artifact(on_target);
+}
+
+int run_run(const RunCommand& c) {
+  // A model (JSON graph) runs through its AOT main with its weights; a TIR file runs
+  // the function asked for.
+  if (is_artifact_path(c.file)) return run_artifact(c);  // model.tar or an MLF folder
+  if (is_graph_file(c.file) && ((!c.target.empty() && c.target != "host") || !c.devices.empty()))
+    return run_model_as_artifact(c);
+  RunSubject subject = load_run_subject(c);
+  const IRModule& m = subject.module;
+  const std::string& fname = subject.func;
+  const std::map<std::string, NDArray>& preset = subject.preset;
   PrimFunc f = m.lookup(fname);
 
   std::map<std::string, std::string> input_files, scalar_texts;
@@ -264,23 +334,8 @@ int run_run(const RunCommand& c) {
   for (const auto& s : c.scalars) scalar_texts.insert(split_assignment(s, "--scalar"));
 
   // Scalars first: output shapes may depend on them.
-  std::map<const VarNode*, int64_t> scalar_values;
   std::vector<InterpArg> args(f->params.size());
-  for (size_t i = 0; i < f->params.size(); ++i) {
-    const Var& p = f->params[i];
-    if (f->param_buffers[i]) continue;
-    auto it = scalar_texts.find(p->name);
-    if (it == scalar_texts.end()) user_error({}, "scalar parameter '" + p->name + "' of '" + fname + "' needs --scalar " + p->name + "=VALUE");
-    if (p->dtype.is_float()) {
-      args[i] = parse_double(it->second, p->name);
-    } else {
-      int64_t v = parse_int(it->second, p->name);
-      args[i] = v;
-      scalar_values[p.get()] = v;
-    }
-    scalar_texts.erase(it);
-  }
-  if (!scalar_texts.empty()) user_error({}, "'" + fname + "' has no scalar parameter '" + scalar_texts.begin()->first + "'");
+  std::map<const VarNode*, int64_t> scalar_values = bind_scalars(f, fname, scalar_texts, &args);
 
   std::vector<NDArray> arrays(f->params.size());
   std::vector<size_t> outputs;
@@ -356,28 +411,7 @@ int run_run(const RunCommand& c) {
     std::cout << out.dump(2) << "\n";
     return all_match ? 0 : 1;
   }
-  for (size_t i : outputs) {
-    const NDArray& a = arrays[i];
-    std::cout << f->param_buffers[i]->name << ": " << a.dtype.str() << " " << shape_str(a.shape) << "\n";
-    int64_t index = 0;
-    format_array(std::cout, a, 0, &index, c.print_limit);
-    std::cout << "\n";
-  }
-  if (!c.target.empty()) {
-    const char* backend = c.backend == "llvm" ? "LLVM" : "C";
-    std::cout << "host " << backend << " (" << (c.unpacked_api ? "unpacked" : "packed") << " API) vs interpreter:\n";
-    for (const auto& cmp : comparisons) {
-      char line[256];
-      std::snprintf(line, sizeof line, "  %s: max abs diff %.3g, max rel diff %.3g  %s\n",
-                    cmp["name"].get<std::string>().c_str(), cmp["max_abs_diff"].get<double>(),
-                    cmp["max_rel_diff"].get<double>(), cmp["ok"].get<bool>() ? "ok" : "MISMATCH");
-      std::cout << line;
-    }
-    if (!all_match) {
-      std::cerr << "microtir: the host " << backend << " artifact disagrees with the interpreter\n";
-      return 1;
-    }
-  }
+  if (!print_run_text(c, f, arrays, outputs, comparisons, all_match)) return 1;
   // Where the model's intermediate tensors live: the plan the artifact uses.
   if (is_graph_file(c.file)) std::cout << planned_memory_report(m, fname);
   return 0;

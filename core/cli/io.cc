@@ -49,11 +49,6 @@ static void publish(const std::string& path) {
   if (ec) user_error(no_span(), "cannot write '" + path + "': " + ec.message());
 }
 
-void write_file_atomic(const std::string& path, const std::string& contents) {
-  write_staged(path, contents);
-  publish(path);
-}
-
 void ensure_directory(const std::string& dir) {
   std::error_code ec;
   if (fs::exists(dir, ec)) {

@@ -14,8 +14,6 @@ namespace mtir::cli {
 
 // Reads a whole file ("-" is standard input); a user error if it cannot be read.
 std::string read_file(const std::string& path);
-// Writes `contents` to `path` atomically (temporary file, then rename).
-void write_file_atomic(const std::string& path, const std::string& contents);
 // Creates `dir` (and parents) if missing; a user error if it is not a directory.
 void ensure_directory(const std::string& dir);
 

@@ -44,6 +44,119 @@ Diagnostic internal_diagnostic(const std::string& what) {
   return d;
 }
 
+// The `parse` subcommand and its options.
+CLI::App* add_parse(CLI::App& app, mtir::cli::ParseCommand& parse) {
+  CLI::App* cmd = app.add_subcommand("parse", "Parse and check a TIR text file; print it in normal form");
+  cmd->add_option("file", parse.file, "TIR text file ('-' for standard input)")->required();
+  cmd->add_flag("--json", parse.json, "Print the result (or the diagnostics) as JSON on stdout");
+  cmd->add_flag("--no-verify", parse.no_verify, "Skip the well-formedness check");
+
+  return cmd;
+}
+
+// The `run` subcommand and its options.
+CLI::App* add_run(CLI::App& app, mtir::cli::RunCommand& run) {
+  CLI::App* cmd = app.add_subcommand("run", "Interpret a PrimFunc on .npy inputs with the reference interpreter");
+  cmd->add_option("file", run.file, "TIR text file ('-' for standard input), model.json, model.onnx, model.tflite, or a compiled model.tar / MLF folder")->required();
+  cmd->add_option("--func", run.func, "Function to run (default: the only one)");
+  cmd->add_option("--input", run.inputs, "Buffer input NAME=FILE.npy (repeatable); buffers not given are outputs");
+  cmd->add_option("--inout", run.inouts,
+                  "Buffer NAME=FILE.npy that the function updates in place (repeatable): read like --input, "
+                  "then printed, written and compared like an output");
+  cmd->add_option("--scalar", run.scalars, "Scalar parameter NAME=VALUE (repeatable)");
+  cmd->add_option("--output-dir", run.output_dir, "Write each output buffer to DIR/NAME.npy");
+  cmd->add_option("--print-limit", run.print_limit, "Elements printed per output")->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--json", run.json, "Print outputs (or diagnostics) as JSON on stdout");
+  cmd->add_option("--target", run.target,
+                  "'host': also build the C artifact, run it natively and compare it with the interpreter; "
+                  "for a compiled model (model.tar or its folder) also cortex-m3|cortex-m4|cortex-m7 (QEMU), "
+                  "riscv32 (QEMU), wasm32 (node), wasm-binaryen (the wasm target's module, under node)")
+      ->check(CLI::IsMember({"host", "cortex-m3", "cortex-m4", "cortex-m7", "riscv32", "wasm32", "wasm-binaryen"}));
+  cmd->add_option("--unpacked-api", run.unpacked_api, "Calling convention of the host build: 0 packed, 1 unpacked")
+      ->check(CLI::Range(0, 1));
+  cmd->add_option("--backend", run.backend, "Backend: c (default) or llvm (host: LLVM IR compiled by clang; a model on a cross target: objects for its triple)")
+      ->check(CLI::IsMember({"c", "llvm"}));
+  cmd->add_option("--device", run.devices, "Place every node of these ops on a device instance, INSTANCE=OP[,OP...] (repeatable; e.g. npu0=conv2d,dense)");
+  cmd->add_option("--disable-schedules", run.disabled_schedules,
+                  "int8 kernel schedules to switch off, comma-separated: fold_zero_point, block, unroll, hoist, "
+                  "smlad, sxtb16 (a model on --target; see docs/quantization.md)");
+  cmd->add_option("--keep-build", run.keep_build_dir, "Build the host program in DIR and keep it");
+
+  return cmd;
+}
+
+// The `build` subcommand and its options.
+CLI::App* add_build(CLI::App& app, mtir::cli::BuildCommand& build) {
+  CLI::App* cmd = app.add_subcommand("build", "Lower a TIR module and write the sources of the artifact (C, or LLVM IR and objects)");
+  cmd->add_option("file", build.file, "TIR text file ('-' for standard input)")->required();
+  cmd->add_option("--target", build.target,
+                  "Target string, e.g. \"c -unpacked-api=1\" or \"llvm -mtriple=thumbv7em-none-eabihf\"");
+  cmd->add_option("--unpacked-api", build.unpacked_api, "0: packed calling convention, 1: unpacked")
+      ->check(CLI::Range(0, 1));
+  cmd->add_option("-o,--output-dir", build.output_dir, "Folder for the artifact")->required();
+  cmd->add_option("--device", build.devices, "Place every node of these ops on a device instance, INSTANCE=OP[,OP...] (repeatable; e.g. npu0=conv2d,dense)");
+  cmd->add_flag("--json", build.json, "Print the written files (or diagnostics) as JSON on stdout");
+
+  return cmd;
+}
+
+// The `compile` subcommand and its options.
+CLI::App* add_compile(CLI::App& app, mtir::cli::CompileCommand& compile) {
+  CLI::App* cmd = app.add_subcommand("compile", "Compile a model (JSON graph, .onnx or .tflite) into a C artifact with its C interface");
+  cmd->add_option("file", compile.file, "The model: a JSON graph, .onnx or .tflite")->required();
+  cmd->add_option("--target", compile.target,
+                  "Target string (default \"c -executor=aot -interface-api=c -unpacked-api=1 -link-params=1\"; "
+                  "a string without -link-params links the weights)");
+  cmd->add_option("-o,--output", compile.output_dir, "Folder for the artifact, or FILE.tar for an archive")
+      ->required();
+  cmd->add_option("--device", compile.devices, "Place every node of these ops on a device instance, INSTANCE=OP[,OP...] (repeatable; e.g. npu0=conv2d,dense)");
+  cmd->add_flag("--json", compile.json, "Print the artifact's metadata (or diagnostics) as JSON on stdout");
+  cmd->add_flag("-v,--verbose", compile.verbose, "List the files written");
+
+  return cmd;
+}
+
+// The `import` subcommand and its options.
+CLI::App* add_import(CLI::App& app, mtir::cli::ImportCommand& import) {
+  CLI::App* cmd = app.add_subcommand("import", "Convert an ONNX or TFLite model into a JSON graph (constants inline), the graph compile reads from it");
+  cmd->add_option("file", import.file, "The .onnx or .tflite model")->required();
+  cmd->add_option("-o,--output", import.output, "The JSON graph to write (default: standard output)");
+  cmd->add_flag("--layer-outputs", import.layer_outputs,
+                "TFLite: make every operator's output a graph output, in operator order (to compare layer by layer)");
+
+  return cmd;
+}
+
+// The `passes` subcommand and its options.
+CLI::App* add_passes(CLI::App& app, mtir::cli::PassesCommand& passes, bool& list_passes) {
+  CLI::App* cmd = app.add_subcommand("passes", "Run the pass pipeline and show the module after each pass");
+  cmd->add_option("file", passes.file, "TIR text file ('-' for standard input)");
+  cmd->add_option("--dump-ir", passes.dump_ir_dir, "Write NN-passname.tir after each pass into DIR");
+  cmd->add_option("--passes", passes.passes, "Comma-separated passes to run instead of the default pipeline")
+      ->delimiter(',');
+  cmd->add_flag("--list", list_passes, "List the registered passes in pipeline order");
+  cmd->add_option("--target", passes.target, "Target whose lowering pipeline runs (default \"c\")");
+  cmd->add_option("--device", passes.devices, "Place every node of these ops on a device instance, INSTANCE=OP[,OP...] (repeatable; e.g. npu0=conv2d,dense)");
+  cmd->add_flag("--json", passes.json, "Print pass records (or diagnostics) as JSON on stdout");
+
+  return cmd;
+}
+
+// The `onnx-test` subcommand and its options.
+CLI::App* add_onnx_test(CLI::App& app, mtir::cli::OnnxTestCommand& onnx_test) {
+  CLI::App* cmd = app.add_subcommand("onnx-test", "Run the ONNX backend node tests (conformance) through the host C artifact");
+  cmd->add_option("dir", onnx_test.dir, "The node-test folder (e.g. /usr/share/libonnx-testdata/data/node) or one test")
+      ->required();
+  cmd->add_option("--filter", onnx_test.filter, "Only tests whose folder name contains this text");
+  cmd->add_option("-j,--jobs", onnx_test.jobs, "Worker processes (default 2)")->check(CLI::Range(1, 64));
+  cmd->add_flag("--json", onnx_test.json, "Print the report as JSON on stdout");
+  cmd->add_flag("--list", onnx_test.list_tests, "Print every test's status and reason");
+  cmd->add_option("--floor", onnx_test.floor_file,
+                  "floor.json: exit 1 if the pass count is below it or any test fails or errors");
+
+  return cmd;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -52,90 +165,20 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
 
   mtir::cli::ParseCommand parse;
-  auto* parse_cmd = app.add_subcommand("parse", "Parse and check a TIR text file; print it in normal form");
-  parse_cmd->add_option("file", parse.file, "TIR text file ('-' for standard input)")->required();
-  parse_cmd->add_flag("--json", parse.json, "Print the result (or the diagnostics) as JSON on stdout");
-  parse_cmd->add_flag("--no-verify", parse.no_verify, "Skip the well-formedness check");
-
+  CLI::App* parse_cmd = add_parse(app, parse);
   mtir::cli::RunCommand run;
-  auto* run_cmd = app.add_subcommand("run", "Interpret a PrimFunc on .npy inputs with the reference interpreter");
-  run_cmd->add_option("file", run.file, "TIR text file ('-' for standard input), model.json, model.onnx, model.tflite, or a compiled model.tar / MLF folder")->required();
-  run_cmd->add_option("--func", run.func, "Function to run (default: the only one)");
-  run_cmd->add_option("--input", run.inputs, "Buffer input NAME=FILE.npy (repeatable); buffers not given are outputs");
-  run_cmd->add_option("--inout", run.inouts,
-                      "Buffer NAME=FILE.npy that the function updates in place (repeatable): read like --input, "
-                      "then printed, written and compared like an output");
-  run_cmd->add_option("--scalar", run.scalars, "Scalar parameter NAME=VALUE (repeatable)");
-  run_cmd->add_option("--output-dir", run.output_dir, "Write each output buffer to DIR/NAME.npy");
-  run_cmd->add_option("--print-limit", run.print_limit, "Elements printed per output")->check(CLI::NonNegativeNumber);
-  run_cmd->add_flag("--json", run.json, "Print outputs (or diagnostics) as JSON on stdout");
-  run_cmd->add_option("--target", run.target,
-                      "'host': also build the C artifact, run it natively and compare it with the interpreter; "
-                      "for a compiled model (model.tar or its folder) also cortex-m3|cortex-m4|cortex-m7 (QEMU), "
-                      "riscv32 (QEMU), wasm32 (node), wasm-binaryen (the wasm target's module, under node)")
-      ->check(CLI::IsMember({"host", "cortex-m3", "cortex-m4", "cortex-m7", "riscv32", "wasm32", "wasm-binaryen"}));
-  run_cmd->add_option("--unpacked-api", run.unpacked_api, "Calling convention of the host build: 0 packed, 1 unpacked")
-      ->check(CLI::Range(0, 1));
-  run_cmd->add_option("--backend", run.backend, "Backend: c (default) or llvm (host: LLVM IR compiled by clang; a model on a cross target: objects for its triple)")
-      ->check(CLI::IsMember({"c", "llvm"}));
-  run_cmd->add_option("--device", run.devices, "Place every node of these ops on a device instance, INSTANCE=OP[,OP...] (repeatable; e.g. npu0=conv2d,dense)");
-  run_cmd->add_option("--disable-schedules", run.disabled_schedules,
-                      "int8 kernel schedules to switch off, comma-separated: fold_zero_point, block, unroll, hoist, "
-                      "smlad, sxtb16 (a model on --target; see docs/quantization.md)");
-  run_cmd->add_option("--keep-build", run.keep_build_dir, "Build the host program in DIR and keep it");
-
+  CLI::App* run_cmd = add_run(app, run);
   mtir::cli::BuildCommand build;
-  auto* build_cmd = app.add_subcommand("build", "Lower a TIR module and write the sources of the artifact (C, or LLVM IR and objects)");
-  build_cmd->add_option("file", build.file, "TIR text file ('-' for standard input)")->required();
-  build_cmd->add_option("--target", build.target,
-                        "Target string, e.g. \"c -unpacked-api=1\" or \"llvm -mtriple=thumbv7em-none-eabihf\"");
-  build_cmd->add_option("--unpacked-api", build.unpacked_api, "0: packed calling convention, 1: unpacked")
-      ->check(CLI::Range(0, 1));
-  build_cmd->add_option("-o,--output-dir", build.output_dir, "Folder for the artifact")->required();
-  build_cmd->add_option("--device", build.devices, "Place every node of these ops on a device instance, INSTANCE=OP[,OP...] (repeatable; e.g. npu0=conv2d,dense)");
-  build_cmd->add_flag("--json", build.json, "Print the written files (or diagnostics) as JSON on stdout");
-
+  CLI::App* build_cmd = add_build(app, build);
   mtir::cli::CompileCommand compile;
-  auto* compile_cmd = app.add_subcommand("compile", "Compile a model (JSON graph, .onnx or .tflite) into a C artifact with its C interface");
-  compile_cmd->add_option("file", compile.file, "The model: a JSON graph, .onnx or .tflite")->required();
-  compile_cmd->add_option("--target", compile.target,
-                          "Target string (default \"c -executor=aot -interface-api=c -unpacked-api=1 -link-params=1\"; "
-                          "a string without -link-params links the weights)");
-  compile_cmd->add_option("-o,--output", compile.output_dir, "Folder for the artifact, or FILE.tar for an archive")
-      ->required();
-  compile_cmd->add_option("--device", compile.devices, "Place every node of these ops on a device instance, INSTANCE=OP[,OP...] (repeatable; e.g. npu0=conv2d,dense)");
-  compile_cmd->add_flag("--json", compile.json, "Print the artifact's metadata (or diagnostics) as JSON on stdout");
-  compile_cmd->add_flag("-v,--verbose", compile.verbose, "List the files written");
-
+  CLI::App* compile_cmd = add_compile(app, compile);
   mtir::cli::ImportCommand import;
-  auto* import_cmd = app.add_subcommand("import", "Convert an ONNX or TFLite model into a JSON graph (constants inline), the graph compile reads from it");
-  import_cmd->add_option("file", import.file, "The .onnx or .tflite model")->required();
-  import_cmd->add_option("-o,--output", import.output, "The JSON graph to write (default: standard output)");
-  import_cmd->add_flag("--layer-outputs", import.layer_outputs,
-                       "TFLite: make every operator's output a graph output, in operator order (to compare layer by layer)");
-
+  CLI::App* import_cmd = add_import(app, import);
   mtir::cli::PassesCommand passes;
   bool list_passes = false;
-  auto* passes_cmd = app.add_subcommand("passes", "Run the pass pipeline and show the module after each pass");
-  passes_cmd->add_option("file", passes.file, "TIR text file ('-' for standard input)");
-  passes_cmd->add_option("--dump-ir", passes.dump_ir_dir, "Write NN-passname.tir after each pass into DIR");
-  passes_cmd->add_option("--passes", passes.passes, "Comma-separated passes to run instead of the default pipeline")
-      ->delimiter(',');
-  passes_cmd->add_flag("--list", list_passes, "List the registered passes in pipeline order");
-  passes_cmd->add_option("--target", passes.target, "Target whose lowering pipeline runs (default \"c\")");
-  passes_cmd->add_option("--device", passes.devices, "Place every node of these ops on a device instance, INSTANCE=OP[,OP...] (repeatable; e.g. npu0=conv2d,dense)");
-  passes_cmd->add_flag("--json", passes.json, "Print pass records (or diagnostics) as JSON on stdout");
-
+  add_passes(app, passes, list_passes);  // the remaining subcommand: no flag to test
   mtir::cli::OnnxTestCommand onnx_test;
-  auto* onnx_test_cmd = app.add_subcommand("onnx-test", "Run the ONNX backend node tests (conformance) through the host C artifact");
-  onnx_test_cmd->add_option("dir", onnx_test.dir, "The node-test folder (e.g. /usr/share/libonnx-testdata/data/node) or one test")
-      ->required();
-  onnx_test_cmd->add_option("--filter", onnx_test.filter, "Only tests whose folder name contains this text");
-  onnx_test_cmd->add_option("-j,--jobs", onnx_test.jobs, "Worker processes (default 2)")->check(CLI::Range(1, 64));
-  onnx_test_cmd->add_flag("--json", onnx_test.json, "Print the report as JSON on stdout");
-  onnx_test_cmd->add_flag("--list", onnx_test.list_tests, "Print every test's status and reason");
-  onnx_test_cmd->add_option("--floor", onnx_test.floor_file,
-                            "floor.json: exit 1 if the pass count is below it or any test fails or errors");
+  CLI::App* onnx_test_cmd = add_onnx_test(app, onnx_test);
 
   try {
     app.parse(argc, argv);

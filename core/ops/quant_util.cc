@@ -129,12 +129,6 @@ Expr saturate_int8(Expr y, int32_t zero_point, ActBounds bounds) {
   return Cast(DataType::Int(8), min_(max_(v, ci(bounds.lo)), ci(bounds.hi)));
 }
 
-const std::vector<std::string>& quant_attr_names() {
-  static const std::vector<std::string> names = {"input_scale",  "input_zero_point",  "weight_scale", "weight_zero_point",
-                                                 "output_scale", "output_zero_point", "activation"};
-  return names;
-}
-
 double read_scale(const std::string& op, const AttrReader& r, const std::string& key) {
   if (!r.has(key)) fail(op, "missing required attribute '" + key + "' (a number > 0)");
   double v = r.get_float(key, 0);

@@ -75,10 +75,9 @@ struct QuantAttrs {
   // input_scale * weight_scale[c] / output_scale as fixed point, one per output channel.
   std::vector<QuantMultiplier> multipliers;
 };
-// "input_scale", "input_zero_point", "weight_scale", "weight_zero_point",
-// "output_scale", "output_zero_point", "activation".
-const std::vector<std::string>& quant_attr_names();
-// Reads and checks them: scales required, finite and > 0; zero points default 0, in
+// Reads and checks the quantization attributes ("input_scale", "input_zero_point",
+// "weight_scale", "weight_zero_point", "output_scale", "output_zero_point",
+// "activation"): scales required, finite and > 0; zero points default 0, in
 // [-128, 127]; weight_zero_point must be 0 (weights are symmetric); a per-channel
 // weight_scale must have `out_channels` entries. Errors name the attribute.
 QuantAttrs read_quant_attrs(const std::string& op, const AttrReader& r, int64_t out_channels);

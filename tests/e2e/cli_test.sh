@@ -301,7 +301,7 @@ group_llvm() {
 # the run under node against the interpreter, and the refusals of mismatched runs.
 group_wasm() {
   local d="$src/models/digits" x=(--input x="$src/models/digits/sample_x.npy")
-  run 0 "$mtir" compile "$d/digits.json" --target wasm -o "$work/w"
+  run 0 "$mtir" compile "$d/digits.json" --target wasm -o "$work/w" -v
   contains stdout "$out" "codegen/host/src/digits.wat"
   checks=$((checks + 1))
   [ ! -d "$work/w/runtime" ] || fail "a wasm artifact carries the C runtime"

@@ -840,12 +840,4 @@ TfliteImport import_tflite(const std::string& bytes, const std::string& filename
 
 Graph load_tflite(const std::string& bytes, const std::string& filename) { return import_tflite(bytes, filename).graph; }
 
-const std::vector<std::string>& supported_tflite_ops() {
-  static const std::vector<std::string> ops = {
-      "ADD",       "AVERAGE_POOL_2D", "CONCATENATION", "CONV_2D", "DEPTHWISE_CONV_2D", "DEQUANTIZE", "FULLY_CONNECTED",
-      "LOGISTIC",  "MAX_POOL_2D",     "MEAN",          "MUL",     "PAD",               "QUANTIZE",   "RELU",
-      "RELU6",     "RESHAPE",         "SOFTMAX",       "SUB",     "TANH"};
-  return ops;
-}
-
 }  // namespace mtir

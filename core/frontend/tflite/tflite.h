@@ -27,7 +27,4 @@ struct TfliteImport {
 TfliteImport import_tflite(const std::string& bytes, const std::string& filename);
 Graph load_tflite(const std::string& bytes, const std::string& filename);
 
-// The TFLite builtin operators the frontend maps, sorted (docs/tflite.md).
-const std::vector<std::string>& supported_tflite_ops();
-
 }  // namespace mtir
