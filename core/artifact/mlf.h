@@ -54,8 +54,9 @@ struct MlfInputs {
 
 // Compiles `model` for `target_string`: the C interface (tvmgen_<model>.h with structs
 // and run(); -link-params=0 adds a params struct) or the packed one (a header for
-// TVMFuncCall; weights passed in, so it needs -link-params=0). Refused combinations are
-// user errors naming the rule.
+// TVMFuncCall: main with every tensor for -link-params=0, otherwise the registry's
+// tvmgen_<model>_run with the inputs and outputs only). Refused combinations are user
+// errors naming the rule.
 MlfArtifact build_mlf(const LoadedModel& model, const std::string& target_string, const MlfInputs& inputs);
 
 }  // namespace mtir
