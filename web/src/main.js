@@ -16,7 +16,7 @@ import { themeExtensions, onThemeChange } from './theme.js';
 import { outputCard } from './run_view.js';
 import { parseNpy, sampleStrip } from './samples.js';
 import { markedLines, markLines, hoverLines, outputLinesOf } from './source_map.js';
-import { modelGraph, costTable, tirFunction, generatedFunction, memoryPlace, formatCount, formatBytes } from './model_view.js';
+import { modelGraph, costTable, tirFunction, generatedFunction, memoryPlace, formatCount, formatBytes, formatMs } from './model_view.js';
 import { compressToEncodedURIComponent, decompressFromEncodedURIComponent } from 'lz-string';
 
 const $ = (id) => document.getElementById(id);
@@ -723,8 +723,14 @@ function showModel() {
   const acts = Math.max(...m.nodes.map((n) => n.activation_bytes));
   $('model-summary').textContent = `${m.name}: ${m.nodes.length} layers · ${formatCount(m.macs)} MACs · weights ${formatBytes(m.weight_bytes)} · largest activation ${formatBytes(acts)}`;
   $('model-graph').replaceChildren(modelGraph(m, selectNode, state.selectedNode));
-  $('model-costs').replaceChildren(costTable(m, selectNode, state.selectedNode));
+  $('model-costs').replaceChildren(costTable(m, selectNode, state.selectedNode, wasmLayers(r)));
   showNodeDetail();
+}
+
+// The per-layer times of the shown wasm run, if there was one.
+function wasmLayers(r) {
+  const w = r && r.run && r.run.wasm;
+  return w && !w.error ? w.layers : null;
 }
 
 function selectNode(n) {
@@ -744,7 +750,9 @@ function showNodeDetail() {
   h.textContent = `${n.name} (${n.op})${n.device ? ` on ${n.device}` : ''}`;
   const facts = document.createElement('p');
   facts.className = 'node-facts';
-  facts.textContent = `output ${n.dtype}[${n.shape.join(', ')}] · ${n.macs} MACs · weights ${n.weight_bytes} B · activation ${n.activation_bytes} B · inputs ${n.inputs.join(', ')}`;
+  const timed = (wasmLayers(r) || []).find((l) => l.kernel === n.kernel);
+  facts.textContent = `output ${n.dtype}[${n.shape.join(', ')}] · ${n.macs} MACs · weights ${n.weight_bytes} B · activation ${n.activation_bytes} B · inputs ${n.inputs.join(', ')}` +
+    (timed ? ` · ${formatMs(timed.ms)} per inference in the last wasm run (kernel ${n.kernel})` : '');
   const place = document.createElement('p');
   place.className = 'node-memory';
   place.textContent = memoryPlace(r, n);

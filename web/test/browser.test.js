@@ -205,6 +205,17 @@ test('the digits model through the wasm backend: Binaryen loads only then, outpu
   assert.match(await page.textContent('#model-detail h5 >> nth=1'), /codegen\/host\/src\/digits\.wat/);
   const wat = await page.textContent('#model-detail .node-generated');
   assert.match(wat, /^\(func \$tvmgen_digits_fc \(param/);
+  // The cost table times each layer of the wasm run: one time per kernel, fused layers
+  // pointing at it, and the chosen layer names its time.
+  const nodes = await page.evaluate(() => window.microtirPlayground.state.response.model.nodes);
+  const kernels = [...new Set(nodes.map((n) => n.kernel))];
+  assert.ok(kernels.length >= 5 && kernels.length < nodes.length, 'digits has fused layers');
+  assert.deepEqual(run.wasm.layers.map((l) => l.kernel), kernels);
+  for (const l of run.wasm.layers) assert.ok(l.calls === 1 && Number.isFinite(l.ms) && l.ms >= 0, JSON.stringify(l));
+  const times = await page.$$eval('#model-costs tr.layer-row', (rows) => rows.map((r) => r.lastElementChild.textContent));
+  assert.equal(times.length, nodes.length);
+  nodes.forEach((n, i) => assert.match(times[i], nodes.findIndex((m) => m.kernel === n.kernel) < i ? /^fused ↑$/ : /^[\d.]+ (µs|ms)$/, n.name));
+  assert.match(await page.textContent('#model-detail .node-facts'), /· [\d.]+ (µs|ms) per inference in the last wasm run \(kernel tvmgen_digits_fc\)/);
   assert.equal((wat.match(/\(/g) || []).length, (wat.match(/\)/g) || []).length, 'one whole function');
   await page.screenshot({ path: path.join(shots, 'digits-wasm.png'), fullPage: true });
   assert.deepEqual(errors, []);
