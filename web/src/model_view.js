@@ -187,7 +187,8 @@ export function tirFunction(moduleText, name) {
 }
 
 // A WebAssembly text function `(func $name ...)`, to its closing parenthesis.
-function watFunction(text, name) {
+// The characters [start, end) of function `name` in WebAssembly text, or null.
+function watSpan(text, name) {
   const at = text.search(new RegExp(`\\(func \\$${name}[\\s)]`));
   if (at < 0) return null;
   let depth = 0;
@@ -196,27 +197,41 @@ function watFunction(text, name) {
     if (c === '"') { for (++i; i < text.length && text[i] !== '"'; ++i) if (text[i] === '\\') ++i; continue; }
     if (c === ';' && text[i + 1] === ';') { i = text.indexOf('\n', i); if (i < 0) break; continue; }
     if (c === '(') ++depth;
-    if (c === ')' && --depth === 0) return text.slice(at, i + 1);
+    if (c === ')' && --depth === 0) return [at, i + 1];
   }
   return null;
+}
+
+// The lines [first, last] (0-based) of function `name` in one generated file (C, LLVM IR
+// or WebAssembly text), or null.
+export function functionLines(path, text, name) {
+  if (path.endsWith('.wat')) {
+    const span = watSpan(text, name);
+    const lineOf = (i) => text.slice(0, i).split('\n').length - 1;
+    return span && [lineOf(span[0]), lineOf(span[1] - 1)];
+  }
+  if (!/\.(c|ll)$/.test(path)) return null;
+  const lines = text.split('\n');
+  const head = path.endsWith('.c') ? new RegExp(`^[\\w ]*\\b${name}\\(.*\\{\\s*$`) : new RegExp(`^define .*@${name}\\(`);
+  const at = lines.findIndex((l) => head.test(l));
+  if (at < 0) return null;
+  let end = at + 1;
+  while (end < lines.length && lines[end] !== '}') ++end;
+  return [at, Math.min(end, lines.length - 1)];
 }
 
 // The definition of function `name` in the artifacts (C, LLVM IR or WebAssembly text):
 // its file and text.
 export function generatedFunction(artifacts, name) {
   for (const a of artifacts) {
-    if (a.text !== undefined && a.path.endsWith('.wat')) {
-      const f = watFunction(a.text, name);
-      if (f) return { path: a.path, text: f };
+    if (a.text === undefined) continue;
+    if (a.path.endsWith('.wat')) {
+      const span = watSpan(a.text, name);
+      if (span) return { path: a.path, text: a.text.slice(...span) };
+      continue;
     }
-    if (a.text === undefined || !/\.(c|ll)$/.test(a.path)) continue;
-    const lines = a.text.split('\n');
-    const isC = a.path.endsWith('.c');
-    const at = lines.findIndex((l) => (isC ? new RegExp(`^[\\w ]*\\b${name}\\(.*\\{\\s*$`) : new RegExp(`^define .*@${name}\\(`)).test(l));
-    if (at < 0) continue;
-    let end = at + 1;
-    while (end < lines.length && lines[end] !== '}') ++end;
-    return { path: a.path, text: lines.slice(at, end + 1).join('\n') };
+    const span = functionLines(a.path, a.text, name);
+    if (span) return { path: a.path, text: a.text.split('\n').slice(span[0], span[1] + 1).join('\n') };
   }
   return null;
 }
