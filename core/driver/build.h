@@ -21,8 +21,8 @@ struct BuildResult {
   std::vector<SourceFileOut> sources;  // kernels (lib0.c) and the metadata module (lib1.c)
   // The C symbol of each function of the input module, in order.
   std::vector<std::pair<std::string, std::string>> symbols;
-  // Per C source (by path): for each of its lines, the source line of the TIR statement
-  // it came from, or 0 (CCodegenOptions::line_map). The C backend only.
+  // Per generated kernel source (by path: C, LLVM IR, WebAssembly text): for each of its
+  // lines, the source line of the TIR statement it came from, or 0 (codegen/line_marks.h).
   std::map<std::string, std::vector<int>> line_maps;
 };
 

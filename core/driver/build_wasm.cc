@@ -18,6 +18,7 @@ BuildResult build_wasm(const IRModule& m, const Target& target) {
     if (it != f->attrs.end() && std::holds_alternative<int64_t>(it->second))
       options.workspace_bytes += 16 + (std::get<int64_t>(it->second) + 15) / 16 * 16;
   }
+  options.line_map = &r.line_maps["codegen/host/src/lib0.wat"];
   r.sources.push_back({"codegen/host/src/lib0.wat", codegen_wat(r.lowered.module, options)});
   return r;
 }

@@ -766,6 +766,23 @@ test('source <-> output: hovering a TIR line marks the C lines it became, and ba
   await page.hover('#artifact-view .cm-line:has-text("C[j_inv2 + j] = 0.0f;")');
   await page.waitForFunction(() => /T\.float32\(0\)/.test((document.querySelector('#editor .cm-mapped') || {}).textContent || ''));
   assert.equal((await page.textContent('#editor .cm-mapped')).trim(), 'C[i, j] = T.float32(0)');
+  // LLVM IR and WebAssembly text have the core's map too: the statement's arithmetic.
+  for (const [target, file, inner] of [['llvm', 'codegen/host/src/lib0.ll', /= fadd float/], ['wasm -unpacked-api=1 -interface-api=c', 'codegen/host/src/lib0.wat', /f32\.add/]]) {
+    await page.fill('#target', target);
+    await clearStatus(page);
+    await page.click('#compile');
+    assert.match(await compileStatus(page), /compiled/);
+    await page.click(`.artifact-tab[data-path="${file}"]`);
+    await page.hover('#editor .cm-line >> nth=0');
+    await page.hover(`#editor .cm-line >> nth=${line - 1}`);
+    await page.waitForSelector('#artifact-view .cm-mapped');
+    const lines = await page.$$eval('#artifact-view .cm-mapped', (els) => els.map((e) => e.textContent.trim()));
+    assert.ok(lines.some((l) => inner.test(l)), `${file}: ${lines.join(' | ')}`);
+  }
+  await page.fill('#target', 'c');
+  await clearStatus(page);
+  await page.click('#compile');
+  assert.match(await compileStatus(page), /compiled/);
   // Out of date results map nothing.
   await setSource(page, (t) => t.replace('T.grid(4, 3):', 'T.grid(4, 3:'));
   await clearStatus(page);

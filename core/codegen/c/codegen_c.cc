@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "analysis/int_bound.h"
+#include "codegen/line_marks.h"
 #include "ir/op.h"
 #include "ir/visitor.h"
 #include "support/names.h"
@@ -352,12 +353,10 @@ class FunctionEmitter {
     return name;
   }
 
-  // With a line map asked for, a line emitted for a located statement ends in a marker
-  // (\x01 and the source line) that codegen_c turns into the map and strips.
+  // With a line map asked for, a line emitted for a located statement ends in its mark
+  // (codegen/line_marks.h).
   void line(const std::string& s) {
-    *out_ << std::string(2 * indent_, ' ') << s;
-    if (mark_lines_ && source_line_ > 0) *out_ << '\x01' << source_line_;
-    *out_ << "\n";
+    *out_ << std::string(2 * indent_, ' ') << s << line_mark(mark_lines_, source_line_) << "\n";
   }
 
   // ---- expressions ----------------------------------------------------------------
@@ -711,7 +710,7 @@ class FunctionEmitter {
   }
 
   void emit(const Stmt& first) {
-    const int outer = source_line_;
+    const SourceLineScope at(&source_line_, first);
     // Buffer views nest each in the next (hundreds deep in unrolled int8 kernels): walk
     // the chain rather than recurse through it.
     const Stmt* s = &first;
@@ -723,7 +722,6 @@ class FunctionEmitter {
       s = &view->body;
     }
     emit_stmt(*s);
-    source_line_ = outer;
   }
 
   void emit_stmt(const Stmt& s) {
@@ -993,21 +991,7 @@ std::string codegen_c(const IRModule& m, const CCodegenOptions& options) {
     for (const auto& [name, proto] : externs) os << proto << "\n";
   }
   os << "\n" << prototypes.str() << bodies.str();
-  if (!options.line_map) return os.str();
-  // Strip the markers, keeping their lines.
-  std::string text = os.str(), out;
-  options.line_map->clear();
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t end = text.find('\n', start);
-    if (end == std::string::npos) end = text.size();
-    std::string l = text.substr(start, end - start);
-    size_t mark = l.find('\x01');
-    options.line_map->push_back(mark == std::string::npos ? 0 : std::stoi(l.substr(mark + 1)));
-    out += l.substr(0, mark) + (end < text.size() ? "\n" : "");
-    start = end + 1;
-  }
-  return out;
+  return options.line_map ? strip_line_marks(os.str(), options.line_map) : os.str();
 }
 
 }  // namespace mtir

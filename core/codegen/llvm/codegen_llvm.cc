@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "analysis/int_bound.h"
+#include "codegen/line_marks.h"
 #include "ir/op.h"
 #include "ir/visitor.h"
 #include "ops/schedules.h"
@@ -80,6 +81,7 @@ struct ModuleState {
   std::map<std::string, PrimFunc> module_functions;     // symbol -> function
   std::set<std::string> defined;                        // the module functions defined in this file
   std::vector<std::string> metadata;                    // "!N = ..." lines
+  bool mark_lines = false;                              // end lines with their source line
 
   // A distinct loop-metadata node carrying `hint` (e.g. "llvm.loop.unroll.full").
   std::string loop_metadata(const std::string& hint) {
@@ -193,7 +195,7 @@ class FunctionEmitter {
   }
   std::string tmp() { return "%.t" + std::to_string(next_tmp_++); }
   std::string label(const std::string& hint) { return hint + "." + std::to_string(next_label_++); }
-  void inst(const std::string& s) { *out_ << "  " << s << "\n"; }
+  void inst(const std::string& s) { *out_ << "  " << s << line_mark(ms_->mark_lines, source_line_) << "\n"; }
   Val op(const std::string& ty, const std::string& text) {
     std::string r = tmp();
     inst(r + " = " + text);
@@ -788,6 +790,7 @@ class FunctionEmitter {
 
   // ---- statements -------------------------------------------------------------------
   void emit(const Stmt& s) {
+    const SourceLineScope at(&source_line_, s);
     switch (s->kind) {
       case StmtKind::BufferStore: store(static_cast<const BufferStoreNode*>(s.get())); return;
       case StmtKind::For: emit_for(static_cast<const ForNode*>(s.get())); return;
@@ -1049,6 +1052,7 @@ class FunctionEmitter {
   std::vector<std::string> live_workspace_;
   std::string ret_value_, ret_code_;  // the out-values of direct packed calls
   IntBoundAnalyzer bounds_;
+  int source_line_ = 0;  // of the statement being emitted
 };
 
 }  // namespace
@@ -1058,6 +1062,7 @@ std::string codegen_llvm(const IRModule& m, const LlvmCodegenOptions& options) {
   ms.target = &llvm_target(options.triple);
   ms.arm_dsp = (options.triple.rfind("thumb", 0) == 0 || options.triple.rfind("arm", 0) == 0) && cpu_has_dsp(options.cpu);
   ms.attr_group = "#0";
+  ms.mark_lines = options.line_map != nullptr;
   for (const auto& [name, func] : m.functions) {
     ms.module_functions[symbol_of(name, func)] = func;
     if (!options.defines || options.defines(name, func)) ms.defined.insert(symbol_of(name, func));
@@ -1112,7 +1117,7 @@ std::string codegen_llvm(const IRModule& m, const LlvmCodegenOptions& options) {
     os << "\n";
     for (const auto& line : ms.metadata) os << line << "\n";
   }
-  return os.str();
+  return options.line_map ? strip_line_marks(os.str(), options.line_map) : os.str();
 }
 
 }  // namespace mtir
