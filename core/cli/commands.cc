@@ -202,6 +202,9 @@ static MlfArtifact compile_artifact(const std::string& file, const std::string& 
 int run_run(const RunCommand& c) {
   // A model (JSON graph) runs through its AOT main with its weights; a TIR file runs
   // the function asked for.
+  if (c.profile_layers && (c.target.empty() || c.target == "host" || c.target == "wasm32" || c.target == "wasm-binaryen"))
+    user_error({}, "--profile-layers counts instructions per operator on a target with an instruction counter: "
+                   "add --target cortex-m3, cortex-m4, cortex-m7 or riscv32");
   if (is_artifact_path(c.file)) return run_artifact(c);  // model.tar or an MLF folder
   if (is_graph_file(c.file) && ((!c.target.empty() && c.target != "host") || !c.devices.empty())) {
     // A model on a cross target, or with device kernels (which the simulated NPU runs

@@ -83,6 +83,9 @@ int main(int argc, char** argv) {
                       "int8 kernel schedules to switch off, comma-separated: fold_zero_point, block, unroll, hoist, "
                       "smlad, sxtb16 (a model on --target; see docs/quantization.md)");
   run_cmd->add_option("--keep-build", run.keep_build_dir, "Build the host program in DIR and keep it");
+  run_cmd->add_flag("--profile-layers", run.profile_layers,
+                    "Also count the instructions of each operator call of run() (a model on a target with an "
+                    "instruction counter: cortex-m3|m4|m7, riscv32; the C backend)");
 
   mtir::cli::BuildCommand build;
   auto* build_cmd = app.add_subcommand("build", "Lower a TIR module and write the sources of the artifact (C, or LLVM IR and objects)");

@@ -294,7 +294,7 @@ Tensor ref_matmul(const Tensor& a, const Tensor& b) {
 const std::vector<std::string> kAllOps = {
     "abs", "add", "avg_pool2d", "batch_norm", "clip", "concat", "conv2d", "dense", "dequantize", "div", "exp",
     "flatten", "full", "gemm", "global_avg_pool2d", "leaky_relu", "log_softmax", "matmul", "max_pool2d", "mul",
-    "neg", "pad", "qadd", "qavg_pool2d", "qconcat", "qconv2d", "qdense", "qglobal_avg_pool2d", "qlogistic", "qmul",
+    "neg", "pad", "qadd", "qavg_pool2d", "qconcat", "qconv2d", "qdense", "qglobal_avg_pool2d", "qlogistic", "qmean", "qmul",
     "qsoftmax", "qsub", "qtanh", "quantize", "relu", "reshape", "sigmoid", "softmax", "sqrt", "sub", "tanh", "transpose"};
 
 TEST(Ops, RegistryIsSortedAndComplete) {

@@ -105,6 +105,18 @@ const char* kCallByNameHelper = R"(static inline int32_t mtir_call_packed_by_nam
 }
 )";
 
+// Operator profiling: every operator call of the AOT main sits between
+// TVMGEN_PROFILE_BEGIN(index, "kernel") and TVMGEN_PROFILE_END(index), which cost
+// nothing unless the application defines them before this file (e.g. with -include);
+// `microtir run --profile-layers` does, to count each operator's instructions.
+const char* const kProfileHooks = R"(#ifndef TVMGEN_PROFILE_BEGIN
+#define TVMGEN_PROFILE_BEGIN(index, name) ((void)0)
+#endif
+#ifndef TVMGEN_PROFILE_END
+#define TVMGEN_PROFILE_END(index) ((void)0)
+#endif
+)";
+
 // The DSP extension's SMLAD where the compiler says it has it (ACLE), the same
 // arithmetic elsewhere, wrapping through uint32_t as the instruction does.
 const char* const kSmladHelper = R"(#if defined(__ARM_FEATURE_DSP)
@@ -455,6 +467,14 @@ class FunctionEmitter {
     return r;
   }
 
+  // The symbol a call_extern calls when it is a function of this module, else "".
+  std::string module_callee(const Expr& e) const {
+    const auto* call = as<CallNode>(e);
+    if (!call || call->op != "call_extern" || call->args.empty() || !module_symbols_) return "";
+    const auto* sym = as<StringImmNode>(call->args[0]);
+    return sym && module_symbols_->count(sym->value) ? sym->value : "";
+  }
+
   std::string extern_call(const CallNode* op) {
     // call_extern: the call's type is the result type, args[0] the symbol.
     const auto* sym = op->args.empty() ? nullptr : as<StringImmNode>(op->args[0]);
@@ -790,7 +810,17 @@ class FunctionEmitter {
             return;
           }
         }
+        // A call of another function of the module (an operator call of the AOT main,
+        // lowered from call_tir) between the profiling hooks.
+        const std::string callee = module_callee(op->value);
+        const std::string index = std::to_string(profile_points_);
+        if (!callee.empty()) {
+          (*helpers_)["TVMGEN_PROFILE"] = kProfileHooks;
+          line("TVMGEN_PROFILE_BEGIN(" + index + ", \"" + callee + "\");");
+          ++profile_points_;
+        }
         line(c_type(op->var->dtype, op->span) + " " + name_of(op->var.get(), op->var->name) + " = " + value + ";");
+        if (!callee.empty()) line("TVMGEN_PROFILE_END(" + index + ");");
         if (op->var->dtype.is_integer()) bounds_.bind(op->var.get(), bounds_.bound(op->value));
         emit(op->body);
         return;
@@ -922,6 +952,7 @@ class FunctionEmitter {
   std::unordered_map<const VarNode*, DataType> pointer_type_;  // declared pointee types
   std::unordered_map<const VarNode*, std::vector<Buffer>> views_;
   std::vector<std::string> live_workspace_;  // workspace allocations enclosing this point
+  int profile_points_ = 0;                   // operator calls bracketed so far
   IntBoundAnalyzer bounds_;
   std::ostringstream* out_ = nullptr;
   int source_line_ = 0;  // of the statement being emitted
