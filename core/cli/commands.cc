@@ -536,7 +536,7 @@ int run_passes(const PassesCommand& c) {
   std::vector<Pass> passes;
   if (c.passes.empty()) {
     const Target t = parse_target(c.target);
-    passes = lowering_pipeline(t.unpacked_api, schedule_options(t).hoist);
+    passes = lowering_pipeline(t.unpacked_api, schedule_options(t).hoist, /*scalarize_vectors=*/t.kind != "llvm");
   } else {
     for (const auto& name : c.passes) {
       const Pass* p = find_pass(name);

@@ -98,6 +98,20 @@ class Comparator {
         if (x->attrs != y->attrs) return fail("call attributes of " + x->op + " differ");
         return exprs(x->args, y->args);
       }
+      case ExprKind::Ramp: {
+        const auto *x = as<RampNode>(a), *y = as<RampNode>(b);
+        return expr(x->base, y->base) && expr(x->stride, y->stride);  // lanes: in the dtype
+      }
+      case ExprKind::Broadcast: return expr(as<BroadcastNode>(a)->value, as<BroadcastNode>(b)->value);
+      case ExprKind::Shuffle: {
+        const auto *x = as<ShuffleNode>(a), *y = as<ShuffleNode>(b);
+        if (x->indices != y->indices) return fail("shuffle lane indices differ");
+        return exprs(x->vectors, y->vectors);
+      }
+      case ExprKind::Let: {
+        const auto *x = as<LetNode>(a), *y = as<LetNode>(b);
+        return var(x->var, y->var) && expr(x->value, y->value) && expr(x->body, y->body);
+      }
     }
     return fail("unknown expression");
   }
@@ -270,6 +284,18 @@ class Hasher {
         for (const auto& a : x->args) expr(a);
         return;
       }
+      case ExprKind::Ramp:
+        expr(as<RampNode>(e)->base);
+        return expr(as<RampNode>(e)->stride);
+      case ExprKind::Broadcast: return expr(as<BroadcastNode>(e)->value);
+      case ExprKind::Shuffle:
+        for (int i : as<ShuffleNode>(e)->indices) mix(static_cast<size_t>(i));
+        for (const auto& v : as<ShuffleNode>(e)->vectors) expr(v);
+        return;
+      case ExprKind::Let:
+        var(as<LetNode>(e)->var.get());
+        expr(as<LetNode>(e)->value);
+        return expr(as<LetNode>(e)->body);
     }
   }
   void stmt(const Stmt& s) {
