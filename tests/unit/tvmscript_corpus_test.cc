@@ -74,8 +74,9 @@ TEST_P(TvmScriptRun, InterpreterAndHostCAgree) {
   }
 }
 
-// The intrinsics TVM's TIR brought (clz, reinterpret, log2) through the LLVM backend on
-// the host and the wasm backend under node, against the interpreter.
+// The intrinsics TVM's TIR brought (clz, reinterpret, log2) and the vector programs
+// through the LLVM backend on the host and the wasm backend under node, against the
+// interpreter.
 class TvmIntrinsics : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(TvmIntrinsics, LlvmAndWasmMatchTheInterpreter) {
@@ -98,8 +99,9 @@ TEST_P(TvmIntrinsics, LlvmAndWasmMatchTheInterpreter) {
   const fs::path work = fs::temp_directory_path() / ("microtir-tvmscript-wasm-" + std::to_string(::getpid()));
   fs::create_directories(work);
   const std::string module = (work / "m.wasm").string();
-  std::ofstream(module, std::ios::binary) << binaryen_native::assemble(wasm.sources.at(0).text, "O2", name).binary;
-  sim::WasmCall call{name, {}};
+  const std::string symbol = symbol_of(name, f);
+  std::ofstream(module, std::ios::binary) << binaryen_native::assemble(wasm.sources.at(0).text, "O2", symbol).binary;
+  sim::WasmCall call{symbol, {}};
   for (auto& a : got.arrays) call.buffers.push_back(&a);
   sim::run_wasm_calls(module, {call}, (work / "run").string());
   expect_same(got, "wasm");
@@ -108,6 +110,18 @@ TEST_P(TvmIntrinsics, LlvmAndWasmMatchTheInterpreter) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Intrinsics, TvmIntrinsics, ::testing::Values("clz", "reinterpret", "log2", "bitwise_xor", "while_loop"));
+
+// The vector programs (vector_*.tir) and T.Let: LLVM emits IR vectors, C and wasm
+// scalarize them; all three must agree with the interpreter.
+std::vector<std::string> vector_corpus() {
+  std::vector<std::string> names;
+  for (const auto& p : tvm_corpus()) {
+    const std::string stem = p.stem().string();
+    if (stem.rfind("vector_", 0) == 0 || stem == "let_expr") names.push_back(stem);
+  }
+  return names;
+}
+INSTANTIATE_TEST_SUITE_P(Vectors, TvmIntrinsics, ::testing::ValuesIn(vector_corpus()));
 
 INSTANTIATE_TEST_SUITE_P(Corpus, TvmScript, ::testing::ValuesIn(tvm_corpus()),
                          [](const ::testing::TestParamInfo<fs::path>& info) { return info.param.stem().string(); });
