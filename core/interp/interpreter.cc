@@ -46,11 +46,17 @@ struct Storage {
   std::vector<uint8_t> written;
 };
 
+// Thrown by `return x` (tvm_return) and caught where the function's run() began.
+struct Returned {
+  Scalar value;
+};
+
 class Interpreter {
  public:
   Interpreter(const InterpOptions& options, const IRModule* module) : options_(options), module_(module) {}
 
-  void run(const PrimFunc& f, const std::string& name, const std::vector<InterpArg>& args);
+  // The value the function returned, for one with a return type.
+  std::optional<int64_t> run(const PrimFunc& f, const std::string& name, const std::vector<InterpArg>& args);
 
  private:
   // ---- binding --------------------------------------------------------------
@@ -205,7 +211,8 @@ void Interpreter::bind_pointer_param(const Var& p, const InterpArg& arg) {
   param_storage_.push_back(std::move(st));
 }
 
-void Interpreter::run(const PrimFunc& f, const std::string& name, const std::vector<InterpArg>& args) {
+std::optional<int64_t> Interpreter::run(const PrimFunc& f, const std::string& name,
+                                        const std::vector<InterpArg>& args) {
   MTIR_ICHECK(f->param_buffers.size() == f->params.size(), "PrimFunc '" + name + "' has unmatched param_buffers");
   if (args.size() != f->params.size())
     user_error(f->span, "'" + name + "' takes " + std::to_string(f->params.size()) + " arguments but got " +
@@ -242,7 +249,15 @@ void Interpreter::run(const PrimFunc& f, const std::string& name, const std::vec
   }
   for (size_t i = 0; i < args.size(); ++i)
     if (f->param_buffers[i]) bind_buffer_param(f->params[i], f->param_buffers[i], args[i]);
-  if (f->body) exec(f->body);
+  try {
+    if (f->body) exec(f->body);
+  } catch (const Returned& r) {
+    if (f->ret_type.is_void()) return std::nullopt;
+    return interp::cast(f->ret_type, r.value, f->span).i;
+  }
+  if (!f->ret_type.is_void())
+    user_error(f->span, "'" + name + "' returns " + f->ret_type.str() + " but ended without a return statement");
+  return std::nullopt;
 }
 
 // ---- buffers ------------------------------------------------------------------------
@@ -534,6 +549,11 @@ Scalar Interpreter::eval_call(const CallNode* op) {
         auto half = [x](int k) { return static_cast<uint32_t>(static_cast<uint16_t>(static_cast<int8_t>(x >> (16 * k)))); };
         return interp::make_int(DataType::Int(32), static_cast<int32_t>(half(0) | (half(1) << 16)));
       }
+      // `return x` / T.ret(x): unwinds to the function's run().
+      if (op->op == "tvm_return") {
+        want_args(1);
+        throw Returned{eval(op->args[0])};
+      }
       // Lowered functions only: the checks of the packed calling convention.
       if (op->op != "tvm_throw_last_error" || op->args.empty() || !as<StringImmNode>(op->args[0]))
         user_error(where(op->span), "T." + op->op +
@@ -620,7 +640,7 @@ Scalar Interpreter::call_function(const CallNode* op, bool by_symbol) {
   }
   Interpreter sub(options_, module_);
   sub.steps_ = steps_;
-  sub.run(callee, callee_name, args);
+  std::optional<int64_t> returned = sub.run(callee, callee_name, args);
   steps_ = sub.steps_;
   for (const CopyBack& c : copies) {
     NDArray& mem = c.storage->array ? *c.storage->array : *c.storage->owned;
@@ -631,7 +651,7 @@ Scalar Interpreter::call_function(const CallNode* op, bool by_symbol) {
     if (c.storage->track_writes)
       std::fill(c.storage->written.begin() + c.offset, c.storage->written.begin() + c.offset + t.num_elements(), 1);
   }
-  return interp::make_int(DataType::Int(32), 0);
+  return interp::make_int(DataType::Int(32), returned ? *returned : 0);
 }
 
 Scalar Interpreter::eval(const Expr& e) {
@@ -809,11 +829,11 @@ void Interpreter::exec(const Stmt& s) {
 
 }  // namespace
 
-void interpret(const IRModule& mod, const std::string& func_name, const std::vector<InterpArg>& args,
-               const InterpOptions& options) {
+std::optional<int64_t> interpret(const IRModule& mod, const std::string& func_name,
+                                 const std::vector<InterpArg>& args, const InterpOptions& options) {
   PrimFunc f = mod.lookup(func_name);
   if (!f) user_error(Span{}, "no function '" + func_name + "' in module");
-  Interpreter(options, &mod).run(f, func_name, args);
+  return Interpreter(options, &mod).run(f, func_name, args);
 }
 
 }  // namespace mtir

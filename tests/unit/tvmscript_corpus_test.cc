@@ -128,6 +128,33 @@ INSTANTIATE_TEST_SUITE_P(Corpus, TvmScript, ::testing::ValuesIn(tvm_corpus()),
 INSTANTIATE_TEST_SUITE_P(Corpus, TvmScriptRun, ::testing::ValuesIn(runnable_corpus()),
                          [](const ::testing::TestParamInfo<fs::path>& info) { return info.param.stem().string(); });
 
+// Functions that return a value (-> T.int32 with `return x` or T.ret(x)): the
+// interpreter gives it back, and the host C (packed and unpacked) and LLVM builds agree.
+TEST(TvmScriptReturn, InterpreterAndHostAgreeOnTheReturnedValue) {
+  IRModule m = parse_module_or_throw(read(fs::path(MICROTIR_SOURCE_DIR) / "tests/script/tvm/return_ret.tir"),
+                                     "return_ret.tir");
+  const PrimFunc f = m.functions.at(0).second;
+  const std::pair<int64_t, int64_t> cases[] = {{4, 7}, {9, 7}};
+  for (const char* target : {"c", "c -unpacked-api=1", "llvm"}) {
+    SCOPED_TRACE(target);
+    BuildResult built = target[0] == 'l' ? build_llvm(m, parse_target(target)) : build_c(m, parse_target(target));
+    for (const auto& [x, lo] : cases) {
+      std::vector<InterpArg> args = {x, lo};
+      std::optional<int64_t> expected = interpret(m, "clamp", args);
+      ASSERT_TRUE(expected.has_value());
+      EXPECT_EQ(*expected, std::max(x, lo));
+      sim::HostSimOptions options;
+      options.work_dir = (fs::temp_directory_path() / ("microtir-return-" + std::to_string(getpid()))).string();
+      EXPECT_EQ(sim::run_on_host({&built, "clamp", f}, args, options), expected);
+      fs::remove_all(options.work_dir);
+    }
+  }
+  // A function without a return type gives nothing back.
+  IRModule plain = parse_module_or_throw("@T.prim_func\ndef f(A: T.Buffer((1,), \"int32\")):\n    A[0] = 1\n", "f.tir");
+  NDArray a = NDArray::zeros(DataType::Int(32), {1});
+  EXPECT_FALSE(interpret(plain, "f", {&a}).has_value());
+}
+
 // ---- the bugs of issue 25 ------------------------------------------------------------------
 
 TEST(TvmScriptBugs, DuplicateGlobalSymbolIsALocatedError) {
