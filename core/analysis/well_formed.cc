@@ -176,6 +176,22 @@ class WellFormedChecker : public Visitor {
     Visitor::visit_IfThenElse(op);
   }
 
+  // T.launch_thread binds its thread variable for the body (one env_thread variable
+  // may be launched by several statements, as in TVM).
+  void visit_AttrStmt(const AttrStmtNode* op) override {
+    const auto* thread = as<VarNode>(op->node);
+    if (op->key != "thread_extent" || !thread || thread->thread_tag.empty()) return Visitor::visit_AttrStmt(op);
+    visit(op->value);
+    if (op->value && !op->value->dtype.is_integer())
+      error(op->span, "the extent of GPU thread '" + thread->thread_tag + "' must be an integer, not " +
+                          op->value->dtype.str());
+    const Var v = std::static_pointer_cast<const VarNode>(op->node);
+    if (defined_.count(thread)) in_scope_.insert(thread);
+    else define(v, op->span);
+    visit(op->body);
+    in_scope_.erase(thread);
+  }
+
   void visit_AssertStmt(const AssertStmtNode* op) override {
     check_bool(op->condition, "condition of 'assert'", op->span);
     Visitor::visit_AssertStmt(op);

@@ -48,14 +48,25 @@ BuildResult build_c(const IRModule& m, const Target& target) {
 static void refuse_gpu_threads(const IRModule& m) {
   struct Finder : Visitor {
     const ForNode* found = nullptr;
+    const AttrStmtNode* launch = nullptr;
     void visit_For(const ForNode* op) override {
       if (op->for_kind == ForKind::kThreadBinding && !found) found = op;
       Visitor::visit_For(op);
+    }
+    void visit_AttrStmt(const AttrStmtNode* op) override {
+      if (op->key == "thread_extent" && !launch) launch = op;
+      Visitor::visit_AttrStmt(op);
     }
   };
   for (const auto& [name, f] : m.functions) {
     Finder finder;
     finder.visit_func(f);
+    if (const AttrStmtNode* l = finder.launch) {
+      const auto* v = as<VarNode>(l->node);
+      user_error(l->span, "function '" + name + "' launches the GPU thread '" + (v ? v->thread_tag : std::string("?")) +
+                              "' (T.launch_thread): microtir compiles for CPUs and microcontrollers, which have no "
+                              "GPU threads");
+    }
     if (finder.found)
       user_error(finder.found->span, "function '" + name + "' binds loop '" + finder.found->loop_var->name +
                                          "' to the GPU thread '" + finder.found->thread_tag +

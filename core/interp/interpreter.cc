@@ -816,7 +816,14 @@ void Interpreter::exec(const Stmt& s) {
       exec(op->body);
       return;
     }
-    case StmtKind::AttrStmt: exec(static_cast<const AttrStmtNode*>(s.get())->body); return;
+    case StmtKind::AttrStmt: {
+      const auto* op = static_cast<const AttrStmtNode*>(s.get());
+      if (op->key == "thread_extent")
+        user_error(op->span, "T.launch_thread starts GPU threads: microtir targets CPUs and microcontrollers and does "
+                             "not run them");
+      exec(op->body);
+      return;
+    }
     case StmtKind::AssertStmt: {
       const auto* op = static_cast<const AssertStmtNode*>(s.get());
       if (!eval(op->condition).truthy()) user_error(op->span, "assertion failed: " + op->message);

@@ -65,6 +65,9 @@ struct VarNode : ExprNode {
   // Void when it does not; only the text format and comparisons look at it.
   DataType pointee = DataType::Void();
   std::string pointer_scope;
+  // A GPU thread index (TVM's T.env_thread / T.launch_thread): the thread it names,
+  // "threadIdx.x"; empty for every other variable.
+  std::string thread_tag;
 };
 using Var = std::shared_ptr<const VarNode>;
 

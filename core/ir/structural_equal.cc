@@ -25,6 +25,7 @@ class Comparator {
     if (a->dtype != b->dtype) return fail("variable '" + a->name + "' has type " + a->dtype.str() + " vs " + b->dtype.str());
     if (a->pointee != b->pointee || a->pointer_scope != b->pointer_scope)
       return fail("pointer variable '" + a->name + "' points to another type or scope");
+    if (a->thread_tag != b->thread_tag) return fail("thread variable '" + a->name + "' names another thread");
     auto ia = lhs_vars_.find(a.get());
     auto ib = rhs_vars_.find(b.get());
     if (ia == lhs_vars_.end() && ib == rhs_vars_.end()) {

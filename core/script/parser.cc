@@ -1077,6 +1077,7 @@ class Parser {
       pop_scope(mark);
       return Allocate(buf, scope, body, span(name));
     }
+    if (at_t_attr("env_thread") || at_t_attr("launch_thread")) return parse_thread(name);
     if (const Binding* b = lookup(name.text)) {
       if (b->buffer)
         fail(name,
@@ -1094,6 +1095,36 @@ class Parser {
     Stmt body = parse_rest(name);
     pop_scope(mark);
     return LetStmt(var, v.e, body, span(name));
+  }
+
+  // GPU threads as TVM prints them: `x = T.env_thread("threadIdx.x")` declares the
+  // variable for the rest of the block; `x = T.launch_thread("blockIdx.x", n)` also
+  // launches it (an AttrStmt "thread_extent" over the rest of the block). They parse
+  // and print; the backends and the interpreter refuse them.
+  Stmt parse_thread(const Token& name) {
+    const Token& t_tok = cur();
+    const bool launch = ahead(2).text == "launch_thread";
+    next(), next(), next();
+    expect_op("(", std::string("after T.") + (launch ? "launch_thread" : "env_thread"));
+    const std::string tag = expect_string("as the thread tag, e.g. \"threadIdx.x\"");
+    Expr extent;
+    if (launch) {
+      expect_op(",", "after the thread tag of T.launch_thread");
+      PExpr e = parse_expr();
+      if (e.bare) e = promote_to(e, DataType::Int(32));
+      if (!e.e->dtype.is_integer()) fail(t_tok, "the extent of T.launch_thread must be an integer, not " + e.e->dtype.str());
+      extent = e.e;
+    }
+    expect_op(")", "to close the call");
+    expect_newline("after statement");
+    if (lookup(name.text)) fail(name, "cannot assign to '" + name.text + "': it is already defined");
+    auto v = std::make_shared<VarNode>(name.text, extent ? extent->dtype : DataType::Int(32), span(name));
+    v->thread_tag = tag;
+    size_t mark = scope_mark();
+    bind(name.text, Binding{v, nullptr, false});
+    Stmt body = parse_rest(name);
+    pop_scope(mark);
+    return launch ? AttrStmt(v, "thread_extent", extent, body, span(name)) : body;
   }
 
   // `T.alloc_buffer(shape, dtype, scope=...)` or `T.allocate([extent], dtype, scope)`.
@@ -1309,8 +1340,22 @@ class Parser {
     next(), next();
     const Token& what = expect_name("after 'T.'");
     if (is_block_construct(what.text)) fail(t_tok, kBlockRefusal);
-    if (what.text == "launch_thread")
-      fail(t_tok, "T.launch_thread (GPU threads) is not supported; microtir compiles for CPUs and microcontrollers");
+    if (what.text == "launch_thread") {
+      // `with T.launch_thread(x, n):` for a thread variable from T.env_thread.
+      expect_op("(", "after T.launch_thread");
+      const Token& v_tok = expect_name("as the thread variable of T.launch_thread (from T.env_thread)");
+      const Binding* b = lookup(v_tok.text);
+      if (!b || !b->var || b->var->thread_tag.empty())
+        fail(v_tok, "'" + v_tok.text + "' is not a thread variable; declare it with " + v_tok.text +
+                        " = T.env_thread(\"threadIdx.x\")");
+      Var thread = b->var;
+      expect_op(",", "after the thread variable of T.launch_thread");
+      PExpr extent = parse_expr();
+      expect_op(")", "to close T.launch_thread(...)");
+      if (extent.bare) extent = promote_to(extent, thread->dtype);
+      Stmt body = parse_block(with_tok, "with header");
+      return AttrStmt(thread, "thread_extent", extent.e, body, span(with_tok));
+    }
     if (what.text == "attr") {
       expect_op("(", "after T.attr");
       PExpr node = parse_expr();
@@ -1838,7 +1883,7 @@ class Parser {
       return true;
     }
     if (name == "env_thread" || name == "launch_thread")
-      fail(t_tok, "T." + name + " (GPU threads) is not supported; microtir compiles for CPUs and microcontrollers");
+      fail(t_tok, "T." + name + " declares a GPU thread variable: write it as a statement, x = T." + name + "(...)");
     return false;
   }
 

@@ -323,6 +323,20 @@ class Printer {
       }
       case StmtKind::AttrStmt: {
         const auto* op = as<AttrStmtNode>(s);
+        const auto* thread = as<VarNode>(op->node);
+        if (op->key == "thread_extent" && thread && !thread->thread_tag.empty()) {
+          // TVM's forms: `x = T.launch_thread("tag", n)` for the rest of the block, or
+          // `x = T.env_thread("tag")` then `with T.launch_thread(x, n):`.
+          const bool fresh = !names_.count(thread);
+          const std::string name = define(thread, thread->name);
+          if (last && fresh) {
+            line(name + " = T.launch_thread(" + quote(thread->thread_tag) + ", " + expr(op->value) + ")");
+            return stmt(op->body, true);
+          }
+          if (fresh) line(name + " = T.env_thread(" + quote(thread->thread_tag) + ")");
+          line("with T.launch_thread(" + name + ", " + expr(op->value) + "):");
+          return block(op->body);
+        }
         line("with T.attr(" + expr(op->node) + ", " + quote(op->key) + ", " + expr(op->value) + "):");
         return block(op->body);
       }

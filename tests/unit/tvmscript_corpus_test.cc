@@ -213,6 +213,23 @@ TEST(TvmScriptBugs, GpuThreadsAreRefusedByCodegenAndInterpreter) {
   }
   Inputs in = make_inputs(m.functions[0].second, {}, 1);
   EXPECT_THROW(interpret(m, "gpu_add", in.args), DiagnosticError);
+
+  IRModule launched = parse_module_or_throw(
+      read(fs::path(MICROTIR_SOURCE_DIR) / "tests/script/tvm/launch_thread.tir"), "launch_thread.tir");
+  for (const char* target : {"c", "llvm", "wasm"}) {
+    SCOPED_TRACE(target);
+    try {
+      build_for_target(launched, parse_target(target));
+      ADD_FAILURE() << "a launched GPU thread was compiled";
+    } catch (const DiagnosticError& e) {
+      EXPECT_NE(e.diagnostics().at(0).message.find("launches the GPU thread 'blockIdx.x' (T.launch_thread)"),
+                std::string::npos)
+          << e.diagnostics().at(0).message;
+      EXPECT_EQ(e.diagnostics().at(0).span.line, 9);
+    }
+  }
+  Inputs in2 = make_inputs(launched.functions[0].second, {}, 1);
+  EXPECT_THROW(interpret(launched, "gpu_scale", in2.args), DiagnosticError);
 }
 
 TEST(TvmScriptBugs, MainGetsALegalCSymbol) {
