@@ -17,6 +17,7 @@ const PassEntry kPassTable[] = {
     {VerifyWellFormed, true},
     {Simplify, true},
     {PlanMemory, false},
+    {ScalarizeVectors, false},
     {FlattenBuffer, false},
     {UnrollLoops, false},
     {HoistLoopInvariants, false},
@@ -63,9 +64,10 @@ std::vector<Pass> default_pipeline() {
   return v;
 }
 
-std::vector<Pass> lowering_pipeline(bool unpacked_api, bool hoist_loop_invariants) {
-  std::vector<std::string> names = {"verify_well_formed", "simplify", "plan_memory", "flatten_buffer", "unroll_loops",
-                                    "simplify"};
+std::vector<Pass> lowering_pipeline(bool unpacked_api, bool hoist_loop_invariants, bool scalarize_vectors) {
+  std::vector<std::string> names = {"verify_well_formed", "simplify", "plan_memory"};
+  if (scalarize_vectors) names.push_back("scalarize_vectors");
+  for (const char* n : {"flatten_buffer", "unroll_loops", "simplify"}) names.push_back(n);
   if (hoist_loop_invariants) names.push_back("hoist_loop_invariants");
   for (const char* n : {unpacked_api ? "make_unpacked_api" : "make_packed_api", "lower_call_tir", "lower_builtins",
                         "verify_well_formed"})

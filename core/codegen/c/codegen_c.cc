@@ -716,6 +716,13 @@ class FunctionEmitter {
         if (info && info->kind == OpInfo::Kind::kIntBinary) return int_binary(op);
         return math_call(op);
       }
+      case ExprKind::Ramp:
+      case ExprKind::Broadcast:
+      case ExprKind::Shuffle:
+      case ExprKind::Let:
+        // The lowering pipeline scalarizes these for C (scalarize_vectors).
+        user_error(e->span, std::string("the C backend emits scalar C99: a ") + expr_kind_name(e->kind) +
+                                " must be scalarized first (run the scalarize_vectors pass)");
     }
     internal_error(__FILE__, __LINE__, "unhandled expression kind");
   }

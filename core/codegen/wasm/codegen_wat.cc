@@ -639,6 +639,13 @@ class FunctionEmitter {
         if (info && info->kind == OpInfo::Kind::kIntBinary) return int_binary(c);
         return math_call(c);
       }
+      case ExprKind::Ramp:
+      case ExprKind::Broadcast:
+      case ExprKind::Shuffle:
+      case ExprKind::Let:
+        // The lowering pipeline scalarizes these for wasm (scalarize_vectors).
+        user_error(e->span, std::string("the wasm backend emits scalar code: a ") + expr_kind_name(e->kind) +
+                                " must be scalarized first (run the scalarize_vectors pass)");
     }
     internal_error(__FILE__, __LINE__, "unhandled expression kind");
   }
