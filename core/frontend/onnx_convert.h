@@ -5,6 +5,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -79,6 +80,23 @@ class OnnxConverter {
   const onnx::NodeProto* node_ = nullptr;
   std::set<std::string> attrs_read_;
 };
+
+// Shared by the op mappings (onnx_ops.cc, onnx_quant_ops.cc).
+// Every output after the first must be absent.
+void single_output(OnnxConverter& c);
+// The node has between lo and hi inputs (trailing empty names do not count).
+void expect_inputs(OnnxConverter& c, size_t lo, size_t hi);
+// The spatial window attributes shared by Conv and the pools, as explicit paddings.
+struct Window {
+  std::vector<int64_t> kernel, strides, dilations, pads;  // pads: [top, left, bottom, right]
+};
+// Reads kernel_shape, strides, dilations, pads and auto_pad (1-D windows as 2-D ones of
+// height 1; 3-D ones only with `three_d`).
+Window read_window(OnnxConverter& c, const std::string& data, std::vector<int64_t> kernel_from_weight,
+                   bool three_d = false);
+// The quantized operators (onnx_quant_ops.cc): QuantizeLinear, DequantizeLinear,
+// QLinearConv, QLinearMatMul, ConvInteger, MatMulInteger, DynamicQuantizeLinear.
+const std::map<std::string, std::function<void(OnnxConverter&)>>& onnx_quant_mappings();
 
 // Maps the converter's current node; throws for an unsupported op. (onnx_ops.cc)
 void convert_onnx_node(OnnxConverter& c);
