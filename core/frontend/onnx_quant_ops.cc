@@ -80,45 +80,6 @@ void affine(C& c, bool quantize) {
   c.emit(c.node().output(0), quantize ? "quantize_linear" : "dequantize_linear", {x, s, z}, {{"axis", axis}});
 }
 
-// ONNX's requantization multiplier m = x_scale * w_scale / y_scale in float32, as the
-// reference computes it, as (M, s) with m = M * 2^-s exactly (M < 2^24, s in [1, 62]).
-std::pair<int64_t, int64_t> onnx_multiplier(C& c, double xs, double ws, double ys) {
-  float m = static_cast<float>(xs) * static_cast<float>(ws);
-  m = m / static_cast<float>(ys);
-  if (!(m > 0) || !std::isfinite(m)) c.unsupported("the requantization multiplier x_scale * w_scale / y_scale is " + json(m).dump());
-  int e = 0;
-  double f = std::frexp(static_cast<double>(m), &e);  // m = f * 2^e, f in [0.5, 1)
-  int64_t mant = static_cast<int64_t>(std::ldexp(f, 24));  // exact: m is a float32
-  int64_t s = 24 - e;
-  // Trailing zero bits make the shift smaller (the same number).
-  while (s > 1 && mant % 2 == 0 && mant > 0) mant /= 2, --s;
-  if (s < 1) c.unsupported("a requantization multiplier of 2^23 or more (" + json(m).dump() + ")");
-  if (s > 62) return {0, 1};  // below 2^-38: |acc * m| < 2^-7, every product rounds to 0
-  return {mant, s};
-}
-
-// The int32 [T, 4] table of qlinear_conv / qlinear_matmul: (weight zero point, bias, M, s).
-std::string params_table(C& c, size_t channels, const std::vector<int64_t>& wzp, const std::vector<int64_t>& bias,
-                         const std::vector<std::pair<int64_t, int64_t>>& mult) {
-  size_t rows = std::max({wzp.size(), bias.size(), mult.size()});
-  if (rows != 1 && rows != channels) c.invalid("per-channel values for " + std::to_string(rows) + " channels; the output has " + std::to_string(channels));
-  for (const auto* v : {&wzp, &bias})
-    if (v->size() > 1 && v->size() != rows) c.invalid("per-channel values of different lengths");
-  if (mult.size() > 1 && mult.size() != rows) c.invalid("per-channel values of different lengths");
-  std::string name = c.temp("params");
-  NDArray a = NDArray::zeros(DataType::Int(32), {static_cast<int64_t>(rows), 4});
-  for (size_t r = 0; r < rows; ++r) {
-    int64_t base = static_cast<int64_t>(r) * 4;
-    a.set_int(base, wzp.empty() ? 0 : wzp[wzp.size() == 1 ? 0 : r]);
-    a.set_int(base + 1, bias.empty() ? 0 : bias[bias.size() == 1 ? 0 : r]);
-    auto mr = mult.empty() ? std::pair<int64_t, int64_t>{0, 1} : mult[mult.size() == 1 ? 0 : r];
-    a.set_int(base + 2, mr.first);
-    a.set_int(base + 3, mr.second);
-  }
-  c.add_constant(name, std::move(a));
-  return name;
-}
-
 // The data's zero point: a single value of the data's type.
 int64_t data_zero_point(C& c, size_t i, const std::string& role, DataType data_type) {
   DataType zt;
@@ -206,6 +167,45 @@ void dynamic_quantize(C& c) {
 }
 
 }  // namespace
+
+// ONNX's requantization multiplier m = x_scale * w_scale / y_scale in float32, as the
+// reference computes it, as (M, s) with m = M * 2^-s exactly (M < 2^24, s in [1, 62]).
+std::pair<int64_t, int64_t> onnx_multiplier(C& c, double xs, double ws, double ys) {
+  float m = static_cast<float>(xs) * static_cast<float>(ws);
+  m = m / static_cast<float>(ys);
+  if (!(m > 0) || !std::isfinite(m)) c.unsupported("the requantization multiplier x_scale * w_scale / y_scale is " + json(m).dump());
+  int e = 0;
+  double f = std::frexp(static_cast<double>(m), &e);  // m = f * 2^e, f in [0.5, 1)
+  int64_t mant = static_cast<int64_t>(std::ldexp(f, 24));  // exact: m is a float32
+  int64_t s = 24 - e;
+  // Trailing zero bits make the shift smaller (the same number).
+  while (s > 1 && mant % 2 == 0 && mant > 0) mant /= 2, --s;
+  if (s < 1) c.unsupported("a requantization multiplier of 2^23 or more (" + json(m).dump() + ")");
+  if (s > 62) return {0, 1};  // below 2^-38: |acc * m| < 2^-7, every product rounds to 0
+  return {mant, s};
+}
+
+// The int32 [T, 4] table of qlinear_conv / qlinear_matmul: (weight zero point, bias, M, s).
+std::string params_table(C& c, size_t channels, const std::vector<int64_t>& wzp, const std::vector<int64_t>& bias,
+                         const std::vector<std::pair<int64_t, int64_t>>& mult) {
+  size_t rows = std::max({wzp.size(), bias.size(), mult.size()});
+  if (rows != 1 && rows != channels) c.invalid("per-channel values for " + std::to_string(rows) + " channels; the output has " + std::to_string(channels));
+  for (const auto* v : {&wzp, &bias})
+    if (v->size() > 1 && v->size() != rows) c.invalid("per-channel values of different lengths");
+  if (mult.size() > 1 && mult.size() != rows) c.invalid("per-channel values of different lengths");
+  std::string name = c.temp("params");
+  NDArray a = NDArray::zeros(DataType::Int(32), {static_cast<int64_t>(rows), 4});
+  for (size_t r = 0; r < rows; ++r) {
+    int64_t base = static_cast<int64_t>(r) * 4;
+    a.set_int(base, wzp.empty() ? 0 : wzp[wzp.size() == 1 ? 0 : r]);
+    a.set_int(base + 1, bias.empty() ? 0 : bias[bias.size() == 1 ? 0 : r]);
+    auto mr = mult.empty() ? std::pair<int64_t, int64_t>{0, 1} : mult[mult.size() == 1 ? 0 : r];
+    a.set_int(base + 2, mr.first);
+    a.set_int(base + 3, mr.second);
+  }
+  c.add_constant(name, std::move(a));
+  return name;
+}
 
 const std::map<std::string, std::function<void(OnnxConverter&)>>& onnx_quant_mappings() {
   static const std::map<std::string, std::function<void(OnnxConverter&)>> m = {

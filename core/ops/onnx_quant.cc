@@ -15,6 +15,7 @@
 // m is a float32, so m = M * 2^-s with a 24-bit M, and acc * M is exact in int64; the
 // product is rounded half to even by the shift. That is not TFLite's fixed-point
 // requantization (core/ops/quant_util.h), which rounds twice and can differ by one.
+#include <algorithm>
 #include <cmath>
 
 #include "ops/op_util.h"
@@ -134,6 +135,7 @@ struct Requant {
   DataType out = kI32;
   int32_t output_zero_point = 0;
   int32_t data_zero_point = 0;
+  bool relu = false;  // a folded Relu (QDQ): the output is at least its zero point (real 0)
 };
 
 Requant read_requant(const std::string& op, const AttrReader& r, const TensorType& data, const TensorType& params,
@@ -143,6 +145,8 @@ Requant read_requant(const std::string& op, const AttrReader& r, const TensorTyp
   q.out = dt == "int32" ? kI32 : dt == "int8" ? DataType::Int(8) : DataType::UInt(8);
   q.data_zero_point = static_cast<int32_t>(r.get_int("data_zero_point", 0));
   q.output_zero_point = static_cast<int32_t>(r.get_int("output_zero_point", 0));
+  q.relu = r.get_bool("relu", false);
+  if (q.relu && q.out == kI32) r.bad("relu", "false with output_dtype \"int32\"");
   if (q.data_zero_point < q_lo(data.dtype) || q.data_zero_point > q_hi(data.dtype))
     r.bad("data_zero_point", "a value of the data's type " + data.dtype.str());
   if (q.out != kI32 && (q.output_zero_point < q_lo(q.out) || q.output_zero_point > q_hi(q.out)))
@@ -169,14 +173,15 @@ Expr requantize(const Requant& q, Expr acc, const Buffer& params, Expr row) {
                    Binary(ExprKind::And, Binary(ExprKind::EQ, rem, half), odd));
   Expr y = Binary(ExprKind::Add, fl, Select(up, one, IntImm(kI64, 0)));
   y = Binary(ExprKind::Add, y, IntImm(kI64, q.output_zero_point));
-  y = Binary(ExprKind::Min, Binary(ExprKind::Max, y, IntImm(kI64, q_lo(q.out))), IntImm(kI64, q_hi(q.out)));
+  int32_t lo = q.relu ? std::max(q_lo(q.out), q.output_zero_point) : q_lo(q.out);
+  y = Binary(ExprKind::Min, Binary(ExprKind::Max, y, IntImm(kI64, lo)), IntImm(kI64, q_hi(q.out)));
   return Cast(q.out, y);
 }
 
 // ---- qlinear_conv ---------------------------------------------------------------------
 
-const std::vector<std::string> kConvAttrs = {"strides", "padding", "dilation", "groups", "data_zero_point",
-                                             "output_zero_point", "output_dtype"};
+const std::vector<std::string> kConvAttrs = {"strides",         "padding",          "dilation", "groups", "data_zero_point",
+                                             "output_zero_point", "output_dtype", "relu"};
 
 struct QConv {
   int64_t n, c, h, w, o, cg, kh, kw, groups, sh, sw, dh, dw, pt, pl, oh, ow;
@@ -259,7 +264,7 @@ struct QMatmul {
 
 QMatmul qmatmul_params(const std::vector<TensorType>& in, const json& attrs) {
   const std::string op = "qlinear_matmul";
-  AttrReader r(op, attrs, {"data_zero_point", "output_zero_point", "output_dtype"});
+  AttrReader r(op, attrs, {"data_zero_point", "output_zero_point", "output_dtype", "relu"});
   if (in.size() != 3) fail(op, "expected 3 inputs (A, B, params), got " + std::to_string(in.size()));
   need_dtype(op, in[0], "A", is_q8(in[0].dtype), "int8 or uint8");
   need_dtype(op, in[1], "B", is_q8(in[1].dtype), "int8 or uint8");
