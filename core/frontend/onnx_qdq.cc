@@ -18,6 +18,7 @@
 // float32) with zero point 0, one consumer along the chain. Anything else stays float,
 // and a note says why. Planning happens before conversion, so the DQ, Relu and Q nodes a
 // group absorbs are never emitted.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -316,7 +317,9 @@ void convert_matrix(OnnxConverter& c, const QdqGroup& g) {
   nlohmann::json attrs = {{"data_zero_point", x.zero_point[0]},
                           {"output_zero_point", y.zero_point[0]},
                           {"output_dtype", yt.str()},
-                          {"relu", g.relu != nullptr}};
+                          {"relu", g.relu != nullptr},
+                          {"symmetric_weights", std::all_of(w.zero_point.begin(), w.zero_point.end(),
+                                                            [](int64_t z) { return z == 0; })}};
   const std::string out = qn.output(0);
   if (conv) {
     if (c.type_of(xq).shape.size() != 4) c.unsupported("QDQ Conv on data of rank " + std::to_string(c.type_of(xq).shape.size()));

@@ -125,6 +125,7 @@ void qconv(C& c, bool linear) {
     attrs["output_dtype"] = yzt.str();
   }
   std::string params = params_table(c, static_cast<size_t>(o), wzp, bias, mult);
+  attrs["symmetric_weights"] = std::all_of(wzp.begin(), wzp.end(), [](int64_t z) { return z == 0; });
   c.emit(c.node().output(0), "qlinear_conv", {x, w, params}, attrs);
 }
 
@@ -156,6 +157,7 @@ void qmatmul(C& c, bool linear) {
     attrs["output_dtype"] = yzt.str();
   }
   std::string params = params_table(c, static_cast<size_t>(n), bzp, {}, mult);
+  attrs["symmetric_weights"] = std::all_of(bzp.begin(), bzp.end(), [](int64_t z) { return z == 0; });
   c.emit(c.node().output(0), "qlinear_matmul", {a, b, params}, attrs);
 }
 

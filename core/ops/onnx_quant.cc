@@ -180,11 +180,13 @@ Expr requantize(const Requant& q, Expr acc, const Buffer& params, Expr row) {
 
 // ---- qlinear_conv ---------------------------------------------------------------------
 
-const std::vector<std::string> kConvAttrs = {"strides",         "padding",          "dilation", "groups", "data_zero_point",
-                                             "output_zero_point", "output_dtype", "relu"};
+const std::vector<std::string> kConvAttrs = {"strides",           "padding",      "dilation", "groups",
+                                             "data_zero_point",   "output_zero_point", "output_dtype", "relu",
+                                             "symmetric_weights"};
 
 struct QConv {
-  int64_t n, c, h, w, o, cg, kh, kw, groups, sh, sw, dh, dw, pt, pl, oh, ow;
+  int64_t n, c, h, w, o, cg, kh, kw, groups, sh, sw, dh, dw, pt, pl, pb, pr, oh, ow;
+  bool symmetric;  // every weight zero point is 0: nothing to subtract
   Requant q;
 };
 
@@ -209,7 +211,8 @@ QConv qconv_params(const std::vector<TensorType>& in, const json& attrs) {
     fail(op, "the weight " + shape_str(wt) + " and groups = " + std::to_string(p.groups) + " do not fit the data " +
                  shape_str(d));
   p.sh = strides[0], p.sw = strides[1], p.dh = dilation[0], p.dw = dilation[1];
-  p.pt = padding[0], p.pl = padding[1];
+  p.pt = padding[0], p.pl = padding[1], p.pb = padding[2], p.pr = padding[3];
+  p.symmetric = r.get_bool("symmetric_weights", false);
   int64_t eh = p.dh * (p.kh - 1) + 1, ew = p.dw * (p.kw - 1) + 1;
   int64_t ph = p.h + padding[0] + padding[2], pw = p.w + padding[1] + padding[3];
   if (eh > ph || ew > pw) fail(op, "the dilated kernel is larger than the padded input");
@@ -241,17 +244,28 @@ PrimFunc qconv_build(const std::string& fname, const std::vector<TensorType>& in
   Expr row = in[2].shape[0] == 1 ? ci(0) : oc;
   int64_t og = p.o / p.groups;
   Expr ic = p.groups == 1 ? rc : add(mul(floordiv(oc, ci(og)), ci(p.cg)), rc);
-  Expr ih = sub(add(mul(oh, ci(p.sh)), mul(rh, ci(p.dh))), ci(p.pt));
-  Expr iw = sub(add(mul(ow, ci(p.sw)), mul(rw, ci(p.dw))), ci(p.pl));
-  Expr inside = and_(and_(ge(ih, ci(0)), lt(ih, ci(p.h))), and_(ge(iw, ci(0)), lt(iw, ci(p.w))));
-  Expr x = sub(Cast(kI32, load(data, {n, ic, ih, iw})), ci(p.q.data_zero_point));
-  Expr xv = lazy_select(inside, x, ci(0));
-  Expr wv = sub(Cast(kI32, load(weight, {oc, rc, rh, rw})), load(params, {row, ci(0)}));
+  Expr y = add(mul(oh, ci(p.sh)), mul(rh, ci(p.dh))), x = add(mul(ow, ci(p.sw)), mul(rw, ci(p.dw)));
+  // With padding, the input is first copied into a scratch buffer bordered with its zero
+  // point (one byte per element), so the multiply-adds read it without bound checks.
+  bool padded = p.pt > 0 || p.pl > 0 || p.pb > 0 || p.pr > 0;
+  int64_t rows = (p.oh - 1) * p.sh + (p.kh - 1) * p.dh + 1, cols = (p.ow - 1) * p.sw + (p.kw - 1) * p.dw + 1;
+  Buffer src = padded ? scratch("data_pad", {p.n, p.c, rows, cols}, in[0].dtype) : data;
+  Expr xv = sub(Cast(kI32, load(src, {n, ic, y, x})), ci(p.q.data_zero_point));
+  Expr wv = Cast(kI32, load(weight, {oc, rc, rh, rw}));
+  if (!p.symmetric) wv = sub(wv, load(params, {row, ci(0)}));
   Stmt init = store(acc, load(params, {row, ci(1)}), {ci(0)});
   Stmt update = store(acc, add(load(acc, {ci(0)}), mul(xv, wv)), {ci(0)});
   Stmt fin = store(o, requantize(p.q, load(acc, {ci(0)}), params, row), {n, oc, oh, ow});
   Stmt body = outer.wrap(SeqStmt({init, red.wrap(update), fin}));
-  return fb.finish(fname, Allocate(acc, "global", body));
+  // Both scratch buffers are allocated at the top, where PlanMemory places them.
+  if (!padded) return fb.finish(fname, Allocate(acc, "local", body));
+  LoopNest fill;
+  Expr fn = fill.axis("n", p.n), fc = fill.axis("c", p.c), fy = fill.axis("y", rows), fx = fill.axis("x", cols);
+  Expr iy = sub(fy, ci(p.pt)), ix = sub(fx, ci(p.pl));
+  Expr inside = and_(and_(ge(iy, ci(0)), lt(iy, ci(p.h))), and_(ge(ix, ci(0)), lt(ix, ci(p.w))));
+  Stmt copy = store(src, lazy_select(inside, load(data, {fn, fc, iy, ix}), IntImm(in[0].dtype, p.q.data_zero_point)),
+                    {fn, fc, fy, fx});
+  return fb.finish(fname, Allocate(src, "global", Allocate(acc, "local", SeqStmt({fill.wrap(copy), body}))));
 }
 
 // ---- qlinear_matmul ---------------------------------------------------------------------
@@ -259,12 +273,13 @@ PrimFunc qconv_build(const std::string& fname, const std::vector<TensorType>& in
 struct QMatmul {
   std::vector<int64_t> out;  // batch..., m, n
   int64_t k;
+  bool symmetric;  // every zero point of B is 0
   Requant q;
 };
 
 QMatmul qmatmul_params(const std::vector<TensorType>& in, const json& attrs) {
   const std::string op = "qlinear_matmul";
-  AttrReader r(op, attrs, {"data_zero_point", "output_zero_point", "output_dtype", "relu"});
+  AttrReader r(op, attrs, {"data_zero_point", "output_zero_point", "output_dtype", "relu", "symmetric_weights"});
   if (in.size() != 3) fail(op, "expected 3 inputs (A, B, params), got " + std::to_string(in.size()));
   need_dtype(op, in[0], "A", is_q8(in[0].dtype), "int8 or uint8");
   need_dtype(op, in[1], "B", is_q8(in[1].dtype), "int8 or uint8");
@@ -284,6 +299,7 @@ QMatmul qmatmul_params(const std::vector<TensorType>& in, const json& attrs) {
   p.out.push_back(a[a.size() - 2]);
   p.out.push_back(b.back());
   p.q = read_requant(op, r, in[0], in[2], b.back());
+  p.symmetric = r.get_bool("symmetric_weights", false);
   return p;
 }
 
@@ -320,11 +336,12 @@ PrimFunc qmatmul_build(const std::string& fname, const std::vector<TensorType>& 
   oidx.push_back(j);
   Expr row = in[2].shape[0] == 1 ? ci(0) : j;
   Expr x = sub(Cast(kI32, load(a, operand_index(in[0].shape, i, kk))), ci(p.q.data_zero_point));
-  Expr w = sub(Cast(kI32, load(b, operand_index(in[1].shape, kk, j))), load(params, {row, ci(0)}));
+  Expr w = Cast(kI32, load(b, operand_index(in[1].shape, kk, j)));
+  if (!p.symmetric) w = sub(w, load(params, {row, ci(0)}));
   Stmt init = store(acc, load(params, {row, ci(1)}), {ci(0)});
   Stmt update = store(acc, add(load(acc, {ci(0)}), mul(x, w)), {ci(0)});
   Stmt fin = store(o, requantize(p.q, load(acc, {ci(0)}), params, row), oidx);
-  return fb.finish(fname, Allocate(acc, "global", outer.wrap(SeqStmt({init, red.wrap(update), fin}))));
+  return fb.finish(fname, Allocate(acc, "local", outer.wrap(SeqStmt({init, red.wrap(update), fin}))));
 }
 
 // ---- dynamic_quantize_linear ------------------------------------------------------------
