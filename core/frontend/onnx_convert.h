@@ -24,10 +24,10 @@ class OnnxConverter;
 
 // QDQ folding (onnx_qdq.cc): DequantizeLinear -> op [-> Relu] -> QuantizeLinear groups
 // that become one integer kernel (`kMatrix`: Conv, Gemm, MatMul as qlinear_conv /
-// qlinear_matmul) or run on the quantized tensor as they are (`kPassThrough`: MaxPool and
+// qlinear_matmul; `kAdd`: Add as qlinear_add) or run on the quantized tensor as they are (`kPassThrough`: MaxPool and
 // the data movement ops, when input and output share scale and zero point).
 struct QdqGroup {
-  enum class Kind { kMatrix, kPassThrough } kind = Kind::kMatrix;
+  enum class Kind { kMatrix, kPassThrough, kAdd } kind = Kind::kMatrix;
   const onnx::NodeProto* op = nullptr;
   const onnx::NodeProto* relu = nullptr;            // a Relu between op and quant, or null
   const onnx::NodeProto* quant = nullptr;

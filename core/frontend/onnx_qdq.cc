@@ -9,6 +9,8 @@
 // QOperator form (QLinearConv, QLinearMatMul) computes: the exact int32 accumulator,
 // then ONNX's requantization (round half to even of acc * x_scale * w_scale / y_scale).
 // That is the meaning QDQ stands for; the float graph computes it up to float rounding.
+// Add (two dequantized inputs) becomes qlinear_add: the float graph's own float32 steps
+// fused, so the same bits without the float intermediates.
 // MaxPool and the data movement ops (Flatten, Reshape, Transpose, Squeeze, Unsqueeze)
 // between a DQ and a Q of the same scale and zero point run on the quantized tensor as
 // they are (max and moves commute with a monotone quantization).
@@ -198,6 +200,22 @@ bool pass_through_exact(OnnxConverter& c, const QdqGroup& g, std::string* why) {
   return same;
 }
 
+bool add_group_exact(OnnxConverter& c, const QdqGroup& g, std::string* why) {
+  Affine a, b, y;
+  if (!read_affine(c, *g.dequant[0], &a, why) || !read_affine(c, *g.dequant[1], &b, why) ||
+      !read_affine(c, *g.quant, &y, why))
+    return false;
+  if (a.scale.size() != 1 || b.scale.size() != 1 || y.scale.size() != 1) {
+    *why = "per-axis scales";
+    return false;
+  }
+  if (y.zero_given && !is_q8(y.zero_type)) {
+    *why = "the output is quantized to " + y.zero_type.str();
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 QdqPlan plan_qdq(OnnxConverter& c, const onnx::GraphProto& graph, const std::vector<const Node*>& order) {
@@ -213,18 +231,19 @@ QdqPlan plan_qdq(OnnxConverter& c, const onnx::GraphProto& graph, const std::vec
   int kept_float = 0;
   for (const Node* n : order) {
     bool matrix = matrix_ops().count(n->op_type()) > 0;
+    bool is_add = n->op_type() == "Add";
     if (!dequant_of(w, *n, 0) || n->op_type() == "QuantizeLinear") continue;  // a float op of a float model
-    if (!matrix && !pass_through_ops().count(n->op_type())) {
+    if (!matrix && !is_add && !pass_through_ops().count(n->op_type())) {
       c.note("QDQ: node " + label(*n) + " stays float: no integer kernel for " + n->op_type() + " folds");
       ++kept_float;
       continue;
     }
     QdqGroup g;
-    g.kind = matrix ? QdqGroup::Kind::kMatrix : QdqGroup::Kind::kPassThrough;
+    g.kind = matrix ? QdqGroup::Kind::kMatrix : is_add ? QdqGroup::Kind::kAdd : QdqGroup::Kind::kPassThrough;
     g.op = n;
     std::string why;
     const Node* next = n->output_size() == 1 ? single_consumer(w, n->output(0)) : nullptr;
-    if (matrix && next && next->op_type() == "Relu") {
+    if ((matrix || is_add) && next && next->op_type() == "Relu") {
       g.relu = next;
       next = single_consumer(w, next->output(0));
     }
@@ -232,10 +251,12 @@ QdqPlan plan_qdq(OnnxConverter& c, const onnx::GraphProto& graph, const std::vec
       why = "its output is not quantized (no single QuantizeLinear after it)";
     } else {
       g.quant = next;
-      int inputs = matrix ? std::min(n->input_size(), 3) : 1;
+      int inputs = matrix ? std::min(n->input_size(), 3) : is_add ? 2 : 1;
       for (int i = 0; i < inputs; ++i) g.dequant.push_back(dequant_of(w, *n, i));
       if (matrix && !g.dequant[1]) why = "its weight is not dequantized";
+      else if (is_add && !g.dequant[1]) why = "its second input is not dequantized";
       else if (matrix) matrix_group_exact(c, g, &why);
+      else if (is_add) add_group_exact(c, g, &why);
       else pass_through_exact(c, g, &why);
     }
     if (!why.empty()) {
@@ -343,10 +364,28 @@ void convert_matrix(OnnxConverter& c, const QdqGroup& g) {
   c.emit(out, "qlinear_matmul", {xq, wname, params}, attrs);
 }
 
+// Add: qlinear_add, the float graph's arithmetic fused (bit-identical to it).
+void convert_add(OnnxConverter& c, const QdqGroup& g) {
+  Affine a, b, y;
+  std::string why;
+  read_affine(c, *g.dequant[0], &a, &why);
+  read_affine(c, *g.dequant[1], &b, &why);
+  read_affine(c, *g.quant, &y, &why);
+  std::string aq = c.resolved(g.dequant[0]->input(0)), bq = c.resolved(g.dequant[1]->input(0));
+  for (const auto& in : {aq, bq})
+    if (!is_q8(c.type_of(in).dtype)) c.invalid("the dequantized input '" + in + "' is not int8 or uint8");
+  DataType yt = y.zero_given ? y.zero_type : DataType::UInt(8);
+  c.emit(g.quant->output(0), "qlinear_add", {aq, bq},
+         {{"a_scale", a.scale[0]}, {"a_zero_point", a.zero_point[0]}, {"b_scale", b.scale[0]},
+          {"b_zero_point", b.zero_point[0]}, {"output_scale", y.scale[0]}, {"output_zero_point", y.zero_point[0]},
+          {"output_dtype", yt.str()}, {"relu", g.relu != nullptr}});
+}
+
 }  // namespace
 
 void convert_qdq_group(OnnxConverter& c, const QdqGroup& g) {
   if (g.kind == QdqGroup::Kind::kMatrix) return convert_matrix(c, g);
+  if (g.kind == QdqGroup::Kind::kAdd) return convert_add(c, g);
   // The op itself, on the quantized tensor: its DQ's output is the quantized input, and
   // the Q's output is its result.
   c.alias(g.dequant[0]->output(0), g.dequant[0]->input(0));

@@ -344,6 +344,79 @@ PrimFunc qmatmul_build(const std::string& fname, const std::vector<TensorType>& 
   return fb.finish(fname, Allocate(acc, "local", outer.wrap(SeqStmt({init, red.wrap(update), fin}))));
 }
 
+// ---- qlinear_add ------------------------------------------------------------------------
+// A folded QDQ Add: y = saturate(round_half_even((dequant(a) + dequant(b)) / y_scale) + y_zp),
+// every step in float32 in the order of the float graph it replaces (DQ, Add, Q), so the
+// result is that graph's to the bit; only the float intermediates are gone. Inputs
+// broadcast as in numpy.
+
+struct QAdd {
+  double sa, sb, so;
+  int32_t za, zb, zo;
+  bool relu;
+  DataType out;
+  std::vector<int64_t> shape;
+};
+
+QAdd qadd_params(const std::vector<TensorType>& in, const json& attrs) {
+  const std::string op = "qlinear_add";
+  AttrReader r(op, attrs, {"a_scale", "a_zero_point", "b_scale", "b_zero_point", "output_scale", "output_zero_point",
+                           "output_dtype", "relu"});
+  if (in.size() != 2) fail(op, "expected 2 inputs (a, b), got " + std::to_string(in.size()));
+  need_dtype(op, in[0], "a", is_q8(in[0].dtype), "int8 or uint8");
+  need_dtype(op, in[1], "b", is_q8(in[1].dtype), "int8 or uint8");
+  QAdd p;
+  auto scale = [&](const std::string& key) {
+    double v = r.get_float(key, 0);
+    if (!(static_cast<float>(v) > 0)) r.bad(key, "a number > 0");
+    return v;
+  };
+  p.sa = scale("a_scale"), p.sb = scale("b_scale"), p.so = scale("output_scale");
+  p.za = static_cast<int32_t>(r.get_int("a_zero_point", 0));
+  p.zb = static_cast<int32_t>(r.get_int("b_zero_point", 0));
+  p.zo = static_cast<int32_t>(r.get_int("output_zero_point", 0));
+  p.out = r.get_string("output_dtype", "uint8", {"int8", "uint8"}) == "int8" ? DataType::Int(8) : DataType::UInt(8);
+  p.relu = r.get_bool("relu", false);
+  const auto& a = in[0].shape;
+  const auto& b = in[1].shape;
+  size_t rank = std::max(a.size(), b.size());
+  for (size_t k = 0; k < rank; ++k) {
+    int64_t da = k < rank - a.size() ? 1 : a[k - (rank - a.size())];
+    int64_t db = k < rank - b.size() ? 1 : b[k - (rank - b.size())];
+    if (da != db && da != 1 && db != 1) fail(op, "shapes " + shape_str(a) + " and " + shape_str(b) + " do not broadcast");
+    p.shape.push_back(std::max(da, db));
+  }
+  return p;
+}
+
+TensorType qadd_infer(const std::vector<TensorType>& in, const json& attrs) {
+  QAdd p = qadd_params(in, attrs);
+  return TensorType{p.out, p.shape};
+}
+
+PrimFunc qadd_build(const std::string& fname, const std::vector<TensorType>& in, const TensorType& out,
+                    const json& attrs) {
+  QAdd p = qadd_params(in, attrs);
+  FuncBuilder fb;
+  Buffer a = fb.param("a", in[0].shape, in[0].dtype);
+  Buffer b = fb.param("b", in[1].shape, in[1].dtype);
+  Buffer o = fb.param("out", out.shape, out.dtype);
+  LoopNest nest;
+  std::vector<Expr> idx;
+  for (size_t k = 0; k < out.shape.size(); ++k) idx.push_back(nest.axis("i" + std::to_string(k), out.shape[k]));
+  auto operand = [&](const Buffer& buf, const std::vector<int64_t>& shape, int32_t zp, double scale) {
+    std::vector<Expr> i;
+    size_t skip = out.shape.size() - shape.size();
+    for (size_t k = 0; k < shape.size(); ++k) i.push_back(shape[k] == 1 ? ci(0) : idx[skip + k]);
+    return mul(Cast(kF32, sub(Cast(kI32, load(buf, i)), ci(zp))), cf(scale));
+  };
+  Expr sum = add(operand(a, in[0].shape, p.za, p.sa), operand(b, in[1].shape, p.zb, p.sb));
+  Expr v = add(round_half_even(fdiv(sum, cf(p.so))), cf(p.zo));
+  double lo = p.relu ? std::max<double>(q_lo(p.out), p.zo) : q_lo(p.out);
+  Expr y = Cast(p.out, min_(max_(v, cf(lo)), cf(q_hi(p.out))));
+  return fb.finish(fname, nest.wrap(store(o, y, idx)));
+}
+
 // ---- dynamic_quantize_linear ------------------------------------------------------------
 // ONNX's DynamicQuantizeLinear (uint8): x_min = min(0, min x), x_max = max(0, max x),
 // scale = (x_max - x_min) / 255, zero_point = saturate(round_half_even(-x_min / scale)),
@@ -408,6 +481,7 @@ void register_onnx_quant_ops(std::vector<OpDef>& ops) {
                       }});
   ops.push_back(OpDef{"qlinear_conv", qconv_infer, qconv_build});
   ops.push_back(OpDef{"qlinear_matmul", qmatmul_infer, qmatmul_build});
+  ops.push_back(OpDef{"qlinear_add", qadd_infer, qadd_build});
   ops.push_back(OpDef{"dynamic_quantize_linear", dynq_infer, dynq_build});
 }
 

@@ -187,8 +187,8 @@ acc2 = (pq.reshape(1, 12).astype(np.int64) + 10) @ w2.astype(np.int64)
 m.save("chain_conv_pool_matmul", x, requantize(acc2, s1, ws2, ys, 3, np.int8),
        ["QDQ: 4 group(s) folded to integer kernels (2 qlinear_conv/qlinear_matmul), 0 kept float"])
 
-# Groups that stay float (a note each), exact as float32: Add of two quantized
-# tensors and an AveragePool.
+# An Add of two quantized tensors (folded to qlinear_add: the float32 steps of the float
+# graph fused) and an AveragePool (kept float, a note), both exact as float32.
 m = Model()
 x = rng.standard_normal((1, 2, 4, 4)).astype(f32)
 sa, za, sb, zb = f32(0.02), np.uint8(100), f32(0.05), np.uint8(30)
@@ -205,6 +205,6 @@ sq = quantize(a + b, so, zo, np.uint8)
 win = dequantize(sq, so, 128).reshape(1, 2, 2, 2, 2, 2)  # n, c, oh, kh, ow, kw
 avg = (((win[:, :, :, 0, :, 0] + win[:, :, :, 0, :, 1]) + win[:, :, :, 1, :, 0]) + win[:, :, :, 1, :, 1]) / f32(4)
 # The float32 sums in the kernel's order (row by row in the window), then the division.
-m.save("add_avgpool_float", x, quantize(avg, so, zo, np.uint8),
-       ["QDQ: node 'sum' (Add) stays float: no integer kernel for Add folds",
-        "QDQ: node 'avg' (AveragePool) stays float: no integer kernel for AveragePool folds"])
+m.save("add_folded_avgpool_float", x, quantize(avg, so, zo, np.uint8),
+       ["QDQ: node 'avg' (AveragePool) stays float: no integer kernel for AveragePool folds",
+        "QDQ: 1 group(s) folded to integer kernels (0 qlinear_conv/qlinear_matmul), 1 kept float"])
