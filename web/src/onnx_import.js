@@ -875,6 +875,17 @@ function globalMaxPool(c) {
   c.emit(out0(c), 'max_pool2d', [c.input(0)], { pool_size: [shape[2], shape[3]] });
 }
 
+// DynamicQuantizeLinear: one dynamic_quantize_linear node per output, as the C++
+// converter (core/frontend/onnx_quant_ops.cc) writes it. The other quantized operators
+// need compile-time scales, which the node tests give as inputs: refused here and there.
+function dynamicQuantizeLinear(c) {
+  expectInputs(c, 1, 1);
+  const names = ['y', 'scale', 'zero_point'];
+  c.node.output.forEach((o, k) => {
+    if (o && k < 3) c.emit(o, 'dynamic_quantize_linear', [c.input(0)], { output: names[k] });
+  });
+}
+
 function scalarOrList(dtype, values, scalar) {
   const conv = dtype === 'float32' ? Math.fround : (x) => x;
   return { dtype, shape: scalar ? [] : [values.length], values: values.map(conv) };
@@ -954,6 +965,7 @@ const kMappings = {
   Conv: conv,
   Div: (c) => binary(c, 'div'),
   Dropout: dropout,
+  DynamicQuantizeLinear: dynamicQuantizeLinear,
   Exp: (c) => unary(c, 'exp'),
   Flatten: flatten,
   Gemm: gemm,
