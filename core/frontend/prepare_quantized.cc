@@ -52,12 +52,6 @@ void prepare_matmul_node(Graph& g, GraphNode& node, const ScheduleOptions& opts,
   const bool const_weight = wit != g.constants.end() && wit->second.dtype == kI8;
   const int64_t channels = node.type.shape.back();
   const int64_t groups = conv ? node.attrs.value("groups", int64_t{1}) : 1;
-  // Depthwise with one output per input channel (weight [C, KH, KW, 1]): its windows
-  // take SMLAD over pairs of taps on a CPU with the DSP extension.
-  const bool depthwise = conv && groups == channels && node.inputs.size() > 1 &&
-                         g.type_of(node.inputs[1]).shape.size() == 4 && g.type_of(node.inputs[1]).shape[3] == 1 &&
-                         g.type_of(node.inputs[0]).shape.size() == 4 && g.type_of(node.inputs[0]).shape[3] == channels;
-  if (depthwise && opts.smlad && opts.dw_tap_pairs) sched["dw_tap_pairs"] = true;
 
   // Per-channel multipliers and shifts (TFLite's QuantizeMultiplier) as an int32 table:
   // [O, 3] (multiplier, r - 1, 1 << (r - 2)) when every channel's right shift r is at

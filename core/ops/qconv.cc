@@ -15,11 +15,7 @@
 //                    SMLAD; a portable expression elsewhere);
 //   sxtb16           with smlad, the weights stay int8, four to a word, and SXTB16
 //                    widens them into int16 pairs in registers: half the weight flash
-//                    for one extra instruction per two multiply-accumulate pairs;
-//   dw_tap_pairs     depthwise (one output per channel): the window's taps in pairs,
-//                    each pair of inputs packed into one word against the
-//                    channel's weight pairs, packed once per channel and kept in
-//                    registers while the window slides: one SMLAD per two taps.
+//                    for one extra instruction per two multiply-accumulate pairs.
 // Depthwise convolutions (groups == channels) run channel by channel over the kernel
 // window; other grouped convolutions take the plain loop nest.
 #include <algorithm>
@@ -38,7 +34,7 @@ using json = nlohmann::json;
 const DataType kI8 = DataType::Int(8), kI16 = DataType::Int(16), kI32 = DataType::Int(32);
 
 struct Schedule {
-  bool fold_zero_point = false, block = false, unroll = false, smlad = false, sxtb16 = false, dw_tap_pairs = false;
+  bool fold_zero_point = false, block = false, unroll = false, smlad = false, sxtb16 = false;
   // Packed weight words per output channel for a reduction of length k.
   int64_t weight_words(int64_t k) const { return smlad ? packed_weight_words(k, sxtb16) : k; }
 };
@@ -56,7 +52,6 @@ Schedule read_schedule(const std::string& op, const AttrReader& r) {
     else if (key == "unroll") s.unroll = on;
     else if (key == "smlad") s.smlad = on;
     else if (key == "sxtb16") s.sxtb16 = on;
-    else if (key == "dw_tap_pairs") s.dw_tap_pairs = on;
     else if (key != "hoist") fail(op, "unknown schedule '" + key + "' (known: " + schedule_names() + ")");
   }
   return s;
@@ -215,8 +210,6 @@ QConv qconv_params(const std::vector<TensorType>& in, const json& attrs) {
   p.sched = read_schedule(op, r);
   check_packing(op, p.sched, p.inputs, in[1].shape, p.o, p.k());
   if (p.sched.smlad && p.groups != 1) fail(op, "schedule 'smlad' applies to convolutions with groups == 1");
-  if (p.sched.dw_tap_pairs && !(p.cg == 1 && p.groups == p.c && p.o == p.c))
-    fail(op, "schedule 'dw_tap_pairs' applies to depthwise convolutions with one output per input channel");
   return p;
 }
 
@@ -500,46 +493,7 @@ PrimFunc qconv_build(const std::string& fname, const std::vector<TensorType>& in
     return Allocate(acc, "local", SeqStmt({init, window, fin}));
   };
   Stmt body;
-  if (p.sched.dw_tap_pairs) {
-    // Depthwise, taps in pairs: channel outermost with its weight pairs bound once, the
-    // output split into border and interior regions as below. The accumulation order
-    // differs from the loop nest's, which int32 wrap-around makes irrelevant.
-    LoopNest outer;
-    Expr n = outer.axis("n", p.n), oc = outer.axis("c", p.o);
-    const int64_t taps = p.kh * p.kw;
-    auto weight_of = [&](int64_t t) { return Cast(kI32, load(weight, {oc, ci(t / p.kw), ci(t % p.kw), ci(0)})); };
-    std::vector<Var> pairs;
-    std::vector<Expr> pair_values;
-    for (int64_t t = 0; t + 1 < taps; t += 2) {
-      pairs.push_back(MakeVar("wpair" + std::to_string(t / 2), kI32));
-      pair_values.push_back(pack_pair(weight_of(t), weight_of(t + 1)));
-    }
-    Var last = MakeVar("wlast", kI32);
-    auto window = [&](Expr oh, Expr ow, bool check_h, bool check_w) {
-      auto x = [&](int64_t t) {
-        Expr ih = tap(oh, ci(t / p.kw), p.sh, p.dh, p.pt), iw = tap(ow, ci(t % p.kw), p.sw, p.dw, p.pl);
-        Expr cond = and_(check_h ? inside(ih, p.pt, p.h, p.oh, p.kh, p.sh, p.dh) : Expr(),
-                         check_w ? inside(iw, p.pl, p.w, p.ow, p.kw, p.sw, p.dw) : Expr());
-        return value(n, ih, iw, oc, cond);
-      };
-      Expr acc = bias ? load(bias, {oc}) : ci(0);
-      for (int64_t t = 0; t + 1 < taps; t += 2) acc = smlad(pack_pair(x(t), x(t + 1)), pairs[t / 2], acc);
-      if (taps % 2) acc = add(acc, mul(x(taps - 1), last));
-      return store(o, requantize_channel(p.q, table_flat, p.inputs.table_columns, acc, oc), {n, oh, ow, oc});
-    };
-    std::vector<Stmt> regions;
-    for (const auto& rh : border_split(p.oh, p.pt, p.h, p.kh, p.sh, p.dh))
-      for (const auto& rw : border_split(p.ow, p.pl, p.w, p.kw, p.sw, p.dw)) {
-        Var oh = ivar("oh"), ow = ivar("ow");
-        regions.push_back(For(oh, ci(rh.begin), ci(rh.end - rh.begin), ForKind::kSerial,
-                              For(ow, ci(rw.begin), ci(rw.end - rw.begin), ForKind::kSerial,
-                                  window(oh, ow, rh.check, rw.check))));
-      }
-    Stmt per_channel = regions.size() == 1 ? regions[0] : SeqStmt(regions);
-    if (taps % 2) per_channel = LetStmt(last, weight_of(taps - 1), per_channel);
-    for (size_t j = pairs.size(); j-- > 0;) per_channel = LetStmt(pairs[j], pair_values[j], per_channel);
-    body = outer.wrap(per_channel);
-  } else if (p.sched.block && p.cg == 1 && p.groups == p.c && p.o == p.c) {
+  if (p.sched.block && p.cg == 1 && p.groups == p.c && p.o == p.c) {
     // Depthwise, blocked: channel outermost (its weights, bias and multiplier stay put
     // while the window slides) and the output split into border and interior regions,
     // so only the border pays for the padding checks.

@@ -5,8 +5,7 @@
 namespace mtir {
 
 const std::vector<std::string>& schedule_list() {
-  static const std::vector<std::string> names = {"fold_zero_point", "block", "unroll", "hoist", "smlad", "sxtb16",
-                                                 "dw_tap_pairs"};
+  static const std::vector<std::string> names = {"fold_zero_point", "block", "unroll", "hoist", "smlad", "sxtb16"};
   return names;
 }
 
@@ -24,7 +23,6 @@ bool* field(ScheduleOptions& s, const std::string& name) {
   if (name == "hoist") return &s.hoist;
   if (name == "smlad") return &s.smlad;
   if (name == "sxtb16") return &s.sxtb16;
-  if (name == "dw_tap_pairs") return &s.dw_tap_pairs;
   return nullptr;
 }
 }  // namespace

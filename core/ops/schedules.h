@@ -18,7 +18,6 @@ struct ScheduleOptions {
   bool hoist = true;            // hoist_loop_invariants in the lowering pipeline
   bool smlad = false;           // Cortex-M DSP dual MAC; on only for CPUs that have it
   bool sxtb16 = false;          // with smlad: weights stay int8, widened by SXTB16 (half the flash)
-  bool dw_tap_pairs = true;     // with smlad: depthwise windows as SMLAD over pairs of taps
 
   bool get(const std::string& name) const;
   void set(const std::string& name, bool on);
@@ -28,7 +27,7 @@ struct ScheduleOptions {
 
 // Every schedule name, in a fixed order.
 const std::vector<std::string>& schedule_list();
-// "fold_zero_point, block, unroll, hoist, smlad, sxtb16, dw_tap_pairs" (for messages).
+// "fold_zero_point, block, unroll, hoist, smlad, sxtb16" (for messages).
 std::string schedule_names();
 // Switches off each name of a comma-separated list ("" switches nothing off); throws a
 // user error naming an unknown schedule. `where` prefixes the message.

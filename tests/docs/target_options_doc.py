@@ -44,14 +44,13 @@ KEYS = {
     "mcpu": ("`llvm`: a CPU LLVM knows for the triple; `c`: any name, e.g. `cortex-m4`",
              "`llvm`: the CPU the objects are tuned for (with `MICROTIR_LLVM`, when objects are emitted). `c` and "
              "`llvm`: a CPU with the DSP extension (`cortex-m4`, `cortex-m7`, `cortex-m33`, `cortex-m55`) gets the "
-             "int8 `smlad`, `sxtb16` and `dw_tap_pairs` schedules ([quantization.md](quantization.md))."),
+             "int8 `smlad` and `sxtb16` schedules ([quantization.md](quantization.md))."),
     "opt": ("`O0`, `O1`, `O2`, `O3`, `Os`, `Oz`",
             "`wasm` only: Binaryen's optimization level for the module (`-Os`/`-Oz` trade speed for size)."),
     "disabled-schedules": ("names from `fold_zero_point`, `block`, `unroll`, `hoist`, `smlad`, `sxtb16`, "
-                           "`dw_tap_pairs`, comma-separated",
+                           "comma-separated",
                            "Schedules switched off, to measure what each gains ([quantization.md](quantization.md)): "
-                           "the int8 kernels' `fold_zero_point`, `block`, `unroll`, `smlad`, `sxtb16` and `dw_tap_pairs`, and "
-                           "`hoist`, the "
+                           "the int8 kernels' `fold_zero_point`, `block`, `unroll`, `smlad` and `sxtb16`, and `hoist`, the "
                            "`hoist_loop_invariants` pass of the lowering ([passes.md](passes.md)), which computes "
                            "loop-invariant address arithmetic once before each loop. Spelled in the canonical target "
                            "string only when not empty."),
