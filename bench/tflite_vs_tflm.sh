@@ -17,8 +17,9 @@
 #
 # Usage: bash bench/tflite_vs_tflm.sh [BUILD_DIR]   (default: build; needs its microtir)
 #        TFLM_PEER=DIR overrides the peer folder (default: ../shared/peers/tflm next to
-#        the repository); BENCH_MODELS="kws ad" runs only those models. Runs one QEMU at a
-#        time. Prints Markdown on stdout.
+#        the repository); BENCH_MODELS="kws ad" runs only those models; SCHEDULE_ROWS
+#        (default "sxtb16") names the int8 schedules to measure switched off, one
+#        row each. Runs one QEMU at a time. Prints Markdown on stdout.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build="${1:-build}"
@@ -40,6 +41,8 @@ if [ -n "${BENCH_MODELS:-}" ]; then  # e.g. BENCH_MODELS="kws ad": only these
   MODELS=("${keep[@]}")
 fi
 CASE=lcg_9e3779b9  # the input the TFLM firmware has compiled in
+# Schedules of the int8 kernels whose worth gets a row: each model once more with it off.
+SCHEDULE_ROWS="${SCHEDULE_ROWS-sxtb16}"
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -63,6 +66,11 @@ for entry in "${MODELS[@]}"; do
     python3 -c 'import json,sys; print(json.dumps({"failed": sys.argv[1]}))' \
       "$(tail -1 "$work/$model.err")" > "$work/$model.json"
   fi
+  # What a schedule is worth: the same model with it switched off (SCHEDULE_ROWS).
+  for sched in $SCHEDULE_ROWS; do
+    "$cli" run "tests/tflite/models/$file.tflite" --input "$input=$ref/input.npy" --target cortex-m4 --json \
+      --disable-schedules "$sched" > "$work/$model.off-$sched.json" 2>> "$work/$model.err" || true
+  done
   # Per operator: a second run with the profiling hooks (the totals above stay hook-free),
   # and the node of each TFLite operator (import --layer-outputs) to align the two.
   "$cli" run "tests/tflite/models/$file.tflite" --input "$input=$ref/input.npy" --target cortex-m4 --json \
@@ -71,10 +79,11 @@ for entry in "${MODELS[@]}"; do
     > /dev/null 2>> "$work/$model.prof.err" || true
 done
 
-python3 - "$work" "$peer" "$peer_rc" "$CASE" "${MODELS[@]}" <<'PY'
+python3 - "$work" "$peer" "$peer_rc" "$CASE" "$SCHEDULE_ROWS" "${MODELS[@]}" <<'PY'
 import glob, json, os, re, socket, subprocess, sys, time
 
-work, peer, peer_rc, case, entries = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5:]
+work, peer, peer_rc, case, schedule_rows, entries = (sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4],
+                                                     sys.argv[5].split(), sys.argv[6:])
 QEMU = ["qemu-system-arm", "-M", "mps2-an386", "-nographic", "-monitor", "none", "-serial", "none",
         "-semihosting-config", "enable=on,target=native", "-icount", "shift=8"]
 
@@ -281,7 +290,7 @@ def n(v):
     return f"{v:,}" if isinstance(v, int) else "-"
 
 
-rows, whole, layer_sections, notes = [], [], [], []
+rows, whole, layer_sections, notes, schedule_lines = [], [], [], [], []
 for entry in entries:
     model, file = entry.split(":")
     ref_dir = os.path.join("tests/tflite/reference", model, case)
@@ -319,6 +328,14 @@ for entry in entries:
     if stack is None or cm_stack is None:
         notes.append(f"{model}: a stack high-water is missing (ours {stack}, TFLM {cm_stack}); RAM counts without it")
     ci = cmsis["instructions"] if cmsis else None
+    for sched in schedule_rows:
+        try:
+            off = json.load(open(os.path.join(work, f"{model}.off-{sched}.json")))
+            off_i, off_ok = off["report"]["instructions"], off["ok"]
+        except (OSError, ValueError, KeyError):
+            off_i, off_ok = None, False
+        schedule_lines.append(f"| {model} | {sched} | {n(rep['instructions'])} | {n(off_i)} | "
+                              f"{ratio(off_i, rep['instructions'])} | {ratio(off_i, ci)} | {'yes' if off_ok else 'NO'} |")
     ri = refk["instructions"] if refk else None
     rows.append(f"| {model} | {n(rep['instructions'])} | {n(ci)} | {ratio(rep['instructions'], ci)} | {n(ri)} | "
                 f"{ratio(rep['instructions'], ri)} | {n(our_ram)} = {n(rep['workspace_bytes'])} + {n(rep['io_buffer_bytes'])} + "
@@ -348,6 +365,14 @@ print("- Flash without the weights: ours is the firmware minus the linked consta
       "is the firmware minus the embedded `.tflite` (weights and graph). Both include the test harness and "
       "newlib-nano (printf, semihosting).")
 print()
+if schedule_lines:
+    print("What a schedule of the int8 kernels is worth: each model once more with it switched off "
+          "(`--disable-schedules NAME`); \"= interpreter\": the output is still bit-exact.")
+    print()
+    print("| model | schedule off | instructions, all on | instructions, it off | off / on | off / CMSIS-NN | = interpreter |")
+    print("|---|---|---:|---:|---:|---:|---|")
+    print("\n".join(schedule_lines))
+    print()
 print("Whole firmware, harness and libc included:")
 print()
 print("| model | ours: flash (w/o test input) | TFLM+CMSIS-NN: flash | ours: static RAM (.data + .bss) | "

@@ -168,6 +168,17 @@ std::string clz_helper(const std::string& name, const std::string& ut, int bits)
          ";\n  while (x != 0) {\n    x >>= 1;\n    --n;\n  }\n  return n;\n}\n";
 }
 
+// x clamped to [-2^(bits-1), 2^(bits-1) - 1]: ACLE's __ssat (one SSAT) where the CPU has
+// the saturation instructions, compares elsewhere.
+std::string ssat_helper(const std::string& name, int bits) {
+  const std::string lo = "(-" + std::to_string(int64_t{1} << (bits - 1)) + ")";
+  const std::string hi = std::to_string((int64_t{1} << (bits - 1)) - 1);
+  return "#if defined(__ARM_FEATURE_SAT)\n#include <arm_acle.h>\n"
+         "static inline int32_t " + name + "(int32_t x) { return __ssat(x, " + std::to_string(bits) + "); }\n"
+         "#else\nstatic inline int32_t " + name + "(int32_t x) { return x < " + lo + " ? " + lo + " : x > " + hi +
+         " ? " + hi + " : x; }\n#endif\n";
+}
+
 std::string helper_definition(const std::string& name, DataType t) {
   std::string ct = c_type(t, {});
   std::ostringstream os;
@@ -357,6 +368,21 @@ class FunctionEmitter {
     auto it = names_.find(v);
     if (it == names_.end()) user_error(v->span, "variable '" + v->name + "' is not defined where C code uses it");
     return it->second;
+  }
+
+  // n when `op` is min(max(x, -2^(n-1)), 2^(n-1) - 1) or max(min(x, 2^(n-1) - 1), -2^(n-1))
+  // on int32, for n in [2, 31]; else 0.
+  static int signed_clamp_bits(const BinaryNode* op) {
+    const ExprKind want = op->kind == ExprKind::Min ? ExprKind::Max : ExprKind::Min;
+    if (!(op->dtype == DataType::Int(32)) || !op->a || op->a->kind != want) return 0;
+    const auto* inner = static_cast<const BinaryNode*>(op->a.get());
+    auto outer_c = as_const_int(op->b), inner_c = as_const_int(inner->b);
+    if (!outer_c || !inner_c) return 0;
+    const int64_t hi = op->kind == ExprKind::Min ? *outer_c : *inner_c;
+    const int64_t lo = op->kind == ExprKind::Min ? *inner_c : *outer_c;
+    for (int n = 2; n < 32; ++n)
+      if (lo == -(int64_t{1} << (n - 1)) && hi == (int64_t{1} << (n - 1)) - 1) return n;
+    return 0;
   }
 
   std::string use_helper(const std::string& base, DataType t) {
@@ -684,6 +710,12 @@ class FunctionEmitter {
       case ExprKind::Min:
       case ExprKind::Max: {
         const auto* op = static_cast<const BinaryNode*>(e.get());
+        if (int bits = signed_clamp_bits(op); bits > 0) {
+          // A clamp to the range of a signed n-bit integer: one SSAT where the CPU has it.
+          const std::string name = "mtir_ssat" + std::to_string(bits);
+          if (!helpers_->count(name)) (*helpers_)[name] = ssat_helper(name, bits);
+          return call(name, {static_cast<const BinaryNode*>(op->a.get())->a});
+        }
         return call(use_helper(e->kind == ExprKind::Min ? "min" : "max", op->dtype), {op->a, op->b});
       }
       case ExprKind::EQ: return binary("==", static_cast<const BinaryNode*>(e.get()));
