@@ -24,7 +24,6 @@ PACKAGES=(
 # Installed without their recommended packages (chromium's pull in a desktop).
 LEAN_PACKAGES=(
   chromium                              # browser tests of the playground (headless, driven by playwright-core)
-  python3-sklearn                       # tools only: the digits images (tools/train_digits.py, quantize_digits_qdq.py)
 )
 
 missing=()

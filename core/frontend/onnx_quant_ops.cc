@@ -101,7 +101,7 @@ void qconv(C& c, bool linear) {
     c.unsupported("only 2-D convolutions (4-D data and weight) are supported; the data has rank " + std::to_string(xt.shape.size()));
   Window win = read_window(c, x, std::vector<int64_t>(wt.shape.begin() + 2, wt.shape.end()));
   int64_t o = wt.shape[0];
-  int64_t xzp = data_zero_point(c, linear ? 2 : 2, "x_zero_point", xt.dtype);
+  int64_t xzp = data_zero_point(c, 2, "x_zero_point", xt.dtype);
   DataType wzt;
   std::vector<int64_t> wzp = read_zero_points(c, linear ? 5 : 3, "w_zero_point", &wzt, 1, wt.dtype);
   if (wzt != wt.dtype) c.invalid("input 'w_zero_point' has type " + wzt.str() + " but the weight " + wt.dtype.str());
