@@ -236,8 +236,10 @@ TensorType qgap_infer(const std::vector<TensorType>& in, const json& attrs) {
   return TensorType{kI8, {s[0], 1, 1, s[3]}};
 }
 
-PrimFunc qgap_build(const std::string& fname, const std::vector<TensorType>& in, const TensorType& out, const json&) {
-  const auto& s = in[0].shape;
+// An int8 kernel over each channel's H x W window of NHWC data into [N, 1, 1, C]: the
+// window's int32 sum, then `finish(sum)` as the channel's int8 output.
+PrimFunc window_sum_kernel(const std::string& fname, const std::vector<int64_t>& s, const TensorType& out,
+                           const std::function<Expr(Expr sum)>& finish) {
   FuncBuilder fb;
   Buffer data = fb.param("data", s, kI8);
   Buffer o = fb.param("out", out.shape, kI8);
@@ -246,9 +248,14 @@ PrimFunc qgap_build(const std::string& fname, const std::vector<TensorType>& in,
   Expr n = outer.axis("n", s[0]), c = outer.axis("c", s[3]);
   Expr rh = red.axis("rh", s[1]), rw = red.axis("rw", s[2]);
   Stmt update = store(acc, add(load(acc, {ci(0)}), to_i32(load(data, {n, rh, rw, c}))), {ci(0)});
-  Stmt fin = store(o, Cast(kI8, rounded_div(load(acc, {ci(0)}), ci(s[1] * s[2]))), {n, ci(0), ci(0), c});
+  Stmt fin = store(o, finish(load(acc, {ci(0)})), {n, ci(0), ci(0), c});
   Stmt body = SeqStmt({store(acc, ci(0), {ci(0)}), red.wrap(update), fin});
   return fb.finish(fname, Allocate(acc, "global", outer.wrap(body)));
+}
+
+PrimFunc qgap_build(const std::string& fname, const std::vector<TensorType>& in, const TensorType& out, const json&) {
+  const auto& s = in[0].shape;
+  return window_sum_kernel(fname, s, out, [&](Expr sum) { return Cast(kI8, rounded_div(sum, ci(s[1] * s[2]))); });
 }
 
 // ---- qmean --------------------------------------------------------------------------
@@ -308,25 +315,12 @@ TensorType qmean_infer(const std::vector<TensorType>& in, const json& attrs) {
 
 PrimFunc qmean_build(const std::string& fname, const std::vector<TensorType>& in, const TensorType& out,
                      const json& attrs) {
-  QmeanParams p = qmean_params(in, attrs);
-  const auto& s = in[0].shape;
-  FuncBuilder fb;
-  Buffer data = fb.param("data", s, kI8);
-  Buffer o = fb.param("out", out.shape, kI8);
-  Buffer acc = scratch("acc", {1}, kI32);
-  LoopNest outer, red;
-  Expr n = outer.axis("n", s[0]), c = outer.axis("c", s[3]);
-  Expr rh = red.axis("rh", s[1]), rw = red.axis("rw", s[2]);
-  Stmt update = store(acc, add(load(acc, {ci(0)}), to_i32(load(data, {n, rh, rw, c}))), {ci(0)});
-  Expr sum = load(acc, {ci(0)}), y;
-  if (p.same_quantization) {
-    y = Cast(kI8, Binary(ExprKind::Div, sum, ci(p.count)));  // within int8: a mean of int8 values
-  } else {
+  const QmeanParams p = qmean_params(in, attrs);
+  return window_sum_kernel(fname, in[0].shape, out, [&](Expr sum) -> Expr {
+    if (p.same_quantization) return Cast(kI8, Binary(ExprKind::Div, sum, ci(p.count)));  // a mean of int8 values
     Expr shifted = sub(sum, ci(int64_t{p.input_zero_point} * p.count));
-    y = saturate_int8(multiply_by_quantized_multiplier(shifted, p.multiplier), p.output_zero_point, ActBounds{});
-  }
-  Stmt body = SeqStmt({store(acc, ci(0), {ci(0)}), red.wrap(update), store(o, y, {n, ci(0), ci(0), c})});
-  return fb.finish(fname, Allocate(acc, "global", outer.wrap(body)));
+    return saturate_int8(multiply_by_quantized_multiplier(shifted, p.multiplier), p.output_zero_point, ActBounds{});
+  });
 }
 
 // ---- qsoftmax -----------------------------------------------------------------------
