@@ -129,7 +129,9 @@ class Scalarizer : public Mutator {
         Expr base = mutate(op->base), stride = mutate(op->stride);
         if (k == 0) return base;
         const DataType t = base->dtype;
-        if (const int64_t* c = as_const_int(stride)) return Binary(ExprKind::Add, base, IntImm(t, *c * k, s), s);
+        const int64_t *b = as_const_int(base), *c = as_const_int(stride);
+        if (b && c) return IntImm(t, *b + *c * k, s);
+        if (c) return Binary(ExprKind::Add, base, IntImm(t, *c * k, s), s);
         return Binary(ExprKind::Add, base, Binary(ExprKind::Mul, stride, IntImm(t, k, s), s), s);
       }
       case ExprKind::Broadcast: return mutate(as<BroadcastNode>(e)->value);
