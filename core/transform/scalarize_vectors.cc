@@ -1,8 +1,8 @@
 // ScalarizeVectors: vector code (Ramp, Broadcast, Shuffle, vector-typed loads, stores,
 // arithmetic and lets) becomes one scalar statement per lane, and Let expressions are
 // inlined. The C backend emits portable C99, which has no vector types, and the wasm
-// backend has only 128-bit vectors, so both run this before flattening buffers; the
-// LLVM backend keeps the vectors and skips it.
+// backend emits scalar code, so both run this before planning memory and flattening
+// buffers; the LLVM backend keeps the vectors and skips it.
 //
 // A vector store `A[Ramp(b, s, n)] = v` becomes n stores `A[b + k*s] = lane k of v`.
 // When `v` reads the buffer it writes, every lane is first bound to a temporary, so a
