@@ -16,8 +16,8 @@ struct PassEntry {
 const PassEntry kPassTable[] = {
     {VerifyWellFormed, true},
     {Simplify, true},
-    {PlanMemory, false},
     {ScalarizeVectors, false},
+    {PlanMemory, false},
     {FlattenBuffer, false},
     {UnrollLoops, false},
     {HoistLoopInvariants, false},
@@ -65,9 +65,9 @@ std::vector<Pass> default_pipeline() {
 }
 
 std::vector<Pass> lowering_pipeline(bool unpacked_api, bool hoist_loop_invariants, bool scalarize_vectors) {
-  std::vector<std::string> names = {"verify_well_formed", "simplify", "plan_memory"};
+  std::vector<std::string> names = {"verify_well_formed", "simplify"};
   if (scalarize_vectors) names.push_back("scalarize_vectors");
-  for (const char* n : {"flatten_buffer", "unroll_loops", "simplify"}) names.push_back(n);
+  for (const char* n : {"plan_memory", "flatten_buffer", "unroll_loops", "simplify"}) names.push_back(n);
   if (hoist_loop_invariants) names.push_back("hoist_loop_invariants");
   for (const char* n : {unpacked_api ? "make_unpacked_api" : "make_packed_api", "lower_call_tir", "lower_builtins",
                         "verify_well_formed"})

@@ -1,8 +1,8 @@
 // ScalarizeVectors: vector code (Ramp, Broadcast, Shuffle, vector-typed loads, stores,
 // arithmetic and lets) becomes one scalar statement per lane, and Let expressions are
 // inlined. The C backend emits portable C99, which has no vector types, and the wasm
-// backend has only 128-bit vectors, so both run this before flattening buffers; the
-// LLVM backend keeps the vectors and skips it.
+// backend emits scalar code, so both run this before planning memory and flattening
+// buffers; the LLVM backend keeps the vectors and skips it.
 //
 // A vector store `A[Ramp(b, s, n)] = v` becomes n stores `A[b + k*s] = lane k of v`.
 // When `v` reads the buffer it writes, every lane is first bound to a temporary, so a
@@ -129,7 +129,9 @@ class Scalarizer : public Mutator {
         Expr base = mutate(op->base), stride = mutate(op->stride);
         if (k == 0) return base;
         const DataType t = base->dtype;
-        if (const int64_t* c = as_const_int(stride)) return Binary(ExprKind::Add, base, IntImm(t, *c * k, s), s);
+        const int64_t *b = as_const_int(base), *c = as_const_int(stride);
+        if (b && c) return IntImm(t, *b + *c * k, s);
+        if (c) return Binary(ExprKind::Add, base, IntImm(t, *c * k, s), s);
         return Binary(ExprKind::Add, base, Binary(ExprKind::Mul, stride, IntImm(t, k, s), s), s);
       }
       case ExprKind::Broadcast: return mutate(as<BroadcastNode>(e)->value);
