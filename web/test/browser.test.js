@@ -67,7 +67,7 @@ test('the matmul example: passes, IR, a diff, the C artifact', async () => {
   const { page, errors } = await openPage();
   assert.match(await compileStatus(page), /compiled in \d+ ms/);
   const passes = await page.$$eval('#passes .pass', (els) => els.map((e) => ({ text: e.textContent, changed: e.classList.contains('changed') })));
-  assert.equal(passes.length, 11);
+  assert.equal(passes.length, 12);
   assert.match(passes[0].text, /verify_well_formed/);
   assert.ok(passes.some((p) => p.changed && /flatten_buffer/.test(p.text)));
   assert.ok(passes.some((p) => !p.changed && /unchanged/.test(p.text)));
