@@ -12,11 +12,14 @@
 # kernels) and the ratios; RAM (our workspace + I/O buffers + stack high-water against
 # TFLM's arena); flash without the weights (ours: the firmware minus the linked constants
 # and the test input; TFLM's: the firmware minus the embedded .tflite); whether our output
-# is byte-identical to TFLM's; then TFLM's per-operator split.
+# is byte-identical to TFLM's; then, per operator, both sides' instructions and
+# instructions per MAC (ours from `run --profile-layers`).
 #
 # Usage: bash bench/tflite_vs_tflm.sh [BUILD_DIR]   (default: build; needs its microtir)
 #        TFLM_PEER=DIR overrides the peer folder (default: ../shared/peers/tflm next to
-#        the repository). Runs one QEMU at a time. Prints Markdown on stdout.
+#        the repository); BENCH_MODELS="kws ad" runs only those models; SCHEDULE_ROWS
+#        (default "sxtb16") names the int8 schedules to measure switched off, one
+#        row each. Runs one QEMU at a time. Prints Markdown on stdout.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build="${1:-build}"
@@ -30,7 +33,16 @@ for tool in qemu-system-arm arm-none-eabi-nm arm-none-eabi-readelf; do
 done
 
 MODELS=(kws:kws_ref_model vww:vww_96_int8 ic:pretrainedResnet_quant ad:ad01_int8)
+if [ -n "${BENCH_MODELS:-}" ]; then  # e.g. BENCH_MODELS="kws ad": only these
+  keep=()
+  for entry in "${MODELS[@]}"; do
+    for m in $BENCH_MODELS; do [ "${entry%%:*}" = "$m" ] && keep+=("$entry"); done
+  done
+  MODELS=("${keep[@]}")
+fi
 CASE=lcg_9e3779b9  # the input the TFLM firmware has compiled in
+# Schedules of the int8 kernels whose worth gets a row: each model once more with it off.
+SCHEDULE_ROWS="${SCHEDULE_ROWS-sxtb16}"
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -38,7 +50,7 @@ trap 'rm -rf "$work"' EXIT
 # TFLM first: all models, reference and CMSIS-NN kernels, one firmware at a time.
 echo "TFLM peer firmware (run_peer.sh)" >&2
 set +e
-bash "$peer/run_peer.sh" -k ref,cmsis -l "$work/tflm" kws vww ic ad > "$work/tflm.md" 2> "$work/tflm.err"
+bash "$peer/run_peer.sh" -k ref,cmsis -l "$work/tflm" "${MODELS[@]%%:*}" > "$work/tflm.md" 2> "$work/tflm.err"
 peer_rc=$?
 set -e
 
@@ -54,12 +66,24 @@ for entry in "${MODELS[@]}"; do
     python3 -c 'import json,sys; print(json.dumps({"failed": sys.argv[1]}))' \
       "$(tail -1 "$work/$model.err")" > "$work/$model.json"
   fi
+  # What a schedule is worth: the same model with it switched off (SCHEDULE_ROWS).
+  for sched in $SCHEDULE_ROWS; do
+    "$cli" run "tests/tflite/models/$file.tflite" --input "$input=$ref/input.npy" --target cortex-m4 --json \
+      --disable-schedules "$sched" > "$work/$model.off-$sched.json" 2>> "$work/$model.err" || true
+  done
+  # Per operator: a second run with the profiling hooks (the totals above stay hook-free),
+  # and the node of each TFLite operator (import --layer-outputs) to align the two.
+  "$cli" run "tests/tflite/models/$file.tflite" --input "$input=$ref/input.npy" --target cortex-m4 --json \
+    --profile-layers > "$work/$model.prof.json" 2> "$work/$model.prof.err" || true
+  "$cli" import "tests/tflite/models/$file.tflite" --layer-outputs -o "$work/$model.layers.json" \
+    > /dev/null 2>> "$work/$model.prof.err" || true
 done
 
-python3 - "$work" "$peer" "$peer_rc" "$CASE" "${MODELS[@]}" <<'PY'
+python3 - "$work" "$peer" "$peer_rc" "$CASE" "$SCHEDULE_ROWS" "${MODELS[@]}" <<'PY'
 import glob, json, os, re, socket, subprocess, sys, time
 
-work, peer, peer_rc, case, entries = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5:]
+work, peer, peer_rc, case, schedule_rows, entries = (sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4],
+                                                     sys.argv[5].split(), sys.argv[6:])
 QEMU = ["qemu-system-arm", "-M", "mps2-an386", "-nographic", "-monitor", "none", "-serial", "none",
         "-semihosting-config", "enable=on,target=native", "-icount", "shift=8"]
 
@@ -185,6 +209,79 @@ def call_stack_bytes(elf, function, window=0x8000):
         qemu.wait()
 
 
+def our_layers(model):
+    """Our instructions per TFLite operator, by its index: {index: (count, note)}. Each
+    profiled kernel call covers the nodes it computes; an operator whose node is in a
+    kernel together with a later operator's is merged into that one (count 0)."""
+    try:
+        prof = json.load(open(os.path.join(work, model + ".prof.json")))
+        layers = json.load(open(os.path.join(work, model + ".layers.json")))["outputs"]
+    except (OSError, ValueError):
+        return {}
+    kernel_of = {}
+    for call in prof.get("report", {}).get("layers", []):
+        for node in call["nodes"]:
+            kernel_of[node] = call
+    out = {}
+    for i, node in enumerate(layers):
+        call = kernel_of.get(node)
+        if call is None:
+            out[i] = (None, "no kernel")
+            continue
+        later = [j for j in range(i + 1, len(layers)) if kernel_of.get(layers[j]) is call]
+        out[i] = (0, f"merged into #{later[-1]}") if later else (call["instructions"], "")
+    return out
+
+
+def layer_macs(model, quant, ref_dir):
+    """Nominal MACs of each TFLite operator (conv, depthwise, fully connected; padded taps
+    count): its output's elements times the weight's taps per output, from the imported
+    graph (the nodes an operator emits come just before its output node)."""
+    try:
+        g = json.load(open(os.path.join(work, model + ".layers.json")))
+    except (OSError, ValueError):
+        return {}
+    shapes = {c["name"]: c["shape"] for c in g["constants"]}
+    position = {nd["name"]: k for k, nd in enumerate(g["nodes"])}
+    macs, start = {}, 0
+    for i, node in enumerate(g["outputs"]):
+        end = position[node] + 1
+        elements = 1
+        for d in quant["layers"][i]["shape"]:
+            elements *= d
+        total = 0
+        for nd in g["nodes"][start:end]:
+            if nd["op"] in ("qconv2d", "qdense", "conv2d", "dense"):
+                w = nd.get("attrs", {}).get("weight_shape") or shapes.get(nd["inputs"][1])
+                taps = 1
+                for d in (w or [0])[1:]:
+                    taps *= d
+                total += elements * taps
+        macs[i] = total
+        start = end
+    return macs
+
+
+def layer_table(model, cmsis, refk, quant, ref_dir, our_total):
+    ours, macs = our_layers(model), layer_macs(model, quant, ref_dir)
+    ref_ops = {i: c for i, _, c in (refk["ops"] if refk else [])}
+    lines = [f"### {model}: instructions per operator", "",
+             "| # | operator | MACs | ours | TFLM+CMSIS-NN | ours / CMSIS-NN | ours: instr/MAC | CMSIS-NN: instr/MAC "
+             "| TFLM ref kernels | share of ours |",
+             "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for i, name, c in cmsis["ops"]:
+        mine, note = ours.get(i, (None, "not profiled"))
+        mac = macs.get(i, 0)
+        per = lambda v: f"{v / mac:.2f}" if mac and v else "-"
+        shown = f"{mine:,}" if isinstance(mine, int) else "-"
+        if note:
+            shown += f" ({note})"
+        share = f"{100 * mine / our_total:.1f}%" if isinstance(mine, int) and our_total else "-"
+        lines.append(f"| {i} | {name} | {mac:,} | {shown} | {c:,} | {ratio(mine, c)} | {per(mine)} | {per(c)} | "
+                     f"{n(ref_ops.get(i))} | {share} |")
+    return lines
+
+
 def ratio(a, b):
     return f"{a / b:.2f}" if a and b else "-"
 
@@ -193,7 +290,7 @@ def n(v):
     return f"{v:,}" if isinstance(v, int) else "-"
 
 
-rows, whole, layer_sections, notes = [], [], [], []
+rows, whole, layer_sections, notes, schedule_lines = [], [], [], [], []
 for entry in entries:
     model, file = entry.split(":")
     ref_dir = os.path.join("tests/tflite/reference", model, case)
@@ -231,6 +328,14 @@ for entry in entries:
     if stack is None or cm_stack is None:
         notes.append(f"{model}: a stack high-water is missing (ours {stack}, TFLM {cm_stack}); RAM counts without it")
     ci = cmsis["instructions"] if cmsis else None
+    for sched in schedule_rows:
+        try:
+            off = json.load(open(os.path.join(work, f"{model}.off-{sched}.json")))
+            off_i, off_ok = off["report"]["instructions"], off["ok"]
+        except (OSError, ValueError, KeyError):
+            off_i, off_ok = None, False
+        schedule_lines.append(f"| {model} | {sched} | {n(rep['instructions'])} | {n(off_i)} | "
+                              f"{ratio(off_i, rep['instructions'])} | {ratio(off_i, ci)} | {'yes' if off_ok else 'NO'} |")
     ri = refk["instructions"] if refk else None
     rows.append(f"| {model} | {n(rep['instructions'])} | {n(ci)} | {ratio(rep['instructions'], ci)} | {n(ri)} | "
                 f"{ratio(rep['instructions'], ri)} | {n(our_ram)} = {n(rep['workspace_bytes'])} + {n(rep['io_buffer_bytes'])} + "
@@ -240,13 +345,7 @@ for entry in entries:
     whole.append(f"| {model} | {n(rep['flash_bytes'] - rep['test_input_bytes'])} ({n(weights)} weights) | "
                  f"{n(cm_flash)} ({n(cm_model)} .tflite) | {n(rep['ram_bytes'])} | {n(cm_ram)} |")
     if cmsis and cmsis["ops"]:
-        ref_ops = {i: c for i, _, c in (refk["ops"] if refk else [])}
-        lines = [f"### {model}: instructions per operator (TFLM)", "",
-                 "| # | operator | TFLM+CMSIS-NN | share | TFLM ref kernels | ours |", "|---:|---|---:|---:|---:|---|"]
-        total = sum(c for _, _, c in cmsis["ops"]) or 1
-        for i, name, c in cmsis["ops"]:
-            lines.append(f"| {i} | {name} | {c:,} | {100 * c / total:.1f}% | {n(ref_ops.get(i))} | n/a |")
-        layer_sections.append(lines)
+        layer_sections.append(layer_table(model, cmsis, refk, quant, ref_dir, rep["instructions"]))
 
 qemu_version = subprocess.run(["qemu-system-arm", "--version"], capture_output=True, text=True).stdout.splitlines()[0]
 print(f"microtir vs TensorFlow Lite Micro: {qemu_version}, -M mps2-an386 -icount shift=8, "
@@ -266,6 +365,14 @@ print("- Flash without the weights: ours is the firmware minus the linked consta
       "is the firmware minus the embedded `.tflite` (weights and graph). Both include the test harness and "
       "newlib-nano (printf, semihosting).")
 print()
+if schedule_lines:
+    print("What a schedule of the int8 kernels is worth: each model once more with it switched off "
+          "(`--disable-schedules NAME`); \"= interpreter\": the output is still bit-exact.")
+    print()
+    print("| model | schedule off | instructions, all on | instructions, it off | off / on | off / CMSIS-NN | = interpreter |")
+    print("|---|---|---:|---:|---:|---:|---|")
+    print("\n".join(schedule_lines))
+    print()
 print("Whole firmware, harness and libc included:")
 print()
 print("| model | ours: flash (w/o test input) | TFLM+CMSIS-NN: flash | ours: static RAM (.data + .bss) | "
@@ -273,9 +380,12 @@ print("| model | ours: flash (w/o test input) | TFLM+CMSIS-NN: flash | ours: sta
 print("|---|---:|---:|---:|---:|")
 print("\n".join(whole))
 print()
-print("Per layer: microtir has no per-operator instruction counter yet (the AOT main would have to read the counter "
-      "between operator calls; no option does that), so the \"ours\" column is n/a and only our total is measured. "
-      "TFLM's counts are from its profiler, the empty event subtracted, in the model's operator order.")
+print("Per layer, in the model's operator order: ours from `microtir run --profile-layers` (a second run: the "
+      "generated AOT main brackets each operator call with TVMGEN_PROFILE hooks that read the same counter; the "
+      "cost of an empty hook pair is subtracted), TFLM's from its profiler (the empty event subtracted). An operator "
+      "our compiler fused into the kernel of a later one (an activation, say) shows 0 and \"merged into #k\"; "
+      "RESHAPE is its own kernel, a copy. The per-operator sums fall short of the totals by the AOT main's own "
+      "calls and checks (ours) and TFLM's interpreter loop (theirs).")
 for lines in layer_sections:
     print()
     print("\n".join(lines))

@@ -85,6 +85,7 @@ std::vector<std::string> compile_command(const CrossTarget& t, const ProgramSpec
                         "-fdata-sections"})
     cmd.push_back(f);
   for (const auto& d : spec.defines) cmd.push_back("-D" + d);
+  for (const auto& h : spec.forced_includes) cmd.insert(cmd.end(), {"-include", h});
   for (const auto& dir : spec.include_dirs) cmd.push_back("-I" + dir);
   cmd.push_back("-I" + (fs::path(spec.crt_dir) / "include").string());
   cmd.push_back("-I" + port.string());
@@ -405,6 +406,15 @@ ArtifactRunResult run_artifact(const ArtifactInfo& info, const std::vector<Artif
   if (t.elf) spec.paint_floor_symbol = "end";  // both linker scripts define it after .bss
   spec.wasm_data_end = !t.elf;
 
+  if (options.profile_layers) {
+    if (t.counter == CounterKind::kNone)
+      fail("--profile-layers counts instructions, which " + t.name +
+           " cannot: use cortex-m3, cortex-m4, cortex-m7 or riscv32 (QEMU)");
+    if (!info.llvm_triple.empty())
+      fail("--profile-layers needs the C backend's operator hooks; " + info.dir + " was built by the LLVM backend");
+    spec.profile_layers = true;
+  }
+
   const fs::path work = options.work_dir;
   fs::create_directories(work);
   progress("[1/3] " + t.name + ": writing main.c for tvmgen_" + info.c_model + " (" + std::to_string(samples.size()) +
@@ -432,6 +442,10 @@ ArtifactRunResult run_artifact(const ArtifactInfo& info, const std::vector<Artif
     for (const auto& o : llvm_objects(info, work)) prog.sources.push_back(o);
   }
   prog.sources.push_back((work / "main.c").string());
+  if (spec.profile_layers) {
+    write_text(work / "mtir_profile.h", firmware_profile_header());
+    prog.forced_includes.push_back((work / "mtir_profile.h").string());
+  }
   progress("[2/3] " + t.name + ": compiling with " + t.cc);
   const std::string firmware = build_program(t, prog);
 
@@ -448,7 +462,8 @@ ArtifactRunResult run_artifact(const ArtifactInfo& info, const std::vector<Artif
   for (size_t o = 0; o < outputs.size(); ++o) output_index[spec.outputs[o].c_name] = o;
   std::vector<int64_t> stack(samples.size(), -1);
   std::vector<uint64_t> counts(samples.size(), 0);
-  uint64_t probe = 0;
+  uint64_t probe = 0, layer_probe = 0;
+  std::vector<std::pair<std::string, uint64_t>> layer_ticks;  // the first run's
   int64_t data_end = -1;
   std::istringstream lines(run.output);
   std::string line;
@@ -477,6 +492,18 @@ ArtifactRunResult run_artifact(const ArtifactInfo& info, const std::vector<Artif
         if (what == "count") counts[s] = parse_hex64(v);
         else stack[s] = static_cast<int64_t>(parse_hex64(v));
       }
+    } else if (what == "layer_probe") {
+      int s;
+      std::string v;
+      in >> s >> v;
+      layer_probe = parse_hex64(v);
+    } else if (what == "layer") {
+      int s, k;
+      std::string kernel, v;
+      in >> s >> k >> kernel >> v;
+      if (!in || (s == 0 && k != static_cast<int>(layer_ticks.size())))
+        fail("unreadable operator count '" + line + "'; run log: " + run.log);
+      if (s == 0) layer_ticks.emplace_back(kernel, parse_hex64(v));
     } else if (what == "data_end") {
       in >> data_end;
     } else if (what == "device") {
@@ -526,6 +553,12 @@ ArtifactRunResult run_artifact(const ArtifactInfo& info, const std::vector<Artif
                                           : "not available on the host";
   } else {
     for (uint64_t c : counts) r.instructions.push_back(instructions_from_counter(t, c, probe));
+    if (spec.profile_layers) {
+      // Against the counter's own zero: the hook pair's cost is what it holds beyond it.
+      r.layer_probe_instructions = instructions_from_counter(t, layer_probe, 0);
+      for (const auto& [kernel, ticks] : layer_ticks)
+        r.layers.push_back({kernel, instructions_from_counter(t, ticks, layer_probe)});
+    }
     r.counter_method = t.counter == CounterKind::kMinstret
                            ? "exact: minstret under qemu -icount shift=0"
                            : "exact: MPS2 COUNTER under qemu -icount shift=" + std::to_string(kMps2IcountShift);

@@ -61,6 +61,16 @@ struct ArtifactRunOptions {
   std::string work_dir;                               // sources, firmware, logs (must exist or be creatable)
   int timeout_seconds = 60;                           // per QEMU / node / host run
   std::function<void(const std::string&)> progress;  // one line per step, for stderr
+  // Count each operator call of run() as well (the generated TVMGEN_PROFILE hooks); a
+  // user error on a target without an instruction counter or an artifact without C.
+  bool profile_layers = false;
+};
+
+// One operator call of run(), counted with profile_layers: the kernel it calls and its
+// instructions, the cost of an empty hook pair subtracted.
+struct LayerCount {
+  std::string kernel;
+  int64_t instructions = 0;
 };
 
 struct TargetReport {
@@ -73,6 +83,8 @@ struct TargetReport {
   int64_t test_input_bytes = 0;   // the const input sets the harness keeps in flash (part of flash_bytes)
   int64_t stack_bytes = -1;       // high-water of run() (painting); -1 if not measured
   std::vector<int64_t> instructions;  // per run, exact; empty without a deterministic counter
+  std::vector<LayerCount> layers;     // the first run's operator calls, in order (profile_layers)
+  int64_t layer_probe_instructions = -1;  // the empty hook pair subtracted from each
   std::string counter_method;     // how instructions were counted, or why they are not
   std::string firmware, build_log, run_log;  // paths in work_dir
 };
@@ -100,6 +112,7 @@ struct ProgramSpec {
   std::vector<std::string> sources;
   std::vector<std::string> include_dirs;
   std::vector<std::string> defines;  // NAME or NAME=VALUE, passed as -D
+  std::vector<std::string> forced_includes;  // headers every source sees first (-include)
   std::string crt_dir;   // holds include/ and ports/<port>/
   std::string work_dir;
   std::string name = "firmware";

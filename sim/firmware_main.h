@@ -44,9 +44,17 @@ struct FirmwareSpec {
   // Device instances: each is a simulated NPU (sim/npu/sim_npu.h) passed in the devices
   // struct; its counters are printed after the last run as "@mtir device" lines.
   std::vector<std::string> devices;
+  // Count every operator of run() (the TVMGEN_PROFILE hooks of the generated code, see
+  // firmware_profile_header): "@mtir layer" lines per run and one "@mtir layer_probe"
+  // with the cost of an empty hook pair. Needs a port with an instruction counter.
+  bool profile_layers = false;
 };
 
 std::string firmware_main(const FirmwareSpec& spec);
+
+// The header the generated sources are compiled with (-include) when profiling layers:
+// it defines TVMGEN_PROFILE_BEGIN / _END as calls of the counter functions in main.c.
+std::string firmware_profile_header();
 
 // Bytes of the const input arrays firmware_main puts in flash (to report them apart).
 int64_t firmware_input_bytes(const FirmwareSpec& spec);

@@ -124,13 +124,20 @@ std::string generate_main(const HostCall& call, const std::vector<InterpArg>& ar
     os << "  TVMValue values[" << (n ? n : 1) << "];\n  int codes[" << (n ? n : 1) << "];\n"
        << "  TVMValue ret;\n  int ret_code = 0;\n  TVMFunctionHandle fn = NULL;\n";
   }
-  os << "  if (argc != 2) return 5;\n  dir = argv[1];\n"
+  // A function of scalars alone reads and writes no files.
+  os << "  if (argc != 2) return 5;\n  dir = argv[1];\n  (void)dir;\n  (void)load;\n  (void)store;\n"
      << "  if (TVMCrtWorkspaceInit(workspace, sizeof workspace) != 0) return 6;\n"
      << io_in.str() << setup.str();
+  const bool returns = !f->ret_type.is_void();
   if (packed) {
     os << "  if (TVMFuncGetGlobal(\"" << symbol << "\", &fn) != 0) {\n"
        << "    fprintf(stderr, \"%s\\n\", TVMGetLastError());\n    return 3;\n  }\n"
        << "  rc = TVMFuncCall(fn, values, codes, " << n << ", &ret, &ret_code);\n";
+    // A function with a return type puts its value in the packed return slot.
+    if (returns) os << "  if (rc == 0) printf(\"return %lld\\n\", (long long)ret.v_int64);\n";
+  } else if (returns) {
+    // Unpacked, the value is the C return value itself; there is no error code.
+    os << "  printf(\"return %lld\\n\", (long long)" << symbol << "(" << direct_args.str() << "));\n  rc = 0;\n";
   } else {
     os << "  rc = " << symbol << "(" << direct_args.str() << ");\n";
   }
@@ -165,7 +172,8 @@ std::string default_crt_dir() {
 
 std::string sim_npu_dir() { return (fs::path(MICROTIR_CRT_DIR).parent_path() / "sim" / "npu").string(); }
 
-void run_on_host(const HostCall& call, const std::vector<InterpArg>& args, const HostSimOptions& options) {
+std::optional<int64_t> run_on_host(const HostCall& call, const std::vector<InterpArg>& args,
+                                   const HostSimOptions& options) {
   const PrimFunc& f = call.signature;
   if (args.size() != f->params.size()) {
     sim_error(call.function + " takes " + std::to_string(f->params.size()) + " arguments, got " +
@@ -204,6 +212,13 @@ void run_on_host(const HostCall& call, const std::vector<InterpArg>& args, const
   }
   int rc = run_process({(dir / "sim").string(), dir.string()}, dir / "run.log");
   if (rc != 0) sim_error("the compiled program failed (exit " + std::to_string(rc) + "): " + read_text(dir / "run.log"));
+  std::optional<int64_t> returned;
+  if (!call.signature->ret_type.is_void()) {
+    const std::string log = read_text(dir / "run.log");
+    const size_t at = log.rfind("return ");
+    if (at == std::string::npos) sim_error("the compiled program printed no return value: " + log);
+    returned = std::stoll(log.substr(at + 7));
+  }
   for (size_t i = 0; i < args.size(); ++i) {
     if (auto* const* a = std::get_if<NDArray*>(&args[i])) {
       std::string out = read_text(dir / ("p" + std::to_string(i) + ".out"));
@@ -211,6 +226,7 @@ void run_on_host(const HostCall& call, const std::vector<InterpArg>& args, const
       (*a)->data.assign(out.begin(), out.end());
     }
   }
+  return returned;
 }
 
 }  // namespace mtir::sim

@@ -3,7 +3,9 @@
 // Native only (it spawns processes); the core library never depends on it.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,8 +34,10 @@ struct HostCall {
 // `args` (through TVMFuncGetGlobal/TVMFuncCall with DLTensors for the packed API, or
 // directly for the unpacked one), runs it, and writes every buffer argument back into
 // its NDArray. Throws DiagnosticError when compiling or running fails, quoting the
-// compiler's or the program's messages.
-void run_on_host(const HostCall& call, const std::vector<InterpArg>& args, const HostSimOptions& options);
+// compiler's or the program's messages. A function with a return type (-> T.int32)
+// gives back the value it returned.
+std::optional<int64_t> run_on_host(const HostCall& call, const std::vector<InterpArg>& args,
+                                   const HostSimOptions& options);
 
 // Compiles one LLVM IR file to an object with options.llvm_cc at -O2; returns the
 // object's path. Throws DiagnosticError quoting clang's messages.

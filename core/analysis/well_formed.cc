@@ -109,18 +109,19 @@ class WellFormedChecker : public Visitor {
   }
 
   void visit_BufferLoad(const BufferLoadNode* op) override {
-    check_access(op->buffer, op->indices, op->span);
-    if (op->buffer && op->dtype != op->buffer->dtype)
-      error(op->span, "load from '" + op->buffer->name + "' has type " + op->dtype.str() +
-                          ", but the buffer holds " + op->buffer->dtype.str());
+    int lanes = check_access(op->buffer, op->indices, op->span);
+    if (op->buffer && op->dtype != op->buffer->dtype.with_lanes(lanes))
+      error(op->span, "load from '" + op->buffer->name + "' has type " + op->dtype.str() + ", but the buffer holds " +
+                          op->buffer->dtype.str() + (lanes > 1 ? " and the index has " + std::to_string(lanes) + " lanes" : ""));
     for (const auto& i : op->indices) visit(i);
   }
 
   void visit_BufferStore(const BufferStoreNode* op) override {
-    check_access(op->buffer, op->indices, op->span);
-    if (op->buffer && op->value && op->value->dtype != op->buffer->dtype)
+    int lanes = check_access(op->buffer, op->indices, op->span);
+    if (op->buffer && op->value && op->value->dtype != op->buffer->dtype.with_lanes(lanes))
       error(op->span, "value stored into '" + op->buffer->name + "' has type " + op->value->dtype.str() +
-                          ", but the buffer holds " + op->buffer->dtype.str());
+                          ", but the buffer holds " + op->buffer->dtype.str() +
+                          (lanes > 1 ? " and the index has " + std::to_string(lanes) + " lanes" : ""));
     visit(op->value);
     for (const auto& i : op->indices) visit(i);
   }
@@ -155,6 +156,16 @@ class WellFormedChecker : public Visitor {
     in_scope_.erase(op->var.get());
   }
 
+  void visit_Let(const LetNode* op) override {
+    visit(op->value);
+    if (op->value && op->value->dtype != op->var->dtype)
+      error(op->span, "value of '" + op->var->name + "' has type " + op->value->dtype.str() +
+                          ", but the variable is " + op->var->dtype.str());
+    define(op->var, op->span);
+    visit(op->body);
+    in_scope_.erase(op->var.get());
+  }
+
   void visit_While(const WhileNode* op) override {
     check_bool(op->condition, "condition of 'while'", op->span);
     Visitor::visit_While(op);
@@ -163,6 +174,22 @@ class WellFormedChecker : public Visitor {
   void visit_IfThenElse(const IfThenElseNode* op) override {
     check_bool(op->condition, "condition of 'if'", op->span);
     Visitor::visit_IfThenElse(op);
+  }
+
+  // T.launch_thread binds its thread variable for the body (one env_thread variable
+  // may be launched by several statements, as in TVM).
+  void visit_AttrStmt(const AttrStmtNode* op) override {
+    const auto* thread = as<VarNode>(op->node);
+    if (op->key != "thread_extent" || !thread || thread->thread_tag.empty()) return Visitor::visit_AttrStmt(op);
+    visit(op->value);
+    if (op->value && !op->value->dtype.is_integer())
+      error(op->span, "the extent of GPU thread '" + thread->thread_tag + "' must be an integer, not " +
+                          op->value->dtype.str());
+    const Var v = std::static_pointer_cast<const VarNode>(op->node);
+    if (defined_.count(thread)) in_scope_.insert(thread);
+    else define(v, op->span);
+    visit(op->body);
+    in_scope_.erase(thread);
   }
 
   void visit_AssertStmt(const AssertStmtNode* op) override {
@@ -247,8 +274,19 @@ class WellFormedChecker : public Visitor {
     visit(b->elem_offset);
   }
 
-  void check_access(const Buffer& b, const std::vector<Expr>& indices, const Span& span) {
-    if (!b) return error(span, "access to a missing buffer");
+  // The lanes of the access: 1, or those of its vector indices (which must agree).
+  int check_access(const Buffer& b, const std::vector<Expr>& indices, const Span& span) {
+    int lanes = 1;
+    for (const auto& i : indices) {
+      if (!i || i->dtype.is_scalar()) continue;
+      if (lanes != 1 && i->dtype.lanes() != lanes)
+        error(span_of(i, span), "the vector indices of this access have different lanes");
+      lanes = i->dtype.lanes();
+    }
+    if (!b) return error(span, "access to a missing buffer"), lanes;
+    if (b->dtype.is_vector())
+      error(span, "buffer '" + b->name + "' holds " + b->dtype.str() +
+                      "; buffers of vector type are not supported (use a scalar buffer and vector loads)");
     if (!buffers_.count(b.get()))
       error(span, "buffer '" + b->name + "' is neither a parameter nor allocated in an enclosing scope");
     if (indices.size() != b->ndim())
@@ -259,14 +297,58 @@ class WellFormedChecker : public Visitor {
         error(span_of(indices[i], span), "index " + std::to_string(i) + " of buffer '" + b->name +
                                               "' must be an integer, not " + indices[i]->dtype.str());
     }
+    return lanes;
   }
 
-  void check_bool(const Expr& e, const std::string& what, const Span& fallback) {
-    if (e && !e->dtype.is_bool()) error(span_of(e, fallback), what + " must be bool, not " + e->dtype.str());
+  void check_bool(const Expr& e, const std::string& what, const Span& fallback, int lanes = 1) {
+    if (e && (!e->dtype.is_bool() || e->dtype.lanes() != lanes))
+      error(span_of(e, fallback), what + " must be " + DataType::Bool().with_lanes(lanes).str() + ", not " + e->dtype.str());
+  }
+
+  void check_vector_types(const Expr& e) {
+    switch (e->kind) {
+      case ExprKind::Ramp: {
+        const auto* r = as<RampNode>(e);
+        if (!r->base || !r->stride) return;
+        if (!r->base->dtype.is_integer() || !r->base->dtype.is_scalar() || r->stride->dtype != r->base->dtype)
+          error(e->span, "T.Ramp needs a scalar integer base and a stride of the same type, not " +
+                             r->base->dtype.str() + " and " + r->stride->dtype.str());
+        if (r->lanes < 2 || r->lanes > DataType::kMaxLanes)
+          error(e->span, "T.Ramp needs 2 to " + std::to_string(DataType::kMaxLanes) + " lanes, not " +
+                             std::to_string(r->lanes));
+        return;
+      }
+      case ExprKind::Broadcast: {
+        const auto* b = as<BroadcastNode>(e);
+        if (b->value && (b->value->dtype.is_vector() || b->value->dtype.is_handle()))
+          error(e->span, "T.Broadcast needs a scalar number, not " + b->value->dtype.str());
+        if (b->lanes < 2 || b->lanes > DataType::kMaxLanes)
+          error(e->span, "T.Broadcast needs 2 to " + std::to_string(DataType::kMaxLanes) + " lanes, not " +
+                             std::to_string(b->lanes));
+        return;
+      }
+      case ExprKind::Shuffle: {
+        const auto* sh = as<ShuffleNode>(e);
+        int total = 0;
+        for (const auto& v : sh->vectors) {
+          if (!v) continue;
+          if (v->dtype.element_of() != e->dtype.element_of())
+            error(e->span, "T.Shuffle mixes " + v->dtype.str() + " with " + e->dtype.element_of().str() + " lanes");
+          total += v->dtype.lanes();
+        }
+        for (int i : sh->indices)
+          if (i < 0 || i >= total)
+            error(e->span, "T.Shuffle lane " + std::to_string(i) + " is outside the " + std::to_string(total) +
+                               " lanes of its vectors");
+        return;
+      }
+      default: return;
+    }
   }
 
   void check_types(const Expr& e) {
     const ExprKind k = e->kind;
+    check_vector_types(e);
     if (is_binary(k)) {
       const auto* bin = static_cast<const BinaryNode*>(e.get());
       if (!bin->a || !bin->b) return error(e->span, std::string("operand of ") + op_symbol(k) + " is missing");
@@ -293,7 +375,7 @@ class WellFormedChecker : public Visitor {
       case ExprKind::Not: check_bool(as<NotNode>(e)->a, "operand of 'not'", e->span); return;
       case ExprKind::Select: {
         const auto* s = as<SelectNode>(e);
-        check_bool(s->condition, "condition of T.Select", e->span);
+        check_bool(s->condition, "condition of T.Select", e->span, e->dtype.lanes());
         if (s->true_value && s->false_value && s->true_value->dtype != s->false_value->dtype)
           error(e->span, "branches of T.Select have different types: " + s->true_value->dtype.str() + " and " +
                              s->false_value->dtype.str());
@@ -303,7 +385,7 @@ class WellFormedChecker : public Visitor {
         const auto* c = as<CastNode>(e);
         if (!c->value) return;
         DataType from = c->value->dtype, to = c->dtype;
-        if (from.is_handle() || from.is_void() || to.is_handle() || to.is_void())
+        if (from.is_handle() || from.is_void() || to.is_handle() || to.is_void() || from.lanes() != to.lanes())
           error(e->span, "cannot cast " + from.str() + " to " + to.str());
         return;
       }
@@ -316,6 +398,13 @@ class WellFormedChecker : public Visitor {
     const OpInfo* info = lookup_op(c->op);
     if (!info) return error(span, "unknown intrinsic '" + c->op + "'");
     const std::string name = "T." + c->op;
+    // Math applies lane by lane; the other intrinsics take scalars.
+    if (info->kind != OpInfo::Kind::kUnaryMath && info->kind != OpInfo::Kind::kBinaryMath &&
+        info->kind != OpInfo::Kind::kIntBinary) {
+      for (const auto& a : c->args)
+        if (a && a->dtype.is_vector())
+          return error(span_of(a, span), name + " does not take vectors (" + a->dtype.str() + ")");
+    }
     auto want_args = [&](size_t n) {
       if (c->args.size() == n) return true;
       error(span, name + " takes " + std::to_string(n) + " argument(s), got " + std::to_string(c->args.size()));

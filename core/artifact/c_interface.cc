@@ -19,16 +19,20 @@ namespace mtir {
 std::string packed_linked_entry(const std::string& c_model) { return "tvmgen_" + c_model + "_run"; }
 
 int64_t artifact_workspace_bytes(const IRModule& lowered, const std::string& main_kernel) {
-  auto pool = [](const PrimFunc& f) -> int64_t {
-    auto it = f->attrs.find("workspace.pool_bytes");
-    return it != f->attrs.end() && std::holds_alternative<int64_t>(it->second) ? std::get<int64_t>(it->second) : 0;
+  // A function's pools as the stack allocator takes them: one block per element type's
+  // pool (PlanMemory's "workspace.block_bytes"), each with its header.
+  auto blocks = [](const PrimFunc& f) -> int64_t {
+    auto it = f->attrs.find("workspace.block_bytes");
+    if (it != f->attrs.end() && std::holds_alternative<int64_t>(it->second)) return std::get<int64_t>(it->second);
+    it = f->attrs.find("workspace.pool_bytes");
+    int64_t n = it != f->attrs.end() && std::holds_alternative<int64_t>(it->second) ? std::get<int64_t>(it->second) : 0;
+    return n > 0 ? 16 + ((n + 15) / 16) * 16 : 0;
   };
-  auto block = [](int64_t n) { return n > 0 ? 16 + ((n + 15) / 16) * 16 : 0; };
   int64_t largest_op = 0;
   for (const auto& [name, f] : lowered.functions)
-    if (name != main_kernel) largest_op = std::max(largest_op, block(pool(f)));
+    if (name != main_kernel) largest_op = std::max(largest_op, blocks(f));
   PrimFunc main = lowered.lookup(main_kernel);
-  return (main ? block(pool(main)) : 0) + largest_op + 15;
+  return (main ? blocks(main) : 0) + largest_op + 15;
 }
 
 namespace {

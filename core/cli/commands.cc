@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -226,7 +227,10 @@ static std::map<const VarNode*, int64_t> bind_scalars(const PrimFunc& f, const s
 // The outputs as text and, with --target host, the comparison with the interpreter.
 // Returns false when the host build disagrees.
 static bool print_run_text(const RunCommand& c, const PrimFunc& f, const std::vector<NDArray>& arrays,
-                           const std::vector<size_t>& outputs, const json& comparisons, bool all_match) {
+                           const std::vector<size_t>& outputs, const json& comparisons, bool all_match,
+                           std::optional<int64_t> returned, std::optional<int64_t> host_returned) {
+  // The function's returned value (-> T.int32), as the interpreter computed it.
+  if (returned) std::cout << "return: " << f->ret_type.str() << " " << *returned << "\n";
   for (size_t i : outputs) {
     const NDArray& a = arrays[i];
     std::cout << f->param_buffers[i]->name << ": " << a.dtype.str() << " " << shape_str(a.shape) << "\n";
@@ -238,6 +242,11 @@ static bool print_run_text(const RunCommand& c, const PrimFunc& f, const std::ve
     const char* backend = c.backend == "llvm" ? "LLVM" : "C";
     std::cout << "host " << backend << " (" << (c.unpacked_api ? "unpacked" : "packed") << " API) vs interpreter:\n";
     for (const auto& cmp : comparisons) {
+      if (cmp["name"] == "return") {
+        std::cout << "  return: " << (host_returned ? std::to_string(*host_returned) : std::string("none"))
+                  << " (interpreter " << *returned << ")  " << (cmp["ok"].get<bool>() ? "ok" : "MISMATCH") << "\n";
+        continue;
+      }
       char line[256];
       std::snprintf(line, sizeof line, "  %s: max abs diff %.3g, max rel diff %.3g  %s\n",
                     cmp["name"].get<std::string>().c_str(), cmp["max_abs_diff"].get<double>(),
@@ -314,6 +323,9 @@ static int run_model_as_artifact(const RunCommand& c) {
 int run_run(const RunCommand& c) {
   // A model (JSON graph) runs through its AOT main with its weights; a TIR file runs
   // the function asked for.
+  if (c.profile_layers && (c.target.empty() || c.target == "host" || c.target == "wasm32" || c.target == "wasm-binaryen"))
+    user_error({}, "--profile-layers counts instructions per operator on a target with an instruction counter: "
+                   "add --target cortex-m3, cortex-m4, cortex-m7 or riscv32");
   if (is_artifact_path(c.file)) return run_artifact(c);  // model.tar or an MLF folder
   if (is_graph_file(c.file) && ((!c.target.empty() && c.target != "host") || !c.devices.empty()))
     return run_model_as_artifact(c);
@@ -372,7 +384,8 @@ int run_run(const RunCommand& c) {
     }
     reference = arrays;
   }
-  interpret(m, fname, args);
+  const std::optional<int64_t> returned = interpret(m, fname, args);
+  std::optional<int64_t> host_returned;
   json comparisons = json::array();
   bool all_match = true;
   if (!c.target.empty()) {
@@ -385,7 +398,13 @@ int run_run(const RunCommand& c) {
     TempDir work(c.keep_build_dir);
     sim::HostSimOptions options;
     options.work_dir = work.path();
-    sim::run_on_host({&built, fname, f}, host_args, options);
+    host_returned = sim::run_on_host({&built, fname, f}, host_args, options);
+    if (returned) {
+      const bool same = host_returned == returned;
+      all_match = all_match && same;
+      comparisons.push_back({{"name", "return"}, {"max_abs_diff", same ? 0.0 : 1.0}, {"max_rel_diff", same ? 0.0 : 1.0},
+                             {"ok", same}});
+    }
     for (size_t i : outputs) {
       Difference d = compare_arrays(reference[i], arrays[i]);  // the artifact against the interpreter
       all_match = all_match && d.ok;
@@ -407,11 +426,12 @@ int run_run(const RunCommand& c) {
     json outs = json::array();
     for (size_t i : outputs) outs.push_back(array_json(f->param_buffers[i]->name, arrays[i]));
     json out = {{"ok", all_match}, {"function", fname}, {"outputs", outs}};
+    if (returned) out["return"] = *returned;
     if (!c.target.empty()) out["compare"] = comparisons;
     std::cout << out.dump(2) << "\n";
     return all_match ? 0 : 1;
   }
-  if (!print_run_text(c, f, arrays, outputs, comparisons, all_match)) return 1;
+  if (!print_run_text(c, f, arrays, outputs, comparisons, all_match, returned, host_returned)) return 1;
   // Where the model's intermediate tensors live: the plan the artifact uses.
   if (is_graph_file(c.file)) std::cout << planned_memory_report(m, fname);
   return 0;
@@ -573,7 +593,7 @@ int run_passes(const PassesCommand& c) {
   std::vector<Pass> passes;
   if (c.passes.empty()) {
     const Target t = parse_target(c.target);
-    passes = lowering_pipeline(t.unpacked_api, schedule_options(t).hoist);
+    passes = lowering_pipeline(t.unpacked_api, schedule_options(t).hoist, /*scalarize_vectors=*/t.kind != "llvm");
   } else {
     for (const auto& name : c.passes) {
       const Pass* p = find_pass(name);

@@ -31,6 +31,7 @@ struct RunCommand {
   std::string disabled_schedules;  // "block,smlad": int8 schedules switched off (a model on a target)
   std::string keep_build_dir;  // where the host build goes (default: a temporary folder, removed)
   std::vector<std::string> devices;  // --device INSTANCE=OP[,OP...]
+  bool profile_layers = false;  // count each operator call of run() on the target
 };
 
 struct BuildCommand {

@@ -81,7 +81,9 @@ CLI::App* add_run(CLI::App& app, mtir::cli::RunCommand& run) {
                   "int8 kernel schedules to switch off, comma-separated: fold_zero_point, block, unroll, hoist, "
                   "smlad, sxtb16 (a model on --target; see docs/quantization.md)");
   cmd->add_option("--keep-build", run.keep_build_dir, "Build the host program in DIR and keep it");
-
+  cmd->add_flag("--profile-layers", run.profile_layers,
+                "Also count the instructions of each operator call of run() (a model on a target with an "
+                "instruction counter: cortex-m3|m4|m7, riscv32; the C backend)");
   return cmd;
 }
 

@@ -17,7 +17,9 @@ bool is_onnx_file(const std::string& path) {
 
 Graph load_onnx_file(const std::string& path) {
 #ifdef MICROTIR_HAVE_ONNX
-  return load_onnx(read_file(path), path);
+  Graph g = load_onnx(read_file(path), path);
+  for (const auto& n : g.notes) std::cerr << "microtir: note: " << n << "\n";
+  return g;
 #else
   user_error({}, "'" + path + "': this microtir was built without the ONNX frontend (MICROTIR_ONNX=OFF; it needs "
                  "libonnx-dev and libprotobuf-dev)");

@@ -62,6 +62,48 @@ json report_json(const sim::TargetReport& r) {
   return j;
 }
 
+// The kernel of each graph node, inverted: the nodes a kernel computes, in graph order.
+std::map<std::string, std::vector<std::string>> nodes_of_kernels(const AotModule& aot, const Graph& g) {
+  std::map<std::string, std::vector<std::string>> nodes;
+  for (const auto& n : g.nodes) {
+    auto it = aot.kernel_of.find(n.name);
+    if (it != aot.kernel_of.end()) nodes[symbol_of(it->second, aot.module.lookup(it->second))].push_back(n.name);
+  }
+  return nodes;
+}
+
+json layers_json(const sim::TargetReport& r, const std::map<std::string, std::vector<std::string>>& nodes) {
+  json layers = json::array();
+  for (size_t i = 0; i < r.layers.size(); ++i) {
+    auto it = nodes.find(r.layers[i].kernel);
+    layers.push_back({{"index", i},
+                      {"kernel", r.layers[i].kernel},
+                      {"nodes", it == nodes.end() ? std::vector<std::string>{} : it->second},
+                      {"instructions", r.layers[i].instructions}});
+  }
+  return layers;
+}
+
+std::string layers_text(const sim::TargetReport& r, const std::map<std::string, std::vector<std::string>>& nodes) {
+  std::ostringstream os;
+  int64_t sum = 0;
+  for (const auto& l : r.layers) sum += l.instructions;
+  os << "  instructions per operator call (an empty hook pair, " << r.layer_probe_instructions
+     << " instructions, subtracted from each):\n";
+  for (size_t i = 0; i < r.layers.size(); ++i) {
+    auto it = nodes.find(r.layers[i].kernel);
+    std::string computes;
+    if (it != nodes.end())
+      for (const auto& n : it->second) computes += (computes.empty() ? "" : ", ") + n;
+    char line[64];
+    std::snprintf(line, sizeof line, "  %4zu %14s  ", i, with_commas(r.layers[i].instructions).c_str());
+    os << line << r.layers[i].kernel << (computes.empty() ? "" : " (" + computes + ")") << "\n";
+  }
+  os << "  sum of the operators: " << with_commas(sum) << " of " << with_commas(r.instructions.empty() ? 0 : r.instructions.front())
+     << " (the rest: the AOT main's own calls and checks, and the hooks)\n";
+  return os.str();
+}
+
 std::string report_text(const sim::TargetReport& r) {
   std::ostringstream os;
   os << "target " << r.target << " (" << r.board << ", " << r.compiler << " -O2):\n";
@@ -206,6 +248,7 @@ int run_artifact(const RunCommand& c) {
   options.main_args = bound.main_args;
   options.work_dir = (fs::path(work.path()) / ("build-" + target.name)).string();
   options.progress = [](const std::string& line) { std::cerr << line << "\n"; };
+  options.profile_layers = c.profile_layers;
   sim::ArtifactRunResult result = sim::run_artifact(info, bound.in_specs, {bound.sample}, bound.out_specs, options);
   Comparison cmp = compare_outputs(bound, result.outputs[0]);
 
@@ -220,6 +263,10 @@ int run_artifact(const RunCommand& c) {
     json out = {{"ok", cmp.all_match}, {"model", info.model_name}, {"outputs", cmp.outputs}, {"compare", cmp.compare},
                 {"tolerance", kTargetTolerance}, {"report", report_json(result.report)},
                 {"devices", result.devices}};
+    if (c.profile_layers) {
+      out["report"]["layers"] = layers_json(result.report, nodes_of_kernels(model.aot, model.graph));
+      out["report"]["layer_probe_instructions"] = result.report.layer_probe_instructions;
+    }
     std::cout << out.dump(2) << "\n";
     return cmp.all_match ? 0 : 1;
   }
@@ -227,6 +274,7 @@ int run_artifact(const RunCommand& c) {
     std::cout << format_output(bound.out_specs[k].name, result.outputs[0][k], c.print_limit);
   std::cout << target.name << " vs interpreter (tolerance " << kTargetTolerance << " relative):\n" << cmp.text;
   std::cout << report_text(result.report);
+  if (c.profile_layers) std::cout << layers_text(result.report, nodes_of_kernels(model.aot, model.graph));
   for (const auto& d : result.devices) std::cout << "device " << d << "\n";
   // Where the model's intermediate tensors live, as `run model.json` prints it.
   std::cout << planned_memory_report(model.aot.module, model.aot.main);

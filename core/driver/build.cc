@@ -49,14 +49,25 @@ BuildResult build_c(const IRModule& m, const Target& target) {
 static void refuse_gpu_threads(const IRModule& m) {
   struct Finder : Visitor {
     const ForNode* found = nullptr;
+    const AttrStmtNode* launch = nullptr;
     void visit_For(const ForNode* op) override {
       if (op->for_kind == ForKind::kThreadBinding && !found) found = op;
       Visitor::visit_For(op);
+    }
+    void visit_AttrStmt(const AttrStmtNode* op) override {
+      if (op->key == "thread_extent" && !launch) launch = op;
+      Visitor::visit_AttrStmt(op);
     }
   };
   for (const auto& [name, f] : m.functions) {
     Finder finder;
     finder.visit_func(f);
+    if (const AttrStmtNode* l = finder.launch) {
+      const auto* v = as<VarNode>(l->node);
+      user_error(l->span, "function '" + name + "' launches the GPU thread '" + (v ? v->thread_tag : std::string("?")) +
+                              "' (T.launch_thread): microtir compiles for CPUs and microcontrollers, which have no "
+                              "GPU threads");
+    }
     if (finder.found)
       user_error(finder.found->span, "function '" + name + "' binds loop '" + finder.found->loop_var->name +
                                          "' to the GPU thread '" + finder.found->thread_tag +
@@ -79,7 +90,8 @@ BuildResult lower_for_target(const IRModule& m, const Target& target, std::vecto
   IRModule input = m;
   // Pools are laid out at the alignment the target asks for (at least the CRT's 16).
   input.attrs["workspace_byte_alignment"] = static_cast<int64_t>(target.workspace_byte_alignment);
-  r.lowered = run_pipeline(input, lowering_pipeline(target.unpacked_api, schedule_options(target).hoist));
+  r.lowered = run_pipeline(input, lowering_pipeline(target.unpacked_api, schedule_options(target).hoist,
+                                                     /*scalarize_vectors=*/target.kind != "llvm"));
   for (const auto& [name, f] : r.lowered.module.functions) {
     const std::string symbol = symbol_of(name, f);
     r.symbols.emplace_back(name, symbol);

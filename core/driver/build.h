@@ -22,8 +22,8 @@ struct BuildResult {
   std::vector<std::string> packed_symbols;  // the functions the registry (lib1) holds, in order
   // The C symbol of each function of the input module, in order.
   std::vector<std::pair<std::string, std::string>> symbols;
-  // Per C source (by path): for each of its lines, the source line of the TIR statement
-  // it came from, or 0 (CCodegenOptions::line_map). The C backend only.
+  // Per generated kernel source (by path: C, LLVM IR, WebAssembly text): for each of its
+  // lines, the source line of the TIR statement it came from, or 0 (codegen/line_marks.h).
   std::map<std::string, std::vector<int>> line_maps;
 };
 

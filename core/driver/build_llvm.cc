@@ -25,11 +25,13 @@ BuildResult build_llvm(const IRModule& m, const Target& target) {
   for (const auto& [name, f] : m.functions)
     if (!device_of(f).empty()) devices.insert(device_of(f));
   if (!devices.empty()) options.defines = [](const std::string&, const PrimFunc& f) { return device_of(f).empty(); };
+  options.line_map = &r.line_maps["codegen/host/src/lib0.ll"];
   r.sources.push_back({"codegen/host/src/lib0.ll", codegen_llvm(r.lowered.module, options)});
   for (const std::string& device : devices) {
     LlvmCodegenOptions device_options = options;
     device_options.description = "device \"" + device + "\" of target \"" + target.str() + "\"";
     device_options.defines = [&](const std::string&, const PrimFunc& f) { return device_of(f) == device; };
+    device_options.line_map = &r.line_maps["codegen/" + device + "/src/lib0.ll"];
     r.sources.push_back({"codegen/" + device + "/src/lib0.ll", codegen_llvm(r.lowered.module, device_options)});
   }
   r.sources.push_back({"codegen/host/src/lib1.ll", codegen_llvm_metadata_module(packed, m.name, info)});

@@ -20,10 +20,12 @@ bool always(const LoweringOptions&) { return true; }
 bool packed(const LoweringOptions& o) { return !o.unpacked_api; }
 bool unpacked(const LoweringOptions& o) { return o.unpacked_api; }
 bool hoisting(const LoweringOptions& o) { return o.hoist_loop_invariants; }
+bool scalarizing(const LoweringOptions& o) { return o.scalarize_vectors; }
 
 const PipelineStep kPipeline[] = {
     {VerifyWellFormed, always, true},
     {Simplify, always, true},
+    {ScalarizeVectors, scalarizing, false},
     {PlanMemory, always, false},
     {FlattenBuffer, always, false},
     {UnrollLoops, always, false},
@@ -84,8 +86,8 @@ std::vector<Pass> lowering_pipeline(const LoweringOptions& options) {
   return v;
 }
 
-std::vector<Pass> lowering_pipeline(bool unpacked_api, bool hoist_loop_invariants) {
-  return lowering_pipeline(LoweringOptions{unpacked_api, hoist_loop_invariants});
+std::vector<Pass> lowering_pipeline(bool unpacked_api, bool hoist_loop_invariants, bool scalarize_vectors) {
+  return lowering_pipeline(LoweringOptions{unpacked_api, hoist_loop_invariants, scalarize_vectors});
 }
 
 PipelineResult run_pipeline(const IRModule& m, const std::vector<Pass>& passes) {

@@ -32,13 +32,15 @@ std::vector<Pass> default_pipeline();
 struct LoweringOptions {
   bool unpacked_api = false;           // make_unpacked_api instead of make_packed_api
   bool hoist_loop_invariants = true;   // off with the target's -disabled-schedules=hoist
+  bool scalarize_vectors = true;       // off for a backend that emits vectors itself (LLVM)
 };
 
-// Lowering for the backends: checks, simplification, memory planning, flattening,
+// Lowering for the backends: checks, simplification, vectors scalarized, memory planning, flattening,
 // unrolling, loop-invariant hoisting, then the calling convention (packed, or unpacked
 // pointers), call_tir and builtins lowered, and a final check of the result.
 std::vector<Pass> lowering_pipeline(const LoweringOptions& options);
-std::vector<Pass> lowering_pipeline(bool unpacked_api, bool hoist_loop_invariants = true);
+std::vector<Pass> lowering_pipeline(bool unpacked_api, bool hoist_loop_invariants = true,
+                                    bool scalarize_vectors = true);
 
 // Runs `passes` in order. Throws DiagnosticError naming the pass that failed.
 PipelineResult run_pipeline(const IRModule& m, const std::vector<Pass>& passes);

@@ -38,6 +38,9 @@ struct Graph {
   // Scale and zero point of int8 model inputs and outputs, by name, where the model says
   // them (a TFLite model): the C header documents them.
   std::map<std::string, std::pair<double, int64_t>> quantization;
+  // What a frontend wants the user to know about how it read the model (the ONNX
+  // frontend: which QDQ groups became int8 kernels and which stayed float, and why).
+  std::vector<std::string> notes;
 
   // The type of a model input, constant or node; throws DiagnosticError for an unknown name.
   TensorType type_of(const std::string& name) const;

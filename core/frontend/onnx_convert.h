@@ -5,6 +5,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -18,6 +19,27 @@ namespace mtir {
 
 bool onnx_dtype_from_code(int code, DataType* out);
 NDArray onnx_tensor_to_ndarray(const onnx::TensorProto& t, const std::string& what);
+
+class OnnxConverter;
+
+// QDQ folding (onnx_qdq.cc): DequantizeLinear -> op [-> Relu] -> QuantizeLinear groups
+// that become one integer kernel (`kMatrix`: Conv, Gemm, MatMul as qlinear_conv /
+// qlinear_matmul; `kAdd`: Add as qlinear_add) or run on the quantized tensor as they are (`kPassThrough`: MaxPool and
+// the data movement ops, when input and output share scale and zero point).
+struct QdqGroup {
+  enum class Kind { kMatrix, kPassThrough, kAdd } kind = Kind::kMatrix;
+  const onnx::NodeProto* op = nullptr;
+  const onnx::NodeProto* relu = nullptr;            // a Relu between op and quant, or null
+  const onnx::NodeProto* quant = nullptr;
+  std::vector<const onnx::NodeProto*> dequant;      // the DequantizeLinear of each op input, or null
+};
+struct QdqPlan {
+  std::map<const onnx::NodeProto*, QdqGroup> groups;  // by op node
+  std::set<const onnx::NodeProto*> absorbed;          // the DQ, Relu and Q nodes the groups replace
+};
+QdqPlan plan_qdq(OnnxConverter& c, const onnx::GraphProto& graph, const std::vector<const onnx::NodeProto*>& order);
+// Converts the group of the converter's current node (its op).
+void convert_qdq_group(OnnxConverter& c, const QdqGroup& group);
 
 class OnnxConverter {
  public:
@@ -59,6 +81,10 @@ class OnnxConverter {
   // The current node's output `out` is the same tensor as `name` (Identity, a no-op).
   void alias(const std::string& out, const std::string& name) { aliases_[out] = resolve(name); }
   void add_constant(const std::string& name, NDArray value);
+  // An initializer or constant made so far by name (through aliases), or null.
+  const NDArray* constant(const std::string& name) const;
+  std::string resolved(const std::string& name) const { return resolve(name); }
+  void note(const std::string& text) { g_.notes.push_back(text); }
 
  private:
   std::string resolve(const std::string& name) const;
@@ -78,7 +104,32 @@ class OnnxConverter {
   std::map<std::string, const onnx::ValueInfoProto*> pending_inputs_;  // run-time inputs not yet declared
   const onnx::NodeProto* node_ = nullptr;
   std::set<std::string> attrs_read_;
+  QdqPlan qdq_;
 };
+
+// Shared by the op mappings (onnx_ops.cc, onnx_quant_ops.cc).
+// Every output after the first must be absent.
+void single_output(OnnxConverter& c);
+// The node has between lo and hi inputs (trailing empty names do not count).
+void expect_inputs(OnnxConverter& c, size_t lo, size_t hi);
+// The spatial window attributes shared by Conv and the pools, as explicit paddings.
+struct Window {
+  std::vector<int64_t> kernel, strides, dilations, pads;  // pads: [top, left, bottom, right]
+};
+// Reads kernel_shape, strides, dilations, pads and auto_pad (1-D windows as 2-D ones of
+// height 1; 3-D ones only with `three_d`).
+Window read_window(OnnxConverter& c, const std::string& data, std::vector<int64_t> kernel_from_weight,
+                   bool three_d = false);
+// ONNX's requantization multiplier x_scale * w_scale / y_scale in float32 as (M, s),
+// m = M * 2^-s exactly (onnx_quant_ops.cc).
+std::pair<int64_t, int64_t> onnx_multiplier(OnnxConverter& c, double xs, double ws, double ys);
+// The int32 [T, 4] table of qlinear_conv / qlinear_matmul: (weight zero point, bias, M, s)
+// for T = 1 or `channels` rows (a one-value list applies to every row).
+std::string params_table(OnnxConverter& c, size_t channels, const std::vector<int64_t>& wzp,
+                         const std::vector<int64_t>& bias, const std::vector<std::pair<int64_t, int64_t>>& mult);
+// The quantized operators (onnx_quant_ops.cc): QuantizeLinear, DequantizeLinear,
+// QLinearConv, QLinearMatMul, ConvInteger, MatMulInteger, DynamicQuantizeLinear.
+const std::map<std::string, std::function<void(OnnxConverter&)>>& onnx_quant_mappings();
 
 // Maps the converter's current node; throws for an unsupported op. (onnx_ops.cc)
 void convert_onnx_node(OnnxConverter& c);

@@ -144,6 +144,11 @@ std::string OnnxConverter::temp(const std::string& hint) {
   return name;
 }
 
+const NDArray* OnnxConverter::constant(const std::string& name) const {
+  auto it = g_.constants.find(resolve(name));
+  return it == g_.constants.end() ? nullptr : &it->second;
+}
+
 void OnnxConverter::add_constant(const std::string& name, NDArray value) {
   types_[name] = type_of_array(value);
   g_.constants[name] = std::move(value);
@@ -284,7 +289,13 @@ void OnnxConverter::convert(const onnx::NodeProto& n) {
   if (!n.domain().empty() && n.domain() != "ai.onnx")
     unsupported("operator domain '" + n.domain() + "' (only the default ONNX domain is supported)");
   for (const auto& o : n.output()) names_.insert(o);
-  convert_onnx_node(*this);
+  if (qdq_.absorbed.count(&n)) {  // a DQ, Relu or Q that a QDQ group replaces
+    node_ = nullptr;
+    return;
+  }
+  auto group = qdq_.groups.find(&n);
+  if (group != qdq_.groups.end()) convert_qdq_group(*this, group->second);
+  else convert_onnx_node(*this);
   for (const auto& a : n.attribute())
     if (!attrs_read_.count(a.name()))
       unsupported("attribute '" + a.name() + "'" + (opset_ < 7 ? " (opset " + std::to_string(opset_) + ")" : ""));
@@ -316,7 +327,9 @@ void OnnxConverter::finish_outputs() {
 Graph OnnxConverter::run() {
   g_.name = graph_.name().empty() ? "model" : to_c_identifier(graph_.name());
   declare_inputs();
-  for (const auto* n : sorted_nodes()) convert(*n);
+  std::vector<const onnx::NodeProto*> order = sorted_nodes();
+  qdq_ = plan_qdq(*this, graph_, order);
+  for (const auto* n : order) convert(*n);
   finish_outputs();
   // Run-time inputs must be float32 or integers (what the ops take; each op refuses the
   // integer types it does not compute on); unused ones stay in the signature.

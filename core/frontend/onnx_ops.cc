@@ -19,6 +19,8 @@ using C = OnnxConverter;
 
 std::string out0(C& c) { return c.node().output(0); }
 
+}  // namespace
+
 // Every output after the first must be absent (optional outputs such as MaxPool's
 // Indices or BatchNormalization's running statistics).
 void single_output(C& c) {
@@ -33,6 +35,8 @@ void expect_inputs(C& c, size_t lo, size_t hi) {
     c.invalid("expected " + std::to_string(lo) + (hi != lo ? " to " + std::to_string(hi) : "") + " inputs, got " +
               std::to_string(n));
 }
+
+namespace {
 
 int64_t rank_of(C& c, const std::string& name) { return static_cast<int64_t>(c.type_of(name).shape.size()); }
 
@@ -75,15 +79,13 @@ void binary(C& c, const std::string& op) {
   c.emit(out0(c), op, {a, b});
 }
 
-// The spatial window attributes shared by Conv and the pools, as explicit paddings.
-struct Window {
-  std::vector<int64_t> kernel, strides, dilations, pads;  // pads: [top, left, bottom, right]
-};
+}  // namespace
+
 
 // 1-D windows (3-D NCL data) are read as 2-D ones of height 1: the data is reshaped to
 // (N, C, 1, L) around the op. 3-D windows (5-D data, pools only: `three_d`) are returned
 // as read, with pads [d, h, w begins, d, h, w ends].
-Window read_window(C& c, const std::string& data, std::vector<int64_t> kernel_from_weight, bool three_d = false) {
+Window read_window(C& c, const std::string& data, std::vector<int64_t> kernel_from_weight, bool three_d) {
   const auto& shape = c.type_of(data).shape;
   if (shape.size() != 4 && shape.size() != 3 && !(three_d && shape.size() == 5))
     c.unsupported(std::string("only 1-D and 2-D windows (3-D or 4-D data)") + (three_d ? " and 3-D ones (5-D data)" : "") +
@@ -127,6 +129,8 @@ Window read_window(C& c, const std::string& data, std::vector<int64_t> kernel_fr
   w.pads = pads;
   return w;
 }
+
+namespace {
 
 // Emits `op` on `data` (rank 3 or 4; rank 3 goes through a height-1 reshape).
 void emit_windowed(C& c, const std::string& op, std::vector<std::string> ins, const json& attrs,
@@ -702,19 +706,24 @@ const std::map<std::string, Mapping>& mappings() {
 
 void convert_onnx_node(OnnxConverter& c) {
   const auto& m = mappings();
+  const auto& quant = onnx_quant_mappings();
   auto it = m.find(c.node().op_type());
-  if (it == m.end()) c.unsupported("operator '" + c.node().op_type() + "'");
+  auto qit = quant.find(c.node().op_type());
+  if (it == m.end() && qit == quant.end()) c.unsupported("operator '" + c.node().op_type() + "'");
+  const Mapping& mapping = it != m.end() ? it->second : qit->second;
   if (c.node().output_size() < 1 || c.node().output(0).empty()) c.invalid("the node has no output");
   // Opsets 1-5 let elementwise ops and BatchNormalization name `consumed_inputs`, a
   // hint for in-place updates with no effect on the values.
   if (c.opset() < 6 && c.has_attr("consumed_inputs")) c.attr("consumed_inputs");
-  it->second(c);
+  mapping(c);
 }
 
 const std::vector<std::string>& supported_onnx_ops() {
   static const std::vector<std::string> v = [] {
     std::vector<std::string> names;
     for (const auto& kv : mappings()) names.push_back(kv.first);
+    for (const auto& kv : onnx_quant_mappings()) names.push_back(kv.first);
+    std::sort(names.begin(), names.end());
     return names;
   }();
   return v;

@@ -46,11 +46,17 @@ struct Storage {
   std::vector<uint8_t> written;
 };
 
+// Thrown by `return x` (tvm_return) and caught where the function's run() began.
+struct Returned {
+  Scalar value;
+};
+
 class Interpreter {
  public:
   Interpreter(const InterpOptions& options, const IRModule* module) : options_(options), module_(module) {}
 
-  void run(const PrimFunc& f, const std::string& name, const std::vector<InterpArg>& args);
+  // The value the function returned, for one with a return type.
+  std::optional<int64_t> run(const PrimFunc& f, const std::string& name, const std::vector<InterpArg>& args);
 
  private:
   // ---- binding --------------------------------------------------------------
@@ -77,6 +83,25 @@ class Interpreter {
     std::optional<Scalar> saved_;
   };
 
+  // A vector variable (of a vector Let or LetStmt): all its lanes, for the scope.
+  class ScopedVector {
+   public:
+    ScopedVector(Interpreter* in, const VarNode* v, std::vector<Scalar> lanes) : in_(in), var_(v) {
+      auto it = in->vector_vars_.find(v);
+      if (it != in->vector_vars_.end()) saved_ = it->second;
+      in->vector_vars_[v] = std::move(lanes);
+    }
+    ~ScopedVector() {
+      if (saved_) in_->vector_vars_[var_] = *saved_;
+      else in_->vector_vars_.erase(var_);
+    }
+
+   private:
+    Interpreter* in_;
+    const VarNode* var_;
+    std::optional<std::vector<Scalar>> saved_;
+  };
+
   // ---- buffers ----------------------------------------------------------------
   static const void* storage_key(const Buffer& b) {
     return b->data ? static_cast<const void*>(b->data.get()) : static_cast<const void*>(b.get());
@@ -88,7 +113,13 @@ class Interpreter {
   void store(const BufferStoreNode* op);
 
   // ---- evaluation ---------------------------------------------------------------
+  // Lane `lane_` of `e` (a scalar's only value when `e` is scalar).
   Scalar eval(const Expr& e);
+  // Every lane of `e`, in order.
+  std::vector<Scalar> eval_lanes(const Expr& e);
+  Scalar eval_shuffle(const ShuffleNode* op);
+  Scalar eval_let(const LetNode* op);
+  void store_vector(const BufferStoreNode* op);
   int64_t eval_int(const Expr& e) { return eval(e).i; }
   Scalar eval_var(const VarNode* v);
   Scalar eval_binary(const BinaryNode* op);
@@ -109,6 +140,10 @@ class Interpreter {
   const InterpOptions& options_;
   const IRModule* module_;  // for calls between functions
   std::unordered_map<const VarNode*, Scalar> vars_;
+  std::unordered_map<const VarNode*, std::vector<Scalar>> vector_vars_;
+  // Vectors are evaluated one lane at a time: the lane being computed. Scalar
+  // expressions ignore it; Ramp, Shuffle and vector variables read it.
+  int lane_ = 0;
   std::unordered_map<const void*, Storage*> storage_;
   std::vector<std::unique_ptr<Storage>> param_storage_;
   int64_t steps_ = 0;
@@ -176,7 +211,8 @@ void Interpreter::bind_pointer_param(const Var& p, const InterpArg& arg) {
   param_storage_.push_back(std::move(st));
 }
 
-void Interpreter::run(const PrimFunc& f, const std::string& name, const std::vector<InterpArg>& args) {
+std::optional<int64_t> Interpreter::run(const PrimFunc& f, const std::string& name,
+                                        const std::vector<InterpArg>& args) {
   MTIR_ICHECK(f->param_buffers.size() == f->params.size(), "PrimFunc '" + name + "' has unmatched param_buffers");
   if (args.size() != f->params.size())
     user_error(f->span, "'" + name + "' takes " + std::to_string(f->params.size()) + " arguments but got " +
@@ -213,7 +249,15 @@ void Interpreter::run(const PrimFunc& f, const std::string& name, const std::vec
   }
   for (size_t i = 0; i < args.size(); ++i)
     if (f->param_buffers[i]) bind_buffer_param(f->params[i], f->param_buffers[i], args[i]);
-  if (f->body) exec(f->body);
+  try {
+    if (f->body) exec(f->body);
+  } catch (const Returned& r) {
+    if (f->ret_type.is_void()) return std::nullopt;
+    return interp::cast(f->ret_type, r.value, f->span).i;
+  }
+  if (!f->ret_type.is_void())
+    user_error(f->span, "'" + name + "' returns " + f->ret_type.str() + " but ended without a return statement");
+  return std::nullopt;
 }
 
 // ---- buffers ------------------------------------------------------------------------
@@ -295,6 +339,7 @@ Scalar Interpreter::load(const BufferLoadNode* op) {
 }
 
 void Interpreter::store(const BufferStoreNode* op) {
+  if (op->value->dtype.is_vector()) return store_vector(op);
   Storage& st = storage_of(op->buffer, where(op->span));
   // Value first, then the address, as the C statement `A[i] = v` may do either; an
   // error in both reports the value's.
@@ -312,9 +357,70 @@ void Interpreter::store(const BufferStoreNode* op) {
   if (st.track_writes) st.written[static_cast<size_t>(addr)] = 1;
 }
 
+// A vector store writes every lane after computing all of them, so a store whose lanes
+// overlap the lanes it loads sees the old values, as one vector instruction would.
+void Interpreter::store_vector(const BufferStoreNode* op) {
+  Storage& st = storage_of(op->buffer, where(op->span));
+  const DataType t = op->buffer->dtype;
+  if (st.array->dtype != t)
+    user_error(where(op->span), "buffer '" + op->buffer->name + "' is " + t.str() + " but its storage holds " +
+                             st.array->dtype.str());
+  const int lanes = op->value->dtype.lanes();
+  std::vector<Scalar> values = eval_lanes(op->value);
+  std::vector<int64_t> addresses;
+  const int saved = lane_;
+  for (lane_ = 0; lane_ < lanes; ++lane_)
+    addresses.push_back(element_address(op->buffer, op->indices, st, where(op->span)));
+  lane_ = saved;
+  for (int k = 0; k < lanes; ++k) {
+    Scalar v = values[k].dtype != t ? interp::cast(t, values[k], where(op->span)) : values[k];
+    if (t.is_float()) st.array->set_float(addresses[k], v.f);
+    else st.array->set_int(addresses[k], v.i);
+    if (st.track_writes) st.written[static_cast<size_t>(addresses[k])] = 1;
+  }
+}
+
+std::vector<Scalar> Interpreter::eval_lanes(const Expr& e) {
+  std::vector<Scalar> out;
+  const int saved = lane_;
+  for (lane_ = 0; lane_ < e->dtype.lanes(); ++lane_) out.push_back(eval(e));
+  lane_ = saved;
+  return out;
+}
+
+Scalar Interpreter::eval_shuffle(const ShuffleNode* op) {
+  MTIR_ICHECK(lane_ >= 0 && static_cast<size_t>(lane_) < op->indices.size(), "shuffle lane out of range");
+  int index = op->indices[static_cast<size_t>(lane_)];
+  for (const auto& v : op->vectors) {
+    if (index < v->dtype.lanes()) {
+      const int saved = lane_;
+      lane_ = index;
+      Scalar r = eval(v);
+      lane_ = saved;
+      return r;
+    }
+    index -= v->dtype.lanes();
+  }
+  user_error(where(op->span), "shuffle index " + std::to_string(op->indices[static_cast<size_t>(lane_)]) +
+                                  " is past the lanes of its vectors");
+}
+
+Scalar Interpreter::eval_let(const LetNode* op) {
+  if (op->var->dtype.is_vector()) {
+    ScopedVector var(this, op->var.get(), eval_lanes(op->value));
+    return eval(op->body);
+  }
+  ScopedVar var(this, op->var.get(), eval(op->value));
+  return eval(op->body);
+}
+
 // ---- expressions ----------------------------------------------------------------------
 
 Scalar Interpreter::eval_var(const VarNode* v) {
+  if (v->dtype.is_vector()) {
+    auto vit = vector_vars_.find(v);
+    if (vit != vector_vars_.end() && lane_ < static_cast<int>(vit->second.size())) return vit->second[lane_];
+  }
   auto it = vars_.find(v);
   if (it != vars_.end()) return it->second;
   // A handle (a buffer's data pointer) has no numeric value; it may appear as an
@@ -333,7 +439,7 @@ Scalar Interpreter::eval_binary(const BinaryNode* op) {
   Scalar a = eval(op->a);
   Scalar b = eval(op->b);
   if (is_comparison(op->kind)) return interp::make_int(DataType::Bool(), interp::compare(op->kind, a, b));
-  return interp::arith(op->kind, op->dtype, a, b, where(op->span));
+  return interp::arith(op->kind, op->dtype.element_of(), a, b, where(op->span));
 }
 
 Scalar Interpreter::eval_extern(const CallNode* op) {
@@ -376,13 +482,15 @@ Scalar Interpreter::eval_call(const CallNode* op) {
   switch (info->kind) {
     case OpInfo::Kind::kUnaryMath:
       want_args(1);
-      return interp::unary_math(op->op, op->dtype, eval(op->args[0]), where(op->span));
+      return interp::unary_math(op->op, op->dtype.element_of(), eval(op->args[0]), where(op->span));
     case OpInfo::Kind::kBinaryMath:
       want_args(2);
-      return interp::binary_math(op->op, op->dtype, eval(op->args[0]), eval(op->args[1]), where(op->span));
+      return interp::binary_math(op->op, op->dtype.element_of(), eval(op->args[0]), eval(op->args[1]),
+                                 where(op->span));
     case OpInfo::Kind::kIntBinary:
       want_args(2);
-      return interp::int_binary(op->op, op->dtype, eval(op->args[0]), eval(op->args[1]), where(op->span));
+      return interp::int_binary(op->op, op->dtype.element_of(), eval(op->args[0]), eval(op->args[1]),
+                                where(op->span));
     case OpInfo::Kind::kIfThenElse:
       // Lazy: only the taken side runs, so it may guard an access that would be
       // out of bounds.
@@ -440,6 +548,11 @@ Scalar Interpreter::eval_call(const CallNode* op) {
         const uint32_t x = static_cast<uint32_t>(eval_int(op->args[0])) >> (op->op == "sxtb16" ? 0 : 8);
         auto half = [x](int k) { return static_cast<uint32_t>(static_cast<uint16_t>(static_cast<int8_t>(x >> (16 * k)))); };
         return interp::make_int(DataType::Int(32), static_cast<int32_t>(half(0) | (half(1) << 16)));
+      }
+      // `return x` / T.ret(x): unwinds to the function's run().
+      if (op->op == "tvm_return") {
+        want_args(1);
+        throw Returned{eval(op->args[0])};
       }
       // Lowered functions only: the checks of the packed calling convention.
       if (op->op != "tvm_throw_last_error" || op->args.empty() || !as<StringImmNode>(op->args[0]))
@@ -527,7 +640,7 @@ Scalar Interpreter::call_function(const CallNode* op, bool by_symbol) {
   }
   Interpreter sub(options_, module_);
   sub.steps_ = steps_;
-  sub.run(callee, callee_name, args);
+  std::optional<int64_t> returned = sub.run(callee, callee_name, args);
   steps_ = sub.steps_;
   for (const CopyBack& c : copies) {
     NDArray& mem = c.storage->array ? *c.storage->array : *c.storage->owned;
@@ -538,7 +651,7 @@ Scalar Interpreter::call_function(const CallNode* op, bool by_symbol) {
     if (c.storage->track_writes)
       std::fill(c.storage->written.begin() + c.offset, c.storage->written.begin() + c.offset + t.num_elements(), 1);
   }
-  return interp::make_int(DataType::Int(32), 0);
+  return interp::make_int(DataType::Int(32), returned ? *returned : 0);
 }
 
 Scalar Interpreter::eval(const Expr& e) {
@@ -566,10 +679,19 @@ Scalar Interpreter::eval(const Expr& e) {
     }
     case ExprKind::Cast: {
       const auto* op = static_cast<const CastNode*>(e.get());
-      return interp::cast(op->dtype, eval(op->value), where(op->span));
+      return interp::cast(op->dtype.element_of(), eval(op->value), where(op->span));
     }
     case ExprKind::BufferLoad: return load(static_cast<const BufferLoadNode*>(e.get()));
     case ExprKind::Call: return eval_call(static_cast<const CallNode*>(e.get()));
+    case ExprKind::Ramp: {
+      const auto* op = static_cast<const RampNode*>(e.get());
+      const DataType t = op->base->dtype;
+      Scalar step = interp::arith(ExprKind::Mul, t, eval(op->stride), interp::make_int(t, lane_), where(op->span));
+      return interp::arith(ExprKind::Add, t, eval(op->base), step, where(op->span));
+    }
+    case ExprKind::Broadcast: return eval(static_cast<const BroadcastNode*>(e.get())->value);
+    case ExprKind::Shuffle: return eval_shuffle(static_cast<const ShuffleNode*>(e.get()));
+    case ExprKind::Let: return eval_let(static_cast<const LetNode*>(e.get()));
   }
   MTIR_ICHECK(false, "unhandled expression kind");
 }
@@ -663,6 +785,11 @@ void Interpreter::exec(const Stmt& s) {
     }
     case StmtKind::LetStmt: {
       const auto* op = static_cast<const LetStmtNode*>(s.get());
+      if (op->var->dtype.is_vector()) {
+        ScopedVector var(this, op->var.get(), eval_lanes(op->value));
+        exec(op->body);
+        return;
+      }
       ScopedVar var(this, op->var.get(), eval(op->value));
       exec(op->body);
       return;
@@ -689,7 +816,14 @@ void Interpreter::exec(const Stmt& s) {
       exec(op->body);
       return;
     }
-    case StmtKind::AttrStmt: exec(static_cast<const AttrStmtNode*>(s.get())->body); return;
+    case StmtKind::AttrStmt: {
+      const auto* op = static_cast<const AttrStmtNode*>(s.get());
+      if (op->key == "thread_extent")
+        user_error(op->span, "T.launch_thread starts GPU threads: microtir targets CPUs and microcontrollers and does "
+                             "not run them");
+      exec(op->body);
+      return;
+    }
     case StmtKind::AssertStmt: {
       const auto* op = static_cast<const AssertStmtNode*>(s.get());
       if (!eval(op->condition).truthy()) user_error(op->span, "assertion failed: " + op->message);
@@ -702,11 +836,11 @@ void Interpreter::exec(const Stmt& s) {
 
 }  // namespace
 
-void interpret(const IRModule& mod, const std::string& func_name, const std::vector<InterpArg>& args,
-               const InterpOptions& options) {
+std::optional<int64_t> interpret(const IRModule& mod, const std::string& func_name,
+                                 const std::vector<InterpArg>& args, const InterpOptions& options) {
   PrimFunc f = mod.lookup(func_name);
   if (!f) user_error(Span{}, "no function '" + func_name + "' in module");
-  Interpreter(options, &mod).run(f, func_name, args);
+  return Interpreter(options, &mod).run(f, func_name, args);
 }
 
 }  // namespace mtir

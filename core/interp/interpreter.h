@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -37,8 +38,9 @@ struct InterpOptions {
 
 // Runs `func_name` of `mod` on `args` in place. Throws DiagnosticError on a user-level
 // fault (out-of-bounds access, failed assert, wrong argument shape or count, division
-// by zero, step limit).
-void interpret(const IRModule& mod, const std::string& func_name, const std::vector<InterpArg>& args,
-               const InterpOptions& options = {});
+// by zero, step limit). A function with a return type (-> T.int32, `return x` or
+// T.ret(x)) gives back the value it returned; others give nullopt.
+std::optional<int64_t> interpret(const IRModule& mod, const std::string& func_name,
+                                 const std::vector<InterpArg>& args, const InterpOptions& options = {});
 
 }  // namespace mtir

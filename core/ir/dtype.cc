@@ -15,7 +15,16 @@ std::string DataType::str() const {
   return s;
 }
 
-std::optional<DataType> DataType::parse(const std::string& name) {
+std::optional<DataType> DataType::parse(const std::string& name, bool allow_lanes) {
+  // "<scalar>x<lanes>": 2 to kMaxLanes lanes of a bool, integer or float type.
+  size_t x = name.rfind('x');
+  if (allow_lanes && x != std::string::npos && x + 1 < name.size() && name[x + 1] != '0' &&
+      name.find_first_not_of("0123456789", x + 1) == std::string::npos && name.size() - x <= 3) {
+    auto elem = parse(name.substr(0, x));
+    int lanes = std::stoi(name.substr(x + 1));
+    if (!elem || elem->is_handle() || elem->is_void() || lanes < 2 || lanes > kMaxLanes) return std::nullopt;
+    return elem->with_lanes(lanes);
+  }
   if (name == "bool") return Bool();
   if (name == "handle") return Handle();
   if (name == "void") return Void();

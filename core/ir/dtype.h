@@ -1,5 +1,5 @@
-// Scalar data types of TIR: bool, signed and unsigned integers, floats and handles.
-// Lanes are kept in the type so vector types can come later; everything today is 1 lane.
+// Data types of TIR: bool, signed and unsigned integers, floats and handles, each with
+// a number of lanes (1 for scalars; "float32x4" is a vector of four float32).
 #pragma once
 
 #include <cstdint>
@@ -27,6 +27,11 @@ class DataType {
   int bits() const { return bits_; }
   int lanes() const { return lanes_; }
   int bytes() const { return (bits_ + 7) / 8; }
+  bool is_scalar() const { return lanes_ == 1; }
+  bool is_vector() const { return lanes_ > 1; }
+  // The type of one lane, and this type with `n` lanes.
+  DataType element_of() const { return DataType(code_, bits_); }
+  DataType with_lanes(int n) const { return DataType(code_, bits_, n); }
 
   bool is_int() const { return code_ == Code::kInt; }
   bool is_uint() const { return code_ == Code::kUInt; }
@@ -38,10 +43,13 @@ class DataType {
   // Types that arithmetic operators accept.
   bool is_numeric() const { return is_integer() || is_float(); }
 
-  // "float32", "int8", "bool", "handle", "void".
+  // "float32", "int8", "bool", "handle", "void", "float32x4".
   std::string str() const;
-  // Inverse of str(); nullopt for names we do not know.
-  static std::optional<DataType> parse(const std::string& name);
+  // Inverse of str(); nullopt for names we do not know. Vector names ("int8x16") are
+  // accepted only with `allow_lanes`: most places (buffers, graphs) take scalars.
+  static std::optional<DataType> parse(const std::string& name, bool allow_lanes = false);
+  // Lanes a vector type may have.
+  static constexpr int kMaxLanes = 64;
 
   bool operator==(const DataType& o) const {
     return code_ == o.code_ && bits_ == o.bits_ && lanes_ == o.lanes_;

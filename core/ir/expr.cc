@@ -46,7 +46,7 @@ Var MakePointerVar(std::string name, DataType pointee, std::string scope, Span s
 }
 
 Expr Binary(ExprKind k, Expr a, Expr b, Span s) {
-  DataType t = (is_comparison(k) || is_logical(k)) ? DataType::Bool() : a->dtype;
+  DataType t = (is_comparison(k) || is_logical(k)) ? DataType::Bool().with_lanes(a->dtype.lanes()) : a->dtype;
   switch (k) {
 #define MTIR_BINARY(Name) \
   case ExprKind::Name: return std::make_shared<Name##Node>(t, std::move(a), std::move(b), std::move(s));
@@ -62,11 +62,29 @@ Expr Select(Expr c, Expr t, Expr f, Span s) {
 }
 Expr Cast(DataType t, Expr v, Span s) { return std::make_shared<CastNode>(t, std::move(v), std::move(s)); }
 Expr BufferLoad(Buffer b, std::vector<Expr> indices, Span s) {
-  DataType t = b->dtype;
+  // A vector index (a Ramp) loads that many lanes.
+  int lanes = 1;
+  for (const auto& i : indices)
+    if (i && i->dtype.lanes() > lanes) lanes = i->dtype.lanes();
+  DataType t = b->dtype.with_lanes(lanes);
   return std::make_shared<BufferLoadNode>(t, std::move(b), std::move(indices), std::move(s));
 }
 Expr Call(DataType t, std::string op, std::vector<Expr> args, Attrs attrs, Span s) {
   return std::make_shared<CallNode>(t, std::move(op), std::move(args), std::move(attrs), std::move(s));
+}
+
+Expr Ramp(Expr base, Expr stride, int lanes, Span s) {
+  return std::make_shared<RampNode>(std::move(base), std::move(stride), lanes, std::move(s));
+}
+Expr Broadcast(Expr value, int lanes, Span s) {
+  return std::make_shared<BroadcastNode>(std::move(value), lanes, std::move(s));
+}
+Expr Shuffle(std::vector<Expr> vectors, std::vector<int> indices, Span s) {
+  DataType t = vectors.at(0)->dtype.element_of().with_lanes(static_cast<int>(indices.size()));
+  return std::make_shared<ShuffleNode>(t, std::move(vectors), std::move(indices), std::move(s));
+}
+Expr Let(Var var, Expr value, Expr body, Span s) {
+  return std::make_shared<LetNode>(std::move(var), std::move(value), std::move(body), std::move(s));
 }
 
 const int64_t* as_const_int(const Expr& e) {

@@ -65,6 +65,9 @@ struct VarNode : ExprNode {
   // Void when it does not; only the text format and comparisons look at it.
   DataType pointee = DataType::Void();
   std::string pointer_scope;
+  // A GPU thread index (TVM's T.env_thread / T.launch_thread): the thread it names,
+  // "threadIdx.x"; empty for every other variable.
+  std::string thread_tag;
 };
 using Var = std::shared_ptr<const VarNode>;
 
@@ -88,7 +91,8 @@ bool is_logical(ExprKind k);
 
 struct NotNode : ExprNode {
   static constexpr ExprKind kKind = ExprKind::Not;
-  NotNode(Expr a, Span s) : ExprNode(kKind, DataType::Bool(), std::move(s)), a(std::move(a)) {}
+  NotNode(Expr a, Span s)
+      : ExprNode(kKind, DataType::Bool().with_lanes(a->dtype.lanes()), std::move(s)), a(std::move(a)) {}
   Expr a;
 };
 
@@ -125,6 +129,43 @@ struct CallNode : ExprNode {
   Attrs attrs;
 };
 
+// base + k * stride for k in [0, lanes): the index of a vector load or store.
+struct RampNode : ExprNode {
+  static constexpr ExprKind kKind = ExprKind::Ramp;
+  RampNode(Expr base, Expr stride, int lanes, Span s)
+      : ExprNode(kKind, base->dtype.with_lanes(lanes), std::move(s)), base(std::move(base)),
+        stride(std::move(stride)), lanes(lanes) {}
+  Expr base, stride;
+  int lanes;
+};
+
+struct BroadcastNode : ExprNode {
+  static constexpr ExprKind kKind = ExprKind::Broadcast;
+  BroadcastNode(Expr value, int lanes, Span s)
+      : ExprNode(kKind, value->dtype.with_lanes(lanes), std::move(s)), value(std::move(value)), lanes(lanes) {}
+  Expr value;
+  int lanes;
+};
+
+// Lane k of the result is lane indices[k] of the vectors laid end to end.
+struct ShuffleNode : ExprNode {
+  static constexpr ExprKind kKind = ExprKind::Shuffle;
+  ShuffleNode(DataType t, std::vector<Expr> vectors, std::vector<int> indices, Span s)
+      : ExprNode(kKind, t, std::move(s)), vectors(std::move(vectors)), indices(std::move(indices)) {}
+  std::vector<Expr> vectors;
+  std::vector<int> indices;
+};
+
+// `body` with `var` bound to `value` (TVM's T.Let).
+struct LetNode : ExprNode {
+  static constexpr ExprKind kKind = ExprKind::Let;
+  LetNode(Var var, Expr value, Expr body, Span s)
+      : ExprNode(kKind, body->dtype, std::move(s)), var(std::move(var)), value(std::move(value)),
+        body(std::move(body)) {}
+  Var var;
+  Expr value, body;
+};
+
 // ---- constructors -------------------------------------------------------------
 // Plain factories with no type checking: the verifier reports type errors with spans.
 
@@ -142,6 +183,11 @@ Expr Select(Expr c, Expr t, Expr f, Span s = {});
 Expr Cast(DataType t, Expr v, Span s = {});
 Expr BufferLoad(Buffer b, std::vector<Expr> indices, Span s = {});
 Expr Call(DataType t, std::string op, std::vector<Expr> args, Attrs attrs = {}, Span s = {});
+Expr Ramp(Expr base, Expr stride, int lanes, Span s = {});
+Expr Broadcast(Expr value, int lanes, Span s = {});
+// The result type is the element type of vectors[0] with indices.size() lanes.
+Expr Shuffle(std::vector<Expr> vectors, std::vector<int> indices, Span s = {});
+Expr Let(Var var, Expr value, Expr body, Span s = {});
 
 // The constant value of an IntImm, if `e` is one.
 const int64_t* as_const_int(const Expr& e);

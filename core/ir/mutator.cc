@@ -76,6 +76,26 @@ Expr Mutator::mutate_Call(const CallNode* op, const Expr& self) {
   if (!changed) return self;
   return Call(op->dtype, op->op, std::move(args), op->attrs, op->span);
 }
+Expr Mutator::mutate_Ramp(const RampNode* op, const Expr& self) {
+  Expr base = mutate(op->base), stride = mutate(op->stride);
+  if (base == op->base && stride == op->stride) return self;
+  return Ramp(base, stride, op->lanes, op->span);
+}
+Expr Mutator::mutate_Broadcast(const BroadcastNode* op, const Expr& self) {
+  Expr v = mutate(op->value);
+  return v == op->value ? self : Broadcast(v, op->lanes, op->span);
+}
+Expr Mutator::mutate_Shuffle(const ShuffleNode* op, const Expr& self) {
+  bool changed = false;
+  auto vectors = mutate_all(op->vectors, &changed);
+  if (!changed) return self;
+  return Shuffle(std::move(vectors), op->indices, op->span);
+}
+Expr Mutator::mutate_Let(const LetNode* op, const Expr& self) {
+  Expr v = mutate(op->value), body = mutate(op->body);
+  if (v == op->value && body == op->body) return self;
+  return Let(op->var, v, body, op->span);
+}
 
 Stmt Mutator::mutate_BufferStore(const BufferStoreNode* op, const Stmt& self) {
   bool changed = false;

@@ -25,6 +25,7 @@ class Comparator {
     if (a->dtype != b->dtype) return fail("variable '" + a->name + "' has type " + a->dtype.str() + " vs " + b->dtype.str());
     if (a->pointee != b->pointee || a->pointer_scope != b->pointer_scope)
       return fail("pointer variable '" + a->name + "' points to another type or scope");
+    if (a->thread_tag != b->thread_tag) return fail("thread variable '" + a->name + "' names another thread");
     auto ia = lhs_vars_.find(a.get());
     auto ib = rhs_vars_.find(b.get());
     if (ia == lhs_vars_.end() && ib == rhs_vars_.end()) {
@@ -97,6 +98,20 @@ class Comparator {
         if (x->op != y->op) return fail("call to " + x->op + " vs " + y->op);
         if (x->attrs != y->attrs) return fail("call attributes of " + x->op + " differ");
         return exprs(x->args, y->args);
+      }
+      case ExprKind::Ramp: {
+        const auto *x = as<RampNode>(a), *y = as<RampNode>(b);
+        return expr(x->base, y->base) && expr(x->stride, y->stride);  // lanes: in the dtype
+      }
+      case ExprKind::Broadcast: return expr(as<BroadcastNode>(a)->value, as<BroadcastNode>(b)->value);
+      case ExprKind::Shuffle: {
+        const auto *x = as<ShuffleNode>(a), *y = as<ShuffleNode>(b);
+        if (x->indices != y->indices) return fail("shuffle lane indices differ");
+        return exprs(x->vectors, y->vectors);
+      }
+      case ExprKind::Let: {
+        const auto *x = as<LetNode>(a), *y = as<LetNode>(b);
+        return var(x->var, y->var) && expr(x->value, y->value) && expr(x->body, y->body);
       }
     }
     return fail("unknown expression");
@@ -270,6 +285,18 @@ class Hasher {
         for (const auto& a : x->args) expr(a);
         return;
       }
+      case ExprKind::Ramp:
+        expr(as<RampNode>(e)->base);
+        return expr(as<RampNode>(e)->stride);
+      case ExprKind::Broadcast: return expr(as<BroadcastNode>(e)->value);
+      case ExprKind::Shuffle:
+        for (int i : as<ShuffleNode>(e)->indices) mix(static_cast<size_t>(i));
+        for (const auto& v : as<ShuffleNode>(e)->vectors) expr(v);
+        return;
+      case ExprKind::Let:
+        var(as<LetNode>(e)->var.get());
+        expr(as<LetNode>(e)->value);
+        return expr(as<LetNode>(e)->body);
     }
   }
   void stmt(const Stmt& s) {

@@ -56,6 +56,18 @@ void Visitor::visit_BufferLoad(const BufferLoadNode* op) {
 void Visitor::visit_Call(const CallNode* op) {
   for (const auto& a : op->args) visit(a);
 }
+void Visitor::visit_Ramp(const RampNode* op) {
+  visit(op->base);
+  visit(op->stride);
+}
+void Visitor::visit_Broadcast(const BroadcastNode* op) { visit(op->value); }
+void Visitor::visit_Shuffle(const ShuffleNode* op) {
+  for (const auto& v : op->vectors) visit(v);
+}
+void Visitor::visit_Let(const LetNode* op) {
+  visit(op->value);
+  visit(op->body);
+}
 
 void Visitor::visit_BufferStore(const BufferStoreNode* op) {
   visit_buffer(op->buffer);

@@ -1,5 +1,5 @@
 // int8 quantized operators other than qconv2d/qdense: qadd, qavg_pool2d,
-// qglobal_avg_pool2d, qsoftmax, qconcat, quantize and dequantize. The arithmetic is
+// qglobal_avg_pool2d, qmean, qsoftmax, qconcat, quantize and dequantize. The arithmetic is
 // integer only (fixed-point multipliers computed here at compile time, see
 // quant_util.h); docs/quantization.md states each op's exact rounding.
 #include <algorithm>
@@ -236,8 +236,10 @@ TensorType qgap_infer(const std::vector<TensorType>& in, const json& attrs) {
   return TensorType{kI8, {s[0], 1, 1, s[3]}};
 }
 
-PrimFunc qgap_build(const std::string& fname, const std::vector<TensorType>& in, const TensorType& out, const json&) {
-  const auto& s = in[0].shape;
+// An int8 kernel over each channel's H x W window of NHWC data into [N, 1, 1, C]: the
+// window's int32 sum, then `finish(sum)` as the channel's int8 output.
+PrimFunc window_sum_kernel(const std::string& fname, const std::vector<int64_t>& s, const TensorType& out,
+                           const std::function<Expr(Expr sum)>& finish) {
   FuncBuilder fb;
   Buffer data = fb.param("data", s, kI8);
   Buffer o = fb.param("out", out.shape, kI8);
@@ -246,9 +248,79 @@ PrimFunc qgap_build(const std::string& fname, const std::vector<TensorType>& in,
   Expr n = outer.axis("n", s[0]), c = outer.axis("c", s[3]);
   Expr rh = red.axis("rh", s[1]), rw = red.axis("rw", s[2]);
   Stmt update = store(acc, add(load(acc, {ci(0)}), to_i32(load(data, {n, rh, rw, c}))), {ci(0)});
-  Stmt fin = store(o, Cast(kI8, rounded_div(load(acc, {ci(0)}), ci(s[1] * s[2]))), {n, ci(0), ci(0), c});
+  Stmt fin = store(o, finish(load(acc, {ci(0)})), {n, ci(0), ci(0), c});
   Stmt body = SeqStmt({store(acc, ci(0), {ci(0)}), red.wrap(update), fin});
   return fb.finish(fname, Allocate(acc, "global", outer.wrap(body)));
+}
+
+PrimFunc qgap_build(const std::string& fname, const std::vector<TensorType>& in, const TensorType& out, const json&) {
+  const auto& s = in[0].shape;
+  return window_sum_kernel(fname, s, out, [&](Expr sum) { return Cast(kI8, rounded_div(sum, ci(s[1] * s[2]))); });
+}
+
+// ---- qmean --------------------------------------------------------------------------
+// TFLite's int8 MEAN over H and W of NHWC data (TFLM's reduce kernel, EvalIntegerMean):
+// the int32 sum of each channel's window, then, when input and output share scale and
+// zero point, the sum divided by the count with C's truncating division (reference_ops
+// Mean), otherwise QuantizedMeanOrSum: the input-to-output multiplier (QuantizeMultiplier
+// of input_scale / output_scale) absorbs 1/count at compile time, shifted left by
+// floor(log2(count)) (at most 32, and at most 31 + shift) before an integer division,
+// and (sum - input_zero_point * count) is requantized with it, plus the output zero
+// point, clamped to int8. keep_dims is the frontend's reshape.
+
+const std::vector<std::string> kQmeanAttrs = {"input_scale", "input_zero_point", "output_scale", "output_zero_point"};
+
+struct QmeanParams {
+  int64_t count;                     // elements per window (H * W)
+  bool same_quantization;            // reference_ops::Mean: a truncating division
+  QuantMultiplier multiplier;        // QuantizedMeanOrSum's, 1/count folded in
+  int32_t input_zero_point, output_zero_point;
+};
+
+QmeanParams qmean_params(const std::vector<TensorType>& in, const json& attrs) {
+  const std::string op = "qmean";
+  AttrReader r(op, attrs, kQmeanAttrs);
+  check_int8_inputs(op, in, 1, {"data"});
+  check_rank(op, in, 0, "data (NHWC)", 4);
+  const auto& s = in[0].shape;
+  QmeanParams p;
+  p.count = s[1] * s[2];
+  if (p.count > (int64_t{1} << 23))
+    fail(op, "the window of " + std::to_string(p.count) + " elements could overflow the int32 sum");
+  double si = read_scale(op, r, "input_scale"), so = read_scale(op, r, "output_scale");
+  p.input_zero_point = read_zero_point(r, "input_zero_point");
+  p.output_zero_point = read_zero_point(r, "output_zero_point");
+  // TFLite compares the float32 scales; ours hold those float32 values as doubles.
+  p.same_quantization = si == so && p.input_zero_point == p.output_zero_point;
+  QuantMultiplier m = quantize_multiplier(si / so, op, "input_scale / output_scale");
+  int shift = 0;
+  while ((int64_t{2} << shift) <= p.count) ++shift;  // floor(log2(count))
+  shift = std::min({shift, 32, 31 + m.shift});
+  p.multiplier.multiplier = static_cast<int32_t>((static_cast<int64_t>(m.multiplier) << shift) / p.count);
+  p.multiplier.shift = m.shift - shift;
+  // TFLite shifts the int32 sum left by the remaining positive shift; refuse where that
+  // would overflow (TFLite's result there is undefined).
+  if (!p.same_quantization && p.multiplier.left_shift() > 0 &&
+      (255 * p.count) > (std::numeric_limits<int32_t>::max() >> p.multiplier.left_shift()))
+    fail(op, "input_scale / output_scale (" + interp::format_double(si / so) + ") is so large that TFLite's rescaled " +
+                 "sum of " + std::to_string(p.count) + " elements would overflow int32");
+  return p;
+}
+
+TensorType qmean_infer(const std::vector<TensorType>& in, const json& attrs) {
+  qmean_params(in, attrs);
+  const auto& s = in[0].shape;
+  return TensorType{kI8, {s[0], 1, 1, s[3]}};
+}
+
+PrimFunc qmean_build(const std::string& fname, const std::vector<TensorType>& in, const TensorType& out,
+                     const json& attrs) {
+  const QmeanParams p = qmean_params(in, attrs);
+  return window_sum_kernel(fname, in[0].shape, out, [&](Expr sum) -> Expr {
+    if (p.same_quantization) return Cast(kI8, Binary(ExprKind::Div, sum, ci(p.count)));  // a mean of int8 values
+    Expr shifted = sub(sum, ci(int64_t{p.input_zero_point} * p.count));
+    return saturate_int8(multiply_by_quantized_multiplier(shifted, p.multiplier), p.output_zero_point, ActBounds{});
+  });
 }
 
 // ---- qsoftmax -----------------------------------------------------------------------
@@ -565,6 +637,7 @@ void register_quantized_ops(std::vector<OpDef>& ops) {
   ops.push_back(qbinary_op("qmul"));
   ops.push_back(OpDef{"qavg_pool2d", qpool_infer, qpool_build});
   ops.push_back(OpDef{"qglobal_avg_pool2d", qgap_infer, qgap_build});
+  ops.push_back(OpDef{"qmean", qmean_infer, qmean_build});
   ops.push_back(OpDef{"qsoftmax", qsoftmax_infer, qsoftmax_build});
   ops.push_back(qact_op("qlogistic"));
   ops.push_back(qact_op("qtanh"));

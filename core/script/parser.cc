@@ -469,7 +469,7 @@ class Parser {
       return ann;
     }
     if (name == "Ptr") fail(start, "T.Ptr needs the element type, e.g. T.Ptr(T.float32)");
-    auto t = DataType::parse(name);
+    auto t = DataType::parse(name, /*allow_lanes=*/true);
     if (!t || t->is_void()) fail(start, "unknown type '" + name + "'");
     ann.type = *t;
     return ann;
@@ -480,7 +480,7 @@ class Parser {
     const Token& t = cur();
     if (t.kind == TokKind::kString) {
       next();
-      auto d = DataType::parse(t.text);
+      auto d = DataType::parse(t.text, /*allow_lanes=*/true);
       if (!d || d->is_void()) fail(t, "unknown type '" + t.text + "'");
       return *d;
     }
@@ -516,7 +516,11 @@ class Parser {
       if (info.is_buffer) {
         skip_balanced_until_comma();
       } else {
+        const Token& type_tok = cur();
         info.var = parse_type_ann().make_var(name.text, span(name));
+        if (info.var->dtype.is_vector())
+          fail(type_tok, "parameters of vector type (" + info.var->dtype.str() +
+                             ") are not supported; pass a buffer and load the vector from it");
       }
       params.push_back(info);
       if (!is_op(",")) break;
@@ -768,6 +772,11 @@ class Parser {
   }
 
   Buffer make_buffer(const std::string& name, const Span& name_span, BufferSpec spec) {
+    if (spec.dtype.is_vector())
+      user_error(name_span, "buffer '" + name + "' of vector type " + spec.dtype.str() +
+                             " is not supported; declare a " + spec.dtype.element_of().str() +
+                             " buffer and load vectors with slices, e.g. " + name + "[i:i + " +
+                             std::to_string(spec.dtype.lanes()) + "]");
     auto b = std::make_shared<BufferNode>();
     b->name = name;
     b->dtype = spec.dtype;
@@ -951,7 +960,9 @@ class Parser {
       fail(cur(), "augmented assignment is not supported; write A[i] = A[i] + v");
     expect_op("=", "after buffer index");
     PExpr v = parse_expr();
-    v = promote_to(v, buf->dtype);
+    int lanes = 1;
+    for (const auto& i : indices) lanes = std::max(lanes, i->dtype.lanes());
+    v = promote_to(v, buf->dtype.with_lanes(lanes));
     expect_newline("after statement");
     return BufferStore(buf, v.e, std::move(indices), span(name));
   }
@@ -964,7 +975,7 @@ class Parser {
       next(), next();
     } else {
       while (!is_op("]")) {
-        indices.push_back(parse_expr().e);
+        indices.push_back(parse_index_or_slice());
         if (!is_op(",")) break;
         next();
       }
@@ -976,6 +987,40 @@ class Parser {
                      " but is indexed with " + std::to_string(k) + (k == 1 ? " index" : " indices"));
     }
     return indices;
+  }
+
+  // One index of a load or store: an expression, or `lo:hi[:step]`, a vector of
+  // (hi - lo) / step lanes (T.Ramp(lo, step, lanes)), which is how TVM prints them.
+  Expr parse_index_or_slice() {
+    const Token& at = cur();
+    PExpr lo = parse_expr();
+    if (!is_op(":")) return lo.e;
+    const Token& colon = next();
+    PExpr hi = parse_expr();
+    unify(lo, hi, ":", colon, "slice bounds");
+    lo = promote_to(lo, lo.e->dtype), hi = promote_to(hi, hi.e->dtype);
+    int64_t step = 1;
+    if (is_op(":")) {
+      next();
+      const Token& step_tok = cur();
+      PExpr st = parse_expr();
+      const int64_t* c = as_const_int(st.e);
+      if (!c || *c <= 0) fail(step_tok, "the step of a vector slice must be a positive integer constant");
+      step = *c;
+    }
+    if (!lo.e->dtype.is_integer() || lo.e->dtype.is_vector())
+      fail(at, "slice bounds must be scalar integers, not " + lo.e->dtype.str());
+    int64_t length = 0;
+    const int64_t *l = as_const_int(lo.e), *h = as_const_int(hi.e);
+    const auto* add = as<AddNode>(hi.e);
+    if (l && h) length = *h - *l;
+    else if (add && same_expr(add->a, lo.e) && as_const_int(add->b)) length = *as_const_int(add->b);
+    else fail(at, "a vector slice needs a constant length, e.g. A[i:i + 4]");
+    const int64_t lanes = (length + step - 1) / step;
+    if (lanes < 2 || lanes > DataType::kMaxLanes)
+      fail(at, "a vector slice needs 2 to " + std::to_string(DataType::kMaxLanes) + " lanes, not " +
+                   std::to_string(lanes));
+    return Ramp(lo.e, IntImm(lo.e->dtype, step, span(at)), static_cast<int>(lanes), span(at));
   }
 
   Stmt parse_let() {
@@ -1032,6 +1077,7 @@ class Parser {
       pop_scope(mark);
       return Allocate(buf, scope, body, span(name));
     }
+    if (at_t_attr("env_thread") || at_t_attr("launch_thread")) return parse_thread(name);
     if (const Binding* b = lookup(name.text)) {
       if (b->buffer)
         fail(name,
@@ -1049,6 +1095,36 @@ class Parser {
     Stmt body = parse_rest(name);
     pop_scope(mark);
     return LetStmt(var, v.e, body, span(name));
+  }
+
+  // GPU threads as TVM prints them: `x = T.env_thread("threadIdx.x")` declares the
+  // variable for the rest of the block; `x = T.launch_thread("blockIdx.x", n)` also
+  // launches it (an AttrStmt "thread_extent" over the rest of the block). They parse
+  // and print; the backends and the interpreter refuse them.
+  Stmt parse_thread(const Token& name) {
+    const Token& t_tok = cur();
+    const bool launch = ahead(2).text == "launch_thread";
+    next(), next(), next();
+    expect_op("(", std::string("after T.") + (launch ? "launch_thread" : "env_thread"));
+    const std::string tag = expect_string("as the thread tag, e.g. \"threadIdx.x\"");
+    Expr extent;
+    if (launch) {
+      expect_op(",", "after the thread tag of T.launch_thread");
+      PExpr e = parse_expr();
+      if (e.bare) e = promote_to(e, DataType::Int(32));
+      if (!e.e->dtype.is_integer()) fail(t_tok, "the extent of T.launch_thread must be an integer, not " + e.e->dtype.str());
+      extent = e.e;
+    }
+    expect_op(")", "to close the call");
+    expect_newline("after statement");
+    if (lookup(name.text)) fail(name, "cannot assign to '" + name.text + "': it is already defined");
+    auto v = std::make_shared<VarNode>(name.text, extent ? extent->dtype : DataType::Int(32), span(name));
+    v->thread_tag = tag;
+    size_t mark = scope_mark();
+    bind(name.text, Binding{v, nullptr, false});
+    Stmt body = parse_rest(name);
+    pop_scope(mark);
+    return launch ? AttrStmt(v, "thread_extent", extent, body, span(name)) : body;
   }
 
   // `T.alloc_buffer(shape, dtype, scope=...)` or `T.allocate([extent], dtype, scope)`.
@@ -1264,8 +1340,22 @@ class Parser {
     next(), next();
     const Token& what = expect_name("after 'T.'");
     if (is_block_construct(what.text)) fail(t_tok, kBlockRefusal);
-    if (what.text == "launch_thread")
-      fail(t_tok, "T.launch_thread (GPU threads) is not supported; microtir compiles for CPUs and microcontrollers");
+    if (what.text == "launch_thread") {
+      // `with T.launch_thread(x, n):` for a thread variable from T.env_thread.
+      expect_op("(", "after T.launch_thread");
+      const Token& v_tok = expect_name("as the thread variable of T.launch_thread (from T.env_thread)");
+      const Binding* b = lookup(v_tok.text);
+      if (!b || !b->var || b->var->thread_tag.empty())
+        fail(v_tok, "'" + v_tok.text + "' is not a thread variable; declare it with " + v_tok.text +
+                        " = T.env_thread(\"threadIdx.x\")");
+      Var thread = b->var;
+      expect_op(",", "after the thread variable of T.launch_thread");
+      PExpr extent = parse_expr();
+      expect_op(")", "to close T.launch_thread(...)");
+      if (extent.bare) extent = promote_to(extent, thread->dtype);
+      Stmt body = parse_block(with_tok, "with header");
+      return AttrStmt(thread, "thread_extent", extent.e, body, span(with_tok));
+    }
     if (what.text == "attr") {
       expect_op("(", "after T.attr");
       PExpr node = parse_expr();
@@ -1333,6 +1423,12 @@ class Parser {
   // ---- expressions --------------------------------------------------------------------
   // Makes `p` of type `t` if it is a bare literal that can take that type.
   static PExpr promote_to(PExpr p, DataType t) {
+    if (t.is_vector() && p.e->dtype.is_scalar()) {
+      // A scalar where a vector is wanted is repeated over its lanes (TVM broadcasts).
+      PExpr s = promote_to(p, t.element_of());
+      if (s.e->dtype != t.element_of()) return p;  // the caller reports the mismatch
+      return {Broadcast(s.e, t.lanes(), s.e->span), false, s.height + 1};
+    }
     if (!p.bare) return p;
     if (t.is_float() || (t.is_integer() && !contains_float_literal(p.e)))
       return {retype_literal(p.e, t), false, p.height};
@@ -1341,7 +1437,11 @@ class Parser {
 
   // Brings both operands to one type (bare literals adapt), or reports a mismatch.
   void unify(PExpr& a, PExpr& b, const std::string& sym, const Token& at, const char* what = nullptr) {
-    if (a.bare && !b.bare) {
+    if (a.e->dtype.is_scalar() && b.e->dtype.is_vector()) {
+      a = promote_to(a, b.e->dtype);
+    } else if (b.e->dtype.is_scalar() && a.e->dtype.is_vector()) {
+      b = promote_to(b, a.e->dtype);
+    } else if (a.bare && !b.bare) {
       a = promote_to(a, b.e->dtype);
     } else if (b.bare && !a.bare) {
       b = promote_to(b, a.e->dtype);
@@ -1783,7 +1883,7 @@ class Parser {
       return true;
     }
     if (name == "env_thread" || name == "launch_thread")
-      fail(t_tok, "T." + name + " (GPU threads) is not supported; microtir compiles for CPUs and microcontrollers");
+      fail(t_tok, "T." + name + " declares a GPU thread variable: write it as a statement, x = T." + name + "(...)");
     return false;
   }
 
@@ -1856,6 +1956,137 @@ class Parser {
                 span(t_tok));
   }
 
+  // ---- vectors ------------------------------------------------------------------
+  // The lanes argument of T.Ramp / T.Broadcast: an integer constant.
+  int parse_lanes(const Token& fn) {
+    const Token& at = cur();
+    PExpr e = parse_expr();
+    const int64_t* c = as_const_int(e.e);
+    if (!c || *c < 2 || *c > DataType::kMaxLanes)
+      fail(at, "T." + fn.text + " needs a constant number of lanes from 2 to " + std::to_string(DataType::kMaxLanes));
+    return static_cast<int>(*c);
+  }
+
+  // T.float32x4(x): x converted to float32 and repeated over 4 lanes (TVM's cast).
+  PExpr parse_vector_constant(const Token& t_tok, const Token& fn, DataType t) {
+    expect_op("(", "after T." + fn.text);
+    if (is_op(")"))
+      fail(t_tok, "T." + fn.text + "() declares a vector variable, which is not supported; bind a value instead");
+    PExpr v = parse_expr();
+    expect_op(")", "to close T." + fn.text + "(...)");
+    v = promote_to(v, t);
+    if (v.e->dtype == t) return v;
+    if (v.e->dtype.lanes() == t.lanes()) return {Cast(t, v.e, span(t_tok)), false};
+    if (v.e->dtype.is_vector() || !v.e->dtype.is_numeric())
+      fail(t_tok, "T." + fn.text + " cannot convert " + v.e->dtype.str());
+    return {Broadcast(Cast(t.element_of(), v.e, span(t_tok)), t.lanes(), span(t_tok)), false};
+  }
+
+  PExpr parse_ramp(const Token& t_tok, const Token& fn) {
+    expect_op("(", "after T." + fn.text);
+    PExpr base = parse_expr();
+    expect_op(",", "after the base of T." + fn.text);
+    PExpr stride = parse_expr();
+    expect_op(",", "after the stride of T." + fn.text);
+    int lanes = parse_lanes(fn);
+    expect_op(")", "to close T." + fn.text + "(...)");
+    unify(base, stride, ",", t_tok, "the base and stride of T.Ramp");
+    base = promote_to(base, base.e->dtype), stride = promote_to(stride, stride.e->dtype);
+    if (!base.e->dtype.is_integer() || base.e->dtype.is_vector())
+      fail(t_tok, "T." + fn.text + " needs a scalar integer base and stride, not " + base.e->dtype.str());
+    return {Ramp(base.e, stride.e, lanes, span(t_tok)), false};
+  }
+
+  PExpr parse_broadcast(const Token& t_tok, const Token& fn) {
+    expect_op("(", "after T." + fn.text);
+    PExpr v = parse_expr();
+    expect_op(",", "after the value of T." + fn.text);
+    int lanes = parse_lanes(fn);
+    expect_op(")", "to close T." + fn.text + "(...)");
+    v = promote_to(v, v.e->dtype);
+    if (v.e->dtype.is_vector() || !(v.e->dtype.is_numeric() || v.e->dtype.is_bool()))
+      fail(t_tok, "T." + fn.text + " repeats a scalar number, not " + v.e->dtype.str());
+    return {Broadcast(v.e, lanes, span(t_tok)), false};
+  }
+
+  // T.Shuffle([a, b], [0, 4, 1, 5]): lanes of the vectors laid end to end.
+  PExpr parse_shuffle(const Token& t_tok, const Token& fn) {
+    expect_op("(", "after T." + fn.text);
+    expect_op("[", "for the list of vectors of T." + fn.text);
+    std::vector<Expr> vectors;
+    int total = 0;
+    while (!is_op("]")) {
+      const Token& at = cur();
+      PExpr v = parse_expr();
+      v = promote_to(v, v.e->dtype);
+      if (!vectors.empty() && v.e->dtype.element_of() != vectors[0]->dtype.element_of())
+        fail(at, "T." + fn.text + " mixes " + vectors[0]->dtype.str() + " and " + v.e->dtype.str());
+      total += v.e->dtype.lanes();
+      vectors.push_back(v.e);
+      if (!is_op(",")) break;
+      next();
+    }
+    expect_op("]", "to close the list of vectors");
+    if (vectors.empty()) fail(t_tok, "T." + fn.text + " needs at least one vector");
+    expect_op(",", "after the vectors of T." + fn.text);
+    expect_op("[", "for the lane indices of T." + fn.text);
+    std::vector<int> indices;
+    while (!is_op("]")) {
+      const Token& at = cur();
+      PExpr i = parse_expr();
+      const int64_t* c = as_const_int(i.e);
+      if (!c || *c < 0 || *c >= total)
+        fail(at, "a lane index of T." + fn.text + " must be a constant in [0, " + std::to_string(total) + ")");
+      indices.push_back(static_cast<int>(*c));
+      if (!is_op(",")) break;
+      next();
+    }
+    expect_op("]", "to close the lane indices");
+    expect_op(")", "to close T." + fn.text + "(...)");
+    if (indices.empty() || indices.size() > static_cast<size_t>(DataType::kMaxLanes))
+      fail(t_tok, "T." + fn.text + " needs 1 to " + std::to_string(DataType::kMaxLanes) + " lane indices");
+    return {Shuffle(std::move(vectors), std::move(indices), span(t_tok)), false};
+  }
+
+  // T.Let(body, where={x: value, ...}): the values are read first (each may use the
+  // names before it), then the body with the names bound.
+  PExpr parse_let_expr(const Token& t_tok) {
+    expect_op("(", "after T.Let");
+    const size_t body_pos = pos_;
+    skip_balanced_until_comma();
+    if (!is_op(",") || !tok_is_name(ahead(1), "where"))
+      fail(t_tok, "T.Let needs the bindings after the body: T.Let(body, where={x: value})");
+    next(), next();
+    expect_op("=", "after 'where'");
+    expect_op("{", "to open the bindings of T.Let");
+    size_t mark = scope_mark();
+    std::vector<std::pair<Var, Expr>> lets;
+    while (!is_op("}")) {
+      const Token& name = expect_name("as a T.Let variable");
+      expect_op(":", "after the variable of T.Let");
+      PExpr v = parse_expr();
+      if (v.bare) v = promote_to(v, v.e->dtype);
+      Var var = MakeVar(name.text, v.e->dtype, span(name));
+      bind(name.text, Binding{var, nullptr, false});
+      lets.emplace_back(var, v.e);
+      if (!is_op(",")) break;
+      next();
+    }
+    expect_op("}", "to close the bindings of T.Let");
+    expect_op(")", "to close T.Let(...)");
+    if (lets.empty()) fail(t_tok, "T.Let needs at least one binding in where={...}");
+    const size_t end_pos = pos_;
+    pos_ = body_pos;
+    PExpr body = parse_expr();
+    if (body.bare) body = promote_to(body, body.e->dtype);
+    if (!is_op(",")) fail(cur(), "expected ',' after the body of T.Let, found " + describe(cur()));
+    pos_ = end_pos;
+    pop_scope(mark);
+    Expr e = body.e;
+    for (size_t i = lets.size(); i-- > 0;) e = Let(lets[i].first, lets[i].second, e, span(t_tok));
+    return {e, false};
+  }
+
   PExpr parse_t_call() {
     const Token& t_tok = next();  // T
     next();                       // .
@@ -1867,9 +2098,12 @@ class Parser {
         {"truncdiv", ExprKind::Div},      {"truncmod", ExprKind::Mod}, {"floordiv", ExprKind::FloorDiv},
         {"floormod", ExprKind::FloorMod}, {"min", ExprKind::Min},      {"max", ExprKind::Max}};
     if (is_block_construct(name)) fail(t_tok, kBlockRefusal);
-    if (name == "Ramp" || name == "ramp" || name == "Broadcast" || name == "broadcast" || name == "Shuffle")
-      fail(t_tok, "vector expressions (T." + name + ") are not supported yet: microtir's types have one lane");
-    if (name == "Let") fail(t_tok, "T.Let expressions are not supported; bind the value with a statement (x = value)");
+    if (auto vt = DataType::parse(name, /*allow_lanes=*/true); vt && vt->is_vector())
+      return parse_vector_constant(t_tok, fn, *vt);
+    if (name == "Ramp" || name == "ramp") return parse_ramp(t_tok, fn);
+    if (name == "Broadcast" || name == "broadcast") return parse_broadcast(t_tok, fn);
+    if (name == "Shuffle" || name == "shuffle") return parse_shuffle(t_tok, fn);
+    if (name == "Let") return parse_let_expr(t_tok);
     if (PExpr out; parse_tvm_sugar(t_tok, fn, &out)) return out;
     const OpInfo* op = lookup_op(name);
     bool known = op != nullptr || name == "And" || name == "Or" || name == "Not" || name == "Select" || name == "Cast";

@@ -323,6 +323,20 @@ class Printer {
       }
       case StmtKind::AttrStmt: {
         const auto* op = as<AttrStmtNode>(s);
+        const auto* thread = as<VarNode>(op->node);
+        if (op->key == "thread_extent" && thread && !thread->thread_tag.empty()) {
+          // TVM's forms: `x = T.launch_thread("tag", n)` for the rest of the block, or
+          // `x = T.env_thread("tag")` then `with T.launch_thread(x, n):`.
+          const bool fresh = !names_.count(thread);
+          const std::string name = define(thread, thread->name);
+          if (last && fresh) {
+            line(name + " = T.launch_thread(" + quote(thread->thread_tag) + ", " + expr(op->value) + ")");
+            return stmt(op->body, true);
+          }
+          if (fresh) line(name + " = T.env_thread(" + quote(thread->thread_tag) + ")");
+          line("with T.launch_thread(" + name + ", " + expr(op->value) + "):");
+          return block(op->body);
+        }
         line("with T.attr(" + expr(op->node) + ", " + quote(op->key) + ", " + expr(op->value) + "):");
         return block(op->body);
       }
@@ -413,8 +427,21 @@ class Printer {
   std::string indices(const std::vector<Expr>& idx) {
     if (idx.empty()) return "[()]";
     std::string out = "[";
-    for (size_t i = 0; i < idx.size(); ++i) out += (i ? ", " : "") + expr(idx[i]);
+    for (size_t i = 0; i < idx.size(); ++i) out += (i ? ", " : "") + index(idx[i]);
     return out + "]";
+  }
+
+  // An index; a Ramp with a constant positive stride is a slice `lo:hi[:step]`, as TVM
+  // prints vector loads and stores (the parser reads it back as the same Ramp).
+  std::string index(const Expr& e) {
+    const auto* ramp = as<RampNode>(e);
+    const int64_t* stride = ramp ? as_const_int(ramp->stride) : nullptr;
+    if (!stride || *stride <= 0 || ramp->stride->dtype != ramp->base->dtype) return expr(e);
+    const DataType t = ramp->base->dtype;
+    const int64_t length = *stride * ramp->lanes;
+    std::string hi = as_const_int(ramp->base) ? expr(IntImm(t, *as_const_int(ramp->base) + length))
+                                              : expr(Binary(ExprKind::Add, ramp->base, IntImm(t, length)));
+    return expr(ramp->base) + ":" + hi + (*stride == 1 ? "" : ":" + std::to_string(*stride));
   }
 
   // `<head>shape, "dtype"[, strides=...][, elem_offset=...][, align=...][, extra])`.
@@ -603,6 +630,33 @@ class Printer {
           return out + ")";
         }
         return call("T." + op->op, op->args, op->attrs);
+      }
+      case ExprKind::Ramp: {
+        const auto* op = as<RampNode>(e);
+        return "T.Ramp(" + expr(op->base) + ", " + expr(op->stride) + ", " + std::to_string(op->lanes) + ")";
+      }
+      case ExprKind::Broadcast: {
+        const auto* op = as<BroadcastNode>(e);
+        return "T.Broadcast(" + expr(op->value) + ", " + std::to_string(op->lanes) + ")";
+      }
+      case ExprKind::Shuffle: {
+        const auto* op = as<ShuffleNode>(e);
+        std::string out = "T.Shuffle([";
+        for (size_t i = 0; i < op->vectors.size(); ++i) out += (i ? ", " : "") + expr(op->vectors[i]);
+        out += "], [";
+        for (size_t i = 0; i < op->indices.size(); ++i) out += (i ? ", " : "") + std::to_string(op->indices[i]);
+        return out + "])";
+      }
+      case ExprKind::Let: {
+        // Nested lets print as one where={...}, in binding order.
+        std::string where;
+        Expr body = e;
+        while (const auto* let = as<LetNode>(body)) {
+          std::string value = expr(let->value);
+          where += (where.empty() ? "" : ", ") + define(let->var.get(), let->var->name) + ": " + value;
+          body = let->body;
+        }
+        return "T.Let(" + expr(body) + ", where={" + where + "})";
       }
     }
     return "None";

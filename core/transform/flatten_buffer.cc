@@ -14,13 +14,24 @@ namespace {
 Expr typed_int(DataType t, int64_t v) { return IntImm(t, v); }
 
 // Converts an extent/stride expression to the index type, so the arithmetic agrees.
+// A vector index keeps its lanes (a Ramp stays a Ramp).
 Expr as_index_type(const Expr& e, DataType t) {
-  if (e->dtype == t) return e;
+  if (e->dtype.element_of() == t) return e;
+  if (const auto* r = as<RampNode>(e)) return Ramp(as_index_type(r->base, t), as_index_type(r->stride, t), r->lanes, e->span);
+  if (e->dtype.is_vector()) return Cast(t.with_lanes(e->dtype.lanes()), e);
   if (const int64_t* c = as_const_int(e)) return typed_int(t, *c);
   return Cast(t, e);
 }
 
+Expr add(const Expr& a, const Expr& b);
+
+// Index arithmetic where `a` may be a vector index (a stride is always scalar): a Ramp
+// stays a Ramp, so the backend can still see a contiguous access.
+Expr vector_mul(const Expr& a, const Expr& stride);
+Expr vector_add(const Expr& a, const Expr& b);
+
 Expr mul(const Expr& a, const Expr& b) {
+  if (a->dtype.is_vector()) return vector_mul(a, b);
   const int64_t *ca = as_const_int(a), *cb = as_const_int(b);
   if (ca && cb) return typed_int(a->dtype, wrap_int(a->dtype, *ca * *cb));
   if (cb && *cb == 1) return a;
@@ -29,11 +40,27 @@ Expr mul(const Expr& a, const Expr& b) {
 }
 
 Expr add(const Expr& a, const Expr& b) {
+  if (a->dtype.is_vector() || b->dtype.is_vector()) return vector_add(a, b);
   const int64_t *ca = as_const_int(a), *cb = as_const_int(b);
   if (ca && cb) return typed_int(a->dtype, wrap_int(a->dtype, *ca + *cb));
   if (cb && *cb == 0) return a;
   if (ca && *ca == 0) return b;
   return Binary(ExprKind::Add, a, b);
+}
+
+Expr vector_mul(const Expr& a, const Expr& stride) {
+  if (const int64_t* c = as_const_int(stride); c && *c == 1) return a;
+  if (const auto* r = as<RampNode>(a)) return Ramp(mul(r->base, stride), mul(r->stride, stride), r->lanes, a->span);
+  return Binary(ExprKind::Mul, a, Broadcast(stride, a->dtype.lanes()));
+}
+
+Expr vector_add(const Expr& a, const Expr& b) {
+  if (a->dtype.is_vector() && b->dtype.is_vector()) return Binary(ExprKind::Add, a, b);
+  const Expr& vec = a->dtype.is_vector() ? a : b;
+  const Expr& scalar = a->dtype.is_vector() ? b : a;
+  if (const int64_t* c = as_const_int(scalar); c && *c == 0) return vec;
+  if (const auto* r = as<RampNode>(vec)) return Ramp(add(scalar, r->base), r->stride, r->lanes, vec->span);
+  return Binary(ExprKind::Add, Broadcast(scalar, vec->dtype.lanes()), vec);
 }
 
 // The buffer's strides in elements: declared ones, or row-major compact ones.
@@ -98,7 +125,7 @@ class Flattener : public Mutator {
     // The widest index type: mixing int32 and int64 loop variables is allowed.
     DataType t = DataType::Int(32);
     for (const auto& i : indices)
-      if (i->dtype.is_integer() && i->dtype.bits() > t.bits()) t = i->dtype;
+      if (i->dtype.is_integer() && i->dtype.bits() > t.bits()) t = i->dtype.element_of();
     std::vector<Expr> s = strides_of(b, t);
     Expr index = b->elem_offset ? as_index_type(b->elem_offset, t) : typed_int(t, 0);
     for (size_t k = 0; k < indices.size(); ++k) index = add(index, mul(as_index_type(indices[k], t), s[k]));

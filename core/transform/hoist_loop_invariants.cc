@@ -49,6 +49,10 @@ VarSet bound_inside(const Stmt& s) {
       vars.insert(op->buffer->data.get());
       Visitor::visit_Allocate(op);
     }
+    void visit_Let(const LetNode* op) override {  // T.Let: bound only inside its body
+      vars.insert(op->var.get());
+      Visitor::visit_Let(op);
+    }
   } b;
   b.visit(s);
   return std::move(b.vars);
@@ -72,7 +76,7 @@ class Movability {
 
  private:
   bool compute(const Expr& e) {
-    if (!int_or_bool(e->dtype)) return false;
+    if (!int_or_bool(e->dtype) || e->dtype.is_vector()) return false;
     switch (e->kind) {
       case ExprKind::IntImm: return true;
       case ExprKind::Var: return !inner_->count(static_cast<const VarNode*>(e.get()));

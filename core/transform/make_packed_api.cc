@@ -111,8 +111,19 @@ class PackedWrapper {
     for (size_t i = 0; i < f_->params.size(); ++i)
       call_args.push_back(f_->param_buffers[i] ? Expr(f_->param_buffers[i]->data) : Expr(f_->params[i]));
     for (const Var& v : extra_params_) call_args.push_back(v);
-    Expr kernel = Call(kI32, "call_extern", std::move(call_args));
-    out->body = prologue_.wrap(Evaluate(builtin("tvm_return", {kernel})));
+    if (f_->ret_type.is_void()) {
+      Expr kernel = Call(kI32, "call_extern", std::move(call_args));
+      out->body = prologue_.wrap(Evaluate(builtin("tvm_return", {kernel})));
+    } else {
+      // A function that returns a value (-> T.int32) hands it back in the packed return
+      // slot as an int (type code 0, kTVMArgInt) and returns 0, as TVM's packed API does.
+      Var result = MakeVar("result", f_->ret_type);
+      Expr as_i64 = Cast(DataType::Int(64), result);
+      Stmt give = SeqStmt({Evaluate(builtin("tvm_set_arg_int", {ret_value, IntImm(kI32, 0), as_i64})),
+                           Evaluate(builtin("tvm_set_type_code", {ret_tcode, IntImm(kI32, 0), IntImm(kI32, 0)})),
+                           Evaluate(builtin("tvm_return", {IntImm(kI32, 0)}))});
+      out->body = prologue_.wrap(LetStmt(result, Call(f_->ret_type, "call_extern", std::move(call_args)), give));
+    }
     out->ret_type = DataType::Void();
     out->attrs["calling_conv"] = std::string("packed");
     return out;

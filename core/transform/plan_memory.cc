@@ -93,6 +93,9 @@ PrimFunc plan(const PrimFunc& f, int64_t alignment) {
   Rebind rebind;
   std::vector<std::pair<Buffer, std::vector<Buffer>>> pools;  // pool, its views
   int64_t total_pool = 0, total_bound = 0;
+  // What the stack allocator takes for the pools: each is its own allocation, with a
+  // 16-byte header and rounded up to 16 bytes.
+  int64_t total_blocks = 0;
   std::string algorithms;
   for (const auto& [dtype, buffers] : groups) {
     std::vector<TensorLifetime> tensors;
@@ -123,6 +126,7 @@ PrimFunc plan(const PrimFunc& f, int64_t alignment) {
     }
     pools.push_back({pool, views});
     total_pool += p.pool_size;
+    total_blocks += 16 + (std::max<int64_t>(p.pool_size, t.bytes()) + 15) / 16 * 16;
     total_bound += p.lower_bound;
     algorithms += (algorithms.empty() ? "" : ",") + p.algorithm;
   }
@@ -135,6 +139,7 @@ PrimFunc plan(const PrimFunc& f, int64_t alignment) {
   auto g = std::make_shared<PrimFuncNode>(*f);
   g->body = out;
   g->attrs["workspace.pool_bytes"] = total_pool;
+  g->attrs["workspace.block_bytes"] = total_blocks;
   g->attrs["workspace.lower_bound_bytes"] = total_bound;
   g->attrs["workspace.planner"] = algorithms;
   g->attrs["workspace.alignment"] = alignment;

@@ -208,6 +208,7 @@ bool float_fits(DataType t, double v) {
 Expr fold_cast(DataType to, const Expr& v, const Span& s) {
   DataType from = v->dtype;
   if (from == to) return v;
+  if (from.is_vector() || to.is_vector()) return nullptr;
   if (const int64_t* iv = as_const_int(v)) {
     if (!from.is_integer() && !from.is_bool()) return nullptr;
     if (to.is_bool()) return Bool(*iv != 0, s);
@@ -389,7 +390,8 @@ class Simplifier : public Mutator {
   Expr simplify_binary(const BinaryNode* op, const Expr& self) {
     Expr a = mutate(op->a), b = mutate(op->b);
     // Ill-typed nodes are the verifier's business; never fold them into something valid.
-    if (a && b && a->dtype == b->dtype) {
+    // Vector operations are left alone: their constants are Broadcasts, not immediates.
+    if (a && b && a->dtype == b->dtype && a->dtype.is_scalar()) {
       if (Expr r = fold(op, a, b)) return r;
       if (Expr r = identity(op, a, b)) return r;
     }

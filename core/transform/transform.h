@@ -25,6 +25,9 @@ Pass MakePackedAPI();
 Pass MakeUnpackedAPI();
 // call_tir becomes a direct call of the callee's kernel with data pointers.
 Pass LowerCallTIR();
+// Vector code becomes one scalar statement per lane and Let expressions are inlined,
+// for backends without vector types (C99, and wasm for vectors wider than 128 bits).
+Pass ScalarizeVectors();
 // Loops marked T.unroll with small constant bounds become straight-line copies.
 Pass UnrollLoops();
 // Packed calls (T.tvm_call_packed) become explicit stack arrays, stores and the call.

@@ -22,6 +22,7 @@ bool defines_variables(const Stmt& s) {
     void visit_For(const ForNode* op) override { found = true, Visitor::visit_For(op); }
     void visit_LetStmt(const LetStmtNode* op) override { found = true, Visitor::visit_LetStmt(op); }
     void visit_Allocate(const AllocateNode* op) override { found = true, Visitor::visit_Allocate(op); }
+    void visit_Let(const LetNode* op) override { found = true, Visitor::visit_Let(op); }
   } f;
   f.visit(s);
   return f.found;

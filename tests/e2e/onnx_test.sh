@@ -150,6 +150,37 @@ PY
   [ "$n" -ge 20 ] || fail "only $n old-opset models found"
 }
 
+# QDQ models (tests/onnx/make_qdq.py): the folded groups and the float ones give numpy's
+# integers bit for bit, on the interpreter and as host C (run --target host compares
+# the two), and the notes say which groups folded and which stayed float.
+group_qdq() {
+  local d="$src/tests/onnx/qdq" n=0 m name line
+  for m in "$d"/*.onnx; do
+    name="$(basename "${m%.onnx}")"
+    n=$((n + 1))
+    mkdir -p "$work/$name"
+    run 0 "$mtir" run "$m" --input "x=$d/$name.x.npy" --output-dir "$work/$name" --target host --json || continue
+    contains "$name stdout" "$out" '"ok": true'
+    while IFS= read -r line; do
+      [ -n "$line" ] && contains "$name stderr" "$err" "microtir: note: $line"
+    done <"$d/$name.notes"
+    [ -f "$d/$name.y.npy" ] || continue  # a float output: host C = interpreter is the check
+    checks=$((checks + 1))
+    python3 "$src/tests/onnx/same_npy.py" "$work/$name/y.npy" "$d/$name.y.npy" || fail "$name: the output differs from numpy's"
+  done
+  [ "$n" -ge 6 ] || fail "only $n QDQ models found"
+  # The folded kernels are the integer ones: no float dequantize left in a folded chain.
+  run 0 "$mtir" import "$d/chain_conv_pool_matmul.onnx"
+  contains "import of the chain" "$out" '"op":"qlinear_conv"'
+  contains "import of the chain" "$out" '"op":"qlinear_matmul"'
+  case "$out" in *'"op":"dequantize_linear"'*) fail "the folded chain still dequantizes" ;; esac
+  # A scale that is a run-time input is refused, naming it.
+  if [ -d "$node_tests/test_quantizelinear" ]; then
+    run 1 "$mtir" compile "$node_tests/test_quantizelinear/model.onnx" -o "$work/refused" || return
+    contains "refusal" "$err" "unsupported: node 'y' (QuantizeLinear): input 'y_scale' must be a compile-time constant"
+  fi
+}
+
 # The ONNX backend node tests against the committed floor (tests/conformance/floor.json).
 group_conformance() {
   if [ ! -d "$node_tests" ]; then

@@ -357,6 +357,33 @@ int64_t Tensor::size() const { return product(shape); }
 // TFLite's AveragePool rounding: acc > 0 ? (acc + n/2) / n : (acc - n/2) / n, truncating.
 int32_t div_round_away(int32_t a, int32_t b) { return a > 0 ? (a + b / 2) / b : (a - b / 2) / b; }
 
+// TFLite's int8 MEAN over H and W (TFLM's EvalIntegerMean): with equal quantization the
+// raw sum over the count, truncated (reference_ops::Mean); otherwise QuantizedMeanOrSum,
+// whose multiplier takes 1/count as multiplier << s / count with s = floor(log2 count)
+// capped at 32 and 31 + shift.
+Tensor qmean(const Tensor& x, const json& attrs) {
+  expect_rank(x, 4, "qmean data");
+  const double si = number(attrs, "input_scale"), so = number(attrs, "output_scale");
+  const int64_t zi = int_or(attrs, "input_zero_point", 0), zo = int_or(attrs, "output_zero_point", 0);
+  const int64_t n = x.shape[0], count = x.shape[1] * x.shape[2], c = x.shape[3];
+  Multiplier q = quantize_multiplier(si / so);
+  int s = 0;
+  while ((int64_t{1} << (s + 1)) <= count) ++s;
+  s = std::min(std::min(s, 32), 31 + q.shift);
+  q = Multiplier{static_cast<int32_t>((static_cast<int64_t>(q.m) << s) / count), q.shift - s};
+  Tensor out{"int8", {n, 1, 1, c}, std::vector<int32_t>(n * c)};
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t ch = 0; ch < c; ++ch) {
+      int32_t sum = 0;
+      for (int64_t i = 0; i < count; ++i) sum += x.data[(b * count + i) * c + ch];
+      out.data[b * c + ch] = si == so && zi == zo
+                                 ? sum / static_cast<int32_t>(count)
+                                 : clamp(static_cast<int64_t>(multiply_by_quantized_multiplier(
+                                             sum - static_cast<int32_t>(zi * count), q)) + zo, -128, 127);
+    }
+  return out;
+}
+
 Tensor eval_op(const std::string& op, const std::vector<const Tensor*>& in, const nlohmann::json& attrs) {
   if (op == "qconv2d") return qconv2d(in, attrs);
   if (op == "qdense") return qdense(in, attrs);
@@ -377,6 +404,7 @@ Tensor eval_op(const std::string& op, const std::vector<const Tensor*>& in, cons
     expect_rank(*in[0], 4, "qglobal_avg_pool2d data");
     return pool(*in[0], {in[0]->shape[1], in[0]->shape[2]}, {1, 1}, {0, 0, 0, 0}, true);
   }
+  if (op == "qmean") return qmean(*in[0], attrs);
   if (op == "reshape") return reshape(*in[0], attrs.at("newshape").get<std::vector<int64_t>>());
   if (op == "flatten") {
     int64_t axis = int_or(attrs, "axis", 1), outer = 1;

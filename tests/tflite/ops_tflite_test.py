@@ -8,6 +8,8 @@ int8 one whose ops need no requantization, compared exactly: QUANTIZE, PAD (with
 zero point), MAX_POOL_2D with a fused RELU, CONCATENATION, RESHAPE, DEQUANTIZE. And
 int8 ADD, SUB, MUL, LOGISTIC, TANH, RELU6 with their own scales, within 1 of the real
 result (the wiring of scales and zero points; the arithmetic has its own exact tests).
+And int8 MEAN (keep_dims both ways, requantizing and not), exactly: TFLite's arithmetic
+written here.
 
 usage: ops_tflite_test.py MICROTIR FLATC SCHEMA
 
@@ -292,6 +294,71 @@ def int8_requantizing(cli, flatc, schema, work):
     return ok
 
 
+def tflite_quantize_multiplier(m):
+    """TFLite's QuantizeMultiplier: m = q * 2^e, q rounded half away from zero to 31 bits."""
+    if m == 0:
+        return 0, 0
+    q, e = math.frexp(m)
+    qf = int(math.floor(q * 2 ** 31 + 0.5))
+    if qf == 2 ** 31:
+        qf, e = qf // 2, e + 1
+    return (0, 0) if e < -31 else (qf, e)
+
+
+def tflite_mbqm(x, mult, shift):
+    """MultiplyByQuantizedMultiplier: gemmlowp's doubling high multiply, then its rounding
+    divide by a power of two."""
+    left, right = max(shift, 0), max(-shift, 0)
+    x = ((x << left) + 2 ** 31) % 2 ** 32 - 2 ** 31
+    ab = x * mult
+    nudged = ab + (2 ** 30 if ab >= 0 else 1 - 2 ** 30)
+    high = abs(nudged) // 2 ** 31 * (1 if nudged >= 0 else -1)
+    mask = (1 << right) - 1
+    threshold = (mask >> 1) + (1 if high < 0 else 0)
+    return (high >> right) + (1 if (high & mask) > threshold else 0)
+
+
+def int8_mean(cli, flatc, schema, work):
+    """int8 MEAN over H and W, exactly as TFLite Micro computes it: with keep_dims and
+    without, with the output quantization equal to the input's (a truncating division)
+    and different (QuantizedMeanOrSum: 1/count folded into the multiplier)."""
+    m = Model()
+    shape = [1, 5, 4, 3]
+    qi = (0.05, 3)
+    x = [rng.randint(-128, 127) for _ in range(prod(shape))]
+    tx = m.tensor("x", shape, dtype="INT8", quant=qi)
+    cases = [("mean_keep", [1, 2], True, (0.02, -4)), ("mean_flat", [-2, 1], False, (0.1, 10)),
+             ("mean_same", [2, 1], False, qi)]
+    outs, wants = [], {}
+    count, channels = shape[1] * shape[2], shape[3]
+    sums = [sum(x[i * channels + c] for i in range(count)) for c in range(channels)]
+    for name, axes, keep, (so, zo) in cases:
+        ta = m.tensor(name + "_axes", [2], axes, "INT32")
+        t = m.tensor(name, [1, 1, 1, channels] if keep else [1, channels], dtype="INT8", quant=(so, zo))
+        m.op("MEAN", [tx, ta], [t], "ReducerOptions", {"keep_dims": keep})
+        outs.append(t)
+        if f32(so) == f32(qi[0]) and zo == qi[1]:
+            wants[name] = [int(v / count) for v in sums]  # C's truncating division
+            continue
+        mult, shift = tflite_quantize_multiplier(f32(qi[0]) / f32(so))
+        s = min(count.bit_length() - 1, 32, 31 + shift)
+        mult, shift = (mult << s) // count, shift - s
+        wants[name] = [max(-128, min(127, tflite_mbqm(v - qi[1] * count, mult, shift) + zo)) for v in sums]
+    p = os.path.join(work, "mean_x.npy")
+    header = "{'descr': '|i1', 'fortran_order': False, 'shape': (1, 5, 4, 3), }"
+    header += " " * ((64 - (10 + len(header) + 1) % 64) % 64) + "\n"
+    with open(p, "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode("latin1"))
+        f.write(bytes(v & 0xFF for v in x))
+    got = run_model(cli, flatc, schema, work, "int8_mean", m.json([tx], outs), [("x", p)], list(wants), read_npy_i8)
+    ok = True
+    for name, want in wants.items():
+        good = got[name] == want
+        ok = ok and good
+        print(f"{'ok' if good else 'FAIL'} int8 MEAN {name}: {got[name]} (want {want})")
+    return ok
+
+
 def main():
     if len(sys.argv) != 4:
         raise SystemExit(__doc__)
@@ -381,6 +448,7 @@ def main():
             print(f"{'ok' if ok else 'FAIL'} {name}: {len(got)} values, largest relative difference {worst:.2g}")
         failures += not int8_data_movement(cli, flatc, schema, work)
         failures += not int8_requantizing(cli, flatc, schema, work)
+        failures += not int8_mean(cli, flatc, schema, work)
     return 1 if failures else 0
 
 

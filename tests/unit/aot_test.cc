@@ -6,7 +6,9 @@
 #include <filesystem>
 #include <functional>
 #include <fstream>
+#include <set>
 #include <sstream>
+#include <unistd.h>
 
 #include "analysis/well_formed.h"
 #include "artifact/memory_plan.h"
@@ -202,6 +204,74 @@ TEST(Aot, HostCAndLlvmMatchTheInterpreterWithBothConventions) {
       EXPECT_TRUE(diff.ok) << "image " << k << ": max abs diff " << diff.max_abs;
     }
   }
+}
+
+// Every operator call of the AOT main sits between TVMGEN_PROFILE_BEGIN(i, "kernel") and
+// TVMGEN_PROFILE_END(i), numbered in call order; the file defines both as nothing unless
+// the application did first. It compiles either way under gcc and clang at -Werror.
+TEST(Aot, ProfilingHooksBracketEveryOperatorCall) {
+  const Digits& d = digits();
+  BuildResult built = build_c(d.aot.module, parse_target("c -interface-api=c -unpacked-api=1 -link-params=1"));
+  std::string main_file;
+  for (const auto& f : built.sources)
+    if (f.text.find("___tvm_main__(") != std::string::npos && f.text.find("TVMGEN_PROFILE_BEGIN(0,") != std::string::npos)
+      main_file = f.text;
+  ASSERT_FALSE(main_file.empty()) << "no source holds the AOT main with profiling hooks";
+  // The calls, in order: one BEGIN/END pair per kernel the main calls.
+  std::vector<std::string> kernels;
+  for (size_t at = main_file.find("TVMGEN_PROFILE_BEGIN(0,"); at != std::string::npos;
+       at = main_file.find("TVMGEN_PROFILE_BEGIN(", at + 1)) {
+    const std::string index = std::to_string(kernels.size());
+    ASSERT_EQ(main_file.compare(at, 22 + index.size(), "TVMGEN_PROFILE_BEGIN(" + index + ","), 0) << main_file.substr(at, 80);
+    size_t q = main_file.find('"', at), e = main_file.find('"', q + 1);
+    kernels.push_back(main_file.substr(q + 1, e - q - 1));
+    size_t call = main_file.find(kernels.back() + "(", e);
+    size_t end = main_file.find("TVMGEN_PROFILE_END(" + index + ");", e);
+    ASSERT_NE(call, std::string::npos);
+    ASSERT_NE(end, std::string::npos);
+    EXPECT_LT(call, end) << "the call of " << kernels.back() << " is not inside its hooks";
+  }
+  std::set<std::string> want;
+  for (const auto& [node, kernel] : d.aot.kernel_of) want.insert(kernel);
+  EXPECT_EQ(std::set<std::string>(kernels.begin(), kernels.end()), want);
+  EXPECT_EQ(kernels.size(), want.size());
+  EXPECT_NE(main_file.find("#ifndef TVMGEN_PROFILE_BEGIN\n#define TVMGEN_PROFILE_BEGIN(index, name) ((void)0)"),
+            std::string::npos);
+
+  fs::path dir = fs::temp_directory_path() / ("microtir-profile-hooks-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  std::vector<std::string> sources;
+  for (const auto& f : built.sources) {
+    fs::path p = dir / fs::path(f.path).filename();
+    std::ofstream(p) << f.text;
+    if (p.extension() == ".c") sources.push_back(p.string());
+  }
+  // Hooks an application would define: functions it implements elsewhere.
+  std::ofstream(dir / "hooks.h") << "void app_begin(int index, const char* name);\nvoid app_end(int index);\n"
+                                    "#define TVMGEN_PROFILE_BEGIN(index, name) app_begin((index), (name))\n"
+                                    "#define TVMGEN_PROFILE_END(index) app_end(index)\n";
+  for (const char* cc : {"cc", "clang"}) {
+    for (bool hooks : {false, true}) {
+      SCOPED_TRACE(std::string(cc) + (hooks ? " with hooks" : " without hooks"));
+      std::vector<std::string> cmd = {cc, "-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-pedantic",
+                                      "-I" + sim::default_crt_dir() + "/include", "-c"};
+      if (hooks) cmd.insert(cmd.end(), {"-include", (dir / "hooks.h").string()});
+      for (const auto& src : sources) {
+        std::vector<std::string> one = cmd;
+        one.insert(one.end(), {src, "-o", (dir / (fs::path(src).stem().string() + ".o")).string()});
+        ASSERT_EQ(sim::run_process(one, dir / "build.log"), 0) << sim::read_text(dir / "build.log");
+      }
+      // With the hooks the object calls them; without, nothing of them is left.
+      std::string syms;
+      for (const auto& src : sources) {
+        sim::run_process({"nm", (dir / (fs::path(src).stem().string() + ".o")).string()}, dir / "nm.log");
+        syms += sim::read_text(dir / "nm.log");
+      }
+      EXPECT_EQ(syms.find("app_begin") != std::string::npos, hooks);
+      EXPECT_EQ(syms.find("app_end") != std::string::npos, hooks);
+    }
+  }
+  fs::remove_all(dir);
 }
 
 // What a firmware author does: include tvmgen_digits.h, declare the workspace with its

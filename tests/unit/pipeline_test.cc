@@ -51,17 +51,24 @@ std::vector<std::string> names(const std::vector<Pass>& passes) {
 }
 
 TEST(Pipeline, RegistryIsInPipelineOrder) {
-  EXPECT_THAT(names(all_passes()), ElementsAre("verify_well_formed", "simplify", "plan_memory", "flatten_buffer",
+  EXPECT_THAT(names(all_passes()), ElementsAre("verify_well_formed", "simplify", "scalarize_vectors", "plan_memory",
+                                                "flatten_buffer",
                                                 "unroll_loops", "hoist_loop_invariants", "make_packed_api", "make_unpacked_api", "lower_call_tir", "lower_builtins"));
   EXPECT_THAT(names(default_pipeline()), ElementsAre("verify_well_formed", "simplify"));
 }
 
 TEST(Pipeline, LoweringHoistsUnlessSwitchedOff) {
   EXPECT_THAT(names(lowering_pipeline(true)),
-              ElementsAre("verify_well_formed", "simplify", "plan_memory", "flatten_buffer", "unroll_loops", "simplify",
+              ElementsAre("verify_well_formed", "simplify", "scalarize_vectors", "plan_memory", "flatten_buffer",
+                          "unroll_loops", "simplify",
                           "hoist_loop_invariants", "make_unpacked_api", "lower_call_tir", "lower_builtins",
                           "verify_well_formed"));
   EXPECT_THAT(names(lowering_pipeline(false, false)),
+              ElementsAre("verify_well_formed", "simplify", "scalarize_vectors", "plan_memory", "flatten_buffer",
+                          "unroll_loops", "simplify", "make_packed_api", "lower_call_tir", "lower_builtins",
+                          "verify_well_formed"));
+  // LLVM emits vectors itself: no scalarize_vectors.
+  EXPECT_THAT(names(lowering_pipeline(false, false, /*scalarize_vectors=*/false)),
               ElementsAre("verify_well_formed", "simplify", "plan_memory", "flatten_buffer", "unroll_loops", "simplify",
                           "make_packed_api", "lower_call_tir", "lower_builtins", "verify_well_formed"));
 }

@@ -261,6 +261,9 @@ TEST(QConv, DepthwiseAndGrouped) {
   // A window wider than the input: no interior at all.
   run_all_schedules({"qconv2d", {1, 3, 2, 2}, {2, 3, 3, 1}, quant({{"padding", {1, 1, 1, 1}}, {"groups", 2}})},
                     "depthwise 3x3 on a 3x2 input");
+  // An even number of taps (no unpaired last tap) with dilation; no padding.
+  run_all_schedules({"qconv2d", {1, 5, 6, 3}, {3, 2, 2, 1}, quant({{"dilation", {2, 2}}, {"groups", 3}})},
+                    "depthwise 2x2 dilation 2, 3 channels");
 }
 
 TEST(QConv, SaturationAndNoBias) {

@@ -370,6 +370,75 @@ TEST(QuantizedOps, QglobalAvgPool2dMatchesReference) {
   expect_ints(run("qglobal_avg_pool2d", {lo}, json::object()), {1, 1, 1, 1}, {-128}, "all -128");
 }
 
+// ---- qmean ----------------------------------------------------------------------------
+
+// TFLite's int8 MEAN over H and W (TFLM's EvalIntegerMean): equal quantization divides the
+// raw sum, truncating; otherwise QuantizedMeanOrSum folds 1/count into the multiplier
+// (shifted up by floor(log2 count), capped at 32 and at 31 + shift) and requantizes
+// sum - zi * count.
+NDArray ref_qmean(const NDArray& x, double si, int64_t zi, double so, int64_t zo) {
+  int64_t N = x.shape[0], H = x.shape[1], W = x.shape[2], C = x.shape[3], count = H * W;
+  RefMult m = ref_multiplier(si / so);
+  int shift = 0;
+  for (int64_t v = count; v > 1; v >>= 1) ++shift;
+  shift = std::min({shift, 32, 31 + m.e});
+  RefMult folded{(m.M << shift) / count, m.e - shift};
+  NDArray out = NDArray::zeros(kI8, {N, 1, 1, C});
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t c = 0; c < C; ++c) {
+      int64_t sum = 0;
+      for (int64_t i = 0; i < count; ++i) sum += x.get_int((n * count + i) * C + c);
+      int64_t y = si == so && zi == zo ? sum / count : clamp(ref_requant(sum - zi * count, folded) + zo, -128, 127);
+      out.set_int(n * C + c, y);
+    }
+  return out;
+}
+
+TEST(QuantizedOps, QmeanMatchesReference) {
+  struct P {
+    Shape shape;
+    double si;
+    int64_t zi;
+    double so;
+    int64_t zo;
+  };
+  const float f = 0.0171f;  // a float32 scale, as TFLite stores it
+  const P params[] = {
+      {{1, 5, 5, 8}, f, -3, f, -3},          // equal: truncating division
+      {{2, 3, 7, 3}, f, 12, f, 12},          // equal, odd count
+      {{1, 4, 4, 6}, f, -3, f, 5},           // same scale, other zero point
+      {{1, 6, 6, 5}, 0.05, 7, 0.02, -10},    // output scale finer
+      {{1, 7, 9, 4}, 0.02, -128, 0.05, 0},   // coarser
+      {{1, 1, 1, 4}, 0.1, 3, 0.3, 1},        // count 1
+      {{1, 10, 10, 3}, 0.03, 0, 0.0007, 2},  // ratio ~43: left shift, saturates
+      {{1, 25, 5, 16}, 1e-3, 4, 0.9, -7},    // ratio near 2^-10
+      {{1, 64, 64, 2}, 0.01, -1, 0.011, 3},  // count 4096, a power of two
+      {{1, 2, 3, 2}, 1e-11, 0, 1.0, 0},      // multiplier below 2^-31: TFLite's 0
+  };
+  uint32_t seed = 30;
+  for (const auto& p : params) {
+    json attrs = {{"input_scale", p.si}, {"input_zero_point", p.zi}, {"output_scale", p.so}, {"output_zero_point", p.zo}};
+    for (auto [lo, hi] : {std::pair{-128, 127}, std::pair{-128, -120}, std::pair{120, 127}}) {
+      NDArray x = random_i8(p.shape, seed++, lo, hi);
+      NDArray want = ref_qmean(x, p.si, p.zi, p.so, p.zo);
+      expect_ints(run("qmean", {x}, attrs), want.shape, ints(want), "qmean " + attrs.dump());
+    }
+  }
+  // Truncation towards zero with equal quantization: -3 / 2 -> -1 (not -2), 3 / 2 -> 1.
+  NDArray x = make(kI8, {1, 1, 2, 2}, {-1, 1, -2, 2});
+  json same = {{"input_scale", 0.5}, {"output_scale", 0.5}};
+  expect_ints(run("qmean", {x}, same), {1, 1, 1, 2}, {-1, 1}, "truncation");
+}
+
+TEST(QuantizedOps, QmeanRefusals) {
+  json ok = {{"input_scale", 0.1}, {"output_scale", 0.1}};
+  expect_error("qmean", {{kI8, {4, 4, 2}}}, ok, "data (NHWC) must have rank 4");
+  expect_error("qmean", {{kF32, {1, 4, 4, 2}}}, ok, "int8 is required");
+  expect_error("qmean", {{kI8, {1, 4, 4, 2}}}, {{"input_scale", 0.1}}, "output_scale");
+  expect_error("qmean", {{kI8, {1, 2, 2, 2}}}, {{"input_scale", 100.0}, {"output_scale", 1e-6}},
+               "would overflow int32");
+}
+
 TEST(QuantizedOps, PoolRefusals) {
   expect_error("qavg_pool2d", {{kI8, {1, 4, 4, 2}}}, {{"pool_size", {2, 2}}, {"layout", "NCHW"}},
                "attribute 'layout' must be one of \"NHWC\"");

@@ -287,7 +287,12 @@ std::string every_expr_source() {
       "T.evaluate(T.if_then_else(n > 0, A[n], 0))\n"
       "T.evaluate(T.call_extern(\"float32\", \"my_fn\", s, n, attrs={\"pure\": True, \"cost\": 3}))\n"
       "T.evaluate(T.exp(s, attrs={\"fast\": 1.5, \"name\": \"x\", \"neg\": -2}))\n"
-      "T.evaluate(-s)\nT.evaluate(-n)\nT.evaluate(-5)\nT.evaluate(T.float32(-0.0))");
+      "T.evaluate(-s)\nT.evaluate(-n)\nT.evaluate(-5)\nT.evaluate(T.float32(-0.0))\n"
+      "A[0:4] = A[4:8] + T.Broadcast(s, 4)\n"
+      "A[T.Ramp(0, 2, 4)] = A[1:8:2]\n"
+      "T.evaluate(T.Shuffle([A[0:4], A[4:8]], [0, 4, 1, 5]))\n"
+      "T.evaluate(T.Let(x * x + n, where={x: n + 1}))\n"
+      "T.evaluate(T.float32x4(1.5) * A[0:4])");
 }
 
 std::string every_stmt_source() {

@@ -74,8 +74,9 @@ TEST_P(TvmScriptRun, InterpreterAndHostCAgree) {
   }
 }
 
-// The intrinsics TVM's TIR brought (clz, reinterpret, log2) through the LLVM backend on
-// the host and the wasm backend under node, against the interpreter.
+// The intrinsics TVM's TIR brought (clz, reinterpret, log2) and the vector programs
+// through the LLVM backend on the host and the wasm backend under node, against the
+// interpreter.
 class TvmIntrinsics : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(TvmIntrinsics, LlvmAndWasmMatchTheInterpreter) {
@@ -98,8 +99,9 @@ TEST_P(TvmIntrinsics, LlvmAndWasmMatchTheInterpreter) {
   const fs::path work = fs::temp_directory_path() / ("microtir-tvmscript-wasm-" + std::to_string(::getpid()));
   fs::create_directories(work);
   const std::string module = (work / "m.wasm").string();
-  std::ofstream(module, std::ios::binary) << binaryen_native::assemble(wasm.sources.at(0).text, "O2", name).binary;
-  sim::WasmCall call{name, {}};
+  const std::string symbol = symbol_of(name, f);
+  std::ofstream(module, std::ios::binary) << binaryen_native::assemble(wasm.sources.at(0).text, "O2", symbol).binary;
+  sim::WasmCall call{symbol, {}};
   for (auto& a : got.arrays) call.buffers.push_back(&a);
   sim::run_wasm_calls(module, {call}, (work / "run").string());
   expect_same(got, "wasm");
@@ -109,10 +111,49 @@ TEST_P(TvmIntrinsics, LlvmAndWasmMatchTheInterpreter) {
 
 INSTANTIATE_TEST_SUITE_P(Intrinsics, TvmIntrinsics, ::testing::Values("clz", "reinterpret", "log2", "bitwise_xor", "while_loop"));
 
+// The vector programs (vector_*.tir) and T.Let: LLVM emits IR vectors, C and wasm
+// scalarize them; all three must agree with the interpreter.
+std::vector<std::string> vector_corpus() {
+  std::vector<std::string> names;
+  for (const auto& p : tvm_corpus()) {
+    const std::string stem = p.stem().string();
+    if (stem.rfind("vector_", 0) == 0 || stem == "let_expr") names.push_back(stem);
+  }
+  return names;
+}
+INSTANTIATE_TEST_SUITE_P(Vectors, TvmIntrinsics, ::testing::ValuesIn(vector_corpus()));
+
 INSTANTIATE_TEST_SUITE_P(Corpus, TvmScript, ::testing::ValuesIn(tvm_corpus()),
                          [](const ::testing::TestParamInfo<fs::path>& info) { return info.param.stem().string(); });
 INSTANTIATE_TEST_SUITE_P(Corpus, TvmScriptRun, ::testing::ValuesIn(runnable_corpus()),
                          [](const ::testing::TestParamInfo<fs::path>& info) { return info.param.stem().string(); });
+
+// Functions that return a value (-> T.int32 with `return x` or T.ret(x)): the
+// interpreter gives it back, and the host C (packed and unpacked) and LLVM builds agree.
+TEST(TvmScriptReturn, InterpreterAndHostAgreeOnTheReturnedValue) {
+  IRModule m = parse_module_or_throw(read(fs::path(MICROTIR_SOURCE_DIR) / "tests/script/tvm/return_ret.tir"),
+                                     "return_ret.tir");
+  const PrimFunc f = m.functions.at(0).second;
+  const std::pair<int64_t, int64_t> cases[] = {{4, 7}, {9, 7}};
+  for (const char* target : {"c", "c -unpacked-api=1", "llvm"}) {
+    SCOPED_TRACE(target);
+    BuildResult built = target[0] == 'l' ? build_llvm(m, parse_target(target)) : build_c(m, parse_target(target));
+    for (const auto& [x, lo] : cases) {
+      std::vector<InterpArg> args = {x, lo};
+      std::optional<int64_t> expected = interpret(m, "clamp", args);
+      ASSERT_TRUE(expected.has_value());
+      EXPECT_EQ(*expected, std::max(x, lo));
+      sim::HostSimOptions options;
+      options.work_dir = (fs::temp_directory_path() / ("microtir-return-" + std::to_string(getpid()))).string();
+      EXPECT_EQ(sim::run_on_host({&built, "clamp", f}, args, options), expected);
+      fs::remove_all(options.work_dir);
+    }
+  }
+  // A function without a return type gives nothing back.
+  IRModule plain = parse_module_or_throw("@T.prim_func\ndef f(A: T.Buffer((1,), \"int32\")):\n    A[0] = 1\n", "f.tir");
+  NDArray a = NDArray::zeros(DataType::Int(32), {1});
+  EXPECT_FALSE(interpret(plain, "f", {&a}).has_value());
+}
 
 // ---- the bugs of issue 25 ------------------------------------------------------------------
 
@@ -172,6 +213,23 @@ TEST(TvmScriptBugs, GpuThreadsAreRefusedByCodegenAndInterpreter) {
   }
   Inputs in = make_inputs(m.functions[0].second, {}, 1);
   EXPECT_THROW(interpret(m, "gpu_add", in.args), DiagnosticError);
+
+  IRModule launched = parse_module_or_throw(
+      read(fs::path(MICROTIR_SOURCE_DIR) / "tests/script/tvm/launch_thread.tir"), "launch_thread.tir");
+  for (const char* target : {"c", "llvm", "wasm"}) {
+    SCOPED_TRACE(target);
+    try {
+      build_for_target(launched, parse_target(target));
+      ADD_FAILURE() << "a launched GPU thread was compiled";
+    } catch (const DiagnosticError& e) {
+      EXPECT_NE(e.diagnostics().at(0).message.find("launches the GPU thread 'blockIdx.x' (T.launch_thread)"),
+                std::string::npos)
+          << e.diagnostics().at(0).message;
+      EXPECT_EQ(e.diagnostics().at(0).span.line, 9);
+    }
+  }
+  Inputs in2 = make_inputs(launched.functions[0].second, {}, 1);
+  EXPECT_THROW(interpret(launched, "gpu_scale", in2.args), DiagnosticError);
 }
 
 TEST(TvmScriptBugs, MainGetsALegalCSymbol) {

@@ -15,8 +15,8 @@ import { memoryChart } from './memory_chart.js';
 import { themeExtensions, onThemeChange } from './theme.js';
 import { outputCard } from './run_view.js';
 import { parseNpy, sampleStrip } from './samples.js';
-import { markedLines, markLines, hoverLines, outputLinesOf } from './source_map.js';
-import { modelGraph, costTable, tirFunction, generatedFunction, memoryPlace, formatCount, formatBytes } from './model_view.js';
+import { markedLines, markLines, hoverLines, outputLinesOf, sourceLinesOf, coreLineMap, modelLineMap } from './source_map.js';
+import { modelGraph, costTable, tirFunction, generatedFunction, memoryPlace, formatCount, formatBytes, formatMs } from './model_view.js';
 import { compressToEncodedURIComponent, decompressFromEncodedURIComponent } from 'lz-string';
 
 const $ = (id) => document.getElementById(id);
@@ -688,29 +688,38 @@ function showMemory() {
   }
 }
 
-// ---- source <-> output: the core's map from each C line to its TIR source line ------
-// Only while the panels show the source's own compile (not out of date) and for a file
-// with a map (the C of a TIR program).
+// ---- source <-> output: which output lines each source line became ------------------
+// Only while the panels show the source's own compile (not out of date): for a TIR
+// program the core's map of its C, for a model every generated file (kernels against the
+// graph's nodes). Built once per shown file.
 function currentMap() {
   const r = state.shown;
-  if (!r || state.stale || !r.source_map || !state.artifactView) return null;
-  return r.source_map[state.artifact] || null;
+  if (!r || state.stale || !state.artifactView) return null;
+  const key = `${state.artifact}\n${r.target}`;
+  if (state.lineMap && state.lineMap.response === r && state.lineMap.key === key) return state.lineMap.map;
+  let map = null;
+  if (r.model) {
+    const a = r.artifacts.find((x) => x.path === state.artifact);
+    if (a && a.text !== undefined) map = modelLineMap(editor.state.doc.toString(), r.model, a.path, a.text);
+  } else if (r.source_map && r.source_map[state.artifact]) map = coreLineMap(r.source_map[state.artifact]);
+  state.lineMap = { response: r, key, map };
+  return map;
 }
 
 function mapFromSource(n) {
   const map = currentMap();
   if (!map) return;
   const out = n === null ? [] : outputLinesOf(map, n);
-  markLines(editor, out.length ? [n] : [], false);
+  markLines(editor, out.length ? map[out[0] - 1] : [], false);
   markLines(state.artifactView, out, true);
 }
 
 function mapFromOutput(n) {
   const map = currentMap();
   if (!map) return;
-  const src = n === null ? 0 : map[n - 1] || 0;
-  markLines(editor, src ? [src] : [], true);
-  markLines(state.artifactView, src ? outputLinesOf(map, src) : [], false);
+  const src = n === null ? [] : sourceLinesOf(map, n);
+  markLines(editor, src, true);
+  markLines(state.artifactView, src.length ? outputLinesOf(map, src[0]) : [], false);
 }
 
 // ---- the model view (graph, ONNX and TFLite models) ----------------------------------------
@@ -723,8 +732,14 @@ function showModel() {
   const acts = Math.max(...m.nodes.map((n) => n.activation_bytes));
   $('model-summary').textContent = `${m.name}: ${m.nodes.length} layers · ${formatCount(m.macs)} MACs · weights ${formatBytes(m.weight_bytes)} · largest activation ${formatBytes(acts)}`;
   $('model-graph').replaceChildren(modelGraph(m, selectNode, state.selectedNode));
-  $('model-costs').replaceChildren(costTable(m, selectNode, state.selectedNode));
+  $('model-costs').replaceChildren(costTable(m, selectNode, state.selectedNode, wasmLayers(r)));
   showNodeDetail();
+}
+
+// The per-layer times of the shown wasm run, if there was one.
+function wasmLayers(r) {
+  const w = r && r.run && r.run.wasm;
+  return w && !w.error ? w.layers : null;
 }
 
 function selectNode(n) {
@@ -744,7 +759,9 @@ function showNodeDetail() {
   h.textContent = `${n.name} (${n.op})${n.device ? ` on ${n.device}` : ''}`;
   const facts = document.createElement('p');
   facts.className = 'node-facts';
-  facts.textContent = `output ${n.dtype}[${n.shape.join(', ')}] · ${n.macs} MACs · weights ${n.weight_bytes} B · activation ${n.activation_bytes} B · inputs ${n.inputs.join(', ')}`;
+  const timed = (wasmLayers(r) || []).find((l) => l.kernel === n.kernel);
+  facts.textContent = `output ${n.dtype}[${n.shape.join(', ')}] · ${n.macs} MACs · weights ${n.weight_bytes} B · activation ${n.activation_bytes} B · inputs ${n.inputs.join(', ')}` +
+    (timed ? ` · ${formatMs(timed.ms)} per inference in the last wasm run (kernel ${n.kernel})` : '');
   const place = document.createElement('p');
   place.className = 'node-memory';
   place.textContent = memoryPlace(r, n);

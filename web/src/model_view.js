@@ -116,10 +116,17 @@ export function modelGraph(model, onSelect, selected) {
 }
 
 // One row per layer with its cost; the MACs also as a bar against the heaviest layer.
-export function costTable(model, onSelect, selected) {
+// `layers`: the last wasm run's [{kernel, ms}] (per inference), or null: a time column.
+// Nodes fused into one kernel share its time; the first of them shows it.
+export function costTable(model, onSelect, selected, layers = null) {
   const table = el('table', 'layer-costs');
-  table.innerHTML = '<caption>cost per layer</caption><tr><th>layer</th><th>op</th><th>output</th><th>MACs</th><th>weights</th><th>activations</th><th>kernel</th></tr>';
+  const timed = layers && layers.length > 0;
+  table.innerHTML = '<caption>cost per layer</caption><tr><th>layer</th><th>op</th><th>output</th><th>MACs</th><th>weights</th><th>activations</th><th>kernel</th>' +
+    (timed ? '<th>wasm time</th>' : '') + '</tr>';
   const maxMacs = Math.max(1, ...model.nodes.map((n) => n.macs));
+  const msOf = new Map(timed ? layers.map((l) => [l.kernel, l.ms]) : []);
+  const maxMs = Math.max(1e-9, ...msOf.values());
+  const timeShown = new Set();
   for (const n of model.nodes) {
     const tr = el('tr', `layer-row${selected === n.name ? ' selected' : ''}`);
     tr.dataset.name = n.name;
@@ -127,20 +134,41 @@ export function costTable(model, onSelect, selected) {
     const b = el('button', 'layer-link', n.name);
     b.addEventListener('click', () => onSelect(n));
     name.append(b);
-    const macs = el('td', 'num');
-    const bar = el('span', 'mac-bar');
-    bar.style.width = `${((n.macs / maxMacs) * 100).toFixed(1)}%`;
-    macs.append(el('span', 'mac-count', n.macs ? formatCount(n.macs) : '—'), bar);
-    tr.append(name, el('td', null, n.op), el('td', null, typeText(n)), macs, el('td', 'num', n.weight_bytes ? formatBytes(n.weight_bytes) : '—'),
-      el('td', 'num', formatBytes(n.activation_bytes)), el('td', 'kernel-name', n.kernel));
+    tr.append(name, el('td', null, n.op), el('td', null, typeText(n)), barCell(n.macs, maxMacs, n.macs ? formatCount(n.macs) : '—', 'mac'),
+      el('td', 'num', n.weight_bytes ? formatBytes(n.weight_bytes) : '—'), el('td', 'num', formatBytes(n.activation_bytes)), el('td', 'kernel-name', n.kernel));
+    if (timed) {
+      if (!msOf.has(n.kernel)) tr.append(el('td', 'num layer-time', '—'));
+      else if (timeShown.has(n.kernel)) tr.append(el('td', 'num layer-time fused', 'fused ↑'));
+      else {
+        timeShown.add(n.kernel);
+        const cell = barCell(msOf.get(n.kernel), maxMs, formatMs(msOf.get(n.kernel)), 'time');
+        cell.classList.add('layer-time');
+        cell.dataset.ms = String(msOf.get(n.kernel));
+        tr.append(cell);
+      }
+    }
     table.append(tr);
   }
   const total = el('tr', 'layer-total');
   const acts = model.nodes.reduce((a, n) => a + n.activation_bytes, 0);
   total.append(el('td', null, 'total'), el('td'), el('td'), el('td', 'num', formatCount(model.macs)), el('td', 'num', formatBytes(model.weight_bytes)),
     el('td', 'num', formatBytes(acts)), el('td'));
+  if (timed) total.append(el('td', 'num', formatMs([...msOf.values()].reduce((a, x) => a + x, 0))));
   table.append(total);
   return table;
+}
+
+// A number with a bar as wide as its share of `max`.
+function barCell(value, max, text, kind) {
+  const td = el('td', 'num');
+  const bar = el('span', `${kind}-bar`);
+  bar.style.width = `${((value / max) * 100).toFixed(1)}%`;
+  td.append(el('span', `${kind}-count`, text), bar);
+  return td;
+}
+
+export function formatMs(ms) {
+  return ms >= 1 ? `${ms.toFixed(2)} ms` : `${(ms * 1000).toFixed(1)} µs`;
 }
 
 // The block of a printed module that defines `name` (from its decorator to the next line
@@ -159,7 +187,8 @@ export function tirFunction(moduleText, name) {
 }
 
 // A WebAssembly text function `(func $name ...)`, to its closing parenthesis.
-function watFunction(text, name) {
+// The characters [start, end) of function `name` in WebAssembly text, or null.
+function watSpan(text, name) {
   const at = text.search(new RegExp(`\\(func \\$${name}[\\s)]`));
   if (at < 0) return null;
   let depth = 0;
@@ -168,27 +197,41 @@ function watFunction(text, name) {
     if (c === '"') { for (++i; i < text.length && text[i] !== '"'; ++i) if (text[i] === '\\') ++i; continue; }
     if (c === ';' && text[i + 1] === ';') { i = text.indexOf('\n', i); if (i < 0) break; continue; }
     if (c === '(') ++depth;
-    if (c === ')' && --depth === 0) return text.slice(at, i + 1);
+    if (c === ')' && --depth === 0) return [at, i + 1];
   }
   return null;
+}
+
+// The lines [first, last] (0-based) of function `name` in one generated file (C, LLVM IR
+// or WebAssembly text), or null.
+export function functionLines(path, text, name) {
+  if (path.endsWith('.wat')) {
+    const span = watSpan(text, name);
+    const lineOf = (i) => text.slice(0, i).split('\n').length - 1;
+    return span && [lineOf(span[0]), lineOf(span[1] - 1)];
+  }
+  if (!/\.(c|ll)$/.test(path)) return null;
+  const lines = text.split('\n');
+  const head = path.endsWith('.c') ? new RegExp(`^[\\w ]*\\b${name}\\(.*\\{\\s*$`) : new RegExp(`^define .*@${name}\\(`);
+  const at = lines.findIndex((l) => head.test(l));
+  if (at < 0) return null;
+  let end = at + 1;
+  while (end < lines.length && lines[end] !== '}') ++end;
+  return [at, Math.min(end, lines.length - 1)];
 }
 
 // The definition of function `name` in the artifacts (C, LLVM IR or WebAssembly text):
 // its file and text.
 export function generatedFunction(artifacts, name) {
   for (const a of artifacts) {
-    if (a.text !== undefined && a.path.endsWith('.wat')) {
-      const f = watFunction(a.text, name);
-      if (f) return { path: a.path, text: f };
+    if (a.text === undefined) continue;
+    if (a.path.endsWith('.wat')) {
+      const span = watSpan(a.text, name);
+      if (span) return { path: a.path, text: a.text.slice(...span) };
+      continue;
     }
-    if (a.text === undefined || !/\.(c|ll)$/.test(a.path)) continue;
-    const lines = a.text.split('\n');
-    const isC = a.path.endsWith('.c');
-    const at = lines.findIndex((l) => (isC ? new RegExp(`^[\\w ]*\\b${name}\\(.*\\{\\s*$`) : new RegExp(`^define .*@${name}\\(`)).test(l));
-    if (at < 0) continue;
-    let end = at + 1;
-    while (end < lines.length && lines[end] !== '}') ++end;
-    return { path: a.path, text: lines.slice(at, end + 1).join('\n') };
+    const span = functionLines(a.path, a.text, name);
+    if (span) return { path: a.path, text: a.text.split('\n').slice(span[0], span[1] + 1).join('\n') };
   }
   return null;
 }

@@ -875,6 +875,29 @@ function globalMaxPool(c) {
   c.emit(out0(c), 'max_pool2d', [c.input(0)], { pool_size: [shape[2], shape[3]] });
 }
 
+// DynamicQuantizeLinear: one dynamic_quantize_linear node per output, as the C++
+// converter (core/frontend/onnx_quant_ops.cc) writes it. The other quantized operators
+// need compile-time scales, which the node tests give as inputs: refused here and there.
+function dynamicQuantizeLinear(c) {
+  expectInputs(c, 1, 1);
+  const names = ['y', 'scale', 'zero_point'];
+  c.node.output.forEach((o, k) => {
+    if (o && k < 3) c.emit(o, 'dynamic_quantize_linear', [c.input(0)], { output: names[k] });
+  });
+}
+
+// The other quantized operators are converted by the C++ frontend only
+// (core/frontend/onnx_quant_ops.cc, which replaces this converter). Here each reads the
+// compile-time input the C++ mapping reads first, so a model input there is refused with
+// the same message (the node tests pass scales and zero points as inputs), and is
+// refused otherwise.
+function quantizedOp(input, role) {
+  return (c) => {
+    if (c.input(input) !== '') c.staticValue(input, role);
+    c.unsupported(`operator '${c.node.op_type}' (quantized operators are converted by the native frontend; the playground's converter does not have them yet)`);
+  };
+}
+
 function scalarOrList(dtype, values, scalar) {
   const conv = dtype === 'float32' ? Math.fround : (x) => x;
   return { dtype, shape: scalar ? [] : [values.length], values: values.map(conv) };
@@ -952,8 +975,11 @@ const kMappings = {
   Concat: concat,
   Constant: constant,
   Conv: conv,
+  ConvInteger: quantizedOp(2, 'x_zero_point'),
+  DequantizeLinear: quantizedOp(1, 'x_scale'),
   Div: (c) => binary(c, 'div'),
   Dropout: dropout,
+  DynamicQuantizeLinear: dynamicQuantizeLinear,
   Exp: (c) => unary(c, 'exp'),
   Flatten: flatten,
   Gemm: gemm,
@@ -963,10 +989,14 @@ const kMappings = {
   LeakyRelu: (c) => unary(c, 'leaky_relu', { alpha: c.attrFloat('alpha', 0.01) }),
   LogSoftmax: (c) => softmax(c, 'log_softmax'),
   MatMul: matmul,
+  MatMulInteger: quantizedOp(2, 'a_zero_point'),
   MaxPool: (c) => pool(c, 'max_pool2d'),
   Mul: (c) => binary(c, 'mul'),
   Neg: (c) => unary(c, 'neg'),
   Pad: pad,
+  QLinearConv: quantizedOp(2, 'x_zero_point'),
+  QLinearMatMul: quantizedOp(2, 'a_zero_point'),
+  QuantizeLinear: quantizedOp(1, 'y_scale'),
   Relu: (c) => unary(c, 'relu'),
   Reshape: reshape,
   Sigmoid: (c) => unary(c, 'sigmoid'),

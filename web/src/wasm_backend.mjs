@@ -34,12 +34,15 @@ function levels(opt) {
 // WebAssembly text -> {binary: Uint8Array, text: Binaryen's printing of the optimized
 // module}. `opt`: O0 O1 O2 O3 Os Oz (the wasm target's -opt). An invalid module is an
 // internal error naming the function, as natively.
-export async function assemble(watText, opt = 'O2', what = 'the model') {
+// With `profileKernels` (function names of the module), each of those functions reports
+// its entry and exit to the imports of `layerTimer()` (see instrumentKernels).
+export async function assemble(watText, opt = 'O2', what = 'the model', { profileKernels = null } = {}) {
   const binaryen = await loadBinaryen();
   const module = binaryen.parseText(watText);
   try {
     module.setFeatures(binaryen.Features.MVP | binaryen.Features.SignExt |
       binaryen.Features.NontrappingFPToInt | binaryen.Features.MutableGlobals);
+    if (profileKernels) instrumentKernels(binaryen, module, profileKernels);
     capture = [];
     let valid;
     try {
@@ -66,13 +69,55 @@ export async function assemble(watText, opt = 'O2', what = 'the model') {
   }
 }
 
+// Per-layer timing without touching the core's text: kernel k's body moves into a new
+// function `k$body`, and k becomes `enter(i); return leave(i, k$body(params))`, so an early
+// `return` inside the kernel still reaches leave(). The imports come from the module
+// `mtir_profile`; instrumenting before optimizing keeps them around every kernel even
+// when Binaryen inlines it. Kernels that are not in the module are skipped.
+const PROFILE_MODULE = 'mtir_profile';
+function instrumentKernels(binaryen, module, kernels) {
+  const { i32 } = binaryen;
+  module.addFunctionImport('mtir.layer_enter', PROFILE_MODULE, 'enter', i32, binaryen.none);
+  module.addFunctionImport('mtir.layer_leave', PROFILE_MODULE, 'leave', binaryen.createType([i32, i32]), i32);
+  kernels.forEach((name, index) => {
+    const f = module.getFunction(name);
+    if (!f) return;
+    const info = binaryen.getFunctionInfo(f);
+    if (info.results !== i32) throw new Error(`internal error: kernel ${name} does not return an i32 status`);
+    module.addFunction(`${name}$body`, info.params, info.results, info.vars, info.body);
+    const params = binaryen.expandType(info.params).map((t, i) => module.local.get(i, t));
+    binaryen.Function.setBody(f, module.block(null, [
+      module.call('mtir.layer_enter', [module.i32.const(index)], binaryen.none),
+      module.call('mtir.layer_leave', [module.i32.const(index), module.call(`${name}$body`, params, i32)], i32),
+    ], i32));
+  });
+}
+
+// The imports an instrumented module needs, and what they measured: calls[i] entries of
+// kernel i and totalMs[i] the time spent inside it (nested calls count in both).
+export function layerTimer(count, now = () => performance.now()) {
+  const calls = new Array(count).fill(0);
+  const totalMs = new Array(count).fill(0);
+  const started = new Array(count).fill(0);
+  return {
+    calls,
+    totalMs,
+    imports: {
+      enter(i) { calls[i]++; started[i] = now(); },
+      leave(i, rc) { totalMs[i] += now() - started[i]; return rc; },
+    },
+  };
+}
+
 // ---- running a module (the same imports and exports as kWasmModuleRunner) ----
 // Instantiates `binary` and runs its model once on `inputs` ([{name, data: Uint8Array of
 // the tensor's bytes}], in graph order), then `timingRuns` more times to time it. `outputs`: [{name, bytes}].
 // Returns {outputs: {name: Uint8Array}, timeMs (mean per inference, 0 without timing
 // runs), memoryBytes}. A failing run throws with the module's error message.
-export async function run(binary, inputs, outputs, { timingRuns = 0 } = {}) {
-  const { instance } = await WebAssembly.instantiate(binary, { env });
+// `timer`: a layerTimer() for a module assembled with profileKernels.
+export async function run(binary, inputs, outputs, { timingRuns = 0, timer = null } = {}) {
+  const imports = timer ? { env, [PROFILE_MODULE]: timer.imports } : { env };
+  const { instance } = await WebAssembly.instantiate(binary, imports);
   const ex = instance.exports;
   const global = (name) => {
     if (!ex[name]) throw new Error(`the wasm module has no export '${name}'`);

@@ -75,12 +75,36 @@ async function runWasm(response, { opt, timingRuns }) {
       return { name: b.name, data: backend.tensorBytes(b.dtype, b.values) };
     });
     const outs = buffers.filter((b) => b.role === 'output');
-    const r = await backend.run(binary, inputs, outs.map((b) => ({ name: b.name, bytes: backend.tensorByteSize(b.dtype, b.shape) })), { timingRuns });
+    const outSizes = outs.map((b) => ({ name: b.name, bytes: backend.tensorByteSize(b.dtype, b.shape) }));
+    const r = await backend.run(binary, inputs, outSizes, { timingRuns });
     const outputs = outs.map((b) => ({ name: b.name, dtype: b.dtype, shape: b.shape, values: backend.tensorValues(b.dtype, r.outputs[b.name]) }));
-    return { outputs, timeMs: r.timeMs, runs: timingRuns, memoryBytes: r.memoryBytes, binaryBytes: binary.length, loadMs, assembleMs, opt };
+    const layers = response.model ? await timeLayers(wat.text, opt, response, inputs, outSizes, layerRuns(r.timeMs, timingRuns)) : null;
+    return { outputs, timeMs: r.timeMs, runs: timingRuns, memoryBytes: r.memoryBytes, binaryBytes: binary.length, loadMs, assembleMs, opt, layers };
   } catch (e) {
     return { error: String(e && e.message ? e.message : e) };
   }
+}
+
+// Enough inferences for the per-layer times to rise above the page's coarse clock (100 µs
+// steps in Chromium without cross-origin isolation): about 300 ms of runs, at most 1000.
+// Without a timed run to go by, as many as the timed runs.
+function layerRuns(msPerInference, timingRuns) {
+  if (!(msPerInference > 0)) return timingRuns;
+  return Math.max(timingRuns, Math.min(1000, Math.round(300 / msPerInference)));
+}
+
+// The time of each layer: a second module whose kernels report their entry and exit
+// (wasm_backend.mjs, instrumentKernels), run `timingRuns` times. The timed module
+// stays uninstrumented, so its figure is not inflated by the timer calls.
+async function timeLayers(watText, opt, response, inputs, outSizes, timingRuns) {
+  const kernels = [...new Set(response.model.nodes.map((n) => n.kernel).filter(Boolean))];
+  if (!kernels.length) return null;
+  const { binary } = await backend.assemble(watText, opt, response.metadata.model_name, { profileKernels: kernels });
+  const timer = backend.layerTimer(kernels.length);
+  const runs = Math.max(1, timingRuns);
+  await backend.run(binary, inputs, outSizes, { timingRuns: runs, timer });
+  const inferences = runs + 1;  // run() calls the model once before its timed runs
+  return kernels.map((kernel, i) => ({ kernel, calls: timer.calls[i] / inferences, ms: timer.totalMs[i] / inferences }));
 }
 
 self.onmessage = async (event) => {

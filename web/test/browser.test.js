@@ -67,7 +67,7 @@ test('the matmul example: passes, IR, a diff, the C artifact', async () => {
   const { page, errors } = await openPage();
   assert.match(await compileStatus(page), /compiled in \d+ ms/);
   const passes = await page.$$eval('#passes .pass', (els) => els.map((e) => ({ text: e.textContent, changed: e.classList.contains('changed') })));
-  assert.equal(passes.length, 11);
+  assert.equal(passes.length, 12);
   assert.match(passes[0].text, /verify_well_formed/);
   assert.ok(passes.some((p) => p.changed && /flatten_buffer/.test(p.text)));
   assert.ok(passes.some((p) => !p.changed && /unchanged/.test(p.text)));
@@ -205,6 +205,17 @@ test('the digits model through the wasm backend: Binaryen loads only then, outpu
   assert.match(await page.textContent('#model-detail h5 >> nth=1'), /codegen\/host\/src\/digits\.wat/);
   const wat = await page.textContent('#model-detail .node-generated');
   assert.match(wat, /^\(func \$tvmgen_digits_fc \(param/);
+  // The cost table times each layer of the wasm run: one time per kernel, fused layers
+  // pointing at it, and the chosen layer names its time.
+  const nodes = await page.evaluate(() => window.microtirPlayground.state.response.model.nodes);
+  const kernels = [...new Set(nodes.map((n) => n.kernel))];
+  assert.ok(kernels.length >= 5 && kernels.length < nodes.length, 'digits has fused layers');
+  assert.deepEqual(run.wasm.layers.map((l) => l.kernel), kernels);
+  for (const l of run.wasm.layers) assert.ok(l.calls === 1 && Number.isFinite(l.ms) && l.ms >= 0, JSON.stringify(l));
+  const times = await page.$$eval('#model-costs tr.layer-row', (rows) => rows.map((r) => r.lastElementChild.textContent));
+  assert.equal(times.length, nodes.length);
+  nodes.forEach((n, i) => assert.match(times[i], nodes.findIndex((m) => m.kernel === n.kernel) < i ? /^fused ↑$/ : /^[\d.]+ (µs|ms)$/, n.name));
+  assert.match(await page.textContent('#model-detail .node-facts'), /· [\d.]+ (µs|ms) per inference in the last wasm run \(kernel tvmgen_digits_fc\)/);
   assert.equal((wat.match(/\(/g) || []).length, (wat.match(/\)/g) || []).length, 'one whole function');
   await page.screenshot({ path: path.join(shots, 'digits-wasm.png'), fullPage: true });
   assert.deepEqual(errors, []);
@@ -755,6 +766,23 @@ test('source <-> output: hovering a TIR line marks the C lines it became, and ba
   await page.hover('#artifact-view .cm-line:has-text("C[j_inv2 + j] = 0.0f;")');
   await page.waitForFunction(() => /T\.float32\(0\)/.test((document.querySelector('#editor .cm-mapped') || {}).textContent || ''));
   assert.equal((await page.textContent('#editor .cm-mapped')).trim(), 'C[i, j] = T.float32(0)');
+  // LLVM IR and WebAssembly text have the core's map too: the statement's arithmetic.
+  for (const [target, file, inner] of [['llvm', 'codegen/host/src/lib0.ll', /= fadd float/], ['wasm -unpacked-api=1 -interface-api=c', 'codegen/host/src/lib0.wat', /f32\.add/]]) {
+    await page.fill('#target', target);
+    await clearStatus(page);
+    await page.click('#compile');
+    assert.match(await compileStatus(page), /compiled/);
+    await page.click(`.artifact-tab[data-path="${file}"]`);
+    await page.hover('#editor .cm-line >> nth=0');
+    await page.hover(`#editor .cm-line >> nth=${line - 1}`);
+    await page.waitForSelector('#artifact-view .cm-mapped');
+    const lines = await page.$$eval('#artifact-view .cm-mapped', (els) => els.map((e) => e.textContent.trim()));
+    assert.ok(lines.some((l) => inner.test(l)), `${file}: ${lines.join(' | ')}`);
+  }
+  await page.fill('#target', 'c');
+  await clearStatus(page);
+  await page.click('#compile');
+  assert.match(await compileStatus(page), /compiled/);
   // Out of date results map nothing.
   await setSource(page, (t) => t.replace('T.grid(4, 3):', 'T.grid(4, 3:'));
   await clearStatus(page);
@@ -762,6 +790,69 @@ test('source <-> output: hovering a TIR line marks the C lines it became, and ba
   assert.match(await compileStatus(page), /error/);
   await page.hover(`#editor .cm-line >> nth=${line - 1}`);
   assert.equal(await page.$$eval('#artifact-view .cm-mapped', (els) => els.length), 0);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+// A model's nodes against its generated files: hovering a node's line in the graph marks
+// its kernel (and the AOT call of it); hovering a kernel line marks the nodes fused into it.
+async function checkModelMapping(page, artifactPath, head) {
+  await page.click(`.artifact-tab[data-path="${artifactPath}"]`);
+  const r = await page.evaluate(() => window.microtirPlayground.state.response);
+  const text = await page.evaluate(() => window.microtirPlayground.editor.state.doc.toString());
+  const lines = text.split('\n');
+  const lineOf = (name) => lines.findIndex((l, i) => i > lines.findIndex((x) => /"nodes"/.test(x)) && l.replace(/"name"\s*:\s*/, '"name": ').includes(`"name": ${JSON.stringify(name)}`)) + 1;
+  // The last layer with MACs (a dense layer): its kernel's lines and its call.
+  const dense = [...r.model.nodes].reverse().find((n) => n.macs > 0);
+  await page.hover(`#editor .cm-line >> nth=${lineOf(dense.name) - 1}`);
+  await page.waitForSelector('#artifact-view .cm-mapped');
+  assert.match(await page.textContent('#artifact-view .cm-mapped >> nth=0'), new RegExp(dense.kernel), 'scrolled to the kernel');
+  // The view draws only the lines in sight: the map says which lines are marked.
+  const map = await page.evaluate(() => window.microtirPlayground.state.lineMap.map);
+  const out = r.artifacts.find((a) => a.path === artifactPath).text.split('\n');
+  const marked = out.filter((_, i) => map[i].includes(lineOf(dense.name)));
+  const definition = out.findIndex((l) => new RegExp(head(dense.kernel)).test(l));
+  assert.ok(definition >= 0 && map[definition].includes(lineOf(dense.name)), `the definition of ${dense.kernel} is marked`);
+  assert.ok(marked.length >= 3, marked.join('\n'));
+  assert.ok(marked.some((l, i) => l.includes(dense.kernel) && !new RegExp(head(dense.kernel)).test(l) && /\(/.test(l)), `the call of ${dense.kernel} is marked`);
+  assert.ok(out.some((l, i) => map[i].length === 0), 'lines outside the kernels map to nothing');
+  // A kernel several nodes were fused into marks each of them.
+  // (TFLite models fuse their activations in the operator: there a kernel is one node.)
+  const fused = r.model.nodes.find((n, i) => r.model.nodes.some((m, j) => j !== i && m.kernel === n.kernel)) || r.model.nodes.find((n) => n.kernel);
+  const together = r.model.nodes.filter((n) => n.kernel === fused.kernel).map((n) => lineOf(n.name));
+  const fusedAt = out.findIndex((l) => new RegExp(head(fused.kernel)).test(l)) + 1;
+  await page.evaluate((n) => {
+    const v = window.microtirPlayground.state.artifactView;
+    v.scrollDOM.scrollTop = v.lineBlockAt(v.state.doc.line(n).from).top;
+  }, fusedAt);
+  await page.hover(`#artifact-view .cm-line:has-text("${fused.kernel}") >> nth=0`);
+  await page.waitForFunction((n) => document.querySelectorAll('#editor .cm-mapped').length === n, together.length);
+  const editorMarked = await page.$$eval('#editor .cm-mapped', (els) => els.map((e) => e.textContent));
+  assert.deepEqual(editorMarked, together.map((n) => lines[n - 1]));
+}
+
+test('source <-> output for models: graph nodes against their kernels in C, LLVM IR and WebAssembly text; ONNX and TFLite too', async () => {
+  // Tall enough that the editor and the artifact view are on screen together: a view
+  // draws only the lines in the window.
+  const { page, errors } = await openPage('?example=' + encodeURIComponent('digits CNN (model)'), { width: 1500, height: 3200 });
+  assert.match(await compileStatus(page), /compiled/);
+  await checkModelMapping(page, 'codegen/host/src/lib0.c', (k) => `^[\\w ]*\\b${k}\\(`);
+  for (const [target, file, head] of [['llvm -executor=aot -interface-api=c -unpacked-api=1', 'codegen/host/src/lib0.ll', (k) => `^define .*@${k}\\(`],
+    ['wasm', 'codegen/host/src/digits.wat', (k) => `\\(func \\$${k}[\\s)]`]]) {
+    await clearStatus(page);
+    await page.fill('#target', target);
+    await page.click('#compile');
+    assert.match(await compileStatus(page), /compiled/);
+    await checkModelMapping(page, file, head);
+  }
+  const source = path.resolve(__dirname, '../..');
+  for (const model of ['models/digits/digits.onnx', 'tests/tflite/models/kws_ref_model.tflite']) {
+    await page.fill('#target', 'c');
+    await clearStatus(page);
+    await page.setInputFiles('#load', path.join(source, model));
+    assert.match(await compileStatus(page), /compiled/, model);
+    await checkModelMapping(page, 'codegen/host/src/lib0.c', (k) => `^[\\w ]*\\b${k}\\(`);
+  }
   assert.deepEqual(errors, []);
   await page.close();
 });

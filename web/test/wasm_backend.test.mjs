@@ -11,7 +11,7 @@ import path from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
-import { assemble, run, env, lastError } from '../src/wasm_backend.mjs';
+import { assemble, run, env, lastError, layerTimer } from '../src/wasm_backend.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const source = path.resolve(process.env.MICROTIR_SOURCE_DIR || path.join(here, '../..'));
@@ -89,6 +89,31 @@ test('the npm-assembled module equals the interpreter bit for bit on sample_x.np
     assert.deepEqual(got, b.values.map(Math.fround), `output ${b.name}`);
   }
   assert.ok(r.timeMs > 0 && r.memoryBytes > 0);
+});
+
+// The playground's per-layer times: every kernel reports entry and exit once per
+// inference, in the model's order, and the instrumented module computes the same bytes.
+test('a module with timed kernels gives the same outputs and times each kernel once per inference', { skip }, async () => {
+  const wat = artifact('codegen/host/src/digits.wat');
+  const kernels = [...new Set(response.model.nodes.map((n) => n.kernel).filter(Boolean))];
+  assert.ok(kernels.length >= 5, `digits has its layers' kernels: ${kernels}`);
+  const x = readNpyF32(path.join(source, 'models/digits/sample_x.npy'));
+  const expected = response.run.buffers.filter((b) => b.role === 'output');
+  const outputs = expected.map((b) => ({ name: b.name, bytes: 4 * b.shape.reduce((a, n) => a * n, 1) }));
+  const inputs = [{ name: 'x', data: new Uint8Array(x.buffer) }];
+  const plain = await run((await assemble(wat, 'O2', 'digits')).binary, inputs, outputs);
+  const { binary } = await assemble(wat, 'O2', 'digits', { profileKernels: [...kernels, 'no_such_kernel'] });
+  // A clock that ticks once per reading: each kernel spans exactly its enter and leave.
+  let tick = 0;
+  const order = [];
+  const timer = layerTimer(kernels.length + 1, () => tick++);
+  const enter = timer.imports.enter;
+  timer.imports.enter = (i) => { order.push(i); enter(i); };
+  const timed = await run(binary, inputs, outputs, { timingRuns: 2, timer });
+  for (const o of outputs) assert.ok(Buffer.from(timed.outputs[o.name]).equals(Buffer.from(plain.outputs[o.name])), o.name);
+  assert.deepEqual(timer.calls, [...kernels.map(() => 3), 0], 'each kernel once per inference (3 inferences), none for a missing one');
+  assert.deepEqual(order.slice(0, kernels.length), kernels.map((_, i) => i), 'entered in the order of the model');
+  assert.deepEqual(timer.totalMs, [...kernels.map(() => 3), 0]);
 });
 
 test('an invalid module is an internal error naming the function', async () => {

@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "analysis/int_bound.h"
+#include "codegen/line_marks.h"
 #include "ir/op.h"
 #include "ir/visitor.h"
 #include "support/names.h"
@@ -104,6 +105,18 @@ const char* kCallByNameHelper = R"(static inline int32_t mtir_call_packed_by_nam
 }
 )";
 
+// Operator profiling: every operator call of the AOT main sits between
+// TVMGEN_PROFILE_BEGIN(index, "kernel") and TVMGEN_PROFILE_END(index), which cost
+// nothing unless the application defines them before this file (e.g. with -include);
+// `microtir run --profile-layers` does, to count each operator's instructions.
+const char* const kProfileHooks = R"(#ifndef TVMGEN_PROFILE_BEGIN
+#define TVMGEN_PROFILE_BEGIN(index, name) ((void)0)
+#endif
+#ifndef TVMGEN_PROFILE_END
+#define TVMGEN_PROFILE_END(index) ((void)0)
+#endif
+)";
+
 // The DSP extension's SMLAD where the compiler says it has it (ACLE), the same
 // arithmetic elsewhere, wrapping through uint32_t as the instruction does.
 const char* const kSmladHelper = R"(#if defined(__ARM_FEATURE_DSP)
@@ -153,6 +166,17 @@ static inline int32_t mtir_sxtb16_ror8(int32_t x) {
 std::string clz_helper(const std::string& name, const std::string& ut, int bits) {
   return "static inline int32_t " + name + "(" + ut + " x) {\n  int32_t n = " + std::to_string(bits) +
          ";\n  while (x != 0) {\n    x >>= 1;\n    --n;\n  }\n  return n;\n}\n";
+}
+
+// x clamped to [-2^(bits-1), 2^(bits-1) - 1]: ACLE's __ssat (one SSAT) where the CPU has
+// the saturation instructions, compares elsewhere.
+std::string ssat_helper(const std::string& name, int bits) {
+  const std::string lo = "(-" + std::to_string(int64_t{1} << (bits - 1)) + ")";
+  const std::string hi = std::to_string((int64_t{1} << (bits - 1)) - 1);
+  return "#if defined(__ARM_FEATURE_SAT)\n#include <arm_acle.h>\n"
+         "static inline int32_t " + name + "(int32_t x) { return __ssat(x, " + std::to_string(bits) + "); }\n"
+         "#else\nstatic inline int32_t " + name + "(int32_t x) { return x < " + lo + " ? " + lo + " : x > " + hi +
+         " ? " + hi + " : x; }\n#endif\n";
 }
 
 std::string helper_definition(const std::string& name, DataType t) {
@@ -346,18 +370,31 @@ class FunctionEmitter {
     return it->second;
   }
 
+  // n when `op` is min(max(x, -2^(n-1)), 2^(n-1) - 1) or max(min(x, 2^(n-1) - 1), -2^(n-1))
+  // on int32, for n in [2, 31]; else 0.
+  static int signed_clamp_bits(const BinaryNode* op) {
+    const ExprKind want = op->kind == ExprKind::Min ? ExprKind::Max : ExprKind::Min;
+    if (!(op->dtype == DataType::Int(32)) || !op->a || op->a->kind != want) return 0;
+    const auto* inner = static_cast<const BinaryNode*>(op->a.get());
+    auto outer_c = as_const_int(op->b), inner_c = as_const_int(inner->b);
+    if (!outer_c || !inner_c) return 0;
+    const int64_t hi = op->kind == ExprKind::Min ? *outer_c : *inner_c;
+    const int64_t lo = op->kind == ExprKind::Min ? *inner_c : *outer_c;
+    for (int n = 2; n < 32; ++n)
+      if (lo == -(int64_t{1} << (n - 1)) && hi == (int64_t{1} << (n - 1)) - 1) return n;
+    return 0;
+  }
+
   std::string use_helper(const std::string& base, DataType t) {
     std::string name = "mtir_" + base + "_" + type_suffix(t);
     if (!helpers_->count(name)) (*helpers_)[name] = helper_definition(name, t);
     return name;
   }
 
-  // With a line map asked for, a line emitted for a located statement ends in a marker
-  // (\x01 and the source line) that codegen_c turns into the map and strips.
+  // With a line map asked for, a line emitted for a located statement ends in its mark
+  // (codegen/line_marks.h).
   void line(const std::string& s) {
-    *out_ << std::string(2 * indent_, ' ') << s;
-    if (mark_lines_ && source_line_ > 0) *out_ << '\x01' << source_line_;
-    *out_ << "\n";
+    *out_ << std::string(2 * indent_, ' ') << s << line_mark(mark_lines_, source_line_) << "\n";
   }
 
   // ---- expressions ----------------------------------------------------------------
@@ -454,6 +491,14 @@ class FunctionEmitter {
     // Back to the type: narrow types were promoted to int, and a left shift ran unsigned.
     if (t.bits() < 32 || (op->op == "shift_left" && !(t.is_uint() && t.bits() >= 32))) return "((" + ct + ")" + r + ")";
     return r;
+  }
+
+  // The symbol a call_extern calls when it is a function of this module, else "".
+  std::string module_callee(const Expr& e) const {
+    const auto* call = as<CallNode>(e);
+    if (!call || call->op != "call_extern" || call->args.empty() || !module_symbols_) return "";
+    const auto* sym = as<StringImmNode>(call->args[0]);
+    return sym && module_symbols_->count(sym->value) ? sym->value : "";
   }
 
   std::string extern_call(const CallNode* op) {
@@ -665,6 +710,12 @@ class FunctionEmitter {
       case ExprKind::Min:
       case ExprKind::Max: {
         const auto* op = static_cast<const BinaryNode*>(e.get());
+        if (int bits = signed_clamp_bits(op); bits > 0) {
+          // A clamp to the range of a signed n-bit integer: one SSAT where the CPU has it.
+          const std::string name = "mtir_ssat" + std::to_string(bits);
+          if (!helpers_->count(name)) (*helpers_)[name] = ssat_helper(name, bits);
+          return call(name, {static_cast<const BinaryNode*>(op->a.get())->a});
+        }
         return call(use_helper(e->kind == ExprKind::Min ? "min" : "max", op->dtype), {op->a, op->b});
       }
       case ExprKind::EQ: return binary("==", static_cast<const BinaryNode*>(e.get()));
@@ -697,6 +748,13 @@ class FunctionEmitter {
         if (info && info->kind == OpInfo::Kind::kIntBinary) return int_binary(op);
         return math_call(op);
       }
+      case ExprKind::Ramp:
+      case ExprKind::Broadcast:
+      case ExprKind::Shuffle:
+      case ExprKind::Let:
+        // The lowering pipeline scalarizes these for C (scalarize_vectors).
+        user_error(e->span, std::string("the C backend emits scalar C99: a ") + expr_kind_name(e->kind) +
+                                " must be scalarized first (run the scalarize_vectors pass)");
     }
     internal_error(__FILE__, __LINE__, "unhandled expression kind");
   }
@@ -711,7 +769,7 @@ class FunctionEmitter {
   }
 
   void emit(const Stmt& first) {
-    const int outer = source_line_;
+    const SourceLineScope at(&source_line_, first);
     // Buffer views nest each in the next (hundreds deep in unrolled int8 kernels): walk
     // the chain rather than recurse through it.
     const Stmt* s = &first;
@@ -723,7 +781,6 @@ class FunctionEmitter {
       s = &view->body;
     }
     emit_stmt(*s);
-    source_line_ = outer;
   }
 
   void emit_stmt(const Stmt& s) {
@@ -792,7 +849,17 @@ class FunctionEmitter {
             return;
           }
         }
+        // A call of another function of the module (an operator call of the AOT main,
+        // lowered from call_tir) between the profiling hooks.
+        const std::string callee = module_callee(op->value);
+        const std::string index = std::to_string(profile_points_);
+        if (!callee.empty()) {
+          (*helpers_)["TVMGEN_PROFILE"] = kProfileHooks;
+          line("TVMGEN_PROFILE_BEGIN(" + index + ", \"" + callee + "\");");
+          ++profile_points_;
+        }
         line(c_type(op->var->dtype, op->span) + " " + name_of(op->var.get(), op->var->name) + " = " + value + ";");
+        if (!callee.empty()) line("TVMGEN_PROFILE_END(" + index + ");");
         if (op->var->dtype.is_integer()) bounds_.bind(op->var.get(), bounds_.bound(op->value));
         emit(op->body);
         return;
@@ -924,6 +991,7 @@ class FunctionEmitter {
   std::unordered_map<const VarNode*, DataType> pointer_type_;  // declared pointee types
   std::unordered_map<const VarNode*, std::vector<Buffer>> views_;
   std::vector<std::string> live_workspace_;  // workspace allocations enclosing this point
+  int profile_points_ = 0;                   // operator calls bracketed so far
   IntBoundAnalyzer bounds_;
   std::ostringstream* out_ = nullptr;
   int source_line_ = 0;  // of the statement being emitted
@@ -993,21 +1061,7 @@ std::string codegen_c(const IRModule& m, const CCodegenOptions& options) {
     for (const auto& [name, proto] : externs) os << proto << "\n";
   }
   os << "\n" << prototypes.str() << bodies.str();
-  if (!options.line_map) return os.str();
-  // Strip the markers, keeping their lines.
-  std::string text = os.str(), out;
-  options.line_map->clear();
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t end = text.find('\n', start);
-    if (end == std::string::npos) end = text.size();
-    std::string l = text.substr(start, end - start);
-    size_t mark = l.find('\x01');
-    options.line_map->push_back(mark == std::string::npos ? 0 : std::stoi(l.substr(mark + 1)));
-    out += l.substr(0, mark) + (end < text.size() ? "\n" : "");
-    start = end + 1;
-  }
-  return out;
+  return options.line_map ? strip_line_marks(os.str(), options.line_map) : os.str();
 }
 
 }  // namespace mtir

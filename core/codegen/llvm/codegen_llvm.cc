@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "analysis/int_bound.h"
+#include "codegen/line_marks.h"
 #include "ir/op.h"
 #include "ir/visitor.h"
 #include "support/names.h"
@@ -25,8 +26,10 @@ struct Val {
   std::string typed() const { return ty + " " + v; }
 };
 
-// Register type of a scalar TIR type; bool is i1 in registers and i8 in memory.
+// Register type of a TIR type; bool is i1 in registers and i8 in memory. A vector
+// type is an LLVM vector of its lanes.
 std::string ll_type(DataType t, const Span& span) {
+  if (t.is_vector()) return "<" + std::to_string(t.lanes()) + " x " + ll_type(t.element_of(), span) + ">";
   if (t.is_bool()) return "i1";
   if (t.is_integer()) return "i" + std::to_string(t.bits());
   if (t.is_handle()) return "i8*";
@@ -79,6 +82,7 @@ struct ModuleState {
   std::map<std::string, PrimFunc> module_functions;     // symbol -> function
   std::set<std::string> defined;                        // the module functions defined in this file
   std::vector<std::string> metadata;                    // "!N = ..." lines
+  bool mark_lines = false;                              // end lines with their source line
 
   // A distinct loop-metadata node carrying `hint` (e.g. "llvm.loop.unroll.full").
   std::string loop_metadata(const std::string& hint) {
@@ -192,7 +196,7 @@ class FunctionEmitter {
   }
   std::string tmp() { return "%.t" + std::to_string(next_tmp_++); }
   std::string label(const std::string& hint) { return hint + "." + std::to_string(next_label_++); }
-  void inst(const std::string& s) { *out_ << "  " << s << "\n"; }
+  void inst(const std::string& s) { *out_ << "  " << s << line_mark(ms_->mark_lines, source_line_) << "\n"; }
   Val op(const std::string& ty, const std::string& text) {
     std::string r = tmp();
     inst(r + " = " + text);
@@ -271,6 +275,7 @@ class FunctionEmitter {
     return op(mt + "*", "getelementptr inbounds " + mt + ", " + typed.typed() + ", " + index.typed());
   }
   Val load(const BufferLoadNode* l) {
+    if (l->dtype.is_vector()) return vector_load(l);
     Val p = elem_ptr(l->buffer, l->indices, l->span);
     DataType t = l->buffer->dtype;
     std::string mt = mem_type(t, l->span);
@@ -280,6 +285,7 @@ class FunctionEmitter {
     return v;
   }
   void store(const BufferStoreNode* s) {
+    if (s->value->dtype.is_vector()) return vector_store(s);
     DataType t = s->buffer->dtype;
     Val v = expr(s->value);
     if (s->value->dtype != t) v = cast(v, s->value->dtype, t, s->span);
@@ -344,8 +350,9 @@ class FunctionEmitter {
         {ExprKind::LT, {"olt", "slt", "ult"}}, {ExprKind::LE, {"ole", "sle", "ule"}},
         {ExprKind::GT, {"ogt", "sgt", "ugt"}}, {ExprKind::GE, {"oge", "sge", "uge"}}};
     const auto& p = preds.at(k);
-    if (t.is_float()) return op("i1", std::string("fcmp ") + p[0] + " " + a.typed() + ", " + b.v);
-    return op("i1", std::string("icmp ") + (t.is_int() ? p[1] : p[2]) + " " + a.typed() + ", " + b.v);
+    const std::string bt = ll_type(e->dtype, e->span);  // i1, or <n x i1> for vectors
+    if (t.is_float()) return op(bt, std::string("fcmp ") + p[0] + " " + a.typed() + ", " + b.v);
+    return op(bt, std::string("icmp ") + (t.is_int() ? p[1] : p[2]) + " " + a.typed() + ", " + b.v);
   }
 
   // Integer / % floordiv floormod with no undefined case: a zero divisor (which the
@@ -708,7 +715,193 @@ class FunctionEmitter {
                              "  ret i32 %r\n}\n");
   }
 
+  // ---- vectors ----------------------------------------------------------------------
+  // Vector code is emitted as LLVM vectors: Ramp, Broadcast and Shuffle as
+  // insertelement/shufflevector, contiguous loads and stores (a Ramp with stride 1) as
+  // one vector access, + - * / min max, comparisons, selects and numeric casts as vector
+  // instructions. The rest (integer division, calls, logic) runs lane by lane on
+  // extracted scalars and is put back together, which LLVM may vectorize again.
+  Val splat(const Val& scalar, int lanes) {
+    const std::string vt = "<" + std::to_string(lanes) + " x " + scalar.ty + ">";
+    Val one = op(vt, "insertelement " + vt + " undef, " + scalar.typed() + ", i32 0");
+    return op(vt, "shufflevector " + one.typed() + ", " + vt + " undef, <" + std::to_string(lanes) +
+                      " x i32> zeroinitializer");
+  }
+  Val extract(const Val& v, int k, const std::string& elem_ty) {
+    return op(elem_ty, "extractelement " + v.typed() + ", i32 " + std::to_string(k));
+  }
+  Val insert(const Val& v, const Val& x, int k) {
+    return op(v.ty, "insertelement " + v.typed() + ", " + x.typed() + ", i32 " + std::to_string(k));
+  }
+  static std::string lane_list(const std::vector<int>& lanes) {
+    std::string out = "<";
+    for (size_t i = 0; i < lanes.size(); ++i) out += (i ? ", i32 " : "i32 ") + std::to_string(lanes[i]);
+    return out + ">";
+  }
+
+  Val ramp(const RampNode* r) {
+    Val base = expr(r->base), stride = expr(r->stride);
+    std::string steps = "<";
+    for (int k = 0; k < r->lanes; ++k) steps += (k ? ", " : "") + base.ty + " " + std::to_string(k);
+    steps += ">";
+    const std::string vt = ll_type(r->dtype, r->span);
+    Val offsets = op(vt, "mul " + splat(stride, r->lanes).typed() + ", " + steps);
+    return op(vt, "add " + splat(base, r->lanes).typed() + ", " + offsets.v);
+  }
+
+  Val shuffle(const ShuffleNode* s) {
+    std::vector<Val> vs;
+    for (const auto& v : s->vectors) vs.push_back(expr(v));
+    const std::string elem = ll_type(s->dtype.element_of(), s->span);
+    const bool uniform = vs.size() <= 2 && s->vectors[0]->dtype.is_vector() &&
+                         (vs.size() == 1 || s->vectors[1]->dtype == s->vectors[0]->dtype);
+    if (uniform && s->dtype.is_vector()) {
+      std::string second = vs.size() == 2 ? vs[1].typed() : vs[0].ty + " undef";
+      return op(ll_type(s->dtype, s->span),
+                "shufflevector " + vs[0].typed() + ", " + second + ", <" + std::to_string(s->indices.size()) +
+                    " x i32> " + lane_list(s->indices));
+    }
+    // Lane by lane from vectors of any widths (scalars count as one lane).
+    auto pick = [&](int index) {
+      for (size_t i = 0; i < vs.size(); ++i) {
+        int n = s->vectors[i]->dtype.lanes();
+        if (index < n) return n == 1 ? vs[i] : extract(vs[i], index, elem);
+        index -= n;
+      }
+      internal_error(__FILE__, __LINE__, "shuffle index past its vectors");
+    };
+    if (s->dtype.is_scalar()) return pick(s->indices[0]);
+    Val out{ll_type(s->dtype, s->span), "undef"};
+    for (size_t k = 0; k < s->indices.size(); ++k) out = insert(out, pick(s->indices[k]), static_cast<int>(k));
+    return out;
+  }
+
+  // `e` (a vector node of one of the kinds below) computed lane by lane: each operand
+  // lane is bound to a scalar variable and the scalar node is emitted as usual.
+  Val lanewise(const Expr& e) {
+    std::vector<Expr> operands;
+    if (is_binary(e->kind)) {
+      operands = {static_cast<const BinaryNode*>(e.get())->a, static_cast<const BinaryNode*>(e.get())->b};
+    } else if (const auto* n = as<NotNode>(e)) {
+      operands = {n->a};
+    } else if (const auto* c = as<CastNode>(e)) {
+      operands = {c->value};
+    } else if (const auto* s = as<SelectNode>(e)) {
+      operands = {s->condition, s->true_value, s->false_value};
+    } else if (const auto* c = as<CallNode>(e)) {
+      operands = c->args;
+    } else {
+      user_error(e->span, std::string("the LLVM backend cannot emit a vector ") + expr_kind_name(e->kind));
+    }
+    std::vector<Val> vals;
+    for (const auto& o : operands) vals.push_back(expr(o));
+    Val out{ll_type(e->dtype, e->span), "undef"};
+    for (int k = 0; k < e->dtype.lanes(); ++k) {
+      std::vector<Var> temps;
+      std::vector<Expr> scalars;
+      for (size_t i = 0; i < operands.size(); ++i) {
+        DataType t = operands[i]->dtype;
+        temps.push_back(MakeVar("lane", t.element_of()));
+        vars_[temps.back().get()] = t.is_vector() ? extract(vals[i], k, ll_type(t.element_of(), e->span)) : vals[i];
+        scalars.push_back(temps.back());
+      }
+      Expr scalar;
+      if (is_binary(e->kind)) scalar = Binary(e->kind, scalars[0], scalars[1], e->span);
+      else if (e->kind == ExprKind::Not) scalar = Not(scalars[0], e->span);
+      else if (e->kind == ExprKind::Cast) scalar = Cast(e->dtype.element_of(), scalars[0], e->span);
+      else if (e->kind == ExprKind::Select) scalar = Select(scalars[0], scalars[1], scalars[2], e->span);
+      else scalar = Call(e->dtype.element_of(), as<CallNode>(e)->op, scalars, as<CallNode>(e)->attrs, e->span);
+      out = insert(out, expr(scalar), k);
+      for (const auto& t : temps) vars_.erase(t.get());
+    }
+    return out;
+  }
+
+  // The vector kinds with a native form; nullopt for the lane-by-lane rest.
+  bool native_vector(const Expr& e) const {
+    switch (e->kind) {
+      case ExprKind::Add:
+      case ExprKind::Sub:
+      case ExprKind::Mul:
+      case ExprKind::Min:
+      case ExprKind::Max:
+      case ExprKind::EQ:
+      case ExprKind::NE:
+      case ExprKind::LT:
+      case ExprKind::LE:
+      case ExprKind::GT:
+      case ExprKind::GE:
+      case ExprKind::Select:
+      case ExprKind::Var:
+      case ExprKind::Ramp:
+      case ExprKind::Broadcast:
+      case ExprKind::Shuffle:
+      case ExprKind::Let:
+      case ExprKind::BufferLoad: return true;
+      case ExprKind::Div: return e->dtype.is_float();
+      case ExprKind::Cast:
+        return !e->dtype.is_bool() && !static_cast<const CastNode*>(e.get())->value->dtype.is_bool();
+      default: return false;
+    }
+  }
+
+  // A load or store of lanes: contiguous (stride-1 Ramp index, non-bool) is one vector
+  // access at the element alignment; anything else goes element by element.
+  const RampNode* contiguous(const Buffer& b, const std::vector<Expr>& indices) {
+    const auto* r = indices.size() == 1 ? as<RampNode>(indices[0]) : nullptr;
+    const int64_t* stride = r ? as_const_int(r->stride) : nullptr;
+    return stride && *stride == 1 && !b->dtype.is_bool() ? r : nullptr;
+  }
+  Val vector_load(const BufferLoadNode* l) {
+    const DataType t = l->buffer->dtype;
+    const std::string vt = ll_type(l->dtype, l->span), align = std::to_string(natural_align(t, ms_->target->pointer_bits));
+    if (const RampNode* r = contiguous(l->buffer, l->indices)) {
+      Val p = elem_ptr(l->buffer, {r->base}, l->span);
+      Val vp = op(vt + "*", "bitcast " + p.typed() + " to " + vt + "*");
+      return op(vt, "load " + vt + ", " + vp.typed() + ", align " + align);
+    }
+    Val index = expr(l->indices.at(0));
+    const std::string it = ll_type(l->indices[0]->dtype.element_of(), l->span);
+    Val out{vt, "undef"};
+    for (int k = 0; k < l->dtype.lanes(); ++k) {
+      Var i = MakeVar("lane.index", l->indices[0]->dtype.element_of());
+      vars_[i.get()] = extract(index, k, it);
+      Val x = expr(BufferLoad(l->buffer, {i}, l->span));
+      vars_.erase(i.get());
+      out = insert(out, x, k);
+    }
+    return out;
+  }
+  void vector_store(const BufferStoreNode* s) {
+    const DataType t = s->buffer->dtype;
+    Val v = expr(s->value);
+    const std::string vt = ll_type(s->value->dtype, s->span), align = std::to_string(natural_align(t, ms_->target->pointer_bits));
+    if (const RampNode* r = contiguous(s->buffer, s->indices)) {
+      Val p = elem_ptr(s->buffer, {r->base}, s->span);
+      Val vp = op(vt + "*", "bitcast " + p.typed() + " to " + vt + "*");
+      inst("store " + v.typed() + ", " + vp.typed() + ", align " + align);
+      return;
+    }
+    // Every lane's value and index is read before the first element is written.
+    Val index = expr(s->indices.at(0));
+    const std::string it = ll_type(s->indices[0]->dtype.element_of(), s->span);
+    const std::string et = ll_type(t, s->span);
+    std::vector<Var> values, indices;
+    for (int k = 0; k < s->value->dtype.lanes(); ++k) {
+      values.push_back(MakeVar("lane.value", t));
+      indices.push_back(MakeVar("lane.index", s->indices[0]->dtype.element_of()));
+      vars_[values.back().get()] = extract(v, k, et);
+      vars_[indices.back().get()] = extract(index, k, it);
+    }
+    for (size_t k = 0; k < values.size(); ++k) {
+      store(std::static_pointer_cast<const BufferStoreNode>(BufferStore(s->buffer, values[k], {indices[k]}, s->span)).get());
+      vars_.erase(values[k].get());
+      vars_.erase(indices[k].get());
+    }
+  }
+
   Val expr(const Expr& e) {
+    if (e->dtype.is_vector() && !native_vector(e)) return lanewise(e);
     switch (e->kind) {
       case ExprKind::IntImm: return int_const(e->dtype, static_cast<const IntImmNode*>(e.get())->value);
       case ExprKind::FloatImm: return float_const(e->dtype, static_cast<const FloatImmNode*>(e.get())->value, e->span);
@@ -747,8 +940,8 @@ class FunctionEmitter {
         DataType t = e->dtype;
         std::string pred = t.is_float() ? (mn ? "fcmp olt " : "fcmp ogt ")
                                         : std::string("icmp ") + (t.is_int() ? (mn ? "slt " : "sgt ") : (mn ? "ult " : "ugt "));
-        Val c = op("i1", pred + x.typed() + ", " + y.v);
-        return op(x.ty, "select i1 " + c.v + ", " + x.typed() + ", " + y.typed());
+        Val c = op(ll_type(DataType::Bool().with_lanes(t.lanes()), e->span), pred + x.typed() + ", " + y.v);
+        return op(x.ty, "select " + c.typed() + ", " + x.typed() + ", " + y.typed());
       }
       case ExprKind::EQ:
       case ExprKind::NE:
@@ -765,7 +958,7 @@ class FunctionEmitter {
       case ExprKind::Select: {
         const auto* s = static_cast<const SelectNode*>(e.get());
         Val c = expr(s->condition), t = expr(s->true_value), f = expr(s->false_value);
-        return op(t.ty, "select i1 " + c.v + ", " + t.typed() + ", " + f.typed());
+        return op(t.ty, "select " + c.typed() + ", " + t.typed() + ", " + f.typed());
       }
       case ExprKind::Cast: {
         const auto* c = static_cast<const CastNode*>(e.get());
@@ -781,12 +974,26 @@ class FunctionEmitter {
         if (info && info->kind == OpInfo::Kind::kIntBinary) return int_binary(c);
         return math_call(c);
       }
+      case ExprKind::Ramp: return ramp(static_cast<const RampNode*>(e.get()));
+      case ExprKind::Broadcast: {
+        const auto* b = static_cast<const BroadcastNode*>(e.get());
+        return splat(expr(b->value), b->lanes);
+      }
+      case ExprKind::Shuffle: return shuffle(static_cast<const ShuffleNode*>(e.get()));
+      case ExprKind::Let: {
+        const auto* l = static_cast<const LetNode*>(e.get());
+        vars_[l->var.get()] = expr(l->value);
+        Val out = expr(l->body);
+        vars_.erase(l->var.get());
+        return out;
+      }
     }
     internal_error(__FILE__, __LINE__, "unhandled expression kind");
   }
 
   // ---- statements -------------------------------------------------------------------
   void emit(const Stmt& s) {
+    const SourceLineScope at(&source_line_, s);
     switch (s->kind) {
       case StmtKind::BufferStore: store(static_cast<const BufferStoreNode*>(s.get())); return;
       case StmtKind::For: emit_for(static_cast<const ForNode*>(s.get())); return;
@@ -1048,6 +1255,7 @@ class FunctionEmitter {
   std::vector<std::string> live_workspace_;
   std::string ret_value_, ret_code_;  // the out-values of direct packed calls
   IntBoundAnalyzer bounds_;
+  int source_line_ = 0;  // of the statement being emitted
 };
 
 }  // namespace
@@ -1057,6 +1265,7 @@ std::string codegen_llvm(const IRModule& m, const LlvmCodegenOptions& options) {
   ms.target = &llvm_target(options.triple);
   ms.arm_dsp = options.arm_dsp;
   ms.attr_group = "#0";
+  ms.mark_lines = options.line_map != nullptr;
   for (const auto& [name, func] : m.functions) {
     ms.module_functions[symbol_of(name, func)] = func;
     if (!options.defines || options.defines(name, func)) ms.defined.insert(symbol_of(name, func));
@@ -1111,7 +1320,7 @@ std::string codegen_llvm(const IRModule& m, const LlvmCodegenOptions& options) {
     os << "\n";
     for (const auto& line : ms.metadata) os << line << "\n";
   }
-  return os.str();
+  return options.line_map ? strip_line_marks(os.str(), options.line_map) : os.str();
 }
 
 }  // namespace mtir

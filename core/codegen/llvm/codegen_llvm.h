@@ -12,6 +12,8 @@
 #include <functional>
 #include <string>
 
+#include <vector>
+
 #include "codegen/llvm/llvm_target.h"
 #include "ir/function.h"
 
@@ -28,6 +30,8 @@ struct LlvmCodegenOptions {
   // Which functions this module defines (all when empty); the others are declared
   // where called, e.g. a host module calling a device's kernels in another module.
   std::function<bool(const std::string& name, const PrimFunc& f)> defines;
+  // When set, receives the source line of each output line (0 for none).
+  std::vector<int>* line_map = nullptr;
 };
 
 // LLVM IR for every PrimFunc of `m`. Throws DiagnosticError on IR the backend cannot

@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "analysis/int_bound.h"
+#include "codegen/line_marks.h"
 #include "ir/op.h"
 #include "ir/structural_equal.h"
 #include "ir/visitor.h"
@@ -97,6 +98,7 @@ struct ModuleState {
   std::vector<std::pair<int64_t, std::string>> data;  // address -> bytes
   int64_t next_string = 0;                          // where the next string goes
   std::set<std::string> helpers;                    // helper functions used
+  bool mark_lines = false;                          // end lines with their source line
 
   int64_t string_address(const std::string& s) {
     auto it = strings.find(s);
@@ -215,7 +217,7 @@ class FunctionEmitter {
     locals_.emplace_back(name, ty);
     return name;
   }
-  void line(const std::string& s) { body_ << std::string(2 * indent_, ' ') << s << "\n"; }
+  void line(const std::string& s) { body_ << std::string(2 * indent_, ' ') << s << line_mark(ms_->mark_lines, source_line_) << "\n"; }
   std::string label(const std::string& hint) { return "$" + hint + "." + std::to_string(next_label_++); }
 
   // ---- conversions ----------------------------------------------------------------
@@ -637,12 +639,20 @@ class FunctionEmitter {
         if (info && info->kind == OpInfo::Kind::kIntBinary) return int_binary(c);
         return math_call(c);
       }
+      case ExprKind::Ramp:
+      case ExprKind::Broadcast:
+      case ExprKind::Shuffle:
+      case ExprKind::Let:
+        // The lowering pipeline scalarizes these for wasm (scalarize_vectors).
+        user_error(e->span, std::string("the wasm backend emits scalar code: a ") + expr_kind_name(e->kind) +
+                                " must be scalarized first (run the scalarize_vectors pass)");
     }
     internal_error(__FILE__, __LINE__, "unhandled expression kind");
   }
 
   // ---- statements -------------------------------------------------------------------
   void emit(const Stmt& s) {
+    const SourceLineScope at(&source_line_, s);
     switch (s->kind) {
       case StmtKind::BufferStore: store(static_cast<const BufferStoreNode*>(s.get())); return;
       case StmtKind::For: emit_for(static_cast<const ForNode*>(s.get())); return;
@@ -936,6 +946,7 @@ class FunctionEmitter {
   PrimFunc func_;
   std::ostringstream body_;
   int indent_ = 2;
+  int source_line_ = 0;  // of the statement being emitted
   int next_label_ = 0;
   std::set<std::string> used_;
   std::vector<std::pair<std::string, std::string>> locals_;
@@ -1034,6 +1045,7 @@ int64_t local_scratch_bytes(const Stmt& s) {
 
 std::string codegen_wat(const IRModule& m, const WatOptions& options) {
   ModuleState ms;
+  ms.mark_lines = options.line_map != nullptr;
   int64_t local_scratch = 0;
   for (const auto& [name, f] : m.functions) {
     const std::string symbol = symbol_of(name, f);
@@ -1151,7 +1163,7 @@ std::string codegen_wat(const IRModule& m, const WatOptions& options) {
   os << run.str() << defs.str();
   for (const auto& [addr, bytes] : ms.data) os << "  (data (i32.const " << addr << ") " << data_literal(bytes) << ")\n";
   os << ")\n";
-  return os.str();
+  return options.line_map ? strip_line_marks(os.str(), options.line_map) : os.str();
 }
 
 }  // namespace mtir

@@ -45,6 +45,8 @@ struct WatOptions {
   // non-internal function is exported under its symbol.
   bool has_run = false;
   WasmRunExport run;
+  // When set, receives the source line of each output line (0 for none).
+  std::vector<int>* line_map = nullptr;
 };
 
 // Throws DiagnosticError for what the backend cannot express (packed functions, float16).

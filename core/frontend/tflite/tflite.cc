@@ -675,14 +675,29 @@ void TfliteConverter::mean(const tflite::Operator& op) {
   }
   if (xt.shape.size() != 4 || ax != std::set<int64_t>{1, 2})
     unsupported("MEAN over axes other than the spatial ones (1, 2) of NHWC data");
-  if (xt.dtype != DataType::Float(32))
-    unsupported(xt.dtype.str() + " MEAN (TFLite requantizes its int8 mean; there is no exact kernel for it yet)");
+  std::string op_name;
+  json attrs;
+  if (xt.dtype == DataType::Float(32)) {
+    op_name = "global_avg_pool2d";
+    attrs = {{"layout", "NHWC"}};
+  } else if (xt.dtype == DataType::Int(8)) {
+    // TFLite's integer mean: a truncating division or a requantization (qmean).
+    Quant qi = quant(x, true), qo = quant(out, true);
+    if (!qi.per_tensor() || !qo.per_tensor()) unsupported("per-channel quantized activations");
+    op_name = "qmean";
+    attrs = {{"input_scale", qi.scale[0]},
+             {"input_zero_point", qi.zero_point[0]},
+             {"output_scale", qo.scale[0]},
+             {"output_zero_point", qo.zero_point[0]}};
+  } else {
+    unsupported(xt.dtype.str() + " MEAN (float32 and int8 are supported)");
+  }
   std::string name = values_.at(out);
   if (keep) {
-    emit(name, "global_avg_pool2d", {value(x)}, {{"layout", "NHWC"}});
+    emit(name, op_name, {value(x)}, attrs);
     return;
   }
-  std::string m = emit(fresh(name + "_keep"), "global_avg_pool2d", {value(x)}, {{"layout", "NHWC"}});
+  std::string m = emit(fresh(name + "_keep"), op_name, {value(x)}, attrs);
   emit(name, "reshape", {m}, {{"newshape", {xt.shape[0], xt.shape[3]}}});
 }
 

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Benchmark (not a test): the bundled digits model as float ONNX (models/digits/digits.onnx)
+# against its QDQ quantization (models/digits/digits_qdq.onnx, tools/quantize_digits_qdq.py),
+# both measured in this one run:
+# - on Cortex-M4 (QEMU mps2-an386, exact instruction counts around one inference,
+#   MEASURING.md): instructions, instructions per MAC (23,680 MACs: conv1 8x1x9x64,
+#   conv2 16x8x9x16, fc 10x64), RAM (workspace + I/O + stack) and flash;
+# - accuracy on the 100 held-out test images (models/digits/test_images.npy), each run
+#   through the reference interpreter.
+# Usage: bash bench/onnx_qdq_digits.sh [BUILD_DIR]   (default: build). Prints Markdown.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build="${1:-build}"
+cli="$build/core/cli/microtir"
+[ -x "$cli" ] || { echo "bench/onnx_qdq_digits.sh: no $cli; build first (bash scripts/build.sh build)" >&2; exit 1; }
+py=/usr/bin/python3  # Debian's, with numpy
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+d=models/digits
+MACS=23680
+
+$py - "$d/test_images.npy" "$work" <<'PY'
+import sys
+import numpy as np
+x = np.load(sys.argv[1])
+for i in range(len(x)):
+    np.save("%s/img%03d.npy" % (sys.argv[2], i), x[i:i + 1])
+PY
+
+echo "| model | instructions | instr/MAC | RAM bytes | flash bytes | workspace bytes | accuracy (100 test images) |"
+echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"
+for model in digits digits_qdq; do
+  "$cli" compile "$d/$model.onnx" -o "$work/$model.tar" > /dev/null 2>&1
+  "$cli" run "$work/$model.tar" --input x="$d/sample_x.npy" --target cortex-m4 --json > "$work/$model.json" 2> /dev/null
+  correct=0
+  labels=($($py -c "import numpy as np; print(' '.join(str(v) for v in np.load('$d/test_labels.npy')))"))
+  for i in $(seq 0 99); do
+    img=$(printf "%s/img%03d.npy" "$work" "$i")
+    pred=$("$cli" run "$d/$model.onnx" --input x="$img" --json 2> /dev/null |
+      $py -c "import json, sys; v = json.load(sys.stdin)['outputs'][0]['values']; print(max(range(10), key=lambda k: v[k]))")
+    [ "$pred" = "${labels[$i]}" ] && correct=$((correct + 1))
+  done
+  $py - "$work/$model.json" "$model" "$MACS" "$correct" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))["report"]
+macs = int(sys.argv[3])
+print("| %s | %d | %.1f | %d | %d | %d | %d %% |" % (sys.argv[2], r["instructions"], r["instructions"] / macs,
+      r["ram_bytes"], r["flash_bytes"], r["workspace_bytes"], int(sys.argv[4])))
+PY
+done

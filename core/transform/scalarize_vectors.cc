@@ -1,0 +1,204 @@
+// ScalarizeVectors: vector code (Ramp, Broadcast, Shuffle, vector-typed loads, stores,
+// arithmetic and lets) becomes one scalar statement per lane, and Let expressions are
+// inlined. The C backend emits portable C99, which has no vector types, and the wasm
+// backend emits scalar code, so both run this before planning memory and flattening
+// buffers; the LLVM backend keeps the vectors and skips it.
+//
+// A vector store `A[Ramp(b, s, n)] = v` becomes n stores `A[b + k*s] = lane k of v`.
+// When `v` reads the buffer it writes, every lane is first bound to a temporary, so a
+// store whose lanes overlap its loads sees the old values as the vector store would.
+// A vector LetStmt becomes one scalar LetStmt per lane. Let expressions are pure
+// (the verifier admits no side effects in them that C could observe twice), so they
+// are replaced by their value; a value that calls an external function is refused
+// rather than duplicated.
+#include "ir/mutator.h"
+#include "ir/op.h"
+#include "ir/visitor.h"
+#include "transform/substitute.h"
+#include "transform/transform.h"
+
+namespace mtir {
+namespace {
+
+bool has_vectors(const Expr& e) {
+  struct Finder : Visitor {
+    bool found = false;
+    void visit(const Expr& x) override {
+      if (found || !x) return;
+      if (x->dtype.is_vector() || x->kind == ExprKind::Let || x->kind == ExprKind::Shuffle) {
+        found = true;
+        return;
+      }
+      Visitor::visit(x);
+    }
+  } f;
+  f.visit(e);
+  return f.found;
+}
+
+// Whether `e` loads from memory that `data` points to.
+bool reads_pointer(const Expr& e, const VarNode* data) {
+  struct Finder : Visitor {
+    const VarNode* data;
+    bool found = false;
+    void visit_BufferLoad(const BufferLoadNode* op) override {
+      if (op->buffer->data.get() == data) found = true;
+      Visitor::visit_BufferLoad(op);
+    }
+  } f;
+  f.data = data;
+  f.visit(e);
+  return f.found;
+}
+
+void refuse_impure(const Expr& value, const Span& at) {
+  struct Finder : Visitor {
+    std::string found;
+    void visit_Call(const CallNode* op) override {
+      const OpInfo* info = lookup_op(op->op);
+      if (!info || info->kind == OpInfo::Kind::kCallExtern || info->side_effect) found = op->op;
+      Visitor::visit_Call(op);
+    }
+  } f;
+  f.visit(value);
+  if (!f.found.empty())
+    user_error(at, "a T.Let whose value calls " + f.found +
+                       " cannot be inlined by this backend; bind the value with a statement (x = value) instead");
+}
+
+class Scalarizer : public Mutator {
+ protected:
+  // ---- scalar contexts: inline lets, read single lanes ----------------------------
+  Expr mutate_Let(const LetNode* op, const Expr& self) override {
+    refuse_impure(op->value, op->span);
+    if (op->dtype.is_vector()) return self;  // handled lane by lane by its consumer
+    return mutate(substitute(op->body, op->var, op->value));
+  }
+
+  Expr mutate_Shuffle(const ShuffleNode* op, const Expr& self) override {
+    if (op->dtype.is_vector()) return self;
+    return lane(self, 0);
+  }
+
+  Stmt mutate_BufferStore(const BufferStoreNode* op, const Stmt& self) override {
+    const int lanes = op->value->dtype.lanes();
+    if (lanes == 1) return Mutator::mutate_BufferStore(op, self);
+    std::vector<Expr> values;
+    for (int k = 0; k < lanes; ++k) values.push_back(lane(op->value, k));
+    std::vector<Var> temps;
+    if (reads_pointer(op->value, op->buffer->data.get())) {
+      for (int k = 0; k < lanes; ++k) {
+        temps.push_back(MakeVar(op->buffer->name + "_lane" + std::to_string(k), values[k]->dtype, op->span));
+        values[k] = temps.back();
+      }
+    }
+    std::vector<Stmt> stores;
+    for (int k = 0; k < lanes; ++k) {
+      std::vector<Expr> idx;
+      for (const auto& i : op->indices) idx.push_back(lane(i, k));
+      stores.push_back(BufferStore(op->buffer, values[k], std::move(idx), op->span));
+    }
+    Stmt out = SeqStmt(std::move(stores), op->span);
+    for (size_t k = temps.size(); k-- > 0;) out = LetStmt(temps[k], lane(op->value, static_cast<int>(k)), out, op->span);
+    return out;
+  }
+
+  Stmt mutate_LetStmt(const LetStmtNode* op, const Stmt& self) override {
+    const int lanes = op->var->dtype.lanes();
+    if (lanes == 1) return Mutator::mutate_LetStmt(op, self);
+    std::vector<Var> vars;
+    for (int k = 0; k < lanes; ++k)
+      vars.push_back(MakeVar(op->var->name + "_" + std::to_string(k), op->var->dtype.element_of(), op->var->span));
+    std::vector<Expr> values;
+    for (int k = 0; k < lanes; ++k) values.push_back(lane(op->value, k));
+    lane_vars_[op->var.get()] = vars;
+    Stmt body = mutate(op->body);
+    lane_vars_.erase(op->var.get());
+    for (int k = lanes; k-- > 0;) body = LetStmt(vars[k], values[k], body, op->span);
+    return body;
+  }
+
+ private:
+  // Lane `k` of `e`, as a scalar expression without vectors.
+  Expr lane(const Expr& e, int k) {
+    if (e->dtype.is_scalar() && e->kind != ExprKind::Shuffle) return mutate(e);
+    const Span& s = e->span;
+    switch (e->kind) {
+      case ExprKind::Ramp: {
+        const auto* op = as<RampNode>(e);
+        Expr base = mutate(op->base), stride = mutate(op->stride);
+        if (k == 0) return base;
+        const DataType t = base->dtype;
+        const int64_t *b = as_const_int(base), *c = as_const_int(stride);
+        if (b && c) return IntImm(t, *b + *c * k, s);
+        if (c) return Binary(ExprKind::Add, base, IntImm(t, *c * k, s), s);
+        return Binary(ExprKind::Add, base, Binary(ExprKind::Mul, stride, IntImm(t, k, s), s), s);
+      }
+      case ExprKind::Broadcast: return mutate(as<BroadcastNode>(e)->value);
+      case ExprKind::Shuffle: {
+        const auto* op = as<ShuffleNode>(e);
+        int index = op->indices.at(static_cast<size_t>(k));
+        for (const auto& v : op->vectors) {
+          if (index < v->dtype.lanes()) return lane(v, index);
+          index -= v->dtype.lanes();
+        }
+        internal_error(__FILE__, __LINE__, "shuffle index past its vectors (the verifier checks this)");
+      }
+      case ExprKind::Let: {
+        const auto* op = as<LetNode>(e);
+        refuse_impure(op->value, op->span);
+        return lane(substitute(op->body, op->var, op->value), k);
+      }
+      case ExprKind::Var: {
+        auto it = lane_vars_.find(as<VarNode>(e));
+        MTIR_ICHECK(it != lane_vars_.end(), "vector variable '" + as<VarNode>(e)->name + "' used outside its let");
+        return it->second.at(static_cast<size_t>(k));
+      }
+      case ExprKind::Not: return Not(lane(as<NotNode>(e)->a, k), s);
+      case ExprKind::Select: {
+        const auto* op = as<SelectNode>(e);
+        return Select(lane(op->condition, k), lane(op->true_value, k), lane(op->false_value, k), s);
+      }
+      case ExprKind::Cast: return Cast(e->dtype.element_of(), lane(as<CastNode>(e)->value, k), s);
+      case ExprKind::BufferLoad: {
+        const auto* op = as<BufferLoadNode>(e);
+        std::vector<Expr> idx;
+        for (const auto& i : op->indices) idx.push_back(lane(i, k));
+        return BufferLoad(op->buffer, std::move(idx), s);
+      }
+      case ExprKind::Call: {
+        const auto* op = as<CallNode>(e);
+        std::vector<Expr> args;
+        for (const auto& a : op->args) args.push_back(lane(a, k));
+        return Call(e->dtype.element_of(), op->op, std::move(args), op->attrs, s);
+      }
+      default:
+        if (is_binary(e->kind)) {
+          const auto* op = static_cast<const BinaryNode*>(e.get());
+          return Binary(e->kind, lane(op->a, k), lane(op->b, k), s);
+        }
+        user_error(s, std::string("cannot scalarize a vector ") + expr_kind_name(e->kind));
+    }
+  }
+
+  std::unordered_map<const VarNode*, std::vector<Var>> lane_vars_;
+};
+
+PrimFunc scalarize(const PrimFunc& f) {
+  // Cheap exit: most functions have no vectors at all.
+  struct Any : Visitor {
+    bool found = false;
+    void visit(const Expr& e) override {
+      if (!found && e && has_vectors(e)) found = true;
+    }
+  } any;
+  any.visit_func(f);
+  if (!any.found) return f;
+  return Scalarizer().mutate_func(f);
+}
+
+}  // namespace
+
+Pass ScalarizeVectors() { return MakeFunctionPass("scalarize_vectors", scalarize); }
+
+}  // namespace mtir

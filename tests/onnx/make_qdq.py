@@ -1,0 +1,225 @@
+#!/usr/bin/env python3
+"""Regenerates tests/onnx/qdq/: small QDQ models (QuantizeLinear / DequantizeLinear around
+float operators, as onnxruntime's quantizer writes them) with an input x.npy and the
+output y.npy that an independent numpy reference computes here: integer accumulation of
+the dequantized operands' integers, then ONNX's requantization (the float32 multiplier
+x_scale * w_scale / y_scale, round half to even of acc * m in float64, saturation). The
+float parts (Add, AveragePool: groups that stay float) are numpy in float32 as ONNX's
+reference computes them. tests/e2e/onnx_test.sh (group qdq) compares microtir's output
+bit for bit, on the interpreter and as host C, and checks which groups folded.
+Needs Debian's python3-onnx and numpy. Run from this directory: /usr/bin/python3 make_qdq.py"""
+import os
+
+import numpy as np
+from onnx import TensorProto, helper, numpy_helper
+
+OUT = "qdq"
+os.makedirs(OUT, exist_ok=True)
+for f in os.listdir(OUT):
+    os.remove(os.path.join(OUT, f))
+rng = np.random.default_rng(2424)
+f32 = np.float32
+
+
+def quantize(x, scale, zp, dtype, axis=None):
+    """ONNX QuantizeLinear: saturate(rint(x / scale) + zp), x / scale in float32."""
+    s = np.asarray(scale, f32)
+    z = np.asarray(zp).astype(np.int64)
+    if axis is not None and s.size > 1:
+        shape = [1] * x.ndim
+        shape[axis] = s.size
+        s, z = s.reshape(shape), z.reshape(shape)
+    info = np.iinfo(dtype)
+    return np.clip(np.rint(x.astype(f32) / s) + z, info.min, info.max).astype(dtype)
+
+
+def dequantize(q, scale, zp):
+    return ((q.astype(np.int32) - np.int32(zp)).astype(f32) * f32(scale)).astype(f32)
+
+
+def requantize(acc, xs, ws, ys, yz, dtype, relu=False):
+    """ONNX's reference: m = x_scale * w_scale / y_scale in float32, rint(acc * m) + zp."""
+    m = (f32(xs) * np.asarray(ws, f32)) / f32(ys)
+    y = np.rint(acc.astype(np.float64) * m.astype(np.float64)) + yz
+    info = np.iinfo(dtype)
+    lo = max(info.min, yz) if relu else info.min
+    return np.clip(y, lo, info.max).astype(dtype)
+
+
+def conv_acc(xq, xz, wq, wz, bias, stride=1, pad=0, group=1):
+    """Integer NCHW convolution: sum (x - xz)(w - wz[o]) + bias[o], int64."""
+    x = np.pad(xq.astype(np.int64) - xz, ((0, 0), (0, 0), (pad, pad), (pad, pad)))  # zero = the zero point
+    w = wq.astype(np.int64) - np.asarray(wz, np.int64).reshape(-1, 1, 1, 1)
+    n, c, h, wd = x.shape
+    o, cg, kh, kw = w.shape
+    oh, ow = (h - kh) // stride + 1, (wd - kw) // stride + 1
+    out = np.zeros((n, o, oh, ow), np.int64)
+    og = o // group
+    for oc in range(o):
+        g = oc // og
+        for i in range(oh):
+            for j in range(ow):
+                patch = x[:, g * cg:(g + 1) * cg, i * stride:i * stride + kh, j * stride:j * stride + kw]
+                out[:, oc, i, j] = (patch * w[oc]).sum(axis=(1, 2, 3))
+    return out + (0 if bias is None else np.asarray(bias, np.int64).reshape(1, -1, 1, 1))
+
+
+class Model:
+    def __init__(self):
+        self.nodes, self.inits = [], []
+
+    def init(self, name, value):
+        self.inits.append(numpy_helper.from_array(np.asarray(value), name))
+        return name
+
+    def q(self, x, out, scale, zp, axis=None):
+        self.init(out + "_scale", np.asarray(scale, f32))
+        self.init(out + "_zp", np.asarray(zp))
+        kw = {} if axis is None else {"axis": axis}
+        self.nodes.append(helper.make_node("QuantizeLinear", [x, out + "_scale", out + "_zp"], [out], **kw))
+        return out
+
+    def dq(self, x, out, scale, zp, axis=None):
+        self.init(out + "_scale", np.asarray(scale, f32))
+        self.init(out + "_zp", np.asarray(zp))
+        kw = {} if axis is None else {"axis": axis}
+        self.nodes.append(helper.make_node("DequantizeLinear", [x, out + "_scale", out + "_zp"], [out], **kw))
+        return out
+
+    def node(self, op, ins, out, **attrs):
+        self.nodes.append(helper.make_node(op, ins, [out], **attrs))
+        return out
+
+    def save(self, name, x, y, notes):
+        g = helper.make_graph(self.nodes, name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x.shape))],
+                              [helper.make_tensor_value_info("y", {np.dtype(np.uint8): TensorProto.UINT8, np.dtype(np.int8): TensorProto.INT8,
+                                                                    np.dtype(f32): TensorProto.FLOAT}[y.dtype], list(y.shape))],
+                              initializer=self.inits)
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+        m.ir_version = 7
+        with open("%s/%s.onnx" % (OUT, name), "wb") as f:
+            f.write(m.SerializeToString())
+        np.save("%s/%s.x.npy" % (OUT, name), x)
+        if y.dtype != f32:  # a float result (a group kept float) is only checked host C = interpreter
+            np.save("%s/%s.y.npy" % (OUT, name), y)
+        with open("%s/%s.notes" % (OUT, name), "w") as f:
+            f.write("".join(n + "\n" for n in notes))
+
+
+def weights(shape, axis_size, dtype=np.int8):
+    info = np.iinfo(dtype)
+    w = rng.integers(info.min, info.max + 1, size=shape).astype(dtype)
+    scales = (rng.uniform(0.002, 0.02, size=axis_size)).astype(f32)
+    return w, scales
+
+
+# conv + relu, uint8 activations, int8 per-channel weights, int32 bias, padding 1.
+m = Model()
+x = rng.standard_normal((1, 3, 8, 8)).astype(f32)
+xs, xz = f32(0.02), np.uint8(128)
+w, ws = weights((4, 3, 3, 3), 4)
+bias = rng.integers(-2000, 2000, size=4).astype(np.int32)
+ys, yz = f32(0.05), np.uint8(10)
+xq = m.q("x", "xq", xs, xz)
+xd = m.dq(xq, "xd", xs, xz)
+wd = m.dq(m.init("w", w), "wd", ws, np.zeros(4, np.int8), axis=0)
+bd = m.dq(m.init("b", bias), "bd", f32(xs) * ws, np.zeros(4, np.int32), axis=0)
+c = m.node("Conv", [xd, wd, bd], "conv", pads=[1, 1, 1, 1])
+r = m.node("Relu", [c], "relu")
+m.q(r, "y", ys, yz)
+acc = conv_acc(quantize(x, xs, xz, np.uint8), 128, w, np.zeros(4), bias, pad=1)
+m.save("conv_relu_per_channel", x, requantize(acc, xs, ws.reshape(1, -1, 1, 1), ys, 10, np.uint8, relu=True),
+       ["QDQ: 1 group(s) folded to integer kernels (1 qlinear_conv/qlinear_matmul), 0 kept float"])
+
+# depthwise conv, int8 activations, stride 2, per-channel weights with zero points.
+m = Model()
+x = rng.standard_normal((1, 4, 9, 9)).astype(f32)
+xs, xz = f32(0.03), np.int8(-5)
+w, ws = weights((4, 1, 3, 3), 4)
+wz = np.array([0, 3, -2, 1], np.int8)
+ys, yz = f32(0.04), np.int8(7)
+xq = m.q("x", "xq", xs, xz)
+xd = m.dq(xq, "xd", xs, xz)
+wd = m.dq(m.init("w", w), "wd", ws, wz, axis=0)
+c = m.node("Conv", [xd, wd], "conv", group=4, strides=[2, 2])
+m.q(c, "y", ys, yz)
+acc = conv_acc(quantize(x, xs, xz, np.int8), -5, w, wz, None, stride=2, group=4)
+m.save("depthwise_int8", x, requantize(acc, xs, ws.reshape(1, -1, 1, 1), ys, 7, np.int8),
+       ["QDQ: 1 group(s) folded to integer kernels (1 qlinear_conv/qlinear_matmul), 0 kept float"])
+
+# dense (Gemm, transB) with per-channel weights and a bias.
+m = Model()
+x = rng.standard_normal((2, 16)).astype(f32)
+xs, xz = f32(0.025), np.uint8(120)
+w, ws = weights((5, 16), 5)
+bias = rng.integers(-500, 500, size=5).astype(np.int32)
+ys, yz = f32(0.06), np.uint8(128)
+xq = m.q("x", "xq", xs, xz)
+xd = m.dq(xq, "xd", xs, xz)
+wd = m.dq(m.init("w", w), "wd", ws, np.zeros(5, np.int8), axis=0)
+bd = m.dq(m.init("b", bias), "bd", f32(xs) * ws, np.zeros(5, np.int32), axis=0)
+g = m.node("Gemm", [xd, wd, bd], "fc", transB=1)
+m.q(g, "y", ys, yz)
+acc = (quantize(x, xs, xz, np.uint8).astype(np.int64) - 120) @ w.astype(np.int64).T + bias
+m.save("dense_per_channel", x, requantize(acc, xs, ws.reshape(1, -1), ys, 128, np.uint8),
+       ["QDQ: 1 group(s) folded to integer kernels (1 qlinear_conv/qlinear_matmul), 0 kept float"])
+
+# A chain: conv -> maxpool -> flatten -> matmul (per-tensor weight), every step quantized.
+m = Model()
+x = rng.standard_normal((1, 2, 6, 6)).astype(f32)
+xs, xz = f32(0.02), np.int8(0)
+w1, ws1 = weights((3, 2, 3, 3), 3)
+s1, z1 = f32(0.03), np.int8(-10)
+w2, _ = weights((12, 4), 1)
+ws2 = f32(0.01)
+ys, yz = f32(0.1), np.int8(3)
+xd = m.dq(m.q("x", "xq", xs, xz), "xd", xs, xz)
+c = m.node("Conv", [xd, m.dq(m.init("w1", w1), "w1d", ws1, np.zeros(3, np.int8), axis=0)], "conv", pads=[1, 1, 1, 1])
+cd = m.dq(m.q(c, "cq", s1, z1), "cd", s1, z1)
+p = m.node("MaxPool", [cd], "pool", kernel_shape=[3, 3], strides=[3, 3])
+pd = m.dq(m.q(p, "pq", s1, z1), "pd", s1, z1)
+fl = m.node("Flatten", [pd], "flat")
+fd = m.dq(m.q(fl, "fq", s1, z1), "fd", s1, z1)
+mm = m.node("MatMul", [fd, m.dq(m.init("w2", w2), "w2d", ws2, np.int8(0))], "mm")
+m.q(mm, "y", ys, yz)
+acc1 = conv_acc(quantize(x, xs, xz, np.int8), 0, w1, np.zeros(3), None, pad=1)
+cq = requantize(acc1, xs, ws1.reshape(1, -1, 1, 1), s1, -10, np.int8)
+pq = cq.reshape(1, 3, 2, 3, 2, 3).max(axis=(3, 5))
+acc2 = (pq.reshape(1, 12).astype(np.int64) + 10) @ w2.astype(np.int64)
+m.save("chain_conv_pool_matmul", x, requantize(acc2, s1, ws2, ys, 3, np.int8),
+       ["QDQ: 4 group(s) folded to integer kernels (2 qlinear_conv/qlinear_matmul), 0 kept float"])
+
+# An Add of two quantized tensors (folded to qlinear_add: the float32 steps of the float
+# graph fused) and an AveragePool (kept float, a note), both exact as float32.
+m = Model()
+x = rng.standard_normal((1, 2, 4, 4)).astype(f32)
+sa, za, sb, zb = f32(0.02), np.uint8(100), f32(0.05), np.uint8(30)
+ad = m.dq(m.q("x", "aq", sa, za), "ad", sa, za)
+bd = m.dq(m.q("x", "bq", sb, zb), "bd", sb, zb)
+s = m.node("Add", [ad, bd], "sum")
+so, zo = f32(0.06), np.uint8(128)
+sd = m.dq(m.q(s, "sq", so, zo), "sd", so, zo)
+ap = m.node("AveragePool", [sd], "avg", kernel_shape=[2, 2], strides=[2, 2])
+m.q(ap, "y", so, zo)
+a = dequantize(quantize(x, sa, za, np.uint8), sa, 100)
+b = dequantize(quantize(x, sb, zb, np.uint8), sb, 30)
+sq = quantize(a + b, so, zo, np.uint8)
+win = dequantize(sq, so, 128).reshape(1, 2, 2, 2, 2, 2)  # n, c, oh, kh, ow, kw
+avg = (((win[:, :, :, 0, :, 0] + win[:, :, :, 0, :, 1]) + win[:, :, :, 1, :, 0]) + win[:, :, :, 1, :, 1]) / f32(4)
+# The float32 sums in the kernel's order (row by row in the window), then the division.
+m.save("add_folded_avgpool_float", x, quantize(avg, so, zo, np.uint8),
+       ["QDQ: node 'avg' (AveragePool) stays float: no integer kernel for AveragePool folds",
+        "QDQ: 1 group(s) folded to integer kernels (0 qlinear_conv/qlinear_matmul), 1 kept float"])
+
+# Not exact, so kept float with a note (never a wrong answer): a Conv whose bias is a
+# float initializer, not an int32 DequantizeLinear; its float output is dequantized.
+m = Model()
+x = rng.standard_normal((1, 2, 5, 5)).astype(f32)
+xs, xz = f32(0.02), np.uint8(128)
+w, ws = weights((3, 2, 3, 3), 3)
+xd = m.dq(m.q("x", "xq", xs, xz), "xd", xs, xz)
+c = m.node("Conv", [xd, m.dq(m.init("w", w), "wd", ws, np.zeros(3, np.int8), axis=0),
+                    m.init("b", rng.standard_normal(3).astype(f32))], "conv")
+m.dq(m.q(c, "cq", f32(0.05), np.uint8(128)), "y", f32(0.05), np.uint8(128))
+m.save("conv_float_bias_kept_float", x, np.zeros((1, 3, 3, 3), f32),
+       ["QDQ: node 'conv' (Conv) stays float: the bias is float (not an int32 DequantizeLinear)"])
