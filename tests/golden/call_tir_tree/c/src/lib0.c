@@ -7,6 +7,12 @@
 #include <tvm/runtime/c_backend_api.h>
 #include <tvm/runtime/c_runtime_api.h>
 
+#ifndef TVMGEN_PROFILE_BEGIN
+#define TVMGEN_PROFILE_BEGIN(index, name) ((void)0)
+#endif
+#ifndef TVMGEN_PROFILE_END
+#define TVMGEN_PROFILE_END(index) ((void)0)
+#endif
 static void mtir_set_error(const char* format, long long a, long long b, long long c) {
   char message[256];
   snprintf(message, sizeof message, format, a, b, c);
@@ -135,11 +141,15 @@ int32_t axpb(TVMValue* args, int32_t* arg_type_ids, int32_t num_args, TVMValue* 
 }
 
 static int32_t rows_compute(float* A, float* B, int32_t b) {
+  TVMGEN_PROFILE_BEGIN(0, "axpb_compute");
   int32_t call_rc = axpb_compute((&A[0]), (&B[4]), b);
+  TVMGEN_PROFILE_END(0);
   if (call_rc != 0) {
     return call_rc;
   }
+  TVMGEN_PROFILE_BEGIN(1, "axpb_compute");
   int32_t call_rc_1 = axpb_compute((&A[4]), (&B[0]), ((int32_t)((uint32_t)b + (uint32_t)1)));
+  TVMGEN_PROFILE_END(1);
   if (call_rc_1 != 0) {
     return call_rc_1;
   }
@@ -271,32 +281,44 @@ static int32_t top_compute(float* M, float* Out, int32_t bias) {
   if (workspace_float32 == NULL) {
     return -1;
   }
+  TVMGEN_PROFILE_BEGIN(0, "rows_compute");
   int32_t call_rc = rows_compute((&M[0]), (&workspace_float32[0]), bias);
+  TVMGEN_PROFILE_END(0);
   if (call_rc != 0) {
     (void)TVMBackendFreeWorkspace(1, 0, workspace_float32);
     return call_rc;
   }
+  TVMGEN_PROFILE_BEGIN(1, "rows_compute");
   int32_t call_rc_1 = rows_compute((&workspace_float32[0]), (&Out[8]), 0);
+  TVMGEN_PROFILE_END(1);
   if (call_rc_1 != 0) {
     (void)TVMBackendFreeWorkspace(1, 0, workspace_float32);
     return call_rc_1;
   }
+  TVMGEN_PROFILE_BEGIN(2, "axpb_compute");
   int32_t call_rc_2 = axpb_compute((&M[16]), (&Out[0]), bias);
+  TVMGEN_PROFILE_END(2);
   if (call_rc_2 != 0) {
     (void)TVMBackendFreeWorkspace(1, 0, workspace_float32);
     return call_rc_2;
   }
+  TVMGEN_PROFILE_BEGIN(3, "axpb_compute");
   int32_t call_rc_3 = axpb_compute((&M[20]), (&Out[4]), ((int32_t)((uint32_t)0 - (uint32_t)bias)));
+  TVMGEN_PROFILE_END(3);
   if (call_rc_3 != 0) {
     (void)TVMBackendFreeWorkspace(1, 0, workspace_float32);
     return call_rc_3;
   }
+  TVMGEN_PROFILE_BEGIN(4, "axpb_compute");
   int32_t call_rc_4 = axpb_compute((&workspace_float32[4]), (&Out[16]), 7);
+  TVMGEN_PROFILE_END(4);
   if (call_rc_4 != 0) {
     (void)TVMBackendFreeWorkspace(1, 0, workspace_float32);
     return call_rc_4;
   }
+  TVMGEN_PROFILE_BEGIN(5, "axpb_compute");
   int32_t call_rc_5 = axpb_compute((&M[12]), (&Out[20]), 1);
+  TVMGEN_PROFILE_END(5);
   if (call_rc_5 != 0) {
     (void)TVMBackendFreeWorkspace(1, 0, workspace_float32);
     return call_rc_5;

@@ -6,6 +6,12 @@
 #include <tvm/runtime/c_backend_api.h>
 #include <tvm/runtime/c_runtime_api.h>
 
+#ifndef TVMGEN_PROFILE_BEGIN
+#define TVMGEN_PROFILE_BEGIN(index, name) ((void)0)
+#endif
+#ifndef TVMGEN_PROFILE_END
+#define TVMGEN_PROFILE_END(index) ((void)0)
+#endif
 static inline float mtir_max_f32(float a, float b) {
   return a > b ? a : b;
 }
@@ -201,37 +207,51 @@ int32_t tvmgen_digits___tvm_main__(float* restrict x, float* restrict bn1_bias, 
   if (workspace_float32 == NULL) {
     return -1;
   }
+  TVMGEN_PROFILE_BEGIN(0, "tvmgen_digits_fused_bn1_relu1");
   int32_t call_rc = tvmgen_digits_fused_bn1_relu1((&x[0]), (&bn1_weight[0]), (&bn1_bias[0]), (&workspace_float32[0]));
+  TVMGEN_PROFILE_END(0);
   if (call_rc != 0) {
     (void)TVMBackendFreeWorkspace(1, 0, workspace_float32);
     return call_rc;
   }
+  TVMGEN_PROFILE_BEGIN(1, "tvmgen_digits_pool1");
   int32_t call_rc_1 = tvmgen_digits_pool1((&workspace_float32[0]), (&workspace_float32[512]));
+  TVMGEN_PROFILE_END(1);
   if (call_rc_1 != 0) {
     (void)TVMBackendFreeWorkspace(1, 0, workspace_float32);
     return call_rc_1;
   }
+  TVMGEN_PROFILE_BEGIN(2, "tvmgen_digits_fused_conv2_relu2");
   int32_t call_rc_2 = tvmgen_digits_fused_conv2_relu2((&workspace_float32[512]), (&conv2_w[0]), (&conv2_b[0]), (&workspace_float32[0]));
+  TVMGEN_PROFILE_END(2);
   if (call_rc_2 != 0) {
     (void)TVMBackendFreeWorkspace(1, 0, workspace_float32);
     return call_rc_2;
   }
+  TVMGEN_PROFILE_BEGIN(3, "tvmgen_digits_pool2");
   int32_t call_rc_3 = tvmgen_digits_pool2((&workspace_float32[0]), (&workspace_float32[256]));
+  TVMGEN_PROFILE_END(3);
   if (call_rc_3 != 0) {
     (void)TVMBackendFreeWorkspace(1, 0, workspace_float32);
     return call_rc_3;
   }
+  TVMGEN_PROFILE_BEGIN(4, "tvmgen_digits_flat");
   int32_t call_rc_4 = tvmgen_digits_flat((&workspace_float32[256]), (&workspace_float32[0]));
+  TVMGEN_PROFILE_END(4);
   if (call_rc_4 != 0) {
     (void)TVMBackendFreeWorkspace(1, 0, workspace_float32);
     return call_rc_4;
   }
+  TVMGEN_PROFILE_BEGIN(5, "tvmgen_digits_fc");
   int32_t call_rc_5 = tvmgen_digits_fc((&workspace_float32[0]), (&fc_w[0]), (&fc_b[0]), (&workspace_float32[64]));
+  TVMGEN_PROFILE_END(5);
   if (call_rc_5 != 0) {
     (void)TVMBackendFreeWorkspace(1, 0, workspace_float32);
     return call_rc_5;
   }
+  TVMGEN_PROFILE_BEGIN(6, "tvmgen_digits_probs");
   int32_t call_rc_6 = tvmgen_digits_probs((&workspace_float32[64]), (&probs[0]));
+  TVMGEN_PROFILE_END(6);
   if (call_rc_6 != 0) {
     (void)TVMBackendFreeWorkspace(1, 0, workspace_float32);
     return call_rc_6;
