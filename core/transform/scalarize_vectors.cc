@@ -14,7 +14,7 @@
 #include "ir/mutator.h"
 #include "ir/op.h"
 #include "ir/visitor.h"
-#include "transform/substitute.h"
+#include "ir/substitute.h"
 #include "transform/transform.h"
 
 namespace mtir {
