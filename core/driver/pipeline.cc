@@ -17,6 +17,7 @@ const PassEntry kPassTable[] = {
     {VerifyWellFormed, true},
     {Simplify, true},
     {ScalarizeVectors, false},
+    {ScalarizeVectorsSimd128, false},
     {PlanMemory, false},
     {FlattenBuffer, false},
     {UnrollLoops, false},
@@ -64,9 +65,10 @@ std::vector<Pass> default_pipeline() {
   return v;
 }
 
-std::vector<Pass> lowering_pipeline(bool unpacked_api, bool hoist_loop_invariants, bool scalarize_vectors) {
+std::vector<Pass> lowering_pipeline(bool unpacked_api, bool hoist_loop_invariants, bool scalarize_vectors,
+                                    bool keep_simd128) {
   std::vector<std::string> names = {"verify_well_formed", "simplify"};
-  if (scalarize_vectors) names.push_back("scalarize_vectors");
+  if (scalarize_vectors) names.push_back(keep_simd128 ? "scalarize_vectors_simd128" : "scalarize_vectors");
   for (const char* n : {"plan_memory", "flatten_buffer", "unroll_loops", "simplify"}) names.push_back(n);
   if (hoist_loop_invariants) names.push_back("hoist_loop_invariants");
   for (const char* n : {unpacked_api ? "make_unpacked_api" : "make_packed_api", "lower_call_tir", "lower_builtins",

@@ -31,9 +31,10 @@ std::vector<Pass> default_pipeline();
 // Lowering for the C backend: checks, simplification, flattening, loop-invariant
 // hoisting (unless switched off: the target's -disabled-schedules=hoist), then the calling convention
 // (packed, or unpacked pointers), and a final check of the result. Vector code is
-// scalarized unless the backend emits vectors itself (`scalarize_vectors` false: LLVM).
+// scalarized unless the backend emits vectors itself (`scalarize_vectors` false: LLVM);
+// `keep_simd128` keeps the stores wasm emits as SIMD128 (scalarize_vectors_simd128).
 std::vector<Pass> lowering_pipeline(bool unpacked_api, bool hoist_loop_invariants = true,
-                                    bool scalarize_vectors = true);
+                                    bool scalarize_vectors = true, bool keep_simd128 = false);
 
 // Runs `passes` in order. Throws DiagnosticError naming the pass that failed.
 PipelineResult run_pipeline(const IRModule& m, const std::vector<Pass>& passes);
