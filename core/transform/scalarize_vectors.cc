@@ -1,8 +1,8 @@
 // ScalarizeVectors: vector code (Ramp, Broadcast, Shuffle, vector-typed loads, stores,
 // arithmetic and lets) becomes one scalar statement per lane, and Let expressions are
-// inlined. The C backend emits portable C99, which has no vector types, and the wasm
-// backend emits scalar code, so both run this before planning memory and flattening
-// buffers; the LLVM backend keeps the vectors and skips it.
+// inlined. The C backend emits portable C99, which has no vector types, so it runs this
+// before planning memory and flattening buffers; the LLVM backend keeps the vectors and
+// skips it; the wasm backend runs the variant below.
 //
 // A vector store `A[Ramp(b, s, n)] = v` becomes n stores `A[b + k*s] = lane k of v`.
 // When `v` reads the buffer it writes, every lane is first bound to a temporary, so a
@@ -69,6 +69,13 @@ void refuse_impure(const Expr& value, const Span& at) {
                        " cannot be inlined by this backend; bind the value with a statement (x = value) instead");
 }
 
+// Whether consecutive elements of the last axis are adjacent in memory.
+bool last_axis_contiguous(const Buffer& b) {
+  if (b->strides.empty()) return true;
+  const int64_t* s = as_const_int(b->strides.back());
+  return s && *s == 1;
+}
+
 // A vector value wasm SIMD128 computes directly: a contiguous load of the buffer's own
 // element type, a Broadcast of a scalar, or add/sub/mul/min/max (float div) of such values,
 // where wasm has the instruction for the lane shape (no i8x16.mul, no i64x2.min/max).
@@ -77,7 +84,8 @@ bool simd128_value(const Expr& e) {
   switch (e->kind) {
     case ExprKind::BufferLoad: {
       const auto* op = as<BufferLoadNode>(e);
-      return op->buffer->dtype == t.element_of() && simd128_index(op->indices, t.lanes());
+      return op->buffer->dtype == t.element_of() && last_axis_contiguous(op->buffer) &&
+             simd128_index(op->indices, t.lanes());
     }
     case ExprKind::Broadcast: return as<BroadcastNode>(e)->value->dtype.is_scalar();
     case ExprKind::Add:
@@ -118,6 +126,7 @@ bool simd128_index(const std::vector<Expr>& indices, int lanes) {
 bool simd128_store(const BufferStoreNode* op) {
   const DataType t = op->value->dtype;
   return t.is_vector() && simd128_lane_type(t) && op->buffer->dtype == t.element_of() &&
+         last_axis_contiguous(op->buffer) &&
          simd128_index(op->indices, t.lanes()) && simd128_value(op->value);
 }
 

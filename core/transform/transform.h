@@ -29,7 +29,7 @@ Pass MakeUnpackedAPI();
 // call_tir becomes a direct call of the callee's kernel with data pointers.
 Pass LowerCallTIR();
 // Vector code becomes one scalar statement per lane and Let expressions are inlined,
-// for backends without vector types (C99, and wasm for vectors wider than 128 bits).
+// for backends without vector types (C99; wasm runs ScalarizeVectorsSimd128).
 Pass ScalarizeVectors();
 // ScalarizeVectors for the wasm backend: stores that fit SIMD128 (simd128_store) stay
 // vectors, the rest is scalarized.

@@ -178,6 +178,7 @@ def offs(A: T.Buffer((16,), "float32"), B: T.Buffer((8,), "float32"), N: T.Buffe
 // Vector stores that fit 128 bits are SIMD128 (v128 loads and stores, splats, lane-wise
 // arithmetic); wider vectors, strided slices and ops wasm lacks for the lane shape (i8x16
 // has no mul) are scalarized. Both run under node bit for bit equal to the interpreter.
+// A vector accumulator in a loop stays in memory (no scalar local promotion).
 void expect_wasm_equals_interpreter(const IRModule& m, const std::string& wat, const std::string& tag) {
 #ifdef MICROTIR_HAVE_BINARYEN
   const fs::path work = fs::temp_directory_path() / ("microtir-wasm-" + tag + "-" + std::to_string(::getpid()));
@@ -217,11 +218,29 @@ def simd_i32(I: T.Buffer((8,), "int32"), J: T.Buffer((8,), "int32"), K: T.Buffer
 def simd_i8(A: T.Buffer((32,), "int8"), B: T.Buffer((32,), "int8")):
     for i in range(2):
         B[i * 16:i * 16 + 16] = A[i * 16:i * 16 + 16] + B[i * 16:i * 16 + 16]
+
+@T.prim_func
+def hoisted_broadcast(A: T.Buffer((32,), "float32"), S: T.Buffer((2,), "float32"), B: T.Buffer((32,), "float32")):
+    T.func_attr({"tir.noalias": True})
+    for i in range(8):
+        B[i * 4:i * 4 + 4] = A[i * 4:i * 4 + 4] * T.Broadcast(S[0] * S[1], 4)
+
+@T.prim_func
+def accumulate(A: T.Buffer((128,), "int32"), C: T.Buffer((4,), "int32")):
+    T.func_attr({"tir.noalias": True})
+    for k in range(32):
+        C[0:4] = C[0:4] + A[k * 4:k * 4 + 4]
+
+@T.prim_func
+def rows_i16(A: T.Buffer((4, 8), "int16"), B: T.Buffer((4, 8), "int16")):
+    for i in range(4):
+        B[i, 0:8] = T.max(A[i, 0:8], B[i, 0:8]) * T.Broadcast(T.int16(-3), 8)
 )",
                                      "simd.tir");
   const std::string wat = build_wasm(m, parse_target("wasm")).sources.at(0).text;
   for (const char* inst : {"v128.load", "v128.store", "f32x4.add", "f32x4.splat", "f32x4.gt", "v128.bitselect",
-                           "f32x4.div", "i32x4.mul", "i32x4.sub", "i32x4.min_s", "i32x4.splat", "i8x16.add"})
+                           "f32x4.div", "i32x4.mul", "i32x4.sub", "i32x4.min_s", "i32x4.splat", "i8x16.add",
+                           "f32x4.mul", "i32x4.add", "i16x8.max_s", "i16x8.mul"})
     EXPECT_NE(wat.find(inst), std::string::npos) << inst << " in\n" << wat;
   EXPECT_EQ(wat.find("(f32.store"), std::string::npos) << wat;
   expect_wasm_equals_interpreter(m, wat, "simd");
@@ -238,6 +257,11 @@ def wide(A: T.Buffer((16,), "float32"), B: T.Buffer((16,), "float32")):
 def strided(A: T.Buffer((16,), "float32"), B: T.Buffer((16,), "float32")):
     B[0:8] = A[0:16:2]
     B[8:16] = A[1:16:2]
+
+@T.prim_func
+def column_major(A: T.Buffer((4, 4), "float32", strides=(1, 4)), B: T.Buffer((16,), "float32")):
+    for i in range(4):
+        B[i * 4:i * 4 + 4] = A[i, 0:4] + T.Broadcast(T.float32(1), 4)
 
 @T.prim_func
 def mul_i8(A: T.Buffer((32,), "int8"), B: T.Buffer((32,), "int8")):
