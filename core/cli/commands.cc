@@ -593,7 +593,8 @@ int run_passes(const PassesCommand& c) {
   std::vector<Pass> passes;
   if (c.passes.empty()) {
     const Target t = parse_target(c.target);
-    passes = lowering_pipeline(t.unpacked_api, schedule_options(t).hoist, /*scalarize_vectors=*/t.kind != "llvm");
+    passes = lowering_pipeline(t.unpacked_api, schedule_options(t).hoist, /*scalarize_vectors=*/t.kind != "llvm",
+                                /*keep_simd128=*/t.kind == "wasm");
   } else {
     for (const auto& name : c.passes) {
       const Pass* p = find_pass(name);

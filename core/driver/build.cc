@@ -91,7 +91,8 @@ BuildResult lower_for_target(const IRModule& m, const Target& target, std::vecto
   // Pools are laid out at the alignment the target asks for (at least the CRT's 16).
   input.attrs["workspace_byte_alignment"] = static_cast<int64_t>(target.workspace_byte_alignment);
   r.lowered = run_pipeline(input, lowering_pipeline(target.unpacked_api, schedule_options(target).hoist,
-                                                     /*scalarize_vectors=*/target.kind != "llvm"));
+                                                     /*scalarize_vectors=*/target.kind != "llvm",
+                                                     /*keep_simd128=*/target.kind == "wasm"));
   for (const auto& [name, f] : r.lowered.module.functions) {
     const std::string symbol = symbol_of(name, f);
     r.symbols.emplace_back(name, symbol);

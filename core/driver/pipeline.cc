@@ -20,12 +20,14 @@ bool always(const LoweringOptions&) { return true; }
 bool packed(const LoweringOptions& o) { return !o.unpacked_api; }
 bool unpacked(const LoweringOptions& o) { return o.unpacked_api; }
 bool hoisting(const LoweringOptions& o) { return o.hoist_loop_invariants; }
-bool scalarizing(const LoweringOptions& o) { return o.scalarize_vectors; }
+bool scalarizing_all(const LoweringOptions& o) { return o.scalarize_vectors && !o.keep_simd128; }
+bool scalarizing_but_simd128(const LoweringOptions& o) { return o.scalarize_vectors && o.keep_simd128; }
 
 const PipelineStep kPipeline[] = {
     {VerifyWellFormed, always, true},
     {Simplify, always, true},
-    {ScalarizeVectors, scalarizing, false},
+    {ScalarizeVectors, scalarizing_all, false},
+    {ScalarizeVectorsSimd128, scalarizing_but_simd128, false},
     {PlanMemory, always, false},
     {FlattenBuffer, always, false},
     {UnrollLoops, always, false},
@@ -86,8 +88,9 @@ std::vector<Pass> lowering_pipeline(const LoweringOptions& options) {
   return v;
 }
 
-std::vector<Pass> lowering_pipeline(bool unpacked_api, bool hoist_loop_invariants, bool scalarize_vectors) {
-  return lowering_pipeline(LoweringOptions{unpacked_api, hoist_loop_invariants, scalarize_vectors});
+std::vector<Pass> lowering_pipeline(bool unpacked_api, bool hoist_loop_invariants, bool scalarize_vectors,
+                                    bool keep_simd128) {
+  return lowering_pipeline(LoweringOptions{unpacked_api, hoist_loop_invariants, scalarize_vectors, keep_simd128});
 }
 
 PipelineResult run_pipeline(const IRModule& m, const std::vector<Pass>& passes) {

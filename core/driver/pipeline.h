@@ -33,6 +33,7 @@ struct LoweringOptions {
   bool unpacked_api = false;           // make_unpacked_api instead of make_packed_api
   bool hoist_loop_invariants = true;   // off with the target's -disabled-schedules=hoist
   bool scalarize_vectors = true;       // off for a backend that emits vectors itself (LLVM)
+  bool keep_simd128 = false;           // keep the stores wasm emits as SIMD128 (scalarize_vectors_simd128)
 };
 
 // Lowering for the backends: checks, simplification, vectors scalarized, memory planning, flattening,
@@ -40,7 +41,7 @@ struct LoweringOptions {
 // pointers), call_tir and builtins lowered, and a final check of the result.
 std::vector<Pass> lowering_pipeline(const LoweringOptions& options);
 std::vector<Pass> lowering_pipeline(bool unpacked_api, bool hoist_loop_invariants = true,
-                                    bool scalarize_vectors = true);
+                                    bool scalarize_vectors = true, bool keep_simd128 = false);
 
 // Runs `passes` in order. Throws DiagnosticError naming the pass that failed.
 PipelineResult run_pipeline(const IRModule& m, const std::vector<Pass>& passes);

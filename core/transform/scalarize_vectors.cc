@@ -1,8 +1,8 @@
 // ScalarizeVectors: vector code (Ramp, Broadcast, Shuffle, vector-typed loads, stores,
 // arithmetic and lets) becomes one scalar statement per lane, and Let expressions are
-// inlined. The C backend emits portable C99, which has no vector types, and the wasm
-// backend emits scalar code, so both run this before planning memory and flattening
-// buffers; the LLVM backend keeps the vectors and skips it.
+// inlined. The C backend emits portable C99, which has no vector types, so it runs this
+// before planning memory and flattening buffers; the LLVM backend keeps the vectors and
+// skips it; the wasm backend runs the variant below.
 //
 // A vector store `A[Ramp(b, s, n)] = v` becomes n stores `A[b + k*s] = lane k of v`.
 // When `v` reads the buffer it writes, every lane is first bound to a temporary, so a
@@ -11,6 +11,9 @@
 // (the verifier admits no side effects in them that C could observe twice), so they
 // are replaced by their value; a value that calls an external function is refused
 // rather than duplicated.
+//
+// The wasm variant (scalarize_vectors_simd128) keeps the stores the wasm backend emits
+// as SIMD128 instructions (simd128_store, below) and scalarizes everything else as above.
 #include "ir/mutator.h"
 #include "ir/op.h"
 #include "ir/visitor.h"
@@ -66,7 +69,73 @@ void refuse_impure(const Expr& value, const Span& at) {
                        " cannot be inlined by this backend; bind the value with a statement (x = value) instead");
 }
 
+// Whether consecutive elements of the last axis are adjacent in memory.
+bool last_axis_contiguous(const Buffer& b) {
+  if (b->strides.empty()) return true;
+  const int64_t* s = as_const_int(b->strides.back());
+  return s && *s == 1;
+}
+
+// A vector value wasm SIMD128 computes directly: a contiguous load of the buffer's own
+// element type, a Broadcast of a scalar, or add/sub/mul/min/max (float div) of such values,
+// where wasm has the instruction for the lane shape (no i8x16.mul, no i64x2.min/max).
+bool simd128_value(const Expr& e) {
+  const DataType t = e->dtype;
+  switch (e->kind) {
+    case ExprKind::BufferLoad: {
+      const auto* op = as<BufferLoadNode>(e);
+      return op->buffer->dtype == t.element_of() && last_axis_contiguous(op->buffer) &&
+             simd128_index(op->indices, t.lanes());
+    }
+    case ExprKind::Broadcast: return as<BroadcastNode>(e)->value->dtype.is_scalar();
+    case ExprKind::Add:
+    case ExprKind::Sub: break;
+    case ExprKind::Mul:
+      if (t.is_integer() && t.bits() == 8) return false;
+      break;
+    case ExprKind::Min:
+    case ExprKind::Max:
+      if (t.is_integer() && t.bits() == 64) return false;
+      break;
+    case ExprKind::Div:
+      if (!t.is_float()) return false;
+      break;
+    default: return false;
+  }
+  const auto* op = static_cast<const BinaryNode*>(e.get());
+  return op->a->dtype == t && op->b->dtype == t && simd128_value(op->a) && simd128_value(op->b);
+}
+
+}  // namespace
+
+bool simd128_lane_type(DataType t) {
+  if (t.bits() * t.lanes() != 128) return false;
+  return (t.is_integer() && (t.bits() == 8 || t.bits() == 16 || t.bits() == 32 || t.bits() == 64)) ||
+         (t.is_float() && (t.bits() == 32 || t.bits() == 64));
+}
+
+bool simd128_index(const std::vector<Expr>& indices, int lanes) {
+  if (indices.empty()) return false;
+  for (size_t i = 0; i + 1 < indices.size(); ++i)
+    if (!indices[i]->dtype.is_scalar()) return false;
+  const auto* r = as<RampNode>(indices.back());
+  const int64_t* stride = r ? as_const_int(r->stride) : nullptr;
+  return r && r->lanes == lanes && stride && *stride == 1 && r->base->dtype.is_scalar();
+}
+
+bool simd128_store(const BufferStoreNode* op) {
+  const DataType t = op->value->dtype;
+  return t.is_vector() && simd128_lane_type(t) && op->buffer->dtype == t.element_of() &&
+         last_axis_contiguous(op->buffer) &&
+         simd128_index(op->indices, t.lanes()) && simd128_value(op->value);
+}
+
+namespace {
+
 class Scalarizer : public Mutator {
+ public:
+  explicit Scalarizer(bool keep_simd128) : keep_simd128_(keep_simd128) {}
+
  protected:
   // ---- scalar contexts: inline lets, read single lanes ----------------------------
   Expr mutate_Let(const LetNode* op, const Expr& self) override {
@@ -82,7 +151,7 @@ class Scalarizer : public Mutator {
 
   Stmt mutate_BufferStore(const BufferStoreNode* op, const Stmt& self) override {
     const int lanes = op->value->dtype.lanes();
-    if (lanes == 1) return Mutator::mutate_BufferStore(op, self);
+    if (lanes == 1 || (keep_simd128_ && simd128_store(op))) return Mutator::mutate_BufferStore(op, self);
     std::vector<Expr> values;
     for (int k = 0; k < lanes; ++k) values.push_back(lane(op->value, k));
     std::vector<Var> temps;
@@ -182,9 +251,10 @@ class Scalarizer : public Mutator {
   }
 
   std::unordered_map<const VarNode*, std::vector<Var>> lane_vars_;
+  bool keep_simd128_;
 };
 
-PrimFunc scalarize(const PrimFunc& f) {
+PrimFunc scalarize(const PrimFunc& f, bool keep_simd128) {
   // Cheap exit: most functions have no vectors at all.
   struct Any : Visitor {
     bool found = false;
@@ -194,11 +264,17 @@ PrimFunc scalarize(const PrimFunc& f) {
   } any;
   any.visit_func(f);
   if (!any.found) return f;
-  return Scalarizer().mutate_func(f);
+  return Scalarizer(keep_simd128).mutate_func(f);
 }
 
 }  // namespace
 
-Pass ScalarizeVectors() { return MakeFunctionPass("scalarize_vectors", scalarize); }
+Pass ScalarizeVectors() {
+  return MakeFunctionPass("scalarize_vectors", [](const PrimFunc& f) { return scalarize(f, false); });
+}
+
+Pass ScalarizeVectorsSimd128() {
+  return MakeFunctionPass("scalarize_vectors_simd128", [](const PrimFunc& f) { return scalarize(f, true); });
+}
 
 }  // namespace mtir

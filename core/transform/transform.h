@@ -2,6 +2,9 @@
 // snake_case (simplify.cc -> Simplify()).
 #pragma once
 
+#include <vector>
+
+#include "ir/stmt.h"
 #include "transform/pass.h"
 
 namespace mtir {
@@ -26,8 +29,21 @@ Pass MakeUnpackedAPI();
 // call_tir becomes a direct call of the callee's kernel with data pointers.
 Pass LowerCallTIR();
 // Vector code becomes one scalar statement per lane and Let expressions are inlined,
-// for backends without vector types (C99, and wasm for vectors wider than 128 bits).
+// for backends without vector types (C99; wasm runs ScalarizeVectorsSimd128).
 Pass ScalarizeVectors();
+// ScalarizeVectors for the wasm backend: stores that fit SIMD128 (simd128_store) stay
+// vectors, the rest is scalarized.
+Pass ScalarizeVectorsSimd128();
+
+// What the wasm backend emits as SIMD128, decided here so the pass and the emitter agree.
+// A vector type of 128 bits with i8/i16/i32/i64/f32/f64 lanes.
+bool simd128_lane_type(DataType t);
+// Indices whose last one is a stride-1 Ramp of `lanes` lanes and the others scalars.
+bool simd128_index(const std::vector<Expr>& indices, int lanes);
+// A store of a 128-bit vector to a contiguous slice of a buffer of its lane type, whose
+// value is built from contiguous loads, Broadcasts of scalars and add/sub/mul/min/max
+// (and float div) where wasm has the lane shape's instruction.
+bool simd128_store(const BufferStoreNode* op);
 // Loops marked T.unroll with small constant bounds become straight-line copies.
 Pass UnrollLoops();
 // Packed calls (T.tvm_call_packed) become explicit stack arrays, stores and the call.

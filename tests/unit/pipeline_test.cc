@@ -51,8 +51,8 @@ std::vector<std::string> names(const std::vector<Pass>& passes) {
 }
 
 TEST(Pipeline, RegistryIsInPipelineOrder) {
-  EXPECT_THAT(names(all_passes()), ElementsAre("verify_well_formed", "simplify", "scalarize_vectors", "plan_memory",
-                                                "flatten_buffer",
+  EXPECT_THAT(names(all_passes()), ElementsAre("verify_well_formed", "simplify", "scalarize_vectors",
+                                                "scalarize_vectors_simd128", "plan_memory", "flatten_buffer",
                                                 "unroll_loops", "hoist_loop_invariants", "make_packed_api", "make_unpacked_api", "lower_call_tir", "lower_builtins"));
   EXPECT_THAT(names(default_pipeline()), ElementsAre("verify_well_formed", "simplify"));
 }
@@ -71,6 +71,11 @@ TEST(Pipeline, LoweringHoistsUnlessSwitchedOff) {
   EXPECT_THAT(names(lowering_pipeline(false, false, /*scalarize_vectors=*/false)),
               ElementsAre("verify_well_formed", "simplify", "plan_memory", "flatten_buffer", "unroll_loops", "simplify",
                           "make_packed_api", "lower_call_tir", "lower_builtins", "verify_well_formed"));
+  // wasm keeps the stores it emits as SIMD128.
+  EXPECT_THAT(names(lowering_pipeline(true, false, /*scalarize_vectors=*/true, /*keep_simd128=*/true)),
+              ElementsAre("verify_well_formed", "simplify", "scalarize_vectors_simd128", "plan_memory", "flatten_buffer",
+                          "unroll_loops", "simplify", "make_unpacked_api", "lower_call_tir", "lower_builtins",
+                          "verify_well_formed"));
 }
 
 TEST(Pipeline, FindPass) {

@@ -40,8 +40,9 @@ export async function assemble(watText, opt = 'O2', what = 'the model', { profil
   const binaryen = await loadBinaryen();
   const module = binaryen.parseText(watText);
   try {
+    // As natively: SIMD128 for the vector stores that fit 128 bits.
     module.setFeatures(binaryen.Features.MVP | binaryen.Features.SignExt |
-      binaryen.Features.NontrappingFPToInt | binaryen.Features.MutableGlobals);
+      binaryen.Features.NontrappingFPToInt | binaryen.Features.MutableGlobals | binaryen.Features.SIMD128);
     if (profileKernels) instrumentKernels(binaryen, module, profileKernels);
     capture = [];
     let valid;

@@ -14,6 +14,7 @@
 #include "ir/structural_equal.h"
 #include "ir/visitor.h"
 #include "support/diagnostic.h"
+#include "transform/transform.h"
 
 namespace mtir {
 
@@ -32,7 +33,7 @@ int64_t block_bytes(int64_t n) { return n > 0 ? kBlockHeader + round16(n) : 0; }
 
 // A value on the wasm stack: its value type and the folded expression computing it.
 struct WVal {
-  std::string ty;  // i32 | i64 | f32 | f64
+  std::string ty;  // i32 | i64 | f32 | f64 | v128
   std::string code;
 };
 
@@ -347,6 +348,10 @@ class FunctionEmitter {
   }
   void store(const BufferStoreNode* s) {
     DataType t = s->buffer->dtype;
+    if (s->value->dtype.is_vector()) {
+      simd_store(s);
+      return;
+    }
     WVal v = expr(s->value);
     if (s->value->dtype != t) v = cast(v, s->value->dtype, t, s->span);
     std::string local = promoted(s->buffer, s->indices);
@@ -355,6 +360,72 @@ class FunctionEmitter {
       return;
     }
     line("(" + store_op(t) + " " + memarg(s->buffer, s->indices, s->span) + " " + v.code + ")");
+  }
+
+  // ---- SIMD128 ------------------------------------------------------------------------
+  // The stores scalarize_vectors_simd128 keeps (simd128_store): v128 loads and stores of
+  // contiguous slices, splats and lane-wise arithmetic. Anything else must have been
+  // scalarized.
+  static std::string simd_shape(DataType t) {
+    return std::string(t.is_float() ? "f" : "i") + std::to_string(t.bits()) + "x" + std::to_string(t.lanes());
+  }
+  // The memory operand of a contiguous access: that of its first lane.
+  std::string simd_memarg(const Buffer& b, const std::vector<Expr>& indices, DataType t, const Span& span) {
+    if (indices.size() != 1 || !simd128_index(indices, t.lanes()) || b->dtype != t.element_of())
+      user_error(span, "the wasm backend emits " + t.str() + " accesses of '" + b->name +
+                           "' as SIMD128 only for a contiguous slice (a stride-1 Ramp) of a flat buffer of " +
+                           t.element_of().str() + "; run the scalarize_vectors pass");
+    return memarg(b, {as<RampNode>(indices[0])->base}, span);
+  }
+  void simd_store(const BufferStoreNode* s) {
+    const DataType t = s->value->dtype;
+    WVal v = expr(s->value);
+    line("(v128.store " + simd_memarg(s->buffer, s->indices, t, s->span) + " " + v.code + ")");
+  }
+  WVal simd_expr(const Expr& e) {
+    const DataType t = e->dtype;
+    const std::string shape = simd_shape(t);
+    auto refuse = [&]() -> WVal {
+      user_error(e->span, std::string("the wasm backend cannot emit a vector ") + expr_kind_name(e->kind) + " of " +
+                              t.str() + " as SIMD128: it must be scalarized first (run the scalarize_vectors pass)");
+    };
+    if (!simd128_lane_type(t)) refuse();
+    switch (e->kind) {
+      case ExprKind::BufferLoad: {
+        const auto* l = static_cast<const BufferLoadNode*>(e.get());
+        return {"v128", "(v128.load " + simd_memarg(l->buffer, l->indices, t, l->span) + ")"};
+      }
+      case ExprKind::Broadcast: {
+        WVal v = expr(static_cast<const BroadcastNode*>(e.get())->value);
+        return {"v128", "(" + shape + ".splat " + v.code + ")"};
+      }
+      case ExprKind::Add:
+      case ExprKind::Sub:
+      case ExprKind::Mul:
+      case ExprKind::Div:
+      case ExprKind::Min:
+      case ExprKind::Max: {
+        const auto* b = static_cast<const BinaryNode*>(e.get());
+        if ((e->kind == ExprKind::Mul && t.bits() == 8) || (e->kind == ExprKind::Div && !t.is_float()) ||
+            ((e->kind == ExprKind::Min || e->kind == ExprKind::Max) && t.is_integer() && t.bits() == 64))
+          refuse();
+        WVal x = expr(b->a), y = expr(b->b);
+        if (x.ty != "v128" || y.ty != "v128") refuse();
+        if (e->kind == ExprKind::Min || e->kind == ExprKind::Max) {
+          const bool mn = e->kind == ExprKind::Min;
+          if (t.is_integer())
+            return {"v128", "(" + shape + (mn ? ".min" : ".max") + sign_suffix(t) + " " + x.code + " " + y.code + ")"};
+          // a < b ? a : b lane by lane, exactly as the scalar code (NaN operands pick b).
+          std::string tx = temp("v128"), tyv = temp("v128");
+          return {"v128", "(v128.bitselect (local.tee " + tx + " " + x.code + ") (local.tee " + tyv + " " + y.code +
+                              ") (" + shape + (mn ? ".lt" : ".gt") + " (local.get " + tx + ") (local.get " + tyv + ")))"};
+        }
+        static const std::map<ExprKind, const char*> names = {
+            {ExprKind::Add, ".add "}, {ExprKind::Sub, ".sub "}, {ExprKind::Mul, ".mul "}, {ExprKind::Div, ".div "}};
+        return {"v128", "(" + shape + names.at(e->kind) + x.code + " " + y.code + ")"};
+      }
+      default: return refuse();
+    }
   }
 
   // ---- expressions ------------------------------------------------------------------
@@ -558,6 +629,7 @@ class FunctionEmitter {
   }
 
   WVal expr(const Expr& e) {
+    if (e->dtype.is_vector() && e->kind != ExprKind::Var) return simd_expr(e);
     switch (e->kind) {
       case ExprKind::IntImm: return int_const(e->dtype, static_cast<const IntImmNode*>(e.get())->value);
       case ExprKind::FloatImm: return float_const(e->dtype, static_cast<const FloatImmNode*>(e.get())->value, e->span);
@@ -643,7 +715,7 @@ class FunctionEmitter {
       case ExprKind::Broadcast:
       case ExprKind::Shuffle:
       case ExprKind::Let:
-        // The lowering pipeline scalarizes these for wasm (scalarize_vectors).
+        // The lowering pipeline scalarizes these for wasm (scalarize_vectors_simd128).
         user_error(e->span, std::string("the wasm backend emits scalar code: a ") + expr_kind_name(e->kind) +
                                 " must be scalarized first (run the scalarize_vectors pass)");
     }
@@ -682,7 +754,7 @@ class FunctionEmitter {
         std::string l = local(op->var->name, v.ty);
         line("(local.set " + l + " " + v.code + ")");
         vars_[op->var.get()] = {v.ty, "(local.get " + l + ")"};
-        if (op->var->dtype.is_integer()) bounds_.bind(op->var.get(), bounds_.bound(op->value));
+        if (op->var->dtype.is_integer() && op->var->dtype.is_scalar()) bounds_.bind(op->var.get(), bounds_.bound(op->value));
         emit(op->body);
         return;
       }
@@ -774,6 +846,10 @@ class FunctionEmitter {
         if (!distinct) break;
         if (!own_memory_.count(a.data)) continue;
         if (!a.store || acc.has_call || rejected.count(a.data) || a.indices.size() != 1 || acc.bound.count(a.data)) continue;
+        if (a.indices[0]->dtype.is_vector()) {  // a SIMD128 store stays in memory
+          rejected.insert(a.data);
+          continue;
+        }
         bool ok = !uses_any(a.indices[0], acc.bound) && promoted(a.buffer, a.indices).empty();
         for (const auto& other : acc.accesses)
           if (other.data == a.data && (other.indices.size() != 1 || !same_expr(other.indices[0], a.indices[0]) ||

@@ -50,8 +50,10 @@ Assembled assemble(const std::string& wat, const std::string& opt, const std::st
   std::lock_guard<std::mutex> lock(mutex);
   std::unique_ptr<std::remove_pointer_t<BinaryenModuleRef>, void (*)(BinaryenModuleRef)> module(
       BinaryenModuleParse(wat.c_str()), BinaryenModuleDispose);
+  // SIMD128: vector stores that fit 128 bits are v128 code (scalarize_vectors_simd128).
   BinaryenModuleSetFeatures(module.get(), BinaryenFeatureMVP() | BinaryenFeatureSignExt() |
-                                              BinaryenFeatureNontrappingFPToInt() | BinaryenFeatureMutableGlobals());
+                                              BinaryenFeatureNontrappingFPToInt() | BinaryenFeatureMutableGlobals() |
+                                              BinaryenFeatureSIMD128());
   StderrCapture capture;
   bool valid = BinaryenModuleValidate(module.get());
   std::string log = capture.finish();
