@@ -35,15 +35,6 @@ Pass ScalarizeVectors();
 // vectors, the rest is scalarized.
 Pass ScalarizeVectorsSimd128();
 
-// What the wasm backend emits as SIMD128, decided here so the pass and the emitter agree.
-// A vector type of 128 bits with i8/i16/i32/i64/f32/f64 lanes.
-bool simd128_lane_type(DataType t);
-// Indices whose last one is a stride-1 Ramp of `lanes` lanes and the others scalars.
-bool simd128_index(const std::vector<Expr>& indices, int lanes);
-// A store of a 128-bit vector to a contiguous slice of a buffer of its lane type, whose
-// value is built from contiguous loads, Broadcasts of scalars and add/sub/mul/min/max
-// (and float div) where wasm has the lane shape's instruction.
-bool simd128_store(const BufferStoreNode* op);
 // Loops marked T.unroll with small constant bounds become straight-line copies.
 Pass UnrollLoops();
 // Packed calls (T.tvm_call_packed) become explicit stack arrays, stores and the call.

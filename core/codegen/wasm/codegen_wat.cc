@@ -14,7 +14,7 @@
 #include "ir/structural_equal.h"
 #include "ir/visitor.h"
 #include "support/diagnostic.h"
-#include "transform/transform.h"
+#include "analysis/simd128.h"
 
 namespace mtir {
 
