@@ -146,17 +146,12 @@ class WellFormedChecker : public Visitor {
     in_scope_.erase(op->loop_var.get());
   }
 
-  void visit_LetStmt(const LetStmtNode* op) override {
-    visit(op->value);
-    if (op->value && op->value->dtype != op->var->dtype)
-      error(op->span, "value of '" + op->var->name + "' has type " + op->value->dtype.str() +
-                          ", but the variable is " + op->var->dtype.str());
-    define(op->var, op->span);
-    visit(op->body);
-    in_scope_.erase(op->var.get());
-  }
+  void visit_LetStmt(const LetStmtNode* op) override { check_let(op); }
+  void visit_Let(const LetNode* op) override { check_let(op); }
 
-  void visit_Let(const LetNode* op) override {
+  // A let statement or expression: its value, then its variable in scope for its body.
+  template <typename LetLike>
+  void check_let(const LetLike* op) {
     visit(op->value);
     if (op->value && op->value->dtype != op->var->dtype)
       error(op->span, "value of '" + op->var->name + "' has type " + op->value->dtype.str() +
