@@ -64,7 +64,7 @@ export function withFormChange(t, key, value, sourceKind) {
     const dropped = (k) => (value === 'wasm' && ['interface-api', 'unpacked-api', 'link-params', 'mcpu'].includes(k)) ||
       (value !== 'wasm' && k === 'opt') || (value !== 'llvm' && k === 'mtriple');
     let next = { kind: value, options: t.options.filter(([k]) => !dropped(k)) };
-    // A model leaving wasm keeps the C interface (the packed one would refuse linked weights).
+    // A model leaving wasm keeps the C interface it compiled with there.
     if (value !== 'wasm' && sourceKind === 'graph' && getOption(next, 'interface-api', undefined) === undefined) {
       next = setOption(setOption(next, 'interface-api', 'c'), 'unpacked-api', '1');
     }
