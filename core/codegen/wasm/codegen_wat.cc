@@ -940,12 +940,23 @@ class FunctionEmitter {
     c.visit(s);
     return c.ok ? c.product : -1;
   }
-  // Whether emit_loop unrolls `node`: a small constant nest.
+  // Whether emit_loop unrolls `node`: a small constant nest of a small body. A long
+  // straight line (a register tile's loop, already unrolled by its schedule) stays a loop:
+  // V8 schedules the loads of a long line early and spills them.
+  static constexpr int64_t kUnrollStoreLimit = 32;
   static bool unrolled(const ForNode* node) {
     const int64_t* min = as_const_int(node->min);
     const int64_t* extent = as_const_int(node->extent);
     const int64_t inner = unrolled_iterations(node->body);
-    return min && extent && inner > 0 && *extent * inner <= kUnrollLimit;
+    struct Stores : Visitor {
+      int64_t count = 0;
+      void visit_BufferStore(const BufferStoreNode* op) override {
+        ++count;
+        Visitor::visit_BufferStore(op);
+      }
+    } stores;
+    stores.visit(node->body);
+    return min && extent && inner > 0 && *extent * inner <= kUnrollLimit && *extent * stores.count <= kUnrollStoreLimit;
   }
 
   void emit_loop(const ForNode* node) {
