@@ -10,7 +10,9 @@
 #    beside ours in bench/tflite_vs_tflm.sh (Cortex-M4 only: that is the peer we have).
 #  - wasm: node time per inference, the median of many single inferences, of the wasm
 #    backend's module (microtir + Binaryen) beside clang -O2's wasm32 build of our own C
-#    artifact (WASI), in turns, with the FNV-1a of both outputs (they must agree).
+#    artifact (WASI), in turns, with the FNV-1a of both outputs (they must agree); and,
+#    deterministic where the clock is not (a shared machine), the x86 instructions per
+#    inference of both under valgrind (VALGRIND=0 skips it; a few minutes per model).
 #
 # Usage: bash bench/mlperf_targets.sh [BUILD_DIR]   (default: build; needs its microtir)
 #        BENCH_MODELS="kws ad" runs only those models; BENCH_TARGETS (default
@@ -87,6 +89,7 @@ for (let r = 0; r < runs; r++) {
   times.push(Number(process.hrtime.bigint() - t0));
 }
 times.sort((a, b) => a - b);
+if (!runs) times.push(0);
 let h = 0x811c9dc5;
 for (const [kind, name, bytes] of tensors)
   if (kind === 'out') for (let i = 0; i < Number(bytes); i++) h = Math.imul(h ^ mem()[at(kind, name) + i], 0x01000193) >>> 0;
@@ -121,17 +124,18 @@ print("#include <tvm/runtime/crt/stack_allocator.h>\n#include \"tvmgen_model.h\"
 print("static uint8_t workspace[TVMGEN_MODEL_WORKSPACE_SIZE];")
 for n in ins + outs: print("static uint8_t %s_buf[%s];" % (n, size(n)))
 print("static int cmp(const void* a, const void* b) { double x = *(const double*)a, y = *(const double*)b; return (x > y) - (x < y); }")
-print("int main(void) {\n  static double times[%d];\n  struct timespec t0, t1;\n  uint32_t h = 0x811c9dc5u;\n  unsigned i;" % runs)
+print("int main(int argc, char** argv) {\n  static double times[%d];\n  struct timespec t0, t1;\n  uint32_t h = 0x811c9dc5u;\n  unsigned i;" % runs)
+print("  unsigned runs = argc > 1 ? (unsigned)atoi(argv[1]) : %du;\n  if (runs > %du) runs = %du;" % (runs, runs, runs))
 print("  struct tvmgen_model_inputs in = {%s};" % ", ".join(n + "_buf" for n in ins))
 print("  struct tvmgen_model_outputs out = {%s};" % ", ".join(n + "_buf" for n in outs))
 for n in ins: print("  for (i = 0; i < %s && i < 4096; ++i) %s_buf[i] = (uint8_t)((i * 37 + 11) & 0xff);" % (size(n), n))
 print("  if (TVMCrtWorkspaceInit(workspace, sizeof workspace) != 0) return 3;")
 print("  for (i = 0; i < 10; ++i) if (tvmgen_model_run(&in, &out) != 0) return 1;")
-print("  for (i = 0; i < %d; ++i) {\n    clock_gettime(CLOCK_MONOTONIC, &t0);\n    tvmgen_model_run(&in, &out);" % runs)
+print("  for (i = 0; i < runs; ++i) {\n    clock_gettime(CLOCK_MONOTONIC, &t0);\n    tvmgen_model_run(&in, &out);")
 print("    clock_gettime(CLOCK_MONOTONIC, &t1);\n    times[i] = (t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec);\n  }")
-print("  qsort(times, %d, sizeof times[0], cmp);" % runs)
+print("  qsort(times, runs, sizeof times[0], cmp);")
 for n in outs: print("  for (i = 0; i < %s; ++i) h = (h ^ %s_buf[i]) * 0x01000193u;" % (size(n), n))
-print("  printf(\"%%.0f %%x\\n\", times[%d], (unsigned)h);\n  return 0;\n}" % (runs // 2))
+print("  printf(\"%.0f %x\\n\", runs ? times[runs / 2] : 0.0, (unsigned)h);\n  return 0;\n}")
 sizes = dict(re.findall(r"#define TVMGEN_MODEL_(\w+)_SIZE (\d+)", header))
 with open(sys.argv[3], "w") as f:
     f.write(" ".join(["in:%s:%s" % (n, sizes[n.upper()]) for n in ins] + ["out:%s:%s" % (n, sizes[n.upper()]) for n in outs]))
@@ -141,12 +145,29 @@ PY
       -Wl,-z,stack-size=262144 -lm -o "$work/$model.clang.wasm"
     clang_best=1e30 be_best=1e30
     for ((rep = 0; rep < REPS; rep++)); do
-      read -r t clang_hash < <(node --no-warnings "$work/wasi.mjs" "$work/$model.clang.wasm")
+      read -r t clang_hash < <(node --no-warnings "$work/wasi.mjs" "$work/$model.clang.wasm" "$RUNS")
       clang_best=$(python3 -c 'import sys; print(min(map(float, sys.argv[1:])))' "$clang_best" "$t")
       read -r t be_hash < <(node --no-warnings "$work/time_module.mjs" "$work/$model.wasmbe/codegen/host/lib/model.wasm" "$RUNS" $(cat "$work/$model.tensors"))
       be_best=$(python3 -c 'import sys; print(min(map(float, sys.argv[1:])))' "$be_best" "$t")
     done
+    # Deterministic beside the clock: x86 instructions per inference under valgrind, with
+    # V8 compiling everything with TurboFan up front (10 inferences minus none).
+    clang_instr=null be_instr=null
+    if command -v valgrind > /dev/null && [ "${VALGRIND:-1}" = 1 ]; then
+      x86_instructions() {  # x86_instructions RUNNER.mjs MODULE.wasm ARGS...: per inference
+        local runner=$1 module=$2 counts=()
+        shift 2
+        for n in 0 10; do
+          counts+=("$(valgrind --tool=callgrind --callgrind-out-file=/dev/null --smc-check=all node --no-liftoff \
+            --single-threaded --no-warnings "$runner" "$module" "$n" "$@" 2>&1 | sed -n 's/.*I *refs: *//p' | tr -d ,)")
+        done
+        echo $(((counts[1] - counts[0]) / 10))
+      }
+      clang_instr=$(x86_instructions "$work/wasi.mjs" "$work/$model.clang.wasm")
+      be_instr=$(x86_instructions "$work/time_module.mjs" "$work/$model.wasmbe/codegen/host/lib/model.wasm" $(cat "$work/$model.tensors"))
+    fi
     echo "{\"clang_ns\": $clang_best, \"binaryen_ns\": $be_best, \"clang_hash\": \"$clang_hash\", \"binaryen_hash\": \"$be_hash\"," \
+         "\"clang_instr\": $clang_instr, \"binaryen_instr\": $be_instr," \
          "\"clang_bytes\": $(stat -c %s "$work/$model.clang.wasm"), \"binaryen_bytes\": $(stat -c %s "$work/$model.wasmbe/codegen/host/lib/model.wasm")}" \
       > "$work/wasm-$model.json"
   done
@@ -202,16 +223,19 @@ for target in targets:
             print(row)
 
 if "wasm" in targets:
-    print("\n### wasm (node, median ns of single inferences, best turn)\n")
-    print("| model | clang -O2 wasm32 (C artifact, WASI) | wasm backend + Binaryen | backend / clang (goal <= 1.2) |"
+    print("\n### wasm (node: median ns of single inferences, best turn; x86 instructions per inference under valgrind)\n")
+    print("| model | clang -O2 wasm32 (C artifact, WASI): ns | wasm backend + Binaryen: ns | backend / clang (goal <= 1.2) |"
+          " clang: x86 instructions | backend: x86 instructions | backend / clang |"
           " same output bytes | module bytes: clang / backend |")
-    print("|---|---:|---:|---:|---|---:|")
+    print("|---|---:|---:|---:|---:|---:|---:|---|---:|")
     for m in models:
         w = load(f"{work}/wasm-{m}.json")
         if "failed" in w:
             print(f"| {m} | failed |")
             continue
         same = "yes" if w["clang_hash"] == w["binaryen_hash"] else "NO"
-        print(f"| {m} | {w['clang_ns']:,.0f} | {w['binaryen_ns']:,.0f} | {w['binaryen_ns'] / w['clang_ns']:.2f} | {same} |"
+        ci, bi = w.get("clang_instr"), w.get("binaryen_instr")
+        instr = f" {ci:,} | {bi:,} | {bi / ci:.2f} |" if ci and bi else " - | - | - |"
+        print(f"| {m} | {w['clang_ns']:,.0f} | {w['binaryen_ns']:,.0f} | {w['binaryen_ns'] / w['clang_ns']:.2f} |{instr} {same} |"
               f" {w['clang_bytes']:,} / {w['binaryen_bytes']:,} |")
 PY
