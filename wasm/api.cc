@@ -7,6 +7,7 @@
 
 #include "compile_request.h"
 #include "infer_request.h"
+#include "onnx_import.h"
 #include "tflite_import.h"
 
 namespace {
@@ -45,6 +46,15 @@ char* mtir_infer(const char* request_json) { return respond(request_json, mtir::
 char* mtir_import_tflite(const unsigned char* bytes, size_t size, const char* filename) {
   std::string name = filename ? filename : "model.tflite";
   return respond("", [&](const std::string&) { return mtir::wasm::import_tflite_request(bytes, size, name).dump(); });
+}
+
+// An .onnx model the page decoded (the JSON of onnx_import.h) as the JSON graph
+// `microtir import` writes: {"ok": true, "graph": TEXT, "notes"} or {"ok": false,
+// "message", "internal"}; the same ownership as mtir_compile. `filename` names the
+// model in messages.
+char* mtir_import_onnx(const char* model_json, const char* filename) {
+  std::string name = filename ? filename : "model.onnx";
+  return respond(model_json, [&](const std::string& text) { return mtir::wasm::import_onnx_request(text, name).dump(); });
 }
 
 void mtir_free(char* p) { std::free(p); }
