@@ -6,7 +6,6 @@
 #include <string>
 
 #include "compile_request.h"
-#include "infer_request.h"
 #include "onnx_import.h"
 #include "tflite_import.h"
 
@@ -35,10 +34,6 @@ extern "C" {
 // string owned by the caller, to be released with mtir_free; NULL only when even the
 // response cannot be allocated.
 char* mtir_compile(const char* request_json) { return respond(request_json, mtir::wasm::compile_request_text); }
-
-// One op's output type (infer_request.h), for the page's ONNX converter; the same
-// ownership as mtir_compile.
-char* mtir_infer(const char* request_json) { return respond(request_json, mtir::wasm::infer_request_text); }
 
 // A .tflite file's bytes as the JSON graph the native frontend reads from it
 // (tflite_import.h): {"ok": true, "graph": TEXT} or {"ok": false, "message", "internal"};
