@@ -49,7 +49,8 @@ char* mtir_import_tflite(const unsigned char* bytes, size_t size, const char* fi
 // model in messages.
 char* mtir_import_onnx(const char* model_json, const char* filename) {
   std::string name = filename ? filename : "model.onnx";
-  return respond(model_json, [&](const std::string& text) { return mtir::wasm::import_onnx_request(text, name).dump(); });
+  return respond(model_json,
+                 [&](const std::string& text) { return mtir::wasm::import_onnx_request(text, name).dump(); });
 }
 
 void mtir_free(char* p) { std::free(p); }

@@ -83,8 +83,9 @@ function tensor(t) {
 // Graph attributes and sparse tensors keep only their type: no mapped op takes them.
 function attribute(a) {
   const out = {
-    name: a.name || '', ref_attr_name: a.ref_attr_name || '', type: a.type || 0, i: int64(a.i), f: float(a.f == null ? 0 : a.f),
-    s: text(a.s), ints: (a.ints || []).map(int64), floats: (a.floats || []).map(float), strings: (a.strings || []).map(text),
+    name: a.name || '', ref_attr_name: a.ref_attr_name || '', type: a.type || 0,
+    i: int64(a.i), f: float(a.f == null ? 0 : a.f), s: text(a.s),
+    ints: (a.ints || []).map(int64), floats: (a.floats || []).map(float), strings: (a.strings || []).map(text),
   };
   if (hasOwn(a, 't')) out.t = tensor(a.t);
   return out;
