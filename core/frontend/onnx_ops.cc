@@ -83,8 +83,8 @@ void binary(C& c, const std::string& op) {
 
 
 // 1-D windows (3-D NCL data) are read as 2-D ones of height 1: the data is reshaped to
-// (N, C, 1, L) around the op. 3-D windows (5-D data, pools only: `three_d`) are returned
-// as read, with pads [d, h, w begins, d, h, w ends].
+// (N, C, 1, L) around the op. 3-D windows (5-D data, with `three_d`: pools and Conv)
+// are returned as read, with pads [d, h, w begins, d, h, w ends].
 Window read_window(C& c, const std::string& data, std::vector<int64_t> kernel_from_weight, bool three_d) {
   const auto& shape = c.type_of(data).shape;
   if (shape.size() != 4 && shape.size() != 3 && !(three_d && shape.size() == 5))
@@ -151,13 +151,28 @@ void emit_windowed(C& c, const std::string& op, std::vector<std::string> ins, co
   c.emit(out, "reshape", {r}, {{"newshape", {os[0], os[1], os[3]}}});
 }
 
+// A 3-D convolution (NCDHW data, OIDHW weight) is our conv3d; pads [d, h, w begins,
+// d, h, w ends] are its `padding`.
+void conv_3d(C& c) {
+  std::string data = c.input(0), weight = c.input(1);
+  const auto& ws = c.type_of(weight).shape;
+  if (c.type_of(data).shape.size() != 5) c.invalid("the data and the weight have different ranks");
+  Window w = read_window(c, data, std::vector<int64_t>(ws.begin() + 2, ws.end()), true);
+  json attrs = {{"strides", w.strides}, {"padding", w.pads}, {"dilation", w.dilations},
+                {"groups", c.attr_int("group", 1)}};
+  std::vector<std::string> ins = {data, weight};
+  if (!c.input(2).empty()) ins.push_back(c.input(2));
+  c.emit(out0(c), "conv3d", ins, attrs);
+}
+
 void conv(C& c) {
   expect_inputs(c, 2, 3);
   single_output(c);
   std::string data = c.input(0), weight = c.input(1);
   const auto& ws = c.type_of(weight).shape;
+  if (ws.size() == 5) return conv_3d(c);
   if (ws.size() != 4 && ws.size() != 3)
-    c.unsupported("only 1-D and 2-D convolutions are supported; the weight has rank " + std::to_string(ws.size()));
+    c.unsupported("only 1-D, 2-D and 3-D convolutions are supported; the weight has rank " + std::to_string(ws.size()));
   if (ws.size() != c.type_of(data).shape.size()) c.invalid("the data and the weight have different ranks");
   Window w = read_window(c, data, std::vector<int64_t>(ws.begin() + 2, ws.end()));
   json attrs = {{"strides", w.strides}, {"padding", w.pads}, {"dilation", w.dilations},
@@ -660,6 +675,22 @@ void upsample(C& c) {
   c.emit(out0(c), "reshape", {rep}, {{"newshape", out}});
 }
 
+// Max and Min of any number of inputs (numpy broadcasting): a chain of binary maximum
+// or minimum nodes; one input is a copy.
+void variadic(C& c, const std::string& op) {
+  single_output(c);
+  size_t n = c.num_inputs();
+  if (n == 0) c.invalid("expected at least 1 input");
+  for (size_t i = 0; i < n; ++i)
+    if (c.input(i).empty()) c.invalid("input " + std::to_string(i) + " is empty");
+  if (n == 1) {
+    c.emit(out0(c), "reshape", {c.input(0)}, {{"newshape", c.type_of(c.input(0)).shape}});
+    return;
+  }
+  std::string acc = c.input(0);
+  for (size_t i = 1; i < n; ++i) acc = c.emit(i + 1 == n ? out0(c) : c.temp(op), op, {acc, c.input(i)});
+}
+
 using Mapping = std::function<void(C&)>;
 
 const std::map<std::string, Mapping>& mappings() {
@@ -683,7 +714,9 @@ const std::map<std::string, Mapping>& mappings() {
       {"LeakyRelu", [](C& c) { unary(c, "leaky_relu", {{"alpha", c.attr_float("alpha", 0.01)}}); }},
       {"LogSoftmax", [](C& c) { softmax(c, "log_softmax"); }},
       {"MatMul", matmul},
+      {"Max", [](C& c) { variadic(c, "maximum"); }},
       {"MaxPool", [](C& c) { pool(c, "max_pool2d"); }},
+      {"Min", [](C& c) { variadic(c, "minimum"); }},
       {"Mul", [](C& c) { binary(c, "mul"); }},
       {"Neg", [](C& c) { unary(c, "neg"); }},
       {"Pad", pad},
