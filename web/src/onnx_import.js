@@ -400,12 +400,12 @@ class Converter {
     this.declareInputs();
     for (const n of this.sortedNodes()) this.convert(n);
     this.finishOutputs();
-    // Run-time inputs must be float32 or integers (what the ops take; each op refuses the
-    // integer types it does not compute on); unused ones stay in the signature.
+    // Run-time inputs must be float32, float64 or integers (what the ops take; each op
+    // refuses the types it does not compute on); unused ones stay in the signature.
     for (const name of [...this.pending.keys()].sort(byteOrder)) this.typeOf(name);
     for (const x of this.g.inputs)
-      if (x.dtype !== 'float32' && !isInteger(x.dtype))
-        fail(`unsupported: model input '${x.name}' has dtype ${x.dtype}; only float32 and integer run-time inputs are supported`);
+      if (x.dtype !== 'float32' && x.dtype !== 'float64' && !isInteger(x.dtype))
+        fail(`unsupported: model input '${x.name}' has dtype ${x.dtype}; only float32, float64 and integer run-time inputs are supported`);
     if (this.g.nodes.length === 0) fail('unsupported: the graph has no operator');
     return this.g;
   }
@@ -445,8 +445,8 @@ function binary(c, op) {
 }
 
 // The spatial window attributes shared by Conv and the pools, as explicit paddings;
-// 1-D windows become 2-D ones of height 1. 3-D windows (5-D data, pools only: `threeD`)
-// are returned as read, with pads [d, h, w begins, d, h, w ends].
+// 1-D windows become 2-D ones of height 1. 3-D windows (5-D data, with `threeD`: pools
+// and Conv) are returned as read, with pads [d, h, w begins, d, h, w ends].
 function readWindow(c, data, kernelFromWeight, threeD = false) {
   const shape = c.typeOf(data).shape;
   if (shape.length !== 4 && shape.length !== 3 && !(threeD && shape.length === 5))
@@ -507,13 +507,28 @@ function emitWindowed(c, op, ins, attrs, out = '') {
   c.emit(out, 'reshape', [r], { newshape: [os[0], os[1], os[3]] });
 }
 
+// A 3-D convolution (NCDHW data, OIDHW weight) is our conv3d; pads [d, h, w begins,
+// d, h, w ends] are its `padding`.
+function conv3d(c) {
+  const data = c.input(0);
+  const weight = c.input(1);
+  const ws = c.typeOf(weight).shape;
+  if (c.typeOf(data).shape.length !== 5) c.invalid('the data and the weight have different ranks');
+  const w = readWindow(c, data, ws.slice(2), true);
+  const attrs = { strides: w.strides, padding: w.pads, dilation: w.dilations, groups: c.attrInt('group', 1) };
+  const ins = [data, weight];
+  if (c.input(2)) ins.push(c.input(2));
+  c.emit(out0(c), 'conv3d', ins, attrs);
+}
+
 function conv(c) {
   expectInputs(c, 2, 3);
   singleOutput(c);
   const data = c.input(0);
   const weight = c.input(1);
   const ws = c.typeOf(weight).shape;
-  if (ws.length !== 4 && ws.length !== 3) c.unsupported(`only 1-D and 2-D convolutions are supported; the weight has rank ${ws.length}`);
+  if (ws.length === 5) return conv3d(c);
+  if (ws.length !== 4 && ws.length !== 3) c.unsupported(`only 1-D, 2-D and 3-D convolutions are supported; the weight has rank ${ws.length}`);
   if (ws.length !== c.typeOf(data).shape.length) c.invalid('the data and the weight have different ranks');
   const w = readWindow(c, data, ws.slice(2));
   const attrs = { strides: w.strides, padding: w.pads, dilation: w.dilations, groups: c.attrInt('group', 1) };
@@ -720,6 +735,21 @@ function flatten(c) {
   expectInputs(c, 1, 1);
   singleOutput(c);
   c.emit(out0(c), 'flatten', [c.input(0)], { axis: c.attrInt('axis', 1) });
+}
+
+// Max and Min of any number of inputs (numpy broadcasting): a chain of binary maximum
+// or minimum nodes; one input is a copy.
+function variadic(c, op) {
+  singleOutput(c);
+  const n = c.numInputs();
+  if (n === 0) c.invalid('expected at least 1 input');
+  for (let i = 0; i < n; ++i) if (!c.input(i)) c.invalid(`input ${i} is empty`);
+  if (n === 1) {
+    c.emit(out0(c), 'reshape', [c.input(0)], { newshape: c.typeOf(c.input(0)).shape.slice() });
+    return;
+  }
+  let acc = c.input(0);
+  for (let i = 1; i < n; ++i) acc = c.emit(i + 1 === n ? out0(c) : c.temp(op), op, [acc, c.input(i)]);
 }
 
 function concat(c) {
@@ -990,7 +1020,9 @@ const kMappings = {
   LogSoftmax: (c) => softmax(c, 'log_softmax'),
   MatMul: matmul,
   MatMulInteger: quantizedOp(2, 'a_zero_point'),
+  Max: (c) => variadic(c, 'maximum'),
   MaxPool: (c) => pool(c, 'max_pool2d'),
+  Min: (c) => variadic(c, 'minimum'),
   Mul: (c) => binary(c, 'mul'),
   Neg: (c) => unary(c, 'neg'),
   Pad: pad,
@@ -1013,6 +1045,8 @@ const kMappings = {
 // ---------------------------------------------------------------- the JSON graph (graph_writer.cc)
 
 function graphToJson(g) {
+  for (const x of g.inputs)
+    if (!kGraphDtypes.includes(x.dtype)) fail(`unsupported: input '${x.name}' has dtype ${x.dtype}, which a JSON graph cannot hold`);
   const constants = [...g.constants.keys()].sort(byteOrder).map((name) => {
     const a = g.constants.get(name);
     if (!kGraphDtypes.includes(a.dtype)) fail(`unsupported: constant '${name}' has dtype ${a.dtype}, which a JSON graph cannot hold`);
