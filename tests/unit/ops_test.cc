@@ -292,7 +292,7 @@ Tensor ref_matmul(const Tensor& a, const Tensor& b) {
 // ---- registry -------------------------------------------------------------------------
 
 const std::vector<std::string> kAllOps = {
-    "abs", "add", "avg_pool2d", "batch_norm", "clip", "concat", "conv2d", "conv3d", "dense", "dequantize", "dequantize_linear",
+    "abs", "add", "avg_pool2d", "batch_norm", "clip", "concat", "conv2d", "conv3d", "conv_transpose", "dense", "dequantize", "dequantize_linear",
     "div", "dynamic_quantize_linear", "exp", "flatten", "full", "gemm", "global_avg_pool2d", "leaky_relu",
     "log_softmax", "matmul", "max_pool2d", "maximum", "minimum", "mul", "neg", "pad", "qadd", "qavg_pool2d", "qconcat", "qconv2d",
     "qdense", "qglobal_avg_pool2d", "qlinear_add", "qlinear_conv", "qlinear_matmul", "qlogistic", "qmean", "qmul",
@@ -608,6 +608,114 @@ TEST(OpsConv3d, ShapeInferenceAndErrors) {
   expect_error("conv3d", {{1, 3, 4, 4, 4}, {4, 3, 1, 1, 1}}, {{"padding", {1, 1, 1, 1}}},
                "attribute 'padding' must be a list of 6 non-negative integers");
   expect_error("conv3d", {{1, 3, 4, 4, 4}, {4, 3, 1, 1, 1}}, {{"layout", "NDHWC"}}, "unknown attribute 'layout'");
+}
+
+// ---- conv_transpose ------------------------------------------------------------------
+
+struct ConvT {
+  Shape stride, dilation, pad, output_padding;  // pad: begins, then ends
+  int64_t groups = 1;
+};
+
+// The scatter form (each input element adds its kernel-sized patch into the output),
+// independent of the op's gather form. Any number of spatial axes, flattened.
+Tensor ref_conv_transpose(const Tensor& x, const Tensor& w, const Tensor* bias, const ConvT& p) {
+  size_t dims = x.shape.size() - 2;
+  int64_t N = x.shape[0], C = x.shape[1], OG = w.shape[1], O = OG * p.groups, CG = C / p.groups;
+  Shape in(x.shape.begin() + 2, x.shape.end()), k(w.shape.begin() + 2, w.shape.end()), out(dims);
+  for (size_t a = 0; a < dims; ++a)
+    out[a] = p.stride[a] * (in[a] - 1) + p.output_padding[a] + p.dilation[a] * (k[a] - 1) + 1 - p.pad[a] -
+             p.pad[a + dims];
+  Shape oshape = {N, O};
+  oshape.insert(oshape.end(), out.begin(), out.end());
+  Tensor o{oshape, Vec(numel(oshape), 0.0f)};
+  int64_t in_size = numel(in), k_size = numel(k), out_size = numel(out);
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t oc = 0; oc < O; ++oc)
+      for (int64_t e = 0; e < out_size; ++e) o.data[(n * O + oc) * out_size + e] = bias ? bias->data[oc] : 0.0f;
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t ic = 0; ic < C; ++ic)
+      for (int64_t ie = 0; ie < in_size; ++ie) {
+        Shape ii = unravel(ie, in);
+        for (int64_t j = 0; j < OG; ++j)
+          for (int64_t ke = 0; ke < k_size; ++ke) {
+            Shape kk = unravel(ke, k);
+            int64_t flat = 0;
+            bool inside = true;
+            for (size_t a = 0; a < dims; ++a) {
+              int64_t oa = ii[a] * p.stride[a] + kk[a] * p.dilation[a] - p.pad[a];
+              inside = inside && oa >= 0 && oa < out[a];
+              flat = flat * out[a] + oa;
+            }
+            if (!inside) continue;
+            int64_t oc = ic / CG * OG + j;
+            o.data[(n * O + oc) * out_size + flat] +=
+                x.data[(n * C + ic) * in_size + ie] * w.data[(ic * OG + j) * k_size + ke];
+          }
+      }
+  return o;
+}
+
+void check_conv_transpose(const Shape& xs, const Shape& ws, bool bias, const ConvT& p, uint32_t seed) {
+  Tensor x = rnd(xs, seed), w = rnd(ws, seed + 1), b = rnd({ws[1] * p.groups}, seed + 2);
+  json attrs = {{"strides", p.stride},
+                {"padding", p.pad},
+                {"dilation", p.dilation},
+                {"output_padding", p.output_padding},
+                {"groups", p.groups}};
+  std::vector<Tensor> ins = {x, w};
+  if (bias) ins.push_back(b);
+  expect_close(run_op("conv_transpose", ins, attrs), ref_conv_transpose(x, w, bias ? &b : nullptr, p),
+               "conv_transpose " + attrs.dump());
+}
+
+TEST(OpsConvTranspose, OneTwoAndThreeSpatialAxes) {
+  check_conv_transpose({1, 2, 5}, {2, 3, 3}, true, ConvT{{2}, {1}, {1, 0}, {1}, 1}, 21);
+  check_conv_transpose({2, 2, 3, 4}, {2, 2, 3, 2}, false, ConvT{{3, 2}, {1, 2}, {1, 0, 2, 1}, {0, 1}, 1}, 22);
+  check_conv_transpose({1, 4, 3, 3}, {4, 1, 3, 3}, true, ConvT{{2, 2}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 2}, 23);
+  check_conv_transpose({1, 1, 2, 3, 2}, {1, 2, 2, 2, 3}, true, ConvT{{2, 1, 2}, {1, 1, 1}, {0, 0, 1, 0, 1, 0}, {1, 0, 0}, 1},
+                       24);
+}
+
+TEST(OpsConvTranspose, RandomSweep) {
+  std::mt19937 rng(999);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  int done = 0;
+  while (done < 16) {
+    size_t dims = static_cast<size_t>(pick(1, 3));
+    ConvT p;
+    p.groups = pick(1, 2);
+    int64_t cg = pick(1, 2), og = pick(1, 2);
+    Shape xs = {1, p.groups * cg}, ws = {p.groups * cg, og};
+    bool ok = true;
+    for (size_t a = 0; a < dims; ++a) {
+      int64_t in = pick(1, 4), k = pick(1, 3);
+      p.stride.push_back(pick(1, 3)), p.dilation.push_back(pick(1, 2));
+      p.output_padding.push_back(pick(0, p.stride.back() - 1));
+      xs.push_back(in), ws.push_back(k);
+    }
+    for (size_t a = 0; a < dims; ++a) p.pad.push_back(pick(0, 1));
+    for (size_t a = 0; a < dims; ++a) p.pad.push_back(pick(0, 1));
+    for (size_t a = 0; a < dims; ++a)
+      ok = ok && p.stride[a] * (xs[2 + a] - 1) + p.output_padding[a] + p.dilation[a] * (ws[2 + a] - 1) + 1 >
+                     p.pad[a] + p.pad[a + dims];
+    if (!ok) continue;
+    check_conv_transpose(xs, ws, pick(0, 1) == 1, p, static_cast<uint32_t>(900 + done));
+    ++done;
+  }
+}
+
+TEST(OpsConvTranspose, ShapeInferenceAndErrors) {
+  EXPECT_EQ(infer_shape("conv_transpose", {{1, 2, 3, 3}, {2, 4, 3, 3}}, {{"strides", {3, 2}}, {"output_padding", {1, 1}}}),
+            (Shape{1, 4, 10, 8}));
+  EXPECT_EQ(infer_shape("conv_transpose", {{1, 4, 5}, {4, 3, 2}}, {{"groups", 2}, {"padding", {1, 0}}}), (Shape{1, 6, 5}));
+  expect_error("conv_transpose", {{1, 2}, {2, 2}}, json::object(), "data must have rank 3, 4 or 5");
+  expect_error("conv_transpose", {{1, 2, 3, 3}, {2, 2, 3}}, json::object(), "weight must have the data's rank 4");
+  expect_error("conv_transpose", {{1, 2, 3, 3}, {3, 2, 3, 3}}, json::object(), "must have the data's 2 channels first");
+  expect_error("conv_transpose", {{1, 2, 3, 3}, {2, 2, 3, 3}, {3}}, json::object(), "bias must have shape (2,)");
+  expect_error("conv_transpose", {{1, 1, 1, 1}, {1, 1, 1, 1}}, {{"padding", {1, 0, 0, 0}}}, "leaves no output along axis 2");
+  expect_error("conv_transpose", {{1, 1, 2, 2}, {1, 1, 1, 1}}, {{"output_padding", {1}}},
+               "attribute 'output_padding' must be a list of 2 non-negative integers");
 }
 
 // ---- dense / gemm / matmul ------------------------------------------------------------
