@@ -85,8 +85,38 @@ w = rand32(6, 2, 3, 2, 2)
 write("conv3d_groups_dilations_same", [helper.make_node("Conv", ["x", "w"], ["y"], group=2, dilations=[2, 1, 1],
                                                         auto_pad="SAME_UPPER")],
       x, conv3d(x, w, None, [1, 1, 1], [2, 0, 0, 2, 1, 1], [2, 1, 1], 2), [("w", w)], tolerance=(1e-5, 1e-6))
-write("convtranspose_3d", [helper.make_node("ConvTranspose", ["x", "w"], ["y"])], rand32(1, 1, 3, 3, 3), None,
-      [("w", rand32(1, 2, 3, 3, 3))], expect="operator 'ConvTranspose'", out_shape=[1, 2, 5, 5, 5])
+
+
+def conv_transpose3d(x, w, b, strides, pads, output_padding, group):
+    """The scatter form in float64: each input element adds its kernel patch."""
+    n, c = x.shape[:2]
+    og, k = w.shape[1], w.shape[2:]
+    cg = c // group
+    full = [strides[a] * (x.shape[2 + a] - 1) + output_padding[a] + k[a] for a in range(3)]
+    y = np.zeros((n, og * group) + tuple(full))
+    for ic in range(c):
+        g = ic // cg
+        for i in np.ndindex(*x.shape[2:]):
+            d0, h0, w0 = (i[a] * strides[a] for a in range(3))
+            y[:, g * og:(g + 1) * og, d0:d0 + k[0], h0:h0 + k[1], w0:w0 + k[2]] += (
+                x[:, ic][(slice(None),) + i].reshape(-1, 1, 1, 1, 1) * w[ic].astype(np.float64))
+    if b is not None:
+        y += b.reshape(1, -1, 1, 1, 1)
+    return y[:, :, pads[0]:full[0] - pads[3], pads[1]:full[1] - pads[4], pads[2]:full[2] - pads[5]].astype(np.float32)
+
+
+# ConvTranspose on NCDHW data: strides, pads, output_padding, groups and a bias; an
+# output_shape that would pad the start of the output is refused.
+x = rand32(1, 4, 2, 3, 2)
+w, b = rand32(4, 2, 2, 3, 2), rand32(4)
+write("convtranspose_3d_groups", [helper.make_node("ConvTranspose", ["x", "w", "b"], ["y"], group=2, strides=[2, 1, 2],
+                                                   pads=[0, 1, 1, 1, 0, 0], output_padding=[1, 0, 1])],
+      x, conv_transpose3d(x, w, b, [2, 1, 2], [0, 1, 1, 1, 0, 0], [1, 0, 1], 2), [("w", w), ("b", b)],
+      tolerance=(1e-5, 1e-6))
+write("convtranspose_3d_output_shape_too_big", [helper.make_node("ConvTranspose", ["x", "w"], ["y"],
+                                                                 output_shape=[9, 5, 4])],
+      rand32(1, 1, 3, 3, 3), None, [("w", rand32(1, 2, 3, 3, 2))],
+      expect="an output_shape that pads the start of the output (negative 'pads')", out_shape=[1, 2, 9, 5, 4])
 
 # float64: values a float32 cannot hold (1 + 2^-40, 1e300, subnormals). +, -, *, / and
 # Max/Min are IEEE double operations: numpy's bits.

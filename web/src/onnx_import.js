@@ -737,6 +737,56 @@ function flatten(c) {
   c.emit(out0(c), 'flatten', [c.input(0)], { axis: c.attrInt('axis', 1) });
 }
 
+// ConvTranspose on 1 to 3 spatial axes is our conv_transpose. `output_shape` (or
+// auto_pad SAME_*, whose output is input * stride) sets the padding: the total
+// stride * (in - 1) + output_padding + dilated kernel - output, split as ONNX's reference
+// does (floor(total / 2) at the end, or at the start with SAME_UPPER).
+function convTranspose(c) {
+  expectInputs(c, 2, 3);
+  singleOutput(c);
+  const data = c.input(0);
+  const weight = c.input(1);
+  const xs = c.typeOf(data).shape;
+  const ws = c.typeOf(weight).shape;
+  if (xs.length < 3 || xs.length > 5) c.unsupported(`only 1-D, 2-D and 3-D transposed convolutions; the data has rank ${xs.length}`);
+  if (ws.length !== xs.length) c.invalid('the data and the weight have different ranks');
+  const dims = xs.length - 2;
+  const kernel = ws.slice(2);
+  if (!eqArrays(c.attrInts('kernel_shape', kernel), kernel)) c.invalid("attribute 'kernel_shape' does not match the weight");
+  const strides = c.attrInts('strides', new Array(dims).fill(1));
+  const dilations = c.attrInts('dilations', new Array(dims).fill(1));
+  const outputPadding = c.attrInts('output_padding', new Array(dims).fill(0)).slice();
+  let pads = c.attrInts('pads', new Array(2 * dims).fill(0)).slice();
+  let outputShape = c.attrInts('output_shape', []).slice();
+  const autoPad = c.attrString('auto_pad', 'NOTSET');
+  if (strides.length !== dims || dilations.length !== dims || outputPadding.length !== dims || pads.length !== 2 * dims)
+    c.invalid(`attributes 'strides', 'dilations' and 'output_padding' need ${dims} values and 'pads' ${2 * dims}`);
+  if (!['NOTSET', 'VALID', 'SAME_UPPER', 'SAME_LOWER'].includes(autoPad)) c.invalid(`attribute 'auto_pad' is '${autoPad}'`);
+  if (outputShape.length === dims + 2) outputShape = outputShape.slice(2);
+  if (!outputShape.length && (autoPad === 'SAME_UPPER' || autoPad === 'SAME_LOWER'))
+    for (let k = 0; k < dims; ++k) outputShape.push(xs[2 + k] * strides[k]);
+  if (outputShape.length) {
+    if (outputShape.length !== dims) c.invalid(`attribute 'output_shape' needs ${dims} values`);
+    for (let k = 0; k < dims; ++k) {
+      const total = strides[k] * (xs[2 + k] - 1) + outputPadding[k] + (kernel[k] - 1) * dilations[k] + 1 - outputShape[k];
+      const half = Math.floor(total / 2);
+      pads[k] = autoPad === 'SAME_UPPER' ? half : total - half;
+      pads[k + dims] = total - pads[k];
+      if (pads[k + dims] < 0 && pads[k] >= 0) {
+        outputPadding[k] -= pads[k + dims];
+        pads[k + dims] = 0;
+      }
+      if (pads[k] < 0 || pads[k + dims] < 0) c.unsupported("an output_shape that pads the start of the output (negative 'pads')");
+    }
+  } else if (autoPad === 'VALID') {
+    pads = new Array(2 * dims).fill(0);
+  }
+  const attrs = { strides, padding: pads, dilation: dilations, output_padding: outputPadding, groups: c.attrInt('group', 1) };
+  const ins = [data, weight];
+  if (c.input(2)) ins.push(c.input(2));
+  c.emit(out0(c), 'conv_transpose', ins, attrs);
+}
+
 // Max and Min of any number of inputs (numpy broadcasting): a chain of binary maximum
 // or minimum nodes; one input is a copy.
 function variadic(c, op) {
@@ -1006,6 +1056,7 @@ const kMappings = {
   Constant: constant,
   Conv: conv,
   ConvInteger: quantizedOp(2, 'x_zero_point'),
+  ConvTranspose: convTranspose,
   DequantizeLinear: quantizedOp(1, 'x_scale'),
   Div: (c) => binary(c, 'div'),
   Dropout: dropout,
