@@ -43,7 +43,8 @@ ojson to_ordered_json(const Graph& g) {
   ojson inputs = ojson::array();
   for (const auto& [name, t] : g.inputs) {
     if (!is_graph_dtype(t.dtype))
-      user_error({}, "unsupported: input '" + name + "' has dtype " + t.dtype.str() + ", which a JSON graph cannot hold");
+      user_error({}, "unsupported: input '" + name + "' has dtype " + t.dtype.str() +
+                         ", which a JSON graph cannot hold");
     ojson in = ojson::object();
     in["name"] = name;
     in["shape"] = t.shape;

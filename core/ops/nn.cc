@@ -293,12 +293,14 @@ ConvTransposeParams conv_transpose_params(const std::vector<TensorType>& in, con
   const auto& d = in[0].shape;
   const auto& wt = in[1].shape;
   if (d.size() < 3 || d.size() > 5) fail(op, "data must have rank 3, 4 or 5, got shape " + shape_str(d));
-  if (wt.size() != d.size()) fail(op, "weight must have the data's rank " + std::to_string(d.size()) + ", got shape " + shape_str(wt));
+  if (wt.size() != d.size())
+    fail(op, "weight must have the data's rank " + std::to_string(d.size()) + ", got shape " + shape_str(wt));
   p.dims = d.size() - 2;
   p.stride = r.get_ints("strides", p.dims, 1, "positive integers", std::vector<int64_t>(p.dims, 1));
   auto padding = r.get_ints("padding", 2 * p.dims, 0, "non-negative integers", std::vector<int64_t>(2 * p.dims, 0));
   p.dilation = r.get_ints("dilation", p.dims, 1, "positive integers", std::vector<int64_t>(p.dims, 1));
-  auto output_padding = r.get_ints("output_padding", p.dims, 0, "non-negative integers", std::vector<int64_t>(p.dims, 0));
+  auto output_padding =
+      r.get_ints("output_padding", p.dims, 0, "non-negative integers", std::vector<int64_t>(p.dims, 0));
   p.groups = r.get_int("groups", 1);
   if (p.groups < 1) r.bad("groups", "a positive integer");
   p.n = d[0], p.c = d[1], p.og = wt[1], p.o = wt[1] * p.groups;

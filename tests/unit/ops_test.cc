@@ -292,12 +292,12 @@ Tensor ref_matmul(const Tensor& a, const Tensor& b) {
 // ---- registry -------------------------------------------------------------------------
 
 const std::vector<std::string> kAllOps = {
-    "abs", "add", "avg_pool2d", "batch_norm", "clip", "concat", "conv2d", "conv3d", "conv_transpose", "dense", "dequantize", "dequantize_linear",
-    "div", "dynamic_quantize_linear", "exp", "flatten", "full", "gemm", "global_avg_pool2d", "leaky_relu",
-    "log_softmax", "matmul", "max_pool2d", "maximum", "minimum", "mul", "neg", "pad", "qadd", "qavg_pool2d", "qconcat", "qconv2d",
-    "qdense", "qglobal_avg_pool2d", "qlinear_add", "qlinear_conv", "qlinear_matmul", "qlogistic", "qmean", "qmul",
-    "qsoftmax", "qsub", "qtanh", "quantize", "quantize_linear", "relu", "reshape", "sigmoid", "softmax", "sqrt", "sub",
-    "tanh", "transpose"};
+    "abs", "add", "avg_pool2d", "batch_norm", "clip", "concat", "conv2d", "conv3d", "conv_transpose", "dense",
+    "dequantize", "dequantize_linear", "div", "dynamic_quantize_linear", "exp", "flatten", "full", "gemm",
+    "global_avg_pool2d", "leaky_relu", "log_softmax", "matmul", "max_pool2d", "maximum", "minimum", "mul", "neg",
+    "pad", "qadd", "qavg_pool2d", "qconcat", "qconv2d", "qdense", "qglobal_avg_pool2d", "qlinear_add", "qlinear_conv",
+    "qlinear_matmul", "qlogistic", "qmean", "qmul", "qsoftmax", "qsub", "qtanh", "quantize", "quantize_linear", "relu",
+    "reshape", "sigmoid", "softmax", "sqrt", "sub", "tanh", "transpose"};
 
 TEST(Ops, RegistryIsSortedAndComplete) {
   std::vector<std::string> names;
@@ -604,7 +604,8 @@ TEST(OpsConv3d, ShapeInferenceAndErrors) {
   expect_error("conv3d", {{1, 3, 4, 8, 8}, {4, 3, 3, 3}}, json::object(), "weight (OIDHW) must have rank 5");
   expect_error("conv3d", {{1, 4, 4, 4, 4}, {6, 3, 1, 1, 1}}, json::object(), "do not form 1 group(s)");
   expect_error("conv3d", {{1, 3, 4, 4, 4}, {4, 3, 1, 1, 1}, {3}}, json::object(), "bias must have shape (4,)");
-  expect_error("conv3d", {{1, 3, 2, 4, 4}, {4, 3, 3, 1, 1}}, json::object(), "larger than the padded input along axis 2");
+  expect_error("conv3d", {{1, 3, 2, 4, 4}, {4, 3, 3, 1, 1}}, json::object(),
+               "larger than the padded input along axis 2");
   expect_error("conv3d", {{1, 3, 4, 4, 4}, {4, 3, 1, 1, 1}}, {{"padding", {1, 1, 1, 1}}},
                "attribute 'padding' must be a list of 6 non-negative integers");
   expect_error("conv3d", {{1, 3, 4, 4, 4}, {4, 3, 1, 1, 1}}, {{"layout", "NDHWC"}}, "unknown attribute 'layout'");
@@ -673,8 +674,8 @@ TEST(OpsConvTranspose, OneTwoAndThreeSpatialAxes) {
   check_conv_transpose({1, 2, 5}, {2, 3, 3}, true, ConvT{{2}, {1}, {1, 0}, {1}, 1}, 21);
   check_conv_transpose({2, 2, 3, 4}, {2, 2, 3, 2}, false, ConvT{{3, 2}, {1, 2}, {1, 0, 2, 1}, {0, 1}, 1}, 22);
   check_conv_transpose({1, 4, 3, 3}, {4, 1, 3, 3}, true, ConvT{{2, 2}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 2}, 23);
-  check_conv_transpose({1, 1, 2, 3, 2}, {1, 2, 2, 2, 3}, true, ConvT{{2, 1, 2}, {1, 1, 1}, {0, 0, 1, 0, 1, 0}, {1, 0, 0}, 1},
-                       24);
+  check_conv_transpose({1, 1, 2, 3, 2}, {1, 2, 2, 2, 3}, true,
+                       ConvT{{2, 1, 2}, {1, 1, 1}, {0, 0, 1, 0, 1, 0}, {1, 0, 0}, 1}, 24);
 }
 
 TEST(OpsConvTranspose, RandomSweep) {
@@ -706,14 +707,17 @@ TEST(OpsConvTranspose, RandomSweep) {
 }
 
 TEST(OpsConvTranspose, ShapeInferenceAndErrors) {
-  EXPECT_EQ(infer_shape("conv_transpose", {{1, 2, 3, 3}, {2, 4, 3, 3}}, {{"strides", {3, 2}}, {"output_padding", {1, 1}}}),
+  EXPECT_EQ(infer_shape("conv_transpose", {{1, 2, 3, 3}, {2, 4, 3, 3}},
+                        {{"strides", {3, 2}}, {"output_padding", {1, 1}}}),
             (Shape{1, 4, 10, 8}));
-  EXPECT_EQ(infer_shape("conv_transpose", {{1, 4, 5}, {4, 3, 2}}, {{"groups", 2}, {"padding", {1, 0}}}), (Shape{1, 6, 5}));
+  EXPECT_EQ(infer_shape("conv_transpose", {{1, 4, 5}, {4, 3, 2}}, {{"groups", 2}, {"padding", {1, 0}}}),
+            (Shape{1, 6, 5}));
   expect_error("conv_transpose", {{1, 2}, {2, 2}}, json::object(), "data must have rank 3, 4 or 5");
   expect_error("conv_transpose", {{1, 2, 3, 3}, {2, 2, 3}}, json::object(), "weight must have the data's rank 4");
   expect_error("conv_transpose", {{1, 2, 3, 3}, {3, 2, 3, 3}}, json::object(), "must have the data's 2 channels first");
   expect_error("conv_transpose", {{1, 2, 3, 3}, {2, 2, 3, 3}, {3}}, json::object(), "bias must have shape (2,)");
-  expect_error("conv_transpose", {{1, 1, 1, 1}, {1, 1, 1, 1}}, {{"padding", {1, 0, 0, 0}}}, "leaves no output along axis 2");
+  expect_error("conv_transpose", {{1, 1, 1, 1}, {1, 1, 1, 1}}, {{"padding", {1, 0, 0, 0}}},
+               "leaves no output along axis 2");
   expect_error("conv_transpose", {{1, 1, 2, 2}, {1, 1, 1, 1}}, {{"output_padding", {1}}},
                "attribute 'output_padding' must be a list of 2 non-negative integers");
 }
