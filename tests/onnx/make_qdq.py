@@ -223,3 +223,85 @@ c = m.node("Conv", [xd, m.dq(m.init("w", w), "wd", ws, np.zeros(3, np.int8), axi
 m.dq(m.q(c, "cq", f32(0.05), np.uint8(128)), "y", f32(0.05), np.uint8(128))
 m.save("conv_float_bias_kept_float", x, np.zeros((1, 3, 3, 3), f32),
        ["QDQ: node 'conv' (Conv) stays float: the bias is float (not an int32 DequantizeLinear)"])
+
+# A DS-CNN-shaped chain on the fast int8 kernels (prepare_quantized lowers the folded
+# qlinear_conv / qlinear_matmul onto qconv2d / qdense with ONNX's requantization): conv 3x3
+# stride 2, depthwise 3x3 and pointwise 1x1 (all per-axis weights, Relu), a residual
+# Add, then Flatten and Gemm; int8 activations.
+m = Model()
+x = rng.standard_normal((1, 3, 10, 10)).astype(f32)
+xs, xz = f32(0.025), np.int8(-3)
+w1, ws1 = weights((8, 3, 3, 3), 8)
+b1 = rng.integers(-800, 800, size=8).astype(np.int32)
+s1, z1 = f32(0.04), np.int8(-128)
+w2, ws2 = weights((8, 1, 3, 3), 8)
+s2, z2 = f32(0.05), np.int8(-128)
+w3, ws3 = weights((8, 8, 1, 1), 8)
+b3 = rng.integers(-300, 300, size=8).astype(np.int32)
+s3, z3 = f32(0.045), np.int8(-128)
+sa, za = f32(0.07), np.int8(-20)
+w4, ws4 = weights((6, 200), 6)
+b4 = rng.integers(-1000, 1000, size=6).astype(np.int32)
+ys, yz = f32(0.2), np.int8(4)
+
+
+def qconv(m, src, src_s, w, ws, bias, name, s, z, **attrs):
+    o = w.shape[0]
+    ins = [src, m.dq(m.init(name + "_w", w), name + "_wd", ws, np.zeros(o, np.int8), axis=0)]
+    if bias is not None:
+        ins.append(m.dq(m.init(name + "_b", bias), name + "_bd", f32(src_s) * ws, np.zeros(o, np.int32), axis=0))
+    r = m.node("Relu", [m.node("Conv", ins, name, **attrs)], name + "_relu")
+    q = m.q(r, name + "_q", s, z)
+    return q, m.dq(q, name + "_d", s, z)
+
+
+xd = m.dq(m.q("x", "xq", xs, xz), "xd", xs, xz)
+c1q, c1d = qconv(m, xd, xs, w1, ws1, b1, "conv1", s1, z1, pads=[1, 1, 1, 1], strides=[2, 2])
+c2q, c2d = qconv(m, c1d, s1, w2, ws2, None, "dw", s2, z2, pads=[1, 1, 1, 1], group=8)
+c3q, c3d = qconv(m, c2d, s2, w3, ws3, b3, "pw", s3, z3)
+sq = m.q(m.node("Add", [c3d, c2d], "res"), "res_q", sa, za)
+fq = m.q(m.node("Flatten", [m.dq(sq, "res_d", sa, za)], "flat"), "flat_q", sa, za)
+fd = m.dq(fq, "flat_d", sa, za)
+g = m.node("Gemm", [fd, m.dq(m.init("fc_w", w4), "fc_wd", ws4, np.zeros(6, np.int8), axis=0),
+                    m.dq(m.init("fc_b", b4), "fc_bd", f32(sa) * ws4, np.zeros(6, np.int32), axis=0)], "fc", transB=1)
+m.q(g, "y", ys, yz)
+a1 = requantize(conv_acc(quantize(x, xs, xz, np.int8), -3, w1, np.zeros(8), b1, stride=2, pad=1), xs,
+                ws1.reshape(1, -1, 1, 1), s1, -128, np.int8, relu=True)
+a2 = requantize(conv_acc(a1, -128, w2, np.zeros(8), None, pad=1, group=8), s1, ws2.reshape(1, -1, 1, 1), s2, -128,
+                np.int8, relu=True)
+a3 = requantize(conv_acc(a2, -128, w3, np.zeros(8), b3), s2, ws3.reshape(1, -1, 1, 1), s3, -128, np.int8, relu=True)
+res = quantize(dequantize(a3, s3, -128) + dequantize(a2, s2, -128), sa, za, np.int8)
+acc = (res.reshape(1, 200).astype(np.int64) + 20) @ w4.astype(np.int64).T + b4
+m.save("chain_dscnn_block", x, requantize(acc, sa, ws4.reshape(1, -1), ys, 4, np.int8),
+       ["QDQ: 6 group(s) folded to integer kernels (4 qlinear_conv/qlinear_matmul), 0 kept float"])
+
+# A QOperator model (QLinearConv, QLinearMatMul), uint8 as these ops use it most: uint8
+# input and weights with zero points (the weight zero point comes off at compile time),
+# per-channel conv scales; the input is the quantized tensor itself.
+xq = rng.integers(0, 256, size=(1, 3, 6, 6)).astype(np.uint8)
+xs, xz = f32(0.03), np.uint8(120)
+wc = rng.integers(0, 256, size=(4, 3, 3, 3)).astype(np.uint8)
+wcs, wcz = rng.uniform(0.002, 0.02, size=4).astype(f32), np.uint8(128)
+bc = rng.integers(-3000, 3000, size=4).astype(np.int32)
+s1, z1 = f32(0.08), np.uint8(100)
+wm = rng.integers(0, 256, size=(144, 5)).astype(np.uint8)
+wms, wmz = f32(0.004), np.uint8(128)
+ys, yz = f32(0.3), np.uint8(128)
+inits = [numpy_helper.from_array(np.asarray(v), n) for n, v in [
+    ("xs", xs), ("xz", xz), ("wc", wc), ("wcs", wcs), ("wcz", wcz), ("bc", bc), ("s1", s1), ("z1", z1),
+    ("wm", wm), ("wms", wms), ("wmz", wmz), ("ys", ys), ("yz", yz), ("shape", np.array([1, 144], np.int64))]]
+nodes = [helper.make_node("QLinearConv", ["x", "xs", "xz", "wc", "wcs", "wcz", "s1", "z1", "bc"], ["c"], pads=[1, 1, 1, 1]),
+         helper.make_node("Reshape", ["c", "shape"], ["flat"]),
+         helper.make_node("QLinearMatMul", ["flat", "s1", "z1", "wm", "wms", "wmz", "ys", "yz"], ["y"])]
+gr = helper.make_graph(nodes, "qoperator_conv_matmul", [helper.make_tensor_value_info("x", TensorProto.UINT8, [1, 3, 6, 6])],
+                       [helper.make_tensor_value_info("y", TensorProto.UINT8, [1, 5])], initializer=inits)
+mo = helper.make_model(gr, opset_imports=[helper.make_opsetid("", 13)])
+mo.ir_version = 7
+with open("%s/qoperator_conv_matmul.onnx" % OUT, "wb") as f:
+    f.write(mo.SerializeToString())
+cq = requantize(conv_acc(xq, 120, wc, np.full(4, 128), bc, pad=1), xs, wcs.reshape(1, -1, 1, 1), s1, 100,
+                np.uint8)
+acc = (cq.reshape(1, 144).astype(np.int64) - 100) @ (wm.astype(np.int64) - 128)
+np.save("%s/qoperator_conv_matmul.x.npy" % OUT, xq)
+np.save("%s/qoperator_conv_matmul.y.npy" % OUT, requantize(acc, s1, wms, ys, 128, np.uint8))
+open("%s/qoperator_conv_matmul.notes" % OUT, "w").close()
