@@ -212,9 +212,22 @@ void lower_onnx_node(Graph& g, GraphNode& node) {
   if (uniform) {
     attrs["onnx_multiplier"] = {params.get_int(2), params.get_int(3)};
   } else {
-    NDArray table = NDArray::zeros(kI32, {channels, 2});
+    // (M', t, 2^(t-1)) when every channel has the 32-bit form (ops/quant_util.h), else (M, s).
+    std::vector<ops::OnnxHighWord> forms(channels);
+    bool high_word = true;
     for (int64_t c = 0; c < channels; ++c)
-      for (int j = 0; j < 2; ++j) table.set_int(2 * c + j, params.get_int(4 * row(c) + 2 + j));
+      high_word = high_word && ops::onnx_high_word_form(params.get_int(4 * row(c) + 2), params.get_int(4 * row(c) + 3), &forms[c]);
+    const int64_t columns = high_word ? 3 : 2;
+    NDArray table = NDArray::zeros(kI32, {channels, columns});
+    for (int64_t c = 0; c < channels; ++c) {
+      if (high_word) {
+        table.set_int(3 * c, forms[c].multiplier);
+        table.set_int(3 * c + 1, forms[c].shift);
+        table.set_int(3 * c + 2, int64_t{1} << (forms[c].shift - 1));
+      } else {
+        for (int j = 0; j < 2; ++j) table.set_int(2 * c + j, params.get_int(4 * row(c) + 2 + j));
+      }
+    }
     inputs.push_back(fresh_name(g, node.name + "__requant"));
     g.constants[inputs[3]] = std::move(table);
   }

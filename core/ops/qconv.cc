@@ -204,6 +204,13 @@ void check_packing(const std::string& op, const Schedule& s, const QInputs& q, c
 Expr requantize_channel(const QuantAttrs& q, const Rule& rule, const Buffer& table, int64_t columns, Expr acc, Expr oc) {
   auto col = [&](int64_t k) { return load(table, {add(mul(oc, ci(columns)), ci(k))}); };
   if (rule.onnx) {
+    OnnxHighWord hw;
+    if (table ? columns == 3 : onnx_high_word_form(rule.m, rule.s, &hw)) {
+      // 32-bit steps (quant_util.h): the table holds (M', t, 2^(t-1)).
+      Expr y = table ? onnx_high_word_requantize(acc, col(0), col(1), col(2))
+                     : onnx_high_word_requantize(acc, ci(hw.multiplier), ci(hw.shift), ci(int64_t{1} << (hw.shift - 1)));
+      return Cast(rule.out, min_(max_(add(y, ci(q.output_zero_point)), ci(q.bounds.lo)), ci(q.bounds.hi)));
+    }
     Expr m = table ? Cast(kI64, col(0)) : IntImm(kI64, rule.m);
     Expr s = table ? Cast(kI64, col(1)) : IntImm(kI64, rule.s);
     Expr one = IntImm(kI64, 1);
@@ -239,7 +246,8 @@ void check_requant_table(const std::string& op, const QuantAttrs& q, const Rule&
   if (rule.onnx) {
     if (!rule.uniform && !in.table)
       fail(op, "requant \"onnx\" needs attribute 'onnx_multiplier' [M, s] or the table input (int32 [O, 2], M and s per channel)");
-    if (in.table && in.table_columns != 2) fail(op, "requant \"onnx\" takes an [O, 2] table (M, s per channel)");
+    // [O, 2]: (M, s) per channel; [O, 3]: (M', t, 2^(t-1)), onnx_high_word_form's.
+    (void)in;
     return;
   }
   if (!in.table && !uniform(q))

@@ -390,6 +390,9 @@ void run_onnx_case(const OnnxCase& k, const std::string& name) {
     prepared.name = "onnx" + std::to_string(case_counter++);  // one name per recorded module
     ASSERT_EQ(prepared.nodes[0].op, k.op == "qlinear_conv" ? "qconv2d" : "qdense") << label;
     EXPECT_EQ(prepared.nodes[0].attrs["requant"], "onnx") << label;
+    if (name.find("32-bit form (table)") != std::string::npos) {
+      EXPECT_EQ(prepared.constants.at(prepared.nodes[0].inputs.back()).shape, (Shape{5, 3})) << label;
+    }
     auto [aot, arrays] = run(prepared);
     const NDArray& got = arrays.back();
     ASSERT_EQ(got.num_elements(), want.num_elements()) << label;
@@ -424,6 +427,17 @@ TEST(QConv, OnnxRequantizationIsQlinearsBitForBit) {
                  {{"data_zero_point", 126}, {"output_zero_point", -2}, {"output_dtype", "int8"}},
                  {{2, 0, 1, 2}, {-1, 0, 5, 7}, {0, 0, 1, 1}}, 8, 8},
                 "qlinear_matmul uint8 x int8");
+  // Multipliers of 2^-26 and 3 * 2^-27 take the 32-bit form (quant_util.h's
+  // onnx_high_word_form): ties need accumulators of odd multiples of 2^25 (2^26), which
+  // the biases give, and the one-element products step around them.
+  const int64_t t25 = int64_t{1} << 25, t26 = int64_t{1} << 26;
+  run_onnx_case({"qlinear_matmul", {9, 1}, {1, 5}, u8, i8,
+                 {{"data_zero_point", 128}, {"output_zero_point", 0}, {"output_dtype", "int8"}},
+                 {{0, t25, 1, 26}, {0, 3 * t25, 1, 26}, {0, -t25, 1, 26}, {0, t26, 3, 27}, {0, -3 * t26, 3, 27}}, 3, 3},
+                "qlinear_matmul, ties in the 32-bit form (table)");
+  run_onnx_case({"qlinear_matmul", {9, 1}, {1, 2}, u8, i8,
+                 {{"data_zero_point", 128}, {"output_zero_point", 0}, {"output_dtype", "int8"}}, {{0, -t25, 1, 26}}, 3, 3},
+                "qlinear_matmul, ties in the 32-bit form (constants)");
 }
 
 }  // namespace
