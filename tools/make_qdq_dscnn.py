@@ -7,8 +7,9 @@ pool over the 25x5 map, dense to 12, softmax) as two ONNX models with the same w
 - OUT_DIR/ds_cnn_qdq.onnx: the same graph quantized as onnxruntime's static quantizer writes
   it (QDQ): int8 weights with one scale per output channel, int32 biases of scale
   x_scale * w_scale, int8 activations calibrated min/max on a few random inputs
-  (scale = (max - min) / 255, the range always including 0), QuantizeLinear /
-  DequantizeLinear around every Conv, the pool, the Gemm; float input and output.
+  (scale = (max - min) / 255, the range always including 0; the pool keeps its input's),
+  QuantizeLinear / DequantizeLinear around every Conv, the pool, the Gemm; float input
+  and output (the Softmax stays float).
 - OUT_DIR/input.npy: one float input [1, 1, 49, 10].
 
 The float weights are the dequantized int8 ones, so both models compute the same function up
@@ -77,10 +78,12 @@ def main():
         act.append(activation_params(x))
         c = o
     pooled = x.mean(axis=(2, 3))
-    act.append(activation_params(pooled))
+    # The pool keeps its input's scale and zero point (as onnxruntime's quantizer writes
+    # AveragePool), so it folds to the integer mean.
+    pool = act[-1]
     fq = rng.integers(-127, 128, size=(CLASSES, c)).astype(np.int8)
     fs = (rng.uniform(0.5, 1.5, size=CLASSES) / np.sqrt(c) / 16).astype(f32)
-    fb = (rng.standard_normal(CLASSES) * 0.1 / (act[-1][0] * fs)).astype(np.int32)
+    fb = (rng.standard_normal(CLASSES) * 0.1 / (pool[0] * fs)).astype(np.int32)
     logits = pooled @ (fq.astype(np.float64) * fs.reshape(-1, 1)).T
     act.append(activation_params(logits))
 
@@ -121,13 +124,13 @@ def main():
                 x = qdq(x, name + "_out", act[k + 1])
         x = node("AveragePool", [x], "pool", kernel_shape=[25, 5])
         if quantized:
-            x = qdq(x, "pool_out", act[-2])
+            x = qdq(x, "pool_out", pool)
         x = node("Flatten", [x], "flat")
         if quantized:
-            x = qdq(x, "flat_out", act[-2])  # the same scale: Flatten runs on the int8 tensor
+            x = qdq(x, "flat_out", pool)  # the same scale: Flatten runs on the int8 tensor
         fwf = (fq.astype(f32) * fs.reshape(-1, 1)).astype(f32)
-        fbf = (fb.astype(f32) * act[-2][0] * fs).astype(f32)
-        x = node("Gemm", [x] + weight("fc", fq, fs, fwf, act[-2][0], fb, fbf), "fc", transB=1)
+        fbf = (fb.astype(f32) * pool[0] * fs).astype(f32)
+        x = node("Gemm", [x] + weight("fc", fq, fs, fwf, pool[0], fb, fbf), "fc", transB=1)
         if quantized:
             x = qdq(x, "fc_out", act[-1])
         node("Softmax", [x], "y", axis=1)

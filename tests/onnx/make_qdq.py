@@ -4,8 +4,10 @@ float operators, as onnxruntime's quantizer writes them) with an input x.npy and
 output y.npy that an independent numpy reference computes here: integer accumulation of
 the dequantized operands' integers, then ONNX's requantization (the float32 multiplier
 x_scale * w_scale / y_scale, round half to even of acc * m in float64, saturation). The
-float parts (Add, AveragePool: groups that stay float) are numpy in float32 as ONNX's
-reference computes them. tests/e2e/onnx_test.sh (group qdq) compares microtir's output
+float parts (groups that stay float) are numpy in float32 as ONNX's reference computes
+them; the folded Add is the float graph's float32 steps, the folded AveragePool the exact
+mean rounded half to even.
+tests/e2e/onnx_test.sh (group qdq) compares microtir's output
 bit for bit, on the interpreter and as host C, and checks which groups folded.
 Needs Debian's python3-onnx and numpy. Run from this directory: /usr/bin/python3 make_qdq.py"""
 import os
@@ -190,7 +192,9 @@ m.save("chain_conv_pool_matmul", x, requantize(acc2, s1, ws2, ys, 3, np.int8),
        ["QDQ: 4 group(s) folded to integer kernels (2 qlinear_conv/qlinear_matmul), 0 kept float"])
 
 # An Add of two quantized tensors (folded to qlinear_add: the float32 steps of the float
-# graph fused) and an AveragePool (kept float, a note), both exact as float32.
+# graph fused) and an AveragePool with the same scale in and out (folded to
+# qlinear_avg_pool: the exact mean of the window, rounded half to even as QuantizeLinear
+# rounds; the float graph's float32 mean can land a step away at a tie).
 m = Model()
 x = rng.standard_normal((1, 2, 4, 4)).astype(f32)
 sa, za, sb, zb = f32(0.02), np.uint8(100), f32(0.05), np.uint8(30)
@@ -204,12 +208,31 @@ m.q(ap, "y", so, zo)
 a = dequantize(quantize(x, sa, za, np.uint8), sa, 100)
 b = dequantize(quantize(x, sb, zb, np.uint8), sb, 30)
 sq = quantize(a + b, so, zo, np.uint8)
-win = dequantize(sq, so, 128).reshape(1, 2, 2, 2, 2, 2)  # n, c, oh, kh, ow, kw
-avg = (((win[:, :, :, 0, :, 0] + win[:, :, :, 0, :, 1]) + win[:, :, :, 1, :, 0]) + win[:, :, :, 1, :, 1]) / f32(4)
-# The float32 sums in the kernel's order (row by row in the window), then the division.
-m.save("add_folded_avgpool_float", x, quantize(avg, so, zo, np.uint8),
-       ["QDQ: node 'avg' (AveragePool) stays float: no integer kernel for AveragePool folds",
-        "QDQ: 1 group(s) folded to integer kernels (0 qlinear_conv/qlinear_matmul), 1 kept float"])
+win = sq.astype(np.int64).reshape(1, 2, 2, 2, 2, 2) - 128  # n, c, oh, kh, ow, kw
+mean = np.rint(win.sum(axis=(3, 5)) / 4.0) + 128  # exact quarters, rint: half to even
+m.save("add_avgpool", x, mean.astype(np.uint8),
+       ["QDQ: 2 group(s) folded to integer kernels (0 qlinear_conv/qlinear_matmul), 0 kept float"])
+
+# An AveragePool whose output scale differs from its input's (kept float, a note), then
+# an AveragePool with padding (count_include_pad 0) and a GlobalAveragePool, both folded.
+m = Model()
+x = rng.standard_normal((1, 3, 5, 5)).astype(f32)
+s0, s1, z1 = f32(0.05), f32(0.03), np.int8(-7)
+xd = m.dq(m.q("x", "xq", s0, z1), "xd", s0, z1)
+r = m.dq(m.q(m.node("AveragePool", [xd], "rescaled", kernel_shape=[1, 1]), "r_q", s1, z1), "r_d", s1, z1)
+p1 = m.dq(m.q(m.node("AveragePool", [r], "avg", kernel_shape=[3, 3], pads=[1, 1, 1, 1]), "avg_q", s1, z1),
+          "avg_d", s1, z1)
+m.q(m.node("GlobalAveragePool", [p1], "gap"), "y", s1, z1)
+q1 = quantize(dequantize(quantize(x, s0, z1, np.int8), s0, -7), s1, z1, np.int8).astype(np.int64) + 7
+padded = np.pad(q1, ((0, 0), (0, 0), (1, 1), (1, 1)))
+ones = np.pad(np.ones_like(q1), ((0, 0), (0, 0), (1, 1), (1, 1)))
+sums = sum(padded[:, :, i:i + 5, j:j + 5] for i in range(3) for j in range(3))
+cells = sum(ones[:, :, i:i + 5, j:j + 5] for i in range(3) for j in range(3))
+avg = np.rint(sums / cells).astype(np.int64)  # an exact fraction away from ties; ties exact
+gap = np.rint(avg.sum(axis=(2, 3), keepdims=True) / 25.0) - 7
+m.save("avgpool_global_rescaled", x, gap.astype(np.int8),
+       ["QDQ: node 'rescaled' (AveragePool) stays float: its input and output have different scales or zero points",
+        "QDQ: 2 group(s) folded to integer kernels (0 qlinear_conv/qlinear_matmul), 1 kept float"])
 
 # Not exact, so kept float with a note (never a wrong answer): a Conv whose bias is a
 # float initializer, not an int32 DequantizeLinear; its float output is dequantized.

@@ -10,7 +10,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 d="$src/tests/onnx/qdq"
-for name in chain_conv_pool_matmul conv_relu_per_channel dense_per_channel add_folded_avgpool_float chain_dscnn_block \
+for name in chain_conv_pool_matmul conv_relu_per_channel dense_per_channel add_avgpool chain_dscnn_block \
   qoperator_conv_matmul; do
   "$cli" compile "$d/$name.onnx" -o "$work/$name.tar" > /dev/null 2>&1 || fail "$name does not compile"
   "$cli" run "$work/$name.tar" --input x="$d/$name.x.npy" --target cortex-m4 --output-dir "$work/$name" --json \
