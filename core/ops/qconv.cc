@@ -22,7 +22,9 @@
 // Two requantization rules (attribute "requant"): "tflite" (default), TFLite's fixed
 // point from the scale attributes; "onnx", ONNX's rule exactly as qlinear_conv computes
 // it (core/ops/onnx_quant.cc): y = round_half_even(acc * M / 2^s) + output_zero_point,
-// (M, s) the float32 multiplier x_scale * w_scale / y_scale, exact in int64. The onnx
+// (M, s) the float32 multiplier x_scale * w_scale / y_scale, exact: in 32-bit steps from
+// the high word of acc * M * 2^k when M * 2^-s is below about 1/8 (quant_util.h's
+// onnx_high_word_form), in int64 otherwise. The onnx
 // rule also takes uint8 data and output ("output_dtype") and, for qconv2d, layout
 // "NCHW" (the weight stays OHWI). prepare_quantized lowers qlinear_conv and
 // qlinear_matmul onto these kernels with it, so ONNX models get the fast schedules
@@ -47,7 +49,8 @@ const DataType kU8 = DataType::UInt(8);
 struct Rule {
   bool onnx = false;
   DataType data = kI8, out = kI8;
-  // onnx: (M, s) shared by every channel, or absent when the [O, 2] table holds them.
+  // onnx: (M, s) shared by every channel, or absent when the table input holds them
+  // ([O, 2]: M and s; [O, 3]: onnx_high_word_form's M', t and 2^(t-1)).
   bool uniform = false;
   int64_t m = 0, s = 1;
 };
@@ -198,7 +201,8 @@ void check_packing(const std::string& op, const Schedule& s, const QInputs& q, c
 // is at least 2 (multipliers below 1/4, the usual case), does both roundings in one
 // step on the high word of the corrected product (quant_util.h): a few 32-bit
 // instructions on a Cortex-M instead of TFLite's case split and mask.
-// Under the onnx rule: p = acc * M in int64 (|p| < 2^55), rounded half to even by the
+// Under the onnx rule: the 32-bit form when it exists, else p = acc * M in int64
+// (|p| < 2^55), rounded half to even by the
 // shift, (p + 2^(s-1) - 1 + bit s of p) >> s, then the zero point and the bounds in
 // int64 (the quotient may exceed int32), as qlinear_conv does it.
 Expr requantize_channel(const QuantAttrs& q, const Rule& rule, const Buffer& table, int64_t columns, Expr acc, Expr oc) {
@@ -245,9 +249,8 @@ bool uniform(const QuantAttrs& q) {
 void check_requant_table(const std::string& op, const QuantAttrs& q, const Rule& rule, const QInputs& in) {
   if (rule.onnx) {
     if (!rule.uniform && !in.table)
-      fail(op, "requant \"onnx\" needs attribute 'onnx_multiplier' [M, s] or the table input (int32 [O, 2], M and s per channel)");
-    // [O, 2]: (M, s) per channel; [O, 3]: (M', t, 2^(t-1)), onnx_high_word_form's.
-    (void)in;
+      fail(op, "requant \"onnx\" needs attribute 'onnx_multiplier' [M, s] or the table input (int32 [O, 2] of M and s "
+               "per channel, or [O, 3] of quant_util.h's 32-bit form)");
     return;
   }
   if (!in.table && !uniform(q))
