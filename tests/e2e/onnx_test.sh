@@ -168,7 +168,7 @@ group_qdq() {
     checks=$((checks + 1))
     python3 "$src/tests/onnx/same_npy.py" "$work/$name/y.npy" "$d/$name.y.npy" || fail "$name: the output differs from numpy's"
   done
-  [ "$n" -ge 8 ] || fail "only $n QDQ models found"
+  [ "$n" -ge 10 ] || fail "only $n QDQ and QOperator models found"
   # prepare_quantized lowers the folded (and the QOperator) qlinear_conv / qlinear_matmul
   # onto the fast qconv2d / qdense kernels: their C takes (data, weight, bias, requant),
   # the plain loops' C a params table.

@@ -328,3 +328,23 @@ acc = (cq.reshape(1, 144).astype(np.int64) - 100) @ (wm.astype(np.int64) - 128)
 np.save("%s/qoperator_conv_matmul.x.npy" % OUT, xq)
 np.save("%s/qoperator_conv_matmul.y.npy" % OUT, requantize(acc, s1, wms, ys, 128, np.uint8))
 open("%s/qoperator_conv_matmul.notes" % OUT, "w").close()
+
+# Two convolutions of one input, quantized alike, joined by a Concat of the same scale and
+# zero point: the Concat runs on the int8 tensors.
+m = Model()
+x = rng.standard_normal((1, 2, 5, 5)).astype(f32)
+xs, xz = f32(0.03), np.int8(4)
+wa, wsa = weights((3, 2, 3, 3), 3)
+wb, wsb = weights((2, 2, 1, 1), 2)
+s1, z1 = f32(0.04), np.int8(-9)
+xd = m.dq(m.q("x", "xq", xs, xz), "xd", xs, xz)
+ca = m.dq(m.q(m.node("Conv", [xd, m.dq(m.init("wa", wa), "wad", wsa, np.zeros(3, np.int8), axis=0)], "ca",
+                     pads=[1, 1, 1, 1]), "ca_q", s1, z1), "ca_d", s1, z1)
+cb = m.dq(m.q(m.node("Conv", [xd, m.dq(m.init("wb", wb), "wbd", wsb, np.zeros(2, np.int8), axis=0)], "cb"),
+              "cb_q", s1, z1), "cb_d", s1, z1)
+m.q(m.node("Concat", [ca, cb], "cat", axis=1), "y", s1, z1)
+xq = quantize(x, xs, xz, np.int8)
+ya = requantize(conv_acc(xq, 4, wa, np.zeros(3), None, pad=1), xs, wsa.reshape(1, -1, 1, 1), s1, -9, np.int8)
+yb = requantize(conv_acc(xq, 4, wb, np.zeros(2), None), xs, wsb.reshape(1, -1, 1, 1), s1, -9, np.int8)
+m.save("concat_same_scale", x, np.concatenate([ya, yb], axis=1),
+       ["QDQ: 3 group(s) folded to integer kernels (2 qlinear_conv/qlinear_matmul), 0 kept float"])
