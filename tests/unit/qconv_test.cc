@@ -319,6 +319,29 @@ TEST(QConv, RefusesBadInputs) {
             std::string::npos);
   EXPECT_NE(infer("qdense", {TensorType{i8, {1, 5}}, TensorType{i8, {3, 4}}}, quant({})).find("4 input features"),
             std::string::npos);
+  // The onnx rule: its own attributes, uint8 only with it, NCHW only with it.
+  const DataType u8 = DataType::UInt(8);
+  json onnx = {{"requant", "onnx"}, {"onnx_multiplier", {3, 9}}, {"output_dtype", "uint8"}, {"input_zero_point", 200}};
+  EXPECT_EQ(infer("qconv2d", {TensorType{u8, {1, 4, 4, 3}}, w}, onnx), "no error");
+  EXPECT_NE(infer("qconv2d", {TensorType{u8, {1, 4, 4, 3}}, w}, quant({})).find("data must be int8, got uint8"),
+            std::string::npos);
+  EXPECT_NE(infer("qconv2d", {x, w}, onnx).find("'input_zero_point' must be a value of the data's type int8, got 200"),
+            std::string::npos);
+  json with_scale = onnx;
+  with_scale["input_scale"] = 0.1;
+  EXPECT_NE(infer("qconv2d", {TensorType{u8, {1, 4, 4, 3}}, w}, with_scale).find("'input_scale' does not apply"),
+            std::string::npos);
+  json bad_multiplier = onnx;
+  bad_multiplier["onnx_multiplier"] = {1 << 24, 9};
+  EXPECT_NE(infer("qconv2d", {TensorType{u8, {1, 4, 4, 3}}, w}, bad_multiplier).find("M in [0, 2^24)"), std::string::npos);
+  EXPECT_NE(infer("qconv2d", {x, w}, quant({{"layout", "NCHW"}})).find("layout \"NCHW\" needs requant \"onnx\""),
+            std::string::npos);
+  json nchw = onnx;
+  nchw["layout"] = "NCHW";
+  EXPECT_EQ(infer("qconv2d", {TensorType{u8, {1, 3, 4, 4}}, w}, nchw), "no error");
+  EXPECT_NE(infer("qlinear_avg_pool", {TensorType{u8, {1, 3, 4, 4}}}, {{"global", true}, {"zero_point", -1}})
+                .find("zero_point"),
+            std::string::npos);
 }
 
 
