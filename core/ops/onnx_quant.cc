@@ -20,6 +20,7 @@
 #include <cmath>
 
 #include "ops/op_util.h"
+#include "ops/quant_util.h"
 
 namespace mtir {
 namespace ops {
@@ -162,17 +163,7 @@ Requant read_requant(const std::string& op, const AttrReader& r, const TensorTyp
 // The accumulator's final value as the output type.
 Expr requantize(const Requant& q, Expr acc, const Buffer& params, Expr row) {
   if (q.out == kI32) return acc;
-  Expr m = Cast(kI64, load(params, {row, ci(2)}));
-  Expr s = Cast(kI64, load(params, {row, ci(3)}));
-  Expr p = Binary(ExprKind::Mul, Cast(kI64, std::move(acc)), m);
-  Expr one = IntImm(kI64, 1);
-  Expr fl = Call(kI64, "shift_right", {p, s});
-  Expr rem = Call(kI64, "bitwise_and", {p, Binary(ExprKind::Sub, Call(kI64, "shift_left", {one, s}), one)});
-  Expr half = Call(kI64, "shift_left", {one, Binary(ExprKind::Sub, s, one)});
-  Expr odd = Binary(ExprKind::EQ, Call(kI64, "bitwise_and", {fl, one}), one);
-  Expr up = Binary(ExprKind::Or, Binary(ExprKind::GT, rem, half),
-                   Binary(ExprKind::And, Binary(ExprKind::EQ, rem, half), odd));
-  Expr y = Binary(ExprKind::Add, fl, Select(up, one, IntImm(kI64, 0)));
+  Expr y = onnx_round_shift(std::move(acc), Cast(kI64, load(params, {row, ci(2)})), Cast(kI64, load(params, {row, ci(3)})));
   y = Binary(ExprKind::Add, y, IntImm(kI64, q.output_zero_point));
   int32_t lo = q.relu ? std::max(q_lo(q.out), q.output_zero_point) : q_lo(q.out);
   y = Binary(ExprKind::Min, Binary(ExprKind::Max, y, IntImm(kI64, lo)), IntImm(kI64, q_hi(q.out)));

@@ -215,14 +215,8 @@ Expr requantize_channel(const QuantAttrs& q, const Rule& rule, const Buffer& tab
                      : onnx_high_word_requantize(acc, ci(hw.multiplier), ci(hw.shift), ci(int64_t{1} << (hw.shift - 1)));
       return Cast(rule.out, min_(max_(add(y, ci(q.output_zero_point)), ci(q.bounds.lo)), ci(q.bounds.hi)));
     }
-    Expr m = table ? Cast(kI64, col(0)) : IntImm(kI64, rule.m);
-    Expr s = table ? Cast(kI64, col(1)) : IntImm(kI64, rule.s);
-    Expr one = IntImm(kI64, 1);
-    Expr p = Binary(ExprKind::Mul, Cast(kI64, std::move(acc)), m);
-    Expr half_less = table ? Binary(ExprKind::Sub, Call(kI64, "shift_left", {one, Binary(ExprKind::Sub, s, one)}), one)
-                           : IntImm(kI64, (int64_t{1} << (rule.s - 1)) - 1);
-    Expr odd = Call(kI64, "bitwise_and", {Call(kI64, "shift_right", {p, s}), one});
-    Expr y = Call(kI64, "shift_right", {Binary(ExprKind::Add, Binary(ExprKind::Add, p, half_less), odd), s});
+    Expr y = table ? onnx_round_shift(acc, Cast(kI64, col(0)), Cast(kI64, col(1)))
+                   : onnx_round_shift(acc, IntImm(kI64, rule.m), IntImm(kI64, rule.s));
     y = Binary(ExprKind::Add, y, IntImm(kI64, q.output_zero_point));
     y = Binary(ExprKind::Min, Binary(ExprKind::Max, y, IntImm(kI64, q.bounds.lo)), IntImm(kI64, q.bounds.hi));
     return Cast(rule.out, y);

@@ -75,6 +75,17 @@ Expr nudged_product(Expr x, Expr multiplier) {
 Expr high_word(Expr v) { return Cast(kI32, Call(kI64, "shift_right", {std::move(v), IntImm(kI64, 32)})); }
 }  // namespace
 
+Expr onnx_round_shift(Expr acc, Expr multiplier, Expr shift) {
+  const DataType i64 = DataType::Int(64);
+  Expr one = IntImm(i64, 1);
+  Expr p = Binary(ExprKind::Mul, Cast(i64, std::move(acc)), std::move(multiplier));
+  Expr half_less = as_const_int(shift)
+                       ? IntImm(i64, (int64_t{1} << (*as_const_int(shift) - 1)) - 1)
+                       : Binary(ExprKind::Sub, Call(i64, "shift_left", {one, Binary(ExprKind::Sub, shift, one)}), one);
+  Expr odd = Call(i64, "bitwise_and", {Call(i64, "shift_right", {p, shift}), one});
+  return Call(i64, "shift_right", {Binary(ExprKind::Add, Binary(ExprKind::Add, p, half_less), odd), shift});
+}
+
 bool onnx_high_word_form(int64_t m, int64_t s, OnnxHighWord* out) {
   if (m < 0 || m >= (int64_t{1} << 24) || s < 1 || s > 62) return false;
   int bits = 0;

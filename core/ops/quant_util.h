@@ -57,6 +57,12 @@ Expr corrected_high_word(Expr x, Expr multiplier);
 //   y = (hi - [lo == 0 and bit t of hi is 0] + 2^(t-1)) >> t
 // (hi - [lo == 0] is floor((P - 1) / 2^32): ties go down to the even neighbour, up from
 // the odd one). False when no such k exists (m = M * 2^-s of 1/8 or more, roughly).
+// round_half_even(acc * M / 2^s) as int64 for int64 expressions M >= 0 and s in [1, 62]:
+// (P + 2^(s-1) - 1 + bit s of P) >> s with P = acc * M (ties go to the even neighbour).
+// qlinear_conv's requantization and qconv2d's requant "onnx" when the 32-bit form below
+// does not apply.
+Expr onnx_round_shift(Expr acc, Expr multiplier, Expr shift);
+
 struct OnnxHighWord {
   int64_t multiplier = 0;  // M'
   int64_t shift = 0;       // t in [1, 30]
