@@ -212,7 +212,18 @@ group_qdq() {
     checks=$((checks + 1))
     python3 "$src/tests/onnx/same_npy.py" "$work/$name/y.npy" "$d/$name.y.npy" || fail "$name: the output differs from numpy's"
   done
-  [ "$n" -ge 6 ] || fail "only $n QDQ models found"
+  [ "$n" -ge 10 ] || fail "only $n QDQ and QOperator models found"
+  # prepare_quantized lowers the folded (and the QOperator) qlinear_conv / qlinear_matmul
+  # onto the fast qconv2d / qdense kernels: their C takes (data, weight, bias, requant),
+  # the plain loops' C a params table.
+  for name in chain_dscnn_block qoperator_conv_matmul; do
+    run 0 "$mtir" compile "$d/$name.onnx" -o "$work/$name.tar" || continue
+    mkdir -p "$work/$name.c" && tar xf "$work/$name.tar" -C "$work/$name.c"
+    local c
+    c="$(cat "$work/$name.c/codegen/host/src/lib0.c")"
+    contains "$name C" "$c" "int8_t* restrict weight, int32_t* restrict bias, int32_t* restrict requant"
+    case "$c" in *"restrict params"*) fail "$name: a plain qlinear loop is left" ;; esac
+  done
   # The folded kernels are the integer ones: no float dequantize left in a folded chain.
   run 0 "$mtir" import "$d/chain_conv_pool_matmul.onnx"
   contains "import of the chain" "$out" '"op":"qlinear_conv"'
