@@ -216,7 +216,7 @@ bool pass_through_exact(OnnxConverter& c, const QdqGroup& g, std::string* why) {
         for (int64_t d : a.ints()) unit_dilation = unit_dilation && d == 1;
     int64_t dims = 0;
     for (const auto& a : g.op->attribute())
-      if (a.name() == "kernel_shape") dims = a.ints_size();
+      if (a.name() == "kernel_shape") dims = static_cast<int64_t>(a.ints().size());
     if (int_attr(*g.op, "ceil_mode", 0) != 0 || !unit_dilation || dims != 2) {
       *why = "only 2-D AveragePool windows without ceil_mode or dilations fold";
       return false;
