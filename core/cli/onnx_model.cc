@@ -1,6 +1,7 @@
 #include "cli/onnx_model.h"
 
 #include <iostream>
+#include <set>
 
 #include "cli/io.h"
 #include "frontend/tflite/tflite.h"
@@ -18,7 +19,11 @@ bool is_onnx_file(const std::string& path) {
 Graph load_onnx_file(const std::string& path) {
 #ifdef MICROTIR_HAVE_ONNX
   Graph g = load_onnx(read_file(path), path);
-  for (const auto& n : g.notes) std::cerr << "microtir: note: " << n << "\n";
+  // `run --target` loads the model twice (the artifact, then the interpreter's
+  // reference): each note once.
+  static std::set<std::string> printed;
+  for (const auto& n : g.notes)
+    if (printed.insert(n).second) std::cerr << "microtir: note: " << n << "\n";
   return g;
 #else
   user_error({}, "'" + path + "': this microtir was built without the ONNX frontend (MICROTIR_ONNX=OFF; it needs "
