@@ -337,6 +337,43 @@ group_wasm() {
   fi
 }
 
+# In-place sharing: tests/e2e/models/residual_reshape.json's add (with its relu) writes
+# over its dead input and its reshapes and flatten are views (no kernel): the pool is
+# below the whole-tensor bound, and every build equals the interpreter, which runs the
+# unplanned main (each tensor its own allocation).
+inplace_model="$src/tests/e2e/models/residual_reshape.json"
+inplace_input="x=$src/tests/e2e/models/residual_reshape_x.npy"
+
+group_inplace() {
+  for api in 0 1; do
+    run 0 "$mtir" run "$inplace_model" --input "$inplace_input" --target host --unpacked-api $api
+    contains stdout "$out" "logits: max abs diff 0, max rel diff 0  ok"
+    contains stdout "$out" "pool 512 bytes, lower bound 768 bytes, ratio 0.67"
+    contains stdout "$out" "lower bound with in-place sharing 512 bytes, ratio 1.00"
+  done
+  run 0 "$mtir" run "$inplace_model" --input "$inplace_input" --target host --backend llvm
+  contains stdout "$out" "logits: max abs diff 0, max rel diff 0  ok"
+  run 0 "$mtir" compile "$inplace_model" -o "$work/inplace"
+  local meta="$work/inplace/metadata.json" lib="$work/inplace/codegen/host/src/lib0.c"
+  python3 - "$meta" <<'PY' || fail "metadata.json: wrong memory figures"
+import json, sys
+m = json.load(open(sys.argv[1]))["memory"]
+assert (m["pool_bytes"], m["lower_bound_bytes"], m["shared_lower_bound_bytes"]) == (512, 768, 512), m
+PY
+  # The kernel that writes over its input promises no distinct buffers; the reshapes
+  # and the flatten have no kernel.
+  grep -q "tvmgen_residual_reshape_fused_sum_act(float\* lhs, float\* rhs, float\* out)" "$lib" ||
+    fail "the in-place kernel still has restrict parameters"
+  grep -Eq "tvmgen_residual_reshape_(r1|r2|flat)\(" "$lib" && fail "a reshape still has a copy kernel"
+}
+
+group_inplace_qemu() {
+  run 0 "$mtir" run "$inplace_model" --input "$inplace_input" --target cortex-m4
+  contains stdout "$out" "cortex-m4 vs interpreter"
+  contains stdout "$out" "logits: max abs diff 0, max rel diff 0  ok"
+  contains stdout "$out" "lower bound with in-place sharing 512 bytes"
+}
+
 group_malformed() {
   local n=0
   # Text errors, and call_tir errors the verifier finds after parsing.
