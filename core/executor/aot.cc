@@ -262,6 +262,15 @@ AotModule build_aot(const Graph& g, const AotOptions& options) {
   for (size_t i = intermediates.size(); i-- > 0;) body = Allocate(intermediates[i], "global", body);
   main->body = body;
   main->attrs["global_symbol"] = aot.main;
+  // The parameters that are the model's inputs and outputs (not its weights), by
+  // position: the memory planner may reuse their bytes under -reuse-io-buffers=1.
+  std::string inputs, outputs;
+  for (size_t i = 0; i < aot.params.size(); ++i) {
+    std::string& list = aot.params[i].role == AotModule::Role::kInput ? inputs : outputs;
+    if (aot.params[i].role != AotModule::Role::kConstant) list += (list.empty() ? "" : ",") + std::to_string(i);
+  }
+  main->attrs[kInputParamsAttr] = inputs;
+  main->attrs[kOutputParamsAttr] = outputs;
   main->attrs["tir.noalias"] = true;
   aot.module.functions.emplace_back(aot.main, main);
   return aot;

@@ -20,6 +20,10 @@ inline constexpr const char* kResourceHandleAttr = "tir.resource_handle";
 // reads elementwise, so its output may be written over one of them. PlanMemory checks
 // the callee, decides, and removes the attribute.
 inline constexpr const char* kMayOverwriteAttr = "tir.may_overwrite";
+// On an AOT main: the positions of its parameters that are the model's inputs, and
+// those that are its outputs, comma-separated ("0,1"); the others are weights.
+inline constexpr const char* kInputParamsAttr = "aot.input_params";
+inline constexpr const char* kOutputParamsAttr = "aot.output_params";
 // The function attribute naming the device instance a function runs on.
 inline constexpr const char* kDeviceAttr = "device";
 

@@ -110,12 +110,122 @@ std::vector<CallSharing> call_sharings(const Stmt& step, const IRModule& m) {
   return out;
 }
 
+// -reuse-io-buffers=1: a model input or output buffer as a place for intermediates. An
+// input holds the caller's data from the start to its last read, an output the result
+// from its first write to the end; outside that, its bytes are free.
+struct IoBuffer {
+  Buffer param;
+  int64_t capacity = 0;
+  TensorLifetime own;     // the buffer's own contents, at offset 0
+  bool holds_own = true;  // false: an input the body never reads
+  std::vector<int> placed;
+  std::vector<int64_t> offsets;
+};
+
+std::vector<int> param_list(const PrimFunc& f, const char* key) {
+  std::vector<int> out;
+  auto it = f->attrs.find(key);
+  if (it == f->attrs.end() || !std::holds_alternative<std::string>(it->second)) return out;
+  std::string s = std::get<std::string>(it->second);
+  for (size_t pos = 0; pos < s.size();) {
+    size_t comma = s.find(',', pos);
+    if (comma == std::string::npos) comma = s.size();
+    out.push_back(std::stoi(s.substr(pos, comma - pos)));
+    pos = comma + 1;
+  }
+  return out;
+}
+
+// The model's input and output buffers of element type `dtype`, with what they hold.
+std::vector<IoBuffer> io_buffers(const PrimFunc& f, const std::string& dtype,
+                                 const std::map<const VarNode*, std::pair<int, int>>& live, int steps) {
+  std::vector<IoBuffer> out;
+  for (const char* key : {kInputParamsAttr, kOutputParamsAttr}) {
+    const bool input = key == kInputParamsAttr;
+    for (int i : param_list(f, key)) {
+      if (i < 0 || static_cast<size_t>(i) >= f->param_buffers.size()) continue;
+      const Buffer& b = f->param_buffers[i];
+      int64_t n = 0;
+      if (!b || b->dtype.str() != dtype || !b->strides.empty() || !const_num_elements(b, &n)) continue;
+      IoBuffer io;
+      io.param = b;
+      io.capacity = n * b->dtype.bytes();
+      auto range = live.find(b->data.get());
+      if (range == live.end() && !input) continue;  // an output nothing writes: leave it alone
+      io.holds_own = range != live.end();
+      io.own = TensorLifetime{b->name, io.capacity, input ? 0 : range->second.first,
+                              input ? (io.holds_own ? range->second.second : 0) : steps - 1};
+      out.push_back(std::move(io));
+    }
+  }
+  return out;
+}
+
+// Places tensors in the I/O buffers, largest first, each at the lowest aligned offset of
+// the first buffer where it overlaps nothing live at a common step; `keep` marks the
+// tensors that stay in the pool. Returns the tensors placed.
+std::vector<bool> place_in_io(std::vector<IoBuffer>& ios, const std::vector<TensorLifetime>& tensors,
+                              const std::vector<bool>& keep, int64_t alignment) {
+  std::vector<bool> placed(tensors.size(), false);
+  std::vector<int> order;
+  for (size_t i = 0; i < tensors.size(); ++i)
+    if (!keep[i] && tensors[i].size_bytes > 0) order.push_back(static_cast<int>(i));
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int a, int b) { return tensors[a].size_bytes > tensors[b].size_bytes; });
+  auto overlap = [](const TensorLifetime& a, const TensorLifetime& b) {
+    return a.first_step <= b.last_step && b.first_step <= a.last_step;
+  };
+  for (int t : order) {
+    const int64_t size = (tensors[t].size_bytes + alignment - 1) / alignment * alignment;
+    for (IoBuffer& io : ios) {
+      if (io.holds_own && overlap(io.own, tensors[t])) continue;
+      std::vector<std::pair<int64_t, int64_t>> busy;
+      for (size_t k = 0; k < io.placed.size(); ++k) {
+        const TensorLifetime& u = tensors[io.placed[k]];
+        if (overlap(u, tensors[t]))
+          busy.emplace_back(io.offsets[k], io.offsets[k] + (u.size_bytes + alignment - 1) / alignment * alignment);
+      }
+      std::sort(busy.begin(), busy.end());
+      int64_t at = 0;
+      for (const auto& [begin, end] : busy) {
+        if (begin - at >= size) break;
+        at = std::max(at, end);
+      }
+      if (at + size > io.capacity) continue;
+      io.placed.push_back(t);
+      io.offsets.push_back(at);
+      placed[t] = true;
+      break;
+    }
+  }
+  return placed;
+}
+
+// check_plan on one I/O buffer: its own contents and the tensors placed in it.
+void check_io(const IoBuffer& io, const std::vector<TensorLifetime>& tensors, int64_t alignment) {
+  std::vector<TensorLifetime> in_it;
+  MemoryPlan plan;
+  // The tensors placed fit in the capacity with their aligned slots (place_in_io); the
+  // buffer's own contents may end inside the last slot.
+  plan.pool_size = (io.capacity + alignment - 1) / alignment * alignment;
+  if (io.holds_own) in_it.push_back(io.own), plan.offsets.push_back(0);
+  for (size_t k = 0; k < io.placed.size(); ++k) {
+    in_it.push_back(tensors[io.placed[k]]);
+    plan.offsets.push_back(io.offsets[k]);
+    MTIR_ICHECK(io.offsets[k] + tensors[io.placed[k]].size_bytes <= io.capacity,
+                "tensor '" + tensors[io.placed[k]].name + "' placed beyond I/O buffer '" + io.param->name + "'");
+  }
+  std::vector<std::string> problems = check_plan(in_it, plan, alignment);
+  MTIR_ICHECK(problems.empty(), "invalid placement in I/O buffer '" + io.param->name + "': " +
+                                    (problems.empty() ? std::string() : problems[0]));
+}
+
 struct Planned {
   PrimFunc func;
   std::set<std::string> overwriting;  // callees that now write over an input
 };
 
-Planned plan(const PrimFunc& f, const IRModule& m, int64_t alignment) {
+Planned plan(const PrimFunc& f, const IRModule& m, int64_t alignment, bool reuse_io) {
   // The allocations at the top, and what they wrap. An allocation whose pointer the
   // body uses directly (T.tvm_make_tensor(B.data, ...), or a view declared on it in the
   // body as TVM's T.allocate + T.decl_buffer do) keeps its own memory: a view into the
@@ -181,6 +291,7 @@ Planned plan(const PrimFunc& f, const IRModule& m, int64_t alignment) {
   Rebind rebind;
   std::vector<std::pair<Buffer, std::vector<Buffer>>> pools;  // pool, its views
   int64_t total_pool = 0, total_bound = 0, total_shared_bound = 0;
+  int64_t total_io = 0;  // bytes of tensors placed in the model's I/O buffers
   // What the stack allocator takes for the pools: each is its own allocation, with a
   // 16-byte header and rounded up to 16 bytes.
   int64_t total_blocks = 0;
@@ -201,18 +312,36 @@ Planned plan(const PrimFunc& f, const IRModule& m, int64_t alignment) {
     }
     std::vector<SharingCandidate> candidates;
     std::vector<std::string> callee_of;
+    std::vector<bool> keep(tensors.size(), false);  // stays in the pool
     for (const CallSharing& c : sharings) {
       auto o = index_of.find(c.output), in = index_of.find(c.input);
       if (o == index_of.end() || in == index_of.end()) continue;
       candidates.push_back({o->second, in->second});
       callee_of.push_back(c.callee);
+      keep[o->second] = keep[in->second] = true;  // a sharing is decided in the pool
     }
+    // -reuse-io-buffers=1: first the tensors that fit in the model's own I/O buffers.
+    std::vector<IoBuffer> ios;
+    std::vector<bool> in_io(tensors.size(), false);
+    if (reuse_io) {
+      ios = io_buffers(f, dtype, live, static_cast<int>(steps.size()));
+      in_io = place_in_io(ios, tensors, keep, alignment);
+      for (const IoBuffer& io : ios) check_io(io, tensors, alignment);
+    }
+    std::vector<TensorLifetime> pooled;
+    std::vector<int> pool_index(tensors.size(), -1);
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      if (in_io[i]) continue;
+      pool_index[i] = static_cast<int>(pooled.size());
+      pooled.push_back(tensors[i]);
+    }
+    for (SharingCandidate& c : candidates) c = {pool_index[c.output], pool_index[c.input]};
     PlannerOptions options;
     options.alignment = alignment;
-    MemoryPlan p = plan_memory(tensors, options, candidates);
+    MemoryPlan p = plan_memory(pooled, options, candidates);
     // The planner's own checker: two live tensors never share bytes, but for a sound
     // sharing.
-    std::vector<std::string> problems = check_plan(tensors, p, alignment);
+    std::vector<std::string> problems = check_plan(pooled, p, alignment);
     MTIR_ICHECK(problems.empty(), "invalid memory plan: " + (problems.empty() ? std::string() : problems[0]));
     for (const SharingCandidate& s : p.shared)
       for (size_t k = 0; k < candidates.size(); ++k)
@@ -220,26 +349,36 @@ Planned plan(const PrimFunc& f, const IRModule& m, int64_t alignment) {
     const DataType t = buffers[0]->dtype;
     Buffer pool = MakeBuffer("workspace_" + dtype, t, {IntImm(DataType::Int(32), std::max<int64_t>(p.pool_size / t.bytes(), 1))});
     std::vector<Buffer> views;
-    std::map<const VarNode*, int64_t> offset_of;
+    std::map<const VarNode*, std::pair<Var, int64_t>> place_of;  // allocation -> memory, element offset
+    for (size_t i = 0; i < buffers.size(); ++i)
+      if (pool_index[i] >= 0) place_of[buffers[i]->data.get()] = {pool->data, p.offsets[pool_index[i]] / t.bytes()};
+    for (const IoBuffer& io : ios) {
+      for (size_t k = 0; k < io.placed.size(); ++k) {
+        place_of[buffers[io.placed[k]]->data.get()] = {io.param->data, io.offsets[k] / t.bytes()};
+        total_io += tensors[io.placed[k]].size_bytes;
+      }
+    }
     for (size_t i = 0; i < buffers.size(); ++i) {
       auto v = std::make_shared<BufferNode>(*buffers[i]);
-      v->data = pool->data;
-      v->elem_offset = IntImm(DataType::Int(32), p.offsets[i] / t.bytes());
+      const auto& [data, offset] = place_of.at(buffers[i]->data.get());
+      v->data = data;
+      v->elem_offset = IntImm(DataType::Int(32), offset);
       rebind.views[buffers[i].get()] = v;
-      offset_of[buffers[i]->data.get()] = p.offsets[i] / t.bytes();
       views.push_back(v);
     }
     for (const DeclBufferNode* d : top_views) {
-      auto off = offset_of.find(d->buffer->data.get());
-      if (off == offset_of.end()) continue;
+      auto place = place_of.find(d->buffer->data.get());
+      if (place == place_of.end()) continue;
       auto v = std::make_shared<BufferNode>(*d->buffer);
-      v->data = pool->data;
-      v->elem_offset = IntImm(DataType::Int(32), off->second);
+      v->data = place->second.first;
+      v->elem_offset = IntImm(DataType::Int(32), place->second.second);
       rebind.views[d->buffer.get()] = v;
     }
-    pools.push_back({pool, views});
+    // Every tensor of this type in the I/O buffers: no pool to allocate.
+    const bool pool_used = std::any_of(pool_index.begin(), pool_index.end(), [](int k) { return k >= 0; });
+    pools.push_back({pool_used ? pool : nullptr, views});
     total_pool += p.pool_size;
-    total_blocks += 16 + (std::max<int64_t>(p.pool_size, t.bytes()) + 15) / 16 * 16;
+    if (pool_used) total_blocks += 16 + (std::max<int64_t>(p.pool_size, t.bytes()) + 15) / 16 * 16;
     total_bound += p.lower_bound;
     total_shared_bound += p.shared_lower_bound;
     algorithms += (algorithms.empty() ? "" : ",") + p.algorithm;
@@ -247,7 +386,7 @@ Planned plan(const PrimFunc& f, const IRModule& m, int64_t alignment) {
   Stmt out = rebind.mutate(body);
   for (auto it = pools.rbegin(); it != pools.rend(); ++it) {
     for (auto v = it->second.rbegin(); v != it->second.rend(); ++v) out = DeclBuffer(*v, out, (*v)->span);
-    out = Allocate(it->first, "global", out);
+    if (it->first) out = Allocate(it->first, "global", out);
   }
   for (auto it = kept.rbegin(); it != kept.rend(); ++it) out = Allocate((*it)->buffer, (*it)->scope, out, (*it)->span);
   auto g = std::make_shared<PrimFuncNode>(*f);
@@ -256,6 +395,7 @@ Planned plan(const PrimFunc& f, const IRModule& m, int64_t alignment) {
   g->attrs["workspace.block_bytes"] = total_blocks;
   g->attrs["workspace.lower_bound_bytes"] = total_bound;
   g->attrs["workspace.shared_lower_bound_bytes"] = total_shared_bound;
+  if (reuse_io) g->attrs["workspace.io_reused_bytes"] = total_io;
   g->attrs["workspace.planner"] = algorithms;
   g->attrs["workspace.alignment"] = alignment;
   planned.func = g;
@@ -272,10 +412,13 @@ Pass PlanMemory() {
     auto it = m.attrs.find("workspace_byte_alignment");
     if (it != m.attrs.end() && std::holds_alternative<int64_t>(it->second))
       alignment = std::max(std::get<int64_t>(it->second), kDefaultAlignment);
+    auto reuse = m.attrs.find("reuse_io_buffers");
+    const bool reuse_io = reuse != m.attrs.end() && std::holds_alternative<bool>(reuse->second) &&
+                          std::get<bool>(reuse->second);
     IRModule out = m;
     std::set<std::string> overwriting;
     for (auto& [name, f] : out.functions) {
-      Planned p = plan(f, m, alignment);
+      Planned p = plan(f, m, alignment, reuse_io);
       f = p.func;
       overwriting.insert(p.overwriting.begin(), p.overwriting.end());
     }
@@ -305,16 +448,26 @@ std::string memory_report(const PrimFunc& f) {
   char line[256];
   std::snprintf(line, sizeof line, "  %-24s %10s %10s\n", "tensor", "offset", "bytes");
   out += line;
+  std::set<const VarNode*> pools;
+  std::map<const VarNode*, std::string> params;  // a parameter's data pointer -> its buffer's name
+  for (const Buffer& b : f->param_buffers)
+    if (b && b->data) params[b->data.get()] = b->name;
   for (Stmt s = f->body; s;) {
     if (const auto* a = as<AllocateNode>(s)) {
+      pools.insert(a->buffer->data.get());
       s = a->body;
     } else if (const auto* d = as<DeclBufferNode>(s)) {
       int64_t n = 0;
       const_num_elements(d->buffer, &n);
       const int64_t* off = as_const_int(d->buffer->elem_offset);
-      std::snprintf(line, sizeof line, "  %-24s %10lld %10lld\n", d->buffer->name.c_str(),
+      // A tensor in a model input or output buffer (-reuse-io-buffers=1) names it.
+      auto param = params.find(d->buffer->data.get());
+      const std::string where = pools.count(d->buffer->data.get()) ? ""
+                                : param != params.end()            ? " in " + param->second
+                                                                   : " in " + d->buffer->data->name;
+      std::snprintf(line, sizeof line, "  %-24s %10lld %10lld%s\n", d->buffer->name.c_str(),
                     static_cast<long long>((off ? *off : 0) * d->buffer->dtype.bytes()),
-                    static_cast<long long>(n * d->buffer->dtype.bytes()));
+                    static_cast<long long>(n * d->buffer->dtype.bytes()), where.c_str());
       out += line;
       s = d->body;
     } else {
@@ -325,6 +478,13 @@ std::string memory_report(const PrimFunc& f) {
                 static_cast<long long>(pool), static_cast<long long>(bound),
                 bound > 0 ? static_cast<double>(pool) / static_cast<double>(bound) : 1.0);
   out += line;
+  const int64_t io_reused = num("workspace.io_reused_bytes");
+  if (io_reused >= 0) {
+    std::snprintf(line, sizeof line,
+                  "  %lld bytes of intermediates in the model's input/output buffers (-reuse-io-buffers=1)\n",
+                  static_cast<long long>(io_reused));
+    out += line;
+  }
   // The bound an output written over a dead input (counted once) allows.
   if (shared_bound >= 0) {
     std::snprintf(line, sizeof line, "  lower bound with in-place sharing %lld bytes, ratio %.2f\n",
