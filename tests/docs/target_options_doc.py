@@ -170,7 +170,8 @@ def generate(binary, src):
            f"`{compile_default}`",
            "(the C interface with the weights linked in) when `--target` is not given. When it is given, only",
            "`-link-params` keeps `compile`'s default of 1: every other key not written takes the parser's default.",
-           "`run` has no target string: `--backend c|llvm` and `--unpacked-api 0|1` choose the host build.\n",
+           "`run` has no target string: `--backend c|llvm` and `--unpacked-api 0|1` choose the host build, "
+           "`--reuse-io-buffers` adds `-reuse-io-buffers=1`.\n",
            "## Keys\n",
            "| key | values | default | what it does |",
            "|---|---|---|---|"]
@@ -182,6 +183,8 @@ def generate(binary, src):
             default = "`O2`"
         elif k == "disabled-schedules":
             default = "none"
+        elif k == "reuse-io-buffers":
+            default = "`0`"
         elif build_opts[k] == compile_opts[k]:
             default = f"`{build_opts[k]}`"
         else:

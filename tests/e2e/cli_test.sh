@@ -365,6 +365,20 @@ PY
   grep -q "tvmgen_residual_reshape_fused_sum_act(float\* lhs, float\* rhs, float\* out)" "$lib" ||
     fail "the in-place kernel still has restrict parameters"
   grep -Eq "tvmgen_residual_reshape_(r1|r2|flat)\(" "$lib" && fail "a reshape still has a copy kernel"
+  # -reuse-io-buffers=1: the AD model's intermediates (128 bytes each) all fit in its
+  # 640-byte input after the first layer and in its output before the last.
+  local ad="$src/tests/tflite/models/ad01_int8.tflite" ad_in="$src/tests/tflite/reference/ad/lcg_9e3779b9/input.npy"
+  run 0 "$mtir" run "$ad" --input "input_1=$ad_in" --target host --reuse-io-buffers
+  contains stdout "$out" "Identity: max abs diff 0, max rel diff 0  ok"
+  contains stdout "$out" "pool 0 bytes"
+  contains stdout "$out" "1032 bytes of intermediates in the model's input/output buffers (-reuse-io-buffers=1)"
+  contains stdout "$out" "functional_1_activation_Relu          0        128 in Identity"
+  run 0 "$mtir" run "$ad" --input "input_1=$ad_in" --target host
+  contains stdout "$out" "pool 256 bytes"
+  run 0 "$mtir" compile "$ad" --target "c -interface-api=c -unpacked-api=1 -reuse-io-buffers=1" -o "$work/ad-io"
+  grep -q '"target": "c .*-reuse-io-buffers=1"' "$work/ad-io/metadata.json" || fail "metadata.json has no -reuse-io-buffers=1"
+  run 1 "$mtir" compile "$ad" --target "c -reuse-io-buffers=2" -o "$work/ad-bad"
+  contains stderr "$err" "reuse-io-buffers takes 0 or 1"
 }
 
 group_inplace_qemu() {
@@ -372,6 +386,10 @@ group_inplace_qemu() {
   contains stdout "$out" "cortex-m4 vs interpreter"
   contains stdout "$out" "logits: max abs diff 0, max rel diff 0  ok"
   contains stdout "$out" "lower bound with in-place sharing 512 bytes"
+  run 0 "$mtir" run "$src/tests/tflite/models/ad01_int8.tflite" \
+    --input "input_1=$src/tests/tflite/reference/ad/lcg_9e3779b9/input.npy" --target cortex-m4 --reuse-io-buffers
+  contains stdout "$out" "Identity: max abs diff 0, max rel diff 0  ok"
+  contains stdout "$out" "workspace 15, input/output buffers 1,280"
 }
 
 group_malformed() {
