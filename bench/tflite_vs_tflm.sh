@@ -407,7 +407,7 @@ print("Per layer, in the model's operator order: ours from `microtir run --profi
       "generated AOT main brackets each operator call with TVMGEN_PROFILE hooks that read the same counter; the "
       "cost of an empty hook pair is subtracted), TFLM's from its profiler (the empty event subtracted). An operator "
       "our compiler fused into the kernel of a later one (an activation, say) shows 0 and \"merged into #k\"; "
-      "RESHAPE is its own kernel, a copy. The per-operator sums fall short of the totals by the AOT main's own "
+      "RESHAPE runs no kernel (its output is a view of its input: \"no kernel\"). The per-operator sums fall short of the totals by the AOT main's own "
       "calls and checks (ours) and TFLM's interpreter loop (theirs).")
 for lines in layer_sections:
     print()
