@@ -264,10 +264,14 @@ AotModule build_aot(const Graph& g, const AotOptions& options) {
   main->attrs["global_symbol"] = aot.main;
   // The parameters that are the model's inputs and outputs (not its weights), by
   // position: the memory planner may reuse their bytes under -reuse-io-buffers=1.
+  // An input the model also returns as is must keep its bytes: it is in neither list.
   std::string inputs, outputs;
+  const std::set<std::string> returned(g.outputs.begin(), g.outputs.end());
   for (size_t i = 0; i < aot.params.size(); ++i) {
-    std::string& list = aot.params[i].role == AotModule::Role::kInput ? inputs : outputs;
-    if (aot.params[i].role != AotModule::Role::kConstant) list += (list.empty() ? "" : ",") + std::to_string(i);
+    const AotModule::Param& p = aot.params[i];
+    if (p.role == AotModule::Role::kConstant || (p.role == AotModule::Role::kInput && returned.count(p.name))) continue;
+    std::string& list = p.role == AotModule::Role::kInput ? inputs : outputs;
+    list += (list.empty() ? "" : ",") + std::to_string(i);
   }
   main->attrs[kInputParamsAttr] = inputs;
   main->attrs[kOutputParamsAttr] = outputs;
