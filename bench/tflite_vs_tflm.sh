@@ -71,6 +71,10 @@ for entry in "${MODELS[@]}"; do
     "$cli" run "tests/tflite/models/$file.tflite" --input "$input=$ref/input.npy" --target cortex-m4 --json \
       --disable-schedules "$sched" > "$work/$model.off-$sched.json" 2>> "$work/$model.err" || true
   done
+  # RAM when the model's input and output buffers double as workspace (an option:
+  # run() then overwrites its input).
+  "$cli" run "tests/tflite/models/$file.tflite" --input "$input=$ref/input.npy" --target cortex-m4 --json \
+    --reuse-io-buffers > "$work/$model.reuse-io.json" 2>> "$work/$model.err" || true
   # Per operator: a second run with the profiling hooks (the totals above stay hook-free),
   # and the node of each TFLite operator (import --layer-outputs) to align the two.
   "$cli" run "tests/tflite/models/$file.tflite" --input "$input=$ref/input.npy" --target cortex-m4 --json \
@@ -261,7 +265,7 @@ def n(v):
     return f"{v:,}" if isinstance(v, int) else "-"
 
 
-rows, whole, layer_sections, notes, schedule_lines = [], [], [], [], []
+rows, whole, layer_sections, notes, schedule_lines, reuse_lines = [], [], [], [], [], []
 for entry in entries:
     model, file = entry.split(":")
     ref_dir = os.path.join("tests/tflite/reference", model, case)
@@ -313,6 +317,15 @@ for entry in entries:
                 f"{n(stack)} | {n(their_ram)} = {n(cmsis['arena'] if cmsis else None)} + {n(cm_stack)} | "
                 f"{ratio(our_ram, their_ram)} | {n(our_flash)} | {n(cm_flash - cm_model)} | "
                 f"{ratio(our_flash, cm_flash - cm_model)} | {'; '.join(same)} |")
+    try:
+        io = json.load(open(os.path.join(work, model + ".reuse-io.json")))
+        irep = io["report"]
+        iram = irep["workspace_bytes"] + irep["io_buffer_bytes"] + (irep.get("stack_bytes") or 0)
+        reuse_lines.append(f"| {model} | {n(our_ram)} | {n(iram)} = {n(irep['workspace_bytes'])} + "
+                           f"{n(irep['io_buffer_bytes'])} + {n(irep.get('stack_bytes'))} | {n(their_ram)} | "
+                           f"{ratio(our_ram, their_ram)} | {ratio(iram, their_ram)} | {'yes' if io['ok'] else 'NO'} |")
+    except (OSError, ValueError, KeyError, TypeError):
+        reuse_lines.append(f"| {model} | {n(our_ram)} | failed | {n(their_ram)} | {ratio(our_ram, their_ram)} | - | NO |")
     whole.append(f"| {model} | {n(rep['flash_bytes'] - rep['test_input_bytes'])} ({n(weights)} weights) | "
                  f"{n(cm_flash)} ({n(cm_model)} .tflite) | {n(rep['ram_bytes'])} | {n(cm_ram)} |")
     if cmsis and cmsis["ops"]:
@@ -336,6 +349,16 @@ print("- Flash without the weights: ours is the firmware minus the linked consta
       "is the firmware minus the embedded `.tflite` (weights and graph). Both include the test harness and "
       "newlib-nano (printf, semihosting).")
 print()
+if reuse_lines:
+    print("RAM with `-reuse-io-buffers=1` (`run --reuse-io-buffers`): intermediates may live in the model's input "
+          "buffer after its last reader and in its output buffer before its producer, so `run()` overwrites its input; "
+          "\"= interpreter\": the output is still bit-exact.")
+    print()
+    print("| model | ours: RAM, default | ours: RAM with -reuse-io-buffers=1 = workspace + I/O + stack | "
+          "TFLM+CMSIS-NN: RAM | ours / TFLM, default | ours / TFLM, reuse | = interpreter |")
+    print("|---|---:|---:|---:|---:|---:|---|")
+    print("\n".join(reuse_lines))
+    print()
 if schedule_lines:
     print("What a schedule of the int8 kernels is worth: each model once more with it switched off "
           "(`--disable-schedules NAME`); \"= interpreter\": the output is still bit-exact.")
@@ -355,7 +378,7 @@ print("Per layer, in the model's operator order: ours from `microtir run --profi
       "generated AOT main brackets each operator call with TVMGEN_PROFILE hooks that read the same counter; the "
       "cost of an empty hook pair is subtracted), TFLM's from its profiler (the empty event subtracted). An operator "
       "our compiler fused into the kernel of a later one (an activation, say) shows 0 and \"merged into #k\"; "
-      "RESHAPE is its own kernel, a copy. The per-operator sums fall short of the totals by the AOT main's own "
+      "RESHAPE runs no kernel (its output is a view of its input: \"no kernel\"). The per-operator sums fall short of the totals by the AOT main's own "
       "calls and checks (ours) and TFLM's interpreter loop (theirs).")
 for lines in layer_sections:
     print()

@@ -140,6 +140,7 @@ json memory_json(const PipelineResult& lowered) {
       json pools = json::array();
       for (const auto& [pool, bytes] : p.pools) pools.push_back({{"name", pool}, {"bytes", bytes}});
       plans.push_back({{"function", name}, {"pool_bytes", p.pool_bytes}, {"lower_bound", p.lower_bound},
+                       {"shared_lower_bound", p.shared_lower_bound},
                        {"alignment", p.alignment}, {"planner", p.planner}, {"steps", p.steps},
                        {"step_callees", p.step_callees},
                        {"pools", pools}, {"tensors", tensors}});

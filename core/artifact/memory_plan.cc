@@ -64,6 +64,8 @@ FunctionMemoryPlan memory_plan_of(const PrimFunc& f) {
   plan.planned = true;
   plan.pool_bytes = pool_bytes;
   plan.lower_bound = int_attr(f, "workspace.lower_bound_bytes");
+  plan.shared_lower_bound = int_attr(f, "workspace.shared_lower_bound_bytes");
+  if (plan.shared_lower_bound < 0) plan.shared_lower_bound = plan.lower_bound;
   plan.alignment = int_attr(f, "workspace.alignment");
   if (auto it = f->attrs.find("workspace.planner"); it != f->attrs.end() && std::holds_alternative<std::string>(it->second))
     plan.planner = std::get<std::string>(it->second);

@@ -26,6 +26,7 @@ struct FunctionMemoryPlan {
   std::vector<std::pair<std::string, int64_t>> pools;  // name, bytes
   int64_t pool_bytes = 0;    // all pools together
   int64_t lower_bound = 0;   // the most bytes live at once, summed over pools
+  int64_t shared_lower_bound = 0;  // the same with the accepted in-place sharings
   int64_t alignment = 0;
   std::string planner;       // the heuristic(s) that won
   int steps = 0;             // statements of the body after the declarations

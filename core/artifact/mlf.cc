@@ -28,10 +28,13 @@ void add_packed_entry(const Graph& g, BuildResult* built) {
 }
 
 // The pool bytes PlanMemory gave a function (0 when it has no pool).
-int64_t pool_bytes(const PrimFunc& f) {
-  auto it = f->attrs.find("workspace.pool_bytes");
+int64_t int_attr_or_zero(const PrimFunc& f, const char* key) {
+  if (!f) return 0;
+  auto it = f->attrs.find(key);
   return it != f->attrs.end() && std::holds_alternative<int64_t>(it->second) ? std::get<int64_t>(it->second) : 0;
 }
+
+int64_t pool_bytes(const PrimFunc& f) { return int_attr_or_zero(f, "workspace.pool_bytes"); }
 
 // TVM's per-function memory section: main's workspace, constants and I/O bytes, and the
 // workspace of every operator function (device 1 is DLPack's kDLCPU).
@@ -102,6 +105,10 @@ MlfArtifact build_mlf(const LoadedModel& model, const std::string& target_string
                 {"main", model.aot.main},
                 {"memory",
                  {{"workspace_bytes", artifact_workspace_bytes(a.built.lowered.module, model.aot.main)},
+                  {"pool_bytes", pool_bytes(a.built.lowered.module.lookup(model.aot.main))},
+                  {"lower_bound_bytes", int_attr_or_zero(a.built.lowered.module.lookup(model.aot.main), "workspace.lower_bound_bytes")},
+                  {"shared_lower_bound_bytes",
+                   int_attr_or_zero(a.built.lowered.module.lookup(model.aot.main), "workspace.shared_lower_bound_bytes")},
                   {"functions", memory_section(model.aot, a.built.lowered.module)}}},
                 {"files", nlohmann::json::array()}};
   for (const auto& f : files) a.metadata["files"].push_back(f.path);

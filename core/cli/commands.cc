@@ -310,6 +310,7 @@ static int run_model_as_artifact(const RunCommand& c) {
     if (!cpu.empty()) target += " -mcpu=" + cpu;
   }
   if (!c.disabled_schedules.empty()) target += " -disabled-schedules=" + c.disabled_schedules;
+  if (c.reuse_io_buffers) target += " -reuse-io-buffers=1";
   for (const auto& f : compile_artifact(c.file, target, c.devices).files) {
     std::filesystem::create_directories(std::filesystem::path(dir + "/" + f.path).parent_path());
     files.add(dir + "/" + f.path, f.text);
@@ -388,7 +389,8 @@ static HostComparison compare_with_host_build(const RunCommand& c, const IRModul
   for (size_t i = 0; i < f->params.size(); ++i)
     if (f->param_buffers[i]) host_args[i] = &inputs[i];
   if (c.backend != "c" && c.backend != "llvm") user_error({}, "--backend takes c or llvm, not '" + c.backend + "'");
-  Target target = parse_target(c.backend + (c.unpacked_api ? " -unpacked-api=1" : ""));
+  Target target = parse_target(c.backend + (c.unpacked_api ? " -unpacked-api=1" : "") +
+                               (c.reuse_io_buffers ? " -reuse-io-buffers=1" : ""));
   BuildResult built = build_for_target(m, target);
   TempDir work(c.keep_build_dir);
   sim::HostSimOptions options;
@@ -457,7 +459,7 @@ int run_run(const RunCommand& c) {
   }
   if (!print_run_text(c, f, arrays, outputs, host.comparisons, host.all_match, returned, host.returned)) return 1;
   // Where the model's intermediate tensors live: the plan the artifact uses.
-  if (is_graph_file(c.file)) std::cout << planned_memory_report(m, fname);
+  if (is_graph_file(c.file)) std::cout << planned_memory_report(m, fname, c.reuse_io_buffers);
   return 0;
 }
 
@@ -601,8 +603,10 @@ int run_build(const BuildCommand& c) {
   return 0;
 }
 
-std::string planned_memory_report(const IRModule& m, const std::string& main) {
-  PipelineResult planned = run_pipeline(m, {*find_pass("simplify"), *find_pass("plan_memory")});
+std::string planned_memory_report(const IRModule& m, const std::string& main, bool reuse_io_buffers) {
+  IRModule input = m;
+  if (reuse_io_buffers) input.attrs["reuse_io_buffers"] = true;
+  PipelineResult planned = run_pipeline(input, {*find_pass("simplify"), *find_pass("plan_memory")});
   return memory_report(planned.module.lookup(main));
 }
 

@@ -29,6 +29,7 @@ struct RunCommand {
   int unpacked_api = 0;  // calling convention of the host build
   std::string backend = "c";  // backend of the host build: c or llvm
   std::string disabled_schedules;  // "block,smlad": int8 schedules switched off (a model on a target)
+  bool reuse_io_buffers = false;   // -reuse-io-buffers=1 on the build
   std::string keep_build_dir;  // where the host build goes (default: a temporary folder, removed)
   std::vector<std::string> devices;  // --device INSTANCE=OP[,OP...]
   bool profile_layers = false;  // count each operator call of run() on the target
@@ -73,7 +74,9 @@ int run_compile(const CompileCommand& c);
 bool is_artifact_path(const std::string& path);
 // The memory plan of a model's main (pools, lower bound, where each tensor lives), as
 // `run` prints it: simplify and plan_memory, as the lowering runs them.
-std::string planned_memory_report(const IRModule& m, const std::string& main);
+// The memory plan of a model's main as `run` prints it; `reuse_io_buffers` plans as
+// -reuse-io-buffers=1 does.
+std::string planned_memory_report(const IRModule& m, const std::string& main, bool reuse_io_buffers = false);
 int run_artifact(const RunCommand& c);
 
 // "NAME: dtype (shape)" and the values numpy-style, at most `limit` of them.

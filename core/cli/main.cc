@@ -80,6 +80,9 @@ CLI::App* add_run(CLI::App& app, mtir::cli::RunCommand& run) {
   cmd->add_option("--disable-schedules", run.disabled_schedules,
                   "int8 kernel schedules to switch off, comma-separated: fold_zero_point, block, unroll, hoist, "
                   "smlad, sxtb16 (a model on --target; see docs/quantization.md)");
+  cmd->add_flag("--reuse-io-buffers", run.reuse_io_buffers,
+                "Build with -reuse-io-buffers=1: intermediates may live in the model's input and output buffers, "
+                "so run() overwrites its input (docs/target-options.md)");
   cmd->add_option("--keep-build", run.keep_build_dir, "Build the host program in DIR and keep it");
   cmd->add_flag("--profile-layers", run.profile_layers,
                 "Also count the instructions of each operator call of run() (a model on a target with an "

@@ -277,7 +277,7 @@ int run_artifact(const RunCommand& c) {
   if (c.profile_layers) std::cout << layers_text(result.report, nodes_of_kernels(model.aot, model.graph));
   for (const auto& d : result.devices) std::cout << "device " << d << "\n";
   // Where the model's intermediate tensors live, as `run model.json` prints it.
-  std::cout << planned_memory_report(model.aot.module, model.aot.main);
+  std::cout << planned_memory_report(model.aot.module, model.aot.main, parse_target(info.target.empty() ? "c" : info.target).reuse_io_buffers);
   if (!cmp.all_match) {
     std::cerr << "microtir: the artifact on " << target.name << " disagrees with the interpreter\n";
     return 1;

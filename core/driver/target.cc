@@ -32,6 +32,7 @@ std::string Target::str() const {
   os << " -runtime=" << runtime << " -executor=" << executor << " -interface-api=" << interface_api
      << " -unpacked-api=" << (unpacked_api ? 1 : 0) << " -link-params=" << (link_params ? 1 : 0)
      << " -workspace-byte-alignment=" << workspace_byte_alignment;
+  if (reuse_io_buffers) os << " -reuse-io-buffers=1";
   return os.str();
 }
 
@@ -71,6 +72,8 @@ Target parse_target(const std::string& text) {
       t.unpacked_api = parse_bool(text, key, value);
     } else if (key == "link-params") {
       t.link_params = parse_bool(text, key, value);
+    } else if (key == "reuse-io-buffers") {
+      t.reuse_io_buffers = parse_bool(text, key, value);
     } else if (key == "workspace-byte-alignment") {
       int n = 0;
       try {
@@ -105,7 +108,7 @@ Target parse_target(const std::string& text) {
       static const std::vector<std::string> known = {"runtime",     "executor", "interface-api",
                                                      "unpacked-api", "link-params",
                                                      "workspace-byte-alignment", "mtriple", "mcpu", "opt",
-                                                     "disabled-schedules"};
+                                                     "disabled-schedules", "reuse-io-buffers"};
       std::string message = "unknown option -" + key;
       std::string best = closest_match(key, known);
       if (!best.empty()) message += "; did you mean -" + best + "?";

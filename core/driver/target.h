@@ -18,6 +18,10 @@ struct Target {
   bool unpacked_api = false;
   bool link_params = false;
   int workspace_byte_alignment = 16;
+  // The model's input and output buffers double as workspace: the planner may place
+  // intermediate tensors in them while they hold nothing the model still needs, so
+  // run() overwrites its input (docs/target-options.md).
+  bool reuse_io_buffers = false;
   std::string mtriple;  // llvm only
   std::string mcpu;     // llvm: the CPU; c: only chooses schedules (cortex-m4/m7: smlad)
   std::string disabled_schedules;  // "block,smlad": int8 schedules switched off (ops/schedules.h)

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -33,13 +34,36 @@ struct FusedGroup {
   std::vector<std::string> inputs;  // tensors the kernel reads, in parameter order
   std::string fname;
   PrimFunc func;
+  // Positions in `inputs` that an elementwise op of the group reads: the kernel may
+  // write its output over one of them (the memory planner checks the kernel first).
+  std::vector<size_t> may_overwrite;
 };
+
+OutputSharing sharing_of(const GraphNode& node) {
+  const OpDef* op = find_op(node.op);
+  return op && node.device.empty() ? op->sharing : OutputSharing::kNone;
+}
 
 // Grows a group from each node while its result has exactly one reader, is not a
 // model output, and that reader's function fuses (see fuse_elementwise.h). The groups
 // come back in the order of their last node, which keeps the calls topological.
+// Nodes whose output is a view of their input (OutputSharing::kView: reshape, flatten):
+// no kernel runs for them. A model output still gets its own bytes (the caller's
+// buffer), and a device's node stays the device's call.
+std::vector<bool> view_nodes(const Graph& g) {
+  std::set<std::string> outputs(g.outputs.begin(), g.outputs.end());
+  std::vector<bool> view(g.nodes.size(), false);
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const GraphNode& node = g.nodes[i];
+    const OpDef* op = find_op(node.op);
+    view[i] = op && op->sharing == OutputSharing::kView && node.device.empty() && !outputs.count(node.name) &&
+              node.inputs.size() == 1;
+  }
+  return view;
+}
+
 std::vector<FusedGroup> group_nodes(const Graph& g, const std::vector<PrimFunc>& funcs, const std::string& prefix,
-                                    const AotOptions& options) {
+                                    const AotOptions& options, const std::vector<bool>& view) {
   std::map<std::string, std::vector<size_t>> readers;
   for (size_t i = 0; i < g.nodes.size(); ++i)
     for (const auto& in : g.nodes[i].inputs) readers[in].push_back(i);
@@ -48,10 +72,12 @@ std::vector<FusedGroup> group_nodes(const Graph& g, const std::vector<PrimFunc>&
   for (size_t i = 0; i < g.nodes.size(); ++i) taken.insert(prefix + to_c_identifier(g.nodes[i].name));
 
   std::vector<FusedGroup> groups;
-  std::vector<bool> absorbed(g.nodes.size(), false);
+  std::vector<bool> absorbed(view);
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     if (absorbed[i]) continue;
-    FusedGroup group{{i}, g.nodes[i].inputs, symbol_of("", funcs[i]), funcs[i]};
+    FusedGroup group{{i}, g.nodes[i].inputs, symbol_of("", funcs[i]), funcs[i], {}};
+    if (sharing_of(g.nodes[i]) == OutputSharing::kElementwise)
+      for (size_t k = 0; k < group.inputs.size(); ++k) group.may_overwrite.push_back(k);
     // Device kernels are the device library's: nothing fuses into them.
     while (options.fuse_elementwise && g.nodes[i].device.empty() && group.nodes.size() < options.max_fused_ops) {
       const std::string& result = g.nodes[group.nodes.back()].name;
@@ -71,8 +97,11 @@ std::vector<FusedGroup> group_nodes(const Graph& g, const std::vector<PrimFunc>&
       group.func = fused;
       group.fname = fname;
       group.nodes.push_back(j);
-      for (size_t k = 0; k < consumer.inputs.size(); ++k)
-        if (k != input) group.inputs.push_back(consumer.inputs[k]);
+      for (size_t k = 0; k < consumer.inputs.size(); ++k) {
+        if (k == input) continue;
+        if (sharing_of(consumer) == OutputSharing::kElementwise) group.may_overwrite.push_back(group.inputs.size());
+        group.inputs.push_back(consumer.inputs[k]);
+      }
       absorbed[j] = true;
     }
     groups.push_back(std::move(group));
@@ -134,7 +163,8 @@ AotModule build_aot(const Graph& g, const AotOptions& options) {
       throw DiagnosticError(d);
     }
   }
-  std::vector<FusedGroup> groups = group_nodes(g, funcs, prefix, options);
+  const std::vector<bool> view = view_nodes(g);
+  std::vector<FusedGroup> groups = group_nodes(g, funcs, prefix, options, view);
 
   // Each device instance's context is a handle parameter of main, after the outputs;
   // the hooks bracket its first and last use.
@@ -167,6 +197,24 @@ AotModule build_aot(const Graph& g, const AotOptions& options) {
   // One call per group, where its last node was, and a buffer for each group's result.
   std::vector<Stmt> calls;
   std::vector<Buffer> intermediates;
+  std::vector<Buffer> views;  // declared after the allocations, on their memory
+  // A view node's result: the buffer of its input under the node's shape, created when
+  // a kernel first reads it (its input's producer has run by then).
+  std::map<std::string, size_t> view_node;
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    if (view[i]) view_node[g.nodes[i].name] = i;
+  std::function<Buffer(const std::string&)> buffer_of = [&](const std::string& name) -> Buffer {
+    auto it = buffers.find(name);
+    if (it != buffers.end()) return it->second;
+    const GraphNode& node = g.nodes[view_node.at(name)];
+    Buffer base = buffer_of(node.inputs[0]);
+    auto v = std::make_shared<BufferNode>(*MakeBuffer(to_c_identifier(name), node.type.dtype, shape_exprs(node.type)));
+    v->data = base->data;
+    v->elem_offset = base->elem_offset;
+    buffers[name] = v;
+    views.push_back(v);
+    return v;
+  };
   for (size_t gi = 0; gi < groups.size(); ++gi) {
     const FusedGroup& group = groups[gi];
     PrimFunc func = group.func;
@@ -189,7 +237,7 @@ AotModule build_aot(const Graph& g, const AotOptions& options) {
     const std::string& device = g.nodes[group.nodes.front()].device;
     if (!device.empty()) {
       std::vector<Expr> args;
-      for (const auto& in : group.inputs) args.push_back(address(buffers.at(in)));
+      for (const auto& in : group.inputs) args.push_back(address(buffer_of(in)));
       args.push_back(address(buffers.at(result)));
       if (uses[device].first == gi) calls.push_back(hook(device, "Activate"));
       calls.push_back(hook(device, "Open"));
@@ -199,14 +247,34 @@ AotModule build_aot(const Graph& g, const AotOptions& options) {
       continue;
     }
     std::vector<Expr> args = {StringImm(group.fname)};
-    for (const auto& in : group.inputs) args.push_back(whole(buffers.at(in)));
+    for (const auto& in : group.inputs) args.push_back(whole(buffer_of(in)));
     args.push_back(whole(buffers.at(result)));
-    calls.push_back(Evaluate(Call(DataType::Int(32), "call_tir", std::move(args))));
+    Attrs call_attrs;
+    int64_t mask = 0;
+    for (size_t k : group.may_overwrite) mask |= k < 62 ? int64_t{1} << k : 0;
+    if (mask) call_attrs[kMayOverwriteAttr] = mask;
+    calls.push_back(Evaluate(Call(DataType::Int(32), "call_tir", std::move(args), std::move(call_attrs))));
   }
+  // A view read by no kernel (its only reader was another view that nothing reads)
+  // needs no declaration; the others are declared inside the allocations they view.
   Stmt body = SeqStmt(calls);
+  for (size_t i = views.size(); i-- > 0;) body = DeclBuffer(views[i], body);
   for (size_t i = intermediates.size(); i-- > 0;) body = Allocate(intermediates[i], "global", body);
   main->body = body;
   main->attrs["global_symbol"] = aot.main;
+  // The parameters that are the model's inputs and outputs (not its weights), by
+  // position: the memory planner may reuse their bytes under -reuse-io-buffers=1.
+  // An input the model also returns as is must keep its bytes: it is in neither list.
+  std::string inputs, outputs;
+  const std::set<std::string> returned(g.outputs.begin(), g.outputs.end());
+  for (size_t i = 0; i < aot.params.size(); ++i) {
+    const AotModule::Param& p = aot.params[i];
+    if (p.role == AotModule::Role::kConstant || (p.role == AotModule::Role::kInput && returned.count(p.name))) continue;
+    std::string& list = p.role == AotModule::Role::kInput ? inputs : outputs;
+    list += (list.empty() ? "" : ",") + std::to_string(i);
+  }
+  main->attrs[kInputParamsAttr] = inputs;
+  main->attrs[kOutputParamsAttr] = outputs;
   main->attrs["tir.noalias"] = true;
   aot.module.functions.emplace_back(aot.main, main);
   return aot;

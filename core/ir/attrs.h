@@ -16,6 +16,14 @@ using Attrs = std::map<std::string, AttrValue>;
 // library, the executor and the code generators).
 // The call attribute that marks a device call: its last argument is the resource handle.
 inline constexpr const char* kResourceHandleAttr = "tir.resource_handle";
+// On a call_tir of the AOT main: a bit mask of the callee's input parameters that it
+// reads elementwise, so its output may be written over one of them. PlanMemory checks
+// the callee, decides, and removes the attribute.
+inline constexpr const char* kMayOverwriteAttr = "tir.may_overwrite";
+// On an AOT main: the positions of its parameters that are the model's inputs, and
+// those that are its outputs, comma-separated ("0,1"); the others are weights.
+inline constexpr const char* kInputParamsAttr = "aot.input_params";
+inline constexpr const char* kOutputParamsAttr = "aot.output_params";
 // The function attribute naming the device instance a function runs on.
 inline constexpr const char* kDeviceAttr = "device";
 

@@ -6,6 +6,7 @@
 // reserves; with aligned offsets, two slots overlap exactly when the tensors' bytes do.
 #include <algorithm>
 #include <cstdio>
+#include <set>
 #include <sstream>
 
 #include "memory/placement.h"
@@ -23,12 +24,45 @@ std::string steps(int64_t first, int64_t last) {
   return std::to_string(first) + ".." + std::to_string(last);
 }
 
+// The sharings of the plan that are sound: both tensors exist, the same size at the
+// same offset, and the input's last step is the output's first. Reports the others.
+std::set<std::pair<size_t, size_t>> sound_sharings(const std::vector<TensorLifetime>& tensors,
+                                                   const MemoryPlan& plan, std::vector<std::string>& problems) {
+  std::set<std::pair<size_t, size_t>> sound;
+  const int n = static_cast<int>(tensors.size());
+  std::set<int> inputs, outputs;
+  for (const SharingCandidate& c : plan.shared) {
+    if (c.output < 0 || c.output >= n || c.input < 0 || c.input >= n || c.output == c.input) {
+      problems.push_back("sharing (output " + std::to_string(c.output) + ", input " + std::to_string(c.input) +
+                         ") does not name two tensors");
+      continue;
+    }
+    const TensorLifetime& out = tensors[c.output];
+    const TensorLifetime& in = tensors[c.input];
+    std::string why;
+    if (plan.offsets[c.output] != plan.offsets[c.input]) why = "they have different offsets";
+    else if (out.size_bytes != in.size_bytes) why = "they have different sizes";
+    else if (in.last_step != out.first_step)
+      why = "the input's last step " + std::to_string(in.last_step) + " is not the output's first step " +
+            std::to_string(out.first_step);
+    else if (!inputs.insert(c.input).second) why = "the input is shared by another output too";
+    else if (!outputs.insert(c.output).second) why = "the output shares another input too";
+    if (!why.empty()) {
+      problems.push_back("output '" + out.name + "' may not share the bytes of input '" + in.name + "': " + why);
+      continue;
+    }
+    sound.insert({std::min<size_t>(c.output, c.input), std::max<size_t>(c.output, c.input)});
+  }
+  return sound;
+}
+
 void check_overlaps(const std::vector<TensorLifetime>& tensors, const std::vector<int64_t>& size,
-                    const MemoryPlan& plan, std::vector<std::string>& problems) {
+                    const MemoryPlan& plan, const std::set<std::pair<size_t, size_t>>& sound,
+                    std::vector<std::string>& problems) {
   const size_t n = tensors.size();
   for (size_t i = 0; i < n; ++i) {
     for (size_t j = i + 1; j < n; ++j) {
-      if (size[i] == 0 || size[j] == 0) continue;
+      if (size[i] == 0 || size[j] == 0 || sound.count({i, j})) continue;
       const TensorLifetime& a = tensors[i];
       const TensorLifetime& b = tensors[j];
       const int first = std::max(a.first_step, b.first_step);
@@ -93,11 +127,21 @@ std::vector<std::string> check_plan(const std::vector<TensorLifetime>& tensors,
                          " bytes");
     }
   }
-  if (offsets_ok) check_overlaps(tensors, size, plan, problems);
-  const int64_t bound = memory_lower_bound(tensors, alignment);
+  std::set<std::pair<size_t, size_t>> sound;
+  if (offsets_ok) {
+    sound = sound_sharings(tensors, plan, problems);
+    check_overlaps(tensors, size, plan, sound, problems);
+  }
+  std::vector<SharingCandidate> shared;
+  for (const auto& [a, b] : sound) {
+    // Back to (output, input): the output is the one that starts later.
+    const bool a_out = tensors[a].first_step > tensors[b].first_step;
+    shared.push_back({static_cast<int>(a_out ? a : b), static_cast<int>(a_out ? b : a)});
+  }
+  const int64_t bound = memory_lower_bound(tensors, alignment, shared);
   if (plan.pool_size < bound) {
-    problems.push_back("pool of " + std::to_string(plan.pool_size) +
-                       " bytes is below the lower bound of " + std::to_string(bound) + " bytes");
+    problems.push_back("pool of " + std::to_string(plan.pool_size) + " bytes is below the lower bound of " +
+                       std::to_string(bound) + " bytes" + (shared.empty() ? "" : " (with its sharings)"));
   }
   return problems;
 }
@@ -119,9 +163,16 @@ std::string plan_report(const std::vector<TensorLifetime>& tensors, const Memory
     os << pad_right(row[0], width[0]) << "  " << pad_left(row[1], width[1]) << "  "
        << pad_left(row[2], width[2]) << "  " << row[3] << "\n";
   }
+  for (const SharingCandidate& c : plan.shared) {
+    if (c.output < 0 || c.input < 0 || static_cast<size_t>(std::max(c.output, c.input)) >= tensors.size()) continue;
+    os << tensors[c.output].name << " is written over " << tensors[c.input].name << "\n";
+  }
   os << "pool " << plan.pool_size << " bytes, lower bound " << plan.lower_bound
-     << " bytes, ratio " << ratio_text(plan.pool_size, plan.lower_bound) << ", algorithm "
-     << (plan.algorithm.empty() ? "-" : plan.algorithm) << "\n";
+     << " bytes, ratio " << ratio_text(plan.pool_size, plan.lower_bound);
+  if (!plan.shared.empty())
+    os << ", lower bound with sharing " << plan.shared_lower_bound << " bytes, ratio "
+       << ratio_text(plan.pool_size, plan.shared_lower_bound);
+  os << ", algorithm " << (plan.algorithm.empty() ? "-" : plan.algorithm) << "\n";
   return os.str();
 }
 

@@ -15,6 +15,7 @@
 // `%` rather than a std::*_distribution (whose output differs between standard
 // libraries), so native and wasm builds agree.
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <random>
 
@@ -62,6 +63,67 @@ int64_t memory_lower_bound(const std::vector<TensorLifetime>& tensors, int64_t a
     best = std::max(best, live);
   }
   return best;
+}
+
+std::vector<SharingCandidate> accept_sharing(const std::vector<TensorLifetime>& tensors,
+                                             const std::vector<SharingCandidate>& candidates) {
+  const int n = static_cast<int>(tensors.size());
+  std::vector<char> input_taken(n, 0), output_served(n, 0);
+  std::vector<SharingCandidate> accepted;
+  for (const SharingCandidate& c : candidates) {
+    if (c.output < 0 || c.output >= n || c.input < 0 || c.input >= n || c.output == c.input) {
+      user_error(Span{}, "memory planner: sharing candidate (output " + std::to_string(c.output) + ", input " +
+                             std::to_string(c.input) + ") does not name two of the " + std::to_string(n) +
+                             " tensors");
+    }
+    const TensorLifetime& out = tensors[c.output];
+    const TensorLifetime& in = tensors[c.input];
+    // The input must be read for the last time by the step that writes the output: a
+    // later reader would see the output's bytes.
+    if (in.size_bytes != out.size_bytes || in.size_bytes == 0 || in.last_step != out.first_step) continue;
+    if (input_taken[c.input] || output_served[c.output]) continue;
+    input_taken[c.input] = output_served[c.output] = 1;
+    accepted.push_back(c);
+  }
+  return accepted;
+}
+
+namespace {
+
+// The tensors with each chain of accepted sharings merged into one tensor that lives
+// from the first member's first step to the last member's last; group_of maps a
+// tensor to its merged one.
+std::vector<TensorLifetime> merge_shared(const std::vector<TensorLifetime>& tensors,
+                                         const std::vector<SharingCandidate>& shared, std::vector<int>* group_of) {
+  std::vector<int> parent(tensors.size());
+  for (size_t i = 0; i < parent.size(); ++i) parent[i] = static_cast<int>(i);
+  std::function<int(int)> root = [&](int i) { return parent[i] == i ? i : parent[i] = root(parent[i]); };
+  for (const SharingCandidate& c : shared) parent[root(c.output)] = root(c.input);
+  std::vector<TensorLifetime> merged;
+  std::vector<int> index_of_root(tensors.size(), -1);
+  group_of->assign(tensors.size(), -1);
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const int r = root(static_cast<int>(i));
+    if (index_of_root[r] < 0) {
+      index_of_root[r] = static_cast<int>(merged.size());
+      merged.push_back(tensors[i]);
+    } else {
+      TensorLifetime& m = merged[index_of_root[r]];
+      m.size_bytes = std::max(m.size_bytes, tensors[i].size_bytes);
+      m.first_step = std::min(m.first_step, tensors[i].first_step);
+      m.last_step = std::max(m.last_step, tensors[i].last_step);
+    }
+    (*group_of)[i] = index_of_root[r];
+  }
+  return merged;
+}
+
+}  // namespace
+
+int64_t memory_lower_bound(const std::vector<TensorLifetime>& tensors, int64_t alignment,
+                           const std::vector<SharingCandidate>& shared) {
+  std::vector<int> group_of;
+  return memory_lower_bound(merge_shared(tensors, accept_sharing(tensors, shared), &group_of), alignment);
 }
 
 namespace {
@@ -198,6 +260,7 @@ MemoryPlan to_plan(const std::vector<TensorLifetime>& tensors, const Placement& 
   plan.offsets = placement.offsets;
   plan.pool_size = placement.pool;
   plan.lower_bound = memory_lower_bound(tensors, alignment);
+  plan.shared_lower_bound = plan.lower_bound;
   plan.algorithm = heuristic_name(h);
   return plan;
 }
@@ -219,13 +282,25 @@ MemoryPlan plan_memory_with(const std::vector<TensorLifetime>& tensors, PlannerH
   return to_plan(tensors, best.placement, PlannerHeuristic::kHillClimb, options.alignment);
 }
 
-MemoryPlan plan_memory(const std::vector<TensorLifetime>& tensors, const PlannerOptions& options) {
+MemoryPlan plan_memory(const std::vector<TensorLifetime>& tensors, const PlannerOptions& options,
+                       const std::vector<SharingCandidate>& candidates) {
   check_options(options);
-  const Problem p = memory::make_problem(tensors, options.alignment);
-  const int64_t bound = memory_lower_bound(tensors, options.alignment);
+  memory::validate_tensors(tensors, options.alignment);
+  // A shared pair is one slot: plan the merged tensors, then give every member its
+  // group's offset.
+  std::vector<SharingCandidate> shared = accept_sharing(tensors, candidates);
+  std::vector<int> group_of;
+  const std::vector<TensorLifetime> merged = merge_shared(tensors, shared, &group_of);
+  const Problem p = memory::make_problem(merged, options.alignment);
+  const int64_t bound = memory_lower_bound(merged, options.alignment);
   PlaceScratch scratch;
   Candidate best = hill_climb(p, best_greedy(p, scratch), bound, options, scratch);
-  return to_plan(tensors, best.placement, best.heuristic, options.alignment);
+  MemoryPlan plan = to_plan(tensors, best.placement, best.heuristic, options.alignment);
+  plan.offsets.assign(tensors.size(), 0);
+  for (size_t i = 0; i < tensors.size(); ++i) plan.offsets[i] = best.placement.offsets[group_of[i]];
+  plan.shared_lower_bound = bound;
+  plan.shared = std::move(shared);
+  return plan;
 }
 
 }  // namespace mtir

@@ -28,6 +28,15 @@ struct TensorLifetime {
   int last_step = 0;
 };
 
+// An output that may take the bytes of an input of the operator that produces it (an
+// in-place elementwise kernel: add into a dead input). The caller has checked the kernel;
+// the planner accepts a candidate only when the input's last step is the output's first
+// step and both have the same size, and gives each input to at most one output.
+struct SharingCandidate {
+  int output = 0;  // indices into the tensors
+  int input = 0;
+};
+
 struct PlannerOptions {
   int64_t alignment = 16;            // a power of two, in bytes
   int improvement_iterations = 2000; // bound of the improvement search; 0 turns it off
@@ -37,8 +46,11 @@ struct PlannerOptions {
 struct MemoryPlan {
   std::vector<int64_t> offsets;  // parallel to the tensors
   int64_t pool_size = 0;
-  int64_t lower_bound = 0;       // memory_lower_bound of the tensors
-  std::string algorithm;         // which heuristic produced the plan
+  int64_t lower_bound = 0;       // memory_lower_bound of the tensors: whole tensors, none shared
+  // The bound with the accepted sharings: an output and the input it overwrites count once.
+  int64_t shared_lower_bound = 0;
+  std::vector<SharingCandidate> shared;  // the accepted candidates: same offset
+  std::string algorithm;                 // which heuristic produced the plan
 };
 
 // The heuristics plan_memory tries, in the order it tries them (earlier wins ties).
@@ -55,7 +67,13 @@ std::vector<PlannerHeuristic> all_heuristics();
 // The best plan over all heuristics. Throws a user error (support/diagnostic.h) on a
 // negative size, first_step > last_step, an alignment that is not a power of two, or a
 // negative iteration count.
-MemoryPlan plan_memory(const std::vector<TensorLifetime>& tensors, const PlannerOptions& options);
+MemoryPlan plan_memory(const std::vector<TensorLifetime>& tensors, const PlannerOptions& options,
+                       const std::vector<SharingCandidate>& candidates = {});
+
+// The candidates the planner accepts (see SharingCandidate), in their order. Throws a
+// user error on an index out of range or an output that is its own input.
+std::vector<SharingCandidate> accept_sharing(const std::vector<TensorLifetime>& tensors,
+                                             const std::vector<SharingCandidate>& candidates);
 
 // The plan of one heuristic alone (kHillClimb starts from the best greedy order and
 // never returns a worse plan than it).
@@ -65,10 +83,15 @@ MemoryPlan plan_memory_with(const std::vector<TensorLifetime>& tensors, PlannerH
 // Max over steps of the sum of the aligned sizes of the tensors live at that step. No
 // plan can have a smaller pool.
 int64_t memory_lower_bound(const std::vector<TensorLifetime>& tensors, int64_t alignment);
+// The same bound when each pair of `shared` holds one slot (accepted candidates only).
+int64_t memory_lower_bound(const std::vector<TensorLifetime>& tensors, int64_t alignment,
+                           const std::vector<SharingCandidate>& shared);
 
 // Every problem of `plan`: two tensors live at a common step whose byte ranges overlap
-// (naming both, their byte ranges and common steps), a misaligned or negative offset, a
-// tensor beyond the pool, a pool below the lower bound, a wrong number of offsets. Empty
+// (naming both, their byte ranges and common steps) unless they are a sharing of
+// plan.shared that is sound (same offset and size, the input's last step the output's
+// first); a sharing that is not; a misaligned or negative offset, a tensor beyond the
+// pool, a pool below the lower bound with sharing, a wrong number of offsets. Empty
 // when the plan is valid.
 std::vector<std::string> check_plan(const std::vector<TensorLifetime>& tensors,
                                     const MemoryPlan& plan, int64_t alignment);

@@ -45,6 +45,7 @@ std::vector<Expr> broadcast_index(const std::vector<int64_t>& shape, const std::
 OpDef binary_op(const std::string& name, ExprKind kind) {
   OpDef d;
   d.name = name;
+  d.sharing = OutputSharing::kElementwise;
   d.infer = [name](const std::vector<TensorType>& in, const json& attrs) { return infer_broadcast(name, in, attrs); };
   d.build = [kind](const std::string& fname, const std::vector<TensorType>& in, const TensorType& out,
                    const json&) {
@@ -71,6 +72,7 @@ OpDef unary_op(const std::string& name, std::vector<std::string> known,
                std::function<Expr(Expr, const AttrReader&)> fn, Dtypes dtypes = Dtypes::kFloat32) {
   OpDef d;
   d.name = name;
+  d.sharing = OutputSharing::kElementwise;
   d.infer = [name, known, check, dtypes](const std::vector<TensorType>& in, const json& attrs) {
     AttrReader r(name, attrs, known);
     check_inputs(name, in, 1, {"data"}, dtypes);

@@ -19,6 +19,18 @@ struct TensorType {
   std::string str() const;  // "float32(1, 8, 8, 8)"
 };
 
+// Whether an op's output may share memory with an input. The AOT executor and the
+// memory planner (transform/plan_memory.cc) read it; the planner also checks the
+// kernel before it lets an output overwrite an input.
+enum class OutputSharing {
+  kNone,         // the output needs bytes of its own (conv2d reads a window of its input)
+  kView,         // the output is input 0's bytes under another shape (reshape, flatten):
+                 // no kernel runs, the output is a view of the input
+  kElementwise,  // the kernel reads each input element only in the statement that writes
+                 // the same output element: the output may be written over an input of
+                 // the same shape and dtype that is read by nothing later
+};
+
 struct OpDef {
   std::string name;  // "conv2d", "dense", "add", ...
   // Checks the input types and the attributes and returns the output type. Throws a
@@ -31,6 +43,7 @@ struct OpDef {
   std::function<PrimFunc(const std::string& func_name, const std::vector<TensorType>& inputs,
                          const TensorType& output, const nlohmann::json& attrs)>
       build;
+  OutputSharing sharing = OutputSharing::kNone;
 };
 
 // nullptr for an unknown op.

@@ -103,6 +103,7 @@ QBinaryParams qbinary_params(const std::string& op, const std::vector<TensorType
 OpDef qbinary_op(const std::string& op) {
   OpDef d;
   d.name = op;
+  d.sharing = OutputSharing::kElementwise;
   d.infer = [op](const std::vector<TensorType>& in, const json& attrs) {
     return TensorType{kI8, qbinary_params(op, in, attrs).shape};
   };
@@ -481,6 +482,7 @@ void qact_check(const std::string& op, const std::vector<TensorType>& in, const 
 OpDef qact_op(const std::string& op) {
   OpDef d;
   d.name = op;
+  d.sharing = OutputSharing::kElementwise;
   d.infer = [op](const std::vector<TensorType>& in, const json& attrs) {
     qact_check(op, in, attrs);
     return in[0];

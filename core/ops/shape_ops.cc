@@ -288,8 +288,8 @@ PrimFunc full_build(const std::string& fname, const std::vector<TensorType>&, co
 
 void register_shape_ops(std::vector<OpDef>& ops) {
   ops.push_back(OpDef{"full", full_infer, full_build});
-  ops.push_back(OpDef{"reshape", reshape_infer, copy_op_build});
-  ops.push_back(OpDef{"flatten", flatten_infer, copy_op_build});
+  ops.push_back(OpDef{"reshape", reshape_infer, copy_op_build, OutputSharing::kView});
+  ops.push_back(OpDef{"flatten", flatten_infer, copy_op_build, OutputSharing::kView});
   ops.push_back(OpDef{"concat", concat_infer, concat_build});
   ops.push_back(OpDef{"transpose", transpose_infer, transpose_build});
   ops.push_back(OpDef{"pad", pad_infer, pad_build});

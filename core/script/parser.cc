@@ -1681,9 +1681,16 @@ class Parser {
     if (callee.kind != TokKind::kString) fail(callee, "T.call_tir needs the callee's name as a string first");
     next();
     args.push_back(StringImm(callee.text, span(callee)));
+    Attrs attrs;
     while (is_op(",")) {
       next();
       const Token& t = cur();
+      if (is_name("attrs") && tok_is_op(ahead(1), "=")) {  // the call's attributes, last
+        next();
+        next();
+        attrs = parse_dict();
+        break;
+      }
       const Binding* b = t.kind == TokKind::kName ? lookup(t.text) : nullptr;
       if (b && b->buffer && (tok_is_op(ahead(1), ",") || tok_is_op(ahead(1), ")") || tok_is_op(ahead(1), "["))) {
         Buffer buf = b->buffer;
@@ -1722,7 +1729,7 @@ class Parser {
     }
     expect_op(")", "to close T.call_tir(...)");
     (void)fn;
-    return Call(DataType::Int(32), "call_tir", std::move(args), {}, span(t_tok));
+    return Call(DataType::Int(32), "call_tir", std::move(args), std::move(attrs), span(t_tok));
   }
 
   // One dimension of a region: its start and extent.

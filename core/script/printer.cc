@@ -624,9 +624,10 @@ class Printer {
         }
         if (op->op == "reinterpret" && op->args.size() == 1 && op->attrs.empty())
           return "T.reinterpret(" + quote(op->dtype.str()) + ", " + expr(op->args[0]) + ")";
-        if (op->op == "call_tir" && op->attrs.empty()) {
+        if (op->op == "call_tir") {
           std::string out = "T.call_tir(";
           for (size_t i = 0; i < op->args.size(); ++i) out += (i ? ", " : "") + call_tir_arg(op->args[i]);
+          if (!op->attrs.empty()) out += ", attrs=" + dict(op->attrs);
           return out + ")";
         }
         return call("T." + op->op, op->args, op->attrs);

@@ -3,11 +3,21 @@
 // placed by the static memory planner (memory/planner.h) from their live ranges over
 // the function's statements. The function records the pool size and the lower bound
 // (the most bytes live at once) as attributes, so every report can show both.
+//
+// Two kinds of sharing go below that whole-tensor bound. A plain view declared on an
+// allocation (the AOT executor's reshape and flatten, which run no kernel) moves into
+// the pool with its allocation. A call_tir whose kMayOverwriteAttr names inputs offers
+// the planner to write the call's output over one of them; PlanMemory offers it only
+// when the callee reads that input elementwise (analysis/elementwise_overwrite.h), the
+// planner accepts it only when the input dies at that call and has the output's size,
+// and check_plan verifies the result. A callee that got one loses tir.noalias. The
+// attributes record both bounds: without sharing and with the accepted sharings.
 #include <algorithm>
 #include <cstdio>
 #include <map>
 #include <set>
 
+#include "analysis/elementwise_overwrite.h"
 #include "ir/mutator.h"
 #include "ir/visitor.h"
 #include "memory/planner.h"
@@ -35,6 +45,8 @@ std::set<const VarNode*> pointers_used(const Stmt& s) {
   return f.found;
 }
 
+// Replaces the buffers placed in a pool by their views, and drops the sharing
+// candidates of the calls (kMayOverwriteAttr): they are decided here.
 class Rebind : public Mutator {
  public:
   std::map<const BufferNode*, Buffer> views;
@@ -42,13 +54,198 @@ class Rebind : public Mutator {
     auto it = views.find(b.get());
     return it == views.end() ? b : it->second;
   }
+  Expr mutate_Call(const CallNode* op, const Expr& self) override {
+    Expr e = Mutator::mutate_Call(op, self);
+    const auto* call = as<CallNode>(e);
+    if (!call || !call->attrs.count(kMayOverwriteAttr)) return e;
+    Attrs attrs = call->attrs;
+    attrs.erase(kMayOverwriteAttr);
+    return Call(call->dtype, call->op, call->args, std::move(attrs), call->span);
+  }
 };
 
-PrimFunc plan(const PrimFunc& f, int64_t alignment) {
+// A top-level T.decl_buffer on an allocation's memory that the pool can hold as is: the
+// same element type, no strides, offset 0 and no more bytes than the allocation (the
+// AOT executor's views for reshape and flatten).
+bool plain_view(const Buffer& view, const Buffer& alloc) {
+  int64_t n = 0, m = 0;
+  return view->dtype == alloc->dtype && view->strides.empty() &&
+         (!view->elem_offset || (as_const_int(view->elem_offset) && *as_const_int(view->elem_offset) == 0)) &&
+         const_num_elements(view, &n) && const_num_elements(alloc, &m) && n <= m;
+}
+
+// The buffer a whole-buffer call argument (tir_region(B[0, ...], extents...)) names.
+Buffer region_buffer(const Expr& arg) {
+  const auto* region = as<CallNode>(arg);
+  if (!region || region->op != "tir_region" || region->args.empty()) return nullptr;
+  const auto* load = as<BufferLoadNode>(region->args[0]);
+  return load ? load->buffer : nullptr;
+}
+
+// An input whose bytes a call's output may take: the call's kMayOverwriteAttr names it
+// and the callee reads it elementwise (analysis/elementwise_overwrite.h).
+struct CallSharing {
+  const VarNode* output;  // data pointers of the call's output and input buffers
+  const VarNode* input;
+  std::string callee;
+};
+
+std::vector<CallSharing> call_sharings(const Stmt& step, const IRModule& m) {
+  std::vector<CallSharing> out;
+  const auto* eval = as<EvaluateNode>(step);
+  const auto* call = eval ? as<CallNode>(eval->value) : nullptr;
+  if (!call || call->op != "call_tir" || call->args.size() < 3) return out;
+  auto mask = call->attrs.find(kMayOverwriteAttr);
+  const auto* name = as<StringImmNode>(call->args[0]);
+  if (mask == call->attrs.end() || !name || !std::holds_alternative<int64_t>(mask->second)) return out;
+  const PrimFunc callee = m.lookup(name->value);
+  const Buffer result = region_buffer(call->args.back());
+  if (!callee || !result || callee->param_buffers.size() + 1 != call->args.size()) return out;
+  for (size_t k = 0; k + 2 < call->args.size() && k < 62; ++k) {
+    if (!(std::get<int64_t>(mask->second) >> k & 1)) continue;
+    const Buffer in = region_buffer(call->args[k + 1]);
+    if (in && in->data != result->data && writes_elementwise_over(callee, k))
+      out.push_back({result->data.get(), in->data.get(), name->value});
+  }
+  return out;
+}
+
+// -reuse-io-buffers=1: a model input or output buffer as a place for intermediates. An
+// input holds the caller's data from the start to its last read, an output the result
+// from its first write to the end; outside that, its bytes are free.
+struct IoBuffer {
+  Buffer param;
+  int64_t capacity = 0;
+  TensorLifetime own;     // the buffer's own contents, at offset 0
+  bool holds_own = true;  // false: an input the body never reads
+  std::vector<int> placed;
+  std::vector<int64_t> offsets;
+};
+
+std::vector<int> param_list(const PrimFunc& f, const char* key) {
+  std::vector<int> out;
+  auto it = f->attrs.find(key);
+  if (it == f->attrs.end() || !std::holds_alternative<std::string>(it->second)) return out;
+  std::string s = std::get<std::string>(it->second);
+  for (size_t pos = 0; pos < s.size();) {
+    size_t comma = s.find(',', pos);
+    if (comma == std::string::npos) comma = s.size();
+    out.push_back(std::stoi(s.substr(pos, comma - pos)));
+    pos = comma + 1;
+  }
+  return out;
+}
+
+// The model's input and output buffers of element type `dtype`, with what they hold.
+std::vector<IoBuffer> io_buffers(const PrimFunc& f, const std::string& dtype,
+                                 const std::map<const VarNode*, std::pair<int, int>>& live, int steps) {
+  std::vector<IoBuffer> out;
+  for (const char* key : {kInputParamsAttr, kOutputParamsAttr}) {
+    const bool input = key == kInputParamsAttr;
+    for (int i : param_list(f, key)) {
+      if (i < 0 || static_cast<size_t>(i) >= f->param_buffers.size()) continue;
+      const Buffer& b = f->param_buffers[i];
+      int64_t n = 0;
+      if (!b || b->dtype.str() != dtype || !b->strides.empty() || !const_num_elements(b, &n)) continue;
+      IoBuffer io;
+      io.param = b;
+      io.capacity = n * b->dtype.bytes();
+      auto range = live.find(b->data.get());
+      if (range == live.end() && !input) continue;  // an output nothing writes: leave it alone
+      io.holds_own = range != live.end();
+      io.own = TensorLifetime{b->name, io.capacity, input ? 0 : range->second.first,
+                              input ? (io.holds_own ? range->second.second : 0) : steps - 1};
+      out.push_back(std::move(io));
+    }
+  }
+  return out;
+}
+
+// Places tensors in the I/O buffers, largest first, each at the lowest aligned offset of
+// the first buffer where it overlaps nothing live at a common step; `keep` marks the
+// tensors that stay in the pool. Returns the tensors placed.
+std::vector<bool> place_in_io(std::vector<IoBuffer>& ios, const std::vector<TensorLifetime>& tensors,
+                              const std::vector<bool>& keep, int64_t alignment) {
+  std::vector<bool> placed(tensors.size(), false);
+  std::vector<int> order;
+  for (size_t i = 0; i < tensors.size(); ++i)
+    if (!keep[i] && tensors[i].size_bytes > 0) order.push_back(static_cast<int>(i));
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int a, int b) { return tensors[a].size_bytes > tensors[b].size_bytes; });
+  auto overlap = [](const TensorLifetime& a, const TensorLifetime& b) {
+    return a.first_step <= b.last_step && b.first_step <= a.last_step;
+  };
+  for (int t : order) {
+    const int64_t size = (tensors[t].size_bytes + alignment - 1) / alignment * alignment;
+    for (IoBuffer& io : ios) {
+      if (io.holds_own && overlap(io.own, tensors[t])) continue;
+      std::vector<std::pair<int64_t, int64_t>> busy;
+      for (size_t k = 0; k < io.placed.size(); ++k) {
+        const TensorLifetime& u = tensors[io.placed[k]];
+        if (overlap(u, tensors[t]))
+          busy.emplace_back(io.offsets[k], io.offsets[k] + (u.size_bytes + alignment - 1) / alignment * alignment);
+      }
+      std::sort(busy.begin(), busy.end());
+      int64_t at = 0;
+      for (const auto& [begin, end] : busy) {
+        if (begin - at >= size) break;
+        at = std::max(at, end);
+      }
+      if (at + size > io.capacity) continue;
+      io.placed.push_back(t);
+      io.offsets.push_back(at);
+      placed[t] = true;
+      break;
+    }
+  }
+  return placed;
+}
+
+// check_plan on one I/O buffer: its own contents and the tensors placed in it.
+void check_io(const IoBuffer& io, const std::vector<TensorLifetime>& tensors, int64_t alignment) {
+  std::vector<TensorLifetime> in_it;
+  MemoryPlan plan;
+  // The tensors placed fit in the capacity with their aligned slots (place_in_io); the
+  // buffer's own contents may end inside the last slot.
+  plan.pool_size = (io.capacity + alignment - 1) / alignment * alignment;
+  if (io.holds_own) in_it.push_back(io.own), plan.offsets.push_back(0);
+  for (size_t k = 0; k < io.placed.size(); ++k) {
+    in_it.push_back(tensors[io.placed[k]]);
+    plan.offsets.push_back(io.offsets[k]);
+    MTIR_ICHECK(io.offsets[k] + tensors[io.placed[k]].size_bytes <= io.capacity,
+                "tensor '" + tensors[io.placed[k]].name + "' placed beyond I/O buffer '" + io.param->name + "'");
+  }
+  std::vector<std::string> problems = check_plan(in_it, plan, alignment);
+  MTIR_ICHECK(problems.empty(), "invalid placement in I/O buffer '" + io.param->name + "': " +
+                                    (problems.empty() ? std::string() : problems[0]));
+}
+
+struct Planned {
+  PrimFunc func;
+  std::set<std::string> overwriting;  // callees that now write over an input
+};
+
+Planned plan(const PrimFunc& f, const IRModule& m, int64_t alignment, bool reuse_io) {
   // The allocations at the top, and what they wrap. An allocation whose pointer the
-  // body uses directly (T.tvm_make_tensor(B.data, ...), or a view declared on it as
-  // TVM's T.allocate + T.decl_buffer do) keeps its own memory: a view into the pool has
-  // no pointer variable of its own.
+  // body uses directly (T.tvm_make_tensor(B.data, ...), or a view declared on it in the
+  // body as TVM's T.allocate + T.decl_buffer do) keeps its own memory: a view into the
+  // pool has no pointer variable of its own. A plain view declared right after the
+  // allocations (plain_view) is the allocation's memory under another shape: it moves
+  // into the pool with it.
+  std::vector<const AllocateNode*> chain;
+  Stmt body = f->body;
+  while (const auto* a = as<AllocateNode>(body)) {
+    chain.push_back(a);
+    body = a->body;
+  }
+  std::map<const VarNode*, Buffer> alloc_of_data;
+  for (const AllocateNode* a : chain) alloc_of_data[a->buffer->data.get()] = a->buffer;
+  std::vector<const DeclBufferNode*> top_views;
+  Stmt inner = body;
+  while (const auto* d = as<DeclBufferNode>(inner)) {
+    top_views.push_back(d);
+    inner = d->body;
+  }
   struct PointerUses : Visitor {
     std::set<const VarNode*> vars;
     void visit_Var(const VarNode* v) override { vars.insert(v); }
@@ -57,12 +254,10 @@ PrimFunc plan(const PrimFunc& f, int64_t alignment) {
       Visitor::visit_DeclBuffer(op);
     }
   } pointer_uses;
-  pointer_uses.visit(f->body);
-  std::vector<const AllocateNode*> chain;
-  Stmt body = f->body;
-  while (const auto* a = as<AllocateNode>(body)) {
-    chain.push_back(a);
-    body = a->body;
+  pointer_uses.visit(inner);
+  for (const DeclBufferNode* d : top_views) {
+    auto a = alloc_of_data.find(d->buffer->data.get());
+    if (a != alloc_of_data.end() && !plain_view(d->buffer, a->second)) pointer_uses.vars.insert(a->first);
   }
   std::vector<Buffer> allocs;
   std::vector<const AllocateNode*> kept;  // stay as they are, around the planned pools
@@ -73,18 +268,21 @@ PrimFunc plan(const PrimFunc& f, int64_t alignment) {
     if (plannable) allocs.push_back(a->buffer);
     else kept.push_back(a);
   }
-  if (allocs.empty()) return f;
+  if (allocs.empty()) return {f, {}};
   std::vector<Stmt> steps;
-  if (const auto* seq = as<SeqStmtNode>(body)) steps = seq->seq;
-  else steps = {body};
+  if (const auto* seq = as<SeqStmtNode>(inner)) steps = seq->seq;
+  else steps = {inner};
 
-  // The first and last step that touches each pointer, in one walk over the steps.
+  // The first and last step that touches each pointer, in one walk over the steps (a
+  // view shares its allocation's pointer, so its uses count for the allocation).
   std::map<const VarNode*, std::pair<int, int>> live;
+  std::vector<CallSharing> sharings;
   for (size_t i = 0; i < steps.size(); ++i) {
     for (const VarNode* data : pointers_used(steps[i])) {
       auto [it, inserted] = live.emplace(data, std::make_pair(static_cast<int>(i), static_cast<int>(i)));
       if (!inserted) it->second.second = static_cast<int>(i);
     }
+    for (CallSharing& c : call_sharings(steps[i], m)) sharings.push_back(std::move(c));
   }
 
   // One pool per element type.
@@ -92,13 +290,16 @@ PrimFunc plan(const PrimFunc& f, int64_t alignment) {
   for (const auto& b : allocs) groups[b->dtype.str()].push_back(b);
   Rebind rebind;
   std::vector<std::pair<Buffer, std::vector<Buffer>>> pools;  // pool, its views
-  int64_t total_pool = 0, total_bound = 0;
+  int64_t total_pool = 0, total_bound = 0, total_shared_bound = 0;
+  int64_t total_io = 0;  // bytes of tensors placed in the model's I/O buffers
   // What the stack allocator takes for the pools: each is its own allocation, with a
   // 16-byte header and rounded up to 16 bytes.
   int64_t total_blocks = 0;
   std::string algorithms;
+  Planned planned;
   for (const auto& [dtype, buffers] : groups) {
     std::vector<TensorLifetime> tensors;
+    std::map<const VarNode*, int> index_of;
     for (const auto& b : buffers) {
       int64_t n = 0;
       const_num_elements(b, &n);
@@ -106,34 +307,86 @@ PrimFunc plan(const PrimFunc& f, int64_t alignment) {
       auto range = live.find(b->data.get());
       t.first_step = range == live.end() ? 0 : range->second.first;
       t.last_step = range == live.end() ? 0 : range->second.second;
+      index_of[b->data.get()] = static_cast<int>(tensors.size());
       tensors.push_back(t);
     }
+    std::vector<SharingCandidate> candidates;
+    std::vector<std::string> callee_of;
+    std::vector<bool> keep(tensors.size(), false);  // stays in the pool
+    for (const CallSharing& c : sharings) {
+      auto o = index_of.find(c.output), in = index_of.find(c.input);
+      if (o == index_of.end() || in == index_of.end()) continue;
+      candidates.push_back({o->second, in->second});
+      callee_of.push_back(c.callee);
+      keep[o->second] = keep[in->second] = true;  // a sharing is decided in the pool
+    }
+    // -reuse-io-buffers=1: first the tensors that fit in the model's own I/O buffers.
+    std::vector<IoBuffer> ios;
+    std::vector<bool> in_io(tensors.size(), false);
+    if (reuse_io) {
+      ios = io_buffers(f, dtype, live, static_cast<int>(steps.size()));
+      in_io = place_in_io(ios, tensors, keep, alignment);
+      for (const IoBuffer& io : ios) check_io(io, tensors, alignment);
+    }
+    std::vector<TensorLifetime> pooled;
+    std::vector<int> pool_index(tensors.size(), -1);
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      if (in_io[i]) continue;
+      pool_index[i] = static_cast<int>(pooled.size());
+      pooled.push_back(tensors[i]);
+    }
+    for (SharingCandidate& c : candidates) c = {pool_index[c.output], pool_index[c.input]};
     PlannerOptions options;
     options.alignment = alignment;
-    MemoryPlan p = plan_memory(tensors, options);
-    // The planner's own checker: two live tensors never share bytes.
-    std::vector<std::string> problems = check_plan(tensors, p, alignment);
+    MemoryPlan p = plan_memory(pooled, options, candidates);
+    // The planner's own checker: two live tensors never share bytes, but for a sound
+    // sharing.
+    std::vector<std::string> problems = check_plan(pooled, p, alignment);
     MTIR_ICHECK(problems.empty(), "invalid memory plan: " + (problems.empty() ? std::string() : problems[0]));
+    for (const SharingCandidate& s : p.shared)
+      for (size_t k = 0; k < candidates.size(); ++k)
+        if (candidates[k].output == s.output && candidates[k].input == s.input) planned.overwriting.insert(callee_of[k]);
     const DataType t = buffers[0]->dtype;
     Buffer pool = MakeBuffer("workspace_" + dtype, t, {IntImm(DataType::Int(32), std::max<int64_t>(p.pool_size / t.bytes(), 1))});
     std::vector<Buffer> views;
+    std::map<const VarNode*, std::pair<Var, int64_t>> place_of;  // allocation -> memory, element offset
+    for (size_t i = 0; i < buffers.size(); ++i)
+      if (pool_index[i] >= 0) place_of[buffers[i]->data.get()] = {pool->data, p.offsets[pool_index[i]] / t.bytes()};
+    for (const IoBuffer& io : ios) {
+      for (size_t k = 0; k < io.placed.size(); ++k) {
+        place_of[buffers[io.placed[k]]->data.get()] = {io.param->data, io.offsets[k] / t.bytes()};
+        total_io += tensors[io.placed[k]].size_bytes;
+      }
+    }
     for (size_t i = 0; i < buffers.size(); ++i) {
       auto v = std::make_shared<BufferNode>(*buffers[i]);
-      v->data = pool->data;
-      v->elem_offset = IntImm(DataType::Int(32), p.offsets[i] / t.bytes());
+      const auto& [data, offset] = place_of.at(buffers[i]->data.get());
+      v->data = data;
+      v->elem_offset = IntImm(DataType::Int(32), offset);
       rebind.views[buffers[i].get()] = v;
       views.push_back(v);
     }
-    pools.push_back({pool, views});
+    for (const DeclBufferNode* d : top_views) {
+      auto place = place_of.find(d->buffer->data.get());
+      if (place == place_of.end()) continue;
+      auto v = std::make_shared<BufferNode>(*d->buffer);
+      v->data = place->second.first;
+      v->elem_offset = IntImm(DataType::Int(32), place->second.second);
+      rebind.views[d->buffer.get()] = v;
+    }
+    // Every tensor of this type in the I/O buffers: no pool to allocate.
+    const bool pool_used = std::any_of(pool_index.begin(), pool_index.end(), [](int k) { return k >= 0; });
+    pools.push_back({pool_used ? pool : nullptr, views});
     total_pool += p.pool_size;
-    total_blocks += 16 + (std::max<int64_t>(p.pool_size, t.bytes()) + 15) / 16 * 16;
+    if (pool_used) total_blocks += 16 + (std::max<int64_t>(p.pool_size, t.bytes()) + 15) / 16 * 16;
     total_bound += p.lower_bound;
+    total_shared_bound += p.shared_lower_bound;
     algorithms += (algorithms.empty() ? "" : ",") + p.algorithm;
   }
   Stmt out = rebind.mutate(body);
   for (auto it = pools.rbegin(); it != pools.rend(); ++it) {
     for (auto v = it->second.rbegin(); v != it->second.rend(); ++v) out = DeclBuffer(*v, out, (*v)->span);
-    out = Allocate(it->first, "global", out);
+    if (it->first) out = Allocate(it->first, "global", out);
   }
   for (auto it = kept.rbegin(); it != kept.rend(); ++it) out = Allocate((*it)->buffer, (*it)->scope, out, (*it)->span);
   auto g = std::make_shared<PrimFuncNode>(*f);
@@ -141,9 +394,12 @@ PrimFunc plan(const PrimFunc& f, int64_t alignment) {
   g->attrs["workspace.pool_bytes"] = total_pool;
   g->attrs["workspace.block_bytes"] = total_blocks;
   g->attrs["workspace.lower_bound_bytes"] = total_bound;
+  g->attrs["workspace.shared_lower_bound_bytes"] = total_shared_bound;
+  if (reuse_io) g->attrs["workspace.io_reused_bytes"] = total_io;
   g->attrs["workspace.planner"] = algorithms;
   g->attrs["workspace.alignment"] = alignment;
-  return g;
+  planned.func = g;
+  return planned;
 }
 
 }  // namespace
@@ -156,8 +412,24 @@ Pass PlanMemory() {
     auto it = m.attrs.find("workspace_byte_alignment");
     if (it != m.attrs.end() && std::holds_alternative<int64_t>(it->second))
       alignment = std::max(std::get<int64_t>(it->second), kDefaultAlignment);
+    auto reuse = m.attrs.find("reuse_io_buffers");
+    const bool reuse_io = reuse != m.attrs.end() && std::holds_alternative<bool>(reuse->second) &&
+                          std::get<bool>(reuse->second);
     IRModule out = m;
-    for (auto& [name, f] : out.functions) f = plan(f, alignment);
+    std::set<std::string> overwriting;
+    for (auto& [name, f] : out.functions) {
+      Planned p = plan(f, m, alignment, reuse_io);
+      f = p.func;
+      overwriting.insert(p.overwriting.begin(), p.overwriting.end());
+    }
+    // A kernel that writes over its input gets the same pointer twice: it must not
+    // promise distinct buffers (restrict in C, noalias in LLVM).
+    for (auto& [name, f] : out.functions) {
+      if (!overwriting.count(name)) continue;
+      auto shared = std::make_shared<PrimFuncNode>(*f);
+      shared->attrs["tir.noalias"] = false;
+      f = shared;
+    }
     return out;
   };
   return p;
@@ -169,22 +441,33 @@ std::string memory_report(const PrimFunc& f) {
     return it != f->attrs.end() && std::holds_alternative<int64_t>(it->second) ? std::get<int64_t>(it->second) : -1;
   };
   const int64_t pool = num("workspace.pool_bytes"), bound = num("workspace.lower_bound_bytes");
+  const int64_t shared_bound = num("workspace.shared_lower_bound_bytes");
   if (pool < 0) return "memory: no workspace planned\n";
   std::string out = "memory plan (workspace pool, alignment " + std::to_string(std::max<int64_t>(num("workspace.alignment"), 1)) +
                     " bytes):\n";
   char line[256];
   std::snprintf(line, sizeof line, "  %-24s %10s %10s\n", "tensor", "offset", "bytes");
   out += line;
+  std::set<const VarNode*> pools;
+  std::map<const VarNode*, std::string> params;  // a parameter's data pointer -> its buffer's name
+  for (const Buffer& b : f->param_buffers)
+    if (b && b->data) params[b->data.get()] = b->name;
   for (Stmt s = f->body; s;) {
     if (const auto* a = as<AllocateNode>(s)) {
+      pools.insert(a->buffer->data.get());
       s = a->body;
     } else if (const auto* d = as<DeclBufferNode>(s)) {
       int64_t n = 0;
       const_num_elements(d->buffer, &n);
       const int64_t* off = as_const_int(d->buffer->elem_offset);
-      std::snprintf(line, sizeof line, "  %-24s %10lld %10lld\n", d->buffer->name.c_str(),
+      // A tensor in a model input or output buffer (-reuse-io-buffers=1) names it.
+      auto param = params.find(d->buffer->data.get());
+      const std::string where = pools.count(d->buffer->data.get()) ? ""
+                                : param != params.end()            ? " in " + param->second
+                                                                   : " in " + d->buffer->data->name;
+      std::snprintf(line, sizeof line, "  %-24s %10lld %10lld%s\n", d->buffer->name.c_str(),
                     static_cast<long long>((off ? *off : 0) * d->buffer->dtype.bytes()),
-                    static_cast<long long>(n * d->buffer->dtype.bytes()));
+                    static_cast<long long>(n * d->buffer->dtype.bytes()), where.c_str());
       out += line;
       s = d->body;
     } else {
@@ -194,7 +477,22 @@ std::string memory_report(const PrimFunc& f) {
   std::snprintf(line, sizeof line, "  pool %lld bytes, lower bound %lld bytes, ratio %.2f\n",
                 static_cast<long long>(pool), static_cast<long long>(bound),
                 bound > 0 ? static_cast<double>(pool) / static_cast<double>(bound) : 1.0);
-  return out + line;
+  out += line;
+  const int64_t io_reused = num("workspace.io_reused_bytes");
+  if (io_reused >= 0) {
+    std::snprintf(line, sizeof line,
+                  "  %lld bytes of intermediates in the model's input/output buffers (-reuse-io-buffers=1)\n",
+                  static_cast<long long>(io_reused));
+    out += line;
+  }
+  // The bound an output written over a dead input (counted once) allows.
+  if (shared_bound >= 0) {
+    std::snprintf(line, sizeof line, "  lower bound with in-place sharing %lld bytes, ratio %.2f\n",
+                  static_cast<long long>(shared_bound),
+                  shared_bound > 0 ? static_cast<double>(pool) / static_cast<double>(shared_bound) : 1.0);
+    out += line;
+  }
+  return out;
 }
 
 }  // namespace mtir

@@ -14,7 +14,9 @@ namespace mtir {
 Pass VerifyWellFormed();
 // Constant folding, algebraic identities, dead branches with constant conditions.
 Pass Simplify();
-// Global allocations at the top of a function share one planned workspace pool.
+// Global allocations at the top of a function share one planned workspace pool; a plain
+// view on one moves with it, and a call offering its output to an input it reads
+// elementwise (tir.may_overwrite) may write over that input when the input dies there.
 Pass PlanMemory();
 // Multi-dimensional buffer accesses become 1-D accesses of flat views.
 Pass FlattenBuffer();

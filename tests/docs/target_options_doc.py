@@ -55,6 +55,14 @@ KEYS = {
                            "`hoist_loop_invariants` pass of the lowering ([passes.md](passes.md)), which computes "
                            "loop-invariant address arithmetic once before each loop. Spelled in the canonical target "
                            "string only when not empty."),
+    "reuse-io-buffers": ("`0`, `1` (`false`, `true`)",
+                         "`1` lets `plan_memory` place intermediate tensors in the model's own input and output "
+                         "buffers while they hold nothing the model needs (an input after its last reader, an "
+                         "output before its producer), largest first, and the rest in the workspace pool: a smaller "
+                         "pool, as TVM's USMP gets by allocating the I/O tensors in its pools. `run()` then "
+                         "overwrites its input buffer, which is why it is an option. The memory report says how "
+                         "many bytes moved (`microtir run --reuse-io-buffers`). Spelled in the canonical target "
+                         "string only when `1`."),
 }
 
 # (command, why it is refused). The message shown is whatever the command prints.
@@ -152,7 +160,8 @@ def generate(binary, src):
            "kind, `c` (C99 source) or `llvm` (LLVM IR), then `-key=value` options in any order (`--key=value` is",
            "accepted too). Unknown keys, bad values and combinations that cannot work are refused when the",
            "string is parsed, before anything is compiled, with a message that names the rule; the command exits",
-           "with 1. The canonical form, every key in a fixed order (`-disabled-schedules` only when not empty), is what",
+           "with 1. The canonical form, every key in a fixed order (`-disabled-schedules` only when not empty, "
+           "`-reuse-io-buffers` only when `1`), is what",
            "`metadata.json` records as `target`",
            "and what `build --json` prints.\n",
            "Defaults: `build` and `passes` start from the parser's defaults,",
@@ -161,7 +170,8 @@ def generate(binary, src):
            f"`{compile_default}`",
            "(the C interface with the weights linked in) when `--target` is not given. When it is given, only",
            "`-link-params` keeps `compile`'s default of 1: every other key not written takes the parser's default.",
-           "`run` has no target string: `--backend c|llvm` and `--unpacked-api 0|1` choose the host build.\n",
+           "`run` has no target string: `--backend c|llvm` and `--unpacked-api 0|1` choose the host build, "
+           "`--reuse-io-buffers` adds `-reuse-io-buffers=1`.\n",
            "## Keys\n",
            "| key | values | default | what it does |",
            "|---|---|---|---|"]
@@ -173,6 +183,8 @@ def generate(binary, src):
             default = "`O2`"
         elif k == "disabled-schedules":
             default = "none"
+        elif k == "reuse-io-buffers":
+            default = "`0`"
         elif build_opts[k] == compile_opts[k]:
             default = f"`{build_opts[k]}`"
         else:

@@ -337,6 +337,61 @@ group_wasm() {
   fi
 }
 
+# In-place sharing: tests/e2e/models/residual_reshape.json's add (with its relu) writes
+# over its dead input and its reshapes and flatten are views (no kernel): the pool is
+# below the whole-tensor bound, and every build equals the interpreter, which runs the
+# unplanned main (each tensor its own allocation).
+inplace_model="$src/tests/e2e/models/residual_reshape.json"
+inplace_input="x=$src/tests/e2e/models/residual_reshape_x.npy"
+
+group_inplace() {
+  for api in 0 1; do
+    run 0 "$mtir" run "$inplace_model" --input "$inplace_input" --target host --unpacked-api $api
+    contains stdout "$out" "logits: max abs diff 0, max rel diff 0  ok"
+    contains stdout "$out" "pool 512 bytes, lower bound 768 bytes, ratio 0.67"
+    contains stdout "$out" "lower bound with in-place sharing 512 bytes, ratio 1.00"
+  done
+  run 0 "$mtir" run "$inplace_model" --input "$inplace_input" --target host --backend llvm
+  contains stdout "$out" "logits: max abs diff 0, max rel diff 0  ok"
+  run 0 "$mtir" compile "$inplace_model" -o "$work/inplace"
+  local meta="$work/inplace/metadata.json" lib="$work/inplace/codegen/host/src/lib0.c"
+  python3 - "$meta" <<'PY' || fail "metadata.json: wrong memory figures"
+import json, sys
+m = json.load(open(sys.argv[1]))["memory"]
+assert (m["pool_bytes"], m["lower_bound_bytes"], m["shared_lower_bound_bytes"]) == (512, 768, 512), m
+PY
+  # The kernel that writes over its input promises no distinct buffers; the reshapes
+  # and the flatten have no kernel.
+  grep -q "tvmgen_residual_reshape_fused_sum_act(float\* lhs, float\* rhs, float\* out)" "$lib" ||
+    fail "the in-place kernel still has restrict parameters"
+  grep -Eq "tvmgen_residual_reshape_(r1|r2|flat)\(" "$lib" && fail "a reshape still has a copy kernel"
+  # -reuse-io-buffers=1: the AD model's intermediates (128 bytes each) all fit in its
+  # 640-byte input after the first layer and in its output before the last.
+  local ad="$src/tests/tflite/models/ad01_int8.tflite" ad_in="$src/tests/tflite/reference/ad/lcg_9e3779b9/input.npy"
+  run 0 "$mtir" run "$ad" --input "input_1=$ad_in" --target host --reuse-io-buffers
+  contains stdout "$out" "Identity: max abs diff 0, max rel diff 0  ok"
+  contains stdout "$out" "pool 0 bytes"
+  contains stdout "$out" "1032 bytes of intermediates in the model's input/output buffers (-reuse-io-buffers=1)"
+  contains stdout "$out" "functional_1_activation_Relu          0        128 in Identity"
+  run 0 "$mtir" run "$ad" --input "input_1=$ad_in" --target host
+  contains stdout "$out" "pool 256 bytes"
+  run 0 "$mtir" compile "$ad" --target "c -interface-api=c -unpacked-api=1 -reuse-io-buffers=1" -o "$work/ad-io"
+  grep -q '"target": "c .*-reuse-io-buffers=1"' "$work/ad-io/metadata.json" || fail "metadata.json has no -reuse-io-buffers=1"
+  run 1 "$mtir" compile "$ad" --target "c -reuse-io-buffers=2" -o "$work/ad-bad"
+  contains stderr "$err" "reuse-io-buffers takes 0 or 1"
+}
+
+group_inplace_qemu() {
+  run 0 "$mtir" run "$inplace_model" --input "$inplace_input" --target cortex-m4
+  contains stdout "$out" "cortex-m4 vs interpreter"
+  contains stdout "$out" "logits: max abs diff 0, max rel diff 0  ok"
+  contains stdout "$out" "lower bound with in-place sharing 512 bytes"
+  run 0 "$mtir" run "$src/tests/tflite/models/ad01_int8.tflite" \
+    --input "input_1=$src/tests/tflite/reference/ad/lcg_9e3779b9/input.npy" --target cortex-m4 --reuse-io-buffers
+  contains stdout "$out" "Identity: max abs diff 0, max rel diff 0  ok"
+  contains stdout "$out" "workspace 15, input/output buffers 1,280"
+}
+
 group_malformed() {
   local n=0
   # Text errors, and call_tir errors the verifier finds after parsing.

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -87,14 +88,39 @@ TEST(Aot, MainCallsEveryOperatorWithCallTir) {
   const Digits& d = digits();
   EXPECT_TRUE(check_well_formed(d.aot.module).empty());
   EXPECT_EQ(d.aot.main, "tvmgen_digits___tvm_main__");
-  // One function per node (after batch-norm folding; conv+relu fused twice) plus main.
-  EXPECT_EQ(d.aot.module.functions.size(), d.graph.nodes.size() - 2 + 1);
+  // One function per node (after batch-norm folding; conv+relu fused twice; the flatten
+  // is a view, no kernel) plus main.
+  EXPECT_EQ(d.aot.module.functions.size(), d.graph.nodes.size() - 2 - 1 + 1);
+}
+
+TEST(Aot, FlattenIsAViewOfItsInput) {
+  const Digits& d = digits();
+  PrimFunc main = d.aot.module.lookup(d.aot.main);
+  ASSERT_NE(main, nullptr);
+  // Allocations first, then the view declared on pool2's memory under flat's shape.
+  Stmt s = main->body;
+  std::map<std::string, const VarNode*> data_of;
+  while (const auto* a = as<AllocateNode>(s)) {
+    data_of[a->buffer->name] = a->buffer->data.get();
+    s = a->body;
+  }
+  const auto* view = as<DeclBufferNode>(s);
+  ASSERT_NE(view, nullptr);
+  EXPECT_EQ(view->buffer->name, "flat");
+  EXPECT_EQ(view->buffer->data.get(), data_of.at("pool2"));
+  EXPECT_FALSE(data_of.count("flat"));
 }
 
 TEST(Aot, KernelOfNamesTheFunctionComputingEachNode) {
   const Digits& d = digits();
-  ASSERT_EQ(d.aot.kernel_of.size(), d.graph.nodes.size());
-  for (const GraphNode& n : d.graph.nodes) EXPECT_NE(d.aot.module.lookup(d.aot.kernel_of.at(n.name)), nullptr) << n.name;
+  // Every node but the flatten, a view that runs no kernel.
+  ASSERT_EQ(d.aot.kernel_of.size(), d.graph.nodes.size() - 1);
+  EXPECT_FALSE(d.aot.kernel_of.count("flat"));
+  for (const GraphNode& n : d.graph.nodes) {
+    if (n.name != "flat") {
+      EXPECT_NE(d.aot.module.lookup(d.aot.kernel_of.at(n.name)), nullptr) << n.name;
+    }
+  }
   // relu1 fused into the convolution before it (bn1 after folding): one kernel for both.
   EXPECT_EQ(d.aot.kernel_of.at("relu1"), "tvmgen_digits_fused_bn1_relu1");
   EXPECT_EQ(d.aot.kernel_of.at("bn1"), d.aot.kernel_of.at("relu1"));

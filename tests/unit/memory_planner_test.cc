@@ -301,3 +301,98 @@ TEST(MemoryPlanner, RejectsBadInput) {
 
 }  // namespace
 }  // namespace mtir
+
+namespace mtir {
+namespace {
+
+// A residual block as the AOT main schedules it: x is read by conv (step 1) and by the
+// add (step 3); y = conv(x) lives 1..2 and h = conv(y) 2..3; the add writes `sum` at
+// step 3, where x and h die. Whole tensors: x, h and sum live at step 3.
+std::vector<TensorLifetime> residual_block() {
+  return {TensorLifetime{"x", 1024, 0, 3}, TensorLifetime{"y", 1024, 1, 2}, TensorLifetime{"h", 1024, 2, 3},
+          TensorLifetime{"sum", 1024, 3, 4}};
+}
+
+TEST(MemorySharing, AddWritesOverADeadInput) {
+  const auto ts = residual_block();
+  PlannerOptions o;
+  MemoryPlan plan = plan_memory(ts, o, {{3, 0}, {3, 2}});
+  ASSERT_EQ(plan.shared.size(), 1u);
+  EXPECT_EQ(plan.shared[0].output, 3);
+  EXPECT_EQ(plan.shared[0].input, 0);  // the first candidate wins; an output takes one input
+  EXPECT_EQ(plan.offsets[3], plan.offsets[0]);
+  EXPECT_EQ(plan.lower_bound, 3072);         // x, y, h or x, h, sum
+  EXPECT_EQ(plan.shared_lower_bound, 3072);  // step 2 (x, y, h) still holds three
+  EXPECT_THAT(check_plan(ts, plan, o.alignment), IsEmpty()) << plan_report(ts, plan);
+  EXPECT_THAT(plan_report(ts, plan), HasSubstr("sum is written over x\n"));
+}
+
+TEST(MemorySharing, SharingGoesBelowTheWholeTensorBound) {
+  // The add is the peak: a, b and out are all live at step 2 as whole tensors.
+  std::vector<TensorLifetime> ts = {T("a", 512, 0, 2), T("b", 512, 1, 2), T("out", 512, 2, 3), T("next", 256, 3, 4)};
+  PlannerOptions o;
+  MemoryPlan whole = plan_memory(ts, o);
+  EXPECT_EQ(whole.pool_size, 1536);
+  MemoryPlan plan = plan_memory(ts, o, {{2, 1}});
+  EXPECT_EQ(plan.lower_bound, 1536);
+  EXPECT_EQ(plan.shared_lower_bound, 1024);
+  EXPECT_EQ(plan.pool_size, 1024);
+  EXPECT_EQ(plan.offsets[2], plan.offsets[1]);
+  EXPECT_THAT(check_plan(ts, plan, o.alignment), IsEmpty()) << plan_report(ts, plan);
+  EXPECT_EQ(memory_lower_bound(ts, o.alignment, {{2, 1}}), 1024);
+}
+
+TEST(MemorySharing, ChainsOfInPlaceOpsShareOneSlot) {
+  // relu(add(a, b)) not fused: out1 over a, out2 over out1.
+  std::vector<TensorLifetime> ts = {T("a", 256, 0, 1), T("b", 256, 0, 1), T("out1", 256, 1, 2), T("out2", 256, 2, 3)};
+  MemoryPlan plan = plan_memory(ts, PlannerOptions{}, {{2, 0}, {3, 2}});
+  EXPECT_EQ(plan.shared.size(), 2u);
+  EXPECT_EQ(plan.offsets[0], plan.offsets[2]);
+  EXPECT_EQ(plan.offsets[2], plan.offsets[3]);
+  EXPECT_EQ(plan.pool_size, 512);
+  EXPECT_THAT(check_plan(ts, plan, 16), IsEmpty()) << plan_report(ts, plan);
+}
+
+TEST(MemorySharing, RefusesWhereUnsafe) {
+  // The input is read after the output is written (a later reader), sizes differ, an
+  // input offered to two outputs: each refused, and nothing overlaps.
+  std::vector<TensorLifetime> ts = {T("x", 256, 0, 3), T("out", 256, 1, 2),  // x still read at step 3
+                                    T("small", 128, 0, 2), T("wide", 256, 2, 3),
+                                    T("z", 256, 3, 4), T("o1", 256, 4, 5), T("o2", 256, 4, 5)};
+  PlannerOptions o;
+  MemoryPlan plan = plan_memory(ts, o, {{1, 0}, {3, 2}, {5, 4}, {6, 4}});
+  ASSERT_EQ(plan.shared.size(), 1u);
+  EXPECT_EQ(plan.shared[0].output, 5);
+  EXPECT_EQ(plan.shared[0].input, 4);
+  EXPECT_THAT(check_plan(ts, plan, o.alignment), IsEmpty()) << plan_report(ts, plan);
+  EXPECT_THROW(plan_memory(ts, o, {{1, 1}}), DiagnosticError);
+  EXPECT_THROW(plan_memory(ts, o, {{1, 9}}), DiagnosticError);
+}
+
+TEST(MemorySharing, CheckerRejectsUnsoundSharings) {
+  std::vector<TensorLifetime> ts = {T("a", 256, 0, 2), T("out", 256, 1, 3)};
+  MemoryPlan plan;
+  plan.offsets = {0, 0};
+  plan.pool_size = 256;
+  plan.shared = {{1, 0}};  // a is read at step 2, after out is written at step 1
+  std::vector<std::string> problems = check_plan(ts, plan, 16);
+  ASSERT_EQ(problems.size(), 3u) << ::testing::PrintToString(problems);
+  EXPECT_EQ(problems[0],
+            "output 'out' may not share the bytes of input 'a': the input's last step 2 is not the output's first step 1");
+  EXPECT_THAT(problems[1], HasSubstr("overlap at bytes [0, 256) while both are live at steps 1..2"));
+  EXPECT_EQ(problems[2], "pool of 256 bytes is below the lower bound of 512 bytes");
+
+  ts = {T("a", 256, 0, 1), T("out", 256, 1, 2)};
+  plan.offsets = {0, 256};
+  plan.pool_size = 512;
+  EXPECT_THAT(check_plan(ts, plan, 16),
+              ::testing::ElementsAre("output 'out' may not share the bytes of input 'a': they have different offsets"));
+  plan.offsets = {0, 0};
+  plan.pool_size = 256;
+  EXPECT_THAT(check_plan(ts, plan, 16), IsEmpty());
+  plan.shared = {};
+  EXPECT_THAT(check_plan(ts, plan, 16), ::testing::Contains(HasSubstr("overlap at bytes [0, 256)")));
+}
+
+}  // namespace
+}  // namespace mtir

@@ -90,7 +90,14 @@ TEST(Target, Refusals) {
   std::string near = error_of("c -interface_api=c");
   EXPECT_NE(near.find("unknown option -interface_api"), std::string::npos) << near;
   EXPECT_NE(near.find("did you mean -interface-api?"), std::string::npos) << near;
-  EXPECT_NE(near.find("-workspace-byte-alignment -mtriple -mcpu -opt -disabled-schedules)"), std::string::npos) << near;
+  EXPECT_NE(near.find("-workspace-byte-alignment -mtriple -mcpu -opt -disabled-schedules -reuse-io-buffers)"),
+            std::string::npos)
+      << near;
+  EXPECT_NE(error_of("c -reuse-io-buffers=yes").find("-reuse-io-buffers takes 0 or 1"), std::string::npos);
+  // The canonical string spells -reuse-io-buffers only when it is on.
+  EXPECT_TRUE(parse_target("c -reuse-io-buffers=1").reuse_io_buffers);
+  EXPECT_NE(parse_target("c -reuse-io-buffers=1").str().find(" -reuse-io-buffers=1"), std::string::npos);
+  EXPECT_EQ(parse_target("c -reuse-io-buffers=0").str().find("reuse-io-buffers"), std::string::npos);
   EXPECT_NE(error_of("c -disabled-schedules=fast").find("unknown schedule 'fast'"), std::string::npos);
   EXPECT_NE(error_of("wasm -mcpu=cortex-m4").find("-mcpu is an option of the c and llvm targets"), std::string::npos);
   EXPECT_NE(error_of("c -link-param=1").find("did you mean -link-params?"), std::string::npos);

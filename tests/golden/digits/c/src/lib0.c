@@ -20,7 +20,6 @@ int32_t tvmgen_digits_fused_bn1_relu1(float* restrict data, float* restrict weig
 int32_t tvmgen_digits_pool1(float* restrict data, float* restrict out);
 int32_t tvmgen_digits_fused_conv2_relu2(float* restrict data, float* restrict weight, float* restrict bias, float* restrict out);
 int32_t tvmgen_digits_pool2(float* restrict data, float* restrict out);
-int32_t tvmgen_digits_flat(float* restrict data, float* restrict out);
 int32_t tvmgen_digits_fc(float* restrict data, float* restrict weight, float* restrict bias, float* restrict out);
 int32_t tvmgen_digits_probs(float* restrict data, float* restrict out);
 int32_t tvmgen_digits___tvm_main__(float* restrict x, float* restrict bn1_bias, float* restrict bn1_weight, float* restrict conv2_b, float* restrict conv2_w, float* restrict fc_b, float* restrict fc_w, float* restrict probs);
@@ -159,13 +158,6 @@ int32_t tvmgen_digits_pool2(float* restrict data, float* restrict out) {
   return 0;
 }
 
-int32_t tvmgen_digits_flat(float* restrict data, float* restrict out) {
-  for (int32_t i = 0; i < 64; ++i) {
-    out[i % 64] = data[((((i / 4) % 16) * 4) + (((i / 2) % 2) * 2)) + (i % 2)];
-  }
-  return 0;
-}
-
 int32_t tvmgen_digits_fc(float* restrict data, float* restrict weight, float* restrict bias, float* restrict out) {
   for (int32_t j = 0; j < 10; ++j) {
     out[j] = bias[j];
@@ -235,26 +227,19 @@ int32_t tvmgen_digits___tvm_main__(float* restrict x, float* restrict bn1_bias, 
     (void)TVMBackendFreeWorkspace(1, 0, workspace_float32);
     return call_rc_3;
   }
-  TVMGEN_PROFILE_BEGIN(4, "tvmgen_digits_flat");
-  int32_t call_rc_4 = tvmgen_digits_flat((&workspace_float32[256]), (&workspace_float32[0]));
+  TVMGEN_PROFILE_BEGIN(4, "tvmgen_digits_fc");
+  int32_t call_rc_4 = tvmgen_digits_fc((&workspace_float32[256]), (&fc_w[0]), (&fc_b[0]), (&workspace_float32[0]));
   TVMGEN_PROFILE_END(4);
   if (call_rc_4 != 0) {
     (void)TVMBackendFreeWorkspace(1, 0, workspace_float32);
     return call_rc_4;
   }
-  TVMGEN_PROFILE_BEGIN(5, "tvmgen_digits_fc");
-  int32_t call_rc_5 = tvmgen_digits_fc((&workspace_float32[0]), (&fc_w[0]), (&fc_b[0]), (&workspace_float32[64]));
+  TVMGEN_PROFILE_BEGIN(5, "tvmgen_digits_probs");
+  int32_t call_rc_5 = tvmgen_digits_probs((&workspace_float32[0]), (&probs[0]));
   TVMGEN_PROFILE_END(5);
   if (call_rc_5 != 0) {
     (void)TVMBackendFreeWorkspace(1, 0, workspace_float32);
     return call_rc_5;
-  }
-  TVMGEN_PROFILE_BEGIN(6, "tvmgen_digits_probs");
-  int32_t call_rc_6 = tvmgen_digits_probs((&workspace_float32[64]), (&probs[0]));
-  TVMGEN_PROFILE_END(6);
-  if (call_rc_6 != 0) {
-    (void)TVMBackendFreeWorkspace(1, 0, workspace_float32);
-    return call_rc_6;
   }
   if (TVMBackendFreeWorkspace(1, 0, workspace_float32) != 0) {
     return -1;

@@ -594,40 +594,6 @@ for.end.3:
   ret i32 0
 }
 
-define i32 @tvmgen_digits_flat(i8* noalias %p.data_data, i8* noalias %p.out_data) #0 {
-entry:
-  br label %body.start
-body.start:
-  br label %for.head.0
-for.head.0:
-  %i = phi i32 [ 0, %body.start ], [ %i.next, %for.latch.2 ]
-  %.t0 = icmp slt i32 %i, 64
-  br i1 %.t0, label %for.body.1, label %for.end.3
-for.body.1:
-  %.t1 = sdiv i32 %i, 4
-  %.t2 = srem i32 %.t1, 16
-  %.t3 = mul nsw i32 %.t2, 4
-  %.t4 = sdiv i32 %i, 2
-  %.t5 = srem i32 %.t4, 2
-  %.t6 = mul nsw i32 %.t5, 2
-  %.t7 = add nsw i32 %.t3, %.t6
-  %.t8 = srem i32 %i, 2
-  %.t9 = add nsw i32 %.t7, %.t8
-  %.t10 = bitcast i8* %p.data_data to float*
-  %.t11 = getelementptr inbounds float, float* %.t10, i32 %.t9
-  %.t12 = load float, float* %.t11, align 4
-  %.t13 = srem i32 %i, 64
-  %.t14 = bitcast i8* %p.out_data to float*
-  %.t15 = getelementptr inbounds float, float* %.t14, i32 %.t13
-  store float %.t12, float* %.t15, align 4
-  br label %for.latch.2
-for.latch.2:
-  %i.next = add nsw i32 %i, 1
-  br label %for.head.0
-for.end.3:
-  ret i32 0
-}
-
 define i32 @tvmgen_digits_fc(i8* noalias %p.data_data, i8* noalias %p.weight_data, i8* noalias %p.bias_data, i8* noalias %p.out_data) #0 {
 entry:
   br label %body.start
@@ -870,31 +836,31 @@ if.end.13:
   %.t46 = bitcast i8* %.t0 to float*
   %.t47 = getelementptr inbounds float, float* %.t46, i32 256
   %.t48 = bitcast float* %.t47 to i8*
-  %.t49 = bitcast i8* %.t0 to float*
+  %.t49 = bitcast i8* %p.fc_w_data to float*
   %.t50 = getelementptr inbounds float, float* %.t49, i32 0
   %.t51 = bitcast float* %.t50 to i8*
-  %.t52 = call i32 @tvmgen_digits_flat(i8* %.t48, i8* %.t51)
-  %.t53 = icmp ne i32 %.t52, 0
-  br i1 %.t53, label %if.then.15, label %if.end.16
+  %.t52 = bitcast i8* %p.fc_b_data to float*
+  %.t53 = getelementptr inbounds float, float* %.t52, i32 0
+  %.t54 = bitcast float* %.t53 to i8*
+  %.t55 = bitcast i8* %.t0 to float*
+  %.t56 = getelementptr inbounds float, float* %.t55, i32 0
+  %.t57 = bitcast float* %.t56 to i8*
+  %.t58 = call i32 @tvmgen_digits_fc(i8* %.t48, i8* %.t51, i8* %.t54, i8* %.t57)
+  %.t59 = icmp ne i32 %.t58, 0
+  br i1 %.t59, label %if.then.15, label %if.end.16
 if.then.15:
   call i32 @TVMBackendFreeWorkspace(i32 1, i32 0, i8* %.t0)
-  ret i32 %.t52
+  ret i32 %.t58
 after.ret.17:
   br label %if.end.16
 if.end.16:
-  %.t54 = bitcast i8* %.t0 to float*
-  %.t55 = getelementptr inbounds float, float* %.t54, i32 0
-  %.t56 = bitcast float* %.t55 to i8*
-  %.t57 = bitcast i8* %p.fc_w_data to float*
-  %.t58 = getelementptr inbounds float, float* %.t57, i32 0
-  %.t59 = bitcast float* %.t58 to i8*
-  %.t60 = bitcast i8* %p.fc_b_data to float*
+  %.t60 = bitcast i8* %.t0 to float*
   %.t61 = getelementptr inbounds float, float* %.t60, i32 0
   %.t62 = bitcast float* %.t61 to i8*
-  %.t63 = bitcast i8* %.t0 to float*
-  %.t64 = getelementptr inbounds float, float* %.t63, i32 64
+  %.t63 = bitcast i8* %p.probs_data to float*
+  %.t64 = getelementptr inbounds float, float* %.t63, i32 0
   %.t65 = bitcast float* %.t64 to i8*
-  %.t66 = call i32 @tvmgen_digits_fc(i8* %.t56, i8* %.t59, i8* %.t62, i8* %.t65)
+  %.t66 = call i32 @tvmgen_digits_probs(i8* %.t62, i8* %.t65)
   %.t67 = icmp ne i32 %.t66, 0
   br i1 %.t67, label %if.then.18, label %if.end.19
 if.then.18:
@@ -903,29 +869,14 @@ if.then.18:
 after.ret.20:
   br label %if.end.19
 if.end.19:
-  %.t68 = bitcast i8* %.t0 to float*
-  %.t69 = getelementptr inbounds float, float* %.t68, i32 64
-  %.t70 = bitcast float* %.t69 to i8*
-  %.t71 = bitcast i8* %p.probs_data to float*
-  %.t72 = getelementptr inbounds float, float* %.t71, i32 0
-  %.t73 = bitcast float* %.t72 to i8*
-  %.t74 = call i32 @tvmgen_digits_probs(i8* %.t70, i8* %.t73)
-  %.t75 = icmp ne i32 %.t74, 0
-  br i1 %.t75, label %if.then.21, label %if.end.22
-if.then.21:
-  call i32 @TVMBackendFreeWorkspace(i32 1, i32 0, i8* %.t0)
-  ret i32 %.t74
-after.ret.23:
-  br label %if.end.22
-if.end.22:
-  %.t76 = call i32 @TVMBackendFreeWorkspace(i32 1, i32 0, i8* %.t0)
-  %.t77 = icmp ne i32 %.t76, 0
-  br i1 %.t77, label %free.fail.24, label %free.ok.25
-free.fail.24:
+  %.t68 = call i32 @TVMBackendFreeWorkspace(i32 1, i32 0, i8* %.t0)
+  %.t69 = icmp ne i32 %.t68, 0
+  br i1 %.t69, label %free.fail.21, label %free.ok.22
+free.fail.21:
   ret i32 -1
-after.ret.26:
-  br label %free.ok.25
-free.ok.25:
+after.ret.23:
+  br label %free.ok.22
+free.ok.22:
   ret i32 0
 }
 
