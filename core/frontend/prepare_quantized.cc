@@ -47,7 +47,7 @@ void prepare_matmul_node(Graph& g, GraphNode& node, const ScheduleOptions& opts,
   // Already prepared (a graph written back by `microtir import`, or prepared twice).
   if (node.attrs.contains("schedule")) return;
   json sched = {{"fold_zero_point", false}, {"block", opts.block}, {"unroll", opts.unroll}, {"smlad", false},
-               {"sxtb16", false}};
+               {"sxtb16", false}, {"interleave", false}};
   auto wit = g.constants.find(node.inputs.size() > 1 ? node.inputs[1] : "");
   const bool const_weight = wit != g.constants.end() && wit->second.dtype == kI8;
   const int64_t channels = node.type.shape.back();
@@ -115,8 +115,10 @@ void prepare_matmul_node(Graph& g, GraphNode& node, const ScheduleOptions& opts,
     if (opts.smlad && groups == 1) {
       // sxtb16: four int8 weights per word in the order 0, 2, 1, 3, so SXTB16 yields the
       // pair (0, 1) and SXTB16 with ROR #8 the pair (2, 3). Otherwise int16 pairs in
-      // int32 words, element 2j in the low half: SMLAD's operand order.
+      // int32 words, element 2j in the low half: SMLAD's operand order. With interleave
+      // (the kernels' 2x2 tile, so only with block) channel pairs alternate word by word.
       const int64_t words = packed_weight_words(k, opts.sxtb16);
+      const bool interleave = opts.interleave && opts.block;
       NDArray packed = NDArray::zeros(kI32, {channels, words});
       auto weight = [&](int64_t c, int64_t e) { return e < k ? w.get_int(c * k + e) : 0; };
       for (int64_t c = 0; c < channels; ++c)
@@ -129,7 +131,7 @@ void prepare_matmul_node(Graph& g, GraphNode& node, const ScheduleOptions& opts,
           } else {
             word = static_cast<uint16_t>(weight(c, 2 * j)) | static_cast<uint32_t>(static_cast<uint16_t>(weight(c, 2 * j + 1))) << 16;
           }
-          packed.set_int(c * words + j, static_cast<int32_t>(word));
+          packed.set_int(packed_weight_index(c, j, channels, words, interleave), static_cast<int32_t>(word));
         }
       node.attrs["weight_shape"] = w.shape;
       std::string name = fresh_name(g, node.name + (opts.sxtb16 ? "__weight_q7x4" : "__weight_q15x2"));
@@ -138,6 +140,7 @@ void prepare_matmul_node(Graph& g, GraphNode& node, const ScheduleOptions& opts,
       inputs[1] = name;
       sched["smlad"] = true;
       sched["sxtb16"] = opts.sxtb16;
+      sched["interleave"] = interleave;
     }
   }
   inputs.insert(inputs.end(), extra.begin(), extra.end());

@@ -15,7 +15,11 @@
 //                    SMLAD; a portable expression elsewhere);
 //   sxtb16           with smlad, the weights stay int8, four to a word, and SXTB16
 //                    widens them into int16 pairs in registers: half the weight flash
-//                    for one extra instruction per two multiply-accumulate pairs.
+//                    for one extra instruction per two multiply-accumulate pairs;
+//   interleave       with smlad and block, the weight words of each channel pair
+//                    alternate (packed_weight_index), so the 2x2 tile reads both rows
+//                    through one pointer and GCC keeps the accumulators in registers,
+//                    and the reduction is unrolled by eight words instead of two to four.
 // Depthwise convolutions (groups == channels) run channel by channel over the kernel
 // window; other grouped convolutions take the plain loop nest.
 #include <algorithm>
@@ -34,7 +38,7 @@ using json = nlohmann::json;
 const DataType kI8 = DataType::Int(8), kI16 = DataType::Int(16), kI32 = DataType::Int(32);
 
 struct Schedule {
-  bool fold_zero_point = false, block = false, unroll = false, smlad = false, sxtb16 = false;
+  bool fold_zero_point = false, block = false, unroll = false, smlad = false, sxtb16 = false, interleave = false;
   // Packed weight words per output channel for a reduction of length k.
   int64_t weight_words(int64_t k) const { return smlad ? packed_weight_words(k, sxtb16) : k; }
 };
@@ -52,6 +56,7 @@ Schedule read_schedule(const std::string& op, const AttrReader& r) {
     else if (key == "unroll") s.unroll = on;
     else if (key == "smlad") s.smlad = on;
     else if (key == "sxtb16") s.sxtb16 = on;
+    else if (key == "interleave") s.interleave = on;
     else if (key != "hoist") fail(op, "unknown schedule '" + key + "' (known: " + schedule_names() + ")");
   }
   return s;
@@ -114,6 +119,7 @@ void check_packing(const std::string& op, const Schedule& s, const QInputs& q, c
   if (q.packed && !s.smlad) fail(op, "a packed (int32) weight needs schedule 'smlad'");
   if (s.smlad && !q.packed) fail(op, "schedule 'smlad' needs the weight packed by prepare_quantized");
   if (s.sxtb16 && !s.smlad) fail(op, "schedule 'sxtb16' needs schedule 'smlad'");
+  if (s.interleave && !(s.smlad && s.block)) fail(op, "schedule 'interleave' needs schedules 'smlad' and 'block'");
   if (q.packed && shape != std::vector<int64_t>{rows, s.weight_words(k)})
     fail(op, "the packed weight must have shape (" + std::to_string(rows) + ", " + std::to_string(s.weight_words(k)) +
                  "), got " + shape_str(shape));
@@ -267,7 +273,10 @@ Stmt gemm_tile(const Gemm& g, const Buffer& col, const std::vector<Expr>& rows, 
     for (int64_t p = 0; p < np; ++p) {
       auto x = [&](Expr word) { return col ? load(col, {add(ci(p * kw), word)}) : g.gathered(rows[p], word); };
       for (int64_t c = 0; c < nc; ++c) {
-        Expr w = load(g.weight, {add(mul(add(oc0, ci(c)), ci(ww)), kk)});
+        // Interleaved: a whole pair (nc == 2, oc0 even) alternates word by word; the odd
+        // last channel (nc == 1) keeps its own row.
+        Expr w = g.sched->interleave && nc == 2 ? load(g.weight, {add(add(mul(oc0, ci(ww)), mul(kk, ci(2))), ci(c))})
+                                                : load(g.weight, {add(mul(add(oc0, ci(c)), ci(ww)), kk)});
         Expr a = load(acc, {ci(p * nc + c)});
         Expr v;
         if (quads) {
@@ -286,7 +295,7 @@ Stmt gemm_tile(const Gemm& g, const Buffer& col, const std::vector<Expr>& rows, 
   // remainder runs as a short loop), then a half-full last word.
   const int64_t whole = quads ? kw / 2 : kw;
   const bool half_word = quads && kw % 2;
-  int64_t factor = g.sched->unroll ? (quads ? 2 : 4) : 1;
+  int64_t factor = !g.sched->unroll ? 1 : g.sched->interleave ? 8 : quads ? 2 : 4;
   int64_t main_iters = whole / factor, rest = whole % factor;
   std::vector<Stmt> parts;
   if (main_iters > 0) {
