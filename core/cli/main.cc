@@ -79,7 +79,7 @@ CLI::App* add_run(CLI::App& app, mtir::cli::RunCommand& run) {
   cmd->add_option("--device", run.devices, "Place every node of these ops on a device instance, INSTANCE=OP[,OP...] (repeatable; e.g. npu0=conv2d,dense)");
   cmd->add_option("--disable-schedules", run.disabled_schedules,
                   "int8 kernel schedules to switch off, comma-separated: fold_zero_point, block, unroll, hoist, "
-                  "smlad, sxtb16, interleave (a model on --target; see docs/quantization.md)");
+                  "smlad, sxtb16, interleave, fold_output_zero_point (a model on --target; see docs/quantization.md)");
   cmd->add_option("--keep-build", run.keep_build_dir, "Build the host program in DIR and keep it");
   cmd->add_flag("--profile-layers", run.profile_layers,
                 "Also count the instructions of each operator call of run() (a model on a target with an "

@@ -47,7 +47,8 @@ void prepare_matmul_node(Graph& g, GraphNode& node, const ScheduleOptions& opts,
   // Already prepared (a graph written back by `microtir import`, or prepared twice).
   if (node.attrs.contains("schedule")) return;
   json sched = {{"fold_zero_point", false}, {"block", opts.block}, {"unroll", opts.unroll}, {"smlad", false},
-               {"sxtb16", false}, {"interleave", false}};
+               {"sxtb16", false}, {"interleave", false},
+               {"fold_output_zero_point", false}};
   auto wit = g.constants.find(node.inputs.size() > 1 ? node.inputs[1] : "");
   const bool const_weight = wit != g.constants.end() && wit->second.dtype == kI8;
   const int64_t channels = node.type.shape.back();
@@ -67,13 +68,21 @@ void prepare_matmul_node(Graph& g, GraphNode& node, const ScheduleOptions& opts,
       high_word = high_word && ms.back().right_shift() >= 2;
     }
     const int64_t columns = high_word ? 3 : 2;
+    // fold_output_zero_point: the rounding term also carries zo << (r - 1), so the kernel
+    // adds no zero point after the shift ((v + zo * 2^s) >> s == (v >> s) + zo). Exact
+    // while the sum stays in int32: the high word is within 2^30, so r - 1 <= 22 keeps
+    // |zo| * 2^(r - 1) + 2^(r - 2) below 2^30.
+    const int64_t zo = static_cast<int64_t>(number_or(node.attrs, "output_zero_point", 0));
+    bool fold_zo = opts.fold_output_zero_point && high_word && zo != 0;
+    for (int64_t c = 0; c < channels && fold_zo; ++c) fold_zo = ms[c].right_shift() - 1 <= 22;
     NDArray table = NDArray::zeros(kI32, {channels, columns});
     for (int64_t c = 0; c < channels; ++c) {
       const int right = ms[c].right_shift();
       table.set_int(columns * c, ms[c].multiplier);
       table.set_int(columns * c + 1, high_word ? right - 1 : ms[c].shift);
-      if (high_word) table.set_int(columns * c + 2, int64_t{1} << (right - 2));
+      if (high_word) table.set_int(columns * c + 2, (int64_t{1} << (right - 2)) + (fold_zo ? zo * (int64_t{1} << (right - 1)) : 0));
     }
+    sched["fold_output_zero_point"] = fold_zo;
     std::string name = fresh_name(g, node.name + "__requant");
     g.constants[name] = std::move(table);
     extra.push_back(name);

@@ -19,7 +19,9 @@
 //   interleave       with smlad and block, the weight words of each channel pair
 //                    alternate (packed_weight_index), so the 2x2 tile reads both rows
 //                    through one pointer and GCC keeps the accumulators in registers,
-//                    and the reduction is unrolled by eight words instead of two to four.
+//                    and the reduction is unrolled by eight words instead of two to four;
+//   fold_output_zero_point  the per-channel table's rounding term carries the output
+//                    zero point (prepare_quantized), one add fewer per output.
 // Depthwise convolutions (groups == channels) run channel by channel over the kernel
 // window; other grouped convolutions take the plain loop nest.
 #include <algorithm>
@@ -38,7 +40,8 @@ using json = nlohmann::json;
 const DataType kI8 = DataType::Int(8), kI16 = DataType::Int(16), kI32 = DataType::Int(32);
 
 struct Schedule {
-  bool fold_zero_point = false, block = false, unroll = false, smlad = false, sxtb16 = false, interleave = false;
+  bool fold_zero_point = false, block = false, unroll = false, smlad = false, sxtb16 = false, interleave = false,
+       fold_output_zero_point = false;
   // Packed weight words per output channel for a reduction of length k.
   int64_t weight_words(int64_t k) const { return smlad ? packed_weight_words(k, sxtb16) : k; }
 };
@@ -57,6 +60,7 @@ Schedule read_schedule(const std::string& op, const AttrReader& r) {
     else if (key == "smlad") s.smlad = on;
     else if (key == "sxtb16") s.sxtb16 = on;
     else if (key == "interleave") s.interleave = on;
+    else if (key == "fold_output_zero_point") s.fold_output_zero_point = on;
     else if (key != "hoist") fail(op, "unknown schedule '" + key + "' (known: " + schedule_names() + ")");
   }
   return s;
@@ -120,6 +124,8 @@ void check_packing(const std::string& op, const Schedule& s, const QInputs& q, c
   if (s.smlad && !q.packed) fail(op, "schedule 'smlad' needs the weight packed by prepare_quantized");
   if (s.sxtb16 && !s.smlad) fail(op, "schedule 'sxtb16' needs schedule 'smlad'");
   if (s.interleave && !(s.smlad && s.block)) fail(op, "schedule 'interleave' needs schedules 'smlad' and 'block'");
+  if (s.fold_output_zero_point && !(q.table && q.table_columns == 3))
+    fail(op, "schedule 'fold_output_zero_point' needs the requant table of shape (O, 3) that prepare_quantized builds");
   if (q.packed && shape != std::vector<int64_t>{rows, s.weight_words(k)})
     fail(op, "the packed weight must have shape (" + std::to_string(rows) + ", " + std::to_string(s.weight_words(k)) +
                  "), got " + shape_str(shape));
@@ -133,7 +139,9 @@ void check_packing(const std::string& op, const Schedule& s, const QInputs& q, c
 // is at least 2 (multipliers below 1/4, the usual case), does both roundings in one
 // step on the high word of the corrected product (quant_util.h): a few 32-bit
 // instructions on a Cortex-M instead of TFLite's case split and mask.
-Expr requantize_channel(const QuantAttrs& q, const Buffer& table, int64_t columns, Expr acc, Expr oc) {
+// With `zero_point_folded` the table's third column already holds the output zero point.
+Expr requantize_channel(const QuantAttrs& q, const Buffer& table, int64_t columns, Expr acc, Expr oc,
+                        bool zero_point_folded) {
   auto col = [&](int64_t k) { return load(table, {add(mul(oc, ci(columns)), ci(k))}); };
   Expr y;
   if (!table) {
@@ -143,7 +151,7 @@ Expr requantize_channel(const QuantAttrs& q, const Buffer& table, int64_t column
   } else {
     y = call("shift_right", {add(corrected_high_word(acc, col(0)), col(2)), col(1)});
   }
-  return saturate_int8(y, q.output_zero_point, q.bounds);
+  return saturate_int8(y, zero_point_folded ? 0 : q.output_zero_point, q.bounds);
 }
 
 bool uniform(const QuantAttrs& q) {
@@ -316,7 +324,8 @@ Stmt gemm_tile(const Gemm& g, const Buffer& col, const std::vector<Expr>& rows, 
   for (int64_t p = 0; p < np; ++p)
     for (int64_t c = 0; c < nc; ++c) {
       Expr oc = add(oc0, ci(c));
-      finish.push_back(g.store(rows[p], oc, requantize_channel(*g.q, g.table, g.table_columns, load(acc, {ci(p * nc + c)}), oc)));
+      finish.push_back(g.store(rows[p], oc, requantize_channel(*g.q, g.table, g.table_columns, load(acc, {ci(p * nc + c)}), oc,
+                                                                  g.sched->fold_output_zero_point)));
     }
   std::vector<Stmt> body = init;
   body.insert(body.end(), parts.begin(), parts.end());
@@ -498,7 +507,8 @@ PrimFunc qconv_build(const std::string& fname, const std::vector<TensorType>& in
     ForKind wk = unroll_window ? ForKind::kUnrolled : ForKind::kSerial;
     Stmt window = For(rh, ci(0), ci(p.kh), wk, For(rw, ci(0), ci(p.kw), wk, update));
     Stmt init = store(acc, bias ? load(bias, {oc}) : ci(0), {ci(0)});
-    Stmt fin = store(o, requantize_channel(p.q, table_flat, p.inputs.table_columns, load(acc, {ci(0)}), oc), {n, oh, ow, oc});
+    Stmt fin = store(o, requantize_channel(p.q, table_flat, p.inputs.table_columns, load(acc, {ci(0)}), oc,
+                                                p.sched.fold_output_zero_point), {n, oh, ow, oc});
     return Allocate(acc, "local", SeqStmt({init, window, fin}));
   };
   Stmt body;

@@ -187,6 +187,17 @@ void run_case(const Case& k, const ScheduleOptions& opts, const std::string& lab
   EXPECT_EQ(sched["smlad"].get<bool>(), opts.smlad && !grouped) << label;
   EXPECT_EQ(sched["sxtb16"].get<bool>(), opts.smlad && opts.sxtb16 && !grouped) << label;
   EXPECT_EQ(sched["interleave"].get<bool>(), opts.smlad && opts.block && opts.interleave && !grouped) << label;
+  // The output zero point goes into a three-column requant table (these cases' shifts are
+  // all far below the limit of 22).
+  bool three_columns = false;
+  for (const auto& in : prepared.nodes[0].inputs) {
+    auto c = prepared.constants.find(in);
+    three_columns = three_columns || (in.find("__requant") != std::string::npos && c != prepared.constants.end() &&
+                                      c->second.shape.size() == 2 && c->second.shape[1] == 3);
+  }
+  EXPECT_EQ(sched["fold_output_zero_point"].get<bool>(),
+            opts.fold_output_zero_point && three_columns && k.attrs.value("output_zero_point", 0) != 0)
+      << label;
   AotModule aot = build_aot(prepared);
   PrimFunc main = aot.module.lookup(aot.main);
   std::vector<NDArray> arrays;
@@ -208,8 +219,8 @@ void run_case(const Case& k, const ScheduleOptions& opts, const std::string& lab
   backend_cases::record_module(label, aot.module, aot.main, arrays);
 }
 
-// All 24 combinations of the five kernel schedules (sxtb16 only with smlad), interleave on,
-// and two with it off.
+// All 24 combinations of the five kernel schedules (sxtb16 only with smlad), interleave and
+// fold_output_zero_point on, and two with both off.
 void run_all_schedules(const Case& k, const std::string& name) {
   for (int bits = 0; bits < 32; ++bits) {
     ScheduleOptions o;
@@ -220,6 +231,8 @@ void run_all_schedules(const Case& k, const std::string& name) {
     for (bool interleave : {true, false}) {
       if (!interleave && !(o.smlad && o.block && o.unroll && o.fold_zero_point)) continue;
       o.interleave = interleave;
+      // The output zero point added after the shift again: once per weight packing.
+      o.fold_output_zero_point = interleave;
       std::string label = name + " [" + (o.disabled().empty() ? "all" : "off: " + o.disabled()) + "]";
       SCOPED_TRACE(label);
       run_case(k, o, label);
