@@ -48,7 +48,8 @@ void prepare_matmul_node(Graph& g, GraphNode& node, const ScheduleOptions& opts,
   if (node.attrs.contains("schedule")) return;
   const bool nchw = conv && node.attrs.value("layout", std::string("NHWC")) == "NCHW";
   json sched = {{"fold_zero_point", false}, {"block", opts.block}, {"unroll", opts.unroll}, {"smlad", false},
-               {"sxtb16", false}};
+               {"sxtb16", false}, {"interleave", false},
+               {"fold_output_zero_point", false}};
   auto wit = g.constants.find(node.inputs.size() > 1 ? node.inputs[1] : "");
   const bool const_weight = wit != g.constants.end() && wit->second.dtype == kI8;
   const int64_t channels = nchw ? node.type.shape.at(1) : node.type.shape.back();
@@ -68,13 +69,21 @@ void prepare_matmul_node(Graph& g, GraphNode& node, const ScheduleOptions& opts,
       high_word = high_word && ms.back().right_shift() >= 2;
     }
     const int64_t columns = high_word ? 3 : 2;
+    // fold_output_zero_point: the rounding term also carries zo << (r - 1), so the kernel
+    // adds no zero point after the shift ((v + zo * 2^s) >> s == (v >> s) + zo). Exact
+    // while the sum stays in int32: the high word is within 2^30, so r - 1 <= 22 keeps
+    // |zo| * 2^(r - 1) + 2^(r - 2) below 2^30.
+    const int64_t zo = static_cast<int64_t>(number_or(node.attrs, "output_zero_point", 0));
+    bool fold_zo = opts.fold_output_zero_point && high_word && zo != 0;
+    for (int64_t c = 0; c < channels && fold_zo; ++c) fold_zo = ms[c].right_shift() - 1 <= 22;
     NDArray table = NDArray::zeros(kI32, {channels, columns});
     for (int64_t c = 0; c < channels; ++c) {
       const int right = ms[c].right_shift();
       table.set_int(columns * c, ms[c].multiplier);
       table.set_int(columns * c + 1, high_word ? right - 1 : ms[c].shift);
-      if (high_word) table.set_int(columns * c + 2, int64_t{1} << (right - 2));
+      if (high_word) table.set_int(columns * c + 2, (int64_t{1} << (right - 2)) + (fold_zo ? zo * (int64_t{1} << (right - 1)) : 0));
     }
+    sched["fold_output_zero_point"] = fold_zo;
     std::string name = fresh_name(g, node.name + "__requant");
     g.constants[name] = std::move(table);
     extra.push_back(name);
@@ -116,8 +125,10 @@ void prepare_matmul_node(Graph& g, GraphNode& node, const ScheduleOptions& opts,
     if (opts.smlad && groups == 1) {
       // sxtb16: four int8 weights per word in the order 0, 2, 1, 3, so SXTB16 yields the
       // pair (0, 1) and SXTB16 with ROR #8 the pair (2, 3). Otherwise int16 pairs in
-      // int32 words, element 2j in the low half: SMLAD's operand order.
+      // int32 words, element 2j in the low half: SMLAD's operand order. With interleave
+      // (the kernels' 2x2 tile, so only with block) channel pairs alternate word by word.
       const int64_t words = packed_weight_words(k, opts.sxtb16);
+      const bool interleave = opts.interleave && opts.block;
       NDArray packed = NDArray::zeros(kI32, {channels, words});
       auto weight = [&](int64_t c, int64_t e) { return e < k ? w.get_int(c * k + e) : 0; };
       for (int64_t c = 0; c < channels; ++c)
@@ -130,7 +141,7 @@ void prepare_matmul_node(Graph& g, GraphNode& node, const ScheduleOptions& opts,
           } else {
             word = static_cast<uint16_t>(weight(c, 2 * j)) | static_cast<uint32_t>(static_cast<uint16_t>(weight(c, 2 * j + 1))) << 16;
           }
-          packed.set_int(c * words + j, static_cast<int32_t>(word));
+          packed.set_int(packed_weight_index(c, j, channels, words, interleave), static_cast<int32_t>(word));
         }
       node.attrs["weight_shape"] = w.shape;
       std::string name = fresh_name(g, node.name + (opts.sxtb16 ? "__weight_q7x4" : "__weight_q15x2"));
@@ -139,6 +150,7 @@ void prepare_matmul_node(Graph& g, GraphNode& node, const ScheduleOptions& opts,
       inputs[1] = name;
       sched["smlad"] = true;
       sched["sxtb16"] = opts.sxtb16;
+      sched["interleave"] = interleave;
     }
   }
   inputs.insert(inputs.end(), extra.begin(), extra.end());

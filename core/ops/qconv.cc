@@ -15,7 +15,13 @@
 //                    SMLAD; a portable expression elsewhere);
 //   sxtb16           with smlad, the weights stay int8, four to a word, and SXTB16
 //                    widens them into int16 pairs in registers: half the weight flash
-//                    for one extra instruction per two multiply-accumulate pairs.
+//                    for one extra instruction per two multiply-accumulate pairs;
+//   interleave       with smlad and block, the weight words of each channel pair
+//                    alternate (packed_weight_index), so the 2x2 tile reads both rows
+//                    through one pointer and GCC keeps the accumulators in registers,
+//                    and the reduction is unrolled by eight words instead of two to four;
+//   fold_output_zero_point  the per-channel table's rounding term carries the output
+//                    zero point (prepare_quantized), one add fewer per output.
 // Depthwise convolutions (groups == channels) run channel by channel over the kernel
 // window; other grouped convolutions take the plain loop nest.
 //
@@ -109,7 +115,8 @@ void check_data(const std::string& op, const std::vector<TensorType>& in, Rule& 
 }
 
 struct Schedule {
-  bool fold_zero_point = false, block = false, unroll = false, smlad = false, sxtb16 = false;
+  bool fold_zero_point = false, block = false, unroll = false, smlad = false, sxtb16 = false, interleave = false,
+       fold_output_zero_point = false;
   // Packed weight words per output channel for a reduction of length k.
   int64_t weight_words(int64_t k) const { return smlad ? packed_weight_words(k, sxtb16) : k; }
 };
@@ -127,6 +134,8 @@ Schedule read_schedule(const std::string& op, const AttrReader& r) {
     else if (key == "unroll") s.unroll = on;
     else if (key == "smlad") s.smlad = on;
     else if (key == "sxtb16") s.sxtb16 = on;
+    else if (key == "interleave") s.interleave = on;
+    else if (key == "fold_output_zero_point") s.fold_output_zero_point = on;
     else if (key != "hoist") fail(op, "unknown schedule '" + key + "' (known: " + schedule_names() + ")");
   }
   return s;
@@ -188,6 +197,9 @@ void check_packing(const std::string& op, const Schedule& s, const QInputs& q, c
   if (q.packed && !s.smlad) fail(op, "a packed (int32) weight needs schedule 'smlad'");
   if (s.smlad && !q.packed) fail(op, "schedule 'smlad' needs the weight packed by prepare_quantized");
   if (s.sxtb16 && !s.smlad) fail(op, "schedule 'sxtb16' needs schedule 'smlad'");
+  if (s.interleave && !(s.smlad && s.block)) fail(op, "schedule 'interleave' needs schedules 'smlad' and 'block'");
+  if (s.fold_output_zero_point && !(q.table && q.table_columns == 3))
+    fail(op, "schedule 'fold_output_zero_point' needs the requant table of shape (O, 3) that prepare_quantized builds");
   if (q.packed && shape != std::vector<int64_t>{rows, s.weight_words(k)})
     fail(op, "the packed weight must have shape (" + std::to_string(rows) + ", " + std::to_string(s.weight_words(k)) +
                  "), got " + shape_str(shape));
@@ -205,7 +217,10 @@ void check_packing(const std::string& op, const Schedule& s, const QInputs& q, c
 // (|p| < 2^55), rounded half to even by the
 // shift, (p + 2^(s-1) - 1 + bit s of p) >> s, then the zero point and the bounds in
 // int64 (the quotient may exceed int32), as qlinear_conv does it.
-Expr requantize_channel(const QuantAttrs& q, const Rule& rule, const Buffer& table, int64_t columns, Expr acc, Expr oc) {
+// With `zero_point_folded` (tflite rule only) the table's third column already holds the
+// output zero point.
+Expr requantize_channel(const QuantAttrs& q, const Rule& rule, const Buffer& table, int64_t columns, Expr acc, Expr oc,
+                        bool zero_point_folded) {
   auto col = [&](int64_t k) { return load(table, {add(mul(oc, ci(columns)), ci(k))}); };
   if (rule.onnx) {
     OnnxHighWord hw;
@@ -229,7 +244,7 @@ Expr requantize_channel(const QuantAttrs& q, const Rule& rule, const Buffer& tab
   } else {
     y = call("shift_right", {add(corrected_high_word(acc, col(0)), col(2)), col(1)});
   }
-  return saturate_int8(y, q.output_zero_point, q.bounds);
+  return saturate_int8(y, zero_point_folded ? 0 : q.output_zero_point, q.bounds);
 }
 
 bool uniform(const QuantAttrs& q) {
@@ -376,7 +391,10 @@ Stmt gemm_tile(const Gemm& g, const Buffer& col, const std::vector<Expr>& rows, 
     for (int64_t p = 0; p < np; ++p) {
       auto x = [&](Expr word) { return col ? load(col, {add(ci(p * kw), word)}) : g.gathered(rows[p], word); };
       for (int64_t c = 0; c < nc; ++c) {
-        Expr w = load(g.weight, {add(mul(add(oc0, ci(c)), ci(ww)), kk)});
+        // Interleaved: a whole pair (nc == 2, oc0 even) alternates word by word; the odd
+        // last channel (nc == 1) keeps its own row.
+        Expr w = g.sched->interleave && nc == 2 ? load(g.weight, {add(add(mul(oc0, ci(ww)), mul(kk, ci(2))), ci(c))})
+                                                : load(g.weight, {add(mul(add(oc0, ci(c)), ci(ww)), kk)});
         Expr a = load(acc, {ci(p * nc + c)});
         Expr v;
         if (quads) {
@@ -395,7 +413,7 @@ Stmt gemm_tile(const Gemm& g, const Buffer& col, const std::vector<Expr>& rows, 
   // remainder runs as a short loop), then a half-full last word.
   const int64_t whole = quads ? kw / 2 : kw;
   const bool half_word = quads && kw % 2;
-  int64_t factor = g.sched->unroll ? (quads ? 2 : 4) : 1;
+  int64_t factor = !g.sched->unroll ? 1 : g.sched->interleave ? 8 : quads ? 2 : 4;
   int64_t main_iters = whole / factor, rest = whole % factor;
   std::vector<Stmt> parts;
   if (main_iters > 0) {
@@ -416,7 +434,9 @@ Stmt gemm_tile(const Gemm& g, const Buffer& col, const std::vector<Expr>& rows, 
   for (int64_t p = 0; p < np; ++p)
     for (int64_t c = 0; c < nc; ++c) {
       Expr oc = add(oc0, ci(c));
-      finish.push_back(g.store(rows[p], oc, requantize_channel(*g.q, *g.rule, g.table, g.table_columns, load(acc, {ci(p * nc + c)}), oc)));
+      finish.push_back(g.store(rows[p], oc, requantize_channel(*g.q, *g.rule, g.table, g.table_columns,
+                                                                  load(acc, {ci(p * nc + c)}), oc,
+                                                                  g.sched->fold_output_zero_point)));
     }
   std::vector<Stmt> body = init;
   body.insert(body.end(), parts.begin(), parts.end());
@@ -599,7 +619,8 @@ PrimFunc qconv_build(const std::string& fname, const std::vector<TensorType>& in
     ForKind wk = unroll_window ? ForKind::kUnrolled : ForKind::kSerial;
     Stmt window = For(rh, ci(0), ci(p.kh), wk, For(rw, ci(0), ci(p.kw), wk, update));
     Stmt init = store(acc, bias ? load(bias, {oc}) : ci(0), {ci(0)});
-    Stmt fin = store(o, requantize_channel(p.q, p.rule, table_flat, p.inputs.table_columns, load(acc, {ci(0)}), oc),
+    Stmt fin = store(o, requantize_channel(p.q, p.rule, table_flat, p.inputs.table_columns, load(acc, {ci(0)}), oc,
+                                           p.sched.fold_output_zero_point),
                      p.at(n, oh, ow, oc));
     return Allocate(acc, "local", SeqStmt({init, window, fin}));
   };

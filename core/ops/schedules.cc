@@ -5,7 +5,8 @@
 namespace mtir {
 
 const std::vector<std::string>& schedule_list() {
-  static const std::vector<std::string> names = {"fold_zero_point", "block", "unroll", "hoist", "smlad", "sxtb16"};
+  static const std::vector<std::string> names = {"fold_zero_point", "block", "unroll", "hoist", "smlad", "sxtb16", "interleave",
+                                                 "fold_output_zero_point"};
   return names;
 }
 
@@ -23,6 +24,8 @@ bool* field(ScheduleOptions& s, const std::string& name) {
   if (name == "hoist") return &s.hoist;
   if (name == "smlad") return &s.smlad;
   if (name == "sxtb16") return &s.sxtb16;
+  if (name == "interleave") return &s.interleave;
+  if (name == "fold_output_zero_point") return &s.fold_output_zero_point;
   return nullptr;
 }
 }  // namespace

@@ -18,6 +18,8 @@ struct ScheduleOptions {
   bool hoist = true;            // hoist_loop_invariants in the lowering pipeline
   bool smlad = false;           // Cortex-M DSP dual MAC; on only for CPUs that have it
   bool sxtb16 = false;          // with smlad: weights stay int8, widened by SXTB16 (half the flash)
+  bool interleave = true;       // with smlad and block: a channel pair's weight words interleaved
+  bool fold_output_zero_point = true;  // per-channel tables: the output zero point added in the rounding term
 
   bool get(const std::string& name) const;
   void set(const std::string& name, bool on);
@@ -27,7 +29,8 @@ struct ScheduleOptions {
 
 // Every schedule name, in a fixed order.
 const std::vector<std::string>& schedule_list();
-// "fold_zero_point, block, unroll, hoist, smlad, sxtb16" (for messages).
+// "fold_zero_point, block, unroll, hoist, smlad, sxtb16, interleave,
+// fold_output_zero_point" (for messages).
 std::string schedule_names();
 // Switches off each name of a comma-separated list ("" switches nothing off); throws a
 // user error naming an unknown schedule. `where` prefixes the message.
@@ -36,5 +39,13 @@ void disable_schedules(ScheduleOptions& s, const std::string& list, const std::s
 // length k: four int8 values per word with sxtb16, two int16 values otherwise. Shared by
 // prepare_quantized, which packs, and the kernels, which read the packing.
 inline int64_t packed_weight_words(int64_t k, bool sxtb16) { return sxtb16 ? (k + 3) / 4 : (k + 1) / 2; }
+// Where word j of output channel c lies in the packed weight of `channels` rows of
+// `words` words. With `interleave` the rows of each channel pair (2b, 2b + 1) alternate
+// word by word, so the 2x2 tile of the kernels reads both through one pointer; an odd
+// last channel keeps its row.
+inline int64_t packed_weight_index(int64_t c, int64_t j, int64_t channels, int64_t words, bool interleave) {
+  if (!interleave || c >= channels - channels % 2) return c * words + j;
+  return (c - c % 2) * words + 2 * j + c % 2;
+}
 
 }  // namespace mtir

@@ -187,6 +187,18 @@ void run_case(const Case& k, const ScheduleOptions& opts, const std::string& lab
   bool grouped = k.attrs.value("groups", 1) != 1;
   EXPECT_EQ(sched["smlad"].get<bool>(), opts.smlad && !grouped) << label;
   EXPECT_EQ(sched["sxtb16"].get<bool>(), opts.smlad && opts.sxtb16 && !grouped) << label;
+  EXPECT_EQ(sched["interleave"].get<bool>(), opts.smlad && opts.block && opts.interleave && !grouped) << label;
+  // The output zero point goes into a three-column requant table (these cases' shifts are
+  // all far below the limit of 22).
+  bool three_columns = false;
+  for (const auto& in : prepared.nodes[0].inputs) {
+    auto c = prepared.constants.find(in);
+    three_columns = three_columns || (in.find("__requant") != std::string::npos && c != prepared.constants.end() &&
+                                      c->second.shape.size() == 2 && c->second.shape[1] == 3);
+  }
+  EXPECT_EQ(sched["fold_output_zero_point"].get<bool>(),
+            opts.fold_output_zero_point && three_columns && k.attrs.value("output_zero_point", 0) != 0)
+      << label;
   AotModule aot = build_aot(prepared);
   PrimFunc main = aot.module.lookup(aot.main);
   std::vector<NDArray> arrays;
@@ -208,15 +220,24 @@ void run_case(const Case& k, const ScheduleOptions& opts, const std::string& lab
   backend_cases::record_module(label, aot.module, aot.main, arrays);
 }
 
-// All 24 combinations of the five kernel schedules (sxtb16 only with smlad).
+// All 24 combinations of the five kernel schedules (sxtb16 only with smlad), interleave and
+// fold_output_zero_point on, and two with both off.
 void run_all_schedules(const Case& k, const std::string& name) {
   for (int bits = 0; bits < 32; ++bits) {
     ScheduleOptions o;
     o.fold_zero_point = bits & 1, o.block = bits & 2, o.unroll = bits & 4, o.smlad = bits & 8, o.sxtb16 = bits & 16;
     if (o.sxtb16 && !o.smlad) continue;
-    std::string label = name + " [" + (o.disabled().empty() ? "all" : "off: " + o.disabled()) + "]";
-    SCOPED_TRACE(label);
-    run_case(k, o, label);
+    // interleave (on by default) only changes anything with smlad and block; switched off
+    // once per weight packing (int8 quads, int16 pairs), the other schedules on.
+    for (bool interleave : {true, false}) {
+      if (!interleave && !(o.smlad && o.block && o.unroll && o.fold_zero_point)) continue;
+      o.interleave = interleave;
+      // The output zero point added after the shift again: once per weight packing.
+      o.fold_output_zero_point = interleave;
+      std::string label = name + " [" + (o.disabled().empty() ? "all" : "off: " + o.disabled()) + "]";
+      SCOPED_TRACE(label);
+      run_case(k, o, label);
+    }
   }
 }
 
@@ -242,6 +263,14 @@ TEST(QConv, Pointwise1x1BatchOfTwo) {
 TEST(QConv, ReductionsEndingInAPartialWord) {
   run_all_schedules({"qconv2d", {1, 3, 3, 6}, {5, 1, 1, 6}, quant({})}, "conv 1x1 6->5");
   run_all_schedules({"qconv2d", {1, 4, 6, 1}, {3, 1, 5, 1}, quant({{"padding", {0, 2, 0, 2}}})}, "conv 1x5 1->3 pad 2");
+}
+
+// A reduction long enough for the interleaved main loop (eight words a pass) plus its
+// remainder and a half-full last word: k = 70 is 17.5 words of four; 5 output channels
+// leave an odd one outside the interleaved pairs.
+TEST(QConv, LongReductionOddChannels) {
+  run_all_schedules({"qconv2d", {1, 2, 3, 70}, {5, 1, 1, 70}, quant({}, {0.01, 0.02, 0.015, 0.03, 0.025})},
+                    "conv 1x1 70->5");
 }
 
 TEST(QConv, StridedDilatedAsymmetricPaddingOddChannels) {

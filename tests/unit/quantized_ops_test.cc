@@ -778,6 +778,14 @@ std::vector<ScheduleOptions> all_schedules() {
     o.sxtb16 = bits & 16;
     if (o.sxtb16 && !o.smlad) continue;
     out.push_back(o);
+    // interleave (on by default) only changes anything with smlad and block; switched off
+    // once per weight packing (int8 quads, int16 pairs), the other schedules on.
+    // So is fold_output_zero_point (it applies to every kernel with a per-channel table).
+    if (o.smlad && o.block && o.unroll && o.fold_zero_point) {
+      o.interleave = false;
+      o.fold_output_zero_point = false;
+      out.push_back(o);
+    }
   }
   return out;
 }

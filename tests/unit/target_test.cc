@@ -63,13 +63,18 @@ TEST(Target, DisabledSchedulesKeepTheRest) {
   EXPECT_EQ(t.disabled_schedules, "hoist");
   ScheduleOptions s = schedule_options(t);
   EXPECT_FALSE(s.hoist);
-  EXPECT_TRUE(s.smlad && s.sxtb16 && s.block && s.unroll && s.fold_zero_point);
+  EXPECT_TRUE(s.smlad && s.sxtb16 && s.block && s.unroll && s.fold_zero_point && s.interleave);
   EXPECT_FALSE(schedule_options(parse_target("c -mcpu=cortex-m4 -disabled-schedules=smlad")).smlad);
   // Weights as int16 pairs: smlad stays on, only the int8 storage goes.
   ScheduleOptions pairs = schedule_options(parse_target("c -mcpu=cortex-m4 -disabled-schedules=sxtb16"));
   EXPECT_TRUE(pairs.smlad);
   EXPECT_FALSE(pairs.sxtb16);
   EXPECT_FALSE(schedule_options(parse_target("c -mcpu=cortex-m3")).sxtb16);
+  // The channel pairs' weights in their own rows again: the packing, not the CPU, changes.
+  Target plain = parse_target("c -mcpu=cortex-m4 -disabled-schedules=interleave,sxtb16");
+  EXPECT_EQ(plain.disabled_schedules, "sxtb16,interleave");
+  EXPECT_FALSE(schedule_options(plain).interleave);
+  EXPECT_TRUE(schedule_options(plain).smlad);
 }
 
 TEST(Target, Refusals) {
