@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "analysis/int_bound.h"
+#include "codegen/emit_common.h"
 #include "codegen/line_marks.h"
 #include "ir/op.h"
 #include "ir/structural_equal.h"
@@ -64,11 +65,7 @@ std::string float_text(double v, bool f32) {
 }
 
 // A wasm text identifier from a TIR name.
-std::string ident(const std::string& hint) {
-  std::string out = "$";
-  for (char c : hint) out += (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.') ? c : '_';
-  return out;
-}
+std::string ident(const std::string& hint) { return "$" + sanitized_name(hint, /*keep_dots=*/true); }
 
 // A string of bytes as a wasm text string literal.
 std::string data_literal(const std::string& bytes) {
@@ -84,11 +81,6 @@ std::string data_literal(const std::string& bytes) {
     }
   }
   return out + "\"";
-}
-
-bool attr_true(const PrimFunc& f, const char* key) {
-  auto it = f->attrs.find(key);
-  return it != f->attrs.end() && std::holds_alternative<bool>(it->second) && std::get<bool>(it->second);
 }
 
 // What all functions of the module share: the callees, the imports, the strings.
@@ -144,8 +136,9 @@ struct LoopAccesses : Visitor {
     Visitor::visit_BufferStore(op);
   }
   void visit_Call(const CallNode* op) override {
-    const OpInfo* info = lookup_op(op->op);
-    if (!info || info->kind == OpInfo::Kind::kCallExtern || info->kind == OpInfo::Kind::kBuiltin) has_call = true;
+    // Calls out and the fixed-signature builtins may touch memory; math does not.
+    const OpInfo::Kind kind = op->builtin ? builtin_info(*op->builtin).kind : OpInfo::Kind::kCallExtern;
+    if (kind == OpInfo::Kind::kCallExtern || kind == OpInfo::Kind::kBuiltin) has_call = true;
     Visitor::visit_Call(op);
   }
   void visit_For(const ForNode* op) override {
@@ -208,10 +201,7 @@ class FunctionEmitter {
  private:
   // ---- names, locals, lines ---------------------------------------------------------
   std::string fresh_name(const std::string& hint) {
-    std::string base = ident(hint), name = base;
-    for (int n = 1; used_.count(name); ++n) name = base + "." + std::to_string(n);
-    used_.insert(name);
-    return name;
+    return unique_name(ident(hint), '.', &used_);
   }
   std::string local(const std::string& hint, const std::string& ty) {
     std::string name = fresh_name(hint);
@@ -488,8 +478,7 @@ class FunctionEmitter {
 
   WVal math_call(const CallNode* c) {
     DataType t = c->dtype;
-    if (!lookup_op(c->op)) user_error(c->span, "unknown intrinsic '" + c->op + "'");
-    if (c->op == "abs" && t.is_integer()) {
+    if (c->is(Builtin::Abs) && t.is_integer()) {
       WVal a = expr(c->args.at(0));
       if (t.is_uint()) return a;
       // Operands are evaluated in order: the first one sets the temporary.
@@ -502,17 +491,16 @@ class FunctionEmitter {
     std::string ty = wasm_type(t, c->span);
     std::vector<WVal> args;
     for (const auto& a : c->args) args.push_back(expr(a));
-    const std::string& op = c->op;
-    static const std::map<std::string, std::string> native = {
-        {"sqrt", "sqrt"}, {"floor", "floor"}, {"ceil", "ceil"}, {"abs", "abs"}};
-    if (native.count(op)) return {ty, "(" + ty + "." + native.at(op) + " " + args[0].code + ")"};
+    // wasm has sqrt, floor, ceil and abs as instructions: the others come from libm.
+    if (c->is(Builtin::Sqrt) || c->is(Builtin::Floor) || c->is(Builtin::Ceil) || c->is(Builtin::Abs))
+      return {ty, "(" + ty + "." + c->op + " " + args[0].code + ")"};
     const std::string libm_suffix = ty == "f32" ? "f" : "";
-    if (op == "sigmoid") {
+    if (c->is(Builtin::Sigmoid)) {
       std::string e = ms_->math_import("exp" + libm_suffix, ty, 1);
       return {ty, "(" + ty + ".div (" + ty + ".const 1) (" + ty + ".add (" + ty + ".const 1) (call " + e + " (" + ty +
                       ".neg " + args[0].code + "))))"};
     }
-    if (op == "round") {
+    if (c->is(Builtin::Round)) {
       // Half away from zero, as C's round: x - trunc(x) is exact.
       std::string x = temp(ty), r = temp(ty);
       return {ty, "(select (" + ty + ".add (local.tee " + r + " (" + ty + ".trunc (local.tee " + x + " " + args[0].code +
@@ -520,7 +508,7 @@ class FunctionEmitter {
                       ".ge (" + ty + ".abs (" + ty + ".sub (local.get " + x + ") (local.get " + r + "))) (" + ty +
                       ".const 0.5)))"};
     }
-    std::string f = ms_->math_import(op + libm_suffix, ty, static_cast<int>(args.size()));
+    std::string f = ms_->math_import(c->op + libm_suffix, ty, static_cast<int>(args.size()));
     std::string call = "(call " + f;
     for (const auto& a : args) call += " " + a.code;
     return {ty, call + ")"};
@@ -534,15 +522,15 @@ class FunctionEmitter {
     DataType t = c->dtype;
     if (!t.is_integer()) user_error(c->span, "intrinsic '" + c->op + "' needs integer operands, not " + t.str());
     WVal a = expr(c->args.at(0)), b = expr(c->args.at(1));
-    if (c->op == "bitwise_and" || c->op == "bitwise_or" || c->op == "bitwise_xor") {
+    if (!is_shift_op(*c->builtin)) {
       // Operands are sign- or zero-extended alike, so the result is extended the same way.
-      const char* inst = c->op == "bitwise_and" ? ".and " : c->op == "bitwise_or" ? ".or " : ".xor ";
+      const char* inst = c->is(Builtin::BitwiseAnd) ? ".and " : c->is(Builtin::BitwiseOr) ? ".or " : ".xor ";
       return {a.ty, "(" + a.ty + inst + a.code + " " + b.code + ")"};
     }
     std::string amount = b.code;
     if (t.bits() < 32 && !as_const_int(c->args[1]))
       amount = "(i32.and " + amount + " (i32.const " + std::to_string(t.bits() - 1) + "))";
-    if (c->op == "shift_left") return {a.ty, normalize("(" + a.ty + ".shl " + a.code + " " + amount + ")", t)};
+    if (c->is(Builtin::ShiftLeft)) return {a.ty, normalize("(" + a.ty + ".shl " + a.code + " " + amount + ")", t)};
     return {a.ty, "(" + a.ty + ".shr" + sign_suffix(t) + " " + a.code + " " + amount + ")"};
   }
 
@@ -586,46 +574,102 @@ class FunctionEmitter {
     return {c->dtype.is_void() ? "" : "i32", call + ")"};
   }
 
-  WVal builtin(const CallNode* c) {
-    const std::string& n = c->op;
-    if (n == "smlad") {
-      WVal a = expr(c->args.at(0)), b = expr(c->args.at(1)), acc = expr(c->args.at(2));
-      auto lo = [](const WVal& v) { return "(i32.shr_s (i32.shl " + v.code + " (i32.const 16)) (i32.const 16))"; };
-      auto hi = [](const WVal& v) { return "(i32.shr_s " + v.code + " (i32.const 16))"; };
-      return {"i32", "(i32.add (i32.add " + acc.code + " (i32.mul " + lo(a) + " " + lo(b) + ")) (i32.mul " + hi(a) + " " + hi(b) + "))"};
+  // Every builtin of ir/builtins.def, by a switch without a default: a new row does not
+  // compile until it has its case here.
+  WVal call_expr(const CallNode* c) {
+    if (!c->builtin) user_error(c->span, "unknown intrinsic '" + c->op + "'");
+    const Builtin b = *c->builtin;
+    switch (b) {
+      case Builtin::Exp:
+      case Builtin::Log:
+      case Builtin::Log2:
+      case Builtin::Sqrt:
+      case Builtin::Tanh:
+      case Builtin::Sigmoid:
+      case Builtin::Sin:
+      case Builtin::Cos:
+      case Builtin::Floor:
+      case Builtin::Ceil:
+      case Builtin::Round:
+      case Builtin::Erf:
+      case Builtin::Abs:
+      case Builtin::Pow: return math_call(c);
+      case Builtin::ShiftRight:
+      case Builtin::ShiftLeft:
+      case Builtin::BitwiseAnd:
+      case Builtin::BitwiseOr:
+      case Builtin::BitwiseXor: return int_binary(c);
+      case Builtin::IfThenElse: {
+        WVal cond = expr(c->args.at(0)), t = expr(c->args.at(1)), f = expr(c->args.at(2));
+        return {t.ty, "(if (result " + t.ty + ") " + cond.code + " (then " + t.code + ") (else " + f.code + "))"};
+      }
+      case Builtin::CallExtern: return extern_call(c);
+      case Builtin::TvmHandleIsNull: return {"i32", "(i32.eqz " + expr(c->args.at(0)).code + ")"};
+      // The packed calling convention: wasm modules are built unpacked.
+      case Builtin::TvmArgTypeCode:
+      case Builtin::TvmArgHandle:
+      case Builtin::TvmArgInt:
+      case Builtin::TvmArgFloat:
+      case Builtin::TvmTensorData:
+      case Builtin::TvmTensorNdim:
+      case Builtin::TvmTensorShape:
+      case Builtin::TvmTensorStridesIsNull:
+      case Builtin::TvmTensorStride:
+      case Builtin::TvmTensorDtypeCode:
+      case Builtin::TvmTensorDtypeBits:
+      case Builtin::TvmTensorDtypeLanes:
+      case Builtin::TvmTensorByteOffset:
+      case Builtin::TvmTensorDeviceType:
+      case Builtin::TvmHandleIsAligned:
+      case Builtin::TvmStackAlloca:
+      case Builtin::TvmSetArgHandle:
+      case Builtin::TvmSetArgInt:
+      case Builtin::TvmSetArgFloat:
+      case Builtin::TvmSetTypeCode:
+      case Builtin::TvmSetShape:
+      case Builtin::TvmTensorInit:
+      case Builtin::TvmCallPackedLowered:
+        refuse_builtin(c, "wasm", "it belongs to the packed calling convention, and wasm modules are built with "
+                                  "-unpacked-api=1");
+      case Builtin::TvmThrowLastError:
+      case Builtin::TvmReturn: refuse_statement_builtin(c, "wasm");
+      case Builtin::TvmCallPacked:
+      case Builtin::TvmMakeTensor:
+      case Builtin::CallTir:
+      case Builtin::TirRegion: refuse_builtin(c, "wasm", "");
+      case Builtin::AddressOf: {
+        const auto* l = c->args.size() == 1 ? as<BufferLoadNode>(c->args[0]) : nullptr;
+        if (!l) user_error(c->span, "T.address_of takes one buffer element, such as A[i]");
+        return {"i32", address(l->buffer, l->indices, l->span)};
+      }
+      case Builtin::Smlad: {
+        WVal a = expr(c->args.at(0)), bv = expr(c->args.at(1)), acc = expr(c->args.at(2));
+        auto lo = [](const WVal& v) { return "(i32.shr_s (i32.shl " + v.code + " (i32.const 16)) (i32.const 16))"; };
+        auto hi = [](const WVal& v) { return "(i32.shr_s " + v.code + " (i32.const 16))"; };
+        return {"i32", "(i32.add (i32.add " + acc.code + " (i32.mul " + lo(a) + " " + lo(bv) + ")) (i32.mul " + hi(a) + " " + hi(bv) + "))"};
+      }
+      case Builtin::Sxtb16:
+      case Builtin::Sxtb16Ror8: {
+        WVal x = expr(c->args.at(0));
+        std::string v = b == Builtin::Sxtb16 ? x.code : "(i32.shr_u " + x.code + " (i32.const 8))";
+        // Byte 0 sign-extended and masked to the low half; byte 2 sign-extended into the high half.
+        std::string lo = "(i32.and (i32.extend8_s " + v + ") (i32.const 65535))";
+        std::string hi = "(i32.shl (i32.extend8_s (i32.shr_u " + v + " (i32.const 16))) (i32.const 16))";
+        return {"i32", "(i32.or " + lo + " " + hi + ")"};
+      }
+      case Builtin::Clz: {
+        WVal x = expr(c->args.at(0));
+        if (x.ty == "i64") return {"i32", "(i32.wrap_i64 (i64.clz " + x.code + "))"};
+        return {"i32", "(i32.clz " + x.code + ")"};
+      }
+      case Builtin::Reinterpret: {
+        WVal x = expr(c->args.at(0));
+        std::string to = wasm_type(c->dtype, c->span);
+        if (x.ty == to) return {to, x.code};
+        return {to, "(" + to + ".reinterpret_" + x.ty + " " + x.code + ")"};
+      }
     }
-    if (n == "reinterpret") {
-      WVal x = expr(c->args.at(0));
-      std::string to = wasm_type(c->dtype, c->span);
-      if (x.ty == to) return {to, x.code};
-      return {to, "(" + to + ".reinterpret_" + x.ty + " " + x.code + ")"};
-    }
-    if (n == "clz") {
-      WVal x = expr(c->args.at(0));
-      if (x.ty == "i64") return {"i32", "(i32.wrap_i64 (i64.clz " + x.code + "))"};
-      return {"i32", "(i32.clz " + x.code + ")"};
-    }
-    if (n == "sxtb16" || n == "sxtb16_ror8") {
-      WVal x = expr(c->args.at(0));
-      std::string v = n == "sxtb16" ? x.code : "(i32.shr_u " + x.code + " (i32.const 8))";
-      // Byte 0 sign-extended and masked to the low half; byte 2 sign-extended into the high half.
-      std::string lo = "(i32.and (i32.extend8_s " + v + ") (i32.const 65535))";
-      std::string hi = "(i32.shl (i32.extend8_s (i32.shr_u " + v + " (i32.const 16))) (i32.const 16))";
-      return {"i32", "(i32.or " + lo + " " + hi + ")"};
-    }
-    if (n == "address_of") {
-      const auto* l = c->args.size() == 1 ? as<BufferLoadNode>(c->args[0]) : nullptr;
-      if (!l) user_error(c->span, "T.address_of takes one buffer element, such as A[i]");
-      return {"i32", address(l->buffer, l->indices, l->span)};
-    }
-    if (n == "tvm_handle_is_null") {
-      WVal h = expr(c->args.at(0));
-      return {"i32", "(i32.eqz " + h.code + ")"};
-    }
-    if (n == "call_tir" || n == "tir_region")
-      user_error(c->span, "T." + n + " must be lowered first (the lower_call_tir pass)");
-    user_error(c->span, "T." + n + " is part of the packed calling convention, which the wasm backend does not "
-                        "support (it builds with -unpacked-api=1)");
+    internal_error(__FILE__, __LINE__, "unhandled builtin");
   }
 
   WVal expr(const Expr& e) {
@@ -699,18 +743,7 @@ class FunctionEmitter {
         return cast(expr(c->value), c->value->dtype, c->dtype, c->span);
       }
       case ExprKind::BufferLoad: return load(static_cast<const BufferLoadNode*>(e.get()));
-      case ExprKind::Call: {
-        const auto* c = static_cast<const CallNode*>(e.get());
-        if (c->op == "if_then_else") {
-          WVal cond = expr(c->args.at(0)), t = expr(c->args.at(1)), f = expr(c->args.at(2));
-          return {t.ty, "(if (result " + t.ty + ") " + cond.code + " (then " + t.code + ") (else " + f.code + "))"};
-        }
-        if (c->op == "call_extern") return extern_call(c);
-        const OpInfo* info = lookup_op(c->op);
-        if (info && info->kind == OpInfo::Kind::kBuiltin) return builtin(c);
-        if (info && info->kind == OpInfo::Kind::kIntBinary) return int_binary(c);
-        return math_call(c);
-      }
+      case ExprKind::Call: return call_expr(static_cast<const CallNode*>(e.get()));
       case ExprKind::Ramp:
       case ExprKind::Broadcast:
       case ExprKind::Shuffle:
@@ -779,14 +812,12 @@ class FunctionEmitter {
       }
       case StmtKind::Evaluate: {
         const auto* op = static_cast<const EvaluateNode*>(s.get());
-        if (op->value->kind == ExprKind::IntImm || op->value->kind == ExprKind::FloatImm) return;
-        if (const auto* call = as<CallNode>(op->value); call && call->op == "tvm_return") {
-          WVal v = cast(expr(call->args.at(0)), call->args[0]->dtype, DataType::Int(32), call->span);
-          emit_return(v.code);
-          return;
-        }
-        if (const auto* call = as<CallNode>(op->value); call && call->op == "tvm_throw_last_error") {
-          throw_last_error(call);
+        if (evaluates_constant(op)) return;
+        if (const CallNode* call = statement_builtin(op)) {
+          if (call->is(Builtin::TvmReturn))
+            emit_return(cast(expr(call->args.at(0)), call->args[0]->dtype, DataType::Int(32), call->span).code);
+          else
+            throw_last_error(call);
           return;
         }
         WVal v = expr(op->value);
@@ -819,11 +850,7 @@ class FunctionEmitter {
     }
   }
 
-  std::string user_name() const {
-    auto it = func_->attrs.find("tir.kernel_of");
-    if (it != func_->attrs.end() && std::holds_alternative<std::string>(it->second)) return std::get<std::string>(it->second);
-    return symbol_;
-  }
+  std::string user_name() const { return user_function_name(func_, symbol_); }
 
   // A buffer element a loop reads and writes at one index that does not change inside
   // it (a reduction's accumulator) lives in a local for the loop's duration: loaded
@@ -1036,7 +1063,7 @@ class FunctionEmitter {
     std::string local;
   };
   std::vector<Promoted> promoted_;
-  bool noalias_ = attr_true(func_, "tir.noalias");
+  bool noalias_ = attr_flag(func_, "tir.noalias");
   std::set<const VarNode*> own_memory_;  // data of parameters and allocations
 };
 
@@ -1109,7 +1136,8 @@ int64_t local_scratch_bytes(const Stmt& s) {
         case StmtKind::DeclBuffer: walk(static_cast<const DeclBufferNode*>(s.get())->body); return;
         case StmtKind::AttrStmt: walk(static_cast<const AttrStmtNode*>(s.get())->body); return;
         case StmtKind::AssertStmt: walk(static_cast<const AssertStmtNode*>(s.get())->body); return;
-        default: return;
+        case StmtKind::BufferStore:
+        case StmtKind::Evaluate: return;  // no statement inside
       }
     }
   } w{&total};
@@ -1159,7 +1187,7 @@ std::string codegen_wat(const IRModule& m, const WatOptions& options) {
   for (const auto& [name, f] : m.functions) {
     const std::string symbol = symbol_of(name, f);
     FunctionEmitter emitter(&ms, symbol, f);
-    defs << emitter.define(!options.has_run && !attr_true(f, "tir.internal"));
+    defs << emitter.define(!options.has_run && !attr_flag(f, "tir.internal"));
   }
 
   std::ostringstream run;
