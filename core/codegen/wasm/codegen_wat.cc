@@ -1145,6 +1145,113 @@ int64_t local_scratch_bytes(const Stmt& s) {
   return total;
 }
 
+// Where the module's memory goes: NULL page guard, constants and I/O buffers, the
+// workspace pool, then the strings (placed while the functions are emitted).
+struct MemoryLayout {
+  std::vector<int64_t> param_address;  // of each parameter of the run export
+  std::string io_exports;              // the "input:" and "output:" address globals
+  int64_t pool_base = 0, pool_bytes = 0, pool_end = 0;
+};
+
+MemoryLayout lay_out_memory(const WatOptions& options, int64_t local_scratch, ModuleState* ms) {
+  MemoryLayout layout;
+  int64_t at = 16;
+  std::ostringstream exports;
+  if (options.has_run) {
+    for (const auto& p : options.run.params) {
+      layout.param_address.push_back(at);
+      if (p.kind == WasmRunExport::Param::Kind::kConstant) {
+        ms->data.emplace_back(at, p.data);
+      } else {
+        const char* prefix = p.kind == WasmRunExport::Param::Kind::kInput ? "input:" : "output:";
+        exports << "  (global (export \"" << prefix << p.name << "\") i32 (i32.const " << at << "))\n";
+      }
+      at += round16(std::max<int64_t>(p.bytes, 1));
+    }
+  }
+  layout.io_exports = exports.str();
+  layout.pool_base = at;
+  layout.pool_bytes = round16(options.workspace_bytes) + local_scratch;
+  layout.pool_end = at + layout.pool_bytes;
+  ms->next_string = layout.pool_end;
+  return layout;
+}
+
+// The run export: resets the pool and the error, refuses NULL buffers, calls main with
+// the constants' addresses, the buffers and each device instance's context (an opaque
+// i32 the host's device library knows).
+std::string run_function(const WatOptions& options, const MemoryLayout& layout, ModuleState* ms) {
+  if (!ms->functions.count(options.run.main_symbol))
+    user_error(Span{}, "the wasm module has no main function '" + options.run.main_symbol + "'");
+  std::ostringstream run, checks, call;
+  run << "  (func $run (export \"run\")";
+  for (size_t i = 0; i < options.run.params.size(); ++i) {
+    const auto& p = options.run.params[i];
+    if (p.kind == WasmRunExport::Param::Kind::kConstant) {
+      call << " (i32.const " << layout.param_address[i] << ")";
+      continue;
+    }
+    std::string id = "$p" + std::to_string(i);
+    run << " (param " << id << " i32)";
+    const char* what = p.kind == WasmRunExport::Param::Kind::kInput ? "input" : "output";
+    int64_t msg = ms->string_address("run: " + std::string(what) + " '" + p.name + "' is NULL");
+    checks << "    (if (i32.eqz (local.get " << id << ")) (then (global.set $mtir.err (i32.const " << msg
+           << ")) (return (i32.const " << kNullArgument << "))))\n";
+    call << " (local.get " << id << ")";
+  }
+  for (size_t k = 0; k < options.run.devices.size(); ++k) {
+    run << " (param $dev" << k << " i32)";
+    call << " (local.get $dev" << k << ")";
+  }
+  run << " (result i32)\n"
+      << "    (global.set $mtir.top (i32.const " << layout.pool_base << "))\n"
+      << "    (global.set $mtir.err (i32.const 0))\n"
+      << checks.str() << "    (call " << ident(options.run.main_symbol) << call.str() << ")\n  )\n";
+  return run.str();
+}
+
+// The error globals and their exports: the message's address and up to three values.
+std::string error_state() {
+  std::ostringstream os;
+  os << "  (global $mtir.err (mut i32) (i32.const 0))\n";
+  for (int k = 0; k < 3; ++k) os << "  (global $mtir.err" << k << " (mut i64) (i64.const 0))\n";
+  return os.str();
+}
+std::string error_exports() {
+  std::ostringstream os;
+  os << "  (func $last_error (export \"" << kWasmLastErrorExport << "\") (result i32) (global.get $mtir.err))\n";
+  os << "  (func $last_error_value (export \"" << kWasmLastErrorValueExport << "\") (param $k i32) (result i64)\n"
+     << "    (if (result i64) (i32.eqz (local.get $k)) (then (global.get $mtir.err0))\n"
+     << "      (else (if (result i64) (i32.eq (local.get $k) (i32.const 1)) (then (global.get $mtir.err1))"
+        " (else (global.get $mtir.err2))))))\n";
+  return os.str();
+}
+
+// The workspace allocator: LIFO blocks, each with a 16-byte header holding its own
+// address and the block's end, so a free checks that it frees the newest block.
+std::string allocator_functions(const MemoryLayout& layout) {
+  std::ostringstream os;
+  os << "  (func $mtir.alloc (param $size i64) (result i32) (local $p i32) (local $end i32)\n"
+     << "    (if (i64.gt_u (local.get $size) (i64.const " << layout.pool_bytes << ")) (then (return (i32.const 0))))\n"
+     << "    (local.set $p (i32.add (global.get $mtir.top) (i32.const " << kBlockHeader << ")))\n"
+     << "    (local.set $end (i32.add (local.get $p) (i32.and (i32.add (i32.wrap_i64 (local.get $size)) (i32.const 15)) "
+        "(i32.const -16))))\n"
+     << "    (if (i32.gt_u (local.get $end) (i32.const " << layout.pool_end << ")) (then (return (i32.const 0))))\n"
+     << "    (i32.store (global.get $mtir.top) (global.get $mtir.top))\n"
+     << "    (i32.store offset=4 (global.get $mtir.top) (local.get $end))\n"
+     << "    (global.set $mtir.top (local.get $end))\n"
+     << "    (local.get $p)\n  )\n";
+  os << "  (func $mtir.free (param $p i32) (result i32) (local $h i32)\n"
+     << "    (if (i32.or (i32.lt_u (local.get $p) (i32.const " << layout.pool_base + kBlockHeader
+     << ")) (i32.gt_u (local.get $p) (i32.const " << layout.pool_end << "))) (then (return (i32.const -1))))\n"
+     << "    (local.set $h (i32.sub (local.get $p) (i32.const " << kBlockHeader << ")))\n"
+     << "    (if (i32.or (i32.ne (i32.load (local.get $h)) (local.get $h)) (i32.ne (i32.load offset=4 (local.get $h)) "
+        "(global.get $mtir.top))) (then (return (i32.const -1))))\n"
+     << "    (global.set $mtir.top (local.get $h))\n"
+     << "    (i32.const 0)\n  )\n";
+  return os.str();
+}
+
 }  // namespace
 
 std::string codegen_wat(const IRModule& m, const WatOptions& options) {
@@ -1160,66 +1267,14 @@ std::string codegen_wat(const IRModule& m, const WatOptions& options) {
     ms.functions[symbol] = f;
     local_scratch += local_scratch_bytes(f->body);
   }
-
-  // The memory layout: NULL page guard, constants, I/O buffers, pool, strings.
-  int64_t at = 16;
-  std::vector<int64_t> param_address;
-  std::ostringstream data, exports;
-  if (options.has_run) {
-    for (const auto& p : options.run.params) {
-      param_address.push_back(at);
-      if (p.kind == WasmRunExport::Param::Kind::kConstant) {
-        ms.data.emplace_back(at, p.data);
-      } else {
-        const char* prefix = p.kind == WasmRunExport::Param::Kind::kInput ? "input:" : "output:";
-        exports << "  (global (export \"" << prefix << p.name << "\") i32 (i32.const " << at << "))\n";
-      }
-      at += round16(std::max<int64_t>(p.bytes, 1));
-    }
-  }
-  const int64_t pool_base = at;
-  const int64_t pool_bytes = round16(options.workspace_bytes) + local_scratch;
-  at += pool_bytes;
-  const int64_t pool_end = at;
-  ms.next_string = at;
+  const MemoryLayout layout = lay_out_memory(options, local_scratch, &ms);
 
   std::ostringstream defs;
   for (const auto& [name, f] : m.functions) {
-    const std::string symbol = symbol_of(name, f);
-    FunctionEmitter emitter(&ms, symbol, f);
+    FunctionEmitter emitter(&ms, symbol_of(name, f), f);
     defs << emitter.define(!options.has_run && !attr_flag(f, "tir.internal"));
   }
-
-  std::ostringstream run;
-  if (options.has_run) {
-    if (!ms.functions.count(options.run.main_symbol))
-      user_error(Span{}, "the wasm module has no main function '" + options.run.main_symbol + "'");
-    run << "  (func $run (export \"run\")";
-    std::ostringstream checks, call;
-    for (size_t i = 0; i < options.run.params.size(); ++i) {
-      const auto& p = options.run.params[i];
-      if (p.kind == WasmRunExport::Param::Kind::kConstant) {
-        call << " (i32.const " << param_address[i] << ")";
-        continue;
-      }
-      std::string id = "$p" + std::to_string(i);
-      run << " (param " << id << " i32)";
-      const char* what = p.kind == WasmRunExport::Param::Kind::kInput ? "input" : "output";
-      int64_t msg = ms.string_address("run: " + std::string(what) + " '" + p.name + "' is NULL");
-      checks << "    (if (i32.eqz (local.get " << id << ")) (then (global.set $mtir.err (i32.const " << msg
-             << ")) (return (i32.const " << kNullArgument << "))))\n";
-      call << " (local.get " << id << ")";
-    }
-    // Each device instance's context (an opaque i32 the host's device library knows).
-    for (size_t k = 0; k < options.run.devices.size(); ++k) {
-      run << " (param $dev" << k << " i32)";
-      call << " (local.get $dev" << k << ")";
-    }
-    run << " (result i32)\n"
-        << "    (global.set $mtir.top (i32.const " << pool_base << "))\n"
-        << "    (global.set $mtir.err (i32.const 0))\n"
-        << checks.str() << "    (call " << ident(options.run.main_symbol) << call.str() << ")\n  )\n";
-  }
+  const std::string run = options.has_run ? run_function(options, layout, &ms) : "";
 
   const int64_t end = ms.next_string;
   const int64_t pages = std::max<int64_t>(1, (end + kWasmPage - 1) / kWasmPage);
@@ -1227,44 +1282,16 @@ std::string codegen_wat(const IRModule& m, const WatOptions& options) {
   os << ";; Generated by microtir " << MICROTIR_VERSION << " from module \"" << m.name << "\"";
   if (!options.description.empty()) os << " (" << options.description << ")";
   os << ". Do not edit.\n";
-  os << ";; memory: constants and I/O from 16, workspace pool [" << pool_base << ", " << pool_end << "), strings to " << end
-     << "\n(module\n";
+  os << ";; memory: constants and I/O from 16, workspace pool [" << layout.pool_base << ", " << layout.pool_end
+     << "), strings to " << end << "\n(module\n";
   for (const auto& [id, line] : ms.imports) os << "  " << line << "\n";
   os << "  (memory (export \"memory\") " << pages << ")\n";
-  os << "  (global $mtir.top (mut i32) (i32.const " << pool_base << "))\n";
-  os << "  (global $mtir.err (mut i32) (i32.const 0))\n";
-  for (int k = 0; k < 3; ++k) os << "  (global $mtir.err" << k << " (mut i64) (i64.const 0))\n";
-  os << exports.str();
-  os << "  (func $last_error (export \"" << kWasmLastErrorExport << "\") (result i32) (global.get $mtir.err))\n";
-  os << "  (func $last_error_value (export \"" << kWasmLastErrorValueExport << "\") (param $k i32) (result i64)\n"
-     << "    (if (result i64) (i32.eqz (local.get $k)) (then (global.get $mtir.err0))\n"
-     << "      (else (if (result i64) (i32.eq (local.get $k) (i32.const 1)) (then (global.get $mtir.err1))"
-        " (else (global.get $mtir.err2))))))\n";
-  if (ms.helpers.count("$mtir.alloc")) {
-    // LIFO blocks: a 16-byte header holding its own address and the block's end, so a
-    // free checks that it frees the newest block.
-    os << "  (func $mtir.alloc (param $size i64) (result i32) (local $p i32) (local $end i32)\n"
-       << "    (if (i64.gt_u (local.get $size) (i64.const " << pool_bytes << ")) (then (return (i32.const 0))))\n"
-       << "    (local.set $p (i32.add (global.get $mtir.top) (i32.const " << kBlockHeader << ")))\n"
-       << "    (local.set $end (i32.add (local.get $p) (i32.and (i32.add (i32.wrap_i64 (local.get $size)) (i32.const 15)) "
-          "(i32.const -16))))\n"
-       << "    (if (i32.gt_u (local.get $end) (i32.const " << pool_end << ")) (then (return (i32.const 0))))\n"
-       << "    (i32.store (global.get $mtir.top) (global.get $mtir.top))\n"
-       << "    (i32.store offset=4 (global.get $mtir.top) (local.get $end))\n"
-       << "    (global.set $mtir.top (local.get $end))\n"
-       << "    (local.get $p)\n  )\n";
-    os << "  (func $mtir.free (param $p i32) (result i32) (local $h i32)\n"
-       << "    (if (i32.or (i32.lt_u (local.get $p) (i32.const " << pool_base + kBlockHeader << ")) (i32.gt_u (local.get $p) (i32.const "
-       << pool_end << "))) (then (return (i32.const -1))))\n"
-       << "    (local.set $h (i32.sub (local.get $p) (i32.const " << kBlockHeader << ")))\n"
-       << "    (if (i32.or (i32.ne (i32.load (local.get $h)) (local.get $h)) (i32.ne (i32.load offset=4 (local.get $h)) "
-          "(global.get $mtir.top))) (then (return (i32.const -1))))\n"
-       << "    (global.set $mtir.top (local.get $h))\n"
-       << "    (i32.const 0)\n  )\n";
-  }
+  os << "  (global $mtir.top (mut i32) (i32.const " << layout.pool_base << "))\n";
+  os << error_state() << layout.io_exports << error_exports();
+  if (ms.helpers.count("$mtir.alloc")) os << allocator_functions(layout);
   for (const auto& h : ms.helpers)
     if (h != "$mtir.alloc") os << division_helper(h);
-  os << run.str() << defs.str();
+  os << run << defs.str();
   for (const auto& [addr, bytes] : ms.data) os << "  (data (i32.const " << addr << ") " << data_literal(bytes) << ")\n";
   os << ")\n";
   return options.line_map ? strip_line_marks(os.str(), options.line_map) : os.str();
