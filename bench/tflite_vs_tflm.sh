@@ -82,20 +82,16 @@ done
 python3 - "$work" "$peer" "$peer_rc" "$CASE" "$SCHEDULE_ROWS" "${MODELS[@]}" <<'PY'
 import glob, json, os, re, socket, subprocess, sys, time
 
+sys.path.insert(0, "bench")
+import tflite_bench  # noqa: E402
+
 work, peer, peer_rc, case, schedule_rows, entries = (sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4],
                                                      sys.argv[5].split(), sys.argv[6:])
 QEMU = ["qemu-system-arm", "-M", "mps2-an386", "-nographic", "-monitor", "none", "-serial", "none",
         "-semihosting-config", "enable=on,target=native", "-icount", "shift=8"]
 
 
-def npy(path):
-    """(descr, shape, data bytes) of an .npy file."""
-    raw = open(path, "rb").read()
-    major = raw[6]
-    hlen = int.from_bytes(raw[8:10] if major == 1 else raw[8:12], "little")
-    start = (10 if major == 1 else 12) + hlen
-    d = eval(raw[start - hlen:start].decode("latin1"), {"__builtins__": {}}, {"True": True, "False": False})
-    return d["descr"], tuple(d["shape"]), raw[start:]
+npy = tflite_bench.npy
 
 
 def fnv1a(data):
@@ -234,32 +230,7 @@ def our_layers(model):
 
 
 def layer_macs(model, quant, ref_dir):
-    """Nominal MACs of each TFLite operator (conv, depthwise, fully connected; padded taps
-    count): its output's elements times the weight's taps per output, from the imported
-    graph (the nodes an operator emits come just before its output node)."""
-    try:
-        g = json.load(open(os.path.join(work, model + ".layers.json")))
-    except (OSError, ValueError):
-        return {}
-    shapes = {c["name"]: c["shape"] for c in g["constants"]}
-    position = {nd["name"]: k for k, nd in enumerate(g["nodes"])}
-    macs, start = {}, 0
-    for i, node in enumerate(g["outputs"]):
-        end = position[node] + 1
-        elements = 1
-        for d in quant["layers"][i]["shape"]:
-            elements *= d
-        total = 0
-        for nd in g["nodes"][start:end]:
-            if nd["op"] in ("qconv2d", "qdense", "conv2d", "dense"):
-                w = nd.get("attrs", {}).get("weight_shape") or shapes.get(nd["inputs"][1])
-                taps = 1
-                for d in (w or [0])[1:]:
-                    taps *= d
-                total += elements * taps
-        macs[i] = total
-        start = end
-    return macs
+    return tflite_bench.layer_macs(os.path.join(work, model + ".layers.json"), quant)
 
 
 def layer_table(model, cmsis, refk, quant, ref_dir, our_total):

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "compile_request.h"
-#include "infer_request.h"
+#include "onnx_import.h"
 #include "tflite_import.h"
 
 namespace {
@@ -35,16 +35,22 @@ extern "C" {
 // response cannot be allocated.
 char* mtir_compile(const char* request_json) { return respond(request_json, mtir::wasm::compile_request_text); }
 
-// One op's output type (infer_request.h), for the page's ONNX converter; the same
-// ownership as mtir_compile.
-char* mtir_infer(const char* request_json) { return respond(request_json, mtir::wasm::infer_request_text); }
-
 // A .tflite file's bytes as the JSON graph the native frontend reads from it
 // (tflite_import.h): {"ok": true, "graph": TEXT} or {"ok": false, "message", "internal"};
 // the same ownership as mtir_compile. `filename` names the file in messages.
 char* mtir_import_tflite(const unsigned char* bytes, size_t size, const char* filename) {
   std::string name = filename ? filename : "model.tflite";
   return respond("", [&](const std::string&) { return mtir::wasm::import_tflite_request(bytes, size, name).dump(); });
+}
+
+// An .onnx model the page decoded (the JSON of onnx_import.h) as the JSON graph
+// `microtir import` writes: {"ok": true, "graph": TEXT, "notes"} or {"ok": false,
+// "message", "internal"}; the same ownership as mtir_compile. `filename` names the
+// model in messages.
+char* mtir_import_onnx(const char* model_json, const char* filename) {
+  std::string name = filename ? filename : "model.onnx";
+  return respond(model_json,
+                 [&](const std::string& text) { return mtir::wasm::import_onnx_request(text, name).dump(); });
 }
 
 void mtir_free(char* p) { std::free(p); }

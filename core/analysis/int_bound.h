@@ -27,6 +27,11 @@ class IntBoundAnalyzer {
   // Variables without a binding take the range of their type.
   void bind(const VarNode* v, IntBound b) { bounds_[v] = b; }
   void unbind(const VarNode* v) { bounds_.erase(v); }
+  // The range bound to `v`, or null.
+  const IntBound* lookup(const VarNode* v) const {
+    auto it = bounds_.find(v);
+    return it == bounds_.end() ? nullptr : &it->second;
+  }
 
   // The range of integer expression `e`.
   IntBound bound(const Expr& e) const;

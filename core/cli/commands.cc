@@ -320,21 +320,16 @@ static int run_model_as_artifact(const RunCommand& c) {
   return run_artifact(on_target);
 }
 
-int run_run(const RunCommand& c) {
-  // A model (JSON graph) runs through its AOT main with its weights; a TIR file runs
-  // the function asked for.
-  if (c.profile_layers && (c.target.empty() || c.target == "host" || c.target == "wasm32" || c.target == "wasm-binaryen"))
-    user_error({}, "--profile-layers counts instructions per operator on a target with an instruction counter: "
-                   "add --target cortex-m3, cortex-m4, cortex-m7 or riscv32");
-  if (is_artifact_path(c.file)) return run_artifact(c);  // model.tar or an MLF folder
-  if (is_graph_file(c.file) && ((!c.target.empty() && c.target != "host") || !c.devices.empty()))
-    return run_model_as_artifact(c);
-  RunSubject subject = load_run_subject(c);
-  const IRModule& m = subject.module;
-  const std::string& fname = subject.func;
-  const std::map<std::string, NDArray>& preset = subject.preset;
-  PrimFunc f = m.lookup(fname);
+// The arguments of one run: arrays for every buffer parameter (presets, --input and
+// --inout files, zeros for the rest) and which of them are outputs.
+struct RunArguments {
+  std::vector<InterpArg> args;
+  std::vector<NDArray> arrays;
+  std::vector<size_t> outputs;
+};
 
+static RunArguments bind_run_arguments(const RunCommand& c, const PrimFunc& f, const std::string& fname,
+                                       const std::map<std::string, NDArray>& preset) {
   std::map<std::string, std::string> input_files, scalar_texts;
   std::map<std::string, std::string> inout_files;
   for (const auto& s : c.inputs) input_files.insert(split_assignment(s, "--input"));
@@ -345,75 +340,104 @@ int run_run(const RunCommand& c) {
   }
   for (const auto& s : c.scalars) scalar_texts.insert(split_assignment(s, "--scalar"));
 
+  RunArguments r;
   // Scalars first: output shapes may depend on them.
-  std::vector<InterpArg> args(f->params.size());
-  std::map<const VarNode*, int64_t> scalar_values = bind_scalars(f, fname, scalar_texts, &args);
-
-  std::vector<NDArray> arrays(f->params.size());
-  std::vector<size_t> outputs;
+  r.args.resize(f->params.size());
+  std::map<const VarNode*, int64_t> scalar_values = bind_scalars(f, fname, scalar_texts, &r.args);
+  r.arrays.resize(f->params.size());
   for (size_t i = 0; i < f->params.size(); ++i) {
     const Buffer& b = f->param_buffers[i];
     if (!b) continue;
     auto it = input_files.find(b->name);
     if (auto pre = preset.find(b->name); pre != preset.end()) {
-      arrays[i] = pre->second;
+      r.arrays[i] = pre->second;
     } else if (it != input_files.end()) {
-      arrays[i] = read_npy(read_file(it->second), it->second);
+      r.arrays[i] = read_npy(read_file(it->second), it->second);
       input_files.erase(it);
     } else if (auto io = inout_files.find(b->name); io != inout_files.end()) {
-      arrays[i] = read_npy(read_file(io->second), io->second);
+      r.arrays[i] = read_npy(read_file(io->second), io->second);
       inout_files.erase(io);
-      outputs.push_back(i);
+      r.outputs.push_back(i);
     } else {
       std::vector<int64_t> shape;
       for (const auto& e : b->shape) shape.push_back(dim_value(e, scalar_values, b->name));
-      arrays[i] = NDArray::zeros(b->dtype, shape);
-      outputs.push_back(i);
+      r.arrays[i] = NDArray::zeros(b->dtype, shape);
+      r.outputs.push_back(i);
     }
-    args[i] = &arrays[i];
+    r.args[i] = &r.arrays[i];
   }
   if (!input_files.empty()) user_error({}, "'" + fname + "' has no buffer parameter '" + input_files.begin()->first + "'");
   if (!inout_files.empty()) user_error({}, "'" + fname + "' has no buffer parameter '" + inout_files.begin()->first + "'");
+  return r;
+}
+
+// The host build of a TIR function, run on `inputs` (copies made before the interpreter
+// ran) and compared with what the interpreter computed; afterwards `run` holds the host
+// build's outputs and `inputs` the interpreter's.
+struct HostComparison {
+  json comparisons = json::array();
+  bool all_match = true;
+  std::optional<int64_t> returned;
+};
+
+static HostComparison compare_with_host_build(const RunCommand& c, const IRModule& m, const std::string& fname,
+                                              const PrimFunc& f, RunArguments& run, std::vector<NDArray>& inputs,
+                                              const std::optional<int64_t>& interpreted_return) {
+  HostComparison h;
+  std::vector<InterpArg> host_args = run.args;
+  for (size_t i = 0; i < f->params.size(); ++i)
+    if (f->param_buffers[i]) host_args[i] = &inputs[i];
+  if (c.backend != "c" && c.backend != "llvm") user_error({}, "--backend takes c or llvm, not '" + c.backend + "'");
+  Target target = parse_target(c.backend + (c.unpacked_api ? " -unpacked-api=1" : ""));
+  BuildResult built = build_for_target(m, target);
+  TempDir work(c.keep_build_dir);
+  sim::HostSimOptions options;
+  options.work_dir = work.path();
+  h.returned = sim::run_on_host({&built, fname, f}, host_args, options);
+  auto add = [&h](const std::string& name, double max_abs, double max_rel, bool ok) {
+    h.all_match = h.all_match && ok;
+    h.comparisons.push_back({{"name", name}, {"max_abs_diff", max_abs}, {"max_rel_diff", max_rel}, {"ok", ok}});
+  };
+  if (interpreted_return) {
+    const bool same = h.returned == interpreted_return;
+    add("return", same ? 0.0 : 1.0, same ? 0.0 : 1.0, same);
+  }
+  for (size_t i : run.outputs) {
+    Difference d = compare_arrays(inputs[i], run.arrays[i]);  // the artifact against the interpreter
+    add(f->param_buffers[i]->name, d.max_abs, d.max_rel, d.ok);
+  }
+  // Report what the artifact computed.
+  for (size_t i : run.outputs) std::swap(run.arrays[i], inputs[i]);
+  return h;
+}
+
+int run_run(const RunCommand& c) {
+  // A model (JSON graph) runs through its AOT main with its weights; a TIR file runs
+  // the function asked for.
+  if (c.profile_layers && (c.target.empty() || c.target == "host" || c.target == "wasm32" || c.target == "wasm-binaryen"))
+    user_error({}, "--profile-layers counts instructions per operator on a target with an instruction counter: "
+                   "add --target cortex-m3, cortex-m4, cortex-m7 or riscv32");
+  if (is_artifact_path(c.file)) return run_artifact(c);  // model.tar or an MLF folder
+  if (is_graph_file(c.file) && ((!c.target.empty() && c.target != "host") || !c.devices.empty()))
+    return run_model_as_artifact(c);
+  if (!c.target.empty() && c.target != "host") {
+    user_error({}, "--target " + c.target + " runs models (model.json, or model.tar from `microtir compile`); "
+                   "a TIR file runs on --target host");
+  }
+  RunSubject subject = load_run_subject(c);
+  const IRModule& m = subject.module;
+  const std::string& fname = subject.func;
+  PrimFunc f = m.lookup(fname);
+  RunArguments run = bind_run_arguments(c, f, fname, subject.preset);
+  std::vector<NDArray>& arrays = run.arrays;
+  const std::vector<size_t>& outputs = run.outputs;
 
   // The host build runs on copies of the inputs; the interpreter is the reference.
   std::vector<NDArray> reference;
-  if (!c.target.empty()) {
-    if (c.target != "host") {
-      user_error({}, "--target " + c.target + " runs models (model.json, or model.tar from `microtir compile`); "
-                     "a TIR file runs on --target host");
-    }
-    reference = arrays;
-  }
-  const std::optional<int64_t> returned = interpret(m, fname, args);
-  std::optional<int64_t> host_returned;
-  json comparisons = json::array();
-  bool all_match = true;
-  if (!c.target.empty()) {
-    std::vector<InterpArg> host_args = args;
-    for (size_t i = 0; i < f->params.size(); ++i)
-      if (f->param_buffers[i]) host_args[i] = &reference[i];
-    if (c.backend != "c" && c.backend != "llvm") user_error({}, "--backend takes c or llvm, not '" + c.backend + "'");
-    Target target = parse_target(c.backend + (c.unpacked_api ? " -unpacked-api=1" : ""));
-    BuildResult built = build_for_target(m, target);
-    TempDir work(c.keep_build_dir);
-    sim::HostSimOptions options;
-    options.work_dir = work.path();
-    host_returned = sim::run_on_host({&built, fname, f}, host_args, options);
-    if (returned) {
-      const bool same = host_returned == returned;
-      all_match = all_match && same;
-      comparisons.push_back({{"name", "return"}, {"max_abs_diff", same ? 0.0 : 1.0}, {"max_rel_diff", same ? 0.0 : 1.0},
-                             {"ok", same}});
-    }
-    for (size_t i : outputs) {
-      Difference d = compare_arrays(reference[i], arrays[i]);  // the artifact against the interpreter
-      all_match = all_match && d.ok;
-      comparisons.push_back({{"name", f->param_buffers[i]->name}, {"max_abs_diff", d.max_abs}, {"max_rel_diff", d.max_rel},
-                             {"ok", d.ok}});
-    }
-    // Report what the artifact computed.
-    for (size_t i : outputs) std::swap(arrays[i], reference[i]);
-  }
+  if (!c.target.empty()) reference = arrays;
+  const std::optional<int64_t> returned = interpret(m, fname, run.args);
+  HostComparison host;
+  if (!c.target.empty()) host = compare_with_host_build(c, m, fname, f, run, reference, returned);
 
   OutputSet files;
   if (!c.output_dir.empty()) {
@@ -425,13 +449,13 @@ int run_run(const RunCommand& c) {
   if (c.json) {
     json outs = json::array();
     for (size_t i : outputs) outs.push_back(array_json(f->param_buffers[i]->name, arrays[i]));
-    json out = {{"ok", all_match}, {"function", fname}, {"outputs", outs}};
+    json out = {{"ok", host.all_match}, {"function", fname}, {"outputs", outs}};
     if (returned) out["return"] = *returned;
-    if (!c.target.empty()) out["compare"] = comparisons;
+    if (!c.target.empty()) out["compare"] = host.comparisons;
     std::cout << out.dump(2) << "\n";
-    return all_match ? 0 : 1;
+    return host.all_match ? 0 : 1;
   }
-  if (!print_run_text(c, f, arrays, outputs, comparisons, all_match, returned, host_returned)) return 1;
+  if (!print_run_text(c, f, arrays, outputs, host.comparisons, host.all_match, returned, host.returned)) return 1;
   // Where the model's intermediate tensors live: the plan the artifact uses.
   if (is_graph_file(c.file)) std::cout << planned_memory_report(m, fname);
   return 0;

@@ -10,7 +10,6 @@ int run_onnx_test(const OnnxTestCommand&) {
 }  // namespace mtir::cli
 #else
 
-#include <onnx/onnx_pb.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -104,19 +103,18 @@ std::string compare(const NDArray& got, const NDArray& want, const std::string& 
 
 // One data set: import with the set's inputs known (for inputs that must be
 // compile-time values), compile, run on the host, compare.
-Outcome run_data_set(const std::string& model_bytes, const std::string& model_path, const onnx::ModelProto& model,
-                     const fs::path& set_dir) {
+Outcome run_data_set(const OnnxModel& model, const std::string& model_path, const fs::path& set_dir) {
   std::vector<std::string> input_names, output_names;
   std::set<std::string> inits;
-  for (const auto& t : model.graph().initializer()) inits.insert(t.name());
-  for (const auto& in : model.graph().input()) {
+  for (const auto& t : model.graph.initializer()) inits.insert(t.name());
+  for (const auto& in : model.graph.input()) {
     if (inits.count(in.name())) continue;
     // The data of sequence and optional inputs are not TensorProtos.
-    if (!in.type().has_tensor_type())
+    if (!in.is_tensor_)
       return {"unsupported", "unsupported: model input '" + in.name() + "' is not a tensor (a sequence, map or optional)"};
     input_names.push_back(in.name());
   }
-  for (const auto& o : model.graph().output()) output_names.push_back(o.name());
+  for (const auto& o : model.graph.output()) output_names.push_back(o.name());
   auto in_files = sorted_matching(set_dir, "input_", ".pb");
   auto out_files = sorted_matching(set_dir, "output_", ".pb");
   if (in_files.size() > input_names.size() || out_files.size() != output_names.size())
@@ -124,7 +122,7 @@ Outcome run_data_set(const std::string& model_bytes, const std::string& model_pa
   OnnxOptions options;
   for (size_t k = 0; k < in_files.size(); ++k)
     options.known_inputs[input_names[k]] = load_onnx_tensor(read_file(in_files[k].string()), in_files[k].string());
-  Graph g = fold_batch_norm(load_onnx(model_bytes, model_path, options));
+  Graph g = fold_batch_norm(convert_onnx(model, model_path, options));
   std::vector<NDArray> expected;
   for (const auto& f : out_files) {
     expected.push_back(load_onnx_tensor(read_file(f.string()), f.string()));
@@ -183,15 +181,14 @@ json run_test(const fs::path& dir) {
   try {
     std::string model_path = (dir / "model.onnx").string();
     std::string bytes = read_file(model_path);
-    onnx::ModelProto model;
-    if (!model.ParseFromString(bytes)) user_error({}, "'" + model_path + "' is not a valid ONNX model");
-    for (const auto& n : model.graph().node())
+    OnnxModel model = read_onnx_model(bytes, model_path);
+    for (const auto& n : model.graph.node())
       if (std::find(ops.begin(), ops.end(), n.op_type()) == ops.end()) ops.push_back(n.op_type());
     auto sets = sorted_matching(dir, "test_data_set_", "");
     if (sets.empty()) user_error({}, "no test_data_set_* folder");
     out = {"pass", ""};
     for (const auto& s : sets) {
-      out = run_data_set(bytes, model_path, model, s);
+      out = run_data_set(model, model_path, s);
       if (out.status != "pass") break;
     }
   } catch (const DiagnosticError& e) {
@@ -213,11 +210,15 @@ json run_test(const fs::path& dir) {
 // In the supported-op subset: every op of the model is one the frontend maps. Decided
 // here, not by the worker, so a test whose worker crashed still counts.
 bool uses_only_supported_ops(const fs::path& dir) {
-  onnx::ModelProto model;
-  std::ifstream in(dir / "model.onnx", std::ios::binary);
-  if (!in || !model.ParseFromIstream(&in) || model.graph().node_size() == 0) return false;
+  OnnxModel model;
+  try {
+    model = read_onnx_model(read_file((dir / "model.onnx").string()), "model.onnx");
+  } catch (const DiagnosticError&) {
+    return false;
+  }
+  if (model.graph.node_size() == 0) return false;
   const auto& listed = supported_onnx_ops();
-  return std::all_of(model.graph().node().begin(), model.graph().node().end(), [&](const onnx::NodeProto& n) {
+  return std::all_of(model.graph.node().begin(), model.graph.node().end(), [&](const OnnxNode& n) {
     return std::binary_search(listed.begin(), listed.end(), n.op_type());
   });
 }

@@ -3,8 +3,13 @@
 // ONNX operator onto ops of the registry (docs/onnx.md lists them). Shape inference is
 // ours (each op's infer). Anything we do not map is a user error starting with
 // "unsupported: " and naming the op, attribute or dtype; a malformed file is a user
-// error naming what is wrong. Native only: it needs libonnx's generated protobuf
-// classes, so it lives in its own library (microtir_onnx), never in the wasm build.
+// error naming what is wrong.
+//
+// Two halves: the converter works on a protobuf-free model (onnx_model.h) and is part
+// of the core, wasm build included (the page decodes the protobuf with protobufjs and
+// hands the model over as JSON, onnx_model_json.h); reading the protobuf file
+// (read_onnx_model, load_onnx, load_onnx_tensor) needs libonnx's generated classes and
+// lives in its own native library (microtir_onnx, onnx_proto.cc).
 #pragma once
 
 #include <map>
@@ -12,6 +17,7 @@
 #include <vector>
 
 #include "frontend/graph.h"
+#include "frontend/onnx_model.h"
 #include "support/ndarray.h"
 
 namespace mtir {
@@ -24,12 +30,23 @@ struct OnnxOptions {
   std::map<std::string, NDArray> known_inputs;
 };
 
-// Parses `bytes` (the contents of an .onnx file; `filename` names it in messages).
+// Converts a model (`filename` names it in messages). Checks what every exporter writes
+// (an ir_version and a graph) and the opset first.
+Graph convert_onnx(const OnnxModel& model, const std::string& filename, const OnnxOptions& options = {});
+
+// ---- native only (microtir_onnx)
+
+// The contents of an .onnx file as a model; a user error when they are not protobuf.
+OnnxModel read_onnx_model(const std::string& bytes, const std::string& filename);
+
+// read_onnx_model, then convert_onnx.
 Graph load_onnx(const std::string& bytes, const std::string& filename, const OnnxOptions& options = {});
 
 // A serialized TensorProto (the ONNX test data's input_N.pb / output_N.pb) as an
 // NDArray; `name` receives the tensor's name when not null.
 NDArray load_onnx_tensor(const std::string& bytes, const std::string& filename, std::string* name = nullptr);
+
+// ---- both
 
 // The ONNX op types the frontend maps, sorted: the table of docs/onnx.md (the
 // conformance runner's "supported-op" subset is the tests using only these).

@@ -1,9 +1,8 @@
-// Internal to the ONNX frontend: the converter from an ONNX GraphProto to our Graph.
+// Internal to the ONNX frontend: the converter from an ONNX graph (onnx_model.h, the
+// protobuf-free form) to our Graph.
 // onnx_graph.cc walks the graph (names, initializers, order, inputs and outputs);
 // onnx_ops.cc maps each ONNX operator onto ops of the registry.
 #pragma once
-
-#include <onnx/onnx_pb.h>
 
 #include <functional>
 #include <map>
@@ -14,11 +13,12 @@
 
 #include "frontend/graph.h"
 #include "frontend/onnx.h"
+#include "frontend/onnx_model.h"
 
 namespace mtir {
 
 bool onnx_dtype_from_code(int code, DataType* out);
-NDArray onnx_tensor_to_ndarray(const onnx::TensorProto& t, const std::string& what);
+NDArray onnx_tensor_to_ndarray(const OnnxTensor& t, const std::string& what);
 
 class OnnxConverter;
 
@@ -28,28 +28,28 @@ class OnnxConverter;
 // the data movement ops, when input and output share scale and zero point).
 struct QdqGroup {
   enum class Kind { kMatrix, kPassThrough, kAdd } kind = Kind::kMatrix;
-  const onnx::NodeProto* op = nullptr;
-  const onnx::NodeProto* relu = nullptr;            // a Relu between op and quant, or null
-  const onnx::NodeProto* quant = nullptr;
-  std::vector<const onnx::NodeProto*> dequant;      // the DequantizeLinear of each op input, or null
+  const OnnxNode* op = nullptr;
+  const OnnxNode* relu = nullptr;            // a Relu between op and quant, or null
+  const OnnxNode* quant = nullptr;
+  std::vector<const OnnxNode*> dequant;      // the DequantizeLinear of each op input, or null
 };
 struct QdqPlan {
-  std::map<const onnx::NodeProto*, QdqGroup> groups;  // by op node
-  std::set<const onnx::NodeProto*> absorbed;          // the DQ, Relu and Q nodes the groups replace
+  std::map<const OnnxNode*, QdqGroup> groups;  // by op node
+  std::set<const OnnxNode*> absorbed;          // the DQ, Relu and Q nodes the groups replace
 };
-QdqPlan plan_qdq(OnnxConverter& c, const onnx::GraphProto& graph, const std::vector<const onnx::NodeProto*>& order);
+QdqPlan plan_qdq(OnnxConverter& c, const OnnxGraph& graph, const std::vector<const OnnxNode*>& order);
 // Converts the group of the converter's current node (its op).
 void convert_qdq_group(OnnxConverter& c, const QdqGroup& group);
 
 class OnnxConverter {
  public:
-  OnnxConverter(const onnx::GraphProto& graph, int64_t opset, const OnnxOptions& options)
+  OnnxConverter(const OnnxGraph& graph, int64_t opset, const OnnxOptions& options)
       : graph_(graph), opset_(opset), options_(options) {}
   Graph run();
 
   // ---- used by the op mappings (onnx_ops.cc)
   int64_t opset() const { return opset_; }
-  const onnx::NodeProto& node() const { return *node_; }
+  const OnnxNode& node() const { return *node_; }
   // "node 'y' (Conv)" for messages.
   std::string where() const;
   [[noreturn]] void unsupported(const std::string& what) const;
@@ -66,7 +66,7 @@ class OnnxConverter {
 
   // Attributes of the current node. Each one read is marked; an attribute never read
   // is refused as unsupported after the mapping ran.
-  const onnx::AttributeProto* attr(const std::string& name);
+  const OnnxAttribute* attr(const std::string& name);
   int64_t attr_int(const std::string& name, int64_t def);
   double attr_float(const std::string& name, double def);
   std::string attr_string(const std::string& name, const std::string& def);
@@ -89,11 +89,11 @@ class OnnxConverter {
  private:
   std::string resolve(const std::string& name) const;
   void declare_inputs();
-  std::vector<const onnx::NodeProto*> sorted_nodes() const;
-  void convert(const onnx::NodeProto& n);
+  std::vector<const OnnxNode*> sorted_nodes() const;
+  void convert(const OnnxNode& n);
   void finish_outputs();
 
-  const onnx::GraphProto& graph_;
+  const OnnxGraph& graph_;
   int64_t opset_;
   const OnnxOptions& options_;
   Graph g_;
@@ -101,8 +101,8 @@ class OnnxConverter {
   std::map<std::string, std::string> aliases_;
   std::set<std::string> names_;          // every name of the ONNX graph and ours
   std::set<std::string> frozen_inputs_;  // known inputs turned into constants
-  std::map<std::string, const onnx::ValueInfoProto*> pending_inputs_;  // run-time inputs not yet declared
-  const onnx::NodeProto* node_ = nullptr;
+  std::map<std::string, const OnnxValueInfo*> pending_inputs_;  // run-time inputs not yet declared
+  const OnnxNode* node_ = nullptr;
   std::set<std::string> attrs_read_;
   QdqPlan qdq_;
 };

@@ -49,14 +49,13 @@ TensorType OnnxConverter::type_of(const std::string& name) const {
   auto p = pending_inputs_.find(name);
   if (p != pending_inputs_.end()) {
     // A run-time input whose shape or dtype we cannot use.
-    const auto& tt = p->second->type().tensor_type();
-    if (!p->second->type().has_tensor_type()) user_error({}, "unsupported: model input '" + name + "' is not a tensor");
-    std::string dims;
-    for (int k = 0; k < tt.shape().dim_size(); ++k) {
-      const auto& d = tt.shape().dim(k);
-      if (!d.has_dim_value() || d.dim_value() <= 0)
+    const OnnxValueInfo& vi = *p->second;
+    if (!vi.is_tensor_) user_error({}, "unsupported: model input '" + name + "' is not a tensor");
+    for (size_t k = 0; k < vi.dims_.size(); ++k) {
+      const auto& d = vi.dims_[k];
+      if (!d.has_value || d.value <= 0)
         user_error({}, "unsupported: model input '" + name + "' has a dynamic shape (dimension " + std::to_string(k) +
-                           " is " + (d.has_dim_param() ? "'" + d.dim_param() + "'" : std::string("unknown")) +
+                           " is " + (d.has_param ? "'" + d.param + "'" : std::string("unknown")) +
                            "); give it a fixed shape");
     }
     user_error({}, "unsupported: model input '" + name + "' has no shape; give it a fixed shape");
@@ -98,7 +97,7 @@ bool OnnxConverter::has_attr(const std::string& name) const {
   return false;
 }
 
-const onnx::AttributeProto* OnnxConverter::attr(const std::string& name) {
+const OnnxAttribute* OnnxConverter::attr(const std::string& name) {
   attrs_read_.insert(name);
   for (const auto& a : node_->attribute())
     if (a.name() == name) {
@@ -111,28 +110,28 @@ const onnx::AttributeProto* OnnxConverter::attr(const std::string& name) {
 int64_t OnnxConverter::attr_int(const std::string& name, int64_t def) {
   const auto* a = attr(name);
   if (!a) return def;
-  if (a->type() != onnx::AttributeProto::INT) invalid("attribute '" + name + "' must be an integer");
+  if (a->type() != OnnxAttribute::kInt) invalid("attribute '" + name + "' must be an integer");
   return a->i();
 }
 
 double OnnxConverter::attr_float(const std::string& name, double def) {
   const auto* a = attr(name);
   if (!a) return def;
-  if (a->type() != onnx::AttributeProto::FLOAT) invalid("attribute '" + name + "' must be a float");
+  if (a->type() != OnnxAttribute::kFloat) invalid("attribute '" + name + "' must be a float");
   return a->f();
 }
 
 std::string OnnxConverter::attr_string(const std::string& name, const std::string& def) {
   const auto* a = attr(name);
   if (!a) return def;
-  if (a->type() != onnx::AttributeProto::STRING) invalid("attribute '" + name + "' must be a string");
+  if (a->type() != OnnxAttribute::kString) invalid("attribute '" + name + "' must be a string");
   return a->s();
 }
 
 std::vector<int64_t> OnnxConverter::attr_ints(const std::string& name, const std::vector<int64_t>& def) {
   const auto* a = attr(name);
   if (!a) return def;
-  if (a->type() != onnx::AttributeProto::INTS) invalid("attribute '" + name + "' must be a list of integers");
+  if (a->type() != OnnxAttribute::kInts) invalid("attribute '" + name + "' must be a list of integers");
   return std::vector<int64_t>(a->ints().begin(), a->ints().end());
 }
 
@@ -199,20 +198,19 @@ void OnnxConverter::declare_inputs() {
     }
     // A fixed shape and a dtype we hold: an input of the graph; otherwise type_of
     // refuses it where it is used.
-    const auto& tp = in.type();
-    if (!tp.has_tensor_type()) user_error({}, "unsupported: model input '" + name + "' is not a tensor (a sequence, map or optional)");
+    if (!in.is_tensor_) user_error({}, "unsupported: model input '" + name + "' is not a tensor (a sequence, map or optional)");
     DataType dt;
-    bool ok = tp.has_tensor_type() && tp.tensor_type().has_shape();
+    bool ok = in.has_shape_;
     std::vector<int64_t> shape;
     if (ok) {
-      for (const auto& d : tp.tensor_type().shape().dim()) {
-        if (!d.has_dim_value() || d.dim_value() <= 0) ok = false;
-        shape.push_back(d.dim_value());
+      for (const auto& d : in.dims_) {
+        if (!d.has_value || d.value <= 0) ok = false;
+        shape.push_back(d.value);
       }
     }
-    int code = tp.tensor_type().elem_type();
-    if (ok && code != onnx::TensorProto::FLOAT) {
-      if (code != onnx::TensorProto::UNDEFINED && onnx_dtype_from_code(code, &dt)) {
+    int code = in.elem_type_;
+    if (ok && code != kOnnxFloat) {
+      if (code != kOnnxUndefined && onnx_dtype_from_code(code, &dt)) {
         types_[name] = TensorType{dt, shape};
         g_.inputs.emplace_back(name, types_[name]);
         continue;
@@ -229,7 +227,7 @@ void OnnxConverter::declare_inputs() {
   }
 }
 
-std::vector<const onnx::NodeProto*> OnnxConverter::sorted_nodes() const {
+std::vector<const OnnxNode*> OnnxConverter::sorted_nodes() const {
   // Which node produces each name; then every input must be known.
   std::map<std::string, size_t> producer;
   int count = graph_.node_size();
@@ -263,7 +261,7 @@ std::vector<const onnx::NodeProto*> OnnxConverter::sorted_nodes() const {
   std::set<size_t> ready;
   for (int i = 0; i < count; ++i)
     if (pending[i] == 0) ready.insert(static_cast<size_t>(i));
-  std::vector<const onnx::NodeProto*> order;
+  std::vector<const OnnxNode*> order;
   while (!ready.empty()) {
     size_t i = *ready.begin();
     ready.erase(ready.begin());
@@ -283,7 +281,7 @@ std::vector<const onnx::NodeProto*> OnnxConverter::sorted_nodes() const {
   return order;
 }
 
-void OnnxConverter::convert(const onnx::NodeProto& n) {
+void OnnxConverter::convert(const OnnxNode& n) {
   node_ = &n;
   attrs_read_.clear();
   if (!n.domain().empty() && n.domain() != "ai.onnx")
@@ -327,7 +325,7 @@ void OnnxConverter::finish_outputs() {
 Graph OnnxConverter::run() {
   g_.name = graph_.name().empty() ? "model" : to_c_identifier(graph_.name());
   declare_inputs();
-  std::vector<const onnx::NodeProto*> order = sorted_nodes();
+  std::vector<const OnnxNode*> order = sorted_nodes();
   qdq_ = plan_qdq(*this, graph_, order);
   for (const auto* n : order) convert(*n);
   finish_outputs();

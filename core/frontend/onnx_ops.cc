@@ -539,7 +539,7 @@ void constant(C& c) {
   single_output(c);
   if (c.node().attribute_size() != 1) c.invalid("expected exactly one value attribute");
   const std::string name = c.node().attribute(0).name();
-  const onnx::AttributeProto* a = c.attr(name);
+  const OnnxAttribute* a = c.attr(name);
   NDArray v;
   if (name == "value") {
     v = onnx_tensor_to_ndarray(a->t(), "the value of Constant '" + out0(c) + "'");
@@ -631,7 +631,7 @@ void upsample(C& c) {
   } else if (c.opset() < 9) {
     expect_inputs(c, 1, 1);
     if (!c.has_attr("scales")) c.invalid("missing attribute 'scales'");
-    const onnx::AttributeProto* a = c.attr("scales");
+    const OnnxAttribute* a = c.attr("scales");
     scales.assign(a->floats().begin(), a->floats().end());
   } else {
     expect_inputs(c, 2, 2);

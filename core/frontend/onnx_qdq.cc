@@ -31,19 +31,19 @@ namespace mtir {
 
 namespace {
 
-using Node = onnx::NodeProto;
+using Node = OnnxNode;
 
 bool is_q8(DataType t) { return t == DataType::Int(8) || t == DataType::UInt(8); }
 
 int64_t int_attr(const Node& n, const std::string& name, int64_t def) {
   for (const auto& a : n.attribute())
-    if (a.name() == name && a.type() == onnx::AttributeProto::INT) return a.i();
+    if (a.name() == name && a.type() == OnnxAttribute::kInt) return a.i();
   return def;
 }
 
 double float_attr(const Node& n, const std::string& name, double def) {
   for (const auto& a : n.attribute())
-    if (a.name() == name && a.type() == onnx::AttributeProto::FLOAT) return a.f();
+    if (a.name() == name && a.type() == OnnxAttribute::kFloat) return a.f();
   return def;
 }
 
@@ -218,7 +218,7 @@ bool add_group_exact(OnnxConverter& c, const QdqGroup& g, std::string* why) {
 
 }  // namespace
 
-QdqPlan plan_qdq(OnnxConverter& c, const onnx::GraphProto& graph, const std::vector<const Node*>& order) {
+QdqPlan plan_qdq(OnnxConverter& c, const OnnxGraph& graph, const std::vector<const Node*>& order) {
   Wiring w;
   for (const Node* n : order) {
     for (const auto& o : n->output())

@@ -60,11 +60,12 @@ TEST(WasmBackend, ModelModuleExportsRunBuffersAndHoldsTheWeights) {
   // Six weight tensors as data segments; main gets their addresses as constants.
   const std::regex data_segment("\\(data \\(i32\\.const");
   EXPECT_EQ(std::distance(std::sregex_iterator(wat.begin(), wat.end(), data_segment), std::sregex_iterator()),
-            6 + 2 + 4);  // + the two NULL-argument messages of run and four workspace-overflow messages
-                         // (main's pool, the softmax's scratch, each conv's padded input)
+            6 + 2 + 3);  // + the two NULL-argument messages of run and three workspace-overflow messages
+                         // (main's pool, each conv's padded input; the softmax's ten-element
+                         // scratch lives in locals)
   // NULL pointers are refused with the CRT's kTvmErrorNullArgument (0x400).
   EXPECT_NE(wat.find("(return (i32.const 1024))"), std::string::npos);
-  // Workspaces come from the module's allocator and are freed (the softmax's scratch too).
+  // Workspaces come from the module's allocator and are freed.
   EXPECT_NE(wat.find("(call $mtir.alloc (i64.const 2560))"), std::string::npos);
   EXPECT_NE(wat.find("(call $mtir.free"), std::string::npos);
   // expf is the only import: the host's math library.

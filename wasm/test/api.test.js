@@ -407,18 +407,41 @@ test('byte for byte the native CLI\'s outputs (C, LLVM IR, the MLF archive)', { 
   }
 });
 
-test('mtir_infer: an op\'s output type, or its own message', () => {
-  const f32 = (shape) => ({ dtype: 'float32', shape });
-  assert.deepEqual(mtir.infer({ op: 'conv2d', inputs: [f32([1, 1, 8, 8]), f32([8, 1, 3, 3])], attrs: { padding: [1, 1, 1, 1] } }),
-    { ok: true, type: f32([1, 8, 8, 8]) });
-  assert.deepEqual(mtir.infer({ op: 'reshape', inputs: [f32([2, 3])], attrs: { newshape: [-1] } }), { ok: true, type: f32([6]) });
-  const bad = mtir.infer({ op: 'add', inputs: [f32([2, 3]), f32([4])] });
-  assert.equal(bad.ok, false);
-  assert.equal(bad.internal, false);
-  assert.match(bad.message, /^add: shapes \(2, 3\) and \(4\) cannot be broadcast/);
-  assert.match(mtir.infer({ op: 'add', inputs: [{ dtype: 'int32', shape: [2] }, f32([2])] }).message, /mixed types are not supported/);
-  assert.deepEqual(mtir.infer({ op: 'nope', inputs: [] }), { ok: false, message: "unknown op 'nope'", internal: false });
-  assert.match(mtir.infer({ inputs: [] }).message, /^malformed infer request/);
+// The JSON of wasm/onnx_import.h written by hand: what the page's decoder
+// (web/src/onnx_import.js) cannot produce from a file is checked here (int64 as
+// decimal strings, the float words, a broken request); web/test/onnx_import.test.js
+// checks the decoder against the native reader over real files.
+test('mtir_import_onnx: the core\'s ONNX converter on a decoded model', () => {
+  const f32 = (name, dims) => ({ name, tensor: true, elem_type: 1, has_shape: true, dims: dims.map((value) => ({ value })) });
+  const model = (node, extra = {}) => JSON.stringify({
+    ir_version: 8, opset_import: [{ domain: '', version: 6 }],
+    graph: { name: 'm', node: [node], input: [f32('x', ['1', 4])], output: [{ name: 'y' }], ...extra },
+  });
+  const clip = (min) => ({ op_type: 'Clip', input: ['x'], output: ['y'], attribute: [
+    { name: 'min', type: 1, f: min }, { name: 'max', type: 1, f: 6 }] });
+  const ok = mtir.importOnnx(model(clip('-0')), 'clip.onnx');
+  assert.equal(ok.ok, true, ok.message);
+  const graph = JSON.parse(ok.graph);
+  assert.deepEqual(graph.inputs, [{ name: 'x', dtype: 'float32', shape: [1, 4] }]);
+  assert.equal(graph.nodes.length, 1);
+  assert.equal(graph.nodes[0].op, 'clip');
+  assert.ok(Object.is(graph.nodes[0].attrs.min, -0), ok.graph);
+  assert.deepEqual(ok.notes, []);
+  // NaN arrives as NaN, which clip refuses.
+  const nan = mtir.importOnnx(model(clip('NaN')), 'clip.onnx');
+  assert.deepEqual([nan.ok, nan.internal], [false, false]);
+  assert.match(nan.message, /^node 'y' \(Clip\): clip: attribute 'min' must be a finite number/);
+  // The converter's own messages, with the file's name.
+  assert.match(mtir.importOnnx(JSON.stringify({ ir_version: 8 }), 'a.onnx').message,
+    /^'a\.onnx' is not an ONNX model: it has no ir_version or no graph/);
+  assert.equal(mtir.importOnnx(model({ op_type: 'Elu', input: ['x'], output: ['y'] }), 'e.onnx').message,
+    "unsupported: node 'y' (Elu): operator 'Elu'");
+  // A request that breaks the format is the decoder's bug: internal.
+  for (const bad of ['{', JSON.stringify({ ir_version: 'eight' }), JSON.stringify({ graph: { node: 5 } })]) {
+    const r = mtir.importOnnx(bad, 'm.onnx');
+    assert.deepEqual([r.ok, r.internal], [false, true], bad);
+    assert.match(r.message, /^malformed ONNX model request: /, bad);
+  }
 });
 
 test('.tflite models: the native TFLite frontend in the core gives what `microtir import` writes', () => {

@@ -3,34 +3,26 @@
 'use strict';
 const fs = require('fs');
 const path = require('path');
+const { callText } = require('../../web/src/core_abi.js');
 
 async function loadMicrotir(jsPath) {
   const create = require(jsPath);
   const wasmBinary = fs.readFileSync(path.join(path.dirname(jsPath), 'microtir.wasm'));
   const m = await create({ wasmBinary });
-  // A `char* f(const char*)` of the C ABI, text in and out.
-  const call = (f, name, text) => {
-    const n = m.lengthBytesUTF8(text) + 1;
-    const p = m._malloc(n);
-    m.stringToUTF8(text, p, n);
-    const r = f(p);
-    m._free(p);
-    if (!r) throw new Error(`${name} returned NULL`);
-    const out = m.UTF8ToString(r);
-    m._mtir_free(r);
-    return out;
-  };
+  // A `char* f(const char*, ...)` of the C ABI, text in and out.
+  const call = (f, ...texts) => callText(m, f, ...texts);
   return {
     version: () => m.UTF8ToString(m._mtir_version()),
     compileText(text) {
-      return call(m._mtir_compile, 'mtir_compile', text);
+      return call(m._mtir_compile, text);
     },
     compile(request) {
       return JSON.parse(this.compileText(JSON.stringify(request)));
     },
-    // One op's output type (wasm/infer_request.h).
-    infer(request) {
-      return JSON.parse(call(m._mtir_infer, 'mtir_infer', JSON.stringify(request)));
+    // An .onnx model decoded by web/src/onnx_import.js (the JSON of wasm/onnx_import.h)
+    // -> {ok, graph, notes} or {ok: false, message, internal}.
+    importOnnx(modelJson, filename) {
+      return JSON.parse(call(m._mtir_import_onnx, modelJson, filename));
     },
     // A .tflite file's bytes -> {ok, graph} or {ok: false, message, internal} (wasm/tflite_import.h).
     importTflite(bytes, filename) {

@@ -1,34 +1,24 @@
 // The compiler's thread: loads the wasm build once and answers compile requests, so a
 // long compile never freezes the page (the page terminates this worker on timeout). It
-// also converts .onnx files into JSON graphs (onnx_import.js), asking the core for each
-// node's type, and .tflite files with the core's own TFLite frontend (mtir_import_tflite).
+// also converts .onnx files into JSON graphs (decoded by onnx_import.js, converted by the
+// core's ONNX converter, mtir_import_onnx) and .tflite files with the core's own TFLite
+// frontend (mtir_import_tflite).
 /* global importScripts, createMicrotir */
-import { onnxToGraph, onnxRoot, graphText } from './onnx_import.js';
+import { importOnnx, onnxRoot } from './onnx_import.js';
+import { callText } from './core_abi.js';
 import onnxDescriptor from 'onnx-descriptor';  // made at build time from onnx.proto (build.mjs)
 
 importScripts('microtir.js');
 
 const ready = createMicrotir({ locateFile: (name) => name });
 
-// Calls a `char* f(const char* json)` of the C ABI (mtir_compile, mtir_infer).
-function callJson(m, f, request) {
-  const text = JSON.stringify(request);
-  const n = m.lengthBytesUTF8(text) + 1;
-  const p = m._malloc(n);
-  m.stringToUTF8(text, p, n);
-  const r = f(p);
-  m._free(p);
-  if (!r) throw new Error('the compiler could not allocate its response');
-  const out = m.UTF8ToString(r);
-  m._mtir_free(r);
-  return JSON.parse(out);
-}
-
 let root = null;
-function importOnnx(m, bytes, filename) {
+// An .onnx file: decoded here, converted by the core (wasm/onnx_import.h): {ok: true,
+// graph, notes} or {ok: false, message, internal}.
+function importOnnxFile(m, bytes, filename) {
   root = root || onnxRoot(onnxDescriptor);
-  const infer = (op, inputs, attrs) => callJson(m, m._mtir_infer, { op, inputs, attrs });
-  return graphText(onnxToGraph(new Uint8Array(bytes), { root, infer, filename }));
+  const convert = (modelJson, name) => JSON.parse(callText(m, m._mtir_import_onnx, modelJson, name));
+  return importOnnx(new Uint8Array(bytes), { root, filename, convert });
 }
 
 // A .tflite file through the native frontend compiled into the core (core/frontend/tflite,
@@ -112,18 +102,8 @@ self.onmessage = async (event) => {
   try {
     const m = await ready;
     const version = m.UTF8ToString(m._mtir_version());
-    if (onnx) {
-      try {
-        self.postMessage({ id, graph: importOnnx(m, onnx, filename), version });
-      } catch (e) {
-        // A refused or malformed model is the user's diagnostic, not a worker failure.
-        if (e.name !== 'OnnxImportError' || e.internal) throw e;
-        self.postMessage({ id, importError: e.message, version });
-      }
-      return;
-    }
-    if (tflite) {
-      const r = importTflite(m, tflite, filename);
+    if (onnx || tflite) {
+      const r = onnx ? importOnnxFile(m, onnx, filename) : importTflite(m, tflite, filename);
       // A refused or malformed model is the user's diagnostic; an internal error is a bug.
       if (!r.ok && r.internal) throw new Error(r.message);
       self.postMessage(r.ok ? { id, graph: r.graph, version } : { id, importError: r.message, version });
@@ -131,7 +111,7 @@ self.onmessage = async (event) => {
     }
     // Test hook: a compile that never ends on its own, to exercise the timeout.
     if (debugSpinMs) for (const end = Date.now() + debugSpinMs; Date.now() < end;);
-    const response = callJson(m, m._mtir_compile, request);
+    const response = JSON.parse(callText(m, m._mtir_compile, JSON.stringify(request)));
     if (wasm && response.ok && response.run && response.run.ok) response.run.wasm = await runWasm(response, wasm);
     self.postMessage({ id, response, version });
   } catch (e) {

@@ -167,6 +167,48 @@ bool uses_any(const Expr& e, const std::set<const VarNode*>& vars) {
   return f.found;
 }
 
+// How the body of an allocation uses it, for keeping a small one in locals: whether every
+// use is a scalar load or store of one element, and the loop variables its indices read.
+struct RegisterArrayUses : Visitor {
+  const VarNode* data = nullptr;
+  DataType dtype;
+  bool escapes = false;  // the pointer itself is used (a call, address_of, a vector access, a view)
+  std::set<const VarNode*> index_vars;
+
+  bool element_access(const Buffer& b, const std::vector<Expr>& indices) {
+    if (b->data.get() != data) return false;
+    if (indices.size() != 1 || indices[0]->dtype.is_vector() || b->dtype != dtype) escapes = true;
+    for (const auto& i : indices) {
+      struct Vars : Visitor {
+        std::set<const VarNode*>* out;
+        void visit_Var(const VarNode* op) override { out->insert(op); }
+      } vars;
+      vars.out = &index_vars;
+      vars.visit(i);
+      visit(i);
+    }
+    return true;
+  }
+  void visit_BufferLoad(const BufferLoadNode* op) override {
+    if (!element_access(op->buffer, op->indices)) Visitor::visit_BufferLoad(op);
+  }
+  void visit_BufferStore(const BufferStoreNode* op) override {
+    if (op->buffer->data.get() != data) {
+      Visitor::visit_BufferStore(op);
+      return;
+    }
+    if (op->value->dtype.is_vector()) escapes = true;
+    visit(op->value);
+    element_access(op->buffer, op->indices);
+  }
+  void visit_Var(const VarNode* op) override { escapes = escapes || op == data; }
+  void visit_Call(const CallNode* op) override {
+    const auto* l = op->is(Builtin::AddressOf) && op->args.size() == 1 ? as<BufferLoadNode>(op->args[0]) : nullptr;
+    if (l && l->buffer->data.get() == data) escapes = true;
+    Visitor::visit_Call(op);
+  }
+};
+
 class FunctionEmitter {
  public:
   FunctionEmitter(ModuleState* ms, std::string symbol, PrimFunc f)
@@ -328,7 +370,8 @@ class FunctionEmitter {
   WVal load(const BufferLoadNode* l) {
     DataType t = l->buffer->dtype;
     std::string ty = wasm_type(t, l->span);
-    std::string local = promoted(l->buffer, l->indices);
+    std::string local = register_element(l->buffer, l->indices, l->span);
+    if (local.empty()) local = promoted(l->buffer, l->indices);
     WVal v{ty, local.empty() ? "(" + load_op(t) + " " + memarg(l->buffer, l->indices, l->span) + ")"
                              : "(local.get " + local + ")"};
     if (!local.empty() && t.is_bool()) v.code = "(i32.ne " + v.code + " (i32.const 0))";
@@ -344,7 +387,8 @@ class FunctionEmitter {
     }
     WVal v = expr(s->value);
     if (s->value->dtype != t) v = cast(v, s->value->dtype, t, s->span);
-    std::string local = promoted(s->buffer, s->indices);
+    std::string local = register_element(s->buffer, s->indices, s->span);
+    if (local.empty()) local = promoted(s->buffer, s->indices);
     if (!local.empty()) {
       line("(local.set " + local + " " + v.code + ")");
       return;
@@ -827,7 +871,8 @@ class FunctionEmitter {
       case StmtKind::Allocate: emit_allocate(static_cast<const AllocateNode*>(s.get())); return;
       case StmtKind::DeclBuffer: {
         const auto* op = static_cast<const DeclBufferNode*>(s.get());
-        base_of(op->buffer, op->span);  // a view of memory that already has a pointer
+        // A view of memory that already has a pointer (or of a register array's locals).
+        if (!register_arrays_.count(op->buffer->data.get())) base_of(op->buffer, op->span);
         emit(op->body);
         return;
       }
@@ -867,11 +912,12 @@ class FunctionEmitter {
       // Every pointer the loop goes through must be a parameter's or an allocation's
       // (distinct memory); a derived pointer could alias the promoted element.
       bool distinct = true;
-      for (const auto& a : acc.accesses) distinct = distinct && (own_memory_.count(a.data) || acc.bound.count(a.data));
+      for (const auto& a : acc.accesses)
+        distinct = distinct && (own_memory_.count(a.data) || acc.bound.count(a.data) || register_arrays_.count(a.data));
       std::set<const VarNode*> rejected;
       for (const auto& a : acc.accesses) {
         if (!distinct) break;
-        if (!own_memory_.count(a.data)) continue;
+        if (!own_memory_.count(a.data)) continue;  // register arrays are locals already
         if (!a.store || acc.has_call || rejected.count(a.data) || a.indices.size() != 1 || acc.bound.count(a.data)) continue;
         if (a.indices[0]->dtype.is_vector()) {  // a SIMD128 store stays in memory
           rejected.insert(a.data);
@@ -921,6 +967,24 @@ class FunctionEmitter {
     c.visit(s);
     return c.ok ? c.product : -1;
   }
+  // Whether emit_loop unrolls `node`: a small constant nest of a small body. A long
+  // straight line (a register tile's loop, already unrolled by its schedule) stays a loop:
+  // V8 schedules the loads of a long line early and spills them.
+  static constexpr int64_t kUnrollStoreLimit = 32;
+  static bool unrolled(const ForNode* node) {
+    const int64_t* min = as_const_int(node->min);
+    const int64_t* extent = as_const_int(node->extent);
+    const int64_t inner = unrolled_iterations(node->body);
+    struct Stores : Visitor {
+      int64_t count = 0;
+      void visit_BufferStore(const BufferStoreNode* op) override {
+        ++count;
+        Visitor::visit_BufferStore(op);
+      }
+    } stores;
+    stores.visit(node->body);
+    return min && extent && inner > 0 && *extent * inner <= kUnrollLimit && *extent * stores.count <= kUnrollStoreLimit;
+  }
 
   void emit_loop(const ForNode* node) {
     DataType t = node->loop_var->dtype;
@@ -930,8 +994,7 @@ class FunctionEmitter {
     // Small constant nests are unrolled: the loop variable becomes a constant in each
     // copy, so Binaryen folds the index arithmetic and the bound checks (clang's -O2
     // does the same to the C backend's output).
-    if (min && extent && *extent * std::max<int64_t>(unrolled_iterations(node->body), 0) <= kUnrollLimit &&
-        unrolled_iterations(node->body) > 0) {
+    if (unrolled(node)) {
       for (int64_t k = *min; k < *min + *extent; ++k) {
         vars_[node->loop_var.get()] = {ty, "(" + ty + ".const " + std::to_string(k) + ")"};
         bounds_.bind(node->loop_var.get(), {k, k});
@@ -973,9 +1036,58 @@ class FunctionEmitter {
     line(")");
   }
 
+  // A small array whose elements are only read and written one at a time, at indices that
+  // are constants once the small loops are unrolled (a register tile's accumulators),
+  // lives in locals: what clang's SROA does to the C backend's `int32_t acc[4]`. In
+  // linear memory every multiply-add would be a load and a store V8 cannot remove.
+  static constexpr int64_t kRegisterArrayLimit = 16;
+  bool emit_register_array(const AllocateNode* node) {
+    const Buffer& b = node->buffer;
+    int64_t n = 0;
+    if (!const_num_elements(b, &n) || n <= 0 || n > kRegisterArrayLimit || b->dtype.is_vector() || b->dtype.is_handle())
+      return false;
+    RegisterArrayUses uses;
+    uses.data = b->data.get();
+    uses.dtype = b->dtype;
+    uses.visit(node->body);
+    if (uses.escapes) return false;
+    struct UnrolledLoops : Visitor {
+      std::set<const VarNode*> vars;
+      void visit_For(const ForNode* op) override {
+        if (unrolled(op)) vars.insert(op->loop_var.get());
+        Visitor::visit_For(op);
+      }
+    } inner;
+    inner.visit(node->body);
+    for (const VarNode* v : uses.index_vars) {
+      const IntBound* r = bounds_.lookup(v);
+      if (!inner.vars.count(v) && !(r && r->min == r->max)) return false;
+    }
+    std::vector<std::string> elements;
+    const std::string ty = wasm_type(b->dtype, b->span);
+    for (int64_t k = 0; k < n; ++k) elements.push_back(local(b->name + "." + std::to_string(k), ty));
+    register_arrays_[b->data.get()] = elements;
+    emit(node->body);
+    register_arrays_.erase(b->data.get());
+    return true;
+  }
+  // The local of a register array's element, or "" when the buffer is not one. An index
+  // that is not a constant here is an internal error: emit_register_array checked that
+  // every index is.
+  std::string register_element(const Buffer& b, const std::vector<Expr>& indices, const Span& span) {
+    auto it = register_arrays_.find(b->data.get());
+    if (it == register_arrays_.end()) return "";
+    IntBound k = bounds_.bound(indices.at(0));
+    MTIR_ICHECK(k.min == k.max && k.min >= 0 && k.min < static_cast<int64_t>(it->second.size()),
+                "the index of register array '" + b->name + "' is a constant in range (line " +
+                    std::to_string(span.line) + ")");
+    return it->second[static_cast<size_t>(k.min)];
+  }
+
   // Every allocation comes from the module's LIFO allocator over the pool; freed in
   // order, also on every early return.
   void emit_allocate(const AllocateNode* node) {
+    if (emit_register_array(node)) return;
     const Buffer& b = node->buffer;
     std::string bytes;
     int64_t n = 0;
@@ -1063,6 +1175,7 @@ class FunctionEmitter {
     std::string local;
   };
   std::vector<Promoted> promoted_;
+  std::unordered_map<const VarNode*, std::vector<std::string>> register_arrays_;  // data -> a local per element
   bool noalias_ = attr_flag(func_, "tir.noalias");
   std::set<const VarNode*> own_memory_;  // data of parameters and allocations
 };

@@ -1,0 +1,241 @@
+#!/usr/bin/env bash
+# Benchmark (not a test): the four MLPerf Tiny .tflite models (tests/tflite/models) on
+# every target, one table per target, everything measured in this one run.
+#  - Cortex-M4, Cortex-M7 (QEMU mps2-an386 / mps2-an500) and riscv32 (QEMU virt):
+#    exact instructions per inference (`microtir run --target T --json`), RAM (workspace
+#    + I/O buffers + stack high-water), flash without the weights (the firmware minus the
+#    linked constants and the test input), and whether the output equals TFLite's bytes
+#    (tests/tflite/reference/<model>/lcg_9e3779b9/output.npy). Cortex-M4 twice: the C
+#    backend and the LLVM backend (same schedules; issue 27 part 4). TFLM's firmware runs
+#    beside ours in bench/tflite_vs_tflm.sh (Cortex-M4 only: that is the peer we have).
+#  - wasm: node time per inference, the median of many single inferences, of the wasm
+#    backend's module (microtir + Binaryen) beside clang -O2's wasm32 build of our own C
+#    artifact (WASI), in turns, with the FNV-1a of both outputs (they must agree); and,
+#    deterministic where the clock is not (a shared machine), the x86 instructions per
+#    inference of both under valgrind (VALGRIND=0 skips it; a few minutes per model).
+#
+# Usage: bash bench/mlperf_targets.sh [BUILD_DIR]   (default: build; needs its microtir)
+#        BENCH_MODELS="kws ad" runs only those models; BENCH_TARGETS (default
+#        "cortex-m4 cortex-m7 riscv32 wasm") the targets; RUNS (default 101) inferences
+#        timed per wasm module and turn; REPS (default 3) turns; WASM_OPT (default O2) the
+#        Binaryen level of the wasm backend. Prints Markdown on stdout.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build="${1:-build}"
+cli="$build/core/cli/microtir"
+[ -x "$cli" ] || { echo "bench/mlperf_targets.sh: no $cli; build first (bash scripts/build.sh build)" >&2; exit 1; }
+MODELS=(kws:kws_ref_model vww:vww_96_int8 ic:pretrainedResnet_quant ad:ad01_int8)
+if [ -n "${BENCH_MODELS:-}" ]; then
+  keep=()
+  for entry in "${MODELS[@]}"; do
+    for m in $BENCH_MODELS; do [ "${entry%%:*}" = "$m" ] && keep+=("$entry"); done
+  done
+  MODELS=("${keep[@]}")
+fi
+TARGETS="${BENCH_TARGETS:-cortex-m4 cortex-m7 riscv32 wasm}"
+RUNS="${RUNS:-101}" REPS="${REPS:-3}"
+CASE=lcg_9e3779b9
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+input_name() { python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["input"]["name"])' "$1/quant.json"; }
+
+# The MACs of each model, for instructions per MAC.
+for entry in "${MODELS[@]}"; do
+  model="${entry%%:*}"
+  "$cli" import "tests/tflite/models/${entry#*:}.tflite" --layer-outputs -o "$work/$model.layers.json" > /dev/null
+  python3 bench/tflite_bench.py "$work/$model.layers.json" "tests/tflite/reference/$model/$CASE/quant.json" > "$work/$model.macs"
+done
+
+# --- boards: one `microtir run --json` per model, target and backend -------------------
+for target in $TARGETS; do
+  [ "$target" = wasm ] && continue
+  backends="c"
+  [ "$target" = cortex-m4 ] && backends="c llvm"
+  for backend in $backends; do
+    for entry in "${MODELS[@]}"; do
+      model="${entry%%:*}" file="${entry#*:}" ref="tests/tflite/reference/${entry%%:*}/$CASE"
+      echo "$model: microtir run --target $target --backend $backend" >&2
+      out="$work/$target-$backend-$model"
+      if ! "$cli" run "tests/tflite/models/$file.tflite" --input "$(input_name "$ref")=$ref/input.npy" --target "$target" \
+           --backend "$backend" --json --output-dir "$out.out" --keep-build "$out.build" > "$out.json" 2> "$out.err"; then
+        python3 -c 'import json,sys; print(json.dumps({"failed": sys.argv[1]}))' "$(tail -1 "$out.err")" > "$out.json"
+      fi
+    done
+  done
+done
+
+# --- wasm: the wasm backend's module and clang's wasm32 build, timed under node --------
+cat > "$work/time_module.mjs" <<'EOF'
+// node time_module.mjs MODULE.wasm RUNS in:NAME:BYTES... out:NAME:BYTES...: the wasm
+// backend's module (its run takes the inputs, then the outputs); prints the median ns of
+// RUNS single inferences and the FNV-1a of the output bytes.
+import fs from 'node:fs';
+import { env } from './module_env.mjs';
+const [modulePath, runs] = [process.argv[2], Number(process.argv[3])];
+const { instance } = await WebAssembly.instantiate(fs.readFileSync(modulePath), { env });
+const ex = instance.exports;
+const tensors = process.argv.slice(4).map((a) => a.split(':'));
+const at = (kind, name) => ex[(kind === 'in' ? 'input:' : 'output:') + name].value;
+const args = tensors.filter((t) => t[0] === 'in').concat(tensors.filter((t) => t[0] === 'out')).map((t) => at(t[0], t[1]));
+const mem = () => new Uint8Array(ex.memory.buffer);
+for (const [kind, name, bytes] of tensors)
+  if (kind === 'in') for (let i = 0; i < Math.min(Number(bytes), 4096); i++) mem()[at(kind, name) + i] = (i * 37 + 11) & 0xff;
+for (let i = 0; i < 10; i++) if (ex.run(...args) !== 0) process.exit(1);
+const times = [];
+for (let r = 0; r < runs; r++) {
+  const t0 = process.hrtime.bigint();
+  ex.run(...args);
+  times.push(Number(process.hrtime.bigint() - t0));
+}
+times.sort((a, b) => a - b);
+if (!runs) times.push(0);
+let h = 0x811c9dc5;
+for (const [kind, name, bytes] of tensors)
+  if (kind === 'out') for (let i = 0; i < Number(bytes); i++) h = Math.imul(h ^ mem()[at(kind, name) + i], 0x01000193) >>> 0;
+console.log(times[runs >> 1], h.toString(16));
+EOF
+cp core/codegen/wasm/module_env.mjs "$work/"
+cat > "$work/wasi.mjs" <<'EOF'
+import fs from 'node:fs';
+import { WASI } from 'node:wasi';
+const wasi = new WASI({ version: 'preview1', args: process.argv.slice(2) });
+const { instance } = await WebAssembly.instantiate(fs.readFileSync(process.argv[2]), wasi.getImportObject());
+wasi.start(instance);
+EOF
+if [[ " $TARGETS " == *" wasm "* ]]; then
+  for entry in "${MODELS[@]}"; do
+    model="${entry%%:*}" file="${entry#*:}"
+    echo "$model: wasm backend (Binaryen) and clang wasm32, $REPS turns of $RUNS inferences" >&2
+    "$cli" compile "tests/tflite/models/$file.tflite" --target "wasm -opt=${WASM_OPT:-O2}" -o "$work/$model.wasmbe" > /dev/null
+    "$cli" compile "tests/tflite/models/$file.tflite" -o "$work/$model.c" > /dev/null
+    M="$work/$model.c"
+    # The same timing loop in C: the header names the inputs, outputs and their sizes.
+    python3 - "$M/codegen/host/include/tvmgen_model.h" "$RUNS" "$work/$model.tensors" > "$work/$model.main.c" <<'PY'
+import re, sys
+header, runs = open(sys.argv[1]).read(), int(sys.argv[2])
+def fields(kind):
+    body = re.search(r"struct tvmgen_model_%s \{(.*?)\};" % kind, header, re.S).group(1)
+    return re.findall(r"void\* (\w+);", body)
+ins, outs = fields("inputs"), fields("outputs")
+size = lambda n: "TVMGEN_MODEL_%s_SIZE" % n.upper()
+print("#define _POSIX_C_SOURCE 199309L\n#include <stdio.h>\n#include <stdlib.h>\n#include <stdint.h>\n#include <time.h>")
+print("#include <tvm/runtime/crt/stack_allocator.h>\n#include \"tvmgen_model.h\"")
+print("static uint8_t workspace[TVMGEN_MODEL_WORKSPACE_SIZE];")
+for n in ins + outs: print("static uint8_t %s_buf[%s];" % (n, size(n)))
+print("static int cmp(const void* a, const void* b) { double x = *(const double*)a, y = *(const double*)b; return (x > y) - (x < y); }")
+print("int main(int argc, char** argv) {\n  static double times[%d];\n  struct timespec t0, t1;\n  uint32_t h = 0x811c9dc5u;\n  unsigned i;" % runs)
+print("  unsigned runs = argc > 1 ? (unsigned)atoi(argv[1]) : %du;\n  if (runs > %du) runs = %du;" % (runs, runs, runs))
+print("  struct tvmgen_model_inputs in = {%s};" % ", ".join(n + "_buf" for n in ins))
+print("  struct tvmgen_model_outputs out = {%s};" % ", ".join(n + "_buf" for n in outs))
+for n in ins: print("  for (i = 0; i < %s && i < 4096; ++i) %s_buf[i] = (uint8_t)((i * 37 + 11) & 0xff);" % (size(n), n))
+print("  if (TVMCrtWorkspaceInit(workspace, sizeof workspace) != 0) return 3;")
+print("  for (i = 0; i < 10; ++i) if (tvmgen_model_run(&in, &out) != 0) return 1;")
+print("  for (i = 0; i < runs; ++i) {\n    clock_gettime(CLOCK_MONOTONIC, &t0);\n    tvmgen_model_run(&in, &out);")
+print("    clock_gettime(CLOCK_MONOTONIC, &t1);\n    times[i] = (t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec);\n  }")
+print("  qsort(times, runs, sizeof times[0], cmp);")
+for n in outs: print("  for (i = 0; i < %s; ++i) h = (h ^ %s_buf[i]) * 0x01000193u;" % (size(n), n))
+print("  printf(\"%.0f %x\\n\", runs ? times[runs / 2] : 0.0, (unsigned)h);\n  return 0;\n}")
+sizes = dict(re.findall(r"#define TVMGEN_MODEL_(\w+)_SIZE (\d+)", header))
+with open(sys.argv[3], "w") as f:
+    f.write(" ".join(["in:%s:%s" % (n, sizes[n.upper()]) for n in ins] + ["out:%s:%s" % (n, sizes[n.upper()]) for n in outs]))
+PY
+    clang-14 --target=wasm32-wasi -std=c99 -O2 -I"$M/runtime/include" -I"$M/codegen/host/include" \
+      "$M"/codegen/host/src/*.c "$M"/runtime/src/*.c "$M/runtime/ports/wasm32/platform.c" "$work/$model.main.c" \
+      -Wl,-z,stack-size=262144 -lm -o "$work/$model.clang.wasm"
+    clang_best=1e30 be_best=1e30
+    for ((rep = 0; rep < REPS; rep++)); do
+      read -r t clang_hash < <(node --no-warnings "$work/wasi.mjs" "$work/$model.clang.wasm" "$RUNS")
+      clang_best=$(python3 -c 'import sys; print(min(map(float, sys.argv[1:])))' "$clang_best" "$t")
+      read -r t be_hash < <(node --no-warnings "$work/time_module.mjs" "$work/$model.wasmbe/codegen/host/lib/model.wasm" "$RUNS" $(cat "$work/$model.tensors"))
+      be_best=$(python3 -c 'import sys; print(min(map(float, sys.argv[1:])))' "$be_best" "$t")
+    done
+    # Deterministic beside the clock: x86 instructions per inference under valgrind, with
+    # V8 compiling everything with TurboFan up front (10 inferences minus none).
+    clang_instr=null be_instr=null
+    if command -v valgrind > /dev/null && [ "${VALGRIND:-1}" = 1 ]; then
+      x86_instructions() {  # x86_instructions RUNNER.mjs MODULE.wasm ARGS...: per inference
+        local runner=$1 module=$2 counts=()
+        shift 2
+        for n in 0 10; do
+          counts+=("$(valgrind --tool=callgrind --callgrind-out-file=/dev/null --smc-check=all node --no-liftoff \
+            --single-threaded --no-warnings "$runner" "$module" "$n" "$@" 2>&1 | sed -n 's/.*I *refs: *//p' | tr -d ,)")
+        done
+        echo $(((counts[1] - counts[0]) / 10))
+      }
+      clang_instr=$(x86_instructions "$work/wasi.mjs" "$work/$model.clang.wasm")
+      be_instr=$(x86_instructions "$work/time_module.mjs" "$work/$model.wasmbe/codegen/host/lib/model.wasm" $(cat "$work/$model.tensors"))
+    fi
+    echo "{\"clang_ns\": $clang_best, \"binaryen_ns\": $be_best, \"clang_hash\": \"$clang_hash\", \"binaryen_hash\": \"$be_hash\"," \
+         "\"clang_instr\": $clang_instr, \"binaryen_instr\": $be_instr," \
+         "\"clang_bytes\": $(stat -c %s "$work/$model.clang.wasm"), \"binaryen_bytes\": $(stat -c %s "$work/$model.wasmbe/codegen/host/lib/model.wasm")}" \
+      > "$work/wasm-$model.json"
+  done
+fi
+
+python3 - "$work" "$TARGETS" "$CASE" "${MODELS[@]}" <<'PY'
+import json, os, sys
+sys.path.insert(0, "bench")
+from tflite_bench import npy  # noqa: E402
+work, targets, case, entries = sys.argv[1], sys.argv[2].split(), sys.argv[3], sys.argv[4:]
+models = [e.split(":")[0] for e in entries]
+MACS = {m: int(open(f"{work}/{m}.macs").read()) for m in models}
+
+def load(path):
+    try:
+        return json.load(open(path))
+    except (OSError, ValueError):
+        return {"failed": "no result"}
+
+def constants_bytes(build):
+    for root, _, files in os.walk(build):
+        if "metadata.json" in files:
+            meta = json.load(open(os.path.join(root, "metadata.json")))
+            return meta["memory"]["functions"]["main"][0].get("constants_size_bytes", 0)
+    return 0
+
+def same_as_tflite(model, out_dir):
+    want = npy(f"tests/tflite/reference/{model}/{case}/output.npy")[2]
+    got = [npy(os.path.join(out_dir, f))[2] for f in sorted(os.listdir(out_dir))] if os.path.isdir(out_dir) else []
+    return "yes" if got == [want] else "NO"
+
+for target in targets:
+    if target == "wasm":
+        continue
+    backends = ["c", "llvm"] if target == "cortex-m4" else ["c"]
+    print(f"\n### {target}\n")
+    head = "| model | backend | instructions | instr/MAC | RAM = workspace + I/O + stack | flash w/o weights | output == TFLite's |"
+    print(head)
+    print("|---|---|---:|---:|---:|---:|---|")
+    for backend in backends:
+        for m in models:
+            base = f"{work}/{target}-{backend}-{m}"
+            d = load(base + ".json")
+            if "failed" in d:
+                print(f"| {m} | {backend} | failed: {d['failed']} |")
+                continue
+            r = d["report"]
+            ram = r["workspace_bytes"] + r["io_buffer_bytes"] + r["stack_bytes"]
+            flash = r["flash_bytes"] - constants_bytes(base + ".build") - r["test_input_bytes"]
+            row = (f"| {m} | {backend} | {r['instructions']:,} | {r['instructions'] / MACS[m]:.2f} | {ram:,} = "
+                   f"{r['workspace_bytes']:,} + {r['io_buffer_bytes']:,} + {r['stack_bytes']:,} | {flash:,} | "
+                   f"{same_as_tflite(m, base + '.out')} |")
+            print(row)
+
+if "wasm" in targets:
+    print("\n### wasm (node: median ns of single inferences, best turn; x86 instructions per inference under valgrind)\n")
+    print("| model | clang -O2 wasm32 (C artifact, WASI): ns | wasm backend + Binaryen: ns | backend / clang (goal <= 1.2) |"
+          " clang: x86 instructions | backend: x86 instructions | backend / clang |"
+          " same output bytes | module bytes: clang / backend |")
+    print("|---|---:|---:|---:|---:|---:|---:|---|---:|")
+    for m in models:
+        w = load(f"{work}/wasm-{m}.json")
+        if "failed" in w:
+            print(f"| {m} | failed |")
+            continue
+        same = "yes" if w["clang_hash"] == w["binaryen_hash"] else "NO"
+        ci, bi = w.get("clang_instr"), w.get("binaryen_instr")
+        instr = f" {ci:,} | {bi:,} | {bi / ci:.2f} |" if ci and bi else " - | - | - |"
+        print(f"| {m} | {w['clang_ns']:,.0f} | {w['binaryen_ns']:,.0f} | {w['binaryen_ns'] / w['clang_ns']:.2f} |{instr} {same} |"
+              f" {w['clang_bytes']:,} / {w['binaryen_bytes']:,} |")
+PY
