@@ -164,6 +164,26 @@ TEST(Builtins, VerifierAcceptsTheArityAndLocatesAWrongOne) {
   }
 }
 
+// Where a call may stand comes from the table too: a builtin that returns from the
+// function only as a statement of its own, one that declares storage only as a let's value.
+TEST(Builtins, VerifierLocatesACallOutOfPosition) {
+  Fixture fx;
+  const Span at{Fixture::file(), 9, 5};
+  const Expr ret = Call(i32, "tvm_return", {IntImm(i32, 0)}, {}, at);
+  // fx.module() puts an expression builtin's call (here T.exp's place) in an Evaluate.
+  const OpInfo& in_evaluate = builtin_info(Builtin::Exp);
+  auto inside = check_well_formed(fx.module(in_evaluate, Binary(ExprKind::Add, ret, IntImm(i32, 1))));
+  ASSERT_EQ(inside.size(), 1u) << render_all(inside);
+  EXPECT_EQ(inside[0].message, "T.tvm_return returns from the function, so it can only be a statement of its own (T.evaluate)");
+  EXPECT_EQ(inside[0].span.line, 9);
+  EXPECT_EQ(inside[0].span.col, 5);
+  const Expr alloca = Call(DataType::Handle(), "tvm_stack_alloca", {StringImm("shape"), IntImm(i32, 2)}, {}, at);
+  auto evaluated = check_well_formed(fx.module(in_evaluate, alloca));
+  ASSERT_EQ(evaluated.size(), 1u) << render_all(evaluated);
+  EXPECT_THAT(evaluated[0].message, HasSubstr("T.tvm_stack_alloca declares storage, so it can only be the value of a let"));
+  EXPECT_EQ(evaluated[0].span.line, 9);
+}
+
 TEST(Builtins, InterpreterAppliesTheSameArity) {
   Fixture fx;
   for (const OpInfo& info : all_ops()) {
