@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Benchmark (not a test): the bundled digits model as float ONNX (models/digits/digits.onnx)
 # against its QDQ quantization (models/digits/digits_qdq.onnx, tools/quantize_digits_qdq.py),
-# both measured in this one run:
+# and the MLPerf Tiny keyword-spotting DS-CNN shape as float and QDQ ONNX
+# (tools/make_qdq_dscnn.py, random weights, 2,656,768 MACs), all measured in this one run:
 # - on Cortex-M4 (QEMU mps2-an386, exact instruction counts around one inference,
 #   MEASURING.md): instructions, instructions per MAC (23,680 MACs: conv1 8x1x9x64,
 #   conv2 16x8x9x16, fc 10x64), RAM (workspace + I/O + stack) and flash;
-# - accuracy on the 100 held-out test images (models/digits/test_images.npy), each run
-#   through the reference interpreter.
+# - digits: accuracy on the 100 held-out test images (models/digits/test_images.npy), each
+#   run through the reference interpreter; DS-CNN: the largest difference of the two
+#   models' output probabilities on one input.
 # Usage: bash bench/onnx_qdq_digits.sh [BUILD_DIR]   (default: build). Prints Markdown.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,8 +32,8 @@ PY
 echo "| model | instructions | instr/MAC | RAM bytes | flash bytes | workspace bytes | accuracy (100 test images) |"
 echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"
 for model in digits digits_qdq; do
-  "$cli" compile "$d/$model.onnx" -o "$work/$model.tar" > /dev/null 2>&1
-  "$cli" run "$work/$model.tar" --input x="$d/sample_x.npy" --target cortex-m4 --json > "$work/$model.json" 2> /dev/null
+  # From the model, so it compiles for cortex-m4 with the DSP schedules (smlad, sxtb16).
+  "$cli" run "$d/$model.onnx" --input x="$d/sample_x.npy" --target cortex-m4 --json > "$work/$model.json" 2> /dev/null
   correct=0
   labels=($($py -c "import numpy as np; print(' '.join(str(v) for v in np.load('$d/test_labels.npy')))"))
   for i in $(seq 0 99); do
@@ -46,5 +48,25 @@ r = json.load(open(sys.argv[1]))["report"]
 macs = int(sys.argv[3])
 print("| %s | %d | %.1f | %d | %d | %d | %d %% |" % (sys.argv[2], r["instructions"], r["instructions"] / macs,
       r["ram_bytes"], r["flash_bytes"], r["workspace_bytes"], int(sys.argv[4])))
+PY
+done
+
+echo
+$py tools/make_qdq_dscnn.py "$work/ds"
+echo "| model | instructions | instr/MAC | RAM bytes | flash bytes | workspace bytes | max output difference |"
+echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"
+for model in ds_cnn_float ds_cnn_qdq; do
+  "$cli" run "$work/ds/$model.onnx" --input x="$work/ds/input.npy" --target cortex-m4 --json --output-dir "$work/$model.out" \
+    > "$work/$model.json" 2> /dev/null
+done
+for model in ds_cnn_float ds_cnn_qdq; do
+  $py - "$work" "$model" <<'PY'
+import json, sys
+import numpy as np
+work, model = sys.argv[1], sys.argv[2]
+r = json.load(open("%s/%s.json" % (work, model)))["report"]
+diff = np.abs(np.load(work + "/ds_cnn_float.out/y.npy") - np.load(work + "/ds_cnn_qdq.out/y.npy")).max()
+print("| %s | %d | %.2f | %d | %d | %d | %s |" % (model, r["instructions"], r["instructions"] / 2656768, r["ram_bytes"],
+      r["flash_bytes"], r["workspace_bytes"], "%.4f" % diff if model.endswith("qdq") else "(reference)"))
 PY
 done

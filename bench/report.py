@@ -221,6 +221,14 @@ def main():
            "(`../shared/peers/tflm`) run in this one run on the same QEMU board with the same exact counter.", ""]
     md += out.strip().splitlines() if code == 0 else [f"not run: {err.strip().splitlines()[-1] if err.strip() else code}"]
 
+    # 2e. Quantized ONNX (QDQ) against the same models through the float path.
+    print("[2e/5] QDQ ONNX models vs float on cortex-m4", file=sys.stderr)
+    code, out, err = run(["bash", "bench/onnx_qdq_digits.sh", BUILD], timeout=3600)
+    md += ["", "## QDQ ONNX models vs the float path on Cortex-M4 (`bash bench/onnx_qdq_digits.sh`)", "",
+           "The bundled digits CNN and the DS-CNN keyword-spotting shape (`tools/make_qdq_dscnn.py`, random weights), "
+           "each as float ONNX and as QDQ ONNX, compiled for Cortex-M4 and counted exactly in this one run.", ""]
+    md += out.strip().splitlines() if code == 0 else [f"failed: {err.strip().splitlines()[-1] if err.strip() else code}"]
+
     # 3. Calling conventions and backends on the host (wall time ratios, noisy).
     print("[3/5] calling conventions and LLVM vs C", file=sys.stderr)
     for name in ["calling_convention_bench", "llvm_vs_c_bench"]:

@@ -42,6 +42,9 @@ ojson constant_json(const std::string& name, const NDArray& a) {
 ojson to_ordered_json(const Graph& g) {
   ojson inputs = ojson::array();
   for (const auto& [name, t] : g.inputs) {
+    if (!is_graph_dtype(t.dtype))
+      user_error({}, "unsupported: input '" + name + "' has dtype " + t.dtype.str() +
+                         ", which a JSON graph cannot hold");
     ojson in = ojson::object();
     in["name"] = name;
     in["shape"] = t.shape;

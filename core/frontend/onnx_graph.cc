@@ -329,13 +329,13 @@ Graph OnnxConverter::run() {
   qdq_ = plan_qdq(*this, graph_, order);
   for (const auto* n : order) convert(*n);
   finish_outputs();
-  // Run-time inputs must be float32 or integers (what the ops take; each op refuses the
-  // integer types it does not compute on); unused ones stay in the signature.
+  // Run-time inputs must be float32, float64 or integers (what the ops take; each op
+  // refuses the types it does not compute on); unused ones stay in the signature.
   for (const auto& [name, vi] : pending_inputs_) type_of(name);  // refuses with the reason
   for (const auto& [name, t] : g_.inputs)
-    if (t.dtype != DataType::Float(32) && !t.dtype.is_integer())
+    if (t.dtype != DataType::Float(32) && t.dtype != DataType::Float(64) && !t.dtype.is_integer())
       user_error({}, "unsupported: model input '" + name + "' has dtype " + t.dtype.str() +
-                         "; only float32 and integer run-time inputs are supported");
+                         "; only float32, float64 and integer run-time inputs are supported");
   if (g_.nodes.empty()) user_error({}, "unsupported: the graph has no operator");
   return std::move(g_);
 }

@@ -83,8 +83,8 @@ void binary(C& c, const std::string& op) {
 
 
 // 1-D windows (3-D NCL data) are read as 2-D ones of height 1: the data is reshaped to
-// (N, C, 1, L) around the op. 3-D windows (5-D data, pools only: `three_d`) are returned
-// as read, with pads [d, h, w begins, d, h, w ends].
+// (N, C, 1, L) around the op. 3-D windows (5-D data, with `three_d`: pools and Conv)
+// are returned as read, with pads [d, h, w begins, d, h, w ends].
 Window read_window(C& c, const std::string& data, std::vector<int64_t> kernel_from_weight, bool three_d) {
   const auto& shape = c.type_of(data).shape;
   if (shape.size() != 4 && shape.size() != 3 && !(three_d && shape.size() == 5))
@@ -151,13 +151,28 @@ void emit_windowed(C& c, const std::string& op, std::vector<std::string> ins, co
   c.emit(out, "reshape", {r}, {{"newshape", {os[0], os[1], os[3]}}});
 }
 
+// A 3-D convolution (NCDHW data, OIDHW weight) is our conv3d; pads [d, h, w begins,
+// d, h, w ends] are its `padding`.
+void conv_3d(C& c) {
+  std::string data = c.input(0), weight = c.input(1);
+  const auto& ws = c.type_of(weight).shape;
+  if (c.type_of(data).shape.size() != 5) c.invalid("the data and the weight have different ranks");
+  Window w = read_window(c, data, std::vector<int64_t>(ws.begin() + 2, ws.end()), true);
+  json attrs = {{"strides", w.strides}, {"padding", w.pads}, {"dilation", w.dilations},
+                {"groups", c.attr_int("group", 1)}};
+  std::vector<std::string> ins = {data, weight};
+  if (!c.input(2).empty()) ins.push_back(c.input(2));
+  c.emit(out0(c), "conv3d", ins, attrs);
+}
+
 void conv(C& c) {
   expect_inputs(c, 2, 3);
   single_output(c);
   std::string data = c.input(0), weight = c.input(1);
   const auto& ws = c.type_of(weight).shape;
+  if (ws.size() == 5) return conv_3d(c);
   if (ws.size() != 4 && ws.size() != 3)
-    c.unsupported("only 1-D and 2-D convolutions are supported; the weight has rank " + std::to_string(ws.size()));
+    c.unsupported("only 1-D, 2-D and 3-D convolutions are supported; the weight has rank " + std::to_string(ws.size()));
   if (ws.size() != c.type_of(data).shape.size()) c.invalid("the data and the weight have different ranks");
   Window w = read_window(c, data, std::vector<int64_t>(ws.begin() + 2, ws.end()));
   json attrs = {{"strides", w.strides}, {"padding", w.pads}, {"dilation", w.dilations},
@@ -660,6 +675,76 @@ void upsample(C& c) {
   c.emit(out0(c), "reshape", {rep}, {{"newshape", out}});
 }
 
+// ConvTranspose on 1 to 3 spatial axes is our conv_transpose. `output_shape` (or
+// auto_pad SAME_*, whose output is input * stride) sets the padding: the total
+// stride * (in - 1) + output_padding + dilated kernel - output, split as ONNX's reference
+// does (floor(total / 2) at the end, or at the start with SAME_UPPER).
+void conv_transpose(C& c) {
+  expect_inputs(c, 2, 3);
+  single_output(c);
+  std::string data = c.input(0), weight = c.input(1);
+  const auto& xs = c.type_of(data).shape;
+  const auto& ws = c.type_of(weight).shape;
+  if (xs.size() < 3 || xs.size() > 5)
+    c.unsupported("only 1-D, 2-D and 3-D transposed convolutions; the data has rank " + std::to_string(xs.size()));
+  if (ws.size() != xs.size()) c.invalid("the data and the weight have different ranks");
+  size_t dims = xs.size() - 2;
+  std::vector<int64_t> kernel(ws.begin() + 2, ws.end());
+  if (c.attr_ints("kernel_shape", kernel) != kernel) c.invalid("attribute 'kernel_shape' does not match the weight");
+  auto strides = c.attr_ints("strides", std::vector<int64_t>(dims, 1));
+  auto dilations = c.attr_ints("dilations", std::vector<int64_t>(dims, 1));
+  auto output_padding = c.attr_ints("output_padding", std::vector<int64_t>(dims, 0));
+  auto pads = c.attr_ints("pads", std::vector<int64_t>(2 * dims, 0));
+  auto output_shape = c.attr_ints("output_shape", {});
+  std::string auto_pad = c.attr_string("auto_pad", "NOTSET");
+  if (strides.size() != dims || dilations.size() != dims || output_padding.size() != dims || pads.size() != 2 * dims)
+    c.invalid("attributes 'strides', 'dilations' and 'output_padding' need " + std::to_string(dims) +
+              " values and 'pads' " + std::to_string(2 * dims));
+  if (auto_pad != "NOTSET" && auto_pad != "VALID" && auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER")
+    c.invalid("attribute 'auto_pad' is '" + auto_pad + "'");
+  if (output_shape.size() == dims + 2) output_shape.erase(output_shape.begin(), output_shape.begin() + 2);
+  if (output_shape.empty() && (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER"))
+    for (size_t k = 0; k < dims; ++k) output_shape.push_back(xs[2 + k] * strides[k]);
+  if (!output_shape.empty()) {
+    if (output_shape.size() != dims) c.invalid("attribute 'output_shape' needs " + std::to_string(dims) + " values");
+    for (size_t k = 0; k < dims; ++k) {
+      int64_t total = strides[k] * (xs[2 + k] - 1) + output_padding[k] + (kernel[k] - 1) * dilations[k] + 1 -
+                      output_shape[k];
+      int64_t half = total >= 0 ? total / 2 : -((1 - total) / 2);  // floor(total / 2), as the reference
+      pads[k] = auto_pad == "SAME_UPPER" ? half : total - half;
+      pads[k + dims] = total - pads[k];
+      // A negative end pad (an output_shape one past the full output) extends the end
+      // with the bias alone: output_padding does exactly that.
+      if (pads[k + dims] < 0 && pads[k] >= 0) output_padding[k] -= pads[k + dims], pads[k + dims] = 0;
+      if (pads[k] < 0 || pads[k + dims] < 0)
+        c.unsupported("an output_shape that pads the start of the output (negative 'pads')");
+    }
+  } else if (auto_pad == "VALID") {
+    pads.assign(2 * dims, 0);
+  }
+  json attrs = {{"strides", strides}, {"padding", pads}, {"dilation", dilations},
+                {"output_padding", output_padding}, {"groups", c.attr_int("group", 1)}};
+  std::vector<std::string> ins = {data, weight};
+  if (!c.input(2).empty()) ins.push_back(c.input(2));
+  c.emit(out0(c), "conv_transpose", ins, attrs);
+}
+
+// Max and Min of any number of inputs (numpy broadcasting): a chain of binary maximum
+// or minimum nodes; one input is a copy.
+void variadic(C& c, const std::string& op) {
+  single_output(c);
+  size_t n = c.num_inputs();
+  if (n == 0) c.invalid("expected at least 1 input");
+  for (size_t i = 0; i < n; ++i)
+    if (c.input(i).empty()) c.invalid("input " + std::to_string(i) + " is empty");
+  if (n == 1) {
+    c.emit(out0(c), "reshape", {c.input(0)}, {{"newshape", c.type_of(c.input(0)).shape}});
+    return;
+  }
+  std::string acc = c.input(0);
+  for (size_t i = 1; i < n; ++i) acc = c.emit(i + 1 == n ? out0(c) : c.temp(op), op, {acc, c.input(i)});
+}
+
 using Mapping = std::function<void(C&)>;
 
 const std::map<std::string, Mapping>& mappings() {
@@ -672,6 +757,7 @@ const std::map<std::string, Mapping>& mappings() {
       {"Concat", concat},
       {"Constant", constant},
       {"Conv", conv},
+      {"ConvTranspose", conv_transpose},
       {"Div", [](C& c) { binary(c, "div"); }},
       {"Dropout", dropout},
       {"Exp", [](C& c) { unary(c, "exp"); }},
@@ -683,7 +769,9 @@ const std::map<std::string, Mapping>& mappings() {
       {"LeakyRelu", [](C& c) { unary(c, "leaky_relu", {{"alpha", c.attr_float("alpha", 0.01)}}); }},
       {"LogSoftmax", [](C& c) { softmax(c, "log_softmax"); }},
       {"MatMul", matmul},
+      {"Max", [](C& c) { variadic(c, "maximum"); }},
       {"MaxPool", [](C& c) { pool(c, "max_pool2d"); }},
+      {"Min", [](C& c) { variadic(c, "minimum"); }},
       {"Mul", [](C& c) { binary(c, "mul"); }},
       {"Neg", [](C& c) { unary(c, "neg"); }},
       {"Pad", pad},

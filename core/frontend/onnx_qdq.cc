@@ -13,7 +13,9 @@
 // fused, so the same bits without the float intermediates.
 // MaxPool and the data movement ops (Flatten, Reshape, Transpose, Squeeze, Unsqueeze)
 // between a DQ and a Q of the same scale and zero point run on the quantized tensor as
-// they are (max and moves commute with a monotone quantization).
+// they are (max and moves commute with a monotone quantization); so does a Concat whose
+// inputs all have the output's scale and zero point. AveragePool and
+// GlobalAveragePool there become qlinear_avg_pool: the exact mean, rounded half to even.
 //
 // A group folds only when it is exact: constant weights (initializers) quantized per
 // tensor or per output channel, an int32 bias whose scale is x_scale * w_scale (as
@@ -99,9 +101,11 @@ const std::set<std::string>& matrix_ops() {
   return s;
 }
 const std::set<std::string>& pass_through_ops() {
-  static const std::set<std::string> s = {"MaxPool", "Flatten", "Reshape", "Transpose", "Squeeze", "Unsqueeze"};
+  static const std::set<std::string> s = {"MaxPool", "Flatten", "Reshape", "Transpose", "Squeeze", "Unsqueeze",
+                                          "AveragePool", "GlobalAveragePool", "Concat"};
   return s;
 }
+bool is_avg_pool(const Node& n) { return n.op_type() == "AveragePool" || n.op_type() == "GlobalAveragePool"; }
 
 // The DQ producing input `i` of `n`, or null.
 const Node* dequant_of(const Wiring& w, const Node& n, int i) {
@@ -192,12 +196,33 @@ bool matrix_group_exact(OnnxConverter& c, const QdqGroup& g, std::string* why) {
 }
 
 bool pass_through_exact(OnnxConverter& c, const QdqGroup& g, std::string* why) {
-  Affine x, y;
-  if (!read_affine(c, *g.dequant[0], &x, why) || !read_affine(c, *g.quant, &y, why)) return false;
-  bool same = x.scale.size() == 1 && y.scale.size() == 1 && same_bits(x.scale[0], y.scale[0]) &&
-              x.zero_point == y.zero_point && (!x.zero_given || !y.zero_given || x.zero_type == y.zero_type);
-  if (!same) *why = "its input and output have different scales or zero points";
-  return same;
+  Affine y;
+  if (!read_affine(c, *g.quant, &y, why)) return false;
+  for (const Node* dq : g.dequant) {
+    Affine x;
+    if (!read_affine(c, *dq, &x, why)) return false;
+    bool same = x.scale.size() == 1 && y.scale.size() == 1 && same_bits(x.scale[0], y.scale[0]) &&
+                x.zero_point == y.zero_point && (!x.zero_given || !y.zero_given || x.zero_type == y.zero_type);
+    if (!same) {
+      *why = g.dequant.size() == 1 ? "its input and output have different scales or zero points"
+                                   : "its inputs and output do not all have one scale and zero point";
+      return false;
+    }
+  }
+  if (g.op->op_type() == "AveragePool") {
+    bool unit_dilation = true;
+    for (const auto& a : g.op->attribute())
+      if (a.name() == "dilations")
+        for (int64_t d : a.ints()) unit_dilation = unit_dilation && d == 1;
+    int64_t dims = 0;
+    for (const auto& a : g.op->attribute())
+      if (a.name() == "kernel_shape") dims = static_cast<int64_t>(a.ints().size());
+    if (int_attr(*g.op, "ceil_mode", 0) != 0 || !unit_dilation || dims != 2) {
+      *why = "only 2-D AveragePool windows without ceil_mode or dilations fold";
+      return false;
+    }
+  }
+  return true;
 }
 
 bool add_group_exact(OnnxConverter& c, const QdqGroup& g, std::string* why) {
@@ -251,10 +276,12 @@ QdqPlan plan_qdq(OnnxConverter& c, const OnnxGraph& graph, const std::vector<con
       why = "its output is not quantized (no single QuantizeLinear after it)";
     } else {
       g.quant = next;
-      int inputs = matrix ? std::min(n->input_size(), 3) : is_add ? 2 : 1;
+      bool concat = n->op_type() == "Concat";
+      int inputs = matrix ? std::min(n->input_size(), 3) : is_add ? 2 : concat ? n->input_size() : 1;
       for (int i = 0; i < inputs; ++i) g.dequant.push_back(dequant_of(w, *n, i));
       if (matrix && !g.dequant[1]) why = "its weight is not dequantized";
       else if (is_add && !g.dequant[1]) why = "its second input is not dequantized";
+      else if (concat && std::count(g.dequant.begin(), g.dequant.end(), nullptr)) why = "an input is not dequantized";
       else if (matrix) matrix_group_exact(c, g, &why);
       else if (is_add) add_group_exact(c, g, &why);
       else pass_through_exact(c, g, &why);
@@ -283,7 +310,9 @@ QdqPlan plan_qdq(OnnxConverter& c, const OnnxGraph& graph, const std::vector<con
       }
     }
     for (auto it = plan.groups.begin(); it != plan.groups.end();) {
-      if (it->second.kind == QdqGroup::Kind::kPassThrough && !plan.absorbed.count(it->second.dequant[0])) {
+      bool all_absorbed = true;
+      for (const Node* dq : it->second.dequant) all_absorbed = all_absorbed && plan.absorbed.count(dq);
+      if (it->second.kind == QdqGroup::Kind::kPassThrough && !all_absorbed) {
         c.note("QDQ: node " + label(*it->first) + " stays float: its input is also read as float elsewhere");
         ++kept_float;
         it = plan.groups.erase(it);
@@ -381,14 +410,38 @@ void convert_add(OnnxConverter& c, const QdqGroup& g) {
           {"output_dtype", yt.str()}, {"relu", g.relu != nullptr}});
 }
 
+// AveragePool / GlobalAveragePool with the same scale and zero point in and out:
+// qlinear_avg_pool, the exact mean rounded half to even.
+void convert_avg_pool(OnnxConverter& c, const QdqGroup& g) {
+  Affine x;
+  std::string why;
+  read_affine(c, *g.dequant[0], &x, &why);
+  std::string xq = c.resolved(g.dequant[0]->input(0));
+  if (!is_q8(c.type_of(xq).dtype)) c.invalid("the dequantized data '" + xq + "' is not int8 or uint8");
+  nlohmann::json attrs = {{"zero_point", x.zero_point[0]}};
+  if (g.op->op_type() == "GlobalAveragePool") {
+    attrs["global"] = true;
+  } else {
+    if (c.type_of(xq).shape.size() != 4) c.unsupported("a QDQ AveragePool on data of rank " + std::to_string(c.type_of(xq).shape.size()));
+    Window w = read_window(c, xq, {});
+    attrs["pool_size"] = w.kernel;
+    attrs["strides"] = w.strides;
+    attrs["padding"] = w.pads;
+    attrs["count_include_pad"] = c.attr_int("count_include_pad", 0) != 0;
+    c.attr_int("ceil_mode", 0);
+  }
+  c.emit(g.quant->output(0), "qlinear_avg_pool", {xq}, attrs);
+}
+
 }  // namespace
 
 void convert_qdq_group(OnnxConverter& c, const QdqGroup& g) {
   if (g.kind == QdqGroup::Kind::kMatrix) return convert_matrix(c, g);
   if (g.kind == QdqGroup::Kind::kAdd) return convert_add(c, g);
-  // The op itself, on the quantized tensor: its DQ's output is the quantized input, and
-  // the Q's output is its result.
-  c.alias(g.dequant[0]->output(0), g.dequant[0]->input(0));
+  if (is_avg_pool(*g.op)) return convert_avg_pool(c, g);
+  // The op itself, on the quantized tensor: its DQs' outputs are the quantized inputs,
+  // and the Q's output is its result.
+  for (const Node* dq : g.dequant) c.alias(dq->output(0), dq->input(0));
   convert_onnx_node(c);
   c.alias(g.quant->output(0), g.op->output(0));
 }

@@ -46,11 +46,12 @@ void prepare_matmul_node(Graph& g, GraphNode& node, const ScheduleOptions& opts,
   const bool conv = node.op == "qconv2d";
   // Already prepared (a graph written back by `microtir import`, or prepared twice).
   if (node.attrs.contains("schedule")) return;
+  const bool nchw = conv && node.attrs.value("layout", std::string("NHWC")) == "NCHW";
   json sched = {{"fold_zero_point", false}, {"block", opts.block}, {"unroll", opts.unroll}, {"smlad", false},
                {"sxtb16", false}};
   auto wit = g.constants.find(node.inputs.size() > 1 ? node.inputs[1] : "");
   const bool const_weight = wit != g.constants.end() && wit->second.dtype == kI8;
-  const int64_t channels = node.type.shape.back();
+  const int64_t channels = nchw ? node.type.shape.at(1) : node.type.shape.back();
   const int64_t groups = conv ? node.attrs.value("groups", int64_t{1}) : 1;
 
   // Per-channel multipliers and shifts (TFLite's QuantizeMultiplier) as an int32 table:
@@ -145,6 +146,96 @@ void prepare_matmul_node(Graph& g, GraphNode& node, const ScheduleOptions& opts,
   node.attrs["schedule"] = sched;
 }
 
+// qlinear_conv and qlinear_matmul (ONNX's QLinearConv and QLinearMatMul, and QDQ groups
+// folded by the ONNX frontend) onto the fast kernels: qconv2d with layout "NCHW" and
+// qdense, both with requant "onnx", which is qlinear_conv's requantization to the bit
+// (ops/qconv.cc). The weight zero point is subtracted at compile time, the weight
+// transposed to OHWI (conv) or (N, K) (matmul), and the params table's columns become
+// the bias and the (M, s) multiplier (an attribute when every channel shares it, an
+// [O, 2] table otherwise). Left as they are (the plain loops, same results): int32
+// outputs, weights that are not constants or whose values minus the zero point leave
+// int8, a params table that is not a constant, matmuls of rank above 2.
+void lower_onnx_node(Graph& g, GraphNode& node) {
+  const bool conv = node.op == "qlinear_conv";
+  if (node.inputs.size() != 3 || node.attrs.value("output_dtype", std::string("int32")) == "int32") return;
+  auto wit = g.constants.find(node.inputs[1]);
+  auto pit = g.constants.find(node.inputs[2]);
+  if (wit == g.constants.end() || pit == g.constants.end()) return;
+  const NDArray& w = wit->second;
+  const NDArray& params = pit->second;
+  if (w.dtype != kI8 && w.dtype != DataType::UInt(8)) return;
+  if (params.dtype != kI32 || params.shape.size() != 2 || params.shape[1] != 4) return;
+  if (w.shape.size() != (conv ? 4u : 2u) || (!conv && node.type.shape.size() != 2)) return;
+  const int64_t channels = conv ? w.shape[0] : w.shape[1];
+  const int64_t k = w.num_elements() / channels;
+  auto row = [&](int64_t c) { return params.shape[0] == 1 ? 0 : c; };
+  // The weight minus its zero point, laid out (channel, reduction) with the reduction
+  // in the kernel's order: (kh, kw, ci) for conv, K for matmul.
+  NDArray weight = NDArray::zeros(kI8, conv ? std::vector<int64_t>{w.shape[0], w.shape[2], w.shape[3], w.shape[1]}
+                                            : std::vector<int64_t>{channels, k});
+  for (int64_t c = 0; c < channels; ++c) {
+    const int64_t zw = params.get_int(4 * row(c));
+    for (int64_t e = 0; e < k; ++e) {
+      int64_t src;
+      if (conv) {
+        const int64_t cg = w.shape[1], kh = w.shape[2], kw = w.shape[3];
+        const int64_t y = e / (kw * cg), x = e / cg % kw, i = e % cg;
+        src = ((c * cg + i) * kh + y) * kw + x;
+      } else {
+        src = e * channels + c;
+      }
+      const int64_t v = w.get_int(src) - zw;
+      if (v < -128 || v > 127) return;
+      weight.set_int(c * k + e, v);
+    }
+  }
+  NDArray bias = NDArray::zeros(kI32, {channels});
+  bool uniform = true;
+  for (int64_t c = 0; c < channels; ++c) {
+    bias.set_int(c, params.get_int(4 * row(c) + 1));
+    for (int j = 2; j < 4; ++j) uniform = uniform && params.get_int(4 * row(c) + j) == params.get_int(j);
+  }
+  json attrs = {{"requant", "onnx"},
+                {"input_zero_point", node.attrs.value("data_zero_point", int64_t{0})},
+                {"output_zero_point", node.attrs.value("output_zero_point", int64_t{0})},
+                {"output_dtype", node.attrs.value("output_dtype", std::string("int8"))},
+                {"activation", node.attrs.value("relu", false) ? "relu" : "none"}};
+  if (conv) {
+    for (const char* key : {"strides", "padding", "dilation", "groups"})
+      if (node.attrs.contains(key)) attrs[key] = node.attrs[key];
+    attrs["layout"] = "NCHW";
+  }
+  std::vector<std::string> inputs = {node.inputs[0], fresh_name(g, node.name + "__weight"),
+                                     fresh_name(g, node.name + "__bias")};
+  g.constants[inputs[1]] = std::move(weight);
+  g.constants[inputs[2]] = std::move(bias);
+  if (uniform) {
+    attrs["onnx_multiplier"] = {params.get_int(2), params.get_int(3)};
+  } else {
+    // (M', t, 2^(t-1)) when every channel has the 32-bit form (ops/quant_util.h), else (M, s).
+    std::vector<ops::OnnxHighWord> forms(channels);
+    bool high_word = true;
+    for (int64_t c = 0; c < channels; ++c)
+      high_word = high_word && ops::onnx_high_word_form(params.get_int(4 * row(c) + 2), params.get_int(4 * row(c) + 3), &forms[c]);
+    const int64_t columns = high_word ? 3 : 2;
+    NDArray table = NDArray::zeros(kI32, {channels, columns});
+    for (int64_t c = 0; c < channels; ++c) {
+      if (high_word) {
+        table.set_int(3 * c, forms[c].multiplier);
+        table.set_int(3 * c + 1, forms[c].shift);
+        table.set_int(3 * c + 2, int64_t{1} << (forms[c].shift - 1));
+      } else {
+        for (int j = 0; j < 2; ++j) table.set_int(2 * c + j, params.get_int(4 * row(c) + 2 + j));
+      }
+    }
+    inputs.push_back(fresh_name(g, node.name + "__requant"));
+    g.constants[inputs[3]] = std::move(table);
+  }
+  node.op = conv ? "qconv2d" : "qdense";
+  node.inputs = inputs;
+  node.attrs = attrs;
+}
+
 // qsoftmax: TFLite's fixed-point exp of every input difference d = max - x (0 where
 // TFLite leaves the element out), see ops/fixed_point.h.
 void prepare_softmax_node(Graph& g, GraphNode& node) {
@@ -182,6 +273,11 @@ Graph prepare_quantized(const Graph& in, const ScheduleOptions& opts) {
   std::set<std::string> maybe_unused;
   for (auto& node : g.nodes) {
     if (!node.device.empty()) continue;
+    if (node.op == "qlinear_conv" || node.op == "qlinear_matmul") {
+      std::string weight = node.inputs.size() > 1 ? node.inputs[1] : "", params = node.inputs.size() > 2 ? node.inputs[2] : "";
+      lower_onnx_node(g, node);
+      if (node.op != "qlinear_conv" && node.op != "qlinear_matmul") maybe_unused.insert({weight, params});
+    }
     if (node.op == "qconv2d" || node.op == "qdense") prepare_matmul_node(g, node, opts, maybe_unused);
     else if (node.op == "qsoftmax") prepare_softmax_node(g, node);
     else if (node.op == "qlogistic" || node.op == "qtanh") prepare_activation_node(g, node);

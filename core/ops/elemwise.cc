@@ -100,21 +100,30 @@ void register_elemwise_ops(std::vector<OpDef>& ops) {
   ops.push_back(binary_op("sub", ExprKind::Sub));
   ops.push_back(binary_op("mul", ExprKind::Mul));
   ops.push_back(binary_op("div", ExprKind::Div));
+  // `a > b ? a : b` and `a < b ? a : b` as C computes them: with a NaN operand the
+  // result is the second operand.
+  ops.push_back(binary_op("maximum", ExprKind::Max));
+  ops.push_back(binary_op("minimum", ExprKind::Min));
   ops.push_back(unary_op(
       "relu", {}, nullptr, [](Expr x, const AttrReader&) { return max_(x, cv(x->dtype, 0)); }, Dtypes::kNumeric));
-  ops.push_back(unary_op("sigmoid", {}, nullptr, [](Expr x, const AttrReader&) { return call("sigmoid", {x}); }));
-  ops.push_back(unary_op("tanh", {}, nullptr, [](Expr x, const AttrReader&) { return call("tanh", {x}); }));
-  ops.push_back(unary_op("exp", {}, nullptr, [](Expr x, const AttrReader&) { return call("exp", {x}); }));
-  ops.push_back(unary_op("sqrt", {}, nullptr, [](Expr x, const AttrReader&) { return call("sqrt", {x}); }));
+  // The float math intrinsics take float32 and float64 (expf or exp in C).
+  for (const char* fn : {"sigmoid", "tanh", "exp", "sqrt"}) {
+    std::string intrinsic = fn;
+    ops.push_back(unary_op(
+        fn, {}, nullptr, [intrinsic](Expr x, const AttrReader&) { return call(intrinsic, {x}); }, Dtypes::kFloat));
+  }
   ops.push_back(unary_op(
       "abs", {}, nullptr, [](Expr x, const AttrReader&) { return call("abs", {x}); }, Dtypes::kNumeric));
   ops.push_back(unary_op(
       "neg", {}, nullptr, [](Expr x, const AttrReader&) { return sub(cv(x->dtype, 0), x); }, Dtypes::kNumeric));
   // max(x, 0) + alpha * min(x, 0): no select, so it fuses like relu does.
-  ops.push_back(unary_op("leaky_relu", {"alpha"}, [](const AttrReader& r) { r.get_float("alpha", 0.01); },
-                         [](Expr x, const AttrReader& r) {
-                           return add(max_(x, cf(0)), mul(cf(r.get_float("alpha", 0.01)), min_(x, cf(0))));
-                         }));
+  ops.push_back(unary_op(
+      "leaky_relu", {"alpha"}, [](const AttrReader& r) { r.get_float("alpha", 0.01); },
+      [](Expr x, const AttrReader& r) {
+        Expr zero = cv(x->dtype, 0);
+        return add(max_(x, zero), mul(cv(x->dtype, r.get_float("alpha", 0.01)), min_(x, zero)));
+      },
+      Dtypes::kFloat));
   ops.push_back(unary_op(
       "clip", {"min", "max"},
       [](const AttrReader& r) {

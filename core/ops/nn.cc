@@ -1,5 +1,5 @@
-// Compute-heavy ops: conv2d, dense, gemm, matmul, batch_norm. Reductions are emitted
-// as an init store followed by accumulation into the output element.
+// Compute-heavy ops: conv2d, conv3d, conv_transpose, dense, gemm, matmul, batch_norm.
+// Reductions are emitted as an init store followed by accumulation into the output element.
 #include "ops/op_util.h"
 
 namespace mtir {
@@ -180,6 +180,188 @@ PrimFunc conv_build(const std::string& fname, const std::vector<TensorType>& in,
     Stmt conv = outer.wrap(SeqStmt({init, red.wrap(update)}));
     return fb.finish(fname, Allocate(padded, "global", SeqStmt({fill_padded(p, data, padded), conv})));
   }
+  Expr x = lazy_select(cond, load(data, data_idx), cf(0));
+  Stmt update = store(o, add(load(o, out_idx), mul(x, load(weight, w_idx))), out_idx);
+  return fb.finish(fname, outer.wrap(SeqStmt({init, red.wrap(update)})));
+}
+
+// ---- conv3d -------------------------------------------------------------------
+// NCDHW data, OIDHW weight: conv2d's loop nest with a depth axis. Zero padding is read
+// through the same lazy bound checks (no padded copy: a 3-D input is rarely small).
+
+const std::vector<std::string> kConv3dAttrs = {"strides", "padding", "dilation", "groups"};
+
+struct Conv3dParams {
+  std::vector<int64_t> in, kernel, stride, dilation, pad_begin, out;  // each (D, H, W)
+  int64_t n, c, o, cg, groups;
+  bool bias;
+};
+
+Conv3dParams conv3d_params(const std::vector<TensorType>& in, const json& attrs) {
+  const std::string op = "conv3d";
+  AttrReader r(op, attrs, kConv3dAttrs);
+  check_inputs(op, in, 2, {"data", "weight", "bias"});
+  check_rank(op, in, 0, "data (NCDHW)", 5);
+  check_rank(op, in, 1, "weight (OIDHW)", 5);
+  Conv3dParams p;
+  p.stride = r.get_ints("strides", 3, 1, "positive integers", std::vector<int64_t>{1, 1, 1});
+  auto padding = r.get_ints("padding", 6, 0, "non-negative integers", std::vector<int64_t>(6, 0));
+  p.dilation = r.get_ints("dilation", 3, 1, "positive integers", std::vector<int64_t>{1, 1, 1});
+  p.groups = r.get_int("groups", 1);
+  if (p.groups < 1) r.bad("groups", "a positive integer");
+  const auto& d = in[0].shape;
+  const auto& wt = in[1].shape;
+  p.n = d[0], p.c = d[1], p.o = wt[0], p.cg = wt[1];
+  if (p.c % p.groups != 0 || p.o % p.groups != 0 || p.cg * p.groups != p.c)
+    fail(op, "the data's " + std::to_string(p.c) + " channels and the weight's " + std::to_string(p.o) +
+                 " outputs of " + std::to_string(p.cg) + " input channels do not form " + std::to_string(p.groups) +
+                 " group(s)");
+  p.bias = in.size() == 3;
+  if (p.bias && (in[2].shape.size() != 1 || in[2].shape[0] != p.o))
+    fail(op, "bias must have shape (" + std::to_string(p.o) + ",), got " + shape_str(in[2].shape));
+  for (size_t k = 0; k < 3; ++k) {
+    p.in.push_back(d[2 + k]);
+    p.kernel.push_back(wt[2 + k]);
+    p.pad_begin.push_back(padding[k]);
+    int64_t extent = p.dilation[k] * (p.kernel[k] - 1) + 1, padded = d[2 + k] + padding[k] + padding[k + 3];
+    if (extent > padded)
+      fail(op, "the dilated kernel " + shape_str(wt) + " is larger than the padded input along axis " +
+                   std::to_string(2 + k) + " (" + std::to_string(extent) + " > " + std::to_string(padded) + ")");
+    p.out.push_back((padded - extent) / p.stride[k] + 1);
+  }
+  return p;
+}
+
+TensorType conv3d_infer(const std::vector<TensorType>& in, const json& attrs) {
+  Conv3dParams p = conv3d_params(in, attrs);
+  return TensorType{DataType::Float(32), {p.n, p.o, p.out[0], p.out[1], p.out[2]}};
+}
+
+PrimFunc conv3d_build(const std::string& fname, const std::vector<TensorType>& in, const TensorType& out,
+                      const json& attrs) {
+  Conv3dParams p = conv3d_params(in, attrs);
+  FuncBuilder fb;
+  Buffer data = fb.param("data", in[0].shape);
+  Buffer weight = fb.param("weight", in[1].shape);
+  Buffer bias = p.bias ? fb.param("bias", in[2].shape) : nullptr;
+  Buffer o = fb.param("out", out.shape);
+  LoopNest outer, red;
+  Expr n = outer.axis("n", p.n), oc = outer.axis("oc", p.o);
+  Expr rc = red.axis("rc", p.cg);
+  const char* names[] = {"d", "h", "w"};
+  std::vector<Expr> out_idx = {n, oc}, data_idx = {n}, w_idx = {oc, rc};
+  std::vector<Expr> ox, rx;
+  for (size_t k = 0; k < 3; ++k) ox.push_back(outer.axis(std::string("o") + names[k], p.out[k]));
+  for (size_t k = 0; k < 3; ++k) rx.push_back(red.axis(std::string("r") + names[k], p.kernel[k]));
+  int64_t og = p.o / p.groups;
+  data_idx.push_back(p.groups == 1 ? rc : add(mul(floordiv(oc, ci(og)), ci(p.cg)), rc));
+  Expr cond;
+  for (size_t k = 0; k < 3; ++k) {
+    Expr coord = in_coord(ox[k], rx[k], p.stride[k], p.dilation[k], p.pad_begin[k]);
+    cond = and_(cond, bound_check(coord, p.pad_begin[k], p.in[k], p.out[k], p.kernel[k], p.stride[k], p.dilation[k]));
+    out_idx.push_back(ox[k]);
+    data_idx.push_back(coord);
+    w_idx.push_back(rx[k]);
+  }
+  Stmt init = store(o, p.bias ? load(bias, {oc}) : cf(0), out_idx);
+  Expr x = lazy_select(cond, load(data, data_idx), cf(0));
+  Stmt update = store(o, add(load(o, out_idx), mul(x, load(weight, w_idx))), out_idx);
+  return fb.finish(fname, outer.wrap(SeqStmt({init, red.wrap(update)})));
+}
+
+// ---- conv_transpose -------------------------------------------------------------
+// The transpose (gradient) of a convolution on 1 to 3 spatial axes, NC* data and
+// (C, O/groups, K...) weight, written as a gather so each output element is one
+// reduction like conv2d's: input position i feeds output o = i * stride + k * dilation
+// - pad_begin, so o reads i = (o + pad_begin - k * dilation) / stride when that divides
+// exactly and lies inside the input.
+
+const std::vector<std::string> kConvTransposeAttrs = {"strides", "padding", "dilation", "output_padding", "groups"};
+
+struct ConvTransposeParams {
+  size_t dims;
+  std::vector<int64_t> in, kernel, stride, dilation, pad_begin, out;
+  int64_t n, c, o, og, groups;
+  bool bias;
+};
+
+ConvTransposeParams conv_transpose_params(const std::vector<TensorType>& in, const json& attrs) {
+  const std::string op = "conv_transpose";
+  AttrReader r(op, attrs, kConvTransposeAttrs);
+  check_inputs(op, in, 2, {"data", "weight", "bias"});
+  ConvTransposeParams p;
+  const auto& d = in[0].shape;
+  const auto& wt = in[1].shape;
+  if (d.size() < 3 || d.size() > 5) fail(op, "data must have rank 3, 4 or 5, got shape " + shape_str(d));
+  if (wt.size() != d.size())
+    fail(op, "weight must have the data's rank " + std::to_string(d.size()) + ", got shape " + shape_str(wt));
+  p.dims = d.size() - 2;
+  p.stride = r.get_ints("strides", p.dims, 1, "positive integers", std::vector<int64_t>(p.dims, 1));
+  auto padding = r.get_ints("padding", 2 * p.dims, 0, "non-negative integers", std::vector<int64_t>(2 * p.dims, 0));
+  p.dilation = r.get_ints("dilation", p.dims, 1, "positive integers", std::vector<int64_t>(p.dims, 1));
+  auto output_padding =
+      r.get_ints("output_padding", p.dims, 0, "non-negative integers", std::vector<int64_t>(p.dims, 0));
+  p.groups = r.get_int("groups", 1);
+  if (p.groups < 1) r.bad("groups", "a positive integer");
+  p.n = d[0], p.c = d[1], p.og = wt[1], p.o = wt[1] * p.groups;
+  if (wt[0] != p.c || p.c % p.groups != 0)
+    fail(op, "weight " + shape_str(wt) + " must have the data's " + std::to_string(p.c) +
+                 " channels first, in " + std::to_string(p.groups) + " group(s)");
+  p.bias = in.size() == 3;
+  if (p.bias && (in[2].shape.size() != 1 || in[2].shape[0] != p.o))
+    fail(op, "bias must have shape (" + std::to_string(p.o) + ",), got " + shape_str(in[2].shape));
+  for (size_t k = 0; k < p.dims; ++k) {
+    p.in.push_back(d[2 + k]);
+    p.kernel.push_back(wt[2 + k]);
+    p.pad_begin.push_back(padding[k]);
+    int64_t full = p.stride[k] * (d[2 + k] - 1) + output_padding[k] + p.dilation[k] * (wt[2 + k] - 1) + 1;
+    int64_t out = full - padding[k] - padding[k + p.dims];
+    if (out < 1)
+      fail(op, "the padding " + shape_str(padding) + " leaves no output along axis " + std::to_string(2 + k));
+    p.out.push_back(out);
+  }
+  return p;
+}
+
+TensorType conv_transpose_infer(const std::vector<TensorType>& in, const json& attrs) {
+  ConvTransposeParams p = conv_transpose_params(in, attrs);
+  std::vector<int64_t> shape = {p.n, p.o};
+  shape.insert(shape.end(), p.out.begin(), p.out.end());
+  return TensorType{DataType::Float(32), shape};
+}
+
+PrimFunc conv_transpose_build(const std::string& fname, const std::vector<TensorType>& in, const TensorType& out,
+                              const json& attrs) {
+  ConvTransposeParams p = conv_transpose_params(in, attrs);
+  FuncBuilder fb;
+  Buffer data = fb.param("data", in[0].shape);
+  Buffer weight = fb.param("weight", in[1].shape);
+  Buffer bias = p.bias ? fb.param("bias", in[2].shape) : nullptr;
+  Buffer o = fb.param("out", out.shape);
+  LoopNest outer, red;
+  Expr n = outer.axis("n", p.n), oc = outer.axis("oc", p.o);
+  Expr rc = red.axis("rc", p.c / p.groups);
+  const char* names[] = {"d", "h", "w"};
+  const char* const* axis_names = names + (3 - p.dims);
+  std::vector<Expr> ox, rx;
+  for (size_t k = 0; k < p.dims; ++k) ox.push_back(outer.axis(std::string("o") + axis_names[k], p.out[k]));
+  for (size_t k = 0; k < p.dims; ++k) rx.push_back(red.axis(std::string("r") + axis_names[k], p.kernel[k]));
+  Expr ic = p.groups == 1 ? rc : add(mul(floordiv(oc, ci(p.og)), ci(p.c / p.groups)), rc);
+  std::vector<Expr> out_idx = {n, oc}, data_idx = {n, ic}, w_idx = {ic, p.groups == 1 ? oc : floormod(oc, ci(p.og))};
+  Expr cond;
+  for (size_t k = 0; k < p.dims; ++k) {
+    // t = o + pad_begin - k * dilation ranges over [pad_begin - (K-1) * dilation, out - 1 + pad_begin].
+    Expr t = sub(add(ox[k], ci(p.pad_begin[k])), mul(rx[k], ci(p.dilation[k])));
+    int64_t t_min = p.pad_begin[k] - (p.kernel[k] - 1) * p.dilation[k], t_max = p.out[k] - 1 + p.pad_begin[k];
+    if (t_min < 0) cond = and_(cond, ge(t, ci(0)));
+    if (p.stride[k] > 1) cond = and_(cond, Binary(ExprKind::EQ, floormod(t, ci(p.stride[k])), ci(0)));
+    Expr i = p.stride[k] > 1 ? floordiv(t, ci(p.stride[k])) : t;
+    if (t_max / p.stride[k] >= p.in[k]) cond = and_(cond, lt(i, ci(p.in[k])));
+    out_idx.push_back(ox[k]);
+    data_idx.push_back(i);
+    w_idx.push_back(rx[k]);
+  }
+  Stmt init = store(o, p.bias ? load(bias, {oc}) : cf(0), out_idx);
   Expr x = lazy_select(cond, load(data, data_idx), cf(0));
   Stmt update = store(o, add(load(o, out_idx), mul(x, load(weight, w_idx))), out_idx);
   return fb.finish(fname, outer.wrap(SeqStmt({init, red.wrap(update)})));
@@ -393,6 +575,8 @@ PrimFunc bn_build(const std::string& fname, const std::vector<TensorType>& in, c
 
 void register_nn_ops(std::vector<OpDef>& ops) {
   ops.push_back(OpDef{"conv2d", conv_infer, conv_build});
+  ops.push_back(OpDef{"conv3d", conv3d_infer, conv3d_build});
+  ops.push_back(OpDef{"conv_transpose", conv_transpose_infer, conv_transpose_build});
   ops.push_back(OpDef{"dense", dense_infer, dense_build});
   ops.push_back(OpDef{"gemm", gemm_infer, gemm_build});
   ops.push_back(OpDef{"matmul", matmul_infer, matmul_build});

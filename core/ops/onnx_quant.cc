@@ -6,6 +6,7 @@
 //   dequantize_linear(data, scale, zero_point)    int8/uint8/int32 -> float32
 //   qlinear_conv(data, weight, params)            NCHW/OIHW int8 or uint8 -> int32, int8 or uint8
 //   qlinear_matmul(A, B, params)                  numpy matmul of int8 or uint8 -> int32, int8 or uint8
+//   qlinear_add(a, b), qlinear_avg_pool(data)     folded QDQ Add, AveragePool / GlobalAveragePool
 //   dynamic_quantize_linear(data)                 one of its three outputs ("output" attribute)
 //
 // scale and zero_point are 1-D: one value (per tensor) or one per element of `axis`.
@@ -19,6 +20,7 @@
 #include <cmath>
 
 #include "ops/op_util.h"
+#include "ops/quant_util.h"
 
 namespace mtir {
 namespace ops {
@@ -161,17 +163,7 @@ Requant read_requant(const std::string& op, const AttrReader& r, const TensorTyp
 // The accumulator's final value as the output type.
 Expr requantize(const Requant& q, Expr acc, const Buffer& params, Expr row) {
   if (q.out == kI32) return acc;
-  Expr m = Cast(kI64, load(params, {row, ci(2)}));
-  Expr s = Cast(kI64, load(params, {row, ci(3)}));
-  Expr p = Binary(ExprKind::Mul, Cast(kI64, std::move(acc)), m);
-  Expr one = IntImm(kI64, 1);
-  Expr fl = Call(kI64, "shift_right", {p, s});
-  Expr rem = Call(kI64, "bitwise_and", {p, Binary(ExprKind::Sub, Call(kI64, "shift_left", {one, s}), one)});
-  Expr half = Call(kI64, "shift_left", {one, Binary(ExprKind::Sub, s, one)});
-  Expr odd = Binary(ExprKind::EQ, Call(kI64, "bitwise_and", {fl, one}), one);
-  Expr up = Binary(ExprKind::Or, Binary(ExprKind::GT, rem, half),
-                   Binary(ExprKind::And, Binary(ExprKind::EQ, rem, half), odd));
-  Expr y = Binary(ExprKind::Add, fl, Select(up, one, IntImm(kI64, 0)));
+  Expr y = onnx_round_shift(std::move(acc), Cast(kI64, load(params, {row, ci(2)})), Cast(kI64, load(params, {row, ci(3)})));
   y = Binary(ExprKind::Add, y, IntImm(kI64, q.output_zero_point));
   int32_t lo = q.relu ? std::max(q_lo(q.out), q.output_zero_point) : q_lo(q.out);
   y = Binary(ExprKind::Min, Binary(ExprKind::Max, y, IntImm(kI64, lo)), IntImm(kI64, q_hi(q.out)));
@@ -417,6 +409,116 @@ PrimFunc qadd_build(const std::string& fname, const std::vector<TensorType>& in,
   return fb.finish(fname, nest.wrap(store(o, y, idx)));
 }
 
+// ---- qlinear_avg_pool -------------------------------------------------------------------
+// A folded QDQ AveragePool or GlobalAveragePool whose input and output share scale and zero
+// point z: the exact mean of the window's real values, quantized as QuantizeLinear rounds,
+// y = z + round_half_even(sum(q - z) / count), count the window's cells inside the input
+// (or all of them with count_include_pad, padding being real 0). The float graph computes
+// the same mean in float32 and can land one step away where float rounding moves an exact
+// tie (docs/onnx.md). NCHW int8 or uint8 data; "global" pools every trailing dimension.
+
+struct QAvgPool {
+  bool global;
+  int64_t kh = 1, kw = 1, sh = 1, sw = 1, pt = 0, pl = 0, pb = 0, pr = 0, oh = 1, ow = 1;
+  bool count_include_pad;
+  int32_t zero_point;
+  std::vector<int64_t> out;
+};
+
+QAvgPool qavg_params(const std::vector<TensorType>& in, const json& attrs) {
+  const std::string op = "qlinear_avg_pool";
+  AttrReader r(op, attrs, {"global", "pool_size", "strides", "padding", "count_include_pad", "zero_point"});
+  if (in.size() != 1) fail(op, "expected 1 input (data), got " + std::to_string(in.size()));
+  need_dtype(op, in[0], "data", is_q8(in[0].dtype), "int8 or uint8");
+  QAvgPool p;
+  p.global = r.get_bool("global", false);
+  p.count_include_pad = r.get_bool("count_include_pad", false);
+  p.zero_point = static_cast<int32_t>(r.get_int("zero_point", 0));
+  if (p.zero_point < q_lo(in[0].dtype) || p.zero_point > q_hi(in[0].dtype))
+    r.bad("zero_point", "a value of the data's type " + in[0].dtype.str());
+  const auto& d = in[0].shape;
+  if (p.global) {
+    if (d.size() < 3) fail(op, "global pooling needs data of rank 3 or more, got " + shape_str(d));
+    p.out = {d[0], d[1]};
+    for (size_t k = 2; k < d.size(); ++k) p.out.push_back(1);
+    int64_t cells = 1;
+    for (size_t k = 2; k < d.size(); ++k) cells *= d[k];
+    if (cells > (int64_t{1} << 23)) fail(op, "a window of " + std::to_string(cells) + " cells could overflow the int32 sum");
+    return p;
+  }
+  check_rank(op, in, 0, "data (NCHW)", 4);
+  auto size = r.get_ints("pool_size", 2, 1, "positive integers", std::nullopt);
+  auto strides = r.get_ints("strides", 2, 1, "positive integers", std::vector<int64_t>{1, 1});
+  auto pad = r.get_ints("padding", 4, 0, "non-negative integers", std::vector<int64_t>{0, 0, 0, 0});
+  p.kh = size[0], p.kw = size[1], p.sh = strides[0], p.sw = strides[1];
+  p.pt = pad[0], p.pl = pad[1], p.pb = pad[2], p.pr = pad[3];
+  if (p.pt >= p.kh || p.pb >= p.kh || p.pl >= p.kw || p.pr >= p.kw)
+    fail(op, "padding " + shape_str(pad) + " must be smaller than the window " + shape_str(size));
+  if (p.kh > d[2] + p.pt + p.pb || p.kw > d[3] + p.pl + p.pr) fail(op, "the window is larger than the padded input");
+  p.oh = (d[2] + p.pt + p.pb - p.kh) / p.sh + 1;
+  p.ow = (d[3] + p.pl + p.pr - p.kw) / p.sw + 1;
+  p.out = {d[0], d[1], p.oh, p.ow};
+  return p;
+}
+
+TensorType qavg_infer(const std::vector<TensorType>& in, const json& attrs) {
+  return TensorType{in.empty() ? DataType::Int(8) : in[0].dtype, qavg_params(in, attrs).out};
+}
+
+// The number of window cells inside [0, size) along one axis at output `o`.
+Expr cells_inside(Expr o, int64_t k, int64_t stride, int64_t pad, int64_t size) {
+  Expr start = sub(mul(o, ci(stride)), ci(pad));
+  return sub(min_(add(start, ci(k)), ci(size)), max_(start, ci(0)));
+}
+
+PrimFunc qavg_build(const std::string& fname, const std::vector<TensorType>& in, const TensorType& out,
+                    const json& attrs) {
+  QAvgPool p = qavg_params(in, attrs);
+  const auto& d = in[0].shape;
+  FuncBuilder fb;
+  Buffer data = fb.param("data", d, in[0].dtype);
+  Buffer o = fb.param("out", out.shape, out.dtype);
+  Buffer acc = scratch("acc", {1}, kI32);
+  LoopNest outer, red;
+  Expr n = outer.axis("n", d[0]), c = outer.axis("c", d[1]);
+  std::vector<Expr> oidx = {n, c};
+  Expr cond, count;
+  std::vector<Expr> idx = {n, c};
+  if (p.global) {
+    std::vector<int64_t> spatial(d.begin() + 2, d.end());
+    int64_t cells = 1;
+    for (int64_t v : spatial) cells *= v;
+    for (Expr e : unflatten(red.axis("r", cells), spatial)) idx.push_back(e);
+    for (size_t k = 2; k < d.size(); ++k) oidx.push_back(ci(0));
+    count = ci(cells);
+  } else {
+    Expr oh = outer.axis("oh", p.oh), ow = outer.axis("ow", p.ow);
+    oidx.push_back(oh), oidx.push_back(ow);
+    Expr ih = add(sub(mul(oh, ci(p.sh)), ci(p.pt)), red.axis("rh", p.kh));
+    Expr iw = add(sub(mul(ow, ci(p.sw)), ci(p.pl)), red.axis("rw", p.kw));
+    idx.push_back(ih), idx.push_back(iw);
+    if (p.pt > 0) cond = and_(cond, ge(ih, ci(0)));
+    if ((p.oh - 1) * p.sh - p.pt + p.kh > d[2]) cond = and_(cond, lt(ih, ci(d[2])));
+    if (p.pl > 0) cond = and_(cond, ge(iw, ci(0)));
+    if ((p.ow - 1) * p.sw - p.pl + p.kw > d[3]) cond = and_(cond, lt(iw, ci(d[3])));
+    bool padded = p.pt || p.pl || p.pb || p.pr;
+    count = p.count_include_pad || !padded ? ci(p.kh * p.kw)
+                                           : mul(cells_inside(oh, p.kh, p.sh, p.pt, d[2]), cells_inside(ow, p.kw, p.sw, p.pl, d[3]));
+  }
+  Stmt update = store(acc, add(load(acc, {ci(0)}), sub(Cast(kI32, load(data, idx)), ci(p.zero_point))), {ci(0)});
+  if (cond) update = IfThenElse(cond, update);
+  // Half to even: q = floor(sum / count), r = sum - q * count in [0, count); up when 2r > count,
+  // or 2r == count and q is odd.
+  Expr sum = load(acc, {ci(0)});
+  Expr q = floordiv(sum, count), r2 = mul(floormod(sum, count), ci(2));
+  Expr odd = Binary(ExprKind::EQ, floormod(q, ci(2)), ci(1));
+  Expr up = Binary(ExprKind::Or, Binary(ExprKind::GT, r2, count), Binary(ExprKind::And, Binary(ExprKind::EQ, r2, count), odd));
+  Expr y = add(add(q, Select(up, ci(1), ci(0))), ci(p.zero_point));
+  y = min_(max_(y, ci(q_lo(out.dtype))), ci(q_hi(out.dtype)));
+  Stmt body = SeqStmt({store(acc, ci(0), {ci(0)}), red.wrap(update), store(o, Cast(out.dtype, y), oidx)});
+  return fb.finish(fname, Allocate(acc, "global", outer.wrap(body)));
+}
+
 // ---- dynamic_quantize_linear ------------------------------------------------------------
 // ONNX's DynamicQuantizeLinear (uint8): x_min = min(0, min x), x_max = max(0, max x),
 // scale = (x_max - x_min) / 255, zero_point = saturate(round_half_even(-x_min / scale)),
@@ -482,6 +584,7 @@ void register_onnx_quant_ops(std::vector<OpDef>& ops) {
   ops.push_back(OpDef{"qlinear_conv", qconv_infer, qconv_build});
   ops.push_back(OpDef{"qlinear_matmul", qmatmul_infer, qmatmul_build});
   ops.push_back(OpDef{"qlinear_add", qadd_infer, qadd_build});
+  ops.push_back(OpDef{"qlinear_avg_pool", qavg_infer, qavg_build});
   ops.push_back(OpDef{"dynamic_quantize_linear", dynq_infer, dynq_build});
 }
 

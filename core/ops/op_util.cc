@@ -150,8 +150,12 @@ void check_inputs(const std::string& op, const std::vector<TensorType>& inputs, 
     std::string name = i < names.size() ? names[i] : "input " + std::to_string(i);
     if (dtypes == Dtypes::kFloat32 && t.dtype != DataType::Float(32))
       fail(op, "input '" + name + "' has type " + t.dtype.str() + "; only float32 is supported");
-    if (dtypes == Dtypes::kNumeric && t.dtype != DataType::Float(32) && !t.dtype.is_integer())
-      fail(op, "input '" + name + "' has type " + t.dtype.str() + "; only float32 and integer types are supported");
+    bool is_f32_or_f64 = t.dtype == DataType::Float(32) || t.dtype == DataType::Float(64);
+    if (dtypes == Dtypes::kFloat && !is_f32_or_f64)
+      fail(op, "input '" + name + "' has type " + t.dtype.str() + "; only float32 and float64 are supported");
+    if (dtypes == Dtypes::kNumeric && !is_f32_or_f64 && !t.dtype.is_integer())
+      fail(op, "input '" + name + "' has type " + t.dtype.str() +
+                   "; only float32, float64 and integer types are supported");
     if (t.dtype != inputs[0].dtype)
       fail(op, "input '" + name + "' has type " + t.dtype.str() + " but '" + names[0] + "' has type " +
                    inputs[0].dtype.str() + "; mixed types are not supported");

@@ -18,6 +18,17 @@
 //                    for one extra instruction per two multiply-accumulate pairs.
 // Depthwise convolutions (groups == channels) run channel by channel over the kernel
 // window; other grouped convolutions take the plain loop nest.
+//
+// Two requantization rules (attribute "requant"): "tflite" (default), TFLite's fixed
+// point from the scale attributes; "onnx", ONNX's rule exactly as qlinear_conv computes
+// it (core/ops/onnx_quant.cc): y = round_half_even(acc * M / 2^s) + output_zero_point,
+// (M, s) the float32 multiplier x_scale * w_scale / y_scale, exact: in 32-bit steps from
+// the high word of acc * M * 2^k when M * 2^-s is below about 1/8 (quant_util.h's
+// onnx_high_word_form), in int64 otherwise. The onnx
+// rule also takes uint8 data and output ("output_dtype") and, for qconv2d, layout
+// "NCHW" (the weight stays OHWI). prepare_quantized lowers qlinear_conv and
+// qlinear_matmul onto these kernels with it, so ONNX models get the fast schedules
+// with the same bits as the plain loops.
 #include <algorithm>
 
 #include "ops/op_util.h"
@@ -31,7 +42,71 @@ namespace {
 
 using json = nlohmann::json;
 
-const DataType kI8 = DataType::Int(8), kI16 = DataType::Int(16), kI32 = DataType::Int(32);
+const DataType kI8 = DataType::Int(8), kI16 = DataType::Int(16), kI32 = DataType::Int(32), kI64 = DataType::Int(64);
+const DataType kU8 = DataType::UInt(8);
+
+// The requantization rule and the element types it implies.
+struct Rule {
+  bool onnx = false;
+  DataType data = kI8, out = kI8;
+  // onnx: (M, s) shared by every channel, or absent when the table input holds them
+  // ([O, 2]: M and s; [O, 3]: onnx_high_word_form's M', t and 2^(t-1)).
+  bool uniform = false;
+  int64_t m = 0, s = 1;
+};
+
+int32_t lowest(DataType t) { return t.is_uint() ? 0 : -128; }
+int32_t highest(DataType t) { return t.is_uint() ? 255 : 127; }
+
+// Reads "requant" and, for the tflite rule, the scale attributes (read_quant_attrs);
+// for the onnx rule the zero points in the range of their types, "output_dtype",
+// "activation" ("none" or "relu": the output is at least its zero point) and
+// "onnx_multiplier" [M, s] (M in [0, 2^24), s in [1, 62]).
+Rule read_rule(const std::string& op, const AttrReader& r, QuantAttrs* q, int64_t out_channels) {
+  Rule rule;
+  rule.onnx = r.get_string("requant", "tflite", {"tflite", "onnx"}) == "onnx";
+  if (!rule.onnx) {
+    for (const char* key : {"output_dtype", "onnx_multiplier"})
+      if (r.has(key)) fail(op, std::string("attribute '") + key + "' needs requant \"onnx\"");
+    *q = read_quant_attrs(op, r, out_channels);
+    return rule;
+  }
+  for (const char* key : {"input_scale", "weight_scale", "output_scale", "weight_zero_point"})
+    if (r.has(key)) fail(op, std::string("attribute '") + key + "' does not apply to requant \"onnx\"");
+  rule.out = r.get_string("output_dtype", "int8", {"int8", "uint8"}) == "uint8" ? kU8 : kI8;
+  auto zero_point = [&](const std::string& key, DataType t) {
+    int64_t v = r.get_int(key, 0);
+    if (v < lowest(t) || v > highest(t)) r.bad(key, "a value of type " + t.str());
+    return static_cast<int32_t>(v);
+  };
+  q->output_zero_point = zero_point("output_zero_point", rule.out);
+  q->activation = r.get_string("activation", "none", {"none", "relu"});
+  q->bounds.lo = q->activation == "relu" ? std::max(lowest(rule.out), q->output_zero_point) : lowest(rule.out);
+  q->bounds.hi = highest(rule.out);
+  q->input_zero_point = static_cast<int32_t>(r.get_int("input_zero_point", 0));  // checked against the data's type
+  if (const json* m = r.raw("onnx_multiplier")) {
+    if (!m->is_array() || m->size() != 2 || !(*m)[0].is_number_integer() || !(*m)[1].is_number_integer() ||
+        (*m)[0].get<int64_t>() < 0 || (*m)[0].get<int64_t>() >= (int64_t{1} << 24) || (*m)[1].get<int64_t>() < 1 ||
+        (*m)[1].get<int64_t>() > 62)
+      r.bad("onnx_multiplier", "a pair [M, s] with M in [0, 2^24) and s in [1, 62]");
+    rule.uniform = true;
+    rule.m = (*m)[0].get<int64_t>();
+    rule.s = (*m)[1].get<int64_t>();
+  }
+  return rule;
+}
+
+// The data's type: int8, or uint8 under the onnx rule; its zero point must fit it.
+void check_data(const std::string& op, const std::vector<TensorType>& in, Rule& rule, const QuantAttrs& q) {
+  if (in.empty()) return;
+  DataType t = in[0].dtype;
+  if (t != kI8 && !(rule.onnx && t == kU8))
+    fail(op, std::string("data must be int8") + (rule.onnx ? " or uint8" : "") + ", got " + t.str());
+  rule.data = t;
+  if (rule.onnx && (q.input_zero_point < lowest(t) || q.input_zero_point > highest(t)))
+    fail(op, "attribute 'input_zero_point' must be a value of the data's type " + t.str() + ", got " +
+                 std::to_string(q.input_zero_point));
+}
 
 struct Schedule {
   bool fold_zero_point = false, block = false, unroll = false, smlad = false, sxtb16 = false;
@@ -72,17 +147,16 @@ struct QParams {
 QParams declare_params(FuncBuilder& fb, const std::vector<TensorType>& in, const TensorType& out, const QInputs& q,
                        int64_t out_channels) {
   QParams b;
-  b.data = fb.param("data", in[0].shape, kI8);
+  b.data = fb.param("data", in[0].shape, in[0].dtype);
   b.weight = fb.param("weight", in[1].shape, in[1].dtype);
   if (q.bias) b.bias = fb.param("bias", {out_channels}, kI32);
   if (q.table) b.table = fb.param("requant", {out_channels, q.table_columns}, kI32);
-  b.out = fb.param("out", out.shape, kI8);
+  b.out = fb.param("out", out.shape, out.dtype);
   return b;
 }
 
 QInputs classify_inputs(const std::string& op, const std::vector<TensorType>& in, int64_t out_channels) {
   if (in.size() < 2 || in.size() > 4) fail(op, "takes 2 to 4 inputs (data, weight, bias, requant), got " + std::to_string(in.size()));
-  if (in[0].dtype != kI8) fail(op, "data must be int8, got " + in[0].dtype.str());
   QInputs q;
   q.packed = in[1].dtype == kI32;
   if (!q.packed && in[1].dtype != kI8) fail(op, "weight must be int8, got " + in[1].dtype.str());
@@ -127,8 +201,26 @@ void check_packing(const std::string& op, const Schedule& s, const QInputs& q, c
 // is at least 2 (multipliers below 1/4, the usual case), does both roundings in one
 // step on the high word of the corrected product (quant_util.h): a few 32-bit
 // instructions on a Cortex-M instead of TFLite's case split and mask.
-Expr requantize_channel(const QuantAttrs& q, const Buffer& table, int64_t columns, Expr acc, Expr oc) {
+// Under the onnx rule: the 32-bit form when it exists, else p = acc * M in int64
+// (|p| < 2^55), rounded half to even by the
+// shift, (p + 2^(s-1) - 1 + bit s of p) >> s, then the zero point and the bounds in
+// int64 (the quotient may exceed int32), as qlinear_conv does it.
+Expr requantize_channel(const QuantAttrs& q, const Rule& rule, const Buffer& table, int64_t columns, Expr acc, Expr oc) {
   auto col = [&](int64_t k) { return load(table, {add(mul(oc, ci(columns)), ci(k))}); };
+  if (rule.onnx) {
+    OnnxHighWord hw;
+    if (table ? columns == 3 : onnx_high_word_form(rule.m, rule.s, &hw)) {
+      // 32-bit steps (quant_util.h): the table holds (M', t, 2^(t-1)).
+      Expr y = table ? onnx_high_word_requantize(acc, col(0), col(1), col(2))
+                     : onnx_high_word_requantize(acc, ci(hw.multiplier), ci(hw.shift), ci(int64_t{1} << (hw.shift - 1)));
+      return Cast(rule.out, min_(max_(add(y, ci(q.output_zero_point)), ci(q.bounds.lo)), ci(q.bounds.hi)));
+    }
+    Expr y = table ? onnx_round_shift(acc, Cast(kI64, col(0)), Cast(kI64, col(1)))
+                   : onnx_round_shift(acc, IntImm(kI64, rule.m), IntImm(kI64, rule.s));
+    y = Binary(ExprKind::Add, y, IntImm(kI64, q.output_zero_point));
+    y = Binary(ExprKind::Min, Binary(ExprKind::Max, y, IntImm(kI64, q.bounds.lo)), IntImm(kI64, q.bounds.hi));
+    return Cast(rule.out, y);
+  }
   Expr y;
   if (!table) {
     y = multiply_by_quantized_multiplier(acc, q.multipliers.at(0));
@@ -148,8 +240,14 @@ bool uniform(const QuantAttrs& q) {
 
 // Per-channel multipliers that differ need the table input (prepare_quantized adds it);
 // checked when building, so a graph as the user wrote it still type-checks.
-void check_requant_table(const std::string& op, const QuantAttrs& q, bool table) {
-  if (!table && !uniform(q))
+void check_requant_table(const std::string& op, const QuantAttrs& q, const Rule& rule, const QInputs& in) {
+  if (rule.onnx) {
+    if (!rule.uniform && !in.table)
+      fail(op, "requant \"onnx\" needs attribute 'onnx_multiplier' [M, s] or the table input (int32 [O, 2] of M and s "
+               "per channel, or [O, 3] of quant_util.h's 32-bit form)");
+    return;
+  }
+  if (!in.table && !uniform(q))
     fail(op, "per-channel weight scales need the requantization table input (int32 [O, 2], multiplier and shift per "
              "channel as TFLite's QuantizeMultiplier gives them), which prepare_quantized adds to the graph");
 }
@@ -158,17 +256,24 @@ void check_requant_table(const std::string& op, const QuantAttrs& q, bool table)
 
 const std::vector<std::string> kQConvAttrs = {"strides", "padding", "dilation", "groups", "weight_shape",
                                               "input_scale", "input_zero_point", "weight_scale", "weight_zero_point",
-                                              "output_scale", "output_zero_point", "activation", "schedule"};
+                                              "output_scale", "output_zero_point", "activation", "schedule",
+                                              "requant", "output_dtype", "onnx_multiplier", "layout"};
 
 struct QConv {
   int64_t n, h, w, c;
   int64_t o, kh, kw, cg, groups;
   int64_t sh, sw, dh, dw, pt, pl, pb, pr;
   int64_t oh, ow;
+  bool nchw = false;  // layout "NCHW" (the weight is OHWI in both layouts)
   QInputs inputs;
   QuantAttrs q;
+  Rule rule;
   Schedule sched;
   int64_t k() const { return kh * kw * cg; }
+  // The data (and output) index of image n, row y, column x, channel c.
+  std::vector<Expr> at(Expr n, Expr y, Expr x, Expr c) const {
+    return nchw ? std::vector<Expr>{n, c, y, x} : std::vector<Expr>{n, y, x, c};
+  }
 };
 
 QConv qconv_params(const std::vector<TensorType>& in, const json& attrs) {
@@ -176,7 +281,8 @@ QConv qconv_params(const std::vector<TensorType>& in, const json& attrs) {
   AttrReader r(op, attrs, kQConvAttrs);
   QConv p;
   if (in.size() < 2) fail(op, "takes 2 to 4 inputs (data, weight, bias, requant), got " + std::to_string(in.size()));
-  check_rank(op, in, 0, "data (NHWC)", 4);
+  p.nchw = r.get_string("layout", "NHWC", {"NHWC", "NCHW"}) == "NCHW";
+  check_rank(op, in, 0, p.nchw ? "data (NCHW)" : "data (NHWC)", 4);
   std::vector<int64_t> wshape = in[1].shape;
   if (in[1].dtype == kI32) {
     // Packed for smlad: the original OHWI shape travels in an attribute.
@@ -185,8 +291,11 @@ QConv qconv_params(const std::vector<TensorType>& in, const json& attrs) {
     check_rank(op, in, 1, "weight (OHWI)", 4);
   }
   const auto& d = in[0].shape;
-  p.n = d[0], p.h = d[1], p.w = d[2], p.c = d[3];
+  p.n = d[0], p.h = d[p.nchw ? 2 : 1], p.w = d[p.nchw ? 3 : 2], p.c = d[p.nchw ? 1 : 3];
   p.o = wshape[0], p.kh = wshape[1], p.kw = wshape[2], p.cg = wshape[3];
+  p.rule = read_rule(op, r, &p.q, p.o);
+  if (p.nchw && !p.rule.onnx) fail(op, "layout \"NCHW\" needs requant \"onnx\"");
+  check_data(op, in, p.rule, p.q);
   p.inputs = classify_inputs(op, in, p.o);
   auto strides = r.get_ints("strides", 2, 1, "positive integers", std::vector<int64_t>{1, 1});
   auto padding = r.get_ints("padding", 4, 0, "non-negative integers", std::vector<int64_t>{0, 0, 0, 0});
@@ -206,7 +315,6 @@ QConv qconv_params(const std::vector<TensorType>& in, const json& attrs) {
     fail(op, "the dilated kernel (" + std::to_string(eh) + "x" + std::to_string(ew) + ") is larger than the padded input");
   p.oh = (p.h + p.pt + p.pb - eh) / p.sh + 1;
   p.ow = (p.w + p.pl + p.pr - ew) / p.sw + 1;
-  p.q = read_quant_attrs(op, r, p.o);
   p.sched = read_schedule(op, r);
   check_packing(op, p.sched, p.inputs, in[1].shape, p.o, p.k());
   if (p.sched.smlad && p.groups != 1) fail(op, "schedule 'smlad' applies to convolutions with groups == 1");
@@ -219,6 +327,7 @@ QConv qconv_params(const std::vector<TensorType>& in, const json& attrs) {
 struct Gemm {
   int64_t rows, cols, k;  // output pixels (per image), output channels, reduction length
   const QuantAttrs* q;
+  const Rule* rule;
   const Schedule* sched;
   Buffer weight;          // flat [cols * weight_words(k)]: int8, or packed int32 words
   Buffer bias, table;     // may be null
@@ -307,7 +416,7 @@ Stmt gemm_tile(const Gemm& g, const Buffer& col, const std::vector<Expr>& rows, 
   for (int64_t p = 0; p < np; ++p)
     for (int64_t c = 0; c < nc; ++c) {
       Expr oc = add(oc0, ci(c));
-      finish.push_back(g.store(rows[p], oc, requantize_channel(*g.q, g.table, g.table_columns, load(acc, {ci(p * nc + c)}), oc)));
+      finish.push_back(g.store(rows[p], oc, requantize_channel(*g.q, *g.rule, g.table, g.table_columns, load(acc, {ci(p * nc + c)}), oc)));
     }
   std::vector<Stmt> body = init;
   body.insert(body.end(), parts.begin(), parts.end());
@@ -364,7 +473,8 @@ Stmt declare_views(const Gemm& g, Stmt body) {
 
 TensorType qconv_infer(const std::vector<TensorType>& in, const json& attrs) {
   QConv p = qconv_params(in, attrs);
-  return TensorType{kI8, {p.n, p.oh, p.ow, p.o}};
+  if (p.nchw) return TensorType{p.rule.out, {p.n, p.o, p.oh, p.ow}};
+  return TensorType{p.rule.out, {p.n, p.oh, p.ow, p.o}};
 }
 
 // The input coordinate of output `o` and kernel tap `k`, and its bound check.
@@ -402,7 +512,7 @@ std::vector<OutputRange> border_split(int64_t out, int64_t pad, int64_t extent, 
 PrimFunc qconv_build(const std::string& fname, const std::vector<TensorType>& in, const TensorType& out,
                      const json& attrs) {
   QConv p = qconv_params(in, attrs);
-  check_requant_table("qconv2d", p.q, p.inputs.table);
+  check_requant_table("qconv2d", p.q, p.rule, p.inputs);
   FuncBuilder fb;
   QParams b = declare_params(fb, in, out, p.inputs, p.o);
   const Buffer &data = b.data, &weight = b.weight, &bias = b.bias, &table = b.table, &o = b.out;
@@ -411,14 +521,14 @@ PrimFunc qconv_build(const std::string& fname, const std::vector<TensorType>& in
   // An input element as the reduction sees it; padding reads as zero after the zero
   // point is subtracted, i.e. as the zero point itself when it is folded.
   auto value = [&](Expr n, Expr ih, Expr iw, Expr ic, Expr cond) {
-    Expr x = Cast(kI32, load(data, {n, ih, iw, ic}));
+    Expr x = Cast(kI32, load(data, p.at(n, ih, iw, ic)));
     if (!fold && zx != 0) x = sub(x, ci(zx));
     return lazy_select(cond, x, ci(fold ? zx : 0));
   };
   if (p.groups == 1 && (p.sched.block || p.sched.smlad || p.sched.unroll)) {
     const int64_t k = p.k();
     Gemm g;
-    g.rows = p.oh * p.ow, g.cols = p.o, g.k = k, g.q = &p.q, g.sched = &p.sched;
+    g.rows = p.oh * p.ow, g.cols = p.o, g.k = k, g.q = &p.q, g.rule = &p.rule, g.sched = &p.sched;
     g.weight = flat_view(weight, p.o * p.sched.weight_words(k));
     g.bias = bias;
     g.table = table ? flat_view(table, p.o * p.inputs.table_columns) : nullptr;
@@ -462,7 +572,7 @@ PrimFunc qconv_build(const std::string& fname, const std::vector<TensorType>& in
       return Allocate(staged, "local", SeqStmt(s));
     };
     g.store = [&](Expr row, Expr oc, Expr v) {
-      return store(o, v, {n, floordiv(row, ci(p.ow)), floormod(row, ci(p.ow)), oc});
+      return store(o, v, p.at(n, floordiv(row, ci(p.ow)), floormod(row, ci(p.ow)), oc));
     };
     Stmt body = gemm(g);
     if (p.n > 1) body = For(n, ci(0), ci(p.n), ForKind::kSerial, body);
@@ -489,7 +599,8 @@ PrimFunc qconv_build(const std::string& fname, const std::vector<TensorType>& in
     ForKind wk = unroll_window ? ForKind::kUnrolled : ForKind::kSerial;
     Stmt window = For(rh, ci(0), ci(p.kh), wk, For(rw, ci(0), ci(p.kw), wk, update));
     Stmt init = store(acc, bias ? load(bias, {oc}) : ci(0), {ci(0)});
-    Stmt fin = store(o, requantize_channel(p.q, table_flat, p.inputs.table_columns, load(acc, {ci(0)}), oc), {n, oh, ow, oc});
+    Stmt fin = store(o, requantize_channel(p.q, p.rule, table_flat, p.inputs.table_columns, load(acc, {ci(0)}), oc),
+                     p.at(n, oh, ow, oc));
     return Allocate(acc, "local", SeqStmt({init, window, fin}));
   };
   Stmt body;
@@ -521,12 +632,13 @@ PrimFunc qconv_build(const std::string& fname, const std::vector<TensorType>& in
 
 const std::vector<std::string> kQDenseAttrs = {"weight_shape", "input_scale", "input_zero_point", "weight_scale",
                                                "weight_zero_point", "output_scale", "output_zero_point",
-                                               "activation", "schedule"};
+                                               "activation", "schedule", "requant", "output_dtype", "onnx_multiplier"};
 
 struct QDense {
   int64_t n, k, m;
   QInputs inputs;
   QuantAttrs q;
+  Rule rule;
   Schedule sched;
 };
 
@@ -546,8 +658,9 @@ QDense qdense_params(const std::vector<TensorType>& in, const json& attrs) {
   p.m = wshape[0];
   if (wshape[1] != p.k)
     fail(op, "weight has " + std::to_string(wshape[1]) + " input features but the data has " + std::to_string(p.k));
+  p.rule = read_rule(op, r, &p.q, p.m);
+  check_data(op, in, p.rule, p.q);
   p.inputs = classify_inputs(op, in, p.m);
-  p.q = read_quant_attrs(op, r, p.m);
   p.sched = read_schedule(op, r);
   check_packing(op, p.sched, p.inputs, in[1].shape, p.m, p.k);
   return p;
@@ -555,19 +668,19 @@ QDense qdense_params(const std::vector<TensorType>& in, const json& attrs) {
 
 TensorType qdense_infer(const std::vector<TensorType>& in, const json& attrs) {
   QDense p = qdense_params(in, attrs);
-  return TensorType{kI8, {p.n, p.m}};
+  return TensorType{p.rule.out, {p.n, p.m}};
 }
 
 PrimFunc qdense_build(const std::string& fname, const std::vector<TensorType>& in, const TensorType& out,
                       const json& attrs) {
   QDense p = qdense_params(in, attrs);
-  check_requant_table("qdense", p.q, p.inputs.table);
+  check_requant_table("qdense", p.q, p.rule, p.inputs);
   FuncBuilder fb;
   QParams b = declare_params(fb, in, out, p.inputs, p.m);
   const Buffer &data = b.data, &weight = b.weight, &bias = b.bias, &table = b.table, &o = b.out;
   const int64_t zx = p.q.input_zero_point;
   Gemm g;
-  g.rows = p.n, g.cols = p.m, g.k = p.k, g.q = &p.q, g.sched = &p.sched;
+  g.rows = p.n, g.cols = p.m, g.k = p.k, g.q = &p.q, g.rule = &p.rule, g.sched = &p.sched;
   g.weight = flat_view(weight, p.m * p.sched.weight_words(p.k));
   g.bias = bias;
   g.table = table ? flat_view(table, p.m * p.inputs.table_columns) : nullptr;

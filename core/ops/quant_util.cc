@@ -75,6 +75,38 @@ Expr nudged_product(Expr x, Expr multiplier) {
 Expr high_word(Expr v) { return Cast(kI32, Call(kI64, "shift_right", {std::move(v), IntImm(kI64, 32)})); }
 }  // namespace
 
+Expr onnx_round_shift(Expr acc, Expr multiplier, Expr shift) {
+  const DataType i64 = DataType::Int(64);
+  Expr one = IntImm(i64, 1);
+  Expr p = Binary(ExprKind::Mul, Cast(i64, std::move(acc)), std::move(multiplier));
+  Expr half_less = as_const_int(shift)
+                       ? IntImm(i64, (int64_t{1} << (*as_const_int(shift) - 1)) - 1)
+                       : Binary(ExprKind::Sub, Call(i64, "shift_left", {one, Binary(ExprKind::Sub, shift, one)}), one);
+  Expr odd = Call(i64, "bitwise_and", {Call(i64, "shift_right", {p, shift}), one});
+  return Call(i64, "shift_right", {Binary(ExprKind::Add, Binary(ExprKind::Add, p, half_less), odd), shift});
+}
+
+bool onnx_high_word_form(int64_t m, int64_t s, OnnxHighWord* out) {
+  if (m < 0 || m >= (int64_t{1} << 24) || s < 1 || s > 62) return false;
+  int bits = 0;
+  while (bits < 63 && (m >> bits) != 0) ++bits;
+  int64_t k = std::max<int64_t>(0, 33 - s);
+  if (bits + k > 31 || s + k > 62) return false;
+  out->multiplier = m << k;
+  out->shift = s + k - 32;
+  return true;
+}
+
+Expr onnx_high_word_requantize(Expr acc, Expr multiplier, Expr shift, Expr half) {
+  const DataType i32 = DataType::Int(32), i64 = DataType::Int(64), u32 = DataType::UInt(32);
+  Expr p = Binary(ExprKind::Mul, Cast(i64, std::move(acc)), Cast(i64, std::move(multiplier)));
+  Expr hi = Cast(i32, Call(i64, "shift_right", {p, IntImm(i64, 32)}));
+  Expr lo_zero = Binary(ExprKind::EQ, Cast(u32, p), IntImm(u32, 0));
+  Expr even = Binary(ExprKind::EQ, Call(i32, "bitwise_and", {Call(i32, "shift_right", {hi, shift}), ci(1)}), ci(0));
+  Expr down = Select(Binary(ExprKind::And, lo_zero, even), ci(1), ci(0));
+  return Call(i32, "shift_right", {add(sub(hi, down), std::move(half)), shift});
+}
+
 Expr corrected_high_word(Expr x, Expr multiplier) {
   // With Q = H * 2^32 + L: subtracting 2^31 when Q < 0 (H < 0) borrows from H exactly
   // when L's top bit is clear, so the high word is H + ((H >> 31) & ((L >> 31) - 1)).

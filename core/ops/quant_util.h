@@ -51,6 +51,26 @@ Expr multiply_by_quantized_multiplier(Expr x, Expr multiplier, Expr shift);
 // floor((h + 2^(r-1) - [h < 0]) / 2^r), and floor divisions compose.
 Expr corrected_high_word(Expr x, Expr multiplier);
 
+// ONNX's requantization round_half_even(acc * M / 2^s) (M in [0, 2^24), s in [1, 62],
+// core/ops/onnx_quant.cc) in 32-bit steps: with M' = M * 2^k < 2^31 and t = s + k - 32 >= 1,
+// P = acc * M' (int64), hi = P >> 32 and lo = P mod 2^32,
+//   y = (hi - [lo == 0 and bit t of hi is 0] + 2^(t-1)) >> t
+// (hi - [lo == 0] is floor((P - 1) / 2^32): ties go down to the even neighbour, up from
+// the odd one). False when no such k exists (m = M * 2^-s of 1/8 or more, roughly).
+// round_half_even(acc * M / 2^s) as int64 for int64 expressions M >= 0 and s in [1, 62]:
+// (P + 2^(s-1) - 1 + bit s of P) >> s with P = acc * M (ties go to the even neighbour).
+// qlinear_conv's requantization and qconv2d's requant "onnx" when the 32-bit form below
+// does not apply.
+Expr onnx_round_shift(Expr acc, Expr multiplier, Expr shift);
+
+struct OnnxHighWord {
+  int64_t multiplier = 0;  // M'
+  int64_t shift = 0;       // t in [1, 30]
+};
+bool onnx_high_word_form(int64_t m, int64_t s, OnnxHighWord* out);
+// y as above for an int32 `acc` and int32 expressions M', t and 2^(t-1); int32 out.
+Expr onnx_high_word_requantize(Expr acc, Expr multiplier, Expr shift, Expr half);
+
 // The int8 output range an activation allows (bounds inclusive).
 struct ActBounds {
   int32_t lo = -128;

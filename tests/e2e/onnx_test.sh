@@ -150,6 +150,50 @@ PY
   [ "$n" -ge 20 ] || fail "only $n old-opset models found"
 }
 
+# 3-D convolutions and float64/int64 elementwise arithmetic (tests/onnx/make_dtypes_3d.py):
+# the interpreter and host C agree bit for bit (run --target host reports a max abs diff
+# of 0; LLVM for four of them, wasm32 for two), and match numpy's output (bit for bit, or within the model's .tolerance: rtol
+# atol); the
+# refused forms name the operator.
+group_dtypes_3d() {
+  local d="$src/tests/onnx/dtypes_3d" n=0 m name tolerance
+  for m in "$d"/*.onnx; do
+    name="$(basename "${m%.onnx}")"
+    n=$((n + 1))
+    if [ -f "$d/$name.expect" ]; then
+      run 1 "$mtir" compile "$m" -o "$work/$name" || continue
+      contains "$name stderr" "$err" "unsupported: node 'y' "
+      contains "$name stderr" "$err" "$(cat "$d/$name.expect")"
+      continue
+    fi
+    mkdir -p "$work/$name"
+    run 0 "$mtir" run "$m" --input "x=$d/$name.x.npy" --output-dir "$work/$name" --target host || continue
+    contains "$name: host C vs interpreter" "$out" "y: max abs diff 0, max rel diff 0  ok"
+    tolerance=""
+    [ -f "$d/$name.tolerance" ] && tolerance="$(cat "$d/$name.tolerance")"
+    checks=$((checks + 1))
+    python3 "$src/tests/onnx/same_npy.py" "$work/$name/y.npy" "$d/$name.y.npy" $tolerance ||
+      fail "$name: the output differs from numpy's"
+  done
+  [ "$n" -ge 9 ] || fail "only $n models found"
+  # The LLVM backend (host) and wasm32 (node) give the interpreter's bits too.
+  for name in float64_math int64_arithmetic conv3d_pads_strides convtranspose_3d_groups; do
+    run 0 "$mtir" run "$d/$name.onnx" --input "x=$d/$name.x.npy" --target host --backend llvm || continue
+    contains "$name: LLVM vs interpreter" "$out" "y: max abs diff 0, max rel diff 0  ok"
+    case "$name" in conv*) continue ;; esac  # float32 kernels: the unit tests run them as wasm
+    run 0 "$mtir" compile "$d/$name.onnx" -o "$work/$name.tar" || continue
+    run 0 "$mtir" run "$work/$name.tar" --input "x=$d/$name.x.npy" --target wasm32 || continue
+    contains "$name: wasm32 vs interpreter" "$out" "y: max abs diff 0, max rel diff 0  ok"
+  done
+  # Generated C stays C99 with every warning an error, 8-byte types included.
+  for name in float64_math int64_arithmetic conv3d_pads_strides; do
+    run 0 "$mtir" compile "$d/$name.onnx" -o "$work/c_$name" || continue
+    checks=$((checks + 1))
+    ( cd "$work/c_$name" && cc -std=c99 -Wall -Wextra -Werror -pedantic -Iruntime/include -Icodegen/host/include \
+        -c codegen/host/src/*.c ) >"$work/cc.log" 2>&1 || { fail "$name: the C does not compile as C99"; head -20 "$work/cc.log"; }
+  done
+}
+
 # QDQ models (tests/onnx/make_qdq.py): the folded groups and the float ones give numpy's
 # integers bit for bit, on the interpreter and as host C (run --target host compares
 # the two), and the notes say which groups folded and which stayed float.
@@ -168,7 +212,18 @@ group_qdq() {
     checks=$((checks + 1))
     python3 "$src/tests/onnx/same_npy.py" "$work/$name/y.npy" "$d/$name.y.npy" || fail "$name: the output differs from numpy's"
   done
-  [ "$n" -ge 6 ] || fail "only $n QDQ models found"
+  [ "$n" -ge 10 ] || fail "only $n QDQ and QOperator models found"
+  # prepare_quantized lowers the folded (and the QOperator) qlinear_conv / qlinear_matmul
+  # onto the fast qconv2d / qdense kernels: their C takes (data, weight, bias, requant),
+  # the plain loops' C a params table.
+  for name in chain_dscnn_block qoperator_conv_matmul; do
+    run 0 "$mtir" compile "$d/$name.onnx" -o "$work/$name.tar" || continue
+    mkdir -p "$work/$name.c" && tar xf "$work/$name.tar" -C "$work/$name.c"
+    local c
+    c="$(cat "$work/$name.c/codegen/host/src/lib0.c")"
+    contains "$name C" "$c" "int8_t* restrict weight, int32_t* restrict bias, int32_t* restrict requant"
+    case "$c" in *"restrict params"*) fail "$name: a plain qlinear loop is left" ;; esac
+  done
   # The folded kernels are the integer ones: no float dequantize left in a folded chain.
   run 0 "$mtir" import "$d/chain_conv_pool_matmul.onnx"
   contains "import of the chain" "$out" '"op":"qlinear_conv"'

@@ -128,6 +128,9 @@ TEST(GraphWriter, RefusesWhatJsonCannotHold) {
   Graph f64 = g;
   f64.constants["c"] = NDArray::zeros(DataType::Float(64), {2});
   EXPECT_EQ(error_of(f64), "unsupported: constant 'c' has dtype float64, which a JSON graph cannot hold");
+  Graph f64_input = g;
+  f64_input.inputs[0].second.dtype = DataType::Float(64);
+  EXPECT_EQ(error_of(f64_input), "unsupported: input 'x' has dtype float64, which a JSON graph cannot hold");
   Graph nan = g;
   nan.constants["c"] = NDArray::zeros(DataType::Float(32), {2});
   nan.constants["c"].set_float(1, std::nan(""));
@@ -171,7 +174,8 @@ TEST(GraphWriter, OnnxNodeTestsRoundTrip) {
     expect_same(g, load_graph_json(text, path, nullptr), path);
   }
   EXPECT_GT(converted, 100);
-  // The few with a NaN, an infinity or a dtype JSON has no name for (float64, bool, uint64).
+  // The few with a NaN, an infinity or a dtype JSON has no name for (float64, bool, uint64:
+  // Max and Min of float64 and uint64 among them).
   EXPECT_GE(written, converted - 8);
   std::cout << "[ info ] " << written << " of " << converted << " converted ONNX models round-trip\n";
 }

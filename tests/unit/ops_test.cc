@@ -292,12 +292,12 @@ Tensor ref_matmul(const Tensor& a, const Tensor& b) {
 // ---- registry -------------------------------------------------------------------------
 
 const std::vector<std::string> kAllOps = {
-    "abs", "add", "avg_pool2d", "batch_norm", "clip", "concat", "conv2d", "dense", "dequantize", "dequantize_linear",
-    "div", "dynamic_quantize_linear", "exp", "flatten", "full", "gemm", "global_avg_pool2d", "leaky_relu",
-    "log_softmax", "matmul", "max_pool2d", "mul", "neg", "pad", "qadd", "qavg_pool2d", "qconcat", "qconv2d",
-    "qdense", "qglobal_avg_pool2d", "qlinear_add", "qlinear_conv", "qlinear_matmul", "qlogistic", "qmean", "qmul",
-    "qsoftmax", "qsub", "qtanh", "quantize", "quantize_linear", "relu", "reshape", "sigmoid", "softmax", "sqrt", "sub",
-    "tanh", "transpose"};
+    "abs", "add", "avg_pool2d", "batch_norm", "clip", "concat", "conv2d", "conv3d", "conv_transpose", "dense",
+    "dequantize", "dequantize_linear", "div", "dynamic_quantize_linear", "exp", "flatten", "full", "gemm",
+    "global_avg_pool2d", "leaky_relu", "log_softmax", "matmul", "max_pool2d", "maximum", "minimum", "mul", "neg",
+    "pad", "qadd", "qavg_pool2d", "qconcat", "qconv2d", "qdense", "qglobal_avg_pool2d", "qlinear_add",
+    "qlinear_avg_pool", "qlinear_conv", "qlinear_matmul", "qlogistic", "qmean", "qmul", "qsoftmax", "qsub", "qtanh",
+    "quantize", "quantize_linear", "relu", "reshape", "sigmoid", "softmax", "sqrt", "sub", "tanh", "transpose"};
 
 TEST(Ops, RegistryIsSortedAndComplete) {
   std::vector<std::string> names;
@@ -312,7 +312,7 @@ TEST(Ops, RegistryIsSortedAndComplete) {
     EXPECT_EQ(find_op(n)->name, n);
   }
   EXPECT_EQ(names.size(), kAllOps.size());
-  EXPECT_EQ(find_op("conv3d"), nullptr);
+  EXPECT_EQ(find_op("conv1d"), nullptr);
   EXPECT_EQ(find_op(""), nullptr);
 }
 
@@ -515,6 +515,211 @@ TEST(OpsConv2d, NonFloatInputIsRefused) {
               std::string::npos)
         << e.diagnostics()[0].message;
   }
+}
+
+// ---- conv3d -----------------------------------------------------------------------------
+
+struct Conv3 {
+  Shape stride = {1, 1, 1}, dilation = {1, 1, 1}, pad = {0, 0, 0, 0, 0, 0};  // pad: d, h, w begins, then ends
+  int64_t groups = 1;
+};
+
+Tensor ref_conv3d(const Tensor& x, const Tensor& w, const Tensor* bias, const Conv3& p) {
+  int64_t N = x.shape[0], C = x.shape[1], O = w.shape[0], CG = w.shape[1];
+  Shape in(x.shape.begin() + 2, x.shape.end()), k(w.shape.begin() + 2, w.shape.end()), out(3);
+  for (int a = 0; a < 3; ++a)
+    out[a] = (in[a] + p.pad[a] + p.pad[a + 3] - p.dilation[a] * (k[a] - 1) - 1) / p.stride[a] + 1;
+  Tensor o{{N, O, out[0], out[1], out[2]}, Vec(N * O * out[0] * out[1] * out[2])};
+  int64_t opg = O / p.groups;
+  size_t flat = 0;
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t oc = 0; oc < O; ++oc)
+      for (int64_t od = 0; od < out[0]; ++od)
+        for (int64_t oh = 0; oh < out[1]; ++oh)
+          for (int64_t ow = 0; ow < out[2]; ++ow) {
+            float acc = bias ? bias->data[oc] : 0.0f;
+            for (int64_t c = 0; c < CG; ++c)
+              for (int64_t kd = 0; kd < k[0]; ++kd)
+                for (int64_t kh = 0; kh < k[1]; ++kh)
+                  for (int64_t kw = 0; kw < k[2]; ++kw) {
+                    int64_t id = od * p.stride[0] + kd * p.dilation[0] - p.pad[0];
+                    int64_t ih = oh * p.stride[1] + kh * p.dilation[1] - p.pad[1];
+                    int64_t iw = ow * p.stride[2] + kw * p.dilation[2] - p.pad[2];
+                    float v = 0.0f;
+                    if (id >= 0 && id < in[0] && ih >= 0 && ih < in[1] && iw >= 0 && iw < in[2])
+                      v = x.data[(((n * C + oc / opg * CG + c) * in[0] + id) * in[1] + ih) * in[2] + iw];
+                    acc += v * w.data[(((oc * CG + c) * k[0] + kd) * k[1] + kh) * k[2] + kw];
+                  }
+            o.data[flat++] = acc;
+          }
+  return o;
+}
+
+void check_conv3d(const Shape& xs, const Shape& ws, bool bias, const Conv3& p, uint32_t seed) {
+  Tensor x = rnd(xs, seed), w = rnd(ws, seed + 1), b = rnd({ws[0]}, seed + 2);
+  json attrs = {{"strides", p.stride}, {"padding", p.pad}, {"dilation", p.dilation}, {"groups", p.groups}};
+  std::vector<Tensor> ins = {x, w};
+  if (bias) ins.push_back(b);
+  expect_close(run_op("conv3d", ins, attrs), ref_conv3d(x, w, bias ? &b : nullptr, p), "conv3d " + attrs.dump());
+}
+
+TEST(OpsConv3d, Basic) { check_conv3d({1, 2, 4, 5, 5}, {3, 2, 3, 3, 3}, true, Conv3{}, 11); }
+TEST(OpsConv3d, StridesPaddingDilationGroups) {
+  Conv3 p;
+  p.stride = {2, 1, 2}, p.dilation = {1, 2, 1}, p.pad = {1, 0, 2, 0, 1, 1}, p.groups = 2;
+  check_conv3d({2, 4, 5, 6, 5}, {6, 2, 2, 3, 3}, true, p, 12);
+  Conv3 depthwise;
+  depthwise.groups = 3, depthwise.pad = {1, 1, 1, 1, 1, 1};
+  check_conv3d({1, 3, 3, 4, 4}, {3, 1, 3, 3, 3}, false, depthwise, 13);
+}
+
+// Random attribute combinations (small: each output element is a 3-D window).
+TEST(OpsConv3d, RandomSweep) {
+  std::mt19937 rng(4321);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  int done = 0;
+  while (done < 12) {
+    Conv3 p;
+    int64_t cg = pick(1, 2), og = pick(1, 2);
+    p.groups = pick(1, 2);
+    Shape in(3), k(3);
+    for (int a = 0; a < 3; ++a) {
+      in[a] = pick(1, 5), k[a] = pick(1, 3), p.stride[a] = pick(1, 2), p.dilation[a] = pick(1, 2);
+      p.pad[a] = pick(0, 1), p.pad[a + 3] = pick(0, 1);
+    }
+    bool fits = true;
+    for (int a = 0; a < 3; ++a) fits = fits && p.dilation[a] * (k[a] - 1) + 1 <= in[a] + p.pad[a] + p.pad[a + 3];
+    if (!fits) continue;
+    check_conv3d({1, p.groups * cg, in[0], in[1], in[2]}, {p.groups * og, cg, k[0], k[1], k[2]}, pick(0, 1) == 1, p,
+                 static_cast<uint32_t>(700 + done));
+    ++done;
+  }
+}
+
+TEST(OpsConv3d, ShapeInferenceAndErrors) {
+  EXPECT_EQ(infer_shape("conv3d", {{1, 2, 8, 9, 10}, {4, 2, 3, 3, 3}},
+                        {{"strides", {2, 1, 3}}, {"padding", {1, 1, 1, 1, 1, 1}}}),
+            (Shape{1, 4, 4, 9, 4}));
+  expect_error("conv3d", {{1, 3, 8, 8}, {4, 3, 3, 3}}, json::object(), "data (NCDHW) must have rank 5");
+  expect_error("conv3d", {{1, 3, 4, 8, 8}, {4, 3, 3, 3}}, json::object(), "weight (OIDHW) must have rank 5");
+  expect_error("conv3d", {{1, 4, 4, 4, 4}, {6, 3, 1, 1, 1}}, json::object(), "do not form 1 group(s)");
+  expect_error("conv3d", {{1, 3, 4, 4, 4}, {4, 3, 1, 1, 1}, {3}}, json::object(), "bias must have shape (4,)");
+  expect_error("conv3d", {{1, 3, 2, 4, 4}, {4, 3, 3, 1, 1}}, json::object(),
+               "larger than the padded input along axis 2");
+  expect_error("conv3d", {{1, 3, 4, 4, 4}, {4, 3, 1, 1, 1}}, {{"padding", {1, 1, 1, 1}}},
+               "attribute 'padding' must be a list of 6 non-negative integers");
+  expect_error("conv3d", {{1, 3, 4, 4, 4}, {4, 3, 1, 1, 1}}, {{"layout", "NDHWC"}}, "unknown attribute 'layout'");
+}
+
+// ---- conv_transpose ------------------------------------------------------------------
+
+struct ConvT {
+  Shape stride, dilation, pad, output_padding;  // pad: begins, then ends
+  int64_t groups = 1;
+};
+
+// The scatter form (each input element adds its kernel-sized patch into the output),
+// independent of the op's gather form. Any number of spatial axes, flattened.
+Tensor ref_conv_transpose(const Tensor& x, const Tensor& w, const Tensor* bias, const ConvT& p) {
+  size_t dims = x.shape.size() - 2;
+  int64_t N = x.shape[0], C = x.shape[1], OG = w.shape[1], O = OG * p.groups, CG = C / p.groups;
+  Shape in(x.shape.begin() + 2, x.shape.end()), k(w.shape.begin() + 2, w.shape.end()), out(dims);
+  for (size_t a = 0; a < dims; ++a)
+    out[a] = p.stride[a] * (in[a] - 1) + p.output_padding[a] + p.dilation[a] * (k[a] - 1) + 1 - p.pad[a] -
+             p.pad[a + dims];
+  Shape oshape = {N, O};
+  oshape.insert(oshape.end(), out.begin(), out.end());
+  Tensor o{oshape, Vec(numel(oshape), 0.0f)};
+  int64_t in_size = numel(in), k_size = numel(k), out_size = numel(out);
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t oc = 0; oc < O; ++oc)
+      for (int64_t e = 0; e < out_size; ++e) o.data[(n * O + oc) * out_size + e] = bias ? bias->data[oc] : 0.0f;
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t ic = 0; ic < C; ++ic)
+      for (int64_t ie = 0; ie < in_size; ++ie) {
+        Shape ii = unravel(ie, in);
+        for (int64_t j = 0; j < OG; ++j)
+          for (int64_t ke = 0; ke < k_size; ++ke) {
+            Shape kk = unravel(ke, k);
+            int64_t flat = 0;
+            bool inside = true;
+            for (size_t a = 0; a < dims; ++a) {
+              int64_t oa = ii[a] * p.stride[a] + kk[a] * p.dilation[a] - p.pad[a];
+              inside = inside && oa >= 0 && oa < out[a];
+              flat = flat * out[a] + oa;
+            }
+            if (!inside) continue;
+            int64_t oc = ic / CG * OG + j;
+            o.data[(n * O + oc) * out_size + flat] +=
+                x.data[(n * C + ic) * in_size + ie] * w.data[(ic * OG + j) * k_size + ke];
+          }
+      }
+  return o;
+}
+
+void check_conv_transpose(const Shape& xs, const Shape& ws, bool bias, const ConvT& p, uint32_t seed) {
+  Tensor x = rnd(xs, seed), w = rnd(ws, seed + 1), b = rnd({ws[1] * p.groups}, seed + 2);
+  json attrs = {{"strides", p.stride},
+                {"padding", p.pad},
+                {"dilation", p.dilation},
+                {"output_padding", p.output_padding},
+                {"groups", p.groups}};
+  std::vector<Tensor> ins = {x, w};
+  if (bias) ins.push_back(b);
+  expect_close(run_op("conv_transpose", ins, attrs), ref_conv_transpose(x, w, bias ? &b : nullptr, p),
+               "conv_transpose " + attrs.dump());
+}
+
+TEST(OpsConvTranspose, OneTwoAndThreeSpatialAxes) {
+  check_conv_transpose({1, 2, 5}, {2, 3, 3}, true, ConvT{{2}, {1}, {1, 0}, {1}, 1}, 21);
+  check_conv_transpose({2, 2, 3, 4}, {2, 2, 3, 2}, false, ConvT{{3, 2}, {1, 2}, {1, 0, 2, 1}, {0, 1}, 1}, 22);
+  check_conv_transpose({1, 4, 3, 3}, {4, 1, 3, 3}, true, ConvT{{2, 2}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 2}, 23);
+  check_conv_transpose({1, 1, 2, 3, 2}, {1, 2, 2, 2, 3}, true,
+                       ConvT{{2, 1, 2}, {1, 1, 1}, {0, 0, 1, 0, 1, 0}, {1, 0, 0}, 1}, 24);
+}
+
+TEST(OpsConvTranspose, RandomSweep) {
+  std::mt19937 rng(999);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  int done = 0;
+  while (done < 16) {
+    size_t dims = static_cast<size_t>(pick(1, 3));
+    ConvT p;
+    p.groups = pick(1, 2);
+    int64_t cg = pick(1, 2), og = pick(1, 2);
+    Shape xs = {1, p.groups * cg}, ws = {p.groups * cg, og};
+    bool ok = true;
+    for (size_t a = 0; a < dims; ++a) {
+      int64_t in = pick(1, 4), k = pick(1, 3);
+      p.stride.push_back(pick(1, 3)), p.dilation.push_back(pick(1, 2));
+      p.output_padding.push_back(pick(0, p.stride.back() - 1));
+      xs.push_back(in), ws.push_back(k);
+    }
+    for (size_t a = 0; a < dims; ++a) p.pad.push_back(pick(0, 1));
+    for (size_t a = 0; a < dims; ++a) p.pad.push_back(pick(0, 1));
+    for (size_t a = 0; a < dims; ++a)
+      ok = ok && p.stride[a] * (xs[2 + a] - 1) + p.output_padding[a] + p.dilation[a] * (ws[2 + a] - 1) + 1 >
+                     p.pad[a] + p.pad[a + dims];
+    if (!ok) continue;
+    check_conv_transpose(xs, ws, pick(0, 1) == 1, p, static_cast<uint32_t>(900 + done));
+    ++done;
+  }
+}
+
+TEST(OpsConvTranspose, ShapeInferenceAndErrors) {
+  EXPECT_EQ(infer_shape("conv_transpose", {{1, 2, 3, 3}, {2, 4, 3, 3}},
+                        {{"strides", {3, 2}}, {"output_padding", {1, 1}}}),
+            (Shape{1, 4, 10, 8}));
+  EXPECT_EQ(infer_shape("conv_transpose", {{1, 4, 5}, {4, 3, 2}}, {{"groups", 2}, {"padding", {1, 0}}}),
+            (Shape{1, 6, 5}));
+  expect_error("conv_transpose", {{1, 2}, {2, 2}}, json::object(), "data must have rank 3, 4 or 5");
+  expect_error("conv_transpose", {{1, 2, 3, 3}, {2, 2, 3}}, json::object(), "weight must have the data's rank 4");
+  expect_error("conv_transpose", {{1, 2, 3, 3}, {3, 2, 3, 3}}, json::object(), "must have the data's 2 channels first");
+  expect_error("conv_transpose", {{1, 2, 3, 3}, {2, 2, 3, 3}, {3}}, json::object(), "bias must have shape (2,)");
+  expect_error("conv_transpose", {{1, 1, 1, 1}, {1, 1, 1, 1}}, {{"padding", {1, 0, 0, 0}}},
+               "leaves no output along axis 2");
+  expect_error("conv_transpose", {{1, 1, 2, 2}, {1, 1, 1, 1}}, {{"output_padding", {1}}},
+               "attribute 'output_padding' must be a list of 2 non-negative integers");
 }
 
 // ---- dense / gemm / matmul ------------------------------------------------------------
@@ -1252,6 +1457,97 @@ TEST(OpsFull, EveryElementHoldsTheValue) {
   expect_error("full", {}, json::object(), "missing required attribute 'shape'");
 }
 
+// int64 beyond 2^53 (where a double would round): C's arithmetic on int64_t.
+TEST(OpsIntegerData, Int64BeyondDoublePrecision) {
+  const int64_t big = (int64_t{1} << 60) + 3;
+  ITensor a{{6}, {big, -big, big, -big, 7, std::numeric_limits<int64_t>::min() + 1}};
+  ITensor b{{6}, {2, 2, -(int64_t{1} << 40) - 1, 5, -7, -1}};
+  std::vector<int64_t> div, mx, mn, add;
+  for (size_t i = 0; i < a.data.size(); ++i) {
+    div.push_back(a.data[i] / b.data[i]);
+    mx.push_back(std::max(a.data[i], b.data[i]));
+    mn.push_back(std::min(a.data[i], b.data[i]));
+    add.push_back(a.data[i] + b.data[i]);
+  }
+  EXPECT_EQ(run_int_op("div", DataType::Int(64), {a, b}).data, div);
+  EXPECT_EQ(run_int_op("maximum", DataType::Int(64), {a, b}).data, mx);
+  EXPECT_EQ(run_int_op("minimum", DataType::Int(64), {a, b}).data, mn);
+  EXPECT_EQ(run_int_op("add", DataType::Int(64), {a, b}).data, add);
+  // uint64 compares unsigned (the pattern of 2^63 + 1 is negative as an int64_t).
+  const int64_t high = std::numeric_limits<int64_t>::min() + 1;
+  ITensor u{{2}, {high, 5}}, v{{2}, {5, high}};
+  EXPECT_EQ(run_int_op("maximum", DataType::UInt(64), {u, v}).data, (std::vector<int64_t>{high, high}));
+  EXPECT_EQ(run_int_op("minimum", DataType::UInt(64), {u, v}).data, (std::vector<int64_t>{5, 5}));
+}
+
+// float64 data: each op computes in double (what C's double arithmetic and the double
+// overloads of <cmath> give), so the results are the reference's bits.
+std::vector<double> run_f64_op(const std::string& op, const std::vector<std::vector<double>>& inputs,
+                               const json& attrs = json::object()) {
+  const OpDef* def = find_op(op);
+  const DataType f64 = DataType::Float(64);
+  std::vector<TensorType> types;
+  for (const auto& v : inputs) types.push_back(TensorType{f64, {static_cast<int64_t>(v.size())}});
+  TensorType out = def->infer(types, attrs);
+  EXPECT_EQ(out.dtype, f64) << op;
+  PrimFunc f = def->build(op + "_kernel", types, out, attrs);
+  IRModule m;
+  m.set(op + "_kernel", f);
+  auto diags = check_well_formed(m);
+  EXPECT_TRUE(diags.empty()) << render_all(diags) << "\n" << print_module(m);
+  std::vector<NDArray> arrays;
+  for (const auto& v : inputs) {
+    arrays.push_back(NDArray::zeros(f64, {static_cast<int64_t>(v.size())}));
+    for (size_t i = 0; i < v.size(); ++i) arrays.back().set_float(static_cast<int64_t>(i), v[i]);
+  }
+  arrays.push_back(NDArray::zeros(f64, out.shape));
+  std::vector<InterpArg> args;
+  for (auto& a : arrays) args.push_back(&a);
+  interpret(m, op + "_kernel", args);
+  backend_cases::record_kernel(op + " on float64 " + attrs.dump(), f, arrays);
+  std::vector<double> r;
+  for (int64_t i = 0; i < arrays.back().num_elements(); ++i) r.push_back(arrays.back().get_float(i));
+  return r;
+}
+
+TEST(OpsFloat64, ArithmeticAndMathInDouble) {
+  // Values a float32 cannot hold: 1 + 2^-40, 1e300, 1e-310 (a double subnormal).
+  std::vector<double> a = {1.0 + std::ldexp(1.0, -40), 1e300, -2.5, 1e-310, 0.1, -7.0};
+  std::vector<double> b = {1.0, 1e-10, 3.0, 2.0, 0.2, -0.5};
+  const std::vector<std::pair<std::string, std::function<double(double, double)>>> binary = {
+      {"add", [](double x, double y) { return x + y; }},     {"sub", [](double x, double y) { return x - y; }},
+      {"mul", [](double x, double y) { return x * y; }},     {"div", [](double x, double y) { return x / y; }},
+      {"maximum", [](double x, double y) { return x > y ? x : y; }},
+      {"minimum", [](double x, double y) { return x < y ? x : y; }}};
+  for (const auto& [name, fn] : binary) {
+    std::vector<double> want;
+    for (size_t i = 0; i < a.size(); ++i) want.push_back(fn(a[i], b[i]));
+    EXPECT_EQ(run_f64_op(name, {a, b}), want) << name;
+  }
+  const std::vector<std::pair<std::string, std::function<double(double)>>> unary = {
+      {"neg", [](double x) { return -x; }},
+      {"abs", [](double x) { return std::fabs(x); }},
+      {"relu", [](double x) { return x > 0 ? x : 0.0; }},
+      {"exp", [](double x) { return std::exp(x); }},
+      {"tanh", [](double x) { return std::tanh(x); }},
+      {"sigmoid", [](double x) { return 1.0 / (1.0 + std::exp(-x)); }}};
+  std::vector<double> x = {0.5, -3.25, 1.0 + std::ldexp(1.0, -40), 20.0, -0.0, 1e-310};
+  for (const auto& [name, fn] : unary) {
+    std::vector<double> want;
+    for (double v : x) want.push_back(fn(v));
+    EXPECT_EQ(run_f64_op(name, {x}), want) << name;
+  }
+  std::vector<double> sq;
+  for (double v : b) sq.push_back(std::sqrt(std::fabs(v)));
+  EXPECT_EQ(run_f64_op("sqrt", {run_f64_op("abs", {b})}), sq);
+  std::vector<double> leaky;
+  for (double v : x) leaky.push_back(std::max(v, 0.0) + 0.1 * std::min(v, 0.0));
+  EXPECT_EQ(run_f64_op("leaky_relu", {x}, {{"alpha", 0.1}}), leaky);
+  std::vector<double> clipped;
+  for (double v : x) clipped.push_back(std::min(std::max(v, -1.0), 1.0 + std::ldexp(1.0, -45)));
+  EXPECT_EQ(run_f64_op("clip", {x}, {{"min", -1.0}, {"max", 1.0 + std::ldexp(1.0, -45)}}), clipped);
+}
+
 TEST(OpsIntegerData, MixedAndUnsupportedTypesAreRefused) {
   auto refused = [](const std::string& op, std::vector<TensorType> in, const std::string& needle) {
     try {
@@ -1264,8 +1560,10 @@ TEST(OpsIntegerData, MixedAndUnsupportedTypesAreRefused) {
   refused("add", {{DataType::Int(8), {2}}, {DataType::Float(32), {2}}},
           "add: input 'rhs' has type float32 but 'lhs' has type int8");
   refused("mul", {{DataType::Bool(), {2}}, {DataType::Bool(), {2}}},
-          "input 'lhs' has type bool; only float32 and integer types are supported");
-  refused("exp", {{DataType::Int(32), {2}}}, "input 'data' has type int32; only float32 is supported");
+          "input 'lhs' has type bool; only float32, float64 and integer types are supported");
+  refused("exp", {{DataType::Int(32), {2}}}, "input 'data' has type int32; only float32 and float64 are supported");
+  refused("conv3d", {{DataType::Float(64), {1, 1, 1, 1, 1}}, {DataType::Float(64), {1, 1, 1, 1, 1}}},
+          "input 'data' has type float64; only float32 is supported");
   refused("dense", {{DataType::Int(8), {1, 2}}, {DataType::Int(8), {3, 2}}}, "only float32 is supported");
 }
 

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <array>
 #include <cmath>
 #include <filesystem>
 #include <random>
@@ -318,6 +319,148 @@ TEST(QConv, RefusesBadInputs) {
             std::string::npos);
   EXPECT_NE(infer("qdense", {TensorType{i8, {1, 5}}, TensorType{i8, {3, 4}}}, quant({})).find("4 input features"),
             std::string::npos);
+  // The onnx rule: its own attributes, uint8 only with it, NCHW only with it.
+  const DataType u8 = DataType::UInt(8);
+  json onnx = {{"requant", "onnx"}, {"onnx_multiplier", {3, 9}}, {"output_dtype", "uint8"}, {"input_zero_point", 200}};
+  EXPECT_EQ(infer("qconv2d", {TensorType{u8, {1, 4, 4, 3}}, w}, onnx), "no error");
+  EXPECT_NE(infer("qconv2d", {TensorType{u8, {1, 4, 4, 3}}, w}, quant({})).find("data must be int8, got uint8"),
+            std::string::npos);
+  EXPECT_NE(infer("qconv2d", {x, w}, onnx).find("'input_zero_point' must be a value of the data's type int8, got 200"),
+            std::string::npos);
+  json with_scale = onnx;
+  with_scale["input_scale"] = 0.1;
+  EXPECT_NE(infer("qconv2d", {TensorType{u8, {1, 4, 4, 3}}, w}, with_scale).find("'input_scale' does not apply"),
+            std::string::npos);
+  json bad_multiplier = onnx;
+  bad_multiplier["onnx_multiplier"] = {1 << 24, 9};
+  EXPECT_NE(infer("qconv2d", {TensorType{u8, {1, 4, 4, 3}}, w}, bad_multiplier).find("M in [0, 2^24)"), std::string::npos);
+  EXPECT_NE(infer("qconv2d", {x, w}, quant({{"layout", "NCHW"}})).find("layout \"NCHW\" needs requant \"onnx\""),
+            std::string::npos);
+  json nchw = onnx;
+  nchw["layout"] = "NCHW";
+  EXPECT_EQ(infer("qconv2d", {TensorType{u8, {1, 3, 4, 4}}, w}, nchw), "no error");
+  EXPECT_NE(infer("qlinear_avg_pool", {TensorType{u8, {1, 3, 4, 4}}}, {{"global", true}, {"zero_point", -1}})
+                .find("zero_point"),
+            std::string::npos);
+}
+
+
+// ---- ONNX's requantization on the fast kernels ----------------------------------------
+// qlinear_conv / qlinear_matmul (the plain loops, ONNX's rule) against the same node
+// after prepare_quantized lowers it onto qconv2d / qdense (requant "onnx"), under several
+// schedule combinations: the bits must be the same. The multipliers are chosen so ties
+// are common (0.5 = 1 / 2^1, 0.375 = 3 / 2^3): round half to even is what is tested.
+
+struct OnnxCase {
+  std::string op;  // qlinear_conv | qlinear_matmul
+  Shape data, weight;
+  DataType data_type, weight_type;
+  json attrs;
+  std::vector<std::array<int64_t, 4>> params;  // (weight zero point, bias, M, s) per row
+  int data_spread, weight_spread;               // values within zero point -spread .. spread - 1:
+                                                // small, so the outputs do not saturate
+};
+
+void run_onnx_case(const OnnxCase& k, const std::string& name) {
+  std::mt19937 rng(77 + k.data[1]);
+  auto draw = [&](const Shape& shape, DataType t, int spread) {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    int lo = t.is_uint() ? 128 - spread : -spread, hi = t.is_uint() ? 127 + spread : spread - 1;
+    std::uniform_int_distribution<int> d(lo, hi);
+    std::vector<int64_t> v(n);
+    for (auto& e : v) e = d(rng);
+    return v;
+  };
+  std::vector<int64_t> xv = draw(k.data, k.data_type, k.data_spread);
+  std::vector<int64_t> wv = draw(k.weight, k.weight_type, k.weight_spread);  // minus its zero point, within int8
+  std::vector<int64_t> pv;
+  for (const auto& row : k.params) pv.insert(pv.end(), row.begin(), row.end());
+  Graph g;
+  g.name = "onnx" + std::to_string(case_counter++);
+  g.inputs = {{"x", TensorType{k.data_type, k.data}}};
+  g.constants["w"] = array_of(k.weight_type, k.weight, wv);
+  g.constants["p"] = array_of(DataType::Int(32), {static_cast<int64_t>(k.params.size()), 4}, pv);
+  GraphNode node;
+  node.name = "y";
+  node.op = k.op;
+  node.inputs = {"x", "w", "p"};
+  node.attrs = k.attrs;
+  node.type = find_op(k.op)->infer({g.inputs[0].second, TensorType{k.weight_type, k.weight},
+                                    TensorType{DataType::Int(32), {static_cast<int64_t>(k.params.size()), 4}}},
+                                   node.attrs);
+  g.nodes.push_back(node);
+  g.outputs = {"y"};
+  auto run = [&](const Graph& graph) {
+    AotModule aot = build_aot(graph);
+    std::vector<NDArray> arrays;
+    for (const auto& p : aot.params) {
+      if (p.role == AotModule::Role::kInput) arrays.push_back(array_of(k.data_type, k.data, xv));
+      else if (p.role == AotModule::Role::kConstant) arrays.push_back(graph.constants.at(p.name));
+      else arrays.push_back(NDArray::zeros(node.type.dtype, node.type.shape));
+    }
+    std::vector<InterpArg> args;
+    for (auto& a : arrays) args.push_back(&a);
+    interpret(aot.module, aot.main, args);
+    return std::make_pair(aot, arrays);
+  };
+  NDArray want = run(g).second.back();  // qlinear_*: built without prepare_quantized
+  for (int bits : {0, 1, 3, 7, 15, 31}) {
+    ScheduleOptions o;
+    o.fold_zero_point = bits & 1, o.block = bits & 2, o.unroll = bits & 4, o.smlad = bits & 8, o.sxtb16 = bits & 16;
+    std::string label = name + " [" + (o.disabled().empty() ? "all" : "off: " + o.disabled()) + "]";
+    Graph prepared = prepare_quantized(g, o);
+    prepared.name = "onnx" + std::to_string(case_counter++);  // one name per recorded module
+    ASSERT_EQ(prepared.nodes[0].op, k.op == "qlinear_conv" ? "qconv2d" : "qdense") << label;
+    EXPECT_EQ(prepared.nodes[0].attrs["requant"], "onnx") << label;
+    if (name.find("32-bit form (table)") != std::string::npos) {
+      EXPECT_EQ(prepared.constants.at(prepared.nodes[0].inputs.back()).shape, (Shape{5, 3})) << label;
+    }
+    auto [aot, arrays] = run(prepared);
+    const NDArray& got = arrays.back();
+    ASSERT_EQ(got.num_elements(), want.num_elements()) << label;
+    int64_t mismatches = 0, inside = 0;
+    for (int64_t i = 0; i < want.num_elements(); ++i) {
+      mismatches += got.get_int(i) != want.get_int(i);
+      const bool u8 = k.attrs.value("output_dtype", "") == "uint8";
+      inside += want.get_int(i) > (u8 ? 0 : -128) && want.get_int(i) < (u8 ? 255 : 127);
+    }
+    EXPECT_EQ(mismatches, 0) << label;
+    EXPECT_GT(inside, want.num_elements() * 3 / 4) << label << ": outputs saturate, the test would prove little";
+    backend_cases::record_module(label, aot.module, aot.main, arrays);
+  }
+}
+
+TEST(QConv, OnnxRequantizationIsQlinearsBitForBit) {
+  const DataType u8 = DataType::UInt(8), i8 = DataType::Int(8);
+  // uint8 data and weights with zero points, per-channel (M, s) with ties, padding.
+  run_onnx_case({"qlinear_conv", {1, 3, 6, 5}, {4, 3, 3, 3}, u8, u8,
+                 {{"padding", {1, 1, 1, 1}}, {"data_zero_point", 130}, {"output_zero_point", 120},
+                  {"output_dtype", "uint8"}},
+                 {{128, 40, 1, 1}, {126, -7, 3, 3}, {131, 0, 1, 2}, {128, 3000, 12345677, 33}}, 5, 5},
+                "qlinear_conv uint8 per-channel");
+  // Depthwise, int8, stride 2, one shared multiplier.
+  run_onnx_case({"qlinear_conv", {1, 4, 7, 7}, {4, 1, 3, 3}, i8, i8,
+                 {{"padding", {1, 1, 1, 1}}, {"strides", {2, 2}}, {"groups", 4}, {"data_zero_point", -3},
+                  {"output_zero_point", 5}, {"output_dtype", "int8"}},
+                 {{0, 11, 1, 2}}, 12, 12},
+                "qlinear_conv depthwise int8");
+  // A matmul (qdense), uint8 A, int8 B with a zero point, odd K, per-column multipliers.
+  run_onnx_case({"qlinear_matmul", {3, 13}, {13, 3}, u8, i8,
+                 {{"data_zero_point", 126}, {"output_zero_point", -2}, {"output_dtype", "int8"}},
+                 {{2, 0, 1, 2}, {-1, 0, 5, 7}, {0, 0, 1, 1}}, 8, 8},
+                "qlinear_matmul uint8 x int8");
+  // Multipliers of 2^-26 and 3 * 2^-27 take the 32-bit form (quant_util.h's
+  // onnx_high_word_form): ties need accumulators of odd multiples of 2^25 (2^26), which
+  // the biases give, and the one-element products step around them.
+  const int64_t t25 = int64_t{1} << 25, t26 = int64_t{1} << 26;
+  run_onnx_case({"qlinear_matmul", {9, 1}, {1, 5}, u8, i8,
+                 {{"data_zero_point", 128}, {"output_zero_point", 0}, {"output_dtype", "int8"}},
+                 {{0, t25, 1, 26}, {0, 3 * t25, 1, 26}, {0, -t25, 1, 26}, {0, t26, 3, 27}, {0, -3 * t26, 3, 27}}, 3, 3},
+                "qlinear_matmul, ties in the 32-bit form (table)");
+  run_onnx_case({"qlinear_matmul", {9, 1}, {1, 2}, u8, i8,
+                 {{"data_zero_point", 128}, {"output_zero_point", 0}, {"output_dtype", "int8"}}, {{0, -t25, 1, 26}}, 3, 3},
+                "qlinear_matmul, ties in the 32-bit form (constants)");
 }
 
 }  // namespace

@@ -24,6 +24,8 @@ export function loadBinaryen() {
   return binaryenPromise;
 }
 
+const ONE_CALLER_INLINE_MAX_SIZE = 100;
+
 // The optimize and shrink levels of each -opt value (as binaryen_native.cc maps them).
 function levels(opt) {
   const level = { O0: 0, O1: 1, O3: 3 }[opt] ?? 2;
@@ -62,6 +64,8 @@ export async function assemble(watText, opt = 'O2', what = 'the model', { profil
       // Process-wide settings in Binaryen, as in the C API.
       binaryen.setOptimizeLevel(level);
       binaryen.setShrinkLevel(shrink);
+      // Kernels stay functions, as natively (kOneCallerInlineMaxSize, binaryen_native.h).
+      binaryen.setOneCallerInlineMaxSize(ONE_CALLER_INLINE_MAX_SIZE);
       module.optimize();
     }
     return { binary: module.emitBinary(), text: module.emitText() };

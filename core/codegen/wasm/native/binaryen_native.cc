@@ -69,6 +69,12 @@ Assembled assemble(const std::string& wat, const std::string& opt, const std::st
   if (level > 0 || shrink > 0) {
     BinaryenSetOptimizeLevel(level);
     BinaryenSetShrinkLevel(shrink);
+    // Binaryen inlines every function with one caller, whatever its size, so each kernel
+    // (called once, from main) ends up in one giant `run`. V8 compiles that with its
+    // optimizing tier only after many calls, in the background, and runs the baseline
+    // code meanwhile (KWS: 10x slower for the first hundreds of inferences). Kernels stay
+    // functions; small helpers still inline.
+    BinaryenSetOneCallerInlineMaxSize(kOneCallerInlineMaxSize);
     BinaryenModuleOptimize(module.get());
   }
   Assembled out;
