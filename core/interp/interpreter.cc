@@ -11,6 +11,7 @@
 #include "interp/interpreter.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <memory>
 #include <optional>
@@ -125,6 +126,12 @@ class Interpreter {
   Scalar eval_binary(const BinaryNode* op);
   Scalar eval_call(const CallNode* op);
   Scalar reinterpret(const CallNode* op);
+  // A math builtin of one argument; `f` is a generic lambda, taken in float and double.
+  template <typename F>
+  Scalar unary(const CallNode* op, F f) {
+    return interp::unary_math(*op->builtin, op->dtype.element_of(), eval(op->args[0]), where(op->span),
+                              {static_cast<float (*)(float)>(f), static_cast<double (*)(double)>(f)});
+  }
   Scalar eval_extern(const CallNode* op);
   void exec(const Stmt& s);
   void exec_for(const ForNode* op);
@@ -481,19 +488,20 @@ Scalar Interpreter::eval_call(const CallNode* op) {
   // against the same table, before any argument is read.
   if (std::string why; !builtin_arity_ok(builtin_info(b), op->args.size(), &why)) user_error(where(op->span), why);
   switch (b) {
-    case Builtin::Exp:
-    case Builtin::Log:
-    case Builtin::Log2:
-    case Builtin::Sqrt:
-    case Builtin::Tanh:
-    case Builtin::Sigmoid:
-    case Builtin::Sin:
-    case Builtin::Cos:
-    case Builtin::Floor:
-    case Builtin::Ceil:
-    case Builtin::Round:
-    case Builtin::Erf:
-    case Builtin::Abs: return interp::unary_math(b, op->dtype.element_of(), eval(op->args[0]), where(op->span));
+    case Builtin::Exp: return unary(op, [](auto x) { return std::exp(x); });
+    case Builtin::Log: return unary(op, [](auto x) { return std::log(x); });
+    case Builtin::Log2: return unary(op, [](auto x) { return std::log2(x); });
+    case Builtin::Sqrt: return unary(op, [](auto x) { return std::sqrt(x); });
+    case Builtin::Tanh: return unary(op, [](auto x) { return std::tanh(x); });
+    case Builtin::Sigmoid: return unary(op, [](auto x) { return decltype(x)(1) / (decltype(x)(1) + std::exp(-x)); });
+    case Builtin::Sin: return unary(op, [](auto x) { return std::sin(x); });
+    case Builtin::Cos: return unary(op, [](auto x) { return std::cos(x); });
+    case Builtin::Floor: return unary(op, [](auto x) { return std::floor(x); });
+    case Builtin::Ceil: return unary(op, [](auto x) { return std::ceil(x); });
+    // Halfway cases away from zero, like roundf.
+    case Builtin::Round: return unary(op, [](auto x) { return std::round(x); });
+    case Builtin::Erf: return unary(op, [](auto x) { return std::erf(x); });
+    case Builtin::Abs: return unary(op, [](auto x) { return std::fabs(x); });
     case Builtin::Pow:
       return interp::binary_math(b, op->dtype.element_of(), eval(op->args[0]), eval(op->args[1]), where(op->span));
     case Builtin::ShiftRight:

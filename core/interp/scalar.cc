@@ -6,7 +6,6 @@
 #include <cmath>
 #include <cstdlib>
 #include <limits>
-#include <optional>
 #include <sstream>
 
 #include "support/ndarray.h"
@@ -117,27 +116,6 @@ double int_to_float(DataType to, DataType from, int64_t v) {
   return to.bits() == 16 ? round_to_float_type(to, d) : d;
 }
 
-// The math builtins of one argument; nullopt for any other builtin.
-template <typename T>
-std::optional<T> apply_unary(Builtin op, T x) {
-  switch (op) {
-    case Builtin::Exp: return std::exp(x);
-    case Builtin::Log: return std::log(x);
-    case Builtin::Log2: return std::log2(x);
-    case Builtin::Sqrt: return std::sqrt(x);
-    case Builtin::Tanh: return std::tanh(x);
-    case Builtin::Sigmoid: return T(1) / (T(1) + std::exp(-x));
-    case Builtin::Sin: return std::sin(x);
-    case Builtin::Cos: return std::cos(x);
-    case Builtin::Floor: return std::floor(x);
-    case Builtin::Ceil: return std::ceil(x);
-    case Builtin::Round: return std::round(x);  // halfway cases away from zero, like roundf
-    case Builtin::Erf: return std::erf(x);
-    case Builtin::Abs: return std::fabs(x);
-    default: return std::nullopt;  // the interpreter's switch over every builtin calls this for math only
-  }
-}
-
 }  // namespace
 
 double round_to_float_type(DataType t, double v) {
@@ -213,17 +191,16 @@ Scalar cast(DataType t, const Scalar& v, const Span& span) {
   user_error(span, "cannot interpret a cast to " + t.str());
 }
 
-Scalar unary_math(Builtin op, DataType t, const Scalar& x, const Span& span) {
+Scalar unary_math(Builtin op, DataType t, const Scalar& x, const Span& span, const UnaryFunction& f) {
   const std::string name = builtin_info(op).name;
-  if (!apply_unary<double>(op, 0.0)) user_error(span, "T." + name + " is no math function of one argument");
   if (!t.is_float()) {
     if (op != Builtin::Abs || !(t.is_integer() || t.is_bool()))
       user_error(span, name + " is only defined on floats, not " + t.str());
     if (t.is_uint() || t.is_bool() || x.i >= 0) return make_int(t, x.i);
     return make_int(t, static_cast<int64_t>(0 - u(x.i)));  // abs(INT_MIN) wraps to INT_MIN
   }
-  if (t.bits() == 64) return make_float(t, *apply_unary<double>(op, x.f));
-  return make_float(t, float_op1(t, x.f, [&](float v) { return *apply_unary<float>(op, v); }));
+  if (t.bits() == 64) return make_float(t, f.f64(x.f));
+  return make_float(t, float_op1(t, x.f, f.f32));
 }
 
 Scalar binary_math(Builtin op, DataType t, const Scalar& x, const Scalar& y, const Span& span) {

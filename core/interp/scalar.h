@@ -56,7 +56,13 @@ Scalar cast(DataType t, const Scalar& v, const Span& span);
 // float32 uses the float overloads of <cmath>, float64 the double ones, float16 the
 // float ones followed by rounding to half. abs on integers wraps (abs(INT_MIN) is
 // INT_MIN, like the two's complement result).
-Scalar unary_math(Builtin op, DataType t, const Scalar& x, const Span& span);
+// `f` computes the function in float and in double (the interpreter's switch over
+// Builtin passes one per builtin).
+struct UnaryFunction {
+  float (*f32)(float);
+  double (*f64)(double);
+};
+Scalar unary_math(Builtin op, DataType t, const Scalar& x, const Span& span, const UnaryFunction& f);
 Scalar binary_math(Builtin op, DataType t, const Scalar& x, const Scalar& y, const Span& span);
 
 // shift_right, shift_left, bitwise_and, bitwise_or on integers of type `t`. A shift
