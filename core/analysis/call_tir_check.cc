@@ -47,7 +47,7 @@ class CallCollector : public Visitor {
 
  protected:
   void visit_Call(const CallNode* op) override {
-    if (op->op == "call_tir") check(op, bounds_);
+    if (op->is(Builtin::CallTir)) check(op, bounds_);
     Visitor::visit_Call(op);
   }
   void visit_For(const ForNode* op) override {
@@ -94,8 +94,8 @@ std::set<const BufferNode*> written_buffers(const PrimFunc& f) {
           if (b->data.get() == op) written.insert(b.get());
     }
     void visit_Call(const CallNode* op) override {
-      bool passes = op->op == "call_tir" || op->op == "call_extern" || op->op == "address_of" ||
-                    op->op == "tir_region" || op->op == "tvm_call_packed";
+      bool passes = op->is(Builtin::CallTir) || op->is(Builtin::CallExtern) || op->is(Builtin::AddressOf) ||
+                    op->is(Builtin::TirRegion) || op->is(Builtin::TvmCallPacked);
       bool saved = in_call;
       in_call = in_call || passes;
       Visitor::visit_Call(op);
@@ -157,7 +157,7 @@ class Checker {
       const Buffer& b = callee->param_buffers[i];
       const std::string param = "parameter '" + callee->params[i]->name + "'";
       const auto* region = as<CallNode>(arg);
-      const bool is_region = region && region->op == "tir_region";
+      const bool is_region = region && region->is(Builtin::TirRegion);
       if (!b) {
         const DataType want = callee->params[i]->dtype;
         const int64_t* c = as_const_int(arg);

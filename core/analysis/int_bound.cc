@@ -117,7 +117,7 @@ IntBound IntBoundAnalyzer::bound(const Expr& e) const {
       // An arithmetic right shift by a constant in range is monotonic: it divides the
       // bounds (requantization's shift, which then fits its int32 result).
       const auto* op = static_cast<const CallNode*>(e.get());
-      const int64_t* amount = op->op == "shift_right" && op->args.size() == 2 ? as_const_int(op->args[1]) : nullptr;
+      const int64_t* amount = op->is(Builtin::ShiftRight) && op->args.size() == 2 ? as_const_int(op->args[1]) : nullptr;
       if (!amount || !t.is_int() || *amount < 0 || *amount >= t.bits()) return full;
       IntBound v = bound(op->args[0]);
       return {v.min >> *amount, v.max >> *amount};

@@ -8,7 +8,7 @@
 namespace mtir {
 namespace {
 
-bool is_device_call(const CallNode* call) { return call->op == "call_extern" && call->attrs.count(kResourceHandleAttr); }
+bool is_device_call(const CallNode* call) { return call->is(Builtin::CallExtern) && call->attrs.count(kResourceHandleAttr); }
 
 std::string callee_name(const CallNode* call) {
   const auto* s = call->args.empty() ? nullptr : as<StringImmNode>(call->args[0]);
@@ -52,7 +52,7 @@ class Checker : public Visitor {
       if (v && contexts_.count(v)) {
         if (!marked) {
           error(op->span, "'" + fname_ + "' passes the device context '" + v->name + "' to '" +
-                              (op->op == "call_extern" ? callee_name(op) : op->op) +
+                              (op->is(Builtin::CallExtern) ? callee_name(op) : op->op) +
                               "', which is not marked as a device call (attribute \"" + kResourceHandleAttr + "\")");
         } else if (i + 1 != op->args.size()) {
           error(op->span, "device call '" + callee_name(op) + "' in '" + fname_ + "' passes the device context '" +

@@ -146,7 +146,14 @@ class WellFormedChecker : public Visitor {
     in_scope_.erase(op->loop_var.get());
   }
 
-  void visit_LetStmt(const LetStmtNode* op) override { check_let(op); }
+  void visit_LetStmt(const LetStmtNode* op) override {
+    let_value_ = op->value.get();
+    check_let(op);
+  }
+  void visit_Evaluate(const EvaluateNode* op) override {
+    statement_value_ = op->value.get();
+    visit(op->value);
+  }
   void visit_Let(const LetNode* op) override { check_let(op); }
 
   // A let statement or expression: its value, then its variable in scope for its body.
@@ -228,6 +235,8 @@ class WellFormedChecker : public Visitor {
   std::unordered_set<const VarNode*> in_scope_;        // usable at this point of the walk
   std::unordered_set<const VarNode*> defined_;         // defined anywhere so far in this function
   std::unordered_set<const BufferNode*> buffers_;      // parameter buffers and enclosing allocations
+  const ExprNode* statement_value_ = nullptr;  // the value of the innermost Evaluate
+  const ExprNode* let_value_ = nullptr;        // the value of the innermost LetStmt
   std::vector<const Span*> span_stack_;                // spans of the nodes enclosing the current one
 
   void error(const Span& span, std::string message) {
@@ -390,70 +399,63 @@ class WellFormedChecker : public Visitor {
   }
 
   void check_call(const CallNode* c, const Span& span) {
-    const OpInfo* info = lookup_op(c->op);
-    if (!info) return error(span, "unknown intrinsic '" + c->op + "'");
+    if (!c->builtin) return error(span, "unknown intrinsic '" + c->op + "'");
+    const OpInfo* info = &builtin_info(*c->builtin);
     const std::string name = "T." + c->op;
+    // Arity from the table (ir/builtins.def), the same rule the parser applies.
+    if (std::string why; !builtin_arity_ok(*info, c->args.size(), &why)) return error(span, why);
+    for (const auto& a : c->args)
+      if (!a) return error(span, "an argument of " + name + " is missing");
+    if (info->position == OpInfo::Position::kStmt && c != statement_value_)
+      return error(span, name + " returns from the function, so it can only be a statement of its own (T.evaluate)");
+    if (info->position == OpInfo::Position::kLetValue && c != let_value_)
+      return error(span, name + " declares storage, so it can only be the value of a let (x = " + name + "(...))");
     // Math applies lane by lane; the other intrinsics take scalars.
     if (info->kind != OpInfo::Kind::kUnaryMath && info->kind != OpInfo::Kind::kBinaryMath &&
         info->kind != OpInfo::Kind::kIntBinary) {
       for (const auto& a : c->args)
-        if (a && a->dtype.is_vector())
-          return error(span_of(a, span), name + " does not take vectors (" + a->dtype.str() + ")");
+        if (a->dtype.is_vector()) return error(span_of(a, span), name + " does not take vectors (" + a->dtype.str() + ")");
     }
-    auto want_args = [&](size_t n) {
-      if (c->args.size() == n) return true;
-      error(span, name + " takes " + std::to_string(n) + " argument(s), got " + std::to_string(c->args.size()));
-      return false;
-    };
     auto want_float = [&](const Expr& a) {
-      if (!a) return;
       if (a->dtype.is_float() || (info->int_ok && a->dtype.is_integer())) return;
       error(span_of(a, span), name + (info->int_ok ? " is defined on numbers" : " is only defined on floats") +
                                   ", not " + a->dtype.str());
     };
+    check_result_type(c, *info, span);
     switch (info->kind) {
-      case OpInfo::Kind::kUnaryMath:
-        if (want_args(1)) want_float(c->args[0]);
-        return;
+      case OpInfo::Kind::kUnaryMath: want_float(c->args[0]); return;
       case OpInfo::Kind::kBinaryMath:
-        if (!want_args(2)) return;
         want_float(c->args[0]);
         want_float(c->args[1]);
-        if (c->args[0] && c->args[1] && c->args[0]->dtype != c->args[1]->dtype)
+        if (c->args[0]->dtype != c->args[1]->dtype)
           error(span, "arguments of " + name + " have different types: " + c->args[0]->dtype.str() + " and " +
                           c->args[1]->dtype.str());
         return;
       case OpInfo::Kind::kIntBinary: {
-        if (!want_args(2) || !c->args[0] || !c->args[1]) return;
         for (const auto& a : c->args)
           if (!a->dtype.is_integer()) error(span_of(a, span), name + " is only defined on integers, not " + a->dtype.str());
         if (c->args[0]->dtype != c->args[1]->dtype)
           error(span, "arguments of " + name + " have different types: " + c->args[0]->dtype.str() + " and " +
                           c->args[1]->dtype.str());
-        else if (c->dtype != c->args[0]->dtype)
-          error(span, name + " returns its operands' type " + c->args[0]->dtype.str() + ", but the call has type " +
-                          c->dtype.str());
         const int64_t* amount = as_const_int(c->args[1]);
         int bits = c->args[0]->dtype.bits();
-        if (is_shift_op(c->op) && amount && c->args[0]->dtype.is_integer() && (*amount < 0 || *amount >= bits))
+        if (is_shift_op(*c->builtin) && amount && c->args[0]->dtype.is_integer() && (*amount < 0 || *amount >= bits))
           error(span_of(c->args[1], span), name + " by " + std::to_string(*amount) + " is out of range [0, " +
                                                std::to_string(bits) + ") for " + c->args[0]->dtype.str());
         return;
       }
       case OpInfo::Kind::kIfThenElse:
-        if (!want_args(3)) return;
         check_bool(c->args[0], "condition of T.if_then_else", span);
-        if (c->args[1] && c->args[2] && c->args[1]->dtype != c->args[2]->dtype)
+        if (c->args[1]->dtype != c->args[2]->dtype)
           error(span, "branches of T.if_then_else have different types: " + c->args[1]->dtype.str() + " and " +
                           c->args[2]->dtype.str());
         return;
       case OpInfo::Kind::kCallExtern:
-        if (c->args.empty() || !as<StringImmNode>(c->args[0]))
+        if (!as<StringImmNode>(c->args[0]))
           error(span, "T.call_extern needs the name of the function as a string");
         return;
       case OpInfo::Kind::kBuiltin: {
-        if (c->op == "reinterpret") {
-          if (!want_args(1) || !c->args[0]) return;
+        if (c->is(Builtin::Reinterpret)) {
           DataType from = c->args[0]->dtype;
           if (!from.is_numeric() || !c->dtype.is_numeric() || from.bits() != c->dtype.bits() ||
               (from.bits() != 32 && from.bits() != 64))
@@ -461,13 +463,33 @@ class WellFormedChecker : public Visitor {
           return;
         }
         std::vector<DataType> types;
-        for (const auto& a : c->args) types.push_back(a ? a->dtype : DataType::Void());
+        for (const auto& a : c->args) types.push_back(a->dtype);
         std::string why;
         if (!builtin_args_ok(*info, types, &why)) error(span, why);
-        if (c->dtype != info->result)
-          error(span, name + " returns " + info->result.str() + ", but the call has type " + c->dtype.str());
         return;
       }
+    }
+  }
+
+  // The call's type against the table's result rule.
+  void check_result_type(const CallNode* c, const OpInfo& info, const Span& span) {
+    const std::string name = "T." + c->op;
+    switch (info.result_rule) {
+      case OpInfo::Result::kFirstArg:
+        if (c->dtype != c->args[0]->dtype)
+          error(span, name + " returns its operand's type " + c->args[0]->dtype.str() + ", but the call has type " +
+                          c->dtype.str());
+        return;
+      case OpInfo::Result::kBranches:
+        if (c->dtype != c->args[1]->dtype && c->args[1]->dtype == c->args[2]->dtype)
+          error(span, name + " returns its branches' type " + c->args[1]->dtype.str() + ", but the call has type " +
+                          c->dtype.str());
+        return;
+      case OpInfo::Result::kCallType: return;  // written in the call itself
+      case OpInfo::Result::kFixed:
+        if (c->dtype != info.result)
+          error(span, name + " returns " + info.result.str() + ", but the call has type " + c->dtype.str());
+        return;
     }
   }
 };

@@ -11,6 +11,7 @@
 #include "interp/interpreter.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <memory>
 #include <optional>
@@ -124,6 +125,13 @@ class Interpreter {
   Scalar eval_var(const VarNode* v);
   Scalar eval_binary(const BinaryNode* op);
   Scalar eval_call(const CallNode* op);
+  Scalar reinterpret(const CallNode* op);
+  // A math builtin of one argument; `f` is a generic lambda, taken in float and double.
+  template <typename F>
+  Scalar unary(const CallNode* op, F f) {
+    return interp::unary_math(*op->builtin, op->dtype.element_of(), eval(op->args[0]), where(op->span),
+                              {static_cast<float (*)(float)>(f), static_cast<double (*)(double)>(f)});
+  }
   Scalar eval_extern(const CallNode* op);
   void exec(const Stmt& s);
   void exec_for(const ForNode* op);
@@ -471,100 +479,139 @@ Scalar Interpreter::eval_extern(const CallNode* op) {
   return interp::cast(op->dtype, interp::make_float(DataType::Float(64), r), where(op->span));
 }
 
+// Every builtin of ir/builtins.def, by a switch without a default: a new row does not
+// compile until the interpreter says what it computes (or why it cannot).
 Scalar Interpreter::eval_call(const CallNode* op) {
-  const OpInfo* info = lookup_op(op->op);
-  if (!info) user_error(where(op->span), "unknown intrinsic '" + op->op + "'");
-  auto want_args = [&](size_t n) {
-    if (op->args.size() != n)
-      user_error(where(op->span),
-                 op->op + " takes " + std::to_string(n) + " arguments, not " + std::to_string(op->args.size()));
-  };
-  switch (info->kind) {
-    case OpInfo::Kind::kUnaryMath:
-      want_args(1);
-      return interp::unary_math(op->op, op->dtype.element_of(), eval(op->args[0]), where(op->span));
-    case OpInfo::Kind::kBinaryMath:
-      want_args(2);
-      return interp::binary_math(op->op, op->dtype.element_of(), eval(op->args[0]), eval(op->args[1]),
-                                 where(op->span));
-    case OpInfo::Kind::kIntBinary:
-      want_args(2);
-      return interp::int_binary(op->op, op->dtype.element_of(), eval(op->args[0]), eval(op->args[1]),
-                                where(op->span));
-    case OpInfo::Kind::kIfThenElse:
+  if (!op->builtin) user_error(where(op->span), "unknown intrinsic '" + op->op + "'");
+  const Builtin b = *op->builtin;
+  // The verifier checks arity; a call the interpreter meets unverified is checked here,
+  // against the same table, before any argument is read.
+  if (std::string why; !builtin_arity_ok(builtin_info(b), op->args.size(), &why)) user_error(where(op->span), why);
+  switch (b) {
+    case Builtin::Exp: return unary(op, [](auto x) { return std::exp(x); });
+    case Builtin::Log: return unary(op, [](auto x) { return std::log(x); });
+    case Builtin::Log2: return unary(op, [](auto x) { return std::log2(x); });
+    case Builtin::Sqrt: return unary(op, [](auto x) { return std::sqrt(x); });
+    case Builtin::Tanh: return unary(op, [](auto x) { return std::tanh(x); });
+    case Builtin::Sigmoid: return unary(op, [](auto x) { return decltype(x)(1) / (decltype(x)(1) + std::exp(-x)); });
+    case Builtin::Sin: return unary(op, [](auto x) { return std::sin(x); });
+    case Builtin::Cos: return unary(op, [](auto x) { return std::cos(x); });
+    case Builtin::Floor: return unary(op, [](auto x) { return std::floor(x); });
+    case Builtin::Ceil: return unary(op, [](auto x) { return std::ceil(x); });
+    // Halfway cases away from zero, like roundf.
+    case Builtin::Round: return unary(op, [](auto x) { return std::round(x); });
+    case Builtin::Erf: return unary(op, [](auto x) { return std::erf(x); });
+    case Builtin::Abs: return unary(op, [](auto x) { return std::fabs(x); });
+    case Builtin::Pow:
+      return interp::binary_math(b, op->dtype.element_of(), eval(op->args[0]), eval(op->args[1]), where(op->span));
+    case Builtin::ShiftRight:
+    case Builtin::ShiftLeft:
+    case Builtin::BitwiseAnd:
+    case Builtin::BitwiseOr:
+    case Builtin::BitwiseXor:
+      return interp::int_binary(b, op->dtype.element_of(), eval(op->args[0]), eval(op->args[1]), where(op->span));
+    case Builtin::IfThenElse:
       // Lazy: only the taken side runs, so it may guard an access that would be
       // out of bounds.
-      want_args(3);
       return eval(eval(op->args[0]).truthy() ? op->args[1] : op->args[2]);
-    case OpInfo::Kind::kCallExtern: return eval_extern(op);
-    case OpInfo::Kind::kBuiltin: {
-      if (op->op == "tvm_call_packed") return call_function(op, /*by_symbol=*/true);
-      if (op->op == "call_tir") return call_function(op, /*by_symbol=*/false);
-      if (op->op == "smlad") {
-        want_args(3);
-        auto half = [](int64_t v, int k) { return static_cast<int64_t>(static_cast<int16_t>(static_cast<uint32_t>(v) >> (16 * k))); };
-        int64_t a = eval_int(op->args[0]), b = eval_int(op->args[1]), acc = eval_int(op->args[2]);
-        return interp::make_int(DataType::Int(32), acc + half(a, 0) * half(b, 0) + half(a, 1) * half(b, 1));
-      }
-      if (op->op == "reinterpret") {
-        want_args(1);
-        const DataType from = op->args[0]->dtype, to = op->dtype;
-        Scalar x = eval(op->args[0]);
-        uint64_t bits;
-        if (from.is_float() && from.bits() == 32) {
-          float f = static_cast<float>(x.f);
-          uint32_t b;
-          std::memcpy(&b, &f, 4);
-          bits = b;
-        } else if (from.is_float()) {
-          std::memcpy(&bits, &x.f, 8);
-        } else {
-          bits = static_cast<uint64_t>(x.i);
-        }
-        if (to.is_float() && to.bits() == 32) {
-          uint32_t b = static_cast<uint32_t>(bits);
-          float f;
-          std::memcpy(&f, &b, 4);
-          return interp::make_float(to, f);
-        }
-        if (to.is_float()) {
-          double d;
-          std::memcpy(&d, &bits, 8);
-          return interp::make_float(to, d);
-        }
-        return interp::make_int(to, static_cast<int64_t>(bits));
-      }
-      if (op->op == "clz") {
-        want_args(1);
-        const int bits = op->args[0]->dtype.bits();
-        uint64_t x = static_cast<uint64_t>(eval_int(op->args[0]));
-        if (bits < 64) x &= (uint64_t{1} << bits) - 1;
-        int n = bits;
-        while (x) x >>= 1, --n;
-        return interp::make_int(DataType::Int(32), n);
-      }
-      if (op->op == "sxtb16" || op->op == "sxtb16_ror8") {
-        want_args(1);
-        const uint32_t x = static_cast<uint32_t>(eval_int(op->args[0])) >> (op->op == "sxtb16" ? 0 : 8);
-        auto half = [x](int k) { return static_cast<uint32_t>(static_cast<uint16_t>(static_cast<int8_t>(x >> (16 * k)))); };
-        return interp::make_int(DataType::Int(32), static_cast<int32_t>(half(0) | (half(1) << 16)));
-      }
-      // `return x` / T.ret(x): unwinds to the function's run().
-      if (op->op == "tvm_return") {
-        want_args(1);
-        throw Returned{eval(op->args[0])};
-      }
-      // Lowered functions only: the checks of the packed calling convention.
-      if (op->op != "tvm_throw_last_error" || op->args.empty() || !as<StringImmNode>(op->args[0]))
-        user_error(where(op->span), "T." + op->op +
-                                        " reads packed-API arguments, which exist only in generated code; interpret "
-                                        "the function before make_packed_api");
+    case Builtin::CallExtern: return eval_extern(op);
+    case Builtin::TvmCallPacked: return call_function(op, /*by_symbol=*/true);
+    case Builtin::CallTir: return call_function(op, /*by_symbol=*/false);
+    case Builtin::Smlad: {
+      auto half = [](int64_t v, int k) { return static_cast<int64_t>(static_cast<int16_t>(static_cast<uint32_t>(v) >> (16 * k))); };
+      int64_t a = eval_int(op->args[0]), bv = eval_int(op->args[1]), acc = eval_int(op->args[2]);
+      return interp::make_int(DataType::Int(32), acc + half(a, 0) * half(bv, 0) + half(a, 1) * half(bv, 1));
+    }
+    case Builtin::Reinterpret: return reinterpret(op);
+    case Builtin::Clz: {
+      const int bits = op->args[0]->dtype.bits();
+      uint64_t x = static_cast<uint64_t>(eval_int(op->args[0]));
+      if (bits < 64) x &= (uint64_t{1} << bits) - 1;
+      int n = bits;
+      while (x) x >>= 1, --n;
+      return interp::make_int(DataType::Int(32), n);
+    }
+    case Builtin::Sxtb16:
+    case Builtin::Sxtb16Ror8: {
+      const uint32_t x = static_cast<uint32_t>(eval_int(op->args[0])) >> (b == Builtin::Sxtb16 ? 0 : 8);
+      auto half = [x](int k) { return static_cast<uint32_t>(static_cast<uint16_t>(static_cast<int8_t>(x >> (16 * k)))); };
+      return interp::make_int(DataType::Int(32), static_cast<int32_t>(half(0) | (half(1) << 16)));
+    }
+    // `return x` / T.ret(x): unwinds to the function's run().
+    case Builtin::TvmReturn: throw Returned{eval(op->args[0])};
+    case Builtin::TvmThrowLastError: {
+      const auto* format = as<StringImmNode>(op->args[0]);
+      if (!format) user_error(where(op->span), "T.tvm_throw_last_error needs a message string");
       std::vector<int64_t> values;
       for (size_t i = 1; i < op->args.size(); ++i) values.push_back(eval_int(op->args[i]));
-      user_error(where(op->span), format_error_message(as<StringImmNode>(op->args[0])->value, values));
+      user_error(where(op->span), format_error_message(format->value, values));
     }
+    // Only as arguments of a call the cases above make: call_function reads them.
+    case Builtin::TvmMakeTensor:
+    case Builtin::TirRegion:
+      user_error(where(op->span), "T." + op->op + " describes a tensor argument: it can only be an argument of "
+                                  "T.tvm_call_packed or T.call_tir");
+    case Builtin::AddressOf:
+      user_error(where(op->span), "T.address_of yields a machine address, which the interpreter does not model");
+    // Lowered functions only: the packed calling convention's arguments and stack.
+    case Builtin::TvmArgTypeCode:
+    case Builtin::TvmArgHandle:
+    case Builtin::TvmArgInt:
+    case Builtin::TvmArgFloat:
+    case Builtin::TvmTensorData:
+    case Builtin::TvmTensorNdim:
+    case Builtin::TvmTensorShape:
+    case Builtin::TvmTensorStridesIsNull:
+    case Builtin::TvmTensorStride:
+    case Builtin::TvmTensorDtypeCode:
+    case Builtin::TvmTensorDtypeBits:
+    case Builtin::TvmTensorDtypeLanes:
+    case Builtin::TvmTensorByteOffset:
+    case Builtin::TvmTensorDeviceType:
+    case Builtin::TvmHandleIsNull:
+    case Builtin::TvmHandleIsAligned:
+    case Builtin::TvmStackAlloca:
+    case Builtin::TvmSetArgHandle:
+    case Builtin::TvmSetArgInt:
+    case Builtin::TvmSetArgFloat:
+    case Builtin::TvmSetTypeCode:
+    case Builtin::TvmSetShape:
+    case Builtin::TvmTensorInit:
+    case Builtin::TvmCallPackedLowered:
+      user_error(where(op->span), "T." + op->op +
+                                      " reads packed-API arguments, which exist only in generated code; interpret "
+                                      "the function before make_packed_api");
   }
-  MTIR_ICHECK(false, "unhandled op kind");
+  MTIR_ICHECK(false, "unhandled builtin");
+}
+
+// The same bits as another type of the same width (32 or 64 bits).
+Scalar Interpreter::reinterpret(const CallNode* op) {
+  const DataType from = op->args[0]->dtype, to = op->dtype;
+  Scalar x = eval(op->args[0]);
+  uint64_t bits;
+  if (from.is_float() && from.bits() == 32) {
+    float f = static_cast<float>(x.f);
+    uint32_t b;
+    std::memcpy(&b, &f, 4);
+    bits = b;
+  } else if (from.is_float()) {
+    std::memcpy(&bits, &x.f, 8);
+  } else {
+    bits = static_cast<uint64_t>(x.i);
+  }
+  if (to.is_float() && to.bits() == 32) {
+    uint32_t b = static_cast<uint32_t>(bits);
+    float f;
+    std::memcpy(&f, &b, 4);
+    return interp::make_float(to, f);
+  }
+  if (to.is_float()) {
+    double d;
+    std::memcpy(&d, &bits, 8);
+    return interp::make_float(to, d);
+  }
+  return interp::make_int(to, static_cast<int64_t>(bits));
 }
 
 // Calls between functions of the module: T.tvm_call_packed("f", args...) and
@@ -598,7 +645,7 @@ Scalar Interpreter::call_function(const CallNode* op, bool by_symbol) {
     int64_t offset = 0;
     DataType dtype;
     std::vector<int64_t> shape;
-    if (t && t->op == "tvm_make_tensor") {
+    if (t && t->is(Builtin::TvmMakeTensor)) {
       const auto* data = t->args.size() >= 2 ? as<VarNode>(t->args[0]) : nullptr;
       const auto* dtype_text = t->args.size() >= 2 ? as<StringImmNode>(t->args[1]) : nullptr;
       auto parsed = dtype_text ? DataType::parse(dtype_text->value) : std::nullopt;
@@ -608,7 +655,7 @@ Scalar Interpreter::call_function(const CallNode* op, bool by_symbol) {
       st = it->second;
       dtype = *parsed;
       for (size_t k = 2; k < t->args.size(); ++k) shape.push_back(eval_int(t->args[k]));
-    } else if (t && t->op == "tir_region") {
+    } else if (t && t->is(Builtin::TirRegion)) {
       const auto* load = t->args.empty() ? nullptr : as<BufferLoadNode>(t->args[0]);
       if (!load) user_error(at, "malformed region in T." + op->op);
       st = &storage_of(load->buffer, at);

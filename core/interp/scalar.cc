@@ -116,32 +116,6 @@ double int_to_float(DataType to, DataType from, int64_t v) {
   return to.bits() == 16 ? round_to_float_type(to, d) : d;
 }
 
-template <typename T>
-T apply_unary(const std::string& op, T x) {
-  if (op == "exp") return std::exp(x);
-  if (op == "log") return std::log(x);
-  if (op == "log2") return std::log2(x);
-  if (op == "sqrt") return std::sqrt(x);
-  if (op == "tanh") return std::tanh(x);
-  if (op == "sigmoid") return T(1) / (T(1) + std::exp(-x));
-  if (op == "sin") return std::sin(x);
-  if (op == "cos") return std::cos(x);
-  if (op == "floor") return std::floor(x);
-  if (op == "ceil") return std::ceil(x);
-  if (op == "round") return std::round(x);  // halfway cases away from zero, like roundf
-  if (op == "erf") return std::erf(x);
-  if (op == "abs") return std::fabs(x);
-  return std::numeric_limits<T>::quiet_NaN();  // caller checked the name
-}
-
-bool is_unary_math(const std::string& op) {
-  static const char* const kNames[] = {"exp", "log", "log2", "sqrt", "tanh", "sigmoid", "sin", "cos",
-                                       "floor", "ceil", "round", "erf", "abs"};
-  for (const char* n : kNames)
-    if (op == n) return true;
-  return false;
-}
-
 }  // namespace
 
 double round_to_float_type(DataType t, double v) {
@@ -217,37 +191,39 @@ Scalar cast(DataType t, const Scalar& v, const Span& span) {
   user_error(span, "cannot interpret a cast to " + t.str());
 }
 
-Scalar unary_math(const std::string& op, DataType t, const Scalar& x, const Span& span) {
-  if (!is_unary_math(op)) user_error(span, "unknown intrinsic '" + op + "'");
+Scalar unary_math(Builtin op, DataType t, const Scalar& x, const Span& span, const UnaryFunction& f) {
+  const std::string name = builtin_info(op).name;
   if (!t.is_float()) {
-    if (op != "abs" || !(t.is_integer() || t.is_bool()))
-      user_error(span, op + " is only defined on floats, not " + t.str());
+    if (op != Builtin::Abs || !(t.is_integer() || t.is_bool()))
+      user_error(span, name + " is only defined on floats, not " + t.str());
     if (t.is_uint() || t.is_bool() || x.i >= 0) return make_int(t, x.i);
     return make_int(t, static_cast<int64_t>(0 - u(x.i)));  // abs(INT_MIN) wraps to INT_MIN
   }
-  if (t.bits() == 64) return make_float(t, apply_unary<double>(op, x.f));
-  return make_float(t, float_op1(t, x.f, [&](float v) { return apply_unary<float>(op, v); }));
+  if (t.bits() == 64) return make_float(t, f.f64(x.f));
+  return make_float(t, float_op1(t, x.f, f.f32));
 }
 
-Scalar binary_math(const std::string& op, DataType t, const Scalar& x, const Scalar& y, const Span& span) {
-  if (op != "pow") user_error(span, "unknown intrinsic '" + op + "'");
-  if (!t.is_float()) user_error(span, op + " is only defined on floats, not " + t.str());
+Scalar binary_math(Builtin op, DataType t, const Scalar& x, const Scalar& y, const Span& span) {
+  const std::string name = builtin_info(op).name;
+  if (op != Builtin::Pow) user_error(span, "T." + name + " is no math function of two arguments");
+  if (!t.is_float()) user_error(span, name + " is only defined on floats, not " + t.str());
   if (t.bits() == 64) return make_float(t, std::pow(x.f, y.f));
   return make_float(t, float_op(t, x.f, y.f, [](float a, float b) { return static_cast<float>(std::pow(a, b)); }));
 }
 
-Scalar int_binary(const std::string& op, DataType t, const Scalar& x, const Scalar& y, const Span& span) {
-  if (!t.is_integer()) user_error(span, op + " is only defined on integers, not " + t.str());
-  if (op == "bitwise_and") return make_int(t, static_cast<int64_t>(u(x.i) & u(y.i)));
-  if (op == "bitwise_or") return make_int(t, static_cast<int64_t>(u(x.i) | u(y.i)));
-  if (op == "bitwise_xor") return make_int(t, static_cast<int64_t>(u(x.i) ^ u(y.i)));
-  if (op != "shift_left" && op != "shift_right") user_error(span, "unknown intrinsic '" + op + "'");
+Scalar int_binary(Builtin op, DataType t, const Scalar& x, const Scalar& y, const Span& span) {
+  const std::string name = builtin_info(op).name;
+  if (!t.is_integer()) user_error(span, name + " is only defined on integers, not " + t.str());
+  if (op == Builtin::BitwiseAnd) return make_int(t, static_cast<int64_t>(u(x.i) & u(y.i)));
+  if (op == Builtin::BitwiseOr) return make_int(t, static_cast<int64_t>(u(x.i) | u(y.i)));
+  if (op == Builtin::BitwiseXor) return make_int(t, static_cast<int64_t>(u(x.i) ^ u(y.i)));
+  if (!is_shift_op(op)) user_error(span, "T." + name + " is no shift or bitwise operator");
   // Values are already wrapped to t (sign- or zero-extended), so the shift amount is
   // in range exactly when its 64-bit value is.
   if (y.i < 0 || y.i >= t.bits()) // a uint64 amount above INT64_MAX looks negative here
-    user_error(span, op + " by " + (t.is_uint() ? std::to_string(u(y.i)) : std::to_string(y.i)) +
+    user_error(span, name + " by " + (t.is_uint() ? std::to_string(u(y.i)) : std::to_string(y.i)) +
                          " is out of range [0, " + std::to_string(t.bits()) + ") for " + t.str());
-  if (op == "shift_left") return make_int(t, static_cast<int64_t>(u(x.i) << y.i));
+  if (op == Builtin::ShiftLeft) return make_int(t, static_cast<int64_t>(u(x.i) << y.i));
   // Arithmetic for signed values (sign-extended in i), logical for unsigned ones
   // (zero-extended in i, except uint64, whose bit pattern shifts as unsigned).
   if (t.is_int()) return make_int(t, x.i >> y.i);

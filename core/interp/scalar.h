@@ -52,17 +52,23 @@ bool compare(ExprKind kind, const Scalar& a, const Scalar& b);
 // undefined. Anything -> bool is "nonzero" (a NaN is true, as in C).
 Scalar cast(DataType t, const Scalar& v, const Span& span);
 
-// The math intrinsics of ir/op.h (exp, log, ..., abs, pow) on a value of type `t`.
+// The math builtins of ir/builtins.def (exp, log, ..., abs, pow) on a value of type `t`.
 // float32 uses the float overloads of <cmath>, float64 the double ones, float16 the
 // float ones followed by rounding to half. abs on integers wraps (abs(INT_MIN) is
 // INT_MIN, like the two's complement result).
-Scalar unary_math(const std::string& op, DataType t, const Scalar& x, const Span& span);
-Scalar binary_math(const std::string& op, DataType t, const Scalar& x, const Scalar& y, const Span& span);
+// `f` computes the function in float and in double (the interpreter's switch over
+// Builtin passes one per builtin).
+struct UnaryFunction {
+  float (*f32)(float);
+  double (*f64)(double);
+};
+Scalar unary_math(Builtin op, DataType t, const Scalar& x, const Span& span, const UnaryFunction& f);
+Scalar binary_math(Builtin op, DataType t, const Scalar& x, const Scalar& y, const Span& span);
 
 // shift_right, shift_left, bitwise_and, bitwise_or on integers of type `t`. A shift
 // amount outside [0, bits of t) is a user error at `span` (C leaves it undefined).
 // shift_right is arithmetic for signed types; shift_left wraps.
-Scalar int_binary(const std::string& op, DataType t, const Scalar& x, const Scalar& y, const Span& span);
+Scalar int_binary(Builtin op, DataType t, const Scalar& x, const Scalar& y, const Span& span);
 
 // For messages: the shortest decimal that reads back as `v`.
 std::string format_double(double v);

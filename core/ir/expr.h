@@ -10,6 +10,7 @@
 
 #include "ir/attrs.h"
 #include "ir/dtype.h"
+#include "ir/op.h"
 #include "support/diagnostic.h"
 
 namespace mtir {
@@ -119,14 +120,22 @@ struct BufferLoadNode : ExprNode {
   std::vector<Expr> indices;
 };
 
-// A call to an intrinsic (exp, sqrt, if_then_else, call_extern, ...); see ir/op.h.
+// A call to a builtin (exp, sqrt, if_then_else, call_extern, ...); see ir/builtins.def.
+// The name is resolved once, when the node is built, so that passes, the interpreter
+// and the backends switch over `builtin` instead of comparing strings at every visit;
+// the name stays for printing and for messages. nullopt for a name that is no builtin,
+// which only the verifier (and the parser before it) sees and reports.
 struct CallNode : ExprNode {
   static constexpr ExprKind kKind = ExprKind::Call;
   CallNode(DataType t, std::string op, std::vector<Expr> args, Attrs attrs, Span s)
-      : ExprNode(kKind, t, std::move(s)), op(std::move(op)), args(std::move(args)), attrs(std::move(attrs)) {}
-  std::string op;
+      : ExprNode(kKind, t, std::move(s)), op(std::move(op)), builtin(lookup_builtin(this->op)), args(std::move(args)),
+        attrs(std::move(attrs)) {}
+  const std::string op;
+  const std::optional<Builtin> builtin;
   std::vector<Expr> args;
   Attrs attrs;
+
+  bool is(Builtin b) const { return builtin == b; }
 };
 
 // base + k * stride for k in [0, lanes): the index of a vector load or store.

@@ -2151,20 +2151,20 @@ class Parser {
     }
     switch (op->kind) {
       case OpInfo::Kind::kUnaryMath: {
-        check_arity(t_tok, fn, args, 1);
+        check_arity(t_tok, fn, args, op->arity);
         PExpr x = args[0];
         if (x.bare)
           x = promote_to(x, op->int_ok && !contains_float_literal(x.e) ? DataType::Int(32) : DataType::Float(32));
         return {Call(x.e->dtype, name, {x.e}, std::move(attrs), span(t_tok)), false};
       }
       case OpInfo::Kind::kBinaryMath: {
-        check_arity(t_tok, fn, args, 2);
+        check_arity(t_tok, fn, args, op->arity);
         unify(args[0], args[1], ",", t_tok, ("arguments of T." + name).c_str());
         PExpr x = promote_to(args[0], DataType::Float(32)), y = promote_to(args[1], DataType::Float(32));
         return {Call(x.e->dtype, name, {x.e, y.e}, std::move(attrs), span(t_tok)), false};
       }
       case OpInfo::Kind::kIntBinary: {
-        check_arity(t_tok, fn, args, 2);
+        check_arity(t_tok, fn, args, op->arity);
         unify(args[0], args[1], ",", t_tok, ("arguments of T." + name).c_str());
         PExpr x = promote_to(args[0], DataType::Int(32)), y = promote_to(args[1], DataType::Int(32));
         for (const PExpr* a : {&x, &y})
@@ -2172,13 +2172,13 @@ class Parser {
             fail(t_tok, "T." + name + " is only defined on integers, not " + a->e->dtype.str());
         const int64_t* amount = as_const_int(y.e);
         int bits = x.e->dtype.bits();
-        if (is_shift_op(name) && amount && (*amount < 0 || *amount >= bits))
+        if (is_shift_op(op->id) && amount && (*amount < 0 || *amount >= bits))
           fail(t_tok, "T." + name + " by " + std::to_string(*amount) + " is out of range [0, " + std::to_string(bits) +
                           ") for " + x.e->dtype.str());
         return {Call(x.e->dtype, name, {x.e, y.e}, std::move(attrs), span(t_tok)), false};
       }
       case OpInfo::Kind::kIfThenElse: {
-        check_arity(t_tok, fn, args, 3);
+        check_arity(t_tok, fn, args, op->arity);
         unify(args[1], args[2], "and", t_tok, "T.if_then_else branches");
         PExpr a = promote_to(args[1], args[1].e->dtype), b = promote_to(args[2], args[2].e->dtype);
         return {Call(a.e->dtype, name, {args[0].e, a.e, b.e}, std::move(attrs), span(t_tok)), false};

@@ -615,16 +615,16 @@ class Printer {
       }
       case ExprKind::Call: {
         const auto* op = as<CallNode>(e);
-        if (op->op == "call_extern") {
+        if (op->is(Builtin::CallExtern)) {
           std::vector<Expr> args = op->args;
           std::string out = "T.call_extern(" + quote(op->dtype.str());
           for (const auto& a : args) out += ", " + expr(a);
           if (!op->attrs.empty()) out += ", attrs=" + dict(op->attrs);
           return out + ")";
         }
-        if (op->op == "reinterpret" && op->args.size() == 1 && op->attrs.empty())
+        if (op->is(Builtin::Reinterpret) && op->args.size() == 1 && op->attrs.empty())
           return "T.reinterpret(" + quote(op->dtype.str()) + ", " + expr(op->args[0]) + ")";
-        if (op->op == "call_tir") {
+        if (op->is(Builtin::CallTir)) {
           std::string out = "T.call_tir(";
           for (size_t i = 0; i < op->args.size(); ++i) out += (i ? ", " : "") + call_tir_arg(op->args[i]);
           if (!op->attrs.empty()) out += ", attrs=" + dict(op->attrs);
@@ -666,7 +666,7 @@ class Printer {
   // A call_tir argument: a buffer, a region in slice syntax, or any expression.
   std::string call_tir_arg(const Expr& e) {
     const auto* region = as<CallNode>(e);
-    const auto* load = region && region->op == "tir_region" && !region->args.empty()
+    const auto* load = region && region->is(Builtin::TirRegion) && !region->args.empty()
                            ? as<BufferLoadNode>(region->args[0])
                            : nullptr;
     if (!load || load->indices.size() + 1 != region->args.size() || load->buffer->shape.size() != load->indices.size())

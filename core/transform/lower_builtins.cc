@@ -68,12 +68,12 @@ class Lowerer : public Mutator {
  protected:
   Stmt mutate_Evaluate(const EvaluateNode* op, const Stmt& self) override {
     const auto* call = as<CallNode>(op->value);
-    if (!call || call->op != "tvm_call_packed") return Mutator::mutate_Evaluate(op, self);
+    if (!call || !call->is(Builtin::TvmCallPacked)) return Mutator::mutate_Evaluate(op, self);
     return lower(call, op->span);
   }
 
   Expr mutate_Call(const CallNode* op, const Expr& self) override {
-    if (op->op == "tvm_call_packed" || op->op == "tvm_make_tensor") {
+    if (op->is(Builtin::TvmCallPacked) || op->is(Builtin::TvmMakeTensor)) {
       user_error(op->span, "T." + op->op + " can only be used as T.evaluate(T.tvm_call_packed(...)), with tensors "
                                            "made by T.tvm_make_tensor as its arguments");
     }
@@ -97,7 +97,7 @@ class Lowerer : public Mutator {
       const auto* tensor = as<CallNode>(raw);
       const std::string who = "T.tvm_call_packed: argument " + std::to_string(i) + " of '" + callee + "'";
       if (const Buffer& b = sig.buffers[i]) {
-        if (!tensor || tensor->op != "tvm_make_tensor") user_error(span, who + " must be a tensor (T.tvm_make_tensor)");
+        if (!tensor || !tensor->is(Builtin::TvmMakeTensor)) user_error(span, who + " must be a tensor (T.tvm_make_tensor)");
         const auto* dtype_text = tensor->args.size() >= 2 ? as<StringImmNode>(tensor->args[1]) : nullptr;
         std::vector<int64_t> dims;
         for (size_t k = 2; k < tensor->args.size(); ++k) {
@@ -114,7 +114,7 @@ class Lowerer : public Mutator {
       } else {
         Expr v = mutate(raw);
         DataType t = sig.scalars[i];
-        if (tensor && tensor->op == "tvm_make_tensor") user_error(span, who + " must be a " + t.str() + " scalar, got a tensor");
+        if (tensor && tensor->is(Builtin::TvmMakeTensor)) user_error(span, who + " must be a " + t.str() + " scalar, got a tensor");
         // Same type, or a constant that fits: anything else the wrapper checks at run time.
         const int64_t* c = as_const_int(v);
         bool fits = v->dtype == t || (t.is_float() && v->dtype.is_float()) ||
@@ -144,8 +144,8 @@ class Lowerer : public Mutator {
     for (int64_t i = 0; i < n; ++i) {
       const Expr& raw = call->args[static_cast<size_t>(i) + 1];
       const auto* tensor = as<CallNode>(raw);
-      Expr arg = tensor && tensor->op == "tvm_make_tensor" ? raw : mutate(raw);
-      if (tensor && tensor->op == "tvm_make_tensor") {
+      Expr arg = tensor && tensor->is(Builtin::TvmMakeTensor) ? raw : mutate(raw);
+      if (tensor && tensor->is(Builtin::TvmMakeTensor)) {
         const auto* dtype_text = tensor->args.size() >= 2 ? as<StringImmNode>(tensor->args[1]) : nullptr;
         auto dtype = dtype_text ? DataType::parse(dtype_text->value) : std::nullopt;
         if (!dtype || dtype->is_handle() || dtype->is_void())

@@ -22,7 +22,7 @@ class Lowerer : public Mutator {
  protected:
   Stmt mutate_Evaluate(const EvaluateNode* op, const Stmt& self) override {
     const auto* call = as<CallNode>(op->value);
-    if (!call || call->op != "call_tir") return Mutator::mutate_Evaluate(op, self);
+    if (!call || !call->is(Builtin::CallTir)) return Mutator::mutate_Evaluate(op, self);
     const auto* name = call->args.empty() ? nullptr : as<StringImmNode>(call->args[0]);
     PrimFunc callee = name ? m_.lookup(name->value) : nullptr;
     if (!callee) user_error(op->span, "call_tir: no function '" + (name ? name->value : "?") + "' in the module");
@@ -37,7 +37,7 @@ class Lowerer : public Mutator {
     std::vector<Expr> args = {StringImm(symbol_of(kernel_name, kernel))};
     for (size_t i = 1; i < call->args.size(); ++i) {
       const auto* region = as<CallNode>(call->args[i]);
-      if (region && region->op == "tir_region") {
+      if (region && region->is(Builtin::TirRegion)) {
         args.push_back(Call(DataType::Handle(), "address_of", {mutate(region->args.at(0))}));
       } else {
         Expr v = mutate(call->args[i]);

@@ -78,7 +78,7 @@ PrimFunc to_pointer_signature(const std::string& name, const PrimFunc& f, bool r
     struct PackedCallFinder : Visitor {
       const CallNode* found = nullptr;
       void visit_Call(const CallNode* op) override {
-        if (!found && op->op == "tvm_call_packed") found = op;
+        if (!found && op->is(Builtin::TvmCallPacked)) found = op;
         Visitor::visit_Call(op);
       }
     } packed;

@@ -59,8 +59,7 @@ void refuse_impure(const Expr& value, const Span& at) {
   struct Finder : Visitor {
     std::string found;
     void visit_Call(const CallNode* op) override {
-      const OpInfo* info = lookup_op(op->op);
-      if (!info || info->kind == OpInfo::Kind::kCallExtern || info->side_effect) found = op->op;
+      if (!is_pure(op->builtin)) found = op->op;
       Visitor::visit_Call(op);
     }
   } f;

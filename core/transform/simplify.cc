@@ -43,8 +43,7 @@ class DropChecker : public Visitor {
 
  protected:
   void visit_Call(const CallNode* op) override {
-    const OpInfo* info = lookup_op(op->op);
-    if (!info || info->kind == OpInfo::Kind::kCallExtern || info->side_effect) droppable = false;
+    if (!is_pure(op->builtin)) droppable = false;
     Visitor::visit_Call(op);
   }
   void check_divisor(const BinaryNode* op) {
@@ -307,7 +306,7 @@ class Simplifier : public Mutator {
     const auto* call = as<CallNode>(out);
     // if_then_else is lazy: only the taken side is ever evaluated, so the other one
     // can always go.
-    if (call && call->op == "if_then_else" && call->args.size() == 3) {
+    if (call && call->is(Builtin::IfThenElse) && call->args.size() == 3) {
       const int64_t* v = as_const_int(call->args[0]);
       if (v && call->args[0]->dtype.is_bool()) return *v ? call->args[1] : call->args[2];
     }

@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "analysis/int_bound.h"
+#include "codegen/emit_common.h"
 #include "codegen/line_marks.h"
 #include "ir/op.h"
 #include "ir/visitor.h"
@@ -244,11 +245,7 @@ class FunctionEmitter {
   std::string signature() {
     std::ostringstream os;
     // Kernels behind a packed wrapper are private to the translation unit.
-    auto internal = func_->attrs.find("tir.internal");
-    if (internal != func_->attrs.end() && std::holds_alternative<bool>(internal->second) &&
-        std::get<bool>(internal->second)) {
-      os << "static ";
-    }
+    if (attr_flag(func_, "tir.internal")) os << "static ";
     os << "int32_t " << symbol_ << "(";
     if (is_packed(func_)) {
       // Exactly TVMBackendPackedCFunc, so the registry can hold it without a cast.
@@ -331,37 +328,23 @@ class FunctionEmitter {
       case StmtKind::DeclBuffer: return ends_in_return(static_cast<const DeclBufferNode*>(s.get())->body);
       case StmtKind::Evaluate: {
         const auto* call = as<CallNode>(static_cast<const EvaluateNode*>(s.get())->value);
-        return call && call->op == "tvm_return";
+        return call && call->is(Builtin::TvmReturn);
       }
       default: return false;
     }
   }
 
-  // The function's name as the user knows it: a packed function's kernel reports
-  // errors under the packed function's name.
-  std::string user_name() const {
-    auto it = func_->attrs.find("tir.kernel_of");
-    if (it != func_->attrs.end() && std::holds_alternative<std::string>(it->second)) return std::get<std::string>(it->second);
-    return symbol_;
-  }
-
-  bool noalias() const {
-    auto it = func_->attrs.find("tir.noalias");
-    return it != func_->attrs.end() && std::holds_alternative<bool>(it->second) && std::get<bool>(it->second);
-  }
+  std::string user_name() const { return user_function_name(func_, symbol_); }
+  bool noalias() const { return attr_flag(func_, "tir.noalias"); }
 
   // ---- names --------------------------------------------------------------------
   const std::string& name_of(const VarNode* v, const std::string& hint) {
     auto it = names_.find(v);
     if (it != names_.end()) return it->second;
-    std::string base;
-    for (char c : hint) base += (std::isalnum(static_cast<unsigned char>(c)) || c == '_') ? c : '_';
+    std::string base = sanitized_name(hint, /*keep_dots=*/false);
     if (base.empty() || std::isdigit(static_cast<unsigned char>(base[0]))) base = "v_" + base;
     if (is_c_keyword(base) || base.rfind("mtir_", 0) == 0) base += "_";
-    std::string name = base;
-    for (int n = 1; used_.count(name); ++n) name = base + "_" + std::to_string(n);
-    used_.insert(name);
-    return names_[v] = name;
+    return names_[v] = unique_name(base, '_', &used_);
   }
 
   const std::string& var_name(const VarNode* v) {
@@ -451,18 +434,18 @@ class FunctionEmitter {
     return s + ")";
   }
 
+  // libm's function of the same name (expf for float32), except sigmoid and abs.
   std::string math_call(const CallNode* op) {
     DataType t = op->dtype;
-    const OpInfo* info = lookup_op(op->op);
-    if (!info) user_error(op->span, "unknown intrinsic '" + op->op + "'");
-    if (op->op == "abs" && t.is_integer()) {
+    const bool is_abs = op->is(Builtin::Abs);
+    if (is_abs && t.is_integer()) {
       return t.is_uint() ? expr(op->args.at(0)) : call(use_helper("abs", t), op->args);
     }
     if (!t.is_float()) user_error(op->span, "intrinsic '" + op->op + "' needs a float argument, not " + t.str());
     std::string suffix = t.bits() == 32 ? "f" : "";
     std::string one = t.bits() == 32 ? "1.0f" : "1.0";
-    if (op->op == "sigmoid") return "(" + one + " / (" + one + " + exp" + suffix + "(-" + expr(op->args.at(0)) + ")))";
-    std::string name = op->op == "abs" ? "fabs" : op->op;
+    if (op->is(Builtin::Sigmoid)) return "(" + one + " / (" + one + " + exp" + suffix + "(-" + expr(op->args.at(0)) + ")))";
+    std::string name = is_abs ? "fabs" : op->op;
     return call(name + suffix, op->args);
   }
 
@@ -477,11 +460,12 @@ class FunctionEmitter {
     std::string ct = c_type(t, op->span);
     std::string a = expr(op->args.at(0)), b = expr(op->args.at(1));
     std::string r;
-    if (op->op == "bitwise_and" || op->op == "bitwise_or" || op->op == "bitwise_xor") {
-      r = "(" + a + (op->op == "bitwise_and" ? " & " : op->op == "bitwise_or" ? " | " : " ^ ") + b + ")";
+    const bool shift_left = op->is(Builtin::ShiftLeft);
+    if (!is_shift_op(*op->builtin)) {
+      r = "(" + a + (op->is(Builtin::BitwiseAnd) ? " & " : op->is(Builtin::BitwiseOr) ? " | " : " ^ ") + b + ")";
     } else {
       if (!as_const_int(op->args[1])) b = "(" + b + " & " + std::to_string(t.bits() - 1) + ")";
-      if (op->op == "shift_left") {
+      if (shift_left) {
         std::string ut = t.bits() <= 32 ? "uint32_t" : "uint64_t";
         r = "((" + ut + ")" + a + " << " + b + ")";
       } else {
@@ -489,14 +473,14 @@ class FunctionEmitter {
       }
     }
     // Back to the type: narrow types were promoted to int, and a left shift ran unsigned.
-    if (t.bits() < 32 || (op->op == "shift_left" && !(t.is_uint() && t.bits() >= 32))) return "((" + ct + ")" + r + ")";
+    if (t.bits() < 32 || (shift_left && !(t.is_uint() && t.bits() >= 32))) return "((" + ct + ")" + r + ")";
     return r;
   }
 
   // The symbol a call_extern calls when it is a function of this module, else "".
   std::string module_callee(const Expr& e) const {
     const auto* call = as<CallNode>(e);
-    if (!call || call->op != "call_extern" || call->args.empty() || !module_symbols_) return "";
+    if (!call || !call->is(Builtin::CallExtern) || call->args.empty() || !module_symbols_) return "";
     const auto* sym = as<StringImmNode>(call->args[0]);
     return sym && module_symbols_->count(sym->value) ? sym->value : "";
   }
@@ -522,84 +506,116 @@ class FunctionEmitter {
     return call(sym->value, args);
   }
 
-  // The packed calling convention's accesses to TVMValue, type codes and DLTensor.
-  std::string builtin(const CallNode* op) {
-    const std::string& n = op->op;
+  // Every builtin of ir/builtins.def, by a switch without a default: a new row does not
+  // compile until it has its case here. The packed calling convention's accesses
+  // become TVMValue, type code and DLTensor accesses.
+  std::string call_expr(const CallNode* op) {
+    if (!op->builtin) user_error(op->span, "unknown intrinsic '" + op->op + "'");
     auto arg = [&](size_t i) { return expr(op->args.at(i)); };
     auto tensor = [&]() { return "((DLTensor*)" + arg(0) + ")"; };
-    if (n == "tvm_arg_type_code") return "((int32_t*)" + arg(0) + ")[" + arg(1) + "]";
-    if (n == "tvm_arg_handle") return "((TVMValue*)" + arg(0) + ")[" + arg(1) + "].v_handle";
-    if (n == "tvm_arg_int") return "((TVMValue*)" + arg(0) + ")[" + arg(1) + "].v_int64";
-    if (n == "tvm_arg_float") return "((TVMValue*)" + arg(0) + ")[" + arg(1) + "].v_float64";
-    if (n == "tvm_tensor_data") return tensor() + "->data";
-    if (n == "tvm_tensor_ndim") return "((int32_t)" + tensor() + "->ndim)";
-    if (n == "tvm_tensor_shape") return tensor() + "->shape[" + arg(1) + "]";
-    if (n == "tvm_tensor_strides_is_null") return "(" + tensor() + "->strides == NULL)";
-    if (n == "tvm_tensor_stride") return tensor() + "->strides[" + arg(1) + "]";
-    if (n == "tvm_tensor_dtype_code") return "((int32_t)" + tensor() + "->dtype.code)";
-    if (n == "tvm_tensor_dtype_bits") return "((int32_t)" + tensor() + "->dtype.bits)";
-    if (n == "tvm_tensor_dtype_lanes") return "((int32_t)" + tensor() + "->dtype.lanes)";
-    if (n == "tvm_tensor_byte_offset") return "((int64_t)" + tensor() + "->byte_offset)";
-    if (n == "tvm_tensor_device_type") return "((int32_t)" + tensor() + "->device.device_type)";
-    if (n == "tvm_handle_is_null") return "(" + arg(0) + " == NULL)";
-    if (n == "tvm_handle_is_aligned") return "(((uintptr_t)" + arg(0) + " % (uintptr_t)" + arg(1) + ") == 0)";
-    if (n == "tvm_set_arg_handle") return "(((TVMValue*)" + arg(0) + ")[" + arg(1) + "].v_handle = " + arg(2) + ")";
-    if (n == "tvm_set_arg_int") return "(((TVMValue*)" + arg(0) + ")[" + arg(1) + "].v_int64 = " + arg(2) + ")";
-    if (n == "tvm_set_arg_float") return "(((TVMValue*)" + arg(0) + ")[" + arg(1) + "].v_float64 = " + arg(2) + ")";
-    if (n == "tvm_set_type_code") return "(((int32_t*)" + arg(0) + ")[" + arg(1) + "] = " + arg(2) + ")";
-    if (n == "tvm_set_shape") return "(((int64_t*)" + arg(0) + ")[" + arg(1) + "] = " + arg(2) + ")";
-    if (n == "tvm_tensor_init") {
-      (*helpers_)["mtir_tensor_init"] = kTensorInitHelper;
-      return "mtir_tensor_init((DLTensor*)" + arg(0) + ", " + arg(1) + ", (int64_t*)" + arg(2) + ", " + arg(3) + ", " +
-             arg(4) + ", " + arg(5) + ")";
-    }
-    if (n == "tvm_call_packed_lowered") {
-      const auto* callee = as<StringImmNode>(op->args.at(0));
-      if (!callee) user_error(op->span, "T.tvm_call_packed_lowered needs the function name first");
-      std::string rest = "(TVMValue*)" + arg(1) + ", (int32_t*)" + arg(2) + ", " + arg(3) + ")";
-      if (module_symbols_ && module_symbols_->count(callee->value)) {
-        // The static inline body of the packed function: the compiler can inline it
-        // and fold its argument checks against the tensors built right here.
-        (*helpers_)["mtir_call_packed"] = kCallDirectHelper;
-        return "mtir_call_packed(" + callee->value + "_checked, " + rest;
+    switch (*op->builtin) {
+      case Builtin::Exp:
+      case Builtin::Log:
+      case Builtin::Log2:
+      case Builtin::Sqrt:
+      case Builtin::Tanh:
+      case Builtin::Sigmoid:
+      case Builtin::Sin:
+      case Builtin::Cos:
+      case Builtin::Floor:
+      case Builtin::Ceil:
+      case Builtin::Round:
+      case Builtin::Erf:
+      case Builtin::Abs:
+      case Builtin::Pow: return math_call(op);
+      case Builtin::ShiftRight:
+      case Builtin::ShiftLeft:
+      case Builtin::BitwiseAnd:
+      case Builtin::BitwiseOr:
+      case Builtin::BitwiseXor: return int_binary(op);
+      case Builtin::IfThenElse: return "(" + arg(0) + " ? " + arg(1) + " : " + arg(2) + ")";
+      case Builtin::CallExtern: return extern_call(op);
+      case Builtin::TvmArgTypeCode: return "((int32_t*)" + arg(0) + ")[" + arg(1) + "]";
+      case Builtin::TvmArgHandle: return "((TVMValue*)" + arg(0) + ")[" + arg(1) + "].v_handle";
+      case Builtin::TvmArgInt: return "((TVMValue*)" + arg(0) + ")[" + arg(1) + "].v_int64";
+      case Builtin::TvmArgFloat: return "((TVMValue*)" + arg(0) + ")[" + arg(1) + "].v_float64";
+      case Builtin::TvmTensorData: return tensor() + "->data";
+      case Builtin::TvmTensorNdim: return "((int32_t)" + tensor() + "->ndim)";
+      case Builtin::TvmTensorShape: return tensor() + "->shape[" + arg(1) + "]";
+      case Builtin::TvmTensorStridesIsNull: return "(" + tensor() + "->strides == NULL)";
+      case Builtin::TvmTensorStride: return tensor() + "->strides[" + arg(1) + "]";
+      case Builtin::TvmTensorDtypeCode: return "((int32_t)" + tensor() + "->dtype.code)";
+      case Builtin::TvmTensorDtypeBits: return "((int32_t)" + tensor() + "->dtype.bits)";
+      case Builtin::TvmTensorDtypeLanes: return "((int32_t)" + tensor() + "->dtype.lanes)";
+      case Builtin::TvmTensorByteOffset: return "((int64_t)" + tensor() + "->byte_offset)";
+      case Builtin::TvmTensorDeviceType: return "((int32_t)" + tensor() + "->device.device_type)";
+      case Builtin::TvmHandleIsNull: return "(" + arg(0) + " == NULL)";
+      case Builtin::TvmHandleIsAligned: return "(((uintptr_t)" + arg(0) + " % (uintptr_t)" + arg(1) + ") == 0)";
+      case Builtin::TvmThrowLastError:
+      case Builtin::TvmReturn: refuse_statement_builtin(op, "C");
+      case Builtin::TvmCallPacked:
+      case Builtin::TvmMakeTensor:
+      case Builtin::CallTir:
+      case Builtin::TirRegion: refuse_builtin(op, "C", "");
+      case Builtin::TvmStackAlloca:
+        refuse_builtin(op, "C", "it declares a stack array, so it can only be the value of a let (x = T.tvm_stack_alloca(...))");
+      case Builtin::TvmSetArgHandle: return "(((TVMValue*)" + arg(0) + ")[" + arg(1) + "].v_handle = " + arg(2) + ")";
+      case Builtin::TvmSetArgInt: return "(((TVMValue*)" + arg(0) + ")[" + arg(1) + "].v_int64 = " + arg(2) + ")";
+      case Builtin::TvmSetArgFloat: return "(((TVMValue*)" + arg(0) + ")[" + arg(1) + "].v_float64 = " + arg(2) + ")";
+      case Builtin::TvmSetTypeCode: return "(((int32_t*)" + arg(0) + ")[" + arg(1) + "] = " + arg(2) + ")";
+      case Builtin::TvmSetShape: return "(((int64_t*)" + arg(0) + ")[" + arg(1) + "] = " + arg(2) + ")";
+      case Builtin::TvmTensorInit:
+        (*helpers_)["mtir_tensor_init"] = kTensorInitHelper;
+        return "mtir_tensor_init((DLTensor*)" + arg(0) + ", " + arg(1) + ", (int64_t*)" + arg(2) + ", " + arg(3) + ", " +
+               arg(4) + ", " + arg(5) + ")";
+      case Builtin::TvmCallPackedLowered: return call_packed_lowered(op);
+      case Builtin::AddressOf: {
+        const auto* load = op->args.size() == 1 ? as<BufferLoadNode>(op->args[0]) : nullptr;
+        if (!load) user_error(op->span, "T.address_of takes one buffer element, such as A[i]");
+        return "(&" + access(load->buffer, load->indices, load->span) + ")";
       }
-      (*helpers_)["mtir_call_packed_by_name"] = kCallByNameHelper;
-      return "mtir_call_packed_by_name(" + c_string_literal(callee->value) + ", " + rest;
+      case Builtin::Smlad:
+        (*helpers_)["mtir_smlad"] = kSmladHelper;
+        return call("mtir_smlad", op->args);
+      case Builtin::Sxtb16:
+      case Builtin::Sxtb16Ror8:
+        (*helpers_)["mtir_sxtb16"] = kSxtb16Helper;
+        return call("mtir_" + op->op, op->args);
+      case Builtin::Clz: {
+        const bool wide = op->args.at(0)->dtype.bits() == 64;
+        const std::string name = wide ? "mtir_clz64" : "mtir_clz32";
+        (*helpers_)[name] = clz_helper(name, wide ? "uint64_t" : "uint32_t", wide ? 64 : 32);
+        return name + "((" + std::string(wide ? "uint64_t" : "uint32_t") + ")" + arg(0) + ")";
+      }
+      case Builtin::Reinterpret: return reinterpret(op);
     }
-    if (n == "smlad") {
-      (*helpers_)["mtir_smlad"] = kSmladHelper;
-      return call("mtir_smlad", op->args);
+    internal_error(__FILE__, __LINE__, "unhandled builtin");
+  }
+
+  std::string call_packed_lowered(const CallNode* op) {
+    const auto* callee = as<StringImmNode>(op->args.at(0));
+    if (!callee) user_error(op->span, "T.tvm_call_packed_lowered needs the function name first");
+    std::string rest =
+        "(TVMValue*)" + expr(op->args.at(1)) + ", (int32_t*)" + expr(op->args.at(2)) + ", " + expr(op->args.at(3)) + ")";
+    if (module_symbols_ && module_symbols_->count(callee->value)) {
+      // The static inline body of the packed function: the compiler can inline it
+      // and fold its argument checks against the tensors built right here.
+      (*helpers_)["mtir_call_packed"] = kCallDirectHelper;
+      return "mtir_call_packed(" + callee->value + "_checked, " + rest;
     }
-    if (n == "reinterpret") {
-      const DataType from = op->args.at(0)->dtype, to = op->dtype;
-      if (from.is_float() == to.is_float()) return "((" + c_type(to, op->span) + ")" + expr(op->args[0]) + ")";
-      // A union reads the same bytes as the other type (C99 6.5.2.3).
-      const std::string ft = c_type(from, op->span), tt = c_type(to, op->span);
-      const std::string name = "mtir_reinterpret_" + from.str() + "_" + to.str();
-      (*helpers_)[name] = "static inline " + tt + " " + name + "(" + ft + " x) {\n  union {\n    " + ft +
-                          " from;\n    " + tt + " to;\n  } u;\n  u.from = x;\n  return u.to;\n}\n";
-      return name + "(" + expr(op->args[0]) + ")";
-    }
-    if (n == "clz") {
-      const bool wide = op->args.at(0)->dtype.bits() == 64;
-      const std::string name = wide ? "mtir_clz64" : "mtir_clz32";
-      (*helpers_)[name] = clz_helper(name, wide ? "uint64_t" : "uint32_t", wide ? 64 : 32);
-      return name + "((" + std::string(wide ? "uint64_t" : "uint32_t") + ")" + expr(op->args[0]) + ")";
-    }
-    if (n == "sxtb16" || n == "sxtb16_ror8") {
-      (*helpers_)["mtir_sxtb16"] = kSxtb16Helper;
-      return call("mtir_" + n, op->args);
-    }
-    if (n == "address_of") {
-      const auto* load = op->args.size() == 1 ? as<BufferLoadNode>(op->args[0]) : nullptr;
-      if (!load) user_error(op->span, "T.address_of takes one buffer element, such as A[i]");
-      return "(&" + access(load->buffer, load->indices, load->span) + ")";
-    }
-    if (n == "call_tir" || n == "tir_region")
-      user_error(op->span, "T." + n + " must be lowered first (the lower_call_tir pass)");
-    if (n == "tvm_call_packed" || n == "tvm_make_tensor")
-      user_error(op->span, "T." + n + " must be lowered first (the lower_builtins pass)");
-    user_error(op->span, "T." + n + " can only be a statement of its own (T.evaluate)");
+    (*helpers_)["mtir_call_packed_by_name"] = kCallByNameHelper;
+    return "mtir_call_packed_by_name(" + c_string_literal(callee->value) + ", " + rest;
+  }
+
+  std::string reinterpret(const CallNode* op) {
+    const DataType from = op->args.at(0)->dtype, to = op->dtype;
+    if (from.is_float() == to.is_float()) return "((" + c_type(to, op->span) + ")" + expr(op->args[0]) + ")";
+    // A union reads the same bytes as the other type (C99 6.5.2.3).
+    const std::string ft = c_type(from, op->span), tt = c_type(to, op->span);
+    const std::string name = "mtir_reinterpret_" + from.str() + "_" + to.str();
+    (*helpers_)[name] = "static inline " + tt + " " + name + "(" + ft + " x) {\n  union {\n    " + ft +
+                        " from;\n    " + tt + " to;\n  } u;\n  u.from = x;\n  return u.to;\n}\n";
+    return name + "(" + expr(op->args[0]) + ")";
   }
 
   // tvm_throw_last_error: set the message, with "{}" filled in at run time, and fail.
@@ -737,17 +753,7 @@ class FunctionEmitter {
         return "((" + c_type(op->dtype, op->span) + ")" + expr(op->value) + ")";
       }
       case ExprKind::BufferLoad: return load(static_cast<const BufferLoadNode*>(e.get()));
-      case ExprKind::Call: {
-        const auto* op = static_cast<const CallNode*>(e.get());
-        if (op->op == "if_then_else") {
-          return "(" + expr(op->args.at(0)) + " ? " + expr(op->args.at(1)) + " : " + expr(op->args.at(2)) + ")";
-        }
-        if (op->op == "call_extern") return extern_call(op);
-        const OpInfo* info = lookup_op(op->op);
-        if (info && info->kind == OpInfo::Kind::kBuiltin) return builtin(op);
-        if (info && info->kind == OpInfo::Kind::kIntBinary) return int_binary(op);
-        return math_call(op);
-      }
+      case ExprKind::Call: return call_expr(static_cast<const CallNode*>(e.get()));
       case ExprKind::Ramp:
       case ExprKind::Broadcast:
       case ExprKind::Shuffle:
@@ -827,7 +833,7 @@ class FunctionEmitter {
       }
       case StmtKind::LetStmt: {
         const auto* op = static_cast<const LetStmtNode*>(s.get());
-        if (const auto* alloca = as<CallNode>(op->value); alloca && alloca->op == "tvm_stack_alloca") {
+        if (const auto* alloca = as<CallNode>(op->value); alloca && alloca->is(Builtin::TvmStackAlloca)) {
           emit_stack_alloca(op->var, alloca);
           emit(op->body);
           return;
@@ -878,13 +884,10 @@ class FunctionEmitter {
       }
       case StmtKind::Evaluate: {
         const auto* op = static_cast<const EvaluateNode*>(s.get());
-        if (op->value->kind == ExprKind::IntImm || op->value->kind == ExprKind::FloatImm) return;
-        if (const auto* call = as<CallNode>(op->value); call && call->op == "tvm_throw_last_error") {
-          throw_last_error(call);
-          return;
-        }
-        if (const auto* call = as<CallNode>(op->value); call && call->op == "tvm_return") {
-          emit_return(expr(call->args.at(0)));
+        if (evaluates_constant(op)) return;
+        if (const CallNode* call = statement_builtin(op)) {
+          if (call->is(Builtin::TvmReturn)) emit_return(expr(call->args.at(0)));
+          else throw_last_error(call);
           return;
         }
         line(std::string(op->value->kind == ExprKind::Call ? "" : "(void)") + expr(op->value) + ";");

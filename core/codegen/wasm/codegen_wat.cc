@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "analysis/int_bound.h"
+#include "codegen/emit_common.h"
 #include "codegen/line_marks.h"
 #include "ir/op.h"
 #include "ir/structural_equal.h"
@@ -64,11 +65,7 @@ std::string float_text(double v, bool f32) {
 }
 
 // A wasm text identifier from a TIR name.
-std::string ident(const std::string& hint) {
-  std::string out = "$";
-  for (char c : hint) out += (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.') ? c : '_';
-  return out;
-}
+std::string ident(const std::string& hint) { return "$" + sanitized_name(hint, /*keep_dots=*/true); }
 
 // A string of bytes as a wasm text string literal.
 std::string data_literal(const std::string& bytes) {
@@ -84,11 +81,6 @@ std::string data_literal(const std::string& bytes) {
     }
   }
   return out + "\"";
-}
-
-bool attr_true(const PrimFunc& f, const char* key) {
-  auto it = f->attrs.find(key);
-  return it != f->attrs.end() && std::holds_alternative<bool>(it->second) && std::get<bool>(it->second);
 }
 
 // What all functions of the module share: the callees, the imports, the strings.
@@ -144,8 +136,9 @@ struct LoopAccesses : Visitor {
     Visitor::visit_BufferStore(op);
   }
   void visit_Call(const CallNode* op) override {
-    const OpInfo* info = lookup_op(op->op);
-    if (!info || info->kind == OpInfo::Kind::kCallExtern || info->kind == OpInfo::Kind::kBuiltin) has_call = true;
+    // Calls out and the fixed-signature builtins may touch memory; math does not.
+    const OpInfo::Kind kind = op->builtin ? builtin_info(*op->builtin).kind : OpInfo::Kind::kCallExtern;
+    if (kind == OpInfo::Kind::kCallExtern || kind == OpInfo::Kind::kBuiltin) has_call = true;
     Visitor::visit_Call(op);
   }
   void visit_For(const ForNode* op) override {
@@ -210,7 +203,7 @@ struct RegisterArrayUses : Visitor {
   }
   void visit_Var(const VarNode* op) override { escapes = escapes || op == data; }
   void visit_Call(const CallNode* op) override {
-    const auto* l = op->op == "address_of" && op->args.size() == 1 ? as<BufferLoadNode>(op->args[0]) : nullptr;
+    const auto* l = op->is(Builtin::AddressOf) && op->args.size() == 1 ? as<BufferLoadNode>(op->args[0]) : nullptr;
     if (l && l->buffer->data.get() == data) escapes = true;
     Visitor::visit_Call(op);
   }
@@ -250,10 +243,7 @@ class FunctionEmitter {
  private:
   // ---- names, locals, lines ---------------------------------------------------------
   std::string fresh_name(const std::string& hint) {
-    std::string base = ident(hint), name = base;
-    for (int n = 1; used_.count(name); ++n) name = base + "." + std::to_string(n);
-    used_.insert(name);
-    return name;
+    return unique_name(ident(hint), '.', &used_);
   }
   std::string local(const std::string& hint, const std::string& ty) {
     std::string name = fresh_name(hint);
@@ -532,8 +522,7 @@ class FunctionEmitter {
 
   WVal math_call(const CallNode* c) {
     DataType t = c->dtype;
-    if (!lookup_op(c->op)) user_error(c->span, "unknown intrinsic '" + c->op + "'");
-    if (c->op == "abs" && t.is_integer()) {
+    if (c->is(Builtin::Abs) && t.is_integer()) {
       WVal a = expr(c->args.at(0));
       if (t.is_uint()) return a;
       // Operands are evaluated in order: the first one sets the temporary.
@@ -546,17 +535,16 @@ class FunctionEmitter {
     std::string ty = wasm_type(t, c->span);
     std::vector<WVal> args;
     for (const auto& a : c->args) args.push_back(expr(a));
-    const std::string& op = c->op;
-    static const std::map<std::string, std::string> native = {
-        {"sqrt", "sqrt"}, {"floor", "floor"}, {"ceil", "ceil"}, {"abs", "abs"}};
-    if (native.count(op)) return {ty, "(" + ty + "." + native.at(op) + " " + args[0].code + ")"};
+    // wasm has sqrt, floor, ceil and abs as instructions: the others come from libm.
+    if (c->is(Builtin::Sqrt) || c->is(Builtin::Floor) || c->is(Builtin::Ceil) || c->is(Builtin::Abs))
+      return {ty, "(" + ty + "." + c->op + " " + args[0].code + ")"};
     const std::string libm_suffix = ty == "f32" ? "f" : "";
-    if (op == "sigmoid") {
+    if (c->is(Builtin::Sigmoid)) {
       std::string e = ms_->math_import("exp" + libm_suffix, ty, 1);
       return {ty, "(" + ty + ".div (" + ty + ".const 1) (" + ty + ".add (" + ty + ".const 1) (call " + e + " (" + ty +
                       ".neg " + args[0].code + "))))"};
     }
-    if (op == "round") {
+    if (c->is(Builtin::Round)) {
       // Half away from zero, as C's round: x - trunc(x) is exact.
       std::string x = temp(ty), r = temp(ty);
       return {ty, "(select (" + ty + ".add (local.tee " + r + " (" + ty + ".trunc (local.tee " + x + " " + args[0].code +
@@ -564,7 +552,7 @@ class FunctionEmitter {
                       ".ge (" + ty + ".abs (" + ty + ".sub (local.get " + x + ") (local.get " + r + "))) (" + ty +
                       ".const 0.5)))"};
     }
-    std::string f = ms_->math_import(op + libm_suffix, ty, static_cast<int>(args.size()));
+    std::string f = ms_->math_import(c->op + libm_suffix, ty, static_cast<int>(args.size()));
     std::string call = "(call " + f;
     for (const auto& a : args) call += " " + a.code;
     return {ty, call + ")"};
@@ -578,15 +566,15 @@ class FunctionEmitter {
     DataType t = c->dtype;
     if (!t.is_integer()) user_error(c->span, "intrinsic '" + c->op + "' needs integer operands, not " + t.str());
     WVal a = expr(c->args.at(0)), b = expr(c->args.at(1));
-    if (c->op == "bitwise_and" || c->op == "bitwise_or" || c->op == "bitwise_xor") {
+    if (!is_shift_op(*c->builtin)) {
       // Operands are sign- or zero-extended alike, so the result is extended the same way.
-      const char* inst = c->op == "bitwise_and" ? ".and " : c->op == "bitwise_or" ? ".or " : ".xor ";
+      const char* inst = c->is(Builtin::BitwiseAnd) ? ".and " : c->is(Builtin::BitwiseOr) ? ".or " : ".xor ";
       return {a.ty, "(" + a.ty + inst + a.code + " " + b.code + ")"};
     }
     std::string amount = b.code;
     if (t.bits() < 32 && !as_const_int(c->args[1]))
       amount = "(i32.and " + amount + " (i32.const " + std::to_string(t.bits() - 1) + "))";
-    if (c->op == "shift_left") return {a.ty, normalize("(" + a.ty + ".shl " + a.code + " " + amount + ")", t)};
+    if (c->is(Builtin::ShiftLeft)) return {a.ty, normalize("(" + a.ty + ".shl " + a.code + " " + amount + ")", t)};
     return {a.ty, "(" + a.ty + ".shr" + sign_suffix(t) + " " + a.code + " " + amount + ")"};
   }
 
@@ -630,46 +618,102 @@ class FunctionEmitter {
     return {c->dtype.is_void() ? "" : "i32", call + ")"};
   }
 
-  WVal builtin(const CallNode* c) {
-    const std::string& n = c->op;
-    if (n == "smlad") {
-      WVal a = expr(c->args.at(0)), b = expr(c->args.at(1)), acc = expr(c->args.at(2));
-      auto lo = [](const WVal& v) { return "(i32.shr_s (i32.shl " + v.code + " (i32.const 16)) (i32.const 16))"; };
-      auto hi = [](const WVal& v) { return "(i32.shr_s " + v.code + " (i32.const 16))"; };
-      return {"i32", "(i32.add (i32.add " + acc.code + " (i32.mul " + lo(a) + " " + lo(b) + ")) (i32.mul " + hi(a) + " " + hi(b) + "))"};
+  // Every builtin of ir/builtins.def, by a switch without a default: a new row does not
+  // compile until it has its case here.
+  WVal call_expr(const CallNode* c) {
+    if (!c->builtin) user_error(c->span, "unknown intrinsic '" + c->op + "'");
+    const Builtin b = *c->builtin;
+    switch (b) {
+      case Builtin::Exp:
+      case Builtin::Log:
+      case Builtin::Log2:
+      case Builtin::Sqrt:
+      case Builtin::Tanh:
+      case Builtin::Sigmoid:
+      case Builtin::Sin:
+      case Builtin::Cos:
+      case Builtin::Floor:
+      case Builtin::Ceil:
+      case Builtin::Round:
+      case Builtin::Erf:
+      case Builtin::Abs:
+      case Builtin::Pow: return math_call(c);
+      case Builtin::ShiftRight:
+      case Builtin::ShiftLeft:
+      case Builtin::BitwiseAnd:
+      case Builtin::BitwiseOr:
+      case Builtin::BitwiseXor: return int_binary(c);
+      case Builtin::IfThenElse: {
+        WVal cond = expr(c->args.at(0)), t = expr(c->args.at(1)), f = expr(c->args.at(2));
+        return {t.ty, "(if (result " + t.ty + ") " + cond.code + " (then " + t.code + ") (else " + f.code + "))"};
+      }
+      case Builtin::CallExtern: return extern_call(c);
+      case Builtin::TvmHandleIsNull: return {"i32", "(i32.eqz " + expr(c->args.at(0)).code + ")"};
+      // The packed calling convention: wasm modules are built unpacked.
+      case Builtin::TvmArgTypeCode:
+      case Builtin::TvmArgHandle:
+      case Builtin::TvmArgInt:
+      case Builtin::TvmArgFloat:
+      case Builtin::TvmTensorData:
+      case Builtin::TvmTensorNdim:
+      case Builtin::TvmTensorShape:
+      case Builtin::TvmTensorStridesIsNull:
+      case Builtin::TvmTensorStride:
+      case Builtin::TvmTensorDtypeCode:
+      case Builtin::TvmTensorDtypeBits:
+      case Builtin::TvmTensorDtypeLanes:
+      case Builtin::TvmTensorByteOffset:
+      case Builtin::TvmTensorDeviceType:
+      case Builtin::TvmHandleIsAligned:
+      case Builtin::TvmStackAlloca:
+      case Builtin::TvmSetArgHandle:
+      case Builtin::TvmSetArgInt:
+      case Builtin::TvmSetArgFloat:
+      case Builtin::TvmSetTypeCode:
+      case Builtin::TvmSetShape:
+      case Builtin::TvmTensorInit:
+      case Builtin::TvmCallPackedLowered:
+        refuse_builtin(c, "wasm", "it belongs to the packed calling convention, and wasm modules are built with "
+                                  "-unpacked-api=1");
+      case Builtin::TvmThrowLastError:
+      case Builtin::TvmReturn: refuse_statement_builtin(c, "wasm");
+      case Builtin::TvmCallPacked:
+      case Builtin::TvmMakeTensor:
+      case Builtin::CallTir:
+      case Builtin::TirRegion: refuse_builtin(c, "wasm", "");
+      case Builtin::AddressOf: {
+        const auto* l = c->args.size() == 1 ? as<BufferLoadNode>(c->args[0]) : nullptr;
+        if (!l) user_error(c->span, "T.address_of takes one buffer element, such as A[i]");
+        return {"i32", address(l->buffer, l->indices, l->span)};
+      }
+      case Builtin::Smlad: {
+        WVal a = expr(c->args.at(0)), bv = expr(c->args.at(1)), acc = expr(c->args.at(2));
+        auto lo = [](const WVal& v) { return "(i32.shr_s (i32.shl " + v.code + " (i32.const 16)) (i32.const 16))"; };
+        auto hi = [](const WVal& v) { return "(i32.shr_s " + v.code + " (i32.const 16))"; };
+        return {"i32", "(i32.add (i32.add " + acc.code + " (i32.mul " + lo(a) + " " + lo(bv) + ")) (i32.mul " + hi(a) + " " + hi(bv) + "))"};
+      }
+      case Builtin::Sxtb16:
+      case Builtin::Sxtb16Ror8: {
+        WVal x = expr(c->args.at(0));
+        std::string v = b == Builtin::Sxtb16 ? x.code : "(i32.shr_u " + x.code + " (i32.const 8))";
+        // Byte 0 sign-extended and masked to the low half; byte 2 sign-extended into the high half.
+        std::string lo = "(i32.and (i32.extend8_s " + v + ") (i32.const 65535))";
+        std::string hi = "(i32.shl (i32.extend8_s (i32.shr_u " + v + " (i32.const 16))) (i32.const 16))";
+        return {"i32", "(i32.or " + lo + " " + hi + ")"};
+      }
+      case Builtin::Clz: {
+        WVal x = expr(c->args.at(0));
+        if (x.ty == "i64") return {"i32", "(i32.wrap_i64 (i64.clz " + x.code + "))"};
+        return {"i32", "(i32.clz " + x.code + ")"};
+      }
+      case Builtin::Reinterpret: {
+        WVal x = expr(c->args.at(0));
+        std::string to = wasm_type(c->dtype, c->span);
+        if (x.ty == to) return {to, x.code};
+        return {to, "(" + to + ".reinterpret_" + x.ty + " " + x.code + ")"};
+      }
     }
-    if (n == "reinterpret") {
-      WVal x = expr(c->args.at(0));
-      std::string to = wasm_type(c->dtype, c->span);
-      if (x.ty == to) return {to, x.code};
-      return {to, "(" + to + ".reinterpret_" + x.ty + " " + x.code + ")"};
-    }
-    if (n == "clz") {
-      WVal x = expr(c->args.at(0));
-      if (x.ty == "i64") return {"i32", "(i32.wrap_i64 (i64.clz " + x.code + "))"};
-      return {"i32", "(i32.clz " + x.code + ")"};
-    }
-    if (n == "sxtb16" || n == "sxtb16_ror8") {
-      WVal x = expr(c->args.at(0));
-      std::string v = n == "sxtb16" ? x.code : "(i32.shr_u " + x.code + " (i32.const 8))";
-      // Byte 0 sign-extended and masked to the low half; byte 2 sign-extended into the high half.
-      std::string lo = "(i32.and (i32.extend8_s " + v + ") (i32.const 65535))";
-      std::string hi = "(i32.shl (i32.extend8_s (i32.shr_u " + v + " (i32.const 16))) (i32.const 16))";
-      return {"i32", "(i32.or " + lo + " " + hi + ")"};
-    }
-    if (n == "address_of") {
-      const auto* l = c->args.size() == 1 ? as<BufferLoadNode>(c->args[0]) : nullptr;
-      if (!l) user_error(c->span, "T.address_of takes one buffer element, such as A[i]");
-      return {"i32", address(l->buffer, l->indices, l->span)};
-    }
-    if (n == "tvm_handle_is_null") {
-      WVal h = expr(c->args.at(0));
-      return {"i32", "(i32.eqz " + h.code + ")"};
-    }
-    if (n == "call_tir" || n == "tir_region")
-      user_error(c->span, "T." + n + " must be lowered first (the lower_call_tir pass)");
-    user_error(c->span, "T." + n + " is part of the packed calling convention, which the wasm backend does not "
-                        "support (it builds with -unpacked-api=1)");
+    internal_error(__FILE__, __LINE__, "unhandled builtin");
   }
 
   WVal expr(const Expr& e) {
@@ -743,18 +787,7 @@ class FunctionEmitter {
         return cast(expr(c->value), c->value->dtype, c->dtype, c->span);
       }
       case ExprKind::BufferLoad: return load(static_cast<const BufferLoadNode*>(e.get()));
-      case ExprKind::Call: {
-        const auto* c = static_cast<const CallNode*>(e.get());
-        if (c->op == "if_then_else") {
-          WVal cond = expr(c->args.at(0)), t = expr(c->args.at(1)), f = expr(c->args.at(2));
-          return {t.ty, "(if (result " + t.ty + ") " + cond.code + " (then " + t.code + ") (else " + f.code + "))"};
-        }
-        if (c->op == "call_extern") return extern_call(c);
-        const OpInfo* info = lookup_op(c->op);
-        if (info && info->kind == OpInfo::Kind::kBuiltin) return builtin(c);
-        if (info && info->kind == OpInfo::Kind::kIntBinary) return int_binary(c);
-        return math_call(c);
-      }
+      case ExprKind::Call: return call_expr(static_cast<const CallNode*>(e.get()));
       case ExprKind::Ramp:
       case ExprKind::Broadcast:
       case ExprKind::Shuffle:
@@ -823,14 +856,12 @@ class FunctionEmitter {
       }
       case StmtKind::Evaluate: {
         const auto* op = static_cast<const EvaluateNode*>(s.get());
-        if (op->value->kind == ExprKind::IntImm || op->value->kind == ExprKind::FloatImm) return;
-        if (const auto* call = as<CallNode>(op->value); call && call->op == "tvm_return") {
-          WVal v = cast(expr(call->args.at(0)), call->args[0]->dtype, DataType::Int(32), call->span);
-          emit_return(v.code);
-          return;
-        }
-        if (const auto* call = as<CallNode>(op->value); call && call->op == "tvm_throw_last_error") {
-          throw_last_error(call);
+        if (evaluates_constant(op)) return;
+        if (const CallNode* call = statement_builtin(op)) {
+          if (call->is(Builtin::TvmReturn))
+            emit_return(cast(expr(call->args.at(0)), call->args[0]->dtype, DataType::Int(32), call->span).code);
+          else
+            throw_last_error(call);
           return;
         }
         WVal v = expr(op->value);
@@ -864,11 +895,7 @@ class FunctionEmitter {
     }
   }
 
-  std::string user_name() const {
-    auto it = func_->attrs.find("tir.kernel_of");
-    if (it != func_->attrs.end() && std::holds_alternative<std::string>(it->second)) return std::get<std::string>(it->second);
-    return symbol_;
-  }
+  std::string user_name() const { return user_function_name(func_, symbol_); }
 
   // A buffer element a loop reads and writes at one index that does not change inside
   // it (a reduction's accumulator) lives in a local for the loop's duration: loaded
@@ -1149,7 +1176,7 @@ class FunctionEmitter {
   };
   std::vector<Promoted> promoted_;
   std::unordered_map<const VarNode*, std::vector<std::string>> register_arrays_;  // data -> a local per element
-  bool noalias_ = attr_true(func_, "tir.noalias");
+  bool noalias_ = attr_flag(func_, "tir.noalias");
   std::set<const VarNode*> own_memory_;  // data of parameters and allocations
 };
 
@@ -1222,12 +1249,120 @@ int64_t local_scratch_bytes(const Stmt& s) {
         case StmtKind::DeclBuffer: walk(static_cast<const DeclBufferNode*>(s.get())->body); return;
         case StmtKind::AttrStmt: walk(static_cast<const AttrStmtNode*>(s.get())->body); return;
         case StmtKind::AssertStmt: walk(static_cast<const AssertStmtNode*>(s.get())->body); return;
-        default: return;
+        case StmtKind::BufferStore:
+        case StmtKind::Evaluate: return;  // no statement inside
       }
     }
   } w{&total};
   w.walk(s);
   return total;
+}
+
+// Where the module's memory goes: NULL page guard, constants and I/O buffers, the
+// workspace pool, then the strings (placed while the functions are emitted).
+struct MemoryLayout {
+  std::vector<int64_t> param_address;  // of each parameter of the run export
+  std::string io_exports;              // the "input:" and "output:" address globals
+  int64_t pool_base = 0, pool_bytes = 0, pool_end = 0;
+};
+
+MemoryLayout lay_out_memory(const WatOptions& options, int64_t local_scratch, ModuleState* ms) {
+  MemoryLayout layout;
+  int64_t at = 16;
+  std::ostringstream exports;
+  if (options.has_run) {
+    for (const auto& p : options.run.params) {
+      layout.param_address.push_back(at);
+      if (p.kind == WasmRunExport::Param::Kind::kConstant) {
+        ms->data.emplace_back(at, p.data);
+      } else {
+        const char* prefix = p.kind == WasmRunExport::Param::Kind::kInput ? "input:" : "output:";
+        exports << "  (global (export \"" << prefix << p.name << "\") i32 (i32.const " << at << "))\n";
+      }
+      at += round16(std::max<int64_t>(p.bytes, 1));
+    }
+  }
+  layout.io_exports = exports.str();
+  layout.pool_base = at;
+  layout.pool_bytes = round16(options.workspace_bytes) + local_scratch;
+  layout.pool_end = at + layout.pool_bytes;
+  ms->next_string = layout.pool_end;
+  return layout;
+}
+
+// The run export: resets the pool and the error, refuses NULL buffers, calls main with
+// the constants' addresses, the buffers and each device instance's context (an opaque
+// i32 the host's device library knows).
+std::string run_function(const WatOptions& options, const MemoryLayout& layout, ModuleState* ms) {
+  if (!ms->functions.count(options.run.main_symbol))
+    user_error(Span{}, "the wasm module has no main function '" + options.run.main_symbol + "'");
+  std::ostringstream run, checks, call;
+  run << "  (func $run (export \"run\")";
+  for (size_t i = 0; i < options.run.params.size(); ++i) {
+    const auto& p = options.run.params[i];
+    if (p.kind == WasmRunExport::Param::Kind::kConstant) {
+      call << " (i32.const " << layout.param_address[i] << ")";
+      continue;
+    }
+    std::string id = "$p" + std::to_string(i);
+    run << " (param " << id << " i32)";
+    const char* what = p.kind == WasmRunExport::Param::Kind::kInput ? "input" : "output";
+    int64_t msg = ms->string_address("run: " + std::string(what) + " '" + p.name + "' is NULL");
+    checks << "    (if (i32.eqz (local.get " << id << ")) (then (global.set $mtir.err (i32.const " << msg
+           << ")) (return (i32.const " << kNullArgument << "))))\n";
+    call << " (local.get " << id << ")";
+  }
+  for (size_t k = 0; k < options.run.devices.size(); ++k) {
+    run << " (param $dev" << k << " i32)";
+    call << " (local.get $dev" << k << ")";
+  }
+  run << " (result i32)\n"
+      << "    (global.set $mtir.top (i32.const " << layout.pool_base << "))\n"
+      << "    (global.set $mtir.err (i32.const 0))\n"
+      << checks.str() << "    (call " << ident(options.run.main_symbol) << call.str() << ")\n  )\n";
+  return run.str();
+}
+
+// The error globals and their exports: the message's address and up to three values.
+std::string error_state() {
+  std::ostringstream os;
+  os << "  (global $mtir.err (mut i32) (i32.const 0))\n";
+  for (int k = 0; k < 3; ++k) os << "  (global $mtir.err" << k << " (mut i64) (i64.const 0))\n";
+  return os.str();
+}
+std::string error_exports() {
+  std::ostringstream os;
+  os << "  (func $last_error (export \"" << kWasmLastErrorExport << "\") (result i32) (global.get $mtir.err))\n";
+  os << "  (func $last_error_value (export \"" << kWasmLastErrorValueExport << "\") (param $k i32) (result i64)\n"
+     << "    (if (result i64) (i32.eqz (local.get $k)) (then (global.get $mtir.err0))\n"
+     << "      (else (if (result i64) (i32.eq (local.get $k) (i32.const 1)) (then (global.get $mtir.err1))"
+        " (else (global.get $mtir.err2))))))\n";
+  return os.str();
+}
+
+// The workspace allocator: LIFO blocks, each with a 16-byte header holding its own
+// address and the block's end, so a free checks that it frees the newest block.
+std::string allocator_functions(const MemoryLayout& layout) {
+  std::ostringstream os;
+  os << "  (func $mtir.alloc (param $size i64) (result i32) (local $p i32) (local $end i32)\n"
+     << "    (if (i64.gt_u (local.get $size) (i64.const " << layout.pool_bytes << ")) (then (return (i32.const 0))))\n"
+     << "    (local.set $p (i32.add (global.get $mtir.top) (i32.const " << kBlockHeader << ")))\n"
+     << "    (local.set $end (i32.add (local.get $p) (i32.and (i32.add (i32.wrap_i64 (local.get $size)) (i32.const 15)) "
+        "(i32.const -16))))\n"
+     << "    (if (i32.gt_u (local.get $end) (i32.const " << layout.pool_end << ")) (then (return (i32.const 0))))\n"
+     << "    (i32.store (global.get $mtir.top) (global.get $mtir.top))\n"
+     << "    (i32.store offset=4 (global.get $mtir.top) (local.get $end))\n"
+     << "    (global.set $mtir.top (local.get $end))\n"
+     << "    (local.get $p)\n  )\n";
+  os << "  (func $mtir.free (param $p i32) (result i32) (local $h i32)\n"
+     << "    (if (i32.or (i32.lt_u (local.get $p) (i32.const " << layout.pool_base + kBlockHeader
+     << ")) (i32.gt_u (local.get $p) (i32.const " << layout.pool_end << "))) (then (return (i32.const -1))))\n"
+     << "    (local.set $h (i32.sub (local.get $p) (i32.const " << kBlockHeader << ")))\n"
+     << "    (if (i32.or (i32.ne (i32.load (local.get $h)) (local.get $h)) (i32.ne (i32.load offset=4 (local.get $h)) "
+        "(global.get $mtir.top))) (then (return (i32.const -1))))\n"
+     << "    (global.set $mtir.top (local.get $h))\n"
+     << "    (i32.const 0)\n  )\n";
+  return os.str();
 }
 
 }  // namespace
@@ -1245,66 +1380,14 @@ std::string codegen_wat(const IRModule& m, const WatOptions& options) {
     ms.functions[symbol] = f;
     local_scratch += local_scratch_bytes(f->body);
   }
-
-  // The memory layout: NULL page guard, constants, I/O buffers, pool, strings.
-  int64_t at = 16;
-  std::vector<int64_t> param_address;
-  std::ostringstream data, exports;
-  if (options.has_run) {
-    for (const auto& p : options.run.params) {
-      param_address.push_back(at);
-      if (p.kind == WasmRunExport::Param::Kind::kConstant) {
-        ms.data.emplace_back(at, p.data);
-      } else {
-        const char* prefix = p.kind == WasmRunExport::Param::Kind::kInput ? "input:" : "output:";
-        exports << "  (global (export \"" << prefix << p.name << "\") i32 (i32.const " << at << "))\n";
-      }
-      at += round16(std::max<int64_t>(p.bytes, 1));
-    }
-  }
-  const int64_t pool_base = at;
-  const int64_t pool_bytes = round16(options.workspace_bytes) + local_scratch;
-  at += pool_bytes;
-  const int64_t pool_end = at;
-  ms.next_string = at;
+  const MemoryLayout layout = lay_out_memory(options, local_scratch, &ms);
 
   std::ostringstream defs;
   for (const auto& [name, f] : m.functions) {
-    const std::string symbol = symbol_of(name, f);
-    FunctionEmitter emitter(&ms, symbol, f);
-    defs << emitter.define(!options.has_run && !attr_true(f, "tir.internal"));
+    FunctionEmitter emitter(&ms, symbol_of(name, f), f);
+    defs << emitter.define(!options.has_run && !attr_flag(f, "tir.internal"));
   }
-
-  std::ostringstream run;
-  if (options.has_run) {
-    if (!ms.functions.count(options.run.main_symbol))
-      user_error(Span{}, "the wasm module has no main function '" + options.run.main_symbol + "'");
-    run << "  (func $run (export \"run\")";
-    std::ostringstream checks, call;
-    for (size_t i = 0; i < options.run.params.size(); ++i) {
-      const auto& p = options.run.params[i];
-      if (p.kind == WasmRunExport::Param::Kind::kConstant) {
-        call << " (i32.const " << param_address[i] << ")";
-        continue;
-      }
-      std::string id = "$p" + std::to_string(i);
-      run << " (param " << id << " i32)";
-      const char* what = p.kind == WasmRunExport::Param::Kind::kInput ? "input" : "output";
-      int64_t msg = ms.string_address("run: " + std::string(what) + " '" + p.name + "' is NULL");
-      checks << "    (if (i32.eqz (local.get " << id << ")) (then (global.set $mtir.err (i32.const " << msg
-             << ")) (return (i32.const " << kNullArgument << "))))\n";
-      call << " (local.get " << id << ")";
-    }
-    // Each device instance's context (an opaque i32 the host's device library knows).
-    for (size_t k = 0; k < options.run.devices.size(); ++k) {
-      run << " (param $dev" << k << " i32)";
-      call << " (local.get $dev" << k << ")";
-    }
-    run << " (result i32)\n"
-        << "    (global.set $mtir.top (i32.const " << pool_base << "))\n"
-        << "    (global.set $mtir.err (i32.const 0))\n"
-        << checks.str() << "    (call " << ident(options.run.main_symbol) << call.str() << ")\n  )\n";
-  }
+  const std::string run = options.has_run ? run_function(options, layout, &ms) : "";
 
   const int64_t end = ms.next_string;
   const int64_t pages = std::max<int64_t>(1, (end + kWasmPage - 1) / kWasmPage);
@@ -1312,44 +1395,16 @@ std::string codegen_wat(const IRModule& m, const WatOptions& options) {
   os << ";; Generated by microtir " << MICROTIR_VERSION << " from module \"" << m.name << "\"";
   if (!options.description.empty()) os << " (" << options.description << ")";
   os << ". Do not edit.\n";
-  os << ";; memory: constants and I/O from 16, workspace pool [" << pool_base << ", " << pool_end << "), strings to " << end
-     << "\n(module\n";
+  os << ";; memory: constants and I/O from 16, workspace pool [" << layout.pool_base << ", " << layout.pool_end
+     << "), strings to " << end << "\n(module\n";
   for (const auto& [id, line] : ms.imports) os << "  " << line << "\n";
   os << "  (memory (export \"memory\") " << pages << ")\n";
-  os << "  (global $mtir.top (mut i32) (i32.const " << pool_base << "))\n";
-  os << "  (global $mtir.err (mut i32) (i32.const 0))\n";
-  for (int k = 0; k < 3; ++k) os << "  (global $mtir.err" << k << " (mut i64) (i64.const 0))\n";
-  os << exports.str();
-  os << "  (func $last_error (export \"" << kWasmLastErrorExport << "\") (result i32) (global.get $mtir.err))\n";
-  os << "  (func $last_error_value (export \"" << kWasmLastErrorValueExport << "\") (param $k i32) (result i64)\n"
-     << "    (if (result i64) (i32.eqz (local.get $k)) (then (global.get $mtir.err0))\n"
-     << "      (else (if (result i64) (i32.eq (local.get $k) (i32.const 1)) (then (global.get $mtir.err1))"
-        " (else (global.get $mtir.err2))))))\n";
-  if (ms.helpers.count("$mtir.alloc")) {
-    // LIFO blocks: a 16-byte header holding its own address and the block's end, so a
-    // free checks that it frees the newest block.
-    os << "  (func $mtir.alloc (param $size i64) (result i32) (local $p i32) (local $end i32)\n"
-       << "    (if (i64.gt_u (local.get $size) (i64.const " << pool_bytes << ")) (then (return (i32.const 0))))\n"
-       << "    (local.set $p (i32.add (global.get $mtir.top) (i32.const " << kBlockHeader << ")))\n"
-       << "    (local.set $end (i32.add (local.get $p) (i32.and (i32.add (i32.wrap_i64 (local.get $size)) (i32.const 15)) "
-          "(i32.const -16))))\n"
-       << "    (if (i32.gt_u (local.get $end) (i32.const " << pool_end << ")) (then (return (i32.const 0))))\n"
-       << "    (i32.store (global.get $mtir.top) (global.get $mtir.top))\n"
-       << "    (i32.store offset=4 (global.get $mtir.top) (local.get $end))\n"
-       << "    (global.set $mtir.top (local.get $end))\n"
-       << "    (local.get $p)\n  )\n";
-    os << "  (func $mtir.free (param $p i32) (result i32) (local $h i32)\n"
-       << "    (if (i32.or (i32.lt_u (local.get $p) (i32.const " << pool_base + kBlockHeader << ")) (i32.gt_u (local.get $p) (i32.const "
-       << pool_end << "))) (then (return (i32.const -1))))\n"
-       << "    (local.set $h (i32.sub (local.get $p) (i32.const " << kBlockHeader << ")))\n"
-       << "    (if (i32.or (i32.ne (i32.load (local.get $h)) (local.get $h)) (i32.ne (i32.load offset=4 (local.get $h)) "
-          "(global.get $mtir.top))) (then (return (i32.const -1))))\n"
-       << "    (global.set $mtir.top (local.get $h))\n"
-       << "    (i32.const 0)\n  )\n";
-  }
+  os << "  (global $mtir.top (mut i32) (i32.const " << layout.pool_base << "))\n";
+  os << error_state() << layout.io_exports << error_exports();
+  if (ms.helpers.count("$mtir.alloc")) os << allocator_functions(layout);
   for (const auto& h : ms.helpers)
     if (h != "$mtir.alloc") os << division_helper(h);
-  os << run.str() << defs.str();
+  os << run << defs.str();
   for (const auto& [addr, bytes] : ms.data) os << "  (data (i32.const " << addr << ") " << data_literal(bytes) << ")\n";
   os << ")\n";
   return options.line_map ? strip_line_marks(os.str(), options.line_map) : os.str();

@@ -1,0 +1,56 @@
+#include "codegen/emit_common.h"
+
+#include <cctype>
+#include <variant>
+
+#include "support/diagnostic.h"
+
+namespace mtir {
+
+void refuse_builtin(const CallNode* call, const char* backend, const std::string& why) {
+  const std::string name = "T." + call->op;
+  if (call->builtin) {
+    const OpInfo& info = builtin_info(*call->builtin);
+    if (*info.lowered_by)
+      user_error(call->span, name + " must be lowered first (the " + info.lowered_by + " pass): the " + backend +
+                                 " backend does not emit it");
+  }
+  user_error(call->span, "the " + std::string(backend) + " backend does not support " + name + (why.empty() ? "" : ": ") + why);
+}
+
+void refuse_statement_builtin(const CallNode* call, const char* backend) {
+  user_error(call->span, "T." + call->op + " returns from the function, so it can only be a statement of its own "
+                         "(T.evaluate), not part of an expression (the " + std::string(backend) + " backend)");
+}
+
+bool attr_flag(const PrimFunc& f, const char* key) {
+  auto it = f->attrs.find(key);
+  return it != f->attrs.end() && std::holds_alternative<bool>(it->second) && std::get<bool>(it->second);
+}
+
+std::string user_function_name(const PrimFunc& f, const std::string& symbol) {
+  auto it = f->attrs.find("tir.kernel_of");
+  if (it != f->attrs.end() && std::holds_alternative<std::string>(it->second)) return std::get<std::string>(it->second);
+  return symbol;
+}
+
+const CallNode* statement_builtin(const EvaluateNode* op) {
+  const auto* call = as<CallNode>(op->value);
+  if (!call || !call->builtin) return nullptr;
+  return builtin_info(*call->builtin).position == OpInfo::Position::kStmt ? call : nullptr;
+}
+
+std::string sanitized_name(const std::string& hint, bool keep_dots) {
+  std::string out;
+  for (char c : hint) out += std::isalnum(static_cast<unsigned char>(c)) || c == '_' || (keep_dots && c == '.') ? c : '_';
+  return out;
+}
+
+std::string unique_name(const std::string& base, char sep, std::set<std::string>* used) {
+  std::string name = base;
+  for (int n = 1; used->count(name); ++n) name = base + sep + std::to_string(n);
+  used->insert(name);
+  return name;
+}
+
+}  // namespace mtir

@@ -1,0 +1,49 @@
+#pragma once
+// What the three code generators (C, LLVM IR, wasm text) share about calls, functions,
+// names and attributes: refusing a builtin, the name a user knows a function by, boolean
+// function attributes, the statement a call stands as, and names unique in a function. Each backend still has its
+// own `switch (Builtin)` with a case for every row of ir/builtins.def; this header only
+// holds what those cases and the statement walkers would otherwise repeat.
+
+#include <set>
+#include <string>
+
+#include "ir/function.h"
+#include "ir/stmt.h"
+
+namespace mtir {
+
+// A builtin `backend` ("C", "LLVM", "wasm") does not emit: the message names the builtin
+// and the backend, and the pass that should have removed it when there is one
+// (builtins.def's lowered_by), else `why`.
+[[noreturn]] void refuse_builtin(const CallNode* call, const char* backend, const std::string& why);
+
+// A builtin that returns from the function (tvm_return, tvm_throw_last_error) found
+// inside an expression: it can only be a statement of its own, which the verifier
+// checks; a backend reaching one reports it at the call.
+[[noreturn]] void refuse_statement_builtin(const CallNode* call, const char* backend);
+
+// Whether function attribute `key` is the boolean true (tir.noalias, tir.internal).
+bool attr_flag(const PrimFunc& f, const char* key);
+
+// The function's name as the user knows it: a packed function's kernel reports errors
+// under the packed function's name (tir.kernel_of), any other under its symbol.
+std::string user_function_name(const PrimFunc& f, const std::string& symbol);
+
+// The call an Evaluate statement evaluates when it is one of the builtins that stand
+// as statements (tvm_return, tvm_throw_last_error), else nullptr.
+const CallNode* statement_builtin(const EvaluateNode* op);
+
+// Whether evaluating `op` computes nothing (a constant): backends emit no code for it.
+inline bool evaluates_constant(const EvaluateNode* op) {
+  return op->value->kind == ExprKind::IntImm || op->value->kind == ExprKind::FloatImm;
+}
+
+// A name from any hint: characters outside [A-Za-z0-9_] (and '.', when `keep_dots`)
+// become '_'.
+std::string sanitized_name(const std::string& hint, bool keep_dots);
+
+// `base`, or base<sep>1, base<sep>2, ... the first not in `used`, which records it.
+std::string unique_name(const std::string& base, char sep, std::set<std::string>* used);
+
+}  // namespace mtir
