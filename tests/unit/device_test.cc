@@ -225,7 +225,7 @@ TEST(Devices, PlacementsAreCheckedAgainstWhatTheDeviceRuns) {
   EXPECT_EQ(message_of([&] { place_on_devices(g, {"npu0=conv2d", "npu1=conv2d"}); }),
             "op 'conv2d' is placed on two devices, 'npu0' and 'npu1'");
   EXPECT_NE(message_of([&] { place_on_devices(g, {"npu0"}); }).find("expected INSTANCE=OP"), std::string::npos);
-  EXPECT_NE(message_of([&] { place_on_devices(g, {"npu0=conv3d"}); }).find("unknown op 'conv3d'"), std::string::npos);
+  EXPECT_NE(message_of([&] { place_on_devices(g, {"npu0=conv4d"}); }).find("unknown op 'conv4d'"), std::string::npos);
   // The graph's own "device" field goes through the same check, at load time.
   std::string text = sim::read_text(kModelDir + "digits.json");
   size_t at = text.find("\"op\": \"softmax\"");
