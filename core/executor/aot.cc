@@ -117,6 +117,47 @@ Expr address(const Buffer& b) {
               {BufferLoad(b, std::vector<Expr>(b->shape.size(), IntImm(DataType::Int(32), 0)))});
 }
 
+// One function per node: the op's kernel, or the device's for a placed node.
+std::vector<PrimFunc> build_node_functions(const Graph& g, const std::string& prefix) {
+  const auto types = g.all_types();
+  std::vector<PrimFunc> funcs;
+  for (const GraphNode& node : g.nodes) {
+    const OpDef* op = find_op(node.op);
+    if (!op) user_error(Span{}, "node '" + node.name + "': unknown op '" + node.op + "'");
+    std::vector<TensorType> in_types;
+    for (const auto& in : node.inputs) in_types.push_back(types.at(in));
+    try {
+      if (!node.device.empty()) {
+        funcs.push_back(build_device_function(prefix + node.device + "_" + to_c_identifier(node.name), node.device,
+                                              node.op, in_types, node.type, node.attrs));
+        continue;
+      }
+      funcs.push_back(op->build(prefix + to_c_identifier(node.name), in_types, node.type, node.attrs));
+    } catch (const DiagnosticError& e) {
+      Diagnostic d = e.diagnostics().at(0);
+      d.message = "node '" + node.name + "' (" + node.op + "): " + d.message;
+      throw DiagnosticError(d);
+    }
+  }
+  return funcs;
+}
+
+// The parameters of main that are the model's inputs and outputs (not its weights), by
+// position: the memory planner may reuse their bytes under -reuse-io-buffers=1. An input
+// the model also returns as is must keep its bytes: it is in neither list.
+void mark_io_params(const Graph& g, const std::vector<AotModule::Param>& params, PrimFuncNode* main) {
+  std::string inputs, outputs;
+  const std::set<std::string> returned(g.outputs.begin(), g.outputs.end());
+  for (size_t i = 0; i < params.size(); ++i) {
+    const AotModule::Param& p = params[i];
+    if (p.role == AotModule::Role::kConstant || (p.role == AotModule::Role::kInput && returned.count(p.name))) continue;
+    std::string& list = p.role == AotModule::Role::kInput ? inputs : outputs;
+    list += (list.empty() ? "" : ",") + std::to_string(i);
+  }
+  main->attrs[kInputParamsAttr] = inputs;
+  main->attrs[kOutputParamsAttr] = outputs;
+}
+
 }  // namespace
 
 AotModule build_aot(const Graph& g, const AotOptions& options) {
@@ -142,27 +183,7 @@ AotModule build_aot(const Graph& g, const AotOptions& options) {
     add_param(out, g.type_of(out), AotModule::Role::kOutput);
   }
 
-  // One function per node.
-  const auto types = g.all_types();
-  std::vector<PrimFunc> funcs;
-  for (const GraphNode& node : g.nodes) {
-    const OpDef* op = find_op(node.op);
-    if (!op) user_error(Span{}, "node '" + node.name + "': unknown op '" + node.op + "'");
-    std::vector<TensorType> in_types;
-    for (const auto& in : node.inputs) in_types.push_back(types.at(in));
-    try {
-      if (!node.device.empty()) {
-        funcs.push_back(build_device_function(prefix + node.device + "_" + to_c_identifier(node.name), node.device,
-                                              node.op, in_types, node.type, node.attrs));
-        continue;
-      }
-      funcs.push_back(op->build(prefix + to_c_identifier(node.name), in_types, node.type, node.attrs));
-    } catch (const DiagnosticError& e) {
-      Diagnostic d = e.diagnostics().at(0);
-      d.message = "node '" + node.name + "' (" + node.op + "): " + d.message;
-      throw DiagnosticError(d);
-    }
-  }
+  const std::vector<PrimFunc> funcs = build_node_functions(g, prefix);
   const std::vector<bool> view = view_nodes(g);
   std::vector<FusedGroup> groups = group_nodes(g, funcs, prefix, options, view);
 
@@ -262,19 +283,7 @@ AotModule build_aot(const Graph& g, const AotOptions& options) {
   for (size_t i = intermediates.size(); i-- > 0;) body = Allocate(intermediates[i], "global", body);
   main->body = body;
   main->attrs["global_symbol"] = aot.main;
-  // The parameters that are the model's inputs and outputs (not its weights), by
-  // position: the memory planner may reuse their bytes under -reuse-io-buffers=1.
-  // An input the model also returns as is must keep its bytes: it is in neither list.
-  std::string inputs, outputs;
-  const std::set<std::string> returned(g.outputs.begin(), g.outputs.end());
-  for (size_t i = 0; i < aot.params.size(); ++i) {
-    const AotModule::Param& p = aot.params[i];
-    if (p.role == AotModule::Role::kConstant || (p.role == AotModule::Role::kInput && returned.count(p.name))) continue;
-    std::string& list = p.role == AotModule::Role::kInput ? inputs : outputs;
-    list += (list.empty() ? "" : ",") + std::to_string(i);
-  }
-  main->attrs[kInputParamsAttr] = inputs;
-  main->attrs[kOutputParamsAttr] = outputs;
+  mark_io_params(g, aot.params, main.get());
   main->attrs["tir.noalias"] = true;
   aot.module.functions.emplace_back(aot.main, main);
   return aot;
