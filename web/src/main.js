@@ -775,6 +775,14 @@ function showNodeDetail() {
     pre.textContent = text;
     parts.push(t, pre);
   };
+  // A view (reshape, flatten) runs no kernel: its output is its input's memory.
+  if (!n.kernel) {
+    const view = document.createElement('p');
+    view.className = 'node-view';
+    view.textContent = `${n.name} runs no kernel: its output is a view of ${n.inputs[0]}'s memory under the new shape`;
+    box.replaceChildren(...parts, view);
+    return;
+  }
   const tir = tirFunction(r.input_ir || '', n.kernel);
   code(`kernel ${n.kernel}${fused.length > 1 ? ` (fused: ${fused.join(' + ')})` : ''}: TIR`, tir || 'not in the printed module', 'node-tir');
   const gen = generatedFunction(r.artifacts || [], n.kernel);

@@ -105,7 +105,7 @@ export function modelGraph(model, onSelect, selected) {
       grp.append(svgEl('text', { x: box.width - 8, y: 14, class: 'node-name', 'text-anchor': 'end' }, n.device ? `${n.name} @${n.device}` : n.name));
       box.weights.forEach((w, i) => grp.append(svgEl('text', { x: 8, y: HEADER_H + 11 + LINE_H * i, class: 'node-line' }, `${w.name.length > 12 ? `${w.name.slice(0, 11)}…` : w.name} ⟨${w.shape.join('×')}⟩`)));
       grp.append(svgEl('text', { x: 8, y: HEADER_H + 11 + LINE_H * box.weights.length, class: 'node-line node-out' }, `→ ${typeText(n)}`));
-      const title = svgEl('title', {}, `${n.name} (${n.op}): ${typeText(n)}\n${n.macs} MACs · weights ${n.weight_bytes} B · output ${n.activation_bytes} B\nkernel ${n.kernel}`);
+      const title = svgEl('title', {}, `${n.name} (${n.op}): ${typeText(n)}\n${n.macs} MACs · weights ${n.weight_bytes} B · output ${n.activation_bytes} B\n${n.kernel ? `kernel ${n.kernel}` : 'no kernel: a view of its input'}`);
       grp.append(title);
       grp.addEventListener('click', () => onSelect(n));
       grp.addEventListener('keydown', (e) => { if (e.key === 'Enter' || e.key === ' ') { e.preventDefault(); onSelect(n); } });
@@ -135,7 +135,7 @@ export function costTable(model, onSelect, selected, layers = null) {
     b.addEventListener('click', () => onSelect(n));
     name.append(b);
     tr.append(name, el('td', null, n.op), el('td', null, typeText(n)), barCell(n.macs, maxMacs, n.macs ? formatCount(n.macs) : '—', 'mac'),
-      el('td', 'num', n.weight_bytes ? formatBytes(n.weight_bytes) : '—'), el('td', 'num', formatBytes(n.activation_bytes)), el('td', 'kernel-name', n.kernel));
+      el('td', 'num', n.weight_bytes ? formatBytes(n.weight_bytes) : '—'), el('td', 'num', formatBytes(n.activation_bytes)), el('td', 'kernel-name', n.kernel || 'view (no kernel)'));
     if (timed) {
       if (!msOf.has(n.kernel)) tr.append(el('td', 'num layer-time', '—'));
       else if (timeShown.has(n.kernel)) tr.append(el('td', 'num layer-time fused', 'fused ↑'));
@@ -241,6 +241,7 @@ export function generatedFunction(artifacts, name) {
 export function memoryPlace(response, node) {
   const model = response.model;
   if (model.outputs.includes(node.name)) return `${node.name} is a model output: the caller's buffer (${formatBytes(node.activation_bytes)})`;
+  if (!node.kernel && node.inputs.length) return `${node.name} is a view of ${node.inputs[0]}: the same bytes under its shape`;
   const fusedAway = model.nodes.some((m) => m !== node && m.kernel === node.kernel && model.nodes.indexOf(m) > model.nodes.indexOf(node));
   if (fusedAway) return `${node.name} stays inside the fused kernel ${node.kernel}: it is never written to memory`;
   const plan = (response.memory || []).find((p) => p.function === response.main);
