@@ -447,7 +447,19 @@ Scalar Interpreter::eval_binary(const BinaryNode* op) {
   Scalar a = eval(op->a);
   Scalar b = eval(op->b);
   if (is_comparison(op->kind)) return interp::make_int(DataType::Bool(), interp::compare(op->kind, a, b));
-  return interp::arith(op->kind, op->dtype.element_of(), a, b, where(op->span));
+  const DataType t = op->dtype.element_of();
+  if (t.is_integer()) {
+    // Most of what a kernel computes (index arithmetic, multiply-accumulate): the same
+    // wrap-around as interp::arith, without its call and dispatch.
+    const uint64_t x = static_cast<uint64_t>(a.i), y = static_cast<uint64_t>(b.i);
+    switch (op->kind) {
+      case ExprKind::Add: return interp::make_int(t, static_cast<int64_t>(x + y));
+      case ExprKind::Sub: return interp::make_int(t, static_cast<int64_t>(x - y));
+      case ExprKind::Mul: return interp::make_int(t, static_cast<int64_t>(x * y));
+      default: break;
+    }
+  }
+  return interp::arith(op->kind, t, a, b, where(op->span));
 }
 
 Scalar Interpreter::eval_extern(const CallNode* op) {

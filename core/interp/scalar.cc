@@ -126,13 +126,6 @@ double round_to_float_type(DataType t, double v) {
   }
 }
 
-Scalar make_int(DataType t, int64_t v) {
-  Scalar s;
-  s.dtype = t;
-  s.i = wrap_int(t, v);
-  return s;
-}
-
 Scalar make_float(DataType t, double v) {
   Scalar s;
   s.dtype = t;

@@ -24,8 +24,14 @@ struct Scalar {
   bool truthy() const { return dtype.is_float() ? f != 0 : i != 0; }
 };
 
-// Wraps `v` to an integer or bool type.
-Scalar make_int(DataType t, int64_t v);
+// Wraps `v` to an integer or bool type. Inline, like wrap_int: the interpreter's
+// hottest path.
+inline Scalar make_int(DataType t, int64_t v) {
+  Scalar s;
+  s.dtype = t;
+  s.i = wrap_int(t, v);
+  return s;
+}
 // Rounds `v` to a float type (float16 and float32 round to nearest even).
 Scalar make_float(DataType t, double v);
 // Rounds a double to the precision of float type `t`.

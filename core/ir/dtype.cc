@@ -46,13 +46,4 @@ std::optional<DataType> DataType::parse(const std::string& name, bool allow_lane
   return std::nullopt;
 }
 
-int64_t wrap_int(DataType t, int64_t v) {
-  if (t.is_bool()) return v != 0;
-  if (!t.is_integer() || t.bits() >= 64) return v;
-  uint64_t mask = (uint64_t{1} << t.bits()) - 1;
-  uint64_t u = static_cast<uint64_t>(v) & mask;
-  if (t.is_int() && (u >> (t.bits() - 1)) & 1) u |= ~mask;  // sign-extend
-  return static_cast<int64_t>(u);
-}
-
 }  // namespace mtir

@@ -63,6 +63,15 @@ class DataType {
 };
 
 // Wrap `v` to the width of integer type `t` with two's complement (C semantics).
-int64_t wrap_int(DataType t, int64_t v);
+// Inline: the interpreter calls it for every integer value it computes.
+inline int64_t wrap_int(DataType t, int64_t v) {
+  if (t.is_bool()) return v != 0;
+  if (!t.is_integer() || t.bits() >= 64) return v;
+  const int bits = t.bits();
+  const uint64_t mask = (uint64_t{1} << bits) - 1;
+  uint64_t u = static_cast<uint64_t>(v) & mask;
+  if (t.is_int() && (u >> (bits - 1)) & 1) u |= ~mask;  // sign-extend
+  return static_cast<int64_t>(u);
+}
 
 }  // namespace mtir
