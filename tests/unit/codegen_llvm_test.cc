@@ -134,6 +134,21 @@ const char* kScale =
     "    for i in range(m):\n"
     "        A[i] = A[i] * x + T.float32(0.1)\n";
 
+// The sign of a 64-bit product's high word (the requantization's rounding correction)
+// is frozen on Cortex-M, so LLVM keeps it one ASR instead of a 64-bit compare of the
+// product; elsewhere the IR is plain.
+TEST(CodegenLlvmGolden, SignOfHighWordIsFrozenOnCortexM) {
+  const char* tir =
+      "@T.prim_func\n"
+      "def f(A: T.Buffer((4,), \"int32\"), M: T.Buffer((4,), \"int32\"), B: T.Buffer((4,), \"int32\")):\n"
+      "    for i in range(4):\n"
+      "        B[i] = T.shift_right(T.Cast(\"int32\", T.shift_right(T.Cast(\"int64\", A[i]) * T.Cast(\"int64\", M[i]) + "
+      "T.int64(1073741824), T.int64(32))), 31)\n";
+  std::string thumb = kernels_of(tir, "llvm -mtriple=thumbv7em-none-eabihf -mcpu=cortex-m4");
+  EXPECT_TRUE(has(thumb, "= freeze i32 %")) << thumb;
+  EXPECT_FALSE(has(kernels_of(tir, "llvm"), "freeze")) << kernels_of(tir, "llvm");
+}
+
 TEST(CodegenLlvmGolden, TargetTripleAndDataLayout) {
   for (const auto& t : llvm_targets()) {
     std::string ll = kernels_of(kScale, "llvm -mtriple=" + t.triple);
