@@ -134,6 +134,21 @@ const char* kScale =
     "    for i in range(m):\n"
     "        A[i] = A[i] * x + T.float32(0.1)\n";
 
+// The sign of a 64-bit product's high word (the requantization's rounding correction)
+// is frozen on Cortex-M, so LLVM keeps it one ASR instead of a 64-bit compare of the
+// product; elsewhere the IR is plain.
+TEST(CodegenLlvmGolden, SignOfHighWordIsFrozenOnCortexM) {
+  const char* tir =
+      "@T.prim_func\n"
+      "def f(A: T.Buffer((4,), \"int32\"), M: T.Buffer((4,), \"int32\"), B: T.Buffer((4,), \"int32\")):\n"
+      "    for i in range(4):\n"
+      "        B[i] = T.shift_right(T.Cast(\"int32\", T.shift_right(T.Cast(\"int64\", A[i]) * T.Cast(\"int64\", M[i]) + "
+      "T.int64(1073741824), T.int64(32))), 31)\n";
+  std::string thumb = kernels_of(tir, "llvm -mtriple=thumbv7em-none-eabihf -mcpu=cortex-m4");
+  EXPECT_TRUE(has(thumb, "= freeze i32 %")) << thumb;
+  EXPECT_FALSE(has(kernels_of(tir, "llvm"), "freeze")) << kernels_of(tir, "llvm");
+}
+
 TEST(CodegenLlvmGolden, TargetTripleAndDataLayout) {
   for (const auto& t : llvm_targets()) {
     std::string ll = kernels_of(kScale, "llvm -mtriple=" + t.triple);
@@ -361,6 +376,34 @@ TEST(LlvmNative, OptimizesWithTheNewPassManager) {
   }
   os.opt = "O9";
   EXPECT_THROW(llvm_native::optimize(ll, "scale.ll", os), DiagnosticError);
+}
+
+// On Cortex-M the pipeline splits the constant part out of an index (`base + (ko*16 | k)`,
+// the unrolled reductions of the int8 kernels): each load then addresses one shared base
+// with an immediate offset instead of an ORR and a register-offset load per access.
+TEST(LlvmNative, CortexMLoadsUseTheSharedBaseWithConstantOffsets) {
+  const std::string body =
+      "define i32 @dot(i32* noalias %w) {\n"
+      "entry:\n  br label %loop\n"
+      "loop:\n  %ko = phi i32 [ 0, %entry ], [ %ko.next, %loop ]\n  %acc = phi i32 [ 0, %entry ], [ %a3, %loop ]\n"
+      "  %b = mul nsw i32 %ko, 16\n"
+      "  %p0 = getelementptr inbounds i32, i32* %w, i32 %b\n  %x0 = load i32, i32* %p0, align 4\n"
+      "  %i3 = add nsw i32 %b, 3\n"
+      "  %p3 = getelementptr inbounds i32, i32* %w, i32 %i3\n  %x3 = load i32, i32* %p3, align 4\n"
+      "  %i7 = add nsw i32 %b, 7\n"
+      "  %p7 = getelementptr inbounds i32, i32* %w, i32 %i7\n  %x7 = load i32, i32* %p7, align 4\n"
+      "  %a1 = add i32 %acc, %x0\n  %a2 = add i32 %a1, %x3\n  %a3 = add i32 %a2, %x7\n"
+      "  %ko.next = add nsw i32 %ko, 1\n  %c = icmp slt i32 %ko.next, 5\n  br i1 %c, label %loop, label %exit\n"
+      "exit:\n  ret i32 %a3\n}\n";
+  llvm_native::Options thumb;
+  thumb.triple = "thumbv7em-none-eabihf";
+  thumb.cpu = "cortex-m4";
+  std::string m = llvm_native::optimize(llvm_module_header(llvm_target(thumb.triple)) + body, "dot.ll", thumb);
+  EXPECT_TRUE(has(m, "i32 3\n")) << m;  // gep (gep %w, base), 3
+  EXPECT_TRUE(has(m, "i32 7\n")) << m;
+  llvm_native::Options x86;  // elsewhere the default pipeline alone
+  std::string h = llvm_native::optimize(llvm_module_header(llvm_target("")) + body, "dot.ll", x86);
+  EXPECT_FALSE(has(h, "i32 7\n")) << h;
 }
 #endif
 

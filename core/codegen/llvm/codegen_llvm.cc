@@ -432,6 +432,18 @@ class FunctionEmitter {
     return intrinsic("llvm." + name + suffix, ty, args);
   }
 
+  // `(int32)(q >> 32) >> 31` on Cortex-M: the sign of a 64-bit value's high word (the
+  // requantization's rounding correction). LLVM folds it into a 64-bit compare of q (of
+  // the product, before the rounding term is added), which Thumb does with SUBS/SBCS and
+  // the product computed twice; `freeze` on the high word stops that fold, so the sign
+  // stays one ASR of a register, as GCC emits it (KWS: 3 to 4 instructions per output).
+  bool is_sign_of_high_word(const CallNode* c) const {
+    const int64_t* amount = as_const_int(c->args[1]);
+    const auto* cast = as<CastNode>(c->args[0]);
+    return ms_->target->triple.rfind("thumb", 0) == 0 && c->dtype == DataType::Int(32) && amount && *amount == 31 &&
+           cast && cast->value->dtype == DataType::Int(64);
+  }
+
   // Shifts and bitwise operators in the operands' type. A non-constant shift amount is
   // masked into [0, bits) (LLVM makes a larger one poison; the interpreter refuses it).
   Val int_binary(const CallNode* c) {
@@ -442,6 +454,7 @@ class FunctionEmitter {
     if (c->is(Builtin::BitwiseOr)) return op(a.ty, "or " + a.typed() + ", " + b.v);
     if (c->is(Builtin::BitwiseXor)) return op(a.ty, "xor " + a.typed() + ", " + b.v);
     if (!as_const_int(c->args[1])) b = op(b.ty, "and " + b.typed() + ", " + std::to_string(t.bits() - 1));
+    if (c->is(Builtin::ShiftRight) && is_sign_of_high_word(c)) a = op(a.ty, "freeze " + a.typed());
     const char* inst = c->is(Builtin::ShiftLeft) ? "shl " : t.is_int() ? "ashr " : "lshr ";
     return op(a.ty, inst + a.typed() + ", " + b.v);
   }

@@ -17,6 +17,9 @@
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
 #include <llvm/Target/TargetOptions.h>
+#include <llvm/Transforms/Scalar/EarlyCSE.h>
+#include <llvm/Transforms/Scalar/LICM.h>
+#include <llvm/Transforms/Scalar/SeparateConstOffsetFromGEP.h>
 
 #include "codegen/llvm/llvm_target.h"
 #include "support/diagnostic.h"
@@ -110,6 +113,14 @@ llvm::OptimizationLevel level(const std::string& opt) {
   user_error(Span{}, "unknown optimization level -" + opt + "; use O0, O1, O2, O3, Os or Oz");
 }
 
+// Cortex-M (Thumb) only: the int8 kernels index buffers as `base + (ko*16 | k)`, and
+// with the constant part inside the index ARM's instruction selection computes every
+// address with its own ORR before a register-offset load (48 extra instructions per
+// reduction step of the KWS pointwise tile, 1.35x GCC's count). Splitting the constant
+// offsets out of the GEPs, then CSE and hoisting the shared base, lets each access be
+// one LDR with an immediate offset, as GCC emits it.
+bool separates_gep_offsets(const llvm::TargetMachine& tm) { return tm.getTargetTriple().isThumb(); }
+
 void run_pipeline(llvm::Module* module, llvm::TargetMachine* tm, const std::string& opt) {
   llvm::LoopAnalysisManager lam;
   llvm::FunctionAnalysisManager fam;
@@ -124,6 +135,13 @@ void run_pipeline(llvm::Module* module, llvm::TargetMachine* tm, const std::stri
   llvm::OptimizationLevel l = level(opt);
   llvm::ModulePassManager mpm =
       l == llvm::OptimizationLevel::O0 ? pb.buildO0DefaultPipeline(l) : pb.buildPerModuleDefaultPipeline(l);
+  if (l != llvm::OptimizationLevel::O0 && separates_gep_offsets(*tm)) {
+    llvm::FunctionPassManager fpm;
+    fpm.addPass(llvm::SeparateConstOffsetFromGEPPass());
+    fpm.addPass(llvm::EarlyCSEPass());
+    fpm.addPass(llvm::createFunctionToLoopPassAdaptor(llvm::LICMPass(), /*UseMemorySSA=*/true));
+    mpm.addPass(llvm::createModuleToFunctionPassAdaptor(std::move(fpm)));
+  }
   mpm.run(*module, mam);
 }
 
