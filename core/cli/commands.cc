@@ -622,7 +622,7 @@ int run_passes(const PassesCommand& c) {
   if (c.passes.empty()) {
     const Target t = parse_target(c.target);
     passes = lowering_pipeline(t.unpacked_api, schedule_options(t).hoist, /*scalarize_vectors=*/t.kind != "llvm",
-                                /*keep_simd128=*/t.kind == "wasm");
+                                /*keep_simd128=*/t.kind == "wasm", schedule_options(t).merge_kernels);
   } else {
     for (const auto& name : c.passes) {
       const Pass* p = find_pass(name);

@@ -93,7 +93,8 @@ BuildResult lower_for_target(const IRModule& m, const Target& target, std::vecto
   if (target.reuse_io_buffers) input.attrs["reuse_io_buffers"] = true;
   r.lowered = run_pipeline(input, lowering_pipeline(target.unpacked_api, schedule_options(target).hoist,
                                                      /*scalarize_vectors=*/target.kind != "llvm",
-                                                     /*keep_simd128=*/target.kind == "wasm"));
+                                                     /*keep_simd128=*/target.kind == "wasm",
+                                                     schedule_options(target).merge_kernels));
   for (const auto& [name, f] : r.lowered.module.functions) {
     const std::string symbol = symbol_of(name, f);
     r.symbols.emplace_back(name, symbol);

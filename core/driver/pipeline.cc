@@ -20,6 +20,7 @@ bool always(const LoweringOptions&) { return true; }
 bool packed(const LoweringOptions& o) { return !o.unpacked_api; }
 bool unpacked(const LoweringOptions& o) { return o.unpacked_api; }
 bool hoisting(const LoweringOptions& o) { return o.hoist_loop_invariants; }
+bool merging_kernels(const LoweringOptions& o) { return o.unpacked_api && o.merge_kernels; }
 bool scalarizing_all(const LoweringOptions& o) { return o.scalarize_vectors && !o.keep_simd128; }
 bool scalarizing_but_simd128(const LoweringOptions& o) { return o.scalarize_vectors && o.keep_simd128; }
 
@@ -37,6 +38,7 @@ const PipelineStep kPipeline[] = {
     {MakeUnpackedAPI, unpacked, false},
     {LowerCallTIR, always, false},
     {LowerBuiltins, always, false},
+    {MergeKernels, merging_kernels, false},
     {VerifyWellFormed, always, false},
 };
 
@@ -89,8 +91,9 @@ std::vector<Pass> lowering_pipeline(const LoweringOptions& options) {
 }
 
 std::vector<Pass> lowering_pipeline(bool unpacked_api, bool hoist_loop_invariants, bool scalarize_vectors,
-                                    bool keep_simd128) {
-  return lowering_pipeline(LoweringOptions{unpacked_api, hoist_loop_invariants, scalarize_vectors, keep_simd128});
+                                    bool keep_simd128, bool merge_kernels) {
+  return lowering_pipeline(
+      LoweringOptions{unpacked_api, hoist_loop_invariants, scalarize_vectors, keep_simd128, merge_kernels});
 }
 
 PipelineResult run_pipeline(const IRModule& m, const std::vector<Pass>& passes) {

@@ -34,6 +34,7 @@ struct LoweringOptions {
   bool hoist_loop_invariants = true;   // off with the target's -disabled-schedules=hoist
   bool scalarize_vectors = true;       // off for a backend that emits vectors itself (LLVM)
   bool keep_simd128 = false;           // keep the stores wasm emits as SIMD128 (scalarize_vectors_simd128)
+  bool merge_kernels = true;           // off with the target's -disabled-schedules=merge_kernels
 };
 
 // Lowering for the backends: checks, simplification, vectors scalarized, memory planning, flattening,
@@ -41,7 +42,8 @@ struct LoweringOptions {
 // pointers), call_tir and builtins lowered, and a final check of the result.
 std::vector<Pass> lowering_pipeline(const LoweringOptions& options);
 std::vector<Pass> lowering_pipeline(bool unpacked_api, bool hoist_loop_invariants = true,
-                                    bool scalarize_vectors = true, bool keep_simd128 = false);
+                                    bool scalarize_vectors = true, bool keep_simd128 = false,
+                                    bool merge_kernels = true);
 
 // Runs `passes` in order. Throws DiagnosticError naming the pass that failed.
 PipelineResult run_pipeline(const IRModule& m, const std::vector<Pass>& passes);

@@ -41,5 +41,8 @@ Pass ScalarizeVectorsSimd128();
 Pass UnrollLoops();
 // Packed calls (T.tvm_call_packed) become explicit stack arrays, stores and the call.
 Pass LowerBuiltins();
+// Kernels that differ only in integer constants become one function taking them as
+// int32 parameters; each call passes its own (unpacked calls, after lower_call_tir).
+Pass MergeKernels();
 
 }  // namespace mtir

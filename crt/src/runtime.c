@@ -1,5 +1,4 @@
 /* The runtime API: last error, function lookup in the system library, packed calls. */
-#include <stdio.h>
 #include <string.h>
 #include <tvm/runtime/c_runtime_api.h>
 #include <tvm/runtime/crt/func_registry.h>
@@ -19,6 +18,24 @@ void TVMAPISetLastError(const char* msg) {
 
 const char* TVMGetLastError(void) { return g_last_error; }
 
+/* a + b + c into out (truncated to its size), without snprintf: the printf family would
+ * otherwise be linked into every firmware for one message. */
+static const char* concat3(char* out, size_t size, const char* a, const char* b, const char* c) {
+  const char* parts[3];
+  size_t k = 0, i, n;
+  parts[0] = a;
+  parts[1] = b;
+  parts[2] = c;
+  for (i = 0; i < 3; ++i) {
+    n = strlen(parts[i]);
+    if (n > size - 1 - k) n = size - 1 - k;
+    memcpy(out + k, parts[i], n);
+    k += n;
+  }
+  out[k] = '\0';
+  return out;
+}
+
 int TVMFuncGetGlobal(const char* name, TVMFunctionHandle* out) {
   const TVMFuncRegistry* reg;
   tvm_function_index_t index;
@@ -32,8 +49,8 @@ int TVMFuncGetGlobal(const char* name, TVMFunctionHandle* out) {
   reg = TVMSystemLibEntryPoint();
   if (TVMFuncRegistry_Lookup(reg, name, &index) != kTvmErrorNoError ||
       TVMFuncRegistry_GetByIndex(reg, index, &fn) != kTvmErrorNoError) {
-    snprintf(msg, sizeof msg, "TVMFuncGetGlobal: no function named '%s' in the system library", name);
-    TVMAPISetLastError(msg);
+    TVMAPISetLastError(concat3(msg, sizeof msg, "TVMFuncGetGlobal: no function named '", name,
+                               "' in the system library"));
     return kTvmErrorFunctionNameNotFound;
   }
   /* ISO C has no conversion between function and object pointers; the handle is the

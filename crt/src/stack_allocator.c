@@ -3,7 +3,7 @@
 #include <tvm/runtime/c_backend_api.h>
 #include <tvm/runtime/crt/stack_allocator.h>
 
-#include <stdio.h>
+#include <string.h>
 
 typedef struct {
   uint8_t* previous; /* data pointer of the block allocated before this one */
@@ -77,6 +77,22 @@ tvm_crt_error_t TVMCrtWorkspaceInit(uint8_t* buffer, size_t size) {
 size_t TVMCrtWorkspaceUsed(void) { return (size_t)(g_workspace.top - g_workspace.base); }
 size_t TVMCrtWorkspacePeak(void) { return g_workspace.peak; }
 
+/* "...out of workspace memory (N bytes requested)", written by hand: snprintf would link
+ * the printf family into every firmware (about 1.2 KB on a Cortex-M) for this one message. */
+static void out_of_memory_message(char msg[96], unsigned long nbytes) {
+  static const char head[] = "TVMBackendAllocWorkspace: out of workspace memory (";
+  static const char tail[] = " bytes requested)";
+  char digits[20];
+  size_t n = 0, k = sizeof head - 1;
+  do {
+    digits[n++] = (char)('0' + (int)(nbytes % 10u));
+    nbytes /= 10u;
+  } while (nbytes != 0u);
+  memcpy(msg, head, k);
+  while (n > 0) msg[k++] = digits[--n];
+  memcpy(msg + k, tail, sizeof tail); /* with its NUL: 51 + 20 + 18 <= 96 */
+}
+
 void* TVMBackendAllocWorkspace(int device_type, int device_id, uint64_t nbytes, int dtype_code_hint,
                                int dtype_bits_hint) {
   void* out = NULL;
@@ -95,8 +111,7 @@ void* TVMBackendAllocWorkspace(int device_type, int device_id, uint64_t nbytes, 
     if (err == kTvmErrorWorkspaceNotInitialized) {
       TVMAPISetLastError("TVMBackendAllocWorkspace: workspace not initialized (call TVMCrtWorkspaceInit)");
     } else {
-      snprintf(msg, sizeof msg, "TVMBackendAllocWorkspace: out of workspace memory (%lu bytes requested)",
-               (unsigned long)nbytes);
+      out_of_memory_message(msg, (unsigned long)nbytes);
       TVMAPISetLastError(msg);
     }
   }

@@ -50,7 +50,8 @@ def generate(binary, src):
           "--dump-ir DIR` shows any pass on your own input; the default lowering is",
           "verify_well_formed, simplify, plan_memory, flatten_buffer, unroll_loops, simplify, hoist_loop_invariants",
           "(unless the target says `-disabled-schedules=hoist`), make_packed_api or make_unpacked_api, lower_call_tir,",
-          "lower_builtins, verify_well_formed.", ""]
+          "lower_builtins, merge_kernels (with make_unpacked_api, unless the target says",
+          "`-disabled-schedules=merge_kernels`), verify_well_formed.", ""]
     for name in names:
         md += [f"## {name}", "", comments.get(name, "(no description)"), ""]
         found = cases(src, name)

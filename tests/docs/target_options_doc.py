@@ -49,14 +49,16 @@ KEYS = {
     "opt": ("`O0`, `O1`, `O2`, `O3`, `Os`, `Oz`",
             "`wasm` only: Binaryen's optimization level for the module (`-Os`/`-Oz` trade speed for size)."),
     "disabled-schedules": ("names from `fold_zero_point`, `block`, `unroll`, `hoist`, `smlad`, `sxtb16`, `interleave`, "
-                           "`fold_output_zero_point`, "
+                           "`fold_output_zero_point`, `merge_kernels`, "
                            "comma-separated",
                            "Schedules switched off, to measure what each gains ([quantization.md](quantization.md)): "
                            "the int8 kernels' `fold_zero_point`, `block`, `unroll`, `smlad`, `sxtb16`, `interleave` and "
-                           "`fold_output_zero_point`, and `hoist`, the "
+                           "`fold_output_zero_point`; `hoist`, the "
                            "`hoist_loop_invariants` pass of the lowering ([passes.md](passes.md)), which computes "
-                           "loop-invariant address arithmetic once before each loop. Spelled in the canonical target "
-                           "string only when not empty."),
+                           "loop-invariant address arithmetic once before each loop; and `merge_kernels`, the pass of "
+                           "the same name (with `-unpacked-api=1`), which makes kernels that differ only in integer "
+                           "constants one function taking them as parameters (less flash, a few more instructions). "
+                           "Spelled in the canonical target string only when not empty."),
     "reuse-io-buffers": ("`0`, `1` (`false`, `true`)",
                          "`1` lets `plan_memory` place intermediate tensors in the model's own input and output "
                          "buffers while they hold nothing the model needs (an input after its last reader, an "

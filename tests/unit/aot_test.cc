@@ -251,7 +251,8 @@ TEST(Aot, ProfilingHooksBracketEveryOperatorCall) {
     ASSERT_EQ(main_file.compare(at, 22 + index.size(), "TVMGEN_PROFILE_BEGIN(" + index + ","), 0) << main_file.substr(at, 80);
     size_t q = main_file.find('"', at), e = main_file.find('"', q + 1);
     kernels.push_back(main_file.substr(q + 1, e - q - 1));
-    size_t call = main_file.find(kernels.back() + "(", e);
+    // The hooked kernel's call, or (merge_kernels) the call of the kernel sharing its code.
+    size_t call = main_file.find(" = tvmgen_digits_", e);
     size_t end = main_file.find("TVMGEN_PROFILE_END(" + index + ");", e);
     ASSERT_NE(call, std::string::npos);
     ASSERT_NE(end, std::string::npos);
@@ -451,6 +452,48 @@ TEST(Aot, ATensorPassedTwiceDropsTheNoAliasPromise) {
   ASSERT_LT(sq, aot.params.size());
   for (int64_t i = 0; i < 6; ++i) EXPECT_FLOAT_EQ(got[sq].get_float(i), (i - 2.5) * (i - 2.5));
   EXPECT_TRUE(compare_arrays(got[sq], want[sq]).ok);
+}
+
+// Two layers with the same shapes (their weights differ, but weights are arguments) get
+// one kernel under merge_kernels: both calls name it, the other is not emitted, and the
+// outputs still equal the interpreter's. With -disabled-schedules=merge_kernels both stay.
+TEST(Aot, IdenticalLayersShareOneKernel) {
+  Graph g;
+  g.name = "twice";
+  TensorType t{DataType::Float(32), {1, 4}}, w{DataType::Float(32), {4, 4}};
+  g.inputs = {{"x", t}};
+  for (const char* name : {"w1", "w2"}) {
+    NDArray a = NDArray::zeros(DataType::Float(32), {4, 4});
+    for (int64_t i = 0; i < 16; ++i) a.set_float(i, (name[1] == '1' ? 0.25 : -0.5) * static_cast<double>(i % 5) + 0.125);
+    g.constants[name] = a;
+  }
+  g.nodes = {GraphNode{"d1", "dense", {"x", "w1"}, nlohmann::json::object(), t, ""},
+             GraphNode{"d2", "dense", {"d1", "w2"}, nlohmann::json::object(), t, ""}};
+  g.outputs = {"d2"};
+  AotModule aot = build_aot(g);
+  for (bool merge : {true, false}) {
+    SCOPED_TRACE(merge ? "merge_kernels" : "without merge_kernels");
+    BuildResult built =
+        build_c(aot.module, parse_target(std::string("c -unpacked-api=1") + (merge ? "" : " -disabled-schedules=merge_kernels")));
+    std::string all;
+    for (const auto& f : built.sources) all += f.text;
+    const std::string k1 = symbol_of(aot.kernel_of.at("d1"), aot.module.lookup(aot.kernel_of.at("d1")));
+    const std::string k2 = symbol_of(aot.kernel_of.at("d2"), aot.module.lookup(aot.kernel_of.at("d2")));
+    ASSERT_NE(k1, k2);
+    EXPECT_NE(all.find("int32_t " + k1 + "("), std::string::npos);
+    EXPECT_EQ(all.find("int32_t " + k2 + "(") != std::string::npos, !merge) << all;
+    std::vector<NDArray> want;
+    for (const auto& p : aot.params)
+      want.push_back(p.role == AotModule::Role::kConstant ? g.constants.at(p.name) : NDArray::zeros(p.type.dtype, p.type.shape));
+    for (int64_t i = 0; i < 4; ++i) want[0].set_float(i, static_cast<double>(i) - 1.5);
+    std::vector<NDArray> got = want;
+    interpret(aot.module, aot.main, as_args(want));
+    sim::HostSimOptions options;
+    options.work_dir = (fs::temp_directory_path() / ("microtir-aot-merge-" + std::to_string(getpid()))).string();
+    sim::run_on_host({&built, aot.main, aot.module.lookup(aot.main)}, as_args(got), options);
+    fs::remove_all(options.work_dir);
+    EXPECT_TRUE(compare_arrays(got.back(), want.back()).ok);
+  }
 }
 
 // -link-params=1 with the packed interface (TVM's `--target c`): the registry's entry

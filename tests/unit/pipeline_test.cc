@@ -53,7 +53,8 @@ std::vector<std::string> names(const std::vector<Pass>& passes) {
 TEST(Pipeline, RegistryIsInPipelineOrder) {
   EXPECT_THAT(names(all_passes()), ElementsAre("verify_well_formed", "simplify", "scalarize_vectors",
                                                 "scalarize_vectors_simd128", "plan_memory", "flatten_buffer",
-                                                "unroll_loops", "hoist_loop_invariants", "make_packed_api", "make_unpacked_api", "lower_call_tir", "lower_builtins"));
+                                                "unroll_loops", "hoist_loop_invariants", "make_packed_api", "make_unpacked_api", "lower_call_tir", "lower_builtins",
+                                                "merge_kernels"));
   EXPECT_THAT(names(default_pipeline()), ElementsAre("verify_well_formed", "simplify"));
 }
 
@@ -62,7 +63,12 @@ TEST(Pipeline, LoweringHoistsUnlessSwitchedOff) {
               ElementsAre("verify_well_formed", "simplify", "scalarize_vectors", "plan_memory", "flatten_buffer",
                           "unroll_loops", "simplify",
                           "hoist_loop_invariants", "make_unpacked_api", "lower_call_tir", "lower_builtins",
-                          "verify_well_formed"));
+                          "merge_kernels", "verify_well_formed"));
+  // merge_kernels needs unpacked calls, and -disabled-schedules=merge_kernels drops it.
+  EXPECT_THAT(names(lowering_pipeline(true, true, true, false, /*merge_kernels=*/false)),
+              ElementsAre("verify_well_formed", "simplify", "scalarize_vectors", "plan_memory", "flatten_buffer",
+                          "unroll_loops", "simplify", "hoist_loop_invariants", "make_unpacked_api", "lower_call_tir",
+                          "lower_builtins", "verify_well_formed"));
   EXPECT_THAT(names(lowering_pipeline(false, false)),
               ElementsAre("verify_well_formed", "simplify", "scalarize_vectors", "plan_memory", "flatten_buffer",
                           "unroll_loops", "simplify", "make_packed_api", "lower_call_tir", "lower_builtins",
@@ -75,7 +81,7 @@ TEST(Pipeline, LoweringHoistsUnlessSwitchedOff) {
   EXPECT_THAT(names(lowering_pipeline(true, false, /*scalarize_vectors=*/true, /*keep_simd128=*/true)),
               ElementsAre("verify_well_formed", "simplify", "scalarize_vectors_simd128", "plan_memory", "flatten_buffer",
                           "unroll_loops", "simplify", "make_unpacked_api", "lower_call_tir", "lower_builtins",
-                          "verify_well_formed"));
+                          "merge_kernels", "verify_well_formed"));
 }
 
 TEST(Pipeline, FindPass) {

@@ -297,9 +297,10 @@ class FunctionEmitter {
     struct Uses : Visitor {
       std::set<const VarNode*> vars;
       void visit_Var(const VarNode* v) override { vars.insert(v); }
+      // Only the data pointer: a flat view's shape emits no C (merge_kernels makes some
+      // view shapes parameters), and a (void) on a parameter that is read is harmless.
       void visit_buffer(const Buffer& b) override {
         if (b && b->data) vars.insert(b->data.get());
-        Visitor::visit_buffer(b);
       }
       // A declaration emits no C; only accesses through the buffer read its pointer.
       void visit_DeclBuffer(const DeclBufferNode* op) override { visit(op->body); }
@@ -482,7 +483,12 @@ class FunctionEmitter {
     const auto* call = as<CallNode>(e);
     if (!call || !call->is(Builtin::CallExtern) || call->args.empty() || !module_symbols_) return "";
     const auto* sym = as<StringImmNode>(call->args[0]);
-    return sym && module_symbols_->count(sym->value) ? sym->value : "";
+    if (!sym || !module_symbols_->count(sym->value)) return "";
+    // merge_kernels: a shared kernel called for another; the hooks name the one it replaces.
+    auto own = call->attrs.find("kernel_name");
+    if (own != call->attrs.end() && std::holds_alternative<std::string>(own->second))
+      return std::get<std::string>(own->second);
+    return sym->value;
   }
 
   std::string extern_call(const CallNode* op) {

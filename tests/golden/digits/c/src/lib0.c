@@ -17,9 +17,8 @@ static inline float mtir_max_f32(float a, float b) {
 }
 
 int32_t tvmgen_digits_fused_bn1_relu1(float* restrict data, float* restrict weight, float* restrict bias, float* restrict out);
-int32_t tvmgen_digits_pool1(float* restrict data, float* restrict out);
+int32_t tvmgen_digits_pool1(float* restrict data, float* restrict out, int32_t merged_c0, int32_t merged_c1, int32_t merged_c2, int32_t merged_c3, int32_t merged_c4, int32_t merged_c5, int32_t merged_c6);
 int32_t tvmgen_digits_fused_conv2_relu2(float* restrict data, float* restrict weight, float* restrict bias, float* restrict out);
-int32_t tvmgen_digits_pool2(float* restrict data, float* restrict out);
 int32_t tvmgen_digits_fc(float* restrict data, float* restrict weight, float* restrict bias, float* restrict out);
 int32_t tvmgen_digits_probs(float* restrict data, float* restrict out);
 int32_t tvmgen_digits___tvm_main__(float* restrict x, float* restrict bn1_bias, float* restrict bn1_weight, float* restrict conv2_b, float* restrict conv2_w, float* restrict fc_b, float* restrict fc_w, float* restrict probs);
@@ -64,21 +63,23 @@ int32_t tvmgen_digits_fused_bn1_relu1(float* restrict data, float* restrict weig
   return 0;
 }
 
-int32_t tvmgen_digits_pool1(float* restrict data, float* restrict out) {
-  for (int32_t c = 0; c < 8; ++c) {
-    int32_t oh_inv5 = (c * 16);
-    int32_t oh_inv6 = (c * 64);
-    for (int32_t oh = 0; oh < 4; ++oh) {
-      int32_t ow_inv3 = (oh_inv5 + (oh * 4));
-      int32_t ow_inv4 = (oh_inv6 + ((oh * 2) * 8));
-      for (int32_t ow = 0; ow < 4; ++ow) {
-        out[ow_inv3 + ow] = (-INFINITY);
-        int32_t rw_inv0 = (ow_inv3 + ow);
-        int32_t rh_inv2 = (ow_inv4 + (ow * 2));
+int32_t tvmgen_digits_pool1(float* restrict data, float* restrict out, int32_t merged_c0, int32_t merged_c1, int32_t merged_c2, int32_t merged_c3, int32_t merged_c4, int32_t merged_c5, int32_t merged_c6) {
+  (void)merged_c3;
+  (void)merged_c4;
+  for (int32_t c = 0; c < merged_c0; ++c) {
+    int32_t oh_inv5 = ((int32_t)((uint32_t)c * (uint32_t)merged_c5));
+    int32_t oh_inv6 = ((int32_t)((uint32_t)c * (uint32_t)merged_c6));
+    for (int32_t oh = 0; oh < merged_c2; ++oh) {
+      int32_t ow_inv3 = ((int32_t)((uint32_t)oh_inv5 + (uint32_t)((int32_t)((uint32_t)oh * (uint32_t)merged_c2))));
+      int32_t ow_inv4 = ((int32_t)((uint32_t)oh_inv6 + (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)oh * (uint32_t)2)) * (uint32_t)merged_c1))));
+      for (int32_t ow = 0; ow < merged_c2; ++ow) {
+        out[(int32_t)((uint32_t)ow_inv3 + (uint32_t)ow)] = (-INFINITY);
+        int32_t rw_inv0 = ((int32_t)((uint32_t)ow_inv3 + (uint32_t)ow));
+        int32_t rh_inv2 = ((int32_t)((uint32_t)ow_inv4 + (uint32_t)((int32_t)((uint32_t)ow * (uint32_t)2))));
         for (int32_t rh = 0; rh < 2; ++rh) {
-          int32_t rw_inv1 = (rh_inv2 + (rh * 8));
+          int32_t rw_inv1 = ((int32_t)((uint32_t)rh_inv2 + (uint32_t)(rh * merged_c1)));
           for (int32_t rw = 0; rw < 2; ++rw) {
-            out[rw_inv0] = mtir_max_f32(out[rw_inv0], data[rw_inv1 + rw]);
+            out[rw_inv0] = mtir_max_f32(out[rw_inv0], data[(int32_t)((uint32_t)rw_inv1 + (uint32_t)rw)]);
           }
         }
       }
@@ -135,29 +136,6 @@ int32_t tvmgen_digits_fused_conv2_relu2(float* restrict data, float* restrict we
   return 0;
 }
 
-int32_t tvmgen_digits_pool2(float* restrict data, float* restrict out) {
-  for (int32_t c = 0; c < 16; ++c) {
-    int32_t oh_inv5 = (c * 4);
-    int32_t oh_inv6 = (c * 16);
-    for (int32_t oh = 0; oh < 2; ++oh) {
-      int32_t ow_inv3 = (oh_inv5 + (oh * 2));
-      int32_t ow_inv4 = (oh_inv6 + ((oh * 2) * 4));
-      for (int32_t ow = 0; ow < 2; ++ow) {
-        out[ow_inv3 + ow] = (-INFINITY);
-        int32_t rw_inv0 = (ow_inv3 + ow);
-        int32_t rh_inv2 = (ow_inv4 + (ow * 2));
-        for (int32_t rh = 0; rh < 2; ++rh) {
-          int32_t rw_inv1 = (rh_inv2 + (rh * 4));
-          for (int32_t rw = 0; rw < 2; ++rw) {
-            out[rw_inv0] = mtir_max_f32(out[rw_inv0], data[rw_inv1 + rw]);
-          }
-        }
-      }
-    }
-  }
-  return 0;
-}
-
 int32_t tvmgen_digits_fc(float* restrict data, float* restrict weight, float* restrict bias, float* restrict out) {
   for (int32_t j = 0; j < 10; ++j) {
     out[j] = bias[j];
@@ -207,7 +185,7 @@ int32_t tvmgen_digits___tvm_main__(float* restrict x, float* restrict bn1_bias, 
     return call_rc;
   }
   TVMGEN_PROFILE_BEGIN(1, "tvmgen_digits_pool1");
-  int32_t call_rc_1 = tvmgen_digits_pool1((&workspace_float32[0]), (&workspace_float32[512]));
+  int32_t call_rc_1 = tvmgen_digits_pool1((&workspace_float32[0]), (&workspace_float32[512]), 8, 8, 4, 512, 128, 16, 64);
   TVMGEN_PROFILE_END(1);
   if (call_rc_1 != 0) {
     (void)TVMBackendFreeWorkspace(1, 0, workspace_float32);
@@ -221,7 +199,7 @@ int32_t tvmgen_digits___tvm_main__(float* restrict x, float* restrict bn1_bias, 
     return call_rc_2;
   }
   TVMGEN_PROFILE_BEGIN(3, "tvmgen_digits_pool2");
-  int32_t call_rc_3 = tvmgen_digits_pool2((&workspace_float32[0]), (&workspace_float32[256]));
+  int32_t call_rc_3 = tvmgen_digits_pool1((&workspace_float32[0]), (&workspace_float32[256]), 16, 4, 2, 256, 64, 4, 16);
   TVMGEN_PROFILE_END(3);
   if (call_rc_3 != 0) {
     (void)TVMBackendFreeWorkspace(1, 0, workspace_float32);

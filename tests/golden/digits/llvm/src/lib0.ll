@@ -198,50 +198,50 @@ free.ok.41:
   ret i32 0
 }
 
-define i32 @tvmgen_digits_pool1(i8* noalias %p.data_data, i8* noalias %p.out_data) #0 {
+define i32 @tvmgen_digits_pool1(i8* noalias %p.data_data, i8* noalias %p.out_data, i32 %p.merged_c0, i32 %p.merged_c1, i32 %p.merged_c2, i32 %p.merged_c3, i32 %p.merged_c4, i32 %p.merged_c5, i32 %p.merged_c6) #0 {
 entry:
   br label %body.start
 body.start:
   br label %for.head.0
 for.head.0:
   %c = phi i32 [ 0, %body.start ], [ %c.next, %for.latch.2 ]
-  %.t0 = icmp slt i32 %c, 8
+  %.t0 = icmp slt i32 %c, %p.merged_c0
   br i1 %.t0, label %for.body.1, label %for.end.3
 for.body.1:
-  %.t1 = mul nsw i32 %c, 16
-  %.t2 = mul nsw i32 %c, 64
+  %.t1 = mul i32 %c, %p.merged_c5
+  %.t2 = mul i32 %c, %p.merged_c6
   br label %for.head.4
 for.head.4:
   %oh = phi i32 [ 0, %for.body.1 ], [ %oh.next, %for.latch.6 ]
-  %.t3 = icmp slt i32 %oh, 4
+  %.t3 = icmp slt i32 %oh, %p.merged_c2
   br i1 %.t3, label %for.body.5, label %for.end.7
 for.body.5:
-  %.t4 = mul nsw i32 %oh, 4
-  %.t5 = add nsw i32 %.t1, %.t4
-  %.t6 = mul nsw i32 %oh, 2
-  %.t7 = mul nsw i32 %.t6, 8
-  %.t8 = add nsw i32 %.t2, %.t7
+  %.t4 = mul i32 %oh, %p.merged_c2
+  %.t5 = add i32 %.t1, %.t4
+  %.t6 = mul i32 %oh, 2
+  %.t7 = mul i32 %.t6, %p.merged_c1
+  %.t8 = add i32 %.t2, %.t7
   br label %for.head.8
 for.head.8:
   %ow = phi i32 [ 0, %for.body.5 ], [ %ow.next, %for.latch.10 ]
-  %.t9 = icmp slt i32 %ow, 4
+  %.t9 = icmp slt i32 %ow, %p.merged_c2
   br i1 %.t9, label %for.body.9, label %for.end.11
 for.body.9:
-  %.t10 = add nsw i32 %.t5, %ow
+  %.t10 = add i32 %.t5, %ow
   %.t11 = bitcast i8* %p.out_data to float*
   %.t12 = getelementptr inbounds float, float* %.t11, i32 %.t10
   store float 0xFFF0000000000000, float* %.t12, align 4
-  %.t13 = add nsw i32 %.t5, %ow
-  %.t14 = mul nsw i32 %ow, 2
-  %.t15 = add nsw i32 %.t8, %.t14
+  %.t13 = add i32 %.t5, %ow
+  %.t14 = mul i32 %ow, 2
+  %.t15 = add i32 %.t8, %.t14
   br label %for.head.12
 for.head.12:
   %rh = phi i32 [ 0, %for.body.9 ], [ %rh.next, %for.latch.14 ]
   %.t16 = icmp slt i32 %rh, 2
   br i1 %.t16, label %for.body.13, label %for.end.15
 for.body.13:
-  %.t17 = mul nsw i32 %rh, 8
-  %.t18 = add nsw i32 %.t15, %.t17
+  %.t17 = mul nsw i32 %rh, %p.merged_c1
+  %.t18 = add i32 %.t15, %.t17
   br label %for.head.16
 for.head.16:
   %rw = phi i32 [ 0, %for.body.13 ], [ %rw.next, %for.latch.18 ]
@@ -251,7 +251,7 @@ for.body.17:
   %.t20 = bitcast i8* %p.out_data to float*
   %.t21 = getelementptr inbounds float, float* %.t20, i32 %.t13
   %.t22 = load float, float* %.t21, align 4
-  %.t23 = add nsw i32 %.t18, %rw
+  %.t23 = add i32 %.t18, %rw
   %.t24 = bitcast i8* %p.data_data to float*
   %.t25 = getelementptr inbounds float, float* %.t24, i32 %.t23
   %.t26 = load float, float* %.t25, align 4
@@ -504,96 +504,6 @@ free.ok.49:
   ret i32 0
 }
 
-define i32 @tvmgen_digits_pool2(i8* noalias %p.data_data, i8* noalias %p.out_data) #0 {
-entry:
-  br label %body.start
-body.start:
-  br label %for.head.0
-for.head.0:
-  %c = phi i32 [ 0, %body.start ], [ %c.next, %for.latch.2 ]
-  %.t0 = icmp slt i32 %c, 16
-  br i1 %.t0, label %for.body.1, label %for.end.3
-for.body.1:
-  %.t1 = mul nsw i32 %c, 4
-  %.t2 = mul nsw i32 %c, 16
-  br label %for.head.4
-for.head.4:
-  %oh = phi i32 [ 0, %for.body.1 ], [ %oh.next, %for.latch.6 ]
-  %.t3 = icmp slt i32 %oh, 2
-  br i1 %.t3, label %for.body.5, label %for.end.7
-for.body.5:
-  %.t4 = mul nsw i32 %oh, 2
-  %.t5 = add nsw i32 %.t1, %.t4
-  %.t6 = mul nsw i32 %oh, 2
-  %.t7 = mul nsw i32 %.t6, 4
-  %.t8 = add nsw i32 %.t2, %.t7
-  br label %for.head.8
-for.head.8:
-  %ow = phi i32 [ 0, %for.body.5 ], [ %ow.next, %for.latch.10 ]
-  %.t9 = icmp slt i32 %ow, 2
-  br i1 %.t9, label %for.body.9, label %for.end.11
-for.body.9:
-  %.t10 = add nsw i32 %.t5, %ow
-  %.t11 = bitcast i8* %p.out_data to float*
-  %.t12 = getelementptr inbounds float, float* %.t11, i32 %.t10
-  store float 0xFFF0000000000000, float* %.t12, align 4
-  %.t13 = add nsw i32 %.t5, %ow
-  %.t14 = mul nsw i32 %ow, 2
-  %.t15 = add nsw i32 %.t8, %.t14
-  br label %for.head.12
-for.head.12:
-  %rh = phi i32 [ 0, %for.body.9 ], [ %rh.next, %for.latch.14 ]
-  %.t16 = icmp slt i32 %rh, 2
-  br i1 %.t16, label %for.body.13, label %for.end.15
-for.body.13:
-  %.t17 = mul nsw i32 %rh, 4
-  %.t18 = add nsw i32 %.t15, %.t17
-  br label %for.head.16
-for.head.16:
-  %rw = phi i32 [ 0, %for.body.13 ], [ %rw.next, %for.latch.18 ]
-  %.t19 = icmp slt i32 %rw, 2
-  br i1 %.t19, label %for.body.17, label %for.end.19
-for.body.17:
-  %.t20 = bitcast i8* %p.out_data to float*
-  %.t21 = getelementptr inbounds float, float* %.t20, i32 %.t13
-  %.t22 = load float, float* %.t21, align 4
-  %.t23 = add nsw i32 %.t18, %rw
-  %.t24 = bitcast i8* %p.data_data to float*
-  %.t25 = getelementptr inbounds float, float* %.t24, i32 %.t23
-  %.t26 = load float, float* %.t25, align 4
-  %.t27 = fcmp ogt float %.t22, %.t26
-  %.t28 = select i1 %.t27, float %.t22, float %.t26
-  %.t29 = bitcast i8* %p.out_data to float*
-  %.t30 = getelementptr inbounds float, float* %.t29, i32 %.t13
-  store float %.t28, float* %.t30, align 4
-  br label %for.latch.18
-for.latch.18:
-  %rw.next = add nsw i32 %rw, 1
-  br label %for.head.16
-for.end.19:
-  br label %for.latch.14
-for.latch.14:
-  %rh.next = add nsw i32 %rh, 1
-  br label %for.head.12
-for.end.15:
-  br label %for.latch.10
-for.latch.10:
-  %ow.next = add nsw i32 %ow, 1
-  br label %for.head.8
-for.end.11:
-  br label %for.latch.6
-for.latch.6:
-  %oh.next = add nsw i32 %oh, 1
-  br label %for.head.4
-for.end.7:
-  br label %for.latch.2
-for.latch.2:
-  %c.next = add nsw i32 %c, 1
-  br label %for.head.0
-for.end.3:
-  ret i32 0
-}
-
 define i32 @tvmgen_digits_fc(i8* noalias %p.data_data, i8* noalias %p.weight_data, i8* noalias %p.bias_data, i8* noalias %p.out_data) #0 {
 entry:
   br label %body.start
@@ -788,7 +698,7 @@ if.end.4:
   %.t19 = bitcast i8* %.t0 to float*
   %.t20 = getelementptr inbounds float, float* %.t19, i32 512
   %.t21 = bitcast float* %.t20 to i8*
-  %.t22 = call i32 @tvmgen_digits_pool1(i8* %.t18, i8* %.t21)
+  %.t22 = call i32 @tvmgen_digits_pool1(i8* %.t18, i8* %.t21, i32 8, i32 8, i32 4, i32 512, i32 128, i32 16, i32 64)
   %.t23 = icmp ne i32 %.t22, 0
   br i1 %.t23, label %if.then.6, label %if.end.7
 if.then.6:
@@ -824,7 +734,7 @@ if.end.10:
   %.t41 = bitcast i8* %.t0 to float*
   %.t42 = getelementptr inbounds float, float* %.t41, i32 256
   %.t43 = bitcast float* %.t42 to i8*
-  %.t44 = call i32 @tvmgen_digits_pool2(i8* %.t40, i8* %.t43)
+  %.t44 = call i32 @tvmgen_digits_pool1(i8* %.t40, i8* %.t43, i32 16, i32 4, i32 2, i32 256, i32 64, i32 4, i32 16)
   %.t45 = icmp ne i32 %.t44, 0
   br i1 %.t45, label %if.then.12, label %if.end.13
 if.then.12:
