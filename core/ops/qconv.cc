@@ -535,23 +535,26 @@ std::vector<OutputRange> border_split(int64_t out, int64_t pad, int64_t extent, 
   return r;
 }
 
-// few_channels: pixel `row`'s receptive field as int16 pairs into col words slot * words
-// + j, unrolled at compile time (the reduction is short): word j holds elements 2j and
-// 2j + 1 in (kh, kw, ci) order, a zero after an odd last one. `element(ih, iw, c)` is the
-// value as the reduction sees it; the window must lie inside the input.
-Stmt few_channels_gather(const QConv& p, Expr row, const Buffer& col, Expr slot,
-                         const std::function<Expr(Expr, Expr, Expr)>& element) {
+// few_channels: pixel `row` of image n, its receptive field as int16 pairs into col
+// words slot * words + j, unrolled at compile time (the reduction is short): word j holds
+// elements 2j and 2j + 1 in (kh, kw, ci) order, a zero after an odd last one.
+// `element(i)` is the value of flat NHWC data index i as the reduction sees it; every
+// index is the window's first one plus a constant, so each load is one instruction with
+// an immediate offset. The window must lie inside the input.
+Stmt few_channels_gather(const QConv& p, Expr n, Expr row, const Buffer& col, Expr slot,
+                         const std::function<Expr(Expr)>& element) {
   const int64_t k = p.k(), words = (k + 1) / 2;
   Expr oh = floordiv(row, ci(p.ow)), ow = floormod(row, ci(p.ow));
   Expr top = sub(mul(oh, ci(p.sh)), ci(p.pt)), left = sub(mul(ow, ci(p.sw)), ci(p.pl));
+  Var base = ivar("window");
   auto at = [&](int64_t e) {
     const int64_t rh = e / (p.kw * p.cg), rw = e / p.cg % p.kw, c = e % p.cg;
-    return element(add(top, ci(rh * p.dh)), add(left, ci(rw * p.dw)), ci(c));
+    return element(add(base, ci((rh * p.dh * p.w + rw * p.dw) * p.c + c)));
   };
   std::vector<Stmt> s;
   for (int64_t j = 0; j < words; ++j)
     s.push_back(store(col, pack_pair(at(2 * j), 2 * j + 1 < k ? at(2 * j + 1) : ci(0)), {add(mul(slot, ci(words)), ci(j))}));
-  return SeqStmt(s);
+  return LetStmt(base, mul(add(mul(add(mul(n, ci(p.h)), top), ci(p.w)), left), ci(p.c)), SeqStmt(s));
 }
 
 // Whether the window of pixel `row` lies inside the input (null when every one does).
@@ -630,11 +633,15 @@ PrimFunc qconv_build(const std::string& fname, const std::vector<TensorType>& in
       return Allocate(staged, "local", SeqStmt(s));
     };
     g.gather = checked_gather;
-    if (p.sched.few_channels) {
-      // Interior pixels unchecked and unrolled, the border checked.
+    // few_channels (NHWC): interior pixels unchecked and unrolled, the border checked.
+    Buffer data_flat = p.sched.few_channels && !p.nchw ? flat_view(data, p.n * p.h * p.w * p.c) : nullptr;
+    if (data_flat) {
       g.gather = [&](Expr row, const Buffer& col, Expr slot) -> Stmt {
-        auto element = [&](Expr y, Expr x, Expr c) { return value(n, y, x, c, Expr()); };
-        Stmt fast = few_channels_gather(p, row, col, slot, element);
+        auto element = [&](Expr i) {
+          Expr x = Cast(kI32, load(data_flat, {i}));
+          return !fold && zx != 0 ? sub(x, ci(zx)) : x;
+        };
+        Stmt fast = few_channels_gather(p, n, row, col, slot, element);
         Expr interior = window_inside(p, row);
         return interior ? IfThenElse(interior, fast, checked_gather(row, col, slot)) : fast;
       };
@@ -643,6 +650,7 @@ PrimFunc qconv_build(const std::string& fname, const std::vector<TensorType>& in
       return store(o, v, p.at(n, floordiv(row, ci(p.ow)), floormod(row, ci(p.ow)), oc));
     };
     Stmt body = gemm(g);
+    if (data_flat) body = DeclBuffer(data_flat, body);
     if (p.n > 1) body = For(n, ci(0), ci(p.n), ForKind::kSerial, body);
     else body = substitute(body, n, ci(0));
     return fb.finish(fname, declare_views(g, body));
