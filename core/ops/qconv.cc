@@ -633,8 +633,10 @@ PrimFunc qconv_build(const std::string& fname, const std::vector<TensorType>& in
       return Allocate(staged, "local", SeqStmt(s));
     };
     g.gather = checked_gather;
-    // few_channels (NHWC): interior pixels unchecked and unrolled, the border checked.
-    Buffer data_flat = p.sched.few_channels && !p.nchw ? flat_view(data, p.n * p.h * p.w * p.c) : nullptr;
+    // few_channels (NHWC): interior pixels unchecked and unrolled, the border checked
+    // (prepare_quantized asks for it only on short reductions; a long one stays a loop).
+    const bool few_channels = p.sched.few_channels && !p.nchw && p.k() <= kFewChannelsMaxReduction;
+    Buffer data_flat = few_channels ? flat_view(data, p.n * p.h * p.w * p.c) : nullptr;
     if (data_flat) {
       g.gather = [&](Expr row, const Buffer& col, Expr slot) -> Stmt {
         auto element = [&](Expr i) {
