@@ -18,7 +18,7 @@
 # Usage: bash bench/tflite_vs_tflm.sh [BUILD_DIR]   (default: build; needs its microtir)
 #        TFLM_PEER=DIR overrides the peer folder (default: ../shared/peers/tflm next to
 #        the repository); BENCH_MODELS="kws ad" runs only those models; SCHEDULE_ROWS
-#        (default "interleave fold_output_zero_point sxtb16") names the int8 schedules to measure switched off, one
+#        (default "interleave fold_output_zero_point sxtb16 few_channels") names the int8 schedules to measure switched off, one
 #        row each. Runs one QEMU at a time. Prints Markdown on stdout.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -42,7 +42,7 @@ if [ -n "${BENCH_MODELS:-}" ]; then  # e.g. BENCH_MODELS="kws ad": only these
 fi
 CASE=lcg_9e3779b9  # the input the TFLM firmware has compiled in
 # Schedules of the int8 kernels whose worth gets a row: each model once more with it off.
-SCHEDULE_ROWS="${SCHEDULE_ROWS-interleave fold_output_zero_point sxtb16}"
+SCHEDULE_ROWS="${SCHEDULE_ROWS-interleave fold_output_zero_point sxtb16 few_channels}"
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

@@ -49,7 +49,7 @@ void prepare_matmul_node(Graph& g, GraphNode& node, const ScheduleOptions& opts,
   const bool nchw = conv && node.attrs.value("layout", std::string("NHWC")) == "NCHW";
   json sched = {{"fold_zero_point", false}, {"block", opts.block}, {"unroll", opts.unroll}, {"smlad", false},
                {"sxtb16", false}, {"interleave", false},
-               {"fold_output_zero_point", false}};
+               {"fold_output_zero_point", false}, {"few_channels", false}};
   auto wit = g.constants.find(node.inputs.size() > 1 ? node.inputs[1] : "");
   const bool const_weight = wit != g.constants.end() && wit->second.dtype == kI8;
   const int64_t channels = nchw ? node.type.shape.at(1) : node.type.shape.back();
@@ -123,18 +123,24 @@ void prepare_matmul_node(Graph& g, GraphNode& node, const ScheduleOptions& opts,
       }
     }
     if (opts.smlad && groups == 1) {
+      // few_channels: a first layer (1-4 input channels, NHWC) keeps int16 pairs even
+      // with sxtb16: its weights are a few hundred bytes, and its tile then has no
+      // widening to do (the kernel gathers interior pixels without bound checks).
+      const bool few_channels = opts.few_channels && conv && !nchw && w.shape.size() == 4 &&
+                                w.shape[3] <= kFewChannelsMaxInput && k <= kFewChannelsMaxReduction;
+      const bool sxtb16 = opts.sxtb16 && !few_channels;
       // sxtb16: four int8 weights per word in the order 0, 2, 1, 3, so SXTB16 yields the
       // pair (0, 1) and SXTB16 with ROR #8 the pair (2, 3). Otherwise int16 pairs in
       // int32 words, element 2j in the low half: SMLAD's operand order. With interleave
       // (the kernels' 2x2 tile, so only with block) channel pairs alternate word by word.
-      const int64_t words = packed_weight_words(k, opts.sxtb16);
+      const int64_t words = packed_weight_words(k, sxtb16);
       const bool interleave = opts.interleave && opts.block;
       NDArray packed = NDArray::zeros(kI32, {channels, words});
       auto weight = [&](int64_t c, int64_t e) { return e < k ? w.get_int(c * k + e) : 0; };
       for (int64_t c = 0; c < channels; ++c)
         for (int64_t j = 0; j < words; ++j) {
           uint32_t word = 0;
-          if (opts.sxtb16) {
+          if (sxtb16) {
             static const int kBytePosition[4] = {0, 2, 1, 3};
             for (int e = 0; e < 4; ++e)
               word |= static_cast<uint32_t>(static_cast<uint8_t>(weight(c, 4 * j + e))) << (8 * kBytePosition[e]);
@@ -144,12 +150,13 @@ void prepare_matmul_node(Graph& g, GraphNode& node, const ScheduleOptions& opts,
           packed.set_int(packed_weight_index(c, j, channels, words, interleave), static_cast<int32_t>(word));
         }
       node.attrs["weight_shape"] = w.shape;
-      std::string name = fresh_name(g, node.name + (opts.sxtb16 ? "__weight_q7x4" : "__weight_q15x2"));
+      std::string name = fresh_name(g, node.name + (sxtb16 ? "__weight_q7x4" : "__weight_q15x2"));
       g.constants[name] = std::move(packed);
       maybe_unused.insert(inputs[1]);
       inputs[1] = name;
       sched["smlad"] = true;
-      sched["sxtb16"] = opts.sxtb16;
+      sched["sxtb16"] = sxtb16;
+      sched["few_channels"] = few_channels;
       sched["interleave"] = interleave;
     }
   }

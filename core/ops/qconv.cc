@@ -21,7 +21,11 @@
 //                    through one pointer and GCC keeps the accumulators in registers,
 //                    and the reduction is unrolled by eight words instead of two to four;
 //   fold_output_zero_point  the per-channel table's rounding term carries the output
-//                    zero point (prepare_quantized), one add fewer per output.
+//                    zero point (prepare_quantized), one add fewer per output;
+//   few_channels     with smlad, convolutions of 1-4 input channels (first layers): a
+//                    pixel whose window lies inside the input gathers its int16 pairs
+//                    in straight-line code without bound checks (two byte loads and a
+//                    pack per word); the border keeps the checked gather.
 // Depthwise convolutions (groups == channels) run channel by channel over the kernel
 // window; other grouped convolutions take the plain loop nest.
 //
@@ -116,7 +120,7 @@ void check_data(const std::string& op, const std::vector<TensorType>& in, Rule& 
 
 struct Schedule {
   bool fold_zero_point = false, block = false, unroll = false, smlad = false, sxtb16 = false, interleave = false,
-       fold_output_zero_point = false;
+       fold_output_zero_point = false, few_channels = false;
   // Packed weight words per output channel for a reduction of length k.
   int64_t weight_words(int64_t k) const { return smlad ? packed_weight_words(k, sxtb16) : k; }
 };
@@ -136,6 +140,7 @@ Schedule read_schedule(const std::string& op, const AttrReader& r) {
     else if (key == "sxtb16") s.sxtb16 = on;
     else if (key == "interleave") s.interleave = on;
     else if (key == "fold_output_zero_point") s.fold_output_zero_point = on;
+    else if (key == "few_channels") s.few_channels = on;
     else if (key != "hoist") fail(op, "unknown schedule '" + key + "' (known: " + schedule_names() + ")");
   }
   return s;
@@ -198,6 +203,7 @@ void check_packing(const std::string& op, const Schedule& s, const QInputs& q, c
   if (s.smlad && !q.packed) fail(op, "schedule 'smlad' needs the weight packed by prepare_quantized");
   if (s.sxtb16 && !s.smlad) fail(op, "schedule 'sxtb16' needs schedule 'smlad'");
   if (s.interleave && !(s.smlad && s.block)) fail(op, "schedule 'interleave' needs schedules 'smlad' and 'block'");
+  if (s.few_channels && !s.smlad) fail(op, "schedule 'few_channels' needs schedule 'smlad'");
   if (s.fold_output_zero_point && !(q.table && q.table_columns == 3))
     fail(op, "schedule 'fold_output_zero_point' needs the requant table of shape (O, 3) that prepare_quantized builds");
   if (q.packed && shape != std::vector<int64_t>{rows, s.weight_words(k)})
@@ -529,6 +535,41 @@ std::vector<OutputRange> border_split(int64_t out, int64_t pad, int64_t extent, 
   return r;
 }
 
+// few_channels: pixel `row` of image n, its receptive field as int16 pairs into col
+// words slot * words + j, unrolled at compile time (the reduction is short): word j holds
+// elements 2j and 2j + 1 in (kh, kw, ci) order, a zero after an odd last one.
+// `element(i)` is the value of flat NHWC data index i as the reduction sees it; every
+// index is the window's first one plus a constant, so each load is one instruction with
+// an immediate offset. The window must lie inside the input.
+Stmt few_channels_gather(const QConv& p, Expr n, Expr row, const Buffer& col, Expr slot,
+                         const std::function<Expr(Expr)>& element) {
+  const int64_t k = p.k(), words = (k + 1) / 2;
+  Expr oh = floordiv(row, ci(p.ow)), ow = floormod(row, ci(p.ow));
+  Expr top = sub(mul(oh, ci(p.sh)), ci(p.pt)), left = sub(mul(ow, ci(p.sw)), ci(p.pl));
+  Var base = ivar("window");
+  auto at = [&](int64_t e) {
+    const int64_t rh = e / (p.kw * p.cg), rw = e / p.cg % p.kw, c = e % p.cg;
+    return element(add(base, ci((rh * p.dh * p.w + rw * p.dw) * p.c + c)));
+  };
+  std::vector<Stmt> s;
+  for (int64_t j = 0; j < words; ++j)
+    s.push_back(store(col, pack_pair(at(2 * j), 2 * j + 1 < k ? at(2 * j + 1) : ci(0)), {add(mul(slot, ci(words)), ci(j))}));
+  return LetStmt(base, mul(add(mul(add(mul(n, ci(p.h)), top), ci(p.w)), left), ci(p.c)), SeqStmt(s));
+}
+
+// Whether the window of pixel `row` lies inside the input (null when every one does).
+Expr window_inside(const QConv& p, Expr row) {
+  Expr oh = floordiv(row, ci(p.ow)), ow = floormod(row, ci(p.ow));
+  const int64_t eh = (p.kh - 1) * p.dh, ew = (p.kw - 1) * p.dw;
+  Expr top = sub(mul(oh, ci(p.sh)), ci(p.pt)), left = sub(mul(ow, ci(p.sw)), ci(p.pl));
+  Expr cond;
+  if (p.pt > 0) cond = ge(top, ci(0));
+  if ((p.oh - 1) * p.sh - p.pt + eh >= p.h) cond = and_(cond, lt(top, ci(p.h - eh)));
+  if (p.pl > 0) cond = and_(cond, ge(left, ci(0)));
+  if ((p.ow - 1) * p.sw - p.pl + ew >= p.w) cond = and_(cond, lt(left, ci(p.w - ew)));
+  return cond;
+}
+
 PrimFunc qconv_build(const std::string& fname, const std::vector<TensorType>& in, const TensorType& out,
                      const json& attrs) {
   QConv p = qconv_params(in, attrs);
@@ -555,7 +596,7 @@ PrimFunc qconv_build(const std::string& fname, const std::vector<TensorType>& in
     g.table_columns = p.inputs.table_columns;
     Var n = ivar("n");
     // Pixel `row` of image n: its receptive field in (kh, kw, ci) order, into col.
-    g.gather = [&](Expr row, const Buffer& col, Expr slot) {
+    auto checked_gather = [&](Expr row, const Buffer& col, Expr slot) -> Stmt {
       Expr oh = floordiv(row, ci(p.ow)), ow = floormod(row, ci(p.ow));
       LoopNest taps;
       Expr rh = taps.axis("rh", p.kh), rw = taps.axis("rw", p.kw);
@@ -591,10 +632,27 @@ PrimFunc qconv_build(const std::string& fname, const std::vector<TensorType>& in
       s.push_back(For(j, ci(0), ci(words), ForKind::kSerial, store(col, word, {add(mul(slot, ci(words)), j)})));
       return Allocate(staged, "local", SeqStmt(s));
     };
+    g.gather = checked_gather;
+    // few_channels (NHWC): interior pixels unchecked and unrolled, the border checked
+    // (prepare_quantized asks for it only on short reductions; a long one stays a loop).
+    const bool few_channels = p.sched.few_channels && !p.nchw && p.k() <= kFewChannelsMaxReduction;
+    Buffer data_flat = few_channels ? flat_view(data, p.n * p.h * p.w * p.c) : nullptr;
+    if (data_flat) {
+      g.gather = [&](Expr row, const Buffer& col, Expr slot) -> Stmt {
+        auto element = [&](Expr i) {
+          Expr x = Cast(kI32, load(data_flat, {i}));
+          return !fold && zx != 0 ? sub(x, ci(zx)) : x;
+        };
+        Stmt fast = few_channels_gather(p, n, row, col, slot, element);
+        Expr interior = window_inside(p, row);
+        return interior ? IfThenElse(interior, fast, checked_gather(row, col, slot)) : fast;
+      };
+    }
     g.store = [&](Expr row, Expr oc, Expr v) {
       return store(o, v, p.at(n, floordiv(row, ci(p.ow)), floormod(row, ci(p.ow)), oc));
     };
     Stmt body = gemm(g);
+    if (data_flat) body = DeclBuffer(data_flat, body);
     if (p.n > 1) body = For(n, ci(0), ci(p.n), ForKind::kSerial, body);
     else body = substitute(body, n, ci(0));
     return fb.finish(fname, declare_views(g, body));

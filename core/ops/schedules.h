@@ -20,6 +20,7 @@ struct ScheduleOptions {
   bool sxtb16 = false;          // with smlad: weights stay int8, widened by SXTB16 (half the flash)
   bool interleave = true;       // with smlad and block: a channel pair's weight words interleaved
   bool fold_output_zero_point = true;  // per-channel tables: the output zero point added in the rounding term
+  bool few_channels = true;     // with smlad: convolutions of 1-4 input channels gather interior pixels unchecked
   bool merge_kernels = true;    // merge_kernels in the lowering pipeline: kernels differing in constants share code
 
   bool get(const std::string& name) const;
@@ -31,7 +32,7 @@ struct ScheduleOptions {
 // Every schedule name, in a fixed order.
 const std::vector<std::string>& schedule_list();
 // "fold_zero_point, block, unroll, hoist, smlad, sxtb16, interleave,
-// fold_output_zero_point, merge_kernels" (for messages).
+// fold_output_zero_point, few_channels, merge_kernels" (for messages).
 std::string schedule_names();
 // Switches off each name of a comma-separated list ("" switches nothing off); throws a
 // user error naming an unknown schedule. `where` prefixes the message.
@@ -40,6 +41,9 @@ void disable_schedules(ScheduleOptions& s, const std::string& list, const std::s
 // length k: four int8 values per word with sxtb16, two int16 values otherwise. Shared by
 // prepare_quantized, which packs, and the kernels, which read the packing.
 inline int64_t packed_weight_words(int64_t k, bool sxtb16) { return sxtb16 ? (k + 3) / 4 : (k + 1) / 2; }
+// Convolutions with at most this many input channels (and a receptive field of at most
+// kFewChannelsMaxReduction values) take the few_channels schedule.
+constexpr int64_t kFewChannelsMaxInput = 4, kFewChannelsMaxReduction = 128;
 // Where word j of output channel c lies in the packed weight of `channels` rows of
 // `words` words. With `interleave` the rows of each channel pair (2b, 2b + 1) alternate
 // word by word, so the 2x2 tile of the kernels reads both through one pointer; an odd

@@ -185,8 +185,13 @@ void run_case(const Case& k, const ScheduleOptions& opts, const std::string& lab
     EXPECT_TRUE(sched["fold_zero_point"].get<bool>()) << label;
   }
   bool grouped = k.attrs.value("groups", 1) != 1;
+  // few_channels: 1-4 input channels, a receptive field of at most 128 values; those
+  // layers keep int16 weight pairs.
+  bool few = k.op == "qconv2d" && opts.smlad && !grouped && opts.few_channels && k.weight[3] <= 4 &&
+             k.weight[1] * k.weight[2] * k.weight[3] <= 128;
   EXPECT_EQ(sched["smlad"].get<bool>(), opts.smlad && !grouped) << label;
-  EXPECT_EQ(sched["sxtb16"].get<bool>(), opts.smlad && opts.sxtb16 && !grouped) << label;
+  EXPECT_EQ(sched["few_channels"].get<bool>(), few) << label;
+  EXPECT_EQ(sched["sxtb16"].get<bool>(), opts.smlad && opts.sxtb16 && !grouped && !few) << label;
   EXPECT_EQ(sched["interleave"].get<bool>(), opts.smlad && opts.block && opts.interleave && !grouped) << label;
   // The output zero point goes into a three-column requant table (these cases' shifts are
   // all far below the limit of 22).
@@ -232,8 +237,10 @@ void run_all_schedules(const Case& k, const std::string& name) {
     for (bool interleave : {true, false}) {
       if (!interleave && !(o.smlad && o.block && o.unroll && o.fold_zero_point)) continue;
       o.interleave = interleave;
-      // The output zero point added after the shift again: once per weight packing.
+      // The output zero point added after the shift again, and the few-channel gather
+      // off: once per weight packing.
       o.fold_output_zero_point = interleave;
+      o.few_channels = interleave;
       std::string label = name + " [" + (o.disabled().empty() ? "all" : "off: " + o.disabled()) + "]";
       SCOPED_TRACE(label);
       run_case(k, o, label);
@@ -278,6 +285,30 @@ TEST(QConv, StridedDilatedAsymmetricPaddingOddChannels) {
                      quant({{"strides", {2, 2}}, {"dilation", {2, 1}}, {"padding", {0, 1, 1, 0}}, {"activation", "relu6"}},
                            {0.01, 0.02, 0.015, 0.03, 0.025})},
                     "conv 3x2 stride 2 dilation (2,1), 2->5");
+}
+
+// First layers (few_channels): 1, 2 and 3 input channels, stride 1 and 2, padding on
+// some sides, odd sizes; interior pixels take the unchecked gather, the border the
+// checked one. Only the combinations that reach it (smlad, with and without sxtb16 and
+// the zero point folded) and the default with it off: the other schedules do not see
+// it, and the cases above run every combination on 2- and 3-channel shapes.
+TEST(QConv, FewInputChannels) {
+  const Case cases[] = {
+      {"qconv2d", {1, 11, 6, 1}, {4, 4, 3, 1}, quant({{"strides", {2, 2}}, {"padding", {1, 1, 2, 1}}})},
+      {"qconv2d", {1, 5, 7, 2}, {3, 3, 3, 2}, quant({{"padding", {1, 1, 1, 1}}, {"activation", "relu"}})},
+      {"qconv2d", {1, 9, 7, 3}, {6, 3, 3, 3},
+       quant({{"strides", {2, 2}}, {"padding", {0, 0, 1, 1}}, {"activation", "relu"}}, {0.01, 0.02, 0.015, 0.03, 0.025, 0.02})}};
+  const std::string names[] = {"conv 4x3 stride 2, 1->4", "conv 3x3 pad 1, 2->3", "conv 3x3 stride 2 pad bottom/right, 3->6"};
+  for (int i = 0; i < 3; ++i)
+    for (int variant = 0; variant < 4; ++variant) {
+      ScheduleOptions o;
+      o.smlad = true, o.sxtb16 = variant != 1;
+      o.fold_zero_point = variant != 2;
+      o.few_channels = variant != 3;
+      std::string label = names[i] + " [" + (o.disabled().empty() ? "all" : "off: " + o.disabled()) + "]";
+      SCOPED_TRACE(label);
+      run_case(cases[i], o, label);
+    }
 }
 
 TEST(QConv, DepthwiseAndGrouped) {
@@ -337,6 +368,8 @@ TEST(QConv, RefusesBadInputs) {
     EXPECT_NE(e.diagnostics().at(0).message.find("requantization table"), std::string::npos);
   }
   EXPECT_NE(infer("qconv2d", {x, w}, quant({{"schedule", {{"smlad", true}}}})).find("packed"), std::string::npos);
+  EXPECT_NE(infer("qconv2d", {x, w}, quant({{"schedule", {{"few_channels", true}}}})).find("'few_channels' needs schedule 'smlad'"),
+            std::string::npos);
   EXPECT_NE(infer("qconv2d", {x, w}, quant({{"schedule", {{"sxtb16", true}}}})).find("'sxtb16' needs schedule 'smlad'"),
             std::string::npos);
   // A packed weight of the wrong width for its schedule: 27 weights are 7 words of four, not 14 pairs.

@@ -784,6 +784,7 @@ std::vector<ScheduleOptions> all_schedules() {
     if (o.smlad && o.block && o.unroll && o.fold_zero_point) {
       o.interleave = false;
       o.fold_output_zero_point = false;
+      o.few_channels = false;
       out.push_back(o);
     }
   }
@@ -866,6 +867,13 @@ std::vector<ConvCase> conv_cases() {
   sat.ws = {0.5};
   sat.so = 0.01;
   v.push_back({{1, 4, 4, 16}, 4, 3, 3, sat, true, "saturating"});
+  QConv one;  // one input channel, stride (2, 1), padding on three sides (few_channels)
+  one.sh = 2;
+  one.pt = 2, one.pl = 1, one.pb = 1;
+  one.zi = -9;
+  one.zo = 6;
+  one.ws = channel_scales(5, 4);
+  v.push_back({{1, 9, 6, 1}, 5, 4, 3, one, true, "one input channel strided padded"});
   return v;
 }
 

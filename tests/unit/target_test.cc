@@ -70,6 +70,11 @@ TEST(Target, DisabledSchedulesKeepTheRest) {
   EXPECT_TRUE(pairs.smlad);
   EXPECT_FALSE(pairs.sxtb16);
   EXPECT_FALSE(schedule_options(parse_target("c -mcpu=cortex-m3")).sxtb16);
+  // The first layers' unchecked gather: on by default, its own switch.
+  EXPECT_TRUE(s.few_channels);
+  ScheduleOptions few_off = schedule_options(parse_target("c -mcpu=cortex-m4 -disabled-schedules=few_channels"));
+  EXPECT_FALSE(few_off.few_channels);
+  EXPECT_TRUE(few_off.smlad && few_off.sxtb16);
   // The channel pairs' weights in their own rows again: the packing, not the CPU, changes.
   Target plain = parse_target("c -mcpu=cortex-m4 -disabled-schedules=interleave,sxtb16");
   EXPECT_EQ(plain.disabled_schedules, "sxtb16,interleave");
