@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <set>
+#include <unordered_map>
 #include <vector>
 
 #include "ir/structural_equal.h"
@@ -51,15 +52,173 @@ bool same_indices(const std::vector<Expr>& a, const std::vector<Expr>& b) {
   return true;
 }
 
-}  // namespace
+// ---- several stores, each element written once -----------------------------------
 
-bool writes_elementwise_over(const PrimFunc& kernel, size_t input) {
-  if (!kernel || input + 1 >= kernel->param_buffers.size()) return false;
-  const Buffer& in = kernel->param_buffers[input];
-  const Buffer& out = kernel->param_buffers.back();
-  if (!in || !out || in == out || in->dtype != out->dtype || !in->strides.empty() || !out->strides.empty() ||
-      !same_shape(in, out))
-    return false;
+// Every read of `in` lies in the value of a store to `out` at that store's own index,
+// nothing reads `out`, and no other buffer names the memory of either (a view would
+// hide accesses).
+class ReadsAtStores : public Visitor {
+ public:
+  ReadsAtStores(const Buffer& in, const Buffer& out) : in_(in), out_(out) {}
+  bool ok = true;
+
+ protected:
+  void visit_BufferStore(const BufferStoreNode* op) override {
+    if (op->buffer != out_) return Visitor::visit_BufferStore(op);
+    for (const Expr& i : op->indices) visit(i);
+    const std::vector<Expr>* outer = at_;
+    at_ = &op->indices;
+    visit(op->value);
+    at_ = outer;
+  }
+  void visit_BufferLoad(const BufferLoadNode* op) override {
+    if (op->buffer == out_ || (op->buffer == in_ && (!at_ || !same_indices(op->indices, *at_)))) ok = false;
+    Visitor::visit_BufferLoad(op);
+  }
+  void visit_buffer(const Buffer& b) override {
+    if (b && b != in_ && b != out_ && b->data && (b->data == in_->data || b->data == out_->data)) ok = false;
+    Visitor::visit_buffer(b);
+  }
+
+ private:
+  Buffer in_, out_;
+  const std::vector<Expr>* at_ = nullptr;
+};
+
+// Runs the control flow around the stores to `out` with every loop variable bound to
+// its value and marks the element each store execution writes: false as soon as an
+// element is written twice, an index is not a function of the loop and let variables,
+// or a loop bound is not constant. Loops without a store to `out` are not entered, so
+// the work is one step per element written (the reductions of a convolution cost nothing).
+class WriteOnceCheck {
+ public:
+  WriteOnceCheck(const Buffer& out, int64_t elements) : out_(out), written_(static_cast<size_t>(elements), false) {}
+
+  bool run(const Stmt& s) {
+    if (!s) return true;
+    if (!stores_out(s)) return true;
+    if (const auto* store = as<BufferStoreNode>(s)) return mark(store->indices);
+    if (const auto* seq = as<SeqStmtNode>(s)) {
+      for (const Stmt& c : seq->seq)
+        if (!run(c)) return false;
+      return true;
+    }
+    if (const auto* loop = as<ForNode>(s)) {
+      int64_t min = 0, extent = 0;
+      if (!eval(loop->min, &min) || !eval(loop->extent, &extent)) return false;
+      for (int64_t i = 0; i < extent; ++i) {
+        env_[loop->loop_var.get()] = min + i;
+        if (!run(loop->body)) return false;
+      }
+      env_.erase(loop->loop_var.get());
+      return true;
+    }
+    if (const auto* branch = as<IfThenElseNode>(s)) {
+      int64_t c = 0;
+      if (eval(branch->condition, &c)) return run(c ? branch->then_case : branch->else_case);
+      return run(branch->then_case) && run(branch->else_case);  // either may run: count both
+    }
+    if (const auto* let = as<LetStmtNode>(s)) {
+      int64_t v = 0;
+      if (eval(let->value, &v)) env_[let->var.get()] = v;
+      bool ok = run(let->body);
+      env_.erase(let->var.get());
+      return ok;
+    }
+    if (const auto* a = as<AllocateNode>(s)) return run(a->body);
+    if (const auto* d = as<DeclBufferNode>(s)) return run(d->body);
+    if (const auto* a = as<AttrStmtNode>(s)) return run(a->body);
+    if (const auto* a = as<AssertStmtNode>(s)) return run(a->body);
+    return false;  // a while loop (or an evaluate that stores): not counted
+  }
+
+ private:
+  bool stores_out(const Stmt& s) {
+    auto it = stores_.find(s.get());
+    if (it != stores_.end()) return it->second;
+    struct Finder : Visitor {
+      Buffer out;
+      bool found = false;
+      void visit_BufferStore(const BufferStoreNode* op) override {
+        found = found || op->buffer == out;
+        Visitor::visit_BufferStore(op);
+      }
+    } f;
+    f.out = out_;
+    f.visit(s);
+    return stores_[s.get()] = f.found;
+  }
+
+  bool mark(const std::vector<Expr>& indices) {
+    if (indices.size() != out_->shape.size()) return false;
+    int64_t flat = 0;
+    for (size_t k = 0; k < indices.size(); ++k) {
+      int64_t i = 0;
+      const int64_t* extent = as_const_int(out_->shape[k]);
+      if (!extent || !eval(indices[k], &i) || i < 0 || i >= *extent) return false;
+      flat = flat * *extent + i;
+    }
+    if (written_[static_cast<size_t>(flat)]) return false;
+    written_[static_cast<size_t>(flat)] = true;
+    return true;
+  }
+
+  bool eval(const Expr& e, int64_t* out) const {
+    if (const int64_t* c = as_const_int(e)) return *out = *c, true;
+    if (const auto* v = as<VarNode>(e)) {
+      auto it = env_.find(v);
+      return it != env_.end() && (*out = it->second, true);
+    }
+    if (const auto* c = as<CastNode>(e)) return c->dtype.is_integer() && c->dtype.bits() >= 32 && eval(c->value, out);
+    const auto* bin = dynamic_cast<const BinaryNode*>(e.get());
+    int64_t a = 0, b = 0;
+    if (!bin || !eval(bin->a, &a) || !eval(bin->b, &b)) return false;
+    // Loop indices are small: none of these overflows int64.
+    switch (e->kind) {
+      case ExprKind::Add: *out = a + b; return true;
+      case ExprKind::Sub: *out = a - b; return true;
+      case ExprKind::Mul: *out = a * b; return true;
+      case ExprKind::Min: *out = std::min(a, b); return true;
+      case ExprKind::Max: *out = std::max(a, b); return true;
+      case ExprKind::FloorDiv:
+      case ExprKind::FloorMod: {
+        if (b == 0) return false;
+        int64_t q = a / b - ((a % b != 0) && ((a < 0) != (b < 0)));
+        *out = e->kind == ExprKind::FloorDiv ? q : a - q * b;
+        return true;
+      }
+      case ExprKind::LT: *out = a < b; return true;
+      case ExprKind::LE: *out = a <= b; return true;
+      case ExprKind::GT: *out = a > b; return true;
+      case ExprKind::GE: *out = a >= b; return true;
+      case ExprKind::EQ: *out = a == b; return true;
+      case ExprKind::NE: *out = a != b; return true;
+      case ExprKind::And: *out = a && b; return true;
+      case ExprKind::Or: *out = a || b; return true;
+      default: return false;
+    }
+  }
+
+  Buffer out_;
+  std::vector<bool> written_;
+  std::unordered_map<const VarNode*, int64_t> env_;
+  std::unordered_map<const StmtNode*, bool> stores_;
+};
+
+// Outputs larger than this are not counted element by element (the check then fails
+// and the output keeps bytes of its own).
+constexpr int64_t kMaxCountedElements = int64_t{1} << 22;
+
+bool writes_each_element_once_over(const PrimFunc& kernel, const Buffer& in, const Buffer& out) {
+  int64_t elements = 0;
+  if (!const_num_elements(out, &elements) || elements > kMaxCountedElements) return false;
+  ReadsAtStores reads(in, out);
+  reads.visit(kernel->body);
+  return reads.ok && WriteOnceCheck(out, elements).run(kernel->body);
+}
+
+// The perfect loop nest around one store.
+bool one_store_nest(const PrimFunc& kernel, const Buffer& in, const Buffer& out) {
   std::vector<const VarNode*> loops;
   Stmt s = kernel->body;
   while (const auto* loop = as<ForNode>(s)) {
@@ -77,6 +236,18 @@ bool writes_elementwise_over(const PrimFunc& kernel, size_t input) {
   if (!of_out.indices.empty()) return false;
   return std::all_of(of_in.indices.begin(), of_in.indices.end(),
                      [&](const std::vector<Expr>* idx) { return same_indices(*idx, store->indices); });
+}
+
+}  // namespace
+
+bool writes_elementwise_over(const PrimFunc& kernel, size_t input) {
+  if (!kernel || input + 1 >= kernel->param_buffers.size()) return false;
+  const Buffer& in = kernel->param_buffers[input];
+  const Buffer& out = kernel->param_buffers.back();
+  if (!in || !out || in == out || in->dtype != out->dtype || !in->strides.empty() || !out->strides.empty() ||
+      !same_shape(in, out))
+    return false;
+  return one_store_nest(kernel, in, out) || writes_each_element_once_over(kernel, in, out);
 }
 
 }  // namespace mtir

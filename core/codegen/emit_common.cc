@@ -3,6 +3,7 @@
 #include <cctype>
 #include <variant>
 
+#include "ir/attrs.h"
 #include "support/diagnostic.h"
 
 namespace mtir {
@@ -26,6 +27,21 @@ void refuse_statement_builtin(const CallNode* call, const char* backend) {
 bool attr_flag(const PrimFunc& f, const char* key) {
   auto it = f->attrs.find(key);
   return it != f->attrs.end() && std::holds_alternative<bool>(it->second) && std::get<bool>(it->second);
+}
+
+bool noalias_param(const PrimFunc& f, int index) {
+  if (!attr_flag(f, "tir.noalias")) return false;
+  auto it = f->attrs.find(kAliasedParamsAttr);
+  if (it == f->attrs.end() || !std::holds_alternative<std::string>(it->second)) return true;
+  if (index < 0) return false;
+  const std::string& list = std::get<std::string>(it->second);
+  for (size_t pos = 0; pos < list.size();) {
+    size_t comma = list.find(',', pos);
+    if (comma == std::string::npos) comma = list.size();
+    if (list.substr(pos, comma - pos) == std::to_string(index)) return false;
+    pos = comma + 1;
+  }
+  return true;
 }
 
 std::string user_function_name(const PrimFunc& f, const std::string& symbol) {

@@ -26,6 +26,12 @@ namespace mtir {
 // Whether function attribute `key` is the boolean true (tir.noalias, tir.internal).
 bool attr_flag(const PrimFunc& f, const char* key);
 
+// Whether parameter `index` may be declared distinct from every other (restrict in C,
+// noalias in LLVM): tir.noalias, and `index` is not one of the parameters the memory
+// planner made share bytes (kAliasedParamsAttr). `index` < 0 asks for all of them at
+// once (a pointer that is not a parameter by position, as MakePackedAPI binds them).
+bool noalias_param(const PrimFunc& f, int index);
+
 // The function's name as the user knows it: a packed function's kernel reports errors
 // under the packed function's name (tir.kernel_of), any other under its symbol.
 std::string user_function_name(const PrimFunc& f, const std::string& symbol);

@@ -195,6 +195,56 @@ class ApplyAtSite : public Mutator {
   bool inline_value_;
 };
 
+// A producer that only stores its output, from any number of statements, and names its
+// memory through no other buffer: each store's value is final unless a later store to
+// the same element replaces it, so the epilogue can be applied at every store.
+bool stores_only(const PrimFunc& producer, const Buffer& out) {
+  struct Check : Visitor {
+    Buffer out;
+    bool ok = true, stored = false;
+    void visit_BufferLoad(const BufferLoadNode* op) override {
+      ok = ok && op->buffer != out;
+      Visitor::visit_BufferLoad(op);
+    }
+    void visit_BufferStore(const BufferStoreNode* op) override {
+      stored = stored || op->buffer == out;
+      Visitor::visit_BufferStore(op);
+    }
+    void visit_buffer(const Buffer& b) override {
+      ok = ok && !(b && b != out && b->data && b->data == out->data);
+      Visitor::visit_buffer(b);
+    }
+  } c;
+  c.out = out;
+  c.visit(producer->body);
+  return c.ok && c.stored;
+}
+
+// Every store to `from` becomes a store to `to` of the epilogue of its value, at its
+// own indices. A value the epilogue reads more than once is bound to a variable first.
+class ApplyAtEveryStore : public Mutator {
+ public:
+  ApplyAtEveryStore(Buffer from, Buffer to, std::function<Expr(Expr, const std::vector<Expr>&)> epilogue,
+                    bool inline_value)
+      : from_(std::move(from)), to_(std::move(to)), epilogue_(std::move(epilogue)), inline_value_(inline_value) {}
+
+ protected:
+  Stmt mutate_BufferStore(const BufferStoreNode* op, const Stmt& self) override {
+    if (op->buffer != from_) return Mutator::mutate_BufferStore(op, self);
+    Expr value = mutate(op->value);
+    std::vector<Expr> indices;
+    for (const Expr& i : op->indices) indices.push_back(mutate(i));
+    if (inline_value_) return BufferStore(to_, epilogue_(value, indices), indices, op->span);
+    Var v = MakeVar("produced", value->dtype);
+    return LetStmt(v, value, BufferStore(to_, epilogue_(v, indices), indices, op->span), op->span);
+  }
+
+ private:
+  Buffer from_, to_;
+  std::function<Expr(Expr, const std::vector<Expr>&)> epilogue_;
+  bool inline_value_;
+};
+
 }  // namespace
 
 PrimFunc fuse_elementwise(const std::string& name, const PrimFunc& producer, const PrimFunc& consumer,
@@ -206,7 +256,8 @@ PrimFunc fuse_elementwise(const std::string& name, const PrimFunc& producer, con
   const Buffer& result = consumer->param_buffers.back();
   if (!produced || produced->dtype != data->dtype || produced->shape.size() != data->shape.size()) return nullptr;
   Site site;
-  if (!find_site(producer->body, produced, {}, &site)) return nullptr;
+  const bool one_site = find_site(producer->body, produced, {}, &site);
+  if (!one_site && !stores_only(producer, produced)) return nullptr;
 
   auto fused = std::make_shared<PrimFuncNode>();
   std::set<std::string> names;
@@ -238,14 +289,20 @@ PrimFunc fuse_elementwise(const std::string& name, const PrimFunc& producer, con
   fused->params.push_back(consumer->params.back());
   fused->param_buffers.push_back(result);
 
-  VarMap vars;
-  for (size_t k = 0; k < body.store->indices.size(); ++k)
-    if (auto* v = as<VarNode>(body.store->indices[k])) vars[v] = site.indices[k];
-  auto epilogue = [&](Expr current) {
+  // The consumer's loop variables become the producer's indices of the element.
+  auto epilogue_at = [&](Expr current, const std::vector<Expr>& indices) {
+    VarMap vars;
+    for (size_t k = 0; k < body.store->indices.size(); ++k)
+      if (auto* v = as<VarNode>(body.store->indices[k])) vars[v] = indices[k];
     return Epilogue(data, std::move(current), vars, renamed).mutate(body.store->value);
   };
   bool inline_value = body.data_loads <= 1;
-  fused->body = ApplyAtSite(site, produced, result, epilogue, inline_value).mutate(producer->body);
+  if (one_site) {
+    auto epilogue = [&](Expr current) { return epilogue_at(std::move(current), site.indices); };
+    fused->body = ApplyAtSite(site, produced, result, epilogue, inline_value).mutate(producer->body);
+  } else {
+    fused->body = ApplyAtEveryStore(produced, result, epilogue_at, inline_value).mutate(producer->body);
+  }
   fused->attrs = producer->attrs;
   fused->attrs["global_symbol"] = name;
   return fused;

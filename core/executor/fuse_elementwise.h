@@ -9,7 +9,11 @@
 // - the producer writes each output element in exactly one iteration of its outer
 //   loops: one statement (the "site") holds every access to the output, all at the
 //   same index, made of exactly the loop variables around the site. After the site the
-//   element is final, so the consumer's expression is applied there.
+//   element is final, so the consumer's expression is applied there;
+// - or the producer only stores its output, from any number of statements (the 2x2
+//   tiles of the int8 convolutions write four outputs from four stores): each store
+//   then writes the consumer's expression of its value at its own index. An element
+//   stored twice gets the expression twice and keeps the last, as before.
 #pragma once
 
 #include <string>

@@ -20,6 +20,10 @@ inline constexpr const char* kResourceHandleAttr = "tir.resource_handle";
 // reads elementwise, so its output may be written over one of them. PlanMemory checks
 // the callee, decides, and removes the attribute.
 inline constexpr const char* kMayOverwriteAttr = "tir.may_overwrite";
+// On a kernel whose output the memory planner placed over an input: the positions of
+// the parameters that share bytes, comma-separated ("3,5"). tir.noalias then holds
+// for the other parameters only (codegen/emit_common.h: noalias_param).
+inline constexpr const char* kAliasedParamsAttr = "tir.aliased_params";
 // On an AOT main: the positions of its parameters that are the model's inputs, and
 // those that are its outputs, comma-separated ("0,1"); the others are weights.
 inline constexpr const char* kInputParamsAttr = "aot.input_params";

@@ -125,8 +125,17 @@ OpDef qbinary_op(const std::string& op) {
     if (op == "qmul") {
       y = multiply_by_quantized_multiplier(mul(va, vb), p.mo);
     } else {
+      // v is an int8 minus its zero point, |v| <= 255, so v * 2^20 fits in int32. The
+      // larger-scale input's multiplier is exactly 1/2 (2^30, no shift): the rounding
+      // doubling high product of the even v * 2^20 by it is exactly v * 2^19. Otherwise
+      // the shift is done on uint32 (the same value), so that C compilers keep the
+      // product a 32 x 32 -> 64-bit multiply instead of folding 2^20 into a 64-bit
+      // constant (three multiplies on a Cortex-M).
       auto scaled = [&](Expr v, const QuantMultiplier& m) {
-        return multiply_by_quantized_multiplier(mul(v, ci(1 << kAddLeftShift)), m);
+        if (m.multiplier == (int64_t{1} << 30) && m.shift == 0) return mul(v, ci(1 << (kAddLeftShift - 1)));
+        const DataType u32 = DataType::UInt(32);
+        Expr shifted = Cast(kI32, call("shift_left", {Cast(u32, v), IntImm(u32, kAddLeftShift)}));
+        return multiply_by_quantized_multiplier(shifted, m);
       };
       Expr sa = scaled(va, p.ma), sb = scaled(vb, p.mb);
       y = multiply_by_quantized_multiplier(op == "qadd" ? add(sa, sb) : sub(sa, sb), p.mo);

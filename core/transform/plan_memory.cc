@@ -10,7 +10,9 @@
 // the planner to write the call's output over one of them; PlanMemory offers it only
 // when the callee reads that input elementwise (analysis/elementwise_overwrite.h), the
 // planner accepts it only when the input dies at that call and has the output's size,
-// and check_plan verifies the result. A callee that got one loses tir.noalias. The
+// and check_plan verifies the result. A tensor the call passes at several positions
+// must be read elementwise at each. A callee that got one records the parameters that
+// now share bytes (tir.aliased_params): only those lose tir.noalias's promise. The
 // attributes record both bounds: without sharing and with the accepted sharings.
 #include <algorithm>
 #include <cstdio>
@@ -88,6 +90,7 @@ struct CallSharing {
   const VarNode* output;  // data pointers of the call's output and input buffers
   const VarNode* input;
   std::string callee;
+  std::set<size_t> params;  // the callee's parameters that then share bytes
 };
 
 std::vector<CallSharing> call_sharings(const Stmt& step, const IRModule& m) {
@@ -101,11 +104,25 @@ std::vector<CallSharing> call_sharings(const Stmt& step, const IRModule& m) {
   const PrimFunc callee = m.lookup(name->value);
   const Buffer result = region_buffer(call->args.back());
   if (!callee || !result || callee->param_buffers.size() + 1 != call->args.size()) return out;
+  // The tensor may be passed at other positions too (a convolution fused with the add
+  // of its own input reads it as a window there): every position must read it elementwise.
+  auto read_elementwise_everywhere = [&](const Buffer& in) {
+    for (size_t j = 0; j + 2 < call->args.size(); ++j) {
+      const Buffer other = region_buffer(call->args[j + 1]);
+      if ((!other || other->data == in->data) && !writes_elementwise_over(callee, j)) return false;
+    }
+    return true;
+  };
   for (size_t k = 0; k + 2 < call->args.size() && k < 62; ++k) {
     if (!(std::get<int64_t>(mask->second) >> k & 1)) continue;
     const Buffer in = region_buffer(call->args[k + 1]);
-    if (in && in->data != result->data && writes_elementwise_over(callee, k))
-      out.push_back({result->data.get(), in->data.get(), name->value});
+    if (!in || in->data == result->data || !read_elementwise_everywhere(in)) continue;
+    std::set<size_t> params = {call->args.size() - 2};
+    for (size_t j = 0; j + 2 < call->args.size(); ++j) {
+      const Buffer other = region_buffer(call->args[j + 1]);
+      if (other && other->data == in->data) params.insert(j);
+    }
+    out.push_back({result->data.get(), in->data.get(), name->value, params});
   }
   return out;
 }
@@ -222,7 +239,7 @@ void check_io(const IoBuffer& io, const std::vector<TensorLifetime>& tensors, in
 
 struct Planned {
   PrimFunc func;
-  std::set<std::string> overwriting;  // callees that now write over an input
+  std::map<std::string, std::set<size_t>> overwriting;  // callees that now write over an input: those parameters
 };
 
 Planned plan(const PrimFunc& f, const IRModule& m, int64_t alignment, bool reuse_io) {
@@ -311,13 +328,13 @@ Planned plan(const PrimFunc& f, const IRModule& m, int64_t alignment, bool reuse
       tensors.push_back(t);
     }
     std::vector<SharingCandidate> candidates;
-    std::vector<std::string> callee_of;
+    std::vector<const CallSharing*> sharing_of;
     std::vector<bool> keep(tensors.size(), false);  // stays in the pool
     for (const CallSharing& c : sharings) {
       auto o = index_of.find(c.output), in = index_of.find(c.input);
       if (o == index_of.end() || in == index_of.end()) continue;
       candidates.push_back({o->second, in->second});
-      callee_of.push_back(c.callee);
+      sharing_of.push_back(&c);
       keep[o->second] = keep[in->second] = true;  // a sharing is decided in the pool
     }
     // -reuse-io-buffers=1: first the tensors that fit in the model's own I/O buffers.
@@ -345,7 +362,8 @@ Planned plan(const PrimFunc& f, const IRModule& m, int64_t alignment, bool reuse
     MTIR_ICHECK(problems.empty(), "invalid memory plan: " + (problems.empty() ? std::string() : problems[0]));
     for (const SharingCandidate& s : p.shared)
       for (size_t k = 0; k < candidates.size(); ++k)
-        if (candidates[k].output == s.output && candidates[k].input == s.input) planned.overwriting.insert(callee_of[k]);
+        if (candidates[k].output == s.output && candidates[k].input == s.input)
+          planned.overwriting[sharing_of[k]->callee].insert(sharing_of[k]->params.begin(), sharing_of[k]->params.end());
     const DataType t = buffers[0]->dtype;
     Buffer pool = MakeBuffer("workspace_" + dtype, t, {IntImm(DataType::Int(32), std::max<int64_t>(p.pool_size / t.bytes(), 1))});
     std::vector<Buffer> views;
@@ -416,18 +434,22 @@ Pass PlanMemory() {
     const bool reuse_io = reuse != m.attrs.end() && std::holds_alternative<bool>(reuse->second) &&
                           std::get<bool>(reuse->second);
     IRModule out = m;
-    std::set<std::string> overwriting;
+    std::map<std::string, std::set<size_t>> overwriting;
     for (auto& [name, f] : out.functions) {
       Planned p = plan(f, m, alignment, reuse_io);
       f = p.func;
-      overwriting.insert(p.overwriting.begin(), p.overwriting.end());
+      for (const auto& [callee, params] : p.overwriting) overwriting[callee].insert(params.begin(), params.end());
     }
-    // A kernel that writes over its input gets the same pointer twice: it must not
-    // promise distinct buffers (restrict in C, noalias in LLVM).
+    // A kernel that writes over its input gets the same pointer twice: those parameters
+    // must not promise distinct buffers (restrict in C, noalias in LLVM); the others
+    // still do (kAliasedParamsAttr).
     for (auto& [name, f] : out.functions) {
-      if (!overwriting.count(name)) continue;
+      auto it = overwriting.find(name);
+      if (it == overwriting.end()) continue;
       auto shared = std::make_shared<PrimFuncNode>(*f);
-      shared->attrs["tir.noalias"] = false;
+      std::string list;
+      for (size_t k : it->second) list += (list.empty() ? "" : ",") + std::to_string(k);
+      shared->attrs[kAliasedParamsAttr] = list;
       f = shared;
     }
     return out;

@@ -6,11 +6,14 @@
 #include <filesystem>
 #include <random>
 
+#include "analysis/elementwise_overwrite.h"
 #include "analysis/well_formed.h"
 #include "driver/build.h"
 #include "executor/aot.h"
 #include "executor/fuse_elementwise.h"
 #include "interp/interpreter.h"
+#include "ops/op_util.h"
+#include "ops/schedules.h"
 #include "sim/host_sim.h"
 #include "sim/process.h"
 #include "support/compare.h"
@@ -171,6 +174,126 @@ TEST(Fusion, TheBundledModelLosesTwoKernels) {
   AotModule aot = check_same_outputs(g);
   EXPECT_EQ(kernels(aot).size(), g.nodes.size() - 2 - 1);  // conv+relu twice; the flatten is a view
   EXPECT_NE(aot.module.lookup("tvmgen_digits_fused_conv2_relu2"), nullptr);
+}
+
+// A residual block in int8 as the TFLite frontend gives it: r = conv1x1(x) with relu,
+// h = conv1x1(r), c = conv3x3(h), s = qadd(r, c) with relu, y = conv1x1(s). The blocked
+// 3x3 convolution writes its 2x2 tiles from four stores; the add fuses into its kernel
+// at every store, and that kernel writes s over r, which dies there. With
+// `add_own_input` the convolution reads r itself (c = conv3x3(r)): its kernel reads r
+// as a window too, so s must not take r's bytes.
+NDArray int_array(DataType t, std::vector<int64_t> shape, uint32_t seed, int lo, int hi) {
+  NDArray a = NDArray::zeros(t, std::move(shape));
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> dist(lo, hi);
+  for (int64_t i = 0; i < a.num_elements(); ++i) a.set_int(i, dist(rng));
+  return a;
+}
+
+Graph int8_residual_block(bool add_own_input) {
+  const DataType i8 = DataType::Int(8), i32 = DataType::Int(32);
+  Graph g;
+  g.name = "res8";
+  g.inputs = {{"x", TensorType{i8, {1, 5, 4, 8}}}};
+  g.constants["w1"] = int_array(i8, {8, 1, 1, 8}, 1, -60, 60);
+  g.constants["wh"] = int_array(i8, {8, 1, 1, 8}, 5, -60, 60);
+  g.constants["w2"] = int_array(i8, {8, 3, 3, 8}, 2, -60, 60);
+  g.constants["w3"] = int_array(i8, {3, 1, 1, 8}, 3, -60, 60);
+  g.constants["b2"] = int_array(i32, {8}, 4, -2000, 2000);
+  auto conv = [](double si, int zi, double so, int zo, json more) {
+    json a = {{"input_scale", si}, {"input_zero_point", zi}, {"weight_scale", 0.01}, {"output_scale", so},
+              {"output_zero_point", zo}};
+    if (more.is_object()) a.update(more);
+    return a;
+  };
+  auto node = [&](const std::string& name, const std::string& op, std::vector<std::string> in, json attrs) {
+    GraphNode n{};
+    n.name = name, n.op = op, n.inputs = std::move(in), n.attrs = std::move(attrs);
+    std::vector<TensorType> types;
+    for (const auto& i : n.inputs) types.push_back(g.type_of(i));
+    n.type = find_op(op)->infer(types, n.attrs);
+    g.nodes.push_back(n);
+  };
+  node("r", "qconv2d", {"x", "w1"}, conv(0.05, 3, 0.04, -5, {{"activation", "relu"}}));
+  if (!add_own_input) node("h", "qconv2d", {"r", "wh"}, conv(0.04, -5, 0.04, -5, json::object()));
+  node("c", "qconv2d", {add_own_input ? "r" : "h", "w2", "b2"}, conv(0.04, -5, 0.06, 2, {{"padding", {1, 1, 1, 1}}}));
+  node("s", "qadd", {"r", "c"},
+       {{"a_scale", 0.04}, {"a_zero_point", -5}, {"b_scale", 0.06}, {"b_zero_point", 2}, {"output_scale", 0.07},
+        {"output_zero_point", -9}, {"activation", "relu"}});
+  node("y", "qconv2d", {"s", "w3"}, conv(0.07, -9, 0.05, 1, json::object()));
+  g.outputs = {"y"};
+  return prepare_quantized(g, ScheduleOptions{});
+}
+
+// Builds the block fused and unfused; both must give the same bits in the interpreter
+// and as host C with the planned memory. Returns the planned main of the fused build.
+PrimFunc check_int8_residual_block(const Graph& g, const std::string& fused_kernel, size_t residual) {
+  AotModule fused = build_aot(g), plain = build_aot(g, AotOptions{false});
+  PrimFunc kernel = fused.module.lookup(fused_kernel);
+  EXPECT_NE(kernel, nullptr) << "kernels: " << ::testing::PrintToString(kernels(fused));
+  if (!kernel) return nullptr;
+  // The tile writes four outputs from four stores: no single-store nest, and still it
+  // reads the residual only where it writes the same element.
+  EXPECT_EQ(kernel->params[residual]->name, "a");
+  EXPECT_TRUE(writes_elementwise_over(kernel, residual));
+  EXPECT_FALSE(writes_elementwise_over(kernel, 0)) << "the convolution reads a window of its data";
+  auto args_of = [&](const AotModule& aot) {
+    std::vector<NDArray> arrays;
+    for (const auto& p : aot.params) {
+      if (p.role == AotModule::Role::kConstant) arrays.push_back(g.constants.at(p.name));
+      else if (p.role == AotModule::Role::kInput) arrays.push_back(int_array(p.type.dtype, p.type.shape, 9, -128, 127));
+      else arrays.push_back(NDArray::zeros(p.type.dtype, p.type.shape));
+    }
+    return arrays;
+  };
+  std::vector<NDArray> want = args_of(plain), got = args_of(fused), host = args_of(fused);
+  interpret(plain.module, plain.main, as_args(want));
+  interpret(fused.module, fused.main, as_args(got));
+  EXPECT_EQ(got.back().data, want.back().data);
+  BuildResult built = build_c(fused.module, parse_target("c -unpacked-api=1"));
+  sim::HostSimOptions options;
+  options.work_dir = (fs::temp_directory_path() / ("microtir-fusion-q-" + std::to_string(getpid()))).string();
+  sim::run_on_host({&built, fused.main, fused.module.lookup(fused.main)}, as_args(host), options);
+  fs::remove_all(options.work_dir);
+  EXPECT_EQ(host.back().data, want.back().data);
+  return built.lowered.module.lookup(fused.main);
+}
+
+int64_t attr(const PrimFunc& f, const char* key) { return std::get<int64_t>(f->attrs.at(key)); }
+
+TEST(Fusion, Int8AddFusesIntoTheBlockedConvolutionAndWritesOverTheResidual) {
+  PrimFunc main = check_int8_residual_block(int8_residual_block(false), "tvmgen_res8_fused_c_s", 3);
+  ASSERT_NE(main, nullptr);
+  // r, h and s (160 bytes each) live at the fused call; s takes r's bytes.
+  EXPECT_EQ(attr(main, "workspace.lower_bound_bytes"), 480);
+  EXPECT_EQ(attr(main, "workspace.shared_lower_bound_bytes"), 320);
+  EXPECT_EQ(attr(main, "workspace.pool_bytes"), 320);
+}
+
+TEST(Fusion, ConvolutionFusedWithTheAddOfItsOwnInputKeepsItsOutputApart) {
+  PrimFunc main = check_int8_residual_block(int8_residual_block(true), "tvmgen_res8_fused_c_s", 3);
+  ASSERT_NE(main, nullptr);
+  EXPECT_EQ(attr(main, "workspace.lower_bound_bytes"), 320);
+  EXPECT_EQ(attr(main, "workspace.shared_lower_bound_bytes"), 320);
+}
+
+TEST(Fusion, ElementwiseOverwriteCountsEveryStore) {
+  // Two stores per iteration: each element once (accepted), or one element twice
+  // (refused: the second store would read an input element the first overwrote).
+  auto kernel = [](int64_t second_offset) {
+    ops::FuncBuilder fb;
+    Buffer a = fb.param("a", {8}, DataType::Int(32)), out = fb.param("out", {8}, DataType::Int(32));
+    Var i = MakeVar("i", DataType::Int(32));
+    auto at = [&](int64_t k) {
+      Expr idx = Binary(ExprKind::Add, Binary(ExprKind::Mul, i, IntImm(DataType::Int(32), 2)), IntImm(DataType::Int(32), k));
+      return BufferStore(out, Binary(ExprKind::Add, BufferLoad(a, {idx}), IntImm(DataType::Int(32), 1)), {idx});
+    };
+    return fb.finish("k", For(i, IntImm(DataType::Int(32), 0), IntImm(DataType::Int(32), 4), ForKind::kSerial,
+                              SeqStmt({at(0), at(second_offset)})));
+  };
+  EXPECT_TRUE(writes_elementwise_over(kernel(1), 0));
+  EXPECT_FALSE(writes_elementwise_over(kernel(0), 0));
+  EXPECT_FALSE(writes_elementwise_over(kernel(2), 0)) << "element 2i + 2 is written again at i + 1";
 }
 
 }  // namespace

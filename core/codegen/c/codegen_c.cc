@@ -259,10 +259,10 @@ class FunctionEmitter {
     }
     // Pointer parameters take the element type of the buffers declared on them.
     auto& views = views_;
-    const bool noalias = this->noalias();
     for (size_t i = 0; i < func_->params.size(); ++i) {
       const Var& p = func_->params[i];
       const Buffer& b = func_->param_buffers[i];
+      const bool noalias = noalias_param(func_, static_cast<int>(i));
       if (i) os << ", ";
       if (b) {
         // A buffer parameter is passed as a typed pointer to its data.
@@ -336,7 +336,8 @@ class FunctionEmitter {
   }
 
   std::string user_name() const { return user_function_name(func_, symbol_); }
-  bool noalias() const { return attr_flag(func_, "tir.noalias"); }
+  // For pointers that are no parameter by position (MakePackedAPI's lets).
+  bool noalias() const { return noalias_param(func_, -1); }
 
   // ---- names --------------------------------------------------------------------
   const std::string& name_of(const VarNode* v, const std::string& hint) {

@@ -133,10 +133,10 @@ class FunctionEmitter {
   // The parameter list, with names (for a definition) or without (a declaration).
   std::string signature_params(bool with_names) {
     std::string out;
-    const bool noalias = attr_flag(func_, "tir.noalias");
     for (size_t i = 0; i < func_->params.size(); ++i) {
       const Var& p = func_->params[i];
       const Buffer& b = func_->param_buffers[i];
+      const bool noalias = noalias_param(func_, static_cast<int>(i));
       std::string ty = b ? "i8*" : ll_type(p->dtype, p->span);
       std::string attrs = b ? "" : ext_attr(p->dtype);
       if (b || p->dtype.is_handle()) {

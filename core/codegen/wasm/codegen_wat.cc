@@ -1176,7 +1176,7 @@ class FunctionEmitter {
   };
   std::vector<Promoted> promoted_;
   std::unordered_map<const VarNode*, std::vector<std::string>> register_arrays_;  // data -> a local per element
-  bool noalias_ = attr_flag(func_, "tir.noalias");
+  bool noalias_ = noalias_param(func_, -1);  // the vectorizer's promise covers every buffer
   std::set<const VarNode*> own_memory_;  // data of parameters and allocations
 };
 
