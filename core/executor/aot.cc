@@ -144,6 +144,7 @@ std::vector<Stmt> patch_stage_calls(const Graph& g, const PatchStage& stage, con
                                     std::set<std::string>& taken, AotModule& aot, std::vector<Buffer>& intermediates) {
   const auto types = g.all_types();
   std::map<std::tuple<size_t, int64_t, int64_t, int64_t>, std::string> kernels;
+  std::map<size_t, int> variants;  // per layer
   std::vector<Stmt> calls;
   for (size_t b = 0; b < stage.bands.size(); ++b) {
     Buffer previous;
@@ -157,7 +158,7 @@ std::vector<Stmt> patch_stage_calls(const Graph& g, const PatchStage& stage, con
       TensorType out_type = node.type;
       out_type.shape[1] = band.out_rows;
       if (fname.empty()) {
-        fname = prefix + to_c_identifier(node.name) + "_band" + std::to_string(kernels.size() - 1);
+        fname = prefix + to_c_identifier(node.name) + "_band" + std::to_string(variants[l]++);
         while (taken.count(fname)) fname += "_";
         taken.insert(fname);
         nlohmann::json attrs = node.attrs;
@@ -173,6 +174,7 @@ std::vector<Stmt> patch_stage_calls(const Graph& g, const PatchStage& stage, con
           throw DiagnosticError(d);
         }
         if (!aot.kernel_of.count(node.name)) aot.kernel_of[node.name] = fname;
+        aot.band_kernel_of[fname] = node.name;
       }
       std::vector<Expr> args;
       args.reserve(node.inputs.size() + 2);

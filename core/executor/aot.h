@@ -31,6 +31,9 @@ struct AotModule {
   // The function of `module` that computes each graph node (several nodes share a fused
   // kernel), for tools that show a node's kernel.
   std::map<std::string, std::string> kernel_of;
+  // Kernels that each compute a band of one node (a patch stage, patch_stages.h), for
+  // tools that sum a node's calls: kernel -> node. kernel_of names the first of them.
+  std::map<std::string, std::string> band_kernel_of;
 };
 
 struct AotOptions {

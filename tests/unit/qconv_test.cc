@@ -370,6 +370,14 @@ TEST(QConv, ChainRunsBandByBandBitForBit) {
     // Whole tensors: 512 + 1,024 bytes live at the pointwise layer.
     EXPECT_EQ(plan_patch_stages(prepared, 0).whole_tensor_bound, 1536);
     EXPECT_TRUE(plan_patch_stages(prepared, 0).stages.empty());
+    // A chain that skips a layer, or more bands than output rows, is refused by name.
+    try {
+      make_patch_stage(prepared, {0, 2}, 2);
+      ADD_FAILURE() << "a broken chain was accepted";
+    } catch (const DiagnosticError& e) {
+      EXPECT_NE(e.diagnostics().at(0).message.find("node 'c2' does not read 'c0'"), std::string::npos);
+    }
+    EXPECT_THROW(make_patch_stage(prepared, {0, 1, 2, 3}, 5), DiagnosticError);
     int64_t last_bound = 1536;
     for (int64_t percent : {25, 100}) {
       const std::string label = std::string("chain, ") + (smlad ? "smlad" : "no smlad") + ", recompute budget " +
