@@ -219,9 +219,11 @@ def our_layers(model):
     except (OSError, ValueError):
         return {}
     kernel_of = {}
+    calls_of = {}  # a node run band by band (patch stages) has several calls
     for call in prof.get("report", {}).get("layers", []):
         for node in call["nodes"]:
             kernel_of[node] = call
+            calls_of.setdefault(node, []).append(call)
     out = {}
     for i, node in enumerate(layers):
         call = kernel_of.get(node)
@@ -229,7 +231,9 @@ def our_layers(model):
             out[i] = (None, "no kernel")
             continue
         later = [j for j in range(i + 1, len(layers)) if kernel_of.get(layers[j]) is call]
-        out[i] = (0, f"merged into #{later[-1]}") if later else (call["instructions"], "")
+        bands = len(calls_of[node])
+        out[i] = (0, f"merged into #{later[-1]}") if later else (
+            sum(c["instructions"] for c in calls_of[node]), f"{bands} bands" if bands > 1 else "")
     return out
 
 

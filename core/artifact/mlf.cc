@@ -71,7 +71,9 @@ LoadedModel prepare_model(Graph g, const std::vector<std::string>& devices, cons
   LoadedModel lm;
   place_on_devices(g, devices);
   lm.graph = prepare_quantized(fold_batch_norm(g), schedules);
-  lm.aot = build_aot(lm.graph);
+  AotOptions aot;
+  aot.patch = schedules.patch;
+  lm.aot = build_aot(lm.graph, aot);
   auto diags = check_well_formed(lm.aot.module);
   if (!diags.empty()) throw DiagnosticError(diags);
   return lm;

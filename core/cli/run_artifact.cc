@@ -69,6 +69,11 @@ std::map<std::string, std::vector<std::string>> nodes_of_kernels(const AotModule
     auto it = aot.kernel_of.find(n.name);
     if (it != aot.kernel_of.end()) nodes[symbol_of(it->second, aot.module.lookup(it->second))].push_back(n.name);
   }
+  // The other band kernels of a node run in bands (the first is kernel_of's).
+  for (const auto& [kernel, node] : aot.band_kernel_of) {
+    std::vector<std::string>& of = nodes[symbol_of(kernel, aot.module.lookup(kernel))];
+    if (of.empty()) of.push_back(node);
+  }
   return nodes;
 }
 

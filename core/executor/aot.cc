@@ -9,6 +9,7 @@
 #include <set>
 
 #include "executor/fuse_elementwise.h"
+#include "executor/patch_stages.h"
 #include "ops/devices.h"
 
 namespace mtir {
@@ -63,7 +64,8 @@ std::vector<bool> view_nodes(const Graph& g) {
 }
 
 std::vector<FusedGroup> group_nodes(const Graph& g, const std::vector<PrimFunc>& funcs, const std::string& prefix,
-                                    const AotOptions& options, const std::vector<bool>& view) {
+                                    const AotOptions& options, const std::vector<bool>& view,
+                                    const std::vector<bool>& in_stage) {
   std::map<std::string, std::vector<size_t>> readers;
   for (size_t i = 0; i < g.nodes.size(); ++i)
     for (const auto& in : g.nodes[i].inputs) readers[in].push_back(i);
@@ -79,13 +81,15 @@ std::vector<FusedGroup> group_nodes(const Graph& g, const std::vector<PrimFunc>&
     if (sharing_of(g.nodes[i]) == OutputSharing::kElementwise)
       for (size_t k = 0; k < group.inputs.size(); ++k) group.may_overwrite.push_back(k);
     // Device kernels are the device library's: nothing fuses into them.
-    while (options.fuse_elementwise && g.nodes[i].device.empty() && group.nodes.size() < options.max_fused_ops) {
+    // A layer of a patch stage runs band by band as the op's own kernel.
+    while (options.fuse_elementwise && g.nodes[i].device.empty() && !in_stage[i] &&
+           group.nodes.size() < options.max_fused_ops) {
       const std::string& result = g.nodes[group.nodes.back()].name;
       auto r = readers.find(result);
       if (outputs.count(result) || r == readers.end() || r->second.size() != 1 || absorbed[r->second[0]]) break;
       size_t j = r->second[0];
       const GraphNode& consumer = g.nodes[j];
-      if (!consumer.device.empty()) break;
+      if (!consumer.device.empty() || in_stage[j]) break;
       size_t input = std::find(consumer.inputs.begin(), consumer.inputs.end(), result) - consumer.inputs.begin();
       std::string fname = prefix + "fused";
       for (size_t k : group.nodes) fname += "_" + to_c_identifier(g.nodes[k].name);
@@ -115,6 +119,80 @@ std::vector<FusedGroup> group_nodes(const Graph& g, const std::vector<PrimFunc>&
 Expr address(const Buffer& b) {
   return Call(DataType::Handle(), "address_of",
               {BufferLoad(b, std::vector<Expr>(b->shape.size(), IntImm(DataType::Int(32), 0)))});
+}
+
+// Rows [row, row + rows) of a one-image NHWC buffer: a contiguous region.
+Expr rows_of(const Buffer& b, int64_t row, int64_t rows) {
+  std::vector<Expr> start(4, IntImm(DataType::Int(32), 0));
+  start[1] = IntImm(DataType::Int(32), row);
+  std::vector<Expr> region;
+  region.push_back(BufferLoad(b, std::move(start)));
+  region.push_back(b->shape[0]);
+  region.push_back(IntImm(DataType::Int(32), rows));
+  region.push_back(b->shape[2]);
+  region.push_back(b->shape[3]);
+  return Call(DataType::Handle(), "tir_region", std::move(region));
+}
+
+// The calls of a patch stage (patch_stages.h), band by band and layer by layer: a layer
+// reads its band of the stage's input or the previous layer's band buffer and writes its
+// own band buffer (one per band and layer, so the planner overlaps them) or its rows of
+// the stage's output `result`. Each distinct band geometry of a layer is one kernel,
+// the op's own on the band's shapes and padding.
+std::vector<Stmt> patch_stage_calls(const Graph& g, const PatchStage& stage, const std::string& prefix,
+                                    const std::function<Buffer(const std::string&)>& buffer_of, const Buffer& result,
+                                    std::set<std::string>& taken, AotModule& aot, std::vector<Buffer>& intermediates) {
+  const auto types = g.all_types();
+  std::map<std::tuple<size_t, int64_t, int64_t, int64_t>, std::string> kernels;
+  std::map<size_t, int> variants;  // per layer
+  std::vector<Stmt> calls;
+  for (size_t b = 0; b < stage.bands.size(); ++b) {
+    Buffer previous;
+    for (size_t l = 0; l < stage.nodes.size(); ++l) {
+      const GraphNode& node = g.nodes[stage.nodes[l]];
+      const PatchLayer& band = stage.bands[b][l];
+      std::string& fname = kernels[{l, band.in_rows, band.pad_top, band.pad_bottom}];
+      std::vector<TensorType> in_types;
+      for (const auto& in : node.inputs) in_types.push_back(types.at(in));
+      in_types[0].shape[1] = band.in_rows;
+      TensorType out_type = node.type;
+      out_type.shape[1] = band.out_rows;
+      if (fname.empty()) {
+        fname = prefix + to_c_identifier(node.name) + "_band" + std::to_string(variants[l]++);
+        while (taken.count(fname)) fname += "_";
+        taken.insert(fname);
+        nlohmann::json attrs = node.attrs;
+        std::vector<int64_t> padding = {0, 0, 0, 0};
+        if (attrs.contains("padding")) padding = attrs["padding"].get<std::vector<int64_t>>();
+        padding[0] = band.pad_top, padding[2] = band.pad_bottom;
+        attrs["padding"] = padding;
+        try {
+          aot.module.functions.emplace_back(fname, find_op(node.op)->build(fname, in_types, out_type, attrs));
+        } catch (const DiagnosticError& e) {
+          Diagnostic d = e.diagnostics().at(0);
+          d.message = "node '" + node.name + "' (" + node.op + "), band " + std::to_string(b) + ": " + d.message;
+          throw DiagnosticError(d);
+        }
+        if (!aot.kernel_of.count(node.name)) aot.kernel_of[node.name] = fname;
+        aot.band_kernel_of[fname] = node.name;
+      }
+      std::vector<Expr> args;
+      args.reserve(node.inputs.size() + 2);
+      args.push_back(StringImm(fname));
+      args.push_back(l == 0 ? rows_of(buffer_of(node.inputs[0]), band.in_begin, band.in_rows) : whole(previous));
+      for (size_t k = 1; k < node.inputs.size(); ++k) args.push_back(whole(buffer_of(node.inputs[k])));
+      if (l + 1 == stage.nodes.size()) {
+        args.push_back(rows_of(result, band.out_begin, band.out_rows));
+      } else {
+        previous = MakeBuffer(to_c_identifier(node.name) + "_band" + std::to_string(b), out_type.dtype,
+                              shape_exprs(out_type));
+        intermediates.push_back(previous);
+        args.push_back(whole(previous));
+      }
+      calls.push_back(Evaluate(Call(DataType::Int(32), "call_tir", std::move(args))));
+    }
+  }
+  return calls;
 }
 
 // One function per node: the op's kernel, or the device's for a placed node.
@@ -185,7 +263,15 @@ AotModule build_aot(const Graph& g, const AotOptions& options) {
 
   const std::vector<PrimFunc> funcs = build_node_functions(g, prefix);
   const std::vector<bool> view = view_nodes(g);
-  std::vector<FusedGroup> groups = group_nodes(g, funcs, prefix, options, view);
+  const PatchPlan patches = options.patch ? plan_patch_stages(g, options.patch_max_recomputed_percent) : PatchPlan{};
+  std::vector<int> stage_of(g.nodes.size(), -1);
+  for (size_t s = 0; s < patches.stages.size(); ++s)
+    for (size_t i : patches.stages[s].nodes) stage_of[i] = static_cast<int>(s);
+  std::vector<bool> in_stage(g.nodes.size());
+  for (size_t i = 0; i < g.nodes.size(); ++i) in_stage[i] = stage_of[i] >= 0;
+  std::vector<FusedGroup> groups = group_nodes(g, funcs, prefix, options, view, in_stage);
+  std::set<std::string> taken;  // function names
+  for (const FusedGroup& group : groups) taken.insert(group.fname);
 
   // Each device instance's context is a handle parameter of main, after the outputs;
   // the hooks bracket its first and last use.
@@ -238,6 +324,22 @@ AotModule build_aot(const Graph& g, const AotOptions& options) {
   };
   for (size_t gi = 0; gi < groups.size(); ++gi) {
     const FusedGroup& group = groups[gi];
+    const int stage = stage_of[group.nodes.front()];
+    if (stage >= 0) {
+      // The whole stage runs where its last layer was; the other layers have no call.
+      const PatchStage& patch = patches.stages[stage];
+      const size_t last = patch.nodes.back();
+      if (group.nodes.front() != last) continue;
+      const GraphNode& node = g.nodes[last];
+      if (!buffers.count(node.name)) {
+        Buffer b = MakeBuffer(to_c_identifier(node.name), node.type.dtype, shape_exprs(node.type));
+        buffers[node.name] = b;
+        intermediates.push_back(b);
+      }
+      for (Stmt& call : patch_stage_calls(g, patch, prefix, buffer_of, buffers.at(node.name), taken, aot, intermediates))
+        calls.push_back(std::move(call));
+      continue;
+    }
     PrimFunc func = group.func;
     // A tensor read twice (mul(x, x)) reaches the kernel through two parameters: the
     // kernel must not promise distinct buffers (restrict in C, noalias in LLVM).
@@ -284,6 +386,16 @@ AotModule build_aot(const Graph& g, const AotOptions& options) {
   main->body = body;
   main->attrs["global_symbol"] = aot.main;
   mark_io_params(g, aot.params, main.get());
+  if (!patches.stages.empty()) {
+    main->attrs[kPatchWholeTensorBoundAttr] = patches.whole_tensor_bound;
+    main->attrs[kPatchBoundAttr] = patches.patched_bound;
+    std::string described;
+    for (const PatchStage& s : patches.stages)
+      described += (described.empty() ? "" : "; ") + g.nodes[s.nodes.front()].name + ".." + g.nodes[s.nodes.back()].name +
+                   " in " + std::to_string(s.bands.size()) + " bands, " + std::to_string(s.recomputed_macs) +
+                   " MACs recomputed";
+    main->attrs[kPatchStagesAttr] = described;
+  }
   main->attrs["tir.noalias"] = true;
   aot.module.functions.emplace_back(aot.main, main);
   return aot;

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "executor/patch_stages.h"
 #include "frontend/graph.h"
 #include "ir/function.h"
 
@@ -30,6 +31,9 @@ struct AotModule {
   // The function of `module` that computes each graph node (several nodes share a fused
   // kernel), for tools that show a node's kernel.
   std::map<std::string, std::string> kernel_of;
+  // Kernels that each compute a band of one node (a patch stage, patch_stages.h), for
+  // tools that sum a node's calls: kernel -> node. kernel_of names the first of them.
+  std::map<std::string, std::string> band_kernel_of;
 };
 
 struct AotOptions {
@@ -38,6 +42,11 @@ struct AotOptions {
   // At most this many ops per fused kernel: a long chain would make one expression as
   // deep as the chain.
   size_t max_fused_ops = 16;
+  // Run chains of int8 convolutions band by band where that lowers the memory bound
+  // (executor/patch_stages.h); -disabled-schedules=patch turns it off.
+  bool patch = true;
+  // The share of the model's MACs (percent) that recomputed halos may add.
+  int64_t patch_max_recomputed_percent = kMaxRecomputedPercent;
 };
 
 // Throws DiagnosticError naming the node when an operator cannot be built.

@@ -28,6 +28,11 @@ inline constexpr const char* kAliasedParamsAttr = "tir.aliased_params";
 // those that are its outputs, comma-separated ("0,1"); the others are weights.
 inline constexpr const char* kInputParamsAttr = "aot.input_params";
 inline constexpr const char* kOutputParamsAttr = "aot.output_params";
+// On an AOT main with patch stages (executor/patch_stages.h): the whole-tensor bound of
+// the graph's intermediates without them and with them (bytes), and the stages in words.
+inline constexpr const char* kPatchWholeTensorBoundAttr = "patch.whole_tensor_bound_bytes";
+inline constexpr const char* kPatchBoundAttr = "patch.bound_bytes";
+inline constexpr const char* kPatchStagesAttr = "patch.stages";
 // The function attribute naming the device instance a function runs on.
 inline constexpr const char* kDeviceAttr = "device";
 

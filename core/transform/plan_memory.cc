@@ -457,6 +457,24 @@ Pass PlanMemory() {
   return p;
 }
 
+namespace {
+
+// The AOT executor's patch stages (executor/patch_stages.h), when it chose any: what runs
+// band by band and the graph-level whole-tensor bound without and with them.
+std::string patch_report(const PrimFunc& f) {
+  auto it = f->attrs.find(kPatchStagesAttr);
+  auto whole = f->attrs.find(kPatchWholeTensorBoundAttr), patched = f->attrs.find(kPatchBoundAttr);
+  if (it == f->attrs.end() || whole == f->attrs.end() || patched == f->attrs.end() ||
+      !std::holds_alternative<std::string>(it->second) || !std::holds_alternative<int64_t>(whole->second) ||
+      !std::holds_alternative<int64_t>(patched->second))
+    return "";
+  return "  run band by band (-disabled-schedules=patch turns it off): " + std::get<std::string>(it->second) +
+         "\n  whole-tensor bound without bands " + std::to_string(std::get<int64_t>(whole->second)) +
+         " bytes, with them " + std::to_string(std::get<int64_t>(patched->second)) + " bytes\n";
+}
+
+}  // namespace
+
 std::string memory_report(const PrimFunc& f) {
   auto num = [&](const char* key) {
     auto it = f->attrs.find(key);
@@ -514,7 +532,7 @@ std::string memory_report(const PrimFunc& f) {
                   shared_bound > 0 ? static_cast<double>(pool) / static_cast<double>(shared_bound) : 1.0);
     out += line;
   }
-  return out;
+  return out + patch_report(f);
 }
 
 }  // namespace mtir

@@ -51,7 +51,20 @@ def generate(binary, src):
           "verify_well_formed, simplify, plan_memory, flatten_buffer, unroll_loops, simplify, hoist_loop_invariants",
           "(unless the target says `-disabled-schedules=hoist`), make_packed_api or make_unpacked_api, lower_call_tir,",
           "lower_builtins, merge_kernels (with make_unpacked_api, unless the target says",
-          "`-disabled-schedules=merge_kernels`), verify_well_formed.", ""]
+          "`-disabled-schedules=merge_kernels`), verify_well_formed.", "",
+          "Before these passes, at graph level, the AOT executor (`core/executor/patch_stages.cc`) may run a",
+          "chain of int8 NHWC convolutions (`qconv2d`, one image, each output read only by the next layer)",
+          "band by band (the patch-based inference of MCUNetV2): each band of the last layer's output rows",
+          "computes its receptive field through the chain into small buffers of its own, recomputing the",
+          "halo its neighbours also compute, and writes its rows of the chain's output, so the chain's",
+          "inner activations never exist whole. Every layer of a band is the op's own kernel on the band's",
+          "rows with the band's top and bottom padding (the same schedules, bit-exact). The executor picks",
+          "greedily the chain and band count that lower the whole-tensor bound of the intermediates most,",
+          "the fewest recomputed MACs among equals, while the recomputation stays within 3% of the model's",
+          "MACs, and stops when nothing lowers the bound. `-disabled-schedules=patch` (or `microtir run",
+          "--disable-schedules patch`) switches it off. The AOT main records the bound without and with",
+          "patches in `patch.whole_tensor_bound_bytes` and `patch.bound_bytes`, and the stages in",
+          "`patch.stages`; `plan_memory` then places the band buffers like any other tensor.", ""]
     for name in names:
         md += [f"## {name}", "", comments.get(name, "(no description)"), ""]
         found = cases(src, name)

@@ -49,16 +49,19 @@ KEYS = {
     "opt": ("`O0`, `O1`, `O2`, `O3`, `Os`, `Oz`",
             "`wasm` only: Binaryen's optimization level for the module (`-Os`/`-Oz` trade speed for size)."),
     "disabled-schedules": ("names from `fold_zero_point`, `block`, `unroll`, `hoist`, `smlad`, `sxtb16`, `interleave`, "
-                           "`fold_output_zero_point`, `few_channels`, `merge_kernels`, "
+                           "`fold_output_zero_point`, `few_channels`, `merge_kernels`, `patch`, "
                            "comma-separated",
                            "Schedules switched off, to measure what each gains ([quantization.md](quantization.md)): "
                            "the int8 kernels' `fold_zero_point`, `block`, `unroll`, `smlad`, `sxtb16`, `interleave`, "
                            "`fold_output_zero_point` and `few_channels`; `hoist`, the "
                            "`hoist_loop_invariants` pass of the lowering ([passes.md](passes.md)), which computes "
-                           "loop-invariant address arithmetic once before each loop; and `merge_kernels`, the pass of "
+                           "loop-invariant address arithmetic once before each loop; `merge_kernels`, the pass of "
                            "the same name (with `-unpacked-api=1`), which makes kernels that differ only in integer "
-                           "constants one function taking them as parameters (less flash, a few more instructions). "
-                           "Spelled in the canonical target string only when not empty."),
+                           "constants one function taking them as parameters (less flash, a few more instructions); "
+                           "and `patch`, the AOT executor's "
+                           "patch-based inference ([passes.md](passes.md)): a chain of int8 NHWC convolutions runs "
+                           "band by band over its output rows, recomputing each band's halo, where that lowers the "
+                           "memory bound. Spelled in the canonical target string only when not empty."),
     "reuse-io-buffers": ("`0`, `1` (`false`, `true`)",
                          "`1` lets `plan_memory` place intermediate tensors in the model's own input and output "
                          "buffers while they hold nothing the model needs (an input after its last reader, an "

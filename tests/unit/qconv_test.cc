@@ -334,6 +334,120 @@ TEST(QConv, SaturationAndNoBias) {
   run_all_schedules(k, "conv saturating, no bias");
 }
 
+// Patch-based inference (executor/patch_stages.h): the MobileNet-shaped chain
+// 16x16x3 -> conv 3x3 s2 -> depthwise 3x3 -> pointwise -> depthwise 3x3 s2 runs band by
+// band, each band recomputing its halo, and gives the bytes of the whole-tensor run. The
+// recomputation budget decides the bands (a larger one buys more bands and a lower bound).
+TEST(QConv, ChainRunsBandByBandBitForBit) {
+  std::mt19937 rng(77);
+  auto values = [&](const Shape& shape, int lo, int hi) {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    std::uniform_int_distribution<int> d(lo, hi);
+    std::vector<int64_t> v(n);
+    for (auto& e : v) e = d(rng);
+    return v;
+  };
+  Graph g;
+  g.name = "patched";
+  g.inputs = {{"x", TensorType{DataType::Int(8), {1, 16, 16, 3}}}};
+  struct Layer {
+    const char* name;
+    Shape weight;
+    json attrs;
+  };
+  const std::vector<Layer> layers = {
+      {"c0", {8, 3, 3, 3}, quant({{"strides", {2, 2}}, {"padding", {0, 0, 1, 1}}, {"activation", "relu6"}})},
+      {"c1", {8, 3, 3, 1}, quant({{"padding", {1, 1, 1, 1}}, {"groups", 8}, {"activation", "relu6"}},
+                                 {0.01, 0.02, 0.015, 0.03, 0.025, 0.02, 0.01, 0.03})},
+      {"c2", {16, 1, 1, 8}, quant({{"activation", "relu6"}})},
+      {"c3", {16, 3, 3, 1}, quant({{"strides", {2, 2}}, {"padding", {0, 0, 1, 1}}, {"groups", 16}})}};
+  std::string previous = "x";
+  for (const Layer& l : layers) {
+    GraphNode node;
+    node.name = l.name;
+    node.op = "qconv2d";
+    g.constants[std::string(l.name) + "_w"] = array_of(DataType::Int(8), l.weight, values(l.weight, -60, 60));
+    g.constants[std::string(l.name) + "_b"] = array_of(DataType::Int(32), {l.weight[0]}, values({l.weight[0]}, -900, 900));
+    node.inputs = {previous, std::string(l.name) + "_w", std::string(l.name) + "_b"};
+    node.attrs = l.attrs;
+    node.type = find_op("qconv2d")->infer({g.type_of(previous), TensorType{DataType::Int(8), l.weight},
+                                            TensorType{DataType::Int(32), {l.weight[0]}}},
+                                           node.attrs);
+    g.nodes.push_back(node);
+    previous = l.name;
+  }
+  g.outputs = {"c3"};
+  const std::vector<int64_t> input = values({1, 16, 16, 3}, -128, 127);
+  auto run = [&](const Graph& prepared, const AotModule& aot) {
+    std::vector<NDArray> arrays;
+    for (const auto& p : aot.params) {
+      if (p.role == AotModule::Role::kInput) arrays.push_back(array_of(DataType::Int(8), {1, 16, 16, 3}, input));
+      else if (p.role == AotModule::Role::kConstant) arrays.push_back(prepared.constants.at(p.name));
+      else arrays.push_back(NDArray::zeros(DataType::Int(8), p.type.shape));
+    }
+    std::vector<InterpArg> args;
+    for (auto& a : arrays) args.push_back(&a);
+    interpret(aot.module, aot.main, args);
+    return arrays;
+  };
+  for (bool smlad : {false, true}) {
+    ScheduleOptions o;
+    o.smlad = smlad;
+    const Graph prepared = prepare_quantized(g, o);
+    AotOptions whole;
+    whole.patch = false;
+    const NDArray want = run(prepared, build_aot(prepared, whole)).back();
+    // Whole tensors: 512 + 1,024 bytes live at the pointwise layer.
+    EXPECT_EQ(plan_patch_stages(prepared, 0).whole_tensor_bound, 1536);
+    EXPECT_TRUE(plan_patch_stages(prepared, 0).stages.empty());
+    // A chain that skips a layer, or more bands than output rows, is refused by name.
+    try {
+      make_patch_stage(prepared, {0, 2}, 2);
+      ADD_FAILURE() << "a broken chain was accepted";
+    } catch (const DiagnosticError& e) {
+      EXPECT_NE(e.diagnostics().at(0).message.find("node 'c2' does not read 'c0'"), std::string::npos);
+    }
+    EXPECT_THROW(make_patch_stage(prepared, {0, 1, 2, 3}, 5), DiagnosticError);
+    int64_t last_bound = 1536;
+    for (int64_t percent : {25, 100}) {
+      const std::string label = std::string("chain, ") + (smlad ? "smlad" : "no smlad") + ", recompute budget " +
+                                std::to_string(percent) + "%";
+      SCOPED_TRACE(label);
+      const PatchPlan plan = plan_patch_stages(prepared, percent);
+      ASSERT_EQ(plan.stages.size(), 1u);
+      EXPECT_EQ(plan.stages[0].nodes, (std::vector<size_t>{0, 1, 2, 3}));
+      EXPECT_LT(plan.patched_bound, last_bound);
+      EXPECT_LE(plan.recomputed_macs, plan.model_macs * percent / 100);
+      EXPECT_GT(plan.recomputed_macs, 0);
+      last_bound = plan.patched_bound;
+      // The bands cover the output rows once, in order, and each layer reads what the one
+      // before it wrote.
+      int64_t next_row = 0;
+      for (const auto& band : plan.stages[0].bands) {
+        EXPECT_EQ(band.back().out_begin, next_row);
+        next_row += band.back().out_rows;
+        for (size_t l = 1; l < band.size(); ++l) {
+          EXPECT_EQ(band[l].in_begin, band[l - 1].out_begin);
+          EXPECT_EQ(band[l].in_rows, band[l - 1].out_rows);
+        }
+      }
+      EXPECT_EQ(next_row, 4);
+      AotOptions patched;
+      patched.patch_max_recomputed_percent = percent;
+      Graph named = prepared;  // the backend run links every case into one program
+      named.name = "patched" + std::to_string(case_counter++);
+      AotModule aot = build_aot(named, patched);
+      const PrimFunc main = aot.module.lookup(aot.main);
+      EXPECT_EQ(std::get<int64_t>(main->attrs.at("patch.bound_bytes")), plan.patched_bound);
+      EXPECT_EQ(std::get<int64_t>(main->attrs.at("patch.whole_tensor_bound_bytes")), 1536);
+      std::vector<NDArray> arrays = run(prepared, aot);
+      EXPECT_EQ(arrays.back().data, want.data);
+      backend_cases::record_module(label, aot.module, aot.main, arrays);
+    }
+  }
+}
+
 TEST(QDense, PerTensorAndPerChannel) {
   run_all_schedules({"qdense", {1, 10}, {7, 10}, quant({})}, "dense 10->7");
   run_all_schedules({"qdense", {3, 9}, {4, 9}, quant({{"activation", "relu"}}, {0.01, 0.02, 0.015, 0.03})},

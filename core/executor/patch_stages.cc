@@ -1,0 +1,260 @@
+// Choosing the stages of patch-based inference and their bands (patch_stages.h).
+#include "executor/patch_stages.h"
+
+#include <algorithm>
+#include <limits>
+#include <optional>
+#include <map>
+#include <set>
+
+#include "memory/planner.h"
+#include "ops/ops.h"
+#include "support/diagnostic.h"
+
+namespace mtir {
+namespace {
+
+using json = nlohmann::json;
+
+// A stage has at most this many layers and its output at most this many bands: the
+// halo grows with every layer and the recomputation with every band.
+constexpr size_t kMaxStageLayers = 8;
+constexpr int64_t kMaxBands = 32;
+constexpr int64_t kAlignment = 16;  // the planner's default workspace alignment
+
+// The row geometry of one NHWC convolution (the columns and channels stay whole).
+struct ConvRows {
+  int64_t h = 0, oh = 0;                     // input and output rows
+  int64_t kh = 0, sh = 1, dh = 1, pt = 0;    // kernel rows, stride, dilation, top padding
+  int64_t macs_per_row = 0;                  // of one output row
+};
+
+std::vector<int64_t> ints_or(const json& attrs, const char* key, std::vector<int64_t> fallback) {
+  auto it = attrs.find(key);
+  if (it == attrs.end() || !it->is_array()) return fallback;
+  std::vector<int64_t> v;
+  for (const auto& x : *it) {
+    if (!x.is_number_integer()) return fallback;
+    v.push_back(x.get<int64_t>());
+  }
+  return v.size() == fallback.size() ? v : fallback;
+}
+
+// The weight's OHWI shape: the int8 constant's, or the "weight_shape" attribute of a
+// weight packed in int32 words.
+std::vector<int64_t> weight_shape(const Graph& g, const GraphNode& node) {
+  if (node.inputs.size() < 2) return {};
+  const TensorType w = g.type_of(node.inputs[1]);
+  if (w.dtype == DataType::Int(8)) return w.shape;
+  return ints_or(node.attrs, "weight_shape", {0, 0, 0, 0});
+}
+
+ConvRows conv_rows(const Graph& g, const GraphNode& node) {
+  ConvRows r;
+  const TensorType in = g.type_of(node.inputs[0]);
+  const std::vector<int64_t> w = weight_shape(g, node);
+  r.h = in.shape[1];
+  r.oh = node.type.shape[1];
+  r.kh = w[1];
+  r.sh = ints_or(node.attrs, "strides", {1, 1})[0];
+  r.dh = ints_or(node.attrs, "dilation", {1, 1})[0];
+  r.pt = ints_or(node.attrs, "padding", {0, 0, 0, 0})[0];
+  r.macs_per_row = node.type.shape[2] * node.type.shape[3] * w[1] * w[2] * w[3];
+  return r;
+}
+
+int64_t bytes_of(const TensorType& t) { return t.num_elements() * t.dtype.bytes(); }
+
+}  // namespace
+
+bool patchable_conv(const Graph& g, size_t i, std::string* why) {
+  auto refuse = [&](const std::string& reason) {
+    if (why) *why = reason;
+    return false;
+  };
+  const GraphNode& node = g.nodes.at(i);
+  if (node.op != "qconv2d") return refuse("op '" + node.op + "' is not qconv2d");
+  if (!node.device.empty()) return refuse("it runs on device '" + node.device + "'");
+  if (node.attrs.value("layout", std::string("NHWC")) != "NHWC") return refuse("its layout is not NHWC");
+  if (node.inputs.size() < 2) return refuse("it has no weight");
+  const TensorType in = g.type_of(node.inputs[0]);
+  if (in.shape.size() != 4 || in.shape[0] != 1 || node.type.shape.size() != 4 || node.type.shape[0] != 1)
+    return refuse("its data is not one NHWC image");
+  const std::vector<int64_t> w = weight_shape(g, node);
+  if (w.size() != 4 || w[1] < 1 || w[2] < 1 || w[3] < 1) return refuse("its weight shape is unknown");
+  const ConvRows r = conv_rows(g, node);
+  if (r.sh < 1 || r.dh < 1 || r.pt < 0) return refuse("its strides, dilation or padding are not plain");
+  return true;
+}
+
+PatchStage make_patch_stage(const Graph& g, const std::vector<size_t>& nodes, int64_t bands) {
+  std::string why;
+  for (size_t k = 0; k < nodes.size(); ++k) {
+    if (!patchable_conv(g, nodes[k], &why))
+      user_error(Span{}, "patch stage: node '" + g.nodes.at(nodes[k]).name + "' cannot run in bands: " + why);
+    if (k > 0 && g.nodes[nodes[k]].inputs[0] != g.nodes[nodes[k - 1]].name)
+      user_error(Span{}, "patch stage: node '" + g.nodes[nodes[k]].name + "' does not read '" +
+                             g.nodes[nodes[k - 1]].name + "'");
+  }
+  if (nodes.empty()) user_error(Span{}, "patch stage: no layers");
+  std::vector<ConvRows> rows;
+  for (size_t i : nodes) rows.push_back(conv_rows(g, g.nodes[i]));
+  const int64_t out_rows = rows.back().oh;
+  if (bands < 1 || bands > out_rows)
+    user_error(Span{}, "patch stage: " + std::to_string(bands) + " bands of " + std::to_string(out_rows) + " rows");
+  PatchStage stage;
+  stage.nodes = nodes;
+  std::vector<int64_t> computed(nodes.size(), 0);
+  for (int64_t b = 0; b < bands; ++b) {
+    std::vector<PatchLayer> layers(nodes.size());
+    int64_t begin = b * out_rows / bands, end = (b + 1) * out_rows / bands;
+    for (size_t l = nodes.size(); l-- > 0;) {
+      const ConvRows& r = rows[l];
+      // Output rows [begin, end) read input rows [lo, hi], padding included.
+      const int64_t lo = begin * r.sh - r.pt, hi = (end - 1) * r.sh - r.pt + (r.kh - 1) * r.dh;
+      PatchLayer& p = layers[l];
+      p.out_begin = begin, p.out_rows = end - begin;
+      p.in_begin = std::max<int64_t>(lo, 0);
+      const int64_t in_end = std::min(hi, r.h - 1) + 1;
+      p.in_rows = in_end - p.in_begin;
+      p.pad_top = p.in_begin - lo;
+      p.pad_bottom = hi - (in_end - 1);
+      if (p.in_rows < 1)
+        user_error(Span{}, "patch stage: band " + std::to_string(b) + " of node '" + g.nodes[nodes[l]].name +
+                               "' reads no input rows");
+      computed[l] += p.out_rows;
+      begin = p.in_begin, end = in_end;
+    }
+    stage.bands.push_back(std::move(layers));
+  }
+  for (size_t l = 0; l < nodes.size(); ++l) stage.recomputed_macs += (computed[l] - rows[l].oh) * rows[l].macs_per_row;
+  return stage;
+}
+
+int64_t patched_bound(const Graph& g, const std::vector<PatchStage>& stages) {
+  std::set<std::string> outside;  // not intermediates: model inputs, outputs, constants
+  for (const auto& [name, type] : g.inputs) outside.insert(name);
+  for (const auto& out : g.outputs) outside.insert(out);
+  for (const auto& [name, array] : g.constants) outside.insert(name);
+  // A view (reshape, flatten) is its input's memory: its uses count for the input.
+  std::map<std::string, std::string> alias;
+  const std::set<std::string> outputs(g.outputs.begin(), g.outputs.end());
+  for (const GraphNode& node : g.nodes) {
+    const OpDef* op = find_op(node.op);
+    if (op && op->sharing == OutputSharing::kView && node.device.empty() && !outputs.count(node.name) &&
+        node.inputs.size() == 1)
+      alias[node.name] = alias.count(node.inputs[0]) ? alias[node.inputs[0]] : node.inputs[0];
+  }
+  std::map<size_t, std::pair<size_t, size_t>> stage_of;  // node -> stage, position
+  for (size_t s = 0; s < stages.size(); ++s)
+    for (size_t l = 0; l < stages[s].nodes.size(); ++l) stage_of[stages[s].nodes[l]] = {s, l};
+
+  std::vector<TensorLifetime> tensors;
+  std::map<std::string, size_t> index;
+  int step = 0;
+  auto use = [&](const std::string& name, int64_t bytes) {
+    if (outside.count(name)) return;
+    auto [it, fresh] = index.emplace(name, tensors.size());
+    if (fresh) tensors.push_back({name, bytes, step, step});
+    tensors[it->second].last_step = step;
+  };
+  auto use_node = [&](const std::string& name) {
+    auto a = alias.find(name);
+    const std::string& root = a == alias.end() ? name : a->second;
+    if (outside.count(root)) return;
+    use(root, bytes_of(g.type_of(root)));
+  };
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const GraphNode& node = g.nodes[i];
+    if (alias.count(node.name)) continue;
+    auto st = stage_of.find(i);
+    if (st == stage_of.end()) {
+      for (const auto& in : node.inputs) use_node(in);
+      use_node(node.name);
+      ++step;
+      continue;
+    }
+    const PatchStage& stage = stages[st->second.first];
+    if (st->second.second + 1 != stage.nodes.size()) continue;  // the stage runs at its last node
+    for (size_t b = 0; b < stage.bands.size(); ++b) {
+      for (size_t l = 0; l < stage.nodes.size(); ++l) {
+        const GraphNode& layer = g.nodes[stage.nodes[l]];
+        const int64_t row_bytes = layer.type.shape[2] * layer.type.shape[3] * layer.type.dtype.bytes();
+        const std::string band = "band " + std::to_string(st->second.first) + "." + std::to_string(b) + ".";
+        if (l == 0) use_node(layer.inputs[0]);
+        else use(band + std::to_string(l - 1), stage.bands[b][l - 1].out_rows * row_bytes);
+        if (l + 1 == stage.nodes.size()) use_node(layer.name);
+        else use(band + std::to_string(l), stage.bands[b][l].out_rows * row_bytes);
+        ++step;
+      }
+    }
+  }
+  return memory_lower_bound(tensors, kAlignment);
+}
+
+PatchPlan plan_patch_stages(const Graph& g, int64_t max_recomputed_percent) {
+  PatchPlan plan;
+  plan.whole_tensor_bound = plan.patched_bound = patched_bound(g, {});
+  for (const GraphNode& node : g.nodes) {
+    if (node.op == "qconv2d" && node.inputs.size() >= 2) {
+      const std::vector<int64_t> w = weight_shape(g, node);
+      if (w.size() == 4) plan.model_macs += node.type.num_elements() * w[1] * w[2] * w[3];
+    } else if (node.op == "qdense" && node.inputs.size() >= 2) {
+      const std::vector<int64_t> w = g.type_of(node.inputs[1]).dtype == DataType::Int(8)
+                                         ? g.type_of(node.inputs[1]).shape
+                                         : ints_or(node.attrs, "weight_shape", {0, 0});
+      if (w.size() == 2) plan.model_macs += node.type.num_elements() * w[1];
+    }
+  }
+  const int64_t budget = plan.model_macs * max_recomputed_percent / 100;
+
+  // The next layer of a chain: the one reader of a node's output, reading it as data.
+  std::map<std::string, std::vector<size_t>> readers;
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    for (const auto& in : g.nodes[i].inputs) readers[in].push_back(i);
+  const std::set<std::string> outputs(g.outputs.begin(), g.outputs.end());
+  std::vector<bool> patchable(g.nodes.size());
+  for (size_t i = 0; i < g.nodes.size(); ++i) patchable[i] = patchable_conv(g, i);
+  auto next = [&](size_t i) -> std::optional<size_t> {
+    auto r = readers.find(g.nodes[i].name);
+    if (outputs.count(g.nodes[i].name) || r == readers.end() || r->second.size() != 1) return std::nullopt;
+    const size_t j = r->second[0];
+    if (!patchable[j] || g.nodes[j].inputs[0] != g.nodes[i].name) return std::nullopt;
+    return j;
+  };
+
+  std::set<size_t> used;
+  for (;;) {
+    std::optional<PatchStage> best;
+    int64_t best_bound = plan.patched_bound;
+    for (size_t start = 0; start < g.nodes.size(); ++start) {
+      if (!patchable[start] || used.count(start)) continue;
+      std::vector<size_t> chain = {start};
+      while (chain.size() < kMaxStageLayers) {
+        std::optional<size_t> n = next(chain.back());
+        if (!n || used.count(*n)) break;
+        chain.push_back(*n);
+        const int64_t rows = g.nodes[*n].type.shape[1];
+        for (int64_t bands = 2; bands <= std::min(rows, kMaxBands); ++bands) {
+          PatchStage stage = make_patch_stage(g, chain, bands);
+          if (plan.recomputed_macs + stage.recomputed_macs > budget) break;
+          std::vector<PatchStage> trial = plan.stages;
+          trial.push_back(stage);
+          const int64_t bound = patched_bound(g, trial);
+          if (bound < best_bound || (best && bound == best_bound && stage.recomputed_macs < best->recomputed_macs)) {
+            best = std::move(stage);
+            best_bound = bound;
+          }
+        }
+      }
+    }
+    if (!best) break;
+    for (size_t i : best->nodes) used.insert(i);
+    plan.recomputed_macs += best->recomputed_macs;
+    plan.patched_bound = best_bound;
+    plan.stages.push_back(std::move(*best));
+  }
+  return plan;
+}
+
+}  // namespace mtir

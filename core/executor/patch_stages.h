@@ -1,0 +1,65 @@
+// Patch-based inference (the idea of MCUNetV2): a chain of int8 NHWC convolutions (a
+// "stage") runs band by band over the rows of its last layer's output, so the large
+// activations inside the stage never exist whole. Each band computes the rows of every
+// layer that its output band needs (its receptive field; neighbouring bands recompute
+// the overlapping halo) into small buffers of its own, and writes its rows of the
+// stage's output. Every layer of a band is the unchanged qconv2d kernel on a shorter
+// input with the band's own top and bottom padding, so the fast schedules run as they
+// are and the result is bit-exact.
+//
+// plan_patch_stages chooses the stages: greedily the one (chain, band count) that most
+// lowers the whole-tensor bound of the graph's intermediates, among those with the
+// fewest recomputed MACs for that bound, while the recomputed MACs stay within
+// kMaxRecomputedPercent of the model's MACs; it stops when no stage lowers the bound.
+// build_aot runs the chosen stages (-disabled-schedules=patch turns it off).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "frontend/graph.h"
+
+namespace mtir {
+
+// By default recomputed MACs may add at most this share (percent) of the model's MACs.
+constexpr int64_t kMaxRecomputedPercent = 3;
+
+// One layer of a stage within one band: the input rows it reads (clipped to the tensor),
+// the padding rows the band adds above and below them, and the output rows it writes.
+struct PatchLayer {
+  int64_t in_begin = 0, in_rows = 0;
+  int64_t pad_top = 0, pad_bottom = 0;
+  int64_t out_begin = 0, out_rows = 0;
+};
+
+struct PatchStage {
+  std::vector<size_t> nodes;                    // indices into g.nodes: the chain, in order
+  std::vector<std::vector<PatchLayer>> bands;   // [band][layer]
+  int64_t recomputed_macs = 0;
+};
+
+struct PatchPlan {
+  std::vector<PatchStage> stages;
+  // The bound of the graph's intermediates (the most bytes live at once, model inputs
+  // and outputs aside) with whole tensors, and with the chosen stages.
+  int64_t whole_tensor_bound = 0;
+  int64_t patched_bound = 0;
+  int64_t model_macs = 0;
+  int64_t recomputed_macs = 0;
+};
+
+// Whether node `i` can be a layer of a stage; when not, `why` says so.
+bool patchable_conv(const Graph& g, size_t i, std::string* why = nullptr);
+
+// The bands of the chain `nodes` split into `bands` bands of its last output's rows.
+// Throws a user error when the chain is not patchable.
+PatchStage make_patch_stage(const Graph& g, const std::vector<size_t>& nodes, int64_t bands);
+
+// `max_recomputed_percent`: the share of the model's MACs the recomputed halos may add.
+PatchPlan plan_patch_stages(const Graph& g, int64_t max_recomputed_percent = kMaxRecomputedPercent);
+
+// The whole-tensor bound of the graph's intermediates with `stages` run band by band.
+int64_t patched_bound(const Graph& g, const std::vector<PatchStage>& stages);
+
+}  // namespace mtir
