@@ -45,6 +45,72 @@ struct Storage {
   std::unique_ptr<NDArray> owned;  // allocations: our own
   bool track_writes = false;       // allocations only; parameters count as initialized
   std::vector<uint8_t> written;
+  int64_t size = 0;  // elements of `array` (its shape does not change while we run)
+};
+
+// A map from node addresses (variables, buffers' data variables) to their binding, looked
+// up on every variable read and buffer access: open addressing with linear probing, so a
+// lookup is a multiply and usually one compare (std::unordered_map divides by a prime and
+// chases a list node). Deletion shifts the following entries back, so no tombstones.
+template <typename V>
+class PointerMap {
+ public:
+  PointerMap() : slots_(16) {}
+  V* find(const void* key) {
+    for (size_t i = home(key);; i = (i + 1) & mask()) {
+      if (slots_[i].key == key) return &slots_[i].value;
+      if (!slots_[i].key) return nullptr;
+    }
+  }
+  bool count(const void* key) { return find(key) != nullptr; }
+  V& operator[](const void* key) {
+    if (V* v = find(key)) return *v;
+    if (2 * (size_ + 1) > slots_.size()) grow();
+    size_t i = home(key);
+    while (slots_[i].key) i = (i + 1) & mask();
+    slots_[i].key = key;
+    slots_[i].value = V();
+    ++size_;
+    return slots_[i].value;
+  }
+  void erase(const void* key) {
+    size_t i = home(key);
+    while (slots_[i].key != key) {
+      if (!slots_[i].key) return;
+      i = (i + 1) & mask();
+    }
+    // Move back each later entry of the run whose home is not between the hole and it.
+    for (size_t j = (i + 1) & mask(); slots_[j].key; j = (j + 1) & mask()) {
+      const size_t h = home(slots_[j].key);
+      const bool stays = i <= j ? (i < h && h <= j) : (i < h || h <= j);
+      if (stays) continue;
+      slots_[i] = std::move(slots_[j]);
+      i = j;
+    }
+    slots_[i].key = nullptr;
+    slots_[i].value = V();
+    --size_;
+  }
+
+ private:
+  struct Slot {
+    const void* key = nullptr;
+    V value{};
+  };
+  size_t mask() const { return slots_.size() - 1; }
+  size_t home(const void* key) const {
+    // Fibonacci hashing of the address (its low bits are alignment zeros).
+    return static_cast<size_t>((reinterpret_cast<uintptr_t>(key) * 0x9E3779B97F4A7C15ull) >> 20) & mask();
+  }
+  void grow() {
+    std::vector<Slot> old(slots_.size() * 2);
+    old.swap(slots_);
+    size_ = 0;
+    for (Slot& s : old)
+      if (s.key) (*this)[s.key] = std::move(s.value);
+  }
+  std::vector<Slot> slots_;
+  size_t size_ = 0;
 };
 
 // Thrown by `return x` (tvm_return) and caught where the function's run() began.
@@ -68,8 +134,7 @@ class Interpreter {
   class ScopedVar {
    public:
     ScopedVar(Interpreter* in, const VarNode* v, Scalar value) : in_(in), var_(v) {
-      auto it = in->vars_.find(v);
-      if (it != in->vars_.end()) saved_ = it->second;
+      if (const Scalar* old = in->vars_.find(v)) saved_ = *old;
       in->vars_[v] = value;
     }
     ~ScopedVar() {
@@ -118,13 +183,21 @@ class Interpreter {
   Scalar eval(const Expr& e);
   // Every lane of `e`, in order.
   std::vector<Scalar> eval_lanes(const Expr& e);
-  Scalar eval_shuffle(const ShuffleNode* op);
-  Scalar eval_let(const LetNode* op);
+  // The cases eval meets rarely stay out of line, so that its own frame (set up on every
+  // node the interpreter visits) stays small.
+  [[gnu::noinline]] Scalar eval_shuffle(const ShuffleNode* op);
+  [[gnu::noinline]] Scalar eval_let(const LetNode* op);
   void store_vector(const BufferStoreNode* op);
-  int64_t eval_int(const Expr& e) { return eval(e).i; }
+  // A constant (most shapes, strides and offsets) without the trip through eval: an
+  // IntImm's value is already wrapped to its type, as eval would make it.
+  int64_t eval_int(const Expr& e) {
+    if (e && e->kind == ExprKind::IntImm) return static_cast<const IntImmNode*>(e.get())->value;
+    return eval(e).i;
+  }
   Scalar eval_var(const VarNode* v);
   Scalar eval_binary(const BinaryNode* op);
-  Scalar eval_call(const CallNode* op);
+  [[gnu::noinline]] Scalar eval_call(const CallNode* op);
+  [[gnu::noinline]] Scalar eval_ramp(const RampNode* op);
   Scalar reinterpret(const CallNode* op);
   // A math builtin of one argument; `f` is a generic lambda, taken in float and double.
   template <typename F>
@@ -147,12 +220,12 @@ class Interpreter {
 
   const InterpOptions& options_;
   const IRModule* module_;  // for calls between functions
-  std::unordered_map<const VarNode*, Scalar> vars_;
+  PointerMap<Scalar> vars_;
   std::unordered_map<const VarNode*, std::vector<Scalar>> vector_vars_;
   // Vectors are evaluated one lane at a time: the lane being computed. Scalar
   // expressions ignore it; Ramp, Shuffle and vector variables read it.
   int lane_ = 0;
-  std::unordered_map<const void*, Storage*> storage_;
+  PointerMap<Storage*> storage_;
   std::vector<std::unique_ptr<Storage>> param_storage_;
   int64_t steps_ = 0;
   // The statement being executed (its expressions are evaluated before any nested
@@ -204,6 +277,7 @@ void Interpreter::bind_buffer_param(const Var& p, const Buffer& b, const InterpA
   auto st = std::make_unique<Storage>();
   st->name = b->name;
   st->array = a;
+  st->size = a->num_elements();
   storage_[storage_key(b)] = st.get();
   storage_[p.get()] = st.get();
   param_storage_.push_back(std::move(st));
@@ -215,6 +289,7 @@ void Interpreter::bind_pointer_param(const Var& p, const InterpArg& arg) {
   auto st = std::make_unique<Storage>();
   st->name = p->name;
   st->array = *a;
+  st->size = (*a)->num_elements();
   storage_[p.get()] = st.get();
   param_storage_.push_back(std::move(st));
 }
@@ -271,9 +346,9 @@ std::optional<int64_t> Interpreter::run(const PrimFunc& f, const std::string& na
 // ---- buffers ------------------------------------------------------------------------
 
 Storage& Interpreter::storage_of(const Buffer& b, const Span& span) {
-  auto it = storage_.find(storage_key(b));
-  if (it == storage_.end()) user_error(span, "buffer '" + b->name + "' is used outside its allocation");
-  return *it->second;
+  Storage* const* st = storage_.find(storage_key(b));
+  if (!st) user_error(span, "buffer '" + b->name + "' is used outside its allocation");
+  return **st;
 }
 
 std::vector<int64_t> Interpreter::eval_shape(const Buffer& b) {
@@ -323,7 +398,7 @@ int64_t Interpreter::element_address(const Buffer& b, const std::vector<Expr>& i
         fail("is beyond any addressable element");
     address += flat;
   }
-  const int64_t size = st.array->num_elements();
+  const int64_t size = st.size;
   if (address < 0 || address >= size) {
     std::string where = (address > INT64_MAX || address < INT64_MIN) ? std::string("(overflow)")
                                                                        : std::to_string(static_cast<int64_t>(address));
@@ -343,7 +418,13 @@ Scalar Interpreter::load(const BufferLoadNode* op) {
     user_error(where(op->span), "buffer '" + op->buffer->name + "' is " + t.str() + " but its storage holds " +
                              st.array->dtype.str());
   if (t.is_float()) return interp::make_float(t, st.array->get_float(addr));
-  return interp::make_int(t, st.array->get_int(addr));
+  // NDArray::get_int without its range checks (element_address made them): the
+  // little-endian bytes, which make_int wraps (sign- or zero-extends) to the type.
+  const int nbytes = t.bytes();
+  const uint8_t* p = st.array->data.data() + addr * nbytes;
+  uint64_t raw = p[0];
+  for (int k = 1; k < nbytes; ++k) raw |= uint64_t{p[k]} << (8 * k);
+  return interp::make_int(t, static_cast<int64_t>(raw));
 }
 
 void Interpreter::store(const BufferStoreNode* op) {
@@ -429,8 +510,7 @@ Scalar Interpreter::eval_var(const VarNode* v) {
     auto vit = vector_vars_.find(v);
     if (vit != vector_vars_.end() && lane_ < static_cast<int>(vit->second.size())) return vit->second[lane_];
   }
-  auto it = vars_.find(v);
-  if (it != vars_.end()) return it->second;
+  if (const Scalar* value = vars_.find(v)) return *value;
   // A handle (a buffer's data pointer) has no numeric value; it may appear as an
   // attribute node or extern argument, which we never compute with.
   if (v->dtype.is_handle()) return interp::make_int(DataType::Int(64), 0);
@@ -438,7 +518,7 @@ Scalar Interpreter::eval_var(const VarNode* v) {
 }
 
 Scalar Interpreter::eval_binary(const BinaryNode* op) {
-  if (is_logical(op->kind)) {
+  if (op->kind == ExprKind::And || op->kind == ExprKind::Or) {
     // Short-circuit, as C's && and ||.
     bool a = eval(op->a).truthy();
     bool r = op->kind == ExprKind::And ? (a && eval(op->b).truthy()) : (a || eval(op->b).truthy());
@@ -446,18 +526,21 @@ Scalar Interpreter::eval_binary(const BinaryNode* op) {
   }
   Scalar a = eval(op->a);
   Scalar b = eval(op->b);
-  if (is_comparison(op->kind)) return interp::make_int(DataType::Bool(), interp::compare(op->kind, a, b));
   const DataType t = op->dtype.element_of();
-  if (t.is_integer()) {
-    // Most of what a kernel computes (index arithmetic, multiply-accumulate): the same
-    // wrap-around as interp::arith, without its call and dispatch.
-    const uint64_t x = static_cast<uint64_t>(a.i), y = static_cast<uint64_t>(b.i);
-    switch (op->kind) {
-      case ExprKind::Add: return interp::make_int(t, static_cast<int64_t>(x + y));
-      case ExprKind::Sub: return interp::make_int(t, static_cast<int64_t>(x - y));
-      case ExprKind::Mul: return interp::make_int(t, static_cast<int64_t>(x * y));
-      default: break;
-    }
+  switch (op->kind) {
+    case ExprKind::Add:
+    case ExprKind::Sub:
+    case ExprKind::Mul:
+      if (t.is_integer()) {
+        // Most of what a kernel computes (index arithmetic, multiply-accumulate): the
+        // same wrap-around as interp::arith, without its call and dispatch.
+        const uint64_t x = static_cast<uint64_t>(a.i), y = static_cast<uint64_t>(b.i);
+        const uint64_t r = op->kind == ExprKind::Add ? x + y : op->kind == ExprKind::Sub ? x - y : x * y;
+        return interp::make_int(t, static_cast<int64_t>(r));
+      }
+      break;
+    default:
+      if (is_comparison(op->kind)) return interp::make_int(DataType::Bool(), interp::compare(op->kind, a, b));
   }
   return interp::arith(op->kind, t, a, b, where(op->span));
 }
@@ -662,9 +745,9 @@ Scalar Interpreter::call_function(const CallNode* op, bool by_symbol) {
       const auto* dtype_text = t->args.size() >= 2 ? as<StringImmNode>(t->args[1]) : nullptr;
       auto parsed = dtype_text ? DataType::parse(dtype_text->value) : std::nullopt;
       if (!data || !parsed) user_error(at, "T.tvm_make_tensor needs a pointer variable and a dtype string");
-      auto it = storage_.find(data);
-      if (it == storage_.end()) user_error(at, "T.tvm_make_tensor: '" + data->name + "' points to no memory here");
-      st = it->second;
+      Storage* const* found = storage_.find(data);
+      if (!found) user_error(at, "T.tvm_make_tensor: '" + data->name + "' points to no memory here");
+      st = *found;
       dtype = *parsed;
       for (size_t k = 2; k < t->args.size(); ++k) shape.push_back(eval_int(t->args[k]));
     } else if (t && t->is(Builtin::TirRegion)) {
@@ -738,21 +821,27 @@ Scalar Interpreter::eval(const Expr& e) {
     }
     case ExprKind::Cast: {
       const auto* op = static_cast<const CastNode*>(e.get());
-      return interp::cast(op->dtype.element_of(), eval(op->value), where(op->span));
+      const DataType t = op->dtype.element_of();
+      const Scalar v = eval(op->value);
+      // Integer to integer (requantization's widening and narrowing): interp::cast's
+      // modular conversion, inline.
+      if (t.is_integer() && !v.dtype.is_float()) return interp::make_int(t, v.i);
+      return interp::cast(t, v, where(op->span));
     }
     case ExprKind::BufferLoad: return load(static_cast<const BufferLoadNode*>(e.get()));
     case ExprKind::Call: return eval_call(static_cast<const CallNode*>(e.get()));
-    case ExprKind::Ramp: {
-      const auto* op = static_cast<const RampNode*>(e.get());
-      const DataType t = op->base->dtype;
-      Scalar step = interp::arith(ExprKind::Mul, t, eval(op->stride), interp::make_int(t, lane_), where(op->span));
-      return interp::arith(ExprKind::Add, t, eval(op->base), step, where(op->span));
-    }
+    case ExprKind::Ramp: return eval_ramp(static_cast<const RampNode*>(e.get()));
     case ExprKind::Broadcast: return eval(static_cast<const BroadcastNode*>(e.get())->value);
     case ExprKind::Shuffle: return eval_shuffle(static_cast<const ShuffleNode*>(e.get()));
     case ExprKind::Let: return eval_let(static_cast<const LetNode*>(e.get()));
   }
   MTIR_ICHECK(false, "unhandled expression kind");
+}
+
+Scalar Interpreter::eval_ramp(const RampNode* op) {
+  const DataType t = op->base->dtype;
+  Scalar step = interp::arith(ExprKind::Mul, t, eval(op->stride), interp::make_int(t, lane_), where(op->span));
+  return interp::arith(ExprKind::Add, t, eval(op->base), step, where(op->span));
 }
 
 // ---- statements -------------------------------------------------------------------------
@@ -810,15 +899,16 @@ void Interpreter::exec_allocate(const AllocateNode* op) {
   st.name = b->name;
   st.owned = std::make_unique<NDArray>(NDArray::zeros(b->dtype, {count}));
   st.array = st.owned.get();
+  st.size = count;
   st.track_writes = true;
   st.written.assign(static_cast<size_t>(count), 0);
   const void* key = storage_key(b);
-  auto it = storage_.find(key);
-  Storage* saved = it == storage_.end() ? nullptr : it->second;
+  Storage* const* found = storage_.find(key);
+  Storage* saved = found ? *found : nullptr;
   storage_[key] = &st;
   // Restore on every exit, including an error thrown from the body.
   struct Restore {
-    std::unordered_map<const void*, Storage*>& map;
+    PointerMap<Storage*>& map;
     const void* key;
     Storage* saved;
     ~Restore() {
