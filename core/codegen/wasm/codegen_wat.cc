@@ -777,7 +777,9 @@ class FunctionEmitter {
         return {"i32", address(l->buffer, l->indices, l->span)};
       }
       case Builtin::Smlad: {
-        WVal a = expr(c->args.at(0)), bv = expr(c->args.at(1)), acc = expr(c->args.at(2));
+        // Emitted in the order the text evaluates them (the accumulator first), for reused loads.
+        WVal acc = expr(c->args.at(2));
+        WVal a = expr(c->args.at(0)), bv = expr(c->args.at(1));
         auto lo = [](const WVal& v) { return "(i32.shr_s (i32.shl " + v.code + " (i32.const 16)) (i32.const 16))"; };
         auto hi = [](const WVal& v) { return "(i32.shr_s " + v.code + " (i32.const 16))"; };
         return {"i32", "(i32.add (i32.add " + acc.code + " (i32.mul " + lo(a) + " " + lo(bv) + ")) (i32.mul " + hi(a) + " " + hi(bv) + "))"};
@@ -1181,8 +1183,9 @@ class FunctionEmitter {
       return;
     }
     std::string i = local(node->loop_var->name, ty);
-    WVal begin = expr(node->min);
+    // The end is set before the begin (when it needs a local): emitted first, for reused loads.
     WVal end = min && *min == 0 ? expr(node->extent) : expr(Binary(ExprKind::Add, node->min, node->extent));
+    WVal begin = expr(node->min);
     std::string end_code = end.code;
     if (!extent || !min) {  // evaluated once, as the C loop's bound is loop-invariant
       std::string e = local(node->loop_var->name + ".end", ty);
