@@ -247,6 +247,55 @@ def rows_i16(A: T.Buffer((4, 8), "int16"), B: T.Buffer((4, 8), "int16")):
   expect_wasm_equals_interpreter(m, wat, "simd");
 }
 
+// A load of an address read before in straight-line code, with no store to its buffer
+// between, reuses the value; one the same in every iteration of a loop that certainly
+// runs is read once before it. A store, a branch or the next iteration reads again.
+TEST(WasmBackend, RepeatedAndLoopInvariantLoadsAreReadOnce) {
+  IRModule tile = parse_module_or_throw(R"(
+@T.prim_func
+def tile(A: T.Buffer((160,), "int32"), W: T.Buffer((4,), "int32"), B: T.Buffer((80,), "int32")):
+    T.func_attr({"tir.noalias": True})
+    for i in range(40):
+        B[i * 2] = A[i * 4] * W[0] + A[i * 4 + 1] * W[1]
+        B[i * 2 + 1] = A[i * 4] * W[2] + A[i * 4 + 1] * W[3]
+)",
+                                        "tile.tir");
+  const std::string wat = build_wasm(tile, parse_target("wasm")).sources.at(0).text;
+  size_t loads = 0;
+  for (size_t at = wat.find("(i32.load"); at != std::string::npos; at = wat.find("(i32.load", at + 1)) ++loads;
+  EXPECT_EQ(loads, 6u) << wat;  // A[i * 4], A[i * 4 + 1] in the loop, W[0..3] before it
+  EXPECT_LT(wat.find("(i32.load offset=12"), wat.find("(loop")) << wat;
+  expect_wasm_equals_interpreter(tile, wat, "reuse-tile");
+
+  IRModule m = parse_module_or_throw(R"(
+@T.prim_func
+def stores_between(A: T.Buffer((8,), "int32"), B: T.Buffer((8,), "int32")):
+    T.func_attr({"tir.noalias": True})
+    for i in range(40):
+        B[i % 8] = A[i % 8] + B[(i + 3) % 8]
+        A[i % 8] = B[i % 8] * 2 + A[(i + 1) % 8]
+        B[(i + 1) % 8] = A[i % 8] + B[i % 8] + A[(i + 1) % 8]
+
+@T.prim_func
+def branches(A: T.Buffer((8,), "int32"), B: T.Buffer((8,), "int32")):
+    T.func_attr({"tir.noalias": True})
+    for i in range(40):
+        if i % 3 == 1:
+            B[0] = B[0] + A[i % 8]
+        B[1] = B[1] + T.if_then_else(i < 20, A[(i + 2) % 8], 1) + A[i % 8] + A[(i + 2) % 8]
+        B[2] = B[2] + A[3]
+        A[3] = A[3] + 1
+
+@T.prim_func
+def aliased(A: T.Buffer((8,), "int32"), B: T.Buffer((8,), "int32")):
+    for i in range(40):
+        B[i % 8] = A[2] + A[(i + 1) % 8]
+        A[(i + 1) % 8] = B[i % 8] + A[2]
+)",
+                                     "reuse.tir");
+  expect_wasm_equals_interpreter(m, build_wasm(m, parse_target("wasm")).sources.at(0).text, "reuse");
+}
+
 TEST(WasmBackend, VectorsThatDoNotFitSimd128AreScalarized) {
   IRModule m = parse_module_or_throw(R"(
 @T.prim_func

@@ -235,8 +235,9 @@ class FunctionEmitter {
     line("(i32.const 0)");
     std::ostringstream os;
     os << head.str() << "\n";
-    for (const auto& [name, ty] : locals_) os << "    (local " << name << " " << ty << ")\n";
-    os << body_.str() << "  )\n";
+    for (const auto& [name, ty] : locals_)
+      if (!unread_loads_.count(name)) os << "    (local " << name << " " << ty << ")\n";
+    os << without_unread_tees(body_.str()) << "  )\n";
     return os.str();
   }
 
@@ -372,8 +373,16 @@ class FunctionEmitter {
     std::string ty = wasm_type(t, l->span);
     std::string local = register_element(l->buffer, l->indices, l->span);
     if (local.empty()) local = promoted(l->buffer, l->indices);
-    WVal v{ty, local.empty() ? "(" + load_op(t) + " " + memarg(l->buffer, l->indices, l->span) + ")"
-                             : "(local.get " + local + ")"};
+    WVal v{ty, ""};
+    if (!local.empty()) {
+      ++mutable_reads_;  // a local that stores assign again
+      v.code = "(local.get " + local + ")";
+    } else {
+      const int64_t reads = mutable_reads_;
+      v.code = "(" + load_op(t) + " " + memarg(l->buffer, l->indices, l->span) + ")";
+      // An address that reads such a local is not the same address the next time.
+      if (reads == mutable_reads_) v.code = reused_load(l->buffer, v.code, ty);
+    }
     if (!local.empty() && t.is_bool()) v.code = "(i32.ne " + v.code + " (i32.const 0))";
     if (t.is_bool()) v.code = "(i32.ne " + v.code + " (i32.const 0))";
     if (l->dtype != t) return cast(v, t, l->dtype, l->span);
@@ -385,15 +394,91 @@ class FunctionEmitter {
       simd_store(s);
       return;
     }
-    WVal v = expr(s->value);
-    if (s->value->dtype != t) v = cast(v, s->value->dtype, t, s->span);
     std::string local = register_element(s->buffer, s->indices, s->span);
     if (local.empty()) local = promoted(s->buffer, s->indices);
     if (!local.empty()) {
+      WVal v = expr(s->value);
+      if (s->value->dtype != t) v = cast(v, s->value->dtype, t, s->span);
       line("(local.set " + local + " " + v.code + ")");
       return;
     }
-    line("(" + store_op(t) + " " + memarg(s->buffer, s->indices, s->span) + " " + v.code + ")");
+    // The address is evaluated before the value: emitted first, for the reused loads.
+    std::string at = memarg(s->buffer, s->indices, s->span);
+    WVal v = expr(s->value);
+    if (s->value->dtype != t) v = cast(v, s->value->dtype, t, s->span);
+    forget_loads_of(s->buffer);
+    line("(" + store_op(t) + " " + at + " " + v.code + ")");
+  }
+
+  // ---- reused loads -------------------------------------------------------------------
+  // A load of the same address as one before it in straight-line code, with no store to
+  // that buffer between, reads the value the first left in a local: what clang's GVN does
+  // with the C backend's output. V8 does not (wasm loads stay on its effect chain), and a
+  // register tile reads each input element once per output it feeds: the duplicates
+  // doubled the loads of a 1x1 convolution's tile loop and made V8 spill. The key is the
+  // load's text, so unrolled copies (their loop variable a different constant in each)
+  // never match. Forgotten at every branch, loop, call and allocation, so a local.get
+  // never runs without its local.tee having run before it.
+  struct LoadedValue {
+    const VarNode* data;  // the buffer's
+    std::string local;
+  };
+  std::string reused_load(const Buffer& b, const std::string& code, const std::string& ty) {
+    auto it = loads_.find(code);
+    if (it != loads_.end()) {
+      unread_loads_.erase(it->second.local);
+      return "(local.get " + it->second.local + ")";
+    }
+    std::string l = local("ld", ty);
+    loads_.emplace(code, LoadedValue{b->data.get(), l});
+    unread_loads_.insert(l);
+    return "(local.tee " + l + " " + code + ")";
+  }
+  // The body without the local.tee of loads nothing read again (and so without those
+  // locals): one pass, dropping each such tee's opening and its matching parenthesis.
+  std::string without_unread_tees(const std::string& body) const {
+    if (unread_loads_.empty()) return body;
+    static const std::string kTee = "(local.tee ";
+    std::string out;
+    out.reserve(body.size());
+    std::vector<bool> dropped;  // per open parenthesis: whether its closing one goes
+    for (size_t i = 0; i < body.size(); ++i) {
+      const char c = body[i];
+      if (c == '(' && body.compare(i, kTee.size(), kTee) == 0) {
+        const size_t name_at = i + kTee.size(), end = body.find(' ', name_at);
+        if (end != std::string::npos && unread_loads_.count(body.substr(name_at, end - name_at))) {
+          dropped.push_back(true);
+          i = end;  // past the name and its space
+          continue;
+        }
+      }
+      if (c == '(') dropped.push_back(false);
+      if (c == ')' && !dropped.empty()) {
+        const bool drop = dropped.back();
+        dropped.pop_back();
+        if (drop) continue;
+      }
+      out += c;
+    }
+    return out;
+  }
+  // A store to `b`: loads of it (and of memory that might be it) are stale.
+  void forget_loads_of(const Buffer& b) {
+    const VarNode* data = b->data.get();
+    if (!noalias_ || !own_memory_.count(data)) {
+      loads_.clear();
+      return;
+    }
+    for (auto it = loads_.begin(); it != loads_.end();)
+      it = it->second.data == data || !own_memory_.count(it->second.data) ? loads_.erase(it) : std::next(it);
+  }
+  void forget_loads() { loads_.clear(); }
+  // An expression that runs only on one branch: what it loads is not known after it.
+  WVal conditional_expr(const Expr& e) {
+    auto saved = loads_;
+    WVal v = expr(e);
+    loads_ = std::move(saved);
+    return v;
   }
 
   // ---- SIMD128 ------------------------------------------------------------------------
@@ -413,8 +498,10 @@ class FunctionEmitter {
   }
   void simd_store(const BufferStoreNode* s) {
     const DataType t = s->value->dtype;
+    std::string at = simd_memarg(s->buffer, s->indices, t, s->span);
     WVal v = expr(s->value);
-    line("(v128.store " + simd_memarg(s->buffer, s->indices, t, s->span) + " " + v.code + ")");
+    forget_loads_of(s->buffer);
+    line("(v128.store " + at + " " + v.code + ")");
   }
   WVal simd_expr(const Expr& e) {
     const DataType t = e->dtype;
@@ -593,6 +680,7 @@ class FunctionEmitter {
       if (!f->param_buffers[i - 1] && p->dtype != c->args[i]->dtype) v = cast(v, c->args[i]->dtype, p->dtype, c->span);
       call += " " + v.code;
     }
+    forget_loads();  // the callee may write memory
     return {"i32", call + ")"};
   }
 
@@ -608,6 +696,7 @@ class FunctionEmitter {
       params += " " + v.ty;
       call += " " + v.code;
     }
+    forget_loads();  // the callee may write memory
     std::string decl = "(import \"" + std::string(kWasmMathImportModule) + "\" \"" + symbol + "\" (func $env." + symbol +
                        (params.empty() ? "" : " (param" + params + ")") + (c->dtype.is_void() ? "" : " (result i32)") + "))";
     auto [it, inserted] = ms_->imports.emplace("$env." + symbol, decl);
@@ -644,7 +733,8 @@ class FunctionEmitter {
       case Builtin::BitwiseOr:
       case Builtin::BitwiseXor: return int_binary(c);
       case Builtin::IfThenElse: {
-        WVal cond = expr(c->args.at(0)), t = expr(c->args.at(1)), f = expr(c->args.at(2));
+        WVal cond = expr(c->args.at(0));
+        WVal t = conditional_expr(c->args.at(1)), f = conditional_expr(c->args.at(2));
         return {t.ty, "(if (result " + t.ty + ") " + cond.code + " (then " + t.code + ") (else " + f.code + "))"};
       }
       case Builtin::CallExtern: return extern_call(c);
@@ -687,7 +777,9 @@ class FunctionEmitter {
         return {"i32", address(l->buffer, l->indices, l->span)};
       }
       case Builtin::Smlad: {
-        WVal a = expr(c->args.at(0)), bv = expr(c->args.at(1)), acc = expr(c->args.at(2));
+        // Emitted in the order the text evaluates them (the accumulator first), for reused loads.
+        WVal acc = expr(c->args.at(2));
+        WVal a = expr(c->args.at(0)), bv = expr(c->args.at(1));
         auto lo = [](const WVal& v) { return "(i32.shr_s (i32.shl " + v.code + " (i32.const 16)) (i32.const 16))"; };
         auto hi = [](const WVal& v) { return "(i32.shr_s " + v.code + " (i32.const 16))"; };
         return {"i32", "(i32.add (i32.add " + acc.code + " (i32.mul " + lo(a) + " " + lo(bv) + ")) (i32.mul " + hi(a) + " " + hi(bv) + "))"};
@@ -772,14 +864,17 @@ class FunctionEmitter {
       case ExprKind::And:
       case ExprKind::Or: {
         const auto* b = static_cast<const BinaryNode*>(e.get());
-        WVal x = expr(b->a), y = expr(b->b);
+        WVal x = expr(b->a);
+        WVal y = conditional_expr(b->b);
         if (e->kind == ExprKind::And) return {"i32", "(if (result i32) " + x.code + " (then " + y.code + ") (else (i32.const 0)))"};
         return {"i32", "(if (result i32) " + x.code + " (then (i32.const 1)) (else " + y.code + "))"};
       }
       case ExprKind::Not: return {"i32", "(i32.eqz " + expr(static_cast<const NotNode*>(e.get())->a).code + ")"};
       case ExprKind::Select: {
         const auto* s = static_cast<const SelectNode*>(e.get());
-        WVal c = expr(s->condition), t = expr(s->true_value), f = expr(s->false_value);
+        // select evaluates both values, then the condition.
+        WVal t = expr(s->true_value), f = expr(s->false_value);
+        WVal c = expr(s->condition);
         return {t.ty, "(select " + t.code + " " + f.code + " " + c.code + ")"};
       }
       case ExprKind::Cast: {
@@ -808,10 +903,12 @@ class FunctionEmitter {
       case StmtKind::IfThenElse: {
         const auto* op = static_cast<const IfThenElseNode*>(s.get());
         line("(if " + expr(op->condition).code);
+        auto before = loads_;
         ++indent_;
         line("(then");
         ++indent_;
         emit(op->then_case);
+        loads_ = before;
         --indent_;
         line(")");
         if (op->else_case && !is_no_op(op->else_case)) {
@@ -821,6 +918,7 @@ class FunctionEmitter {
           --indent_;
           line(")");
         }
+        forget_loads();
         --indent_;
         line(")");
         return;
@@ -845,8 +943,10 @@ class FunctionEmitter {
         ++indent_;
         line("(loop " + head);
         ++indent_;
+        forget_loads();
         line("(br_if " + exit + " (i32.eqz " + expr(op->condition).code + "))");
         emit(op->body);
+        forget_loads();
         line("(br " + head + ")");
         --indent_;
         line(")");
@@ -940,10 +1040,89 @@ class FunctionEmitter {
       }
     }
     promoted_.insert(promoted_.end(), added.begin(), added.end());
-    emit_loop(node);
+    emit_loop(node, unrolled(node) ? loads_ : loads_through_loop(node));
     promoted_.resize(promoted_.size() - added.size());
-    for (const auto& p : added)
+    for (const auto& p : added) {
       line("(" + store_op(p.buffer->dtype) + " " + address(p.buffer, {p.index}, p.buffer->span) + " (local.get " + p.local + "))");
+      forget_loads_of(p.buffer);
+    }
+  }
+
+  // The loads a rolled loop's body may reuse (reused_load), in every iteration and after
+  // it: those before it of buffers the loop does not store to, and the loads of such
+  // buffers at an index that does not change inside the loop and that every iteration
+  // reads, now read once before it (what clang's LICM does with `restrict` pointers: a
+  // depthwise kernel's weights, reloaded for every pixel otherwise). Hoisting needs a
+  // loop that certainly runs (constant extent > 0) and a load outside any branch of the
+  // body, so it reads nothing the loop would not. Nothing with calls in the loop or
+  // possibly aliased pointers (no tir.noalias, derived pointers).
+  std::map<std::string, LoadedValue> loads_through_loop(const ForNode* node) {
+    if (!noalias_) return {};
+    LoopAccesses acc;
+    acc.bound.insert(node->loop_var.get());
+    acc.visit(node->body);
+    if (acc.has_call) return {};
+    std::set<const VarNode*> stored;
+    for (const auto& a : acc.accesses) {
+      if (!own_memory_.count(a.data) && !acc.bound.count(a.data) && !register_arrays_.count(a.data)) return {};
+      if (a.store) stored.insert(a.data);
+    }
+    std::map<std::string, LoadedValue> kept;
+    for (const auto& [code, v] : loads_)
+      if (own_memory_.count(v.data) && !stored.count(v.data)) kept.emplace(code, v);
+    const int64_t* extent = as_const_int(node->extent);
+    if (!extent || *extent <= 0) return kept;
+    // The loads every iteration runs, before anything that could leave the body early.
+    struct EveryIteration : Visitor {
+      std::vector<const BufferLoadNode*> loads;
+      bool early_exit = false;
+      void visit_BufferLoad(const BufferLoadNode* op) override {
+        loads.push_back(op);
+        Visitor::visit_BufferLoad(op);
+      }
+      void visit_IfThenElse(const IfThenElseNode* op) override { visit(op->condition); }
+      void visit_While(const WhileNode* op) override { visit(op->condition); }
+      void visit_For(const ForNode* op) override {
+        const int64_t* n = as_const_int(op->extent);
+        if (n && *n > 0) Visitor::visit_For(op);
+      }
+      void visit_Call(const CallNode* op) override {
+        if (op->is(Builtin::IfThenElse) && !op->args.empty()) visit(op->args[0]);
+        else Visitor::visit_Call(op);
+      }
+      void visit_And(const AndNode* op) override { visit(op->a); }
+      void visit_Or(const OrNode* op) override { visit(op->a); }
+      void visit_AssertStmt(const AssertStmtNode*) override { early_exit = true; }
+      void visit_Evaluate(const EvaluateNode* op) override {
+        early_exit = early_exit || statement_builtin(op);
+        Visitor::visit_Evaluate(op);
+      }
+    } every;
+    every.visit(node->body);
+    if (every.early_exit) return kept;
+    struct HasLoad : Visitor {
+      bool found = false;
+      void visit_BufferLoad(const BufferLoadNode*) override { found = true; }
+    };
+    for (const BufferLoadNode* l : every.loads) {
+      const VarNode* data = l->buffer->data.get();
+      if (!own_memory_.count(data) || stored.count(data) || register_arrays_.count(data) || l->indices.size() != 1 ||
+          l->dtype.is_vector() || l->indices[0]->dtype.is_vector() || uses_any(l->indices[0], acc.bound) ||
+          !promoted(l->buffer, l->indices).empty())
+        continue;
+      HasLoad inner;
+      inner.visit(l->indices[0]);
+      if (inner.found) continue;
+      const DataType t = l->buffer->dtype;
+      const int64_t reads = mutable_reads_;
+      const std::string code = "(" + load_op(t) + " " + memarg(l->buffer, l->indices, l->span) + ")";
+      if (kept.count(code) || reads != mutable_reads_) continue;
+      std::string local = this->local("ld", wasm_type(t, l->span));
+      line("(local.set " + local + " " + code + ")");
+      kept.emplace(code, LoadedValue{data, local});
+    }
+    loads_ = kept;
+    return kept;
   }
 
   // Iterations of `s` when every loop in it has a constant extent, with at most
@@ -986,7 +1165,7 @@ class FunctionEmitter {
     return min && extent && inner > 0 && *extent * inner <= kUnrollLimit && *extent * stores.count <= kUnrollStoreLimit;
   }
 
-  void emit_loop(const ForNode* node) {
+  void emit_loop(const ForNode* node, const std::map<std::string, LoadedValue>& kept) {
     DataType t = node->loop_var->dtype;
     std::string ty = wasm_type(t, node->span);
     const int64_t* min = as_const_int(node->min);
@@ -1004,8 +1183,9 @@ class FunctionEmitter {
       return;
     }
     std::string i = local(node->loop_var->name, ty);
-    WVal begin = expr(node->min);
+    // The end is set before the begin (when it needs a local): emitted first, for reused loads.
     WVal end = min && *min == 0 ? expr(node->extent) : expr(Binary(ExprKind::Add, node->min, node->extent));
+    WVal begin = expr(node->min);
     std::string end_code = end.code;
     if (!extent || !min) {  // evaluated once, as the C loop's bound is loop-invariant
       std::string e = local(node->loop_var->name + ".end", ty);
@@ -1025,7 +1205,9 @@ class FunctionEmitter {
     IntBound lo = bounds_.bound(node->min), ext = bounds_.bound(node->extent);
     int64_t hi;
     if (ext.max >= 1 && !__builtin_add_overflow(lo.max, ext.max - 1, &hi)) bounds_.bind(node->loop_var.get(), {lo.min, hi});
+    loads_ = kept;
     emit(node->body);
+    loads_ = kept;
     bounds_.unbind(node->loop_var.get());
     line("(local.set " + i + " (" + ty + ".add (local.get " + i + ") (" + ty + ".const 1)))");
     if (runs) line("(br_if " + head + " (" + ty + ".lt" + sign_suffix(t) + " (local.get " + i + ") " + end_code + "))");
@@ -1101,6 +1283,7 @@ class FunctionEmitter {
       }
     }
     ms_->helpers.insert("$mtir.alloc");
+    forget_loads();
     std::string p = local(b->name, "i32");
     line("(local.set " + p + " (call $mtir.alloc " + bytes + "))");
     line("(if (i32.eqz (local.get " + p + "))");
@@ -1118,6 +1301,7 @@ class FunctionEmitter {
     live_workspace_.push_back(p);
     emit(node->body);
     live_workspace_.pop_back();
+    forget_loads();
     line("(if (call $mtir.free (local.get " + p + "))");
     ++indent_;
     line("(then");
@@ -1175,6 +1359,9 @@ class FunctionEmitter {
     std::string local;
   };
   std::vector<Promoted> promoted_;
+  std::map<std::string, LoadedValue> loads_;  // load text -> its value's local (reused_load)
+  std::set<std::string> unread_loads_;        // locals of reused_load no local.get reads
+  int64_t mutable_reads_ = 0;  // reads of register array elements and promoted accumulators so far
   std::unordered_map<const VarNode*, std::vector<std::string>> register_arrays_;  // data -> a local per element
   bool noalias_ = noalias_param(func_, -1);  // the vectorizer's promise covers every buffer
   std::set<const VarNode*> own_memory_;  // data of parameters and allocations

@@ -13,10 +13,11 @@
       (else (if (result i64) (i32.eq (local.get $k) (i32.const 1)) (then (global.get $mtir.err1)) (else (global.get $mtir.err2))))))
   (func $small_ints (export "small_ints") (param $p.A_data i32) (param $p.B_data i32) (param $p.C_data i32) (param $p.D_data i32) (result i32)
     (local $i i32)
+    (local $ld i32)
     (local.set $i (i32.const 0))
     (block $for.end.0
       (loop $for.head.1
-        (i32.store16 (i32.add (local.get $p.C_data) (i32.mul (local.get $i) (i32.const 2))) (i32.extend16_s (i32.mul (i32.extend16_s (i32.mul (i32.load8_s (i32.add (local.get $p.A_data) (local.get $i))) (i32.load8_s (i32.add (local.get $p.A_data) (local.get $i))))) (i32.const 300))))
+        (i32.store16 (i32.add (local.get $p.C_data) (i32.mul (local.get $i) (i32.const 2))) (i32.extend16_s (i32.mul (i32.extend16_s (i32.mul (local.tee $ld (i32.load8_s (i32.add (local.get $p.A_data) (local.get $i)))) (local.get $ld))) (i32.const 300))))
         (i32.store16 (i32.add (local.get $p.D_data) (i32.mul (local.get $i) (i32.const 2))) (i32.and (i32.add (i32.and (i32.mul (i32.load8_u (i32.add (local.get $p.B_data) (local.get $i))) (i32.const 257)) (i32.const 65535)) (i32.const -536)) (i32.const 65535)))
         (i32.store8 (i32.add (local.get $p.A_data) (local.get $i)) (i32.extend8_s (i32.add (i32.extend8_s (i32.mul (i32.load8_s (i32.add (local.get $p.A_data) (local.get $i))) (i32.const 3))) (i32.const 100))))
         (i32.store8 (i32.add (local.get $p.B_data) (local.get $i)) (i32.and (i32.sub (i32.load8_u (i32.add (local.get $p.B_data) (local.get $i))) (i32.const -56)) (i32.const 255)))

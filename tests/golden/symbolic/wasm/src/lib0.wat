@@ -17,6 +17,7 @@
     (local $i_inv0 i32)
     (local $i i32)
     (local $i.end i32)
+    (local $ld.1 f32)
     (local.set $i_inv0 (i32.sub (local.get $p.n) (i32.const 4)))
     (local.set $i.end (local.get $p.n))
     (local.set $i (i32.const 0))
@@ -30,7 +31,7 @@
           (else
             (if (i32.lt_s (local.get $i) (local.get $i_inv0))
               (then
-                (f32.store (i32.add (local.get $p.B_data) (i32.mul (local.get $i) (i32.const 4))) (f32.add (f32.add (f32.sqrt (f32.abs (f32.load (i32.add (local.get $p.A_data) (i32.mul (local.get $i) (i32.const 4)))))) (call $env.tanhf (f32.load (i32.add (local.get $p.A_data) (i32.mul (local.get $i) (i32.const 4)))))) (f32.div (f32.const 1) (f32.add (f32.const 1) (call $env.expf (f32.neg (f32.load (i32.add (local.get $p.A_data) (i32.mul (local.get $i) (i32.const 4))))))))))
+                (f32.store (i32.add (local.get $p.B_data) (i32.mul (local.get $i) (i32.const 4))) (f32.add (f32.add (f32.sqrt (f32.abs (local.tee $ld.1 (f32.load (i32.add (local.get $p.A_data) (i32.mul (local.get $i) (i32.const 4))))))) (call $env.tanhf (local.get $ld.1))) (f32.div (f32.const 1) (f32.add (f32.const 1) (call $env.expf (f32.neg (local.get $ld.1)))))))
               )
               (else
                 (f32.store (i32.add (local.get $p.B_data) (i32.mul (local.get $i) (i32.const 4))) (f32.sub (f32.const 0x0p+0) (f32.load (i32.add (local.get $p.A_data) (i32.mul (local.get $i) (i32.const 4))))))
