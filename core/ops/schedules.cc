@@ -6,7 +6,7 @@ namespace mtir {
 
 const std::vector<std::string>& schedule_list() {
   static const std::vector<std::string> names = {"fold_zero_point", "block", "unroll", "hoist", "smlad", "sxtb16", "interleave",
-                                                 "fold_output_zero_point"};
+                                                 "fold_output_zero_point", "depthwise_tile", "smlal_requant"};
   return names;
 }
 
@@ -26,6 +26,8 @@ bool* field(ScheduleOptions& s, const std::string& name) {
   if (name == "sxtb16") return &s.sxtb16;
   if (name == "interleave") return &s.interleave;
   if (name == "fold_output_zero_point") return &s.fold_output_zero_point;
+  if (name == "depthwise_tile") return &s.depthwise_tile;
+  if (name == "smlal_requant") return &s.smlal_requant;
   return nullptr;
 }
 }  // namespace

@@ -20,6 +20,8 @@ struct ScheduleOptions {
   bool sxtb16 = false;          // with smlad: weights stay int8, widened by SXTB16 (half the flash)
   bool interleave = true;       // with smlad and block: a channel pair's weight words interleaved
   bool fold_output_zero_point = true;  // per-channel tables: the output zero point added in the rounding term
+  bool depthwise_tile = true;   // depthwise: a row of up to five outputs per pass, each input and weight loaded once
+  bool smlal_requant = true;    // per-channel tables: the requantization's rounding in one 64-bit multiply-add
 
   bool get(const std::string& name) const;
   void set(const std::string& name, bool on);
@@ -30,7 +32,7 @@ struct ScheduleOptions {
 // Every schedule name, in a fixed order.
 const std::vector<std::string>& schedule_list();
 // "fold_zero_point, block, unroll, hoist, smlad, sxtb16, interleave,
-// fold_output_zero_point" (for messages).
+// fold_output_zero_point, depthwise_tile, smlal_requant" (for messages).
 std::string schedule_names();
 // Switches off each name of a comma-separated list ("" switches nothing off); throws a
 // user error naming an unknown schedule. `where` prefixes the message.

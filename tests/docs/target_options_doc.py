@@ -49,11 +49,11 @@ KEYS = {
     "opt": ("`O0`, `O1`, `O2`, `O3`, `Os`, `Oz`",
             "`wasm` only: Binaryen's optimization level for the module (`-Os`/`-Oz` trade speed for size)."),
     "disabled-schedules": ("names from `fold_zero_point`, `block`, `unroll`, `hoist`, `smlad`, `sxtb16`, `interleave`, "
-                           "`fold_output_zero_point`, "
+                           "`fold_output_zero_point`, `depthwise_tile`, `smlal_requant`, "
                            "comma-separated",
                            "Schedules switched off, to measure what each gains ([quantization.md](quantization.md)): "
-                           "the int8 kernels' `fold_zero_point`, `block`, `unroll`, `smlad`, `sxtb16`, `interleave` and "
-                           "`fold_output_zero_point`, and `hoist`, the "
+                           "the int8 kernels' `fold_zero_point`, `block`, `unroll`, `smlad`, `sxtb16`, `interleave`, "
+                           "`fold_output_zero_point`, `depthwise_tile` and `smlal_requant`, and `hoist`, the "
                            "`hoist_loop_invariants` pass of the lowering ([passes.md](passes.md)), which computes "
                            "loop-invariant address arithmetic once before each loop. Spelled in the canonical target "
                            "string only when not empty."),
