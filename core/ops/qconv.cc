@@ -36,6 +36,7 @@
 // qlinear_matmul onto these kernels with it, so ONNX models get the fast schedules
 // with the same bits as the plain loops.
 #include <algorithm>
+#include <set>
 
 #include "ops/op_util.h"
 #include "ops/quant_util.h"
@@ -590,9 +591,12 @@ Stmt depthwise_tiles(const QConv& p, const QParams& b) {
       Stmt update;
     };
     std::vector<Step> steps;
+    // The bindings some update reads (a weight whose taps are all zero padding is not
+    // loaded: C99 with -Werror refuses an unused variable).
     // The flat index of the window's top left element and of the tile's first output:
     // every tap is a constant offset from it, so one pointer serves the whole tile.
     Var in_base = ivar("in_base"), out_base = ivar("out_base");
+    std::set<const VarNode*> used = {out_base.get()};
     Expr top = oh_c < 0 ? sub(mul(oh, ci(p.sh)), ci(p.pt)) : ci(oh_c * p.sh - p.pt);
     Expr left = ow0_c < 0 ? sub(mul(ow0, ci(p.sw)), ci(p.pl)) : ci(ow0_c * p.sw - p.pl);
     steps.push_back({in_base, add(add(add(mul(n, ci(in_n)), mul(c, ci(in_c))), mul(top, ci(in_h))), mul(left, ci(in_w))), Stmt()});
@@ -621,8 +625,12 @@ Stmt depthwise_tiles(const QConv& p, const QParams& b) {
         Expr v = Cast(kI32, load(data, {add(in_base, ci(rh * p.dh * in_h + j * in_w))}));
         if (!p.sched.fold_zero_point && p.q.input_zero_point != 0) v = sub(v, ci(p.q.input_zero_point));
         steps.push_back({x, inside ? v : ci(pad_value), Stmt()});
-        for (auto [i, rw] : uses)
+        if (inside) used.insert(in_base.get());
+        used.insert(x.get());
+        for (auto [i, rw] : uses) {
+          used.insert(w[rw].get());
           steps.push_back({Var(), Expr(), store(acc, add(load(acc, {ci(i)}), mul(x, w[rw])), {ci(i)})});
+        }
       }
     }
     std::vector<Stmt> stores;
@@ -633,7 +641,8 @@ Stmt depthwise_tiles(const QConv& p, const QParams& b) {
                           {add(out_base, ci(i * out_w))}));
     Stmt body = SeqStmt(stores);
     for (auto it = steps.rbegin(); it != steps.rend(); ++it)
-      body = it->update ? SeqStmt({it->update, body}) : LetStmt(it->v, it->value, body);
+      if (it->update) body = SeqStmt({it->update, body});
+      else if (used.count(it->v.get())) body = LetStmt(it->v, it->value, body);
     return For(c, ci(0), ci(p.o), ForKind::kSerial, Allocate(acc, "local", body));
   };
   // One output row: one constant tile when it is narrow, constant tiles of balanced

@@ -305,6 +305,10 @@ TEST(QConv, DepthwiseAndGrouped) {
   run_all_schedules({"qconv2d", {1, 6, 14, 3}, {3, 3, 3, 1}, quant({{"padding", {0, 0, 1, 1}}, {"strides", {2, 2}}, {"groups", 3}},
                                                                     {0.01, 0.02, 0.015})},
                     "depthwise 3x3 stride 2, padding after, 3 channels");
+  // One output column: both side taps are padding, whose weights the tile never loads
+  // when the padding adds nothing (fold_zero_point off).
+  run_all_schedules({"qconv2d", {1, 4, 1, 2}, {2, 3, 3, 1}, quant({{"padding", {1, 1, 1, 1}}, {"groups", 2}})},
+                    "depthwise 3x3 on a one-column input");
   // An even number of taps (no unpaired last tap) with dilation; no padding.
   run_all_schedules({"qconv2d", {1, 5, 6, 3}, {3, 2, 2, 1}, quant({{"dilation", {2, 2}}, {"groups", 3}})},
                     "depthwise 2x2 dilation 2, 3 channels");
