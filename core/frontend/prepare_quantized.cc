@@ -49,7 +49,8 @@ void prepare_matmul_node(Graph& g, GraphNode& node, const ScheduleOptions& opts,
   const bool nchw = conv && node.attrs.value("layout", std::string("NHWC")) == "NCHW";
   json sched = {{"fold_zero_point", false}, {"block", opts.block}, {"unroll", opts.unroll}, {"smlad", false},
                {"sxtb16", false}, {"interleave", false},
-               {"fold_output_zero_point", false}, {"few_channels", false}};
+               {"fold_output_zero_point", false}, {"few_channels", false},
+               {"depthwise_tile", conv && opts.depthwise_tile}, {"smlal_requant", false}};
   auto wit = g.constants.find(node.inputs.size() > 1 ? node.inputs[1] : "");
   const bool const_weight = wit != g.constants.end() && wit->second.dtype == kI8;
   const int64_t channels = nchw ? node.type.shape.at(1) : node.type.shape.back();
@@ -84,6 +85,11 @@ void prepare_matmul_node(Graph& g, GraphNode& node, const ScheduleOptions& opts,
       if (high_word) table.set_int(columns * c + 2, (int64_t{1} << (right - 2)) + (fold_zo ? zo * (int64_t{1} << (right - 1)) : 0));
     }
     sched["fold_output_zero_point"] = fold_zo;
+    // smlal_requant (ops/qconv.cc, smlal_requantize): exact when every multiplier is above
+    // 2^30 (QuantizeMultiplier's range is [2^30, 2^31); 2^30 itself is an exact power of two).
+    bool smlal = opts.smlal_requant && high_word;
+    for (int64_t c = 0; c < channels && smlal; ++c) smlal = ms[c].multiplier > (int64_t{1} << 30);
+    sched["smlal_requant"] = smlal;
     std::string name = fresh_name(g, node.name + "__requant");
     g.constants[name] = std::move(table);
     extra.push_back(name);

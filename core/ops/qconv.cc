@@ -40,6 +40,7 @@
 // qlinear_matmul onto these kernels with it, so ONNX models get the fast schedules
 // with the same bits as the plain loops.
 #include <algorithm>
+#include <set>
 
 #include "ops/op_util.h"
 #include "ops/quant_util.h"
@@ -120,7 +121,8 @@ void check_data(const std::string& op, const std::vector<TensorType>& in, Rule& 
 
 struct Schedule {
   bool fold_zero_point = false, block = false, unroll = false, smlad = false, sxtb16 = false, interleave = false,
-       fold_output_zero_point = false, few_channels = false;
+       fold_output_zero_point = false, few_channels = false, depthwise_tile = false,
+       smlal_requant = false;
   // Packed weight words per output channel for a reduction of length k.
   int64_t weight_words(int64_t k) const { return smlad ? packed_weight_words(k, sxtb16) : k; }
 };
@@ -141,6 +143,8 @@ Schedule read_schedule(const std::string& op, const AttrReader& r) {
     else if (key == "interleave") s.interleave = on;
     else if (key == "fold_output_zero_point") s.fold_output_zero_point = on;
     else if (key == "few_channels") s.few_channels = on;
+    else if (key == "depthwise_tile") s.depthwise_tile = on;
+    else if (key == "smlal_requant") s.smlal_requant = on;
     else if (key != "hoist") fail(op, "unknown schedule '" + key + "' (known: " + schedule_names() + ")");
   }
   return s;
@@ -206,9 +210,27 @@ void check_packing(const std::string& op, const Schedule& s, const QInputs& q, c
   if (s.few_channels && !s.smlad) fail(op, "schedule 'few_channels' needs schedule 'smlad'");
   if (s.fold_output_zero_point && !(q.table && q.table_columns == 3))
     fail(op, "schedule 'fold_output_zero_point' needs the requant table of shape (O, 3) that prepare_quantized builds");
+  if (s.smlal_requant && !(q.table && q.table_columns == 3))
+    fail(op, "schedule 'smlal_requant' needs the requant table of shape (O, 3) that prepare_quantized builds");
   if (q.packed && shape != std::vector<int64_t>{rows, s.weight_words(k)})
     fail(op, "the packed weight must have shape (" + std::to_string(rows) + ", " + std::to_string(s.weight_words(k)) +
                  "), got " + shape_str(shape));
+}
+
+// The three-column form (corrected_high_word(x, M) + R) >> s in one 64-bit multiply-add
+// (SMLAL on a Cortex-M): corrected_high_word subtracts 2^31 from Q = x * M + 2^30 when
+// Q < 0, and Q < 0 exactly when x < 0 once M > 2^30 (x <= -1 gives Q <= 2^30 - M < 0).
+// So (h + R) >> s = hi32(x * M + V) >> s with V = (R - [x < 0]) * 2^32 + (x < 0 ?
+// 0xC0000000 : 0x40000000): the high word of V is R + (x >> 31), the low word
+// 0x40000000 | (x & 0x80000000). |x * M| < 2^62 and R < 2^30: no int64 overflow.
+Expr smlal_requantize(Expr x, Expr multiplier, Expr shift, Expr rounding) {
+  const DataType u32 = DataType::UInt(32), u64 = DataType::UInt(64);
+  Expr hi = add(std::move(rounding), call("shift_right", {x, ci(31)}));
+  Expr lo = call("bitwise_or", {call("bitwise_and", {Cast(u32, x), IntImm(u32, 0x80000000u)}), IntImm(u32, 0x40000000u)});
+  Expr v = Cast(kI64, call("bitwise_or", {call("shift_left", {Cast(u64, Cast(u32, hi)), IntImm(u64, 32)}), Cast(u64, lo)}));
+  Expr sum = Binary(ExprKind::Add, Binary(ExprKind::Mul, Cast(kI64, x), Cast(kI64, std::move(multiplier))), v);
+  Expr high = Cast(kI32, Call(kI64, "shift_right", {sum, IntImm(kI64, 32)}));
+  return call("shift_right", {high, std::move(shift)});
 }
 
 // The requantized int8 value of accumulator `acc` for output channel `oc`: TFLite's
@@ -224,9 +246,10 @@ void check_packing(const std::string& op, const Schedule& s, const QInputs& q, c
 // shift, (p + 2^(s-1) - 1 + bit s of p) >> s, then the zero point and the bounds in
 // int64 (the quotient may exceed int32), as qlinear_conv does it.
 // With `zero_point_folded` (tflite rule only) the table's third column already holds the
-// output zero point.
+// output zero point. With `smlal` (schedule smlal_requant, tflite rule, three columns,
+// every multiplier above 2^30) the rounding term joins the product: see smlal_requantize.
 Expr requantize_channel(const QuantAttrs& q, const Rule& rule, const Buffer& table, int64_t columns, Expr acc, Expr oc,
-                        bool zero_point_folded) {
+                        bool zero_point_folded, bool smlal = false) {
   auto col = [&](int64_t k) { return load(table, {add(mul(oc, ci(columns)), ci(k))}); };
   if (rule.onnx) {
     OnnxHighWord hw;
@@ -247,6 +270,8 @@ Expr requantize_channel(const QuantAttrs& q, const Rule& rule, const Buffer& tab
     y = multiply_by_quantized_multiplier(acc, q.multipliers.at(0));
   } else if (columns == 2) {
     y = multiply_by_quantized_multiplier(acc, col(0), col(1));
+  } else if (smlal) {
+    y = smlal_requantize(acc, col(0), col(1), col(2));
   } else {
     y = call("shift_right", {add(corrected_high_word(acc, col(0)), col(2)), col(1)});
   }
@@ -442,7 +467,7 @@ Stmt gemm_tile(const Gemm& g, const Buffer& col, const std::vector<Expr>& rows, 
       Expr oc = add(oc0, ci(c));
       finish.push_back(g.store(rows[p], oc, requantize_channel(*g.q, *g.rule, g.table, g.table_columns,
                                                                   load(acc, {ci(p * nc + c)}), oc,
-                                                                  g.sched->fold_output_zero_point)));
+                                                                  g.sched->fold_output_zero_point, g.sched->smlal_requant)));
     }
   std::vector<Stmt> body = init;
   body.insert(body.end(), parts.begin(), parts.end());
@@ -570,6 +595,143 @@ Expr window_inside(const QConv& p, Expr row) {
   return cond;
 }
 
+// Depthwise, tiled (schedule depthwise_tile): each output row in tiles of up to four
+// outputs along the width (a row of five or fewer is one tile), every channel of a tile
+// in turn (channel innermost: nothing in that loop is invariant but the addresses, so
+// GCC does not hoist the weights out of it and spill them).
+// Within a tile every input element of the tiles' windows and every weight is loaded
+// once and feeds each output whose window holds it (stride 1: an input column serves up
+// to three outputs), the accumulators stay in registers, and the channel's bias and
+// requantization values are read once per tile instead of once per output. Rows and
+// tiles whose windows reach into the padding are emitted at constant positions, so which
+// taps are padding is known here: they add the padding value times the weight and load
+// nothing, and the interior loops carry no bound checks.
+Stmt depthwise_tiles(const QConv& p, const QParams& b) {
+  const int64_t pad_value = p.sched.fold_zero_point ? p.q.input_zero_point : 0;
+  Buffer table = b.table ? flat_view(b.table, p.o * p.inputs.table_columns) : nullptr;
+  Buffer data = flat_view(b.data, p.n * p.h * p.w * p.c), out = flat_view(b.out, p.n * p.oh * p.ow * p.o);
+  // Element strides of image, channel, row and column in the data and the output.
+  const int64_t in_n = p.h * p.w * p.c, in_c = p.nchw ? p.h * p.w : 1, in_h = p.nchw ? p.w : p.w * p.c,
+                in_w = p.nchw ? 1 : p.c;
+  const int64_t out_n = p.oh * p.ow * p.o, out_c = p.nchw ? p.oh * p.ow : 1, out_h = p.nchw ? p.ow : p.ow * p.o,
+                out_w = p.nchw ? 1 : p.o;
+  LoopNest outer;
+  Expr n = outer.axis("n", p.n);
+  // Tile widths that GCC keeps in the Cortex-M4's registers (measured on the MLPerf Tiny
+  // models): loop tiles of four outputs at stride 1, three at stride 2; constant tiles of
+  // up to six and four.
+  const int64_t wide = p.sw == 1 ? 4 : 3, widest = p.sw == 1 ? 6 : 4;
+  // The tile of `t` outputs (oh, ow0 + i); oh_c and ow0_c are the constant positions, or
+  // -1 where oh or ow0 is a loop variable whose every window lies inside the input.
+  auto tile = [&](Expr oh, int64_t oh_c, Expr ow0, int64_t ow0_c, int64_t t) {
+    Var c = ivar("c");
+    Buffer acc = scratch("acc", {t}, kI32);
+    // The steps in order: a binding (a weight or an input value, loaded once) or an update.
+    struct Step {
+      Var v;
+      Expr value;
+      Stmt update;
+    };
+    std::vector<Step> steps;
+    // The bindings some update reads (a weight whose taps are all zero padding is not
+    // loaded: C99 with -Werror refuses an unused variable).
+    // The flat index of the window's top left element and of the tile's first output:
+    // every tap is a constant offset from it, so one pointer serves the whole tile.
+    Var in_base = ivar("in_base"), out_base = ivar("out_base");
+    std::set<const VarNode*> used = {out_base.get()};
+    Expr top = oh_c < 0 ? sub(mul(oh, ci(p.sh)), ci(p.pt)) : ci(oh_c * p.sh - p.pt);
+    Expr left = ow0_c < 0 ? sub(mul(ow0, ci(p.sw)), ci(p.pl)) : ci(ow0_c * p.sw - p.pl);
+    steps.push_back({in_base, add(add(add(mul(n, ci(in_n)), mul(c, ci(in_c))), mul(top, ci(in_h))), mul(left, ci(in_w))), Stmt()});
+    steps.push_back({out_base, add(add(add(mul(n, ci(out_n)), mul(c, ci(out_c))), mul(oh, ci(out_h))), mul(ow0, ci(out_w))), Stmt()});
+    for (int64_t i = 0; i < t; ++i) steps.push_back({Var(), Expr(), store(acc, b.bias ? load(b.bias, {c}) : ci(0), {ci(i)})});
+    for (int64_t rh = 0; rh < p.kh; ++rh) {
+      const int64_t ih_c = oh_c < 0 ? 0 : oh_c * p.sh + rh * p.dh - p.pt;
+      const bool row_inside = oh_c < 0 || (ih_c >= 0 && ih_c < p.h);
+      if (!row_inside && pad_value == 0) continue;
+      std::vector<Var> w;
+      for (int64_t rw = 0; rw < p.kw; ++rw) {
+        w.push_back(ivar("w" + std::to_string(rh) + std::to_string(rw)));
+        steps.push_back({w.back(), Cast(kI32, load(b.weight, {c, ci(rh), ci(rw), ci(0)})), Stmt()});
+      }
+      const int64_t columns = (t - 1) * p.sw + (p.kw - 1) * p.dw + 1;
+      for (int64_t j = 0; j < columns; ++j) {
+        std::vector<std::pair<int64_t, int64_t>> uses;  // (output i, tap column rw)
+        for (int64_t i = 0; i < t; ++i)
+          for (int64_t rw = 0; rw < p.kw; ++rw)
+            if (i * p.sw + rw * p.dw == j) uses.push_back({i, rw});
+        if (uses.empty()) continue;
+        const int64_t iw_c = ow0_c < 0 ? 0 : ow0_c * p.sw - p.pl + j;
+        const bool inside = row_inside && (ow0_c < 0 || (iw_c >= 0 && iw_c < p.w));
+        if (!inside && pad_value == 0) continue;
+        Var x = ivar("x");
+        Expr v = Cast(kI32, load(data, {add(in_base, ci(rh * p.dh * in_h + j * in_w))}));
+        if (!p.sched.fold_zero_point && p.q.input_zero_point != 0) v = sub(v, ci(p.q.input_zero_point));
+        steps.push_back({x, inside ? v : ci(pad_value), Stmt()});
+        if (inside) used.insert(in_base.get());
+        used.insert(x.get());
+        for (auto [i, rw] : uses) {
+          used.insert(w[rw].get());
+          steps.push_back({Var(), Expr(), store(acc, add(load(acc, {ci(i)}), mul(x, w[rw])), {ci(i)})});
+        }
+      }
+    }
+    std::vector<Stmt> stores;
+    for (int64_t i = 0; i < t; ++i)
+      stores.push_back(store(out,
+                          requantize_channel(p.q, p.rule, table, p.inputs.table_columns, load(acc, {ci(i)}), c,
+                                             p.sched.fold_output_zero_point, p.sched.smlal_requant),
+                          {add(out_base, ci(i * out_w))}));
+    Stmt body = SeqStmt(stores);
+    for (auto it = steps.rbegin(); it != steps.rend(); ++it)
+      if (it->update) body = SeqStmt({it->update, body});
+      else if (used.count(it->v.get())) body = LetStmt(it->v, it->value, body);
+    return For(c, ci(0), ci(p.o), ForKind::kSerial, Allocate(acc, "local", body));
+  };
+  // One output row: one constant tile when it is narrow, constant tiles of balanced
+  // widths when its interior is too short for two loop tiles (seven is 4 + 3, not
+  // 4 + 1 + 1 + 1). Wider: a constant tile over the left border and the tile after it,
+  // a loop of tiles over the interior, constant tiles over the rest.
+  auto row = [&](Expr oh, int64_t oh_c) {
+    std::vector<Stmt> s;
+    auto constant_tiles = [&](int64_t begin, int64_t end) {
+      const int64_t count = (end - begin + widest - 1) / widest;
+      for (int64_t k = 0, o = begin; k < count; ++k) {
+        const int64_t width = (end - o) / (count - k);
+        s.push_back(tile(oh, oh_c, ci(o), o, width));
+        o += width;
+      }
+    };
+    OutputRange inner{0, 0, false};
+    for (const auto& r : border_split(p.ow, p.pl, p.w, p.kw, p.sw, p.dw))
+      if (!r.check) inner = r;
+    if (p.ow <= widest || inner.end - inner.begin < 2 * wide) {
+      constant_tiles(0, p.ow);
+    } else {
+      const int64_t left = inner.begin > 0 ? std::min(inner.begin + wide, inner.end) : 0;
+      const int64_t whole = (inner.end - left) / wide, right = left + wide * whole;
+      constant_tiles(0, left);
+      if (whole > 0) {
+        Var tw = ivar("tw");
+        s.push_back(For(tw, ci(0), ci(whole), ForKind::kSerial, tile(oh, oh_c, add(ci(left), mul(tw, ci(wide))), -1, wide)));
+      }
+      constant_tiles(right, p.ow);
+    }
+    return s.size() == 1 ? s[0] : SeqStmt(s);
+  };
+  std::vector<Stmt> rows;
+  for (const auto& r : border_split(p.oh, p.pt, p.h, p.kh, p.sh, p.dh)) {
+    if (r.check) {
+      for (int64_t oh = r.begin; oh < r.end; ++oh) rows.push_back(row(ci(oh), oh));
+      continue;
+    }
+    Var oh = ivar("oh");
+    rows.push_back(For(oh, ci(r.begin), ci(r.end - r.begin), ForKind::kSerial, row(oh, -1)));
+  }
+  Stmt body = outer.wrap(rows.size() == 1 ? rows[0] : SeqStmt(rows));
+  body = DeclBuffer(data, DeclBuffer(out, body));
+  return table ? DeclBuffer(table, body) : body;
+}
+
 PrimFunc qconv_build(const std::string& fname, const std::vector<TensorType>& in, const TensorType& out,
                      const json& attrs) {
   QConv p = qconv_params(in, attrs);
@@ -658,6 +820,9 @@ PrimFunc qconv_build(const std::string& fname, const std::vector<TensorType>& in
     return fb.finish(fname, declare_views(g, body));
   }
 
+  const bool depthwise = p.cg == 1 && p.groups == p.c && p.o == p.c;
+  if (p.sched.depthwise_tile && depthwise) return fb.finish(fname, depthwise_tiles(p, b));
+
   // One output at a time, the kernel window innermost (unrolled when asked for
   // depthwise windows). `checks` says whether the window may leave the input along
   // the height and the width.
@@ -678,7 +843,7 @@ PrimFunc qconv_build(const std::string& fname, const std::vector<TensorType>& in
     Stmt window = For(rh, ci(0), ci(p.kh), wk, For(rw, ci(0), ci(p.kw), wk, update));
     Stmt init = store(acc, bias ? load(bias, {oc}) : ci(0), {ci(0)});
     Stmt fin = store(o, requantize_channel(p.q, p.rule, table_flat, p.inputs.table_columns, load(acc, {ci(0)}), oc,
-                                           p.sched.fold_output_zero_point),
+                                           p.sched.fold_output_zero_point, p.sched.smlal_requant),
                      p.at(n, oh, ow, oc));
     return Allocate(acc, "local", SeqStmt({init, window, fin}));
   };

@@ -226,7 +226,8 @@ void run_case(const Case& k, const ScheduleOptions& opts, const std::string& lab
 }
 
 // All 24 combinations of the five kernel schedules (sxtb16 only with smlad), interleave and
-// fold_output_zero_point on, and two with both off.
+// fold_output_zero_point on, and two with both off; depthwise_tile follows unroll and
+// smlal_requant fold_zero_point.
 void run_all_schedules(const Case& k, const std::string& name) {
   for (int bits = 0; bits < 32; ++bits) {
     ScheduleOptions o;
@@ -241,6 +242,10 @@ void run_all_schedules(const Case& k, const std::string& name) {
       // off: once per weight packing.
       o.fold_output_zero_point = interleave;
       o.few_channels = interleave;
+      // Depthwise tiles in half the combinations (the blocked and plain depthwise loops in
+      // the other half); the 64-bit requantization off with the folds.
+      o.depthwise_tile = bits & 4;
+      o.smlal_requant = interleave && (bits & 1);
       std::string label = name + " [" + (o.disabled().empty() ? "all" : "off: " + o.disabled()) + "]";
       SCOPED_TRACE(label);
       run_case(k, o, label);
@@ -322,6 +327,19 @@ TEST(QConv, DepthwiseAndGrouped) {
   // A window wider than the input: no interior at all.
   run_all_schedules({"qconv2d", {1, 3, 2, 2}, {2, 3, 3, 1}, quant({{"padding", {1, 1, 1, 1}}, {"groups", 2}})},
                     "depthwise 3x3 on a 3x2 input");
+  // Rows wider than one tile: a constant border tile each side, a loop of four-wide tiles
+  // and a remainder; channel counts that are not a multiple of four.
+  run_all_schedules({"qconv2d", {1, 4, 13, 5}, {5, 3, 3, 1}, quant({{"padding", {1, 1, 1, 1}}, {"groups", 5}},
+                                                                    {0.01, 0.02, 0.015, 0.03, 0.025})},
+                    "depthwise 3x3 pad 1, 13 wide, 5 channels");
+  // TFLite's SAME padding at stride 2 on an even input: padding only after.
+  run_all_schedules({"qconv2d", {1, 6, 14, 3}, {3, 3, 3, 1}, quant({{"padding", {0, 0, 1, 1}}, {"strides", {2, 2}}, {"groups", 3}},
+                                                                    {0.01, 0.02, 0.015})},
+                    "depthwise 3x3 stride 2, padding after, 3 channels");
+  // One output column: both side taps are padding, whose weights the tile never loads
+  // when the padding adds nothing (fold_zero_point off).
+  run_all_schedules({"qconv2d", {1, 4, 1, 2}, {2, 3, 3, 1}, quant({{"padding", {1, 1, 1, 1}}, {"groups", 2}})},
+                    "depthwise 3x3 on a one-column input");
   // An even number of taps (no unpaired last tap) with dilation; no padding.
   run_all_schedules({"qconv2d", {1, 5, 6, 3}, {3, 2, 2, 1}, quant({{"dilation", {2, 2}}, {"groups", 3}})},
                     "depthwise 2x2 dilation 2, 3 channels");

@@ -777,6 +777,10 @@ std::vector<ScheduleOptions> all_schedules() {
     o.smlad = bits & 8;
     o.sxtb16 = bits & 16;
     if (o.sxtb16 && !o.smlad) continue;
+    // Depthwise tiles in half the combinations, the blocked and plain depthwise loops in
+    // the other half; the 64-bit requantization with the zero point folded.
+    o.depthwise_tile = bits & 4;
+    o.smlal_requant = bits & 1;
     out.push_back(o);
     // interleave (on by default) only changes anything with smlad and block; switched off
     // once per weight packing (int8 quads, int16 pairs), the other schedules on.
@@ -785,6 +789,7 @@ std::vector<ScheduleOptions> all_schedules() {
       o.interleave = false;
       o.fold_output_zero_point = false;
       o.few_channels = false;
+      o.smlal_requant = false;
       out.push_back(o);
     }
   }
@@ -851,6 +856,15 @@ std::vector<ConvCase> conv_cases() {
   d.so = 0.02;
   d.act = "relu6";
   v.push_back({{1, 6, 7, 5}, 10, 3, 3, d, true, "depthwise x2 relu6"});
+  QConv dw;  // depthwise (multiplier 1), stride 2, padding, 7 channels, relu
+  dw.groups = 7;
+  dw.sh = dw.sw = 2;
+  dw.pt = dw.pl = dw.pb = dw.pr = 1;
+  dw.zi = -100;
+  dw.zo = 9;
+  dw.ws = channel_scales(7, 11);
+  dw.act = "relu";
+  v.push_back({{1, 7, 15, 7}, 7, 3, 3, dw, true, "depthwise stride 2 padded"});
   QConv g;  // grouped, dilation, no bias
   g.groups = 2;
   g.dh = g.dw = 2;
