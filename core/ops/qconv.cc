@@ -718,15 +718,52 @@ Stmt depthwise_tiles(const QConv& p, const QParams& b) {
     }
     return s.size() == 1 ? s[0] : SeqStmt(s);
   };
+  // The border rows (windows reaching above or below the input) are few: one loop over
+  // them all, one output at a time with every tap checked, costs a few instructions per
+  // MAC more there but is one copy of the code, where a copy of the whole tiled row per
+  // border row cost ~1 KB each (VWW: ~10 KB).
+  auto checked_rows = [&](const std::vector<OutputRange>& ranges) {
+    int64_t count = 0;
+    for (const auto& r : ranges) count += r.end - r.begin;
+    Var br = ivar("br"), ow = ivar("ow"), c = ivar("c");
+    // Border row br as an output row: br itself in the top range, shifted past the
+    // interior rows in the bottom one.
+    Expr oh = add(br, ci(ranges[0].begin));
+    if (ranges.size() == 2)
+      oh = Select(lt(br, ci(ranges[0].end - ranges[0].begin)), oh,
+                  add(br, ci(ranges[1].begin - (ranges[0].end - ranges[0].begin))));
+    Var ohv = ivar("oh");
+    Buffer acc = scratch("acc", {1}, kI32);
+    std::vector<Stmt> taps = {store(acc, b.bias ? load(b.bias, {c}) : ci(0), {ci(0)})};
+    for (int64_t rh = 0; rh < p.kh; ++rh)
+      for (int64_t rw = 0; rw < p.kw; ++rw) {
+        Expr ih = tap(ohv, ci(rh), p.sh, p.dh, p.pt), iw = tap(ow, ci(rw), p.sw, p.dw, p.pl);
+        Expr cond = and_(inside(ih, p.pt, p.h, p.oh, p.kh, p.sh, p.dh), inside(iw, p.pl, p.w, p.ow, p.kw, p.sw, p.dw));
+        Expr x = Cast(kI32, load(data, {add(add(add(mul(n, ci(in_n)), mul(c, ci(in_c))), mul(ih, ci(in_h))), mul(iw, ci(in_w)))}));
+        if (!p.sched.fold_zero_point && p.q.input_zero_point != 0) x = sub(x, ci(p.q.input_zero_point));
+        Expr w = Cast(kI32, load(b.weight, {c, ci(rh), ci(rw), ci(0)}));
+        taps.push_back(store(acc, add(load(acc, {ci(0)}), mul(lazy_select(cond, x, ci(pad_value)), w)), {ci(0)}));
+      }
+    Expr out_index = add(add(add(mul(n, ci(out_n)), mul(c, ci(out_c))), mul(ohv, ci(out_h))), mul(ow, ci(out_w)));
+    taps.push_back(store(out,
+                         requantize_channel(p.q, p.rule, table, p.inputs.table_columns, load(acc, {ci(0)}), c,
+                                            p.sched.fold_output_zero_point, p.sched.smlal_requant),
+                         {out_index}));
+    Stmt one = For(c, ci(0), ci(p.o), ForKind::kSerial, Allocate(acc, "local", SeqStmt(taps)));
+    return For(br, ci(0), ci(count), ForKind::kSerial,
+               LetStmt(ohv, oh, For(ow, ci(0), ci(p.ow), ForKind::kSerial, one)));
+  };
   std::vector<Stmt> rows;
+  std::vector<OutputRange> border_rows;
   for (const auto& r : border_split(p.oh, p.pt, p.h, p.kh, p.sh, p.dh)) {
     if (r.check) {
-      for (int64_t oh = r.begin; oh < r.end; ++oh) rows.push_back(row(ci(oh), oh));
+      border_rows.push_back(r);
       continue;
     }
     Var oh = ivar("oh");
     rows.push_back(For(oh, ci(r.begin), ci(r.end - r.begin), ForKind::kSerial, row(oh, -1)));
   }
+  if (!border_rows.empty()) rows.push_back(checked_rows(border_rows));
   Stmt body = outer.wrap(rows.size() == 1 ? rows[0] : SeqStmt(rows));
   body = DeclBuffer(data, DeclBuffer(out, body));
   return table ? DeclBuffer(table, body) : body;
