@@ -735,15 +735,19 @@ Stmt depthwise_tiles(const QConv& p, const QParams& b) {
     Var ohv = ivar("oh");
     Buffer acc = scratch("acc", {1}, kI32);
     std::vector<Stmt> taps = {store(acc, b.bias ? load(b.bias, {c}) : ci(0), {ci(0)})};
-    for (int64_t rh = 0; rh < p.kh; ++rh)
-      for (int64_t rw = 0; rw < p.kw; ++rw) {
-        Expr ih = tap(ohv, ci(rh), p.sh, p.dh, p.pt), iw = tap(ow, ci(rw), p.sw, p.dw, p.pl);
-        Expr cond = and_(inside(ih, p.pt, p.h, p.oh, p.kh, p.sh, p.dh), inside(iw, p.pl, p.w, p.ow, p.kw, p.sw, p.dw));
-        Expr x = Cast(kI32, load(data, {add(add(add(mul(n, ci(in_n)), mul(c, ci(in_c))), mul(ih, ci(in_h))), mul(iw, ci(in_w)))}));
-        if (!p.sched.fold_zero_point && p.q.input_zero_point != 0) x = sub(x, ci(p.q.input_zero_point));
-        Expr w = Cast(kI32, load(b.weight, {c, ci(rh), ci(rw), ci(0)}));
-        taps.push_back(store(acc, add(load(acc, {ci(0)}), mul(lazy_select(cond, x, ci(pad_value)), w)), {ci(0)}));
-      }
+    // The kernel rows as a loop (their bound check inside it, not kept live across the
+    // channel loop), the columns unrolled.
+    Var rh = ivar("rh");
+    std::vector<Stmt> columns;
+    for (int64_t rw = 0; rw < p.kw; ++rw) {
+      Expr ih = tap(ohv, rh, p.sh, p.dh, p.pt), iw = tap(ow, ci(rw), p.sw, p.dw, p.pl);
+      Expr cond = and_(inside(ih, p.pt, p.h, p.oh, p.kh, p.sh, p.dh), inside(iw, p.pl, p.w, p.ow, p.kw, p.sw, p.dw));
+      Expr x = Cast(kI32, load(data, {add(add(add(mul(n, ci(in_n)), mul(c, ci(in_c))), mul(ih, ci(in_h))), mul(iw, ci(in_w)))}));
+      if (!p.sched.fold_zero_point && p.q.input_zero_point != 0) x = sub(x, ci(p.q.input_zero_point));
+      Expr w = Cast(kI32, load(b.weight, {c, rh, ci(rw), ci(0)}));
+      columns.push_back(store(acc, add(load(acc, {ci(0)}), mul(lazy_select(cond, x, ci(pad_value)), w)), {ci(0)}));
+    }
+    taps.push_back(For(rh, ci(0), ci(p.kh), ForKind::kSerial, columns.size() == 1 ? columns[0] : SeqStmt(columns)));
     Expr out_index = add(add(add(mul(n, ci(out_n)), mul(c, ci(out_c))), mul(ohv, ci(out_h))), mul(ow, ci(out_w)));
     taps.push_back(store(out,
                          requantize_channel(p.q, p.rule, table, p.inputs.table_columns, load(acc, {ci(0)}), c,
