@@ -121,7 +121,7 @@ void check_data(const std::string& op, const std::vector<TensorType>& in, Rule& 
 
 struct Schedule {
   bool fold_zero_point = false, block = false, unroll = false, smlad = false, sxtb16 = false, interleave = false,
-       fold_output_zero_point = false, few_channels = false, depthwise_tile = false,
+       fold_output_zero_point = false, few_channels = false, depthwise_tile = false, depthwise_border_loop = false,
        smlal_requant = false;
   // Packed weight words per output channel for a reduction of length k.
   int64_t weight_words(int64_t k) const { return smlad ? packed_weight_words(k, sxtb16) : k; }
@@ -144,6 +144,7 @@ Schedule read_schedule(const std::string& op, const AttrReader& r) {
     else if (key == "fold_output_zero_point") s.fold_output_zero_point = on;
     else if (key == "few_channels") s.few_channels = on;
     else if (key == "depthwise_tile") s.depthwise_tile = on;
+    else if (key == "depthwise_border_loop") s.depthwise_border_loop = on;
     else if (key == "smlal_requant") s.smlal_requant = on;
     else if (key != "hoist") fail(op, "unknown schedule '" + key + "' (known: " + schedule_names() + ")");
   }
@@ -621,6 +622,12 @@ Stmt depthwise_tiles(const QConv& p, const QParams& b) {
   // models): loop tiles of four outputs at stride 1, three at stride 2; constant tiles of
   // up to six and four.
   const int64_t wide = p.sw == 1 ? 4 : 3, widest = p.sw == 1 ? 6 : 4;
+  // Stride-1 rows at least this wide take their border columns through the checked
+  // per-output loop: there they are a small share of the work, and unrolled border tiles
+  // cost ~0.2-0.5 KB of code each (VWW: -1.1 KB for +0.25 M instructions). Narrower rows
+  // keep them unrolled (KWS's five-wide rows would check two outputs in five), and so do
+  // stride-2 rows, whose one border column is a single narrow tile.
+  const int64_t kCheckedColumnsMinWidth = 12;
   // The tile of `t` outputs (oh, ow0 + i); oh_c and ow0_c are the constant positions, or
   // -1 where oh or ow0 is a loop variable whose every window lies inside the input.
   auto tile = [&](Expr oh, int64_t oh_c, Expr ow0, int64_t ow0_c, int64_t t) {
@@ -687,6 +694,46 @@ Stmt depthwise_tiles(const QConv& p, const QParams& b) {
       else if (used.count(it->v.get())) body = LetStmt(it->v, it->value, body);
     return For(c, ci(0), ci(p.o), ForKind::kSerial, Allocate(acc, "local", body));
   };
+  // Counter k over the positions of one or two ranges, as a position: k itself shifted
+  // to the first range, shifted past the gap between them in the second.
+  auto positions = [&](Expr k, const std::vector<OutputRange>& ranges) {
+    const int64_t first = ranges[0].end - ranges[0].begin;
+    Expr at = add(k, ci(ranges[0].begin));
+    if (ranges.size() == 2) at = Select(lt(k, ci(first)), at, add(k, ci(ranges[1].begin - first)));
+    return at;
+  };
+  auto total = [](const std::vector<OutputRange>& ranges) {
+    int64_t n = 0;
+    for (const auto& r : ranges) n += r.end - r.begin;
+    return n;
+  };
+  // Output (oh, ow) of every channel, one at a time, each tap checked along the axes that
+  // may leave the input.
+  auto checked_output = [&](Expr oh, bool check_h, Expr ow, bool check_w) {
+    Var c = ivar("c");
+    Buffer acc = scratch("acc", {1}, kI32);
+    std::vector<Stmt> taps = {store(acc, b.bias ? load(b.bias, {c}) : ci(0), {ci(0)})};
+    // The kernel rows as a loop (their bound check inside it, not kept live across the
+    // channel loop), the columns unrolled.
+    Var rh = ivar("rh");
+    std::vector<Stmt> columns;
+    for (int64_t rw = 0; rw < p.kw; ++rw) {
+      Expr ih = tap(oh, rh, p.sh, p.dh, p.pt), iw = tap(ow, ci(rw), p.sw, p.dw, p.pl);
+      Expr cond = and_(check_h ? inside(ih, p.pt, p.h, p.oh, p.kh, p.sh, p.dh) : Expr(),
+                       check_w ? inside(iw, p.pl, p.w, p.ow, p.kw, p.sw, p.dw) : Expr());
+      Expr x = Cast(kI32, load(data, {add(add(add(mul(n, ci(in_n)), mul(c, ci(in_c))), mul(ih, ci(in_h))), mul(iw, ci(in_w)))}));
+      if (!p.sched.fold_zero_point && p.q.input_zero_point != 0) x = sub(x, ci(p.q.input_zero_point));
+      Expr w = Cast(kI32, load(b.weight, {c, rh, ci(rw), ci(0)}));
+      columns.push_back(store(acc, add(load(acc, {ci(0)}), mul(lazy_select(cond, x, ci(pad_value)), w)), {ci(0)}));
+    }
+    taps.push_back(For(rh, ci(0), ci(p.kh), ForKind::kSerial, columns.size() == 1 ? columns[0] : SeqStmt(columns)));
+    Expr out_index = add(add(add(mul(n, ci(out_n)), mul(c, ci(out_c))), mul(oh, ci(out_h))), mul(ow, ci(out_w)));
+    taps.push_back(store(out,
+                         requantize_channel(p.q, p.rule, table, p.inputs.table_columns, load(acc, {ci(0)}), c,
+                                            p.sched.fold_output_zero_point, p.sched.smlal_requant),
+                         {out_index}));
+    return For(c, ci(0), ci(p.o), ForKind::kSerial, Allocate(acc, "local", SeqStmt(taps)));
+  };
   // One output row: one constant tile when it is narrow, constant tiles of balanced
   // widths when its interior is too short for two loop tiles (seven is 4 + 3, not
   // 4 + 1 + 1 + 1). Wider: a constant tile over the left border and the tile after it,
@@ -702,9 +749,23 @@ Stmt depthwise_tiles(const QConv& p, const QParams& b) {
       }
     };
     OutputRange inner{0, 0, false};
+    std::vector<OutputRange> border_columns;
     for (const auto& r : border_split(p.ow, p.pl, p.w, p.kw, p.sw, p.dw))
       if (!r.check) inner = r;
-    if (p.ow <= widest || inner.end - inner.begin < 2 * wide) {
+      else border_columns.push_back(r);
+    if (p.sched.depthwise_border_loop && p.sw == 1 && p.ow >= kCheckedColumnsMinWidth && inner.end - inner.begin >= wide) {
+      // A wide row: its few border columns one output at a time, checked (one copy of
+      // code), the interior a loop of tiles and one narrower tile for the rest.
+      const int64_t whole = (inner.end - inner.begin) / wide, rest_begin = inner.begin + whole * wide;
+      Var tw = ivar("tw");
+      s.push_back(For(tw, ci(0), ci(whole), ForKind::kSerial, tile(oh, oh_c, add(ci(inner.begin), mul(tw, ci(wide))), -1, wide)));
+      if (rest_begin < inner.end) s.push_back(tile(oh, oh_c, ci(rest_begin), rest_begin, inner.end - rest_begin));
+      if (!border_columns.empty()) {
+        Var bc = ivar("bc"), ow = ivar("ow");
+        s.push_back(For(bc, ci(0), ci(total(border_columns)), ForKind::kSerial,
+                        LetStmt(ow, positions(bc, border_columns), checked_output(oh, oh_c >= 0, ow, true))));
+      }
+    } else if (p.ow <= widest || inner.end - inner.begin < 2 * wide) {
       constant_tiles(0, p.ow);
     } else {
       const int64_t left = inner.begin > 0 ? std::min(inner.begin + wide, inner.end) : 0;
@@ -723,45 +784,19 @@ Stmt depthwise_tiles(const QConv& p, const QParams& b) {
   // MAC more there but is one copy of the code, where a copy of the whole tiled row per
   // border row cost ~1 KB each (VWW: ~10 KB).
   auto checked_rows = [&](const std::vector<OutputRange>& ranges) {
-    int64_t count = 0;
-    for (const auto& r : ranges) count += r.end - r.begin;
-    Var br = ivar("br"), ow = ivar("ow"), c = ivar("c");
-    // Border row br as an output row: br itself in the top range, shifted past the
-    // interior rows in the bottom one.
-    Expr oh = add(br, ci(ranges[0].begin));
-    if (ranges.size() == 2)
-      oh = Select(lt(br, ci(ranges[0].end - ranges[0].begin)), oh,
-                  add(br, ci(ranges[1].begin - (ranges[0].end - ranges[0].begin))));
-    Var ohv = ivar("oh");
-    Buffer acc = scratch("acc", {1}, kI32);
-    std::vector<Stmt> taps = {store(acc, b.bias ? load(b.bias, {c}) : ci(0), {ci(0)})};
-    // The kernel rows as a loop (their bound check inside it, not kept live across the
-    // channel loop), the columns unrolled.
-    Var rh = ivar("rh");
-    std::vector<Stmt> columns;
-    for (int64_t rw = 0; rw < p.kw; ++rw) {
-      Expr ih = tap(ohv, rh, p.sh, p.dh, p.pt), iw = tap(ow, ci(rw), p.sw, p.dw, p.pl);
-      Expr cond = and_(inside(ih, p.pt, p.h, p.oh, p.kh, p.sh, p.dh), inside(iw, p.pl, p.w, p.ow, p.kw, p.sw, p.dw));
-      Expr x = Cast(kI32, load(data, {add(add(add(mul(n, ci(in_n)), mul(c, ci(in_c))), mul(ih, ci(in_h))), mul(iw, ci(in_w)))}));
-      if (!p.sched.fold_zero_point && p.q.input_zero_point != 0) x = sub(x, ci(p.q.input_zero_point));
-      Expr w = Cast(kI32, load(b.weight, {c, rh, ci(rw), ci(0)}));
-      columns.push_back(store(acc, add(load(acc, {ci(0)}), mul(lazy_select(cond, x, ci(pad_value)), w)), {ci(0)}));
-    }
-    taps.push_back(For(rh, ci(0), ci(p.kh), ForKind::kSerial, columns.size() == 1 ? columns[0] : SeqStmt(columns)));
-    Expr out_index = add(add(add(mul(n, ci(out_n)), mul(c, ci(out_c))), mul(ohv, ci(out_h))), mul(ow, ci(out_w)));
-    taps.push_back(store(out,
-                         requantize_channel(p.q, p.rule, table, p.inputs.table_columns, load(acc, {ci(0)}), c,
-                                            p.sched.fold_output_zero_point, p.sched.smlal_requant),
-                         {out_index}));
-    Stmt one = For(c, ci(0), ci(p.o), ForKind::kSerial, Allocate(acc, "local", SeqStmt(taps)));
-    return For(br, ci(0), ci(count), ForKind::kSerial,
-               LetStmt(ohv, oh, For(ow, ci(0), ci(p.ow), ForKind::kSerial, one)));
+    Var br = ivar("br"), ohv = ivar("oh"), ow = ivar("ow");
+    return For(br, ci(0), ci(total(ranges)), ForKind::kSerial,
+               LetStmt(ohv, positions(br, ranges), For(ow, ci(0), ci(p.ow), ForKind::kSerial, checked_output(ohv, true, ow, true))));
   };
   std::vector<Stmt> rows;
   std::vector<OutputRange> border_rows;
   for (const auto& r : border_split(p.oh, p.pt, p.h, p.kh, p.sh, p.dh)) {
-    if (r.check) {
+    if (r.check && p.sched.depthwise_border_loop) {
       border_rows.push_back(r);
+      continue;
+    }
+    if (r.check) {
+      for (int64_t oh = r.begin; oh < r.end; ++oh) rows.push_back(row(ci(oh), oh));
       continue;
     }
     Var oh = ivar("oh");

@@ -226,8 +226,8 @@ void run_case(const Case& k, const ScheduleOptions& opts, const std::string& lab
 }
 
 // All 24 combinations of the five kernel schedules (sxtb16 only with smlad), interleave and
-// fold_output_zero_point on, and two with both off; depthwise_tile follows unroll and
-// smlal_requant fold_zero_point.
+// fold_output_zero_point on, and two with both off; depthwise_tile follows unroll,
+// depthwise_border_loop the absence of smlad and smlal_requant fold_zero_point.
 void run_all_schedules(const Case& k, const std::string& name) {
   for (int bits = 0; bits < 32; ++bits) {
     ScheduleOptions o;
@@ -245,6 +245,9 @@ void run_all_schedules(const Case& k, const std::string& name) {
       // Depthwise tiles in half the combinations (the blocked and plain depthwise loops in
       // the other half); the 64-bit requantization off with the folds.
       o.depthwise_tile = bits & 4;
+      // The border loop off in the tiled combinations with smlad (which depthwise
+      // ignores): the border rows and tiles unrolled at constant positions.
+      o.depthwise_border_loop = !(bits & 8);
       o.smlal_requant = interleave && (bits & 1);
       std::string label = name + " [" + (o.disabled().empty() ? "all" : "off: " + o.disabled()) + "]";
       SCOPED_TRACE(label);
@@ -332,6 +335,10 @@ TEST(QConv, DepthwiseAndGrouped) {
   run_all_schedules({"qconv2d", {1, 4, 13, 5}, {5, 3, 3, 1}, quant({{"padding", {1, 1, 1, 1}}, {"groups", 5}},
                                                                     {0.01, 0.02, 0.015, 0.03, 0.025})},
                     "depthwise 3x3 pad 1, 13 wide, 5 channels");
+  // A row of 12 or more at stride 1: its border columns (here only on the right) through
+  // the checked per-output loop, the interior a loop of tiles and a narrower last one.
+  run_all_schedules({"qconv2d", {1, 3, 15, 2}, {2, 3, 3, 1}, quant({{"padding", {1, 0, 0, 2}}, {"groups", 2}})},
+                    "depthwise 3x3, right padding 2, 15 wide");
   // TFLite's SAME padding at stride 2 on an even input: padding only after.
   run_all_schedules({"qconv2d", {1, 6, 14, 3}, {3, 3, 3, 1}, quant({{"padding", {0, 0, 1, 1}}, {"strides", {2, 2}}, {"groups", 3}},
                                                                     {0.01, 0.02, 0.015})},

@@ -780,6 +780,8 @@ std::vector<ScheduleOptions> all_schedules() {
     // Depthwise tiles in half the combinations, the blocked and plain depthwise loops in
     // the other half; the 64-bit requantization with the zero point folded.
     o.depthwise_tile = bits & 4;
+    // The border loop off in the tiled combinations with smlad (which depthwise ignores).
+    o.depthwise_border_loop = !(bits & 8);
     o.smlal_requant = bits & 1;
     out.push_back(o);
     // interleave (on by default) only changes anything with smlad and block; switched off
@@ -865,6 +867,12 @@ std::vector<ConvCase> conv_cases() {
   dw.ws = channel_scales(7, 11);
   dw.act = "relu";
   v.push_back({{1, 7, 15, 7}, 7, 3, 3, dw, true, "depthwise stride 2 padded"});
+  QConv wide;  // depthwise, stride 1, rows wide enough for checked border columns (depthwise_tile)
+  wide.groups = 3;
+  wide.pt = wide.pl = wide.pb = 1, wide.pr = 2;
+  wide.zi = -7;
+  wide.ws = channel_scales(3, 12);
+  v.push_back({{1, 3, 13, 3}, 3, 3, 3, wide, true, "depthwise stride 1, 14-wide rows"});
   QConv g;  // grouped, dilation, no bias
   g.groups = 2;
   g.dh = g.dw = 2;
