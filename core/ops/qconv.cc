@@ -530,7 +530,8 @@ Stmt gemm(const Gemm& g) {
 }
 
 // dense_chunks: a batch-1 dense whose gathered row (k / 2 int32 words, on the stack)
-// outweighs one int32 sum per channel plus a chunk gathers its input kDenseChunk values
+// outweighs one int32 sum per channel plus two chunks (a smaller saving is not worth the
+// chunk loop and the kernel it no longer shares with merge_kernels) gathers its input kDenseChunk values
 // at a time: each chunk runs the core over every channel with the sums carried in
 // `sums`, and the requantization follows the last chunk. The same sums (wrapping int32
 // adds, in another order); the stack holds 4 * cols + 2 * kDenseChunk bytes instead of
@@ -538,7 +539,7 @@ Stmt gemm(const Gemm& g) {
 constexpr int64_t kDenseChunk = 64;  // input values; a multiple of 4 (whole sxtb16 weight words)
 
 bool takes_dense_chunks(const Gemm& g) {
-  return g.sched->dense_chunks && g.sched->smlad && g.rows == 1 && (g.k + 1) / 2 > g.cols + kDenseChunk / 2;
+  return g.sched->dense_chunks && g.sched->smlad && g.rows == 1 && (g.k + 1) / 2 > g.cols + kDenseChunk;
 }
 
 // `gather_range(col, k0, len)` fills col words 0..(len + 1) / 2 - 1 with the int16 pairs of
