@@ -18,7 +18,7 @@
 # Usage: bash bench/tflite_vs_tflm.sh [BUILD_DIR]   (default: build; needs its microtir)
 #        TFLM_PEER=DIR overrides the peer folder (default: ../shared/peers/tflm next to
 #        the repository); BENCH_MODELS="kws ad" runs only those models; SCHEDULE_ROWS
-#        (default "interleave fold_output_zero_point sxtb16 few_channels") names the int8 schedules to measure switched off, one
+#        (default: the schedules of the int8 kernels, merge_kernels and patch) names the schedules to measure switched off, one
 #        row each. Runs one QEMU at a time. Prints Markdown on stdout.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -42,7 +42,7 @@ if [ -n "${BENCH_MODELS:-}" ]; then  # e.g. BENCH_MODELS="kws ad": only these
 fi
 CASE=lcg_9e3779b9  # the input the TFLM firmware has compiled in
 # Schedules of the int8 kernels whose worth gets a row: each model once more with it off.
-SCHEDULE_ROWS="${SCHEDULE_ROWS-interleave fold_output_zero_point sxtb16 few_channels}"
+SCHEDULE_ROWS="${SCHEDULE_ROWS-interleave fold_output_zero_point sxtb16 few_channels depthwise_tile smlal_requant dense_chunks merge_kernels patch}"
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -209,10 +209,12 @@ def call_stack_bytes(elf, function, window=0x8000):
         qemu.wait()
 
 
-def our_layers(model):
+def our_layers(model, macs):
     """Our instructions per TFLite operator, by its index: {index: (count, note)}. Each
-    profiled kernel call covers the nodes it computes; an operator whose node is in a
-    kernel together with a later operator's is merged into that one (count 0)."""
+    profiled kernel call covers the nodes it computes; the kernel's count goes to its
+    last operator with MACs (a convolution with the residual ADD fused into it), or to
+    its last operator when none has MACs (an activation fused into a pool); the others
+    are merged into that one (count 0)."""
     try:
         prof = json.load(open(os.path.join(work, model + ".prof.json")))
         layers = json.load(open(os.path.join(work, model + ".layers.json")))["outputs"]
@@ -230,9 +232,11 @@ def our_layers(model):
         if call is None:
             out[i] = (None, "no kernel")
             continue
-        later = [j for j in range(i + 1, len(layers)) if kernel_of.get(layers[j]) is call]
+        members = [j for j in range(len(layers)) if kernel_of.get(layers[j]) is call]
+        with_macs = [j for j in members if macs.get(j)]
+        owner = (with_macs or members)[-1]
         bands = len(calls_of[node])
-        out[i] = (0, f"merged into #{later[-1]}") if later else (
+        out[i] = (0, f"merged into #{owner}") if owner != i else (
             sum(c["instructions"] for c in calls_of[node]), f"{bands} bands" if bands > 1 else "")
     return out
 
@@ -242,7 +246,8 @@ def layer_macs(model, quant, ref_dir):
 
 
 def layer_table(model, cmsis, refk, quant, ref_dir, our_total):
-    ours, macs = our_layers(model), layer_macs(model, quant, ref_dir)
+    macs = layer_macs(model, quant, ref_dir)
+    ours = our_layers(model, macs)
     ref_ops = {i: c for i, _, c in (refk["ops"] if refk else [])}
     lines = [f"### {model}: instructions per operator", "",
              "| # | operator | MACs | ours | TFLM+CMSIS-NN | ours / CMSIS-NN | ours: instr/MAC | CMSIS-NN: instr/MAC "
@@ -381,7 +386,9 @@ print()
 print("Per layer, in the model's operator order: ours from `microtir run --profile-layers` (a second run: the "
       "generated AOT main brackets each operator call with TVMGEN_PROFILE hooks that read the same counter; the "
       "cost of an empty hook pair is subtracted), TFLM's from its profiler (the empty event subtracted). An operator "
-      "our compiler fused into the kernel of a later one (an activation, say) shows 0 and \"merged into #k\"; "
+      "our compiler fused into one kernel with another (an activation into its convolution, a residual ADD into "
+      "the convolution that produces its other input) shows 0 and \"merged into #k\", the operator that carries the "
+      "kernel's count (the last one with MACs); a layer run band by band (patch) sums its bands; "
       "RESHAPE runs no kernel (its output is a view of its input: \"no kernel\"). The per-operator sums fall short of the totals by the AOT main's own "
       "calls and checks (ours) and TFLM's interpreter loop (theirs).")
 for lines in layer_sections:

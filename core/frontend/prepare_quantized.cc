@@ -51,7 +51,8 @@ void prepare_matmul_node(Graph& g, GraphNode& node, const ScheduleOptions& opts,
                {"sxtb16", false}, {"interleave", false},
                {"fold_output_zero_point", false}, {"few_channels", false},
                {"depthwise_tile", conv && opts.depthwise_tile},
-               {"depthwise_border_loop", conv && opts.depthwise_border_loop}, {"smlal_requant", false}};
+               {"depthwise_border_loop", conv && opts.depthwise_border_loop}, {"smlal_requant", false},
+               {"dense_chunks", false}};
   auto wit = g.constants.find(node.inputs.size() > 1 ? node.inputs[1] : "");
   const bool const_weight = wit != g.constants.end() && wit->second.dtype == kI8;
   const int64_t channels = nchw ? node.type.shape.at(1) : node.type.shape.back();
@@ -165,6 +166,8 @@ void prepare_matmul_node(Graph& g, GraphNode& node, const ScheduleOptions& opts,
       sched["sxtb16"] = sxtb16;
       sched["few_channels"] = few_channels;
       sched["interleave"] = interleave;
+      // The kernel chunks only a batch-1 dense whose gathered row outweighs the chunk.
+      sched["dense_chunks"] = !conv && opts.dense_chunks;
     }
   }
   inputs.insert(inputs.end(), extra.begin(), extra.end());

@@ -122,7 +122,7 @@ void check_data(const std::string& op, const std::vector<TensorType>& in, Rule& 
 struct Schedule {
   bool fold_zero_point = false, block = false, unroll = false, smlad = false, sxtb16 = false, interleave = false,
        fold_output_zero_point = false, few_channels = false, depthwise_tile = false, depthwise_border_loop = false,
-       smlal_requant = false;
+       smlal_requant = false, dense_chunks = false;
   // Packed weight words per output channel for a reduction of length k.
   int64_t weight_words(int64_t k) const { return smlad ? packed_weight_words(k, sxtb16) : k; }
 };
@@ -146,6 +146,7 @@ Schedule read_schedule(const std::string& op, const AttrReader& r) {
     else if (key == "depthwise_tile") s.depthwise_tile = on;
     else if (key == "depthwise_border_loop") s.depthwise_border_loop = on;
     else if (key == "smlal_requant") s.smlal_requant = on;
+    else if (key == "dense_chunks") s.dense_chunks = on;
     else if (key != "hoist") fail(op, "unknown schedule '" + key + "' (known: " + schedule_names() + ")");
   }
   return s;
@@ -209,6 +210,7 @@ void check_packing(const std::string& op, const Schedule& s, const QInputs& q, c
   if (s.sxtb16 && !s.smlad) fail(op, "schedule 'sxtb16' needs schedule 'smlad'");
   if (s.interleave && !(s.smlad && s.block)) fail(op, "schedule 'interleave' needs schedules 'smlad' and 'block'");
   if (s.few_channels && !s.smlad) fail(op, "schedule 'few_channels' needs schedule 'smlad'");
+  if (s.dense_chunks && !s.smlad) fail(op, "schedule 'dense_chunks' needs schedule 'smlad'");
   if (s.fold_output_zero_point && !(q.table && q.table_columns == 3))
     fail(op, "schedule 'fold_output_zero_point' needs the requant table of shape (O, 3) that prepare_quantized builds");
   if (s.smlal_requant && !(q.table && q.table_columns == 3))
@@ -402,31 +404,44 @@ Expr pack_pair(Expr lo, Expr hi) {
 Expr smlad(Expr a, Expr b, Expr acc) { return Call(kI32, "smlad", {std::move(a), std::move(b), std::move(acc)}); }
 Expr builtin1(const char* name, Expr x) { return Call(kI32, name, {std::move(x)}); }
 
+// The part of the reduction one pass covers: all of it (the default), or, for
+// dense_chunks, `k` values from weight word `word0` on, the sums carried across parts
+// in `carry` (one int32 per channel) instead of starting at the bias and ending in the
+// requantization.
+struct Part {
+  int64_t k;
+  Expr word0;
+  Buffer carry;
+};
+
 // One pass of the core: `np` pixels (their gathered values in col slots 0..np-1, or
 // read directly) times `nc` channels starting at `row0` and `oc0`.
-Stmt gemm_tile(const Gemm& g, const Buffer& col, const std::vector<Expr>& rows, Expr oc0, int64_t nc) {
+Stmt gemm_tile(const Gemm& g, const Buffer& col, const std::vector<Expr>& rows, Expr oc0, int64_t nc,
+               const Part& part) {
   const int64_t np = static_cast<int64_t>(rows.size());
   const bool packed = g.sched->smlad, quads = g.sched->sxtb16;
-  const int64_t kw = packed ? (g.k + 1) / 2 : g.k;  // words per gathered pixel
-  const int64_t ww = g.sched->weight_words(g.k);    // words per weight row
+  const int64_t kw = packed ? (part.k + 1) / 2 : part.k;  // words per gathered pixel
+  const int64_t ww = g.sched->weight_words(g.k);          // words per weight row
   Buffer acc = scratch("acc", {np * nc}, kI32);
   std::vector<Stmt> init, update, finish;
   for (int64_t p = 0; p < np; ++p)
     for (int64_t c = 0; c < nc; ++c) {
       Expr oc = add(oc0, ci(c));
-      init.push_back(store(acc, g.bias ? load(g.bias, {oc}) : ci(0), {ci(p * nc + c)}));
+      Expr start = part.carry ? load(part.carry, {oc}) : g.bias ? load(g.bias, {oc}) : ci(0);
+      init.push_back(store(acc, start, {ci(p * nc + c)}));
     }
   // One weight word `kk` of every channel against the matching gathered words: with
   // sxtb16 the word holds two pairs (the second absent in a last, half-full word).
   auto step_with = [&](Expr kk, bool half) {
+    Expr kg = add(kk, part.word0);  // the weight word
     std::vector<Stmt> s;
     for (int64_t p = 0; p < np; ++p) {
       auto x = [&](Expr word) { return col ? load(col, {add(ci(p * kw), word)}) : g.gathered(rows[p], word); };
       for (int64_t c = 0; c < nc; ++c) {
         // Interleaved: a whole pair (nc == 2, oc0 even) alternates word by word; the odd
         // last channel (nc == 1) keeps its own row.
-        Expr w = g.sched->interleave && nc == 2 ? load(g.weight, {add(add(mul(oc0, ci(ww)), mul(kk, ci(2))), ci(c))})
-                                                : load(g.weight, {add(mul(add(oc0, ci(c)), ci(ww)), kk)});
+        Expr w = g.sched->interleave && nc == 2 ? load(g.weight, {add(add(mul(oc0, ci(ww)), mul(kg, ci(2))), ci(c))})
+                                                : load(g.weight, {add(mul(add(oc0, ci(c)), ci(ww)), kg)});
         Expr a = load(acc, {ci(p * nc + c)});
         Expr v;
         if (quads) {
@@ -466,6 +481,10 @@ Stmt gemm_tile(const Gemm& g, const Buffer& col, const std::vector<Expr>& rows, 
   for (int64_t p = 0; p < np; ++p)
     for (int64_t c = 0; c < nc; ++c) {
       Expr oc = add(oc0, ci(c));
+      if (part.carry) {
+        finish.push_back(store(part.carry, load(acc, {ci(p * nc + c)}), {oc}));
+        continue;
+      }
       finish.push_back(g.store(rows[p], oc, requantize_channel(*g.q, *g.rule, g.table, g.table_columns,
                                                                   load(acc, {ci(p * nc + c)}), oc,
                                                                   g.sched->fold_output_zero_point, g.sched->smlal_requant)));
@@ -482,6 +501,7 @@ Stmt gemm(const Gemm& g) {
   const int64_t kw = packed ? (g.k + 1) / 2 : g.k;
   const int64_t pix = g.sched->block ? 2 : 1, chans = g.sched->block ? 2 : 1;
   const bool gather = static_cast<bool>(g.gather);
+  const Part whole{g.k, ci(0), nullptr};
   auto pixels = [&](Expr row0, int64_t np) {
     std::vector<Expr> rows;
     for (int64_t p = 0; p < np; ++p) rows.push_back(add(row0, ci(p)));
@@ -492,10 +512,10 @@ Stmt gemm(const Gemm& g) {
     int64_t full = g.cols / chans;
     if (full > 0) {
       Var ob = ivar("ob");
-      Stmt tile = gemm_tile(g, col, rows, mul(ob, ci(chans)), chans);
+      Stmt tile = gemm_tile(g, col, rows, mul(ob, ci(chans)), chans, whole);
       s.push_back(full == 1 ? substitute(tile, ob, ci(0)) : For(ob, ci(0), ci(full), ForKind::kSerial, tile));
     }
-    if (g.cols % chans) s.push_back(gemm_tile(g, col, rows, ci(full * chans), g.cols % chans));
+    if (g.cols % chans) s.push_back(gemm_tile(g, col, rows, ci(full * chans), g.cols % chans, whole));
     Stmt body = s.size() == 1 ? s[0] : SeqStmt(s);
     return gather ? Allocate(col, "local", body) : body;
   };
@@ -508,6 +528,51 @@ Stmt gemm(const Gemm& g) {
   }
   if (g.rows % pix) s.push_back(pixels(ci(pairs * pix), g.rows % pix));
   return s.size() == 1 ? s[0] : SeqStmt(s);
+}
+
+// dense_chunks: a batch-1 dense whose gathered row (k / 2 int32 words, on the stack)
+// outweighs one int32 sum per channel plus two chunks (a smaller saving is not worth the
+// chunk loop and the kernel it no longer shares with merge_kernels) gathers its input kDenseChunk values
+// at a time: each chunk runs the core over every channel with the sums carried in
+// `sums`, and the requantization follows the last chunk. The same sums (wrapping int32
+// adds, in another order); the stack holds 4 * cols + 2 * kDenseChunk bytes instead of
+// 2 * k (AD's first layer: 640 B instead of 1,280 B).
+constexpr int64_t kDenseChunk = 64;  // input values; a multiple of 4 (whole sxtb16 weight words)
+
+bool takes_dense_chunks(const Gemm& g) {
+  return g.sched->dense_chunks && g.sched->smlad && g.rows == 1 && (g.k + 1) / 2 > g.cols + kDenseChunk;
+}
+
+// `gather_range(col, k0, len)` fills col words 0..(len + 1) / 2 - 1 with the int16 pairs of
+// input values k0..k0 + len - 1 of row 0.
+Stmt dense_chunked(const Gemm& g, const std::function<Stmt(const Buffer&, Expr, int64_t)>& gather_range) {
+  const int64_t chans = g.sched->block ? 2 : 1, per_word = g.sched->sxtb16 ? 4 : 2;
+  Buffer sums = scratch("sums", {g.cols}, kI32);
+  Buffer col = scratch("col", {kDenseChunk / 2}, kI32);
+  const std::vector<Expr> rows = {ci(0)};
+  std::vector<Stmt> s;
+  Var c = ivar("c");
+  s.push_back(For(c, ci(0), ci(g.cols), ForKind::kSerial, store(sums, g.bias ? load(g.bias, {c}) : ci(0), {c})));
+  auto chunk = [&](Expr k0, Expr word0, int64_t len) {
+    const Part part{len, word0, sums};
+    std::vector<Stmt> b = {gather_range(col, k0, len)};
+    int64_t full = g.cols / chans;
+    Var ob = ivar("ob");
+    Stmt tile = gemm_tile(g, col, rows, mul(ob, ci(chans)), chans, part);
+    b.push_back(full == 1 ? substitute(tile, ob, ci(0)) : For(ob, ci(0), ci(full), ForKind::kSerial, tile));
+    if (g.cols % chans) b.push_back(gemm_tile(g, col, rows, ci(full * chans), g.cols % chans, part));
+    return SeqStmt(b);
+  };
+  const int64_t chunks = g.k / kDenseChunk, tail = g.k % kDenseChunk;
+  Var ch = ivar("ch");
+  s.push_back(For(ch, ci(0), ci(chunks), ForKind::kSerial,
+                  chunk(mul(ch, ci(kDenseChunk)), mul(ch, ci(kDenseChunk / per_word)), kDenseChunk)));
+  if (tail) s.push_back(chunk(ci(chunks * kDenseChunk), ci(chunks * kDenseChunk / per_word), tail));
+  Var oc = ivar("oc");
+  s.push_back(For(oc, ci(0), ci(g.cols), ForKind::kSerial,
+                  g.store(ci(0), oc, requantize_channel(*g.q, *g.rule, g.table, g.table_columns, load(sums, {oc}), oc,
+                                                        g.sched->fold_output_zero_point, g.sched->smlal_requant))));
+  return Allocate(sums, "local", Allocate(col, "local", SeqStmt(s)));
 }
 
 // A flat view of a whole buffer (same data).
@@ -1010,19 +1075,28 @@ PrimFunc qdense_build(const std::string& fname, const std::vector<TensorType>& i
     return p.sched.fold_zero_point || zx == 0 ? x : sub(x, ci(zx));
   };
   g.gathered = x_of;
+  // Words first .. first + (len + 1) / 2 - 1 of col: input values k0 .. k0 + len - 1 of
+  // `row` as int16 pairs, a last odd value paired with 0.
+  auto gather_pairs = [&](Expr row, const Buffer& col, Expr first, Expr k0, int64_t len) {
+    Var j = ivar("j");
+    Expr word = pack_pair(x_of(row, add(k0, mul(j, ci(2)))), x_of(row, add(k0, add(mul(j, ci(2)), ci(1)))));
+    std::vector<Stmt> s;
+    if (len / 2 > 0) s.push_back(For(j, ci(0), ci(len / 2), ForKind::kSerial, store(col, word, {add(first, j)})));
+    if (len % 2) s.push_back(store(col, pack_pair(x_of(row, add(k0, ci(len - 1))), ci(0)), {add(first, ci(len / 2))}));
+    return s.size() == 1 ? s[0] : SeqStmt(s);
+  };
   if (p.sched.smlad) {
     const int64_t words = (p.k + 1) / 2;
     g.gather = [&, words](Expr row, const Buffer& col, Expr slot) {
-      Var j = ivar("j");
-      Expr word = pack_pair(x_of(row, mul(j, ci(2))), x_of(row, add(mul(j, ci(2)), ci(1))));
-      std::vector<Stmt> s = {For(j, ci(0), ci(p.k / 2), ForKind::kSerial, store(col, word, {add(mul(slot, ci(words)), j)}))};
-      if (p.k % 2)
-        s.push_back(store(col, pack_pair(x_of(row, ci(p.k - 1)), ci(0)), {add(mul(slot, ci(words)), ci(words - 1))}));
-      return s.size() == 1 ? s[0] : SeqStmt(s);
+      return gather_pairs(row, col, mul(slot, ci(words)), ci(0), p.k);
     };
   }
   g.store = [&](Expr row, Expr oc, Expr v) { return store(o, v, {row, oc}); };
-  return fb.finish(fname, declare_views(g, gemm(g)));
+  Stmt body = takes_dense_chunks(g) ? dense_chunked(g, [&](const Buffer& col, Expr k0, int64_t len) {
+    return gather_pairs(ci(0), col, ci(0), k0, len);
+  })
+                                    : gemm(g);
+  return fb.finish(fname, declare_views(g, body));
 }
 
 }  // namespace

@@ -6,7 +6,8 @@ namespace mtir {
 
 const std::vector<std::string>& schedule_list() {
   static const std::vector<std::string> names = {"fold_zero_point", "block", "unroll", "hoist", "smlad", "sxtb16", "interleave",
-                                                 "fold_output_zero_point", "few_channels", "depthwise_tile", "depthwise_border_loop", "smlal_requant", "merge_kernels", "patch"};
+                                                 "fold_output_zero_point", "few_channels", "depthwise_tile", "depthwise_border_loop", "smlal_requant", "merge_kernels", "patch",
+                                                 "dense_chunks"};
   return names;
 }
 
@@ -32,6 +33,7 @@ bool* field(ScheduleOptions& s, const std::string& name) {
   if (name == "smlal_requant") return &s.smlal_requant;
   if (name == "merge_kernels") return &s.merge_kernels;
   if (name == "patch") return &s.patch;
+  if (name == "dense_chunks") return &s.dense_chunks;
   return nullptr;
 }
 }  // namespace

@@ -26,6 +26,7 @@ struct ScheduleOptions {
   bool smlal_requant = true;    // per-channel tables: the requantization's rounding in one 64-bit multiply-add
   bool merge_kernels = true;    // merge_kernels in the lowering pipeline: kernels differing in constants share code
   bool patch = true;            // chains of int8 convolutions band by band where it lowers the memory bound
+  bool dense_chunks = true;     // with smlad: a batch-1 dense gathers its input a chunk at a time where that lowers the stack
 
   bool get(const std::string& name) const;
   void set(const std::string& name, bool on);
@@ -36,7 +37,8 @@ struct ScheduleOptions {
 // Every schedule name, in a fixed order.
 const std::vector<std::string>& schedule_list();
 // "fold_zero_point, block, unroll, hoist, smlad, sxtb16, interleave,
-// fold_output_zero_point, few_channels, depthwise_tile, depthwise_border_loop, smlal_requant, merge_kernels, patch" (for messages).
+// fold_output_zero_point, few_channels, depthwise_tile, depthwise_border_loop, smlal_requant, merge_kernels, patch,
+// dense_chunks" (for messages).
 std::string schedule_names();
 // Switches off each name of a comma-separated list ("" switches nothing off); throws a
 // user error naming an unknown schedule. `where` prefixes the message.

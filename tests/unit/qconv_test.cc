@@ -242,6 +242,7 @@ void run_all_schedules(const Case& k, const std::string& name) {
       // off: once per weight packing.
       o.fold_output_zero_point = interleave;
       o.few_channels = interleave;
+      o.dense_chunks = interleave;
       // Depthwise tiles in half the combinations (the blocked and plain depthwise loops in
       // the other half); the 64-bit requantization off with the folds.
       o.depthwise_tile = bits & 4;
@@ -475,6 +476,9 @@ TEST(QConv, ChainRunsBandByBandBitForBit) {
 
 TEST(QDense, PerTensorAndPerChannel) {
   run_all_schedules({"qdense", {1, 10}, {7, 10}, quant({})}, "dense 10->7");
+  // Batch 1, 150 inputs, 3 outputs: dense_chunks (two chunks of 64, a tail of 22 that
+  // ends in a half weight word with sxtb16).
+  run_all_schedules({"qdense", {1, 150}, {3, 150}, quant({})}, "dense 150->3, chunked");
   run_all_schedules({"qdense", {3, 9}, {4, 9}, quant({{"activation", "relu"}}, {0.01, 0.02, 0.015, 0.03})},
                     "dense 9->4, N=3, per-channel");
   // Multipliers near 1 and above: some channels shift left, so the table keeps TFLite's

@@ -792,6 +792,7 @@ std::vector<ScheduleOptions> all_schedules() {
       o.fold_output_zero_point = false;
       o.few_channels = false;
       o.smlal_requant = false;
+      o.dense_chunks = false;
       out.push_back(o);
     }
   }
@@ -940,7 +941,10 @@ TEST(QuantizedOps, QdenseMatchesReferenceUnderEverySchedule) {
   sat.si = 1.0;
   sat.ws = {0.9};
   sat.so = 0.003;
-  const D cases[] = {{1, 64, 12, a, true}, {3, 37, 10, b, true}, {2, 250, 5, sat, false}, {1, 1, 1, a, true}};
+  // Batch 1 with k well above twice the channels takes dense_chunks (with smlad): whole
+  // chunks of 64 only (256), and chunks then an odd tail (149) with an odd last channel.
+  const D cases[] = {{1, 64, 12, a, true},   {3, 37, 10, b, true},   {2, 250, 5, sat, false},
+                     {1, 1, 1, a, true},     {1, 256, 10, b, true},  {1, 149, 3, a, false}};
   for (const auto& c : cases) {
     NDArray x = random_i8({c.N, c.K}, seed++), w = random_i8({c.M, c.K}, seed++, -127, 127);
     NDArray bias = random_bias(c.M, seed++, 20000);
