@@ -51,7 +51,7 @@ void prepare_matmul_node(Graph& g, GraphNode& node, const ScheduleOptions& opts,
                {"sxtb16", false}, {"interleave", false},
                {"fold_output_zero_point", false}, {"few_channels", false},
                {"depthwise_tile", conv && opts.depthwise_tile},
-               {"depthwise_border_loop", conv && opts.depthwise_border_loop}, {"smlal_requant", false},
+               {"depthwise_border_tiles", conv && opts.depthwise_border_tiles}, {"smlal_requant", false},
                {"dense_chunks", false}};
   auto wit = g.constants.find(node.inputs.size() > 1 ? node.inputs[1] : "");
   const bool const_weight = wit != g.constants.end() && wit->second.dtype == kI8;

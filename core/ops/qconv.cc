@@ -121,7 +121,7 @@ void check_data(const std::string& op, const std::vector<TensorType>& in, Rule& 
 
 struct Schedule {
   bool fold_zero_point = false, block = false, unroll = false, smlad = false, sxtb16 = false, interleave = false,
-       fold_output_zero_point = false, few_channels = false, depthwise_tile = false, depthwise_border_loop = false,
+       fold_output_zero_point = false, few_channels = false, depthwise_tile = false, depthwise_border_tiles = false,
        smlal_requant = false, dense_chunks = false;
   // Packed weight words per output channel for a reduction of length k.
   int64_t weight_words(int64_t k) const { return smlad ? packed_weight_words(k, sxtb16) : k; }
@@ -144,7 +144,7 @@ Schedule read_schedule(const std::string& op, const AttrReader& r) {
     else if (key == "fold_output_zero_point") s.fold_output_zero_point = on;
     else if (key == "few_channels") s.few_channels = on;
     else if (key == "depthwise_tile") s.depthwise_tile = on;
-    else if (key == "depthwise_border_loop") s.depthwise_border_loop = on;
+    else if (key == "depthwise_border_tiles") s.depthwise_border_tiles = on;
     else if (key == "smlal_requant") s.smlal_requant = on;
     else if (key == "dense_chunks") s.dense_chunks = on;
     else if (key != "hoist") fail(op, "unknown schedule '" + key + "' (known: " + schedule_names() + ")");
@@ -818,7 +818,7 @@ Stmt depthwise_tiles(const QConv& p, const QParams& b) {
     for (const auto& r : border_split(p.ow, p.pl, p.w, p.kw, p.sw, p.dw))
       if (!r.check) inner = r;
       else border_columns.push_back(r);
-    if (p.sched.depthwise_border_loop && p.sw == 1 && p.ow >= kCheckedColumnsMinWidth && inner.end - inner.begin >= wide) {
+    if (!p.sched.depthwise_border_tiles && p.sw == 1 && p.ow >= kCheckedColumnsMinWidth && inner.end - inner.begin >= wide) {
       // A wide row: its few border columns one output at a time, checked (one copy of
       // code), the interior a loop of tiles and one narrower tile for the rest.
       const int64_t whole = (inner.end - inner.begin) / wide, rest_begin = inner.begin + whole * wide;
@@ -856,7 +856,7 @@ Stmt depthwise_tiles(const QConv& p, const QParams& b) {
   std::vector<Stmt> rows;
   std::vector<OutputRange> border_rows;
   for (const auto& r : border_split(p.oh, p.pt, p.h, p.kh, p.sh, p.dh)) {
-    if (r.check && p.sched.depthwise_border_loop) {
+    if (r.check && !p.sched.depthwise_border_tiles) {
       border_rows.push_back(r);
       continue;
     }

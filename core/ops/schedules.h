@@ -22,7 +22,7 @@ struct ScheduleOptions {
   bool fold_output_zero_point = true;  // per-channel tables: the output zero point added in the rounding term
   bool few_channels = true;     // with smlad: convolutions of 1-4 input channels gather interior pixels unchecked
   bool depthwise_tile = true;   // depthwise: a row of up to five outputs per pass, each input and weight loaded once
-  bool depthwise_border_loop = true;  // with depthwise_tile: border rows (and wide rows' border columns) as one checked loop
+  bool depthwise_border_tiles = true;  // with depthwise_tile: border rows and tiles unrolled at constant positions (off: one checked loop, less code)
   bool smlal_requant = true;    // per-channel tables: the requantization's rounding in one 64-bit multiply-add
   bool merge_kernels = true;    // merge_kernels in the lowering pipeline: kernels differing in constants share code
   bool patch = true;            // chains of int8 convolutions band by band where it lowers the memory bound
@@ -37,7 +37,7 @@ struct ScheduleOptions {
 // Every schedule name, in a fixed order.
 const std::vector<std::string>& schedule_list();
 // "fold_zero_point, block, unroll, hoist, smlad, sxtb16, interleave,
-// fold_output_zero_point, few_channels, depthwise_tile, depthwise_border_loop, smlal_requant, merge_kernels, patch,
+// fold_output_zero_point, few_channels, depthwise_tile, depthwise_border_tiles, smlal_requant, merge_kernels, patch,
 // dense_chunks" (for messages).
 std::string schedule_names();
 // Switches off each name of a comma-separated list ("" switches nothing off); throws a

@@ -781,7 +781,7 @@ std::vector<ScheduleOptions> all_schedules() {
     // the other half; the 64-bit requantization with the zero point folded.
     o.depthwise_tile = bits & 4;
     // The border loop off in the tiled combinations with smlad (which depthwise ignores).
-    o.depthwise_border_loop = !(bits & 8);
+    o.depthwise_border_tiles = bits & 8;
     o.smlal_requant = bits & 1;
     out.push_back(o);
     // interleave (on by default) only changes anything with smlad and block; switched off
