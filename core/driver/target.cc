@@ -139,6 +139,10 @@ bool arm_dsp(const std::string& triple, const std::string& mcpu) {
 ScheduleOptions schedule_options(const Target& t) {
   ScheduleOptions s;
   s.smlad = s.sxtb16 = t.kind != "wasm" && cpu_has_dsp(t.mcpu);
+  // merge_kernels saves a microcontroller's flash. A wasm module keeps one function per
+  // layer: Binaryen merges identical functions itself, and the playground times each
+  // layer by wrapping its kernel's function (a shared one would time two layers as one).
+  s.merge_kernels = t.kind != "wasm";
   disable_schedules(s, t.disabled_schedules, "-disabled-schedules");
   return s;
 }
