@@ -17,7 +17,7 @@ static inline float mtir_max_f32(float a, float b) {
 }
 
 int32_t tvmgen_digits_fused_bn1_relu1(float* restrict data, float* restrict weight, float* restrict bias, float* restrict out);
-int32_t tvmgen_digits_pool1(float* restrict data, float* restrict out, int32_t merged_c0, int32_t merged_c1, int32_t merged_c2, int32_t merged_c3, int32_t merged_c4, int32_t merged_c5, int32_t merged_c6);
+int32_t tvmgen_digits_pool1(float* restrict data, float* restrict out, int32_t merged_c0, int32_t merged_c1, int32_t merged_c2, int32_t merged_c3, int32_t merged_c4);
 int32_t tvmgen_digits_fused_conv2_relu2(float* restrict data, float* restrict weight, float* restrict bias, float* restrict out);
 int32_t tvmgen_digits_fc(float* restrict data, float* restrict weight, float* restrict bias, float* restrict out);
 int32_t tvmgen_digits_probs(float* restrict data, float* restrict out);
@@ -63,12 +63,10 @@ int32_t tvmgen_digits_fused_bn1_relu1(float* restrict data, float* restrict weig
   return 0;
 }
 
-int32_t tvmgen_digits_pool1(float* restrict data, float* restrict out, int32_t merged_c0, int32_t merged_c1, int32_t merged_c2, int32_t merged_c3, int32_t merged_c4, int32_t merged_c5, int32_t merged_c6) {
-  (void)merged_c3;
-  (void)merged_c4;
+int32_t tvmgen_digits_pool1(float* restrict data, float* restrict out, int32_t merged_c0, int32_t merged_c1, int32_t merged_c2, int32_t merged_c3, int32_t merged_c4) {
   for (int32_t c = 0; c < merged_c0; ++c) {
-    int32_t oh_inv5 = ((int32_t)((uint32_t)c * (uint32_t)merged_c5));
-    int32_t oh_inv6 = ((int32_t)((uint32_t)c * (uint32_t)merged_c6));
+    int32_t oh_inv5 = ((int32_t)((uint32_t)c * (uint32_t)merged_c3));
+    int32_t oh_inv6 = ((int32_t)((uint32_t)c * (uint32_t)merged_c4));
     for (int32_t oh = 0; oh < merged_c2; ++oh) {
       int32_t ow_inv3 = ((int32_t)((uint32_t)oh_inv5 + (uint32_t)((int32_t)((uint32_t)oh * (uint32_t)merged_c2))));
       int32_t ow_inv4 = ((int32_t)((uint32_t)oh_inv6 + (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)oh * (uint32_t)2)) * (uint32_t)merged_c1))));
@@ -182,7 +180,7 @@ int32_t tvmgen_digits___tvm_main__(float* restrict x, float* restrict bn1_bias, 
     return call_rc;
   }
   TVMGEN_PROFILE_BEGIN(1, "tvmgen_digits_pool1");
-  tvmgen_digits_pool1((&workspace_float32[0]), (&workspace_float32[512]), 8, 8, 4, 512, 128, 16, 64);
+  tvmgen_digits_pool1((&workspace_float32[0]), (&workspace_float32[512]), 8, 8, 4, 16, 64);
   TVMGEN_PROFILE_END(1);
   TVMGEN_PROFILE_BEGIN(2, "tvmgen_digits_fused_conv2_relu2");
   int32_t call_rc_1 = tvmgen_digits_fused_conv2_relu2((&workspace_float32[512]), (&conv2_w[0]), (&conv2_b[0]), (&workspace_float32[0]));
@@ -192,7 +190,7 @@ int32_t tvmgen_digits___tvm_main__(float* restrict x, float* restrict bn1_bias, 
     return call_rc_1;
   }
   TVMGEN_PROFILE_BEGIN(3, "tvmgen_digits_pool2");
-  tvmgen_digits_pool1((&workspace_float32[0]), (&workspace_float32[256]), 16, 4, 2, 256, 64, 4, 16);
+  tvmgen_digits_pool1((&workspace_float32[0]), (&workspace_float32[256]), 16, 4, 2, 4, 16);
   TVMGEN_PROFILE_END(3);
   TVMGEN_PROFILE_BEGIN(4, "tvmgen_digits_fc");
   tvmgen_digits_fc((&workspace_float32[256]), (&fc_w[0]), (&fc_b[0]), (&workspace_float32[0]));

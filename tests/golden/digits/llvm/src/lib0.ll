@@ -198,7 +198,7 @@ free.ok.41:
   ret i32 0
 }
 
-define i32 @tvmgen_digits_pool1(i8* noalias %p.data_data, i8* noalias %p.out_data, i32 %p.merged_c0, i32 %p.merged_c1, i32 %p.merged_c2, i32 %p.merged_c3, i32 %p.merged_c4, i32 %p.merged_c5, i32 %p.merged_c6) #0 {
+define i32 @tvmgen_digits_pool1(i8* noalias %p.data_data, i8* noalias %p.out_data, i32 %p.merged_c0, i32 %p.merged_c1, i32 %p.merged_c2, i32 %p.merged_c3, i32 %p.merged_c4) #0 {
 entry:
   br label %body.start
 body.start:
@@ -208,8 +208,8 @@ for.head.0:
   %.t0 = icmp slt i32 %c, %p.merged_c0
   br i1 %.t0, label %for.body.1, label %for.end.3
 for.body.1:
-  %.t1 = mul i32 %c, %p.merged_c5
-  %.t2 = mul i32 %c, %p.merged_c6
+  %.t1 = mul i32 %c, %p.merged_c3
+  %.t2 = mul i32 %c, %p.merged_c4
   br label %for.head.4
 for.head.4:
   %oh = phi i32 [ 0, %for.body.1 ], [ %oh.next, %for.latch.6 ]
@@ -686,7 +686,7 @@ if.end.4:
   %.t19 = bitcast i8* %.t0 to float*
   %.t20 = getelementptr inbounds float, float* %.t19, i32 512
   %.t21 = bitcast float* %.t20 to i8*
-  %.t22 = call i32 @tvmgen_digits_pool1(i8* %.t18, i8* %.t21, i32 8, i32 8, i32 4, i32 512, i32 128, i32 16, i32 64)
+  %.t22 = call i32 @tvmgen_digits_pool1(i8* %.t18, i8* %.t21, i32 8, i32 8, i32 4, i32 16, i32 64)
   %.t23 = bitcast i8* %.t0 to float*
   %.t24 = getelementptr inbounds float, float* %.t23, i32 512
   %.t25 = bitcast float* %.t24 to i8*
@@ -714,7 +714,7 @@ if.end.7:
   %.t40 = bitcast i8* %.t0 to float*
   %.t41 = getelementptr inbounds float, float* %.t40, i32 256
   %.t42 = bitcast float* %.t41 to i8*
-  %.t43 = call i32 @tvmgen_digits_pool1(i8* %.t39, i8* %.t42, i32 16, i32 4, i32 2, i32 256, i32 64, i32 4, i32 16)
+  %.t43 = call i32 @tvmgen_digits_pool1(i8* %.t39, i8* %.t42, i32 16, i32 4, i32 2, i32 4, i32 16)
   %.t44 = bitcast i8* %.t0 to float*
   %.t45 = getelementptr inbounds float, float* %.t44, i32 256
   %.t46 = bitcast float* %.t45 to i8*
