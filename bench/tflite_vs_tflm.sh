@@ -230,14 +230,44 @@ def our_layers(model, macs):
     for i, node in enumerate(layers):
         call = kernel_of.get(node)
         if call is None:
-            out[i] = (None, "no kernel")
+            out[i] = (None, "no kernel", [])
             continue
         members = [j for j in range(len(layers)) if kernel_of.get(layers[j]) is call]
         with_macs = [j for j in members if macs.get(j)]
         owner = (with_macs or members)[-1]
         bands = len(calls_of[node])
-        out[i] = (0, f"merged into #{owner}") if owner != i else (
-            sum(c["instructions"] for c in calls_of[node]), f"{bands} bands" if bands > 1 else "")
+        out[i] = (0, f"merged into #{owner}", []) if owner != i else (
+            sum(c["instructions"] for c in calls_of[node]), f"{bands} bands" if bands > 1 else "",
+            [c["kernel"] for c in calls_of[node]])
+    return out
+
+
+def kernel_bytes(model, ours):
+    """Code bytes of each operator's kernels in our firmware: {index: text}. A function that
+    merge_kernels or GCC's identical-code folding shares between operators (one address) counts
+    once, at the first operator that calls it; the others say whose it is."""
+    elf = os.path.join(work, model + ".build", "build-cortex-m4", "firmware.elf")
+    try:
+        syms = symbols(elf)
+    except (OSError, subprocess.CalledProcessError):
+        return {}
+    first_user, out = {}, {}
+    for i in sorted(ours):
+        kernels = ours[i][2]
+        if not kernels:
+            continue
+        size, shared = 0, []
+        for k in dict.fromkeys(kernels):
+            if k not in syms:  # merge_kernels: the call goes to a function shared with others
+                shared.append("a merged kernel")
+                continue
+            addr, sz = syms[k]
+            if addr in first_user:
+                shared.append(f"#{first_user[addr]}'s")
+            else:
+                first_user[addr] = i
+                size += sz
+        out[i] = f"{size:,}" + (f" (and {', '.join(dict.fromkeys(shared))})" if shared else "")
     return out
 
 
@@ -248,13 +278,14 @@ def layer_macs(model, quant, ref_dir):
 def layer_table(model, cmsis, refk, quant, ref_dir, our_total):
     macs = layer_macs(model, quant, ref_dir)
     ours = our_layers(model, macs)
+    code = kernel_bytes(model, ours)
     ref_ops = {i: c for i, _, c in (refk["ops"] if refk else [])}
     lines = [f"### {model}: instructions per operator", "",
              "| # | operator | MACs | ours | TFLM+CMSIS-NN | ours / CMSIS-NN | ours: instr/MAC | CMSIS-NN: instr/MAC "
-             "| TFLM ref kernels | share of ours |",
-             "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "| TFLM ref kernels | share of ours | ours: kernel code bytes |",
+             "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for i, name, c in cmsis["ops"]:
-        mine, note = ours.get(i, (None, "not profiled"))
+        mine, note, _ = ours.get(i, (None, "not profiled", []))
         mac = macs.get(i, 0)
         per = lambda v: f"{v / mac:.2f}" if mac and v else "-"
         shown = f"{mine:,}" if isinstance(mine, int) else "-"
@@ -262,7 +293,7 @@ def layer_table(model, cmsis, refk, quant, ref_dir, our_total):
             shown += f" ({note})"
         share = f"{100 * mine / our_total:.1f}%" if isinstance(mine, int) and our_total else "-"
         lines.append(f"| {i} | {name} | {mac:,} | {shown} | {c:,} | {ratio(mine, c)} | {per(mine)} | {per(c)} | "
-                     f"{n(ref_ops.get(i))} | {share} |")
+                     f"{n(ref_ops.get(i))} | {share} | {code.get(i, '-')} |")
     return lines
 
 
@@ -390,7 +421,9 @@ print("Per layer, in the model's operator order: ours from `microtir run --profi
       "the convolution that produces its other input) shows 0 and \"merged into #k\", the operator that carries the "
       "kernel's count (the last one with MACs); a layer run band by band (patch) sums its bands; "
       "RESHAPE runs no kernel (its output is a view of its input: \"no kernel\"). The per-operator sums fall short of the totals by the AOT main's own "
-      "calls and checks (ours) and TFLM's interpreter loop (theirs).")
+      "calls and checks (ours) and TFLM's interpreter loop (theirs). Kernel code bytes: the size of the "
+      "operator's kernel functions in our firmware (`arm-none-eabi-nm`), a function shared by several operators "
+      "(merge_kernels, GCC's identical-code folding) counted once, at its first caller.")
 for lines in layer_sections:
     print()
     print("\n".join(lines))
