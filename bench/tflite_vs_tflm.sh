@@ -267,7 +267,8 @@ def kernel_bytes(model, ours):
             else:
                 first_user[addr] = i
                 size += sz
-        out[i] = f"{size:,}" + (f" (and {', '.join(dict.fromkeys(shared))})" if shared else "")
+        shared = ", ".join(dict.fromkeys(shared))
+        out[i] = shared if shared and not size else f"{size:,}" + (f" (and {shared})" if shared else "")
     return out
 
 
