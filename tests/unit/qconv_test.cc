@@ -474,6 +474,61 @@ TEST(QConv, ChainRunsBandByBandBitForBit) {
   }
 }
 
+// A 1x1 convolution with padding 1 (valid in ONNX) has output rows whose window is all
+// padding: a band of only such a row reads no input rows. The planner passes over those
+// band counts instead of failing the build, and the patched run equals the whole one.
+TEST(QConv, PatchPlannerSkipsBandsOfOnlyPadding) {
+  Graph g;
+  g.name = "pad_only_rows";
+  g.inputs = {{"x", TensorType{DataType::Int(8), {1, 6, 5, 2}}}};
+  std::string previous = "x";
+  const std::vector<std::pair<Shape, json>> layers = {{{4, 3, 3, 2}, quant({{"padding", {1, 1, 1, 1}}})},
+                                                      {{3, 1, 1, 4}, quant({{"padding", {1, 1, 1, 1}}})}};
+  std::mt19937 rng(5);
+  std::uniform_int_distribution<int> d(-60, 60);
+  for (size_t l = 0; l < layers.size(); ++l) {
+    const auto& [w, attrs] = layers[l];
+    const std::string name = "c" + std::to_string(l);
+    std::vector<int64_t> wv(w[0] * w[1] * w[2] * w[3]);
+    for (auto& e : wv) e = d(rng);
+    g.constants[name + "_w"] = array_of(DataType::Int(8), w, wv);
+    GraphNode node;
+    node.name = name;
+    node.op = "qconv2d";
+    node.inputs = {previous, name + "_w"};
+    node.attrs = attrs;
+    node.type = find_op("qconv2d")->infer({g.type_of(previous), TensorType{DataType::Int(8), w}}, node.attrs);
+    g.nodes.push_back(node);
+    previous = name;
+  }
+  g.outputs = {previous};
+  EXPECT_THROW(make_patch_stage(g, {0, 1}, 8), DiagnosticError);  // band 0 is row 0 alone
+  const PatchPlan plan = plan_patch_stages(g, 100);
+  ASSERT_EQ(plan.stages.size(), 1u);
+  for (const auto& stage : plan.stages)
+    for (const auto& band : stage.bands)
+      for (const auto& layer : band) EXPECT_GT(layer.in_rows, 0);
+  std::vector<int64_t> input(60);
+  for (auto& e : input) e = d(rng);
+  auto run = [&](const AotOptions& options) {
+    AotModule aot = build_aot(g, options);
+    std::vector<NDArray> arrays;
+    for (const auto& p : aot.params) {
+      if (p.role == AotModule::Role::kInput) arrays.push_back(array_of(DataType::Int(8), {1, 6, 5, 2}, input));
+      else if (p.role == AotModule::Role::kConstant) arrays.push_back(g.constants.at(p.name));
+      else arrays.push_back(NDArray::zeros(DataType::Int(8), p.type.shape));
+    }
+    std::vector<InterpArg> args;
+    for (auto& a : arrays) args.push_back(&a);
+    interpret(aot.module, aot.main, args);
+    return arrays.back();
+  };
+  AotOptions whole, patched;
+  whole.patch = false;
+  patched.patch_max_recomputed_percent = 100;
+  EXPECT_EQ(run(patched).data, run(whole).data);
+}
+
 TEST(QDense, PerTensorAndPerChannel) {
   run_all_schedules({"qdense", {1, 10}, {7, 10}, quant({})}, "dense 10->7");
   // Batch 1, 150 inputs, 3 outputs: dense_chunks (two chunks of 64, a tail of 22 that
