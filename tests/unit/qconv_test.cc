@@ -360,6 +360,20 @@ TEST(QConv, SaturationAndNoBias) {
   run_all_schedules(k, "conv saturating, no bias");
 }
 
+// Runs an int8 AOT module of one input in the interpreter: every argument, the output last.
+std::vector<NDArray> run_int8_aot(const Graph& g, const AotModule& aot, const std::vector<int64_t>& input) {
+  std::vector<NDArray> arrays;
+  for (const auto& p : aot.params) {
+    if (p.role == AotModule::Role::kInput) arrays.push_back(array_of(DataType::Int(8), p.type.shape, input));
+    else if (p.role == AotModule::Role::kConstant) arrays.push_back(g.constants.at(p.name));
+    else arrays.push_back(NDArray::zeros(DataType::Int(8), p.type.shape));
+  }
+  std::vector<InterpArg> args;
+  for (auto& a : arrays) args.push_back(&a);
+  interpret(aot.module, aot.main, args);
+  return arrays;
+}
+
 // Patch-based inference (executor/patch_stages.h): the MobileNet-shaped chain
 // 16x16x3 -> conv 3x3 s2 -> depthwise 3x3 -> pointwise -> depthwise 3x3 s2 runs band by
 // band, each band recomputing its halo, and gives the bytes of the whole-tensor run. The
@@ -405,18 +419,7 @@ TEST(QConv, ChainRunsBandByBandBitForBit) {
   }
   g.outputs = {"c3"};
   const std::vector<int64_t> input = values({1, 16, 16, 3}, -128, 127);
-  auto run = [&](const Graph& prepared, const AotModule& aot) {
-    std::vector<NDArray> arrays;
-    for (const auto& p : aot.params) {
-      if (p.role == AotModule::Role::kInput) arrays.push_back(array_of(DataType::Int(8), {1, 16, 16, 3}, input));
-      else if (p.role == AotModule::Role::kConstant) arrays.push_back(prepared.constants.at(p.name));
-      else arrays.push_back(NDArray::zeros(DataType::Int(8), p.type.shape));
-    }
-    std::vector<InterpArg> args;
-    for (auto& a : arrays) args.push_back(&a);
-    interpret(aot.module, aot.main, args);
-    return arrays;
-  };
+  auto run = [&](const Graph& prepared, const AotModule& aot) { return run_int8_aot(prepared, aot, input); };
   for (bool smlad : {false, true}) {
     ScheduleOptions o;
     o.smlad = smlad;
@@ -510,19 +513,7 @@ TEST(QConv, PatchPlannerSkipsBandsOfOnlyPadding) {
       for (const auto& layer : band) EXPECT_GT(layer.in_rows, 0);
   std::vector<int64_t> input(60);
   for (auto& e : input) e = d(rng);
-  auto run = [&](const AotOptions& options) {
-    AotModule aot = build_aot(g, options);
-    std::vector<NDArray> arrays;
-    for (const auto& p : aot.params) {
-      if (p.role == AotModule::Role::kInput) arrays.push_back(array_of(DataType::Int(8), {1, 6, 5, 2}, input));
-      else if (p.role == AotModule::Role::kConstant) arrays.push_back(g.constants.at(p.name));
-      else arrays.push_back(NDArray::zeros(DataType::Int(8), p.type.shape));
-    }
-    std::vector<InterpArg> args;
-    for (auto& a : arrays) args.push_back(&a);
-    interpret(aot.module, aot.main, args);
-    return arrays.back();
-  };
+  auto run = [&](const AotOptions& options) { return run_int8_aot(g, build_aot(g, options), input).back(); };
   AotOptions whole, patched;
   whole.patch = false;
   patched.patch_max_recomputed_percent = 100;
