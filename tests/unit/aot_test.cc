@@ -259,7 +259,7 @@ TEST(Aot, ProfilingHooksBracketEveryOperatorCall) {
     ASSERT_NE(end, std::string::npos);
     EXPECT_LT(call, end) << "the call of " << kernels.back() << " is not inside its hooks";
     // The callee is the hooked kernel itself, unless merge_kernels dropped that one.
-    const std::string callee = main_file.substr(call + 3, main_file.find('(', call) - call - 3);
+    const std::string callee = main_file.substr(call, main_file.find('(', call) - call);
     EXPECT_NE(built.lowered.module.lookup(callee), nullptr) << callee;
     if (callee != kernels.back()) {
       EXPECT_EQ(built.lowered.module.lookup(kernels.back()), nullptr) << kernels.back() << " is hooked but " << callee << " is called";
