@@ -617,6 +617,11 @@ Scalar Interpreter::eval_call(const CallNode* op) {
       int64_t a = eval_int(op->args[0]), bv = eval_int(op->args[1]), acc = eval_int(op->args[2]);
       return interp::make_int(DataType::Int(32), acc + half(a, 0) * half(bv, 0) + half(a, 1) * half(bv, 1));
     }
+    case Builtin::Smlabb: {
+      auto lo = [](int64_t v) { return static_cast<int64_t>(static_cast<int16_t>(static_cast<uint32_t>(v))); };
+      int64_t a = eval_int(op->args[0]), bv = eval_int(op->args[1]), acc = eval_int(op->args[2]);
+      return interp::make_int(DataType::Int(32), acc + lo(a) * lo(bv));
+    }
     case Builtin::Reinterpret: return reinterpret(op);
     case Builtin::Clz: {
       const int bits = op->args[0]->dtype.bits();

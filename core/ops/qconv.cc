@@ -743,7 +743,8 @@ Stmt depthwise_tiles(const QConv& p, const QParams& b) {
         used.insert(x.get());
         for (auto [i, rw] : uses) {
           used.insert(w[rw].get());
-          steps.push_back({Var(), Expr(), store(acc, add(load(acc, {ci(i)}), mul(x, w[rw])), {ci(i)})});
+          // smlabb: x and the weight are int8 values (see builtins.def for why not + and *).
+          steps.push_back({Var(), Expr(), store(acc, Call(kI32, "smlabb", {x, w[rw], load(acc, {ci(i)})}), {ci(i)})});
         }
       }
     }

@@ -784,6 +784,12 @@ class FunctionEmitter {
         auto hi = [](const WVal& v) { return "(i32.shr_s " + v.code + " (i32.const 16))"; };
         return {"i32", "(i32.add (i32.add " + acc.code + " (i32.mul " + lo(a) + " " + lo(bv) + ")) (i32.mul " + hi(a) + " " + hi(bv) + "))"};
       }
+      case Builtin::Smlabb: {
+        WVal acc = expr(c->args.at(2));
+        WVal a = expr(c->args.at(0)), bv = expr(c->args.at(1));
+        auto lo = [](const WVal& v) { return "(i32.extend16_s " + v.code + ")"; };
+        return {"i32", "(i32.add " + acc.code + " (i32.mul " + lo(a) + " " + lo(bv) + "))"};
+      }
       case Builtin::Sxtb16:
       case Builtin::Sxtb16Ror8: {
         WVal x = expr(c->args.at(0));
