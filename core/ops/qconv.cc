@@ -226,10 +226,15 @@ void check_packing(const std::string& op, const Schedule& s, const QInputs& q, c
 // So (h + R) >> s = hi32(x * M + V) >> s with V = (R - [x < 0]) * 2^32 + (x < 0 ?
 // 0xC0000000 : 0x40000000): the high word of V is R + (x >> 31), the low word
 // 0x40000000 | (x & 0x80000000). |x * M| < 2^62 and R < 2^30: no int64 overflow.
-Expr smlal_requantize(Expr x, Expr multiplier, Expr shift, Expr rounding) {
+// With `negatives_clamp` (the output's lower bound is at least its zero point: ReLU) V is
+// R * 2^32 + 2^30 for every x, one instruction fewer: for x < 0, x * M + 2^30 < 0, so
+// both forms give at most the zero point after the shift (R / 2^s is zo + 1/2), and
+// the clamp makes either the lower bound.
+Expr smlal_requantize(Expr x, Expr multiplier, Expr shift, Expr rounding, bool negatives_clamp) {
   const DataType u32 = DataType::UInt(32), u64 = DataType::UInt(64);
-  Expr hi = add(std::move(rounding), call("shift_right", {x, ci(31)}));
-  Expr lo = call("bitwise_or", {call("bitwise_and", {Cast(u32, x), IntImm(u32, 0x80000000u)}), IntImm(u32, 0x40000000u)});
+  Expr hi = negatives_clamp ? std::move(rounding) : add(std::move(rounding), call("shift_right", {x, ci(31)}));
+  Expr lo = negatives_clamp ? IntImm(u32, 0x40000000u)
+                            : call("bitwise_or", {call("bitwise_and", {Cast(u32, x), IntImm(u32, 0x80000000u)}), IntImm(u32, 0x40000000u)});
   Expr v = Cast(kI64, call("bitwise_or", {call("shift_left", {Cast(u64, Cast(u32, hi)), IntImm(u64, 32)}), Cast(u64, lo)}));
   Expr sum = Binary(ExprKind::Add, Binary(ExprKind::Mul, Cast(kI64, x), Cast(kI64, std::move(multiplier))), v);
   Expr high = Cast(kI32, Call(kI64, "shift_right", {sum, IntImm(kI64, 32)}));
@@ -274,7 +279,7 @@ Expr requantize_channel(const QuantAttrs& q, const Rule& rule, const Buffer& tab
   } else if (columns == 2) {
     y = multiply_by_quantized_multiplier(acc, col(0), col(1));
   } else if (smlal) {
-    y = smlal_requantize(acc, col(0), col(1), col(2));
+    y = smlal_requantize(acc, col(0), col(1), col(2), q.bounds.lo >= q.output_zero_point);
   } else {
     y = call("shift_right", {add(corrected_high_word(acc, col(0)), col(2)), col(1)});
   }
@@ -686,7 +691,7 @@ Stmt depthwise_tiles(const QConv& p, const QParams& b) {
   // Tile widths that GCC keeps in the Cortex-M4's registers (measured on the MLPerf Tiny
   // models): loop tiles of four outputs at stride 1, three at stride 2; constant tiles of
   // up to six and four.
-  const int64_t wide = p.sw == 1 ? 4 : 3, widest = p.sw == 1 ? 6 : 4;
+  const int64_t wide = 4, widest = p.sw == 1 ? 6 : 5;
   // Stride-1 rows at least this wide take their border columns through the checked
   // per-output loop: there they are a small share of the work, and unrolled border tiles
   // cost ~0.2-0.5 KB of code each (VWW: -1.1 KB for +0.25 M instructions). Narrower rows
