@@ -689,8 +689,9 @@ Stmt depthwise_tiles(const QConv& p, const QParams& b) {
   LoopNest outer;
   Expr n = outer.axis("n", p.n);
   // Tile widths that GCC keeps in the Cortex-M4's registers (measured on the MLPerf Tiny
-  // models): loop tiles of four outputs at stride 1, three at stride 2; constant tiles of
-  // up to six and four.
+  // models): loop tiles of four outputs (at stride 2 four share three of the nine input
+  // columns; three tiles: VWW's first stride-2 layer 3.17 instead of 3.10 instructions per
+  // MAC); constant tiles of up to six at stride 1 and five at stride 2 (six spill).
   const int64_t wide = 4, widest = p.sw == 1 ? 6 : 5;
   // Stride-1 rows at least this wide take their border columns through the checked
   // per-output loop: there they are a small share of the work, and unrolled border tiles
