@@ -344,6 +344,11 @@ TEST(QConv, DepthwiseAndGrouped) {
   run_all_schedules({"qconv2d", {1, 6, 14, 3}, {3, 3, 3, 1}, quant({{"padding", {0, 0, 1, 1}}, {"strides", {2, 2}}, {"groups", 3}},
                                                                     {0.01, 0.02, 0.015})},
                     "depthwise 3x3 stride 2, padding after, 3 channels");
+  // Stride 2, a row of 11: constant tiles, a loop of four-wide tiles, constant tiles;
+  // ReLU with per-channel scales (the requantization without the sign correction).
+  run_all_schedules({"qconv2d", {1, 3, 21, 2}, {2, 3, 3, 1}, quant({{"padding", {1, 1, 1, 1}}, {"strides", {2, 2}}, {"groups", 2},
+                                                                    {"activation", "relu"}}, {0.01, 0.03})},
+                    "depthwise 3x3 stride 2, 11-wide rows, relu");
   // One output column: both side taps are padding, whose weights the tile never loads
   // when the padding adds nothing (fold_zero_point off).
   run_all_schedules({"qconv2d", {1, 4, 1, 2}, {2, 3, 3, 1}, quant({{"padding", {1, 1, 1, 1}}, {"groups", 2}})},
