@@ -227,7 +227,7 @@ void run_case(const Case& k, const ScheduleOptions& opts, const std::string& lab
 
 // All 24 combinations of the five kernel schedules (sxtb16 only with smlad), interleave and
 // fold_output_zero_point on, and two with both off; depthwise_tile follows unroll,
-// depthwise_border_tiles smlad and smlal_requant fold_zero_point.
+// depthwise_border_tiles smlad, smlal_requant fold_zero_point and smmlar_requant block.
 void run_all_schedules(const Case& k, const std::string& name) {
   for (int bits = 0; bits < 32; ++bits) {
     ScheduleOptions o;
@@ -250,6 +250,8 @@ void run_all_schedules(const Case& k, const std::string& name) {
       // ignores): the border rows and tiles unrolled at constant positions.
       o.depthwise_border_tiles = bits & 8;
       o.smlal_requant = interleave && (bits & 1);
+      // With it, the one-SMMLAR form (ReLU outputs) in half the combinations.
+      o.smmlar_requant = bits & 2;
       std::string label = name + " [" + (o.disabled().empty() ? "all" : "off: " + o.disabled()) + "]";
       SCOPED_TRACE(label);
       run_case(k, o, label);
