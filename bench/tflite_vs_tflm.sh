@@ -230,14 +230,45 @@ def our_layers(model, macs):
     for i, node in enumerate(layers):
         call = kernel_of.get(node)
         if call is None:
-            out[i] = (None, "no kernel")
+            out[i] = (None, "no kernel", [])
             continue
         members = [j for j in range(len(layers)) if kernel_of.get(layers[j]) is call]
         with_macs = [j for j in members if macs.get(j)]
         owner = (with_macs or members)[-1]
         bands = len(calls_of[node])
-        out[i] = (0, f"merged into #{owner}") if owner != i else (
-            sum(c["instructions"] for c in calls_of[node]), f"{bands} bands" if bands > 1 else "")
+        out[i] = (0, f"merged into #{owner}", []) if owner != i else (
+            sum(c["instructions"] for c in calls_of[node]), f"{bands} bands" if bands > 1 else "",
+            [c["kernel"] for c in calls_of[node]])
+    return out
+
+
+def kernel_bytes(model, ours):
+    """Code bytes of each operator's kernels in our firmware: {index: text}. A function that
+    merge_kernels or GCC's identical-code folding shares between operators (one address) counts
+    once, at the first operator that calls it; the others say whose it is."""
+    elf = os.path.join(work, model + ".build", "build-cortex-m4", "firmware.elf")
+    try:
+        syms = symbols(elf)
+    except (OSError, subprocess.CalledProcessError):
+        return {}
+    first_user, out = {}, {}
+    for i in sorted(ours):
+        kernels = ours[i][2]
+        if not kernels:
+            continue
+        size, shared = 0, []
+        for k in dict.fromkeys(kernels):
+            if k not in syms:  # merge_kernels: the call goes to a function shared with others
+                shared.append("a merged kernel")
+                continue
+            addr, sz = syms[k]
+            if addr in first_user:
+                shared.append(f"#{first_user[addr]}'s")
+            else:
+                first_user[addr] = i
+                size += sz
+        shared = ", ".join(dict.fromkeys(shared))
+        out[i] = shared if shared and not size else f"{size:,}" + (f" (and {shared})" if shared else "")
     return out
 
 
@@ -248,13 +279,14 @@ def layer_macs(model, quant, ref_dir):
 def layer_table(model, cmsis, refk, quant, ref_dir, our_total):
     macs = layer_macs(model, quant, ref_dir)
     ours = our_layers(model, macs)
+    code = kernel_bytes(model, ours)
     ref_ops = {i: c for i, _, c in (refk["ops"] if refk else [])}
     lines = [f"### {model}: instructions per operator", "",
              "| # | operator | MACs | ours | TFLM+CMSIS-NN | ours / CMSIS-NN | ours: instr/MAC | CMSIS-NN: instr/MAC "
-             "| TFLM ref kernels | share of ours |",
-             "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "| TFLM ref kernels | share of ours | ours: kernel code bytes |",
+             "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for i, name, c in cmsis["ops"]:
-        mine, note = ours.get(i, (None, "not profiled"))
+        mine, note, _ = ours.get(i, (None, "not profiled", []))
         mac = macs.get(i, 0)
         per = lambda v: f"{v / mac:.2f}" if mac and v else "-"
         shown = f"{mine:,}" if isinstance(mine, int) else "-"
@@ -262,7 +294,7 @@ def layer_table(model, cmsis, refk, quant, ref_dir, our_total):
             shown += f" ({note})"
         share = f"{100 * mine / our_total:.1f}%" if isinstance(mine, int) and our_total else "-"
         lines.append(f"| {i} | {name} | {mac:,} | {shown} | {c:,} | {ratio(mine, c)} | {per(mine)} | {per(c)} | "
-                     f"{n(ref_ops.get(i))} | {share} |")
+                     f"{n(ref_ops.get(i))} | {share} | {code.get(i, '-')} |")
     return lines
 
 
@@ -274,7 +306,23 @@ def n(v):
     return f"{v:,}" if isinstance(v, int) else "-"
 
 
-rows, whole, layer_sections, notes, schedule_lines, reuse_lines = [], [], [], [], [], []
+rows, whole, layer_sections, notes, schedule_lines, reuse_lines, flash_lines = [], [], [], [], [], [], []
+
+
+def flash_split(model, our_flash, their_flash):
+    """Where our flash without the weights goes: the kernels, the AOT executor (`__tvm_main__`
+    and `run`), and the rest (the CRT runtime, the test harness and newlib-nano)."""
+    elf = os.path.join(work, model + ".build", "build-cortex-m4", "firmware.elf")
+    nm = subprocess.run(["arm-none-eabi-nm", "-S", elf], capture_output=True, text=True, check=True).stdout
+    by_addr = {}
+    for addr, size, kind, name in (l.split() for l in nm.splitlines() if len(l.split()) == 4):
+        if kind in "tT" and name.startswith("tvmgen_"):  # code only: the weights are tvmgen_ data
+            by_addr[int(addr, 16)] = (name, int(size, 16))
+    aot = sum(size for name, size in by_addr.values() if name.endswith(("___tvm_main__", "_run")))
+    kernels = sum(size for name, size in by_addr.values()) - aot
+    goal = their_flash // 4
+    return (f"| {model} | {n(our_flash)} | {n(kernels)} | {n(aot)} | {n(our_flash - kernels - aot)} | "
+            f"{n(goal)} | {n(our_flash - goal) if our_flash > goal else 'met'} |")
 for entry in entries:
     model, file = entry.split(":")
     ref_dir = os.path.join("tests/tflite/reference", model, case)
@@ -337,6 +385,7 @@ for entry in entries:
         reuse_lines.append(f"| {model} | {n(our_ram)} | failed | {n(their_ram)} | {ratio(our_ram, their_ram)} | - | NO |")
     whole.append(f"| {model} | {n(rep['flash_bytes'] - rep['test_input_bytes'])} ({n(weights)} weights) | "
                  f"{n(cm_flash)} ({n(cm_model)} .tflite) | {n(rep['ram_bytes'])} | {n(cm_ram)} |")
+    flash_lines.append(flash_split(model, our_flash, cm_flash - cm_model))
     if cmsis and cmsis["ops"]:
         layer_sections.append(layer_table(model, cmsis, refk, quant, ref_dir, rep["instructions"]))
 
@@ -376,6 +425,15 @@ if schedule_lines:
     print("|---|---|---:|---:|---:|---:|---|")
     print("\n".join(schedule_lines))
     print()
+print("Where our flash without the weights goes (kernels: every `tvmgen_` function but the AOT executor's, "
+      "each address once; the rest: the CRT runtime, the test harness and newlib-nano, which TFLM's firmware "
+      "also links):")
+print()
+print("| model | ours: flash w/o weights | kernels | AOT `__tvm_main__` + `run` | the rest | goal (0.25 of TFLM's) | "
+      "over the goal by |")
+print("|---|---:|---:|---:|---:|---:|---:|")
+print("\n".join(flash_lines))
+print()
 print("Whole firmware, harness and libc included:")
 print()
 print("| model | ours: flash (w/o test input) | TFLM+CMSIS-NN: flash | ours: static RAM (.data + .bss) | "
@@ -390,7 +448,9 @@ print("Per layer, in the model's operator order: ours from `microtir run --profi
       "the convolution that produces its other input) shows 0 and \"merged into #k\", the operator that carries the "
       "kernel's count (the last one with MACs); a layer run band by band (patch) sums its bands; "
       "RESHAPE runs no kernel (its output is a view of its input: \"no kernel\"). The per-operator sums fall short of the totals by the AOT main's own "
-      "calls and checks (ours) and TFLM's interpreter loop (theirs).")
+      "calls and checks (ours) and TFLM's interpreter loop (theirs). Kernel code bytes: the size of the "
+      "operator's kernel functions in our firmware (`arm-none-eabi-nm`), a function shared by several operators "
+      "(merge_kernels, GCC's identical-code folding) counted once, at its first caller.")
 for lines in layer_sections:
     print()
     print("\n".join(lines))

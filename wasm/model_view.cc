@@ -49,6 +49,9 @@ json model_view_json(const LoadedModel& model) {
     j["bytes"] = a.data.size();
     constants.push_back(std::move(j));
   }
+  // A node run band by band (patch stages) has one kernel per band shape.
+  std::map<std::string, json> band_kernels;
+  for (const auto& [kernel, node] : model.aot.band_kernel_of) band_kernels[node].push_back(kernel);
   int64_t total_macs = 0, total_weights = 0;
   for (const GraphNode& n : g.nodes) {
     std::vector<TensorType> in_types;
@@ -68,6 +71,7 @@ json model_view_json(const LoadedModel& model) {
     j["attrs"] = n.attrs;
     j["device"] = n.device;
     j["kernel"] = kernel == model.aot.kernel_of.end() ? "" : kernel->second;
+    if (auto b = band_kernels.find(n.name); b != band_kernels.end()) j["band_kernels"] = b->second;
     j["macs"] = macs;
     j["weight_bytes"] = weight_bytes;
     j["activation_bytes"] = bytes_of(n.type);

@@ -198,7 +198,7 @@ int run_parse(const ParseCommand& c) {
 }
 
 static MlfArtifact compile_artifact(const std::string& file, const std::string& target,
-                                    const std::vector<std::string>& devices);
+                                    const std::vector<std::string>& devices, LoadedModel* loaded = nullptr);
 
 // The scalar parameters of `f` from --scalar NAME=VALUE into `args`; returns the integer
 // ones by variable (output shapes may depend on them).
@@ -311,14 +311,17 @@ static int run_model_as_artifact(const RunCommand& c) {
   }
   if (!c.disabled_schedules.empty()) target += " -disabled-schedules=" + c.disabled_schedules;
   if (c.reuse_io_buffers) target += " -reuse-io-buffers=1";
-  for (const auto& f : compile_artifact(c.file, target, c.devices).files) {
+  LoadedModel loaded;
+  for (const auto& f : compile_artifact(c.file, target, c.devices, &loaded).files) {
     std::filesystem::create_directories(std::filesystem::path(dir + "/" + f.path).parent_path());
     files.add(dir + "/" + f.path, f.text);
   }
   files.commit();
   RunCommand on_target = c;
   on_target.file = dir;
-  return run_artifact(on_target);
+  // The model just converted is the reference, unless devices took layers: the reference
+  // runs every layer on the CPU, so it is then read back from the artifact without them.
+  return run_artifact(on_target, c.devices.empty() ? &loaded : nullptr);
 }
 
 // The arguments of one run: arrays for every buffer parameter (presets, --input and
@@ -520,7 +523,7 @@ static void add_wasm_binary(MlfArtifact* artifact, const Graph& g) {
 // The Model Library Format artifact of a JSON graph model, with the C runtime and the
 // graph's own files, as `compile` writes it.
 static MlfArtifact compile_artifact(const std::string& file, const std::string& target,
-                                    const std::vector<std::string>& devices) {
+                                    const std::vector<std::string>& devices, LoadedModel* loaded) {
   if (!is_graph_file(file))
     user_error({}, "'" + file + "' is not a model: compile takes a JSON graph (.json), an ONNX model (.onnx) or a TFLite model (.tflite)");
   MlfInputs inputs;
@@ -541,6 +544,7 @@ static MlfArtifact compile_artifact(const std::string& file, const std::string& 
   MlfArtifact artifact = build_mlf(lm, target, inputs);
   add_llvm_objects(&artifact);
   add_wasm_binary(&artifact, lm.graph);
+  if (loaded) *loaded = std::move(lm);
   return artifact;
 }
 

@@ -8,6 +8,10 @@
 #include "ir/function.h"
 #include "support/ndarray.h"
 
+namespace mtir {
+struct LoadedModel;
+}
+
 namespace mtir::cli {
 
 struct ParseCommand {
@@ -73,11 +77,12 @@ int run_compile(const CompileCommand& c);
 // artifact's own graph and prints the target report.
 bool is_artifact_path(const std::string& path);
 // The memory plan of a model's main (pools, lower bound, where each tensor lives), as
-// `run` prints it: simplify and plan_memory, as the lowering runs them.
-// The memory plan of a model's main as `run` prints it; `reuse_io_buffers` plans as
-// -reuse-io-buffers=1 does.
+// `run` prints it: simplify and plan_memory, as the lowering runs them; `reuse_io_buffers`
+// plans as -reuse-io-buffers=1 does.
 std::string planned_memory_report(const IRModule& m, const std::string& main, bool reuse_io_buffers = false);
-int run_artifact(const RunCommand& c);
+// `reference`: the model the artifact was just compiled from (with the artifact's target's
+// schedules), so it is not converted a second time; null reads it back from the artifact.
+int run_artifact(const RunCommand& c, const LoadedModel* reference = nullptr);
 
 // "NAME: dtype (shape)" and the values numpy-style, at most `limit` of them.
 std::string format_output(const std::string& name, const NDArray& a, int limit);

@@ -237,14 +237,16 @@ Comparison compare_outputs(const BoundArgs& b, const std::vector<NDArray>& got_a
 
 }  // namespace
 
-int run_artifact(const RunCommand& c) {
+int run_artifact(const RunCommand& c, const LoadedModel* reference) {
   if (c.target.empty())
     user_error({}, "running a compiled artifact needs a target: --target host, cortex-m3, cortex-m4, cortex-m7, riscv32 or wasm32");
   if (!c.func.empty() || !c.scalars.empty()) user_error({}, "--func and --scalar apply to TIR files, not to a compiled model");
   const sim::CrossTarget& target = sim::find_cross_target(c.target);
   TempDir work(c.keep_build_dir);
   sim::ArtifactInfo info = sim::read_artifact_info(artifact_dir(c, work));
-  LoadedModel model = reference_model(info, c.file);
+  LoadedModel read_back;
+  if (!reference) read_back = reference_model(info, c.file);
+  const LoadedModel& model = reference ? *reference : read_back;
   BoundArgs bound = bind_args(model, c.inputs, info.model_name);
   interpret(model.aot.module, model.aot.main, bound.args);
 

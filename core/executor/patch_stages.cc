@@ -88,21 +88,16 @@ bool patchable_conv(const Graph& g, size_t i, std::string* why) {
   return true;
 }
 
-PatchStage make_patch_stage(const Graph& g, const std::vector<size_t>& nodes, int64_t bands) {
-  std::string why;
-  for (size_t k = 0; k < nodes.size(); ++k) {
-    if (!patchable_conv(g, nodes[k], &why))
-      user_error(Span{}, "patch stage: node '" + g.nodes.at(nodes[k]).name + "' cannot run in bands: " + why);
-    if (k > 0 && g.nodes[nodes[k]].inputs[0] != g.nodes[nodes[k - 1]].name)
-      user_error(Span{}, "patch stage: node '" + g.nodes[nodes[k]].name + "' does not read '" +
-                             g.nodes[nodes[k - 1]].name + "'");
-  }
-  if (nodes.empty()) user_error(Span{}, "patch stage: no layers");
+namespace {
+
+// The bands of a patchable chain, or nullopt with the band and layer in `empty` when a
+// band of some layer reads only padding rows (a 1x1 convolution with padding 1 has such
+// rows): its kernel would have an input of no rows.
+std::optional<PatchStage> band_geometry(const Graph& g, const std::vector<size_t>& nodes, int64_t bands,
+                                        std::pair<int64_t, size_t>* empty) {
   std::vector<ConvRows> rows;
   for (size_t i : nodes) rows.push_back(conv_rows(g, g.nodes[i]));
   const int64_t out_rows = rows.back().oh;
-  if (bands < 1 || bands > out_rows)
-    user_error(Span{}, "patch stage: " + std::to_string(bands) + " bands of " + std::to_string(out_rows) + " rows");
   PatchStage stage;
   stage.nodes = nodes;
   std::vector<int64_t> computed(nodes.size(), 0);
@@ -120,9 +115,10 @@ PatchStage make_patch_stage(const Graph& g, const std::vector<size_t>& nodes, in
       p.in_rows = in_end - p.in_begin;
       p.pad_top = p.in_begin - lo;
       p.pad_bottom = hi - (in_end - 1);
-      if (p.in_rows < 1)
-        user_error(Span{}, "patch stage: band " + std::to_string(b) + " of node '" + g.nodes[nodes[l]].name +
-                               "' reads no input rows");
+      if (p.in_rows < 1) {
+        *empty = {b, l};
+        return std::nullopt;
+      }
       computed[l] += p.out_rows;
       begin = p.in_begin, end = in_end;
     }
@@ -130,6 +126,29 @@ PatchStage make_patch_stage(const Graph& g, const std::vector<size_t>& nodes, in
   }
   for (size_t l = 0; l < nodes.size(); ++l) stage.recomputed_macs += (computed[l] - rows[l].oh) * rows[l].macs_per_row;
   return stage;
+}
+
+}  // namespace
+
+PatchStage make_patch_stage(const Graph& g, const std::vector<size_t>& nodes, int64_t bands) {
+  std::string why;
+  for (size_t k = 0; k < nodes.size(); ++k) {
+    if (!patchable_conv(g, nodes[k], &why))
+      user_error(Span{}, "patch stage: node '" + g.nodes.at(nodes[k]).name + "' cannot run in bands: " + why);
+    if (k > 0 && g.nodes[nodes[k]].inputs[0] != g.nodes[nodes[k - 1]].name)
+      user_error(Span{}, "patch stage: node '" + g.nodes[nodes[k]].name + "' does not read '" +
+                             g.nodes[nodes[k - 1]].name + "'");
+  }
+  if (nodes.empty()) user_error(Span{}, "patch stage: no layers");
+  const int64_t out_rows = conv_rows(g, g.nodes[nodes.back()]).oh;
+  if (bands < 1 || bands > out_rows)
+    user_error(Span{}, "patch stage: " + std::to_string(bands) + " bands of " + std::to_string(out_rows) + " rows");
+  std::pair<int64_t, size_t> empty;
+  std::optional<PatchStage> stage = band_geometry(g, nodes, bands, &empty);
+  if (!stage)
+    user_error(Span{}, "patch stage: band " + std::to_string(empty.first) + " of node '" +
+                           g.nodes[nodes[empty.second]].name + "' reads no input rows");
+  return *stage;
 }
 
 int64_t patched_bound(const Graph& g, const std::vector<PatchStage>& stages) {
@@ -241,7 +260,11 @@ PatchPlan plan_patch_stages(const Graph& g, int64_t max_recomputed_percent) {
         chain.push_back(*n);
         const int64_t rows = g.nodes[*n].type.shape[1];
         for (int64_t bands = 2; bands <= std::min(rows, kMaxBands); ++bands) {
-          PatchStage stage = make_patch_stage(g, chain, bands);
+          // The chain was checked link by link above: only a band of padding rows can fail.
+          std::pair<int64_t, size_t> empty;
+          std::optional<PatchStage> candidate = band_geometry(g, chain, bands, &empty);
+          if (!candidate) continue;
+          PatchStage& stage = *candidate;
           if (plan.recomputed_macs + stage.recomputed_macs > budget) break;
           std::vector<PatchStage> trial = plan.stages;
           trial.push_back(stage);

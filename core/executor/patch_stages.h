@@ -53,7 +53,8 @@ struct PatchPlan {
 bool patchable_conv(const Graph& g, size_t i, std::string* why = nullptr);
 
 // The bands of the chain `nodes` split into `bands` bands of its last output's rows.
-// Throws a user error when the chain is not patchable.
+// Throws a user error when the chain is not patchable or a band of some layer would read
+// only padding rows (plan_patch_stages passes over such band counts).
 PatchStage make_patch_stage(const Graph& g, const std::vector<size_t>& nodes, int64_t bands);
 
 // `max_recomputed_percent`: the share of the model's MACs the recomputed halos may add.

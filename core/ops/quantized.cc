@@ -398,21 +398,24 @@ Stmt with_reciprocal(Expr sum, const std::function<Stmt(Expr, Expr)>& body) {
   Expr minus_one = Cast(kI32, Binary(ExprKind::Sub, Call(u32, "shift_left", {Cast(u32, sum), Cast(u32, headroom)}),
                                      IntImm(u32, int64_t{1} << 31)));
   Expr half = add(call("shift_right", {minus_one, ci(1)}), ci(1 << 30));
-  std::vector<Var> xs;
-  for (int i = 0; i < 4; ++i) xs.push_back(MakeVar("recip" + std::to_string(i), kI32));
-  std::vector<Expr> values = {add(ci(1515870810), saturating_rounding_doubling_high_mul(half_den, ci(-1010580540)))};
-  for (int i = 1; i < 4; ++i) {
-    Expr x = xs[i - 1];
-    Expr err = sub(ci(1 << 29), saturating_rounding_doubling_high_mul(half_den, x));
-    values.push_back(add(x, saturating_multiply_by_pot(saturating_rounding_doubling_high_mul(x, err), 2)));
-  }
+  // The three Newton-Raphson steps x += 4 * (x * (1 - half_denominator * x)) as one loop
+  // over a local: the same arithmetic as three copies (bit-exact), a third of the code.
+  Buffer x_buf = scratch("recip", {1}, kI32);
+  Var x = MakeVar("x", kI32), err = MakeVar("err", kI32);
+  Expr initial = add(ci(1515870810), saturating_rounding_doubling_high_mul(half_den, ci(-1010580540)));
+  Stmt step = LetStmt(x, load(x_buf, {ci(0)}),
+                      LetStmt(err, sub(ci(1 << 29), saturating_rounding_doubling_high_mul(half_den, x)),
+                              store(x_buf, add(x, saturating_multiply_by_pot(saturating_rounding_doubling_high_mul(x, err), 2)),
+                                    {ci(0)})));
+  LoopNest newton;
+  newton.axis("newton", 3);
   Var recip = MakeVar("reciprocal", kI32), bits = MakeVar("num_bits_over_unit", kI32);
   Stmt s = body(recip, bits);
   s = LetStmt(bits, sub(ci(12), headroom), s);
-  s = LetStmt(recip, saturating_multiply_by_pot(xs[3], 1), s);
-  for (int i = 3; i >= 0; --i) s = LetStmt(xs[i], values[i], s);
+  s = LetStmt(recip, saturating_multiply_by_pot(load(x_buf, {ci(0)}), 1), s);
+  s = SeqStmt({store(x_buf, initial, {ci(0)}), newton.wrap(step), s});
   s = LetStmt(half_den, half, s);
-  return LetStmt(headroom, clz, s);
+  return Allocate(x_buf, "local", LetStmt(headroom, clz, s));
 }
 
 PrimFunc qsoftmax_build(const std::string& fname, const std::vector<TensorType>& in, const TensorType& out,

@@ -1,5 +1,6 @@
 #include "support/diagnostic.h"
 
+#include <algorithm>
 #include <sstream>
 
 namespace mtir {
@@ -42,10 +43,20 @@ std::string Diagnostic::render() const {
   if (span.defined() && span.file) {
     std::string src = span.file->line_text(span.line);
     if (!src.empty()) {
-      os << "  " << src << "\n  ";
+      // A long line (a model's JSON on one line) is shown as a window around the column.
+      const size_t kWidth = 120, col = static_cast<size_t>(std::max(span.col, 1)) - 1;
+      size_t begin = 0, end = src.size();
+      if (src.size() > kWidth) {
+        begin = col > kWidth / 2 ? std::min(col - kWidth / 2, src.size() - kWidth) : 0;
+        end = begin + kWidth;
+        // Whole UTF-8 characters only.
+        while (begin > 0 && (static_cast<unsigned char>(src[begin]) & 0xC0) == 0x80) --begin;
+        while (end < src.size() && (static_cast<unsigned char>(src[end]) & 0xC0) == 0x80) ++end;
+      }
+      const std::string before = begin > 0 ? "..." : "", after = end < src.size() ? "..." : "";
+      os << "  " << before << src.substr(begin, end - begin) << after << "\n  " << std::string(before.size(), ' ');
       // Keep tabs so the caret lines up under the column.
-      for (int i = 1; i < span.col && i - 1 < static_cast<int>(src.size()); ++i)
-        os << (src[i - 1] == '\t' ? '\t' : ' ');
+      for (size_t i = begin; i < col && i < end; ++i) os << (src[i] == '\t' ? '\t' : ' ');
       os << "^\n";
     }
   }

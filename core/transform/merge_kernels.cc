@@ -21,6 +21,7 @@
 // by call_extern from the AOT main); runs after lower_call_tir. A call redirected to
 // another member's body carries the kernel it replaces in the attribute "kernel_name",
 // so the profiling hooks still name each operator's own kernel.
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <set>
@@ -46,13 +47,15 @@ bool holeable_type(DataType t) { return t.lanes() == 1 && t.is_int() && (t.bits(
 // corresponds to ordinal k of the other.
 class SiteRewriter : public Mutator {
  public:
-  using Site = std::function<Expr(const IntImmNode*, size_t)>;
+  // The constant, its ordinal, and whether it is in the shape of a flat view (which
+  // emits no code: a view's shape only describes the memory).
+  using Site = std::function<Expr(const IntImmNode*, size_t, bool)>;
   explicit SiteRewriter(Site site) : site_(std::move(site)) {}
 
  protected:
   Expr mutate_IntImm(const IntImmNode* op, const Expr& self) override {
     if (!holeable_type(op->dtype)) return self;
-    return site_(op, count_++);
+    return site_(op, count_++, in_shape_);
   }
   // A constant operand stays: divisors, and the bounds of min/max (clamps).
   Expr keep_constant_b(const BinaryNode* op, const Expr& self) {
@@ -105,7 +108,9 @@ class SiteRewriter : public Mutator {
     const Buffer& b = op->buffer;
     if (!allocated_.count(b.get()) && !views_.count(b.get()) && b->strides.empty()) {
       bool changed = false;
+      in_shape_ = true;
       std::vector<Expr> shape = mutate_all(b->shape, &changed);
+      in_shape_ = false;
       if (changed) {
         auto nb = std::make_shared<BufferNode>(*b);
         nb->shape = std::move(shape);
@@ -124,6 +129,7 @@ class SiteRewriter : public Mutator {
  private:
   Site site_;
   size_t count_ = 0;
+  bool in_shape_ = false;
   std::set<const BufferNode*> allocated_;
   std::map<const BufferNode*, Buffer> views_;
 };
@@ -134,13 +140,15 @@ struct Kernel {
   PrimFunc form;                // constants replaced by placeholders
   std::vector<int64_t> values;  // the constant at each site
   std::vector<DataType> types;
+  std::vector<bool> in_shape;   // the site is in a flat view's shape
 };
 
 Kernel make_kernel(const std::string& name, const PrimFunc& f) {
-  Kernel k{name, f, nullptr, {}, {}};
-  SiteRewriter r([&](const IntImmNode* op, size_t) -> Expr {
+  Kernel k{name, f, nullptr, {}, {}, {}};
+  SiteRewriter r([&](const IntImmNode* op, size_t, bool in_shape) -> Expr {
     k.values.push_back(op->value);
     k.types.push_back(op->dtype);
+    k.in_shape.push_back(in_shape);
     return MakeVar("site", op->dtype);
   });
   auto form = std::make_shared<PrimFuncNode>(*r.mutate_func(f));
@@ -196,19 +204,38 @@ class CallRewriter : public Mutator {
 };
 
 // The parameters a merge of `members` needs: each distinct column of differing values
-// over the members, in site order; site_param[s] is the parameter of site s, or -1 where
-// all members agree. False when a value does not fit an int32 parameter.
+// over the members that code reads, in site order; site_param[s] is the parameter of
+// site s, -1 where all members agree, or kViewShape where the site differs but is only
+// in flat views' shapes: no code reads those, so they need no parameter and take the
+// column's largest value (every member's accesses stay inside the declared extent).
+// False when a value does not fit an int32 parameter.
+constexpr int kViewShape = -2;
+
 bool columns(const std::vector<const Kernel*>& members, std::vector<std::vector<int64_t>>* params,
-             std::vector<int>* site_param) {
+             std::vector<int>* site_param, std::vector<int64_t>* shape_value = nullptr) {
   const size_t n = members[0]->values.size();
-  std::map<std::vector<int64_t>, size_t> column_param;
-  site_param->assign(n, -1);
-  for (size_t s = 0; s < n; ++s) {
+  auto column_at = [&](size_t s) {
     std::vector<int64_t> column;
     for (const Kernel* k : members) column.push_back(k->values[s]);
+    return column;
+  };
+  // The columns some code site has.
+  std::set<std::vector<int64_t>> read_by_code;
+  for (size_t s = 0; s < n; ++s)
+    if (!members[0]->in_shape[s]) read_by_code.insert(column_at(s));
+  std::map<std::vector<int64_t>, size_t> column_param;
+  site_param->assign(n, -1);
+  if (shape_value) shape_value->assign(n, 0);
+  for (size_t s = 0; s < n; ++s) {
+    std::vector<int64_t> column = column_at(s);
     bool same = true;
     for (int64_t v : column) same = same && v == column[0];
     if (same) continue;
+    if (!read_by_code.count(column)) {
+      (*site_param)[s] = kViewShape;
+      if (shape_value) (*shape_value)[s] = *std::max_element(column.begin(), column.end());
+      continue;
+    }
     for (int64_t v : column)
       if (v < INT32_MIN || v > INT32_MAX) return false;
     auto [it, fresh] = column_param.emplace(column, params->size());
@@ -230,10 +257,12 @@ PrimFunc merge_group(const std::vector<const Kernel*>& members, std::map<std::st
   const Kernel& first = *members[0];
   std::vector<std::vector<int64_t>> params;  // params[p][member]
   std::vector<int> site_param;
-  columns(members, &params, &site_param);
+  std::vector<int64_t> shape_value;
+  columns(members, &params, &site_param, &shape_value);
   std::vector<Var> vars;
   for (size_t p = 0; p < params.size(); ++p) vars.push_back(MakeVar("merged_c" + std::to_string(p), kI32));
-  SiteRewriter fill([&](const IntImmNode* op, size_t s) -> Expr {
+  SiteRewriter fill([&](const IntImmNode* op, size_t s, bool) -> Expr {
+    if (site_param[s] == kViewShape) return IntImm(op->dtype, shape_value[s], op->span);
     if (site_param[s] < 0) return IntImm(op->dtype, op->value, op->span);
     Expr v = vars[site_param[s]];
     return op->dtype == kI32 ? v : Cast(op->dtype, v, op->span);

@@ -21,6 +21,7 @@
 
 #include "analysis/elementwise_overwrite.h"
 #include "ir/mutator.h"
+#include "ir/op.h"
 #include "ir/visitor.h"
 #include "memory/planner.h"
 #include "transform/plan_memory.h"
@@ -242,6 +243,57 @@ struct Planned {
   std::map<std::string, std::set<size_t>> overwriting;  // callees that now write over an input: those parameters
 };
 
+// A few scalars of a leaf kernel (an accumulator, a row's maximum): at most this many
+// bytes of a global allocation live on the C stack instead of in a workspace block.
+constexpr int64_t kStackScalarBytes = 64;
+
+// In an operator kernel (a function of the module that call_tir calls, and that calls
+// nothing itself), a small constant-size global allocation becomes a "local" one (a C
+// array): no workspace block (16-byte header, the allocate and free calls, the NULL
+// check and the error return that makes its caller check the return code) for the
+// bytes of a few scalars, which the compiler then keeps in registers.
+std::set<std::string> call_tir_callees(const IRModule& m) {
+  struct Callees : Visitor {
+    std::set<std::string> names;
+    void visit_Call(const CallNode* op) override {
+      if (op->is(Builtin::CallTir) && !op->args.empty())
+        if (const auto* s = as<StringImmNode>(op->args[0])) names.insert(s->value);
+      Visitor::visit_Call(op);
+    }
+  } callees;
+  for (const auto& [name, f] : m.functions) callees.visit(f->body);
+  return callees.names;
+}
+
+PrimFunc small_allocations_on_stack(const PrimFunc& f) {
+  struct Calls : Visitor {
+    bool any = false;
+    void visit_Call(const CallNode* op) override {
+      if (op->is(Builtin::CallTir) || op->is(Builtin::CallExtern) || op->is(Builtin::TvmCallPacked) ||
+          op->is(Builtin::TvmCallPackedLowered))
+        any = true;
+      Visitor::visit_Call(op);
+    }
+  } calls;
+  calls.visit(f->body);
+  if (calls.any) return f;
+  struct ToStack : Mutator {
+    Stmt mutate_Allocate(const AllocateNode* op, const Stmt& self) override {
+      Stmt body = mutate(op->body);
+      int64_t n = 0;
+      if (op->scope == "global" && const_num_elements(op->buffer, &n) && op->buffer->strides.empty() &&
+          n * op->buffer->dtype.bytes() <= kStackScalarBytes)
+        return Allocate(op->buffer, "local", body, op->span);
+      return body == op->body ? self : Allocate(op->buffer, op->scope, body, op->span);
+    }
+  } to_stack;
+  Stmt body = to_stack.mutate(f->body);
+  if (body == f->body) return f;
+  auto g = std::make_shared<PrimFuncNode>(*f);
+  g->body = body;
+  return g;
+}
+
 Planned plan(const PrimFunc& f, const IRModule& m, int64_t alignment, bool reuse_io) {
   // The allocations at the top, and what they wrap. An allocation whose pointer the
   // body uses directly (T.tvm_make_tensor(B.data, ...), or a view declared on it in the
@@ -435,7 +487,9 @@ Pass PlanMemory() {
                           std::get<bool>(reuse->second);
     IRModule out = m;
     std::map<std::string, std::set<size_t>> overwriting;
+    const std::set<std::string> kernels = call_tir_callees(m);
     for (auto& [name, f] : out.functions) {
+      if (kernels.count(name)) f = small_allocations_on_stack(f);
       Planned p = plan(f, m, alignment, reuse_io);
       f = p.func;
       for (const auto& [callee, params] : p.overwriting) overwriting[callee].insert(params.begin(), params.end());

@@ -269,6 +269,58 @@ Expr make_add_const(const Expr& base, DataType t, int64_t c, const Span& s) {
   return make_binary(ExprKind::Add, t, base, IntImm(t, c, s), s);
 }
 
+// `e` as `q * m` where q is a division of kind `div` (FloorDiv or Div) by a positive
+// constant: a bare quotient has m = 1.
+bool split_scaled_quotient(const Expr& e, ExprKind div, const BinaryNode** q, int64_t* m) {
+  const Expr* inner = &e;
+  *m = 1;
+  if (const auto* mul = as<MulNode>(e)) {
+    if (const int64_t* c = as_const_int(mul->b)) inner = &mul->a, *m = *c;
+    else if (const int64_t* c2 = as_const_int(mul->a)) inner = &mul->b, *m = *c2;
+    else return false;
+  }
+  const auto* d = dynamic_cast<const BinaryNode*>(inner->get());
+  if (!d || d->kind != div) return false;
+  const int64_t* c = as_const_int(d->b);
+  if (!c || *c <= 0) return false;
+  *q = d;
+  return true;
+}
+
+// floordiv(x, c) * (c * m) + floormod(x, c) * m -> x * m, and the same with truncating
+// Div and Mod: for c > 0, x = div(x, c) * c + mod(x, c) exactly in either rounding, so
+// the sum is x * m in wrapping arithmetic too. A flattened contiguous tensor's index
+// leaves this form (row * (W * C) + column * C for the pixel row * W + column); folded,
+// the division goes, and kernels of different widths no longer differ in a divisor.
+Expr recombine_div_mod(const Expr& a, const Expr& b, DataType t, const Span& s) {
+  for (int order = 0; order < 2; ++order) {
+    const Expr& quotient_term = order ? b : a;
+    const Expr& remainder_term = order ? a : b;
+    for (auto [div, mod] : {std::pair{ExprKind::FloorDiv, ExprKind::FloorMod}, std::pair{ExprKind::Div, ExprKind::Mod}}) {
+      const BinaryNode* q = nullptr;
+      const BinaryNode* r = nullptr;
+      int64_t mq = 0, mr = 0;
+      if (!split_scaled_quotient(quotient_term, div, &q, &mq)) continue;
+      // The remainder term: mod(x, c) * m, m * mod(x, c) or mod(x, c).
+      const Expr* inner = &remainder_term;
+      mr = 1;
+      if (const auto* mul = as<MulNode>(remainder_term)) {
+        if (const int64_t* c = as_const_int(mul->b)) inner = &mul->a, mr = *c;
+        else if (const int64_t* c2 = as_const_int(mul->a)) inner = &mul->b, mr = *c2;
+        else continue;
+      }
+      r = dynamic_cast<const BinaryNode*>(inner->get());
+      if (!r || r->kind != mod || !same_expr(q->a, r->a) || !same_expr(q->b, r->b) || !droppable(q->a)) continue;
+      const int64_t c = *as_const_int(q->b);
+      if (wrap_int(t, static_cast<int64_t>(static_cast<uint64_t>(c) * static_cast<uint64_t>(mr))) != wrap_int(t, mq))
+        continue;
+      if (mr == 1) return q->a;
+      return make_binary(ExprKind::Mul, t, q->a, IntImm(t, mr, s), s);
+    }
+  }
+  return nullptr;
+}
+
 // ---- the pass ------------------------------------------------------------------
 
 class Simplifier : public Mutator {
@@ -437,6 +489,7 @@ class Simplifier : public Mutator {
       case ExprKind::Add: {
         if (is(cb, 0)) return a;
         if (is(ca, 0)) return b;
+        if (Expr r = recombine_div_mod(a, b, t, s)) return r;
         // (x + c1) + c2 -> x + (c1 + c2), and c1 + (x + c2) alike; wrapping arithmetic
         // is associative, so this is exact for every integer type.
         Expr base;

@@ -17,6 +17,7 @@ Pass Simplify();
 // Global allocations at the top of a function share one planned workspace pool; a plain
 // view on one moves with it, and a call offering its output to an input it reads
 // elementwise (tir.may_overwrite) may write over that input when the input dies there.
+// In an operator kernel, an allocation of at most 64 bytes becomes a local (stack) one.
 Pass PlanMemory();
 // Multi-dimensional buffer accesses become 1-D accesses of flat views.
 Pass FlattenBuffer();
@@ -28,7 +29,8 @@ Pass HoistLoopInvariants();
 Pass MakePackedAPI();
 // The unpacked calling convention: buffer parameters become data pointers.
 Pass MakeUnpackedAPI();
-// call_tir becomes a direct call of the callee's kernel with data pointers.
+// call_tir becomes a direct call of the callee's kernel with data pointers; its return
+// code is checked unless the kernel cannot fail.
 Pass LowerCallTIR();
 // Vector code becomes one scalar statement per lane and Let expressions are inlined,
 // for backends without vector types (C99; wasm runs ScalarizeVectorsSimd128).
@@ -42,7 +44,8 @@ Pass UnrollLoops();
 // Packed calls (T.tvm_call_packed) become explicit stack arrays, stores and the call.
 Pass LowerBuiltins();
 // Kernels that differ only in integer constants become one function taking them as
-// int32 parameters; each call passes its own (unpacked calls, after lower_call_tir).
+// int32 parameters; each call passes its own (unpacked calls, after lower_call_tir). A
+// constant found only in flat views' shapes needs no parameter: the views take the largest.
 Pass MergeKernels();
 
 }  // namespace mtir

@@ -251,12 +251,19 @@ TEST(Aot, ProfilingHooksBracketEveryOperatorCall) {
     ASSERT_EQ(main_file.compare(at, 22 + index.size(), "TVMGEN_PROFILE_BEGIN(" + index + ","), 0) << main_file.substr(at, 80);
     size_t q = main_file.find('"', at), e = main_file.find('"', q + 1);
     kernels.push_back(main_file.substr(q + 1, e - q - 1));
-    // The hooked kernel's call, or (merge_kernels) the call of the kernel sharing its code.
-    size_t call = main_file.find(" = tvmgen_digits_", e);
+    // The hooked kernel's call, or (merge_kernels) the call of the kernel sharing its code;
+    // with its return code checked or not (a kernel that cannot fail, lower_call_tir).
+    size_t call = main_file.find("tvmgen_digits_", e);
     size_t end = main_file.find("TVMGEN_PROFILE_END(" + index + ");", e);
     ASSERT_NE(call, std::string::npos);
     ASSERT_NE(end, std::string::npos);
     EXPECT_LT(call, end) << "the call of " << kernels.back() << " is not inside its hooks";
+    // The callee is the hooked kernel itself, unless merge_kernels dropped that one.
+    const std::string callee = main_file.substr(call, main_file.find('(', call) - call);
+    EXPECT_NE(built.lowered.module.lookup(callee), nullptr) << callee;
+    if (callee != kernels.back()) {
+      EXPECT_EQ(built.lowered.module.lookup(kernels.back()), nullptr) << kernels.back() << " is hooked but " << callee << " is called";
+    }
   }
   std::set<std::string> want;
   for (const auto& [node, kernel] : d.aot.kernel_of) want.insert(kernel);

@@ -263,6 +263,26 @@ TEST(GraphLoad, PointsAtTheNode) {
   EXPECT_NE(d.render().find("m.json:6:6"), std::string::npos) << d.render();
 }
 
+// A graph on one line (as `import` tools write it): the excerpt is a window of the line
+// around the column, with the caret under the offending node.
+TEST(GraphLoad, OneLineGraphShowsAWindowAroundTheColumn) {
+  std::string padding(2000, ' ');
+  std::string text = R"({"format": "microtir-graph", "version": 1, "name": "m", "inputs": [{"name": "x", "shape": [4]}],)" +
+                     padding + R"("nodes": [{"name": "b", "op": "reluu", "inputs": ["x"]}],)" + padding + R"("outputs": ["b"]})";
+  Diagnostic d = error_of([&] { load_graph_json(text, "m.json", FileReader{}); });
+  ASSERT_EQ(d.span.line, 1);
+  const std::string rendered = d.render();
+  std::istringstream lines(rendered);
+  std::string head, excerpt, caret;
+  std::getline(lines, head), std::getline(lines, excerpt), std::getline(lines, caret);
+  EXPECT_LT(excerpt.size(), 140u) << rendered;
+  EXPECT_EQ(excerpt.substr(0, 5), "  ...") << rendered;
+  EXPECT_EQ(excerpt.substr(excerpt.size() - 3), "...") << rendered;
+  ASSERT_EQ(caret.back(), '^') << rendered;
+  // The caret stands under the character the span names.
+  EXPECT_EQ(excerpt[caret.size() - 1], text[d.span.col - 1]) << rendered;
+}
+
 TEST(GraphLoad, InvalidJsonLocation) {
   Diagnostic d = error_of([] { load_graph_json("{\n  \"format\": \"microtir-graph\",\n  \"version\": 1 1\n}", "bad.json",
                                                FileReader{}); });

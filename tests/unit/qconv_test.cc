@@ -204,6 +204,9 @@ void run_case(const Case& k, const ScheduleOptions& opts, const std::string& lab
   EXPECT_EQ(sched["fold_output_zero_point"].get<bool>(),
             opts.fold_output_zero_point && three_columns && k.attrs.value("output_zero_point", 0) != 0)
       << label;
+  // The 64-bit requantization with every three-column table (no case has a multiplier
+  // of exactly 2^30), so the cases above do run it.
+  EXPECT_EQ(sched["smlal_requant"].get<bool>(), opts.smlal_requant && three_columns) << label;
   AotModule aot = build_aot(prepared);
   PrimFunc main = aot.module.lookup(aot.main);
   std::vector<NDArray> arrays;
@@ -367,6 +370,20 @@ TEST(QConv, SaturationAndNoBias) {
   run_all_schedules(k, "conv saturating, no bias");
 }
 
+// Runs an int8 AOT module of one input in the interpreter: every argument, the output last.
+std::vector<NDArray> run_int8_aot(const Graph& g, const AotModule& aot, const std::vector<int64_t>& input) {
+  std::vector<NDArray> arrays;
+  for (const auto& p : aot.params) {
+    if (p.role == AotModule::Role::kInput) arrays.push_back(array_of(DataType::Int(8), p.type.shape, input));
+    else if (p.role == AotModule::Role::kConstant) arrays.push_back(g.constants.at(p.name));
+    else arrays.push_back(NDArray::zeros(DataType::Int(8), p.type.shape));
+  }
+  std::vector<InterpArg> args;
+  for (auto& a : arrays) args.push_back(&a);
+  interpret(aot.module, aot.main, args);
+  return arrays;
+}
+
 // Patch-based inference (executor/patch_stages.h): the MobileNet-shaped chain
 // 16x16x3 -> conv 3x3 s2 -> depthwise 3x3 -> pointwise -> depthwise 3x3 s2 runs band by
 // band, each band recomputing its halo, and gives the bytes of the whole-tensor run. The
@@ -412,18 +429,7 @@ TEST(QConv, ChainRunsBandByBandBitForBit) {
   }
   g.outputs = {"c3"};
   const std::vector<int64_t> input = values({1, 16, 16, 3}, -128, 127);
-  auto run = [&](const Graph& prepared, const AotModule& aot) {
-    std::vector<NDArray> arrays;
-    for (const auto& p : aot.params) {
-      if (p.role == AotModule::Role::kInput) arrays.push_back(array_of(DataType::Int(8), {1, 16, 16, 3}, input));
-      else if (p.role == AotModule::Role::kConstant) arrays.push_back(prepared.constants.at(p.name));
-      else arrays.push_back(NDArray::zeros(DataType::Int(8), p.type.shape));
-    }
-    std::vector<InterpArg> args;
-    for (auto& a : arrays) args.push_back(&a);
-    interpret(aot.module, aot.main, args);
-    return arrays;
-  };
+  auto run = [&](const Graph& prepared, const AotModule& aot) { return run_int8_aot(prepared, aot, input); };
   for (bool smlad : {false, true}) {
     ScheduleOptions o;
     o.smlad = smlad;
@@ -479,6 +485,49 @@ TEST(QConv, ChainRunsBandByBandBitForBit) {
       backend_cases::record_module(label, aot.module, aot.main, arrays);
     }
   }
+}
+
+// A 1x1 convolution with padding 1 (valid in ONNX) has output rows whose window is all
+// padding: a band of only such a row reads no input rows. The planner passes over those
+// band counts instead of failing the build, and the patched run equals the whole one.
+TEST(QConv, PatchPlannerSkipsBandsOfOnlyPadding) {
+  Graph g;
+  g.name = "pad_only_rows";
+  g.inputs = {{"x", TensorType{DataType::Int(8), {1, 6, 5, 2}}}};
+  std::string previous = "x";
+  const std::vector<std::pair<Shape, json>> layers = {{{4, 3, 3, 2}, quant({{"padding", {1, 1, 1, 1}}})},
+                                                      {{3, 1, 1, 4}, quant({{"padding", {1, 1, 1, 1}}})}};
+  std::mt19937 rng(5);
+  std::uniform_int_distribution<int> d(-60, 60);
+  for (size_t l = 0; l < layers.size(); ++l) {
+    const auto& [w, attrs] = layers[l];
+    const std::string name = "c" + std::to_string(l);
+    std::vector<int64_t> wv(w[0] * w[1] * w[2] * w[3]);
+    for (auto& e : wv) e = d(rng);
+    g.constants[name + "_w"] = array_of(DataType::Int(8), w, wv);
+    GraphNode node;
+    node.name = name;
+    node.op = "qconv2d";
+    node.inputs = {previous, name + "_w"};
+    node.attrs = attrs;
+    node.type = find_op("qconv2d")->infer({g.type_of(previous), TensorType{DataType::Int(8), w}}, node.attrs);
+    g.nodes.push_back(node);
+    previous = name;
+  }
+  g.outputs = {previous};
+  EXPECT_THROW(make_patch_stage(g, {0, 1}, 8), DiagnosticError);  // band 0 is row 0 alone
+  const PatchPlan plan = plan_patch_stages(g, 100);
+  ASSERT_EQ(plan.stages.size(), 1u);
+  for (const auto& stage : plan.stages)
+    for (const auto& band : stage.bands)
+      for (const auto& layer : band) EXPECT_GT(layer.in_rows, 0);
+  std::vector<int64_t> input(60);
+  for (auto& e : input) e = d(rng);
+  auto run = [&](const AotOptions& options) { return run_int8_aot(g, build_aot(g, options), input).back(); };
+  AotOptions whole, patched;
+  whole.patch = false;
+  patched.patch_max_recomputed_percent = 100;
+  EXPECT_EQ(run(patched).data, run(whole).data);
 }
 
 TEST(QDense, PerTensorAndPerChannel) {

@@ -258,6 +258,36 @@ TEST(SimplifyIdentity, DoesNotDropSideEffectsOrRuntimeErrors) {
   EXPECT_EQ(*as_const_int(simplify_expr(mul(Binary(ExprKind::FloorDiv, x, i(4)), i(0)))), 0);
 }
 
+TEST(SimplifyIdentity, QuotientAndRemainderRecombine) {
+  Var x = MakeVar("x", i32), y = MakeVar("y", i32);
+  Expr p = mul(x, i(2));
+  auto fdiv = [](Expr a, Expr b) { return Binary(ExprKind::FloorDiv, a, b); };
+  auto fmod = [](Expr a, Expr b) { return Binary(ExprKind::FloorMod, a, b); };
+  // (p // 24) * 768 + (p % 24) * 32 is p * 32: a contiguous tensor's row and column.
+  EXPECT_TRUE(structural_equal(simplify_expr(add(mul(fdiv(p, i(24)), i(768)), mul(fmod(p, i(24)), i(32)))), mul(p, i(32))));
+  // Either order, multiplier on either side, a bare remainder, truncating division.
+  EXPECT_TRUE(structural_equal(simplify_expr(add(mul(i(8), fmod(x, i(48))), mul(fdiv(x, i(48)), i(384)))), mul(x, i(8))));
+  EXPECT_EQ(simplify_expr(add(mul(fdiv(x, i(6)), i(6)), fmod(x, i(6)))), x);
+  EXPECT_TRUE(structural_equal(simplify_expr(add(mul(Binary(ExprKind::Div, x, i(5)), i(15)), mul(Binary(ExprKind::Mod, x, i(5)), i(3)))), mul(x, i(3))));
+  // Not the identity: another multiplier, other operands, mixed rounding, a divisor
+  // that is not a positive constant.
+  for (Expr e : {add(mul(fdiv(x, i(24)), i(700)), mul(fmod(x, i(24)), i(32))),
+                 add(mul(fdiv(x, i(24)), i(768)), mul(fmod(y, i(24)), i(32))),
+                 add(mul(fdiv(x, i(24)), i(768)), mul(fmod(x, i(12)), i(64))),
+                 add(mul(Binary(ExprKind::Div, x, i(24)), i(768)), mul(fmod(x, i(24)), i(32))),
+                 add(mul(fdiv(x, i(-4)), i(-4)), fmod(x, i(-4))), add(mul(fdiv(x, y), y), fmod(x, y))})
+    EXPECT_TRUE(structural_equal(simplify_expr(e), e));
+  // The operand is evaluated once afterwards: a call with side effects keeps both.
+  Expr ext = Call(i32, "call_extern", {StringImm("int32"), StringImm("tick")});
+  Expr twice = add(mul(fdiv(ext, i(4)), i(4)), fmod(ext, i(4)));
+  EXPECT_TRUE(structural_equal(simplify_expr(twice), twice));
+  // Exact in every int32: checked against the C semantics on edge values.
+  for (int64_t v : {int64_t{0}, int64_t{1}, int64_t{-1}, int64_t{47}, int64_t{-49}, int64_t{INT32_MAX}, int64_t{INT32_MIN}}) {
+    Expr folded = simplify_expr(add(mul(fdiv(i(v), i(48)), i(384)), mul(fmod(i(v), i(48)), i(8))));
+    EXPECT_EQ(*as_const_int(folded), wrap_int(i32, v * 8)) << v;
+  }
+}
+
 TEST(SimplifyIdentity, ReassociatesIntegerConstants) {
   Var x = MakeVar("i", i32);
   EXPECT_TRUE(structural_equal(simplify_expr(add(mul(x, i(1)), add(i(3), i(4)))), add(x, i(7))));

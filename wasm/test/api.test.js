@@ -446,6 +446,34 @@ test('mtir_import_onnx: the core\'s ONNX converter on a decoded model', () => {
   }
 });
 
+// VWW's first four layers run band by band (patch stages), one kernel per band shape: the
+// model view lists them all, so the page times every band.
+test('vww.tflite: the model view names every band kernel of a patched layer', () => {
+  const bytes = fs.readFileSync(path.join(src, 'tests/tflite/models/vww_96_int8.tflite'));
+  const imported = mtir.importTflite(bytes, 'vww_96_int8.tflite');
+  assert.equal(imported.ok, true, imported.message);
+  const graph = JSON.parse(imported.graph);  // its first four layers: compiled in a moment
+  graph.nodes = graph.nodes.slice(0, 4);
+  graph.outputs = [graph.nodes[3].name];
+  const used = new Set(graph.nodes.flatMap((n) => n.inputs));
+  graph.constants = graph.constants.filter((c) => used.has(c.name));
+  for (const name of Object.keys(graph.quantization)) if (!graph.inputs.some((i) => i.name === name)) delete graph.quantization[name];
+  const r = mtir.compile({ source: { kind: 'graph', text: JSON.stringify(graph), filename: 'vww4.json', files: {} }, target: C_INTERFACE });
+  assert.equal(r.ok, true, JSON.stringify(r.diagnostics));
+  const patched = r.model.nodes.filter((n) => n.band_kernels);
+  assert.ok(patched.length >= 1, 'VWW has a patched layer');
+  for (const n of patched) {
+    assert.ok(n.band_kernels.length >= 2, `${n.name}: several band shapes`);
+    assert.ok(n.band_kernels.includes(n.kernel), `${n.name}: its shown kernel is one of its bands`);
+    for (const k of n.band_kernels) {
+      assert.match(k, /_band\d+_*$/);
+      assert.match(r.input_ir, new RegExp(`def ${k}\\(`), k);
+    }
+  }
+  // A layer that is not patched has no band list.
+  assert.ok(r.model.nodes.some((n) => n.kernel && !n.band_kernels));
+});
+
 test('.tflite models: the native TFLite frontend in the core gives what `microtir import` writes', () => {
   const models = path.join(src, 'tests/tflite/models');
   for (const file of ['kws_ref_model.tflite', 'ad01_int8.tflite']) {

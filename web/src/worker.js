@@ -87,14 +87,26 @@ function layerRuns(msPerInference, timingRuns) {
 // (wasm_backend.mjs, instrumentKernels), run `timingRuns` times. The timed module
 // stays uninstrumented, so its figure is not inflated by the timer calls.
 async function timeLayers(watText, opt, response, inputs, outSizes, timingRuns) {
-  const kernels = [...new Set(response.model.nodes.map((n) => n.kernel).filter(Boolean))];
+  // Every kernel function, and the kernel the page shows it under: a node run band by band
+  // (patch stages) has one function per band shape, its time summed under its first.
+  const shownAs = new Map();
+  for (const n of response.model.nodes) if (n.kernel) for (const k of n.band_kernels || [n.kernel]) shownAs.set(k, n.kernel);
+  const kernels = [...shownAs.keys()];
   if (!kernels.length) return null;
   const { binary } = await backend.assemble(watText, opt, response.metadata.model_name, { profileKernels: kernels });
   const timer = backend.layerTimer(kernels.length);
   const runs = Math.max(1, timingRuns);
   await backend.run(binary, inputs, outSizes, { timingRuns: runs, timer });
   const inferences = runs + 1;  // run() calls the model once before its timed runs
-  return kernels.map((kernel, i) => ({ kernel, calls: timer.calls[i] / inferences, ms: timer.totalMs[i] / inferences }));
+  const layers = new Map();
+  kernels.forEach((k, i) => {
+    const kernel = shownAs.get(k);
+    const layer = layers.get(kernel) || { kernel, calls: 0, ms: 0 };
+    layer.calls += timer.calls[i] / inferences;
+    layer.ms += timer.totalMs[i] / inferences;
+    layers.set(kernel, layer);
+  });
+  return [...layers.values()];
 }
 
 self.onmessage = async (event) => {

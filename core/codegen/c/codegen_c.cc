@@ -932,7 +932,17 @@ class FunctionEmitter {
           else throw_last_error(call);
           return;
         }
+        // An operator call whose code is not checked (a kernel that cannot fail,
+        // lower_call_tir): between the profiling hooks too.
+        const std::string callee = module_callee(op->value);
+        const std::string index = std::to_string(profile_points_);
+        if (!callee.empty()) {
+          (*helpers_)["TVMGEN_PROFILE"] = kProfileHooks;
+          line("TVMGEN_PROFILE_BEGIN(" + index + ", \"" + callee + "\");");
+          ++profile_points_;
+        }
         line(std::string(op->value->kind == ExprKind::Call ? "" : "(void)") + expr(op->value) + ";");
+        if (!callee.empty()) line("TVMGEN_PROFILE_END(" + index + ");");
         return;
       }
       case StmtKind::Allocate: emit_allocate(static_cast<const AllocateNode*>(s.get())); return;

@@ -472,12 +472,18 @@ class FunctionEmitter {
     for (auto it = loads_.begin(); it != loads_.end();)
       it = it->second.data == data || !own_memory_.count(it->second.data) ? loads_.erase(it) : std::next(it);
   }
-  void forget_loads() { loads_.clear(); }
-  // An expression that runs only on one branch: what it loads is not known after it.
+  void forget_loads() {
+    loads_.clear();
+    ++forgotten_;
+  }
+  // An expression that runs only on one branch: what it loads is not known after it,
+  // and a call on the branch (which may write memory) makes what was loaded before stale.
   WVal conditional_expr(const Expr& e) {
     auto saved = loads_;
+    const int64_t forgotten = forgotten_;
     WVal v = expr(e);
-    loads_ = std::move(saved);
+    if (forgotten == forgotten_) loads_ = std::move(saved);
+    else forget_loads();
     return v;
   }
 
@@ -1374,6 +1380,7 @@ class FunctionEmitter {
   std::vector<Promoted> promoted_;
   std::map<std::string, LoadedValue> loads_;  // load text -> its value's local (reused_load)
   std::set<std::string> unread_loads_;        // locals of reused_load no local.get reads
+  int64_t forgotten_ = 0;      // forget_loads calls so far
   int64_t mutable_reads_ = 0;  // reads of register array elements and promoted accumulators so far
   std::unordered_map<const VarNode*, std::vector<std::string>> register_arrays_;  // data -> a local per element
   bool noalias_ = noalias_param(func_, -1);  // the vectorizer's promise covers every buffer

@@ -142,17 +142,11 @@ int32_t axpb(TVMValue* args, int32_t* arg_type_ids, int32_t num_args, TVMValue* 
 
 static int32_t rows_compute(float* A, float* B, int32_t b) {
   TVMGEN_PROFILE_BEGIN(0, "axpb_compute");
-  int32_t call_rc = axpb_compute((&A[0]), (&B[4]), b);
+  axpb_compute((&A[0]), (&B[4]), b);
   TVMGEN_PROFILE_END(0);
-  if (call_rc != 0) {
-    return call_rc;
-  }
   TVMGEN_PROFILE_BEGIN(1, "axpb_compute");
-  int32_t call_rc_1 = axpb_compute((&A[4]), (&B[0]), ((int32_t)((uint32_t)b + (uint32_t)1)));
+  axpb_compute((&A[4]), (&B[0]), ((int32_t)((uint32_t)b + (uint32_t)1)));
   TVMGEN_PROFILE_END(1);
-  if (call_rc_1 != 0) {
-    return call_rc_1;
-  }
   return 0;
 }
 
@@ -296,33 +290,17 @@ static int32_t top_compute(float* M, float* Out, int32_t bias) {
     return call_rc_1;
   }
   TVMGEN_PROFILE_BEGIN(2, "axpb_compute");
-  int32_t call_rc_2 = axpb_compute((&M[16]), (&Out[0]), bias);
+  axpb_compute((&M[16]), (&Out[0]), bias);
   TVMGEN_PROFILE_END(2);
-  if (call_rc_2 != 0) {
-    (void)TVMBackendFreeWorkspace(1, 0, workspace_float32);
-    return call_rc_2;
-  }
   TVMGEN_PROFILE_BEGIN(3, "axpb_compute");
-  int32_t call_rc_3 = axpb_compute((&M[20]), (&Out[4]), ((int32_t)((uint32_t)0 - (uint32_t)bias)));
+  axpb_compute((&M[20]), (&Out[4]), ((int32_t)((uint32_t)0 - (uint32_t)bias)));
   TVMGEN_PROFILE_END(3);
-  if (call_rc_3 != 0) {
-    (void)TVMBackendFreeWorkspace(1, 0, workspace_float32);
-    return call_rc_3;
-  }
   TVMGEN_PROFILE_BEGIN(4, "axpb_compute");
-  int32_t call_rc_4 = axpb_compute((&workspace_float32[4]), (&Out[16]), 7);
+  axpb_compute((&workspace_float32[4]), (&Out[16]), 7);
   TVMGEN_PROFILE_END(4);
-  if (call_rc_4 != 0) {
-    (void)TVMBackendFreeWorkspace(1, 0, workspace_float32);
-    return call_rc_4;
-  }
   TVMGEN_PROFILE_BEGIN(5, "axpb_compute");
-  int32_t call_rc_5 = axpb_compute((&M[12]), (&Out[20]), 1);
+  axpb_compute((&M[12]), (&Out[20]), 1);
   TVMGEN_PROFILE_END(5);
-  if (call_rc_5 != 0) {
-    (void)TVMBackendFreeWorkspace(1, 0, workspace_float32);
-    return call_rc_5;
-  }
   if (TVMBackendFreeWorkspace(1, 0, workspace_float32) != 0) {
     return -1;
   }

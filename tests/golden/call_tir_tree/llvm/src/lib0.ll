@@ -49,28 +49,14 @@ body.start:
   %.t4 = getelementptr inbounds float, float* %.t3, i32 4
   %.t5 = bitcast float* %.t4 to i8*
   %.t6 = call i32 @axpb(i8* %.t2, i8* %.t5, i32 %p.b)
-  %.t7 = icmp ne i32 %.t6, 0
-  br i1 %.t7, label %if.then.0, label %if.end.1
-if.then.0:
-  ret i32 %.t6
-after.ret.2:
-  br label %if.end.1
-if.end.1:
-  %.t8 = bitcast i8* %p.A_data to float*
-  %.t9 = getelementptr inbounds float, float* %.t8, i32 4
-  %.t10 = bitcast float* %.t9 to i8*
-  %.t11 = bitcast i8* %p.B_data to float*
-  %.t12 = getelementptr inbounds float, float* %.t11, i32 0
-  %.t13 = bitcast float* %.t12 to i8*
-  %.t14 = add i32 %p.b, 1
-  %.t15 = call i32 @axpb(i8* %.t10, i8* %.t13, i32 %.t14)
-  %.t16 = icmp ne i32 %.t15, 0
-  br i1 %.t16, label %if.then.3, label %if.end.4
-if.then.3:
-  ret i32 %.t15
-after.ret.5:
-  br label %if.end.4
-if.end.4:
+  %.t7 = bitcast i8* %p.A_data to float*
+  %.t8 = getelementptr inbounds float, float* %.t7, i32 4
+  %.t9 = bitcast float* %.t8 to i8*
+  %.t10 = bitcast i8* %p.B_data to float*
+  %.t11 = getelementptr inbounds float, float* %.t10, i32 0
+  %.t12 = bitcast float* %.t11 to i8*
+  %.t13 = add i32 %p.b, 1
+  %.t14 = call i32 @axpb(i8* %.t9, i8* %.t12, i32 %.t13)
   ret i32 0
 }
 
@@ -123,68 +109,36 @@ if.end.7:
   %.t22 = getelementptr inbounds float, float* %.t21, i32 0
   %.t23 = bitcast float* %.t22 to i8*
   %.t24 = call i32 @axpb(i8* %.t20, i8* %.t23, i32 %p.bias)
-  %.t25 = icmp ne i32 %.t24, 0
-  br i1 %.t25, label %if.then.9, label %if.end.10
-if.then.9:
-  call i32 @TVMBackendFreeWorkspace(i32 1, i32 0, i8* %.t0)
-  ret i32 %.t24
-after.ret.11:
-  br label %if.end.10
-if.end.10:
-  %.t26 = bitcast i8* %p.M_data to float*
-  %.t27 = getelementptr inbounds float, float* %.t26, i32 20
-  %.t28 = bitcast float* %.t27 to i8*
-  %.t29 = bitcast i8* %p.Out_data to float*
-  %.t30 = getelementptr inbounds float, float* %.t29, i32 4
-  %.t31 = bitcast float* %.t30 to i8*
-  %.t32 = sub i32 0, %p.bias
-  %.t33 = call i32 @axpb(i8* %.t28, i8* %.t31, i32 %.t32)
-  %.t34 = icmp ne i32 %.t33, 0
-  br i1 %.t34, label %if.then.12, label %if.end.13
-if.then.12:
-  call i32 @TVMBackendFreeWorkspace(i32 1, i32 0, i8* %.t0)
-  ret i32 %.t33
-after.ret.14:
-  br label %if.end.13
-if.end.13:
-  %.t35 = bitcast i8* %.t0 to float*
-  %.t36 = getelementptr inbounds float, float* %.t35, i32 4
-  %.t37 = bitcast float* %.t36 to i8*
-  %.t38 = bitcast i8* %p.Out_data to float*
-  %.t39 = getelementptr inbounds float, float* %.t38, i32 16
-  %.t40 = bitcast float* %.t39 to i8*
-  %.t41 = call i32 @axpb(i8* %.t37, i8* %.t40, i32 7)
-  %.t42 = icmp ne i32 %.t41, 0
-  br i1 %.t42, label %if.then.15, label %if.end.16
-if.then.15:
-  call i32 @TVMBackendFreeWorkspace(i32 1, i32 0, i8* %.t0)
-  ret i32 %.t41
-after.ret.17:
-  br label %if.end.16
-if.end.16:
-  %.t43 = bitcast i8* %p.M_data to float*
-  %.t44 = getelementptr inbounds float, float* %.t43, i32 12
+  %.t25 = bitcast i8* %p.M_data to float*
+  %.t26 = getelementptr inbounds float, float* %.t25, i32 20
+  %.t27 = bitcast float* %.t26 to i8*
+  %.t28 = bitcast i8* %p.Out_data to float*
+  %.t29 = getelementptr inbounds float, float* %.t28, i32 4
+  %.t30 = bitcast float* %.t29 to i8*
+  %.t31 = sub i32 0, %p.bias
+  %.t32 = call i32 @axpb(i8* %.t27, i8* %.t30, i32 %.t31)
+  %.t33 = bitcast i8* %.t0 to float*
+  %.t34 = getelementptr inbounds float, float* %.t33, i32 4
+  %.t35 = bitcast float* %.t34 to i8*
+  %.t36 = bitcast i8* %p.Out_data to float*
+  %.t37 = getelementptr inbounds float, float* %.t36, i32 16
+  %.t38 = bitcast float* %.t37 to i8*
+  %.t39 = call i32 @axpb(i8* %.t35, i8* %.t38, i32 7)
+  %.t40 = bitcast i8* %p.M_data to float*
+  %.t41 = getelementptr inbounds float, float* %.t40, i32 12
+  %.t42 = bitcast float* %.t41 to i8*
+  %.t43 = bitcast i8* %p.Out_data to float*
+  %.t44 = getelementptr inbounds float, float* %.t43, i32 20
   %.t45 = bitcast float* %.t44 to i8*
-  %.t46 = bitcast i8* %p.Out_data to float*
-  %.t47 = getelementptr inbounds float, float* %.t46, i32 20
-  %.t48 = bitcast float* %.t47 to i8*
-  %.t49 = call i32 @axpb(i8* %.t45, i8* %.t48, i32 1)
-  %.t50 = icmp ne i32 %.t49, 0
-  br i1 %.t50, label %if.then.18, label %if.end.19
-if.then.18:
-  call i32 @TVMBackendFreeWorkspace(i32 1, i32 0, i8* %.t0)
-  ret i32 %.t49
-after.ret.20:
-  br label %if.end.19
-if.end.19:
-  %.t51 = call i32 @TVMBackendFreeWorkspace(i32 1, i32 0, i8* %.t0)
-  %.t52 = icmp ne i32 %.t51, 0
-  br i1 %.t52, label %free.fail.21, label %free.ok.22
-free.fail.21:
+  %.t46 = call i32 @axpb(i8* %.t42, i8* %.t45, i32 1)
+  %.t47 = call i32 @TVMBackendFreeWorkspace(i32 1, i32 0, i8* %.t0)
+  %.t48 = icmp ne i32 %.t47, 0
+  br i1 %.t48, label %free.fail.9, label %free.ok.10
+free.fail.9:
   ret i32 -1
-after.ret.23:
-  br label %free.ok.22
-free.ok.22:
+after.ret.11:
+  br label %free.ok.10
+free.ok.10:
   ret i32 0
 }
 

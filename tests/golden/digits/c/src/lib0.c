@@ -17,7 +17,7 @@ static inline float mtir_max_f32(float a, float b) {
 }
 
 int32_t tvmgen_digits_fused_bn1_relu1(float* restrict data, float* restrict weight, float* restrict bias, float* restrict out);
-int32_t tvmgen_digits_pool1(float* restrict data, float* restrict out, int32_t merged_c0, int32_t merged_c1, int32_t merged_c2, int32_t merged_c3, int32_t merged_c4, int32_t merged_c5, int32_t merged_c6);
+int32_t tvmgen_digits_pool1(float* restrict data, float* restrict out, int32_t merged_c0, int32_t merged_c1, int32_t merged_c2, int32_t merged_c3, int32_t merged_c4);
 int32_t tvmgen_digits_fused_conv2_relu2(float* restrict data, float* restrict weight, float* restrict bias, float* restrict out);
 int32_t tvmgen_digits_fc(float* restrict data, float* restrict weight, float* restrict bias, float* restrict out);
 int32_t tvmgen_digits_probs(float* restrict data, float* restrict out);
@@ -63,12 +63,10 @@ int32_t tvmgen_digits_fused_bn1_relu1(float* restrict data, float* restrict weig
   return 0;
 }
 
-int32_t tvmgen_digits_pool1(float* restrict data, float* restrict out, int32_t merged_c0, int32_t merged_c1, int32_t merged_c2, int32_t merged_c3, int32_t merged_c4, int32_t merged_c5, int32_t merged_c6) {
-  (void)merged_c3;
-  (void)merged_c4;
+int32_t tvmgen_digits_pool1(float* restrict data, float* restrict out, int32_t merged_c0, int32_t merged_c1, int32_t merged_c2, int32_t merged_c3, int32_t merged_c4) {
   for (int32_t c = 0; c < merged_c0; ++c) {
-    int32_t oh_inv5 = ((int32_t)((uint32_t)c * (uint32_t)merged_c5));
-    int32_t oh_inv6 = ((int32_t)((uint32_t)c * (uint32_t)merged_c6));
+    int32_t oh_inv5 = ((int32_t)((uint32_t)c * (uint32_t)merged_c3));
+    int32_t oh_inv6 = ((int32_t)((uint32_t)c * (uint32_t)merged_c4));
     for (int32_t oh = 0; oh < merged_c2; ++oh) {
       int32_t ow_inv3 = ((int32_t)((uint32_t)oh_inv5 + (uint32_t)((int32_t)((uint32_t)oh * (uint32_t)merged_c2))));
       int32_t ow_inv4 = ((int32_t)((uint32_t)oh_inv6 + (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)oh * (uint32_t)2)) * (uint32_t)merged_c1))));
@@ -148,26 +146,23 @@ int32_t tvmgen_digits_fc(float* restrict data, float* restrict weight, float* re
 }
 
 int32_t tvmgen_digits_probs(float* restrict data, float* restrict out) {
-  float* workspace_float32 = (float*)TVMBackendAllocWorkspace(1, 0, (uint64_t)32, 2, 32);
-  if (workspace_float32 == NULL) {
-    return -1;
-  }
-  workspace_float32[0] = (-INFINITY);
+  float max_val[1];
+  (void)max_val;
+  float sum_val[1];
+  (void)sum_val;
+  max_val[0] = (-INFINITY);
   for (int32_t k0 = 0; k0 < 10; ++k0) {
-    workspace_float32[0] = mtir_max_f32(workspace_float32[0], data[k0]);
+    max_val[0] = mtir_max_f32(max_val[0], data[k0]);
   }
-  float row_max = workspace_float32[0];
-  workspace_float32[4] = 0.0f;
+  float row_max = max_val[0];
+  sum_val[0] = 0.0f;
   for (int32_t k1 = 0; k1 < 10; ++k1) {
     out[k1] = expf((data[k1] - row_max));
-    workspace_float32[4] = (workspace_float32[4] + out[k1]);
+    sum_val[0] = (sum_val[0] + out[k1]);
   }
-  float row_sum = workspace_float32[4];
+  float row_sum = sum_val[0];
   for (int32_t k2 = 0; k2 < 10; ++k2) {
     out[k2] = (out[k2] / row_sum);
-  }
-  if (TVMBackendFreeWorkspace(1, 0, workspace_float32) != 0) {
-    return -1;
   }
   return 0;
 }
@@ -185,40 +180,24 @@ int32_t tvmgen_digits___tvm_main__(float* restrict x, float* restrict bn1_bias, 
     return call_rc;
   }
   TVMGEN_PROFILE_BEGIN(1, "tvmgen_digits_pool1");
-  int32_t call_rc_1 = tvmgen_digits_pool1((&workspace_float32[0]), (&workspace_float32[512]), 8, 8, 4, 512, 128, 16, 64);
+  tvmgen_digits_pool1((&workspace_float32[0]), (&workspace_float32[512]), 8, 8, 4, 16, 64);
   TVMGEN_PROFILE_END(1);
+  TVMGEN_PROFILE_BEGIN(2, "tvmgen_digits_fused_conv2_relu2");
+  int32_t call_rc_1 = tvmgen_digits_fused_conv2_relu2((&workspace_float32[512]), (&conv2_w[0]), (&conv2_b[0]), (&workspace_float32[0]));
+  TVMGEN_PROFILE_END(2);
   if (call_rc_1 != 0) {
     (void)TVMBackendFreeWorkspace(1, 0, workspace_float32);
     return call_rc_1;
   }
-  TVMGEN_PROFILE_BEGIN(2, "tvmgen_digits_fused_conv2_relu2");
-  int32_t call_rc_2 = tvmgen_digits_fused_conv2_relu2((&workspace_float32[512]), (&conv2_w[0]), (&conv2_b[0]), (&workspace_float32[0]));
-  TVMGEN_PROFILE_END(2);
-  if (call_rc_2 != 0) {
-    (void)TVMBackendFreeWorkspace(1, 0, workspace_float32);
-    return call_rc_2;
-  }
   TVMGEN_PROFILE_BEGIN(3, "tvmgen_digits_pool2");
-  int32_t call_rc_3 = tvmgen_digits_pool1((&workspace_float32[0]), (&workspace_float32[256]), 16, 4, 2, 256, 64, 4, 16);
+  tvmgen_digits_pool1((&workspace_float32[0]), (&workspace_float32[256]), 16, 4, 2, 4, 16);
   TVMGEN_PROFILE_END(3);
-  if (call_rc_3 != 0) {
-    (void)TVMBackendFreeWorkspace(1, 0, workspace_float32);
-    return call_rc_3;
-  }
   TVMGEN_PROFILE_BEGIN(4, "tvmgen_digits_fc");
-  int32_t call_rc_4 = tvmgen_digits_fc((&workspace_float32[256]), (&fc_w[0]), (&fc_b[0]), (&workspace_float32[0]));
+  tvmgen_digits_fc((&workspace_float32[256]), (&fc_w[0]), (&fc_b[0]), (&workspace_float32[0]));
   TVMGEN_PROFILE_END(4);
-  if (call_rc_4 != 0) {
-    (void)TVMBackendFreeWorkspace(1, 0, workspace_float32);
-    return call_rc_4;
-  }
   TVMGEN_PROFILE_BEGIN(5, "tvmgen_digits_probs");
-  int32_t call_rc_5 = tvmgen_digits_probs((&workspace_float32[0]), (&probs[0]));
+  tvmgen_digits_probs((&workspace_float32[0]), (&probs[0]));
   TVMGEN_PROFILE_END(5);
-  if (call_rc_5 != 0) {
-    (void)TVMBackendFreeWorkspace(1, 0, workspace_float32);
-    return call_rc_5;
-  }
   if (TVMBackendFreeWorkspace(1, 0, workspace_float32) != 0) {
     return -1;
   }

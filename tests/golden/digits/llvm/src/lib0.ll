@@ -198,7 +198,7 @@ free.ok.41:
   ret i32 0
 }
 
-define i32 @tvmgen_digits_pool1(i8* noalias %p.data_data, i8* noalias %p.out_data, i32 %p.merged_c0, i32 %p.merged_c1, i32 %p.merged_c2, i32 %p.merged_c3, i32 %p.merged_c4, i32 %p.merged_c5, i32 %p.merged_c6) #0 {
+define i32 @tvmgen_digits_pool1(i8* noalias %p.data_data, i8* noalias %p.out_data, i32 %p.merged_c0, i32 %p.merged_c1, i32 %p.merged_c2, i32 %p.merged_c3, i32 %p.merged_c4) #0 {
 entry:
   br label %body.start
 body.start:
@@ -208,8 +208,8 @@ for.head.0:
   %.t0 = icmp slt i32 %c, %p.merged_c0
   br i1 %.t0, label %for.body.1, label %for.end.3
 for.body.1:
-  %.t1 = mul i32 %c, %p.merged_c5
-  %.t2 = mul i32 %c, %p.merged_c6
+  %.t1 = mul i32 %c, %p.merged_c3
+  %.t2 = mul i32 %c, %p.merged_c4
   br label %for.head.4
 for.head.4:
   %oh = phi i32 [ 0, %for.body.1 ], [ %oh.next, %for.latch.6 ]
@@ -557,105 +557,93 @@ for.end.3:
 
 define i32 @tvmgen_digits_probs(i8* noalias %p.data_data, i8* noalias %p.out_data) #0 {
 entry:
+  %max_val = alloca float, align 4
+  %max_val.ptr = bitcast float* %max_val to i8*
+  %sum_val = alloca float, align 4
+  %sum_val.ptr = bitcast float* %sum_val to i8*
   br label %body.start
 body.start:
-  %.t0 = call i8* @TVMBackendAllocWorkspace(i32 1, i32 0, i64 32, i32 2, i32 32)
-  %.t1 = icmp eq i8* %.t0, null
-  br i1 %.t1, label %alloc.fail.0, label %alloc.ok.1
-alloc.fail.0:
-  ret i32 -1
-after.ret.2:
-  br label %alloc.ok.1
-alloc.ok.1:
-  %.t2 = bitcast i8* %.t0 to float*
-  %.t3 = getelementptr inbounds float, float* %.t2, i32 0
-  store float 0xFFF0000000000000, float* %.t3, align 4
-  br label %for.head.3
-for.head.3:
-  %k0 = phi i32 [ 0, %alloc.ok.1 ], [ %k0.next, %for.latch.5 ]
-  %.t4 = icmp slt i32 %k0, 10
-  br i1 %.t4, label %for.body.4, label %for.end.6
-for.body.4:
-  %.t5 = bitcast i8* %.t0 to float*
-  %.t6 = getelementptr inbounds float, float* %.t5, i32 0
-  %.t7 = load float, float* %.t6, align 4
-  %.t8 = bitcast i8* %p.data_data to float*
-  %.t9 = getelementptr inbounds float, float* %.t8, i32 %k0
-  %.t10 = load float, float* %.t9, align 4
-  %.t11 = fcmp ogt float %.t7, %.t10
-  %.t12 = select i1 %.t11, float %.t7, float %.t10
-  %.t13 = bitcast i8* %.t0 to float*
-  %.t14 = getelementptr inbounds float, float* %.t13, i32 0
-  store float %.t12, float* %.t14, align 4
-  br label %for.latch.5
-for.latch.5:
+  %.t0 = bitcast i8* %max_val.ptr to float*
+  %.t1 = getelementptr inbounds float, float* %.t0, i32 0
+  store float 0xFFF0000000000000, float* %.t1, align 4
+  br label %for.head.0
+for.head.0:
+  %k0 = phi i32 [ 0, %body.start ], [ %k0.next, %for.latch.2 ]
+  %.t2 = icmp slt i32 %k0, 10
+  br i1 %.t2, label %for.body.1, label %for.end.3
+for.body.1:
+  %.t3 = bitcast i8* %max_val.ptr to float*
+  %.t4 = getelementptr inbounds float, float* %.t3, i32 0
+  %.t5 = load float, float* %.t4, align 4
+  %.t6 = bitcast i8* %p.data_data to float*
+  %.t7 = getelementptr inbounds float, float* %.t6, i32 %k0
+  %.t8 = load float, float* %.t7, align 4
+  %.t9 = fcmp ogt float %.t5, %.t8
+  %.t10 = select i1 %.t9, float %.t5, float %.t8
+  %.t11 = bitcast i8* %max_val.ptr to float*
+  %.t12 = getelementptr inbounds float, float* %.t11, i32 0
+  store float %.t10, float* %.t12, align 4
+  br label %for.latch.2
+for.latch.2:
   %k0.next = add nsw i32 %k0, 1
-  br label %for.head.3
-for.end.6:
-  %.t15 = bitcast i8* %.t0 to float*
-  %.t16 = getelementptr inbounds float, float* %.t15, i32 0
-  %.t17 = load float, float* %.t16, align 4
-  %.t18 = bitcast i8* %.t0 to float*
-  %.t19 = getelementptr inbounds float, float* %.t18, i32 4
-  store float 0x0000000000000000, float* %.t19, align 4
-  br label %for.head.7
-for.head.7:
-  %k1 = phi i32 [ 0, %for.end.6 ], [ %k1.next, %for.latch.9 ]
-  %.t20 = icmp slt i32 %k1, 10
-  br i1 %.t20, label %for.body.8, label %for.end.10
-for.body.8:
-  %.t21 = bitcast i8* %p.data_data to float*
-  %.t22 = getelementptr inbounds float, float* %.t21, i32 %k1
-  %.t23 = load float, float* %.t22, align 4
-  %.t24 = fsub float %.t23, %.t17
-  %.t25 = call float @llvm.exp.f32(float %.t24)
-  %.t26 = bitcast i8* %p.out_data to float*
-  %.t27 = getelementptr inbounds float, float* %.t26, i32 %k1
-  store float %.t25, float* %.t27, align 4
-  %.t28 = bitcast i8* %.t0 to float*
-  %.t29 = getelementptr inbounds float, float* %.t28, i32 4
-  %.t30 = load float, float* %.t29, align 4
-  %.t31 = bitcast i8* %p.out_data to float*
-  %.t32 = getelementptr inbounds float, float* %.t31, i32 %k1
-  %.t33 = load float, float* %.t32, align 4
-  %.t34 = fadd float %.t30, %.t33
-  %.t35 = bitcast i8* %.t0 to float*
-  %.t36 = getelementptr inbounds float, float* %.t35, i32 4
-  store float %.t34, float* %.t36, align 4
-  br label %for.latch.9
-for.latch.9:
+  br label %for.head.0
+for.end.3:
+  %.t13 = bitcast i8* %max_val.ptr to float*
+  %.t14 = getelementptr inbounds float, float* %.t13, i32 0
+  %.t15 = load float, float* %.t14, align 4
+  %.t16 = bitcast i8* %sum_val.ptr to float*
+  %.t17 = getelementptr inbounds float, float* %.t16, i32 0
+  store float 0x0000000000000000, float* %.t17, align 4
+  br label %for.head.4
+for.head.4:
+  %k1 = phi i32 [ 0, %for.end.3 ], [ %k1.next, %for.latch.6 ]
+  %.t18 = icmp slt i32 %k1, 10
+  br i1 %.t18, label %for.body.5, label %for.end.7
+for.body.5:
+  %.t19 = bitcast i8* %p.data_data to float*
+  %.t20 = getelementptr inbounds float, float* %.t19, i32 %k1
+  %.t21 = load float, float* %.t20, align 4
+  %.t22 = fsub float %.t21, %.t15
+  %.t23 = call float @llvm.exp.f32(float %.t22)
+  %.t24 = bitcast i8* %p.out_data to float*
+  %.t25 = getelementptr inbounds float, float* %.t24, i32 %k1
+  store float %.t23, float* %.t25, align 4
+  %.t26 = bitcast i8* %sum_val.ptr to float*
+  %.t27 = getelementptr inbounds float, float* %.t26, i32 0
+  %.t28 = load float, float* %.t27, align 4
+  %.t29 = bitcast i8* %p.out_data to float*
+  %.t30 = getelementptr inbounds float, float* %.t29, i32 %k1
+  %.t31 = load float, float* %.t30, align 4
+  %.t32 = fadd float %.t28, %.t31
+  %.t33 = bitcast i8* %sum_val.ptr to float*
+  %.t34 = getelementptr inbounds float, float* %.t33, i32 0
+  store float %.t32, float* %.t34, align 4
+  br label %for.latch.6
+for.latch.6:
   %k1.next = add nsw i32 %k1, 1
-  br label %for.head.7
-for.end.10:
-  %.t37 = bitcast i8* %.t0 to float*
-  %.t38 = getelementptr inbounds float, float* %.t37, i32 4
-  %.t39 = load float, float* %.t38, align 4
-  br label %for.head.11
-for.head.11:
-  %k2 = phi i32 [ 0, %for.end.10 ], [ %k2.next, %for.latch.13 ]
-  %.t40 = icmp slt i32 %k2, 10
-  br i1 %.t40, label %for.body.12, label %for.end.14
-for.body.12:
-  %.t41 = bitcast i8* %p.out_data to float*
-  %.t42 = getelementptr inbounds float, float* %.t41, i32 %k2
-  %.t43 = load float, float* %.t42, align 4
-  %.t44 = fdiv float %.t43, %.t39
-  %.t45 = bitcast i8* %p.out_data to float*
-  %.t46 = getelementptr inbounds float, float* %.t45, i32 %k2
-  store float %.t44, float* %.t46, align 4
-  br label %for.latch.13
-for.latch.13:
+  br label %for.head.4
+for.end.7:
+  %.t35 = bitcast i8* %sum_val.ptr to float*
+  %.t36 = getelementptr inbounds float, float* %.t35, i32 0
+  %.t37 = load float, float* %.t36, align 4
+  br label %for.head.8
+for.head.8:
+  %k2 = phi i32 [ 0, %for.end.7 ], [ %k2.next, %for.latch.10 ]
+  %.t38 = icmp slt i32 %k2, 10
+  br i1 %.t38, label %for.body.9, label %for.end.11
+for.body.9:
+  %.t39 = bitcast i8* %p.out_data to float*
+  %.t40 = getelementptr inbounds float, float* %.t39, i32 %k2
+  %.t41 = load float, float* %.t40, align 4
+  %.t42 = fdiv float %.t41, %.t37
+  %.t43 = bitcast i8* %p.out_data to float*
+  %.t44 = getelementptr inbounds float, float* %.t43, i32 %k2
+  store float %.t42, float* %.t44, align 4
+  br label %for.latch.10
+for.latch.10:
   %k2.next = add nsw i32 %k2, 1
-  br label %for.head.11
-for.end.14:
-  %.t47 = call i32 @TVMBackendFreeWorkspace(i32 1, i32 0, i8* %.t0)
-  %.t48 = icmp ne i32 %.t47, 0
-  br i1 %.t48, label %free.fail.15, label %free.ok.16
-free.fail.15:
-  ret i32 -1
-after.ret.17:
-  br label %free.ok.16
-free.ok.16:
+  br label %for.head.8
+for.end.11:
   ret i32 0
 }
 
@@ -698,95 +686,63 @@ if.end.4:
   %.t19 = bitcast i8* %.t0 to float*
   %.t20 = getelementptr inbounds float, float* %.t19, i32 512
   %.t21 = bitcast float* %.t20 to i8*
-  %.t22 = call i32 @tvmgen_digits_pool1(i8* %.t18, i8* %.t21, i32 8, i32 8, i32 4, i32 512, i32 128, i32 16, i32 64)
-  %.t23 = icmp ne i32 %.t22, 0
-  br i1 %.t23, label %if.then.6, label %if.end.7
+  %.t22 = call i32 @tvmgen_digits_pool1(i8* %.t18, i8* %.t21, i32 8, i32 8, i32 4, i32 16, i32 64)
+  %.t23 = bitcast i8* %.t0 to float*
+  %.t24 = getelementptr inbounds float, float* %.t23, i32 512
+  %.t25 = bitcast float* %.t24 to i8*
+  %.t26 = bitcast i8* %p.conv2_w_data to float*
+  %.t27 = getelementptr inbounds float, float* %.t26, i32 0
+  %.t28 = bitcast float* %.t27 to i8*
+  %.t29 = bitcast i8* %p.conv2_b_data to float*
+  %.t30 = getelementptr inbounds float, float* %.t29, i32 0
+  %.t31 = bitcast float* %.t30 to i8*
+  %.t32 = bitcast i8* %.t0 to float*
+  %.t33 = getelementptr inbounds float, float* %.t32, i32 0
+  %.t34 = bitcast float* %.t33 to i8*
+  %.t35 = call i32 @tvmgen_digits_fused_conv2_relu2(i8* %.t25, i8* %.t28, i8* %.t31, i8* %.t34)
+  %.t36 = icmp ne i32 %.t35, 0
+  br i1 %.t36, label %if.then.6, label %if.end.7
 if.then.6:
   call i32 @TVMBackendFreeWorkspace(i32 1, i32 0, i8* %.t0)
-  ret i32 %.t22
+  ret i32 %.t35
 after.ret.8:
   br label %if.end.7
 if.end.7:
-  %.t24 = bitcast i8* %.t0 to float*
-  %.t25 = getelementptr inbounds float, float* %.t24, i32 512
-  %.t26 = bitcast float* %.t25 to i8*
-  %.t27 = bitcast i8* %p.conv2_w_data to float*
-  %.t28 = getelementptr inbounds float, float* %.t27, i32 0
-  %.t29 = bitcast float* %.t28 to i8*
-  %.t30 = bitcast i8* %p.conv2_b_data to float*
-  %.t31 = getelementptr inbounds float, float* %.t30, i32 0
-  %.t32 = bitcast float* %.t31 to i8*
-  %.t33 = bitcast i8* %.t0 to float*
-  %.t34 = getelementptr inbounds float, float* %.t33, i32 0
-  %.t35 = bitcast float* %.t34 to i8*
-  %.t36 = call i32 @tvmgen_digits_fused_conv2_relu2(i8* %.t26, i8* %.t29, i8* %.t32, i8* %.t35)
-  %.t37 = icmp ne i32 %.t36, 0
-  br i1 %.t37, label %if.then.9, label %if.end.10
-if.then.9:
-  call i32 @TVMBackendFreeWorkspace(i32 1, i32 0, i8* %.t0)
-  ret i32 %.t36
-after.ret.11:
-  br label %if.end.10
-if.end.10:
-  %.t38 = bitcast i8* %.t0 to float*
-  %.t39 = getelementptr inbounds float, float* %.t38, i32 0
-  %.t40 = bitcast float* %.t39 to i8*
-  %.t41 = bitcast i8* %.t0 to float*
-  %.t42 = getelementptr inbounds float, float* %.t41, i32 256
-  %.t43 = bitcast float* %.t42 to i8*
-  %.t44 = call i32 @tvmgen_digits_pool1(i8* %.t40, i8* %.t43, i32 16, i32 4, i32 2, i32 256, i32 64, i32 4, i32 16)
-  %.t45 = icmp ne i32 %.t44, 0
-  br i1 %.t45, label %if.then.12, label %if.end.13
-if.then.12:
-  call i32 @TVMBackendFreeWorkspace(i32 1, i32 0, i8* %.t0)
-  ret i32 %.t44
-after.ret.14:
-  br label %if.end.13
-if.end.13:
-  %.t46 = bitcast i8* %.t0 to float*
-  %.t47 = getelementptr inbounds float, float* %.t46, i32 256
-  %.t48 = bitcast float* %.t47 to i8*
-  %.t49 = bitcast i8* %p.fc_w_data to float*
-  %.t50 = getelementptr inbounds float, float* %.t49, i32 0
-  %.t51 = bitcast float* %.t50 to i8*
-  %.t52 = bitcast i8* %p.fc_b_data to float*
-  %.t53 = getelementptr inbounds float, float* %.t52, i32 0
-  %.t54 = bitcast float* %.t53 to i8*
-  %.t55 = bitcast i8* %.t0 to float*
-  %.t56 = getelementptr inbounds float, float* %.t55, i32 0
-  %.t57 = bitcast float* %.t56 to i8*
-  %.t58 = call i32 @tvmgen_digits_fc(i8* %.t48, i8* %.t51, i8* %.t54, i8* %.t57)
-  %.t59 = icmp ne i32 %.t58, 0
-  br i1 %.t59, label %if.then.15, label %if.end.16
-if.then.15:
-  call i32 @TVMBackendFreeWorkspace(i32 1, i32 0, i8* %.t0)
-  ret i32 %.t58
-after.ret.17:
-  br label %if.end.16
-if.end.16:
-  %.t60 = bitcast i8* %.t0 to float*
+  %.t37 = bitcast i8* %.t0 to float*
+  %.t38 = getelementptr inbounds float, float* %.t37, i32 0
+  %.t39 = bitcast float* %.t38 to i8*
+  %.t40 = bitcast i8* %.t0 to float*
+  %.t41 = getelementptr inbounds float, float* %.t40, i32 256
+  %.t42 = bitcast float* %.t41 to i8*
+  %.t43 = call i32 @tvmgen_digits_pool1(i8* %.t39, i8* %.t42, i32 16, i32 4, i32 2, i32 4, i32 16)
+  %.t44 = bitcast i8* %.t0 to float*
+  %.t45 = getelementptr inbounds float, float* %.t44, i32 256
+  %.t46 = bitcast float* %.t45 to i8*
+  %.t47 = bitcast i8* %p.fc_w_data to float*
+  %.t48 = getelementptr inbounds float, float* %.t47, i32 0
+  %.t49 = bitcast float* %.t48 to i8*
+  %.t50 = bitcast i8* %p.fc_b_data to float*
+  %.t51 = getelementptr inbounds float, float* %.t50, i32 0
+  %.t52 = bitcast float* %.t51 to i8*
+  %.t53 = bitcast i8* %.t0 to float*
+  %.t54 = getelementptr inbounds float, float* %.t53, i32 0
+  %.t55 = bitcast float* %.t54 to i8*
+  %.t56 = call i32 @tvmgen_digits_fc(i8* %.t46, i8* %.t49, i8* %.t52, i8* %.t55)
+  %.t57 = bitcast i8* %.t0 to float*
+  %.t58 = getelementptr inbounds float, float* %.t57, i32 0
+  %.t59 = bitcast float* %.t58 to i8*
+  %.t60 = bitcast i8* %p.probs_data to float*
   %.t61 = getelementptr inbounds float, float* %.t60, i32 0
   %.t62 = bitcast float* %.t61 to i8*
-  %.t63 = bitcast i8* %p.probs_data to float*
-  %.t64 = getelementptr inbounds float, float* %.t63, i32 0
-  %.t65 = bitcast float* %.t64 to i8*
-  %.t66 = call i32 @tvmgen_digits_probs(i8* %.t62, i8* %.t65)
-  %.t67 = icmp ne i32 %.t66, 0
-  br i1 %.t67, label %if.then.18, label %if.end.19
-if.then.18:
-  call i32 @TVMBackendFreeWorkspace(i32 1, i32 0, i8* %.t0)
-  ret i32 %.t66
-after.ret.20:
-  br label %if.end.19
-if.end.19:
-  %.t68 = call i32 @TVMBackendFreeWorkspace(i32 1, i32 0, i8* %.t0)
-  %.t69 = icmp ne i32 %.t68, 0
-  br i1 %.t69, label %free.fail.21, label %free.ok.22
-free.fail.21:
+  %.t63 = call i32 @tvmgen_digits_probs(i8* %.t59, i8* %.t62)
+  %.t64 = call i32 @TVMBackendFreeWorkspace(i32 1, i32 0, i8* %.t0)
+  %.t65 = icmp ne i32 %.t64, 0
+  br i1 %.t65, label %free.fail.9, label %free.ok.10
+free.fail.9:
   ret i32 -1
-after.ret.23:
-  br label %free.ok.22
-free.ok.22:
+after.ret.11:
+  br label %free.ok.10
+free.ok.10:
   ret i32 0
 }
 
