@@ -40,7 +40,7 @@ bool cpu_has_dsp(const std::string& mcpu);
 // Whether code for `triple` (an Arm one) on `mcpu` may use the DSP instructions.
 bool arm_dsp(const std::string& triple, const std::string& mcpu);
 
-// The int8 schedules the target gets: all but smlad and sxtb16 on, those two on for CPUs
+// The int8 schedules the target gets: all but smlad, sxtb16 and smmlar_requant on, those on for CPUs
 // with the DSP extension, minus -disabled-schedules.
 ScheduleOptions schedule_options(const Target& t);
 

@@ -41,6 +41,39 @@ bool per_channel(const json& attrs) {
   return false;
 }
 
+// smmlar_requant (ops/qconv.cc, requantize_channel): where a negative accumulator always
+// ends at the output's lower bound (ReLU: the bound at least the zero point), the
+// smlal_requant table (M, s, R) becomes (2M - 2^32, s + 1, 2R), one SMMLAR per output.
+// Exact while SMMLAR's rounded high word 2R + floor((x * M + 2^30) / 2^31) fits int32:
+// |x| + |2R| + 1 < 2^31, the accumulator x at most |bias| + k * 2^15 (int8 products, or
+// 255 * 128 with the zero point subtracted), and while the shift s + 1 stays below 32.
+// Rewrites `table` and returns true when every channel qualifies.
+bool smmlar_table(const Graph& g, const GraphNode& node, const std::vector<std::string>& inputs, NDArray& table,
+                  int64_t k) {
+  const int32_t zo = static_cast<int32_t>(number_or(node.attrs, "output_zero_point", 0));
+  const ops::ActBounds bounds = ops::activation_bounds(node.attrs.value("activation", std::string("none")),
+                                                       number_or(node.attrs, "output_scale", 1.0), zo);
+  if (bounds.lo < zo || table.shape.size() != 2 || table.shape[1] != 3) return false;
+  const NDArray* bias = nullptr;
+  if (inputs.size() > 2) {
+    auto bit = g.constants.find(inputs[2]);
+    if (bit == g.constants.end() || bit->second.dtype != kI32) return false;
+    bias = &bit->second;
+  }
+  const int64_t channels = table.shape[0];
+  for (int64_t c = 0; c < channels; ++c) {
+    const int64_t s = table.get_int(3 * c + 1), r = table.get_int(3 * c + 2);
+    const int64_t x = std::abs(bias ? bias->get_int(c) : 0) + k * (int64_t{1} << 15);
+    if (s + 1 > 31 || x + 2 * std::abs(r) + 1 >= (int64_t{1} << 31)) return false;
+  }
+  for (int64_t c = 0; c < channels; ++c) {
+    table.set_int(3 * c, table.get_int(3 * c) * 2 - (int64_t{1} << 32));
+    table.set_int(3 * c + 1, table.get_int(3 * c + 1) + 1);
+    table.set_int(3 * c + 2, table.get_int(3 * c + 2) * 2);
+  }
+  return true;
+}
+
 // The schedules a node of `op` can take; the rest are recorded as off.
 void prepare_matmul_node(Graph& g, GraphNode& node, const ScheduleOptions& opts, std::set<std::string>& maybe_unused) {
   const bool conv = node.op == "qconv2d";
@@ -52,6 +85,7 @@ void prepare_matmul_node(Graph& g, GraphNode& node, const ScheduleOptions& opts,
                {"fold_output_zero_point", false}, {"few_channels", false},
                {"depthwise_tile", conv && opts.depthwise_tile},
                {"depthwise_border_tiles", conv && opts.depthwise_border_tiles}, {"smlal_requant", false},
+               {"smmlar_requant", false},
                {"dense_chunks", false}};
   auto wit = g.constants.find(node.inputs.size() > 1 ? node.inputs[1] : "");
   const bool const_weight = wit != g.constants.end() && wit->second.dtype == kI8;
@@ -170,6 +204,8 @@ void prepare_matmul_node(Graph& g, GraphNode& node, const ScheduleOptions& opts,
       sched["dense_chunks"] = !conv && opts.dense_chunks;
     }
   }
+  if (!extra.empty() && const_weight && sched["smlal_requant"].get<bool>() && opts.smmlar_requant)
+    sched["smmlar_requant"] = smmlar_table(g, node, inputs, g.constants[extra[0]], wit->second.num_elements() / channels);
   inputs.insert(inputs.end(), extra.begin(), extra.end());
   node.inputs = inputs;
   node.attrs["schedule"] = sched;

@@ -617,6 +617,17 @@ Scalar Interpreter::eval_call(const CallNode* op) {
       int64_t a = eval_int(op->args[0]), bv = eval_int(op->args[1]), acc = eval_int(op->args[2]);
       return interp::make_int(DataType::Int(32), acc + half(a, 0) * half(bv, 0) + half(a, 1) * half(bv, 1));
     }
+    case Builtin::Smlabb: {
+      auto lo = [](int64_t v) { return static_cast<int64_t>(static_cast<int16_t>(static_cast<uint32_t>(v))); };
+      int64_t a = eval_int(op->args[0]), bv = eval_int(op->args[1]), acc = eval_int(op->args[2]);
+      return interp::make_int(DataType::Int(32), acc + lo(a) * lo(bv));
+    }
+    case Builtin::Smmlar: {
+      const int64_t a = static_cast<int32_t>(eval_int(op->args[0])), bv = static_cast<int32_t>(eval_int(op->args[1]));
+      const uint64_t acc = static_cast<uint32_t>(eval_int(op->args[2]));
+      const uint64_t sum = (acc << 32) + static_cast<uint64_t>(a * bv) + 0x80000000u;
+      return interp::make_int(DataType::Int(32), static_cast<int32_t>(static_cast<uint32_t>(sum >> 32)));
+    }
     case Builtin::Reinterpret: return reinterpret(op);
     case Builtin::Clz: {
       const int bits = op->args[0]->dtype.bits();

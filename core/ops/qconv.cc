@@ -122,7 +122,7 @@ void check_data(const std::string& op, const std::vector<TensorType>& in, Rule& 
 struct Schedule {
   bool fold_zero_point = false, block = false, unroll = false, smlad = false, sxtb16 = false, interleave = false,
        fold_output_zero_point = false, few_channels = false, depthwise_tile = false, depthwise_border_tiles = false,
-       smlal_requant = false, dense_chunks = false;
+       smlal_requant = false, smmlar_requant = false, dense_chunks = false;
   // Packed weight words per output channel for a reduction of length k.
   int64_t weight_words(int64_t k) const { return smlad ? packed_weight_words(k, sxtb16) : k; }
 };
@@ -146,6 +146,7 @@ Schedule read_schedule(const std::string& op, const AttrReader& r) {
     else if (key == "depthwise_tile") s.depthwise_tile = on;
     else if (key == "depthwise_border_tiles") s.depthwise_border_tiles = on;
     else if (key == "smlal_requant") s.smlal_requant = on;
+    else if (key == "smmlar_requant") s.smmlar_requant = on;
     else if (key == "dense_chunks") s.dense_chunks = on;
     else if (key != "hoist") fail(op, "unknown schedule '" + key + "' (known: " + schedule_names() + ")");
   }
@@ -215,6 +216,8 @@ void check_packing(const std::string& op, const Schedule& s, const QInputs& q, c
     fail(op, "schedule 'fold_output_zero_point' needs the requant table of shape (O, 3) that prepare_quantized builds");
   if (s.smlal_requant && !(q.table && q.table_columns == 3))
     fail(op, "schedule 'smlal_requant' needs the requant table of shape (O, 3) that prepare_quantized builds");
+  if (s.smmlar_requant && !s.smlal_requant)
+    fail(op, "schedule 'smmlar_requant' needs schedule 'smlal_requant' (and the table prepare_quantized builds for it)");
   if (q.packed && shape != std::vector<int64_t>{rows, s.weight_words(k)})
     fail(op, "the packed weight must have shape (" + std::to_string(rows) + ", " + std::to_string(s.weight_words(k)) +
                  "), got " + shape_str(shape));
@@ -226,10 +229,15 @@ void check_packing(const std::string& op, const Schedule& s, const QInputs& q, c
 // So (h + R) >> s = hi32(x * M + V) >> s with V = (R - [x < 0]) * 2^32 + (x < 0 ?
 // 0xC0000000 : 0x40000000): the high word of V is R + (x >> 31), the low word
 // 0x40000000 | (x & 0x80000000). |x * M| < 2^62 and R < 2^30: no int64 overflow.
-Expr smlal_requantize(Expr x, Expr multiplier, Expr shift, Expr rounding) {
+// With `negatives_clamp` (the output's lower bound is at least its zero point: ReLU) V is
+// R * 2^32 + 2^30 for every x, one instruction fewer: for x < 0, x * M + 2^30 < 0, so
+// both forms give at most the zero point after the shift (R / 2^s is zo + 1/2), and
+// the clamp makes either the lower bound.
+Expr smlal_requantize(Expr x, Expr multiplier, Expr shift, Expr rounding, bool negatives_clamp) {
   const DataType u32 = DataType::UInt(32), u64 = DataType::UInt(64);
-  Expr hi = add(std::move(rounding), call("shift_right", {x, ci(31)}));
-  Expr lo = call("bitwise_or", {call("bitwise_and", {Cast(u32, x), IntImm(u32, 0x80000000u)}), IntImm(u32, 0x40000000u)});
+  Expr hi = negatives_clamp ? std::move(rounding) : add(std::move(rounding), call("shift_right", {x, ci(31)}));
+  Expr lo = negatives_clamp ? IntImm(u32, 0x40000000u)
+                            : call("bitwise_or", {call("bitwise_and", {Cast(u32, x), IntImm(u32, 0x80000000u)}), IntImm(u32, 0x40000000u)});
   Expr v = Cast(kI64, call("bitwise_or", {call("shift_left", {Cast(u64, Cast(u32, hi)), IntImm(u64, 32)}), Cast(u64, lo)}));
   Expr sum = Binary(ExprKind::Add, Binary(ExprKind::Mul, Cast(kI64, x), Cast(kI64, std::move(multiplier))), v);
   Expr high = Cast(kI32, Call(kI64, "shift_right", {sum, IntImm(kI64, 32)}));
@@ -251,8 +259,12 @@ Expr smlal_requantize(Expr x, Expr multiplier, Expr shift, Expr rounding) {
 // With `zero_point_folded` (tflite rule only) the table's third column already holds the
 // output zero point. With `smlal` (schedule smlal_requant, tflite rule, three columns,
 // every multiplier above 2^30) the rounding term joins the product: see smlal_requantize.
+// With `smmlar` (schedule smmlar_requant; prepare_quantized rewrote the table as
+// (2M - 2^32, s + 1, 2R), see there) one SMMLAR and the shift: hi32((2R + x) * 2^32 + x *
+// (2M - 2^32) + 2^31) is 2R + floor((x * M + 2^30) / 2^31), so shifting it by s + 1 gives
+// hi32(x * M + R * 2^32 + 2^30) >> s, the form without the sign correction (ReLU only).
 Expr requantize_channel(const QuantAttrs& q, const Rule& rule, const Buffer& table, int64_t columns, Expr acc, Expr oc,
-                        bool zero_point_folded, bool smlal = false) {
+                        bool zero_point_folded, bool smlal = false, bool smmlar = false) {
   auto col = [&](int64_t k) { return load(table, {add(mul(oc, ci(columns)), ci(k))}); };
   if (rule.onnx) {
     OnnxHighWord hw;
@@ -273,8 +285,10 @@ Expr requantize_channel(const QuantAttrs& q, const Rule& rule, const Buffer& tab
     y = multiply_by_quantized_multiplier(acc, q.multipliers.at(0));
   } else if (columns == 2) {
     y = multiply_by_quantized_multiplier(acc, col(0), col(1));
+  } else if (smmlar) {
+    y = call("shift_right", {Call(kI32, "smmlar", {acc, col(0), add(col(2), acc)}), col(1)});
   } else if (smlal) {
-    y = smlal_requantize(acc, col(0), col(1), col(2));
+    y = smlal_requantize(acc, col(0), col(1), col(2), q.bounds.lo >= q.output_zero_point);
   } else {
     y = call("shift_right", {add(corrected_high_word(acc, col(0)), col(2)), col(1)});
   }
@@ -487,7 +501,7 @@ Stmt gemm_tile(const Gemm& g, const Buffer& col, const std::vector<Expr>& rows, 
       }
       finish.push_back(g.store(rows[p], oc, requantize_channel(*g.q, *g.rule, g.table, g.table_columns,
                                                                   load(acc, {ci(p * nc + c)}), oc,
-                                                                  g.sched->fold_output_zero_point, g.sched->smlal_requant)));
+                                                                  g.sched->fold_output_zero_point, g.sched->smlal_requant, g.sched->smmlar_requant)));
     }
   std::vector<Stmt> body = init;
   body.insert(body.end(), parts.begin(), parts.end());
@@ -571,7 +585,7 @@ Stmt dense_chunked(const Gemm& g, const std::function<Stmt(const Buffer&, Expr, 
   Var oc = ivar("oc");
   s.push_back(For(oc, ci(0), ci(g.cols), ForKind::kSerial,
                   g.store(ci(0), oc, requantize_channel(*g.q, *g.rule, g.table, g.table_columns, load(sums, {oc}), oc,
-                                                        g.sched->fold_output_zero_point, g.sched->smlal_requant))));
+                                                        g.sched->fold_output_zero_point, g.sched->smlal_requant, g.sched->smmlar_requant))));
   return Allocate(sums, "local", Allocate(col, "local", SeqStmt(s)));
 }
 
@@ -684,9 +698,10 @@ Stmt depthwise_tiles(const QConv& p, const QParams& b) {
   LoopNest outer;
   Expr n = outer.axis("n", p.n);
   // Tile widths that GCC keeps in the Cortex-M4's registers (measured on the MLPerf Tiny
-  // models): loop tiles of four outputs at stride 1, three at stride 2; constant tiles of
-  // up to six and four.
-  const int64_t wide = p.sw == 1 ? 4 : 3, widest = p.sw == 1 ? 6 : 4;
+  // models): loop tiles of four outputs (at stride 2 four share three of the nine input
+  // columns; three tiles: VWW's first stride-2 layer 3.17 instead of 3.10 instructions per
+  // MAC); constant tiles of up to six at stride 1 and five at stride 2 (six spill).
+  const int64_t wide = 4, widest = p.sw == 1 ? 6 : 5;
   // Stride-1 rows at least this wide take their border columns through the checked
   // per-output loop: there they are a small share of the work, and unrolled border tiles
   // cost ~0.2-0.5 KB of code each (VWW: -1.1 KB for +0.25 M instructions). Narrower rows
@@ -743,7 +758,8 @@ Stmt depthwise_tiles(const QConv& p, const QParams& b) {
         used.insert(x.get());
         for (auto [i, rw] : uses) {
           used.insert(w[rw].get());
-          steps.push_back({Var(), Expr(), store(acc, add(load(acc, {ci(i)}), mul(x, w[rw])), {ci(i)})});
+          // smlabb: x and the weight are int8 values (see builtins.def for why not + and *).
+          steps.push_back({Var(), Expr(), store(acc, Call(kI32, "smlabb", {x, w[rw], load(acc, {ci(i)})}), {ci(i)})});
         }
       }
     }
@@ -751,7 +767,7 @@ Stmt depthwise_tiles(const QConv& p, const QParams& b) {
     for (int64_t i = 0; i < t; ++i)
       stores.push_back(store(out,
                           requantize_channel(p.q, p.rule, table, p.inputs.table_columns, load(acc, {ci(i)}), c,
-                                             p.sched.fold_output_zero_point, p.sched.smlal_requant),
+                                             p.sched.fold_output_zero_point, p.sched.smlal_requant, p.sched.smmlar_requant),
                           {add(out_base, ci(i * out_w))}));
     Stmt body = SeqStmt(stores);
     for (auto it = steps.rbegin(); it != steps.rend(); ++it)
@@ -795,7 +811,7 @@ Stmt depthwise_tiles(const QConv& p, const QParams& b) {
     Expr out_index = add(add(add(mul(n, ci(out_n)), mul(c, ci(out_c))), mul(oh, ci(out_h))), mul(ow, ci(out_w)));
     taps.push_back(store(out,
                          requantize_channel(p.q, p.rule, table, p.inputs.table_columns, load(acc, {ci(0)}), c,
-                                            p.sched.fold_output_zero_point, p.sched.smlal_requant),
+                                            p.sched.fold_output_zero_point, p.sched.smlal_requant, p.sched.smmlar_requant),
                          {out_index}));
     return For(c, ci(0), ci(p.o), ForKind::kSerial, Allocate(acc, "local", SeqStmt(taps)));
   };
@@ -984,7 +1000,7 @@ PrimFunc qconv_build(const std::string& fname, const std::vector<TensorType>& in
     Stmt window = For(rh, ci(0), ci(p.kh), wk, For(rw, ci(0), ci(p.kw), wk, update));
     Stmt init = store(acc, bias ? load(bias, {oc}) : ci(0), {ci(0)});
     Stmt fin = store(o, requantize_channel(p.q, p.rule, table_flat, p.inputs.table_columns, load(acc, {ci(0)}), oc,
-                                           p.sched.fold_output_zero_point, p.sched.smlal_requant),
+                                           p.sched.fold_output_zero_point, p.sched.smlal_requant, p.sched.smmlar_requant),
                      p.at(n, oh, ow, oc));
     return Allocate(acc, "local", SeqStmt({init, window, fin}));
   };

@@ -6,7 +6,7 @@ namespace mtir {
 
 const std::vector<std::string>& schedule_list() {
   static const std::vector<std::string> names = {"fold_zero_point", "block", "unroll", "hoist", "smlad", "sxtb16", "interleave",
-                                                 "fold_output_zero_point", "few_channels", "depthwise_tile", "depthwise_border_tiles", "smlal_requant", "merge_kernels", "patch",
+                                                 "fold_output_zero_point", "few_channels", "depthwise_tile", "depthwise_border_tiles", "smlal_requant", "smmlar_requant", "merge_kernels", "patch",
                                                  "dense_chunks"};
   return names;
 }
@@ -31,6 +31,7 @@ bool* field(ScheduleOptions& s, const std::string& name) {
   if (name == "depthwise_tile") return &s.depthwise_tile;
   if (name == "depthwise_border_tiles") return &s.depthwise_border_tiles;
   if (name == "smlal_requant") return &s.smlal_requant;
+  if (name == "smmlar_requant") return &s.smmlar_requant;
   if (name == "merge_kernels") return &s.merge_kernels;
   if (name == "patch") return &s.patch;
   if (name == "dense_chunks") return &s.dense_chunks;

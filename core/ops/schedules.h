@@ -24,6 +24,7 @@ struct ScheduleOptions {
   bool depthwise_tile = true;   // depthwise: a row of up to five outputs per pass, each input and weight loaded once
   bool depthwise_border_tiles = true;  // with depthwise_tile: border rows and tiles unrolled at constant positions (off: one checked loop, less code)
   bool smlal_requant = true;    // per-channel tables: the requantization's rounding in one 64-bit multiply-add
+  bool smmlar_requant = false;  // with smlal_requant, ReLU outputs: one SMMLAR (DSP); on only for CPUs that have it
   bool merge_kernels = true;    // merge_kernels in the lowering pipeline: kernels differing in constants share code
   bool patch = true;            // chains of int8 convolutions band by band where it lowers the memory bound
   bool dense_chunks = true;     // with smlad: a batch-1 dense gathers its input a chunk at a time where that lowers the stack
@@ -37,8 +38,8 @@ struct ScheduleOptions {
 // Every schedule name, in a fixed order.
 const std::vector<std::string>& schedule_list();
 // "fold_zero_point, block, unroll, hoist, smlad, sxtb16, interleave,
-// fold_output_zero_point, few_channels, depthwise_tile, depthwise_border_tiles, smlal_requant, merge_kernels, patch,
-// dense_chunks" (for messages).
+// fold_output_zero_point, few_channels, depthwise_tile, depthwise_border_tiles, smlal_requant, smmlar_requant, merge_kernels,
+// patch, dense_chunks" (for messages).
 std::string schedule_names();
 // Switches off each name of a comma-separated list ("" switches nothing off); throws a
 // user error naming an unknown schedule. `where` prefixes the message.

@@ -277,6 +277,19 @@ TEST(Interp, DspWideningAndDualMultiply) {
   // (1 * 127 + -1 * -128) + 5 and a wrap past INT32_MAX: 2 * (-32768 * -32768) = 2^31.
   EXPECT_EQ(eval_int(Call(kI32, "smlad", {i32(static_cast<int32_t>(0xFFFF0001u)), i32(static_cast<int32_t>(0xFF80007Fu)), i32(5)})), 260);
   EXPECT_EQ(eval_int(Call(kI32, "smlad", {i32(static_cast<int32_t>(0x80008000u)), i32(static_cast<int32_t>(0x80008000u)), i32(0)})), INT32_MIN);
+  // smlabb reads the low halves only (1 * 127 + 5; the high halves are ignored) and wraps
+  // (INT32_MAX + 1 * 1).
+  EXPECT_EQ(eval_int(Call(kI32, "smlabb", {i32(static_cast<int32_t>(0xFFFF0001u)), i32(static_cast<int32_t>(0xFF80007Fu)), i32(5)})), 132);
+  EXPECT_EQ(eval_int(Call(kI32, "smlabb", {i32(static_cast<int32_t>(0x7FFF0001u)), i32(1), i32(INT32_MAX)})), INT32_MIN);
+  EXPECT_EQ(eval_int(Call(kI32, "smlabb", {i32(-128), i32(-127), i32(-7)})), 16249);
+  // smmlar: hi32(acc * 2^32 + a * b + 2^31). 3 * 2^30 + 2^31 carries one into the high
+  // word; -1 * 1 + 2^31 does not borrow, -3 * 2^30 + 2^31 does; the high word wraps past
+  // INT32_MAX.
+  auto smmlar = [&](int64_t a, int64_t b, int64_t acc) { return eval_int(Call(kI32, "smmlar", {i32(a), i32(b), i32(acc)})); };
+  EXPECT_EQ(smmlar(3, 1 << 30, 5), 6);
+  EXPECT_EQ(smmlar(-1, 1, 5), 5);
+  EXPECT_EQ(smmlar(-3, 1 << 30, 0), -1);
+  EXPECT_EQ(smmlar(INT32_MIN, INT32_MIN, INT32_MAX), INT32_MIN + (1 << 30) - 1);
 }
 
 TEST(Interp, ShiftAmountOutOfRangeIsAnErrorAtTheExpression) {

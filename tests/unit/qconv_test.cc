@@ -230,7 +230,7 @@ void run_case(const Case& k, const ScheduleOptions& opts, const std::string& lab
 
 // All 24 combinations of the five kernel schedules (sxtb16 only with smlad), interleave and
 // fold_output_zero_point on, and two with both off; depthwise_tile follows unroll,
-// depthwise_border_tiles smlad and smlal_requant fold_zero_point.
+// depthwise_border_tiles smlad, smlal_requant fold_zero_point and smmlar_requant block.
 void run_all_schedules(const Case& k, const std::string& name) {
   for (int bits = 0; bits < 32; ++bits) {
     ScheduleOptions o;
@@ -253,6 +253,8 @@ void run_all_schedules(const Case& k, const std::string& name) {
       // ignores): the border rows and tiles unrolled at constant positions.
       o.depthwise_border_tiles = bits & 8;
       o.smlal_requant = interleave && (bits & 1);
+      // With it, the one-SMMLAR form (ReLU outputs) in half the combinations.
+      o.smmlar_requant = bits & 2;
       std::string label = name + " [" + (o.disabled().empty() ? "all" : "off: " + o.disabled()) + "]";
       SCOPED_TRACE(label);
       run_case(k, o, label);
@@ -347,6 +349,11 @@ TEST(QConv, DepthwiseAndGrouped) {
   run_all_schedules({"qconv2d", {1, 6, 14, 3}, {3, 3, 3, 1}, quant({{"padding", {0, 0, 1, 1}}, {"strides", {2, 2}}, {"groups", 3}},
                                                                     {0.01, 0.02, 0.015})},
                     "depthwise 3x3 stride 2, padding after, 3 channels");
+  // Stride 2, a row of 11: constant tiles, a loop of four-wide tiles, constant tiles;
+  // ReLU with per-channel scales (the requantization without the sign correction).
+  run_all_schedules({"qconv2d", {1, 3, 21, 2}, {2, 3, 3, 1}, quant({{"padding", {1, 1, 1, 1}}, {"strides", {2, 2}}, {"groups", 2},
+                                                                    {"activation", "relu"}}, {0.01, 0.03})},
+                    "depthwise 3x3 stride 2, 11-wide rows, relu");
   // One output column: both side taps are padding, whose weights the tile never loads
   // when the padding adds nothing (fold_zero_point off).
   run_all_schedules({"qconv2d", {1, 4, 1, 2}, {2, 3, 3, 1}, quant({{"padding", {1, 1, 1, 1}}, {"groups", 2}})},

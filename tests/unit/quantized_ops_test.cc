@@ -783,6 +783,7 @@ std::vector<ScheduleOptions> all_schedules() {
     // The border loop off in the tiled combinations with smlad (which depthwise ignores).
     o.depthwise_border_tiles = bits & 8;
     o.smlal_requant = bits & 1;
+    o.smmlar_requant = bits & 2;  // with smlal_requant, ReLU outputs: half the combinations
     out.push_back(o);
     // interleave (on by default) only changes anything with smlad and block; switched off
     // once per weight packing (int8 quads, int16 pairs), the other schedules on.

@@ -45,6 +45,9 @@ TEST(Target, Schedules) {
   EXPECT_FALSE(schedule_options(parse_target("c")).smlad);
   EXPECT_TRUE(schedule_options(parse_target("c -mcpu=cortex-m4")).smlad);
   EXPECT_FALSE(schedule_options(parse_target("c -mcpu=cortex-m3")).smlad);
+  // smmlar_requant follows the DSP extension too.
+  EXPECT_TRUE(schedule_options(parse_target("c -mcpu=cortex-m4")).smmlar_requant);
+  EXPECT_FALSE(schedule_options(parse_target("c")).smmlar_requant);
   Target off = parse_target("wasm -disabled-schedules=unroll,hoist");
   EXPECT_FALSE(schedule_options(off).hoist);
   EXPECT_FALSE(schedule_options(off).unroll);

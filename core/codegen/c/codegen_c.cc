@@ -134,6 +134,35 @@ static inline int32_t mtir_smlad(int32_t a, int32_t b, int32_t acc) {
 }
 )";
 
+// SMLABB likewise: acc + lo16(a) * lo16(b). A call GCC does not look into, so it keeps
+// the accumulation chain in the order written (see builtins.def).
+const char* const kSmlabbHelper = R"(#if defined(__ARM_FEATURE_DSP)
+#include <arm_acle.h>
+#endif
+static inline int32_t mtir_smlabb(int32_t a, int32_t b, int32_t acc) {
+#if defined(__ARM_FEATURE_DSP)
+  return __smlabb(a, b, acc);
+#else
+  return (int32_t)((uint32_t)acc + (uint32_t)((int32_t)(int16_t)(uint16_t)(uint32_t)a * (int32_t)(int16_t)(uint16_t)(uint32_t)b));
+#endif
+}
+)";
+
+// SMMLAR: the high word of acc * 2^32 + a * b + 2^31 (rounded most significant word
+// multiply-accumulate). ACLE has no intrinsic for it, and GCC forms a MOV and an SMLAL
+// from the C expression: one instruction of inline assembly where the DSP exists.
+const char* const kSmmlarHelper = R"(static inline int32_t mtir_smmlar(int32_t a, int32_t b, int32_t acc) {
+#if defined(__ARM_FEATURE_DSP) && defined(__GNUC__)
+  int32_t r;
+  __asm__("smmlar %0, %1, %2, %3" : "=r"(r) : "r"(a), "r"(b), "r"(acc));
+  return r;
+#else
+  uint64_t sum = ((uint64_t)(uint32_t)acc << 32) + (uint64_t)((int64_t)a * (int64_t)b) + UINT64_C(0x80000000);
+  return (int32_t)(uint32_t)(sum >> 32);
+#endif
+}
+)";
+
 // SXTB16 (plain and with ROR #8) where the DSP extension exists, shifts and masks
 // elsewhere; (v ^ 0x80) - 0x80 sign-extends a byte without implementation-defined casts.
 const char* const kSxtb16Helper = R"(#if defined(__ARM_FEATURE_DSP)
@@ -584,6 +613,12 @@ class FunctionEmitter {
       case Builtin::Smlad:
         (*helpers_)["mtir_smlad"] = kSmladHelper;
         return call("mtir_smlad", op->args);
+      case Builtin::Smlabb:
+        (*helpers_)["mtir_smlabb"] = kSmlabbHelper;
+        return call("mtir_smlabb", op->args);
+      case Builtin::Smmlar:
+        (*helpers_)["mtir_smmlar"] = kSmmlarHelper;
+        return call("mtir_smmlar", op->args);
       case Builtin::Sxtb16:
       case Builtin::Sxtb16Ror8:
         (*helpers_)["mtir_sxtb16"] = kSxtb16Helper;

@@ -790,6 +790,19 @@ class FunctionEmitter {
         auto hi = [](const WVal& v) { return "(i32.shr_s " + v.code + " (i32.const 16))"; };
         return {"i32", "(i32.add (i32.add " + acc.code + " (i32.mul " + lo(a) + " " + lo(bv) + ")) (i32.mul " + hi(a) + " " + hi(bv) + "))"};
       }
+      case Builtin::Smlabb: {
+        WVal acc = expr(c->args.at(2));
+        WVal a = expr(c->args.at(0)), bv = expr(c->args.at(1));
+        auto lo = [](const WVal& v) { return "(i32.extend16_s " + v.code + ")"; };
+        return {"i32", "(i32.add " + acc.code + " (i32.mul " + lo(a) + " " + lo(bv) + "))"};
+      }
+      case Builtin::Smmlar: {
+        WVal acc = expr(c->args.at(2));
+        WVal a = expr(c->args.at(0)), bv = expr(c->args.at(1));
+        std::string p = "(i64.mul (i64.extend_i32_s " + a.code + ") (i64.extend_i32_s " + bv.code + "))";
+        std::string hi = "(i64.shl (i64.extend_i32_u " + acc.code + ") (i64.const 32))";
+        return {"i32", "(i32.wrap_i64 (i64.shr_u (i64.add (i64.add " + hi + " " + p + ") (i64.const 2147483648)) (i64.const 32)))"};
+      }
       case Builtin::Sxtb16:
       case Builtin::Sxtb16Ror8: {
         WVal x = expr(c->args.at(0));
