@@ -42,7 +42,7 @@ if [ -n "${BENCH_MODELS:-}" ]; then  # e.g. BENCH_MODELS="kws ad": only these
 fi
 CASE=lcg_9e3779b9  # the input the TFLM firmware has compiled in
 # Schedules of the int8 kernels whose worth gets a row: each model once more with it off.
-SCHEDULE_ROWS="${SCHEDULE_ROWS-interleave fold_output_zero_point sxtb16 few_channels depthwise_tile smlal_requant dense_chunks merge_kernels patch}"
+SCHEDULE_ROWS="${SCHEDULE_ROWS-interleave fold_output_zero_point sxtb16 few_channels depthwise_tile depthwise_border_tiles smlal_requant smmlar_requant dense_chunks merge_kernels patch}"
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
