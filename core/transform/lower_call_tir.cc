@@ -21,8 +21,10 @@ namespace {
 const DataType kI32 = DataType::Int(32);
 
 // Whether a function may return something other than 0: an assertion, a workspace
-// allocation (a constant-size "local" buffer is a C array and cannot fail), a return
-// of anything but the constant 0, or a call that lowers to a return of its code.
+// allocation (a constant-size "local" buffer is a C array and cannot fail; the wasm
+// backend allocates it from a pool sized for every local at once, so it cannot fail
+// there either), a return of anything but the constant 0, tvm_throw_last_error, or a
+// call that lowers to a return of its code.
 class MayFail : public Visitor {
  public:
   bool found = false;
@@ -42,7 +44,9 @@ class MayFail : public Visitor {
       const int64_t* v = op->args.empty() ? nullptr : as_const_int(op->args[0]);
       if (!v || *v != 0) found = true;
     }
-    if (op->is(Builtin::CallTir) || op->is(Builtin::TvmCallPacked) || op->is(Builtin::TvmCallPackedLowered))
+    // tvm_throw_last_error sets the message and returns -1 in every backend.
+    if (op->is(Builtin::CallTir) || op->is(Builtin::TvmCallPacked) || op->is(Builtin::TvmCallPackedLowered) ||
+        op->is(Builtin::TvmThrowLastError))
       found = true;
     Visitor::visit_Call(op);
   }
