@@ -204,14 +204,18 @@ QInputs classify_inputs(const std::string& op, const std::vector<TensorType>& in
 
 // The schedule and the weight's packing agree: packed (int32) exactly when smlad, in
 // the shape prepare_quantized gives it for a reduction of length k.
-void check_packing(const std::string& op, const Schedule& s, const QInputs& q, const std::vector<int64_t>& shape,
-                   int64_t rows, int64_t k) {
+void check_packing(const std::string& op, const Schedule& s, const QInputs& q, const QuantAttrs& attrs,
+                   const std::vector<int64_t>& shape, int64_t rows, int64_t k) {
   if (q.packed && !s.smlad) fail(op, "a packed (int32) weight needs schedule 'smlad'");
   if (s.smlad && !q.packed) fail(op, "schedule 'smlad' needs the weight packed by prepare_quantized");
   if (s.sxtb16 && !s.smlad) fail(op, "schedule 'sxtb16' needs schedule 'smlad'");
   if (s.interleave && !(s.smlad && s.block)) fail(op, "schedule 'interleave' needs schedules 'smlad' and 'block'");
   if (s.few_channels && !s.smlad) fail(op, "schedule 'few_channels' needs schedule 'smlad'");
   if (s.dense_chunks && !s.smlad) fail(op, "schedule 'dense_chunks' needs schedule 'smlad'");
+  // Its rounding has no sign correction: exact only where a negative accumulator clamps.
+  if (s.smmlar_requant && attrs.bounds.lo < attrs.output_zero_point)
+    fail(op, "schedule 'smmlar_requant' needs an output lower bound at or above the output zero point (a ReLU), got " +
+                 std::to_string(attrs.bounds.lo) + " below " + std::to_string(attrs.output_zero_point));
   if (s.fold_output_zero_point && !(q.table && q.table_columns == 3))
     fail(op, "schedule 'fold_output_zero_point' needs the requant table of shape (O, 3) that prepare_quantized builds");
   if (s.smlal_requant && !(q.table && q.table_columns == 3))
@@ -379,7 +383,7 @@ QConv qconv_params(const std::vector<TensorType>& in, const json& attrs) {
   p.oh = (p.h + p.pt + p.pb - eh) / p.sh + 1;
   p.ow = (p.w + p.pl + p.pr - ew) / p.sw + 1;
   p.sched = read_schedule(op, r);
-  check_packing(op, p.sched, p.inputs, in[1].shape, p.o, p.k());
+  check_packing(op, p.sched, p.inputs, p.q, in[1].shape, p.o, p.k());
   if (p.sched.smlad && p.groups != 1) fail(op, "schedule 'smlad' applies to convolutions with groups == 1");
   return p;
 }
@@ -1063,7 +1067,7 @@ QDense qdense_params(const std::vector<TensorType>& in, const json& attrs) {
   check_data(op, in, p.rule, p.q);
   p.inputs = classify_inputs(op, in, p.m);
   p.sched = read_schedule(op, r);
-  check_packing(op, p.sched, p.inputs, in[1].shape, p.m, p.k);
+  check_packing(op, p.sched, p.inputs, p.q, in[1].shape, p.m, p.k);
   return p;
 }
 

@@ -571,6 +571,10 @@ TEST(QConv, RefusesBadInputs) {
             std::string::npos);
   EXPECT_NE(infer("qconv2d", {x, w}, quant({{"schedule", {{"sxtb16", true}}}})).find("'sxtb16' needs schedule 'smlad'"),
             std::string::npos);
+  // smmlar_requant rounds without a sign correction: only where negative accumulators clamp.
+  EXPECT_NE(infer("qconv2d", {x, w}, quant({{"schedule", {{"smmlar_requant", true}}}}))
+                .find("'smmlar_requant' needs an output lower bound at or above the output zero point (a ReLU), got -128 below 3"),
+            std::string::npos);
   // A packed weight of the wrong width for its schedule: 27 weights are 7 words of four, not 14 pairs.
   json packed = quant({{"weight_shape", {2, 3, 3, 3}}, {"schedule", {{"smlad", true}, {"sxtb16", true}}}});
   EXPECT_EQ(infer("qconv2d", {x, TensorType{i32, {2, 7}}}, packed), "no error");
