@@ -26,6 +26,7 @@
 #include <map>
 #include <set>
 
+#include "analysis/callees.h"
 #include "ir/mutator.h"
 #include "ir/visitor.h"
 #include "ir/structural_equal.h"
@@ -155,22 +156,6 @@ Kernel make_kernel(const std::string& name, const PrimFunc& f) {
   form->attrs.erase("global_symbol");  // the one attribute that always differs
   k.form = form;
   return k;
-}
-
-// The symbols a function names in call_extern.
-struct ExternCalls : Visitor {
-  std::set<std::string> symbols;
-  void visit_Call(const CallNode* op) override {
-    if (op->is(Builtin::CallExtern) && !op->args.empty())
-      if (const auto* s = as<StringImmNode>(op->args[0])) symbols.insert(s->value);
-    Visitor::visit_Call(op);
-  }
-};
-
-std::set<std::string> extern_calls(const PrimFunc& f) {
-  ExternCalls calls;
-  calls.visit_func(f);
-  return calls.symbols;
 }
 
 // How a call of a merged kernel changes: the shared symbol, and the values to append.
@@ -308,7 +293,7 @@ IRModule merge_kernels(const IRModule& m) {
   std::set<std::string> called;
   std::map<std::string, bool> calls_module_function;
   for (const auto& [name, f] : m.functions) {
-    for (const auto& symbol : extern_calls(f)) {
+    for (const auto& symbol : callees(f->body, Builtin::CallExtern)) {
       called.insert(symbol);
       if (module_symbols.count(symbol)) calls_module_function[name] = true;
     }

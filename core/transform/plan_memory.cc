@@ -19,6 +19,7 @@
 #include <map>
 #include <set>
 
+#include "analysis/callees.h"
 #include "analysis/elementwise_overwrite.h"
 #include "ir/mutator.h"
 #include "ir/op.h"
@@ -253,16 +254,9 @@ constexpr int64_t kStackScalarBytes = 64;
 // check and the error return that makes its caller check the return code) for the
 // bytes of a few scalars, which the compiler then keeps in registers.
 std::set<std::string> call_tir_callees(const IRModule& m) {
-  struct Callees : Visitor {
-    std::set<std::string> names;
-    void visit_Call(const CallNode* op) override {
-      if (op->is(Builtin::CallTir) && !op->args.empty())
-        if (const auto* s = as<StringImmNode>(op->args[0])) names.insert(s->value);
-      Visitor::visit_Call(op);
-    }
-  } callees;
-  for (const auto& [name, f] : m.functions) callees.visit(f->body);
-  return callees.names;
+  std::set<std::string> names;
+  for (const auto& [name, f] : m.functions) names.merge(callees(f->body, Builtin::CallTir));
+  return names;
 }
 
 PrimFunc small_allocations_on_stack(const PrimFunc& f) {
