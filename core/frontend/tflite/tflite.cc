@@ -1,40 +1,20 @@
-#include "frontend/tflite/tflite.h"
+#include "frontend/tflite/converter.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
-#include <map>
-#include <set>
 
-// Some C libraries (Emscripten's) define ARG_MAX in <limits.h>, which is also a TFLite
-// operator's name: everything that may include it first, then the schema.
-#include <climits>
-
-#include "flatbuffers/flatbuffers.h"
-#undef ARG_MAX
-#include "frontend/tflite/tflite_schema_generated.h"
-#include "ops/ops.h"
 #include "support/diagnostic.h"
 
 namespace mtir {
-namespace {
-
-using nlohmann::json;
-using tflite::ActivationFunctionType;
-using tflite::BuiltinOperator;
-
-// Tensors larger than this (elements) are refused: a hostile file may claim any shape.
-constexpr int64_t kMaxElements = int64_t{1} << 31;
+namespace tflite_import {
 
 std::string op_name(BuiltinOperator op) {
   const char* n = tflite::EnumNameBuiltinOperator(op);
   return n && *n ? n : "builtin operator " + std::to_string(static_cast<int>(op));
 }
 
-// `name` up to its first ';' (TFLite joins the names of fused TF ops with ';'), every run
-// of characters other than letters, digits and '_' turned into one '_': a short node name
-// that is also a file and C name.
 std::string short_name(const std::string& name) {
   std::string head = name.substr(0, name.find(';')), out;
   for (char ch : head) {
@@ -46,72 +26,6 @@ std::string short_name(const std::string& name) {
   if (out.size() > 64) out.resize(64);
   return out;
 }
-
-struct Quant {
-  std::vector<double> scale;  // float32 values, exactly
-  std::vector<int64_t> zero_point;
-  int axis = 0;
-  bool per_tensor() const { return scale.size() == 1; }
-};
-
-class TfliteConverter {
- public:
-  TfliteConverter(const tflite::Model& model, const std::string& filename) : model_(model), file_(filename) {}
-  TfliteImport run();
-
- private:
-  [[noreturn]] void fail(const std::string& what) const { user_error({}, file_ + ": " + where_ + what); }
-  [[noreturn]] void unsupported(const std::string& what) const {
-    user_error({}, file_ + ": unsupported: " + where_ + what);
-  }
-
-  const tflite::Tensor& tensor(int index) const;
-  std::string tensor_label(int index) const;
-  TensorType tensor_type(int index) const;
-  bool has_data(int index) const;
-  NDArray constant_value(int index) const;
-  Quant quant(int index, bool required) const;
-  std::string value(int index);  // the graph name of a tensor an operator reads
-  std::string fresh(const std::string& base);
-  std::string emit(const std::string& name, const std::string& op, const std::vector<std::string>& inputs,
-                   const json& attrs = json::object());
-  std::string add_constant(const std::string& base, NDArray a);
-
-  void convert(size_t index, const tflite::Operator& op, BuiltinOperator code);
-  // The operator's output `out`, computed by `op` and then its fused activation.
-  void finish(int out, const std::string& op, const std::vector<std::string>& inputs, json attrs,
-              ActivationFunctionType act, bool act_in_op);
-  std::string activation_node(const std::string& name, const std::string& x, int out, ActivationFunctionType act);
-  void conv(const tflite::Operator& op, bool depthwise);
-  void fully_connected(const tflite::Operator& op);
-  void pool(const tflite::Operator& op, bool average);
-  void elementwise(const tflite::Operator& op, BuiltinOperator code);
-  void unary(const tflite::Operator& op, BuiltinOperator code);
-  void softmax(const tflite::Operator& op);
-  void concatenation(const tflite::Operator& op);
-  void pad(const tflite::Operator& op);
-  void mean(const tflite::Operator& op);
-  void quantize(const tflite::Operator& op, bool to_int8);
-
-  int input(const tflite::Operator& op, size_t i, bool optional = false) const;
-  int output(const tflite::Operator& op) const;
-  json int8_attrs(int in, int out) const;
-  void same_quant(int in, int out, const std::string& why) const;
-  std::vector<int64_t> padding(tflite::Padding pad, int64_t h, int64_t w, int64_t kh, int64_t kw, int64_t sh,
-                               int64_t sw, int64_t dh, int64_t dw) const;
-
-  const tflite::Model& model_;
-  std::string file_;
-  const tflite::SubGraph* sg_ = nullptr;
-  std::string where_;  // "operator 3 (CONV_2D): " while converting one
-  std::string tmp_;    // the temporary node name base of the operator being converted
-  Graph g_;
-  std::map<int, std::string> values_;  // tensor index -> graph name
-  std::map<std::string, TensorType> types_;
-  std::set<std::string> used_;
-  std::vector<std::string> layers_;
-  std::set<int> produced_;  // tensors an operator computes
-};
 
 const tflite::Tensor& TfliteConverter::tensor(int index) const {
   const auto* tensors = sg_->tensors();
@@ -135,11 +49,12 @@ TensorType TfliteConverter::tensor_type(int index) const {
   switch (t.type()) {
     case tflite::TensorType::FLOAT32: ty.dtype = DataType::Float(32); break;
     case tflite::TensorType::INT8: ty.dtype = DataType::Int(8); break;
+    case tflite::TensorType::INT16: ty.dtype = DataType::Int(16); break;
     case tflite::TensorType::INT32: ty.dtype = DataType::Int(32); break;
     case tflite::TensorType::INT64: ty.dtype = DataType::Int(64); break;
     default:
       unsupported(tensor_label(index) + " has type " + tflite::EnumNameTensorType(t.type()) +
-                  " (float32, int8, int32 and int64 are supported)");
+                  " (float32, int8, int16, int32 and int64 are supported)");
   }
   if (t.sparsity()) unsupported(tensor_label(index) + " is sparse");
   if (t.is_variable()) unsupported(tensor_label(index) + " is a variable");
@@ -188,7 +103,8 @@ Quant TfliteConverter::quant(int index, bool required) const {
   const auto* q = t.quantization();
   Quant out;
   if (!q || !q->scale() || q->scale()->size() == 0) {
-    if (required) fail(tensor_label(index) + " is int8 but has no quantization (scale and zero point)");
+    if (required)
+      fail(tensor_label(index) + " is " + tensor_type(index).dtype.str() + " but has no quantization (scale and zero point)");
     return out;
   }
   if (q->details_type() != tflite::QuantizationDetails::NONE)
@@ -197,13 +113,18 @@ Quant TfliteConverter::quant(int index, bool required) const {
   if (!q->zero_point() || q->zero_point()->size() != n)
     fail(tensor_label(index) + " has " + std::to_string(n) + " scales but " +
          std::to_string(q->zero_point() ? q->zero_point()->size() : 0) + " zero points");
+  // A zero point must be a value of the tensor's own type (int8 data: -128..127).
+  DataType dt = tensor_type(index).dtype;
+  int64_t zp_lo = -128, zp_hi = 127;
+  if (dt == DataType::Int(16)) zp_lo = -32768, zp_hi = 32767;
+  else if (dt == DataType::Int(32) || dt == DataType::Int(64)) zp_lo = INT32_MIN, zp_hi = INT32_MAX;
   for (size_t k = 0; k < n; ++k) {
     double s = q->scale()->Get(static_cast<flatbuffers::uoffset_t>(k));
     int64_t z = q->zero_point()->Get(static_cast<flatbuffers::uoffset_t>(k));
     if (!(s > 0) || !std::isfinite(s))
       fail(tensor_label(index) + " has the scale " + std::to_string(s) + " (a scale must be a finite number > 0)");
-    if (z < -128 || z > 127)
-      fail(tensor_label(index) + " has the zero point " + std::to_string(z) + " (outside the int8 range)");
+    if (z < zp_lo || z > zp_hi)
+      fail(tensor_label(index) + " has the zero point " + std::to_string(z) + " (outside the " + dt.str() + " range)");
     out.scale.push_back(s);
     out.zero_point.push_back(z);
   }
@@ -833,7 +754,7 @@ TfliteImport TfliteConverter::run() {
   return {std::move(g_), std::move(layers_)};
 }
 
-}  // namespace
+}  // namespace tflite_import
 
 TfliteImport import_tflite(const std::string& bytes, const std::string& filename) {
   const auto* data = reinterpret_cast<const uint8_t*>(bytes.data());
@@ -850,7 +771,7 @@ TfliteImport import_tflite(const std::string& bytes, const std::string& filename
   if (!tflite::VerifyModelBuffer(verifier))
     user_error({}, filename + ": not a valid TFLite model: the flatbuffer verifier rejects it (truncated or corrupt: "
                               "an offset, size or table lies outside the file)");
-  return TfliteConverter(*tflite::GetModel(buf), filename).run();
+  return tflite_import::TfliteConverter(*tflite::GetModel(buf), filename).run();
 }
 
 Graph load_tflite(const std::string& bytes, const std::string& filename) { return import_tflite(bytes, filename).graph; }

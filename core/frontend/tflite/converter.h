@@ -1,0 +1,106 @@
+// The TFLite converter's private header: the class that turns one subgraph of a
+// verified .tflite flatbuffer into a Graph. The reading of tensors, quantization and
+// names is in tflite.cc; each family of operators converts in its own file
+// (convert_<family>.cc), declared here and dispatched from TfliteConverter::convert.
+#pragma once
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+// Some C libraries (Emscripten's) define ARG_MAX in <limits.h>, which is also a TFLite
+// operator's name: everything that may include it first, then the schema.
+#include <climits>
+
+#include "flatbuffers/flatbuffers.h"
+#undef ARG_MAX
+#include "frontend/tflite/tflite.h"
+#include "frontend/tflite/tflite_schema_generated.h"
+#include "ops/ops.h"
+
+namespace mtir {
+namespace tflite_import {
+
+using nlohmann::json;
+using tflite::ActivationFunctionType;
+using tflite::BuiltinOperator;
+
+// Tensors larger than this (elements) are refused: a hostile file may claim any shape.
+constexpr int64_t kMaxElements = int64_t{1} << 31;
+
+std::string op_name(BuiltinOperator op);
+// `name` up to its first ';' (TFLite joins the names of fused TF ops with ';'), every run
+// of characters other than letters, digits and '_' turned into one '_': a short node name
+// that is also a file and C name.
+std::string short_name(const std::string& name);
+std::string activation_text(ActivationFunctionType act);
+
+struct Quant {
+  std::vector<double> scale;  // float32 values, exactly
+  std::vector<int64_t> zero_point;
+  int axis = 0;
+  bool per_tensor() const { return scale.size() == 1; }
+};
+
+class TfliteConverter {
+ public:
+  TfliteConverter(const tflite::Model& model, const std::string& filename) : model_(model), file_(filename) {}
+  TfliteImport run();
+
+ private:
+  [[noreturn]] void fail(const std::string& what) const { user_error({}, file_ + ": " + where_ + what); }
+  [[noreturn]] void unsupported(const std::string& what) const {
+    user_error({}, file_ + ": unsupported: " + where_ + what);
+  }
+
+  const tflite::Tensor& tensor(int index) const;
+  std::string tensor_label(int index) const;
+  TensorType tensor_type(int index) const;
+  bool has_data(int index) const;
+  NDArray constant_value(int index) const;
+  Quant quant(int index, bool required) const;
+  std::string value(int index);  // the graph name of a tensor an operator reads
+  std::string fresh(const std::string& base);
+  std::string emit(const std::string& name, const std::string& op, const std::vector<std::string>& inputs,
+                   const json& attrs = json::object());
+  std::string add_constant(const std::string& base, NDArray a);
+
+  void convert(size_t index, const tflite::Operator& op, BuiltinOperator code);
+  // The operator's output `out`, computed by `op` and then its fused activation.
+  void finish(int out, const std::string& op, const std::vector<std::string>& inputs, json attrs,
+              ActivationFunctionType act, bool act_in_op);
+  std::string activation_node(const std::string& name, const std::string& x, int out, ActivationFunctionType act);
+  void conv(const tflite::Operator& op, bool depthwise);
+  void fully_connected(const tflite::Operator& op);
+  void pool(const tflite::Operator& op, bool average);
+  void elementwise(const tflite::Operator& op, BuiltinOperator code);
+  void unary(const tflite::Operator& op, BuiltinOperator code);
+  void softmax(const tflite::Operator& op);
+  void concatenation(const tflite::Operator& op);
+  void pad(const tflite::Operator& op);
+  void mean(const tflite::Operator& op);
+  void quantize(const tflite::Operator& op, bool to_int8);
+
+  int input(const tflite::Operator& op, size_t i, bool optional = false) const;
+  int output(const tflite::Operator& op) const;
+  json int8_attrs(int in, int out) const;
+  void same_quant(int in, int out, const std::string& why) const;
+  std::vector<int64_t> padding(tflite::Padding pad, int64_t h, int64_t w, int64_t kh, int64_t kw, int64_t sh,
+                               int64_t sw, int64_t dh, int64_t dw) const;
+
+  const tflite::Model& model_;
+  std::string file_;
+  const tflite::SubGraph* sg_ = nullptr;
+  std::string where_;  // "operator 3 (CONV_2D): " while converting one
+  std::string tmp_;    // the temporary node name base of the operator being converted
+  Graph g_;
+  std::map<int, std::string> values_;  // tensor index -> graph name
+  std::map<std::string, TensorType> types_;
+  std::set<std::string> used_;
+  std::vector<std::string> layers_;
+  std::set<int> produced_;  // tensors an operator computes
+};
+
+}  // namespace tflite_import
+}  // namespace mtir
