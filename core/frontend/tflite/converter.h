@@ -84,7 +84,13 @@ class TfliteConverter {
   void concatenation(const tflite::Operator& op);
   void pad(const tflite::Operator& op);
   void mean(const tflite::Operator& op);
-  void quantize(const tflite::Operator& op, bool to_int8);
+  // convert_quantize.cc: QUANTIZE (float32 to int8/int16, integer to integer) and DEQUANTIZE.
+  void quantize(const tflite::Operator& op);
+  void dequantize(const tflite::Operator& op);
+  // convert_strided_slice.cc
+  void strided_slice(const tflite::Operator& op);
+  // convert_leaky_relu.cc
+  void leaky_relu(const tflite::Operator& op);
   void svdf(const tflite::Operator& op);  // convert_svdf.cc
 
   int input(const tflite::Operator& op, size_t i, bool optional = false) const;
