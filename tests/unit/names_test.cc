@@ -93,7 +93,7 @@ TEST(Names, CEscaped) {
   EXPECT_EQ(c_escaped("plain/name:0"), "plain/name:0");
   EXPECT_EQ(c_escaped("a*/b"), "a*\\/b");
   EXPECT_EQ(c_escaped("q\"\\"), "q\\\"\\\\");
-  EXPECT_EQ(c_escaped("??/"), "?\\?/");
+  EXPECT_EQ(c_escaped("?" "?/"), "?\\?/");  // split: "??/" is a trigraph in this file too
   EXPECT_EQ(c_escaped("tab\tnl\n"), "tab\\x09nl\\x0a");
   EXPECT_EQ(c_escaped("\xe8\xbe\x93"), "\xe8\xbe\x93");  // UTF-8 kept
 }
