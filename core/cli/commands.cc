@@ -248,11 +248,10 @@ static bool print_run_text(const RunCommand& c, const PrimFunc& f, const std::ve
                   << " (interpreter " << *returned << ")  " << (cmp["ok"].get<bool>() ? "ok" : "MISMATCH") << "\n";
         continue;
       }
-      char line[256];
-      std::snprintf(line, sizeof line, "  %s: max abs diff %.3g, max rel diff %.3g  %s\n",
-                    cmp["name"].get<std::string>().c_str(), cmp["max_abs_diff"].get<double>(),
+      char line[128];  // the figures; the name apart, since a model's name can be long
+      std::snprintf(line, sizeof line, ": max abs diff %.3g, max rel diff %.3g  %s\n", cmp["max_abs_diff"].get<double>(),
                     cmp["max_rel_diff"].get<double>(), cmp["ok"].get<bool>() ? "ok" : "MISMATCH");
-      std::cout << line;
+      std::cout << "  " << cmp["name"].get<std::string>() << line;
     }
     if (!all_match) {
       std::cerr << "microtir: the host " << backend << " artifact disagrees with the interpreter\n";

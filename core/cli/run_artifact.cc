@@ -222,10 +222,10 @@ Comparison compare_outputs(const BoundArgs& b, const std::vector<NDArray>& got_a
     r.all_match = r.all_match && d.ok;
     const std::string& name = b.out_specs[k].name;
     r.compare.push_back({{"name", name}, {"max_abs_diff", d.max_abs}, {"max_rel_diff", d.max_rel}, {"ok", d.ok}});
-    char line[256];
-    std::snprintf(line, sizeof line, "  %s: max abs diff %.3g, max rel diff %.3g  %s\n", name.c_str(), d.max_abs,
-                  d.max_rel, d.ok ? "ok" : "MISMATCH");
-    r.text += line;
+    char line[128];  // the figures; the name apart, since a model's name can be long
+    std::snprintf(line, sizeof line, ": max abs diff %.3g, max rel diff %.3g  %s\n", d.max_abs, d.max_rel,
+                  d.ok ? "ok" : "MISMATCH");
+    r.text += "  " + name + line;
     json values = json::array();
     for (int64_t e = 0; e < got.num_elements(); ++e) {
       if (got.dtype.is_float()) values.push_back(got.get_float(e));

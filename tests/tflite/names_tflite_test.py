@@ -188,6 +188,12 @@ def main():
                 check(read_npy_f32(o["file"]) == w, f"output '{o['name']}' differs from the reference")
             if target:
                 check(all(c["ok"] for c in got["compare"]), "host C build against the interpreter")
+        # The text output names the outputs whole, however long.
+        rc, so, se = run([cli, "run", model, *given, "--target", "host"])
+        so = "\n" + so
+        for n in out_names:
+            check(f"\n{n}: float32 (2, 3)\n" in so and f"\n  {n}: max abs diff 0, max rel diff 0  ok\n" in so,
+                  f"the text output names {n!r} whole: {so}")
         print(f"ok: interpreter and host C, {len(in_names)} inputs and {len(out_names)} outputs by their own names")
 
         # The C identifier is accepted too, and an unknown name lists the model's inputs.
