@@ -30,7 +30,7 @@ struct WasmRunExport {
     // kState: the model's state, in memory of its own that keeps its value between runs
     // (initialised to `data`); the module exports "reset", which restores `data`.
     enum class Kind { kInput, kConstant, kOutput, kState } kind;
-    std::string name;  // the graph's name; exported buffers are "input:<name>", "output:<name>"
+    std::string name;  // its C identifier (AotModule::Param::c_name); exported as "input:<name>", "output:<name>"
     int64_t bytes = 0;
     std::string data;  // a constant's bytes, or a state's initial bytes, little-endian
   };
