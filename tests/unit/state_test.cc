@@ -129,7 +129,7 @@ TEST(State, PackedWithoutLinkedParamsIsRefusedAndPackedWithThemAddsTheState) {
   ASSERT_EQ(files.size(), 2u);
   EXPECT_NE(files[0].text.find("int32_t tvmgen_model_reset(void);"), std::string::npos);
   EXPECT_NE(files[0].text.find("#define TVMGEN_MODEL_NUM_ARGS 2"), std::string::npos) << files[0].text;
-  EXPECT_NE(files[1].text.find("tvmgen_model_state_memory_tensor"), std::string::npos);
+  EXPECT_NE(files[1].text.find("= {(void*)tvmgen_model_state_memory, {kDLCPU, 0}"), std::string::npos) << files[1].text;
 }
 
 TEST(State, TheWasmModuleKeepsStateAndExportsReset) {
