@@ -272,21 +272,37 @@ TensorType qgap_infer(const std::vector<TensorType>& in, const json& attrs) {
   return TensorType{kI8, {s[0], 1, 1, s[3]}};
 }
 
-// An int8 kernel over each channel's H x W window of NHWC data into [N, 1, 1, C]: the
-// window's int32 sum, then `finish(sum)` as the channel's int8 output.
-PrimFunc window_sum_kernel(const std::string& fname, const std::vector<int64_t>& s, const TensorType& out,
-                           const std::function<Expr(Expr sum)>& finish) {
+// A kernel that sums `data` over `axes` into an output with those axes kept as 1: per
+// output element the int32 sum of its window, then `finish(sum)` stored as the output.
+// Loops: the kept axes outermost, then the reduced ones, in axis order; for NHWC data
+// reduced over H and W they are named n, c and rh, rw.
+PrimFunc reduce_sum_kernel(const std::string& fname, const TensorType& in, const std::vector<bool>& reduced,
+                           const TensorType& out, const std::function<Expr(Expr sum)>& finish) {
+  const auto& s = in.shape;
+  const bool nhwc = s.size() == 4 && reduced == std::vector<bool>{false, true, true, false};
+  auto name = [&](size_t k) {
+    if (nhwc) return std::string(k == 0 ? "n" : k == 1 ? "rh" : k == 2 ? "rw" : "c");
+    return (reduced[k] ? "r" : "i") + std::to_string(k);
+  };
   FuncBuilder fb;
-  Buffer data = fb.param("data", s, kI8);
-  Buffer o = fb.param("out", out.shape, kI8);
+  Buffer data = fb.param("data", s, in.dtype);
+  Buffer o = fb.param("out", out.shape, out.dtype);
   Buffer acc = scratch("acc", {1}, kI32);
   LoopNest outer, red;
-  Expr n = outer.axis("n", s[0]), c = outer.axis("c", s[3]);
-  Expr rh = red.axis("rh", s[1]), rw = red.axis("rw", s[2]);
-  Stmt update = store(acc, add(load(acc, {ci(0)}), to_i32(load(data, {n, rh, rw, c}))), {ci(0)});
-  Stmt fin = store(o, finish(load(acc, {ci(0)})), {n, ci(0), ci(0), c});
+  std::vector<Expr> idx(s.size()), oidx(s.size());
+  for (size_t k = 0; k < s.size(); ++k)
+    if (!reduced[k]) idx[k] = oidx[k] = outer.axis(name(k), s[k]);
+  for (size_t k = 0; k < s.size(); ++k)
+    if (reduced[k]) idx[k] = red.axis(name(k), s[k]), oidx[k] = ci(0);
+  Stmt update = store(acc, add(load(acc, {ci(0)}), to_i32(load(data, idx))), {ci(0)});
+  Stmt fin = store(o, finish(load(acc, {ci(0)})), oidx);
   Stmt body = SeqStmt({store(acc, ci(0), {ci(0)}), red.wrap(update), fin});
   return fb.finish(fname, Allocate(acc, "global", outer.wrap(body)));
+}
+
+PrimFunc window_sum_kernel(const std::string& fname, const std::vector<int64_t>& s, const TensorType& out,
+                           const std::function<Expr(Expr sum)>& finish) {
+  return reduce_sum_kernel(fname, TensorType{kI8, s}, {false, true, true, false}, out, finish);
 }
 
 PrimFunc qgap_build(const std::string& fname, const std::vector<TensorType>& in, const TensorType& out, const json&) {
@@ -294,69 +310,98 @@ PrimFunc qgap_build(const std::string& fname, const std::vector<TensorType>& in,
   return window_sum_kernel(fname, s, out, [&](Expr sum) { return Cast(kI8, rounded_div(sum, ci(s[1] * s[2]))); });
 }
 
-// ---- qmean --------------------------------------------------------------------------
-// TFLite's int8 MEAN over H and W of NHWC data (TFLM's reduce kernel, EvalIntegerMean):
-// the int32 sum of each channel's window, then, when input and output share scale and
-// zero point, the sum divided by the count with C's truncating division (reference_ops
-// Mean), otherwise QuantizedMeanOrSum: the input-to-output multiplier (QuantizeMultiplier
-// of input_scale / output_scale) absorbs 1/count at compile time, shifted left by
-// floor(log2(count)) (at most 32, and at most 31 + shift) before an integer division,
-// and (sum - input_zero_point * count) is requantized with it, plus the output zero
-// point, clamped to int8. keep_dims is the frontend's reshape.
+// ---- qmean, qsum ---------------------------------------------------------------------
+// TFLite's int8 and int16 MEAN and SUM (TFLM's reduce kernel) over any axes: the int32
+// sum of each output's window, kept axes as 1 (keep_dims false is the frontend's
+// reshape). MEAN: when input and output share scale and zero point, the sum divided by
+// the count with C's truncating division (reference_ops Mean); otherwise the
+// input-to-output multiplier (QuantizeMultiplier of input_scale / output_scale) absorbs
+// 1/count at compile time, shifted left by floor(log2(count)) (at most 32, and at most
+// 31 + shift) before an integer division, and (sum - input_zero_point * count) is
+// requantized with it, plus the output zero point, clamped to the type. SUM:
+// (sum - input_zero_point * count) requantized by input_scale / output_scale itself.
 
-const std::vector<std::string> kQmeanAttrs = {"input_scale", "input_zero_point", "output_scale", "output_zero_point"};
+const std::vector<std::string> kQmeanAttrs = {"input_scale", "input_zero_point", "output_scale", "output_zero_point",
+                                              "axis"};
 
 struct QmeanParams {
-  int64_t count;                     // elements per window (H * W)
+  DataType dtype;                    // int8 or int16
+  std::vector<bool> reduced;         // per input axis
+  int64_t count;                     // elements per window
   bool same_quantization;            // reference_ops::Mean: a truncating division
-  QuantMultiplier multiplier;        // QuantizedMeanOrSum's, 1/count folded in
+  QuantMultiplier multiplier;        // MEAN: 1/count folded in; SUM: the scales' ratio
   int32_t input_zero_point, output_zero_point;
 };
 
-QmeanParams qmean_params(const std::vector<TensorType>& in, const json& attrs) {
-  const std::string op = "qmean";
+QmeanParams qmean_params(const std::string& op, const std::vector<TensorType>& in, const json& attrs) {
+  const bool sum = op == "qsum";
   AttrReader r(op, attrs, kQmeanAttrs);
-  check_int8_inputs(op, in, 1, {"data"});
-  check_rank(op, in, 0, "data (NHWC)", 4);
-  const auto& s = in[0].shape;
+  check_inputs(op, in, 1, {"data"}, Dtypes::kNumeric);
   QmeanParams p;
-  p.count = s[1] * s[2];
-  if (p.count > (int64_t{1} << 23))
+  p.dtype = in[0].dtype == DataType::Int(16) ? in[0].dtype : kI8;
+  check_dtype(op, in, 0, "data", p.dtype);
+  const auto& s = in[0].shape;
+  const int64_t rank = static_cast<int64_t>(s.size());
+  // Without "axis", H and W of NHWC data (the form the graph format has always had).
+  if (!r.has("axis")) check_rank(op, in, 0, "data (NHWC)", 4);
+  auto axes = r.get_ints("axis", 0, -rank, "axis indices", std::vector<int64_t>{1, 2});
+  p.reduced.assign(s.size(), false);
+  for (int64_t a : axes) {
+    if (a >= rank) r.bad("axis", "axis indices in [-" + std::to_string(rank) + ", " + std::to_string(rank) + ")");
+    p.reduced[a < 0 ? a + rank : a] = true;
+  }
+  p.count = 1;
+  for (size_t k = 0; k < s.size(); ++k)
+    if (p.reduced[k]) p.count *= s[k];
+  const ActBounds range = dtype_bounds(p.dtype);
+  const int64_t span = int64_t{range.hi} - range.lo;  // the largest |x - zero point|
+  if (p.count > std::numeric_limits<int32_t>::max() / span)
     fail(op, "the window of " + std::to_string(p.count) + " elements could overflow the int32 sum");
   double si = read_scale(op, r, "input_scale"), so = read_scale(op, r, "output_scale");
-  p.input_zero_point = read_zero_point(r, "input_zero_point");
-  p.output_zero_point = read_zero_point(r, "output_zero_point");
+  p.input_zero_point = read_zero_point(r, "input_zero_point", p.dtype);
+  p.output_zero_point = read_zero_point(r, "output_zero_point", p.dtype);
   // TFLite compares the float32 scales; ours hold those float32 values as doubles.
-  p.same_quantization = si == so && p.input_zero_point == p.output_zero_point;
+  p.same_quantization = !sum && si == so && p.input_zero_point == p.output_zero_point;
   QuantMultiplier m = quantize_multiplier(si / so, op, "input_scale / output_scale");
-  int shift = 0;
-  while ((int64_t{2} << shift) <= p.count) ++shift;  // floor(log2(count))
-  shift = std::min({shift, 32, 31 + m.shift});
-  p.multiplier.multiplier = static_cast<int32_t>((static_cast<int64_t>(m.multiplier) << shift) / p.count);
-  p.multiplier.shift = m.shift - shift;
+  if (sum) {
+    p.multiplier = m;
+  } else {
+    int shift = 0;
+    while ((int64_t{2} << shift) <= p.count) ++shift;  // floor(log2(count))
+    shift = std::min({shift, 32, 31 + m.shift});
+    p.multiplier.multiplier = static_cast<int32_t>((static_cast<int64_t>(m.multiplier) << shift) / p.count);
+    p.multiplier.shift = m.shift - shift;
+  }
   // TFLite shifts the int32 sum left by the remaining positive shift; refuse where that
   // would overflow (TFLite's result there is undefined).
   if (!p.same_quantization && p.multiplier.left_shift() > 0 &&
-      (255 * p.count) > (std::numeric_limits<int32_t>::max() >> p.multiplier.left_shift()))
+      (span * p.count) > (std::numeric_limits<int32_t>::max() >> p.multiplier.left_shift()))
     fail(op, "input_scale / output_scale (" + interp::format_double(si / so) + ") is so large that TFLite's rescaled " +
                  "sum of " + std::to_string(p.count) + " elements would overflow int32");
   return p;
 }
 
-TensorType qmean_infer(const std::vector<TensorType>& in, const json& attrs) {
-  qmean_params(in, attrs);
-  const auto& s = in[0].shape;
-  return TensorType{kI8, {s[0], 1, 1, s[3]}};
-}
-
-PrimFunc qmean_build(const std::string& fname, const std::vector<TensorType>& in, const TensorType& out,
-                     const json& attrs) {
-  const QmeanParams p = qmean_params(in, attrs);
-  return window_sum_kernel(fname, in[0].shape, out, [&](Expr sum) -> Expr {
-    if (p.same_quantization) return Cast(kI8, Binary(ExprKind::Div, sum, ci(p.count)));  // a mean of int8 values
-    Expr shifted = sub(sum, ci(int64_t{p.input_zero_point} * p.count));
-    return saturate_int8(multiply_by_quantized_multiplier(shifted, p.multiplier), p.output_zero_point, ActBounds{});
-  });
+OpDef qreduce_op(const std::string& op) {
+  OpDef d;
+  d.name = op;
+  d.infer = [op](const std::vector<TensorType>& in, const json& attrs) {
+    const QmeanParams p = qmean_params(op, in, attrs);
+    std::vector<int64_t> shape = in[0].shape;
+    for (size_t k = 0; k < shape.size(); ++k)
+      if (p.reduced[k]) shape[k] = 1;
+    return TensorType{p.dtype, shape};
+  };
+  d.build = [op](const std::string& fname, const std::vector<TensorType>& in, const TensorType& out,
+                 const json& attrs) {
+    const QmeanParams p = qmean_params(op, in, attrs);
+    return reduce_sum_kernel(fname, in[0], p.reduced, out, [&](Expr sum) -> Expr {
+      if (p.same_quantization) return Cast(p.dtype, Binary(ExprKind::Div, sum, ci(p.count)));  // a mean of the values
+      Expr shifted = sub(sum, ci(int64_t{p.input_zero_point} * p.count));
+      return saturate_to(p.dtype, multiply_by_quantized_multiplier(shifted, p.multiplier), p.output_zero_point,
+                         dtype_bounds(p.dtype));
+    });
+  };
+  return d;
 }
 
 // ---- qsoftmax -----------------------------------------------------------------------
@@ -824,7 +869,8 @@ void register_quantized_ops(std::vector<OpDef>& ops) {
   ops.push_back(qbinary_op("qmul"));
   ops.push_back(OpDef{"qavg_pool2d", qpool_infer, qpool_build});
   ops.push_back(OpDef{"qglobal_avg_pool2d", qgap_infer, qgap_build});
-  ops.push_back(OpDef{"qmean", qmean_infer, qmean_build});
+  ops.push_back(qreduce_op("qmean"));
+  ops.push_back(qreduce_op("qsum"));
   ops.push_back(OpDef{"qsoftmax", qsoftmax_infer, qsoftmax_build});
   ops.push_back(qact_op("qlogistic"));
   ops.push_back(qact_op("qtanh"));

@@ -79,7 +79,7 @@ class TfliteConverter {
   void softmax(const tflite::Operator& op);
   void concatenation(const tflite::Operator& op);
   void pad(const tflite::Operator& op);
-  void mean(const tflite::Operator& op);
+  void mean(const tflite::Operator& op, bool sum);  // MEAN or SUM
   // convert_quantize.cc: QUANTIZE (float32 to int8/int16, integer to integer) and DEQUANTIZE.
   void quantize(const tflite::Operator& op);
   void dequantize(const tflite::Operator& op);

@@ -599,45 +599,55 @@ void TfliteConverter::pad(const tflite::Operator& op) {
   emit(values_.at(out), "pad", {value(x)}, attrs);
 }
 
-void TfliteConverter::mean(const tflite::Operator& op) {
+void TfliteConverter::mean(const tflite::Operator& op, bool sum) {
+  const std::string what = sum ? "SUM" : "MEAN";
   int x = input(op, 0), a = input(op, 1), out = output(op);
   const auto* opt = op.builtin_options_as_ReducerOptions();
   bool keep = opt && opt->keep_dims();
   TensorType xt = tensor_type(x);
+  const int64_t rank = static_cast<int64_t>(xt.shape.size());
   if (!has_data(a)) unsupported("axes computed at run time");
   NDArray axes = constant_value(a);
   std::set<int64_t> ax;
   for (int64_t i = 0; i < axes.num_elements(); ++i) {
     int64_t v = axes.get_int(i);
-    if (v < 0) v += static_cast<int64_t>(xt.shape.size());
-    ax.insert(v);
+    if (v < -rank || v >= rank) fail("axis " + std::to_string(v) + " is out of range for rank " + std::to_string(rank));
+    ax.insert(v < 0 ? v + rank : v);
   }
-  if (xt.shape.size() != 4 || ax != std::set<int64_t>{1, 2})
-    unsupported("MEAN over axes other than the spatial ones (1, 2) of NHWC data");
+  // The result with every reduced axis kept as 1; without keep_dims they are dropped.
+  std::vector<int64_t> kept = xt.shape, dropped;
+  for (int64_t k = 0; k < rank; ++k) {
+    if (ax.count(k)) kept[k] = 1;
+    else dropped.push_back(xt.shape[k]);
+  }
   std::string op_name;
   json attrs;
-  if (xt.dtype == DataType::Float(32)) {
+  if (xt.dtype == DataType::Float(32) && !sum) {
+    if (rank != 4 || ax != std::set<int64_t>{1, 2})
+      unsupported("float32 MEAN over axes other than the spatial ones (1, 2) of NHWC data");
     op_name = "global_avg_pool2d";
     attrs = {{"layout", "NHWC"}};
-  } else if (xt.dtype == DataType::Int(8)) {
-    // TFLite's integer mean: a truncating division or a requantization (qmean).
+  } else if (xt.dtype == DataType::Int(8) || xt.dtype == DataType::Int(16)) {
+    // TFLite's integer mean (a truncating division or a requantization) or sum.
     Quant qi = quant(x, true), qo = quant(out, true);
     if (!qi.per_tensor() || !qo.per_tensor()) unsupported("per-channel quantized activations");
-    op_name = "qmean";
+    op_name = sum ? "qsum" : "qmean";
     attrs = {{"input_scale", qi.scale[0]},
              {"input_zero_point", qi.zero_point[0]},
              {"output_scale", qo.scale[0]},
              {"output_zero_point", qo.zero_point[0]}};
+    if (rank != 4 || ax != std::set<int64_t>{1, 2}) attrs["axis"] = std::vector<int64_t>(ax.begin(), ax.end());
   } else {
-    unsupported(xt.dtype.str() + " MEAN (float32 and int8 are supported)");
+    unsupported(xt.dtype.str() + " " + what + " (" + (sum ? "int8 and int16" : "float32, int8 and int16") +
+                " are supported)");
   }
   std::string name = values_.at(out);
-  if (keep) {
+  if (keep || kept == dropped) {
     emit(name, op_name, {value(x)}, attrs);
     return;
   }
   std::string m = emit(fresh(name + "_keep"), op_name, {value(x)}, attrs);
-  emit(name, "reshape", {m}, {{"newshape", {xt.shape[0], xt.shape[3]}}});
+  emit(name, "reshape", {m}, {{"newshape", dropped}});
 }
 
 void TfliteConverter::convert(size_t index, const tflite::Operator& op, BuiltinOperator code) {
@@ -673,7 +683,8 @@ void TfliteConverter::convert(size_t index, const tflite::Operator& op, BuiltinO
     case BuiltinOperator::PADV2: pad(op); break;
     case BuiltinOperator::STRIDED_SLICE: strided_slice(op); break;
     case BuiltinOperator::LEAKY_RELU: leaky_relu(op); break;
-    case BuiltinOperator::MEAN: mean(op); break;
+    case BuiltinOperator::MEAN: mean(op, false); break;
+    case BuiltinOperator::SUM: mean(op, true); break;
     case BuiltinOperator::CONCATENATION: concatenation(op); break;
     case BuiltinOperator::LOGISTIC:
     case BuiltinOperator::TANH:
