@@ -457,7 +457,115 @@ void qsoftmax_check(const std::vector<TensorType>& in, const json& attrs) {
   }
 }
 
+// TFLite's int16 SOFTMAX (reference_ops::SoftmaxInt16, as TFLM prepares it): every
+// difference to the row maximum is scaled so that [-65535, 0] covers [-10, 0]
+// (QuantizeMultiplier of input_scale * beta / (10 / 65535)), recentred by 32767 and
+// looked up with interpolation in a 513-entry exp table; the reciprocal of the sum
+// (Q16.15) comes from a second table of 1 / (1 + x) after normalising the sum by its
+// leading zeros; each output is (exp * reciprocal) >> (31 - leading zeros), rounded,
+// clamped to [0, 32767]. prepare_quantized adds both int16 tables (exp_lut,
+// recip_lut; fixed_point::softmax_int16_lut).
+
+struct Softmax16Params {
+  QuantMultiplier multiplier;
+};
+
+Softmax16Params qsoftmax16_check(const std::vector<TensorType>& in, const json& attrs) {
+  const std::string op = "qsoftmax";
+  AttrReader r(op, attrs, kQsoftmaxAttrs);
+  if (in.size() != 1 && in.size() != 3)
+    fail(op, "int16 data takes 1 or 3 inputs (data, [exp_lut, recip_lut]), got " + std::to_string(in.size()));
+  check_inputs(op, {in[0]}, 1, {"data"}, Dtypes::kNumeric);
+  check_rank(op, in, 0, "data", 2);
+  double scale = read_scale(op, r, "input_scale");
+  read_zero_point(r, "input_zero_point", DataType::Int(16));  // cancels in x - max
+  double beta = r.get_float("beta", 1.0);
+  if (!(beta > 0) || !std::isfinite(beta)) r.bad("beta", "a finite number > 0");
+  if (r.has("dtype") && r.get_string("dtype", "int16", {"int8", "int16"}) != "int16")
+    r.bad("dtype", "\"int16\": int16 data gives int16 probabilities");
+  if (r.has("output_scale") && std::abs(r.get_float("output_scale", 0) - 1.0 / 32768) > 0.001 / 32768)
+    r.bad("output_scale", "1/32768 (within 0.1%): qsoftmax of int16 data produces that scale");
+  if (r.has("output_zero_point") && r.get_int("output_zero_point", 0) != 0)
+    r.bad("output_zero_point", "0: qsoftmax of int16 data produces that zero point");
+  if (in[0].shape.back() > 65536) fail(op, "rows longer than 65536 elements could overflow the int32 sum of exps");
+  for (size_t i = 1; i < in.size(); ++i) {
+    const char* name = i == 1 ? "exp_lut" : "recip_lut";
+    check_dtype(op, in, i, name, DataType::Int(16));
+    if (in[i].shape != std::vector<int64_t>{513})
+      fail(op, std::string("input '") + name + "' has shape " + shape_str(in[i].shape) + "; (513) is required");
+  }
+  Softmax16Params p;
+  p.multiplier = quantize_multiplier(scale * beta / (10.0 / 65535.0), op, "input_scale * beta / (10 / 65535)");
+  // TFLite shifts the difference (at most 65535 in magnitude) left by a positive shift.
+  if (p.multiplier.left_shift() > 15)
+    fail(op, "input_scale * beta (" + interp::format_double(scale * beta) +
+                 ") is so large that TFLite's scaled input difference would overflow int32");
+  return p;
+}
+
+// TFLite's LUT lookup with interpolation for an int16 value: 512 base entries, the
+// 7 low bits interpolating to the next one.
+Expr lut_lookup(const Buffer& lut, Expr value) {
+  Expr index = add(call("shift_right", {value, ci(7)}), ci(256));
+  Expr offset = call("bitwise_and", {value, ci(127)});
+  Expr base = to_i32(load(lut, {index}));
+  Expr slope = to_i32(Cast(DataType::Int(16), sub(to_i32(load(lut, {add(index, ci(1))})), base)));
+  Expr delta = call("shift_right", {add(mul(slope, offset), ci(64)), ci(7)});
+  return to_i32(Cast(DataType::Int(16), add(base, delta)));
+}
+
+PrimFunc qsoftmax16_build(const std::string& fname, const std::vector<TensorType>& in, const TensorType& out,
+                          const json& attrs) {
+  const Softmax16Params p = qsoftmax16_check(in, attrs);
+  if (in.size() != 3)
+    fail("qsoftmax", "inputs 'exp_lut' and 'recip_lut' are missing: the graph rewrite prepare_quantized adds them");
+  const DataType i16 = DataType::Int(16), i64 = DataType::Int(64);
+  const int64_t rows = in[0].shape[0], k = in[0].shape[1];
+  FuncBuilder fb;
+  Buffer data = fb.param("data", {rows, k}, i16);
+  Buffer exp_lut = fb.param("exp_lut", {513}, i16), recip_lut = fb.param("recip_lut", {513}, i16);
+  Buffer o = fb.param("out", {rows, k}, i16);
+  Buffer mx = scratch("max_val", {1}, kI32), sum = scratch("sum_val", {1}, kI32);
+  LoopNest outer;
+  Expr row = outer.axis("n", rows);
+  auto clamp16 = [](Expr v) { return min_(max_(v, ci(-32768)), ci(32767)); };
+  LoopNest l0, l1, l2;
+  Expr c0 = l0.axis("k0", k), c1 = l1.axis("k1", k), c2 = l2.axis("k2", k);
+  Stmt max_loop = l0.wrap(store(mx, max_(load(mx, {ci(0)}), to_i32(load(data, {row, c0}))), {ci(0)}));
+  Var row_max = MakeVar("row_max", kI32);
+  // The exps go to the output first (TFLite caches them there too), and into the sum.
+  Expr scaled = multiply_by_quantized_multiplier(sub(to_i32(load(data, {row, c1})), row_max), p.multiplier);
+  Var e = MakeVar("e", kI32);
+  Stmt exp_loop = l1.wrap(LetStmt(e, lut_lookup(exp_lut, clamp16(add(scaled, ci(32767)))),
+                                  SeqStmt({store(o, Cast(i16, e), {row, c1}),
+                                           store(sum, add(load(sum, {ci(0)}), e), {ci(0)})})));
+  // Leading zeros of a sum in [2^14, 2^31): 1 plus the powers 2^30 .. 2^15 it is below.
+  Var total = MakeVar("total", kI32), headroom = MakeVar("headroom_plus_one", kI32);
+  Expr clz = ci(1);
+  for (int b = 30; b >= 15; --b) clz = add(clz, Select(lt(total, ci(int64_t{1} << b)), ci(1), ci(0)));
+  Expr shifted = Cast(kI32, Call(i64, "shift_right",
+                                 {Binary(ExprKind::Add, Call(i64, "shift_left", {Cast(i64, total), Cast(i64, sub(headroom, ci(1)))}),
+                                         IntImm(i64, 1 << 13)),
+                                  IntImm(i64, 14)}));
+  Var recip = MakeVar("reciprocal", kI32), right = MakeVar("right_shift", kI32);
+  Expr product = Binary(ExprKind::Add, Binary(ExprKind::Mul, Cast(i64, to_i32(load(o, {row, c2}))), Cast(i64, recip)),
+                        Cast(i64, call("shift_left", {ci(1), sub(right, ci(1))})));
+  Expr result = Cast(kI32, Call(i64, "shift_right", {product, Cast(i64, right)}));
+  Stmt out_loop = l2.wrap(store(o, Cast(i16, min_(max_(result, ci(0)), ci(32767))), {row, c2}));
+  out_loop = LetStmt(right, sub(ci(31), headroom), out_loop);
+  out_loop = LetStmt(recip, lut_lookup(recip_lut, clamp16(sub(shifted, ci((1 << 15) + (1 << 16))))), out_loop);
+  out_loop = LetStmt(headroom, clz, out_loop);
+  out_loop = LetStmt(total, load(sum, {ci(0)}), out_loop);
+  Stmt body = SeqStmt({store(mx, ci(-32768), {ci(0)}), max_loop,
+                       LetStmt(row_max, load(mx, {ci(0)}), SeqStmt({store(sum, ci(0), {ci(0)}), exp_loop, out_loop}))});
+  return fb.finish(fname, Allocate(mx, "global", Allocate(sum, "global", outer.wrap(body))));
+}
+
 TensorType qsoftmax_infer(const std::vector<TensorType>& in, const json& attrs) {
+  if (!in.empty() && in[0].dtype == DataType::Int(16)) {
+    qsoftmax16_check(in, attrs);
+    return in[0];
+  }
   qsoftmax_check(in, attrs);
   return TensorType{qsoftmax_output(attrs), in[0].shape};
 }
@@ -505,6 +613,7 @@ Stmt with_reciprocal(Expr sum, const std::function<Stmt(Expr, Expr)>& body) {
 
 PrimFunc qsoftmax_build(const std::string& fname, const std::vector<TensorType>& in, const TensorType& out,
                         const json& attrs) {
+  if (in[0].dtype == DataType::Int(16)) return qsoftmax16_build(fname, in, out, attrs);
   qsoftmax_check(in, attrs);
   if (in.size() != 2)
     fail("qsoftmax", "input 'exp_table' is missing: the graph rewrite prepare_quantized adds it");

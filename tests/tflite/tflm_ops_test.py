@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """TFLite Micro's own outputs for the single-operator cases in tflm_ops/ (see its
 README): each model through `microtir run` (the reference interpreter; the requantizing
-int16 ADD, SUB and LEAKY_RELU also with `--target host`, which builds the C and checks it
+int16 ADD, SUB, LEAKY_RELU and SOFTMAX also with `--target host`, which builds the C and checks it
 against the interpreter: one C build per case costs seconds, and tflite_int16_ops builds
 every op's C), the output compared with TFLM's output_0.npy byte for byte (float32
 within a relative 1e-5).
@@ -16,7 +16,7 @@ import tempfile
 
 import numpy as np
 
-HOST_CASES = {"add_i16_10", "sub_i16_11", "leaky_relu_i16_10"}
+HOST_CASES = {"add_i16_10", "sub_i16_11", "leaky_relu_i16_10", "softmax_i16_10"}
 
 
 def main():

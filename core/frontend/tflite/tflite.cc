@@ -517,12 +517,13 @@ void TfliteConverter::softmax(const tflite::Operator& op) {
     emit(name, "softmax", {value(x)}, {{"axis", -1}});
     return;
   }
-  if (xt.dtype != DataType::Int(8)) unsupported(xt.dtype.str() + " data");
+  if (xt.dtype != DataType::Int(8) && xt.dtype != DataType::Int(16)) unsupported(xt.dtype.str() + " data");
   if (xt.shape.empty()) fail("the input must have at least one dimension");
   Quant qi = quant(x, true), qo = quant(out, true);
   if (!qi.per_tensor()) unsupported("per-channel quantized activations");
   json attrs = {{"input_scale", qi.scale[0]}, {"output_scale", qo.scale[0]}, {"output_zero_point", qo.zero_point[0]}};
-  if (tensor_type(out).dtype == DataType::Int(16)) attrs["dtype"] = "int16";  // int8 in, int16 out (TFLM's)
+  // int8 in and int16 out (TFLM's Softmax<int8, int16>); int16 in is int16 out.
+  if (xt.dtype == DataType::Int(8) && tensor_type(out).dtype == DataType::Int(16)) attrs["dtype"] = "int16";
   if (beta != 1.0) attrs["beta"] = beta;  // qsoftmax scales by beta * input_scale, as TFLite does
   int64_t k = xt.shape.back(), rows = xt.num_elements() / k;
   std::string data = value(x);
