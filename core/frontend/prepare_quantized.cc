@@ -307,6 +307,18 @@ void prepare_softmax_node(Graph& g, GraphNode& node) {
   if (node.inputs.size() != 1) return;
   double scale = number_or(node.attrs, "input_scale", 0), beta = number_or(node.attrs, "beta", 1.0);
   if (!(scale > 0) || !(beta > 0)) return;  // the op's own check reports it
+  if (g.all_types().at(node.inputs[0]).dtype == DataType::Int(16)) {
+    // int16 data: TFLM's two interpolation tables, exp on [-10, 0] and 1 / (1 + x) on [0, 1].
+    for (bool exp : {true, false}) {
+      auto values = ops::fixed_point::softmax_int16_lut(exp);
+      NDArray table = NDArray::zeros(DataType::Int(16), {513});
+      for (int64_t i = 0; i < 513; ++i) table.set_int(i, values[static_cast<size_t>(i)]);
+      std::string name = fresh_name(g, node.name + (exp ? "__exp_lut" : "__recip_lut"));
+      g.constants[name] = std::move(table);
+      node.inputs.push_back(name);
+    }
+    return;
+  }
   auto params = ops::fixed_point::softmax_params(scale, beta, "qsoftmax");
   auto exps = ops::fixed_point::softmax_exp_table(params);
   NDArray table = NDArray::zeros(kI32, {256});

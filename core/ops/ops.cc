@@ -24,6 +24,7 @@ const std::vector<OpDef>& all_op_defs() {
     ops::register_pool_ops(v);
     ops::register_elemwise_ops(v);
     ops::register_shape_ops(v);
+    ops::register_strided_slice_ops(v);
     ops::register_quantized_ops(v);
     ops::register_qconv_ops(v);
     ops::register_onnx_quant_ops(v);

@@ -79,8 +79,14 @@ class TfliteConverter {
   void softmax(const tflite::Operator& op);
   void concatenation(const tflite::Operator& op);
   void pad(const tflite::Operator& op);
-  void mean(const tflite::Operator& op);
-  void quantize(const tflite::Operator& op, bool to_int8);
+  void mean(const tflite::Operator& op, bool sum);  // MEAN or SUM
+  // convert_quantize.cc: QUANTIZE (float32 to int8/int16, integer to integer) and DEQUANTIZE.
+  void quantize(const tflite::Operator& op);
+  void dequantize(const tflite::Operator& op);
+  // convert_strided_slice.cc
+  void strided_slice(const tflite::Operator& op);
+  // convert_leaky_relu.cc
+  void leaky_relu(const tflite::Operator& op);
 
   int input(const tflite::Operator& op, size_t i, bool optional = false) const;
   int output(const tflite::Operator& op) const;
