@@ -139,20 +139,21 @@ Expr multiply_by_quantized_multiplier(Expr x, Expr multiplier, Expr shift) {
 }
 
 // TFLite's CalculateActivationRangeQuantized: zero_point + round(f / scale) in float32.
-ActBounds activation_bounds(const std::string& activation, double output_scale, int32_t output_zero_point) {
-  ActBounds b;
+ActBounds activation_bounds(const std::string& activation, double output_scale, int32_t output_zero_point,
+                            int32_t qmin, int32_t qmax) {
+  ActBounds b{qmin, qmax};
   if (activation == "none") return b;
   auto quantize = [&](float f) {
     float r = std::round(f / static_cast<float>(output_scale));
-    return output_zero_point + static_cast<int32_t>(std::max(-1e6f, std::min(1e6f, r)));  // int8 range either way
+    return output_zero_point + static_cast<int32_t>(std::max(-1e6f, std::min(1e6f, r)));  // beyond int16 either way
   };
   if (activation == "relu_n1_to_1") {
-    b.lo = std::max(-128, quantize(-1.0f));
-    b.hi = std::min(127, quantize(1.0f));
+    b.lo = std::max(qmin, quantize(-1.0f));
+    b.hi = std::min(qmax, quantize(1.0f));
     return b;
   }
-  b.lo = std::max(-128, quantize(0.0f));
-  if (activation == "relu6") b.hi = std::min(127, quantize(6.0f));
+  b.lo = std::max(qmin, quantize(0.0f));
+  if (activation == "relu6") b.hi = std::min(qmax, quantize(6.0f));
   return b;
 }
 

@@ -71,14 +71,16 @@ bool onnx_high_word_form(int64_t m, int64_t s, OnnxHighWord* out);
 // y as above for an int32 `acc` and int32 expressions M', t and 2^(t-1); int32 out.
 Expr onnx_high_word_requantize(Expr acc, Expr multiplier, Expr shift, Expr half);
 
-// The int8 output range an activation allows (bounds inclusive).
+// The output range an activation allows (bounds inclusive); int8's by default.
 struct ActBounds {
   int32_t lo = -128;
   int32_t hi = 127;
 };
 // activation "none" | "relu" | "relu6" | "relu_n1_to_1" for an output of this scale and
-// zero point, as TFLite's CalculateActivationRangeQuantized (zp + round(f / scale) in float32).
-ActBounds activation_bounds(const std::string& activation, double output_scale, int32_t output_zero_point);
+// zero point, as TFLite's CalculateActivationRangeQuantized (zp + round(f / scale) in float32)
+// within the output type's range [qmin, qmax] (int8's, or int16's for int16x8).
+ActBounds activation_bounds(const std::string& activation, double output_scale, int32_t output_zero_point,
+                            int32_t qmin = -128, int32_t qmax = 127);
 
 // (int8)clamp(y + zero_point, lo, hi) for an int32 expression `y`.
 Expr saturate_int8(Expr y, int32_t zero_point, ActBounds bounds);
