@@ -339,7 +339,8 @@ bool is_wide_mac_op(const std::string& op) {
   return op == "qconv2d_s16" || op == "qdense_s16" || op == "qtranspose_conv2d";
 }
 
-void prepare_wide_mac_node(Graph& g, GraphNode& node) {
+void prepare_wide_mac_node(Graph& g, GraphNode& node, const ScheduleOptions& opts) {
+  if (!node.attrs.contains("schedule")) node.attrs["schedule"] = {{"unroll", opts.unroll}};
   if (!per_channel(node.attrs)) return;
   const int64_t channels = node.type.shape.back();
   for (size_t i = 2; i < node.inputs.size(); ++i) {
@@ -374,7 +375,7 @@ Graph prepare_quantized(const Graph& in, const ScheduleOptions& opts) {
     if (node.op == "qconv2d" || node.op == "qdense") prepare_matmul_node(g, node, opts, maybe_unused);
     else if (node.op == "qsoftmax") prepare_softmax_node(g, node);
     else if (node.op == "qlogistic" || node.op == "qtanh") prepare_activation_node(g, node);
-    else if (is_wide_mac_op(node.op)) prepare_wide_mac_node(g, node);
+    else if (is_wide_mac_op(node.op)) prepare_wide_mac_node(g, node, opts);
   }
   drop_unused_constants(g, maybe_unused);
   // The rewritten nodes are checked again, so a bad attribute is reported against the

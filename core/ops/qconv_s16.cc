@@ -16,6 +16,7 @@
 #include <limits>
 
 #include "ops/op_util.h"
+#include "ir/substitute.h"
 #include "ops/quant_util.h"
 
 namespace mtir {
@@ -46,7 +47,39 @@ struct MacParams {
 };
 
 const std::vector<std::string> kQuantKeys = {"input_scale", "input_zero_point", "weight_scale", "weight_zero_point",
-                                             "output_scale", "output_zero_point", "activation", "accumulator"};
+                                             "output_scale", "output_zero_point", "activation", "accumulator",
+                                             "schedule"};
+
+// The `unroll` schedule (ops/schedules.h): prepare_quantized records it in
+// attrs["schedule"]; on where the attribute does not say.
+bool unroll_schedule(const json& attrs) {
+  if (!attrs.is_object() || !attrs.contains("schedule") || !attrs["schedule"].is_object()) return true;
+  const json& s = attrs["schedule"];
+  return !s.contains("unroll") || !s["unroll"].is_boolean() || s["unroll"].get<bool>();
+}
+
+// A reduction loop over [0, extent): with `unroll`, four iterations a step as straight
+// line code (the unroll_loops pass), the remainder a short loop; the same additions in
+// the same order.
+Stmt reduction_loop(const std::string& name, int64_t extent, bool unroll, const std::function<Stmt(Expr)>& body) {
+  if (extent == 1) return body(ci(0));
+  const int64_t factor = unroll && extent >= 4 ? 4 : 1;
+  const int64_t steps = extent / factor, rest = extent % factor;
+  std::vector<Stmt> parts;
+  Var outer = ivar(name + "o");
+  if (factor == 1) {
+    parts.push_back(For(outer, ci(0), ci(steps), ForKind::kSerial, body(outer)));
+  } else {
+    Var inner = ivar(name + "i");
+    Stmt four = For(inner, ci(0), ci(factor), ForKind::kUnrolled, body(add(mul(outer, ci(factor)), inner)));
+    parts.push_back(steps == 1 ? substitute(four, outer, ci(0)) : For(outer, ci(0), ci(steps), ForKind::kSerial, four));
+  }
+  if (rest > 0) {
+    Var r = ivar(name + "r");
+    parts.push_back(For(r, ci(0), ci(rest), ForKind::kUnrolled, body(add(r, ci(steps * factor)))));
+  }
+  return parts.size() == 1 ? parts[0] : SeqStmt(parts);
+}
 
 // Inputs from index 2 on: an optional bias [O] (int32 or int64; int32 only for int8
 // data) and an optional requant table int32 [O, 2], told apart by rank.
@@ -144,20 +177,24 @@ Expr requantize(const MacParams& p, Expr acc, const Buffer* table, Expr c) {
   return Cast(p.data, min_(max_(v, ci(p.bounds.lo)), ci(p.bounds.hi)));
 }
 
-// One product term of the accumulator: x * w (x - input_zero_point for int8), in the
-// accumulator's type (int64: sign-extended operands, which compilers turn into SMLAL).
+// One product term: x * w (x - input_zero_point for int8) in int32.
 Expr product(const MacParams& p, Expr x, Expr w) {
   Expr xi = Cast(kI32, std::move(x)), wi = Cast(kI32, std::move(w));
   if (p.q.input_zero_point != 0) xi = sub(xi, ci(p.q.input_zero_point));
-  if (p.wide) return mul64(Cast(kI64, xi), Cast(kI64, wi));
   return mul(xi, wi);
 }
 
-// The shared kernel frame: acc = bias[c] (or 0); `reduce(acc_update)` accumulates;
+// An int64 accumulator takes its products in int32 partial sums of at most this many:
+// |int16 * int8| <= 2^22, so 256 of them stay within 2^30, and the total is exactly
+// TFLM's int64 sum whatever the grouping. The int32 sums are what a Cortex-M does in
+// one SMLABB each; a chain of 64-bit adds GCC reassociates into more instructions.
+constexpr int64_t kPartialProducts = 256;
+
+// The shared kernel frame: acc = bias[c] (or 0), the products added by sum(), then
 // out = requantize(acc).
 struct MacKernel {
   FuncBuilder fb;
-  Buffer data, weight, bias, table, out, acc;
+  Buffer data, weight, bias, table, out, acc, part;
   const MacParams& p;
   MacKernel(const MacParams& params, const std::vector<TensorType>& in, const TensorType& o) : p(params) {
     data = fb.param("data", in[0].shape, in[0].dtype);
@@ -168,12 +205,31 @@ struct MacKernel {
     }
     out = fb.param("out", o.shape, o.dtype);
     acc = scratch("acc", {1}, p.wide ? kI64 : kI32);
+    part = scratch("part", {1}, kI32);
   }
   Expr acc_value() const { return load(acc, {ci(0)}); }
-  // acc += term
-  Stmt accumulate(Expr term) const {
-    Expr sum = p.wide ? add64(acc_value(), std::move(term)) : add(acc_value(), std::move(term));
-    return store(acc, sum, {ci(0)});
+  // acc += the products prod(k) for k in [0, extent), a reduction loop (unrolled by four
+  // with `unroll`); with an int64 acc through int32 partial sums.
+  Stmt sum(const std::string& name, int64_t extent, bool unroll, const std::function<Expr(Expr)>& prod) const {
+    if (!p.wide)
+      return reduction_loop(name, extent, unroll,
+                            [&](Expr k) { return store(acc, add(acc_value(), prod(k)), {ci(0)}); });
+    auto chunk = [&](Expr base, int64_t n) {
+      Stmt adds = reduction_loop(name, n, unroll, [&](Expr k) {
+        return store(part, add(load(part, {ci(0)}), prod(add(base, k))), {ci(0)});
+      });
+      return SeqStmt({store(part, ci(0), {ci(0)}), adds,
+                      store(acc, add64(acc_value(), Cast(kI64, load(part, {ci(0)}))), {ci(0)})});
+    };
+    const int64_t whole = extent / kPartialProducts, rest = extent % kPartialProducts;
+    std::vector<Stmt> parts;
+    if (whole == 1) parts.push_back(chunk(ci(0), kPartialProducts));
+    if (whole > 1) {
+      Var c = ivar(name + "_chunk");
+      parts.push_back(For(c, ci(0), ci(whole), ForKind::kSerial, chunk(mul(c, ci(kPartialProducts)), kPartialProducts)));
+    }
+    if (rest > 0) parts.push_back(chunk(ci(whole * kPartialProducts), rest));
+    return parts.size() == 1 ? parts[0] : SeqStmt(parts);
   }
   Stmt init(Expr c) const {
     Expr v = p.wide ? i64(0) : ci(0);
@@ -183,7 +239,10 @@ struct MacKernel {
   Stmt finish_out(Expr c, std::vector<Expr> idx) const {
     return store(out, requantize(p, acc_value(), p.has_table ? &table : nullptr, std::move(c)), std::move(idx));
   }
-  PrimFunc build(const std::string& fname, Stmt body) const { return fb.finish(fname, Allocate(acc, "global", body)); }
+  PrimFunc build(const std::string& fname, Stmt body) const {
+    if (p.wide) body = Allocate(part, "global", body);
+    return fb.finish(fname, Allocate(acc, "global", body));
+  }
 };
 
 void check_data(const std::string& op, const std::vector<TensorType>& in, const std::vector<DataType>& data_types) {
@@ -254,21 +313,41 @@ PrimFunc qconv_s16_build(const std::string& fname, const std::vector<TensorType>
   const auto& x = in[0].shape;
   const auto& w = in[1].shape;
   const int64_t per_group = w[0] / g.groups, cin = w[3];
-  LoopNest outer, taps, chans;
+  const bool unroll = unroll_schedule(attrs);
+  LoopNest outer;
   Expr n = outer.axis("n", x[0]), oy = outer.axis("oy", g.oh), ox = outer.axis("ox", g.ow), oc = outer.axis("oc", w[0]);
-  Expr ky = taps.axis("ky", w[1]), kx = taps.axis("kx", w[2]);
-  Expr ic = chans.axis("ic", cin);
-  Expr iy = add(sub(mul(oy, ci(g.sh)), ci(g.pt)), mul(ky, ci(g.dh)));
-  Expr ix = add(sub(mul(ox, ci(g.sw)), ci(g.pl)), mul(kx, ci(g.dw)));
-  Expr chan = g.groups == 1 ? ic : add(mul(floordiv(oc, ci(per_group)), ci(cin)), ic);
-  Stmt mac = chans.wrap(k.accumulate(product(p, load(k.data, {n, iy, ix, chan}), load(k.weight, {oc, ky, kx, ic}))));
-  Expr inside;
-  if (g.pt > 0 || g.pb > 0 || (g.oh - 1) * g.sh + (w[1] - 1) * g.dh >= x[1] + g.pt)
-    inside = and_(ge(iy, ci(0)), lt(iy, ci(x[1])));
-  if (g.pl > 0 || g.pr > 0 || (g.ow - 1) * g.sw + (w[2] - 1) * g.dw >= x[2] + g.pl)
-    inside = and_(inside, and_(ge(ix, ci(0)), lt(ix, ci(x[2]))));
-  if (inside) mac = IfThenElse(inside, mac);
-  Stmt body = SeqStmt({k.init(oc), taps.wrap(mac), k.finish_out(oc, {n, oy, ox, oc})});
+  const bool pad_rows = g.pt > 0 || g.pb > 0, pad_cols = g.pl > 0 || g.pr > 0;
+  // One tap (ky, kx): whether it lies inside the input (null: always) and its products.
+  auto tap = [&](Expr ky, Expr kx) {
+    Expr iy = add(sub(mul(oy, ci(g.sh)), ci(g.pt)), mul(ky, ci(g.dh)));
+    Expr ix = add(sub(mul(ox, ci(g.sw)), ci(g.pl)), mul(kx, ci(g.dw)));
+    // By value: the tap's expressions outlive this call.
+    auto prod = [&k, &p, n, oc, iy, ix, ky, kx, per_group, cin, groups = g.groups](Expr ic) {
+      Expr chan = groups == 1 ? ic : add(mul(floordiv(oc, ci(per_group)), ci(cin)), ic);
+      return product(p, load(k.data, {n, iy, ix, chan}), load(k.weight, {oc, ky, kx, ic}));
+    };
+    Expr inside;
+    if (pad_rows) inside = and_(ge(iy, ci(0)), lt(iy, ci(x[1])));
+    if (pad_cols) inside = and_(inside, and_(ge(ix, ci(0)), lt(ix, ci(x[2]))));
+    return std::make_pair(inside, std::function<Expr(Expr)>(prod));
+  };
+  Var ky = ivar("ky");
+  Stmt row;
+  if (cin == 1) {
+    // A depthwise tap is one product: the kernel row is the reduction (a padded tap adds 0).
+    row = k.sum("kx", w[2], unroll, [&](Expr kx) {
+      auto [inside, prod] = tap(ky, kx);
+      return lazy_select(inside, prod(ci(0)), ci(0));
+    });
+  } else {
+    Var kx = ivar("kx");
+    auto [inside, prod] = tap(ky, kx);
+    Stmt mac = k.sum("ic", cin, unroll, prod);
+    if (inside) mac = IfThenElse(inside, mac);
+    row = w[2] == 1 ? substitute(mac, kx, ci(0)) : For(kx, ci(0), ci(w[2]), ForKind::kSerial, mac);
+  }
+  Stmt taps = w[1] == 1 ? substitute(row, ky, ci(0)) : For(ky, ci(0), ci(w[1]), ForKind::kSerial, row);
+  Stmt body = SeqStmt({k.init(oc), taps, k.finish_out(oc, {n, oy, ox, oc})});
   return k.build(fname, outer.wrap(body));
 }
 
@@ -295,10 +374,10 @@ PrimFunc qdense_s16_build(const std::string& fname, const std::vector<TensorType
   MacParams p = mac_params(op, in, attrs, r, in[1].shape[0]);
   need_table(op, p);
   MacKernel k(p, in, out);
-  LoopNest outer, red;
+  LoopNest outer;
   Expr n = outer.axis("n", in[0].shape[0]), m = outer.axis("m", in[1].shape[0]);
-  Expr kk = red.axis("k", in[0].shape[1]);
-  Stmt mac = red.wrap(k.accumulate(product(p, load(k.data, {n, kk}), load(k.weight, {m, kk}))));
+  Stmt mac = k.sum("k", in[0].shape[1], unroll_schedule(attrs),
+                   [&](Expr kk) { return product(p, load(k.data, {n, kk}), load(k.weight, {m, kk})); });
   return k.build(fname, outer.wrap(SeqStmt({k.init(m), mac, k.finish_out(m, {n, m})})));
 }
 
@@ -328,21 +407,21 @@ Transposed transposed_geometry(const std::string& op, const AttrReader& r, const
   return Transposed{s[0], s[1], pad[0], pad[1], size[0], size[1]};
 }
 
-// The gather loops around `mac(iy, ix, fy, fx, c)` for output (oy, ox), in TFLM's order.
+// The gather loops for output (oy, ox), in TFLM's order.
+// `channels(iy, ix, fy, fx)` adds one tap's channels.
 Stmt transposed_taps(const Transposed& g, const std::vector<int64_t>& x, const std::vector<int64_t>& w, Expr oy,
-                     Expr ox, const std::function<Stmt(Expr, Expr, Expr, Expr, Expr)>& mac) {
+                     Expr ox, const std::function<Stmt(Expr, Expr, Expr, Expr)>& channels) {
   auto taps = [](int64_t k, int64_t s) { return (k + s - 1) / s; };
-  LoopNest ny, nx, nc;
+  LoopNest ny, nx;
   Expr ty = ny.axis("ty", taps(w[1], g.sh));
   Expr tx = nx.axis("tx", taps(w[2], g.sw));
-  Expr c = nc.axis("c", x[3]);
   Expr uy = add(oy, ci(g.pt)), ux = add(ox, ci(g.pl));
   Expr iy = add(floordiv(add(uy, ci(g.sh - w[1])), ci(g.sh)), ty);
   Expr ix = add(floordiv(add(ux, ci(g.sw - w[2])), ci(g.sw)), tx);
   Expr fy = sub(uy, mul(iy, ci(g.sh))), fx = sub(ux, mul(ix, ci(g.sw)));
   Expr row_ok = and_(and_(ge(iy, ci(0)), lt(iy, ci(x[1]))), ge(fy, ci(0)));
   Expr col_ok = and_(and_(ge(ix, ci(0)), lt(ix, ci(x[2]))), ge(fx, ci(0)));
-  Stmt inner = IfThenElse(col_ok, nc.wrap(mac(iy, ix, fy, fx, c)));
+  Stmt inner = IfThenElse(col_ok, channels(iy, ix, fy, fx));
   return ny.wrap(IfThenElse(row_ok, nx.wrap(inner)));
 }
 
@@ -372,8 +451,10 @@ PrimFunc qtransposed_build(const std::string& fname, const std::vector<TensorTyp
   LoopNest outer;
   Expr n = outer.axis("n", in[0].shape[0]), oy = outer.axis("oy", g.oh), ox = outer.axis("ox", g.ow);
   Expr oc = outer.axis("oc", in[1].shape[0]);
-  Stmt taps = transposed_taps(g, in[0].shape, in[1].shape, oy, ox, [&](Expr iy, Expr ix, Expr fy, Expr fx, Expr c) {
-    return k.accumulate(product(p, load(k.data, {n, iy, ix, c}), load(k.weight, {oc, fy, fx, c})));
+  const bool unroll = unroll_schedule(attrs);
+  Stmt taps = transposed_taps(g, in[0].shape, in[1].shape, oy, ox, [&](Expr iy, Expr ix, Expr fy, Expr fx) {
+    return k.sum("c", in[0].shape[3], unroll,
+                 [&](Expr c) { return product(p, load(k.data, {n, iy, ix, c}), load(k.weight, {oc, fy, fx, c})); });
   });
   return k.build(fname, outer.wrap(SeqStmt({k.init(oc), taps, k.finish_out(oc, {n, oy, ox, oc})})));
 }
@@ -400,9 +481,11 @@ PrimFunc transposed_build(const std::string& fname, const std::vector<TensorType
   LoopNest outer;
   Expr n = outer.axis("n", in[0].shape[0]), oy = outer.axis("oy", g.oh), ox = outer.axis("ox", g.ow);
   Expr oc = outer.axis("oc", in[1].shape[0]);
-  Stmt taps = transposed_taps(g, in[0].shape, in[1].shape, oy, ox, [&](Expr iy, Expr ix, Expr fy, Expr fx, Expr c) {
-    Expr prod = Binary(ExprKind::Mul, load(data, {n, iy, ix, c}), load(weight, {oc, fy, fx, c}));
-    return store(acc, Binary(ExprKind::Add, load(acc, {ci(0)}), prod), {ci(0)});
+  Stmt taps = transposed_taps(g, in[0].shape, in[1].shape, oy, ox, [&](Expr iy, Expr ix, Expr fy, Expr fx) {
+    return reduction_loop("c", in[0].shape[3], true, [&](Expr c) {
+      Expr prod = Binary(ExprKind::Mul, load(data, {n, iy, ix, c}), load(weight, {oc, fy, fx, c}));
+      return store(acc, Binary(ExprKind::Add, load(acc, {ci(0)}), prod), {ci(0)});
+    });
   });
   Expr result = load(acc, {ci(0)});
   if (in.size() > 2) result = Binary(ExprKind::Add, result, load(bias, {oc}));

@@ -281,6 +281,29 @@ TEST(QdenseS16, Int64AndInt32) {
   }
 }
 
+// An int64 accumulator sums in int32 partials of at most 256 products: 600 products of
+// -32768 * -128 (2^22 each, 2.5e9 in all) overflow int32 unless the chunks are right.
+// With the unroll schedule and without.
+TEST(QdenseS16, LongReductionOfExtremeProducts) {
+  NDArray x = NDArray::zeros(kI16, {2, 600}), w = NDArray::zeros(kI8, {3, 600});
+  for (int64_t i = 0; i < 1200; ++i) x.set_int(i, i < 1100 ? -32768 : 32767);
+  for (int64_t i = 0; i < 1800; ++i) w.set_int(i, i % 7 == 0 ? 127 : -128);
+  NDArray b = random_ints(kI64, {3}, 23, -1000, 1000);
+  Quant q{0.001, 0.15, {0.001}};  // out = acc / 150,000: about 16,000
+  NDArray want = NDArray::zeros(kI16, {2, 3});
+  for (int64_t n = 0; n < 2; ++n)
+    for (int64_t m = 0; m < 3; ++m) {
+      int64_t acc = b.get_int(m);
+      for (int64_t k = 0; k < 600; ++k) acc += x.get_int(n * 600 + k) * w.get_int(m * 600 + k);
+      want.set_int(n * 3 + m, q.out(acc, m));
+    }
+  for (bool unroll : {true, false}) {
+    json a = q.attrs();
+    a["schedule"] = {{"unroll", unroll}};
+    expect_equal(run("qdense_s16", {x, w, b}, a), want, unroll ? "dense 600, unrolled" : "dense 600");
+  }
+}
+
 TEST(QtransposeConv2d, Int16AndInt8) {
   NDArray w = random_ints(kI8, {4, 3, 4, 3}, 16, -127, 127);
   for (bool int16 : {true, false}) {
