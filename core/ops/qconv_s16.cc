@@ -111,7 +111,7 @@ MacParams mac_params(const std::string& op, const std::vector<TensorType>& in, c
   if (p.data == kI16) {
     if (p.q.input_zero_point != 0 || p.q.output_zero_point != 0)
       fail(op, "int16 activations are symmetric: input_zero_point and output_zero_point must be 0");
-    p.bounds = activation_bounds(p.q.activation, p.q.output_scale, 0, -32768, 32767);
+    p.bounds = activation_bounds(p.q.activation, p.q.output_scale, 0, kI16);
   } else {
     p.bounds = p.q.bounds;
   }
@@ -173,8 +173,7 @@ Expr requantize(const MacParams& p, Expr acc, const Buffer* table, Expr c) {
       y = multiply_by_quantized_multiplier(acc, m, s);
     }
   }
-  Expr v = p.data == kI16 ? y : add(y, ci(p.q.output_zero_point));
-  return Cast(p.data, min_(max_(v, ci(p.bounds.lo)), ci(p.bounds.hi)));
+  return saturate_to(p.data, y, p.q.output_zero_point, p.bounds);  // int16: zero point 0
 }
 
 // One product term: x * w (x - input_zero_point for int8) in int32.

@@ -266,9 +266,8 @@ std::string TfliteConverter::activation_node(const std::string& name, const std:
 void TfliteConverter::finish(int out, const std::string& op, const std::vector<std::string>& inputs, json attrs,
                              ActivationFunctionType act, bool act_in_op) {
   std::string name = values_.at(out);
-  DataType odt = tensor_type(out).dtype;
-  bool quantized = odt == DataType::Int(8) || odt == DataType::Int(16);
-  if (act_in_op && quantized) {
+  const DataType dt = tensor_type(out).dtype;
+  if (act_in_op && (dt == DataType::Int(8) || dt == DataType::Int(16))) {
     if (act == ActivationFunctionType::RELU) attrs["activation"] = "relu";
     else if (act == ActivationFunctionType::RELU6) attrs["activation"] = "relu6";
     else if (act == ActivationFunctionType::RELU_N1_TO_1) attrs["activation"] = "relu_n1_to_1";
