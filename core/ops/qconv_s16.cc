@@ -15,8 +15,8 @@
 #include <algorithm>
 #include <limits>
 
-#include "ops/op_util.h"
 #include "ir/substitute.h"
+#include "ops/op_util.h"
 #include "ops/quant_util.h"
 
 namespace mtir {
@@ -83,8 +83,8 @@ Stmt reduction_loop(const std::string& name, int64_t extent, bool unroll, const 
 
 // Inputs from index 2 on: an optional bias [O] (int32 or int64; int32 only for int8
 // data) and an optional requant table int32 [O, 2], told apart by rank.
-MacParams mac_params(const std::string& op, const std::vector<TensorType>& in, const json& attrs,
-                     const AttrReader& r, int64_t channels) {
+MacParams mac_params(const std::string& op, const std::vector<TensorType>& in, const AttrReader& r,
+                     int64_t channels) {
   MacParams p;
   p.data = in[0].dtype;
   p.channels = channels;
@@ -106,7 +106,6 @@ MacParams mac_params(const std::string& op, const std::vector<TensorType>& in, c
                    ", 2]");
     }
   }
-  (void)attrs;
   p.q = read_quant_attrs(op, r, channels);
   if (p.data == kI16) {
     if (p.q.input_zero_point != 0 || p.q.output_zero_point != 0)
@@ -147,7 +146,9 @@ void need_table(const std::string& op, const MacParams& p) {
 int64_t reduced_multiplier(int32_t m) { return m < 0x7FFF0000 ? (int64_t{m} + (1 << 15)) >> 16 : 0x7FFF; }
 
 Expr requantize_wide(Expr acc, Expr reduced, Expr total_shift) {
-  Expr round = Call(kI64, "shift_left", {i64(1), Binary(ExprKind::Sub, total_shift, i64(1))});
+  const int64_t* ts = as_const_int(total_shift);
+  Expr round = ts ? i64(int64_t{1} << (*ts - 1))
+                  : Call(kI64, "shift_left", {i64(1), Binary(ExprKind::Sub, total_shift, i64(1))});
   return Cast(kI32, Call(kI64, "shift_right", {add64(mul64(std::move(acc), std::move(reduced)), round), total_shift}));
 }
 
@@ -157,10 +158,7 @@ Expr requantize(const MacParams& p, Expr acc, const Buffer* table, Expr c) {
   if (p.uniform) {
     const QuantMultiplier& m = p.q.multipliers[0];
     if (p.wide) {
-      int64_t ts = 15 - m.shift;
-      y = Cast(kI32, Call(kI64, "shift_right", {add64(mul64(acc, i64(reduced_multiplier(m.multiplier))),
-                                                      i64(int64_t{1} << (ts - 1))),
-                                                i64(ts)}));
+      y = requantize_wide(acc, i64(reduced_multiplier(m.multiplier)), i64(15 - m.shift));
     } else {
       y = multiply_by_quantized_multiplier(acc, m);
     }
@@ -297,7 +295,7 @@ TensorType qconv_s16_infer(const std::vector<TensorType>& in, const json& attrs)
   r.get_string("layout", "NHWC", {"NHWC"});
   check_data(op, in, {kI16});
   Conv g = conv_geometry(op, r, in);
-  mac_params(op, in, attrs, r, in[1].shape[0]);
+  mac_params(op, in, r, in[1].shape[0]);
   return TensorType{kI16, {in[0].shape[0], g.oh, g.ow, in[1].shape[0]}};
 }
 
@@ -306,7 +304,7 @@ PrimFunc qconv_s16_build(const std::string& fname, const std::vector<TensorType>
   const std::string op = "qconv2d_s16";
   AttrReader r(op, attrs, kConvKeys);
   Conv g = conv_geometry(op, r, in);
-  MacParams p = mac_params(op, in, attrs, r, in[1].shape[0]);
+  MacParams p = mac_params(op, in, r, in[1].shape[0]);
   need_table(op, p);
   MacKernel k(p, in, out);
   const auto& x = in[0].shape;
@@ -362,7 +360,7 @@ TensorType qdense_s16_infer(const std::vector<TensorType>& in, const json& attrs
   if (in[0].shape[1] != in[1].shape[1])
     fail(op, "the data has rows of " + std::to_string(in[0].shape[1]) + " but the weight of " +
                  std::to_string(in[1].shape[1]));
-  mac_params(op, in, attrs, r, in[1].shape[0]);
+  mac_params(op, in, r, in[1].shape[0]);
   return TensorType{kI16, {in[0].shape[0], in[1].shape[0]}};
 }
 
@@ -370,7 +368,7 @@ PrimFunc qdense_s16_build(const std::string& fname, const std::vector<TensorType
                           const json& attrs) {
   const std::string op = "qdense_s16";
   AttrReader r(op, attrs, kQuantKeys);
-  MacParams p = mac_params(op, in, attrs, r, in[1].shape[0]);
+  MacParams p = mac_params(op, in, r, in[1].shape[0]);
   need_table(op, p);
   MacKernel k(p, in, out);
   LoopNest outer;
@@ -435,7 +433,7 @@ TensorType qtransposed_infer(const std::vector<TensorType>& in, const json& attr
   AttrReader r(op, attrs, kQTransposedKeys);
   check_data(op, in, {kI8, kI16});
   Transposed g = transposed_geometry(op, r, in);
-  mac_params(op, in, attrs, r, in[1].shape[0]);
+  mac_params(op, in, r, in[1].shape[0]);
   return TensorType{in[0].dtype, {in[0].shape[0], g.oh, g.ow, in[1].shape[0]}};
 }
 
@@ -444,7 +442,7 @@ PrimFunc qtransposed_build(const std::string& fname, const std::vector<TensorTyp
   const std::string op = "qtranspose_conv2d";
   AttrReader r(op, attrs, kQTransposedKeys);
   Transposed g = transposed_geometry(op, r, in);
-  MacParams p = mac_params(op, in, attrs, r, in[1].shape[0]);
+  MacParams p = mac_params(op, in, r, in[1].shape[0]);
   need_table(op, p);
   MacKernel k(p, in, out);
   LoopNest outer;
