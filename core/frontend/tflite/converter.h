@@ -73,6 +73,7 @@ class TfliteConverter {
   std::string activation_node(const std::string& name, const std::string& x, int out, ActivationFunctionType act);
   void conv(const tflite::Operator& op, bool depthwise);
   void fully_connected(const tflite::Operator& op);
+  void transpose_conv(const tflite::Operator& op);  // convert_transpose_conv.cc
   void pool(const tflite::Operator& op, bool average);
   void elementwise(const tflite::Operator& op, BuiltinOperator code);
   void unary(const tflite::Operator& op, BuiltinOperator code);
@@ -92,6 +93,9 @@ class TfliteConverter {
   int output(const tflite::Operator& op) const;
   json int8_attrs(int in, int out) const;
   void same_quant(int in, int out, const std::string& why) const;
+  // Checks that tensor `b` is a bias [channels] of a dtype named in `allowed` ("int64 or
+  // int32"); returns b.
+  int quantized_bias(int b, int64_t channels, const std::string& allowed) const;
   std::vector<int64_t> padding(tflite::Padding pad, int64_t h, int64_t w, int64_t kh, int64_t kw, int64_t sh,
                                int64_t sw, int64_t dh, int64_t dw) const;
 

@@ -209,6 +209,14 @@ void TfliteConverter::same_quant(int in, int out, const std::string& why) const 
     unsupported(why + " with different input and output quantization");
 }
 
+int TfliteConverter::quantized_bias(int b, int64_t channels, const std::string& allowed) const {
+  TensorType bt = tensor_type(b);
+  bool ok = bt.shape == std::vector<int64_t>{channels} &&
+            allowed.find(bt.dtype.str()) != std::string::npos;
+  if (!ok) fail("the bias must be " + allowed + " [" + std::to_string(channels) + "], it is " + bt.str());
+  return b;
+}
+
 // TFLite's padding: VALID pads nothing; SAME gives out = ceil(in / stride) and pads
 // max(0, (out - 1) * stride + effective_k - in), the smaller half before.
 std::vector<int64_t> TfliteConverter::padding(tflite::Padding pad, int64_t h, int64_t w, int64_t kh, int64_t kw,
@@ -319,8 +327,10 @@ void TfliteConverter::conv(const tflite::Operator& op, bool depthwise) {
   std::string wname = short_name(tensor(w).name() ? tensor(w).name()->str() : "");
   if (wname.empty()) wname = "filter" + std::to_string(w);
   std::vector<std::string> inputs = {value(x)};
-  if (xt.dtype == DataType::Int(8)) {
-    if (weight.dtype != DataType::Int(8)) unsupported("an int8 convolution with a " + weight.dtype.str() + " filter");
+  const bool int16 = xt.dtype == DataType::Int(16);
+  if (xt.dtype == DataType::Int(8) || int16) {
+    if (weight.dtype != DataType::Int(8))
+      unsupported("an " + xt.dtype.str() + " convolution with a " + weight.dtype.str() + " filter");
     json q = int8_attrs(x, out);
     Quant wq = quant(w, true);
     for (int64_t z : wq.zero_point)
@@ -346,13 +356,10 @@ void TfliteConverter::conv(const tflite::Operator& op, bool depthwise) {
       weight = std::move(ohwi);
     }
     inputs.push_back(add_constant(wname, std::move(weight)));
-    if (b >= 0) {
-      TensorType bt = tensor_type(b);
-      if (bt.dtype != DataType::Int(32) || bt.shape != std::vector<int64_t>{o})
-        fail("the bias must be int32 [" + std::to_string(o) + "], it is " + bt.str());
-      inputs.push_back(value(b));
-    }
-    finish(out, "qconv2d", inputs, attrs, act, true);
+    if (b >= 0) inputs.push_back(value(quantized_bias(b, o, int16 && depthwise ? "int64" : int16 ? "int64 or int32" : "int32")));
+    // TFLM's int16x8 accumulator: int64, but int32 for a CONV_2D with an int32 bias (ops/qconv_s16.cc).
+    if (int16) attrs["accumulator"] = !depthwise && b >= 0 && tensor_type(b).dtype == DataType::Int(32) ? "int32" : "int64";
+    finish(out, int16 ? "qconv2d_s16" : "qconv2d", inputs, attrs, act, true);
     return;
   }
   if (xt.dtype != DataType::Float(32) || weight.dtype != DataType::Float(32))
@@ -401,8 +408,11 @@ void TfliteConverter::fully_connected(const tflite::Operator& op) {
   std::vector<std::string> inputs = {data, value(w)};
   json attrs = json::object();
   std::string op_name;
-  bool int8 = xt.dtype == DataType::Int(8);
+  const bool int16 = xt.dtype == DataType::Int(16);
+  const bool int8 = xt.dtype == DataType::Int(8) || int16;  // quantized: int8 or int16x8
   if (int8) {
+    if (tensor_type(w).dtype != DataType::Int(8))
+      unsupported("a " + xt.dtype.str() + " FULLY_CONNECTED with " + tensor_type(w).dtype.str() + " weights");
     attrs = int8_attrs(x, out);
     Quant wq = quant(w, true);
     for (int64_t z : wq.zero_point)
@@ -410,7 +420,10 @@ void TfliteConverter::fully_connected(const tflite::Operator& op) {
     if (wq.per_tensor()) attrs["weight_scale"] = wq.scale[0];
     else if (static_cast<int64_t>(wq.scale.size()) == units && wq.axis == 0) attrs["weight_scale"] = wq.scale;
     else fail("the weights' per-channel quantization must have " + std::to_string(units) + " scales along dimension 0");
-    op_name = "qdense";
+    op_name = int16 ? "qdense_s16" : "qdense";
+    // TFLM: an int64 accumulator, int32 with an int32 bias.
+    if (int16) attrs["accumulator"] = b >= 0 && tensor_type(b).dtype == DataType::Int(32) ? "int32" : "int64";
+    if (b >= 0) b = quantized_bias(b, units, int16 ? "int64 or int32" : "int32");
   } else {
     op_name = "dense";
   }
@@ -666,6 +679,7 @@ void TfliteConverter::convert(size_t index, const tflite::Operator& op, BuiltinO
     case BuiltinOperator::CONV_2D: conv(op, false); break;
     case BuiltinOperator::DEPTHWISE_CONV_2D: conv(op, true); break;
     case BuiltinOperator::FULLY_CONNECTED: fully_connected(op); break;
+    case BuiltinOperator::TRANSPOSE_CONV: transpose_conv(op); break;
     case BuiltinOperator::AVERAGE_POOL_2D: pool(op, true); break;
     case BuiltinOperator::MAX_POOL_2D: pool(op, false); break;
     case BuiltinOperator::ADD:
