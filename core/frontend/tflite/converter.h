@@ -61,6 +61,10 @@ class TfliteConverter {
   NDArray constant_value(int index) const;
   Quant quant(int index, bool required) const;
   std::string value(int index);  // the graph name of a tensor an operator reads
+  // A variable tensor (is_variable) becomes a state of the graph, at its value after
+  // TFLM's AllocateTensors(): the zero point for int8, else 0 (its buffer is ignored).
+  bool is_variable(int index) const;
+  std::string state_value(int index);
   std::string fresh(const std::string& base);
   std::string emit(const std::string& name, const std::string& op, const std::vector<std::string>& inputs,
                    const json& attrs = json::object());
@@ -88,6 +92,7 @@ class TfliteConverter {
   void strided_slice(const tflite::Operator& op);
   // convert_leaky_relu.cc
   void leaky_relu(const tflite::Operator& op);
+  void svdf(const tflite::Operator& op);  // convert_svdf.cc
 
   int input(const tflite::Operator& op, size_t i, bool optional = false) const;
   int output(const tflite::Operator& op) const;

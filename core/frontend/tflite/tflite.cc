@@ -58,7 +58,6 @@ TensorType TfliteConverter::tensor_type(int index) const {
                   " (float32, int8, int16, int32 and int64 are supported)");
   }
   if (t.sparsity()) unsupported(tensor_label(index) + " is sparse");
-  if (t.is_variable()) unsupported(tensor_label(index) + " is a variable");
   int64_t n = 1;
   if (t.shape()) {
     for (int32_t d : *t.shape()) {
@@ -148,9 +147,31 @@ std::string TfliteConverter::add_constant(const std::string& base, NDArray a) {
   return name;
 }
 
+bool TfliteConverter::is_variable(int index) const { return tensor(index).is_variable(); }
+
+std::string TfliteConverter::state_value(int index) {
+  auto it = values_.find(index);
+  if (it != values_.end()) return it->second;
+  TensorType ty = tensor_type(index);
+  if (ty.shape.empty()) unsupported(tensor_label(index) + ", a variable, is a scalar");
+  NDArray initial = NDArray::zeros(ty.dtype, ty.shape);
+  if (ty.dtype == DataType::Int(8)) {
+    Quant q = quant(index, true);
+    if (!q.per_tensor()) unsupported(tensor_label(index) + ", a variable, is quantized per channel");
+    for (int64_t i = 0; i < initial.num_elements(); ++i) initial.set_int(i, q.zero_point[0]);
+  }
+  std::string n = tensor(index).name() ? tensor(index).name()->str() : "";
+  std::string name = fresh(short_name(n).empty() ? "state" + std::to_string(index) : short_name(n));
+  types_[name] = ty;
+  g_.state[name] = std::move(initial);
+  values_[index] = name;
+  return name;
+}
+
 std::string TfliteConverter::value(int index) {
   auto it = values_.find(index);
   if (it != values_.end()) return it->second;
+  if (is_variable(index)) return state_value(index);
   if (!has_data(index))
     fail(tensor_label(index) + " is read before any operator computes it and is neither a model input nor a constant");
   std::string n = tensor(index).name() ? tensor(index).name()->str() : "";
@@ -669,6 +690,8 @@ void TfliteConverter::convert(size_t index, const tflite::Operator& op, BuiltinO
   int out = output(op);
   if (values_.count(out)) fail(tensor_label(out) + " is computed twice");
   if (has_data(out)) fail(tensor_label(out) + " is an operator's output but holds constant data");
+  if (is_variable(out)) unsupported(tensor_label(out) + ", a variable, is an operator's output (operators that "
+                                                         "assign variables are not supported)");
   TensorType want = tensor_type(out);
   // The output's name: a model output keeps its TFLite name (reserved in run()).
   std::string tname = tensor(out).name() ? tensor(out).name()->str() : "";
@@ -699,6 +722,7 @@ void TfliteConverter::convert(size_t index, const tflite::Operator& op, BuiltinO
     case BuiltinOperator::PADV2: pad(op); break;
     case BuiltinOperator::STRIDED_SLICE: strided_slice(op); break;
     case BuiltinOperator::LEAKY_RELU: leaky_relu(op); break;
+    case BuiltinOperator::SVDF: svdf(op); break;
     case BuiltinOperator::MEAN: mean(op, false); break;
     case BuiltinOperator::SUM: mean(op, true); break;
     case BuiltinOperator::CONCATENATION: concatenation(op); break;
@@ -751,6 +775,7 @@ TfliteImport TfliteConverter::run() {
   for (int t : *sg_->inputs()) {
     std::string n = io_name(t);
     if (has_data(t)) fail(tensor_label(t) + " is a model input but holds constant data");
+    if (is_variable(t)) unsupported(tensor_label(t) + ", a variable, is a model input");
     TensorType ty = tensor_type(t);
     if (ty.shape.empty()) unsupported("scalar model inputs");
     values_[t] = n;
@@ -786,6 +811,12 @@ TfliteImport TfliteConverter::run() {
     if (!produced_.count(t)) fail(tensor_label(t) + ", a model output, is computed by no operator");
     g_.outputs.push_back(values_.at(t));
     record_quant(t, values_.at(t));
+  }
+  try {
+    check_state_use(g_);
+  } catch (const DiagnosticError& e) {
+    if (e.internal()) throw;
+    unsupported(e.diagnostics().empty() ? std::string("state") : e.diagnostics()[0].message);
   }
   return {std::move(g_), std::move(layers_)};
 }
