@@ -129,6 +129,7 @@ void register_shape_ops(std::vector<OpDef>& ops);
 void register_quantized_ops(std::vector<OpDef>& ops);
 void register_qconv_ops(std::vector<OpDef>& ops);
 void register_onnx_quant_ops(std::vector<OpDef>& ops);
+void register_lstm_ops(std::vector<OpDef>& ops);
 
 }  // namespace ops
 }  // namespace mtir

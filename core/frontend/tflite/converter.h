@@ -81,6 +81,9 @@ class TfliteConverter {
   void pad(const tflite::Operator& op);
   void mean(const tflite::Operator& op);
   void quantize(const tflite::Operator& op, bool to_int8);
+  // convert_lstm.cc: UNIDIRECTIONAL_SEQUENCE_LSTM; the four gates' constants stacked.
+  void lstm(const tflite::Operator& op);
+  NDArray stack_constants(const std::vector<int>& ids, DataType dtype) const;
 
   int input(const tflite::Operator& op, size_t i, bool optional = false) const;
   int output(const tflite::Operator& op) const;
@@ -100,6 +103,7 @@ class TfliteConverter {
   std::set<std::string> used_;
   std::vector<std::string> layers_;
   std::set<int> produced_;  // tensors an operator computes
+  std::string sigmoid_table_;  // the int16 sigmoid/tanh table constant, once per model (convert_lstm.cc)
 };
 
 }  // namespace tflite_import

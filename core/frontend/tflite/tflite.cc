@@ -57,7 +57,6 @@ TensorType TfliteConverter::tensor_type(int index) const {
                   " (float32, int8, int16, int32 and int64 are supported)");
   }
   if (t.sparsity()) unsupported(tensor_label(index) + " is sparse");
-  if (t.is_variable()) unsupported(tensor_label(index) + " is a variable");
   int64_t n = 1;
   if (t.shape()) {
     for (int32_t d : *t.shape()) {
@@ -150,6 +149,7 @@ std::string TfliteConverter::add_constant(const std::string& base, NDArray a) {
 std::string TfliteConverter::value(int index) {
   auto it = values_.find(index);
   if (it != values_.end()) return it->second;
+  if (tensor(index).is_variable()) unsupported(tensor_label(index) + " is a variable (state) read by an operator without state");
   if (!has_data(index))
     fail(tensor_label(index) + " is read before any operator computes it and is neither a model input nor a constant");
   std::string n = tensor(index).name() ? tensor(index).name()->str() : "";
@@ -677,6 +677,7 @@ void TfliteConverter::convert(size_t index, const tflite::Operator& op, BuiltinO
     case BuiltinOperator::TANH:
     case BuiltinOperator::RELU:
     case BuiltinOperator::RELU6: unary(op, code); break;
+    case BuiltinOperator::UNIDIRECTIONAL_SEQUENCE_LSTM: lstm(op); break;
     default: user_error({}, file_ + ": unsupported TFLite operator " + op_name(code) + " (node " + std::to_string(index) + ")");
   }
   TensorType got = types_.at(values_.at(out));
