@@ -49,38 +49,39 @@ void normalize(int32_t* multiplier, int32_t* shift) {
 
 Expr shr(Expr a, int bits) { return bits == 0 ? a : call("shift_right", {std::move(a), ci(bits)}); }
 
-// The scaled input ((x * multiplier + round) >> shift) and the interpolated table value at
-// its absolute value; `v` receives the scaled input.
-Expr table_lookup(Expr x, const Buffer& table, int32_t multiplier, int32_t shift, int frac_bits, int32_t saturated,
-                  Expr* v) {
+// v = (x * multiplier + round) >> shift, a = |v|, uh = a >> frac_bits, then the table
+// interpolated at a (or `saturated` beyond its last interval), then `finish(v, r)`.
+Stmt table_lookup(const std::string& name, Expr x, const Buffer& table, int32_t multiplier, int32_t shift,
+                  int frac_bits, int32_t saturated, const std::function<Stmt(Expr, Expr)>& finish) {
   normalize(&multiplier, &shift);
   int32_t round = shift > 0 ? 1 << (shift - 1) : 0;
-  *v = shr(add(mul(std::move(x), ci(multiplier)), ci(round)), shift);
-  Expr a = call("abs", {*v});
-  Expr uh = shr(a, frac_bits);
+  Var v = ivar(name + "_v"), a = ivar(name + "_abs"), i0 = ivar(name + "_i"), r = ivar(name + "_r");
   // The index is clamped so that the unselected branch also reads inside the table.
-  Expr i0 = min_(uh, ci(254));
   const DataType i32 = DataType::Int(32);
   Expr ua = Cast(i32, load(table, {i0})), ub = Cast(i32, load(table, {add(i0, ci(1))}));
   Expr ut = call("bitwise_and", {a, ci((1 << frac_bits) - 1)});
   Expr inside = add(mul(ua, ci(1 << frac_bits)), mul(ut, sub(ub, ua)));
-  return Select(lt(uh, ci(255)), inside, ci(saturated));
+  Expr uh = shr(a, frac_bits);
+  Stmt body = LetStmt(r, Select(lt(uh, ci(255)), inside, ci(saturated)), finish(v, r));
+  body = LetStmt(i0, min_(uh, ci(254)), body);
+  body = LetStmt(a, call("abs", {v}), body);
+  return LetStmt(v, shr(add(mul(std::move(x), ci(multiplier)), ci(round)), shift), body);
 }
 
 }  // namespace
 
-Expr int16_logistic_expr(Expr x, const Buffer& table, int32_t multiplier, int32_t shift) {
-  Expr v;
-  Expr r = table_lookup(std::move(x), table, multiplier, shift, 9, 0x7FFF << 10, &v);
-  Expr res = Select(ge(v, ci(0)), add(r, ci(1 << 9)), sub(ci((1 << 25) + (1 << 9) - 1), r));
-  return shr(res, 10);
+Stmt int16_logistic(const std::string& name, Expr x, const Buffer& table, int32_t multiplier, int32_t shift,
+                    const UseResult& use) {
+  return table_lookup(name, std::move(x), table, multiplier, shift, 9, 0x7FFF << 10, [&](Expr v, Expr r) {
+    return use(shr(Select(ge(v, ci(0)), add(r, ci(1 << 9)), sub(ci((1 << 25) + (1 << 9) - 1), r)), 10));
+  });
 }
 
-Expr int16_tanh_expr(Expr x, const Buffer& table, int32_t multiplier, int32_t shift) {
-  Expr v;
-  Expr r = table_lookup(std::move(x), table, multiplier, shift, 8, 0xFFFF << 8, &v);
-  Expr res = Select(ge(v, ci(0)), add(r, ci(-(1 << 23) + (1 << 7))), sub(ci((1 << 23) + (1 << 7) - 1), r));
-  return shr(res, 8);
+Stmt int16_tanh(const std::string& name, Expr x, const Buffer& table, int32_t multiplier, int32_t shift,
+                const UseResult& use) {
+  return table_lookup(name, std::move(x), table, multiplier, shift, 8, 0xFFFF << 8, [&](Expr v, Expr r) {
+    return use(shr(Select(ge(v, ci(0)), add(r, ci(-(1 << 23) + (1 << 7))), sub(ci((1 << 23) + (1 << 7) - 1), r)), 8));
+  });
 }
 
 }  // namespace ops

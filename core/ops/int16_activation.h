@@ -8,6 +8,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 
 #include "ops/op_util.h"
 #include "support/ndarray.h"
@@ -24,9 +25,13 @@ NDArray sigmoid_table_array();
 // TFLite's (input_multiplier, input_left_shift) convention: multiplier 0 means the
 // power-of-two case, multiplier 3 << shift and no shift; otherwise x * multiplier is
 // rounded right by `shift` bits. `x` is an int32 expression holding an int16 value, the
-// table a uint16 (256) buffer; the result is an int32 expression holding the int16 value.
-Expr int16_logistic_expr(Expr x, const Buffer& table, int32_t multiplier, int32_t shift);
-Expr int16_tanh_expr(Expr x, const Buffer& table, int32_t multiplier, int32_t shift);
+// table a uint16 (256) buffer. The steps are bound to variables (`name`_v, ...) around
+// the statement `use` makes of the result, an int32 expression holding the int16 value.
+using UseResult = std::function<Stmt(Expr)>;
+Stmt int16_logistic(const std::string& name, Expr x, const Buffer& table, int32_t multiplier, int32_t shift,
+                    const UseResult& use);
+Stmt int16_tanh(const std::string& name, Expr x, const Buffer& table, int32_t multiplier, int32_t shift,
+                const UseResult& use);
 
 }  // namespace ops
 }  // namespace mtir

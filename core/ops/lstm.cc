@@ -13,6 +13,7 @@
 // Q0.15; the products f * c, i * g and tanh(c) * o are TFLite's int16 MUL, requantized to
 // the cell state (int16, a power-of-two scale) and the hidden state (int8).
 #include <cmath>
+#include <functional>
 
 #include "ops/int16_activation.h"
 #include "ops/quant_util.h"
@@ -32,7 +33,7 @@ const std::vector<std::string> kInputNames = {"data",   "input_weights", "recurr
                                               "hidden_state", "cell_state", "sigmoid_table"};
 const std::vector<std::string> kFloatAttrs = {"time_major", "cell_clip"};
 const std::vector<std::string> kQuantAttrs = {"time_major",     "cell_clip",
-                                              "input_scale",    "input_zero_point", "input_weight_scales",
+                                              "input_scale",    "input_weight_scales",
                                               "recurrent_weight_scales", "hidden_scale", "hidden_zero_point",
                                               "cell_scale"};
 const char* const kGateNames[4] = {"input", "forget", "cell", "output"};
@@ -42,7 +43,7 @@ struct Lstm {
   bool time_major = false;
   double cell_clip = 0;   // the float32 value; 0 = no clipping
   // qlstm only:
-  int32_t input_zero_point = 0, hidden_zero_point = 0;
+  int32_t hidden_zero_point = 0;
   QuantMultiplier input_fc[4], recurrent_fc[4];  // to Q3.12
   QuantMultiplier forget_cell, input_cell, hidden;
   int cell_power = 0;              // cell scale = 2^cell_power
@@ -87,7 +88,8 @@ Lstm lstm_params(const std::string& op, const std::vector<TensorType>& in, const
   };
   want(1, {4, p.state, p.input});
   want(2, {4, p.state, p.state});
-  want(3, {4, p.state});
+  if (q) want(3, {2, 4, p.state});
+  else want(3, {4, p.state});
   want(4, {p.batch, p.state});
   want(5, {p.batch, p.state});
   if (!q) {
@@ -100,7 +102,6 @@ Lstm lstm_params(const std::string& op, const std::vector<TensorType>& in, const
   double input_scale = read_scale(op, r, "input_scale");
   double hidden_scale = read_scale(op, r, "hidden_scale");
   double cell_scale = read_scale(op, r, "cell_scale");
-  p.input_zero_point = read_zero_point(r, "input_zero_point");
   p.hidden_zero_point = read_zero_point(r, "hidden_zero_point");
   std::vector<double> ws = read_scales(op, r, "input_weight_scales");
   std::vector<double> rs = read_scales(op, r, "recurrent_weight_scales");
@@ -146,6 +147,23 @@ Expr float_sigmoid(Expr x) {
                 Select(lt(x, cf(-9.0)), call("exp", {x}), mid));
 }
 
+// acc[slot] += term(k) for k in [0, n): four terms per iteration (unrolled), then the rest.
+Stmt dot(const Buffer& acc, int slot, int64_t n, const std::string& name, const std::function<Expr(Expr)>& term) {
+  auto update = [&](Expr k) { return store(acc, add(load(acc, {ci(slot)}), term(k)), {ci(slot)}); };
+  std::vector<Stmt> parts;
+  if (n >= 4) {
+    Var ko = ivar(name + "o"), ki = ivar(name + "i");
+    Stmt inner = For(ki, ci(0), ci(4), ForKind::kUnrolled, update(add(mul(ko, ci(4)), ki)));
+    parts.push_back(n / 4 == 1 ? For(ko, ci(0), ci(1), ForKind::kSerial, inner)
+                               : For(ko, ci(0), ci(n / 4), ForKind::kSerial, inner));
+  }
+  if (n % 4) {
+    Var kr = ivar(name + "r");
+    parts.push_back(For(kr, ci(0), ci(n % 4), ForKind::kUnrolled, update(add(ci(n / 4 * 4), kr))));
+  }
+  return parts.size() == 1 ? parts[0] : SeqStmt(parts);
+}
+
 PrimFunc lstm_build(const std::string& op, const std::string& fname, const std::vector<TensorType>& in,
                     const TensorType& out, const json& attrs) {
   const bool q = op == "qlstm";
@@ -173,41 +191,42 @@ PrimFunc lstm_build(const std::string& op, const std::string& fname, const std::
 
   LoopNest steps;
   Expr b = steps.axis("b", p.batch), t = steps.axis("t", p.time);
+  auto cast = [&](Expr v) { return q ? i32(std::move(v)) : v; };
   std::vector<Stmt> step;
   for (int g = 0; g < 4; ++g) {
     std::string n = std::string(1, kGateNames[g][0]);
-    LoopNest cells, kin, krec;
-    Expr s = cells.axis("s_" + n, p.state), k = kin.axis("k_" + n, p.input), j = krec.axis("j_" + n, p.state);
-    Expr xv = load(x, p.time_major ? std::vector<Expr>{t, b, k} : std::vector<Expr>{b, t, k});
-    Expr hv = load(h, {b, j});
-    Expr wxv = load(wx, {ci(g), s, k}), whv = load(wh, {ci(g), s, j});
+    LoopNest cells;
+    Expr s = cells.axis("s_" + n, p.state);
+    Stmt in_dot = dot(acc, 0, p.input, "k_" + n, [&](Expr k) {
+      Expr xv = load(x, p.time_major ? std::vector<Expr>{t, b, k} : std::vector<Expr>{b, t, k});
+      return mul(cast(load(wx, {ci(g), s, k})), cast(xv));
+    });
+    Stmt rec_dot = dot(acc, 1, p.state, "j_" + n,
+                       [&](Expr j) { return mul(cast(load(wh, {ci(g), s, j})), cast(load(h, {b, j}))); });
     Expr a0 = load(acc, {ci(0)}), a1 = load(acc, {ci(1)});
-    Stmt init0, init1, upd0, upd1;
-    Expr pre;
+    Stmt init0, init1, gate;
     if (q) {
-      // TFLM's FullyConnected int8 -> int16: the input's zero point subtracted, the
-      // weights symmetric, the bias on the input product only.
-      init0 = store(acc, load(bias, {ci(g), s}), {ci(0)});
-      upd0 = store(acc, add(a0, mul(i32(wxv), sub(i32(xv), ci(p.input_zero_point)))), {ci(0)});
-      init1 = store(acc, ci(0), {ci(1)});
-      upd1 = store(acc, add(a1, mul(i32(whv), sub(i32(hv), ci(p.hidden_zero_point)))), {ci(1)});
+      // TFLM's FullyConnected int8 -> int16 for each product; the zero points are folded
+      // into the two bias rows (bias[0]: b - zx * sum(W), bias[1]: -zh * sum(R)).
+      init0 = store(acc, load(bias, {ci(0), ci(g), s}), {ci(0)});
+      init1 = store(acc, load(bias, {ci(1), ci(g), s}), {ci(1)});
+      Var pre = ivar("pre_" + n);
       Expr gx = clamp16(multiply_by_quantized_multiplier(a0, p.input_fc[g]));
       Expr gh = clamp16(multiply_by_quantized_multiplier(a1, p.recurrent_fc[g]));
-      pre = clamp16(add(gx, gh));
       // Q3.12 in: sigmoid with multiplier 3 (TFLM passes 0, the power-of-two case), tanh
       // at cell_state_scale_power -12 (no shift, multiplier 3).
-      bool tanh = g == 2;
-      pre = Cast(kI16, tanh ? int16_tanh_expr(pre, table, 0, 0) : int16_logistic_expr(pre, table, 0, 0));
+      auto use = [&](Expr y) { return store(gates, Cast(kI16, y), {ci(g), s}); };
+      Stmt activation = g == 2 ? int16_tanh("act_" + n, pre, table, 0, 0, use)
+                               : int16_logistic("act_" + n, pre, table, 0, 0, use);
+      gate = LetStmt(pre, clamp16(add(gx, gh)), activation);
     } else {
       // TFLM's float FullyConnected: the sum, then the bias; the recurrent product has none.
       init0 = store(acc, cf(0.0), {ci(0)});
-      upd0 = store(acc, add(a0, mul(xv, wxv)), {ci(0)});
       init1 = store(acc, cf(0.0), {ci(1)});
-      upd1 = store(acc, add(a1, mul(hv, whv)), {ci(1)});
-      pre = add(add(a0, load(bias, {ci(g), s})), a1);
-      pre = g == 2 ? call("tanh", {pre}) : float_sigmoid(pre);
+      Expr pre = add(add(a0, load(bias, {ci(g), s})), a1);
+      gate = store(gates, g == 2 ? call("tanh", {pre}) : float_sigmoid(pre), {ci(g), s});
     }
-    step.push_back(cells.wrap(SeqStmt({init0, kin.wrap(upd0), init1, krec.wrap(upd1), store(gates, pre, {ci(g), s})})));
+    step.push_back(cells.wrap(SeqStmt({init0, in_dot, init1, rec_dot, gate})));
   }
   // The cell and hidden state updates of the step, cell by cell.
   LoopNest cells;
@@ -216,32 +235,34 @@ PrimFunc lstm_build(const std::string& op, const std::string& fname, const std::
        og = load(gates, {ci(3), s});
   Expr cv_ = load(c, {b, s});
   std::vector<Expr> out_idx = p.time_major ? std::vector<Expr>{t, b, s} : std::vector<Expr>{b, t, s};
-  Stmt cell_update, hidden_update;
+  Stmt update;
   if (q) {
     Expr fc = clamp16(multiply_by_quantized_multiplier(mul(i32(fg), i32(cv_)), p.forget_cell));
     Expr icg = clamp16(multiply_by_quantized_multiplier(mul(i32(ig), i32(cg)), p.input_cell));
     Expr cn = clamp16(add(fc, icg));
     if (p.cell_clip > 0) cn = clamp(cn, -p.quantized_cell_clip, p.quantized_cell_clip);
-    cell_update = store(c, Cast(kI16, cn), {b, s});
+    Var cell_new = ivar("cell_new");
     // tanh of the cell state at 2^cell_power: TFLite's int16 tanh wants Q3.12, so the
     // input is shifted left by 15 + power - 3 (a multiplier 3 << shift), or right.
     int32_t shift = 15 + p.cell_power - 3, mult = 0;
     if (shift < 0) shift = -shift, mult = 3;
-    Expr th = int16_tanh_expr(i32(load(c, {b, s})), table, mult, shift);
-    Expr hv = clamp(add(multiply_by_quantized_multiplier(mul(th, i32(og)), p.hidden), ci(p.hidden_zero_point)), -128,
-                    127);
-    hidden_update = store(h, Cast(kI8, hv), {b, s});
+    Stmt hidden = int16_tanh("tanh_c", cell_new, table, mult, shift, [&](Expr th) {
+      Var hv = ivar("hidden_new");
+      Expr v = clamp(add(multiply_by_quantized_multiplier(mul(th, i32(og)), p.hidden), ci(p.hidden_zero_point)),
+                     -128, 127);
+      return LetStmt(hv, v, SeqStmt({store(h, Cast(kI8, hv), {b, s}), store(o, Cast(kI8, hv), out_idx)}));
+    });
+    update = LetStmt(cell_new, cn, SeqStmt({store(c, Cast(kI16, cell_new), {b, s}), hidden}));
   } else {
     Expr cn = add(mul(fg, cv_), mul(ig, cg));
     if (p.cell_clip > 0) {
       Expr clip = cf(static_cast<float>(p.cell_clip));
       cn = max_(min_(clip, cn), sub(cf(0.0), clip));
     }
-    cell_update = store(c, cn, {b, s});
-    hidden_update = store(h, mul(call("tanh", {load(c, {b, s})}), og), {b, s});
+    update = SeqStmt({store(c, cn, {b, s}), store(h, mul(call("tanh", {load(c, {b, s})}), og), {b, s}),
+                      store(o, load(h, {b, s}), out_idx)});
   }
-  Stmt output = store(o, load(h, {b, s}), out_idx);
-  step.push_back(cells.wrap(SeqStmt({cell_update, hidden_update, output})));
+  step.push_back(cells.wrap(update));
   Stmt body = SeqStmt({copy, steps.wrap(SeqStmt(step))});
   body = Allocate(acc, "local", body);
   for (const Buffer& buf : {gates, c, h}) body = Allocate(buf, "global", body);

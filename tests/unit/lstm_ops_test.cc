@@ -109,8 +109,10 @@ void check_activation(bool tanh, int32_t multiplier, int32_t shift) {
   ops::LoopNest nest;
   Expr i = nest.axis("i", 65536);
   Expr v = Cast(kI32, ops::load(x, {i}));
-  Expr y = tanh ? ops::int16_tanh_expr(v, tab, multiplier, shift) : ops::int16_logistic_expr(v, tab, multiplier, shift);
-  PrimFunc f = fb.finish("act", nest.wrap(ops::store(o, Cast(kI16, y), {i})));
+  auto use = [&](Expr y) { return ops::store(o, Cast(kI16, y), {i}); };
+  Stmt body = tanh ? ops::int16_tanh("t", v, tab, multiplier, shift, use)
+                   : ops::int16_logistic("t", v, tab, multiplier, shift, use);
+  PrimFunc f = fb.finish("act", nest.wrap(body));
   IRModule m;
   m.set("act", f);
   NDArray in = NDArray::zeros(kI16, {65536}), out = NDArray::zeros(kI16, {65536});
@@ -256,12 +258,21 @@ void check_int(const Case& c, const QuantCase& q, uint32_t seed) {
   NDArray bias = random_array(kI32, {4, c.state}, seed + 3, -4000, 4000);
   NDArray h = NDArray::zeros(kI8, {c.batch, c.state}), cell = NDArray::zeros(kI16, {c.batch, c.state});
   for (int64_t i = 0; i < h.num_elements(); ++i) h.set_int(i, q.hidden_zero_point);
+  // The op takes the zero points folded into two bias rows: b - zx * sum(W) and -zh * sum(R).
+  NDArray folded = NDArray::zeros(kI32, {2, 4, c.state});
+  for (int64_t row = 0; row < 4 * c.state; ++row) {
+    int64_t sw = 0, sr = 0;
+    for (int64_t k = 0; k < c.input; ++k) sw += wx.get_int(row * c.input + k);
+    for (int64_t k = 0; k < c.state; ++k) sr += wh.get_int(row * c.state + k);
+    folded.set_int(row, bias.get_int(row) - q.input_zero_point * sw);
+    folded.set_int(4 * c.state + row, -q.hidden_zero_point * sr);
+  }
   json attrs = {{"time_major", c.time_major},     {"cell_clip", c.cell_clip},
-                {"input_scale", q.input_scale},   {"input_zero_point", q.input_zero_point},
+                {"input_scale", q.input_scale},
                 {"hidden_scale", q.hidden_scale}, {"hidden_zero_point", q.hidden_zero_point},
                 {"cell_scale", std::ldexp(1.0, q.cell_power)}, {"input_weight_scales", q.wx_scales},
                 {"recurrent_weight_scales", q.wh_scales}};
-  NDArray got = run("qlstm", {x, wx, wh, bias, h, cell, ops::sigmoid_table_array()}, attrs);
+  NDArray got = run("qlstm", {x, wx, wh, folded, h, cell, ops::sigmoid_table_array()}, attrs);
   std::vector<int64_t> want = int_reference(c, q, x, wx, wh, bias);
   ASSERT_EQ(got.dtype, kI8);
   int bad = 0;
@@ -314,7 +325,7 @@ TEST(Lstm, Errors) {
   bad[4].shape = {2, 5};
   expect_error("lstm", bad, json::object(), "input 'hidden_state' has shape (2, 5)");
   expect_error("lstm", f, {{"cell_clip", -1}}, "cell_clip");
-  std::vector<TensorType> q = {{kI8, {1, 3, 2}}, {kI8, {4, 5, 2}}, {kI8, {4, 5, 5}}, {kI32, {4, 5}},
+  std::vector<TensorType> q = {{kI8, {1, 3, 2}}, {kI8, {4, 5, 2}}, {kI8, {4, 5, 5}}, {kI32, {2, 4, 5}},
                                {kI8, {1, 5}},    {kI16, {1, 5}},   {kU16, {256}}};
   json attrs = {{"input_scale", 0.1},      {"hidden_scale", 0.01},
                 {"cell_scale", 0.0003},    {"input_weight_scales", {0.1, 0.1, 0.1, 0.1}},

@@ -113,13 +113,14 @@ void TfliteConverter::lstm(const tflite::Operator& op) {
     return add_constant((n.empty() ? "lstm_state" + std::to_string(t) : n) + "_initial", std::move(init));
   };
   std::string name = values_.at(out);
-  std::vector<std::string> inputs = {value(x), add_constant(name + "_input_weights", std::move(input_weights)),
-                                     add_constant(name + "_recurrent_weights", std::move(recurrent_weights)),
-                                     add_constant(name + "_bias", std::move(biases)),
-                                     state(h, xt.dtype, "hidden state"), state(c, cell_t, "cell state")};
   json attrs = {{"time_major", time_major}, {"cell_clip", opt->cell_clip()}};
   if (!q) {
-    emit(name, "lstm", inputs, attrs);
+    emit(name, "lstm",
+         {value(x), add_constant(name + "_input_weights", std::move(input_weights)),
+          add_constant(name + "_recurrent_weights", std::move(recurrent_weights)),
+          add_constant(name + "_bias", std::move(biases)), state(h, xt.dtype, "hidden state"),
+          state(c, cell_t, "cell state")},
+         attrs);
     return;
   }
   auto per_tensor = [&](int t) {
@@ -139,15 +140,32 @@ void TfliteConverter::lstm(const tflite::Operator& op) {
   Quant qx = per_tensor(x), qh = per_tensor(h), qc = per_tensor(c);
   if (qc.zero_point[0] != 0) unsupported(tensor_label(c) + ", the int16 cell state, has a non-zero zero point");
   attrs["input_scale"] = qx.scale[0];
-  attrs["input_zero_point"] = qx.zero_point[0];
   attrs["input_weight_scales"] = weight_scales(wx);
   attrs["recurrent_weight_scales"] = weight_scales(wh);
   attrs["hidden_scale"] = qh.scale[0];
   attrs["hidden_zero_point"] = qh.zero_point[0];
   attrs["cell_scale"] = qc.scale[0];
+  // The zero points folded into two bias rows, so the products are plain int8 dot
+  // products: TFLM's sum of w * (x - zx) + b equals sum(w * x) + (b - zx * sum(w)), and the
+  // recurrent product's sum of r * (h - zh) equals sum(r * h) - zh * sum(r).
+  NDArray folded = NDArray::zeros(DataType::Int(32), {2, 4, cells});
+  int64_t inputs_n = input_weights.shape[2];
+  for (int64_t row = 0; row < 4 * cells; ++row) {
+    int64_t sum_w = 0, sum_r = 0;
+    for (int64_t k = 0; k < inputs_n; ++k) sum_w += input_weights.get_int(row * inputs_n + k);
+    for (int64_t k = 0; k < cells; ++k) sum_r += recurrent_weights.get_int(row * cells + k);
+    int64_t b0 = biases.get_int(row) - qx.zero_point[0] * sum_w, b1 = -qh.zero_point[0] * sum_r;
+    if (b0 < INT32_MIN || b0 > INT32_MAX) fail("a gate's bias with the input's zero point folded overflows int32");
+    folded.set_int(row, b0);
+    folded.set_int(4 * cells + row, b1);
+  }
   if (sigmoid_table_.empty()) sigmoid_table_ = add_constant("sigmoid_table_uint16", ops::sigmoid_table_array());
-  inputs.push_back(sigmoid_table_);
-  emit(name, "qlstm", inputs, attrs);
+  emit(name, "qlstm",
+       {value(x), add_constant(name + "_input_weights", std::move(input_weights)),
+        add_constant(name + "_recurrent_weights", std::move(recurrent_weights)),
+        add_constant(name + "_bias_folded", std::move(folded)), state(h, xt.dtype, "hidden state"),
+        state(c, cell_t, "cell state"), sigmoid_table_},
+       attrs);
 }
 
 }  // namespace tflite_import
