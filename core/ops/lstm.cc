@@ -2,7 +2,8 @@
 // UNIDIRECTIONAL_SEQUENCE_LSTM (kernels/unidirectional_sequence_lstm.cc, lstm_eval.h,
 // lstm_eval_common.cc), the standard LSTM it evaluates: no CIFG, peephole, projection or
 // layer norm (TFLM refuses those tensors too). One step per batch row and time step, in
-// time order, the time loop a loop of the kernel:
+// time order, the time loop a loop of the kernel; the hidden and cell states are updated in
+// place (graph state: they carry over from run to run, as TFLM's variable tensors do):
 //   gate_g = act_g(W_g x_t + b_g + R_g h)   g = input, forget, cell, output (TFLite's order)
 //   c = f * c + i * cell_gate (clipped to +-cell_clip when cell_clip > 0)
 //   h = tanh(c) * o, and h is the step's output.
@@ -174,20 +175,15 @@ PrimFunc lstm_build(const std::string& op, const std::string& fname, const std::
   Buffer wx = fb.param("input_weights", in[1].shape, in[1].dtype);
   Buffer wh = fb.param("recurrent_weights", in[2].shape, in[2].dtype);
   Buffer bias = fb.param("bias", in[3].shape, in[3].dtype);
-  Buffer h0 = fb.param("hidden_state", in[4].shape, act);
-  Buffer c0 = fb.param("cell_state", in[5].shape, cell_t);
+  // The states, updated in place step by step (OpDef::writes_inputs).
+  Buffer h = fb.param("hidden_state", in[4].shape, act);
+  Buffer c = fb.param("cell_state", in[5].shape, cell_t);
   Buffer table;
   if (q) table = fb.param("sigmoid_table", {256}, DataType::UInt(16));
   Buffer o = fb.param("out", out.shape, act);
-  // The states the steps update, the four gates of one step, two accumulators.
-  Buffer h = scratch("hidden", {p.batch, p.state}, act);
-  Buffer c = scratch("cell", {p.batch, p.state}, cell_t);
+  // The four gates of one step, two accumulators.
   Buffer gates = scratch("gates", {4, p.state}, cell_t);
   Buffer acc = scratch("acc", {2}, acc_t);
-
-  LoopNest init;
-  Expr ib = init.axis("b", p.batch), is = init.axis("s", p.state);
-  Stmt copy = init.wrap(SeqStmt({store(h, load(h0, {ib, is}), {ib, is}), store(c, load(c0, {ib, is}), {ib, is})}));
 
   LoopNest steps;
   Expr b = steps.axis("b", p.batch), t = steps.axis("t", p.time);
@@ -263,10 +259,8 @@ PrimFunc lstm_build(const std::string& op, const std::string& fname, const std::
                       store(o, load(h, {b, s}), out_idx)});
   }
   step.push_back(cells.wrap(update));
-  Stmt body = SeqStmt({copy, steps.wrap(SeqStmt(step))});
-  body = Allocate(acc, "local", body);
-  for (const Buffer& buf : {gates, c, h}) body = Allocate(buf, "global", body);
-  return fb.finish(fname, body);
+  Stmt body = Allocate(acc, "local", steps.wrap(SeqStmt(step)));
+  return fb.finish(fname, Allocate(gates, "global", body));
 }
 
 OpDef lstm_op(const std::string& op) {
@@ -275,6 +269,8 @@ OpDef lstm_op(const std::string& op) {
   d.infer = [op](const std::vector<TensorType>& in, const json& attrs) { return lstm_infer(op, in, attrs); };
   d.build = [op](const std::string& fname, const std::vector<TensorType>& in, const TensorType& out,
                  const json& attrs) { return lstm_build(op, fname, in, out, attrs); };
+  // hidden_state and cell_state carry over from run to run.
+  d.writes_inputs = [](const json&, size_t) { return std::vector<size_t>{4, 5}; };
   return d;
 }
 

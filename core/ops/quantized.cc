@@ -38,17 +38,21 @@ std::vector<Expr> all_axes(LoopNest& nest, const std::vector<int64_t>& shape, co
 }
 
 // ---- qadd, qsub, qmul ------------------------------------------------------------
-// TFLite's int8 ADD and SUB (reference_ops add.h / sub.h): both inputs are brought to
-// a common scale with 20 bits of headroom, added or subtracted, and the result
-// requantized to the output; every multiplier is below 1. MUL (integer_ops mul.h): the
-// product of the offset inputs requantized by a_scale * b_scale / output_scale. Inputs
-// broadcast as in numpy (TFLite's BroadcastAdd/Sub/Mul give the same values).
+// TFLite's int8 and int16 ADD and SUB (reference_ops add.h / sub.h, as TFLM runs them):
+// both inputs are brought to a common scale with 20 (int8) or 15 (int16) bits of
+// headroom, added or subtracted, and the result requantized to the output; every
+// multiplier is below 1. TFLM computes ADD's multipliers in double and SUB's in float32
+// (sub_common.cc), and takes the general path for int16 whatever pot_scale_int16 says.
+// MUL (integer_ops mul.h): the product of the offset inputs requantized by
+// a_scale * b_scale / output_scale. Inputs broadcast as in numpy (TFLite's
+// BroadcastAdd/Sub/Mul give the same values).
 
 const std::vector<std::string> kBinaryAttrs = {"a_scale",      "a_zero_point",      "b_scale",   "b_zero_point",
                                                "output_scale", "output_zero_point", "activation"};
-constexpr int kAddLeftShift = 20;  // TFLite's left_shift for int8 ADD and SUB
 
 struct QBinaryParams {
+  DataType dtype;              // int8 or int16, inputs and output alike
+  int left_shift;              // ADD/SUB: 20 for int8, 15 for int16
   std::vector<int64_t> shape;  // the broadcast output shape
   int32_t za, zb, zo;
   QuantMultiplier ma, mb, mo;  // ADD/SUB: a, b and output; MUL: mo only
@@ -78,25 +82,46 @@ QuantMultiplier below_one(double m, const std::string& op, const std::string& wh
   return q;
 }
 
+// Both inputs int8, or both int16; returns that type.
+DataType check_quantized_pair(const std::string& op, const std::vector<TensorType>& in) {
+  check_inputs(op, in, 2, {"a", "b"}, Dtypes::kNumeric);
+  DataType t = in[0].dtype == DataType::Int(16) ? DataType::Int(16) : kI8;
+  check_dtype(op, in, 0, "a", t);
+  check_dtype(op, in, 1, "b", t);
+  return t;
+}
+
 QBinaryParams qbinary_params(const std::string& op, const std::vector<TensorType>& in, const json& attrs) {
   AttrReader r(op, attrs, kBinaryAttrs);
-  check_int8_inputs(op, in, 2, {"a", "b"});
-  double sa = read_scale(op, r, "a_scale"), sb = read_scale(op, r, "b_scale"), so = read_scale(op, r, "output_scale");
   QBinaryParams p;
+  p.dtype = check_quantized_pair(op, in);
+  double sa = read_scale(op, r, "a_scale"), sb = read_scale(op, r, "b_scale"), so = read_scale(op, r, "output_scale");
   p.shape = broadcast_shapes(op, in[0].shape, in[1].shape);
-  p.za = read_zero_point(r, "a_zero_point");
-  p.zb = read_zero_point(r, "b_zero_point");
-  p.zo = read_zero_point(r, "output_zero_point");
-  p.bounds = activation_bounds(read_activation(r), so, p.zo);
+  p.za = read_zero_point(r, "a_zero_point", p.dtype);
+  p.zb = read_zero_point(r, "b_zero_point", p.dtype);
+  p.zo = read_zero_point(r, "output_zero_point", p.dtype);
+  p.bounds = activation_bounds(read_activation(r), so, p.zo, p.dtype);
+  p.left_shift = p.dtype == kI8 ? 20 : 15;
   if (op == "qmul") {
     p.mo = quantize_multiplier(sa * sb / so, op, "a_scale * b_scale / output_scale");
+    return p;
+  }
+  const std::string shift_text = std::to_string(p.left_shift);
+  if (op == "qsub") {
+    // TFLM's SUB: the scales' ratios in float32 (the scales are float32 values).
+    const float fa = static_cast<float>(sa), fb = static_cast<float>(sb), fo = static_cast<float>(so);
+    const float twice_max = 2 * std::max(fa, fb);
+    p.ma = below_one(static_cast<double>(fa / twice_max), op, "a_scale / (2 * max(a_scale, b_scale))");
+    p.mb = below_one(static_cast<double>(fb / twice_max), op, "b_scale / (2 * max(a_scale, b_scale))");
+    p.mo = below_one(static_cast<double>(twice_max / (static_cast<float>(1 << p.left_shift) * fo)), op,
+                     "2 * max(a_scale, b_scale) / (2^" + shift_text + " * output_scale)");
     return p;
   }
   double twice_max = 2 * std::max(sa, sb);
   p.ma = below_one(sa / twice_max, op, "a_scale / (2 * max(a_scale, b_scale))");
   p.mb = below_one(sb / twice_max, op, "b_scale / (2 * max(a_scale, b_scale))");
-  p.mo = below_one(twice_max / (std::ldexp(1.0, kAddLeftShift) * so), op,
-                   "2 * max(a_scale, b_scale) / (2^20 * output_scale)");
+  p.mo = below_one(twice_max / (std::ldexp(1.0, p.left_shift) * so), op,
+                   "2 * max(a_scale, b_scale) / (2^" + shift_text + " * output_scale)");
   return p;
 }
 
@@ -105,14 +130,15 @@ OpDef qbinary_op(const std::string& op) {
   d.name = op;
   d.sharing = OutputSharing::kElementwise;
   d.infer = [op](const std::vector<TensorType>& in, const json& attrs) {
-    return TensorType{kI8, qbinary_params(op, in, attrs).shape};
+    QBinaryParams p = qbinary_params(op, in, attrs);
+    return TensorType{p.dtype, p.shape};
   };
   d.build = [op](const std::string& fname, const std::vector<TensorType>& in, const TensorType& out,
                  const json& attrs) {
     QBinaryParams p = qbinary_params(op, in, attrs);
     FuncBuilder fb;
-    Buffer a = fb.param("a", in[0].shape, kI8), b = fb.param("b", in[1].shape, kI8);
-    Buffer o = fb.param("out", out.shape, kI8);
+    Buffer a = fb.param("a", in[0].shape, p.dtype), b = fb.param("b", in[1].shape, p.dtype);
+    Buffer o = fb.param("out", out.shape, p.dtype);
     LoopNest nest;
     std::vector<Expr> idx = all_axes(nest, out.shape);
     // The input's element for output index idx: trailing axes aligned, size-1 axes at 0.
@@ -125,22 +151,22 @@ OpDef qbinary_op(const std::string& op) {
     if (op == "qmul") {
       y = multiply_by_quantized_multiplier(mul(va, vb), p.mo);
     } else {
-      // v is an int8 minus its zero point, |v| <= 255, so v * 2^20 fits in int32. The
-      // larger-scale input's multiplier is exactly 1/2 (2^30, no shift): the rounding
-      // doubling high product of the even v * 2^20 by it is exactly v * 2^19. Otherwise
-      // the shift is done on uint32 (the same value), so that C compilers keep the
-      // product a 32 x 32 -> 64-bit multiply instead of folding 2^20 into a 64-bit
-      // constant (three multiplies on a Cortex-M).
+      // v is an int8 (int16) minus its zero point, |v| <= 255 (65535), so v * 2^20
+      // (2^15) fits in int32. The larger-scale input's multiplier is exactly 1/2 (2^30,
+      // no shift): the rounding doubling high product of the even v * 2^shift by it is
+      // exactly v * 2^(shift-1). Otherwise the shift is done on uint32 (the same value),
+      // so that C compilers keep the product a 32 x 32 -> 64-bit multiply instead of
+      // folding 2^20 into a 64-bit constant (three multiplies on a Cortex-M).
       auto scaled = [&](Expr v, const QuantMultiplier& m) {
-        if (m.multiplier == (int64_t{1} << 30) && m.shift == 0) return mul(v, ci(1 << (kAddLeftShift - 1)));
+        if (m.multiplier == (int64_t{1} << 30) && m.shift == 0) return mul(v, ci(1 << (p.left_shift - 1)));
         const DataType u32 = DataType::UInt(32);
-        Expr shifted = Cast(kI32, call("shift_left", {Cast(u32, v), IntImm(u32, kAddLeftShift)}));
+        Expr shifted = Cast(kI32, call("shift_left", {Cast(u32, v), IntImm(u32, p.left_shift)}));
         return multiply_by_quantized_multiplier(shifted, m);
       };
       Expr sa = scaled(va, p.ma), sb = scaled(vb, p.mb);
       y = multiply_by_quantized_multiplier(op == "qadd" ? add(sa, sb) : sub(sa, sb), p.mo);
     }
-    return fb.finish(fname, nest.wrap(store(o, saturate_int8(y, p.zo, p.bounds), idx)));
+    return fb.finish(fname, nest.wrap(store(o, saturate_to(p.dtype, y, p.zo, p.bounds), idx)));
   };
   return d;
 }
@@ -344,7 +370,13 @@ PrimFunc qmean_build(const std::string& fname, const std::vector<TensorType>& in
 // RoundingDivideByPOT(reciprocal * exp, num_bits_over_unit + 23) - 128.
 
 const std::vector<std::string> kQsoftmaxAttrs = {"input_scale", "input_zero_point", "output_scale", "output_zero_point",
-                                                 "beta"};
+                                                 "beta", "dtype"};
+
+// The output type: int8 (scale 1/256, zero point -128) or int16 (1/65536, -32768).
+DataType qsoftmax_output(const json& attrs) {
+  AttrReader r("qsoftmax", attrs, kQsoftmaxAttrs);
+  return r.get_string("dtype", "int8", {"int8", "int16"}) == "int16" ? DataType::Int(16) : kI8;
+}
 
 void qsoftmax_check(const std::vector<TensorType>& in, const json& attrs) {
   const std::string op = "qsoftmax";
@@ -360,10 +392,18 @@ void qsoftmax_check(const std::vector<TensorType>& in, const json& attrs) {
   double beta = r.get_float("beta", 1.0);
   if (!(beta > 0) || !std::isfinite(beta)) r.bad("beta", "a finite number > 0");
   fixed_point::softmax_params(scale, beta, op);  // refuses what TFLite cannot scale
-  if (r.has("output_scale") && r.get_float("output_scale", 0) != 1.0 / 256)
-    r.bad("output_scale", "1/256 (0.00390625): qsoftmax produces that scale");
-  if (r.has("output_zero_point") && r.get_int("output_zero_point", 0) != -128)
-    r.bad("output_zero_point", "-128: qsoftmax produces that zero point");
+  if (qsoftmax_output(attrs) == kI8) {
+    if (r.has("output_scale") && r.get_float("output_scale", 0) != 1.0 / 256)
+      r.bad("output_scale", "1/256 (0.00390625): qsoftmax produces that scale");
+    if (r.has("output_zero_point") && r.get_int("output_zero_point", 0) != -128)
+      r.bad("output_zero_point", "-128: qsoftmax produces that zero point");
+  } else {
+    // TFLM accepts an int16 output scale within 0.1% of 1/65536.
+    if (r.has("output_scale") && std::abs(r.get_float("output_scale", 0) - 1.0 / 65536) > 0.001 / 65536)
+      r.bad("output_scale", "1/65536 (within 0.1%): qsoftmax with dtype int16 produces that scale");
+    if (r.has("output_zero_point") && r.get_int("output_zero_point", 0) != -32768)
+      r.bad("output_zero_point", "-32768: qsoftmax with dtype int16 produces that zero point");
+  }
   if (in[0].shape[1] > 4096) fail(op, "rows longer than 4096 elements could overflow the int32 sum of exps");
   if (in.size() == 2) {
     check_dtype(op, in, 1, "exp_table", kI32);
@@ -374,7 +414,7 @@ void qsoftmax_check(const std::vector<TensorType>& in, const json& attrs) {
 
 TensorType qsoftmax_infer(const std::vector<TensorType>& in, const json& attrs) {
   qsoftmax_check(in, attrs);
-  return in[0];
+  return TensorType{qsoftmax_output(attrs), in[0].shape};
 }
 
 // x * 2^exponent saturated to int32 (gemmlowp's SaturatingRoundingMultiplyByPOT, exponent > 0).
@@ -427,8 +467,12 @@ PrimFunc qsoftmax_build(const std::string& fname, const std::vector<TensorType>&
   FuncBuilder fb;
   Buffer data = fb.param("data", in[0].shape, kI8);
   Buffer table = fb.param("exp_table", {256}, kI32);
-  Buffer o = fb.param("out", out.shape, kI8);
+  Buffer o = fb.param("out", out.shape, out.dtype);
   Buffer mx = scratch("max_val", {1}, kI32), sum = scratch("sum_val", {1}, kI32);
+  // The output has 8 or 16 bits: RoundingDivideByPOT by bits + 31 - width, then the
+  // type's minimum added (TFLite's reference Softmax<int8, OutputT>).
+  const int width = out.dtype.bits();
+  const ActBounds range = dtype_bounds(out.dtype);
   LoopNest outer;
   Expr row = outer.axis("n", rows);
   Var row_max = MakeVar("row_max", kI32);
@@ -448,11 +492,11 @@ PrimFunc qsoftmax_build(const std::string& fname, const std::vector<TensorType>&
   Stmt out_loop = with_reciprocal(load(sum, {ci(0)}), [&](Expr recip, Expr bits) {
     // TFLite's exponent exceeds 31 only for sums of 2^28 and more (rows of 512 and more
     // elements near the maximum), where its shift is undefined; 31 keeps ours defined.
-    Expr exponent = min_(add(bits, ci(23)), ci(31));
+    Expr exponent = min_(add(bits, ci(31 - width)), ci(31));
     return pass("k2", [&](Expr x, const std::vector<Expr>& idx) {
       Expr prod = saturating_rounding_doubling_high_mul(recip, load(table, {sub(row_max, x)}), true);
-      Expr q = sub(rounding_divide_by_pot(prod, exponent), ci(128));
-      return store(o, Cast(kI8, min_(max_(q, ci(-128)), ci(127))), idx);
+      Expr q = sub(rounding_divide_by_pot(prod, exponent), ci(-int64_t{range.lo}));
+      return store(o, Cast(out.dtype, min_(max_(q, ci(range.lo)), ci(range.hi))), idx);
     });
   });
   Stmt after_max = SeqStmt({store(sum, ci(0), {ci(0)}), sum_loop, out_loop});
@@ -603,44 +647,173 @@ PrimFunc qconcat_build(const std::string& fname, const std::vector<TensorType>& 
 struct Affine {
   double scale;
   int32_t zero_point;
+  DataType quantized;  // int8 or int16
 };
 
-Affine affine_params(const std::string& op, const std::vector<TensorType>& in, const json& attrs, DataType input) {
-  AttrReader r(op, attrs, {"scale", "zero_point"});
+// quantize: float32 data to int8 (default) or int16 ("dtype"); dequantize: int8 or
+// int16 data to float32.
+Affine affine_params(const std::string& op, const std::vector<TensorType>& in, const json& attrs, bool quantize) {
+  AttrReader r(op, attrs, quantize ? std::vector<std::string>{"scale", "zero_point", "dtype"}
+                                   : std::vector<std::string>{"scale", "zero_point"});
   check_inputs(op, in, 1, {"data"}, Dtypes::kNumeric);
-  check_dtype(op, in, 0, "data", input);
-  Affine a{read_scale(op, r, "scale"), read_zero_point(r, "zero_point")};
+  DataType q = kI8;
+  if (quantize) {
+    check_dtype(op, in, 0, "data", DataType::Float(32));
+    if (r.get_string("dtype", "int8", {"int8", "int16"}) == "int16") q = DataType::Int(16);
+  } else {
+    if (in[0].dtype == DataType::Int(16)) q = in[0].dtype;
+    check_dtype(op, in, 0, "data", q);
+  }
+  Affine a{read_scale(op, r, "scale"), read_zero_point(r, "zero_point", q), q};
   // The scale is applied in float32.
   if (!(static_cast<float>(a.scale) > 0)) r.bad("scale", "a number > 0 that float32 can represent");
   return a;
 }
 
 OpDef affine_op(const std::string& name, bool quantize) {
-  DataType from = quantize ? DataType::Float(32) : kI8, to = quantize ? kI8 : DataType::Float(32);
   OpDef d;
   d.name = name;
   d.infer = [=](const std::vector<TensorType>& in, const json& attrs) {
-    affine_params(name, in, attrs, from);
-    return TensorType{to, in[0].shape};
+    Affine a = affine_params(name, in, attrs, quantize);
+    return TensorType{quantize ? a.quantized : DataType::Float(32), in[0].shape};
   };
   d.build = [=](const std::string& fname, const std::vector<TensorType>& in, const TensorType& out, const json& attrs) {
-    Affine a = affine_params(name, in, attrs, from);
+    Affine a = affine_params(name, in, attrs, quantize);
     FuncBuilder fb;
-    Buffer data = fb.param("data", in[0].shape, from);
-    Buffer o = fb.param("out", out.shape, to);
+    Buffer data = fb.param("data", in[0].shape, in[0].dtype);
+    Buffer o = fb.param("out", out.shape, out.dtype);
     LoopNest nest;
     std::vector<Expr> idx = all_axes(nest, out.shape);
     Expr x = load(data, idx), y;
     if (quantize) {
-      // Saturate in float before the conversion (a NaN compares false and becomes -128).
+      // Saturate in float before the conversion (a NaN compares false and becomes the minimum).
+      const ActBounds range = dtype_bounds(a.quantized);
       Expr v = add(call("round", {fdiv(x, cf(a.scale))}), cf(a.zero_point));
-      y = Cast(kI8, min_(max_(v, cf(-128)), cf(127)));
+      y = Cast(a.quantized, min_(max_(v, cf(range.lo)), cf(range.hi)));
     } else {
       y = mul(Cast(DataType::Float(32), sub(to_i32(x), ci(a.zero_point))), cf(a.scale));
     }
     return fb.finish(fname, nest.wrap(store(o, y, idx)));
   };
   return d;
+}
+
+// ---- requantize -------------------------------------------------------------------------
+// TFLite's QUANTIZE between integer types (reference_ops::Requantize, as TFLM prepares
+// it): int8, int16 or int32 data to int8, int16 or int32 with
+// out = clamp(MBQM(x - input_zero_point, input_scale / output_scale) + output_zero_point)
+// to the output type's range; the ratio is QuantizeMultiplier's of the double quotient
+// of the float32 scales.
+
+const std::vector<std::string> kRequantizeAttrs = {"input_scale", "input_zero_point", "output_scale",
+                                                   "output_zero_point", "dtype"};
+
+struct RequantizeParams {
+  DataType out;
+  int32_t input_zero_point, output_zero_point;
+  QuantMultiplier multiplier;
+};
+
+RequantizeParams requantize_params(const std::vector<TensorType>& in, const json& attrs) {
+  const std::string op = "requantize";
+  AttrReader r(op, attrs, kRequantizeAttrs);
+  check_inputs(op, in, 1, {"data"}, Dtypes::kNumeric);
+  const DataType t = in[0].dtype;
+  if (t != kI8 && t != DataType::Int(16) && t != kI32)
+    fail(op, "input 'data' has type " + t.str() + "; int8, int16 or int32 is required");
+  RequantizeParams p;
+  p.out = *DataType::parse(r.get_string("dtype", "int8", {"int8", "int16", "int32"}));
+  double si = read_scale(op, r, "input_scale"), so = read_scale(op, r, "output_scale");
+  p.input_zero_point = read_zero_point(r, "input_zero_point", t);
+  p.output_zero_point = read_zero_point(r, "output_zero_point", p.out);
+  p.multiplier = quantize_multiplier(si / so, op, "input_scale / output_scale");
+  return p;
+}
+
+PrimFunc requantize_build(const std::string& fname, const std::vector<TensorType>& in, const TensorType& out,
+                          const json& attrs) {
+  const RequantizeParams p = requantize_params(in, attrs);
+  FuncBuilder fb;
+  Buffer data = fb.param("data", in[0].shape, in[0].dtype);
+  Buffer o = fb.param("out", out.shape, out.dtype);
+  LoopNest nest;
+  std::vector<Expr> idx = all_axes(nest, out.shape);
+  Expr v = sub(to_i32(load(data, idx)), ci(p.input_zero_point));
+  Expr y = multiply_by_quantized_multiplier(v, p.multiplier);
+  return fb.finish(fname, nest.wrap(store(o, saturate_to(p.out, y, p.output_zero_point, dtype_bounds(p.out)), idx)));
+}
+
+// ---- qleaky_relu ------------------------------------------------------------------------
+// TFLite's int8 and int16 LEAKY_RELU (reference_ops::QuantizeLeakyRelu, as TFLM prepares
+// it): v = x - input_zero_point, then output_zero_point + MBQM(v, identity) for v >= 0
+// and output_zero_point + MBQM(v, alpha) below, clamped to the type. TFLM computes both
+// real multipliers in float32 (input_scale * alpha / output_scale and input_scale /
+// output_scale); a negative alpha gives a negative multiplier, as TFLite's
+// QuantizeMultiplier does, and alpha 0 a multiplier of 0.
+
+const std::vector<std::string> kLeakyAttrs = {"input_scale", "input_zero_point", "output_scale", "output_zero_point",
+                                              "alpha"};
+
+struct LeakyParams {
+  DataType dtype;
+  int32_t input_zero_point, output_zero_point;
+  QuantMultiplier identity, alpha;
+};
+
+// TFLite's QuantizeMultiplier for a multiplier of either sign (0 gives 0). A negative
+// mantissa that rounds to -2^31 stays there (TFLite moves only +2^31 to the next shift).
+QuantMultiplier signed_multiplier(double m, const std::string& op, const std::string& what) {
+  if (m >= 0) return m == 0 ? QuantMultiplier{0, 0} : quantize_multiplier(m, op, what);
+  quantize_multiplier(-m, op, what);  // the same range checks
+  int shift = 0;
+  const double q = std::frexp(m, &shift);
+  const int64_t fixed = static_cast<int64_t>(std::round(q * static_cast<double>(int64_t{1} << 31)));
+  if (shift < -31) return QuantMultiplier{0, 0};
+  return QuantMultiplier{static_cast<int32_t>(fixed), shift};
+}
+
+LeakyParams leaky_params(const std::vector<TensorType>& in, const json& attrs) {
+  const std::string op = "qleaky_relu";
+  AttrReader r(op, attrs, kLeakyAttrs);
+  check_inputs(op, in, 1, {"data"}, Dtypes::kNumeric);
+  LeakyParams p;
+  p.dtype = in[0].dtype == DataType::Int(16) ? in[0].dtype : kI8;
+  check_dtype(op, in, 0, "data", p.dtype);
+  const float si = static_cast<float>(read_scale(op, r, "input_scale"));
+  const float so = static_cast<float>(read_scale(op, r, "output_scale"));
+  if (!r.has("alpha")) fail(op, "missing required attribute 'alpha' (a number)");
+  const double alpha = r.get_float("alpha", 0);
+  if (!std::isfinite(alpha)) r.bad("alpha", "a finite number");
+  p.input_zero_point = read_zero_point(r, "input_zero_point", p.dtype);
+  p.output_zero_point = read_zero_point(r, "output_zero_point", p.dtype);
+  p.identity = quantize_multiplier(static_cast<double>(si / so), op, "input_scale / output_scale");
+  p.alpha = signed_multiplier(static_cast<double>(si * static_cast<float>(alpha) / so), op,
+                              "input_scale * alpha / output_scale");
+  return p;
+}
+
+// MultiplyByQuantizedMultiplier with a multiplier that may be negative (the shared
+// helper's one-step form needs M >= 0).
+Expr multiply_signed(Expr x, const QuantMultiplier& q) {
+  if (q.multiplier >= 0) return multiply_by_quantized_multiplier(std::move(x), q);
+  if (q.left_shift() > 0) x = mul(x, ci(int64_t{1} << q.left_shift()));
+  Expr high = saturating_rounding_doubling_high_mul(std::move(x), ci(q.multiplier));
+  return q.right_shift() > 0 ? rounding_divide_by_pot(high, ci(q.right_shift())) : high;
+}
+
+PrimFunc leaky_build(const std::string& fname, const std::vector<TensorType>& in, const TensorType& out,
+                     const json& attrs) {
+  const LeakyParams p = leaky_params(in, attrs);
+  FuncBuilder fb;
+  Buffer data = fb.param("data", in[0].shape, p.dtype);
+  Buffer o = fb.param("out", out.shape, p.dtype);
+  LoopNest nest;
+  std::vector<Expr> idx = all_axes(nest, out.shape);
+  Var v = MakeVar("v", kI32);
+  Expr y = Select(ge(v, ci(0)), multiply_by_quantized_multiplier(v, p.identity), multiply_signed(v, p.alpha));
+  Stmt body = LetStmt(v, sub(to_i32(load(data, idx)), ci(p.input_zero_point)),
+                      store(o, saturate_to(p.dtype, y, p.output_zero_point, dtype_bounds(p.dtype)), idx));
+  return fb.finish(fname, nest.wrap(body));
 }
 
 }  // namespace
@@ -658,6 +831,17 @@ void register_quantized_ops(std::vector<OpDef>& ops) {
   ops.push_back(OpDef{"qconcat", qconcat_infer, qconcat_build});
   ops.push_back(affine_op("quantize", true));
   ops.push_back(affine_op("dequantize", false));
+  ops.push_back(OpDef{"requantize",
+                      [](const std::vector<TensorType>& in, const json& attrs) {
+                        return TensorType{requantize_params(in, attrs).out, in[0].shape};
+                      },
+                      requantize_build, OutputSharing::kElementwise});
+  ops.push_back(OpDef{"qleaky_relu",
+                      [](const std::vector<TensorType>& in, const json& attrs) {
+                        leaky_params(in, attrs);
+                        return in[0];
+                      },
+                      leaky_build, OutputSharing::kElementwise});
 }
 
 }  // namespace ops

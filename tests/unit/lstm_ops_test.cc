@@ -2,8 +2,9 @@
 // here: the float LSTM in double, the integer one from TFLite's arithmetic with the
 // fixed-point helpers of the independent int8 reference (tests/int8, no code shared with
 // core/) and TFLite's int16 sigmoid and tanh written out below. The int16 activations are
-// also checked on every int16 input. Every case runs in the reference interpreter, and at
-// the end of the process as host C and wasm, bit for bit (backend_cases.h).
+// also checked on every int16 input. The states are updated in place: a second run goes on
+// from the first one's. Every case runs in the reference interpreter, and at the end of the
+// process as host C and wasm, bit for bit (backend_cases.h).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -29,7 +30,9 @@ const DataType kU16 = DataType::UInt(16);
 const auto* const kBackends = ::testing::AddGlobalTestEnvironment(
     new backend_cases::Environment({"lstm", {"c -unpacked-api=1"}, true, 1e-5}));
 
-NDArray run(const std::string& op, const std::vector<NDArray>& inputs, const json& attrs) {
+// Runs `op` in the interpreter on `inputs` (the states among them are updated in place,
+// as the kernel does) and records the case with the inputs as they were; returns the output.
+NDArray run(const std::string& op, std::vector<NDArray>& inputs, const json& attrs) {
   const OpDef* def = find_op(op);
   EXPECT_NE(def, nullptr) << op;
   if (!def) return {};
@@ -47,10 +50,13 @@ NDArray run(const std::string& op, const std::vector<NDArray>& inputs, const jso
     interpret(m, op + "_kernel", args);
     std::string what = op;
     for (const auto& t : types) what += " " + t.str();
-    backend_cases::record_kernel(what + " " + attrs.dump(), f, arrays);
+    std::vector<NDArray> recorded = inputs;
+    recorded.push_back(arrays.back());
+    backend_cases::record_kernel(what + " " + attrs.dump(), f, recorded);
   } catch (const DiagnosticError& e) {
     ADD_FAILURE() << "interpreter: " << render_all(e.diagnostics()) << "\n" << print_module(m);
   }
+  for (size_t i = 0; i < inputs.size(); ++i) inputs[i] = arrays[i];
   return arrays.back();
 }
 
@@ -199,8 +205,10 @@ int64_t requant(int64_t acc, double m) {
   return int8ref::multiply_by_quantized_multiplier(static_cast<int32_t>(acc), int8ref::quantize_multiplier(m));
 }
 
+// `hs` and `cs` (batch x cells) hold the states before the run and after it.
 std::vector<int64_t> int_reference(const Case& c, const QuantCase& q, const NDArray& x, const NDArray& wx,
-                                   const NDArray& wh, const NDArray& bias) {
+                                   const NDArray& wh, const NDArray& bias, std::vector<int64_t>* hs,
+                                   std::vector<int64_t>* cs) {
   const int64_t S = c.state, I = c.input;
   const double cell_scale = std::ldexp(1.0, q.cell_power);
   const int64_t clip = c.cell_clip > 0 ? sat16(static_cast<int64_t>(c.cell_clip / cell_scale)) : 0;
@@ -208,7 +216,8 @@ std::vector<int64_t> int_reference(const Case& c, const QuantCase& q, const NDAr
   if (tanh_shift < 0) tanh_shift = -tanh_shift, tanh_mult = 3;
   std::vector<int64_t> out(static_cast<size_t>(c.batch * c.time * S));
   for (int64_t b = 0; b < c.batch; ++b) {
-    std::vector<int64_t> h(S, q.hidden_zero_point), cell(S, 0), gate(4 * S);
+    std::vector<int64_t> h(hs->begin() + b * S, hs->begin() + (b + 1) * S),
+        cell(cs->begin() + b * S, cs->begin() + (b + 1) * S), gate(4 * S);
     for (int64_t t = 0; t < c.time; ++t) {
       int64_t row = data_at(c, b, t);
       for (int64_t g = 0; g < 4; ++g)
@@ -233,6 +242,8 @@ std::vector<int64_t> int_reference(const Case& c, const QuantCase& q, const NDAr
         out[static_cast<size_t>(row * S + s)] = h[s];
       }
     }
+    std::copy(h.begin(), h.end(), hs->begin() + b * S);
+    std::copy(cell.begin(), cell.end(), cs->begin() + b * S);
   }
   return out;
 }
@@ -243,7 +254,8 @@ void check_float(const Case& c, uint32_t seed) {
   NDArray wh = random_array(kF32, {4, c.state, c.state}, seed + 2, -0.7, 0.7);
   NDArray bias = random_array(kF32, {4, c.state}, seed + 3, -0.5, 0.5);
   NDArray h = NDArray::zeros(kF32, {c.batch, c.state}), cell = NDArray::zeros(kF32, {c.batch, c.state});
-  NDArray got = run("lstm", {x, wx, wh, bias, h, cell}, {{"time_major", c.time_major}, {"cell_clip", c.cell_clip}});
+  std::vector<NDArray> inputs = {x, wx, wh, bias, h, cell};
+  NDArray got = run("lstm", inputs, {{"time_major", c.time_major}, {"cell_clip", c.cell_clip}});
   std::vector<double> want = float_reference(c, x, wx, wh, bias);
   Shape out_shape = c.time_major ? Shape{c.time, c.batch, c.state} : Shape{c.batch, c.time, c.state};
   ASSERT_EQ(got.shape, out_shape);
@@ -251,8 +263,10 @@ void check_float(const Case& c, uint32_t seed) {
     EXPECT_NEAR(got.get_float(static_cast<int64_t>(i)), want[i], 1e-5 * std::max(1.0, std::fabs(want[i]))) << i;
 }
 
+// Two runs, the second continuing from the states the first left (TFLM's second Invoke).
 void check_int(const Case& c, const QuantCase& q, uint32_t seed) {
   NDArray x = random_array(kI8, data_shape(c), seed, -128, 127);
+  NDArray x2 = random_array(kI8, data_shape(c), seed + 9, -128, 127);
   NDArray wx = random_array(kI8, {4, c.state, c.input}, seed + 1, -127, 127);
   NDArray wh = random_array(kI8, {4, c.state, c.state}, seed + 2, -127, 127);
   NDArray bias = random_array(kI32, {4, c.state}, seed + 3, -4000, 4000);
@@ -272,15 +286,25 @@ void check_int(const Case& c, const QuantCase& q, uint32_t seed) {
                 {"hidden_scale", q.hidden_scale}, {"hidden_zero_point", q.hidden_zero_point},
                 {"cell_scale", std::ldexp(1.0, q.cell_power)}, {"input_weight_scales", q.wx_scales},
                 {"recurrent_weight_scales", q.wh_scales}};
-  NDArray got = run("qlstm", {x, wx, wh, folded, h, cell, ops::sigmoid_table_array()}, attrs);
-  std::vector<int64_t> want = int_reference(c, q, x, wx, wh, bias);
-  ASSERT_EQ(got.dtype, kI8);
-  int bad = 0;
-  for (size_t i = 0; i < want.size() && bad < 5; ++i)
-    if (got.get_int(static_cast<int64_t>(i)) != want[i]) {
-      ADD_FAILURE() << "element " << i << " is " << got.get_int(static_cast<int64_t>(i)) << ", expected " << want[i];
-      ++bad;
+  std::vector<NDArray> inputs = {x, wx, wh, folded, h, cell, ops::sigmoid_table_array()};
+  std::vector<int64_t> hs(static_cast<size_t>(c.batch * c.state), q.hidden_zero_point), cs(hs.size(), 0);
+  for (int pass = 0; pass < 2; ++pass) {
+    if (pass == 1) inputs[0] = x2;
+    NDArray got = run("qlstm", inputs, attrs);
+    std::vector<int64_t> want = int_reference(c, q, inputs[0], wx, wh, bias, &hs, &cs);
+    ASSERT_EQ(got.dtype, kI8);
+    int bad = 0;
+    for (size_t i = 0; i < want.size() && bad < 5; ++i)
+      if (got.get_int(static_cast<int64_t>(i)) != want[i]) {
+        ADD_FAILURE() << "run " << pass + 1 << ": element " << i << " is " << got.get_int(static_cast<int64_t>(i))
+                      << ", expected " << want[i];
+        ++bad;
+      }
+    for (size_t i = 0; i < hs.size(); ++i) {
+      EXPECT_EQ(inputs[4].get_int(static_cast<int64_t>(i)), hs[i]) << "hidden state " << i << " after run " << pass + 1;
+      EXPECT_EQ(inputs[5].get_int(static_cast<int64_t>(i)), cs[i]) << "cell state " << i << " after run " << pass + 1;
     }
+  }
 }
 
 // Scales that are float32 values, as a .tflite holds them.
@@ -312,6 +336,11 @@ void expect_error(const std::string& op, const std::vector<TensorType>& types, c
     EXPECT_NE(msg.find(needle), std::string::npos) << msg;
     EXPECT_EQ(msg.rfind(op + ": ", 0), 0u) << msg;
   }
+}
+
+TEST(Lstm, StatesAreWrittenInPlace) {
+  EXPECT_EQ(written_inputs(*find_op("lstm"), json::object(), 6), (std::vector<size_t>{4, 5}));
+  EXPECT_EQ(written_inputs(*find_op("qlstm"), json::object(), 7), (std::vector<size_t>{4, 5}));
 }
 
 TEST(Lstm, Errors) {

@@ -70,10 +70,8 @@ void TfliteConverter::lstm(const tflite::Operator& op) {
     wh.push_back(input(op, kRecurrentWeights + g));
     bias.push_back(input(op, kBias + g));
   }
-  for (int t : {h, c}) {
-    if (!tensor(t).is_variable()) fail(tensor_label(t) + ", an LSTM state, is not a variable tensor");
-    if (has_data(t)) unsupported(tensor_label(t) + ", an LSTM state, has an initial value");
-  }
+  for (int t : {h, c})
+    if (!is_variable(t)) fail(tensor_label(t) + ", an LSTM state, is not a variable tensor");
   TensorType xt = tensor_type(x);
   if (xt.shape.size() != 3) fail("the input must be 3-D, it is " + xt.str());
   for (const auto& ids : {wx, wh, bias})
@@ -94,23 +92,17 @@ void TfliteConverter::lstm(const tflite::Operator& op) {
   int64_t cells = input_weights.shape[1];
   bool time_major = opt->time_major();
   int64_t batch = time_major ? xt.shape[1] : xt.shape[0];
-  // The states: [batch, cells] whatever their declared shape (TFLM checks only the size),
-  // starting as TFLM's AllocateTensors() leaves them: int8 at its zero point, others 0.
+  // The states: the graph's state (TFLM's variable tensors, starting as AllocateTensors()
+  // leaves them), [batch, cells].
   auto state = [&](int t, DataType want, const std::string& what) {
     TensorType st = tensor_type(t);
-    if (st.num_elements() != batch * cells)
-      fail(tensor_label(t) + ", the " + what + ", has " + std::to_string(st.num_elements()) +
-           " elements; batch x cells = " + std::to_string(batch * cells));
     if (st.dtype != want)
       unsupported(tensor_label(t) + ", the " + what + ", is " + st.dtype.str() + " (" + want.str() +
                   " is required with " + xt.dtype.str() + " data)");
-    NDArray init = NDArray::zeros(want, {batch, cells});
-    if (want == DataType::Int(8)) {
-      int64_t zp = quant(t, true).zero_point[0];
-      for (int64_t i = 0; i < init.num_elements(); ++i) init.set_int(i, zp);
-    }
-    std::string n = short_name(tensor(t).name() ? tensor(t).name()->str() : "");
-    return add_constant((n.empty() ? "lstm_state" + std::to_string(t) : n) + "_initial", std::move(init));
+    if (st.shape != std::vector<int64_t>{batch, cells})
+      unsupported(tensor_label(t) + ", the " + what + ", has shape " + st.str() + " ([batch, cells] = [" +
+                  std::to_string(batch) + ", " + std::to_string(cells) + "] is supported)");
+    return state_value(t);
   };
   std::string name = values_.at(out);
   json attrs = {{"time_major", time_major}, {"cell_clip", opt->cell_clip()}};

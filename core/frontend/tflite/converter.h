@@ -61,6 +61,10 @@ class TfliteConverter {
   NDArray constant_value(int index) const;
   Quant quant(int index, bool required) const;
   std::string value(int index);  // the graph name of a tensor an operator reads
+  // A variable tensor (is_variable) becomes a state of the graph, at its value after
+  // TFLM's AllocateTensors(): the zero point for int8, else 0 (its buffer is ignored).
+  bool is_variable(int index) const;
+  std::string state_value(int index);
   std::string fresh(const std::string& base);
   std::string emit(const std::string& name, const std::string& op, const std::vector<std::string>& inputs,
                    const json& attrs = json::object());
@@ -80,7 +84,14 @@ class TfliteConverter {
   void concatenation(const tflite::Operator& op);
   void pad(const tflite::Operator& op);
   void mean(const tflite::Operator& op);
-  void quantize(const tflite::Operator& op, bool to_int8);
+  // convert_quantize.cc: QUANTIZE (float32 to int8/int16, integer to integer) and DEQUANTIZE.
+  void quantize(const tflite::Operator& op);
+  void dequantize(const tflite::Operator& op);
+  // convert_strided_slice.cc
+  void strided_slice(const tflite::Operator& op);
+  // convert_leaky_relu.cc
+  void leaky_relu(const tflite::Operator& op);
+  void svdf(const tflite::Operator& op);  // convert_svdf.cc
   // convert_lstm.cc: UNIDIRECTIONAL_SEQUENCE_LSTM; the four gates' constants stacked.
   void lstm(const tflite::Operator& op);
   NDArray stack_constants(const std::vector<int>& ids, DataType dtype) const;

@@ -146,10 +146,31 @@ std::string TfliteConverter::add_constant(const std::string& base, NDArray a) {
   return name;
 }
 
+bool TfliteConverter::is_variable(int index) const { return tensor(index).is_variable(); }
+
+std::string TfliteConverter::state_value(int index) {
+  auto it = values_.find(index);
+  if (it != values_.end()) return it->second;
+  TensorType ty = tensor_type(index);
+  if (ty.shape.empty()) unsupported(tensor_label(index) + ", a variable, is a scalar");
+  NDArray initial = NDArray::zeros(ty.dtype, ty.shape);
+  if (ty.dtype == DataType::Int(8)) {
+    Quant q = quant(index, true);
+    if (!q.per_tensor()) unsupported(tensor_label(index) + ", a variable, is quantized per channel");
+    for (int64_t i = 0; i < initial.num_elements(); ++i) initial.set_int(i, q.zero_point[0]);
+  }
+  std::string n = tensor(index).name() ? tensor(index).name()->str() : "";
+  std::string name = fresh(short_name(n).empty() ? "state" + std::to_string(index) : short_name(n));
+  types_[name] = ty;
+  g_.state[name] = std::move(initial);
+  values_[index] = name;
+  return name;
+}
+
 std::string TfliteConverter::value(int index) {
   auto it = values_.find(index);
   if (it != values_.end()) return it->second;
-  if (tensor(index).is_variable()) unsupported(tensor_label(index) + " is a variable (state) read by an operator without state");
+  if (is_variable(index)) return state_value(index);
   if (!has_data(index))
     fail(tensor_label(index) + " is read before any operator computes it and is neither a model input nor a constant");
   std::string n = tensor(index).name() ? tensor(index).name()->str() : "";
@@ -233,33 +254,35 @@ std::string activation_text(ActivationFunctionType act) {
 std::string TfliteConverter::activation_node(const std::string& name, const std::string& x, int out,
                                              ActivationFunctionType act) {
   if (act == ActivationFunctionType::NONE) return x;
-  bool int8 = types_.at(x).dtype == DataType::Int(8);
+  const DataType dt = types_.at(x).dtype;
+  const bool quantized = dt == DataType::Int(8) || dt == DataType::Int(16);
   double lo, hi;
   if (act == ActivationFunctionType::RELU) lo = 0, hi = std::numeric_limits<double>::infinity();
   else if (act == ActivationFunctionType::RELU6) lo = 0, hi = 6;
   else if (act == ActivationFunctionType::RELU_N1_TO_1) lo = -1, hi = 1;
   else unsupported("the fused activation " + activation_text(act));
-  if (!int8) {
+  if (!quantized) {
     if (act == ActivationFunctionType::RELU) return emit(name, "relu", {x});
     return emit(name, "clip", {x}, {{"min", lo}, {"max", hi}});
   }
   // TFLite's CalculateActivationRangeQuantized: the bounds quantized with the output's
-  // scale and zero point (rounding half away from zero, in float), within int8.
+  // scale and zero point (rounding half away from zero, in float), within int8 (int16).
   Quant q = quant(out, true);
   float scale = static_cast<float>(q.scale[0]);
   auto quantize = [&](double r) {
     return q.zero_point[0] + static_cast<int64_t>(std::round(static_cast<float>(r) / scale));
   };
-  int64_t qlo = std::max<int64_t>(-128, quantize(lo));
-  int64_t qhi = std::isinf(hi) ? 127 : std::min<int64_t>(127, quantize(hi));
+  const int64_t type_max = dt == DataType::Int(8) ? 127 : 32767;
+  int64_t qlo = std::max<int64_t>(-type_max - 1, quantize(lo));
+  int64_t qhi = std::isinf(hi) ? type_max : std::min<int64_t>(type_max, quantize(hi));
   return emit(name, "clip", {x}, {{"min", qlo}, {"max", qhi}});
 }
 
 void TfliteConverter::finish(int out, const std::string& op, const std::vector<std::string>& inputs, json attrs,
                              ActivationFunctionType act, bool act_in_op) {
   std::string name = values_.at(out);
-  bool int8 = tensor_type(out).dtype == DataType::Int(8);
-  if (act_in_op && int8) {
+  const DataType dt = tensor_type(out).dtype;
+  if (act_in_op && (dt == DataType::Int(8) || dt == DataType::Int(16))) {
     if (act == ActivationFunctionType::RELU) attrs["activation"] = "relu";
     else if (act == ActivationFunctionType::RELU6) attrs["activation"] = "relu6";
     else if (act == ActivationFunctionType::RELU_N1_TO_1) attrs["activation"] = "relu_n1_to_1";
@@ -471,10 +494,15 @@ void TfliteConverter::elementwise(const tflite::Operator& op, BuiltinOperator co
     finish(out, float_op, {value(a), value(b)}, json::object(), act, false);
     return;
   }
-  if (at.dtype != DataType::Int(8)) unsupported(at.dtype.str() + " data");
-  if (at.shape != bt.shape) unsupported("int8 " + op_name(code) + " with broadcasting (" + at.str() + " and " + bt.str() + ")");
+  if (at.dtype != DataType::Int(8) && at.dtype != DataType::Int(16)) unsupported(at.dtype.str() + " data");
+  if (bt.dtype != at.dtype || tensor_type(out).dtype != at.dtype)
+    unsupported(op_name(code) + " of " + at.dtype.str() + " and " + bt.dtype.str() + " into " + tensor_type(out).dtype.str());
   Quant qa = quant(a, true), qb = quant(b, true), qo = quant(out, true);
   if (!qa.per_tensor() || !qb.per_tensor() || !qo.per_tensor()) unsupported("per-channel quantized activations");
+  // TFLM's int16 MUL requires zero points of 0 (Prepare refuses others).
+  if (at.dtype == DataType::Int(16) && code == BuiltinOperator::MUL &&
+      (qa.zero_point[0] != 0 || qb.zero_point[0] != 0 || qo.zero_point[0] != 0))
+    fail("int16 " + op_name(code) + " needs zero points of 0 (TFLite's int16x8 quantization)");
   json attrs = {{"a_scale", qa.scale[0]},      {"a_zero_point", qa.zero_point[0]}, {"b_scale", qb.scale[0]},
                 {"b_zero_point", qb.zero_point[0]}, {"output_scale", qo.scale[0]}, {"output_zero_point", qo.zero_point[0]}};
   finish(out, int8_op, {value(a), value(b)}, attrs, act, true);
@@ -515,6 +543,7 @@ void TfliteConverter::softmax(const tflite::Operator& op) {
   Quant qi = quant(x, true), qo = quant(out, true);
   if (!qi.per_tensor()) unsupported("per-channel quantized activations");
   json attrs = {{"input_scale", qi.scale[0]}, {"output_scale", qo.scale[0]}, {"output_zero_point", qo.zero_point[0]}};
+  if (tensor_type(out).dtype == DataType::Int(16)) attrs["dtype"] = "int16";  // int8 in, int16 out (TFLM's)
   if (beta != 1.0) attrs["beta"] = beta;  // qsoftmax scales by beta * input_scale, as TFLite does
   int64_t k = xt.shape.back(), rows = xt.num_elements() / k;
   std::string data = value(x);
@@ -574,9 +603,19 @@ void TfliteConverter::pad(const tflite::Operator& op) {
     widths.push_back({before, after});
   }
   json attrs = {{"pad_width", widths}};
-  if (xt.dtype == DataType::Int(8)) {
-    same_quant(x, out, "PAD");
-    attrs["pad_value"] = quant(out, true).zero_point[0];  // real zero
+  // The padding value: PADV2's constant_values tensor, else TFLM's default: the zero
+  // point for int8 (real zero), 0 for every other type (int16x8 has zero point 0).
+  int c = input(op, 2, true);
+  if (c >= 0) {
+    if (!has_data(c)) unsupported("a padding value computed at run time");
+    NDArray cv = constant_value(c);
+    if (cv.dtype != xt.dtype || cv.num_elements() != 1)
+      fail("the padding value must be one " + xt.dtype.str() + " value, it is " + TensorType{cv.dtype, cv.shape}.str());
+    attrs["pad_value"] = cv.dtype.is_float() ? cv.get_float(0) : static_cast<double>(cv.get_int(0));
+  }
+  if (xt.dtype == DataType::Int(8) || xt.dtype == DataType::Int(16)) {
+    same_quant(x, out, op_name(BuiltinOperator::PAD));
+    if (c < 0 && xt.dtype == DataType::Int(8)) attrs["pad_value"] = quant(out, true).zero_point[0];  // real zero
   }
   emit(values_.at(out), "pad", {value(x)}, attrs);
 }
@@ -622,29 +661,12 @@ void TfliteConverter::mean(const tflite::Operator& op) {
   emit(name, "reshape", {m}, {{"newshape", {xt.shape[0], xt.shape[3]}}});
 }
 
-void TfliteConverter::quantize(const tflite::Operator& op, bool to_int8) {
-  int x = input(op, 0), out = output(op);
-  TensorType xt = tensor_type(x), ot = tensor_type(out);
-  std::string name = values_.at(out);
-  if (to_int8) {
-    if (xt.dtype != DataType::Float(32) || ot.dtype != DataType::Int(8))
-      unsupported("QUANTIZE from " + xt.dtype.str() + " to " + ot.dtype.str() + " (float32 to int8 is supported)");
-    Quant q = quant(out, true);
-    if (!q.per_tensor()) unsupported("per-channel quantized activations");
-    emit(name, "quantize", {value(x)}, {{"scale", q.scale[0]}, {"zero_point", q.zero_point[0]}});
-    return;
-  }
-  if (xt.dtype != DataType::Int(8) || ot.dtype != DataType::Float(32))
-    unsupported("DEQUANTIZE from " + xt.dtype.str() + " to " + ot.dtype.str() + " (int8 to float32 is supported)");
-  Quant q = quant(x, true);
-  if (!q.per_tensor()) unsupported("per-channel quantized activations");
-  emit(name, "dequantize", {value(x)}, {{"scale", q.scale[0]}, {"zero_point", q.zero_point[0]}});
-}
-
 void TfliteConverter::convert(size_t index, const tflite::Operator& op, BuiltinOperator code) {
   int out = output(op);
   if (values_.count(out)) fail(tensor_label(out) + " is computed twice");
   if (has_data(out)) fail(tensor_label(out) + " is an operator's output but holds constant data");
+  if (is_variable(out)) unsupported(tensor_label(out) + ", a variable, is an operator's output (operators that "
+                                                         "assign variables are not supported)");
   TensorType want = tensor_type(out);
   // The output's name: a model output keeps its TFLite name (reserved in run()).
   std::string tname = tensor(out).name() ? tensor(out).name()->str() : "";
@@ -668,9 +690,13 @@ void TfliteConverter::convert(size_t index, const tflite::Operator& op, BuiltinO
       break;
     }
     case BuiltinOperator::SOFTMAX: softmax(op); break;
-    case BuiltinOperator::QUANTIZE: quantize(op, true); break;
-    case BuiltinOperator::DEQUANTIZE: quantize(op, false); break;
-    case BuiltinOperator::PAD: pad(op); break;
+    case BuiltinOperator::QUANTIZE: quantize(op); break;
+    case BuiltinOperator::DEQUANTIZE: dequantize(op); break;
+    case BuiltinOperator::PAD:
+    case BuiltinOperator::PADV2: pad(op); break;
+    case BuiltinOperator::STRIDED_SLICE: strided_slice(op); break;
+    case BuiltinOperator::LEAKY_RELU: leaky_relu(op); break;
+    case BuiltinOperator::SVDF: svdf(op); break;
     case BuiltinOperator::MEAN: mean(op); break;
     case BuiltinOperator::CONCATENATION: concatenation(op); break;
     case BuiltinOperator::LOGISTIC:
@@ -711,6 +737,7 @@ TfliteImport TfliteConverter::run() {
     std::string n = io_name(t);
     if (used_.count(n)) fail("two model inputs are called '" + n + "'");
     if (has_data(t)) fail(tensor_label(t) + " is a model input but holds constant data");
+    if (is_variable(t)) unsupported(tensor_label(t) + ", a variable, is a model input");
     TensorType ty = tensor_type(t);
     if (ty.shape.empty()) unsupported("scalar model inputs");
     used_.insert(n);
@@ -751,6 +778,12 @@ TfliteImport TfliteConverter::run() {
     if (!produced_.count(t)) fail(tensor_label(t) + ", a model output, is computed by no operator");
     g_.outputs.push_back(values_.at(t));
     record_quant(t, values_.at(t));
+  }
+  try {
+    check_state_use(g_);
+  } catch (const DiagnosticError& e) {
+    if (e.internal()) throw;
+    unsupported(e.diagnostics().empty() ? std::string("state") : e.diagnostics()[0].message);
   }
   return {std::move(g_), std::move(layers_)};
 }
