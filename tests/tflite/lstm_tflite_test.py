@@ -13,7 +13,11 @@ And the LSTM variants TFLite Micro refuses (CIFG, peephole, projection, layer no
 refused by name. Each model is a single LSTM written as flatbuffer JSON and compiled by
 flatc with our schema; its states are variable tensors, starting as TFLM starts them.
 
-usage: lstm_tflite_test.py MICROTIR FLATC SCHEMA
+And the states carry over: the artifact of two models, run from a firmware main
+(tests/codegen/state_main.c) on two inputs, gives the reference's two steps, the second
+from the first one's states, and after tvmgen_model_reset() the first output again.
+
+usage: lstm_tflite_test.py MICROTIR FLATC SCHEMA SOURCE_DIR
 """
 import json
 import os
@@ -22,6 +26,8 @@ import sys
 import tempfile
 
 import numpy as np
+
+from state_firmware import two_runs_and_reset
 
 # TFLite's sigmoid_table_uint16 (tensorflow/lite/kernels/internal/common.h): sigmoid(i / 24)
 # in unsigned 0.16 fixed point, as published (it is not a plain rounding of the formula).
@@ -134,13 +140,12 @@ def steps(x, time_major):
     return x if time_major else x.transpose(1, 0, 2)
 
 
-def lstm_float_ref(x, wx, wh, b, time_major, clip):
+def lstm_float_ref(x, wx, wh, b, time_major, clip, state=None):
     """TFLM's float LSTM step: FC (sum, then bias), recurrent FC, sigmoid/tanh, cell, hidden."""
     xs = steps(x, time_major).astype(np.float64)
     T, B, _ = xs.shape
     S = wx[0].shape[0]
-    h = np.zeros((B, S), np.float32)
-    c = np.zeros((B, S), np.float32)
+    h, c = state if state is not None else (np.zeros((B, S), np.float32), np.zeros((B, S), np.float32))
     out = np.zeros((T, B, S), np.float32)
 
     def sigmoid(v):
@@ -159,16 +164,17 @@ def lstm_float_ref(x, wx, wh, b, time_major, clip):
         c = c.astype(np.float32)
         h = h.astype(np.float32)
         out[t] = h
+    if state is not None:
+        state[:] = [h, c]
     return out if time_major else out.transpose(1, 0, 2)
 
 
-def lstm_int_ref(x, wx, wh, b, q, time_major, clip):
+def lstm_int_ref(x, wx, wh, b, q, time_major, clip, state=None):
     """TFLM's integer LSTM (8x8->16): x, h int8; weights int8; bias int32; c int16."""
     xs = steps(x, time_major).astype(np.int64)
     T, B, _ = xs.shape
     S = wx[0].shape[0]
-    h = np.full((B, S), q["hidden_zp"], np.int64)
-    c = np.zeros((B, S), np.int64)
+    h, c = state if state is not None else (np.full((B, S), q["hidden_zp"], np.int64), np.zeros((B, S), np.int64))
     out = np.zeros((T, B, S), np.int64)
     q312 = f32(2.0 ** -12)
     power = int(round(np.log2(q["cell_scale"])))
@@ -196,6 +202,8 @@ def lstm_int_ref(x, wx, wh, b, q, time_major, clip):
         th = int16_tanh(c, power)
         h = sat(mbqm(th * o, m_h) + q["hidden_zp"], -128, 127)
         out[t] = h
+    if state is not None:
+        state[:] = [h, c]
     out = out.astype(np.int8)
     return out if time_major else out.transpose(1, 0, 2)
 
@@ -276,8 +284,26 @@ def run(cli, flatc, schema, work, name, model, x, expect_fail=None):
     return np.load(os.path.join(out, files[0]))
 
 
+def check_state(cli, source, work, name, xs, wants, dtype):
+    """The artifact from a firmware main: two runs (the state carried over), reset, the first again."""
+    paths = []
+    for k, x in enumerate(xs):
+        paths.append(os.path.join(work, f"{name}_state_x{k}.bin"))
+        x.tofile(paths[-1])
+    outs, reset = two_runs_and_reset(cli, source, work, name, os.path.join(work, name + ".tflite"), paths)
+    got = [np.frombuffer(o, dtype).reshape(wants[0].shape) for o in outs]
+    if dtype == np.float32:
+        close = [np.max(np.abs(g - w) / np.maximum(np.abs(w), 1e-3)) <= 1e-5 for g, w in zip(got, wants)]
+        ok = all(close) and np.array_equal(got[2], got[0])
+    else:
+        ok = np.array_equal(got[0], wants[0]) and np.array_equal(got[1], wants[1]) and np.array_equal(got[2], got[0])
+    ok = ok and reset.startswith("reset ") and not np.array_equal(wants[0], wants[1])
+    print(f"{'ok  ' if ok else 'FAIL'} {name}: two runs carry the states over, reset gives the first output again")
+    return ok
+
+
 def main():
-    cli, flatc, schema = sys.argv[1:4]
+    cli, flatc, schema, source = sys.argv[1:5]
     rng = np.random.default_rng(35)
     failures = 0
     with tempfile.TemporaryDirectory() as work:
@@ -297,6 +323,11 @@ def main():
             ok = got.shape == want.shape and err <= 1e-5
             failures += not ok
             print(f"{'ok  ' if ok else 'FAIL'} {name}: {got.shape}, max relative error {err:.2e}")
+            if name == "float_batch_major":
+                x2 = rng.standard_normal(shape).astype(np.float32)
+                state = [np.zeros((B, S), np.float32), np.zeros((B, S), np.float32)]
+                wants = [lstm_float_ref(v, wx, wh, b, tm, clip, state) for v in (x, x2)]
+                failures += not check_state(cli, source, work, name, [x, x2], wants, np.float32)
         # int8 with an int16 cell state
         for name, B, T, I, S, tm, cell_scale, clip in [("int8_batch_major", 2, 7, 5, 4, False, 2.0 ** -11, 10.0),
                                                         ("int8_time_major", 2, 6, 3, 5, True, 2.0 ** -12, 10.0),
@@ -314,6 +345,11 @@ def main():
             opts = {"fused_activation_function": "TANH", "cell_clip": clip, "time_major": tm}
             got = run(cli, flatc, schema, work, name, lstm_model(shape, S, "INT8", wx, wh, b, opts, q), x)
             want = lstm_int_ref(x, wx, wh, b, q, tm, clip)
+            if name in ("int8_batch_major", "int8_time_major"):
+                x2 = rng.integers(-128, 128, shape, dtype=np.int8)
+                state = [np.full((B, S), q["hidden_zp"], np.int64), np.zeros((B, S), np.int64)]
+                wants = [lstm_int_ref(v, wx, wh, b, q, tm, clip, state) for v in (x, x2)]
+                failures += not check_state(cli, source, work, name, [x, x2], wants, np.int8)
             ok = got.shape == want.shape and got.dtype == np.int8 and np.array_equal(got, want)
             failures += not ok
             diff = int(np.sum(got != want)) if got.shape == want.shape else -1
