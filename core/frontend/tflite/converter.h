@@ -93,6 +93,9 @@ class TfliteConverter {
   // convert_leaky_relu.cc
   void leaky_relu(const tflite::Operator& op);
   void svdf(const tflite::Operator& op);  // convert_svdf.cc
+  // convert_lstm.cc: UNIDIRECTIONAL_SEQUENCE_LSTM; the four gates' constants stacked.
+  void lstm(const tflite::Operator& op);
+  NDArray stack_constants(const std::vector<int>& ids, DataType dtype) const;
 
   int input(const tflite::Operator& op, size_t i, bool optional = false) const;
   int output(const tflite::Operator& op) const;
@@ -116,6 +119,7 @@ class TfliteConverter {
   std::set<std::string> used_;
   std::vector<std::string> layers_;
   std::set<int> produced_;  // tensors an operator computes
+  std::string sigmoid_table_;  // the int16 sigmoid/tanh table constant, once per model (convert_lstm.cc)
 };
 
 }  // namespace tflite_import

@@ -730,6 +730,7 @@ void TfliteConverter::convert(size_t index, const tflite::Operator& op, BuiltinO
     case BuiltinOperator::TANH:
     case BuiltinOperator::RELU:
     case BuiltinOperator::RELU6: unary(op, code); break;
+    case BuiltinOperator::UNIDIRECTIONAL_SEQUENCE_LSTM: lstm(op); break;
     default: user_error({}, file_ + ": unsupported TFLite operator " + op_name(code) + " (node " + std::to_string(index) + ")");
   }
   TensorType got = types_.at(values_.at(out));
