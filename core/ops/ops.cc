@@ -27,8 +27,10 @@ const std::vector<OpDef>& all_op_defs() {
     ops::register_strided_slice_ops(v);
     ops::register_quantized_ops(v);
     ops::register_qconv_ops(v);
+    ops::register_qconv_s16_ops(v);
     ops::register_onnx_quant_ops(v);
     ops::register_svdf_ops(v);
+    ops::register_lstm_ops(v);
     // Every output must be indexable with int32 loop variables.
     for (auto& d : v) {
       auto infer = d.infer;

@@ -272,21 +272,37 @@ TensorType qgap_infer(const std::vector<TensorType>& in, const json& attrs) {
   return TensorType{kI8, {s[0], 1, 1, s[3]}};
 }
 
-// An int8 kernel over each channel's H x W window of NHWC data into [N, 1, 1, C]: the
-// window's int32 sum, then `finish(sum)` as the channel's int8 output.
-PrimFunc window_sum_kernel(const std::string& fname, const std::vector<int64_t>& s, const TensorType& out,
-                           const std::function<Expr(Expr sum)>& finish) {
+// A kernel that sums `data` over `axes` into an output with those axes kept as 1: per
+// output element the int32 sum of its window, then `finish(sum)` stored as the output.
+// Loops: the kept axes outermost, then the reduced ones, in axis order; for NHWC data
+// reduced over H and W they are named n, c and rh, rw.
+PrimFunc reduce_sum_kernel(const std::string& fname, const TensorType& in, const std::vector<bool>& reduced,
+                           const TensorType& out, const std::function<Expr(Expr sum)>& finish) {
+  const auto& s = in.shape;
+  const bool nhwc = s.size() == 4 && reduced == std::vector<bool>{false, true, true, false};
+  auto name = [&](size_t k) {
+    if (nhwc) return std::string(k == 0 ? "n" : k == 1 ? "rh" : k == 2 ? "rw" : "c");
+    return (reduced[k] ? "r" : "i") + std::to_string(k);
+  };
   FuncBuilder fb;
-  Buffer data = fb.param("data", s, kI8);
-  Buffer o = fb.param("out", out.shape, kI8);
+  Buffer data = fb.param("data", s, in.dtype);
+  Buffer o = fb.param("out", out.shape, out.dtype);
   Buffer acc = scratch("acc", {1}, kI32);
   LoopNest outer, red;
-  Expr n = outer.axis("n", s[0]), c = outer.axis("c", s[3]);
-  Expr rh = red.axis("rh", s[1]), rw = red.axis("rw", s[2]);
-  Stmt update = store(acc, add(load(acc, {ci(0)}), to_i32(load(data, {n, rh, rw, c}))), {ci(0)});
-  Stmt fin = store(o, finish(load(acc, {ci(0)})), {n, ci(0), ci(0), c});
+  std::vector<Expr> idx(s.size()), oidx(s.size());
+  for (size_t k = 0; k < s.size(); ++k)
+    if (!reduced[k]) idx[k] = oidx[k] = outer.axis(name(k), s[k]);
+  for (size_t k = 0; k < s.size(); ++k)
+    if (reduced[k]) idx[k] = red.axis(name(k), s[k]), oidx[k] = ci(0);
+  Stmt update = store(acc, add(load(acc, {ci(0)}), to_i32(load(data, idx))), {ci(0)});
+  Stmt fin = store(o, finish(load(acc, {ci(0)})), oidx);
   Stmt body = SeqStmt({store(acc, ci(0), {ci(0)}), red.wrap(update), fin});
   return fb.finish(fname, Allocate(acc, "global", outer.wrap(body)));
+}
+
+PrimFunc window_sum_kernel(const std::string& fname, const std::vector<int64_t>& s, const TensorType& out,
+                           const std::function<Expr(Expr sum)>& finish) {
+  return reduce_sum_kernel(fname, TensorType{kI8, s}, {false, true, true, false}, out, finish);
 }
 
 PrimFunc qgap_build(const std::string& fname, const std::vector<TensorType>& in, const TensorType& out, const json&) {
@@ -294,69 +310,98 @@ PrimFunc qgap_build(const std::string& fname, const std::vector<TensorType>& in,
   return window_sum_kernel(fname, s, out, [&](Expr sum) { return Cast(kI8, rounded_div(sum, ci(s[1] * s[2]))); });
 }
 
-// ---- qmean --------------------------------------------------------------------------
-// TFLite's int8 MEAN over H and W of NHWC data (TFLM's reduce kernel, EvalIntegerMean):
-// the int32 sum of each channel's window, then, when input and output share scale and
-// zero point, the sum divided by the count with C's truncating division (reference_ops
-// Mean), otherwise QuantizedMeanOrSum: the input-to-output multiplier (QuantizeMultiplier
-// of input_scale / output_scale) absorbs 1/count at compile time, shifted left by
-// floor(log2(count)) (at most 32, and at most 31 + shift) before an integer division,
-// and (sum - input_zero_point * count) is requantized with it, plus the output zero
-// point, clamped to int8. keep_dims is the frontend's reshape.
+// ---- qmean, qsum ---------------------------------------------------------------------
+// TFLite's int8 and int16 MEAN and SUM (TFLM's reduce kernel) over any axes: the int32
+// sum of each output's window, kept axes as 1 (keep_dims false is the frontend's
+// reshape). MEAN: when input and output share scale and zero point, the sum divided by
+// the count with C's truncating division (reference_ops Mean); otherwise the
+// input-to-output multiplier (QuantizeMultiplier of input_scale / output_scale) absorbs
+// 1/count at compile time, shifted left by floor(log2(count)) (at most 32, and at most
+// 31 + shift) before an integer division, and (sum - input_zero_point * count) is
+// requantized with it, plus the output zero point, clamped to the type. SUM:
+// (sum - input_zero_point * count) requantized by input_scale / output_scale itself.
 
-const std::vector<std::string> kQmeanAttrs = {"input_scale", "input_zero_point", "output_scale", "output_zero_point"};
+const std::vector<std::string> kQmeanAttrs = {"input_scale", "input_zero_point", "output_scale", "output_zero_point",
+                                              "axis"};
 
 struct QmeanParams {
-  int64_t count;                     // elements per window (H * W)
+  DataType dtype;                    // int8 or int16
+  std::vector<bool> reduced;         // per input axis
+  int64_t count;                     // elements per window
   bool same_quantization;            // reference_ops::Mean: a truncating division
-  QuantMultiplier multiplier;        // QuantizedMeanOrSum's, 1/count folded in
+  QuantMultiplier multiplier;        // MEAN: 1/count folded in; SUM: the scales' ratio
   int32_t input_zero_point, output_zero_point;
 };
 
-QmeanParams qmean_params(const std::vector<TensorType>& in, const json& attrs) {
-  const std::string op = "qmean";
+QmeanParams qmean_params(const std::string& op, const std::vector<TensorType>& in, const json& attrs) {
+  const bool sum = op == "qsum";
   AttrReader r(op, attrs, kQmeanAttrs);
-  check_int8_inputs(op, in, 1, {"data"});
-  check_rank(op, in, 0, "data (NHWC)", 4);
-  const auto& s = in[0].shape;
+  check_inputs(op, in, 1, {"data"}, Dtypes::kNumeric);
   QmeanParams p;
-  p.count = s[1] * s[2];
-  if (p.count > (int64_t{1} << 23))
+  p.dtype = in[0].dtype == DataType::Int(16) ? in[0].dtype : kI8;
+  check_dtype(op, in, 0, "data", p.dtype);
+  const auto& s = in[0].shape;
+  const int64_t rank = static_cast<int64_t>(s.size());
+  // Without "axis", H and W of NHWC data (the form the graph format has always had).
+  if (!r.has("axis")) check_rank(op, in, 0, "data (NHWC)", 4);
+  auto axes = r.get_ints("axis", 0, -rank, "axis indices", std::vector<int64_t>{1, 2});
+  p.reduced.assign(s.size(), false);
+  for (int64_t a : axes) {
+    if (a >= rank) r.bad("axis", "axis indices in [-" + std::to_string(rank) + ", " + std::to_string(rank) + ")");
+    p.reduced[a < 0 ? a + rank : a] = true;
+  }
+  p.count = 1;
+  for (size_t k = 0; k < s.size(); ++k)
+    if (p.reduced[k]) p.count *= s[k];
+  const ActBounds range = dtype_bounds(p.dtype);
+  const int64_t span = int64_t{range.hi} - range.lo;  // the largest |x - zero point|
+  if (p.count > std::numeric_limits<int32_t>::max() / span)
     fail(op, "the window of " + std::to_string(p.count) + " elements could overflow the int32 sum");
   double si = read_scale(op, r, "input_scale"), so = read_scale(op, r, "output_scale");
-  p.input_zero_point = read_zero_point(r, "input_zero_point");
-  p.output_zero_point = read_zero_point(r, "output_zero_point");
+  p.input_zero_point = read_zero_point(r, "input_zero_point", p.dtype);
+  p.output_zero_point = read_zero_point(r, "output_zero_point", p.dtype);
   // TFLite compares the float32 scales; ours hold those float32 values as doubles.
-  p.same_quantization = si == so && p.input_zero_point == p.output_zero_point;
+  p.same_quantization = !sum && si == so && p.input_zero_point == p.output_zero_point;
   QuantMultiplier m = quantize_multiplier(si / so, op, "input_scale / output_scale");
-  int shift = 0;
-  while ((int64_t{2} << shift) <= p.count) ++shift;  // floor(log2(count))
-  shift = std::min({shift, 32, 31 + m.shift});
-  p.multiplier.multiplier = static_cast<int32_t>((static_cast<int64_t>(m.multiplier) << shift) / p.count);
-  p.multiplier.shift = m.shift - shift;
+  if (sum) {
+    p.multiplier = m;
+  } else {
+    int shift = 0;
+    while ((int64_t{2} << shift) <= p.count) ++shift;  // floor(log2(count))
+    shift = std::min({shift, 32, 31 + m.shift});
+    p.multiplier.multiplier = static_cast<int32_t>((static_cast<int64_t>(m.multiplier) << shift) / p.count);
+    p.multiplier.shift = m.shift - shift;
+  }
   // TFLite shifts the int32 sum left by the remaining positive shift; refuse where that
   // would overflow (TFLite's result there is undefined).
   if (!p.same_quantization && p.multiplier.left_shift() > 0 &&
-      (255 * p.count) > (std::numeric_limits<int32_t>::max() >> p.multiplier.left_shift()))
+      (span * p.count) > (std::numeric_limits<int32_t>::max() >> p.multiplier.left_shift()))
     fail(op, "input_scale / output_scale (" + interp::format_double(si / so) + ") is so large that TFLite's rescaled " +
                  "sum of " + std::to_string(p.count) + " elements would overflow int32");
   return p;
 }
 
-TensorType qmean_infer(const std::vector<TensorType>& in, const json& attrs) {
-  qmean_params(in, attrs);
-  const auto& s = in[0].shape;
-  return TensorType{kI8, {s[0], 1, 1, s[3]}};
-}
-
-PrimFunc qmean_build(const std::string& fname, const std::vector<TensorType>& in, const TensorType& out,
-                     const json& attrs) {
-  const QmeanParams p = qmean_params(in, attrs);
-  return window_sum_kernel(fname, in[0].shape, out, [&](Expr sum) -> Expr {
-    if (p.same_quantization) return Cast(kI8, Binary(ExprKind::Div, sum, ci(p.count)));  // a mean of int8 values
-    Expr shifted = sub(sum, ci(int64_t{p.input_zero_point} * p.count));
-    return saturate_int8(multiply_by_quantized_multiplier(shifted, p.multiplier), p.output_zero_point, ActBounds{});
-  });
+OpDef qreduce_op(const std::string& op) {
+  OpDef d;
+  d.name = op;
+  d.infer = [op](const std::vector<TensorType>& in, const json& attrs) {
+    const QmeanParams p = qmean_params(op, in, attrs);
+    std::vector<int64_t> shape = in[0].shape;
+    for (size_t k = 0; k < shape.size(); ++k)
+      if (p.reduced[k]) shape[k] = 1;
+    return TensorType{p.dtype, shape};
+  };
+  d.build = [op](const std::string& fname, const std::vector<TensorType>& in, const TensorType& out,
+                 const json& attrs) {
+    const QmeanParams p = qmean_params(op, in, attrs);
+    return reduce_sum_kernel(fname, in[0], p.reduced, out, [&](Expr sum) -> Expr {
+      if (p.same_quantization) return Cast(p.dtype, Binary(ExprKind::Div, sum, ci(p.count)));  // a mean of the values
+      Expr shifted = sub(sum, ci(int64_t{p.input_zero_point} * p.count));
+      return saturate_to(p.dtype, multiply_by_quantized_multiplier(shifted, p.multiplier), p.output_zero_point,
+                         dtype_bounds(p.dtype));
+    });
+  };
+  return d;
 }
 
 // ---- qsoftmax -----------------------------------------------------------------------
@@ -412,7 +457,115 @@ void qsoftmax_check(const std::vector<TensorType>& in, const json& attrs) {
   }
 }
 
+// TFLite's int16 SOFTMAX (reference_ops::SoftmaxInt16, as TFLM prepares it): every
+// difference to the row maximum is scaled so that [-65535, 0] covers [-10, 0]
+// (QuantizeMultiplier of input_scale * beta / (10 / 65535)), recentred by 32767 and
+// looked up with interpolation in a 513-entry exp table; the reciprocal of the sum
+// (Q16.15) comes from a second table of 1 / (1 + x) after normalising the sum by its
+// leading zeros; each output is (exp * reciprocal) >> (31 - leading zeros), rounded,
+// clamped to [0, 32767]. prepare_quantized adds both int16 tables (exp_lut,
+// recip_lut; fixed_point::softmax_int16_lut).
+
+struct Softmax16Params {
+  QuantMultiplier multiplier;
+};
+
+Softmax16Params qsoftmax16_check(const std::vector<TensorType>& in, const json& attrs) {
+  const std::string op = "qsoftmax";
+  AttrReader r(op, attrs, kQsoftmaxAttrs);
+  if (in.size() != 1 && in.size() != 3)
+    fail(op, "int16 data takes 1 or 3 inputs (data, [exp_lut, recip_lut]), got " + std::to_string(in.size()));
+  check_inputs(op, {in[0]}, 1, {"data"}, Dtypes::kNumeric);
+  check_rank(op, in, 0, "data", 2);
+  double scale = read_scale(op, r, "input_scale");
+  read_zero_point(r, "input_zero_point", DataType::Int(16));  // cancels in x - max
+  double beta = r.get_float("beta", 1.0);
+  if (!(beta > 0) || !std::isfinite(beta)) r.bad("beta", "a finite number > 0");
+  if (r.has("dtype") && r.get_string("dtype", "int16", {"int8", "int16"}) != "int16")
+    r.bad("dtype", "\"int16\": int16 data gives int16 probabilities");
+  if (r.has("output_scale") && std::abs(r.get_float("output_scale", 0) - 1.0 / 32768) > 0.001 / 32768)
+    r.bad("output_scale", "1/32768 (within 0.1%): qsoftmax of int16 data produces that scale");
+  if (r.has("output_zero_point") && r.get_int("output_zero_point", 0) != 0)
+    r.bad("output_zero_point", "0: qsoftmax of int16 data produces that zero point");
+  if (in[0].shape.back() > 65536) fail(op, "rows longer than 65536 elements could overflow the int32 sum of exps");
+  for (size_t i = 1; i < in.size(); ++i) {
+    const char* name = i == 1 ? "exp_lut" : "recip_lut";
+    check_dtype(op, in, i, name, DataType::Int(16));
+    if (in[i].shape != std::vector<int64_t>{513})
+      fail(op, std::string("input '") + name + "' has shape " + shape_str(in[i].shape) + "; (513) is required");
+  }
+  Softmax16Params p;
+  p.multiplier = quantize_multiplier(scale * beta / (10.0 / 65535.0), op, "input_scale * beta / (10 / 65535)");
+  // TFLite shifts the difference (at most 65535 in magnitude) left by a positive shift.
+  if (p.multiplier.left_shift() > 15)
+    fail(op, "input_scale * beta (" + interp::format_double(scale * beta) +
+                 ") is so large that TFLite's scaled input difference would overflow int32");
+  return p;
+}
+
+// TFLite's LUT lookup with interpolation for an int16 value: 512 base entries, the
+// 7 low bits interpolating to the next one.
+Expr lut_lookup(const Buffer& lut, Expr value) {
+  Expr index = add(call("shift_right", {value, ci(7)}), ci(256));
+  Expr offset = call("bitwise_and", {value, ci(127)});
+  Expr base = to_i32(load(lut, {index}));
+  Expr slope = to_i32(Cast(DataType::Int(16), sub(to_i32(load(lut, {add(index, ci(1))})), base)));
+  Expr delta = call("shift_right", {add(mul(slope, offset), ci(64)), ci(7)});
+  return to_i32(Cast(DataType::Int(16), add(base, delta)));
+}
+
+PrimFunc qsoftmax16_build(const std::string& fname, const std::vector<TensorType>& in, const TensorType& out,
+                          const json& attrs) {
+  const Softmax16Params p = qsoftmax16_check(in, attrs);
+  if (in.size() != 3)
+    fail("qsoftmax", "inputs 'exp_lut' and 'recip_lut' are missing: the graph rewrite prepare_quantized adds them");
+  const DataType i16 = DataType::Int(16), i64 = DataType::Int(64);
+  const int64_t rows = in[0].shape[0], k = in[0].shape[1];
+  FuncBuilder fb;
+  Buffer data = fb.param("data", {rows, k}, i16);
+  Buffer exp_lut = fb.param("exp_lut", {513}, i16), recip_lut = fb.param("recip_lut", {513}, i16);
+  Buffer o = fb.param("out", {rows, k}, i16);
+  Buffer mx = scratch("max_val", {1}, kI32), sum = scratch("sum_val", {1}, kI32);
+  LoopNest outer;
+  Expr row = outer.axis("n", rows);
+  auto clamp16 = [](Expr v) { return min_(max_(v, ci(-32768)), ci(32767)); };
+  LoopNest l0, l1, l2;
+  Expr c0 = l0.axis("k0", k), c1 = l1.axis("k1", k), c2 = l2.axis("k2", k);
+  Stmt max_loop = l0.wrap(store(mx, max_(load(mx, {ci(0)}), to_i32(load(data, {row, c0}))), {ci(0)}));
+  Var row_max = MakeVar("row_max", kI32);
+  // The exps go to the output first (TFLite caches them there too), and into the sum.
+  Expr scaled = multiply_by_quantized_multiplier(sub(to_i32(load(data, {row, c1})), row_max), p.multiplier);
+  Var e = MakeVar("e", kI32);
+  Stmt exp_loop = l1.wrap(LetStmt(e, lut_lookup(exp_lut, clamp16(add(scaled, ci(32767)))),
+                                  SeqStmt({store(o, Cast(i16, e), {row, c1}),
+                                           store(sum, add(load(sum, {ci(0)}), e), {ci(0)})})));
+  // Leading zeros of a sum in [2^14, 2^31): 1 plus the powers 2^30 .. 2^15 it is below.
+  Var total = MakeVar("total", kI32), headroom = MakeVar("headroom_plus_one", kI32);
+  Expr clz = ci(1);
+  for (int b = 30; b >= 15; --b) clz = add(clz, Select(lt(total, ci(int64_t{1} << b)), ci(1), ci(0)));
+  Expr shifted = Cast(kI32, Call(i64, "shift_right",
+                                 {Binary(ExprKind::Add, Call(i64, "shift_left", {Cast(i64, total), Cast(i64, sub(headroom, ci(1)))}),
+                                         IntImm(i64, 1 << 13)),
+                                  IntImm(i64, 14)}));
+  Var recip = MakeVar("reciprocal", kI32), right = MakeVar("right_shift", kI32);
+  Expr product = Binary(ExprKind::Add, Binary(ExprKind::Mul, Cast(i64, to_i32(load(o, {row, c2}))), Cast(i64, recip)),
+                        Cast(i64, call("shift_left", {ci(1), sub(right, ci(1))})));
+  Expr result = Cast(kI32, Call(i64, "shift_right", {product, Cast(i64, right)}));
+  Stmt out_loop = l2.wrap(store(o, Cast(i16, min_(max_(result, ci(0)), ci(32767))), {row, c2}));
+  out_loop = LetStmt(right, sub(ci(31), headroom), out_loop);
+  out_loop = LetStmt(recip, lut_lookup(recip_lut, clamp16(sub(shifted, ci((1 << 15) + (1 << 16))))), out_loop);
+  out_loop = LetStmt(headroom, clz, out_loop);
+  out_loop = LetStmt(total, load(sum, {ci(0)}), out_loop);
+  Stmt body = SeqStmt({store(mx, ci(-32768), {ci(0)}), max_loop,
+                       LetStmt(row_max, load(mx, {ci(0)}), SeqStmt({store(sum, ci(0), {ci(0)}), exp_loop, out_loop}))});
+  return fb.finish(fname, Allocate(mx, "global", Allocate(sum, "global", outer.wrap(body))));
+}
+
 TensorType qsoftmax_infer(const std::vector<TensorType>& in, const json& attrs) {
+  if (!in.empty() && in[0].dtype == DataType::Int(16)) {
+    qsoftmax16_check(in, attrs);
+    return in[0];
+  }
   qsoftmax_check(in, attrs);
   return TensorType{qsoftmax_output(attrs), in[0].shape};
 }
@@ -460,6 +613,7 @@ Stmt with_reciprocal(Expr sum, const std::function<Stmt(Expr, Expr)>& body) {
 
 PrimFunc qsoftmax_build(const std::string& fname, const std::vector<TensorType>& in, const TensorType& out,
                         const json& attrs) {
+  if (in[0].dtype == DataType::Int(16)) return qsoftmax16_build(fname, in, out, attrs);
   qsoftmax_check(in, attrs);
   if (in.size() != 2)
     fail("qsoftmax", "input 'exp_table' is missing: the graph rewrite prepare_quantized adds it");
@@ -824,7 +978,8 @@ void register_quantized_ops(std::vector<OpDef>& ops) {
   ops.push_back(qbinary_op("qmul"));
   ops.push_back(OpDef{"qavg_pool2d", qpool_infer, qpool_build});
   ops.push_back(OpDef{"qglobal_avg_pool2d", qgap_infer, qgap_build});
-  ops.push_back(OpDef{"qmean", qmean_infer, qmean_build});
+  ops.push_back(qreduce_op("qmean"));
+  ops.push_back(qreduce_op("qsum"));
   ops.push_back(OpDef{"qsoftmax", qsoftmax_infer, qsoftmax_build});
   ops.push_back(qact_op("qlogistic"));
   ops.push_back(qact_op("qtanh"));

@@ -12,6 +12,7 @@ leaky_relu.h, quantize.h, pad.cc, strided_slice_logic.h).
 - LEAKY_RELU on int16, int8 (a zero point) and float32;
 - QUANTIZE float32 -> int16, int16 -> int8, int16 -> int32, int32 -> int16, int8 -> int8,
   DEQUANTIZE int16 -> float32;
+- MEAN and SUM on int16 and int8 over any axes (reduce.h's integer requantization);
 - SOFTMAX int8 -> int16 (TFLM's Softmax<int8, int16>: gemmlowp's exp and reciprocal).
 
 usage: int16_ops_tflite_test.py MICROTIR FLATC SCHEMA
@@ -161,9 +162,10 @@ TYPES = {np.float32: "FLOAT32", np.int8: "INT8", np.int16: "INT16", np.int32: "I
 class Model:
     def __init__(self):
         self.tensors, self.buffers, self.ops, self.codes = [], [{}], [], []
+        self.prefix = ""  # each builder's tensors are named apart
 
     def tensor(self, name, shape, dtype, quant=None, data=None):
-        t = {"name": name, "shape": list(shape), "type": TYPES[dtype], "buffer": 0}
+        t = {"name": self.prefix + name, "shape": list(shape), "type": TYPES[dtype], "buffer": 0}
         if quant:
             t["quantization"] = {"scale": [quant[0]], "zero_point": [quant[1]]}
         if data is not None:
@@ -190,15 +192,27 @@ class Model:
 
 
 class Runner:
+    """Collects every builder's inputs and expected outputs into one model, so that one
+    `microtir run --target host` (one C build) checks them all."""
+
     def __init__(self, cli, flatc, schema, work):
         self.cli, self.flatc, self.schema, self.work = cli, flatc, schema, work
         self.failures = 0
+        self.model = Model()
+        self.inputs, self.outputs = [], []
 
     def run(self, name, model, inputs, outputs):
+        assert model is self.model
+        self.inputs += [(t, model.tensors[t]["name"], a) for t, _, a in inputs]
+        self.outputs += [(t, model.tensors[t]["name"], want, name) for t, _, want in outputs]
+
+    def check(self):
+        name, model, inputs = "int16_ops", self.model, self.inputs
+        outputs = self.outputs
         """inputs: [(tensor, name, array)], outputs: [(tensor, name, expected array)]."""
         jpath = os.path.join(self.work, name + ".json")
         with open(jpath, "w") as f:
-            json.dump(model.json([t for t, _, _ in inputs], [t for t, _, _ in outputs]), f)
+            json.dump(model.json([t for t, _, _ in inputs], [t for t, _, _, _ in outputs]), f)
         subprocess.run([self.flatc, "-b", "-o", self.work, self.schema, jpath], check=True)
         out = os.path.join(self.work, name + "_out")
         args = [self.cli, "run", os.path.join(self.work, name + ".tflite"), "--target", "host", "--output-dir", out]
@@ -212,10 +226,10 @@ class Runner:
             print(f"FAIL {name}: microtir run exited {p.returncode}")
             self.failures += 1
             return
-        for _, n, want in outputs:
+        for _, n, want, group in outputs:
             got = np.load(os.path.join(out, n + ".npy"))
             same = got.dtype == want.dtype and got.shape == want.shape and np.array_equal(got, want)
-            print(f"{'ok' if same else 'FAIL'} {name}: {n} {want.dtype}{list(want.shape)}"
+            print(f"{'ok' if same else 'FAIL'} {group}: {n} {want.dtype}{list(want.shape)}"
                   f"{' exactly equal' if same else ''}")
             if not same:
                 self.failures += 1
@@ -228,7 +242,7 @@ def ints(dtype, shape, lo=None, hi=None):
 
 
 def add_sub_mul(r):
-    m = Model()
+    m = r.model
     sa, sb, so, ss, sm = f32(0.0011), f32(0.0007), f32(0.0016), f32(0.0009), f32(0.02)
     a = ints(np.int16, (2, 3, 8))
     b = ints(np.int16, (8,))
@@ -257,7 +271,7 @@ def add_sub_mul(r):
 
 
 def pads(r):
-    m = Model()
+    m = r.model
     x16 = ints(np.int16, (1, 3, 4, 2))
     x8 = ints(np.int8, (2, 5))
     t16 = m.tensor("x16", x16.shape, np.int16, (f32(0.003), 0))
@@ -275,7 +289,7 @@ def pads(r):
 
 
 def strided_slices(r):
-    m = Model()
+    m = r.model
     x = ints(np.int16, (2, 5, 6, 3))
     xf = rng.standard_normal((4, 7)).astype(np.float32)
     tx = m.tensor("x", x.shape, np.int16, (f32(0.01), 0))
@@ -307,7 +321,7 @@ def strided_slices(r):
 
 
 def leaky_relus(r):
-    m = Model()
+    m = r.model
     x16 = ints(np.int16, (2, 40))
     x8 = ints(np.int8, (3, 20))
     xf = rng.standard_normal((5, 4)).astype(np.float32)
@@ -333,7 +347,7 @@ def leaky_relus(r):
 
 
 def quantizes(r):
-    m = Model()
+    m = r.model
     xf = (rng.standard_normal((3, 7)) * 40).astype(np.float32)
     x16 = ints(np.int16, (4, 6))
     x32 = ints(np.int32, (2, 9), -(1 << 24), 1 << 24)
@@ -368,8 +382,44 @@ def quantizes(r):
            (rr8, "rr8", requant(x8, s8b, 5, s8, -20, np.int8)), (d16, "d16", want_d16)])
 
 
+def reductions(r):
+    """MEAN and SUM on int16 and int8 over any axes: the int32 sum, then TFLM's integer
+    requantization (MEAN folds 1/count into the multiplier), or a truncating division
+    for a MEAN whose input and output quantization are equal."""
+    m = r.model
+    x16 = ints(np.int16, (2, 5, 3, 4))
+    x8 = ints(np.int8, (3, 4, 5))
+    s16, so16, s8, so8 = f32(0.002), f32(0.0013), f32(0.03), f32(0.5)
+    t16 = m.tensor("x16", x16.shape, np.int16, (s16, 0))
+    t8 = m.tensor("x8", x8.shape, np.int8, (s8, 6))
+    cases = []  # (name, op, input tensor, input array, (si, zi), (so, zo), axes, keep_dims)
+    cases.append(("mean16", "MEAN", t16, x16, (s16, 0), (so16, 0), [1, -1], False))
+    cases.append(("mean16_same", "MEAN", t16, x16, (s16, 0), (s16, 0), [0, 2], True))
+    cases.append(("sum16", "SUM", t16, x16, (s16, 0), (f32(0.02), 0), [2], False))
+    cases.append(("sum8", "SUM", t8, x8, (s8, 6), (so8, -4), [0, 2], True))
+    cases.append(("mean8", "MEAN", t8, x8, (s8, 6), (f32(0.02), 3), [1], False))
+    outs = []
+    for name, op, t, x, (si, zi), (so, zo), axes, keep in cases:
+        ax = tuple(a % x.ndim for a in axes)
+        total = x.astype(np.int64).sum(axis=ax, keepdims=keep)
+        n = int(np.prod([x.shape[a] for a in ax]))
+        mult = quantize_multiplier(si / so)
+        if op == "SUM":
+            want = clamp(mbqm(total - zi * n, mult) + zo, x.dtype)
+        elif si == so and zi == zo:
+            want = (np.sign(total) * (np.abs(total) // n)).astype(x.dtype)  # C's truncating division
+        else:
+            shift = min(n.bit_length() - 1, 32, 31 + mult[1])
+            want = clamp(mbqm(total - zi * n, ((mult[0] << shift) // n, mult[1] - shift)) + zo, x.dtype)
+        ta = m.tensor(name + "_axes", (len(axes),), np.int32, data=axes)
+        to = m.tensor(name, want.shape, x.dtype.type, (so, zo))
+        m.op(op, [t, ta], [to], "ReducerOptions", {"keep_dims": keep})
+        outs.append((to, name, want))
+    r.run("mean_sum", m, [(t16, "x16", x16), (t8, "x8", x8)], outs)
+
+
 def softmax_int16_out(r):
-    m = Model()
+    m = r.model
     x = ints(np.int8, (3, 10))
     x[0, :] = rng.integers(100, 128, size=10)  # a row near the maximum
     si = f32(0.09)
@@ -383,8 +433,10 @@ def main():
     cli, flatc, schema = sys.argv[1:4]
     with tempfile.TemporaryDirectory() as work:
         r = Runner(cli, flatc, schema, work)
-        for test in (add_sub_mul, pads, strided_slices, leaky_relus, quantizes, softmax_int16_out):
+        for test in (add_sub_mul, pads, strided_slices, leaky_relus, quantizes, reductions, softmax_int16_out):
+            r.model.prefix = test.__name__ + "_"
             test(r)
+        r.check()
     return 1 if r.failures else 0
 
 

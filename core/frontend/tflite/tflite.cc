@@ -230,6 +230,14 @@ void TfliteConverter::same_quant(int in, int out, const std::string& why) const 
     unsupported(why + " with different input and output quantization");
 }
 
+int TfliteConverter::quantized_bias(int b, int64_t channels, const std::string& allowed) const {
+  TensorType bt = tensor_type(b);
+  bool ok = bt.shape == std::vector<int64_t>{channels} &&
+            allowed.find(bt.dtype.str()) != std::string::npos;
+  if (!ok) fail("the bias must be " + allowed + " [" + std::to_string(channels) + "], it is " + bt.str());
+  return b;
+}
+
 // TFLite's padding: VALID pads nothing; SAME gives out = ceil(in / stride) and pads
 // max(0, (out - 1) * stride + effective_k - in), the smaller half before.
 std::vector<int64_t> TfliteConverter::padding(tflite::Padding pad, int64_t h, int64_t w, int64_t kh, int64_t kw,
@@ -340,8 +348,10 @@ void TfliteConverter::conv(const tflite::Operator& op, bool depthwise) {
   std::string wname = short_name(tensor(w).name() ? tensor(w).name()->str() : "");
   if (wname.empty()) wname = "filter" + std::to_string(w);
   std::vector<std::string> inputs = {value(x)};
-  if (xt.dtype == DataType::Int(8)) {
-    if (weight.dtype != DataType::Int(8)) unsupported("an int8 convolution with a " + weight.dtype.str() + " filter");
+  const bool int16 = xt.dtype == DataType::Int(16);
+  if (xt.dtype == DataType::Int(8) || int16) {
+    if (weight.dtype != DataType::Int(8))
+      unsupported("an " + xt.dtype.str() + " convolution with a " + weight.dtype.str() + " filter");
     json q = int8_attrs(x, out);
     Quant wq = quant(w, true);
     for (int64_t z : wq.zero_point)
@@ -367,13 +377,10 @@ void TfliteConverter::conv(const tflite::Operator& op, bool depthwise) {
       weight = std::move(ohwi);
     }
     inputs.push_back(add_constant(wname, std::move(weight)));
-    if (b >= 0) {
-      TensorType bt = tensor_type(b);
-      if (bt.dtype != DataType::Int(32) || bt.shape != std::vector<int64_t>{o})
-        fail("the bias must be int32 [" + std::to_string(o) + "], it is " + bt.str());
-      inputs.push_back(value(b));
-    }
-    finish(out, "qconv2d", inputs, attrs, act, true);
+    if (b >= 0) inputs.push_back(value(quantized_bias(b, o, int16 && depthwise ? "int64" : int16 ? "int64 or int32" : "int32")));
+    // TFLM's int16x8 accumulator: int64, but int32 for a CONV_2D with an int32 bias (ops/qconv_s16.cc).
+    if (int16) attrs["accumulator"] = !depthwise && b >= 0 && tensor_type(b).dtype == DataType::Int(32) ? "int32" : "int64";
+    finish(out, int16 ? "qconv2d_s16" : "qconv2d", inputs, attrs, act, true);
     return;
   }
   if (xt.dtype != DataType::Float(32) || weight.dtype != DataType::Float(32))
@@ -422,8 +429,11 @@ void TfliteConverter::fully_connected(const tflite::Operator& op) {
   std::vector<std::string> inputs = {data, value(w)};
   json attrs = json::object();
   std::string op_name;
-  bool int8 = xt.dtype == DataType::Int(8);
+  const bool int16 = xt.dtype == DataType::Int(16);
+  const bool int8 = xt.dtype == DataType::Int(8) || int16;  // quantized: int8 or int16x8
   if (int8) {
+    if (tensor_type(w).dtype != DataType::Int(8))
+      unsupported("a " + xt.dtype.str() + " FULLY_CONNECTED with " + tensor_type(w).dtype.str() + " weights");
     attrs = int8_attrs(x, out);
     Quant wq = quant(w, true);
     for (int64_t z : wq.zero_point)
@@ -431,7 +441,10 @@ void TfliteConverter::fully_connected(const tflite::Operator& op) {
     if (wq.per_tensor()) attrs["weight_scale"] = wq.scale[0];
     else if (static_cast<int64_t>(wq.scale.size()) == units && wq.axis == 0) attrs["weight_scale"] = wq.scale;
     else fail("the weights' per-channel quantization must have " + std::to_string(units) + " scales along dimension 0");
-    op_name = "qdense";
+    op_name = int16 ? "qdense_s16" : "qdense";
+    // TFLM: an int64 accumulator, int32 with an int32 bias.
+    if (int16) attrs["accumulator"] = b >= 0 && tensor_type(b).dtype == DataType::Int(32) ? "int32" : "int64";
+    if (b >= 0) b = quantized_bias(b, units, int16 ? "int64 or int32" : "int32");
   } else {
     op_name = "dense";
   }
@@ -539,12 +552,13 @@ void TfliteConverter::softmax(const tflite::Operator& op) {
     emit(name, "softmax", {value(x)}, {{"axis", -1}});
     return;
   }
-  if (xt.dtype != DataType::Int(8)) unsupported(xt.dtype.str() + " data");
+  if (xt.dtype != DataType::Int(8) && xt.dtype != DataType::Int(16)) unsupported(xt.dtype.str() + " data");
   if (xt.shape.empty()) fail("the input must have at least one dimension");
   Quant qi = quant(x, true), qo = quant(out, true);
   if (!qi.per_tensor()) unsupported("per-channel quantized activations");
   json attrs = {{"input_scale", qi.scale[0]}, {"output_scale", qo.scale[0]}, {"output_zero_point", qo.zero_point[0]}};
-  if (tensor_type(out).dtype == DataType::Int(16)) attrs["dtype"] = "int16";  // int8 in, int16 out (TFLM's)
+  // int8 in and int16 out (TFLM's Softmax<int8, int16>); int16 in is int16 out.
+  if (xt.dtype == DataType::Int(8) && tensor_type(out).dtype == DataType::Int(16)) attrs["dtype"] = "int16";
   if (beta != 1.0) attrs["beta"] = beta;  // qsoftmax scales by beta * input_scale, as TFLite does
   int64_t k = xt.shape.back(), rows = xt.num_elements() / k;
   std::string data = value(x);
@@ -621,45 +635,55 @@ void TfliteConverter::pad(const tflite::Operator& op) {
   emit(values_.at(out), "pad", {value(x)}, attrs);
 }
 
-void TfliteConverter::mean(const tflite::Operator& op) {
+void TfliteConverter::mean(const tflite::Operator& op, bool sum) {
+  const std::string what = sum ? "SUM" : "MEAN";
   int x = input(op, 0), a = input(op, 1), out = output(op);
   const auto* opt = op.builtin_options_as_ReducerOptions();
   bool keep = opt && opt->keep_dims();
   TensorType xt = tensor_type(x);
+  const int64_t rank = static_cast<int64_t>(xt.shape.size());
   if (!has_data(a)) unsupported("axes computed at run time");
   NDArray axes = constant_value(a);
   std::set<int64_t> ax;
   for (int64_t i = 0; i < axes.num_elements(); ++i) {
     int64_t v = axes.get_int(i);
-    if (v < 0) v += static_cast<int64_t>(xt.shape.size());
-    ax.insert(v);
+    if (v < -rank || v >= rank) fail("axis " + std::to_string(v) + " is out of range for rank " + std::to_string(rank));
+    ax.insert(v < 0 ? v + rank : v);
   }
-  if (xt.shape.size() != 4 || ax != std::set<int64_t>{1, 2})
-    unsupported("MEAN over axes other than the spatial ones (1, 2) of NHWC data");
+  // The result with every reduced axis kept as 1; without keep_dims they are dropped.
+  std::vector<int64_t> kept = xt.shape, dropped;
+  for (int64_t k = 0; k < rank; ++k) {
+    if (ax.count(k)) kept[k] = 1;
+    else dropped.push_back(xt.shape[k]);
+  }
   std::string op_name;
   json attrs;
-  if (xt.dtype == DataType::Float(32)) {
+  if (xt.dtype == DataType::Float(32) && !sum) {
+    if (rank != 4 || ax != std::set<int64_t>{1, 2})
+      unsupported("float32 MEAN over axes other than the spatial ones (1, 2) of NHWC data");
     op_name = "global_avg_pool2d";
     attrs = {{"layout", "NHWC"}};
-  } else if (xt.dtype == DataType::Int(8)) {
-    // TFLite's integer mean: a truncating division or a requantization (qmean).
+  } else if (xt.dtype == DataType::Int(8) || xt.dtype == DataType::Int(16)) {
+    // TFLite's integer mean (a truncating division or a requantization) or sum.
     Quant qi = quant(x, true), qo = quant(out, true);
     if (!qi.per_tensor() || !qo.per_tensor()) unsupported("per-channel quantized activations");
-    op_name = "qmean";
+    op_name = sum ? "qsum" : "qmean";
     attrs = {{"input_scale", qi.scale[0]},
              {"input_zero_point", qi.zero_point[0]},
              {"output_scale", qo.scale[0]},
              {"output_zero_point", qo.zero_point[0]}};
+    if (rank != 4 || ax != std::set<int64_t>{1, 2}) attrs["axis"] = std::vector<int64_t>(ax.begin(), ax.end());
   } else {
-    unsupported(xt.dtype.str() + " MEAN (float32 and int8 are supported)");
+    unsupported(xt.dtype.str() + " " + what + " (" + (sum ? "int8 and int16" : "float32, int8 and int16") +
+                " are supported)");
   }
   std::string name = values_.at(out);
-  if (keep) {
+  if (keep || kept == dropped) {
     emit(name, op_name, {value(x)}, attrs);
     return;
   }
   std::string m = emit(fresh(name + "_keep"), op_name, {value(x)}, attrs);
-  emit(name, "reshape", {m}, {{"newshape", {xt.shape[0], xt.shape[3]}}});
+  emit(name, "reshape", {m}, {{"newshape", dropped}});
 }
 
 void TfliteConverter::convert(size_t index, const tflite::Operator& op, BuiltinOperator code) {
@@ -678,6 +702,7 @@ void TfliteConverter::convert(size_t index, const tflite::Operator& op, BuiltinO
     case BuiltinOperator::CONV_2D: conv(op, false); break;
     case BuiltinOperator::DEPTHWISE_CONV_2D: conv(op, true); break;
     case BuiltinOperator::FULLY_CONNECTED: fully_connected(op); break;
+    case BuiltinOperator::TRANSPOSE_CONV: transpose_conv(op); break;
     case BuiltinOperator::AVERAGE_POOL_2D: pool(op, true); break;
     case BuiltinOperator::MAX_POOL_2D: pool(op, false); break;
     case BuiltinOperator::ADD:
@@ -698,12 +723,14 @@ void TfliteConverter::convert(size_t index, const tflite::Operator& op, BuiltinO
     case BuiltinOperator::STRIDED_SLICE: strided_slice(op); break;
     case BuiltinOperator::LEAKY_RELU: leaky_relu(op); break;
     case BuiltinOperator::SVDF: svdf(op); break;
-    case BuiltinOperator::MEAN: mean(op); break;
+    case BuiltinOperator::MEAN: mean(op, false); break;
+    case BuiltinOperator::SUM: mean(op, true); break;
     case BuiltinOperator::CONCATENATION: concatenation(op); break;
     case BuiltinOperator::LOGISTIC:
     case BuiltinOperator::TANH:
     case BuiltinOperator::RELU:
     case BuiltinOperator::RELU6: unary(op, code); break;
+    case BuiltinOperator::UNIDIRECTIONAL_SEQUENCE_LSTM: lstm(op); break;
     default: user_error({}, file_ + ": unsupported TFLite operator " + op_name(code) + " (node " + std::to_string(index) + ")");
   }
   TensorType got = types_.at(values_.at(out));
