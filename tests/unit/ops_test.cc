@@ -296,8 +296,9 @@ const std::vector<std::string> kAllOps = {
     "dequantize", "dequantize_linear", "div", "dynamic_quantize_linear", "exp", "flatten", "full", "gemm",
     "global_avg_pool2d", "leaky_relu", "log_softmax", "matmul", "max_pool2d", "maximum", "minimum", "mul", "neg",
     "pad", "qadd", "qavg_pool2d", "qconcat", "qconv2d", "qdense", "qglobal_avg_pool2d", "qlinear_add",
-    "qlinear_avg_pool", "qlinear_conv", "qlinear_matmul", "qlogistic", "qmean", "qmul", "qsoftmax", "qsub", "qtanh",
-    "quantize", "quantize_linear", "relu", "reshape", "sigmoid", "softmax", "sqrt", "sub", "tanh", "transpose"};
+    "qleaky_relu", "qlinear_avg_pool", "qlinear_conv", "qlinear_matmul", "qlogistic", "qmean", "qmul", "qsoftmax",
+    "qsub", "qsum", "qtanh", "quantize", "quantize_linear", "relu", "requantize", "reshape", "sigmoid", "softmax", "sqrt",
+    "strided_slice", "sub", "tanh", "transpose"};
 
 TEST(Ops, RegistryIsSortedAndComplete) {
   std::vector<std::string> names;
