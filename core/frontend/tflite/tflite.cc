@@ -58,7 +58,6 @@ TensorType TfliteConverter::tensor_type(int index) const {
                   " (float32, int8, int16, int32 and int64 are supported)");
   }
   if (t.sparsity()) unsupported(tensor_label(index) + " is sparse");
-  if (t.is_variable()) unsupported(tensor_label(index) + " is a variable");
   int64_t n = 1;
   if (t.shape()) {
     for (int32_t d : *t.shape()) {
@@ -148,9 +147,31 @@ std::string TfliteConverter::add_constant(const std::string& base, NDArray a) {
   return name;
 }
 
+bool TfliteConverter::is_variable(int index) const { return tensor(index).is_variable(); }
+
+std::string TfliteConverter::state_value(int index) {
+  auto it = values_.find(index);
+  if (it != values_.end()) return it->second;
+  TensorType ty = tensor_type(index);
+  if (ty.shape.empty()) unsupported(tensor_label(index) + ", a variable, is a scalar");
+  NDArray initial = NDArray::zeros(ty.dtype, ty.shape);
+  if (ty.dtype == DataType::Int(8)) {
+    Quant q = quant(index, true);
+    if (!q.per_tensor()) unsupported(tensor_label(index) + ", a variable, is quantized per channel");
+    for (int64_t i = 0; i < initial.num_elements(); ++i) initial.set_int(i, q.zero_point[0]);
+  }
+  std::string n = tensor(index).name() ? tensor(index).name()->str() : "";
+  std::string name = fresh(short_name(n).empty() ? "state" + std::to_string(index) : short_name(n));
+  types_[name] = ty;
+  g_.state[name] = std::move(initial);
+  values_[index] = name;
+  return name;
+}
+
 std::string TfliteConverter::value(int index) {
   auto it = values_.find(index);
   if (it != values_.end()) return it->second;
+  if (is_variable(index)) return state_value(index);
   if (!has_data(index))
     fail(tensor_label(index) + " is read before any operator computes it and is neither a model input nor a constant");
   std::string n = tensor(index).name() ? tensor(index).name()->str() : "";
@@ -207,6 +228,14 @@ void TfliteConverter::same_quant(int in, int out, const std::string& why) const 
   Quant qi = quant(in, true), qo = quant(out, true);
   if (qi.scale != qo.scale || qi.zero_point != qo.zero_point)
     unsupported(why + " with different input and output quantization");
+}
+
+int TfliteConverter::quantized_bias(int b, int64_t channels, const std::string& allowed) const {
+  TensorType bt = tensor_type(b);
+  bool ok = bt.shape == std::vector<int64_t>{channels} &&
+            allowed.find(bt.dtype.str()) != std::string::npos;
+  if (!ok) fail("the bias must be " + allowed + " [" + std::to_string(channels) + "], it is " + bt.str());
+  return b;
 }
 
 // TFLite's padding: VALID pads nothing; SAME gives out = ceil(in / stride) and pads
@@ -319,8 +348,10 @@ void TfliteConverter::conv(const tflite::Operator& op, bool depthwise) {
   std::string wname = short_name(tensor(w).name() ? tensor(w).name()->str() : "");
   if (wname.empty()) wname = "filter" + std::to_string(w);
   std::vector<std::string> inputs = {value(x)};
-  if (xt.dtype == DataType::Int(8)) {
-    if (weight.dtype != DataType::Int(8)) unsupported("an int8 convolution with a " + weight.dtype.str() + " filter");
+  const bool int16 = xt.dtype == DataType::Int(16);
+  if (xt.dtype == DataType::Int(8) || int16) {
+    if (weight.dtype != DataType::Int(8))
+      unsupported("an " + xt.dtype.str() + " convolution with a " + weight.dtype.str() + " filter");
     json q = int8_attrs(x, out);
     Quant wq = quant(w, true);
     for (int64_t z : wq.zero_point)
@@ -346,13 +377,10 @@ void TfliteConverter::conv(const tflite::Operator& op, bool depthwise) {
       weight = std::move(ohwi);
     }
     inputs.push_back(add_constant(wname, std::move(weight)));
-    if (b >= 0) {
-      TensorType bt = tensor_type(b);
-      if (bt.dtype != DataType::Int(32) || bt.shape != std::vector<int64_t>{o})
-        fail("the bias must be int32 [" + std::to_string(o) + "], it is " + bt.str());
-      inputs.push_back(value(b));
-    }
-    finish(out, "qconv2d", inputs, attrs, act, true);
+    if (b >= 0) inputs.push_back(value(quantized_bias(b, o, int16 && depthwise ? "int64" : int16 ? "int64 or int32" : "int32")));
+    // TFLM's int16x8 accumulator: int64, but int32 for a CONV_2D with an int32 bias (ops/qconv_s16.cc).
+    if (int16) attrs["accumulator"] = !depthwise && b >= 0 && tensor_type(b).dtype == DataType::Int(32) ? "int32" : "int64";
+    finish(out, int16 ? "qconv2d_s16" : "qconv2d", inputs, attrs, act, true);
     return;
   }
   if (xt.dtype != DataType::Float(32) || weight.dtype != DataType::Float(32))
@@ -401,8 +429,11 @@ void TfliteConverter::fully_connected(const tflite::Operator& op) {
   std::vector<std::string> inputs = {data, value(w)};
   json attrs = json::object();
   std::string op_name;
-  bool int8 = xt.dtype == DataType::Int(8);
+  const bool int16 = xt.dtype == DataType::Int(16);
+  const bool int8 = xt.dtype == DataType::Int(8) || int16;  // quantized: int8 or int16x8
   if (int8) {
+    if (tensor_type(w).dtype != DataType::Int(8))
+      unsupported("a " + xt.dtype.str() + " FULLY_CONNECTED with " + tensor_type(w).dtype.str() + " weights");
     attrs = int8_attrs(x, out);
     Quant wq = quant(w, true);
     for (int64_t z : wq.zero_point)
@@ -410,7 +441,10 @@ void TfliteConverter::fully_connected(const tflite::Operator& op) {
     if (wq.per_tensor()) attrs["weight_scale"] = wq.scale[0];
     else if (static_cast<int64_t>(wq.scale.size()) == units && wq.axis == 0) attrs["weight_scale"] = wq.scale;
     else fail("the weights' per-channel quantization must have " + std::to_string(units) + " scales along dimension 0");
-    op_name = "qdense";
+    op_name = int16 ? "qdense_s16" : "qdense";
+    // TFLM: an int64 accumulator, int32 with an int32 bias.
+    if (int16) attrs["accumulator"] = b >= 0 && tensor_type(b).dtype == DataType::Int(32) ? "int32" : "int64";
+    if (b >= 0) b = quantized_bias(b, units, int16 ? "int64 or int32" : "int32");
   } else {
     op_name = "dense";
   }
@@ -656,6 +690,8 @@ void TfliteConverter::convert(size_t index, const tflite::Operator& op, BuiltinO
   int out = output(op);
   if (values_.count(out)) fail(tensor_label(out) + " is computed twice");
   if (has_data(out)) fail(tensor_label(out) + " is an operator's output but holds constant data");
+  if (is_variable(out)) unsupported(tensor_label(out) + ", a variable, is an operator's output (operators that "
+                                                         "assign variables are not supported)");
   TensorType want = tensor_type(out);
   // The output's name: a model output keeps its TFLite name (reserved in run()).
   std::string tname = tensor(out).name() ? tensor(out).name()->str() : "";
@@ -666,6 +702,7 @@ void TfliteConverter::convert(size_t index, const tflite::Operator& op, BuiltinO
     case BuiltinOperator::CONV_2D: conv(op, false); break;
     case BuiltinOperator::DEPTHWISE_CONV_2D: conv(op, true); break;
     case BuiltinOperator::FULLY_CONNECTED: fully_connected(op); break;
+    case BuiltinOperator::TRANSPOSE_CONV: transpose_conv(op); break;
     case BuiltinOperator::AVERAGE_POOL_2D: pool(op, true); break;
     case BuiltinOperator::MAX_POOL_2D: pool(op, false); break;
     case BuiltinOperator::ADD:
@@ -685,6 +722,7 @@ void TfliteConverter::convert(size_t index, const tflite::Operator& op, BuiltinO
     case BuiltinOperator::PADV2: pad(op); break;
     case BuiltinOperator::STRIDED_SLICE: strided_slice(op); break;
     case BuiltinOperator::LEAKY_RELU: leaky_relu(op); break;
+    case BuiltinOperator::SVDF: svdf(op); break;
     case BuiltinOperator::MEAN: mean(op, false); break;
     case BuiltinOperator::SUM: mean(op, true); break;
     case BuiltinOperator::CONCATENATION: concatenation(op); break;
@@ -692,6 +730,7 @@ void TfliteConverter::convert(size_t index, const tflite::Operator& op, BuiltinO
     case BuiltinOperator::TANH:
     case BuiltinOperator::RELU:
     case BuiltinOperator::RELU6: unary(op, code); break;
+    case BuiltinOperator::UNIDIRECTIONAL_SEQUENCE_LSTM: lstm(op); break;
     default: user_error({}, file_ + ": unsupported TFLite operator " + op_name(code) + " (node " + std::to_string(index) + ")");
   }
   TensorType got = types_.at(values_.at(out));
@@ -739,6 +778,7 @@ TfliteImport TfliteConverter::run() {
   for (int t : *sg_->inputs()) {
     std::string n = io_name(t);
     if (has_data(t)) fail(tensor_label(t) + " is a model input but holds constant data");
+    if (is_variable(t)) unsupported(tensor_label(t) + ", a variable, is a model input");
     TensorType ty = tensor_type(t);
     if (ty.shape.empty()) unsupported("scalar model inputs");
     values_[t] = n;
@@ -774,6 +814,12 @@ TfliteImport TfliteConverter::run() {
     if (!produced_.count(t)) fail(tensor_label(t) + ", a model output, is computed by no operator");
     g_.outputs.push_back(values_.at(t));
     record_quant(t, values_.at(t));
+  }
+  try {
+    check_state_use(g_);
+  } catch (const DiagnosticError& e) {
+    if (e.internal()) throw;
+    unsupported(e.diagnostics().empty() ? std::string("state") : e.diagnostics()[0].message);
   }
   return {std::move(g_), std::move(layers_)};
 }
