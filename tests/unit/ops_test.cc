@@ -297,7 +297,7 @@ const std::vector<std::string> kAllOps = {
     "global_avg_pool2d", "leaky_relu", "log_softmax", "lstm", "matmul", "max_pool2d", "maximum", "minimum", "mul",
     "neg", "pad", "qadd", "qavg_pool2d", "qconcat", "qconv2d", "qdense", "qglobal_avg_pool2d", "qleaky_relu",
     "qlinear_add", "qlinear_avg_pool", "qlinear_conv", "qlinear_matmul", "qlogistic", "qlstm", "qmean", "qmul",
-    "qsoftmax", "qsub", "qsvdf", "qtanh", "quantize", "quantize_linear", "relu", "requantize", "reshape", "sigmoid",
+    "qsoftmax", "qsub", "qsum", "qsvdf", "qtanh", "quantize", "quantize_linear", "relu", "requantize", "reshape", "sigmoid",
     "softmax", "sqrt", "strided_slice", "sub", "svdf", "tanh", "transpose"};
 
 TEST(Ops, RegistryIsSortedAndComplete) {

@@ -768,7 +768,9 @@ TfliteImport TfliteConverter::run() {
       if (!io_names_.count(list->Get(k))) io_names_[list->Get(k)] = fresh(prefix + std::to_string(k));
   auto io_name = [&](int t) { return io_names_.at(t); };
   auto record_quant = [&](int t, const std::string& name) {
-    if (tensor_type(t).dtype != DataType::Int(8)) return;
+    // Quantized I/O (int8, int16x8) must say its scale and zero point; plain int32 need not.
+    const DataType dt = tensor_type(t).dtype;
+    if (dt != DataType::Int(8) && dt != DataType::Int(16)) return;
     Quant q = quant(t, true);
     if (!q.per_tensor()) unsupported("per-channel quantized model inputs or outputs");
     g_.quantization[name] = {q.scale[0], q.zero_point[0]};
