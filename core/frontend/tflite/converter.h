@@ -81,6 +81,7 @@ class TfliteConverter {
   void pad(const tflite::Operator& op);
   void mean(const tflite::Operator& op);
   void quantize(const tflite::Operator& op, bool to_int8);
+  void transpose(const tflite::Operator& op);  // convert_transpose.cc
 
   int input(const tflite::Operator& op, size_t i, bool optional = false) const;
   int output(const tflite::Operator& op) const;

@@ -673,6 +673,7 @@ void TfliteConverter::convert(size_t index, const tflite::Operator& op, BuiltinO
     case BuiltinOperator::PAD: pad(op); break;
     case BuiltinOperator::MEAN: mean(op); break;
     case BuiltinOperator::CONCATENATION: concatenation(op); break;
+    case BuiltinOperator::TRANSPOSE: transpose(op); break;
     case BuiltinOperator::LOGISTIC:
     case BuiltinOperator::TANH:
     case BuiltinOperator::RELU:
