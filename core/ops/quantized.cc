@@ -269,11 +269,12 @@ PrimFunc qgap_build(const std::string& fname, const std::vector<TensorType>& in,
 }
 
 // ---- qmean --------------------------------------------------------------------------
-// TFLite's int8 MEAN over H and W of NHWC data (TFLM's reduce kernel, EvalIntegerMean):
-// the int32 sum of each channel's window, then, when input and output share scale and
-// zero point, the sum divided by the count with C's truncating division (reference_ops
-// Mean), otherwise QuantizedMeanOrSum: the input-to-output multiplier (QuantizeMultiplier
-// of input_scale / output_scale) absorbs 1/count at compile time, shifted left by
+// TFLite's int8 MEAN over H and W of NHWC data (TFLM's reduce kernel, EvalIntegerMean at
+// the TFLM commit the references come from, 90b983c2): the int32 sum of each channel's
+// window, then QuantizedMeanOrSum, whether or not input and output share scale and zero
+// point (older TFLM divided the raw sum, truncating, when they did; TFLM's MobileNetV2
+// output tells the two apart): the input-to-output multiplier (QuantizeMultiplier of
+// input_scale / output_scale) absorbs 1/count at compile time, shifted left by
 // floor(log2(count)) (at most 32, and at most 31 + shift) before an integer division,
 // and (sum - input_zero_point * count) is requantized with it, plus the output zero
 // point, clamped to int8. keep_dims is the frontend's reshape.
@@ -282,7 +283,6 @@ const std::vector<std::string> kQmeanAttrs = {"input_scale", "input_zero_point",
 
 struct QmeanParams {
   int64_t count;                     // elements per window (H * W)
-  bool same_quantization;            // reference_ops::Mean: a truncating division
   QuantMultiplier multiplier;        // QuantizedMeanOrSum's, 1/count folded in
   int32_t input_zero_point, output_zero_point;
 };
@@ -300,8 +300,6 @@ QmeanParams qmean_params(const std::vector<TensorType>& in, const json& attrs) {
   double si = read_scale(op, r, "input_scale"), so = read_scale(op, r, "output_scale");
   p.input_zero_point = read_zero_point(r, "input_zero_point");
   p.output_zero_point = read_zero_point(r, "output_zero_point");
-  // TFLite compares the float32 scales; ours hold those float32 values as doubles.
-  p.same_quantization = si == so && p.input_zero_point == p.output_zero_point;
   QuantMultiplier m = quantize_multiplier(si / so, op, "input_scale / output_scale");
   int shift = 0;
   while ((int64_t{2} << shift) <= p.count) ++shift;  // floor(log2(count))
@@ -310,7 +308,7 @@ QmeanParams qmean_params(const std::vector<TensorType>& in, const json& attrs) {
   p.multiplier.shift = m.shift - shift;
   // TFLite shifts the int32 sum left by the remaining positive shift; refuse where that
   // would overflow (TFLite's result there is undefined).
-  if (!p.same_quantization && p.multiplier.left_shift() > 0 &&
+  if (p.multiplier.left_shift() > 0 &&
       (255 * p.count) > (std::numeric_limits<int32_t>::max() >> p.multiplier.left_shift()))
     fail(op, "input_scale / output_scale (" + interp::format_double(si / so) + ") is so large that TFLite's rescaled " +
                  "sum of " + std::to_string(p.count) + " elements would overflow int32");
@@ -327,7 +325,6 @@ PrimFunc qmean_build(const std::string& fname, const std::vector<TensorType>& in
                      const json& attrs) {
   const QmeanParams p = qmean_params(in, attrs);
   return window_sum_kernel(fname, in[0].shape, out, [&](Expr sum) -> Expr {
-    if (p.same_quantization) return Cast(kI8, Binary(ExprKind::Div, sum, ci(p.count)));  // a mean of int8 values
     Expr shifted = sub(sum, ci(int64_t{p.input_zero_point} * p.count));
     return saturate_int8(multiply_by_quantized_multiplier(shifted, p.multiplier), p.output_zero_point, ActBounds{});
   });
