@@ -9,8 +9,9 @@ usage: zoo_test.py MICROTIR ZOO_DIR MODEL CASE TARGET [--layers]
   input_<k>.npy; every output must equal TFLM's output_<k>.npy, integers byte for byte,
   float32 within 1e-5 relative (the zoo's float references are x86-64 results). With
   --layers (the seed1 cases carry layers/), the graph `microtir import --layer-outputs`
-  writes also runs, and each operator's output must equal TFLM's; the first layer that
-  differs is named. Outputs are read from `run --json`, in the model's order.
+  writes runs instead, and each operator's output must equal TFLM's (the model's outputs
+  are among them); the first layer that differs is named. Outputs are read from
+  `run --json`, in the model's order.
 - --seanet: every dev SEANet model whose name matches one of the glob PATTERNs
   (seanet_add*, ...), its `golden` case on the host, in this one process; prints the
   count per operator family and fails on any mismatch.
@@ -18,6 +19,7 @@ usage: zoo_test.py MICROTIR ZOO_DIR MODEL CASE TARGET [--layers]
 When ZOO_DIR does not exist (a clone without ../shared/tflite beside it) the test prints
 that it was skipped and exits with 77, ctest's SKIP_RETURN_CODE.
 """
+import concurrent.futures
 import fnmatch
 import json
 import os
@@ -27,7 +29,20 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tflite_model_test import SKIP, read_npy, run, skip_without  # noqa: E402 (shared with the MLPerf test)
+from tflite_model_test import SKIP, read_npy, skip_without  # noqa: E402 (shared with the MLPerf test)
+
+
+class RunFailed(Exception):
+    pass
+
+
+def run(cmd, what):
+    """stdout of a command that must succeed; RunFailed names it and microtir's error."""
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if p.returncode != 0:
+        errors = [line for line in p.stderr.splitlines() if "error" in line] or p.stderr.strip().splitlines()[-1:]
+        raise RunFailed(f"{what}: exit {p.returncode}: {errors[-1] if errors else '(no message)'}")
+    return p.stdout
 
 FLOAT_RTOL = 1e-5
 
@@ -163,18 +178,37 @@ def one_case(cli, zoo, name, case, target, layers):
     label = f"{name} {case} on {target}"
     with tempfile.TemporaryDirectory() as work:
         model = Model(cli, zoo, name, work)
-        problems = check_outputs(model, meta, case_dir, target, label)
-        if not problems:
-            print(f"ok {label}: {len(meta['outputs'])} output(s) equal TFLM's")
         if layers:
+            # Every model output is an operator's output, so the layer graph's run checks the
+            # outputs too: one run instead of two (the model graph itself runs in the other
+            # cases of the model: seed2 on the host, seed1 on Cortex-M4).
             if "layers" not in meta:
                 raise SystemExit(f"FAIL: {case_dir} has no layers (only the seed1 cases do)")
+            layer_tensors = {layer["tensor"] for layer in meta["layers"]}
+            missing = [o["name"] for o in meta["outputs"] if o["tensor"] not in layer_tensors]
+            problems = check_outputs(model, meta, case_dir, target, label) if missing else []
             p = check_layers(model, meta, case_dir, target, label)
             if p:
                 problems.append(p)
+            elif not missing:
+                print(f"ok {label}: its {len(meta['outputs'])} output(s), layers of the run above, equal TFLM's")
+        else:
+            problems = check_outputs(model, meta, case_dir, target, label)
+            if not problems:
+                print(f"ok {label}: {len(meta['outputs'])} output(s) equal TFLM's")
     for p in problems:
         print("FAIL: " + p)
     return 1 if problems else 0
+
+
+def seanet_one(cli, zoo, work, name):
+    """The problems of one SEANet model's golden case on the host (empty: TFLM's output)."""
+    case_dir = os.path.join(zoo, "reference", name, "golden")
+    meta = json.load(open(os.path.join(case_dir, "meta.json")))
+    try:
+        return check_outputs(Model(cli, zoo, name, work), meta, case_dir, "host", name)
+    except RunFailed as e:  # refused or failed: counted, and the others still run
+        return [str(e)]
 
 
 def seanet(cli, zoo, patterns):
@@ -184,19 +218,17 @@ def seanet(cli, zoo, patterns):
         raise SystemExit(f"FAIL: no SEANet model matches {' '.join(patterns)}")
     passed, total, failures = {}, {}, []
     with tempfile.TemporaryDirectory() as work:
-        for name in names:
-            family = re.sub(r"\d+$", "", name[len("seanet_"):])
-            total[family] = total.get(family, 0) + 1
-            case_dir = os.path.join(zoo, "reference", name, "golden")
-            meta = json.load(open(os.path.join(case_dir, "meta.json")))
-            try:
-                problems = check_outputs(Model(cli, zoo, name, work), meta, case_dir, "host", name)
-            except SystemExit as e:  # a refused or failing run: count it, go on
-                problems = [str(e)]
-            if problems:
-                failures += problems
-            else:
-                passed[family] = passed.get(family, 0) + 1
+        # Two at a time (ctest reserves two processors for this test): each run is mostly
+        # the C compiler's.
+        with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+            results = list(pool.map(lambda n: seanet_one(cli, zoo, work, n), names))
+    for name, problems in zip(names, results):
+        family = re.sub(r"\d+$", "", name[len("seanet_"):])
+        total[family] = total.get(family, 0) + 1
+        if problems:
+            failures += problems
+        else:
+            passed[family] = passed.get(family, 0) + 1
     for family in sorted(total):
         print(f"seanet {family}: {passed.get(family, 0)} of {total[family]} equal TFLM's output")
     print(f"seanet: {sum(passed.values())} of {len(names)} models")
@@ -216,7 +248,11 @@ def main():
         return seanet(cli, zoo, args[2:])
     if len(args) != 5:
         raise SystemExit(__doc__)
-    return one_case(cli, zoo, *args[2:5], "--layers" in sys.argv)
+    try:
+        return one_case(cli, zoo, *args[2:5], "--layers" in sys.argv)
+    except RunFailed as e:
+        print(f"FAIL: {e}")
+        return 1
 
 
 if __name__ == "__main__":
