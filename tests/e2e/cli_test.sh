@@ -123,6 +123,20 @@ group_host() {
     [ -x "$work/host$api/sim" ] || fail "--keep-build did not keep the program"
   done
   run 0 "$mtir" run "$example" "${inputs[@]}" --target host --json && contains stdout "$out" '"max_abs_diff": 0.0'
+  # A model whose workspace is larger than the host program's default arena (1 MiB): the
+  # host build gets the arena its header asks for (two transposes of a 600x600 float32).
+  cat > "$work/big.json" <<'EOF2'
+{"format": "microtir-graph", "version": 1, "name": "big", "inputs": [{"name": "x", "shape": [600, 600], "dtype": "float32"}],
+ "constants": [], "nodes": [{"name": "t1", "op": "transpose", "inputs": ["x"], "attrs": {"axes": [1, 0]}},
+ {"name": "t2", "op": "transpose", "inputs": ["t1"], "attrs": {"axes": [1, 0]}}], "outputs": ["t2"]}
+EOF2
+  python3 -c 'import struct, sys
+h = "{\x27descr\x27: \x27<f4\x27, \x27fortran_order\x27: False, \x27shape\x27: (600, 600), }"
+h += " " * (63 - (10 + len(h)) % 64) + "\n"
+open(sys.argv[1], "wb").write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(h)) + h.encode() + struct.pack("<360000f", *range(360000)))' "$work/bigx.npy"
+  run 0 "$mtir" run "$work/big.json" --input x="$work/bigx.npy" --target host
+  contains stdout "$out" "t2: max abs diff 0, max rel diff 0  ok"
+  contains stdout "$out" "pool 1440000 bytes"
   run 0 "$mtir" build "$example" --target "c -unpacked-api=1" -o "$work/art" && contains stdout "$out" "lib0.c"
   grep -q "int32_t matmul(float\* restrict A, float\* restrict B, float\* restrict C)" "$work/art/codegen/host/src/lib0.c" \
     || fail "unpacked signature not found in lib0.c"
