@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Benchmark (not a test): the four MLPerf Tiny .tflite models (tests/tflite/models) on
+# Benchmark (not a test): the four MLPerf Tiny .tflite models (../shared/tflite/models) on
 # every target, one table per target, everything measured in this one run.
 #  - Cortex-M4, Cortex-M7 (QEMU mps2-an386 / mps2-an500) and riscv32 (QEMU virt):
 #    exact instructions per inference (`microtir run --target T --json`), RAM (workspace
 #    + I/O buffers + stack high-water), flash without the weights (the firmware minus the
 #    linked constants and the test input), and whether the output equals TFLite's bytes
-#    (tests/tflite/reference/<model>/lcg_9e3779b9/output.npy). Cortex-M4 twice: the C
+#    (../shared/tflite/reference/<model>/lcg_9e3779b9/output.npy). Cortex-M4 twice: the C
 #    backend and the LLVM backend (same schedules; issue 27 part 4). TFLM's firmware runs
 #    beside ours in bench/tflite_vs_tflm.sh (Cortex-M4 only: that is the peer we have).
 #  - wasm: node time per inference, the median of many single inferences, of the wasm
@@ -24,6 +24,10 @@ cd "$(dirname "$0")/.."
 build="${1:-build}"
 cli="$build/core/cli/microtir"
 [ -x "$cli" ] || { echo "bench/mlperf_targets.sh: no $cli; build first (bash scripts/build.sh build)" >&2; exit 1; }
+# The models and TFLM's outputs are third-party files beside the source tree, not in it.
+shared="${MICROTIR_SHARED_TFLITE:-$(cd .. && pwd)/shared/tflite}"
+[ -d "$shared/models" ] || { echo "bench/mlperf_targets.sh: $shared/models not found (set MICROTIR_SHARED_TFLITE)" >&2; exit 1; }
+export MICROTIR_SHARED_TFLITE="$shared"
 MODELS=(kws:kws_ref_model vww:vww_96_int8 ic:pretrainedResnet_quant ad:ad01_int8)
 if [ -n "${BENCH_MODELS:-}" ]; then
   keep=()
@@ -43,8 +47,8 @@ input_name() { python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))[
 # The MACs of each model, for instructions per MAC.
 for entry in "${MODELS[@]}"; do
   model="${entry%%:*}"
-  "$cli" import "tests/tflite/models/${entry#*:}.tflite" --layer-outputs -o "$work/$model.layers.json" > /dev/null
-  python3 bench/tflite_bench.py "$work/$model.layers.json" "tests/tflite/reference/$model/$CASE/quant.json" > "$work/$model.macs"
+  "$cli" import "$shared/models/${entry#*:}.tflite" --layer-outputs -o "$work/$model.layers.json" > /dev/null
+  python3 bench/tflite_bench.py "$work/$model.layers.json" "$shared/reference/$model/$CASE/quant.json" > "$work/$model.macs"
 done
 
 # --- boards: one `microtir run --json` per model, target and backend -------------------
@@ -54,10 +58,10 @@ for target in $TARGETS; do
   [ "$target" = cortex-m4 ] && backends="c llvm"
   for backend in $backends; do
     for entry in "${MODELS[@]}"; do
-      model="${entry%%:*}" file="${entry#*:}" ref="tests/tflite/reference/${entry%%:*}/$CASE"
+      model="${entry%%:*}" file="${entry#*:}" ref="$shared/reference/${entry%%:*}/$CASE"
       echo "$model: microtir run --target $target --backend $backend" >&2
       out="$work/$target-$backend-$model"
-      if ! "$cli" run "tests/tflite/models/$file.tflite" --input "$(input_name "$ref")=$ref/input.npy" --target "$target" \
+      if ! "$cli" run "$shared/models/$file.tflite" --input "$(input_name "$ref")=$ref/input.npy" --target "$target" \
            --backend "$backend" --json --output-dir "$out.out" --keep-build "$out.build" > "$out.json" 2> "$out.err"; then
         python3 -c 'import json,sys; print(json.dumps({"failed": sys.argv[1]}))' "$(tail -1 "$out.err")" > "$out.json"
       fi
@@ -107,8 +111,8 @@ if [[ " $TARGETS " == *" wasm "* ]]; then
   for entry in "${MODELS[@]}"; do
     model="${entry%%:*}" file="${entry#*:}"
     echo "$model: wasm backend (Binaryen) and clang wasm32, $REPS turns of $RUNS inferences" >&2
-    "$cli" compile "tests/tflite/models/$file.tflite" --target "wasm -opt=${WASM_OPT:-O2}" -o "$work/$model.wasmbe" > /dev/null
-    "$cli" compile "tests/tflite/models/$file.tflite" -o "$work/$model.c" > /dev/null
+    "$cli" compile "$shared/models/$file.tflite" --target "wasm -opt=${WASM_OPT:-O2}" -o "$work/$model.wasmbe" > /dev/null
+    "$cli" compile "$shared/models/$file.tflite" -o "$work/$model.c" > /dev/null
     M="$work/$model.c"
     # The same timing loop in C: the header names the inputs, outputs and their sizes.
     python3 - "$M/codegen/host/include/tvmgen_model.h" "$RUNS" "$work/$model.tensors" > "$work/$model.main.c" <<'PY'
@@ -195,7 +199,7 @@ def constants_bytes(build):
     return 0
 
 def same_as_tflite(model, out_dir):
-    want = npy(f"tests/tflite/reference/{model}/{case}/output.npy")[2]
+    want = npy(os.path.join(os.environ["MICROTIR_SHARED_TFLITE"], "reference", model, case, "output.npy"))[2]
     got = [npy(os.path.join(out_dir, f))[2] for f in sorted(os.listdir(out_dir))] if os.path.isdir(out_dir) else []
     return "yes" if got == [want] else "NO"
 

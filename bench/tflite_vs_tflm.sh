@@ -1,127 +1,115 @@
 #!/usr/bin/env bash
-# Benchmark (not a test): microtir against TensorFlow Lite Micro on the four MLPerf Tiny
-# .tflite models (tests/tflite/models), both measured in this one run on the same QEMU
-# Cortex-M4 board (mps2-an386, -icount shift=8) with the same exact instruction counter
-# (the MPS2 COUNTER around one inference, the empty probe pair subtracted; MEASURING.md).
-# TFLM's firmware is the prebuilt peer in ../shared/peers/tflm (its README.md: reference
-# kernels and CMSIS-NN kernels, the model embedded unchanged, the input compiled in).
-# Ours is `microtir run MODEL.tflite --target cortex-m4` on the same input bytes
-# (tests/tflite/reference/<model>/lcg_9e3779b9/input.npy).
+# Benchmark (not a test): microtir against TensorFlow Lite Micro on Cortex-M4 (QEMU
+# mps2-an386, -icount shift=8, the exact counter of MEASURING.md), for the four MLPerf Tiny
+# .tflite models and for every model of TFLM's own zoo that TFLM runs on that board.
+# TFLM's side is its measured figures (../shared/peers/tflm/figures.json, its README.md:
+# the same QEMU, flags and input bytes give the same counts, so they compare with ours as
+# a run beside it would): instructions per Invoke() and per operator, arena, the stack of
+# Invoke(), flash. Ours is `microtir run MODEL.tflite --target cortex-m4` on the same input
+# bytes: MLPerf ../shared/tflite/reference/<model>/lcg_9e3779b9/input.npy, the zoo
+# ../shared/tflite/zoo/reference/<model>/seed1/input_<k>.npy.
 #
 # Prints per model: instructions per inference (ours, TFLM+CMSIS-NN, TFLM reference
 # kernels) and the ratios; RAM (our workspace + I/O buffers + stack high-water against
-# TFLM's arena); flash without the weights (ours: the firmware minus the linked constants
-# and the test input; TFLM's: the firmware minus the embedded .tflite); whether our output
-# is byte-identical to TFLM's; then, per operator, both sides' instructions and
-# instructions per MAC (ours from `run --profile-layers`).
+# TFLM's arena + the stack of its Invoke()); flash without the weights (ours: the firmware
+# minus the linked constants and the test input; TFLM's: the firmware minus the embedded
+# .tflite, for the zoo also with only the model's operators registered); whether our
+# outputs are TFLM's bytes; the goals (<= 0.7x instructions, <= 0.8x RAM, <= 0.25x flash
+# of TFLM+CMSIS-NN); then, per operator, both sides' instructions and instructions per
+# MAC (ours from `run --profile-layers`). A zoo model we cannot run yet gets a row saying
+# why.
 #
 # Usage: bash bench/tflite_vs_tflm.sh [BUILD_DIR]   (default: build; needs its microtir)
-#        TFLM_PEER=DIR overrides the peer folder (default: ../shared/peers/tflm next to
-#        the repository); BENCH_MODELS="kws ad" runs only those models; SCHEDULE_ROWS
-#        (default: the schedules of the int8 kernels, merge_kernels and patch) names the schedules to measure switched off, one
-#        row each. Runs one QEMU at a time. Prints Markdown on stdout.
+#        MICROTIR_SHARED_TFLITE=DIR the models and references (default ../shared/tflite
+#        beside the source tree); TFLM_FIGURES=FILE TFLM's figures (default
+#        ../shared/peers/tflm/figures.json); BENCH_MODELS="kws person_detect" runs only
+#        those; BENCH_SECTIONS="mlperf zoo" (default both); SCHEDULE_ROWS (MLPerf only;
+#        default: the schedules of the int8 kernels, merge_kernels and patch) names the
+#        schedules to measure switched off, one row each. Runs one QEMU at a time. Prints
+#        Markdown on stdout.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build="${1:-build}"
 cli="$build/core/cli/microtir"
-peer="${TFLM_PEER:-$(cd .. && pwd)/shared/peers/tflm}"
+shared="${MICROTIR_SHARED_TFLITE:-$(cd .. && pwd)/shared/tflite}"
+figures="${TFLM_FIGURES:-$(cd .. && pwd)/shared/peers/tflm/figures.json}"
 [ -x "$cli" ] || { echo "bench/tflite_vs_tflm.sh: no $cli; build first (bash scripts/build.sh build)" >&2; exit 1; }
-[ -f "$peer/run_peer.sh" ] ||
-  { echo "bench/tflite_vs_tflm.sh: no TFLM peer firmware in $peer (set TFLM_PEER)" >&2; exit 1; }
+[ -d "$shared" ] || { echo "bench/tflite_vs_tflm.sh: $shared not found (set MICROTIR_SHARED_TFLITE)" >&2; exit 1; }
+[ -f "$figures" ] || { echo "bench/tflite_vs_tflm.sh: TFLM's figures $figures not found (set TFLM_FIGURES)" >&2; exit 1; }
 for tool in qemu-system-arm arm-none-eabi-nm arm-none-eabi-readelf; do
   command -v "$tool" > /dev/null || { echo "bench/tflite_vs_tflm.sh: $tool not found (bash scripts/install-deps.sh)" >&2; exit 1; }
 done
 
-MODELS=(kws:kws_ref_model vww:vww_96_int8 ic:pretrainedResnet_quant ad:ad01_int8)
-if [ -n "${BENCH_MODELS:-}" ]; then  # e.g. BENCH_MODELS="kws ad": only these
-  keep=()
-  for entry in "${MODELS[@]}"; do
-    for m in $BENCH_MODELS; do [ "${entry%%:*}" = "$m" ] && keep+=("$entry"); done
+# section:model:file:case folder. The zoo: every model TFLM ran on the Cortex-M4.
+ENTRIES=()
+sections="${BENCH_SECTIONS:-mlperf zoo}"
+if [[ " $sections " == *" mlperf "* ]]; then
+  for entry in kws:kws_ref_model vww:vww_96_int8 ic:pretrainedResnet_quant ad:ad01_int8; do
+    ENTRIES+=("mlperf:${entry%%:*}:$shared/models/${entry#*:}.tflite:$shared/reference/${entry%%:*}/lcg_9e3779b9")
   done
-  MODELS=("${keep[@]}")
 fi
-CASE=lcg_9e3779b9  # the input the TFLM firmware has compiled in
-# Schedules of the int8 kernels whose worth gets a row: each model once more with it off.
+if [[ " $sections " == *" zoo "* ]]; then
+  for model in $(python3 -c 'import json, sys; print(" ".join(sorted(json.load(open(sys.argv[1]))["targets"]["cortex-m4"])))' "$figures"); do
+    [ -f "$shared/zoo/models/$model.tflite" ] && ENTRIES+=("zoo:$model:$shared/zoo/models/$model.tflite:$shared/zoo/reference/$model/seed1")
+  done
+fi
+if [ -n "${BENCH_MODELS:-}" ]; then  # e.g. BENCH_MODELS="kws person_detect": only these
+  keep=()
+  for entry in "${ENTRIES[@]}"; do
+    IFS=: read -r _ model _ <<<"$entry"
+    for m in $BENCH_MODELS; do [ "$model" = "$m" ] && keep+=("$entry"); done
+  done
+  ENTRIES=("${keep[@]}")
+fi
+# Schedules of the int8 kernels whose worth gets a row (MLPerf): each model once more with it off.
 SCHEDULE_ROWS="${SCHEDULE_ROWS-interleave fold_output_zero_point sxtb16 few_channels depthwise_tile depthwise_border_tiles smlal_requant smmlar_requant dense_chunks merge_kernels patch}"
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-# TFLM first: all models, reference and CMSIS-NN kernels, one firmware at a time.
-echo "TFLM peer firmware (run_peer.sh)" >&2
-set +e
-bash "$peer/run_peer.sh" -k ref,cmsis -l "$work/tflm" "${MODELS[@]%%:*}" > "$work/tflm.md" 2> "$work/tflm.err"
-peer_rc=$?
-set -e
-
-for entry in "${MODELS[@]}"; do
-  model="${entry%%:*}"
-  file="${entry#*:}"
-  ref="tests/tflite/reference/$model/$CASE"
-  input=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["input"]["name"])' "$ref/quant.json")
+for entry in "${ENTRIES[@]}"; do
+  IFS=: read -r section model tflite ref <<<"$entry"
+  # Every TFLite operator's output a graph output: the operator order, the MACs and the
+  # input names (a nameless input takes the graph's).
+  if ! "$cli" import "$tflite" --layer-outputs -o "$work/$model.layers.json" > /dev/null 2> "$work/$model.err"; then
+    python3 -c 'import json,sys; print(json.dumps({"failed": sys.argv[1]}))' "$(tail -1 "$work/$model.err")" > "$work/$model.json"
+    continue
+  fi
+  mapfile -t inputs < <(python3 bench/tflite_bench.py inputs "$ref" "$work/$model.layers.json")
   echo "$model: microtir run --target cortex-m4" >&2
   # --keep-build keeps the artifact (its parameters/ are the linked weights).
-  if ! "$cli" run "tests/tflite/models/$file.tflite" --input "$input=$ref/input.npy" --target cortex-m4 --json \
-       --output-dir "$work/$model.out" --keep-build "$work/$model.build" > "$work/$model.json" 2> "$work/$model.err"; then
+  if ! "$cli" run "$tflite" "${inputs[@]}" --target cortex-m4 --json \
+       --output-dir "$work/$model.out" --keep-build "$work/$model.build" > "$work/$model.json" 2>> "$work/$model.err"; then
     python3 -c 'import json,sys; print(json.dumps({"failed": sys.argv[1]}))' \
       "$(tail -1 "$work/$model.err")" > "$work/$model.json"
+    continue
   fi
-  # What a schedule is worth: the same model with it switched off (SCHEDULE_ROWS).
-  for sched in $SCHEDULE_ROWS; do
-    "$cli" run "tests/tflite/models/$file.tflite" --input "$input=$ref/input.npy" --target cortex-m4 --json \
-      --disable-schedules "$sched" > "$work/$model.off-$sched.json" 2>> "$work/$model.err" || true
-  done
-  # RAM when the model's input and output buffers double as workspace (an option:
-  # run() then overwrites its input).
-  "$cli" run "tests/tflite/models/$file.tflite" --input "$input=$ref/input.npy" --target cortex-m4 --json \
-    --reuse-io-buffers > "$work/$model.reuse-io.json" 2>> "$work/$model.err" || true
-  # Per operator: a second run with the profiling hooks (the totals above stay hook-free),
-  # and the node of each TFLite operator (import --layer-outputs) to align the two.
-  "$cli" run "tests/tflite/models/$file.tflite" --input "$input=$ref/input.npy" --target cortex-m4 --json \
+  if [ "$section" = mlperf ]; then
+    # What a schedule is worth: the same model with it switched off (SCHEDULE_ROWS).
+    for sched in $SCHEDULE_ROWS; do
+      "$cli" run "$tflite" "${inputs[@]}" --target cortex-m4 --json \
+        --disable-schedules "$sched" > "$work/$model.off-$sched.json" 2>> "$work/$model.err" || true
+    done
+    # RAM when the model's input and output buffers double as workspace (an option:
+    # run() then overwrites its input).
+    "$cli" run "$tflite" "${inputs[@]}" --target cortex-m4 --json \
+      --reuse-io-buffers > "$work/$model.reuse-io.json" 2>> "$work/$model.err" || true
+  fi
+  # Per operator: a second run with the profiling hooks (the totals above stay hook-free).
+  "$cli" run "$tflite" "${inputs[@]}" --target cortex-m4 --json \
     --profile-layers > "$work/$model.prof.json" 2> "$work/$model.prof.err" || true
-  "$cli" import "tests/tflite/models/$file.tflite" --layer-outputs -o "$work/$model.layers.json" \
-    > /dev/null 2>> "$work/$model.prof.err" || true
 done
 
-python3 - "$work" "$peer" "$peer_rc" "$CASE" "$SCHEDULE_ROWS" "${MODELS[@]}" <<'PY'
-import glob, json, os, re, socket, subprocess, sys, time
+python3 - "$work" "$figures" "$SCHEDULE_ROWS" "${ENTRIES[@]}" <<'PY'
+import glob, json, os, re, subprocess, sys
 
 sys.path.insert(0, "bench")
 import tflite_bench  # noqa: E402
 
-work, peer, peer_rc, case, schedule_rows, entries = (sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4],
-                                                     sys.argv[5].split(), sys.argv[6:])
-QEMU = ["qemu-system-arm", "-M", "mps2-an386", "-nographic", "-monitor", "none", "-serial", "none",
-        "-semihosting-config", "enable=on,target=native", "-icount", "shift=8"]
-
-
+work, figures_path, schedule_rows, entries = sys.argv[1], sys.argv[2], sys.argv[3].split(), sys.argv[4:]
+FIGURES = json.load(open(figures_path))["targets"]["cortex-m4"]
+GOAL_INSTR, GOAL_RAM, GOAL_FLASH = 0.7, 0.8, 0.25
 npy = tflite_bench.npy
-
-
-def fnv1a(data):
-    h = 0x811C9DC5
-    for b in data:
-        h = ((h ^ b) * 0x01000193) & 0xFFFFFFFF
-    return h
-
-
-def tflm_log(model, kernels):
-    """What the peer firmware printed: count, per-op counts, output bytes, arena, input hash."""
-    path = os.path.join(work, "tflm", f"{model}-{kernels}.log")
-    if not os.path.exists(path):
-        return None
-    text = open(path).read()
-    if not re.search(r"^RESULT PASS", text, re.M):
-        return None
-    m = re.search(r"^invoke 2: instructions=(\d+)", text, re.M)
-    ops = [(int(i), name, int(n)) for i, name, n in re.findall(r"^op\s+(\d+) (\S+)\s+instructions=(\d+)", text, re.M)]
-    out = []
-    for line in re.findall(r"^out\s+\d+:((?: -?\d+)+)", text, re.M):
-        out += [int(v) & 0xFF for v in line.split()]
-    arena = re.search(r"arena_size=(\d+)", text)
-    inp = re.search(r"^input: bytes=(\d+) fnv1a=(0x[0-9a-f]+)", text, re.M)
-    return {"instructions": int(m.group(1)) if m else None, "ops": ops, "output": bytes(out),
-            "arena": int(arena.group(1)) if arena else None, "input_fnv": int(inp.group(2), 16) if inp else None}
 
 
 def symbols(elf):
@@ -130,87 +118,8 @@ def symbols(elf):
             if len(f) >= 3}
 
 
-def elf_sizes(elf):
-    """(flash, static RAM) of an ELF: flash as the peer's README counts it, every allocated section
-    with contents (.text with .rodata, .ARM.exidx, init arrays, the .data load image); RAM the
-    writable allocated sections (.data, .bss)."""
-    headers = subprocess.run(["arm-none-eabi-readelf", "-S", "--wide", elf], capture_output=True, text=True,
-                             check=True).stdout
-    flash = ram = 0
-    for m in re.finditer(r"^\s*\[\s*\d+\]\s+(\S+)\s+(\S+)\s+[0-9a-f]+ [0-9a-f]+ ([0-9a-f]+) [0-9a-f]+ +(\S*)", headers, re.M):
-        _, kind, size, flags = m.groups()
-        if "A" in flags and kind != "NOBITS":
-            flash += int(size, 16)
-        if "A" in flags and "W" in flags:
-            ram += int(size, 16)
-    return flash, ram
-
-
-PAINT = bytes.fromhex("7de1a3c5")
-
-
-def call_stack_bytes(elf, function, window=0x8000):
-    """Stack high-water of the first call of `function`, measured as our firmware measures run():
-    QEMU (same board and flags) stops at the function's entry under its gdbstub, the stack below
-    the entry SP is painted, the call runs to its return address, and the lowest word no longer
-    holding the paint gives the depth. None if the function is never called."""
-    entry = symbols(elf)[function][0] & ~1
-    probe = socket.socket()
-    probe.bind(("127.0.0.1", 0))
-    port = probe.getsockname()[1]
-    probe.close()
-    qemu = subprocess.Popen(QEMU + ["-kernel", elf, "-gdb", f"tcp:127.0.0.1:{port}", "-S"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        for _ in range(200):
-            try:
-                conn = socket.create_connection(("127.0.0.1", port))
-                break
-            except OSError:
-                time.sleep(0.05)
-        else:
-            return None
-        conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        conn.settimeout(120)
-        pending = b""
-
-        def ask(packet):  # one GDB remote-protocol exchange
-            nonlocal pending
-            conn.sendall(b"$%s#%02x" % (packet.encode(), sum(packet.encode()) & 0xFF))
-            while True:
-                m = re.search(rb"\$([^#]*)#..", pending)
-                if m:
-                    pending = pending[m.end():]
-                    conn.sendall(b"+")
-                    return m.group(1).decode()
-                data = conn.recv(65536)
-                if not data:
-                    raise OSError("QEMU's gdbstub closed the connection")
-                pending += data
-
-        if ask(f"Z0,{entry:x},2") != "OK" or not ask("c").startswith(("T", "S")):
-            return None
-        regs = ask("g")
-        sp, lr = (int.from_bytes(bytes.fromhex(regs[8 * r:8 * r + 8]), "little") for r in (13, 14))
-        bottom = sp - window
-        for a in range(bottom, sp, 1024):
-            n = min(1024, sp - a)
-            ask(f"M{a:x},{n:x}:" + (PAINT * (n // 4)).hex())
-        ask(f"z0,{entry:x},2")
-        if ask(f"Z0,{lr & ~1:x},2") != "OK" or not ask("c").startswith(("T", "S")):
-            return None
-        mem = b"".join(bytes.fromhex(ask(f"m{a:x},{min(1024, sp - a):x}")) for a in range(bottom, sp, 1024))
-        i = 0
-        while i < len(mem) and mem[i:i + 4] == PAINT:
-            i += 4
-        return None if i == 0 else len(mem) - i  # 0: the window was too small
-    finally:
-        qemu.kill()
-        qemu.wait()
-
-
 def our_layers(model, macs):
-    """Our instructions per TFLite operator, by its index: {index: (count, note)}. Each
+    """Our instructions per TFLite operator, by its index: {index: (count, note, kernels)}. Each
     profiled kernel call covers the nodes it computes; the kernel's count goes to its
     last operator with MACs (a convolution with the residual ADD fused into it), or to
     its last operator when none has MACs (an activation fused into a pool); the others
@@ -272,20 +181,24 @@ def kernel_bytes(model, ours):
     return out
 
 
-def layer_macs(model, quant, ref_dir):
-    return tflite_bench.layer_macs(os.path.join(work, model + ".layers.json"), quant)
+def ratio(a, b):
+    return f"{a / b:.2f}" if a and b else "-"
 
 
-def layer_table(model, cmsis, refk, quant, ref_dir, our_total):
-    macs = layer_macs(model, quant, ref_dir)
+def n(v):
+    return f"{v:,}" if isinstance(v, int) else "-"
+
+
+def layer_table(model, cmsis, refk, quant, our_total):
+    macs = tflite_bench.layer_macs(os.path.join(work, model + ".layers.json"), quant)
     ours = our_layers(model, macs)
     code = kernel_bytes(model, ours)
-    ref_ops = {i: c for i, _, c in (refk["ops"] if refk else [])}
+    ref_ops = {i: c for i, _, c in (refk.get("per_operator") or [])}
     lines = [f"### {model}: instructions per operator", "",
              "| # | operator | MACs | ours | TFLM+CMSIS-NN | ours / CMSIS-NN | ours: instr/MAC | CMSIS-NN: instr/MAC "
              "| TFLM ref kernels | share of ours | ours: kernel code bytes |",
              "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    for i, name, c in cmsis["ops"]:
+    for i, name, c in cmsis["per_operator"]:
         mine, note, _ = ours.get(i, (None, "not profiled", []))
         mac = macs.get(i, 0)
         per = lambda v: f"{v / mac:.2f}" if mac and v else "-"
@@ -298,18 +211,7 @@ def layer_table(model, cmsis, refk, quant, ref_dir, our_total):
     return lines
 
 
-def ratio(a, b):
-    return f"{a / b:.2f}" if a and b else "-"
-
-
-def n(v):
-    return f"{v:,}" if isinstance(v, int) else "-"
-
-
-rows, whole, layer_sections, notes, schedule_lines, reuse_lines, flash_lines = [], [], [], [], [], [], []
-
-
-def flash_split(model, our_flash, their_flash):
+def flash_split(model, our_flash, goal_of):
     """Where our flash without the weights goes: the kernels, the AOT executor (`__tvm_main__`
     and `run`), and the rest (the CRT runtime, the test harness and newlib-nano)."""
     elf = os.path.join(work, model + ".build", "build-cortex-m4", "firmware.elf")
@@ -320,22 +222,47 @@ def flash_split(model, our_flash, their_flash):
             by_addr[int(addr, 16)] = (name, int(size, 16))
     aot = sum(size for name, size in by_addr.values() if name.endswith(("___tvm_main__", "_run")))
     kernels = sum(size for name, size in by_addr.values()) - aot
-    goal = their_flash // 4
+    goal = int(goal_of * GOAL_FLASH)
     return (f"| {model} | {n(our_flash)} | {n(kernels)} | {n(aot)} | {n(our_flash - kernels - aot)} | "
             f"{n(goal)} | {n(our_flash - goal) if our_flash > goal else 'met'} |")
+
+
+def bit_exact(ours, io):
+    """Whether each of our outputs (run --json) equals the reference case's, which is TFLM's:
+    "yes", or what differs (floats: TFLM's host figures; see the zoo README)."""
+    got = {o["name"]: o for o in ours["outputs"]}
+    verdicts = []
+    for k, (name, path) in enumerate(io["output_files"]):
+        o = got.get(name, ours["outputs"][k] if k < len(ours["outputs"]) else None)
+        if o is None:
+            verdicts.append(f"output {k} missing")
+            continue
+        mine, want = tflite_bench.output_bytes(o), npy(path)[2]
+        if mine == want:
+            continue
+        if o["dtype"] == "float32":
+            w = list(__import__("array").array("f", want))
+            worst = max(abs(a - b) / max(abs(b), 1e-30) for a, b in zip(o["values"], w))
+            verdicts.append(f"output {k}: float, max rel. diff {worst:.1e}")
+        else:
+            verdicts.append(f"output {k}: NO")
+    return "yes" if not verdicts else "; ".join(verdicts)
+
+
+sections = {"mlperf": {"rows": [], "goals": [], "layers": [], "flash": [], "whole": []},
+            "zoo": {"rows": [], "goals": [], "layers": [], "flash": [], "whole": []}}
+schedule_lines, reuse_lines, notes = [], [], []
 for entry in entries:
-    model, file = entry.split(":")
-    ref_dir = os.path.join("tests/tflite/reference", model, case)
-    quant = json.load(open(os.path.join(ref_dir, "quant.json")))
-    cmsis, refk = tflm_log(model, "cmsis"), tflm_log(model, "ref")
-    cm_elf = os.path.join(peer, "elf", f"{model}-cmsis.elf")
-    cm_flash, cm_ram = elf_sizes(cm_elf)
-    cm_model = symbols(cm_elf)["g_model"][1]
-    print(f"{model}: stack of TFLM's Invoke()", file=sys.stderr)
-    cm_stack = call_stack_bytes(cm_elf, "_ZN6tflite16MicroInterpreter6InvokeEv")
+    section, model, tflite, ref_dir = entry.split(":", 3)
+    out = sections[section]
+    io = tflite_bench.case_io(ref_dir)
+    fig = FIGURES.get(model, {})
+    cmsis, refk = fig.get("cmsis"), fig.get("ref") or {}
     ours = json.load(open(os.path.join(work, model + ".json")))
     if "failed" in ours or "report" not in ours:
-        rows.append(f"| {model} | failed: {ours.get('failed', 'no report')} |" + " |" * 12)
+        why = ours.get("failed", "no report").replace("|", "\\|")
+        out["rows"].append(f"| {model} | not run: {why} |" + " |" * 11)
+        out["goals"].append(f"| {model} | - | - | - | not run |")
         continue
     rep = ours["report"]
     # Our weights: the constants linked into the artifact (each also written as parameters/NAME.npy).
@@ -343,119 +270,124 @@ for entry in entries:
     our_flash = rep["flash_bytes"] - rep["test_input_bytes"] - weights
     stack = rep.get("stack_bytes")
     our_ram = rep["workspace_bytes"] + rep["io_buffer_bytes"] + (stack or 0)
-    their_ram = cmsis["arena"] + (cm_stack or 0) if cmsis and cmsis["arena"] else None
-    got = npy(os.path.join(work, model + ".out", quant["output"]["name"] + ".npy"))[2]
-    want = npy(os.path.join(ref_dir, "output.npy"))[2]
-    inp = npy(os.path.join(ref_dir, "input.npy"))[2]
-    same = []
-    for kernels, log in (("CMSIS-NN", cmsis), ("ref", refk)):
-        if log is None:
-            same.append(f"{kernels}: no run")
-        elif log["input_fnv"] != fnv1a(inp):
-            same.append(f"{kernels}: other input")
-        else:
-            same.append(f"{kernels}: {'yes' if got == log['output'] else 'NO'}")
-    if got != want:
-        notes.append(f"{model}: our output differs from tests/tflite/reference/{model}/{case}/output.npy")
-    if stack is None or cm_stack is None:
-        notes.append(f"{model}: a stack high-water is missing (ours {stack}, TFLM {cm_stack}); RAM counts without it")
-    ci = cmsis["instructions"] if cmsis else None
-    for sched in schedule_rows:
+    their_ram = cmsis["arena"] + (cmsis.get("stack_invoke") or 0)
+    their_flash = cmsis["flash_without_model"]
+    # The flash goal: against TFLM with only the model's operators registered where measured (the zoo).
+    their_own = cmsis.get("flash_without_model_own_ops_only") or their_flash
+    same = bit_exact(ours, io)
+    if stack is None:
+        notes.append(f"{model}: our stack high-water is missing; RAM counts without it")
+    ci, ri = cmsis["instructions"], refk.get("instructions")
+    out["rows"].append(
+        f"| {model} | {n(rep['instructions'])} | {n(ci)} | {ratio(rep['instructions'], ci)} | {n(ri)} | "
+        f"{ratio(rep['instructions'], ri)} | {n(our_ram)} = {n(rep['workspace_bytes'])} + {n(rep['io_buffer_bytes'])} + "
+        f"{n(stack)} | {n(their_ram)} = {n(cmsis['arena'])} + {n(cmsis.get('stack_invoke'))} | "
+        f"{ratio(our_ram, their_ram)} | {n(our_flash)} | {n(their_flash)} | {n(their_own) if their_own != their_flash else '-'} | "
+        f"{ratio(our_flash, their_own)} | {same} |")
+    met = lambda a, b, goal: ("met" if a <= goal * b else "NOT met") + f" ({a / b:.2f})"
+    out["goals"].append(f"| {model} | {met(rep['instructions'], ci, GOAL_INSTR)} | {met(our_ram, their_ram, GOAL_RAM)} | "
+                        f"{met(our_flash, their_own, GOAL_FLASH)} | {same} |")
+    if section == "mlperf":
+        for sched in schedule_rows:
+            try:
+                off = json.load(open(os.path.join(work, f"{model}.off-{sched}.json")))
+                off_i, off_ok = off["report"]["instructions"], off["ok"]
+            except (OSError, ValueError, KeyError):
+                off_i, off_ok = None, False
+            schedule_lines.append(f"| {model} | {sched} | {n(rep['instructions'])} | {n(off_i)} | "
+                                  f"{ratio(off_i, rep['instructions'])} | {ratio(off_i, ci)} | {'yes' if off_ok else 'NO'} |")
         try:
-            off = json.load(open(os.path.join(work, f"{model}.off-{sched}.json")))
-            off_i, off_ok = off["report"]["instructions"], off["ok"]
-        except (OSError, ValueError, KeyError):
-            off_i, off_ok = None, False
-        schedule_lines.append(f"| {model} | {sched} | {n(rep['instructions'])} | {n(off_i)} | "
-                              f"{ratio(off_i, rep['instructions'])} | {ratio(off_i, ci)} | {'yes' if off_ok else 'NO'} |")
-    ri = refk["instructions"] if refk else None
-    rows.append(f"| {model} | {n(rep['instructions'])} | {n(ci)} | {ratio(rep['instructions'], ci)} | {n(ri)} | "
-                f"{ratio(rep['instructions'], ri)} | {n(our_ram)} = {n(rep['workspace_bytes'])} + {n(rep['io_buffer_bytes'])} + "
-                f"{n(stack)} | {n(their_ram)} = {n(cmsis['arena'] if cmsis else None)} + {n(cm_stack)} | "
-                f"{ratio(our_ram, their_ram)} | {n(our_flash)} | {n(cm_flash - cm_model)} | "
-                f"{ratio(our_flash, cm_flash - cm_model)} | {'; '.join(same)} |")
-    try:
-        io = json.load(open(os.path.join(work, model + ".reuse-io.json")))
-        irep = io["report"]
-        iram = irep["workspace_bytes"] + irep["io_buffer_bytes"] + (irep.get("stack_bytes") or 0)
-        reuse_lines.append(f"| {model} | {n(our_ram)} | {n(iram)} = {n(irep['workspace_bytes'])} + "
-                           f"{n(irep['io_buffer_bytes'])} + {n(irep.get('stack_bytes'))} | {n(their_ram)} | "
-                           f"{ratio(our_ram, their_ram)} | {ratio(iram, their_ram)} | {'yes' if io['ok'] else 'NO'} |")
-    except (OSError, ValueError, KeyError, TypeError):
-        reuse_lines.append(f"| {model} | {n(our_ram)} | failed | {n(their_ram)} | {ratio(our_ram, their_ram)} | - | NO |")
-    whole.append(f"| {model} | {n(rep['flash_bytes'] - rep['test_input_bytes'])} ({n(weights)} weights) | "
-                 f"{n(cm_flash)} ({n(cm_model)} .tflite) | {n(rep['ram_bytes'])} | {n(cm_ram)} |")
-    flash_lines.append(flash_split(model, our_flash, cm_flash - cm_model))
-    if cmsis and cmsis["ops"]:
-        layer_sections.append(layer_table(model, cmsis, refk, quant, ref_dir, rep["instructions"]))
+            reuse = json.load(open(os.path.join(work, model + ".reuse-io.json")))
+            irep = reuse["report"]
+            iram = irep["workspace_bytes"] + irep["io_buffer_bytes"] + (irep.get("stack_bytes") or 0)
+            reuse_lines.append(f"| {model} | {n(our_ram)} | {n(iram)} = {n(irep['workspace_bytes'])} + "
+                               f"{n(irep['io_buffer_bytes'])} + {n(irep.get('stack_bytes'))} | {n(their_ram)} | "
+                               f"{ratio(our_ram, their_ram)} | {ratio(iram, their_ram)} | {'yes' if reuse['ok'] else 'NO'} |")
+        except (OSError, ValueError, KeyError, TypeError):
+            reuse_lines.append(f"| {model} | {n(our_ram)} | failed | {n(their_ram)} | {ratio(our_ram, their_ram)} | - | NO |")
+    out["whole"].append(f"| {model} | {n(rep['flash_bytes'] - rep['test_input_bytes'])} ({n(weights)} weights) | "
+                        f"{n(cmsis['flash'])} | {n(rep['ram_bytes'])} |")
+    out["flash"].append(flash_split(model, our_flash, their_own))
+    if cmsis.get("per_operator"):
+        out["layers"].append(layer_table(model, cmsis, refk, io, rep["instructions"]))
 
 qemu_version = subprocess.run(["qemu-system-arm", "--version"], capture_output=True, text=True).stdout.splitlines()[0]
-print(f"microtir vs TensorFlow Lite Micro: {qemu_version}, -M mps2-an386 -icount shift=8, "
-      f"input tests/tflite/reference/<model>/{case}/input.npy (the TFLM firmware's compiled-in input)")
-print()
-print("| model | ours: instructions | TFLM+CMSIS-NN | ours / CMSIS-NN | TFLM ref kernels | ours / ref | "
-      "ours: RAM = workspace + I/O + stack | TFLM+CMSIS-NN: RAM = arena + stack | RAM ours / TFLM | "
-      "ours: flash w/o weights | TFLM+CMSIS-NN: flash w/o model | flash ours / TFLM | output == TFLM's |")
-print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
-print("\n".join(rows))
+print(f"microtir on {qemu_version}, -M mps2-an386 -icount shift=8, against TensorFlow Lite Micro's figures "
+      "(`../shared/peers/tflm/figures.json`: the same QEMU, flags and input bytes). Inputs: MLPerf Tiny "
+      "`../shared/tflite/reference/<model>/lcg_9e3779b9/input.npy`, the zoo `../shared/tflite/zoo/reference/<model>/seed1/`.")
 print()
 print("- Instructions: one inference (our `run`, TFLM's `Invoke()`), the empty probe pair subtracted on both sides.")
-print("- RAM: TFLM's arena holds its input, output and intermediate tensors and scratch buffers. Stack: the "
-      "high-water of one call, from the caller's frame down (ours: painted by our firmware around `run`; TFLM's: "
-      "its `Invoke()` painted and scanned through QEMU's gdbstub, the same method).")
+print("- RAM: TFLM's arena holds its input, output and intermediate tensors and scratch buffers; its stack is the "
+      "painted high-water of `Invoke()`. Ours: workspace + input/output buffers + the painted stack high-water of `run`.")
 print("- Flash without the weights: ours is the firmware minus the linked constants and the test input; TFLM's "
-      "is the firmware minus the embedded `.tflite` (weights and graph). Both include the test harness and "
-      "newlib-nano (printf, semihosting).")
-print()
-if reuse_lines:
-    print("RAM with `-reuse-io-buffers=1` (`run --reuse-io-buffers`): intermediates may live in the model's input "
-          "buffer after its last reader and in its output buffer before its producer, so `run()` overwrites its input; "
-          "\"= interpreter\": the output is still bit-exact.")
+      "is the firmware minus the embedded `.tflite` (weights and graph), with all of TFLM's operators registered, and "
+      "for the zoo also with only the model's own operators (the goal's measure where it exists). Both include a "
+      "test harness and newlib-nano (printf, semihosting).")
+print(f"- Goals against TFLM+CMSIS-NN: instructions <= {GOAL_INSTR}x, RAM <= {GOAL_RAM}x, flash without the weights "
+      f"<= {GOAL_FLASH}x; bit-exact outputs.")
+HEADER = ("| model | ours: instructions | TFLM+CMSIS-NN | ours / CMSIS-NN | TFLM ref kernels | ours / ref | "
+          "ours: RAM = workspace + I/O + stack | TFLM+CMSIS-NN: RAM = arena + stack | RAM ours / TFLM | "
+          "ours: flash w/o weights | TFLM+CMSIS-NN: flash w/o model | TFLM+CMSIS-NN: the same, own operators only | "
+          "flash ours / TFLM | output == TFLM's |")
+TITLES = {"mlperf": "MLPerf Tiny", "zoo": "TFLite Micro's model zoo (every model TFLM runs on this board)"}
+for name, sec in sections.items():
+    if not sec["rows"]:
+        continue
     print()
-    print("| model | ours: RAM, default | ours: RAM with -reuse-io-buffers=1 = workspace + I/O + stack | "
-          "TFLM+CMSIS-NN: RAM | ours / TFLM, default | ours / TFLM, reuse | = interpreter |")
-    print("|---|---:|---:|---:|---:|---:|---|")
-    print("\n".join(reuse_lines))
+    print(f"## {TITLES[name]}")
     print()
-if schedule_lines:
-    print("What a schedule of the int8 kernels is worth: each model once more with it switched off "
-          "(`--disable-schedules NAME`); \"= interpreter\": the output is still bit-exact.")
+    print(HEADER)
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    print("\n".join(sec["rows"]))
     print()
-    print("| model | schedule off | instructions, all on | instructions, it off | off / on | off / CMSIS-NN | = interpreter |")
-    print("|---|---|---:|---:|---:|---:|---|")
-    print("\n".join(schedule_lines))
+    print("| model | instructions <= 0.7x | RAM <= 0.8x | flash w/o weights <= 0.25x | bit-exact |")
+    print("|---|---|---|---|---|")
+    print("\n".join(sec["goals"]))
     print()
-print("Where our flash without the weights goes (kernels: every `tvmgen_` function but the AOT executor's, "
-      "each address once; the rest: the CRT runtime, the test harness and newlib-nano, which TFLM's firmware "
-      "also links):")
-print()
-print("| model | ours: flash w/o weights | kernels | AOT `__tvm_main__` + `run` | the rest | goal (0.25 of TFLM's) | "
-      "over the goal by |")
-print("|---|---:|---:|---:|---:|---:|---:|")
-print("\n".join(flash_lines))
-print()
-print("Whole firmware, harness and libc included:")
-print()
-print("| model | ours: flash (w/o test input) | TFLM+CMSIS-NN: flash | ours: static RAM (.data + .bss) | "
-      "TFLM+CMSIS-NN: static RAM (.data + .bss) |")
-print("|---|---:|---:|---:|---:|")
-print("\n".join(whole))
-print()
-print("Per layer, in the model's operator order: ours from `microtir run --profile-layers` (a second run: the "
-      "generated AOT main brackets each operator call with TVMGEN_PROFILE hooks that read the same counter; the "
-      "cost of an empty hook pair is subtracted), TFLM's from its profiler (the empty event subtracted). An operator "
-      "our compiler fused into one kernel with another (an activation into its convolution, a residual ADD into "
-      "the convolution that produces its other input) shows 0 and \"merged into #k\", the operator that carries the "
-      "kernel's count (the last one with MACs); a layer run band by band (patch) sums its bands; "
-      "RESHAPE runs no kernel (its output is a view of its input: \"no kernel\"). The per-operator sums fall short of the totals by the AOT main's own "
-      "calls and checks (ours) and TFLM's interpreter loop (theirs). Kernel code bytes: the size of the "
-      "operator's kernel functions in our firmware (`arm-none-eabi-nm`), a function shared by several operators "
-      "(merge_kernels, GCC's identical-code folding) counted once, at its first caller.")
-for lines in layer_sections:
+    print("Where our flash without the weights goes (kernels: every `tvmgen_` function but the AOT executor's, "
+          "each address once; the rest: the CRT runtime, the test harness and newlib-nano, which TFLM's firmware "
+          "also links):")
     print()
-    print("\n".join(lines))
-if peer_rc != 0:
-    notes.append("run_peer.sh did not pass: " + open(os.path.join(work, "tflm.md")).read().strip().splitlines()[-1])
+    print("| model | ours: flash w/o weights | kernels | AOT `__tvm_main__` + `run` | the rest | goal (0.25 of TFLM's) | "
+          "over the goal by |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    print("\n".join(sec["flash"]))
+    print()
+    print("Whole firmware, harness and libc included:")
+    print()
+    print("| model | ours: flash (w/o test input) | TFLM+CMSIS-NN: flash | ours: static RAM (.data + .bss) |")
+    print("|---|---:|---:|---:|")
+    print("\n".join(sec["whole"]))
+    if name == "mlperf" and reuse_lines:
+        print()
+        print("RAM with `-reuse-io-buffers=1` (`run --reuse-io-buffers`): intermediates may live in the model's input "
+              "buffer after its last reader and in its output buffer before its producer, so `run()` overwrites its "
+              "input; \"= interpreter\": the output is still bit-exact.")
+        print()
+        print("| model | ours: RAM, default | ours: RAM with -reuse-io-buffers=1 = workspace + I/O + stack | "
+              "TFLM+CMSIS-NN: RAM | ours / TFLM, default | ours / TFLM, reuse | = interpreter |")
+        print("|---|---:|---:|---:|---:|---:|---|")
+        print("\n".join(reuse_lines))
+    if name == "mlperf" and schedule_lines:
+        print()
+        print("What a schedule of the int8 kernels is worth: each model once more with it switched off "
+              "(`--disable-schedules NAME`); \"= interpreter\": the output is still bit-exact.")
+        print()
+        print("| model | schedule off | instructions, all on | instructions, it off | off / on | off / CMSIS-NN | = interpreter |")
+        print("|---|---|---:|---:|---:|---:|---|")
+        print("\n".join(schedule_lines))
+    if sec["layers"]:
+        print()
+        print("Per layer, in the model's operator order: ours from `microtir run --profile-layers` (a second run: the "
+              "generated AOT main brackets each operator call with TVMGEN_PROFILE hooks that read the same counter; the "
+              "cost of an empty hook pair is subtracted), TFLM's from its profiler (the empty event subtracted). An "
+              "operator our compiler fused into one kernel with another shows 0 and \"merged into #k\", the operator "
+              "that carries the kernel's count (the last one with MACs); a layer run band by band (patch) sums its "
+              "bands; RESHAPE runs no kernel (\"no kernel\"). Kernel code bytes: the size of the operator's kernel "
+              "functions in our firmware, a function shared by several operators counted once, at its first caller.")
+        for lines in sec["layers"]:
+            print()
+            print("\n".join(lines))
 for note in notes:
     print(f"\nnote: {note}")
 PY

@@ -30,10 +30,17 @@ declare -A seeds=(
   [graph_json]="tests/graphs models/digits/digits.json"
   [target_string]="tests/fuzz/seeds/target_string"
   [onnx_model]="tests/fuzz/seeds/onnx_model tests/onnx/malformed models/digits/digits.onnx"
-  [tflite_model]="tests/fuzz/seeds/tflite_model tests/tflite/models"
+  [tflite_model]="tests/fuzz/seeds/tflite_model"
   [mlf_artifact]="tests/fuzz/seeds/mlf_artifact"
   [packed_args]="tests/fuzz/seeds/packed_args"
 )
+# The MLPerf Tiny models are third-party files, beside the source tree, not in it.
+shared_tflite="${MICROTIR_SHARED_TFLITE:-../shared/tflite}"
+if [ -d "$shared_tflite/models" ]; then
+  seeds[tflite_model]+=" $shared_tflite/models"
+else
+  echo "fuzz.sh: $shared_tflite/models not found: tflite_model starts from its own seeds only" >&2
+fi
 # Inputs longer than this are cut (default 64 KiB); .tflite models carry their weights.
 declare -A max_len=([tflite_model]=131072)
 # Runs one fuzzer; with a CPU budget, interrupts it (libFuzzer then prints its final

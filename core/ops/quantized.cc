@@ -313,9 +313,11 @@ PrimFunc qgap_build(const std::string& fname, const std::vector<TensorType>& in,
 // ---- qmean, qsum ---------------------------------------------------------------------
 // TFLite's int8 and int16 MEAN and SUM (TFLM's reduce kernel) over any axes: the int32
 // sum of each output's window, kept axes as 1 (keep_dims false is the frontend's
-// reshape). MEAN: when input and output share scale and zero point, the sum divided by
-// the count with C's truncating division (reference_ops Mean); otherwise the
-// input-to-output multiplier (QuantizeMultiplier of input_scale / output_scale) absorbs
+// reshape). MEAN: QuantizedMeanOrSum, whether or not input and output share scale and
+// zero point (EvalIntegerMean at TFLM 90b983c2, the commit the references come from;
+// older TFLM divided the raw sum, truncating, when they did, and TFLM's MobileNetV2
+// output tells the two apart): the input-to-output multiplier (QuantizeMultiplier of
+// input_scale / output_scale) absorbs
 // 1/count at compile time, shifted left by floor(log2(count)) (at most 32, and at most
 // 31 + shift) before an integer division, and (sum - input_zero_point * count) is
 // requantized with it, plus the output zero point, clamped to the type. SUM:
@@ -328,7 +330,6 @@ struct QmeanParams {
   DataType dtype;                    // int8 or int16
   std::vector<bool> reduced;         // per input axis
   int64_t count;                     // elements per window
-  bool same_quantization;            // reference_ops::Mean: a truncating division
   QuantMultiplier multiplier;        // MEAN: 1/count folded in; SUM: the scales' ratio
   int32_t input_zero_point, output_zero_point;
 };
@@ -360,8 +361,6 @@ QmeanParams qmean_params(const std::string& op, const std::vector<TensorType>& i
   double si = read_scale(op, r, "input_scale"), so = read_scale(op, r, "output_scale");
   p.input_zero_point = read_zero_point(r, "input_zero_point", p.dtype);
   p.output_zero_point = read_zero_point(r, "output_zero_point", p.dtype);
-  // TFLite compares the float32 scales; ours hold those float32 values as doubles.
-  p.same_quantization = !sum && si == so && p.input_zero_point == p.output_zero_point;
   QuantMultiplier m = quantize_multiplier(si / so, op, "input_scale / output_scale");
   if (sum) {
     p.multiplier = m;
@@ -374,7 +373,7 @@ QmeanParams qmean_params(const std::string& op, const std::vector<TensorType>& i
   }
   // TFLite shifts the int32 sum left by the remaining positive shift; refuse where that
   // would overflow (TFLite's result there is undefined).
-  if (!p.same_quantization && p.multiplier.left_shift() > 0 &&
+  if (p.multiplier.left_shift() > 0 &&
       (span * p.count) > (std::numeric_limits<int32_t>::max() >> p.multiplier.left_shift()))
     fail(op, "input_scale / output_scale (" + interp::format_double(si / so) + ") is so large that TFLite's rescaled " +
                  "sum of " + std::to_string(p.count) + " elements would overflow int32");
@@ -395,7 +394,6 @@ OpDef qreduce_op(const std::string& op) {
                  const json& attrs) {
     const QmeanParams p = qmean_params(op, in, attrs);
     return reduce_sum_kernel(fname, in[0], p.reduced, out, [&](Expr sum) -> Expr {
-      if (p.same_quantization) return Cast(p.dtype, Binary(ExprKind::Div, sum, ci(p.count)));  // a mean of the values
       Expr shifted = sub(sum, ci(int64_t{p.input_zero_point} * p.count));
       return saturate_to(p.dtype, multiply_by_quantized_multiplier(shifted, p.multiplier), p.output_zero_point,
                          dtype_bounds(p.dtype));

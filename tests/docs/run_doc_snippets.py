@@ -4,15 +4,20 @@
 Markers, in the info string after the fence:
 - `sh run`: run with bash -e. A block that starts with `# expect-exit: N` must exit
   with N; each `# expect-output: TEXT` line names text its output (stdout and stderr)
-  must contain, so a documented refusal is checked with its exact message.
+  must contain, so a documented refusal is checked with its exact message. Each
+  `# requires: PATH` line names a file the block reads ($MICROTIR_SRC and
+  $MICROTIR_SHARED_TFLITE expanded): when one is missing the block is skipped, saying so.
 - `LANG file=NAME` (any language): writes the block to NAME, for later blocks.
 - `LANG tir` (TIR text; `file=NAME` optional): `microtir parse` must accept it; with
   `args="..."`, `microtir run FILE ARGS` runs it instead ($MICROTIR_SRC is expanded).
   `expect="TEXT"` (repeatable) is text the output must contain, `exit=N` the exit
   code (default 0). The info string is split like a shell line.
-Each document runs in its own empty folder, blocks in order, with `microtir` on PATH
-and $MICROTIR_SRC the source tree. Any failure names the document and line and prints
-the block's output; a run that finds no runnable block at all fails too.
+Each document runs in its own empty folder, blocks in order, with `microtir` on PATH,
+$MICROTIR_SRC the source tree and $MICROTIR_SHARED_TFLITE the third-party models and
+TFLM's outputs (../shared/tflite beside the source tree unless the environment says
+otherwise). Any failure names the document and line and prints the block's output; a run
+that finds no runnable block at all fails too, unless blocks were skipped: then it exits
+with 77 (ctest's SKIP_RETURN_CODE).
 
 usage: run_doc_snippets.py MICROTIR_BINARY SOURCE_DIR [DOC.md...]
 """
@@ -60,12 +65,24 @@ def check(p, want_exit, expected):
     return f"{why.strip()}\n--- output:\n{output}"
 
 
+def missing_requirement(text, env):
+    """The first `# requires: PATH` of a block that does not exist, or None."""
+    for req in re.findall(r"^# requires: (.*)$", text, re.M):
+        path = req.strip()
+        for var in ("MICROTIR_SRC", "MICROTIR_SHARED_TFLITE"):
+            path = path.replace("$" + var, env[var]).replace("${" + var + "}", env[var])
+        if not os.path.exists(path):
+            return path
+    return None
+
+
 def run_doc(path, binary, src):
-    ran, failures = 0, []
+    ran, skipped, failures = 0, 0, []
     with tempfile.TemporaryDirectory(prefix="microtir-docs-") as work:
         env = dict(os.environ)
         env["PATH"] = os.path.dirname(os.path.abspath(binary)) + os.pathsep + env.get("PATH", "")
         env["MICROTIR_SRC"] = src
+        env.setdefault("MICROTIR_SHARED_TFLITE", os.path.normpath(os.path.join(src, "..", "shared", "tflite")))
         for line, info, text in blocks(path):
             words = info_words(info)
             keys = dict(w.split("=", 1) for w in words if "=" in w)
@@ -86,6 +103,11 @@ def run_doc(path, binary, src):
                 continue
             if target or words[:2] != ["sh", "run"]:
                 continue
+            missing = missing_requirement(text, env)
+            if missing:
+                skipped += 1
+                print(f"skipped: {os.path.relpath(path, src)}:{line}: {missing} not found", file=sys.stderr)
+                continue
             ran += 1
             m = re.match(r"# expect-exit: (\d+)", text)
             expected = re.findall(r"^# expect-output: (.*)$", text, re.M)
@@ -94,7 +116,7 @@ def run_doc(path, binary, src):
             failed = check(p, int(m.group(1)) if m else 0, expected)
             if failed:
                 failures.append(f"{path}:{line}: {failed}\n--- block:\n{text}")
-    return ran, failures
+    return ran, skipped, failures
 
 
 def main():
@@ -104,17 +126,19 @@ def main():
     binary, src = sys.argv[1], os.path.abspath(sys.argv[2])
     docs = sys.argv[3:] or sorted(os.path.join(src, "docs", d) for d in os.listdir(os.path.join(src, "docs"))
                                   if d.endswith(".md"))
-    total, failures = 0, []
+    total, skipped, failures = 0, 0, []
     for doc in docs:
-        ran, failed = run_doc(doc, binary, src)
-        print(f"{os.path.relpath(doc, src)}: {ran} runnable block(s), {len(failed)} failed", file=sys.stderr)
+        ran, skips, failed = run_doc(doc, binary, src)
+        print(f"{os.path.relpath(doc, src)}: {ran} runnable block(s), {len(failed)} failed"
+              + (f", {skips} skipped" if skips else ""), file=sys.stderr)
         total += ran
+        skipped += skips
         failures += failed
     for f in failures:
         print(f, file=sys.stderr)
     if total == 0:
-        print("no runnable block found", file=sys.stderr)
-        return 1
+        print("every runnable block was skipped" if skipped else "no runnable block found", file=sys.stderr)
+        return 77 if skipped else 1
     return 1 if failures else 0
 
 

@@ -123,6 +123,20 @@ group_host() {
     [ -x "$work/host$api/sim" ] || fail "--keep-build did not keep the program"
   done
   run 0 "$mtir" run "$example" "${inputs[@]}" --target host --json && contains stdout "$out" '"max_abs_diff": 0.0'
+  # A model whose workspace is larger than the host program's default arena (1 MiB): the
+  # host build gets the arena its header asks for (two transposes of a 600x600 float32).
+  cat > "$work/big.json" <<'EOF2'
+{"format": "microtir-graph", "version": 1, "name": "big", "inputs": [{"name": "x", "shape": [600, 600], "dtype": "float32"}],
+ "constants": [], "nodes": [{"name": "t1", "op": "transpose", "inputs": ["x"], "attrs": {"axes": [1, 0]}},
+ {"name": "t2", "op": "transpose", "inputs": ["t1"], "attrs": {"axes": [1, 0]}}], "outputs": ["t2"]}
+EOF2
+  python3 -c 'import struct, sys
+h = "{\x27descr\x27: \x27<f4\x27, \x27fortran_order\x27: False, \x27shape\x27: (600, 600), }"
+h += " " * (63 - (10 + len(h)) % 64) + "\n"
+open(sys.argv[1], "wb").write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(h)) + h.encode() + struct.pack("<360000f", *range(360000)))' "$work/bigx.npy"
+  run 0 "$mtir" run "$work/big.json" --input x="$work/bigx.npy" --target host
+  contains stdout "$out" "t2: max abs diff 0, max rel diff 0  ok"
+  contains stdout "$out" "pool 1440000 bytes"
   run 0 "$mtir" build "$example" --target "c -unpacked-api=1" -o "$work/art" && contains stdout "$out" "lib0.c"
   grep -q "int32_t matmul(float\* restrict A, float\* restrict B, float\* restrict C)" "$work/art/codegen/host/src/lib0.c" \
     || fail "unpacked signature not found in lib0.c"
@@ -367,7 +381,7 @@ PY
   grep -Eq "tvmgen_residual_reshape_(r1|r2|flat)\(" "$lib" && fail "a reshape still has a copy kernel"
   # -reuse-io-buffers=1: the AD model's intermediates (128 bytes each) all fit in its
   # 640-byte input after the first layer and in its output before the last.
-  local ad="$src/tests/tflite/models/ad01_int8.tflite" ad_in="$src/tests/tflite/reference/ad/lcg_9e3779b9/input.npy"
+  mlperf_ad || return 0
   run 0 "$mtir" run "$ad" --input "input_1=$ad_in" --target host --reuse-io-buffers
   contains stdout "$out" "Identity: max abs diff 0, max rel diff 0  ok"
   contains stdout "$out" "pool 0 bytes"
@@ -381,13 +395,25 @@ PY
   contains stderr "$err" "reuse-io-buffers takes 0 or 1"
 }
 
+# MLPerf Tiny's AD model and an input TFLM ran it on: third-party files, in
+# ../shared/tflite beside the source tree (or MICROTIR_SHARED_TFLITE). Sets $ad and
+# $ad_in, or says the checks that need them are skipped and returns 1.
+mlperf_ad() {
+  local shared="${MICROTIR_SHARED_TFLITE:-$src/../shared/tflite}"
+  ad="$shared/models/ad01_int8.tflite" ad_in="$shared/reference/ad/lcg_9e3779b9/input.npy"
+  if [ ! -f "$ad" ] || [ ! -f "$ad_in" ]; then
+    echo "skipped: the AD model checks: $shared/models or $shared/reference not found"
+    return 1
+  fi
+}
+
 group_inplace_qemu() {
   run 0 "$mtir" run "$inplace_model" --input "$inplace_input" --target cortex-m4
   contains stdout "$out" "cortex-m4 vs interpreter"
   contains stdout "$out" "logits: max abs diff 0, max rel diff 0  ok"
   contains stdout "$out" "lower bound with in-place sharing 512 bytes"
-  run 0 "$mtir" run "$src/tests/tflite/models/ad01_int8.tflite" \
-    --input "input_1=$src/tests/tflite/reference/ad/lcg_9e3779b9/input.npy" --target cortex-m4 --reuse-io-buffers
+  mlperf_ad || return 0
+  run 0 "$mtir" run "$ad" --input "input_1=$ad_in" --target cortex-m4 --reuse-io-buffers
   contains stdout "$out" "Identity: max abs diff 0, max rel diff 0  ok"
   contains stdout "$out" "workspace 15, input/output buffers 1,280"
 }

@@ -364,10 +364,9 @@ int64_t Tensor::size() const { return product(shape); }
 // TFLite's AveragePool rounding: acc > 0 ? (acc + n/2) / n : (acc - n/2) / n, truncating.
 int32_t div_round_away(int32_t a, int32_t b) { return a > 0 ? (a + b / 2) / b : (a - b / 2) / b; }
 
-// TFLite's int8 MEAN over H and W (TFLM's EvalIntegerMean): with equal quantization the
-// raw sum over the count, truncated (reference_ops::Mean); otherwise QuantizedMeanOrSum,
-// whose multiplier takes 1/count as multiplier << s / count with s = floor(log2 count)
-// capped at 32 and 31 + shift.
+// TFLite's int8 MEAN over H and W (TFLM 90b983c2's EvalIntegerMean): QuantizedMeanOrSum
+// whether or not the quantization is equal, whose multiplier takes 1/count as
+// multiplier << s / count with s = floor(log2 count) capped at 32 and 31 + shift.
 Tensor qmean(const Tensor& x, const json& attrs) {
   expect_rank(x, 4, "qmean data");
   const double si = number(attrs, "input_scale"), so = number(attrs, "output_scale");
@@ -383,10 +382,8 @@ Tensor qmean(const Tensor& x, const json& attrs) {
     for (int64_t ch = 0; ch < c; ++ch) {
       int32_t sum = 0;
       for (int64_t i = 0; i < count; ++i) sum += x.data[(b * count + i) * c + ch];
-      out.data[b * c + ch] = si == so && zi == zo
-                                 ? sum / static_cast<int32_t>(count)
-                                 : clamp(static_cast<int64_t>(multiply_by_quantized_multiplier(
-                                             sum - static_cast<int32_t>(zi * count), q)) + zo, -128, 127);
+      out.data[b * c + ch] = clamp(static_cast<int64_t>(multiply_by_quantized_multiplier(
+                                       sum - static_cast<int32_t>(zi * count), q)) + zo, -128, 127);
     }
   return out;
 }

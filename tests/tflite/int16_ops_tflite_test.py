@@ -384,8 +384,8 @@ def quantizes(r):
 
 def reductions(r):
     """MEAN and SUM on int16 and int8 over any axes: the int32 sum, then TFLM's integer
-    requantization (MEAN folds 1/count into the multiplier), or a truncating division
-    for a MEAN whose input and output quantization are equal."""
+    requantization (MEAN folds 1/count into the multiplier), also for a MEAN whose input
+    and output quantization are equal (TFLM 90b983c2's EvalIntegerMean)."""
     m = r.model
     x16 = ints(np.int16, (2, 5, 3, 4))
     x8 = ints(np.int8, (3, 4, 5))
@@ -406,8 +406,6 @@ def reductions(r):
         mult = quantize_multiplier(si / so)
         if op == "SUM":
             want = clamp(mbqm(total - zi * n, mult) + zo, x.dtype)
-        elif si == so and zi == zo:
-            want = (np.sign(total) * (np.abs(total) // n)).astype(x.dtype)  # C's truncating division
         else:
             shift = min(n.bit_length() - 1, 32, 31 + mult[1])
             want = clamp(mbqm(total - zi * n, ((mult[0] << shift) // n, mult[1] - shift)) + zo, x.dtype)

@@ -2,10 +2,10 @@
 """Malformed .tflite files: each is refused by `microtir compile` with a named error, exit
 code 1, and nothing written.
 
-usage: malformed_tflite_test.py MICROTIR FLATC SCHEMA MODEL [--write-seeds DIR]
+usage: malformed_tflite_test.py MICROTIR FLATC SCHEMA [--write-seeds DIR]
 
-The files are made here: byte-level damage to a real model (MODEL: truncation, a wrong
-identifier, offsets and lengths pointing outside the file), and small models written as
+The files are made here: byte-level damage to a well-formed model written here (truncation,
+a wrong identifier, offsets and lengths pointing outside the file), and small models written as
 JSON and turned into flatbuffers by flatc with our schema subset, each with one fault
 (indices out of range, wrong buffer sizes, missing quantization, shape mismatches,
 zero and huge sizes, unknown and unsupported operators). A well-formed small model is
@@ -103,7 +103,7 @@ JSON_CASES = [
 
 
 def byte_cases(model_bytes):
-    """(file name, bytes, the words the error must contain): damage to a real model."""
+    """(file name, bytes, the words the error must contain): damage to a well-formed model."""
     n = len(model_bytes)
     root = struct.unpack_from("<I", model_bytes, 0)[0]
     cases = [
@@ -126,12 +126,12 @@ def byte_cases(model_bytes):
 def main():
     args = sys.argv[1:]
     seeds = None
-    if len(args) == 6 and args[4] == "--write-seeds":
+    if len(args) == 5 and args[3] == "--write-seeds":
         seeds = args.pop()
         args.pop()
-    if len(args) != 4:
+    if len(args) != 3:
         raise SystemExit(__doc__)
-    cli, flatc, schema, model = args
+    cli, flatc, schema = args
     failures, count = [], 0
     with tempfile.TemporaryDirectory() as work:
         def build(name, m):
@@ -161,7 +161,7 @@ def main():
             for name, path in [("good", good)] + [(f[0], f[1]) for f in files]:
                 with open(path, "rb") as src, open(os.path.join(seeds, name + ".tflite"), "wb") as dst:
                     dst.write(src.read())
-        with open(model, "rb") as f:
+        with open(good, "rb") as f:
             for name, data, words in byte_cases(f.read()):
                 path = os.path.join(work, name + ".tflite")
                 with open(path, "wb") as out:

@@ -8,8 +8,8 @@ int8 one whose ops need no requantization, compared exactly: QUANTIZE, PAD (with
 zero point), MAX_POOL_2D with a fused RELU, CONCATENATION, RESHAPE, DEQUANTIZE. And
 int8 ADD, SUB, MUL, LOGISTIC, TANH, RELU6 with their own scales, within 1 of the real
 result (the wiring of scales and zero points; the arithmetic has its own exact tests).
-And int8 MEAN (keep_dims both ways, requantizing and not), exactly: TFLite's arithmetic
-written here.
+And int8 MEAN (keep_dims both ways, equal quantization or not), exactly: TFLite's
+arithmetic written here.
 
 usage: ops_tflite_test.py MICROTIR FLATC SCHEMA
 
@@ -319,9 +319,10 @@ def tflite_mbqm(x, mult, shift):
 
 
 def int8_mean(cli, flatc, schema, work):
-    """int8 MEAN over H and W, exactly as TFLite Micro computes it: with keep_dims and
-    without, with the output quantization equal to the input's (a truncating division)
-    and different (QuantizedMeanOrSum: 1/count folded into the multiplier)."""
+    """int8 MEAN over H and W, exactly as TFLite Micro (90b983c2) computes it: with keep_dims
+    and without, with the output quantization equal to the input's and different, both
+    QuantizedMeanOrSum (1/count folded into the multiplier; older TFLM truncated the raw
+    mean when the quantization was equal)."""
     m = Model()
     shape = [1, 5, 4, 3]
     qi = (0.05, 3)
@@ -337,9 +338,6 @@ def int8_mean(cli, flatc, schema, work):
         t = m.tensor(name, [1, 1, 1, channels] if keep else [1, channels], dtype="INT8", quant=(so, zo))
         m.op("MEAN", [tx, ta], [t], "ReducerOptions", {"keep_dims": keep})
         outs.append(t)
-        if f32(so) == f32(qi[0]) and zo == qi[1]:
-            wants[name] = [int(v / count) for v in sums]  # C's truncating division
-            continue
         mult, shift = tflite_quantize_multiplier(f32(qi[0]) / f32(so))
         s = min(count.bit_length() - 1, 32, 31 + shift)
         mult, shift = (mult << s) // count, shift - s

@@ -14,6 +14,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tflite_model_test import SKIP, skip_without  # noqa: E402
+
 # The AOT main's own instructions per operator call outside the counted regions: the
 # return-code check and the call's tail, plus the workspace set-up once.
 GLUE_PER_CALL, GLUE_ONCE = 20, 60
@@ -28,6 +31,8 @@ def main():
     if len(sys.argv) != 4:
         raise SystemExit(__doc__)
     cli, model, case = sys.argv[1:]
+    if skip_without(model, case):
+        return SKIP
     quant = json.load(open(os.path.join(case, "quant.json")))
     x = f"{quant['input']['name']}={os.path.join(case, 'input.npy')}"
     failures = []

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """One MLPerf Tiny .tflite model through microtir, compared byte for byte with TFLite
-Micro's reference outputs (tests/tflite/reference, see its README.md).
+Micro's reference outputs (../shared/tflite/reference, see its README.md).
 
 usage: tflite_model_test.py MICROTIR MODEL REFERENCE_DIR TARGET [--layers] [--case=NAME] [--backend=c|llvm]
 
@@ -56,6 +56,19 @@ def first_difference(got, want):
     return None
 
 
+SKIP = 77  # ctest's SKIP_RETURN_CODE
+
+
+def skip_without(*paths):
+    """True (after saying so) when a third-party file is missing: the models and TFLM's
+    outputs live in ../shared/tflite beside the source tree, not in the repository."""
+    missing = [p for p in paths if not os.path.exists(p)]
+    if missing:
+        print(f"skipped: {missing[0]} not found (third-party models and TFLM's outputs live in ../shared/tflite "
+              "beside the source tree; MICROTIR_SHARED_TFLITE points elsewhere)")
+    return bool(missing)
+
+
 MAX_DIFF = int(os.environ.get("MICROTIR_TFLITE_MAX_DIFF", "0"))  # 0: byte for byte (the tests)
 
 
@@ -84,6 +97,8 @@ def main():
     if len(args) != 4:
         raise SystemExit(__doc__)
     cli, model, ref_dir, target = args
+    if skip_without(model, ref_dir):
+        return SKIP
     on = f"{target} ({backend.upper()} backend)"
     backend_args = ["--backend", backend]
     cases = sorted(c for c in os.listdir(ref_dir) if c.startswith("lcg_") and (not only or c in only))

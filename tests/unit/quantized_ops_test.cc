@@ -380,10 +380,9 @@ TEST(QuantizedOps, QglobalAvgPool2dMatchesReference) {
 
 // ---- qmean ----------------------------------------------------------------------------
 
-// TFLite's int8 MEAN over H and W (TFLM's EvalIntegerMean): equal quantization divides the
-// raw sum, truncating; otherwise QuantizedMeanOrSum folds 1/count into the multiplier
-// (shifted up by floor(log2 count), capped at 32 and at 31 + shift) and requantizes
-// sum - zi * count.
+// TFLite's int8 MEAN over H and W (TFLM 90b983c2's EvalIntegerMean): QuantizedMeanOrSum,
+// equal quantization or not, folds 1/count into the multiplier (shifted up by
+// floor(log2 count), capped at 32 and at 31 + shift) and requantizes sum - zi * count.
 NDArray ref_qmean(const NDArray& x, double si, int64_t zi, double so, int64_t zo) {
   int64_t N = x.shape[0], H = x.shape[1], W = x.shape[2], C = x.shape[3], count = H * W;
   RefMult m = ref_multiplier(si / so);
@@ -396,7 +395,7 @@ NDArray ref_qmean(const NDArray& x, double si, int64_t zi, double so, int64_t zo
     for (int64_t c = 0; c < C; ++c) {
       int64_t sum = 0;
       for (int64_t i = 0; i < count; ++i) sum += x.get_int((n * count + i) * C + c);
-      int64_t y = si == so && zi == zo ? sum / count : clamp(ref_requant(sum - zi * count, folded) + zo, -128, 127);
+      int64_t y = clamp(ref_requant(sum - zi * count, folded) + zo, -128, 127);
       out.set_int(n * C + c, y);
     }
   return out;
@@ -412,7 +411,7 @@ TEST(QuantizedOps, QmeanMatchesReference) {
   };
   const float f = 0.0171f;  // a float32 scale, as TFLite stores it
   const P params[] = {
-      {{1, 5, 5, 8}, f, -3, f, -3},          // equal: truncating division
+      {{1, 5, 5, 8}, f, -3, f, -3},          // equal: requantized too, not a truncating division
       {{2, 3, 7, 3}, f, 12, f, 12},          // equal, odd count
       {{1, 4, 4, 6}, f, -3, f, 5},           // same scale, other zero point
       {{1, 6, 6, 5}, 0.05, 7, 0.02, -10},    // output scale finer
@@ -432,10 +431,12 @@ TEST(QuantizedOps, QmeanMatchesReference) {
       expect_ints(run("qmean", {x}, attrs), want.shape, ints(want), "qmean " + attrs.dump());
     }
   }
-  // Truncation towards zero with equal quantization: -3 / 2 -> -1 (not -2), 3 / 2 -> 1.
+  // Equal quantization rounds like the rest (TFLM's MobileNetV2 MEAN shows it): the means
+  // -1.5 and 1.5 become -1 and 2 (TFLite's rounding of the requantization: half up), where
+  // a truncating division would give -1 and 1.
   NDArray x = make(kI8, {1, 1, 2, 2}, {-1, 1, -2, 2});
   json same = {{"input_scale", 0.5}, {"output_scale", 0.5}};
-  expect_ints(run("qmean", {x}, same), {1, 1, 1, 2}, {-1, 1}, "truncation");
+  expect_ints(run("qmean", {x}, same), {1, 1, 1, 2}, {-1, 2}, "equal quantization, rounded");
 }
 
 TEST(QuantizedOps, QmeanRefusals) {

@@ -13,6 +13,10 @@ const { loadMicrotir, graphRequest } = require('./microtir_module.js');
 const jsPath = process.env.MICROTIR_WASM_JS;
 const src = process.env.MICROTIR_SOURCE_DIR || path.resolve(__dirname, '../..');
 const nativeCli = process.env.MICROTIR_NATIVE_CLI || '';
+// Third-party models (MLPerf Tiny): ../shared/tflite beside the source tree, never in it.
+// The tests that need them are skipped, saying so, when it is missing.
+const sharedTflite = path.resolve(process.env.MICROTIR_SHARED_TFLITE || path.join(src, '../shared/tflite'));
+const noSharedTflite = fs.existsSync(sharedTflite) ? false : `${sharedTflite} not found`;
 const matmulPath = path.join(src, 'examples/matmul.tir');
 const digitsPath = path.join(src, 'models/digits/digits.json');
 const programsDir = path.join(src, 'tests/programs');
@@ -448,8 +452,8 @@ test('mtir_import_onnx: the core\'s ONNX converter on a decoded model', () => {
 
 // VWW's first four layers run band by band (patch stages), one kernel per band shape: the
 // model view lists them all, so the page times every band.
-test('vww.tflite: the model view names every band kernel of a patched layer', () => {
-  const bytes = fs.readFileSync(path.join(src, 'tests/tflite/models/vww_96_int8.tflite'));
+test('vww.tflite: the model view names every band kernel of a patched layer', { skip: noSharedTflite }, () => {
+  const bytes = fs.readFileSync(path.join(sharedTflite, 'models/vww_96_int8.tflite'));
   const imported = mtir.importTflite(bytes, 'vww_96_int8.tflite');
   assert.equal(imported.ok, true, imported.message);
   const graph = JSON.parse(imported.graph);  // its first four layers: compiled in a moment
@@ -474,8 +478,8 @@ test('vww.tflite: the model view names every band kernel of a patched layer', ()
   assert.ok(r.model.nodes.some((n) => n.kernel && !n.band_kernels));
 });
 
-test('.tflite models: the native TFLite frontend in the core gives what `microtir import` writes', () => {
-  const models = path.join(src, 'tests/tflite/models');
+test('.tflite models: the native TFLite frontend in the core gives what `microtir import` writes', { skip: noSharedTflite }, () => {
+  const models = path.join(sharedTflite, 'models');
   for (const file of ['kws_ref_model.tflite', 'ad01_int8.tflite']) {
     const bytes = fs.readFileSync(path.join(models, file));
     const r = mtir.importTflite(bytes, file);

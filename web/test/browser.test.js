@@ -17,6 +17,10 @@ const { serve } = require('./serve.js');
 const webDir = path.resolve(process.env.MICROTIR_WEB_DIR || path.join(__dirname, '../../build-wasm/web'));
 const shots = path.resolve(process.env.MICROTIR_SCREENSHOTS || path.join(webDir, '../screenshots'));
 const chromiumPath = process.env.MICROTIR_CHROMIUM || '/usr/bin/chromium';
+// Third-party models and TFLM's outputs: ../shared/tflite beside the source tree, never in
+// it. The tests that need them are skipped, saying so, when it is missing.
+const sharedTflite = path.resolve(process.env.MICROTIR_SHARED_TFLITE || path.join(__dirname, '../../../shared/tflite'));
+const noSharedTflite = fs.existsSync(sharedTflite) ? false : `${sharedTflite} not found`;
 
 let server, browser, base;
 test.before(async () => {
@@ -848,10 +852,13 @@ test('source <-> output for models: graph nodes against their kernels in C, LLVM
     await checkModelMapping(page, file, head);
   }
   const source = path.resolve(__dirname, '../..');
-  for (const model of ['models/digits/digits.onnx', 'tests/tflite/models/kws_ref_model.tflite']) {
+  const models = [path.join(source, 'models/digits/digits.onnx')];
+  if (noSharedTflite) console.log(`skipped: the KWS .tflite part: ${noSharedTflite}`);
+  else models.push(path.join(sharedTflite, 'models/kws_ref_model.tflite'));
+  for (const model of models) {
     await page.fill('#target', 'c');
     await clearStatus(page);
-    await page.setInputFiles('#load', path.join(source, model));
+    await page.setInputFiles('#load', model);
     assert.match(await compileStatus(page), /compiled/, model);
     await checkModelMapping(page, 'codegen/host/src/lib0.c', (k) => `^\\w[\\w ]*\\b${k}\\(`);
   }
@@ -908,10 +915,10 @@ async function dropFiles(page, selector, files) {
   }, { selector, files: files.map((f) => ({ name: f.name, bytes: [...f.bytes] })) });
 }
 
-test('Run on .npy files; a dropped .tflite compiles: its layers in the model view, Run on an .npy gives TFLite Micro\'s bytes, a malformed file is the core\'s named error', async () => {
+test('Run on .npy files; a dropped .tflite compiles: its layers in the model view, Run on an .npy gives TFLite Micro\'s bytes, a malformed file is the core\'s named error', { skip: noSharedTflite }, async () => {
   const source = path.resolve(__dirname, '../..');
-  const tflite = path.join(source, 'tests/tflite/models/ad01_int8.tflite');
-  const ref = path.join(source, 'tests/tflite/reference/ad/lcg_00000001');
+  const tflite = path.join(sharedTflite, 'models/ad01_int8.tflite');
+  const ref = path.join(sharedTflite, 'reference/ad/lcg_00000001');
   const { page, errors } = await openPage();
   await compileStatus(page);
   // First the .npy inputs on a TIR program (matmul, before any run): files named after its

@@ -96,6 +96,7 @@ class TfliteConverter {
   // convert_lstm.cc: UNIDIRECTIONAL_SEQUENCE_LSTM; the four gates' constants stacked.
   void lstm(const tflite::Operator& op);
   NDArray stack_constants(const std::vector<int>& ids, DataType dtype) const;
+  void transpose(const tflite::Operator& op);  // convert_transpose.cc
 
   int input(const tflite::Operator& op, size_t i, bool optional = false) const;
   int output(const tflite::Operator& op) const;

@@ -726,6 +726,7 @@ void TfliteConverter::convert(size_t index, const tflite::Operator& op, BuiltinO
     case BuiltinOperator::MEAN: mean(op, false); break;
     case BuiltinOperator::SUM: mean(op, true); break;
     case BuiltinOperator::CONCATENATION: concatenation(op); break;
+    case BuiltinOperator::TRANSPOSE: transpose(op); break;
     case BuiltinOperator::LOGISTIC:
     case BuiltinOperator::TANH:
     case BuiltinOperator::RELU:
