@@ -204,7 +204,7 @@ std::vector<FirmwareArg> firmware_args(const ArtifactInfo& info, const std::vect
   std::vector<FirmwareArg> out;
   for (const auto& a : args) {
     FirmwareArg f;
-    f.c_name = to_c_identifier(a.name);
+    f.c_name = a.c_name;
     f.role = a.role == ArtifactArg::Role::kInput    ? FirmwareArg::Role::kInput
              : a.role == ArtifactArg::Role::kWeight ? FirmwareArg::Role::kWeight
                                                     : FirmwareArg::Role::kOutput;
@@ -212,7 +212,7 @@ std::vector<FirmwareArg> firmware_args(const ArtifactInfo& info, const std::vect
     f.dl_type_code = a.dtype.is_float() ? "kDLFloat" : a.dtype.is_uint() ? "kDLUInt" : "kDLInt";
     f.bits = a.dtype.bits();
     if (a.role == ArtifactArg::Role::kWeight && !info.link_params) {
-      const fs::path npy = fs::path(info.dir) / "parameters" / (a.name + ".npy");
+      const fs::path npy = fs::path(info.dir) / "parameters" / (a.c_name + ".npy");
       if (!fs::exists(npy)) fail(info.dir + " is an incomplete artifact: " + npy.string() + " is missing");
       NDArray w = read_npy(read_text(npy), npy.string());
       if (w.dtype != a.dtype || w.shape != a.shape)
@@ -379,12 +379,12 @@ ArtifactRunResult run_artifact(const ArtifactInfo& info, const std::vector<Artif
   for (const auto& in : inputs) {
     int64_t n = 1;
     for (int64_t d : in.shape) n *= d;
-    spec.inputs.push_back({to_c_identifier(in.name), n * in.dtype.bytes()});
+    spec.inputs.push_back({in.c_name, n * in.dtype.bytes()});
   }
   for (const auto& o : outputs) {
     int64_t n = 1;
     for (int64_t d : o.shape) n *= d;
-    spec.outputs.push_back({to_c_identifier(o.name), n * o.dtype.bytes()});
+    spec.outputs.push_back({o.c_name, n * o.dtype.bytes()});
   }
   for (size_t s = 0; s < samples.size(); ++s) {
     if (samples[s].size() != inputs.size())

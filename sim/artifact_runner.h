@@ -38,9 +38,10 @@ struct ArtifactInfo {
 ArtifactInfo read_artifact_info(const std::string& dir);
 
 struct ArtifactTensor {
-  std::string name;  // the graph's name (the C member is to_c_identifier(name))
+  std::string name;  // the graph's name
   DataType dtype = DataType::Float(32);
   std::vector<int64_t> shape;
+  std::string c_name;  // its member of the C interface's structs (AotModule::Param::c_name)
 };
 
 // One tensor parameter of the model's main, in main's order (the packed interface
@@ -51,6 +52,7 @@ struct ArtifactArg {
   Role role = Role::kInput;
   DataType dtype = DataType::Float(32);
   std::vector<int64_t> shape;
+  std::string c_name;  // main's parameter (AotModule::Param::c_name); a weight's file is parameters/<c_name>.npy
 };
 
 struct ArtifactRunOptions {

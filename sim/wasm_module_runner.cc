@@ -224,12 +224,12 @@ ArtifactRunResult run_wasm_module(const ArtifactInfo& info, const std::vector<Ar
       write_bytes(p, a.data.data(), a.data.size());
       files.push_back(p.string());
     }
-    spec["inputs"].push_back({{"name", inputs[i].name}, {"files", files}});
+    spec["inputs"].push_back({{"name", inputs[i].c_name}, {"files", files}});  // exported as input:<c_name>
   }
   for (const auto& o : outputs) {
     int64_t n = 1;
     for (int64_t d : o.shape) n *= d;
-    spec["outputs"].push_back({{"name", o.name}, {"bytes", n * o.dtype.bytes()}});
+    spec["outputs"].push_back({{"name", o.c_name}, {"bytes", n * o.dtype.bytes()}});
   }
   progress("[2/2] wasm-binaryen: running " + info.wasm_module + " under node");
   const fs::path log = work / "run.log";

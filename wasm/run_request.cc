@@ -190,8 +190,12 @@ json run_model(const LoadedModel& model, const json& run) {
   options.max_steps = kMaxSteps;
   interpret(m, model.aot.main, args, options);
   json buffers = json::array();
-  for (size_t i = 0; i < model.aot.params.size(); ++i)
-    if (roles[i] != "constant") buffers.push_back(buffer_json(model.aot.params[i].name, roles[i], arrays[i]));
+  for (size_t i = 0; i < model.aot.params.size(); ++i) {
+    if (roles[i] == "constant") continue;
+    json b = buffer_json(model.aot.params[i].name, roles[i], arrays[i]);
+    b["identifier"] = model.aot.params[i].c_name;  // the C member, the wasm module's input:/output: export
+    buffers.push_back(std::move(b));
+  }
   return {{"function", model.aot.main}, {"buffers", buffers}};
 }
 

@@ -90,7 +90,7 @@ std::string linked_weights(const AotModule& aot, const Graph& g, const std::stri
     if (type.empty())
       user_error(Span{}, "constant '" + p.name + "': " + a.dtype.str() + " weights cannot be linked into the artifact yet "
                          "(float32, float64 and integer constants can)");
-    c << "static const " << type << " " << prefix << "_" << to_c_identifier(p.name) << "[" << std::max<int64_t>(a.num_elements(), 1)
+    c << "static const " << type << " " << prefix << "_" << p.c_name << "[" << std::max<int64_t>(a.num_elements(), 1)
       << "] = {";
     for (int64_t i = 0; i < a.num_elements(); ++i) c << (i % 6 ? " " : "\n    ") << c_literal(a, i) << (i + 1 < a.num_elements() ? "," : "");
     c << "};\n";
@@ -113,18 +113,21 @@ SourceFileOut packed_linked_source(const AotModule& aot, const Graph& g, const I
     << ".h\"\n\n" << c_signature(aot.main, lowered.lookup(aot.main)) << ";\n"
     << "int32_t " << entry << kPackedParams << ";\n\n" << linked_weights(aot, g, prefix) << "\n";
   size_t io = 0;
-  for (const auto& p : aot.params) {
+  for (size_t i = 0; i < aot.params.size(); ++i) {
+    const auto& p = aot.params[i];
     if (p.role != AotModule::Role::kConstant) {
       ++io;
       continue;
     }
-    const std::string name = prefix + "_" + to_c_identifier(p.name);
-    c << "static int64_t " << name << "_shape[" << std::max<size_t>(p.type.shape.size(), 1) << "] = {";
+    // The shape and DLTensor are named by position: a name-derived symbol could be
+    // another weight's (weights "w" and "w_shape").
+    const std::string data = prefix + "_" + p.c_name, shape = "mtir_shape_" + std::to_string(i);
+    c << "static int64_t " << shape << "[" << std::max<size_t>(p.type.shape.size(), 1) << "] = {";
     for (size_t k = 0; k < p.type.shape.size(); ++k) c << (k ? ", " : "") << p.type.shape[k];
     if (p.type.shape.empty()) c << "1";
     // main only reads its weights: the const is cast away for DLTensor's data member.
-    c << "};\nstatic DLTensor " << name << "_tensor = {(void*)" << name << ", {kDLCPU, 0}, " << p.type.shape.size()
-      << ", {" << dl_type_code(p.type.dtype) << ", " << p.type.dtype.bits() << ", 1}, " << name << "_shape, NULL, 0};\n";
+    c << "};\nstatic DLTensor mtir_tensor_" << i << " = {(void*)" << data << ", {kDLCPU, 0}, " << p.type.shape.size()
+      << ", {" << dl_type_code(p.type.dtype) << ", " << p.type.dtype.bits() << ", 1}, " << shape << ", NULL, 0};\n";
   }
   c << "\nint32_t " << entry << kPackedParams << " {\n"
     << "  TVMValue all[" << aot.params.size() << "];\n  int32_t codes[" << aot.params.size() << "];\n"
@@ -135,7 +138,7 @@ SourceFileOut packed_linked_source(const AotModule& aot, const Graph& g, const I
   for (size_t i = 0; i < aot.params.size(); ++i) {
     const auto& p = aot.params[i];
     if (p.role == AotModule::Role::kConstant) {
-      c << "  all[" << i << "].v_handle = &" << prefix << "_" << to_c_identifier(p.name) << "_tensor;\n"
+      c << "  all[" << i << "].v_handle = &mtir_tensor_" << i << ";\n"
         << "  codes[" << i << "] = kTVMDLTensorHandle;\n";
     } else {
       c << "  all[" << i << "] = args[" << k << "];\n  codes[" << i << "] = type_codes[" << k << "];\n";
@@ -191,8 +194,10 @@ std::vector<SourceFileOut> c_interface(const AotModule& aot, const Graph& g, con
     const auto& p = aot.params[i];
     if (!passed(p)) continue;
     const size_t argument = arg++;
-    const std::string name = macro + "_" + upper(to_c_identifier(p.name));
-    h << "/* " << role_name(p.role) << " '" << p.name << "': " << p.type.str();
+    const std::string name = macro + "_" + upper(p.c_name);
+    // The model's own name, and the identifier it became where they differ.
+    h << "/* " << role_name(p.role) << " '" << c_escaped(p.name) << "'"
+      << (p.c_name != p.name ? " (" + p.c_name + ")" : std::string()) << ": " << p.type.str();
     auto q = g.quantization.find(p.name);
     if (q != g.quantization.end()) {
       char text[96];  // %.9g: the float32 scale exactly
@@ -224,10 +229,10 @@ std::vector<SourceFileOut> c_interface(const AotModule& aot, const Graph& g, con
   for (const auto& [role, suffix] : structs) {
     if (role == AotModule::Role::kConstant)
       h << "/* The weights (-link-params=0): the application passes each one, as stored in\n"
-        << " * parameters/<name>.npy of the artifact (row-major, little-endian). */\n";
+        << " * parameters/<member>.npy of the artifact (row-major, little-endian). */\n";
     h << "struct " << prefix << suffix << " {\n";
     for (const auto& p : aot.params)
-      if (p.role == role) h << "  " << (role == AotModule::Role::kConstant ? "const " : "") << "void* " << to_c_identifier(p.name) << ";\n";
+      if (p.role == role) h << "  " << (role == AotModule::Role::kConstant ? "const " : "") << "void* " << p.c_name << ";\n";
     h << "};\n\n";
     const std::string var = suffix.substr(1);
     run_params += (run_params.empty() ? "" : ", ") + std::string("struct ") + prefix + suffix + "* " + var;
@@ -272,18 +277,17 @@ std::vector<SourceFileOut> c_interface(const AotModule& aot, const Graph& g, con
     c << "  MTIR_REQUIRE(" << var << ", \"" << var << "\")\n";
     for (const auto& p : aot.params)
       if (p.role == role)
-        c << "  MTIR_REQUIRE(" << var << "->" << to_c_identifier(p.name) << ", \"" << role_name(role) << " '"
-          << to_c_identifier(p.name) << "'\")\n";
+        c << "  MTIR_REQUIRE(" << var << "->" << p.c_name << ", \"" << role_name(role) << " '" << p.c_name << "'\")\n";
   }
   if (!aot.devices.empty()) c << "  MTIR_REQUIRE(devices, \"devices\")\n";
   c << "  return " << aot.main << "(";
   for (size_t i = 0; i < aot.params.size(); ++i) {
     const auto& p = aot.params[i];
     c << (i ? ", " : "");
-    if (p.role == AotModule::Role::kInput) c << "inputs->" << to_c_identifier(p.name);
-    else if (p.role == AotModule::Role::kOutput) c << "outputs->" << to_c_identifier(p.name);
-    else if (!options.link_params) c << "(void*)params->" << to_c_identifier(p.name);  // read only
-    else c << "(" << linked_c_type(p.type.dtype) << "*)" << prefix << "_" << to_c_identifier(p.name);  // read only: main never writes its weights
+    if (p.role == AotModule::Role::kInput) c << "inputs->" << p.c_name;
+    else if (p.role == AotModule::Role::kOutput) c << "outputs->" << p.c_name;
+    else if (!options.link_params) c << "(void*)params->" << p.c_name;  // read only
+    else c << "(" << linked_c_type(p.type.dtype) << "*)" << prefix << "_" << p.c_name;  // read only: main never writes its weights
   }
   for (const auto& d : aot.devices) c << ", devices->" << d;
   c << ");\n}\n";

@@ -58,6 +58,21 @@ nlohmann::json memory_section(const AotModule& aot, const IRModule& lowered) {
   return {{"main", nlohmann::json::array({main})}, {"operator_functions", ops}};
 }
 
+// The model's inputs or outputs in main's order: the model's own name, the C identifier
+// the interface uses for it (struct member, TVMGEN_<MODEL>_<IDENTIFIER>_SIZE), its type
+// and, where the model says it, its quantization.
+nlohmann::json io_section(const LoadedModel& model, AotModule::Role role) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& p : model.aot.params) {
+    if (p.role != role) continue;
+    nlohmann::json j = {{"name", p.name}, {"identifier", p.c_name}, {"dtype", p.type.dtype.str()}, {"shape", p.type.shape}};
+    auto q = model.graph.quantization.find(p.name);
+    if (q != model.graph.quantization.end()) j["scale"] = q->second.first, j["zero_point"] = q->second.second;
+    list.push_back(std::move(j));
+  }
+  return list;
+}
+
 }  // namespace
 
 const char* const kDefaultCompileTarget = "c -executor=aot -interface-api=c -unpacked-api=1 -link-params=1";
@@ -112,6 +127,8 @@ MlfArtifact build_mlf(const LoadedModel& model, const std::string& target_string
                   {"shared_lower_bound_bytes",
                    int_attr_or_zero(a.built.lowered.module.lookup(model.aot.main), "workspace.shared_lower_bound_bytes")},
                   {"functions", memory_section(model.aot, a.built.lowered.module)}}},
+                {"inputs", io_section(model, AotModule::Role::kInput)},
+                {"outputs", io_section(model, AotModule::Role::kOutput)},
                 {"files", nlohmann::json::array()}};
   for (const auto& f : files) a.metadata["files"].push_back(f.path);
   files.push_back({"src/" + inputs.graph_filename, inputs.graph_text});
@@ -122,7 +139,9 @@ MlfArtifact build_mlf(const LoadedModel& model, const std::string& target_string
   }
   // The weights as .npy (linked into the C sources too, unless -link-params=0), and the C runtime the
   // artifact builds against, so the folder is complete on its own.
-  for (const auto& [name, array] : model.graph.constants) files.push_back({"parameters/" + name + ".npy", write_npy(array)});
+  for (const auto& p : model.aot.params)
+    if (p.role == AotModule::Role::kConstant)
+      files.push_back({"parameters/" + p.c_name + ".npy", write_npy(model.graph.constants.at(p.name))});
   std::vector<SourceFileOut> runtime = wasm ? std::vector<SourceFileOut>{} : inputs.runtime;  // wasm needs no CRT
   std::sort(runtime.begin(), runtime.end(), [](const SourceFileOut& x, const SourceFileOut& y) { return x.path < y.path; });
   for (const auto& f : runtime) files.push_back({"runtime/" + f.path, f.text});

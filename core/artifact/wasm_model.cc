@@ -19,7 +19,7 @@ std::string wasm_model_module(const AotModule& aot, const Graph& g, const IRModu
   options.run.devices = aot.devices;
   for (const auto& p : aot.params) {
     WasmRunExport::Param param;
-    param.name = p.name;
+    param.name = p.c_name;
     param.bytes = p.type.num_elements() * p.type.dtype.bytes();
     if (p.role == AotModule::Role::kConstant) {
       param.kind = WasmRunExport::Param::Kind::kConstant;

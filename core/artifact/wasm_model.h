@@ -1,7 +1,8 @@
 // The WebAssembly module of an AOT model (the wasm target's artifact): its kernels and
 // main, the weights in data segments, and an exported `run(inputs..., outputs...)`
 // over the model's inputs and outputs in graph order, with static buffers for each
-// exported as "input:<name>" / "output:<name>" (their addresses, i32 globals).
+// exported as "input:<c_name>" / "output:<c_name>" (their addresses, i32 globals; c_name
+// is the C identifier of AotModule::Param).
 #pragma once
 
 #include <string>

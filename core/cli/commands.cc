@@ -227,13 +227,14 @@ static std::map<const VarNode*, int64_t> bind_scalars(const PrimFunc& f, const s
 // The outputs as text and, with --target host, the comparison with the interpreter.
 // Returns false when the host build disagrees.
 static bool print_run_text(const RunCommand& c, const PrimFunc& f, const std::vector<NDArray>& arrays,
-                           const std::vector<size_t>& outputs, const json& comparisons, bool all_match,
-                           std::optional<int64_t> returned, std::optional<int64_t> host_returned) {
+                           const std::vector<size_t>& outputs, const std::vector<std::string>& labels,
+                           const json& comparisons, bool all_match, std::optional<int64_t> returned,
+                           std::optional<int64_t> host_returned) {
   // The function's returned value (-> T.int32), as the interpreter computed it.
   if (returned) std::cout << "return: " << f->ret_type.str() << " " << *returned << "\n";
   for (size_t i : outputs) {
     const NDArray& a = arrays[i];
-    std::cout << f->param_buffers[i]->name << ": " << a.dtype.str() << " " << shape_str(a.shape) << "\n";
+    std::cout << labels[i] << ": " << a.dtype.str() << " " << shape_str(a.shape) << "\n";
     int64_t index = 0;
     format_array(std::cout, a, 0, &index, c.print_limit);
     std::cout << "\n";
@@ -247,11 +248,10 @@ static bool print_run_text(const RunCommand& c, const PrimFunc& f, const std::ve
                   << " (interpreter " << *returned << ")  " << (cmp["ok"].get<bool>() ? "ok" : "MISMATCH") << "\n";
         continue;
       }
-      char line[256];
-      std::snprintf(line, sizeof line, "  %s: max abs diff %.3g, max rel diff %.3g  %s\n",
-                    cmp["name"].get<std::string>().c_str(), cmp["max_abs_diff"].get<double>(),
+      char line[128];  // the figures; the name apart, since a model's name can be long
+      std::snprintf(line, sizeof line, ": max abs diff %.3g, max rel diff %.3g  %s\n", cmp["max_abs_diff"].get<double>(),
                     cmp["max_rel_diff"].get<double>(), cmp["ok"].get<bool>() ? "ok" : "MISMATCH");
-      std::cout << line;
+      std::cout << "  " << cmp["name"].get<std::string>() << line;
     }
     if (!all_match) {
       std::cerr << "microtir: the host " << backend << " artifact disagrees with the interpreter\n";
@@ -267,6 +267,9 @@ struct RunSubject {
   IRModule module;
   std::string func;
   std::map<std::string, NDArray> preset;  // buffer name -> value (a model's weights)
+  // A model's inputs and outputs: main's buffers are their C identifiers; --input takes
+  // the model's own names too, and the outputs are reported under them.
+  std::optional<AotModule> aot;
 };
 
 static RunSubject load_run_subject(const RunCommand& c) {
@@ -282,6 +285,7 @@ static RunSubject load_run_subject(const RunCommand& c) {
       if (lm.aot.params[i].role == AotModule::Role::kConstant)
         r.preset[main->param_buffers[i]->name] = lm.graph.constants.at(lm.aot.params[i].name);
     }
+    r.aot = lm.aot;
   } else {
     r.module = load_module(c.file, true);
     r.func = pick_function(r.module, c.func);
@@ -333,12 +337,27 @@ struct RunArguments {
 };
 
 static RunArguments bind_run_arguments(const RunCommand& c, const PrimFunc& f, const std::string& fname,
-                                       const std::map<std::string, NDArray>& preset) {
+                                       const RunSubject& subject) {
+  const std::map<std::string, NDArray>& preset = subject.preset;
+  // A model's tensor is named by the model's name or its C identifier (main's buffer).
+  auto buffer_named = [&](std::pair<std::string, std::string> kv, const char* flag) {
+    if (!subject.aot) return kv;
+    const AotModule::Param* p = find_io_param(*subject.aot, kv.first);
+    if (!p) {
+      std::string names;
+      for (const auto& q : subject.aot->params)
+        if (q.role == AotModule::Role::kInput) names += (names.empty() ? "'" : ", '") + q.name + "'";
+      user_error({}, std::string(flag) + " " + kv.first + ": the model has no input or output '" + kv.first +
+                         "' (its inputs: " + (names.empty() ? "none" : names) + ")");
+    }
+    kv.first = p->c_name;
+    return kv;
+  };
   std::map<std::string, std::string> input_files, scalar_texts;
   std::map<std::string, std::string> inout_files;
-  for (const auto& s : c.inputs) input_files.insert(split_assignment(s, "--input"));
+  for (const auto& s : c.inputs) input_files.insert(buffer_named(split_assignment(s, "--input"), "--input"));
   for (const auto& s : c.inouts) {
-    auto kv = split_assignment(s, "--inout");
+    auto kv = buffer_named(split_assignment(s, "--inout"), "--inout");
     if (input_files.count(kv.first)) user_error({}, "buffer '" + kv.first + "' is given with both --input and --inout");
     inout_files.insert(kv);
   }
@@ -386,7 +405,8 @@ struct HostComparison {
 
 static HostComparison compare_with_host_build(const RunCommand& c, const IRModule& m, const std::string& fname,
                                               const PrimFunc& f, RunArguments& run, std::vector<NDArray>& inputs,
-                                              const std::optional<int64_t>& interpreted_return) {
+                                              const std::optional<int64_t>& interpreted_return,
+                                              const std::vector<std::string>& labels) {
   HostComparison h;
   std::vector<InterpArg> host_args = run.args;
   for (size_t i = 0; i < f->params.size(); ++i)
@@ -409,7 +429,7 @@ static HostComparison compare_with_host_build(const RunCommand& c, const IRModul
   }
   for (size_t i : run.outputs) {
     Difference d = compare_arrays(inputs[i], run.arrays[i]);  // the artifact against the interpreter
-    add(f->param_buffers[i]->name, d.max_abs, d.max_rel, d.ok);
+    add(labels[i], d.max_abs, d.max_rel, d.ok);
   }
   // Report what the artifact computed.
   for (size_t i : run.outputs) std::swap(run.arrays[i], inputs[i]);
@@ -433,16 +453,23 @@ int run_run(const RunCommand& c) {
   const IRModule& m = subject.module;
   const std::string& fname = subject.func;
   PrimFunc f = m.lookup(fname);
-  RunArguments run = bind_run_arguments(c, f, fname, subject.preset);
+  RunArguments run = bind_run_arguments(c, f, fname, subject);
   std::vector<NDArray>& arrays = run.arrays;
   const std::vector<size_t>& outputs = run.outputs;
+  // Each buffer's name for the user: a model's own name for its inputs and outputs (the
+  // buffer, and the file --output-dir writes, are its C identifier).
+  std::vector<std::string> labels(f->params.size());
+  for (size_t i = 0; i < f->params.size(); ++i) {
+    if (!f->param_buffers[i]) continue;
+    labels[i] = subject.aot && i < subject.aot->params.size() ? subject.aot->params[i].name : f->param_buffers[i]->name;
+  }
 
   // The host build runs on copies of the inputs; the interpreter is the reference.
   std::vector<NDArray> reference;
   if (!c.target.empty()) reference = arrays;
   const std::optional<int64_t> returned = interpret(m, fname, run.args);
   HostComparison host;
-  if (!c.target.empty()) host = compare_with_host_build(c, m, fname, f, run, reference, returned);
+  if (!c.target.empty()) host = compare_with_host_build(c, m, fname, f, run, reference, returned, labels);
 
   OutputSet files;
   if (!c.output_dir.empty()) {
@@ -453,14 +480,19 @@ int run_run(const RunCommand& c) {
   }
   if (c.json) {
     json outs = json::array();
-    for (size_t i : outputs) outs.push_back(array_json(f->param_buffers[i]->name, arrays[i]));
+    for (size_t i : outputs) {
+      json o = array_json(labels[i], arrays[i]);
+      o["identifier"] = f->param_buffers[i]->name;
+      if (!c.output_dir.empty()) o["file"] = c.output_dir + "/" + f->param_buffers[i]->name + ".npy";
+      outs.push_back(std::move(o));
+    }
     json out = {{"ok", host.all_match}, {"function", fname}, {"outputs", outs}};
     if (returned) out["return"] = *returned;
     if (!c.target.empty()) out["compare"] = host.comparisons;
     std::cout << out.dump(2) << "\n";
     return host.all_match ? 0 : 1;
   }
-  if (!print_run_text(c, f, arrays, outputs, host.comparisons, host.all_match, returned, host.returned)) return 1;
+  if (!print_run_text(c, f, arrays, outputs, labels, host.comparisons, host.all_match, returned, host.returned)) return 1;
   // Where the model's intermediate tensors live: the plan the artifact uses.
   if (is_graph_file(c.file)) std::cout << planned_memory_report(m, fname, c.reuse_io_buffers);
   return 0;

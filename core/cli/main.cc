@@ -59,12 +59,12 @@ CLI::App* add_run(CLI::App& app, mtir::cli::RunCommand& run) {
   CLI::App* cmd = app.add_subcommand("run", "Interpret a PrimFunc on .npy inputs with the reference interpreter");
   cmd->add_option("file", run.file, "TIR text file ('-' for standard input), model.json, model.onnx, model.tflite, or a compiled model.tar / MLF folder")->required();
   cmd->add_option("--func", run.func, "Function to run (default: the only one)");
-  cmd->add_option("--input", run.inputs, "Buffer input NAME=FILE.npy (repeatable); buffers not given are outputs");
+  cmd->add_option("--input", run.inputs, "Buffer input NAME=FILE.npy (repeatable; a model's input by its own name or its C identifier); buffers not given are outputs");
   cmd->add_option("--inout", run.inouts,
                   "Buffer NAME=FILE.npy that the function updates in place (repeatable): read like --input, "
                   "then printed, written and compared like an output");
   cmd->add_option("--scalar", run.scalars, "Scalar parameter NAME=VALUE (repeatable)");
-  cmd->add_option("--output-dir", run.output_dir, "Write each output buffer to DIR/NAME.npy");
+  cmd->add_option("--output-dir", run.output_dir, "Write each output buffer to DIR/NAME.npy (a model's output: DIR/<its C identifier>.npy, docs/tflite.md \"Names\")");
   cmd->add_option("--print-limit", run.print_limit, "Elements printed per output")->check(CLI::NonNegativeNumber);
   cmd->add_flag("--json", run.json, "Print outputs (or diagnostics) as JSON on stdout");
   cmd->add_option("--target", run.target,

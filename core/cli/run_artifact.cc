@@ -176,11 +176,12 @@ BoundArgs bind_args(const LoadedModel& model, const std::vector<std::string>& in
   b.args.resize(aot.params.size());
   for (size_t i = 0; i < aot.params.size(); ++i) {
     const auto& p = aot.params[i];
-    sim::ArtifactArg arg{p.name, sim::ArtifactArg::Role::kWeight, p.type.dtype, p.type.shape};
+    sim::ArtifactArg arg{p.name, sim::ArtifactArg::Role::kWeight, p.type.dtype, p.type.shape, p.c_name};
     if (p.role == AotModule::Role::kConstant) {
       b.arrays[i] = model.graph.constants.at(p.name);
     } else if (p.role == AotModule::Role::kInput) {
       auto it = input_files.find(p.name);
+      if (it == input_files.end()) it = input_files.find(p.c_name);  // the model's name, or its C identifier
       if (it == input_files.end())
         user_error({}, "model input '" + p.name + "' (" + p.type.str() + ") needs --input " + p.name + "=FILE.npy");
       b.arrays[i] = read_npy(read_file(it->second), it->second);
@@ -189,12 +190,12 @@ BoundArgs bind_args(const LoadedModel& model, const std::vector<std::string>& in
                            it->second + " holds " + b.arrays[i].dtype.str() + " " + shape_text(b.arrays[i].shape));
       }
       input_files.erase(it);
-      b.in_specs.push_back({p.name, p.type.dtype, p.type.shape});
+      b.in_specs.push_back({p.name, p.type.dtype, p.type.shape, p.c_name});
       b.sample.push_back(b.arrays[i]);
       arg.role = sim::ArtifactArg::Role::kInput;
     } else {
       b.arrays[i] = NDArray::zeros(p.type.dtype, p.type.shape);
-      b.out_specs.push_back({p.name, p.type.dtype, p.type.shape});
+      b.out_specs.push_back({p.name, p.type.dtype, p.type.shape, p.c_name});
       b.outputs.push_back(i);
       arg.role = sim::ArtifactArg::Role::kOutput;
     }
@@ -221,16 +222,17 @@ Comparison compare_outputs(const BoundArgs& b, const std::vector<NDArray>& got_a
     r.all_match = r.all_match && d.ok;
     const std::string& name = b.out_specs[k].name;
     r.compare.push_back({{"name", name}, {"max_abs_diff", d.max_abs}, {"max_rel_diff", d.max_rel}, {"ok", d.ok}});
-    char line[256];
-    std::snprintf(line, sizeof line, "  %s: max abs diff %.3g, max rel diff %.3g  %s\n", name.c_str(), d.max_abs,
-                  d.max_rel, d.ok ? "ok" : "MISMATCH");
-    r.text += line;
+    char line[128];  // the figures; the name apart, since a model's name can be long
+    std::snprintf(line, sizeof line, ": max abs diff %.3g, max rel diff %.3g  %s\n", d.max_abs, d.max_rel,
+                  d.ok ? "ok" : "MISMATCH");
+    r.text += "  " + name + line;
     json values = json::array();
     for (int64_t e = 0; e < got.num_elements(); ++e) {
       if (got.dtype.is_float()) values.push_back(got.get_float(e));
       else values.push_back(got.get_int(e));
     }
-    r.outputs.push_back({{"name", name}, {"dtype", got.dtype.str()}, {"shape", got.shape}, {"values", values}});
+    r.outputs.push_back({{"name", name}, {"identifier", b.out_specs[k].c_name}, {"dtype", got.dtype.str()},
+                         {"shape", got.shape}, {"values", values}});
   }
   return r;
 }
@@ -263,8 +265,10 @@ int run_artifact(const RunCommand& c, const LoadedModel* reference) {
     ensure_directory(c.output_dir);
     OutputSet files;
     for (size_t k = 0; k < bound.outputs.size(); ++k)
-      files.add(c.output_dir + "/" + bound.out_specs[k].name + ".npy", write_npy(result.outputs[0][k]));
+      files.add(c.output_dir + "/" + bound.out_specs[k].c_name + ".npy", write_npy(result.outputs[0][k]));
     files.commit();
+    for (size_t k = 0; k < bound.outputs.size(); ++k)
+      cmp.outputs[k]["file"] = c.output_dir + "/" + bound.out_specs[k].c_name + ".npy";
   }
   if (c.json) {
     json out = {{"ok", cmp.all_match}, {"model", info.model_name}, {"outputs", cmp.outputs}, {"compare", cmp.compare},

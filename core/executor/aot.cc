@@ -16,6 +16,19 @@ namespace mtir {
 namespace {
 
 
+// Each node's C identifier (support/names.h): its kernel is tvmgen_<model>_<identifier>,
+// its intermediate buffer in main <identifier>. Unique, so two names that sanitize alike
+// ("a:0", "a_0") get two kernels.
+using NodeIds = std::map<std::string, std::string>;
+NodeIds node_identifiers(const Graph& g) {
+  std::vector<std::string> names;
+  for (const GraphNode& n : g.nodes) names.push_back(n.name);
+  const std::vector<std::string> ids = unique_c_identifiers(names);
+  NodeIds out;
+  for (size_t i = 0; i < names.size(); ++i) out.emplace(names[i], ids[i]);
+  return out;
+}
+
 std::vector<Expr> shape_exprs(const TensorType& t) {
   std::vector<Expr> shape;
   for (int64_t d : t.shape) shape.push_back(IntImm(DataType::Int(32), d));
@@ -65,13 +78,13 @@ std::vector<bool> view_nodes(const Graph& g) {
 
 std::vector<FusedGroup> group_nodes(const Graph& g, const std::vector<PrimFunc>& funcs, const std::string& prefix,
                                     const AotOptions& options, const std::vector<bool>& view,
-                                    const std::vector<bool>& in_stage) {
+                                    const std::vector<bool>& in_stage, const NodeIds& ids) {
   std::map<std::string, std::vector<size_t>> readers;
   for (size_t i = 0; i < g.nodes.size(); ++i)
     for (const auto& in : g.nodes[i].inputs) readers[in].push_back(i);
   std::set<std::string> outputs(g.outputs.begin(), g.outputs.end());
   std::set<std::string> taken;
-  for (size_t i = 0; i < g.nodes.size(); ++i) taken.insert(prefix + to_c_identifier(g.nodes[i].name));
+  for (size_t i = 0; i < g.nodes.size(); ++i) taken.insert(prefix + ids.at(g.nodes[i].name));
 
   std::vector<FusedGroup> groups;
   std::vector<bool> absorbed(view);
@@ -92,8 +105,8 @@ std::vector<FusedGroup> group_nodes(const Graph& g, const std::vector<PrimFunc>&
       if (!consumer.device.empty() || in_stage[j]) break;
       size_t input = std::find(consumer.inputs.begin(), consumer.inputs.end(), result) - consumer.inputs.begin();
       std::string fname = prefix + "fused";
-      for (size_t k : group.nodes) fname += "_" + to_c_identifier(g.nodes[k].name);
-      fname += "_" + to_c_identifier(consumer.name);
+      for (size_t k : group.nodes) fname += "_" + ids.at(g.nodes[k].name);
+      fname += "_" + ids.at(consumer.name);
       while (taken.count(fname)) fname += "_";
       PrimFunc fused = fuse_elementwise(fname, group.func, funcs[j], input);
       if (!fused) break;
@@ -141,7 +154,8 @@ Expr rows_of(const Buffer& b, int64_t row, int64_t rows) {
 // the op's own on the band's shapes and padding.
 std::vector<Stmt> patch_stage_calls(const Graph& g, const PatchStage& stage, const std::string& prefix,
                                     const std::function<Buffer(const std::string&)>& buffer_of, const Buffer& result,
-                                    std::set<std::string>& taken, AotModule& aot, std::vector<Buffer>& intermediates) {
+                                    std::set<std::string>& taken, AotModule& aot, std::vector<Buffer>& intermediates,
+                                    const NodeIds& ids) {
   const auto types = g.all_types();
   std::map<std::tuple<size_t, int64_t, int64_t, int64_t>, std::string> kernels;
   std::map<size_t, int> variants;  // per layer
@@ -158,7 +172,7 @@ std::vector<Stmt> patch_stage_calls(const Graph& g, const PatchStage& stage, con
       TensorType out_type = node.type;
       out_type.shape[1] = band.out_rows;
       if (fname.empty()) {
-        fname = prefix + to_c_identifier(node.name) + "_band" + std::to_string(variants[l]++);
+        fname = prefix + ids.at(node.name) + "_band" + std::to_string(variants[l]++);
         while (taken.count(fname)) fname += "_";
         taken.insert(fname);
         nlohmann::json attrs = node.attrs;
@@ -184,7 +198,7 @@ std::vector<Stmt> patch_stage_calls(const Graph& g, const PatchStage& stage, con
       if (l + 1 == stage.nodes.size()) {
         args.push_back(rows_of(result, band.out_begin, band.out_rows));
       } else {
-        previous = MakeBuffer(to_c_identifier(node.name) + "_band" + std::to_string(b), out_type.dtype,
+        previous = MakeBuffer(ids.at(node.name) + "_band" + std::to_string(b), out_type.dtype,
                               shape_exprs(out_type));
         intermediates.push_back(previous);
         args.push_back(whole(previous));
@@ -196,7 +210,7 @@ std::vector<Stmt> patch_stage_calls(const Graph& g, const PatchStage& stage, con
 }
 
 // One function per node: the op's kernel, or the device's for a placed node.
-std::vector<PrimFunc> build_node_functions(const Graph& g, const std::string& prefix) {
+std::vector<PrimFunc> build_node_functions(const Graph& g, const std::string& prefix, const NodeIds& ids) {
   const auto types = g.all_types();
   std::vector<PrimFunc> funcs;
   for (const GraphNode& node : g.nodes) {
@@ -206,11 +220,11 @@ std::vector<PrimFunc> build_node_functions(const Graph& g, const std::string& pr
     for (const auto& in : node.inputs) in_types.push_back(types.at(in));
     try {
       if (!node.device.empty()) {
-        funcs.push_back(build_device_function(prefix + node.device + "_" + to_c_identifier(node.name), node.device,
+        funcs.push_back(build_device_function(prefix + node.device + "_" + ids.at(node.name), node.device,
                                               node.op, in_types, node.type, node.attrs));
         continue;
       }
-      funcs.push_back(op->build(prefix + to_c_identifier(node.name), in_types, node.type, node.attrs));
+      funcs.push_back(op->build(prefix + ids.at(node.name), in_types, node.type, node.attrs));
     } catch (const DiagnosticError& e) {
       Diagnostic d = e.diagnostics().at(0);
       d.message = "node '" + node.name + "' (" + node.op + "): " + d.message;
@@ -238,6 +252,15 @@ void mark_io_params(const Graph& g, const std::vector<AotModule::Param>& params,
 
 }  // namespace
 
+const AotModule::Param* find_io_param(const AotModule& aot, const std::string& name) {
+  auto io = [](const AotModule::Param& p) { return p.role != AotModule::Role::kConstant; };
+  for (const auto& p : aot.params)
+    if (io(p) && p.name == name) return &p;
+  for (const auto& p : aot.params)
+    if (io(p) && p.c_name == name) return &p;
+  return nullptr;
+}
+
 AotModule build_aot(const Graph& g, const AotOptions& options) {
   AotModule aot;
   const std::string prefix = "tvmgen_" + g.name + "_";
@@ -247,12 +270,22 @@ AotModule build_aot(const Graph& g, const AotOptions& options) {
 
   auto main = std::make_shared<PrimFuncNode>();
   std::map<std::string, Buffer> buffers;  // graph name -> buffer of main
+  // One C identifier per parameter, inputs and outputs first so that they keep the
+  // plainer names (support/names.h).
+  std::vector<std::string> param_names;
+  for (const auto& in : g.inputs) param_names.push_back(in.first);
+  for (const auto& out : g.outputs) param_names.push_back(out);
+  for (const auto& c : g.constants) param_names.push_back(c.first);
+  const std::vector<std::string> ids = unique_c_identifiers(param_names);
+  std::map<std::string, std::string> c_name_of;
+  for (size_t i = 0; i < param_names.size(); ++i) c_name_of.emplace(param_names[i], ids[i]);
   auto add_param = [&](const std::string& name, const TensorType& t, AotModule::Role role) {
-    Buffer b = MakeBuffer(to_c_identifier(name), t.dtype, shape_exprs(t));
-    main->params.push_back(MakeVar(to_c_identifier(name), DataType::Handle()));
+    const std::string& c_name = c_name_of.at(name);
+    Buffer b = MakeBuffer(c_name, t.dtype, shape_exprs(t));
+    main->params.push_back(MakeVar(c_name, DataType::Handle()));
     main->param_buffers.push_back(b);
     buffers[name] = b;
-    aot.params.push_back({name, role, t});
+    aot.params.push_back({name, c_name, role, t});
   };
   for (const auto& [name, type] : g.inputs) add_param(name, type, AotModule::Role::kInput);
   for (const auto& [name, array] : g.constants) add_param(name, TensorType{array.dtype, array.shape}, AotModule::Role::kConstant);
@@ -261,7 +294,8 @@ AotModule build_aot(const Graph& g, const AotOptions& options) {
     add_param(out, g.type_of(out), AotModule::Role::kOutput);
   }
 
-  const std::vector<PrimFunc> funcs = build_node_functions(g, prefix);
+  const NodeIds node_ids = node_identifiers(g);
+  const std::vector<PrimFunc> funcs = build_node_functions(g, prefix, node_ids);
   const std::vector<bool> view = view_nodes(g);
   const PatchPlan patches = options.patch ? plan_patch_stages(g, options.patch_max_recomputed_percent) : PatchPlan{};
   std::vector<int> stage_of(g.nodes.size(), -1);
@@ -269,7 +303,7 @@ AotModule build_aot(const Graph& g, const AotOptions& options) {
     for (size_t i : patches.stages[s].nodes) stage_of[i] = static_cast<int>(s);
   std::vector<bool> in_stage(g.nodes.size());
   for (size_t i = 0; i < g.nodes.size(); ++i) in_stage[i] = stage_of[i] >= 0;
-  std::vector<FusedGroup> groups = group_nodes(g, funcs, prefix, options, view, in_stage);
+  std::vector<FusedGroup> groups = group_nodes(g, funcs, prefix, options, view, in_stage, node_ids);
   std::set<std::string> taken;  // function names
   for (const FusedGroup& group : groups) taken.insert(group.fname);
 
@@ -315,7 +349,7 @@ AotModule build_aot(const Graph& g, const AotOptions& options) {
     if (it != buffers.end()) return it->second;
     const GraphNode& node = g.nodes[view_node.at(name)];
     Buffer base = buffer_of(node.inputs[0]);
-    auto v = std::make_shared<BufferNode>(*MakeBuffer(to_c_identifier(name), node.type.dtype, shape_exprs(node.type)));
+    auto v = std::make_shared<BufferNode>(*MakeBuffer(node_ids.at(name), node.type.dtype, shape_exprs(node.type)));
     v->data = base->data;
     v->elem_offset = base->elem_offset;
     buffers[name] = v;
@@ -332,11 +366,11 @@ AotModule build_aot(const Graph& g, const AotOptions& options) {
       if (group.nodes.front() != last) continue;
       const GraphNode& node = g.nodes[last];
       if (!buffers.count(node.name)) {
-        Buffer b = MakeBuffer(to_c_identifier(node.name), node.type.dtype, shape_exprs(node.type));
+        Buffer b = MakeBuffer(node_ids.at(node.name), node.type.dtype, shape_exprs(node.type));
         buffers[node.name] = b;
         intermediates.push_back(b);
       }
-      for (Stmt& call : patch_stage_calls(g, patch, prefix, buffer_of, buffers.at(node.name), taken, aot, intermediates))
+      for (Stmt& call : patch_stage_calls(g, patch, prefix, buffer_of, buffers.at(node.name), taken, aot, intermediates, node_ids))
         calls.push_back(std::move(call));
       continue;
     }
@@ -353,7 +387,7 @@ AotModule build_aot(const Graph& g, const AotOptions& options) {
     const std::string& result = g.nodes[group.nodes.back()].name;
     if (!buffers.count(result)) {
       const TensorType& t = g.nodes[group.nodes.back()].type;
-      Buffer b = MakeBuffer(to_c_identifier(result), t.dtype, shape_exprs(t));
+      Buffer b = MakeBuffer(node_ids.at(result), t.dtype, shape_exprs(t));
       buffers[result] = b;
       intermediates.push_back(b);
     }

@@ -20,7 +20,8 @@ struct AotModule {
   // What each parameter of main is, in order: model inputs, constants, then outputs.
   enum class Role { kInput, kConstant, kOutput };
   struct Param {
-    std::string name;  // the graph's name for it
+    std::string name;    // the graph's name for it (a TFLite or ONNX name: any text)
+    std::string c_name;  // its C identifier: main's buffer, the header's member (unique_c_identifiers)
     Role role;
     TensorType type;
   };
@@ -48,6 +49,11 @@ struct AotOptions {
   // The share of the model's MACs (percent) that recomputed halos may add.
   int64_t patch_max_recomputed_percent = kMaxRecomputedPercent;
 };
+
+// The input or output that `name` names: the model's own name, or else its C identifier
+// (unambiguous: an identifier is never another tensor's name, see unique_c_identifiers).
+// Null when none has it.
+const AotModule::Param* find_io_param(const AotModule& aot, const std::string& name);
 
 // Throws DiagnosticError naming the node when an operator cannot be built.
 AotModule build_aot(const Graph& g, const AotOptions& options = {});

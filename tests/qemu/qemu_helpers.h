@@ -67,8 +67,8 @@ inline CompiledModel compile_model(const fs::path& model_json, const fs::path& d
   FileReader reader = [&](const std::string& rel) { return sim::read_text(src / rel); };
   LoadedModel model = load_model(sim::read_text(r.info.graph_file), r.info.graph_file, reader);
   for (const auto& p : model.aot.params) {
-    if (p.role == AotModule::Role::kInput) r.inputs.push_back({p.name, p.type.dtype, p.type.shape});
-    if (p.role == AotModule::Role::kOutput) r.outputs.push_back({p.name, p.type.dtype, p.type.shape});
+    if (p.role == AotModule::Role::kInput) r.inputs.push_back({p.name, p.type.dtype, p.type.shape, p.c_name});
+    if (p.role == AotModule::Role::kOutput) r.outputs.push_back({p.name, p.type.dtype, p.type.shape, p.c_name});
   }
   for (int s = 0; s < runs; ++s) {
     std::vector<NDArray> arrays, sample, want;

@@ -410,8 +410,8 @@ TEST(WasmBackend, DeviceKernelsAreImportsTakingTheContextLast) {
   sim::ArtifactRunOptions options;
   options.target = "wasm-binaryen";
   options.work_dir = (work / "run").string();
-  sim::ArtifactRunResult r = sim::run_artifact(info, {{"x", DataType::Float(32), {1, 1, 8, 8}}}, {{x}},
-                                               {{"probs", DataType::Float(32), {1, 10}}}, options);
+  sim::ArtifactRunResult r = sim::run_artifact(info, {{"x", DataType::Float(32), {1, 1, 8, 8}, "x"}}, {{x}},
+                                               {{"probs", DataType::Float(32), {1, 10}, "probs"}}, options);
   Difference d = compare_arrays(r.outputs.at(0).at(0), args.back(), 1e-5);
   EXPECT_TRUE(d.ok) << d.max_abs;
   // The same counters as the C artifact with sim/npu (devices_test, docs/devices.md).
@@ -455,8 +455,8 @@ TEST(WasmBackend, DigitsRunUnderNodeEqualsTheInterpreterOnAllImages) {
   sim::ArtifactRunOptions options;
   options.target = "wasm-binaryen";
   options.work_dir = (work / "run").string();
-  sim::ArtifactRunResult r = sim::run_artifact(info, {{"x", DataType::Float(32), {1, 1, 8, 8}}}, samples,
-                                               {{"probs", DataType::Float(32), {1, 10}}}, options);
+  sim::ArtifactRunResult r = sim::run_artifact(info, {{"x", DataType::Float(32), {1, 1, 8, 8}, "x"}}, samples,
+                                               {{"probs", DataType::Float(32), {1, 10}, "probs"}}, options);
   ASSERT_EQ(r.outputs.size(), static_cast<size_t>(n));
   for (int64_t k = 0; k < n; ++k) {
     // The same float operations in the same order as the interpreter: bit for bit.

@@ -285,7 +285,7 @@ async function runOnNpy(files) {
         given[base] = a.values;
         continue;
       }
-      const input = inputs.find((i) => i.name === base) || (inputs.length === 1 && files.length === 1 ? inputs[0] : null);
+      const input = inputs.find((i) => i.name === base || i.identifier === base) || (inputs.length === 1 && files.length === 1 ? inputs[0] : null);
       if (!input) {
         throw new Error(`${f.name}: no input is named '${base}'${inputs.length ? ` (the inputs: ${inputs.map((i) => i.name).join(', ')})` : ''}; name the file after the input it fills`);
       }

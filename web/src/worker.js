@@ -62,12 +62,13 @@ async function runWasm(response, { opt, timingRuns }) {
     const buffers = response.run.buffers;
     const inputs = buffers.filter((b) => b.role !== 'output').map((b) => {
       if (b.truncated) throw new Error(`input '${b.name}' is larger than the page's values (4096 elements)`);
-      return { name: b.name, data: backend.tensorBytes(b.dtype, b.values) };
+      // The module exports input:<identifier> (the C identifier of the model's name).
+      return { name: b.identifier || b.name, data: backend.tensorBytes(b.dtype, b.values) };
     });
     const outs = buffers.filter((b) => b.role === 'output');
-    const outSizes = outs.map((b) => ({ name: b.name, bytes: backend.tensorByteSize(b.dtype, b.shape) }));
+    const outSizes = outs.map((b) => ({ name: b.identifier || b.name, bytes: backend.tensorByteSize(b.dtype, b.shape) }));
     const r = await backend.run(binary, inputs, outSizes, { timingRuns });
-    const outputs = outs.map((b) => ({ name: b.name, dtype: b.dtype, shape: b.shape, values: backend.tensorValues(b.dtype, r.outputs[b.name]) }));
+    const outputs = outs.map((b) => ({ name: b.name, dtype: b.dtype, shape: b.shape, values: backend.tensorValues(b.dtype, r.outputs[b.identifier || b.name]) }));
     const layers = response.model ? await timeLayers(wat.text, opt, response, inputs, outSizes, layerRuns(r.timeMs, timingRuns)) : null;
     return { outputs, timeMs: r.timeMs, runs: timingRuns, memoryBytes: r.memoryBytes, binaryBytes: binary.length, loadMs, assembleMs, opt, layers };
   } catch (e) {

@@ -54,7 +54,7 @@ std::string c_string_literal(const std::string& s) {
   return out + "\"";
 }
 
-bool is_c_keyword(const std::string& s) {
+bool is_reserved_c_word(const std::string& s) {
   static const std::set<std::string> keywords = {
       "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else", "enum",
       "extern", "float", "for", "goto", "if", "inline", "int", "long", "register", "restrict", "return",
@@ -374,7 +374,7 @@ class FunctionEmitter {
     if (it != names_.end()) return it->second;
     std::string base = sanitized_name(hint, /*keep_dots=*/false);
     if (base.empty() || std::isdigit(static_cast<unsigned char>(base[0]))) base = "v_" + base;
-    if (is_c_keyword(base) || base.rfind("mtir_", 0) == 0) base += "_";
+    if (is_reserved_c_word(base) || base.rfind("mtir_", 0) == 0) base += "_";
     return names_[v] = unique_name(base, '_', &used_);
   }
 
@@ -1073,7 +1073,7 @@ std::string codegen_c(const IRModule& m, const CCodegenOptions& options) {
   for (const auto& [name, func] : m.functions) module_symbols.insert(symbol_of(name, func));
   for (const auto& [name, func] : m.functions) {
     const std::string symbol = symbol_of(name, func);
-    if (!is_c_identifier(symbol) || is_c_keyword(symbol))
+    if (!is_c_identifier(symbol) || is_reserved_c_word(symbol))
       user_error(func->span, "function '" + name + "' would be the C symbol '" + symbol +
                                  "', which C reserves; give it another name or global_symbol");
     FunctionEmitter emitter(symbol, func, &helpers, &externs, &needs_stdio);

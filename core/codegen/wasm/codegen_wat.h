@@ -28,7 +28,7 @@ struct WasmRunExport {
   std::string main_symbol;
   struct Param {
     enum class Kind { kInput, kConstant, kOutput } kind;
-    std::string name;  // the graph's name; exported buffers are "input:<name>", "output:<name>"
+    std::string name;  // its C identifier (AotModule::Param::c_name); exported as "input:<name>", "output:<name>"
     int64_t bytes = 0;
     std::string data;  // a constant's bytes, little-endian
   };

@@ -96,6 +96,7 @@ class TfliteConverter {
   std::string tmp_;    // the temporary node name base of the operator being converted
   Graph g_;
   std::map<int, std::string> values_;  // tensor index -> graph name
+  std::map<int, std::string> io_names_;  // model input/output tensor -> its name (input_<k> when it has none)
   std::map<std::string, TensorType> types_;
   std::set<std::string> used_;
   std::vector<std::string> layers_;

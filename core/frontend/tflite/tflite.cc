@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "support/diagnostic.h"
+#include "support/names.h"
 
 namespace mtir {
 namespace tflite_import {
@@ -650,7 +651,7 @@ void TfliteConverter::convert(size_t index, const tflite::Operator& op, BuiltinO
   std::string tname = tensor(out).name() ? tensor(out).name()->str() : "";
   bool is_output = false;
   for (int o : *sg_->outputs()) is_output = is_output || o == out;
-  values_[out] = is_output ? tname : fresh(short_name(tname).empty() ? "t" + std::to_string(out) : short_name(tname));
+  values_[out] = is_output ? io_names_.at(out) : fresh(short_name(tname).empty() ? "t" + std::to_string(out) : short_name(tname));
   switch (code) {
     case BuiltinOperator::CONV_2D: conv(op, false); break;
     case BuiltinOperator::DEPTHWISE_CONV_2D: conv(op, true); break;
@@ -695,11 +696,24 @@ TfliteImport TfliteConverter::run() {
   if (sg_->operators()->size() == 0) unsupported("a model without operators");
   if (sg_->outputs()->size() == 0) fail("the model has no outputs");
   g_.name = "model";
-  auto io_name = [&](int t) {
-    std::string n = tensor(t).name() ? tensor(t).name()->str() : "";
-    if (n.empty()) fail(tensor_label(t) + ", a model input or output, has no name");
-    return n;
-  };
+  // A model input or output keeps its TFLite name, whatever its characters (the C
+  // identifiers come later, executor/aot.h); a nameless one is input_<k> / output_<k>,
+  // k its position in the subgraph's list, with _1, _2, ... if another one has that name.
+  auto own_name = [&](int t) { return tensor(t).name() ? valid_utf8(tensor(t).name()->str()) : std::string(); };
+  for (int t : *sg_->inputs()) {
+    if (own_name(t).empty()) continue;
+    if (!used_.insert(own_name(t)).second) fail("two model inputs are called '" + own_name(t) + "'");
+    io_names_[t] = own_name(t);
+  }
+  for (int t : *sg_->outputs()) {
+    if (own_name(t).empty() || io_names_.count(t)) continue;
+    if (!used_.insert(own_name(t)).second) fail("two model inputs or outputs are called '" + own_name(t) + "'");
+    io_names_[t] = own_name(t);
+  }
+  for (const auto& [list, prefix] : {std::make_pair(sg_->inputs(), "input_"), std::make_pair(sg_->outputs(), "output_")})
+    for (flatbuffers::uoffset_t k = 0; k < list->size(); ++k)
+      if (!io_names_.count(list->Get(k))) io_names_[list->Get(k)] = fresh(prefix + std::to_string(k));
+  auto io_name = [&](int t) { return io_names_.at(t); };
   auto record_quant = [&](int t, const std::string& name) {
     if (tensor_type(t).dtype != DataType::Int(8)) return;
     Quant q = quant(t, true);
@@ -708,22 +722,16 @@ TfliteImport TfliteConverter::run() {
   };
   for (int t : *sg_->inputs()) {
     std::string n = io_name(t);
-    if (used_.count(n)) fail("two model inputs are called '" + n + "'");
     if (has_data(t)) fail(tensor_label(t) + " is a model input but holds constant data");
     TensorType ty = tensor_type(t);
     if (ty.shape.empty()) unsupported("scalar model inputs");
-    used_.insert(n);
     values_[t] = n;
     types_[n] = ty;
     g_.inputs.push_back({n, ty});
     record_quant(t, n);
   }
-  for (int t : *sg_->outputs()) {
-    std::string n = io_name(t);
-    if (values_.count(t)) unsupported("a model output that is a model input (" + n + ")");
-    if (used_.count(n)) fail("two model inputs or outputs are called '" + n + "'");
-    used_.insert(n);
-  }
+  for (int t : *sg_->outputs())
+    if (values_.count(t)) unsupported("a model output that is a model input (" + io_name(t) + ")");
   const auto* codes = model_.operator_codes();
   for (size_t i = 0; i < sg_->operators()->size(); ++i) {
     const auto* op = sg_->operators()->Get(static_cast<flatbuffers::uoffset_t>(i));
