@@ -10,7 +10,7 @@ PACKAGES=(
   libdlpack-dev                         # DLTensor for the C runtime
   libgtest-dev libgmock-dev             # tests
   libbenchmark-dev                      # benchmarks
-  python3                               # test helpers
+  python3 python3-numpy                 # test helpers (numpy: the references of the TFLite operator tests)
   llvm-14-dev llvm-14                   # LLVM backend: libLLVM for verification and objects, llc-14 as fallback
   gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm      # Cortex-M targets (QEMU MPS2 boards)
   gcc-riscv64-unknown-elf picolibc-riscv64-unknown-elf qemu-system-misc  # riscv32 target (QEMU virt)
