@@ -237,6 +237,7 @@ ArtifactInfo read_artifact_info(const std::string& dir) {
     j = nlohmann::json::parse(read_text(meta));
     info.model_name = j.at("model_name").get<std::string>();
     info.workspace_bytes = j.at("memory").at("workspace_bytes").get<int64_t>();
+    info.state_bytes = j.at("memory").value("state_bytes", int64_t{0});
     target = j.value("target", "");
     info.interface_api = j.value("interface_api", std::string("c"));
     info.link_params = j.value("link_params", true);
@@ -401,6 +402,7 @@ ArtifactRunResult run_artifact(const ArtifactInfo& info, const std::vector<Artif
   }
   spec.interface_api = info.interface_api;
   spec.link_params = info.link_params;
+  spec.has_state = info.state_bytes > 0;
   if (info.interface_api == "packed" || !info.link_params) spec.args = firmware_args(info, options.main_args);
   spec.stack_paint_bytes = t.paint_stack ? kStackPaintBytes : 0;
   if (t.elf) spec.paint_floor_symbol = "end";  // both linker scripts define it after .bss
@@ -533,6 +535,7 @@ ArtifactRunResult run_artifact(const ArtifactInfo& info, const std::vector<Artif
   r.build_log = (work / "build.log").string();
   r.run_log = run.log;
   r.workspace_bytes = info.workspace_bytes;
+  r.state_bytes = info.state_bytes;
   for (const auto* list : {&spec.inputs, &spec.outputs})
     for (const auto& x : *list) r.io_bytes += (x.bytes + 7) / 8 * 8;
   r.test_input_bytes = firmware_input_bytes(spec);

@@ -33,6 +33,7 @@ struct ArtifactInfo {
   std::string target;              // the target string it was compiled for
   std::string interface_api = "c";  // c | packed
   bool link_params = true;          // false: the firmware passes the weights (parameters/*.npy)
+  int64_t state_bytes = 0;          // the state (variable tensors) the artifact keeps in RAM
 };
 // A user error naming what is missing if `dir` is not a compiled artifact.
 ArtifactInfo read_artifact_info(const std::string& dir);
@@ -82,6 +83,7 @@ struct TargetReport {
   int64_t ram_bytes = 0;          // data + bss (workspace and I/O buffers included), without the stack
   int64_t workspace_bytes = 0;    // the model's arena (part of ram_bytes)
   int64_t io_bytes = 0;           // input and output buffers (part of ram_bytes)
+  int64_t state_bytes = 0;        // the model's state, static in the artifact (part of ram_bytes)
   int64_t test_input_bytes = 0;   // the const input sets the harness keeps in flash (part of flash_bytes)
   int64_t stack_bytes = -1;       // high-water of run() (painting); -1 if not measured
   std::vector<int64_t> instructions;  // per run, exact; empty without a deterministic counter

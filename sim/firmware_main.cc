@@ -232,6 +232,7 @@ std::string firmware_main(const FirmwareSpec& spec) {
   }
   os << "      default:\n        break;\n    }\n";
   for (const auto& t : spec.outputs) os << "    memset(buf_" << t.c_name << ", 0, sizeof buf_" << t.c_name << ");\n";
+  if (spec.has_state) os << "    (void)" << prefix << "_reset();\n";
   if (spec.stack_paint_bytes > 0) os << "    paint_stack(top);\n";
   os << "#ifdef MTIR_COUNTER_UNIT\n    t0 = mtir_counter_read();\n#endif\n"
      << "    rc = " << run_call(spec, prefix, macro) << ";\n"

@@ -48,6 +48,10 @@ struct FirmwareSpec {
   // firmware_profile_header): "@mtir layer" lines per run and one "@mtir layer_probe"
   // with the cost of an empty hook pair. Needs a port with an instruction counter.
   bool profile_layers = false;
+  // The artifact keeps state (variable tensors): every input set starts from the initial
+  // state (tvmgen_<model>_reset() before each run, not counted), as one Invoke() after
+  // AllocateTensors() does in TFLite Micro.
+  bool has_state = false;
 };
 
 std::string firmware_main(const FirmwareSpec& spec);

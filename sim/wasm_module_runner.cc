@@ -126,6 +126,7 @@ const runs = spec.inputs.length ? spec.inputs[0].files.length : 1;
 const contexts = npus.map((_, i) => i + 1);
 const call = () => check(ex.run(...ins, ...outs, ...contexts), 'run');
 for (let s = 0; s < runs; s++) {
+  if (ex.reset) check(ex.reset(), 'reset');  // every input set from the initial state
   spec.inputs.forEach((input, i) => {
     const bytes = fs.readFileSync(input.files[s]);
     new Uint8Array(ex.memory.buffer, ins[i], bytes.length).set(bytes);

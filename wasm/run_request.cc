@@ -166,6 +166,9 @@ json run_model(const LoadedModel& model, const json& run) {
     if (p.role == AotModule::Role::kConstant) {
       arrays[i] = model.graph.constants.at(p.name);
       roles[i] = "constant";
+    } else if (p.role == AotModule::Role::kState) {
+      arrays[i] = model.graph.state.at(p.name);  // one run from the initial state
+      roles[i] = "state";
     } else {
       std::vector<int64_t> shape;
       for (const auto& e : b->shape) {

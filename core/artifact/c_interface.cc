@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <set>
@@ -77,7 +78,82 @@ std::string c_literal(const NDArray& a, int64_t i) {
 }
 
 const char* role_name(AotModule::Role r) {
-  return r == AotModule::Role::kInput ? "input" : r == AotModule::Role::kOutput ? "output" : "constant";
+  switch (r) {
+    case AotModule::Role::kInput: return "input";
+    case AotModule::Role::kOutput: return "output";
+    case AotModule::Role::kState: return "state";
+    case AotModule::Role::kConstant: break;
+  }
+  return "constant";
+}
+
+bool has_state(const AotModule& aot) {
+  for (const auto& p : aot.params)
+    if (p.role == AotModule::Role::kState) return true;
+  return false;
+}
+
+// The C array of state `p`: `<prefix>_state_<name>`.
+std::string state_array(const std::string& prefix, const AotModule::Param& p) {
+  return prefix + "_state_" + p.c_name;
+}
+
+// Each state as a static array of the artifact (RAM), statically initialised to its
+// initial value, and `<prefix>_reset()`, which restores those values. A state whose
+// elements are all equal is reset by a loop; any other from a const copy of its
+// initial value.
+std::string state_definitions(const AotModule& aot, const Graph& g, const std::string& prefix) {
+  std::ostringstream c, reset;
+  c << "\n/* The model's state (variable tensors): kept here between runs, reset by " << prefix << "_reset(). */\n";
+  for (const auto& p : aot.params) {
+    if (p.role != AotModule::Role::kState) continue;
+    const NDArray& a = g.state.at(p.name);
+    const std::string type = linked_c_type(a.dtype);
+    if (type.empty()) user_error(Span{}, "state '" + p.name + "': " + a.dtype.str() + " state is not supported");
+    const std::string name = state_array(prefix, p);
+    const int64_t n = std::max<int64_t>(a.num_elements(), 1);
+    bool uniform = true, zero = true;
+    for (int64_t i = 0; i < a.num_elements(); ++i) {
+      uniform = uniform && c_literal(a, i) == c_literal(a, 0);
+      zero = zero && (a.dtype.is_float() ? a.get_float(i) == 0 && !std::signbit(a.get_float(i)) : a.get_int(i) == 0);
+    }
+    c << "static " << type << " " << name << "[" << n << "]";
+    if (!zero) {
+      c << " = {";
+      for (int64_t i = 0; i < a.num_elements(); ++i) c << (i % 6 ? " " : "\n    ") << c_literal(a, i) << (i + 1 < a.num_elements() ? "," : "");
+      c << "}";
+    }
+    c << ";\n";
+    if (uniform) {
+      reset << "  for (i = 0; i < " << n << "; ++i) " << name << "[i] = " << c_literal(a, 0) << ";\n";
+    } else {
+      c << "static const " << type << " " << name << "_initial[" << n << "] = {";
+      for (int64_t i = 0; i < a.num_elements(); ++i) c << (i % 6 ? " " : "\n    ") << c_literal(a, i) << (i + 1 < a.num_elements() ? "," : "");
+      c << "};\n";
+      reset << "  for (i = 0; i < " << n << "; ++i) " << name << "[i] = " << name << "_initial[i];\n";
+    }
+  }
+  c << "\nint32_t " << prefix << "_reset(void) {\n  int32_t i;\n" << reset.str() << "  return 0;\n}\n";
+  return c.str();
+}
+
+// The header's part on state: each state's size and the reset function.
+std::string state_declarations(const AotModule& aot, const std::string& prefix, const std::string& macro) {
+  std::ostringstream h;
+  int64_t total = 0;
+  for (const auto& p : aot.params)
+    if (p.role == AotModule::Role::kState) total += bytes_of(p.type);
+  h << "/* The model's state (TFLite variable tensors), " << total << " bytes of RAM inside the artifact:\n"
+    << " * it starts at its initial value, each run updates it and the next run continues\n"
+    << " * from it (as TFLite Micro's Invoke() does). " << prefix << "_reset() puts every\n"
+    << " * state back to its initial value (as after AllocateTensors()); it returns 0. */\n";
+  for (const auto& p : aot.params) {
+    if (p.role != AotModule::Role::kState) continue;
+    h << "/* state '" << p.name << "': " << p.type.str() << " */\n#define " << macro << "_STATE_"
+      << upper(p.c_name) << "_SIZE " << bytes_of(p.type) << "\n";
+  }
+  h << "#define " << macro << "_STATE_SIZE " << total << "\nint32_t " << prefix << "_reset(void);\n\n";
+  return h.str();
 }
 
 // The weights as const arrays `<prefix>_<name>`, in flash.
@@ -111,17 +187,19 @@ SourceFileOut packed_linked_source(const AotModule& aot, const Graph& g, const I
     << "#include <stddef.h>\n#include <stdint.h>\n#include <tvm/runtime/c_backend_api.h>\n"
     << "#include <tvm/runtime/c_runtime_api.h>\n#include <tvm/runtime/crt/error_codes.h>\n\n#include \"" << prefix
     << ".h\"\n\n" << c_signature(aot.main, lowered.lookup(aot.main)) << ";\n"
-    << "int32_t " << entry << kPackedParams << ";\n\n" << linked_weights(aot, g, prefix) << "\n";
+    << "int32_t " << entry << kPackedParams << ";\n\n" << linked_weights(aot, g, prefix)
+    << (has_state(aot) ? state_definitions(aot, g, prefix) : "") << "\n";
   size_t io = 0;
   for (size_t i = 0; i < aot.params.size(); ++i) {
     const auto& p = aot.params[i];
-    if (p.role != AotModule::Role::kConstant) {
+    if (p.role != AotModule::Role::kConstant && p.role != AotModule::Role::kState) {
       ++io;
       continue;
     }
     // The shape and DLTensor are named by position: a name-derived symbol could be
     // another weight's (weights "w" and "w_shape").
-    const std::string data = prefix + "_" + p.c_name, shape = "mtir_shape_" + std::to_string(i);
+    const std::string data = p.role == AotModule::Role::kState ? state_array(prefix, p) : prefix + "_" + p.c_name;
+    const std::string shape = "mtir_shape_" + std::to_string(i);
     c << "static int64_t " << shape << "[" << std::max<size_t>(p.type.shape.size(), 1) << "] = {";
     for (size_t k = 0; k < p.type.shape.size(); ++k) c << (k ? ", " : "") << p.type.shape[k];
     if (p.type.shape.empty()) c << "1";
@@ -137,7 +215,7 @@ SourceFileOut packed_linked_source(const AotModule& aot, const Graph& g, const I
   size_t k = 0;
   for (size_t i = 0; i < aot.params.size(); ++i) {
     const auto& p = aot.params[i];
-    if (p.role == AotModule::Role::kConstant) {
+    if (p.role == AotModule::Role::kConstant || p.role == AotModule::Role::kState) {
       c << "  all[" << i << "].v_handle = &mtir_tensor_" << i << ";\n"
         << "  codes[" << i << "] = kTVMDLTensorHandle;\n";
     } else {
@@ -160,8 +238,16 @@ std::vector<SourceFileOut> c_interface(const AotModule& aot, const Graph& g, con
   const bool packed = options.interface_api == "packed";
   if (packed && !aot.devices.empty())
     user_error(Span{}, "the model runs operators on devices, which need -interface-api=c -unpacked-api=1");
-  // Parameters the application passes: inputs and outputs, and the weights unless linked.
-  auto passed = [&](const AotModule::Param& p) { return p.role != AotModule::Role::kConstant || !options.link_params; };
+  const bool stateful = has_state(aot);
+  if (packed && !options.link_params && stateful)
+    user_error(Span{}, "unsupported: the model has state (TFLite variable tensors), which lives in the artifact: "
+                       "-interface-api=packed needs -link-params=1 for it (or use -interface-api=c)");
+  // Parameters the application passes: inputs and outputs, and the weights unless
+  // linked; never the state, which the artifact keeps.
+  auto passed = [&](const AotModule::Param& p) {
+    return p.role == AotModule::Role::kInput || p.role == AotModule::Role::kOutput ||
+           (p.role == AotModule::Role::kConstant && !options.link_params);
+  };
   std::ostringstream h, c;
   h << "/* Generated by microtir " << MICROTIR_VERSION << ": the " << (packed ? "packed" : "C")
     << " interface of model \"" << g.name << "\". Do not edit.\n";
@@ -213,6 +299,7 @@ std::vector<SourceFileOut> c_interface(const AotModule& aot, const Graph& g, con
       h << "}\n";
     }
   }
+  if (stateful) h << "\n" << state_declarations(aot, prefix, macro);
   h << "/* the arena for intermediate tensors and operator scratch space */\n"
     << "#define " << macro << "_WORKSPACE_SIZE " << artifact_workspace_bytes(lowered, aot.main) << "\n\n";
   if (packed) {
@@ -265,6 +352,7 @@ std::vector<SourceFileOut> c_interface(const AotModule& aot, const Graph& g, con
     << "#include <tvm/runtime/crt/error_codes.h>\n\n#include \"" << prefix << ".h\"\n\n"
     << c_signature(aot.main, main) << ";\n\n";
   if (options.link_params) c << linked_weights(aot, g, prefix);
+  if (stateful) c << state_definitions(aot, g, prefix);
   // A NULL struct or member is the caller's mistake: an error code and a message, never
   // a write through it.
   c << "\n#define MTIR_REQUIRE(p, what) \\\n"
@@ -286,6 +374,7 @@ std::vector<SourceFileOut> c_interface(const AotModule& aot, const Graph& g, con
     c << (i ? ", " : "");
     if (p.role == AotModule::Role::kInput) c << "inputs->" << p.c_name;
     else if (p.role == AotModule::Role::kOutput) c << "outputs->" << p.c_name;
+    else if (p.role == AotModule::Role::kState) c << state_array(prefix, p);
     else if (!options.link_params) c << "(void*)params->" << p.c_name;  // read only
     else c << "(" << linked_c_type(p.type.dtype) << "*)" << prefix << "_" << p.c_name;  // read only: main never writes its weights
   }

@@ -36,10 +36,19 @@ int64_t int_attr_or_zero(const PrimFunc& f, const char* key) {
 
 int64_t pool_bytes(const PrimFunc& f) { return int_attr_or_zero(f, "workspace.pool_bytes"); }
 
-// TVM's per-function memory section: main's workspace, constants and I/O bytes, and the
-// workspace of every operator function (device 1 is DLPack's kDLCPU).
+// The bytes of main's parameters of one role.
+int64_t role_bytes(const AotModule& aot, AotModule::Role role) {
+  int64_t n = 0;
+  for (const auto& p : aot.params)
+    if (p.role == role) n += p.type.num_elements() * p.type.dtype.bytes();
+  return n;
+}
+
+// TVM's per-function memory section: main's workspace, constants and I/O bytes (and the
+// state's, which TVM does not have: RAM the artifact keeps), and the workspace of every
+// operator function (device 1 is DLPack's kDLCPU).
 nlohmann::json memory_section(const AotModule& aot, const IRModule& lowered) {
-  int64_t bytes[3] = {0, 0, 0};  // by role: input, constant, output
+  int64_t bytes[4] = {0, 0, 0, 0};  // by role: input, constant, output, state
   for (const auto& p : aot.params) bytes[static_cast<int>(p.role)] += p.type.num_elements() * p.type.dtype.bytes();
   const int64_t in = bytes[static_cast<int>(AotModule::Role::kInput)];
   const int64_t out = bytes[static_cast<int>(AotModule::Role::kOutput)];
@@ -48,7 +57,8 @@ nlohmann::json memory_section(const AotModule& aot, const IRModule& lowered) {
                          {"constants_size_bytes", bytes[static_cast<int>(AotModule::Role::kConstant)]},
                          {"inputs_size_bytes", in},
                          {"outputs_size_bytes", out},
-                         {"io_size_bytes", in + out}};
+                         {"io_size_bytes", in + out},
+                         {"state_size_bytes", bytes[static_cast<int>(AotModule::Role::kState)]}};
   nlohmann::json ops = nlohmann::json::array();
   for (const auto& [name, f] : lowered.functions) {
     if (name == aot.main) continue;
@@ -122,6 +132,7 @@ MlfArtifact build_mlf(const LoadedModel& model, const std::string& target_string
                 {"main", model.aot.main},
                 {"memory",
                  {{"workspace_bytes", artifact_workspace_bytes(a.built.lowered.module, model.aot.main)},
+                  {"state_bytes", role_bytes(model.aot, AotModule::Role::kState)},
                   {"pool_bytes", pool_bytes(a.built.lowered.module.lookup(model.aot.main))},
                   {"lower_bound_bytes", int_attr_or_zero(a.built.lowered.module.lookup(model.aot.main), "workspace.lower_bound_bytes")},
                   {"shared_lower_bound_bytes",
@@ -130,6 +141,13 @@ MlfArtifact build_mlf(const LoadedModel& model, const std::string& target_string
                 {"inputs", io_section(model, AotModule::Role::kInput)},
                 {"outputs", io_section(model, AotModule::Role::kOutput)},
                 {"files", nlohmann::json::array()}};
+  // The state (variable tensors) the artifact keeps in RAM, carried over between runs.
+  nlohmann::json state = nlohmann::json::array();
+  for (const auto& p : model.aot.params)
+    if (p.role == AotModule::Role::kState)
+      state.push_back({{"name", p.name}, {"dtype", p.type.dtype.str()}, {"shape", p.type.shape},
+                       {"bytes", p.type.num_elements() * p.type.dtype.bytes()}});
+  a.metadata["state"] = state;
   for (const auto& f : files) a.metadata["files"].push_back(f.path);
   files.push_back({"src/" + inputs.graph_filename, inputs.graph_text});
   for (const auto& f : inputs.graph_files) {

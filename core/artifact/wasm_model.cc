@@ -21,9 +21,10 @@ std::string wasm_model_module(const AotModule& aot, const Graph& g, const IRModu
     WasmRunExport::Param param;
     param.name = p.c_name;
     param.bytes = p.type.num_elements() * p.type.dtype.bytes();
-    if (p.role == AotModule::Role::kConstant) {
-      param.kind = WasmRunExport::Param::Kind::kConstant;
-      const NDArray& value = g.constants.at(p.name);
+    if (p.role == AotModule::Role::kConstant || p.role == AotModule::Role::kState) {
+      const bool state = p.role == AotModule::Role::kState;
+      param.kind = state ? WasmRunExport::Param::Kind::kState : WasmRunExport::Param::Kind::kConstant;
+      const NDArray& value = state ? g.state.at(p.name) : g.constants.at(p.name);
       param.data.assign(value.data.begin(), value.data.end());
     } else {
       param.kind = p.role == AotModule::Role::kInput ? WasmRunExport::Param::Kind::kInput : WasmRunExport::Param::Kind::kOutput;

@@ -267,6 +267,7 @@ struct RunSubject {
   IRModule module;
   std::string func;
   std::map<std::string, NDArray> preset;  // buffer name -> value (a model's weights)
+  int64_t state_bytes = 0;                 // a model's state (kept between runs, not planned)
   // A model's inputs and outputs: main's buffers are their C identifiers; --input takes
   // the model's own names too, and the outputs are reported under them.
   std::optional<AotModule> aot;
@@ -284,6 +285,10 @@ static RunSubject load_run_subject(const RunCommand& c) {
     for (size_t i = 0; i < lm.aot.params.size(); ++i) {
       if (lm.aot.params[i].role == AotModule::Role::kConstant)
         r.preset[main->param_buffers[i]->name] = lm.graph.constants.at(lm.aot.params[i].name);
+      if (lm.aot.params[i].role == AotModule::Role::kState) {  // one run from the initial state
+        r.preset[main->param_buffers[i]->name] = lm.graph.state.at(lm.aot.params[i].name);
+        r.state_bytes += lm.aot.params[i].type.num_elements() * lm.aot.params[i].type.dtype.bytes();
+      }
     }
     r.aot = lm.aot;
   } else {
@@ -495,6 +500,9 @@ int run_run(const RunCommand& c) {
   if (!print_run_text(c, f, arrays, outputs, labels, host.comparisons, host.all_match, returned, host.returned)) return 1;
   // Where the model's intermediate tensors live: the plan the artifact uses.
   if (is_graph_file(c.file)) std::cout << planned_memory_report(m, fname, c.reuse_io_buffers);
+  if (subject.state_bytes > 0)
+    std::cout << "state: " << subject.state_bytes << " bytes, kept by the artifact between runs (not in the workspace); "
+              << "this run started from the initial state\n";
   return 0;
 }
 

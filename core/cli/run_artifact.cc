@@ -55,6 +55,7 @@ json report_json(const sim::TargetReport& r) {
             {"bss_bytes", r.size.bss},
             {"workspace_bytes", r.workspace_bytes},
             {"io_buffer_bytes", r.io_bytes},
+            {"state_bytes", r.state_bytes},
             {"test_input_bytes", r.test_input_bytes},
             {"counter", r.counter_method}};
   j["stack_bytes"] = r.stack_bytes >= 0 ? json(r.stack_bytes) : json(nullptr);
@@ -116,7 +117,8 @@ std::string report_text(const sim::TargetReport& r) {
      << with_commas(r.size.rodata) << ", data " << with_commas(r.size.data) << "; the test input is "
      << with_commas(r.test_input_bytes) << " of them)\n";
   os << "  RAM:   " << with_commas(r.ram_bytes) << " bytes static (workspace " << with_commas(r.workspace_bytes)
-     << ", input/output buffers " << with_commas(r.io_bytes) << ")";
+     << ", input/output buffers " << with_commas(r.io_bytes)
+     << (r.state_bytes > 0 ? ", state " + with_commas(r.state_bytes) : std::string()) << ")";
   if (r.stack_bytes >= 0) os << " + stack high-water " << with_commas(r.stack_bytes);
   os << "\n  instructions per inference: "
      << (r.instructions.empty() ? "n/a" : with_commas(r.instructions.front())) << " (" << r.counter_method << ")\n";
@@ -152,8 +154,9 @@ LoadedModel reference_model(const sim::ArtifactInfo& info, const std::string& fi
   return load_model(read_file(info.graph_file), info.graph_file, sim::artifact_graph_reader(info, file), {}, schedules);
 }
 
-// main's arguments bound to the --input files (outputs zeroed, weights from the graph),
-// with what the firmware needs to know of each.
+// main's arguments bound to the --input files (outputs zeroed, weights from the graph,
+// state at its initial value: one Invoke() from the start), with what the firmware
+// needs to know of each (not the state, which the artifact keeps itself).
 struct BoundArgs {
   std::vector<NDArray> arrays;
   std::vector<InterpArg> args;
@@ -177,6 +180,11 @@ BoundArgs bind_args(const LoadedModel& model, const std::vector<std::string>& in
   for (size_t i = 0; i < aot.params.size(); ++i) {
     const auto& p = aot.params[i];
     sim::ArtifactArg arg{p.name, sim::ArtifactArg::Role::kWeight, p.type.dtype, p.type.shape, p.c_name};
+    if (p.role == AotModule::Role::kState) {
+      b.arrays[i] = model.graph.state.at(p.name);
+      b.args[i] = &b.arrays[i];
+      continue;
+    }
     if (p.role == AotModule::Role::kConstant) {
       b.arrays[i] = model.graph.constants.at(p.name);
     } else if (p.role == AotModule::Role::kInput) {

@@ -53,6 +53,13 @@ struct FusedGroup {
   std::vector<size_t> may_overwrite;
 };
 
+// A node whose kernel updates state in place: it keeps its own kernel (nothing fuses
+// into it, and it fuses into nothing).
+bool writes_state(const GraphNode& node) {
+  const OpDef* op = find_op(node.op);
+  return op && !written_inputs(*op, node.attrs, node.inputs.size()).empty();
+}
+
 OutputSharing sharing_of(const GraphNode& node) {
   const OpDef* op = find_op(node.op);
   return op && node.device.empty() ? op->sharing : OutputSharing::kNone;
@@ -95,14 +102,14 @@ std::vector<FusedGroup> group_nodes(const Graph& g, const std::vector<PrimFunc>&
       for (size_t k = 0; k < group.inputs.size(); ++k) group.may_overwrite.push_back(k);
     // Device kernels are the device library's: nothing fuses into them.
     // A layer of a patch stage runs band by band as the op's own kernel.
-    while (options.fuse_elementwise && g.nodes[i].device.empty() && !in_stage[i] &&
+    while (options.fuse_elementwise && g.nodes[i].device.empty() && !in_stage[i] && !writes_state(g.nodes[i]) &&
            group.nodes.size() < options.max_fused_ops) {
       const std::string& result = g.nodes[group.nodes.back()].name;
       auto r = readers.find(result);
       if (outputs.count(result) || r == readers.end() || r->second.size() != 1 || absorbed[r->second[0]]) break;
       size_t j = r->second[0];
       const GraphNode& consumer = g.nodes[j];
-      if (!consumer.device.empty() || in_stage[j]) break;
+      if (!consumer.device.empty() || in_stage[j] || writes_state(consumer)) break;
       size_t input = std::find(consumer.inputs.begin(), consumer.inputs.end(), result) - consumer.inputs.begin();
       std::string fname = prefix + "fused";
       for (size_t k : group.nodes) fname += "_" + ids.at(g.nodes[k].name);
@@ -242,7 +249,9 @@ void mark_io_params(const Graph& g, const std::vector<AotModule::Param>& params,
   const std::set<std::string> returned(g.outputs.begin(), g.outputs.end());
   for (size_t i = 0; i < params.size(); ++i) {
     const AotModule::Param& p = params[i];
-    if (p.role == AotModule::Role::kConstant || (p.role == AotModule::Role::kInput && returned.count(p.name))) continue;
+    if (p.role == AotModule::Role::kConstant || p.role == AotModule::Role::kState ||
+        (p.role == AotModule::Role::kInput && returned.count(p.name)))
+      continue;
     std::string& list = p.role == AotModule::Role::kInput ? inputs : outputs;
     list += (list.empty() ? "" : ",") + std::to_string(i);
   }
@@ -253,7 +262,9 @@ void mark_io_params(const Graph& g, const std::vector<AotModule::Param>& params,
 }  // namespace
 
 const AotModule::Param* find_io_param(const AotModule& aot, const std::string& name) {
-  auto io = [](const AotModule::Param& p) { return p.role != AotModule::Role::kConstant; };
+  auto io = [](const AotModule::Param& p) {
+    return p.role == AotModule::Role::kInput || p.role == AotModule::Role::kOutput;
+  };
   for (const auto& p : aot.params)
     if (io(p) && p.name == name) return &p;
   for (const auto& p : aot.params)
@@ -276,6 +287,7 @@ AotModule build_aot(const Graph& g, const AotOptions& options) {
   for (const auto& in : g.inputs) param_names.push_back(in.first);
   for (const auto& out : g.outputs) param_names.push_back(out);
   for (const auto& c : g.constants) param_names.push_back(c.first);
+  for (const auto& st : g.state) param_names.push_back(st.first);
   const std::vector<std::string> ids = unique_c_identifiers(param_names);
   std::map<std::string, std::string> c_name_of;
   for (size_t i = 0; i < param_names.size(); ++i) c_name_of.emplace(param_names[i], ids[i]);
@@ -289,6 +301,8 @@ AotModule build_aot(const Graph& g, const AotOptions& options) {
   };
   for (const auto& [name, type] : g.inputs) add_param(name, type, AotModule::Role::kInput);
   for (const auto& [name, array] : g.constants) add_param(name, TensorType{array.dtype, array.shape}, AotModule::Role::kConstant);
+  check_state_use(g);
+  for (const auto& [name, array] : g.state) add_param(name, TensorType{array.dtype, array.shape}, AotModule::Role::kState);
   for (const auto& out : g.outputs) {
     if (buffers.count(out)) continue;  // an input or constant returned as is: already a parameter
     add_param(out, g.type_of(out), AotModule::Role::kOutput);

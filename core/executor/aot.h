@@ -17,8 +17,11 @@ namespace mtir {
 struct AotModule {
   IRModule module;
   std::string main;  // "tvmgen_<model>___tvm_main__"
-  // What each parameter of main is, in order: model inputs, constants, then outputs.
-  enum class Role { kInput, kConstant, kOutput };
+  // What each parameter of main is, in order: model inputs, constants, state, then
+  // outputs. A state (Graph::state) is memory the artifact owns and keeps between runs:
+  // never in the workspace, never reused for anything else, written in place by the
+  // kernel of the node that reads it (OpDef::writes_inputs).
+  enum class Role { kInput, kConstant, kOutput, kState };
   struct Param {
     std::string name;    // the graph's name for it (a TFLite or ONNX name: any text)
     std::string c_name;  // its C identifier: main's buffer, the header's member (unique_c_identifiers)

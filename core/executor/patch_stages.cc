@@ -159,10 +159,11 @@ PatchStage make_patch_stage(const Graph& g, const std::vector<size_t>& nodes, in
 }
 
 int64_t patched_bound(const Graph& g, const std::vector<PatchStage>& stages) {
-  std::set<std::string> outside;  // not intermediates: model inputs, outputs, constants
+  std::set<std::string> outside;  // not intermediates: model inputs, outputs, constants, state
   for (const auto& [name, type] : g.inputs) outside.insert(name);
   for (const auto& out : g.outputs) outside.insert(out);
   for (const auto& [name, array] : g.constants) outside.insert(name);
+  for (const auto& [name, array] : g.state) outside.insert(name);
   // A view (reshape, flatten) is its input's memory: its uses count for the input.
   std::map<std::string, std::string> alias;
   const std::set<std::string> outputs(g.outputs.begin(), g.outputs.end());

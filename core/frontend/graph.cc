@@ -234,8 +234,8 @@ class Loader {
 
   void load_header(const json& root);
   void load_inputs(const json& root);
-  void load_constants(const json& root);
-  void load_constant(const json& c, size_t index);
+  void load_constants(const json& root, const char* key);
+  void load_constant(const json& c, size_t index, const char* key);
   void load_nodes(const json& root);
   void sort_nodes();
   void infer_types();
@@ -252,7 +252,7 @@ class Loader {
 
 void Loader::load_header(const json& root) {
   Where top = [this] { return at_offset(0); };
-  check_keys(root, {"format", "version", "name", "description", "inputs", "constants", "nodes", "outputs", "quantization"},
+  check_keys(root, {"format", "version", "name", "description", "inputs", "constants", "state", "nodes", "outputs", "quantization"},
              "the graph", top);
   auto fmt = root.find("format");
   if (fmt == root.end())
@@ -293,23 +293,25 @@ void Loader::load_inputs(const json& root) {
   }
 }
 
-void Loader::load_constants(const json& root) {
-  auto it = root.find("constants");
-  if (it == root.end()) return;  // a graph without weights
+// "constants" (weights) or "state" (initial values of persistent state): the same form.
+void Loader::load_constants(const json& root, const char* key) {
+  auto it = root.find(key);
+  if (it == root.end()) return;  // a graph without weights, or without state
   if (!it->is_array())
-    user_error(locate_key("constants"), "'constants' must be a list, not " + json_type_name(*it));
-  for (size_t i = 0; i < it->size(); ++i) load_constant((*it)[i], i);
+    user_error(locate_key(key), "'" + std::string(key) + "' must be a list, not " + json_type_name(*it));
+  for (size_t i = 0; i < it->size(); ++i) load_constant((*it)[i], i, key);
 }
 
-void Loader::load_constant(const json& c, size_t index) {
-  std::string what = "constants[" + std::to_string(index) + "]";
-  Where span = [this] { return locate_key("constants"); };
+void Loader::load_constant(const json& c, size_t index, const char* key) {
+  const bool is_state = std::string(key) == "state";
+  std::string what = std::string(key) + "[" + std::to_string(index) + "]";
+  Where span = [this, key] { return locate_key(key); };
   if (!c.is_object()) fail(span, what + " must be an object, not " + json_type_name(c));
   std::string name = string_field(c, "name", what, span);
-  what = "constant '" + name + "'";
-  span = [this, name] { return locate(name, "constants", true); };
+  what = (is_state ? "state '" : "constant '") + name + "'";
+  span = [this, name, key] { return locate(name, key, true); };
   check_keys(c, {"name", "file", "blob", "offset", "shape", "dtype", "values"}, what, span);
-  declare(name, "the constant", what, span);
+  declare(name, is_state ? "the state" : "the constant", what, span);
   int sources = static_cast<int>(c.count("file") + c.count("blob") + c.count("values"));
   if (sources != 1)
     fail(span, what + ": give exactly one of 'file' (a .npy file), 'blob' (with 'offset') or "
@@ -386,7 +388,7 @@ void Loader::load_constant(const json& c, size_t index) {
   t.dtype = a.dtype;
   t.shape = a.shape;
   types_[name] = t;
-  g_.constants[name] = std::move(a);
+  (is_state ? g_.state : g_.constants)[name] = std::move(a);
 }
 
 void Loader::load_nodes(const json& root) {
@@ -602,11 +604,18 @@ Graph Loader::load() {
   if (!root.is_object()) user_error(at_offset(0), "the graph must be a JSON object, not " + json_type_name(root));
   load_header(root);
   load_inputs(root);
-  load_constants(root);
+  load_constants(root, "constants");
+  load_constants(root, "state");
   load_nodes(root);
   load_outputs(root);
   sort_nodes();
   infer_types();
+  try {
+    check_state_use(g_);
+  } catch (const DiagnosticError& e) {
+    if (e.internal()) throw;
+    fail([this] { return locate_key("state"); }, e.diagnostics().at(0).message);
+  }
   return std::move(g_);
 }
 
@@ -627,14 +636,17 @@ TensorType Graph::type_of(const std::string& n) const {
     t.shape = c->second.shape;
     return t;
   }
+  auto st = state.find(n);
+  if (st != state.end()) return TensorType{st->second.dtype, st->second.shape};
   if (const GraphNode* node = find_node(n)) return node->type;
-  user_error(Span{}, "graph '" + name + "' has no input, constant or node named '" + n + "'");
+  user_error(Span{}, "graph '" + name + "' has no input, constant, state or node named '" + n + "'");
 }
 
 std::map<std::string, TensorType> Graph::all_types() const {
   std::map<std::string, TensorType> types;
   for (const auto& [n, t] : inputs) types[n] = t;
   for (const auto& [n, c] : constants) types[n] = TensorType{c.dtype, c.shape};
+  for (const auto& [n, c] : state) types[n] = TensorType{c.dtype, c.shape};
   for (const auto& node : nodes) types[node.name] = node.type;
   return types;
 }
@@ -643,6 +655,32 @@ const GraphNode* Graph::find_node(const std::string& n) const {
   for (const auto& node : nodes)
     if (node.name == n) return &node;
   return nullptr;
+}
+
+void check_state_use(const Graph& g) {
+  std::map<std::string, std::string> reader;  // state -> the node reading it
+  for (const auto& node : g.nodes) {
+    const OpDef* op = find_op(node.op);
+    std::vector<size_t> written = op ? written_inputs(*op, node.attrs, node.inputs.size()) : std::vector<size_t>{};
+    for (size_t k : written) {
+      if (k >= node.inputs.size() || !g.state.count(node.inputs[k]))
+        user_error(Span{}, "node '" + node.name + "' (" + node.op + ") updates its input " + std::to_string(k) +
+                               (k < node.inputs.size() ? " ('" + node.inputs[k] + "')" : std::string()) +
+                               " in place, which must be a state of the graph (listed under \"state\")");
+      if (!node.device.empty())
+        user_error(Span{}, "node '" + node.name + "' (" + node.op + ") updates state, which only the host can do (device '" +
+                               node.device + "')");
+    }
+    for (const auto& in : node.inputs) {
+      if (!g.state.count(in)) continue;
+      auto [it, fresh] = reader.emplace(in, node.name);
+      if (!fresh)
+        user_error(Span{}, "state '" + in + "' is read by node '" + it->second + "' and by node '" + node.name +
+                               "' (or twice by one node); a state belongs to the one node that updates it");
+    }
+  }
+  for (const auto& out : g.outputs)
+    if (g.state.count(out)) user_error(Span{}, "state '" + out + "' is a model output; a state is internal to the model");
 }
 
 Graph load_graph_json(const std::string& json_text, const std::string& filename, const FileReader& read) {
@@ -687,7 +725,7 @@ GraphNode typed_node(const std::string& name, const std::string& op, const std::
 
 std::string fresh_name(const Graph& g, const std::string& base) {
   auto taken = [&](const std::string& n) {
-    if (g.constants.count(n) || g.find_node(n)) return true;
+    if (g.constants.count(n) || g.state.count(n) || g.find_node(n)) return true;
     for (const auto& in : g.inputs)
       if (in.first == n) return true;
     return false;

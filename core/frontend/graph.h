@@ -33,6 +33,12 @@ struct Graph {
   std::string name;  // a C identifier
   std::vector<std::pair<std::string, TensorType>> inputs;
   std::map<std::string, NDArray> constants;
+  // Persistent state (TFLite variable tensors): name -> initial value, as TFLM's
+  // AllocateTensors() leaves it (int8 state at its zero point, any other 0). A node
+  // reads a state like any tensor, and the one node that reads it may update it in
+  // place (OpDef::writes_inputs). The artifact keeps each state in memory of its own,
+  // carried over from one run to the next, and can reset it to this value.
+  std::map<std::string, NDArray> state;
   std::vector<GraphNode> nodes;  // topological order
   std::vector<std::string> outputs;
   // Scale and zero point of int8 model inputs and outputs, by name, where the model says
@@ -66,6 +72,12 @@ Graph load_graph_json(const std::string& json_text, const std::string& filename,
 // dtype the loader refuses, a NaN or infinity in a constant or an attribute).
 nlohmann::json graph_to_json(const Graph& g);
 std::string write_graph_json(const Graph& g);  // graph_to_json, indented, ending in a newline
+
+// The rules of state (Graph::state), a user error naming the node or state otherwise:
+// a state is read by at most one node, through one input; every input a node writes in
+// place (OpDef::writes_inputs) is a state; a state is not a model output; a node that
+// writes state runs on the host.
+void check_state_use(const Graph& g);
 
 // The dtypes a graph tensor may have ("float32", "int8", ...: docs/graph-format.md).
 bool is_graph_dtype(DataType dtype);

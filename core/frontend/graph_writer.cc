@@ -21,16 +21,16 @@ void check_finite(const Json& j, const std::string& what) {
     for (const auto& v : j) check_finite(v, what);
 }
 
-ojson constant_json(const std::string& name, const NDArray& a) {
+ojson constant_json(const std::string& name, const NDArray& a, const char* kind = "constant") {
   if (!is_graph_dtype(a.dtype))
-    user_error({}, "unsupported: constant '" + name + "' has dtype " + a.dtype.str() +
+    user_error({}, "unsupported: " + std::string(kind) + " '" + name + "' has dtype " + a.dtype.str() +
                        ", which a JSON graph cannot hold");
   ojson values = ojson::array();
   for (int64_t i = 0; i < a.num_elements(); ++i) {
     if (a.dtype.is_float()) values.push_back(a.get_float(i));
     else values.push_back(a.get_int(i));
   }
-  check_finite(values, "constant '" + name + "'");
+  check_finite(values, std::string(kind) + " '" + name + "'");
   ojson c = ojson::object();
   c["name"] = name;
   c["shape"] = a.shape;
@@ -53,6 +53,8 @@ ojson to_ordered_json(const Graph& g) {
   }
   ojson constants = ojson::array();
   for (const auto& [name, a] : g.constants) constants.push_back(constant_json(name, a));
+  ojson state = ojson::array();
+  for (const auto& [name, a] : g.state) state.push_back(constant_json(name, a, "state"));
   ojson nodes = ojson::array();
   for (const auto& n : g.nodes) {
     ojson j = ojson::object();
@@ -72,6 +74,7 @@ ojson to_ordered_json(const Graph& g) {
   root["name"] = g.name;
   root["inputs"] = std::move(inputs);
   root["constants"] = std::move(constants);
+  if (!state.empty()) root["state"] = std::move(state);
   root["nodes"] = std::move(nodes);
   root["outputs"] = g.outputs;
   if (!g.quantization.empty()) {

@@ -307,6 +307,18 @@ void prepare_softmax_node(Graph& g, GraphNode& node) {
   if (node.inputs.size() != 1) return;
   double scale = number_or(node.attrs, "input_scale", 0), beta = number_or(node.attrs, "beta", 1.0);
   if (!(scale > 0) || !(beta > 0)) return;  // the op's own check reports it
+  if (g.all_types().at(node.inputs[0]).dtype == DataType::Int(16)) {
+    // int16 data: TFLM's two interpolation tables, exp on [-10, 0] and 1 / (1 + x) on [0, 1].
+    for (bool exp : {true, false}) {
+      auto values = ops::fixed_point::softmax_int16_lut(exp);
+      NDArray table = NDArray::zeros(DataType::Int(16), {513});
+      for (int64_t i = 0; i < 513; ++i) table.set_int(i, values[static_cast<size_t>(i)]);
+      std::string name = fresh_name(g, node.name + (exp ? "__exp_lut" : "__recip_lut"));
+      g.constants[name] = std::move(table);
+      node.inputs.push_back(name);
+    }
+    return;
+  }
   auto params = ops::fixed_point::softmax_params(scale, beta, "qsoftmax");
   auto exps = ops::fixed_point::softmax_exp_table(params);
   NDArray table = NDArray::zeros(kI32, {256});
@@ -331,6 +343,35 @@ void prepare_activation_node(Graph& g, GraphNode& node) {
   node.inputs.push_back(name);
 }
 
+// qconv2d_s16, qdense_s16 and qtranspose_conv2d (ops/qconv_s16.cc): per-channel
+// multipliers differ, so their QuantizeMultiplier pairs go in an int32 table [O, 2]
+// (multiplier, shift), the kernel's last input; the kernel derives TFLM's 16-bit
+// reduced multiplier from it for an int64 accumulator.
+bool is_wide_mac_op(const std::string& op) {
+  return op == "qconv2d_s16" || op == "qdense_s16" || op == "qtranspose_conv2d";
+}
+
+void prepare_wide_mac_node(Graph& g, GraphNode& node, const ScheduleOptions& opts) {
+  if (!node.attrs.contains("schedule")) node.attrs["schedule"] = {{"unroll", opts.unroll}};
+  if (!per_channel(node.attrs)) return;
+  const int64_t channels = node.type.shape.back();
+  for (size_t i = 2; i < node.inputs.size(); ++i) {
+    auto it = g.constants.find(node.inputs[i]);
+    if (it != g.constants.end() && it->second.shape.size() == 2) return;  // prepared already
+  }
+  const double in_scale = number_or(node.attrs, "input_scale", 1.0), out_scale = number_or(node.attrs, "output_scale", 1.0);
+  NDArray table = NDArray::zeros(kI32, {channels, 2});
+  for (int64_t c = 0; c < channels; ++c) {
+    ops::QuantMultiplier m = ops::quantize_multiplier(in_scale * weight_scale(node.attrs, c) / out_scale, node.op,
+                                                      "input_scale * weight_scale[" + std::to_string(c) + "] / output_scale");
+    table.set_int(2 * c, m.multiplier);
+    table.set_int(2 * c + 1, m.shift);
+  }
+  std::string name = fresh_name(g, node.name + "__requant");
+  g.constants[name] = std::move(table);
+  node.inputs.push_back(name);
+}
+
 }  // namespace
 
 Graph prepare_quantized(const Graph& in, const ScheduleOptions& opts) {
@@ -346,6 +387,7 @@ Graph prepare_quantized(const Graph& in, const ScheduleOptions& opts) {
     if (node.op == "qconv2d" || node.op == "qdense") prepare_matmul_node(g, node, opts, maybe_unused);
     else if (node.op == "qsoftmax") prepare_softmax_node(g, node);
     else if (node.op == "qlogistic" || node.op == "qtanh") prepare_activation_node(g, node);
+    else if (is_wide_mac_op(node.op)) prepare_wide_mac_node(g, node, opts);
   }
   drop_unused_constants(g, maybe_unused);
   // The rewritten nodes are checked again, so a bad attribute is reported against the
@@ -353,7 +395,7 @@ Graph prepare_quantized(const Graph& in, const ScheduleOptions& opts) {
   auto types = g.all_types();
   for (auto& node : g.nodes) {
     if (node.op != "qconv2d" && node.op != "qdense" && node.op != "qsoftmax" && node.op != "qlogistic" &&
-        node.op != "qtanh")
+        node.op != "qtanh" && !is_wide_mac_op(node.op))
       continue;
     std::vector<TensorType> in_types;
     for (const auto& x : node.inputs) in_types.push_back(types.at(x));

@@ -157,6 +157,29 @@ std::array<int8_t, 256> activation_table(bool is_tanh, double input_scale, int32
   return t;
 }
 
+std::array<int16_t, 513> softmax_int16_lut(bool exp) {
+  auto f = [exp](float v) { return exp ? std::exp(v) : 1.0f / (1.0f + v); };
+  const float input_min = exp ? -10.0f : 0.0f, input_max = exp ? 0.0f : 1.0f;
+  const int steps = 512;
+  const float step = (input_max - input_min) / steps;
+  const float half_step = step / 2;
+  const float scale = 65536.0f / 2.0f;  // (max - min + 1) of int16 over the output range [-1, 1]
+  auto clamp16 = [](float v) { return static_cast<int16_t>(std::min(std::max(v, -32768.0f), 32767.0f)); };
+  std::array<int16_t, 513> lut{};
+  for (int i = 0; i < steps; ++i) {
+    const float val = f(input_min + static_cast<float>(i) * step);
+    const float val_midpoint = f(input_min + static_cast<float>(i) * step + half_step);
+    const float val_next = f(input_min + static_cast<float>(i + 1) * step);
+    const float sample = std::round(val * scale);
+    const float midpoint_interp = std::round((val_next * scale + std::round(val * scale)) / 2);
+    const float midpoint = std::round(val_midpoint * scale);
+    const float bias = std::round((midpoint_interp - midpoint) / 2);
+    lut[static_cast<size_t>(i)] = clamp16(sample - bias);
+  }
+  lut[steps] = clamp16(std::round(f(input_max) * scale));
+  return lut;
+}
+
 }  // namespace fixed_point
 }  // namespace ops
 }  // namespace mtir

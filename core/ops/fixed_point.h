@@ -37,6 +37,13 @@ std::array<int32_t, 256> softmax_exp_table(const SoftmaxParams& p);
 // output for every input code x, at table[x + 128].
 std::array<int8_t, 256> activation_table(bool tanh, double input_scale, int32_t input_zero_point, const std::string& op);
 
+// TFLite's gen_lut<float, int16_t, int16_t> as TFLM's int16 SOFTMAX prepares it: 512
+// samples of f over [input_min, input_max] scaled to [-32768, 32767] (output range
+// [-1, 1]), each corrected by half the rounded error of linear interpolation at the
+// midpoint, and f(input_max) as entry 512 (for the last slope). `exp`: std::exp on
+// [-10, 0]; otherwise 1 / (1 + x) on [0, 1]. In float32, as TFLM computes it.
+std::array<int16_t, 513> softmax_int16_lut(bool exp);
+
 }  // namespace fixed_point
 }  // namespace ops
 }  // namespace mtir

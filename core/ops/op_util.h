@@ -126,9 +126,13 @@ void register_nn_ops(std::vector<OpDef>& ops);
 void register_pool_ops(std::vector<OpDef>& ops);
 void register_elemwise_ops(std::vector<OpDef>& ops);
 void register_shape_ops(std::vector<OpDef>& ops);
+void register_strided_slice_ops(std::vector<OpDef>& ops);
 void register_quantized_ops(std::vector<OpDef>& ops);
 void register_qconv_ops(std::vector<OpDef>& ops);
+void register_qconv_s16_ops(std::vector<OpDef>& ops);
 void register_onnx_quant_ops(std::vector<OpDef>& ops);
+void register_svdf_ops(std::vector<OpDef>& ops);
+void register_lstm_ops(std::vector<OpDef>& ops);
 
 }  // namespace ops
 }  // namespace mtir

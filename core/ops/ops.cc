@@ -24,9 +24,13 @@ const std::vector<OpDef>& all_op_defs() {
     ops::register_pool_ops(v);
     ops::register_elemwise_ops(v);
     ops::register_shape_ops(v);
+    ops::register_strided_slice_ops(v);
     ops::register_quantized_ops(v);
     ops::register_qconv_ops(v);
+    ops::register_qconv_s16_ops(v);
     ops::register_onnx_quant_ops(v);
+    ops::register_svdf_ops(v);
+    ops::register_lstm_ops(v);
     // Every output must be indexable with int32 loop variables.
     for (auto& d : v) {
       auto infer = d.infer;
@@ -45,6 +49,14 @@ const std::vector<OpDef>& all_op_defs() {
     return v;
   }();
   return defs;
+}
+
+std::vector<size_t> written_inputs(const OpDef& op, const nlohmann::json& attrs, size_t num_inputs) {
+  if (!op.writes_inputs) return {};
+  std::vector<size_t> w = op.writes_inputs(attrs, num_inputs);
+  std::sort(w.begin(), w.end());
+  w.erase(std::unique(w.begin(), w.end()), w.end());
+  return w;
 }
 
 const OpDef* find_op(const std::string& name) {

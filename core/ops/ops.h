@@ -44,7 +44,16 @@ struct OpDef {
                          const TensorType& output, const nlohmann::json& attrs)>
       build;
   OutputSharing sharing = OutputSharing::kNone;
+  // The inputs the kernel updates in place (positions, from the attributes and the
+  // number of inputs): persistent state (Graph::state, a TFLite variable tensor) that
+  // the op reads and writes back, as SVDF and LSTM do. Such an input must be a state of
+  // the graph; the node never fuses and its state buffer is never shared or planned.
+  // Empty (or unset): the kernel writes only its output.
+  std::function<std::vector<size_t>(const nlohmann::json& attrs, size_t num_inputs)> writes_inputs = nullptr;
 };
+
+// The positions of node inputs `op` writes in place (OpDef::writes_inputs), sorted.
+std::vector<size_t> written_inputs(const OpDef& op, const nlohmann::json& attrs, size_t num_inputs);
 
 // nullptr for an unknown op.
 const OpDef* find_op(const std::string& name);

@@ -138,27 +138,42 @@ Expr multiply_by_quantized_multiplier(Expr x, Expr multiplier, Expr shift) {
   return rounding_divide_by_pot(std::move(high), std::move(right));
 }
 
+ActBounds dtype_bounds(DataType t) {
+  const int bits = t.bits() >= 32 ? 32 : t.bits();
+  const int64_t hi = (int64_t{1} << (bits - 1)) - 1;
+  return ActBounds{static_cast<int32_t>(-hi - 1), static_cast<int32_t>(hi)};
+}
+
 // TFLite's CalculateActivationRangeQuantized: zero_point + round(f / scale) in float32.
-ActBounds activation_bounds(const std::string& activation, double output_scale, int32_t output_zero_point) {
-  ActBounds b;
+ActBounds activation_bounds(const std::string& activation, double output_scale, int32_t output_zero_point,
+                            DataType t) {
+  const ActBounds whole = dtype_bounds(t);
+  ActBounds b = whole;
   if (activation == "none") return b;
   auto quantize = [&](float f) {
     float r = std::round(f / static_cast<float>(output_scale));
-    return output_zero_point + static_cast<int32_t>(std::max(-1e6f, std::min(1e6f, r)));  // int8 range either way
+    return output_zero_point + static_cast<int32_t>(std::max(-1e6f, std::min(1e6f, r)));  // beyond int16 either way
   };
   if (activation == "relu_n1_to_1") {
-    b.lo = std::max(-128, quantize(-1.0f));
-    b.hi = std::min(127, quantize(1.0f));
+    b.lo = std::max(whole.lo, quantize(-1.0f));
+    b.hi = std::min(whole.hi, quantize(1.0f));
     return b;
   }
-  b.lo = std::max(-128, quantize(0.0f));
-  if (activation == "relu6") b.hi = std::min(127, quantize(6.0f));
+  b.lo = std::max(whole.lo, quantize(0.0f));
+  if (activation == "relu6") b.hi = std::min(whole.hi, quantize(6.0f));
   return b;
 }
 
 Expr saturate_int8(Expr y, int32_t zero_point, ActBounds bounds) {
+  return saturate_to(DataType::Int(8), std::move(y), zero_point, bounds);
+}
+
+Expr saturate_to(DataType t, Expr y, int32_t zero_point, ActBounds bounds) {
   Expr v = add(std::move(y), ci(zero_point));
-  return Cast(DataType::Int(8), min_(max_(v, ci(bounds.lo)), ci(bounds.hi)));
+  const ActBounds whole = dtype_bounds(DataType::Int(32));
+  if (bounds.lo != whole.lo) v = max_(v, ci(bounds.lo));
+  if (bounds.hi != whole.hi) v = min_(v, ci(bounds.hi));
+  return t == kI32 ? v : Cast(t, v);
 }
 
 double read_scale(const std::string& op, const AttrReader& r, const std::string& key) {
@@ -168,9 +183,11 @@ double read_scale(const std::string& op, const AttrReader& r, const std::string&
   return v;
 }
 
-int32_t read_zero_point(const AttrReader& r, const std::string& key) {
+int32_t read_zero_point(const AttrReader& r, const std::string& key, DataType t) {
+  const ActBounds range = dtype_bounds(t);
   int64_t v = r.get_int(key, 0);
-  if (v < -128 || v > 127) r.bad(key, "an integer in [-128, 127]");
+  if (v < range.lo || v > range.hi)
+    r.bad(key, "an integer in [" + std::to_string(range.lo) + ", " + std::to_string(range.hi) + "]");
   return static_cast<int32_t>(v);
 }
 

@@ -71,17 +71,24 @@ bool onnx_high_word_form(int64_t m, int64_t s, OnnxHighWord* out);
 // y as above for an int32 `acc` and int32 expressions M', t and 2^(t-1); int32 out.
 Expr onnx_high_word_requantize(Expr acc, Expr multiplier, Expr shift, Expr half);
 
-// The int8 output range an activation allows (bounds inclusive).
+// The output range an activation allows (bounds inclusive); int8's whole range by default.
 struct ActBounds {
   int32_t lo = -128;
   int32_t hi = 127;
 };
+// The whole range of an integer type of at most 32 bits (int8: [-128, 127]).
+ActBounds dtype_bounds(DataType t);
 // activation "none" | "relu" | "relu6" | "relu_n1_to_1" for an output of this scale and
-// zero point, as TFLite's CalculateActivationRangeQuantized (zp + round(f / scale) in float32).
-ActBounds activation_bounds(const std::string& activation, double output_scale, int32_t output_zero_point);
+// zero point, as TFLite's CalculateActivationRangeQuantized (zp + round(f / scale) in
+// float32), within the range of the output type `t` (int8 or int16).
+ActBounds activation_bounds(const std::string& activation, double output_scale, int32_t output_zero_point,
+                            DataType t = DataType::Int(8));
 
 // (int8)clamp(y + zero_point, lo, hi) for an int32 expression `y`.
 Expr saturate_int8(Expr y, int32_t zero_point, ActBounds bounds);
+// The same for an output of type `t` (int8, int16 or int32; the clamp is left out where
+// the bounds are int32's whole range).
+Expr saturate_to(DataType t, Expr y, int32_t zero_point, ActBounds bounds);
 
 // The shared attributes of qconv2d and qdense.
 struct QuantAttrs {
@@ -104,8 +111,8 @@ QuantAttrs read_quant_attrs(const std::string& op, const AttrReader& r, int64_t 
 
 // A required scale attribute: a finite number > 0.
 double read_scale(const std::string& op, const AttrReader& r, const std::string& key);
-// An optional zero point attribute in [-128, 127] (default 0).
-int32_t read_zero_point(const AttrReader& r, const std::string& key);
+// An optional zero point attribute in [-128, 127] (default 0), or in the range of `t`.
+int32_t read_zero_point(const AttrReader& r, const std::string& key, DataType t = DataType::Int(8));
 // The "activation" attribute: "none" (default), "relu", "relu6" or "relu_n1_to_1".
 std::string read_activation(const AttrReader& r);
 

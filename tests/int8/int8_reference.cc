@@ -177,13 +177,20 @@ Tensor qbinary(const std::string& op, const std::vector<const Tensor*>& in, cons
     if (op == "qmul") {
       raw_output = multiply_by_quantized_multiplier(input1_val * input2_val, quantize_multiplier(sa * sb / so));
     } else {
-      const int32_t scaled1 = multiply_by_quantized_multiplier(input1_val * (1 << left_shift),
-                                                               smaller_than_one(sa / twice_max_input_scale));
-      const int32_t scaled2 = multiply_by_quantized_multiplier(input2_val * (1 << left_shift),
-                                                               smaller_than_one(sb / twice_max_input_scale));
+      // TFLM computes ADD's quotients in double and SUB's in float32 (sub_common.cc).
+      double m1 = sa / twice_max_input_scale, m2 = sb / twice_max_input_scale;
+      double mo = twice_max_input_scale / ((1 << left_shift) * so);
+      if (op == "qsub") {
+        const float fa = static_cast<float>(sa), fb = static_cast<float>(sb), fo = static_cast<float>(so);
+        const float ftwice = 2 * std::max(fa, fb);
+        m1 = static_cast<double>(fa / ftwice);
+        m2 = static_cast<double>(fb / ftwice);
+        mo = static_cast<double>(ftwice / ((1 << left_shift) * fo));
+      }
+      const int32_t scaled1 = multiply_by_quantized_multiplier(input1_val * (1 << left_shift), smaller_than_one(m1));
+      const int32_t scaled2 = multiply_by_quantized_multiplier(input2_val * (1 << left_shift), smaller_than_one(m2));
       const int32_t raw = op == "qadd" ? scaled1 + scaled2 : scaled1 - scaled2;
-      raw_output = multiply_by_quantized_multiplier(
-          raw, smaller_than_one(twice_max_input_scale / ((1 << left_shift) * so)));
+      raw_output = multiply_by_quantized_multiplier(raw, smaller_than_one(mo));
     }
     out.data[i] = clamp(static_cast<int64_t>(raw_output) + zo, lo, hi);
   }

@@ -294,10 +294,11 @@ Tensor ref_matmul(const Tensor& a, const Tensor& b) {
 const std::vector<std::string> kAllOps = {
     "abs", "add", "avg_pool2d", "batch_norm", "clip", "concat", "conv2d", "conv3d", "conv_transpose", "dense",
     "dequantize", "dequantize_linear", "div", "dynamic_quantize_linear", "exp", "flatten", "full", "gemm",
-    "global_avg_pool2d", "leaky_relu", "log_softmax", "matmul", "max_pool2d", "maximum", "minimum", "mul", "neg",
-    "pad", "qadd", "qavg_pool2d", "qconcat", "qconv2d", "qdense", "qglobal_avg_pool2d", "qlinear_add",
-    "qlinear_avg_pool", "qlinear_conv", "qlinear_matmul", "qlogistic", "qmean", "qmul", "qsoftmax", "qsub", "qtanh",
-    "quantize", "quantize_linear", "relu", "reshape", "sigmoid", "softmax", "sqrt", "sub", "tanh", "transpose"};
+    "global_avg_pool2d", "leaky_relu", "log_softmax", "lstm", "matmul", "max_pool2d", "maximum", "minimum", "mul",
+    "neg", "pad", "qadd", "qavg_pool2d", "qconcat", "qconv2d", "qdense", "qglobal_avg_pool2d", "qleaky_relu",
+    "qlinear_add", "qlinear_avg_pool", "qlinear_conv", "qlinear_matmul", "qlogistic", "qlstm", "qmean", "qmul",
+    "qsoftmax", "qsub", "qsvdf", "qtanh", "quantize", "quantize_linear", "relu", "requantize", "reshape", "sigmoid",
+    "softmax", "sqrt", "strided_slice", "sub", "svdf", "tanh", "transpose"};
 
 TEST(Ops, RegistryIsSortedAndComplete) {
   std::vector<std::string> names;

@@ -212,12 +212,20 @@ int64_t broadcast_get(const NDArray& x, const Shape& out_shape, const std::vecto
   return x.get_int(flat);
 }
 
-// TFLite's int8 ADD / SUB (inputs to a common scale with 20 bits of headroom) and MUL.
+// TFLite's int8 ADD / SUB (inputs to a common scale with 20 bits of headroom; SUB's
+// multipliers in float32, as TFLM computes them) and MUL.
 NDArray ref_qbinary(const std::string& op, const NDArray& a, const NDArray& b, const Shape& shape, double sa,
                     int64_t za, double sb, int64_t zb, double so, int64_t zo, const std::string& act) {
   double twice_max = 2 * std::max(sa, sb);
   RefMult ma = ref_multiplier(sa / twice_max), mb = ref_multiplier(sb / twice_max);
   RefMult mo = op == "qmul" ? ref_multiplier(sa * sb / so) : ref_multiplier(twice_max / (1048576.0 * so));
+  if (op == "qsub") {  // TFLM's sub_common.cc: the quotients in float32
+    const float fa = static_cast<float>(sa), fb = static_cast<float>(sb), fo = static_cast<float>(so);
+    const float ftwice = 2 * std::max(fa, fb);
+    ma = ref_multiplier(static_cast<double>(fa / ftwice));
+    mb = ref_multiplier(static_cast<double>(fb / ftwice));
+    mo = ref_multiplier(static_cast<double>(ftwice / (1048576.0f * fo)));
+  }
   Bounds bd = ref_bounds(act, so, zo);
   NDArray out = NDArray::zeros(kI8, shape);
   std::vector<int64_t> idx(shape.size(), 0);

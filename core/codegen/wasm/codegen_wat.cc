@@ -1470,6 +1470,7 @@ int64_t local_scratch_bytes(const Stmt& s) {
 struct MemoryLayout {
   std::vector<int64_t> param_address;  // of each parameter of the run export
   std::string io_exports;              // the "input:" and "output:" address globals
+  std::vector<int64_t> initial_address;  // of each state's initial bytes (else -1)
   int64_t pool_base = 0, pool_bytes = 0, pool_end = 0;
 };
 
@@ -1480,7 +1481,14 @@ MemoryLayout lay_out_memory(const WatOptions& options, int64_t local_scratch, Mo
   if (options.has_run) {
     for (const auto& p : options.run.params) {
       layout.param_address.push_back(at);
-      if (p.kind == WasmRunExport::Param::Kind::kConstant) {
+      layout.initial_address.push_back(-1);
+      if (p.kind == WasmRunExport::Param::Kind::kState) {
+        // The live state, then a copy of its initial bytes for reset.
+        ms->data.emplace_back(at, p.data);
+        at += round16(std::max<int64_t>(p.bytes, 1));
+        layout.initial_address.back() = at;
+        ms->data.emplace_back(at, p.data);
+      } else if (p.kind == WasmRunExport::Param::Kind::kConstant) {
         ms->data.emplace_back(at, p.data);
       } else {
         const char* prefix = p.kind == WasmRunExport::Param::Kind::kInput ? "input:" : "output:";
@@ -1507,7 +1515,7 @@ std::string run_function(const WatOptions& options, const MemoryLayout& layout, 
   run << "  (func $run (export \"run\")";
   for (size_t i = 0; i < options.run.params.size(); ++i) {
     const auto& p = options.run.params[i];
-    if (p.kind == WasmRunExport::Param::Kind::kConstant) {
+    if (p.kind == WasmRunExport::Param::Kind::kConstant || p.kind == WasmRunExport::Param::Kind::kState) {
       call << " (i32.const " << layout.param_address[i] << ")";
       continue;
     }
@@ -1528,6 +1536,27 @@ std::string run_function(const WatOptions& options, const MemoryLayout& layout, 
       << "    (global.set $mtir.err (i32.const 0))\n"
       << checks.str() << "    (call " << ident(options.run.main_symbol) << call.str() << ")\n  )\n";
   return run.str();
+}
+
+// The "reset" export when the model has state: each state's initial bytes copied back
+// over it; returns 0.
+std::string reset_function(const WatOptions& options, const MemoryLayout& layout) {
+  std::ostringstream os;
+  bool any = false;
+  for (size_t i = 0; i < options.run.params.size(); ++i) {
+    const auto& p = options.run.params[i];
+    if (p.kind != WasmRunExport::Param::Kind::kState) continue;
+    any = true;
+    os << "    (local.set $i (i32.const 0))\n"
+       << "    (block $done" << i << " (loop $next" << i << "\n"
+       << "      (br_if $done" << i << " (i32.ge_u (local.get $i) (i32.const " << p.bytes << ")))\n"
+       << "      (i32.store8 (i32.add (local.get $i) (i32.const " << layout.param_address[i] << "))"
+       << " (i32.load8_u (i32.add (local.get $i) (i32.const " << layout.initial_address[i] << "))))\n"
+       << "      (local.set $i (i32.add (local.get $i) (i32.const 1)))\n"
+       << "      (br $next" << i << ")))\n";
+  }
+  if (!any) return "";
+  return "  (func $mtir.reset (export \"reset\") (result i32) (local $i i32)\n" + os.str() + "    (i32.const 0)\n  )\n";
 }
 
 // The error globals and their exports: the message's address and up to three values.
@@ -1594,7 +1623,7 @@ std::string codegen_wat(const IRModule& m, const WatOptions& options) {
     FunctionEmitter emitter(&ms, symbol_of(name, f), f);
     defs << emitter.define(!options.has_run && !attr_flag(f, "tir.internal"));
   }
-  const std::string run = options.has_run ? run_function(options, layout, &ms) : "";
+  const std::string run = options.has_run ? run_function(options, layout, &ms) + reset_function(options, layout) : "";
 
   const int64_t end = ms.next_string;
   const int64_t pages = std::max<int64_t>(1, (end + kWasmPage - 1) / kWasmPage);

@@ -27,10 +27,12 @@ namespace mtir {
 struct WasmRunExport {
   std::string main_symbol;
   struct Param {
-    enum class Kind { kInput, kConstant, kOutput } kind;
+    // kState: the model's state, in memory of its own that keeps its value between runs
+    // (initialised to `data`); the module exports "reset", which restores `data`.
+    enum class Kind { kInput, kConstant, kOutput, kState } kind;
     std::string name;  // its C identifier (AotModule::Param::c_name); exported as "input:<name>", "output:<name>"
     int64_t bytes = 0;
-    std::string data;  // a constant's bytes, little-endian
+    std::string data;  // a constant's bytes, or a state's initial bytes, little-endian
   };
   std::vector<Param> params;
   // Device instances: run takes one context (i32) for each after the outputs, and main

@@ -61,6 +61,10 @@ class TfliteConverter {
   NDArray constant_value(int index) const;
   Quant quant(int index, bool required) const;
   std::string value(int index);  // the graph name of a tensor an operator reads
+  // A variable tensor (is_variable) becomes a state of the graph, at its value after
+  // TFLM's AllocateTensors(): the zero point for int8, else 0 (its buffer is ignored).
+  bool is_variable(int index) const;
+  std::string state_value(int index);
   std::string fresh(const std::string& base);
   std::string emit(const std::string& name, const std::string& op, const std::vector<std::string>& inputs,
                    const json& attrs = json::object());
@@ -73,19 +77,33 @@ class TfliteConverter {
   std::string activation_node(const std::string& name, const std::string& x, int out, ActivationFunctionType act);
   void conv(const tflite::Operator& op, bool depthwise);
   void fully_connected(const tflite::Operator& op);
+  void transpose_conv(const tflite::Operator& op);  // convert_transpose_conv.cc
   void pool(const tflite::Operator& op, bool average);
   void elementwise(const tflite::Operator& op, BuiltinOperator code);
   void unary(const tflite::Operator& op, BuiltinOperator code);
   void softmax(const tflite::Operator& op);
   void concatenation(const tflite::Operator& op);
   void pad(const tflite::Operator& op);
-  void mean(const tflite::Operator& op);
-  void quantize(const tflite::Operator& op, bool to_int8);
+  void mean(const tflite::Operator& op, bool sum);  // MEAN or SUM
+  // convert_quantize.cc: QUANTIZE (float32 to int8/int16, integer to integer) and DEQUANTIZE.
+  void quantize(const tflite::Operator& op);
+  void dequantize(const tflite::Operator& op);
+  // convert_strided_slice.cc
+  void strided_slice(const tflite::Operator& op);
+  // convert_leaky_relu.cc
+  void leaky_relu(const tflite::Operator& op);
+  void svdf(const tflite::Operator& op);  // convert_svdf.cc
+  // convert_lstm.cc: UNIDIRECTIONAL_SEQUENCE_LSTM; the four gates' constants stacked.
+  void lstm(const tflite::Operator& op);
+  NDArray stack_constants(const std::vector<int>& ids, DataType dtype) const;
 
   int input(const tflite::Operator& op, size_t i, bool optional = false) const;
   int output(const tflite::Operator& op) const;
   json int8_attrs(int in, int out) const;
   void same_quant(int in, int out, const std::string& why) const;
+  // Checks that tensor `b` is a bias [channels] of a dtype named in `allowed` ("int64 or
+  // int32"); returns b.
+  int quantized_bias(int b, int64_t channels, const std::string& allowed) const;
   std::vector<int64_t> padding(tflite::Padding pad, int64_t h, int64_t w, int64_t kh, int64_t kw, int64_t sh,
                                int64_t sw, int64_t dh, int64_t dw) const;
 
@@ -101,6 +119,7 @@ class TfliteConverter {
   std::set<std::string> used_;
   std::vector<std::string> layers_;
   std::set<int> produced_;  // tensors an operator computes
+  std::string sigmoid_table_;  // the int16 sigmoid/tanh table constant, once per model (convert_lstm.cc)
 };
 
 }  // namespace tflite_import

@@ -58,7 +58,6 @@ TensorType TfliteConverter::tensor_type(int index) const {
                   " (float32, int8, int16, int32 and int64 are supported)");
   }
   if (t.sparsity()) unsupported(tensor_label(index) + " is sparse");
-  if (t.is_variable()) unsupported(tensor_label(index) + " is a variable");
   int64_t n = 1;
   if (t.shape()) {
     for (int32_t d : *t.shape()) {
@@ -148,9 +147,31 @@ std::string TfliteConverter::add_constant(const std::string& base, NDArray a) {
   return name;
 }
 
+bool TfliteConverter::is_variable(int index) const { return tensor(index).is_variable(); }
+
+std::string TfliteConverter::state_value(int index) {
+  auto it = values_.find(index);
+  if (it != values_.end()) return it->second;
+  TensorType ty = tensor_type(index);
+  if (ty.shape.empty()) unsupported(tensor_label(index) + ", a variable, is a scalar");
+  NDArray initial = NDArray::zeros(ty.dtype, ty.shape);
+  if (ty.dtype == DataType::Int(8)) {
+    Quant q = quant(index, true);
+    if (!q.per_tensor()) unsupported(tensor_label(index) + ", a variable, is quantized per channel");
+    for (int64_t i = 0; i < initial.num_elements(); ++i) initial.set_int(i, q.zero_point[0]);
+  }
+  std::string n = tensor(index).name() ? tensor(index).name()->str() : "";
+  std::string name = fresh(short_name(n).empty() ? "state" + std::to_string(index) : short_name(n));
+  types_[name] = ty;
+  g_.state[name] = std::move(initial);
+  values_[index] = name;
+  return name;
+}
+
 std::string TfliteConverter::value(int index) {
   auto it = values_.find(index);
   if (it != values_.end()) return it->second;
+  if (is_variable(index)) return state_value(index);
   if (!has_data(index))
     fail(tensor_label(index) + " is read before any operator computes it and is neither a model input nor a constant");
   std::string n = tensor(index).name() ? tensor(index).name()->str() : "";
@@ -209,6 +230,14 @@ void TfliteConverter::same_quant(int in, int out, const std::string& why) const 
     unsupported(why + " with different input and output quantization");
 }
 
+int TfliteConverter::quantized_bias(int b, int64_t channels, const std::string& allowed) const {
+  TensorType bt = tensor_type(b);
+  bool ok = bt.shape == std::vector<int64_t>{channels} &&
+            allowed.find(bt.dtype.str()) != std::string::npos;
+  if (!ok) fail("the bias must be " + allowed + " [" + std::to_string(channels) + "], it is " + bt.str());
+  return b;
+}
+
 // TFLite's padding: VALID pads nothing; SAME gives out = ceil(in / stride) and pads
 // max(0, (out - 1) * stride + effective_k - in), the smaller half before.
 std::vector<int64_t> TfliteConverter::padding(tflite::Padding pad, int64_t h, int64_t w, int64_t kh, int64_t kw,
@@ -234,33 +263,35 @@ std::string activation_text(ActivationFunctionType act) {
 std::string TfliteConverter::activation_node(const std::string& name, const std::string& x, int out,
                                              ActivationFunctionType act) {
   if (act == ActivationFunctionType::NONE) return x;
-  bool int8 = types_.at(x).dtype == DataType::Int(8);
+  const DataType dt = types_.at(x).dtype;
+  const bool quantized = dt == DataType::Int(8) || dt == DataType::Int(16);
   double lo, hi;
   if (act == ActivationFunctionType::RELU) lo = 0, hi = std::numeric_limits<double>::infinity();
   else if (act == ActivationFunctionType::RELU6) lo = 0, hi = 6;
   else if (act == ActivationFunctionType::RELU_N1_TO_1) lo = -1, hi = 1;
   else unsupported("the fused activation " + activation_text(act));
-  if (!int8) {
+  if (!quantized) {
     if (act == ActivationFunctionType::RELU) return emit(name, "relu", {x});
     return emit(name, "clip", {x}, {{"min", lo}, {"max", hi}});
   }
   // TFLite's CalculateActivationRangeQuantized: the bounds quantized with the output's
-  // scale and zero point (rounding half away from zero, in float), within int8.
+  // scale and zero point (rounding half away from zero, in float), within int8 (int16).
   Quant q = quant(out, true);
   float scale = static_cast<float>(q.scale[0]);
   auto quantize = [&](double r) {
     return q.zero_point[0] + static_cast<int64_t>(std::round(static_cast<float>(r) / scale));
   };
-  int64_t qlo = std::max<int64_t>(-128, quantize(lo));
-  int64_t qhi = std::isinf(hi) ? 127 : std::min<int64_t>(127, quantize(hi));
+  const int64_t type_max = dt == DataType::Int(8) ? 127 : 32767;
+  int64_t qlo = std::max<int64_t>(-type_max - 1, quantize(lo));
+  int64_t qhi = std::isinf(hi) ? type_max : std::min<int64_t>(type_max, quantize(hi));
   return emit(name, "clip", {x}, {{"min", qlo}, {"max", qhi}});
 }
 
 void TfliteConverter::finish(int out, const std::string& op, const std::vector<std::string>& inputs, json attrs,
                              ActivationFunctionType act, bool act_in_op) {
   std::string name = values_.at(out);
-  bool int8 = tensor_type(out).dtype == DataType::Int(8);
-  if (act_in_op && int8) {
+  const DataType dt = tensor_type(out).dtype;
+  if (act_in_op && (dt == DataType::Int(8) || dt == DataType::Int(16))) {
     if (act == ActivationFunctionType::RELU) attrs["activation"] = "relu";
     else if (act == ActivationFunctionType::RELU6) attrs["activation"] = "relu6";
     else if (act == ActivationFunctionType::RELU_N1_TO_1) attrs["activation"] = "relu_n1_to_1";
@@ -317,8 +348,10 @@ void TfliteConverter::conv(const tflite::Operator& op, bool depthwise) {
   std::string wname = short_name(tensor(w).name() ? tensor(w).name()->str() : "");
   if (wname.empty()) wname = "filter" + std::to_string(w);
   std::vector<std::string> inputs = {value(x)};
-  if (xt.dtype == DataType::Int(8)) {
-    if (weight.dtype != DataType::Int(8)) unsupported("an int8 convolution with a " + weight.dtype.str() + " filter");
+  const bool int16 = xt.dtype == DataType::Int(16);
+  if (xt.dtype == DataType::Int(8) || int16) {
+    if (weight.dtype != DataType::Int(8))
+      unsupported("an " + xt.dtype.str() + " convolution with a " + weight.dtype.str() + " filter");
     json q = int8_attrs(x, out);
     Quant wq = quant(w, true);
     for (int64_t z : wq.zero_point)
@@ -344,13 +377,10 @@ void TfliteConverter::conv(const tflite::Operator& op, bool depthwise) {
       weight = std::move(ohwi);
     }
     inputs.push_back(add_constant(wname, std::move(weight)));
-    if (b >= 0) {
-      TensorType bt = tensor_type(b);
-      if (bt.dtype != DataType::Int(32) || bt.shape != std::vector<int64_t>{o})
-        fail("the bias must be int32 [" + std::to_string(o) + "], it is " + bt.str());
-      inputs.push_back(value(b));
-    }
-    finish(out, "qconv2d", inputs, attrs, act, true);
+    if (b >= 0) inputs.push_back(value(quantized_bias(b, o, int16 && depthwise ? "int64" : int16 ? "int64 or int32" : "int32")));
+    // TFLM's int16x8 accumulator: int64, but int32 for a CONV_2D with an int32 bias (ops/qconv_s16.cc).
+    if (int16) attrs["accumulator"] = !depthwise && b >= 0 && tensor_type(b).dtype == DataType::Int(32) ? "int32" : "int64";
+    finish(out, int16 ? "qconv2d_s16" : "qconv2d", inputs, attrs, act, true);
     return;
   }
   if (xt.dtype != DataType::Float(32) || weight.dtype != DataType::Float(32))
@@ -399,8 +429,11 @@ void TfliteConverter::fully_connected(const tflite::Operator& op) {
   std::vector<std::string> inputs = {data, value(w)};
   json attrs = json::object();
   std::string op_name;
-  bool int8 = xt.dtype == DataType::Int(8);
+  const bool int16 = xt.dtype == DataType::Int(16);
+  const bool int8 = xt.dtype == DataType::Int(8) || int16;  // quantized: int8 or int16x8
   if (int8) {
+    if (tensor_type(w).dtype != DataType::Int(8))
+      unsupported("a " + xt.dtype.str() + " FULLY_CONNECTED with " + tensor_type(w).dtype.str() + " weights");
     attrs = int8_attrs(x, out);
     Quant wq = quant(w, true);
     for (int64_t z : wq.zero_point)
@@ -408,7 +441,10 @@ void TfliteConverter::fully_connected(const tflite::Operator& op) {
     if (wq.per_tensor()) attrs["weight_scale"] = wq.scale[0];
     else if (static_cast<int64_t>(wq.scale.size()) == units && wq.axis == 0) attrs["weight_scale"] = wq.scale;
     else fail("the weights' per-channel quantization must have " + std::to_string(units) + " scales along dimension 0");
-    op_name = "qdense";
+    op_name = int16 ? "qdense_s16" : "qdense";
+    // TFLM: an int64 accumulator, int32 with an int32 bias.
+    if (int16) attrs["accumulator"] = b >= 0 && tensor_type(b).dtype == DataType::Int(32) ? "int32" : "int64";
+    if (b >= 0) b = quantized_bias(b, units, int16 ? "int64 or int32" : "int32");
   } else {
     op_name = "dense";
   }
@@ -472,10 +508,15 @@ void TfliteConverter::elementwise(const tflite::Operator& op, BuiltinOperator co
     finish(out, float_op, {value(a), value(b)}, json::object(), act, false);
     return;
   }
-  if (at.dtype != DataType::Int(8)) unsupported(at.dtype.str() + " data");
-  if (at.shape != bt.shape) unsupported("int8 " + op_name(code) + " with broadcasting (" + at.str() + " and " + bt.str() + ")");
+  if (at.dtype != DataType::Int(8) && at.dtype != DataType::Int(16)) unsupported(at.dtype.str() + " data");
+  if (bt.dtype != at.dtype || tensor_type(out).dtype != at.dtype)
+    unsupported(op_name(code) + " of " + at.dtype.str() + " and " + bt.dtype.str() + " into " + tensor_type(out).dtype.str());
   Quant qa = quant(a, true), qb = quant(b, true), qo = quant(out, true);
   if (!qa.per_tensor() || !qb.per_tensor() || !qo.per_tensor()) unsupported("per-channel quantized activations");
+  // TFLM's int16 MUL requires zero points of 0 (Prepare refuses others).
+  if (at.dtype == DataType::Int(16) && code == BuiltinOperator::MUL &&
+      (qa.zero_point[0] != 0 || qb.zero_point[0] != 0 || qo.zero_point[0] != 0))
+    fail("int16 " + op_name(code) + " needs zero points of 0 (TFLite's int16x8 quantization)");
   json attrs = {{"a_scale", qa.scale[0]},      {"a_zero_point", qa.zero_point[0]}, {"b_scale", qb.scale[0]},
                 {"b_zero_point", qb.zero_point[0]}, {"output_scale", qo.scale[0]}, {"output_zero_point", qo.zero_point[0]}};
   finish(out, int8_op, {value(a), value(b)}, attrs, act, true);
@@ -511,11 +552,13 @@ void TfliteConverter::softmax(const tflite::Operator& op) {
     emit(name, "softmax", {value(x)}, {{"axis", -1}});
     return;
   }
-  if (xt.dtype != DataType::Int(8)) unsupported(xt.dtype.str() + " data");
+  if (xt.dtype != DataType::Int(8) && xt.dtype != DataType::Int(16)) unsupported(xt.dtype.str() + " data");
   if (xt.shape.empty()) fail("the input must have at least one dimension");
   Quant qi = quant(x, true), qo = quant(out, true);
   if (!qi.per_tensor()) unsupported("per-channel quantized activations");
   json attrs = {{"input_scale", qi.scale[0]}, {"output_scale", qo.scale[0]}, {"output_zero_point", qo.zero_point[0]}};
+  // int8 in and int16 out (TFLM's Softmax<int8, int16>); int16 in is int16 out.
+  if (xt.dtype == DataType::Int(8) && tensor_type(out).dtype == DataType::Int(16)) attrs["dtype"] = "int16";
   if (beta != 1.0) attrs["beta"] = beta;  // qsoftmax scales by beta * input_scale, as TFLite does
   int64_t k = xt.shape.back(), rows = xt.num_elements() / k;
   std::string data = value(x);
@@ -575,77 +618,80 @@ void TfliteConverter::pad(const tflite::Operator& op) {
     widths.push_back({before, after});
   }
   json attrs = {{"pad_width", widths}};
-  if (xt.dtype == DataType::Int(8)) {
-    same_quant(x, out, "PAD");
-    attrs["pad_value"] = quant(out, true).zero_point[0];  // real zero
+  // The padding value: PADV2's constant_values tensor, else TFLM's default: the zero
+  // point for int8 (real zero), 0 for every other type (int16x8 has zero point 0).
+  int c = input(op, 2, true);
+  if (c >= 0) {
+    if (!has_data(c)) unsupported("a padding value computed at run time");
+    NDArray cv = constant_value(c);
+    if (cv.dtype != xt.dtype || cv.num_elements() != 1)
+      fail("the padding value must be one " + xt.dtype.str() + " value, it is " + TensorType{cv.dtype, cv.shape}.str());
+    attrs["pad_value"] = cv.dtype.is_float() ? cv.get_float(0) : static_cast<double>(cv.get_int(0));
+  }
+  if (xt.dtype == DataType::Int(8) || xt.dtype == DataType::Int(16)) {
+    same_quant(x, out, op_name(BuiltinOperator::PAD));
+    if (c < 0 && xt.dtype == DataType::Int(8)) attrs["pad_value"] = quant(out, true).zero_point[0];  // real zero
   }
   emit(values_.at(out), "pad", {value(x)}, attrs);
 }
 
-void TfliteConverter::mean(const tflite::Operator& op) {
+void TfliteConverter::mean(const tflite::Operator& op, bool sum) {
+  const std::string what = sum ? "SUM" : "MEAN";
   int x = input(op, 0), a = input(op, 1), out = output(op);
   const auto* opt = op.builtin_options_as_ReducerOptions();
   bool keep = opt && opt->keep_dims();
   TensorType xt = tensor_type(x);
+  const int64_t rank = static_cast<int64_t>(xt.shape.size());
   if (!has_data(a)) unsupported("axes computed at run time");
   NDArray axes = constant_value(a);
   std::set<int64_t> ax;
   for (int64_t i = 0; i < axes.num_elements(); ++i) {
     int64_t v = axes.get_int(i);
-    if (v < 0) v += static_cast<int64_t>(xt.shape.size());
-    ax.insert(v);
+    if (v < -rank || v >= rank) fail("axis " + std::to_string(v) + " is out of range for rank " + std::to_string(rank));
+    ax.insert(v < 0 ? v + rank : v);
   }
-  if (xt.shape.size() != 4 || ax != std::set<int64_t>{1, 2})
-    unsupported("MEAN over axes other than the spatial ones (1, 2) of NHWC data");
+  // The result with every reduced axis kept as 1; without keep_dims they are dropped.
+  std::vector<int64_t> kept = xt.shape, dropped;
+  for (int64_t k = 0; k < rank; ++k) {
+    if (ax.count(k)) kept[k] = 1;
+    else dropped.push_back(xt.shape[k]);
+  }
   std::string op_name;
   json attrs;
-  if (xt.dtype == DataType::Float(32)) {
+  if (xt.dtype == DataType::Float(32) && !sum) {
+    if (rank != 4 || ax != std::set<int64_t>{1, 2})
+      unsupported("float32 MEAN over axes other than the spatial ones (1, 2) of NHWC data");
     op_name = "global_avg_pool2d";
     attrs = {{"layout", "NHWC"}};
-  } else if (xt.dtype == DataType::Int(8)) {
-    // TFLite's integer mean: a truncating division or a requantization (qmean).
+  } else if (xt.dtype == DataType::Int(8) || xt.dtype == DataType::Int(16)) {
+    // TFLite's integer mean (a truncating division or a requantization) or sum.
     Quant qi = quant(x, true), qo = quant(out, true);
     if (!qi.per_tensor() || !qo.per_tensor()) unsupported("per-channel quantized activations");
-    op_name = "qmean";
+    op_name = sum ? "qsum" : "qmean";
     attrs = {{"input_scale", qi.scale[0]},
              {"input_zero_point", qi.zero_point[0]},
              {"output_scale", qo.scale[0]},
              {"output_zero_point", qo.zero_point[0]}};
+    if (rank != 4 || ax != std::set<int64_t>{1, 2}) attrs["axis"] = std::vector<int64_t>(ax.begin(), ax.end());
   } else {
-    unsupported(xt.dtype.str() + " MEAN (float32 and int8 are supported)");
+    unsupported(xt.dtype.str() + " " + what + " (" + (sum ? "int8 and int16" : "float32, int8 and int16") +
+                " are supported)");
   }
   std::string name = values_.at(out);
-  if (keep) {
+  if (keep || kept == dropped) {
     emit(name, op_name, {value(x)}, attrs);
     return;
   }
   std::string m = emit(fresh(name + "_keep"), op_name, {value(x)}, attrs);
-  emit(name, "reshape", {m}, {{"newshape", {xt.shape[0], xt.shape[3]}}});
-}
-
-void TfliteConverter::quantize(const tflite::Operator& op, bool to_int8) {
-  int x = input(op, 0), out = output(op);
-  TensorType xt = tensor_type(x), ot = tensor_type(out);
-  std::string name = values_.at(out);
-  if (to_int8) {
-    if (xt.dtype != DataType::Float(32) || ot.dtype != DataType::Int(8))
-      unsupported("QUANTIZE from " + xt.dtype.str() + " to " + ot.dtype.str() + " (float32 to int8 is supported)");
-    Quant q = quant(out, true);
-    if (!q.per_tensor()) unsupported("per-channel quantized activations");
-    emit(name, "quantize", {value(x)}, {{"scale", q.scale[0]}, {"zero_point", q.zero_point[0]}});
-    return;
-  }
-  if (xt.dtype != DataType::Int(8) || ot.dtype != DataType::Float(32))
-    unsupported("DEQUANTIZE from " + xt.dtype.str() + " to " + ot.dtype.str() + " (int8 to float32 is supported)");
-  Quant q = quant(x, true);
-  if (!q.per_tensor()) unsupported("per-channel quantized activations");
-  emit(name, "dequantize", {value(x)}, {{"scale", q.scale[0]}, {"zero_point", q.zero_point[0]}});
+  emit(name, "reshape", {m}, {{"newshape", dropped}});
 }
 
 void TfliteConverter::convert(size_t index, const tflite::Operator& op, BuiltinOperator code) {
   int out = output(op);
   if (values_.count(out)) fail(tensor_label(out) + " is computed twice");
   if (has_data(out)) fail(tensor_label(out) + " is an operator's output but holds constant data");
+  if (is_variable(out)) unsupported(tensor_label(out) + ", a variable, is an operator's output (operators that "
+                                                         "assign variables are not supported)");
   TensorType want = tensor_type(out);
   // The output's name: a model output keeps its TFLite name (reserved in run()).
   std::string tname = tensor(out).name() ? tensor(out).name()->str() : "";
@@ -656,6 +702,7 @@ void TfliteConverter::convert(size_t index, const tflite::Operator& op, BuiltinO
     case BuiltinOperator::CONV_2D: conv(op, false); break;
     case BuiltinOperator::DEPTHWISE_CONV_2D: conv(op, true); break;
     case BuiltinOperator::FULLY_CONNECTED: fully_connected(op); break;
+    case BuiltinOperator::TRANSPOSE_CONV: transpose_conv(op); break;
     case BuiltinOperator::AVERAGE_POOL_2D: pool(op, true); break;
     case BuiltinOperator::MAX_POOL_2D: pool(op, false); break;
     case BuiltinOperator::ADD:
@@ -669,15 +716,21 @@ void TfliteConverter::convert(size_t index, const tflite::Operator& op, BuiltinO
       break;
     }
     case BuiltinOperator::SOFTMAX: softmax(op); break;
-    case BuiltinOperator::QUANTIZE: quantize(op, true); break;
-    case BuiltinOperator::DEQUANTIZE: quantize(op, false); break;
-    case BuiltinOperator::PAD: pad(op); break;
-    case BuiltinOperator::MEAN: mean(op); break;
+    case BuiltinOperator::QUANTIZE: quantize(op); break;
+    case BuiltinOperator::DEQUANTIZE: dequantize(op); break;
+    case BuiltinOperator::PAD:
+    case BuiltinOperator::PADV2: pad(op); break;
+    case BuiltinOperator::STRIDED_SLICE: strided_slice(op); break;
+    case BuiltinOperator::LEAKY_RELU: leaky_relu(op); break;
+    case BuiltinOperator::SVDF: svdf(op); break;
+    case BuiltinOperator::MEAN: mean(op, false); break;
+    case BuiltinOperator::SUM: mean(op, true); break;
     case BuiltinOperator::CONCATENATION: concatenation(op); break;
     case BuiltinOperator::LOGISTIC:
     case BuiltinOperator::TANH:
     case BuiltinOperator::RELU:
     case BuiltinOperator::RELU6: unary(op, code); break;
+    case BuiltinOperator::UNIDIRECTIONAL_SEQUENCE_LSTM: lstm(op); break;
     default: user_error({}, file_ + ": unsupported TFLite operator " + op_name(code) + " (node " + std::to_string(index) + ")");
   }
   TensorType got = types_.at(values_.at(out));
@@ -723,6 +776,7 @@ TfliteImport TfliteConverter::run() {
   for (int t : *sg_->inputs()) {
     std::string n = io_name(t);
     if (has_data(t)) fail(tensor_label(t) + " is a model input but holds constant data");
+    if (is_variable(t)) unsupported(tensor_label(t) + ", a variable, is a model input");
     TensorType ty = tensor_type(t);
     if (ty.shape.empty()) unsupported("scalar model inputs");
     values_[t] = n;
@@ -758,6 +812,12 @@ TfliteImport TfliteConverter::run() {
     if (!produced_.count(t)) fail(tensor_label(t) + ", a model output, is computed by no operator");
     g_.outputs.push_back(values_.at(t));
     record_quant(t, values_.at(t));
+  }
+  try {
+    check_state_use(g_);
+  } catch (const DiagnosticError& e) {
+    if (e.internal()) throw;
+    unsupported(e.diagnostics().empty() ? std::string("state") : e.diagnostics()[0].message);
   }
   return {std::move(g_), std::move(layers_)};
 }

@@ -1,0 +1,380 @@
+#!/usr/bin/env python3
+"""UNIDIRECTIONAL_SEQUENCE_LSTM through `microtir run --target host` (which also checks the
+C build against the interpreter), against a numpy reference of TFLite Micro's arithmetic
+written here (tensorflow/lite/micro/kernels/lstm_eval.h and lstm_eval_common.cc, the
+reference integer FullyConnected, MUL, LOGISTIC and TANH it calls):
+
+- float32, batch-major and time-major, cell clipping on and off: within 1e-5 relative (TFLM's float arithmetic, libm's exp and tanh);
+- int8 activations and weights with an int16 cell state, batch-major and time-major,
+  non-zero input and hidden zero points, cell scales 2^-11 (clipping at cell_clip active)
+  and 2^-12: exactly.
+
+And the LSTM variants TFLite Micro refuses (CIFG, peephole, projection, layer norm) are
+refused by name. Each model is a single LSTM written as flatbuffer JSON and compiled by
+flatc with our schema; its states are variable tensors, starting as TFLM starts them.
+
+And the states carry over: the artifact of two models, run from a firmware main
+(tests/codegen/state_main.c) on two inputs, gives the reference's two steps, the second
+from the first one's states, and after tvmgen_model_reset() the first output again.
+
+usage: lstm_tflite_test.py MICROTIR FLATC SCHEMA SOURCE_DIR
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+from state_firmware import two_runs_and_reset
+
+# TFLite's sigmoid_table_uint16 (tensorflow/lite/kernels/internal/common.h): sigmoid(i / 24)
+# in unsigned 0.16 fixed point, as published (it is not a plain rounding of the formula).
+SIGMOID_TABLE = np.array([
+    32768, 33451, 34133, 34813, 35493, 36169, 36843, 37513, 38180, 38841, 39498, 40149, 40794, 41432,
+    42064, 42688, 43304, 43912, 44511, 45102, 45683, 46255, 46817, 47369, 47911, 48443, 48964, 49475,
+    49975, 50464, 50942, 51409, 51865, 52311, 52745, 53169, 53581, 53983, 54374, 54755, 55125, 55485,
+    55834, 56174, 56503, 56823, 57133, 57433, 57724, 58007, 58280, 58544, 58800, 59048, 59288, 59519,
+    59743, 59959, 60168, 60370, 60565, 60753, 60935, 61110, 61279, 61441, 61599, 61750, 61896, 62036,
+    62172, 62302, 62428, 62549, 62666, 62778, 62886, 62990, 63090, 63186, 63279, 63368, 63454, 63536,
+    63615, 63691, 63765, 63835, 63903, 63968, 64030, 64090, 64148, 64204, 64257, 64308, 64357, 64405,
+    64450, 64494, 64536, 64576, 64614, 64652, 64687, 64721, 64754, 64786, 64816, 64845, 64873, 64900,
+    64926, 64950, 64974, 64997, 65019, 65039, 65060, 65079, 65097, 65115, 65132, 65149, 65164, 65179,
+    65194, 65208, 65221, 65234, 65246, 65258, 65269, 65280, 65291, 65301, 65310, 65319, 65328, 65337,
+    65345, 65352, 65360, 65367, 65374, 65381, 65387, 65393, 65399, 65404, 65410, 65415, 65420, 65425,
+    65429, 65433, 65438, 65442, 65445, 65449, 65453, 65456, 65459, 65462, 65465, 65468, 65471, 65474,
+    65476, 65479, 65481, 65483, 65485, 65488, 65489, 65491, 65493, 65495, 65497, 65498, 65500, 65501,
+    65503, 65504, 65505, 65507, 65508, 65509, 65510, 65511, 65512, 65513, 65514, 65515, 65516, 65517,
+    65517, 65518, 65519, 65520, 65520, 65521, 65522, 65522, 65523, 65523, 65524, 65524, 65525, 65525,
+    65526, 65526, 65526, 65527, 65527, 65528, 65528, 65528, 65529, 65529, 65529, 65529, 65530, 65530,
+    65530, 65530, 65531, 65531, 65531, 65531, 65531, 65532, 65532, 65532, 65532, 65532, 65532, 65533,
+    65533, 65533, 65533, 65533, 65533, 65533, 65533, 65534, 65534, 65534, 65534, 65534, 65534, 65534,
+    65534, 65534, 65534, 65535,
+], dtype=np.int64)
+
+
+# ---- TFLite's fixed-point helpers ---------------------------------------------------------
+
+def quantize_multiplier(m):
+    """QuantizeMultiplier: (multiplier, shift) with m = multiplier * 2^(shift - 31)."""
+    if m == 0:
+        return 0, 0
+    frac, shift = np.frexp(m)
+    q = int(np.floor(frac * (1 << 31) + 0.5))  # std::round: half away from zero (frac > 0)
+    if q == 1 << 31:
+        q //= 2
+        shift += 1
+    if shift < -31:
+        return 0, 0
+    return q, int(shift)
+
+
+def srdhm(a, b):
+    """SaturatingRoundingDoublingHighMul on int64 arrays holding int32 values."""
+    ab = a * b
+    nudge = np.where(ab >= 0, 1 << 30, 1 - (1 << 30))
+    q = ab + nudge
+    # C's truncating division by 2^31
+    return np.where(q >= 0, q >> 31, -((-q) >> 31))
+
+
+def rdbpot(x, e):
+    if e == 0:
+        return x
+    mask = (1 << e) - 1
+    rem = x & mask
+    thr = (mask >> 1) + (x < 0)
+    return (x >> e) + (rem > thr)
+
+
+def mbqm(x, m):
+    mult, shift = m
+    left, right = max(shift, 0), max(-shift, 0)
+    return rdbpot(srdhm(x * (1 << left), mult), right)
+
+
+def sat(x, lo, hi):
+    return np.minimum(np.maximum(x, lo), hi)
+
+
+def int16_logistic(x):
+    """reference_integer_ops::Logistic(0, 0, ...): Q3.12 in, Q0.15 out."""
+    v = x.astype(np.int64) * 3
+    a = np.abs(v)
+    uh = a >> 9
+    i0 = np.minimum(uh, 254)
+    r = np.where(uh >= 255, 0x7FFF << 10,
+                 (SIGMOID_TABLE[i0] << 9) + (a & 0x1FF) * (SIGMOID_TABLE[i0 + 1] - SIGMOID_TABLE[i0]))
+    r = np.where(v >= 0, r + (1 << 9), (1 << 25) - r + (1 << 9) - 1)
+    return r >> 10
+
+
+def int16_tanh(x, power):
+    """lstm_internal::Tanh(cell_state_scale_power, ...) over reference_integer_ops::Tanh."""
+    shift = 15 + power - 3
+    mult = 0
+    if shift < 0:
+        shift, mult = -shift, 3
+    if mult == 0:
+        mult, shift = 3 << shift, 0
+    rnd = (1 << (shift - 1)) if shift > 0 else 0
+    v = (x.astype(np.int64) * mult + rnd) >> shift
+    a = np.abs(v)
+    uh = a >> 8
+    i0 = np.minimum(uh, 254)
+    r = np.where(uh >= 255, 0xFFFF << 8,
+                 (SIGMOID_TABLE[i0] << 8) + (a & 0xFF) * (SIGMOID_TABLE[i0 + 1] - SIGMOID_TABLE[i0]))
+    r = np.where(v >= 0, r - (1 << 23) + (1 << 7), -r + (1 << 23) + (1 << 7) - 1)
+    return r >> 8
+
+
+def f32(v):
+    return float(np.float32(v))
+
+
+# ---- the references --------------------------------------------------------------------
+
+def steps(x, time_major):
+    """(batch, time, [batch, input] rows) in TFLM's order; every batch row is independent."""
+    return x if time_major else x.transpose(1, 0, 2)
+
+
+def lstm_float_ref(x, wx, wh, b, time_major, clip, state=None):
+    """TFLM's float LSTM step: FC (sum, then bias), recurrent FC, sigmoid/tanh, cell, hidden."""
+    xs = steps(x, time_major).astype(np.float64)
+    T, B, _ = xs.shape
+    S = wx[0].shape[0]
+    h, c = state if state is not None else (np.zeros((B, S), np.float32), np.zeros((B, S), np.float32))
+    out = np.zeros((T, B, S), np.float32)
+
+    def sigmoid(v):
+        return np.where(v > 16.619047164916992, 1.0, np.where(v < -9.0, np.exp(v), 1.0 / (1.0 + np.exp(-v))))
+
+    for t in range(T):
+        gates = []
+        for g in range(4):
+            pre = (xs[t] @ wx[g].T.astype(np.float64) + b[g]) + h.astype(np.float64) @ wh[g].T.astype(np.float64)
+            gates.append(np.tanh(pre) if g == 2 else sigmoid(pre))
+        i, f, cg, o = gates
+        c = f * c + i * cg
+        if clip > 0:
+            c = np.clip(c, -f32(clip), f32(clip))
+        h = np.tanh(c) * o
+        c = c.astype(np.float32)
+        h = h.astype(np.float32)
+        out[t] = h
+    if state is not None:
+        state[:] = [h, c]
+    return out if time_major else out.transpose(1, 0, 2)
+
+
+def lstm_int_ref(x, wx, wh, b, q, time_major, clip, state=None):
+    """TFLM's integer LSTM (8x8->16): x, h int8; weights int8; bias int32; c int16."""
+    xs = steps(x, time_major).astype(np.int64)
+    T, B, _ = xs.shape
+    S = wx[0].shape[0]
+    h, c = state if state is not None else (np.full((B, S), q["hidden_zp"], np.int64), np.zeros((B, S), np.int64))
+    out = np.zeros((T, B, S), np.int64)
+    q312 = f32(2.0 ** -12)
+    power = int(round(np.log2(q["cell_scale"])))
+    qclip = int(np.int16(min(max(f32(clip) / q["cell_scale"], -32768.0), 32767.0))) if clip > 0 else 0
+    m_fc = quantize_multiplier(2.0 ** -15 * q["cell_scale"] / q["cell_scale"])
+    m_ic = quantize_multiplier(2.0 ** -30 / q["cell_scale"])
+    m_h = quantize_multiplier(2.0 ** -30 / q["hidden_scale"])
+    for t in range(T):
+        gates = []
+        for g in range(4):
+            mx = quantize_multiplier(q["input_scale"] * q["wx_scales"][g] / q312)
+            mh = quantize_multiplier(q["hidden_scale"] * q["wh_scales"][g] / q312)
+            acc_x = (xs[t] - q["input_zp"]) @ wx[g].T.astype(np.int64) + b[g]
+            acc_h = (h - q["hidden_zp"]) @ wh[g].T.astype(np.int64)
+            gx = sat(mbqm(acc_x, mx), -32768, 32767)
+            gh = sat(mbqm(acc_h, mh), -32768, 32767)
+            pre = sat(gx + gh, -32768, 32767)
+            gates.append(int16_tanh(pre, -12) if g == 2 else int16_logistic(pre))
+        i, f, cg, o = gates
+        fc = sat(mbqm(f * c, m_fc), -32768, 32767)
+        ic = sat(mbqm(i * cg, m_ic), -32768, 32767)
+        c = sat(fc + ic, -32768, 32767)
+        if clip > 0:
+            c = sat(c, -qclip, qclip)
+        th = int16_tanh(c, power)
+        h = sat(mbqm(th * o, m_h) + q["hidden_zp"], -128, 127)
+        out[t] = h
+    if state is not None:
+        state[:] = [h, c]
+    out = out.astype(np.int8)
+    return out if time_major else out.transpose(1, 0, 2)
+
+
+# ---- models --------------------------------------------------------------------------------
+
+def lstm_model(x_shape, S, dtype, wx, wh, b, options, quant=None, drop=(), extra=None):
+    """One LSTM: tensors in TFLite's 24-input layout; `drop` leaves inputs out (-1), `extra`
+    adds tensors at other input positions (the variants that are refused)."""
+    tensors, buffers = [], [{}]
+
+    def tensor(name, shape, ttype, data=None, q=None, variable=False):
+        t = {"name": name, "shape": list(shape), "type": ttype, "buffer": 0}
+        if q is not None:
+            t["quantization"] = {"scale": [q[0]], "zero_point": [q[1]]}
+        if variable:
+            t["is_variable"] = True
+        if data is not None:
+            t["buffer"] = len(buffers)
+            buffers.append({"data": list(np.ascontiguousarray(data).tobytes())})
+        tensors.append(t)
+        return len(tensors) - 1
+
+    integer = dtype == "INT8"
+    wtype, btype = ("INT8", "INT32") if integer else ("FLOAT32", "FLOAT32")
+    qq = quant or {}
+    B = x_shape[1] if options.get("time_major") else x_shape[0]
+    ins = [-1] * 24
+    ins[0] = tensor("x", x_shape, dtype, q=(qq["input_scale"], qq["input_zp"]) if integer else None)
+    for g in range(4):
+        ins[1 + g] = tensor(f"wx{g}", wx[g].shape, wtype, wx[g], q=(qq["wx_scales"][g], 0) if integer else None)
+        ins[5 + g] = tensor(f"wh{g}", wh[g].shape, wtype, wh[g], q=(qq["wh_scales"][g], 0) if integer else None)
+        ins[12 + g] = tensor(f"b{g}", b[g].shape, btype, b[g],
+                             q=(qq["input_scale"] * qq["wx_scales"][g], 0) if integer else None)
+    ins[18] = tensor("hidden_state", (B, S), dtype, q=(qq["hidden_scale"], qq["hidden_zp"]) if integer else None,
+                     variable=True)
+    ins[19] = tensor("cell_state", (B, S), "INT16" if integer else "FLOAT32",
+                     q=(qq["cell_scale"], 0) if integer else None, variable=True)
+    for k in drop:
+        ins[k] = -1
+    for k, (shape, data) in (extra or {}).items():
+        ins[k] = tensor(f"extra{k}", shape, wtype, data, q=(0.01, 0) if integer else None)
+    T = x_shape[0] if options.get("time_major") else x_shape[1]
+    out_shape = (T, B, S) if options.get("time_major") else (B, T, S)
+    y = tensor("y", out_shape, dtype, q=(qq["hidden_scale"], qq["hidden_zp"]) if integer else None)
+    return {"version": 3,
+            "operator_codes": [{"builtin_code": "UNIDIRECTIONAL_SEQUENCE_LSTM", "deprecated_builtin_code": 44,
+                                "version": 1}],
+            "subgraphs": [{"tensors": tensors, "inputs": [ins[0]], "outputs": [y], "name": "main",
+                           "operators": [{"opcode_index": 0, "inputs": ins, "outputs": [y],
+                                          "builtin_options_type": "UnidirectionalSequenceLSTMOptions",
+                                          "builtin_options": options}]}],
+            "buffers": buffers}
+
+
+def run(cli, flatc, schema, work, name, model, x, expect_fail=None):
+    jpath = os.path.join(work, name + ".json")
+    with open(jpath, "w") as f:
+        json.dump(model, f)
+    subprocess.run([flatc, "-b", "-o", work, schema, jpath], check=True)
+    xpath = os.path.join(work, name + "_x.npy")
+    np.save(xpath, x)
+    out = os.path.join(work, name + "_out")
+    p = subprocess.run([cli, "run", os.path.join(work, name + ".tflite"), "--input", "x=" + xpath,
+                        "--target", "host", "--output-dir", out], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       text=True)
+    if expect_fail is not None:
+        msg = p.stdout + p.stderr
+        if p.returncode != 1 or expect_fail not in msg:
+            print(msg)
+            raise SystemExit(f"FAIL: {name}: expected exit 1 naming '{expect_fail}', got {p.returncode}")
+        print(f"ok   {name}: refused ({expect_fail})")
+        return None
+    if p.returncode != 0:
+        print(p.stdout, p.stderr)
+        raise SystemExit(f"FAIL: microtir run {name} exited {p.returncode}")
+    files = [f for f in os.listdir(out) if f.endswith(".npy")]
+    return np.load(os.path.join(out, files[0]))
+
+
+def check_state(cli, source, work, name, xs, wants, dtype):
+    """The artifact from a firmware main: two runs (the state carried over), reset, the first again."""
+    paths = []
+    for k, x in enumerate(xs):
+        paths.append(os.path.join(work, f"{name}_state_x{k}.bin"))
+        x.tofile(paths[-1])
+    outs, reset = two_runs_and_reset(cli, source, work, name, os.path.join(work, name + ".tflite"), paths)
+    got = [np.frombuffer(o, dtype).reshape(wants[0].shape) for o in outs]
+    if dtype == np.float32:
+        close = [np.max(np.abs(g - w) / np.maximum(np.abs(w), 1e-3)) <= 1e-5 for g, w in zip(got, wants)]
+        ok = all(close) and np.array_equal(got[2], got[0])
+    else:
+        ok = np.array_equal(got[0], wants[0]) and np.array_equal(got[1], wants[1]) and np.array_equal(got[2], got[0])
+    ok = ok and reset.startswith("reset ") and not np.array_equal(wants[0], wants[1])
+    print(f"{'ok  ' if ok else 'FAIL'} {name}: two runs carry the states over, reset gives the first output again")
+    return ok
+
+
+def main():
+    cli, flatc, schema, source = sys.argv[1:5]
+    rng = np.random.default_rng(35)
+    failures = 0
+    with tempfile.TemporaryDirectory() as work:
+        # float32
+        for name, B, T, I, S, tm, clip, act in [("float_batch_major", 2, 5, 3, 4, False, 0.0, "TANH"),
+                                                 ("float_time_major_clip", 3, 4, 5, 6, True, 0.7, "TANH"),
+                                                 ("float_clip_tight", 1, 6, 4, 3, False, 0.3, "TANH")]:
+            wx = [rng.uniform(-0.8, 0.8, (S, I)).astype(np.float32) for _ in range(4)]
+            wh = [rng.uniform(-0.8, 0.8, (S, S)).astype(np.float32) for _ in range(4)]
+            b = [rng.uniform(-0.5, 0.5, (S,)).astype(np.float32) for _ in range(4)]
+            shape = (T, B, I) if tm else (B, T, I)
+            x = rng.standard_normal(shape).astype(np.float32)
+            opts = {"fused_activation_function": act, "cell_clip": clip, "time_major": tm}
+            got = run(cli, flatc, schema, work, name, lstm_model(shape, S, "FLOAT32", wx, wh, b, opts), x)
+            want = lstm_float_ref(x, wx, wh, b, tm, clip)
+            err = np.max(np.abs(got - want) / np.maximum(np.abs(want), 1e-3))
+            ok = got.shape == want.shape and err <= 1e-5
+            failures += not ok
+            print(f"{'ok  ' if ok else 'FAIL'} {name}: {got.shape}, max relative error {err:.2e}")
+            if name == "float_batch_major":
+                x2 = rng.standard_normal(shape).astype(np.float32)
+                state = [np.zeros((B, S), np.float32), np.zeros((B, S), np.float32)]
+                wants = [lstm_float_ref(v, wx, wh, b, tm, clip, state) for v in (x, x2)]
+                failures += not check_state(cli, source, work, name, [x, x2], wants, np.float32)
+        # int8 with an int16 cell state
+        for name, B, T, I, S, tm, cell_scale, clip in [("int8_batch_major", 2, 7, 5, 4, False, 2.0 ** -11, 10.0),
+                                                        ("int8_time_major", 2, 6, 3, 5, True, 2.0 ** -12, 10.0),
+                                                        ("int8_clip_tight", 1, 9, 6, 8, False, 2.0 ** -11, 1.5),
+                                                        ("int8_no_clip", 3, 3, 4, 4, True, 2.0 ** -10, 0.0)]:
+            q = {"input_scale": f32(0.05), "input_zp": -7, "hidden_scale": f32(1 / 128.0 * 1.01), "hidden_zp": 3,
+                 "cell_scale": cell_scale,
+                 "wx_scales": [f32(v) for v in rng.uniform(0.004, 0.03, 4)],
+                 "wh_scales": [f32(v) for v in rng.uniform(0.004, 0.03, 4)]}
+            wx = [rng.integers(-127, 128, (S, I), dtype=np.int8) for _ in range(4)]
+            wh = [rng.integers(-127, 128, (S, S), dtype=np.int8) for _ in range(4)]
+            b = [rng.integers(-3000, 3000, (S,), dtype=np.int32) for _ in range(4)]
+            shape = (T, B, I) if tm else (B, T, I)
+            x = rng.integers(-128, 128, shape, dtype=np.int8)
+            opts = {"fused_activation_function": "TANH", "cell_clip": clip, "time_major": tm}
+            got = run(cli, flatc, schema, work, name, lstm_model(shape, S, "INT8", wx, wh, b, opts, q), x)
+            want = lstm_int_ref(x, wx, wh, b, q, tm, clip)
+            if name in ("int8_batch_major", "int8_time_major"):
+                x2 = rng.integers(-128, 128, shape, dtype=np.int8)
+                state = [np.full((B, S), q["hidden_zp"], np.int64), np.zeros((B, S), np.int64)]
+                wants = [lstm_int_ref(v, wx, wh, b, q, tm, clip, state) for v in (x, x2)]
+                failures += not check_state(cli, source, work, name, [x, x2], wants, np.int8)
+            ok = got.shape == want.shape and got.dtype == np.int8 and np.array_equal(got, want)
+            failures += not ok
+            diff = int(np.sum(got != want)) if got.shape == want.shape else -1
+            print(f"{'ok  ' if ok else 'FAIL'} {name}: {got.shape}, {diff} of {want.size} values differ, "
+                  f"{len(np.unique(want))} distinct")
+        # The variants TFLite Micro refuses.
+        S, I = 3, 2
+        wx = [np.zeros((S, I), np.float32)] * 4
+        wh = [np.zeros((S, S), np.float32)] * 4
+        b = [np.zeros((S,), np.float32)] * 4
+        x = np.zeros((1, 2, I), np.float32)
+        opts = {"fused_activation_function": "TANH"}
+        for name, kw, msg in [("cifg", {"drop": (1, 5, 12)}, "without an input gate (CIFG)"),
+                              ("peephole", {"extra": {10: ((S,), np.zeros(S, np.float32))}}, "peephole"),
+                              ("projection", {"extra": {16: ((S, S), np.zeros((S, S), np.float32))}}, "projection"),
+                              ("layer_norm", {"extra": {21: ((S,), np.zeros(S, np.float32))}}, "layer-norm LSTM")]:
+            run(cli, flatc, schema, work, "refused_" + name, lstm_model(x.shape, S, "FLOAT32", wx, wh, b, opts, **kw),
+                x, expect_fail=msg)
+        run(cli, flatc, schema, work, "refused_relu", lstm_model(x.shape, S, "FLOAT32", wx, wh, b,
+                                                                   {"fused_activation_function": "RELU"}),
+            x, expect_fail="cell gate activation is RELU")
+    if failures:
+        raise SystemExit(f"FAIL: {failures} LSTM case(s) differ")
+    print("all LSTM cases match")
+
+
+if __name__ == "__main__":
+    main()
