@@ -34,10 +34,13 @@ json model_view_json(const LoadedModel& model) {
   int64_t total_macs = 0, total_weights = 0;
   for (const GraphNode& n : g.nodes) {
     std::vector<TensorType> in_types;
-    int64_t weight_bytes = 0;
+    int64_t weight_bytes = 0, state_bytes = 0;
     for (const auto& in : n.inputs) {
       in_types.push_back(types.at(in));
       if (auto c = g.constants.find(in); c != g.constants.end()) weight_bytes += static_cast<int64_t>(c->second.data.size());
+      // Persistent state (an LSTM's hidden and cell state, an SVDF's memory): bytes the
+      // artifact keeps from one run to the next.
+      if (auto st = g.state.find(in); st != g.state.end()) state_bytes += static_cast<int64_t>(st->second.data.size());
     }
     const int64_t macs = nominal_macs(n.op, in_types, n.type, n.attrs);
     total_macs += macs;
@@ -53,6 +56,7 @@ json model_view_json(const LoadedModel& model) {
     if (auto b = band_kernels.find(n.name); b != band_kernels.end()) j["band_kernels"] = b->second;
     j["macs"] = macs;
     j["weight_bytes"] = weight_bytes;
+    j["state_bytes"] = state_bytes;
     j["activation_bytes"] = bytes_of(n.type);
     nodes.push_back(std::move(j));
   }

@@ -1,6 +1,7 @@
 // The model view's data: the graph as the compiler builds it (after batch-norm folding and
 // quantization), each node with its output type, the kernel that computes it and its cost
-// (multiply-accumulates as ops/macs.h counts them, weight bytes, activation bytes).
+// (multiply-accumulates as ops/macs.h counts them, persistent state bytes, weight bytes,
+// activation bytes).
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -58,8 +58,10 @@ int64_t nominal_macs(const std::string& op, const std::vector<TensorType>& input
   // Dense layers and matrix products: output elements x the reduction length.
   if ((op == "dense" || op == "qdense" || op == "qdense_s16" || op == "matmul" || op == "qlinear_matmul") && !x.empty())
     return out * x.back();
-  // An LSTM: per time step and batch row, its gate matrices (input and recurrent weights).
-  if ((op == "lstm" || op == "qlstm") && inputs.size() >= 3 && !x.empty() && x.back() > 0)
+  // An LSTM: per time step and batch row, its gate matrices (input and recurrent weights);
+  // an SVDF: per batch row, its feature and time weights.
+  if ((op == "lstm" || op == "qlstm" || op == "svdf" || op == "qsvdf") && inputs.size() >= 3 && !x.empty() &&
+      x.back() > 0)
     return inputs[0].num_elements() / x.back() * (inputs[1].num_elements() + inputs[2].num_elements());
   if (op == "gemm" && x.size() == 2) return out * (bool_attr(attrs, "transA") ? x[0] : x[1]);
   return 0;

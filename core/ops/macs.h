@@ -6,8 +6,9 @@
 // (CONV_2D out_h*out_w*out_c*k_h*k_w*in_c/groups, DEPTHWISE_CONV_2D out_h*out_w*out_c*
 // k_h*k_w), a transposed one input elements x kernel taps x output channels per group,
 // a dense layer or matrix product output elements x the reduction length (FULLY_CONNECTED
-// units*in_depth), an LSTM its gate matrices' elements per time step and batch row (TFLM's
-// figures count UNIDIRECTIONAL_SEQUENCE_LSTM so). Other operators count 0.
+// units*in_depth), an LSTM its gate matrices' elements per time step and batch row, an
+// SVDF its feature and time weights' elements per batch row (TFLM's figures count
+// UNIDIRECTIONAL_SEQUENCE_LSTM and SVDF so). Other operators count 0.
 #pragma once
 
 #include <cstdint>

@@ -82,6 +82,15 @@ TEST(NominalMacs, LstmCountsItsGateMatricesPerStep) {
             107520);
 }
 
+TEST(NominalMacs, SvdfCountsItsFeatureAndTimeWeights) {
+  // keyword_scrambled's first SVDF: 96 inputs, 64 filters (rank 1), memory 8.
+  EXPECT_EQ(nominal_macs("qsvdf", {{DataType::Int(16), {1, 96}}, i8({64, 96}), {DataType::Int(16), {64, 8}}, i8({1, 512})},
+                         {DataType::Int(16), {1, 64}}, json::object()),
+            64 * 96 + 64 * 8);
+  EXPECT_EQ(nominal_macs("svdf", {f32({2, 10}), f32({4, 10}), f32({4, 3}), f32({2, 12})}, f32({2, 4}), json::object()),
+            2 * (4 * 10 + 4 * 3));
+}
+
 TEST(NominalMacs, OtherOperatorsCountNothing) {
   EXPECT_EQ(nominal_macs("add", {f32({1, 10}), f32({1, 10})}, f32({1, 10}), json::object()), 0);
   EXPECT_EQ(nominal_macs("qavg_pool2d", {i8({1, 25, 5, 64})}, i8({1, 1, 1, 64}), json::object()), 0);

@@ -534,6 +534,8 @@ function checkMacs(model, expected, what) {
   const layers = (xs) => xs.map((x) => x.macs).filter((m) => m > 0).sort((a, b) => a - b);
   assert.deepEqual(layers(model.nodes), layers(expected.ops), `${what}: the layers' MACs`);
   assert.equal(model.macs, model.nodes.reduce((a, n) => a + n.macs, 0), `${what}: the total is the layers' sum`);
+  // An LSTM's or SVDF's state: its layer's state bytes are the variable tensors'.
+  if (expected.stateBytes !== undefined) assert.equal(model.nodes.reduce((a, n) => a + n.state_bytes, 0), expected.stateBytes, `${what}: state bytes`);
 }
 
 test('the model view counts nominal MACs: the bundled digits models against their TFLite tensors', () => {
@@ -602,7 +604,7 @@ function checkTfliteModels(models) {
     const c = mtir.compile({ source: { kind: 'graph', text: r.graph, filename: file.replace(/\.tflite$/, '.json'), files: {} }, target: C_INTERFACE, return: NO_TEXT });
     assert.equal(c.ok, true, `${file}: ${JSON.stringify(c.diagnostics.map((d) => d.message))}`);
     checkMacs(c.model, expected, file);
-    lines.push(`${file}: ${c.model.macs} MACs in the view, ${expected.macs} from the tensors`);
+    lines.push(`${file}: ${c.model.macs} MACs in the view, ${expected.macs} from the tensors; state ${expected.stateBytes} B`);
   }
   return lines;
 }

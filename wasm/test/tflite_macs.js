@@ -47,7 +47,7 @@ const tables = (buf, t, i) => vector(buf, t, i, (p) => table(buf, deref(buf, p))
 const ints = (buf, t, i) => vector(buf, t, i, (p) => buf.readInt32LE(p));
 
 // {ops: [{op, macs}] in execution order (op: the builtin code's name or its number), macs:
-// the total} of subgraph 0.
+// the total, stateBytes: the variable tensors' bytes} of subgraph 0.
 function tfliteMacs(bytes) {
   const buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length);
   const model = table(buf, deref(buf, 0));
@@ -60,7 +60,15 @@ function tfliteMacs(bytes) {
   });
   const sub = tables(buf, model, 2)[0];
   // SubGraph: 0 tensors, 3 operators. Tensor: 0 shape. Operator: 0 opcode_index, 1 inputs, 2 outputs.
-  const shapes = tables(buf, sub, 0).map((t) => ints(buf, t, 0));
+  const tensors = tables(buf, sub, 0);
+  const shapes = tensors.map((t) => ints(buf, t, 0));
+  // Variable tensors (Tensor field 5, is_variable): the state TFLM keeps between Invokes.
+  const BYTES = { 0: 4, 2: 4, 3: 1, 4: 8, 7: 2, 9: 1 };  // FLOAT32, INT32, UINT8, INT64, INT16, INT8
+  const stateBytes = tensors.reduce((a, t, i) => {
+    if (!t.field(5) || !buf.readUInt8(t.field(5))) return a;
+    const type = t.field(1) ? buf.readInt8(t.field(1)) : 0;
+    return a + shapes[i].reduce((n, d) => n * d, 1) * BYTES[type];
+  }, 0);
   const count = (s) => s.reduce((a, d) => a * d, 1);
   const ops = tables(buf, sub, 3).map((o) => {
     const code = codes[o.field(0) ? buf.readUInt32LE(o.field(0)) : 0];
@@ -93,7 +101,7 @@ function tfliteMacs(bytes) {
     }
     return { op: NAMES[code] || code, macs };
   });
-  return { ops, macs: ops.reduce((a, x) => a + x.macs, 0) };
+  return { ops, macs: ops.reduce((a, x) => a + x.macs, 0), stateBytes };
 }
 
 module.exports = { tfliteMacs };
