@@ -1,5 +1,7 @@
 #include "model_view.h"
 
+#include "ops/macs.h"
+
 namespace mtir::wasm {
 namespace {
 
@@ -9,30 +11,7 @@ int64_t bytes_of(const TensorType& t) { return t.num_elements() * t.dtype.bytes(
 
 json type_json(const TensorType& t) { return {{"dtype", t.dtype.str()}, {"shape", t.shape}}; }
 
-bool contains(const std::string& s, const char* part) { return s.find(part) != std::string::npos; }
-
 }  // namespace
-
-int64_t node_macs(const GraphNode& node, const std::vector<TensorType>& inputs) {
-  const int64_t out = node.type.num_elements();
-  if (inputs.size() < 2 || out == 0) return 0;
-  const TensorType& w = inputs[1];
-  if (contains(node.op, "conv") && w.shape.size() == 4 && node.type.shape.size() == 4) {
-    // Each output element sums over one filter: the weight's elements per output channel.
-    const bool nhwc = node.attrs.is_object() && node.attrs.value("layout", std::string("NCHW")) == "NHWC";
-    const int64_t channels = node.type.shape[nhwc ? 3 : 1];
-    return channels > 0 ? out * (w.num_elements() / channels) : 0;
-  }
-  if ((contains(node.op, "dense") || contains(node.op, "gemm") || contains(node.op, "matmul")) && w.shape.size() >= 2 &&
-      !node.type.shape.empty()) {
-    // Each output element sums over the reduction axis K: the weight is [N, K] or [K, N]
-    // (2-d, N the output's last axis) or [..., K, N].
-    const int64_t n = node.type.shape.back();
-    const int64_t k = w.shape.size() == 2 ? (n > 0 ? w.num_elements() / n : 0) : w.shape[w.shape.size() - 2];
-    return out * k;
-  }
-  return 0;
-}
 
 json model_view_json(const LoadedModel& model) {
   const Graph& g = model.graph;
@@ -55,12 +34,15 @@ json model_view_json(const LoadedModel& model) {
   int64_t total_macs = 0, total_weights = 0;
   for (const GraphNode& n : g.nodes) {
     std::vector<TensorType> in_types;
-    int64_t weight_bytes = 0;
+    int64_t weight_bytes = 0, state_bytes = 0;
     for (const auto& in : n.inputs) {
       in_types.push_back(types.at(in));
       if (auto c = g.constants.find(in); c != g.constants.end()) weight_bytes += static_cast<int64_t>(c->second.data.size());
+      // Persistent state (an LSTM's hidden and cell state, an SVDF's memory): bytes the
+      // artifact keeps from one run to the next.
+      if (auto st = g.state.find(in); st != g.state.end()) state_bytes += static_cast<int64_t>(st->second.data.size());
     }
-    const int64_t macs = node_macs(n, in_types);
+    const int64_t macs = nominal_macs(n.op, in_types, n.type, n.attrs);
     total_macs += macs;
     total_weights += weight_bytes;
     auto kernel = model.aot.kernel_of.find(n.name);
@@ -74,6 +56,7 @@ json model_view_json(const LoadedModel& model) {
     if (auto b = band_kernels.find(n.name); b != band_kernels.end()) j["band_kernels"] = b->second;
     j["macs"] = macs;
     j["weight_bytes"] = weight_bytes;
+    j["state_bytes"] = state_bytes;
     j["activation_bytes"] = bytes_of(n.type);
     nodes.push_back(std::move(j));
   }

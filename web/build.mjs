@@ -23,6 +23,7 @@ fs.mkdirSync(path.join(out, 'examples'), { recursive: true });
 // The ONNX schema for the worker's ONNX import: Debian's onnx.proto as a protobufjs JSON
 // descriptor, bundled as the module 'onnx-descriptor' (onnx_schema.js).
 const { onnxDescriptor } = createRequire(import.meta.url)('./onnx_schema.js');
+const { makeTflite, digitsInt8Json } = createRequire(import.meta.url)('./make_tflite.js');
 const onnxSchema = {
   name: 'onnx-descriptor',
   setup(b) {
@@ -82,11 +83,13 @@ for (const n of npu.nodes) {
 }
 fs.writeFileSync(path.join(out, 'examples/digits/digits_npu.json'), JSON.stringify(npu, null, 2));
 examples.splice(2, 0, { name: 'digits CNN on two NPUs (model)', kind: 'graph', path: 'digits/digits_npu.json', dir: 'digits', files, target: 'c -executor=aot -interface-api=c -unpacked-api=1', samples });
-// A .tflite model, read in the page by the core's TFLite frontend: MLPerf Tiny's
-// keyword-spotting DS-CNN (int8, 54 kB; tests/tflite/models).
-const kws = path.join(root, 'tests/tflite/models/kws_ref_model.tflite');
+// A .tflite model, read in the page by the core's TFLite frontend: the digits CNN in int8
+// (examples/digits_int8.json, tools/make_digits_tflite.py), made here with flatc and our
+// TFLite schema; its pictures are the test images quantized as its input.
 fs.mkdirSync(path.join(out, 'examples/tflite'), { recursive: true });
-fs.copyFileSync(kws, path.join(out, 'examples/tflite/kws_ref_model.tflite'));
-examples.splice(4, 0, { name: 'keyword spotting (TFLite)', kind: 'tflite', path: 'tflite/kws_ref_model.tflite', target: 'c -executor=aot -interface-api=c -unpacked-api=1' });
+makeTflite(digitsInt8Json, path.join(out, 'examples/tflite'));
+fs.copyFileSync(path.join(here, 'examples/digits_int8_images.npy'), path.join(out, 'examples/tflite/digits_int8_images.npy'));
+examples.splice(4, 0, { name: 'digits CNN int8 (TFLite)', kind: 'tflite', path: 'tflite/digits_int8.tflite', target: 'c -executor=aot -interface-api=c -unpacked-api=1',
+  samples: { input: 'x', images: 'tflite/digits_int8_images.npy', labels: 'digits/test_labels.npy' } });
 fs.writeFileSync(path.join(out, 'examples/index.json'), JSON.stringify(examples, null, 2));
 console.log(`web: playground in ${out}`);

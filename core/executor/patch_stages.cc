@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "memory/planner.h"
+#include "ops/macs.h"
 #include "ops/ops.h"
 #include "support/diagnostic.h"
 
@@ -50,6 +51,12 @@ std::vector<int64_t> weight_shape(const Graph& g, const GraphNode& node) {
   return ints_or(node.attrs, "weight_shape", {0, 0, 0, 0});
 }
 
+int64_t node_macs(const Graph& g, const GraphNode& node) {
+  std::vector<TensorType> inputs;
+  for (const auto& in : node.inputs) inputs.push_back(g.type_of(in));
+  return nominal_macs(node.op, inputs, node.type, node.attrs);
+}
+
 ConvRows conv_rows(const Graph& g, const GraphNode& node) {
   ConvRows r;
   const TensorType in = g.type_of(node.inputs[0]);
@@ -60,7 +67,7 @@ ConvRows conv_rows(const Graph& g, const GraphNode& node) {
   r.sh = ints_or(node.attrs, "strides", {1, 1})[0];
   r.dh = ints_or(node.attrs, "dilation", {1, 1})[0];
   r.pt = ints_or(node.attrs, "padding", {0, 0, 0, 0})[0];
-  r.macs_per_row = node.type.shape[2] * node.type.shape[3] * w[1] * w[2] * w[3];
+  r.macs_per_row = node_macs(g, node) / (node.type.shape[0] * r.oh);
   return r;
 }
 
@@ -220,17 +227,7 @@ int64_t patched_bound(const Graph& g, const std::vector<PatchStage>& stages) {
 PatchPlan plan_patch_stages(const Graph& g, int64_t max_recomputed_percent) {
   PatchPlan plan;
   plan.whole_tensor_bound = plan.patched_bound = patched_bound(g, {});
-  for (const GraphNode& node : g.nodes) {
-    if (node.op == "qconv2d" && node.inputs.size() >= 2) {
-      const std::vector<int64_t> w = weight_shape(g, node);
-      if (w.size() == 4) plan.model_macs += node.type.num_elements() * w[1] * w[2] * w[3];
-    } else if (node.op == "qdense" && node.inputs.size() >= 2) {
-      const std::vector<int64_t> w = g.type_of(node.inputs[1]).dtype == DataType::Int(8)
-                                         ? g.type_of(node.inputs[1]).shape
-                                         : ints_or(node.attrs, "weight_shape", {0, 0});
-      if (w.size() == 2) plan.model_macs += node.type.num_elements() * w[1];
-    }
-  }
+  for (const GraphNode& node : g.nodes) plan.model_macs += node_macs(g, node);
   const int64_t budget = plan.model_macs * max_recomputed_percent / 100;
 
   // The next layer of a chain: the one reader of a node's output, reading it as data.

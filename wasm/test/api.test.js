@@ -9,18 +9,33 @@ const os = require('os');
 const path = require('path');
 const { execFileSync } = require('child_process');
 const { loadMicrotir, graphRequest } = require('./microtir_module.js');
+const { tfliteMacs } = require('./tflite_macs.js');
+const { makeTflite, digitsInt8Json } = require('../../web/make_tflite.js');
 
 const jsPath = process.env.MICROTIR_WASM_JS;
 const src = process.env.MICROTIR_SOURCE_DIR || path.resolve(__dirname, '../..');
 const nativeCli = process.env.MICROTIR_NATIVE_CLI || '';
-// Third-party models (MLPerf Tiny): ../shared/tflite beside the source tree, never in it.
-// The tests that need them are skipped, saying so, when it is missing.
-const sharedTflite = path.resolve(process.env.MICROTIR_SHARED_TFLITE || path.join(src, '../shared/tflite'));
-const noSharedTflite = fs.existsSync(sharedTflite) ? false : `${sharedTflite} not found`;
 const matmulPath = path.join(src, 'examples/matmul.tir');
 const digitsPath = path.join(src, 'models/digits/digits.json');
 const programsDir = path.join(src, 'tests/programs');
 const C_INTERFACE = 'c -executor=aot -interface-api=c -unpacked-api=1';
+// Third-party models and TFLM's outputs (never in the project): ../shared/tflite beside the
+// source tree, when it is there.
+const sharedTflite = process.env.MICROTIR_SHARED_TFLITE || path.join(src, '..', 'shared', 'tflite');
+const SHARED_SKIP = 'skipped: ../shared/tflite not found';
+// A path in ../shared/tflite, or null (said plainly; `t`: the test to mark skipped).
+function shared(t, ...parts) {
+  if (fs.existsSync(sharedTflite)) return path.join(sharedTflite, ...parts);
+  console.log(SHARED_SKIP);
+  if (t) t.skip(SHARED_SKIP);
+  return null;
+}
+// The playground's bundled TFLite example, made by flatc from its JSON (web/make_tflite.js).
+let digitsTflite;
+function digitsInt8() {
+  if (!digitsTflite) digitsTflite = makeTflite(digitsInt8Json, fs.mkdtempSync(path.join(os.tmpdir(), 'mtir-digits-')));
+  return digitsTflite;
+}
 
 let mtir;
 test.before(async () => {
@@ -187,7 +202,8 @@ test('models/digits with the packed API: the whole MLF, or the CLI\'s refusal wi
   const linked = mtir.compile(graphRequest(digitsPath, 'c'));
   assert.equal(linked.ok, true, JSON.stringify(linked.diagnostics));
   assert.match(artifact(linked, 'codegen/host/include/tvmgen_digits.h'), /#define TVMGEN_DIGITS_MAIN "tvmgen_digits_run"/);
-  assert.match(artifact(linked, 'codegen/host/src/tvmgen_digits_interface.c'), /static DLTensor tvmgen_digits_fc_w_tensor/);
+  // The linked weights' DLTensors are named by position (docs/tflite.md#names), each over its array.
+  assert.match(artifact(linked, 'codegen/host/src/tvmgen_digits_interface.c'), /static DLTensor mtir_tensor_\d+ = \{\(void\*\)tvmgen_digits_fc_w, /);
 });
 
 // The page marks a pass "(unchanged)" from this flag and shows its diff from the IR: the two
@@ -452,8 +468,10 @@ test('mtir_import_onnx: the core\'s ONNX converter on a decoded model', () => {
 
 // VWW's first four layers run band by band (patch stages), one kernel per band shape: the
 // model view lists them all, so the page times every band.
-test('vww.tflite: the model view names every band kernel of a patched layer', { skip: noSharedTflite }, () => {
-  const bytes = fs.readFileSync(path.join(sharedTflite, 'models/vww_96_int8.tflite'));
+test('vww.tflite (../shared/tflite): the model view names every band kernel of a patched layer', (t) => {
+  const file = shared(t, 'models', 'vww_96_int8.tflite');
+  if (!file) return;
+  const bytes = fs.readFileSync(file);
   const imported = mtir.importTflite(bytes, 'vww_96_int8.tflite');
   assert.equal(imported.ok, true, imported.message);
   const graph = JSON.parse(imported.graph);  // its first four layers: compiled in a moment
@@ -478,16 +496,19 @@ test('vww.tflite: the model view names every band kernel of a patched layer', { 
   assert.ok(r.model.nodes.some((n) => n.kernel && !n.band_kernels));
 });
 
-test('.tflite models: the native TFLite frontend in the core gives what `microtir import` writes', { skip: noSharedTflite }, () => {
-  const models = path.join(sharedTflite, 'models');
-  for (const file of ['kws_ref_model.tflite', 'ad01_int8.tflite']) {
-    const bytes = fs.readFileSync(path.join(models, file));
+test('.tflite models: the native TFLite frontend in the core gives what `microtir import` writes', () => {
+  const files = [digitsInt8()];
+  const models = shared(null, 'models');  // the digits part runs without it
+  if (models) files.push(path.join(models, 'kws_ref_model.tflite'), path.join(models, 'ad01_int8.tflite'));
+  for (const model of files) {
+    const file = path.basename(model);
+    const bytes = fs.readFileSync(model);
     const r = mtir.importTflite(bytes, file);
     assert.equal(r.ok, true, r.message);
     const graph = JSON.parse(r.graph);
     assert.ok(graph.nodes.length > 0);
     if (nativeCli) {
-      const native = execFileSync(nativeCli, ['import', path.join(models, file)], { maxBuffer: 1 << 28 }).toString();
+      const native = execFileSync(nativeCli, ['import', model], { maxBuffer: 1 << 28 }).toString();
       assert.equal(r.graph, native, `${file}: the wasm import equals the native one`);
     }
     // Truncated: a named error, never a crash.
@@ -499,4 +520,105 @@ test('.tflite models: the native TFLite frontend in the core gives what `microti
   const empty = mtir.importTflite(new Uint8Array(0), 'empty.tflite');
   assert.equal(empty.ok, false);
   assert.match(empty.message, /the file is 0 bytes long/);
+});
+
+// ---- issue 35: the model view's MACs, and every zoo model in the page ----
+
+const NO_TEXT = { ir: false, artifacts: false, memory: false, tar: false };
+
+// The view's MACs against the independent count of tflite_macs.js: the total, and the
+// layers that count (TFLite's operators and the view's nodes differ in number only by
+// the nodes that count none: fused activations, reshapes).
+function checkMacs(model, expected, what) {
+  assert.equal(model.macs, expected.macs, `${what}: the view's total MACs against the count from the tensor shapes`);
+  const layers = (xs) => xs.map((x) => x.macs).filter((m) => m > 0).sort((a, b) => a - b);
+  assert.deepEqual(layers(model.nodes), layers(expected.ops), `${what}: the layers' MACs`);
+  assert.equal(model.macs, model.nodes.reduce((a, n) => a + n.macs, 0), `${what}: the total is the layers' sum`);
+  // An LSTM's or SVDF's state: its layer's state bytes are the variable tensors'.
+  if (expected.stateBytes !== undefined) assert.equal(model.nodes.reduce((a, n) => a + n.state_bytes, 0), expected.stateBytes, `${what}: state bytes`);
+}
+
+test('the model view counts nominal MACs: the bundled digits models against their TFLite tensors', () => {
+  // The same network three ways: the float graph (NCHW), and the project's int8 .tflite
+  // (NHWC qconv2d, whose MACs the view once divided by the output's height).
+  const bytes = fs.readFileSync(digitsInt8());
+  const expected = tfliteMacs(bytes);
+  assert.equal(expected.macs, 8 * 8 * 8 * 9 + 16 * 4 * 4 * 8 * 9 + 10 * 64);
+  const float = mtir.compile({ ...graphRequest(digitsPath, C_INTERFACE), return: NO_TEXT });
+  assert.equal(float.ok, true, JSON.stringify(float.diagnostics));
+  checkMacs(float.model, expected, 'digits.json');
+  const imported = mtir.importTflite(bytes, 'digits_int8.tflite');
+  assert.equal(imported.ok, true, imported.message);
+  const int8 = mtir.compile({ source: { kind: 'graph', text: imported.graph, filename: 'digits_int8.json', files: {} }, target: C_INTERFACE, return: NO_TEXT });
+  assert.equal(int8.ok, true, JSON.stringify(int8.diagnostics));
+  assert.ok(int8.model.nodes.some((n) => n.op === 'qconv2d'));
+  checkMacs(int8.model, expected, 'digits_int8.tflite');
+});
+
+// The project's int8 digits: its weights are digits_qdq.onnx's, placed in TFLite's layouts
+// (OHWI filters, the dense layer's columns in NHWC order): the test images come out right.
+test('digits_int8.tflite classifies the digits test images', () => {
+  const imported = mtir.importTflite(fs.readFileSync(digitsInt8()), 'digits_int8.tflite');
+  const text = imported.graph;
+  const npy = (f) => {
+    const b = fs.readFileSync(f);
+    const start = 10 + b.readUInt16LE(8);
+    return b.subarray(start);
+  };
+  const images = new Int8Array(npy(path.join(src, 'web/examples/digits_int8_images.npy')));
+  const labelBytes = npy(path.join(src, 'models/digits/test_labels.npy'));
+  let right = 0;
+  const n = 6;
+  for (let i = 0; i < n; ++i) {
+    const x = Array.from(images.subarray(i * 64, (i + 1) * 64));
+    const r = mtir.compile({ source: { kind: 'graph', text, filename: 'digits_int8.json', files: {} }, target: C_INTERFACE, return: NO_TEXT, run: { inputs: { x } } });
+    assert.equal(r.run.ok, true, JSON.stringify(r.run));
+    const probs = r.run.buffers.find((b) => b.role === 'output').values;
+    if (probs.indexOf(Math.max(...probs)) === Number(labelBytes.readBigInt64LE(8 * i))) ++right;
+  }
+  assert.equal(right, n, `${right} of ${n} test images classified right`);
+});
+
+// Every model the page can be given from TFLM's zoo (and MLPerf Tiny's KWS, the example
+// the bug was seen on): it compiles and its view has the MACs counted from the file's own
+// tensors, or the import is refused with the frontend's own message (the native CLI's,
+// word for word), never an internal error. Returns one line per model.
+function checkTfliteModels(models) {
+  const lines = [];
+  for (const model of models) {
+    const file = path.basename(model);
+    const bytes = fs.readFileSync(model);
+    const expected = tfliteMacs(bytes);
+    const r = mtir.importTflite(bytes, file);
+    if (!r.ok) {
+      assert.equal(r.internal, false, `${file}: ${r.message}`);
+      assert.match(r.message, new RegExp(`^${file.replace('.', '\\.')}: `), file);
+      if (nativeCli) {
+        let stderr = '';
+        try { execFileSync(nativeCli, ['import', model], { stdio: ['ignore', 'ignore', 'pipe'] }); } catch (e) { stderr = e.stderr.toString(); }
+        assert.ok(stderr.includes(r.message), `${file}: the native import says ${JSON.stringify(stderr)}, the page ${JSON.stringify(r.message)}`);
+      }
+      lines.push(`${file}: refused: ${r.message}`);
+      continue;
+    }
+    const c = mtir.compile({ source: { kind: 'graph', text: r.graph, filename: file.replace(/\.tflite$/, '.json'), files: {} }, target: C_INTERFACE, return: NO_TEXT });
+    assert.equal(c.ok, true, `${file}: ${JSON.stringify(c.diagnostics.map((d) => d.message))}`);
+    checkMacs(c.model, expected, file);
+    lines.push(`${file}: ${c.model.macs} MACs in the view, ${expected.macs} from the tensors; state ${expected.stateBytes} B`);
+  }
+  return lines;
+}
+
+const zooModels = (seanet) => fs.readdirSync(path.join(sharedTflite, 'zoo', 'models'))
+  .filter((f) => f.endsWith('.tflite') && f.startsWith('seanet_') === seanet).sort()
+  .map((f) => path.join(sharedTflite, 'zoo', 'models', f));
+
+test('every zoo model: compiled with the MACs of its tensors, or the frontend\'s own refusal', (t) => {
+  if (!shared(t)) return;
+  console.log(checkTfliteModels([...zooModels(false), path.join(sharedTflite, 'models', 'kws_ref_model.tflite')]).join('\n'));
+});
+
+test('every SEANet test: compiled with the MACs of its tensors, or the frontend\'s own refusal', (t) => {
+  if (!shared(t)) return;
+  console.log(checkTfliteModels(zooModels(true)).join('\n'));
 });

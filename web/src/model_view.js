@@ -1,12 +1,40 @@
 // The model view: the operator graph as the compiler builds it, drawn as Netron draws a
-// model (a box per operator with its op, its weights and its output type, edges for the
-// tensors, laid out top to bottom by dagre), with each layer's cost: multiply-
-// accumulates, weight bytes and activation bytes. Choosing a layer shows its kernel: the
+// model (a box per operator: its op in the header, then its layer name, its cost, its
+// weights and its output type, one line each; edges for the tensors, laid out top to
+// bottom by dagre), with each layer's cost: multiply-accumulates, state, weight bytes and
+// activation bytes. Choosing a layer shows its kernel: the
 // TIR function, the C (or LLVM IR) it became, and its output's place in the memory plan.
 import dagre from '@dagrejs/dagre';
 
 const SVG = 'http://www.w3.org/2000/svg';
-const BOX_W = 172, HEADER_H = 20, LINE_H = 15;
+const BOX_W = 172, HEADER_H = 20, LINE_H = 15, PAD_X = 8;
+// The graph's font is 11px monospace (style.css): about 0.6 em a character, so a line
+// holds this many; longer text is shortened in the middle (the tooltip has it whole).
+const CHAR_W = 6.7;
+const LINE_CHARS = Math.floor((BOX_W - 2 * PAD_X) / CHAR_W);
+
+// `text` in at most `max` characters: its start and its end around an ellipsis (a
+// TFLite name's distinctive part is often its end).
+export function fitText(text, max = LINE_CHARS) {
+  const chars = [...text];
+  if (chars.length <= max) return text;
+  const tail = Math.floor((max - 1) / 2), head = max - 1 - tail;
+  return `${chars.slice(0, head).join('')}…${chars.slice(chars.length - tail).join('')}`;
+}
+
+// The text lines of an operator's box under its header: its name (and device), its
+// cost when it has one, one per weight, its output type.
+export function nodeLines(n, weights) {
+  const lines = [{ cls: 'node-name', text: fitText(n.device ? `${n.name} @${n.device}` : n.name) }];
+  const cost = [n.macs ? `${formatCount(n.macs)} MACs` : '', n.state_bytes ? `state ${formatBytes(n.state_bytes)}` : ''].filter(Boolean).join(' · ');
+  if (cost) lines.push({ cls: 'node-cost', text: fitText(cost) });
+  for (const w of weights) {
+    const shape = ` ⟨${w.shape.join('×')}⟩`;
+    lines.push({ cls: 'node-weight', text: `${fitText(w.name, Math.max(4, LINE_CHARS - [...shape].length))}${shape}` });
+  }
+  lines.push({ cls: 'node-out', text: fitText(`→ ${typeText(n)}`) });
+  return lines;
+}
 
 function svgEl(name, attrs = {}, text) {
   const e = document.createElementNS(SVG, name);
@@ -39,7 +67,7 @@ const typeText = (t) => `${t.dtype}[${t.shape.join('×')}]`;
 
 // Netron's colours by kind of operator: layers, activations, pooling, shape changes.
 function category(op) {
-  if (/conv|dense|gemm|matmul/.test(op)) return 'layer';
+  if (/conv|dense|gemm|matmul|lstm|svdf/.test(op)) return 'layer';
   if (/relu|sigmoid|tanh|softmax|clip|gelu|silu|hard/.test(op)) return 'activation';
   if (/pool/.test(op)) return 'pool';
   if (/norm/.test(op)) return 'norm';
@@ -57,7 +85,8 @@ export function layoutModel(model) {
   for (const i of model.inputs) g.setNode(`in:${i.name}`, { width: BOX_W, height: HEADER_H + LINE_H + 6, input: i });
   for (const n of model.nodes) {
     const weights = n.inputs.filter((x) => constants.has(x)).map((x) => constants.get(x));
-    g.setNode(`op:${n.name}`, { width: BOX_W, height: HEADER_H + LINE_H * (1 + weights.length) + 6, node: n, weights });
+    const lines = nodeLines(n, weights);
+    g.setNode(`op:${n.name}`, { width: BOX_W, height: HEADER_H + LINE_H * lines.length + 6, node: n, lines });
     for (const x of n.inputs) {
       if (!producers.has(x)) continue;
       g.setEdge(model.inputs.some((i) => i.name === x) ? `in:${x}` : `op:${x}`, `op:${n.name}`);
@@ -89,8 +118,9 @@ export function modelGraph(model, onSelect, selected) {
     if (box.input) {
       grp.classList.add('model-input');
       grp.append(svgEl('rect', { width: box.width, height: box.height, rx: 10 }));
-      grp.append(svgEl('text', { x: 8, y: 14, class: 'node-op' }, `input ${box.input.name}`));
-      grp.append(svgEl('text', { x: 8, y: HEADER_H + 11, class: 'node-line' }, typeText(box.input)));
+      grp.append(svgEl('text', { x: PAD_X, y: 14, class: 'node-op' }, fitText(`input ${box.input.name}`)));
+      grp.append(svgEl('text', { x: PAD_X, y: HEADER_H + 11, class: 'node-line' }, fitText(typeText(box.input))));
+      grp.append(svgEl('title', {}, `input ${box.input.name}: ${typeText(box.input)}`));
     } else {
       const n = box.node;
       grp.classList.add(`cat-${category(n.op)}`);
@@ -101,11 +131,12 @@ export function modelGraph(model, onSelect, selected) {
       if (selected === n.name) grp.classList.add('selected');
       grp.append(svgEl('rect', { width: box.width, height: box.height, rx: 4, class: 'node-body' }));
       grp.append(svgEl('rect', { width: box.width, height: HEADER_H, rx: 4, class: 'node-header' }));
-      grp.append(svgEl('text', { x: 8, y: 14, class: 'node-op' }, n.op));
-      grp.append(svgEl('text', { x: box.width - 8, y: 14, class: 'node-name', 'text-anchor': 'end' }, n.device ? `${n.name} @${n.device}` : n.name));
-      box.weights.forEach((w, i) => grp.append(svgEl('text', { x: 8, y: HEADER_H + 11 + LINE_H * i, class: 'node-line' }, `${w.name.length > 12 ? `${w.name.slice(0, 11)}…` : w.name} ⟨${w.shape.join('×')}⟩`)));
-      grp.append(svgEl('text', { x: 8, y: HEADER_H + 11 + LINE_H * box.weights.length, class: 'node-line node-out' }, `→ ${typeText(n)}`));
-      const title = svgEl('title', {}, `${n.name} (${n.op}): ${typeText(n)}\n${n.macs} MACs · weights ${n.weight_bytes} B · output ${n.activation_bytes} B\n${n.kernel ? `kernel ${n.kernel}` : 'no kernel: a view of its input'}`);
+      // The op alone in the header, the layer name on the line under it: never one over
+      // the other, however long the name.
+      grp.append(svgEl('text', { x: PAD_X, y: 14, class: 'node-op' }, fitText(n.op)));
+      box.lines.forEach((l, i) => grp.append(svgEl('text', { x: PAD_X, y: HEADER_H + 11 + LINE_H * i, class: `node-line ${l.cls}` }, l.text)));
+      const state = n.state_bytes ? ` · state ${n.state_bytes} B` : '';
+      const title = svgEl('title', {}, `${n.name}${n.device ? ` @${n.device}` : ''} (${n.op}): ${typeText(n)}\n${n.macs} MACs${state} · weights ${n.weight_bytes} B · output ${n.activation_bytes} B\n${n.kernel ? `kernel ${n.kernel}` : 'no kernel: a view of its input'}`);
       grp.append(title);
       grp.addEventListener('click', () => onSelect(n));
       grp.addEventListener('keydown', (e) => { if (e.key === 'Enter' || e.key === ' ') { e.preventDefault(); onSelect(n); } });
@@ -121,7 +152,9 @@ export function modelGraph(model, onSelect, selected) {
 export function costTable(model, onSelect, selected, layers = null) {
   const table = el('table', 'layer-costs');
   const timed = layers && layers.length > 0;
-  table.innerHTML = '<caption>cost per layer</caption><tr><th>layer</th><th>op</th><th>output</th><th>MACs</th><th>weights</th><th>activations</th><th>kernel</th>' +
+  // A state column only for a model with persistent state (an LSTM's or SVDF's).
+  const stated = model.nodes.some((n) => n.state_bytes);
+  table.innerHTML = `<caption>cost per layer</caption><tr><th>layer</th><th>op</th><th>output</th><th>MACs</th>${stated ? '<th>state</th>' : ''}<th>weights</th><th>activations</th><th>kernel</th>` +
     (timed ? '<th>wasm time</th>' : '') + '</tr>';
   const maxMacs = Math.max(1, ...model.nodes.map((n) => n.macs));
   const msOf = new Map(timed ? layers.map((l) => [l.kernel, l.ms]) : []);
@@ -134,8 +167,9 @@ export function costTable(model, onSelect, selected, layers = null) {
     const b = el('button', 'layer-link', n.name);
     b.addEventListener('click', () => onSelect(n));
     name.append(b);
-    tr.append(name, el('td', null, n.op), el('td', null, typeText(n)), barCell(n.macs, maxMacs, n.macs ? formatCount(n.macs) : '—', 'mac'),
-      el('td', 'num', n.weight_bytes ? formatBytes(n.weight_bytes) : '—'), el('td', 'num', formatBytes(n.activation_bytes)), el('td', 'kernel-name', n.kernel || 'view (no kernel)'));
+    tr.append(name, el('td', null, n.op), el('td', null, typeText(n)), barCell(n.macs, maxMacs, n.macs ? formatCount(n.macs) : '—', 'mac'));
+    if (stated) tr.append(el('td', 'num layer-state', n.state_bytes ? formatBytes(n.state_bytes) : '—'));
+    tr.append(el('td', 'num', n.weight_bytes ? formatBytes(n.weight_bytes) : '—'), el('td', 'num', formatBytes(n.activation_bytes)), el('td', 'kernel-name', n.kernel || 'view (no kernel)'));
     if (timed) {
       if (!msOf.has(n.kernel)) tr.append(el('td', 'num layer-time', '—'));
       else if (timeShown.has(n.kernel)) tr.append(el('td', 'num layer-time fused', 'fused ↑'));
@@ -151,8 +185,9 @@ export function costTable(model, onSelect, selected, layers = null) {
   }
   const total = el('tr', 'layer-total');
   const acts = model.nodes.reduce((a, n) => a + n.activation_bytes, 0);
-  total.append(el('td', null, 'total'), el('td'), el('td'), el('td', 'num', formatCount(model.macs)), el('td', 'num', formatBytes(model.weight_bytes)),
-    el('td', 'num', formatBytes(acts)), el('td'));
+  total.append(el('td', null, 'total'), el('td'), el('td'), el('td', 'num', formatCount(model.macs)));
+  if (stated) total.append(el('td', 'num', formatBytes(model.nodes.reduce((a, n) => a + (n.state_bytes || 0), 0))));
+  total.append(el('td', 'num', formatBytes(model.weight_bytes)), el('td', 'num', formatBytes(acts)), el('td'));
   if (timed) total.append(el('td', 'num', formatMs([...msOf.values()].reduce((a, x) => a + x, 0))));
   table.append(total);
   return table;

@@ -13,14 +13,19 @@ const fs = require('fs');
 const path = require('path');
 const { chromium } = require('playwright-core');
 const { serve } = require('./serve.js');
+const { tfliteMacs } = require('../../wasm/test/tflite_macs.js');
 
 const webDir = path.resolve(process.env.MICROTIR_WEB_DIR || path.join(__dirname, '../../build-wasm/web'));
 const shots = path.resolve(process.env.MICROTIR_SCREENSHOTS || path.join(webDir, '../screenshots'));
 const chromiumPath = process.env.MICROTIR_CHROMIUM || '/usr/bin/chromium';
-// Third-party models and TFLM's outputs: ../shared/tflite beside the source tree, never in
-// it. The tests that need them are skipped, saying so, when it is missing.
-const sharedTflite = path.resolve(process.env.MICROTIR_SHARED_TFLITE || path.join(__dirname, '../../../shared/tflite'));
-const noSharedTflite = fs.existsSync(sharedTflite) ? false : `${sharedTflite} not found`;
+const source = path.resolve(__dirname, '../..');
+// Third-party models and TFLM's outputs (never in the project): ../shared/tflite beside the
+// source tree, when it is there; the tests that need it say plainly that they were skipped.
+const sharedTflite = process.env.MICROTIR_SHARED_TFLITE || path.join(source, '..', 'shared', 'tflite');
+const SHARED_SKIP = 'skipped: ../shared/tflite not found';
+const haveShared = () => { if (fs.existsSync(sharedTflite)) return true; console.log(SHARED_SKIP); return false; };
+// The bundled TFLite example as the page serves it (made by the build with flatc).
+const digitsTflite = () => path.join(webDir, 'examples/tflite/digits_int8.tflite');
 
 let server, browser, base;
 test.before(async () => {
@@ -305,7 +310,6 @@ test('every example compiles in the page', async () => {
 test('digits.onnx opened in the page compiles to the native artifact', async (t) => {
   const cli = process.env.MICROTIR_NATIVE_CLI;
   if (!cli || !fs.existsSync(cli)) return t.skip('MICROTIR_NATIVE_CLI (the native microtir) is not given');
-  const source = path.resolve(__dirname, '../..');
   const onnx = path.join(source, 'models/digits/digits.onnx');
   const native = fs.mkdtempSync(path.join(require('os').tmpdir(), 'mtir-onnx-'));
   try {
@@ -851,11 +855,7 @@ test('source <-> output for models: graph nodes against their kernels in C, LLVM
     assert.match(await compileStatus(page), /compiled/);
     await checkModelMapping(page, file, head);
   }
-  const source = path.resolve(__dirname, '../..');
-  const models = [path.join(source, 'models/digits/digits.onnx')];
-  if (noSharedTflite) console.log(`skipped: the KWS .tflite part: ${noSharedTflite}`);
-  else models.push(path.join(sharedTflite, 'models/kws_ref_model.tflite'));
-  for (const model of models) {
+  for (const model of [path.join(source, 'models/digits/digits.onnx'), digitsTflite()]) {
     await page.fill('#target', 'c');
     await clearStatus(page);
     await page.setInputFiles('#load', model);
@@ -915,10 +915,8 @@ async function dropFiles(page, selector, files) {
   }, { selector, files: files.map((f) => ({ name: f.name, bytes: [...f.bytes] })) });
 }
 
-test('Run on .npy files; a dropped .tflite compiles: its layers in the model view, Run on an .npy gives TFLite Micro\'s bytes, a malformed file is the core\'s named error', { skip: noSharedTflite }, async () => {
-  const source = path.resolve(__dirname, '../..');
-  const tflite = path.join(sharedTflite, 'models/ad01_int8.tflite');
-  const ref = path.join(sharedTflite, 'reference/ad/lcg_00000001');
+test('Run on .npy files; a dropped .tflite compiles: its layers in the model view, Run on an .npy classifies, a malformed file is the core\'s named error', async () => {
+  const tflite = digitsTflite();
   const { page, errors } = await openPage();
   await compileStatus(page);
   // First the .npy inputs on a TIR program (matmul, before any run): files named after its
@@ -939,51 +937,150 @@ test('Run on .npy files; a dropped .tflite compiles: its layers in the model vie
     }
   }
   assert.equal(await page.textContent('#run-output .run-warning'), 'inputs given for no buffer of matmul: X (its buffers: A, B, C); they were not used');
+  // The project's own int8 .tflite (digits), dropped on the editor as a user's file.
   await clearStatus(page);
-  await dropFiles(page, '#source-pane', [{ name: 'ad01_int8.tflite', bytes: fs.readFileSync(tflite) }]);
+  await dropFiles(page, '#source-pane', [{ name: 'digits_int8.tflite', bytes: fs.readFileSync(tflite) }]);
   assert.match(await compileStatus(page), /compiled/, await page.textContent('#diagnostics'));
-  assert.equal(await page.textContent('#source-name'), 'ad01_int8.json (from ad01_int8.tflite)');
+  assert.equal(await page.textContent('#source-name'), 'digits_int8.json (from digits_int8.tflite)');
   // The core's TFLite frontend wrote the graph: TFLite's names, int8 input and its quantization.
   const graph = JSON.parse(await page.evaluate(() => window.microtirPlayground.editor.state.doc.toString()));
-  assert.deepEqual(graph.inputs, [{ name: 'input_1', shape: [1, 640], dtype: 'int8' }]);
-  assert.deepEqual(graph.outputs, ['Identity']);
-  assert.ok(graph.quantization.input_1.scale > 0);
-  assert.equal(graph.nodes.length, 10);
-  assert.ok(graph.nodes.every((n) => n.op === 'qdense'), graph.nodes.map((n) => n.op).join(' '));
+  assert.deepEqual(graph.inputs, [{ name: 'x', shape: [1, 8, 8, 1], dtype: 'int8' }]);
+  assert.deepEqual(graph.outputs, ['probs']);
+  assert.ok(Math.abs(graph.quantization.x.scale - 1 / 255) < 1e-9);
+  assert.deepEqual(graph.nodes.map((n) => n.op), ['qconv2d', 'max_pool2d', 'qconv2d', 'max_pool2d', 'reshape', 'qdense', 'qsoftmax']);
   // The model view lists every layer (one graph box and one cost row each); passes and C.
   const model = await page.evaluate(() => window.microtirPlayground.state.shown.model);
   assert.deepEqual(model.nodes.map((n) => n.name), graph.nodes.map((n) => n.name));
-  assert.match(await page.textContent('#model-summary'), /^model: 10 layers · 264\.2 k MACs · weights 264\.5 KiB/);
+  assert.match(await page.textContent('#model-summary'), new RegExp(`^${graph.name}: ${graph.nodes.length} layers · 23\\.7 k MACs · weights `));
   assert.deepEqual(await page.$$eval('#model-costs tr.layer-row', (els) => els.map((e) => e.dataset.name)), graph.nodes.map((n) => n.name));
-  assert.equal(await page.$$eval('#model-graph .graph-node[data-name]', (els) => els.length), 10);
+  assert.equal(await page.$$eval('#model-graph .graph-node[data-name]', (els) => els.length), graph.nodes.length);
   assert.ok(await page.$$eval('#passes .pass', (els) => els.length) > 5);
   await page.click('.artifact-tab[data-path="codegen/host/src/lib0.c"]');
-  assert.match(await page.textContent('#artifact-view'), /tvmgen_model_/);
+  assert.match(await page.textContent('#artifact-view'), new RegExp(`tvmgen_${graph.name}_`));
   assert.match(await page.textContent('#artifact-count'), /\d/);
   await page.screenshot({ path: path.join(shots, 'tflite.png'), fullPage: true });
 
-  // Run on TFLite Micro's input (.npy, int8): the output is TFLM's, byte for byte.
-  await page.setInputFiles('#run-npy', path.join(ref, 'input.npy'));
-  await page.waitForSelector('#run-output .output-card');
-  const run = await page.evaluate(() => window.microtirPlayground.state.shown.run);
-  assert.equal(run.buffers.find((b) => b.name === 'input_1').role, 'given');
-  const out = run.buffers.find((b) => b.role === 'output');
-  assert.equal(out.dtype, 'int8');
-  assert.deepEqual(out.values, readNpy(path.join(ref, 'output.npy')));
-  assert.match(await page.textContent('#run-output .output-real'), /^real values \(scale [\d.e-]+, zero point -?\d+\): /);
-  // An .npy of the wrong shape is refused before any run, naming both.
+  // Run on an .npy (test image 0, int8 as the model's input): its label comes out on top.
+  const images = fs.readFileSync(path.join(source, 'web/examples/digits_int8_images.npy'));
+  const labels = readNpy(path.join(source, 'models/digits/test_labels.npy'));
+  const image0 = images.subarray(images.length - 100 * 64, images.length - 99 * 64);
   const npy = (descr, shape, data) => {
     const header = `{'descr': '${descr}', 'fortran_order': False, 'shape': (${shape.join(', ')},), }`.padEnd(117, ' ') + '\n';
     return Buffer.concat([Buffer.from([0x93]), Buffer.from('NUMPY'), Buffer.from([1, 0, header.length, 0]), Buffer.from(header, 'latin1'), Buffer.from(data)]);
   };
-  await page.setInputFiles('#run-npy', { name: 'input_1.npy', mimeType: 'application/octet-stream', buffer: npy('|i1', [3], [1, 2, 3]) });
-  await page.waitForFunction(() => /is int8\[3\], the input 'input_1' is int8\[1, 640\]/.test(document.getElementById('run-output').textContent));
+  await page.setInputFiles('#run-npy', { name: 'x.npy', mimeType: 'application/octet-stream', buffer: npy('|i1', [1, 8, 8, 1], image0) });
+  await page.waitForSelector('#run-output .output-card');
+  const run = await page.evaluate(() => window.microtirPlayground.state.shown.run);
+  assert.equal(run.buffers.find((b) => b.name === 'x').role, 'given');
+  const out = run.buffers.find((b) => b.role === 'output');
+  assert.equal(out.dtype, 'int8');
+  assert.equal(out.values.indexOf(Math.max(...out.values)), labels[0]);
+  assert.match(await page.textContent('#run-output .output-real'), /^real values \(scale 0\.00390625, zero point -128\): /);
+  // An .npy of the wrong shape is refused before any run, naming both.
+  await page.setInputFiles('#run-npy', { name: 'x.npy', mimeType: 'application/octet-stream', buffer: npy('|i1', [3], [1, 2, 3]) });
+  await page.waitForFunction(() => /is int8\[3\], the input 'x' is int8\[1, 8, 8, 1\]/.test(document.getElementById('run-output').textContent));
 
   // A malformed .tflite (cut short), dropped: the core's named error, nothing compiled.
-  await dropFiles(page, '#source-pane', [{ name: 'cut.tflite', bytes: fs.readFileSync(tflite).subarray(0, 20000) }]);
+  await dropFiles(page, '#source-pane', [{ name: 'cut.tflite', bytes: fs.readFileSync(tflite).subarray(0, 2000) }]);
   assert.match(await compileStatus(page), /import error: cut\.tflite was not converted/);
   assert.match(await page.textContent('#diagnostics'), /cut\.tflite: not a valid TFLite model: the flatbuffer verifier rejects it/);
+  assert.equal(await page.textContent('#source-name'), 'digits_int8.json (from digits_int8.tflite)');
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('a .tflite of MLPerf Tiny (../shared/tflite): Run on TFLite Micro\'s input gives TFLM\'s bytes', async (t) => {
+  if (!haveShared()) return t.skip(SHARED_SKIP);
+  const tflite = path.join(sharedTflite, 'models/ad01_int8.tflite');
+  const ref = path.join(sharedTflite, 'reference/ad/lcg_00000001');
+  const { page, errors } = await openPage();
+  await compileStatus(page);
+  await clearStatus(page);
+  await page.setInputFiles('#load', tflite);
+  assert.match(await compileStatus(page), /compiled/, await page.textContent('#diagnostics'));
   assert.equal(await page.textContent('#source-name'), 'ad01_int8.json (from ad01_int8.tflite)');
+  const graph = JSON.parse(await page.evaluate(() => window.microtirPlayground.editor.state.doc.toString()));
+  assert.equal(graph.nodes.length, 10);
+  assert.ok(graph.nodes.every((n) => n.op === 'qdense'), graph.nodes.map((n) => n.op).join(' '));
+  assert.match(await page.textContent('#model-summary'), /^model: 10 layers · 264\.2 k MACs · weights 264\.5 KiB/);
+  await page.setInputFiles('#run-npy', path.join(ref, 'input.npy'));
+  await page.waitForSelector('#run-output .output-card');
+  const run = await page.evaluate(() => window.microtirPlayground.state.shown.run);
+  const input = graph.inputs[0].name;
+  assert.equal(run.buffers.find((b) => b.name === input).role, 'given');
+  const out = run.buffers.find((b) => b.role === 'output');
+  assert.equal(out.dtype, 'int8');
+  assert.deepEqual(out.values, readNpy(path.join(ref, 'output.npy')));
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+// ---- issue 35: the model view's MACs and its labels ----
+
+// Every text of every box in the model graph lies inside its box and over no other text of
+// it (the layer name once sat over the operator name): the problems, by bounding boxes.
+async function labelProblems(page) {
+  return page.$$eval('#model-graph .graph-node', (groups) => {
+    const problems = [];
+    const r = (e) => e.getBoundingClientRect();
+    for (const g of groups) {
+      const box = r(g.querySelector('rect'));
+      const texts = [...g.querySelectorAll('text')].map((t) => ({ text: t.textContent, r: r(t) }));
+      for (const t of texts) {
+        if (t.r.left < box.left - 0.5 || t.r.right > box.right + 0.5 || t.r.top < box.top - 0.5 || t.r.bottom > box.bottom + 0.5) problems.push(`"${t.text}" leaves its box`);
+      }
+      for (let i = 0; i < texts.length; ++i) {
+        for (let j = i + 1; j < texts.length; ++j) {
+          const a = texts[i].r, b = texts[j].r;
+          if (a.left < b.right - 0.5 && b.left < a.right - 0.5 && a.top < b.bottom - 0.5 && b.top < a.bottom - 0.5) problems.push(`"${texts[i].text}" overlaps "${texts[j].text}"`);
+        }
+      }
+    }
+    return problems;
+  });
+}
+
+// The view's MACs against the count from the .tflite's own tensors (wasm/test/tflite_macs.js),
+// or for the float graphs of digits the same network's count; readable boxes; screenshots.
+test('the model view: nominal MACs of every bundled model and the MLPerf .tflite files, readable layer boxes', async () => {
+  const digitsMacs = tfliteMacs(fs.readFileSync(digitsTflite())).macs;
+  const { page, errors } = await openPage();
+  await compileStatus(page);
+  const examples = await page.$$eval('#examples option', (els) => els.map((e) => e.value).filter(Boolean));
+  const models = examples.filter((e) => /\((model|ONNX|TFLite)\)$/.test(e));
+  assert.ok(models.includes('digits CNN int8 (TFLite)'), models.join(', '));
+  for (const name of models) {
+    await clearStatus(page);
+    await page.selectOption('#examples', name);
+    assert.match(await compileStatus(page), /compiled/, name);
+    const model = await page.evaluate(() => window.microtirPlayground.state.shown.model);
+    assert.equal(model.macs, digitsMacs, `${name}: the view's MACs`);
+    assert.deepEqual(await labelProblems(page), [], name);
+    console.log(`${name}: ${model.macs} MACs in the view, ${digitsMacs} from digits_int8.tflite's tensors`);
+    if (name !== 'digits CNN int8 (TFLite)') continue;
+    await page.locator('#model-graph').screenshot({ path: path.join(shots, 'model-boxes-digits-int8.png') });
+    // Its pictures are the test images quantized as its int8 input: a click classifies one.
+    await page.waitForSelector('#samples .sample canvas');
+    await page.click('#samples .sample[data-index="3"]');
+    await page.waitForSelector('#run-output .sample-result');
+    assert.match(await page.textContent('#run-output .sample-result'), /^test image 3 \(label (\d)\): predicted \1, right$/);
+  }
+  if (haveShared()) {
+    for (const [file, shot] of [['models/kws_ref_model.tflite', 'model-boxes-kws.png'], ['zoo/models/person_detect.tflite', 'model-boxes-person-detect.png']]) {
+      const expected = tfliteMacs(fs.readFileSync(path.join(sharedTflite, file)));
+      await clearStatus(page);
+      await page.setInputFiles('#load', path.join(sharedTflite, file));
+      assert.match(await compileStatus(page), /compiled/, file);
+      const model = await page.evaluate(() => window.microtirPlayground.state.shown.model);
+      assert.equal(model.macs, expected.macs, `${file}: the view's MACs`);
+      const layers = (xs) => xs.map((x) => x.macs).filter((m) => m > 0).sort((a, b) => a - b);
+      assert.deepEqual(layers(model.nodes), layers(expected.ops), `${file}: the layers' MACs`);
+      assert.ok((await page.textContent('#model-summary')).includes(`${(expected.macs / 1e6).toFixed(2)} M MACs`));
+      assert.deepEqual(await labelProblems(page), [], file);
+      await page.locator('#model-graph').screenshot({ path: path.join(shots, shot) });
+      console.log(`${file}: ${model.macs} MACs in the view, ${expected.macs} from its tensors`);
+    }
+  }
   assert.deepEqual(errors, []);
   await page.close();
 });
