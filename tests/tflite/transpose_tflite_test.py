@@ -78,6 +78,8 @@ class Model:
         t = {"name": name, "shape": shape, "type": dtype, "buffer": 0}
         if dtype == "INT8":
             t["quantization"] = {"scale": [0.5], "zero_point": [3]}
+        elif dtype == "INT16":  # int16 activations are 16x8: zero point 0
+            t["quantization"] = {"scale": [0.25], "zero_point": [0]}
         if data is not None:
             t["buffer"] = len(self.buffers)
             self.buffers.append({"data": list(struct.pack(f"<{len(data)}{DTYPES[data_dtype or dtype][0]}", *data))})
