@@ -488,7 +488,7 @@ void TfliteConverter::pool(const tflite::Operator& op, bool average) {
                 {"strides", {sh, sw}},
                 {"padding", padding(opt->padding(), xt.shape[1], xt.shape[2], fh, fw, sh, sw, 1, 1)}};
   std::string op_name;
-  if (xt.dtype == DataType::Int(8)) {
+  if (xt.dtype == DataType::Int(8) || xt.dtype == DataType::Int(16)) {
     same_quant(x, out, average ? "AVERAGE_POOL_2D" : "MAX_POOL_2D");
     op_name = average ? "qavg_pool2d" : "max_pool2d";
     if (!average) attrs["layout"] = "NHWC";
