@@ -11,9 +11,10 @@ fixed-point kernel), RESIZE_NEAREST_NEIGHBOR with align_corners. And refusals: a
 size or axis only a run would know is named (exit 1), as is an UNPACK into scalars.
 
 One `microtir run` per model (the reference interpreter; a few with `--target host`,
-which also builds the C and checks it against the interpreter).
+which also builds the C and checks it against the interpreter). With `--target T --only
+A,B` the named cases run on target T (a sample on cortex-m4 under QEMU, or wasm32).
 
-usage: shape_ops_tflite_test.py MICROTIR FLATC SCHEMA
+usage: shape_ops_tflite_test.py MICROTIR FLATC SCHEMA [--target T --only CASE,...]
 """
 import json
 import os
@@ -285,7 +286,7 @@ CASES = [gather_nd_f32, gather_nd_i8_runtime, gather_i32_runtime, gather_batch_d
 HOST = {"gather_nd_i8_runtime", "gather_out_of_range", "space_batch", "resize_bilinear_i8_half_pixel"}
 
 
-def run(cli, flatc, schema, work, case):
+def run(cli, flatc, schema, work, case, target):
     m = Model()
     outputs, expected = case(m)
     name = case.__name__
@@ -295,8 +296,8 @@ def run(cli, flatc, schema, work, case):
     subprocess.run([flatc, "-b", "-o", work, schema, jpath], check=True)
     out_dir = os.path.join(work, name + "_out")
     args = [cli, "run", os.path.join(work, name + ".tflite"), "--output-dir", out_dir, "--print-limit", "0"]
-    if name in HOST:
-        args += ["--target", "host"]
+    if target or name in HOST:
+        args += ["--target", target or "host"]
     for _, n, array in m.inputs:
         np.save(os.path.join(work, f"{name}_{n}.npy"), array)
         args += ["--input", f"{n}={os.path.join(work, f'{name}_{n}.npy')}"]
@@ -316,13 +317,16 @@ def run(cli, flatc, schema, work, case):
 
 def main():
     cli, flatc, schema = sys.argv[1:4]
+    opts = dict(zip(sys.argv[4::2], sys.argv[5::2]))
+    target = opts.get("--target")
+    cases = [c for c in CASES if "--only" not in opts or c.__name__ in opts["--only"].split(",")]
     failed = 0
     with tempfile.TemporaryDirectory() as work:
-        for case in CASES:
-            ok, how = run(cli, flatc, schema, work, case)
+        for case in cases:
+            ok, how = run(cli, flatc, schema, work, case, target)
             print(f"{'ok' if ok else 'FAIL'} {case.__name__}: {how}")
             failed += not ok
-    print(f"{len(CASES) - failed} of {len(CASES)} cases as expected")
+    print(f"{len(cases) - failed} of {len(cases)} cases as expected" + (f" on {target}" if target else ""))
     return 1 if failed else 0
 
 
