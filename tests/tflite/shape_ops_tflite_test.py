@@ -141,6 +141,15 @@ def shape_fill(m):
     return [out], [np.full((2, 3, 4), -1234, dtype=np.int16)]
 
 
+def shape_output(m):
+    # SHAPE's constant as a model output (int64): a node copies it out.
+    x = data(np.int8, (4, 1, 3))
+    tx = m.input("x", x)
+    s = m.tensor("s", np.int64, (3,))
+    m.op("SHAPE", [tx], [s], "ShapeOptions", out_type="INT64")
+    return [s], [np.array([4, 1, 3], np.int64)]
+
+
 def fill_i8(m):
     x = data(np.int8, (2, 2))
     out0 = m.tensor("y0", np.int8, (3, 1, 2))
@@ -280,7 +289,7 @@ def refuse_unpack_scalars(m):
 
 
 CASES = [gather_nd_f32, gather_nd_i8_runtime, gather_i32_runtime, gather_batch_dims_f32, gather_out_of_range,
-         shape_fill, fill_i8, pack_unpack_int, split_v_slice_int, mirror_reverse, space_batch,
+         shape_fill, shape_output, fill_i8, pack_unpack_int, split_v_slice_int, mirror_reverse, space_batch,
          resize_bilinear_i8_half_pixel, resize_nearest_align_f32, squeeze_expand, refuse_broadcast_shape,
          refuse_resize_size, refuse_unpack_scalars]
 HOST = {"gather_nd_i8_runtime", "gather_out_of_range", "space_batch", "resize_bilinear_i8_half_pixel"}

@@ -5,6 +5,8 @@
 // BROADCAST_TO. Every shape, axis or value these operators take from a tensor must be
 // a constant, or the compiler could not size the buffers: a tensor only a run would
 // know is refused by name.
+#include <algorithm>
+
 #include "frontend/tflite/converter.h"
 
 namespace mtir {
@@ -116,9 +118,14 @@ void TfliteConverter::shape(const tflite::Operator& op) {
   NDArray a = NDArray::zeros(ot.dtype, {rank});
   for (int64_t k = 0; k < rank; ++k) a.set_int(k, xt.shape[static_cast<size_t>(k)]);
   const std::string& name = values_.at(out);
+  folded_[out] = a;
+  // A model output is computed by a node: a copy of the constant.
+  if (std::find(sg_->outputs()->begin(), sg_->outputs()->end(), out) != sg_->outputs()->end()) {
+    emit(name, "reshape", {add_constant(name + "_value", std::move(a))}, {{"newshape", {rank}}});
+    return;
+  }
   types_[name] = TensorType{a.dtype, a.shape};
-  g_.constants[name] = a;
-  folded_[out] = std::move(a);
+  g_.constants[name] = std::move(a);
 }
 
 void TfliteConverter::broadcast_to(const tflite::Operator& op) {
