@@ -1199,7 +1199,7 @@ TEST(OpsPad, ConstantMode) {
   EXPECT_EQ(got.data[0], 0.0f);
   EXPECT_EQ(got.data[5], y.data[0]);
   expect_error("pad", {{2, 3}}, {{"pad_width", {{1, 1}, {1, 1}}}, {"mode", "wrap"}},
-               "mode 'wrap' is not supported; only \"constant\", \"edge\" and \"reflect\" padding are implemented");
+               "mode 'wrap' is not supported; only \"constant\", \"edge\", \"reflect\" and \"symmetric\" padding are implemented");
   expect_error("pad", {{2, 3}}, {{"pad_width", {{0, 2}, {1, 1}}}, {"mode", "reflect"}},
                "reflect padding of dimension 0 (size 2) is wider than 1");
   expect_error("pad", {{2, 3}}, {{"pad_width", {{1, 1}}}},
