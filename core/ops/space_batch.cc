@@ -3,8 +3,8 @@
 // b*b*C channels, block row first) and space_to_batch_nd / batch_to_space_nd (the
 // image padded or cropped, then each of the bh x bw offsets within a block becomes a
 // batch: output batch (offset_h * bw + offset_w) * B + b). Pure data movement on any
-// element type; space_to_batch_nd fills its padding with `pad_value` (TFLite pads
-// quantized data with the output's zero point).
+// element type; space_to_batch_nd fills its padding with `pad_value` (TFLite Micro
+// with raw 0, TFLite with a quantized output's zero point).
 #include "ops/op_util.h"
 
 namespace mtir {

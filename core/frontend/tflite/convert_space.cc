@@ -2,8 +2,10 @@
 // and BATCH_TO_SPACE_ND (constant block shape and paddings or crops; 3-D [B, H, C] data,
 // as TFLM takes it, goes through the 4-D op as [B, H, 1, C]), MIRROR_PAD (REFLECT or
 // SYMMETRIC, constant paddings) and REVERSE_V2 (constant axes). Data is only moved, in
-// every dtype, without requantization (TFLM copies); SPACE_TO_BATCH_ND pads quantized
-// data with the output's zero point, as TFLM does.
+// every dtype, without requantization (TFLM copies). SPACE_TO_BATCH_ND pads with raw 0 in
+// every dtype, int8 too: TFLM's kernel memsets the padding with
+// SpaceToBatchParams::output_offset, which it never sets (a persistent buffer of a fresh,
+// zeroed arena), where TFLite's interpreter would use the zero point.
 #include "frontend/tflite/converter.h"
 
 namespace mtir {
@@ -36,8 +38,6 @@ void TfliteConverter::space_batch(const tflite::Operator& op, BuiltinOperator co
   for (int64_t v : margins)
     if (v < 0) fail(std::string(to_batch ? "paddings" : "crops") + " must be non-negative");
   json attrs = {{"block_shape", block}, {to_batch ? "paddings" : "crops", margins}};
-  if (to_batch && (xt.dtype == DataType::Int(8) || xt.dtype == DataType::Int(16)))
-    attrs["pad_value"] = quant(out, true).zero_point[0];
   std::string data = value(x);
   if (rank == 3) data = emit(fresh(name + "_4d"), "reshape", {data}, {{"newshape", {xt.shape[0], xt.shape[1], 1, xt.shape[2]}}});
   const std::string op_name = to_batch ? "space_to_batch_nd" : "batch_to_space_nd";
