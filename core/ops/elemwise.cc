@@ -109,11 +109,44 @@ void register_elemwise_ops(std::vector<OpDef>& ops) {
   ops.push_back(unary_op(
       "relu", {}, nullptr, [](Expr x, const AttrReader&) { return max_(x, cv(x->dtype, 0)); }, Dtypes::kNumeric));
   // The float math intrinsics take float32 and float64 (expf or exp in C).
-  for (const char* fn : {"sigmoid", "tanh", "exp", "sqrt"}) {
+  for (const char* fn : {"sigmoid", "tanh", "exp", "sqrt", "log", "sin", "cos", "floor", "ceil"}) {
     std::string intrinsic = fn;
     ops.push_back(unary_op(
         fn, {}, nullptr, [intrinsic](Expr x, const AttrReader&) { return call(intrinsic, {x}); }, Dtypes::kFloat));
   }
+  ops.push_back(unary_op(
+      "square", {}, nullptr, [](Expr x, const AttrReader&) { return mul(x, x); }, Dtypes::kFloat));
+  ops.push_back(unary_op(
+      "rsqrt", {}, nullptr,
+      [](Expr x, const AttrReader&) { return fdiv(cv(x->dtype, 1), call("sqrt", {x})); }, Dtypes::kFloat));
+  // Half to even (ONNX's Round, TFLite's RoundToNearest): floor, then up past the half
+  // and at the half from an odd floor.
+  ops.push_back(unary_op(
+      "round", {}, nullptr,
+      [](Expr x, const AttrReader&) {
+        Expr f = call("floor", {x}), half = cv(x->dtype, 0.5), d = sub(x, f);
+        Expr odd = Binary(ExprKind::NE, sub(f, mul(cv(x->dtype, 2), call("floor", {mul(f, half)}))), cv(x->dtype, 0));
+        Expr up = Binary(ExprKind::Or, Binary(ExprKind::GT, d, half), and_(Binary(ExprKind::EQ, d, half), odd));
+        return Select(up, add(f, cv(x->dtype, 1)), f);
+      },
+      Dtypes::kFloat));
+  // x * min(6, max(0, x + 3)) / 6, in TFLite's order.
+  ops.push_back(unary_op(
+      "hard_swish", {}, nullptr,
+      [](Expr x, const AttrReader&) {
+        Expr relu6 = min_(max_(add(x, cv(x->dtype, 3)), cv(x->dtype, 0)), cv(x->dtype, 6));
+        return fdiv(mul(x, relu6), cv(x->dtype, 6));
+      },
+      Dtypes::kFloat32));
+  // x below 0: exp(x) - 1 in float64, so that it keeps expm1's relative precision near 0.
+  ops.push_back(unary_op(
+      "elu", {}, nullptr,
+      [](Expr x, const AttrReader&) {
+        const DataType f64 = DataType::Float(64);
+        Expr em1 = Cast(x->dtype, sub(call("exp", {Cast(f64, x)}), cv(f64, 1)));
+        return Select(lt(x, cv(x->dtype, 0)), em1, x);
+      },
+      Dtypes::kFloat32));
   ops.push_back(unary_op(
       "abs", {}, nullptr, [](Expr x, const AttrReader&) { return call("abs", {x}); }, Dtypes::kNumeric));
   ops.push_back(unary_op(

@@ -133,6 +133,7 @@ void register_qconv_s16_ops(std::vector<OpDef>& ops);
 void register_onnx_quant_ops(std::vector<OpDef>& ops);
 void register_svdf_ops(std::vector<OpDef>& ops);
 void register_lstm_ops(std::vector<OpDef>& ops);
+void register_qactivation_ops(std::vector<OpDef>& ops);
 
 }  // namespace ops
 }  // namespace mtir

@@ -31,6 +31,7 @@ const std::vector<OpDef>& all_op_defs() {
     ops::register_onnx_quant_ops(v);
     ops::register_svdf_ops(v);
     ops::register_lstm_ops(v);
+    ops::register_qactivation_ops(v);
     // Every output must be indexable with int32 loop variables.
     for (auto& d : v) {
       auto infer = d.infer;

@@ -80,7 +80,6 @@ class TfliteConverter {
   void transpose_conv(const tflite::Operator& op);  // convert_transpose_conv.cc
   void pool(const tflite::Operator& op, bool average);
   void elementwise(const tflite::Operator& op, BuiltinOperator code);
-  void unary(const tflite::Operator& op, BuiltinOperator code);
   void softmax(const tflite::Operator& op);
   void concatenation(const tflite::Operator& op);
   void pad(const tflite::Operator& op);
@@ -97,6 +96,9 @@ class TfliteConverter {
   void lstm(const tflite::Operator& op);
   NDArray stack_constants(const std::vector<int>& ids, DataType dtype) const;
   void transpose(const tflite::Operator& op);  // convert_transpose.cc
+  // convert_activation.cc: RELU, RELU6, LOGISTIC, TANH, HARD_SWISH, ELU; ABS, NEG, SQRT, ...
+  void activation(const tflite::Operator& op, BuiltinOperator code);
+  void unary_math(const tflite::Operator& op, BuiltinOperator code);
 
   int input(const tflite::Operator& op, size_t i, bool optional = false) const;
   int output(const tflite::Operator& op) const;

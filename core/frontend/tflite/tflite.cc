@@ -522,25 +522,6 @@ void TfliteConverter::elementwise(const tflite::Operator& op, BuiltinOperator co
   finish(out, int8_op, {value(a), value(b)}, attrs, act, true);
 }
 
-void TfliteConverter::unary(const tflite::Operator& op, BuiltinOperator code) {
-  int x = input(op, 0), out = output(op);
-  TensorType xt = tensor_type(x);
-  std::string name = values_.at(out);
-  if (code == BuiltinOperator::RELU || code == BuiltinOperator::RELU6) {
-    auto act = code == BuiltinOperator::RELU ? ActivationFunctionType::RELU : ActivationFunctionType::RELU6;
-    if (xt.dtype == DataType::Int(8)) same_quant(x, out, op_name(code));
-    activation_node(name, value(x), out, act);
-    return;
-  }
-  if (xt.dtype == DataType::Float(32)) {
-    emit(name, code == BuiltinOperator::LOGISTIC ? "sigmoid" : "tanh", {value(x)});
-    return;
-  }
-  std::string int8_op = code == BuiltinOperator::LOGISTIC ? "qlogistic" : "qtanh";
-  if (xt.dtype != DataType::Int(8)) unsupported(xt.dtype.str() + " " + op_name(code));
-  emit(name, int8_op, {value(x)}, int8_attrs(x, out));
-}
-
 void TfliteConverter::softmax(const tflite::Operator& op) {
   int x = input(op, 0), out = output(op);
   const auto* opt = op.builtin_options_as_SoftmaxOptions();
@@ -730,7 +711,21 @@ void TfliteConverter::convert(size_t index, const tflite::Operator& op, BuiltinO
     case BuiltinOperator::LOGISTIC:
     case BuiltinOperator::TANH:
     case BuiltinOperator::RELU:
-    case BuiltinOperator::RELU6: unary(op, code); break;
+    case BuiltinOperator::RELU6:
+    case BuiltinOperator::HARD_SWISH:
+    case BuiltinOperator::ELU: activation(op, code); break;
+    case BuiltinOperator::ABS:
+    case BuiltinOperator::NEG:
+    case BuiltinOperator::SQUARE:
+    case BuiltinOperator::SQRT:
+    case BuiltinOperator::RSQRT:
+    case BuiltinOperator::EXP:
+    case BuiltinOperator::LOG:
+    case BuiltinOperator::SIN:
+    case BuiltinOperator::COS:
+    case BuiltinOperator::FLOOR:
+    case BuiltinOperator::CEIL:
+    case BuiltinOperator::ROUND: unary_math(op, code); break;
     case BuiltinOperator::UNIDIRECTIONAL_SEQUENCE_LSTM: lstm(op); break;
     default: user_error({}, file_ + ": unsupported TFLite operator " + op_name(code) + " (node " + std::to_string(index) + ")");
   }
