@@ -121,6 +121,15 @@ Buffer scratch(const std::string& name, const std::vector<int64_t>& shape, DataT
 // Indices of an element of a row-major tensor of `shape` from a flat index.
 std::vector<Expr> unflatten(const Expr& flat, const std::vector<int64_t>& shape);
 
+// numpy broadcasting (trailing axes aligned; TFLite's too): the shape of the result, or a
+// user error naming both shapes and the dimension that does not fit.
+std::vector<int64_t> broadcast_shape(const std::string& op, const std::vector<int64_t>& a,
+                                     const std::vector<int64_t>& b);
+// The indices into an operand of `shape` broadcast to `out_idx` (right-aligned; size-1
+// axes read index 0).
+std::vector<Expr> broadcast_index(const std::vector<int64_t>& shape, const std::vector<int64_t>& out_shape,
+                                  const std::vector<Expr>& out_idx);
+
 // Registration of each family of ops (called once by all_op_defs()).
 void register_nn_ops(std::vector<OpDef>& ops);
 void register_pool_ops(std::vector<OpDef>& ops);
@@ -134,6 +143,8 @@ void register_onnx_quant_ops(std::vector<OpDef>& ops);
 void register_svdf_ops(std::vector<OpDef>& ops);
 void register_lstm_ops(std::vector<OpDef>& ops);
 void register_qactivation_ops(std::vector<OpDef>& ops);
+void register_prelu_ops(std::vector<OpDef>& ops);
+void register_qsquared_difference_ops(std::vector<OpDef>& ops);
 
 }  // namespace ops
 }  // namespace mtir

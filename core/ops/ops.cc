@@ -32,6 +32,8 @@ const std::vector<OpDef>& all_op_defs() {
     ops::register_svdf_ops(v);
     ops::register_lstm_ops(v);
     ops::register_qactivation_ops(v);
+    ops::register_prelu_ops(v);
+    ops::register_qsquared_difference_ops(v);
     // Every output must be indexable with int32 loop variables.
     for (auto& d : v) {
       auto infer = d.infer;

@@ -99,6 +99,8 @@ class TfliteConverter {
   // convert_activation.cc: RELU, RELU6, LOGISTIC, TANH, HARD_SWISH, ELU; ABS, NEG, SQRT, ...
   void activation(const tflite::Operator& op, BuiltinOperator code);
   void unary_math(const tflite::Operator& op, BuiltinOperator code);
+  // convert_binary.cc: MAXIMUM, MINIMUM, DIV, SQUARED_DIFFERENCE, FLOOR_DIV, FLOOR_MOD, ADD_N, PRELU
+  void binary(const tflite::Operator& op, BuiltinOperator code);
 
   int input(const tflite::Operator& op, size_t i, bool optional = false) const;
   int output(const tflite::Operator& op) const;

@@ -726,6 +726,14 @@ void TfliteConverter::convert(size_t index, const tflite::Operator& op, BuiltinO
     case BuiltinOperator::FLOOR:
     case BuiltinOperator::CEIL:
     case BuiltinOperator::ROUND: unary_math(op, code); break;
+    case BuiltinOperator::MAXIMUM:
+    case BuiltinOperator::MINIMUM:
+    case BuiltinOperator::DIV:
+    case BuiltinOperator::SQUARED_DIFFERENCE:
+    case BuiltinOperator::FLOOR_DIV:
+    case BuiltinOperator::FLOOR_MOD:
+    case BuiltinOperator::ADD_N:
+    case BuiltinOperator::PRELU: binary(op, code); break;
     case BuiltinOperator::UNIDIRECTIONAL_SEQUENCE_LSTM: lstm(op); break;
     default: user_error({}, file_ + ": unsupported TFLite operator " + op_name(code) + " (node " + std::to_string(index) + ")");
   }
