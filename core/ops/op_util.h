@@ -145,6 +145,7 @@ void register_lstm_ops(std::vector<OpDef>& ops);
 void register_qactivation_ops(std::vector<OpDef>& ops);
 void register_prelu_ops(std::vector<OpDef>& ops);
 void register_qsquared_difference_ops(std::vector<OpDef>& ops);
+void register_compare_ops(std::vector<OpDef>& ops);
 
 }  // namespace ops
 }  // namespace mtir

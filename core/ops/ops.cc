@@ -34,6 +34,7 @@ const std::vector<OpDef>& all_op_defs() {
     ops::register_qactivation_ops(v);
     ops::register_prelu_ops(v);
     ops::register_qsquared_difference_ops(v);
+    ops::register_compare_ops(v);
     // Every output must be indexable with int32 loop variables.
     for (auto& d : v) {
       auto infer = d.infer;

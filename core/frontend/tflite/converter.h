@@ -101,6 +101,8 @@ class TfliteConverter {
   void unary_math(const tflite::Operator& op, BuiltinOperator code);
   // convert_binary.cc: MAXIMUM, MINIMUM, DIV, SQUARED_DIFFERENCE, FLOOR_DIV, FLOOR_MOD, ADD_N, PRELU
   void binary(const tflite::Operator& op, BuiltinOperator code);
+  // convert_compare.cc: EQUAL ... GREATER_EQUAL, SELECT(_V2), LOGICAL_AND/OR/NOT
+  void compare(const tflite::Operator& op, BuiltinOperator code);
 
   int input(const tflite::Operator& op, size_t i, bool optional = false) const;
   int output(const tflite::Operator& op) const;

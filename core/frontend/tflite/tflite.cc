@@ -53,9 +53,10 @@ TensorType TfliteConverter::tensor_type(int index) const {
     case tflite::TensorType::INT16: ty.dtype = DataType::Int(16); break;
     case tflite::TensorType::INT32: ty.dtype = DataType::Int(32); break;
     case tflite::TensorType::INT64: ty.dtype = DataType::Int(64); break;
+    case tflite::TensorType::BOOL: ty.dtype = DataType::Bool(); break;
     default:
       unsupported(tensor_label(index) + " has type " + tflite::EnumNameTensorType(t.type()) +
-                  " (float32, int8, int16, int32 and int64 are supported)");
+                  " (float32, int8, int16, int32, int64 and bool are supported)");
   }
   if (t.sparsity()) unsupported(tensor_label(index) + " is sparse");
   int64_t n = 1;
@@ -734,6 +735,17 @@ void TfliteConverter::convert(size_t index, const tflite::Operator& op, BuiltinO
     case BuiltinOperator::FLOOR_MOD:
     case BuiltinOperator::ADD_N:
     case BuiltinOperator::PRELU: binary(op, code); break;
+    case BuiltinOperator::EQUAL:
+    case BuiltinOperator::NOT_EQUAL:
+    case BuiltinOperator::LESS:
+    case BuiltinOperator::LESS_EQUAL:
+    case BuiltinOperator::GREATER:
+    case BuiltinOperator::GREATER_EQUAL:
+    case BuiltinOperator::SELECT:
+    case BuiltinOperator::SELECT_V2:
+    case BuiltinOperator::LOGICAL_AND:
+    case BuiltinOperator::LOGICAL_OR:
+    case BuiltinOperator::LOGICAL_NOT: compare(op, code); break;
     case BuiltinOperator::UNIDIRECTIONAL_SEQUENCE_LSTM: lstm(op); break;
     default: user_error({}, file_ + ": unsupported TFLite operator " + op_name(code) + " (node " + std::to_string(index) + ")");
   }
