@@ -146,6 +146,7 @@ void register_qactivation_ops(std::vector<OpDef>& ops);
 void register_prelu_ops(std::vector<OpDef>& ops);
 void register_qsquared_difference_ops(std::vector<OpDef>& ops);
 void register_compare_ops(std::vector<OpDef>& ops);
+void register_reduce_ops(std::vector<OpDef>& ops);
 
 }  // namespace ops
 }  // namespace mtir

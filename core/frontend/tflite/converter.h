@@ -103,6 +103,9 @@ class TfliteConverter {
   void binary(const tflite::Operator& op, BuiltinOperator code);
   // convert_compare.cc: EQUAL ... GREATER_EQUAL, SELECT(_V2), LOGICAL_AND/OR/NOT
   void compare(const tflite::Operator& op, BuiltinOperator code);
+  // convert_reduce.cc: REDUCE_MAX/MIN, float SUM/MEAN, ARG_MAX/MIN, CUMSUM
+  void reduce(const tflite::Operator& op, BuiltinOperator code);
+  std::vector<int64_t> constant_axes(int t, int64_t rank);
 
   int input(const tflite::Operator& op, size_t i, bool optional = false) const;
   int output(const tflite::Operator& op) const;

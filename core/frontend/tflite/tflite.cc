@@ -640,9 +640,12 @@ void TfliteConverter::mean(const tflite::Operator& op, bool sum) {
   }
   std::string op_name;
   json attrs;
+  if (xt.dtype != DataType::Int(8) && xt.dtype != DataType::Int(16) &&
+      (sum || rank != 4 || ax != std::set<int64_t>{1, 2})) {
+    reduce(op, sum ? BuiltinOperator::SUM : BuiltinOperator::MEAN);  // convert_reduce.cc
+    return;
+  }
   if (xt.dtype == DataType::Float(32) && !sum) {
-    if (rank != 4 || ax != std::set<int64_t>{1, 2})
-      unsupported("float32 MEAN over axes other than the spatial ones (1, 2) of NHWC data");
     op_name = "global_avg_pool2d";
     attrs = {{"layout", "NHWC"}};
   } else if (xt.dtype == DataType::Int(8) || xt.dtype == DataType::Int(16)) {
@@ -746,6 +749,11 @@ void TfliteConverter::convert(size_t index, const tflite::Operator& op, BuiltinO
     case BuiltinOperator::LOGICAL_AND:
     case BuiltinOperator::LOGICAL_OR:
     case BuiltinOperator::LOGICAL_NOT: compare(op, code); break;
+    case BuiltinOperator::REDUCE_MAX:
+    case BuiltinOperator::REDUCE_MIN:
+    case BuiltinOperator::ARG_MAX:
+    case BuiltinOperator::ARG_MIN:
+    case BuiltinOperator::CUMSUM: reduce(op, code); break;
     case BuiltinOperator::UNIDIRECTIONAL_SEQUENCE_LSTM: lstm(op); break;
     default: user_error({}, file_ + ": unsupported TFLite operator " + op_name(code) + " (node " + std::to_string(index) + ")");
   }
