@@ -106,6 +106,8 @@ class TfliteConverter {
   // convert_reduce.cc: REDUCE_MAX/MIN, float SUM/MEAN, ARG_MAX/MIN, CUMSUM
   void reduce(const tflite::Operator& op, BuiltinOperator code);
   std::vector<int64_t> constant_axes(int t, int64_t rank);
+  // convert_l2.cc: float32 L2_POOL_2D, L2_NORMALIZATION, LOG_SOFTMAX, BATCH_MATMUL
+  void float_composite(const tflite::Operator& op, BuiltinOperator code);
 
   int input(const tflite::Operator& op, size_t i, bool optional = false) const;
   int output(const tflite::Operator& op) const;

@@ -754,6 +754,10 @@ void TfliteConverter::convert(size_t index, const tflite::Operator& op, BuiltinO
     case BuiltinOperator::ARG_MAX:
     case BuiltinOperator::ARG_MIN:
     case BuiltinOperator::CUMSUM: reduce(op, code); break;
+    case BuiltinOperator::L2_POOL_2D:
+    case BuiltinOperator::L2_NORMALIZATION:
+    case BuiltinOperator::LOG_SOFTMAX:
+    case BuiltinOperator::BATCH_MATMUL: float_composite(op, code); break;
     case BuiltinOperator::UNIDIRECTIONAL_SEQUENCE_LSTM: lstm(op); break;
     default: user_error({}, file_ + ": unsupported TFLite operator " + op_name(code) + " (node " + std::to_string(index) + ")");
   }
