@@ -246,10 +246,10 @@ ArtifactInfo read_artifact_info(const std::string& dir) {
     fail(meta.string() + " is not a microtir artifact's metadata: " + e.what());
   }
   info.target = target;
-  if (target.compare(0, 4, "llvm") == 0) {
-    Target t = parse_target(target);
-    info.llvm_triple = t.mtriple.empty() ? kDefaultLlvmTriple : t.mtriple;
-    info.llvm_cpu = t.mcpu;
+  info.compiled_for = parse_target(target.empty() ? "c" : target);
+  if (info.compiled_for.kind == "llvm") {
+    info.llvm_triple = info.compiled_for.mtriple.empty() ? kDefaultLlvmTriple : info.compiled_for.mtriple;
+    info.llvm_cpu = info.compiled_for.mcpu;
   }
   info.c_model = to_c_identifier(info.model_name);
   if (fs::is_directory(fs::path(dir) / "src")) {
