@@ -61,45 +61,6 @@ namespace {
 
 using namespace wat_codegen;
 
-// The trap-free integer division helpers, (a, b) -> result.
-std::string division_helper(const std::string& name) {
-  // name: $mtir.[floor]div|mod_s|u_i32|i64
-  const std::string ty = name.substr(name.size() - 3);
-  const bool is_signed = name.find("_s_") != std::string::npos;
-  const bool floor = name.find("floor") != std::string::npos;
-  const bool div = name.find("div") != std::string::npos;
-  const std::string s = is_signed ? "_s" : "_u";
-  auto c = [&](int v) { return "(" + ty + ".const " + std::to_string(v) + ")"; };
-  std::ostringstream os;
-  os << "  (func " << name << " (param $a " << ty << ") (param $b " << ty << ") (result " << ty << ")";
-  if (is_signed) os << " (local $q " << ty << ") (local $r " << ty << ")";
-  os << "\n";
-  // A zero divisor divides by one.
-  os << "    (if (" << ty << ".eqz (local.get $b)) (then (local.set $b " << c(1) << ")))\n";
-  if (!is_signed) {
-    os << "    (" << ty << (div ? ".div_u" : ".rem_u") << " (local.get $a) (local.get $b))\n  )\n";
-    return os.str();
-  }
-  // MIN / -1 wraps to MIN (= 0 - a); its remainder is 0.
-  os << "    (if (" << ty << ".eq (local.get $b) " << c(-1) << ") (then (return "
-     << (div ? "(" + ty + ".sub " + c(0) + " (local.get $a))" : c(0)) << ")))\n";
-  os << "    (local.set $q (" << ty << ".div" << s << " (local.get $a) (local.get $b)))\n";
-  os << "    (local.set $r (" << ty << ".rem" << s << " (local.get $a) (local.get $b)))\n";
-  if (!floor) {
-    os << "    (local.get " << (div ? "$q" : "$r") << ")\n  )\n";
-    return os.str();
-  }
-  // Truncation rounds toward zero; step down when the remainder's sign differs from b's.
-  std::string adjust = "(i32.and (" + ty + ".ne (local.get $r) " + c(0) + ") (i32.ne (" + ty + ".lt_s (local.get $r) " +
-                       c(0) + ") (" + ty + ".lt_s (local.get $b) " + c(0) + ")))";
-  if (div) {
-    os << "    (select (" << ty << ".sub (local.get $q) " << c(1) << ") (local.get $q) " << adjust << ")\n  )\n";
-  } else {
-    os << "    (select (" << ty << ".add (local.get $r) (local.get $b)) (local.get $r) " << adjust << ")\n  )\n";
-  }
-  return os.str();
-}
-
 // Bytes of the "local" scratch allocations of a function (each a block of the allocator).
 int64_t local_scratch_bytes(const Stmt& s) {
   int64_t total = 0;
@@ -233,48 +194,6 @@ std::string reset_function(const WatOptions& options, const MemoryLayout& layout
   return "  (func $mtir.reset (export \"reset\") (result i32) (local $i i32)\n" + os.str() + "    (i32.const 0)\n  )\n";
 }
 
-// The error globals and their exports: the message's address and up to three values.
-std::string error_state() {
-  std::ostringstream os;
-  os << "  (global $mtir.err (mut i32) (i32.const 0))\n";
-  for (int k = 0; k < 3; ++k) os << "  (global $mtir.err" << k << " (mut i64) (i64.const 0))\n";
-  return os.str();
-}
-std::string error_exports() {
-  std::ostringstream os;
-  os << "  (func $last_error (export \"" << kWasmLastErrorExport << "\") (result i32) (global.get $mtir.err))\n";
-  os << "  (func $last_error_value (export \"" << kWasmLastErrorValueExport << "\") (param $k i32) (result i64)\n"
-     << "    (if (result i64) (i32.eqz (local.get $k)) (then (global.get $mtir.err0))\n"
-     << "      (else (if (result i64) (i32.eq (local.get $k) (i32.const 1)) (then (global.get $mtir.err1))"
-        " (else (global.get $mtir.err2))))))\n";
-  return os.str();
-}
-
-// The workspace allocator: LIFO blocks, each with a 16-byte header holding its own
-// address and the block's end, so a free checks that it frees the newest block.
-std::string allocator_functions(const MemoryLayout& layout) {
-  std::ostringstream os;
-  os << "  (func $mtir.alloc (param $size i64) (result i32) (local $p i32) (local $end i32)\n"
-     << "    (if (i64.gt_u (local.get $size) (i64.const " << layout.pool_bytes << ")) (then (return (i32.const 0))))\n"
-     << "    (local.set $p (i32.add (global.get $mtir.top) (i32.const " << kBlockHeader << ")))\n"
-     << "    (local.set $end (i32.add (local.get $p) (i32.and (i32.add (i32.wrap_i64 (local.get $size)) (i32.const 15)) "
-        "(i32.const -16))))\n"
-     << "    (if (i32.gt_u (local.get $end) (i32.const " << layout.pool_end << ")) (then (return (i32.const 0))))\n"
-     << "    (i32.store (global.get $mtir.top) (global.get $mtir.top))\n"
-     << "    (i32.store offset=4 (global.get $mtir.top) (local.get $end))\n"
-     << "    (global.set $mtir.top (local.get $end))\n"
-     << "    (local.get $p)\n  )\n";
-  os << "  (func $mtir.free (param $p i32) (result i32) (local $h i32)\n"
-     << "    (if (i32.or (i32.lt_u (local.get $p) (i32.const " << layout.pool_base + kBlockHeader
-     << ")) (i32.gt_u (local.get $p) (i32.const " << layout.pool_end << "))) (then (return (i32.const -1))))\n"
-     << "    (local.set $h (i32.sub (local.get $p) (i32.const " << kBlockHeader << ")))\n"
-     << "    (if (i32.or (i32.ne (i32.load (local.get $h)) (local.get $h)) (i32.ne (i32.load offset=4 (local.get $h)) "
-        "(global.get $mtir.top))) (then (return (i32.const -1))))\n"
-     << "    (global.set $mtir.top (local.get $h))\n"
-     << "    (i32.const 0)\n  )\n";
-  return os.str();
-}
-
 }  // namespace
 
 using namespace wat_codegen;
@@ -312,10 +231,10 @@ std::string codegen_wat(const IRModule& m, const WatOptions& options) {
   for (const auto& [id, line] : ms.imports) os << "  " << line << "\n";
   os << "  (memory (export \"memory\") " << pages << ")\n";
   os << "  (global $mtir.top (mut i32) (i32.const " << layout.pool_base << "))\n";
-  os << error_state() << layout.io_exports << error_exports();
-  if (ms.helpers.count("$mtir.alloc")) os << allocator_functions(layout);
+  os << wat_runtime_error_state() << layout.io_exports << wat_runtime_error_exports();
+  if (ms.helpers.count("$mtir.alloc")) os << wat_runtime_allocator(layout.pool_base, layout.pool_bytes, layout.pool_end);
   for (const auto& h : ms.helpers)
-    if (h != "$mtir.alloc") os << division_helper(h);
+    if (h != "$mtir.alloc") os << wat_runtime_division(h);
   os << run << defs.str();
   for (const auto& [addr, bytes] : ms.data) os << "  (data (i32.const " << addr << ") " << data_literal(bytes) << ")\n";
   os << ")\n";

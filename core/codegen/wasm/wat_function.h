@@ -80,6 +80,14 @@ struct ModuleState {
   }
 };
 
+// The runtime the module carries (wat_runtime.cc): the error globals and exports, the
+// workspace allocator over the pool, and the division helper `name`
+// ($mtir.[floor]div|mod_s|u_i32|i64).
+std::string wat_runtime_error_state();
+std::string wat_runtime_error_exports();
+std::string wat_runtime_allocator(int64_t pool_base, int64_t pool_bytes, int64_t pool_end);
+std::string wat_runtime_division(const std::string& name);
+
 class FunctionEmitter {
  public:
   FunctionEmitter(ModuleState* ms, std::string symbol, PrimFunc f)
