@@ -106,9 +106,12 @@ Stmt DepthwiseTiler::tile(Expr oh, int64_t oh_c, Expr ow0, int64_t ow0_c, int64_
   std::set<const VarNode*> used = {out_base.get()};
   Expr top = oh_c < 0 ? sub(mul(oh, ci(p.sh)), ci(p.pt)) : ci(oh_c * p.sh - p.pt);
   Expr left = ow0_c < 0 ? sub(mul(ow0, ci(p.sw)), ci(p.pl)) : ci(ow0_c * p.sw - p.pl);
-  steps.push_back({in_base, add(add(add(mul(n, ci(in_n)), mul(c, ci(in_c))), mul(top, ci(in_h))), mul(left, ci(in_w))), Stmt()});
-  steps.push_back({out_base, add(add(add(mul(n, ci(out_n)), mul(c, ci(out_c))), mul(oh, ci(out_h))), mul(ow0, ci(out_w))), Stmt()});
-  for (int64_t i = 0; i < t; ++i) steps.push_back({Var(), Expr(), store(acc, b.bias ? load(b.bias, {c}) : ci(0), {ci(i)})});
+  steps.push_back(
+      {in_base, add(add(add(mul(n, ci(in_n)), mul(c, ci(in_c))), mul(top, ci(in_h))), mul(left, ci(in_w))), Stmt()});
+  steps.push_back(
+      {out_base, add(add(add(mul(n, ci(out_n)), mul(c, ci(out_c))), mul(oh, ci(out_h))), mul(ow0, ci(out_w))), Stmt()});
+  for (int64_t i = 0; i < t; ++i)
+    steps.push_back({Var(), Expr(), store(acc, b.bias ? load(b.bias, {c}) : ci(0), {ci(i)})});
   for (int64_t rh = 0; rh < p.kh; ++rh) {
     const int64_t ih_c = oh_c < 0 ? 0 : oh_c * p.sh + rh * p.dh - p.pt;
     const bool row_inside = oh_c < 0 || (ih_c >= 0 && ih_c < p.h);
@@ -143,14 +146,17 @@ Stmt DepthwiseTiler::tile(Expr oh, int64_t oh_c, Expr ow0, int64_t ow0_c, int64_
   }
   std::vector<Stmt> stores;
   for (int64_t i = 0; i < t; ++i)
-    stores.push_back(store(out,
-                        requantize_channel(p.q, p.rule, table, p.inputs.table_columns, load(acc, {ci(i)}), c,
-                                           p.sched.fold_output_zero_point, p.sched.smlal_requant, p.sched.smmlar_requant),
-                        {add(out_base, ci(i * out_w))}));
+    stores.push_back(
+        store(out,
+              requantize_channel(p.q, p.rule, table, p.inputs.table_columns, load(acc, {ci(i)}), c,
+                                 p.sched.fold_output_zero_point, p.sched.smlal_requant, p.sched.smmlar_requant),
+              {add(out_base, ci(i * out_w))}));
   Stmt body = SeqStmt(stores);
   for (auto it = steps.rbegin(); it != steps.rend(); ++it)
-    if (it->update) body = SeqStmt({it->update, body});
-    else if (used.count(it->v.get())) body = LetStmt(it->v, it->value, body);
+    if (it->update)
+      body = SeqStmt({it->update, body});
+    else if (used.count(it->v.get()))
+      body = LetStmt(it->v, it->value, body);
   return For(c, ci(0), ci(p.o), ForKind::kSerial, Allocate(acc, "local", body));
 }
 
@@ -179,17 +185,19 @@ Stmt DepthwiseTiler::checked_output(Expr oh, bool check_h, Expr ow, bool check_w
     Expr ih = tap(oh, rh, p.sh, p.dh, p.pt), iw = tap(ow, ci(rw), p.sw, p.dw, p.pl);
     Expr cond = and_(check_h ? inside(ih, p.pt, p.h, p.oh, p.kh, p.sh, p.dh) : Expr(),
                      check_w ? inside(iw, p.pl, p.w, p.ow, p.kw, p.sw, p.dw) : Expr());
-    Expr x = Cast(kI32, load(data, {add(add(add(mul(n, ci(in_n)), mul(c, ci(in_c))), mul(ih, ci(in_h))), mul(iw, ci(in_w)))}));
+    Expr x = Cast(
+        kI32, load(data, {add(add(add(mul(n, ci(in_n)), mul(c, ci(in_c))), mul(ih, ci(in_h))), mul(iw, ci(in_w)))}));
     if (!p.sched.fold_zero_point && p.q.input_zero_point != 0) x = sub(x, ci(p.q.input_zero_point));
     Expr w = Cast(kI32, load(b.weight, {c, rh, ci(rw), ci(0)}));
     columns.push_back(store(acc, add(load(acc, {ci(0)}), mul(lazy_select(cond, x, ci(pad_value)), w)), {ci(0)}));
   }
   taps.push_back(For(rh, ci(0), ci(p.kh), ForKind::kSerial, columns.size() == 1 ? columns[0] : SeqStmt(columns)));
   Expr out_index = add(add(add(mul(n, ci(out_n)), mul(c, ci(out_c))), mul(oh, ci(out_h))), mul(ow, ci(out_w)));
-  taps.push_back(store(out,
-                       requantize_channel(p.q, p.rule, table, p.inputs.table_columns, load(acc, {ci(0)}), c,
-                                          p.sched.fold_output_zero_point, p.sched.smlal_requant, p.sched.smmlar_requant),
-                       {out_index}));
+  taps.push_back(
+      store(out,
+            requantize_channel(p.q, p.rule, table, p.inputs.table_columns, load(acc, {ci(0)}), c,
+                               p.sched.fold_output_zero_point, p.sched.smlal_requant, p.sched.smmlar_requant),
+            {out_index}));
   return For(c, ci(0), ci(p.o), ForKind::kSerial, Allocate(acc, "local", SeqStmt(taps)));
 }
 
@@ -206,14 +214,18 @@ Stmt DepthwiseTiler::row(Expr oh, int64_t oh_c) const {
   OutputRange inner{0, 0, false};
   std::vector<OutputRange> border_columns;
   for (const auto& r : border_split(p.ow, p.pl, p.w, p.kw, p.sw, p.dw))
-    if (!r.check) inner = r;
-    else border_columns.push_back(r);
-  if (!p.sched.depthwise_border_tiles && p.sw == 1 && p.ow >= kCheckedColumnsMinWidth && inner.end - inner.begin >= wide) {
+    if (!r.check)
+      inner = r;
+    else
+      border_columns.push_back(r);
+  if (!p.sched.depthwise_border_tiles && p.sw == 1 && p.ow >= kCheckedColumnsMinWidth &&
+      inner.end - inner.begin >= wide) {
     // A wide row: its few border columns one output at a time, checked (one copy of
     // code), the interior a loop of tiles and one narrower tile for the rest.
     const int64_t whole = (inner.end - inner.begin) / wide, rest_begin = inner.begin + whole * wide;
     Var tw = ivar("tw");
-    s.push_back(For(tw, ci(0), ci(whole), ForKind::kSerial, tile(oh, oh_c, add(ci(inner.begin), mul(tw, ci(wide))), -1, wide)));
+    s.push_back(
+        For(tw, ci(0), ci(whole), ForKind::kSerial, tile(oh, oh_c, add(ci(inner.begin), mul(tw, ci(wide))), -1, wide)));
     if (rest_begin < inner.end) s.push_back(tile(oh, oh_c, ci(rest_begin), rest_begin, inner.end - rest_begin));
     if (!border_columns.empty()) {
       Var bc = ivar("bc"), ow = ivar("ow");
@@ -228,7 +240,8 @@ Stmt DepthwiseTiler::row(Expr oh, int64_t oh_c) const {
     constant_tiles(0, left);
     if (whole > 0) {
       Var tw = ivar("tw");
-      s.push_back(For(tw, ci(0), ci(whole), ForKind::kSerial, tile(oh, oh_c, add(ci(left), mul(tw, ci(wide))), -1, wide)));
+      s.push_back(
+          For(tw, ci(0), ci(whole), ForKind::kSerial, tile(oh, oh_c, add(ci(left), mul(tw, ci(wide))), -1, wide)));
     }
     constant_tiles(right, p.ow);
   }
@@ -238,7 +251,8 @@ Stmt DepthwiseTiler::row(Expr oh, int64_t oh_c) const {
 Stmt DepthwiseTiler::checked_rows(const std::vector<OutputRange>& ranges) const {
   Var br = ivar("br"), ohv = ivar("oh"), ow = ivar("ow");
   return For(br, ci(0), ci(total(ranges)), ForKind::kSerial,
-             LetStmt(ohv, positions(br, ranges), For(ow, ci(0), ci(p.ow), ForKind::kSerial, checked_output(ohv, true, ow, true))));
+             LetStmt(ohv, positions(br, ranges),
+                     For(ow, ci(0), ci(p.ow), ForKind::kSerial, checked_output(ohv, true, ow, true))));
 }
 
 Stmt DepthwiseTiler::build() {
@@ -282,13 +296,17 @@ Stmt conv_loops(const QConv& p, const QParams& b) {
     Expr cond = and_(check_h ? inside(ih, p.pt, p.h, p.oh, p.kh, p.sh, p.dh) : Expr(),
                      check_w ? inside(iw, p.pl, p.w, p.ow, p.kw, p.sw, p.dw) : Expr());
     Buffer acc = scratch("acc", {1}, kI32);
-    Stmt update = store(acc, add(load(acc, {ci(0)}), mul(conv_input(p, data, n, ih, iw, ic, cond), Cast(kI32, load(weight, {oc, rh, rw, rc})))), {ci(0)});
+    Stmt update = store(acc,
+                        add(load(acc, {ci(0)}),
+                            mul(conv_input(p, data, n, ih, iw, ic, cond), Cast(kI32, load(weight, {oc, rh, rw, rc})))),
+                        {ci(0)});
     if (p.cg > 1) update = For(rcv, ci(0), ci(p.cg), ForKind::kSerial, update);
     ForKind wk = unroll_window ? ForKind::kUnrolled : ForKind::kSerial;
     Stmt window = For(rh, ci(0), ci(p.kh), wk, For(rw, ci(0), ci(p.kw), wk, update));
     Stmt init = store(acc, bias ? load(bias, {oc}) : ci(0), {ci(0)});
-    Stmt fin = store(o, requantize_channel(p.q, p.rule, table_flat, p.inputs.table_columns, load(acc, {ci(0)}), oc,
-                                           p.sched.fold_output_zero_point, p.sched.smlal_requant, p.sched.smmlar_requant),
+    Stmt fin = store(o,
+                     requantize_channel(p.q, p.rule, table_flat, p.inputs.table_columns, load(acc, {ci(0)}), oc,
+                                        p.sched.fold_output_zero_point, p.sched.smlal_requant, p.sched.smmlar_requant),
                      p.at(n, oh, ow, oc));
     return Allocate(acc, "local", SeqStmt({init, window, fin}));
   };

@@ -78,20 +78,34 @@ Schedule read_schedule(const std::string& op, const AttrReader& r) {
   for (const auto& [key, value] : j->items()) {
     if (!value.is_boolean()) r.bad("schedule", "an object of booleans ('" + key + "' is not a boolean)");
     bool on = value.get<bool>();
-    if (key == "fold_zero_point") s.fold_zero_point = on;
-    else if (key == "block") s.block = on;
-    else if (key == "unroll") s.unroll = on;
-    else if (key == "smlad") s.smlad = on;
-    else if (key == "sxtb16") s.sxtb16 = on;
-    else if (key == "interleave") s.interleave = on;
-    else if (key == "fold_output_zero_point") s.fold_output_zero_point = on;
-    else if (key == "few_channels") s.few_channels = on;
-    else if (key == "depthwise_tile") s.depthwise_tile = on;
-    else if (key == "depthwise_border_tiles") s.depthwise_border_tiles = on;
-    else if (key == "smlal_requant") s.smlal_requant = on;
-    else if (key == "smmlar_requant") s.smmlar_requant = on;
-    else if (key == "dense_chunks") s.dense_chunks = on;
-    else if (key != "hoist") fail(op, "unknown schedule '" + key + "' (known: " + schedule_names() + ")");
+    if (key == "fold_zero_point")
+      s.fold_zero_point = on;
+    else if (key == "block")
+      s.block = on;
+    else if (key == "unroll")
+      s.unroll = on;
+    else if (key == "smlad")
+      s.smlad = on;
+    else if (key == "sxtb16")
+      s.sxtb16 = on;
+    else if (key == "interleave")
+      s.interleave = on;
+    else if (key == "fold_output_zero_point")
+      s.fold_output_zero_point = on;
+    else if (key == "few_channels")
+      s.few_channels = on;
+    else if (key == "depthwise_tile")
+      s.depthwise_tile = on;
+    else if (key == "depthwise_border_tiles")
+      s.depthwise_border_tiles = on;
+    else if (key == "smlal_requant")
+      s.smlal_requant = on;
+    else if (key == "smmlar_requant")
+      s.smmlar_requant = on;
+    else if (key == "dense_chunks")
+      s.dense_chunks = on;
+    else if (key != "hoist")
+      fail(op, "unknown schedule '" + key + "' (known: " + schedule_names() + ")");
   }
   return s;
 }
@@ -108,13 +122,15 @@ QParams declare_params(FuncBuilder& fb, const std::vector<TensorType>& in, const
 }
 
 QInputs classify_inputs(const std::string& op, const std::vector<TensorType>& in, int64_t out_channels) {
-  if (in.size() < 2 || in.size() > 4) fail(op, "takes 2 to 4 inputs (data, weight, bias, requant), got " + std::to_string(in.size()));
+  if (in.size() < 2 || in.size() > 4)
+    fail(op, "takes 2 to 4 inputs (data, weight, bias, requant), got " + std::to_string(in.size()));
   QInputs q;
   q.packed = in[1].dtype == kI32;
   if (!q.packed && in[1].dtype != kI8) fail(op, "weight must be int8, got " + in[1].dtype.str());
   for (size_t i = 2; i < in.size(); ++i) {
     const TensorType& t = in[i];
-    if (t.dtype != kI32) fail(op, "input " + std::to_string(i) + " (bias or requant table) must be int32, got " + t.dtype.str());
+    if (t.dtype != kI32)
+      fail(op, "input " + std::to_string(i) + " (bias or requant table) must be int32, got " + t.dtype.str());
     if (t.shape.size() == 1 && !q.bias && !q.table) {
       if (t.shape[0] != out_channels)
         fail(op, "bias must have shape (" + std::to_string(out_channels) + ",), got " + shape_str(t.shape));
@@ -152,7 +168,8 @@ void check_packing(const std::string& op, const Schedule& s, const QInputs& q, c
   if (s.smlal_requant && !(q.table && q.table_columns == 3))
     fail(op, "schedule 'smlal_requant' needs the requant table of shape (O, 3) that prepare_quantized builds");
   if (s.smmlar_requant && !s.smlal_requant)
-    fail(op, "schedule 'smmlar_requant' needs schedule 'smlal_requant' (and the table prepare_quantized builds for it)");
+    fail(op,
+         "schedule 'smmlar_requant' needs schedule 'smlal_requant' (and the table prepare_quantized builds for it)");
   if (q.packed && shape != std::vector<int64_t>{rows, s.weight_words(k)})
     fail(op, "the packed weight must have shape (" + std::to_string(rows) + ", " + std::to_string(s.weight_words(k)) +
                  "), got " + shape_str(shape));
@@ -172,8 +189,10 @@ Expr smlal_requantize(Expr x, Expr multiplier, Expr shift, Expr rounding, bool n
   const DataType u32 = DataType::UInt(32), u64 = DataType::UInt(64);
   Expr hi = negatives_clamp ? std::move(rounding) : add(std::move(rounding), call("shift_right", {x, ci(31)}));
   Expr lo = negatives_clamp ? IntImm(u32, 0x40000000u)
-                            : call("bitwise_or", {call("bitwise_and", {Cast(u32, x), IntImm(u32, 0x80000000u)}), IntImm(u32, 0x40000000u)});
-  Expr v = Cast(kI64, call("bitwise_or", {call("shift_left", {Cast(u64, Cast(u32, hi)), IntImm(u64, 32)}), Cast(u64, lo)}));
+                            : call("bitwise_or", {call("bitwise_and", {Cast(u32, x), IntImm(u32, 0x80000000u)}),
+                                                  IntImm(u32, 0x40000000u)});
+  Expr v =
+      Cast(kI64, call("bitwise_or", {call("shift_left", {Cast(u64, Cast(u32, hi)), IntImm(u64, 32)}), Cast(u64, lo)}));
   Expr sum = Binary(ExprKind::Add, Binary(ExprKind::Mul, Cast(kI64, x), Cast(kI64, std::move(multiplier))), v);
   Expr high = Cast(kI32, Call(kI64, "shift_right", {sum, IntImm(kI64, 32)}));
   return call("shift_right", {high, std::move(shift)});
@@ -205,8 +224,9 @@ Expr requantize_channel(const QuantAttrs& q, const Rule& rule, const Buffer& tab
     OnnxHighWord hw;
     if (table ? columns == 3 : onnx_high_word_form(rule.m, rule.s, &hw)) {
       // 32-bit steps (quant_util.h): the table holds (M', t, 2^(t-1)).
-      Expr y = table ? onnx_high_word_requantize(acc, col(0), col(1), col(2))
-                     : onnx_high_word_requantize(acc, ci(hw.multiplier), ci(hw.shift), ci(int64_t{1} << (hw.shift - 1)));
+      Expr y = table
+                   ? onnx_high_word_requantize(acc, col(0), col(1), col(2))
+                   : onnx_high_word_requantize(acc, ci(hw.multiplier), ci(hw.shift), ci(int64_t{1} << (hw.shift - 1)));
       return Cast(rule.out, min_(max_(add(y, ci(q.output_zero_point)), ci(q.bounds.lo)), ci(q.bounds.hi)));
     }
     Expr y = table ? onnx_round_shift(acc, Cast(kI64, col(0)), Cast(kI64, col(1)))
@@ -241,13 +261,15 @@ bool uniform(const QuantAttrs& q) {
 void check_requant_table(const std::string& op, const QuantAttrs& q, const Rule& rule, const QInputs& in) {
   if (rule.onnx) {
     if (!rule.uniform && !in.table)
-      fail(op, "requant \"onnx\" needs attribute 'onnx_multiplier' [M, s] or the table input (int32 [O, 2] of M and s "
-               "per channel, or [O, 3] of quant_util.h's 32-bit form)");
+      fail(op,
+           "requant \"onnx\" needs attribute 'onnx_multiplier' [M, s] or the table input (int32 [O, 2] of M and s "
+           "per channel, or [O, 3] of quant_util.h's 32-bit form)");
     return;
   }
   if (!in.table && !uniform(q))
-    fail(op, "per-channel weight scales need the requantization table input (int32 [O, 2], multiplier and shift per "
-             "channel as TFLite's QuantizeMultiplier gives them), which prepare_quantized adds to the graph");
+    fail(op,
+         "per-channel weight scales need the requantization table input (int32 [O, 2], multiplier and shift per "
+         "channel as TFLite's QuantizeMultiplier gives them), which prepare_quantized adds to the graph");
 }
 
 Expr i32(Expr e) { return e->dtype == kI32 ? e : Cast(kI32, std::move(e)); }
@@ -330,7 +352,8 @@ Stmt gemm_tile(const Gemm& g, const Buffer& col, const std::vector<Expr>& rows, 
     } else {
       Var ki = ivar("ki");
       Stmt inner = For(ki, ci(0), ci(factor), ForKind::kUnrolled, step(add(mul(ko, ci(factor)), ki)));
-      parts.push_back(main_iters == 1 ? substitute(inner, ko, ci(0)) : For(ko, ci(0), ci(main_iters), ForKind::kSerial, inner));
+      parts.push_back(main_iters == 1 ? substitute(inner, ko, ci(0))
+                                      : For(ko, ci(0), ci(main_iters), ForKind::kSerial, inner));
     }
   }
   if (rest > 0) {
@@ -345,9 +368,10 @@ Stmt gemm_tile(const Gemm& g, const Buffer& col, const std::vector<Expr>& rows, 
         finish.push_back(store(part.carry, load(acc, {ci(p * nc + c)}), {oc}));
         continue;
       }
-      finish.push_back(g.store(rows[p], oc, requantize_channel(*g.q, *g.rule, g.table, g.table_columns,
-                                                                  load(acc, {ci(p * nc + c)}), oc,
-                                                                  g.sched->fold_output_zero_point, g.sched->smlal_requant, g.sched->smmlar_requant)));
+      finish.push_back(g.store(
+          rows[p], oc,
+          requantize_channel(*g.q, *g.rule, g.table, g.table_columns, load(acc, {ci(p * nc + c)}), oc,
+                             g.sched->fold_output_zero_point, g.sched->smlal_requant, g.sched->smmlar_requant)));
     }
   std::vector<Stmt> body = init;
   body.insert(body.end(), parts.begin(), parts.end());
@@ -429,9 +453,11 @@ Stmt dense_chunked(const Gemm& g, const std::function<Stmt(const Buffer&, Expr, 
                   chunk(mul(ch, ci(kDenseChunk)), mul(ch, ci(kDenseChunk / per_word)), kDenseChunk)));
   if (tail) s.push_back(chunk(ci(chunks * kDenseChunk), ci(chunks * kDenseChunk / per_word), tail));
   Var oc = ivar("oc");
-  s.push_back(For(oc, ci(0), ci(g.cols), ForKind::kSerial,
-                  g.store(ci(0), oc, requantize_channel(*g.q, *g.rule, g.table, g.table_columns, load(sums, {oc}), oc,
-                                                        g.sched->fold_output_zero_point, g.sched->smlal_requant, g.sched->smmlar_requant))));
+  s.push_back(For(
+      oc, ci(0), ci(g.cols), ForKind::kSerial,
+      g.store(ci(0), oc,
+              requantize_channel(*g.q, *g.rule, g.table, g.table_columns, load(sums, {oc}), oc,
+                                 g.sched->fold_output_zero_point, g.sched->smlal_requant, g.sched->smmlar_requant))));
   return Allocate(sums, "local", Allocate(col, "local", SeqStmt(s)));
 }
 

@@ -126,8 +126,8 @@ struct Gemm {
   const QuantAttrs* q;
   const Rule* rule;
   const Schedule* sched;
-  Buffer weight;          // flat [cols * weight_words(k)]: int8, or packed int32 words
-  Buffer bias, table;     // may be null
+  Buffer weight;       // flat [cols * weight_words(k)]: int8, or packed int32 words
+  Buffer bias, table;  // may be null
   int64_t table_columns = 0;
   // Stores the value of reduction element `kk` of pixel `row` (an int16 expression:
   // the input minus its zero point, or the raw input when the zero point is folded).

@@ -141,9 +141,12 @@ std::string strip_source(const std::string& src, bool javascript) {
         size_t k = i + 1;
         bool in_class = false;
         while (k < n && src[k] != '\n' && (in_class || src[k] != '/')) {
-          if (src[k] == '\\') ++k;
-          else if (src[k] == '[') in_class = true;
-          else if (src[k] == ']') in_class = false;
+          if (src[k] == '\\')
+            ++k;
+          else if (src[k] == '[')
+            in_class = true;
+          else if (src[k] == ']')
+            in_class = false;
           ++k;
         }
         blank(i + 1, k);
@@ -225,7 +228,8 @@ std::string function_name(const std::string& h) {
   }
   const size_t op = h.find("operator");
   if (op != std::string::npos && (op == 0 || !is_ident(h[op - 1]))) {
-    size_t end = h.compare(op, 10, "operator()") == 0 || h.compare(op, 10, "operator[]") == 0 ? op + 10 : h.find('(', op);
+    size_t end =
+        h.compare(op, 10, "operator()") == 0 || h.compare(op, 10, "operator[]") == 0 ? op + 10 : h.find('(', op);
     std::string name = (op > 0 && h[op - 1] == ':' ? name_before(h, op) : "") + h.substr(op, end - op);
     name.erase(std::remove(name.begin(), name.end(), ' '), name.end());
     return name;
@@ -259,7 +263,8 @@ Scope classify(const std::string& raw_header) {
   // Access specifiers and labels end with ':' and begin the header; drop them.
   for (const char* access : {"public:", "private:", "protected:"})
     if (h.rfind(access, 0) == 0) h = trim(h.substr(std::string(access).size()));
-  if (has_word(h, "namespace") || (h.rfind("extern", 0) == 0 && h.find('(') == std::string::npos)) return Scope::kTransparent;
+  if (has_word(h, "namespace") || (h.rfind("extern", 0) == 0 && h.find('(') == std::string::npos))
+    return Scope::kTransparent;
   if (h.rfind("if", 0) == 0 || h.rfind("for", 0) == 0 || h.rfind("while", 0) == 0 || h.rfind("switch", 0) == 0 ||
       h.rfind("else", 0) == 0 || h.rfind("try", 0) == 0 || h.rfind("catch", 0) == 0 || h.rfind("do", 0) == 0) {
     if (h.rfind("if", 0) == 0 || h.rfind("for", 0) == 0 || h.rfind("while", 0) == 0 || h.rfind("switch", 0) == 0 ||
@@ -311,8 +316,8 @@ std::vector<Function> find_functions(const std::string& source, bool javascript)
       header += ' ';
       continue;
     }
-    bool inside_function = !stack.empty() && (stack.back().scope == Scope::kFunction ||
-                                               stack.back().scope == Scope::kInsideFunction);
+    bool inside_function =
+        !stack.empty() && (stack.back().scope == Scope::kFunction || stack.back().scope == Scope::kInsideFunction);
     if (c == '{') {
       if (inside_function) {
         stack.push_back({Scope::kInsideFunction, line, "", ""});
@@ -431,26 +436,26 @@ TEST(SizeRatchet, NoFunctionOrFileGrowsPastTheLimitsOutsideTheShrinkingAllowList
 
 TEST(SizeRatchet, ScannerFindsCxxFunctionsAndTheirLength) {
   const std::string src =
-      "#include <x>\n"                                     // 1
-      "#define BODY { return 1; }\n"                       // 2
-      "namespace a {\n"                                    // 3
-      "struct S : Base<int> {\n"                           // 4
-      "  S(int x) : x_{x}, y_(x) {\n"                      // 5
-      "    // } a comment brace\n"                         // 6
-      "  }\n"                                              // 7
-      "  int get() const { return x_; }\n"                 // 8
-      "  int x_, y_;\n"                                    // 9
-      "};\n"                                               // 10
-      "const Row kRows[] = {{\"{\", 1}, {\"}\", 2}};\n"    // 11
+      "#include <x>\n"                                               // 1
+      "#define BODY { return 1; }\n"                                 // 2
+      "namespace a {\n"                                              // 3
+      "struct S : Base<int> {\n"                                     // 4
+      "  S(int x) : x_{x}, y_(x) {\n"                                // 5
+      "    // } a comment brace\n"                                   // 6
+      "  }\n"                                                        // 7
+      "  int get() const { return x_; }\n"                           // 8
+      "  int x_, y_;\n"                                              // 9
+      "};\n"                                                         // 10
+      "const Row kRows[] = {{\"{\", 1}, {\"}\", 2}};\n"              // 11
       "std::vector<int> Parser::parse_stmt(const std::string& s,\n"  // 12
-      "                                   int n) {\n"      // 13
-      "  auto f = [&](int k) { return k + '}'; };\n"       // 14
-      "  if (n) {\n"                                       // 15
-      "    return {R\"x({)x\"};\n"                         // 16
-      "  }\n"                                              // 17
-      "  return {};\n"                                     // 18
-      "}\n"                                                // 19
-      "bool operator==(const S& a, const S& b) { return true; }\n"  // 20
+      "                                   int n) {\n"                // 13
+      "  auto f = [&](int k) { return k + '}'; };\n"                 // 14
+      "  if (n) {\n"                                                 // 15
+      "    return {R\"x({)x\"};\n"                                   // 16
+      "  }\n"                                                        // 17
+      "  return {};\n"                                               // 18
+      "}\n"                                                          // 19
+      "bool operator==(const S& a, const S& b) { return true; }\n"   // 20
       "}  // namespace a\n";
   const std::vector<Function> fs = find_functions(src, false);
   ASSERT_EQ(fs.size(), 4u);
@@ -467,20 +472,20 @@ TEST(SizeRatchet, ScannerFindsCxxFunctionsAndTheirLength) {
 
 TEST(SizeRatchet, ScannerFindsJavaScriptFunctions) {
   const std::string src =
-      "import { a } from './a.js';\n"                      // 1
-      "const re = /[{]/g;\n"                               // 2
-      "export function render(x) {\n"                     // 3
+      "import { a } from './a.js';\n"                        // 1
+      "const re = /[{]/g;\n"                                 // 2
+      "export function render(x) {\n"                        // 3
       "  const s = `a ${x.map((y) => { return y; })} }`;\n"  // 4
-      "  return s;\n"                                      // 5
-      "}\n"                                                // 6
-      "const onClick = (e) => {\n"                         // 7
-      "  e.stop();\n"                                      // 8
-      "};\n"                                               // 9
-      "const table = { key: 1, nested: { b: 2 } };\n"      // 10
-      "class View {\n"                                     // 11
-      "  draw(ctx) {\n"                                    // 12
-      "    ctx.fill();\n"                                  // 13
-      "  }\n"                                              // 14
+      "  return s;\n"                                        // 5
+      "}\n"                                                  // 6
+      "const onClick = (e) => {\n"                           // 7
+      "  e.stop();\n"                                        // 8
+      "};\n"                                                 // 9
+      "const table = { key: 1, nested: { b: 2 } };\n"        // 10
+      "class View {\n"                                       // 11
+      "  draw(ctx) {\n"                                      // 12
+      "    ctx.fill();\n"                                    // 13
+      "  }\n"                                                // 14
       "}\n"
       "if (window.x) {\n"
       "  document.addEventListener('load', () => {\n"
@@ -505,8 +510,11 @@ TEST(SizeRatchet, AllowListMayOnlyShrinkAndMustFollowTheTree) {
       "# comment\nfunction a.cc same 90\nfunction a.cc grew 90\nfunction a.cc shrank 95\nfunction a.cc gone 85\n"
       "file big.cc 1200\n");
   ASSERT_EQ(allowed.size(), 5u);
-  const Measures measured = {{"function a.cc same", 90}, {"function a.cc grew", 91}, {"function a.cc shrank", 92},
-                             {"function a.cc new", 81}, {"file big.cc", 1200}};
+  const Measures measured = {{"function a.cc same", 90},
+                             {"function a.cc grew", 91},
+                             {"function a.cc shrank", 92},
+                             {"function a.cc new", 81},
+                             {"file big.cc", 1200}};
   const std::vector<std::string> f = ratchet_failures(measured, allowed);
   ASSERT_EQ(f.size(), 4u);
   std::string all;

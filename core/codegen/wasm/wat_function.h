@@ -52,13 +52,13 @@ std::string data_literal(const std::string& bytes);
 
 // What all functions of the module share: the callees, the imports, the strings.
 struct ModuleState {
-  std::map<std::string, PrimFunc> functions;       // symbol -> function
-  std::map<std::string, std::string> imports;      // wasm name -> import line
-  std::map<std::string, int64_t> strings;          // text -> address
+  std::map<std::string, PrimFunc> functions;          // symbol -> function
+  std::map<std::string, std::string> imports;         // wasm name -> import line
+  std::map<std::string, int64_t> strings;             // text -> address
   std::vector<std::pair<int64_t, std::string>> data;  // address -> bytes
-  int64_t next_string = 0;                          // where the next string goes
-  std::set<std::string> helpers;                    // helper functions used
-  bool mark_lines = false;                          // end lines with their source line
+  int64_t next_string = 0;                            // where the next string goes
+  std::set<std::string> helpers;                      // helper functions used
+  bool mark_lines = false;                            // end lines with their source line
 
   int64_t string_address(const std::string& s) {
     auto it = strings.find(s);
@@ -98,7 +98,9 @@ class FunctionEmitter {
   // ---- names, locals, lines ---------------------------------------------------------
   std::string fresh_name(const std::string& hint);
   std::string local(const std::string& hint, const std::string& ty);
-  void line(const std::string& s) { body_ << std::string(2 * indent_, ' ') << s << line_mark(ms_->mark_lines, source_line_) << "\n"; }
+  void line(const std::string& s) {
+    body_ << std::string(2 * indent_, ' ') << s << line_mark(ms_->mark_lines, source_line_) << "\n";
+  }
   std::string label(const std::string& hint) { return "$" + hint + "." + std::to_string(next_label_++); }
 
   // ---- conversions ----------------------------------------------------------------
@@ -206,11 +208,11 @@ class FunctionEmitter {
   std::vector<Promoted> promoted_;
   std::map<std::string, LoadedValue> loads_;  // load text -> its value's local (reused_load)
   std::set<std::string> unread_loads_;        // locals of reused_load no local.get reads
-  int64_t forgotten_ = 0;      // forget_loads calls so far
-  int64_t mutable_reads_ = 0;  // reads of register array elements and promoted accumulators so far
+  int64_t forgotten_ = 0;                     // forget_loads calls so far
+  int64_t mutable_reads_ = 0;                 // reads of register array elements and promoted accumulators so far
   std::unordered_map<const VarNode*, std::vector<std::string>> register_arrays_;  // data -> a local per element
   bool noalias_ = noalias_param(func_, -1);  // the vectorizer's promise covers every buffer
-  std::set<const VarNode*> own_memory_;  // data of parameters and allocations
+  std::set<const VarNode*> own_memory_;      // data of parameters and allocations
 };
 
 }  // namespace wat_codegen

@@ -51,7 +51,8 @@ const char* const kUnsignedDivision = R"WAT(  (func {NAME} (param $a {TY}) (para
   )
 )WAT";
 // Signed: MIN / -1 wraps to MIN (= 0 - a); its remainder is 0. {TAIL} picks the result.
-const char* const kSignedDivision = R"WAT(  (func {NAME} (param $a {TY}) (param $b {TY}) (result {TY}) (local $q {TY}) (local $r {TY})
+const char* const kSignedDivision =
+    R"WAT(  (func {NAME} (param $a {TY}) (param $b {TY}) (result {TY}) (local $q {TY}) (local $r {TY})
     (if ({TY}.eqz (local.get $b)) (then (local.set $b ({TY}.const 1))))
     (if ({TY}.eq (local.get $b) ({TY}.const -1)) (then (return {MIN_BY_MINUS_ONE})))
     (local.set $q ({TY}.div_s (local.get $a) (local.get $b)))
