@@ -6,7 +6,6 @@
 #include <optional>
 #include <map>
 #include <set>
-#include <unordered_map>
 
 #include "memory/planner.h"
 #include "ops/macs.h"
@@ -173,9 +172,6 @@ int64_t patched_bound(const Graph& g, const std::vector<PatchStage>& stages) {
         node.inputs.size() == 1)
       alias[node.name] = alias.count(node.inputs[0]) ? alias[node.inputs[0]] : node.inputs[0];
   }
-  // Graph::type_of searches the nodes in turn: once per use would be quadratic.
-  std::unordered_map<std::string, const TensorType*> node_type;
-  for (const GraphNode& node : g.nodes) node_type.emplace(node.name, &node.type);
   std::map<size_t, std::pair<size_t, size_t>> stage_of;  // node -> stage, position
   for (size_t s = 0; s < stages.size(); ++s)
     for (size_t l = 0; l < stages[s].nodes.size(); ++l) stage_of[stages[s].nodes[l]] = {s, l};
@@ -193,8 +189,7 @@ int64_t patched_bound(const Graph& g, const std::vector<PatchStage>& stages) {
     auto a = alias.find(name);
     const std::string& root = a == alias.end() ? name : a->second;
     if (outside.count(root)) return;
-    auto t = node_type.find(root);
-    use(root, bytes_of(t != node_type.end() ? *t->second : g.type_of(root)));
+    use(root, bytes_of(g.type_of(root)));
   };
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const GraphNode& node = g.nodes[i];

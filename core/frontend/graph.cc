@@ -652,8 +652,26 @@ std::map<std::string, TensorType> Graph::all_types() const {
 }
 
 const GraphNode* Graph::find_node(const std::string& n) const {
+  auto indexed = [&]() -> const GraphNode* {
+    auto it = node_index_.find(n);
+    if (it == node_index_.end() || it->second >= nodes.size() || nodes[it->second].name != n) return nullptr;
+    return &nodes[it->second];
+  };
+  if (const GraphNode* hit = indexed()) return hit;
+  if (indexed_nodes_ <= nodes.size()) {  // nodes appended since: index them
+    for (size_t i = indexed_nodes_; i < nodes.size(); ++i) node_index_.emplace(nodes[i].name, i);
+    indexed_nodes_ = nodes.size();
+    if (const GraphNode* hit = indexed()) return hit;
+  }
+  // Absent, or the graph was edited in place (nodes erased, renamed): scan, and rebuild
+  // the index when the scan finds what the index did not.
   for (const auto& node : nodes)
-    if (node.name == n) return &node;
+    if (node.name == n) {
+      node_index_.clear();
+      for (size_t i = 0; i < nodes.size(); ++i) node_index_.emplace(nodes[i].name, i);
+      indexed_nodes_ = nodes.size();
+      return &node;
+    }
   return nullptr;
 }
 

@@ -11,6 +11,7 @@
 #include <set>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -52,8 +53,15 @@ struct Graph {
   TensorType type_of(const std::string& name) const;
   // Every name's type at once, for passes over all nodes (type_of scans the nodes).
   std::map<std::string, TensorType> all_types() const;
-  // The node called `name`, or null.
+  // The node called `name`, or null. Amortized constant time for graphs that only grow
+  // (frontends append nodes); a graph edited in place is rescanned when the index is stale.
   const GraphNode* find_node(const std::string& name) const;
+
+  // find_node's index: node name -> position, over nodes[0, indexed_nodes_). Each hit is
+  // verified against `nodes`, so an edit that the index missed costs a rescan, not a
+  // wrong answer.
+  mutable std::unordered_map<std::string, size_t> node_index_;
+  mutable size_t indexed_nodes_ = 0;
 };
 
 // Reads a file named relative to the JSON file; throws DiagnosticError if unreadable.

@@ -133,6 +133,10 @@ void register_qconv_s16_ops(std::vector<OpDef>& ops);
 void register_onnx_quant_ops(std::vector<OpDef>& ops);
 void register_svdf_ops(std::vector<OpDef>& ops);
 void register_lstm_ops(std::vector<OpDef>& ops);
+void register_space_batch_ops(std::vector<OpDef>& ops);  // space_batch.cc
+void register_index_map_ops(std::vector<OpDef>& ops);    // index_map.cc: reverse, broadcast_to
+void register_gather_ops(std::vector<OpDef>& ops);
+void register_resize_ops(std::vector<OpDef>& ops);
 
 }  // namespace ops
 }  // namespace mtir

@@ -31,6 +31,10 @@ const std::vector<OpDef>& all_op_defs() {
     ops::register_onnx_quant_ops(v);
     ops::register_svdf_ops(v);
     ops::register_lstm_ops(v);
+    ops::register_space_batch_ops(v);
+    ops::register_index_map_ops(v);
+    ops::register_gather_ops(v);
+    ops::register_resize_ops(v);
     // Every output must be indexable with int32 loop variables.
     for (auto& d : v) {
       auto infer = d.infer;

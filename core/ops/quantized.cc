@@ -23,11 +23,11 @@ const DataType kI32 = DataType::Int(32);
 
 Expr to_i32(Expr e) { return Cast(kI32, std::move(e)); }
 
-// Every input int8, all dimensions positive.
+// Every input int8 (or int16 with int16_too), all dimensions positive.
 void check_int8_inputs(const std::string& op, const std::vector<TensorType>& in, size_t min_count,
-                       const std::vector<std::string>& names) {
+                       const std::vector<std::string>& names, bool int16_too = false) {
   check_inputs(op, in, min_count, names, Dtypes::kNumeric);
-  for (size_t i = 0; i < in.size(); ++i) check_dtype(op, in, i, names[i], kI8);
+  for (size_t i = 0; i < in.size(); ++i) check_dtype(op, in, i, names[i], int16_too && in[i].dtype == DataType::Int(16) ? in[i].dtype : kI8);
 }
 
 // A loop nest over every element of `shape`; returns the indices.
@@ -190,16 +190,16 @@ struct QpoolParams {
 
 // A fused activation of a pool ("activation" with the output's "output_scale" and
 // "output_zero_point", which equal the input's): TFLite clamps the average to its range.
-ActBounds pool_activation(const std::string& op, const AttrReader& r) {
+ActBounds pool_activation(const std::string& op, const AttrReader& r, DataType t) {
   std::string act = read_activation(r);
-  if (act == "none") return ActBounds{};
-  return activation_bounds(act, read_scale(op, r, "output_scale"), read_zero_point(r, "output_zero_point"));
+  if (act == "none") return dtype_bounds(t);
+  return activation_bounds(act, read_scale(op, r, "output_scale"), read_zero_point(r, "output_zero_point", t), t);
 }
 
 QpoolParams qpool_params(const std::vector<TensorType>& in, const json& attrs) {
   const std::string op = "qavg_pool2d";
   AttrReader r(op, attrs, {"pool_size", "strides", "padding", "layout", "activation", "output_scale", "output_zero_point"});
-  check_int8_inputs(op, in, 1, {"data"});
+  check_int8_inputs(op, in, 1, {"data"}, /*int16_too=*/true);  // TFLM's int16 AveragePool: the same arithmetic
   r.get_string("layout", "NHWC", {"NHWC"});
   check_rank(op, in, 0, "data (NHWC)", 4);
   auto size = r.get_ints("pool_size", 2, 1, "positive integers", std::nullopt);
@@ -207,7 +207,7 @@ QpoolParams qpool_params(const std::vector<TensorType>& in, const json& attrs) {
   auto pad = r.get_ints("padding", 4, 0, "non-negative integers", std::vector<int64_t>{0, 0, 0, 0});
   const auto& d = in[0].shape;
   QpoolParams p{d[0], d[1], d[2], d[3], size[0], size[1], strides[0], strides[1], pad[0], pad[1], pad[2], pad[3], 0, 0,
-                pool_activation(op, r)};
+                pool_activation(op, r, in[0].dtype)};
   if (p.kh > p.h + p.pt + p.pb || p.kw > p.w + p.pl + p.pr)
     fail(op, "the pooling window " + shape_str(size) + " is larger than the padded input (" +
                  std::to_string(p.h + p.pt + p.pb) + "x" + std::to_string(p.w + p.pl + p.pr) + ")");
@@ -221,7 +221,7 @@ QpoolParams qpool_params(const std::vector<TensorType>& in, const json& attrs) {
 
 TensorType qpool_infer(const std::vector<TensorType>& in, const json& attrs) {
   QpoolParams p = qpool_params(in, attrs);
-  return TensorType{kI8, {p.n, p.oh, p.ow, p.c}};
+  return TensorType{in[0].dtype, {p.n, p.oh, p.ow, p.c}};
 }
 
 // The number of window rows (or columns) inside the input at output coordinate `o`: a
@@ -239,8 +239,7 @@ PrimFunc qpool_build(const std::string& fname, const std::vector<TensorType>& in
                      const json& attrs) {
   QpoolParams p = qpool_params(in, attrs);
   FuncBuilder fb;
-  Buffer data = fb.param("data", in[0].shape, kI8);
-  Buffer o = fb.param("out", out.shape, kI8);
+  Buffer data = fb.param("data", in[0].shape, in[0].dtype), o = fb.param("out", out.shape, out.dtype);
   Buffer acc = scratch("acc", {1}, kI32);
   LoopNest outer, red;
   Expr n = outer.axis("n", p.n), oh = outer.axis("oh", p.oh), ow = outer.axis("ow", p.ow), c = outer.axis("c", p.c);
@@ -255,8 +254,9 @@ PrimFunc qpool_build(const std::string& fname, const std::vector<TensorType>& in
   if (cond) update = IfThenElse(cond, update);
   Expr count = mul(valid_taps(oh, p.oh, p.kh, p.sh, p.pt, p.h), valid_taps(ow, p.ow, p.kw, p.sw, p.pl, p.w));
   Expr avg = rounded_div(load(acc, {ci(0)}), count);
-  if (p.bounds.lo != -128 || p.bounds.hi != 127) avg = min_(max_(avg, ci(p.bounds.lo)), ci(p.bounds.hi));
-  Stmt fin = store(o, Cast(kI8, avg), {n, oh, ow, c});
+  const ActBounds all = dtype_bounds(out.dtype);
+  if (p.bounds.lo != all.lo || p.bounds.hi != all.hi) avg = min_(max_(avg, ci(p.bounds.lo)), ci(p.bounds.hi));
+  Stmt fin = store(o, Cast(out.dtype, avg), {n, oh, ow, c});
   Stmt body = SeqStmt({store(acc, ci(0), {ci(0)}), red.wrap(update), fin});
   return fb.finish(fname, Allocate(acc, "global", outer.wrap(body)));
 }

@@ -179,12 +179,15 @@ PrimFunc transpose_build(const std::string& fname, const std::vector<TensorType>
 
 // ---- pad --------------------------------------------------------------------------
 
+// symmetric mirrors including the edge element (TFLite's MIRROR_PAD SYMMETRIC).
+const std::vector<std::string> kPadModes = {"constant", "edge", "reflect", "symmetric"};
+
 std::vector<std::pair<int64_t, int64_t>> pad_widths(const std::vector<TensorType>& in, const AttrReader& r) {
   check_inputs("pad", in, 1, {"data"}, Dtypes::kNumeric);
   std::string mode = r.raw("mode") && r.raw("mode")->is_string() ? r.raw("mode")->get<std::string>() : "constant";
-  if (mode != "constant" && mode != "edge" && mode != "reflect")
-    fail("pad", "mode '" + mode + "' is not supported; only \"constant\", \"edge\" and \"reflect\" padding are implemented");
-  r.get_string("mode", "constant", {"constant", "edge", "reflect"});
+  if (mode != "constant" && mode != "edge" && mode != "reflect" && mode != "symmetric")
+    fail("pad", "mode '" + mode + "' is not supported; only \"constant\", \"edge\", \"reflect\" and \"symmetric\" padding are implemented");
+  r.get_string("mode", "constant", kPadModes);
   r.get_float("pad_value", 0.0);
   size_t rank = in[0].shape.size();
   std::string req = "a list of " + std::to_string(rank) + " [before, after] pairs of non-negative integers";
@@ -203,6 +206,10 @@ std::vector<std::pair<int64_t, int64_t>> pad_widths(const std::vector<TensorType
     if (out[k].first > in[0].shape[k] - 1 || out[k].second > in[0].shape[k] - 1)
       fail("pad", "reflect padding of dimension " + std::to_string(k) + " (size " + std::to_string(in[0].shape[k]) +
                       ") is wider than " + std::to_string(in[0].shape[k] - 1) + "; that is not supported");
+  for (size_t k = 0; k < rank && mode == "symmetric"; ++k)
+    if (out[k].first > in[0].shape[k] || out[k].second > in[0].shape[k])
+      fail("pad", "symmetric padding of dimension " + std::to_string(k) + " (size " + std::to_string(in[0].shape[k]) +
+                      ") is wider than the dimension; that is not supported");
   return out;
 }
 
@@ -221,7 +228,7 @@ PrimFunc pad_build(const std::string& fname, const std::vector<TensorType>& in, 
   AttrReader r("pad", attrs, kPadAttrs);
   auto pw = pad_widths(in, r);
   double value = r.get_float("pad_value", 0.0);
-  std::string mode = r.get_string("mode", "constant", {"constant", "edge", "reflect"});
+  std::string mode = r.get_string("mode", "constant", kPadModes);
   FuncBuilder fb;
   Buffer data = fb.param("data", in[0].shape, in[0].dtype);
   Buffer o = fb.param("out", out.shape, out.dtype);
@@ -235,6 +242,10 @@ PrimFunc pad_build(const std::string& fname, const std::vector<TensorType>& in, 
     if (mode != "constant" && (pw[k].first > 0 || pw[k].second > 0)) {
       if (mode == "edge") {
         x = min_(max_(x, ci(0)), ci(n - 1));  // clamp to the nearest edge element
+      } else if (mode == "symmetric") {
+        // y = max(x, -1 - x), then min(y, 2n - 1 - y), for -n <= x <= 2n - 1.
+        Expr y = max_(x, sub(ci(-1), x));
+        x = min_(y, sub(ci(2 * n - 1), y));
       } else {
         // Mirror: n-1 - |n-1 - |x||, for -(n-1) <= x <= 2(n-1).
         Expr ax = max_(x, sub(ci(0), x));

@@ -16,7 +16,9 @@ import tempfile
 
 import numpy as np
 
-HOST_CASES = {"add_i16_10", "sub_i16_11", "leaky_relu_i16_10", "softmax_i16_10"}
+HOST_CASES = {"add_i16_10", "sub_i16_11", "leaky_relu_i16_10", "softmax_i16_10",
+              # data movement: a checked run-time index, fixed-point and float coordinates, a padded remap
+              "gather_i8_10", "resize_bilinear_i8_10", "resize_nearest_neighbor_f32_10", "space_to_batch_nd_i8_10"}
 
 
 def main():

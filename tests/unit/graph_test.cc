@@ -172,6 +172,27 @@ TEST(GraphLoad, KeepsFileOrderWhenAlreadySorted) {
   EXPECT_TRUE(graph.constants.empty());
 }
 
+// find_node indexes the nodes; appending, erasing and renaming nodes in place (as
+// passes do) must never give a stale answer.
+TEST(GraphFindNode, FollowsEditsOfTheNodeList) {
+  Graph g;
+  for (const char* n : {"a", "b", "c"}) g.nodes.push_back(GraphNode{n, "relu", {}, json::object(), {}, ""});
+  ASSERT_NE(g.find_node("b"), nullptr);
+  EXPECT_EQ(g.find_node("b")->name, "b");
+  g.nodes.push_back(GraphNode{"d", "relu", {}, json::object(), {}, ""});
+  ASSERT_NE(g.find_node("d"), nullptr);
+  EXPECT_EQ(g.find_node("d"), &g.nodes[3]);
+  g.nodes.erase(g.nodes.begin());  // every position shifts
+  EXPECT_EQ(g.find_node("a"), nullptr);
+  EXPECT_EQ(g.find_node("c"), &g.nodes[1]);
+  g.nodes[0].name = "b2";  // renamed in place
+  EXPECT_EQ(g.find_node("b"), nullptr);
+  EXPECT_EQ(g.find_node("b2"), &g.nodes[0]);
+  Graph copy = g;  // a copy answers for its own nodes
+  EXPECT_EQ(copy.find_node("d"), &copy.nodes[2]);
+  EXPECT_EQ(g.find_node("nope"), nullptr);
+}
+
 TEST(GraphLoad, ConstantsFromNpyBlobAndValues) {
   NDArray w = random_f32({4, 3}, 7);
   NDArray b = random_f32({4}, 8);

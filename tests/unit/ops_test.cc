@@ -299,7 +299,10 @@ const std::vector<std::string> kAllOps = {
     "qglobal_avg_pool2d", "qleaky_relu", "qlinear_add", "qlinear_avg_pool", "qlinear_conv", "qlinear_matmul",
     "qlogistic", "qlstm", "qmean", "qmul", "qsoftmax", "qsub", "qsum", "qsvdf", "qtanh", "qtranspose_conv2d",
     "quantize", "quantize_linear", "relu", "requantize", "reshape", "sigmoid", "softmax", "sqrt", "strided_slice",
-    "sub", "svdf", "tanh", "transpose", "transpose_conv2d"};
+    "sub", "svdf", "tanh", "transpose", "transpose_conv2d",
+    // data movement: space_batch.cc, index_map.cc, gather.cc, resize.cc
+    "batch_to_space_nd", "broadcast_to", "depth_to_space", "gather", "gather_nd", "resize_bilinear",
+    "resize_nearest_neighbor", "reverse", "space_to_batch_nd", "space_to_depth"};
 
 TEST(Ops, RegistryIsSortedAndComplete) {
   std::vector<std::string> names;
@@ -1196,7 +1199,7 @@ TEST(OpsPad, ConstantMode) {
   EXPECT_EQ(got.data[0], 0.0f);
   EXPECT_EQ(got.data[5], y.data[0]);
   expect_error("pad", {{2, 3}}, {{"pad_width", {{1, 1}, {1, 1}}}, {"mode", "wrap"}},
-               "mode 'wrap' is not supported; only \"constant\", \"edge\" and \"reflect\" padding are implemented");
+               "mode 'wrap' is not supported; only \"constant\", \"edge\", \"reflect\" and \"symmetric\" padding are implemented");
   expect_error("pad", {{2, 3}}, {{"pad_width", {{0, 2}, {1, 1}}}, {"mode", "reflect"}},
                "reflect padding of dimension 0 (size 2) is wider than 1");
   expect_error("pad", {{2, 3}}, {{"pad_width", {{1, 1}}}},

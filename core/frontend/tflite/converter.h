@@ -97,9 +97,29 @@ class TfliteConverter {
   void lstm(const tflite::Operator& op);
   NDArray stack_constants(const std::vector<int>& ids, DataType dtype) const;
   void transpose(const tflite::Operator& op);  // convert_transpose.cc
+  // The data-movement and shape operators (SPLIT, GATHER, RESIZE_*, ...): false for any
+  // other operator. Dispatched here, converted in their families' files:
+  bool convert_shape_op(const tflite::Operator& op, BuiltinOperator code);
+  void slice(const tflite::Operator& op);                      // convert_split.cc
+  void split(const tflite::Operator& op, bool sizes);          // SPLIT, SPLIT_V
+  void pack(const tflite::Operator& op);
+  void unpack(const tflite::Operator& op);
+  void squeeze_or_expand(const tflite::Operator& op, BuiltinOperator code);  // convert_shape.cc
+  void fill(const tflite::Operator& op, BuiltinOperator code);  // FILL, ZEROS_LIKE
+  void shape(const tflite::Operator& op);
+  void broadcast_to(const tflite::Operator& op);
+  void space_batch(const tflite::Operator& op, BuiltinOperator code);  // convert_space.cc
+  void mirror_pad(const tflite::Operator& op);
+  void reverse(const tflite::Operator& op);
+  void gather(const tflite::Operator& op, bool nd);            // convert_gather.cc
+  void resize(const tflite::Operator& op, bool bilinear);      // convert_resize.cc
+  // A constant int32/int64 tensor `t` as integers (a shape, axes, sizes): refused by
+  // name when only a run would know it.
+  std::vector<int64_t> constant_ints(int t, const std::string& what);
 
   int input(const tflite::Operator& op, size_t i, bool optional = false) const;
-  int output(const tflite::Operator& op) const;
+  int output(const tflite::Operator& op) const;  // the one output of a single-output operator
+  std::vector<int> outputs(const tflite::Operator& op) const;  // every output, at least one
   json int8_attrs(int in, int out) const;
   void same_quant(int in, int out, const std::string& why) const;
   // Checks that tensor `b` is a bias [channels] of a dtype named in `allowed` ("int64 or
@@ -120,6 +140,9 @@ class TfliteConverter {
   std::set<std::string> used_;
   std::vector<std::string> layers_;
   std::set<int> produced_;  // tensors an operator computes
+  // Tensors an operator computes whose value the compiler knows (SHAPE's output): read
+  // as constants by the operators after it, so shapes they carry stay static.
+  std::map<int, NDArray> folded_;
   std::string sigmoid_table_;  // the int16 sigmoid/tanh table constant, once per model (convert_lstm.cc)
 };
 

@@ -72,6 +72,7 @@ TensorType TfliteConverter::tensor_type(int index) const {
 }
 
 bool TfliteConverter::has_data(int index) const {
+  if (folded_.count(index)) return true;
   uint32_t b = tensor(index).buffer();
   const auto* buffers = model_.buffers();
   if (b == 0) return false;  // buffer 0 is the empty one of every run-time tensor
@@ -84,6 +85,8 @@ bool TfliteConverter::has_data(int index) const {
 }
 
 NDArray TfliteConverter::constant_value(int index) const {
+  auto folded = folded_.find(index);
+  if (folded != folded_.end()) return folded->second;
   TensorType ty = tensor_type(index);
   if (!has_data(index)) fail(tensor_label(index) + " must be a constant, but it has no data");
   const auto* data = model_.buffers()->Get(tensor(index).buffer())->data();
@@ -210,11 +213,21 @@ int TfliteConverter::input(const tflite::Operator& op, size_t i, bool optional) 
 
 int TfliteConverter::output(const tflite::Operator& op) const {
   if (!op.outputs() || op.outputs()->size() != 1)
-    unsupported("operators with " + std::to_string(op.outputs() ? op.outputs()->size() : 0) +
-                " outputs (every mapped operator has one)");
+    unsupported(std::to_string(op.outputs() ? op.outputs()->size() : 0) + " outputs (the operator has one)");
   int t = op.outputs()->Get(0);
   tensor(t);
   return t;
+}
+
+std::vector<int> TfliteConverter::outputs(const tflite::Operator& op) const {
+  if (!op.outputs() || op.outputs()->size() == 0) fail("it has no outputs");
+  std::vector<int> outs;
+  for (int t : *op.outputs()) {
+    tensor(t);
+    if (std::find(outs.begin(), outs.end(), t) != outs.end()) fail(tensor_label(t) + " is listed twice as an output");
+    outs.push_back(t);
+  }
+  return outs;
 }
 
 json TfliteConverter::int8_attrs(int in, int out) const {
@@ -475,7 +488,7 @@ void TfliteConverter::pool(const tflite::Operator& op, bool average) {
                 {"strides", {sh, sw}},
                 {"padding", padding(opt->padding(), xt.shape[1], xt.shape[2], fh, fw, sh, sw, 1, 1)}};
   std::string op_name;
-  if (xt.dtype == DataType::Int(8)) {
+  if (xt.dtype == DataType::Int(8) || xt.dtype == DataType::Int(16)) {
     same_quant(x, out, average ? "AVERAGE_POOL_2D" : "MAX_POOL_2D");
     op_name = average ? "qavg_pool2d" : "max_pool2d";
     if (!average) attrs["layout"] = "NHWC";
@@ -687,17 +700,20 @@ void TfliteConverter::mean(const tflite::Operator& op, bool sum) {
 }
 
 void TfliteConverter::convert(size_t index, const tflite::Operator& op, BuiltinOperator code) {
-  int out = output(op);
-  if (values_.count(out)) fail(tensor_label(out) + " is computed twice");
-  if (has_data(out)) fail(tensor_label(out) + " is an operator's output but holds constant data");
-  if (is_variable(out)) unsupported(tensor_label(out) + ", a variable, is an operator's output (operators that "
-                                                         "assign variables are not supported)");
-  TensorType want = tensor_type(out);
-  // The output's name: a model output keeps its TFLite name (reserved in run()).
-  std::string tname = tensor(out).name() ? tensor(out).name()->str() : "";
-  bool is_output = false;
-  for (int o : *sg_->outputs()) is_output = is_output || o == out;
-  values_[out] = is_output ? io_names_.at(out) : fresh(short_name(tname).empty() ? "t" + std::to_string(out) : short_name(tname));
+  const std::vector<int> outs = outputs(op);
+  for (int out : outs) {
+    if (values_.count(out)) fail(tensor_label(out) + " is computed twice");
+    if (has_data(out)) fail(tensor_label(out) + " is an operator's output but holds constant data");
+    if (is_variable(out)) unsupported(tensor_label(out) + ", a variable, is an operator's output (operators that "
+                                                           "assign variables are not supported)");
+    // The output's name: a model output keeps its TFLite name (reserved in run()).
+    std::string tname = tensor(out).name() ? tensor(out).name()->str() : "";
+    bool is_output = false;
+    for (int o : *sg_->outputs()) is_output = is_output || o == out;
+    values_[out] = is_output ? io_names_.at(out) : fresh(short_name(tname).empty() ? "t" + std::to_string(out) : short_name(tname));
+  }
+  const int out = outs[0];
+  const TensorType want = tensor_type(out);
   switch (code) {
     case BuiltinOperator::CONV_2D: conv(op, false); break;
     case BuiltinOperator::DEPTHWISE_CONV_2D: conv(op, true); break;
@@ -732,13 +748,17 @@ void TfliteConverter::convert(size_t index, const tflite::Operator& op, BuiltinO
     case BuiltinOperator::RELU:
     case BuiltinOperator::RELU6: unary(op, code); break;
     case BuiltinOperator::UNIDIRECTIONAL_SEQUENCE_LSTM: lstm(op); break;
-    default: user_error({}, file_ + ": unsupported TFLite operator " + op_name(code) + " (node " + std::to_string(index) + ")");
+    default:
+      if (!convert_shape_op(op, code))
+        user_error({}, file_ + ": unsupported TFLite operator " + op_name(code) + " (node " + std::to_string(index) + ")");
   }
-  TensorType got = types_.at(values_.at(out));
-  if (got.dtype != want.dtype || got.shape != want.shape)
-    fail("it computes " + got.str() + ", but the model says its output " + tensor_label(out) + " is " + want.str());
-  layers_.push_back(values_.at(out));
-  produced_.insert(out);
+  for (int o : outs) {
+    TensorType got = types_.at(values_.at(o));
+    if (got.dtype != tensor_type(o).dtype || got.shape != tensor_type(o).shape)
+      fail("it computes " + got.str() + ", but the model says its output " + tensor_label(o) + " is " + tensor_type(o).str());
+    layers_.push_back(values_.at(o));
+    produced_.insert(o);
+  }
 }
 
 TfliteImport TfliteConverter::run() {
