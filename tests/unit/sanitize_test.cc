@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <algorithm>
+#include <cstdlib>
 #include <regex>
 
 #include "driver/build.h"
@@ -80,6 +81,15 @@ TEST(Sanitize, TheSwitchIsOneListOfSanitizers) {
   EXPECT_EQ(flags.at(0), "-fsanitize=address,undefined");
   EXPECT_NE(std::find(flags.begin(), flags.end(), "-DTVM_CRT_SEPARATE_ALLOCATIONS"), flags.end());
   EXPECT_THROW(sim::sanitizer_cflags("address; rm -rf /"), DiagnosticError);
+  // $MICROTIR_HOST_SANITIZE overrides the build's default; "none" turns it off.
+  const char* saved = std::getenv("MICROTIR_HOST_SANITIZE");
+  const std::string before = saved ? saved : "";
+  setenv("MICROTIR_HOST_SANITIZE", "none", 1);
+  EXPECT_EQ(sim::host_sanitizers(), "");
+  setenv("MICROTIR_HOST_SANITIZE", "undefined", 1);
+  EXPECT_EQ(sim::host_sanitizers(), "undefined");
+  if (saved) setenv("MICROTIR_HOST_SANITIZE", before.c_str(), 1);
+  else unsetenv("MICROTIR_HOST_SANITIZE");
 }
 
 }  // namespace
