@@ -84,6 +84,9 @@ std::vector<std::string> compile_command(const CrossTarget& t, const ProgramSpec
   for (const char* f : {"-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-pedantic", "-ffunction-sections",
                         "-fdata-sections"})
     cmd.push_back(f);
+  // Hosted, the firmware runs under the sanitizers the build asks for (host_sanitizers).
+  if (t.name == "host")
+    for (const auto& f : sanitizer_cflags(host_sanitizers())) cmd.push_back(f);
   for (const auto& d : spec.defines) cmd.push_back("-D" + d);
   for (const auto& h : spec.forced_includes) cmd.insert(cmd.end(), {"-include", h});
   for (const auto& dir : spec.include_dirs) cmd.push_back("-I" + dir);
@@ -347,7 +350,10 @@ void check_program_exit(const CrossTarget& t, const ProgramOutput& run, int time
     crash = "RISC-V trap, " + line_with(run.output, "mcause:") + ", " + line_with(run.output, "mepc:");
   if (!crash.empty()) fail("the firmware crashed on " + t.board + " (" + crash + "); run log: " + run.log);
   if (run.exit_code != 0) {
-    std::string why = line_with(run.output, "@mtir error");
+    // A sanitizer's report (hosted builds under MICROTIR_HOST_SANITIZE) names the fault.
+    std::string why = line_with(run.output, "SUMMARY: ");
+    if (why.empty()) why = line_with(run.output, "runtime error:");
+    if (why.empty()) why = line_with(run.output, "@mtir error");
     if (why.empty()) why = line_with(run.output, "microtir");
     if (why.empty()) why = last_line(run.output);
     fail("the firmware failed on " + t.board + " (exit " + std::to_string(run.exit_code) + "): " + why +

@@ -113,6 +113,7 @@ void emit_globals(std::ostringstream& os, const FirmwareSpec& spec, const std::s
      << " input set(s) and prints\n"
      << " * every output as hex bytes, the instructions of each run (when the port has a\n"
      << " * counter) and the stack high-water, as \"@mtir\" lines. */\n"
+     << "#ifdef TVM_CRT_SEPARATE_ALLOCATIONS\n#define _POSIX_C_SOURCE 200112L /* posix_memalign */\n#endif\n"
      << "#include <stdint.h>\n#include <stdio.h>\n#include <string.h>\n"
      << "#include <tvm/runtime/c_runtime_api.h>\n#include <tvm/runtime/crt/stack_allocator.h>\n\n"
      << "#include \"instruction_counter.h\"\n#include \"" << prefix << ".h\"\n"
@@ -121,12 +122,18 @@ void emit_globals(std::ostringstream& os, const FirmwareSpec& spec, const std::s
   // A zero-sized array is not C: a model without intermediates still gets one byte.
   os << "static uint8_t workspace[" << macro << "_WORKSPACE_SIZE > 0 ? " << macro << "_WORKSPACE_SIZE : 1];\n";
   // Buffers in RAM, as a sensor or a previous stage would fill them; uint64_t keeps
-  // every element type aligned.
+  // every element type aligned. Hosted under the sanitizers (TVM_CRT_SEPARATE_ALLOCATIONS)
+  // each is a heap block of exactly its size, so an overrun past it is reported.
+  os << "#ifdef TVM_CRT_SEPARATE_ALLOCATIONS\n#include <stdlib.h>\n";
+  for (const auto* list : {&spec.inputs, &spec.outputs})
+    for (const auto& t : *list) os << "static uint64_t* buf_" << t.c_name << ";\n";
+  os << "#else\n";
   for (const auto* list : {&spec.inputs, &spec.outputs}) {
     for (const auto& t : *list) {
       os << "static uint64_t buf_" << t.c_name << "[(" << macro << "_" << upper(t.c_name) << "_SIZE + 7) / 8];\n";
     }
   }
+  os << "#endif\n";
   os << "\n/* The input sets (bit patterns, little-endian), in flash. */\n";
   for (size_t s = 0; s < spec.samples.size(); ++s)
     for (size_t i = 0; i < spec.inputs.size(); ++i)
@@ -213,6 +220,14 @@ void emit_main_prologue(std::ostringstream& os, const FirmwareSpec& spec, const 
   if (spec.stack_paint_bytes > 0) os << "  volatile uint32_t frame_marker = 0;\n  uintptr_t top = (uintptr_t)&frame_marker;\n";
   os << "  if (TVMCrtWorkspaceInit(workspace, sizeof workspace) != 0) {\n"
      << "    printf(\"@mtir error workspace init failed\\n\");\n    return 3;\n  }\n";
+  if (!spec.inputs.empty() || !spec.outputs.empty()) {
+    os << "#ifdef TVM_CRT_SEPARATE_ALLOCATIONS\n";
+    for (const auto* list : {&spec.inputs, &spec.outputs})
+      for (const auto& t : *list)
+        os << "  if (posix_memalign((void**)&buf_" << t.c_name << ", 16, " << macro << "_" << upper(t.c_name)
+           << "_SIZE) != 0) return 3;\n";
+    os << "#endif\n";
+  }
   if (spec.wasm_data_end) os << "  printf(\"@mtir data_end %lu\\n\", (unsigned long)(uintptr_t)__data_end);\n";
   os << "#ifdef MTIR_COUNTER_UNIT\n"
      << "  /* the cost of the probe pair alone, subtracted from every run */\n"
@@ -249,7 +264,8 @@ void emit_runs(std::ostringstream& os, const FirmwareSpec& spec, const std::stri
     os << "        break;\n";
   }
   os << "      default:\n        break;\n    }\n";
-  for (const auto& t : spec.outputs) os << "    memset(buf_" << t.c_name << ", 0, sizeof buf_" << t.c_name << ");\n";
+  for (const auto& t : spec.outputs)
+    os << "    memset(buf_" << t.c_name << ", 0, " << macro << "_" << upper(t.c_name) << "_SIZE);\n";
   if (spec.has_state) os << "    (void)" << prefix << "_reset();\n";
   if (spec.stack_paint_bytes > 0) os << "    paint_stack(top);\n";
   os << "#ifdef MTIR_COUNTER_UNIT\n    t0 = mtir_counter_read();\n#endif\n"
@@ -281,6 +297,10 @@ void emit_main_epilogue(std::ostringstream& os, const FirmwareSpec& spec, const 
        << "(unsigned long)device_" << d << ".activations, (unsigned long)device_" << d << ".kernel_calls, "
        << "(unsigned long)device_" << d << ".macs, (unsigned long)device_" << d << ".cycles);\n";
   }
+  os << "#ifdef TVM_CRT_SEPARATE_ALLOCATIONS\n";
+  for (const auto* list : {&spec.inputs, &spec.outputs})
+    for (const auto& t : *list) os << "  free(buf_" << t.c_name << ");\n";
+  os << "#endif\n";
   os << "  printf(\"@mtir done\\n\");\n  return 0;\n}\n";
 }
 
