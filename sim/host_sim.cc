@@ -48,6 +48,60 @@ std::string symbol_of(const HostCall& call) {
 
 // main.c: static storage for every buffer, read from p<i>.bin, one call, then every
 // buffer written to p<i>.out.
+// The harness's file and allocation helpers: load() and store() move a buffer's bytes
+// through a file; exact_alloc() gives each buffer its own heap block under the sanitizers.
+constexpr const char* kFileHelpers =
+    "\nstatic int load(const char* dir, const char* file, void* dst, size_t n) {\n"
+    "  char path[4096];\n  FILE* f;\n  size_t got;\n"
+    "  snprintf(path, sizeof path, \"%s/%s\", dir, file);\n"
+    "  f = fopen(path, \"rb\");\n  if (!f) { fprintf(stderr, \"cannot open %s\\n\", path); return 1; }\n"
+    "  got = fread(dst, 1, n, f);\n  fclose(f);\n  return got != n;\n}\n"
+    "\nstatic int store(const char* dir, const char* file, const void* src, size_t n) {\n"
+    "  char path[4096];\n  FILE* f;\n  size_t put;\n"
+    "  snprintf(path, sizeof path, \"%s/%s\", dir, file);\n"
+    "  f = fopen(path, \"wb\");\n  if (!f) { fprintf(stderr, \"cannot write %s\\n\", path); return 1; }\n"
+    "  put = fwrite(src, 1, n, f);\n  return (fclose(f) != 0) || put != n;\n}\n"
+    "\n#ifdef TVM_CRT_SEPARATE_ALLOCATIONS\n"
+    "#include <stdlib.h>\n"
+    "static void* exact_alloc(size_t n) {\n"
+    "  /* 16-aligned, as the arena's blocks are; malloc(0) may be NULL */\n"
+    "  void* p = NULL;\n"
+    "  return posix_memalign(&p, 16, n > 0 ? n : 1) == 0 ? p : NULL;\n}\n#endif\n";
+
+// A packed call's DLTensor for parameter `i`: its shape (and strides) declared, its
+// fields set in main(), its slot in the argument arrays.
+void declare_packed_tensor(size_t i, const NDArray& arr, const Buffer& b, std::ostringstream& decls,
+                           std::ostringstream& setup) {
+  const NDArray* a = &arr;
+  const std::string storage = "arg" + std::to_string(i);
+  decls << "static int64_t shape" << i << "[" << (a->shape.empty() ? 1 : a->shape.size()) << "] = {";
+  for (size_t k = 0; k < a->shape.size(); ++k) decls << (k ? ", " : "") << a->shape[k];
+  decls << (a->shape.empty() ? "0" : "") << "};\n";
+  decls << "static DLTensor tensor" << i << ";\n";
+  if (!b->strides.empty()) {
+    decls << "static int64_t strides" << i << "[" << b->strides.size() << "] = {";
+    for (size_t k = 0; k < b->strides.size(); ++k) {
+      const int64_t* s = as_const_int(b->strides[k]);
+      if (!s) sim_error("the simulator needs constant strides for '" + b->name + "'");
+      decls << (k ? ", " : "") << *s;
+    }
+    decls << "};\n";
+  }
+  setup << "  tensor" << i << ".data = " << storage << ";\n"
+        << "  tensor" << i << ".device.device_type = kDLCPU;\n"
+        << "  tensor" << i << ".device.device_id = 0;\n"
+        << "  tensor" << i << ".ndim = " << a->shape.size() << ";\n"
+        << "  tensor" << i << ".dtype.code = " << dl_type_code(b->dtype) << ";\n"
+        << "  tensor" << i << ".dtype.bits = " << (b->dtype.is_bool() ? 8 : b->dtype.bits()) << ";\n"
+        << "  tensor" << i << ".dtype.lanes = 1;\n"
+        << "  tensor" << i << ".shape = shape" << i << ";\n"
+        << "  tensor" << i << ".strides = " << (b->strides.empty() ? "NULL" : "strides" + std::to_string(i))
+        << ";\n"
+        << "  tensor" << i << ".byte_offset = 0;\n"
+        << "  values[" << i << "].v_handle = &tensor" << i << ";\n"
+        << "  codes[" << i << "] = kTVMDLTensorHandle;\n";
+}
+
 std::string generate_main(const HostCall& call, const std::vector<InterpArg>& args, size_t workspace_bytes) {
   const PrimFunc& f = call.signature;
   const std::string symbol = symbol_of(call);
@@ -69,32 +123,7 @@ std::string generate_main(const HostCall& call, const std::vector<InterpArg>& ar
       io_in << "  if (load(dir, \"p" << i << ".bin\", " << storage << ", " << bytes << ")) return 4;\n";
       io_out << "  if (store(dir, \"p" << i << ".out\", " << storage << ", " << bytes << ")) return 4;\n";
       if (packed) {
-        decls << "static int64_t shape" << i << "[" << (a->shape.empty() ? 1 : a->shape.size()) << "] = {";
-        for (size_t k = 0; k < a->shape.size(); ++k) decls << (k ? ", " : "") << a->shape[k];
-        decls << (a->shape.empty() ? "0" : "") << "};\n";
-        decls << "static DLTensor tensor" << i << ";\n";
-        if (!b->strides.empty()) {
-          decls << "static int64_t strides" << i << "[" << b->strides.size() << "] = {";
-          for (size_t k = 0; k < b->strides.size(); ++k) {
-            const int64_t* s = as_const_int(b->strides[k]);
-            if (!s) sim_error("the simulator needs constant strides for '" + b->name + "'");
-            decls << (k ? ", " : "") << *s;
-          }
-          decls << "};\n";
-        }
-        setup << "  tensor" << i << ".data = " << storage << ";\n"
-              << "  tensor" << i << ".device.device_type = kDLCPU;\n"
-              << "  tensor" << i << ".device.device_id = 0;\n"
-              << "  tensor" << i << ".ndim = " << a->shape.size() << ";\n"
-              << "  tensor" << i << ".dtype.code = " << dl_type_code(b->dtype) << ";\n"
-              << "  tensor" << i << ".dtype.bits = " << (b->dtype.is_bool() ? 8 : b->dtype.bits()) << ";\n"
-              << "  tensor" << i << ".dtype.lanes = 1;\n"
-              << "  tensor" << i << ".shape = shape" << i << ";\n"
-              << "  tensor" << i << ".strides = " << (b->strides.empty() ? "NULL" : "strides" + std::to_string(i))
-              << ";\n"
-              << "  tensor" << i << ".byte_offset = 0;\n"
-              << "  values[" << i << "].v_handle = &tensor" << i << ";\n"
-              << "  codes[" << i << "] = kTVMDLTensorHandle;\n";
+        declare_packed_tensor(i, *a, b, decls, setup);
       } else {
         direct_args << (i ? ", " : "") << "(void*)" << storage;
       }
@@ -114,22 +143,7 @@ std::string generate_main(const HostCall& call, const std::vector<InterpArg>& ar
      << "#include <tvm/runtime/c_runtime_api.h>\n#include <tvm/runtime/crt/stack_allocator.h>\n\n";
   if (!packed) os << c_signature(symbol, call.build->lowered.module.lookup(call.function)) << ";\n\n";
   os << decls.str() << "static uint8_t workspace[" << workspace_bytes << "];\n"
-     << "\nstatic int load(const char* dir, const char* file, void* dst, size_t n) {\n"
-     << "  char path[4096];\n  FILE* f;\n  size_t got;\n"
-     << "  snprintf(path, sizeof path, \"%s/%s\", dir, file);\n"
-     << "  f = fopen(path, \"rb\");\n  if (!f) { fprintf(stderr, \"cannot open %s\\n\", path); return 1; }\n"
-     << "  got = fread(dst, 1, n, f);\n  fclose(f);\n  return got != n;\n}\n"
-     << "\nstatic int store(const char* dir, const char* file, const void* src, size_t n) {\n"
-     << "  char path[4096];\n  FILE* f;\n  size_t put;\n"
-     << "  snprintf(path, sizeof path, \"%s/%s\", dir, file);\n"
-     << "  f = fopen(path, \"wb\");\n  if (!f) { fprintf(stderr, \"cannot write %s\\n\", path); return 1; }\n"
-     << "  put = fwrite(src, 1, n, f);\n  return (fclose(f) != 0) || put != n;\n}\n"
-     << "\n#ifdef TVM_CRT_SEPARATE_ALLOCATIONS\n"
-     << "#include <stdlib.h>\n"
-     << "static void* exact_alloc(size_t n) {\n"
-     << "  /* 16-aligned, as the arena's blocks are; malloc(0) may be NULL */\n"
-     << "  void* p = NULL;\n"
-     << "  return posix_memalign(&p, 16, n > 0 ? n : 1) == 0 ? p : NULL;\n}\n#endif\n"
+     << kFileHelpers
      << "\nint main(int argc, char** argv) {\n  const char* dir;\n  int rc;\n";
   const size_t n = f->params.size();
   if (packed) {

@@ -16,8 +16,8 @@ namespace mtir::sim {
 
 // The sanitizers hosted builds of generated C use (run --target host, the host
 // simulator): $MICROTIR_HOST_SANITIZE if set ("address,undefined"; "" or "none": none),
-// else the build's default ("address,undefined" in a -DMICROTIR_SANITIZE=ON build, so the
-// ASan stage checks every artifact its tests run; none otherwise).
+// else the build's default ("address,undefined" in a build with -DMICROTIR_SANITIZE=ON
+// and -DMICROTIR_SANITIZE_ARTIFACTS=ON; none otherwise).
 std::string host_sanitizers();
 
 // The compiler flags and defines for `sanitizers` (empty when ""): -fsanitize=..., no

@@ -85,9 +85,7 @@ OpDef unary_op(const std::string& name, std::vector<std::string> known,
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-}  // namespace
-
-void register_elemwise_ops(std::vector<OpDef>& ops) {
+void register_binary_ops(std::vector<OpDef>& ops) {
   ops.push_back(binary_op("add", ExprKind::Add));
   ops.push_back(binary_op("sub", ExprKind::Sub));
   ops.push_back(binary_op("mul", ExprKind::Mul));
@@ -116,6 +114,9 @@ void register_elemwise_ops(std::vector<OpDef>& ops) {
     Expr wrong_sign = and_(Binary(ExprKind::NE, m, zero), Binary(ExprKind::NE, lt(b, zero), lt(m, zero)));
     return Select(wrong_sign, add(m, b), m);
   }));
+}
+
+void register_unary_ops(std::vector<OpDef>& ops) {
   ops.push_back(unary_op(
       "relu", {}, nullptr, [](Expr x, const AttrReader&) { return max_(x, cv(x->dtype, 0)); }, Dtypes::kNumeric));
   // The float math intrinsics take float32 and float64 (expf or exp in C).
@@ -183,6 +184,13 @@ void register_elemwise_ops(std::vector<OpDef>& ops) {
         return x;
       },
       Dtypes::kNumeric));
+}
+
+}  // namespace
+
+void register_elemwise_ops(std::vector<OpDef>& ops) {
+  register_binary_ops(ops);
+  register_unary_ops(ops);
 }
 
 }  // namespace ops

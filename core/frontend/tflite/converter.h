@@ -99,6 +99,9 @@ class TfliteConverter {
   // The data-movement and shape operators (SPLIT, GATHER, RESIZE_*, ...): false for any
   // other operator. Dispatched here, converted in their families' files:
   bool convert_shape_op(const tflite::Operator& op, BuiltinOperator code);
+  bool convert_math_op(const tflite::Operator& op, BuiltinOperator code);  // tflite.cc
+  std::vector<int> name_outputs(const tflite::Operator& op);
+  void record_outputs(const std::vector<int>& outs);
   void slice(const tflite::Operator& op);                      // convert_split.cc
   void split(const tflite::Operator& op, bool sizes);          // SPLIT, SPLIT_V
   void pack(const tflite::Operator& op);

@@ -684,7 +684,9 @@ void TfliteConverter::mean(const tflite::Operator& op, bool sum) {
   emit(name, "reshape", {m}, {{"newshape", dropped}});
 }
 
-void TfliteConverter::convert(size_t index, const tflite::Operator& op, BuiltinOperator code) {
+// Names each output of an operator (a model output keeps its TFLite name, reserved in
+// run()) and checks that nothing else computes or holds it.
+std::vector<int> TfliteConverter::name_outputs(const tflite::Operator& op) {
   const std::vector<int> outs = outputs(op);
   for (int out : outs) {
     if (values_.count(out)) fail(tensor_label(out) + " is computed twice");
@@ -697,37 +699,12 @@ void TfliteConverter::convert(size_t index, const tflite::Operator& op, BuiltinO
     for (int o : *sg_->outputs()) is_output = is_output || o == out;
     values_[out] = is_output ? io_names_.at(out) : fresh(short_name(tname).empty() ? "t" + std::to_string(out) : short_name(tname));
   }
-  const int out = outs[0];
-  const TensorType want = tensor_type(out);
+  return outs;
+}
+
+// The elementwise, activation, comparison and reduction families: false for any other.
+bool TfliteConverter::convert_math_op(const tflite::Operator& op, BuiltinOperator code) {
   switch (code) {
-    case BuiltinOperator::CONV_2D: conv(op, false); break;
-    case BuiltinOperator::DEPTHWISE_CONV_2D: conv(op, true); break;
-    case BuiltinOperator::FULLY_CONNECTED: fully_connected(op); break;
-    case BuiltinOperator::TRANSPOSE_CONV: transpose_conv(op); break;
-    case BuiltinOperator::AVERAGE_POOL_2D: pool(op, true); break;
-    case BuiltinOperator::MAX_POOL_2D: pool(op, false); break;
-    case BuiltinOperator::ADD:
-    case BuiltinOperator::SUB:
-    case BuiltinOperator::MUL: elementwise(op, code); break;
-    case BuiltinOperator::RESHAPE: {
-      int x = input(op, 0);
-      if (tensor_type(x).num_elements() != want.num_elements())
-        fail("it reshapes " + tensor_type(x).str() + " into " + want.str() + ", which has a different number of elements");
-      emit(values_.at(out), "reshape", {value(x)}, {{"newshape", want.shape}});
-      break;
-    }
-    case BuiltinOperator::SOFTMAX: softmax(op); break;
-    case BuiltinOperator::QUANTIZE: quantize(op); break;
-    case BuiltinOperator::DEQUANTIZE: dequantize(op); break;
-    case BuiltinOperator::PAD:
-    case BuiltinOperator::PADV2: pad(op); break;
-    case BuiltinOperator::STRIDED_SLICE: strided_slice(op); break;
-    case BuiltinOperator::LEAKY_RELU: leaky_relu(op); break;
-    case BuiltinOperator::SVDF: svdf(op); break;
-    case BuiltinOperator::MEAN: mean(op, false); break;
-    case BuiltinOperator::SUM: mean(op, true); break;
-    case BuiltinOperator::CONCATENATION: concatenation(op); break;
-    case BuiltinOperator::TRANSPOSE: transpose(op); break;
     case BuiltinOperator::LOGISTIC:
     case BuiltinOperator::TANH:
     case BuiltinOperator::RELU:
@@ -774,11 +751,13 @@ void TfliteConverter::convert(size_t index, const tflite::Operator& op, BuiltinO
     case BuiltinOperator::L2_NORMALIZATION:
     case BuiltinOperator::LOG_SOFTMAX:
     case BuiltinOperator::BATCH_MATMUL: float_composite(op, code); break;
-    case BuiltinOperator::UNIDIRECTIONAL_SEQUENCE_LSTM: lstm(op); break;
-    default:
-      if (!convert_shape_op(op, code))
-        user_error({}, file_ + ": unsupported TFLite operator " + op_name(code) + " (node " + std::to_string(index) + ")");
+    default: return false;
   }
+  return true;
+}
+
+// Checks each output's computed type against the model's, and records it as a layer.
+void TfliteConverter::record_outputs(const std::vector<int>& outs) {
   for (int o : outs) {
     TensorType got = types_.at(values_.at(o));
     if (got.dtype != tensor_type(o).dtype || got.shape != tensor_type(o).shape)
@@ -786,6 +765,47 @@ void TfliteConverter::convert(size_t index, const tflite::Operator& op, BuiltinO
     layers_.push_back(values_.at(o));
     produced_.insert(o);
   }
+}
+
+void TfliteConverter::convert(size_t index, const tflite::Operator& op, BuiltinOperator code) {
+  const std::vector<int> outs = name_outputs(op);
+  const int out = outs[0];
+  const TensorType want = tensor_type(out);
+  switch (code) {
+    case BuiltinOperator::CONV_2D: conv(op, false); break;
+    case BuiltinOperator::DEPTHWISE_CONV_2D: conv(op, true); break;
+    case BuiltinOperator::FULLY_CONNECTED: fully_connected(op); break;
+    case BuiltinOperator::TRANSPOSE_CONV: transpose_conv(op); break;
+    case BuiltinOperator::AVERAGE_POOL_2D: pool(op, true); break;
+    case BuiltinOperator::MAX_POOL_2D: pool(op, false); break;
+    case BuiltinOperator::ADD:
+    case BuiltinOperator::SUB:
+    case BuiltinOperator::MUL: elementwise(op, code); break;
+    case BuiltinOperator::RESHAPE: {
+      int x = input(op, 0);
+      if (tensor_type(x).num_elements() != want.num_elements())
+        fail("it reshapes " + tensor_type(x).str() + " into " + want.str() + ", which has a different number of elements");
+      emit(values_.at(out), "reshape", {value(x)}, {{"newshape", want.shape}});
+      break;
+    }
+    case BuiltinOperator::SOFTMAX: softmax(op); break;
+    case BuiltinOperator::QUANTIZE: quantize(op); break;
+    case BuiltinOperator::DEQUANTIZE: dequantize(op); break;
+    case BuiltinOperator::PAD:
+    case BuiltinOperator::PADV2: pad(op); break;
+    case BuiltinOperator::STRIDED_SLICE: strided_slice(op); break;
+    case BuiltinOperator::LEAKY_RELU: leaky_relu(op); break;
+    case BuiltinOperator::SVDF: svdf(op); break;
+    case BuiltinOperator::MEAN: mean(op, false); break;
+    case BuiltinOperator::SUM: mean(op, true); break;
+    case BuiltinOperator::CONCATENATION: concatenation(op); break;
+    case BuiltinOperator::TRANSPOSE: transpose(op); break;
+    case BuiltinOperator::UNIDIRECTIONAL_SEQUENCE_LSTM: lstm(op); break;
+    default:
+      if (!convert_math_op(op, code) && !convert_shape_op(op, code))
+        user_error({}, file_ + ": unsupported TFLite operator " + op_name(code) + " (node " + std::to_string(index) + ")");
+  }
+  record_outputs(outs);
 }
 
 TfliteImport TfliteConverter::run() {
