@@ -137,6 +137,7 @@ void register_space_batch_ops(std::vector<OpDef>& ops);  // space_batch.cc
 void register_index_map_ops(std::vector<OpDef>& ops);    // index_map.cc: reverse, broadcast_to
 void register_gather_ops(std::vector<OpDef>& ops);
 void register_resize_ops(std::vector<OpDef>& ops);
+void register_variable_ops(std::vector<OpDef>& ops);  // variable.cc: read_variable, assign_variable
 
 }  // namespace ops
 }  // namespace mtir

@@ -302,7 +302,9 @@ const std::vector<std::string> kAllOps = {
     "sub", "svdf", "tanh", "transpose", "transpose_conv2d",
     // data movement: space_batch.cc, index_map.cc, gather.cc, resize.cc
     "batch_to_space_nd", "broadcast_to", "depth_to_space", "gather", "gather_nd", "resize_bilinear",
-    "resize_nearest_neighbor", "reverse", "space_to_batch_nd", "space_to_depth"};
+    "resize_nearest_neighbor", "reverse", "space_to_batch_nd", "space_to_depth",
+    // resource variables: variable.cc
+    "assign_variable", "read_variable"};
 
 TEST(Ops, RegistryIsSortedAndComplete) {
   std::vector<std::string> names;

@@ -117,6 +117,20 @@ class TfliteConverter {
   // name when only a run would know it.
   std::vector<int64_t> constant_ints(int t, const std::string& what);
 
+  // convert_variable.cc: resource variables (VAR_HANDLE, READ_VARIABLE, ASSIGN_VARIABLE)
+  // as graph state, CALL_ONCE's init subgraph run at compile time into their initial
+  // values; IF and WHILE refused by name. False for any other operator.
+  bool convert_control_op(const tflite::Operator& op, BuiltinOperator code);
+  // Every variable of the model, its type from its first ASSIGN_VARIABLE in subgraph
+  // order (as TFLM allocates it when preparing that operator).
+  void collect_variables();
+  void call_once(const tflite::Operator& op);
+  std::string variable_of(int handle);  // the variable a handle tensor of sg_ names
+  std::string variable_state(const std::string& key);
+
+  BuiltinOperator operator_at(size_t i, const tflite::Operator** op);  // operator i of sg_, checked
+  void name_output(int out);  // gives an operator's output tensor its graph name
+  void computed(int out);     // checks an output's type and records it as computed
   int input(const tflite::Operator& op, size_t i, bool optional = false) const;
   int output(const tflite::Operator& op) const;  // the one output of a single-output operator
   std::vector<int> outputs(const tflite::Operator& op) const;  // every output, at least one
@@ -143,6 +157,18 @@ class TfliteConverter {
   // Tensors an operator computes whose value the compiler knows (SHAPE's output): read
   // as constants by the operators after it, so shapes they carry stay static.
   std::map<int, NDArray> folded_;
+  // Resource variables by key (container and shared_name): the type and initial value
+  // (TFLM's default, then what CALL_ONCE's init subgraph assigns), the graph state once
+  // subgraph 0 uses it, and the node holding its latest assignment in this run.
+  struct Variable {
+    std::string label;  // its shared_name
+    TensorType type;
+    NDArray initial;
+    std::string state, current;
+  };
+  std::map<std::string, Variable> variables_;
+  std::map<std::pair<size_t, int>, std::string> handles_;  // (subgraph, VAR_HANDLE output) -> key
+  size_t subgraph_ = 0;  // the index of sg_
   std::string sigmoid_table_;  // the int16 sigmoid/tanh table constant, once per model (convert_lstm.cc)
 };
 

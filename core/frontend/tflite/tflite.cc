@@ -699,19 +699,23 @@ void TfliteConverter::mean(const tflite::Operator& op, bool sum) {
   emit(name, "reshape", {m}, {{"newshape", dropped}});
 }
 
+void TfliteConverter::name_output(int out) {
+  if (values_.count(out)) fail(tensor_label(out) + " is computed twice");
+  if (has_data(out)) fail(tensor_label(out) + " is an operator's output but holds constant data");
+  if (is_variable(out)) unsupported(tensor_label(out) + ", a variable tensor, is an operator's output (a variable "
+                                                         "tensor is an operator's own state; resource variables are "
+                                                         "written with ASSIGN_VARIABLE)");
+  // The output's name: a model output keeps its TFLite name (reserved in run()).
+  std::string tname = tensor(out).name() ? tensor(out).name()->str() : "";
+  bool is_output = false;
+  for (int o : *sg_->outputs()) is_output = is_output || o == out;
+  values_[out] = is_output ? io_names_.at(out) : fresh(short_name(tname).empty() ? "t" + std::to_string(out) : short_name(tname));
+}
+
 void TfliteConverter::convert(size_t index, const tflite::Operator& op, BuiltinOperator code) {
+  if (convert_control_op(op, code)) return;
   const std::vector<int> outs = outputs(op);
-  for (int out : outs) {
-    if (values_.count(out)) fail(tensor_label(out) + " is computed twice");
-    if (has_data(out)) fail(tensor_label(out) + " is an operator's output but holds constant data");
-    if (is_variable(out)) unsupported(tensor_label(out) + ", a variable, is an operator's output (operators that "
-                                                           "assign variables are not supported)");
-    // The output's name: a model output keeps its TFLite name (reserved in run()).
-    std::string tname = tensor(out).name() ? tensor(out).name()->str() : "";
-    bool is_output = false;
-    for (int o : *sg_->outputs()) is_output = is_output || o == out;
-    values_[out] = is_output ? io_names_.at(out) : fresh(short_name(tname).empty() ? "t" + std::to_string(out) : short_name(tname));
-  }
+  for (int out : outs) name_output(out);
   const int out = outs[0];
   const TensorType want = tensor_type(out);
   switch (code) {
@@ -752,19 +756,43 @@ void TfliteConverter::convert(size_t index, const tflite::Operator& op, BuiltinO
       if (!convert_shape_op(op, code))
         user_error({}, file_ + ": unsupported TFLite operator " + op_name(code) + " (node " + std::to_string(index) + ")");
   }
-  for (int o : outs) {
-    TensorType got = types_.at(values_.at(o));
-    if (got.dtype != tensor_type(o).dtype || got.shape != tensor_type(o).shape)
-      fail("it computes " + got.str() + ", but the model says its output " + tensor_label(o) + " is " + tensor_type(o).str());
-    layers_.push_back(values_.at(o));
-    produced_.insert(o);
-  }
+  for (int o : outs) computed(o);
+}
+
+void TfliteConverter::computed(int o) {
+  TensorType got = types_.at(values_.at(o));
+  if (got.dtype != tensor_type(o).dtype || got.shape != tensor_type(o).shape)
+    fail("it computes " + got.str() + ", but the model says its output " + tensor_label(o) + " is " + tensor_type(o).str());
+  layers_.push_back(values_.at(o));
+  produced_.insert(o);
+}
+
+BuiltinOperator TfliteConverter::operator_at(size_t i, const tflite::Operator** out) {
+  const auto* codes = model_.operator_codes();
+  const auto* op = sg_->operators()->Get(static_cast<flatbuffers::uoffset_t>(i));
+  where_ = "operator " + std::to_string(i) + ": ";
+  if (!op) fail("it is missing");
+  if (!codes || op->opcode_index() >= codes->size())
+    fail("opcode index " + std::to_string(op->opcode_index()) + " is out of range (the model has " +
+         std::to_string(codes ? codes->size() : 0) + " operator codes)");
+  const auto* oc = codes->Get(op->opcode_index());
+  // TFLite's rule: the larger of the two codes (the old byte field stops at 127).
+  int32_t c = std::max<int32_t>(static_cast<int32_t>(oc->builtin_code()), oc->deprecated_builtin_code());
+  auto code = static_cast<BuiltinOperator>(c);
+  if (code == BuiltinOperator::CUSTOM)
+    user_error({}, file_ + ": unsupported TFLite custom operator '" + (oc->custom_code() ? oc->custom_code()->str() : "") +
+                       "' (node " + std::to_string(i) + ")");
+  const char* name = tflite::EnumNameBuiltinOperator(code);
+  if (!name || !*name)
+    user_error({}, file_ + ": unknown TFLite operator code " + std::to_string(c) + " (node " + std::to_string(i) + ")");
+  where_ = "operator " + std::to_string(i) + " (" + name + "): ";
+  *out = op;
+  return code;
 }
 
 TfliteImport TfliteConverter::run() {
   if (!model_.subgraphs() || model_.subgraphs()->size() == 0) fail("the model has no subgraph");
-  if (model_.subgraphs()->size() != 1)
-    unsupported("a model with " + std::to_string(model_.subgraphs()->size()) + " subgraphs (control flow)");
+  // Other subgraphs are read where an operator names them (CALL_ONCE, convert_variable.cc).
   sg_ = model_.subgraphs()->Get(0);
   if (!sg_ || !sg_->inputs() || !sg_->outputs() || !sg_->operators()) fail("the subgraph lacks inputs, outputs or operators");
   if (sg_->operators()->size() == 0) unsupported("a model without operators");
@@ -809,25 +837,10 @@ TfliteImport TfliteConverter::run() {
   }
   for (int t : *sg_->outputs())
     if (values_.count(t)) unsupported("a model output that is a model input (" + io_name(t) + ")");
-  const auto* codes = model_.operator_codes();
+  collect_variables();
   for (size_t i = 0; i < sg_->operators()->size(); ++i) {
-    const auto* op = sg_->operators()->Get(static_cast<flatbuffers::uoffset_t>(i));
-    where_ = "operator " + std::to_string(i) + ": ";
-    if (!op) fail("it is missing");
-    if (!codes || op->opcode_index() >= codes->size())
-      fail("opcode index " + std::to_string(op->opcode_index()) + " is out of range (the model has " +
-           std::to_string(codes ? codes->size() : 0) + " operator codes)");
-    const auto* oc = codes->Get(op->opcode_index());
-    // TFLite's rule: the larger of the two codes (the old byte field stops at 127).
-    int32_t c = std::max<int32_t>(static_cast<int32_t>(oc->builtin_code()), oc->deprecated_builtin_code());
-    auto code = static_cast<BuiltinOperator>(c);
-    if (code == BuiltinOperator::CUSTOM)
-      user_error({}, file_ + ": unsupported TFLite custom operator '" + (oc->custom_code() ? oc->custom_code()->str() : "") +
-                         "' (node " + std::to_string(i) + ")");
-    const char* name = tflite::EnumNameBuiltinOperator(code);
-    if (!name || !*name)
-      user_error({}, file_ + ": unknown TFLite operator code " + std::to_string(c) + " (node " + std::to_string(i) + ")");
-    where_ = "operator " + std::to_string(i) + " (" + name + "): ";
+    const tflite::Operator* op = nullptr;
+    const BuiltinOperator code = operator_at(i, &op);
     convert(i, *op, code);
   }
   where_.clear();
