@@ -84,6 +84,9 @@ std::vector<std::string> compile_command(const CrossTarget& t, const ProgramSpec
   for (const char* f : {"-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-pedantic", "-ffunction-sections",
                         "-fdata-sections"})
     cmd.push_back(f);
+  // Hosted, the firmware runs under the sanitizers the build asks for (host_sanitizers).
+  if (t.name == "host")
+    for (const auto& f : sanitizer_cflags(host_sanitizers())) cmd.push_back(f);
   for (const auto& d : spec.defines) cmd.push_back("-D" + d);
   for (const auto& h : spec.forced_includes) cmd.insert(cmd.end(), {"-include", h});
   for (const auto& dir : spec.include_dirs) cmd.push_back("-I" + dir);
@@ -246,10 +249,10 @@ ArtifactInfo read_artifact_info(const std::string& dir) {
     fail(meta.string() + " is not a microtir artifact's metadata: " + e.what());
   }
   info.target = target;
-  if (target.compare(0, 4, "llvm") == 0) {
-    Target t = parse_target(target);
-    info.llvm_triple = t.mtriple.empty() ? kDefaultLlvmTriple : t.mtriple;
-    info.llvm_cpu = t.mcpu;
+  info.compiled_for = parse_target(target.empty() ? "c" : target);
+  if (info.compiled_for.kind == "llvm") {
+    info.llvm_triple = info.compiled_for.mtriple.empty() ? kDefaultLlvmTriple : info.compiled_for.mtriple;
+    info.llvm_cpu = info.compiled_for.mcpu;
   }
   info.c_model = to_c_identifier(info.model_name);
   if (fs::is_directory(fs::path(dir) / "src")) {
@@ -347,7 +350,10 @@ void check_program_exit(const CrossTarget& t, const ProgramOutput& run, int time
     crash = "RISC-V trap, " + line_with(run.output, "mcause:") + ", " + line_with(run.output, "mepc:");
   if (!crash.empty()) fail("the firmware crashed on " + t.board + " (" + crash + "); run log: " + run.log);
   if (run.exit_code != 0) {
-    std::string why = line_with(run.output, "@mtir error");
+    // A sanitizer's report (hosted builds under MICROTIR_HOST_SANITIZE) names the fault.
+    std::string why = line_with(run.output, "SUMMARY: ");
+    if (why.empty()) why = line_with(run.output, "runtime error:");
+    if (why.empty()) why = line_with(run.output, "@mtir error");
     if (why.empty()) why = line_with(run.output, "microtir");
     if (why.empty()) why = last_line(run.output);
     fail("the firmware failed on " + t.board + " (exit " + std::to_string(run.exit_code) + "): " + why +
@@ -355,38 +361,24 @@ void check_program_exit(const CrossTarget& t, const ProgramOutput& run, int time
   }
 }
 
-ArtifactRunResult run_artifact(const ArtifactInfo& info, const std::vector<ArtifactTensor>& inputs,
-                               const std::vector<std::vector<NDArray>>& samples,
-                               const std::vector<ArtifactTensor>& outputs, const ArtifactRunOptions& options) {
-  const CrossTarget& t = find_cross_target(options.target);
-  if (samples.empty()) fail("no input sets to run");
-  if (t.name == "wasm-binaryen" || !info.wasm_module.empty()) {
-    if (info.wasm_module.empty())
-      fail(info.dir + " was compiled for the C runtime; --target wasm-binaryen runs artifacts compiled with --target wasm");
-    if (t.name != "wasm-binaryen")
-      fail(info.dir + " holds a wasm module (compiled with --target wasm): run it with --target wasm-binaryen");
-    return run_wasm_module(info, inputs, samples, outputs, options);
-  }
-  auto progress = [&](const std::string& line) {
-    if (options.progress) options.progress(line);
-  };
-  const fs::path dir = info.dir;
-  require_target_tools(t);
-  check_llvm_objects_fit(info, t);
+namespace {
 
+int64_t tensor_bytes(const ArtifactTensor& t) {
+  int64_t n = 1;
+  for (int64_t d : t.shape) n *= d;
+  return n * t.dtype.bytes();
+}
+
+// What main.c is generated from: the model's I/O, the input sets, the interface and
+// what the target measures.
+FirmwareSpec firmware_spec(const CrossTarget& t, const ArtifactInfo& info, const std::vector<ArtifactTensor>& inputs,
+                           const std::vector<std::vector<NDArray>>& samples, const std::vector<ArtifactTensor>& outputs,
+                           const ArtifactRunOptions& options) {
   FirmwareSpec spec;
   spec.model = info.c_model;
   spec.devices = info.devices;
-  for (const auto& in : inputs) {
-    int64_t n = 1;
-    for (int64_t d : in.shape) n *= d;
-    spec.inputs.push_back({in.c_name, n * in.dtype.bytes()});
-  }
-  for (const auto& o : outputs) {
-    int64_t n = 1;
-    for (int64_t d : o.shape) n *= d;
-    spec.outputs.push_back({o.c_name, n * o.dtype.bytes()});
-  }
+  for (const auto& in : inputs) spec.inputs.push_back({in.c_name, tensor_bytes(in)});
+  for (const auto& o : outputs) spec.outputs.push_back({o.c_name, tensor_bytes(o)});
   for (size_t s = 0; s < samples.size(); ++s) {
     if (samples[s].size() != inputs.size())
       fail("input set " + std::to_string(s) + " has " + std::to_string(samples[s].size()) + " arrays, the model takes " +
@@ -416,13 +408,13 @@ ArtifactRunResult run_artifact(const ArtifactInfo& info, const std::vector<Artif
       fail("--profile-layers needs the C backend's operator hooks; " + info.dir + " was built by the LLVM backend");
     spec.profile_layers = true;
   }
+  return spec;
+}
 
-  const fs::path work = options.work_dir;
-  fs::create_directories(work);
-  progress("[1/3] " + t.name + ": writing main.c for tvmgen_" + info.c_model + " (" + std::to_string(samples.size()) +
-           " input set" + (samples.size() == 1 ? "" : "s") + ")");
-  write_text(work / "main.c", firmware_main(spec));
-
+// The firmware's sources: the artifact's C (and LLVM objects), the runtime, the
+// simulated NPU for device instances, and main.c (written in `work`).
+ProgramSpec firmware_program(const ArtifactInfo& info, const FirmwareSpec& spec, const fs::path& work) {
+  const fs::path dir = info.dir;
   ProgramSpec prog;
   prog.work_dir = work.string();
   prog.crt_dir = (dir / "runtime").string();
@@ -448,25 +440,28 @@ ArtifactRunResult run_artifact(const ArtifactInfo& info, const std::vector<Artif
     write_text(work / "mtir_profile.h", firmware_profile_header());
     prog.forced_includes.push_back((work / "mtir_profile.h").string());
   }
-  progress("[2/3] " + t.name + ": compiling with " + t.cc);
-  const std::string firmware = build_program(t, prog);
+  return prog;
+}
 
-  progress("[3/3] " + t.name + ": running on " + t.board);
-  ProgramOutput run = run_program(t, firmware, work.string(), options.timeout_seconds);
-  check_program_exit(t, run, options.timeout_seconds);
-  if (run.output.find("@mtir done") == std::string::npos)
-    fail("the firmware stopped before printing its results; run log: " + run.log);
-
-  ArtifactRunResult result;
-  result.outputs.assign(samples.size(), {});
-  std::vector<std::vector<std::string>> hex(samples.size(), std::vector<std::string>(outputs.size()));
-  std::map<std::string, size_t> output_index;
-  for (size_t o = 0; o < outputs.size(); ++o) output_index[spec.outputs[o].c_name] = o;
-  std::vector<int64_t> stack(samples.size(), -1);
-  std::vector<uint64_t> counts(samples.size(), 0);
+// What the firmware printed on its "@mtir ..." lines.
+struct FirmwareLog {
+  std::vector<std::vector<std::string>> hex;  // [run][output]: the output's bytes in hex
+  std::vector<int64_t> stack;                 // per run, -1 if not printed
+  std::vector<uint64_t> counts;               // per run, the raw counter
   uint64_t probe = 0, layer_probe = 0;
   std::vector<std::pair<std::string, uint64_t>> layer_ticks;  // the first run's
   int64_t data_end = -1;
+  std::vector<std::string> devices;
+};
+
+FirmwareLog read_firmware_log(const ProgramOutput& run, const FirmwareSpec& spec, size_t num_samples,
+                              size_t num_devices) {
+  FirmwareLog log;
+  log.hex.assign(num_samples, std::vector<std::string>(spec.outputs.size()));
+  log.stack.assign(num_samples, -1);
+  log.counts.assign(num_samples, 0);
+  std::map<std::string, size_t> output_index;
+  for (size_t o = 0; o < spec.outputs.size(); ++o) output_index[spec.outputs[o].c_name] = o;
   std::istringstream lines(run.output);
   std::string line;
   while (std::getline(lines, line)) {
@@ -480,60 +475,73 @@ ArtifactRunResult run_artifact(const ArtifactInfo& info, const std::vector<Artif
       unsigned long offset;
       in >> s >> name >> offset >> bytes;
       auto it = output_index.find(name);
-      if (!in || s < 0 || static_cast<size_t>(s) >= samples.size() || it == output_index.end())
+      if (!in || s < 0 || static_cast<size_t>(s) >= num_samples || it == output_index.end())
         fail("unreadable output line '" + line + "'; run log: " + run.log);
-      std::string& h = hex[s][it->second];
+      std::string& h = log.hex[s][it->second];
       if (h.size() != offset * 2) fail("the firmware's output for '" + name + "' is out of order; run log: " + run.log);
       h += bytes;
     } else if (what == "probe" || what == "count" || what == "stack") {
       int s;
       std::string v;
       in >> s >> v;
-      if (what == "probe") probe = parse_hex64(v);
-      else if (s >= 0 && static_cast<size_t>(s) < samples.size()) {
-        if (what == "count") counts[s] = parse_hex64(v);
-        else stack[s] = static_cast<int64_t>(parse_hex64(v));
+      if (what == "probe") log.probe = parse_hex64(v);
+      else if (s >= 0 && static_cast<size_t>(s) < num_samples) {
+        if (what == "count") log.counts[s] = parse_hex64(v);
+        else log.stack[s] = static_cast<int64_t>(parse_hex64(v));
       }
     } else if (what == "layer_probe") {
       int s;
       std::string v;
       in >> s >> v;
-      layer_probe = parse_hex64(v);
+      log.layer_probe = parse_hex64(v);
     } else if (what == "layer") {
       int s, k;
       std::string kernel, v;
       in >> s >> k >> kernel >> v;
-      if (!in || (s == 0 && k != static_cast<int>(layer_ticks.size())))
+      if (!in || (s == 0 && k != static_cast<int>(log.layer_ticks.size())))
         fail("unreadable operator count '" + line + "'; run log: " + run.log);
-      if (s == 0) layer_ticks.emplace_back(kernel, parse_hex64(v));
+      if (s == 0) log.layer_ticks.emplace_back(kernel, parse_hex64(v));
     } else if (what == "data_end") {
-      in >> data_end;
+      in >> log.data_end;
     } else if (what == "device") {
       std::string rest;
       std::getline(in, rest);
-      if (result.devices.size() < info.devices.size()) result.devices.push_back(rest.substr(rest.find_first_not_of(' ')));
+      if (log.devices.size() < num_devices) log.devices.push_back(rest.substr(rest.find_first_not_of(' ')));
     }
   }
-  for (size_t s = 0; s < samples.size(); ++s) {
+  return log;
+}
+
+// [run][output] arrays from the printed hex, each checked for its full size.
+std::vector<std::vector<NDArray>> decode_outputs(const FirmwareLog& log, const std::vector<ArtifactTensor>& outputs,
+                                                 const std::string& run_log) {
+  std::vector<std::vector<NDArray>> result(log.hex.size());
+  for (size_t s = 0; s < log.hex.size(); ++s) {
     for (size_t o = 0; o < outputs.size(); ++o) {
       NDArray a = NDArray::zeros(outputs[o].dtype, outputs[o].shape);
-      const std::string& h = hex[s][o];
+      const std::string& h = log.hex[s][o];
       if (h.size() != a.data.size() * 2)
         fail("the firmware printed " + std::to_string(h.size() / 2) + " bytes of '" + outputs[o].name + "', expected " +
-             std::to_string(a.data.size()) + "; run log: " + run.log);
+             std::to_string(a.data.size()) + "; run log: " + run_log);
       for (size_t k = 0; k < a.data.size(); ++k)
         a.data[k] = static_cast<uint8_t>(std::stoul(h.substr(2 * k, 2), nullptr, 16));
-      result.outputs[s].push_back(std::move(a));
+      result[s].push_back(std::move(a));
     }
   }
+  return result;
+}
 
-  TargetReport& r = result.report;
+// Sizes, memory, stack and instruction counts of one run of the firmware.
+TargetReport target_report(const CrossTarget& t, const ArtifactInfo& info, const FirmwareSpec& spec,
+                           const FirmwareLog& log, const std::string& firmware, const fs::path& work,
+                           const std::string& run_log) {
+  TargetReport r;
   r.target = t.name;
   r.board = t.board;
   r.compiler = t.cc;
   r.firmware = firmware;
   r.build_log = (work / "build.log").string();
-  r.run_log = run.log;
+  r.run_log = run_log;
   r.workspace_bytes = info.workspace_bytes;
   r.state_bytes = info.state_bytes;
   for (const auto* list : {&spec.inputs, &spec.outputs})
@@ -547,25 +555,70 @@ ArtifactRunResult run_artifact(const ArtifactInfo& info, const std::vector<Artif
     r.size = wasm_size(firmware);
     r.flash_bytes = r.size.text + r.size.data;
     // wasm has no read-only memory: all static data, constants included, is in RAM.
-    if (data_end < kWasmStackBytes) fail("the wasm program did not report where its static data ends; run log: " + run.log);
-    r.ram_bytes = data_end - kWasmStackBytes;
+    if (log.data_end < kWasmStackBytes)
+      fail("the wasm program did not report where its static data ends; run log: " + run_log);
+    r.ram_bytes = log.data_end - kWasmStackBytes;
   }
-  for (int64_t s : stack) r.stack_bytes = std::max(r.stack_bytes, s);
+  for (int64_t s : log.stack) r.stack_bytes = std::max(r.stack_bytes, s);
   if (t.counter == CounterKind::kNone) {
     r.counter_method = t.name == "wasm32" ? "not available: V8 has no deterministic instruction counter"
                                           : "not available on the host";
   } else {
-    for (uint64_t c : counts) r.instructions.push_back(instructions_from_counter(t, c, probe));
+    for (uint64_t c : log.counts) r.instructions.push_back(instructions_from_counter(t, c, log.probe));
     if (spec.profile_layers) {
       // Against the counter's own zero: the hook pair's cost is what it holds beyond it.
-      r.layer_probe_instructions = instructions_from_counter(t, layer_probe, 0);
-      for (const auto& [kernel, ticks] : layer_ticks)
-        r.layers.push_back({kernel, instructions_from_counter(t, ticks, layer_probe)});
+      r.layer_probe_instructions = instructions_from_counter(t, log.layer_probe, 0);
+      for (const auto& [kernel, ticks] : log.layer_ticks)
+        r.layers.push_back({kernel, instructions_from_counter(t, ticks, log.layer_probe)});
     }
     r.counter_method = t.counter == CounterKind::kMinstret
                            ? "exact: minstret under qemu -icount shift=0"
                            : "exact: MPS2 COUNTER under qemu -icount shift=" + std::to_string(kMps2IcountShift);
   }
+  return r;
+}
+
+}  // namespace
+
+ArtifactRunResult run_artifact(const ArtifactInfo& info, const std::vector<ArtifactTensor>& inputs,
+                               const std::vector<std::vector<NDArray>>& samples,
+                               const std::vector<ArtifactTensor>& outputs, const ArtifactRunOptions& options) {
+  const CrossTarget& t = find_cross_target(options.target);
+  if (samples.empty()) fail("no input sets to run");
+  if (t.name == "wasm-binaryen" || !info.wasm_module.empty()) {
+    if (info.wasm_module.empty())
+      fail(info.dir + " was compiled for the C runtime; --target wasm-binaryen runs artifacts compiled with --target wasm");
+    if (t.name != "wasm-binaryen")
+      fail(info.dir + " holds a wasm module (compiled with --target wasm): run it with --target wasm-binaryen");
+    return run_wasm_module(info, inputs, samples, outputs, options);
+  }
+  auto progress = [&](const std::string& line) {
+    if (options.progress) options.progress(line);
+  };
+  require_target_tools(t);
+  check_llvm_objects_fit(info, t);
+  const FirmwareSpec spec = firmware_spec(t, info, inputs, samples, outputs, options);
+
+  const fs::path work = options.work_dir;
+  fs::create_directories(work);
+  progress("[1/3] " + t.name + ": writing main.c for tvmgen_" + info.c_model + " (" + std::to_string(samples.size()) +
+           " input set" + (samples.size() == 1 ? "" : "s") + ")");
+  write_text(work / "main.c", firmware_main(spec));
+  const ProgramSpec prog = firmware_program(info, spec, work);
+  progress("[2/3] " + t.name + ": compiling with " + t.cc);
+  const std::string firmware = build_program(t, prog);
+
+  progress("[3/3] " + t.name + ": running on " + t.board);
+  ProgramOutput run = run_program(t, firmware, work.string(), options.timeout_seconds);
+  check_program_exit(t, run, options.timeout_seconds);
+  if (run.output.find("@mtir done") == std::string::npos)
+    fail("the firmware stopped before printing its results; run log: " + run.log);
+
+  const FirmwareLog log = read_firmware_log(run, spec, samples.size(), info.devices.size());
+  ArtifactRunResult result;
+  result.outputs = decode_outputs(log, outputs, run.log);
+  result.devices = log.devices;
+  result.report = target_report(t, info, spec, log, firmware, work, run.log);
   return result;
 }
 

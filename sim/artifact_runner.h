@@ -12,6 +12,7 @@
 
 #include "sim/binary_size.h"
 #include "sim/cross_targets.h"
+#include "driver/target.h"
 #include "support/ndarray.h"
 
 namespace mtir::sim {
@@ -31,6 +32,7 @@ struct ArtifactInfo {
   // A wasm-target artifact: its module (codegen/host/lib/<model>.wasm); "" otherwise.
   std::string wasm_module;
   std::string target;              // the target string it was compiled for
+  Target compiled_for;             // the same, parsed ("c" when the metadata has none)
   std::string interface_api = "c";  // c | packed
   bool link_params = true;          // false: the firmware passes the weights (parameters/*.npy)
   int64_t state_bytes = 0;          // the state (variable tensors) the artifact keeps in RAM

@@ -14,12 +14,26 @@
 
 namespace mtir::sim {
 
+// The sanitizers hosted builds of generated C use (run --target host, the host
+// simulator): $MICROTIR_HOST_SANITIZE if set ("address,undefined"; "" or "none": none),
+// else the build's default ("address,undefined" in a -DMICROTIR_SANITIZE=ON build, so the
+// ASan stage checks every artifact its tests run; none otherwise).
+std::string host_sanitizers();
+
+// The compiler flags and defines for `sanitizers` (empty when ""): -fsanitize=..., no
+// recovery, frame pointers, and TVM_CRT_SEPARATE_ALLOCATIONS.
+std::vector<std::string> sanitizer_cflags(const std::string& sanitizers);
+
 struct HostSimOptions {
   std::string work_dir;  // where sources, binary and data files go
   std::string cc = "cc";  // host C compiler
   std::string llvm_cc = "clang";  // compiles the LLVM backend's .ll files (clang 14 reads LLVM 14 IR)
   std::string crt_dir;    // the crt/ folder (headers, sources, host port); default_crt_dir() if empty
   std::vector<std::string> extra_cflags;
+  // Sanitizers for the program (-fsanitize=<list>), "" for none; host_sanitizers() by
+  // default. With them every buffer and workspace block is a separate exact-size heap
+  // allocation (TVM_CRT_SEPARATE_ALLOCATIONS), so an overrun between them is reported.
+  std::string sanitize = host_sanitizers();
   size_t workspace_bytes = 1 << 20;  // the arena given to TVMCrtWorkspaceInit
 };
 

@@ -232,7 +232,7 @@ json compile_graph(const json& request, const json& source, const std::string& t
   inputs.graph_filename = filename;
   inputs.graph_text = text;
   inputs.runtime = embedded_crt_files();
-  MlfArtifact mlf = build_mlf(model, target_text, inputs);
+  MlfArtifact mlf = build_mlf(model, parse_target(target_text), inputs);
   json out;
   out["target"] = mlf.target.str();
   out["metadata"] = mlf.metadata;

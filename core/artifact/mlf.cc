@@ -104,11 +104,11 @@ LoadedModel prepare_model(Graph g, const std::vector<std::string>& devices, cons
   return lm;
 }
 
-MlfArtifact build_mlf(const LoadedModel& model, const std::string& target_string, const MlfInputs& inputs) {
+MlfArtifact build_mlf(const LoadedModel& model, const Target& target, const MlfInputs& inputs) {
   MlfArtifact a;
-  a.target = parse_target(target_string);
+  a.target = target;
   // Weights are linked into the artifact (flash) unless the target string says -link-params=0.
-  if (target_string.find("-link-params") == std::string::npos) a.target.link_params = true;
+  if (!target.link_params_given) a.target.link_params = true;
   a.built = build_for_target(model.aot.module, a.target);  // C, or LLVM IR with the C interface
   std::vector<SourceFileOut>& files = a.files;
   const bool wasm = a.target.kind == "wasm";

@@ -24,7 +24,7 @@ struct LoadedModel {
 // Throws DiagnosticError for any problem of the graph, its weights or its operators.
 // `devices` places operators on device instances (specs "npu0=conv2d,dense", the CLI's
 // --device; see frontend/graph.h place_on_devices). `schedules` are the int8 kernels'
-// schedules (the target's: driver/target.h schedule_options).
+// schedules (the target's: Target::schedules, driver/target.h).
 LoadedModel load_model(const std::string& json_text, const std::string& filename, const FileReader& read,
                        const std::vector<std::string>& devices = {}, const ScheduleOptions& schedules = {});
 // The same from a graph another frontend read (ONNX).
@@ -52,11 +52,12 @@ struct MlfInputs {
   std::vector<SourceFileOut> graph_files;
 };
 
-// Compiles `model` for `target_string`: the C interface (tvmgen_<model>.h with structs
+// Compiles `model` for `target` (parsed by the caller; the weights are linked unless its
+// text said -link-params): the C interface (tvmgen_<model>.h with structs
 // and run(); -link-params=0 adds a params struct) or the packed one (a header for
 // TVMFuncCall: main with every tensor for -link-params=0, otherwise the registry's
 // tvmgen_<model>_run with the inputs and outputs only). Refused combinations are user
 // errors naming the rule.
-MlfArtifact build_mlf(const LoadedModel& model, const std::string& target_string, const MlfInputs& inputs);
+MlfArtifact build_mlf(const LoadedModel& model, const Target& target, const MlfInputs& inputs);
 
 }  // namespace mtir

@@ -197,7 +197,7 @@ int run_parse(const ParseCommand& c) {
   return 0;
 }
 
-static MlfArtifact compile_artifact(const std::string& file, const std::string& target,
+static MlfArtifact compile_artifact(const std::string& file, const Target& target,
                                     const std::vector<std::string>& devices, LoadedModel* loaded = nullptr);
 
 // The scalar parameters of `f` from --scalar NAME=VALUE into `args`; returns the integer
@@ -321,7 +321,7 @@ static int run_model_as_artifact(const RunCommand& c) {
   if (!c.disabled_schedules.empty()) target += " -disabled-schedules=" + c.disabled_schedules;
   if (c.reuse_io_buffers) target += " -reuse-io-buffers=1";
   LoadedModel loaded;
-  for (const auto& f : compile_artifact(c.file, target, c.devices, &loaded).files) {
+  for (const auto& f : compile_artifact(c.file, parse_target(target), c.devices, &loaded).files) {
     std::filesystem::create_directories(std::filesystem::path(dir + "/" + f.path).parent_path());
     files.add(dir + "/" + f.path, f.text);
   }
@@ -566,13 +566,13 @@ static void add_wasm_binary(MlfArtifact* artifact, const Graph& g) {
 
 // The Model Library Format artifact of a JSON graph model, with the C runtime and the
 // graph's own files, as `compile` writes it.
-static MlfArtifact compile_artifact(const std::string& file, const std::string& target,
+static MlfArtifact compile_artifact(const std::string& file, const Target& target,
                                     const std::vector<std::string>& devices, LoadedModel* loaded) {
   if (!is_graph_file(file))
     user_error({}, "'" + file + "' is not a model: compile takes a JSON graph (.json), an ONNX model (.onnx) or a TFLite model (.tflite)");
   MlfInputs inputs;
   // The target first: it decides the int8 kernels' schedules, which shape the graph.
-  LoadedModel lm = load_model(file, &inputs.graph_files, devices, schedule_options(parse_target(target)));
+  LoadedModel lm = load_model(file, &inputs.graph_files, devices, target.schedules);
   // The C runtime the artifact builds against, so the folder is complete on its own.
   inputs.graph_filename = std::filesystem::path(file).filename().string();
   inputs.graph_text = read_file(file);
@@ -593,7 +593,8 @@ static MlfArtifact compile_artifact(const std::string& file, const std::string& 
 }
 
 int run_compile(const CompileCommand& c) {
-  MlfArtifact artifact = compile_artifact(c.file, c.target, c.devices);
+  // The target's text is read here, once; everything below takes the Target.
+  MlfArtifact artifact = compile_artifact(c.file, parse_target(c.target), c.devices);
   const std::vector<SourceFileOut>& files = artifact.files;
   const json& meta = artifact.metadata;
   OutputSet out;
@@ -669,8 +670,8 @@ int run_passes(const PassesCommand& c) {
   std::vector<Pass> passes;
   if (c.passes.empty()) {
     const Target t = parse_target(c.target);
-    passes = lowering_pipeline(t.unpacked_api, schedule_options(t).hoist, /*scalarize_vectors=*/t.kind != "llvm",
-                                /*keep_simd128=*/t.kind == "wasm", schedule_options(t).merge_kernels);
+    passes = lowering_pipeline(t.unpacked_api, t.schedules.hoist, /*scalarize_vectors=*/t.kind != "llvm",
+                                /*keep_simd128=*/t.kind == "wasm", t.schedules.merge_kernels);
   } else {
     for (const auto& name : c.passes) {
       const Pass* p = find_pass(name);

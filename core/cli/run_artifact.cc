@@ -148,7 +148,7 @@ std::string artifact_dir(const RunCommand& c, const TempDir& work) {
 // target it was compiled for, so its main takes exactly the artifact's weights.
 LoadedModel reference_model(const sim::ArtifactInfo& info, const std::string& file) {
   if (info.graph_file.empty()) user_error({}, file + " has no graph in src/: the reference run needs it (recompile with `microtir compile`)");
-  const ScheduleOptions schedules = schedule_options(parse_target(info.target.empty() ? "c" : info.target));
+  const ScheduleOptions& schedules = info.compiled_for.schedules;
   if (is_onnx_file(info.graph_file) || is_tflite_file(info.graph_file))
     return prepare_model(load_foreign_model(info.graph_file), {}, schedules);
   return load_model(read_file(info.graph_file), info.graph_file, sim::artifact_graph_reader(info, file), {}, schedules);
@@ -296,7 +296,7 @@ int run_artifact(const RunCommand& c, const LoadedModel* reference) {
   if (c.profile_layers) std::cout << layers_text(result.report, nodes_of_kernels(model.aot, model.graph));
   for (const auto& d : result.devices) std::cout << "device " << d << "\n";
   // Where the model's intermediate tensors live, as `run model.json` prints it.
-  std::cout << planned_memory_report(model.aot.module, model.aot.main, parse_target(info.target.empty() ? "c" : info.target).reuse_io_buffers);
+  std::cout << planned_memory_report(model.aot.module, model.aot.main, info.compiled_for.reuse_io_buffers);
   if (!cmp.all_match) {
     std::cerr << "microtir: the artifact on " << target.name << " disagrees with the interpreter\n";
     return 1;

@@ -91,10 +91,10 @@ BuildResult lower_for_target(const IRModule& m, const Target& target, std::vecto
   // Pools are laid out at the alignment the target asks for (at least the CRT's 16).
   input.attrs["workspace_byte_alignment"] = static_cast<int64_t>(target.workspace_byte_alignment);
   if (target.reuse_io_buffers) input.attrs["reuse_io_buffers"] = true;
-  r.lowered = run_pipeline(input, lowering_pipeline(target.unpacked_api, schedule_options(target).hoist,
+  r.lowered = run_pipeline(input, lowering_pipeline(target.unpacked_api, target.schedules.hoist,
                                                      /*scalarize_vectors=*/target.kind != "llvm",
                                                      /*keep_simd128=*/target.kind == "wasm",
-                                                     schedule_options(target).merge_kernels));
+                                                     target.schedules.merge_kernels));
   for (const auto& [name, f] : r.lowered.module.functions) {
     const std::string symbol = symbol_of(name, f);
     r.symbols.emplace_back(name, symbol);

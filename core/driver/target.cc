@@ -36,107 +36,92 @@ std::string Target::str() const {
   return os.str();
 }
 
-Target parse_target(const std::string& text) {
-  std::istringstream in(text);
-  std::vector<std::string> words;
-  for (std::string w; in >> w;) words.push_back(w);
-  if (words.empty()) target_error(text, "empty; expected \"c\", \"llvm\" or \"wasm\" followed by -key=value options");
+namespace {
 
+// -workspace-byte-alignment: a power of two from 1 to 4096.
+int parse_alignment(const std::string& text, const std::string& value) {
+  int n = 0;
+  try {
+    size_t used = 0;
+    n = std::stoi(value, &used);
+    if (used != value.size()) n = 0;
+  } catch (const std::exception&) {
+  }
+  if (n <= 0 || (n & (n - 1)) != 0 || n > 4096) {
+    target_error(text, "-workspace-byte-alignment must be a power of two from 1 to 4096, not '" + value + "'");
+  }
+  return n;
+}
+
+[[noreturn]] void unknown_option(const std::string& text, const std::string& key) {
+  static const std::vector<std::string> known = {"runtime",     "executor", "interface-api",
+                                                 "unpacked-api", "link-params",
+                                                 "workspace-byte-alignment", "mtriple", "mcpu", "opt",
+                                                 "disabled-schedules", "reuse-io-buffers"};
+  std::string message = "unknown option -" + key;
+  std::string best = closest_match(key, known);
+  if (!best.empty()) message += "; did you mean -" + best + "?";
+  message += " (known:";
+  for (const auto& k : known) message += " -" + k;
+  target_error(text, message + ")");
+}
+
+// What the options of one target text set while it is read: the target, and the
+// schedules -disabled-schedules switched off (every other one left on).
+struct TargetReading {
   Target t;
-  t.kind = words[0];
-  if (t.kind != "c" && t.kind != "llvm" && t.kind != "wasm") {
-    target_error(text, "unknown target kind '" + t.kind + "'; microtir targets are \"c\", \"llvm\" and \"wasm\"");
-  }
-  // A wasm module is called with plain pointers and holds its weights in data segments.
-  if (t.kind == "wasm") t.interface_api = "c", t.unpacked_api = true, t.link_params = true;
   bool interface_given = false;
-  for (size_t i = 1; i < words.size(); ++i) {
-    const std::string& w = words[i];
-    size_t eq = w.find('=');
-    if (w.size() < 2 || w[0] != '-' || eq == std::string::npos || eq + 1 == w.size()) {
-      target_error(text, "option '" + w + "' is not of the form -key=value");
-    }
-    std::string key = w.substr(w[1] == '-' ? 2 : 1, eq - (w[1] == '-' ? 2 : 1));
-    std::string value = w.substr(eq + 1);
-    if (key == "runtime") {
-      if (value != "c") target_error(text, "-runtime=" + value + " is not supported; use -runtime=c (microtir builds for the C runtime)");
-      t.runtime = value;
-    } else if (key == "executor") {
-      if (value != "aot") target_error(text, "-executor=" + value + " is not supported; use -executor=aot");
-      t.executor = value;
-    } else if (key == "interface-api") {
-      if (value != "c" && value != "packed") target_error(text, "-interface-api takes c or packed, not '" + value + "'");
-      t.interface_api = value;
-      interface_given = true;
-    } else if (key == "unpacked-api") {
-      t.unpacked_api = parse_bool(text, key, value);
-    } else if (key == "link-params") {
-      t.link_params = parse_bool(text, key, value);
-    } else if (key == "reuse-io-buffers") {
-      t.reuse_io_buffers = parse_bool(text, key, value);
-    } else if (key == "workspace-byte-alignment") {
-      int n = 0;
-      try {
-        size_t used = 0;
-        n = std::stoi(value, &used);
-        if (used != value.size()) n = 0;
-      } catch (const std::exception&) {
-      }
-      if (n <= 0 || (n & (n - 1)) != 0 || n > 4096) {
-        target_error(text, "-workspace-byte-alignment must be a power of two from 1 to 4096, not '" + value + "'");
-      }
-      t.workspace_byte_alignment = n;
-    } else if (key == "mtriple") {
-      if (t.kind != "llvm") target_error(text, "-mtriple is an option of the llvm target, not of \"" + t.kind + "\"");
-      t.mtriple = value;
-    } else if (key == "mcpu") {
-      // For C the CPU only chooses schedules (smlad on CPUs with the DSP extension).
-      if (t.kind == "wasm") target_error(text, "-mcpu is an option of the c and llvm targets, not of \"wasm\"");
-      t.mcpu = value;
-    } else if (key == "disabled-schedules") {
-      ScheduleOptions s;
-      s.smlad = s.sxtb16 = s.smmlar_requant = true;  // keep only the names listed: their default off would read as disabled
-      disable_schedules(s, value, "bad target \"" + text + "\": -disabled-schedules");
-      t.disabled_schedules = s.disabled();
-    } else if (key == "opt") {
-      if (t.kind != "wasm") target_error(text, "-opt is an option of the wasm target, not of \"" + t.kind + "\"");
-      static const std::vector<std::string> levels = {"O0", "O1", "O2", "O3", "Os", "Oz"};
-      if (std::find(levels.begin(), levels.end(), value) == levels.end())
-        target_error(text, "-opt takes O0, O1, O2, O3, Os or Oz, not '" + value + "'");
-      t.opt = value;
-    } else {
-      static const std::vector<std::string> known = {"runtime",     "executor", "interface-api",
-                                                     "unpacked-api", "link-params",
-                                                     "workspace-byte-alignment", "mtriple", "mcpu", "opt",
-                                                     "disabled-schedules", "reuse-io-buffers"};
-      std::string message = "unknown option -" + key;
-      std::string best = closest_match(key, known);
-      if (!best.empty()) message += "; did you mean -" + best + "?";
-      message += " (known:";
-      for (const auto& k : known) message += " -" + k;
-      target_error(text, message + ")");
-    }
+  ScheduleOptions kept;
+};
+
+void apply_option(TargetReading& r, const std::string& text, const std::string& key, const std::string& value) {
+  Target& t = r.t;
+  if (key == "runtime") {
+    if (value != "c") target_error(text, "-runtime=" + value + " is not supported; use -runtime=c (microtir builds for the C runtime)");
+    t.runtime = value;
+  } else if (key == "executor") {
+    if (value != "aot") target_error(text, "-executor=" + value + " is not supported; use -executor=aot");
+    t.executor = value;
+  } else if (key == "interface-api") {
+    if (value != "c" && value != "packed") target_error(text, "-interface-api takes c or packed, not '" + value + "'");
+    t.interface_api = value;
+    r.interface_given = true;
+  } else if (key == "unpacked-api") {
+    t.unpacked_api = parse_bool(text, key, value);
+  } else if (key == "link-params") {
+    t.link_params = parse_bool(text, key, value);
+    t.link_params_given = true;
+  } else if (key == "reuse-io-buffers") {
+    t.reuse_io_buffers = parse_bool(text, key, value);
+  } else if (key == "workspace-byte-alignment") {
+    t.workspace_byte_alignment = parse_alignment(text, value);
+  } else if (key == "mtriple") {
+    if (t.kind != "llvm") target_error(text, "-mtriple is an option of the llvm target, not of \"" + t.kind + "\"");
+    t.mtriple = value;
+  } else if (key == "mcpu") {
+    // For C the CPU only chooses schedules (smlad on CPUs with the DSP extension).
+    if (t.kind == "wasm") target_error(text, "-mcpu is an option of the c and llvm targets, not of \"wasm\"");
+    t.mcpu = value;
+  } else if (key == "disabled-schedules") {
+    ScheduleOptions s;
+    s.smlad = s.sxtb16 = s.smmlar_requant = true;  // keep only the names listed: their default off would read as disabled
+    disable_schedules(s, value, "bad target \"" + text + "\": -disabled-schedules");
+    t.disabled_schedules = s.disabled();
+    r.kept = s;
+  } else if (key == "opt") {
+    if (t.kind != "wasm") target_error(text, "-opt is an option of the wasm target, not of \"" + t.kind + "\"");
+    static const std::vector<std::string> levels = {"O0", "O1", "O2", "O3", "Os", "Oz"};
+    if (std::find(levels.begin(), levels.end(), value) == levels.end())
+      target_error(text, "-opt takes O0, O1, O2, O3, Os or Oz, not '" + value + "'");
+    t.opt = value;
+  } else {
+    unknown_option(text, key);
   }
-  if (t.kind == "wasm" && (t.interface_api != "c" || !t.unpacked_api || !t.link_params)) {
-    target_error(text, "the wasm target needs -interface-api=c -unpacked-api=1 -link-params=1 (its run export "
-                       "takes plain pointers and the module holds the weights)");
-  }
-  // As in TVM: with the C runtime, the C interface passes plain pointers.
-  if (interface_given && t.interface_api == "c" && !t.unpacked_api) {
-    target_error(text, "-interface-api=c with -runtime=c needs -unpacked-api=1");
-  }
-  return t;
 }
 
-bool cpu_has_dsp(const std::string& mcpu) {
-  return mcpu == "cortex-m4" || mcpu == "cortex-m7" || mcpu == "cortex-m33" || mcpu == "cortex-m55";
-}
-
-bool arm_dsp(const std::string& triple, const std::string& mcpu) {
-  return (triple.rfind("thumb", 0) == 0 || triple.rfind("arm", 0) == 0) && cpu_has_dsp(mcpu);
-}
-
-ScheduleOptions schedule_options(const Target& t) {
+// The schedules of a target: the CPU's and the kind's defaults, less what the target
+// switched off (`kept` has those off and every other one on).
+ScheduleOptions target_schedules(const Target& t, const ScheduleOptions& kept) {
   ScheduleOptions s;
   s.smlad = s.sxtb16 = t.kind != "wasm" && cpu_has_dsp(t.mcpu);
   // One SMMLAR where the DSP has it; elsewhere its 64-bit arithmetic costs about what
@@ -146,8 +131,55 @@ ScheduleOptions schedule_options(const Target& t) {
   // layer: Binaryen merges identical functions itself, and the playground times each
   // layer by wrapping its kernel's function (a shared one would time two layers as one).
   s.merge_kernels = t.kind != "wasm";
-  disable_schedules(s, t.disabled_schedules, "-disabled-schedules");
+  for (const auto& name : schedule_list())
+    if (!kept.get(name)) s.set(name, false);
   return s;
+}
+
+}  // namespace
+
+Target parse_target(const std::string& text) {
+  std::istringstream in(text);
+  std::vector<std::string> words;
+  for (std::string w; in >> w;) words.push_back(w);
+  if (words.empty()) target_error(text, "empty; expected \"c\", \"llvm\" or \"wasm\" followed by -key=value options");
+
+  TargetReading r;
+  r.kept.smlad = r.kept.sxtb16 = r.kept.smmlar_requant = true;
+  Target& t = r.t;
+  t.kind = words[0];
+  if (t.kind != "c" && t.kind != "llvm" && t.kind != "wasm") {
+    target_error(text, "unknown target kind '" + t.kind + "'; microtir targets are \"c\", \"llvm\" and \"wasm\"");
+  }
+  // A wasm module is called with plain pointers and holds its weights in data segments.
+  if (t.kind == "wasm") t.interface_api = "c", t.unpacked_api = true, t.link_params = true;
+  for (size_t i = 1; i < words.size(); ++i) {
+    const std::string& w = words[i];
+    size_t eq = w.find('=');
+    if (w.size() < 2 || w[0] != '-' || eq == std::string::npos || eq + 1 == w.size()) {
+      target_error(text, "option '" + w + "' is not of the form -key=value");
+    }
+    std::string key = w.substr(w[1] == '-' ? 2 : 1, eq - (w[1] == '-' ? 2 : 1));
+    apply_option(r, text, key, w.substr(eq + 1));
+  }
+  if (t.kind == "wasm" && (t.interface_api != "c" || !t.unpacked_api || !t.link_params)) {
+    target_error(text, "the wasm target needs -interface-api=c -unpacked-api=1 -link-params=1 (its run export "
+                       "takes plain pointers and the module holds the weights)");
+  }
+  // As in TVM: with the C runtime, the C interface passes plain pointers.
+  if (r.interface_given && t.interface_api == "c" && !t.unpacked_api) {
+    target_error(text, "-interface-api=c with -runtime=c needs -unpacked-api=1");
+  }
+  t.schedules = target_schedules(t, r.kept);
+  return t;
+}
+
+bool cpu_has_dsp(const std::string& mcpu) {
+  return mcpu == "cortex-m4" || mcpu == "cortex-m7" || mcpu == "cortex-m33" || mcpu == "cortex-m55";
+}
+
+bool arm_dsp(const std::string& triple, const std::string& mcpu) {
+  return (triple.rfind("thumb", 0) == 0 || triple.rfind("arm", 0) == 0) && cpu_has_dsp(mcpu);
 }
 
 }  // namespace mtir

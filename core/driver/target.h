@@ -26,22 +26,25 @@ struct Target {
   std::string mcpu;     // llvm: the CPU; c: only chooses schedules (cortex-m4/m7: smlad)
   std::string disabled_schedules;  // "block,smlad": int8 schedules switched off (ops/schedules.h)
   std::string opt = "O2";  // wasm only: Binaryen's optimization level (O0 O1 O2 O3 Os Oz)
+  // The int8 schedules the target gets, decided once by parse_target: all but smlad,
+  // sxtb16 and smmlar_requant on, those on for CPUs with the DSP extension,
+  // merge_kernels off on wasm, minus -disabled-schedules.
+  ScheduleOptions schedules;
+  // Whether the text said -link-params (`compile` links the weights when it does not).
+  bool link_params_given = false;
 
   // The canonical spelling: every option, in a fixed order.
   std::string str() const;
 };
 
 // Throws DiagnosticError (a user error) for unknown kinds, unknown options, bad values
-// and unsupported combinations.
+// and unsupported combinations. The one place a target's text is read: everything after
+// it takes the Target.
 Target parse_target(const std::string& text);
 
 // Whether the CPU (a -mcpu value such as "cortex-m4") has the DSP extension's SMLAD.
 bool cpu_has_dsp(const std::string& mcpu);
 // Whether code for `triple` (an Arm one) on `mcpu` may use the DSP instructions.
 bool arm_dsp(const std::string& triple, const std::string& mcpu);
-
-// The int8 schedules the target gets: all but smlad, sxtb16 and smmlar_requant on, those on for CPUs
-// with the DSP extension, minus -disabled-schedules.
-ScheduleOptions schedule_options(const Target& t);
 
 }  // namespace mtir

@@ -276,121 +276,139 @@ const AotModule::Param* find_io_param(const AotModule& aot, const std::string& n
   return nullptr;
 }
 
-AotModule build_aot(const Graph& g, const AotOptions& options) {
-  AotModule aot;
-  const std::string prefix = "tvmgen_" + g.name + "_";
-  aot.module.name = g.name;
-  aot.module.attrs["model"] = g.name;
-  aot.main = prefix + "__tvm_main__";  // TVM's spelling: tvmgen_<model>___tvm_main__
+namespace {
 
-  auto main = std::make_shared<PrimFuncNode>();
-  std::map<std::string, Buffer> buffers;  // graph name -> buffer of main
-  // One C identifier per parameter, inputs and outputs first so that they keep the
-  // plainer names (support/names.h).
-  std::vector<std::string> param_names;
-  for (const auto& in : g.inputs) param_names.push_back(in.first);
-  for (const auto& out : g.outputs) param_names.push_back(out);
-  for (const auto& c : g.constants) param_names.push_back(c.first);
-  for (const auto& st : g.state) param_names.push_back(st.first);
-  const std::vector<std::string> ids = unique_c_identifiers(param_names);
-  std::map<std::string, std::string> c_name_of;
-  for (size_t i = 0; i < param_names.size(); ++i) c_name_of.emplace(param_names[i], ids[i]);
-  auto add_param = [&](const std::string& name, const TensorType& t, AotModule::Role role) {
-    const std::string& c_name = c_name_of.at(name);
-    Buffer b = MakeBuffer(c_name, t.dtype, shape_exprs(t));
-    main->params.push_back(MakeVar(c_name, DataType::Handle()));
-    main->param_buffers.push_back(b);
-    buffers[name] = b;
-    aot.params.push_back({name, c_name, role, t});
-  };
-  for (const auto& [name, type] : g.inputs) add_param(name, type, AotModule::Role::kInput);
-  for (const auto& [name, array] : g.constants) add_param(name, TensorType{array.dtype, array.shape}, AotModule::Role::kConstant);
-  check_state_use(g);
-  for (const auto& [name, array] : g.state) add_param(name, TensorType{array.dtype, array.shape}, AotModule::Role::kState);
-  for (const auto& out : g.outputs) {
-    if (buffers.count(out)) continue;  // an input or constant returned as is: already a parameter
-    add_param(out, g.type_of(out), AotModule::Role::kOutput);
+// The AOT main of one graph, built step by step: its parameters, the device contexts,
+// one call per fused group (or patch stage), then the allocations and attributes.
+class AotMainBuilder {
+ public:
+  AotMainBuilder(const Graph& g, const AotOptions& options)
+      : g_(g), options_(options), prefix_("tvmgen_" + g.name + "_"), main_(std::make_shared<PrimFuncNode>()) {
+    aot_.module.name = g.name;
+    aot_.module.attrs["model"] = g.name;
+    aot_.main = prefix_ + "__tvm_main__";  // TVM's spelling: tvmgen_<model>___tvm_main__
   }
 
-  const NodeIds node_ids = node_identifiers(g);
-  const std::vector<PrimFunc> funcs = build_node_functions(g, prefix, node_ids);
-  const std::vector<bool> view = view_nodes(g);
-  const PatchPlan patches = options.patch ? plan_patch_stages(g, options.patch_max_recomputed_percent) : PatchPlan{};
-  std::vector<int> stage_of(g.nodes.size(), -1);
-  for (size_t s = 0; s < patches.stages.size(); ++s)
-    for (size_t i : patches.stages[s].nodes) stage_of[i] = static_cast<int>(s);
-  std::vector<bool> in_stage(g.nodes.size());
-  for (size_t i = 0; i < g.nodes.size(); ++i) in_stage[i] = stage_of[i] >= 0;
-  std::vector<FusedGroup> groups = group_nodes(g, funcs, prefix, options, view, in_stage, node_ids);
-  std::set<std::string> taken;  // function names
-  for (const FusedGroup& group : groups) taken.insert(group.fname);
+  AotModule build() {
+    declare_params();
+    node_ids_ = node_identifiers(g_);
+    const std::vector<PrimFunc> funcs = build_node_functions(g_, prefix_, node_ids_);
+    const std::vector<bool> view = view_nodes(g_);
+    patches_ = options_.patch ? plan_patch_stages(g_, options_.patch_max_recomputed_percent) : PatchPlan{};
+    stage_of_.assign(g_.nodes.size(), -1);
+    for (size_t s = 0; s < patches_.stages.size(); ++s)
+      for (size_t i : patches_.stages[s].nodes) stage_of_[i] = static_cast<int>(s);
+    std::vector<bool> in_stage(g_.nodes.size());
+    for (size_t i = 0; i < g_.nodes.size(); ++i) in_stage[i] = stage_of_[i] >= 0;
+    std::vector<FusedGroup> groups = group_nodes(g_, funcs, prefix_, options_, view, in_stage, node_ids_);
+    for (const FusedGroup& group : groups) taken_.insert(group.fname);
+    declare_device_contexts(groups);
+    for (size_t i = 0; i < g_.nodes.size(); ++i)
+      if (view[i]) view_node_[g_.nodes[i].name] = i;
+    for (size_t gi = 0; gi < groups.size(); ++gi) call_group(gi, groups[gi]);
+    finish();
+    return std::move(aot_);
+  }
+
+ private:
+  // One C identifier per parameter, inputs and outputs first so that they keep the
+  // plainer names (support/names.h).
+  void declare_params() {
+    std::vector<std::string> param_names;
+    for (const auto& in : g_.inputs) param_names.push_back(in.first);
+    for (const auto& out : g_.outputs) param_names.push_back(out);
+    for (const auto& c : g_.constants) param_names.push_back(c.first);
+    for (const auto& st : g_.state) param_names.push_back(st.first);
+    const std::vector<std::string> ids = unique_c_identifiers(param_names);
+    std::map<std::string, std::string> c_name_of;
+    for (size_t i = 0; i < param_names.size(); ++i) c_name_of.emplace(param_names[i], ids[i]);
+    auto add_param = [&](const std::string& name, const TensorType& t, AotModule::Role role) {
+      const std::string& c_name = c_name_of.at(name);
+      Buffer b = MakeBuffer(c_name, t.dtype, shape_exprs(t));
+      main_->params.push_back(MakeVar(c_name, DataType::Handle()));
+      main_->param_buffers.push_back(b);
+      buffers_[name] = b;
+      aot_.params.push_back({name, c_name, role, t});
+    };
+    for (const auto& [name, type] : g_.inputs) add_param(name, type, AotModule::Role::kInput);
+    for (const auto& [name, array] : g_.constants) add_param(name, TensorType{array.dtype, array.shape}, AotModule::Role::kConstant);
+    check_state_use(g_);
+    for (const auto& [name, array] : g_.state) add_param(name, TensorType{array.dtype, array.shape}, AotModule::Role::kState);
+    for (const auto& out : g_.outputs) {
+      if (buffers_.count(out)) continue;  // an input or constant returned as is: already a parameter
+      add_param(out, g_.type_of(out), AotModule::Role::kOutput);
+    }
+  }
 
   // Each device instance's context is a handle parameter of main, after the outputs;
   // the hooks bracket its first and last use.
-  std::map<std::string, Var> contexts;
-  std::map<std::string, std::pair<size_t, size_t>> uses;  // instance -> first, last group
-  for (size_t i = 0; i < groups.size(); ++i) {
-    const std::string& device = g.nodes[groups[i].nodes.front()].device;
-    if (device.empty()) continue;
-    if (!contexts.count(device)) contexts[device] = MakeVar(device, DataType::Handle()), uses[device] = {i, i};
-    uses[device].second = i;
+  void declare_device_contexts(const std::vector<FusedGroup>& groups) {
+    for (size_t i = 0; i < groups.size(); ++i) {
+      const std::string& device = g_.nodes[groups[i].nodes.front()].device;
+      if (device.empty()) continue;
+      if (!contexts_.count(device)) contexts_[device] = MakeVar(device, DataType::Handle()), uses_[device] = {i, i};
+      uses_[device].second = i;
+    }
+    for (const auto& [device, var] : contexts_) {
+      aot_.devices.push_back(device);
+      main_->params.push_back(var);
+      main_->param_buffers.push_back(nullptr);
+    }
   }
-  for (const auto& [device, var] : contexts) {
-    aot.devices.push_back(device);
-    main->params.push_back(var);
-    main->param_buffers.push_back(nullptr);
-  }
+
   // `rc = call; if rc != 0: return rc`, with the call marked as a device call.
-  auto device_call = [&](const std::string& device, const std::string& symbol, std::vector<Expr> args) {
+  Stmt device_call(const std::string& device, const std::string& symbol, std::vector<Expr> args) const {
     args.insert(args.begin(), StringImm(symbol));
-    args.push_back(contexts.at(device));
+    args.push_back(contexts_.at(device));
     Var rc = MakeVar("device_rc", DataType::Int(32));
     Expr call = Call(DataType::Int(32), "call_extern", std::move(args), Attrs{{kResourceHandleAttr, true}});
     Stmt fail = Evaluate(Call(DataType::Int(32), "tvm_return", {rc}));
     return LetStmt(rc, call, IfThenElse(Binary(ExprKind::NE, rc, IntImm(DataType::Int(32), 0)), fail));
-  };
-  auto hook = [&](const std::string& device, const char* which) {
+  }
+  Stmt hook(const std::string& device, const char* which) const {
     return device_call(device, device_kind_of(device).hook_prefix + which, {});
-  };
+  }
 
-  // One call per group, where its last node was, and a buffer for each group's result.
-  std::vector<Stmt> calls;
-  std::vector<Buffer> intermediates;
-  std::vector<Buffer> views;  // declared after the allocations, on their memory
   // A view node's result: the buffer of its input under the node's shape, created when
   // a kernel first reads it (its input's producer has run by then).
-  std::map<std::string, size_t> view_node;
-  for (size_t i = 0; i < g.nodes.size(); ++i)
-    if (view[i]) view_node[g.nodes[i].name] = i;
-  std::function<Buffer(const std::string&)> buffer_of = [&](const std::string& name) -> Buffer {
-    auto it = buffers.find(name);
-    if (it != buffers.end()) return it->second;
-    const GraphNode& node = g.nodes[view_node.at(name)];
+  Buffer buffer_of(const std::string& name) {
+    auto it = buffers_.find(name);
+    if (it != buffers_.end()) return it->second;
+    const GraphNode& node = g_.nodes[view_node_.at(name)];
     Buffer base = buffer_of(node.inputs[0]);
-    auto v = std::make_shared<BufferNode>(*MakeBuffer(node_ids.at(name), node.type.dtype, shape_exprs(node.type)));
+    auto v = std::make_shared<BufferNode>(*MakeBuffer(node_ids_.at(name), node.type.dtype, shape_exprs(node.type)));
     v->data = base->data;
     v->elem_offset = base->elem_offset;
-    buffers[name] = v;
-    views.push_back(v);
+    buffers_[name] = v;
+    views_.push_back(v);
     return v;
-  };
-  for (size_t gi = 0; gi < groups.size(); ++gi) {
-    const FusedGroup& group = groups[gi];
-    const int stage = stage_of[group.nodes.front()];
+  }
+
+  // The buffer of a group's result: a parameter, or a new allocation of main.
+  const Buffer& result_buffer(const std::string& name, const TensorType& t) {
+    if (!buffers_.count(name)) {
+      Buffer b = MakeBuffer(node_ids_.at(name), t.dtype, shape_exprs(t));
+      buffers_[name] = b;
+      intermediates_.push_back(b);
+    }
+    return buffers_.at(name);
+  }
+
+  // One call per group, where its last node was: the kernel by call_tir, a device
+  // kernel between its hooks, or a whole patch stage where its last layer was (the
+  // stage's other layers have no call).
+  void call_group(size_t gi, const FusedGroup& group) {
+    const int stage = stage_of_[group.nodes.front()];
     if (stage >= 0) {
-      // The whole stage runs where its last layer was; the other layers have no call.
-      const PatchStage& patch = patches.stages[stage];
+      const PatchStage& patch = patches_.stages[stage];
       const size_t last = patch.nodes.back();
-      if (group.nodes.front() != last) continue;
-      const GraphNode& node = g.nodes[last];
-      if (!buffers.count(node.name)) {
-        Buffer b = MakeBuffer(node_ids.at(node.name), node.type.dtype, shape_exprs(node.type));
-        buffers[node.name] = b;
-        intermediates.push_back(b);
-      }
-      for (Stmt& call : patch_stage_calls(g, patch, prefix, buffer_of, buffers.at(node.name), taken, aot, intermediates, node_ids))
-        calls.push_back(std::move(call));
-      continue;
+      if (group.nodes.front() != last) return;
+      const GraphNode& node = g_.nodes[last];
+      const Buffer& result = result_buffer(node.name, node.type);
+      auto reader = [this](const std::string& name) { return buffer_of(name); };
+      for (Stmt& call : patch_stage_calls(g_, patch, prefix_, reader, result, taken_, aot_, intermediates_, node_ids_))
+        calls_.push_back(std::move(call));
+      return;
     }
     PrimFunc func = group.func;
     // A tensor read twice (mul(x, x)) reaches the kernel through two parameters: the
@@ -400,57 +418,76 @@ AotModule build_aot(const Graph& g, const AotOptions& options) {
       shared->attrs["tir.noalias"] = false;
       func = shared;
     }
-    aot.module.functions.emplace_back(group.fname, func);
-    for (size_t k : group.nodes) aot.kernel_of[g.nodes[k].name] = group.fname;
-    const std::string& result = g.nodes[group.nodes.back()].name;
-    if (!buffers.count(result)) {
-      const TensorType& t = g.nodes[group.nodes.back()].type;
-      Buffer b = MakeBuffer(node_ids.at(result), t.dtype, shape_exprs(t));
-      buffers[result] = b;
-      intermediates.push_back(b);
-    }
-    const std::string& device = g.nodes[group.nodes.front()].device;
+    aot_.module.functions.emplace_back(group.fname, func);
+    for (size_t k : group.nodes) aot_.kernel_of[g_.nodes[k].name] = group.fname;
+    const GraphNode& last = g_.nodes[group.nodes.back()];
+    const Buffer result = result_buffer(last.name, last.type);
+    const std::string& device = g_.nodes[group.nodes.front()].device;
     if (!device.empty()) {
       std::vector<Expr> args;
       for (const auto& in : group.inputs) args.push_back(address(buffer_of(in)));
-      args.push_back(address(buffers.at(result)));
-      if (uses[device].first == gi) calls.push_back(hook(device, "Activate"));
-      calls.push_back(hook(device, "Open"));
-      calls.push_back(device_call(device, group.fname, std::move(args)));
-      calls.push_back(hook(device, "Close"));
-      if (uses[device].second == gi) calls.push_back(hook(device, "Deactivate"));
-      continue;
+      args.push_back(address(result));
+      if (uses_[device].first == gi) calls_.push_back(hook(device, "Activate"));
+      calls_.push_back(hook(device, "Open"));
+      calls_.push_back(device_call(device, group.fname, std::move(args)));
+      calls_.push_back(hook(device, "Close"));
+      if (uses_[device].second == gi) calls_.push_back(hook(device, "Deactivate"));
+      return;
     }
     std::vector<Expr> args = {StringImm(group.fname)};
     for (const auto& in : group.inputs) args.push_back(whole(buffer_of(in)));
-    args.push_back(whole(buffers.at(result)));
+    args.push_back(whole(result));
     Attrs call_attrs;
     int64_t mask = 0;
     for (size_t k : group.may_overwrite) mask |= k < 62 ? int64_t{1} << k : 0;
     if (mask) call_attrs[kMayOverwriteAttr] = mask;
-    calls.push_back(Evaluate(Call(DataType::Int(32), "call_tir", std::move(args), std::move(call_attrs))));
+    calls_.push_back(Evaluate(Call(DataType::Int(32), "call_tir", std::move(args), std::move(call_attrs))));
   }
-  // A view read by no kernel (its only reader was another view that nothing reads)
-  // needs no declaration; the others are declared inside the allocations they view.
-  Stmt body = SeqStmt(calls);
-  for (size_t i = views.size(); i-- > 0;) body = DeclBuffer(views[i], body);
-  for (size_t i = intermediates.size(); i-- > 0;) body = Allocate(intermediates[i], "global", body);
-  main->body = body;
-  main->attrs["global_symbol"] = aot.main;
-  mark_io_params(g, aot.params, main.get());
-  if (!patches.stages.empty()) {
-    main->attrs[kPatchWholeTensorBoundAttr] = patches.whole_tensor_bound;
-    main->attrs[kPatchBoundAttr] = patches.patched_bound;
-    std::string described;
-    for (const PatchStage& s : patches.stages)
-      described += (described.empty() ? "" : "; ") + g.nodes[s.nodes.front()].name + ".." + g.nodes[s.nodes.back()].name +
-                   " in " + std::to_string(s.bands.size()) + " bands, " + std::to_string(s.recomputed_macs) +
-                   " MACs recomputed";
-    main->attrs[kPatchStagesAttr] = described;
+
+  // The calls inside the allocations, main's attributes, and main into the module.
+  void finish() {
+    // A view read by no kernel (its only reader was another view that nothing reads)
+    // needs no declaration; the others are declared inside the allocations they view.
+    Stmt body = SeqStmt(calls_);
+    for (size_t i = views_.size(); i-- > 0;) body = DeclBuffer(views_[i], body);
+    for (size_t i = intermediates_.size(); i-- > 0;) body = Allocate(intermediates_[i], "global", body);
+    main_->body = body;
+    main_->attrs["global_symbol"] = aot_.main;
+    mark_io_params(g_, aot_.params, main_.get());
+    if (!patches_.stages.empty()) {
+      main_->attrs[kPatchWholeTensorBoundAttr] = patches_.whole_tensor_bound;
+      main_->attrs[kPatchBoundAttr] = patches_.patched_bound;
+      std::string described;
+      for (const PatchStage& s : patches_.stages)
+        described += (described.empty() ? "" : "; ") + g_.nodes[s.nodes.front()].name + ".." +
+                     g_.nodes[s.nodes.back()].name + " in " + std::to_string(s.bands.size()) + " bands, " +
+                     std::to_string(s.recomputed_macs) + " MACs recomputed";
+      main_->attrs[kPatchStagesAttr] = described;
+    }
+    main_->attrs["tir.noalias"] = true;
+    aot_.module.functions.emplace_back(aot_.main, main_);
   }
-  main->attrs["tir.noalias"] = true;
-  aot.module.functions.emplace_back(aot.main, main);
-  return aot;
-}
+
+  const Graph& g_;
+  const AotOptions& options_;
+  const std::string prefix_;
+  AotModule aot_;
+  std::shared_ptr<PrimFuncNode> main_;
+  std::map<std::string, Buffer> buffers_;  // graph name -> buffer of main
+  NodeIds node_ids_;
+  PatchPlan patches_;
+  std::vector<int> stage_of_;  // node -> its patch stage, or -1
+  std::set<std::string> taken_;  // function names
+  std::map<std::string, Var> contexts_;  // device instance -> its context parameter
+  std::map<std::string, std::pair<size_t, size_t>> uses_;  // instance -> first, last group
+  std::map<std::string, size_t> view_node_;  // a view node's name -> its index
+  std::vector<Stmt> calls_;
+  std::vector<Buffer> intermediates_;
+  std::vector<Buffer> views_;  // declared after the allocations, on their memory
+};
+
+}  // namespace
+
+AotModule build_aot(const Graph& g, const AotOptions& options) { return AotMainBuilder(g, options).build(); }
 
 }  // namespace mtir

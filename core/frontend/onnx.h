@@ -7,7 +7,7 @@
 //
 // Two halves: the converter works on a protobuf-free model (onnx_model.h) and is part
 // of the core, wasm build included (the page decodes the protobuf with protobufjs and
-// hands the model over as JSON, onnx_model_json.h); reading the protobuf file
+// hands the model over as JSON, wasm/onnx_import.h); reading the protobuf file
 // (read_onnx_model, load_onnx, load_onnx_tensor) needs libonnx's generated classes and
 // lives in its own native library (microtir_onnx, onnx_proto.cc).
 #pragma once

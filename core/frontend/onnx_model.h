@@ -1,6 +1,6 @@
 // An ONNX model in memory, independent of protobuf: what the converter (onnx_convert.h)
 // reads. Natively it is filled from libonnx's generated classes (onnx_proto.cc, the only
-// file that sees them); in the wasm build from JSON (onnx_model_json.cc) that the page
+// file that sees them); in the wasm build from JSON (wasm/onnx_import.cc) that the page
 // decodes with protobufjs (web/src/onnx_import.js). So both run one converter.
 //
 // It keeps what the converter looks at, nothing more: a graph attribute, a sparse

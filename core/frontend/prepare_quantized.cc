@@ -41,7 +41,7 @@ bool per_channel(const json& attrs) {
   return false;
 }
 
-// smmlar_requant (ops/qconv.cc, requantize_channel): where a negative accumulator always
+// smmlar_requant (ops/qconv_gemm.cc, requantize_channel): where a negative accumulator always
 // ends at the output's lower bound (ReLU: the bound at least the zero point), the
 // smlal_requant table (M, s, R) becomes (2M - 2^32, s + 1, 2R), one SMMLAR per output.
 // Exact while SMMLAR's rounded high word 2R + floor((x * M + 2^30) / 2^31) fits int32:
@@ -94,7 +94,7 @@ void prepare_matmul_node(Graph& g, GraphNode& node, const ScheduleOptions& opts,
 
   // Per-channel multipliers and shifts (TFLite's QuantizeMultiplier) as an int32 table:
   // [O, 3] (multiplier, r - 1, 1 << (r - 2)) when every channel's right shift r is at
-  // least 2, [O, 2] (multiplier, shift) otherwise (see ops/qconv.cc).
+  // least 2, [O, 2] (multiplier, shift) otherwise (see ops/qconv_gemm.cc).
   std::vector<std::string> extra;
   if (per_channel(node.attrs)) {
     double in_scale = number_or(node.attrs, "input_scale", 1.0), out_scale = number_or(node.attrs, "output_scale", 1.0);
@@ -121,7 +121,7 @@ void prepare_matmul_node(Graph& g, GraphNode& node, const ScheduleOptions& opts,
       if (high_word) table.set_int(columns * c + 2, (int64_t{1} << (right - 2)) + (fold_zo ? zo * (int64_t{1} << (right - 1)) : 0));
     }
     sched["fold_output_zero_point"] = fold_zo;
-    // smlal_requant (ops/qconv.cc, smlal_requantize): exact when every multiplier is above
+    // smlal_requant (ops/qconv_gemm.cc, smlal_requantize): exact when every multiplier is above
     // 2^30 (QuantizeMultiplier's range is [2^30, 2^31); 2^30 itself is an exact power of two).
     bool smlal = opts.smlal_requant && high_word;
     for (int64_t c = 0; c < channels && smlal; ++c) smlal = ms[c].multiplier > (int64_t{1} << 30);

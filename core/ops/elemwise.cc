@@ -17,38 +17,18 @@ using json = nlohmann::json;
 TensorType infer_broadcast(const std::string& op, const std::vector<TensorType>& in, const json& attrs) {
   AttrReader r(op, attrs, {});
   check_inputs(op, in, 2, {"lhs", "rhs"}, Dtypes::kNumeric);
-  const auto& a = in[0].shape;
-  const auto& b = in[1].shape;
-  size_t rank = std::max(a.size(), b.size());
-  std::vector<int64_t> out(rank);
-  for (size_t k = 0; k < rank; ++k) {
-    int64_t da = k < rank - a.size() ? 1 : a[k - (rank - a.size())];
-    int64_t db = k < rank - b.size() ? 1 : b[k - (rank - b.size())];
-    if (da != db && da != 1 && db != 1)
-      fail(op, "shapes " + shape_str(a) + " and " + shape_str(b) + " cannot be broadcast together (dimension " +
-                   std::to_string(k) + " of the result: " + std::to_string(da) + " vs " + std::to_string(db) + ")");
-    out[k] = std::max(da, db);
-  }
-  return TensorType{in[0].dtype, out};
+  return TensorType{in[0].dtype, broadcast_shape(op, in[0].shape, in[1].shape)};
 }
 
-// The indices into an operand of `shape` broadcast to `out_idx` (right-aligned).
-std::vector<Expr> broadcast_index(const std::vector<int64_t>& shape, const std::vector<int64_t>& out_shape,
-                                  const std::vector<Expr>& out_idx) {
-  std::vector<Expr> idx;
-  size_t off = out_shape.size() - shape.size();
-  for (size_t k = 0; k < shape.size(); ++k)
-    idx.push_back(shape[k] == 1 ? ci(0) : out_idx[k + off]);
-  return idx;
-}
+using BinaryFn = std::function<Expr(Expr, Expr)>;
 
-OpDef binary_op(const std::string& name, ExprKind kind) {
+OpDef binary_op(const std::string& name, BinaryFn fn) {
   OpDef d;
   d.name = name;
   d.sharing = OutputSharing::kElementwise;
   d.infer = [name](const std::vector<TensorType>& in, const json& attrs) { return infer_broadcast(name, in, attrs); };
-  d.build = [kind](const std::string& fname, const std::vector<TensorType>& in, const TensorType& out,
-                   const json&) {
+  d.build = [fn](const std::string& fname, const std::vector<TensorType>& in, const TensorType& out,
+                 const json&) {
     FuncBuilder fb;
     Buffer a = fb.param("lhs", in[0].shape, in[0].dtype);
     Buffer b = fb.param("rhs", in[1].shape, in[1].dtype);
@@ -58,9 +38,19 @@ OpDef binary_op(const std::string& name, ExprKind kind) {
     for (size_t k = 0; k < out.shape.size(); ++k) idx.push_back(nest.axis("i" + std::to_string(k), out.shape[k]));
     Expr va = load(a, broadcast_index(in[0].shape, out.shape, idx));
     Expr vb = load(b, broadcast_index(in[1].shape, out.shape, idx));
-    return fb.finish(fname, nest.wrap(store(o, Binary(kind, va, vb), idx)));
+    return fb.finish(fname, nest.wrap(store(o, fn(va, vb), idx)));
   };
   return d;
+}
+
+OpDef binary_op(const std::string& name, ExprKind kind) {
+  return binary_op(name, [kind](Expr a, Expr b) { return Binary(kind, std::move(a), std::move(b)); });
+}
+
+// C's trunc(a / b) on floats: toward zero.
+Expr trunc_div(Expr a, Expr b) {
+  Expr q = fdiv(std::move(a), std::move(b));
+  return Select(lt(q, cv(q->dtype, 0)), call("ceil", {q}), call("floor", {q}));
 }
 
 // ---- unary ops ------------------------------------------------------------------
@@ -106,14 +96,67 @@ void register_elemwise_ops(std::vector<OpDef>& ops) {
   // result is the second operand.
   ops.push_back(binary_op("maximum", ExprKind::Max));
   ops.push_back(binary_op("minimum", ExprKind::Min));
+  ops.push_back(binary_op("squared_difference", [](Expr a, Expr b) {
+    Expr d = sub(std::move(a), std::move(b));
+    return mul(d, d);
+  }));
+  // TFLite's FLOOR_DIV and FLOOR_MOD: floor(a / b) on floats; on integers the floored
+  // division and the remainder with the divisor's sign.
+  ops.push_back(binary_op("floor_div", [](Expr a, Expr b) {
+    return a->dtype.is_float() ? call("floor", {fdiv(a, b)}) : floordiv(a, b);
+  }));
+  // On floats std::fmod (exact), then moved to the divisor's sign; fmod is a - trunc(a /
+  // b) * b computed in float64, exact while |a / b| < 2^29.
+  ops.push_back(binary_op("floor_mod", [](Expr a, Expr b) -> Expr {
+    if (!a->dtype.is_float()) return floormod(a, b);
+    const DataType t = a->dtype, f64 = DataType::Float(64);
+    Expr a64 = Cast(f64, a), b64 = Cast(f64, b);
+    Expr m = Cast(t, sub(a64, mul(trunc_div(a64, b64), b64)));
+    Expr zero = cv(t, 0);
+    Expr wrong_sign = and_(Binary(ExprKind::NE, m, zero), Binary(ExprKind::NE, lt(b, zero), lt(m, zero)));
+    return Select(wrong_sign, add(m, b), m);
+  }));
   ops.push_back(unary_op(
       "relu", {}, nullptr, [](Expr x, const AttrReader&) { return max_(x, cv(x->dtype, 0)); }, Dtypes::kNumeric));
   // The float math intrinsics take float32 and float64 (expf or exp in C).
-  for (const char* fn : {"sigmoid", "tanh", "exp", "sqrt"}) {
+  for (const char* fn : {"sigmoid", "tanh", "exp", "sqrt", "log", "sin", "cos", "floor", "ceil"}) {
     std::string intrinsic = fn;
     ops.push_back(unary_op(
         fn, {}, nullptr, [intrinsic](Expr x, const AttrReader&) { return call(intrinsic, {x}); }, Dtypes::kFloat));
   }
+  ops.push_back(unary_op(
+      "square", {}, nullptr, [](Expr x, const AttrReader&) { return mul(x, x); }, Dtypes::kFloat));
+  ops.push_back(unary_op(
+      "rsqrt", {}, nullptr,
+      [](Expr x, const AttrReader&) { return fdiv(cv(x->dtype, 1), call("sqrt", {x})); }, Dtypes::kFloat));
+  // Half to even (ONNX's Round, TFLite's RoundToNearest): floor, then up past the half
+  // and at the half from an odd floor.
+  ops.push_back(unary_op(
+      "round", {}, nullptr,
+      [](Expr x, const AttrReader&) {
+        Expr f = call("floor", {x}), half = cv(x->dtype, 0.5), d = sub(x, f);
+        Expr odd = Binary(ExprKind::NE, sub(f, mul(cv(x->dtype, 2), call("floor", {mul(f, half)}))), cv(x->dtype, 0));
+        Expr up = Binary(ExprKind::Or, Binary(ExprKind::GT, d, half), and_(Binary(ExprKind::EQ, d, half), odd));
+        return Select(up, add(f, cv(x->dtype, 1)), f);
+      },
+      Dtypes::kFloat));
+  // x * min(6, max(0, x + 3)) / 6, in TFLite's order.
+  ops.push_back(unary_op(
+      "hard_swish", {}, nullptr,
+      [](Expr x, const AttrReader&) {
+        Expr relu6 = min_(max_(add(x, cv(x->dtype, 3)), cv(x->dtype, 0)), cv(x->dtype, 6));
+        return fdiv(mul(x, relu6), cv(x->dtype, 6));
+      },
+      Dtypes::kFloat32));
+  // x below 0: exp(x) - 1 in float64, so that it keeps expm1's relative precision near 0.
+  ops.push_back(unary_op(
+      "elu", {}, nullptr,
+      [](Expr x, const AttrReader&) {
+        const DataType f64 = DataType::Float(64);
+        Expr em1 = Cast(x->dtype, sub(call("exp", {Cast(f64, x)}), cv(f64, 1)));
+        return Select(lt(x, cv(x->dtype, 0)), em1, x);
+      },
+      Dtypes::kFloat32));
   ops.push_back(unary_op(
       "abs", {}, nullptr, [](Expr x, const AttrReader&) { return call("abs", {x}); }, Dtypes::kNumeric));
   ops.push_back(unary_op(

@@ -17,7 +17,8 @@ constexpr int32_t kMin = std::numeric_limits<int32_t>::min();
 
 int32_t wrap(int64_t v) { return static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint64_t>(v))); }
 
-// x * 2^exponent with saturation (exponent > 0) or a rounding divide (exponent < 0).
+}  // namespace
+
 int32_t multiply_by_pot(int32_t x, int exponent) {
   if (exponent <= 0) return divide_by_pot(x, -exponent);
   const int64_t limit = (int64_t{1} << (31 - exponent)) - 1;
@@ -25,6 +26,8 @@ int32_t multiply_by_pot(int32_t x, int exponent) {
   if (x < -limit) return kMin;
   return wrap(int64_t{x} * (int64_t{1} << exponent));
 }
+
+namespace {
 
 int32_t one(int integer_bits) { return integer_bits == 0 ? kMax : int32_t{1} << (31 - integer_bits); }
 

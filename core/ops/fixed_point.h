@@ -16,6 +16,8 @@ namespace fixed_point {
 // SaturatingRoundingDoublingHighMul and RoundingDivideByPOT (exponent in [0, 31]).
 int32_t doubling_high_mul(int32_t a, int32_t b);
 int32_t divide_by_pot(int32_t x, int exponent);
+// SaturatingRoundingMultiplyByPOT: x * 2^exponent saturated (exponent > 0), else rounded.
+int32_t multiply_by_pot(int32_t x, int exponent);
 // exp(a) for a <= 0 with `integer_bits` integer bits in, 0 out (exp_on_negative_values).
 int32_t exp_on_negative_values(int32_t a, int integer_bits);
 // gemmlowp's logistic and tanh with 0 integer bits out.

@@ -308,6 +308,29 @@ Buffer scratch(const std::string& name, const std::vector<int64_t>& shape, DataT
   return MakeBuffer(name, dtype, shape_exprs(shape));
 }
 
+std::vector<int64_t> broadcast_shape(const std::string& op, const std::vector<int64_t>& a,
+                                     const std::vector<int64_t>& b) {
+  size_t rank = std::max(a.size(), b.size());
+  std::vector<int64_t> out(rank);
+  for (size_t k = 0; k < rank; ++k) {
+    int64_t da = k < rank - a.size() ? 1 : a[k - (rank - a.size())];
+    int64_t db = k < rank - b.size() ? 1 : b[k - (rank - b.size())];
+    if (da != db && da != 1 && db != 1)
+      fail(op, "shapes " + shape_str(a) + " and " + shape_str(b) + " cannot be broadcast together (dimension " +
+                   std::to_string(k) + " of the result: " + std::to_string(da) + " vs " + std::to_string(db) + ")");
+    out[k] = std::max(da, db);
+  }
+  return out;
+}
+
+std::vector<Expr> broadcast_index(const std::vector<int64_t>& shape, const std::vector<int64_t>& out_shape,
+                                  const std::vector<Expr>& out_idx) {
+  std::vector<Expr> idx;
+  size_t off = out_shape.size() - shape.size();
+  for (size_t k = 0; k < shape.size(); ++k) idx.push_back(shape[k] == 1 ? ci(0) : out_idx[k + off]);
+  return idx;
+}
+
 std::vector<Expr> unflatten(const Expr& flat, const std::vector<int64_t>& shape) {
   std::vector<Expr> idx(shape.size());
   int64_t stride = 1;

@@ -121,6 +121,15 @@ Buffer scratch(const std::string& name, const std::vector<int64_t>& shape, DataT
 // Indices of an element of a row-major tensor of `shape` from a flat index.
 std::vector<Expr> unflatten(const Expr& flat, const std::vector<int64_t>& shape);
 
+// numpy broadcasting (trailing axes aligned; TFLite's too): the shape of the result, or a
+// user error naming both shapes and the dimension that does not fit.
+std::vector<int64_t> broadcast_shape(const std::string& op, const std::vector<int64_t>& a,
+                                     const std::vector<int64_t>& b);
+// The indices into an operand of `shape` broadcast to `out_idx` (right-aligned; size-1
+// axes read index 0).
+std::vector<Expr> broadcast_index(const std::vector<int64_t>& shape, const std::vector<int64_t>& out_shape,
+                                  const std::vector<Expr>& out_idx);
+
 // Registration of each family of ops (called once by all_op_defs()).
 void register_nn_ops(std::vector<OpDef>& ops);
 void register_pool_ops(std::vector<OpDef>& ops);
@@ -137,6 +146,11 @@ void register_space_batch_ops(std::vector<OpDef>& ops);  // space_batch.cc
 void register_index_map_ops(std::vector<OpDef>& ops);    // index_map.cc: reverse, broadcast_to
 void register_gather_ops(std::vector<OpDef>& ops);
 void register_resize_ops(std::vector<OpDef>& ops);
+void register_qactivation_ops(std::vector<OpDef>& ops);
+void register_prelu_ops(std::vector<OpDef>& ops);
+void register_qsquared_difference_ops(std::vector<OpDef>& ops);
+void register_compare_ops(std::vector<OpDef>& ops);
+void register_reduce_ops(std::vector<OpDef>& ops);
 void register_variable_ops(std::vector<OpDef>& ops);  // variable.cc: read_variable, assign_variable
 
 }  // namespace ops

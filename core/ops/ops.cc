@@ -35,6 +35,11 @@ const std::vector<OpDef>& all_op_defs() {
     ops::register_index_map_ops(v);
     ops::register_gather_ops(v);
     ops::register_resize_ops(v);
+    ops::register_qactivation_ops(v);
+    ops::register_prelu_ops(v);
+    ops::register_qsquared_difference_ops(v);
+    ops::register_compare_ops(v);
+    ops::register_reduce_ops(v);
     ops::register_variable_ops(v);
     // Every output must be indexable with int32 loop variables.
     for (auto& d : v) {

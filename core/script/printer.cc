@@ -494,7 +494,7 @@ class Printer {
   }
 
   // The `stop` of T.serial(min, stop) that the parser turns back into `extent`
-  // (see range_extent in parser.cc): folded constants, `x` for extent `x - min`
+  // (see range_extent in parser_stmt.cc): folded constants, `x` for extent `x - min`
   // when the parser would not read `x` another way, else `min + extent`.
   std::string loop_stop(const Expr& min, const Expr& extent) {
     const int64_t* a = as_const_int(min);

@@ -288,25 +288,33 @@ PrimFunc small_allocations_on_stack(const PrimFunc& f) {
   return g;
 }
 
-Planned plan(const PrimFunc& f, const IRModule& m, int64_t alignment, bool reuse_io) {
-  // The allocations at the top, and what they wrap. An allocation whose pointer the
-  // body uses directly (T.tvm_make_tensor(B.data, ...), or a view declared on it in the
-  // body as TVM's T.allocate + T.decl_buffer do) keeps its own memory: a view into the
-  // pool has no pointer variable of its own. A plain view declared right after the
-  // allocations (plain_view) is the allocation's memory under another shape: it moves
-  // into the pool with it.
+// The allocations at the top of a function and what they wrap. An allocation whose
+// pointer the body uses directly (T.tvm_make_tensor(B.data, ...), or a view declared on
+// it in the body as TVM's T.allocate + T.decl_buffer do) keeps its own memory: a view
+// into the pool has no pointer variable of its own. A plain view declared right after
+// the allocations (plain_view) is the allocation's memory under another shape: it moves
+// into the pool with it.
+struct TopAllocations {
+  Stmt body;                                 // under the allocations
+  std::vector<const DeclBufferNode*> views;  // declared right after them
+  std::vector<Buffer> plannable;             // go into the pools
+  std::vector<const AllocateNode*> kept;     // stay as they are, around the planned pools
+  std::vector<Stmt> steps;                   // the statements under the views
+};
+
+TopAllocations top_allocations(const PrimFunc& f) {
+  TopAllocations top;
   std::vector<const AllocateNode*> chain;
-  Stmt body = f->body;
-  while (const auto* a = as<AllocateNode>(body)) {
+  top.body = f->body;
+  while (const auto* a = as<AllocateNode>(top.body)) {
     chain.push_back(a);
-    body = a->body;
+    top.body = a->body;
   }
   std::map<const VarNode*, Buffer> alloc_of_data;
   for (const AllocateNode* a : chain) alloc_of_data[a->buffer->data.get()] = a->buffer;
-  std::vector<const DeclBufferNode*> top_views;
-  Stmt inner = body;
+  Stmt inner = top.body;
   while (const auto* d = as<DeclBufferNode>(inner)) {
-    top_views.push_back(d);
+    top.views.push_back(d);
     inner = d->body;
   }
   struct PointerUses : Visitor {
@@ -318,149 +326,184 @@ Planned plan(const PrimFunc& f, const IRModule& m, int64_t alignment, bool reuse
     }
   } pointer_uses;
   pointer_uses.visit(inner);
-  for (const DeclBufferNode* d : top_views) {
+  for (const DeclBufferNode* d : top.views) {
     auto a = alloc_of_data.find(d->buffer->data.get());
     if (a != alloc_of_data.end() && !plain_view(d->buffer, a->second)) pointer_uses.vars.insert(a->first);
   }
-  std::vector<Buffer> allocs;
-  std::vector<const AllocateNode*> kept;  // stay as they are, around the planned pools
   for (const AllocateNode* a : chain) {
     int64_t n;
     bool plannable = a->scope == "global" && const_num_elements(a->buffer, &n) && a->buffer->strides.empty() &&
                      !pointer_uses.vars.count(a->buffer->data.get());
-    if (plannable) allocs.push_back(a->buffer);
-    else kept.push_back(a);
+    if (plannable) top.plannable.push_back(a->buffer);
+    else top.kept.push_back(a);
   }
-  if (allocs.empty()) return {f, {}};
-  std::vector<Stmt> steps;
-  if (const auto* seq = as<SeqStmtNode>(inner)) steps = seq->seq;
-  else steps = {inner};
+  if (const auto* seq = as<SeqStmtNode>(inner)) top.steps = seq->seq;
+  else top.steps = {inner};
+  return top;
+}
 
-  // The first and last step that touches each pointer, in one walk over the steps (a
-  // view shares its allocation's pointer, so its uses count for the allocation).
+// The first and last step that touches each pointer, and the calls that may share an
+// output with an input, in one walk over the steps (a view shares its allocation's
+// pointer, so its uses count for the allocation).
+struct StepUses {
   std::map<const VarNode*, std::pair<int, int>> live;
   std::vector<CallSharing> sharings;
+};
+
+StepUses step_uses(const std::vector<Stmt>& steps, const IRModule& m) {
+  StepUses uses;
   for (size_t i = 0; i < steps.size(); ++i) {
     for (const VarNode* data : pointers_used(steps[i])) {
-      auto [it, inserted] = live.emplace(data, std::make_pair(static_cast<int>(i), static_cast<int>(i)));
+      auto [it, inserted] = uses.live.emplace(data, std::make_pair(static_cast<int>(i), static_cast<int>(i)));
       if (!inserted) it->second.second = static_cast<int>(i);
     }
-    for (CallSharing& c : call_sharings(steps[i], m)) sharings.push_back(std::move(c));
+    for (CallSharing& c : call_sharings(steps[i], m)) uses.sharings.push_back(std::move(c));
   }
+  return uses;
+}
 
-  // One pool per element type.
-  std::map<std::string, std::vector<Buffer>> groups;
-  for (const auto& b : allocs) groups[b->dtype.str()].push_back(b);
-  Rebind rebind;
-  std::vector<std::pair<Buffer, std::vector<Buffer>>> pools;  // pool, its views
-  int64_t total_pool = 0, total_bound = 0, total_shared_bound = 0;
-  int64_t total_io = 0;  // bytes of tensors placed in the model's I/O buffers
+// What the planned pools add up to, for the function's workspace attributes.
+struct PoolTotals {
+  int64_t pool = 0, bound = 0, shared_bound = 0;
+  int64_t io = 0;  // bytes of tensors placed in the model's I/O buffers
   // What the stack allocator takes for the pools: each is its own allocation, with a
   // 16-byte header and rounded up to 16 bytes.
-  int64_t total_blocks = 0;
+  int64_t blocks = 0;
   std::string algorithms;
-  Planned planned;
-  for (const auto& [dtype, buffers] : groups) {
-    std::vector<TensorLifetime> tensors;
-    std::map<const VarNode*, int> index_of;
-    for (const auto& b : buffers) {
-      int64_t n = 0;
-      const_num_elements(b, &n);
-      TensorLifetime t{b->name, n * b->dtype.bytes(), 0, 0};
-      auto range = live.find(b->data.get());
-      t.first_step = range == live.end() ? 0 : range->second.first;
-      t.last_step = range == live.end() ? 0 : range->second.second;
-      index_of[b->data.get()] = static_cast<int>(tensors.size());
-      tensors.push_back(t);
-    }
-    std::vector<SharingCandidate> candidates;
-    std::vector<const CallSharing*> sharing_of;
-    std::vector<bool> keep(tensors.size(), false);  // stays in the pool
-    for (const CallSharing& c : sharings) {
-      auto o = index_of.find(c.output), in = index_of.find(c.input);
-      if (o == index_of.end() || in == index_of.end()) continue;
-      candidates.push_back({o->second, in->second});
-      sharing_of.push_back(&c);
-      keep[o->second] = keep[in->second] = true;  // a sharing is decided in the pool
-    }
-    // -reuse-io-buffers=1: first the tensors that fit in the model's own I/O buffers.
-    std::vector<IoBuffer> ios;
-    std::vector<bool> in_io(tensors.size(), false);
-    if (reuse_io) {
-      ios = io_buffers(f, dtype, live, static_cast<int>(steps.size()));
-      in_io = place_in_io(ios, tensors, keep, alignment);
-      for (const IoBuffer& io : ios) check_io(io, tensors, alignment);
-    }
-    std::vector<TensorLifetime> pooled;
-    std::vector<int> pool_index(tensors.size(), -1);
-    for (size_t i = 0; i < tensors.size(); ++i) {
-      if (in_io[i]) continue;
-      pool_index[i] = static_cast<int>(pooled.size());
-      pooled.push_back(tensors[i]);
-    }
-    for (SharingCandidate& c : candidates) c = {pool_index[c.output], pool_index[c.input]};
-    PlannerOptions options;
-    options.alignment = alignment;
-    MemoryPlan p = plan_memory(pooled, options, candidates);
-    // The planner's own checker: two live tensors never share bytes, but for a sound
-    // sharing.
-    std::vector<std::string> problems = check_plan(pooled, p, alignment);
-    MTIR_ICHECK(problems.empty(), "invalid memory plan: " + (problems.empty() ? std::string() : problems[0]));
-    for (const SharingCandidate& s : p.shared)
-      for (size_t k = 0; k < candidates.size(); ++k)
-        if (candidates[k].output == s.output && candidates[k].input == s.input)
-          planned.overwriting[sharing_of[k]->callee].insert(sharing_of[k]->params.begin(), sharing_of[k]->params.end());
-    const DataType t = buffers[0]->dtype;
-    Buffer pool = MakeBuffer("workspace_" + dtype, t, {IntImm(DataType::Int(32), std::max<int64_t>(p.pool_size / t.bytes(), 1))});
-    std::vector<Buffer> views;
-    std::map<const VarNode*, std::pair<Var, int64_t>> place_of;  // allocation -> memory, element offset
-    for (size_t i = 0; i < buffers.size(); ++i)
-      if (pool_index[i] >= 0) place_of[buffers[i]->data.get()] = {pool->data, p.offsets[pool_index[i]] / t.bytes()};
-    for (const IoBuffer& io : ios) {
-      for (size_t k = 0; k < io.placed.size(); ++k) {
-        place_of[buffers[io.placed[k]]->data.get()] = {io.param->data, io.offsets[k] / t.bytes()};
-        total_io += tensors[io.placed[k]].size_bytes;
-      }
-    }
-    for (size_t i = 0; i < buffers.size(); ++i) {
-      auto v = std::make_shared<BufferNode>(*buffers[i]);
-      const auto& [data, offset] = place_of.at(buffers[i]->data.get());
-      v->data = data;
-      v->elem_offset = IntImm(DataType::Int(32), offset);
-      rebind.views[buffers[i].get()] = v;
-      views.push_back(v);
-    }
-    for (const DeclBufferNode* d : top_views) {
-      auto place = place_of.find(d->buffer->data.get());
-      if (place == place_of.end()) continue;
-      auto v = std::make_shared<BufferNode>(*d->buffer);
-      v->data = place->second.first;
-      v->elem_offset = IntImm(DataType::Int(32), place->second.second);
-      rebind.views[d->buffer.get()] = v;
-    }
-    // Every tensor of this type in the I/O buffers: no pool to allocate.
-    const bool pool_used = std::any_of(pool_index.begin(), pool_index.end(), [](int k) { return k >= 0; });
-    pools.push_back({pool_used ? pool : nullptr, views});
-    total_pool += p.pool_size;
-    if (pool_used) total_blocks += 16 + (std::max<int64_t>(p.pool_size, t.bytes()) + 15) / 16 * 16;
-    total_bound += p.lower_bound;
-    total_shared_bound += p.shared_lower_bound;
-    algorithms += (algorithms.empty() ? "" : ",") + p.algorithm;
+};
+
+// Each planned buffer (and each plain view declared on one) as a view at its place:
+// the pool or an I/O buffer, at an element offset. Records them in `rebind`; returns the
+// buffers' views, in order.
+std::vector<Buffer> place_views(const std::vector<Buffer>& buffers, const std::vector<const DeclBufferNode*>& top_views,
+                                const std::map<const VarNode*, std::pair<Var, int64_t>>& place_of, Rebind& rebind) {
+  std::vector<Buffer> views;
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    auto v = std::make_shared<BufferNode>(*buffers[i]);
+    const auto& [data, offset] = place_of.at(buffers[i]->data.get());
+    v->data = data;
+    v->elem_offset = IntImm(DataType::Int(32), offset);
+    rebind.views[buffers[i].get()] = v;
+    views.push_back(v);
   }
-  Stmt out = rebind.mutate(body);
+  for (const DeclBufferNode* d : top_views) {
+    auto place = place_of.find(d->buffer->data.get());
+    if (place == place_of.end()) continue;
+    auto v = std::make_shared<BufferNode>(*d->buffer);
+    v->data = place->second.first;
+    v->elem_offset = IntImm(DataType::Int(32), place->second.second);
+    rebind.views[d->buffer.get()] = v;
+  }
+  return views;
+}
+
+// One element type's tensors, planned: each in the pool or (-reuse-io-buffers=1) in a
+// model I/O buffer. Returns the pool (null when every tensor went to the I/O buffers)
+// and its views; records each buffer's view in `rebind` and the sharings the plan takes
+// in `planned`.
+std::pair<Buffer, std::vector<Buffer>> plan_pool(const PrimFunc& f, const std::string& dtype,
+                                                 const std::vector<Buffer>& buffers, const TopAllocations& top,
+                                                 const StepUses& uses, int64_t alignment, bool reuse_io,
+                                                 Rebind& rebind, Planned& planned, PoolTotals& totals) {
+  std::vector<TensorLifetime> tensors;
+  std::map<const VarNode*, int> index_of;
+  for (const auto& b : buffers) {
+    int64_t n = 0;
+    const_num_elements(b, &n);
+    TensorLifetime t{b->name, n * b->dtype.bytes(), 0, 0};
+    auto range = uses.live.find(b->data.get());
+    t.first_step = range == uses.live.end() ? 0 : range->second.first;
+    t.last_step = range == uses.live.end() ? 0 : range->second.second;
+    index_of[b->data.get()] = static_cast<int>(tensors.size());
+    tensors.push_back(t);
+  }
+  std::vector<SharingCandidate> candidates;
+  std::vector<const CallSharing*> sharing_of;
+  std::vector<bool> keep(tensors.size(), false);  // stays in the pool
+  for (const CallSharing& c : uses.sharings) {
+    auto o = index_of.find(c.output), in = index_of.find(c.input);
+    if (o == index_of.end() || in == index_of.end()) continue;
+    candidates.push_back({o->second, in->second});
+    sharing_of.push_back(&c);
+    keep[o->second] = keep[in->second] = true;  // a sharing is decided in the pool
+  }
+  // -reuse-io-buffers=1: first the tensors that fit in the model's own I/O buffers.
+  std::vector<IoBuffer> ios;
+  std::vector<bool> in_io(tensors.size(), false);
+  if (reuse_io) {
+    ios = io_buffers(f, dtype, uses.live, static_cast<int>(top.steps.size()));
+    in_io = place_in_io(ios, tensors, keep, alignment);
+    for (const IoBuffer& io : ios) check_io(io, tensors, alignment);
+  }
+  std::vector<TensorLifetime> pooled;
+  std::vector<int> pool_index(tensors.size(), -1);
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    if (in_io[i]) continue;
+    pool_index[i] = static_cast<int>(pooled.size());
+    pooled.push_back(tensors[i]);
+  }
+  for (SharingCandidate& c : candidates) c = {pool_index[c.output], pool_index[c.input]};
+  PlannerOptions options;
+  options.alignment = alignment;
+  MemoryPlan p = plan_memory(pooled, options, candidates);
+  // The planner's own checker: two live tensors never share bytes, but for a sound
+  // sharing.
+  std::vector<std::string> problems = check_plan(pooled, p, alignment);
+  MTIR_ICHECK(problems.empty(), "invalid memory plan: " + (problems.empty() ? std::string() : problems[0]));
+  for (const SharingCandidate& s : p.shared)
+    for (size_t k = 0; k < candidates.size(); ++k)
+      if (candidates[k].output == s.output && candidates[k].input == s.input)
+        planned.overwriting[sharing_of[k]->callee].insert(sharing_of[k]->params.begin(), sharing_of[k]->params.end());
+  const DataType t = buffers[0]->dtype;
+  Buffer pool = MakeBuffer("workspace_" + dtype, t, {IntImm(DataType::Int(32), std::max<int64_t>(p.pool_size / t.bytes(), 1))});
+  std::map<const VarNode*, std::pair<Var, int64_t>> place_of;  // allocation -> memory, element offset
+  for (size_t i = 0; i < buffers.size(); ++i)
+    if (pool_index[i] >= 0) place_of[buffers[i]->data.get()] = {pool->data, p.offsets[pool_index[i]] / t.bytes()};
+  for (const IoBuffer& io : ios) {
+    for (size_t k = 0; k < io.placed.size(); ++k) {
+      place_of[buffers[io.placed[k]]->data.get()] = {io.param->data, io.offsets[k] / t.bytes()};
+      totals.io += tensors[io.placed[k]].size_bytes;
+    }
+  }
+  std::vector<Buffer> views = place_views(buffers, top.views, place_of, rebind);
+  // Every tensor of this type in the I/O buffers: no pool to allocate.
+  const bool pool_used = std::any_of(pool_index.begin(), pool_index.end(), [](int k) { return k >= 0; });
+  totals.pool += p.pool_size;
+  if (pool_used) totals.blocks += 16 + (std::max<int64_t>(p.pool_size, t.bytes()) + 15) / 16 * 16;
+  totals.bound += p.lower_bound;
+  totals.shared_bound += p.shared_lower_bound;
+  totals.algorithms += (totals.algorithms.empty() ? "" : ",") + p.algorithm;
+  return {pool_used ? pool : nullptr, views};
+}
+
+Planned plan(const PrimFunc& f, const IRModule& m, int64_t alignment, bool reuse_io) {
+  const TopAllocations top = top_allocations(f);
+  if (top.plannable.empty()) return {f, {}};
+  const StepUses uses = step_uses(top.steps, m);
+  // One pool per element type.
+  std::map<std::string, std::vector<Buffer>> groups;
+  for (const auto& b : top.plannable) groups[b->dtype.str()].push_back(b);
+  Rebind rebind;
+  std::vector<std::pair<Buffer, std::vector<Buffer>>> pools;  // pool, its views
+  PoolTotals totals;
+  Planned planned;
+  for (const auto& [dtype, buffers] : groups)
+    pools.push_back(plan_pool(f, dtype, buffers, top, uses, alignment, reuse_io, rebind, planned, totals));
+  Stmt out = rebind.mutate(top.body);
   for (auto it = pools.rbegin(); it != pools.rend(); ++it) {
     for (auto v = it->second.rbegin(); v != it->second.rend(); ++v) out = DeclBuffer(*v, out, (*v)->span);
     if (it->first) out = Allocate(it->first, "global", out);
   }
-  for (auto it = kept.rbegin(); it != kept.rend(); ++it) out = Allocate((*it)->buffer, (*it)->scope, out, (*it)->span);
+  for (auto it = top.kept.rbegin(); it != top.kept.rend(); ++it)
+    out = Allocate((*it)->buffer, (*it)->scope, out, (*it)->span);
   auto g = std::make_shared<PrimFuncNode>(*f);
   g->body = out;
-  g->attrs["workspace.pool_bytes"] = total_pool;
-  g->attrs["workspace.block_bytes"] = total_blocks;
-  g->attrs["workspace.lower_bound_bytes"] = total_bound;
-  g->attrs["workspace.shared_lower_bound_bytes"] = total_shared_bound;
-  if (reuse_io) g->attrs["workspace.io_reused_bytes"] = total_io;
-  g->attrs["workspace.planner"] = algorithms;
+  g->attrs["workspace.pool_bytes"] = totals.pool;
+  g->attrs["workspace.block_bytes"] = totals.blocks;
+  g->attrs["workspace.lower_bound_bytes"] = totals.bound;
+  g->attrs["workspace.shared_lower_bound_bytes"] = totals.shared_bound;
+  if (reuse_io) g->attrs["workspace.io_reused_bytes"] = totals.io;
+  g->attrs["workspace.planner"] = totals.algorithms;
   g->attrs["workspace.alignment"] = alignment;
   planned.func = g;
   return planned;

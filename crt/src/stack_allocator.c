@@ -70,11 +70,66 @@ tvm_crt_error_t StackMemoryManager_Free(tvm_workspace_t* ws, void* ptr) {
 
 static tvm_workspace_t g_workspace;
 
+#ifdef TVM_CRT_SEPARATE_ALLOCATIONS
+/* Hosted builds under the sanitizers (run --target host with MICROTIR_HOST_SANITIZE):
+ * every block is its own heap allocation of exactly the bytes asked for, so an overrun
+ * past a kernel's workspace is an AddressSanitizer report instead of a write into the
+ * next block. The LIFO discipline and the byte counts are kept as in the arena. */
+#include <stdlib.h>
+typedef struct separate_block {
+  struct separate_block* previous;
+  void* data;
+  size_t bytes;
+} separate_block_t;
+static separate_block_t* g_separate_last;
+static size_t g_separate_used;
+
+static tvm_crt_error_t separate_allocate(size_t nbytes, void** out) {
+  separate_block_t* block = (separate_block_t*)malloc(sizeof(separate_block_t));
+  if (block == NULL) return kTvmErrorPlatformNoMemory;
+  /* malloc(0) may return NULL; one byte keeps a zero-sized workspace a valid pointer. */
+  block->data = malloc(nbytes > 0 ? nbytes : 1);
+  if (block->data == NULL) {
+    free(block);
+    return kTvmErrorPlatformNoMemory;
+  }
+  block->bytes = nbytes;
+  block->previous = g_separate_last;
+  g_separate_last = block;
+  g_separate_used += nbytes;
+  if (g_separate_used > g_workspace.peak) g_workspace.peak = g_separate_used;
+  *out = block->data;
+  return kTvmErrorNoError;
+}
+
+static tvm_crt_error_t separate_free(void* ptr) {
+  separate_block_t* block = g_separate_last;
+  separate_block_t* live;
+  if (ptr == NULL || block == NULL) return kTvmErrorWorkspaceFreeUnknown;
+  if (block->data != ptr) {
+    for (live = block->previous; live != NULL; live = live->previous)
+      if (live->data == ptr) return kTvmErrorWorkspaceFreeOrder;
+    return kTvmErrorWorkspaceFreeUnknown;
+  }
+  g_separate_last = block->previous;
+  g_separate_used -= block->bytes;
+  free(block->data);
+  free(block);
+  return kTvmErrorNoError;
+}
+#endif
+
 tvm_crt_error_t TVMCrtWorkspaceInit(uint8_t* buffer, size_t size) {
   return StackMemoryManager_Init(&g_workspace, buffer, size);
 }
 
-size_t TVMCrtWorkspaceUsed(void) { return (size_t)(g_workspace.top - g_workspace.base); }
+size_t TVMCrtWorkspaceUsed(void) {
+#ifdef TVM_CRT_SEPARATE_ALLOCATIONS
+  return g_separate_used + (g_separate_last != NULL); /* a live zero-byte block counts */
+#else
+  return (size_t)(g_workspace.top - g_workspace.base);
+#endif
+}
 size_t TVMCrtWorkspacePeak(void) { return g_workspace.peak; }
 
 /* "...out of workspace memory (N bytes requested)", written by hand: snprintf would link
@@ -104,8 +159,14 @@ void* TVMBackendAllocWorkspace(int device_type, int device_id, uint64_t nbytes, 
   (void)dtype_bits_hint;
   if (nbytes > (uint64_t)SIZE_MAX) {
     err = kTvmErrorPlatformNoMemory;
+  } else if (g_workspace.base == NULL) {
+    err = kTvmErrorWorkspaceNotInitialized;
   } else {
+#ifdef TVM_CRT_SEPARATE_ALLOCATIONS
+    err = separate_allocate((size_t)nbytes, &out);
+#else
     err = StackMemoryManager_Allocate(&g_workspace, (size_t)nbytes, &out);
+#endif
   }
   if (err != kTvmErrorNoError) {
     if (err == kTvmErrorWorkspaceNotInitialized) {
@@ -119,7 +180,11 @@ void* TVMBackendAllocWorkspace(int device_type, int device_id, uint64_t nbytes, 
 }
 
 int TVMBackendFreeWorkspace(int device_type, int device_id, void* ptr) {
+#ifdef TVM_CRT_SEPARATE_ALLOCATIONS
+  tvm_crt_error_t err = g_workspace.base == NULL ? kTvmErrorWorkspaceNotInitialized : separate_free(ptr);
+#else
   tvm_crt_error_t err = StackMemoryManager_Free(&g_workspace, ptr);
+#endif
   (void)device_type;
   (void)device_id;
   if (err == kTvmErrorWorkspaceFreeOrder) {

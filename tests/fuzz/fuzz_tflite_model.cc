@@ -15,7 +15,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string bytes(reinterpret_cast<const char*>(data), size);
   try {
     mtir::LoadedModel model = mtir::prepare_model(mtir::load_tflite(bytes, "fuzz.tflite"));
-    mtir::build_mlf(model, mtir::kDefaultCompileTarget, mtir::MlfInputs{"fuzz.tflite", bytes, {}, {}});
+    mtir::build_mlf(model, mtir::parse_target(mtir::kDefaultCompileTarget), mtir::MlfInputs{"fuzz.tflite", bytes, {}, {}});
     if (std::getenv("MICROTIR_FUZZ_VERBOSE")) std::fprintf(stderr, "compiled '%s'\n", model.graph.name.c_str());
   } catch (const mtir::DiagnosticError& e) {
     if (e.internal()) std::abort();

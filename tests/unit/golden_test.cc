@@ -73,7 +73,7 @@ std::vector<std::pair<std::string, std::string>> emit(const std::string& source,
     FileReader reader = [&](const std::string& rel) { return read_text(path.parent_path() / rel); };
     LoadedModel model = load_model(read_text(path), path.filename().string(), reader);
     std::string t = target == "c" ? kDefaultCompileTarget : target == "llvm -unpacked-api=1" ? "llvm -interface-api=c -unpacked-api=1" : target;
-    MlfArtifact a = build_mlf(model, t, MlfInputs{"digits.json", "", {}, {}});
+    MlfArtifact a = build_mlf(model, parse_target(t), MlfInputs{"digits.json", "", {}, {}});
     for (const auto& f : a.files)
       if (f.path.rfind("codegen/", 0) == 0 && (target == "c" || f.path.find("interface") == std::string::npos) &&
           (target == "c" || f.path.find("/include/") == std::string::npos))

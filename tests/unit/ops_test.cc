@@ -292,19 +292,20 @@ Tensor ref_matmul(const Tensor& a, const Tensor& b) {
 // ---- registry -------------------------------------------------------------------------
 
 const std::vector<std::string> kAllOps = {
-    "abs", "add", "avg_pool2d", "batch_norm", "clip", "concat", "conv2d", "conv3d", "conv_transpose", "dense",
-    "dequantize", "dequantize_linear", "div", "dynamic_quantize_linear", "exp", "flatten", "full", "gemm",
-    "global_avg_pool2d", "leaky_relu", "log_softmax", "lstm", "matmul", "max_pool2d", "maximum", "minimum", "mul",
-    "neg", "pad", "qadd", "qavg_pool2d", "qconcat", "qconv2d", "qconv2d_s16", "qdense", "qdense_s16",
-    "qglobal_avg_pool2d", "qleaky_relu", "qlinear_add", "qlinear_avg_pool", "qlinear_conv", "qlinear_matmul",
-    "qlogistic", "qlstm", "qmean", "qmul", "qsoftmax", "qsub", "qsum", "qsvdf", "qtanh", "qtranspose_conv2d",
-    "quantize", "quantize_linear", "relu", "requantize", "reshape", "sigmoid", "softmax", "sqrt", "strided_slice",
-    "sub", "svdf", "tanh", "transpose", "transpose_conv2d",
-    // data movement: space_batch.cc, index_map.cc, gather.cc, resize.cc
-    "batch_to_space_nd", "broadcast_to", "depth_to_space", "gather", "gather_nd", "resize_bilinear",
-    "resize_nearest_neighbor", "reverse", "space_to_batch_nd", "space_to_depth",
-    // resource variables: variable.cc
-    "assign_variable", "read_variable"};
+    "abs", "add", "argmax", "argmin", "assign_variable", "avg_pool2d", "batch_norm", "batch_to_space_nd", "broadcast_to", "ceil",
+    "clip", "concat", "conv2d", "conv3d", "conv_transpose", "cos", "cumsum", "dense", "depth_to_space",
+    "dequantize", "dequantize_linear", "div", "dynamic_quantize_linear", "elu", "equal", "exp", "flatten",
+    "floor", "floor_div", "floor_mod", "full", "gather", "gather_nd", "gemm", "global_avg_pool2d", "greater",
+    "greater_equal", "hard_swish", "leaky_relu", "less", "less_equal", "log", "log_softmax", "logical_and",
+    "logical_not", "logical_or", "lstm", "matmul", "max_pool2d", "maximum", "minimum", "mul", "neg",
+    "not_equal", "pad", "prelu", "qabs", "qadd", "qavg_pool2d", "qconcat", "qconv2d", "qconv2d_s16", "qdense",
+    "qdense_s16", "qglobal_avg_pool2d", "qleaky_relu", "qlinear_add", "qlinear_avg_pool", "qlinear_conv",
+    "qlinear_matmul", "qlogistic", "qlogistic_s16", "qlookup", "qlstm", "qmean", "qmul", "qprelu", "qsoftmax",
+    "qsquared_difference", "qsub", "qsum", "qsvdf", "qtanh", "qtanh_s16", "qtranspose_conv2d", "quantize",
+    "quantize_linear", "read_variable", "reduce_max", "reduce_mean", "reduce_min", "reduce_sum", "relu", "requantize", "reshape",
+    "resize_bilinear", "resize_nearest_neighbor", "reverse", "round", "rsqrt", "select", "sigmoid", "sin",
+    "softmax", "space_to_batch_nd", "space_to_depth", "sqrt", "square", "squared_difference", "strided_slice",
+    "sub", "svdf", "tanh", "transpose", "transpose_conv2d"};
 
 TEST(Ops, RegistryIsSortedAndComplete) {
   std::vector<std::string> names;

@@ -41,48 +41,48 @@ TEST(Target, TvmSpellings) {
 }
 
 TEST(Target, Schedules) {
-  EXPECT_TRUE(schedule_options(parse_target("c")).hoist);
-  EXPECT_FALSE(schedule_options(parse_target("c")).smlad);
-  EXPECT_TRUE(schedule_options(parse_target("c -mcpu=cortex-m4")).smlad);
-  EXPECT_FALSE(schedule_options(parse_target("c -mcpu=cortex-m3")).smlad);
+  EXPECT_TRUE(parse_target("c").schedules.hoist);
+  EXPECT_FALSE(parse_target("c").schedules.smlad);
+  EXPECT_TRUE(parse_target("c -mcpu=cortex-m4").schedules.smlad);
+  EXPECT_FALSE(parse_target("c -mcpu=cortex-m3").schedules.smlad);
   // smmlar_requant follows the DSP extension too.
-  EXPECT_TRUE(schedule_options(parse_target("c -mcpu=cortex-m4")).smmlar_requant);
-  EXPECT_FALSE(schedule_options(parse_target("c")).smmlar_requant);
+  EXPECT_TRUE(parse_target("c -mcpu=cortex-m4").schedules.smmlar_requant);
+  EXPECT_FALSE(parse_target("c").schedules.smmlar_requant);
   Target off = parse_target("wasm -disabled-schedules=unroll,hoist");
-  EXPECT_FALSE(schedule_options(off).hoist);
-  EXPECT_FALSE(schedule_options(off).unroll);
-  EXPECT_TRUE(schedule_options(off).block);
+  EXPECT_FALSE(off.schedules.hoist);
+  EXPECT_FALSE(off.schedules.unroll);
+  EXPECT_TRUE(off.schedules.block);
   // Spelled only when set, in the fixed order, and the spelling parses back.
   EXPECT_EQ(parse_target("c").str().find("schedules"), std::string::npos);
   EXPECT_NE(off.str().find(" -disabled-schedules=unroll,hoist"), std::string::npos) << off.str();
   EXPECT_EQ(parse_target("c -disabled-schedules=hoist,block").disabled_schedules, "block,hoist");
-  EXPECT_FALSE(schedule_options(parse_target(off.str())).hoist);
-  EXPECT_FALSE(schedule_options(parse_target("c -mcpu=cortex-m7 -disabled-schedules=smlad")).smlad);
+  EXPECT_FALSE(parse_target(off.str()).schedules.hoist);
+  EXPECT_FALSE(parse_target("c -mcpu=cortex-m7 -disabled-schedules=smlad").schedules.smlad);
 }
 
 // Switching one schedule off leaves the others as the CPU chose them (smlad on Cortex-M4).
 TEST(Target, DisabledSchedulesKeepTheRest) {
   Target t = parse_target("c -mcpu=cortex-m4 -disabled-schedules=hoist");
   EXPECT_EQ(t.disabled_schedules, "hoist");
-  ScheduleOptions s = schedule_options(t);
+  ScheduleOptions s = t.schedules;
   EXPECT_FALSE(s.hoist);
   EXPECT_TRUE(s.smlad && s.sxtb16 && s.block && s.unroll && s.fold_zero_point && s.interleave);
-  EXPECT_FALSE(schedule_options(parse_target("c -mcpu=cortex-m4 -disabled-schedules=smlad")).smlad);
+  EXPECT_FALSE(parse_target("c -mcpu=cortex-m4 -disabled-schedules=smlad").schedules.smlad);
   // Weights as int16 pairs: smlad stays on, only the int8 storage goes.
-  ScheduleOptions pairs = schedule_options(parse_target("c -mcpu=cortex-m4 -disabled-schedules=sxtb16"));
+  ScheduleOptions pairs = parse_target("c -mcpu=cortex-m4 -disabled-schedules=sxtb16").schedules;
   EXPECT_TRUE(pairs.smlad);
   EXPECT_FALSE(pairs.sxtb16);
-  EXPECT_FALSE(schedule_options(parse_target("c -mcpu=cortex-m3")).sxtb16);
+  EXPECT_FALSE(parse_target("c -mcpu=cortex-m3").schedules.sxtb16);
   // The first layers' unchecked gather: on by default, its own switch.
   EXPECT_TRUE(s.few_channels);
-  ScheduleOptions few_off = schedule_options(parse_target("c -mcpu=cortex-m4 -disabled-schedules=few_channels"));
+  ScheduleOptions few_off = parse_target("c -mcpu=cortex-m4 -disabled-schedules=few_channels").schedules;
   EXPECT_FALSE(few_off.few_channels);
   EXPECT_TRUE(few_off.smlad && few_off.sxtb16);
   // The channel pairs' weights in their own rows again: the packing, not the CPU, changes.
   Target plain = parse_target("c -mcpu=cortex-m4 -disabled-schedules=interleave,sxtb16");
   EXPECT_EQ(plain.disabled_schedules, "sxtb16,interleave");
-  EXPECT_FALSE(schedule_options(plain).interleave);
-  EXPECT_TRUE(schedule_options(plain).smlad);
+  EXPECT_FALSE(plain.schedules.interleave);
+  EXPECT_TRUE(plain.schedules.smlad);
 }
 
 TEST(Target, Refusals) {
@@ -119,4 +119,26 @@ TEST(Target, Refusals) {
 }
 
 }  // namespace
+
+// The target is read once, at the edge (the CLI, the wasm API, an artifact's metadata):
+// what later stages need of the text is in the Target, parsed then.
+TEST(Target, CarriesWhatTheTextSaid) {
+  EXPECT_FALSE(parse_target("c").link_params_given);
+  EXPECT_TRUE(parse_target("c -link-params=0").link_params_given);
+  EXPECT_TRUE(parse_target("c -interface-api=packed -link-params=1").link_params_given);
+  // The schedules are decided at parse time, and the canonical spelling carries them.
+  const Target t = parse_target("c -mcpu=cortex-m7 -disabled-schedules=hoist,sxtb16");
+  const Target again = parse_target(t.str());
+  for (const auto& name : schedule_list()) EXPECT_EQ(t.schedules.get(name), again.schedules.get(name)) << name;
+  EXPECT_TRUE(t.schedules.smlad);
+  EXPECT_FALSE(t.schedules.sxtb16 || t.schedules.hoist);
+  EXPECT_FALSE(parse_target("wasm").schedules.merge_kernels);
+  EXPECT_TRUE(parse_target("llvm").schedules.merge_kernels);
+  // The last -disabled-schedules wins, as in the canonical spelling.
+  const Target twice = parse_target("c -disabled-schedules=block -disabled-schedules=unroll");
+  EXPECT_EQ(twice.disabled_schedules, "unroll");
+  EXPECT_TRUE(twice.schedules.block);
+  EXPECT_FALSE(twice.schedules.unroll);
+}
+
 }  // namespace mtir

@@ -44,7 +44,7 @@ const LoadedModel& digits() {
 }
 
 std::string digits_wat() {
-  MlfArtifact a = build_mlf(digits(), "wasm", MlfInputs{"digits.json", "{}", {}, {}});
+  MlfArtifact a = build_mlf(digits(), parse_target("wasm"), MlfInputs{"digits.json", "{}", {}, {}});
   for (const auto& f : a.files)
     if (f.path == wasm_model_source_path(digits().graph)) return f.text;
   ADD_FAILURE() << "no " << wasm_model_source_path(digits().graph) << " in the artifact";
@@ -382,7 +382,7 @@ TEST(WasmBackend, RefusesWhatItCannotBuild) {
 TEST(WasmBackend, DeviceKernelsAreImportsTakingTheContextLast) {
   LoadedModel placed = load_model(read(kModel / "digits.json"), "digits.json",
                                   [](const std::string& rel) { return read(kModel / rel); }, {"npu0=conv2d", "npu1=dense"});
-  MlfArtifact a = build_mlf(placed, "wasm", MlfInputs{"digits.json", "{}", {}, {}});
+  MlfArtifact a = build_mlf(placed, parse_target("wasm"), MlfInputs{"digits.json", "{}", {}, {}});
   const std::string& wat = a.files.at(0).text;
   EXPECT_NE(wat.find("(import \"env\" \"npu_dense\" (func $env.npu_dense (param i32 i32 i32 i32 i32 i32 i32 i32 i32) (result i32)))"),
             std::string::npos);

@@ -80,7 +80,6 @@ class TfliteConverter {
   void transpose_conv(const tflite::Operator& op);  // convert_transpose_conv.cc
   void pool(const tflite::Operator& op, bool average);
   void elementwise(const tflite::Operator& op, BuiltinOperator code);
-  void unary(const tflite::Operator& op, BuiltinOperator code);
   void softmax(const tflite::Operator& op);
   void concatenation(const tflite::Operator& op);
   void pad(const tflite::Operator& op);
@@ -116,6 +115,18 @@ class TfliteConverter {
   // A constant int32/int64 tensor `t` as integers (a shape, axes, sizes): refused by
   // name when only a run would know it.
   std::vector<int64_t> constant_ints(int t, const std::string& what);
+  // convert_activation.cc: RELU, RELU6, LOGISTIC, TANH, HARD_SWISH, ELU; ABS, NEG, SQRT, ...
+  void activation(const tflite::Operator& op, BuiltinOperator code);
+  void unary_math(const tflite::Operator& op, BuiltinOperator code);
+  // convert_binary.cc: MAXIMUM, MINIMUM, DIV, SQUARED_DIFFERENCE, FLOOR_DIV, FLOOR_MOD, ADD_N, PRELU
+  void binary(const tflite::Operator& op, BuiltinOperator code);
+  // convert_compare.cc: EQUAL ... GREATER_EQUAL, SELECT(_V2), LOGICAL_AND/OR/NOT
+  void compare(const tflite::Operator& op, BuiltinOperator code);
+  // convert_reduce.cc: REDUCE_MAX/MIN, float SUM/MEAN, ARG_MAX/MIN, CUMSUM
+  void reduce(const tflite::Operator& op, BuiltinOperator code);
+  std::vector<int64_t> constant_axes(int t, int64_t rank);
+  // convert_l2.cc: float32 L2_POOL_2D, L2_NORMALIZATION, LOG_SOFTMAX, BATCH_MATMUL
+  void float_composite(const tflite::Operator& op, BuiltinOperator code);
 
   // convert_variable.cc: resource variables (VAR_HANDLE, READ_VARIABLE, ASSIGN_VARIABLE)
   // as graph state, CALL_ONCE's init subgraph run at compile time into their initial

@@ -53,9 +53,10 @@ TensorType TfliteConverter::tensor_type(int index) const {
     case tflite::TensorType::INT16: ty.dtype = DataType::Int(16); break;
     case tflite::TensorType::INT32: ty.dtype = DataType::Int(32); break;
     case tflite::TensorType::INT64: ty.dtype = DataType::Int(64); break;
+    case tflite::TensorType::BOOL: ty.dtype = DataType::Bool(); break;
     default:
       unsupported(tensor_label(index) + " has type " + tflite::EnumNameTensorType(t.type()) +
-                  " (float32, int8, int16, int32 and int64 are supported)");
+                  " (float32, int8, int16, int32, int64 and bool are supported)");
   }
   if (t.sparsity()) unsupported(tensor_label(index) + " is sparse");
   int64_t n = 1;
@@ -535,25 +536,6 @@ void TfliteConverter::elementwise(const tflite::Operator& op, BuiltinOperator co
   finish(out, int8_op, {value(a), value(b)}, attrs, act, true);
 }
 
-void TfliteConverter::unary(const tflite::Operator& op, BuiltinOperator code) {
-  int x = input(op, 0), out = output(op);
-  TensorType xt = tensor_type(x);
-  std::string name = values_.at(out);
-  if (code == BuiltinOperator::RELU || code == BuiltinOperator::RELU6) {
-    auto act = code == BuiltinOperator::RELU ? ActivationFunctionType::RELU : ActivationFunctionType::RELU6;
-    if (xt.dtype == DataType::Int(8)) same_quant(x, out, op_name(code));
-    activation_node(name, value(x), out, act);
-    return;
-  }
-  if (xt.dtype == DataType::Float(32)) {
-    emit(name, code == BuiltinOperator::LOGISTIC ? "sigmoid" : "tanh", {value(x)});
-    return;
-  }
-  std::string int8_op = code == BuiltinOperator::LOGISTIC ? "qlogistic" : "qtanh";
-  if (xt.dtype != DataType::Int(8)) unsupported(xt.dtype.str() + " " + op_name(code));
-  emit(name, int8_op, {value(x)}, int8_attrs(x, out));
-}
-
 void TfliteConverter::softmax(const tflite::Operator& op) {
   int x = input(op, 0), out = output(op);
   const auto* opt = op.builtin_options_as_SoftmaxOptions();
@@ -671,9 +653,12 @@ void TfliteConverter::mean(const tflite::Operator& op, bool sum) {
   }
   std::string op_name;
   json attrs;
+  if (xt.dtype != DataType::Int(8) && xt.dtype != DataType::Int(16) &&
+      (sum || rank != 4 || ax != std::set<int64_t>{1, 2})) {
+    reduce(op, sum ? BuiltinOperator::SUM : BuiltinOperator::MEAN);  // convert_reduce.cc
+    return;
+  }
   if (xt.dtype == DataType::Float(32) && !sum) {
-    if (rank != 4 || ax != std::set<int64_t>{1, 2})
-      unsupported("float32 MEAN over axes other than the spatial ones (1, 2) of NHWC data");
     op_name = "global_avg_pool2d";
     attrs = {{"layout", "NHWC"}};
   } else if (xt.dtype == DataType::Int(8) || xt.dtype == DataType::Int(16)) {
@@ -750,7 +735,49 @@ void TfliteConverter::convert(size_t index, const tflite::Operator& op, BuiltinO
     case BuiltinOperator::LOGISTIC:
     case BuiltinOperator::TANH:
     case BuiltinOperator::RELU:
-    case BuiltinOperator::RELU6: unary(op, code); break;
+    case BuiltinOperator::RELU6:
+    case BuiltinOperator::HARD_SWISH:
+    case BuiltinOperator::ELU: activation(op, code); break;
+    case BuiltinOperator::ABS:
+    case BuiltinOperator::NEG:
+    case BuiltinOperator::SQUARE:
+    case BuiltinOperator::SQRT:
+    case BuiltinOperator::RSQRT:
+    case BuiltinOperator::EXP:
+    case BuiltinOperator::LOG:
+    case BuiltinOperator::SIN:
+    case BuiltinOperator::COS:
+    case BuiltinOperator::FLOOR:
+    case BuiltinOperator::CEIL:
+    case BuiltinOperator::ROUND: unary_math(op, code); break;
+    case BuiltinOperator::MAXIMUM:
+    case BuiltinOperator::MINIMUM:
+    case BuiltinOperator::DIV:
+    case BuiltinOperator::SQUARED_DIFFERENCE:
+    case BuiltinOperator::FLOOR_DIV:
+    case BuiltinOperator::FLOOR_MOD:
+    case BuiltinOperator::ADD_N:
+    case BuiltinOperator::PRELU: binary(op, code); break;
+    case BuiltinOperator::EQUAL:
+    case BuiltinOperator::NOT_EQUAL:
+    case BuiltinOperator::LESS:
+    case BuiltinOperator::LESS_EQUAL:
+    case BuiltinOperator::GREATER:
+    case BuiltinOperator::GREATER_EQUAL:
+    case BuiltinOperator::SELECT:
+    case BuiltinOperator::SELECT_V2:
+    case BuiltinOperator::LOGICAL_AND:
+    case BuiltinOperator::LOGICAL_OR:
+    case BuiltinOperator::LOGICAL_NOT: compare(op, code); break;
+    case BuiltinOperator::REDUCE_MAX:
+    case BuiltinOperator::REDUCE_MIN:
+    case BuiltinOperator::ARG_MAX:
+    case BuiltinOperator::ARG_MIN:
+    case BuiltinOperator::CUMSUM: reduce(op, code); break;
+    case BuiltinOperator::L2_POOL_2D:
+    case BuiltinOperator::L2_NORMALIZATION:
+    case BuiltinOperator::LOG_SOFTMAX:
+    case BuiltinOperator::BATCH_MATMUL: float_composite(op, code); break;
     case BuiltinOperator::UNIDIRECTIONAL_SEQUENCE_LSTM: lstm(op); break;
     default:
       if (!convert_shape_op(op, code))

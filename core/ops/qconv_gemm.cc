@@ -1,0 +1,479 @@
+// The parts of qconv2d and qdense that do not depend on the layer's shape: their
+// attributes (the requantization rule, the schedule, the optional inputs), the
+// requantization of an accumulator, and the matrix-product core both ops run (rows are
+// output pixels or batch rows, columns output channels, the reduction runs over the
+// receptive field; the schedules it implements are described in qconv.cc). As CMSIS-NN
+// keeps its convolutions over one shared matrix-multiply kernel.
+#include <algorithm>
+#include <set>
+
+#include "ops/qconv_internal.h"
+#include "ir/substitute.h"
+
+namespace mtir {
+namespace ops {
+namespace qconv_impl {
+namespace {
+
+int32_t lowest(DataType t) { return t.is_uint() ? 0 : -128; }
+int32_t highest(DataType t) { return t.is_uint() ? 255 : 127; }
+
+}  // namespace
+
+// Reads "requant" and, for the tflite rule, the scale attributes (read_quant_attrs);
+// for the onnx rule the zero points in the range of their types, "output_dtype",
+// "activation" ("none" or "relu": the output is at least its zero point) and
+// "onnx_multiplier" [M, s] (M in [0, 2^24), s in [1, 62]).
+Rule read_rule(const std::string& op, const AttrReader& r, QuantAttrs* q, int64_t out_channels) {
+  Rule rule;
+  rule.onnx = r.get_string("requant", "tflite", {"tflite", "onnx"}) == "onnx";
+  if (!rule.onnx) {
+    for (const char* key : {"output_dtype", "onnx_multiplier"})
+      if (r.has(key)) fail(op, std::string("attribute '") + key + "' needs requant \"onnx\"");
+    *q = read_quant_attrs(op, r, out_channels);
+    return rule;
+  }
+  for (const char* key : {"input_scale", "weight_scale", "output_scale", "weight_zero_point"})
+    if (r.has(key)) fail(op, std::string("attribute '") + key + "' does not apply to requant \"onnx\"");
+  rule.out = r.get_string("output_dtype", "int8", {"int8", "uint8"}) == "uint8" ? kU8 : kI8;
+  auto zero_point = [&](const std::string& key, DataType t) {
+    int64_t v = r.get_int(key, 0);
+    if (v < lowest(t) || v > highest(t)) r.bad(key, "a value of type " + t.str());
+    return static_cast<int32_t>(v);
+  };
+  q->output_zero_point = zero_point("output_zero_point", rule.out);
+  q->activation = r.get_string("activation", "none", {"none", "relu"});
+  q->bounds.lo = q->activation == "relu" ? std::max(lowest(rule.out), q->output_zero_point) : lowest(rule.out);
+  q->bounds.hi = highest(rule.out);
+  q->input_zero_point = static_cast<int32_t>(r.get_int("input_zero_point", 0));  // checked against the data's type
+  if (const json* m = r.raw("onnx_multiplier")) {
+    if (!m->is_array() || m->size() != 2 || !(*m)[0].is_number_integer() || !(*m)[1].is_number_integer() ||
+        (*m)[0].get<int64_t>() < 0 || (*m)[0].get<int64_t>() >= (int64_t{1} << 24) || (*m)[1].get<int64_t>() < 1 ||
+        (*m)[1].get<int64_t>() > 62)
+      r.bad("onnx_multiplier", "a pair [M, s] with M in [0, 2^24) and s in [1, 62]");
+    rule.uniform = true;
+    rule.m = (*m)[0].get<int64_t>();
+    rule.s = (*m)[1].get<int64_t>();
+  }
+  return rule;
+}
+
+// The data's type: int8, or uint8 under the onnx rule; its zero point must fit it.
+void check_data(const std::string& op, const std::vector<TensorType>& in, Rule& rule, const QuantAttrs& q) {
+  if (in.empty()) return;
+  DataType t = in[0].dtype;
+  if (t != kI8 && !(rule.onnx && t == kU8))
+    fail(op, std::string("data must be int8") + (rule.onnx ? " or uint8" : "") + ", got " + t.str());
+  rule.data = t;
+  if (rule.onnx && (q.input_zero_point < lowest(t) || q.input_zero_point > highest(t)))
+    fail(op, "attribute 'input_zero_point' must be a value of the data's type " + t.str() + ", got " +
+                 std::to_string(q.input_zero_point));
+}
+
+Schedule read_schedule(const std::string& op, const AttrReader& r) {
+  Schedule s;
+  const json* j = r.raw("schedule");
+  if (!j || j->is_null()) return s;
+  if (!j->is_object()) r.bad("schedule", "an object of booleans");
+  for (const auto& [key, value] : j->items()) {
+    if (!value.is_boolean()) r.bad("schedule", "an object of booleans ('" + key + "' is not a boolean)");
+    bool on = value.get<bool>();
+    if (key == "fold_zero_point")
+      s.fold_zero_point = on;
+    else if (key == "block")
+      s.block = on;
+    else if (key == "unroll")
+      s.unroll = on;
+    else if (key == "smlad")
+      s.smlad = on;
+    else if (key == "sxtb16")
+      s.sxtb16 = on;
+    else if (key == "interleave")
+      s.interleave = on;
+    else if (key == "fold_output_zero_point")
+      s.fold_output_zero_point = on;
+    else if (key == "few_channels")
+      s.few_channels = on;
+    else if (key == "depthwise_tile")
+      s.depthwise_tile = on;
+    else if (key == "depthwise_border_tiles")
+      s.depthwise_border_tiles = on;
+    else if (key == "smlal_requant")
+      s.smlal_requant = on;
+    else if (key == "smmlar_requant")
+      s.smmlar_requant = on;
+    else if (key == "dense_chunks")
+      s.dense_chunks = on;
+    else if (key != "hoist")
+      fail(op, "unknown schedule '" + key + "' (known: " + schedule_names() + ")");
+  }
+  return s;
+}
+
+QParams declare_params(FuncBuilder& fb, const std::vector<TensorType>& in, const TensorType& out, const QInputs& q,
+                       int64_t out_channels) {
+  QParams b;
+  b.data = fb.param("data", in[0].shape, in[0].dtype);
+  b.weight = fb.param("weight", in[1].shape, in[1].dtype);
+  if (q.bias) b.bias = fb.param("bias", {out_channels}, kI32);
+  if (q.table) b.table = fb.param("requant", {out_channels, q.table_columns}, kI32);
+  b.out = fb.param("out", out.shape, out.dtype);
+  return b;
+}
+
+QInputs classify_inputs(const std::string& op, const std::vector<TensorType>& in, int64_t out_channels) {
+  if (in.size() < 2 || in.size() > 4)
+    fail(op, "takes 2 to 4 inputs (data, weight, bias, requant), got " + std::to_string(in.size()));
+  QInputs q;
+  q.packed = in[1].dtype == kI32;
+  if (!q.packed && in[1].dtype != kI8) fail(op, "weight must be int8, got " + in[1].dtype.str());
+  for (size_t i = 2; i < in.size(); ++i) {
+    const TensorType& t = in[i];
+    if (t.dtype != kI32)
+      fail(op, "input " + std::to_string(i) + " (bias or requant table) must be int32, got " + t.dtype.str());
+    if (t.shape.size() == 1 && !q.bias && !q.table) {
+      if (t.shape[0] != out_channels)
+        fail(op, "bias must have shape (" + std::to_string(out_channels) + ",), got " + shape_str(t.shape));
+      q.bias = true;
+    } else if (t.shape.size() == 2 && !q.table) {
+      if (t.shape[0] != out_channels || (t.shape[1] != 2 && t.shape[1] != 3))
+        fail(op, "the requant table must have shape (" + std::to_string(out_channels) + ", 2) or (" +
+                     std::to_string(out_channels) + ", 3), got " + shape_str(t.shape));
+      q.table = true;
+      q.table_columns = t.shape[1];
+    } else {
+      fail(op, "input " + std::to_string(i) + " must be the bias (" + std::to_string(out_channels) +
+                   ",) or the requant table (" + std::to_string(out_channels) + ", 2), got " + shape_str(t.shape));
+    }
+  }
+  return q;
+}
+
+// The schedule and the weight's packing agree: packed (int32) exactly when smlad, in
+// the shape prepare_quantized gives it for a reduction of length k.
+void check_packing(const std::string& op, const Schedule& s, const QInputs& q, const QuantAttrs& attrs,
+                   const std::vector<int64_t>& shape, int64_t rows, int64_t k) {
+  if (q.packed && !s.smlad) fail(op, "a packed (int32) weight needs schedule 'smlad'");
+  if (s.smlad && !q.packed) fail(op, "schedule 'smlad' needs the weight packed by prepare_quantized");
+  if (s.sxtb16 && !s.smlad) fail(op, "schedule 'sxtb16' needs schedule 'smlad'");
+  if (s.interleave && !(s.smlad && s.block)) fail(op, "schedule 'interleave' needs schedules 'smlad' and 'block'");
+  if (s.few_channels && !s.smlad) fail(op, "schedule 'few_channels' needs schedule 'smlad'");
+  if (s.dense_chunks && !s.smlad) fail(op, "schedule 'dense_chunks' needs schedule 'smlad'");
+  // Its rounding has no sign correction: exact only where a negative accumulator clamps.
+  if (s.smmlar_requant && attrs.bounds.lo < attrs.output_zero_point)
+    fail(op, "schedule 'smmlar_requant' needs an output lower bound at or above the output zero point (a ReLU), got " +
+                 std::to_string(attrs.bounds.lo) + " below " + std::to_string(attrs.output_zero_point));
+  if (s.fold_output_zero_point && !(q.table && q.table_columns == 3))
+    fail(op, "schedule 'fold_output_zero_point' needs the requant table of shape (O, 3) that prepare_quantized builds");
+  if (s.smlal_requant && !(q.table && q.table_columns == 3))
+    fail(op, "schedule 'smlal_requant' needs the requant table of shape (O, 3) that prepare_quantized builds");
+  if (s.smmlar_requant && !s.smlal_requant)
+    fail(op,
+         "schedule 'smmlar_requant' needs schedule 'smlal_requant' (and the table prepare_quantized builds for it)");
+  if (q.packed && shape != std::vector<int64_t>{rows, s.weight_words(k)})
+    fail(op, "the packed weight must have shape (" + std::to_string(rows) + ", " + std::to_string(s.weight_words(k)) +
+                 "), got " + shape_str(shape));
+}
+
+// The three-column form (corrected_high_word(x, M) + R) >> s in one 64-bit multiply-add
+// (SMLAL on a Cortex-M): corrected_high_word subtracts 2^31 from Q = x * M + 2^30 when
+// Q < 0, and Q < 0 exactly when x < 0 once M > 2^30 (x <= -1 gives Q <= 2^30 - M < 0).
+// So (h + R) >> s = hi32(x * M + V) >> s with V = (R - [x < 0]) * 2^32 + (x < 0 ?
+// 0xC0000000 : 0x40000000): the high word of V is R + (x >> 31), the low word
+// 0x40000000 | (x & 0x80000000). |x * M| < 2^62 and R < 2^30: no int64 overflow.
+// With `negatives_clamp` (the output's lower bound is at least its zero point: ReLU) V is
+// R * 2^32 + 2^30 for every x, one instruction fewer: for x < 0, x * M + 2^30 < 0, so
+// both forms give at most the zero point after the shift (R / 2^s is zo + 1/2), and
+// the clamp makes either the lower bound.
+Expr smlal_requantize(Expr x, Expr multiplier, Expr shift, Expr rounding, bool negatives_clamp) {
+  const DataType u32 = DataType::UInt(32), u64 = DataType::UInt(64);
+  Expr hi = negatives_clamp ? std::move(rounding) : add(std::move(rounding), call("shift_right", {x, ci(31)}));
+  Expr lo = negatives_clamp ? IntImm(u32, 0x40000000u)
+                            : call("bitwise_or", {call("bitwise_and", {Cast(u32, x), IntImm(u32, 0x80000000u)}),
+                                                  IntImm(u32, 0x40000000u)});
+  Expr v =
+      Cast(kI64, call("bitwise_or", {call("shift_left", {Cast(u64, Cast(u32, hi)), IntImm(u64, 32)}), Cast(u64, lo)}));
+  Expr sum = Binary(ExprKind::Add, Binary(ExprKind::Mul, Cast(kI64, x), Cast(kI64, std::move(multiplier))), v);
+  Expr high = Cast(kI32, Call(kI64, "shift_right", {sum, IntImm(kI64, 32)}));
+  return call("shift_right", {high, std::move(shift)});
+}
+
+// The requantized int8 value of accumulator `acc` for output channel `oc`: TFLite's
+// MultiplyByQuantizedMultiplier, then the zero point and the activation bounds. A
+// per-tensor multiplier is a constant; per-channel ones come from the table that
+// prepare_quantized builds, in one of two forms. (multiplier, shift) is TFLite's pair for
+// any shift. (multiplier, r - 1, 1 << (r - 2)), used when every channel's right shift r
+// is at least 2 (multipliers below 1/4, the usual case), does both roundings in one
+// step on the high word of the corrected product (quant_util.h): a few 32-bit
+// instructions on a Cortex-M instead of TFLite's case split and mask.
+// Under the onnx rule: the 32-bit form when it exists, else p = acc * M in int64
+// (|p| < 2^55), rounded half to even by the
+// shift, (p + 2^(s-1) - 1 + bit s of p) >> s, then the zero point and the bounds in
+// int64 (the quotient may exceed int32), as qlinear_conv does it.
+// With `zero_point_folded` (tflite rule only) the table's third column already holds the
+// output zero point. With `smlal` (schedule smlal_requant, tflite rule, three columns,
+// every multiplier above 2^30) the rounding term joins the product: see smlal_requantize.
+// With `smmlar` (schedule smmlar_requant; prepare_quantized rewrote the table as
+// (2M - 2^32, s + 1, 2R), see there) one SMMLAR and the shift: hi32((2R + x) * 2^32 + x *
+// (2M - 2^32) + 2^31) is 2R + floor((x * M + 2^30) / 2^31), so shifting it by s + 1 gives
+// hi32(x * M + R * 2^32 + 2^30) >> s, the form without the sign correction (ReLU only).
+Expr requantize_channel(const QuantAttrs& q, const Rule& rule, const Buffer& table, int64_t columns, Expr acc, Expr oc,
+                        bool zero_point_folded, bool smlal, bool smmlar) {
+  auto col = [&](int64_t k) { return load(table, {add(mul(oc, ci(columns)), ci(k))}); };
+  if (rule.onnx) {
+    OnnxHighWord hw;
+    if (table ? columns == 3 : onnx_high_word_form(rule.m, rule.s, &hw)) {
+      // 32-bit steps (quant_util.h): the table holds (M', t, 2^(t-1)).
+      Expr y = table
+                   ? onnx_high_word_requantize(acc, col(0), col(1), col(2))
+                   : onnx_high_word_requantize(acc, ci(hw.multiplier), ci(hw.shift), ci(int64_t{1} << (hw.shift - 1)));
+      return Cast(rule.out, min_(max_(add(y, ci(q.output_zero_point)), ci(q.bounds.lo)), ci(q.bounds.hi)));
+    }
+    Expr y = table ? onnx_round_shift(acc, Cast(kI64, col(0)), Cast(kI64, col(1)))
+                   : onnx_round_shift(acc, IntImm(kI64, rule.m), IntImm(kI64, rule.s));
+    y = Binary(ExprKind::Add, y, IntImm(kI64, q.output_zero_point));
+    y = Binary(ExprKind::Min, Binary(ExprKind::Max, y, IntImm(kI64, q.bounds.lo)), IntImm(kI64, q.bounds.hi));
+    return Cast(rule.out, y);
+  }
+  Expr y;
+  if (!table) {
+    y = multiply_by_quantized_multiplier(acc, q.multipliers.at(0));
+  } else if (columns == 2) {
+    y = multiply_by_quantized_multiplier(acc, col(0), col(1));
+  } else if (smmlar) {
+    y = call("shift_right", {Call(kI32, "smmlar", {acc, col(0), add(col(2), acc)}), col(1)});
+  } else if (smlal) {
+    y = smlal_requantize(acc, col(0), col(1), col(2), q.bounds.lo >= q.output_zero_point);
+  } else {
+    y = call("shift_right", {add(corrected_high_word(acc, col(0)), col(2)), col(1)});
+  }
+  return saturate_int8(y, zero_point_folded ? 0 : q.output_zero_point, q.bounds);
+}
+
+bool uniform(const QuantAttrs& q) {
+  for (const auto& m : q.multipliers)
+    if (m.multiplier != q.multipliers[0].multiplier || m.shift != q.multipliers[0].shift) return false;
+  return true;
+}
+
+// Per-channel multipliers that differ need the table input (prepare_quantized adds it);
+// checked when building, so a graph as the user wrote it still type-checks.
+void check_requant_table(const std::string& op, const QuantAttrs& q, const Rule& rule, const QInputs& in) {
+  if (rule.onnx) {
+    if (!rule.uniform && !in.table)
+      fail(op,
+           "requant \"onnx\" needs attribute 'onnx_multiplier' [M, s] or the table input (int32 [O, 2] of M and s "
+           "per channel, or [O, 3] of quant_util.h's 32-bit form)");
+    return;
+  }
+  if (!in.table && !uniform(q))
+    fail(op,
+         "per-channel weight scales need the requantization table input (int32 [O, 2], multiplier and shift per "
+         "channel as TFLite's QuantizeMultiplier gives them), which prepare_quantized adds to the graph");
+}
+
+Expr i32(Expr e) { return e->dtype == kI32 ? e : Cast(kI32, std::move(e)); }
+
+// Two int16 values (int32 expressions in range) as one word, `lo` in the low half:
+// built in uint32 so no signed shift or overflow is involved.
+Expr pack_pair(Expr lo, Expr hi) {
+  const DataType u32 = DataType::UInt(32);
+  Expr l = call("bitwise_and", {Cast(u32, std::move(lo)), IntImm(u32, 0xffff)});
+  Expr h = call("shift_left", {Cast(u32, std::move(hi)), IntImm(u32, 16)});
+  return Cast(kI32, call("bitwise_or", {l, h}));
+}
+
+Expr smlad(Expr a, Expr b, Expr acc) { return Call(kI32, "smlad", {std::move(a), std::move(b), std::move(acc)}); }
+Expr builtin1(const char* name, Expr x) { return Call(kI32, name, {std::move(x)}); }
+
+// The part of the reduction one pass covers: all of it (the default), or, for
+// dense_chunks, `k` values from weight word `word0` on, the sums carried across parts
+// in `carry` (one int32 per channel) instead of starting at the bias and ending in the
+// requantization.
+struct Part {
+  int64_t k;
+  Expr word0;
+  Buffer carry;
+};
+
+// One pass of the core: `np` pixels (their gathered values in col slots 0..np-1, or
+// read directly) times `nc` channels starting at `row0` and `oc0`.
+Stmt gemm_tile(const Gemm& g, const Buffer& col, const std::vector<Expr>& rows, Expr oc0, int64_t nc,
+               const Part& part) {
+  const int64_t np = static_cast<int64_t>(rows.size());
+  const bool packed = g.sched->smlad, quads = g.sched->sxtb16;
+  const int64_t kw = packed ? (part.k + 1) / 2 : part.k;  // words per gathered pixel
+  const int64_t ww = g.sched->weight_words(g.k);          // words per weight row
+  Buffer acc = scratch("acc", {np * nc}, kI32);
+  std::vector<Stmt> init, update, finish;
+  for (int64_t p = 0; p < np; ++p)
+    for (int64_t c = 0; c < nc; ++c) {
+      Expr oc = add(oc0, ci(c));
+      Expr start = part.carry ? load(part.carry, {oc}) : g.bias ? load(g.bias, {oc}) : ci(0);
+      init.push_back(store(acc, start, {ci(p * nc + c)}));
+    }
+  // One weight word `kk` of every channel against the matching gathered words: with
+  // sxtb16 the word holds two pairs (the second absent in a last, half-full word).
+  auto step_with = [&](Expr kk, bool half) {
+    Expr kg = add(kk, part.word0);  // the weight word
+    std::vector<Stmt> s;
+    for (int64_t p = 0; p < np; ++p) {
+      auto x = [&](Expr word) { return col ? load(col, {add(ci(p * kw), word)}) : g.gathered(rows[p], word); };
+      for (int64_t c = 0; c < nc; ++c) {
+        // Interleaved: a whole pair (nc == 2, oc0 even) alternates word by word; the odd
+        // last channel (nc == 1) keeps its own row.
+        Expr w = g.sched->interleave && nc == 2 ? load(g.weight, {add(add(mul(oc0, ci(ww)), mul(kg, ci(2))), ci(c))})
+                                                : load(g.weight, {add(mul(add(oc0, ci(c)), ci(ww)), kg)});
+        Expr a = load(acc, {ci(p * nc + c)});
+        Expr v;
+        if (quads) {
+          v = smlad(x(mul(kk, ci(2))), builtin1("sxtb16", w), a);
+          if (!half) v = smlad(x(add(mul(kk, ci(2)), ci(1))), builtin1("sxtb16_ror8", w), v);
+        } else {
+          v = packed ? smlad(x(kk), w, a) : add(a, mul(i32(x(kk)), i32(w)));
+        }
+        s.push_back(store(acc, v, {ci(p * nc + c)}));
+      }
+    }
+    return s.size() == 1 ? s[0] : SeqStmt(s);
+  };
+  auto step = [&](Expr kk) { return step_with(kk, false); };
+  // The reduction over whole words, split by four gathered words when unrolled (the
+  // remainder runs as a short loop), then a half-full last word.
+  const int64_t whole = quads ? kw / 2 : kw;
+  const bool half_word = quads && kw % 2;
+  int64_t factor = !g.sched->unroll ? 1 : g.sched->interleave ? 8 : quads ? 2 : 4;
+  int64_t main_iters = whole / factor, rest = whole % factor;
+  std::vector<Stmt> parts;
+  if (main_iters > 0) {
+    Var ko = ivar("ko");
+    if (factor == 1) {
+      parts.push_back(For(ko, ci(0), ci(main_iters), ForKind::kSerial, step(ko)));
+    } else {
+      Var ki = ivar("ki");
+      Stmt inner = For(ki, ci(0), ci(factor), ForKind::kUnrolled, step(add(mul(ko, ci(factor)), ki)));
+      parts.push_back(main_iters == 1 ? substitute(inner, ko, ci(0))
+                                      : For(ko, ci(0), ci(main_iters), ForKind::kSerial, inner));
+    }
+  }
+  if (rest > 0) {
+    Var kr = ivar("kr");
+    parts.push_back(For(kr, ci(0), ci(rest), ForKind::kUnrolled, step(add(kr, ci(main_iters * factor)))));
+  }
+  if (half_word) parts.push_back(step_with(ci(whole), true));
+  for (int64_t p = 0; p < np; ++p)
+    for (int64_t c = 0; c < nc; ++c) {
+      Expr oc = add(oc0, ci(c));
+      if (part.carry) {
+        finish.push_back(store(part.carry, load(acc, {ci(p * nc + c)}), {oc}));
+        continue;
+      }
+      finish.push_back(g.store(
+          rows[p], oc,
+          requantize_channel(*g.q, *g.rule, g.table, g.table_columns, load(acc, {ci(p * nc + c)}), oc,
+                             g.sched->fold_output_zero_point, g.sched->smlal_requant, g.sched->smmlar_requant)));
+    }
+  std::vector<Stmt> body = init;
+  body.insert(body.end(), parts.begin(), parts.end());
+  body.insert(body.end(), finish.begin(), finish.end());
+  return Allocate(acc, "local", SeqStmt(body));
+}
+
+// Pixels in pairs (or one by one without `block`), channels in pairs, odd ones last.
+Stmt gemm(const Gemm& g) {
+  const bool packed = g.sched->smlad;
+  const int64_t kw = packed ? (g.k + 1) / 2 : g.k;
+  const int64_t pix = g.sched->block ? 2 : 1, chans = g.sched->block ? 2 : 1;
+  const bool gather = static_cast<bool>(g.gather);
+  const Part whole{g.k, ci(0), nullptr};
+  auto pixels = [&](Expr row0, int64_t np) {
+    std::vector<Expr> rows;
+    for (int64_t p = 0; p < np; ++p) rows.push_back(add(row0, ci(p)));
+    Buffer col = gather ? scratch("col", {np * kw}, packed ? kI32 : kI16) : nullptr;
+    std::vector<Stmt> s;
+    if (gather)
+      for (int64_t p = 0; p < np; ++p) s.push_back(g.gather(rows[p], col, ci(p)));
+    int64_t full = g.cols / chans;
+    if (full > 0) {
+      Var ob = ivar("ob");
+      Stmt tile = gemm_tile(g, col, rows, mul(ob, ci(chans)), chans, whole);
+      s.push_back(full == 1 ? substitute(tile, ob, ci(0)) : For(ob, ci(0), ci(full), ForKind::kSerial, tile));
+    }
+    if (g.cols % chans) s.push_back(gemm_tile(g, col, rows, ci(full * chans), g.cols % chans, whole));
+    Stmt body = s.size() == 1 ? s[0] : SeqStmt(s);
+    return gather ? Allocate(col, "local", body) : body;
+  };
+  std::vector<Stmt> s;
+  int64_t pairs = g.rows / pix;
+  if (pairs > 0) {
+    Var pp = ivar("pp");
+    Stmt tile = pixels(mul(pp, ci(pix)), pix);
+    s.push_back(pairs == 1 ? substitute(tile, pp, ci(0)) : For(pp, ci(0), ci(pairs), ForKind::kSerial, tile));
+  }
+  if (g.rows % pix) s.push_back(pixels(ci(pairs * pix), g.rows % pix));
+  return s.size() == 1 ? s[0] : SeqStmt(s);
+}
+
+// dense_chunks: a batch-1 dense whose gathered row (k / 2 int32 words, on the stack)
+// outweighs one int32 sum per channel plus two chunks (a smaller saving is not worth the
+// chunk loop and the kernel it no longer shares with merge_kernels) gathers its input kDenseChunk values
+// at a time: each chunk runs the core over every channel with the sums carried in
+// `sums`, and the requantization follows the last chunk. The same sums (wrapping int32
+// adds, in another order); the stack holds 4 * cols + 2 * kDenseChunk bytes instead of
+// 2 * k (AD's first layer: 640 B instead of 1,280 B).
+constexpr int64_t kDenseChunk = 64;  // input values; a multiple of 4 (whole sxtb16 weight words)
+
+bool takes_dense_chunks(const Gemm& g) {
+  return g.sched->dense_chunks && g.sched->smlad && g.rows == 1 && (g.k + 1) / 2 > g.cols + kDenseChunk;
+}
+
+// `gather_range(col, k0, len)` fills col words 0..(len + 1) / 2 - 1 with the int16 pairs of
+// input values k0..k0 + len - 1 of row 0.
+Stmt dense_chunked(const Gemm& g, const std::function<Stmt(const Buffer&, Expr, int64_t)>& gather_range) {
+  const int64_t chans = g.sched->block ? 2 : 1, per_word = g.sched->sxtb16 ? 4 : 2;
+  Buffer sums = scratch("sums", {g.cols}, kI32);
+  Buffer col = scratch("col", {kDenseChunk / 2}, kI32);
+  const std::vector<Expr> rows = {ci(0)};
+  std::vector<Stmt> s;
+  Var c = ivar("c");
+  s.push_back(For(c, ci(0), ci(g.cols), ForKind::kSerial, store(sums, g.bias ? load(g.bias, {c}) : ci(0), {c})));
+  auto chunk = [&](Expr k0, Expr word0, int64_t len) {
+    const Part part{len, word0, sums};
+    std::vector<Stmt> b = {gather_range(col, k0, len)};
+    int64_t full = g.cols / chans;
+    Var ob = ivar("ob");
+    Stmt tile = gemm_tile(g, col, rows, mul(ob, ci(chans)), chans, part);
+    b.push_back(full == 1 ? substitute(tile, ob, ci(0)) : For(ob, ci(0), ci(full), ForKind::kSerial, tile));
+    if (g.cols % chans) b.push_back(gemm_tile(g, col, rows, ci(full * chans), g.cols % chans, part));
+    return SeqStmt(b);
+  };
+  const int64_t chunks = g.k / kDenseChunk, tail = g.k % kDenseChunk;
+  Var ch = ivar("ch");
+  s.push_back(For(ch, ci(0), ci(chunks), ForKind::kSerial,
+                  chunk(mul(ch, ci(kDenseChunk)), mul(ch, ci(kDenseChunk / per_word)), kDenseChunk)));
+  if (tail) s.push_back(chunk(ci(chunks * kDenseChunk), ci(chunks * kDenseChunk / per_word), tail));
+  Var oc = ivar("oc");
+  s.push_back(For(
+      oc, ci(0), ci(g.cols), ForKind::kSerial,
+      g.store(ci(0), oc,
+              requantize_channel(*g.q, *g.rule, g.table, g.table_columns, load(sums, {oc}), oc,
+                                 g.sched->fold_output_zero_point, g.sched->smlal_requant, g.sched->smmlar_requant))));
+  return Allocate(sums, "local", Allocate(col, "local", SeqStmt(s)));
+}
+
+// A flat view of a whole buffer (same data).
+Buffer flat_view(const Buffer& b, int64_t n) {
+  auto v = std::make_shared<BufferNode>(*b);
+  v->shape = {ci(n)};
+  v->name = b->name + "_flat";
+  return v;
+}
+
+Stmt declare_views(const Gemm& g, Stmt body) {
+  if (g.table) body = DeclBuffer(g.table, body);
+  return DeclBuffer(g.weight, body);
+}
+
+}  // namespace qconv_impl
+}  // namespace ops
+}  // namespace mtir

@@ -1,0 +1,164 @@
+// The private interface of the int8 convolution and dense kernels, shared by their
+// three files: qconv.cc (the qconv2d and qdense ops, the dense and pointwise
+// convolutions through the matrix-product core), qconv_depthwise.cc (the depthwise
+// tiles and the one-output-at-a-time loop nests) and qconv_gemm.cc (attributes,
+// requantization and the shared matrix-product core). The schedules and the two
+// requantization rules are described at the top of qconv.cc. Nothing here is for other
+// files: the ops are reached through the registry (register_qconv_ops).
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "ops/op_util.h"
+#include "ops/quant_util.h"
+#include "ops/schedules.h"
+
+namespace mtir {
+namespace ops {
+namespace qconv_impl {
+
+using json = nlohmann::json;
+
+const DataType kI8 = DataType::Int(8), kI16 = DataType::Int(16), kI32 = DataType::Int(32), kI64 = DataType::Int(64);
+const DataType kU8 = DataType::UInt(8);
+
+// The requantization rule and the element types it implies.
+struct Rule {
+  bool onnx = false;
+  DataType data = kI8, out = kI8;
+  // onnx: (M, s) shared by every channel, or absent when the table input holds them
+  // ([O, 2]: M and s; [O, 3]: onnx_high_word_form's M', t and 2^(t-1)).
+  bool uniform = false;
+  int64_t m = 0, s = 1;
+};
+
+// Reads "requant" and, for the tflite rule, the scale attributes (read_quant_attrs);
+// for the onnx rule the zero points in the range of their types, "output_dtype",
+// "activation" ("none" or "relu": the output is at least its zero point) and
+// "onnx_multiplier" [M, s] (M in [0, 2^24), s in [1, 62]).
+Rule read_rule(const std::string& op, const AttrReader& r, QuantAttrs* q, int64_t out_channels);
+// The data's type: int8, or uint8 under the onnx rule; its zero point must fit it.
+void check_data(const std::string& op, const std::vector<TensorType>& in, Rule& rule, const QuantAttrs& q);
+
+struct Schedule {
+  bool fold_zero_point = false, block = false, unroll = false, smlad = false, sxtb16 = false, interleave = false,
+       fold_output_zero_point = false, few_channels = false, depthwise_tile = false, depthwise_border_tiles = false,
+       smlal_requant = false, smmlar_requant = false, dense_chunks = false;
+  // Packed weight words per output channel for a reduction of length k.
+  int64_t weight_words(int64_t k) const { return smlad ? packed_weight_words(k, sxtb16) : k; }
+};
+
+Schedule read_schedule(const std::string& op, const AttrReader& r);
+
+// The inputs of both ops after the data: the weight (int8, or int16 pairs packed in
+// int32 words by prepare_quantized for smlad), then an optional int32 bias [O] and an
+// optional int32 requantization table [O, 2] or [O, 3] (see requantize_channel).
+struct QInputs {
+  bool bias = false, table = false, packed = false;
+  int64_t table_columns = 0;
+};
+
+// The kernel's buffer parameters, in the order of the inputs, then the output.
+struct QParams {
+  Buffer data, weight, bias, table, out;
+};
+QParams declare_params(FuncBuilder& fb, const std::vector<TensorType>& in, const TensorType& out, const QInputs& q,
+                       int64_t out_channels);
+QInputs classify_inputs(const std::string& op, const std::vector<TensorType>& in, int64_t out_channels);
+// The schedule and the weight's packing agree: packed (int32) exactly when smlad, in
+// the shape prepare_quantized gives it for a reduction of length k.
+void check_packing(const std::string& op, const Schedule& s, const QInputs& q, const QuantAttrs& attrs,
+                   const std::vector<int64_t>& shape, int64_t rows, int64_t k);
+
+// The requantized value of accumulator `acc` for output channel `oc` (qconv_gemm.cc says
+// how each form computes it).
+Expr requantize_channel(const QuantAttrs& q, const Rule& rule, const Buffer& table, int64_t columns, Expr acc, Expr oc,
+                        bool zero_point_folded, bool smlal = false, bool smmlar = false);
+// Per-channel multipliers that differ need the table input (prepare_quantized adds it).
+void check_requant_table(const std::string& op, const QuantAttrs& q, const Rule& rule, const QInputs& in);
+
+// ---- geometry ------------------------------------------------------------------
+
+struct QConv {
+  int64_t n, h, w, c;
+  int64_t o, kh, kw, cg, groups;
+  int64_t sh, sw, dh, dw, pt, pl, pb, pr;
+  int64_t oh, ow;
+  bool nchw = false;  // layout "NCHW" (the weight is OHWI in both layouts)
+  QInputs inputs;
+  QuantAttrs q;
+  Rule rule;
+  Schedule sched;
+  int64_t k() const { return kh * kw * cg; }
+  // The data (and output) index of image n, row y, column x, channel c.
+  std::vector<Expr> at(Expr n, Expr y, Expr x, Expr c) const {
+    return nchw ? std::vector<Expr>{n, c, y, x} : std::vector<Expr>{n, y, x, c};
+  }
+};
+
+// An input element of qconv2d as the reduction sees it (int32): the zero point
+// subtracted unless it is folded; where `cond` is false (padding) the zero point itself
+// when folded, else zero.
+Expr conv_input(const QConv& p, const Buffer& data, Expr n, Expr ih, Expr iw, Expr ic, Expr cond);
+
+// The input coordinate of output `o` and kernel tap `k`, and its bound check (null when
+// no output of the axis can leave the input).
+Expr tap(Expr o, Expr k, int64_t stride, int64_t dilation, int64_t pad);
+Expr inside(Expr coord, int64_t pad, int64_t extent, int64_t out, int64_t kernel, int64_t stride, int64_t dilation);
+
+// The output positions along one axis in up to three ranges: those whose window starts
+// before the input, those whose window lies inside it, and those whose window ends
+// past it. Only the first and last need bound checks.
+struct OutputRange {
+  int64_t begin, end;
+  bool check;
+};
+std::vector<OutputRange> border_split(int64_t out, int64_t pad, int64_t extent, int64_t kernel, int64_t stride,
+                                      int64_t dilation);
+
+// ---- the shared matrix-product core (qconv_gemm.cc) ---------------------------------
+
+// Everything the core needs to know about one op instance.
+struct Gemm {
+  int64_t rows, cols, k;  // output pixels (per image), output channels, reduction length
+  const QuantAttrs* q;
+  const Rule* rule;
+  const Schedule* sched;
+  Buffer weight;       // flat [cols * weight_words(k)]: int8, or packed int32 words
+  Buffer bias, table;  // may be null
+  int64_t table_columns = 0;
+  // Stores the value of reduction element `kk` of pixel `row` (an int16 expression:
+  // the input minus its zero point, or the raw input when the zero point is folded).
+  std::function<Expr(Expr row, Expr kk)> gathered;
+  // Fills col[slot * k + kk] for pixel `row`, or null when the core reads `gathered`
+  // directly (dense: the pixel is a contiguous row).
+  std::function<Stmt(Expr row, const Buffer& col, Expr slot)> gather;
+  std::function<Stmt(Expr row, Expr col, Expr value)> store;
+};
+
+// Two int16 values (int32 expressions in range) as one word, `lo` in the low half.
+Expr pack_pair(Expr lo, Expr hi);
+// Pixels in pairs (or one by one without `block`), channels in pairs, odd ones last.
+Stmt gemm(const Gemm& g);
+// dense_chunks: whether a batch-1 dense gathers its input in chunks, and the core over
+// those chunks; `gather_range(col, k0, len)` fills col words 0..(len + 1) / 2 - 1 with
+// the int16 pairs of input values k0..k0 + len - 1 of row 0.
+bool takes_dense_chunks(const Gemm& g);
+Stmt dense_chunked(const Gemm& g, const std::function<Stmt(const Buffer&, Expr, int64_t)>& gather_range);
+// A flat view of a whole buffer (same data), and the declarations of the core's views.
+Buffer flat_view(const Buffer& b, int64_t n);
+Stmt declare_views(const Gemm& g, Stmt body);
+
+// ---- the depthwise and per-output loop nests (qconv_depthwise.cc) -------------------
+
+// Depthwise, tiled (schedule depthwise_tile).
+Stmt depthwise_tiles(const QConv& p, const QParams& b);
+// One output at a time: blocked depthwise (schedule block) or the plain loop nest of
+// every other convolution the matrix-product core does not take.
+Stmt conv_loops(const QConv& p, const QParams& b);
+
+}  // namespace qconv_impl
+}  // namespace ops
+}  // namespace mtir

@@ -1,0 +1,618 @@
+// The text format's statements: blocks, stores, lets, loops, conditionals, asserts and
+// the `with` forms.
+#include "script/parser_internal.h"
+#include "ir/structural_equal.h"
+
+namespace mtir {
+namespace script_parser {
+
+Stmt Parser::make_seq(std::vector<Stmt> stmts, const Span& s) {
+  return stmts.empty() ? spanned_no_op(s) : SeqStmt(std::move(stmts), s);
+}
+
+// Statements up to the end of the current block (the DEDENT is not consumed).
+std::vector<Stmt> Parser::parse_stmt_list() {
+  std::vector<Stmt> out;
+  while (cur().kind != TokKind::kDedent && cur().kind != TokKind::kEof) {
+    if (cur().kind == TokKind::kIndent) fail(cur(), "unexpected indent");
+    if (cur().kind == TokKind::kNewline) {
+      next();
+      continue;
+    }
+    out.push_back(parse_stmt());
+  }
+  return out;
+}
+
+// ':' NEWLINE INDENT stmts DEDENT, in a new scope.
+Stmt Parser::parse_block(const Token& owner, const std::string& header) {
+  expect_op(":", "after " + header);
+  if (cur().kind != TokKind::kNewline)
+    fail(cur(), "expected a new line after ':' (statements go in an indented block)");
+  next();
+  if (cur().kind != TokKind::kIndent) fail(cur(), "expected an indented block after " + header);
+  next();
+  size_t mark = scope_mark();
+  std::vector<Stmt> body = parse_stmt_list();
+  pop_scope(mark);
+  if (cur().kind == TokKind::kDedent) next();
+  return make_seq(std::move(body), span(owner));
+}
+
+Stmt Parser::parse_stmt() {
+  const Token& t = cur();
+  DepthGuard guard(*this, t, true);
+  if (t.kind == TokKind::kName) {
+    if (t.text == "for") return parse_for();
+    if (t.text == "if") return parse_if();
+    if (t.text == "with") return parse_with();
+    if (t.text == "assert") return parse_assert();
+    if (t.text == "pass") {
+      next();
+      expect_newline("after 'pass'");
+      return spanned_no_op(span(t));
+    }
+    if (t.text == "else" || t.text == "elif") fail(t, "'" + t.text + "' without a matching 'if'");
+    if (t.text == "return") return parse_return();
+    if (t.text == "while") {
+      const Token& while_tok = next();
+      PExpr c = parse_expr();
+      if (!c.e->dtype.is_bool()) fail(while_tok, "the condition of 'while' must be bool, got " + c.e->dtype.str());
+      Stmt body = parse_block(while_tok, "while condition");
+      return While(c.e, body, span(while_tok));
+    }
+    if (t.text == "def" || t.text == "class") fail(t, "nested definitions are not supported");
+    const Token& after = ahead(1);
+    if (tok_is_op(after, ",")) return parse_multi_assign();
+    if (tok_is_op(after, ":")) return parse_let();
+    if (tok_is_op(after, "=")) return parse_assign();
+    if (tok_is_op(after, "[")) {
+      const Binding* b = lookup(t.text);
+      if (b && b->buffer) return parse_store();
+    }
+    if (at_t_attr("func_attr")) fail(t, "T.func_attr must be the first statement of a function");
+    if (at_t_attr("assume") && tok_is_op(ahead(3), "(")) {
+      // A hint for TVM's analyses; nothing of ours uses it, so it is dropped.
+      next(), next(), next(), next();
+      PExpr c = parse_expr();
+      if (!c.e->dtype.is_bool()) fail(t, "T.assume needs a bool condition, got " + c.e->dtype.str());
+      expect_op(")", "to close T.assume(...)");
+      expect_newline("after statement");
+      return spanned_no_op(span(t));
+    }
+    if (at_t_attr("evaluate")) {
+      next(), next(), next();
+      expect_op("(", "after T.evaluate");
+      PExpr v = parse_expr();
+      expect_op(")", "to close T.evaluate(...)");
+      expect_newline("after statement");
+      return Evaluate(v.e, span(t));
+    }
+  }
+  PExpr e = parse_expr();
+  if (!as<CallNode>(e.e)) fail(t, "expected a statement, found an expression (use T.evaluate(...))");
+  expect_newline("after statement");
+  return Evaluate(e.e, span(t));
+}
+
+// The value of `return v` or `T.ret(v)` (after '('), as the tvm_return builtin: the
+// function must declare an integer return type.
+Expr Parser::return_value(const Token& tok) {
+  if (ret_type_.is_void())
+    fail(tok, "return with a value in a function without a return type; declare one, e.g. '-> T.int32'");
+  const Token& at = cur();
+  PExpr v = promote_to(parse_expr(), ret_type_);
+  if (v.e->dtype != ret_type_)
+    fail(at, "the function returns " + ret_type_.str() + ", but this value is " + v.e->dtype.str());
+  if (!ret_type_.is_integer())
+    fail(tok, "returning " + ret_type_.str() + " is not supported; microtir functions return integers");
+  return Call(DataType::Int(32), "tvm_return", {v.e}, {}, span(tok));
+}
+
+// `return x` in a function with a return type (TVM's T.ret): the tvm_return builtin.
+Stmt Parser::parse_return() {
+  const Token& tok = next();
+  if (cur().kind == TokKind::kNewline || is_name("None")) {
+    if (is_name("None")) next();
+    expect_newline("after 'return'");
+    fail(tok, "a bare 'return' is not supported; return a value from a function with a return type");
+  }
+  Expr v = return_value(tok);
+  expect_newline("after statement");
+  return Evaluate(v, span(tok));
+}
+
+// `a, b = x, y`: one let per name, bound in order (Python evaluates every value
+// first, so no value may use a name bound on the same line).
+Stmt Parser::parse_multi_assign() {
+  const Token& first = cur();
+  if (at_multi_var_decl()) fail(first, "shape variables (x = T.int32()) belong at the top of the function");
+  std::vector<const Token*> names;
+  do {
+    if (!names.empty()) next();
+    names.push_back(&expect_name("as a variable name"));
+  } while (is_op(","));
+  expect_op("=", "after the names of a multiple assignment");
+  std::vector<PExpr> values;
+  do {
+    if (!values.empty()) next();
+    values.push_back(parse_expr());
+  } while (is_op(",") && values.size() < names.size());
+  if (values.size() != names.size() || is_op(","))
+    fail(first, "a multiple assignment needs as many values as names (" + std::to_string(names.size()) + ")");
+  expect_newline("after statement");
+  std::vector<Var> vars;
+  size_t mark = scope_mark();
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (lookup(names[i]->text)) fail(*names[i], "cannot assign to '" + names[i]->text + "': it is already defined");
+    PExpr v = values[i].bare ? promote_to(values[i], values[i].e->dtype) : values[i];
+    values[i] = v;
+    vars.push_back(MakeVar(names[i]->text, v.e->dtype, span(*names[i])));
+  }
+  for (size_t i = 0; i < names.size(); ++i) bind(names[i]->text, Binding{vars[i], nullptr, false});
+  Stmt body = parse_rest(first);
+  pop_scope(mark);
+  for (size_t i = names.size(); i-- > 0;) body = LetStmt(vars[i], values[i].e, body, span(*names[i]));
+  return body;
+}
+
+Stmt Parser::parse_store() {
+  const Token& name = next();
+  Buffer buf = lookup(name.text)->buffer;
+  std::vector<Expr> indices = parse_indices(name, buf);
+  if (is_op("+=") || is_op("-=") || is_op("*=") || is_op("/="))
+    fail(cur(), "augmented assignment is not supported; write A[i] = A[i] + v");
+  expect_op("=", "after buffer index");
+  PExpr v = parse_expr();
+  int lanes = 1;
+  for (const auto& i : indices) lanes = std::max(lanes, i->dtype.lanes());
+  v = promote_to(v, buf->dtype.with_lanes(lanes));
+  expect_newline("after statement");
+  return BufferStore(buf, v.e, std::move(indices), span(name));
+}
+
+// `[i, j]` after a buffer name; checks the number of indices.
+std::vector<Expr> Parser::parse_indices(const Token& name, const Buffer& buf) {
+  expect_op("[", "after buffer name");
+  std::vector<Expr> indices;
+  if (is_op("(") && tok_is_op(ahead(1), ")")) {  // A[()] for a 0-d buffer
+    next(), next();
+  } else {
+    while (!is_op("]")) {
+      indices.push_back(parse_index_or_slice());
+      if (!is_op(",")) break;
+      next();
+    }
+  }
+  expect_op("]", "to close the buffer index");
+  if (indices.size() != buf->ndim()) {
+    size_t n = buf->ndim(), k = indices.size();
+    fail(name, "buffer '" + name.text + "' has " + std::to_string(n) + (n == 1 ? " dimension" : " dimensions") +
+                   " but is indexed with " + std::to_string(k) + (k == 1 ? " index" : " indices"));
+  }
+  return indices;
+}
+
+// One index of a load or store: an expression, or `lo:hi[:step]`, a vector of
+// (hi - lo) / step lanes (T.Ramp(lo, step, lanes)), which is how TVM prints them.
+Expr Parser::parse_index_or_slice() {
+  const Token& at = cur();
+  PExpr lo = parse_expr();
+  if (!is_op(":")) return lo.e;
+  const Token& colon = next();
+  PExpr hi = parse_expr();
+  unify(lo, hi, ":", colon, "slice bounds");
+  lo = promote_to(lo, lo.e->dtype), hi = promote_to(hi, hi.e->dtype);
+  int64_t step = 1;
+  if (is_op(":")) {
+    next();
+    const Token& step_tok = cur();
+    PExpr st = parse_expr();
+    const int64_t* c = as_const_int(st.e);
+    if (!c || *c <= 0) fail(step_tok, "the step of a vector slice must be a positive integer constant");
+    step = *c;
+  }
+  if (!lo.e->dtype.is_integer() || lo.e->dtype.is_vector())
+    fail(at, "slice bounds must be scalar integers, not " + lo.e->dtype.str());
+  int64_t length = 0;
+  const int64_t *l = as_const_int(lo.e), *h = as_const_int(hi.e);
+  const auto* add = as<AddNode>(hi.e);
+  if (l && h) length = *h - *l;
+  else if (add && same_expr(add->a, lo.e) && as_const_int(add->b)) length = *as_const_int(add->b);
+  else fail(at, "a vector slice needs a constant length, e.g. A[i:i + 4]");
+  const int64_t lanes = (length + step - 1) / step;
+  if (lanes < 2 || lanes > DataType::kMaxLanes)
+    fail(at, "a vector slice needs 2 to " + std::to_string(DataType::kMaxLanes) + " lanes, not " +
+                 std::to_string(lanes));
+  return Ramp(lo.e, IntImm(lo.e->dtype, step, span(at)), static_cast<int>(lanes), span(at));
+}
+
+Stmt Parser::parse_let() {
+  const Token& name = next();
+  next();  // ':'
+  TypeAnn ann = parse_type_ann();
+  DataType t = ann.type;
+  expect_op("=", "in let binding (write 'x: T.int32 = value')");
+  PExpr v = promote_to(parse_expr(), t);
+  expect_newline("after statement");
+  Var var = ann.make_var(name.text, span(name));
+  size_t mark = scope_mark();
+  bind(name.text, Binding{var, nullptr, false});
+  Stmt body = parse_rest(name);
+  pop_scope(mark);
+  return LetStmt(var, v.e, body, span(name));
+}
+
+Stmt Parser::parse_assign() {
+  const Token& name = next();
+  next();  // '='
+  if (at_var_decl(0))
+    fail(name, "'" + name.text + " = T." + ahead(2).text +
+                   "()' declares a shape variable, which belongs at the top of the function, before its first "
+                   "statement (with T.func_attr and T.match_buffer)");
+  if (at_t_attr("decl_buffer") || at_t_attr("Buffer")) {
+    // `T.decl_buffer(..., data=p)` and TVM's lowered `T.Buffer(..., data=p)` view
+    // existing memory; `T.decl_buffer` without data= allocates, as in TVM.
+    const Token& t_tok = cur();
+    const bool is_decl = ahead(2).text == "decl_buffer";
+    next(), next(), next();
+    expect_op("(", "after T." + std::string(is_decl ? "decl_buffer" : "Buffer"));
+    BufferSpec spec = parse_buffer_args(is_decl, t_tok, true, /*data_required=*/!is_decl);
+    expect_newline("after statement");
+    const bool allocates = !spec.data;
+    std::string scope = spec.scope;
+    Buffer buf = make_buffer(name.text, span(name), std::move(spec));
+    size_t mark = scope_mark();
+    bind(name.text, Binding{nullptr, buf, false});
+    Stmt body = parse_rest(name);
+    pop_scope(mark);
+    return allocates ? Allocate(buf, scope, body, span(name)) : DeclBuffer(buf, body, span(name));
+  }
+  if (at_t_attr("alloc_buffer") || at_t_attr("allocate")) {
+    // T.allocate gives a pointer (TVM's semantics), T.alloc_buffer a buffer; the name
+    // stands for both here, so `p[i]` and `T.decl_buffer(..., data=p)` both work.
+    const bool pointer = ahead(2).text == "allocate";
+    std::string scope;
+    Buffer buf = parse_alloc_call(name, &scope);
+    expect_newline("after statement");
+    size_t mark = scope_mark();
+    bind(name.text, Binding{pointer ? buf->data : nullptr, buf, false});
+    Stmt body = parse_rest(name);
+    pop_scope(mark);
+    return Allocate(buf, scope, body, span(name));
+  }
+  if (at_t_attr("env_thread") || at_t_attr("launch_thread")) return parse_thread(name);
+  if (const Binding* b = lookup(name.text)) {
+    if (b->buffer)
+      fail(name,
+           "cannot assign to buffer '" + name.text + "'; store to elements with " + name.text + "[...] = value");
+    if (b->is_param) fail(name, "cannot assign to scalar parameter '" + name.text + "'");
+    fail(name, "cannot assign to '" + name.text + "': variables are immutable; bind a new name instead");
+  }
+  // `x = value` binds a new variable with the value's type.
+  PExpr v = parse_expr();
+  if (v.bare) v = promote_to(v, v.e->dtype);
+  expect_newline("after statement");
+  Var var = MakeVar(name.text, v.e->dtype, span(name));
+  size_t mark = scope_mark();
+  bind(name.text, Binding{var, nullptr, false});
+  Stmt body = parse_rest(name);
+  pop_scope(mark);
+  return LetStmt(var, v.e, body, span(name));
+}
+
+// GPU threads as TVM prints them: `x = T.env_thread("threadIdx.x")` declares the
+// variable for the rest of the block; `x = T.launch_thread("blockIdx.x", n)` also
+// launches it (an AttrStmt "thread_extent" over the rest of the block). They parse
+// and print; the backends and the interpreter refuse them.
+Stmt Parser::parse_thread(const Token& name) {
+  const Token& t_tok = cur();
+  const bool launch = ahead(2).text == "launch_thread";
+  next(), next(), next();
+  expect_op("(", std::string("after T.") + (launch ? "launch_thread" : "env_thread"));
+  const std::string tag = expect_string("as the thread tag, e.g. \"threadIdx.x\"");
+  Expr extent;
+  if (launch) {
+    expect_op(",", "after the thread tag of T.launch_thread");
+    PExpr e = parse_expr();
+    if (e.bare) e = promote_to(e, DataType::Int(32));
+    if (!e.e->dtype.is_integer()) fail(t_tok, "the extent of T.launch_thread must be an integer, not " + e.e->dtype.str());
+    extent = e.e;
+  }
+  expect_op(")", "to close the call");
+  expect_newline("after statement");
+  if (lookup(name.text)) fail(name, "cannot assign to '" + name.text + "': it is already defined");
+  auto v = std::make_shared<VarNode>(name.text, extent ? extent->dtype : DataType::Int(32), span(name));
+  v->thread_tag = tag;
+  size_t mark = scope_mark();
+  bind(name.text, Binding{v, nullptr, false});
+  Stmt body = parse_rest(name);
+  pop_scope(mark);
+  return launch ? AttrStmt(v, "thread_extent", extent, body, span(name)) : body;
+}
+
+// `T.alloc_buffer(shape, dtype, scope=...)` or `T.allocate([extent], dtype, scope)`.
+Buffer Parser::parse_alloc_call(const Token& name, std::string* scope) {
+  const Token& t_tok = cur();
+  const std::string fn = ahead(2).text;
+  next(), next(), next();
+  expect_op("(", "after T." + fn);
+  BufferSpec spec = parse_buffer_args(true, t_tok);
+  *scope = spec.scope;
+  return make_buffer(name.text, span(name), std::move(spec));
+}
+
+Stmt Parser::parse_for() {
+  const Token& for_tok = next();
+  std::vector<const Token*> targets;
+  bool paren = is_op("(");
+  if (paren) next();
+  do {
+    if (!targets.empty()) next();  // ','
+    targets.push_back(&expect_name("as loop variable"));
+  } while (is_op(","));
+  if (paren) expect_op(")", "after loop variables");
+  expect_keyword("in", "after loop variable");
+  const Token& iter_tok = cur();
+  LoopHeader h;
+  if (is_name("range")) {
+    next();
+  } else if (is_name("T") && tok_is_op(ahead(1), ".")) {
+    next(), next();
+    const Token& kind = expect_name("after 'T.'");
+    if (kind.text == "serial")
+      h.kind = ForKind::kSerial;
+    else if (kind.text == "unroll")
+      h.kind = ForKind::kUnrolled;
+    else if (kind.text == "parallel")
+      h.kind = ForKind::kParallel;
+    else if (kind.text == "vectorized")
+      h.kind = ForKind::kVectorized;
+    else if (kind.text == "grid")
+      h.grid = true;
+    else if (kind.text == "thread_binding")
+      h.kind = ForKind::kThreadBinding;
+    else
+      fail(iter_tok, "unknown loop kind 'T." + kind.text + "'",
+           did_you_mean(kind.text, {"serial", "unroll", "parallel", "vectorized", "grid", "thread_binding"}, "T."));
+  } else {
+    fail(iter_tok, "expected range(...) or T.serial/T.grid/... after 'in', found " + describe(iter_tok));
+  }
+  expect_op("(", "after loop kind");
+  while (!is_op(")")) {
+    if (cur().kind == TokKind::kName && tok_is_op(ahead(1), "=") && !h.grid) {
+      const Token& kw = next();
+      next();
+      if (kw.text == "annotations") {
+        h.annotations = parse_dict();
+      } else if (kw.text == "thread" && h.kind == ForKind::kThreadBinding) {
+        h.thread = expect_string("for thread=");
+      } else if (kw.text == "step") {
+        h.step_tok = &kw;
+        h.step = parse_expr();
+      } else {
+        fail(kw, "unknown loop argument '" + kw.text + "' (expected annotations=, step= or thread=)");
+      }
+    } else {
+      h.args.push_back(parse_expr());
+    }
+    if (!is_op(",")) break;
+    next();
+  }
+  expect_op(")", "to close the loop range");
+  if (h.kind == ForKind::kThreadBinding && h.thread.empty())
+    fail(iter_tok, "T.thread_binding needs thread=\"threadIdx.x\" (or another thread tag)");
+  if (!is_op(":")) fail(cur(), "expected ':' after for header, found " + describe(cur()));
+
+  // (min, extent, loop variable type) per loop variable.
+  struct Range {
+    Expr min, extent;
+    DataType type;
+  };
+  std::vector<Range> ranges;
+  if (h.grid) {
+    if (h.args.size() != targets.size())
+      fail(iter_tok, "T.grid has " + std::to_string(h.args.size()) + (h.args.size() == 1 ? " extent" : " extents") +
+                         " but the loop has " + std::to_string(targets.size()) +
+                         (targets.size() == 1 ? " variable" : " variables"));
+    for (auto& a : h.args) {
+      Expr ext = loop_bound(a, iter_tok);
+      ranges.push_back({IntImm(ext->dtype, 0, ext->span), ext, ext->dtype});
+    }
+  } else {
+    if (targets.size() != 1) fail(*targets[1], "only T.grid binds several loop variables");
+    if (h.args.empty() || h.args.size() > 2)
+      fail(iter_tok, "a loop range takes 1 or 2 arguments (extent, or start and stop)");
+    if (h.args.size() == 1) {
+      Expr ext = loop_bound(h.args[0], iter_tok);
+      ranges.push_back({IntImm(ext->dtype, 0, ext->span), ext, ext->dtype});
+    } else {
+      PExpr start = h.args[0], stop = h.args[1];
+      unify(start, stop, "and", iter_tok, "loop bounds");
+      Expr a = loop_bound(start, iter_tok), b = loop_bound(stop, iter_tok);
+      ranges.push_back({a, range_extent(a, b, span(iter_tok)), a->dtype});
+    }
+  }
+  // step=s: a loop over k in [0, ceil((stop - start) / s)) with i = start + k * s
+  // bound inside, which is the loop every backend already runs.
+  Expr step;
+  if (h.step_tok) {
+    step = loop_bound(h.step, *h.step_tok);
+    const int64_t* c = as_const_int(step);
+    if (!c || *c <= 0) fail(*h.step_tok, "step= must be a positive integer constant");
+    if (step->dtype != ranges[0].type) step = IntImm(ranges[0].type, *c, step->span);
+    if (*c == 1) step = nullptr;
+  }
+  size_t mark = scope_mark();
+  std::vector<Var> vars;
+  for (size_t i = 0; i < targets.size(); ++i) {
+    Var v = MakeVar(targets[i]->text, ranges[i].type, span(*targets[i]));
+    vars.push_back(v);
+    bind(targets[i]->text, Binding{v, nullptr, false});
+  }
+  Stmt body = parse_block(for_tok, "for header");
+  pop_scope(mark);
+  if (step) {
+    const Span at = span(*h.step_tok);
+    Var k = MakeVar(targets[0]->text + "_step", ranges[0].type, at);
+    Expr value = Binary(ExprKind::Add, ranges[0].min, Binary(ExprKind::Mul, k, step, at), at);
+    body = LetStmt(vars[0], value, body, at);
+    Expr one = IntImm(ranges[0].type, 1, at);
+    Expr ext = Binary(ExprKind::FloorDiv,
+                      Binary(ExprKind::Add, ranges[0].extent, Binary(ExprKind::Sub, step, one, at), at), step, at);
+    if (const int64_t* e = as_const_int(ranges[0].extent)) ext = IntImm(ranges[0].type, (*e + *as_const_int(step) - 1) / *as_const_int(step), at);
+    vars[0] = k;
+    ranges[0].min = IntImm(ranges[0].type, 0, at);
+    ranges[0].extent = ext;
+  }
+  for (size_t i = vars.size(); i-- > 0;) {
+    auto loop = std::make_shared<ForNode>(vars[i], ranges[i].min, ranges[i].extent, h.kind, body,
+                                          span(i == 0 ? for_tok : *targets[i]));
+    loop->thread_tag = h.thread;
+    if (i == 0) loop->annotations = h.annotations;
+    body = loop;
+  }
+  return body;
+}
+
+Expr Parser::loop_bound(PExpr p, const Token& at) {
+  if (p.bare) {
+    if (contains_float_literal(p.e)) fail(at, "loop bounds must be integers");
+    p.e = retype_literal(p.e, p.e->dtype);
+  }
+  if (!p.e->dtype.is_integer()) fail(at, "loop bounds must be integers, got " + p.e->dtype.str());
+  return p.e;
+}
+
+// The extent of T.serial(start, stop). Constants fold; `stop` written as
+// `start + e` gives back `e` (this is how the printer writes a non-zero min); a
+// zero start gives `stop`; anything else is `stop - start`.
+Expr Parser::range_extent(const Expr& start, const Expr& stop, const Span& s) {
+  const int64_t* a = as_const_int(start);
+  const int64_t* b = as_const_int(stop);
+  if (a && b) return IntImm(start->dtype, *b - *a, stop->span);
+  if (const auto* add = as<AddNode>(stop))
+    if (structural_equal(add->a, start)) return add->b;
+  if (a && *a == 0) return stop;
+  return Binary(ExprKind::Sub, stop, start, s);
+}
+
+Stmt Parser::parse_if() {
+  const Token& if_tok = next();
+  PExpr c = parse_expr();
+  Stmt then_case = parse_block(if_tok, "if condition");
+  Stmt else_case;
+  if (is_name("elif")) {
+    DepthGuard guard(*this, cur(), true);
+    else_case = parse_if();
+  } else if (is_name("else")) {
+    const Token& else_tok = next();
+    else_case = parse_block(else_tok, "'else'");
+  }
+  return IfThenElse(c.e, then_case, else_case, span(if_tok));
+}
+
+Stmt Parser::parse_assert() {
+  const Token& tok = next();
+  PExpr c = parse_expr();
+  std::string msg;
+  if (is_op(",")) {
+    next();
+    msg = expect_string("as assert message");
+  }
+  expect_newline("after assert");
+  Stmt body = parse_rest(tok);
+  return AssertStmt(c.e, msg, body, span(tok));
+}
+
+// `with T.attr(node, "key", value):` and the nested forms of scoped statements the
+// printer uses when such a statement is followed by others in the same block.
+Stmt Parser::parse_with() {
+  const Token& with_tok = next();
+  const Token& t_tok = cur();
+  if (!is_name("T") || !tok_is_op(ahead(1), ".")) fail(cur(), "expected T.attr(...) after 'with'");
+  next(), next();
+  const Token& what = expect_name("after 'T.'");
+  if (is_block_construct(what.text)) fail(t_tok, kBlockRefusal);
+  if (what.text == "launch_thread") {
+    // `with T.launch_thread(x, n):` for a thread variable from T.env_thread.
+    expect_op("(", "after T.launch_thread");
+    const Token& v_tok = expect_name("as the thread variable of T.launch_thread (from T.env_thread)");
+    const Binding* b = lookup(v_tok.text);
+    if (!b || !b->var || b->var->thread_tag.empty())
+      fail(v_tok, "'" + v_tok.text + "' is not a thread variable; declare it with " + v_tok.text +
+                      " = T.env_thread(\"threadIdx.x\")");
+    Var thread = b->var;
+    expect_op(",", "after the thread variable of T.launch_thread");
+    PExpr extent = parse_expr();
+    expect_op(")", "to close T.launch_thread(...)");
+    if (extent.bare) extent = promote_to(extent, thread->dtype);
+    Stmt body = parse_block(with_tok, "with header");
+    return AttrStmt(thread, "thread_extent", extent.e, body, span(with_tok));
+  }
+  if (what.text == "attr") {
+    expect_op("(", "after T.attr");
+    PExpr node = parse_expr();
+    expect_op(",", "after attribute node");
+    std::string key = expect_string("as attribute key");
+    expect_op(",", "after attribute key");
+    PExpr value = parse_expr();
+    expect_op(")", "to close T.attr(...)");
+    Stmt body = parse_block(with_tok, "with header");
+    return AttrStmt(node.e, key, value.e, body, span(with_tok));
+  }
+  if (what.text == "Assert") {
+    expect_op("(", "after T.Assert");
+    PExpr c = parse_expr();
+    expect_op(",", "after assert condition");
+    std::string msg = expect_string("as assert message");
+    expect_op(")", "to close T.Assert(...)");
+    Stmt body = parse_block(with_tok, "with header");
+    return AssertStmt(c.e, msg, body, span(with_tok));
+  }
+  if (what.text == "LetStmt") {
+    expect_op("(", "after T.LetStmt");
+    PExpr v = parse_expr();
+    if (v.bare) v = promote_to(v, v.e->dtype);
+    expect_op(")", "to close T.LetStmt(...)");
+    expect_keyword("as", "after T.LetStmt(...)");
+    const Token& name = expect_name("after 'as'");
+    Var var = MakeVar(name.text, v.e->dtype, span(name));
+    size_t mark = scope_mark();
+    bind(name.text, Binding{var, nullptr, false});
+    Stmt body = parse_block(with_tok, "with header");
+    pop_scope(mark);
+    return LetStmt(var, v.e, body, span(with_tok));
+  }
+  if (what.text == "decl_buffer") {
+    expect_op("(", "after T.decl_buffer");
+    BufferSpec spec = parse_buffer_args(false, t_tok, true);
+    expect_keyword("as", "after T.decl_buffer(...)");
+    const Token& name = expect_name("after 'as'");
+    Buffer buf = make_buffer(name.text, span(name), std::move(spec));
+    size_t mark = scope_mark();
+    bind(name.text, Binding{nullptr, buf, false});
+    Stmt body = parse_block(with_tok, "with header");
+    pop_scope(mark);
+    return DeclBuffer(buf, body, span(with_tok));
+  }
+  if (what.text == "alloc_buffer" || what.text == "allocate") {
+    expect_op("(", "after T." + what.text);
+    // The name comes after `as`: parse the declaration first, build the buffer after.
+    BufferSpec spec = parse_buffer_args(true, t_tok);
+    std::string scope = spec.scope;
+    expect_keyword("as", "after T." + what.text + "(...)");
+    const Token& name = expect_name("after 'as'");
+    Buffer buf = make_buffer(name.text, span(name), std::move(spec));
+    size_t mark = scope_mark();
+    bind(name.text, Binding{nullptr, buf, false});
+    Stmt body = parse_block(with_tok, "with header");
+    pop_scope(mark);
+    return Allocate(buf, scope, body, span(with_tok));
+  }
+  fail(t_tok, "unknown 'with' form 'T." + what.text + "'",
+       did_you_mean(what.text, {"attr", "Assert", "LetStmt", "alloc_buffer", "allocate", "decl_buffer"}, "T."));
+}
+
+}  // namespace script_parser
+}  // namespace mtir
