@@ -115,6 +115,9 @@ class TfliteConverter {
   // A constant int32/int64 tensor `t` as integers (a shape, axes, sizes): refused by
   // name when only a run would know it.
   std::vector<int64_t> constant_ints(int t, const std::string& what);
+  // The activation, unary, binary, comparison, reduction and composite float operators
+  // (the families below): false for any other operator.
+  bool convert_math_op(const tflite::Operator& op, BuiltinOperator code);
   // convert_activation.cc: RELU, RELU6, LOGISTIC, TANH, HARD_SWISH, ELU; ABS, NEG, SQRT, ...
   void activation(const tflite::Operator& op, BuiltinOperator code);
   void unary_math(const tflite::Operator& op, BuiltinOperator code);

@@ -732,12 +732,22 @@ void TfliteConverter::convert(size_t index, const tflite::Operator& op, BuiltinO
     case BuiltinOperator::SUM: mean(op, true); break;
     case BuiltinOperator::CONCATENATION: concatenation(op); break;
     case BuiltinOperator::TRANSPOSE: transpose(op); break;
+    case BuiltinOperator::UNIDIRECTIONAL_SEQUENCE_LSTM: lstm(op); break;
+    default:
+      if (!convert_math_op(op, code) && !convert_shape_op(op, code))
+        user_error({}, file_ + ": unsupported TFLite operator " + op_name(code) + " (node " + std::to_string(index) + ")");
+  }
+  for (int o : outs) computed(o);
+}
+
+bool TfliteConverter::convert_math_op(const tflite::Operator& op, BuiltinOperator code) {
+  switch (code) {
     case BuiltinOperator::LOGISTIC:
     case BuiltinOperator::TANH:
     case BuiltinOperator::RELU:
     case BuiltinOperator::RELU6:
     case BuiltinOperator::HARD_SWISH:
-    case BuiltinOperator::ELU: activation(op, code); break;
+    case BuiltinOperator::ELU: activation(op, code); return true;
     case BuiltinOperator::ABS:
     case BuiltinOperator::NEG:
     case BuiltinOperator::SQUARE:
@@ -749,7 +759,7 @@ void TfliteConverter::convert(size_t index, const tflite::Operator& op, BuiltinO
     case BuiltinOperator::COS:
     case BuiltinOperator::FLOOR:
     case BuiltinOperator::CEIL:
-    case BuiltinOperator::ROUND: unary_math(op, code); break;
+    case BuiltinOperator::ROUND: unary_math(op, code); return true;
     case BuiltinOperator::MAXIMUM:
     case BuiltinOperator::MINIMUM:
     case BuiltinOperator::DIV:
@@ -757,7 +767,7 @@ void TfliteConverter::convert(size_t index, const tflite::Operator& op, BuiltinO
     case BuiltinOperator::FLOOR_DIV:
     case BuiltinOperator::FLOOR_MOD:
     case BuiltinOperator::ADD_N:
-    case BuiltinOperator::PRELU: binary(op, code); break;
+    case BuiltinOperator::PRELU: binary(op, code); return true;
     case BuiltinOperator::EQUAL:
     case BuiltinOperator::NOT_EQUAL:
     case BuiltinOperator::LESS:
@@ -768,22 +778,19 @@ void TfliteConverter::convert(size_t index, const tflite::Operator& op, BuiltinO
     case BuiltinOperator::SELECT_V2:
     case BuiltinOperator::LOGICAL_AND:
     case BuiltinOperator::LOGICAL_OR:
-    case BuiltinOperator::LOGICAL_NOT: compare(op, code); break;
+    case BuiltinOperator::LOGICAL_NOT: compare(op, code); return true;
     case BuiltinOperator::REDUCE_MAX:
     case BuiltinOperator::REDUCE_MIN:
     case BuiltinOperator::ARG_MAX:
     case BuiltinOperator::ARG_MIN:
-    case BuiltinOperator::CUMSUM: reduce(op, code); break;
+    case BuiltinOperator::CUMSUM: reduce(op, code); return true;
     case BuiltinOperator::L2_POOL_2D:
     case BuiltinOperator::L2_NORMALIZATION:
     case BuiltinOperator::LOG_SOFTMAX:
-    case BuiltinOperator::BATCH_MATMUL: float_composite(op, code); break;
-    case BuiltinOperator::UNIDIRECTIONAL_SEQUENCE_LSTM: lstm(op); break;
+    case BuiltinOperator::BATCH_MATMUL: float_composite(op, code); return true;
     default:
-      if (!convert_shape_op(op, code))
-        user_error({}, file_ + ": unsupported TFLite operator " + op_name(code) + " (node " + std::to_string(index) + ")");
+      return false;
   }
-  for (int o : outs) computed(o);
 }
 
 void TfliteConverter::computed(int o) {
