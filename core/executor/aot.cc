@@ -53,11 +53,15 @@ struct FusedGroup {
   std::vector<size_t> may_overwrite;
 };
 
-// A node whose kernel updates state in place: it keeps its own kernel (nothing fuses
-// into it, and it fuses into nothing).
-bool writes_state(const GraphNode& node) {
+// A node that reads or updates state keeps its own kernel (nothing fuses into it, and it
+// fuses into nothing) and is never a view: it runs where it is in node order, so it sees
+// the state as the nodes before it left it (a resource variable's reads and assignments).
+bool touches_state(const Graph& g, const GraphNode& node) {
   const OpDef* op = find_op(node.op);
-  return op && !written_inputs(*op, node.attrs, node.inputs.size()).empty();
+  if (op && !written_inputs(*op, node.attrs, node.inputs.size()).empty()) return true;
+  for (const auto& in : node.inputs)
+    if (g.state.count(in)) return true;
+  return false;
 }
 
 OutputSharing sharing_of(const GraphNode& node) {
@@ -78,7 +82,7 @@ std::vector<bool> view_nodes(const Graph& g) {
     const GraphNode& node = g.nodes[i];
     const OpDef* op = find_op(node.op);
     view[i] = op && op->sharing == OutputSharing::kView && node.device.empty() && !outputs.count(node.name) &&
-              node.inputs.size() == 1;
+              node.inputs.size() == 1 && !touches_state(g, node);
   }
   return view;
 }
@@ -102,14 +106,14 @@ std::vector<FusedGroup> group_nodes(const Graph& g, const std::vector<PrimFunc>&
       for (size_t k = 0; k < group.inputs.size(); ++k) group.may_overwrite.push_back(k);
     // Device kernels are the device library's: nothing fuses into them.
     // A layer of a patch stage runs band by band as the op's own kernel.
-    while (options.fuse_elementwise && g.nodes[i].device.empty() && !in_stage[i] && !writes_state(g.nodes[i]) &&
+    while (options.fuse_elementwise && g.nodes[i].device.empty() && !in_stage[i] && !touches_state(g, g.nodes[i]) &&
            group.nodes.size() < options.max_fused_ops) {
       const std::string& result = g.nodes[group.nodes.back()].name;
       auto r = readers.find(result);
       if (outputs.count(result) || r == readers.end() || r->second.size() != 1 || absorbed[r->second[0]]) break;
       size_t j = r->second[0];
       const GraphNode& consumer = g.nodes[j];
-      if (!consumer.device.empty() || in_stage[j] || writes_state(consumer)) break;
+      if (!consumer.device.empty() || in_stage[j] || touches_state(g, consumer)) break;
       size_t input = std::find(consumer.inputs.begin(), consumer.inputs.end(), result) - consumer.inputs.begin();
       std::string fname = prefix + "fused";
       for (size_t k : group.nodes) fname += "_" + ids.at(g.nodes[k].name);

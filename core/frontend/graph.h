@@ -82,9 +82,9 @@ nlohmann::json graph_to_json(const Graph& g);
 std::string write_graph_json(const Graph& g);  // graph_to_json, indented, ending in a newline
 
 // The rules of state (Graph::state), a user error naming the node or state otherwise:
-// a state is read by at most one node, through one input; every input a node writes in
-// place (OpDef::writes_inputs) is a state; a state is not a model output; a node that
-// writes state runs on the host.
+// a node reads a state through one input (several nodes may read it, in node order);
+// every input a node writes in place (OpDef::writes_inputs) is a state; a state is not a
+// model output; a node that writes state runs on the host.
 void check_state_use(const Graph& g);
 
 // The dtypes a graph tensor may have ("float32", "int8", ...: docs/graph-format.md).

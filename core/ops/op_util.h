@@ -151,6 +151,7 @@ void register_prelu_ops(std::vector<OpDef>& ops);
 void register_qsquared_difference_ops(std::vector<OpDef>& ops);
 void register_compare_ops(std::vector<OpDef>& ops);
 void register_reduce_ops(std::vector<OpDef>& ops);
+void register_variable_ops(std::vector<OpDef>& ops);  // variable.cc: read_variable, assign_variable
 
 }  // namespace ops
 }  // namespace mtir

@@ -40,6 +40,7 @@ const std::vector<OpDef>& all_op_defs() {
     ops::register_qsquared_difference_ops(v);
     ops::register_compare_ops(v);
     ops::register_reduce_ops(v);
+    ops::register_variable_ops(v);
     // Every output must be indexable with int32 loop variables.
     for (auto& d : v) {
       auto infer = d.infer;

@@ -196,6 +196,25 @@ def run(args, what):
     return p.stdout
 
 
+def runs_of_the_artifact(opts, work, name, model, inputs):
+    """The artifact of `microtir compile model` (input 'x', output 'y') built on the host
+    with tests/codegen/state_main.c and run on each raw input file in turn (the state
+    carried over), then reset and the first input again: the lines it prints, each run's
+    output in hex and "reset N bytes of state" before the last."""
+    mlf = os.path.join(work, name + "_mlf")
+    run([opts.cli, "compile", model, "-o", mlf], f"microtir compile {name}")
+    src = [os.path.join(mlf, "codegen/host/src", f) for f in sorted(os.listdir(os.path.join(mlf, "codegen/host/src")))
+           if f.endswith(".c")]
+    rt = os.path.join(mlf, "runtime")
+    src += [os.path.join(rt, "src", f) for f in sorted(os.listdir(os.path.join(rt, "src"))) if f.endswith(".c")]
+    fw = os.path.join(work, name + "_fw")
+    run(["cc", "-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-pedantic", "-I" + os.path.join(rt, "include"),
+         "-I" + os.path.join(mlf, "codegen/host/include")] + src +
+        [os.path.join(rt, "ports/host/platform.c"), os.path.join(opts.source, "tests/codegen/state_main.c"), "-lm",
+         "-o", fw], f"building {name}'s firmware")
+    return run([fw] + inputs, f"{name}'s firmware").split("\n")
+
+
 def check_model(m, opts, work):
     jpath = os.path.join(work, m.name + ".json")
     with open(jpath, "w") as f:
@@ -223,19 +242,7 @@ def check_model(m, opts, work):
         print("  got ", got.tolist(), "\n  want", want1.tolist())
     if opts.target != "host" or opts.backend != "c" or not m.two_runs:
         return ok
-    # Two runs of the artifact from a firmware main, then reset and the first input again.
-    mlf = os.path.join(work, m.name + "_mlf")
-    run([opts.cli, "compile", model, "-o", mlf], f"microtir compile {m.name}")
-    src = [os.path.join(mlf, "codegen/host/src", f) for f in sorted(os.listdir(os.path.join(mlf, "codegen/host/src")))
-           if f.endswith(".c")]
-    rt = os.path.join(mlf, "runtime")
-    src += [os.path.join(rt, "src", f) for f in sorted(os.listdir(os.path.join(rt, "src"))) if f.endswith(".c")]
-    fw = os.path.join(work, m.name + "_fw")
-    run(["cc", "-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-pedantic", "-I" + os.path.join(rt, "include"),
-         "-I" + os.path.join(mlf, "codegen/host/include")] + src +
-        [os.path.join(rt, "ports/host/platform.c"), os.path.join(opts.source, "tests/codegen/state_main.c"), "-lm",
-         "-o", fw], f"building {m.name}'s firmware")
-    lines = run([fw, paths[0] + ".bin", paths[1] + ".bin"], f"{m.name}'s firmware").split("\n")
+    lines = runs_of_the_artifact(opts, work, m.name, model, [p + ".bin" for p in paths])
     dtype = F32 if m.float else np.int8
     outs = [np.frombuffer(bytes.fromhex(lines[k]), dtype).reshape(m.shape_y) for k in (0, 1, 3)]
     state_bytes = m.initial_state().nbytes

@@ -292,7 +292,7 @@ Tensor ref_matmul(const Tensor& a, const Tensor& b) {
 // ---- registry -------------------------------------------------------------------------
 
 const std::vector<std::string> kAllOps = {
-    "abs", "add", "argmax", "argmin", "avg_pool2d", "batch_norm", "batch_to_space_nd", "broadcast_to", "ceil",
+    "abs", "add", "argmax", "argmin", "assign_variable", "avg_pool2d", "batch_norm", "batch_to_space_nd", "broadcast_to", "ceil",
     "clip", "concat", "conv2d", "conv3d", "conv_transpose", "cos", "cumsum", "dense", "depth_to_space",
     "dequantize", "dequantize_linear", "div", "dynamic_quantize_linear", "elu", "equal", "exp", "flatten",
     "floor", "floor_div", "floor_mod", "full", "gather", "gather_nd", "gemm", "global_avg_pool2d", "greater",
@@ -302,7 +302,7 @@ const std::vector<std::string> kAllOps = {
     "qdense_s16", "qglobal_avg_pool2d", "qleaky_relu", "qlinear_add", "qlinear_avg_pool", "qlinear_conv",
     "qlinear_matmul", "qlogistic", "qlogistic_s16", "qlookup", "qlstm", "qmean", "qmul", "qprelu", "qsoftmax",
     "qsquared_difference", "qsub", "qsum", "qsvdf", "qtanh", "qtanh_s16", "qtranspose_conv2d", "quantize",
-    "quantize_linear", "reduce_max", "reduce_mean", "reduce_min", "reduce_sum", "relu", "requantize", "reshape",
+    "quantize_linear", "read_variable", "reduce_max", "reduce_mean", "reduce_min", "reduce_sum", "relu", "requantize", "reshape",
     "resize_bilinear", "resize_nearest_neighbor", "reverse", "round", "rsqrt", "select", "sigmoid", "sin",
     "softmax", "space_to_batch_nd", "space_to_depth", "sqrt", "square", "squared_difference", "strided_slice",
     "sub", "svdf", "tanh", "transpose", "transpose_conv2d"};

@@ -99,9 +99,8 @@ class TfliteConverter {
   // The data-movement and shape operators (SPLIT, GATHER, RESIZE_*, ...): false for any
   // other operator. Dispatched here, converted in their families' files:
   bool convert_shape_op(const tflite::Operator& op, BuiltinOperator code);
-  bool convert_math_op(const tflite::Operator& op, BuiltinOperator code);  // tflite.cc
-  std::vector<int> name_outputs(const tflite::Operator& op);
-  void record_outputs(const std::vector<int>& outs);
+  std::vector<int> name_outputs(const tflite::Operator& op);  // names every output (tflite.cc)
+  void record_outputs(const std::vector<int>& outs);  // checks their types, records them as layers
   void slice(const tflite::Operator& op);                      // convert_split.cc
   void split(const tflite::Operator& op, bool sizes);          // SPLIT, SPLIT_V
   void pack(const tflite::Operator& op);
@@ -118,6 +117,9 @@ class TfliteConverter {
   // A constant int32/int64 tensor `t` as integers (a shape, axes, sizes): refused by
   // name when only a run would know it.
   std::vector<int64_t> constant_ints(int t, const std::string& what);
+  // The activation, unary, binary, comparison, reduction and composite float operators
+  // (the families below): false for any other operator.
+  bool convert_math_op(const tflite::Operator& op, BuiltinOperator code);
   // convert_activation.cc: RELU, RELU6, LOGISTIC, TANH, HARD_SWISH, ELU; ABS, NEG, SQRT, ...
   void activation(const tflite::Operator& op, BuiltinOperator code);
   void unary_math(const tflite::Operator& op, BuiltinOperator code);
@@ -131,6 +133,18 @@ class TfliteConverter {
   // convert_l2.cc: float32 L2_POOL_2D, L2_NORMALIZATION, LOG_SOFTMAX, BATCH_MATMUL
   void float_composite(const tflite::Operator& op, BuiltinOperator code);
 
+  // convert_variable.cc: resource variables (VAR_HANDLE, READ_VARIABLE, ASSIGN_VARIABLE)
+  // as graph state, CALL_ONCE's init subgraph run at compile time into their initial
+  // values; IF and WHILE refused by name. False for any other operator.
+  bool convert_control_op(const tflite::Operator& op, BuiltinOperator code);
+  // Every variable of the model, its type from its first ASSIGN_VARIABLE in subgraph
+  // order (as TFLM allocates it when preparing that operator).
+  void collect_variables();
+  void call_once(const tflite::Operator& op);
+  std::string variable_of(int handle);  // the variable a handle tensor of sg_ names
+  std::string variable_state(const std::string& key);
+
+  BuiltinOperator operator_at(size_t i, const tflite::Operator** op);  // operator i of sg_, checked
   int input(const tflite::Operator& op, size_t i, bool optional = false) const;
   int output(const tflite::Operator& op) const;  // the one output of a single-output operator
   std::vector<int> outputs(const tflite::Operator& op) const;  // every output, at least one
@@ -157,6 +171,18 @@ class TfliteConverter {
   // Tensors an operator computes whose value the compiler knows (SHAPE's output): read
   // as constants by the operators after it, so shapes they carry stay static.
   std::map<int, NDArray> folded_;
+  // Resource variables by key (container and shared_name): the type and initial value
+  // (TFLM's default, then what CALL_ONCE's init subgraph assigns), the graph state once
+  // subgraph 0 uses it, and the node holding its latest assignment in this run.
+  struct Variable {
+    std::string label;  // its shared_name
+    TensorType type;
+    NDArray initial;
+    std::string state, current;
+  };
+  std::map<std::string, Variable> variables_;
+  std::map<std::pair<size_t, int>, std::string> handles_;  // (subgraph, VAR_HANDLE output) -> key
+  size_t subgraph_ = 0;  // the index of sg_
   std::string sigmoid_table_;  // the int16 sigmoid/tanh table constant, once per model (convert_lstm.cc)
 };
 

@@ -691,8 +691,9 @@ std::vector<int> TfliteConverter::name_outputs(const tflite::Operator& op) {
   for (int out : outs) {
     if (values_.count(out)) fail(tensor_label(out) + " is computed twice");
     if (has_data(out)) fail(tensor_label(out) + " is an operator's output but holds constant data");
-    if (is_variable(out)) unsupported(tensor_label(out) + ", a variable, is an operator's output (operators that "
-                                                           "assign variables are not supported)");
+    if (is_variable(out)) unsupported(tensor_label(out) + ", a variable tensor, is an operator's output (a variable "
+                                                           "tensor is an operator's own state; resource variables are "
+                                                           "written with ASSIGN_VARIABLE)");
     // The output's name: a model output keeps its TFLite name (reserved in run()).
     std::string tname = tensor(out).name() ? tensor(out).name()->str() : "";
     bool is_output = false;
@@ -710,7 +711,7 @@ bool TfliteConverter::convert_math_op(const tflite::Operator& op, BuiltinOperato
     case BuiltinOperator::RELU:
     case BuiltinOperator::RELU6:
     case BuiltinOperator::HARD_SWISH:
-    case BuiltinOperator::ELU: activation(op, code); break;
+    case BuiltinOperator::ELU: activation(op, code); return true;
     case BuiltinOperator::ABS:
     case BuiltinOperator::NEG:
     case BuiltinOperator::SQUARE:
@@ -722,7 +723,7 @@ bool TfliteConverter::convert_math_op(const tflite::Operator& op, BuiltinOperato
     case BuiltinOperator::COS:
     case BuiltinOperator::FLOOR:
     case BuiltinOperator::CEIL:
-    case BuiltinOperator::ROUND: unary_math(op, code); break;
+    case BuiltinOperator::ROUND: unary_math(op, code); return true;
     case BuiltinOperator::MAXIMUM:
     case BuiltinOperator::MINIMUM:
     case BuiltinOperator::DIV:
@@ -730,7 +731,7 @@ bool TfliteConverter::convert_math_op(const tflite::Operator& op, BuiltinOperato
     case BuiltinOperator::FLOOR_DIV:
     case BuiltinOperator::FLOOR_MOD:
     case BuiltinOperator::ADD_N:
-    case BuiltinOperator::PRELU: binary(op, code); break;
+    case BuiltinOperator::PRELU: binary(op, code); return true;
     case BuiltinOperator::EQUAL:
     case BuiltinOperator::NOT_EQUAL:
     case BuiltinOperator::LESS:
@@ -741,19 +742,18 @@ bool TfliteConverter::convert_math_op(const tflite::Operator& op, BuiltinOperato
     case BuiltinOperator::SELECT_V2:
     case BuiltinOperator::LOGICAL_AND:
     case BuiltinOperator::LOGICAL_OR:
-    case BuiltinOperator::LOGICAL_NOT: compare(op, code); break;
+    case BuiltinOperator::LOGICAL_NOT: compare(op, code); return true;
     case BuiltinOperator::REDUCE_MAX:
     case BuiltinOperator::REDUCE_MIN:
     case BuiltinOperator::ARG_MAX:
     case BuiltinOperator::ARG_MIN:
-    case BuiltinOperator::CUMSUM: reduce(op, code); break;
+    case BuiltinOperator::CUMSUM: reduce(op, code); return true;
     case BuiltinOperator::L2_POOL_2D:
     case BuiltinOperator::L2_NORMALIZATION:
     case BuiltinOperator::LOG_SOFTMAX:
-    case BuiltinOperator::BATCH_MATMUL: float_composite(op, code); break;
+    case BuiltinOperator::BATCH_MATMUL: float_composite(op, code); return true;
     default: return false;
   }
-  return true;
 }
 
 // Checks each output's computed type against the model's, and records it as a layer.
@@ -768,6 +768,7 @@ void TfliteConverter::record_outputs(const std::vector<int>& outs) {
 }
 
 void TfliteConverter::convert(size_t index, const tflite::Operator& op, BuiltinOperator code) {
+  if (convert_control_op(op, code)) return;  // convert_variable.cc
   const std::vector<int> outs = name_outputs(op);
   const int out = outs[0];
   const TensorType want = tensor_type(out);
@@ -808,10 +809,32 @@ void TfliteConverter::convert(size_t index, const tflite::Operator& op, BuiltinO
   record_outputs(outs);
 }
 
+BuiltinOperator TfliteConverter::operator_at(size_t i, const tflite::Operator** out) {
+  const auto* codes = model_.operator_codes();
+  const auto* op = sg_->operators()->Get(static_cast<flatbuffers::uoffset_t>(i));
+  where_ = "operator " + std::to_string(i) + ": ";
+  if (!op) fail("it is missing");
+  if (!codes || op->opcode_index() >= codes->size())
+    fail("opcode index " + std::to_string(op->opcode_index()) + " is out of range (the model has " +
+         std::to_string(codes ? codes->size() : 0) + " operator codes)");
+  const auto* oc = codes->Get(op->opcode_index());
+  // TFLite's rule: the larger of the two codes (the old byte field stops at 127).
+  int32_t c = std::max<int32_t>(static_cast<int32_t>(oc->builtin_code()), oc->deprecated_builtin_code());
+  auto code = static_cast<BuiltinOperator>(c);
+  if (code == BuiltinOperator::CUSTOM)
+    user_error({}, file_ + ": unsupported TFLite custom operator '" + (oc->custom_code() ? oc->custom_code()->str() : "") +
+                       "' (node " + std::to_string(i) + ")");
+  const char* name = tflite::EnumNameBuiltinOperator(code);
+  if (!name || !*name)
+    user_error({}, file_ + ": unknown TFLite operator code " + std::to_string(c) + " (node " + std::to_string(i) + ")");
+  where_ = "operator " + std::to_string(i) + " (" + name + "): ";
+  *out = op;
+  return code;
+}
+
 TfliteImport TfliteConverter::run() {
   if (!model_.subgraphs() || model_.subgraphs()->size() == 0) fail("the model has no subgraph");
-  if (model_.subgraphs()->size() != 1)
-    unsupported("a model with " + std::to_string(model_.subgraphs()->size()) + " subgraphs (control flow)");
+  // Other subgraphs are read where an operator names them (CALL_ONCE, convert_variable.cc).
   sg_ = model_.subgraphs()->Get(0);
   if (!sg_ || !sg_->inputs() || !sg_->outputs() || !sg_->operators()) fail("the subgraph lacks inputs, outputs or operators");
   if (sg_->operators()->size() == 0) unsupported("a model without operators");
@@ -856,25 +879,10 @@ TfliteImport TfliteConverter::run() {
   }
   for (int t : *sg_->outputs())
     if (values_.count(t)) unsupported("a model output that is a model input (" + io_name(t) + ")");
-  const auto* codes = model_.operator_codes();
+  collect_variables();
   for (size_t i = 0; i < sg_->operators()->size(); ++i) {
-    const auto* op = sg_->operators()->Get(static_cast<flatbuffers::uoffset_t>(i));
-    where_ = "operator " + std::to_string(i) + ": ";
-    if (!op) fail("it is missing");
-    if (!codes || op->opcode_index() >= codes->size())
-      fail("opcode index " + std::to_string(op->opcode_index()) + " is out of range (the model has " +
-           std::to_string(codes ? codes->size() : 0) + " operator codes)");
-    const auto* oc = codes->Get(op->opcode_index());
-    // TFLite's rule: the larger of the two codes (the old byte field stops at 127).
-    int32_t c = std::max<int32_t>(static_cast<int32_t>(oc->builtin_code()), oc->deprecated_builtin_code());
-    auto code = static_cast<BuiltinOperator>(c);
-    if (code == BuiltinOperator::CUSTOM)
-      user_error({}, file_ + ": unsupported TFLite custom operator '" + (oc->custom_code() ? oc->custom_code()->str() : "") +
-                         "' (node " + std::to_string(i) + ")");
-    const char* name = tflite::EnumNameBuiltinOperator(code);
-    if (!name || !*name)
-      user_error({}, file_ + ": unknown TFLite operator code " + std::to_string(c) + " (node " + std::to_string(i) + ")");
-    where_ = "operator " + std::to_string(i) + " (" + name + "): ";
+    const tflite::Operator* op = nullptr;
+    const BuiltinOperator code = operator_at(i, &op);
     convert(i, *op, code);
   }
   where_.clear();
