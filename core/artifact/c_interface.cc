@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "codegen/c/codegen_c.h"
+#include "executor/control_flow.h"
 #include "ops/devices.h"
 #include "support/names.h"
 
@@ -29,11 +30,16 @@ int64_t artifact_workspace_bytes(const IRModule& lowered, const std::string& mai
     int64_t n = it != f->attrs.end() && std::holds_alternative<int64_t>(it->second) ? std::get<int64_t>(it->second) : 0;
     return n > 0 ? 16 + ((n + 15) / 16) * 16 : 0;
   };
-  int64_t largest_op = 0;
-  for (const auto& [name, f] : lowered.functions)
-    if (name != main_kernel) largest_op = std::max(largest_op, blocks(f));
+  // A subgraph function (IF/WHILE) holds its pools while main holds its own and while
+  // its kernels hold theirs: all of them at once, at most.
+  int64_t largest_op = 0, subgraphs = 0;
+  for (const auto& [name, f] : lowered.functions) {
+    if (name == main_kernel) continue;
+    if (f->attrs.count(kSubgraphFunctionAttr)) subgraphs += blocks(f);
+    else largest_op = std::max(largest_op, blocks(f));
+  }
   PrimFunc main = lowered.lookup(main_kernel);
-  return (main ? blocks(main) : 0) + largest_op + 15;
+  return (main ? blocks(main) : 0) + subgraphs + largest_op + 15;
 }
 
 namespace {
