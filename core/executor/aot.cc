@@ -8,11 +8,25 @@
 #include <map>
 #include <set>
 
+#include "executor/control_flow.h"
 #include "executor/fuse_elementwise.h"
 #include "executor/patch_stages.h"
 #include "ops/devices.h"
 
 namespace mtir {
+
+std::vector<Expr> shape_exprs(const TensorType& t) {
+  std::vector<Expr> shape;
+  for (int64_t d : t.shape) shape.push_back(IntImm(DataType::Int(32), d));
+  return shape;
+}
+
+Expr whole(const Buffer& b) {
+  std::vector<Expr> region = {BufferLoad(b, std::vector<Expr>(b->shape.size(), IntImm(DataType::Int(32), 0)))};
+  region.insert(region.end(), b->shape.begin(), b->shape.end());
+  return Call(DataType::Handle(), "tir_region", std::move(region));
+}
+
 namespace {
 
 
@@ -29,18 +43,6 @@ NodeIds node_identifiers(const Graph& g) {
   return out;
 }
 
-std::vector<Expr> shape_exprs(const TensorType& t) {
-  std::vector<Expr> shape;
-  for (int64_t d : t.shape) shape.push_back(IntImm(DataType::Int(32), d));
-  return shape;
-}
-
-// A whole-buffer argument of call_tir.
-Expr whole(const Buffer& b) {
-  std::vector<Expr> region = {BufferLoad(b, std::vector<Expr>(b->shape.size(), IntImm(DataType::Int(32), 0)))};
-  region.insert(region.end(), b->shape.begin(), b->shape.end());
-  return Call(DataType::Handle(), "tir_region", std::move(region));
-}
 
 // Nodes computed by one kernel: a producer and the elementwise consumers folded into it.
 struct FusedGroup {
@@ -56,7 +58,9 @@ struct FusedGroup {
 // A node that reads or updates state keeps its own kernel (nothing fuses into it, and it
 // fuses into nothing) and is never a view: it runs where it is in node order, so it sees
 // the state as the nodes before it left it (a resource variable's reads and assignments).
+// Control flow (if, while and their further results) runs alone too.
 bool touches_state(const Graph& g, const GraphNode& node) {
+  if (is_control_flow(node) || node.op == "control_output") return true;
   const OpDef* op = find_op(node.op);
   if (op && !written_inputs(*op, node.attrs, node.inputs.size()).empty()) return true;
   for (const auto& in : node.inputs)
@@ -99,9 +103,10 @@ std::vector<FusedGroup> group_nodes(const Graph& g, const std::vector<PrimFunc>&
 
   std::vector<FusedGroup> groups;
   std::vector<bool> absorbed(view);
+  for (size_t i = 0; i < g.nodes.size(); ++i) absorbed[i] = absorbed[i] || g.nodes[i].op == "control_output";
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     if (absorbed[i]) continue;
-    FusedGroup group{{i}, g.nodes[i].inputs, symbol_of("", funcs[i]), funcs[i], {}};
+    FusedGroup group{{i}, g.nodes[i].inputs, funcs[i] ? symbol_of("", funcs[i]) : std::string(), funcs[i], {}};
     if (sharing_of(g.nodes[i]) == OutputSharing::kElementwise)
       for (size_t k = 0; k < group.inputs.size(); ++k) group.may_overwrite.push_back(k);
     // Device kernels are the device library's: nothing fuses into them.
@@ -230,6 +235,10 @@ std::vector<PrimFunc> build_node_functions(const Graph& g, const std::string& pr
     std::vector<TensorType> in_types;
     for (const auto& in : node.inputs) in_types.push_back(types.at(in));
     try {
+      if (is_control_flow(node) || node.op == "control_output") {  // no kernel: executor/control_flow.h
+        funcs.push_back(nullptr);
+        continue;
+      }
       if (!node.device.empty()) {
         funcs.push_back(build_device_function(prefix + node.device + "_" + ids.at(node.name), node.device,
                                               node.op, in_types, node.type, node.attrs));
@@ -411,6 +420,7 @@ class AotMainBuilder {
         calls_.push_back(std::move(call));
       return;
     }
+    if (is_control_flow(g_.nodes[group.nodes.front()])) return call_control_flow(g_.nodes[group.nodes.front()]);
     PrimFunc func = group.func;
     // A tensor read twice (mul(x, x)) reaches the kernel through two parameters: the
     // kernel must not promise distinct buffers (restrict in C, noalias in LLVM).
@@ -443,6 +453,37 @@ class AotMainBuilder {
     for (size_t k : group.may_overwrite) mask |= k < 62 ? int64_t{1} << k : 0;
     if (mask) call_attrs[kMayOverwriteAttr] = mask;
     calls_.push_back(Evaluate(Call(DataType::Int(32), "call_tir", std::move(args), std::move(call_attrs))));
+  }
+
+  // An if or while node: its results' buffers (the node's own, its control_output
+  // nodes', scratch for a result nothing reads), then its statement.
+  void call_control_flow(const GraphNode& node) {
+    const std::vector<TensorType> types = control_results(g_, node);
+    std::vector<Buffer> results = {result_buffer(node.name, node.type)};
+    for (size_t k = 1; k < types.size(); ++k) {
+      const GraphNode* reader = nullptr;
+      for (const GraphNode& n : g_.nodes)
+        if (n.op == "control_output" && n.inputs.at(0) == node.name && n.attrs.value("index", 0) == static_cast<int>(k))
+          reader = &n;
+      results.push_back(reader ? result_buffer(reader->name, reader->type)
+                               : scratch(node_ids_.at(node.name) + "_cf_result" + std::to_string(k), types[k]));
+    }
+    ControlFlowContext cx{g_, options_, prefix_, aot_, compiled_functions_,
+                          [this](const std::string& n) { return buffer_of(n); },
+                          [&](const std::string& what, const TensorType& t) {
+                            return scratch(node_ids_.at(node.name) + "_cf_" + what, t);
+                          }};
+    calls_.push_back(control_flow_stmt(cx, node, results));
+    aot_.kernel_of[node.name] = compiled_functions_.at(node.attrs.at(node.op == "if" ? "then" : "body").get<std::string>());
+  }
+
+  Buffer scratch(const std::string& base, const TensorType& t) {
+    std::string name = base;
+    while (taken_.count(name)) name += "_";
+    taken_.insert(name);
+    Buffer b = MakeBuffer(name, t.dtype, shape_exprs(t));
+    intermediates_.push_back(b);
+    return b;
   }
 
   // The calls inside the allocations, main's attributes, and main into the module.
@@ -485,6 +526,7 @@ class AotMainBuilder {
   std::vector<Stmt> calls_;
   std::vector<Buffer> intermediates_;
   std::vector<Buffer> views_;  // declared after the allocations, on their memory
+  std::map<std::string, std::string> compiled_functions_;  // graph function -> its PrimFunc (control_flow.h)
 };
 
 }  // namespace

@@ -654,6 +654,12 @@ std::map<std::string, TensorType> Graph::all_types() const {
   return types;
 }
 
+const Graph* Graph::function(const std::string& n) const {
+  for (const Graph& f : functions)
+    if (f.name == n) return &f;
+  return nullptr;
+}
+
 const GraphNode* Graph::find_node(const std::string& n) const {
   auto indexed = [&]() -> const GraphNode* {
     auto it = node_index_.find(n);

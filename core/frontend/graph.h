@@ -41,6 +41,12 @@ struct Graph {
   // carried over from one run to the next, and can reset it to this value.
   std::map<std::string, NDArray> state;
   std::vector<GraphNode> nodes;  // topological order
+  // Subgraphs that control-flow nodes call (ops "if", "while": TFLite's IF and WHILE),
+  // each a graph of its own by its name (a C identifier) with no constants or state of
+  // its own: its inputs are what the node passes, its outputs what it returns. The AOT
+  // executor compiles each to a PrimFunc that main calls with call_tir.
+  std::vector<Graph> functions;
+  const Graph* function(const std::string& name) const;
   std::vector<std::string> outputs;
   // Scale and zero point of int8 model inputs and outputs, by name, where the model says
   // them (a TFLite model): the C header documents them.

@@ -40,6 +40,9 @@ ojson constant_json(const std::string& name, const NDArray& a, const char* kind 
 }
 
 ojson to_ordered_json(const Graph& g) {
+  if (!g.functions.empty())
+    user_error({}, "unsupported: the graph has subgraph functions (control flow: '" + g.functions[0].name +
+                       "'), which a JSON graph cannot hold");
   ojson inputs = ojson::array();
   for (const auto& [name, t] : g.inputs) {
     if (!is_graph_dtype(t.dtype))

@@ -8,6 +8,10 @@
 #include "ops/op_util.h"
 
 namespace mtir {
+namespace ops {
+// control_flow.cc: if, while, control_output (declared here: only the registry calls it)
+void register_control_flow_ops(std::vector<OpDef>& ops);
+}  // namespace ops
 
 int64_t TensorType::num_elements() const {
   int64_t n = 1;
@@ -41,6 +45,7 @@ const std::vector<OpDef>& all_op_defs() {
     ops::register_compare_ops(v);
     ops::register_reduce_ops(v);
     ops::register_variable_ops(v);
+    ops::register_control_flow_ops(v);
     // Every output must be indexable with int32 loop variables.
     for (auto& d : v) {
       auto infer = d.infer;

@@ -12,13 +12,12 @@ through flatc with our schema) against a numpy reference of TFLite Micro's seman
 For each model: `microtir run --target T` gives the first Invoke; on the host the artifact
 of `microtir compile`, run from tests/codegen/state_main.c, gives the first and second
 Invokes (the state carried over) and, after tvmgen_model_reset(), the first again. Then
-what a static artifact cannot do is refused by name (WHILE, an init subgraph that
-computes, a variable read but never assigned).
+what a static artifact cannot do is refused by name (an init subgraph that computes, a
+variable read but never assigned).
 
 usage: variable_tflite_test.py MICROTIR FLATC SCHEMA SOURCE_DIR [--target T] [--only a,b]
 """
 import argparse
-import json
 import os
 import subprocess
 import sys
@@ -28,50 +27,9 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from svdf_tflite_test import run, runs_of_the_artifact  # noqa: E402
+from tflite_model_builder import Model, build_tflite  # noqa: E402
 
 rng = np.random.default_rng(37)
-TYPES = {np.dtype(np.float32): "FLOAT32", np.dtype(np.int8): "INT8", np.dtype(np.int32): "INT32"}
-CODES = {"ADD": 0, "MUL": 18, "WHILE": 119, "CALL_ONCE": 129, "VAR_HANDLE": 142, "READ_VARIABLE": 143,
-         "ASSIGN_VARIABLE": 144}
-
-
-class Model:
-    """A .tflite in flatc's JSON form, built subgraph by subgraph."""
-
-    def __init__(self):
-        self.codes, self.buffers, self.subgraphs = [], [{}], []
-
-    def subgraph(self):
-        sg = {"tensors": [], "inputs": [], "outputs": [], "operators": []}
-        self.subgraphs.append(sg)
-        return sg
-
-    def tensor(self, sg, name, shape, dtype, data=None, quant=None, resource=False):
-        t = {"name": name, "shape": list(shape), "type": "RESOURCE" if resource else TYPES[np.dtype(dtype)], "buffer": 0}
-        if quant:
-            t["quantization"] = {"scale": [quant[0]], "zero_point": [quant[1]]}
-        if data is not None:
-            t["buffer"] = len(self.buffers)
-            self.buffers.append({"data": list(np.asarray(data, dtype).astype(np.dtype(dtype).newbyteorder("<")).tobytes())})
-        sg["tensors"].append(t)
-        return len(sg["tensors"]) - 1
-
-    def op(self, sg, code, inputs, outputs, options_type=None, options=None):
-        if code not in self.codes:
-            self.codes.append(code)
-        o = {"opcode_index": self.codes.index(code), "inputs": inputs, "outputs": outputs}
-        if options_type:
-            o["builtin_options_type"], o["builtin_options"] = options_type, options or {}
-        sg["operators"].append(o)
-
-    def handle(self, sg, name):
-        h = self.tensor(sg, name + "_handle", [], None, resource=True)
-        self.op(sg, "VAR_HANDLE", [], [h], "VarHandleOptions", {"shared_name": name})
-        return h
-
-    def json(self):
-        codes = [{"builtin_code": c, "deprecated_builtin_code": min(CODES[c], 127), "version": 1} for c in self.codes]
-        return {"version": 3, "operator_codes": codes, "subgraphs": self.subgraphs, "buffers": self.buffers}
 
 
 # ---- the models and their references -------------------------------------------------------
@@ -134,16 +92,6 @@ MODELS = {"accumulator_f32": accumulator, "delay_line_i8": delay_line}
 
 # ---- refusals -----------------------------------------------------------------------------
 
-def while_loop():
-    m = Model()
-    main, cond, body = m.subgraph(), m.subgraph(), m.subgraph()
-    x = m.tensor(main, "x", (4,), np.float32)
-    y = m.tensor(main, "y", (4,), np.float32)
-    m.op(main, "WHILE", [x], [y], "WhileOptions", {"cond_subgraph_index": 1, "body_subgraph_index": 2})
-    main["inputs"], main["outputs"] = [x], [y]
-    return m
-
-
 def computing_init():
     m = Model()
     main, init = m.subgraph(), m.subgraph()
@@ -176,18 +124,13 @@ def never_assigned():
 
 
 REFUSALS = {
-    "while": (while_loop, "operator 0 (WHILE): control flow over subgraphs (IF, WHILE) is not compiled yet"),
     "computing_init": (computing_init, "init subgraph 1, operator 1 (ADD): an init subgraph runs at compile time"),
     "never_assigned": (never_assigned, "variable 'ghost' is read, but no ASSIGN_VARIABLE gives it a value"),
 }
 
 
 def flatbuffer(m, name, opts, work):
-    jpath = os.path.join(work, name + ".json")
-    with open(jpath, "w") as f:
-        json.dump(m.json(), f)
-    subprocess.run([opts.flatc, "-b", "-o", work, opts.schema, jpath], check=True)
-    return os.path.join(work, name + ".tflite")
+    return build_tflite(m, name, opts.flatc, opts.schema, work)
 
 
 def sample(shape, dtype):

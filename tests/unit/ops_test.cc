@@ -293,10 +293,10 @@ Tensor ref_matmul(const Tensor& a, const Tensor& b) {
 
 const std::vector<std::string> kAllOps = {
     "abs", "add", "argmax", "argmin", "assign_variable", "avg_pool2d", "batch_norm", "batch_to_space_nd", "broadcast_to", "ceil",
-    "clip", "concat", "conv2d", "conv3d", "conv_transpose", "cos", "cumsum", "dense", "depth_to_space",
+    "clip", "concat", "control_output", "conv2d", "conv3d", "conv_transpose", "cos", "cumsum", "dense", "depth_to_space",
     "dequantize", "dequantize_linear", "div", "dynamic_quantize_linear", "elu", "equal", "exp", "flatten",
     "floor", "floor_div", "floor_mod", "full", "gather", "gather_nd", "gemm", "global_avg_pool2d", "greater",
-    "greater_equal", "hard_swish", "leaky_relu", "less", "less_equal", "log", "log_softmax", "logical_and",
+    "greater_equal", "hard_swish", "if", "leaky_relu", "less", "less_equal", "log", "log_softmax", "logical_and",
     "logical_not", "logical_or", "lstm", "matmul", "max_pool2d", "maximum", "minimum", "mul", "neg",
     "not_equal", "pad", "prelu", "qabs", "qadd", "qavg_pool2d", "qconcat", "qconv2d", "qconv2d_s16", "qdense",
     "qdense_s16", "qglobal_avg_pool2d", "qleaky_relu", "qlinear_add", "qlinear_avg_pool", "qlinear_conv",
@@ -305,7 +305,7 @@ const std::vector<std::string> kAllOps = {
     "quantize_linear", "read_variable", "reduce_max", "reduce_mean", "reduce_min", "reduce_sum", "relu", "requantize", "reshape",
     "resize_bilinear", "resize_nearest_neighbor", "reverse", "round", "rsqrt", "select", "sigmoid", "sin",
     "softmax", "space_to_batch_nd", "space_to_depth", "sqrt", "square", "squared_difference", "strided_slice",
-    "sub", "svdf", "tanh", "transpose", "transpose_conv2d"};
+    "sub", "svdf", "tanh", "transpose", "transpose_conv2d", "while"};
 
 TEST(Ops, RegistryIsSortedAndComplete) {
   std::vector<std::string> names;
@@ -322,6 +322,19 @@ TEST(Ops, RegistryIsSortedAndComplete) {
   EXPECT_EQ(names.size(), kAllOps.size());
   EXPECT_EQ(find_op("conv1d"), nullptr);
   EXPECT_EQ(find_op(""), nullptr);
+}
+
+TEST(Ops, ControlFlowNodesAreTypedButHaveNoKernel) {
+  // if: a bool condition of one element, the result types from "outputs"; while: the
+  // first loop-carried input's type. The AOT executor calls their functions instead.
+  const json if_attrs = {{"then", "a"}, {"else", "b"}, {"then_args", {1}}, {"else_args", {1}},
+                         {"outputs", {{{"dtype", "int8"}, {"shape", {3}}}}}};
+  const TensorType flag{DataType::Bool(), {1}}, x{DataType::Float(32), {2, 2}};
+  EXPECT_EQ(find_op("if")->infer({flag, x}, if_attrs).str(), "int8(3)");
+  expect_error("if", {{1}, {2, 2}}, if_attrs, "the first input must be the condition, a bool tensor of one element");
+  const json while_attrs = {{"cond", "c"}, {"body", "d"}, {"carried", 1}, {"cond_args", {0}}, {"body_args", {0}}};
+  EXPECT_EQ(find_op("while")->infer({x}, while_attrs).str(), "float32(2, 2)");
+  EXPECT_THROW(find_op("while")->build("w", {x}, x, while_attrs), DiagnosticError);
 }
 
 TEST(Ops, TensorTypeHelpers) {

@@ -14,7 +14,7 @@
 // - READ_VARIABLE copies the variable (read_variable), or reads the value of the last
 //   ASSIGN_VARIABLE of this run, which is the same bytes; ASSIGN_VARIABLE writes it in
 //   place (assign_variable). Those nodes run in the model's order (executor/aot.cc).
-// - IF and WHILE are refused by name.
+// - IF and WHILE are dispatched from here to convert_control_flow.cc.
 #include "frontend/tflite/converter.h"
 
 namespace mtir {
@@ -124,6 +124,11 @@ void TfliteConverter::call_once(const tflite::Operator& op) {
 }
 
 bool TfliteConverter::convert_control_op(const tflite::Operator& op, BuiltinOperator code) {
+  const bool stateful = code == BuiltinOperator::VAR_HANDLE || code == BuiltinOperator::READ_VARIABLE ||
+                        code == BuiltinOperator::ASSIGN_VARIABLE || code == BuiltinOperator::CALL_ONCE;
+  if (depth_ > 0 && stateful)
+    unsupported("resource variables and CALL_ONCE inside an IF/WHILE subgraph are not compiled (only in the model's "
+                "main subgraph)");
   switch (code) {
     case BuiltinOperator::VAR_HANDLE:
       produced_.insert(outputs(op)[0]);  // names a variable; no node
@@ -157,9 +162,11 @@ bool TfliteConverter::convert_control_op(const tflite::Operator& op, BuiltinOper
       call_once(op);
       return true;
     case BuiltinOperator::IF:
+      if_op(op);
+      return true;
     case BuiltinOperator::WHILE:
-      unsupported("control flow over subgraphs (IF, WHILE) is not compiled yet; of the operators that name "
-                  "subgraphs only CALL_ONCE is (with the resource variables)");
+      while_op(op);
+      return true;
     default:
       return false;
   }

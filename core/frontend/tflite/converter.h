@@ -133,9 +133,22 @@ class TfliteConverter {
   // convert_l2.cc: float32 L2_POOL_2D, L2_NORMALIZATION, LOG_SOFTMAX, BATCH_MATMUL
   void float_composite(const tflite::Operator& op, BuiltinOperator code);
 
+  // convert_control_flow.cc: IF and WHILE; the subgraphs they call become functions of
+  // the graph, converted by a child converter (convert_function).
+  void if_op(const tflite::Operator& op);
+  void while_op(const tflite::Operator& op);
+  Graph convert_function(size_t k);
+  // Converts subgraph k (the operator's `role`: "body", ...) into a function of g_; its
+  // constants become constants of g_, appended to `extra`. Returns the function's name.
+  std::string subgraph_function(int64_t k, const std::string& role, std::vector<std::string>* extra);
+  void check_function_inputs(const Graph& f, const std::string& role, const std::vector<int>& args, size_t extra);
+  void check_function_outputs(const Graph& f, const std::string& role, const std::vector<int>& outs);
+  void control_outputs(const std::vector<int>& outs);
+  std::vector<int> all_inputs(const tflite::Operator& op) const;
+
   // convert_variable.cc: resource variables (VAR_HANDLE, READ_VARIABLE, ASSIGN_VARIABLE)
   // as graph state, CALL_ONCE's init subgraph run at compile time into their initial
-  // values; IF and WHILE refused by name. False for any other operator.
+  // values. False for any other operator.
   bool convert_control_op(const tflite::Operator& op, BuiltinOperator code);
   // Every variable of the model, its type from its first ASSIGN_VARIABLE in subgraph
   // order (as TFLM allocates it when preparing that operator).
@@ -183,6 +196,13 @@ class TfliteConverter {
   std::map<std::string, Variable> variables_;
   std::map<std::pair<size_t, int>, std::string> handles_;  // (subgraph, VAR_HANDLE output) -> key
   size_t subgraph_ = 0;  // the index of sg_
+  // Control flow: how deep this converter's subgraph is called (0: the model's main
+  // subgraph), what locates it in messages ("subgraph 2 (the body of operator 1
+  // (WHILE)), "), and the function names taken in the whole model.
+  int depth_ = 0;
+  std::string scope_;
+  std::set<std::string> own_function_names_;
+  std::set<std::string>* function_names_ = &own_function_names_;
   std::string sigmoid_table_;  // the int16 sigmoid/tanh table constant, once per model (convert_lstm.cc)
 };
 

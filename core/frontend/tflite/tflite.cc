@@ -798,7 +798,8 @@ void TfliteConverter::convert(size_t index, const tflite::Operator& op, BuiltinO
     case BuiltinOperator::UNIDIRECTIONAL_SEQUENCE_LSTM: lstm(op); break;
     default:
       if (!convert_math_op(op, code) && !convert_shape_op(op, code))
-        user_error({}, file_ + ": unsupported TFLite operator " + op_name(code) + " (node " + std::to_string(index) + ")");
+        user_error({}, file_ + ": unsupported TFLite operator " + op_name(code) + " (" + scope_ + "node " +
+                           std::to_string(index) + ")");
   }
   record_outputs(outs);
 }
@@ -806,7 +807,7 @@ void TfliteConverter::convert(size_t index, const tflite::Operator& op, BuiltinO
 BuiltinOperator TfliteConverter::operator_at(size_t i, const tflite::Operator** out) {
   const auto* codes = model_.operator_codes();
   const auto* op = sg_->operators()->Get(static_cast<flatbuffers::uoffset_t>(i));
-  where_ = "operator " + std::to_string(i) + ": ";
+  where_ = scope_ + "operator " + std::to_string(i) + ": ";
   if (!op) fail("it is missing");
   if (!codes || op->opcode_index() >= codes->size())
     fail("opcode index " + std::to_string(op->opcode_index()) + " is out of range (the model has " +
@@ -821,7 +822,7 @@ BuiltinOperator TfliteConverter::operator_at(size_t i, const tflite::Operator** 
   const char* name = tflite::EnumNameBuiltinOperator(code);
   if (!name || !*name)
     user_error({}, file_ + ": unknown TFLite operator code " + std::to_string(c) + " (node " + std::to_string(i) + ")");
-  where_ = "operator " + std::to_string(i) + " (" + name + "): ";
+  where_ = scope_ + "operator " + std::to_string(i) + " (" + name + "): ";
   *out = op;
   return code;
 }

@@ -1,0 +1,279 @@
+#!/usr/bin/env python3
+"""IF and WHILE: multi-subgraph models made here (tflite_model_builder.py) against a numpy
+reference of TFLite Micro's semantics (micro/kernels/if.cc, while.cc):
+
+- IF reads the first element of its bool condition (input 0) and runs only that branch
+  on the other inputs; the branch's outputs are the operator's;
+- WHILE copies its inputs to its outputs, then runs the cond subgraph on them and, while
+  its bool's first element is true, the body, whose outputs become the next values.
+
+Each case is one `microtir run` (the interpreter against the host C build, or the
+target's run): float32 and int8 (quantized tensors pass through unchanged), a loop count
+that depends on an input (zero iterations included), an IF nested in a WHILE body, and
+subgraph constants. Then what is not compiled is refused by name, with the operator's
+index.
+
+usage: control_flow_tflite_test.py MICROTIR FLATC SCHEMA SOURCE_DIR [--target T] [--backend B] [--only a,b]
+"""
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from svdf_tflite_test import run  # noqa: E402
+from tflite_model_builder import Model, build_tflite  # noqa: E402
+
+rng = np.random.default_rng(2037)
+Q = (0.05, -4)  # the int8 tensors' scale and zero point (they pass through unchanged)
+
+
+def io(sg, inputs, outputs):
+    sg["inputs"], sg["outputs"] = inputs, outputs
+
+
+# ---- the models: (model, input specs, reference(inputs) -> {output: array}, cases) --------
+
+def if_f32():
+    """y = cond ? x + c : x * x, c a constant of the then branch."""
+    shape, c = (2, 3), rng.uniform(-1, 1, (2, 3)).astype(np.float32)
+    m = Model()
+    main, then, other = m.subgraph(), m.subgraph(), m.subgraph()
+    cond, x, y = m.tensor(main, "cond", (1,), np.bool_), m.tensor(main, "x", shape, np.float32), m.tensor(main, "y", shape, np.float32)
+    m.op(main, "IF", [cond, x], [y], "IfOptions", {"then_subgraph_index": 1, "else_subgraph_index": 2})
+    io(main, [cond, x], [y])
+    tx, ty = m.tensor(then, "tx", shape, np.float32), m.tensor(then, "ty", shape, np.float32)
+    m.op(then, "ADD", [tx, m.tensor(then, "c", shape, np.float32, c)], [ty], "AddOptions", {})
+    io(then, [tx], [ty])
+    ex, ey = m.tensor(other, "ex", shape, np.float32), m.tensor(other, "ey", shape, np.float32)
+    m.op(other, "MUL", [ex, ex], [ey], "MulOptions", {})
+    io(other, [ex], [ey])
+
+    def ref(v):
+        return {"y": (v["x"] + c).astype(np.float32) if v["cond"][0] else (v["x"] * v["x"]).astype(np.float32)}
+    x0 = rng.uniform(-2, 2, shape).astype(np.float32)
+    return m, ref, [{"cond": np.array([True]), "x": x0}, {"cond": np.array([False]), "x": x0}]
+
+
+def if_i8():
+    """Two int8 results: cond ? (max(a, c), a) : (min(a, b), b), raw int8 (one quantization)."""
+    shape, c = (5,), rng.integers(-20, 20, (5,)).astype(np.int8)
+    m = Model()
+    main, then, other = m.subgraph(), m.subgraph(), m.subgraph()
+    cond = m.tensor(main, "cond", (1,), np.bool_)
+    a, b = m.tensor(main, "a", shape, np.int8, quant=Q), m.tensor(main, "b", shape, np.int8, quant=Q)
+    y, z = m.tensor(main, "y", shape, np.int8, quant=Q), m.tensor(main, "z", shape, np.int8, quant=Q)
+    m.op(main, "IF", [cond, a, b], [y, z], "IfOptions", {"then_subgraph_index": 1, "else_subgraph_index": 2})
+    io(main, [cond, a, b], [y, z])
+    for sg, op, pick in ((then, "MAXIMUM", 0), (other, "MINIMUM", 1)):
+        sa, sb = m.tensor(sg, "sa", shape, np.int8, quant=Q), m.tensor(sg, "sb", shape, np.int8, quant=Q)
+        r = m.tensor(sg, "r", shape, np.int8, quant=Q)
+        second = m.tensor(sg, "c", shape, np.int8, c, quant=Q) if pick == 0 else sb
+        m.op(sg, op, [sa, second], [r])
+        io(sg, [sa, sb], [r, [sa, sb][pick]])  # returns an input as is: TFLM copies it
+
+    def ref(v):
+        if v["cond"][0]:
+            return {"y": np.maximum(v["a"], c), "z": v["a"]}
+        return {"y": np.minimum(v["a"], v["b"]), "z": v["b"]}
+    a0, b0 = (rng.integers(-128, 128, shape).astype(np.int8) for _ in range(2))
+    return m, ref, [{"cond": np.array([True]), "a": a0, "b": b0}, {"cond": np.array([False]), "a": a0, "b": b0}]
+
+
+def while_nested_f32():
+    """while i < n: x = (i < 2 ? x + x : x + 1); i += 1 (float32 counters). Outputs i and x (n passes through)."""
+    shape = (4,)
+    m = Model()
+    main, cond, body, double, inc = (m.subgraph() for _ in range(5))
+    ins = [m.tensor(main, "i", (1,), np.float32), m.tensor(main, "n", (1,), np.float32), m.tensor(main, "x", shape, np.float32)]
+    outs = [m.tensor(main, "i_out", (1,), np.float32), m.tensor(main, "n_out", (1,), np.float32),
+            m.tensor(main, "x_out", shape, np.float32)]
+    m.op(main, "WHILE", ins, outs, "WhileOptions", {"cond_subgraph_index": 1, "body_subgraph_index": 2})
+    io(main, ins, [outs[0], outs[2]])
+    ci, cn, cx = m.tensor(cond, "i", (1,), np.float32), m.tensor(cond, "n", (1,), np.float32), m.tensor(cond, "x", shape, np.float32)
+    more = m.tensor(cond, "more", (1,), np.bool_)
+    m.op(cond, "LESS", [ci, cn], [more])
+    io(cond, [ci, cn, cx], [more])
+    bi, bn, bx = m.tensor(body, "i", (1,), np.float32), m.tensor(body, "n", (1,), np.float32), m.tensor(body, "x", shape, np.float32)
+    i1, early = m.tensor(body, "i1", (1,), np.float32), m.tensor(body, "early", (1,), np.bool_)
+    x1 = m.tensor(body, "x1", shape, np.float32)
+    m.op(body, "ADD", [bi, m.tensor(body, "one", (1,), np.float32, [1])], [i1], "AddOptions", {})
+    m.op(body, "LESS", [bi, m.tensor(body, "two", (1,), np.float32, [2])], [early])
+    m.op(body, "IF", [early, bx], [x1], "IfOptions", {"then_subgraph_index": 3, "else_subgraph_index": 4})
+    io(body, [bi, bn, bx], [i1, bn, x1])
+    dx, dy = m.tensor(double, "x", shape, np.float32), m.tensor(double, "y", shape, np.float32)
+    m.op(double, "ADD", [dx, dx], [dy], "AddOptions", {})
+    io(double, [dx], [dy])
+    ix, iy = m.tensor(inc, "x", shape, np.float32), m.tensor(inc, "y", shape, np.float32)
+    m.op(inc, "ADD", [ix, m.tensor(inc, "one", shape, np.float32, np.ones(shape))], [iy], "AddOptions", {})
+    io(inc, [ix], [iy])
+
+    def ref(v):
+        i, n, x = v["i"][0], v["n"][0], v["x"].copy()
+        while i < n:
+            x = (x + x if i < 2 else x + np.float32(1)).astype(np.float32)
+            i = np.float32(i + np.float32(1))
+        return {"i_out": np.array([i], np.float32), "x_out": x}
+    x0 = rng.uniform(-1, 1, shape).astype(np.float32)
+    cases = [(0, 0), (0, 5), (3, 2), (1, 4)]
+    return m, ref, [{"i": np.array([i], np.float32), "n": np.array([n], np.float32), "x": x0} for i, n in cases]
+
+
+def while_rotate_i8():
+    """while k < n: x = concat(x[1:], x[:1]); k += 1 — an int8 x rotated left n - k times (float32 counters)."""
+    size = 6
+    m = Model()
+    main, cond, body = m.subgraph(), m.subgraph(), m.subgraph()
+    ins = [m.tensor(main, "k", (1,), np.float32), m.tensor(main, "n", (1,), np.float32),
+           m.tensor(main, "x", (size,), np.int8, quant=Q)]
+    outs = [m.tensor(main, "k_out", (1,), np.float32), m.tensor(main, "n_out", (1,), np.float32),
+            m.tensor(main, "y", (size,), np.int8, quant=Q)]
+    m.op(main, "WHILE", ins, outs, "WhileOptions", {"cond_subgraph_index": 1, "body_subgraph_index": 2})
+    io(main, ins, [outs[2]])
+    ck, cn, cx = m.tensor(cond, "k", (1,), np.float32), m.tensor(cond, "n", (1,), np.float32), m.tensor(cond, "x", (size,), np.int8, quant=Q)
+    more = m.tensor(cond, "more", (1,), np.bool_)
+    m.op(cond, "LESS", [ck, cn], [more])
+    io(cond, [ck, cn, cx], [more])
+    bk, bn, bx = m.tensor(body, "k", (1,), np.float32), m.tensor(body, "n", (1,), np.float32), m.tensor(body, "x", (size,), np.int8, quant=Q)
+    k1 = m.tensor(body, "k1", (1,), np.float32)
+    m.op(body, "ADD", [bk, m.tensor(body, "one", (1,), np.float32, [1])], [k1], "AddOptions", {})
+    tail, head = m.tensor(body, "tail", (size - 1,), np.int8, quant=Q), m.tensor(body, "head", (1,), np.int8, quant=Q)
+    const = lambda name, v: m.tensor(body, name, (1,), np.int32, [v])  # noqa: E731
+    m.op(body, "SLICE", [bx, const("b1", 1), const("s1", size - 1)], [tail], "SliceOptions", {})
+    m.op(body, "SLICE", [bx, const("b0", 0), const("s0", 1)], [head], "SliceOptions", {})
+    x1 = m.tensor(body, "x1", (size,), np.int8, quant=Q)
+    m.op(body, "CONCATENATION", [tail, head], [x1], "ConcatenationOptions", {"axis": 0})
+    io(body, [bk, bn, bx], [k1, bn, x1])
+
+    def ref(v):
+        return {"y": np.roll(v["x"], -max(0, int(np.ceil(v["n"][0] - v["k"][0]))))}
+    x0 = rng.integers(-128, 128, (size,)).astype(np.int8)
+    return m, ref, [{"k": np.array([0], np.float32), "n": np.array([n], np.float32), "x": x0} for n in (0, 1, 4)]
+
+
+MODELS = {"if_f32": if_f32, "if_i8": if_i8, "while_nested_f32": while_nested_f32, "while_rotate_i8": while_rotate_i8}
+
+
+# ---- refusals -----------------------------------------------------------------------------
+
+def two_branches(then_ops):
+    """IF(cond, x) whose then branch is built by then_ops(m, sg, x, y); the else branch returns x."""
+    m = Model()
+    main, then, other = m.subgraph(), m.subgraph(), m.subgraph()
+    cond, x, y = m.tensor(main, "cond", (1,), np.bool_), m.tensor(main, "x", (4,), np.float32), m.tensor(main, "y", (4,), np.float32)
+    m.op(main, "IF", [cond, x], [y], "IfOptions", {"then_subgraph_index": 1, "else_subgraph_index": 2})
+    io(main, [cond, x], [y])
+    tx, ty = m.tensor(then, "x", (4,), np.float32), m.tensor(then, "y", (4,), np.float32)
+    then_ops(m, then, tx, ty)
+    io(then, [tx], [ty])
+    ex = m.tensor(other, "x", (4,), np.float32)
+    io(other, [ex], [ex])
+    return m
+
+
+def unsupported_op_in_branch():
+    return two_branches(lambda m, sg, x, y: m.op(sg, "LSH_PROJECTION", [x], [y]))
+
+
+def variable_in_branch():
+    def ops(m, sg, x, y):
+        m.op(sg, "READ_VARIABLE", [m.handle(sg, "v")], [y])
+    return two_branches(ops)
+
+
+def float_condition():
+    m = Model()
+    main, then = m.subgraph(), m.subgraph()
+    cond, y = m.tensor(main, "cond", (1,), np.float32), m.tensor(main, "y", (1,), np.float32)
+    m.op(main, "IF", [cond, cond], [y], "IfOptions", {"then_subgraph_index": 1, "else_subgraph_index": 1})
+    io(main, [cond], [y])
+    t = m.tensor(then, "t", (1,), np.float32)
+    io(then, [t], [t])
+    return m
+
+
+def shrinking_loop():
+    """A body that returns x[0:2] for a loop-carried x of 4 elements."""
+    m = Model()
+    main, cond, body = m.subgraph(), m.subgraph(), m.subgraph()
+    x, y = m.tensor(main, "x", (4,), np.float32), m.tensor(main, "y", (4,), np.float32)
+    m.op(main, "WHILE", [x], [y], "WhileOptions", {"cond_subgraph_index": 1, "body_subgraph_index": 2})
+    io(main, [x], [y])
+    cx, more = m.tensor(cond, "x", (4,), np.float32), m.tensor(cond, "more", (4,), np.bool_)
+    zero = m.tensor(cond, "zero", (4,), np.float32, np.zeros(4))
+    m.op(cond, "LESS", [cx, zero], [more])
+    io(cond, [cx], [more])
+    bx, half = m.tensor(body, "x", (4,), np.float32), m.tensor(body, "half", (2,), np.float32)
+    m.op(body, "SLICE", [bx, m.tensor(body, "b", (1,), np.int32, [0]), m.tensor(body, "s", (1,), np.int32, [2])], [half],
+         "SliceOptions", {})
+    io(body, [bx], [half])
+    return m
+
+
+REFUSALS = {
+    "unsupported_op_in_branch": (unsupported_op_in_branch,
+                                 "unsupported TFLite operator LSH_PROJECTION (subgraph 1 (the then branch of operator 0 "
+                                 "(IF)), node 0)"),
+    "variable_in_branch": (variable_in_branch, "operator 0 (IF)), operator 0 (VAR_HANDLE): resource variables and "
+                                               "CALL_ONCE inside an IF/WHILE subgraph are not compiled"),
+    "float_condition": (float_condition, "operator 0 (IF): its condition tensor 0 'cond' is float32(1)"),
+    "shrinking_loop": (shrinking_loop, "operator 0 (WHILE): its body subgraph's output 0 is float32(2), but its output"),
+}
+
+
+def check_model(name, opts, work):
+    m, ref, cases = MODELS[name]()
+    model = build_tflite(m, name, opts.flatc, opts.schema, work)
+    ok = True
+    for k, inputs in enumerate(cases):
+        args = [opts.cli, "run", model, "--target", opts.target, "--output-dir", os.path.join(work, f"{name}_{k}")]
+        if opts.backend != "c":
+            args += ["--backend", opts.backend]
+        for n, v in inputs.items():
+            path = os.path.join(work, f"{name}_{k}_{n}.npy")
+            np.save(path, v)
+            args += ["--input", f"{n}={path}"]
+        run(args, f"microtir run {name} case {k}")
+        for out, want in ref(inputs).items():
+            got = np.load(os.path.join(work, f"{name}_{k}", out + ".npy"))
+            good = got.dtype == want.dtype and np.array_equal(got, want)
+            ok = ok and good
+            if not good:
+                print(f"  {name} case {k} {out}: got {got.tolist()}, want {want.tolist()}")
+    print(f"{'ok' if ok else 'FAIL'} {name} on {opts.target}: {len(cases)} cases")
+    return ok
+
+
+def check_refusal(name, opts, work):
+    build, words = REFUSALS[name]
+    model = build_tflite(build(), name, opts.flatc, opts.schema, work)
+    p = subprocess.run([opts.cli, "run", model, "--target", "host", "--output-dir", os.path.join(work, name)],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    ok = p.returncode == 1 and words in p.stderr
+    print(f"{'ok' if ok else 'FAIL'} {name} is refused: {p.stderr.strip()[:300]}")
+    return ok
+
+
+def main():
+    ap = argparse.ArgumentParser(usage=__doc__)
+    for a in ("cli", "flatc", "schema", "source"):
+        ap.add_argument(a)
+    ap.add_argument("--target", default="host")
+    ap.add_argument("--backend", default="c")
+    ap.add_argument("--only", default="", help="comma-separated model names")
+    opts = ap.parse_args()
+    names = [n for n in MODELS if not opts.only or n in opts.only.split(",")]
+    refusals = list(REFUSALS) if opts.target == "host" and not opts.only else []
+    with tempfile.TemporaryDirectory() as work:
+        failures = sum(not check_model(n, opts, work) for n in names)
+        failures += sum(not check_refusal(n, opts, work) for n in refusals)
+    total = len(names) + len(refusals)
+    print(f"{total - failures} of {total} control-flow models and refusals pass")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
