@@ -241,10 +241,7 @@ PExpr Parser::parse_atom() {
         }
         if (is_op(".")) {
           next();
-          const Token& field = expect_name("after '.'");
-          if (field.text != "data")
-            fail(field, "buffer '" + t.text + "' has no field '" + field.text + "' (only .data)");
-          return {b.buffer->data, false};
+          return {parse_buffer_field(t, b.buffer), false};
         }
         if (b.var) return {b.var, false};
         fail(t, "buffer '" + t.text + "' cannot be used as a value; index it or use " + t.text + ".data");

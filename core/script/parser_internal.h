@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "ir/op.h"
+#include "ir/tvm_intrinsics.h"
 #include "script/lexer.h"
 #include "script/parser.h"
 
@@ -68,6 +69,10 @@ inline const char* const kBlockRefusal =
 
 bool is_block_construct(const std::string& name);
 
+// How a function's "target" attribute keeps the host of T.target("cuda", host="llvm"):
+// "cuda -host=llvm" (the printer splits it back).
+inline const char* const kTargetHostSeparator = " -host=";
+
 const char* binary_symbol(ExprKind k);
 
 class Parser {
@@ -121,6 +126,7 @@ class Parser {
   Attrs parse_dict();
   std::string parse_target_value();
   std::string parse_target_call();
+  std::string parse_target_spec();
   AttrValue parse_attr_value();
 
   // A type, and for a typed pointer what it points to.
@@ -236,6 +242,12 @@ class Parser {
   PExpr parse_shuffle(const Token& t_tok, const Token& fn);
   PExpr parse_let_expr(const Token& t_tok);
   PExpr parse_t_call();
+
+  // ---- TVM's other names (parser_tvm_ops.cc) -----------------------------------
+  bool parse_tvm_ops(const Token& t_tok, const Token& fn, PExpr* out);
+  PExpr parse_ceildiv(const Token& t_tok, const Token& fn);
+  PExpr parse_tvm_intrinsic(const Token& t_tok, const Token& fn, const TvmIntrinsic& in);
+  Expr parse_buffer_field(const Token& name, const Buffer& b);
 
   std::shared_ptr<const SourceFile> file_;
   std::vector<Token> toks_;

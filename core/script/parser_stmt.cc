@@ -71,15 +71,6 @@ Stmt Parser::parse_stmt() {
       if (b && b->buffer) return parse_store();
     }
     if (at_t_attr("func_attr")) fail(t, "T.func_attr must be the first statement of a function");
-    if (at_t_attr("assume") && tok_is_op(ahead(3), "(")) {
-      // A hint for TVM's analyses; nothing of ours uses it, so it is dropped.
-      next(), next(), next(), next();
-      PExpr c = parse_expr();
-      if (!c.e->dtype.is_bool()) fail(t, "T.assume needs a bool condition, got " + c.e->dtype.str());
-      expect_op(")", "to close T.assume(...)");
-      expect_newline("after statement");
-      return spanned_no_op(span(t));
-    }
     if (at_t_attr("evaluate")) {
       next(), next(), next();
       expect_op("(", "after T.evaluate");

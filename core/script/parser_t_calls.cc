@@ -228,7 +228,7 @@ bool Parser::parse_tvm_sugar(const Token& t_tok, const Token& fn, PExpr* out) {
   }
   if (name == "env_thread" || name == "launch_thread")
     fail(t_tok, "T." + name + " declares a GPU thread variable: write it as a statement, x = T." + name + "(...)");
-  return false;
+  return parse_tvm_ops(t_tok, fn, out);
 }
 
 // T.tvm_access_ptr(T.type_annotation("float32"), A.data, offset, extent, rw_mask): the

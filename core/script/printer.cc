@@ -89,6 +89,13 @@ std::string attr_value(const AttrValue& v) {
   return s;
 }
 
+// T.target's arguments: the target, and its host as the parser keeps it after " -host=".
+std::string target_args(const std::string& target) {
+  const size_t host = target.find(" -host=");
+  if (host == std::string::npos) return quote(target);
+  return quote(target.substr(0, host)) + ", host=" + quote(target.substr(host + 7));
+}
+
 // `target_key`: a function's attributes, whose "target" is a TVM Target.
 std::string dict(const Attrs& attrs, bool target_key = false) {
   std::string out = "{";
@@ -97,7 +104,7 @@ std::string dict(const Attrs& attrs, bool target_key = false) {
     if (!first) out += ", ";
     first = false;
     if (target_key && k == "target" && std::holds_alternative<std::string>(v))
-      out += quote(k) + ": T.target(" + attr_value(v) + ")";
+      out += quote(k) + ": T.target(" + target_args(std::get<std::string>(v)) + ")";
     else
       out += quote(k) + ": " + attr_value(v);
   }
