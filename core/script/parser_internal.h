@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -204,6 +205,15 @@ class Parser {
   Stmt parse_if();
   Stmt parse_assert();
   Stmt parse_with();
+  // The parenthesized part of T.attr(...) / T.launch_thread(...): an AttrStmt's header.
+  struct ScopeHeader {
+    Expr node;
+    std::string key;
+    Expr value;
+  };
+  ScopeHeader parse_attr_header();
+  ScopeHeader parse_launch_header();
+  Stmt parse_concise_scope();
 
   // ---- expressions (parser_expr.cc) -------------------------------------------
   static PExpr promote_to(PExpr p, DataType t);
@@ -227,7 +237,9 @@ class Parser {
   // ---- T.* calls (parser_t_calls.cc) --------------------------------------------
   Expr parse_call_tir(const Token& t_tok, const Token& fn);
   std::pair<Expr, Expr> parse_slice(const Expr& dim);
+  // Also accepts `dtype="..."` (as TVM's tests write it), kept in dtype_kw_.
   std::vector<PExpr> parse_args(const Token& fn_tok, Attrs* attrs);
+  std::optional<DataType> dtype_kw_;
   void check_arity(const Token& at, const Token& fn, const std::vector<PExpr>& args, size_t n);
   PExpr parse_typed_constant(const Token& t_tok, const Token& fn, DataType type);
   bool parse_tvm_sugar(const Token& t_tok, const Token& fn, PExpr* out);

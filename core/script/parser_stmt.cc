@@ -71,6 +71,7 @@ Stmt Parser::parse_stmt() {
       if (b && b->buffer) return parse_store();
     }
     if (at_t_attr("func_attr")) fail(t, "T.func_attr must be the first statement of a function");
+    if ((at_t_attr("attr") || at_t_attr("launch_thread")) && tok_is_op(ahead(3), "(")) return parse_concise_scope();
     if (at_t_attr("evaluate")) {
       next(), next(), next();
       expect_op("(", "after T.evaluate");
@@ -516,6 +517,45 @@ Stmt Parser::parse_assert() {
   return AssertStmt(c.e, msg, body, span(tok));
 }
 
+// After `T.launch_thread`: `(x, n)` for a thread variable x from T.env_thread.
+Parser::ScopeHeader Parser::parse_launch_header() {
+  expect_op("(", "after T.launch_thread");
+  const Token& v_tok = expect_name("as the thread variable of T.launch_thread (from T.env_thread)");
+  const Binding* b = lookup(v_tok.text);
+  if (!b || !b->var || b->var->thread_tag.empty())
+    fail(v_tok, "'" + v_tok.text + "' is not a thread variable; declare it with " + v_tok.text +
+                    " = T.env_thread(\"threadIdx.x\")");
+  Var thread = b->var;
+  expect_op(",", "after the thread variable of T.launch_thread");
+  PExpr extent = parse_expr();
+  expect_op(")", "to close T.launch_thread(...)");
+  if (extent.bare) extent = promote_to(extent, thread->dtype);
+  return {thread, "thread_extent", extent.e};
+}
+
+// After `T.attr`: `(node, "key", value)`.
+Parser::ScopeHeader Parser::parse_attr_header() {
+  expect_op("(", "after T.attr");
+  PExpr node = parse_expr();
+  expect_op(",", "after attribute node");
+  std::string key = expect_string("as attribute key");
+  expect_op(",", "after attribute key");
+  PExpr value = parse_expr();
+  expect_op(")", "to close T.attr(...)");
+  return {node.e, key, value.e};
+}
+
+// `T.attr(node, "key", value)` or `T.launch_thread(x, n)` as a statement of its own:
+// TVM's concise form, whose body is the rest of the block.
+Stmt Parser::parse_concise_scope() {
+  const Token& t_tok = cur();
+  next(), next();
+  const bool attr = next().text == "attr";
+  ScopeHeader h = attr ? parse_attr_header() : parse_launch_header();
+  expect_newline("after statement");
+  return AttrStmt(h.node, h.key, h.value, parse_rest(t_tok), span(t_tok));
+}
+
 // `with T.attr(node, "key", value):` and the nested forms of scoped statements the
 // printer uses when such a statement is followed by others in the same block.
 Stmt Parser::parse_with() {
@@ -525,32 +565,10 @@ Stmt Parser::parse_with() {
   next(), next();
   const Token& what = expect_name("after 'T.'");
   if (is_block_construct(what.text)) fail(t_tok, kBlockRefusal);
-  if (what.text == "launch_thread") {
-    // `with T.launch_thread(x, n):` for a thread variable from T.env_thread.
-    expect_op("(", "after T.launch_thread");
-    const Token& v_tok = expect_name("as the thread variable of T.launch_thread (from T.env_thread)");
-    const Binding* b = lookup(v_tok.text);
-    if (!b || !b->var || b->var->thread_tag.empty())
-      fail(v_tok, "'" + v_tok.text + "' is not a thread variable; declare it with " + v_tok.text +
-                      " = T.env_thread(\"threadIdx.x\")");
-    Var thread = b->var;
-    expect_op(",", "after the thread variable of T.launch_thread");
-    PExpr extent = parse_expr();
-    expect_op(")", "to close T.launch_thread(...)");
-    if (extent.bare) extent = promote_to(extent, thread->dtype);
+  if (what.text == "launch_thread" || what.text == "attr") {
+    ScopeHeader h = what.text == "attr" ? parse_attr_header() : parse_launch_header();
     Stmt body = parse_block(with_tok, "with header");
-    return AttrStmt(thread, "thread_extent", extent.e, body, span(with_tok));
-  }
-  if (what.text == "attr") {
-    expect_op("(", "after T.attr");
-    PExpr node = parse_expr();
-    expect_op(",", "after attribute node");
-    std::string key = expect_string("as attribute key");
-    expect_op(",", "after attribute key");
-    PExpr value = parse_expr();
-    expect_op(")", "to close T.attr(...)");
-    Stmt body = parse_block(with_tok, "with header");
-    return AttrStmt(node.e, key, value.e, body, span(with_tok));
+    return AttrStmt(h.node, h.key, h.value, body, span(with_tok));
   }
   if (what.text == "Assert") {
     expect_op("(", "after T.Assert");

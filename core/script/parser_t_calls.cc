@@ -91,8 +91,12 @@ std::pair<Expr, Expr> Parser::parse_slice(const Expr& dim) {
 // into *attrs when allowed.
 std::vector<PExpr> Parser::parse_args(const Token& fn_tok, Attrs* attrs) {
   std::vector<PExpr> args;
+  dtype_kw_.reset();
   while (!is_op(")")) {
-    if (is_name("attrs") && tok_is_op(ahead(1), "=")) {
+    if (is_name("dtype") && tok_is_op(ahead(1), "=")) {
+      next(), next();
+      dtype_kw_ = parse_dtype_string("for dtype=");
+    } else if (is_name("attrs") && tok_is_op(ahead(1), "=")) {
       const Token& kw = next();
       next();
       if (!attrs) fail(kw, "attrs= is only allowed on intrinsic calls");

@@ -84,6 +84,8 @@ PExpr Parser::parse_tvm_intrinsic(const Token& t_tok, const Token& fn, const Tvm
   expect_op("(", "after T." + fn.text);
   Attrs attrs;
   std::vector<PExpr> args = parse_args(fn, &attrs);
+  // dtype="handle" (TVM's keyword form) rides in the call's attributes, so it prints back.
+  if (dtype_kw_) attrs["dtype"] = dtype_kw_->str();
   std::vector<Expr> es;
   for (auto& a : args) es.push_back(a.bare ? promote_to(a, a.e->dtype).e : a.e);
   if (std::string why; !tvm_intrinsic_arity_ok(in, es.size(), &why)) fail(t_tok, why);
@@ -98,6 +100,11 @@ PExpr Parser::parse_tvm_intrinsic(const Token& t_tok, const Token& fn, const Tvm
     if (!parsed)
       fail(t_tok, "T." + fn.text + " needs its result type as a string " +
                       (in.result == R::kFirst ? "first" : "last") + " (e.g. \"int32\")");
+    t = *parsed;
+  }
+  if (auto kw = attrs.find("dtype"); kw != attrs.end() && std::holds_alternative<std::string>(kw->second)) {
+    auto parsed = DataType::parse(std::get<std::string>(kw->second), /*allow_lanes=*/true);
+    if (!parsed) fail(t_tok, "unknown type '" + std::get<std::string>(kw->second) + "' in dtype=");
     t = *parsed;
   }
   if (fn.text == "assume" && !es[0]->dtype.is_bool())
