@@ -204,6 +204,7 @@ class Parser {
   static Expr range_extent(const Expr& start, const Expr& stop, const Span& s);
   Stmt parse_if();
   Stmt parse_assert();
+  std::string parse_assert_tuple();
   Stmt parse_with();
   // The parenthesized part of T.attr(...) / T.launch_thread(...): an AttrStmt's header.
   struct ScopeHeader {

@@ -510,11 +510,29 @@ Stmt Parser::parse_assert() {
   std::string msg;
   if (is_op(",")) {
     next();
-    msg = expect_string("as assert message");
+    msg = is_op("(") ? parse_assert_tuple() : expect_string("as assert message");
   }
   expect_newline("after assert");
   Stmt body = parse_rest(tok);
   return AssertStmt(c.e, msg, body, span(tok));
+}
+
+// TVM's newer message form `("RuntimeError", ["part", ...])`: the parts joined, after
+// "Kind: " for a kind other than RuntimeError.
+std::string Parser::parse_assert_tuple() {
+  expect_op("(", "for the assert message");
+  std::string kind = expect_string("as the error kind of the assert message");
+  expect_op(",", "after the error kind");
+  expect_op("[", "for the parts of the assert message");
+  std::string msg = kind == "RuntimeError" ? "" : kind + ": ";
+  while (!is_op("]")) {
+    msg += expect_string("as a part of the assert message");
+    if (!is_op(",")) break;
+    next();
+  }
+  expect_op("]", "to close the parts of the assert message");
+  expect_op(")", "to close the assert message");
+  return msg;
 }
 
 // After `T.launch_thread`: `(x, n)` for a thread variable x from T.env_thread.

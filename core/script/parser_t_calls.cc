@@ -336,6 +336,7 @@ PExpr Parser::parse_ramp(const Token& t_tok, const Token& fn) {
   PExpr stride = parse_expr();
   expect_op(",", "after the stride of T." + fn.text);
   int lanes = parse_lanes(fn);
+  if (is_op(",")) next();  // a trailing comma, as TVM's tests wrap long calls
   expect_op(")", "to close T." + fn.text + "(...)");
   unify(base, stride, ",", t_tok, "the base and stride of T.Ramp");
   base = promote_to(base, base.e->dtype), stride = promote_to(stride, stride.e->dtype);
@@ -349,6 +350,7 @@ PExpr Parser::parse_broadcast(const Token& t_tok, const Token& fn) {
   PExpr v = parse_expr();
   expect_op(",", "after the value of T." + fn.text);
   int lanes = parse_lanes(fn);
+  if (is_op(",")) next();  // a trailing comma, as TVM's tests wrap long calls
   expect_op(")", "to close T." + fn.text + "(...)");
   v = promote_to(v, v.e->dtype);
   if (v.e->dtype.is_vector() || !(v.e->dtype.is_numeric() || v.e->dtype.is_bool()))
