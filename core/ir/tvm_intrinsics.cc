@@ -93,8 +93,7 @@ Expr expand_tvm_intrinsic(const CallNode* call, const std::string& where) {
   if (!in) user_error(call->span, "unknown intrinsic 'T." + call->op + "'");
   if (std::string why; !tvm_intrinsic_arity_ok(*in, call->args.size(), &why)) user_error(call->span, why);
   if (!in->runs)
-    user_error(call->span, "T." + call->op + " is " + in->what + ": microtir reads and prints it, but " + where +
-                               " cannot run it on CPUs and microcontrollers");
+    user_error(call->span, "T." + call->op + " is " + in->what + ": microtir reads and prints it, but " + where + " cannot run it");
   const std::string name = call->op;
   if (name == "assume") return Bool(true, call->span);
   if (name == "ignore_loop_partition") return call->args[0];  // the condition, unpartitioned

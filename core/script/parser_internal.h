@@ -175,6 +175,7 @@ class Parser {
   static Stmt make_seq(std::vector<Stmt> stmts, const Span& s);
   std::vector<Stmt> parse_stmt_list();
   Stmt parse_block(const Token& owner, const std::string& header);
+  Stmt parse_loop_body(const Token& owner, const std::string& header);
 
   // The rest of the current block, as the body of a scoped statement.
   Stmt parse_rest(const Token& owner) { return make_seq(parse_stmt_list(), span(owner)); }
@@ -267,6 +268,7 @@ class Parser {
   size_t pos_ = 0;
   int depth_ = 0;
   int stmt_depth_ = 0;
+  int loop_depth_ = 0;  // loops around the statement being parsed, for break/continue
   std::vector<std::pair<std::string, Binding>> bindings_;
   DataType ret_type_ = DataType::Void();  // of the function being parsed
 };

@@ -39,6 +39,14 @@ Stmt Parser::parse_block(const Token& owner, const std::string& header) {
   return make_seq(std::move(body), span(owner));
 }
 
+// A loop's block, where `break` and `continue` may stand.
+Stmt Parser::parse_loop_body(const Token& owner, const std::string& header) {
+  ++loop_depth_;
+  Stmt body = parse_block(owner, header);
+  --loop_depth_;
+  return body;
+}
+
 Stmt Parser::parse_stmt() {
   const Token& t = cur();
   DepthGuard guard(*this, t, true);
@@ -52,13 +60,19 @@ Stmt Parser::parse_stmt() {
       expect_newline("after 'pass'");
       return spanned_no_op(span(t));
     }
+    if (t.text == "break" || t.text == "continue") {  // TVM's loop exits (ir/tvm_intrinsics.def)
+      if (loop_depth_ == 0) fail(t, "'" + t.text + "' outside a loop");
+      next();
+      expect_newline("after '" + t.text + "'");
+      return Evaluate(Call(DataType::Int(32), t.text + "_loop", {}, {}, span(t)), span(t));
+    }
     if (t.text == "else" || t.text == "elif") fail(t, "'" + t.text + "' without a matching 'if'");
     if (t.text == "return") return parse_return();
     if (t.text == "while") {
       const Token& while_tok = next();
       PExpr c = parse_expr();
       if (!c.e->dtype.is_bool()) fail(while_tok, "the condition of 'while' must be bool, got " + c.e->dtype.str());
-      Stmt body = parse_block(while_tok, "while condition");
+      Stmt body = parse_loop_body(while_tok, "while condition");
       return While(c.e, body, span(while_tok));
     }
     if (t.text == "def" || t.text == "class") fail(t, "nested definitions are not supported");
@@ -442,7 +456,7 @@ Stmt Parser::parse_for() {
     vars.push_back(v);
     bind(targets[i]->text, Binding{v, nullptr, false});
   }
-  Stmt body = parse_block(for_tok, "for header");
+  Stmt body = parse_loop_body(for_tok, "for header");
   pop_scope(mark);
   if (step) {
     const Span at = span(*h.step_tok);

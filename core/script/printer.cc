@@ -303,7 +303,7 @@ class Printer {
         return;
       }
       case StmtKind::Evaluate:
-        return line("T.evaluate(" + expr(as<EvaluateNode>(s)->value) + ")");
+        return line(evaluate_text(as<EvaluateNode>(s)));
       case StmtKind::Allocate: {
         const auto* op = as<AllocateNode>(s);
         std::string scope = "scope=" + quote(op->scope);
@@ -365,6 +365,13 @@ class Printer {
   }
 
  private:
+  // A statement of one expression; TVM's loop exits print as Python's `break`/`continue`.
+  std::string evaluate_text(const EvaluateNode* op) {
+    const auto* call = as<CallNode>(op->value);
+    if (call && !call->builtin && call->args.empty() && (call->op == "break_loop" || call->op == "continue_loop"))
+      return call->op == "break_loop" ? "break" : "continue";
+    return "T.evaluate(" + expr(op->value) + ")";
+  }
   void line(const std::string& text) { os_ << std::string(4 * indent_, ' ') << text << "\n"; }
 
   void block(const Stmt& body) {
