@@ -262,6 +262,7 @@ class Parser {
   PExpr parse_ceildiv(const Token& t_tok, const Token& fn);
   PExpr parse_tvm_intrinsic(const Token& t_tok, const Token& fn, const TvmIntrinsic& in);
   Expr parse_buffer_field(const Token& name, const Buffer& b);
+  [[noreturn]] void fail_undefined(const Token& name);
 
   std::shared_ptr<const SourceFile> file_;
   std::vector<Token> toks_;

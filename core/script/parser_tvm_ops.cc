@@ -136,5 +136,14 @@ Expr Parser::parse_buffer_field(const Token& name, const Buffer& b) {
   return dims[*k];
 }
 
+// An unknown name; `Module.sub(...)` (TVM's call of another function of the module, by
+// its GlobalVar) gets the form we have instead.
+void Parser::fail_undefined(const Token& name) {
+  if (tok_is_op(cur(), ".") && ahead(1).kind == TokKind::kName && tok_is_op(ahead(2), "("))
+    fail(name, "calls of another function of the module ('" + name.text + "." + ahead(1).text +
+                   "(...)') are not supported; pass buffers with T.call_tir(\"" + ahead(1).text + "\", A, ...)");
+  fail(name, "undefined name '" + name.text + "'");
+}
+
 }  // namespace script_parser
 }  // namespace mtir
