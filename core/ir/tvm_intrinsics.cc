@@ -103,6 +103,15 @@ Expr expand_tvm_intrinsic(const CallNode* call, const std::string& where) {
     return Call(DataType::Bool(), "tvm_handle_is_null", {call->args[0]}, {}, call->span);
   }
   if (name == "q_multiply_shift") return q_multiply_shift(call);
+  const Expr& x = call->args[0];
+  if ((name == "rsqrt" || name == "isnan") && !x->dtype.element_of().is_float())
+    user_error(call->span, "T." + name + " is defined on floats, not " + x->dtype.str());
+  if (name == "rsqrt") {
+    Expr one = FloatImm(x->dtype.element_of(), 1.0, call->span);
+    if (x->dtype.is_vector()) one = Broadcast(one, x->dtype.lanes(), call->span);
+    return Binary(ExprKind::Div, one, Call(x->dtype, "sqrt", {x}, {}, call->span), call->span);
+  }
+  if (name == "isnan") return Binary(ExprKind::NE, x, x, call->span);
   internal_error(__FILE__, __LINE__, "a Run intrinsic without an expansion: " + name);
 }
 
