@@ -200,6 +200,7 @@ class Parser {
     PExpr step;
     const Token* step_tok = nullptr;
   };
+  void parse_loop_args(LoopHeader* h, const Token& iter_tok);
   Stmt parse_for();
   Expr loop_bound(PExpr p, const Token& at);
   static Expr range_extent(const Expr& start, const Expr& stop, const Span& s);

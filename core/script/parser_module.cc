@@ -456,6 +456,7 @@ Parser::BufferSpec Parser::parse_buffer_args(bool allow_scope, const Token& call
   BufferSpec spec;
   bool have_shape = false;
   int positional = 0;
+  const Token* view_scope = nullptr;  // scope= on a view or parameter
   while (!is_op(")")) {
     if (cur().kind == TokKind::kName && tok_is_op(ahead(1), "=")) {
       const Token& kw = next();
@@ -477,8 +478,7 @@ Parser::BufferSpec Parser::parse_buffer_args(bool allow_scope, const Token& call
         // with their defaults.
         const Token& at = cur();
         std::string v = expect_string("for " + kw.text + "=");
-        if (v != "global" && v != "" && v != "default" && v != "auto")
-          fail(at, kw.text + "=\"" + v + "\" is only supported on allocations");
+        if (v != "global" && v != "" && v != "default" && v != "auto") view_scope = &at;
       } else if (kw.text == "offset_factor") {
         parse_small_int("for offset_factor=");  // an alignment hint in elements; we keep align= only
       } else if (kw.text == "axis_separators") {
@@ -509,6 +509,11 @@ Parser::BufferSpec Parser::parse_buffer_args(bool allow_scope, const Token& call
     next();
   }
   expect_op(")", "to close the buffer declaration");
+  // A view's scope is its pointer's (TVM prints T.Buffer(..., data=p, scope="shared") for
+  // a p of T.handle("float32", "shared")): kept there, so only a matching one is accepted.
+  if (view_scope && (!spec.data || spec.data->pointer_scope != view_scope->text))
+    fail(*view_scope, "scope=\"" + view_scope->text + "\" is only supported on allocations and on views of a "
+                      "pointer of that scope (data=p with p: T.handle(\"float32\", \"" + view_scope->text + "\"))");
   if (!have_shape) fail(call_tok, "buffer declaration needs a shape");
   if (allow_data && data_required && !spec.data) fail(call_tok, "T.decl_buffer needs data=, the pointer it views");
   if (!spec.elem_offset) spec.elem_offset = IntImm(DataType::Int(32), 0, span(call_tok));

@@ -348,6 +348,36 @@ Buffer Parser::parse_alloc_call(const Token& name, std::string* scope) {
   return make_buffer(name.text, span(name), std::move(spec));
 }
 
+// The parenthesized part of a loop header: bounds, annotations=, step= and thread=.
+void Parser::parse_loop_args(LoopHeader* h, const Token& iter_tok) {
+  expect_op("(", "after loop kind");
+  while (!is_op(")")) {
+    if (cur().kind == TokKind::kName && tok_is_op(ahead(1), "=") && !h->grid) {
+      const Token& kw = next();
+      next();
+      if (kw.text == "annotations") {
+        h->annotations = parse_dict();
+      } else if (kw.text == "thread" && h->kind == ForKind::kThreadBinding) {
+        h->thread = expect_string("for thread=");
+      } else if (kw.text == "step") {
+        h->step_tok = &kw;
+        h->step = parse_expr();
+      } else {
+        fail(kw, "unknown loop argument '" + kw.text + "' (expected annotations=, step= or thread=)");
+      }
+    } else if (h->kind == ForKind::kThreadBinding && cur().kind == TokKind::kString) {
+      h->thread = next().text;  // T.thread_binding(0, 32, "threadIdx.x"): the tag positionally
+    } else {
+      h->args.push_back(parse_expr());
+    }
+    if (!is_op(",")) break;
+    next();
+  }
+  expect_op(")", "to close the loop range");
+  if (h->kind == ForKind::kThreadBinding && h->thread.empty())
+    fail(iter_tok, "T.thread_binding needs thread=\"threadIdx.x\" (or another thread tag)");
+}
+
 Stmt Parser::parse_for() {
   const Token& for_tok = next();
   std::vector<const Token*> targets;
@@ -384,30 +414,7 @@ Stmt Parser::parse_for() {
   } else {
     fail(iter_tok, "expected range(...) or T.serial/T.grid/... after 'in', found " + describe(iter_tok));
   }
-  expect_op("(", "after loop kind");
-  while (!is_op(")")) {
-    if (cur().kind == TokKind::kName && tok_is_op(ahead(1), "=") && !h.grid) {
-      const Token& kw = next();
-      next();
-      if (kw.text == "annotations") {
-        h.annotations = parse_dict();
-      } else if (kw.text == "thread" && h.kind == ForKind::kThreadBinding) {
-        h.thread = expect_string("for thread=");
-      } else if (kw.text == "step") {
-        h.step_tok = &kw;
-        h.step = parse_expr();
-      } else {
-        fail(kw, "unknown loop argument '" + kw.text + "' (expected annotations=, step= or thread=)");
-      }
-    } else {
-      h.args.push_back(parse_expr());
-    }
-    if (!is_op(",")) break;
-    next();
-  }
-  expect_op(")", "to close the loop range");
-  if (h.kind == ForKind::kThreadBinding && h.thread.empty())
-    fail(iter_tok, "T.thread_binding needs thread=\"threadIdx.x\" (or another thread tag)");
+  parse_loop_args(&h, iter_tok);
   if (!is_op(":")) fail(cur(), "expected ':' after for header, found " + describe(cur()));
 
   // (min, extent, loop variable type) per loop variable.
