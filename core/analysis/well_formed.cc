@@ -11,6 +11,7 @@
 #include <string>
 #include <unordered_set>
 
+#include "ir/tvm_intrinsics.h"
 #include "ir/op.h"
 #include "ir/visitor.h"
 
@@ -399,7 +400,7 @@ class WellFormedChecker : public Visitor {
   }
 
   void check_call(const CallNode* c, const Span& span) {
-    if (!c->builtin) return error(span, "unknown intrinsic '" + c->op + "'");
+    if (!c->builtin) return check_tvm_intrinsic(c, span);
     const OpInfo* info = &builtin_info(*c->builtin);
     const std::string name = "T." + c->op;
     // Arity from the table (ir/builtins.def), the same rule the parser applies.
@@ -469,6 +470,19 @@ class WellFormedChecker : public Visitor {
         return;
       }
     }
+  }
+
+  // TVM's intrinsics that are not builtins (ir/tvm_intrinsics.def): arity and the
+  // argument that gives the type.
+  void check_tvm_intrinsic(const CallNode* c, const Span& span) {
+    const TvmIntrinsic* in = lookup_tvm_intrinsic(c->op);
+    if (!in) return error(span, "unknown intrinsic '" + c->op + "'");
+    if (std::string why; !tvm_intrinsic_arity_ok(*in, c->args.size(), &why)) return error(span, why);
+    using R = TvmIntrinsic::Result;
+    if ((in->result == R::kFirst || in->result == R::kLast) &&
+        !as<StringImmNode>(in->result == R::kFirst ? c->args.front() : c->args.back()))
+      error(span, "T." + c->op + " needs its result type as a string " +
+                      (in->result == R::kFirst ? "first" : "last"));
   }
 
   // The call's type against the table's result rule.

@@ -232,7 +232,7 @@ PExpr Parser::parse_atom() {
         if (t.text == kw) fail(t, "expected an expression, found keyword '" + t.text + "'");
       next();
       const Binding* found = lookup(t.text);
-      if (!found) fail(t, "undefined name '" + t.text + "'");
+      if (!found) fail_undefined(t);
       const Binding b = *found;  // a copy: bindings_ may grow while we parse indices
       if (b.buffer) {
         if (is_op("[")) {
@@ -241,10 +241,7 @@ PExpr Parser::parse_atom() {
         }
         if (is_op(".")) {
           next();
-          const Token& field = expect_name("after '.'");
-          if (field.text != "data")
-            fail(field, "buffer '" + t.text + "' has no field '" + field.text + "' (only .data)");
-          return {b.buffer->data, false};
+          return {parse_buffer_field(t, b.buffer), false};
         }
         if (b.var) return {b.var, false};
         fail(t, "buffer '" + t.text + "' cannot be used as a value; index it or use " + t.text + ".data");

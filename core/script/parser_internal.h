@@ -9,11 +9,13 @@
 
 #include <algorithm>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "ir/op.h"
+#include "ir/tvm_intrinsics.h"
 #include "script/lexer.h"
 #include "script/parser.h"
 
@@ -68,6 +70,10 @@ inline const char* const kBlockRefusal =
 
 bool is_block_construct(const std::string& name);
 
+// How a function's "target" attribute keeps the host of T.target("cuda", host="llvm"):
+// "cuda -host=llvm" (the printer splits it back).
+inline const char* const kTargetHostSeparator = " -host=";
+
 const char* binary_symbol(ExprKind k);
 
 class Parser {
@@ -121,6 +127,7 @@ class Parser {
   Attrs parse_dict();
   std::string parse_target_value();
   std::string parse_target_call();
+  std::string parse_target_spec();
   AttrValue parse_attr_value();
 
   // A type, and for a typed pointer what it points to.
@@ -168,6 +175,7 @@ class Parser {
   static Stmt make_seq(std::vector<Stmt> stmts, const Span& s);
   std::vector<Stmt> parse_stmt_list();
   Stmt parse_block(const Token& owner, const std::string& header);
+  Stmt parse_loop_body(const Token& owner, const std::string& header);
 
   // The rest of the current block, as the body of a scoped statement.
   Stmt parse_rest(const Token& owner) { return make_seq(parse_stmt_list(), span(owner)); }
@@ -192,12 +200,23 @@ class Parser {
     PExpr step;
     const Token* step_tok = nullptr;
   };
+  void parse_loop_args(LoopHeader* h, const Token& iter_tok);
   Stmt parse_for();
   Expr loop_bound(PExpr p, const Token& at);
   static Expr range_extent(const Expr& start, const Expr& stop, const Span& s);
   Stmt parse_if();
   Stmt parse_assert();
+  std::string parse_assert_tuple();
   Stmt parse_with();
+  // The parenthesized part of T.attr(...) / T.launch_thread(...): an AttrStmt's header.
+  struct ScopeHeader {
+    Expr node;
+    std::string key;
+    Expr value;
+  };
+  ScopeHeader parse_attr_header();
+  ScopeHeader parse_launch_header();
+  Stmt parse_concise_scope();
 
   // ---- expressions (parser_expr.cc) -------------------------------------------
   static PExpr promote_to(PExpr p, DataType t);
@@ -221,7 +240,9 @@ class Parser {
   // ---- T.* calls (parser_t_calls.cc) --------------------------------------------
   Expr parse_call_tir(const Token& t_tok, const Token& fn);
   std::pair<Expr, Expr> parse_slice(const Expr& dim);
+  // Also accepts `dtype="..."` (as TVM's tests write it), kept in dtype_kw_.
   std::vector<PExpr> parse_args(const Token& fn_tok, Attrs* attrs);
+  std::optional<DataType> dtype_kw_;
   void check_arity(const Token& at, const Token& fn, const std::vector<PExpr>& args, size_t n);
   PExpr parse_typed_constant(const Token& t_tok, const Token& fn, DataType type);
   bool parse_tvm_sugar(const Token& t_tok, const Token& fn, PExpr* out);
@@ -237,11 +258,19 @@ class Parser {
   PExpr parse_let_expr(const Token& t_tok);
   PExpr parse_t_call();
 
+  // ---- TVM's other names (parser_tvm_ops.cc) -----------------------------------
+  bool parse_tvm_ops(const Token& t_tok, const Token& fn, PExpr* out);
+  PExpr parse_ceildiv(const Token& t_tok, const Token& fn);
+  PExpr parse_tvm_intrinsic(const Token& t_tok, const Token& fn, const TvmIntrinsic& in);
+  Expr parse_buffer_field(const Token& name, const Buffer& b);
+  [[noreturn]] void fail_undefined(const Token& name);
+
   std::shared_ptr<const SourceFile> file_;
   std::vector<Token> toks_;
   size_t pos_ = 0;
   int depth_ = 0;
   int stmt_depth_ = 0;
+  int loop_depth_ = 0;  // loops around the statement being parsed, for break/continue
   std::vector<std::pair<std::string, Binding>> bindings_;
   DataType ret_type_ = DataType::Void();  // of the function being parsed
 };

@@ -112,29 +112,36 @@ std::string Parser::parse_target_value() {
 }
 
 // T.target("llvm -mcpu=cortex-m4") or T.target({"kind": "llvm", "mcpu": "cortex-m4"}),
-// after '(': kept as the target string.
+// after '(': kept as the target string. A host target (`host="llvm"` after the target,
+// or a "host" key of the dictionary) follows as " -host=<host target>".
 std::string Parser::parse_target_call() {
-  std::string out;
-  if (cur().kind == TokKind::kString) {
-    out = next().text;
-  } else {
-    expect_op("{", "(T.target takes a string or a dictionary)");
-    std::string kind, options;
-    while (!is_op("}")) {
-      std::string key = expect_string("as target dictionary key");
-      expect_op(":", "after dictionary key");
-      std::string value = parse_target_value();
-      if (key == "kind") kind = value;
-      else options += " -" + key + "=" + value;
-      if (!is_op(",")) break;
-      next();
-    }
-    expect_op("}", "to close the target dictionary");
-    out = kind + options;
+  std::string out = parse_target_spec();
+  if (is_op(",")) {
+    next();
+    if (!is_name("host") || !tok_is_op(ahead(1), "=")) fail(cur(), "expected host=\"...\" after the target of T.target");
+    next(), next();
+    out += kTargetHostSeparator + parse_target_spec();
   }
-  if (is_op(",")) fail(cur(), "T.target with a host target is not supported; give one target");
   expect_op(")", "to close T.target(...)");
   return out;
+}
+
+// A target string, or a dictionary of its kind, options and host.
+std::string Parser::parse_target_spec() {
+  if (cur().kind == TokKind::kString) return next().text;
+  expect_op("{", "(T.target takes a string or a dictionary)");
+  std::string kind, options, host;
+  while (!is_op("}")) {
+    std::string key = expect_string("as target dictionary key");
+    expect_op(":", "after dictionary key");
+    if (key == "host") host = kTargetHostSeparator + parse_target_spec();
+    else if (key == "kind") kind = parse_target_value();
+    else options += " -" + key + "=" + parse_target_value();
+    if (!is_op(",")) break;
+    next();
+  }
+  expect_op("}", "to close the target dictionary");
+  return kind + options + host;
 }
 
 AttrValue Parser::parse_attr_value() {
@@ -217,12 +224,23 @@ Parser::TypeAnn Parser::parse_type_ann() {
   return ann;
 }
 
+// Why a type string is refused: sub-byte and scalable types are named.
+static std::string unknown_type_message(const std::string& name) {
+  if (name == "int4" || name == "uint4" || name == "int1" || name == "int2" || name == "uint2" ||
+      name.rfind("float8", 0) == 0 || name.rfind("float4", 0) == 0)
+    return "type '" + name + "' is not supported: microtir's types are bool and 8- to 64-bit integers and floats "
+           "(sub-byte and 8-bit float types are not)";
+  if (name.find("xvscale") != std::string::npos)
+    return "type '" + name + "' is a scalable vector (SVE/RVV), which microtir does not support";
+  return "unknown type '" + name + "'";
+}
+
 DataType Parser::parse_dtype_string(const std::string& context) {
   const Token& t = cur();
   if (t.kind == TokKind::kString) {
     next();
-    auto d = DataType::parse(t.text, /*allow_lanes=*/true);
-    if (!d || d->is_void()) fail(t, "unknown type '" + t.text + "'");
+    auto d = t.text == "boolean" ? DataType::Bool() : DataType::parse(t.text, /*allow_lanes=*/true);
+    if (!d || d->is_void()) fail(t, unknown_type_message(t.text));
     return *d;
   }
   if (tok_is_name(t, "T")) return parse_type_annotation();
@@ -438,6 +456,7 @@ Parser::BufferSpec Parser::parse_buffer_args(bool allow_scope, const Token& call
   BufferSpec spec;
   bool have_shape = false;
   int positional = 0;
+  const Token* view_scope = nullptr;  // scope= on a view or parameter
   while (!is_op(")")) {
     if (cur().kind == TokKind::kName && tok_is_op(ahead(1), "=")) {
       const Token& kw = next();
@@ -459,8 +478,7 @@ Parser::BufferSpec Parser::parse_buffer_args(bool allow_scope, const Token& call
         // with their defaults.
         const Token& at = cur();
         std::string v = expect_string("for " + kw.text + "=");
-        if (v != "global" && v != "" && v != "default" && v != "auto")
-          fail(at, kw.text + "=\"" + v + "\" is only supported on allocations");
+        if (v != "global" && v != "" && v != "default" && v != "auto") view_scope = &at;
       } else if (kw.text == "offset_factor") {
         parse_small_int("for offset_factor=");  // an alignment hint in elements; we keep align= only
       } else if (kw.text == "axis_separators") {
@@ -491,6 +509,11 @@ Parser::BufferSpec Parser::parse_buffer_args(bool allow_scope, const Token& call
     next();
   }
   expect_op(")", "to close the buffer declaration");
+  // A view's scope is its pointer's (TVM prints T.Buffer(..., data=p, scope="shared") for
+  // a p of T.handle("float32", "shared")): kept there, so only a matching one is accepted.
+  if (view_scope && (!spec.data || spec.data->pointer_scope != view_scope->text))
+    fail(*view_scope, "scope=\"" + view_scope->text + "\" is only supported on allocations and on views of a "
+                      "pointer of that scope (data=p with p: T.handle(\"float32\", \"" + view_scope->text + "\"))");
   if (!have_shape) fail(call_tok, "buffer declaration needs a shape");
   if (allow_data && data_required && !spec.data) fail(call_tok, "T.decl_buffer needs data=, the pointer it views");
   if (!spec.elem_offset) spec.elem_offset = IntImm(DataType::Int(32), 0, span(call_tok));

@@ -39,6 +39,14 @@ Stmt Parser::parse_block(const Token& owner, const std::string& header) {
   return make_seq(std::move(body), span(owner));
 }
 
+// A loop's block, where `break` and `continue` may stand.
+Stmt Parser::parse_loop_body(const Token& owner, const std::string& header) {
+  ++loop_depth_;
+  Stmt body = parse_block(owner, header);
+  --loop_depth_;
+  return body;
+}
+
 Stmt Parser::parse_stmt() {
   const Token& t = cur();
   DepthGuard guard(*this, t, true);
@@ -52,13 +60,19 @@ Stmt Parser::parse_stmt() {
       expect_newline("after 'pass'");
       return spanned_no_op(span(t));
     }
+    if (t.text == "break" || t.text == "continue") {  // TVM's loop exits (ir/tvm_intrinsics.def)
+      if (loop_depth_ == 0) fail(t, "'" + t.text + "' outside a loop");
+      next();
+      expect_newline("after '" + t.text + "'");
+      return Evaluate(Call(DataType::Int(32), t.text + "_loop", {}, {}, span(t)), span(t));
+    }
     if (t.text == "else" || t.text == "elif") fail(t, "'" + t.text + "' without a matching 'if'");
     if (t.text == "return") return parse_return();
     if (t.text == "while") {
       const Token& while_tok = next();
       PExpr c = parse_expr();
       if (!c.e->dtype.is_bool()) fail(while_tok, "the condition of 'while' must be bool, got " + c.e->dtype.str());
-      Stmt body = parse_block(while_tok, "while condition");
+      Stmt body = parse_loop_body(while_tok, "while condition");
       return While(c.e, body, span(while_tok));
     }
     if (t.text == "def" || t.text == "class") fail(t, "nested definitions are not supported");
@@ -71,15 +85,7 @@ Stmt Parser::parse_stmt() {
       if (b && b->buffer) return parse_store();
     }
     if (at_t_attr("func_attr")) fail(t, "T.func_attr must be the first statement of a function");
-    if (at_t_attr("assume") && tok_is_op(ahead(3), "(")) {
-      // A hint for TVM's analyses; nothing of ours uses it, so it is dropped.
-      next(), next(), next(), next();
-      PExpr c = parse_expr();
-      if (!c.e->dtype.is_bool()) fail(t, "T.assume needs a bool condition, got " + c.e->dtype.str());
-      expect_op(")", "to close T.assume(...)");
-      expect_newline("after statement");
-      return spanned_no_op(span(t));
-    }
+    if ((at_t_attr("attr") || at_t_attr("launch_thread")) && tok_is_op(ahead(3), "(")) return parse_concise_scope();
     if (at_t_attr("evaluate")) {
       next(), next(), next();
       expect_op("(", "after T.evaluate");
@@ -342,6 +348,36 @@ Buffer Parser::parse_alloc_call(const Token& name, std::string* scope) {
   return make_buffer(name.text, span(name), std::move(spec));
 }
 
+// The parenthesized part of a loop header: bounds, annotations=, step= and thread=.
+void Parser::parse_loop_args(LoopHeader* h, const Token& iter_tok) {
+  expect_op("(", "after loop kind");
+  while (!is_op(")")) {
+    if (cur().kind == TokKind::kName && tok_is_op(ahead(1), "=") && !h->grid) {
+      const Token& kw = next();
+      next();
+      if (kw.text == "annotations") {
+        h->annotations = parse_dict();
+      } else if (kw.text == "thread" && h->kind == ForKind::kThreadBinding) {
+        h->thread = expect_string("for thread=");
+      } else if (kw.text == "step") {
+        h->step_tok = &kw;
+        h->step = parse_expr();
+      } else {
+        fail(kw, "unknown loop argument '" + kw.text + "' (expected annotations=, step= or thread=)");
+      }
+    } else if (h->kind == ForKind::kThreadBinding && cur().kind == TokKind::kString) {
+      h->thread = next().text;  // T.thread_binding(0, 32, "threadIdx.x"): the tag positionally
+    } else {
+      h->args.push_back(parse_expr());
+    }
+    if (!is_op(",")) break;
+    next();
+  }
+  expect_op(")", "to close the loop range");
+  if (h->kind == ForKind::kThreadBinding && h->thread.empty())
+    fail(iter_tok, "T.thread_binding needs thread=\"threadIdx.x\" (or another thread tag)");
+}
+
 Stmt Parser::parse_for() {
   const Token& for_tok = next();
   std::vector<const Token*> targets;
@@ -378,30 +414,7 @@ Stmt Parser::parse_for() {
   } else {
     fail(iter_tok, "expected range(...) or T.serial/T.grid/... after 'in', found " + describe(iter_tok));
   }
-  expect_op("(", "after loop kind");
-  while (!is_op(")")) {
-    if (cur().kind == TokKind::kName && tok_is_op(ahead(1), "=") && !h.grid) {
-      const Token& kw = next();
-      next();
-      if (kw.text == "annotations") {
-        h.annotations = parse_dict();
-      } else if (kw.text == "thread" && h.kind == ForKind::kThreadBinding) {
-        h.thread = expect_string("for thread=");
-      } else if (kw.text == "step") {
-        h.step_tok = &kw;
-        h.step = parse_expr();
-      } else {
-        fail(kw, "unknown loop argument '" + kw.text + "' (expected annotations=, step= or thread=)");
-      }
-    } else {
-      h.args.push_back(parse_expr());
-    }
-    if (!is_op(",")) break;
-    next();
-  }
-  expect_op(")", "to close the loop range");
-  if (h.kind == ForKind::kThreadBinding && h.thread.empty())
-    fail(iter_tok, "T.thread_binding needs thread=\"threadIdx.x\" (or another thread tag)");
+  parse_loop_args(&h, iter_tok);
   if (!is_op(":")) fail(cur(), "expected ':' after for header, found " + describe(cur()));
 
   // (min, extent, loop variable type) per loop variable.
@@ -450,7 +463,7 @@ Stmt Parser::parse_for() {
     vars.push_back(v);
     bind(targets[i]->text, Binding{v, nullptr, false});
   }
-  Stmt body = parse_block(for_tok, "for header");
+  Stmt body = parse_loop_body(for_tok, "for header");
   pop_scope(mark);
   if (step) {
     const Span at = span(*h.step_tok);
@@ -518,11 +531,68 @@ Stmt Parser::parse_assert() {
   std::string msg;
   if (is_op(",")) {
     next();
-    msg = expect_string("as assert message");
+    msg = is_op("(") ? parse_assert_tuple() : expect_string("as assert message");
   }
   expect_newline("after assert");
   Stmt body = parse_rest(tok);
   return AssertStmt(c.e, msg, body, span(tok));
+}
+
+// TVM's newer message form `("RuntimeError", ["part", ...])`: the parts joined, after
+// "Kind: " for a kind other than RuntimeError.
+std::string Parser::parse_assert_tuple() {
+  expect_op("(", "for the assert message");
+  std::string kind = expect_string("as the error kind of the assert message");
+  expect_op(",", "after the error kind");
+  expect_op("[", "for the parts of the assert message");
+  std::string msg = kind == "RuntimeError" ? "" : kind + ": ";
+  while (!is_op("]")) {
+    msg += expect_string("as a part of the assert message");
+    if (!is_op(",")) break;
+    next();
+  }
+  expect_op("]", "to close the parts of the assert message");
+  expect_op(")", "to close the assert message");
+  return msg;
+}
+
+// After `T.launch_thread`: `(x, n)` for a thread variable x from T.env_thread.
+Parser::ScopeHeader Parser::parse_launch_header() {
+  expect_op("(", "after T.launch_thread");
+  const Token& v_tok = expect_name("as the thread variable of T.launch_thread (from T.env_thread)");
+  const Binding* b = lookup(v_tok.text);
+  if (!b || !b->var || b->var->thread_tag.empty())
+    fail(v_tok, "'" + v_tok.text + "' is not a thread variable; declare it with " + v_tok.text +
+                    " = T.env_thread(\"threadIdx.x\")");
+  Var thread = b->var;
+  expect_op(",", "after the thread variable of T.launch_thread");
+  PExpr extent = parse_expr();
+  expect_op(")", "to close T.launch_thread(...)");
+  if (extent.bare) extent = promote_to(extent, thread->dtype);
+  return {thread, "thread_extent", extent.e};
+}
+
+// After `T.attr`: `(node, "key", value)`.
+Parser::ScopeHeader Parser::parse_attr_header() {
+  expect_op("(", "after T.attr");
+  PExpr node = parse_expr();
+  expect_op(",", "after attribute node");
+  std::string key = expect_string("as attribute key");
+  expect_op(",", "after attribute key");
+  PExpr value = parse_expr();
+  expect_op(")", "to close T.attr(...)");
+  return {node.e, key, value.e};
+}
+
+// `T.attr(node, "key", value)` or `T.launch_thread(x, n)` as a statement of its own:
+// TVM's concise form, whose body is the rest of the block.
+Stmt Parser::parse_concise_scope() {
+  const Token& t_tok = cur();
+  next(), next();
+  const bool attr = next().text == "attr";
+  ScopeHeader h = attr ? parse_attr_header() : parse_launch_header();
+  expect_newline("after statement");
+  return AttrStmt(h.node, h.key, h.value, parse_rest(t_tok), span(t_tok));
 }
 
 // `with T.attr(node, "key", value):` and the nested forms of scoped statements the
@@ -534,32 +604,10 @@ Stmt Parser::parse_with() {
   next(), next();
   const Token& what = expect_name("after 'T.'");
   if (is_block_construct(what.text)) fail(t_tok, kBlockRefusal);
-  if (what.text == "launch_thread") {
-    // `with T.launch_thread(x, n):` for a thread variable from T.env_thread.
-    expect_op("(", "after T.launch_thread");
-    const Token& v_tok = expect_name("as the thread variable of T.launch_thread (from T.env_thread)");
-    const Binding* b = lookup(v_tok.text);
-    if (!b || !b->var || b->var->thread_tag.empty())
-      fail(v_tok, "'" + v_tok.text + "' is not a thread variable; declare it with " + v_tok.text +
-                      " = T.env_thread(\"threadIdx.x\")");
-    Var thread = b->var;
-    expect_op(",", "after the thread variable of T.launch_thread");
-    PExpr extent = parse_expr();
-    expect_op(")", "to close T.launch_thread(...)");
-    if (extent.bare) extent = promote_to(extent, thread->dtype);
+  if (what.text == "launch_thread" || what.text == "attr") {
+    ScopeHeader h = what.text == "attr" ? parse_attr_header() : parse_launch_header();
     Stmt body = parse_block(with_tok, "with header");
-    return AttrStmt(thread, "thread_extent", extent.e, body, span(with_tok));
-  }
-  if (what.text == "attr") {
-    expect_op("(", "after T.attr");
-    PExpr node = parse_expr();
-    expect_op(",", "after attribute node");
-    std::string key = expect_string("as attribute key");
-    expect_op(",", "after attribute key");
-    PExpr value = parse_expr();
-    expect_op(")", "to close T.attr(...)");
-    Stmt body = parse_block(with_tok, "with header");
-    return AttrStmt(node.e, key, value.e, body, span(with_tok));
+    return AttrStmt(h.node, h.key, h.value, body, span(with_tok));
   }
   if (what.text == "Assert") {
     expect_op("(", "after T.Assert");

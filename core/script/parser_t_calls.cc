@@ -91,8 +91,12 @@ std::pair<Expr, Expr> Parser::parse_slice(const Expr& dim) {
 // into *attrs when allowed.
 std::vector<PExpr> Parser::parse_args(const Token& fn_tok, Attrs* attrs) {
   std::vector<PExpr> args;
+  dtype_kw_.reset();
   while (!is_op(")")) {
-    if (is_name("attrs") && tok_is_op(ahead(1), "=")) {
+    if (is_name("dtype") && tok_is_op(ahead(1), "=")) {
+      next(), next();
+      dtype_kw_ = parse_dtype_string("for dtype=");
+    } else if (is_name("attrs") && tok_is_op(ahead(1), "=")) {
       const Token& kw = next();
       next();
       if (!attrs) fail(kw, "attrs= is only allowed on intrinsic calls");
@@ -228,7 +232,7 @@ bool Parser::parse_tvm_sugar(const Token& t_tok, const Token& fn, PExpr* out) {
   }
   if (name == "env_thread" || name == "launch_thread")
     fail(t_tok, "T." + name + " declares a GPU thread variable: write it as a statement, x = T." + name + "(...)");
-  return false;
+  return parse_tvm_ops(t_tok, fn, out);
 }
 
 // T.tvm_access_ptr(T.type_annotation("float32"), A.data, offset, extent, rw_mask): the
@@ -332,6 +336,7 @@ PExpr Parser::parse_ramp(const Token& t_tok, const Token& fn) {
   PExpr stride = parse_expr();
   expect_op(",", "after the stride of T." + fn.text);
   int lanes = parse_lanes(fn);
+  if (is_op(",")) next();  // a trailing comma, as TVM's tests wrap long calls
   expect_op(")", "to close T." + fn.text + "(...)");
   unify(base, stride, ",", t_tok, "the base and stride of T.Ramp");
   base = promote_to(base, base.e->dtype), stride = promote_to(stride, stride.e->dtype);
@@ -345,6 +350,7 @@ PExpr Parser::parse_broadcast(const Token& t_tok, const Token& fn) {
   PExpr v = parse_expr();
   expect_op(",", "after the value of T." + fn.text);
   int lanes = parse_lanes(fn);
+  if (is_op(",")) next();  // a trailing comma, as TVM's tests wrap long calls
   expect_op(")", "to close T." + fn.text + "(...)");
   v = promote_to(v, v.e->dtype);
   if (v.e->dtype.is_vector() || !(v.e->dtype.is_numeric() || v.e->dtype.is_bool()))

@@ -89,6 +89,13 @@ std::string attr_value(const AttrValue& v) {
   return s;
 }
 
+// T.target's arguments: the target, and its host as the parser keeps it after " -host=".
+std::string target_args(const std::string& target) {
+  const size_t host = target.find(" -host=");
+  if (host == std::string::npos) return quote(target);
+  return quote(target.substr(0, host)) + ", host=" + quote(target.substr(host + 7));
+}
+
 // `target_key`: a function's attributes, whose "target" is a TVM Target.
 std::string dict(const Attrs& attrs, bool target_key = false) {
   std::string out = "{";
@@ -97,7 +104,7 @@ std::string dict(const Attrs& attrs, bool target_key = false) {
     if (!first) out += ", ";
     first = false;
     if (target_key && k == "target" && std::holds_alternative<std::string>(v))
-      out += quote(k) + ": T.target(" + attr_value(v) + ")";
+      out += quote(k) + ": T.target(" + target_args(std::get<std::string>(v)) + ")";
     else
       out += quote(k) + ": " + attr_value(v);
   }
@@ -296,7 +303,7 @@ class Printer {
         return;
       }
       case StmtKind::Evaluate:
-        return line("T.evaluate(" + expr(as<EvaluateNode>(s)->value) + ")");
+        return line(evaluate_text(as<EvaluateNode>(s)));
       case StmtKind::Allocate: {
         const auto* op = as<AllocateNode>(s);
         std::string scope = "scope=" + quote(op->scope);
@@ -358,6 +365,13 @@ class Printer {
   }
 
  private:
+  // A statement of one expression; TVM's loop exits print as Python's `break`/`continue`.
+  std::string evaluate_text(const EvaluateNode* op) {
+    const auto* call = as<CallNode>(op->value);
+    if (call && !call->builtin && call->args.empty() && (call->op == "break_loop" || call->op == "continue_loop"))
+      return call->op == "break_loop" ? "break" : "continue";
+    return "T.evaluate(" + expr(op->value) + ")";
+  }
   void line(const std::string& text) { os_ << std::string(4 * indent_, ' ') << text << "\n"; }
 
   void block(const Stmt& body) {

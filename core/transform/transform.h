@@ -12,6 +12,9 @@ namespace mtir {
 // Checks the module (see analysis/well_formed.h) and returns it unchanged, or throws
 // the diagnostics.
 Pass VerifyWellFormed();
+// TVM's intrinsics that are not builtins (ir/tvm_intrinsics.def): the runnable ones
+// become builtins and arithmetic, the carried ones are refused with their location.
+Pass LowerTvmIntrinsics();
 // Constant folding, algebraic identities, dead branches with constant conditions.
 Pass Simplify();
 // Global allocations at the top of a function share one planned workspace pool; a plain

@@ -109,7 +109,8 @@ TEST_P(TvmIntrinsics, LlvmAndWasmMatchTheInterpreter) {
 #endif
 }
 
-INSTANTIATE_TEST_SUITE_P(Intrinsics, TvmIntrinsics, ::testing::Values("clz", "reinterpret", "log2", "bitwise_xor", "while_loop"));
+INSTANTIATE_TEST_SUITE_P(Intrinsics, TvmIntrinsics, ::testing::Values("clz", "reinterpret", "log2", "bitwise_xor", "while_loop",
+                                                                      "tvm_intrinsics_run"));
 
 // The vector programs (vector_*.tir) and T.Let: LLVM emits IR vectors, C and wasm
 // scalarize them; all three must agree with the interpreter.
@@ -230,6 +231,71 @@ TEST(TvmScriptBugs, GpuThreadsAreRefusedByCodegenAndInterpreter) {
   }
   Inputs in2 = make_inputs(launched.functions[0].second, {}, 1);
   EXPECT_THROW(interpret(launched, "gpu_scale", in2.args), DiagnosticError);
+}
+
+// TVM's fixed-point multiply as TVM legalizes it (src/target/intrin_rule.cc), written
+// out here independently: the interpreter's values of T.q_multiply_shift must match.
+int32_t tvm_q_multiply_shift(int32_t x, int32_t y, int32_t q, int32_t s) {
+  if (y == (1 << 30)) {
+    if (s - 1 > 0) return static_cast<int32_t>(static_cast<uint32_t>(x) << (s - 1));
+    const int32_t right = 1 - s;
+    // In int32, as TVM writes it: the rounding add wraps.
+    return static_cast<int32_t>(static_cast<uint32_t>(x) + (uint32_t{1} << (right - 1))) >> right;
+  }
+  const int64_t left = s > 0 ? s : 0, total = (s > 0 ? 0 : -s) + q;
+  const int64_t wide = static_cast<int64_t>(static_cast<uint64_t>(x) << left) * y + (int64_t{1} << (total - 1));
+  return static_cast<int32_t>(wide >> total);
+}
+
+TEST(TvmIntrinsicTable, QMultiplyShiftHasTvmsRounding) {
+  IRModule m = parse_module_or_throw(R"(@T.prim_func
+def qms(X: T.Buffer((6,), "int32"), Y: T.Buffer((6, 4), "int32")):
+    for i in range(6):
+        Y[i, 0] = T.q_multiply_shift(X[i], 1395864371, 31, -3)
+        Y[i, 1] = T.q_multiply_shift(X[i] // 16, 1518500250, 31, 3)
+        Y[i, 2] = T.q_multiply_shift(X[i], 1073741824, 31, -2)
+        Y[i, 3] = T.q_multiply_shift(X[i] // 1024, 1073741824, 31, 4)
+)", "qms.tir");
+  const int32_t xs[] = {100, -100, 2147483647, -2147483647, 12345, -7};
+  NDArray x = NDArray::zeros(DataType::Int(32), {6}), y = NDArray::zeros(DataType::Int(32), {6, 4});
+  for (int i = 0; i < 6; ++i) x.set_int(i, xs[i]);
+  interpret(m, "qms", {&x, &y});
+  for (int i = 0; i < 6; ++i) {
+    SCOPED_TRACE(xs[i]);
+    EXPECT_EQ(y.get_int(i * 4 + 0), tvm_q_multiply_shift(xs[i], 1395864371, 31, -3));
+    auto floordiv = [](int32_t a, int32_t b) { return a / b - (a % b < 0); };
+    EXPECT_EQ(y.get_int(i * 4 + 1), tvm_q_multiply_shift(floordiv(xs[i], 16), 1518500250, 31, 3));
+    EXPECT_EQ(y.get_int(i * 4 + 2), tvm_q_multiply_shift(xs[i], 1 << 30, 31, -2));
+    EXPECT_EQ(y.get_int(i * 4 + 3), tvm_q_multiply_shift(floordiv(xs[i], 1024), 1 << 30, 31, 4));
+  }
+  EXPECT_EQ(y.get_int(0), 8);  // 100 * 0.65 / 8, rounded
+  EXPECT_EQ(y.get_int(4 * 4 + 2), 1543);  // 12345 / 8, rounded half up
+}
+
+// The carried intrinsics parse and print; every backend and the interpreter refuse the
+// first one they meet, at its line, saying what it is.
+TEST(TvmIntrinsicTable, CarriedIntrinsicsAreRefusedWhereTheyStand) {
+  IRModule m = parse_module_or_throw(
+      read(fs::path(MICROTIR_SOURCE_DIR) / "tests/script/tvm/tvm_intrinsics_carried.tir"), "carried.tir");
+  for (const char* target : {"c", "llvm", "wasm"}) {
+    SCOPED_TRACE(target);
+    try {
+      build_for_target(m, parse_target(target));
+      ADD_FAILURE() << "a carried intrinsic was compiled";
+    } catch (const DiagnosticError& e) {
+      EXPECT_NE(e.diagnostics().at(0).message.find("T.call_llvm_pure_intrin is an LLVM intrinsic"), std::string::npos)
+          << e.diagnostics().at(0).message;
+      EXPECT_EQ(e.diagnostics().at(0).span.line, 8);
+    }
+  }
+  NDArray a = NDArray::zeros(DataType::Int(32), {8}), b = NDArray::zeros(DataType::Float(16), {8});
+  try {
+    interpret(m, "carried", {&a, &b, &a});
+    ADD_FAILURE() << "a carried intrinsic was interpreted";
+  } catch (const DiagnosticError& e) {
+    EXPECT_NE(e.diagnostics().at(0).message.find("the interpreter cannot run it"), std::string::npos)
+        << e.diagnostics().at(0).message;
+  }
 }
 
 TEST(TvmScriptBugs, MainGetsALegalCSymbol) {

@@ -1,0 +1,35 @@
+// TVM's intrinsics that are not microtir builtins (ir/tvm_intrinsics.def): the ones
+// with a meaning here are expanded into builtins and arithmetic; the rest are carried
+// through parsing and printing and refused where code would be made.
+#pragma once
+
+#include <string>
+
+#include "ir/expr.h"
+#include "ir/op.h"
+
+namespace mtir {
+
+struct TvmIntrinsic {
+  enum class Result { kI32, kBool, kHandle, kArg, kFirst, kLast };
+  const char* name;
+  Result result;
+  size_t min_args;
+  bool variadic;
+  bool runs;  // Run: expand_tvm_intrinsic rewrites it; Carry: refused
+  const char* what;
+};
+
+// nullptr for a name that is not in the table.
+const TvmIntrinsic* lookup_tvm_intrinsic(const std::string& name);
+
+// Whether the number of arguments fits; if not, `why` says "T.x takes ...".
+bool tvm_intrinsic_arity_ok(const TvmIntrinsic& in, size_t num_args, std::string* why);
+
+// A Run intrinsic's call as builtins and arithmetic with TVM's semantics (T.assume is
+// true, T.isnullptr is tvm_handle_is_null, T.q_multiply_shift TVM's int64 rounding
+// multiply). A Carry intrinsic, or a call of a name not in the table, is a user error at
+// the call's location naming `where` ("the C backend", "the interpreter").
+Expr expand_tvm_intrinsic(const CallNode* call, const std::string& where);
+
+}  // namespace mtir

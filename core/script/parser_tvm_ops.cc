@@ -1,0 +1,149 @@
+// The rest of TVM's `T.*` vocabulary: TVM's node constructors (T.Div, T.FloorMod,
+// T.EQ, ...), T.ceildiv as TVM builds it, buffer fields (A.shape[0], A.elem_offset,
+// A.strides[1]), and the intrinsics of ir/tvm_intrinsics.def, typed from that table.
+#include "ir/tvm_intrinsics.h"
+#include "script/parser_internal.h"
+
+namespace mtir {
+namespace script_parser {
+
+namespace {
+
+// TVM's expression node constructors, as TVM's tests write them: T.Div(a, b) is a / b.
+struct NodeConstructor {
+  const char* name;
+  ExprKind kind;
+  bool comparison;
+};
+constexpr NodeConstructor kNodeConstructors[] = {
+    {"Add", ExprKind::Add, false},  {"Sub", ExprKind::Sub, false},           {"Mul", ExprKind::Mul, false},
+    {"Div", ExprKind::Div, false},  {"Mod", ExprKind::Mod, false},           {"FloorDiv", ExprKind::FloorDiv, false},
+    {"FloorMod", ExprKind::FloorMod, false}, {"Min", ExprKind::Min, false},  {"Max", ExprKind::Max, false},
+    {"EQ", ExprKind::EQ, true},     {"NE", ExprKind::NE, true},              {"LT", ExprKind::LT, true},
+    {"LE", ExprKind::LE, true},     {"GT", ExprKind::GT, true},              {"GE", ExprKind::GE, true},
+};
+
+// The strides of a compact row-major buffer: the product of the later extents.
+std::vector<Expr> compact_strides(const Buffer& b, const Span& at) {
+  std::vector<Expr> strides(b->shape.size());
+  Expr product;
+  for (size_t k = b->shape.size(); k-- > 0;) {
+    strides[k] = product ? product : IntImm(b->shape[k]->dtype, 1, at);
+    const int64_t *p = product ? as_const_int(product) : nullptr, *d = as_const_int(b->shape[k]);
+    if (!product) product = b->shape[k];
+    else if (p && d) product = IntImm(product->dtype, *p * *d, at);
+    else product = Binary(ExprKind::Mul, product, b->shape[k], at);
+  }
+  return strides;
+}
+
+}  // namespace
+
+bool Parser::parse_tvm_ops(const Token& t_tok, const Token& fn, PExpr* out) {
+  for (const auto& c : kNodeConstructors) {
+    if (fn.text != c.name) continue;
+    expect_op("(", "after T." + fn.text);
+    std::vector<PExpr> args = parse_args(fn, nullptr);
+    check_arity(t_tok, fn, args, 2);
+    *out = c.comparison ? compare(c.kind, args[0], args[1], t_tok) : arith(c.kind, args[0], args[1], t_tok);
+    return true;
+  }
+  if (fn.text == "ceildiv") {
+    *out = parse_ceildiv(t_tok, fn);
+    return true;
+  }
+  if (const TvmIntrinsic* in = lookup_tvm_intrinsic(fn.text)) {
+    *out = parse_tvm_intrinsic(t_tok, fn, *in);
+    return true;
+  }
+  return false;
+}
+
+// T.ceildiv(a, b) as TVM constructs it: (a + b - 1) // b on integers, ceil(a / b) on
+// floats; nothing of the call remains.
+PExpr Parser::parse_ceildiv(const Token& t_tok, const Token& fn) {
+  expect_op("(", "after T.ceildiv");
+  std::vector<PExpr> args = parse_args(fn, nullptr);
+  check_arity(t_tok, fn, args, 2);
+  unify(args[0], args[1], ",", t_tok, "arguments of T.ceildiv");
+  PExpr a = promote_to(args[0], args[0].e->dtype), b = promote_to(args[1], args[1].e->dtype);
+  const DataType t = a.e->dtype;
+  if (t.is_float()) {
+    PExpr q = arith(ExprKind::Div, a, b, t_tok);
+    return {Call(t, "ceil", {q.e}, {}, span(t_tok)), false};
+  }
+  if (!t.is_integer()) fail(t_tok, "T.ceildiv needs numbers, got " + t.str());
+  PExpr one{IntImm(t, 1, span(t_tok)), false};
+  PExpr top = arith(ExprKind::Sub, arith(ExprKind::Add, a, b, t_tok), one, t_tok);
+  return arith(ExprKind::FloorDiv, top, b, t_tok);
+}
+
+// A call of ir/tvm_intrinsics.def after `T.name`: its arguments as written (strings
+// included), its type from the table's Result column.
+PExpr Parser::parse_tvm_intrinsic(const Token& t_tok, const Token& fn, const TvmIntrinsic& in) {
+  expect_op("(", "after T." + fn.text);
+  Attrs attrs;
+  std::vector<PExpr> args = parse_args(fn, &attrs);
+  // dtype="handle" (TVM's keyword form) rides in the call's attributes, so it prints back.
+  if (dtype_kw_) attrs["dtype"] = dtype_kw_->str();
+  std::vector<Expr> es;
+  for (auto& a : args) es.push_back(a.bare ? promote_to(a, a.e->dtype).e : a.e);
+  if (std::string why; !tvm_intrinsic_arity_ok(in, es.size(), &why)) fail(t_tok, why);
+  using R = TvmIntrinsic::Result;
+  DataType t = DataType::Int(32);
+  if (in.result == R::kBool) t = DataType::Bool();
+  if (in.result == R::kHandle) t = DataType::Handle();
+  if (in.result == R::kArg) t = es[0]->dtype;
+  if (in.result == R::kFirst || in.result == R::kLast) {
+    const auto* s = as<StringImmNode>(in.result == R::kFirst ? es.front() : es.back());
+    auto parsed = s ? DataType::parse(s->value, /*allow_lanes=*/true) : std::nullopt;
+    if (!parsed)
+      fail(t_tok, "T." + fn.text + " needs its result type as a string " +
+                      (in.result == R::kFirst ? "first" : "last") + " (e.g. \"int32\")");
+    t = *parsed;
+  }
+  if (auto kw = attrs.find("dtype"); kw != attrs.end() && std::holds_alternative<std::string>(kw->second)) {
+    auto parsed = DataType::parse(std::get<std::string>(kw->second), /*allow_lanes=*/true);
+    if (!parsed) fail(t_tok, "unknown type '" + std::get<std::string>(kw->second) + "' in dtype=");
+    t = *parsed;
+  }
+  if (fn.text == "assume" && !es[0]->dtype.is_bool())
+    fail(t_tok, "T.assume needs a bool condition, got " + es[0]->dtype.str());
+  return {Call(t, fn.text, std::move(es), std::move(attrs), span(t_tok)), false};
+}
+
+// `A.data`, `A.elem_offset`, `A.shape[k]`, `A.strides[k]` after `A.`: the buffer's
+// pointer, or the expression it was declared with.
+Expr Parser::parse_buffer_field(const Token& name, const Buffer& b) {
+  const Token& field = expect_name("after '.'");
+  if (field.text == "data") return b->data;
+  if (field.text == "elem_offset") {
+    if (!b->elem_offset) return IntImm(DataType::Int(32), 0, span(field));
+    return b->elem_offset;
+  }
+  if (field.text != "shape" && field.text != "strides")
+    fail(field, "buffer '" + name.text + "' has no field '" + field.text +
+                    "' (.data, .shape, .strides and .elem_offset are known)");
+  std::vector<Expr> dims = field.text == "shape" ? b->shape : b->strides;
+  if (field.text == "strides" && dims.empty()) dims = compact_strides(b, span(field));
+  expect_op("[", "after ." + field.text + " (index it: ." + field.text + "[0])");
+  const Token& at = cur();
+  const int64_t* k = as_const_int(parse_index_expr());
+  expect_op("]", "to close ." + field.text + "[...]");
+  if (!k || *k < 0 || static_cast<size_t>(*k) >= dims.size())
+    fail(at, "buffer '" + name.text + "' has " + std::to_string(dims.size()) + " dimensions; index ." + field.text +
+                 " with a constant below that");
+  return dims[*k];
+}
+
+// An unknown name; `Module.sub(...)` (TVM's call of another function of the module, by
+// its GlobalVar) gets the form we have instead.
+void Parser::fail_undefined(const Token& name) {
+  if (tok_is_op(cur(), ".") && ahead(1).kind == TokKind::kName && tok_is_op(ahead(2), "("))
+    fail(name, "calls of another function of the module ('" + name.text + "." + ahead(1).text +
+                   "(...)') are not supported; pass buffers with T.call_tir(\"" + ahead(1).text + "\", A, ...)");
+  fail(name, "undefined name '" + name.text + "'");
+}
+
+}  // namespace script_parser
+}  // namespace mtir
