@@ -82,6 +82,14 @@ def main():
     table = json.loads(out.stdout)
     tflm = tflm_cases(src)
     problems = check_refusals(src, table, tflm)
+    # The text form lists the same operators and dtypes, one line each.
+    text = subprocess.run([binary, "import", "--list-ops"], stdout=subprocess.PIPE, check=True, text=True).stdout
+    lines = text.splitlines()
+    if [l.split()[0] for l in lines] != [e["op"] for e in table["operators"]]:
+        problems.append("`import --list-ops` lists other operators than its --json form")
+    for line, e in zip(lines, table["operators"]):
+        if line.split("(")[0].split("[")[0].split()[1:] != e["dtypes"]:
+            problems.append(f"`import --list-ops` line '{line}' disagrees with the JSON's dtypes {e['dtypes']}")
     for p in problems:
         print("FAIL", p)
     path = os.path.join(src, "docs/tflite.md")
