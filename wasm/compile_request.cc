@@ -225,14 +225,17 @@ json compile_graph(const json& request, const json& source, const std::string& t
       devices.push_back(d.get<std::string>());
     }
   }
-  LoadedModel model = load_model(text, filename, reader, devices);
+  // The target's schedule switches shape the graph (kernel choice, weight packing), as
+  // in `microtir compile`.
+  const Target target = parse_target(target_text);
+  LoadedModel model = load_model(text, filename, reader, devices, target.schedules);
   clock.lap("load");
   // The whole Model Library Format, exactly as `microtir compile` writes it, for either
   // interface (the packed one with its header and metadata too).
   inputs.graph_filename = filename;
   inputs.graph_text = text;
   inputs.runtime = embedded_crt_files();
-  MlfArtifact mlf = build_mlf(model, parse_target(target_text), inputs);
+  MlfArtifact mlf = build_mlf(model, target, inputs);
   json out;
   out["target"] = mlf.target.str();
   out["metadata"] = mlf.metadata;

@@ -126,10 +126,13 @@ CLI::App* add_compile(CLI::App& app, mtir::cli::CompileCommand& compile) {
 // The `import` subcommand and its options.
 CLI::App* add_import(CLI::App& app, mtir::cli::ImportCommand& import) {
   CLI::App* cmd = app.add_subcommand("import", "Convert an ONNX or TFLite model into a JSON graph (constants inline), the graph compile reads from it");
-  cmd->add_option("file", import.file, "The .onnx or .tflite model")->required();
+  cmd->add_option("file", import.file, "The .onnx or .tflite model");
   cmd->add_option("-o,--output", import.output, "The JSON graph to write (default: standard output)");
   cmd->add_flag("--layer-outputs", import.layer_outputs,
                 "TFLite: make every operator's output a graph output, in operator order (to compare layer by layer)");
+  cmd->add_flag("--list-ops", import.list_ops,
+                "Print the TFLite operators and the dtypes each is read in (the operator x dtype table), no model");
+  cmd->add_flag("--json", import.json, "With --list-ops: the table as JSON");
 
   return cmd;
 }

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "cli/io.h"
+#include "frontend/tflite/op_support.h"
 #include "frontend/tflite/tflite.h"
 #include "support/diagnostic.h"
 #ifdef MICROTIR_HAVE_ONNX
@@ -41,7 +42,40 @@ Graph load_foreign_model(const std::string& path) {
   return is_tflite_file(path) ? load_tflite_file(path) : load_onnx_file(path);
 }
 
+namespace {
+
+// The operator x dtype table: a line per operator (its dtypes, then each refused pair
+// with its reason), or JSON.
+int list_tflite_ops(bool as_json) {
+  if (as_json) {
+    nlohmann::json ops = nlohmann::json::array();
+    for (const auto& e : tflite_op_support()) {
+      nlohmann::json refused = nlohmann::json::object();
+      for (const auto& [d, why] : e.refused) refused[d] = why;
+      ops.push_back({{"op", e.op}, {"key", e.key}, {"dtypes", e.dtypes}, {"refused", refused}, {"note", e.note}});
+    }
+    std::cout << nlohmann::json{{"dtypes", tflite_dtypes()}, {"operators", ops}}.dump(1) << "\n";
+    return 0;
+  }
+  for (const auto& e : tflite_op_support()) {
+    std::string line = e.op + std::string(e.op.size() < 30 ? 30 - e.op.size() : 1, ' ');
+    for (const auto& d : e.dtypes) line += d + " ";
+    if (!e.note.empty()) line += "(" + e.note + ") ";
+    for (const auto& [d, why] : e.refused) line += "[refused " + d + ": " + why + "] ";
+    std::cout << line.substr(0, line.find_last_not_of(' ') + 1) << "\n";
+  }
+  return 0;
+}
+
+}  // namespace
+
 int run_import(const ImportCommand& c) {
+  if (c.list_ops) {
+    if (!c.file.empty()) user_error({}, "import --list-ops takes no model file");
+    return list_tflite_ops(c.json);
+  }
+  if (c.json) user_error({}, "import --json goes with --list-ops (the graph itself is JSON already)");
+  if (c.file.empty()) user_error({}, "import needs a model file (.onnx or .tflite), or --list-ops");
   if (!is_onnx_file(c.file) && !is_tflite_file(c.file))
     user_error({}, "'" + c.file + "': import reads an ONNX model (.onnx) or a TFLite model (.tflite)");
   if (c.layer_outputs && !is_tflite_file(c.file))

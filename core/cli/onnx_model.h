@@ -24,6 +24,10 @@ struct ImportCommand {
   // TFLite only: every operator's output is a graph output, in operator order, so a run
   // can be compared layer by layer with TFLite's (tests/tflite).
   bool layer_outputs = false;
+  // `import --list-ops [--json]`: the TFLite operators and dtypes the converter reads
+  // (frontend/tflite/op_support.h), instead of a model.
+  bool list_ops = false;
+  bool json = false;
 };
 int run_import(const ImportCommand& c);
 

@@ -152,6 +152,10 @@ void register_qsquared_difference_ops(std::vector<OpDef>& ops);
 void register_compare_ops(std::vector<OpDef>& ops);
 void register_reduce_ops(std::vector<OpDef>& ops);
 void register_variable_ops(std::vector<OpDef>& ops);  // variable.cc: read_variable, assign_variable
+void register_cast_ops(std::vector<OpDef>& ops);      // cast.cc
+void register_qbatch_matmul_ops(std::vector<OpDef>& ops);
+void register_ql2_normalization_ops(std::vector<OpDef>& ops);
+void register_qlog_softmax_ops(std::vector<OpDef>& ops);
 
 }  // namespace ops
 }  // namespace mtir

@@ -46,6 +46,10 @@ const std::vector<OpDef>& all_op_defs() {
     ops::register_reduce_ops(v);
     ops::register_variable_ops(v);
     ops::register_control_flow_ops(v);
+    ops::register_cast_ops(v);
+    ops::register_qbatch_matmul_ops(v);
+    ops::register_ql2_normalization_ops(v);
+    ops::register_qlog_softmax_ops(v);
     // Every output must be indexable with int32 loop variables.
     for (auto& d : v) {
       auto infer = d.infer;

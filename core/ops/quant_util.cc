@@ -257,5 +257,39 @@ void check_dtype(const std::string& op, const std::vector<TensorType>& inputs, s
     fail(op, "input '" + name + "' has type " + inputs[i].dtype.str() + "; " + t.str() + " is required");
 }
 
+Expr saturating_multiply_by_pot(Expr x, int exponent) {
+  const int64_t limit = (int64_t{1} << (31 - exponent)) - 1;
+  Expr shifted = mul(x, ci(int64_t{1} << exponent));
+  return Select(Binary(ExprKind::GT, x, ci(limit)), ci(std::numeric_limits<int32_t>::max()),
+                Select(lt(x, ci(-limit)), ci(std::numeric_limits<int32_t>::min()), shifted));
+}
+
+Stmt with_one_over_one_plus_x(Expr a, const std::function<Stmt(Expr)>& body) {
+  const DataType i32 = DataType::Int(32);
+  // RoundingHalfSum(a, 1.0) for a >= 0 is 2^30 + (a >> 1).
+  Var half_den = MakeVar("half_denominator", i32);
+  // The three Newton-Raphson steps x += 4 * (x * (1 - half_denominator * x)) as one loop
+  // over a local: the same arithmetic as three copies (bit-exact), a third of the code.
+  Buffer x_buf = scratch("recip", {1}, i32);
+  Var x = MakeVar("x", i32), err = MakeVar("err", i32);
+  Expr initial = add(ci(1515870810), saturating_rounding_doubling_high_mul(half_den, ci(-1010580540)));
+  Stmt step = LetStmt(x, load(x_buf, {ci(0)}),
+                      LetStmt(err, sub(ci(1 << 29), saturating_rounding_doubling_high_mul(half_den, x)),
+                              store(x_buf, add(x, saturating_multiply_by_pot(saturating_rounding_doubling_high_mul(x, err), 2)),
+                                    {ci(0)})));
+  LoopNest newton;
+  newton.axis("newton", 3);
+  Var recip = MakeVar("reciprocal", i32);
+  Stmt s = LetStmt(recip, saturating_multiply_by_pot(load(x_buf, {ci(0)}), 1), body(recip));
+  s = SeqStmt({store(x_buf, initial, {ci(0)}), newton.wrap(step), s});
+  return Allocate(x_buf, "local", LetStmt(half_den, add(call("shift_right", {a, ci(1)}), ci(1 << 30)), s));
+}
+
+Expr count_leading_zeros(Expr v, int lowest_bit) {
+  Expr clz = ci(1);
+  for (int k = 30; k > lowest_bit; --k) clz = add(clz, Select(lt(v, ci(int64_t{1} << k)), ci(1), ci(0)));
+  return clz;
+}
+
 }  // namespace ops
 }  // namespace mtir

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,14 @@ Expr saturating_rounding_doubling_high_mul(Expr a, Expr b, bool b_nonnegative = 
 // gemmlowp's RoundingDivideByPOT: x / 2^exponent rounded half away from zero, for an
 // int32 x and an int32 exponent in [0, 31] (a constant or a run-time value).
 Expr rounding_divide_by_pot(Expr x, Expr exponent);
+// x * 2^exponent saturated to int32 (gemmlowp's SaturatingRoundingMultiplyByPOT, exponent > 0).
+Expr saturating_multiply_by_pot(Expr x, int exponent);
+// CountLeadingZeros of a uint32 value v known to lie in [2^lowest_bit, 2^31): 1 plus the
+// powers 2^30 .. 2^(lowest_bit + 1) it is below.
+Expr count_leading_zeros(Expr v, int lowest_bit);
+// gemmlowp's one_over_one_plus_x_for_x_in_0_1 of a Q0.31 `a` in [0, 1) (three
+// Newton-Raphson steps on a local): `body(result)` runs where the result is defined.
+Stmt with_one_over_one_plus_x(Expr a, const std::function<Stmt(Expr)>& body);
 // TFLite's MultiplyByQuantizedMultiplier(x, multiplier, shift):
 // RoundingDivideByPOT(SaturatingRoundingDoublingHighMul(x * (1 << left), multiplier), right)
 // with left = max(shift, 0), right = max(-shift, 0); int32 in, int32 out.

@@ -568,14 +568,6 @@ TensorType qsoftmax_infer(const std::vector<TensorType>& in, const json& attrs) 
   return TensorType{qsoftmax_output(attrs), in[0].shape};
 }
 
-// x * 2^exponent saturated to int32 (gemmlowp's SaturatingRoundingMultiplyByPOT, exponent > 0).
-Expr saturating_multiply_by_pot(Expr x, int exponent) {
-  const int64_t limit = (int64_t{1} << (31 - exponent)) - 1;
-  Expr shifted = mul(x, ci(int64_t{1} << exponent));
-  return Select(Binary(ExprKind::GT, x, ci(limit)), ci(std::numeric_limits<int32_t>::max()),
-                Select(lt(x, ci(-limit)), ci(std::numeric_limits<int32_t>::min()), shifted));
-}
-
 // The reciprocal of the sum of exps (12 integer bits, at least 2^19: the maximum's exp
 // is 1) as TFLite's GetReciprocal computes it: `body(reciprocal, num_bits_over_unit)`
 // runs inside the Let statements that define them.
@@ -584,29 +576,13 @@ Stmt with_reciprocal(Expr sum, const std::function<Stmt(Expr, Expr)>& body) {
   // Leading zeros of a sum in [2^19, 2^31): 1 plus the powers 2^30 .. 2^20 it is below.
   Expr clz = ci(1);
   for (int k = 30; k >= 20; --k) clz = add(clz, Select(lt(sum, ci(int64_t{1} << k)), ci(1), ci(0)));
-  Var headroom = MakeVar("headroom", kI32), half_den = MakeVar("half_denominator", kI32);
-  // (sum << headroom) - 1.0, in [0, 1): its RoundingHalfSum with 1.0 is 2^30 + (a >> 1).
+  Var headroom = MakeVar("headroom", kI32);
+  // (sum << headroom) - 1.0, in [0, 1).
   Expr minus_one = Cast(kI32, Binary(ExprKind::Sub, Call(u32, "shift_left", {Cast(u32, sum), Cast(u32, headroom)}),
                                      IntImm(u32, int64_t{1} << 31)));
-  Expr half = add(call("shift_right", {minus_one, ci(1)}), ci(1 << 30));
-  // The three Newton-Raphson steps x += 4 * (x * (1 - half_denominator * x)) as one loop
-  // over a local: the same arithmetic as three copies (bit-exact), a third of the code.
-  Buffer x_buf = scratch("recip", {1}, kI32);
-  Var x = MakeVar("x", kI32), err = MakeVar("err", kI32);
-  Expr initial = add(ci(1515870810), saturating_rounding_doubling_high_mul(half_den, ci(-1010580540)));
-  Stmt step = LetStmt(x, load(x_buf, {ci(0)}),
-                      LetStmt(err, sub(ci(1 << 29), saturating_rounding_doubling_high_mul(half_den, x)),
-                              store(x_buf, add(x, saturating_multiply_by_pot(saturating_rounding_doubling_high_mul(x, err), 2)),
-                                    {ci(0)})));
-  LoopNest newton;
-  newton.axis("newton", 3);
-  Var recip = MakeVar("reciprocal", kI32), bits = MakeVar("num_bits_over_unit", kI32);
-  Stmt s = body(recip, bits);
-  s = LetStmt(bits, sub(ci(12), headroom), s);
-  s = LetStmt(recip, saturating_multiply_by_pot(load(x_buf, {ci(0)}), 1), s);
-  s = SeqStmt({store(x_buf, initial, {ci(0)}), newton.wrap(step), s});
-  s = LetStmt(half_den, half, s);
-  return Allocate(x_buf, "local", LetStmt(headroom, clz, s));
+  Var bits = MakeVar("num_bits_over_unit", kI32);
+  Stmt s = with_one_over_one_plus_x(minus_one, [&](Expr recip) { return LetStmt(bits, sub(ci(12), headroom), body(recip, bits)); });
+  return LetStmt(headroom, clz, s);
 }
 
 PrimFunc qsoftmax_build(const std::string& fname, const std::vector<TensorType>& in, const TensorType& out,

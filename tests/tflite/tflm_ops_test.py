@@ -26,14 +26,7 @@ import numpy as np
 
 # case -> words of microtir's refusal (a substring of its error message, after the file
 # name). One line per case, sorted; a case that starts to work loses its line.
-EXPECTED_REFUSALS = {
-    "batch_matmul_i8_10": "int8 BATCH_MATMUL (float32 is supported)",
-    "cast_f32_10": "unsupported TFLite operator CAST (node 0)",
-    "cast_i16_10": "tensor 0 'x0' is int16 but has no quantization (scale and zero point)",
-    "cast_i8_10": "tensor 0 'x0' is int8 but has no quantization (scale and zero point)",
-    "l2_normalization_i8_10": "int8 L2_NORMALIZATION (float32 is supported)",
-    "log_softmax_i8_10": "int8 LOG_SOFTMAX (float32 is supported)",
-}
+EXPECTED_REFUSALS = {}
 
 
 def rename_case(src, dest):

@@ -292,20 +292,21 @@ Tensor ref_matmul(const Tensor& a, const Tensor& b) {
 // ---- registry -------------------------------------------------------------------------
 
 const std::vector<std::string> kAllOps = {
-    "abs", "add", "argmax", "argmin", "assign_variable", "avg_pool2d", "batch_norm", "batch_to_space_nd", "broadcast_to", "ceil",
-    "clip", "concat", "control_output", "conv2d", "conv3d", "conv_transpose", "cos", "cumsum", "dense", "depth_to_space",
-    "dequantize", "dequantize_linear", "div", "dynamic_quantize_linear", "elu", "equal", "exp", "flatten",
-    "floor", "floor_div", "floor_mod", "full", "gather", "gather_nd", "gemm", "global_avg_pool2d", "greater",
-    "greater_equal", "hard_swish", "if", "leaky_relu", "less", "less_equal", "log", "log_softmax", "logical_and",
-    "logical_not", "logical_or", "lstm", "matmul", "max_pool2d", "maximum", "minimum", "mul", "neg",
-    "not_equal", "pad", "prelu", "qabs", "qadd", "qavg_pool2d", "qconcat", "qconv2d", "qconv2d_s16", "qdense",
-    "qdense_s16", "qglobal_avg_pool2d", "qleaky_relu", "qlinear_add", "qlinear_avg_pool", "qlinear_conv",
-    "qlinear_matmul", "qlogistic", "qlogistic_s16", "qlookup", "qlstm", "qmean", "qmul", "qprelu", "qsoftmax",
-    "qsquared_difference", "qsub", "qsum", "qsvdf", "qtanh", "qtanh_s16", "qtranspose_conv2d", "quantize",
-    "quantize_linear", "read_variable", "reduce_max", "reduce_mean", "reduce_min", "reduce_sum", "relu", "requantize", "reshape",
-    "resize_bilinear", "resize_nearest_neighbor", "reverse", "round", "rsqrt", "select", "sigmoid", "sin",
-    "softmax", "space_to_batch_nd", "space_to_depth", "sqrt", "square", "squared_difference", "strided_slice",
-    "sub", "svdf", "tanh", "transpose", "transpose_conv2d", "while"};
+    "abs", "add", "argmax", "argmin", "assign_variable", "avg_pool2d", "batch_norm", "batch_to_space_nd",
+    "broadcast_to", "cast", "ceil", "clip", "concat", "control_output", "conv2d", "conv3d", "conv_transpose", "cos",
+    "cumsum", "dense", "depth_to_space", "dequantize", "dequantize_linear", "div", "dynamic_quantize_linear", "elu",
+    "equal", "exp", "flatten", "floor", "floor_div", "floor_mod", "full", "gather", "gather_nd", "gemm",
+    "global_avg_pool2d", "greater", "greater_equal", "hard_swish", "if", "leaky_relu", "less", "less_equal", "log",
+    "log_softmax", "logical_and", "logical_not", "logical_or", "lstm", "matmul", "max_pool2d", "maximum", "minimum",
+    "mul", "neg", "not_equal", "pad", "prelu", "qabs", "qadd", "qavg_pool2d", "qbatch_matmul", "qconcat", "qconv2d",
+    "qconv2d_s16", "qdense", "qdense_s16", "qglobal_avg_pool2d", "ql2_normalization", "qleaky_relu", "qlinear_add",
+    "qlinear_avg_pool", "qlinear_conv", "qlinear_matmul", "qlog_softmax", "qlogistic", "qlogistic_s16", "qlookup",
+    "qlstm", "qmean", "qmul", "qprelu", "qsoftmax", "qsquared_difference", "qsub", "qsum", "qsvdf", "qtanh",
+    "qtanh_s16", "qtranspose_conv2d", "quantize", "quantize_linear", "read_variable", "reduce_max", "reduce_mean",
+    "reduce_min", "reduce_sum", "relu", "requantize", "reshape", "resize_bilinear", "resize_nearest_neighbor",
+    "reverse", "round", "rsqrt", "select", "sigmoid", "sin", "softmax", "space_to_batch_nd", "space_to_depth",
+    "sqrt", "square", "squared_difference", "strided_slice", "sub", "svdf", "tanh", "transpose", "transpose_conv2d",
+    "while"};
 
 TEST(Ops, RegistryIsSortedAndComplete) {
   std::vector<std::string> names;

@@ -429,6 +429,28 @@ test('byte for byte the native CLI\'s outputs (C, LLVM IR, the MLF archive)', { 
   }
 });
 
+test('the target\'s schedule switches shape an int8 model as in the CLI (kernels and weight packing)', { skip: !nativeCli && 'MICROTIR_NATIVE_CLI not set' }, () => {
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'mtir-wasm-'));
+  try {
+    const text = mtir.importTflite(fs.readFileSync(digitsInt8()), 'digits_int8.tflite').graph;
+    const graphPath = path.join(tmp, 'digits_int8.json');
+    fs.writeFileSync(graphPath, text);
+    const kernels = (r) => r.artifacts.filter((a) => a.path.endsWith('.c')).map((a) => a.text).join('\n');
+    const request = (target) => mtir.compile({ source: { kind: 'graph', text, filename: 'digits_int8.json', files: {} }, target });
+    const m4 = `${C_INTERFACE} -mcpu=cortex-m4`;
+    const plain = request(m4);
+    const switched = request(`${m4} -disabled-schedules=smlad,block`);
+    assert.equal(plain.ok && switched.ok, true);
+    assert.notEqual(kernels(switched), kernels(plain), 'switching smlad and block off changed no kernel');
+    const tarPath = path.join(tmp, 'd.tar');
+    execFileSync(nativeCli, ['compile', graphPath, '--target', `${m4} -disabled-schedules=smlad,block`, '-o', tarPath], { stdio: 'pipe' });
+    const r = mtir.compile({ source: { kind: 'graph', text, filename: 'digits_int8.json', files: {} }, target: `${m4} -disabled-schedules=smlad,block`, return: { tar: true } });
+    assert.ok(Buffer.from(r.tar, 'base64').equals(fs.readFileSync(tarPath)), 'the MLF differs from the CLI\'s with schedules switched off');
+  } finally {
+    fs.rmSync(tmp, { recursive: true, force: true });
+  }
+});
+
 // The JSON of wasm/onnx_import.h written by hand: what the page's decoder
 // (web/src/onnx_import.js) cannot produce from a file is checked here (int64 as
 // decimal strings, the float words, a broken request); web/test/onnx_import.test.js

@@ -5,10 +5,13 @@
 //   LOG_SOFTMAX       log_softmax over the last axis;
 //   BATCH_MATMUL      matmul with broadcast batch dimensions, adj_x / adj_y transposing
 //                     the last two axes first.
-// The integer forms of these operators are refused by name.
+// int8 L2_NORMALIZATION is `ql2_normalization`, int8 LOG_SOFTMAX `qlog_softmax` (with its
+// compile-time table), int8 BATCH_MATMUL `qbatch_matmul` (TFLM's integer kernels); the
+// operator x dtype table (op_support.cc) refuses the other dtypes.
 #include <numeric>
 
 #include "frontend/tflite/converter.h"
+#include "ops/qlog_softmax.h"
 
 namespace mtir {
 namespace tflite_import {
@@ -17,8 +20,20 @@ void TfliteConverter::float_composite(const tflite::Operator& op, BuiltinOperato
   int x = input(op, 0), out = output(op);
   TensorType xt = tensor_type(x);
   const std::string name = values_.at(out);
-  if (xt.dtype != DataType::Float(32))
-    unsupported(xt.dtype.str() + " " + op_name(code) + " (float32 is supported)");
+  const bool int8 = xt.dtype == DataType::Int(8);  // else float32 (op_support.cc)
+  if (int8 && (code == BuiltinOperator::L2_NORMALIZATION || code == BuiltinOperator::LOG_SOFTMAX)) {
+    // TFLM's Prepare insists on the output quantization its kernel assumes.
+    const bool l2 = code == BuiltinOperator::L2_NORMALIZATION;
+    Quant qi = quant(x, true), qo = quant(out, true);
+    if (!qi.per_tensor() || !qo.per_tensor()) unsupported("per-channel quantized activations");
+    if (static_cast<float>(qo.scale[0]) != (l2 ? 1.0f / 128 : 16.0f / 256) || qo.zero_point[0] != (l2 ? 0 : 127))
+      fail(std::string("the int8 output must have scale ") + (l2 ? "1/128 and zero point 0" : "16/256 and zero point 127") +
+           " (TFLite's " + op_name(code) + " output)");
+    if (l2) emit(name, "ql2_normalization", {value(x)}, {{"input_zero_point", qi.zero_point[0]}});
+    else emit(name, "qlog_softmax", {value(x), add_constant(name + "_table", ops::log_softmax_table(qi.scale[0]))},
+              {{"input_scale", qi.scale[0]}});
+    return;
+  }
   if (code == BuiltinOperator::LOG_SOFTMAX) {
     emit(name, "log_softmax", {value(x)}, {{"axis", -1}});
     return;
@@ -36,7 +51,16 @@ void TfliteConverter::float_composite(const tflite::Operator& op, BuiltinOperato
       return emit(fresh(name + "_adj"), "transpose", {v}, {{"axes", axes}});
     };
     if (tensor_type(y).dtype != xt.dtype) unsupported("BATCH_MATMUL of " + xt.dtype.str() + " and " + tensor_type(y).dtype.str());
-    emit(name, "matmul", {adjoint(x, opt && opt->adj_x()), adjoint(y, opt && opt->adj_y())});
+    const std::string a = adjoint(x, opt && opt->adj_x()), b = adjoint(y, opt && opt->adj_y());
+    if (!int8) {
+      emit(name, "matmul", {a, b});
+      return;
+    }
+    Quant qa = quant(x, true), qb = quant(y, true), qo = quant(out, true);
+    if (!qa.per_tensor() || !qb.per_tensor() || !qo.per_tensor()) unsupported("per-channel quantized BATCH_MATMUL operands");
+    emit(name, "qbatch_matmul", {a, b},
+         {{"a_scale", qa.scale[0]}, {"a_zero_point", qa.zero_point[0]}, {"b_scale", qb.scale[0]},
+          {"b_zero_point", qb.zero_point[0]}, {"output_scale", qo.scale[0]}, {"output_zero_point", qo.zero_point[0]}});
     return;
   }
   std::string sq = emit(fresh(name + "_square"), "square", {value(x)});

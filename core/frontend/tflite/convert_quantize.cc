@@ -1,6 +1,7 @@
 // QUANTIZE and DEQUANTIZE: float32 to int8 or int16 (`quantize`), int8 or int16 to
 // float32 (`dequantize`), and TFLM's integer-to-integer QUANTIZE (`requantize`: int8,
-// int16 or int32 in, int8, int16 or int32 out, the pairs TFLM's kernel accepts).
+// int16 or int32 in, int8, int16 or int32 out, the pairs TFLM's kernel accepts); CAST
+// (`cast`: TFLM's static_cast per element, quantization ignored).
 #include "frontend/tflite/converter.h"
 
 namespace mtir {
@@ -48,6 +49,18 @@ void TfliteConverter::dequantize(const tflite::Operator& op) {
   Quant q = quant(x, true);
   if (!q.per_tensor()) unsupported("per-channel quantized activations");
   emit(values_.at(out), "dequantize", {value(x)}, {{"scale", q.scale[0]}, {"zero_point", q.zero_point[0]}});
+}
+
+// TFLM's CAST (kernels/cast.cc): float32, int8, int16, int32 or bool in; int8, int16,
+// int32 or float32 out (it has no int64, uint8 or bool output: TFLM would leave such an
+// output unwritten, so it is refused).
+void TfliteConverter::cast(const tflite::Operator& op) {
+  int x = input(op, 0), out = output(op);
+  const DataType from = tensor_type(x).dtype, to = tensor_type(out).dtype;
+  if (is(from, 64)) unsupported("CAST from int64 (TFLM's CAST reads float32, int8, int16, int32 and bool)");
+  if (!is(to, 8) && !is(to, 16) && !is(to, 32) && to != DataType::Float(32))
+    unsupported("CAST to " + to.str() + " (TFLM's CAST writes int8, int16, int32 and float32)");
+  emit(values_.at(out), "cast", {value(x)}, {{"dtype", to.str()}});
 }
 
 }  // namespace tflite_import

@@ -71,6 +71,8 @@ class TfliteConverter {
   std::string add_constant(const std::string& base, NDArray a);
 
   void convert(size_t index, const tflite::Operator& op, BuiltinOperator code);
+  // op_support.cc: refuses a dtype the operator x dtype table does not list.
+  void check_op_dtype(const tflite::Operator& op, BuiltinOperator code) const;
   // The operator's output `out`, computed by `op` and then its fused activation.
   void finish(int out, const std::string& op, const std::vector<std::string>& inputs, json attrs,
               ActivationFunctionType act, bool act_in_op);
@@ -87,6 +89,7 @@ class TfliteConverter {
   // convert_quantize.cc: QUANTIZE (float32 to int8/int16, integer to integer) and DEQUANTIZE.
   void quantize(const tflite::Operator& op);
   void dequantize(const tflite::Operator& op);
+  void cast(const tflite::Operator& op);
   // convert_strided_slice.cc
   void strided_slice(const tflite::Operator& op);
   // convert_leaky_relu.cc

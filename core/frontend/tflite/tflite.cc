@@ -762,6 +762,7 @@ void TfliteConverter::record_outputs(const std::vector<int>& outs) {
 }
 
 void TfliteConverter::convert(size_t index, const tflite::Operator& op, BuiltinOperator code) {
+  check_op_dtype(op, code);  // op_support.cc: the operator x dtype table
   if (convert_control_op(op, code)) return;  // convert_variable.cc
   const std::vector<int> outs = name_outputs(op);
   const int out = outs[0];
@@ -786,6 +787,7 @@ void TfliteConverter::convert(size_t index, const tflite::Operator& op, BuiltinO
     case BuiltinOperator::SOFTMAX: softmax(op); break;
     case BuiltinOperator::QUANTIZE: quantize(op); break;
     case BuiltinOperator::DEQUANTIZE: dequantize(op); break;
+    case BuiltinOperator::CAST: cast(op); break;
     case BuiltinOperator::PAD:
     case BuiltinOperator::PADV2: pad(op); break;
     case BuiltinOperator::STRIDED_SLICE: strided_slice(op); break;
@@ -854,10 +856,13 @@ TfliteImport TfliteConverter::run() {
       if (!io_names_.count(list->Get(k))) io_names_[list->Get(k)] = fresh(prefix + std::to_string(k));
   auto io_name = [&](int t) { return io_names_.at(t); };
   auto record_quant = [&](int t, const std::string& name) {
-    // Quantized I/O (int8, int16x8) must say its scale and zero point; plain int32 need not.
+    // Quantized I/O (int8, int16x8) records its scale and zero point. An int8 or int16
+    // tensor without them is plain integers (CAST's, MAXIMUM's): an operator whose TFLM
+    // kernel reads the quantization asks for it, and refuses it by name if absent.
     const DataType dt = tensor_type(t).dtype;
     if (dt != DataType::Int(8) && dt != DataType::Int(16)) return;
-    Quant q = quant(t, true);
+    Quant q = quant(t, false);
+    if (q.scale.empty()) return;
     if (!q.per_tensor()) unsupported("per-channel quantized model inputs or outputs");
     g_.quantization[name] = {q.scale[0], q.zero_point[0]};
   };

@@ -1,0 +1,82 @@
+// qbatch_matmul: TFLite Micro's int8 BATCH_MATMUL (reference batch_matmul.h as TFLM's
+// kernel calls it): A [..., M, K] times B [..., K, N], batch dimensions broadcast as
+// matmul's; each sum of (a - a_zero_point) * (b - b_zero_point) in int32 is requantized
+// by float32(a_scale * b_scale) / output_scale (as a double, TFLite's
+// GetQuantizedConvolutionMultipler), plus the output zero point, clamped to int8.
+#include "ops/ops.h"
+#include "ops/quant_util.h"
+
+namespace mtir {
+namespace ops {
+namespace {
+
+using json = nlohmann::json;
+const DataType kI8 = DataType::Int(8), kI32 = DataType::Int(32);
+const std::vector<std::string> kAttrs = {"a_scale",      "a_zero_point",     "b_scale",
+                                         "b_zero_point", "output_scale", "output_zero_point"};
+
+struct BatchMatmulParams {
+  int32_t za, zb, zo;
+  QuantMultiplier m;
+};
+
+BatchMatmulParams bmm_params(const std::vector<TensorType>& in, const json& attrs) {
+  const std::string op = "qbatch_matmul";
+  AttrReader r(op, attrs, kAttrs);
+  if (in.size() != 2) fail(op, "expected 2 inputs (A, B), got " + std::to_string(in.size()));
+  check_dtype(op, in, 0, "A", kI8);
+  check_dtype(op, in, 1, "B", kI8);
+  const float product = static_cast<float>(read_scale(op, r, "a_scale")) * static_cast<float>(read_scale(op, r, "b_scale"));
+  const float so = static_cast<float>(read_scale(op, r, "output_scale"));
+  BatchMatmulParams p;
+  p.za = read_zero_point(r, "a_zero_point");
+  p.zb = read_zero_point(r, "b_zero_point");
+  p.zo = read_zero_point(r, "output_zero_point");
+  p.m = quantize_multiplier(static_cast<double>(product) / static_cast<double>(so), op, "a_scale * b_scale / output_scale");
+  return p;
+}
+
+// The result's shape: matmul's (broadcast batches, [M, N]), checked by matmul itself.
+TensorType bmm_infer(const std::vector<TensorType>& in, const json& attrs) {
+  bmm_params(in, attrs);
+  const DataType f32 = DataType::Float(32);
+  TensorType t = find_op("matmul")->infer({{f32, in[0].shape}, {f32, in[1].shape}}, json::object());
+  return TensorType{kI8, t.shape};
+}
+
+PrimFunc bmm_build(const std::string& fname, const std::vector<TensorType>& in, const TensorType& out,
+                   const json& attrs) {
+  const BatchMatmulParams p = bmm_params(in, attrs);
+  FuncBuilder fb;
+  Buffer a = fb.param("A", in[0].shape, kI8), b = fb.param("B", in[1].shape, kI8);
+  Buffer o = fb.param("out", out.shape, kI8);
+  Buffer acc = scratch("acc", {1}, kI32);
+  const size_t rank = out.shape.size(), batch = rank - 2;
+  LoopNest outer, red;
+  std::vector<Expr> oidx;
+  for (size_t k = 0; k < rank; ++k) oidx.push_back(outer.axis("o" + std::to_string(k), out.shape[k]));
+  Expr k = red.axis("k", in[0].shape.back());
+  // An operand's indices: its batch dimensions right-aligned with the output's, size 1 read at 0.
+  auto operand = [&](const Buffer& x, const std::vector<int64_t>& s, Expr row, Expr col, int32_t zp) {
+    std::vector<Expr> idx;
+    const size_t ob = s.size() - 2, off = batch - ob;
+    for (size_t d = 0; d < ob; ++d) idx.push_back(s[d] == 1 ? ci(0) : oidx[d + off]);
+    idx.push_back(std::move(row));
+    idx.push_back(std::move(col));
+    return sub(Cast(kI32, load(x, idx)), ci(zp));
+  };
+  Expr prod = mul(operand(a, in[0].shape, oidx[rank - 2], k, p.za), operand(b, in[1].shape, k, oidx[rank - 1], p.zb));
+  Stmt update = store(acc, add(load(acc, {ci(0)}), prod), {ci(0)});
+  Expr y = multiply_by_quantized_multiplier(load(acc, {ci(0)}), p.m);
+  Stmt body = SeqStmt({store(acc, ci(0), {ci(0)}), red.wrap(update), store(o, saturate_to(kI8, y, p.zo, dtype_bounds(kI8)), oidx)});
+  return fb.finish(fname, Allocate(acc, "global", outer.wrap(body)));
+}
+
+}  // namespace
+
+void register_qbatch_matmul_ops(std::vector<OpDef>& ops) {
+  ops.push_back(OpDef{"qbatch_matmul", bmm_infer, bmm_build});
+}
+
+}  // namespace ops
+}  // namespace mtir

@@ -1,0 +1,164 @@
+#!/usr/bin/env python3
+"""Generated single-operator cases for the dtypes TFLM's shared cases (tflm_ops/) lack:
+bool, int32 and int64 data, and CAST between every pair TFLM's kernel converts
+(kernels/cast.cc: float32, int8, int16, int32 or bool in; int8, int16, int32 or float32
+out, a static_cast per element). Each model is made here (flatc from JSON, with
+shape_ops_tflite_test's Model) with seeded inputs; the expected outputs come from numpy
+references of TFLM's rules (C conversions: float to integer truncates toward zero,
+integer narrowing wraps, bool is 0 or 1). Every case runs `microtir run --target host`
+(the reference interpreter, the C artifact built and compared with it), all in this one
+process, the cases side by side in two models (two runs). And refusals: the pairs TFLM's CAST
+does not write (int64, bool out) and bool SELECT_V2 data are named.
+
+Each case says its (operator, dtype) pair in CASES: docs/tflite.md's table counts them.
+
+usage: dtype_cases_test.py MICROTIR FLATC SCHEMA
+"""
+import sys
+import tempfile
+
+import numpy as np
+
+import shape_ops_tflite_test as shape_ops
+
+rng = np.random.default_rng(53)
+shape_ops.TYPES[np.bool_] = "BOOL"
+_base_ids = shape_ops.c_id
+CODES = {"CAST": 53, "LOGICAL_AND": 86, "LOGICAL_OR": 84, "LOGICAL_NOT": 87, "SELECT_V2": 123, "EQUAL": 71,
+         "LESS": 58, "GREATER_EQUAL": 62, "ARG_MAX": 56, "ARG_MIN": 79, "MAXIMUM": 55, "MINIMUM": 57}
+shape_ops.c_id = lambda code: CODES[code] if code in CODES else _base_ids(code)
+
+
+def values(dtype, shape):
+    if dtype == np.bool_:
+        return rng.integers(0, 2, shape).astype(np.bool_)
+    if dtype == np.float32:
+        return (rng.standard_normal(shape) * 60).astype(np.float32)
+    info = np.iinfo(dtype)
+    return rng.integers(max(info.min, -1 << 40), min(info.max, 1 << 40), shape, endpoint=True).astype(dtype)
+
+
+def unquantized(m, t):
+    m.tensors[t].pop("quantization", None)  # CAST and the comparisons of raw values read none
+    return t
+
+
+def cast_case(src, dst, shape=(2, 3, 5)):
+    def build(m, p):
+        x = values(src, shape)
+        if src == np.float32 and dst != np.float32:
+            x = np.clip(x, -100, 100).astype(np.float32)  # in range of every target: C leaves the rest undefined
+        a = unquantized(m, m.input(p + "_x", x))
+        y = unquantized(m, m.tensor(p + "_y", dst, shape))
+        m.op("CAST", [a], [y], "CastOptions", in_data_type=shape_ops.TYPES[src], out_data_type=shape_ops.TYPES[dst])
+        return [y], [x.astype(dst)]
+    return build
+
+
+def binary_case(code, dtype, ref, out_dtype=None, shapes=((3, 4), (3, 4))):
+    def build(m, p):
+        xs = [values(dtype, s) for s in shapes]
+        ins = [unquantized(m, m.input(f"{p}_x{k}", x)) for k, x in enumerate(xs)]
+        y = unquantized(m, m.tensor(p + "_y", out_dtype or dtype, np.broadcast_shapes(*shapes)))
+        m.op(code, ins, [y])
+        return [y], [ref(*xs).astype(out_dtype or dtype)]
+    return build
+
+
+def logical_not(m, p):
+    x = values(np.bool_, (4, 5))
+    y = m.tensor(p + "_y", np.bool_, x.shape)
+    m.op("LOGICAL_NOT", [m.input(p + "_x", x)], [y])
+    return [y], [~x]
+
+
+def select_case(dtype):
+    def build(m, p):
+        c, a, b = values(np.bool_, (2, 1, 4)), values(dtype, (2, 3, 4)), values(dtype, (1, 3, 4))
+        ins = [m.input(p + "_c", c), unquantized(m, m.input(p + "_a", a)), unquantized(m, m.input(p + "_b", b))]
+        y = unquantized(m, m.tensor(p + "_y", dtype, (2, 3, 4)))
+        m.op("SELECT_V2", ins, [y])
+        return [y], [np.where(c, a, b).astype(dtype)]
+    return build
+
+
+def arg_case(code, dtype, out_dtype):
+    def build(m, p):
+        x = values(dtype, (3, 7))
+        y = m.tensor(p + "_y", out_dtype, (3,))
+        m.op(code, [unquantized(m, m.input(p + "_x", x)), m.const(p + "_axis", [1])], [y], "ArgMaxOptions" if code == "ARG_MAX"
+             else "ArgMinOptions", output_type=shape_ops.TYPES[out_dtype])
+        return [y], [(np.argmax if code == "ARG_MAX" else np.argmin)(x, axis=1).astype(out_dtype)]
+    return build
+
+
+def refuse_cast(dst, words):
+    def build(m, p):
+        a = unquantized(m, m.input(p + "_x", values(np.int32, (4,))))
+        y = unquantized(m, m.tensor(p + "_y", dst, (4,)))
+        m.op("CAST", [a], [y])
+        return [y], words
+    return build
+
+
+def case(op, dtype, build, name):
+    return {"op": op, "dtype": dtype, "build": build, "name": name}
+
+
+NAMES = {np.float32: "float32", np.int8: "int8", np.int16: "int16", np.int32: "int32", np.int64: "int64", np.bool_: "bool"}
+CASES = [case("CAST", NAMES[s], cast_case(s, d), f"cast_{NAMES[s]}_{NAMES[d]}")
+         for s in (np.float32, np.int8, np.int16, np.int32, np.bool_)
+         for d in (np.int8, np.int16, np.int32, np.float32) if s != d] + [
+    case("LOGICAL_AND", "bool", binary_case("LOGICAL_AND", np.bool_, np.logical_and, shapes=((2, 4), (1, 4))), "logical_and"),
+    case("LOGICAL_OR", "bool", binary_case("LOGICAL_OR", np.bool_, np.logical_or), "logical_or"),
+    case("LOGICAL_NOT", "bool", logical_not, "logical_not"),
+    case("SELECT_V2", "int64", select_case(np.int64), "select_v2_int64"),
+    case("SELECT_V2", "int32", select_case(np.int32), "select_v2_int32"),
+    case("EQUAL", "int64", binary_case("EQUAL", np.int64, np.equal, np.bool_), "equal_int64"),
+    case("LESS", "int64", binary_case("LESS", np.int64, np.less, np.bool_, ((3, 4), (4,))), "less_int64"),
+    case("GREATER_EQUAL", "int32", binary_case("GREATER_EQUAL", np.int32, np.greater_equal, np.bool_), "greater_equal_int32"),
+    case("MAXIMUM", "int64", binary_case("MAXIMUM", np.int64, np.maximum), "maximum_int64"),
+    case("MINIMUM", "int32", binary_case("MINIMUM", np.int32, np.minimum, shapes=((2, 3), (1, 3))), "minimum_int32"),
+    case("ARG_MAX", "int32", arg_case("ARG_MAX", np.int32, np.int64), "arg_max_int32_to_int64"),
+    case("ARG_MIN", "float32", arg_case("ARG_MIN", np.float32, np.int64), "arg_min_float32_to_int64"),
+]
+REFUSALS = [("cast_to_int64", refuse_cast(np.int64, "CAST to int64 (TFLM's CAST writes int8, int16, int32 and float32)")),
+            ("cast_to_bool", refuse_cast(np.bool_, "CAST to bool (TFLM's CAST writes int8, int16, int32 and float32)")),
+            ("select_v2_bool", lambda m, p: (select_case(np.bool_)(m, p)[0],
+                                             "bool SELECT_V2 (float32, int8, int16, int32 and int64 are supported)"))]
+
+
+def group(builds):
+    """One model computing every case of `builds` [(name, build)] side by side (one
+    microtir run for them all): its outputs and their expected values."""
+    def build(m):
+        outputs, expected = [], []
+        for name, b in builds:
+            o, e = b(m, name)
+            outputs += o
+            expected += e
+        return outputs, expected
+    return build
+
+
+def main():
+    cli, flatc, schema = sys.argv[1:4]
+    families = {}
+    for c in CASES:  # two models (CAST, the rest): few runs, each a C build
+        families.setdefault("cast_cases" if c["op"] == "CAST" else "bool_int_cases", []).append((c["name"], c["build"]))
+    jobs = [(family, group(builds)) for family, builds in families.items()]
+    jobs += [(name, lambda m, b=b, name=name: b(m, name)) for name, b in REFUSALS]
+    failed = 0
+    with tempfile.TemporaryDirectory() as work:
+        for name, build in jobs:
+            build.__name__ = name  # shape_ops.run names the files after it
+            ok, how = shape_ops.run(cli, flatc, schema, work, build, "host")
+            print(f"{'ok' if ok else 'FAIL'} {name}: {how}")
+            failed += not ok
+    print(f"{len(CASES)} cases in {len(jobs) - len(REFUSALS)} models and {len(REFUSALS)} refusals: "
+          + ("all as expected" if not failed else f"{failed} runs failed"))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
