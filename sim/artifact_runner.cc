@@ -84,6 +84,8 @@ std::vector<std::string> compile_command(const CrossTarget& t, const ProgramSpec
   for (const char* f : {"-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-pedantic", "-ffunction-sections",
                         "-fdata-sections"})
     cmd.push_back(f);
+  // Every unit's frames and calls (program-<unit>.ci), for the static stack bound.
+  if (t.callgraph_info) cmd.push_back("-fcallgraph-info=su");
   // Hosted, the firmware runs under the sanitizers the build asks for (host_sanitizers).
   if (t.name == "host")
     for (const auto& f : sanitizer_cflags(host_sanitizers())) cmd.push_back(f);
@@ -294,6 +296,20 @@ int64_t instructions_from_counter(const CrossTarget& target, uint64_t raw, uint6
   return -1;
 }
 
+namespace {
+
+// A previous build's call graph, whose units may not be this build's.
+void remove_callgraph_files(const fs::path& program) {
+  const std::string prefix = program.filename().string() + "-";
+  std::vector<fs::path> stale;
+  for (const auto& e : fs::directory_iterator(program.parent_path()))
+    if (e.path().filename().string().compare(0, prefix.size(), prefix) == 0 && e.path().extension() == ".ci")
+      stale.push_back(e.path());
+  for (const auto& p : stale) fs::remove(p);
+}
+
+}  // namespace
+
 std::string build_program(const CrossTarget& t, const ProgramSpec& spec) {
   require_target_tools(t);
   const fs::path work = spec.work_dir;
@@ -304,6 +320,7 @@ std::string build_program(const CrossTarget& t, const ProgramSpec& spec) {
   std::vector<std::string> run = run_command(t, out.string(), work.string());
   if (!t.elf) write_text(work / "run_wasm.js", kWasmRunner);
   write_text(work / "Makefile", makefile(t, cmd, run));
+  remove_callgraph_files(out);
   const fs::path log = work / "build.log";
   if (run_process(cmd, log) != 0) {
     std::string text = read_text(log);
@@ -560,6 +577,13 @@ TargetReport target_report(const CrossTarget& t, const ArtifactInfo& info, const
     r.ram_bytes = log.data_end - kWasmStackBytes;
   }
   for (int64_t s : log.stack) r.stack_bytes = std::max(r.stack_bytes, s);
+  if (t.callgraph_info) {
+    // main calls run() directly, or the packed main through TVMFuncCall.
+    const std::string entry = spec.interface_api == "packed" ? "TVMFuncCall" : "tvmgen_" + info.c_model + "_run";
+    r.stack_bounds = artifact_stack_bounds(read_callgraph(firmware), entry, (fs::path(info.dir) / "codegen").string());
+  } else {
+    r.stack_bound_absent = t.cc + " writes no call graph (-fcallgraph-info is GCC's)";
+  }
   if (t.counter == CounterKind::kNone) {
     r.counter_method = t.name == "wasm32" ? "not available: V8 has no deterministic instruction counter"
                                           : "not available on the host";

@@ -1,0 +1,106 @@
+// The static stack bound (sim/stack_bound.h) on small call graphs in GCC's
+// -fcallgraph-info=su format (VCG, as arm-none-eabi-gcc 12 writes it): frames summed along
+// the deepest path, library calls listed and not counted, and no bound claimed through
+// recursion, a function pointer, a dynamic frame or a function without frame data.
+#include <gtest/gtest.h>
+
+#include "sim/stack_bound.h"
+#include "support/diagnostic.h"
+
+namespace mtir::sim {
+namespace {
+
+// One unit: main.c defines run -> {kernel_a, kernel_b}, kernel_b -> expf (newlib's).
+const char* kUnitMain = R"ci(graph: { title: "/a/codegen/host/src/lib0.c"
+node: { title: "run" label: "run\n/a/codegen/host/src/lib0.c:10:9\n48 bytes (static)" }
+node: { title: "kernel_a" label: "kernel_a\n/a/codegen/host/src/lib0.c:20:9\n120 bytes (static)" }
+edge: { sourcename: "run" targetname: "kernel_a" label: "/a/codegen/host/src/lib0.c:12:3" }
+node: { title: "kernel_b" label: "kernel_b\n/a/codegen/host/src/lib0.c:30:9\n16 bytes (static)" }
+edge: { sourcename: "run" targetname: "kernel_b" label: "/a/codegen/host/src/lib0.c:13:3" }
+node: { title: "expf" label: "expf\n/usr/include/newlib/math.h:361:14" shape : ellipse }
+edge: { sourcename: "kernel_b" targetname: "expf" label: "/a/codegen/host/src/lib0.c:31:15" }
+node: { title: "TVMBackendAllocWorkspace" label: "TVMBackendAllocWorkspace\n/a/runtime/include/tvm/runtime/c_backend_api.h:19:15" shape : ellipse }
+edge: { sourcename: "kernel_b" targetname: "TVMBackendAllocWorkspace" label: "/a/codegen/host/src/lib0.c:32:15" }
+node: { title: "memcpy" label: "__builtin_memcpy\n<built-in>" shape : ellipse }
+edge: { sourcename: "kernel_a" targetname: "memcpy" }
+}
+)ci";
+
+// The runtime's unit, defining the function lib0.c only declared.
+const char* kUnitRuntime = R"ci(graph: { title: "/a/runtime/src/stack_allocator.c"
+node: { title: "TVMBackendAllocWorkspace" label: "TVMBackendAllocWorkspace\n/a/runtime/src/stack_allocator.c:151:7\n144 bytes (static)" }
+}
+)ci";
+
+CallGraph graph_of(std::initializer_list<const char*> units) {
+  CallGraph g;
+  for (const char* u : units) add_callgraph_info(g, u, "fixture.ci");
+  return g;
+}
+
+TEST(StackBound, SumsTheDeepestPathAcrossUnitsAndListsLibraryCalls) {
+  CallGraph g = graph_of({kUnitMain, kUnitRuntime});
+  StackBound b = stack_bound(g, "run");
+  ASSERT_TRUE(b.bounded) << b.reason;
+  // run 48 + kernel_b 16 + TVMBackendAllocWorkspace 144 beats run 48 + kernel_a 120.
+  EXPECT_EQ(b.bytes, 48 + 16 + 144);
+  EXPECT_EQ(b.path, (std::vector<std::string>{"run", "kernel_b", "TVMBackendAllocWorkspace"}));
+  EXPECT_EQ(b.library_calls, (std::vector<std::string>{"expf", "memcpy"}));
+  EXPECT_TRUE(b.dynamic_bounded.empty());
+  EXPECT_EQ(describe(b), "208 bytes (library calls not counted: expf, memcpy)");
+  EXPECT_EQ(g.functions.at("TVMBackendAllocWorkspace").file, "/a/runtime/src/stack_allocator.c");
+  StackBound a = stack_bound(g, "kernel_a");
+  EXPECT_EQ(a.bytes, 120);
+}
+
+TEST(StackBound, AFunctionOfOursWithoutFrameDataIsNotBounded) {
+  // Without the runtime's unit the allocator is declared in an artifact header only.
+  StackBound b = stack_bound(graph_of({kUnitMain}), "run");
+  EXPECT_FALSE(b.bounded);
+  EXPECT_EQ(describe(b), "unbounded: TVMBackendAllocWorkspace has no stack data (it was not compiled here with -fcallgraph-info)");
+}
+
+TEST(StackBound, RecursionIsUnbounded) {
+  CallGraph g = graph_of({R"ci(graph: { title: "r.c"
+node: { title: "top" label: "top\nr.c:1:5\n8 bytes (static)" }
+node: { title: "even" label: "even\nr.c:2:5\n16 bytes (static)" }
+node: { title: "r.c:odd" label: "odd\nr.c:3:12\n16 bytes (static)" }
+edge: { sourcename: "top" targetname: "even" }
+edge: { sourcename: "even" targetname: "r.c:odd" }
+edge: { sourcename: "r.c:odd" targetname: "even" }
+}
+)ci"});
+  StackBound b = stack_bound(g, "top");
+  EXPECT_FALSE(b.bounded);
+  EXPECT_EQ(b.reason, "recursion: even -> r.c:odd -> even");
+}
+
+TEST(StackBound, DynamicFramesAndFunctionPointers) {
+  CallGraph g = graph_of({R"ci(graph: { title: "d.c"
+node: { title: "vla" label: "vla\nd.c:1:5\n32 bytes (dynamic)" }
+node: { title: "capped" label: "capped\nd.c:2:5\n64 bytes (dynamic,bounded)" }
+node: { title: "via_pointer" label: "via_pointer\nd.c:3:5\n8 bytes (static)" }
+node: { title: "__indirect_call" label: "Indirect Call Placeholder" shape : ellipse }
+edge: { sourcename: "via_pointer" targetname: "__indirect_call" }
+node: { title: "entry" label: "entry\nd.c:4:5\n24 bytes (static)" }
+edge: { sourcename: "entry" targetname: "capped" }
+}
+)ci"});
+  EXPECT_EQ(describe(stack_bound(g, "vla")), "unbounded: vla's frame is dynamic (alloca or a variable-length array)");
+  EXPECT_EQ(describe(stack_bound(g, "via_pointer")), "unbounded: via_pointer calls through a function pointer");
+  StackBound capped = stack_bound(g, "entry");
+  ASSERT_TRUE(capped.bounded);
+  EXPECT_EQ(capped.bytes, 24 + 64);  // GCC's bound of the dynamic frame counts
+  EXPECT_EQ(capped.dynamic_bounded, std::vector<std::string>{"capped"});
+  EXPECT_EQ(describe(stack_bound(g, "missing")), "unbounded: missing is not among the compiled functions");
+}
+
+TEST(StackBound, TextThatIsNotACallGraphIsADiagnosticError) {
+  CallGraph g;
+  EXPECT_THROW(add_callgraph_info(g, "int main(void) { return 0; }", "x.ci"), DiagnosticError);
+  EXPECT_THROW(add_callgraph_info(g, "graph: { node: { title: \"f\" label: \"f\\nf.c:1:1\\nlots\" } }", "x.ci"),
+               DiagnosticError);
+}
+
+}  // namespace
+}  // namespace mtir::sim
