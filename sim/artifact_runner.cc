@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -548,6 +549,14 @@ std::vector<std::vector<NDArray>> decode_outputs(const FirmwareLog& log, const s
   return result;
 }
 
+// A file name two sources share (codegen/host/src/lib0.c and codegen/npu0/src/lib0.c), or "".
+std::string repeated_unit_name(const std::vector<std::string>& sources) {
+  std::set<std::string> seen;
+  for (const auto& src : sources)
+    if (!seen.insert(fs::path(src).filename().string()).second) return fs::path(src).filename().string();
+  return "";
+}
+
 // Sizes, memory, stack and instruction counts of one run of the firmware.
 TargetReport target_report(const CrossTarget& t, const ArtifactInfo& info, const FirmwareSpec& spec,
                            const FirmwareLog& log, const std::string& firmware, const fs::path& work,
@@ -643,6 +652,10 @@ ArtifactRunResult run_artifact(const ArtifactInfo& info, const std::vector<Artif
   result.outputs = decode_outputs(log, outputs, run.log);
   result.devices = log.devices;
   result.report = target_report(t, info, spec, log, firmware, work, run.log);
+  if (std::string twice = repeated_unit_name(prog.sources); !twice.empty() && t.callgraph_info) {
+    result.report.stack_bounds = {};
+    result.report.stack_bound_absent = "two sources are named " + twice + ", and GCC writes one call-graph file per name";
+  }
   return result;
 }
 

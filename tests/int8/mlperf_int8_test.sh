@@ -28,4 +28,8 @@ assert r["ok"] is True, r.get("compare")
 if sys.argv[2] != "host":
     rep = r["report"]
     print(f"{sys.argv[2]}: {rep['instructions']:,} instructions, flash {rep['flash_bytes']:,} B, RAM {rep['ram_bytes']:,} B")
+    sb = rep["stack_bound"]
+    if sb is not None:  # GCC's call graph: the static bound holds against the measurement
+        assert sb["bounded"], sb["unbounded"]
+        assert sb["bytes"] + sb["main_frame_bytes"] >= rep["stack_bytes"], (sb, rep["stack_bytes"])
 PY

@@ -24,6 +24,11 @@ rep = r["report"]
 assert rep["target"] == "cortex-m4" and rep["instructions"] > 10000, rep
 assert rep["flash_bytes"] > 0 and rep["ram_bytes"] >= rep["workspace_bytes"] > 0, rep
 assert rep["stack_bytes"] > 0, rep
+# The static bound (GCC's call graph) is never below the measurement, which starts in main's frame.
+sb = rep["stack_bound"]
+assert sb["function"] == "tvmgen_digits_run" and sb["bounded"], sb
+assert sb["bytes"] + sb["main_frame_bytes"] >= rep["stack_bytes"], (sb, rep["stack_bytes"])
+assert rep["function_stack_bounds"]["tvmgen_digits___tvm_main__"]["bytes"] < sb["bytes"], rep["function_stack_bounds"]
 probs = r["outputs"][0]["values"]
 assert max(range(10), key=lambda i: probs[i]) == 5, probs  # the sample is a handwritten 5
 PY
