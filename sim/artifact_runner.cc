@@ -12,6 +12,7 @@
 
 #include "sim/firmware_main.h"
 #include "sim/host_sim.h"
+#include "sim/library_frames.h"
 #include "sim/process.h"
 #include "codegen/llvm/llvm_target.h"
 #include "driver/target.h"
@@ -549,6 +550,20 @@ std::vector<std::vector<NDArray>> decode_outputs(const FirmwareLog& log, const s
   return result;
 }
 
+// The library functions' frames from the firmware's disassembly, kept beside it: on the
+// cross targets the C library is linked in (the host's is a shared library: its
+// functions stay listed, not counted).
+void add_firmware_library_frames(const CrossTarget& t, const std::string& firmware, const fs::path& work,
+                                 CallGraph& graph) {
+  const bool thumb = t.port == "cortex-m", riscv = t.port == "riscv32";
+  if (!thumb && !riscv) return;
+  const std::string objdump = t.cc.substr(0, t.cc.size() - 3) + "objdump";  // arm-none-eabi-gcc -> ...-objdump
+  const fs::path listing = work / (fs::path(firmware).filename().string() + ".dis");
+  if (run_process({objdump, "-d", "-t", "--no-show-raw-insn", firmware}, listing) != 0)
+    fail(objdump + " could not disassemble " + firmware + " for its stack bound: " + last_line(read_text(listing)));
+  add_library_frames(graph, read_text(listing), thumb ? DisassemblyArch::kThumb : DisassemblyArch::kRiscv);
+}
+
 // A file name two sources share (codegen/host/src/lib0.c and codegen/npu0/src/lib0.c), or "".
 std::string repeated_unit_name(const std::vector<std::string>& sources) {
   std::set<std::string> seen;
@@ -589,7 +604,9 @@ TargetReport target_report(const CrossTarget& t, const ArtifactInfo& info, const
   if (t.callgraph_info) {
     // main calls run() directly, or the packed main through TVMFuncCall.
     const std::string entry = spec.interface_api == "packed" ? "TVMFuncCall" : "tvmgen_" + info.c_model + "_run";
-    r.stack_bounds = artifact_stack_bounds(read_callgraph(firmware), entry, (fs::path(info.dir) / "codegen").string());
+    CallGraph graph = read_callgraph(firmware);
+    add_firmware_library_frames(t, firmware, work, graph);
+    r.stack_bounds = artifact_stack_bounds(graph, entry, (fs::path(info.dir) / "codegen").string());
   } else {
     r.stack_bound_absent = t.cc + " writes no call graph (-fcallgraph-info is GCC's)";
   }

@@ -4,6 +4,7 @@
 // recursion, a function pointer, a dynamic frame or a function without frame data.
 #include <gtest/gtest.h>
 
+#include "sim/library_frames.h"
 #include "sim/stack_bound.h"
 #include "support/diagnostic.h"
 
@@ -100,6 +101,115 @@ TEST(StackBound, TextThatIsNotACallGraphIsADiagnosticError) {
   EXPECT_THROW(add_callgraph_info(g, "int main(void) { return 0; }", "x.ci"), DiagnosticError);
   EXPECT_THROW(add_callgraph_info(g, "graph: { node: { title: \"f\" label: \"f\\nf.c:1:1\\nlots\" } }", "x.ci"),
                DiagnosticError);
+}
+
+// The library's frames from `objdump -d -t` of the firmware (arm-none-eabi-objdump's
+// layout): pushes, vpush and sub sp summed, a tail branch followed, alias symbols found,
+// a return through `ldr pc, [sp]` accepted and a call through a register refused.
+const char* kThumbListing = R"dis(
+SYMBOL TABLE:
+00000af4 g     F .text	0000007c expf
+00000b70 g     F .text	000001dc __ieee754_expf
+00000b70 g     F .text	000001dc __expf_alias
+00001330 g     F .text	00000014 __aeabi_fcmpgt
+00001400 g     F .text	00000010 qsort_like
+
+Disassembly of section .text:
+
+00000af4 <expf>:
+     af4:	push	{r3, lr}
+     af6:	vpush	{d8}
+     afe:	bl	b70 <__ieee754_expf>
+     b0e:	beq.n	b36 <expf+0x42>
+     b3e:	pop	{r3, pc}
+
+00000b70 <__ieee754_expf>:
+     b70:	stmdb	sp!, {r4, r5, r6, lr}
+     b74:	sub	sp, #16	@ 0x10
+     b76:	str.w	r7, [sp, #-8]!
+     b7a:	b.w	1330 <__aeabi_fcmpgt>
+
+00001330 <__aeabi_fcmpgt>:
+    1330:	str.w	lr, [sp, #-8]!
+    133e:	ldr.w	pc, [sp], #8
+
+00001400 <qsort_like>:
+    1400:	push	{r4, lr}
+    1402:	blx	r3
+    1404:	pop	{r4, pc}
+)dis";
+
+TEST(LibraryFrames, ThumbFramesFromTheDisassembly) {
+  CallGraph g = graph_of({R"ci(graph: { title: "k.c"
+node: { title: "kernel" label: "kernel\nk.c:1:5\n40 bytes (static)" }
+node: { title: "expf" label: "expf\n/usr/include/newlib/math.h:361:14" shape : ellipse }
+node: { title: "__expf_alias" label: "__expf_alias\n<built-in>" shape : ellipse }
+node: { title: "qsort_like" label: "qsort_like\n/usr/include/stdlib.h:1:1" shape : ellipse }
+node: { title: "sorter" label: "sorter\nk.c:9:5\n8 bytes (static)" }
+edge: { sourcename: "kernel" targetname: "expf" }
+edge: { sourcename: "kernel" targetname: "__expf_alias" }
+edge: { sourcename: "sorter" targetname: "qsort_like" }
+}
+)ci"});
+  add_library_frames(g, kThumbListing, DisassemblyArch::kThumb);
+  EXPECT_EQ(g.functions.at("expf").frame_bytes, 8 + 8);
+  EXPECT_EQ(g.functions.at("__ieee754_expf").frame_bytes, 16 + 16 + 8);
+  EXPECT_EQ(g.functions.at("__expf_alias").frame_bytes, 40);  // the same address
+  StackBound b = stack_bound(g, "kernel");
+  ASSERT_TRUE(b.bounded) << b.reason;
+  EXPECT_EQ(b.bytes, 40 + 16 + 40 + 8);  // kernel, expf, __ieee754_expf, its tail branch
+  EXPECT_TRUE(b.library_calls.empty());
+  EXPECT_EQ(describe(stack_bound(g, "sorter")), "unbounded: qsort_like calls through a function pointer");
+}
+
+// RISC-V: -msave-restore's millicode (jal t0) moves its decrement into the caller; a
+// switch's table jump is not a call; a jump through a loaded pointer is.
+TEST(LibraryFrames, RiscvMillicodeAndJumpTables) {
+  const char* listing = R"dis(
+8000338a g     F .text	00000244 expf
+80001a10 g     F .text	00000010 __riscv_save_4
+80001100 g     F .text	00000100 __divsf3
+80001200 g     F .text	00000010 call_hook
+
+8000338a <expf>:
+8000338a:	jal	t0,80001a10 <__riscv_save_4>
+800033c0:	jal	80001100 <__divsf3>
+800033ae:	j	80001a44 <__riscv_restore_4>
+
+80001a10 <__riscv_save_4>:
+80001a10:	add	sp,sp,-32
+80001a12:	sw	s0,24(sp)
+80001a14:	jr	t0
+
+80001100 <__divsf3>:
+80001100:	add	sp,sp,-16
+8000114c:	auipc	a4,0x5
+80001156:	add	a5,a5,a4
+80001158:	lw	a5,0(a5)
+8000115a:	add	a5,a5,a4
+8000115c:	jr	a5
+80001160:	ret
+
+80001200 <call_hook>:
+80001200:	lw	a5,8(a0)
+80001204:	jr	a5
+)dis";
+  CallGraph g = graph_of({R"ci(graph: { title: "k.c"
+node: { title: "kernel" label: "kernel\nk.c:1:5\n32 bytes (static)" }
+node: { title: "expf" label: "expf\n/usr/lib/picolibc/riscv64-unknown-elf/include/math.h:1:1" shape : ellipse }
+node: { title: "call_hook" label: "call_hook\n<built-in>" shape : ellipse }
+edge: { sourcename: "kernel" targetname: "expf" }
+}
+)ci"});
+  add_library_frames(g, listing, DisassemblyArch::kRiscv);
+  EXPECT_EQ(g.functions.at("expf").frame_bytes, 32);
+  StackBound b = stack_bound(g, "kernel");
+  ASSERT_TRUE(b.bounded) << b.reason;
+  // kernel, expf with its millicode's 32, __divsf3; __riscv_restore_4 is not in the
+  // listing, so it stays a library call without data.
+  EXPECT_EQ(b.bytes, 32 + 32 + 16);
+  EXPECT_EQ(b.library_calls, std::vector<std::string>{"__riscv_restore_4"});
+  EXPECT_EQ(describe(stack_bound(g, "call_hook")), "unbounded: call_hook calls through a function pointer");
 }
 
 }  // namespace
