@@ -290,6 +290,24 @@ Comparison compare_outputs(const BoundArgs& b, const std::vector<NDArray>& got_a
   return r;
 }
 
+// The static bound lands in the artifact's metadata.json beside its other memory
+// figures, per target (compile alone runs no C compiler, so only a run knows it).
+void record_stack_bounds(const std::string& dir, const sim::TargetReport& r) {
+  if (r.stack_bounds.entry.empty()) return;
+  const std::string path = (fs::path(dir) / "metadata.json").string();
+  json meta = json::parse(read_file(path));
+  json entry = stack_bound_json(r.stack_bounds.run);
+  entry["function"] = r.stack_bounds.entry;
+  entry["compiler"] = r.compiler;
+  json functions = json::object();
+  for (const auto& [name, b] : r.stack_bounds.functions) functions[name] = b.bounded ? json(b.bytes) : json(nullptr);
+  entry["functions"] = functions;
+  meta["memory"]["stack_bounds"][r.target] = entry;
+  OutputSet out;
+  out.add(path, meta.dump(2) + "\n");
+  out.commit();
+}
+
 }  // namespace
 
 int run_artifact(const RunCommand& c, const LoadedModel* reference) {
@@ -312,6 +330,7 @@ int run_artifact(const RunCommand& c, const LoadedModel* reference) {
   options.progress = [](const std::string& line) { std::cerr << line << "\n"; };
   options.profile_layers = c.profile_layers;
   sim::ArtifactRunResult result = sim::run_artifact(info, bound.in_specs, {bound.sample}, bound.out_specs, options);
+  record_stack_bounds(info.dir, result.report);
   Comparison cmp = compare_outputs(bound, result.outputs[0]);
 
   if (!c.output_dir.empty()) {
