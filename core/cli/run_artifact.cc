@@ -140,7 +140,7 @@ std::string stack_bound_text(const sim::TargetReport& r) {
   if (s.entry.empty()) return "  stack bound: not computed (" + r.stack_bound_absent + ")\n";
   if (!s.run.bounded) return "  stack bound of " + s.entry + ": unbounded: " + s.run.reason + "\n";
   std::string line = "  stack bound: " + s.entry + " needs at most " + with_commas(s.run.bytes) + " bytes";
-  if (s.main_frame_bytes >= 0)
+  if (s.main_frame_bytes >= 0 && r.stack_bytes >= 0)
     line += "; with main's frame (" + with_commas(s.main_frame_bytes) + "), where the high-water is counted from, " +
             with_commas(s.run.bytes + s.main_frame_bytes);
   std::string path;
