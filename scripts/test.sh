@@ -6,7 +6,9 @@
 #                          the pass cases) and host e2e tests; not qemu or conformance,
 #                          where the code that runs is cross-compiled firmware the
 #                          sanitizers do not instrument, nor label large (the big
-#                          models, whose code paths the small ones take too)
+#                          models, whose code paths the small ones take too); the unit
+#                          tests' backend replays generate C and wasm there but do not
+#                          compile or run them (the normal stage runs the same bytes)
 #   nollvm  build-nollvm/  without libLLVM (as on machines without llvm-14-dev and in the
 #                          wasm core): proves the build and runs label `llvm`, the tests
 #                          whose path changes (textual IR emitter, llc/clang fallback)

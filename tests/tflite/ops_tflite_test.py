@@ -354,7 +354,21 @@ def int8_mean(cli, flatc, schema, work):
         good = got[name] == want
         ok = ok and good
         print(f"{'ok' if good else 'FAIL'} int8 MEAN {name}: {got[name]} (want {want})")
-    return ok
+    # An axis outside the rank is refused by name, as every reducer's is.
+    bad = Model()
+    tb = bad.tensor("x", shape, dtype="INT8", quant=qi)
+    ta = bad.tensor("axes", [2], [1, 4], "INT32")
+    t = bad.tensor("y", [1, 1, 1, channels], dtype="INT8", quant=qi)
+    bad.op("MEAN", [tb, ta], [t], "ReducerOptions", {"keep_dims": True})
+    jpath = os.path.join(work, "mean_bad_axis.json")
+    with open(jpath, "w") as f:
+        json.dump(bad.json([tb], [t]), f)
+    subprocess.run([flatc, "-b", "-o", work, schema, jpath], check=True)
+    p = subprocess.run([cli, "compile", jpath[:-5] + ".tflite", "-o", os.path.join(work, "bad.tar")],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    refused = p.returncode == 1 and "axis 4 is out of range for rank 4" in p.stderr
+    print(f"{'ok' if refused else 'FAIL'} int8 MEAN axis 4 of rank 4 refused: {p.stderr.strip()}")
+    return ok and refused
 
 
 def main():

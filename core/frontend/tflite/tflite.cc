@@ -637,14 +637,8 @@ void TfliteConverter::mean(const tflite::Operator& op, bool sum) {
   bool keep = opt && opt->keep_dims();
   TensorType xt = tensor_type(x);
   const int64_t rank = static_cast<int64_t>(xt.shape.size());
-  if (!has_data(a)) unsupported("axes computed at run time");
-  NDArray axes = constant_value(a);
-  std::set<int64_t> ax;
-  for (int64_t i = 0; i < axes.num_elements(); ++i) {
-    int64_t v = axes.get_int(i);
-    if (v < -rank || v >= rank) fail("axis " + std::to_string(v) + " is out of range for rank " + std::to_string(rank));
-    ax.insert(v < 0 ? v + rank : v);
-  }
+  const std::vector<int64_t> axes = constant_axes(a, rank);  // convert_reduce.cc
+  const std::set<int64_t> ax(axes.begin(), axes.end());
   // The result with every reduced axis kept as 1; without keep_dims they are dropped.
   std::vector<int64_t> kept = xt.shape, dropped;
   for (int64_t k = 0; k < rank; ++k) {
