@@ -335,7 +335,8 @@ class AotMainBuilder {
     check_state_use(g_);
     for (const auto& [name, array] : g_.state) add_param(name, TensorType{array.dtype, array.shape}, AotModule::Role::kState);
     for (const auto& out : g_.outputs) {
-      if (buffers_.count(out)) continue;  // an input or constant returned as is: already a parameter
+      // The frontends give every output its own node (graph.cc refuses, onnx_graph.cc copies).
+      MTIR_ICHECK(!buffers_.count(out), "model output '" + out + "' is an input, constant or state");
       add_param(out, g_.type_of(out), AotModule::Role::kOutput);
     }
   }

@@ -549,6 +549,9 @@ void Loader::load_outputs(const json& root) {
     if (!kinds_.count(name))
       fail(span, "output '" + name + "' is not a model input, constant or node" +
                            did_you_mean(name, all_names));
+    if (kinds_.at(name) != "the node")
+      fail(span, "output '" + name + "' is " + kinds_.at(name) + ", not a node's result; a model output is "
+                 "a buffer run() writes (a reshape node to the same shape copies it into one)");
     if (std::find(g_.outputs.begin(), g_.outputs.end(), name) != g_.outputs.end())
       fail(span, "output '" + name + "' is listed twice");
     g_.outputs.push_back(name);

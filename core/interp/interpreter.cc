@@ -12,11 +12,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <optional>
 #include <unordered_map>
 
+#include "interp/compiled.h"
 #include "interp/scalar.h"
 #include "ir/op.h"
 
@@ -26,27 +28,8 @@ namespace {
 
 using interp::Scalar;
 
-std::string shape_text(const std::vector<int64_t>& dims) {
-  std::string s = "(";
-  for (size_t k = 0; k < dims.size(); ++k) s += (k ? ", " : "") + std::to_string(dims[k]);
-  return s + ")";
-}
-
-std::string index_text(const std::vector<int64_t>& idx) {
-  std::string s = "[";
-  for (size_t k = 0; k < idx.size(); ++k) s += (k ? ", " : "") + std::to_string(idx[k]);
-  return s + "]";
-}
-
-// Memory behind one or more buffer views.
-struct Storage {
-  std::string name;                // for messages: the buffer that owns it
-  NDArray* array = nullptr;        // parameters: the caller's tensor
-  std::unique_ptr<NDArray> owned;  // allocations: our own
-  bool track_writes = false;       // allocations only; parameters count as initialized
-  std::vector<uint8_t> written;
-  int64_t size = 0;  // elements of `array` (its shape does not change while we run)
-};
+using interp::shape_text;
+using interp::Storage;
 
 // A map from node addresses (variables, buffers' data variables) to their binding, looked
 // up on every variable read and buffer access: open addressing with linear probing, so a
@@ -63,6 +46,11 @@ class PointerMap {
     }
   }
   bool count(const void* key) { return find(key) != nullptr; }
+  template <typename F>
+  void for_each(F f) const {
+    for (const Slot& s : slots_)
+      if (s.key) f(s.key, s.value);
+  }
   V& operator[](const void* key) {
     if (V* v = find(key)) return *v;
     if (2 * (size_ + 1) > slots_.size()) grow();
@@ -113,14 +101,12 @@ class PointerMap {
   size_t size_ = 0;
 };
 
-// Thrown by `return x` (tvm_return) and caught where the function's run() began.
-struct Returned {
-  Scalar value;
-};
+using interp::Returned;
 
 class Interpreter {
  public:
-  Interpreter(const InterpOptions& options, const IRModule* module) : options_(options), module_(module) {}
+  Interpreter(const InterpOptions& options, const IRModule* module)
+      : options_(options), module_(module), tree_walk_(options.tree_walk || std::getenv("MICROTIR_INTERP_TREE_WALK")) {}
 
   // The value the function returned, for one with a return type.
   std::optional<int64_t> run(const PrimFunc& f, const std::string& name, const std::vector<InterpArg>& args);
@@ -169,9 +155,7 @@ class Interpreter {
   };
 
   // ---- buffers ----------------------------------------------------------------
-  static const void* storage_key(const Buffer& b) {
-    return b->data ? static_cast<const void*>(b->data.get()) : static_cast<const void*>(b.get());
-  }
+  static const void* storage_key(const Buffer& b) { return interp::storage_key(*b); }
   Storage& storage_of(const Buffer& b, const Span& span);
   std::vector<int64_t> eval_shape(const Buffer& b);
   int64_t element_address(const Buffer& b, const std::vector<Expr>& indices, const Storage& st, const Span& span);
@@ -198,13 +182,6 @@ class Interpreter {
   Scalar eval_binary(const BinaryNode* op);
   [[gnu::noinline]] Scalar eval_call(const CallNode* op);
   [[gnu::noinline]] Scalar eval_ramp(const RampNode* op);
-  Scalar reinterpret(const CallNode* op);
-  // A math builtin of one argument; `f` is a generic lambda, taken in float and double.
-  template <typename F>
-  Scalar unary(const CallNode* op, F f) {
-    return interp::unary_math(*op->builtin, op->dtype.element_of(), eval(op->args[0]), where(op->span),
-                              {static_cast<float (*)(float)>(f), static_cast<double (*)(double)>(f)});
-  }
   Scalar eval_extern(const CallNode* op);
   void exec(const Stmt& s);
   void exec_for(const ForNode* op);
@@ -217,6 +194,11 @@ class Interpreter {
   }
 
   Scalar call_function(const CallNode* op, bool by_symbol);
+  // The body of `f`, its parameters bound: compiled (compiled.h) unless it uses what
+  // only the tree walk covers, or the tree walk is asked for.
+  void exec_body(const PrimFunc& f);
+  // The body compiled, or null; the variables bound before it runs are `f`'s.
+  interp::CStmtPtr compile(const PrimFunc& f, interp::Compiler* c);
 
   const InterpOptions& options_;
   const IRModule* module_;  // for calls between functions
@@ -228,6 +210,7 @@ class Interpreter {
   PointerMap<Storage*> storage_;
   std::vector<std::unique_ptr<Storage>> param_storage_;
   int64_t steps_ = 0;
+  bool tree_walk_;
   // The statement being executed (its expressions are evaluated before any nested
   // statement runs, so this is always the enclosing one when they fail).
   const Span* stmt_span_ = nullptr;
@@ -333,7 +316,7 @@ std::optional<int64_t> Interpreter::run(const PrimFunc& f, const std::string& na
   for (size_t i = 0; i < args.size(); ++i)
     if (f->param_buffers[i]) bind_buffer_param(f->params[i], f->param_buffers[i], args[i]);
   try {
-    if (f->body) exec(f->body);
+    exec_body(f);
   } catch (const Returned& r) {
     if (f->ret_type.is_void()) return std::nullopt;
     return interp::cast(f->ret_type, r.value, f->span).i;
@@ -341,6 +324,42 @@ std::optional<int64_t> Interpreter::run(const PrimFunc& f, const std::string& na
   if (!f->ret_type.is_void())
     user_error(f->span, "'" + name + "' returns " + f->ret_type.str() + " but ended without a return statement");
   return std::nullopt;
+}
+
+interp::CStmtPtr Interpreter::compile(const PrimFunc& f, interp::Compiler* c) {
+  if (tree_walk_) return nullptr;
+  vars_.for_each([&](const void* v, const Scalar&) { c->bind_at_entry(static_cast<const VarNode*>(v)); });
+  try {
+    return c->stmt(f->body);
+  } catch (const interp::Unsupported&) {
+    return nullptr;
+  }
+}
+
+void Interpreter::exec_body(const PrimFunc& f) {
+  interp::Compiler c;
+  interp::CStmtPtr body = compile(f, &c);
+  if (!body) {
+    if (f->body) exec(f->body);
+    return;
+  }
+  interp::Frame frame;
+  frame.vars.resize(c.var_slots().size());
+  for (const auto& [v, slot] : c.var_slots())
+    if (const Scalar* value = vars_.find(v)) frame.vars[static_cast<size_t>(slot)] = *value;
+  frame.storage.resize(c.storage_slots().size());
+  for (const auto& [key, slot] : c.storage_slots())
+    if (Storage* const* st = storage_.find(key)) frame.storage[static_cast<size_t>(slot)] = *st;
+  frame.steps = steps_;
+  frame.max_steps = options_.max_steps;
+  frame.options = &options_;
+  // The steps taken count however the body ends (a call's steps add to its caller's).
+  struct Sync {
+    int64_t& steps;
+    const interp::Frame& frame;
+    ~Sync() { steps = frame.steps; }
+  } sync{steps_, frame};
+  body->exec(frame);
 }
 
 // ---- buffers ------------------------------------------------------------------------
@@ -374,11 +393,7 @@ int64_t Interpreter::element_address(const Buffer& b, const std::vector<Expr>& i
   for (size_t k = 0; k < indices.size(); ++k) idx[k] = eval_int(indices[k]);
   for (size_t k = 0; k < ndim; ++k) dims[k] = eval_int(b->shape[k]);
 
-  auto fail = [&](const std::string& detail) {
-    std::vector<int64_t> iv(idx, idx + indices.size()), dv(dims, dims + ndim);
-    user_error(span, "out-of-bounds access to buffer '" + b->name + "': index " + index_text(iv) + " " +
-                         (detail.empty() ? "outside shape " + shape_text(dv) : detail));
-  };
+  auto fail = [&](const std::string& detail) { interp::out_of_bounds(span, *b, idx, indices.size(), dims, ndim, detail); };
   if (indices.size() != ndim)
     fail("has " + std::to_string(indices.size()) + " dimensions but the shape " +
          shape_text(std::vector<int64_t>(dims, dims + ndim)) + " has " + std::to_string(ndim));
@@ -411,12 +426,9 @@ Scalar Interpreter::load(const BufferLoadNode* op) {
   Storage& st = storage_of(op->buffer, where(op->span));
   int64_t addr = element_address(op->buffer, op->indices, st, where(op->span));
   if (st.track_writes && !st.written[static_cast<size_t>(addr)])
-    user_error(where(op->span),
-               "read of uninitialized element " + std::to_string(addr) + " of buffer '" + st.name + "'");
+    interp::uninitialized_read(where(op->span), addr, st);
   const DataType t = op->buffer->dtype;
-  if (st.array->dtype != t)
-    user_error(where(op->span), "buffer '" + op->buffer->name + "' is " + t.str() + " but its storage holds " +
-                             st.array->dtype.str());
+  if (st.array->dtype != t) interp::storage_type_mismatch(where(op->span), *op->buffer, st.array->dtype);
   if (t.is_float()) return interp::make_float(t, st.array->get_float(addr));
   // NDArray::get_int without its range checks (element_address made them): the
   // little-endian bytes, which make_int wraps (sign- or zero-extends) to the type.
@@ -435,9 +447,7 @@ void Interpreter::store(const BufferStoreNode* op) {
   Scalar v = eval(op->value);
   int64_t addr = element_address(op->buffer, op->indices, st, where(op->span));
   const DataType t = op->buffer->dtype;
-  if (st.array->dtype != t)
-    user_error(where(op->span), "buffer '" + op->buffer->name + "' is " + t.str() + " but its storage holds " +
-                             st.array->dtype.str());
+  if (st.array->dtype != t) interp::storage_type_mismatch(where(op->span), *op->buffer, st.array->dtype);
   // The verifier makes the value's type equal the buffer's; converting anyway keeps a
   // malformed program from storing raw bits of the wrong kind.
   if (v.dtype != t) v = interp::cast(t, v, where(op->span));
@@ -451,9 +461,7 @@ void Interpreter::store(const BufferStoreNode* op) {
 void Interpreter::store_vector(const BufferStoreNode* op) {
   Storage& st = storage_of(op->buffer, where(op->span));
   const DataType t = op->buffer->dtype;
-  if (st.array->dtype != t)
-    user_error(where(op->span), "buffer '" + op->buffer->name + "' is " + t.str() + " but its storage holds " +
-                             st.array->dtype.str());
+  if (st.array->dtype != t) interp::storage_type_mismatch(where(op->span), *op->buffer, st.array->dtype);
   const int lanes = op->value->dtype.lanes();
   std::vector<Scalar> values = eval_lanes(op->value);
   std::vector<int64_t> addresses;
@@ -583,20 +591,23 @@ Scalar Interpreter::eval_call(const CallNode* op) {
   // against the same table, before any argument is read.
   if (std::string why; !builtin_arity_ok(builtin_info(b), op->args.size(), &why)) user_error(where(op->span), why);
   switch (b) {
-    case Builtin::Exp: return unary(op, [](auto x) { return std::exp(x); });
-    case Builtin::Log: return unary(op, [](auto x) { return std::log(x); });
-    case Builtin::Log2: return unary(op, [](auto x) { return std::log2(x); });
-    case Builtin::Sqrt: return unary(op, [](auto x) { return std::sqrt(x); });
-    case Builtin::Tanh: return unary(op, [](auto x) { return std::tanh(x); });
-    case Builtin::Sigmoid: return unary(op, [](auto x) { return decltype(x)(1) / (decltype(x)(1) + std::exp(-x)); });
-    case Builtin::Sin: return unary(op, [](auto x) { return std::sin(x); });
-    case Builtin::Cos: return unary(op, [](auto x) { return std::cos(x); });
-    case Builtin::Floor: return unary(op, [](auto x) { return std::floor(x); });
-    case Builtin::Ceil: return unary(op, [](auto x) { return std::ceil(x); });
-    // Halfway cases away from zero, like roundf.
-    case Builtin::Round: return unary(op, [](auto x) { return std::round(x); });
-    case Builtin::Erf: return unary(op, [](auto x) { return std::erf(x); });
-    case Builtin::Abs: return unary(op, [](auto x) { return std::fabs(x); });
+    case Builtin::Exp:
+    case Builtin::Log:
+    case Builtin::Log2:
+    case Builtin::Sqrt:
+    case Builtin::Tanh:
+    case Builtin::Sigmoid:
+    case Builtin::Sin:
+    case Builtin::Cos:
+    case Builtin::Floor:
+    case Builtin::Ceil:
+    case Builtin::Round:
+    case Builtin::Erf:
+    case Builtin::Abs: {
+      interp::UnaryFunction fn;
+      MTIR_ICHECK(interp::unary_function(b, &fn), "no math function for " + op->op);
+      return interp::unary_math(b, op->dtype.element_of(), eval(op->args[0]), where(op->span), fn);
+    }
     case Builtin::Pow:
       return interp::binary_math(b, op->dtype.element_of(), eval(op->args[0]), eval(op->args[1]), where(op->span));
     case Builtin::ShiftRight:
@@ -612,36 +623,16 @@ Scalar Interpreter::eval_call(const CallNode* op) {
     case Builtin::CallExtern: return eval_extern(op);
     case Builtin::TvmCallPacked: return call_function(op, /*by_symbol=*/true);
     case Builtin::CallTir: return call_function(op, /*by_symbol=*/false);
-    case Builtin::Smlad: {
-      auto half = [](int64_t v, int k) { return static_cast<int64_t>(static_cast<int16_t>(static_cast<uint32_t>(v) >> (16 * k))); };
-      int64_t a = eval_int(op->args[0]), bv = eval_int(op->args[1]), acc = eval_int(op->args[2]);
-      return interp::make_int(DataType::Int(32), acc + half(a, 0) * half(bv, 0) + half(a, 1) * half(bv, 1));
-    }
-    case Builtin::Smlabb: {
-      auto lo = [](int64_t v) { return static_cast<int64_t>(static_cast<int16_t>(static_cast<uint32_t>(v))); };
-      int64_t a = eval_int(op->args[0]), bv = eval_int(op->args[1]), acc = eval_int(op->args[2]);
-      return interp::make_int(DataType::Int(32), acc + lo(a) * lo(bv));
-    }
-    case Builtin::Smmlar: {
-      const int64_t a = static_cast<int32_t>(eval_int(op->args[0])), bv = static_cast<int32_t>(eval_int(op->args[1]));
-      const uint64_t acc = static_cast<uint32_t>(eval_int(op->args[2]));
-      const uint64_t sum = (acc << 32) + static_cast<uint64_t>(a * bv) + 0x80000000u;
-      return interp::make_int(DataType::Int(32), static_cast<int32_t>(static_cast<uint32_t>(sum >> 32)));
-    }
-    case Builtin::Reinterpret: return reinterpret(op);
-    case Builtin::Clz: {
-      const int bits = op->args[0]->dtype.bits();
-      uint64_t x = static_cast<uint64_t>(eval_int(op->args[0]));
-      if (bits < 64) x &= (uint64_t{1} << bits) - 1;
-      int n = bits;
-      while (x) x >>= 1, --n;
-      return interp::make_int(DataType::Int(32), n);
-    }
+    case Builtin::Smlad:
+    case Builtin::Smlabb:
+    case Builtin::Smmlar:
+    case Builtin::Reinterpret:
+    case Builtin::Clz:
     case Builtin::Sxtb16:
     case Builtin::Sxtb16Ror8: {
-      const uint32_t x = static_cast<uint32_t>(eval_int(op->args[0])) >> (b == Builtin::Sxtb16 ? 0 : 8);
-      auto half = [x](int k) { return static_cast<uint32_t>(static_cast<uint16_t>(static_cast<int8_t>(x >> (16 * k)))); };
-      return interp::make_int(DataType::Int(32), static_cast<int32_t>(half(0) | (half(1) << 16)));
+      Scalar args[3];
+      for (size_t k = 0; k < op->args.size() && k < 3; ++k) args[k] = eval(op->args[k]);
+      return interp::pure_intrinsic(b, op->args[0]->dtype, op->dtype, args);
     }
     // `return x` / T.ret(x): unwinds to the function's run().
     case Builtin::TvmReturn: throw Returned{eval(op->args[0])};
@@ -655,10 +646,7 @@ Scalar Interpreter::eval_call(const CallNode* op) {
     // Only as arguments of a call the cases above make: call_function reads them.
     case Builtin::TvmMakeTensor:
     case Builtin::TirRegion:
-      user_error(where(op->span), "T." + op->op + " describes a tensor argument: it can only be an argument of "
-                                  "T.tvm_call_packed or T.call_tir");
     case Builtin::AddressOf:
-      user_error(where(op->span), "T.address_of yields a machine address, which the interpreter does not model");
     // Lowered functions only: the packed calling convention's arguments and stack.
     case Builtin::TvmArgTypeCode:
     case Builtin::TvmArgHandle:
@@ -684,40 +672,9 @@ Scalar Interpreter::eval_call(const CallNode* op) {
     case Builtin::TvmSetShape:
     case Builtin::TvmTensorInit:
     case Builtin::TvmCallPackedLowered:
-      user_error(where(op->span), "T." + op->op +
-                                      " reads packed-API arguments, which exist only in generated code; interpret "
-                                      "the function before make_packed_api");
+      user_error(where(op->span), interp::builtin_refusal(op));
   }
   MTIR_ICHECK(false, "unhandled builtin");
-}
-
-// The same bits as another type of the same width (32 or 64 bits).
-Scalar Interpreter::reinterpret(const CallNode* op) {
-  const DataType from = op->args[0]->dtype, to = op->dtype;
-  Scalar x = eval(op->args[0]);
-  uint64_t bits;
-  if (from.is_float() && from.bits() == 32) {
-    float f = static_cast<float>(x.f);
-    uint32_t b;
-    std::memcpy(&b, &f, 4);
-    bits = b;
-  } else if (from.is_float()) {
-    std::memcpy(&bits, &x.f, 8);
-  } else {
-    bits = static_cast<uint64_t>(x.i);
-  }
-  if (to.is_float() && to.bits() == 32) {
-    uint32_t b = static_cast<uint32_t>(bits);
-    float f;
-    std::memcpy(&f, &b, 4);
-    return interp::make_float(to, f);
-  }
-  if (to.is_float()) {
-    double d;
-    std::memcpy(&d, &bits, 8);
-    return interp::make_float(to, d);
-  }
-  return interp::make_int(to, static_cast<int64_t>(bits));
 }
 
 // Calls between functions of the module: T.tvm_call_packed("f", args...) and
@@ -858,9 +815,7 @@ Scalar Interpreter::eval_ramp(const RampNode* op) {
 // ---- statements -------------------------------------------------------------------------
 
 void Interpreter::count_step(const Span& span) {
-  if (++steps_ > options_.max_steps)
-    user_error(span, "step limit of " + std::to_string(options_.max_steps) +
-                         " exceeded (infinite or very long loop?)");
+  if (++steps_ > options_.max_steps) interp::step_limit_exceeded(span, options_.max_steps);
 }
 
 void Interpreter::exec_for(const ForNode* op) {
@@ -882,41 +837,14 @@ void Interpreter::exec_for(const ForNode* op) {
 
 void Interpreter::exec_allocate(const AllocateNode* op) {
   const Buffer& b = op->buffer;
-  std::vector<int64_t> dims = eval_shape(b);
-  // Sizes saturate at INT64_MAX on overflow; the limit check below then rejects them.
-  auto mul = [](int64_t x, int64_t y) {
-    int64_t r;
-    return __builtin_mul_overflow(x, y, &r) ? INT64_MAX : r;
-  };
-  int64_t count = 1;
-  for (int64_t d : dims) {
-    if (d < 0)
-      user_error(op->span, "allocation of buffer '" + b->name + "' with negative extent " + std::to_string(d));
-    count = mul(count, d);
-  }
-  // With explicit strides or an offset, the storage must reach the farthest element.
-  if (count > 0 && (!b->strides.empty() || (b->elem_offset && eval_int(b->elem_offset) != 0))) {
-    int64_t last = b->elem_offset ? eval_int(b->elem_offset) : 0;
-    for (size_t k = 0; k < dims.size() && k < b->strides.size(); ++k) {
-      int64_t reach = mul(dims[k] - 1, eval_int(b->strides[k]));
-      if (__builtin_add_overflow(last, reach, &last)) last = INT64_MAX - 1;
-    }
-    count = std::max<int64_t>(count, last + 1);
-  }
-  if (mul(count, b->dtype.bytes()) > options_.max_alloc_bytes)
-    user_error(op->span, "allocation of buffer '" + b->name + "' is larger than the interpreter's limit of " +
-                             std::to_string(options_.max_alloc_bytes) + " bytes");
-  Storage st;
-  st.name = b->name;
-  st.owned = std::make_unique<NDArray>(NDArray::zeros(b->dtype, {count}));
-  st.array = st.owned.get();
-  st.size = count;
-  st.track_writes = true;
-  st.written.assign(static_cast<size_t>(count), 0);
+  const int64_t count = interp::allocation_elements(
+      *b, eval_shape(b), [&] { return eval_int(b->elem_offset); }, [&](size_t k) { return eval_int(b->strides[k]); },
+      op->span, options_.max_alloc_bytes);
+  std::unique_ptr<Storage> st = interp::new_allocation(*b, count);
   const void* key = storage_key(b);
   Storage* const* found = storage_.find(key);
   Storage* saved = found ? *found : nullptr;
-  storage_[key] = &st;
+  storage_[key] = st.get();
   // Restore on every exit, including an error thrown from the body.
   struct Restore {
     PointerMap<Storage*>& map;
@@ -969,10 +897,7 @@ void Interpreter::exec(const Stmt& s) {
       // are bounds-checked against that storage, so only the element type must agree.
       const auto* op = static_cast<const DeclBufferNode*>(s.get());
       const Storage& st = storage_of(op->buffer, op->span);
-      DataType storage_type = st.array ? st.array->dtype : st.owned->dtype;
-      if (storage_type != op->buffer->dtype)
-        user_error(op->span, "buffer '" + op->buffer->name + "' views " + storage_type.str() + " storage of '" +
-                                 st.name + "' as " + op->buffer->dtype.str() + "; the interpreter cannot reinterpret memory");
+      if (st.array->dtype != op->buffer->dtype) interp::decl_buffer_type_mismatch(op->span, *op->buffer, st);
       exec(op->body);
       return;
     }

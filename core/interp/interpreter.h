@@ -34,6 +34,9 @@ struct InterpOptions {
   std::map<std::string, std::function<double(const std::vector<double>&)>> extern_functions;
   // Largest allocation (in bytes) an Allocate may make before it is reported.
   int64_t max_alloc_bytes = int64_t{1} << 30;
+  // Walk the IR tree instead of running the compiled form (interp/compiled.h), which
+  // computes the same; tests compare the two. MICROTIR_INTERP_TREE_WALK=1 sets it too.
+  bool tree_walk = false;
 };
 
 // Runs `func_name` of `mod` on `args` in place. Throws DiagnosticError on a user-level

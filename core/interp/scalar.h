@@ -76,6 +76,21 @@ Scalar binary_math(Builtin op, DataType t, const Scalar& x, const Scalar& y, con
 // shift_right is arithmetic for signed types; shift_left wraps.
 Scalar int_binary(Builtin op, DataType t, const Scalar& x, const Scalar& y, const Span& span);
 
+// The float and double forms of a math builtin of one argument (exp ... abs); false for
+// any other builtin.
+bool unary_function(Builtin op, UnaryFunction* out);
+
+// The DSP and bit-level builtins whose value is a pure function of their evaluated
+// arguments (smlad, smlabb, smmlar, clz, sxtb16, sxtb16_ror8, reinterpret): `args` are
+// the call's arguments in order, `from` the first argument's type, `to` the call's.
+// false for any other builtin.
+bool is_pure_intrinsic(Builtin op);
+Scalar pure_intrinsic(Builtin op, DataType from, DataType to, const Scalar* args);
+
+// Why the interpreter cannot evaluate `op` (a tensor description, an address, the
+// packed API's argument accessors), or "" when it can.
+std::string builtin_refusal(const CallNode* op);
+
 // For messages: the shortest decimal that reads back as `v`.
 std::string format_double(double v);
 

@@ -99,6 +99,9 @@ case("values_count", ["constant 'w': 'values' has 3 numbers but the shape (8, 1,
 case("unknown_output", ["output 'relu' is not a model input, constant or node", "did you mean 'relu1'?"],
      lambda g: g.update(outputs=["relu"]))
 case("empty_outputs", ["'outputs' must be a non-empty list of names, not an empty list"], lambda g: g.update(outputs=[]))
+case("constant_output", ["output 'w' is the constant, not a node's result", "a reshape node"],
+     lambda g: g.update(outputs=["relu1", "w"]))
+case("input_output", ["output 'x' is the model input, not a node's result"], lambda g: g.update(outputs=["x"]))
 case("unsupported_dtype", ["input 'x': unsupported dtype 'float64'", "supported: float32"],
      lambda g: g["inputs"][0].update(dtype="float64"))
 case("non_positive_dim", ["input 'x': dimension 2 of the shape is 0; dimensions must be positive"],

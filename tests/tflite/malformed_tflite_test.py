@@ -50,6 +50,17 @@ def edit(fn):
     return m
 
 
+def call_once_of_subgraph(k):
+    """A CALL_ONCE of subgraph k before the model's operator (a second subgraph is allowed:
+    CALL_ONCE, IF and WHILE name others)."""
+    def add(m):
+        m["operator_codes"].append({"deprecated_builtin_code": 127, "builtin_code": "CALL_ONCE", "version": 1})
+        m["subgraphs"][0]["operators"].insert(0, {"opcode_index": 1, "inputs": [], "outputs": [],
+                                                  "builtin_options_type": "CallOnceOptions",
+                                                  "builtin_options": {"init_subgraph_index": k}})
+    return add
+
+
 def tensor(m, i):
     return m["subgraphs"][0]["tensors"][i]
 
@@ -97,7 +108,8 @@ JSON_CASES = [
     ("constant_operator_output", edit(lambda m: tensor(m, 3).update(buffer=1)), "is an operator's output but holds constant data"),
     ("output_never_computed", edit(lambda m: m["subgraphs"][0].update(outputs=[2])), "a model output, is computed by no operator"),
     ("no_subgraph", edit(lambda m: m.update(subgraphs=[])), "the model has no subgraph"),
-    ("two_subgraphs", edit(lambda m: m.update(subgraphs=m["subgraphs"] * 2)), "a model with 2 subgraphs"),
+    ("call_once_missing_subgraph", edit(call_once_of_subgraph(5)),
+     "its init subgraph 5 is not one of the model's other subgraphs (it has 1)"),
     ("weights_not_2d", edit(lambda m: tensor(m, 1).update(shape=[8])), "the weights must be 2-D"),
 ]
 

@@ -725,5 +725,68 @@ TEST(Interp, CallExtern) {
   EXPECT_EQ(B.get_float(0), 23.0);
 }
 
+// ---- the compiled form and the tree walk -------------------------------------------------
+
+// Runs `m` on copies of `inputs` once compiled and once walked as a tree: the same bytes
+// out, or the same first diagnostic (message and line), which it returns.
+std::string expect_forms_agree(const IRModule& m, const std::vector<NDArray>& inputs, InterpOptions options = {}) {
+  std::vector<NDArray> results[2];
+  std::string errors[2];
+  for (int walk = 0; walk < 2; ++walk) {
+    options.tree_walk = walk == 1;
+    results[walk] = inputs;
+    std::vector<InterpArg> args;
+    for (NDArray& a : results[walk]) args.push_back(&a);
+    try {
+      interpret(m, "f", args, options);
+    } catch (const DiagnosticError& e) {
+      errors[walk] = e.diagnostics().empty() ? "?" : e.diagnostics()[0].message + " @" +
+                                                         std::to_string(e.diagnostics()[0].span.line);
+    }
+  }
+  EXPECT_EQ(errors[0], errors[1]);
+  for (size_t k = 0; k < inputs.size(); ++k) EXPECT_EQ(results[0][k].data, results[1][k].data) << "argument " << k;
+  return errors[0];
+}
+
+// An int8 convolution row as the TFLite kernels lower it: int32 accumulation through an
+// allocated accumulator, requantization by multiply, rounding shift and clamp, a strided
+// view and a guarded (if_then_else) padding read; then the same with faults planted.
+TEST(Interp, CompiledFormAgreesWithTreeWalk) {
+  FuncBuilder fb;
+  Buffer in = fb.buffer("In", kI8, std::vector<int64_t>{2, 9});
+  Buffer w = fb.buffer("W", kI8, std::vector<int64_t>{3});
+  Buffer out = fb.buffer("Out", kI8, std::vector<int64_t>{2, 8});
+  Buffer acc = MakeBuffer("acc", kI32, {i32(1)});
+  Var r = MakeVar("r", kI32), i = MakeVar("i", kI32), k = MakeVar("k", kI32), s = MakeVar("s", kI32);
+  auto i32_of = [](Expr e) { return Cast(kI32, std::move(e)); };
+  Expr x = add(i, k);
+  Expr padded = Call(kI8, "if_then_else", {lt(x, i32(9)), BufferLoad(in, {r, x}), IntImm(kI8, 0)});
+  Expr scaled = intrin("shift_right", add(mul(BufferLoad(acc, {i32(0)}), s), i32(64)), i32(7));
+  Expr clamped = bin(ExprKind::Min, bin(ExprKind::Max, scaled, i32(-128)), i32(127));
+  auto body = [&](int extent) {
+    return loop(r, 2, loop(i, extent, Allocate(acc, "local", seq({
+        BufferStore(acc, i32(0), {i32(0)}),
+        loop(k, 3, BufferStore(acc, add(BufferLoad(acc, {i32(0)}), mul(i32_of(padded), i32_of(BufferLoad(w, {k})))),
+                               {i32(0)}, at(5))),
+        LetStmt(s, i32(93), BufferStore(out, Cast(kI8, clamped), {r, i}, at(6))),
+    }))));
+  };
+  NDArray In = NDArray::zeros(kI8, {2, 9}), W = NDArray::zeros(kI8, {3}), Out = NDArray::zeros(kI8, {2, 8});
+  for (int64_t v = 0; v < 18; ++v) In.set_int(v, (v * 37) % 256 - 128);
+  W.set_int(0, 127), W.set_int(1, -128), W.set_int(2, 45);
+  EXPECT_EQ(expect_forms_agree(fb.module(body(8)), {In, W, Out}), "");
+  EXPECT_EQ(expect_forms_agree(fb.module(body(9)), {In, W, Out}),  // writes Out[r, 8]
+            "out-of-bounds access to buffer 'Out': index [0, 8] outside shape (2, 8) @6");
+  InterpOptions few_steps;
+  few_steps.max_steps = 150;  // runs out inside the second row
+  EXPECT_EQ(expect_forms_agree(fb.module(body(8)), {In, W, Out}, few_steps),
+            "step limit of 150 exceeded (infinite or very long loop?) @0");
+  // Reading the accumulator before it is written.
+  EXPECT_EQ(expect_forms_agree(fb.module(loop(r, 2, loop(i, 8, Allocate(acc, "local", BufferStore(
+                out, Cast(kI8, BufferLoad(acc, {i32(0)}, at(9))), {r, i}))))), {In, W, Out}),
+            "read of uninitialized element 0 of buffer 'acc' @9");
+}
+
 }  // namespace
 }  // namespace mtir

@@ -1,0 +1,160 @@
+// The builtins of ir/builtins.def whose value the interpreter computes without its
+// state (math functions, DSP and bit-level intrinsics), and the message for those it
+// refuses: shared by the tree walk (interpreter.cc) and the compiled form (compile_*.cc).
+#include <cmath>
+#include <cstring>
+
+#include "interp/scalar.h"
+#include "ir/op.h"
+
+namespace mtir {
+namespace interp {
+
+namespace {
+
+// A generic lambda taken in float and in double.
+template <typename F>
+UnaryFunction both(F f) {
+  return {static_cast<float (*)(float)>(f), static_cast<double (*)(double)>(f)};
+}
+
+// The same bits as another type of the same width (32 or 64 bits).
+Scalar reinterpret_bits(DataType from, DataType to, const Scalar& x) {
+  uint64_t bits;
+  if (from.is_float() && from.bits() == 32) {
+    float f = static_cast<float>(x.f);
+    uint32_t b;
+    std::memcpy(&b, &f, 4);
+    bits = b;
+  } else if (from.is_float()) {
+    std::memcpy(&bits, &x.f, 8);
+  } else {
+    bits = static_cast<uint64_t>(x.i);
+  }
+  if (to.is_float() && to.bits() == 32) {
+    uint32_t b = static_cast<uint32_t>(bits);
+    float f;
+    std::memcpy(&f, &b, 4);
+    return make_float(to, f);
+  }
+  if (to.is_float()) {
+    double d;
+    std::memcpy(&d, &bits, 8);
+    return make_float(to, d);
+  }
+  return make_int(to, static_cast<int64_t>(bits));
+}
+
+int64_t half16(int64_t v, int k) { return static_cast<int16_t>(static_cast<uint32_t>(v) >> (16 * k)); }
+
+}  // namespace
+
+bool unary_function(Builtin op, UnaryFunction* out) {
+  switch (op) {
+    case Builtin::Exp: *out = both([](auto x) { return std::exp(x); }); return true;
+    case Builtin::Log: *out = both([](auto x) { return std::log(x); }); return true;
+    case Builtin::Log2: *out = both([](auto x) { return std::log2(x); }); return true;
+    case Builtin::Sqrt: *out = both([](auto x) { return std::sqrt(x); }); return true;
+    case Builtin::Tanh: *out = both([](auto x) { return std::tanh(x); }); return true;
+    case Builtin::Sigmoid:
+      *out = both([](auto x) { return decltype(x)(1) / (decltype(x)(1) + std::exp(-x)); });
+      return true;
+    case Builtin::Sin: *out = both([](auto x) { return std::sin(x); }); return true;
+    case Builtin::Cos: *out = both([](auto x) { return std::cos(x); }); return true;
+    case Builtin::Floor: *out = both([](auto x) { return std::floor(x); }); return true;
+    case Builtin::Ceil: *out = both([](auto x) { return std::ceil(x); }); return true;
+    // Halfway cases away from zero, like roundf.
+    case Builtin::Round: *out = both([](auto x) { return std::round(x); }); return true;
+    case Builtin::Erf: *out = both([](auto x) { return std::erf(x); }); return true;
+    case Builtin::Abs: *out = both([](auto x) { return std::fabs(x); }); return true;
+    default: return false;
+  }
+}
+
+bool is_pure_intrinsic(Builtin op) {
+  switch (op) {
+    case Builtin::Smlad:
+    case Builtin::Smlabb:
+    case Builtin::Smmlar:
+    case Builtin::Clz:
+    case Builtin::Sxtb16:
+    case Builtin::Sxtb16Ror8:
+    case Builtin::Reinterpret: return true;
+    default: return false;
+  }
+}
+
+Scalar pure_intrinsic(Builtin op, DataType from, DataType to, const Scalar* args) {
+  const DataType i32 = DataType::Int(32);
+  switch (op) {
+    case Builtin::Smlad:
+      return make_int(i32, args[2].i + half16(args[0].i, 0) * half16(args[1].i, 0) +
+                               half16(args[0].i, 1) * half16(args[1].i, 1));
+    case Builtin::Smlabb: return make_int(i32, args[2].i + half16(args[0].i, 0) * half16(args[1].i, 0));
+    case Builtin::Smmlar: {
+      const int64_t a = static_cast<int32_t>(args[0].i), b = static_cast<int32_t>(args[1].i);
+      const uint64_t acc = static_cast<uint32_t>(args[2].i);
+      const uint64_t sum = (acc << 32) + static_cast<uint64_t>(a * b) + 0x80000000u;
+      return make_int(i32, static_cast<int32_t>(static_cast<uint32_t>(sum >> 32)));
+    }
+    case Builtin::Clz: {
+      const int bits = from.bits();
+      uint64_t x = static_cast<uint64_t>(args[0].i);
+      if (bits < 64) x &= (uint64_t{1} << bits) - 1;
+      int n = bits;
+      while (x) x >>= 1, --n;
+      return make_int(i32, n);
+    }
+    case Builtin::Sxtb16:
+    case Builtin::Sxtb16Ror8: {
+      const uint32_t x = static_cast<uint32_t>(args[0].i) >> (op == Builtin::Sxtb16 ? 0 : 8);
+      auto half = [x](int k) { return static_cast<uint32_t>(static_cast<uint16_t>(static_cast<int8_t>(x >> (16 * k)))); };
+      return make_int(i32, static_cast<int32_t>(half(0) | (half(1) << 16)));
+    }
+    case Builtin::Reinterpret: return reinterpret_bits(from, to, args[0]);
+    default: break;
+  }
+  MTIR_ICHECK(false, "not a pure intrinsic");
+}
+
+std::string builtin_refusal(const CallNode* op) {
+  switch (*op->builtin) {
+    // Only as arguments of a call the interpreter makes (tvm_call_packed, call_tir).
+    case Builtin::TvmMakeTensor:
+    case Builtin::TirRegion:
+      return "T." + op->op + " describes a tensor argument: it can only be an argument of T.tvm_call_packed or T.call_tir";
+    case Builtin::AddressOf: return "T.address_of yields a machine address, which the interpreter does not model";
+    // Lowered functions only: the packed calling convention's arguments and stack.
+    case Builtin::TvmArgTypeCode:
+    case Builtin::TvmArgHandle:
+    case Builtin::TvmArgInt:
+    case Builtin::TvmArgFloat:
+    case Builtin::TvmTensorData:
+    case Builtin::TvmTensorNdim:
+    case Builtin::TvmTensorShape:
+    case Builtin::TvmTensorStridesIsNull:
+    case Builtin::TvmTensorStride:
+    case Builtin::TvmTensorDtypeCode:
+    case Builtin::TvmTensorDtypeBits:
+    case Builtin::TvmTensorDtypeLanes:
+    case Builtin::TvmTensorByteOffset:
+    case Builtin::TvmTensorDeviceType:
+    case Builtin::TvmHandleIsNull:
+    case Builtin::TvmHandleIsAligned:
+    case Builtin::TvmStackAlloca:
+    case Builtin::TvmSetArgHandle:
+    case Builtin::TvmSetArgInt:
+    case Builtin::TvmSetArgFloat:
+    case Builtin::TvmSetTypeCode:
+    case Builtin::TvmSetShape:
+    case Builtin::TvmTensorInit:
+    case Builtin::TvmCallPackedLowered:
+      return "T." + op->op +
+             " reads packed-API arguments, which exist only in generated code; interpret the function before "
+             "make_packed_api";
+    default: return "";
+  }
+}
+
+}  // namespace interp
+}  // namespace mtir
