@@ -6,11 +6,13 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "sim/firmware_main.h"
 #include "sim/host_sim.h"
+#include "sim/library_frames.h"
 #include "sim/process.h"
 #include "codegen/llvm/llvm_target.h"
 #include "driver/target.h"
@@ -84,6 +86,8 @@ std::vector<std::string> compile_command(const CrossTarget& t, const ProgramSpec
   for (const char* f : {"-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-pedantic", "-ffunction-sections",
                         "-fdata-sections"})
     cmd.push_back(f);
+  // Every unit's frames and calls (program-<unit>.ci), for the static stack bound.
+  if (t.callgraph_info) cmd.push_back("-fcallgraph-info=su");
   // Hosted, the firmware runs under the sanitizers the build asks for (host_sanitizers).
   if (t.name == "host")
     for (const auto& f : sanitizer_cflags(host_sanitizers())) cmd.push_back(f);
@@ -294,6 +298,20 @@ int64_t instructions_from_counter(const CrossTarget& target, uint64_t raw, uint6
   return -1;
 }
 
+namespace {
+
+// A previous build's call graph, whose units may not be this build's.
+void remove_callgraph_files(const fs::path& program) {
+  const std::string prefix = program.filename().string() + "-";
+  std::vector<fs::path> stale;
+  for (const auto& e : fs::directory_iterator(program.parent_path()))
+    if (e.path().filename().string().compare(0, prefix.size(), prefix) == 0 && e.path().extension() == ".ci")
+      stale.push_back(e.path());
+  for (const auto& p : stale) fs::remove(p);
+}
+
+}  // namespace
+
 std::string build_program(const CrossTarget& t, const ProgramSpec& spec) {
   require_target_tools(t);
   const fs::path work = spec.work_dir;
@@ -304,6 +322,7 @@ std::string build_program(const CrossTarget& t, const ProgramSpec& spec) {
   std::vector<std::string> run = run_command(t, out.string(), work.string());
   if (!t.elf) write_text(work / "run_wasm.js", kWasmRunner);
   write_text(work / "Makefile", makefile(t, cmd, run));
+  remove_callgraph_files(out);
   const fs::path log = work / "build.log";
   if (run_process(cmd, log) != 0) {
     std::string text = read_text(log);
@@ -531,6 +550,28 @@ std::vector<std::vector<NDArray>> decode_outputs(const FirmwareLog& log, const s
   return result;
 }
 
+// The library functions' frames from the firmware's disassembly, kept beside it: on the
+// cross targets the C library is linked in (the host's is a shared library: its
+// functions stay listed, not counted).
+void add_firmware_library_frames(const CrossTarget& t, const std::string& firmware, const fs::path& work,
+                                 CallGraph& graph) {
+  const bool thumb = t.port == "cortex-m", riscv = t.port == "riscv32";
+  if (!thumb && !riscv) return;
+  const std::string objdump = t.cc.substr(0, t.cc.size() - 3) + "objdump";  // arm-none-eabi-gcc -> ...-objdump
+  const fs::path listing = work / (fs::path(firmware).filename().string() + ".dis");
+  if (run_process({objdump, "-d", "-t", "--no-show-raw-insn", firmware}, listing) != 0)
+    fail(objdump + " could not disassemble " + firmware + " for its stack bound: " + last_line(read_text(listing)));
+  add_library_frames(graph, read_text(listing), thumb ? DisassemblyArch::kThumb : DisassemblyArch::kRiscv);
+}
+
+// A file name two sources share (codegen/host/src/lib0.c and codegen/npu0/src/lib0.c), or "".
+std::string repeated_unit_name(const std::vector<std::string>& sources) {
+  std::set<std::string> seen;
+  for (const auto& src : sources)
+    if (!seen.insert(fs::path(src).filename().string()).second) return fs::path(src).filename().string();
+  return "";
+}
+
 // Sizes, memory, stack and instruction counts of one run of the firmware.
 TargetReport target_report(const CrossTarget& t, const ArtifactInfo& info, const FirmwareSpec& spec,
                            const FirmwareLog& log, const std::string& firmware, const fs::path& work,
@@ -560,6 +601,15 @@ TargetReport target_report(const CrossTarget& t, const ArtifactInfo& info, const
     r.ram_bytes = log.data_end - kWasmStackBytes;
   }
   for (int64_t s : log.stack) r.stack_bytes = std::max(r.stack_bytes, s);
+  if (t.callgraph_info) {
+    // main calls run() directly, or the packed main through TVMFuncCall.
+    const std::string entry = spec.interface_api == "packed" ? "TVMFuncCall" : "tvmgen_" + info.c_model + "_run";
+    CallGraph graph = read_callgraph(firmware);
+    add_firmware_library_frames(t, firmware, work, graph);
+    r.stack_bounds = artifact_stack_bounds(graph, entry, (fs::path(info.dir) / "codegen").string());
+  } else {
+    r.stack_bound_absent = t.cc + " writes no call graph (-fcallgraph-info is GCC's)";
+  }
   if (t.counter == CounterKind::kNone) {
     r.counter_method = t.name == "wasm32" ? "not available: V8 has no deterministic instruction counter"
                                           : "not available on the host";
@@ -619,6 +669,10 @@ ArtifactRunResult run_artifact(const ArtifactInfo& info, const std::vector<Artif
   result.outputs = decode_outputs(log, outputs, run.log);
   result.devices = log.devices;
   result.report = target_report(t, info, spec, log, firmware, work, run.log);
+  if (std::string twice = repeated_unit_name(prog.sources); !twice.empty() && t.callgraph_info) {
+    result.report.stack_bounds = {};
+    result.report.stack_bound_absent = "two sources are named " + twice + ", and GCC writes one call-graph file per name";
+  }
   return result;
 }
 

@@ -12,6 +12,7 @@
 
 #include "sim/binary_size.h"
 #include "sim/cross_targets.h"
+#include "sim/stack_bound.h"
 #include "driver/target.h"
 #include "support/ndarray.h"
 
@@ -88,6 +89,10 @@ struct TargetReport {
   int64_t state_bytes = 0;        // the model's state, static in the artifact (part of ram_bytes)
   int64_t test_input_bytes = 0;   // the const input sets the harness keeps in flash (part of flash_bytes)
   int64_t stack_bytes = -1;       // high-water of run() (painting); -1 if not measured
+  // The static bound from the firmware's call graph (sim/stack_bound.h): never below
+  // stack_bytes - main's frame; none (stack_bound_absent says why) without GCC.
+  ArtifactStackBounds stack_bounds;
+  std::string stack_bound_absent;
   std::vector<int64_t> instructions;  // per run, exact; empty without a deterministic counter
   std::vector<LayerCount> layers;     // the first run's operator calls, in order (profile_layers)
   int64_t layer_probe_instructions = -1;  // the empty hook pair subtracted from each

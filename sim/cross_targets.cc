@@ -39,6 +39,7 @@ CrossTarget cortex_m(const std::string& name, const std::string& machine, std::v
   t.board = "QEMU " + machine;
   t.counter = CounterKind::kMps2Ticks;
   t.paint_stack = true;
+  t.callgraph_info = true;
   return t;
 }
 
@@ -62,6 +63,7 @@ std::vector<CrossTarget> make_targets() {
   host.cc_package = "gcc";
   host.link_flags = {"-lm"};
   host.board = "this machine";
+  host.callgraph_info = true;  // Debian's cc is GCC (scripts/install-deps.sh)
   host.llvm_triple = "x86_64-pc-linux-gnu";
   all.push_back(host);
 
@@ -95,6 +97,7 @@ std::vector<CrossTarget> make_targets() {
   rv.llvm_triple = "riscv32-unknown-elf";  // the backend builds rv32imac (+m,+a,+c) for it
   rv.counter = CounterKind::kMinstret;
   rv.paint_stack = true;
+  rv.callgraph_info = true;
   all.push_back(rv);
 
   CrossTarget wasm;

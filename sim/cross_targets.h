@@ -31,6 +31,7 @@ struct CrossTarget {
   CounterKind counter = CounterKind::kNone;
   bool elf = true;                      // sizes from ELF sections (else a wasm module)
   bool paint_stack = false;             // measure the stack high-water by painting
+  bool callgraph_info = false;          // cc is GCC: -fcallgraph-info=su gives the static stack bound
   // What the LLVM backend builds for this target: `--target "llvm -mtriple=T -mcpu=C"`.
   // An LLVM-built artifact runs here only if its objects were built for this triple.
   std::string llvm_triple;

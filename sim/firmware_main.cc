@@ -217,7 +217,8 @@ void emit_main_prologue(std::ostringstream& os, const FirmwareSpec& spec, const 
   os << (spec.devices.empty() ? "" : "  struct " + prefix + "_devices devices;\n")
      << "  int32_t rc;\n  int run;\n"
      << "#ifdef MTIR_COUNTER_UNIT\n  uint64_t t0, t1;\n#endif\n";
-  if (spec.stack_paint_bytes > 0) os << "  volatile uint32_t frame_marker = 0;\n  uintptr_t top = (uintptr_t)&frame_marker;\n";
+  if (spec.stack_paint_bytes > 0)
+    os << "  volatile uint32_t frame_marker = 0;\n  uintptr_t top = (uintptr_t)&frame_marker;\n  uint64_t stack_high;\n";
   os << "  if (TVMCrtWorkspaceInit(workspace, sizeof workspace) != 0) {\n"
      << "    printf(\"@mtir error workspace init failed\\n\");\n    return 3;\n  }\n";
   if (!spec.inputs.empty() || !spec.outputs.empty()) {
@@ -273,12 +274,14 @@ void emit_runs(std::ostringstream& os, const FirmwareSpec& spec, const std::stri
   os << "#ifdef MTIR_COUNTER_UNIT\n    t0 = mtir_counter_read();\n#endif\n"
      << "    rc = " << run_call(spec, prefix, macro) << ";\n"
      << "#ifdef MTIR_COUNTER_UNIT\n    t1 = mtir_counter_read();\n#endif\n"
+     // Scanned before anything else runs: printf's frames would count as run()'s.
+     << (spec.stack_paint_bytes > 0 ? "    stack_high = stack_used(top);\n" : "")
      << "    if (rc != 0) {\n      printf(\"@mtir error run %d returned %ld: %s\\n\", run, (long)rc, TVMGetLastError());\n"
      << "      return 3;\n    }\n"
      << "    if (TVMCrtWorkspaceUsed() != 0) {\n"
      << "      printf(\"@mtir error run %d left workspace blocks allocated\\n\", run);\n      return 4;\n    }\n"
      << "#ifdef MTIR_COUNTER_UNIT\n    print_u64(\"count\", run, (uint64_t)mtir_counter_delta(t0, t1));\n#endif\n";
-  if (spec.stack_paint_bytes > 0) os << "    print_u64(\"stack\", run, stack_used(top));\n";
+  if (spec.stack_paint_bytes > 0) os << "    print_u64(\"stack\", run, stack_high);\n";
   if (spec.profile_layers) {
     os << "    {\n      int k;\n      for (k = 0; k < mtir_profile_used; ++k)\n"
        << "        printf(\"@mtir layer %d %d %s %08lx%08lx\\n\", run, k, mtir_profile_names[k] ? mtir_profile_names[k] : \"?\",\n"

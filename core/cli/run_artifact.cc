@@ -43,6 +43,29 @@ std::string with_commas(int64_t v) {
   return (v < 0 ? "-" : "") + out;
 }
 
+json stack_bound_json(const sim::StackBound& b) {
+  json j = {{"bounded", b.bounded}, {"path", b.path}, {"library_calls", b.library_calls}, {"dynamic_bounded", b.dynamic_bounded}};
+  j["bytes"] = b.bounded ? json(b.bytes) : json(nullptr);
+  j["unbounded"] = b.bounded ? json(nullptr) : json(b.reason);
+  return j;
+}
+
+// The static bound of what main calls, and of every function of the generated code.
+void add_stack_bounds(json& j, const sim::TargetReport& r) {
+  const sim::ArtifactStackBounds& s = r.stack_bounds;
+  if (s.entry.empty()) {
+    j["stack_bound"] = nullptr;
+    j["stack_bound_absent"] = r.stack_bound_absent;
+    return;
+  }
+  j["stack_bound"] = stack_bound_json(s.run);
+  j["stack_bound"]["function"] = s.entry;
+  j["stack_bound"]["main_frame_bytes"] = s.main_frame_bytes;
+  json functions = json::object();
+  for (const auto& [name, b] : s.functions) functions[name] = stack_bound_json(b);
+  j["function_stack_bounds"] = functions;
+}
+
 json report_json(const sim::TargetReport& r) {
   json j = {{"target", r.target},
             {"board", r.board},
@@ -60,6 +83,7 @@ json report_json(const sim::TargetReport& r) {
             {"counter", r.counter_method}};
   j["stack_bytes"] = r.stack_bytes >= 0 ? json(r.stack_bytes) : json(nullptr);
   j["instructions"] = r.instructions.empty() ? json(nullptr) : json(r.instructions.front());
+  add_stack_bounds(j, r);
   return j;
 }
 
@@ -110,6 +134,26 @@ std::string layers_text(const sim::TargetReport& r, const std::map<std::string, 
   return os.str();
 }
 
+// The static bound beside the measurement, which starts inside main's frame.
+std::string stack_bound_text(const sim::TargetReport& r) {
+  const sim::ArtifactStackBounds& s = r.stack_bounds;
+  if (s.entry.empty()) return "  stack bound: not computed (" + r.stack_bound_absent + ")\n";
+  if (!s.run.bounded) return "  stack bound of " + s.entry + ": unbounded: " + s.run.reason + "\n";
+  std::string line = "  stack bound: " + s.entry + " needs at most " + with_commas(s.run.bytes) + " bytes";
+  if (s.main_frame_bytes >= 0 && r.stack_bytes >= 0)
+    line += "; with main's frame (" + with_commas(s.main_frame_bytes) + "), where the high-water is counted from, " +
+            with_commas(s.run.bytes + s.main_frame_bytes);
+  std::string path;
+  for (const auto& f : s.run.path) path += (path.empty() ? "" : " -> ") + f;
+  line += "\n    deepest path: " + path;
+  if (!s.run.library_calls.empty()) {
+    std::string lib;
+    for (const auto& f : s.run.library_calls) lib += (lib.empty() ? "" : ", ") + f;
+    line += "\n    library calls, their frames not counted: " + lib;
+  }
+  return line + "\n";
+}
+
 std::string report_text(const sim::TargetReport& r) {
   std::ostringstream os;
   os << "target " << r.target << " (" << r.board << ", " << r.compiler << " -O2):\n";
@@ -120,7 +164,8 @@ std::string report_text(const sim::TargetReport& r) {
      << ", input/output buffers " << with_commas(r.io_bytes)
      << (r.state_bytes > 0 ? ", state " + with_commas(r.state_bytes) : std::string()) << ")";
   if (r.stack_bytes >= 0) os << " + stack high-water " << with_commas(r.stack_bytes);
-  os << "\n  instructions per inference: "
+  os << "\n" << stack_bound_text(r);
+  os << "  instructions per inference: "
      << (r.instructions.empty() ? "n/a" : with_commas(r.instructions.front())) << " (" << r.counter_method << ")\n";
   return os.str();
 }
@@ -245,6 +290,24 @@ Comparison compare_outputs(const BoundArgs& b, const std::vector<NDArray>& got_a
   return r;
 }
 
+// The static bound lands in the artifact's metadata.json beside its other memory
+// figures, per target (compile alone runs no C compiler, so only a run knows it).
+void record_stack_bounds(const std::string& dir, const sim::TargetReport& r) {
+  if (r.stack_bounds.entry.empty()) return;
+  const std::string path = (fs::path(dir) / "metadata.json").string();
+  json meta = json::parse(read_file(path));
+  json entry = stack_bound_json(r.stack_bounds.run);
+  entry["function"] = r.stack_bounds.entry;
+  entry["compiler"] = r.compiler;
+  json functions = json::object();
+  for (const auto& [name, b] : r.stack_bounds.functions) functions[name] = b.bounded ? json(b.bytes) : json(nullptr);
+  entry["functions"] = functions;
+  meta["memory"]["stack_bounds"][r.target] = entry;
+  OutputSet out;
+  out.add(path, meta.dump(2) + "\n");
+  out.commit();
+}
+
 }  // namespace
 
 int run_artifact(const RunCommand& c, const LoadedModel* reference) {
@@ -267,6 +330,7 @@ int run_artifact(const RunCommand& c, const LoadedModel* reference) {
   options.progress = [](const std::string& line) { std::cerr << line << "\n"; };
   options.profile_layers = c.profile_layers;
   sim::ArtifactRunResult result = sim::run_artifact(info, bound.in_specs, {bound.sample}, bound.out_specs, options);
+  record_stack_bounds(info.dir, result.report);
   Comparison cmp = compare_outputs(bound, result.outputs[0]);
 
   if (!c.output_dir.empty()) {

@@ -28,4 +28,10 @@ assert r["ok"] is True, r.get("compare")
 if sys.argv[2] != "host":
     rep = r["report"]
     print(f"{sys.argv[2]}: {rep['instructions']:,} instructions, flash {rep['flash_bytes']:,} B, RAM {rep['ram_bytes']:,} B")
+    sb = rep["stack_bound"]
+    if sb is not None:  # GCC's call graph: the static bound holds against the measurement
+        if sb["bounded"]:
+            assert sb["bytes"] + sb["main_frame_bytes"] >= rep["stack_bytes"], (sb, rep["stack_bytes"])
+        else:  # only LLVM's objects, which carry no GCC call graph, leave it unknown
+            assert "___tvm_main__ has no stack data" in sb["unbounded"], sb
 PY

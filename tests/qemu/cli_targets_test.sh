@@ -24,13 +24,28 @@ rep = r["report"]
 assert rep["target"] == "cortex-m4" and rep["instructions"] > 10000, rep
 assert rep["flash_bytes"] > 0 and rep["ram_bytes"] >= rep["workspace_bytes"] > 0, rep
 assert rep["stack_bytes"] > 0, rep
+# The static bound (GCC's call graph) is never below the measurement, which starts in main's frame.
+sb = rep["stack_bound"]
+assert sb["function"] == "tvmgen_digits_run" and sb["bounded"], sb
+assert sb["bytes"] + sb["main_frame_bytes"] >= rep["stack_bytes"], (sb, rep["stack_bytes"])
+assert rep["function_stack_bounds"]["tvmgen_digits___tvm_main__"]["bytes"] < sb["bytes"], rep["function_stack_bounds"]
 probs = r["outputs"][0]["values"]
 assert max(range(10), key=lambda i: probs[i]) == 5, probs  # the sample is a handwritten 5
 PY
 
-# Text: the comparison line and the report.
-"$cli" run "$work/digits.tar" --input x="$src/models/digits/sample_x.npy" --target riscv32 > "$work/run.txt" 2> /dev/null \
+# Text: the comparison line and the report, from an artifact folder, whose metadata.json
+# then holds the static stack bound for the target.
+"$cli" compile "$src/models/digits/digits.json" -o "$work/digits" > /dev/null
+"$cli" run "$work/digits" --input x="$src/models/digits/sample_x.npy" --target riscv32 > "$work/run.txt" 2> /dev/null \
   || fail "run on riscv32 failed"
+grep -q 'stack bound: tvmgen_digits_run needs at most [0-9,]* bytes' "$work/run.txt" || fail "no stack bound: $(cat "$work/run.txt")"
+python3 - "$work/digits/metadata.json" <<'PY'
+import json, sys
+b = json.load(open(sys.argv[1]))["memory"]["stack_bounds"]["riscv32"]
+assert b["function"] == "tvmgen_digits_run" and b["bounded"] and b["bytes"] > 0, b
+assert b["library_calls"] == [], b  # the C library's frames counted from the disassembly
+assert 0 < b["functions"]["tvmgen_digits_fc"] < b["bytes"], b
+PY
 grep -q 'probs: max abs diff .* ok' "$work/run.txt" || fail "no comparison: $(cat "$work/run.txt")"
 grep -q 'instructions per inference: [0-9,]* (exact: minstret' "$work/run.txt" || fail "no count: $(cat "$work/run.txt")"
 

@@ -106,6 +106,7 @@ TEST_P(KernelOnTarget, MatchesTheInterpreter) {
   }
   ASSERT_EQ(r.report.instructions.size(), 2u);
   EXPECT_GT(r.report.instructions[0], 0);
+  expect_stack_bound_holds(r.report, param);
 }
 
 std::vector<std::string> matrix() {

@@ -21,6 +21,19 @@ namespace mtir::qemu_test {
 
 namespace fs = std::filesystem;
 
+// The static stack bound of a C-interface run holds: what main calls, plus main's frame
+// (the painted high-water is counted from inside it), is never below the measurement.
+inline void expect_stack_bound_holds(const sim::TargetReport& r, const std::string& what) {
+  if (r.stack_bounds.entry.empty()) return;  // no GCC call graph (wasm32)
+  ASSERT_TRUE(r.stack_bounds.run.bounded) << what << ": " << r.stack_bounds.run.reason;
+  ASSERT_GE(r.stack_bounds.main_frame_bytes, 0) << what;
+  EXPECT_FALSE(r.stack_bounds.functions.empty()) << what << ": no bounds for the generated functions";
+  if (r.stack_bytes >= 0) {
+    EXPECT_GE(r.stack_bounds.run.bytes + r.stack_bounds.main_frame_bytes, r.stack_bytes)
+        << what << ": the static bound of " << r.stack_bounds.entry << " is below the measured high-water";
+  }
+}
+
 // A fresh folder per test (ctest runs them in parallel); kept when the test failed.
 class ScratchDir {
  public:

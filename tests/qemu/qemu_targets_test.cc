@@ -80,6 +80,8 @@ TEST_P(DigitsOnTarget, MatchesTheInterpreterWithAReproducibleReport) {
   if (GetParam() != "host") {
     EXPECT_GT(r.stack_bytes, 0);
   }
+  expect_stack_bound_holds(r, GetParam());
+  EXPECT_EQ(r.stack_bounds.entry.empty(), GetParam() == "wasm32") << r.stack_bound_absent;
   const std::string cc = sim::find_cross_target(GetParam()).cc;
   if (cc.size() > 4 && cc.compare(cc.size() - 4, 4, "-gcc") == 0) {
     // The section sizes read from the ELF agree with binutils' size (Berkeley format:

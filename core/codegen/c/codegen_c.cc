@@ -839,79 +839,9 @@ class FunctionEmitter {
         line(access(op->buffer, op->indices, op->span) + " = " + value + ";");
         return;
       }
-      case StmtKind::For: {
-        const auto* op = static_cast<const ForNode*>(s.get());
-        const std::string& v = name_of(op->loop_var.get(), op->loop_var->name);
-        std::string ct = c_type(op->loop_var->dtype, op->span);
-        const int64_t* min = as_const_int(op->min);
-        std::string begin = expr(op->min);
-        std::string end = min && *min == 0 ? expr(op->extent) : expr(Binary(ExprKind::Add, op->min, op->extent));
-        if (op->for_kind != ForKind::kSerial) line(std::string("/* ") + for_kind_name(op->for_kind) + " loop */");
-        line("for (" + ct + " " + v + " = " + begin + "; " + v + " < " + end + "; ++" + v + ") {");
-        bind_loop(op);
-        ++indent_;
-        emit(op->body);
-        --indent_;
-        bounds_.unbind(op->loop_var.get());
-        line("}");
-        return;
-      }
-      case StmtKind::IfThenElse: {
-        const auto* op = static_cast<const IfThenElseNode*>(s.get());
-        std::string c = expr(op->condition);
-        if (c.size() > 2 && c.front() == '(' && balanced_inside(c) && c.back() == ')') c = c.substr(1, c.size() - 2);
-        line("if (" + c + ") {");
-        ++indent_;
-        emit(op->then_case);
-        --indent_;
-        if (op->else_case && !is_no_op(op->else_case)) {
-          line("} else {");
-          ++indent_;
-          emit(op->else_case);
-          --indent_;
-        }
-        line("}");
-        return;
-      }
-      case StmtKind::LetStmt: {
-        const auto* op = static_cast<const LetStmtNode*>(s.get());
-        if (const auto* alloca = as<CallNode>(op->value); alloca && alloca->is(Builtin::TvmStackAlloca)) {
-          emit_stack_alloca(op->var, alloca);
-          emit(op->body);
-          return;
-        }
-        std::string value = expr(op->value);
-        auto view = views_.find(op->var.get());
-        if (op->var->dtype.is_handle() && view != views_.end()) {
-          // A data pointer: typed after the buffers that view it, named after the first.
-          DataType t = view->second[0]->dtype;
-          bool one_type = true;
-          for (const auto& b : view->second) one_type = one_type && b->dtype == t;
-          if (one_type) {
-            std::string ct = c_type(t, op->span);
-            // tir.noalias promises distinct buffers; restrict passes that on to C.
-            line(ct + "* " + (noalias() ? "restrict " : "") + name_of(op->var.get(), view->second[0]->name) + " = (" +
-                 ct + "*)" + value + ";");
-            pointer_type_[op->var.get()] = t;
-            emit(op->body);
-            return;
-          }
-        }
-        // A call of another function of the module (an operator call of the AOT main,
-        // lowered from call_tir) between the profiling hooks.
-        const std::string callee = module_callee(op->value);
-        const std::string index = std::to_string(profile_points_);
-        if (!callee.empty()) {
-          (*helpers_)["TVMGEN_PROFILE"] = kProfileHooks;
-          line("TVMGEN_PROFILE_BEGIN(" + index + ", \"" + callee + "\");");
-          ++profile_points_;
-        }
-        line(c_type(op->var->dtype, op->span) + " " + name_of(op->var.get(), op->var->name) + " = " + value + ";");
-        if (!callee.empty()) line("TVMGEN_PROFILE_END(" + index + ");");
-        if (op->var->dtype.is_integer()) bounds_.bind(op->var.get(), bounds_.bound(op->value));
-        emit(op->body);
-        return;
-      }
+      case StmtKind::For: emit_for(static_cast<const ForNode*>(s.get())); return;
+      case StmtKind::IfThenElse: emit_if(static_cast<const IfThenElseNode*>(s.get())); return;
+      case StmtKind::LetStmt: emit_let(static_cast<const LetStmtNode*>(s.get())); return;
       case StmtKind::SeqStmt:
         for (const auto& child : static_cast<const SeqStmtNode*>(s.get())->seq) emit(child);
         return;
@@ -934,15 +864,9 @@ class FunctionEmitter {
         }
         // An operator call whose code is not checked (a kernel that cannot fail,
         // lower_call_tir): between the profiling hooks too.
-        const std::string callee = module_callee(op->value);
-        const std::string index = std::to_string(profile_points_);
-        if (!callee.empty()) {
-          (*helpers_)["TVMGEN_PROFILE"] = kProfileHooks;
-          line("TVMGEN_PROFILE_BEGIN(" + index + ", \"" + callee + "\");");
-          ++profile_points_;
-        }
+        const std::string index = profile_begin(op->value);
         line(std::string(op->value->kind == ExprKind::Call ? "" : "(void)") + expr(op->value) + ";");
-        if (!callee.empty()) line("TVMGEN_PROFILE_END(" + index + ");");
+        profile_end(index);
         return;
       }
       case StmtKind::Allocate: emit_allocate(static_cast<const AllocateNode*>(s.get())); return;
@@ -972,6 +896,81 @@ class FunctionEmitter {
       }
     }
   }
+
+  void emit_for(const ForNode* op) {
+    const std::string& v = name_of(op->loop_var.get(), op->loop_var->name);
+    std::string ct = c_type(op->loop_var->dtype, op->span);
+    const int64_t* min = as_const_int(op->min);
+    std::string begin = expr(op->min);
+    std::string end = min && *min == 0 ? expr(op->extent) : expr(Binary(ExprKind::Add, op->min, op->extent));
+    if (op->for_kind != ForKind::kSerial) line(std::string("/* ") + for_kind_name(op->for_kind) + " loop */");
+    line("for (" + ct + " " + v + " = " + begin + "; " + v + " < " + end + "; ++" + v + ") {");
+    bind_loop(op);
+    ++indent_;
+    emit(op->body);
+    --indent_;
+    bounds_.unbind(op->loop_var.get());
+    line("}");
+  }
+
+  void emit_if(const IfThenElseNode* op) {
+    std::string c = expr(op->condition);
+    if (c.size() > 2 && c.front() == '(' && balanced_inside(c) && c.back() == ')') c = c.substr(1, c.size() - 2);
+    line("if (" + c + ") {");
+    ++indent_;
+    emit(op->then_case);
+    --indent_;
+    if (op->else_case && !is_no_op(op->else_case)) {
+      line("} else {");
+      ++indent_;
+      emit(op->else_case);
+      --indent_;
+    }
+    line("}");
+  }
+
+  // A let: a stack alloca, a typed data pointer for the buffers viewing it, or a local.
+  void emit_let(const LetStmtNode* op) {
+    if (const auto* alloca = as<CallNode>(op->value); alloca && alloca->is(Builtin::TvmStackAlloca)) {
+      emit_stack_alloca(op->var, alloca);
+      emit(op->body);
+      return;
+    }
+    std::string value = expr(op->value);
+    auto view = views_.find(op->var.get());
+    if (op->var->dtype.is_handle() && view != views_.end()) {
+      // A data pointer: typed after the buffers that view it, named after the first.
+      DataType t = view->second[0]->dtype;
+      bool one_type = true;
+      for (const auto& b : view->second) one_type = one_type && b->dtype == t;
+      if (one_type) {
+        std::string ct = c_type(t, op->span);
+        // tir.noalias promises distinct buffers; restrict passes that on to C.
+        line(ct + "* " + (noalias() ? "restrict " : "") + name_of(op->var.get(), view->second[0]->name) + " = (" +
+             ct + "*)" + value + ";");
+        pointer_type_[op->var.get()] = t;
+        emit(op->body);
+        return;
+      }
+    }
+    const std::string index = profile_begin(op->value);
+    line(c_type(op->var->dtype, op->span) + " " + name_of(op->var.get(), op->var->name) + " = " + value + ";");
+    profile_end(index);
+    if (op->var->dtype.is_integer()) bounds_.bind(op->var.get(), bounds_.bound(op->value));
+    emit(op->body);
+  }
+
+  // Opens the profiling hooks around an operator call of the AOT main (a call of another
+  // function of the module): the hook's index, or "" for any other value.
+  std::string profile_begin(const Expr& value) {
+    const std::string callee = module_callee(value);
+    if (callee.empty()) return "";
+    const std::string index = std::to_string(profile_points_++);
+    (*helpers_)["TVMGEN_PROFILE"] = kProfileHooks;
+    line("TVMGEN_PROFILE_BEGIN(" + index + ", \"" + callee + "\");");
+    return index;
+  }
+  void profile_end(const std::string& index) { if (!index.empty()) line("TVMGEN_PROFILE_END(" + index + ");"); }
 
   // A return from inside workspace allocations first frees them, newest first, so the
   // LIFO workspace stays balanced for the next call even after an error.

@@ -1,0 +1,130 @@
+// Math and target intrinsics of the LLVM backend (TVM's intrin_rule_llvm): llvm.*
+// intrinsics, libm calls, the Arm DSP helpers, extern C calls.
+#include "codegen/llvm/codegen_llvm_internal.h"
+
+namespace mtir::llvm_backend {
+
+Val FunctionEmitter::intrinsic(const std::string& name, const std::string& ty, const std::vector<Val>& args) {
+  std::string decl = "declare " + ty + " @" + name + "(";
+  std::string call = "call " + ty + " @" + name + "(";
+  for (size_t i = 0; i < args.size(); ++i) {
+    decl += (i ? ", " : "") + args[i].ty;
+    call += (i ? ", " : "") + args[i].typed();
+  }
+  ms_->declare(name, decl + ")");
+  return op(ty, call + ")");
+}
+
+Val FunctionEmitter::math_call(const CallNode* c) {
+  DataType t = c->dtype;
+  const bool is_abs = c->is(Builtin::Abs);
+  if (is_abs && t.is_integer()) {
+    Val a = expr(c->args.at(0));
+    if (t.is_uint()) return a;
+    Val neg = op(a.ty, "sub " + a.ty + " 0, " + a.v);  // wraps MIN to MIN, like the interpreter
+    Val lt = op("i1", "icmp slt " + a.typed() + ", 0");
+    return op(a.ty, "select i1 " + lt.v + ", " + neg.typed() + ", " + a.typed());
+  }
+  if (!t.is_float()) user_error(c->span, "intrinsic '" + c->op + "' needs a float argument, not " + t.str());
+  std::string ty = ll_type(t, c->span);
+  std::string suffix = t.bits() == 32 ? ".f32" : ".f64";
+  std::vector<Val> args;
+  for (const auto& a : c->args) args.push_back(expr(a));
+  if (c->is(Builtin::Sigmoid)) {
+    Val neg = op(ty, "fneg " + args[0].typed());
+    Val e = intrinsic("llvm.exp" + suffix, ty, {neg});
+    Val one = {ty, hex_double(1.0)};
+    Val den = op(ty, "fadd " + one.typed() + ", " + e.v);
+    return op(ty, "fdiv " + one.typed() + ", " + den.v);
+  }
+  // libm has these; LLVM has no intrinsic for them.
+  if (c->is(Builtin::Tanh) || c->is(Builtin::Erf)) return intrinsic(c->op + (t.bits() == 32 ? "f" : ""), ty, args);
+  std::string name = is_abs ? "fabs" : c->op;
+  return intrinsic("llvm." + name + suffix, ty, args);
+}
+
+bool FunctionEmitter::is_sign_of_high_word(const CallNode* c) const {
+  const int64_t* amount = as_const_int(c->args[1]);
+  const auto* cast = as<CastNode>(c->args[0]);
+  return ms_->target->triple.rfind("thumb", 0) == 0 && c->dtype == DataType::Int(32) && amount && *amount == 31 &&
+         cast && cast->value->dtype == DataType::Int(64);
+}
+
+Val FunctionEmitter::int_binary(const CallNode* c) {
+  DataType t = c->dtype;
+  if (!t.is_integer()) user_error(c->span, "intrinsic '" + c->op + "' needs integer operands, not " + t.str());
+  Val a = expr(c->args.at(0)), b = expr(c->args.at(1));
+  if (c->is(Builtin::BitwiseAnd)) return op(a.ty, "and " + a.typed() + ", " + b.v);
+  if (c->is(Builtin::BitwiseOr)) return op(a.ty, "or " + a.typed() + ", " + b.v);
+  if (c->is(Builtin::BitwiseXor)) return op(a.ty, "xor " + a.typed() + ", " + b.v);
+  if (!as_const_int(c->args[1])) b = op(b.ty, "and " + b.typed() + ", " + std::to_string(t.bits() - 1));
+  if (c->is(Builtin::ShiftRight) && is_sign_of_high_word(c)) a = op(a.ty, "freeze " + a.typed());
+  const char* inst = c->is(Builtin::ShiftLeft) ? "shl " : t.is_int() ? "ashr " : "lshr ";
+  return op(a.ty, inst + a.typed() + ", " + b.v);
+}
+
+Val FunctionEmitter::extern_call(const CallNode* c) {
+  const auto* sym = c->args.empty() ? nullptr : as<StringImmNode>(c->args[0]);
+  if (!sym) user_error(c->span, "call_extern needs a symbol name");
+  std::string ret = c->dtype.is_void() ? "void" : ll_type(c->dtype, c->span);
+  std::vector<Val> args;
+  std::vector<DataType> types;
+  for (size_t i = 1; i < c->args.size(); ++i) {
+    args.push_back(expr(c->args[i]));
+    types.push_back(c->args[i]->dtype);
+  }
+  auto callee = ms_->module_functions.find(sym->value);
+  if (callee != ms_->module_functions.end()) {
+    // A function of this module: pass scalars in its parameters' types.
+    const PrimFunc& f = callee->second;
+    if (f->params.size() != args.size())
+      user_error(c->span, "'" + sym->value + "' takes " + std::to_string(f->params.size()) + " arguments");
+    for (size_t i = 0; i < args.size(); ++i) {
+      const Var& p = f->params[i];
+      if (!f->param_buffers[i] && p->dtype != types[i]) {
+        args[i] = cast(args[i], types[i], p->dtype, c->span);
+        types[i] = p->dtype;
+      }
+    }
+  }
+  std::string decl = "declare " + ret + " @" + sym->value + "(";
+  std::string call = "call " + ret + " @" + sym->value + "(";
+  for (size_t i = 0; i < args.size(); ++i) {
+    decl += (i ? ", " : "") + args[i].ty + ext_attr(types[i]);
+    call += (i ? ", " : "") + args[i].ty + ext_attr(types[i]) + " " + args[i].v;
+  }
+  decl += ")";
+  call += ")";
+  if (callee == ms_->module_functions.end() || !ms_->defined.count(sym->value)) {
+    auto [it, inserted] = ms_->declares.emplace(sym->value, decl);
+    if (!inserted && it->second != decl) {
+      user_error(c->span, "external function '" + sym->value + "' is called with two different signatures",
+                 {"first: " + it->second, "here: " + decl});
+    }
+  }
+  if (ret == "void") {
+    inst(call);
+    return {"i32", "0"};
+  }
+  return op(ret, call);
+}
+
+Val FunctionEmitter::sxtb16(Val x, bool ror8) {
+  if (ms_->arm_dsp) {
+    // ARM's backend does not form SXTB16 from shifts and masks: its intrinsic, with
+    // the rotate folded into the instruction's ROR operand.
+    if (ror8) x = intrinsic("llvm.fshr.i32", "i32", {x, x, {"i32", "8"}});
+    return intrinsic("llvm.arm.sxtb16", "i32", {x});
+  }
+  // Elsewhere: two bytes sign-extended into the halves.
+  if (ror8) x = op("i32", "lshr i32 " + x.v + ", 8");
+  auto byte = [&](int k) {
+    Val shifted = k ? op("i32", "lshr i32 " + x.v + ", " + std::to_string(8 * k)) : x;
+    Val b = op("i8", "trunc i32 " + shifted.v + " to i8");
+    return op("i32", "zext i16 " + op("i16", "sext i8 " + b.v + " to i16").v + " to i32");
+  };
+  Val hi = op("i32", "shl i32 " + byte(2).v + ", 16");
+  return op("i32", "or i32 " + byte(0).v + ", " + hi.v);
+}
+
+}  // namespace mtir::llvm_backend
