@@ -5,6 +5,7 @@
 // module (call_tir, tvm_call_packed) are left to the tree walk.
 #include "interp/compiled.h"
 #include "ir/op.h"
+#include "ir/tvm_intrinsics.h"
 
 namespace mtir {
 namespace interp {
@@ -144,7 +145,17 @@ CExprPtr throw_last_error(Compiler* c, const CallNode* op) {
 }  // namespace
 
 CExprPtr Compiler::call(const CallNode* op) {
-  if (!op->builtin) return std::make_unique<ErrorCall>(op->span, "unknown intrinsic '" + op->op + "'");
+  if (!op->builtin) {
+    // TVM's own intrinsics (ir/tvm_intrinsics.def), expanded as the tree walk does; one
+    // the interpreter cannot run is refused when it is reached, not when it is compiled.
+    try {
+      expansions_.push_back(expand_tvm_intrinsic(op, "the interpreter"));
+    } catch (const DiagnosticError& e) {
+      if (e.internal() || e.diagnostics().empty()) throw;
+      return std::make_unique<ErrorCall>(op->span, e.diagnostics()[0].message);
+    }
+    return expr(expansions_.back());
+  }
   const Builtin b = *op->builtin;
   // The verifier checks arity; an unverified call is refused when it runs, as the tree
   // walk does, before any argument is read.

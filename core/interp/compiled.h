@@ -151,6 +151,7 @@ class Compiler {
   std::unordered_map<const VarNode*, int> var_slots_;
   std::unordered_map<const void*, int> storage_slots_;
   std::unordered_set<const VarNode*> in_scope_;
+  std::vector<Expr> expansions_;  // TVM intrinsics' expansions, which the closures point into
 };
 
 // The storage key of a buffer: its data variable, so views of the same memory agree.

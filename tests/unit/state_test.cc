@@ -85,8 +85,9 @@ TEST(State, TheRulesOfStateAreChecked) {
                   R"("constants": [{"name": "wf2", "shape": [1, 12], "dtype": "float32", "values": [0,0,0,0,0,0,0,0,0,0,0,0]}, )");
   EXPECT_NE(error_of(text).find("updates its input 4 ('wf2') in place, which must be a state"), std::string::npos)
       << error_of(text);
-  // A state is no model output.
-  EXPECT_NE(error_of(svdf_graph("", R"(["y", "memory"])")).find("state 'memory' is a model output"), std::string::npos);
+  // A state is no model output (the loader says so first, as for an input or constant).
+  EXPECT_NE(error_of(svdf_graph("", R"(["y", "memory"])")).find("output 'memory' is the state, not a node's result"),
+            std::string::npos);
   // Names are unique across state and the rest.
   std::string dup = replaced(svdf_graph(), "\"name\": \"memory\"", "\"name\": \"wf\"");
   EXPECT_NE(error_of(dup).find("duplicate name 'wf'"), std::string::npos) << error_of(dup);
