@@ -76,7 +76,7 @@ test('the matmul example: passes, IR, a diff, the C artifact', async () => {
   const { page, errors } = await openPage();
   assert.match(await compileStatus(page), /compiled in \d+ ms/);
   const passes = await page.$$eval('#passes .pass', (els) => els.map((e) => ({ text: e.textContent, changed: e.classList.contains('changed') })));
-  assert.equal(passes.length, 12);
+  assert.equal(passes.length, 13);
   assert.match(passes[0].text, /verify_well_formed/);
   assert.ok(passes.some((p) => p.changed && /flatten_buffer/.test(p.text)));
   assert.ok(passes.some((p) => !p.changed && /unchanged/.test(p.text)));
@@ -650,11 +650,12 @@ test('dark mode follows the system; the editor is labelled; the pass list works 
   assert.equal(await selected(), 0);
   await page.keyboard.press('ArrowDown');
   await page.keyboard.press('ArrowDown');
-  assert.equal(await selected(), 2);
-  assert.equal(await page.evaluate(() => document.activeElement.dataset.index), '2', 'focus follows the selection');
+  await page.keyboard.press('ArrowDown');
+  assert.equal(await selected(), 3);
+  assert.equal(await page.evaluate(() => document.activeElement.dataset.index), '3', 'focus follows the selection');
   assert.match(await page.textContent('#pass-title'), /after scalarize_vectors/);
   await page.keyboard.press('End');
-  assert.equal(await selected(), 11);
+  assert.equal(await selected(), 12);
   assert.equal(await page.getAttribute('#passes .pass.selected', 'aria-selected'), 'true');
   assert.equal(await page.$$eval('#passes .pass[tabindex="0"]', (els) => els.length), 1);
   assert.deepEqual(errors, []);
