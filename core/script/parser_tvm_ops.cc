@@ -128,7 +128,8 @@ Expr Parser::parse_buffer_field(const Token& name, const Buffer& b) {
   if (field.text == "strides" && dims.empty()) dims = compact_strides(b, span(field));
   expect_op("[", "after ." + field.text + " (index it: ." + field.text + "[0])");
   const Token& at = cur();
-  const int64_t* k = as_const_int(parse_index_expr());
+  const Expr index = parse_index_expr();  // kept: as_const_int points into it
+  const int64_t* k = as_const_int(index);
   expect_op("]", "to close ." + field.text + "[...]");
   if (!k || *k < 0 || static_cast<size_t>(*k) >= dims.size())
     fail(at, "buffer '" + name.text + "' has " + std::to_string(dims.size()) + " dimensions; index ." + field.text +
