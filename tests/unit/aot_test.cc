@@ -522,5 +522,17 @@ TEST(Aot, PackedInterfaceWithLinkedWeightsHasAnEntryForInputsAndOutputs) {
   EXPECT_NE(c.find("return tvmgen_digits___tvm_main__(all, codes, 8,"), std::string::npos) << c;
 }
 
+// The packed API splits main into a wrapper and its kernel, both carrying the pool only
+// the kernel allocates: the workspace bound counts it once, as for the C interface.
+TEST(Aot, PackedInterfaceNeedsTheWorkspaceOfTheCInterface) {
+  const Digits& d = digits();
+  BuildResult packed = build_c(d.aot.module, parse_target("c -interface-api=packed -unpacked-api=0"));
+  BuildResult plain = build_c(d.aot.module, parse_target("c -interface-api=c -unpacked-api=1"));
+  ASSERT_TRUE(packed.lowered.module.lookup(d.aot.main + "_compute"));
+  const int64_t plain_bytes = artifact_workspace_bytes(plain.lowered.module, d.aot.main);
+  EXPECT_GT(plain_bytes, 15);
+  EXPECT_EQ(artifact_workspace_bytes(packed.lowered.module, d.aot.main), plain_bytes);
+}
+
 }  // namespace
 }  // namespace mtir
