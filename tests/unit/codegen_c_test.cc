@@ -43,7 +43,7 @@ TEST_P(CodegenC, HostPackedAndUnpackedMatchTheInterpreter) {
       }
       continue;
     }
-    BuildResult built = build_c(m, parse_target(unpacked ? "c -unpacked-api=1" : "c"));
+    BuildResult built = build_c(m, parse_target(unpacked ? "c -unpacked-api=1" : "c -unpacked-api=0"));
     for (const auto& [name, f] : m.functions) {
       SCOPED_TRACE(path.filename().string() + ": " + name + (unpacked ? " (unpacked)" : " (packed)"));
       Inputs reference = make_inputs(f, scalars, 1234);
@@ -65,7 +65,7 @@ TEST_P(CodegenC, SourcesCompileUnderClangWithWerror) {
   fs::path dir = fs::temp_directory_path() / ("microtir-clang-" + path.stem().string() + "-" + std::to_string(getpid()));
   for (bool unpacked : {false, true}) {
     if (unpacked && packed_only(read(path))) continue;  // refused: checked above
-    BuildResult built = build_c(m, parse_target(unpacked ? "c -unpacked-api=1" : "c"));
+    BuildResult built = build_c(m, parse_target(unpacked ? "c -unpacked-api=1" : "c -unpacked-api=0"));
     for (const auto& src : built.sources) {
       fs::path file = dir / src.path;
       fs::create_directories(file.parent_path());
