@@ -168,7 +168,7 @@ TEST(Aot, InterpreterMatchesTheNumpyReferenceOnAllTestImages) {
 
 TEST(Aot, IntermediatesShareOnePlannedPool) {
   const Digits& d = digits();
-  BuildResult built = build_c(d.aot.module, parse_target("c"));
+  BuildResult built = build_c(d.aot.module, parse_target("c -unpacked-api=0"));
   PrimFunc main = built.lowered.module.lookup(d.aot.main + "_compute");
   ASSERT_NE(main, nullptr);
   int64_t pool = std::get<int64_t>(main->attrs.at("workspace.pool_bytes"));
@@ -443,7 +443,7 @@ TEST(Aot, ATensorPassedTwiceDropsTheNoAliasPromise) {
     EXPECT_EQ(std::get<bool>(f->attrs.at("tir.noalias")), !twice) << name;
   }
   EXPECT_EQ(kernels, 2);
-  BuildResult built = build_c(aot.module, parse_target("c"));
+  BuildResult built = build_c(aot.module, parse_target("c -unpacked-api=0"));
   std::vector<NDArray> want, got;
   for (const auto& p : aot.params) want.push_back(NDArray::zeros(p.type.dtype, p.type.shape));
   ASSERT_EQ(aot.params[0].name, "x");

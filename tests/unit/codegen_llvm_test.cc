@@ -98,7 +98,7 @@ TEST(CodegenLlvm, DigitsModelVerifiesAndCompilesForEveryTriple) {
 TEST(CodegenLlvm, PackedArgumentChecksFailWithNamedErrors) {
   const fs::path src = fs::path(MICROTIR_SOURCE_DIR) / "tests" / "codegen";
   IRModule m = parse_module_or_throw(read(src / "packed_checks.tir"), "packed_checks.tir");
-  BuildResult built = build_llvm(m, parse_target("llvm"));
+  BuildResult built = build_llvm(m, parse_target("llvm -unpacked-api=0"));
   fs::path dir = fs::temp_directory_path() / ("microtir-llvm-checks-" + std::to_string(getpid()));
   fs::create_directories(dir);
   const std::string crt = sim::default_crt_dir();

@@ -23,6 +23,10 @@ const $ = (id) => document.getElementById(id);
 // Read at each request, so a test can change it (and the spin hook) in a page that runs.
 const timeoutMs = () => Number(new URLSearchParams(location.search).get('timeout_ms')) || 30000;
 const C_INTERFACE = 'c -executor=aot -interface-api=c -unpacked-api=1';
+// A TIR module's default, as `microtir build`'s: packed functions with the registry.
+const TIR_DEFAULT = 'c -unpacked-api=0';
+// A model opened over a TIR default (or a bare "c") gets compile's C interface.
+const isTirDefault = (text) => ['c', TIR_DEFAULT].includes(text.trim());
 
 const state = {
   kind: 'tir',          // 'tir' | 'graph'
@@ -935,7 +939,7 @@ async function openModel(bytes, name, example = null) {
     showDiagnostics([{ severity: 'error', message: result.importError, line: 0, col: 0, file: name }]);
     return setStatus(`import error: ${name} was not converted`, 'error');
   }
-  if ($('target').value.trim() === 'c') { $('target').value = C_INTERFACE; targetToForm(); }
+  if (isTirDefault($('target').value)) { $('target').value = C_INTERFACE; targetToForm(); }
   const graphName = `${name.slice(0, name.length - format.ext.length)}.json`;
   setSource(result.graph, 'graph', graphName);
   $('source-name').textContent = `${graphName} (from ${name})`;
@@ -963,7 +967,7 @@ async function openFiles(chosen) {
       const path = wanted.find((w) => w === f.name || w.endsWith(`/${f.name}`)) || f.name;
       files[path] = toBase64(await f.arrayBuffer());
     }
-    if ($('target').value.trim() === 'c') { $('target').value = C_INTERFACE; targetToForm(); }
+    if (isTirDefault($('target').value)) { $('target').value = C_INTERFACE; targetToForm(); }
   }
   setSource(text, graph ? 'graph' : 'tir', main.name, files);
   setExample(null);  // a link then carries the text; a graph's own files do not fit in it
@@ -1000,7 +1004,7 @@ async function init() {
     const ex = examples.find((e) => e.name === saved.x);
     setSource(saved.t, saved.k === 'graph' ? 'graph' : 'tir', saved.f || 'input.tir', ex ? await exampleFiles(ex) : {});
     setExample(ex ? ex.name : null);
-    $('target').value = saved.g || 'c';
+    $('target').value = saved.g || TIR_DEFAULT;
     $('devices').value = saved.dv || '';
     targetToForm();
     state.selectedPass = Number.isInteger(saved.p) ? saved.p : -1;
