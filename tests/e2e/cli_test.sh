@@ -303,6 +303,7 @@ assert c["resource"] == "flash" and c["limit"] == 4096 and c["used"] == rep["fla
 assert c["exceeds"] and c["over_by"] == c["used"] - 4096, c
 assert sum(p["bytes"] for p in c["parts"]) == c["used"], c["parts"]
 parts = {p["name"]: p["bytes"] for p in c["parts"]}
+assert parts["unnamed constants (string literals: error messages)"] > 0, parts
 assert parts["code (text)"] == rep["text_bytes"] and parts["weights (linked constants)"] == 4 * (8 + 72 + 16 + 1152 + 10 + 640), parts
 assert [p["bytes"] for p in c["parts"]] == sorted((p["bytes"] for p in c["parts"]), reverse=True), c["parts"]
 assert c["symbols"] and all(s["section"] in ("text", "rodata", "data") for s in c["symbols"]), c["symbols"]

@@ -10,7 +10,7 @@ import { indentUnit } from '@codemirror/language';
 import { setDiagnostics, lintGutter } from '@codemirror/lint';
 import { MergeView } from '@codemirror/merge';
 import { tirLanguage } from './tir_language.js';
-import { parseTarget, formatTarget, getOption, effectiveOption, refusal, withFormChange } from './target.js';
+import { parseTarget, formatTarget, getOption, effectiveOption, refusal, withFormChange, TIR_DEFAULT, isTirDefault } from './target.js';
 import { memoryChart } from './memory_chart.js';
 import { themeExtensions, onThemeChange } from './theme.js';
 import { outputCard } from './run_view.js';
@@ -23,10 +23,6 @@ const $ = (id) => document.getElementById(id);
 // Read at each request, so a test can change it (and the spin hook) in a page that runs.
 const timeoutMs = () => Number(new URLSearchParams(location.search).get('timeout_ms')) || 30000;
 const C_INTERFACE = 'c -executor=aot -interface-api=c -unpacked-api=1';
-// A TIR module's default, as `microtir build`'s: packed functions with the registry.
-const TIR_DEFAULT = 'c -unpacked-api=0';
-// A model opened over a TIR default (or a bare "c") gets compile's C interface.
-const isTirDefault = (text) => ['c', TIR_DEFAULT].includes(text.trim());
 
 const state = {
   kind: 'tir',          // 'tir' | 'graph'

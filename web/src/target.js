@@ -15,6 +15,11 @@ export function formatTarget(t) {
   return [t.kind, ...t.options.map(([k, v]) => (v === '' ? `-${k}` : `-${k}=${v}`))].join(' ');
 }
 
+// A TIR module's default, as `microtir build`'s: packed functions with the registry.
+export const TIR_DEFAULT = 'c -unpacked-api=0';
+// A model opened over the TIR default (or a bare "c") gets compile's C interface.
+export const isTirDefault = (text) => ['c', TIR_DEFAULT].includes(text.trim());
+
 export function getOption(t, key, fallback) {
   const o = t.options.find(([k]) => k === key);
   return o ? o[1] : fallback;

@@ -84,6 +84,8 @@ test('the matmul example: passes, IR, a diff, the C artifact', async () => {
   await page.click('.artifact-tab[data-path="codegen/host/src/lib0.c"]');
   const c = await page.textContent('#artifact-view');
   assert.match(c, /int32_t matmul\(TVMValue\* args/);
+  // A TIR module's default target is build's, written out: the packed functions above.
+  assert.equal(await page.inputValue('#target'), 'c -unpacked-api=0');
   await page.screenshot({ path: path.join(shots, 'matmul.png'), fullPage: true });
 
   // Click a pass that changed the IR, then its diff with the previous pass.
