@@ -339,7 +339,6 @@ int run_artifact(const RunCommand& c, const LoadedModel* reference) {
   const sim::Budget budget = budget_options(c.max_flash, c.max_ram);
   TempDir work(c.keep_build_dir);
   sim::ArtifactInfo info = sim::read_artifact_info(artifact_dir(c, work));
-  warn_generic_kernels(info, target);
   LoadedModel read_back;
   if (!reference) read_back = reference_model(info, c.file);
   const LoadedModel& model = reference ? *reference : read_back;
@@ -353,6 +352,7 @@ int run_artifact(const RunCommand& c, const LoadedModel* reference) {
   options.progress = [](const std::string& line) { std::cerr << line << "\n"; };
   options.profile_layers = c.profile_layers;
   sim::ArtifactRunResult result = sim::run_artifact(info, bound.in_specs, {bound.sample}, bound.out_specs, options);
+  warn_generic_kernels(info, target);  // after the run: a failed one says only why it failed
   record_stack_bounds(info.dir, result.report);
   Comparison cmp = compare_outputs(bound, result.outputs[0]);
 
@@ -420,7 +420,6 @@ sim::TargetReport measure_artifact(const std::string& dir, const std::string& ta
   RunCommand of_path;
   of_path.file = dir;
   sim::ArtifactInfo info = sim::read_artifact_info(artifact_dir(of_path, work));
-  warn_generic_kernels(info, target);
   LoadedModel model = reference_model(info, dir);
   BoundArgs bound = bind_args(model, {}, info.model_name, /*zero_inputs=*/true);
   sim::ArtifactRunOptions options;
@@ -429,6 +428,7 @@ sim::TargetReport measure_artifact(const std::string& dir, const std::string& ta
   options.work_dir = (fs::path(work.path()) / ("build-" + target.name)).string();
   options.progress = [](const std::string& line) { std::cerr << line << "\n"; };
   sim::ArtifactRunResult result = sim::run_artifact(info, bound.in_specs, {bound.sample}, bound.out_specs, options);
+  warn_generic_kernels(info, target);
   record_stack_bounds(info.dir, result.report);
   return result.report;
 }
