@@ -12,15 +12,6 @@ namespace {
 // The firmware's functions and objects shown per resource.
 constexpr size_t kShownSymbols = 5;
 
-std::string with_commas(int64_t v) {
-  std::string digits = std::to_string(v < 0 ? -v : v), out;
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return (v < 0 ? "-" : "") + out;
-}
-
 // The parts, largest first, without the empty ones.
 std::vector<BudgetPart> ranked(std::vector<BudgetPart> parts) {
   parts.erase(std::remove_if(parts.begin(), parts.end(), [](const BudgetPart& p) { return p.bytes <= 0; }), parts.end());
@@ -86,6 +77,15 @@ std::string row(const std::string& name, int64_t bytes, const std::string& note)
 }
 
 }  // namespace
+
+std::string with_commas(int64_t v) {
+  std::string digits = std::to_string(v < 0 ? -v : v), out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return (v < 0 ? "-" : "") + out;
+}
 
 int64_t parse_byte_size(const std::string& text, const std::string& option) {
   size_t digits = 0;

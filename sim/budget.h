@@ -14,6 +14,9 @@
 
 namespace mtir::sim {
 
+// 1234567 -> "1,234,567", as the target report and the budget table print sizes.
+std::string with_commas(int64_t v);
+
 // "65536", "64K", "64k", "1M" (K = 1024 bytes, M = 1024 K) -> bytes. A user error
 // naming `option` for anything else ("12Q", "", "-1", "64KB", "1.5M").
 int64_t parse_byte_size(const std::string& text, const std::string& option);

@@ -34,14 +34,7 @@ std::string shape_text(const std::vector<int64_t>& shape) {
   return s + (shape.size() == 1 ? ",)" : ")");
 }
 
-std::string with_commas(int64_t v) {
-  std::string digits = std::to_string(v < 0 ? -v : v), out;
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return (v < 0 ? "-" : "") + out;
-}
+using sim::with_commas;
 
 json stack_bound_json(const sim::StackBound& b) {
   json j = {{"bounded", b.bounded}, {"path", b.path}, {"library_calls", b.library_calls}, {"dynamic_bounded", b.dynamic_bounded}};

@@ -284,6 +284,8 @@ group_budget() {
   run 1 "$mtir" run "$model" "${x[@]}" --target host --max-flash 64M --max-ram 1K
   contains stdout "$out" "probs: max abs diff 0, max rel diff 0  ok"
   contains stdout "$out" "budget on host: EXCEEDED"
+  # The report and the table print sizes alike (one with_commas).
+  echo "$out" | grep -Eq '^  flash: [0-9]{1,3}(,[0-9]{3})+ bytes \(text' || fail "no flash line with commas: $out"
   echo "$out" | grep -Eq '^  flash +[0-9,]+ bytes of +67,108,864  ok, [0-9,]+ to spare$' || fail "no kept flash line: $out"
   echo "$out" | grep -Eq '^  RAM +[0-9,]+ bytes of +1,024  EXCEEDS by [0-9,]+ bytes \([0-9]+% over\)$' || fail "no RAM line: $out"
   contains stdout "$out" "    workspace (intermediate tensors)"
