@@ -1,4 +1,5 @@
 #include "codegen/c/codegen_c.h"
+#include "ir/tvm_intrinsics.h"
 
 #include <cctype>
 #include <cinttypes>
@@ -857,6 +858,10 @@ class FunctionEmitter {
       case StmtKind::Evaluate: {
         const auto* op = static_cast<const EvaluateNode*>(s.get());
         if (evaluates_constant(op)) return;
+        if (LoopExit e = loop_exit(s); e != LoopExit::kNone) {
+          line(e == LoopExit::kBreak ? "break;" : "continue;");
+          return;
+        }
         if (const CallNode* call = statement_builtin(op)) {
           if (call->is(Builtin::TvmReturn)) emit_return(expr(call->args.at(0)));
           else throw_last_error(call);

@@ -677,7 +677,9 @@ void FunctionEmitter::emit(const Stmt& s) {
       begin_block(head);
       cond_br(expr(op->condition), body, exit);
       begin_block(body);
+      loop_exits_.emplace_back(exit, head);
       emit(op->body);
+      loop_exits_.pop_back();
       br(head);
       begin_block(exit);
       return;
@@ -685,6 +687,12 @@ void FunctionEmitter::emit(const Stmt& s) {
     case StmtKind::Evaluate: {
       const auto* op = static_cast<const EvaluateNode*>(s.get());
       if (evaluates_constant(op)) return;
+      if (LoopExit e = loop_exit(s); e != LoopExit::kNone) {
+        MTIR_ICHECK(!loop_exits_.empty(), "a loop exit outside a loop");
+        br(e == LoopExit::kBreak ? loop_exits_.back().first : loop_exits_.back().second);
+        begin_block(label(e == LoopExit::kBreak ? "after.break" : "after.continue"));
+        return;
+      }
       if (const CallNode* call = statement_builtin(op)) {
         if (call->is(Builtin::TvmReturn)) emit_return(as_int(expr(call->args.at(0)), call->args[0]->dtype, "i32").v);
         else throw_last_error(call);
@@ -736,7 +744,9 @@ void FunctionEmitter::emit_for(const ForNode* node) {
   IntBound lo = bounds_.bound(node->min), ext = bounds_.bound(node->extent);
   int64_t hi;
   if (ext.max >= 1 && !__builtin_add_overflow(lo.max, ext.max - 1, &hi)) bounds_.bind(node->loop_var.get(), {lo.min, hi});
+  loop_exits_.emplace_back(exit, latch);
   emit(node->body);
+  loop_exits_.pop_back();
   bounds_.unbind(node->loop_var.get());
   br(latch);
   begin_block(latch);

@@ -16,6 +16,7 @@
 #include "codegen/emit_common.h"
 #include "codegen/line_marks.h"
 #include "ir/op.h"
+#include "ir/tvm_intrinsics.h"
 #include "ir/visitor.h"
 #include "support/names.h"
 #include "codegen/llvm/codegen_llvm.h"
@@ -281,6 +282,8 @@ class FunctionEmitter {
   std::vector<std::string> live_workspace_;
   std::string ret_value_, ret_code_;  // the out-values of direct packed calls
   IntBoundAnalyzer bounds_;
+  // The labels `break` and `continue` branch to, innermost loop last.
+  std::vector<std::pair<std::string, std::string>> loop_exits_;
   int source_line_ = 0;  // of the statement being emitted
 };
 

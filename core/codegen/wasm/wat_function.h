@@ -18,6 +18,7 @@
 #include "codegen/line_marks.h"
 #include "ir/op.h"
 #include "ir/structural_equal.h"
+#include "ir/tvm_intrinsics.h"
 #include "ir/visitor.h"
 #include "support/diagnostic.h"
 #include "analysis/simd128.h"
@@ -199,6 +200,9 @@ class FunctionEmitter {
   std::unordered_map<const VarNode*, WVal> vars_;  // how each variable is read: a local, or a constant in unrolled code
   std::vector<std::string> live_workspace_;
   IntBoundAnalyzer bounds_;
+  // The labels `break` and `continue` branch to, innermost loop last.
+  std::vector<std::pair<std::string, std::string>> loop_exits_;
+  void emit_loop_body(const Stmt& body, const std::string& exit);
   struct Promoted {
     const VarNode* data;
     Buffer buffer;
