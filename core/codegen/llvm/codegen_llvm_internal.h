@@ -250,6 +250,9 @@ class FunctionEmitter {
   void emit(const Stmt& s);
 
   void emit_for(const ForNode* node);
+  void emit_if(const IfThenElseNode* op);
+  void emit_while(const WhileNode* op);
+  void emit_evaluate(const EvaluateNode* op, const Stmt& s);
   Val op_cmp(const std::string& pred, const Val& a, const Val& b) { return op("i1", "icmp " + pred + " " + a.typed() + ", " + b.v); }
 
   void emit_stack_alloca(const Var& v, const CallNode* c);

@@ -163,6 +163,9 @@ class FunctionEmitter {
   void emit(const Stmt& s);
   std::string user_name() const { return user_function_name(func_, symbol_); }
   void emit_for(const ForNode* node);
+  void emit_if(const IfThenElseNode* op);
+  void emit_while(const WhileNode* op);
+  void emit_evaluate(const EvaluateNode* op, const Stmt& s);
   std::map<std::string, LoadedValue> loads_through_loop(const ForNode* node);
 
   // Iterations of `s` when every loop in it has a constant extent, with at most

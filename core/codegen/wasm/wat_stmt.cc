@@ -10,29 +10,7 @@ void FunctionEmitter::emit(const Stmt& s) {
   switch (s->kind) {
     case StmtKind::BufferStore: store(static_cast<const BufferStoreNode*>(s.get())); return;
     case StmtKind::For: emit_for(static_cast<const ForNode*>(s.get())); return;
-    case StmtKind::IfThenElse: {
-      const auto* op = static_cast<const IfThenElseNode*>(s.get());
-      line("(if " + expr(op->condition).code);
-      auto before = loads_;
-      ++indent_;
-      line("(then");
-      ++indent_;
-      emit(op->then_case);
-      loads_ = before;
-      --indent_;
-      line(")");
-      if (op->else_case && !is_no_op(op->else_case)) {
-        line("(else");
-        ++indent_;
-        emit(op->else_case);
-        --indent_;
-        line(")");
-      }
-      forget_loads();
-      --indent_;
-      line(")");
-      return;
-    }
+    case StmtKind::IfThenElse: emit_if(static_cast<const IfThenElseNode*>(s.get())); return;
     case StmtKind::LetStmt: {
       const auto* op = static_cast<const LetStmtNode*>(s.get());
       WVal v = expr(op->value);
@@ -46,43 +24,8 @@ void FunctionEmitter::emit(const Stmt& s) {
     case StmtKind::SeqStmt:
       for (const auto& child : static_cast<const SeqStmtNode*>(s.get())->seq) emit(child);
       return;
-    case StmtKind::While: {
-      const auto* op = static_cast<const WhileNode*>(s.get());
-      std::string exit = label("while.end"), head = label("while.head");
-      line("(block " + exit);
-      ++indent_;
-      line("(loop " + head);
-      ++indent_;
-      forget_loads();
-      line("(br_if " + exit + " (i32.eqz " + expr(op->condition).code + "))");
-      emit_loop_body(op->body, exit);
-      forget_loads();
-      line("(br " + head + ")");
-      --indent_;
-      line(")");
-      --indent_;
-      line(")");
-      return;
-    }
-    case StmtKind::Evaluate: {
-      const auto* op = static_cast<const EvaluateNode*>(s.get());
-      if (evaluates_constant(op)) return;
-      if (LoopExit e = loop_exit(s); e != LoopExit::kNone) {
-        MTIR_ICHECK(!loop_exits_.empty(), "a loop exit outside a loop");
-        line("(br " + (e == LoopExit::kBreak ? loop_exits_.back().first : loop_exits_.back().second) + ")");
-        return;
-      }
-      if (const CallNode* call = statement_builtin(op)) {
-        if (call->is(Builtin::TvmReturn))
-          emit_return(cast(expr(call->args.at(0)), call->args[0]->dtype, DataType::Int(32), call->span).code);
-        else
-          throw_last_error(call);
-        return;
-      }
-      WVal v = expr(op->value);
-      line(v.ty.empty() ? v.code : "(drop " + v.code + ")");
-      return;
-    }
+    case StmtKind::While: emit_while(static_cast<const WhileNode*>(s.get())); return;
+    case StmtKind::Evaluate: emit_evaluate(static_cast<const EvaluateNode*>(s.get()), s); return;
     case StmtKind::Allocate: emit_allocate(static_cast<const AllocateNode*>(s.get())); return;
     case StmtKind::DeclBuffer: {
       const auto* op = static_cast<const DeclBufferNode*>(s.get());
@@ -108,6 +51,63 @@ void FunctionEmitter::emit(const Stmt& s) {
       return;
     }
   }
+}
+
+void FunctionEmitter::emit_if(const IfThenElseNode* op) {
+  line("(if " + expr(op->condition).code);
+  auto before = loads_;
+  ++indent_;
+  line("(then");
+  ++indent_;
+  emit(op->then_case);
+  loads_ = before;
+  --indent_;
+  line(")");
+  if (op->else_case && !is_no_op(op->else_case)) {
+    line("(else");
+    ++indent_;
+    emit(op->else_case);
+    --indent_;
+    line(")");
+  }
+  forget_loads();
+  --indent_;
+  line(")");
+}
+
+void FunctionEmitter::emit_while(const WhileNode* op) {
+  std::string exit = label("while.end"), head = label("while.head");
+  line("(block " + exit);
+  ++indent_;
+  line("(loop " + head);
+  ++indent_;
+  forget_loads();
+  line("(br_if " + exit + " (i32.eqz " + expr(op->condition).code + "))");
+  emit_loop_body(op->body, exit);
+  forget_loads();
+  line("(br " + head + ")");
+  --indent_;
+  line(")");
+  --indent_;
+  line(")");
+}
+
+void FunctionEmitter::emit_evaluate(const EvaluateNode* op, const Stmt& s) {
+  if (evaluates_constant(op)) return;
+  if (LoopExit e = loop_exit(s); e != LoopExit::kNone) {
+    MTIR_ICHECK(!loop_exits_.empty(), "a loop exit outside a loop");
+    line("(br " + (e == LoopExit::kBreak ? loop_exits_.back().first : loop_exits_.back().second) + ")");
+    return;
+  }
+  if (const CallNode* call = statement_builtin(op)) {
+    if (call->is(Builtin::TvmReturn))
+      emit_return(cast(expr(call->args.at(0)), call->args[0]->dtype, DataType::Int(32), call->span).code);
+    else
+      throw_last_error(call);
+    return;
+  }
+  WVal v = expr(op->value);
+  line(v.ty.empty() ? v.code : "(drop " + v.code + ")");
 }
 
 // A buffer element a loop reads and writes at one index that does not change inside
