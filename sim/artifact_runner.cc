@@ -91,6 +91,7 @@ std::vector<std::string> compile_command(const CrossTarget& t, const ProgramSpec
   // Hosted, the firmware runs under the sanitizers the build asks for (host_sanitizers).
   if (t.name == "host")
     for (const auto& f : sanitizer_cflags(host_sanitizers())) cmd.push_back(f);
+  for (const auto& d : t.port_defines) cmd.push_back("-D" + d);
   for (const auto& d : spec.defines) cmd.push_back("-D" + d);
   for (const auto& h : spec.forced_includes) cmd.insert(cmd.end(), {"-include", h});
   for (const auto& dir : spec.include_dirs) cmd.push_back("-I" + dir);
@@ -287,10 +288,11 @@ int64_t instructions_from_counter(const CrossTarget& target, uint64_t raw, uint6
     case CounterKind::kMinstret:
       return static_cast<int64_t>(raw) - static_cast<int64_t>(probe_raw);
     case CounterKind::kMps2Ticks: {
-      // Every tick is 40 ns of virtual time, every instruction 2^S ns; the rounding
-      // error is below 0.16 instruction at S = 8, so rounding is exact.
-      auto instr = [](uint64_t ticks) {
-        return static_cast<int64_t>(std::llround(static_cast<double>(ticks) * 40.0 / (1 << kMps2IcountShift)));
+      // Every tick is 40 (MPS2) or 50 (mps2-tz) ns of virtual time, every instruction
+      // 2^S ns; the rounding error is below 0.2 instruction at S = 8, so rounding is exact.
+      const double tick_ns = target.counter_tick_ns;
+      auto instr = [tick_ns](uint64_t ticks) {
+        return static_cast<int64_t>(std::llround(static_cast<double>(ticks) * tick_ns / (1 << kMps2IcountShift)));
       };
       return instr(raw) - instr(probe_raw);
     }
@@ -623,7 +625,7 @@ TargetReport target_report(const CrossTarget& t, const ArtifactInfo& info, const
     }
     r.counter_method = t.counter == CounterKind::kMinstret
                            ? "exact: minstret under qemu -icount shift=0"
-                           : "exact: MPS2 COUNTER under qemu -icount shift=" + std::to_string(kMps2IcountShift);
+                           : "exact: FPGAIO COUNTER under qemu -icount shift=" + std::to_string(kMps2IcountShift);
   }
   return r;
 }

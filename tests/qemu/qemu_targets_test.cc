@@ -1,4 +1,4 @@
-// The digits model compiled by the CLI and run on every target (host, Cortex-M3/M4/M7
+// The digits model compiled by the CLI and run on every target (host, Cortex-M3/M4/M7/M33/M55
 // under QEMU, RV32 under QEMU, wasm32 under node): outputs equal the interpreter on the
 // artifact's own graph, the predicted classes are identical, and the whole report
 // (instructions, flash, RAM, stack) is the same on a second build and run. Then the
@@ -114,7 +114,9 @@ TEST_P(DigitsOnTarget, MatchesTheInterpreterWithAReproducibleReport) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Targets, DigitsOnTarget,
-                         ::testing::Values("host", "cortex-m3", "cortex-m4", "cortex-m7", "riscv32", "wasm32"), param_name);
+                         ::testing::Values("host", "cortex-m3", "cortex-m4", "cortex-m7", "cortex-m33", "cortex-m55", "riscv32",
+                                           "wasm32"),
+                         param_name);
 
 class CountingMethod : public ::testing::TestWithParam<std::string> {};
 
@@ -153,7 +155,9 @@ TEST_P(CountingMethod, ATwoInstructionLoopCountsExactly) {
   EXPECT_LT(b, 16);  // the call, the return and the loop's set-up
 }
 
-INSTANTIATE_TEST_SUITE_P(Targets, CountingMethod, ::testing::Values("cortex-m3", "cortex-m4", "cortex-m7", "riscv32"), param_name);
+INSTANTIATE_TEST_SUITE_P(Targets, CountingMethod,
+                         ::testing::Values("cortex-m3", "cortex-m4", "cortex-m7", "cortex-m33", "cortex-m55", "riscv32"),
+                         param_name);
 
 // Each way a firmware can go wrong ends with a one-line message, never a hang.
 std::string failure_of(const std::string& target, const char* define, int timeout_seconds, const fs::path& dir) {
