@@ -313,7 +313,7 @@ static int run_model_as_artifact(const RunCommand& c) {
   std::string target = c.target == "wasm-binaryen" ? std::string("wasm")
                        : c.backend == "llvm"       ? sim::find_cross_target(c.target).llvm_target()
                                                    : std::string(kDefaultCompileTarget);
-  // The C build knows its CPU too: it picks the int8 schedules (smlad on Cortex-M4/M7).
+  // The C build knows its CPU too: it picks the int8 schedules (smlad on Cortex-M4/M7/M33/M55).
   if (c.backend == "c" && c.target != "wasm-binaryen" && c.target != "host") {
     const std::string& cpu = sim::find_cross_target(c.target).llvm_cpu;
     if (!cpu.empty()) target += " -mcpu=" + cpu;
