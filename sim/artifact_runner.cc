@@ -129,9 +129,13 @@ std::vector<std::string> run_command(const CrossTarget& t, const std::string& pr
 }
 
 fs::path port_dir(const CrossTarget& t, const std::string& crt_dir) {
+  // The sources, the counter and the board's linker script (an artifact from before
+  // the board existed lacks it).
   auto complete = [&](const fs::path& p) {
     for (const auto& f : t.port_sources)
       if (!fs::exists(p / f)) return false;
+    for (const auto& f : t.link_flags)
+      if (f.rfind("-T{port}/", 0) == 0 && !fs::exists(p / f.substr(9))) return false;
     return fs::exists(p / "instruction_counter.h");
   };
   fs::path p = fs::path(crt_dir) / "ports" / t.port;

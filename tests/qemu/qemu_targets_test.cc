@@ -118,6 +118,21 @@ INSTANTIATE_TEST_SUITE_P(Targets, DigitsOnTarget,
                                            "wasm32"),
                          param_name);
 
+// An artifact whose runtime predates a board (no an547.ld in its Cortex-M port) builds
+// with the installed runtime's port instead.
+TEST(BoardPort, AnArtifactWithoutTheBoardScriptUsesTheInstalledPort) {
+  ScratchDir dir;
+  CompiledModel ref = compile_digits(dir.path());
+  fs::remove(fs::path(ref.info.dir) / "runtime/ports/cortex-m/an547.ld");
+  sim::ArtifactRunOptions options;
+  options.target = "cortex-m55";
+  options.work_dir = (dir.path() / "run").string();
+  sim::ArtifactRunResult r = sim::run_artifact(ref.info, ref.inputs, ref.samples, ref.outputs, options);
+  ASSERT_EQ(r.outputs.size(), static_cast<size_t>(kImages));
+  EXPECT_TRUE(compare_arrays(r.outputs[0][0], ref.want[0][0], 1e-5).ok);
+  EXPECT_EQ(r.report.instructions.size(), static_cast<size_t>(kImages));
+}
+
 class CountingMethod : public ::testing::TestWithParam<std::string> {};
 
 // MEASURING.md's check: trips n of a 2-instruction loop give exactly 2n + b.
