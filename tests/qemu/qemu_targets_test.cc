@@ -118,6 +118,26 @@ INSTANTIATE_TEST_SUITE_P(Targets, DigitsOnTarget,
                                            "wasm32"),
                          param_name);
 
+// The board table: every Arm target names a linker script its port has, and its counter
+// ticks at the rate its board's FPGAIO runs (40 ns MPS2, 50 ns on the mps2-tz boards,
+// whose block the port is told where to find).
+TEST(BoardPort, EveryArmBoardHasItsScriptAndCounter) {
+  int arm = 0;
+  for (const auto& t : sim::cross_targets()) {
+    if (t.port != "cortex-m") continue;
+    ++arm;
+    int scripts = 0;
+    for (const auto& f : t.link_flags)
+      if (f.rfind("-T{port}/", 0) == 0)
+        scripts += fs::exists(fs::path(sim::default_crt_dir()) / "ports/cortex-m" / f.substr(9)) ? 1 : 100;
+    EXPECT_EQ(scripts, 1) << t.name;
+    const bool tz = t.runner[2] == "mps2-an505" || t.runner[2] == "mps3-an547";
+    EXPECT_EQ(t.counter_tick_ns, tz ? 50 : 40) << t.name;
+    EXPECT_EQ(t.port_defines.size(), tz ? 2u : 0u) << t.name;
+  }
+  EXPECT_EQ(arm, 5);
+}
+
 // An artifact whose runtime predates a board (no an547.ld in its Cortex-M port) builds
 // with the installed runtime's port instead.
 TEST(BoardPort, AnArtifactWithoutTheBoardScriptUsesTheInstalledPort) {
