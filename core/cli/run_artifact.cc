@@ -326,7 +326,7 @@ void warn_generic_kernels(const sim::ArtifactInfo& info, const sim::CrossTarget&
 
 int run_artifact(const RunCommand& c, const LoadedModel* reference) {
   if (c.target.empty())
-    user_error({}, "running a compiled artifact needs a target: --target host, cortex-m3, cortex-m4, cortex-m7, riscv32 or wasm32");
+    user_error({}, "running a compiled artifact needs a target: --target host, cortex-m3, cortex-m4, cortex-m7, cortex-m33, cortex-m55, riscv32 or wasm32");
   if (!c.func.empty() || !c.scalars.empty()) user_error({}, "--func and --scalar apply to TIR files, not to a compiled model");
   const sim::CrossTarget& target = sim::find_cross_target(c.target);
   const sim::Budget budget = budget_options(c.max_flash, c.max_ram);
