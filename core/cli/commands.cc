@@ -450,15 +450,11 @@ int run_run(const RunCommand& c) {
   // the function asked for.
   if (c.profile_layers && (c.target.empty() || c.target == "host" || c.target == "wasm32" || c.target == "wasm-binaryen"))
     user_error({}, "--profile-layers counts instructions per operator on a target with an instruction counter: "
-<<<<<<< HEAD
-                   "add --target cortex-m3, cortex-m4, cortex-m7 or riscv32");
+                   "add --target cortex-m3, cortex-m4, cortex-m7, cortex-m33, cortex-m55 or riscv32");
   const bool budgeted = budget_options(c.max_flash, c.max_ram).any();  // a bad value is refused before any build
   if (budgeted && (c.target.empty() || (!is_artifact_path(c.file) && !is_graph_file(c.file))))
     user_error({}, "--max-flash and --max-ram check a model's build on a target: give a model (.tflite, .onnx, model.json "
                    "or a compiled model.tar) and --target");
-=======
-                   "add --target cortex-m3, cortex-m4, cortex-m7, cortex-m33, cortex-m55 or riscv32");
->>>>>>> main
   if (is_artifact_path(c.file)) return run_artifact(c);  // model.tar or an MLF folder
   // A budget needs the artifact's target report, which the host build of a model has too.
   if (is_graph_file(c.file) && ((!c.target.empty() && c.target != "host") || !c.devices.empty() || budgeted))

@@ -132,8 +132,8 @@ CLI::App* add_compile(CLI::App& app, mtir::cli::CompileCommand& compile) {
   cmd->add_flag("--json", compile.json, "Print the artifact's metadata (or diagnostics) as JSON on stdout");
   cmd->add_option("--board", compile.board,
                   "Also build the artifact for this target and run it once (zero inputs) to measure its flash, RAM "
-                  "and stack: cortex-m3|cortex-m4|cortex-m7 (QEMU), riscv32 (QEMU), host, wasm32 (node)")
-      ->check(CLI::IsMember({"host", "cortex-m3", "cortex-m4", "cortex-m7", "riscv32", "wasm32"}));
+                  "and stack: cortex-m3|cortex-m4|cortex-m7|cortex-m33|cortex-m55 (QEMU), riscv32 (QEMU), host, wasm32 (node)")
+      ->check(CLI::IsMember({"host", "cortex-m3", "cortex-m4", "cortex-m7", "cortex-m33", "cortex-m55", "riscv32", "wasm32"}));
   add_budget_options(cmd, compile.max_flash, compile.max_ram, "the --board build");
   cmd->add_flag("-v,--verbose", compile.verbose, "Print the target, the keys it defaulted and to what, and the files written");
 
