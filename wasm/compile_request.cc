@@ -11,7 +11,7 @@
 #include "base64.h"
 #include "driver/build.h"
 #include "embedded_crt.h"
-#include "model_view.h"
+#include "artifact/model_view.h"
 #include "run_request.h"
 #include "script/parser.h"
 #include "script/printer.h"
