@@ -28,7 +28,7 @@ from .tir import Program, TirResult, parse, run_tir
 __version__: str = _microtir.__version__
 
 
-def passes() -> list:
+def passes() -> "list[str]":
     """The names of the registered lowering passes, in pipeline order (``microtir passes --list``)."""
     return _microtir.pass_list().split()
 

@@ -289,7 +289,7 @@ def compile(
         model: a :class:`Model` from :func:`microtir.load`, or what ``load`` takes.
         target: ``"c"``, ``"llvm"`` or ``"wasm"``, or a whole target string
             (``"c -mcpu=cortex-m4 -unpacked-api=1"``, docs/target-options.md). ``"c"`` alone
-            is the CLI's default (``c -executor=aot -interface-api=c -unpacked-api=1 -link-params=1``).
+            is what ``microtir compile`` uses without ``--target``.
         board: the target the artifact will run on (``cortex-m4``, ``riscv32``, ...): its
             CPU picks the int8 kernels (``-mcpu``), as ``microtir run model --target BOARD``
             compiles; for ``"llvm"`` also the triple.

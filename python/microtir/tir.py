@@ -47,7 +47,7 @@ class Program:
         inouts: Optional[Mapping[str, np.ndarray]] = None,
         scalars: Optional[Mapping[str, Union[int, float]]] = None,
     ) -> TirResult:
-        """Interpret one function: see :func:`run_tir`."""
+        """Run one function of this module with the reference interpreter (see :func:`run_tir`)."""
         func_name, outputs, returned = _microtir.run_tir(
             self._core,
             func or "",

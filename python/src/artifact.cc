@@ -92,7 +92,8 @@ void bind_artifact(py::module_& m) {
       },
       py::arg("path"), py::arg("target"), py::arg("devices") = std::vector<std::string>{});
   m.def("compile_target_for_run", &cli::compile_target_for_run, py::arg("run_target"), py::arg("backend") = "c");
-  m.def("default_compile_target", [] { return std::string(kDefaultCompileTarget); });
+  // What `microtir compile` compiles for without --target.
+  m.def("default_compile_target", [] { return cli::CompileCommand{}.target; });
 }
 
 }  // namespace mtir::python
