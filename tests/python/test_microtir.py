@@ -62,6 +62,14 @@ def test_load_tflite_bytes_quantization_and_graph(microtir, cli):
     assert model.graph == json.loads(out)
 
 
+def test_load_onnx_and_bytes_of_a_json_graph(microtir, digits):
+    onnx = microtir.load(os.path.join(SOURCE_DIR, "models", "digits", "digits.onnx"))
+    assert [t.shape for t in onnx.inputs] == [(1, 1, 8, 8)] and onnx.macs == digits.macs
+    graph = {k: v for k, v in digits.graph.items()}
+    with pytest.raises(microtir.Error, match="cannot open"):  # its weights are files beside it
+        microtir.load(json.dumps(graph).encode())
+
+
 def test_load_tir_file_and_parse(microtir):
     program = microtir.load(MATMUL)
     assert isinstance(program, microtir.Program)
