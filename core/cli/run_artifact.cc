@@ -360,7 +360,7 @@ ArtifactRun run_artifact_inputs(const std::string& file, const std::string& targ
 
 int run_artifact(const RunCommand& c, const LoadedModel* reference) {
   if (c.target.empty())
-    user_error({}, "running a compiled artifact needs a target: --target host, cortex-m3, cortex-m4, cortex-m7, riscv32 or wasm32");
+    user_error({}, "running a compiled artifact needs a target: --target host, cortex-m3, cortex-m4, cortex-m7, cortex-m33, cortex-m55, riscv32 or wasm32");
   if (!c.func.empty() || !c.scalars.empty()) user_error({}, "--func and --scalar apply to TIR files, not to a compiled model");
   std::map<std::string, ArtifactInput> inputs;
   for (const auto& s : c.inputs) {

@@ -239,8 +239,8 @@ class Artifact:
         Args:
             inputs: the model's inputs by name (or C identifier); a single array when the
                 model has one input. dtype and shape must be the input's.
-            target: ``host``, ``cortex-m3``, ``cortex-m4``, ``cortex-m7``, ``riscv32``,
-                ``wasm32`` or ``wasm-binaryen`` (docs/targets.md).
+            target: ``host``, ``cortex-m3``, ``cortex-m4``, ``cortex-m7``, ``cortex-m33``,
+                ``cortex-m55``, ``riscv32``, ``wasm32`` or ``wasm-binaryen`` (docs/targets.md).
             profile_layers: also count the instructions of each operator call (a target
                 with an instruction counter: Cortex-M, riscv32).
             keep_build_dir: build in this folder and keep it (default: a temporary one).
