@@ -15,6 +15,7 @@
 #include "interp/interpreter.h"
 #include "sim/artifact_files.h"
 #include "sim/artifact_runner.h"
+#include "support/timing.h"
 #include "support/compare.h"
 #include "support/npy.h"
 
@@ -350,6 +351,7 @@ int run_artifact(const RunCommand& c, const LoadedModel* reference) {
       out["report"]["layers"] = layers_json(result.report, nodes_of_kernels(model.aot, model.graph));
       out["report"]["layer_probe_instructions"] = result.report.layer_probe_instructions;
     }
+    if (const TimingTable* t = active_timing_table()) out["timing"] = t->to_json();
     std::cout << out.dump(2) << "\n";
     return cmp.all_match ? 0 : 1;
   }
