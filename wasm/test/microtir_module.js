@@ -19,6 +19,10 @@ async function loadMicrotir(jsPath) {
     compile(request) {
       return JSON.parse(this.compileText(JSON.stringify(request)));
     },
+    // The pass IR texts and archive the last compile deferred (mtir_compile_details).
+    compileDetails(request) {
+      return JSON.parse(call(m._mtir_compile_details, JSON.stringify(request)));
+    },
     // An .onnx model decoded by web/src/onnx_import.js (the JSON of wasm/onnx_import.h)
     // -> {ok, graph, notes} or {ok: false, message, internal}.
     importOnnx(modelJson, filename) {
