@@ -74,9 +74,9 @@ std::string TimingTable::text() const {
   s += memory_kind();
   s += ")\n";
   for (const auto& r : rows) {
-    char line[160];
+    char line[192];
     const std::string label = std::string(2 * r.depth, ' ') + r.name;
-    std::snprintf(line, sizeof line, "  %-8s %-44s %10.2f ms %10.1f MiB\n", r.kind.c_str(), label.c_str(), r.wall_ms,
+    std::snprintf(line, sizeof line, "  %-8s %-60s %10.2f ms %10.1f MiB\n", r.kind.c_str(), label.c_str(), r.wall_ms,
                   static_cast<double>(r.peak_bytes) / (1024.0 * 1024.0));
     s += line;
   }

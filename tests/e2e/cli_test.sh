@@ -318,6 +318,7 @@ group_llvm() {
   if [ "$native" = ON ]; then
     grep -q '"codegen/host/lib/lib0.o"' "$work/mlf/metadata.json" || fail "metadata.json does not list lib0.o"
     contains "--time-passes" "$err" "llvm: object lib0.o (native"
+    contains "--time-passes" "$err" "llvm: optimize lib0.ll (-O2)"
     ( cd "$work/mlf" && cc -std=c99 -Wall -Wextra -Werror -pedantic -Iruntime/include -Icodegen/host/include \
         codegen/host/src/*.c codegen/host/lib/*.o runtime/src/*.c runtime/ports/host/platform.c \
         "$src/tests/codegen/digits_main.c" -lm -o fw ) >"$work/fw.log" 2>&1 \
