@@ -13,6 +13,8 @@ async function loadMicrotir(jsPath) {
   const call = (f, ...texts) => callText(m, f, ...texts);
   return {
     version: () => m.UTF8ToString(m._mtir_version()),
+    // The linear memory's size: it only grows, so the heap's high-water mark.
+    heapBytes: () => m.HEAPU8.length,
     compileText(text) {
       return call(m._mtir_compile, text);
     },
