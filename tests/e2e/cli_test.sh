@@ -341,6 +341,7 @@ group_wasm() {
   if [ "${MICROTIR_BINARYEN_NATIVE:-OFF}" = ON ]; then
     [ "$(head -c 4 "$work/w/codegen/host/lib/digits.wasm" | od -An -c | tr -d ' ')" = '\0asm' ] || fail "digits.wasm is not a wasm module"
     contains "compile -v" "$err" "binaryen: assemble and optimize (-O2)"
+    contains "compile -v" "$err" "binaryen: optimize (-O2)"
     run 0 "$mtir" run "$work/w" "${x[@]}" --target wasm-binaryen
     contains stdout "$out" "probs: max abs diff 0, max rel diff 0  ok"
     contains stdout "$out" "us per inference"
