@@ -8,6 +8,7 @@ mark). The timer's table says which step the time goes to.
 
 usage: python3 bench/compile_latency.py [--runs N] [--cli build/core/cli/microtir]
            [--wasm build-wasm/wasm/microtir.js] [--shared ../shared/tflite] [--json FILE]
+           [--only NAME] [--no-native]
 Models missing from --shared are skipped, said plainly.
 """
 import argparse
@@ -43,7 +44,7 @@ def models(shared):
 
 
 def native_run(cli, model, target, out_tar):
-    """One `compile` as a process: (wall s, peak RSS bytes, the timer's top-level steps in ms)."""
+    """One `compile` as a process: (wall s, CPU s, peak RSS bytes, the timer's top-level steps in ms)."""
     start = time.perf_counter()
     proc = subprocess.Popen([cli, "compile", model, "--target", target, "-o", out_tar, "--json", "--time-passes"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -58,7 +59,7 @@ def native_run(cli, model, target, out_tar):
     for r in rows:
         if r["depth"] == 0:
             steps[r["name"]] = steps.get(r["name"], 0) + r["wall_ms"]
-    return wall, usage.ru_maxrss * 1024, steps
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss * 1024, steps
 
 
 def median_steps(runs):
@@ -67,13 +68,14 @@ def median_steps(runs):
 
 
 def native_case(cli, model, target, runs, tmp):
-    walls, peaks, steps = [], [], []
+    walls, cpus, peaks, steps = [], [], [], []
     for _ in range(runs):
-        w, p, s = native_run(cli, model, target, os.path.join(tmp, "m.tar"))
+        w, c, p, s = native_run(cli, model, target, os.path.join(tmp, "m.tar"))
         walls.append(w)
+        cpus.append(c)
         peaks.append(p)
         steps.append(s)
-    return {"wall_s": statistics.median(walls), "peak_bytes": max(peaks), "steps_ms": median_steps(steps)}
+    return {"wall_s": statistics.median(walls), "cpu_s": statistics.median(cpus), "peak_bytes": max(peaks), "steps_ms": median_steps(steps)}
 
 
 def wasm_case(node_js, wasm_js, model, target, runs):
@@ -99,6 +101,8 @@ def main():
     ap.add_argument("--wasm", default=os.path.join(ROOT, "build-wasm/wasm/microtir.js"))
     ap.add_argument("--shared", default=os.environ.get("MICROTIR_SHARED_TFLITE", os.path.join(ROOT, "..", "shared", "tflite")))
     ap.add_argument("--json", help="also write every figure here")
+    ap.add_argument("--only", help="only the models whose name contains this text (e.g. KWS)")
+    ap.add_argument("--no-native", action="store_true", help="the wasm core only")
     args = ap.parse_args()
     have_wasm = os.path.exists(args.wasm)
     if not have_wasm:
@@ -107,24 +111,28 @@ def main():
     results = []
     with tempfile.TemporaryDirectory(prefix="mtir-latency-") as tmp:
         for mname, mpath in models(args.shared):
+            if args.only and args.only not in mname:
+                continue
             for bname, target in BACKENDS:
-                n = native_case(args.cli, mpath, target, args.runs, tmp)
+                n = None if args.no_native else native_case(args.cli, mpath, target, args.runs, tmp)
                 w = wasm_case(node_js, args.wasm, mpath, target, args.runs) if have_wasm else {"error": "no wasm core"}
                 results.append({"model": mname, "backend": bname, "target": target, "native": n, "wasm": w})
                 print(f"done {mname} {bname}", file=sys.stderr)
-    print(f"median of {args.runs} runs; native = `microtir compile` as a process (start-up and file writes included); "
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; median of {args.runs} runs; native = `microtir compile` as a process (start-up and file writes included); "
           "core = the wasm core under node: the first response (artifacts, pass list, timer), then the pass IR texts "
           "and archive fetched after it; peak = the CLI's peak RSS / the core's linear memory (MiB)\n")
-    print("| model | backend | native s | native peak | where the native time goes (s) | core first s | core IR + tar s | core heap | core / native |")
-    print("|---|---|---:|---:|---|---:|---:|---:|---:|")
+    print("| model | backend | native wall s | native CPU s | native peak | where the native time goes (wall s) | core first s | core IR + tar s | core heap | core / native CPU |")
+    print("|---|---|---:|---:|---:|---|---:|---:|---:|---:|")
     for r in results:
         n, w = r["native"], r["wasm"]
+        if n is None:
+            n = {"wall_s": float("nan"), "cpu_s": float("nan"), "peak_bytes": float("nan"), "steps_ms": {}}
         if "error" in w:
             core = ["—", "—", "—", "—"]
         else:
             core = [f"{w['first_ms'] / 1000:.2f}", f"{w['details_ms'] / 1000:.2f}", mib(w["heap_bytes"]),
-                    f"{(w['first_ms'] / 1000) / n['wall_s']:.2f}"]
-        print(f"| {r['model']} | {r['backend']} | {n['wall_s']:.2f} | {mib(n['peak_bytes'])} | {where(n['steps_ms'])} | "
+                    f"{(w['first_ms'] / 1000) / n['cpu_s']:.2f}"]
+        print(f"| {r['model']} | {r['backend']} | {n['wall_s']:.2f} | {n['cpu_s']:.2f} | {mib(n['peak_bytes'])} | {where(n['steps_ms'])} | "
               + " | ".join(core) + " |")
     if args.json:
         with open(args.json, "w") as f:
