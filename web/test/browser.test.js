@@ -422,7 +422,7 @@ test('a failed compile marks the results out of date; nothing throws, downloads 
 // come with the compile; the pass IR texts and the archive follow from the core's kept
 // compile (held back here by a test hook), and Cancel stops them, leaving the page usable.
 test('the artifacts come first, the pass IR texts follow; Cancel stops them; the timer\'s table', async () => {
-  const { page, errors } = await openPage('?debug_details_ms=600000');
+  const { page, errors } = await openPage('?timeout_ms=600000&debug_details_ms=600000');
   await page.waitForFunction(() => /compiled/.test(document.getElementById('status').textContent), null, { timeout: 60000 });
   assert.equal(await page.getAttribute('body', 'data-details'), 'pending');
   await page.click('.artifact-tab[data-path="codegen/host/src/lib0.c"]');
