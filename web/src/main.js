@@ -186,7 +186,7 @@ async function compile(run = null, wasm = null) {
     showResponse(response, request);
     setStatus(response.ok ? `compiled in ${ms.toFixed(0)} ms (core ${response.timings_ms.total.toFixed(0)} ms)`
       : `${response.diagnostics.length} error(s)`, response.ok ? 'ok' : 'error');
-    if (response.ok) await fetchDetails(seq, response);
+    if (response.ok) await fetchDetails(response);
   } catch (e) {
     if (seq !== requestSeq) return;
     setStatus(e.message, 'error');
@@ -201,12 +201,13 @@ $('compile').addEventListener('click', () => compile());
 // The pass IR texts and the archive the compile deferred, from the core's kept compile,
 // while the page already shows the artifacts. A newer compile or Cancel stops the worker,
 // and with it this; the passes then say why their texts are missing.
-async function fetchDetails(seq, r) {
+let detailsSeq = 0;  // the newest fetch marks the page done (an import may supersede one)
+async function fetchDetails(r) {
+  const mine = ++detailsSeq;
   document.body.dataset.details = 'pending';
-  r.detailsError = null;
-  const spin = Number(new URLSearchParams(location.search).get('debug_details_ms')) || 0;
   try {
-    const { response: d } = await runInWorker({ details: { ir: true, tar: true }, detailsSpinMs: spin }, 'pass IR texts');
+    const detailsSpinMs = Number(new URLSearchParams(location.search).get('debug_details_ms')) || 0;  // test hook
+    const { response: d } = await runInWorker({ details: { ir: true, tar: true }, detailsSpinMs }, 'pass IR texts');
     if (!d.ok) throw new Error(d.diagnostics.map((x) => x.message).join('; '));
     r.input_ir = d.input_ir;
     d.passes.forEach((p, i) => { r.passes[i].ir = p.ir; });
@@ -221,14 +222,13 @@ async function fetchDetails(seq, r) {
       showTiming(r);
       if (r.model) showNodeDetail();
     }
-    if (seq === requestSeq) document.body.dataset.details = 'done';
+    if (mine === detailsSeq) document.body.dataset.details = 'done';
   }
 }
 
 // An IR text, or what stands in for it while it is produced (or after it was not).
 function irText(r, ir) {
-  if (ir !== undefined) return ir;
-  return r.detailsError ? `; the IR text was not produced: ${r.detailsError}. Compile again to see it.` : '; the IR text is being produced…';
+  return ir !== undefined ? ir : r.detailsError ? `; the IR text was not produced: ${r.detailsError}. Compile again to see it.` : '; the IR text is being produced…';
 }
 
 // Run: compile, then execute the module (a model's main) in the reference interpreter;

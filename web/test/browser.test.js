@@ -422,7 +422,12 @@ test('a failed compile marks the results out of date; nothing throws, downloads 
 // come with the compile; the pass IR texts and the archive follow from the core's kept
 // compile (held back here by a test hook), and Cancel stops them, leaving the page usable.
 test('the artifacts come first, the pass IR texts follow; Cancel stops them; the timer\'s table', async () => {
-  const { page, errors } = await openPage('?timeout_ms=600000&debug_details_ms=600000');
+  const { page, errors } = await openPage();
+  await compileStatus(page);
+  // The texts of every compile from now on are held back until stopped.
+  await page.evaluate(() => history.replaceState(null, '', '?timeout_ms=600000&debug_details_ms=600000'));
+  await clearStatus(page);
+  await page.click('#compile');
   await page.waitForFunction(() => /compiled/.test(document.getElementById('status').textContent), null, { timeout: 60000 });
   assert.equal(await page.getAttribute('body', 'data-details'), 'pending');
   await page.click('.artifact-tab[data-path="codegen/host/src/lib0.c"]');
@@ -444,6 +449,7 @@ test('the artifacts come first, the pass IR texts follow; Cancel stops them; the
   assert.deepEqual(rows.filter((r) => r[0] === 'step').map((r) => r[1]), ['lower', 'codegen', 'pass list']);
   assert.ok(rows.some((r) => r[0] === 'backend' && r[1] === 'c: kernels (lib0.c)'));
   assert.ok(rows.every((r) => Number(r[2]) >= 0), JSON.stringify(rows));
+  await page.click('#timing > summary');  // closed again: the table lies over the panes
   await page.click('#cancel');
   await page.waitForFunction(() => document.body.dataset.details === 'done');
   assert.match(await page.textContent('#pass-view'), /the IR text was not produced: cancelled/);
