@@ -36,11 +36,18 @@
 #endif
 #include "support/compare.h"
 #include "support/npy.h"
+#include "support/timing.h"
 
 namespace mtir::cli {
 namespace {
 
 using nlohmann::json;
+
+// `out` with the timer's table ("timing") when --time-passes (or compile -v) asked for it.
+json with_timing(json out) {
+  if (const TimingTable* t = active_timing_table()) out["timing"] = t->to_json();
+  return out;
+}
 
 IRModule load_module(const std::string& file, bool verify) {
   std::string text = read_file(file);
@@ -505,9 +512,16 @@ int run_run(const RunCommand& c) {
   // The host build runs on copies of the inputs; the interpreter is the reference.
   std::vector<NDArray> reference;
   if (!c.target.empty()) reference = arrays;
-  const std::optional<int64_t> returned = interpret(m, fname, run.args);
+  std::optional<int64_t> returned;
+  {
+    TimingScope timing("step", "interpret");
+    returned = interpret(m, fname, run.args);
+  }
   HostComparison host;
-  if (!c.target.empty()) host = compare_with_host_build(c, m, fname, f, run, reference, returned, labels);
+  if (!c.target.empty()) {
+    TimingScope timing("step", "host build and run");
+    host = compare_with_host_build(c, m, fname, f, run, reference, returned, labels);
+  }
 
   OutputSet files;
   if (!c.output_dir.empty()) {
@@ -527,7 +541,7 @@ int run_run(const RunCommand& c) {
     json out = {{"ok", host.all_match}, {"function", fname}, {"outputs", outs}};
     if (returned) out["return"] = *returned;
     if (!c.target.empty()) out["compare"] = host.comparisons;
-    std::cout << out.dump(2) << "\n";
+    std::cout << with_timing(out).dump(2) << "\n";
     return host.all_match ? 0 : 1;
   }
   if (!print_run_text(c, f, arrays, outputs, labels, host.comparisons, host.all_match, returned, host.returned)) return 1;
@@ -548,9 +562,11 @@ static std::vector<SourceFileOut> llvm_objects(const BuildResult& built) {
   llvm_native::Options options;
   options.triple = built.target.mtriple;
   options.cpu = built.target.mcpu;
+  TimingScope timing("step", "objects");
   for (const auto& src : built.sources) {
     std::filesystem::path p(src.path);
     if (p.extension() != ".ll") continue;
+    TimingScope object("backend", "llvm: object " + p.stem().string() + ".o (native, " + built.target.mtriple + ")");
     // codegen/<host or device>/src/libN.ll -> codegen/<host or device>/lib/libN.o
     objects.push_back({(p.parent_path().parent_path() / "lib" / (p.stem().string() + ".o")).string(),
                        llvm_native::compile_to_object(src.text, p.filename().string(), options)});
@@ -582,7 +598,12 @@ static void add_wasm_binary(MlfArtifact* artifact, const Graph& g) {
   const std::string source = wasm_model_source_path(g);
   auto it = std::find_if(artifact->files.begin(), artifact->files.end(), [&](const SourceFileOut& f) { return f.path == source; });
   if (it == artifact->files.end()) internal_error(__FILE__, __LINE__, "the wasm artifact has no " + source);
-  binaryen_native::Assembled a = binaryen_native::assemble(it->text, artifact->target.opt, "model '" + g.name + "'");
+  TimingScope timing("step", "assemble");
+  binaryen_native::Assembled a;
+  {
+    TimingScope backend("backend", "binaryen: assemble and optimize (-" + artifact->target.opt + ")");
+    a = binaryen_native::assemble(it->text, artifact->target.opt, "model '" + g.name + "'");
+  }
   std::vector<SourceFileOut> lib = {{wasm_model_binary_path(g), a.binary}, {wasm_model_text_path(g), a.text}};
   for (const auto& f : lib) artifact->metadata["files"].push_back(f.path);
   for (auto& f : artifact->files)
@@ -622,10 +643,10 @@ MlfArtifact compile_artifact(const std::string& file, const Target& target, cons
 }
 
 void write_artifact(const std::vector<SourceFileOut>& files, const std::string& output) {
+  TimingScope timing("step", "write");
   OutputSet out;
   const std::string& o = output;
   if (o.size() > 4 && o.compare(o.size() - 4, 4, ".tar") == 0) {
-    // One archive, written atomically like any other output.
     std::vector<std::pair<std::string, std::string>> entries;
     for (const auto& f : files) entries.emplace_back(f.path, f.text);
     out.add(o, make_tar(entries));
@@ -642,15 +663,13 @@ void write_artifact(const std::vector<SourceFileOut>& files, const std::string& 
 int run_compile(const CompileCommand& c) {
   // The target's text is read here, once; everything below takes the Target.
   MlfArtifact artifact = compile_artifact(c.file, parse_target(c.target), c.devices);
-  const std::vector<SourceFileOut>& files = artifact.files;
-  const json& meta = artifact.metadata;
-  write_artifact(files, c.output_dir);
+  write_artifact(artifact.files, c.output_dir);
   if (c.json) {
-    std::cout << json{{"ok", true}, {"metadata", meta}}.dump(2) << "\n";
+    std::cout << with_timing(json{{"ok", true}, {"metadata", artifact.metadata}}).dump(2) << "\n";
     return 0;
   }
   if (c.verbose)
-    for (const auto& f : files) std::cout << "wrote " << c.output_dir << ":" << f.path << "\n";
+    for (const auto& f : artifact.files) std::cout << "wrote " << c.output_dir << ":" << f.path << "\n";
   return 0;
 }
 
@@ -678,7 +697,8 @@ int run_build(const BuildCommand& c) {
     for (const auto& src : built.sources) list.push_back(c.output_dir + "/" + src.path);
     json fns = json::array();
     for (const auto& [name, symbol] : built.symbols) fns.push_back({{"name", name}, {"symbol", symbol}});
-    std::cout << json{{"ok", true}, {"target", target.str()}, {"files", list}, {"functions", fns}}.dump(2) << "\n";
+    std::cout << with_timing(json{{"ok", true}, {"target", target.str()}, {"files", list}, {"functions", fns}}).dump(2)
+              << "\n";
     return 0;
   }
   for (const auto& src : built.sources) std::cout << "wrote " << c.output_dir << "/" << src.path << "\n";
@@ -702,9 +722,7 @@ int run_passes(const PassesCommand& c) {
   IRModule m = is_graph_file(c.file) ? load_model_file(c.file, nullptr, c.devices).aot.module : load_module(c.file, false);
   std::vector<Pass> passes;
   if (c.passes.empty()) {
-    const Target t = parse_target(c.target);
-    passes = lowering_pipeline(t.unpacked_api, t.schedules.hoist, /*scalarize_vectors=*/t.kind != "llvm",
-                                /*keep_simd128=*/t.kind == "wasm", t.schedules.merge_kernels);
+    passes = lowering_pipeline(lowering_options(parse_target(c.target)));
   } else {
     for (const auto& name : c.passes) {
       const Pass* p = find_pass(name);

@@ -16,6 +16,7 @@
 #include "interp/interpreter.h"
 #include "sim/artifact_files.h"
 #include "sim/artifact_runner.h"
+#include "support/timing.h"
 #include "support/compare.h"
 #include "support/npy.h"
 
@@ -386,6 +387,7 @@ int run_artifact(const RunCommand& c, const LoadedModel* reference) {
   if (c.json) {
     json out = {{"ok", run.all_match}, {"model", run.model_name}, {"outputs", run.outputs_json}, {"compare", run.compare},
                 {"tolerance", kTargetTolerance}, {"report", run.report}, {"devices", run.devices}};
+    if (const TimingTable* t = active_timing_table()) out["timing"] = t->to_json();
     std::cout << out.dump(2) << "\n";
     return run.all_match ? 0 : 1;
   }
