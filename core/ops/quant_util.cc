@@ -139,6 +139,7 @@ Expr multiply_by_quantized_multiplier(Expr x, Expr multiplier, Expr shift) {
 }
 
 ActBounds dtype_bounds(DataType t) {
+  if (t == DataType::UInt(8)) return ActBounds{0, 255};
   const int bits = t.bits() >= 32 ? 32 : t.bits();
   const int64_t hi = (int64_t{1} << (bits - 1)) - 1;
   return ActBounds{static_cast<int32_t>(-hi - 1), static_cast<int32_t>(hi)};

@@ -85,7 +85,7 @@ struct ActBounds {
   int32_t lo = -128;
   int32_t hi = 127;
 };
-// The whole range of an integer type of at most 32 bits (int8: [-128, 127]).
+// The whole range of an integer type of at most 32 bits (int8: [-128, 127], uint8: [0, 255]).
 ActBounds dtype_bounds(DataType t);
 // activation "none" | "relu" | "relu6" | "relu_n1_to_1" for an output of this scale and
 // zero point, as TFLite's CalculateActivationRangeQuantized (zp + round(f / scale) in

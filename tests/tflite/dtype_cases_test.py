@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
 """Generated single-operator cases for the dtypes TFLM's shared cases (tflm_ops/) lack:
-bool, int32 and int64 data, and CAST between every pair TFLM's kernel converts
+bool, int32 and int64 data, CAST between every pair TFLM's kernel converts
 (kernels/cast.cc: float32, int8, int16, int32 or bool in; int8, int16, int32 or float32
-out, a static_cast per element). Each model is made here (flatc from JSON, with
+out, a static_cast per element), and uint8 where TFLM's kernels take it: QUANTIZE
+between uint8 and int8 (quantize_common.cc, reference_ops::Requantize), DEQUANTIZE uint8
+to float32 (reference_ops::Dequantize), and the byte copies RESHAPE, SQUEEZE,
+BROADCAST_TO and SHAPE (their kernels copy any type). Each model is made here (flatc from JSON, with
 shape_ops_tflite_test's Model) with seeded inputs; the expected outputs come from numpy
 references of TFLM's rules (C conversions: float to integer truncates toward zero,
 integer narrowing wraps, bool is 0 or 1). Every case runs `microtir run --target host`
@@ -19,12 +22,14 @@ import tempfile
 
 import numpy as np
 
+import int16_ops_tflite_test as fixed_point
 import shape_ops_tflite_test as shape_ops
 
 rng = np.random.default_rng(53)
 shape_ops.TYPES[np.bool_] = "BOOL"
+shape_ops.TYPES[np.uint8] = "UINT8"
 _base_ids = shape_ops.c_id
-CODES = {"CAST": 53, "LOGICAL_AND": 86, "LOGICAL_OR": 84, "LOGICAL_NOT": 87, "SELECT_V2": 123, "EQUAL": 71,
+CODES = {"ADD": 0, "QUANTIZE": 114, "DEQUANTIZE": 6, "RESHAPE": 22, "CAST": 53, "LOGICAL_AND": 86, "LOGICAL_OR": 84, "LOGICAL_NOT": 87, "SELECT_V2": 123, "EQUAL": 71,
          "LESS": 58, "GREATER_EQUAL": 62, "ARG_MAX": 56, "ARG_MIN": 79, "MAXIMUM": 55, "MINIMUM": 57}
 shape_ops.c_id = lambda code: CODES[code] if code in CODES else _base_ids(code)
 
@@ -41,6 +46,57 @@ def values(dtype, shape):
 def unquantized(m, t):
     m.tensors[t].pop("quantization", None)  # CAST and the comparisons of raw values read none
     return t
+
+
+def quantized(m, t, scale, zero_point):
+    m.tensors[t]["quantization"] = {"scale": [scale], "zero_point": [zero_point]}
+    return t
+
+
+def requantize_ref(x, si, zi, so, zo, dtype):
+    """reference_ops::Requantize as TFLM prepares it: the multiplier of the double quotient
+    of the float32 scales; (x - zi) scaled, plus zo, clamped to the output type. (Its fast
+    path for int8 <-> uint8 at one scale, x ^ 0x80, gives the same bytes.)"""
+    mult = fixed_point.quantize_multiplier(fixed_point.f32(si) / fixed_point.f32(so))
+    return fixed_point.clamp(fixed_point.mbqm(x.astype(np.int64) - zi, mult) + zo, dtype)
+
+
+def requantize_case(src, dst, si, zi, so, zo, shape=(3, 17)):
+    def build(m, p):
+        x = values(src, shape)
+        a = quantized(m, m.input(p + "_x", x), si, zi)
+        y = quantized(m, m.tensor(p + "_y", dst, shape), so, zo)
+        m.op("QUANTIZE", [a], [y])
+        return [y], [requantize_ref(x, si, zi, so, zo, dst)]
+    return build
+
+
+def dequantize_u8(m, p):
+    x, scale, zero_point = values(np.uint8, (4, 9)), 0.0371, 131
+    y = m.tensor(p + "_y", np.float32, x.shape)
+    m.op("DEQUANTIZE", [quantized(m, m.input(p + "_x", x), scale, zero_point)], [y])
+    # reference_ops::Dequantize: static_cast<float>(double(scale) * (x - zero_point)).
+    return [y], [(np.float64(np.float32(scale)) * (x.astype(np.float64) - zero_point)).astype(np.float32)]
+
+
+def copy_u8_case(code, in_shape, out_shape, **options):
+    """RESHAPE, SQUEEZE or BROADCAST_TO of quantized uint8 data (TFLM copies the bytes)."""
+    def build(m, p):
+        x = values(np.uint8, in_shape)
+        ins = [quantized(m, m.input(p + "_x", x), 0.5, 200)]
+        if code != "SQUEEZE":
+            ins.append(m.const(p + "_shape", list(out_shape)))
+        y = quantized(m, m.tensor(p + "_y", np.uint8, out_shape), 0.5, 200)
+        m.op(code, ins, [y], *([code.title().replace("_", "") + "Options"] if options else []), **options)
+        return [y], [np.broadcast_to(x, out_shape).copy() if code == "BROADCAST_TO" else x.reshape(out_shape)]
+    return build
+
+
+def shape_of_u8(m, p):
+    x = values(np.uint8, (2, 1, 5))
+    y = m.tensor(p + "_y", np.int32, (3,))
+    m.op("SHAPE", [m.input(p + "_x", x)], [y], "ShapeOptions", out_type="INT32")
+    return [y], [np.array(x.shape, np.int32)]
 
 
 def cast_case(src, dst, shape=(2, 3, 5)):
@@ -101,11 +157,24 @@ def refuse_cast(dst, words):
     return build
 
 
+def refuse_uint8(code, src, words):
+    """A uint8 pair TFLM's kernels do not take: refused by name."""
+    def build(m, p):
+        a = m.input(p + "_x", values(src, (2, 4)))
+        if src == np.uint8:
+            quantized(m, a, 0.1, 128)
+        y = quantized(m, m.tensor(p + "_y", np.uint8, (2, 4)), 0.1, 128)
+        m.op(code, [a] * (2 if code == "ADD" else 1), [y])
+        return [y], words
+    return build
+
+
 def case(op, dtype, build, name):
     return {"op": op, "dtype": dtype, "build": build, "name": name}
 
 
-NAMES = {np.float32: "float32", np.int8: "int8", np.int16: "int16", np.int32: "int32", np.int64: "int64", np.bool_: "bool"}
+NAMES = {np.float32: "float32", np.int8: "int8", np.int16: "int16", np.int32: "int32", np.int64: "int64", np.bool_: "bool",
+         np.uint8: "uint8"}
 CASES = [case("CAST", NAMES[s], cast_case(s, d), f"cast_{NAMES[s]}_{NAMES[d]}")
          for s in (np.float32, np.int8, np.int16, np.int32, np.bool_)
          for d in (np.int8, np.int16, np.int32, np.float32) if s != d] + [
@@ -121,11 +190,24 @@ CASES = [case("CAST", NAMES[s], cast_case(s, d), f"cast_{NAMES[s]}_{NAMES[d]}")
     case("MINIMUM", "int32", binary_case("MINIMUM", np.int32, np.minimum, shapes=((2, 3), (1, 3))), "minimum_int32"),
     case("ARG_MAX", "int32", arg_case("ARG_MAX", np.int32, np.int64), "arg_max_int32_to_int64"),
     case("ARG_MIN", "float32", arg_case("ARG_MIN", np.float32, np.int64), "arg_min_float32_to_int64"),
+] + [  # uint8: QUANTIZE's pair is its output's dtype
+    case("QUANTIZE", "uint8", requantize_case(np.int8, np.uint8, 0.05, 3, 0.05, 131), "quantize_int8_uint8_shift"),
+    case("QUANTIZE", "uint8", requantize_case(np.int8, np.uint8, 0.05, -7, 0.031, 120), "quantize_int8_uint8"),
+    case("QUANTIZE", "int8", requantize_case(np.uint8, np.int8, 0.0078125, 128, 0.0078125, 0), "quantize_uint8_int8_shift"),
+    case("QUANTIZE", "int8", requantize_case(np.uint8, np.int8, 0.02, 140, 0.037, -5), "quantize_uint8_int8"),
+    case("DEQUANTIZE", "uint8", dequantize_u8, "dequantize_uint8"),
+    case("RESHAPE", "uint8", copy_u8_case("RESHAPE", (2, 3, 4), (6, 4), new_shape=[6, 4]), "reshape_uint8"),
+    case("SQUEEZE", "uint8", copy_u8_case("SQUEEZE", (1, 3, 1, 4), (3, 4), squeeze_dims=[0, 2]), "squeeze_uint8"),
+    case("BROADCAST_TO", "uint8", copy_u8_case("BROADCAST_TO", (3, 1), (2, 3, 5)), "broadcast_to_uint8"),
+    case("SHAPE", "uint8", shape_of_u8, "shape_uint8"),
 ]
 REFUSALS = [("cast_to_int64", refuse_cast(np.int64, "CAST to int64 (TFLM's CAST writes int8, int16, int32 and float32)")),
             ("cast_to_bool", refuse_cast(np.bool_, "CAST to bool (TFLM's CAST writes int8, int16, int32 and float32)")),
             ("select_v2_bool", lambda m, p: (select_case(np.bool_)(m, p)[0],
-                                             "bool SELECT_V2 (float32, int8, int16, int32 and int64 are supported)"))]
+                                             "bool SELECT_V2 (float32, int8, int16, int32 and int64 are supported)")),
+            ("quantize_float32_uint8", refuse_uint8("QUANTIZE", np.float32,
+                                                    "QUANTIZE from float32 to uint8 (int8 and int16 are supported)")),
+            ("add_uint8", refuse_uint8("ADD", np.uint8, "uint8 ADD (float32, int8 and int16 are supported)"))]
 
 
 def group(builds):
@@ -144,8 +226,9 @@ def group(builds):
 def main():
     cli, flatc, schema = sys.argv[1:4]
     families = {}
-    for c in CASES:  # two models (CAST, the rest): few runs, each a C build
-        families.setdefault("cast_cases" if c["op"] == "CAST" else "bool_int_cases", []).append((c["name"], c["build"]))
+    for c in CASES:  # three models (CAST, uint8, the rest): few runs, each a C build
+        family = "cast_cases" if c["op"] == "CAST" else "uint8_cases" if "uint8" in c["name"] else "bool_int_cases"
+        families.setdefault(family, []).append((c["name"], c["build"]))
     jobs = [(family, group(builds)) for family, builds in families.items()]
     jobs += [(name, lambda m, b=b, name=name: b(m, name)) for name, b in REFUSALS]
     failed = 0

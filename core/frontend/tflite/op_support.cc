@@ -13,6 +13,8 @@ const Dtypes kFloat = {"float32"};
 const Dtypes kQuantized = {"float32", "int8", "int16"};
 const Dtypes kAny = {"float32", "int8", "int16", "int32", "int64", "bool"};
 const Dtypes kNumeric = {"float32", "int8", "int16", "int32", "int64"};
+// Byte copies whose TFLM kernel takes any type (memcpy or TfLiteTypeGetSize), uint8 too.
+const Dtypes kAnyUint8 = {"float32", "int8", "int16", "int32", "int64", "uint8", "bool"};
 
 std::vector<TfliteOpSupport> make_table() {
   auto ops = [](std::initializer_list<const char*> names, Dtypes dtypes, std::string key = "input 0") {
@@ -24,13 +26,19 @@ std::vector<TfliteOpSupport> make_table() {
       ops({"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED"}, kQuantized),
       ops({"TRANSPOSE_CONV"}, kQuantized, "input 2"),  // after the output shape and the filter
       ops({"AVERAGE_POOL_2D", "MAX_POOL_2D", "ADD", "SUB", "MUL", "SOFTMAX"}, kQuantized),
-      ops({"QUANTIZE"}, {"int8", "int16", "int32"}, "output 0"),
-      ops({"DEQUANTIZE"}, {"int8", "int16"}),
+      ops({"QUANTIZE"}, {"int8", "int16", "int32", "uint8"}, "output 0"),
+      ops({"DEQUANTIZE"}, {"int8", "int16", "uint8"}),
       ops({"CAST"}, {"float32", "int8", "int16", "int32", "bool"}),
-      ops({"RESHAPE", "TRANSPOSE", "STRIDED_SLICE", "SLICE", "SPLIT_V", "PACK", "UNPACK", "SQUEEZE", "EXPAND_DIMS",
-           "BROADCAST_TO", "REVERSE_V2", "SPACE_TO_DEPTH", "DEPTH_TO_SPACE", "SPACE_TO_BATCH_ND", "BATCH_TO_SPACE_ND",
-           "MIRROR_PAD", "GATHER", "GATHER_ND", "ZEROS_LIKE", "SHAPE", "PAD", "PADV2"},
+      ops({"RESHAPE"}, kAnyUint8),
+      ops({"TRANSPOSE", "STRIDED_SLICE", "SLICE", "SPLIT_V", "PACK", "UNPACK"}, kAny),
+      ops({"SQUEEZE"}, kAnyUint8),
+      ops({"EXPAND_DIMS"}, kAny),
+      ops({"BROADCAST_TO"}, kAnyUint8),
+      ops({"REVERSE_V2", "SPACE_TO_DEPTH", "DEPTH_TO_SPACE", "SPACE_TO_BATCH_ND", "BATCH_TO_SPACE_ND",
+           "MIRROR_PAD", "GATHER", "GATHER_ND", "ZEROS_LIKE"},
           kAny),
+      ops({"SHAPE"}, kAnyUint8),
+      ops({"PAD", "PADV2"}, kAny),
       ops({"SPLIT", "FILL"}, kAny, "input 1"),
       ops({"CONCATENATION"}, kAny),
       ops({"MEAN"}, kQuantized),
