@@ -9,8 +9,8 @@ reference of TFLite Micro's semantics (micro/kernels/if.cc, while.cc):
 
 Each case is one `microtir run` (the interpreter against the host C build, or the
 target's run): float32 and int8 (quantized tensors pass through unchanged), a loop count
-that depends on an input (zero iterations included), an IF nested in a WHILE body, and
-subgraph constants. Then what is not compiled is refused by name, with the operator's
+that depends on an input (zero iterations included), an IF nested in a WHILE body,
+subgraph constants, and rank-0 tensors (a scalar loop counter, a scalar branch argument). Then what is not compiled is refused by name, with the operator's
 index.
 
 usage: control_flow_tflite_test.py MICROTIR FLATC SCHEMA SOURCE_DIR [--target T] [--backend B] [--only a,b]
@@ -154,7 +154,66 @@ def while_rotate_i8():
     return m, ref, [{"k": np.array([0], np.float32), "n": np.array([n], np.float32), "x": x0} for n in (0, 1, 4)]
 
 
-MODELS = {"if_f32": if_f32, "if_i8": if_i8, "while_nested_f32": while_nested_f32, "while_rotate_i8": while_rotate_i8}
+def if_scalar():
+    """y, t = cond ? (x * s, s + s) : (x - s, s): a rank-0 s (a constant of main) into both
+    branches and a rank-0 result out of them."""
+    shape, s0 = (2, 2), np.float32(0.75)
+    m = Model()
+    main, then, other = m.subgraph(), m.subgraph(), m.subgraph()
+    cond, x = m.tensor(main, "cond", (1,), np.bool_), m.tensor(main, "x", shape, np.float32)
+    s = m.tensor(main, "s", (), np.float32, [s0])
+    y, t = m.tensor(main, "y", shape, np.float32), m.tensor(main, "t", (), np.float32)
+    m.op(main, "IF", [cond, x, s], [y, t], "IfOptions", {"then_subgraph_index": 1, "else_subgraph_index": 2})
+    io(main, [cond, x], [y, t])
+    for sg, op in ((then, "MUL"), (other, "SUB")):
+        bx, bs = m.tensor(sg, "x", shape, np.float32), m.tensor(sg, "s", (), np.float32)
+        by = m.tensor(sg, "y", shape, np.float32)
+        m.op(sg, op, [bx, bs], [by], op.title() + "Options", {})
+        if op == "MUL":
+            bt = m.tensor(sg, "t", (), np.float32)
+            m.op(sg, "ADD", [bs, bs], [bt], "AddOptions", {})
+        io(sg, [bx, bs], [by, bt if op == "MUL" else bs])
+
+    def ref(v):
+        if v["cond"][0]:
+            return {"y": (v["x"] * s0).astype(np.float32), "t": np.array(s0 + s0, np.float32)}
+        return {"y": (v["x"] - s0).astype(np.float32), "t": np.array(s0, np.float32)}
+    x0 = rng.uniform(-2, 2, shape).astype(np.float32)
+    return m, ref, [{"cond": np.array([True]), "x": x0}, {"cond": np.array([False]), "x": x0}]
+
+
+def while_scalar_counter():
+    """TF's loop: while i < n: x = x * 1.5 + i; i += 1, with rank-0 i, n and bool (i0 and n
+    constants of main and of cond, as a converted tf.while_loop has them). Outputs i and x."""
+    shape = (3,)
+    m = Model()
+    main, cond, body = m.subgraph(), m.subgraph(), m.subgraph()
+    x = m.tensor(main, "x", shape, np.float32)
+    i0 = m.tensor(main, "i0", (), np.float32, [0])
+    i_out, x_out = m.tensor(main, "i_out", (), np.float32), m.tensor(main, "x_out", shape, np.float32)
+    m.op(main, "WHILE", [i0, x], [i_out, x_out], "WhileOptions", {"cond_subgraph_index": 1, "body_subgraph_index": 2})
+    io(main, [x], [i_out, x_out])
+    ci, cx, more = m.tensor(cond, "i", (), np.float32), m.tensor(cond, "x", shape, np.float32), m.tensor(cond, "more", (), np.bool_)
+    m.op(cond, "LESS", [ci, m.tensor(cond, "n", (), np.float32, [3])], [more])
+    io(cond, [ci, cx], [more])
+    bi, bx, i1 = m.tensor(body, "i", (), np.float32), m.tensor(body, "x", shape, np.float32), m.tensor(body, "i1", (), np.float32)
+    scaled, x1 = m.tensor(body, "scaled", shape, np.float32), m.tensor(body, "x1", shape, np.float32)
+    m.op(body, "ADD", [bi, m.tensor(body, "one", (), np.float32, [1])], [i1], "AddOptions", {})
+    m.op(body, "MUL", [bx, m.tensor(body, "k", (), np.float32, [1.5])], [scaled], "MulOptions", {})
+    m.op(body, "ADD", [scaled, bi], [x1], "AddOptions", {})
+    io(body, [bi, bx], [i1, x1])
+
+    def ref(v):
+        i, x = np.float32(0), v["x"].copy()
+        while i < np.float32(3):
+            x = (x * np.float32(1.5) + i).astype(np.float32)
+            i = np.float32(i + np.float32(1))
+        return {"i_out": np.array(i, np.float32), "x_out": x}
+    return m, ref, [{"x": rng.uniform(-1, 1, shape).astype(np.float32)}]
+
+
+MODELS = {"if_f32": if_f32, "if_i8": if_i8, "while_nested_f32": while_nested_f32, "while_rotate_i8": while_rotate_i8,
+          "if_scalar": if_scalar, "while_scalar_counter": while_scalar_counter}
 
 
 # ---- refusals -----------------------------------------------------------------------------
