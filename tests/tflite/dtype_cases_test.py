@@ -2,7 +2,8 @@
 """Generated single-operator cases for the dtypes TFLM's shared cases (tflm_ops/) lack:
 bool, int32 and int64 data, CAST between every pair TFLM's kernel converts
 (kernels/cast.cc: float32, int8, int16, int32 or bool in; int8, int16, int32 or float32
-out, a static_cast per element), and uint8 where TFLM's kernels take it: QUANTIZE
+out, a static_cast per element), int16 BATCH_MATMUL (int64 sums, the int64
+MultiplyByQuantizedMultiplier), and uint8 where TFLM's kernels take it: QUANTIZE
 between uint8 and int8 (quantize_common.cc, reference_ops::Requantize), DEQUANTIZE uint8
 to float32 (reference_ops::Dequantize), and the byte copies RESHAPE, SQUEEZE,
 BROADCAST_TO and SHAPE (their kernels copy any type). Each model is made here (flatc from JSON, with
@@ -23,13 +24,14 @@ import tempfile
 import numpy as np
 
 import int16_ops_tflite_test as fixed_point
+import int16x8_mac_tflite_test as wide_mac
 import shape_ops_tflite_test as shape_ops
 
 rng = np.random.default_rng(53)
 shape_ops.TYPES[np.bool_] = "BOOL"
 shape_ops.TYPES[np.uint8] = "UINT8"
 _base_ids = shape_ops.c_id
-CODES = {"ADD": 0, "QUANTIZE": 114, "DEQUANTIZE": 6, "RESHAPE": 22, "CAST": 53, "LOGICAL_AND": 86, "LOGICAL_OR": 84, "LOGICAL_NOT": 87, "SELECT_V2": 123, "EQUAL": 71,
+CODES = {"BATCH_MATMUL": 126, "ADD": 0, "QUANTIZE": 114, "DEQUANTIZE": 6, "RESHAPE": 22, "CAST": 53, "LOGICAL_AND": 86, "LOGICAL_OR": 84, "LOGICAL_NOT": 87, "SELECT_V2": 123, "EQUAL": 71,
          "LESS": 58, "GREATER_EQUAL": 62, "ARG_MAX": 56, "ARG_MIN": 79, "MAXIMUM": 55, "MINIMUM": 57}
 shape_ops.c_id = lambda code: CODES[code] if code in CODES else _base_ids(code)
 
@@ -97,6 +99,25 @@ def shape_of_u8(m, p):
     y = m.tensor(p + "_y", np.int32, (3,))
     m.op("SHAPE", [m.input(p + "_x", x)], [y], "ShapeOptions", out_type="INT32")
     return [y], [np.array(x.shape, np.int32)]
+
+
+def batch_matmul_i16(a_shape, b_shape, adj_y, scales):
+    """TFLM's int16 BATCH_MATMUL (BatchMatMul<int16_t, int64_t>, zero points 0): int64 sums
+    of a * b requantized by the int64 MultiplyByQuantizedMultiplier of
+    double(float32(sa * sb)) / so, clamped to int16."""
+    def build(m, p):
+        sa, sb, so = (np.float32(s) for s in scales)
+        a, b = values(np.int16, a_shape), values(np.int16, b_shape)
+        bt = np.swapaxes(b, -1, -2) if adj_y else b
+        out_shape = np.broadcast_shapes(a_shape[:-2], bt.shape[:-2]) + (a_shape[-2], bt.shape[-1])
+        ta = quantized(m, m.input(p + "_a", a), float(sa), 0)
+        tb = quantized(m, m.input(p + "_b", b), float(sb), 0)
+        y = quantized(m, m.tensor(p + "_y", np.int16, out_shape), float(so), 0)
+        m.op("BATCH_MATMUL", [ta, tb], [y], "BatchMatMulOptions", adj_y=adj_y)
+        acc = np.matmul(a.astype(np.int64), bt.astype(np.int64))
+        mult, shift = wide_mac.quantize_multiplier(float(np.float32(sa * sb)) / float(so))
+        return [y], [fixed_point.clamp(wide_mac.mbqm64(acc, mult, shift), np.int16)]
+    return build
 
 
 def cast_case(src, dst, shape=(2, 3, 5)):
@@ -190,6 +211,10 @@ CASES = [case("CAST", NAMES[s], cast_case(s, d), f"cast_{NAMES[s]}_{NAMES[d]}")
     case("MINIMUM", "int32", binary_case("MINIMUM", np.int32, np.minimum, shapes=((2, 3), (1, 3))), "minimum_int32"),
     case("ARG_MAX", "int32", arg_case("ARG_MAX", np.int32, np.int64), "arg_max_int32_to_int64"),
     case("ARG_MIN", "float32", arg_case("ARG_MIN", np.float32, np.int64), "arg_min_float32_to_int64"),
+] + [
+    case("BATCH_MATMUL", "int16", batch_matmul_i16((2, 3, 7), (7, 4), False, (0.002, 0.0031, 0.9)), "batch_matmul_int16"),
+    case("BATCH_MATMUL", "int16", batch_matmul_i16((1, 2, 5, 9), (3, 1, 6, 9), True, (0.0004, 0.0007, 0.011)),
+         "batch_matmul_int16_adj_y_saturating"),
 ] + [  # uint8: QUANTIZE's pair is its output's dtype
     case("QUANTIZE", "uint8", requantize_case(np.int8, np.uint8, 0.05, 3, 0.05, 131), "quantize_int8_uint8_shift"),
     case("QUANTIZE", "uint8", requantize_case(np.int8, np.uint8, 0.05, -7, 0.031, 120), "quantize_int8_uint8"),

@@ -53,7 +53,8 @@ std::vector<TfliteOpSupport> make_table() {
       ops({"EQUAL", "NOT_EQUAL", "LESS", "LESS_EQUAL", "GREATER", "GREATER_EQUAL"}, kNumeric),
       ops({"SELECT", "SELECT_V2"}, kNumeric, "input 1"),
       ops({"LOGICAL_AND", "LOGICAL_OR", "LOGICAL_NOT"}, {"bool"}),
-      ops({"L2_NORMALIZATION", "LOG_SOFTMAX", "BATCH_MATMUL"}, {"float32", "int8"}),
+      ops({"L2_NORMALIZATION", "LOG_SOFTMAX"}, {"float32", "int8"}),
+      ops({"BATCH_MATMUL"}, kQuantized),
       ops({"RESIZE_NEAREST_NEIGHBOR", "RESIZE_BILINEAR"}, kQuantized),
       ops({"SVDF", "UNIDIRECTIONAL_SEQUENCE_LSTM"}, {"float32", "int8"}),
       ops({"VAR_HANDLE", "READ_VARIABLE", "ASSIGN_VARIABLE", "CALL_ONCE"}, {}, "none"),
@@ -61,11 +62,10 @@ std::vector<TfliteOpSupport> make_table() {
   };
   std::vector<TfliteOpSupport> table;
   for (auto& g : groups) table.insert(table.end(), g.begin(), g.end());
-  auto refuse = [&](const std::string& op, const std::string& dtype, const std::string& why) {
+  [[maybe_unused]] auto refuse = [&](const std::string& op, const std::string& dtype, const std::string& why) {
     for (auto& e : table)
       if (e.op == op) e.refused.emplace_back(dtype, why);
   };
-  refuse("BATCH_MATMUL", "int16", "TFLM's int64 accumulation is not done yet");
   for (auto& e : table)
     if (e.key == "none" && e.refused.empty()) e.note = "any dtype (no data of its own)";
   return table;
