@@ -1,4 +1,5 @@
 #include "sim/artifact_runner.h"
+#include "sim/build_cache.h"
 #include "sim/wasm_module_runner.h"
 
 #include <algorithm>
@@ -324,6 +325,11 @@ std::string build_program(const CrossTarget& t, const ProgramSpec& spec) {
   write_text(work / "Makefile", makefile(t, cmd, run));
   remove_callgraph_files(out);
   const fs::path log = work / "build.log";
+  const std::optional<CachedBuild> cached = build_cache_entry(cmd, out.string());
+  if (cached && restore_cached_build(*cached, out)) {
+    write_text(log, "");
+    return out.string();
+  }
   if (run_process(cmd, log) != 0) {
     std::string text = read_text(log);
     std::string overflow = line_with(text, "overflowed");
@@ -339,6 +345,7 @@ std::string build_program(const CrossTarget& t, const ProgramSpec& spec) {
     fail(t.cc + " could not build the firmware for " + t.name + ": " + (first.empty() ? last_line(text) : first) +
          "; build log: " + log.string());
   }
+  if (cached) store_cached_build(*cached, out);
   return out.string();
 }
 

@@ -209,6 +209,10 @@ class WellFormedChecker : public Visitor {
     }
     check_buffer_decl(b);
     if (buffers_.count(b.get())) error(op->span, "buffer '" + b->name + "' is allocated twice");
+    // Generated code frees an allocation where its scope ends, which a loop exit skips.
+    if (exits_loop(op->body))
+      error(op->span, "a `break` or `continue` leaves the allocation of '" + b->name +
+                          "', which would not be freed; allocate it outside the loop");
     buffers_.insert(b.get());
     if (b->data) define(b->data, op->span);
     visit(op->body);

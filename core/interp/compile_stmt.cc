@@ -33,6 +33,23 @@ struct ErrorStmt final : Stmt0 {
   std::string message;
 };
 
+// A loop takes the exit its body raised: true for `break`.
+bool take_exit(Frame& f) {
+  const bool stop = f.exit == LoopExit::kBreak;
+  f.exit = LoopExit::kNone;
+  return stop;
+}
+
+// `break` or `continue`: raised here, taken by the innermost loop.
+struct LoopExitStmt final : Stmt0 {
+  LoopExitStmt(const Span& s, LoopExit e) : Stmt0(s), exit(e) {}
+  void exec(Frame& f) const override {
+    enter(f);
+    f.exit = exit;
+  }
+  LoopExit exit;
+};
+
 // Every loop kind runs serially: parallel and vectorized loops must not depend on the
 // order anyway, and serial order is the one a reader expects.
 struct ForStmt final : Stmt0 {
@@ -47,6 +64,7 @@ struct ForStmt final : Stmt0 {
       f.vars[static_cast<size_t>(slot)] =
           make_int(type, static_cast<int64_t>(static_cast<uint64_t>(lo) + static_cast<uint64_t>(k)));
       body->exec(f);
+      if (f.exit != LoopExit::kNone && take_exit(f)) break;
     }
     f.vars[static_cast<size_t>(slot)] = saved;
   }
@@ -87,7 +105,10 @@ struct SeqStmt final : Stmt0 {
   SeqStmt(const Span& s, std::vector<CStmtPtr> c) : Stmt0(s), children(std::move(c)) {}
   void exec(Frame& f) const override {
     enter(f);
-    for (const CStmtPtr& c : children) c->exec(f);
+    for (const CStmtPtr& c : children) {
+      c->exec(f);
+      if (f.exit != LoopExit::kNone) return;
+    }
   }
   std::vector<CStmtPtr> children;
 };
@@ -96,7 +117,10 @@ struct WhileStmt final : Stmt0 {
   WhileStmt(const Span& s, CExprPtr c, CStmtPtr b) : Stmt0(s), condition(std::move(c)), body(std::move(b)) {}
   void exec(Frame& f) const override {
     enter(f);
-    while (condition->eval(f).truthy()) body->exec(f);
+    while (condition->eval(f).truthy()) {
+      body->exec(f);
+      if (f.exit != LoopExit::kNone && take_exit(f)) break;
+    }
   }
   CExprPtr condition;
   CStmtPtr body;
@@ -178,7 +202,9 @@ CStmtPtr Compiler::stmt(const Stmt& s) {
       CExprPtr c = expr(op->condition);
       return std::make_unique<WhileStmt>(op->span, std::move(c), stmt(op->body));
     }
-    case StmtKind::Evaluate: return std::make_unique<EvaluateStmt>(s->span, expr(static_cast<const EvaluateNode*>(s.get())->value));
+    case StmtKind::Evaluate:
+      if (LoopExit e = loop_exit(s); e != LoopExit::kNone) return std::make_unique<LoopExitStmt>(s->span, e);
+      return std::make_unique<EvaluateStmt>(s->span, expr(static_cast<const EvaluateNode*>(s.get())->value));
     case StmtKind::Allocate: return allocate(static_cast<const AllocateNode*>(s.get()));
     case StmtKind::DeclBuffer: return decl_buffer(static_cast<const DeclBufferNode*>(s.get()));
     case StmtKind::AttrStmt: {

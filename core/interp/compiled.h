@@ -20,6 +20,7 @@
 #include "interp/interpreter.h"
 #include "interp/scalar.h"
 #include "ir/function.h"
+#include "ir/tvm_intrinsics.h"
 #include "support/ndarray.h"
 
 namespace mtir {
@@ -67,6 +68,8 @@ struct Frame {
   // expression without a span of its own are reported there).
   const Span* stmt_span = nullptr;
   const InterpOptions* options = nullptr;
+  // Set by `break` / `continue`; sequences stop at it and the innermost loop takes it.
+  LoopExit exit = LoopExit::kNone;
 
   // One executed statement (or loop iteration), as the tree walk counts them.
   void step(const Span& span) {

@@ -210,6 +210,13 @@ class Interpreter {
   PointerMap<Storage*> storage_;
   std::vector<std::unique_ptr<Storage>> param_storage_;
   int64_t steps_ = 0;
+  // Set by `break` / `continue`; sequences stop at it and the innermost loop takes it.
+  LoopExit exit_ = LoopExit::kNone;
+  bool take_exit() {
+    const bool stop = exit_ == LoopExit::kBreak;
+    exit_ = LoopExit::kNone;
+    return stop;
+  }
   bool tree_walk_;
   // The statement being executed (its expressions are evaluated before any nested
   // statement runs, so this is always the enclosing one when they fail).
@@ -832,6 +839,7 @@ void Interpreter::exec_for(const ForNode* op) {
     count_step(op->span);
     loop_var.set(interp::make_int(t, static_cast<int64_t>(static_cast<uint64_t>(min) + static_cast<uint64_t>(k))));
     exec(op->body);
+    if (exit_ != LoopExit::kNone && take_exit()) break;
   }
 }
 
@@ -883,14 +891,23 @@ void Interpreter::exec(const Stmt& s) {
       return;
     }
     case StmtKind::SeqStmt:
-      for (const auto& child : static_cast<const SeqStmtNode*>(s.get())->seq) exec(child);
+      for (const auto& child : static_cast<const SeqStmtNode*>(s.get())->seq) {
+        exec(child);
+        if (exit_ != LoopExit::kNone) return;
+      }
       return;
     case StmtKind::While: {
       const auto* op = static_cast<const WhileNode*>(s.get());
-      while (eval(op->condition).truthy()) exec(op->body);
+      while (eval(op->condition).truthy()) {
+        exec(op->body);
+        if (exit_ != LoopExit::kNone && take_exit()) break;
+      }
       return;
     }
-    case StmtKind::Evaluate: eval(static_cast<const EvaluateNode*>(s.get())->value); return;
+    case StmtKind::Evaluate:
+      if (LoopExit e = loop_exit(s); e != LoopExit::kNone) exit_ = e;
+      else eval(static_cast<const EvaluateNode*>(s.get())->value);
+      return;
     case StmtKind::Allocate: exec_allocate(static_cast<const AllocateNode*>(s.get())); return;
     case StmtKind::DeclBuffer: {
       // A view of storage bound elsewhere: accesses go through the data variable and

@@ -3,6 +3,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "ir/visitor.h"
 #include "support/diagnostic.h"
 
 namespace mtir {
@@ -95,6 +96,8 @@ Expr expand_tvm_intrinsic(const CallNode* call, const std::string& where) {
   if (!in->runs)
     user_error(call->span, "T." + call->op + " is " + in->what + ": microtir reads and prints it, but " + where + " cannot run it");
   const std::string name = call->op;
+  if (name == "break_loop" || name == "continue_loop")
+    user_error(call->span, std::string("T.") + name + " is " + in->what + ": a statement of its own, not a value");
   if (name == "assume") return Bool(true, call->span);
   if (name == "ignore_loop_partition") return call->args[0];  // the condition, unpartitioned
   if (name == "isnullptr") {
@@ -113,6 +116,29 @@ Expr expand_tvm_intrinsic(const CallNode* call, const std::string& where) {
   }
   if (name == "isnan") return Binary(ExprKind::NE, x, x, call->span);
   internal_error(__FILE__, __LINE__, "a Run intrinsic without an expansion: " + name);
+}
+
+LoopExit loop_exit(const Stmt& s) {
+  const auto* eval = s ? as<EvaluateNode>(s) : nullptr;
+  const auto* call = eval ? as<CallNode>(eval->value) : nullptr;
+  if (!call || call->builtin || !call->args.empty()) return LoopExit::kNone;
+  if (call->op == "break_loop") return LoopExit::kBreak;
+  if (call->op == "continue_loop") return LoopExit::kContinue;
+  return LoopExit::kNone;
+}
+
+bool exits_loop(const Stmt& body) {
+  struct Finder : Visitor {
+    bool found = false;
+    void visit_For(const ForNode*) override {}
+    void visit_While(const WhileNode*) override {}
+    void visit_Evaluate(const EvaluateNode* op) override {
+      const auto* call = as<CallNode>(op->value);
+      found = found || (call && !call->builtin && (call->op == "break_loop" || call->op == "continue_loop"));
+    }
+  } finder;
+  finder.visit(body);
+  return finder.found;
 }
 
 }  // namespace mtir

@@ -7,6 +7,7 @@
 
 #include "ir/expr.h"
 #include "ir/op.h"
+#include "ir/stmt.h"
 
 namespace mtir {
 
@@ -31,5 +32,15 @@ bool tvm_intrinsic_arity_ok(const TvmIntrinsic& in, size_t num_args, std::string
 // multiply). A Carry intrinsic, or a call of a name not in the table, is a user error at
 // the call's location naming `where` ("the C backend", "the interpreter").
 Expr expand_tvm_intrinsic(const CallNode* call, const std::string& where);
+
+// `break` and `continue` are the statements T.evaluate(T.break_loop()) and
+// T.evaluate(T.continue_loop()), run by the interpreter and every backend.
+enum class LoopExit { kNone, kBreak, kContinue };
+LoopExit loop_exit(const Stmt& s);
+
+// Whether `body` breaks out of or continues the loop it is the body of (exits inside
+// loops nested in it are theirs): a pass that copies, removes or hoists out of a loop
+// leaves such a loop alone.
+bool exits_loop(const Stmt& body);
 
 }  // namespace mtir

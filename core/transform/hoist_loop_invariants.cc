@@ -23,6 +23,7 @@
 #include <unordered_set>
 
 #include "ir/mutator.h"
+#include "ir/tvm_intrinsics.h"
 #include "ir/structural_equal.h"
 #include "ir/visitor.h"
 #include "ir/substitute.h"
@@ -290,6 +291,8 @@ class Hoister : public Mutator {
  protected:
   Stmt mutate_For(const ForNode* op, const Stmt& self) override {
     Stmt body = mutate(op->body);  // inner loops first: their lets are then hoisted further
+    // A loop that may stop early reads what it reads only on the iterations it runs.
+    if (exits_loop(body)) return body == op->body ? self : ForLike(op, op->min, op->extent, body);
     std::vector<std::pair<Var, Expr>> lets;
     body = lift_leading_lets(op, body, &lets);
 

@@ -17,8 +17,10 @@ class Expander : public Mutator {
     if (!call || call->builtin) return e;
     return mutate(expand_tvm_intrinsic(call, "the backends"));
   }
-  // A statement that only states an assumption is nothing.
+  // A statement that only states an assumption is nothing; `break` and `continue` stay
+  // statements, which every backend runs.
   Stmt mutate_Evaluate(const EvaluateNode* op, const Stmt& self) override {
+    if (loop_exit(self) != LoopExit::kNone) return self;
     const auto* call = as<CallNode>(op->value);
     if (call && !call->builtin && call->op == "assume") return Evaluate(IntImm(DataType::Int(32), 0, op->span), op->span);
     return Mutator::mutate_Evaluate(op, self);

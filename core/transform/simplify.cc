@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "ir/mutator.h"
+#include "ir/tvm_intrinsics.h"
 #include "ir/op.h"
 #include "ir/structural_equal.h"
 #include "ir/visitor.h"
@@ -382,8 +383,9 @@ class Simplifier : public Mutator {
       bool never_runs = extent->dtype.is_int() ? *n <= 0 : *n == 0;
       if (never_runs) return NoOp(op->span);
       // A single trip: the body once, with the loop variable fixed to the start. The
-      // start is copied to every use, so it must be safe to evaluate more than once.
-      if (*n == 1 && droppable(min) && !used_in_buffer_shape(op->body, op->loop_var))
+      // start is copied to every use, so it must be safe to evaluate more than once; a
+      // `break` or `continue` of this loop keeps it.
+      if (*n == 1 && droppable(min) && !used_in_buffer_shape(op->body, op->loop_var) && !exits_loop(op->body))
         return mutate(substitute(op->body, op->loop_var, min));
     }
     Stmt body = mutate(op->body);

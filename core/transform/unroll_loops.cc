@@ -6,6 +6,7 @@
 // variables (inner loops, lets, allocations) stay loops: copies would define the same
 // variable twice.
 #include "ir/mutator.h"
+#include "ir/tvm_intrinsics.h"
 #include "ir/visitor.h"
 #include "ir/substitute.h"
 #include "transform/transform.h"
@@ -34,7 +35,7 @@ class Unroller : public Mutator {
     const auto* min = as<IntImmNode>(op->min);
     const auto* extent = as<IntImmNode>(op->extent);
     if (op->for_kind != ForKind::kUnrolled || !min || !extent || extent->value > kMaxUnroll ||
-        defines_variables(body)) {
+        defines_variables(body) || exits_loop(body)) {
       return body == op->body ? self : ForLike(op, op->min, op->extent, body);
     }
     std::vector<Stmt> copies;

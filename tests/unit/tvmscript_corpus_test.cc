@@ -110,7 +110,7 @@ TEST_P(TvmIntrinsics, LlvmAndWasmMatchTheInterpreter) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Intrinsics, TvmIntrinsics, ::testing::Values("clz", "reinterpret", "log2", "bitwise_xor", "while_loop",
-                                                                      "tvm_intrinsics_run"));
+                                                                      "tvm_intrinsics_run", "loop_exits"));
 
 // The vector programs (vector_*.tir) and T.Let: LLVM emits IR vectors, C and wasm
 // scalarize them; all three must agree with the interpreter.
@@ -296,6 +296,41 @@ TEST(TvmIntrinsicTable, CarriedIntrinsicsAreRefusedWhereTheyStand) {
     EXPECT_NE(e.diagnostics().at(0).message.find("the interpreter cannot run it"), std::string::npos)
         << e.diagnostics().at(0).message;
   }
+}
+
+// break and continue compute what Python's loops do (the backends are compared with the
+// interpreter above), in the compiled interpreter and the tree walk alike.
+TEST(TvmLoopExits, InterpreterComputesPythonsLoops) {
+  IRModule m = parse_module_or_throw(read(fs::path(MICROTIR_SOURCE_DIR) / "tests/script/tvm/loop_exits.tir"), "e.tir");
+  for (bool tree_walk : {false, true}) {
+    SCOPED_TRACE(tree_walk ? "tree walk" : "compiled");
+    NDArray a = NDArray::zeros(DataType::Int(32), {8}), b = NDArray::zeros(DataType::Int(32), {4}),
+            c = NDArray::zeros(DataType::Int(32), {4});
+    const int64_t in[8] = {1, 3, 4, 6, 5, 14, 2, 8};  // 3 and 6 continue; 14 breaks
+    for (int i = 0; i < 8; ++i) a.set_int(i, in[i]);
+    InterpOptions options;
+    options.tree_walk = tree_walk;
+    interpret(m, "f", {&a, &b, &c}, options);
+    const int64_t want_a[8] = {2, 3, 8, 6, 10, 14, 2, 8};
+    for (int i = 0; i < 8; ++i) EXPECT_EQ(a.get_int(i), want_a[i]) << "A[" << i << "]";
+    const int64_t want_b[4] = {0, 20, 60, 120};  // 10 x the even j up to 2i
+    for (int i = 0; i < 4; ++i) EXPECT_EQ(b.get_int(i), want_b[i]) << "B[" << i << "]";
+    const int64_t want_c[4] = {11, 2, 5, 3};
+    for (int i = 0; i < 4; ++i) EXPECT_EQ(c.get_int(i), want_c[i]) << "C[" << i << "]";
+  }
+}
+
+// Generated code frees an allocation where its scope ends: an exit out of it is refused.
+TEST(TvmLoopExits, AnExitOutOfAnAllocationIsRefused) {
+  IRModule m = parse_module_or_throw(
+      "@T.prim_func\ndef g(A: T.Buffer((4,), \"int32\")):\n    for i in range(4):\n"
+      "        t = T.allocate([4], \"int32\", \"global\")\n        T_1 = T.Buffer((4,), \"int32\", data=t)\n"
+      "        T_1[0] = A[i]\n        if T_1[0] > 2:\n            break\n        A[i] = T_1[0] + 1\n",
+      "g.tir");
+  const auto errors = check_well_formed(m);
+  ASSERT_FALSE(errors.empty());
+  EXPECT_NE(errors[0].message.find("leaves the allocation of 't'"), std::string::npos) << errors[0].message;
+  EXPECT_EQ(errors[0].span.line, 4);
 }
 
 TEST(TvmScriptBugs, MainGetsALegalCSymbol) {

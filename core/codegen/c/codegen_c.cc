@@ -10,25 +10,18 @@
 #include <unordered_map>
 
 #include "analysis/int_bound.h"
+#include "codegen/c/c_helpers.h"
 #include "codegen/emit_common.h"
 #include "codegen/line_marks.h"
 #include "ir/op.h"
+#include "ir/tvm_intrinsics.h"
 #include "ir/visitor.h"
 #include "support/names.h"
 
 namespace mtir {
 namespace {
 
-// C type of a scalar TIR type.
-std::string c_type(DataType t, const Span& span) {
-  if (t.is_bool()) return "bool";
-  if (t.is_int()) return "int" + std::to_string(t.bits()) + "_t";
-  if (t.is_uint()) return "uint" + std::to_string(t.bits()) + "_t";
-  if (t.is_handle()) return "void*";
-  if (t.is_float() && t.bits() == 32) return "float";
-  if (t.is_float() && t.bits() == 64) return "double";
-  user_error(span, "the C backend does not support " + t.str() + " values");
-}
+using namespace c_helpers;  // c_type and the helper texts
 
 // Short suffix for helper names: i32, u8, f32.
 std::string type_suffix(DataType t) {
@@ -62,187 +55,6 @@ bool is_reserved_c_word(const std::string& s) {
       "volatile", "while", "bool", "true", "false", "main", "NULL", "INFINITY", "NAN"};
   return keywords.count(s) > 0;
 }
-
-// The message of a failed check, formatted with up to three integers.
-const char* kSetErrorHelper = R"(static void mtir_set_error(const char* format, long long a, long long b, long long c) {
-  char message[256];
-  snprintf(message, sizeof message, format, a, b, c);
-  TVMAPISetLastError(message);
-}
-)";
-
-// Helpers of lowered packed calls, emitted once each when used.
-const char* kTensorInitHelper = R"(static inline int32_t mtir_tensor_init(DLTensor* t, void* data, int64_t* shape, int32_t ndim,
-                                       int32_t code, int32_t bits) {
-  t->data = data;
-  t->device.device_type = kDLCPU;
-  t->device.device_id = 0;
-  t->ndim = ndim;
-  t->dtype.code = (uint8_t)code;
-  t->dtype.bits = (uint8_t)bits;
-  t->dtype.lanes = 1;
-  t->shape = shape;
-  t->strides = NULL;
-  t->byte_offset = 0;
-  return 0;
-}
-)";
-// A function of the same file is called directly (the compiler may inline it); any
-// other goes through the system library's registry.
-const char* kCallDirectHelper = R"(static inline int32_t mtir_call_packed(TVMBackendPackedCFunc f, TVMValue* values, int32_t* codes,
-                                       int32_t n) {
-  TVMValue ret;
-  int32_t ret_code = 0;
-  return f(values, codes, n, &ret, &ret_code, NULL);
-}
-)";
-const char* kCallByNameHelper = R"(static inline int32_t mtir_call_packed_by_name(const char* name, TVMValue* values, int32_t* codes,
-                                               int32_t n) {
-  TVMFunctionHandle f = NULL;
-  TVMValue ret;
-  int ret_code = 0;
-  if (TVMFuncGetGlobal(name, &f) != 0) return -1;
-  return TVMFuncCall(f, values, (int*)codes, n, &ret, &ret_code);
-}
-)";
-
-// Operator profiling: every operator call of the AOT main sits between
-// TVMGEN_PROFILE_BEGIN(index, "kernel") and TVMGEN_PROFILE_END(index), which cost
-// nothing unless the application defines them before this file (e.g. with -include);
-// `microtir run --profile-layers` does, to count each operator's instructions.
-const char* const kProfileHooks = R"(#ifndef TVMGEN_PROFILE_BEGIN
-#define TVMGEN_PROFILE_BEGIN(index, name) ((void)0)
-#endif
-#ifndef TVMGEN_PROFILE_END
-#define TVMGEN_PROFILE_END(index) ((void)0)
-#endif
-)";
-
-// The DSP extension's SMLAD where the compiler says it has it (ACLE), the same
-// arithmetic elsewhere, wrapping through uint32_t as the instruction does.
-const char* const kSmladHelper = R"(#if defined(__ARM_FEATURE_DSP)
-#include <arm_acle.h>
-#endif
-static inline int32_t mtir_smlad(int32_t a, int32_t b, int32_t acc) {
-#if defined(__ARM_FEATURE_DSP)
-  return __smlad(a, b, acc);
-#else
-  uint32_t lo = (uint32_t)((int32_t)(int16_t)(uint16_t)(uint32_t)a * (int32_t)(int16_t)(uint16_t)(uint32_t)b);
-  uint32_t hi = (uint32_t)((int32_t)(int16_t)(uint16_t)((uint32_t)a >> 16) * (int32_t)(int16_t)(uint16_t)((uint32_t)b >> 16));
-  return (int32_t)((uint32_t)acc + lo + hi);
-#endif
-}
-)";
-
-// SMLABB likewise: acc + lo16(a) * lo16(b). A call GCC does not look into, so it keeps
-// the accumulation chain in the order written (see builtins.def).
-const char* const kSmlabbHelper = R"(#if defined(__ARM_FEATURE_DSP)
-#include <arm_acle.h>
-#endif
-static inline int32_t mtir_smlabb(int32_t a, int32_t b, int32_t acc) {
-#if defined(__ARM_FEATURE_DSP)
-  return __smlabb(a, b, acc);
-#else
-  return (int32_t)((uint32_t)acc + (uint32_t)((int32_t)(int16_t)(uint16_t)(uint32_t)a * (int32_t)(int16_t)(uint16_t)(uint32_t)b));
-#endif
-}
-)";
-
-// SMMLAR: the high word of acc * 2^32 + a * b + 2^31 (rounded most significant word
-// multiply-accumulate). ACLE has no intrinsic for it, and GCC forms a MOV and an SMLAL
-// from the C expression: one instruction of inline assembly where the DSP exists.
-const char* const kSmmlarHelper = R"(static inline int32_t mtir_smmlar(int32_t a, int32_t b, int32_t acc) {
-#if defined(__ARM_FEATURE_DSP) && defined(__GNUC__)
-  int32_t r;
-  __asm__("smmlar %0, %1, %2, %3" : "=r"(r) : "r"(a), "r"(b), "r"(acc));
-  return r;
-#else
-  uint64_t sum = ((uint64_t)(uint32_t)acc << 32) + (uint64_t)((int64_t)a * (int64_t)b) + UINT64_C(0x80000000);
-  return (int32_t)(uint32_t)(sum >> 32);
-#endif
-}
-)";
-
-// SXTB16 (plain and with ROR #8) where the DSP extension exists, shifts and masks
-// elsewhere; (v ^ 0x80) - 0x80 sign-extends a byte without implementation-defined casts.
-const char* const kSxtb16Helper = R"(#if defined(__ARM_FEATURE_DSP)
-#include <arm_acle.h>
-#endif
-static inline int32_t mtir_sxtb16_portable(uint32_t x) {
-  uint32_t lo = (uint32_t)(((int32_t)(x & 0xffu) ^ 0x80) - 0x80) & 0xffffu;
-  uint32_t hi = (uint32_t)(((int32_t)((x >> 16) & 0xffu) ^ 0x80) - 0x80);
-  return (int32_t)(lo | (hi << 16));
-}
-static inline int32_t mtir_sxtb16(int32_t x) {
-#if defined(__ARM_FEATURE_DSP)
-  return (int32_t)__sxtb16((uint32_t)x);
-#else
-  return mtir_sxtb16_portable((uint32_t)x);
-#endif
-}
-static inline int32_t mtir_sxtb16_ror8(int32_t x) {
-#if defined(__ARM_FEATURE_DSP) && defined(__GNUC__)
-  uint32_t r;
-  __asm__("sxtb16 %0, %1, ror #8" : "=r"(r) : "r"((uint32_t)x));
-  return (int32_t)r;
-#else
-  return mtir_sxtb16_portable((uint32_t)x >> 8);
-#endif
-}
-)";
-
-// Helper functions the generated code may need, emitted once each when used.
-// Leading zero bits in portable C99 (compiler builtins are undefined for zero).
-std::string clz_helper(const std::string& name, const std::string& ut, int bits) {
-  return "static inline int32_t " + name + "(" + ut + " x) {\n  int32_t n = " + std::to_string(bits) +
-         ";\n  while (x != 0) {\n    x >>= 1;\n    --n;\n  }\n  return n;\n}\n";
-}
-
-// x clamped to [-2^(bits-1), 2^(bits-1) - 1]: ACLE's __ssat (one SSAT) where the CPU has
-// the saturation instructions, compares elsewhere.
-std::string ssat_helper(const std::string& name, int bits) {
-  const std::string lo = "(-" + std::to_string(int64_t{1} << (bits - 1)) + ")";
-  const std::string hi = std::to_string((int64_t{1} << (bits - 1)) - 1);
-  return "#if defined(__ARM_FEATURE_SAT)\n#include <arm_acle.h>\n"
-         "static inline int32_t " + name + "(int32_t x) { return __ssat(x, " + std::to_string(bits) + "); }\n"
-         "#else\nstatic inline int32_t " + name + "(int32_t x) { return x < " + lo + " ? " + lo + " : x > " + hi +
-         " ? " + hi + " : x; }\n#endif\n";
-}
-
-std::string helper_definition(const std::string& name, DataType t) {
-  std::string ct = c_type(t, {});
-  std::ostringstream os;
-  if (name.rfind("mtir_abs", 0) == 0) {
-    // Negating through the unsigned type wraps INT_MIN as the interpreter does.
-    std::string ut = t.bits() <= 32 ? "uint32_t" : "uint64_t";
-    os << "static inline " << ct << " " << name << "(" << ct << " a) {\n"
-       << "  return a < 0 ? (" << ct << ")(0u - (" << ut << ")a) : a;\n}\n";
-    return os.str();
-  }
-  os << "static inline " << ct << " " << name << "(" << ct << " a, " << ct << " b) {\n";
-  // Dividing the most negative value by -1 overflows in C; TIR wraps it (as the
-  // interpreter does), so -1 is handled before the division.
-  std::string ut = t.bits() <= 32 ? "uint32_t" : "uint64_t";
-  std::string negate = "(" + ct + ")(0u - (" + ut + ")a)";
-  if (name.rfind("mtir_div", 0) == 0) {
-    os << "  return b == -1 ? " << negate << " : (" << ct << ")(a / b);\n";
-  } else if (name.rfind("mtir_mod", 0) == 0) {
-    os << "  return b == -1 ? 0 : (" << ct << ")(a % b);\n";
-  } else if (name.rfind("mtir_floordiv", 0) == 0) {
-    os << "  " << ct << " q;\n  if (b == -1) return " << negate << ";\n  q = (" << ct << ")(a / b);\n"
-       << "  return (" << ct << ")((q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q);\n";
-  } else if (name.rfind("mtir_floormod", 0) == 0) {
-    os << "  " << ct << " r;\n  if (b == -1) return 0;\n  r = (" << ct << ")(a % b);\n"
-       << "  return (" << ct << ")((r != 0 && ((r < 0) != (b < 0))) ? r + b : r);\n";
-  } else if (name.rfind("mtir_min", 0) == 0) {
-    os << "  return a < b ? a : b;\n";
-  } else {
-    os << "  return a > b ? a : b;\n";
-  }
-  os << "}\n";
-  return os.str();
-}
-
 
 // Buffers declared (T.decl_buffer) on each pointer variable of a function body.
 std::unordered_map<const VarNode*, std::vector<Buffer>> declared_views(const Stmt& body) {
@@ -857,6 +669,10 @@ class FunctionEmitter {
       case StmtKind::Evaluate: {
         const auto* op = static_cast<const EvaluateNode*>(s.get());
         if (evaluates_constant(op)) return;
+        if (LoopExit e = loop_exit(s); e != LoopExit::kNone) {
+          line(e == LoopExit::kBreak ? "break;" : "continue;");
+          return;
+        }
         if (const CallNode* call = statement_builtin(op)) {
           if (call->is(Builtin::TvmReturn)) emit_return(expr(call->args.at(0)));
           else throw_last_error(call);

@@ -637,24 +637,7 @@ void FunctionEmitter::emit(const Stmt& s) {
   switch (s->kind) {
     case StmtKind::BufferStore: store(static_cast<const BufferStoreNode*>(s.get())); return;
     case StmtKind::For: emit_for(static_cast<const ForNode*>(s.get())); return;
-    case StmtKind::IfThenElse: {
-      const auto* op = static_cast<const IfThenElseNode*>(s.get());
-      Val c = expr(op->condition);
-      std::string then_l = label("if.then"), end_l = label("if.end");
-      bool has_else = op->else_case && !is_no_op(op->else_case);
-      std::string else_l = has_else ? label("if.else") : end_l;
-      cond_br(c, then_l, else_l);
-      begin_block(then_l);
-      emit(op->then_case);
-      br(end_l);
-      if (has_else) {
-        begin_block(else_l);
-        emit(op->else_case);
-        br(end_l);
-      }
-      begin_block(end_l);
-      return;
-    }
+    case StmtKind::IfThenElse: emit_if(static_cast<const IfThenElseNode*>(s.get())); return;
     case StmtKind::LetStmt: {
       const auto* op = static_cast<const LetStmtNode*>(s.get());
       if (const auto* alloca = as<CallNode>(op->value); alloca && alloca->is(Builtin::TvmStackAlloca)) {
@@ -670,29 +653,8 @@ void FunctionEmitter::emit(const Stmt& s) {
     case StmtKind::SeqStmt:
       for (const auto& child : static_cast<const SeqStmtNode*>(s.get())->seq) emit(child);
       return;
-    case StmtKind::While: {
-      const auto* op = static_cast<const WhileNode*>(s.get());
-      std::string head = label("while.head"), body = label("while.body"), exit = label("while.end");
-      br(head);
-      begin_block(head);
-      cond_br(expr(op->condition), body, exit);
-      begin_block(body);
-      emit(op->body);
-      br(head);
-      begin_block(exit);
-      return;
-    }
-    case StmtKind::Evaluate: {
-      const auto* op = static_cast<const EvaluateNode*>(s.get());
-      if (evaluates_constant(op)) return;
-      if (const CallNode* call = statement_builtin(op)) {
-        if (call->is(Builtin::TvmReturn)) emit_return(as_int(expr(call->args.at(0)), call->args[0]->dtype, "i32").v);
-        else throw_last_error(call);
-        return;
-      }
-      expr(op->value);
-      return;
-    }
+    case StmtKind::While: emit_while(static_cast<const WhileNode*>(s.get())); return;
+    case StmtKind::Evaluate: emit_evaluate(static_cast<const EvaluateNode*>(s.get()), s); return;
     case StmtKind::Allocate: emit_allocate(static_cast<const AllocateNode*>(s.get())); return;
     case StmtKind::DeclBuffer: {
       const auto* op = static_cast<const DeclBufferNode*>(s.get());
@@ -717,6 +679,52 @@ void FunctionEmitter::emit(const Stmt& s) {
   }
 }
 
+void FunctionEmitter::emit_if(const IfThenElseNode* op) {
+  Val c = expr(op->condition);
+  std::string then_l = label("if.then"), end_l = label("if.end");
+  bool has_else = op->else_case && !is_no_op(op->else_case);
+  std::string else_l = has_else ? label("if.else") : end_l;
+  cond_br(c, then_l, else_l);
+  begin_block(then_l);
+  emit(op->then_case);
+  br(end_l);
+  if (has_else) {
+    begin_block(else_l);
+    emit(op->else_case);
+    br(end_l);
+  }
+  begin_block(end_l);
+}
+
+void FunctionEmitter::emit_while(const WhileNode* op) {
+  std::string head = label("while.head"), body = label("while.body"), exit = label("while.end");
+  br(head);
+  begin_block(head);
+  cond_br(expr(op->condition), body, exit);
+  begin_block(body);
+  loop_exits_.emplace_back(exit, head);
+  emit(op->body);
+  loop_exits_.pop_back();
+  br(head);
+  begin_block(exit);
+}
+
+void FunctionEmitter::emit_evaluate(const EvaluateNode* op, const Stmt& s) {
+  if (evaluates_constant(op)) return;
+  if (LoopExit e = loop_exit(s); e != LoopExit::kNone) {
+    MTIR_ICHECK(!loop_exits_.empty(), "a loop exit outside a loop");
+    br(e == LoopExit::kBreak ? loop_exits_.back().first : loop_exits_.back().second);
+    begin_block(label(e == LoopExit::kBreak ? "after.break" : "after.continue"));
+    return;
+  }
+  if (const CallNode* call = statement_builtin(op)) {
+    if (call->is(Builtin::TvmReturn)) emit_return(as_int(expr(call->args.at(0)), call->args[0]->dtype, "i32").v);
+    else throw_last_error(call);
+    return;
+  }
+  expr(op->value);
+}
+
 void FunctionEmitter::emit_for(const ForNode* node) {
   DataType t = node->loop_var->dtype;
   std::string ty = ll_type(t, node->span);
@@ -736,7 +744,9 @@ void FunctionEmitter::emit_for(const ForNode* node) {
   IntBound lo = bounds_.bound(node->min), ext = bounds_.bound(node->extent);
   int64_t hi;
   if (ext.max >= 1 && !__builtin_add_overflow(lo.max, ext.max - 1, &hi)) bounds_.bind(node->loop_var.get(), {lo.min, hi});
+  loop_exits_.emplace_back(exit, latch);
   emit(node->body);
+  loop_exits_.pop_back();
   bounds_.unbind(node->loop_var.get());
   br(latch);
   begin_block(latch);

@@ -16,6 +16,7 @@
 #include "codegen/emit_common.h"
 #include "codegen/line_marks.h"
 #include "ir/op.h"
+#include "ir/tvm_intrinsics.h"
 #include "ir/visitor.h"
 #include "support/names.h"
 #include "codegen/llvm/codegen_llvm.h"
@@ -249,6 +250,9 @@ class FunctionEmitter {
   void emit(const Stmt& s);
 
   void emit_for(const ForNode* node);
+  void emit_if(const IfThenElseNode* op);
+  void emit_while(const WhileNode* op);
+  void emit_evaluate(const EvaluateNode* op, const Stmt& s);
   Val op_cmp(const std::string& pred, const Val& a, const Val& b) { return op("i1", "icmp " + pred + " " + a.typed() + ", " + b.v); }
 
   void emit_stack_alloca(const Var& v, const CallNode* c);
@@ -281,6 +285,8 @@ class FunctionEmitter {
   std::vector<std::string> live_workspace_;
   std::string ret_value_, ret_code_;  // the out-values of direct packed calls
   IntBoundAnalyzer bounds_;
+  // The labels `break` and `continue` branch to, innermost loop last.
+  std::vector<std::pair<std::string, std::string>> loop_exits_;
   int source_line_ = 0;  // of the statement being emitted
 };
 

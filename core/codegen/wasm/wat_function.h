@@ -18,6 +18,7 @@
 #include "codegen/line_marks.h"
 #include "ir/op.h"
 #include "ir/structural_equal.h"
+#include "ir/tvm_intrinsics.h"
 #include "ir/visitor.h"
 #include "support/diagnostic.h"
 #include "analysis/simd128.h"
@@ -162,6 +163,9 @@ class FunctionEmitter {
   void emit(const Stmt& s);
   std::string user_name() const { return user_function_name(func_, symbol_); }
   void emit_for(const ForNode* node);
+  void emit_if(const IfThenElseNode* op);
+  void emit_while(const WhileNode* op);
+  void emit_evaluate(const EvaluateNode* op, const Stmt& s);
   std::map<std::string, LoadedValue> loads_through_loop(const ForNode* node);
 
   // Iterations of `s` when every loop in it has a constant extent, with at most
@@ -199,6 +203,9 @@ class FunctionEmitter {
   std::unordered_map<const VarNode*, WVal> vars_;  // how each variable is read: a local, or a constant in unrolled code
   std::vector<std::string> live_workspace_;
   IntBoundAnalyzer bounds_;
+  // The labels `break` and `continue` branch to, innermost loop last.
+  std::vector<std::pair<std::string, std::string>> loop_exits_;
+  void emit_loop_body(const Stmt& body, const std::string& exit);
   struct Promoted {
     const VarNode* data;
     Buffer buffer;

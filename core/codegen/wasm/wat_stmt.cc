@@ -10,29 +10,7 @@ void FunctionEmitter::emit(const Stmt& s) {
   switch (s->kind) {
     case StmtKind::BufferStore: store(static_cast<const BufferStoreNode*>(s.get())); return;
     case StmtKind::For: emit_for(static_cast<const ForNode*>(s.get())); return;
-    case StmtKind::IfThenElse: {
-      const auto* op = static_cast<const IfThenElseNode*>(s.get());
-      line("(if " + expr(op->condition).code);
-      auto before = loads_;
-      ++indent_;
-      line("(then");
-      ++indent_;
-      emit(op->then_case);
-      loads_ = before;
-      --indent_;
-      line(")");
-      if (op->else_case && !is_no_op(op->else_case)) {
-        line("(else");
-        ++indent_;
-        emit(op->else_case);
-        --indent_;
-        line(")");
-      }
-      forget_loads();
-      --indent_;
-      line(")");
-      return;
-    }
+    case StmtKind::IfThenElse: emit_if(static_cast<const IfThenElseNode*>(s.get())); return;
     case StmtKind::LetStmt: {
       const auto* op = static_cast<const LetStmtNode*>(s.get());
       WVal v = expr(op->value);
@@ -46,38 +24,8 @@ void FunctionEmitter::emit(const Stmt& s) {
     case StmtKind::SeqStmt:
       for (const auto& child : static_cast<const SeqStmtNode*>(s.get())->seq) emit(child);
       return;
-    case StmtKind::While: {
-      const auto* op = static_cast<const WhileNode*>(s.get());
-      std::string exit = label("while.end"), head = label("while.head");
-      line("(block " + exit);
-      ++indent_;
-      line("(loop " + head);
-      ++indent_;
-      forget_loads();
-      line("(br_if " + exit + " (i32.eqz " + expr(op->condition).code + "))");
-      emit(op->body);
-      forget_loads();
-      line("(br " + head + ")");
-      --indent_;
-      line(")");
-      --indent_;
-      line(")");
-      return;
-    }
-    case StmtKind::Evaluate: {
-      const auto* op = static_cast<const EvaluateNode*>(s.get());
-      if (evaluates_constant(op)) return;
-      if (const CallNode* call = statement_builtin(op)) {
-        if (call->is(Builtin::TvmReturn))
-          emit_return(cast(expr(call->args.at(0)), call->args[0]->dtype, DataType::Int(32), call->span).code);
-        else
-          throw_last_error(call);
-        return;
-      }
-      WVal v = expr(op->value);
-      line(v.ty.empty() ? v.code : "(drop " + v.code + ")");
-      return;
-    }
+    case StmtKind::While: emit_while(static_cast<const WhileNode*>(s.get())); return;
+    case StmtKind::Evaluate: emit_evaluate(static_cast<const EvaluateNode*>(s.get()), s); return;
     case StmtKind::Allocate: emit_allocate(static_cast<const AllocateNode*>(s.get())); return;
     case StmtKind::DeclBuffer: {
       const auto* op = static_cast<const DeclBufferNode*>(s.get());
@@ -105,6 +53,63 @@ void FunctionEmitter::emit(const Stmt& s) {
   }
 }
 
+void FunctionEmitter::emit_if(const IfThenElseNode* op) {
+  line("(if " + expr(op->condition).code);
+  auto before = loads_;
+  ++indent_;
+  line("(then");
+  ++indent_;
+  emit(op->then_case);
+  loads_ = before;
+  --indent_;
+  line(")");
+  if (op->else_case && !is_no_op(op->else_case)) {
+    line("(else");
+    ++indent_;
+    emit(op->else_case);
+    --indent_;
+    line(")");
+  }
+  forget_loads();
+  --indent_;
+  line(")");
+}
+
+void FunctionEmitter::emit_while(const WhileNode* op) {
+  std::string exit = label("while.end"), head = label("while.head");
+  line("(block " + exit);
+  ++indent_;
+  line("(loop " + head);
+  ++indent_;
+  forget_loads();
+  line("(br_if " + exit + " (i32.eqz " + expr(op->condition).code + "))");
+  emit_loop_body(op->body, exit);
+  forget_loads();
+  line("(br " + head + ")");
+  --indent_;
+  line(")");
+  --indent_;
+  line(")");
+}
+
+void FunctionEmitter::emit_evaluate(const EvaluateNode* op, const Stmt& s) {
+  if (evaluates_constant(op)) return;
+  if (LoopExit e = loop_exit(s); e != LoopExit::kNone) {
+    MTIR_ICHECK(!loop_exits_.empty(), "a loop exit outside a loop");
+    line("(br " + (e == LoopExit::kBreak ? loop_exits_.back().first : loop_exits_.back().second) + ")");
+    return;
+  }
+  if (const CallNode* call = statement_builtin(op)) {
+    if (call->is(Builtin::TvmReturn))
+      emit_return(cast(expr(call->args.at(0)), call->args[0]->dtype, DataType::Int(32), call->span).code);
+    else
+      throw_last_error(call);
+    return;
+  }
+  WVal v = expr(op->value);
+  line(v.ty.empty() ? v.code : "(drop " + v.code + ")");
+}
+
 // A buffer element a loop reads and writes at one index that does not change inside
 // it (a reduction's accumulator) lives in a local for the loop's duration: loaded
 // before, stored after. What a C compiler does with `restrict`; V8 does not, and the
@@ -113,7 +118,10 @@ void FunctionEmitter::emit(const Stmt& s) {
 void FunctionEmitter::emit_for(const ForNode* node) {
   const int64_t* extent = as_const_int(node->extent);
   std::vector<Promoted> added;
-  if (noalias_ && extent && *extent > 0) {
+  // A loop that may stop early (`break`, `continue`) runs as written: no accumulator
+  // kept in a local, no load read before it, no unrolling.
+  const bool exits = exits_loop(node->body);
+  if (noalias_ && extent && *extent > 0 && !exits) {
     LoopAccesses acc;
     acc.bound.insert(node->loop_var.get());
     acc.visit(node->body);
@@ -148,7 +156,7 @@ void FunctionEmitter::emit_for(const ForNode* node) {
     }
   }
   promoted_.insert(promoted_.end(), added.begin(), added.end());
-  emit_loop(node, unrolled(node) ? loads_ : loads_through_loop(node));
+  emit_loop(node, exits ? std::map<std::string, LoadedValue>{} : unrolled(node) ? loads_ : loads_through_loop(node));
   promoted_.resize(promoted_.size() - added.size());
   for (const auto& p : added) {
     line("(" + store_op(p.buffer->dtype) + " " + address(p.buffer, {p.index}, p.buffer->span) + " (local.get " + p.local + "))");
@@ -255,6 +263,7 @@ int64_t FunctionEmitter::unrolled_iterations(const Stmt& s) {
 bool FunctionEmitter::unrolled(const ForNode* node) {
   const int64_t* min = as_const_int(node->min);
   const int64_t* extent = as_const_int(node->extent);
+  if (exits_loop(node->body)) return false;
   const int64_t inner = unrolled_iterations(node->body);
   struct Stores : Visitor {
     int64_t count = 0;
@@ -308,7 +317,7 @@ void FunctionEmitter::emit_loop(const ForNode* node, const std::map<std::string,
   int64_t hi;
   if (ext.max >= 1 && !__builtin_add_overflow(lo.max, ext.max - 1, &hi)) bounds_.bind(node->loop_var.get(), {lo.min, hi});
   loads_ = kept;
-  emit(node->body);
+  emit_loop_body(node->body, exit);
   loads_ = kept;
   bounds_.unbind(node->loop_var.get());
   line("(local.set " + i + " (" + ty + ".add (local.get " + i + ") (" + ty + ".const 1)))");
@@ -316,6 +325,23 @@ void FunctionEmitter::emit_loop(const ForNode* node, const std::map<std::string,
   else line("(br " + head + ")");
   --indent_;
   line(")");
+  --indent_;
+  line(")");
+}
+
+// A loop's body, inside a block that `continue` leaves (to the loop's increment or test).
+void FunctionEmitter::emit_loop_body(const Stmt& body, const std::string& exit) {
+  if (!exits_loop(body)) {
+    emit(body);
+    return;
+  }
+  const std::string next = label("loop.next");
+  line("(block " + next);
+  ++indent_;
+  loop_exits_.emplace_back(exit, next);
+  emit(body);
+  loop_exits_.pop_back();
+  forget_loads();
   --indent_;
   line(")");
 }

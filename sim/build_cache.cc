@@ -1,0 +1,246 @@
+#include "sim/build_cache.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <system_error>
+#include <unistd.h>
+
+#include "sim/cross_targets.h"
+#include "sim/process.h"
+
+namespace mtir::sim {
+namespace fs = std::filesystem;
+
+namespace {
+
+// Bumped when what an entry holds, or how keys are made, changes.
+constexpr const char* kFormat = "microtir-build-cache-1";
+
+// Two FNV-1a streams with different offsets: 128 bits, plenty for a cache whose worst
+// collision is a wrong firmware for identical-looking input, never an attacker's.
+class Digest {
+ public:
+  void add(const std::string& s) {
+    for (unsigned char c : s) {
+      a_ = (a_ ^ c) * 0x100000001b3ULL;
+      b_ = (b_ ^ c) * 0x100000001b3ULL;
+    }
+    // A separator, so ("ab","c") and ("a","bc") differ.
+    a_ = (a_ ^ 0xff) * 0x100000001b3ULL;
+    b_ = (b_ ^ 0xfe) * 0x100000001b3ULL;
+  }
+  std::string hex() const {
+    char text[33];
+    std::snprintf(text, sizeof text, "%016llx%016llx", static_cast<unsigned long long>(a_),
+                  static_cast<unsigned long long>(b_));
+    return text;
+  }
+
+ private:
+  uint64_t a_ = 0xcbf29ce484222325ULL;
+  uint64_t b_ = 0x84222325cbf29ce4ULL;
+};
+
+std::optional<fs::path> cache_root() {
+  const char* set = std::getenv("MICROTIR_BUILD_CACHE");
+  if (set) {
+    const std::string v = set;
+    if (v.empty() || v == "off" || v == "0") return std::nullopt;
+    return fs::path(v);
+  }
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return fs::path(xdg) / "microtir/firmware";
+  if (const char* home = std::getenv("HOME"); home && *home) return fs::path(home) / ".cache/microtir/firmware";
+  return std::nullopt;
+}
+
+bool is_header(const fs::path& p) {
+  const std::string ext = p.extension().string();
+  return ext == ".h" || ext == ".inc" || ext == ".def";
+}
+
+// Every header in `dir` (below it too when `recursive`), by name relative to it and content.
+void add_headers(Digest& d, const fs::path& dir, bool recursive) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return;
+  std::vector<fs::path> found;
+  auto visit = [&](const fs::directory_entry& e) {
+    if (e.is_regular_file(ec) && is_header(e.path())) found.push_back(e.path());
+  };
+  if (recursive)
+    for (const auto& e : fs::recursive_directory_iterator(dir, ec)) visit(e);
+  else
+    for (const auto& e : fs::directory_iterator(dir, ec)) visit(e);
+  std::sort(found.begin(), found.end());
+  for (const auto& p : found) {
+    d.add(p.lexically_relative(dir).string());
+    d.add(read_text(p));
+  }
+}
+
+bool is_file(const std::string& path) {
+  std::error_code ec;
+  return !path.empty() && fs::is_regular_file(path, ec);
+}
+
+// The compiler as ccache's default check sees it: its path, size and modification time.
+std::string compiler_identity(const std::string& cc) {
+  const std::string path = find_in_path(cc);
+  std::error_code ec;
+  const auto size = fs::file_size(path, ec);
+  const auto time = fs::last_write_time(path, ec).time_since_epoch().count();
+  return path + ":" + std::to_string(ec ? 0 : size) + ":" + std::to_string(time);
+}
+
+uintmax_t folder_bytes(const fs::path& dir) {
+  uintmax_t total = 0;
+  std::error_code ec;
+  for (const auto& e : fs::recursive_directory_iterator(dir, ec))
+    if (e.is_regular_file(ec)) total += e.file_size(ec);
+  return total;
+}
+
+// Drops the least recently used entries once the cache passes its bound (a scan costs
+// far less than the compile that preceded it).
+void trim_cache(const fs::path& root) {
+  uintmax_t limit_mb = 1024;
+  if (const char* v = std::getenv("MICROTIR_BUILD_CACHE_MAX_MB"); v && *v) limit_mb = std::strtoull(v, nullptr, 10);
+  const uintmax_t limit = limit_mb << 20;
+  std::vector<std::pair<fs::file_time_type, fs::path>> entries;
+  std::map<fs::path, uintmax_t> bytes;
+  uintmax_t total = 0;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(root, ec)) {
+    if (!e.is_directory(ec)) continue;
+    entries.emplace_back(e.last_write_time(ec), e.path());
+    total += bytes[e.path()] = folder_bytes(e.path());
+  }
+  if (total <= limit) return;
+  std::sort(entries.begin(), entries.end());
+  for (const auto& [time, path] : entries) {
+    if (total <= limit * 4 / 5) break;
+    total -= bytes[path];
+    fs::remove_all(path, ec);
+  }
+}
+
+// The call-graph files GCC wrote beside `out` (<out name>-<unit>.ci).
+std::vector<fs::path> callgraph_files(const fs::path& out) {
+  std::vector<fs::path> found;
+  const std::string prefix = out.filename().string() + "-";
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(out.parent_path(), ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.compare(0, prefix.size(), prefix) == 0 && e.path().extension() == ".ci") found.push_back(e.path());
+  }
+  std::sort(found.begin(), found.end());
+  return found;
+}
+
+std::string replace_all_text(std::string s, const std::string& from, const std::string& to) {
+  if (from.empty()) return s;
+  for (size_t at = 0; (at = s.find(from, at)) != std::string::npos; at += to.size()) s.replace(at, from.size(), to);
+  return s;
+}
+
+// The longest paths first, so /a/lib1.c is not replaced inside /a/lib10.c.
+std::vector<size_t> longest_first(const std::vector<std::string>& paths) {
+  std::vector<size_t> order(paths.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return paths[a].size() > paths[b].size(); });
+  return order;
+}
+
+std::string placeholder(size_t i) { return "@mtir-source-" + std::to_string(i) + "@"; }
+
+bool copy_into(const fs::path& from, const fs::path& to) {
+  std::error_code ec;
+  fs::copy_file(from, to, fs::copy_options::overwrite_existing, ec);
+  return !ec;
+}
+
+}  // namespace
+
+std::optional<CachedBuild> build_cache_entry(const std::vector<std::string>& command, const std::string& out) {
+  const std::optional<fs::path> root = cache_root();
+  if (!root || command.empty()) return std::nullopt;
+  CachedBuild build;
+  Digest d;
+  d.add(kFormat);
+  d.add(compiler_identity(command[0]));
+  for (size_t i = 1; i < command.size(); ++i) {
+    const std::string& arg = command[i];
+    if (arg == out) {
+      d.add("@out");
+      continue;
+    }
+    // A file stands for its content, not its place; so does a path inside an argument
+    // (-T/x/cortex_m.ld).
+    const size_t slash = is_file(arg) ? 0 : arg.find('/');
+    if (slash != std::string::npos && is_file(arg.substr(slash))) {
+      const fs::path file = arg.substr(slash);
+      d.add(arg.substr(0, slash) + "@file:" + file.filename().string());
+      d.add(read_text(file));
+      if (slash == 0) {
+        build.sources.push_back(arg);
+        add_headers(d, file.parent_path(), false);  // #include "x.h" beside the source
+      }
+      continue;
+    }
+    if (arg.compare(0, 2, "-I") == 0) {
+      d.add("-I@dir");
+      add_headers(d, arg.substr(2), true);
+      continue;
+    }
+    d.add(arg);
+  }
+  build.entry = *root / d.hex();
+  return build;
+}
+
+bool restore_cached_build(const CachedBuild& build, const fs::path& out) {
+  std::error_code ec;
+  const fs::path program = build.entry / "program";
+  if (!fs::is_regular_file(program, ec) || !copy_into(program, out)) return false;
+  fs::permissions(out, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                           fs::perms::others_read | fs::perms::others_exec, ec);
+  const std::vector<size_t> order = longest_first(build.sources);
+  for (const auto& e : fs::directory_iterator(build.entry / "callgraph", ec)) {
+    std::string text = read_text(e.path());
+    for (size_t i : order) text = replace_all_text(text, placeholder(i), build.sources[i]);
+    std::ofstream(out.parent_path() / (out.filename().string() + "-" + e.path().filename().string()),
+                  std::ios::binary) << text;
+  }
+  fs::last_write_time(build.entry, fs::file_time_type::clock::now(), ec);  // recently used
+  return true;
+}
+
+void store_cached_build(const CachedBuild& build, const fs::path& out) {
+  std::error_code ec;
+  const fs::path root = build.entry.parent_path();
+  fs::create_directories(root, ec);
+  // Filled aside and renamed into place, so a parallel run never sees half an entry.
+  const fs::path staging = root / (build.entry.filename().string() + ".tmp" + std::to_string(::getpid()));
+  fs::remove_all(staging, ec);
+  fs::create_directories(staging / "callgraph", ec);
+  if (ec || !copy_into(out, staging / "program")) {
+    fs::remove_all(staging, ec);
+    return;
+  }
+  const std::vector<size_t> order = longest_first(build.sources);
+  const std::string prefix = out.filename().string() + "-";
+  for (const auto& ci : callgraph_files(out)) {
+    std::string text = read_text(ci);
+    for (size_t i : order) text = replace_all_text(text, build.sources[i], placeholder(i));
+    std::ofstream(staging / "callgraph" / ci.filename().string().substr(prefix.size()), std::ios::binary) << text;
+  }
+  fs::rename(staging, build.entry, ec);
+  if (ec) fs::remove_all(staging, ec);  // another run stored it first
+  trim_cache(root);
+}
+
+}  // namespace mtir::sim

@@ -1,0 +1,110 @@
+// The firmware build cache (sim/build_cache.h): keys follow content, not place; a stored
+// build comes back with its call graph naming this build's sources; "off" disables it.
+#include "sim/build_cache.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+
+#include "sim/process.h"
+
+namespace fs = std::filesystem;
+using mtir::sim::build_cache_entry;
+
+namespace {
+
+void write(const fs::path& p, const std::string& text) {
+  fs::create_directories(p.parent_path());
+  std::ofstream(p) << text;
+}
+
+class BuildCacheTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = fs::temp_directory_path() / ("mtir_build_cache_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
+                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(root_);
+    setenv("MICROTIR_BUILD_CACHE", (root_ / "cache").c_str(), 1);
+    unsetenv("MICROTIR_BUILD_CACHE_MAX_MB");
+  }
+  void TearDown() override {
+    unsetenv("MICROTIR_BUILD_CACHE");
+    fs::remove_all(root_);
+  }
+  // A program in `dir`: a source, a header beside it and one under an -I folder.
+  std::vector<std::string> project(const std::string& dir, const std::string& define = "") {
+    const fs::path d = root_ / dir;
+    write(d / "inc/api.h", "int twice(int x);\n");
+    write(d / "src/local.h", "#define SEVEN 7\n");
+    write(d / "src/main.c",
+          "#include \"api.h\"\n#include \"local.h\"\nint twice(int x) { return 2 * x; }\n"
+          "int main(void) { return twice(SEVEN) - 14; }\n");
+    std::vector<std::string> cmd = {"cc", "-O2", "-fcallgraph-info=su", "-I" + (d / "inc").string()};
+    if (!define.empty()) cmd.push_back("-D" + define);
+    cmd.insert(cmd.end(), {(d / "src/main.c").string(), "-o", (d / "prog").string()});
+    return cmd;
+  }
+  fs::path root_;
+};
+
+TEST_F(BuildCacheTest, KeyFollowsContentNotPlace) {
+  const auto a = build_cache_entry(project("a"), (root_ / "a/prog").string());
+  const auto b = build_cache_entry(project("b"), (root_ / "b/prog").string());
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(a->entry, b->entry);
+  EXPECT_EQ(a->entry.parent_path(), root_ / "cache");
+  ASSERT_EQ(b->sources.size(), 1u);
+  EXPECT_EQ(b->sources[0], (root_ / "b/src/main.c").string());
+}
+
+TEST_F(BuildCacheTest, HeadersFlagsAndSourcesChangeTheKey) {
+  const auto base = build_cache_entry(project("a"), (root_ / "a/prog").string())->entry;
+  EXPECT_NE(base, build_cache_entry(project("b", "X=1"), (root_ / "b/prog").string())->entry);
+  auto cmd = project("c");
+  write(root_ / "c/inc/api.h", "int twice(int y);\n");  // under the -I folder
+  EXPECT_NE(base, build_cache_entry(cmd, (root_ / "c/prog").string())->entry);
+  cmd = project("d");
+  write(root_ / "d/src/local.h", "#define SEVEN 8\n");  // beside the source
+  EXPECT_NE(base, build_cache_entry(cmd, (root_ / "d/prog").string())->entry);
+  cmd = project("e");
+  write(root_ / "e/src/main.c", "int main(void) { return 0; }\n");
+  EXPECT_NE(base, build_cache_entry(cmd, (root_ / "e/prog").string())->entry);
+}
+
+TEST_F(BuildCacheTest, OffDisablesIt) {
+  setenv("MICROTIR_BUILD_CACHE", "off", 1);
+  EXPECT_FALSE(build_cache_entry(project("a"), (root_ / "a/prog").string()));
+}
+
+TEST_F(BuildCacheTest, StoredBuildComesBackWithItsCallGraph) {
+  const auto cmd = project("a");
+  const fs::path prog_a = root_ / "a/prog";
+  ASSERT_EQ(mtir::sim::run_process(cmd, root_ / "a/build.log"), 0) << mtir::sim::read_text(root_ / "a/build.log");
+  const auto a = build_cache_entry(cmd, prog_a.string());
+  ASSERT_TRUE(a);
+  EXPECT_FALSE(mtir::sim::restore_cached_build(*a, root_ / "nowhere"));
+  mtir::sim::store_cached_build(*a, prog_a);
+
+  const auto cmd_b = project("b");
+  const fs::path prog_b = root_ / "b/prog";
+  const auto b = build_cache_entry(cmd_b, prog_b.string());
+  ASSERT_TRUE(b);
+  ASSERT_TRUE(mtir::sim::restore_cached_build(*b, prog_b));
+  EXPECT_EQ(mtir::sim::run_process({prog_b.string()}, root_ / "b/run.log"), 0);
+  const std::string graph = mtir::sim::read_text(root_ / "b/prog-main.ci");
+  EXPECT_NE(graph.find((root_ / "b/src/main.c").string()), std::string::npos) << graph;
+  EXPECT_EQ(graph.find((root_ / "a/src/main.c").string()), std::string::npos) << graph;
+  EXPECT_NE(graph.find("twice"), std::string::npos);
+}
+
+TEST_F(BuildCacheTest, BoundDropsTheLeastRecentlyUsed) {
+  setenv("MICROTIR_BUILD_CACHE_MAX_MB", "0", 1);
+  const auto cmd = project("a");
+  ASSERT_EQ(mtir::sim::run_process(cmd, root_ / "a/build.log"), 0);
+  const auto a = build_cache_entry(cmd, (root_ / "a/prog").string());
+  mtir::sim::store_cached_build(*a, root_ / "a/prog");
+  EXPECT_FALSE(fs::exists(a->entry));  // over a bound of 0 bytes, nothing stays
+}
+
+}  // namespace
