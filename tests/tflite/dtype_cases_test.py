@@ -132,12 +132,14 @@ def cast_case(src, dst, shape=(2, 3, 5)):
     return build
 
 
-def binary_case(code, dtype, ref, out_dtype=None, shapes=((3, 4), (3, 4))):
+def binary_case(code, dtype, ref, out_dtype=None, shapes=((3, 4), (3, 4)), relu=False):
     def build(m, p):
         xs = [values(dtype, s) for s in shapes]
+        if dtype == np.int32:
+            xs = [x // 4 for x in xs]  # sums within int32
         ins = [unquantized(m, m.input(f"{p}_x{k}", x)) for k, x in enumerate(xs)]
         y = unquantized(m, m.tensor(p + "_y", out_dtype or dtype, np.broadcast_shapes(*shapes)))
-        m.op(code, ins, [y])
+        m.op(code, ins, [y], *(["AddOptions"] if relu else []), **({"fused_activation_function": "RELU"} if relu else {}))
         return [y], [ref(*xs).astype(out_dtype or dtype)]
     return build
 
@@ -212,6 +214,9 @@ CASES = [case("CAST", NAMES[s], cast_case(s, d), f"cast_{NAMES[s]}_{NAMES[d]}")
     case("ARG_MAX", "int32", arg_case("ARG_MAX", np.int32, np.int64), "arg_max_int32_to_int64"),
     case("ARG_MIN", "float32", arg_case("ARG_MIN", np.float32, np.int64), "arg_min_float32_to_int64"),
 ] + [
+    # TFLM's int32 ADD ignores the fused activation (its range is all of int32).
+    case("ADD", "int32", binary_case("ADD", np.int32, lambda a, b: a + b, shapes=((2, 3, 4), (3, 1)), relu=True),
+         "add_int32_relu_ignored"),
     case("BATCH_MATMUL", "int16", batch_matmul_i16((2, 3, 7), (7, 4), False, (0.002, 0.0031, 0.9)), "batch_matmul_int16"),
     case("BATCH_MATMUL", "int16", batch_matmul_i16((1, 2, 5, 9), (3, 1, 6, 9), True, (0.0004, 0.0007, 0.011)),
          "batch_matmul_int16_adj_y_saturating"),
@@ -232,7 +237,7 @@ REFUSALS = [("cast_to_int64", refuse_cast(np.int64, "CAST to int64 (TFLM's CAST 
                                              "bool SELECT_V2 (float32, int8, int16, int32 and int64 are supported)")),
             ("quantize_float32_uint8", refuse_uint8("QUANTIZE", np.float32,
                                                     "QUANTIZE from float32 to uint8 (int8 and int16 are supported)")),
-            ("add_uint8", refuse_uint8("ADD", np.uint8, "uint8 ADD (float32, int8 and int16 are supported)"))]
+            ("add_uint8", refuse_uint8("ADD", np.uint8, "uint8 ADD (float32, int8, int16 and int32 are supported)"))]
 
 
 def group(builds):

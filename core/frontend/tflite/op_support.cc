@@ -25,7 +25,9 @@ std::vector<TfliteOpSupport> make_table() {
   std::vector<std::vector<TfliteOpSupport>> groups = {
       ops({"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED"}, kQuantized),
       ops({"TRANSPOSE_CONV"}, kQuantized, "input 2"),  // after the output shape and the filter
-      ops({"AVERAGE_POOL_2D", "MAX_POOL_2D", "ADD", "SUB", "MUL", "SOFTMAX"}, kQuantized),
+      ops({"AVERAGE_POOL_2D", "MAX_POOL_2D"}, kQuantized),
+      ops({"ADD"}, {"float32", "int8", "int16", "int32"}),
+      ops({"SUB", "MUL", "SOFTMAX"}, kQuantized),
       ops({"QUANTIZE"}, {"int8", "int16", "int32", "uint8"}, "output 0"),
       ops({"DEQUANTIZE"}, {"int8", "int16", "uint8"}),
       ops({"CAST"}, {"float32", "int8", "int16", "int32", "bool"}),
