@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Benchmark (not a test): the four MLPerf Tiny .tflite models (../shared/tflite/models) on
 # every target, one table per target, everything measured in this one run.
-#  - Cortex-M4, Cortex-M7 (QEMU mps2-an386 / mps2-an500) and riscv32 (QEMU virt):
+#  - Cortex-M4, Cortex-M7 (QEMU mps2-an386 / mps2-an500), Cortex-M33 (mps2-an505),
+#    Cortex-M55 with Helium (mps3-an547; QEMU counts instructions, not the M55's beats)
+#    and riscv32 (QEMU virt):
 #    exact instructions per inference (`microtir run --target T --json`), RAM (workspace
 #    + I/O buffers + stack high-water), flash without the weights (the firmware minus the
 #    linked constants and the test input), and whether the output equals TFLite's bytes
-#    (../shared/tflite/reference/<model>/lcg_9e3779b9/output.npy). Cortex-M4 twice: the C
-#    backend and the LLVM backend (same schedules; issue 27 part 4). TFLM's firmware runs
+#    (../shared/tflite/reference/<model>/lcg_9e3779b9/output.npy). Cortex-M4 and M55 twice:
+#    the C backend and the LLVM backend (same schedules; issue 27 part 4). TFLM's firmware runs
 #    beside ours in bench/tflite_vs_tflm.sh (Cortex-M4 only: that is the peer we have).
 #  - wasm: node time per inference, the median of many single inferences, of the wasm
 #    backend's module (microtir + Binaryen) beside clang -O2's wasm32 build of our own C
@@ -16,7 +18,7 @@
 #
 # Usage: bash bench/mlperf_targets.sh [BUILD_DIR]   (default: build; needs its microtir)
 #        BENCH_MODELS="kws ad" runs only those models; BENCH_TARGETS (default
-#        "cortex-m4 cortex-m7 riscv32 wasm") the targets; RUNS (default 101) inferences
+#        "cortex-m4 cortex-m7 cortex-m33 cortex-m55 riscv32 wasm") the targets; RUNS (default 101) inferences
 #        timed per wasm module and turn; REPS (default 3) turns; WASM_OPT (default O2) the
 #        Binaryen level of the wasm backend. Prints Markdown on stdout.
 set -euo pipefail
@@ -36,7 +38,7 @@ if [ -n "${BENCH_MODELS:-}" ]; then
   done
   MODELS=("${keep[@]}")
 fi
-TARGETS="${BENCH_TARGETS:-cortex-m4 cortex-m7 riscv32 wasm}"
+TARGETS="${BENCH_TARGETS:-cortex-m4 cortex-m7 cortex-m33 cortex-m55 riscv32 wasm}"
 RUNS="${RUNS:-101}" REPS="${REPS:-3}"
 CASE=lcg_9e3779b9
 work=$(mktemp -d)
@@ -55,7 +57,7 @@ done
 for target in $TARGETS; do
   [ "$target" = wasm ] && continue
   backends="c"
-  [ "$target" = cortex-m4 ] && backends="c llvm"
+  case "$target" in cortex-m4 | cortex-m55) backends="c llvm" ;; esac
   for backend in $backends; do
     for entry in "${MODELS[@]}"; do
       model="${entry%%:*}" file="${entry#*:}" ref="$shared/reference/${entry%%:*}/$CASE"
@@ -206,8 +208,11 @@ def same_as_tflite(model, out_dir):
 for target in targets:
     if target == "wasm":
         continue
-    backends = ["c", "llvm"] if target == "cortex-m4" else ["c"]
+    backends = ["c", "llvm"] if target in ("cortex-m4", "cortex-m55") else ["c"]
     print(f"\n### {target}\n")
+    if target == "cortex-m55":
+        print("QEMU counts instructions, not beats: the M55 executes a 128-bit MVE instruction in beats, so its "
+              "counts are further from cycles than the M4's.\n")
     head = "| model | backend | instructions | instr/MAC | RAM = workspace + I/O + stack | flash w/o weights | output == TFLite's |"
     print(head)
     print("|---|---|---:|---:|---:|---:|---|")

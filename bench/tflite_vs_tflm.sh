@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Benchmark (not a test): microtir against TensorFlow Lite Micro on Cortex-M4 (QEMU
-# mps2-an386, -icount shift=8, the exact counter of MEASURING.md), for the four MLPerf Tiny
-# .tflite models and for every model of TFLM's own zoo that TFLM runs on that board.
+# mps2-an386) or, with BENCH_TARGET=cortex-m55, on Cortex-M55 with Helium (mps3-an547;
+# QEMU counts instructions, not the M55's beats), -icount shift=8, the exact counter of
+# MEASURING.md, for the four MLPerf Tiny .tflite models and for every model of TFLM's own
+# zoo that TFLM runs on that board.
 # TFLM's side is its measured figures (../shared/peers/tflm/figures.json, its README.md:
 # the same QEMU, flags and input bytes give the same counts, so they compare with ours as
 # a run beside it would): instructions per Invoke() and per operator, arena, the stack of
-# Invoke(), flash. Ours is `microtir run MODEL.tflite --target cortex-m4` on the same input
+# Invoke(), flash. Ours is `microtir run MODEL.tflite --target "$target"` on the same input
 # bytes: MLPerf ../shared/tflite/reference/<model>/lcg_9e3779b9/input.npy, the zoo
 # ../shared/tflite/zoo/reference/<model>/seed1/input_<k>.npy.
 #
@@ -25,7 +27,8 @@
 #        ../shared/peers/tflm/figures.json); BENCH_MODELS="kws person_detect" runs only
 #        those; BENCH_SECTIONS="mlperf zoo" (default both); SCHEDULE_ROWS (MLPerf only;
 #        default: the schedules of the int8 kernels, merge_kernels and patch) names the
-#        schedules to measure switched off, one row each. Runs one QEMU at a time. Prints
+#        schedules to measure switched off, one row each; BENCH_TARGET (default cortex-m4,
+#        or cortex-m55) the board, whose TFLM figures are compared. Runs one QEMU at a time. Prints
 #        Markdown on stdout.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -33,6 +36,7 @@ build="${1:-build}"
 cli="$build/core/cli/microtir"
 shared="${MICROTIR_SHARED_TFLITE:-$(cd .. && pwd)/shared/tflite}"
 figures="${TFLM_FIGURES:-$(cd .. && pwd)/shared/peers/tflm/figures.json}"
+target="${BENCH_TARGET:-cortex-m4}"
 [ -x "$cli" ] || { echo "bench/tflite_vs_tflm.sh: no $cli; build first (bash scripts/build.sh build)" >&2; exit 1; }
 [ -d "$shared" ] || { echo "bench/tflite_vs_tflm.sh: $shared not found (set MICROTIR_SHARED_TFLITE)" >&2; exit 1; }
 [ -f "$figures" ] || { echo "bench/tflite_vs_tflm.sh: TFLM's figures $figures not found (set TFLM_FIGURES)" >&2; exit 1; }
@@ -40,7 +44,10 @@ for tool in qemu-system-arm arm-none-eabi-nm arm-none-eabi-readelf; do
   command -v "$tool" > /dev/null || { echo "bench/tflite_vs_tflm.sh: $tool not found (bash scripts/install-deps.sh)" >&2; exit 1; }
 done
 
-# section:model:file:case folder. The zoo: every model TFLM ran on the Cortex-M4.
+python3 -c 'import json, sys; sys.exit(sys.argv[2] not in json.load(open(sys.argv[1]))["targets"])' "$figures" "$target" ||
+  { echo "bench/tflite_vs_tflm.sh: $figures has no figures for $target" >&2; exit 1; }
+
+# section:model:file:case folder. The zoo: every model TFLM ran on the board.
 ENTRIES=()
 sections="${BENCH_SECTIONS:-mlperf zoo}"
 if [[ " $sections " == *" mlperf "* ]]; then
@@ -49,7 +56,7 @@ if [[ " $sections " == *" mlperf "* ]]; then
   done
 fi
 if [[ " $sections " == *" zoo "* ]]; then
-  for model in $(python3 -c 'import json, sys; print(" ".join(sorted(json.load(open(sys.argv[1]))["targets"]["cortex-m4"])))' "$figures"); do
+  for model in $(python3 -c 'import json, sys; print(" ".join(sorted(json.load(open(sys.argv[1]))["targets"][sys.argv[2]])))' "$figures" "$target"); do
     [ -f "$shared/zoo/models/$model.tflite" ] && ENTRIES+=("zoo:$model:$shared/zoo/models/$model.tflite:$shared/zoo/reference/$model/seed1")
   done
 fi
@@ -76,9 +83,9 @@ for entry in "${ENTRIES[@]}"; do
     continue
   fi
   mapfile -t inputs < <(python3 bench/tflite_bench.py inputs "$ref" "$work/$model.layers.json")
-  echo "$model: microtir run --target cortex-m4" >&2
+  echo "$model: microtir run --target "$target"" >&2
   # --keep-build keeps the artifact (its parameters/ are the linked weights).
-  if ! "$cli" run "$tflite" "${inputs[@]}" --target cortex-m4 --json \
+  if ! "$cli" run "$tflite" "${inputs[@]}" --target "$target" --json \
        --output-dir "$work/$model.out" --keep-build "$work/$model.build" > "$work/$model.json" 2>> "$work/$model.err"; then
     python3 -c 'import json,sys; print(json.dumps({"failed": sys.argv[1]}))' \
       "$(tail -1 "$work/$model.err")" > "$work/$model.json"
@@ -87,27 +94,28 @@ for entry in "${ENTRIES[@]}"; do
   if [ "$section" = mlperf ]; then
     # What a schedule is worth: the same model with it switched off (SCHEDULE_ROWS).
     for sched in $SCHEDULE_ROWS; do
-      "$cli" run "$tflite" "${inputs[@]}" --target cortex-m4 --json \
+      "$cli" run "$tflite" "${inputs[@]}" --target "$target" --json \
         --disable-schedules "$sched" > "$work/$model.off-$sched.json" 2>> "$work/$model.err" || true
     done
     # RAM when the model's input and output buffers double as workspace (an option:
     # run() then overwrites its input).
-    "$cli" run "$tflite" "${inputs[@]}" --target cortex-m4 --json \
+    "$cli" run "$tflite" "${inputs[@]}" --target "$target" --json \
       --reuse-io-buffers > "$work/$model.reuse-io.json" 2>> "$work/$model.err" || true
   fi
   # Per operator: a second run with the profiling hooks (the totals above stay hook-free).
-  "$cli" run "$tflite" "${inputs[@]}" --target cortex-m4 --json \
+  "$cli" run "$tflite" "${inputs[@]}" --target "$target" --json \
     --profile-layers > "$work/$model.prof.json" 2> "$work/$model.prof.err" || true
 done
 
-python3 - "$work" "$figures" "$SCHEDULE_ROWS" "${ENTRIES[@]}" <<'PY'
+python3 - "$work" "$figures" "$SCHEDULE_ROWS" "$target" "${ENTRIES[@]}" <<'PY'
 import glob, json, os, re, subprocess, sys
 
 sys.path.insert(0, "bench")
 import tflite_bench  # noqa: E402
 
-work, figures_path, schedule_rows, entries = sys.argv[1], sys.argv[2], sys.argv[3].split(), sys.argv[4:]
-FIGURES = json.load(open(figures_path))["targets"]["cortex-m4"]
+work, figures_path, schedule_rows, target, entries = sys.argv[1], sys.argv[2], sys.argv[3].split(), sys.argv[4], sys.argv[5:]
+FIGURES = json.load(open(figures_path))["targets"][target]
+MACHINE = {"cortex-m4": "mps2-an386", "cortex-m55": "mps3-an547"}[target]
 GOAL_INSTR, GOAL_RAM, GOAL_FLASH = 0.7, 0.8, 0.25
 npy = tflite_bench.npy
 
@@ -155,7 +163,7 @@ def kernel_bytes(model, ours):
     """Code bytes of each operator's kernels in our firmware: {index: text}. A function that
     merge_kernels or GCC's identical-code folding shares between operators (one address) counts
     once, at the first operator that calls it; the others say whose it is."""
-    elf = os.path.join(work, model + ".build", "build-cortex-m4", "firmware.elf")
+    elf = os.path.join(work, model + ".build", "build-" + target, "firmware.elf")
     try:
         syms = symbols(elf)
     except (OSError, subprocess.CalledProcessError):
@@ -214,7 +222,7 @@ def layer_table(model, cmsis, refk, quant, our_total):
 def flash_split(model, our_flash, goal_of):
     """Where our flash without the weights goes: the kernels, the AOT executor (`__tvm_main__`
     and `run`), and the rest (the CRT runtime, the test harness and newlib-nano)."""
-    elf = os.path.join(work, model + ".build", "build-cortex-m4", "firmware.elf")
+    elf = os.path.join(work, model + ".build", "build-" + target, "firmware.elf")
     nm = subprocess.run(["arm-none-eabi-nm", "-S", elf], capture_output=True, text=True, check=True).stdout
     by_addr = {}
     for addr, size, kind, name in (l.split() for l in nm.splitlines() if len(l.split()) == 4):
@@ -312,11 +320,13 @@ for entry in entries:
         out["layers"].append(layer_table(model, cmsis, refk, io, rep["instructions"]))
 
 qemu_version = subprocess.run(["qemu-system-arm", "--version"], capture_output=True, text=True).stdout.splitlines()[0]
-print(f"microtir on {qemu_version}, -M mps2-an386 -icount shift=8, against TensorFlow Lite Micro's figures "
+print(f"microtir on {qemu_version}, -M {MACHINE} -icount shift=8, against TensorFlow Lite Micro's figures "
       "(`../shared/peers/tflm/figures.json`: the same QEMU, flags and input bytes). Inputs: MLPerf Tiny "
       "`../shared/tflite/reference/<model>/lcg_9e3779b9/input.npy`, the zoo `../shared/tflite/zoo/reference/<model>/seed1/`.")
 print()
-print("- Instructions: one inference (our `run`, TFLM's `Invoke()`), the empty probe pair subtracted on both sides.")
+print("- Instructions: one inference (our `run`, TFLM's `Invoke()`), the empty probe pair subtracted on both sides."
+      + (" QEMU counts instructions, not beats: the M55 executes a 128-bit MVE instruction in beats (two per "
+         "cycle), so these counts are further from cycles than on the M4." if target == "cortex-m55" else ""))
 print("- RAM: TFLM's arena holds its input, output and intermediate tensors and scratch buffers; its stack is the "
       "painted high-water of `Invoke()`. Ours: workspace + input/output buffers + the painted stack high-water of `run`.")
 print("- Flash without the weights: ours is the firmware minus the linked constants and the test input; TFLM's "

@@ -92,6 +92,7 @@ std::vector<std::string> compile_command(const CrossTarget& t, const ProgramSpec
   // Hosted, the firmware runs under the sanitizers the build asks for (host_sanitizers).
   if (t.name == "host")
     for (const auto& f : sanitizer_cflags(host_sanitizers())) cmd.push_back(f);
+  for (const auto& d : t.port_defines) cmd.push_back("-D" + d);
   for (const auto& d : spec.defines) cmd.push_back("-D" + d);
   for (const auto& h : spec.forced_includes) cmd.insert(cmd.end(), {"-include", h});
   for (const auto& dir : spec.include_dirs) cmd.push_back("-I" + dir);
@@ -128,9 +129,13 @@ std::vector<std::string> run_command(const CrossTarget& t, const std::string& pr
 }
 
 fs::path port_dir(const CrossTarget& t, const std::string& crt_dir) {
+  // The sources, the counter and the board's linker script (an artifact from before
+  // the board existed lacks it).
   auto complete = [&](const fs::path& p) {
     for (const auto& f : t.port_sources)
       if (!fs::exists(p / f)) return false;
+    for (const auto& f : t.link_flags)
+      if (f.rfind("-T{port}/", 0) == 0 && !fs::exists(p / f.substr(9))) return false;
     return fs::exists(p / "instruction_counter.h");
   };
   fs::path p = fs::path(crt_dir) / "ports" / t.port;
@@ -288,10 +293,11 @@ int64_t instructions_from_counter(const CrossTarget& target, uint64_t raw, uint6
     case CounterKind::kMinstret:
       return static_cast<int64_t>(raw) - static_cast<int64_t>(probe_raw);
     case CounterKind::kMps2Ticks: {
-      // Every tick is 40 ns of virtual time, every instruction 2^S ns; the rounding
-      // error is below 0.16 instruction at S = 8, so rounding is exact.
-      auto instr = [](uint64_t ticks) {
-        return static_cast<int64_t>(std::llround(static_cast<double>(ticks) * 40.0 / (1 << kMps2IcountShift)));
+      // Every tick is 40 (MPS2) or 50 (mps2-tz) ns of virtual time, every instruction
+      // 2^S ns; the rounding error is below 0.2 instruction at S = 8, so rounding is exact.
+      const double tick_ns = target.counter_tick_ns;
+      auto instr = [tick_ns](uint64_t ticks) {
+        return static_cast<int64_t>(std::llround(static_cast<double>(ticks) * tick_ns / (1 << kMps2IcountShift)));
       };
       return instr(raw) - instr(probe_raw);
     }
@@ -630,7 +636,7 @@ TargetReport target_report(const CrossTarget& t, const ArtifactInfo& info, const
     }
     r.counter_method = t.counter == CounterKind::kMinstret
                            ? "exact: minstret under qemu -icount shift=0"
-                           : "exact: MPS2 COUNTER under qemu -icount shift=" + std::to_string(kMps2IcountShift);
+                           : "exact: FPGAIO COUNTER under qemu -icount shift=" + std::to_string(kMps2IcountShift);
   }
   return r;
 }

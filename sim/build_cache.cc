@@ -64,12 +64,15 @@ bool is_header(const fs::path& p) {
 }
 
 // Every header in `dir` (below it too when `recursive`), by name relative to it and content.
-void add_headers(Digest& d, const fs::path& dir, bool recursive) {
+bool is_linker_script(const fs::path& p) { return p.extension() == ".ld"; }
+
+// The files of `dir` (and below it, if `recursive`) that `wanted` picks, by content.
+void add_files(Digest& d, const fs::path& dir, bool recursive, bool (*wanted)(const fs::path&)) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) return;
   std::vector<fs::path> found;
   auto visit = [&](const fs::directory_entry& e) {
-    if (e.is_regular_file(ec) && is_header(e.path())) found.push_back(e.path());
+    if (e.is_regular_file(ec) && wanted(e.path())) found.push_back(e.path());
   };
   if (recursive)
     for (const auto& e : fs::recursive_directory_iterator(dir, ec)) visit(e);
@@ -81,6 +84,8 @@ void add_headers(Digest& d, const fs::path& dir, bool recursive) {
     d.add(read_text(p));
   }
 }
+
+void add_headers(Digest& d, const fs::path& dir, bool recursive) { add_files(d, dir, recursive, is_header); }
 
 bool is_file(const std::string& path) {
   std::error_code ec;
@@ -194,6 +199,12 @@ std::optional<CachedBuild> build_cache_entry(const std::vector<std::string>& com
     if (arg.compare(0, 2, "-I") == 0) {
       d.add("-I@dir");
       add_headers(d, arg.substr(2), true);
+      continue;
+    }
+    // A linker script's INCLUDEs are found on the -L folders (cortex_m_sections.ld).
+    if (arg.compare(0, 2, "-L") == 0) {
+      d.add("-L@dir");
+      add_files(d, arg.substr(2), false, is_linker_script);
       continue;
     }
     d.add(arg);

@@ -1,7 +1,8 @@
 // A content-addressed cache of firmware builds, like ccache for the one command that
 // compiles and links a firmware (ccache caches neither links nor GCC's -fcallgraph-info
-// files). The key is the compiler's identity and the command with every file in it, and
-// every header beside or under its include directories, replaced by its content, so a
+// files). The key is the compiler's identity and the command with every file in it, every
+// header beside or under its include directories and every linker script in its -L
+// directories (which INCLUDE finds), replaced by its content, so a
 // rebuild of the same artifact in another temporary folder is a hit. Only successful
 // builds are stored.
 //

@@ -11,9 +11,23 @@
 namespace mtir::sim {
 namespace {
 
-std::vector<std::string> arm_link() {
-  return {"-nostartfiles", "--specs=nano.specs", "--specs=rdimon.specs", "-T{port}/cortex_m.ld",
-          "-Wl,--gc-sections", "-lm"};
+// A QEMU Arm board's memory map (a linker script of crt/ports/cortex-m
+// that INCLUDEs cortex_m_sections.ld) and its FPGA I/O COUNTER (address and tick).
+struct ArmBoard {
+  const char* linker_script;
+  const char* counter_address;  // "" for the port's default, the MPS2 boards' 0x40028018
+  int counter_hz;
+};
+
+// MPS2 boards: COUNTER at 0x40028018, 25 MHz. The mps2-tz boards (AN505, AN547) carry the
+// same FPGAIO block elsewhere, and QEMU leaves its prescale clock at 20 MHz there.
+const ArmBoard kMps2{"cortex_m.ld", "", 25000000};
+const ArmBoard kAn505{"an505.ld", "0x40302018u", 20000000};
+const ArmBoard kAn547{"an547.ld", "0x49302018u", 20000000};
+
+std::vector<std::string> arm_link(const ArmBoard& board) {
+  return {"-nostartfiles", "--specs=nano.specs", "--specs=rdimon.specs", "-L{port}",
+          std::string("-T{port}/") + board.linker_script, "-Wl,--gc-sections", "-lm"};
 }
 
 std::vector<std::string> mps2_runner(const std::string& machine) {
@@ -23,7 +37,7 @@ std::vector<std::string> mps2_runner(const std::string& machine) {
 }
 
 CrossTarget cortex_m(const std::string& name, const std::string& machine, std::vector<std::string> arch,
-                     const std::string& llvm_triple) {
+                     const std::string& llvm_triple, const ArmBoard& board = kMps2) {
   CrossTarget t;
   t.llvm_triple = llvm_triple;
   t.llvm_cpu = name;
@@ -33,7 +47,12 @@ CrossTarget cortex_m(const std::string& name, const std::string& machine, std::v
   t.cc = "arm-none-eabi-gcc";
   t.cc_package = "gcc-arm-none-eabi libnewlib-arm-none-eabi";
   t.arch_flags = std::move(arch);
-  t.link_flags = arm_link();
+  t.link_flags = arm_link(board);
+  if (*board.counter_address) {
+    t.port_defines = {std::string("MTIR_FPGAIO_COUNTER_ADDR=") + board.counter_address,
+                      "MTIR_COUNTER_HZ=" + std::to_string(board.counter_hz)};
+  }
+  t.counter_tick_ns = 1000000000 / board.counter_hz;
   t.runner = mps2_runner(machine);
   t.runner_package = "qemu-system-arm";
   t.board = "QEMU " + machine;
@@ -53,6 +72,26 @@ std::string CrossTarget::llvm_target() const {
 
 namespace {
 
+// The QEMU Arm boards, one table entry each.
+std::vector<CrossTarget> arm_targets() {
+  std::vector<CrossTarget> all;
+  all.push_back(cortex_m("cortex-m3", "mps2-an385", {"-mcpu=cortex-m3", "-mthumb"}, "thumbv7m-none-eabi"));
+  all.push_back(cortex_m("cortex-m4", "mps2-an386",
+                         {"-mcpu=cortex-m4", "-mthumb", "-mfloat-abi=hard", "-mfpu=fpv4-sp-d16"},
+                         "thumbv7em-none-eabihf"));
+  all.push_back(cortex_m("cortex-m7", "mps2-an500",
+                         {"-mcpu=cortex-m7", "-mthumb", "-mfloat-abi=hard", "-mfpu=fpv5-d16"},
+                         "thumbv7em-none-eabihf"));
+  // Armv8-M mainline with DSP and a single-precision FPU (the v8-m.main+fp/hard multilib).
+  all.push_back(cortex_m("cortex-m33", "mps2-an505",
+                         {"-mcpu=cortex-m33", "-mthumb", "-mfloat-abi=hard", "-mfpu=fpv5-sp-d16"},
+                         "thumbv8m.main-none-eabihf", kAn505));
+  // Armv8.1-M with Helium: -mfpu=auto turns on MVE with float (__ARM_FEATURE_MVE=3).
+  all.push_back(cortex_m("cortex-m55", "mps3-an547", {"-mcpu=cortex-m55", "-mthumb", "-mfloat-abi=hard", "-mfpu=auto"},
+                         "thumbv8.1m.main-none-eabihf", kAn547));
+  return all;
+}
+
 std::vector<CrossTarget> make_targets() {
   std::vector<CrossTarget> all;
   CrossTarget host;
@@ -67,13 +106,7 @@ std::vector<CrossTarget> make_targets() {
   host.llvm_triple = "x86_64-pc-linux-gnu";
   all.push_back(host);
 
-  all.push_back(cortex_m("cortex-m3", "mps2-an385", {"-mcpu=cortex-m3", "-mthumb"}, "thumbv7m-none-eabi"));
-  all.push_back(cortex_m("cortex-m4", "mps2-an386",
-                         {"-mcpu=cortex-m4", "-mthumb", "-mfloat-abi=hard", "-mfpu=fpv4-sp-d16"},
-                         "thumbv7em-none-eabihf"));
-  all.push_back(cortex_m("cortex-m7", "mps2-an500",
-                         {"-mcpu=cortex-m7", "-mthumb", "-mfloat-abi=hard", "-mfpu=fpv5-d16"},
-                         "thumbv7em-none-eabihf"));
+  for (auto& t : arm_targets()) all.push_back(std::move(t));
 
   CrossTarget rv;
   rv.name = "riscv32";

@@ -1,4 +1,5 @@
 // The targets an artifact runs on: the host, Cortex-M3/M4/M7 on QEMU's MPS2 boards,
+// Cortex-M33 (mps2-an505) and Cortex-M55 (mps3-an547),
 // RV32 on QEMU's virt board, wasm32 under node. Each entry says how a firmware author
 // compiles for it (compiler, flags, CRT port, link flags) and how it is run.
 #pragma once
@@ -10,7 +11,7 @@ namespace mtir::sim {
 
 enum class CounterKind {
   kNone,       // no deterministic instruction counter (host, wasm32)
-  kMps2Ticks,  // MPS2 COUNTER ticks (40 ns) under -icount shift=kMps2IcountShift
+  kMps2Ticks,  // FPGAIO COUNTER ticks (counter_tick_ns) under -icount shift=kMps2IcountShift
   kMinstret,   // RISC-V minstret under -icount shift=0: retired instructions
 };
 
@@ -24,11 +25,13 @@ struct CrossTarget {
   std::string cc;                       // C compiler
   std::string cc_package;               // the Debian package that provides it
   std::vector<std::string> arch_flags;  // -mcpu ... (compile and link)
+  std::vector<std::string> port_defines;  // -D for the port: the board's counter address and rate
   std::vector<std::string> link_flags;  // after the sources; "{port}" is the port folder
   std::vector<std::string> runner;      // argv before the program path ({} when it runs itself)
   std::string runner_package;           // Debian package of runner[0]
   std::string board;                    // what it runs on, for reports
   CounterKind counter = CounterKind::kNone;
+  int counter_tick_ns = 0;              // kMps2Ticks: virtual ns per COUNTER tick (40 MPS2, 50 mps2-tz)
   bool elf = true;                      // sizes from ELF sections (else a wasm module)
   bool paint_stack = false;             // measure the stack high-water by painting
   bool callgraph_info = false;          // cc is GCC: -fcallgraph-info=su gives the static stack bound
@@ -40,7 +43,8 @@ struct CrossTarget {
   std::string llvm_target() const;
 };
 
-// "host", "cortex-m3", "cortex-m4", "cortex-m7", "riscv32", "wasm32".
+// "host", "cortex-m3", "cortex-m4", "cortex-m7", "cortex-m33", "cortex-m55", "riscv32",
+// "wasm32", "wasm-binaryen".
 const std::vector<CrossTarget>& cross_targets();
 std::vector<std::string> cross_target_names();
 // A user error naming the known targets if `name` is not one.

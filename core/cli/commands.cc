@@ -313,7 +313,7 @@ static int run_model_as_artifact(const RunCommand& c) {
   std::string target = c.target == "wasm-binaryen" ? std::string("wasm")
                        : c.backend == "llvm"       ? sim::find_cross_target(c.target).llvm_target()
                                                    : std::string(kDefaultCompileTarget);
-  // The C build knows its CPU too: it picks the int8 schedules (smlad on Cortex-M4/M7).
+  // The C build knows its CPU too: it picks the int8 schedules (smlad on Cortex-M4/M7/M33/M55).
   if (c.backend == "c" && c.target != "wasm-binaryen" && c.target != "host") {
     const std::string& cpu = sim::find_cross_target(c.target).llvm_cpu;
     if (!cpu.empty()) target += " -mcpu=" + cpu;
@@ -450,7 +450,7 @@ int run_run(const RunCommand& c) {
   // the function asked for.
   if (c.profile_layers && (c.target.empty() || c.target == "host" || c.target == "wasm32" || c.target == "wasm-binaryen"))
     user_error({}, "--profile-layers counts instructions per operator on a target with an instruction counter: "
-                   "add --target cortex-m3, cortex-m4, cortex-m7 or riscv32");
+                   "add --target cortex-m3, cortex-m4, cortex-m7, cortex-m33, cortex-m55 or riscv32");
   if (is_artifact_path(c.file)) return run_artifact(c);  // model.tar or an MLF folder
   if (is_graph_file(c.file) && ((!c.target.empty() && c.target != "host") || !c.devices.empty()))
     return run_model_as_artifact(c);

@@ -69,11 +69,11 @@ CLI::App* add_run(CLI::App& app, mtir::cli::RunCommand& run) {
   cmd->add_flag("--json", run.json, "Print outputs (or diagnostics) as JSON on stdout");
   cmd->add_option("--target", run.target,
                   "'host': also build the C artifact, run it natively and compare it with the interpreter; "
-                  "for a compiled model (model.tar or its folder) also cortex-m3|cortex-m4|cortex-m7 (QEMU), "
+                  "for a compiled model (model.tar or its folder) also cortex-m3|cortex-m4|cortex-m7|cortex-m33|cortex-m55 (QEMU), "
                   "riscv32 (QEMU), wasm32 (node), wasm-binaryen (the wasm target's module, under node). "
                   "The host build runs under the sanitizers in $MICROTIR_HOST_SANITIZE (e.g. address,undefined; "
                   "docs/targets.md \"Sanitized host runs\")")
-      ->check(CLI::IsMember({"host", "cortex-m3", "cortex-m4", "cortex-m7", "riscv32", "wasm32", "wasm-binaryen"}));
+      ->check(CLI::IsMember({"host", "cortex-m3", "cortex-m4", "cortex-m7", "cortex-m33", "cortex-m55", "riscv32", "wasm32", "wasm-binaryen"}));
   cmd->add_option("--unpacked-api", run.unpacked_api, "Calling convention of the host build: 0 packed, 1 unpacked")
       ->check(CLI::Range(0, 1));
   cmd->add_option("--backend", run.backend, "Backend: c (default) or llvm (host: LLVM IR compiled by clang; a model on a cross target: objects for its triple)")

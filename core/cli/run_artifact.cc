@@ -312,7 +312,7 @@ void record_stack_bounds(const std::string& dir, const sim::TargetReport& r) {
 
 int run_artifact(const RunCommand& c, const LoadedModel* reference) {
   if (c.target.empty())
-    user_error({}, "running a compiled artifact needs a target: --target host, cortex-m3, cortex-m4, cortex-m7, riscv32 or wasm32");
+    user_error({}, "running a compiled artifact needs a target: --target host, cortex-m3, cortex-m4, cortex-m7, cortex-m33, cortex-m55, riscv32 or wasm32");
   if (!c.func.empty() || !c.scalars.empty()) user_error({}, "--func and --scalar apply to TIR files, not to a compiled model");
   const sim::CrossTarget& target = sim::find_cross_target(c.target);
   TempDir work(c.keep_build_dir);

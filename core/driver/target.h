@@ -23,7 +23,7 @@ struct Target {
   // run() overwrites its input (docs/target-options.md).
   bool reuse_io_buffers = false;
   std::string mtriple;  // llvm only
-  std::string mcpu;     // llvm: the CPU; c: only chooses schedules (cortex-m4/m7: smlad)
+  std::string mcpu;     // llvm: the CPU; c: only chooses schedules (cortex-m4/m7/m33/m55: smlad)
   std::string disabled_schedules;  // "block,smlad": int8 schedules switched off (ops/schedules.h)
   std::string opt = "O2";  // wasm only: Binaryen's optimization level (O0 O1 O2 O3 Os Oz)
   // The int8 schedules the target gets, decided once by parse_target: all but smlad,

@@ -3,10 +3,12 @@
 // helpers, or the .ll compiled by clang), linked with the C interface and the CRT, run
 // on QEMU / node and compared with the interpreter; a second build and run gives the
 // same instruction counts; objects for another triple are refused. Then device kernels: the
-// digits layers on two simulated NPUs through LLVM equal the C path on the host.
+// digits layers on two simulated NPUs through LLVM equal the C path on the host; and
+// vector TIR for the Cortex-M55 becomes Helium instructions.
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 
 #include "tests/qemu/qemu_helpers.h"
@@ -97,6 +99,32 @@ TEST_P(LlvmDigitsOnTarget, MatchesTheInterpreterWithRepeatableCounts) {
 
 INSTANTIATE_TEST_SUITE_P(Targets, LlvmDigitsOnTarget, ::testing::Values("cortex-m3", "cortex-m4", "riscv32", "wasm32"),
                          param_name);
+
+// Vector TIR through LLVM on the Cortex-M55: the backend's IR vectors become Helium
+// (MVE) loads, adds and stores, since the triple's features include +mve.
+TEST(LlvmArtifact, VectorTirBecomesHeliumOnCortexM55) {
+  ScratchDir dir;
+  std::ofstream(dir.path() / "vadd.tir")
+      << "@T.prim_func\n"
+         "def vadd(A: T.Buffer((64,), \"int8\"), B: T.Buffer((64,), \"int8\"), C: T.Buffer((64,), \"int8\")):\n"
+         "    for i in range(4):\n"
+         "        C[i * 16:i * 16 + 16] = A[i * 16:i * 16 + 16] + B[i * 16:i * 16 + 16]\n";
+  const std::string target = "llvm -mtriple=thumbv8.1m.main-none-eabihf -mcpu=cortex-m55";
+  ASSERT_EQ(sim::run_process({MICROTIR_CLI, "build", (dir.path() / "vadd.tir").string(), "--target", target, "-o",
+                              (dir.path() / "out").string()},
+                             dir.path() / "build.log"),
+            0)
+      << sim::read_text(dir.path() / "build.log");
+  std::string code;
+  for (const auto& e : fs::directory_iterator(dir.path() / "out/codegen/host/lib")) {
+    ASSERT_EQ(sim::run_process({"arm-none-eabi-objdump", "-d", "-m", "armv8.1-m.main", e.path().string()},
+                               dir.path() / "objdump.log"),
+              0);
+    code += sim::read_text(dir.path() / "objdump.log");
+  }
+  for (const char* insn : {"vldrb.u8\tq", "vadd.i8\tq", "vstrb.8\tq"})
+    EXPECT_NE(code.find(insn), std::string::npos) << insn << " not in the M55 objects";
+}
 
 // A Cortex-M7 build is not a Cortex-M4 one even though the triple is the same.
 TEST(LlvmArtifact, ObjectsForAnotherCpuAreRefused) {

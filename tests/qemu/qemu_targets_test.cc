@@ -1,4 +1,4 @@
-// The digits model compiled by the CLI and run on every target (host, Cortex-M3/M4/M7
+// The digits model compiled by the CLI and run on every target (host, Cortex-M3/M4/M7/M33/M55
 // under QEMU, RV32 under QEMU, wasm32 under node): outputs equal the interpreter on the
 // artifact's own graph, the predicted classes are identical, and the whole report
 // (instructions, flash, RAM, stack) is the same on a second build and run. Then the
@@ -114,7 +114,44 @@ TEST_P(DigitsOnTarget, MatchesTheInterpreterWithAReproducibleReport) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Targets, DigitsOnTarget,
-                         ::testing::Values("host", "cortex-m3", "cortex-m4", "cortex-m7", "riscv32", "wasm32"), param_name);
+                         ::testing::Values("host", "cortex-m3", "cortex-m4", "cortex-m7", "cortex-m33", "cortex-m55", "riscv32",
+                                           "wasm32"),
+                         param_name);
+
+// The board table: every Arm target names a linker script its port has, and its counter
+// ticks at the rate its board's FPGAIO runs (40 ns MPS2, 50 ns on the mps2-tz boards,
+// whose block the port is told where to find).
+TEST(BoardPort, EveryArmBoardHasItsScriptAndCounter) {
+  int arm = 0;
+  for (const auto& t : sim::cross_targets()) {
+    if (t.port != "cortex-m") continue;
+    ++arm;
+    int scripts = 0;
+    for (const auto& f : t.link_flags)
+      if (f.rfind("-T{port}/", 0) == 0)
+        scripts += fs::exists(fs::path(sim::default_crt_dir()) / "ports/cortex-m" / f.substr(9)) ? 1 : 100;
+    EXPECT_EQ(scripts, 1) << t.name;
+    const bool tz = t.runner[2] == "mps2-an505" || t.runner[2] == "mps3-an547";
+    EXPECT_EQ(t.counter_tick_ns, tz ? 50 : 40) << t.name;
+    EXPECT_EQ(t.port_defines.size(), tz ? 2u : 0u) << t.name;
+  }
+  EXPECT_EQ(arm, 5);
+}
+
+// An artifact whose runtime predates a board (no an547.ld in its Cortex-M port) builds
+// with the installed runtime's port instead.
+TEST(BoardPort, AnArtifactWithoutTheBoardScriptUsesTheInstalledPort) {
+  ScratchDir dir;
+  CompiledModel ref = compile_digits(dir.path());
+  fs::remove(fs::path(ref.info.dir) / "runtime/ports/cortex-m/an547.ld");
+  sim::ArtifactRunOptions options;
+  options.target = "cortex-m55";
+  options.work_dir = (dir.path() / "run").string();
+  sim::ArtifactRunResult r = sim::run_artifact(ref.info, ref.inputs, ref.samples, ref.outputs, options);
+  ASSERT_EQ(r.outputs.size(), static_cast<size_t>(kImages));
+  EXPECT_TRUE(compare_arrays(r.outputs[0][0], ref.want[0][0], 1e-5).ok);
+  EXPECT_EQ(r.report.instructions.size(), static_cast<size_t>(kImages));
+}
 
 class CountingMethod : public ::testing::TestWithParam<std::string> {};
 
@@ -153,7 +190,9 @@ TEST_P(CountingMethod, ATwoInstructionLoopCountsExactly) {
   EXPECT_LT(b, 16);  // the call, the return and the loop's set-up
 }
 
-INSTANTIATE_TEST_SUITE_P(Targets, CountingMethod, ::testing::Values("cortex-m3", "cortex-m4", "cortex-m7", "riscv32"), param_name);
+INSTANTIATE_TEST_SUITE_P(Targets, CountingMethod,
+                         ::testing::Values("cortex-m3", "cortex-m4", "cortex-m7", "cortex-m33", "cortex-m55", "riscv32"),
+                         param_name);
 
 // Each way a firmware can go wrong ends with a one-line message, never a hang.
 std::string failure_of(const std::string& target, const char* define, int timeout_seconds, const fs::path& dir) {

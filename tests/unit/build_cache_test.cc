@@ -72,6 +72,21 @@ TEST_F(BuildCacheTest, HeadersFlagsAndSourcesChangeTheKey) {
   EXPECT_NE(base, build_cache_entry(cmd, (root_ / "e/prog").string())->entry);
 }
 
+// The Cortex-M boards' scripts INCLUDE cortex_m_sections.ld from the -L folder: its
+// content is in the key, its place is not.
+TEST_F(BuildCacheTest, LinkerScriptsOnTheLibraryPathChangeTheKey) {
+  auto with_port = [&](const std::string& dir, const std::string& sections) {
+    write(root_ / dir / "port/board.ld", "INCLUDE sections.ld\n");
+    write(root_ / dir / "port/sections.ld", sections);
+    auto cmd = project(dir);
+    cmd.insert(cmd.end() - 2, {"-L" + (root_ / dir / "port").string(), "-T" + (root_ / dir / "port/board.ld").string()});
+    return build_cache_entry(cmd, (root_ / dir / "prog").string())->entry;
+  };
+  const auto a = with_port("a", "SECTIONS { }\n");
+  EXPECT_EQ(a, with_port("b", "SECTIONS { }\n"));
+  EXPECT_NE(a, with_port("c", "SECTIONS { .text : { *(.text) } }\n"));
+}
+
 TEST_F(BuildCacheTest, OffDisablesIt) {
   setenv("MICROTIR_BUILD_CACHE", "off", 1);
   EXPECT_FALSE(build_cache_entry(project("a"), (root_ / "a/prog").string()));

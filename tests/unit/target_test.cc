@@ -45,6 +45,12 @@ TEST(Target, Schedules) {
   EXPECT_FALSE(parse_target("c").schedules.smlad);
   EXPECT_TRUE(parse_target("c -mcpu=cortex-m4").schedules.smlad);
   EXPECT_FALSE(parse_target("c -mcpu=cortex-m3").schedules.smlad);
+  // Armv8-M mainline and Armv8.1-M have the DSP extension: the M4's schedules, C and LLVM.
+  for (const char* t : {"c -mcpu=cortex-m33", "c -mcpu=cortex-m55", "llvm -mtriple=thumbv8m.main-none-eabihf -mcpu=cortex-m33",
+                        "llvm -mtriple=thumbv8.1m.main-none-eabihf -mcpu=cortex-m55"}) {
+    const ScheduleOptions s = parse_target(t).schedules;
+    EXPECT_TRUE(s.smlad && s.sxtb16 && s.smmlar_requant) << t;
+  }
   // smmlar_requant follows the DSP extension too.
   EXPECT_TRUE(parse_target("c -mcpu=cortex-m4").schedules.smmlar_requant);
   EXPECT_FALSE(parse_target("c").schedules.smmlar_requant);

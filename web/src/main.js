@@ -121,7 +121,7 @@ function setSource(text, kind, filename, files = {}) {
 // ---- target string and its form ---------------------------------------------------
 const formFields = [
   ['opt-kind', null], ['opt-interface', 'interface-api'], ['opt-unpacked', 'unpacked-api'],
-  ['opt-link-params', 'link-params'], ['opt-align', 'workspace-byte-alignment'],
+  ['opt-link-params', 'link-params'], ['opt-align', 'workspace-byte-alignment'], ['opt-cpu', 'mcpu'],
 ];
 
 // The form shows what the core will compile (or, after a compile, what it did compile):

@@ -35,6 +35,7 @@ export function effectiveOption(t, key, sourceKind) {
   const given = getOption(t, key, undefined);
   if (given !== undefined) return given === 'true' ? '1' : given === 'false' ? '0' : given;
   if (key === 'workspace-byte-alignment') return '16';
+  if (key === 'mcpu') return '';
   if (t.kind === 'wasm') return { 'interface-api': 'c', 'unpacked-api': '1', 'link-params': '1' }[key];
   if (key === 'interface-api') return 'packed';
   if (key === 'unpacked-api') return '0';
@@ -42,11 +43,22 @@ export function effectiveOption(t, key, sourceKind) {
   return undefined;
 }
 
+// The CPUs of the QEMU run targets (sim/cross_targets.cc): -mcpu picks the int8 schedules
+// (the DSP ones on M4/M7/M33/M55), and the llvm kind builds for the CPU's triple.
+export const CPU_TRIPLES = {
+  'cortex-m3': 'thumbv7m-none-eabi',
+  'cortex-m4': 'thumbv7em-none-eabihf',
+  'cortex-m7': 'thumbv7em-none-eabihf',
+  'cortex-m33': 'thumbv8m.main-none-eabihf',
+  'cortex-m55': 'thumbv8.1m.main-none-eabihf',
+};
+
 // The core's refusals of option combinations, word for word, so the form can mark the
 // choices it would refuse: [option, value] -> message, for the target `t`.
 export const REFUSED = {
   wasm: 'the wasm target needs -interface-api=c -unpacked-api=1 -link-params=1 (its run export takes plain pointers and the module holds the weights)',
   cNeedsUnpacked: '-interface-api=c with -runtime=c needs -unpacked-api=1',
+  wasmCpu: '-mcpu is an option of the c and llvm targets, not of "wasm"',
 };
 
 export function refusal(t, key, value, sourceKind) {
@@ -54,6 +66,7 @@ export function refusal(t, key, value, sourceKind) {
   if (t.kind === 'wasm' && ((key === 'interface-api' && value !== 'c') || (key === 'unpacked-api' && value !== '1') ||
     (key === 'link-params' && value !== '1'))) return REFUSED.wasm;
   if (key === 'unpacked-api' && value === '0' && iface === 'c') return REFUSED.cNeedsUnpacked;
+  if (key === 'mcpu' && value !== '' && t.kind === 'wasm') return REFUSED.wasmCpu;
   return null;
 }
 
@@ -64,13 +77,17 @@ export function withFormChange(t, key, value, sourceKind) {
     const dropped = (k) => (value === 'wasm' && ['interface-api', 'unpacked-api', 'link-params', 'mcpu'].includes(k)) ||
       (value !== 'wasm' && k === 'opt') || (value !== 'llvm' && k === 'mtriple');
     let next = { kind: value, options: t.options.filter(([k]) => !dropped(k)) };
+    const cpu = getOption(next, 'mcpu', undefined);
+    if (value === 'llvm' && CPU_TRIPLES[cpu]) next = setOption(next, 'mtriple', CPU_TRIPLES[cpu]);
     // A model leaving wasm keeps the C interface it compiled with there.
     if (value !== 'wasm' && sourceKind === 'graph' && getOption(next, 'interface-api', undefined) === undefined) {
       next = setOption(setOption(next, 'interface-api', 'c'), 'unpacked-api', '1');
     }
     return next;
   }
-  let next = setOption(t, key, value);
+  // No CPU ('') is no -mcpu; with llvm, a CPU brings its triple along.
+  let next = setOption(t, key, key === 'mcpu' && value === '' ? undefined : value);
+  if (key === 'mcpu' && t.kind === 'llvm') next = setOption(next, 'mtriple', CPU_TRIPLES[value]);
   if (key === 'interface-api' && value === 'c') next = setOption(next, 'unpacked-api', '1');
   if (key === 'interface-api' && value === 'packed' && sourceKind === 'graph') next = setOption(next, 'link-params', '0');
   return next;

@@ -463,6 +463,22 @@ test('the target form shows the target compiled and offers only combinations the
   await page.click('#compile');
   assert.match(await compileStatus(page), /compiled/, await page.textContent('#diagnostics'));
   assert.match(await used(), /^wasm -opt=O2 .*-interface-api=c -unpacked-api=1 -link-params=1/);
+  // wasm has no CPU: the form refuses every one with the core's words.
+  assert.equal(await page.$eval('#opt-cpu option[value="cortex-m55"]', (o) => o.title), '-mcpu is an option of the c and llvm targets, not of "wasm"');
+  // A CPU of the run targets: -mcpu (which picks the int8 schedules); with llvm, its triple too.
+  await page.selectOption('#opt-kind', 'c');
+  await page.selectOption('#opt-cpu', 'cortex-m55');
+  assert.match(await page.inputValue('#target'), /^c .*-mcpu=cortex-m55/);
+  await clearStatus(page);
+  await page.click('#compile');
+  assert.match(await compileStatus(page), /compiled/, await page.textContent('#diagnostics'));
+  assert.match(await used(), /-mcpu=cortex-m55/);
+  await page.selectOption('#opt-kind', 'llvm');
+  assert.match(await page.inputValue('#target'), /^llvm .*-mcpu=cortex-m55.* -mtriple=thumbv8\.1m\.main-none-eabihf/);
+  await page.selectOption('#opt-cpu', 'cortex-m33');
+  assert.match(await page.inputValue('#target'), /-mcpu=cortex-m33.* -mtriple=thumbv8m\.main-none-eabihf/);
+  await page.selectOption('#opt-cpu', '');
+  assert.doesNotMatch(await page.inputValue('#target'), /-mcpu|-mtriple/);
   // Back to C, then the packed interface: the form sets -link-params=0 (the packed main
   // takes the weights as arguments) and the whole MLF downloads, metadata and header in it.
   await page.selectOption('#opt-kind', 'c');

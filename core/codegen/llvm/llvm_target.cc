@@ -13,6 +13,9 @@ const std::vector<LlvmTargetInfo>& llvm_targets() {
       {"x86_64-pc-linux-gnu", "e-m:e-p270:32:32-p271:32:32-p272:64:64-i64:64-f80:128-n8:16:32:64-S128", 64, ""},
       {"thumbv7m-none-eabi", "e-m:e-p:32:32-Fi8-i64:64-v128:64:128-a:0:32-n32-S64", 32, ""},
       {"thumbv7em-none-eabihf", "e-m:e-p:32:32-Fi8-i64:64-v128:64:128-a:0:32-n32-S64", 32, ""},
+      // Cortex-M33 (DSP) and Cortex-M55 (Helium with float); -mcpu implies the same.
+      {"thumbv8m.main-none-eabihf", "e-m:e-p:32:32-Fi8-i64:64-v128:64:128-a:0:32-n32-S64", 32, "+dsp"},
+      {"thumbv8.1m.main-none-eabihf", "e-m:e-p:32:32-Fi8-i64:64-v128:64:128-a:0:32-n32-S64", 32, "+dsp,+mve,+mve.fp"},
       {"riscv32-unknown-elf", "e-m:e-p:32:32-i64:64-n32-S128", 32, "+m,+a,+c"},
       {"wasm32-unknown-unknown", "e-m:e-p:32:32-p10:8:8-p20:8:8-i64:64-n32:64-S128-ni:1:10:20", 32, ""},
   };

@@ -1,5 +1,5 @@
 /* Platform hooks for Cortex-M on the QEMU MPS2 boards: abort reports over semihosting
- * and exits; the timer is the FPGA I/O block's 25 MHz COUNTER. */
+ * and exits; the timer is the FPGA I/O block's COUNTER (25 MHz on MPS2, 20 MHz on AN505/AN547). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <tvm/runtime/crt/platform.h>
@@ -24,6 +24,6 @@ tvm_crt_error_t TVMPlatformTimerStop(double* elapsed_time_seconds) {
   uint32_t now = mtir_counter_read();
   if (!g_timer_running || elapsed_time_seconds == NULL) return kTvmErrorPlatformTimerUnavailable;
   g_timer_running = 0;
-  *elapsed_time_seconds = (double)mtir_counter_delta(g_timer_start, now) / 25e6;
+  *elapsed_time_seconds = (double)mtir_counter_delta(g_timer_start, now) / (double)MTIR_COUNTER_HZ;
   return kTvmErrorNoError;
 }
