@@ -20,6 +20,8 @@ PACKAGES=(
   libonnx-testdata                      # the ONNX backend node tests (conformance)
   libflatbuffers-dev flatbuffers-compiler  # the TFLite frontend (header-only reader, flatc at build time)
   python3-onnx                          # builds the test ONNX models (tests/onnx/*.py)
+  python3-dev pybind11-dev              # the Python package microtir (python/: a pybind11 extension)
+  python3-pytest python3-matplotlib     # its tests, and report.plot() (docs/python.md)
 )
 # Installed without their recommended packages (chromium's pull in a desktop).
 LEAN_PACKAGES=(

@@ -35,6 +35,12 @@ extern "C" {
 // response cannot be allocated.
 char* mtir_compile(const char* request_json) { return respond(request_json, mtir::wasm::compile_request_text); }
 
+// The pass IR texts and the archive the last compile deferred (compile_request.h); the
+// same ownership as mtir_compile.
+char* mtir_compile_details(const char* request_json) {
+  return respond(request_json, mtir::wasm::compile_details_text);
+}
+
 // A .tflite file's bytes as the JSON graph the native frontend reads from it
 // (tflite_import.h): {"ok": true, "graph": TEXT} or {"ok": false, "message", "internal"};
 // the same ownership as mtir_compile. `filename` names the file in messages.

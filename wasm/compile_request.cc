@@ -11,11 +11,12 @@
 #include "base64.h"
 #include "driver/build.h"
 #include "embedded_crt.h"
-#include "model_view.h"
+#include "artifact/model_view.h"
 #include "run_request.h"
 #include "script/parser.h"
 #include "script/printer.h"
 #include "support/diagnostic.h"
+#include "support/timing.h"
 
 namespace mtir::wasm {
 namespace {
@@ -111,9 +112,38 @@ Options read_options(const json& request) {
   return o;
 }
 
+// The last compile's lowering and files, kept when its request deferred the pass IR
+// texts or the archive (return.ir or return.tar false), for compile_details_request.
+struct KeptCompile {
+  bool valid = false;
+  PipelineResult lowered;
+  std::vector<SourceFileOut> files;
+};
+
+KeptCompile& kept_compile() {
+  static KeptCompile k;
+  return k;
+}
+
+void keep_compile(const Options& o, const PipelineResult& lowered, const std::vector<SourceFileOut>& files) {
+  if (o.ir && o.tar) return;
+  KeptCompile& k = kept_compile();
+  k.lowered = lowered;
+  k.files = files;
+  k.valid = true;
+}
+
+std::string tar_base64(const std::vector<SourceFileOut>& files) {
+  TimingScope timing("step", "archive");
+  std::vector<std::pair<std::string, std::string>> entries;
+  for (const auto& f : files) entries.emplace_back(f.path, f.text);
+  return base64_encode(make_tar(entries));
+}
+
 // The input shown is the module the pipeline got, after the target's attributes were set
 // (workspace_byte_alignment), so that the first pass's diff is its own.
 void add_passes(json& out, const PipelineResult& lowered, const Options& o) {
+  TimingScope timing("step", o.ir ? "print IR" : "pass list");
   if (o.ir) out["input_ir"] = print_module(lowered.input);
   json passes = json::array();
   for (const auto& rec : lowered.records) {
@@ -187,11 +217,8 @@ json compile_tir(const json& request, const json& source, const std::string& tar
     out["source_map"] = maps;
   }
   if (o.memory) out["memory"] = memory_json(built.lowered);
-  if (o.tar) {
-    std::vector<std::pair<std::string, std::string>> entries;
-    for (const auto& f : built.sources) entries.emplace_back(f.path, f.text);
-    out["tar"] = base64_encode(make_tar(entries));
-  }
+  if (o.tar) out["tar"] = tar_base64(built.sources);
+  keep_compile(o, built.lowered, built.sources);
   clock.lap("package");
   add_run(out, request, [&](const json& run) { return run_tir(*parsed.module, run); });
   if (out.contains("run")) clock.lap("run");
@@ -251,11 +278,8 @@ json compile_graph(const json& request, const json& source, const std::string& t
     out["artifacts"] = list;
   }
   if (o.memory) out["memory"] = memory_json(*lowered);
-  if (o.tar) {
-    std::vector<std::pair<std::string, std::string>> entries;
-    for (const auto& f : artifact_files) entries.emplace_back(f.path, f.text);
-    out["tar"] = base64_encode(make_tar(entries));
-  }
+  if (o.tar) out["tar"] = tar_base64(artifact_files);
+  keep_compile(o, *lowered, artifact_files);
   clock.lap("package");
   add_run(out, request, [&](const json& run) { return run_model(model, run); });
   if (out.contains("run")) clock.lap("run");
@@ -269,19 +293,43 @@ json compile_checked(const json& request, Stopwatch& clock) {
   // The CLI's defaults: build's packed functions for TIR, compile's "c" for a model.
   const std::string target = optional_string(request, "target", kind == "tir" ? "c -unpacked-api=0" : "c");
   Options o = read_options(request);
+  kept_compile() = KeptCompile{};  // a failed compile must not leave an older one's texts
   if (kind == "tir") return compile_tir(request, source, target, o, clock);
   if (kind == "graph") return compile_graph(request, source, target, o, clock);
   user_error({}, "request: unknown source kind '" + kind + "' (known: tir, graph)");
 }
 
-}  // namespace
+// The texts compile_request deferred, from the compile it kept.
+json details_checked(const json& request) {
+  if (!request.is_object()) user_error({}, "request: expected a JSON object");
+  const KeptCompile& k = kept_compile();
+  if (!k.valid)
+    user_error({}, "no compile is kept: the pass IR texts and the archive come from the last compile whose "
+                   "request deferred them (return.ir or return.tar false); compile again");
+  auto flag = [&](const char* key, bool fallback) {
+    auto it = request.find(key);
+    if (it == request.end()) return fallback;
+    if (!it->is_boolean()) user_error({}, std::string("request: '") + key + "' must be a boolean");
+    return it->get<bool>();
+  };
+  Options o;
+  o.ir = flag("ir", true);
+  json out;
+  if (o.ir) add_passes(out, k.lowered, o);
+  if (flag("tar", false)) out["tar"] = tar_base64(k.files);
+  return out;
+}
 
-json compile_request(const json& request) {
-  Stopwatch clock;
+// Runs `compile` (a request handler that may throw) with the timer on, and returns its
+// response with the diagnostics, the version and the timer's table.
+template <typename F>
+json respond_timed(F compile) {
+  TimingTable table;
+  TimingSession session(&table);
   json out;
   std::vector<Diagnostic> diags;
   try {
-    out = compile_checked(request, clock);
+    out = compile();
   } catch (const DiagnosticError& e) {
     diags = e.diagnostics();
   } catch (const std::bad_alloc&) {
@@ -301,15 +349,31 @@ json compile_request(const json& request) {
   out["ok"] = ok;
   out["diagnostics"] = list;
   out["version"] = MICROTIR_VERSION;
+  out["timing"] = table.to_json();
+  return out;
+}
+
+}  // namespace
+
+json compile_request(const json& request) {
+  Stopwatch clock;
+  json out = respond_timed([&] { return compile_checked(request, clock); });
   out["timings_ms"] = clock.json_();
   return out;
 }
 
-std::string compile_request_text(const std::string& request_json) {
+json compile_details_request(const json& request) {
+  return respond_timed([&] { return details_checked(request); });
+}
+
+namespace {
+
+// `handle` on the parsed request, as JSON text; a malformed request is a diagnostic.
+std::string respond_text(const std::string& request_json, json (*handle)(const json&)) {
   json response;
   try {
     json request = json::parse(request_json);
-    response = compile_request(request);
+    response = handle(request);
   } catch (const json::exception& e) {  // parse_error, and out_of_range for numbers beyond a double
     response = {{"ok", false},
                 {"diagnostics", json::array({diagnostic_json(plain(Severity::kError, std::string("request is not valid JSON: ") + e.what()))})}};
@@ -319,6 +383,14 @@ std::string compile_request_text(const std::string& request_json) {
   } catch (...) {
     return R"({"ok":false,"diagnostics":[{"severity":"internal error","message":"cannot encode the response","line":0,"col":0}]})";
   }
+}
+
+}  // namespace
+
+std::string compile_request_text(const std::string& request_json) { return respond_text(request_json, compile_request); }
+
+std::string compile_details_text(const std::string& request_json) {
+  return respond_text(request_json, compile_details_request);
 }
 
 }  // namespace mtir::wasm

@@ -10,6 +10,7 @@
 #include "artifact/wasm_model.h"
 #include "support/names.h"
 #include "support/npy.h"
+#include "support/timing.h"
 
 namespace mtir {
 
@@ -89,10 +90,17 @@ const char* const kDefaultCompileTarget = "c";
 
 LoadedModel load_model(const std::string& json_text, const std::string& filename, const FileReader& read,
                        const std::vector<std::string>& devices, const ScheduleOptions& schedules) {
-  return prepare_model(load_graph_json(json_text, filename, read), devices, schedules);
+  Graph g;
+  {
+    TimingScope timing("step", "import");
+    g = load_graph_json(json_text, filename, read);
+  }
+  return prepare_model(std::move(g), devices, schedules);
 }
 
 LoadedModel prepare_model(Graph g, const std::vector<std::string>& devices, const ScheduleOptions& schedules) {
+  // The operators' kernels and schedules, and the AOT main that calls them.
+  TimingScope timing("step", "schedule");
   LoadedModel lm;
   place_on_devices(g, devices);
   lm.graph = prepare_quantized(fold_batch_norm(g), schedules);
@@ -117,14 +125,21 @@ MlfArtifact build_mlf(const LoadedModel& model, const Target& target, const MlfI
   if (!target.link_params_given) a.target.link_params = true;
   for (auto& [key, value] : a.target.defaulted)
     if (key == "link-params") value = a.target.link_params ? "1" : "0";
-  a.built = build_for_target(model.aot.module, a.target);  // C, or LLVM IR with the C interface
   std::vector<SourceFileOut>& files = a.files;
   const bool wasm = a.target.kind == "wasm";
   if (wasm) {
-    // One self-contained module (kernels, main, weights, run export) instead of C sources.
+    // One self-contained module (kernels, main, weights, run export) instead of C sources:
+    // lowered only, since build_wasm's kernel text would be thrown away.
+    std::vector<std::string> packed;
+    a.built = lower_for_target(model.aot.module, a.target, &packed);
+    TimingScope timing("step", "codegen");
+    TimingScope backend("backend", "wasm: model module (.wat)");
     a.built.sources = {{wasm_model_source_path(model.graph),
                         wasm_model_module(model.aot, model.graph, a.built.lowered.module, a.target)}};
+  } else {
+    a.built = build_for_target(model.aot.module, a.target);  // C, or LLVM IR with the C interface
   }
+  TimingScope timing("step", "export");
   if (!wasm && a.target.interface_api == "packed" && a.target.link_params) add_packed_entry(model.graph, &a.built);
   files = a.built.sources;
   InterfaceOptions interface{a.target.interface_api, a.target.link_params};

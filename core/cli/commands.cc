@@ -36,11 +36,18 @@
 #endif
 #include "support/compare.h"
 #include "support/npy.h"
+#include "support/timing.h"
 
 namespace mtir::cli {
 namespace {
 
 using nlohmann::json;
+
+// `out` with the timer's table ("timing") when --time-passes (or compile -v) asked for it.
+json with_timing(json out) {
+  if (const TimingTable* t = active_timing_table()) out["timing"] = t->to_json();
+  return out;
+}
 
 IRModule load_module(const std::string& file, bool verify) {
   std::string text = read_file(file);
@@ -53,17 +60,24 @@ IRModule load_module(const std::string& file, bool verify) {
   return *r.module;
 }
 
+
+// Splits "NAME=VALUE"; a user error naming the option otherwise.
+std::pair<std::string, std::string> split_assignment(const std::string& s, const char* option) {
+  size_t eq = s.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == s.size())
+    user_error({}, std::string("bad ") + option + " '" + s + "': expected NAME=VALUE");
+  return {s.substr(0, eq), s.substr(eq + 1)};
+}
+
+}  // namespace
+
 bool is_graph_file(const std::string& path) {
   return (path.size() > 5 && path.compare(path.size() - 5, 5, ".json") == 0) || is_onnx_file(path) ||
          is_tflite_file(path);
 }
 
-// A JSON graph with its weights (paths relative to the JSON file) or an ONNX model,
-// batch norm folded, as an AOT module.
-// `read_files`, if given, receives every file the graph references (path as written in
-// the graph, contents): the artifact keeps them beside its copy of the graph.
-LoadedModel load_model(const std::string& file, std::vector<SourceFileOut>* read_files = nullptr,
-                       const std::vector<std::string>& devices = {}, const ScheduleOptions& schedules = {}) {
+LoadedModel load_model_file(const std::string& file, std::vector<SourceFileOut>* read_files,
+                            const std::vector<std::string>& devices, const ScheduleOptions& schedules) {
   if (is_onnx_file(file) || is_tflite_file(file)) return prepare_model(load_foreign_model(file), devices, schedules);
   std::string dir = std::filesystem::path(file).parent_path().string();
   FileReader reader = [&](const std::string& relative) {
@@ -72,14 +86,6 @@ LoadedModel load_model(const std::string& file, std::vector<SourceFileOut>* read
     return text;
   };
   return mtir::load_model(read_file(file), file, reader, devices, schedules);
-}
-
-// Splits "NAME=VALUE"; a user error naming the option otherwise.
-std::pair<std::string, std::string> split_assignment(const std::string& s, const char* option) {
-  size_t eq = s.find('=');
-  if (eq == std::string::npos || eq == 0 || eq + 1 == s.size())
-    user_error({}, std::string("bad ") + option + " '" + s + "': expected NAME=VALUE");
-  return {s.substr(0, eq), s.substr(eq + 1)};
 }
 
 std::string pick_function(const IRModule& m, const std::string& requested) {
@@ -92,6 +98,8 @@ std::string pick_function(const IRModule& m, const std::string& requested) {
   if (m.functions.size() != 1) user_error({}, "the module has several functions (" + names + "): choose one with --func");
   return m.functions[0].first;
 }
+
+namespace {
 
 int64_t parse_int(const std::string& text, const std::string& what) {
   try {
@@ -197,8 +205,6 @@ int run_parse(const ParseCommand& c) {
   return 0;
 }
 
-static MlfArtifact compile_artifact(const std::string& file, const Target& target,
-                                    const std::vector<std::string>& devices, LoadedModel* loaded = nullptr);
 
 // The scalar parameters of `f` from --scalar NAME=VALUE into `args`; returns the integer
 // ones by variable (output shapes may depend on them).
@@ -278,7 +284,7 @@ static RunSubject load_run_subject(const RunCommand& c) {
   if (is_graph_file(c.file)) {
     ScheduleOptions schedules;
     disable_schedules(schedules, c.disabled_schedules, "--disable-schedules");
-    LoadedModel lm = load_model(c.file, nullptr, {}, schedules);
+    LoadedModel lm = load_model_file(c.file, nullptr, {}, schedules);
     r.module = lm.aot.module;
     r.func = lm.aot.main;
     PrimFunc main = r.module.lookup(r.func);
@@ -298,6 +304,22 @@ static RunSubject load_run_subject(const RunCommand& c) {
   return r;
 }
 
+std::string compile_target_for_run(const std::string& run_target, const std::string& backend) {
+  if (backend != "c" && backend != "llvm") user_error({}, "--backend takes c or llvm, not '" + backend + "'");
+  // --backend llvm builds the target's triple and CPU (sim/cross_targets.h).
+  if (run_target == "wasm-binaryen" && backend != "c")
+    user_error({}, "--target wasm-binaryen runs the wasm backend's own module; --backend " + backend + " does not apply");
+  std::string target = run_target == "wasm-binaryen" ? std::string("wasm")
+                       : backend == "llvm"           ? sim::find_cross_target(run_target).llvm_target()
+                                                     : std::string(kDefaultCompileTarget);
+  // The C build knows its CPU too: it picks the int8 schedules (smlad on Cortex-M4/M7/M33/M55).
+  if (backend == "c" && run_target != "wasm-binaryen" && run_target != "host") {
+    const std::string& cpu = sim::find_cross_target(run_target).llvm_cpu;
+    if (!cpu.empty()) target += " -mcpu=" + cpu;
+  }
+  return target;
+}
+
 // A model on a cross target, or with device kernels (which the simulated NPU runs
 // behind the C interface): compiled as `compile` would, then run as an artifact.
 static int run_model_as_artifact(const RunCommand& c) {
@@ -306,18 +328,7 @@ static int run_model_as_artifact(const RunCommand& c) {
   TempDir work(c.keep_build_dir);
   const std::string dir = work.path() + "/artifact";
   OutputSet files;
-  if (c.backend != "c" && c.backend != "llvm") user_error({}, "--backend takes c or llvm, not '" + c.backend + "'");
-  // --backend llvm builds the target's triple and CPU (sim/cross_targets.h).
-  if (c.target == "wasm-binaryen" && c.backend != "c")
-    user_error({}, "--target wasm-binaryen runs the wasm backend's own module; --backend " + c.backend + " does not apply");
-  std::string target = c.target == "wasm-binaryen" ? std::string("wasm")
-                       : c.backend == "llvm"       ? sim::find_cross_target(c.target).llvm_target()
-                                                   : std::string(kDefaultCompileTarget);
-  // The C build knows its CPU too: it picks the int8 schedules (smlad on Cortex-M4/M7/M33/M55).
-  if (c.backend == "c" && c.target != "wasm-binaryen" && c.target != "host") {
-    const std::string& cpu = sim::find_cross_target(c.target).llvm_cpu;
-    if (!cpu.empty()) target += " -mcpu=" + cpu;
-  }
+  std::string target = compile_target_for_run(c.target, c.backend);
   if (!c.disabled_schedules.empty()) target += " -disabled-schedules=" + c.disabled_schedules;
   if (c.reuse_io_buffers) target += " -reuse-io-buffers=1";
   LoadedModel loaded;
@@ -340,6 +351,10 @@ struct RunArguments {
   std::vector<NDArray> arrays;
   std::vector<size_t> outputs;
 };
+
+static RunArguments bind_arrays(const PrimFunc& f, const std::string& fname, const std::map<std::string, NDArray>& preset,
+                                std::map<std::string, NDArray> inputs, std::map<std::string, NDArray> inouts,
+                                const std::map<std::string, std::string>& scalar_texts);
 
 static RunArguments bind_run_arguments(const RunCommand& c, const PrimFunc& f, const std::string& fname,
                                        const RunSubject& subject) {
@@ -367,7 +382,17 @@ static RunArguments bind_run_arguments(const RunCommand& c, const PrimFunc& f, c
     inout_files.insert(kv);
   }
   for (const auto& s : c.scalars) scalar_texts.insert(split_assignment(s, "--scalar"));
+  std::map<std::string, NDArray> inputs, inouts;
+  for (const auto& [name, file] : input_files) inputs[name] = read_npy(read_file(file), file);
+  for (const auto& [name, file] : inout_files) inouts[name] = read_npy(read_file(file), file);
+  return bind_arrays(f, fname, preset, std::move(inputs), std::move(inouts), scalar_texts);
+}
 
+// main's (or the function's) arguments: the presets, the given inputs and in-place
+// buffers, zeroed outputs sized from the scalars.
+static RunArguments bind_arrays(const PrimFunc& f, const std::string& fname, const std::map<std::string, NDArray>& preset,
+                                std::map<std::string, NDArray> inputs, std::map<std::string, NDArray> inouts,
+                                const std::map<std::string, std::string>& scalar_texts) {
   RunArguments r;
   // Scalars first: output shapes may depend on them.
   r.args.resize(f->params.size());
@@ -376,15 +401,15 @@ static RunArguments bind_run_arguments(const RunCommand& c, const PrimFunc& f, c
   for (size_t i = 0; i < f->params.size(); ++i) {
     const Buffer& b = f->param_buffers[i];
     if (!b) continue;
-    auto it = input_files.find(b->name);
+    auto it = inputs.find(b->name);
     if (auto pre = preset.find(b->name); pre != preset.end()) {
       r.arrays[i] = pre->second;
-    } else if (it != input_files.end()) {
-      r.arrays[i] = read_npy(read_file(it->second), it->second);
-      input_files.erase(it);
-    } else if (auto io = inout_files.find(b->name); io != inout_files.end()) {
-      r.arrays[i] = read_npy(read_file(io->second), io->second);
-      inout_files.erase(io);
+    } else if (it != inputs.end()) {
+      r.arrays[i] = std::move(it->second);
+      inputs.erase(it);
+    } else if (auto io = inouts.find(b->name); io != inouts.end()) {
+      r.arrays[i] = std::move(io->second);
+      inouts.erase(io);
       r.outputs.push_back(i);
     } else {
       std::vector<int64_t> shape;
@@ -394,9 +419,20 @@ static RunArguments bind_run_arguments(const RunCommand& c, const PrimFunc& f, c
     }
     r.args[i] = &r.arrays[i];
   }
-  if (!input_files.empty()) user_error({}, "'" + fname + "' has no buffer parameter '" + input_files.begin()->first + "'");
-  if (!inout_files.empty()) user_error({}, "'" + fname + "' has no buffer parameter '" + inout_files.begin()->first + "'");
+  if (!inputs.empty()) user_error({}, "'" + fname + "' has no buffer parameter '" + inputs.begin()->first + "'");
+  if (!inouts.empty()) user_error({}, "'" + fname + "' has no buffer parameter '" + inouts.begin()->first + "'");
   return r;
+}
+
+TirRun interpret_function(const IRModule& m, const std::string& func, std::map<std::string, NDArray> inputs,
+                          std::map<std::string, NDArray> inouts, const std::map<std::string, std::string>& scalars) {
+  TirRun result;
+  result.func = pick_function(m, func);
+  PrimFunc f = m.lookup(result.func);
+  RunArguments run = bind_arrays(f, result.func, {}, std::move(inputs), std::move(inouts), scalars);
+  result.returned = interpret(m, result.func, run.args);
+  for (size_t i : run.outputs) result.outputs.emplace_back(f->param_buffers[i]->name, std::move(run.arrays[i]));
+  return result;
 }
 
 // The host build of a TIR function, run on `inputs` (copies made before the interpreter
@@ -481,9 +517,16 @@ int run_run(const RunCommand& c) {
   // The host build runs on copies of the inputs; the interpreter is the reference.
   std::vector<NDArray> reference;
   if (!c.target.empty()) reference = arrays;
-  const std::optional<int64_t> returned = interpret(m, fname, run.args);
+  std::optional<int64_t> returned;
+  {
+    TimingScope timing("step", "interpret");
+    returned = interpret(m, fname, run.args);
+  }
   HostComparison host;
-  if (!c.target.empty()) host = compare_with_host_build(c, m, fname, f, run, reference, returned, labels);
+  if (!c.target.empty()) {
+    TimingScope timing("step", "host build and run");
+    host = compare_with_host_build(c, m, fname, f, run, reference, returned, labels);
+  }
 
   OutputSet files;
   if (!c.output_dir.empty()) {
@@ -503,7 +546,7 @@ int run_run(const RunCommand& c) {
     json out = {{"ok", host.all_match}, {"function", fname}, {"outputs", outs}};
     if (returned) out["return"] = *returned;
     if (!c.target.empty()) out["compare"] = host.comparisons;
-    std::cout << out.dump(2) << "\n";
+    std::cout << with_timing(out).dump(2) << "\n";
     return host.all_match ? 0 : 1;
   }
   if (!print_run_text(c, f, arrays, outputs, labels, host.comparisons, host.all_match, returned, host.returned)) return 1;
@@ -524,9 +567,11 @@ static std::vector<SourceFileOut> llvm_objects(const BuildResult& built) {
   llvm_native::Options options;
   options.triple = built.target.mtriple;
   options.cpu = built.target.mcpu;
+  TimingScope timing("step", "objects");
   for (const auto& src : built.sources) {
     std::filesystem::path p(src.path);
     if (p.extension() != ".ll") continue;
+    TimingScope object("backend", "llvm: object " + p.stem().string() + ".o (native, " + built.target.mtriple + ")");
     // codegen/<host or device>/src/libN.ll -> codegen/<host or device>/lib/libN.o
     objects.push_back({(p.parent_path().parent_path() / "lib" / (p.stem().string() + ".o")).string(),
                        llvm_native::compile_to_object(src.text, p.filename().string(), options)});
@@ -558,7 +603,12 @@ static void add_wasm_binary(MlfArtifact* artifact, const Graph& g) {
   const std::string source = wasm_model_source_path(g);
   auto it = std::find_if(artifact->files.begin(), artifact->files.end(), [&](const SourceFileOut& f) { return f.path == source; });
   if (it == artifact->files.end()) internal_error(__FILE__, __LINE__, "the wasm artifact has no " + source);
-  binaryen_native::Assembled a = binaryen_native::assemble(it->text, artifact->target.opt, "model '" + g.name + "'");
+  TimingScope timing("step", "assemble");
+  binaryen_native::Assembled a;
+  {
+    TimingScope backend("backend", "binaryen: assemble and optimize (-" + artifact->target.opt + ")");
+    a = binaryen_native::assemble(it->text, artifact->target.opt, "model '" + g.name + "'");
+  }
   std::vector<SourceFileOut> lib = {{wasm_model_binary_path(g), a.binary}, {wasm_model_text_path(g), a.text}};
   for (const auto& f : lib) artifact->metadata["files"].push_back(f.path);
   for (auto& f : artifact->files)
@@ -571,13 +621,13 @@ static void add_wasm_binary(MlfArtifact* artifact, const Graph& g) {
 
 // The Model Library Format artifact of a JSON graph model, with the C runtime and the
 // graph's own files, as `compile` writes it.
-static MlfArtifact compile_artifact(const std::string& file, const Target& target,
-                                    const std::vector<std::string>& devices, LoadedModel* loaded) {
+MlfArtifact compile_artifact(const std::string& file, const Target& target, const std::vector<std::string>& devices,
+                             LoadedModel* loaded) {
   if (!is_graph_file(file))
     user_error({}, "'" + file + "' is not a model: compile takes a JSON graph (.json), an ONNX model (.onnx) or a TFLite model (.tflite)");
   MlfInputs inputs;
   // The target first: it decides the int8 kernels' schedules, which shape the graph.
-  LoadedModel lm = load_model(file, &inputs.graph_files, devices, target.schedules);
+  LoadedModel lm = load_model_file(file, &inputs.graph_files, devices, target.schedules);
   // The C runtime the artifact builds against, so the folder is complete on its own.
   inputs.graph_filename = std::filesystem::path(file).filename().string();
   inputs.graph_text = read_file(file);
@@ -606,18 +656,11 @@ static std::string target_defaults_text(const Target& t) {
   return line + "\n";
 }
 
-int run_compile(const CompileCommand& c) {
-  const sim::Budget budget = budget_options(c.max_flash, c.max_ram);
-  if (budget.any() && c.board.empty())
-    user_error({}, "--max-flash and --max-ram are checked on a measured build: add --board (e.g. --board cortex-m4)");
-  // The target's text is read here, once; everything below takes the Target.
-  MlfArtifact artifact = compile_artifact(c.file, parse_target(c.target), c.devices);
-  const std::vector<SourceFileOut>& files = artifact.files;
-  const json& meta = artifact.metadata;
+void write_artifact(const std::vector<SourceFileOut>& files, const std::string& output) {
+  TimingScope timing("step", "write");
   OutputSet out;
-  const std::string& o = c.output_dir;
+  const std::string& o = output;
   if (o.size() > 4 && o.compare(o.size() - 4, 4, ".tar") == 0) {
-    // One archive, written atomically like any other output.
     std::vector<std::pair<std::string, std::string>> entries;
     for (const auto& f : files) entries.emplace_back(f.path, f.text);
     out.add(o, make_tar(entries));
@@ -629,8 +672,17 @@ int run_compile(const CompileCommand& c) {
     }
   }
   out.commit();
+}
+
+int run_compile(const CompileCommand& c) {
+  const sim::Budget budget = budget_options(c.max_flash, c.max_ram);
+  if (budget.any() && c.board.empty())
+    user_error({}, "--max-flash and --max-ram are checked on a measured build: add --board (e.g. --board cortex-m4)");
+  // The target's text is read here, once; everything below takes the Target.
+  MlfArtifact artifact = compile_artifact(c.file, parse_target(c.target), c.devices);
+  write_artifact(artifact.files, c.output_dir);
   if (c.json) {
-    json result = {{"ok", true}, {"metadata", meta}};
+    json result = with_timing(json{{"ok", true}, {"metadata", artifact.metadata}});
     if (c.board.empty()) {
       std::cout << result.dump(2) << "\n";
       return 0;
@@ -644,7 +696,7 @@ int run_compile(const CompileCommand& c) {
   }
   if (c.verbose) {
     std::cout << "target " << artifact.target.str() << "\n" << target_defaults_text(artifact.target);
-    for (const auto& f : files) std::cout << "wrote " << c.output_dir << ":" << f.path << "\n";
+    for (const auto& f : artifact.files) std::cout << "wrote " << c.output_dir << ":" << f.path << "\n";
   }
   if (c.board.empty()) return 0;
   const sim::TargetReport report = measure_artifact(c.output_dir, c.board, "");
@@ -653,7 +705,7 @@ int run_compile(const CompileCommand& c) {
 }
 
 int run_build(const BuildCommand& c) {
-  IRModule m = is_graph_file(c.file) ? load_model(c.file, nullptr, c.devices).aot.module : load_module(c.file, true);
+  IRModule m = is_graph_file(c.file) ? load_model_file(c.file, nullptr, c.devices).aot.module : load_module(c.file, true);
   Target target = parse_target(c.target);
   if (c.unpacked_api >= 0) {
     target.unpacked_api = c.unpacked_api != 0;
@@ -681,7 +733,8 @@ int run_build(const BuildCommand& c) {
     for (const auto& src : built.sources) list.push_back(c.output_dir + "/" + src.path);
     json fns = json::array();
     for (const auto& [name, symbol] : built.symbols) fns.push_back({{"name", name}, {"symbol", symbol}});
-    std::cout << json{{"ok", true}, {"target", target.str()}, {"files", list}, {"functions", fns}}.dump(2) << "\n";
+    std::cout << with_timing(json{{"ok", true}, {"target", target.str()}, {"files", list}, {"functions", fns}}).dump(2)
+              << "\n";
     return 0;
   }
   for (const auto& src : built.sources) std::cout << "wrote " << c.output_dir << "/" << src.path << "\n";
@@ -702,12 +755,10 @@ std::string pass_list() {
 }
 
 int run_passes(const PassesCommand& c) {
-  IRModule m = is_graph_file(c.file) ? load_model(c.file, nullptr, c.devices).aot.module : load_module(c.file, false);
+  IRModule m = is_graph_file(c.file) ? load_model_file(c.file, nullptr, c.devices).aot.module : load_module(c.file, false);
   std::vector<Pass> passes;
   if (c.passes.empty()) {
-    const Target t = parse_target(c.target);
-    passes = lowering_pipeline(t.unpacked_api, t.schedules.hoist, /*scalarize_vectors=*/t.kind != "llvm",
-                                /*keep_simd128=*/t.kind == "wasm", t.schedules.merge_kernels);
+    passes = lowering_pipeline(lowering_options(parse_target(c.target)));
   } else {
     for (const auto& name : c.passes) {
       const Pass* p = find_pass(name);

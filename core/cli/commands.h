@@ -2,18 +2,18 @@
 // DiagnosticError and turned into messages and exit code 1 by main().
 #pragma once
 
+#include <functional>
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "artifact/mlf.h"
 #include "ir/function.h"
 #include "sim/budget.h"
 #include "support/ndarray.h"
-
-namespace mtir {
-struct LoadedModel;
-}
 
 namespace mtir::cli {
 
@@ -102,8 +102,71 @@ std::string planned_memory_report(const IRModule& m, const std::string& main, bo
 // schedules), so it is not converted a second time; null reads it back from the artifact.
 int run_artifact(const RunCommand& c, const LoadedModel* reference = nullptr);
 
+// The same run on arrays: `file` is model.tar or an MLF folder; `inputs` by the model's
+// input name (or C identifier), each with where it came from for messages ("x.npy").
+struct ArtifactInput {
+  NDArray array;
+  std::string source;
+};
+struct ArtifactRunSettings {
+  bool profile_layers = false;
+  std::string keep_build_dir;                         // "" : a temporary folder, removed
+  std::function<void(const std::string&)> progress;  // one line per step (the CLI: stderr)
+};
+struct ArtifactOutput {
+  std::string name, identifier;  // the model's name, its C identifier
+  NDArray value;                 // what the artifact computed
+};
+struct ArtifactRun {
+  std::string model_name, target;
+  std::vector<ArtifactOutput> outputs;
+  bool all_match = true;  // every output agrees with the interpreter
+  nlohmann::json compare, outputs_json;
+  nlohmann::json report;    // `run --json`'s "report": memory, stack, instructions (layers with profile_layers)
+  sim::TargetReport target_report;  // the same figures, for the budget gate
+  std::string compare_text;  // the lines `run` prints: the comparison,
+  std::string report_text;   // the target report (per-layer counts, devices),
+  std::string memory_plan;   // and where the intermediate tensors live
+  std::vector<std::string> devices;
+};
+ArtifactRun run_artifact_inputs(const std::string& file, const std::string& target,
+                                std::map<std::string, ArtifactInput> inputs, const ArtifactRunSettings& settings,
+                                const LoadedModel* reference = nullptr);
+
 // "NAME: dtype (shape)" and the values numpy-style, at most `limit` of them.
 std::string format_output(const std::string& name, const NDArray& a, int limit);
+
+// The library half of the subcommands, which the Python package (python/) calls too.
+
+// A .json graph, .onnx or .tflite file (by its extension).
+bool is_graph_file(const std::string& path);
+// A model file as `compile` reads it: a JSON graph with its weights (paths relative to the
+// JSON file; `read_files`, if given, receives each file it references), an ONNX or a
+// TFLite model, batch norm folded, as an AOT module.
+LoadedModel load_model_file(const std::string& file, std::vector<SourceFileOut>* read_files = nullptr,
+                            const std::vector<std::string>& devices = {}, const ScheduleOptions& schedules = {});
+// The Model Library Format artifact of a model file, as `compile` writes it, with the C
+// runtime and the graph's own files; `loaded` receives the model it was compiled from.
+MlfArtifact compile_artifact(const std::string& file, const Target& target, const std::vector<std::string>& devices,
+                             LoadedModel* loaded = nullptr);
+// Writes an artifact's files into the folder `output`, or into one archive if it ends in .tar.
+void write_artifact(const std::vector<SourceFileOut>& files, const std::string& output);
+// The target string `run MODEL --target T --backend B` compiles the model with: the
+// default C target with T's CPU (-mcpu picks the int8 schedules), T's triple for llvm.
+std::string compile_target_for_run(const std::string& run_target, const std::string& backend = "c");
+
+// The function `requested` of `m`, or its only function when "" (a user error otherwise).
+std::string pick_function(const IRModule& m, const std::string& requested);
+// `run FILE.tir` without a target: the reference interpreter on `func` ("" for the only
+// one). Buffers in `inputs` are read, in `inouts` read and written, the others are
+// outputs (zeros, shaped by `scalars`, NAME -> value text, when symbolic).
+struct TirRun {
+  std::string func;
+  std::vector<std::pair<std::string, NDArray>> outputs;  // by buffer name, in parameter order (inouts too)
+  std::optional<int64_t> returned;                       // the function's returned value, if any
+};
+TirRun interpret_function(const IRModule& m, const std::string& func, std::map<std::string, NDArray> inputs,
+                          std::map<std::string, NDArray> inouts, const std::map<std::string, std::string>& scalars);
 
 // The names of every registered pass, one per line (for `passes --list`).
 std::string pass_list();

@@ -3,16 +3,24 @@
 #include <CLI/CLI.hpp>
 #include <iostream>
 #include <new>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
 #include "cli/onnx_model.h"
 #include "cli/onnx_test_cmd.h"
 #include "support/diagnostic.h"
+#include "support/timing.h"
 
 namespace {
 
 using mtir::Diagnostic;
+
+// --time-passes (LLVM's spelling) on compile, run and build; compile -v also turns it on.
+const char* const kTimePassesHelp =
+    "Print the wall time and peak memory of each step (import, schedule, lower, codegen, ...), each lowering "
+    "pass and each backend to stderr (with --json: as \"timing\" in the JSON)";
+bool time_passes = false;
 
 nlohmann::json diagnostics_json(const std::vector<Diagnostic>& diags) {
   nlohmann::json list = nlohmann::json::array();
@@ -42,6 +50,12 @@ Diagnostic internal_diagnostic(const std::string& what) {
   d.message = what;
   d.notes.push_back("this is a bug in microtir; please report it with the input that caused it");
   return d;
+}
+
+// The timer's table on stderr after a command that ran with it (with --json it is in the JSON).
+int timed(int exit_code, const std::optional<mtir::TimingSession>& session, bool json) {
+  if (session && !json && mtir::active_timing_table()) std::cerr << mtir::active_timing_table()->text();
+  return exit_code;
 }
 
 // The `parse` subcommand and its options.
@@ -96,6 +110,7 @@ CLI::App* add_run(CLI::App& app, mtir::cli::RunCommand& run) {
                 "Build with -reuse-io-buffers=1: intermediates may live in the model's input and output buffers, "
                 "so run() overwrites its input (docs/target-options.md)");
   cmd->add_option("--keep-build", run.keep_build_dir, "Build the host program in DIR and keep it");
+  cmd->add_flag("--time-passes", time_passes, kTimePassesHelp);
   add_budget_options(cmd, run.max_flash, run.max_ram, "the build on --target");
   cmd->add_flag("--profile-layers", run.profile_layers,
                 "Also count the instructions of each operator call of run() (a model on a target with an "
@@ -115,6 +130,7 @@ CLI::App* add_build(CLI::App& app, mtir::cli::BuildCommand& build) {
   cmd->add_option("-o,--output-dir", build.output_dir, "Folder for the artifact")->required();
   cmd->add_option("--device", build.devices, "Place every node of these ops on a device instance, INSTANCE=OP[,OP...] (repeatable; e.g. npu0=conv2d,dense)");
   cmd->add_flag("--json", build.json, "Print the written files (or diagnostics) as JSON on stdout");
+  cmd->add_flag("--time-passes", time_passes, kTimePassesHelp);
 
   return cmd;
 }
@@ -135,7 +151,10 @@ CLI::App* add_compile(CLI::App& app, mtir::cli::CompileCommand& compile) {
                   "and stack: cortex-m3|cortex-m4|cortex-m7|cortex-m33|cortex-m55 (QEMU), riscv32 (QEMU), host, wasm32 (node)")
       ->check(CLI::IsMember({"host", "cortex-m3", "cortex-m4", "cortex-m7", "cortex-m33", "cortex-m55", "riscv32", "wasm32"}));
   add_budget_options(cmd, compile.max_flash, compile.max_ram, "the --board build");
-  cmd->add_flag("-v,--verbose", compile.verbose, "Print the target, the keys it defaulted and to what, and the files written");
+  cmd->add_flag("-v,--verbose", compile.verbose,
+                "Print the target, the keys it defaulted and to what, the files written, and time the steps as "
+                "--time-passes does");
+  cmd->add_flag("--time-passes", time_passes, kTimePassesHelp);
 
   return cmd;
 }
@@ -214,11 +233,14 @@ int main(int argc, char** argv) {
   }
 
   bool json = parse.json || run.json || passes.json || build.json || compile.json || onnx_test.json;
+  mtir::TimingTable timing;
+  std::optional<mtir::TimingSession> timing_session;
+  if (time_passes || compile.verbose) timing_session.emplace(&timing);
   try {
     if (*parse_cmd) return mtir::cli::run_parse(parse);
-    if (*run_cmd) return mtir::cli::run_run(run);
-    if (*build_cmd) return mtir::cli::run_build(build);
-    if (*compile_cmd) return mtir::cli::run_compile(compile);
+    if (*run_cmd) return timed(mtir::cli::run_run(run), timing_session, json);
+    if (*build_cmd) return timed(mtir::cli::run_build(build), timing_session, json);
+    if (*compile_cmd) return timed(mtir::cli::run_compile(compile), timing_session, json);
     if (*onnx_test_cmd) return mtir::cli::run_onnx_test(onnx_test);
     if (*import_cmd) return mtir::cli::run_import(import);
     if (list_passes) {

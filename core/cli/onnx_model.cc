@@ -7,6 +7,7 @@
 #include "frontend/tflite/op_support.h"
 #include "frontend/tflite/tflite.h"
 #include "support/diagnostic.h"
+#include "support/timing.h"
 #ifdef MICROTIR_HAVE_ONNX
 #include "frontend/onnx.h"
 #endif
@@ -39,6 +40,7 @@ bool is_tflite_file(const std::string& path) {
 Graph load_tflite_file(const std::string& path) { return load_tflite(read_file(path), path); }
 
 Graph load_foreign_model(const std::string& path) {
+  TimingScope timing("step", "import");
   return is_tflite_file(path) ? load_tflite_file(path) : load_onnx_file(path);
 }
 

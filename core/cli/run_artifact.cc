@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <iostream>
 #include <map>
+#include <sstream>
 #include <vector>
 #include <nlohmann/json.hpp>
 
@@ -15,6 +16,7 @@
 #include "interp/interpreter.h"
 #include "sim/artifact_files.h"
 #include "sim/artifact_runner.h"
+#include "support/timing.h"
 #include "support/compare.h"
 #include "support/npy.h"
 
@@ -27,6 +29,13 @@ namespace {
 // Cross compilers may contract or reorder differently from the interpreter's order;
 // 1e-5 relative is well above float32 rounding of these kernels and far below a bug.
 constexpr double kTargetTolerance = 1e-5;
+
+// The tolerance as a stream prints a double ("1e-05").
+std::string format_tolerance() {
+  std::ostringstream os;
+  os << kTargetTolerance;
+  return os.str();
+}
 
 std::string shape_text(const std::vector<int64_t>& shape) {
   std::string s = "(";
@@ -174,12 +183,12 @@ bool is_artifact_path(const std::string& path) {
 namespace {
 
 // The artifact's folder: `c.file` itself, or the .tar unpacked under `work`.
-std::string artifact_dir(const RunCommand& c, const TempDir& work) {
-  if (fs::is_directory(c.file)) return c.file;
-  if (!fs::exists(c.file)) user_error({}, "cannot read '" + c.file + "': no such file");
+std::string artifact_dir(const std::string& file, const TempDir& work) {
+  if (fs::is_directory(file)) return file;
+  if (!fs::exists(file)) user_error({}, "cannot read '" + file + "': no such file");
   std::string dir = (fs::path(work.path()) / "artifact").string();
   ensure_directory(dir);
-  return sim::unpack_artifact(read_file(c.file), c.file, dir);
+  return sim::unpack_artifact(read_file(file), file, dir);
 }
 
 // The reference: the artifact's own graph and weights, prepared with the schedules of the
@@ -205,14 +214,8 @@ struct BoundArgs {
 };
 
 // `zero_inputs`: inputs not given are zeros (a measurement run) instead of an error.
-BoundArgs bind_args(const LoadedModel& model, const std::vector<std::string>& inputs, const std::string& model_name,
+BoundArgs bind_args(const LoadedModel& model, std::map<std::string, ArtifactInput> input_files, const std::string& model_name,
                     bool zero_inputs = false) {
-  std::map<std::string, std::string> input_files;
-  for (const auto& s : inputs) {
-    size_t eq = s.find('=');
-    if (eq == std::string::npos || eq == 0 || eq + 1 == s.size()) user_error({}, "bad --input '" + s + "': expected NAME=FILE.npy");
-    input_files[s.substr(0, eq)] = s.substr(eq + 1);
-  }
   const AotModule& aot = model.aot;
   BoundArgs b;
   b.arrays.resize(aot.params.size());
@@ -240,11 +243,11 @@ BoundArgs bind_args(const LoadedModel& model, const std::vector<std::string>& in
         continue;
       }
       if (it == input_files.end())
-        user_error({}, "model input '" + p.name + "' (" + p.type.str() + ") needs --input " + p.name + "=FILE.npy");
-      b.arrays[i] = read_npy(read_file(it->second), it->second);
+        user_error({}, "model input '" + p.name + "' (" + p.type.str() + ") needs a value (--input " + p.name + "=FILE.npy)");
+      b.arrays[i] = std::move(it->second.array);
       if (b.arrays[i].dtype != p.type.dtype || b.arrays[i].shape != p.type.shape) {
         user_error({}, "input '" + p.name + "' must be " + p.type.dtype.str() + " " + shape_text(p.type.shape) + ", but " +
-                           it->second + " holds " + b.arrays[i].dtype.str() + " " + shape_text(b.arrays[i].shape));
+                           it->second.source + " holds " + b.arrays[i].dtype.str() + " " + shape_text(b.arrays[i].shape));
       }
       input_files.erase(it);
       b.in_specs.push_back({p.name, p.type.dtype, p.type.shape, p.c_name});
@@ -324,64 +327,94 @@ void warn_generic_kernels(const sim::ArtifactInfo& info, const sim::CrossTarget&
 
 }  // namespace
 
-int run_artifact(const RunCommand& c, const LoadedModel* reference) {
-  if (c.target.empty())
-    user_error({}, "running a compiled artifact needs a target: --target host, cortex-m3, cortex-m4, cortex-m7, cortex-m33, cortex-m55, riscv32 or wasm32");
-  if (!c.func.empty() || !c.scalars.empty()) user_error({}, "--func and --scalar apply to TIR files, not to a compiled model");
-  const sim::CrossTarget& target = sim::find_cross_target(c.target);
-  const sim::Budget budget = budget_options(c.max_flash, c.max_ram);
-  TempDir work(c.keep_build_dir);
-  sim::ArtifactInfo info = sim::read_artifact_info(artifact_dir(c, work));
+ArtifactRun run_artifact_inputs(const std::string& file, const std::string& target_name,
+                                std::map<std::string, ArtifactInput> inputs, const ArtifactRunSettings& settings,
+                                const LoadedModel* reference) {
+  const sim::CrossTarget& target = sim::find_cross_target(target_name);
+  TempDir work(settings.keep_build_dir);
+  sim::ArtifactInfo info = sim::read_artifact_info(artifact_dir(file, work));
   LoadedModel read_back;
-  if (!reference) read_back = reference_model(info, c.file);
+  if (!reference) read_back = reference_model(info, file);
   const LoadedModel& model = reference ? *reference : read_back;
-  BoundArgs bound = bind_args(model, c.inputs, info.model_name);
+  BoundArgs bound = bind_args(model, std::move(inputs), info.model_name);
   interpret(model.aot.module, model.aot.main, bound.args);
 
   sim::ArtifactRunOptions options;
   options.target = target.name;
   options.main_args = bound.main_args;
   options.work_dir = (fs::path(work.path()) / ("build-" + target.name)).string();
-  options.progress = [](const std::string& line) { std::cerr << line << "\n"; };
-  options.profile_layers = c.profile_layers;
+  options.progress = settings.progress;
+  options.profile_layers = settings.profile_layers;
   sim::ArtifactRunResult result = sim::run_artifact(info, bound.in_specs, {bound.sample}, bound.out_specs, options);
   warn_generic_kernels(info, target);  // after the run: a failed one says only why it failed
   record_stack_bounds(info.dir, result.report);
   Comparison cmp = compare_outputs(bound, result.outputs[0]);
 
+  ArtifactRun run;
+  run.model_name = info.model_name;
+  run.target = target.name;
+  for (size_t k = 0; k < bound.outputs.size(); ++k)
+    run.outputs.push_back({bound.out_specs[k].name, bound.out_specs[k].c_name, result.outputs[0][k]});
+  run.all_match = cmp.all_match;
+  run.compare = cmp.compare;
+  run.outputs_json = cmp.outputs;
+  run.compare_text = target.name + " vs interpreter (tolerance " + format_tolerance() + " relative):\n" + cmp.text;
+  run.report = report_json(result.report);
+  run.target_report = result.report;
+  run.report_text = report_text(result.report);
+  if (settings.profile_layers) {
+    const auto nodes = nodes_of_kernels(model.aot, model.graph);
+    run.report["layers"] = layers_json(result.report, nodes);
+    run.report["layer_probe_instructions"] = result.report.layer_probe_instructions;
+    run.report_text += layers_text(result.report, nodes);
+  }
+  run.devices = result.devices;
+  for (const auto& d : result.devices) run.report_text += "device " + d + "\n";
+  // Where the model's intermediate tensors live, as `run model.json` prints it.
+  run.memory_plan = planned_memory_report(model.aot.module, model.aot.main, info.compiled_for.reuse_io_buffers);
+  return run;
+}
+
+int run_artifact(const RunCommand& c, const LoadedModel* reference) {
+  if (c.target.empty())
+    user_error({}, "running a compiled artifact needs a target: --target host, cortex-m3, cortex-m4, cortex-m7, cortex-m33, cortex-m55, riscv32 or wasm32");
+  if (!c.func.empty() || !c.scalars.empty()) user_error({}, "--func and --scalar apply to TIR files, not to a compiled model");
+  const sim::Budget budget = budget_options(c.max_flash, c.max_ram);  // a bad value is refused before any build
+  std::map<std::string, ArtifactInput> inputs;
+  for (const auto& s : c.inputs) {
+    size_t eq = s.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == s.size()) user_error({}, "bad --input '" + s + "': expected NAME=FILE.npy");
+    const std::string path = s.substr(eq + 1);
+    inputs[s.substr(0, eq)] = {read_npy(read_file(path), path), path};
+  }
+  ArtifactRunSettings settings;
+  settings.profile_layers = c.profile_layers;
+  settings.keep_build_dir = c.keep_build_dir;
+  settings.progress = [](const std::string& line) { std::cerr << line << "\n"; };
+  ArtifactRun run = run_artifact_inputs(c.file, c.target, std::move(inputs), settings, reference);
+
   if (!c.output_dir.empty()) {
     ensure_directory(c.output_dir);
     OutputSet files;
-    for (size_t k = 0; k < bound.outputs.size(); ++k)
-      files.add(c.output_dir + "/" + bound.out_specs[k].c_name + ".npy", write_npy(result.outputs[0][k]));
+    for (const auto& o : run.outputs) files.add(c.output_dir + "/" + o.identifier + ".npy", write_npy(o.value));
     files.commit();
-    for (size_t k = 0; k < bound.outputs.size(); ++k)
-      cmp.outputs[k]["file"] = c.output_dir + "/" + bound.out_specs[k].c_name + ".npy";
+    for (size_t k = 0; k < run.outputs.size(); ++k)
+      run.outputs_json[k]["file"] = c.output_dir + "/" + run.outputs[k].identifier + ".npy";
   }
   if (c.json) {
-    json out = {{"ok", cmp.all_match}, {"model", info.model_name}, {"outputs", cmp.outputs}, {"compare", cmp.compare},
-                {"tolerance", kTargetTolerance}, {"report", report_json(result.report)},
-                {"devices", result.devices}};
-    if (c.profile_layers) {
-      out["report"]["layers"] = layers_json(result.report, nodes_of_kernels(model.aot, model.graph));
-      out["report"]["layer_probe_instructions"] = result.report.layer_probe_instructions;
-    }
-    const int over = check_budget_gate(result.report, budget, true, &out);
+    json out = {{"ok", run.all_match}, {"model", run.model_name}, {"outputs", run.outputs_json}, {"compare", run.compare},
+                {"tolerance", kTargetTolerance}, {"report", run.report}, {"devices", run.devices}};
+    if (const TimingTable* t = active_timing_table()) out["timing"] = t->to_json();
+    const int over = check_budget_gate(run.target_report, budget, true, &out);
     if (over) out["ok"] = false;
     std::cout << out.dump(2) << "\n";
-    return cmp.all_match && !over ? 0 : 1;
+    return run.all_match && !over ? 0 : 1;
   }
-  for (size_t k = 0; k < bound.outputs.size(); ++k)
-    std::cout << format_output(bound.out_specs[k].name, result.outputs[0][k], c.print_limit);
-  std::cout << target.name << " vs interpreter (tolerance " << kTargetTolerance << " relative):\n" << cmp.text;
-  std::cout << report_text(result.report);
-  if (c.profile_layers) std::cout << layers_text(result.report, nodes_of_kernels(model.aot, model.graph));
-  for (const auto& d : result.devices) std::cout << "device " << d << "\n";
-  // Where the model's intermediate tensors live, as `run model.json` prints it.
-  std::cout << planned_memory_report(model.aot.module, model.aot.main, info.compiled_for.reuse_io_buffers);
-  const int over = check_budget_gate(result.report, budget, false, nullptr);
-  if (!cmp.all_match) {
-    std::cerr << "microtir: the artifact on " << target.name << " disagrees with the interpreter\n";
+  for (const auto& o : run.outputs) std::cout << format_output(o.name, o.value, c.print_limit);
+  std::cout << run.compare_text << run.report_text << run.memory_plan;
+  const int over = check_budget_gate(run.target_report, budget, false, nullptr);
+  if (!run.all_match) {
+    std::cerr << "microtir: the artifact on " << run.target << " disagrees with the interpreter\n";
     return 1;
   }
   return over;
@@ -410,9 +443,7 @@ int check_budget_gate(const sim::TargetReport& report, const sim::Budget& budget
 sim::TargetReport measure_artifact(const std::string& dir, const std::string& target_name, const std::string& keep_build_dir) {
   const sim::CrossTarget& target = sim::find_cross_target(target_name);
   TempDir work(keep_build_dir);
-  RunCommand of_path;
-  of_path.file = dir;
-  sim::ArtifactInfo info = sim::read_artifact_info(artifact_dir(of_path, work));
+  sim::ArtifactInfo info = sim::read_artifact_info(artifact_dir(dir, work));
   LoadedModel model = reference_model(info, dir);
   BoundArgs bound = bind_args(model, {}, info.model_name, /*zero_inputs=*/true);
   sim::ArtifactRunOptions options;

@@ -1,5 +1,7 @@
 #include "codegen/line_marks.h"
 
+#include <algorithm>
+
 namespace mtir {
 
 std::string strip_line_marks(const std::string& text, std::vector<int>* map) {
@@ -10,7 +12,9 @@ std::string strip_line_marks(const std::string& text, std::vector<int>* map) {
   while (start < text.size()) {
     size_t end = text.find('\n', start);
     if (end == std::string::npos) end = text.size();
-    const size_t mark = text.find(kLineMark, start);
+    // Within the line only: a search to the next mark would cross every unmarked line
+    // after it (quadratic on a model's LLVM IR, where few lines carry one).
+    const size_t mark = static_cast<size_t>(std::find(text.begin() + start, text.begin() + end, kLineMark) - text.begin());
     const bool marked = mark < end;
     map->push_back(marked ? std::stoi(text.substr(mark + 1, end - mark - 1)) : 0);
     out.append(text, start, (marked ? mark : end) - start);

@@ -4,6 +4,7 @@
 #include "codegen/c/metadata_module.h"
 #include "ir/visitor.h"
 #include "ir/attrs.h"
+#include "support/timing.h"
 
 #include <set>
 
@@ -22,6 +23,7 @@ BuildResult build_c(const IRModule& m, const Target& target) {
   std::vector<std::string> packed;
   BuildResult r = lower_for_target(m, target, &packed);
   r.packed_symbols = packed;
+  TimingScope timing("step", "codegen");
   // Functions that run on a device go to that device's own file, not the host's.
   std::set<std::string> devices;
   for (const auto& [name, f] : m.functions)
@@ -33,14 +35,19 @@ BuildResult build_c(const IRModule& m, const Target& target) {
     options.declare_others = true;
   }
   options.line_map = &r.line_maps["codegen/host/src/lib0.c"];
-  r.sources.push_back({"codegen/host/src/lib0.c", codegen_c(r.lowered.module, options)});
+  {
+    TimingScope kernels("backend", "c: kernels (lib0.c)");
+    r.sources.push_back({"codegen/host/src/lib0.c", codegen_c(r.lowered.module, options)});
+  }
   for (const std::string& device : devices) {
+    TimingScope device_kernels("backend", "c: device " + device + " kernels");
     CCodegenOptions device_options;
     device_options.description = "device \"" + device + "\" of target \"" + target.str() + "\"";
     device_options.defines = [&](const std::string&, const PrimFunc& f) { return device_of(f) == device; };
     device_options.line_map = &r.line_maps["codegen/" + device + "/src/lib0.c"];
     r.sources.push_back({"codegen/" + device + "/src/lib0.c", codegen_c(r.lowered.module, device_options)});
   }
+  TimingScope metadata("backend", "c: metadata module (lib1.c)");
   r.sources.push_back({"codegen/host/src/lib1.c", codegen_c_metadata_module(packed, m.name)});
   return r;
 }
@@ -75,6 +82,16 @@ static void refuse_gpu_threads(const IRModule& m) {
   }
 }
 
+LoweringOptions lowering_options(const Target& target) {
+  LoweringOptions o;
+  o.unpacked_api = target.unpacked_api;
+  o.hoist_loop_invariants = target.schedules.hoist;
+  o.scalarize_vectors = target.kind != "llvm";  // LLVM emits vectors itself
+  o.keep_simd128 = target.kind == "wasm";
+  o.merge_kernels = target.schedules.merge_kernels;
+  return o;
+}
+
 BuildResult lower_for_target(const IRModule& m, const Target& target, std::vector<std::string>* packed_symbols) {
   refuse_gpu_threads(m);
   // As in TVM: the AOT executor fills resource handles from the C interface's devices
@@ -85,16 +102,14 @@ BuildResult lower_for_target(const IRModule& m, const Target& target, std::vecto
                            "': device kernels with resource handles need -runtime=c -executor=aot "
                            "-interface-api=c -unpacked-api=1 (the target is \"" + target.str() + "\")");
   }
+  TimingScope timing("step", "lower");
   BuildResult r;
   r.target = target;
   IRModule input = m;
   // Pools are laid out at the alignment the target asks for (at least the CRT's 16).
   input.attrs["workspace_byte_alignment"] = static_cast<int64_t>(target.workspace_byte_alignment);
   if (target.reuse_io_buffers) input.attrs["reuse_io_buffers"] = true;
-  r.lowered = run_pipeline(input, lowering_pipeline(target.unpacked_api, target.schedules.hoist,
-                                                     /*scalarize_vectors=*/target.kind != "llvm",
-                                                     /*keep_simd128=*/target.kind == "wasm",
-                                                     target.schedules.merge_kernels));
+  r.lowered = run_pipeline(input, lowering_pipeline(lowering_options(target)));
   for (const auto& [name, f] : r.lowered.module.functions) {
     const std::string symbol = symbol_of(name, f);
     r.symbols.emplace_back(name, symbol);

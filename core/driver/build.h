@@ -45,6 +45,9 @@ BuildResult build_for_target(const IRModule& m, const Target& target);
 // The device instance a function runs on (its "device" attribute), or "".
 std::string device_of(const PrimFunc& f);
 
+// Which lowering steps `target` runs (its calling convention, schedules and backend).
+LoweringOptions lowering_options(const Target& target);
+
 // The part both backends share: lowering for `target`, the symbols, and (appended to
 // `packed_symbols`) the packed functions the registry holds. No sources yet.
 BuildResult lower_for_target(const IRModule& m, const Target& target, std::vector<std::string>* packed_symbols);

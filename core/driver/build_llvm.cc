@@ -1,6 +1,7 @@
 #include "codegen/llvm/codegen_llvm.h"
 #include "codegen/llvm/metadata_module_llvm.h"
 #include "driver/build.h"
+#include "support/timing.h"
 
 #include <set>
 
@@ -14,6 +15,7 @@ BuildResult build_llvm(const IRModule& m, const Target& target) {
   std::vector<std::string> packed;
   BuildResult r = lower_for_target(m, target, &packed);
   r.packed_symbols = packed;
+  TimingScope timing("step", "codegen");
   LlvmCodegenOptions options;
   options.triple = info.triple;
   options.cpu = target.mcpu;
@@ -26,14 +28,19 @@ BuildResult build_llvm(const IRModule& m, const Target& target) {
     if (!device_of(f).empty()) devices.insert(device_of(f));
   if (!devices.empty()) options.defines = [](const std::string&, const PrimFunc& f) { return device_of(f).empty(); };
   options.line_map = &r.line_maps["codegen/host/src/lib0.ll"];
-  r.sources.push_back({"codegen/host/src/lib0.ll", codegen_llvm(r.lowered.module, options)});
+  {
+    TimingScope kernels("backend", "llvm: kernels (lib0.ll)");
+    r.sources.push_back({"codegen/host/src/lib0.ll", codegen_llvm(r.lowered.module, options)});
+  }
   for (const std::string& device : devices) {
+    TimingScope device_kernels("backend", "llvm: device " + device + " kernels");
     LlvmCodegenOptions device_options = options;
     device_options.description = "device \"" + device + "\" of target \"" + target.str() + "\"";
     device_options.defines = [&](const std::string&, const PrimFunc& f) { return device_of(f) == device; };
     device_options.line_map = &r.line_maps["codegen/" + device + "/src/lib0.ll"];
     r.sources.push_back({"codegen/" + device + "/src/lib0.ll", codegen_llvm(r.lowered.module, device_options)});
   }
+  TimingScope metadata("backend", "llvm: metadata module (lib1.ll)");
   r.sources.push_back({"codegen/host/src/lib1.ll", codegen_llvm_metadata_module(packed, m.name, info)});
   return r;
 }

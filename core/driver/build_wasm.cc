@@ -1,5 +1,6 @@
 #include "codegen/wasm/codegen_wat.h"
 #include "driver/build.h"
+#include "support/timing.h"
 
 namespace mtir {
 
@@ -9,6 +10,7 @@ BuildResult build_wasm(const IRModule& m, const Target& target) {
   }
   std::vector<std::string> packed;
   BuildResult r = lower_for_target(m, target, &packed);
+  TimingScope timing("step", "codegen");
   WatOptions options;
   options.description = "target \"" + target.str() + "\"";
   // Every function is exported and may be called on its own or through the others: the
@@ -25,6 +27,7 @@ BuildResult build_wasm(const IRModule& m, const Target& target) {
       options.workspace_bytes += 16 + (std::get<int64_t>(it->second) + 15) / 16 * 16;
   }
   options.line_map = &r.line_maps["codegen/host/src/lib0.wat"];
+  TimingScope kernels("backend", "wasm: kernels (lib0.wat)");
   r.sources.push_back({"codegen/host/src/lib0.wat", codegen_wat(r.lowered.module, options)});
   return r;
 }

@@ -1,6 +1,7 @@
 #include "driver/pipeline.h"
 
 #include "ir/structural_equal.h"
+#include "support/timing.h"
 #include "transform/transform.h"
 
 namespace mtir {
@@ -102,6 +103,7 @@ PipelineResult run_pipeline(const IRModule& m, const std::vector<Pass>& passes) 
   result.input = m;
   result.module = m;
   for (const auto& pass : passes) {
+    TimingScope timing("pass", pass.name);
     IRModule after;
     try {
       after = pass.run(result.module);

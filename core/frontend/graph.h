@@ -118,7 +118,9 @@ Graph fold_batch_norm(const Graph& g);
 // qconv2d/qdense, a per-channel requantization table, the input zero point folded into
 // the bias and the weights packed for SMLAD, as `opts` allow and the constants permit,
 // recorded in the node's attrs["schedule"]; for each qsoftmax, its exponential table.
-// Other nodes are left as they are.
+// Other nodes are left as they are. The functions IF/WHILE nodes call are prepared per
+// call site, the inputs bound to the caller's constants taken as constants; what it adds
+// becomes new inputs of the function, passed from new constants of the caller.
 Graph prepare_quantized(const Graph& g, const ScheduleOptions& opts);
 
 // Places operators on device instances: each spec is "INSTANCE=OP[,OP...]" (the CLI's

@@ -4,7 +4,8 @@
 // packed as int16 pairs for SMLAD, softmax's exponential table, the logistic and tanh
 // tables. Each node records the
 // schedules it gets in attrs["schedule"] (see ops/schedules.h), so the op builder and a
-// reader of the dumped graph agree on what was done.
+// reader of the dumped graph agree on what was done. The functions that IF and WHILE
+// nodes call (Graph::functions) are prepared too, per call site (prepare_functions).
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -372,9 +373,89 @@ void prepare_wide_mac_node(Graph& g, GraphNode& node, const ScheduleOptions& opt
   node.inputs.push_back(name);
 }
 
-}  // namespace
+Graph prepare_graph(const Graph& in, const ScheduleOptions& opts);
 
-Graph prepare_quantized(const Graph& in, const ScheduleOptions& opts) {
+// The functions a node calls, each with the attribute listing which of the node's
+// inputs it takes: IF's then/else branches, WHILE's cond and body.
+std::vector<std::pair<std::string, std::string>> called_functions(const GraphNode& node) {
+  if (node.op == "if") return {{"then", "then_args"}, {"else", "else_args"}};
+  if (node.op == "while") return {{"cond", "cond_args"}, {"body", "body_args"}};
+  return {};
+}
+
+// Function f as its call site sees it: each input the node binds to a constant of the
+// caller is that constant (so that weights are constants to prepare, as in main).
+Graph bind_constants(const Graph& f, const Graph& caller, const GraphNode& node, const std::vector<size_t>& args,
+                     std::set<std::string>* bound) {
+  Graph local = f;
+  local.inputs.clear();
+  for (size_t j = 0; j < f.inputs.size(); ++j) {
+    auto c = caller.constants.find(node.inputs.at(args.at(j)));
+    if (c == caller.constants.end()) {
+      local.inputs.push_back(f.inputs[j]);
+    } else {
+      local.constants[f.inputs[j].first] = c->second;
+      bound->insert(f.inputs[j].first);
+    }
+  }
+  return local;
+}
+
+void prepare_functions(Graph& caller, std::vector<Graph>& functions, const std::vector<Graph>& originals,
+                       const ScheduleOptions& opts, std::set<std::string>& prepared);
+
+// Prepares the function `fn_key` of call node `node` (of `caller`): its inputs bound to
+// the caller's constants are constants while it is prepared; the constants preparation
+// adds (tables, packed weights) become new inputs of the function, passed by the node
+// from new constants of the caller. A function already prepared for another call site
+// is prepared again as a copy under a new name.
+void prepare_call(Graph& caller, GraphNode& node, const std::string& fn_key, const std::string& args_key,
+                  std::vector<Graph>& functions, const std::vector<Graph>& originals, const ScheduleOptions& opts,
+                  std::set<std::string>& prepared) {
+  const std::string name = node.attrs.at(fn_key).get<std::string>();
+  const Graph* original = nullptr;
+  for (const Graph& f : originals)
+    if (f.name == name) original = &f;
+  if (!original) return;  // the executor names the missing function
+  std::vector<size_t> args = node.attrs.at(args_key).get<std::vector<size_t>>();
+  std::set<std::string> bound;
+  Graph local = prepare_graph(bind_constants(*original, caller, node, args, &bound), opts);
+  prepare_functions(local, functions, originals, opts, prepared);
+  Graph f = *original;
+  f.nodes = std::move(local.nodes);
+  f.outputs = std::move(local.outputs);
+  for (auto& [cname, array] : local.constants) {
+    if (bound.count(cname)) continue;  // still passed as the input it was
+    const std::string passed = fresh_name(caller, name + "__" + cname);
+    f.inputs.push_back({cname, TensorType{array.dtype, array.shape}});
+    caller.constants[passed] = std::move(array);
+    node.inputs.push_back(passed);
+    args.push_back(node.inputs.size() - 1);
+  }
+  node.attrs[args_key] = args;
+  if (prepared.count(name)) {
+    std::set<std::string> taken;
+    for (const Graph& g : functions) taken.insert(g.name);
+    f.name = name + "_1";
+    for (int k = 2; taken.count(f.name); ++k) f.name = name + "_" + std::to_string(k);
+    node.attrs[fn_key] = f.name;
+    functions.push_back(std::move(f));
+    return;
+  }
+  prepared.insert(name);
+  for (Graph& g : functions)
+    if (g.name == name) g = std::move(f);
+}
+
+void prepare_functions(Graph& caller, std::vector<Graph>& functions, const std::vector<Graph>& originals,
+                       const ScheduleOptions& opts, std::set<std::string>& prepared) {
+  for (GraphNode& node : caller.nodes)
+    for (const auto& [fn_key, args_key] : called_functions(node))
+      prepare_call(caller, node, fn_key, args_key, functions, originals, opts, prepared);
+}
+
+// Prepares the nodes of one graph (main, or a function with its constants bound).
+Graph prepare_graph(const Graph& in, const ScheduleOptions& opts) {
   Graph g = in;
   std::set<std::string> maybe_unused;
   for (auto& node : g.nodes) {
@@ -407,6 +488,16 @@ Graph prepare_quantized(const Graph& in, const ScheduleOptions& opts) {
       throw DiagnosticError(d);
     }
   }
+  return g;
+}
+
+}  // namespace
+
+Graph prepare_quantized(const Graph& in, const ScheduleOptions& opts) {
+  Graph g = prepare_graph(in, opts);
+  const std::vector<Graph> originals = g.functions;
+  std::set<std::string> prepared;
+  prepare_functions(g, g.functions, originals, opts, prepared);
   return g;
 }
 

@@ -30,7 +30,6 @@ const DataType kF32 = DataType::Float(32);
 
 Expr i64(int64_t v) { return IntImm(kI64, v); }
 Expr add64(Expr a, Expr b) { return Binary(ExprKind::Add, std::move(a), std::move(b)); }
-Expr mul64(Expr a, Expr b) { return Binary(ExprKind::Mul, std::move(a), std::move(b)); }
 
 // What the three ops share: the optional inputs after data and weight, the quantization
 // and the accumulator.
@@ -139,17 +138,6 @@ MacParams mac_params(const std::string& op, const std::vector<TensorType>& in, c
 void need_table(const std::string& op, const MacParams& p) {
   if (!p.uniform && !p.has_table)
     fail(op, "the channels' multipliers differ and there is no requant table input (prepare_quantized adds it)");
-}
-
-// TFLM's MultiplyByQuantizedMultiplier(int64 x, M, shift): the multiplier rounded to its
-// top 16 bits (0x7FFF at the top), then (x * reduced + 2^(14 - shift)) >> (15 - shift).
-int64_t reduced_multiplier(int32_t m) { return m < 0x7FFF0000 ? (int64_t{m} + (1 << 15)) >> 16 : 0x7FFF; }
-
-Expr requantize_wide(Expr acc, Expr reduced, Expr total_shift) {
-  const int64_t* ts = as_const_int(total_shift);
-  Expr round = ts ? i64(int64_t{1} << (*ts - 1))
-                  : Call(kI64, "shift_left", {i64(1), Binary(ExprKind::Sub, total_shift, i64(1))});
-  return Cast(kI32, Call(kI64, "shift_right", {add64(mul64(std::move(acc), std::move(reduced)), round), total_shift}));
 }
 
 // The output value of channel `c` from its accumulator (int32 or int64 by p.wide).

@@ -116,6 +116,22 @@ Expr corrected_high_word(Expr x, Expr multiplier) {
   return add(h, call("bitwise_and", {call("shift_right", {h, ci(31)}), sub(low_top, ci(1))}));
 }
 
+int64_t reduced_multiplier(int32_t m) { return m < 0x7FFF0000 ? (int64_t{m} + (1 << 15)) >> 16 : 0x7FFF; }
+
+Expr requantize_wide(Expr acc, Expr reduced, Expr total_shift) {
+  const DataType i64 = DataType::Int(64);
+  const int64_t* ts = as_const_int(total_shift);
+  Expr round = ts ? IntImm(i64, int64_t{1} << (*ts - 1))
+                  : Call(i64, "shift_left", {IntImm(i64, 1), Binary(ExprKind::Sub, total_shift, IntImm(i64, 1))});
+  Expr scaled = Binary(ExprKind::Add, Binary(ExprKind::Mul, std::move(acc), std::move(reduced)), round);
+  return Cast(DataType::Int(32), Call(i64, "shift_right", {scaled, total_shift}));
+}
+
+Expr multiply_by_quantized_multiplier_wide(Expr acc, const QuantMultiplier& q) {
+  const DataType i64 = DataType::Int(64);
+  return requantize_wide(std::move(acc), IntImm(i64, reduced_multiplier(q.multiplier)), IntImm(i64, 15 - q.shift));
+}
+
 Expr multiply_by_quantized_multiplier(Expr x, const QuantMultiplier& q) {
   if (q.left_shift() > 0) x = mul(x, ci(int64_t{1} << q.left_shift()));
   const int right = q.right_shift();
@@ -139,6 +155,7 @@ Expr multiply_by_quantized_multiplier(Expr x, Expr multiplier, Expr shift) {
 }
 
 ActBounds dtype_bounds(DataType t) {
+  if (t == DataType::UInt(8)) return ActBounds{0, 255};
   const int bits = t.bits() >= 32 ? 32 : t.bits();
   const int64_t hi = (int64_t{1} << (bits - 1)) - 1;
   return ActBounds{static_cast<int32_t>(-hi - 1), static_cast<int32_t>(hi)};

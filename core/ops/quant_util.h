@@ -53,6 +53,13 @@ Stmt with_one_over_one_plus_x(Expr a, const std::function<Stmt(Expr)>& body);
 Expr multiply_by_quantized_multiplier(Expr x, const QuantMultiplier& q);
 // The same with a run-time multiplier (>= 0) and shift (in [-31, 30]), e.g. from a table.
 Expr multiply_by_quantized_multiplier(Expr x, Expr multiplier, Expr shift);
+// TFLM's MultiplyByQuantizedMultiplier(int64 x, M, shift) (int16 kernels' wide
+// accumulators): the multiplier rounded to its top 16 bits (0x7FFF at the top), then
+// (x * reduced + 2^(14 - shift)) >> (15 - shift), as int32. requantize_wide takes the
+// reduced multiplier and 15 - shift as int64 expressions (a run-time table's).
+int64_t reduced_multiplier(int32_t m);
+Expr requantize_wide(Expr acc, Expr reduced, Expr total_shift);
+Expr multiply_by_quantized_multiplier_wide(Expr acc, const QuantMultiplier& q);
 // For a multiplier M >= 0 and a right shift r >= 2, both roundings in one step:
 // MultiplyByQuantizedMultiplier(x, M, -r) = (corrected_high_word(x, M) + 2^(r-2)) >> (r-1),
 // where corrected_high_word is the upper 32 bits of Q - [Q < 0] * 2^31, Q = x * M + 2^30
@@ -85,7 +92,7 @@ struct ActBounds {
   int32_t lo = -128;
   int32_t hi = 127;
 };
-// The whole range of an integer type of at most 32 bits (int8: [-128, 127]).
+// The whole range of an integer type of at most 32 bits (int8: [-128, 127], uint8: [0, 255]).
 ActBounds dtype_bounds(DataType t);
 // activation "none" | "relu" | "relu6" | "relu_n1_to_1" for an output of this scale and
 // zero point, as TFLite's CalculateActivationRangeQuantized (zp + round(f / scale) in

@@ -778,8 +778,8 @@ struct Affine {
   DataType quantized;  // int8 or int16
 };
 
-// quantize: float32 data to int8 (default) or int16 ("dtype"); dequantize: int8 or
-// int16 data to float32.
+// quantize: float32 data to int8 (default) or int16 ("dtype"); dequantize: int8, int16
+// or uint8 data to float32.
 Affine affine_params(const std::string& op, const std::vector<TensorType>& in, const json& attrs, bool quantize) {
   AttrReader r(op, attrs, quantize ? std::vector<std::string>{"scale", "zero_point", "dtype"}
                                    : std::vector<std::string>{"scale", "zero_point"});
@@ -789,7 +789,7 @@ Affine affine_params(const std::string& op, const std::vector<TensorType>& in, c
     check_dtype(op, in, 0, "data", DataType::Float(32));
     if (r.get_string("dtype", "int8", {"int8", "int16"}) == "int16") q = DataType::Int(16);
   } else {
-    if (in[0].dtype == DataType::Int(16)) q = in[0].dtype;
+    if (in[0].dtype == DataType::Int(16) || in[0].dtype == DataType::UInt(8)) q = in[0].dtype;
     check_dtype(op, in, 0, "data", q);
   }
   Affine a{read_scale(op, r, "scale"), read_zero_point(r, "zero_point", q), q};
@@ -828,7 +828,7 @@ OpDef affine_op(const std::string& name, bool quantize) {
 
 // ---- requantize -------------------------------------------------------------------------
 // TFLite's QUANTIZE between integer types (reference_ops::Requantize, as TFLM prepares
-// it): int8, int16 or int32 data to int8, int16 or int32 with
+// it): int8, int16, int32 or uint8 data to int8, int16, int32 or uint8 with
 // out = clamp(MBQM(x - input_zero_point, input_scale / output_scale) + output_zero_point)
 // to the output type's range; the ratio is QuantizeMultiplier's of the double quotient
 // of the float32 scales.
@@ -847,10 +847,10 @@ RequantizeParams requantize_params(const std::vector<TensorType>& in, const json
   AttrReader r(op, attrs, kRequantizeAttrs);
   check_inputs(op, in, 1, {"data"}, Dtypes::kNumeric);
   const DataType t = in[0].dtype;
-  if (t != kI8 && t != DataType::Int(16) && t != kI32)
-    fail(op, "input 'data' has type " + t.str() + "; int8, int16 or int32 is required");
+  if (t != kI8 && t != DataType::Int(16) && t != kI32 && t != DataType::UInt(8))
+    fail(op, "input 'data' has type " + t.str() + "; int8, int16, int32 or uint8 is required");
   RequantizeParams p;
-  p.out = *DataType::parse(r.get_string("dtype", "int8", {"int8", "int16", "int32"}));
+  p.out = *DataType::parse(r.get_string("dtype", "int8", {"int8", "int16", "int32", "uint8"}));
   double si = read_scale(op, r, "input_scale"), so = read_scale(op, r, "output_scale");
   p.input_zero_point = read_zero_point(r, "input_zero_point", t);
   p.output_zero_point = read_zero_point(r, "output_zero_point", p.out);

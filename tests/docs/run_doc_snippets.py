@@ -7,6 +7,10 @@ Markers, in the info string after the fence:
   must contain, so a documented refusal is checked with its exact message. Each
   `# requires: PATH` line names a file the block reads ($MICROTIR_SRC and
   $MICROTIR_SHARED_TFLITE expanded): when one is missing the block is skipped, saying so.
+- `python run`: run with the Python that has the package microtir ($MICROTIR_PYTHON, with
+  $MICROTIR_PYTHONPATH on PYTHONPATH: the build's python/ folder, which ctest sets when the
+  package is built); `# expect-output:` as for `sh run`. Skipped, saying so, where the
+  package is not built (the sanitized build).
 - `LANG file=NAME` (any language): writes the block to NAME, for later blocks.
 - `LANG tir` (TIR text; `file=NAME` optional): `microtir parse` must accept it; with
   `args="..."`, `microtir run FILE ARGS` runs it instead ($MICROTIR_SRC is expanded).
@@ -101,9 +105,11 @@ def run_doc(path, binary, src):
                 if failed:
                     failures.append(f"{path}:{line}: {' '.join(cmd[1:])}: {failed}")
                 continue
-            if target or words[:2] != ["sh", "run"]:
+            if target or words[:2] not in (["sh", "run"], ["python", "run"]):
                 continue
             missing = missing_requirement(text, env)
+            if not missing and words[0] == "python" and not env.get("MICROTIR_PYTHONPATH"):
+                missing = "the Python package (MICROTIR_PYTHONPATH)"
             if missing:
                 skipped += 1
                 print(f"skipped: {os.path.relpath(path, src)}:{line}: {missing} not found", file=sys.stderr)
@@ -111,8 +117,12 @@ def run_doc(path, binary, src):
             ran += 1
             m = re.match(r"# expect-exit: (\d+)", text)
             expected = re.findall(r"^# expect-output: (.*)$", text, re.M)
-            p = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", text], cwd=work, env=env,
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=600)
+            if words[0] == "python":
+                env["PYTHONPATH"] = env["MICROTIR_PYTHONPATH"]
+                cmd = [env.get("MICROTIR_PYTHON") or sys.executable, "-c", text]
+            else:
+                cmd = ["bash", "-e", "-o", "pipefail", "-c", text]
+            p = subprocess.run(cmd, cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=600)
             failed = check(p, int(m.group(1)) if m else 0, expected)
             if failed:
                 failures.append(f"{path}:{line}: {failed}\n--- block:\n{text}")

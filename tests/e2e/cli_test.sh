@@ -241,6 +241,21 @@ group_interfaces() {
   contains stdout "$out" "  defaulted: -runtime=c -executor=aot -interface-api=c -unpacked-api=1 -link-params=1 -workspace-byte-alignment=16"
   python3 -c 'import json, sys; d = json.load(open(sys.argv[1]))["target_defaults"]; assert d == {"runtime": "c", "executor": "aot", "interface-api": "c", "unpacked-api": "1", "link-params": "1", "workspace-byte-alignment": "16"}, d' \
     "$work/lean/metadata.json" || fail "metadata.json's target_defaults"
+  contains "compile -v" "$err" "pass       plan_memory"  # -v times the steps too (--time-passes)
+  # The timer's table in the JSON: every step, the passes of the lowering, every figure a number >= 0.
+  run 0 "$mtir" compile "$model" -o "$work/timed" --json --time-passes
+  echo "$out" | python3 -c '
+import json, sys
+t = json.load(sys.stdin)["timing"]
+rows = t["rows"]
+steps = [r["name"] for r in rows if r["kind"] == "step"]
+assert steps == ["import", "schedule", "lower", "codegen", "export", "write"], steps
+passes = [r["name"] for r in rows if r["kind"] == "pass"]
+assert passes[0] == "verify_well_formed" and "plan_memory" in passes and len(passes) >= 12, passes
+assert all(r["wall_ms"] >= 0 and r["peak_bytes"] >= 0 for r in rows), rows
+assert t["memory"] in ("rss_peak", "rss_hwm_growth"), t["memory"]
+' || fail "compile --json --time-passes: the timing table is incomplete"
+  checks=$((checks + 1))
   # The packed interface asked for, with the weights linked in (TVM's `--target c`).
   run 0 "$mtir" compile "$model" --target "c -interface-api=packed" -o "$work/packed_linked.tar"
   tar -xf "$work/packed_linked.tar" -C "$work" codegen/host/include/tvmgen_digits.h metadata.json
@@ -345,11 +360,14 @@ group_llvm() {
   contains stderr "$err" "-mtriple=sparc-sun-solaris is not supported by the LLVM backend"
   [ ! -e "$work/bad" ] || fail "a refused build wrote output"
   # A model artifact: .ll for inspection, .o in codegen/host/lib/, the C interface in C.
-  run 0 "$mtir" compile "$src/models/digits/digits.json" --target "llvm -interface-api=c -unpacked-api=1" -o "$work/mlf"
+  run 0 "$mtir" compile "$src/models/digits/digits.json" --target "llvm -interface-api=c -unpacked-api=1" -o "$work/mlf" --time-passes
+  contains "--time-passes" "$err" "llvm: kernels (lib0.ll)"
   [ -f "$work/mlf/codegen/host/src/lib0.ll" ] && [ -f "$work/mlf/codegen/host/src/tvmgen_digits_interface.c" ] \
     || fail "LLVM artifact layout incomplete"
   if [ "$native" = ON ]; then
     grep -q '"codegen/host/lib/lib0.o"' "$work/mlf/metadata.json" || fail "metadata.json does not list lib0.o"
+    contains "--time-passes" "$err" "llvm: object lib0.o (native"
+    contains "--time-passes" "$err" "llvm: optimize lib0.ll (-O2)"
     ( cd "$work/mlf" && cc -std=c99 -Wall -Wextra -Werror -pedantic -Iruntime/include -Icodegen/host/include \
         codegen/host/src/*.c codegen/host/lib/*.o runtime/src/*.c runtime/ports/host/platform.c \
         "$src/tests/codegen/digits_main.c" -lm -o fw ) >"$work/fw.log" 2>&1 \
@@ -371,6 +389,8 @@ group_wasm() {
   grep -q '"target": "wasm -opt=O2' "$work/w/metadata.json" || fail "metadata.json has no wasm target"
   if [ "${MICROTIR_BINARYEN_NATIVE:-OFF}" = ON ]; then
     [ "$(head -c 4 "$work/w/codegen/host/lib/digits.wasm" | od -An -c | tr -d ' ')" = '\0asm' ] || fail "digits.wasm is not a wasm module"
+    contains "compile -v" "$err" "binaryen: assemble and optimize (-O2)"
+    contains "compile -v" "$err" "binaryen: optimize (-O2)"
     run 0 "$mtir" run "$work/w" "${x[@]}" --target wasm-binaryen
     contains stdout "$out" "probs: max abs diff 0, max rel diff 0  ok"
     contains stdout "$out" "us per inference"

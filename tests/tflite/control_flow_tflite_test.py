@@ -9,8 +9,10 @@ reference of TFLite Micro's semantics (micro/kernels/if.cc, while.cc):
 
 Each case is one `microtir run` (the interpreter against the host C build, or the
 target's run): float32 and int8 (quantized tensors pass through unchanged), a loop count
-that depends on an input (zero iterations included), an IF nested in a WHILE body, and
-subgraph constants. Then what is not compiled is refused by name, with the operator's
+that depends on an input (zero iterations included), an IF nested in a WHILE body,
+subgraph constants, rank-0 tensors (a scalar loop counter, a scalar branch argument), and
+int8 FULLY_CONNECTED / CONV_2D with per-channel weights in branches (prepare_quantized's
+tables inside functions). Then what is not compiled is refused by name, with the operator's
 index.
 
 usage: control_flow_tflite_test.py MICROTIR FLATC SCHEMA SOURCE_DIR [--target T] [--backend B] [--only a,b]
@@ -24,6 +26,7 @@ import tempfile
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import int16_ops_tflite_test as fixed_point  # noqa: E402
 from svdf_tflite_test import run  # noqa: E402
 from tflite_model_builder import Model, build_tflite  # noqa: E402
 
@@ -154,7 +157,116 @@ def while_rotate_i8():
     return m, ref, [{"k": np.array([0], np.float32), "n": np.array([n], np.float32), "x": x0} for n in (0, 1, 4)]
 
 
-MODELS = {"if_f32": if_f32, "if_i8": if_i8, "while_nested_f32": while_nested_f32, "while_rotate_i8": while_rotate_i8}
+def if_scalar():
+    """y, t = cond ? (x * s, s + s) : (x - s, s): a rank-0 s (a constant of main) into both
+    branches and a rank-0 result out of them."""
+    shape, s0 = (2, 2), np.float32(0.75)
+    m = Model()
+    main, then, other = m.subgraph(), m.subgraph(), m.subgraph()
+    cond, x = m.tensor(main, "cond", (1,), np.bool_), m.tensor(main, "x", shape, np.float32)
+    s = m.tensor(main, "s", (), np.float32, [s0])
+    y, t = m.tensor(main, "y", shape, np.float32), m.tensor(main, "t", (), np.float32)
+    m.op(main, "IF", [cond, x, s], [y, t], "IfOptions", {"then_subgraph_index": 1, "else_subgraph_index": 2})
+    io(main, [cond, x], [y, t])
+    for sg, op in ((then, "MUL"), (other, "SUB")):
+        bx, bs = m.tensor(sg, "x", shape, np.float32), m.tensor(sg, "s", (), np.float32)
+        by = m.tensor(sg, "y", shape, np.float32)
+        m.op(sg, op, [bx, bs], [by], op.title() + "Options", {})
+        if op == "MUL":
+            bt = m.tensor(sg, "t", (), np.float32)
+            m.op(sg, "ADD", [bs, bs], [bt], "AddOptions", {})
+        io(sg, [bx, bs], [by, bt if op == "MUL" else bs])
+
+    def ref(v):
+        if v["cond"][0]:
+            return {"y": (v["x"] * s0).astype(np.float32), "t": np.array(s0 + s0, np.float32)}
+        return {"y": (v["x"] - s0).astype(np.float32), "t": np.array(s0, np.float32)}
+    x0 = rng.uniform(-2, 2, shape).astype(np.float32)
+    return m, ref, [{"cond": np.array([True]), "x": x0}, {"cond": np.array([False]), "x": x0}]
+
+
+def fc_ref(x, xq, w, bias, ws, yq):
+    """TFLM's int8 FULLY_CONNECTED with per-channel weights: sum((x - zx) * w) + bias,
+    each output channel requantized by xs * ws[c] / ys (QuantizeMultiplier of the double
+    product of the float32 scales), plus zy, clamped."""
+    acc = (x.astype(np.int64) - xq[1]) @ w.astype(np.int64).T + bias
+    out = np.empty(acc.shape, np.int64)
+    for c in range(acc.shape[-1]):
+        f = fixed_point.f32
+        out[..., c] = fixed_point.mbqm(acc[..., c], fixed_point.quantize_multiplier(f(xq[0]) * f(ws[c]) / f(yq[0])))
+    return fixed_point.clamp(out + yq[1], np.int8)
+
+
+def if_quantized_branches():
+    """y = cond ? fc(x) : conv1x1(x): int8 FULLY_CONNECTED and CONV_2D with per-channel
+    weights (multipliers that differ: a table prepare_quantized adds, as in main) in the
+    two branches. Their weights are constants of the branches, so of the functions' caller.
+    The 1x1 convolution over x reshaped to [1, 2, 1, 16] is the same product as the
+    FULLY_CONNECTED (TFLM's integer conv and FC share the per-channel arithmetic)."""
+    xq, yq = (0.04, -3), (0.09, 5)
+    ws = [rng.uniform(0.005, 0.02, 6).astype(np.float32) for _ in range(2)]
+    w = [rng.integers(-127, 128, (6, 16)).astype(np.int8) for _ in range(2)]
+    bias = [rng.integers(-900, 900, (6,)).astype(np.int32) for _ in range(2)]
+    m = Model()
+    main, then, other = m.subgraph(), m.subgraph(), m.subgraph()
+    cond, x = m.tensor(main, "cond", (1,), np.bool_), m.tensor(main, "x", (2, 16), np.int8, quant=xq)
+    y = m.tensor(main, "y", (2, 6), np.int8, quant=yq)
+    m.op(main, "IF", [cond, x], [y], "IfOptions", {"then_subgraph_index": 1, "else_subgraph_index": 2})
+    io(main, [cond, x], [y])
+    for k, sg in enumerate((then, other)):
+        bx, by = m.tensor(sg, "x", (2, 16), np.int8, quant=xq), m.tensor(sg, "y", (2, 6), np.int8, quant=yq)
+        wt = m.tensor(sg, "w", (6, 16) if k == 0 else (6, 1, 1, 16), np.int8, w[k].reshape((6, 16) if k == 0 else (6, 1, 1, 16)))
+        bt = m.tensor(sg, "b", (6,), np.int32, bias[k])
+        sg["tensors"][wt]["quantization"] = {"scale": ws[k].tolist(), "zero_point": [0] * 6, "quantized_dimension": 0}
+        sg["tensors"][bt]["quantization"] = {"scale": (np.float32(xq[0]) * ws[k]).tolist(), "zero_point": [0] * 6}
+        if k == 0:
+            m.op(sg, "FULLY_CONNECTED", [bx, wt, bt], [by], "FullyConnectedOptions", {})
+        else:
+            x4, y4 = m.tensor(sg, "x4", (1, 2, 1, 16), np.int8, quant=xq), m.tensor(sg, "y4", (1, 2, 1, 6), np.int8, quant=yq)
+            m.op(sg, "RESHAPE", [bx], [x4], "ReshapeOptions", {"new_shape": [1, 2, 1, 16]})
+            m.op(sg, "CONV_2D", [x4, wt, bt], [y4], "Conv2DOptions", {"stride_w": 1, "stride_h": 1})
+            m.op(sg, "RESHAPE", [y4], [by], "ReshapeOptions", {"new_shape": [2, 6]})
+        io(sg, [bx], [by])
+
+    def ref(v):
+        k = 0 if v["cond"][0] else 1
+        return {"y": fc_ref(v["x"], xq, w[k], bias[k], ws[k], yq)}
+    x0 = rng.integers(-128, 128, (2, 16)).astype(np.int8)
+    return m, ref, [{"cond": np.array([True]), "x": x0}, {"cond": np.array([False]), "x": x0}]
+
+
+def while_scalar_counter():
+    """TF's loop: while i < n: x = x * 1.5 + i; i += 1, with rank-0 i, n and bool (i0 and n
+    constants of main and of cond, as a converted tf.while_loop has them). Outputs i and x."""
+    shape = (3,)
+    m = Model()
+    main, cond, body = m.subgraph(), m.subgraph(), m.subgraph()
+    x = m.tensor(main, "x", shape, np.float32)
+    i0 = m.tensor(main, "i0", (), np.float32, [0])
+    i_out, x_out = m.tensor(main, "i_out", (), np.float32), m.tensor(main, "x_out", shape, np.float32)
+    m.op(main, "WHILE", [i0, x], [i_out, x_out], "WhileOptions", {"cond_subgraph_index": 1, "body_subgraph_index": 2})
+    io(main, [x], [i_out, x_out])
+    ci, cx, more = m.tensor(cond, "i", (), np.float32), m.tensor(cond, "x", shape, np.float32), m.tensor(cond, "more", (), np.bool_)
+    m.op(cond, "LESS", [ci, m.tensor(cond, "n", (), np.float32, [3])], [more])
+    io(cond, [ci, cx], [more])
+    bi, bx, i1 = m.tensor(body, "i", (), np.float32), m.tensor(body, "x", shape, np.float32), m.tensor(body, "i1", (), np.float32)
+    scaled, x1 = m.tensor(body, "scaled", shape, np.float32), m.tensor(body, "x1", shape, np.float32)
+    m.op(body, "ADD", [bi, m.tensor(body, "one", (), np.float32, [1])], [i1], "AddOptions", {})
+    m.op(body, "MUL", [bx, m.tensor(body, "k", (), np.float32, [1.5])], [scaled], "MulOptions", {})
+    m.op(body, "ADD", [scaled, bi], [x1], "AddOptions", {})
+    io(body, [bi, bx], [i1, x1])
+
+    def ref(v):
+        i, x = np.float32(0), v["x"].copy()
+        while i < np.float32(3):
+            x = (x * np.float32(1.5) + i).astype(np.float32)
+            i = np.float32(i + np.float32(1))
+        return {"i_out": np.array(i, np.float32), "x_out": x}
+    return m, ref, [{"x": rng.uniform(-1, 1, shape).astype(np.float32)}]
+
+
+MODELS = {"if_f32": if_f32, "if_i8": if_i8, "while_nested_f32": while_nested_f32, "while_rotate_i8": while_rotate_i8,
+          "if_scalar": if_scalar, "if_quantized_branches": if_quantized_branches, "while_scalar_counter": while_scalar_counter}
 
 
 # ---- refusals -----------------------------------------------------------------------------

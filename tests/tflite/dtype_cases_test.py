@@ -1,8 +1,12 @@
 #!/usr/bin/env python3
 """Generated single-operator cases for the dtypes TFLM's shared cases (tflm_ops/) lack:
-bool, int32 and int64 data, and CAST between every pair TFLM's kernel converts
+bool, int32 and int64 data, CAST between every pair TFLM's kernel converts
 (kernels/cast.cc: float32, int8, int16, int32 or bool in; int8, int16, int32 or float32
-out, a static_cast per element). Each model is made here (flatc from JSON, with
+out, a static_cast per element), int16 BATCH_MATMUL (int64 sums, the int64
+MultiplyByQuantizedMultiplier), and uint8 where TFLM's kernels take it: QUANTIZE
+between uint8 and int8 (quantize_common.cc, reference_ops::Requantize), DEQUANTIZE uint8
+to float32 (reference_ops::Dequantize), and the byte copies RESHAPE, SQUEEZE,
+BROADCAST_TO and SHAPE (their kernels copy any type). Each model is made here (flatc from JSON, with
 shape_ops_tflite_test's Model) with seeded inputs; the expected outputs come from numpy
 references of TFLM's rules (C conversions: float to integer truncates toward zero,
 integer narrowing wraps, bool is 0 or 1). Every case runs `microtir run --target host`
@@ -19,12 +23,15 @@ import tempfile
 
 import numpy as np
 
+import int16_ops_tflite_test as fixed_point
+import int16x8_mac_tflite_test as wide_mac
 import shape_ops_tflite_test as shape_ops
 
 rng = np.random.default_rng(53)
 shape_ops.TYPES[np.bool_] = "BOOL"
+shape_ops.TYPES[np.uint8] = "UINT8"
 _base_ids = shape_ops.c_id
-CODES = {"CAST": 53, "LOGICAL_AND": 86, "LOGICAL_OR": 84, "LOGICAL_NOT": 87, "SELECT_V2": 123, "EQUAL": 71,
+CODES = {"BATCH_MATMUL": 126, "ADD": 0, "QUANTIZE": 114, "DEQUANTIZE": 6, "RESHAPE": 22, "CAST": 53, "LOGICAL_AND": 86, "LOGICAL_OR": 84, "LOGICAL_NOT": 87, "SELECT_V2": 123, "EQUAL": 71,
          "LESS": 58, "GREATER_EQUAL": 62, "ARG_MAX": 56, "ARG_MIN": 79, "MAXIMUM": 55, "MINIMUM": 57}
 shape_ops.c_id = lambda code: CODES[code] if code in CODES else _base_ids(code)
 
@@ -43,6 +50,76 @@ def unquantized(m, t):
     return t
 
 
+def quantized(m, t, scale, zero_point):
+    m.tensors[t]["quantization"] = {"scale": [scale], "zero_point": [zero_point]}
+    return t
+
+
+def requantize_ref(x, si, zi, so, zo, dtype):
+    """reference_ops::Requantize as TFLM prepares it: the multiplier of the double quotient
+    of the float32 scales; (x - zi) scaled, plus zo, clamped to the output type. (Its fast
+    path for int8 <-> uint8 at one scale, x ^ 0x80, gives the same bytes.)"""
+    mult = fixed_point.quantize_multiplier(fixed_point.f32(si) / fixed_point.f32(so))
+    return fixed_point.clamp(fixed_point.mbqm(x.astype(np.int64) - zi, mult) + zo, dtype)
+
+
+def requantize_case(src, dst, si, zi, so, zo, shape=(3, 17)):
+    def build(m, p):
+        x = values(src, shape)
+        a = quantized(m, m.input(p + "_x", x), si, zi)
+        y = quantized(m, m.tensor(p + "_y", dst, shape), so, zo)
+        m.op("QUANTIZE", [a], [y])
+        return [y], [requantize_ref(x, si, zi, so, zo, dst)]
+    return build
+
+
+def dequantize_u8(m, p):
+    x, scale, zero_point = values(np.uint8, (4, 9)), 0.0371, 131
+    y = m.tensor(p + "_y", np.float32, x.shape)
+    m.op("DEQUANTIZE", [quantized(m, m.input(p + "_x", x), scale, zero_point)], [y])
+    # reference_ops::Dequantize: static_cast<float>(double(scale) * (x - zero_point)).
+    return [y], [(np.float64(np.float32(scale)) * (x.astype(np.float64) - zero_point)).astype(np.float32)]
+
+
+def copy_u8_case(code, in_shape, out_shape, **options):
+    """RESHAPE, SQUEEZE or BROADCAST_TO of quantized uint8 data (TFLM copies the bytes)."""
+    def build(m, p):
+        x = values(np.uint8, in_shape)
+        ins = [quantized(m, m.input(p + "_x", x), 0.5, 200)]
+        if code != "SQUEEZE":
+            ins.append(m.const(p + "_shape", list(out_shape)))
+        y = quantized(m, m.tensor(p + "_y", np.uint8, out_shape), 0.5, 200)
+        m.op(code, ins, [y], *([code.title().replace("_", "") + "Options"] if options else []), **options)
+        return [y], [np.broadcast_to(x, out_shape).copy() if code == "BROADCAST_TO" else x.reshape(out_shape)]
+    return build
+
+
+def shape_of_u8(m, p):
+    x = values(np.uint8, (2, 1, 5))
+    y = m.tensor(p + "_y", np.int32, (3,))
+    m.op("SHAPE", [m.input(p + "_x", x)], [y], "ShapeOptions", out_type="INT32")
+    return [y], [np.array(x.shape, np.int32)]
+
+
+def batch_matmul_i16(a_shape, b_shape, adj_y, scales):
+    """TFLM's int16 BATCH_MATMUL (BatchMatMul<int16_t, int64_t>, zero points 0): int64 sums
+    of a * b requantized by the int64 MultiplyByQuantizedMultiplier of
+    double(float32(sa * sb)) / so, clamped to int16."""
+    def build(m, p):
+        sa, sb, so = (np.float32(s) for s in scales)
+        a, b = values(np.int16, a_shape), values(np.int16, b_shape)
+        bt = np.swapaxes(b, -1, -2) if adj_y else b
+        out_shape = np.broadcast_shapes(a_shape[:-2], bt.shape[:-2]) + (a_shape[-2], bt.shape[-1])
+        ta = quantized(m, m.input(p + "_a", a), float(sa), 0)
+        tb = quantized(m, m.input(p + "_b", b), float(sb), 0)
+        y = quantized(m, m.tensor(p + "_y", np.int16, out_shape), float(so), 0)
+        m.op("BATCH_MATMUL", [ta, tb], [y], "BatchMatMulOptions", adj_y=adj_y)
+        acc = np.matmul(a.astype(np.int64), bt.astype(np.int64))
+        mult, shift = wide_mac.quantize_multiplier(float(np.float32(sa * sb)) / float(so))
+        return [y], [fixed_point.clamp(wide_mac.mbqm64(acc, mult, shift), np.int16)]
+    return build
+
+
 def cast_case(src, dst, shape=(2, 3, 5)):
     def build(m, p):
         x = values(src, shape)
@@ -55,12 +132,14 @@ def cast_case(src, dst, shape=(2, 3, 5)):
     return build
 
 
-def binary_case(code, dtype, ref, out_dtype=None, shapes=((3, 4), (3, 4))):
+def binary_case(code, dtype, ref, out_dtype=None, shapes=((3, 4), (3, 4)), relu=False):
     def build(m, p):
         xs = [values(dtype, s) for s in shapes]
+        if dtype == np.int32:
+            xs = [x // 4 for x in xs]  # sums within int32
         ins = [unquantized(m, m.input(f"{p}_x{k}", x)) for k, x in enumerate(xs)]
         y = unquantized(m, m.tensor(p + "_y", out_dtype or dtype, np.broadcast_shapes(*shapes)))
-        m.op(code, ins, [y])
+        m.op(code, ins, [y], *(["AddOptions"] if relu else []), **({"fused_activation_function": "RELU"} if relu else {}))
         return [y], [ref(*xs).astype(out_dtype or dtype)]
     return build
 
@@ -101,11 +180,24 @@ def refuse_cast(dst, words):
     return build
 
 
+def refuse_uint8(code, src, words):
+    """A uint8 pair TFLM's kernels do not take: refused by name."""
+    def build(m, p):
+        a = m.input(p + "_x", values(src, (2, 4)))
+        if src == np.uint8:
+            quantized(m, a, 0.1, 128)
+        y = quantized(m, m.tensor(p + "_y", np.uint8, (2, 4)), 0.1, 128)
+        m.op(code, [a] * (2 if code == "ADD" else 1), [y])
+        return [y], words
+    return build
+
+
 def case(op, dtype, build, name):
     return {"op": op, "dtype": dtype, "build": build, "name": name}
 
 
-NAMES = {np.float32: "float32", np.int8: "int8", np.int16: "int16", np.int32: "int32", np.int64: "int64", np.bool_: "bool"}
+NAMES = {np.float32: "float32", np.int8: "int8", np.int16: "int16", np.int32: "int32", np.int64: "int64", np.bool_: "bool",
+         np.uint8: "uint8"}
 CASES = [case("CAST", NAMES[s], cast_case(s, d), f"cast_{NAMES[s]}_{NAMES[d]}")
          for s in (np.float32, np.int8, np.int16, np.int32, np.bool_)
          for d in (np.int8, np.int16, np.int32, np.float32) if s != d] + [
@@ -121,11 +213,31 @@ CASES = [case("CAST", NAMES[s], cast_case(s, d), f"cast_{NAMES[s]}_{NAMES[d]}")
     case("MINIMUM", "int32", binary_case("MINIMUM", np.int32, np.minimum, shapes=((2, 3), (1, 3))), "minimum_int32"),
     case("ARG_MAX", "int32", arg_case("ARG_MAX", np.int32, np.int64), "arg_max_int32_to_int64"),
     case("ARG_MIN", "float32", arg_case("ARG_MIN", np.float32, np.int64), "arg_min_float32_to_int64"),
+] + [
+    # TFLM's int32 ADD ignores the fused activation (its range is all of int32).
+    case("ADD", "int32", binary_case("ADD", np.int32, lambda a, b: a + b, shapes=((2, 3, 4), (3, 1)), relu=True),
+         "add_int32_relu_ignored"),
+    case("BATCH_MATMUL", "int16", batch_matmul_i16((2, 3, 7), (7, 4), False, (0.002, 0.0031, 0.9)), "batch_matmul_int16"),
+    case("BATCH_MATMUL", "int16", batch_matmul_i16((1, 2, 5, 9), (3, 1, 6, 9), True, (0.0004, 0.0007, 0.011)),
+         "batch_matmul_int16_adj_y_saturating"),
+] + [  # uint8: QUANTIZE's pair is its output's dtype
+    case("QUANTIZE", "uint8", requantize_case(np.int8, np.uint8, 0.05, 3, 0.05, 131), "quantize_int8_uint8_shift"),
+    case("QUANTIZE", "uint8", requantize_case(np.int8, np.uint8, 0.05, -7, 0.031, 120), "quantize_int8_uint8"),
+    case("QUANTIZE", "int8", requantize_case(np.uint8, np.int8, 0.0078125, 128, 0.0078125, 0), "quantize_uint8_int8_shift"),
+    case("QUANTIZE", "int8", requantize_case(np.uint8, np.int8, 0.02, 140, 0.037, -5), "quantize_uint8_int8"),
+    case("DEQUANTIZE", "uint8", dequantize_u8, "dequantize_uint8"),
+    case("RESHAPE", "uint8", copy_u8_case("RESHAPE", (2, 3, 4), (6, 4), new_shape=[6, 4]), "reshape_uint8"),
+    case("SQUEEZE", "uint8", copy_u8_case("SQUEEZE", (1, 3, 1, 4), (3, 4), squeeze_dims=[0, 2]), "squeeze_uint8"),
+    case("BROADCAST_TO", "uint8", copy_u8_case("BROADCAST_TO", (3, 1), (2, 3, 5)), "broadcast_to_uint8"),
+    case("SHAPE", "uint8", shape_of_u8, "shape_uint8"),
 ]
 REFUSALS = [("cast_to_int64", refuse_cast(np.int64, "CAST to int64 (TFLM's CAST writes int8, int16, int32 and float32)")),
             ("cast_to_bool", refuse_cast(np.bool_, "CAST to bool (TFLM's CAST writes int8, int16, int32 and float32)")),
             ("select_v2_bool", lambda m, p: (select_case(np.bool_)(m, p)[0],
-                                             "bool SELECT_V2 (float32, int8, int16, int32 and int64 are supported)"))]
+                                             "bool SELECT_V2 (float32, int8, int16, int32 and int64 are supported)")),
+            ("quantize_float32_uint8", refuse_uint8("QUANTIZE", np.float32,
+                                                    "QUANTIZE from float32 to uint8 (int8 and int16 are supported)")),
+            ("add_uint8", refuse_uint8("ADD", np.uint8, "uint8 ADD (float32, int8, int16 and int32 are supported)"))]
 
 
 def group(builds):
@@ -144,8 +256,9 @@ def group(builds):
 def main():
     cli, flatc, schema = sys.argv[1:4]
     families = {}
-    for c in CASES:  # two models (CAST, the rest): few runs, each a C build
-        families.setdefault("cast_cases" if c["op"] == "CAST" else "bool_int_cases", []).append((c["name"], c["build"]))
+    for c in CASES:  # three models (CAST, uint8, the rest): few runs, each a C build
+        family = "cast_cases" if c["op"] == "CAST" else "uint8_cases" if "uint8" in c["name"] else "bool_int_cases"
+        families.setdefault(family, []).append((c["name"], c["build"]))
     jobs = [(family, group(builds)) for family, builds in families.items()]
     jobs += [(name, lambda m, b=b, name=name: b(m, name)) for name, b in REFUSALS]
     failed = 0

@@ -11,7 +11,7 @@ import numpy as np
 TYPES = {np.dtype(np.float32): "FLOAT32", np.dtype(np.int8): "INT8", np.dtype(np.int32): "INT32",
          np.dtype(np.bool_): "BOOL"}
 # BuiltinOperator codes of the operators the tests write.
-CODES = {"ADD": 0, "CONCATENATION": 2, "LSH_PROJECTION": 15, "MUL": 18, "MAXIMUM": 55, "MINIMUM": 57, "LESS": 58,
+CODES = {"ADD": 0, "CONCATENATION": 2, "FULLY_CONNECTED": 9, "CONV_2D": 3, "SUB": 41, "RESHAPE": 22, "LSH_PROJECTION": 15, "MUL": 18, "MAXIMUM": 55, "MINIMUM": 57, "LESS": 58,
          "SLICE": 65, "IF": 118, "WHILE": 119, "CALL_ONCE": 129, "VAR_HANDLE": 142, "READ_VARIABLE": 143,
          "ASSIGN_VARIABLE": 144}
 

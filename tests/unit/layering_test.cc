@@ -1,5 +1,5 @@
 // The layers hold: every `#include "<folder>/..."` in core/ and in the top-level folders
-// of product code outside it (crt/, sim/, wasm/; web/'s relative JavaScript imports) must
+// of product code outside it (crt/, sim/, wasm/, python/; web/'s relative JavaScript imports) must
 // be allowed by the table under "## Layers" in docs/architecture.md, which this test
 // reads (the page is the one place the rule is written). A folder without a row fails
 // too. A folder is a folder of core/ (`ir`, `cli`, ...) or one of those top-level ones.
@@ -48,7 +48,7 @@ LayerTable parse_layer_table(const std::string& markdown) {
 }
 
 // The top-level folders of product code outside core/, each a layer of its own.
-const std::vector<std::string> kTopLevelFolders = {"crt", "sim", "wasm", "web"};
+const std::vector<std::string> kTopLevelFolders = {"crt", "sim", "wasm", "web", "python"};
 
 struct Include {
   std::string file;  // relative to the source root: "core/ir/expr.cc", "sim/process.cc"

@@ -160,6 +160,51 @@ test('models/digits: the whole MLF, the memory plan, the C interface', () => {
   }
 });
 
+// The timer's table (support/timing.h): every step, every pass of the lowering in order,
+// the backend's part, figures >= 0 (never a time asserted).
+function checkTiming(r, steps, backendParts) {
+  assert.equal(r.timing.memory, 'wasm_memory_growth');
+  const names = (kind) => r.timing.rows.filter((x) => x.kind === kind).map((x) => x.name);
+  assert.deepEqual(names('step'), steps);
+  assert.deepEqual(names('pass'), r.passes.map((p) => p.name));
+  assert.deepEqual(names('backend'), backendParts);
+  for (const row of r.timing.rows) assert.ok(row.wall_ms >= 0 && row.peak_bytes >= 0, JSON.stringify(row));
+}
+
+test('the timer\'s table, and the pass IR texts and archive a compile defers (mtir_compile_details)', () => {
+  const eager = mtir.compile(graphRequest(digitsPath, C_INTERFACE, { return: { tar: true } }));
+  assert.equal(eager.ok, true, JSON.stringify(eager.diagnostics));
+  checkTiming(eager, ['import', 'schedule', 'lower', 'codegen', 'export', 'print IR', 'archive'],
+    ['c: kernels (lib0.c)', 'c: metadata module (lib1.c)']);
+  const first = mtir.compile(graphRequest(digitsPath, C_INTERFACE, { return: { ir: false, tar: false } }));
+  assert.equal(first.ok, true, JSON.stringify(first.diagnostics));
+  checkTiming(first, ['import', 'schedule', 'lower', 'codegen', 'export', 'pass list'],
+    ['c: kernels (lib0.c)', 'c: metadata module (lib1.c)']);
+  assert.equal(first.input_ir, undefined);
+  assert.ok(first.passes.every((p) => p.ir === undefined && typeof p.changed === 'boolean'));
+  assert.equal(first.tar, undefined);
+  assert.deepEqual(first.artifacts, eager.artifacts);  // the artifacts come at once
+  const later = mtir.compileDetails({ ir: true, tar: true });
+  assert.equal(later.ok, true, JSON.stringify(later.diagnostics));
+  assert.equal(later.input_ir, eager.input_ir);
+  assert.deepEqual(later.passes, eager.passes);
+  assert.equal(later.tar, eager.tar);
+  assert.deepEqual(later.timing.rows.map((x) => x.name), ['print IR', 'archive']);
+  assert.equal(mtir.compileDetails({ ir: 'yes' }).diagnostics[0].message, "request: 'ir' must be a boolean");
+  // Each backend's parts: LLVM IR text, the wasm model module.
+  const llvm = mtir.compile(graphRequest(digitsPath, 'llvm -interface-api=c -unpacked-api=1', { return: { ir: false } }));
+  checkTiming(llvm, ['import', 'schedule', 'lower', 'codegen', 'export', 'pass list'],
+    ['llvm: kernels (lib0.ll)', 'llvm: metadata module (lib1.ll)']);
+  const wasm = mtir.compile(graphRequest(digitsPath, 'wasm', { return: { ir: false } }));
+  checkTiming(wasm, ['import', 'schedule', 'lower', 'codegen', 'export', 'pass list'], ['wasm: model module (.wat)']);
+  // A failed compile keeps nothing: its details are refused, never an older compile's.
+  const broken = tir('not tir', 'c', { return: { ir: false } });
+  assert.equal(broken.ok, false);
+  const none = mtir.compileDetails({ ir: true });
+  assert.equal(none.ok, false);
+  assert.match(none.diagnostics[0].message, /no compile is kept/);
+});
+
 test('models/digits: the model view (nodes, kernels, per-layer cost)', () => {
   const r = mtir.compile(graphRequest(digitsPath, C_INTERFACE));
   assert.equal(r.ok, true, JSON.stringify(r.diagnostics));

@@ -13,11 +13,17 @@ async function loadMicrotir(jsPath) {
   const call = (f, ...texts) => callText(m, f, ...texts);
   return {
     version: () => m.UTF8ToString(m._mtir_version()),
+    // The linear memory's size: it only grows, so the heap's high-water mark.
+    heapBytes: () => m.HEAPU8.length,
     compileText(text) {
       return call(m._mtir_compile, text);
     },
     compile(request) {
       return JSON.parse(this.compileText(JSON.stringify(request)));
+    },
+    // The pass IR texts and archive the last compile deferred (mtir_compile_details).
+    compileDetails(request) {
+      return JSON.parse(call(m._mtir_compile_details, JSON.stringify(request)));
     },
     // An .onnx model decoded by web/src/onnx_import.js (the JSON of wasm/onnx_import.h)
     // -> {ok, graph, notes} or {ok: false, message, internal}.

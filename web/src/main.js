@@ -17,6 +17,8 @@ import { outputCard } from './run_view.js';
 import { parseNpy, sampleStrip } from './samples.js';
 import { markedLines, markLines, hoverLines, outputLinesOf, sourceLinesOf, coreLineMap, modelLineMap } from './source_map.js';
 import { modelGraph, costTable, tirFunction, generatedFunction, memoryPlace, formatCount, formatBytes, formatMs } from './model_view.js';
+import { timingTable, timingSummary } from './timing_view.js';
+import { workerClient } from './worker_client.js';
 import { compressToEncodedURIComponent, decompressFromEncodedURIComponent } from 'lz-string';
 
 const $ = (id) => document.getElementById(id);
@@ -152,58 +154,8 @@ for (const [id] of formFields) $(id).addEventListener('change', () => formToTarg
 $('target').addEventListener('input', () => targetToForm());
 $('target').addEventListener('keydown', (e) => { if (e.key === 'Enter') compile(); });
 
-// ---- the compiler worker ----------------------------------------------------------
-let worker = null;
-let pending = null;  // { id, resolve, reject, timer }
-let nextId = 1;
-
-function startWorker() {
-  worker = new Worker('worker.js');
-  worker.onmessage = (e) => {
-    if (!pending || e.data.id !== pending.id) return;
-    const p = pending;
-    pending = null;
-    clearTimeout(p.timer);
-    if (e.data.error) p.reject(new Error(e.data.error));
-    else p.resolve(e.data);
-  };
-  worker.onerror = (e) => {
-    if (!pending) return;
-    const p = pending;
-    pending = null;
-    clearTimeout(p.timer);
-    p.reject(new Error(e.message || 'the compiler worker failed'));
-  };
-}
-
-// A runaway compile cannot be interrupted inside wasm: the worker is terminated and a
-// fresh one takes its place.
-function stopWorker(reason) {
-  if (worker) worker.terminate();
-  startWorker();
-  if (pending) {
-    const p = pending;
-    pending = null;
-    clearTimeout(p.timer);
-    p.reject(new Error(reason));
-  }
-}
-
-// `message`: {request} (a compile), {onnx: bytes, filename} or {tflite: bytes, filename} (a
-// model import); `what` names the job in the timeout's message ("compile", "run", "ONNX import").
-function runInWorker(message, what) {
-  if (pending) stopWorker('superseded by a newer request');
-  return new Promise((resolve, reject) => {
-    const id = nextId++;
-    const ms = timeoutMs();
-    const timer = setTimeout(() => stopWorker(`the ${what} took longer than ${ms / 1000} s and was stopped`), ms);
-    pending = { id, resolve, reject, timer };
-    const spin = Number(new URLSearchParams(location.search).get('debug_spin_ms')) || 0;
-    const model = message.onnx || message.tflite;
-    worker.postMessage({ id, ...message, debugSpinMs: spin }, model ? [model] : []);
-  });
-}
-
+// ---- the compiler worker (worker_client.js) ------------------------------------------
+const { startWorker, stopWorker, runInWorker } = workerClient('worker.js', timeoutMs);
 $('cancel').addEventListener('click', () => stopWorker('cancelled'));
 
 // Each request to the worker has a number; only the newest one's answer (or failure)
@@ -217,7 +169,8 @@ async function compile(run = null, wasm = null) {
   const request = {
     source: { kind: state.kind, text: editor.state.doc.toString(), filename: state.filename, files: state.files },
     target: wasm ? wasmTarget() : $('target').value,
-    return: { ir: true, artifacts: true, memory: true, tar: true },
+    // The first artifact first: the pass IR texts and the archive follow in the background.
+    return: { ir: false, artifacts: true, memory: true, tar: false },
   };
   const devices = $('devices').value.split(/\s+/).filter((d) => d.length > 0);
   if (devices.length > 0) request.devices = devices;
@@ -233,6 +186,7 @@ async function compile(run = null, wasm = null) {
     showResponse(response, request);
     setStatus(response.ok ? `compiled in ${ms.toFixed(0)} ms (core ${response.timings_ms.total.toFixed(0)} ms)`
       : `${response.diagnostics.length} error(s)`, response.ok ? 'ok' : 'error');
+    if (response.ok) await fetchDetails(response);
   } catch (e) {
     if (seq !== requestSeq) return;
     setStatus(e.message, 'error');
@@ -243,6 +197,39 @@ async function compile(run = null, wasm = null) {
   }
 }
 $('compile').addEventListener('click', () => compile());
+
+// The pass IR texts and the archive the compile deferred, from the core's kept compile,
+// while the page already shows the artifacts. A newer compile or Cancel stops the worker,
+// and with it this; the passes then say why their texts are missing.
+let detailsSeq = 0;  // the newest fetch marks the page done (an import may supersede one)
+async function fetchDetails(r) {
+  const mine = ++detailsSeq;
+  document.body.dataset.details = 'pending';
+  try {
+    const detailsSpinMs = Number(new URLSearchParams(location.search).get('debug_details_ms')) || 0;  // test hook
+    const { response: d } = await runInWorker({ details: { ir: true, tar: true }, detailsSpinMs }, 'pass IR texts');
+    if (!d.ok) throw new Error(d.diagnostics.map((x) => x.message).join('; '));
+    r.input_ir = d.input_ir;
+    d.passes.forEach((p, i) => { r.passes[i].ir = p.ir; });
+    r.tar = d.tar;
+    r.timing.rows.push(...d.timing.rows);
+  } catch (e) {
+    r.detailsError = e.message;
+  } finally {
+    if (state.shown === r) {
+      showPasses();
+      showDownloads();
+      showTiming(r);
+      if (r.model) showNodeDetail();
+    }
+    if (mine === detailsSeq) document.body.dataset.details = 'done';
+  }
+}
+
+// An IR text, or what stands in for it while it is produced (or after it was not).
+function irText(r, ir) {
+  return ir !== undefined ? ir : r.detailsError ? `; the IR text was not produced: ${r.detailsError}. Compile again to see it.` : '; the IR text is being produced…';
+}
 
 // Run: compile, then execute the module (a model's main) in the reference interpreter;
 // with the wasm backend chosen, also as a WebAssembly module assembled in the page.
@@ -469,7 +456,16 @@ function showResponse(r, request) {
   showMemory();
   showRun(r.run, request.run);
   saveToHash();
+  showTiming(r);
+}
+
+// The timer's table beside the status (timing_view.js), and the core's phases.
+function showTiming(r) {
   $('timings').textContent = Object.entries(r.timings_ms).map(([k, v]) => `${k} ${v.toFixed(1)} ms`).join(' · ');
+  $('timing').hidden = !r.timing;
+  if (!r.timing) return;
+  $('timing-summary').textContent = timingSummary(r.timing);
+  $('timing-table').replaceChildren(timingTable(r.timing));
 }
 
 // A graph's `quantization` (scale and zero point of its int8 inputs and outputs, as the
@@ -503,6 +499,10 @@ function showDownloads() {
   for (const b of ['download-file', 'download-tar']) {
     $(b).disabled = state.stale || !r;
     $(b).title = state.stale ? `nothing to download: ${state.staleReason}` : '';
+  }
+  if (r && !r.tar && !state.stale) {  // the archive follows the artifacts (fetchDetails)
+    $('download-tar').disabled = true;
+    $('download-tar').title = r.detailsError ? `the archive was not made: ${r.detailsError}; compile again` : 'the archive is being made…';
   }
   if (r && !r.metadata && !state.stale) $('download-tar').title = 'a TIR program has no model: the .tar holds the generated sources (no metadata.json or model header)';
 }
@@ -545,7 +545,7 @@ function showPasses() {
   const hadFocus = list.contains(document.activeElement);
   list.replaceChildren();
   const hide = $('hide-unchanged').checked;
-  const input = { name: 'input', changed: true, ir: r.input_ir };
+  const input = { name: 'input', changed: true, ir: irText(r, r.input_ir) };
   r.passes.forEach((p, i) => {
     if (hide && !p.changed && i !== state.selectedPass) return;
     const li = document.createElement('li');
@@ -576,13 +576,13 @@ function showPasses() {
     const lang = tirLanguage;
     new MergeView({
       // Wrapped, so a long line's change is seen without scrolling each side.
-      a: { doc: prev.ir, extensions: [readOnlyExtensions(lang, `IR after ${prev.name}`), EditorView.lineWrapping] },
-      b: { doc: cur.ir, extensions: [readOnlyExtensions(lang, `IR after ${cur.name}`), EditorView.lineWrapping] },
+      a: { doc: irText(r, prev.ir), extensions: [readOnlyExtensions(lang, `IR after ${prev.name}`), EditorView.lineWrapping] },
+      b: { doc: irText(r, cur.ir), extensions: [readOnlyExtensions(lang, `IR after ${cur.name}`), EditorView.lineWrapping] },
       parent: view,
       collapseUnchanged: { margin: 3, minSize: 6 },
     });
   } else {
-    new EditorView({ parent: view, state: EditorState.create({ doc: cur.ir, extensions: readOnlyExtensions(tirLanguage, `IR after ${cur.name}`) }) });
+    new EditorView({ parent: view, state: EditorState.create({ doc: irText(r, cur.ir), extensions: readOnlyExtensions(tirLanguage, `IR after ${cur.name}`) }) });
   }
   for (const b of ['show-ir', 'show-diff']) $(b).classList.toggle('active', b === `show-${state.passView}`);
 }
@@ -783,7 +783,7 @@ function showNodeDetail() {
     box.replaceChildren(...parts, view);
     return;
   }
-  const tir = tirFunction(r.input_ir || '', n.kernel);
+  const tir = r.input_ir === undefined ? irText(r, undefined) : tirFunction(r.input_ir, n.kernel);
   code(`kernel ${n.kernel}${fused.length > 1 ? ` (fused: ${fused.join(' + ')})` : ''}: TIR`, tir || 'not in the printed module', 'node-tir');
   const gen = generatedFunction(r.artifacts || [], n.kernel);
   if (gen) code(`${gen.path}`, gen.text, 'node-generated');

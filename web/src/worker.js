@@ -111,7 +111,7 @@ async function timeLayers(watText, opt, response, inputs, outSizes, timingRuns) 
 }
 
 self.onmessage = async (event) => {
-  const { id, request, onnx, tflite, filename, debugSpinMs, wasm } = event.data;
+  const { id, request, details, detailsSpinMs, onnx, tflite, filename, debugSpinMs, wasm } = event.data;
   try {
     const m = await ready;
     const version = m.UTF8ToString(m._mtir_version());
@@ -120,6 +120,12 @@ self.onmessage = async (event) => {
       // A refused or malformed model is the user's diagnostic; an internal error is a bug.
       if (!r.ok && r.internal) throw new Error(r.message);
       self.postMessage(r.ok ? { id, graph: r.graph, version } : { id, importError: r.message, version });
+      return;
+    }
+    // The pass IR texts and the archive the last compile deferred (the core kept it).
+    if (details) {
+      if (detailsSpinMs) for (const end = Date.now() + detailsSpinMs; Date.now() < end;);  // test hook: a slow background
+      self.postMessage({ id, response: JSON.parse(callText(m, m._mtir_compile_details, JSON.stringify(details))), version });
       return;
     }
     // Test hook: a compile that never ends on its own, to exercise the timeout.

@@ -68,7 +68,9 @@ async function clearStatus(page) {
 }
 
 async function compileStatus(page) {
-  await page.waitForFunction(() => /compiled|error|stopped|cancelled/.test(document.getElementById('status').textContent), null, { timeout: 60000 });
+  // ... and the pass IR texts and archive that follow a compile in the background (issue 43).
+  await page.waitForFunction(() => /compiled|error|stopped|cancelled/.test(document.getElementById('status').textContent) &&
+    document.body.dataset.details !== 'pending', null, { timeout: 60000 });
   return page.textContent('#status');
 }
 
@@ -417,6 +419,55 @@ test('a failed compile marks the results out of date; nothing throws, downloads 
   assert.equal(await third.isDisabled('#download-tar'), true);
   assert.deepEqual(thirdErrors, []);
   await third.close();
+});
+
+// Issue 43: the first artifact first. The artifacts, the pass list and the timer's table
+// come with the compile; the pass IR texts and the archive follow from the core's kept
+// compile (held back here by a test hook), and Cancel stops them, leaving the page usable.
+test('the artifacts come first, the pass IR texts follow; Cancel stops them; the timer\'s table', async () => {
+  const { page, errors } = await openPage();
+  await compileStatus(page);
+  // The texts of every compile from now on are held back until stopped.
+  await page.evaluate(() => history.replaceState(null, '', '?timeout_ms=600000&debug_details_ms=600000'));
+  await clearStatus(page);
+  await page.click('#compile');
+  await page.waitForFunction(() => /compiled/.test(document.getElementById('status').textContent), null, { timeout: 60000 });
+  assert.equal(await page.getAttribute('body', 'data-details'), 'pending');
+  await page.click('.artifact-tab[data-path="codegen/host/src/lib0.c"]');
+  assert.match(await page.textContent('#artifact-view'), /int32_t matmul\(TVMValue\* args/);
+  assert.equal(await page.$$eval('#passes .pass', (els) => els.length), 13);
+  assert.match(await page.textContent('#pass-view'), /the IR text is being produced/);
+  assert.equal(await page.isDisabled('#download-tar'), true);
+  assert.equal(await page.isEnabled('#cancel'), true, 'Cancel stops the background texts too');
+  // The editor answers while the texts are being made.
+  await page.click('#editor .cm-content');
+  await page.keyboard.type('# typed while the texts are made\n');
+  assert.match(await page.evaluate(() => window.microtirPlayground.editor.state.doc.toString()), /typed while/);
+  // The timer's table beside the status: every pass of the list, and every step.
+  assert.equal(await page.isHidden('#timing'), false);
+  await page.click('#timing > summary');
+  const rows = await page.$$eval('.timing-table tbody tr', (els) => els.map((e) => [...e.cells].map((c) => c.textContent.trim())));
+  const passNames = await page.$$eval('#passes .pass', (els) => els.map((e) => e.textContent.replace(/^\d+\. /, '').replace(/ \(unchanged\)$/, '')));
+  assert.deepEqual(rows.filter((r) => r[0] === 'pass').map((r) => r[1]), passNames);
+  assert.deepEqual(rows.filter((r) => r[0] === 'step').map((r) => r[1]), ['lower', 'codegen', 'pass list']);
+  assert.ok(rows.some((r) => r[0] === 'backend' && r[1] === 'c: kernels (lib0.c)'));
+  assert.ok(rows.every((r) => Number(r[2]) >= 0), JSON.stringify(rows));
+  await page.click('#timing > summary');  // closed again: the table lies over the panes
+  await page.click('#cancel');
+  await page.waitForFunction(() => document.body.dataset.details === 'done');
+  assert.match(await page.textContent('#pass-view'), /the IR text was not produced: cancelled/);
+  assert.match(await page.textContent('#status'), /compiled/);
+  // Without the hook, the next compile's texts arrive.
+  await page.evaluate(() => history.replaceState(null, '', '?'));
+  await clearStatus(page);
+  await page.click('#compile');
+  await compileStatus(page);
+  await page.click('#passes .pass:has-text("flatten_buffer")');
+  assert.match(await page.textContent('#pass-view'), /C_flat\[i \* 3 \+ j\]/);
+  assert.equal(await page.isEnabled('#download-tar'), true);
+  assert.ok((await page.$$eval('.timing-table tbody tr', (els) => els.map((e) => e.cells[1].textContent.trim()))).includes('print IR'));
+  assert.deepEqual(errors, []);
+  await page.close();
 });
 
 test('Cancel stops the second of two quick compiles; a Run that times out says "run"', async () => {

@@ -33,7 +33,6 @@ Graph TfliteConverter::convert_function(size_t k) {
   for (flatbuffers::uoffset_t j = 0; j < sg_->inputs()->size(); ++j) {
     const int t = sg_->inputs()->Get(j);
     const TensorType ty = tensor_type(t);
-    if (ty.shape.empty()) unsupported(tensor_label(t) + ", an input, is a scalar (graph tensors have rank 1 or more)");
     if (values_.count(t)) unsupported(tensor_label(t) + " is two of its inputs");
     const std::string n = tensor(t).name() ? short_name(tensor(t).name()->str()) : std::string();
     values_[t] = io_names_[t] = fresh(n.empty() ? "input_" + std::to_string(j) : n);

@@ -6,7 +6,8 @@
 //   BATCH_MATMUL      matmul with broadcast batch dimensions, adj_x / adj_y transposing
 //                     the last two axes first.
 // int8 L2_NORMALIZATION is `ql2_normalization`, int8 LOG_SOFTMAX `qlog_softmax` (with its
-// compile-time table), int8 BATCH_MATMUL `qbatch_matmul` (TFLM's integer kernels); the
+// compile-time table), int8 and int16 BATCH_MATMUL `qbatch_matmul` (TFLM's integer
+// kernels; int16 with its int64 accumulator); the
 // operator x dtype table (op_support.cc) refuses the other dtypes.
 #include <numeric>
 
@@ -52,7 +53,7 @@ void TfliteConverter::float_composite(const tflite::Operator& op, BuiltinOperato
     };
     if (tensor_type(y).dtype != xt.dtype) unsupported("BATCH_MATMUL of " + xt.dtype.str() + " and " + tensor_type(y).dtype.str());
     const std::string a = adjoint(x, opt && opt->adj_x()), b = adjoint(y, opt && opt->adj_y());
-    if (!int8) {
+    if (xt.dtype == DataType::Float(32)) {
       emit(name, "matmul", {a, b});
       return;
     }

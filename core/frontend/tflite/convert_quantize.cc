@@ -1,6 +1,7 @@
-// QUANTIZE and DEQUANTIZE: float32 to int8 or int16 (`quantize`), int8 or int16 to
-// float32 (`dequantize`), and TFLM's integer-to-integer QUANTIZE (`requantize`: int8,
-// int16 or int32 in, int8, int16 or int32 out, the pairs TFLM's kernel accepts); CAST
+// QUANTIZE and DEQUANTIZE: float32 to int8 or int16 (`quantize`), int8, int16 or uint8
+// to float32 (`dequantize`), and TFLM's integer-to-integer QUANTIZE (`requantize`: int8,
+// int16, int32 or uint8 in, int8, int16, int32 or uint8 out, the pairs TFLM's kernel
+// accepts); CAST
 // (`cast`: TFLM's static_cast per element, quantization ignored).
 #include "frontend/tflite/converter.h"
 
@@ -9,6 +10,7 @@ namespace tflite_import {
 
 namespace {
 bool is(DataType t, int bits) { return t == DataType::Int(bits); }
+bool is_u8(DataType t) { return t == DataType::UInt(8); }
 }  // namespace
 
 void TfliteConverter::quantize(const tflite::Operator& op) {
@@ -23,14 +25,17 @@ void TfliteConverter::quantize(const tflite::Operator& op) {
     emit(name, "quantize", {value(x)}, {{"scale", qo.scale[0]}, {"zero_point", qo.zero_point[0]}, {"dtype", ot.dtype.str()}});
     return;
   }
-  // TFLM's integer pairs (quantize_common.cc): int8 -> int8/int16/int32, int16 ->
-  // int8/int16/int32, int32 -> int8/int16.
-  const bool pair_ok = (is(xt.dtype, 8) || is(xt.dtype, 16)) ? (is(ot.dtype, 8) || is(ot.dtype, 16) || is(ot.dtype, 32))
-                       : is(xt.dtype, 32)                     ? (is(ot.dtype, 8) || is(ot.dtype, 16))
-                                                              : false;
+  // TFLM's integer pairs (quantize_common.cc): int8 -> int8/int16/int32/uint8, int16 ->
+  // int8/int16/int32, int32 -> int8/int16, uint8 -> int8 (an image input).
+  const bool pair_ok = is(xt.dtype, 8)    ? (is(ot.dtype, 8) || is(ot.dtype, 16) || is(ot.dtype, 32) || is_u8(ot.dtype))
+                       : is(xt.dtype, 16) ? (is(ot.dtype, 8) || is(ot.dtype, 16) || is(ot.dtype, 32))
+                       : is(xt.dtype, 32) ? (is(ot.dtype, 8) || is(ot.dtype, 16))
+                       : is_u8(xt.dtype)  ? is(ot.dtype, 8)
+                                          : false;
   if (!pair_ok)
     unsupported("QUANTIZE from " + xt.dtype.str() + " to " + ot.dtype.str() +
-                " (float32 to int8/int16, int8/int16 to int8/int16/int32, int32 to int8/int16 are supported)");
+                " (float32 to int8/int16, int8 to int8/int16/int32/uint8, int16 to int8/int16/int32, int32 to "
+                "int8/int16, uint8 to int8 are supported)");
   Quant qi = quant(x, true);
   if (!qi.per_tensor()) unsupported("per-channel quantized activations");
   emit(name, "requantize", {value(x)},
@@ -44,8 +49,9 @@ void TfliteConverter::quantize(const tflite::Operator& op) {
 void TfliteConverter::dequantize(const tflite::Operator& op) {
   int x = input(op, 0), out = output(op);
   TensorType xt = tensor_type(x), ot = tensor_type(out);
-  if ((!is(xt.dtype, 8) && !is(xt.dtype, 16)) || ot.dtype != DataType::Float(32))
-    unsupported("DEQUANTIZE from " + xt.dtype.str() + " to " + ot.dtype.str() + " (int8 or int16 to float32 is supported)");
+  if ((!is(xt.dtype, 8) && !is(xt.dtype, 16) && !is_u8(xt.dtype)) || ot.dtype != DataType::Float(32))
+    unsupported("DEQUANTIZE from " + xt.dtype.str() + " to " + ot.dtype.str() +
+                " (int8, int16 or uint8 to float32 is supported)");
   Quant q = quant(x, true);
   if (!q.per_tensor()) unsupported("per-channel quantized activations");
   emit(values_.at(out), "dequantize", {value(x)}, {{"scale", q.scale[0]}, {"zero_point", q.zero_point[0]}});

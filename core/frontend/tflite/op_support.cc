@@ -13,6 +13,8 @@ const Dtypes kFloat = {"float32"};
 const Dtypes kQuantized = {"float32", "int8", "int16"};
 const Dtypes kAny = {"float32", "int8", "int16", "int32", "int64", "bool"};
 const Dtypes kNumeric = {"float32", "int8", "int16", "int32", "int64"};
+// Byte copies whose TFLM kernel takes any type (memcpy or TfLiteTypeGetSize), uint8 too.
+const Dtypes kAnyUint8 = {"float32", "int8", "int16", "int32", "int64", "uint8", "bool"};
 
 std::vector<TfliteOpSupport> make_table() {
   auto ops = [](std::initializer_list<const char*> names, Dtypes dtypes, std::string key = "input 0") {
@@ -23,14 +25,22 @@ std::vector<TfliteOpSupport> make_table() {
   std::vector<std::vector<TfliteOpSupport>> groups = {
       ops({"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED"}, kQuantized),
       ops({"TRANSPOSE_CONV"}, kQuantized, "input 2"),  // after the output shape and the filter
-      ops({"AVERAGE_POOL_2D", "MAX_POOL_2D", "ADD", "SUB", "MUL", "SOFTMAX"}, kQuantized),
-      ops({"QUANTIZE"}, {"int8", "int16", "int32"}, "output 0"),
-      ops({"DEQUANTIZE"}, {"int8", "int16"}),
+      ops({"AVERAGE_POOL_2D", "MAX_POOL_2D"}, kQuantized),
+      ops({"ADD"}, {"float32", "int8", "int16", "int32"}),
+      ops({"SUB", "MUL", "SOFTMAX"}, kQuantized),
+      ops({"QUANTIZE"}, {"int8", "int16", "int32", "uint8"}, "output 0"),
+      ops({"DEQUANTIZE"}, {"int8", "int16", "uint8"}),
       ops({"CAST"}, {"float32", "int8", "int16", "int32", "bool"}),
-      ops({"RESHAPE", "TRANSPOSE", "STRIDED_SLICE", "SLICE", "SPLIT_V", "PACK", "UNPACK", "SQUEEZE", "EXPAND_DIMS",
-           "BROADCAST_TO", "REVERSE_V2", "SPACE_TO_DEPTH", "DEPTH_TO_SPACE", "SPACE_TO_BATCH_ND", "BATCH_TO_SPACE_ND",
-           "MIRROR_PAD", "GATHER", "GATHER_ND", "ZEROS_LIKE", "SHAPE", "PAD", "PADV2"},
+      ops({"RESHAPE"}, kAnyUint8),
+      ops({"TRANSPOSE", "STRIDED_SLICE", "SLICE", "SPLIT_V", "PACK", "UNPACK"}, kAny),
+      ops({"SQUEEZE"}, kAnyUint8),
+      ops({"EXPAND_DIMS"}, kAny),
+      ops({"BROADCAST_TO"}, kAnyUint8),
+      ops({"REVERSE_V2", "SPACE_TO_DEPTH", "DEPTH_TO_SPACE", "SPACE_TO_BATCH_ND", "BATCH_TO_SPACE_ND",
+           "MIRROR_PAD", "GATHER", "GATHER_ND", "ZEROS_LIKE"},
           kAny),
+      ops({"SHAPE"}, kAnyUint8),
+      ops({"PAD", "PADV2"}, kAny),
       ops({"SPLIT", "FILL"}, kAny, "input 1"),
       ops({"CONCATENATION"}, kAny),
       ops({"MEAN"}, kQuantized),
@@ -45,7 +55,8 @@ std::vector<TfliteOpSupport> make_table() {
       ops({"EQUAL", "NOT_EQUAL", "LESS", "LESS_EQUAL", "GREATER", "GREATER_EQUAL"}, kNumeric),
       ops({"SELECT", "SELECT_V2"}, kNumeric, "input 1"),
       ops({"LOGICAL_AND", "LOGICAL_OR", "LOGICAL_NOT"}, {"bool"}),
-      ops({"L2_NORMALIZATION", "LOG_SOFTMAX", "BATCH_MATMUL"}, {"float32", "int8"}),
+      ops({"L2_NORMALIZATION", "LOG_SOFTMAX"}, {"float32", "int8"}),
+      ops({"BATCH_MATMUL"}, kQuantized),
       ops({"RESIZE_NEAREST_NEIGHBOR", "RESIZE_BILINEAR"}, kQuantized),
       ops({"SVDF", "UNIDIRECTIONAL_SEQUENCE_LSTM"}, {"float32", "int8"}),
       ops({"VAR_HANDLE", "READ_VARIABLE", "ASSIGN_VARIABLE", "CALL_ONCE"}, {}, "none"),
@@ -53,11 +64,10 @@ std::vector<TfliteOpSupport> make_table() {
   };
   std::vector<TfliteOpSupport> table;
   for (auto& g : groups) table.insert(table.end(), g.begin(), g.end());
-  auto refuse = [&](const std::string& op, const std::string& dtype, const std::string& why) {
+  [[maybe_unused]] auto refuse = [&](const std::string& op, const std::string& dtype, const std::string& why) {
     for (auto& e : table)
       if (e.op == op) e.refused.emplace_back(dtype, why);
   };
-  refuse("BATCH_MATMUL", "int16", "TFLM's int64 accumulation is not done yet");
   for (auto& e : table)
     if (e.key == "none" && e.refused.empty()) e.note = "any dtype (no data of its own)";
   return table;

@@ -50,13 +50,14 @@ TensorType TfliteConverter::tensor_type(int index) const {
   switch (t.type()) {
     case tflite::TensorType::FLOAT32: ty.dtype = DataType::Float(32); break;
     case tflite::TensorType::INT8: ty.dtype = DataType::Int(8); break;
+    case tflite::TensorType::UINT8: ty.dtype = DataType::UInt(8); break;
     case tflite::TensorType::INT16: ty.dtype = DataType::Int(16); break;
     case tflite::TensorType::INT32: ty.dtype = DataType::Int(32); break;
     case tflite::TensorType::INT64: ty.dtype = DataType::Int(64); break;
     case tflite::TensorType::BOOL: ty.dtype = DataType::Bool(); break;
     default:
       unsupported(tensor_label(index) + " has type " + tflite::EnumNameTensorType(t.type()) +
-                  " (float32, int8, int16, int32, int64 and bool are supported)");
+                  " (float32, int8, int16, int32, int64, uint8 and bool are supported)");
   }
   if (t.sparsity()) unsupported(tensor_label(index) + " is sparse");
   int64_t n = 1;
@@ -121,6 +122,7 @@ Quant TfliteConverter::quant(int index, bool required) const {
   DataType dt = tensor_type(index).dtype;
   int64_t zp_lo = -128, zp_hi = 127;
   if (dt == DataType::Int(16)) zp_lo = -32768, zp_hi = 32767;
+  else if (dt == DataType::UInt(8)) zp_lo = 0, zp_hi = 255;
   else if (dt == DataType::Int(32) || dt == DataType::Int(64)) zp_lo = INT32_MIN, zp_hi = INT32_MAX;
   for (size_t k = 0; k < n; ++k) {
     double s = q->scale()->Get(static_cast<flatbuffers::uoffset_t>(k));
@@ -522,6 +524,12 @@ void TfliteConverter::elementwise(const tflite::Operator& op, BuiltinOperator co
     finish(out, float_op, {value(a), value(b)}, json::object(), act, false);
     return;
   }
+  if (at.dtype == DataType::Int(32) && code == BuiltinOperator::ADD && bt.dtype == at.dtype) {
+    // TFLM's int32 ADD: a plain sum, its activation range the whole of int32 whatever
+    // the fused activation says (add.cc sets it so).
+    emit(values_.at(out), "add", {value(a), value(b)});
+    return;
+  }
   if (at.dtype != DataType::Int(8) && at.dtype != DataType::Int(16)) unsupported(at.dtype.str() + " data");
   if (bt.dtype != at.dtype || tensor_type(out).dtype != at.dtype)
     unsupported(op_name(code) + " of " + at.dtype.str() + " and " + bt.dtype.str() + " into " + tensor_type(out).dtype.str());
@@ -856,11 +864,11 @@ TfliteImport TfliteConverter::run() {
       if (!io_names_.count(list->Get(k))) io_names_[list->Get(k)] = fresh(prefix + std::to_string(k));
   auto io_name = [&](int t) { return io_names_.at(t); };
   auto record_quant = [&](int t, const std::string& name) {
-    // Quantized I/O (int8, int16x8) records its scale and zero point. An int8 or int16
-    // tensor without them is plain integers (CAST's, MAXIMUM's): an operator whose TFLM
-    // kernel reads the quantization asks for it, and refuses it by name if absent.
+    // Quantized I/O (int8, uint8, int16x8) records its scale and zero point. An int8 or
+    // int16 tensor without them is plain integers (CAST's, MAXIMUM's): an operator whose
+    // TFLM kernel reads the quantization asks for it, and refuses it by name if absent.
     const DataType dt = tensor_type(t).dtype;
-    if (dt != DataType::Int(8) && dt != DataType::Int(16)) return;
+    if (dt != DataType::Int(8) && dt != DataType::Int(16) && dt != DataType::UInt(8)) return;
     Quant q = quant(t, false);
     if (q.scale.empty()) return;
     if (!q.per_tensor()) unsupported("per-channel quantized model inputs or outputs");

@@ -23,6 +23,7 @@
 
 #include "codegen/llvm/llvm_target.h"
 #include "support/diagnostic.h"
+#include "support/timing.h"
 
 extern "C" {
 // Only the four targets the backend emits for are initialized (not InitializeAll*).
@@ -166,12 +167,20 @@ std::string optimize(const std::string& ir, const std::string& name, const Optio
 
 std::string compile_to_object(const std::string& ir, const std::string& name, const Options& options) {
   llvm::LLVMContext context;
-  std::unique_ptr<llvm::Module> module = parse_and_verify(&context, ir, name);
+  std::unique_ptr<llvm::Module> module;
+  {
+    TimingScope timing("backend", "llvm: parse and verify " + name);
+    module = parse_and_verify(&context, ir, name);
+  }
   std::unique_ptr<llvm::TargetMachine> tm = target_machine(options);
   if (module->getTargetTriple() != tm->getTargetTriple().str()) {
     user_error(Span{}, name + " is for " + module->getTargetTriple() + ", not " + tm->getTargetTriple().str());
   }
-  run_pipeline(module.get(), tm.get(), options.opt);
+  {
+    TimingScope timing("backend", "llvm: optimize " + name + " (-" + options.opt + ")");
+    run_pipeline(module.get(), tm.get(), options.opt);
+  }
+  TimingScope timing("backend", "llvm: instruction selection and object " + name);
   llvm::SmallVector<char, 0> buffer;
   llvm::raw_svector_ostream os(buffer);
   llvm::legacy::PassManager pm;

@@ -7,8 +7,10 @@
 #include <cstdlib>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <regex>
 
+#include "support/timing.h"
 #include "support/diagnostic.h"
 
 namespace mtir::binaryen_native {
@@ -48,8 +50,10 @@ Assembled assemble(const std::string& wat, const std::string& opt, const std::st
   // Binaryen's optimize level is process-wide state.
   static std::mutex mutex;
   std::lock_guard<std::mutex> lock(mutex);
+  std::optional<TimingScope> timing(std::in_place, "backend", "binaryen: parse");
   std::unique_ptr<std::remove_pointer_t<BinaryenModuleRef>, void (*)(BinaryenModuleRef)> module(
       BinaryenModuleParse(wat.c_str()), BinaryenModuleDispose);
+  timing.emplace("backend", "binaryen: validate");
   // SIMD128: vector stores that fit 128 bits are v128 code (scalarize_vectors_simd128).
   BinaryenModuleSetFeatures(module.get(), BinaryenFeatureMVP() | BinaryenFeatureSignExt() |
                                               BinaryenFeatureNontrappingFPToInt() | BinaryenFeatureMutableGlobals() |
@@ -75,13 +79,16 @@ Assembled assemble(const std::string& wat, const std::string& opt, const std::st
     // code meanwhile (KWS: 10x slower for the first hundreds of inferences). Kernels stay
     // functions; small helpers still inline.
     BinaryenSetOneCallerInlineMaxSize(kOneCallerInlineMaxSize);
+    timing.emplace("backend", "binaryen: optimize (-" + opt + ")");
     BinaryenModuleOptimize(module.get());
   }
   Assembled out;
+  timing.emplace("backend", "binaryen: write the binary");
   BinaryenModuleAllocateAndWriteResult r = BinaryenModuleAllocateAndWrite(module.get(), nullptr);
   out.binary.assign(static_cast<const char*>(r.binary), r.binaryBytes);
   std::free(r.binary);
   std::free(r.sourceMap);
+  timing.emplace("backend", "binaryen: print the optimized text");
   char* text = BinaryenModuleAllocateAndWriteText(module.get());
   out.text = text;
   std::free(text);

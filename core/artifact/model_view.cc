@@ -1,8 +1,8 @@
-#include "model_view.h"
+#include "artifact/model_view.h"
 
 #include "ops/macs.h"
 
-namespace mtir::wasm {
+namespace mtir {
 namespace {
 
 using nlohmann::json;
@@ -65,4 +65,4 @@ json model_view_json(const LoadedModel& model) {
           {"weight_bytes", total_weights}};
 }
 
-}  // namespace mtir::wasm
+}  // namespace mtir
