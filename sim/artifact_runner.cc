@@ -307,20 +307,6 @@ int64_t instructions_from_counter(const CrossTarget& target, uint64_t raw, uint6
   return -1;
 }
 
-namespace {
-
-// A previous build's call graph, whose units may not be this build's.
-void remove_callgraph_files(const fs::path& program) {
-  const std::string prefix = program.filename().string() + "-";
-  std::vector<fs::path> stale;
-  for (const auto& e : fs::directory_iterator(program.parent_path()))
-    if (e.path().filename().string().compare(0, prefix.size(), prefix) == 0 && e.path().extension() == ".ci")
-      stale.push_back(e.path());
-  for (const auto& p : stale) fs::remove(p);
-}
-
-}  // namespace
-
 std::string build_program(const CrossTarget& t, const ProgramSpec& spec) {
   require_target_tools(t);
   const fs::path work = spec.work_dir;
@@ -331,7 +317,8 @@ std::string build_program(const CrossTarget& t, const ProgramSpec& spec) {
   std::vector<std::string> run = run_command(t, out.string(), work.string());
   if (!t.elf) write_text(work / "run_wasm.js", kWasmRunner);
   write_text(work / "Makefile", makefile(t, cmd, run));
-  remove_callgraph_files(out);
+  // A previous build's call graph, whose units may not be this build's.
+  for (const auto& stale : callgraph_files(out)) fs::remove(stale);
   const fs::path log = work / "build.log";
   const std::optional<CachedBuild> cached = build_cache_entry(cmd, out.string());
   if (cached && restore_cached_build(*cached, out)) {

@@ -133,19 +133,6 @@ void trim_cache(const fs::path& root) {
   }
 }
 
-// The call-graph files GCC wrote beside `out` (<out name>-<unit>.ci).
-std::vector<fs::path> callgraph_files(const fs::path& out) {
-  std::vector<fs::path> found;
-  const std::string prefix = out.filename().string() + "-";
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(out.parent_path(), ec)) {
-    const std::string name = e.path().filename().string();
-    if (name.compare(0, prefix.size(), prefix) == 0 && e.path().extension() == ".ci") found.push_back(e.path());
-  }
-  std::sort(found.begin(), found.end());
-  return found;
-}
-
 std::string replace_all_text(std::string s, const std::string& from, const std::string& to) {
   if (from.empty()) return s;
   for (size_t at = 0; (at = s.find(from, at)) != std::string::npos; at += to.size()) s.replace(at, from.size(), to);
@@ -169,6 +156,18 @@ bool copy_into(const fs::path& from, const fs::path& to) {
 }
 
 }  // namespace
+
+std::vector<fs::path> callgraph_files(const fs::path& out) {
+  std::vector<fs::path> found;
+  const std::string prefix = out.filename().string() + "-";
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(out.parent_path(), ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.compare(0, prefix.size(), prefix) == 0 && e.path().extension() == ".ci") found.push_back(e.path());
+  }
+  std::sort(found.begin(), found.end());
+  return found;
+}
 
 std::optional<CachedBuild> build_cache_entry(const std::vector<std::string>& command, const std::string& out) {
   const std::optional<fs::path> root = cache_root();

@@ -30,6 +30,9 @@ std::optional<CachedBuild> build_cache_entry(const std::vector<std::string>& com
 // paths) into place; false when there is none.
 bool restore_cached_build(const CachedBuild& build, const std::filesystem::path& out);
 
+// The call-graph files GCC wrote beside `out` (<out name>-<unit>.ci), sorted.
+std::vector<std::filesystem::path> callgraph_files(const std::filesystem::path& out);
+
 // Stores a successful build's output and call-graph files (<out name>-<unit>.ci).
 void store_cached_build(const CachedBuild& build, const std::filesystem::path& out);
 

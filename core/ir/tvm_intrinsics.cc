@@ -118,8 +118,9 @@ Expr expand_tvm_intrinsic(const CallNode* call, const std::string& where) {
   internal_error(__FILE__, __LINE__, "a Run intrinsic without an expansion: " + name);
 }
 
-LoopExit loop_exit(const Stmt& s) {
-  const auto* eval = s ? as<EvaluateNode>(s) : nullptr;
+namespace {
+
+LoopExit loop_exit_of(const EvaluateNode* eval) {
   const auto* call = eval ? as<CallNode>(eval->value) : nullptr;
   if (!call || call->builtin || !call->args.empty()) return LoopExit::kNone;
   if (call->op == "break_loop") return LoopExit::kBreak;
@@ -127,15 +128,16 @@ LoopExit loop_exit(const Stmt& s) {
   return LoopExit::kNone;
 }
 
+}  // namespace
+
+LoopExit loop_exit(const Stmt& s) { return loop_exit_of(s ? as<EvaluateNode>(s) : nullptr); }
+
 bool exits_loop(const Stmt& body) {
   struct Finder : Visitor {
     bool found = false;
     void visit_For(const ForNode*) override {}
     void visit_While(const WhileNode*) override {}
-    void visit_Evaluate(const EvaluateNode* op) override {
-      const auto* call = as<CallNode>(op->value);
-      found = found || (call && !call->builtin && (call->op == "break_loop" || call->op == "continue_loop"));
-    }
+    void visit_Evaluate(const EvaluateNode* op) override { found = found || loop_exit_of(op) != LoopExit::kNone; }
   } finder;
   finder.visit(body);
   return finder.found;

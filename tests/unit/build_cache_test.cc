@@ -113,6 +113,16 @@ TEST_F(BuildCacheTest, StoredBuildComesBackWithItsCallGraph) {
   EXPECT_NE(graph.find("twice"), std::string::npos);
 }
 
+// The call-graph files of one program: <name>-<unit>.ci beside it, sorted; not another
+// program's, not other files.
+TEST_F(BuildCacheTest, CallGraphFilesAreThoseOfTheProgram) {
+  for (const char* name : {"prog-b.ci", "prog-a.ci", "prog-a.o", "other-a.ci", "prog.ci"}) write(root_ / name, "x");
+  const auto found = mtir::sim::callgraph_files(root_ / "prog");
+  ASSERT_EQ(found.size(), 2u);
+  EXPECT_EQ(found[0], root_ / "prog-a.ci");
+  EXPECT_EQ(found[1], root_ / "prog-b.ci");
+}
+
 TEST_F(BuildCacheTest, BoundDropsTheLeastRecentlyUsed) {
   setenv("MICROTIR_BUILD_CACHE_MAX_MB", "0", 1);
   const auto cmd = project("a");
