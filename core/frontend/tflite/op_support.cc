@@ -27,7 +27,8 @@ std::vector<TfliteOpSupport> make_table() {
       ops({"TRANSPOSE_CONV"}, kQuantized, "input 2"),  // after the output shape and the filter
       ops({"AVERAGE_POOL_2D", "MAX_POOL_2D"}, kQuantized),
       ops({"ADD"}, {"float32", "int8", "int16", "int32"}),
-      ops({"SUB", "MUL", "SOFTMAX"}, kQuantized),
+      ops({"SUB", "MUL"}, {"float32", "int8", "int16", "int32"}),
+      ops({"SOFTMAX"}, kQuantized),
       ops({"QUANTIZE"}, {"int8", "int16", "int32", "uint8"}, "output 0"),
       ops({"DEQUANTIZE"}, {"int8", "int16", "uint8"}),
       ops({"CAST"}, {"float32", "int8", "int16", "int32", "bool"}),
@@ -36,7 +37,8 @@ std::vector<TfliteOpSupport> make_table() {
       ops({"SQUEEZE"}, kAnyUint8),
       ops({"EXPAND_DIMS"}, kAny),
       ops({"BROADCAST_TO"}, kAnyUint8),
-      ops({"REVERSE_V2", "SPACE_TO_DEPTH", "DEPTH_TO_SPACE", "SPACE_TO_BATCH_ND", "BATCH_TO_SPACE_ND",
+      ops({"REVERSE_V2"}, kAnyUint8),
+      ops({"SPACE_TO_DEPTH", "DEPTH_TO_SPACE", "SPACE_TO_BATCH_ND", "BATCH_TO_SPACE_ND",
            "MIRROR_PAD", "GATHER", "GATHER_ND", "ZEROS_LIKE"},
           kAny),
       ops({"SHAPE"}, kAnyUint8),
@@ -49,10 +51,12 @@ std::vector<TfliteOpSupport> make_table() {
       ops({"CUMSUM", "FLOOR_DIV", "FLOOR_MOD", "ADD_N"}, {"float32", "int32"}),
       ops({"LOGISTIC", "TANH", "RELU", "RELU6", "LEAKY_RELU", "ABS", "PRELU"}, kQuantized),
       ops({"HARD_SWISH", "ELU", "RSQRT"}, {"float32", "int8"}),
-      ops({"NEG", "SQUARE", "SQRT", "EXP", "LOG", "SIN", "COS", "FLOOR", "CEIL", "ROUND", "DIV", "L2_POOL_2D"}, kFloat),
+      ops({"NEG", "SQUARE", "SQRT", "EXP", "LOG", "SIN", "COS", "FLOOR", "CEIL", "ROUND", "L2_POOL_2D"}, kFloat),
+      ops({"DIV"}, {"float32", "int32"}),
       ops({"MAXIMUM", "MINIMUM"}, kNumeric),
       ops({"SQUARED_DIFFERENCE"}, {"float32", "int8", "int16", "int32"}),
-      ops({"EQUAL", "NOT_EQUAL", "LESS", "LESS_EQUAL", "GREATER", "GREATER_EQUAL"}, kNumeric),
+      ops({"EQUAL", "NOT_EQUAL"}, kAny),
+      ops({"LESS", "LESS_EQUAL", "GREATER", "GREATER_EQUAL"}, kNumeric),
       ops({"SELECT", "SELECT_V2"}, kNumeric, "input 1"),
       ops({"LOGICAL_AND", "LOGICAL_OR", "LOGICAL_NOT"}, {"bool"}),
       ops({"L2_NORMALIZATION", "LOG_SOFTMAX"}, {"float32", "int8"}),
@@ -64,10 +68,14 @@ std::vector<TfliteOpSupport> make_table() {
   };
   std::vector<TfliteOpSupport> table;
   for (auto& g : groups) table.insert(table.end(), g.begin(), g.end());
-  [[maybe_unused]] auto refuse = [&](const std::string& op, const std::string& dtype, const std::string& why) {
+  auto refuse = [&](const std::string& op, const std::string& dtype, const std::string& why) {
     for (auto& e : table)
       if (e.op == op) e.refused.emplace_back(dtype, why);
   };
+  // Pairs TFLM's kernels implement that are not converted yet (tests/tflite/tflm_kernel_dtypes.json).
+  refuse("DIV", "int8", "TFLM's quantized DIV (a fixed-point reciprocal per element) is not converted yet");
+  refuse("CUMSUM", "int8", "TFLM's int8 CUMSUM (inputs scaled by 2^20, one requantized running sum) is not converted yet");
+  refuse("ADD_N", "int8", "TFLM's int8 ADD_N (inputs scaled by 2^20, one requantized sum) is not converted yet");
   for (auto& e : table)
     if (e.key == "none" && e.refused.empty()) e.note = "any dtype (no data of its own)";
   return table;
