@@ -84,8 +84,8 @@ def generate_table(table, kernels, counts):
 
 def audit(table, kernels, counts):
     """The table against TFLM's kernels: (problems, summary). Every pair TFLM implements
-    is taken with at least one case or refused with its reason; a refusal names a pair
-    TFLM has (else it is simply not taken)."""
+    is taken with at least one case or refused with its reason; every pair taken beyond
+    TFLM has a case too; a refusal names a pair TFLM has (else it is simply not taken)."""
     problems, taken, refused, beyond = [], 0, 0, 0
     ops = {e["op"]: e for e in table["operators"]}
     for op, dtypes in kernels.items():
@@ -108,10 +108,15 @@ def audit(table, kernels, counts):
         for d in e["refused"]:
             if d not in kernels.get(op, []):
                 problems.append(f"{d} {op}: refused as a TFLM pair, but TFLM's kernel does not take it")
-        beyond += sum(1 for d in e["dtypes"] if op in kernels and d not in kernels[op])
+        for d in e["dtypes"]:
+            if d not in kernels.get(op, e["dtypes"]):
+                beyond += 1
+                if counts.get((op, d), 0) == 0:
+                    problems.append(f"{d} {op}: taken beyond TFLM's kernel, but no single-operator case checks it")
     total = sum(len(d) for d in kernels.values())
     summary = (f"TFLM's kernels: {total} (operator, dtype) pairs over {len(kernels)} operators; microtir takes "
-               f"{taken} (each with cases), refuses {refused} by name; {beyond} more pairs beyond TFLM's kernels")
+               f"{taken} (each with cases), refuses {refused} by name; it takes {beyond} more pairs beyond TFLM's "
+               "kernels (each with cases)")
     return problems, summary
 
 
@@ -162,7 +167,7 @@ def main():
         return 1
     head, rest = text.split(BEGIN, 1)
     body, tail = rest.split(END, 1)
-    fresh = head + BEGIN + "\n" + generate_table(table, kernels, counts) + "\n" + END + tail
+    fresh = head + BEGIN + "\n" + summary + ".\n\n" + generate_table(table, kernels, counts) + "\n" + END + tail
     print(summary)
     if "--write" in sys.argv[3:]:
         open(path, "w", encoding="utf-8").write(fresh)

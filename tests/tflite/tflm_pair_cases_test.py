@@ -9,8 +9,12 @@ SELECT_V2 int16, QUANTIZE to int32 (reference_ops::Requantize), and TFLM's int16
 SQUARED_DIFFERENCE (squared_difference.cc: both sides scaled by their scale over twice
 the larger one, the squared difference requantized). Expected outputs are numpy
 references of TFLM's rules; each model is made with flatc (shape_ops_tflite_test's Model).
-All cases run side by side in one model, one `microtir run --target host` (the reference
-interpreter, the C artifact built and compared with it); --each runs them one by one.
+And one case for each pair microtir takes beyond TFLM's kernels (BEYOND_TFLM: data movement
+in int16, int32, int64 and bool, reductions, ARG_MAX / ARG_MIN, CUMSUM, FLOOR_DIV,
+FLOOR_MOD and ADD_N on raw values, SELECT, int16 RESIZE_BILINEAR with the int8 arithmetic).
+The cases run side by side in two models (TFLM's pairs, the others), each one `microtir
+run --target host` (the reference interpreter, the C artifact built and compared with it);
+--each runs them one by one.
 
 Each case says its (operator, dtype) pair in CASES: docs/tflite.md's table counts them.
 
@@ -28,7 +32,8 @@ import shape_ops_tflite_test as shape_ops
 dc.CODES.update({"RESHAPE": 22, "SQUEEZE": 43, "BROADCAST_TO": 130, "REVERSE_V2": 105, "STRIDED_SLICE": 45, "SLICE": 65,
                  "SPLIT_V": 102, "SPLIT": 49, "PACK": 83, "UNPACK": 88, "GATHER_ND": 107, "ZEROS_LIKE": 93, "SHAPE": 77,
                  "PAD": 34, "PADV2": 60, "FILL": 94, "CONCATENATION": 2, "LESS_EQUAL": 63, "SQUARED_DIFFERENCE": 99,
-                 "PRELU": 54})
+                 "PRELU": 54, "TRANSPOSE": 39, "SPACE_TO_DEPTH": 26, "DEPTH_TO_SPACE": 5, "SUM": 74, "REDUCE_MAX": 82,
+                 "REDUCE_MIN": 89, "FLOOR_DIV": 90, "FLOOR_MOD": 95, "SELECT": 64})
 values, NAMES = dc.values, dc.NAMES
 
 
@@ -48,9 +53,12 @@ def select_v2(dtype):
 
 
 def unary(code, dtype, shape, args, ref, out_dtype=None, options=None):
-    """`code` on one run-time input and constant arguments `args` (arrays) → one output."""
+    """`code` on one run-time input and constant arguments `args` (arrays) → one output
+    (integer sums on values small enough not to overflow)."""
     def build(m, p):
         x = values(dtype, shape)
+        if code in ("SUM", "CUMSUM"):
+            x = x // 256
         ins = [plain(m, m.input(p + "_x", x))] + [plain(m, m.const(f"{p}_c{k}", a, a.dtype.type)) for k, a in enumerate(args)]
         want = ref(x)
         y = plain(m, m.tensor(p + "_y", out_dtype or dtype, want.shape))
@@ -137,11 +145,13 @@ def concat_case(dtype):
     return build
 
 
-def small_binary(code, dtype, ref, out_dtype=None):
+def small_binary(code, dtype, ref, out_dtype=None, shift=20, nonzero=False):
     """A broadcast binary operator on raw values small enough that products stay in range."""
     def build(m, p):
-        xs = [values(dtype, (3, 4)) // (1 << 20), values(dtype, (4,)) // (1 << 20)]
+        xs = [values(dtype, (3, 4)) // (1 << shift), values(dtype, (4,)) // (1 << shift)]
         xs[1][0] = xs[0][0, 0]  # one equal pair for the comparisons
+        if nonzero:
+            xs[1] = np.where(xs[1] == 0, -3, xs[1]).astype(dtype)
         y = plain(m, m.tensor(p + "_y", out_dtype or dtype, (3, 4)))
         m.op(code, [plain(m, m.input(f"{p}_x{k}", x)) for k, x in enumerate(xs)], [y])
         return [y], [ref(*xs).astype(out_dtype or dtype)]
@@ -186,12 +196,100 @@ def squared_difference_int16(m, p):
     return [y], [fixed_point.clamp(out, np.int16)]
 
 
+# ---- pairs beyond TFLM's kernels (microtir takes them: copies of elements, raw values) ----
+
+def to_space(x, b):
+    """SPACE_TO_DEPTH of NHWC x with block b (TFLite's order: block row, block column, channel)."""
+    n, h, w, c = x.shape
+    return x.reshape(n, h // b, b, w // b, b, c).transpose(0, 1, 3, 2, 4, 5).reshape(n, h // b, w // b, b * b * c)
+
+
+def from_space(x, b):
+    n, h, w, c = x.shape
+    return x.reshape(n, h, w, b, b, c // (b * b)).transpose(0, 1, 3, 2, 4, 5).reshape(n, h * b, w * b, c // (b * b))
+
+
+def to_batch(x, b):
+    """SPACE_TO_BATCH_ND with block [b, b], no padding: batch index (by * b + bx) * N + n."""
+    n, h, w, c = x.shape
+    return x.reshape(n, h // b, b, w // b, b, c).transpose(2, 4, 0, 1, 3, 5).reshape(b * b * n, h // b, w // b, c)
+
+
+def from_batch(x, b):
+    n, h, w, c = x.shape
+    return x.reshape(b, b, n // (b * b), h, w, c).transpose(2, 3, 0, 4, 1, 5).reshape(n // (b * b), h * b, w * b, c)
+
+
+def beyond(code, dtype):
+    zero_pads = np.zeros((4, 2), np.int32)
+    table = {
+        "TRANSPOSE": lambda: unary(code, dtype, (2, 3, 4), [i32(2, 0, 1)], lambda x: x.transpose(2, 0, 1)),
+        "EXPAND_DIMS": lambda: unary(code, dtype, (3, 4), [i32(1)], lambda x: x[:, None]),
+        "SPACE_TO_DEPTH": lambda: unary(code, dtype, (1, 4, 4, 2), [], lambda x: to_space(x, 2),
+                                        options=("SpaceToDepthOptions", {"block_size": 2})),
+        "DEPTH_TO_SPACE": lambda: unary(code, dtype, (1, 2, 2, 8), [], lambda x: from_space(x, 2),
+                                        options=("DepthToSpaceOptions", {"block_size": 2})),
+        "SPACE_TO_BATCH_ND": lambda: unary(code, dtype, (1, 4, 4, 1), [i32(2, 2), zero_pads[:2]], lambda x: to_batch(x, 2)),
+        "BATCH_TO_SPACE_ND": lambda: unary(code, dtype, (4, 2, 2, 1), [i32(2, 2), zero_pads[:2]],
+                                           lambda x: from_batch(x, 2)),
+        "MIRROR_PAD": lambda: unary(code, dtype, (3, 4), [np.array([[1, 1], [2, 0]], np.int32)],
+                                    lambda x: np.pad(x, ((1, 1), (2, 0)), mode="reflect"),
+                                    options=("MirrorPadOptions", {"mode": "REFLECT"})),
+        "GATHER": lambda: unary(code, dtype, (5, 3), [i32(4, 0, 2)], lambda x: x[[4, 0, 2]],
+                                options=("GatherOptions", {"axis": 0})),
+        "SUM": lambda: unary(code, dtype, (3, 4), [i32(1)], lambda x: x.sum(axis=1, dtype=dtype),
+                             options=("ReducerOptions", {"keep_dims": False})),
+        "REDUCE_MAX": lambda: unary(code, dtype, (3, 4), [i32(1)], lambda x: x.max(axis=1),
+                                    options=("ReducerOptions", {"keep_dims": False})),
+        "REDUCE_MIN": lambda: unary(code, dtype, (3, 4), [i32(0)], lambda x: x.min(axis=0),
+                                    options=("ReducerOptions", {"keep_dims": False})),
+        "CUMSUM": lambda: unary(code, dtype, (3, 4), [np.array(1, np.int32)], lambda x: np.cumsum(x, axis=1, dtype=dtype),
+                                options=("CumsumOptions", {})),
+        "ARG_MAX": lambda: unary(code, dtype, (3, 7), [i32(1)], lambda x: np.argmax(x, axis=1), np.int32,
+                                 ("ArgMaxOptions", {"output_type": "INT32"})),
+        "ARG_MIN": lambda: unary(code, dtype, (3, 7), [i32(1)], lambda x: np.argmin(x, axis=1), np.int32,
+                                 ("ArgMinOptions", {"output_type": "INT32"})),
+    }
+    if code in table:
+        return table[code]()
+    if code in ("SPLIT", "SPLIT_V"):
+        return split_case(code, dtype)
+    if code in ("PACK", "UNPACK"):
+        return pack_case(code, dtype)
+    return {"FILL": fill_case, "CONCATENATION": concat_case}.get(code, lambda d: movement(code, d))(dtype)
+
+
+def add_n_int32(m, p):
+    xs = [values(np.int32, (3, 4)) // 4 for _ in range(3)]
+    y = plain(m, m.tensor(p + "_y", np.int32, (3, 4)))
+    m.op("ADD_N", [plain(m, m.input(f"{p}_x{k}", x)) for k, x in enumerate(xs)], [y])
+    return [y], [xs[0] + xs[1] + xs[2]]
+
+
+def select_v1(dtype):
+    def build(m, p):
+        c, a, b = values(np.bool_, (3, 4)), values(dtype, (3, 4)), values(dtype, (3, 4))
+        y = plain(m, m.tensor(p + "_y", dtype, (3, 4)))
+        m.op("SELECT", [m.input(p + "_c", c), plain(m, m.input(p + "_a", a)), plain(m, m.input(p + "_b", b))], [y])
+        return [y], [np.where(c, a, b)]
+    return build
+
+
+def resize_bilinear_int16(m, p):
+    """ResizeBilinearInteger in int16 (TFLM's int8 arithmetic: 10 fractional bits)."""
+    x = values(np.int16, (1, 3, 4, 2))
+    y = m.tensor(p + "_y", np.int16, (1, 5, 7, 2))
+    m.op("RESIZE_BILINEAR", [m.input(p + "_x", x), m.const(p + "_size", i32(5, 7))], [y], "ResizeBilinearOptions",
+         half_pixel_centers=True)
+    return [y], [shape_ops.bilinear_int_ref(x, 5, 7, align=False, half=True)]
+
+
 def case(op, dtype, build, name=None):
     return dc.case(op, NAMES[dtype], build, name or f"{op.lower()}_{NAMES[dtype]}")
 
 
 I16, I32, I64, B = np.int16, np.int32, np.int64, np.bool_
-CASES = [case(op, d, movement(op, d)) for op, ds in [
+TFLM_PAIRS = [case(op, d, movement(op, d)) for op, ds in [
     ("RESHAPE", (I32, I64, B)), ("SQUEEZE", (I32, I64, B)), ("BROADCAST_TO", (I16, I32, I64, B)),
     ("REVERSE_V2", (I16, I32, I64, B)), ("STRIDED_SLICE", (I32, B)), ("SLICE", (I32, B)),
     ("GATHER_ND", (np.float32, np.int8)), ("ZEROS_LIKE", (np.int8, I32, I64)),
@@ -212,11 +310,27 @@ CASES = [case(op, d, movement(op, d)) for op, ds in [
     ("EQUAL", np.equal, (I32,)), ("NOT_EQUAL", np.not_equal, (I32, I64)), ("LESS", np.less, (I32,)),
     ("LESS_EQUAL", np.less_equal, (I32, I64)), ("GREATER", np.greater, (I32, I64)),
     ("GREATER_EQUAL", np.greater_equal, (I64,))] for d in ds]
+BEYOND_TFLM = [case(op, d, beyond(op, d)) for op, ds in [
+    ("TRANSPOSE", (I32, I64, B)), ("STRIDED_SLICE", (I64,)), ("SLICE", (I64,)), ("SPLIT_V", (I64, B)),
+    ("PACK", (B,)), ("UNPACK", (I64, B)), ("EXPAND_DIMS", (I32, I64, B))] + [
+    (op, (I16, I32, I64, B)) for op in ("SPACE_TO_DEPTH", "DEPTH_TO_SPACE", "SPACE_TO_BATCH_ND", "BATCH_TO_SPACE_ND",
+                                        "MIRROR_PAD", "GATHER", "GATHER_ND")] + [
+    ("ZEROS_LIKE", (I16, B)), ("PAD", (I64, B)), ("PADV2", (I64, B)), ("SPLIT", (I64, B)), ("FILL", (I16, I64, B)),
+    ("CONCATENATION", (B,)), ("SUM", (I32,)), ("REDUCE_MAX", (I16, I32)), ("REDUCE_MIN", (I16, I32)),
+    ("ARG_MAX", (I16, I64)), ("ARG_MIN", (I16, I32, I64)), ("CUMSUM", (I32,))] for d in ds] + [
+    case("FLOOR_DIV", I32, small_binary("FLOOR_DIV", I32, np.floor_divide, nonzero=True)),
+    case("FLOOR_MOD", I32, small_binary("FLOOR_MOD", I32, np.mod, nonzero=True)),
+    case("ADD_N", I32, add_n_int32), case("RESIZE_BILINEAR", I16, resize_bilinear_int16)] + [
+    case(op, I16, small_binary(op, I16, ref, B, shift=4)) for op, ref in [
+        ("EQUAL", np.equal), ("NOT_EQUAL", np.not_equal), ("LESS", np.less), ("LESS_EQUAL", np.less_equal),
+        ("GREATER_EQUAL", np.greater_equal)]] + [
+    case("SELECT", d, select_v1(d)) for d in (np.float32, np.int8, I16, I32, I64)]
+CASES = TFLM_PAIRS + BEYOND_TFLM
 
 
 def main():
     cli, flatc, schema = sys.argv[1:4]
-    jobs = [("pair_cases", CASES)]
+    jobs = [("tflm_pairs", TFLM_PAIRS), ("beyond_tflm", BEYOND_TFLM)]
     if "--each" in sys.argv:
         jobs = [(c["name"], [c]) for c in CASES]
     failed = 0
