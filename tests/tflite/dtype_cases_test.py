@@ -238,12 +238,40 @@ def reverse_u8(m, p):
     return [y], [x[:, ::-1].copy()]
 
 
+def scaled_sum_case(code, inputs=1, axis=1, exclusive=False, reverse=False):
+    """TFLM's int8 ADD_N and CUMSUM (reference_ops::AddN, CumSum): each input
+    (x - zp) * 2^20 times the multiplier of 0.5, i.e. (x - zp) * 2^19; the int32 sum starts
+    at the input offset -zp * 2^19 (not 0); MBQM by 2 scale / (2^20 output scale), plus the
+    output zero point, clamped."""
+    def build(m, p):
+        (s, zp), (so, zo) = (0.043, -9), (0.11, 5)
+        xs = [values(np.int8, (3, 5)) for _ in range(inputs)]
+        ins = [quantized(m, m.input(f"{p}_x{k}", x), s, zp) for k, x in enumerate(xs)]
+        if code == "CUMSUM":
+            ins.append(m.const(p + "_axis", np.array(axis, np.int32)))
+        y = quantized(m, m.tensor(p + "_y", np.int8, (3, 5)), so, zo)
+        m.op(code, ins, [y], *(["CumsumOptions"] if code == "CUMSUM" else []),
+             **({"exclusive": exclusive, "reverse": reverse} if code == "CUMSUM" else {}))
+        scaled = [(x.astype(np.int64) - zp) << 19 for x in xs]
+        if code == "ADD_N":
+            total = sum(scaled)
+        else:
+            v = np.flip(scaled[0], axis) if reverse else scaled[0]
+            c = np.cumsum(v, axis=axis)
+            if exclusive:
+                c = np.concatenate([np.zeros_like(np.take(c, [0], axis)), np.delete(c, -1, axis)], axis)
+            total = np.flip(c, axis) if reverse else c
+        f = fixed_point.f32
+        mult = fixed_point.quantize_multiplier(2 * f(s) / ((1 << 20) * f(so)))
+        out = fixed_point.mbqm(fixed_point.wrap32(total - zp * (1 << 19)), mult) + zo
+        return [y], [fixed_point.clamp(out, np.int8)]
+    return build
+
+
 def refuse_int8(code, inputs, words, **options):
     """A TFLM int8 pair not converted yet: refused by name with the reason."""
     def build(m, p):
         ins = [quantized(m, m.input(f"{p}_x{k}", values(np.int8, (2, 4))), 0.1, 3) for k in range(inputs)]
-        if code == "CUMSUM":
-            ins.append(m.const(p + "_axis", np.array(1, np.int32)))
         y = quantized(m, m.tensor(p + "_y", np.int8, (2, 4)), 0.1, 3)
         m.op(code, ins, [y])
         return [y], words
@@ -286,6 +314,9 @@ CASES = [case("CAST", NAMES[s], cast_case(s, d), f"cast_{NAMES[s]}_{NAMES[d]}")
     case("EQUAL", "bool", binary_case("EQUAL", np.bool_, np.equal, np.bool_, ((2, 4), (4,))), "equal_bool"),
     case("NOT_EQUAL", "bool", binary_case("NOT_EQUAL", np.bool_, np.not_equal, np.bool_), "not_equal_bool"),
     case("GREATER", "int16", greater_int16, "greater_int16_rescaled"),
+    case("ADD_N", "int8", scaled_sum_case("ADD_N", inputs=3), "add_n_int8"),
+    case("CUMSUM", "int8", scaled_sum_case("CUMSUM"), "cumsum_int8"),
+    case("CUMSUM", "int8", scaled_sum_case("CUMSUM", axis=0, exclusive=True, reverse=True), "cumsum_int8_exclusive_reverse"),
 ] + [  # uint8: QUANTIZE's pair is its output's dtype
     case("QUANTIZE", "uint8", requantize_case(np.int8, np.uint8, 0.05, 3, 0.05, 131), "quantize_int8_uint8_shift"),
     case("QUANTIZE", "uint8", requantize_case(np.int8, np.uint8, 0.05, -7, 0.031, 120), "quantize_int8_uint8"),
@@ -305,9 +336,7 @@ REFUSALS = [("cast_to_int64", refuse_cast(np.int64, "CAST to int64 (TFLM's CAST 
             ("quantize_float32_uint8", refuse_uint8("QUANTIZE", np.float32,
                                                     "QUANTIZE from float32 to uint8 (int8 and int16 are supported)")),
             ("add_uint8", refuse_uint8("ADD", np.uint8, "uint8 ADD (float32, int8, int16 and int32 are supported)")),
-            ("div_int8", refuse_int8("DIV", 2, "int8 DIV: TFLM's quantized DIV (a fixed-point reciprocal")),
-            ("cumsum_int8", refuse_int8("CUMSUM", 1, "int8 CUMSUM: TFLM's int8 CUMSUM")),
-            ("add_n_int8", refuse_int8("ADD_N", 3, "int8 ADD_N: TFLM's int8 ADD_N"))]
+            ("div_int8", refuse_int8("DIV", 2, "int8 DIV: TFLM's quantized DIV (a fixed-point reciprocal"))]
 
 
 def group(builds):

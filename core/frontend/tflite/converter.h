@@ -133,6 +133,10 @@ class TfliteConverter {
   // convert_reduce.cc: REDUCE_MAX/MIN, float SUM/MEAN, ARG_MAX/MIN, CUMSUM
   void reduce(const tflite::Operator& op, BuiltinOperator code);
   std::vector<int64_t> constant_axes(int t, int64_t rank);
+  // convert_scaled_sum.cc: TFLM's int8 ADD_N and CUMSUM sums (inputs scaled by 2^19).
+  Quant scaled_sum_quant(const tflite::Operator& op, size_t inputs) const;
+  std::string scaled_input(int t, const Quant& q, const std::string& base);
+  void scaled_sum_output(int out, const Quant& q, const std::string& sum);
   // convert_l2.cc: float32 L2_POOL_2D, L2_NORMALIZATION, LOG_SOFTMAX, BATCH_MATMUL
   void float_composite(const tflite::Operator& op, BuiltinOperator code);
 

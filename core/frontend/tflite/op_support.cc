@@ -48,7 +48,8 @@ std::vector<TfliteOpSupport> make_table() {
       ops({"MEAN"}, kQuantized),
       ops({"SUM", "REDUCE_MAX", "REDUCE_MIN"}, {"float32", "int8", "int16", "int32"}),
       ops({"ARG_MAX", "ARG_MIN"}, kNumeric),
-      ops({"CUMSUM", "FLOOR_DIV", "FLOOR_MOD", "ADD_N"}, {"float32", "int32"}),
+      ops({"CUMSUM", "ADD_N"}, {"float32", "int8", "int32"}),
+      ops({"FLOOR_DIV", "FLOOR_MOD"}, {"float32", "int32"}),
       ops({"LOGISTIC", "TANH", "RELU", "RELU6", "LEAKY_RELU", "ABS", "PRELU"}, kQuantized),
       ops({"HARD_SWISH", "ELU", "RSQRT"}, {"float32", "int8"}),
       ops({"NEG", "SQUARE", "SQRT", "EXP", "LOG", "SIN", "COS", "FLOOR", "CEIL", "ROUND", "L2_POOL_2D"}, kFloat),
@@ -74,11 +75,9 @@ std::vector<TfliteOpSupport> make_table() {
   };
   // Pairs TFLM's kernels implement that are not converted yet (tests/tflite/tflm_kernel_dtypes.json).
   refuse("DIV", "int8", "TFLM's quantized DIV (a fixed-point reciprocal per element) is not converted yet");
-  refuse("CUMSUM", "int8", "TFLM's int8 CUMSUM (inputs scaled by 2^20, one requantized running sum) is not converted yet");
   refuse("RSQRT", "int16", "TFLM's int16 RSQRT (an inverse square root per element at run time) is not converted yet");
   refuse("UNIDIRECTIONAL_SEQUENCE_LSTM", "int16",
          "TFLM's 16x8 LSTM (int16 activations, int8 weights, int64 bias) is not converted yet");
-  refuse("ADD_N", "int8", "TFLM's int8 ADD_N (inputs scaled by 2^20, one requantized sum) is not converted yet");
   for (auto& e : table)
     if (e.key == "none" && e.refused.empty()) e.note = "any dtype (no data of its own)";
   return table;
