@@ -33,7 +33,8 @@ dc.CODES.update({"RESHAPE": 22, "SQUEEZE": 43, "BROADCAST_TO": 130, "REVERSE_V2"
                  "SPLIT_V": 102, "SPLIT": 49, "PACK": 83, "UNPACK": 88, "GATHER_ND": 107, "ZEROS_LIKE": 93, "SHAPE": 77,
                  "PAD": 34, "PADV2": 60, "FILL": 94, "CONCATENATION": 2, "LESS_EQUAL": 63, "SQUARED_DIFFERENCE": 99,
                  "PRELU": 54, "TRANSPOSE": 39, "SPACE_TO_DEPTH": 26, "DEPTH_TO_SPACE": 5, "SUM": 74, "REDUCE_MAX": 82,
-                 "REDUCE_MIN": 89, "FLOOR_DIV": 90, "FLOOR_MOD": 95, "SELECT": 64})
+                 "REDUCE_MIN": 89, "FLOOR_DIV": 90, "FLOOR_MOD": 95, "SELECT": 64, "EMBEDDING_LOOKUP": 7,
+                 "BROADCAST_ARGS": 145})
 values, NAMES = dc.values, dc.NAMES
 
 
@@ -155,6 +156,39 @@ def small_binary(code, dtype, ref, out_dtype=None, shift=20, nonzero=False):
         y = plain(m, m.tensor(p + "_y", out_dtype or dtype, (3, 4)))
         m.op(code, [plain(m, m.input(f"{p}_x{k}", x)) for k, x in enumerate(xs)], [y])
         return [y], [ref(*xs).astype(out_dtype or dtype)]
+    return build
+
+
+def broadcast_args(dtype):
+    """BROADCAST_ARGS of two constant shapes (numpy's rule), an output and BROADCAST_TO's
+    target shape (folded at compile time)."""
+    def build(m, p):
+        x = values(np.float32, (3, 1))
+        shape = plain(m, m.tensor(p + "_shape", dtype, (3,)))
+        m.op("BROADCAST_ARGS", [m.const(p + "_a", [3, 1], dtype), m.const(p + "_b", [2, 1, 5], dtype)], [shape])
+        y = m.tensor(p + "_y", np.float32, (2, 3, 5))
+        m.op("BROADCAST_TO", [m.input(p + "_x", x), shape], [y])
+        return [shape, y], [np.array([2, 3, 5], dtype), np.broadcast_to(x, (2, 3, 5))]
+    return build
+
+
+def embedding_lookup(dtype, out_dtype):
+    """EMBEDDING_LOOKUP (embedding_lookup.cc): rows of a constant table picked by run-time
+    ids; an int8 table into float32 is the hybrid lookup, each row dequantized with the
+    table's scale (zero point 0): float32(scale * q)."""
+    def build(m, p):
+        table, ids = values(dtype, (5, 2, 3)), np.array([4, 0, 4, 2], np.int32)
+        t = m.const(p + "_table", table, dtype)
+        if dtype == np.int8:
+            dc.quantized(m, t, 0.037, 0)
+        y = m.tensor(p + "_y", out_dtype, (4, 2, 3))
+        if out_dtype == np.int8:
+            dc.quantized(m, y, 0.037, 0)
+        m.op("EMBEDDING_LOOKUP", [m.input(p + "_ids", ids), t], [y])
+        rows = table[ids]
+        if dtype == out_dtype:
+            return [y], [rows]
+        return [y], [(np.float64(np.float32(0.037)) * rows).astype(np.float32)]
     return build
 
 
@@ -306,6 +340,10 @@ TFLM_PAIRS = [case(op, d, movement(op, d)) for op, ds in [
     case("SELECT_V2", I16, select_v2(I16)),
     case("QUANTIZE", I32, dc.requantize_case(np.int8, I32, 0.02, -3, 0.0007, 0), "quantize_int8_int32"),
     case("PRELU", I16, prelu_int16), case("SQUARED_DIFFERENCE", I16, squared_difference_int16),
+    case("BROADCAST_ARGS", I32, broadcast_args(I32)), case("BROADCAST_ARGS", I64, broadcast_args(I64)),
+    case("EMBEDDING_LOOKUP", np.float32, embedding_lookup(np.float32, np.float32)),
+    case("EMBEDDING_LOOKUP", np.int8, embedding_lookup(np.int8, np.int8)),
+    case("EMBEDDING_LOOKUP", np.int8, embedding_lookup(np.int8, np.float32), "embedding_lookup_int8_hybrid"),
 ] + [case(op, d, small_binary(op, d, ref, B)) for op, ref, ds in [
     ("EQUAL", np.equal, (I32,)), ("NOT_EQUAL", np.not_equal, (I32, I64)), ("LESS", np.less, (I32,)),
     ("LESS_EQUAL", np.less_equal, (I32, I64)), ("GREATER", np.greater, (I32, I64)),

@@ -112,10 +112,13 @@ class TfliteConverter {
   void fill(const tflite::Operator& op, BuiltinOperator code);  // FILL, ZEROS_LIKE
   void shape(const tflite::Operator& op);
   void broadcast_to(const tflite::Operator& op);
+  void broadcast_args(const tflite::Operator& op);
+  void fold(int out, NDArray a);  // tensor `out` is the constant `a`
   void space_batch(const tflite::Operator& op, BuiltinOperator code);  // convert_space.cc
   void mirror_pad(const tflite::Operator& op);
   void reverse(const tflite::Operator& op);
   void gather(const tflite::Operator& op, bool nd);            // convert_gather.cc
+  void embedding_lookup(const tflite::Operator& op);           // convert_gather.cc
   void resize(const tflite::Operator& op, bool bilinear);      // convert_resize.cc
   // A constant int32/int64 tensor `t` as integers (a shape, axes, sizes): refused by
   // name when only a run would know it.

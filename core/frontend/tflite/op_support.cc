@@ -42,6 +42,8 @@ std::vector<TfliteOpSupport> make_table() {
            "MIRROR_PAD", "GATHER", "GATHER_ND", "ZEROS_LIKE"},
           kAny),
       ops({"SHAPE"}, kAnyUint8),
+      ops({"BROADCAST_ARGS"}, {"int32", "int64"}),
+      ops({"EMBEDDING_LOOKUP"}, {"float32", "int8"}, "input 1"),  // the table
       ops({"PAD", "PADV2"}, kAny),
       ops({"SPLIT", "FILL"}, kAny, "input 1"),
       ops({"CONCATENATION"}, kAny),
