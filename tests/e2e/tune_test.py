@@ -25,6 +25,7 @@ import threading
 import time
 
 SKIP = 77
+sys.dont_write_bytecode = True  # the tuner is imported from the source tree
 
 
 def run(cmd, env=None):
