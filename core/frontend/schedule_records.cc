@@ -154,8 +154,9 @@ std::vector<std::string> applicable_schedules(const Graph& g, const GraphNode& n
   const bool few = smlad && conv && !nchw && input_channels > 0 && input_channels <= kFewChannelsMaxInput &&
                    k <= kFewChannelsMaxReduction && target.few_channels;
   add("fold_zero_point", const_weight && int_attr(a, onnx ? "data_zero_point" : "input_zero_point", 0) != 0);
+  // depthwise_tile's kernel neither blocks nor unrolls (its windows are straight-line code).
   add("block", !(depthwise && target.depthwise_tile));
-  add("unroll", true);
+  add("unroll", !(depthwise && target.depthwise_tile));
   add("smlad", smlad);
   add("sxtb16", smlad && !few);
   add("interleave", smlad && target.block && channels >= 2);

@@ -3,6 +3,8 @@
 (web/examples/digits_int8.json made binary by flatc: a CONV_2D and a FULLY_CONNECTED with
 schedules) on Cortex-M4 under QEMU:
 
+- every knob `tune --space` lists for a layer changes the generated code when switched
+  off on that layer alone (the tuner never proposes a knob that does nothing);
 - a record switching one knob off on the convolution changes that kernel's code, the
   artifact's metadata names the record (path and hash), and the outputs stay bit-exact;
 - a record of another model, one naming the wrong node, a knob that does not apply and
@@ -104,6 +106,30 @@ def record_checks(cli, model, space, work, failures):
             "another version is refused")
 
 
+def space_checks(cli, model, space, work, failures):
+    """Each listed knob, switched off on its layer alone, changes the generated code."""
+    def code(extra):
+        out = os.path.join(work, "probe")
+        rc, _, err = run([cli, "compile", model, "--target", space["compile_target"], "-o", out] + extra)
+        if rc != 0:
+            return "error: " + err
+        return "".join(open(os.path.join(r, f)).read() for r, _, fs in sorted(os.walk(os.path.join(out, "codegen")))
+                       for f in sorted(fs))
+    default = code([])
+    no_ops = []
+    for layer in space["layers"]:
+        for knob in layer["schedules"]:
+            rec = {"format": "microtir-schedule-record", "version": 1, "model": space["model"],
+                   "layers": [{"operator": layer["operator"], "node": layer["node"], "op": layer["op"],
+                               "schedules": {knob: False}}]}
+            path = os.path.join(work, "probe.json")
+            json.dump(rec, open(path, "w"))
+            if code(["--schedules", path]) == default:
+                no_ops.append(f"{layer['node']}:{knob}")
+    n = sum(len(l["schedules"]) for l in space["layers"])
+    check(not no_ops, f"each of the {n} knobs of the space changes its layer's code (no-ops: {no_ops})", failures)
+
+
 def layers_of(record):
     return record["layers"]
 
@@ -132,7 +158,7 @@ def tuner_checks(cli, model, src, work, failures):
 
     cache_a, cache_b = os.path.join(work, "cache_a"), os.path.join(work, "cache_b")
     rec_a, rec_c = os.path.join(work, "a.json"), os.path.join(work, "c.json")
-    base = [cli, "tune", model, "--target", "cortex-m4", "--trials", "3"]
+    base = [cli, "tune", model, "--target", "cortex-m4", "--trials", "2"]
     start = time.time()
     rc, out, err = run(base + ["--workers", "1", "--cache", cache_a, "-o", rec_a])
     check(rc == 0, f"tune on 1 worker exits 0 ({time.time() - start:.1f} s; {err.strip()[-300:]})", failures)
@@ -149,7 +175,7 @@ def tuner_checks(cli, model, src, work, failures):
         killer = threading.Thread(target=kill_a_worker_when_busy, args=(client, killed))
         killer.start()
         start = time.time()
-        b = microtir_tune.Tuner(client, cli, model, "cortex-m4", cache=cache_b, trials=3).tune()
+        b = microtir_tune.Tuner(client, cli, model, "cortex-m4", cache=cache_b, trials=2).tune()
         killer.join()
         print(f"2 workers, one killed: {time.time() - start:.1f} s, killed {killed}")
     finally:
@@ -199,6 +225,7 @@ def main():
         import microtir_tune
         x = microtir_tune.default_inputs(space)["x"]
         np.save(os.path.join(work, "x.npy"), x)
+        space_checks(cli, model, space, work, failures)
         record_checks(cli, model, space, work, failures)
         tuner_checks(cli, model, src, work, failures)
     if failures:
