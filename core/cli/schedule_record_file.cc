@@ -99,8 +99,8 @@ std::vector<std::string> tuner_args(const TuneCommand& c) {
   auto add = [&](const char* flag, int64_t v) {
     if (v > 0) a.insert(a.end(), {flag, std::to_string(v)});
   };
-  add("--max-flash", c.max_flash);
-  add("--max-ram", c.max_ram);
+  if (!c.max_flash.empty()) a.insert(a.end(), {"--max-flash", c.max_flash});
+  if (!c.max_ram.empty()) a.insert(a.end(), {"--max-ram", c.max_ram});
   add("--trials", c.trials);
   add("--workers", c.workers);
   if (!c.scheduler.empty()) a.insert(a.end(), {"--scheduler", c.scheduler});
@@ -117,6 +117,7 @@ int run_tune(const TuneCommand& c, const std::string& self) {
     return 0;
   }
   if (c.output.empty()) user_error({}, "tune needs -o records.json (the schedule record to write)");
+  budget_options(c.max_flash, c.max_ram);  // a bad size is refused here, before any cluster starts
   // The tuner is Python (dask.distributed); it calls this binary for every measurement.
   const std::string python = env_or("MICROTIR_PYTHON", fs::exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3");
   const std::string tuner = env_or("MICROTIR_TUNER", MICROTIR_TUNER_SCRIPT);
