@@ -482,6 +482,14 @@ static HostComparison compare_with_host_build(const RunCommand& c, const IRModul
   return h;
 }
 
+// A compiled model runs with the schedule record it was compiled with, if any.
+static int run_compiled_artifact(const RunCommand& c) {
+  if (!c.schedule_record.empty())
+    user_error({}, "--schedules applies when a model is compiled; the artifact '" + c.file +
+                       "' runs with the record it was compiled with (its metadata.json names it)");
+  return run_artifact(c);
+}
+
 int run_run(const RunCommand& c) {
   // A model (JSON graph) runs through its AOT main with its weights; a TIR file runs
   // the function asked for.
@@ -492,12 +500,7 @@ int run_run(const RunCommand& c) {
   if (budgeted && (c.target.empty() || (!is_artifact_path(c.file) && !is_graph_file(c.file))))
     user_error({}, "--max-flash and --max-ram check a model's build on a target: give a model (.tflite, .onnx, model.json "
                    "or a compiled model.tar) and --target");
-  if (is_artifact_path(c.file)) {  // model.tar or an MLF folder
-    if (!c.schedule_record.empty())
-      user_error({}, "--schedules applies when a model is compiled; the artifact '" + c.file +
-                         "' runs with the record it was compiled with (its metadata.json names it)");
-    return run_artifact(c);
-  }
+  if (is_artifact_path(c.file)) return run_compiled_artifact(c);  // model.tar or an MLF folder
   // A budget needs the artifact's target report, which the host build of a model has too.
   if (is_graph_file(c.file) && ((!c.target.empty() && c.target != "host") || !c.devices.empty() || budgeted))
     return run_model_as_artifact(c);

@@ -74,6 +74,8 @@ def record_checks(cli, model, space, work, failures):
         outs[name] = json.loads(out)["outputs"] if rc == 0 else None
     check(outs["default"] is not None and outs["default"] == outs["record"], "the record's outputs equal the default's",
           failures)
+    rc, _, err = run([cli, "run", os.path.join(work, "record"), "--target", "cortex-m4", "--schedules", path])
+    check(rc == 1 and "runs with the record it was compiled with" in err, "run ARTIFACT --schedules is refused", failures)
 
     def refused(text, pattern, what, extra=()):
         bad = os.path.join(work, "bad.json")
