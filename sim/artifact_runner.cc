@@ -257,6 +257,8 @@ ArtifactInfo read_artifact_info(const std::string& dir) {
     info.interface_api = j.value("interface_api", std::string("c"));
     info.link_params = j.value("link_params", true);
     info.devices = j.value("devices", std::vector<std::string>{});
+    if (j.contains("schedule_record"))
+      info.schedule_record = (fs::path(dir) / j.at("schedule_record").at("file").get<std::string>()).string();
   } catch (const std::exception& e) {
     fail(meta.string() + " is not a microtir artifact's metadata: " + e.what());
   }

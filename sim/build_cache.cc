@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "sim/cross_targets.h"
+#include "support/digest.h"
 #include "sim/process.h"
 
 namespace mtir::sim {
@@ -20,31 +21,6 @@ namespace {
 
 // Bumped when what an entry holds, or how keys are made, changes.
 constexpr const char* kFormat = "microtir-build-cache-1";
-
-// Two FNV-1a streams with different offsets: 128 bits, plenty for a cache whose worst
-// collision is a wrong firmware for identical-looking input, never an attacker's.
-class Digest {
- public:
-  void add(const std::string& s) {
-    for (unsigned char c : s) {
-      a_ = (a_ ^ c) * 0x100000001b3ULL;
-      b_ = (b_ ^ c) * 0x100000001b3ULL;
-    }
-    // A separator, so ("ab","c") and ("a","bc") differ.
-    a_ = (a_ ^ 0xff) * 0x100000001b3ULL;
-    b_ = (b_ ^ 0xfe) * 0x100000001b3ULL;
-  }
-  std::string hex() const {
-    char text[33];
-    std::snprintf(text, sizeof text, "%016llx%016llx", static_cast<unsigned long long>(a_),
-                  static_cast<unsigned long long>(b_));
-    return text;
-  }
-
- private:
-  uint64_t a_ = 0xcbf29ce484222325ULL;
-  uint64_t b_ = 0x84222325cbf29ce4ULL;
-};
 
 std::optional<fs::path> cache_root() {
   const char* set = std::getenv("MICROTIR_BUILD_CACHE");

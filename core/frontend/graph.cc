@@ -12,6 +12,7 @@
 
 #include "ops/devices.h"
 #include "support/diagnostic.h"
+#include "support/source_offset.h"
 #include "support/names.h"
 #include "support/npy.h"
 
@@ -88,22 +89,7 @@ class Loader {
 
  private:
   // ---- locations
-  Span at_offset(size_t offset) const {
-    const std::string& t = file_->text;
-    Span s;
-    s.file = file_;
-    s.line = 1;
-    s.col = 1;
-    for (size_t i = 0; i < offset && i < t.size(); ++i) {
-      if (t[i] == '\n') {
-        ++s.line;
-        s.col = 1;
-      } else {
-        ++s.col;
-      }
-    }
-    return s;
-  }
+  Span at_offset(size_t offset) const { return span_at_offset(file_, offset); }
   static size_t skip_ws(const std::string& t, size_t p) {
     while (p < t.size() && (t[p] == ' ' || t[p] == '\t' || t[p] == '\n' || t[p] == '\r')) ++p;
     return p;
