@@ -87,7 +87,7 @@ void prepare_matmul_node(Graph& g, GraphNode& node, const ScheduleOptions& opts,
                {"depthwise_tile", conv && opts.depthwise_tile},
                {"depthwise_border_tiles", conv && opts.depthwise_border_tiles}, {"smlal_requant", false},
                {"smmlar_requant", false},
-               {"dense_chunks", false}};
+               {"dense_chunks", false}, {"mve", false}};
   auto wit = g.constants.find(node.inputs.size() > 1 ? node.inputs[1] : "");
   const bool const_weight = wit != g.constants.end() && wit->second.dtype == kI8;
   const int64_t channels = nchw ? node.type.shape.at(1) : node.type.shape.back();
@@ -165,7 +165,12 @@ void prepare_matmul_node(Graph& g, GraphNode& node, const ScheduleOptions& opts,
         }
       }
     }
-    if (opts.smlad && groups == 1) {
+    // mve (Cortex-M55): int8 weights as they are, for a folded int8 (tflite) node.
+    const bool mve = opts.mve && groups == 1 && sched["fold_zero_point"].get<bool>() &&
+                     node.attrs.value("requant", std::string("tflite")) == "tflite";
+    if (mve) {
+      sched["mve"] = true;
+    } else if (opts.smlad && groups == 1) {
       // few_channels: a first layer (1-4 input channels, NHWC) keeps int16 pairs even
       // with sxtb16: its weights are a few hundred bytes, and its tile then has no
       // widening to do (the kernel gathers interior pixels without bound checks).

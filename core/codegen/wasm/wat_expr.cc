@@ -228,6 +228,8 @@ WVal FunctionEmitter::call_expr(const CallNode* c) {
       if (!l) user_error(c->span, "T.address_of takes one buffer element, such as A[i]");
       return {"i32", address(l->buffer, l->indices, l->span)};
     }
+    case Builtin::Vmladava:
+      internal_error(__FILE__, __LINE__, "T.vmladava reached the wasm backend (scalarize_vectors_simd128 expands it)");
     case Builtin::Smlad: {
       // Emitted in the order the text evaluates them (the accumulator first), for reused loads.
       WVal acc = expr(c->args.at(2));
