@@ -253,4 +253,15 @@ void store_cached_build(const CachedBuild& build, const fs::path& out) {
   trim_cache(root);
 }
 
+int build_with_cache(const std::vector<std::string>& command, const fs::path& out, const fs::path& log) {
+  const std::optional<CachedBuild> cached = build_cache_entry(command, out.string());
+  if (cached && restore_cached_build(*cached, out)) {
+    std::ofstream(log, std::ios::trunc);
+    return 0;
+  }
+  const int rc = run_process(command, log);
+  if (rc == 0 && cached) store_cached_build(*cached, out);
+  return rc;
+}
+
 }  // namespace mtir::sim
