@@ -75,6 +75,14 @@ bool smmlar_table(const Graph& g, const GraphNode& node, const std::vector<std::
   return true;
 }
 
+// mve (Cortex-M55): the int8 weights as they are, for a node whose input zero point
+// folded under the tflite rule (int8 data); recorded in `sched`.
+bool takes_mve(const ScheduleOptions& opts, const GraphNode& node, int64_t groups, json& sched) {
+  sched["mve"] = opts.mve && groups == 1 && sched["fold_zero_point"].get<bool>() &&
+                 node.attrs.value("requant", std::string("tflite")) == "tflite";
+  return sched["mve"].get<bool>();
+}
+
 // The schedules a node of `op` can take; the rest are recorded as off.
 void prepare_matmul_node(Graph& g, GraphNode& node, const ScheduleOptions& opts, std::set<std::string>& maybe_unused) {
   const bool conv = node.op == "qconv2d";
@@ -165,12 +173,7 @@ void prepare_matmul_node(Graph& g, GraphNode& node, const ScheduleOptions& opts,
         }
       }
     }
-    // mve (Cortex-M55): int8 weights as they are, for a folded int8 (tflite) node.
-    const bool mve = opts.mve && groups == 1 && sched["fold_zero_point"].get<bool>() &&
-                     node.attrs.value("requant", std::string("tflite")) == "tflite";
-    if (mve) {
-      sched["mve"] = true;
-    } else if (opts.smlad && groups == 1) {
+    if (!takes_mve(opts, node, groups, sched) && opts.smlad && groups == 1) {
       // few_channels: a first layer (1-4 input channels, NHWC) keeps int16 pairs even
       // with sxtb16: its weights are a few hundred bytes, and its tile then has no
       // widening to do (the kernel gathers interior pixels without bound checks).

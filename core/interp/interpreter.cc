@@ -193,6 +193,11 @@ class Interpreter {
     return expr_span.defined() || !stmt_span_ ? expr_span : *stmt_span_;
   }
 
+  Scalar eval_pure_intrinsic(Builtin b, const CallNode* op) {
+    Scalar args[3];
+    for (size_t k = 0; k < op->args.size() && k < 3; ++k) args[k] = eval(op->args[k]);
+    return interp::pure_intrinsic(b, op->args[0]->dtype, op->dtype, args);
+  }
   // acc + the lanes of a times b (builtins.def's vmladava).
   Scalar eval_vmladava(const CallNode* op);
   Scalar call_function(const CallNode* op, bool by_symbol);
@@ -650,11 +655,7 @@ Scalar Interpreter::eval_call(const CallNode* op) {
     case Builtin::Reinterpret:
     case Builtin::Clz:
     case Builtin::Sxtb16:
-    case Builtin::Sxtb16Ror8: {
-      Scalar args[3];
-      for (size_t k = 0; k < op->args.size() && k < 3; ++k) args[k] = eval(op->args[k]);
-      return interp::pure_intrinsic(b, op->args[0]->dtype, op->dtype, args);
-    }
+    case Builtin::Sxtb16Ror8: return eval_pure_intrinsic(b, op);
     case Builtin::Vmladava: return eval_vmladava(op);
     // `return x` / T.ret(x): unwinds to the function's run().
     case Builtin::TvmReturn: throw Returned{eval(op->args[0])};

@@ -436,15 +436,17 @@ class FunctionEmitter {
       case Builtin::Sxtb16Ror8:
         (*helpers_)["mtir_sxtb16"] = kSxtb16Helper;
         return call("mtir_" + op->op, op->args);
-      case Builtin::Clz: {
-        const bool wide = op->args.at(0)->dtype.bits() == 64;
-        const std::string name = wide ? "mtir_clz64" : "mtir_clz32";
-        (*helpers_)[name] = clz_helper(name, wide ? "uint64_t" : "uint32_t", wide ? 64 : 32);
-        return name + "((" + std::string(wide ? "uint64_t" : "uint32_t") + ")" + arg(0) + ")";
-      }
+      case Builtin::Clz: return clz(op);
       case Builtin::Reinterpret: return reinterpret(op);
     }
     internal_error(__FILE__, __LINE__, "unhandled builtin");
+  }
+
+  std::string clz(const CallNode* op) {
+    const bool wide = op->args.at(0)->dtype.bits() == 64;
+    const std::string name = wide ? "mtir_clz64" : "mtir_clz32";
+    (*helpers_)[name] = clz_helper(name, wide ? "uint64_t" : "uint32_t", wide ? 64 : 32);
+    return name + "((" + std::string(wide ? "uint64_t" : "uint32_t") + ")" + expr(op->args.at(0)) + ")";
   }
 
   // vmladava over two contiguous vector loads (scalarize_vectors keeps only those):

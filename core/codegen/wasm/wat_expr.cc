@@ -222,14 +222,13 @@ WVal FunctionEmitter::call_expr(const CallNode* c) {
     case Builtin::TvmCallPacked:
     case Builtin::TvmMakeTensor:
     case Builtin::CallTir:
+    case Builtin::Vmladava:  // scalarize_vectors_simd128 expands it
     case Builtin::TirRegion: refuse_builtin(c, "wasm", "");
     case Builtin::AddressOf: {
       const auto* l = c->args.size() == 1 ? as<BufferLoadNode>(c->args[0]) : nullptr;
       if (!l) user_error(c->span, "T.address_of takes one buffer element, such as A[i]");
       return {"i32", address(l->buffer, l->indices, l->span)};
     }
-    case Builtin::Vmladava:
-      internal_error(__FILE__, __LINE__, "T.vmladava reached the wasm backend (scalarize_vectors_simd128 expands it)");
     case Builtin::Smlad: {
       // Emitted in the order the text evaluates them (the accumulator first), for reused loads.
       WVal acc = expr(c->args.at(2));
@@ -239,8 +238,7 @@ WVal FunctionEmitter::call_expr(const CallNode* c) {
       return {"i32", "(i32.add (i32.add " + acc.code + " (i32.mul " + lo(a) + " " + lo(bv) + ")) (i32.mul " + hi(a) + " " + hi(bv) + "))"};
     }
     case Builtin::Smlabb: {
-      WVal acc = expr(c->args.at(2));
-      WVal a = expr(c->args.at(0)), bv = expr(c->args.at(1));
+      WVal acc = expr(c->args.at(2)), a = expr(c->args.at(0)), bv = expr(c->args.at(1));
       auto lo = [](const WVal& v) { return "(i32.extend16_s " + v.code + ")"; };
       return {"i32", "(i32.add " + acc.code + " (i32.mul " + lo(a) + " " + lo(bv) + "))"};
     }
