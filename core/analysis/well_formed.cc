@@ -415,9 +415,16 @@ class WellFormedChecker : public Visitor {
       return error(span, name + " returns from the function, so it can only be a statement of its own (T.evaluate)");
     if (info->position == OpInfo::Position::kLetValue && c != let_value_)
       return error(span, name + " declares storage, so it can only be the value of a let (x = " + name + "(...))");
-    // Math applies lane by lane; the other intrinsics take scalars.
-    if (info->kind != OpInfo::Kind::kUnaryMath && info->kind != OpInfo::Kind::kBinaryMath &&
+    if (c->is(Builtin::Vmladava)) {
+      // Two int8 vectors of up to 16 lanes or int16 vectors of up to 8: a 128-bit register.
+      const DataType a = c->args.at(1)->dtype, b = c->args.at(2)->dtype;
+      if (a != b || !a.is_int() || (a.bits() != 8 && a.bits() != 16) || a.lanes() * a.bits() > 128 ||
+          c->args[0]->dtype.is_vector())
+        return error(span, name + " takes a scalar accumulator and two int8 vectors of up to 16 lanes (or int16 of up to "
+                                  "8) of the same type, got " + a.str() + " and " + b.str());
+    } else if (info->kind != OpInfo::Kind::kUnaryMath && info->kind != OpInfo::Kind::kBinaryMath &&
         info->kind != OpInfo::Kind::kIntBinary) {
+      // Math applies lane by lane; the other intrinsics take scalars.
       for (const auto& a : c->args)
         if (a->dtype.is_vector()) return error(span_of(a, span), name + " does not take vectors (" + a->dtype.str() + ")");
     }

@@ -106,7 +106,7 @@ void apply_option(TargetReading& r, const std::string& text, const std::string& 
     t.mcpu = value;
   } else if (key == "disabled-schedules") {
     ScheduleOptions s;
-    s.smlad = s.sxtb16 = s.smmlar_requant = true;  // keep only the names listed: their default off would read as disabled
+    s.smlad = s.sxtb16 = s.smmlar_requant = s.mve = true;  // keep only the names listed: their default off would read as disabled
     disable_schedules(s, value, "bad target \"" + text + "\": -disabled-schedules");
     t.disabled_schedules = s.disabled();
     r.kept = s;
@@ -129,6 +129,7 @@ ScheduleOptions target_schedules(const Target& t, const ScheduleOptions& kept) {
   // One SMMLAR where the DSP has it; elsewhere its 64-bit arithmetic costs about what
   // smlal_requant's does (riscv32 KWS +0.07%).
   s.smmlar_requant = s.smlad;
+  s.mve = t.kind != "wasm" && t.mcpu == "cortex-m55";  // Helium: Armv8.1-M with MVE
   // merge_kernels saves a microcontroller's flash. A wasm module keeps one function per
   // layer: Binaryen merges identical functions itself, and the playground times each
   // layer by wrapping its kernel's function (a shared one would time two layers as one).
@@ -172,7 +173,7 @@ Target parse_target(const std::string& text) {
   if (words.empty()) target_error(text, "empty; expected \"c\", \"llvm\" or \"wasm\" followed by -key=value options");
 
   TargetReading r;
-  r.kept.smlad = r.kept.sxtb16 = r.kept.smmlar_requant = true;
+  r.kept.smlad = r.kept.sxtb16 = r.kept.smmlar_requant = r.kept.mve = true;
   Target& t = r.t;
   t.kind = words[0];
   if (t.kind != "c" && t.kind != "llvm" && t.kind != "wasm") {

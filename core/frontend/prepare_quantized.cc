@@ -75,6 +75,14 @@ bool smmlar_table(const Graph& g, const GraphNode& node, const std::vector<std::
   return true;
 }
 
+// mve (Cortex-M55): the int8 weights as they are, for a node whose input zero point
+// folded under the tflite rule (int8 data); recorded in `sched`.
+bool takes_mve(const ScheduleOptions& opts, const GraphNode& node, int64_t groups, json& sched) {
+  sched["mve"] = opts.mve && groups == 1 && sched["fold_zero_point"].get<bool>() &&
+                 node.attrs.value("requant", std::string("tflite")) == "tflite";
+  return sched["mve"].get<bool>();
+}
+
 // The schedules a node of `op` can take; the rest are recorded as off.
 void prepare_matmul_node(Graph& g, GraphNode& node, const ScheduleOptions& opts, std::set<std::string>& maybe_unused) {
   const bool conv = node.op == "qconv2d";
@@ -87,7 +95,7 @@ void prepare_matmul_node(Graph& g, GraphNode& node, const ScheduleOptions& opts,
                {"depthwise_tile", conv && opts.depthwise_tile},
                {"depthwise_border_tiles", conv && opts.depthwise_border_tiles}, {"smlal_requant", false},
                {"smmlar_requant", false},
-               {"dense_chunks", false}};
+               {"dense_chunks", false}, {"mve", false}};
   auto wit = g.constants.find(node.inputs.size() > 1 ? node.inputs[1] : "");
   const bool const_weight = wit != g.constants.end() && wit->second.dtype == kI8;
   const int64_t channels = nchw ? node.type.shape.at(1) : node.type.shape.back();
@@ -165,7 +173,7 @@ void prepare_matmul_node(Graph& g, GraphNode& node, const ScheduleOptions& opts,
         }
       }
     }
-    if (opts.smlad && groups == 1) {
+    if (!takes_mve(opts, node, groups, sched) && opts.smlad && groups == 1) {
       // few_channels: a first layer (1-4 input channels, NHWC) keeps int16 pairs even
       // with sxtb16: its weights are a few hundred bytes, and its tile then has no
       // widening to do (the kernel gathers interior pixels without bound checks).

@@ -193,6 +193,13 @@ class Interpreter {
     return expr_span.defined() || !stmt_span_ ? expr_span : *stmt_span_;
   }
 
+  Scalar eval_pure_intrinsic(Builtin b, const CallNode* op) {
+    Scalar args[3];
+    for (size_t k = 0; k < op->args.size() && k < 3; ++k) args[k] = eval(op->args[k]);
+    return interp::pure_intrinsic(b, op->args[0]->dtype, op->dtype, args);
+  }
+  // acc + the lanes of a times b (builtins.def's vmladava).
+  Scalar eval_vmladava(const CallNode* op);
   Scalar call_function(const CallNode* op, bool by_symbol);
   // The body of `f`, its parameters bound: compiled (compiled.h) unless it uses what
   // only the tree walk covers, or the tree walk is asked for.
@@ -484,6 +491,18 @@ void Interpreter::store_vector(const BufferStoreNode* op) {
   }
 }
 
+Scalar Interpreter::eval_vmladava(const CallNode* op) {
+  const DataType a = op->args.at(1)->dtype, b = op->args.at(2)->dtype;
+  const int max_lanes = a.bits() == 8 ? 16 : 8;
+  if (a != b || !a.is_int() || (a.bits() != 8 && a.bits() != 16) || a.lanes() > max_lanes)
+    user_error(where(op->span), "T.vmladava takes two int8 vectors of up to 16 lanes or two int16 vectors of up to 8, "
+                                "of the same type; got " + a.str() + " and " + b.str());
+  uint32_t sum = static_cast<uint32_t>(eval(op->args[0]).i);
+  const std::vector<Scalar> x = eval_lanes(op->args[1]), y = eval_lanes(op->args[2]);
+  for (size_t k = 0; k < x.size(); ++k) sum += static_cast<uint32_t>(x[k].i * y[k].i);
+  return interp::make_int(DataType::Int(32), static_cast<int32_t>(sum));
+}
+
 std::vector<Scalar> Interpreter::eval_lanes(const Expr& e) {
   std::vector<Scalar> out;
   const int saved = lane_;
@@ -636,11 +655,8 @@ Scalar Interpreter::eval_call(const CallNode* op) {
     case Builtin::Reinterpret:
     case Builtin::Clz:
     case Builtin::Sxtb16:
-    case Builtin::Sxtb16Ror8: {
-      Scalar args[3];
-      for (size_t k = 0; k < op->args.size() && k < 3; ++k) args[k] = eval(op->args[k]);
-      return interp::pure_intrinsic(b, op->args[0]->dtype, op->dtype, args);
-    }
+    case Builtin::Sxtb16Ror8: return eval_pure_intrinsic(b, op);
+    case Builtin::Vmladava: return eval_vmladava(op);
     // `return x` / T.ret(x): unwinds to the function's run().
     case Builtin::TvmReturn: throw Returned{eval(op->args[0])};
     case Builtin::TvmThrowLastError: {

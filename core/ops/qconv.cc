@@ -137,7 +137,9 @@ QConv qconv_params(const std::vector<TensorType>& in, const json& attrs) {
   p.ow = (p.w + p.pl + p.pr - ew) / p.sw + 1;
   p.sched = read_schedule(op, r);
   check_packing(op, p.sched, p.inputs, p.q, in[1].shape, p.o, p.k());
+  if (p.sched.mve) check_mve(op, p.sched, p.rule, p.inputs);
   if (p.sched.smlad && p.groups != 1) fail(op, "schedule 'smlad' applies to convolutions with groups == 1");
+  if (p.sched.mve && p.groups != 1) fail(op, "schedule 'mve' applies to convolutions with groups == 1");
   return p;
 }
 
@@ -201,9 +203,10 @@ Stmt checked_gather(const QConv& p, const Buffer& data, Expr n, Expr row, const 
     Var e = ivar("e");
     auto element = [&](Expr c) { return conv_input(p, data, n, ih, iw, c, Expr()); };
     Expr pad = ci(fold ? zx : 0);
+    const DataType value = p.sched.mve ? kI8 : kI16;  // mve: raw int8 (the zero point is folded)
     Expr in = p.sched.smlad ? pack_pair(element(mul(e, ci(2))), element(add(mul(e, ci(2)), ci(1))))
-                            : Cast(kI16, element(e));
-    Expr out_of_range = p.sched.smlad ? pack_pair(pad, pad) : Cast(kI16, pad);
+                            : Cast(value, element(e));
+    Expr out_of_range = p.sched.smlad ? pack_pair(pad, pad) : Cast(value, pad);
     auto at = [&](Expr i) { return add(add(mul(slot, ci(row_words)), floordiv(first, ci(step))), i); };
     Stmt fill = For(e, ci(0), ci(p.cg / step), ForKind::kSerial, store(col, in, {at(e)}));
     Var pe = ivar("pe");
@@ -256,6 +259,14 @@ Stmt gemm_conv(const QConv& p, const QParams& b) {
   g.store = [&](Expr row, Expr oc, Expr v) {
     return store(o, v, p.at(n, floordiv(row, ci(p.ow)), floormod(row, ci(p.ow)), oc));
   };
+  if (p.sched.mve && p.kh == 1 && p.kw == 1 && p.pt + p.pl + p.pb + p.pr == 0 && !p.nchw) {
+    // An unpadded 1x1 convolution reads each pixel's channels where they lie.
+    g.direct = flat_view(data, p.n * p.h * p.w * p.c);
+    g.row_start = [&](Expr row) {
+      Expr ih = mul(floordiv(row, ci(p.ow)), ci(p.sh)), iw = mul(floormod(row, ci(p.ow)), ci(p.sw));
+      return mul(add(mul(add(mul(n, ci(p.h)), ih), ci(p.w)), iw), ci(p.c));
+    };
+  }
   Stmt body = gemm(g);
   if (data_flat) body = DeclBuffer(data_flat, body);
   if (p.n > 1) body = For(n, ci(0), ci(p.n), ForKind::kSerial, body);
@@ -269,7 +280,7 @@ PrimFunc qconv_build(const std::string& fname, const std::vector<TensorType>& in
   check_requant_table("qconv2d", p.q, p.rule, p.inputs);
   FuncBuilder fb;
   QParams b = declare_params(fb, in, out, p.inputs, p.o);
-  if (p.groups == 1 && (p.sched.block || p.sched.smlad || p.sched.unroll)) return fb.finish(fname, gemm_conv(p, b));
+  if (p.groups == 1 && (p.sched.block || p.sched.smlad || p.sched.unroll || p.sched.mve)) return fb.finish(fname, gemm_conv(p, b));
   const bool depthwise = p.cg == 1 && p.groups == p.c && p.o == p.c;
   if (p.sched.depthwise_tile && depthwise) return fb.finish(fname, depthwise_tiles(p, b));
   return fb.finish(fname, conv_loops(p, b));
@@ -310,6 +321,7 @@ QDense qdense_params(const std::vector<TensorType>& in, const json& attrs) {
   p.inputs = classify_inputs(op, in, p.m);
   p.sched = read_schedule(op, r);
   check_packing(op, p.sched, p.inputs, p.q, in[1].shape, p.m, p.k);
+  if (p.sched.mve) check_mve(op, p.sched, p.rule, p.inputs);
   return p;
 }
 
@@ -354,6 +366,7 @@ PrimFunc qdense_build(const std::string& fname, const std::vector<TensorType>& i
     };
   }
   g.store = [&](Expr row, Expr oc, Expr v) { return store(o, v, {row, oc}); };
+  if (p.sched.mve) g.direct = flat_view(data, p.n * p.k), g.row_start = [&](Expr row) { return mul(row, ci(p.k)); };
   Stmt body = takes_dense_chunks(g) ? dense_chunked(g, [&](const Buffer& col, Expr k0, int64_t len) {
     return gather_pairs(ci(0), col, ci(0), k0, len);
   })

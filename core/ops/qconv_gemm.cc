@@ -104,6 +104,8 @@ Schedule read_schedule(const std::string& op, const AttrReader& r) {
       s.smmlar_requant = on;
     else if (key == "dense_chunks")
       s.dense_chunks = on;
+    else if (key == "mve")
+      s.mve = on;
     else if (key != "hoist")
       fail(op, "unknown schedule '" + key + "' (known: " + schedule_names() + ")");
   }
@@ -381,6 +383,7 @@ Stmt gemm_tile(const Gemm& g, const Buffer& col, const std::vector<Expr>& rows, 
 
 // Pixels in pairs (or one by one without `block`), channels in pairs, odd ones last.
 Stmt gemm(const Gemm& g) {
+  if (g.sched->mve) return gemm_mve(g);
   const bool packed = g.sched->smlad;
   const int64_t kw = packed ? (g.k + 1) / 2 : g.k;
   const int64_t pix = g.sched->block ? 2 : 1, chans = g.sched->block ? 2 : 1;
@@ -470,6 +473,7 @@ Buffer flat_view(const Buffer& b, int64_t n) {
 }
 
 Stmt declare_views(const Gemm& g, Stmt body) {
+  if (g.direct) body = DeclBuffer(g.direct, body);
   if (g.table) body = DeclBuffer(g.table, body);
   return DeclBuffer(g.weight, body);
 }

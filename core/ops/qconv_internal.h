@@ -45,7 +45,7 @@ void check_data(const std::string& op, const std::vector<TensorType>& in, Rule& 
 struct Schedule {
   bool fold_zero_point = false, block = false, unroll = false, smlad = false, sxtb16 = false, interleave = false,
        fold_output_zero_point = false, few_channels = false, depthwise_tile = false, depthwise_border_tiles = false,
-       smlal_requant = false, smmlar_requant = false, dense_chunks = false;
+       smlal_requant = false, smmlar_requant = false, dense_chunks = false, mve = false;
   // Packed weight words per output channel for a reduction of length k.
   int64_t weight_words(int64_t k) const { return smlad ? packed_weight_words(k, sxtb16) : k; }
 };
@@ -136,6 +136,10 @@ struct Gemm {
   // directly (dense: the pixel is a contiguous row).
   std::function<Stmt(Expr row, const Buffer& col, Expr slot)> gather;
   std::function<Stmt(Expr row, Expr col, Expr value)> store;
+  // mve: when set, pixel `row`'s reduction values lie contiguous in `direct` from
+  // row_start(row) on (dense rows, unpadded 1x1 convolutions), so nothing is gathered.
+  Buffer direct;
+  std::function<Expr(Expr row)> row_start;
 };
 
 // Two int16 values (int32 expressions in range) as one word, `lo` in the low half.
@@ -150,6 +154,14 @@ Stmt dense_chunked(const Gemm& g, const std::function<Stmt(const Buffer&, Expr, 
 // A flat view of a whole buffer (same data), and the declarations of the core's views.
 Buffer flat_view(const Buffer& b, int64_t n);
 Stmt declare_views(const Gemm& g, Stmt body);
+
+// ---- the Helium (MVE) core (qconv_mve.cc) -------------------------------------------
+
+// Schedule mve: the core of gemm() with 16-lane int8 dot products (T.vmladava) over
+// int8 weights and int8 gathered (or direct) pixels; the input zero point is folded.
+Stmt gemm_mve(const Gemm& g);
+// Whether a node with this schedule, rule and packing can take mve (else the op fails).
+void check_mve(const std::string& op, const Schedule& s, const Rule& rule, const QInputs& q);
 
 // ---- the depthwise and per-output loop nests (qconv_depthwise.cc) -------------------
 

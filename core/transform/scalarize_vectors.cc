@@ -12,6 +12,9 @@
 // are replaced by their value; a value that calls an external function is refused
 // rather than duplicated.
 //
+// T.vmladava (a scalar sum of vector lanes) stays for C where both vectors are
+// contiguous loads; otherwise, and always in the wasm variant, it becomes its sum.
+//
 // The wasm variant (scalarize_vectors_simd128) keeps the stores the wasm backend emits
 // as SIMD128 instructions (simd128_store, below) and scalarizes everything else as above.
 #include "ir/mutator.h"
@@ -69,6 +72,14 @@ void refuse_impure(const Expr& value, const Span& at) {
                        " cannot be inlined by this backend; bind the value with a statement (x = value) instead");
 }
 
+// A vector load A[Ramp(i, 1, n)] of a one-dimensional buffer.
+bool contiguous_load(const Expr& e) {
+  const auto* load = as<BufferLoadNode>(e);
+  const auto* ramp = load && load->indices.size() == 1 ? as<RampNode>(load->indices[0]) : nullptr;
+  const int64_t* stride = ramp ? as_const_int(ramp->stride) : nullptr;
+  return stride && *stride == 1 && load->buffer->shape.size() == 1;
+}
+
 class Scalarizer : public Mutator {
  public:
   explicit Scalarizer(bool keep_simd128) : keep_simd128_(keep_simd128) {}
@@ -84,6 +95,23 @@ class Scalarizer : public Mutator {
   Expr mutate_Shuffle(const ShuffleNode* op, const Expr& self) override {
     if (op->dtype.is_vector()) return self;
     return lane(self, 0);
+  }
+
+  // vmladava: kept for the C backend when both vectors are contiguous loads of a flat
+  // buffer (its helper reads them from their first address), else the sum of the lane
+  // products, in order, from the accumulator on.
+  Expr mutate_Call(const CallNode* op, const Expr& self) override {
+    if (!op->is(Builtin::Vmladava) || op->args.size() != 3) return Mutator::mutate_Call(op, self);
+    if (!keep_simd128_ && contiguous_load(op->args[1]) && contiguous_load(op->args[2]))
+      return Mutator::mutate_Call(op, self);
+    const DataType i32 = DataType::Int(32);
+    Expr sum = mutate(op->args[0]);
+    for (int k = 0; k < op->args[1]->dtype.lanes(); ++k)
+      sum = Binary(ExprKind::Add, sum,
+                   Binary(ExprKind::Mul, Cast(i32, lane(op->args[1], k), op->span), Cast(i32, lane(op->args[2], k), op->span),
+                          op->span),
+                   op->span);
+    return sum;
   }
 
   Stmt mutate_BufferStore(const BufferStoreNode* op, const Stmt& self) override {

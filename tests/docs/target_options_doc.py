@@ -50,10 +50,10 @@ KEYS = {
             "`wasm` only: Binaryen's optimization level for the module (`-Os`/`-Oz` trade speed for size)."),
     "disabled-schedules": ("names from `fold_zero_point`, `block`, `unroll`, `hoist`, `smlad`, `sxtb16`, `interleave`, "
                            "`fold_output_zero_point`, `few_channels`, `depthwise_tile`, `depthwise_border_tiles`, `smlal_requant`, "
-                           "`smmlar_requant`, `merge_kernels`, `patch`, `dense_chunks`, comma-separated",
+                           "`smmlar_requant`, `merge_kernels`, `patch`, `dense_chunks`, `mve`, comma-separated",
                            "Schedules switched off, to measure what each gains ([quantization.md](quantization.md)): "
                            "the int8 kernels' `fold_zero_point`, `block`, `unroll`, `smlad`, `sxtb16`, `interleave`, "
-                           "`fold_output_zero_point`, `few_channels`, `depthwise_tile`, `depthwise_border_tiles`, `smlal_requant`, `smmlar_requant` and `dense_chunks`; `hoist`, the "
+                           "`fold_output_zero_point`, `few_channels`, `depthwise_tile`, `depthwise_border_tiles`, `smlal_requant`, `smmlar_requant`, `dense_chunks` and `mve` (Helium, on only for `cortex-m55`); `hoist`, the "
                            "`hoist_loop_invariants` pass of the lowering ([passes.md](passes.md)), which computes "
                            "loop-invariant address arithmetic once before each loop; `merge_kernels`, the pass of "
                            "the same name (with `-unpacked-api=1`), which makes kernels that differ only in integer "

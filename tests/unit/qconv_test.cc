@@ -189,6 +189,8 @@ void run_case(const Case& k, const ScheduleOptions& opts, const std::string& lab
   // layers keep int16 weight pairs.
   bool few = k.op == "qconv2d" && opts.smlad && !grouped && opts.few_channels && k.weight[3] <= 4 &&
              k.weight[1] * k.weight[2] * k.weight[3] <= 128;
+  const bool mve = opts.mve && !grouped && sched["fold_zero_point"].get<bool>();
+  EXPECT_EQ(sched["mve"].get<bool>(), mve) << label;
   EXPECT_EQ(sched["smlad"].get<bool>(), opts.smlad && !grouped) << label;
   EXPECT_EQ(sched["few_channels"].get<bool>(), few) << label;
   EXPECT_EQ(sched["sxtb16"].get<bool>(), opts.smlad && opts.sxtb16 && !grouped && !few) << label;
@@ -228,14 +230,17 @@ void run_case(const Case& k, const ScheduleOptions& opts, const std::string& lab
   backend_cases::record_module(label, aot.module, aot.main, arrays);
 }
 
-// All 24 combinations of the five kernel schedules (sxtb16 only with smlad), interleave and
+// All 32 combinations of the five kernel schedules (sxtb16 only with smlad, mve in its
+// place without), interleave and
 // fold_output_zero_point on, and two with both off; depthwise_tile follows unroll,
 // depthwise_border_tiles smlad, smlal_requant fold_zero_point and smmlar_requant block.
 void run_all_schedules(const Case& k, const std::string& name) {
   for (int bits = 0; bits < 32; ++bits) {
     ScheduleOptions o;
     o.fold_zero_point = bits & 1, o.block = bits & 2, o.unroll = bits & 4, o.smlad = bits & 8, o.sxtb16 = bits & 16;
-    if (o.sxtb16 && !o.smlad) continue;
+    // The combinations of sxtb16 without smlad take mve instead (int8 weights, 16-lane
+    // dot products; only where the zero point folds).
+    if (o.sxtb16 && !o.smlad) o.sxtb16 = false, o.mve = true;
     // interleave (on by default) only changes anything with smlad and block; switched off
     // once per weight packing (int8 quads, int16 pairs), the other schedules on.
     for (bool interleave : {true, false}) {

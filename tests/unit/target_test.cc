@@ -96,6 +96,15 @@ TEST(Target, Schedules) {
   EXPECT_EQ(parse_target("c -disabled-schedules=hoist,block").disabled_schedules, "block,hoist");
   EXPECT_FALSE(parse_target(off.str()).schedules.hoist);
   EXPECT_FALSE(parse_target("c -mcpu=cortex-m7 -disabled-schedules=smlad").schedules.smlad);
+  // Helium only on the Cortex-M55, and switchable there.
+  EXPECT_TRUE(parse_target("c -mcpu=cortex-m55").schedules.mve);
+  EXPECT_TRUE(parse_target("llvm -mcpu=cortex-m55").schedules.mve);
+  for (const char* other : {"c", "c -mcpu=cortex-m4", "c -mcpu=cortex-m7", "c -mcpu=cortex-m33", "llvm", "wasm"})
+    EXPECT_FALSE(parse_target(other).schedules.mve) << other;
+  Target no_mve = parse_target("c -mcpu=cortex-m55 -disabled-schedules=mve");
+  EXPECT_FALSE(no_mve.schedules.mve);
+  EXPECT_TRUE(no_mve.schedules.smlad);
+  EXPECT_EQ(no_mve.disabled_schedules, "mve");
 }
 
 // Switching one schedule off leaves the others as the CPU chose them (smlad on Cortex-M4).

@@ -90,6 +90,36 @@ static inline int32_t mtir_smlad(int32_t a, int32_t b, int32_t acc) {
 }
 )";
 
+// VMLADAVA over n contiguous lanes (builtins.def's vmladava): one Helium instruction
+// where the compiler has MVE (n below the full width tail-predicated with VCTP, so the
+// lanes past n are neither read nor added), a loop elsewhere, wrapping through uint32_t.
+const char* const kVmladavaHelper = R"(#if defined(__ARM_FEATURE_MVE)
+#include <arm_mve.h>
+#endif
+static inline int32_t mtir_vmladava_s8(int32_t acc, const int8_t* a, const int8_t* b, int32_t n) {
+#if defined(__ARM_FEATURE_MVE)
+  if (n >= 16) return vmladavaq_s8(acc, vld1q_s8(a), vld1q_s8(b));
+  mve_pred16_t p = vctp8q((uint32_t)n);
+  return vmladavaq_p_s8(acc, vld1q_z_s8(a, p), vld1q_z_s8(b, p), p);
+#else
+  uint32_t sum = (uint32_t)acc;
+  for (int32_t i = 0; i < n; ++i) sum += (uint32_t)((int32_t)a[i] * (int32_t)b[i]);
+  return (int32_t)sum;
+#endif
+}
+static inline int32_t mtir_vmladava_s16(int32_t acc, const int16_t* a, const int16_t* b, int32_t n) {
+#if defined(__ARM_FEATURE_MVE)
+  if (n >= 8) return vmladavaq_s16(acc, vld1q_s16(a), vld1q_s16(b));
+  mve_pred16_t p = vctp16q((uint32_t)n);
+  return vmladavaq_p_s16(acc, vld1q_z_s16(a, p), vld1q_z_s16(b, p), p);
+#else
+  uint32_t sum = (uint32_t)acc;
+  for (int32_t i = 0; i < n; ++i) sum += (uint32_t)((int32_t)a[i] * (int32_t)b[i]);
+  return (int32_t)sum;
+#endif
+}
+)";
+
 // SMLABB likewise: acc + lo16(a) * lo16(b). A call GCC does not look into, so it keeps
 // the accumulation chain in the order written (see builtins.def).
 const char* const kSmlabbHelper = R"(#if defined(__ARM_FEATURE_DSP)

@@ -422,6 +422,7 @@ class FunctionEmitter {
         if (!load) user_error(op->span, "T.address_of takes one buffer element, such as A[i]");
         return "(&" + access(load->buffer, load->indices, load->span) + ")";
       }
+      case Builtin::Vmladava: return vmladava(op);
       case Builtin::Smlad:
         (*helpers_)["mtir_smlad"] = kSmladHelper;
         return call("mtir_smlad", op->args);
@@ -435,15 +436,32 @@ class FunctionEmitter {
       case Builtin::Sxtb16Ror8:
         (*helpers_)["mtir_sxtb16"] = kSxtb16Helper;
         return call("mtir_" + op->op, op->args);
-      case Builtin::Clz: {
-        const bool wide = op->args.at(0)->dtype.bits() == 64;
-        const std::string name = wide ? "mtir_clz64" : "mtir_clz32";
-        (*helpers_)[name] = clz_helper(name, wide ? "uint64_t" : "uint32_t", wide ? 64 : 32);
-        return name + "((" + std::string(wide ? "uint64_t" : "uint32_t") + ")" + arg(0) + ")";
-      }
+      case Builtin::Clz: return clz(op);
       case Builtin::Reinterpret: return reinterpret(op);
     }
     internal_error(__FILE__, __LINE__, "unhandled builtin");
+  }
+
+  std::string clz(const CallNode* op) {
+    const bool wide = op->args.at(0)->dtype.bits() == 64;
+    const std::string name = wide ? "mtir_clz64" : "mtir_clz32";
+    (*helpers_)[name] = clz_helper(name, wide ? "uint64_t" : "uint32_t", wide ? 64 : 32);
+    return name + "((" + std::string(wide ? "uint64_t" : "uint32_t") + ")" + expr(op->args.at(0)) + ")";
+  }
+
+  // vmladava over two contiguous vector loads (scalarize_vectors keeps only those):
+  // the helper reads `lanes` elements from each load's first address.
+  std::string vmladava(const CallNode* op) {
+    (*helpers_)["mtir_vmladava"] = kVmladavaHelper;
+    auto address = [&](const Expr& e) {
+      const auto* load = as<BufferLoadNode>(e);
+      const auto* ramp = load && load->indices.size() == 1 ? as<RampNode>(load->indices[0]) : nullptr;
+      if (!ramp) user_error(op->span, "T.vmladava in C needs contiguous vector loads (A[T.Ramp(i, 1, n)]) as arguments");
+      return "(&" + access(load->buffer, {ramp->base}, load->span) + ")";
+    };
+    const DataType t = op->args.at(1)->dtype;
+    return std::string(t.bits() == 8 ? "mtir_vmladava_s8(" : "mtir_vmladava_s16(") + expr(op->args.at(0)) + ", " +
+           address(op->args[1]) + ", " + address(op->args[2]) + ", " + std::to_string(t.lanes()) + ")";
   }
 
   std::string call_packed_lowered(const CallNode* op) {

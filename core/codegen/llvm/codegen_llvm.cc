@@ -329,18 +329,8 @@ Val FunctionEmitter::call_expr(const CallNode* c) {
       Val p = elem_ptr(l->buffer, l->indices, l->span);
       return op("i8*", "bitcast " + p.typed() + " to i8*");
     }
-    case Builtin::Smlad: {
-      Val a = arg(0), bv = arg(1), acc = arg(2);
-      // LLVM 14's ARM backend turns the generic form below into SMLABB + SMLATT, two
-      // instructions for one SMLAD: on DSP cores, its intrinsic.
-      if (ms_->arm_dsp) return intrinsic("llvm.arm.smlad", "i32", {a, bv, acc});
-      // Sign-extended halves, two products, wrapping adds.
-      auto lo = [&](const Val& v) { return op("i32", "sext i16 " + op("i16", "trunc i32 " + v.v + " to i16").v + " to i32"); };
-      auto hi = [&](const Val& v) { return op("i32", "ashr i32 " + v.v + ", 16"); };
-      Val p0 = op("i32", "mul i32 " + lo(a).v + ", " + lo(bv).v);
-      Val p1 = op("i32", "mul i32 " + hi(a).v + ", " + hi(bv).v);
-      return op("i32", "add i32 " + op("i32", "add i32 " + acc.v + ", " + p0.v).v + ", " + p1.v);
-    }
+    case Builtin::Vmladava: return vmladava(c);
+    case Builtin::Smlad: return smlad(c);
     case Builtin::Smlabb: {
       Val a = arg(0), bv = arg(1), acc = arg(2);
       if (ms_->arm_dsp) return intrinsic("llvm.arm.smlabb", "i32", {a, bv, acc});

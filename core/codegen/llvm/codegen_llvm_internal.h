@@ -182,6 +182,9 @@ class FunctionEmitter {
   Val intrinsic(const std::string& name, const std::string& ty, const std::vector<Val>& args);
 
   Val math_call(const CallNode* c);
+  // The DSP SMLAD and Helium VMLADAVA builtins (builtins.def).
+  Val smlad(const CallNode* c);
+  Val vmladava(const CallNode* c);
 
   // `(int32)(q >> 32) >> 31` on Cortex-M: the sign of a 64-bit value's high word (the
   // requantization's rounding correction). LLVM folds it into a 64-bit compare of q (of

@@ -15,6 +15,31 @@ Val FunctionEmitter::intrinsic(const std::string& name, const std::string& ty, c
   return op(ty, call + ")");
 }
 
+Val FunctionEmitter::smlad(const CallNode* c) {
+  Val a = expr(c->args.at(0)), bv = expr(c->args.at(1)), acc = expr(c->args.at(2));
+  // LLVM 14's ARM backend turns the generic form below into SMLABB + SMLATT, two
+  // instructions for one SMLAD: on DSP cores, its intrinsic.
+  if (ms_->arm_dsp) return intrinsic("llvm.arm.smlad", "i32", {a, bv, acc});
+  // Sign-extended halves, two products, wrapping adds.
+  auto lo = [&](const Val& v) { return op("i32", "sext i16 " + op("i16", "trunc i32 " + v.v + " to i16").v + " to i32"); };
+  auto hi = [&](const Val& v) { return op("i32", "ashr i32 " + v.v + ", 16"); };
+  Val p0 = op("i32", "mul i32 " + lo(a).v + ", " + lo(bv).v);
+  Val p1 = op("i32", "mul i32 " + hi(a).v + ", " + hi(bv).v);
+  return op("i32", "add i32 " + op("i32", "add i32 " + acc.v + ", " + p0.v).v + ", " + p1.v);
+}
+
+// Widened lanes, their products and llvm.vector.reduce.add: LLVM's ARM backend forms
+// VMLADAVA from this where the target has MVE, a lane loop elsewhere.
+Val FunctionEmitter::vmladava(const CallNode* c) {
+  Val acc = expr(c->args.at(0)), a = expr(c->args.at(1)), bv = expr(c->args.at(2));
+  const int lanes = c->args[1]->dtype.lanes();
+  const std::string wide = "<" + std::to_string(lanes) + " x i32>";
+  Val xa = op(wide, "sext " + a.typed() + " to " + wide), xb = op(wide, "sext " + bv.typed() + " to " + wide);
+  Val prod = op(wide, "mul " + wide + " " + xa.v + ", " + xb.v);
+  Val sum = intrinsic("llvm.vector.reduce.add.v" + std::to_string(lanes) + "i32", "i32", {prod});
+  return op("i32", "add i32 " + acc.v + ", " + sum.v);
+}
+
 Val FunctionEmitter::math_call(const CallNode* c) {
   DataType t = c->dtype;
   const bool is_abs = c->is(Builtin::Abs);

@@ -222,6 +222,7 @@ WVal FunctionEmitter::call_expr(const CallNode* c) {
     case Builtin::TvmCallPacked:
     case Builtin::TvmMakeTensor:
     case Builtin::CallTir:
+    case Builtin::Vmladava:  // scalarize_vectors_simd128 expands it
     case Builtin::TirRegion: refuse_builtin(c, "wasm", "");
     case Builtin::AddressOf: {
       const auto* l = c->args.size() == 1 ? as<BufferLoadNode>(c->args[0]) : nullptr;
@@ -237,8 +238,7 @@ WVal FunctionEmitter::call_expr(const CallNode* c) {
       return {"i32", "(i32.add (i32.add " + acc.code + " (i32.mul " + lo(a) + " " + lo(bv) + ")) (i32.mul " + hi(a) + " " + hi(bv) + "))"};
     }
     case Builtin::Smlabb: {
-      WVal acc = expr(c->args.at(2));
-      WVal a = expr(c->args.at(0)), bv = expr(c->args.at(1));
+      WVal acc = expr(c->args.at(2)), a = expr(c->args.at(0)), bv = expr(c->args.at(1));
       auto lo = [](const WVal& v) { return "(i32.extend16_s " + v.code + ")"; };
       return {"i32", "(i32.add " + acc.code + " (i32.mul " + lo(a) + " " + lo(bv) + "))"};
     }

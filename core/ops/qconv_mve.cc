@@ -1,0 +1,112 @@
+// Schedule mve: the matrix-product core of qconv2d and qdense (qconv_gemm.cc) for
+// Helium, Armv8.1-M's vector extension (Cortex-M55). The weights stay int8 rows of the
+// reduction (OHWI), the pixels int8 too: read where they lie (dense rows, unpadded 1x1
+// convolutions) or gathered once per pixel pair into an int8 column (im2col). Each step
+// is T.vmladava over 16 lanes of one pixel and one channel, the C backend's VLDRB.8 pair
+// and VMLADAVA.S8 (CMSIS-NN's arm_nn_mat_mult_nt_t_s8 computes the same way); a last
+// partial step takes the lanes that remain, tail-predicated with VCTP. The input zero
+// point is folded into the bias (prepare_quantized), so the products are of raw int8
+// values and padding gathers the zero point. The 2x2 tile of `block` (two pixels, two
+// channels: each loaded vector feeds two dot products) and the requantization (scalar,
+// per output, exactly as the other schedules) are the core's.
+#include "ops/qconv_internal.h"
+#include "ir/substitute.h"
+
+namespace mtir {
+namespace ops {
+namespace qconv_impl {
+namespace {
+
+constexpr int64_t kLanes = 16;  // int8 lanes of one 128-bit Q register
+
+Expr vmladava(Expr acc, Expr a, Expr b) { return Call(kI32, "vmladava", {std::move(acc), std::move(a), std::move(b)}); }
+
+// `np` pixels (`rows`) times `nc` channels from `oc0`: int32 sums from the bias, the
+// reduction 16 lanes a step, then the requantized outputs.
+Stmt mve_tile(const Gemm& g, const Buffer& col, const std::vector<Expr>& rows, Expr oc0, int64_t nc) {
+  const int64_t np = static_cast<int64_t>(rows.size()), k = g.k;
+  Buffer acc = scratch("acc", {np * nc}, kI32);
+  auto pixel = [&](int64_t p, Expr k0, int lanes) {
+    Expr start = col ? add(ci(p * k), k0) : add(g.row_start(rows[p]), k0);
+    return load(col ? col : g.direct, {Ramp(start, ci(1), lanes)});
+  };
+  auto step = [&](Expr k0, int lanes) {
+    std::vector<Stmt> s;
+    for (int64_t p = 0; p < np; ++p)
+      for (int64_t c = 0; c < nc; ++c) {
+        Expr w = load(g.weight, {Ramp(add(mul(add(oc0, ci(c)), ci(k)), k0), ci(1), lanes)});
+        s.push_back(store(acc, vmladava(load(acc, {ci(p * nc + c)}), pixel(p, k0, lanes), w), {ci(p * nc + c)}));
+      }
+    return s.size() == 1 ? s[0] : SeqStmt(s);
+  };
+  std::vector<Stmt> body;
+  for (int64_t p = 0; p < np; ++p)
+    for (int64_t c = 0; c < nc; ++c)
+      body.push_back(store(acc, g.bias ? load(g.bias, {add(oc0, ci(c))}) : ci(0), {ci(p * nc + c)}));
+  // Whole steps, unrolled by four when `unroll` (the rest unrolled), then the tail.
+  const int64_t steps = k / kLanes, factor = g.sched->unroll ? 4 : 1;
+  const int64_t main_iters = steps / factor, rest = steps % factor;
+  if (main_iters > 0) {
+    Var ko = ivar("ko"), ki = ivar("ki");
+    Stmt inner = factor == 1 ? step(mul(ko, ci(kLanes)), kLanes)
+                             : For(ki, ci(0), ci(factor), ForKind::kUnrolled,
+                                   step(mul(add(mul(ko, ci(factor)), ki), ci(kLanes)), kLanes));
+    body.push_back(main_iters == 1 ? substitute(inner, ko, ci(0)) : For(ko, ci(0), ci(main_iters), ForKind::kSerial, inner));
+  }
+  for (int64_t r = 0; r < rest; ++r) body.push_back(step(ci((main_iters * factor + r) * kLanes), kLanes));
+  if (k % kLanes) body.push_back(step(ci(steps * kLanes), static_cast<int>(k % kLanes)));
+  for (int64_t p = 0; p < np; ++p)
+    for (int64_t c = 0; c < nc; ++c) {
+      Expr oc = add(oc0, ci(c));
+      body.push_back(g.store(rows[p], oc,
+                             requantize_channel(*g.q, *g.rule, g.table, g.table_columns, load(acc, {ci(p * nc + c)}), oc,
+                                                g.sched->fold_output_zero_point, g.sched->smlal_requant,
+                                                g.sched->smmlar_requant)));
+    }
+  return Allocate(acc, "local", SeqStmt(body));
+}
+
+// `np` pixels from `row0`: gathered (unless direct), then every channel pair, an odd
+// last channel alone.
+Stmt mve_pixels(const Gemm& g, Expr row0, int64_t np, int64_t chans) {
+  std::vector<Expr> rows;
+  for (int64_t p = 0; p < np; ++p) rows.push_back(add(row0, ci(p)));
+  Buffer col = g.direct ? nullptr : scratch("col", {np * g.k}, kI8);
+  std::vector<Stmt> s;
+  if (col)
+    for (int64_t p = 0; p < np; ++p) s.push_back(g.gather(rows[p], col, ci(p)));
+  const int64_t full = g.cols / chans;
+  Var ob = ivar("ob");
+  Stmt tile = mve_tile(g, col, rows, mul(ob, ci(chans)), chans);
+  s.push_back(full == 1 ? substitute(tile, ob, ci(0)) : For(ob, ci(0), ci(full), ForKind::kSerial, tile));
+  if (g.cols % chans) s.push_back(mve_tile(g, col, rows, ci(full * chans), g.cols % chans));
+  Stmt body = s.size() == 1 ? s[0] : SeqStmt(s);
+  return col ? Allocate(col, "local", body) : body;
+}
+
+}  // namespace
+
+void check_mve(const std::string& op, const Schedule& s, const Rule& rule, const QInputs& q) {
+  if (s.smlad) fail(op, "schedules 'mve' and 'smlad' exclude each other (mve keeps the weight int8)");
+  if (q.packed) fail(op, "schedule 'mve' needs the int8 weight, not one packed for smlad");
+  if (!s.fold_zero_point) fail(op, "schedule 'mve' needs schedule 'fold_zero_point' (it multiplies raw int8 inputs)");
+  if (rule.data != kI8) fail(op, "schedule 'mve' needs int8 data, got " + rule.data.str());
+}
+
+Stmt gemm_mve(const Gemm& g) {
+  MTIR_ICHECK(g.direct || g.gather, "the mve core needs direct rows or a gather");
+  const int64_t pix = g.sched->block ? 2 : 1, chans = g.sched->block ? 2 : 1;
+  std::vector<Stmt> s;
+  const int64_t pairs = g.rows / pix;
+  if (pairs > 0) {
+    Var pp = ivar("pp");
+    Stmt tile = mve_pixels(g, mul(pp, ci(pix)), pix, chans);
+    s.push_back(pairs == 1 ? substitute(tile, pp, ci(0)) : For(pp, ci(0), ci(pairs), ForKind::kSerial, tile));
+  }
+  if (g.rows % pix) s.push_back(mve_pixels(g, ci(pairs * pix), g.rows % pix, chans));
+  return s.size() == 1 ? s[0] : SeqStmt(s);
+}
+
+}  // namespace qconv_impl
+}  // namespace ops
+}  // namespace mtir
