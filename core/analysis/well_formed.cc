@@ -2,6 +2,7 @@
 // variables and buffers are in scope and checks the types of every node on the way.
 // It never stops at the first problem: every finding becomes a diagnostic.
 #include "analysis/well_formed.h"
+#include "ir/reinterpret.h"
 
 #include "analysis/call_tir_check.h"
 #include "analysis/resource_handle_check.h"
@@ -417,7 +418,7 @@ class WellFormedChecker : public Visitor {
       return error(span, name + " declares storage, so it can only be the value of a let (x = " + name + "(...))");
     // Math applies lane by lane; the other intrinsics take scalars.
     if (info->kind != OpInfo::Kind::kUnaryMath && info->kind != OpInfo::Kind::kBinaryMath &&
-        info->kind != OpInfo::Kind::kIntBinary) {
+        info->kind != OpInfo::Kind::kIntBinary && !c->is(Builtin::Reinterpret)) {
       for (const auto& a : c->args)
         if (a->dtype.is_vector()) return error(span_of(a, span), name + " does not take vectors (" + a->dtype.str() + ")");
     }
@@ -461,10 +462,7 @@ class WellFormedChecker : public Visitor {
         return;
       case OpInfo::Kind::kBuiltin: {
         if (c->is(Builtin::Reinterpret)) {
-          DataType from = c->args[0]->dtype;
-          if (!from.is_numeric() || !c->dtype.is_numeric() || from.bits() != c->dtype.bits() ||
-              (from.bits() != 32 && from.bits() != 64))
-            error(span, "reinterpret needs numbers of one width, 32 or 64 bits: " + from.str() + " to " + c->dtype.str());
+          if (std::string why = reinterpret_refusal(c->args[0]->dtype, c->dtype); !why.empty()) error(span, why);
           return;
         }
         std::vector<DataType> types;

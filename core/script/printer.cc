@@ -174,7 +174,8 @@ class Printer {
 
   void module(const IRModule& m) {
     os_ << "# from tvm.script import ir as I\n# from tvm.script import tir as T\n\n";
-    os_ << "@I.ir_module\nclass " << (is_c_identifier(m.name) ? m.name : std::string("Module")) << ":\n";
+    module_name_ = is_c_identifier(m.name) ? m.name : std::string("Module");
+    os_ << "@I.ir_module\nclass " << module_name_ << ":\n";
     indent_ = 1;
     bool need_blank = false;
     if (!m.attrs.empty()) {
@@ -370,6 +371,7 @@ class Printer {
     const auto* call = as<CallNode>(op->value);
     if (call && !call->builtin && call->args.empty() && (call->op == "break_loop" || call->op == "continue_loop"))
       return call->op == "break_loop" ? "break" : "continue";
+    if (call && call->is(Builtin::CallGlobal)) return expr(op->value);  // as TVM prints it
     return "T.evaluate(" + expr(op->value) + ")";
   }
   void line(const std::string& text) { os_ << std::string(4 * indent_, ' ') << text << "\n"; }
@@ -638,6 +640,12 @@ class Printer {
         }
         if (op->is(Builtin::Reinterpret) && op->args.size() == 1 && op->attrs.empty())
           return "T.reinterpret(" + quote(op->dtype.str()) + ", " + expr(op->args[0]) + ")";
+        if (op->is(Builtin::CallGlobal) && !op->args.empty() && as<StringImmNode>(op->args[0]) && op->attrs.empty()) {
+          // TVM's GlobalVar call: Module.sub(args...).
+          std::string out = module_name_ + "." + as<StringImmNode>(op->args[0])->value + "(";
+          for (size_t i = 1; i < op->args.size(); ++i) out += (i > 1 ? ", " : "") + expr(op->args[i]);
+          return out + ")";
+        }
         if (op->is(Builtin::CallTir)) {
           std::string out = "T.call_tir(";
           for (size_t i = 0; i < op->args.size(); ++i) out += (i ? ", " : "") + call_tir_arg(op->args[i]);
@@ -716,6 +724,7 @@ class Printer {
 
   std::ostringstream os_;
   int indent_ = 0;
+  std::string module_name_ = "Module";  // for calls between its functions: Module.sub(...)
   std::unordered_map<const void*, std::string> names_;
   std::set<std::string> used_;
 };
