@@ -2,7 +2,6 @@
 // variables and buffers are in scope and checks the types of every node on the way.
 // It never stops at the first problem: every finding becomes a diagnostic.
 #include "analysis/well_formed.h"
-#include "ir/reinterpret.h"
 
 #include "analysis/call_tir_check.h"
 #include "analysis/resource_handle_check.h"
@@ -14,6 +13,7 @@
 
 #include "ir/tvm_intrinsics.h"
 #include "ir/op.h"
+#include "ir/reinterpret.h"
 #include "ir/visitor.h"
 
 namespace mtir {
