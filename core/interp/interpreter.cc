@@ -550,8 +550,7 @@ Scalar Interpreter::eval_extern(const CallNode* op) {
 Scalar Interpreter::eval_call(const CallNode* op) {
   if (!op->builtin) return eval(expand_tvm_intrinsic(op, "the interpreter"));  // TVM's own intrinsics
   const Builtin b = *op->builtin;
-  // The verifier checks arity; a call the interpreter meets unverified is checked here,
-  // against the same table, before any argument is read.
+  // An unverified call's arity is checked here (the table's), before any argument is read.
   if (std::string why; !builtin_arity_ok(builtin_info(b), op->args.size(), &why)) user_error(where(op->span), why);
   switch (b) {
     case Builtin::Exp:

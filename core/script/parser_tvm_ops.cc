@@ -140,6 +140,7 @@ Expr Parser::parse_buffer_field(const Token& name, const Buffer& b) {
 // An unknown name; `Other.sub(...)` outside the class `Other` is named as what it is.
 void Parser::fail_undefined(const Token& name) {
   if (tok_is_op(cur(), ".") && ahead(1).kind == TokKind::kName && tok_is_op(ahead(2), "(")) {
+    if (name.text == module_name_) fail(name, "module '" + module_name_ + "' has no function '" + ahead(1).text + "'");
     if (module_name_.empty())
       fail(name, "'" + name.text + "." + ahead(1).text + "(...)' calls a function of a module, but this file has "
                  "no module; put the functions in an @I.ir_module class named '" + name.text + "'");

@@ -221,8 +221,7 @@ WVal FunctionEmitter::call_expr(const CallNode* c) {
     case Builtin::TvmReturn: refuse_statement_builtin(c, "wasm");
     case Builtin::TvmCallPacked:
     case Builtin::TvmMakeTensor:
-    case Builtin::CallTir:
-    case Builtin::CallGlobal:
+    case Builtin::CallTir: case Builtin::CallGlobal:
     case Builtin::TirRegion: refuse_builtin(c, "wasm", "");
     case Builtin::AddressOf: {
       const auto* l = c->args.size() == 1 ? as<BufferLoadNode>(c->args[0]) : nullptr;
