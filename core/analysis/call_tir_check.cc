@@ -44,10 +44,12 @@ struct CallSite {
 class CallCollector : public Visitor {
  public:
   std::function<void(const CallNode*, const IntBoundAnalyzer&)> check;
+  std::function<void(const CallNode*)> check_global;
 
  protected:
   void visit_Call(const CallNode* op) override {
     if (op->is(Builtin::CallTir)) check(op, bounds_);
+    if (op->is(Builtin::CallGlobal)) check_global(op);
     Visitor::visit_Call(op);
   }
   void visit_For(const ForNode* op) override {
@@ -121,6 +123,7 @@ class Checker {
       if (!f) continue;
       CallCollector c;
       c.check = [&](const CallNode* call, const IntBoundAnalyzer& bounds) { check_call(name, call, bounds); };
+      c.check_global = [&](const CallNode* call) { check_global_call(name, call); };
       c.visit(f->body);
     }
     check_recursion();
@@ -184,6 +187,41 @@ class Checker {
       }
     }
     check_aliasing(who, regions, at);
+  }
+
+  // Module.sub(args...): scalars of the parameters' types (constants that fit convert),
+  // pointers for pointer parameters; buffer parameters are call_tir's.
+  void check_global_call(const std::string& caller, const CallNode* call) {
+    const Span& at = call->span;
+    const auto* name = call->args.empty() ? nullptr : as<StringImmNode>(call->args[0]);
+    if (!name) return error(at, "a call between functions in '" + caller + "' needs the callee's name first");
+    const std::string who = "the call from '" + caller + "' to '" + name->value + "'";
+    PrimFunc callee = m_.lookup(name->value);
+    if (!callee) return error(at, who + ": there is no function '" + name->value + "' in this module");
+    const size_t n = call->args.size() - 1;
+    if (n != callee->params.size())
+      return error(at, who + ": '" + name->value + "' takes " + std::to_string(callee->params.size()) +
+                           " arguments, got " + std::to_string(n));
+    if (call->dtype != callee->ret_type && !(call->dtype.is_void() && callee->ret_type.is_void()))
+      return error(at, who + " is typed " + call->dtype.str() + ", but '" + name->value + "' returns " +
+                           callee->ret_type.str());
+    for (size_t i = 0; i < n; ++i) {
+      const Expr& arg = call->args[i + 1];
+      const Var& p = callee->params[i];
+      const std::string param = "parameter '" + p->name + "'";
+      const int64_t* c = as_const_int(arg);
+      if (callee->param_buffers[i]) {
+        error(at, who + ": " + param + " is a buffer (T.Buffer); " + name->value + "(...) passes pointers and "
+                      "scalars: declare it T.handle(\"" + callee->param_buffers[i]->dtype.str() + "\") with "
+                      "T.decl_buffer in '" + name->value + "', or pass buffers with T.call_tir");
+      } else if (p->dtype.is_handle() != arg->dtype.is_handle()) {
+        error(at, who + ": " + param + " is " + (p->dtype.is_handle() ? "a pointer (T.handle)" : p->dtype.str()) +
+                      ", but the argument is " + (arg->dtype.is_handle() ? "a pointer" : arg->dtype.str()));
+      } else if (!p->dtype.is_handle() && arg->dtype != p->dtype &&
+                 !(c && p->dtype.is_integer() && wrap_int(p->dtype, *c) == *c)) {
+        error(at, who + ": " + param + " is " + p->dtype.str() + ", but the argument is " + arg->dtype.str());
+      }
+    }
   }
 
   // Two arguments in the same memory, one of them written, would alias restrict
@@ -297,38 +335,47 @@ class Checker {
   // Recursion, direct or through other functions, is refused at the call that closes
   // the cycle.
   void check_recursion() {
-    std::map<std::string, int> state;  // 0 new, 1 on the stack, 2 done
-    std::vector<std::string> stack;
-    std::set<std::pair<std::string, std::string>> reported;
-    std::function<void(const std::string&)> visit = [&](const std::string& f) {
-      state[f] = 1;
-      stack.push_back(f);
-      for (const auto& [callee, call] : edges_[f]) {
-        if (state[callee] == 1 && reported.insert({f, callee}).second) {
-          std::string path;
-          bool on = false;
-          for (const auto& s : stack) {
-            if (s == callee) on = true;
-            if (on) path += s + " -> ";
-          }
-          error(call->span, "call_tir from '" + f + "' to '" + callee + "' is recursive (" + path + callee +
-                                "); functions that call themselves, directly or not, cannot be compiled");
-        } else if (state.count(callee) == 0 || state[callee] == 0) {
-          visit(callee);
-        }
-      }
-      stack.pop_back();
-      state[f] = 2;
-    };
-    for (const auto& [name, f] : m_.functions)
-      if (state[name] == 0) visit(name);
+    for (const CallCycle& c : call_cycles(edges_, m_)) {
+      error(c.call->span, "call_tir from '" + c.caller + "' to '" + c.callee + "' is recursive (" + c.path +
+                              "); functions that call themselves, directly or not, cannot be compiled");
+    }
   }
 
   const IRModule& m_;
-  std::map<std::string, std::vector<std::pair<std::string, const CallNode*>>> edges_;
+  CallEdges edges_;
 };
 
 }  // namespace
+
+std::vector<CallCycle> call_cycles(const CallEdges& edges, const IRModule& m) {
+  std::vector<CallCycle> out;
+  std::map<std::string, int> state;  // 0 new, 1 on the stack, 2 done
+  std::vector<std::string> stack;
+  std::set<std::pair<std::string, std::string>> reported;
+  std::function<void(const std::string&)> visit = [&](const std::string& f) {
+    state[f] = 1;
+    stack.push_back(f);
+    auto it = edges.find(f);
+    for (const auto& [callee, call] : it == edges.end() ? CallEdges::mapped_type{} : it->second) {
+      if (state[callee] == 1 && reported.insert({f, callee}).second) {
+        std::string path;
+        bool on = false;
+        for (const auto& s : stack) {
+          if (s == callee) on = true;
+          if (on) path += s + " -> ";
+        }
+        out.push_back({call, f, callee, path + callee});
+      } else if (state[callee] == 0) {
+        visit(callee);
+      }
+    }
+    stack.pop_back();
+    state[f] = 2;
+  };
+  for (const auto& [name, f] : m.functions)
+    if (state[name] == 0) visit(name);
+  return out;
+}
 
 std::vector<Diagnostic> check_call_tir(const IRModule& m) {
   Checker c(m);

@@ -13,6 +13,7 @@
 
 #include "ir/tvm_intrinsics.h"
 #include "ir/op.h"
+#include "ir/reinterpret.h"
 #include "ir/visitor.h"
 
 namespace mtir {
@@ -423,7 +424,7 @@ class WellFormedChecker : public Visitor {
         return error(span, name + " takes a scalar accumulator and two int8 vectors of up to 16 lanes (or int16 of up to "
                                   "8) of the same type, got " + a.str() + " and " + b.str());
     } else if (info->kind != OpInfo::Kind::kUnaryMath && info->kind != OpInfo::Kind::kBinaryMath &&
-        info->kind != OpInfo::Kind::kIntBinary) {
+               info->kind != OpInfo::Kind::kIntBinary && !c->is(Builtin::Reinterpret)) {
       // Math applies lane by lane; the other intrinsics take scalars.
       for (const auto& a : c->args)
         if (a->dtype.is_vector()) return error(span_of(a, span), name + " does not take vectors (" + a->dtype.str() + ")");
@@ -468,10 +469,7 @@ class WellFormedChecker : public Visitor {
         return;
       case OpInfo::Kind::kBuiltin: {
         if (c->is(Builtin::Reinterpret)) {
-          DataType from = c->args[0]->dtype;
-          if (!from.is_numeric() || !c->dtype.is_numeric() || from.bits() != c->dtype.bits() ||
-              (from.bits() != 32 && from.bits() != 64))
-            error(span, "reinterpret needs numbers of one width, 32 or 64 bits: " + from.str() + " to " + c->dtype.str());
+          if (std::string why = reinterpret_refusal(c->args[0]->dtype, c->dtype); !why.empty()) error(span, why);
           return;
         }
         std::vector<DataType> types;

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "interp/compiled.h"
+#include "ir/op.h"
 
 namespace mtir {
 namespace interp {
@@ -227,7 +228,39 @@ auto by_type(DataType t, Args&&... args) {
   return out;
 }
 
+struct VarPointer final : CPointer {
+  VarPointer(const VarNode* v, int slot) : var(v), slot(slot) {}
+  CallArg eval(Frame& f) const override {
+    CallArg a;
+    a.storage = f.storage[static_cast<size_t>(slot)];
+    if (!a.storage) user_error(f.where(var->span), "pointer '" + var->name + "' points to no memory the interpreter knows here");
+    return a;
+  }
+  const VarNode* var;
+  int slot;
+};
+
+struct ElementPointer final : CPointer {
+  explicit ElementPointer(Access a) : access(std::move(a)) {}
+  CallArg eval(Frame& f) const override {
+    CallArg a;
+    a.storage = &access.storage(f);
+    a.offset = access.address(f, *a.storage);
+    return a;
+  }
+  Access access;
+};
+
 }  // namespace
+
+// As Interpreter::pointer_of: the forms a pointer argument takes.
+CPointerPtr Compiler::pointer(const Expr& e) {
+  if (const auto* v = as<VarNode>(e)) return std::make_unique<VarPointer>(v, storage_slot(v));
+  const auto* call = as<CallNode>(e);
+  const auto* load = call && call->is(Builtin::AddressOf) ? as<BufferLoadNode>(call->args.at(0)) : nullptr;
+  if (!load) throw Unsupported{"a pointer argument"};
+  return std::make_unique<ElementPointer>(make_access(this, *load->buffer, load->indices, load->span));
+}
 
 CExprPtr Compiler::load(const BufferLoadNode* op) {
   return by_type<LoadExpr>(op->buffer->dtype, make_access(this, *op->buffer, op->indices, op->span));

@@ -1,8 +1,8 @@
 // Builtin calls of the compiled interpreter, each as Interpreter::eval_call computes it
 // (interpreter.cc): math functions, shifts and bitwise operators (the requantization's
 // hot path, inline when the shift is in range), the lazy if_then_else, call_extern,
-// DSP intrinsics, return and tvm_throw_last_error. Calls between functions of the
-// module (call_tir, tvm_call_packed) are left to the tree walk.
+// DSP intrinsics, return, tvm_throw_last_error and Module.sub(...) calls (made by the
+// interpreter through the frame). call_tir and tvm_call_packed are left to the tree walk.
 #include "interp/compiled.h"
 #include "ir/op.h"
 #include "ir/tvm_intrinsics.h"
@@ -121,6 +121,32 @@ struct ThrowLastError final : CExpr {
   std::vector<CExprPtr> args;
 };
 
+// Module.sub(args...): the arguments here, the call by the interpreter (Frame::call_global).
+struct GlobalCall final : CExpr {
+  explicit GlobalCall(const CallNode* op) : call(op) {}
+  Scalar eval(Frame& f) const override {
+    std::vector<CallArg> values(args.size());
+    for (size_t k = 0; k < args.size(); ++k) {
+      if (pointers[k]) values[k] = pointers[k]->eval(f);
+      else values[k].value = args[k]->eval(f);
+    }
+    return (*f.call_global)(call, values, f);
+  }
+  const CallNode* call;
+  std::vector<CExprPtr> args;         // scalars
+  std::vector<CPointerPtr> pointers;  // pointers, where args has null
+};
+
+CExprPtr global_call(Compiler* c, const CallNode* op) {
+  auto out = std::make_unique<GlobalCall>(op);
+  for (size_t k = 1; k < op->args.size(); ++k) {
+    const bool pointer = op->args[k]->dtype.is_handle();
+    out->args.push_back(pointer ? nullptr : c->expr(op->args[k]));
+    out->pointers.push_back(pointer ? c->pointer(op->args[k]) : nullptr);
+  }
+  return out;
+}
+
 CExprPtr extern_call(Compiler* c, const CallNode* op) {
   // Skip the leading strings: the result type and the symbol, or the symbol alone.
   size_t first_arg = 0;
@@ -179,6 +205,7 @@ CExprPtr Compiler::call(const CallNode* op) {
       return std::make_unique<IfThenElseCall>(std::move(c), std::move(t), expr(op->args[2]));
     }
     case Builtin::CallExtern: return extern_call(this, op);
+    case Builtin::CallGlobal: return global_call(this, op);
     case Builtin::TvmReturn: return std::make_unique<ReturnCall>(expr(op->args[0]));
     case Builtin::TvmThrowLastError: return throw_last_error(this, op);
     default: throw Unsupported{"T." + op->op};

@@ -58,6 +58,17 @@ int64_t allocation_elements(const BufferNode& b, const std::vector<int64_t>& dim
 // Zeroed storage of `count` elements of b's type whose reads before writes are errors.
 std::unique_ptr<Storage> new_allocation(const BufferNode& b, int64_t count);
 
+// An argument of a call between functions (Module.sub(...)): a scalar, or for a pointer
+// the memory it points into and the element it points to.
+struct CallArg {
+  Scalar value;
+  Storage* storage = nullptr;
+  int64_t offset = 0;
+};
+struct Frame;
+// Makes such a call (the interpreter that runs the frame: interpreter.cc).
+using GlobalCaller = std::function<Scalar(const CallNode*, std::vector<CallArg>&, Frame&)>;
+
 // The state of one compiled call: variable values and buffer storage by slot.
 struct Frame {
   std::vector<Scalar> vars;
@@ -68,6 +79,7 @@ struct Frame {
   // expression without a span of its own are reported there).
   const Span* stmt_span = nullptr;
   const InterpOptions* options = nullptr;
+  const GlobalCaller* call_global = nullptr;
   // Set by `break` / `continue`; sequences stop at it and the innermost loop takes it.
   LoopExit exit = LoopExit::kNone;
 
@@ -93,7 +105,13 @@ struct CStmt {
   virtual ~CStmt() = default;
   virtual void exec(Frame& f) const = 0;
 };
+// A pointer argument: a buffer's data or a pointer variable, or T.address_of(B[i]).
+struct CPointer {
+  virtual ~CPointer() = default;
+  virtual CallArg eval(Frame& f) const = 0;
+};
 using CExprPtr = std::unique_ptr<CExpr>;
+using CPointerPtr = std::unique_ptr<CPointer>;
 using CStmtPtr = std::unique_ptr<CStmt>;
 
 // What the compiled form does not cover; the function is then walked as a tree.
@@ -129,6 +147,7 @@ class Compiler {
   CStmtPtr store(const BufferStoreNode* op);
   CStmtPtr allocate(const AllocateNode* op);
   CStmtPtr decl_buffer(const DeclBufferNode* op);
+  CPointerPtr pointer(const Expr& e);
   // Statements (compile_stmt.cc).
   CStmtPtr loop(const ForNode* op);
   CStmtPtr let_stmt(const LetStmtNode* op);

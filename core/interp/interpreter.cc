@@ -16,9 +16,11 @@
 #include <cstring>
 #include <memory>
 #include <optional>
+#include <tuple>
 #include <unordered_map>
 
 #include "interp/compiled.h"
+#include "interp/pointer_map.h"
 #include "interp/scalar.h"
 #include "ir/tvm_intrinsics.h"  // and ir/op.h, the builtins
 
@@ -31,75 +33,7 @@ using interp::Scalar;
 using interp::shape_text;
 using interp::Storage;
 
-// A map from node addresses (variables, buffers' data variables) to their binding, looked
-// up on every variable read and buffer access: open addressing with linear probing, so a
-// lookup is a multiply and usually one compare (std::unordered_map divides by a prime and
-// chases a list node). Deletion shifts the following entries back, so no tombstones.
-template <typename V>
-class PointerMap {
- public:
-  PointerMap() : slots_(16) {}
-  V* find(const void* key) {
-    for (size_t i = home(key);; i = (i + 1) & mask()) {
-      if (slots_[i].key == key) return &slots_[i].value;
-      if (!slots_[i].key) return nullptr;
-    }
-  }
-  bool count(const void* key) { return find(key) != nullptr; }
-  template <typename F>
-  void for_each(F f) const {
-    for (const Slot& s : slots_)
-      if (s.key) f(s.key, s.value);
-  }
-  V& operator[](const void* key) {
-    if (V* v = find(key)) return *v;
-    if (2 * (size_ + 1) > slots_.size()) grow();
-    size_t i = home(key);
-    while (slots_[i].key) i = (i + 1) & mask();
-    slots_[i].key = key;
-    slots_[i].value = V();
-    ++size_;
-    return slots_[i].value;
-  }
-  void erase(const void* key) {
-    size_t i = home(key);
-    while (slots_[i].key != key) {
-      if (!slots_[i].key) return;
-      i = (i + 1) & mask();
-    }
-    // Move back each later entry of the run whose home is not between the hole and it.
-    for (size_t j = (i + 1) & mask(); slots_[j].key; j = (j + 1) & mask()) {
-      const size_t h = home(slots_[j].key);
-      const bool stays = i <= j ? (i < h && h <= j) : (i < h || h <= j);
-      if (stays) continue;
-      slots_[i] = std::move(slots_[j]);
-      i = j;
-    }
-    slots_[i].key = nullptr;
-    slots_[i].value = V();
-    --size_;
-  }
-
- private:
-  struct Slot {
-    const void* key = nullptr;
-    V value{};
-  };
-  size_t mask() const { return slots_.size() - 1; }
-  size_t home(const void* key) const {
-    // Fibonacci hashing of the address (its low bits are alignment zeros).
-    return static_cast<size_t>((reinterpret_cast<uintptr_t>(key) * 0x9E3779B97F4A7C15ull) >> 20) & mask();
-  }
-  void grow() {
-    std::vector<Slot> old(slots_.size() * 2);
-    old.swap(slots_);
-    size_ = 0;
-    for (Slot& s : old)
-      if (s.key) (*this)[s.key] = std::move(s.value);
-  }
-  std::vector<Slot> slots_;
-  size_t size_ = 0;
-};
+using interp::PointerMap;
 
 using interp::Returned;
 
@@ -109,7 +43,7 @@ class Interpreter {
       : options_(options), module_(module), tree_walk_(options.tree_walk || std::getenv("MICROTIR_INTERP_TREE_WALK")) {}
 
   // The value the function returned, for one with a return type.
-  std::optional<int64_t> run(const PrimFunc& f, const std::string& name, const std::vector<InterpArg>& args);
+  std::optional<Scalar> run(const PrimFunc& f, const std::string& name, const std::vector<InterpArg>& args);
 
  private:
   // ---- binding --------------------------------------------------------------
@@ -196,11 +130,24 @@ class Interpreter {
   Scalar eval_pure_intrinsic(Builtin b, const CallNode* op) {
     Scalar args[3];
     for (size_t k = 0; k < op->args.size() && k < 3; ++k) args[k] = eval(op->args[k]);
-    return interp::pure_intrinsic(b, op->args[0]->dtype, op->dtype, args);
+    return interp::pure_intrinsic(b, op->args[0]->dtype.element_of(), op->dtype.element_of(), args);
   }
   // acc + the lanes of a times b (builtins.def's vmladava).
   Scalar eval_vmladava(const CallNode* op);
   Scalar call_function(const CallNode* op, bool by_symbol);
+  Scalar call_global(const CallNode* op);
+  Scalar call_global_with(const CallNode* op, const std::vector<interp::CallArg>& values);
+  // A callee's view of caller memory: `count` elements of `dtype` from element `offset`
+  // of `st`, copied in for the call and back after it.
+  struct CopyBack {
+    Storage* storage;
+    int64_t offset;  // in elements
+    size_t index;    // of the argument
+  };
+  std::pair<Storage*, int64_t> pointer_of(const Expr& e, const Span& at);
+  NDArray copy_in(const CallNode* op, Storage* st, int64_t offset, DataType dtype, std::vector<int64_t> shape);
+  static void copy_back(const std::vector<CopyBack>& copies, const std::vector<NDArray>& tensors);
+  std::optional<Scalar> run_callee(const PrimFunc& callee, const std::string& name, const std::vector<InterpArg>& args);
   // The body of `f`, its parameters bound: compiled (compiled.h) unless it uses what
   // only the tree walk covers, or the tree walk is asked for.
   void exec_body(const PrimFunc& f);
@@ -291,7 +238,7 @@ void Interpreter::bind_pointer_param(const Var& p, const InterpArg& arg) {
   param_storage_.push_back(std::move(st));
 }
 
-std::optional<int64_t> Interpreter::run(const PrimFunc& f, const std::string& name,
+std::optional<Scalar> Interpreter::run(const PrimFunc& f, const std::string& name,
                                         const std::vector<InterpArg>& args) {
   MTIR_ICHECK(f->param_buffers.size() == f->params.size(), "PrimFunc '" + name + "' has unmatched param_buffers");
   if (args.size() != f->params.size())
@@ -333,7 +280,7 @@ std::optional<int64_t> Interpreter::run(const PrimFunc& f, const std::string& na
     exec_body(f);
   } catch (const Returned& r) {
     if (f->ret_type.is_void()) return std::nullopt;
-    return interp::cast(f->ret_type, r.value, f->span).i;
+    return interp::cast(f->ret_type, r.value, f->span);
   }
   if (!f->ret_type.is_void())
     user_error(f->span, "'" + name + "' returns " + f->ret_type.str() + " but ended without a return statement");
@@ -367,6 +314,15 @@ void Interpreter::exec_body(const PrimFunc& f) {
   frame.steps = steps_;
   frame.max_steps = options_.max_steps;
   frame.options = &options_;
+  // Module.sub(...) from the compiled body: the steps so far count for the callee.
+  const interp::GlobalCaller caller = [this](const CallNode* op, std::vector<interp::CallArg>& values,
+                                             interp::Frame& fr) {
+    steps_ = fr.steps;
+    Scalar r = call_global_with(op, values);
+    fr.steps = steps_;
+    return r;
+  };
+  frame.call_global = &caller;
   // The steps taken count however the body ends (a call's steps add to its caller's).
   struct Sync {
     int64_t& steps;
@@ -613,8 +569,7 @@ Scalar Interpreter::eval_extern(const CallNode* op) {
 Scalar Interpreter::eval_call(const CallNode* op) {
   if (!op->builtin) return eval(expand_tvm_intrinsic(op, "the interpreter"));  // TVM's own intrinsics
   const Builtin b = *op->builtin;
-  // The verifier checks arity; a call the interpreter meets unverified is checked here,
-  // against the same table, before any argument is read.
+  // An unverified call's arity is checked here (the table's), before any argument is read.
   if (std::string why; !builtin_arity_ok(builtin_info(b), op->args.size(), &why)) user_error(where(op->span), why);
   switch (b) {
     case Builtin::Exp:
@@ -649,6 +604,7 @@ Scalar Interpreter::eval_call(const CallNode* op) {
     case Builtin::CallExtern: return eval_extern(op);
     case Builtin::TvmCallPacked: return call_function(op, /*by_symbol=*/true);
     case Builtin::CallTir: return call_function(op, /*by_symbol=*/false);
+    case Builtin::CallGlobal: return call_global(op);
     case Builtin::Smlad:
     case Builtin::Smlabb:
     case Builtin::Smmlar:
@@ -717,11 +673,6 @@ Scalar Interpreter::call_function(const CallNode* op, bool by_symbol) {
     if (named) callee = f, callee_name = n;
   }
   if (!callee) user_error(at, "T." + op->op + ": no function '" + name->value + "' in the module");
-  struct CopyBack {
-    Storage* storage;
-    int64_t offset;  // in elements
-    size_t index;
-  };
   std::vector<NDArray> tensors(op->args.size());
   std::vector<CopyBack> copies;
   std::vector<InterpArg> args;
@@ -758,23 +709,31 @@ Scalar Interpreter::call_function(const CallNode* op, bool by_symbol) {
       else args.push_back(v.i);
       continue;
     }
-    const NDArray& mem = st->array ? *st->array : *st->owned;
-    NDArray view = NDArray::zeros(dtype, shape);
-    const size_t begin = static_cast<size_t>(offset) * static_cast<size_t>(dtype.bytes());
-    if (dtype != mem.dtype || begin + view.data.size() > mem.data.size())
-      user_error(at, "T." + op->op + ": a " + dtype.str() + " tensor of " + std::to_string(view.num_elements()) +
-                         " elements at element " + std::to_string(offset) + " does not fit the " + mem.dtype.str() +
-                         " memory of '" + st->name + "'");
-    std::copy(mem.data.begin() + static_cast<std::ptrdiff_t>(begin),
-              mem.data.begin() + static_cast<std::ptrdiff_t>(begin + view.data.size()), view.data.begin());
-    tensors[i] = std::move(view);
+    tensors[i] = copy_in(op, st, offset, dtype, shape);
     copies.push_back({st, offset, i});
     args.push_back(&tensors[i]);
   }
-  Interpreter sub(options_, module_);
-  sub.steps_ = steps_;
-  std::optional<int64_t> returned = sub.run(callee, callee_name, args);
-  steps_ = sub.steps_;
+  std::optional<Scalar> returned = run_callee(callee, callee_name, args);
+  copy_back(copies, tensors);
+  return interp::make_int(DataType::Int(32), returned ? returned->i : 0);
+}
+
+NDArray Interpreter::copy_in(const CallNode* op, Storage* st, int64_t offset, DataType dtype,
+                             std::vector<int64_t> shape) {
+  const NDArray& mem = st->array ? *st->array : *st->owned;
+  NDArray view = NDArray::zeros(dtype, std::move(shape));
+  const size_t begin = static_cast<size_t>(offset) * static_cast<size_t>(dtype.bytes());
+  if (dtype != mem.dtype || begin + view.data.size() > mem.data.size())
+    user_error(where(op->span), "T." + op->op + ": a " + dtype.str() + " tensor of " +
+                                    std::to_string(view.num_elements()) + " elements at element " +
+                                    std::to_string(offset) + " does not fit the " + mem.dtype.str() + " memory of '" +
+                                    st->name + "'");
+  std::copy(mem.data.begin() + static_cast<std::ptrdiff_t>(begin),
+            mem.data.begin() + static_cast<std::ptrdiff_t>(begin + view.data.size()), view.data.begin());
+  return view;
+}
+
+void Interpreter::copy_back(const std::vector<CopyBack>& copies, const std::vector<NDArray>& tensors) {
   for (const CopyBack& c : copies) {
     NDArray& mem = c.storage->array ? *c.storage->array : *c.storage->owned;
     const NDArray& t = tensors[c.index];
@@ -784,7 +743,81 @@ Scalar Interpreter::call_function(const CallNode* op, bool by_symbol) {
     if (c.storage->track_writes)
       std::fill(c.storage->written.begin() + c.offset, c.storage->written.begin() + c.offset + t.num_elements(), 1);
   }
-  return interp::make_int(DataType::Int(32), returned ? *returned : 0);
+}
+
+std::optional<Scalar> Interpreter::run_callee(const PrimFunc& callee, const std::string& name,
+                                              const std::vector<InterpArg>& args) {
+  Interpreter sub(options_, module_);
+  sub.steps_ = steps_;
+  struct Sync {  // the callee's steps count, however it ends
+    int64_t& steps;
+    const Interpreter& sub;
+    ~Sync() { steps = sub.steps_; }
+  } sync{steps_, sub};
+  return sub.run(callee, name, args);
+}
+
+// Module.sub(args...) (call_global): scalars as they are; a pointer (a buffer's data, a
+// pointer parameter, T.address_of(B[i])) as its memory from the element it points to up
+// to the end, copied in and back as call_function does. Two pointers into one memory
+// would each see their own copy, so they are refused.
+Scalar Interpreter::call_global(const CallNode* op) {
+  std::vector<interp::CallArg> values(op->args.size() > 0 ? op->args.size() - 1 : 0);
+  for (size_t i = 1; i < op->args.size(); ++i) {
+    if (!op->args[i]->dtype.is_handle()) values[i - 1].value = eval(op->args[i]);
+    else std::tie(values[i - 1].storage, values[i - 1].offset) = pointer_of(op->args[i], where(op->span));
+  }
+  return call_global_with(op, values);
+}
+
+// The call itself, its arguments evaluated (by the tree walk or the compiled form).
+Scalar Interpreter::call_global_with(const CallNode* op, const std::vector<interp::CallArg>& values) {
+  const Span& at = where(op->span);
+  const auto* name = op->args.empty() ? nullptr : as<StringImmNode>(op->args[0]);
+  PrimFunc callee = name ? module_->lookup(name->value) : nullptr;
+  if (!callee) user_error(at, "no function '" + (name ? name->value : "?") + "' in the module to call");
+  if (callee->params.size() != values.size())
+    user_error(at, "'" + name->value + "' takes " + std::to_string(callee->params.size()) + " arguments, got " +
+                       std::to_string(values.size()));
+  std::vector<NDArray> tensors(values.size());
+  std::vector<CopyBack> copies;
+  std::vector<InterpArg> args;
+  for (size_t i = 0; i < values.size(); ++i) {
+    Storage* st = values[i].storage;
+    if (!st) {
+      const Scalar& v = values[i].value;
+      if (v.dtype.is_float()) args.push_back(v.f);
+      else args.push_back(v.i);
+      continue;
+    }
+    for (const CopyBack& c : copies)
+      if (c.storage == st)
+        user_error(at, "two pointer arguments of this call point into '" + st->name +
+                           "': the interpreter gives the callee a copy per pointer, so it cannot run this call");
+    const NDArray& mem = st->array ? *st->array : *st->owned;
+    tensors[i] = copy_in(op, st, values[i].offset, mem.dtype, {st->size - values[i].offset});
+    copies.push_back({st, values[i].offset, i});
+    args.push_back(&tensors[i]);
+  }
+  std::optional<Scalar> returned = run_callee(callee, name->value, args);
+  copy_back(copies, tensors);
+  if (op->dtype.is_void() || !returned) return interp::make_int(DataType::Int(32), 0);
+  return *returned;
+}
+
+// The memory a pointer argument points into and the element it points to.
+std::pair<Storage*, int64_t> Interpreter::pointer_of(const Expr& e, const Span& at) {
+  if (const auto* v = as<VarNode>(e)) {
+    if (Storage* const* st = storage_.find(v)) return {*st, 0};
+    user_error(at, "pointer '" + v->name + "' points to no memory the interpreter knows here");
+  }
+  const auto* call = as<CallNode>(e);
+  const auto* load = call && call->is(Builtin::AddressOf) ? as<BufferLoadNode>(call->args.at(0)) : nullptr;
+  if (!load)
+    user_error(at, "the interpreter passes a pointer argument that is a buffer's data (A.data), a pointer variable "
+                   "or T.address_of(A[i])");
+  Storage* st = &storage_of(load->buffer, at);
+  return {st, element_address(load->buffer, load->indices, *st, at)};
 }
 
 Scalar Interpreter::eval(const Expr& e) {
@@ -958,7 +991,9 @@ std::optional<int64_t> interpret(const IRModule& mod, const std::string& func_na
                                  const std::vector<InterpArg>& args, const InterpOptions& options) {
   PrimFunc f = mod.lookup(func_name);
   if (!f) user_error(Span{}, "no function '" + func_name + "' in module");
-  return Interpreter(options, &mod).run(f, func_name, args);
+  std::optional<interp::Scalar> r = Interpreter(options, &mod).run(f, func_name, args);
+  if (!r) return std::nullopt;
+  return r->i;
 }
 
 }  // namespace mtir

@@ -1,4 +1,5 @@
 #include "ir/op.h"
+#include "ir/reinterpret.h"
 
 #include <unordered_map>
 
@@ -85,6 +86,20 @@ bool builtin_args_ok(const OpInfo& op, const std::vector<DataType>& arg_types, s
     }
   }
   return true;
+}
+
+std::string reinterpret_refusal(DataType from, DataType to) {
+  const std::string what = from.str() + " to " + to.str();
+  if (!from.is_numeric() || !to.is_numeric()) return "T.reinterpret needs numbers: " + what;
+  if (from.lanes() != to.lanes()) {
+    if (from.bits() * from.lanes() != to.bits() * to.lanes())
+      return "T.reinterpret needs as many bits on both sides: " + what;
+    return "T.reinterpret from " + what + " changes the number of lanes, which microtir does not support; it "
+           "reinterprets lane by lane (e.g. int32x4 to float32x4)";
+  }
+  if (from.bits() != to.bits() || (from.bits() != 32 && from.bits() != 64))
+    return "T.reinterpret needs numbers of one width, 32 or 64 bits: " + what;
+  return "";
 }
 
 std::string format_error_message(const std::string& format, const std::vector<int64_t>& values) {

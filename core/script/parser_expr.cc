@@ -232,6 +232,7 @@ PExpr Parser::parse_atom() {
         if (t.text == kw) fail(t, "expected an expression, found keyword '" + t.text + "'");
       next();
       const Binding* found = lookup(t.text);
+      if (!found && at_global_call(t)) return parse_global_call(t);
       if (!found) fail_undefined(t);
       const Binding b = *found;  // a copy: bindings_ may grow while we parse indices
       if (b.buffer) {

@@ -264,6 +264,14 @@ class Parser {
   PExpr parse_tvm_intrinsic(const Token& t_tok, const Token& fn, const TvmIntrinsic& in);
   Expr parse_buffer_field(const Token& name, const Buffer& b);
   [[noreturn]] void fail_undefined(const Token& name);
+  // Calls of another function of the module by its GlobalVar, `Module.sub(args...)`:
+  // the return types of the class's functions come from a scan of their signatures
+  // before any body is parsed, so a call may come before its callee.
+  void scan_function_signatures();
+  bool at_global_call(const Token& name) const;
+  PExpr parse_global_call(const Token& name);
+  std::string module_name_;                      // the class being parsed, "" outside one
+  std::vector<std::pair<std::string, DataType>> module_functions_;  // name, return type
 
   std::shared_ptr<const SourceFile> file_;
   std::vector<Token> toks_;

@@ -48,6 +48,8 @@ void Parser::parse_class(IRModule* mod) {
   expect_newline("after 'class ...:'");
   if (cur().kind != TokKind::kIndent) fail(cur(), "expected an indented class body");
   next();
+  module_name_ = mod->name;
+  scan_function_signatures();
   while (cur().kind != TokKind::kDedent && cur().kind != TokKind::kEof) {
     if (cur().kind == TokKind::kIndent) fail(cur(), "unexpected indent");
     if (is_name("pass")) {

@@ -110,8 +110,8 @@ Expr Parser::return_value(const Token& tok) {
   PExpr v = promote_to(parse_expr(), ret_type_);
   if (v.e->dtype != ret_type_)
     fail(at, "the function returns " + ret_type_.str() + ", but this value is " + v.e->dtype.str());
-  if (!ret_type_.is_integer())
-    fail(tok, "returning " + ret_type_.str() + " is not supported; microtir functions return integers");
+  if (!ret_type_.is_integer() && !ret_type_.is_float())
+    fail(tok, "returning " + ret_type_.str() + " is not supported; microtir functions return numbers");
   return Call(DataType::Int(32), "tvm_return", {v.e}, {}, span(tok));
 }
 

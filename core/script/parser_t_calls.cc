@@ -4,7 +4,9 @@
 #include <optional>
 
 #include "script/parser_internal.h"
+#include "ir/reinterpret.h"
 #include "ir/structural_equal.h"
+#include "ir/visitor.h"
 
 namespace mtir {
 namespace script_parser {
@@ -210,9 +212,7 @@ bool Parser::parse_tvm_sugar(const Token& t_tok, const Token& fn, PExpr* out) {
     PExpr x = parse_expr();
     expect_op(")", "to close T.reinterpret(...)");
     if (x.bare) x = promote_to(x, x.e->dtype);
-    DataType from = x.e->dtype;
-    if (!from.is_numeric() || !t.is_numeric() || from.bits() != t.bits() || (t.bits() != 32 && t.bits() != 64))
-      fail(t_tok, "T.reinterpret needs numbers of one width, 32 or 64 bits: " + from.str() + " to " + t.str());
+    if (std::string why = reinterpret_refusal(x.e->dtype, t); !why.empty()) fail(t_tok, why);
     *out = {Call(t, "reinterpret", {x.e}, {}, span(t_tok)), false};
     return true;
   }
@@ -309,6 +309,17 @@ int Parser::parse_lanes(const Token& fn) {
   const Token& at = cur();
   PExpr e = parse_expr();
   const int64_t* c = as_const_int(e.e);
+  struct FindsVscale : Visitor {
+    bool found = false;
+    void visit_Call(const CallNode* op) override {
+      found = found || op->op == "vscale";
+      Visitor::visit_Call(op);
+    }
+  } vscale;
+  vscale.visit(e.e);
+  if (vscale.found)  // TVM's scalable vectors: lanes = T.vscale() * k, known at run time
+    fail(at, "T." + fn.text + " with a number of lanes that depends on T.vscale() is a scalable vector (SVE/RVV), "
+             "which microtir does not support: its vectors have a constant number of lanes");
   if (!c || *c < 2 || *c > DataType::kMaxLanes)
     fail(at, "T." + fn.text + " needs a constant number of lanes from 2 to " + std::to_string(DataType::kMaxLanes));
   return static_cast<int>(*c);

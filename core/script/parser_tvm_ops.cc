@@ -137,13 +137,69 @@ Expr Parser::parse_buffer_field(const Token& name, const Buffer& b) {
   return dims[*k];
 }
 
-// An unknown name; `Module.sub(...)` (TVM's call of another function of the module, by
-// its GlobalVar) gets the form we have instead.
+// An unknown name; `Other.sub(...)` outside the class `Other` is named as what it is.
 void Parser::fail_undefined(const Token& name) {
-  if (tok_is_op(cur(), ".") && ahead(1).kind == TokKind::kName && tok_is_op(ahead(2), "("))
-    fail(name, "calls of another function of the module ('" + name.text + "." + ahead(1).text +
-                   "(...)') are not supported; pass buffers with T.call_tir(\"" + ahead(1).text + "\", A, ...)");
+  if (tok_is_op(cur(), ".") && ahead(1).kind == TokKind::kName && tok_is_op(ahead(2), "(")) {
+    if (name.text == module_name_) fail(name, "module '" + module_name_ + "' has no function '" + ahead(1).text + "'");
+    if (module_name_.empty())
+      fail(name, "'" + name.text + "." + ahead(1).text + "(...)' calls a function of a module, but this file has "
+                 "no module; put the functions in an @I.ir_module class named '" + name.text + "'");
+    fail(name, "undefined name '" + name.text + "' (the functions of this module are called as " + module_name_ +
+                   "." + ahead(1).text + "(...))");
+  }
   fail(name, "undefined name '" + name.text + "'");
+}
+
+// Every `def name(...) -> type:` directly in the class body, from the cursor (the first
+// token of the body) to the class's end; the cursor is left where it was.
+void Parser::scan_function_signatures() {
+  const size_t start = pos_;
+  int depth = 0;
+  module_functions_.clear();
+  for (; pos_ < toks_.size() && cur().kind != TokKind::kEof; ++pos_) {
+    if (cur().kind == TokKind::kIndent) ++depth;
+    if (cur().kind == TokKind::kDedent && --depth < 0) break;
+    if (depth != 0 || !is_name("def") || ahead(1).kind != TokKind::kName) continue;
+    const std::string name = ahead(1).text;
+    pos_ += 2;
+    int parens = 0;
+    for (; cur().kind != TokKind::kEof; ++pos_) {
+      if (is_op("(")) ++parens;
+      if (is_op(")") && --parens == 0) break;
+    }
+    DataType ret = DataType::Void();
+    if (tok_is_op(ahead(1), "->") && !tok_is_name(ahead(2), "None")) {
+      pos_ += 2;
+      ret = parse_type_annotation();
+      --pos_;
+    }
+    module_functions_.emplace_back(name, ret);
+  }
+  pos_ = start;
+}
+
+// `Module.sub(` where Module is the class being parsed and sub one of its functions
+// (the cursor is on the '.').
+bool Parser::at_global_call(const Token& name) const {
+  if (module_name_.empty() || name.text != module_name_ || !tok_is_op(cur(), ".") || !tok_is_op(ahead(2), "("))
+    return false;
+  for (const auto& f : module_functions_)
+    if (f.first == ahead(1).text) return true;
+  return false;
+}
+
+// `Module.sub(args...)`, after `Module`: the call_global builtin, typed by sub's return
+// type; the arguments are checked against sub's parameters when the module is verified.
+PExpr Parser::parse_global_call(const Token& name) {
+  next();  // .
+  const Token& fn = next();
+  expect_op("(", "after " + name.text + "." + fn.text);
+  std::vector<Expr> args = {StringImm(fn.text, span(fn))};
+  for (PExpr& a : parse_args(fn, nullptr)) args.push_back(a.bare ? promote_to(a, a.e->dtype).e : a.e);
+  DataType ret = DataType::Void();
+  for (const auto& f : module_functions_)
+    if (f.first == fn.text) ret = f.second;
+  return {Call(ret, "call_global", std::move(args), {}, span(name)), false};
 }
 
 }  // namespace script_parser

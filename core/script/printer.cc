@@ -174,7 +174,8 @@ class Printer {
 
   void module(const IRModule& m) {
     os_ << "# from tvm.script import ir as I\n# from tvm.script import tir as T\n\n";
-    os_ << "@I.ir_module\nclass " << (is_c_identifier(m.name) ? m.name : std::string("Module")) << ":\n";
+    module_name_ = is_c_identifier(m.name) ? m.name : std::string("Module");
+    os_ << "@I.ir_module\nclass " << module_name_ << ":\n";
     indent_ = 1;
     bool need_blank = false;
     if (!m.attrs.empty()) {
@@ -370,6 +371,7 @@ class Printer {
     const auto* call = as<CallNode>(op->value);
     if (call && !call->builtin && call->args.empty() && (call->op == "break_loop" || call->op == "continue_loop"))
       return call->op == "break_loop" ? "break" : "continue";
+    if (call && call->is(Builtin::CallGlobal)) return expr(op->value);  // as TVM prints it
     return "T.evaluate(" + expr(op->value) + ")";
   }
   void line(const std::string& text) { os_ << std::string(4 * indent_, ' ') << text << "\n"; }
@@ -627,25 +629,7 @@ class Printer {
         const auto* op = as<BufferLoadNode>(e);
         return buffer_ref(op->buffer) + indices(op->indices);
       }
-      case ExprKind::Call: {
-        const auto* op = as<CallNode>(e);
-        if (op->is(Builtin::CallExtern)) {
-          std::vector<Expr> args = op->args;
-          std::string out = "T.call_extern(" + quote(op->dtype.str());
-          for (const auto& a : args) out += ", " + expr(a);
-          if (!op->attrs.empty()) out += ", attrs=" + dict(op->attrs);
-          return out + ")";
-        }
-        if (op->is(Builtin::Reinterpret) && op->args.size() == 1 && op->attrs.empty())
-          return "T.reinterpret(" + quote(op->dtype.str()) + ", " + expr(op->args[0]) + ")";
-        if (op->is(Builtin::CallTir)) {
-          std::string out = "T.call_tir(";
-          for (size_t i = 0; i < op->args.size(); ++i) out += (i ? ", " : "") + call_tir_arg(op->args[i]);
-          if (!op->attrs.empty()) out += ", attrs=" + dict(op->attrs);
-          return out + ")";
-        }
-        return call("T." + op->op, op->args, op->attrs);
-      }
+      case ExprKind::Call: return call_text(as<CallNode>(e));
       case ExprKind::Ramp: {
         const auto* op = as<RampNode>(e);
         return "T.Ramp(" + expr(op->base) + ", " + expr(op->stride) + ", " + std::to_string(op->lanes) + ")";
@@ -675,6 +659,32 @@ class Printer {
       }
     }
     return "None";
+  }
+
+  // A call: TVM's spellings for call_extern, reinterpret, call_tir and Module.sub(...).
+  std::string call_text(const CallNode* op) {
+    if (op->is(Builtin::CallExtern)) {
+      std::vector<Expr> args = op->args;
+      std::string out = "T.call_extern(" + quote(op->dtype.str());
+      for (const auto& a : args) out += ", " + expr(a);
+      if (!op->attrs.empty()) out += ", attrs=" + dict(op->attrs);
+      return out + ")";
+    }
+    if (op->is(Builtin::Reinterpret) && op->args.size() == 1 && op->attrs.empty())
+      return "T.reinterpret(" + quote(op->dtype.str()) + ", " + expr(op->args[0]) + ")";
+    if (op->is(Builtin::CallGlobal) && !op->args.empty() && as<StringImmNode>(op->args[0]) && op->attrs.empty()) {
+      // TVM's GlobalVar call: Module.sub(args...).
+      std::string out = module_name_ + "." + as<StringImmNode>(op->args[0])->value + "(";
+      for (size_t i = 1; i < op->args.size(); ++i) out += (i > 1 ? ", " : "") + expr(op->args[i]);
+      return out + ")";
+    }
+    if (op->is(Builtin::CallTir)) {
+      std::string out = "T.call_tir(";
+      for (size_t i = 0; i < op->args.size(); ++i) out += (i ? ", " : "") + call_tir_arg(op->args[i]);
+      if (!op->attrs.empty()) out += ", attrs=" + dict(op->attrs);
+      return out + ")";
+    }
+    return call("T." + op->op, op->args, op->attrs);
   }
 
   // A call_tir argument: a buffer, a region in slice syntax, or any expression.
@@ -716,6 +726,7 @@ class Printer {
 
   std::ostringstream os_;
   int indent_ = 0;
+  std::string module_name_ = "Module";  // for calls between its functions: Module.sub(...)
   std::unordered_map<const void*, std::string> names_;
   std::set<std::string> used_;
 };

@@ -10,6 +10,14 @@
 // return of a code, no call whose code it could pass on) gets a plain call: its
 // return value is 0, and checking it costs three instructions and a branch per call
 // in the AOT main (VWW: 34 calls).
+//
+// `Module.sub(args...)` (call_global, TVM's call by GlobalVar) becomes the same direct
+// call with the arguments as they are (pointers and scalars); its value is the callee's
+// return value, or for a function without one the same return-code check.
+#include <functional>
+#include <set>
+
+#include "analysis/call_tir_check.h"
 #include "ir/mutator.h"
 #include "ir/op.h"
 #include "ir/visitor.h"
@@ -45,7 +53,8 @@ class MayFail : public Visitor {
       if (!v || *v != 0) found = true;
     }
     // tvm_throw_last_error sets the message and returns -1 in every backend.
-    if (op->is(Builtin::CallTir) || op->is(Builtin::TvmCallPacked) || op->is(Builtin::TvmCallPackedLowered) ||
+    if (op->is(Builtin::CallTir) || op->is(Builtin::CallGlobal) || op->is(Builtin::TvmCallPacked) ||
+        op->is(Builtin::TvmCallPackedLowered) ||
         op->is(Builtin::TvmThrowLastError))
       found = true;
     Visitor::visit_Call(op);
@@ -59,46 +68,119 @@ bool may_fail(const PrimFunc& f) {
 }
 
 
+// What a call by name reaches: the packed function's kernel, or the function itself.
+struct Kernel {
+  std::string symbol;
+  PrimFunc f;
+};
+
+// The code generators return one 32-bit register: a float32 result travels as its bits
+// (reinterpret to int32 at the return, back to float32 at each call).
+bool returns_float_bits(const PrimFunc& f) { return f->ret_type == DataType::Float(32); }
+
 class Lowerer : public Mutator {
  public:
-  explicit Lowerer(const IRModule& m) : m_(m) {}
+  Lowerer(const IRModule& m, const std::set<std::string>& float_symbols, bool float_returns)
+      : m_(m), float_symbols_(float_symbols), float_returns_(float_returns) {}
+
+  Kernel kernel_of(const CallNode* call, const Span& at) const {
+    const auto* name = call->args.empty() ? nullptr : as<StringImmNode>(call->args[0]);
+    PrimFunc callee = name ? m_.lookup(name->value) : nullptr;
+    if (!callee) user_error(at, call->op + ": no function '" + (name ? name->value : "?") + "' in the module");
+    if (!is_packed(callee)) return {symbol_of(name->value, callee), callee};
+    PrimFunc kernel = m_.lookup(name->value + "_compute");
+    if (!kernel) user_error(at, call->op + ": the packed function '" + name->value + "' has no kernel");
+    return {symbol_of(name->value + "_compute", kernel), kernel};
+  }
 
  protected:
   Stmt mutate_Evaluate(const EvaluateNode* op, const Stmt& self) override {
     const auto* call = as<CallNode>(op->value);
-    if (!call || !call->is(Builtin::CallTir)) return Mutator::mutate_Evaluate(op, self);
-    const auto* name = call->args.empty() ? nullptr : as<StringImmNode>(call->args[0]);
-    PrimFunc callee = name ? m_.lookup(name->value) : nullptr;
-    if (!callee) user_error(op->span, "call_tir: no function '" + (name ? name->value : "?") + "' in the module");
-    // The kernel to call: the packed function's own, or the function itself.
-    std::string kernel_name = name->value;
-    PrimFunc kernel = callee;
-    if (is_packed(callee)) {
-      kernel_name = name->value + "_compute";
-      kernel = m_.lookup(kernel_name);
-      if (!kernel) user_error(op->span, "call_tir: the packed function '" + name->value + "' has no kernel");
+    if (call && call->is(Builtin::TvmReturn) && float_returns_) {
+      Expr bits = Call(kI32, "reinterpret", {mutate(call->args.at(0))});
+      return Evaluate(Call(kI32, "tvm_return", {bits}, call->attrs, call->span), op->span);
     }
-    std::vector<Expr> args = {StringImm(symbol_of(kernel_name, kernel))};
+    const bool void_call = call && (call->is(Builtin::CallTir) || (call->is(Builtin::CallGlobal) && call->dtype.is_void()));
+    if (!void_call) return Mutator::mutate_Evaluate(op, self);
+    const Kernel kernel = kernel_of(call, op->span);
+    Expr lowered = Call(kI32, "call_extern", arguments(call, kernel));
+    if (!may_fail(kernel.f)) return Evaluate(lowered, op->span);
+    // A failure code of the callee is handed up unchanged.
+    Var rc = MakeVar("call_rc", kI32);
+    Stmt fail = Evaluate(Call(kI32, "tvm_return", {rc}));
+    return LetStmt(rc, lowered, IfThenElse(Binary(ExprKind::NE, rc, IntImm(kI32, 0)), fail), op->span);
+  }
+
+  Expr mutate_Call(const CallNode* op, const Expr& self) override {
+    if (op->is(Builtin::CallGlobal)) {
+      const Kernel kernel = kernel_of(op, op->span);
+      return value_of(Call(op->dtype, "call_extern", arguments(op, kernel), {}, op->span));
+    }
+    Expr e = Mutator::mutate_Call(op, self);
+    return op->is(Builtin::CallExtern) ? value_of(e) : e;
+  }
+
+ private:
+  // The kernel's arguments: regions become the address of their first element, scalars
+  // take the parameter's type.
+  std::vector<Expr> arguments(const CallNode* call, const Kernel& kernel) {
+    std::vector<Expr> args = {StringImm(kernel.symbol)};
     for (size_t i = 1; i < call->args.size(); ++i) {
       const auto* region = as<CallNode>(call->args[i]);
       if (region && region->is(Builtin::TirRegion)) {
         args.push_back(Call(DataType::Handle(), "address_of", {mutate(region->args.at(0))}));
-      } else {
-        Expr v = mutate(call->args[i]);
-        DataType want = i - 1 < kernel->params.size() ? kernel->params[i - 1]->dtype : v->dtype;
-        args.push_back(v->dtype == want ? v : Cast(want, v));
+        continue;
       }
+      Expr v = mutate(call->args[i]);
+      DataType want = i - 1 < kernel.f->params.size() ? kernel.f->params[i - 1]->dtype : v->dtype;
+      args.push_back(v->dtype == want ? v : Cast(want, v));
     }
-    if (!may_fail(kernel)) return Evaluate(Call(kI32, "call_extern", std::move(args)), op->span);
-    Var rc = MakeVar("call_rc", kI32);
-    Stmt fail = Evaluate(Call(kI32, "tvm_return", {rc}));
-    return LetStmt(rc, Call(kI32, "call_extern", std::move(args)), IfThenElse(Binary(ExprKind::NE, rc, IntImm(kI32, 0)), fail),
-                   op->span);
+    return args;
   }
 
- private:
+  // A call of a function that returns a float32 as its bits: int32 back to float32.
+  Expr value_of(const Expr& e) const {
+    const auto* call = as<CallNode>(e);
+    const auto* symbol = call && !call->args.empty() ? as<StringImmNode>(call->args[0]) : nullptr;
+    if (!symbol || !float_symbols_.count(symbol->value) || call->dtype != DataType::Float(32)) return e;
+    Expr bits = Call(kI32, "call_extern", call->args, call->attrs, call->span);
+    return Call(DataType::Float(32), "reinterpret", {bits}, {}, call->span);
+  }
+
   const IRModule& m_;
+  const std::set<std::string>& float_symbols_;
+  bool float_returns_;
 };
+
+// What the code generators return: nothing, an int32 or a float32 (as its bits); a
+// recursion through Module.sub(...) calls cannot be compiled (the static memory plan and
+// the stack bound need a call graph without cycles), though the interpreter runs it.
+void check_compilable(const IRModule& m) {
+  CallEdges edges;
+  for (const auto& [name, f] : m.functions) {
+    const DataType r = f->ret_type;
+    if (!r.is_void() && r != kI32 && r != DataType::Float(32))
+      user_error(f->span, "function '" + name + "' returns " + r.str() +
+                              ": compiled functions return int32 or float32 (the interpreter runs it)");
+    struct Collect : Visitor {
+      std::function<void(const CallNode*)> found;
+      void visit_Call(const CallNode* op) override {
+        if (op->is(Builtin::CallGlobal)) found(op);
+        Visitor::visit_Call(op);
+      }
+    } collect;
+    collect.found = [&, caller = name](const CallNode* call) {
+      std::string kernel = as<StringImmNode>(call->args.at(0))->value;
+      if (PrimFunc callee = m.lookup(kernel); callee && is_packed(callee)) kernel += "_compute";
+      edges[caller].push_back({kernel, call});
+    };
+    collect.visit(f->body);
+  }
+  for (const CallCycle& c : call_cycles(edges, m))
+    user_error(c.call->span, "the call from '" + c.caller + "' to '" + c.callee + "' is recursive (" + c.path +
+                                 "): it runs in the interpreter, but compiled code needs a call graph without "
+                                 "cycles (for the static memory plan and the stack bound)");
+}
 
 }  // namespace
 
@@ -106,8 +188,20 @@ Pass LowerCallTIR() {
   Pass p;
   p.name = "lower_call_tir";
   p.run = [](const IRModule& m) {
+    check_compilable(m);
+    std::set<std::string> float_symbols;
+    for (const auto& [name, f] : m.functions)
+      if (returns_float_bits(f)) float_symbols.insert(symbol_of(name, f));
     IRModule out = m;
-    for (auto& [name, f] : out.functions) f = Lowerer(m).mutate_func(f);
+    for (auto& [name, f] : out.functions) {
+      const bool float_returns = returns_float_bits(f);
+      f = Lowerer(m, float_symbols, float_returns).mutate_func(f);
+      if (float_returns) {
+        auto g = std::make_shared<PrimFuncNode>(*f);
+        g->ret_type = kI32;
+        f = g;
+      }
+    }
     return out;
   };
   return p;

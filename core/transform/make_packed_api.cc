@@ -116,11 +116,14 @@ class PackedWrapper {
       out->body = prologue_.wrap(Evaluate(builtin("tvm_return", {kernel})));
     } else {
       // A function that returns a value (-> T.int32) hands it back in the packed return
-      // slot as an int (type code 0, kTVMArgInt) and returns 0, as TVM's packed API does.
+      // slot as an int (type code 0, kTVMArgInt) or a float (type code 2, as a double)
+      // and returns 0, as TVM's packed API does.
       Var result = MakeVar("result", f_->ret_type);
-      Expr as_i64 = Cast(DataType::Int(64), result);
-      Stmt give = SeqStmt({Evaluate(builtin("tvm_set_arg_int", {ret_value, IntImm(kI32, 0), as_i64})),
-                           Evaluate(builtin("tvm_set_type_code", {ret_tcode, IntImm(kI32, 0), IntImm(kI32, 0)})),
+      const bool is_float = f_->ret_type.is_float();
+      Expr value = is_float ? builtin("tvm_set_arg_float", {ret_value, IntImm(kI32, 0), Cast(DataType::Float(64), result)})
+                            : builtin("tvm_set_arg_int", {ret_value, IntImm(kI32, 0), Cast(DataType::Int(64), result)});
+      Expr code = IntImm(kI32, is_float ? kArgFloat : kArgInt);
+      Stmt give = SeqStmt({Evaluate(value), Evaluate(builtin("tvm_set_type_code", {ret_tcode, IntImm(kI32, 0), code})),
                            Evaluate(builtin("tvm_return", {IntImm(kI32, 0)}))});
       out->body = prologue_.wrap(LetStmt(result, Call(f_->ret_type, "call_extern", std::move(call_args)), give));
     }

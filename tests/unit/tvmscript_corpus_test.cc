@@ -4,6 +4,7 @@
 // with -Werror), and the two must agree on every buffer.
 #include <gtest/gtest.h>
 
+#include "analysis/callees.h"
 #include "analysis/well_formed.h"
 #include "driver/build.h"
 #include "interp/interpreter.h"
@@ -56,12 +57,21 @@ TEST_P(TvmScript, ParsesPrintsAndReparsesIdentically) {
   EXPECT_EQ(print_module(*r2.module), printed);
 }
 
+// The functions another function of the module calls (Module.sub(...)) are not entry
+// points: they take pointers and run through their callers.
+bool called_by_name(const IRModule& m, const std::string& name) {
+  for (const auto& [caller, f] : m.functions)
+    if (callees(f->body, Builtin::CallGlobal).count(name)) return true;
+  return false;
+}
+
 TEST_P(TvmScriptRun, InterpreterAndHostCAgree) {
   const std::string text = read(GetParam());
   IRModule m = parse_module_or_throw(text, GetParam().string());
   auto scalars = scalar_args(text);
   BuildResult built = build_c(m, parse_target("c -unpacked-api=0"));
   for (const auto& [name, f] : m.functions) {
+    if (called_by_name(m, name)) continue;
     SCOPED_TRACE(name);
     Inputs reference = make_inputs(f, scalars, 1234);
     interpret(m, name, reference.args);
@@ -110,7 +120,8 @@ TEST_P(TvmIntrinsics, LlvmAndWasmMatchTheInterpreter) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Intrinsics, TvmIntrinsics, ::testing::Values("clz", "reinterpret", "log2", "bitwise_xor", "while_loop",
-                                                                      "tvm_intrinsics_run", "loop_exits"));
+                                                                      "tvm_intrinsics_run", "loop_exits",
+                                                                      "module_calls"));
 
 // The vector programs (vector_*.tir) and T.Let: LLVM emits IR vectors, C and wasm
 // scalarize them; all three must agree with the interpreter.
@@ -331,6 +342,93 @@ TEST(TvmLoopExits, AnExitOutOfAnAllocationIsRefused) {
   ASSERT_FALSE(errors.empty());
   EXPECT_NE(errors[0].message.find("leaves the allocation of 't'"), std::string::npos) << errors[0].message;
   EXPECT_EQ(errors[0].span.line, 4);
+}
+
+// Module.sub(...) calls (module_calls.tir) compute exactly what the program says, in the
+// compiled interpreter and the tree walk, and in host C and LLVM.
+TEST(TvmModuleCalls, ExactValues) {
+  IRModule m = parse_module_or_throw(read(fs::path(MICROTIR_SOURCE_DIR) / "tests/script/tvm/module_calls.tir"), "c.tir");
+  auto check = [](const NDArray& a, const NDArray& b, const NDArray& c, const char* who) {
+    float rows[8];
+    for (int i = 0; i < 8; ++i) {
+      float sum = 0;
+      for (int j = 0; j < 4; ++j) sum += static_cast<float>(a.get_float(i * 4 + j));
+      rows[i] = sum;
+    }
+    rows[0] = rows[0] + (rows[1] * 12.0f + 0.5f);
+    for (int i = 0; i < 8; ++i) EXPECT_EQ(static_cast<float>(b.get_float(i)), rows[i]) << who << ": B[" << i << "]";
+    const int64_t want_c[8] = {-1, -1, 2, 5, 8, 11, 12, 12};
+    for (int i = 0; i < 8; ++i) EXPECT_EQ(c.get_int(i), want_c[i]) << who << ": C[" << i << "]";
+  };
+  for (bool tree_walk : {false, true}) {
+    Inputs in = make_inputs(m.functions[0].second, {}, 7);
+    InterpOptions options;
+    options.tree_walk = tree_walk;
+    interpret(m, "main", in.args, options);
+    check(in.arrays[0], in.arrays[1], in.arrays[2], tree_walk ? "tree walk" : "compiled");
+  }
+  for (const char* target : {"c", "c -unpacked-api=1", "llvm"}) {
+    BuildResult built = target[0] == 'l' ? build_llvm(m, parse_target(target)) : build_c(m, parse_target(target));
+    Inputs got = run_built_on_host(built, "main", m.functions[0].second, {}, "module-calls");
+    Inputs in = make_inputs(m.functions[0].second, {}, 1234);
+    EXPECT_EQ(got.arrays[0].data, in.arrays[0].data);
+    check(got.arrays[0], got.arrays[1], got.arrays[2], target);
+  }
+}
+
+// A recursion through Module.sub(...) runs in the interpreter (TVM's own test of it:
+// test_tir_transform_inline_private_functions.py); compiling it is refused where it
+// recurses. Calls with a wrong arity or argument type are located errors.
+TEST(TvmModuleCalls, RecursionAndBadCalls) {
+  const std::string recursive = R"(@I.ir_module
+class Mod:
+    @T.prim_func
+    def main(A: T.Buffer(6, "int32")):
+        Mod.prefix(T.address_of(A[0]), 6)
+
+    @T.prim_func(private=True)
+    def prefix(A_data: T.handle("int32"), n: T.int32):
+        A = T.decl_buffer(n, "int32", data=A_data)
+        if n > 1:
+            A[1] = A[0] + A[1]
+            Mod.prefix(T.address_of(A[1]), n - 1)
+)";
+  IRModule m = parse_module_or_throw(recursive, "r.tir");
+  EXPECT_TRUE(check_well_formed(m).empty());
+  for (bool tree_walk : {false, true}) {
+    NDArray a = NDArray::zeros(DataType::Int(32), {6});
+    for (int i = 0; i < 6; ++i) a.set_int(i, i + 1);
+    InterpOptions options;
+    options.tree_walk = tree_walk;
+    interpret(m, "main", {&a}, options);
+    const int64_t want[6] = {1, 3, 6, 10, 15, 21};
+    for (int i = 0; i < 6; ++i) EXPECT_EQ(a.get_int(i), want[i]) << "A[" << i << "]";
+  }
+  try {
+    build_c(m, parse_target("c"));
+    ADD_FAILURE() << "a recursion was compiled";
+  } catch (const DiagnosticError& e) {
+    EXPECT_NE(e.diagnostics().at(0).message.find("is recursive (prefix"), std::string::npos)
+        << e.diagnostics().at(0).message;
+    EXPECT_EQ(e.diagnostics().at(0).span.line, 12);
+  }
+  const std::pair<const char*, const char*> bad[] = {
+      {"Mod.prefix(T.address_of(A[0]))", "'prefix' takes 2 arguments, got 1"},
+      {"Mod.prefix(6, 6)", "parameter 'A_data' is a pointer (T.handle), but the argument is int32"},
+      {"Mod.prefix(A.data, T.float32(6))", "parameter 'n' is int32, but the argument is float32"},
+  };
+  for (const auto& [call, message] : bad) {
+    std::string text = recursive;
+    const std::string good = "Mod.prefix(T.address_of(A[0]), 6)";
+    text.replace(text.find(good), good.size(), call);
+    ParseResult r = parse_module(text, "bad.tir");
+    ASSERT_TRUE(r.ok()) << render_all(r.diagnostics);
+    std::vector<Diagnostic> diags = check_well_formed(*r.module);
+    ASSERT_FALSE(diags.empty()) << call;
+    EXPECT_NE(diags[0].message.find(message), std::string::npos) << diags[0].message;
+    EXPECT_EQ(diags[0].span.line, 5);
+    EXPECT_EQ(diags[0].span.col, 9);
+  }
 }
 
 TEST(TvmScriptBugs, MainGetsALegalCSymbol) {

@@ -403,7 +403,7 @@ class FunctionEmitter {
       case Builtin::TvmReturn: refuse_statement_builtin(op, "C");
       case Builtin::TvmCallPacked:
       case Builtin::TvmMakeTensor:
-      case Builtin::CallTir:
+      case Builtin::CallTir: case Builtin::CallGlobal:
       case Builtin::TirRegion: refuse_builtin(op, "C", "");
       case Builtin::TvmStackAlloca:
         refuse_builtin(op, "C", "it declares a stack array, so it can only be the value of a let (x = T.tvm_stack_alloca(...))");

@@ -297,7 +297,7 @@ Val FunctionEmitter::call_expr(const CallNode* c) {
     case Builtin::TvmReturn: refuse_statement_builtin(c, "LLVM");
     case Builtin::TvmCallPacked:
     case Builtin::TvmMakeTensor:
-    case Builtin::CallTir:
+    case Builtin::CallTir: case Builtin::CallGlobal:
     case Builtin::TirRegion: refuse_builtin(c, "LLVM", "");
     case Builtin::TvmStackAlloca:
       refuse_builtin(c, "LLVM", "it declares a stack array, so it can only be the value of a let (x = T.tvm_stack_alloca(...))");
