@@ -7,7 +7,7 @@ namespace mtir {
 const std::vector<std::string>& schedule_list() {
   static const std::vector<std::string> names = {"fold_zero_point", "block", "unroll", "hoist", "smlad", "sxtb16", "interleave",
                                                  "fold_output_zero_point", "few_channels", "depthwise_tile", "depthwise_border_tiles", "smlal_requant", "smmlar_requant", "merge_kernels", "patch",
-                                                 "dense_chunks"};
+                                                 "dense_chunks", "patch_overlap"};
   return names;
 }
 
@@ -35,6 +35,7 @@ bool* field(ScheduleOptions& s, const std::string& name) {
   if (name == "merge_kernels") return &s.merge_kernels;
   if (name == "patch") return &s.patch;
   if (name == "dense_chunks") return &s.dense_chunks;
+  if (name == "patch_overlap") return &s.patch_overlap;
   return nullptr;
 }
 }  // namespace

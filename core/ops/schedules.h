@@ -28,6 +28,7 @@ struct ScheduleOptions {
   bool merge_kernels = true;    // merge_kernels in the lowering pipeline: kernels differing in constants share code
   bool patch = true;            // chains of int8 convolutions band by band where it lowers the memory bound
   bool dense_chunks = true;     // with smlad: a batch-1 dense gathers its input a chunk at a time where that lowers the stack
+  bool patch_overlap = true;    // with patch: stages of one layer too, each stage's output a few rows beside its dying input
 
   bool get(const std::string& name) const;
   void set(const std::string& name, bool on);
@@ -39,7 +40,7 @@ struct ScheduleOptions {
 const std::vector<std::string>& schedule_list();
 // "fold_zero_point, block, unroll, hoist, smlad, sxtb16, interleave,
 // fold_output_zero_point, few_channels, depthwise_tile, depthwise_border_tiles, smlal_requant, smmlar_requant, merge_kernels,
-// patch, dense_chunks" (for messages).
+// patch, dense_chunks, patch_overlap" (for messages).
 std::string schedule_names();
 // Switches off each name of a comma-separated list ("" switches nothing off); throws a
 // user error naming an unknown schedule. `where` prefixes the message.
