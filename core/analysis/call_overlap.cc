@@ -103,7 +103,8 @@ bool pair_shift(const std::vector<std::vector<Span1>>& regions, const std::vecto
 
 }  // namespace
 
-std::vector<CallOverlap> call_overlaps(const std::vector<Stmt>& steps, const std::map<const VarNode*, int64_t>& sizes,
+std::vector<CallOverlap> call_overlaps(const std::vector<Stmt>& steps,
+                                       const std::vector<std::pair<const VarNode*, int64_t>>& sizes,
                                        const std::map<const VarNode*, std::pair<int, int>>& live, int64_t alignment) {
   std::vector<std::vector<Span1>> regions(steps.size());
   std::vector<bool> parsed(steps.size());
@@ -129,9 +130,10 @@ std::vector<CallOverlap> call_overlaps(const std::vector<Stmt>& steps, const std
       below = align_up(below, alignment), above = align_up(above, alignment);
       const int64_t down = std::max(below + in, outb), up = std::max(in, above + outb);
       if (std::min(down, up) >= in + outb) continue;
-      out.push_back({o, i, down <= up ? -below : above});
+      out.push_back({o, i, down <= up ? -below : above, in + outb - std::min(down, up)});
     }
   }
+  std::stable_sort(out.begin(), out.end(), [](const CallOverlap& a, const CallOverlap& b) { return a.saved > b.saved; });
   return out;
 }
 

@@ -26,13 +26,16 @@ struct CallOverlap {
   const VarNode* output = nullptr;  // data pointers of the two buffers
   const VarNode* input = nullptr;
   int64_t shift = 0;  // offset(output) - offset(input), bytes, a multiple of the alignment
+  int64_t saved = 0;  // bytes the two take less than apart
 };
 
-// The overlaps of the tensors in `sizes` (data pointer -> bytes) over `steps`, with
-// `live` each pointer's first and last step: for each output and each input live at its
-// first step, the smaller of the two placements (below or above), when it takes fewer
-// bytes than the two apart.
-std::vector<CallOverlap> call_overlaps(const std::vector<Stmt>& steps, const std::map<const VarNode*, int64_t>& sizes,
+// The overlaps of the tensors in `sizes` (data pointer and bytes, in allocation order)
+// over `steps`, with `live` each pointer's first and last step: for each output and each
+// input live at its first step, the smaller of the two placements (below or above), when
+// it takes fewer bytes than the two apart. Most bytes saved first, then in the order of
+// `sizes` (never of pointer values: the result is the same on every run and platform).
+std::vector<CallOverlap> call_overlaps(const std::vector<Stmt>& steps,
+                                       const std::vector<std::pair<const VarNode*, int64_t>>& sizes,
                                        const std::map<const VarNode*, std::pair<int, int>>& live, int64_t alignment);
 
 }  // namespace mtir

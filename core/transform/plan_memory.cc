@@ -492,11 +492,11 @@ Planned plan(const PrimFunc& f, const IRModule& m, int64_t alignment, bool reuse
   const TopAllocations top = top_allocations(f);
   if (top.plannable.empty()) return {f, {}};
   StepUses uses = step_uses(top.steps, m);
-  std::map<const VarNode*, int64_t> sizes;
+  std::vector<std::pair<const VarNode*, int64_t>> sizes;
   for (const Buffer& b : top.plannable) {
     int64_t n = 0;
     const_num_elements(b, &n);
-    sizes[b->data.get()] = n * b->dtype.bytes();
+    sizes.emplace_back(b->data.get(), n * b->dtype.bytes());
   }
   uses.overlaps = call_overlaps(top.steps, sizes, uses.live, alignment);
   // One pool per element type.
