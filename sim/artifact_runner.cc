@@ -251,6 +251,8 @@ ArtifactInfo read_artifact_info(const std::string& dir) {
     info.model_name = j.at("model_name").get<std::string>();
     info.workspace_bytes = j.at("memory").at("workspace_bytes").get<int64_t>();
     info.state_bytes = j.at("memory").value("state_bytes", int64_t{0});
+    const nlohmann::json& mains = j.at("memory").value("functions", nlohmann::json::object()).value("main", nlohmann::json::array());
+    if (!mains.empty()) info.weights_bytes = mains.at(0).value("constants_size_bytes", int64_t{0});
     target = j.value("target", "");
     info.interface_api = j.value("interface_api", std::string("c"));
     info.link_params = j.value("link_params", true);
@@ -585,11 +587,13 @@ TargetReport target_report(const CrossTarget& t, const ArtifactInfo& info, const
   r.run_log = run_log;
   r.workspace_bytes = info.workspace_bytes;
   r.state_bytes = info.state_bytes;
+  r.weights_bytes = info.link_params ? info.weights_bytes : 0;
   for (const auto* list : {&spec.inputs, &spec.outputs})
     for (const auto& x : *list) r.io_bytes += (x.bytes + 7) / 8 * 8;
   r.test_input_bytes = firmware_input_bytes(spec);
   if (t.elf) {
     r.size = elf_size(firmware);
+    r.symbols = elf_symbol_sizes(firmware);
     r.flash_bytes = r.size.text + r.size.rodata + r.size.data;
     r.ram_bytes = r.size.data + r.size.bss;
   } else {

@@ -37,6 +37,7 @@ struct ArtifactInfo {
   std::string interface_api = "c";  // c | packed
   bool link_params = true;          // false: the firmware passes the weights (parameters/*.npy)
   int64_t state_bytes = 0;          // the state (variable tensors) the artifact keeps in RAM
+  int64_t weights_bytes = 0;        // the weights (metadata's main constants_size_bytes)
 };
 // A user error naming what is missing if `dir` is not a compiled artifact.
 ArtifactInfo read_artifact_info(const std::string& dir);
@@ -89,6 +90,8 @@ struct TargetReport {
   int64_t state_bytes = 0;        // the model's state, static in the artifact (part of ram_bytes)
   int64_t test_input_bytes = 0;   // the const input sets the harness keeps in flash (part of flash_bytes)
   int64_t stack_bytes = -1;       // high-water of run() (painting); -1 if not measured
+  int64_t weights_bytes = 0;      // the linked weights (metadata's constants), 0 when the firmware passes them
+  std::vector<SymbolSize> symbols;  // the firmware's sized functions and objects, largest first (ELF targets)
   // The static bound from the firmware's call graph (sim/stack_bound.h): never below
   // stack_bytes - main's frame; none (stack_bound_absent says why) without GCC.
   ArtifactStackBounds stack_bounds;

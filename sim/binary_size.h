@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace mtir::sim {
 
@@ -17,6 +18,16 @@ struct BinarySize {
 
 // Sizes of an ELF file (32- or 64-bit, little-endian). A user error if the file is not one.
 BinarySize elf_size(const std::string& path);
+
+// One sized function or object of an ELF file, with the kind of section it lives in.
+struct SymbolSize {
+  std::string name;
+  int64_t bytes = 0;
+  std::string section;  // "text", "rodata", "data" or "bss", as BinarySize counts them
+};
+// The functions and objects of an ELF file's symbol table with a size, largest first
+// (none when the file is stripped).
+std::vector<SymbolSize> elf_symbol_sizes(const std::string& path);
 
 // Code and data-segment bytes of a wasm module (text, data). RAM is not in the file:
 // static data ends at the __data_end the program reports.

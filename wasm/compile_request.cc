@@ -290,7 +290,8 @@ json compile_checked(const json& request, Stopwatch& clock) {
   if (!request.is_object()) user_error({}, "request: expected a JSON object");
   const json& source = field(request, "source", json::value_t::object, "the request");
   const std::string kind = field(source, "kind", json::value_t::string, "source").get<std::string>();
-  const std::string target = optional_string(request, "target", "c");
+  // The CLI's defaults: build's packed functions for TIR, compile's "c" for a model.
+  const std::string target = optional_string(request, "target", kind == "tir" ? "c -unpacked-api=0" : "c");
   Options o = read_options(request);
   kept_compile() = KeptCompile{};  // a failed compile must not leave an older one's texts
   if (kind == "tir") return compile_tir(request, source, target, o, clock);

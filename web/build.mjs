@@ -53,7 +53,7 @@ function addTir(name, file) {
   const dest = path.join('tir', path.basename(file));
   fs.mkdirSync(path.join(out, 'examples/tir'), { recursive: true });
   fs.copyFileSync(file, path.join(out, 'examples', dest));
-  examples.push({ name, kind: 'tir', path: dest, target: 'c' });
+  examples.push({ name, kind: 'tir', path: dest, target: 'c -unpacked-api=0' });  // build's default: packed functions
 }
 addTir('matmul (TIR)', path.join(root, 'examples/matmul.tir'));
 const programs = path.join(root, 'tests/programs');

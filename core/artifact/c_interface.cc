@@ -35,6 +35,9 @@ int64_t artifact_workspace_bytes(const IRModule& lowered, const std::string& mai
   int64_t largest_op = 0, subgraphs = 0;
   for (const auto& [name, f] : lowered.functions) {
     if (name == main_kernel) continue;
+    // The packed API splits a function into a wrapper and its kernel (tir.kernel_of),
+    // both carrying the pools the kernel alone allocates: counted once, on the wrapper.
+    if (f->attrs.count("tir.kernel_of")) continue;
     if (f->attrs.count(kSubgraphFunctionAttr)) subgraphs += blocks(f);
     else largest_op = std::max(largest_op, blocks(f));
   }

@@ -86,7 +86,7 @@ nlohmann::json io_section(const LoadedModel& model, AotModule::Role role) {
 
 }  // namespace
 
-const char* const kDefaultCompileTarget = "c -executor=aot -interface-api=c -unpacked-api=1 -link-params=1";
+const char* const kDefaultCompileTarget = "c";
 
 LoadedModel load_model(const std::string& json_text, const std::string& filename, const FileReader& read,
                        const std::vector<std::string>& devices, const ScheduleOptions& schedules) {
@@ -113,11 +113,19 @@ LoadedModel prepare_model(Graph g, const std::vector<std::string>& devices, cons
   return lm;
 }
 
+nlohmann::json target_defaults_json(const Target& target) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& [key, value] : target.defaulted) j[key] = value.empty() ? nlohmann::json(nullptr) : nlohmann::json(value);
+  return j;
+}
+
 MlfArtifact build_mlf(const LoadedModel& model, const Target& target, const MlfInputs& inputs) {
   MlfArtifact a;
   a.target = target;
   // Weights are linked into the artifact (flash) unless the target string says -link-params=0.
   if (!target.link_params_given) a.target.link_params = true;
+  for (auto& [key, value] : a.target.defaulted)
+    if (key == "link-params") value = a.target.link_params ? "1" : "0";
   std::vector<SourceFileOut>& files = a.files;
   const bool wasm = a.target.kind == "wasm";
   if (wasm) {
@@ -164,6 +172,7 @@ MlfArtifact build_mlf(const LoadedModel& model, const Target& target, const MlfI
       state.push_back({{"name", p.name}, {"dtype", p.type.dtype.str()}, {"shape", p.type.shape},
                        {"bytes", p.type.num_elements() * p.type.dtype.bytes()}});
   a.metadata["state"] = state;
+  a.metadata["target_defaults"] = target_defaults_json(a.target);
   for (const auto& f : files) a.metadata["files"].push_back(f.path);
   files.push_back({"src/" + inputs.graph_filename, inputs.graph_text});
   for (const auto& f : inputs.graph_files) {

@@ -30,8 +30,13 @@ LoadedModel load_model(const std::string& json_text, const std::string& filename
 // The same from a graph another frontend read (ONNX).
 LoadedModel prepare_model(Graph g, const std::vector<std::string>& devices = {}, const ScheduleOptions& schedules = {});
 
-// The target `compile` uses when none is given.
+// The target `compile` uses when none is given: "c", every key at its default (the C
+// interface, unpacked kernels; compile links the weights).
 extern const char* const kDefaultCompileTarget;
+
+// metadata.json's "target_defaults": each key the target text left unwritten and the
+// value it took (null for no -mcpu: the generic kernels).
+nlohmann::json target_defaults_json(const Target& target);
 
 struct MlfArtifact {
   Target target;                     // as parsed; link_params on unless the string sets it

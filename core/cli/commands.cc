@@ -454,7 +454,7 @@ static HostComparison compare_with_host_build(const RunCommand& c, const IRModul
   for (size_t i = 0; i < f->params.size(); ++i)
     if (f->param_buffers[i]) host_args[i] = &inputs[i];
   if (c.backend != "c" && c.backend != "llvm") user_error({}, "--backend takes c or llvm, not '" + c.backend + "'");
-  Target target = parse_target(c.backend + (c.unpacked_api ? " -unpacked-api=1" : "") +
+  Target target = parse_target(c.backend + (c.unpacked_api ? " -unpacked-api=1" : " -unpacked-api=0") +
                                (c.reuse_io_buffers ? " -reuse-io-buffers=1" : ""));
   BuildResult built = build_for_target(m, target);
   TempDir work(c.keep_build_dir);
@@ -488,8 +488,13 @@ int run_run(const RunCommand& c) {
   if (c.profile_layers && (c.target.empty() || c.target == "host" || c.target == "wasm32" || c.target == "wasm-binaryen"))
     user_error({}, "--profile-layers counts instructions per operator on a target with an instruction counter: "
                    "add --target cortex-m3, cortex-m4, cortex-m7, cortex-m33, cortex-m55 or riscv32");
+  const bool budgeted = budget_options(c.max_flash, c.max_ram).any();  // a bad value is refused before any build
+  if (budgeted && (c.target.empty() || (!is_artifact_path(c.file) && !is_graph_file(c.file))))
+    user_error({}, "--max-flash and --max-ram check a model's build on a target: give a model (.tflite, .onnx, model.json "
+                   "or a compiled model.tar) and --target");
   if (is_artifact_path(c.file)) return run_artifact(c);  // model.tar or an MLF folder
-  if (is_graph_file(c.file) && ((!c.target.empty() && c.target != "host") || !c.devices.empty()))
+  // A budget needs the artifact's target report, which the host build of a model has too.
+  if (is_graph_file(c.file) && ((!c.target.empty() && c.target != "host") || !c.devices.empty() || budgeted))
     return run_model_as_artifact(c);
   if (!c.target.empty() && c.target != "host") {
     user_error({}, "--target " + c.target + " runs models (model.json, or model.tar from `microtir compile`); "
@@ -643,6 +648,15 @@ MlfArtifact compile_artifact(const std::string& file, const Target& target, cons
   return artifact;
 }
 
+// The keys the target text left out, one line: "  defaulted: -mcpu=(none: ...) ...".
+static std::string target_defaults_text(const Target& t) {
+  if (t.defaulted.empty()) return "";
+  std::string line = "  defaulted:";
+  for (const auto& [key, value] : t.defaulted)
+    line += " -" + key + "=" + (value.empty() ? std::string("(none: the generic kernels)") : value);
+  return line + "\n";
+}
+
 void write_artifact(const std::vector<SourceFileOut>& files, const std::string& output) {
   TimingScope timing("step", "write");
   OutputSet out;
@@ -662,22 +676,44 @@ void write_artifact(const std::vector<SourceFileOut>& files, const std::string& 
 }
 
 int run_compile(const CompileCommand& c) {
+  const sim::Budget budget = budget_options(c.max_flash, c.max_ram);
+  if (budget.any() && c.board.empty())
+    user_error({}, "--max-flash and --max-ram are checked on a measured build: add --board (e.g. --board cortex-m4)");
   // The target's text is read here, once; everything below takes the Target.
   MlfArtifact artifact = compile_artifact(c.file, parse_target(c.target), c.devices);
   write_artifact(artifact.files, c.output_dir);
   if (c.json) {
-    std::cout << with_timing(json{{"ok", true}, {"metadata", artifact.metadata}}).dump(2) << "\n";
-    return 0;
+    json result = with_timing(json{{"ok", true}, {"metadata", artifact.metadata}});
+    if (c.board.empty()) {
+      std::cout << result.dump(2) << "\n";
+      return 0;
+    }
+    const sim::TargetReport report = measure_artifact(c.output_dir, c.board, "");
+    result["report"] = target_report_json(report);
+    const int over = check_budget_gate(report, budget, true, &result);
+    result["ok"] = over == 0;
+    std::cout << result.dump(2) << "\n";
+    return over;
   }
-  if (c.verbose)
+  if (c.verbose) {
+    std::cout << "target " << artifact.target.str() << "\n" << target_defaults_text(artifact.target);
     for (const auto& f : artifact.files) std::cout << "wrote " << c.output_dir << ":" << f.path << "\n";
-  return 0;
+  }
+  if (c.board.empty()) return 0;
+  const sim::TargetReport report = measure_artifact(c.output_dir, c.board, "");
+  std::cout << target_report_text(report);
+  return check_budget_gate(report, budget, false, nullptr);
 }
 
 int run_build(const BuildCommand& c) {
   IRModule m = is_graph_file(c.file) ? load_model_file(c.file, nullptr, c.devices).aot.module : load_module(c.file, true);
   Target target = parse_target(c.target);
-  if (c.unpacked_api >= 0) target.unpacked_api = c.unpacked_api != 0;
+  if (c.unpacked_api >= 0) {
+    target.unpacked_api = c.unpacked_api != 0;
+    // An interface the text left open follows the convention, as -unpacked-api=0 written would.
+    for (auto& [key, value] : target.defaulted)
+      if (key == "interface-api") target.interface_api = value = target.unpacked_api ? "c" : "packed";
+  }
   BuildResult built = build_for_target(m, target);
   for (auto& object : llvm_objects(built)) built.sources.push_back(std::move(object));
 #ifdef MICROTIR_HAVE_BINARYEN

@@ -12,6 +12,7 @@
 
 #include "artifact/mlf.h"
 #include "ir/function.h"
+#include "sim/budget.h"
 #include "support/ndarray.h"
 
 namespace mtir::cli {
@@ -39,11 +40,12 @@ struct RunCommand {
   std::string keep_build_dir;  // where the host build goes (default: a temporary folder, removed)
   std::vector<std::string> devices;  // --device INSTANCE=OP[,OP...]
   bool profile_layers = false;  // count each operator call of run() on the target
+  std::string max_flash, max_ram;  // --max-flash / --max-ram: "64K", "1M", "65536"; "" no limit
 };
 
 struct BuildCommand {
   std::string file;
-  std::string target = "c";
+  std::string target = "c -unpacked-api=0";  // a TIR module: packed functions, as TVM builds them
   int unpacked_api = -1;  // -1: as the target string says
   std::string output_dir;
   bool json = false;
@@ -54,7 +56,7 @@ struct PassesCommand {
   std::string file;
   std::string dump_ir_dir;
   std::vector<std::string> passes;  // empty: the C lowering pipeline for `target`
-  std::string target = "c";
+  std::string target = "c -unpacked-api=0";  // as build's
   bool json = false;
   std::vector<std::string> devices;  // --device INSTANCE=OP[,OP...]
 };
@@ -66,13 +68,27 @@ int run_build(const BuildCommand& c);
 
 struct CompileCommand {
   std::string file;  // a JSON graph
-  std::string target = "c -executor=aot -interface-api=c -unpacked-api=1";
+  std::string target = "c";  // kDefaultCompileTarget
   std::string output_dir;
   bool json = false;
-  bool verbose = false;  // -v: list the files written (tvmc is quiet by default)
+  bool verbose = false;  // -v: the target and its defaulted keys, the files written (tvmc is quiet by default)
   std::vector<std::string> devices;  // --device INSTANCE=OP[,OP...]
+  std::string board;                 // --board: build and measure the artifact on this target
+  std::string max_flash, max_ram;    // budgets checked on the board's measurement
 };
 int run_compile(const CompileCommand& c);
+
+// --max-flash / --max-ram read (a user error for a bad value, before anything is built).
+sim::Budget budget_options(const std::string& max_flash, const std::string& max_ram);
+// The budget table (text) or a "budget" object in `out` (JSON); returns 1 if the report
+// exceeds a limit (naming it on stderr), else 0.
+int check_budget_gate(const sim::TargetReport& report, const sim::Budget& budget, bool json, nlohmann::json* out);
+// The artifact in `dir` built for `target` and run once on zero inputs, for its sizes and
+// memory (compile --board); progress on stderr.
+sim::TargetReport measure_artifact(const std::string& dir, const std::string& target, const std::string& keep_build_dir);
+// The target report as `run` prints it.
+std::string target_report_text(const sim::TargetReport& r);
+nlohmann::json target_report_json(const sim::TargetReport& r);
 
 // `run model.tar|MLF_DIR --target host|cortex-m3|...` (run_artifact.cc): builds the
 // artifact's firmware for the target, runs it, compares it with the interpreter on the
@@ -109,6 +125,7 @@ struct ArtifactRun {
   bool all_match = true;  // every output agrees with the interpreter
   nlohmann::json compare, outputs_json;
   nlohmann::json report;    // `run --json`'s "report": memory, stack, instructions (layers with profile_layers)
+  sim::TargetReport target_report;  // the same figures, for the budget gate
   std::string compare_text;  // the lines `run` prints: the comparison,
   std::string report_text;   // the target report (per-layer counts, devices),
   std::string memory_plan;   // and where the intermediate tensors live

@@ -68,6 +68,16 @@ CLI::App* add_parse(CLI::App& app, mtir::cli::ParseCommand& parse) {
   return cmd;
 }
 
+// --max-flash / --max-ram, the budget gates of run and compile (docs/cli.md "Budget gates").
+void add_budget_options(CLI::App* cmd, std::string& max_flash, std::string& max_ram, const std::string& measured) {
+  cmd->add_option("--max-flash", max_flash,
+                  "Exit 1 if the flash of " + measured + " exceeds this many bytes (65536, 64K, 1M), with a table "
+                  "of what exceeds, by how much, and the largest contributors");
+  cmd->add_option("--max-ram", max_ram,
+                  "Exit 1 if the static RAM plus the measured stack high-water of " + measured +
+                      " exceeds this many bytes (20480, 20K, 1M)");
+}
+
 // The `run` subcommand and its options.
 CLI::App* add_run(CLI::App& app, mtir::cli::RunCommand& run) {
   CLI::App* cmd = app.add_subcommand("run", "Interpret a PrimFunc on .npy inputs with the reference interpreter");
@@ -101,6 +111,7 @@ CLI::App* add_run(CLI::App& app, mtir::cli::RunCommand& run) {
                 "so run() overwrites its input (docs/target-options.md)");
   cmd->add_option("--keep-build", run.keep_build_dir, "Build the host program in DIR and keep it");
   cmd->add_flag("--time-passes", time_passes, kTimePassesHelp);
+  add_budget_options(cmd, run.max_flash, run.max_ram, "the build on --target");
   cmd->add_flag("--profile-layers", run.profile_layers,
                 "Also count the instructions of each operator call of run() (a model on a target with an "
                 "instruction counter: cortex-m3|m4|m7, riscv32; the C backend)");
@@ -112,7 +123,8 @@ CLI::App* add_build(CLI::App& app, mtir::cli::BuildCommand& build) {
   CLI::App* cmd = app.add_subcommand("build", "Lower a TIR module and write the sources of the artifact (C, or LLVM IR and objects)");
   cmd->add_option("file", build.file, "TIR text file ('-' for standard input)")->required();
   cmd->add_option("--target", build.target,
-                  "Target string, e.g. \"c -unpacked-api=1\" or \"llvm -mtriple=thumbv7em-none-eabihf\"");
+                  "Target string (default \"c -unpacked-api=0\": packed functions, as TVM builds a TIR module), "
+                  "e.g. \"c -unpacked-api=1\" or \"llvm -mtriple=thumbv7em-none-eabihf\"");
   cmd->add_option("--unpacked-api", build.unpacked_api, "0: packed calling convention, 1: unpacked")
       ->check(CLI::Range(0, 1));
   cmd->add_option("-o,--output-dir", build.output_dir, "Folder for the artifact")->required();
@@ -128,13 +140,20 @@ CLI::App* add_compile(CLI::App& app, mtir::cli::CompileCommand& compile) {
   CLI::App* cmd = app.add_subcommand("compile", "Compile a model (JSON graph, .onnx or .tflite) into a C artifact with its C interface");
   cmd->add_option("file", compile.file, "The model: a JSON graph, .onnx or .tflite")->required();
   cmd->add_option("--target", compile.target,
-                  "Target string (default \"c -executor=aot -interface-api=c -unpacked-api=1 -link-params=1\"; "
-                  "a string without -link-params links the weights)");
+                  "Target string (default \"c\"; keys not written take the lean defaults: -interface-api=c "
+                  "-unpacked-api=1, and the weights linked; -v and metadata.json name them)");
   cmd->add_option("-o,--output", compile.output_dir, "Folder for the artifact, or FILE.tar for an archive")
       ->required();
   cmd->add_option("--device", compile.devices, "Place every node of these ops on a device instance, INSTANCE=OP[,OP...] (repeatable; e.g. npu0=conv2d,dense)");
   cmd->add_flag("--json", compile.json, "Print the artifact's metadata (or diagnostics) as JSON on stdout");
-  cmd->add_flag("-v,--verbose", compile.verbose, "List the files written, and time the steps as --time-passes does");
+  cmd->add_option("--board", compile.board,
+                  "Also build the artifact for this target and run it once (zero inputs) to measure its flash, RAM "
+                  "and stack: cortex-m3|cortex-m4|cortex-m7|cortex-m33|cortex-m55 (QEMU), riscv32 (QEMU), host, wasm32 (node)")
+      ->check(CLI::IsMember({"host", "cortex-m3", "cortex-m4", "cortex-m7", "cortex-m33", "cortex-m55", "riscv32", "wasm32"}));
+  add_budget_options(cmd, compile.max_flash, compile.max_ram, "the --board build");
+  cmd->add_flag("-v,--verbose", compile.verbose,
+                "Print the target, the keys it defaulted and to what, the files written, and time the steps as "
+                "--time-passes does");
   cmd->add_flag("--time-passes", time_passes, kTimePassesHelp);
 
   return cmd;
@@ -162,7 +181,7 @@ CLI::App* add_passes(CLI::App& app, mtir::cli::PassesCommand& passes, bool& list
   cmd->add_option("--passes", passes.passes, "Comma-separated passes to run instead of the default pipeline")
       ->delimiter(',');
   cmd->add_flag("--list", list_passes, "List the registered passes in pipeline order");
-  cmd->add_option("--target", passes.target, "Target whose lowering pipeline runs (default \"c\")");
+  cmd->add_option("--target", passes.target, "Target whose lowering pipeline runs (default \"c -unpacked-api=0\", as build's)");
   cmd->add_option("--device", passes.devices, "Place every node of these ops on a device instance, INSTANCE=OP[,OP...] (repeatable; e.g. npu0=conv2d,dense)");
   cmd->add_flag("--json", passes.json, "Print pass records (or diagnostics) as JSON on stdout");
 

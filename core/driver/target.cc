@@ -72,10 +72,12 @@ struct TargetReading {
   Target t;
   bool interface_given = false;
   ScheduleOptions kept;
+  std::vector<std::string> given;  // the keys the text wrote
 };
 
 void apply_option(TargetReading& r, const std::string& text, const std::string& key, const std::string& value) {
   Target& t = r.t;
+  r.given.push_back(key);
   if (key == "runtime") {
     if (value != "c") target_error(text, "-runtime=" + value + " is not supported; use -runtime=c (microtir builds for the C runtime)");
     t.runtime = value;
@@ -136,6 +138,31 @@ ScheduleOptions target_schedules(const Target& t, const ScheduleOptions& kept) {
   return s;
 }
 
+// The interface and kernel convention a text leaves open: the lean pair (C interface,
+// plain pointers) unless the one key written asks for the packed side.
+void default_interface(TargetReading& r) {
+  Target& t = r.t;
+  const bool unpacked_given = std::count(r.given.begin(), r.given.end(), "unpacked-api") > 0;
+  if (!r.interface_given && unpacked_given && !t.unpacked_api) t.interface_api = "packed";
+  if (!unpacked_given && r.interface_given && t.interface_api == "packed") t.unpacked_api = false;
+}
+
+void record_defaults(TargetReading& r) {
+  Target& t = r.t;
+  auto unwritten = [&](const char* key) { return std::count(r.given.begin(), r.given.end(), key) == 0; };
+  auto note = [&](const char* key, const std::string& value) {
+    if (unwritten(key)) t.defaulted.emplace_back(key, value);
+  };
+  if (t.kind != "wasm") note("mcpu", "");
+  if (t.kind == "wasm") note("opt", t.opt);
+  note("runtime", t.runtime);
+  note("executor", t.executor);
+  note("interface-api", t.interface_api);
+  note("unpacked-api", t.unpacked_api ? "1" : "0");
+  note("link-params", t.link_params ? "1" : "0");
+  note("workspace-byte-alignment", std::to_string(t.workspace_byte_alignment));
+}
+
 }  // namespace
 
 Target parse_target(const std::string& text) {
@@ -162,6 +189,7 @@ Target parse_target(const std::string& text) {
     std::string key = w.substr(w[1] == '-' ? 2 : 1, eq - (w[1] == '-' ? 2 : 1));
     apply_option(r, text, key, w.substr(eq + 1));
   }
+  default_interface(r);
   if (t.kind == "wasm" && (t.interface_api != "c" || !t.unpacked_api || !t.link_params)) {
     target_error(text, "the wasm target needs -interface-api=c -unpacked-api=1 -link-params=1 (its run export "
                        "takes plain pointers and the module holds the weights)");
@@ -171,6 +199,7 @@ Target parse_target(const std::string& text) {
     target_error(text, "-interface-api=c with -runtime=c needs -unpacked-api=1");
   }
   t.schedules = target_schedules(t, r.kept);
+  record_defaults(r);
   return t;
 }
 

@@ -5,6 +5,8 @@
 #pragma once
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "ops/schedules.h"
 
@@ -14,8 +16,10 @@ struct Target {
   std::string kind = "c";              // c | llvm | wasm (WebAssembly through Binaryen)
   std::string runtime = "c";           // only the C runtime is supported
   std::string executor = "aot";        // only AOT is supported
-  std::string interface_api = "packed";  // c | packed
-  bool unpacked_api = false;
+  // Unwritten, the lean pair: the C interface and plain-pointer kernels; -unpacked-api=0
+  // alone gives the packed interface, -interface-api=packed alone packed kernels.
+  std::string interface_api = "c";  // c | packed
+  bool unpacked_api = true;
   bool link_params = false;
   int workspace_byte_alignment = 16;
   // The model's input and output buffers double as workspace: the planner may place
@@ -32,6 +36,9 @@ struct Target {
   ScheduleOptions schedules;
   // Whether the text said -link-params (`compile` links the weights when it does not).
   bool link_params_given = false;
+  // The keys the text did not write, with the value each took, in str()'s order
+  // ("mcpu" -> "": no CPU, the generic kernels). `compile -v` and metadata.json show them.
+  std::vector<std::pair<std::string, std::string>> defaulted;
 
   // The canonical spelling: every option, in a fixed order.
   std::string str() const;

@@ -21,7 +21,7 @@ See docs/python.md.
 
 from . import _microtir
 from .artifact import Artifact, LayerCount, PassRecord, Report, RunResult, compile
-from .errors import Error
+from .errors import BudgetExceeded, Error
 from .model import Layer, Model, Quantization, Tensor, load
 from .tir import Program, TirResult, parse, run_tir
 
@@ -35,6 +35,7 @@ def passes() -> "list[str]":
 
 __all__ = [
     "Artifact",
+    "BudgetExceeded",
     "Error",
     "Layer",
     "LayerCount",

@@ -11,7 +11,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 import numpy as np
 
 from . import _html, _microtir
-from .errors import Error
+from .errors import BudgetExceeded, Error
 from .model import Model, load
 
 __all__ = ["Artifact", "PassRecord", "RunResult", "Report", "LayerCount", "compile"]
@@ -137,6 +137,8 @@ class RunResult:
         memory_plan: where the model's intermediate tensors live (the planner's report).
         devices: the simulated devices' counters, if the model used any.
         text: everything ``microtir run`` prints after the outputs.
+        budget: with ``max_flash``/``max_ram``, the check as ``microtir run --json`` gives
+            it (``"ok"``, ``"checks"``); else None.
     """
 
     def __init__(self, raw: Dict[str, Any]) -> None:
@@ -146,7 +148,8 @@ class RunResult:
         self.comparison: List[dict] = json.loads(raw["compare_json"])
         self.memory_plan: str = raw["memory_plan"]
         self.devices: List[str] = list(raw["devices"])
-        self.text: str = raw["compare_text"] + raw["report_text"] + raw["memory_plan"]
+        self.text: str = raw["compare_text"] + raw["report_text"] + raw["memory_plan"] + raw.get("budget_text", "")
+        self.budget: Optional[dict] = json.loads(raw["budget_json"]) if "budget_json" in raw else None
 
     def __getitem__(self, name: str) -> np.ndarray:
         return self.outputs[name]
@@ -230,6 +233,8 @@ class Artifact:
         target: str = "host",
         profile_layers: bool = False,
         keep_build_dir: Optional[str] = None,
+        max_flash: Union[int, str, None] = None,
+        max_ram: Union[int, str, None] = None,
     ) -> RunResult:
         """Build the artifact for a target, run it once and check it against the interpreter.
 
@@ -244,6 +249,9 @@ class Artifact:
             profile_layers: also count the instructions of each operator call (a target
                 with an instruction counter: Cortex-M, riscv32).
             keep_build_dir: build in this folder and keep it (default: a temporary one).
+            max_flash, max_ram: budget gates, as ``--max-flash`` / ``--max-ram``: bytes, or
+                text such as ``"64K"`` or ``"1M"``. RAM is static RAM plus the stack
+                high-water. The check is in ``result.budget``.
 
         Returns:
             a :class:`RunResult` with the outputs and the target's :class:`Report`.
@@ -251,20 +259,30 @@ class Artifact:
         Raises:
             microtir.Error: a bad input, a target that cannot run it, a missing tool, or
                 outputs that disagree with the interpreter.
+            microtir.BudgetExceeded: the run went over ``max_flash`` or ``max_ram``; its
+                message is the CLI's budget table, ``.result`` the run.
         """
         if isinstance(inputs, np.ndarray):
             if len(self.model.inputs) != 1:
                 names = ", ".join(t.name for t in self.model.inputs)
                 raise Error(f"the model has {len(self.model.inputs)} inputs ({names}): pass a dict of arrays by name")
             inputs = {self.model.inputs[0].name: inputs}
-        raw = self._core.run(dict(inputs), target, bool(profile_layers), keep_build_dir or "")
+        raw = self._core.run(
+            dict(inputs), target, bool(profile_layers), keep_build_dir or "", _size(max_flash), _size(max_ram)
+        )
         result = RunResult(raw)
         if not raw["all_match"]:
             raise Error(f"the artifact on {raw['target']} disagrees with the interpreter:\n{raw['compare_text']}")
+        if result.budget is not None and not raw["budget_ok"]:
+            raise BudgetExceeded(raw["budget_text"], result, result.budget)
         return result
 
     def __repr__(self) -> str:
         return f"<microtir.Artifact {self.model.name!r} for {self.target!r}: {len(self.files)} files>"
+
+
+def _size(value: Union[int, str, None]) -> str:
+    return "" if value is None else str(value)
 
 
 def _option(key: str, value: Any) -> str:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional
 
-__all__ = ["Error"]
+__all__ = ["BudgetExceeded", "Error"]
 
 
 class Error(Exception):
@@ -46,3 +46,18 @@ class Error(Exception):
         if self.line is None:
             return None
         return f"{self.file}:{self.line}:{self.column}"
+
+
+class BudgetExceeded(Error):
+    """A run that went over ``max_flash`` or ``max_ram`` (the CLI's budget gate, exit code 1).
+
+    Attributes:
+        result: the :class:`~microtir.RunResult` of the run, outputs and report included.
+        budget: the check as ``microtir run --json`` gives it (``"checks"``: per limit
+            its use, ``"over_by"`` and the largest contributors).
+    """
+
+    def __init__(self, text: str, result: "Any", budget: "dict") -> None:
+        super().__init__(text.strip())
+        self.result = result
+        self.budget = budget

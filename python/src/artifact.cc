@@ -7,6 +7,7 @@
 #include "driver/target.h"
 #include "python/src/bindings.h"
 #include "script/printer.h"
+#include "sim/budget.h"
 
 namespace mtir::python {
 namespace {
@@ -39,7 +40,8 @@ std::string memory_plan_of(const Artifact& a) {
 // Runs the artifact on `target` as `microtir run model.tar --target T` does: written to
 // a temporary folder, built for the target, run, compared with the interpreter.
 py::dict run(const Artifact& a, const py::dict& inputs, const std::string& target, bool profile_layers,
-             const std::string& keep_build_dir) {
+             const std::string& keep_build_dir, const std::string& max_flash, const std::string& max_ram) {
+  const sim::Budget budget = cli::budget_options(max_flash, max_ram);  // a bad size is refused before any build
   std::map<std::string, cli::ArtifactInput> arrays;
   for (const auto& [key, value] : inputs) {
     const std::string name = py::str(key);
@@ -68,6 +70,12 @@ py::dict run(const Artifact& a, const py::dict& inputs, const std::string& targe
   out["memory_plan"] = r.memory_plan;
   out["devices"] = r.devices;
   out["target"] = r.target;
+  if (budget.any()) {
+    const sim::BudgetResult checked = sim::check_budget(r.target_report, budget);
+    out["budget_json"] = sim::budget_json(checked).dump();
+    out["budget_text"] = sim::budget_text(checked);
+    out["budget_ok"] = checked.ok();
+  }
   return out;
 }
 
@@ -82,7 +90,8 @@ void bind_artifact(py::module_& m) {
       .def("passes", &passes_of)
       .def("memory_plan", &memory_plan_of)
       .def("export", [](const Artifact& a, const std::string& path) { cli::write_artifact(a.mlf.files, path); })
-      .def("run", &run, py::arg("inputs"), py::arg("target"), py::arg("profile_layers"), py::arg("keep_build_dir"));
+      .def("run", &run, py::arg("inputs"), py::arg("target"), py::arg("profile_layers"), py::arg("keep_build_dir"),
+           py::arg("max_flash") = "", py::arg("max_ram") = "");
   m.def(
       "compile_model",
       [](const std::string& path, const std::string& target, const std::vector<std::string>& devices) {

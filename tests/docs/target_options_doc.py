@@ -96,7 +96,7 @@ REFUSALS = [
      "A triple means nothing to the C backend: the C compiler you build the artifact with chooses the machine."),
     (f'microtir build {TIR} --target "llvm -mtriple=x86_64-pc-windows" -o out',
      "The LLVM backend knows the data layout and calling conventions of these triples only."),
-    (f'microtir build {TIR} --target "c -interface-api=c" -o out',
+    (f'microtir build {TIR} --target "c -interface-api=c -unpacked-api=0" -o out',
      "As in TVM: with the C runtime, the C interface passes plain pointers to the model's main, so the kernels must "
      "use the unpacked calling convention too."),
     (f'microtir build "$MICROTIR_SRC/tests/programs/call_packed.tir" --target "c -unpacked-api=1" -o out',
@@ -174,21 +174,34 @@ def generate(binary, src):
            "`-reuse-io-buffers` only when `1`), is what",
            "`metadata.json` records as `target`",
            "and what `build --json` prints.\n",
-           "Defaults: `build` and `passes` start from the parser's defaults,",
-           f"`{build_default}`;",
-           "`compile` starts from",
-           f"`{compile_default}`",
-           "(the C interface with the weights linked in) when `--target` is not given. When it is given, only",
-           "`-link-params` keeps `compile`'s default of 1: every other key not written takes the parser's default.",
+           "Defaults: a key not written takes the parser's default, and the defaults are the lean pair, the C",
+           "interface with unpacked kernels: `c` alone is",
+           f"`{build_default}`.",
+           "Naming only the CPU, as TVM users do (`c -mcpu=cortex-m4`), gives that interface with the CPU's",
+           "kernels. Writing one of the two keys decides the other: `-unpacked-api=0` alone gives the packed",
+           "interface, `-interface-api=packed` alone packed kernels (`-interface-api=packed -unpacked-api=1` is",
+           "valid too). `compile` without `--target` uses `c` and links the weights: `-link-params` not written",
+           "is 1 for `compile`, so its default is",
+           f"`{compile_default}`.",
+           "`build` and `passes` without `--target` use `c -unpacked-api=0`: a TIR module's packed functions with",
+           "the registry, as TVM builds one (a function reading a buffer's shape at run time needs them).",
+           "`compile -v` prints the target and the keys it defaulted, and `metadata.json` records them as",
+           "`target_defaults` (`mcpu`: null, no CPU: the generic kernels; `microtir run` warns when such an",
+           "artifact runs on a core with the DSP extension).",
            "`run` has no target string: `--backend c|llvm` and `--unpacked-api 0|1` choose the host build, "
            "`--reuse-io-buffers` adds `-reuse-io-buffers=1`.\n",
+           "```sh run",
+           "# expect-output:   defaulted: -runtime=c -executor=aot -interface-api=c -unpacked-api=1 -link-params=1 -workspace-byte-alignment=16",
+           f'microtir compile {MODEL} --target "c -mcpu=cortex-m4" -o m -v | head -2',
+           "```\n",
            "## Keys\n",
            "| key | values | default | what it does |",
            "|---|---|---|---|"]
     for k in keys:
         values, what = KEYS[k]
         if k in ("mtriple", "mcpu"):
-            default = f"`{llvm_default}`" if k == "mtriple" else "none (LLVM's generic CPU for the triple)"
+            default = (f"`{llvm_default}`" if k == "mtriple" else
+                       "none (`llvm`: LLVM's generic CPU for the triple; both: the generic int8 kernels)")
         elif k == "opt":
             default = "`O2`"
         elif k == "disabled-schedules":
@@ -207,14 +220,14 @@ def generate(binary, src):
             "## Combinations that work\n",
             "| target string | what you get |",
             "|---|---|",
-            "| `c -interface-api=c -unpacked-api=1` (`compile`'s default) | `tvmgen_<model>_run(&inputs, &outputs)`, weights in flash |",
-            "| `c -interface-api=c -unpacked-api=1 -link-params=0` | `run` takes a third struct, `tvmgen_<model>_params` |",
+            "| `c`, `c -mcpu=cortex-m4`, `c -interface-api=c -unpacked-api=1` (`compile`) | `tvmgen_<model>_run(&inputs, &outputs)`, weights in flash |",
+            "| `c -link-params=0` | `run` takes a third struct, `tvmgen_<model>_params` |",
             "| `c -interface-api=packed -link-params=0` | the main in the registry, called with `TVMFuncCall` |",
-            "| `c` (`compile`: packed, weights linked) | `tvmgen_<model>_run` in the registry: `TVMFuncCall` with the inputs and outputs only |",
+            "| `c -interface-api=packed` (`compile`: weights linked) | `tvmgen_<model>_run` in the registry: `TVMFuncCall` with the inputs and outputs only |",
             "| `c -interface-api=c -unpacked-api=1` with `--device` | `run` takes a `tvmgen_<model>_devices` struct |",
             "| `llvm -mtriple=... -interface-api=c -unpacked-api=1` | the same C interface over LLVM IR (and objects) |",
             "| `wasm` (`compile`) | one WebAssembly module with an exported `run`, weights in data segments ([wasm-backend.md](wasm-backend.md)) |",
-            "| `c`, `c -unpacked-api=1` (`build`, `passes`) | a TIR module's functions, packed or unpacked, with the registry |\n",
+            "| `c -unpacked-api=0` (`build`, `passes` default), `c` | a TIR module's functions, packed or unpacked, with the registry |\n",
             "## What is refused, and why\n",
             "Each block runs in CI: the command must exit with 1 and print the message shown.\n"]
     for command, why, message in refusals:

@@ -143,7 +143,7 @@ open(sys.argv[1], "wb").write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(h)) +
   run 0 "$mtir" build "$example" -o "$work/packed" --json && contains stdout "$out" '"symbol": "matmul"'
   grep -q "TVMSystemLibEntryPoint" "$work/packed/codegen/host/src/lib1.c" || fail "no registry in lib1.c"
   # Refused options name the rule, and nothing is written.
-  run 1 "$mtir" build "$example" --target "c -interface-api=c" -o "$work/bad" && contains stderr "$err" "needs -unpacked-api=1"
+  run 1 "$mtir" build "$example" --target "c -interface-api=c -unpacked-api=0" -o "$work/bad" && contains stderr "$err" "needs -unpacked-api=1"
   [ ! -e "$work/bad" ] || fail "a refused build wrote output"
   run 1 "$mtir" build "$example" --target "c -executor=graph" -o "$work/bad" && contains stderr "$err" "use -executor=aot"
   run 1 "$mtir" run "$example" "${inputs[@]}" --target cuda
@@ -235,6 +235,12 @@ group_interfaces() {
   run 0 "$mtir" compile "$model" -o "$work/quiet" && empty stdout "$out"
   run 0 "$mtir" compile "$model" -o "$work/loud" -v
   contains stdout "$out" "wrote $work/loud:codegen/host/include/tvmgen_digits.h"
+  # -v says which keys the target string left out and what they became: the lean pair.
+  run 0 "$mtir" compile "$model" --target "c -mcpu=cortex-m4" -o "$work/lean" -v
+  contains stdout "$out" "target c -mcpu=cortex-m4 -runtime=c -executor=aot -interface-api=c -unpacked-api=1 -link-params=1"
+  contains stdout "$out" "  defaulted: -runtime=c -executor=aot -interface-api=c -unpacked-api=1 -link-params=1 -workspace-byte-alignment=16"
+  python3 -c 'import json, sys; d = json.load(open(sys.argv[1]))["target_defaults"]; assert d == {"runtime": "c", "executor": "aot", "interface-api": "c", "unpacked-api": "1", "link-params": "1", "workspace-byte-alignment": "16"}, d' \
+    "$work/lean/metadata.json" || fail "metadata.json's target_defaults"
   contains "compile -v" "$err" "pass       plan_memory"  # -v times the steps too (--time-passes)
   # The timer's table in the JSON: every step, the passes of the lowering, every figure a number >= 0.
   run 0 "$mtir" compile "$model" -o "$work/timed" --json --time-passes
@@ -250,8 +256,8 @@ assert all(r["wall_ms"] >= 0 and r["peak_bytes"] >= 0 for r in rows), rows
 assert t["memory"] in ("rss_peak", "rss_hwm_growth"), t["memory"]
 ' || fail "compile --json --time-passes: the timing table is incomplete"
   checks=$((checks + 1))
-  # `--target c` alone: the packed interface with the weights linked in, as in TVM.
-  run 0 "$mtir" compile "$model" --target c -o "$work/packed_linked.tar"
+  # The packed interface asked for, with the weights linked in (TVM's `--target c`).
+  run 0 "$mtir" compile "$model" --target "c -interface-api=packed" -o "$work/packed_linked.tar"
   tar -xf "$work/packed_linked.tar" -C "$work" codegen/host/include/tvmgen_digits.h metadata.json
   grep -q 'define TVMGEN_DIGITS_MAIN "tvmgen_digits_run"' "$work/codegen/host/include/tvmgen_digits.h" \
     || fail "the packed header with linked weights does not name its entry"
@@ -277,6 +283,49 @@ PY
   # `run model.tar` prints the memory plan as `run model.json` does.
   contains stdout "$out" "pool 2560 bytes, lower bound 2560 bytes, ratio 1.00"
   contains stdout "$out" "relu1                             0       2048"
+}
+
+# Budget gates (docs/cli.md "Budget gates"): two host builds, one per command.
+group_budget() {
+  local model="$src/models/digits/digits.json" x=(--input x="$src/models/digits/sample_x.npy")
+  # Bad sizes and misplaced options are refused before anything is built.
+  run 1 "$mtir" run "$model" "${x[@]}" --target host --max-flash 12Q
+  contains stderr "$err" "bad --max-flash '12Q': expected bytes, as a whole number with an optional K (1024) or M (1024 K) suffix"
+  run 1 "$mtir" run "$model" "${x[@]}" --target host --max-ram 1.5M && contains stderr "$err" "bad --max-ram '1.5M'"
+  run 1 "$mtir" run "$src/examples/matmul.tir" --target host --max-flash 64K
+  contains stderr "$err" "--max-flash and --max-ram check a model's build on a target"
+  run 1 "$mtir" compile "$model" -o "$work/nob" --max-ram 20K && contains stderr "$err" "add --board"
+  # One limit kept, one exceeded: exit 1, the table with by how much and what takes the room.
+  run 1 "$mtir" run "$model" "${x[@]}" --target host --max-flash 64M --max-ram 1K
+  contains stdout "$out" "probs: max abs diff 0, max rel diff 0  ok"
+  contains stdout "$out" "budget on host: EXCEEDED"
+  # The report and the table print sizes alike (one with_commas).
+  echo "$out" | grep -Eq '^  flash: [0-9]{1,3}(,[0-9]{3})+ bytes \(text' || fail "no flash line with commas: $out"
+  echo "$out" | grep -Eq '^  flash +[0-9,]+ bytes of +67,108,864  ok, [0-9,]+ to spare$' || fail "no kept flash line: $out"
+  echo "$out" | grep -Eq '^  RAM +[0-9,]+ bytes of +1,024  EXCEEDS by [0-9,]+ bytes \([0-9]+% over\)$' || fail "no RAM line: $out"
+  contains stdout "$out" "    workspace (intermediate tensors)"
+  contains stdout "$out" "    largest functions and objects in it:"
+  contains stderr "$err" "microtir: error: over budget on host: RAM by "
+  # compile --board measures; --json carries the same in a "budget" object.
+  run 1 "$mtir" compile "$model" -o "$work/budget.tar" --board host --max-flash 4K --json
+  echo "$out" > "$work/budget.json"
+  python3 - "$work/budget.json" <<'PY' || fail "the budget JSON is wrong"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["ok"] is False and r["metadata"]["model_name"] == "digits", r.keys()
+b, rep = r["budget"], r["report"]
+assert b["ok"] is False and b["target"] == "host" and len(b["checks"]) == 1, b
+c = b["checks"][0]
+assert c["resource"] == "flash" and c["limit"] == 4096 and c["used"] == rep["flash_bytes"], (c, rep)
+assert c["exceeds"] and c["over_by"] == c["used"] - 4096, c
+assert sum(p["bytes"] for p in c["parts"]) == c["used"], c["parts"]
+parts = {p["name"]: p["bytes"] for p in c["parts"]}
+assert parts["unnamed constants (string literals: error messages)"] > 0, parts
+assert parts["code (text)"] == rep["text_bytes"] and parts["weights (linked constants)"] == 4 * (8 + 72 + 16 + 1152 + 10 + 640), parts
+assert [p["bytes"] for p in c["parts"]] == sorted((p["bytes"] for p in c["parts"]), reverse=True), c["parts"]
+assert c["symbols"] and all(s["section"] in ("text", "rodata", "data") for s in c["symbols"]), c["symbols"]
+assert c["symbols"][0] == {"name": "tvmgen_digits_conv2_w", "bytes": 4 * 1152, "section": "rodata"}, c["symbols"]
+PY
 }
 
 group_llvm() {

@@ -14,7 +14,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
   mtir::ParseResult r = mtir::parse_module(text, "fuzz.tir");
   if (!r.ok() || !mtir::check_well_formed(*r.module).empty()) return 0;
-  for (const char* target : {"c", "c -unpacked-api=1"}) {
+  for (const char* target : {"c -unpacked-api=0", "c -unpacked-api=1"}) {
     try {
       mtir::build_c(*r.module, mtir::parse_target(target));
     } catch (const mtir::DiagnosticError& e) {

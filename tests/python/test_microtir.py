@@ -205,6 +205,19 @@ def test_run_digits_on_host_matches_cli(microtir, digits_artifact, digits_sample
     assert {k: cli_run["report"][k] for k in figures} == {k: result.report.data[k] for k in figures}
 
 
+def test_budget_gate_passes_and_fails_as_the_cli(microtir, digits_artifact, digits_sample):
+    flash = digits_artifact.run(digits_sample).report.flash_bytes
+    within = digits_artifact.run(digits_sample, max_flash=flash, max_ram="64M")
+    assert within.budget["ok"] and [c["resource"] for c in within.budget["checks"]] == ["flash", "RAM"]
+    assert within.budget["checks"][0]["used"] == flash
+    with pytest.raises(microtir.BudgetExceeded) as over:
+        digits_artifact.run(digits_sample, max_flash=flash - 1)
+    assert "budget on host: EXCEEDED" in str(over.value) and isinstance(over.value, microtir.Error)
+    assert over.value.budget["checks"][0]["over_by"] == 1 and over.value.result.outputs["probs"].shape == (1, 10)
+    with pytest.raises(microtir.Error, match="bad --max-ram '12Q'"):
+        digits_artifact.run(digits_sample, max_ram="12Q")
+
+
 def test_tflite_int8_bit_exact_against_cli_and_tflm(microtir, cli, tmp_path):
     model_path = os.path.join(CONV_CASE, "model.tflite")
     x = np.load(os.path.join(CONV_CASE, "input_0.npy"))

@@ -12,13 +12,20 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 "$cli" compile "$src/models/digits/digits.json" -o "$work/digits.tar" > /dev/null
 
 # JSON on stdout, progress on stderr.
+# The budget gate, kept (docs/cli.md "Budget gates").
 "$cli" run "$work/digits.tar" --input x="$src/models/digits/sample_x.npy" --target cortex-m4 --json \
-  > "$work/run.json" 2> "$work/run.err" || fail "run on cortex-m4 failed: $(cat "$work/run.err")"
+  --max-flash 1M --max-ram 256K > "$work/run.json" 2> "$work/run.err" || fail "run on cortex-m4 failed: $(cat "$work/run.err")"
 grep -q '\[3/3\] cortex-m4: running on QEMU mps2-an386' "$work/run.err" || fail "no progress lines: $(cat "$work/run.err")"
+# Compiled for no CPU, run on a DSP core: said, not refused.
+grep -q 'warning: the artifact was compiled without -mcpu, so cortex-m4 runs its generic C kernels' "$work/run.err" \
+  || fail "no generic-kernels warning: $(cat "$work/run.err")"
 python3 - "$work/run.json" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
 assert r["ok"] is True, r
+b = r["budget"]
+assert b["ok"] and [c["resource"] for c in b["checks"]] == ["flash", "RAM"], b
+assert b["checks"][1]["used"] == r["report"]["ram_bytes"] + r["report"]["stack_bytes"], (b, r["report"])
 assert r["compare"][0]["ok"] is True, r["compare"]
 rep = r["report"]
 assert rep["target"] == "cortex-m4" and rep["instructions"] > 10000, rep

@@ -168,7 +168,7 @@ TEST(Aot, InterpreterMatchesTheNumpyReferenceOnAllTestImages) {
 
 TEST(Aot, IntermediatesShareOnePlannedPool) {
   const Digits& d = digits();
-  BuildResult built = build_c(d.aot.module, parse_target("c"));
+  BuildResult built = build_c(d.aot.module, parse_target("c -unpacked-api=0"));
   PrimFunc main = built.lowered.module.lookup(d.aot.main + "_compute");
   ASSERT_NE(main, nullptr);
   int64_t pool = std::get<int64_t>(main->attrs.at("workspace.pool_bytes"));
@@ -443,7 +443,7 @@ TEST(Aot, ATensorPassedTwiceDropsTheNoAliasPromise) {
     EXPECT_EQ(std::get<bool>(f->attrs.at("tir.noalias")), !twice) << name;
   }
   EXPECT_EQ(kernels, 2);
-  BuildResult built = build_c(aot.module, parse_target("c"));
+  BuildResult built = build_c(aot.module, parse_target("c -unpacked-api=0"));
   std::vector<NDArray> want, got;
   for (const auto& p : aot.params) want.push_back(NDArray::zeros(p.type.dtype, p.type.shape));
   ASSERT_EQ(aot.params[0].name, "x");
@@ -520,6 +520,18 @@ TEST(Aot, PackedInterfaceWithLinkedWeightsHasAnEntryForInputsAndOutputs) {
   EXPECT_NE(c.find(" = {(void*)tvmgen_digits_fc_w, {kDLCPU, 0}, 2,"), std::string::npos) << c;
   EXPECT_NE(c.find("if (num_args != 2)"), std::string::npos) << c;
   EXPECT_NE(c.find("return tvmgen_digits___tvm_main__(all, codes, 8,"), std::string::npos) << c;
+}
+
+// The packed API splits main into a wrapper and its kernel, both carrying the pool only
+// the kernel allocates: the workspace bound counts it once, as for the C interface.
+TEST(Aot, PackedInterfaceNeedsTheWorkspaceOfTheCInterface) {
+  const Digits& d = digits();
+  BuildResult packed = build_c(d.aot.module, parse_target("c -interface-api=packed -unpacked-api=0"));
+  BuildResult plain = build_c(d.aot.module, parse_target("c -interface-api=c -unpacked-api=1"));
+  ASSERT_TRUE(packed.lowered.module.lookup(d.aot.main + "_compute"));
+  const int64_t plain_bytes = artifact_workspace_bytes(plain.lowered.module, d.aot.main);
+  EXPECT_GT(plain_bytes, 15);
+  EXPECT_EQ(artifact_workspace_bytes(packed.lowered.module, d.aot.main), plain_bytes);
 }
 
 }  // namespace

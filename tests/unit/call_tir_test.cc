@@ -71,7 +71,7 @@ TEST_P(InvalidCallTIR, IsRefusedWithALocatedMessage) {
   EXPECT_EQ(std::to_string(diags[0].span.line) + ":" + std::to_string(diags[0].span.col), location) << diags[0].message;
   EXPECT_NE(diags[0].message.find(message), std::string::npos) << diags[0].message;
   // The lowering pipeline refuses it too, before any code exists.
-  EXPECT_THROW(build_c(m, parse_target("c")), DiagnosticError);
+  EXPECT_THROW(build_c(m, parse_target("c -unpacked-api=0")), DiagnosticError);
 }
 
 INSTANTIATE_TEST_SUITE_P(Files, InvalidCallTIR, ::testing::ValuesIn(invalid_programs()),
@@ -146,7 +146,7 @@ class Module:
 )";
   IRModule m = parse_module_or_throw(text, "packed_fail.tir");
   NDArray x = NDArray::zeros(DataType::Float(32), {8});
-  std::string error = run_host(m, "c", "caller", {int64_t{8}, &x});
+  std::string error = run_host(m, "c -unpacked-api=0", "caller", {int64_t{8}, &x});
   EXPECT_NE(error.find("caller returned -1: rows: argument 'A' must have ndim 2, got 1"), std::string::npos) << error;
 }
 
@@ -178,7 +178,7 @@ class Module:
   EXPECT_EQ(run_host(m, "c -unpacked-api=1", "top", {&got}), "");
   EXPECT_TRUE(compare_arrays(got, want).ok);
   // The packed build refuses the clash of names instead of guessing.
-  EXPECT_THROW(build_c(m, parse_target("c")), DiagnosticError);
+  EXPECT_THROW(build_c(m, parse_target("c -unpacked-api=0")), DiagnosticError);
 
   IRModule packed_call = parse_module_or_throw(R"(
 @I.ir_module
@@ -193,7 +193,7 @@ class Module:
         T.evaluate(T.tvm_call_packed("g", T.tvm_make_tensor(Out.data, "float32", 4), T.bool(False)))
 )",
                                                "bool.tir");
-  EXPECT_NO_THROW(build_c(packed_call, parse_target("c")));
+  EXPECT_NO_THROW(build_c(packed_call, parse_target("c -unpacked-api=0")));
 }
 
 // The buffers a statement touches, in first-use order.

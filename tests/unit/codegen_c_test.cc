@@ -43,7 +43,7 @@ TEST_P(CodegenC, HostPackedAndUnpackedMatchTheInterpreter) {
       }
       continue;
     }
-    BuildResult built = build_c(m, parse_target(unpacked ? "c -unpacked-api=1" : "c"));
+    BuildResult built = build_c(m, parse_target(unpacked ? "c -unpacked-api=1" : "c -unpacked-api=0"));
     for (const auto& [name, f] : m.functions) {
       SCOPED_TRACE(path.filename().string() + ": " + name + (unpacked ? " (unpacked)" : " (packed)"));
       Inputs reference = make_inputs(f, scalars, 1234);
@@ -65,7 +65,7 @@ TEST_P(CodegenC, SourcesCompileUnderClangWithWerror) {
   fs::path dir = fs::temp_directory_path() / ("microtir-clang-" + path.stem().string() + "-" + std::to_string(getpid()));
   for (bool unpacked : {false, true}) {
     if (unpacked && packed_only(read(path))) continue;  // refused: checked above
-    BuildResult built = build_c(m, parse_target(unpacked ? "c -unpacked-api=1" : "c"));
+    BuildResult built = build_c(m, parse_target(unpacked ? "c -unpacked-api=1" : "c -unpacked-api=0"));
     for (const auto& src : built.sources) {
       fs::path file = dir / src.path;
       fs::create_directories(file.parent_path());
@@ -89,7 +89,7 @@ TEST(CodegenC, LineMapPointsEachLineAtItsSourceStatement) {
   const fs::path path = fs::path(MICROTIR_SOURCE_DIR) / "examples" / "matmul.tir";
   std::string text = read(path);
   IRModule m = parse_module_or_throw(text, path.string());
-  BuildResult built = build_c(m, parse_target("c"));
+  BuildResult built = build_c(m, parse_target("c -unpacked-api=0"));
   std::vector<int> map;
   CCodegenOptions options;
   options.description = "target \"" + built.target.str() + "\"";
@@ -120,7 +120,7 @@ TEST(CodegenC, LineMapPointsEachLineAtItsSourceStatement) {
 
 TEST(CodegenC, MetadataModuleLaysOutTheRegistryAtCompileTime) {
   IRModule m = parse_module_or_throw(read(fs::path(MICROTIR_SOURCE_DIR) / "examples" / "matmul.tir"), "matmul.tir");
-  BuildResult built = build_c(m, parse_target("c"));
+  BuildResult built = build_c(m, parse_target("c -unpacked-api=0"));
   ASSERT_EQ(built.sources.size(), 2u);
   const std::string& registry = built.sources[1].text;
   // A names blob with the count in front, a function table, and the entry point; no
@@ -138,7 +138,7 @@ TEST(CodegenC, MetadataModuleLaysOutTheRegistryAtCompileTime) {
 TEST(CodegenC, PackedArgumentChecksFailWithNamedErrors) {
   const fs::path src = fs::path(MICROTIR_SOURCE_DIR) / "tests" / "codegen";
   IRModule m = parse_module_or_throw(read(src / "packed_checks.tir"), "packed_checks.tir");
-  BuildResult built = build_c(m, parse_target("c"));
+  BuildResult built = build_c(m, parse_target("c -unpacked-api=0"));
   fs::path dir = fs::temp_directory_path() / ("microtir-packed-checks-" + std::to_string(getpid()));
   fs::create_directories(dir);
   const std::string crt = sim::default_crt_dir();
@@ -182,14 +182,14 @@ TEST(CodegenC, UnpackedApiRefusesRuntimeShapes) {
     EXPECT_EQ(d.span.str(), "runtime_shape.tir:4:5");
   }
   // The packed API binds m from the tensor instead.
-  EXPECT_NO_THROW(build_c(m, parse_target("c")));
+  EXPECT_NO_THROW(build_c(m, parse_target("c -unpacked-api=0")));
 }
 
 TEST(CodegenC, RejectsWhatCHasNoTypeFor) {
   IRModule m = parse_module_or_throw(
       "@T.prim_func\ndef h(A: T.Buffer((4,), \"float16\")):\n    A[0] = T.float16(1)\n", "half.tir");
   try {
-    build_c(m, parse_target("c"));
+    build_c(m, parse_target("c -unpacked-api=0"));
     FAIL() << "float16 was accepted";
   } catch (const DiagnosticError& e) {
     EXPECT_NE(e.diagnostics().at(0).message.find("does not support float16"), std::string::npos);

@@ -38,8 +38,8 @@ TEST_P(CodegenLlvm, HostPackedAndUnpackedMatchTheInterpreterAndC) {
       EXPECT_THROW(build_llvm(m, parse_target("llvm -unpacked-api=1")), DiagnosticError);
       continue;
     }
-    BuildResult llvm = build_llvm(m, parse_target(unpacked ? "llvm -unpacked-api=1" : "llvm"));
-    BuildResult c = build_c(m, parse_target(unpacked ? "c -unpacked-api=1" : "c"));
+    BuildResult llvm = build_llvm(m, parse_target(unpacked ? "llvm -unpacked-api=1" : "llvm -unpacked-api=0"));
+    BuildResult c = build_c(m, parse_target(unpacked ? "c -unpacked-api=1" : "c -unpacked-api=0"));
     for (const auto& [name, f] : m.functions) {
       SCOPED_TRACE(path.filename().string() + ": " + name + (unpacked ? " (unpacked)" : " (packed)"));
       Inputs reference = make_inputs(f, scalars, 1234);
@@ -68,7 +68,7 @@ TEST_P(CodegenLlvm, VerifiesAndCompilesForEveryTriple) {
     if (unpacked && packed_only(text)) continue;
     for (const auto& t : llvm_targets()) {
       SCOPED_TRACE(t.triple + (unpacked ? " (unpacked)" : " (packed)"));
-      BuildResult built = build_llvm(m, parse_target("llvm -mtriple=" + t.triple + (unpacked ? " -unpacked-api=1" : "")));
+      BuildResult built = build_llvm(m, parse_target("llvm -mtriple=" + t.triple + (unpacked ? " -unpacked-api=1" : " -unpacked-api=0")));
       for (const auto& src : built.sources) llvm_check::expect_compiles(src.text, t.triple, src.path);
     }
   }
@@ -84,7 +84,7 @@ TEST(CodegenLlvm, DigitsModelVerifiesAndCompilesForEveryTriple) {
   const fs::path model = fs::path(MICROTIR_SOURCE_DIR) / "models" / "digits";
   LoadedModel lm = load_model(read(model / "digits.json"), "digits.json",
                               [&](const std::string& rel) { return read(model / rel); });
-  for (const char* api : {"", " -unpacked-api=1"}) {
+  for (const char* api : {" -unpacked-api=0", " -unpacked-api=1"}) {
     for (const auto& t : llvm_targets()) {
       SCOPED_TRACE(t.triple + api);
       BuildResult built = build_llvm(lm.aot.module, parse_target("llvm -mtriple=" + t.triple + api));
@@ -98,7 +98,7 @@ TEST(CodegenLlvm, DigitsModelVerifiesAndCompilesForEveryTriple) {
 TEST(CodegenLlvm, PackedArgumentChecksFailWithNamedErrors) {
   const fs::path src = fs::path(MICROTIR_SOURCE_DIR) / "tests" / "codegen";
   IRModule m = parse_module_or_throw(read(src / "packed_checks.tir"), "packed_checks.tir");
-  BuildResult built = build_llvm(m, parse_target("llvm"));
+  BuildResult built = build_llvm(m, parse_target("llvm -unpacked-api=0"));
   fs::path dir = fs::temp_directory_path() / ("microtir-llvm-checks-" + std::to_string(getpid()));
   fs::create_directories(dir);
   const std::string crt = sim::default_crt_dir();
@@ -119,8 +119,10 @@ TEST(CodegenLlvm, PackedArgumentChecksFailWithNamedErrors) {
   fs::remove_all(dir);
 }
 
+// The packed API's kernels unless the target says otherwise (these programs read shapes at run time).
 std::string kernels_of(const std::string& tir, const std::string& target) {
-  return build_llvm(parse_module_or_throw(tir, "golden.tir"), parse_target(target)).sources.at(0).text;
+  const std::string t = target.find("unpacked-api") == std::string::npos ? target + " -unpacked-api=0" : target;
+  return build_llvm(parse_module_or_throw(tir, "golden.tir"), parse_target(t)).sources.at(0).text;
 }
 
 bool has(const std::string& text, const std::string& piece) { return text.find(piece) != std::string::npos; }
@@ -251,7 +253,7 @@ TEST(CodegenLlvmGolden, CallTirAndWorkspace) {
   std::string unpacked = kernels_of(tir, "llvm -unpacked-api=1");
   // call_tir with the unpacked API: a direct call of the callee.
   EXPECT_TRUE(has(unpacked, "call i32 @add1(i8* ")) << unpacked;
-  std::string packed = kernels_of(tir, "llvm");
+  std::string packed = kernels_of(tir, "llvm -unpacked-api=0");
   EXPECT_TRUE(has(packed, "declare i8* @TVMBackendAllocWorkspace(i32, i32, i64, i32, i32)")) << packed;
   EXPECT_TRUE(has(packed, "call i32 @TVMBackendFreeWorkspace(i32 1, i32 0, i8* ")) << packed;
 }
@@ -259,7 +261,7 @@ TEST(CodegenLlvmGolden, CallTirAndWorkspace) {
 TEST(CodegenLlvmGolden, RegistryIsConstantData) {
   IRModule m = parse_module_or_throw(read(fs::path(MICROTIR_SOURCE_DIR) / "examples" / "matmul.tir"), "matmul.tir");
   for (const auto& t : llvm_targets()) {
-    BuildResult built = build_llvm(m, parse_target("llvm -mtriple=" + t.triple));
+    BuildResult built = build_llvm(m, parse_target("llvm -mtriple=" + t.triple + " -unpacked-api=0"));
     ASSERT_EQ(built.sources.size(), 2u);
     EXPECT_EQ(built.sources[0].path, "codegen/host/src/lib0.ll");
     EXPECT_EQ(built.sources[1].path, "codegen/host/src/lib1.ll");

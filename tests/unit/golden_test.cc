@@ -79,7 +79,9 @@ std::vector<std::pair<std::string, std::string>> emit(const std::string& source,
           (target == "c" || f.path.find("/include/") == std::string::npos))
         files.push_back(f);
   } else {
-    files = build_for_target(parse_module_or_throw(read_text(path), source), parse_target(target)).sources;
+    // A TIR program's C golden is the packed API's (the goldens of "c -unpacked-api=1" are the LLVM ones).
+    const std::string t = target == "c" ? "c -unpacked-api=0" : target;
+    files = build_for_target(parse_module_or_throw(read_text(path), source), parse_target(t)).sources;
   }
   std::vector<std::pair<std::string, std::string>> out;
   for (const auto& f : files) {

@@ -1163,7 +1163,7 @@ TEST(QuantizedOps, Int8GraphRunsThroughTheAotExecutor) {
     return args;
   };
   interpret(aot.module, aot.main, as_args(interp_arrays));
-  BuildResult built = build_c(aot.module, parse_target("c"));
+  BuildResult built = build_c(aot.module, parse_target("c -unpacked-api=0"));
   sim::HostSimOptions options;
   options.work_dir = (fs::temp_directory_path() / ("microtir-qgraph-" + std::to_string(getpid()))).string();
   sim::run_on_host({&built, aot.main, aot.module.lookup(aot.main)}, as_args(host_arrays), options);

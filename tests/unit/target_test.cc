@@ -20,11 +20,43 @@ std::string error_of(const std::string& text) {
 TEST(Target, Defaults) {
   Target t = parse_target("c");
   EXPECT_EQ(t.kind, "c");
-  EXPECT_FALSE(t.unpacked_api);
-  EXPECT_EQ(t.interface_api, "packed");
+  EXPECT_TRUE(t.unpacked_api);
+  EXPECT_EQ(t.interface_api, "c");
   EXPECT_EQ(t.str(),
-            "c -runtime=c -executor=aot -interface-api=packed -unpacked-api=0 -link-params=0 "
+            "c -runtime=c -executor=aot -interface-api=c -unpacked-api=1 -link-params=0 "
             "-workspace-byte-alignment=16");
+}
+
+std::string defaulted_text(const Target& t) {
+  std::string s;
+  for (const auto& [key, value] : t.defaulted) s += (s.empty() ? "" : " ") + key + "=" + value;
+  return s;
+}
+
+// TVM's habit, naming only the CPU, gets the lean pair (C interface, plain-pointer
+// kernels); each key written is honoured, and the one written decides the other.
+TEST(Target, NamingOnlyTheCpuGivesTheLeanInterface) {
+  Target m4 = parse_target("c -mcpu=cortex-m4");
+  EXPECT_EQ(m4.interface_api, "c");
+  EXPECT_TRUE(m4.unpacked_api);
+  EXPECT_TRUE(m4.schedules.smlad);
+  EXPECT_EQ(defaulted_text(m4),
+            "runtime=c executor=aot interface-api=c unpacked-api=1 link-params=0 workspace-byte-alignment=16");
+  Target packed = parse_target("c -mcpu=cortex-m4 -interface-api=packed");
+  EXPECT_EQ(packed.interface_api, "packed");
+  EXPECT_FALSE(packed.unpacked_api);
+  Target packed_kernels = parse_target("c -unpacked-api=0");
+  EXPECT_EQ(packed_kernels.interface_api, "packed");
+  EXPECT_EQ(defaulted_text(packed_kernels),
+            "mcpu= runtime=c executor=aot interface-api=packed link-params=0 workspace-byte-alignment=16");
+  Target both = parse_target("c -interface-api=packed -unpacked-api=1");
+  EXPECT_EQ(both.interface_api, "packed");
+  EXPECT_TRUE(both.unpacked_api);
+  EXPECT_NE(error_of("c -interface-api=c -unpacked-api=0").find("needs -unpacked-api=1"), std::string::npos);
+  // Every key written: nothing defaulted but the CPU.
+  EXPECT_EQ(defaulted_text(parse_target(parse_target("c").str())), "mcpu=");
+  EXPECT_EQ(defaulted_text(parse_target("wasm")),
+            "opt=O2 runtime=c executor=aot interface-api=c unpacked-api=1 link-params=1 workspace-byte-alignment=16");
 }
 
 TEST(Target, TvmSpellings) {
@@ -96,7 +128,9 @@ TEST(Target, Refusals) {
   EXPECT_NE(error_of("cuda").find("unknown target kind 'cuda'"), std::string::npos);
   EXPECT_NE(error_of("c -runtime=cpp").find("use -runtime=c"), std::string::npos);
   EXPECT_NE(error_of("c -executor=graph").find("use -executor=aot"), std::string::npos);
-  EXPECT_NE(error_of("c -interface-api=c").find("needs -unpacked-api=1"), std::string::npos);
+  // -interface-api=c alone takes -unpacked-api=1 (the lean default); written against it, refused.
+  EXPECT_NE(error_of("c -interface-api=c -unpacked-api=0").find("needs -unpacked-api=1"), std::string::npos);
+  EXPECT_EQ(error_of("c -interface-api=c"), "");
   EXPECT_NE(error_of("c -interface-api=rust").find("c or packed"), std::string::npos);
   EXPECT_NE(error_of("c -unpacked-api=yes").find("0 or 1"), std::string::npos);
   EXPECT_NE(error_of("c -workspace-byte-alignment=3").find("power of two"), std::string::npos);

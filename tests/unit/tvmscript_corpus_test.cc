@@ -60,7 +60,7 @@ TEST_P(TvmScriptRun, InterpreterAndHostCAgree) {
   const std::string text = read(GetParam());
   IRModule m = parse_module_or_throw(text, GetParam().string());
   auto scalars = scalar_args(text);
-  BuildResult built = build_c(m, parse_target("c"));
+  BuildResult built = build_c(m, parse_target("c -unpacked-api=0"));
   for (const auto& [name, f] : m.functions) {
     SCOPED_TRACE(name);
     Inputs reference = make_inputs(f, scalars, 1234);
@@ -91,7 +91,7 @@ TEST_P(TvmIntrinsics, LlvmAndWasmMatchTheInterpreter) {
       EXPECT_TRUE(d.ok) << backend << ": buffer " << f->param_buffers[i]->name << ": max abs diff " << d.max_abs;
     }
   };
-  BuildResult llvm = build_llvm(m, parse_target("llvm"));
+  BuildResult llvm = build_llvm(m, parse_target("llvm -unpacked-api=0"));
   expect_same(run_built_on_host(llvm, name, f, {}, "tvmscript-llvm-" + GetParam()), "LLVM");
   BuildResult wasm = build_wasm(m, parse_target("wasm"));
 #ifdef MICROTIR_HAVE_BINARYEN
@@ -136,7 +136,7 @@ TEST(TvmScriptReturn, InterpreterAndHostAgreeOnTheReturnedValue) {
                                      "return_ret.tir");
   const PrimFunc f = m.functions.at(0).second;
   const std::pair<int64_t, int64_t> cases[] = {{4, 7}, {9, 7}};
-  for (const char* target : {"c", "c -unpacked-api=1", "llvm"}) {
+  for (const char* target : {"c -unpacked-api=0", "c -unpacked-api=1", "llvm -unpacked-api=0"}) {
     SCOPED_TRACE(target);
     BuildResult built = target[0] == 'l' ? build_llvm(m, parse_target(target)) : build_c(m, parse_target(target));
     for (const auto& [x, lo] : cases) {
@@ -179,7 +179,7 @@ class Module:
   EXPECT_NE(diags[0].message.find("function 'g' has the symbol 'kernel', which function 'f' already has"),
             std::string::npos)
       << diags[0].message;
-  EXPECT_THROW(build_c(*r.module, parse_target("c")), DiagnosticError);
+  EXPECT_THROW(build_c(*r.module, parse_target("c -unpacked-api=0")), DiagnosticError);
 }
 
 TEST(TvmScriptBugs, SymbolEqualToAnotherFunctionsNameIsRefused) {
@@ -205,7 +205,7 @@ TEST(TvmScriptBugs, GpuThreadsAreRefusedByCodegenAndInterpreter) {
   IRModule m = parse_module_or_throw(read(fs::path(MICROTIR_SOURCE_DIR) / "tests/script/tvm/thread_binding.tir"),
                                      "thread_binding.tir");
   try {
-    build_c(m, parse_target("c"));
+    build_c(m, parse_target("c -unpacked-api=0"));
     ADD_FAILURE() << "a GPU thread loop was compiled";
   } catch (const DiagnosticError& e) {
     EXPECT_NE(e.diagnostics().at(0).message.find("binds loop 'bx' to the GPU thread 'blockIdx.x'"), std::string::npos)
@@ -217,7 +217,7 @@ TEST(TvmScriptBugs, GpuThreadsAreRefusedByCodegenAndInterpreter) {
 
   IRModule launched = parse_module_or_throw(
       read(fs::path(MICROTIR_SOURCE_DIR) / "tests/script/tvm/launch_thread.tir"), "launch_thread.tir");
-  for (const char* target : {"c", "llvm", "wasm"}) {
+  for (const char* target : {"c -unpacked-api=0", "llvm -unpacked-api=0", "wasm"}) {
     SCOPED_TRACE(target);
     try {
       build_for_target(launched, parse_target(target));
@@ -277,7 +277,7 @@ def qms(X: T.Buffer((6,), "int32"), Y: T.Buffer((6, 4), "int32")):
 TEST(TvmIntrinsicTable, CarriedIntrinsicsAreRefusedWhereTheyStand) {
   IRModule m = parse_module_or_throw(
       read(fs::path(MICROTIR_SOURCE_DIR) / "tests/script/tvm/tvm_intrinsics_carried.tir"), "carried.tir");
-  for (const char* target : {"c", "llvm", "wasm"}) {
+  for (const char* target : {"c -unpacked-api=0", "llvm -unpacked-api=0", "wasm"}) {
     SCOPED_TRACE(target);
     try {
       build_for_target(m, parse_target(target));

@@ -43,7 +43,7 @@ test.before(async () => {
   mtir = await loadMicrotir(jsPath);
 });
 
-function tir(text, target = 'c', extra = {}) {
+function tir(text, target = 'c -unpacked-api=0', extra = {}) {  // build's default: packed functions
   return mtir.compile({ source: { kind: 'tir', text, filename: 'input.tir' }, target, ...extra });
 }
 
@@ -242,9 +242,9 @@ test('models/digits with the packed API: the whole MLF, or the CLI\'s refusal wi
   // The tar holds the same files (metadata and header included).
   const tar = Buffer.from(r.tar, 'base64').toString('latin1');
   assert.ok(tar.includes('metadata.json') && tar.includes('codegen/host/include/tvmgen_digits.h'));
-  // "c" alone means the packed interface with linked weights: the registry's entry takes
+  // The packed interface with linked weights (TVM's "c" alone): the registry's entry takes
   // only the inputs and outputs, as TVM's does.
-  const linked = mtir.compile(graphRequest(digitsPath, 'c'));
+  const linked = mtir.compile(graphRequest(digitsPath, 'c -interface-api=packed'));
   assert.equal(linked.ok, true, JSON.stringify(linked.diagnostics));
   assert.match(artifact(linked, 'codegen/host/include/tvmgen_digits.h'), /#define TVMGEN_DIGITS_MAIN "tvmgen_digits_run"/);
   // The linked weights' DLTensors are named by position (docs/tflite.md#names), each over its array.
@@ -346,7 +346,7 @@ test('run: the interpreter on given and random inputs', () => {
   const text = fs.readFileSync(matmulPath, 'utf8');
   const A = Array.from({ length: 32 }, (_, i) => (i % 7) - 3);
   const B = Array.from({ length: 24 }, (_, i) => (i % 5) * 0.5);
-  const r = tir(text, 'c', { run: { inputs: { A, B } } });
+  const r = tir(text, 'c -unpacked-api=0', { run: { inputs: { A, B } } });
   assert.equal(r.ok, true);
   assert.equal(r.run.ok, true, JSON.stringify(r.run));
   const C = r.run.buffers.find((b) => b.name === 'C');
@@ -359,8 +359,8 @@ test('run: the interpreter on given and random inputs', () => {
     }
   }
   // Random inputs come from the seed: the same seed, the same numbers.
-  const r1 = tir(text, 'c', { run: { seed: 7 } });
-  const r2 = tir(text, 'c', { run: { seed: 7 } });
+  const r1 = tir(text, 'c -unpacked-api=0', { run: { seed: 7 } });
+  const r2 = tir(text, 'c -unpacked-api=0', { run: { seed: 7 } });
   assert.equal(r1.run.buffers[0].role, 'random');
   // C is what the function computes: an output, not a random input (it started random).
   const c1 = r1.run.buffers.find((b) => b.name === 'C');
@@ -368,7 +368,7 @@ test('run: the interpreter on given and random inputs', () => {
   assert.equal(c1.filled, 'random');
   assert.deepEqual(r1.run.buffers, r2.run.buffers);
   // A bad input is the run's own diagnostic; the compile's results stay.
-  const bad = tir(text, 'c', { run: { inputs: { A: [1, 2] } } });
+  const bad = tir(text, 'c -unpacked-api=0', { run: { inputs: { A: [1, 2] } } });
   assert.equal(bad.ok, true);
   assert.equal(bad.run.ok, false);
   assert.match(bad.run.diagnostics[0].message, /32 numbers/);
@@ -436,7 +436,7 @@ test('byte for byte the native CLI\'s outputs (C, LLVM IR, the MLF archive)', { 
   try {
     const programs = [matmulPath, ...fs.readdirSync(programsDir).filter((f) => f.endsWith('.tir')).map((f) => path.join(programsDir, f))];
     for (const file of programs) {
-      for (const target of ['c', 'c -unpacked-api=1', 'llvm', 'llvm -mtriple=thumbv7em-none-eabihf -unpacked-api=1']) {
+      for (const target of ['c -unpacked-api=0', 'c -unpacked-api=1', 'llvm -unpacked-api=0', 'llvm -mtriple=thumbv7em-none-eabihf -unpacked-api=1']) {
         const out = path.join(tmp, 'build');
         fs.rmSync(out, { recursive: true, force: true });
         const r = tir(fs.readFileSync(file, 'utf8'), target);
@@ -455,7 +455,8 @@ test('byte for byte the native CLI\'s outputs (C, LLVM IR, the MLF archive)', { 
       }
     }
     const tarPath = path.join(tmp, 'digits.tar');
-    execFileSync(nativeCli, ['compile', digitsPath, '-o', tarPath], { stdio: 'pipe' });
+    // The same target string on both sides: metadata.json says which keys it left out.
+    execFileSync(nativeCli, ['compile', digitsPath, '--target', C_INTERFACE, '-o', tarPath], { stdio: 'pipe' });
     const r = mtir.compile(graphRequest(digitsPath, C_INTERFACE, { return: { tar: true } }));
     assert.equal(r.ok, true);
     const ours = Buffer.from(r.tar, 'base64');

@@ -10,7 +10,7 @@ import { indentUnit } from '@codemirror/language';
 import { setDiagnostics, lintGutter } from '@codemirror/lint';
 import { MergeView } from '@codemirror/merge';
 import { tirLanguage } from './tir_language.js';
-import { parseTarget, formatTarget, getOption, effectiveOption, refusal, withFormChange } from './target.js';
+import { parseTarget, formatTarget, getOption, effectiveOption, refusal, withFormChange, TIR_DEFAULT, isTirDefault } from './target.js';
 import { memoryChart } from './memory_chart.js';
 import { themeExtensions, onThemeChange } from './theme.js';
 import { outputCard } from './run_view.js';
@@ -935,7 +935,7 @@ async function openModel(bytes, name, example = null) {
     showDiagnostics([{ severity: 'error', message: result.importError, line: 0, col: 0, file: name }]);
     return setStatus(`import error: ${name} was not converted`, 'error');
   }
-  if ($('target').value.trim() === 'c') { $('target').value = C_INTERFACE; targetToForm(); }
+  if (isTirDefault($('target').value)) { $('target').value = C_INTERFACE; targetToForm(); }
   const graphName = `${name.slice(0, name.length - format.ext.length)}.json`;
   setSource(result.graph, 'graph', graphName);
   $('source-name').textContent = `${graphName} (from ${name})`;
@@ -963,7 +963,7 @@ async function openFiles(chosen) {
       const path = wanted.find((w) => w === f.name || w.endsWith(`/${f.name}`)) || f.name;
       files[path] = toBase64(await f.arrayBuffer());
     }
-    if ($('target').value.trim() === 'c') { $('target').value = C_INTERFACE; targetToForm(); }
+    if (isTirDefault($('target').value)) { $('target').value = C_INTERFACE; targetToForm(); }
   }
   setSource(text, graph ? 'graph' : 'tir', main.name, files);
   setExample(null);  // a link then carries the text; a graph's own files do not fit in it
@@ -1000,7 +1000,7 @@ async function init() {
     const ex = examples.find((e) => e.name === saved.x);
     setSource(saved.t, saved.k === 'graph' ? 'graph' : 'tir', saved.f || 'input.tir', ex ? await exampleFiles(ex) : {});
     setExample(ex ? ex.name : null);
-    $('target').value = saved.g || 'c';
+    $('target').value = saved.g || TIR_DEFAULT;
     $('devices').value = saved.dv || '';
     targetToForm();
     state.selectedPass = Number.isInteger(saved.p) ? saved.p : -1;

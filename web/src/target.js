@@ -15,6 +15,11 @@ export function formatTarget(t) {
   return [t.kind, ...t.options.map(([k, v]) => (v === '' ? `-${k}` : `-${k}=${v}`))].join(' ');
 }
 
+// A TIR module's default, as `microtir build`'s: packed functions with the registry.
+export const TIR_DEFAULT = 'c -unpacked-api=0';
+// A model opened over the TIR default (or a bare "c") gets compile's C interface.
+export const isTirDefault = (text) => ['c', TIR_DEFAULT].includes(text.trim());
+
 export function getOption(t, key, fallback) {
   const o = t.options.find(([k]) => k === key);
   return o ? o[1] : fallback;
@@ -30,15 +35,17 @@ export function setOption(t, key, value) {
 // What the core does with an option the text leaves out (driver/target.cc): the wasm
 // target fixes the C interface with plain pointers and linked weights; a model compiles
 // to a Model Library Format whose weights are linked unless -link-params=0
-// (artifact/mlf.cc); anything else has the packed interface and no linked weights.
+// (artifact/mlf.cc); otherwise the C interface with unpacked kernels, unless the text
+// asks for the packed side (-unpacked-api=0 alone: the packed interface;
+// -interface-api=packed alone: packed kernels), and no linked weights.
 export function effectiveOption(t, key, sourceKind) {
   const given = getOption(t, key, undefined);
   if (given !== undefined) return given === 'true' ? '1' : given === 'false' ? '0' : given;
   if (key === 'workspace-byte-alignment') return '16';
   if (key === 'mcpu') return '';
   if (t.kind === 'wasm') return { 'interface-api': 'c', 'unpacked-api': '1', 'link-params': '1' }[key];
-  if (key === 'interface-api') return 'packed';
-  if (key === 'unpacked-api') return '0';
+  if (key === 'interface-api') return ['0', 'false'].includes(getOption(t, 'unpacked-api', undefined)) ? 'packed' : 'c';
+  if (key === 'unpacked-api') return getOption(t, 'interface-api', undefined) === 'packed' ? '0' : '1';
   if (key === 'link-params') return sourceKind === 'graph' ? '1' : '0';
   return undefined;
 }
@@ -65,7 +72,9 @@ export function refusal(t, key, value, sourceKind) {
   const iface = effectiveOption(t, 'interface-api', sourceKind);
   if (t.kind === 'wasm' && ((key === 'interface-api' && value !== 'c') || (key === 'unpacked-api' && value !== '1') ||
     (key === 'link-params' && value !== '1'))) return REFUSED.wasm;
-  if (key === 'unpacked-api' && value === '0' && iface === 'c') return REFUSED.cNeedsUnpacked;
+  // An interface left out follows -unpacked-api=0 to packed: only a written c is refused.
+  if (key === 'unpacked-api' && value === '0' && iface === 'c' && getOption(t, 'interface-api', undefined) !== undefined)
+    return REFUSED.cNeedsUnpacked;
   if (key === 'mcpu' && value !== '' && t.kind === 'wasm') return REFUSED.wasmCpu;
   return null;
 }

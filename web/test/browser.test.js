@@ -86,6 +86,8 @@ test('the matmul example: passes, IR, a diff, the C artifact', async () => {
   await page.click('.artifact-tab[data-path="codegen/host/src/lib0.c"]');
   const c = await page.textContent('#artifact-view');
   assert.match(c, /int32_t matmul\(TVMValue\* args/);
+  // A TIR module's default target is build's, written out: the packed functions above.
+  assert.equal(await page.inputValue('#target'), 'c -unpacked-api=0');
   await page.screenshot({ path: path.join(shots, 'matmul.png'), fullPage: true });
 
   // Click a pass that changed the IR, then its diff with the previous pass.
@@ -315,14 +317,15 @@ test('digits.onnx opened in the page compiles to the native artifact', async (t)
   const onnx = path.join(source, 'models/digits/digits.onnx');
   const native = fs.mkdtempSync(path.join(require('os').tmpdir(), 'mtir-onnx-'));
   try {
-    require('child_process').execFileSync(cli, ['compile', onnx, '-o', native]);
+    // The page's target string, written out (metadata.json names the keys a string leaves out).
+    require('child_process').execFileSync(cli, ['compile', onnx, '--target', 'c -executor=aot -interface-api=c -unpacked-api=1', '-o', native]);
     const { page, errors } = await openPage();
     await compileStatus(page);
     await page.evaluate(() => { document.getElementById('status').textContent = ''; });
     await page.setInputFiles('#load', onnx);
     assert.match(await compileStatus(page), /compiled/, await page.textContent('#diagnostics'));
     assert.equal(await page.textContent('#source-name'), 'digits.json (from digits.onnx)');
-    assert.equal(await page.inputValue('#target'), 'c -executor=aot -interface-api=c -unpacked-api=1');  // compile's default
+    assert.equal(await page.inputValue('#target'), 'c -executor=aot -interface-api=c -unpacked-api=1');  // compile's default, written out
     const graph = JSON.parse(await page.evaluate(() => window.microtirPlayground.editor.state.doc.toString()));
     assert.equal(graph.format, 'microtir-graph');
     assert.deepEqual(graph.nodes.map((n) => n.op), ['conv2d', 'batch_norm', 'relu', 'max_pool2d', 'conv2d', 'relu', 'max_pool2d', 'flatten', 'dense', 'softmax']);
