@@ -186,6 +186,34 @@ int64_t overlap_shift(const Graph& g, const PatchStage& stage) {
 
 namespace {
 
+// A stage's input (a root tensor) and output, the shift between them, its first step.
+struct StageOverlap {
+  std::string in, out;
+  int64_t shift = 0;
+  int first = 0;
+};
+
+// An input that dies in its stage: until then the output adds only what sticks out of it
+// (the shift beside it, or an output larger than input and shift).
+void apply_overlaps(std::vector<TensorLifetime>& tensors, const std::map<std::string, size_t>& index,
+                    const std::vector<StageOverlap>& overlaps) {
+  auto aligned = [](int64_t n) { return (n + kAlignment - 1) / kAlignment * kAlignment; };
+  std::vector<int> produced;  // each tensor's own first step (a stage's output is moved below)
+  for (const TensorLifetime& t : tensors) produced.push_back(t.first_step);
+  for (const StageOverlap& o : overlaps) {
+    auto in = index.find(o.in), out = index.find(o.out);
+    if (in == index.end() || out == index.end()) continue;
+    TensorLifetime& i = tensors[in->second];
+    TensorLifetime& u = tensors[out->second];
+    if (i.last_step >= u.last_step || produced[in->second] >= o.first) continue;
+    const int64_t extra = std::max<int64_t>(
+        0, std::max(aligned(i.size_bytes) + o.shift, aligned(u.size_bytes)) - aligned(i.size_bytes));
+    TensorLifetime beside{u.name + " beside " + i.name, extra, u.first_step, i.last_step};
+    u.first_step = i.last_step + 1;
+    tensors.push_back(beside);
+  }
+}
+
 std::vector<TensorLifetime> patched_lifetimes(const Graph& g, const std::vector<PatchStage>& stages, bool overlap) {
   std::set<std::string> outside;  // not intermediates: model inputs, outputs, constants, state
   for (const auto& [name, type] : g.inputs) outside.insert(name);
@@ -208,12 +236,7 @@ std::vector<TensorLifetime> patched_lifetimes(const Graph& g, const std::vector<
   std::vector<TensorLifetime> tensors;
   std::map<std::string, size_t> index;
   int step = 0;
-  struct Overlap {
-    std::string in, out;
-    int64_t shift = 0;
-    int first = 0;  // the stage's first step
-  };
-  std::vector<Overlap> overlaps;
+  std::vector<StageOverlap> overlaps;
   auto use = [&](const std::string& name, int64_t bytes) {
     if (outside.count(name)) return;
     auto [it, fresh] = index.emplace(name, tensors.size());
@@ -257,23 +280,7 @@ std::vector<TensorLifetime> patched_lifetimes(const Graph& g, const std::vector<
       }
     }
   }
-  // An input that dies in its stage: until then the output adds only what sticks out of
-  // it (the shift below it, or an output larger than input and shift).
-  auto aligned = [](int64_t n) { return (n + kAlignment - 1) / kAlignment * kAlignment; };
-  std::vector<int> produced;  // each tensor's own first step (a stage's output is moved below)
-  for (const TensorLifetime& t : tensors) produced.push_back(t.first_step);
-  for (const Overlap& o : overlaps) {
-    auto in = index.find(o.in), out = index.find(o.out);
-    if (in == index.end() || out == index.end()) continue;
-    TensorLifetime& i = tensors[in->second];
-    TensorLifetime& u = tensors[out->second];
-    if (i.last_step >= u.last_step || produced[in->second] >= o.first) continue;
-    const int64_t extra = std::max<int64_t>(
-        0, std::max(aligned(i.size_bytes) + o.shift, aligned(u.size_bytes)) - aligned(i.size_bytes));
-    TensorLifetime beside{u.name + " beside " + i.name, extra, u.first_step, i.last_step};
-    u.first_step = i.last_step + 1;
-    tensors.push_back(beside);
-  }
+  apply_overlaps(tensors, index, overlaps);
   return tensors;
 }
 
