@@ -22,6 +22,7 @@ PACKAGES=(
   python3-onnx                          # builds the test ONNX models (tests/onnx/*.py)
   python3-dev pybind11-dev              # the Python package microtir (python/: a pybind11 extension)
   python3-pytest python3-matplotlib     # its tests, and report.plot() (docs/python.md)
+  python3-distributed                   # `microtir tune` measures on a dask.distributed cluster (docs/schedule-records.md)
 )
 # Installed without their recommended packages (chromium's pull in a desktop).
 LEAN_PACKAGES=(

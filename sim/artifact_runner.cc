@@ -257,6 +257,8 @@ ArtifactInfo read_artifact_info(const std::string& dir) {
     info.interface_api = j.value("interface_api", std::string("c"));
     info.link_params = j.value("link_params", true);
     info.devices = j.value("devices", std::vector<std::string>{});
+    if (j.contains("schedule_record"))
+      info.schedule_record = (fs::path(dir) / j.at("schedule_record").at("file").get<std::string>()).string();
   } catch (const std::exception& e) {
     fail(meta.string() + " is not a microtir artifact's metadata: " + e.what());
   }
@@ -320,12 +322,7 @@ std::string build_program(const CrossTarget& t, const ProgramSpec& spec) {
   // A previous build's call graph, whose units may not be this build's.
   for (const auto& stale : callgraph_files(out)) fs::remove(stale);
   const fs::path log = work / "build.log";
-  const std::optional<CachedBuild> cached = build_cache_entry(cmd, out.string());
-  if (cached && restore_cached_build(*cached, out)) {
-    write_text(log, "");
-    return out.string();
-  }
-  if (run_process(cmd, log) != 0) {
+  if (build_with_cache(cmd, out, log) != 0) {
     std::string text = read_text(log);
     std::string overflow = line_with(text, "overflowed");
     if (overflow.empty()) overflow = line_with(text, "do not fit");
@@ -340,7 +337,6 @@ std::string build_program(const CrossTarget& t, const ProgramSpec& spec) {
     fail(t.cc + " could not build the firmware for " + t.name + ": " + (first.empty() ? last_line(text) : first) +
          "; build log: " + log.string());
   }
-  if (cached) store_cached_build(*cached, out);
   return out.string();
 }
 

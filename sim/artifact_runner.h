@@ -37,6 +37,8 @@ struct ArtifactInfo {
   std::string interface_api = "c";  // c | packed
   bool link_params = true;          // false: the firmware passes the weights (parameters/*.npy)
   int64_t state_bytes = 0;          // the state (variable tensors) the artifact keeps in RAM
+  // The schedule record it was compiled with (its copy in the artifact), or "".
+  std::string schedule_record;
   int64_t weights_bytes = 0;        // the weights (metadata's main constants_size_bytes)
 };
 // A user error naming what is missing if `dir` is not a compiled artifact.

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "sim/cross_targets.h"
+#include "support/digest.h"
 #include "sim/process.h"
 
 namespace mtir::sim {
@@ -20,31 +21,6 @@ namespace {
 
 // Bumped when what an entry holds, or how keys are made, changes.
 constexpr const char* kFormat = "microtir-build-cache-1";
-
-// Two FNV-1a streams with different offsets: 128 bits, plenty for a cache whose worst
-// collision is a wrong firmware for identical-looking input, never an attacker's.
-class Digest {
- public:
-  void add(const std::string& s) {
-    for (unsigned char c : s) {
-      a_ = (a_ ^ c) * 0x100000001b3ULL;
-      b_ = (b_ ^ c) * 0x100000001b3ULL;
-    }
-    // A separator, so ("ab","c") and ("a","bc") differ.
-    a_ = (a_ ^ 0xff) * 0x100000001b3ULL;
-    b_ = (b_ ^ 0xfe) * 0x100000001b3ULL;
-  }
-  std::string hex() const {
-    char text[33];
-    std::snprintf(text, sizeof text, "%016llx%016llx", static_cast<unsigned long long>(a_),
-                  static_cast<unsigned long long>(b_));
-    return text;
-  }
-
- private:
-  uint64_t a_ = 0xcbf29ce484222325ULL;
-  uint64_t b_ = 0x84222325cbf29ce4ULL;
-};
 
 std::optional<fs::path> cache_root() {
   const char* set = std::getenv("MICROTIR_BUILD_CACHE");
@@ -251,6 +227,17 @@ void store_cached_build(const CachedBuild& build, const fs::path& out) {
   fs::rename(staging, build.entry, ec);
   if (ec) fs::remove_all(staging, ec);  // another run stored it first
   trim_cache(root);
+}
+
+int build_with_cache(const std::vector<std::string>& command, const fs::path& out, const fs::path& log) {
+  const std::optional<CachedBuild> cached = build_cache_entry(command, out.string());
+  if (cached && restore_cached_build(*cached, out)) {
+    std::ofstream(log, std::ios::trunc);
+    return 0;
+  }
+  const int rc = run_process(command, log);
+  if (rc == 0 && cached) store_cached_build(*cached, out);
+  return rc;
 }
 
 }  // namespace mtir::sim

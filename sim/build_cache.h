@@ -36,4 +36,10 @@ std::vector<std::filesystem::path> callgraph_files(const std::filesystem::path& 
 // Stores a successful build's output and call-graph files (<out name>-<unit>.ci).
 void store_cached_build(const CachedBuild& build, const std::filesystem::path& out);
 
+// Builds `out` with `command` through the cache: a hit restores it (and leaves `log`
+// empty), a miss runs the command with its output in `log` and stores it when it
+// succeeds. The command's exit status (0 for a hit).
+int build_with_cache(const std::vector<std::string>& command, const std::filesystem::path& out,
+                     const std::filesystem::path& log);
+
 }  // namespace mtir::sim

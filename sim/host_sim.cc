@@ -258,13 +258,8 @@ std::optional<int64_t> run_on_host(const HostCall& call, const std::vector<Inter
     }
   }
   cmd.insert(cmd.end(), {"-lm", "-o", (dir / "sim").string()});
-  const std::optional<CachedBuild> cached = build_cache_entry(cmd, (dir / "sim").string());
-  if (!cached || !restore_cached_build(*cached, dir / "sim")) {
-    if (run_process(cmd, dir / "build.log") != 0) {
-      sim_error("the host C compiler rejected the generated code:\n" + read_text(dir / "build.log"));
-    }
-    if (cached) store_cached_build(*cached, dir / "sim");
-  }
+  if (build_with_cache(cmd, dir / "sim", dir / "build.log") != 0)
+    sim_error("the host C compiler rejected the generated code:\n" + read_text(dir / "build.log"));
   int rc = run_process({(dir / "sim").string(), dir.string()}, dir / "run.log");
   if (rc != 0) sim_error("the compiled program failed (exit " + std::to_string(rc) + "): " + read_text(dir / "run.log"));
   std::optional<int64_t> returned;

@@ -285,6 +285,7 @@ static RunSubject load_run_subject(const RunCommand& c) {
   if (is_graph_file(c.file)) {
     ScheduleOptions schedules;
     disable_schedules(schedules, c.disabled_schedules, "--disable-schedules");
+    if (!c.schedule_record.empty()) schedules = apply_record_file(c.file, c.schedule_record, schedules).schedules;
     LoadedModel lm = load_model_file(c.file, nullptr, {}, schedules);
     r.module = lm.aot.module;
     r.func = lm.aot.main;
@@ -333,7 +334,7 @@ static int run_model_as_artifact(const RunCommand& c) {
   if (!c.disabled_schedules.empty()) target += " -disabled-schedules=" + c.disabled_schedules;
   if (c.reuse_io_buffers) target += " -reuse-io-buffers=1";
   LoadedModel loaded;
-  for (const auto& f : compile_artifact(c.file, parse_target(target), c.devices, &loaded).files) {
+  for (const auto& f : compile_artifact(c.file, parse_target(target), c.devices, &loaded, c.schedule_record).files) {
     std::filesystem::create_directories(std::filesystem::path(dir + "/" + f.path).parent_path());
     files.add(dir + "/" + f.path, f.text);
   }
@@ -482,6 +483,14 @@ static HostComparison compare_with_host_build(const RunCommand& c, const IRModul
   return h;
 }
 
+// A compiled model runs with the schedule record it was compiled with, if any.
+static int run_compiled_artifact(const RunCommand& c) {
+  if (!c.schedule_record.empty())
+    user_error({}, "--schedules applies when a model is compiled; the artifact '" + c.file +
+                       "' runs with the record it was compiled with (its metadata.json names it)");
+  return run_artifact(c);
+}
+
 int run_run(const RunCommand& c) {
   // A model (JSON graph) runs through its AOT main with its weights; a TIR file runs
   // the function asked for.
@@ -492,7 +501,7 @@ int run_run(const RunCommand& c) {
   if (budgeted && (c.target.empty() || (!is_artifact_path(c.file) && !is_graph_file(c.file))))
     user_error({}, "--max-flash and --max-ram check a model's build on a target: give a model (.tflite, .onnx, model.json "
                    "or a compiled model.tar) and --target");
-  if (is_artifact_path(c.file)) return run_artifact(c);  // model.tar or an MLF folder
+  if (is_artifact_path(c.file)) return run_compiled_artifact(c);  // model.tar or an MLF folder
   // A budget needs the artifact's target report, which the host build of a model has too.
   if (is_graph_file(c.file) && ((!c.target.empty() && c.target != "host") || !c.devices.empty() || budgeted))
     return run_model_as_artifact(c);
@@ -622,11 +631,28 @@ static void add_wasm_binary(MlfArtifact* artifact, const Graph& g) {
 
 // The Model Library Format artifact of a JSON graph model, with the C runtime and the
 // graph's own files, as `compile` writes it.
-MlfArtifact compile_artifact(const std::string& file, const Target& target, const std::vector<std::string>& devices,
-                             LoadedModel* loaded) {
+// The record an artifact was compiled with: the file beside metadata.json, and
+// metadata.json's "schedule_record" naming it.
+static void add_schedule_record(MlfArtifact* artifact, const AppliedRecord& r) {
+  artifact->metadata["schedule_record"] = {{"path", r.path}, {"hash", r.record.hash}, {"file", kArtifactRecordFile},
+                                           {"model", r.record.model}, {"layers", r.record.layers.size()}};
+  artifact->metadata["files"].push_back(kArtifactRecordFile);
+  for (auto& f : artifact->files)
+    if (f.path == "metadata.json") f.text = artifact->metadata.dump(2) + "\n";
+  artifact->files.insert(artifact->files.end() - 1, SourceFileOut{kArtifactRecordFile, r.text});
+}
+
+MlfArtifact compile_artifact(const std::string& file, const Target& target_in, const std::vector<std::string>& devices,
+                             LoadedModel* loaded, const std::string& schedule_record) {
   if (!is_graph_file(file))
     user_error({}, "'" + file + "' is not a model: compile takes a JSON graph (.json), an ONNX model (.onnx) or a TFLite model (.tflite)");
   MlfInputs inputs;
+  Target target = target_in;
+  std::optional<AppliedRecord> record;
+  if (!schedule_record.empty()) {
+    record = apply_record_file(file, schedule_record, target.schedules);
+    target.schedules = record->schedules;
+  }
   // The target first: it decides the int8 kernels' schedules, which shape the graph.
   LoadedModel lm = load_model_file(file, &inputs.graph_files, devices, target.schedules);
   // The C runtime the artifact builds against, so the folder is complete on its own.
@@ -644,6 +670,7 @@ MlfArtifact compile_artifact(const std::string& file, const Target& target, cons
   MlfArtifact artifact = build_mlf(lm, target, inputs);
   add_llvm_objects(&artifact);
   add_wasm_binary(&artifact, lm.graph);
+  if (record) add_schedule_record(&artifact, *record);
   if (loaded) *loaded = std::move(lm);
   return artifact;
 }
@@ -680,7 +707,7 @@ int run_compile(const CompileCommand& c) {
   if (budget.any() && c.board.empty())
     user_error({}, "--max-flash and --max-ram are checked on a measured build: add --board (e.g. --board cortex-m4)");
   // The target's text is read here, once; everything below takes the Target.
-  MlfArtifact artifact = compile_artifact(c.file, parse_target(c.target), c.devices);
+  MlfArtifact artifact = compile_artifact(c.file, parse_target(c.target), c.devices, nullptr, c.schedule_record);
   write_artifact(artifact.files, c.output_dir);
   if (c.json) {
     json result = with_timing(json{{"ok", true}, {"metadata", artifact.metadata}});

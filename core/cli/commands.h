@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "artifact/mlf.h"
+#include "frontend/schedule_records.h"
 #include "ir/function.h"
 #include "sim/budget.h"
 #include "support/ndarray.h"
@@ -40,6 +41,7 @@ struct RunCommand {
   std::string keep_build_dir;  // where the host build goes (default: a temporary folder, removed)
   std::vector<std::string> devices;  // --device INSTANCE=OP[,OP...]
   bool profile_layers = false;  // count each operator call of run() on the target
+  std::string schedule_record;  // --schedules records.json: per-layer schedules (a model, not an artifact)
   std::string max_flash, max_ram;  // --max-flash / --max-ram: "64K", "1M", "65536"; "" no limit
 };
 
@@ -75,6 +77,7 @@ struct CompileCommand {
   std::vector<std::string> devices;  // --device INSTANCE=OP[,OP...]
   std::string board;                 // --board: build and measure the artifact on this target
   std::string max_flash, max_ram;    // budgets checked on the board's measurement
+  std::string schedule_record;  // --schedules records.json: per-layer schedules
 };
 int run_compile(const CompileCommand& c);
 
@@ -89,6 +92,17 @@ sim::TargetReport measure_artifact(const std::string& dir, const std::string& ta
 // The target report as `run` prints it.
 std::string target_report_text(const sim::TargetReport& r);
 nlohmann::json target_report_json(const sim::TargetReport& r);
+
+// `microtir tune MODEL --target T ...`: --space prints the search space (per layer, the
+// schedules that apply) as JSON; otherwise the tuner (tools/microtir_tune.py) runs.
+struct TuneCommand {
+  std::string model, target, output, scheduler, cache;
+  std::string max_flash, max_ram;  // budgets for the tuned model, as run's --max-flash / --max-ram take them
+  int64_t trials = 0, workers = 0;  // 0: not given
+  std::vector<std::string> inputs;  // NAME=FILE.npy
+  bool space = false;
+};
+int run_tune(const TuneCommand& c, const std::string& self);
 
 // `run model.tar|MLF_DIR --target host|cortex-m3|...` (run_artifact.cc): builds the
 // artifact's firmware for the target, runs it, compares it with the interpreter on the
@@ -149,8 +163,26 @@ LoadedModel load_model_file(const std::string& file, std::vector<SourceFileOut>*
                             const std::vector<std::string>& devices = {}, const ScheduleOptions& schedules = {});
 // The Model Library Format artifact of a model file, as `compile` writes it, with the C
 // runtime and the graph's own files; `loaded` receives the model it was compiled from.
+// `schedule_record`, if given, is a record file (frontend/schedule_records.h) applied
+// on top of the target's schedules; the artifact then holds it (schedule_record.json) and
+// metadata.json names it ("schedule_record": its path and hash).
 MlfArtifact compile_artifact(const std::string& file, const Target& target, const std::vector<std::string>& devices,
-                             LoadedModel* loaded = nullptr);
+                             LoadedModel* loaded = nullptr, const std::string& schedule_record = "");
+
+// Schedule records on files (schedule_record_file.cc). The model file's operators as a
+// record names them; `graph`, if given, receives the graph as the schedules see it.
+ModelOperators model_operators(const std::string& file, Graph* graph = nullptr);
+struct AppliedRecord {
+  std::string path, text;
+  ScheduleRecord record;
+  ScheduleOptions schedules;  // the target's with the record's per-layer choices
+};
+// Reads the record at `record_path`, checks it against `model_file` and applies it on `target`.
+AppliedRecord apply_record_file(const std::string& model_file, const std::string& record_path, const ScheduleOptions& target);
+// The tuner's search space for `model_file` on `target` (`tune --space`).
+nlohmann::json schedule_space_json(const std::string& model_file, const Target& target, const std::string& target_name);
+// Where an artifact keeps the record it was compiled with.
+constexpr const char* kArtifactRecordFile = "schedule_record.json";
 // Writes an artifact's files into the folder `output`, or into one archive if it ends in .tar.
 void write_artifact(const std::vector<SourceFileOut>& files, const std::string& output);
 // The target string `run MODEL --target T --backend B` compiles the model with: the

@@ -111,6 +111,9 @@ CLI::App* add_run(CLI::App& app, mtir::cli::RunCommand& run) {
                 "so run() overwrites its input (docs/target-options.md)");
   cmd->add_option("--keep-build", run.keep_build_dir, "Build the host program in DIR and keep it");
   cmd->add_flag("--time-passes", time_passes, kTimePassesHelp);
+  cmd->add_option("--schedules", run.schedule_record,
+                  "A schedule record (records.json from `microtir tune`, docs/schedule-records.md): per-layer int8 "
+                  "schedules on top of the target's (a model, not a compiled artifact)");
   add_budget_options(cmd, run.max_flash, run.max_ram, "the build on --target");
   cmd->add_flag("--profile-layers", run.profile_layers,
                 "Also count the instructions of each operator call of run() (a model on a target with an "
@@ -145,6 +148,9 @@ CLI::App* add_compile(CLI::App& app, mtir::cli::CompileCommand& compile) {
   cmd->add_option("-o,--output", compile.output_dir, "Folder for the artifact, or FILE.tar for an archive")
       ->required();
   cmd->add_option("--device", compile.devices, "Place every node of these ops on a device instance, INSTANCE=OP[,OP...] (repeatable; e.g. npu0=conv2d,dense)");
+  cmd->add_option("--schedules", compile.schedule_record,
+                  "A schedule record (records.json from `microtir tune`, docs/schedule-records.md): per-layer int8 "
+                  "schedules on top of the target's; metadata.json names it");
   cmd->add_flag("--json", compile.json, "Print the artifact's metadata (or diagnostics) as JSON on stdout");
   cmd->add_option("--board", compile.board,
                   "Also build the artifact for this target and run it once (zero inputs) to measure its flash, RAM "
@@ -156,6 +162,27 @@ CLI::App* add_compile(CLI::App& app, mtir::cli::CompileCommand& compile) {
                 "--time-passes does");
   cmd->add_flag("--time-passes", time_passes, kTimePassesHelp);
 
+  return cmd;
+}
+
+// The `tune` subcommand and its options (run_tune hands them to the Python tuner).
+CLI::App* add_tune(CLI::App& app, mtir::cli::TuneCommand& tune) {
+  CLI::App* cmd = app.add_subcommand(
+      "tune", "Choose per-layer int8 schedules on exact instruction counts (QEMU, --profile-layers), measured on a "
+              "dask.distributed cluster; writes a schedule record (docs/schedule-records.md)");
+  cmd->add_option("model", tune.model, "The model: .tflite, .onnx or a JSON graph")->required();
+  cmd->add_option("--target", tune.target, "A target with an instruction counter: cortex-m3|m4|m7|m33|m55, riscv32")->required();
+  cmd->add_option("-o,--output", tune.output, "The schedule record to write (records.json)");
+  cmd->add_option("--max-flash", tune.max_flash,
+                  "Flash budget of the tuned model's firmware (65536, 64K, 1M): run's budget gate on each measurement; "
+                  "layers go back to the default until the chosen record fits");
+  cmd->add_option("--max-ram", tune.max_ram, "RAM budget (static RAM plus the stack high-water), as --max-flash");
+  cmd->add_option("--trials", tune.trials, "At most this many candidates besides the default (default 64)")->check(CLI::PositiveNumber);
+  auto* workers = cmd->add_option("--workers", tune.workers, "Worker processes of the local Dask cluster (default 1)")->check(CLI::Range(1, 256));
+  cmd->add_option("--scheduler", tune.scheduler, "A running Dask scheduler (tcp://HOST:8786) instead of a local cluster")->excludes(workers);
+  cmd->add_option("--input", tune.inputs, "Model input NAME=FILE.npy (repeatable; default: a fixed pseudo-random input)");
+  cmd->add_option("--cache", tune.cache, "Measurement cache folder (default ~/.cache/microtir/tune; 'off' for none)");
+  cmd->add_flag("--space", tune.space, "Print the search space (per layer, the schedules that change its kernel) as JSON, measure nothing");
   return cmd;
 }
 
@@ -225,6 +252,8 @@ int main(int argc, char** argv) {
   add_passes(app, passes, list_passes);  // the remaining subcommand: no flag to test
   mtir::cli::OnnxTestCommand onnx_test;
   CLI::App* onnx_test_cmd = add_onnx_test(app, onnx_test);
+  mtir::cli::TuneCommand tune;
+  CLI::App* tune_cmd = add_tune(app, tune);
 
   try {
     app.parse(argc, argv);
@@ -242,6 +271,7 @@ int main(int argc, char** argv) {
     if (*build_cmd) return timed(mtir::cli::run_build(build), timing_session, json);
     if (*compile_cmd) return timed(mtir::cli::run_compile(compile), timing_session, json);
     if (*onnx_test_cmd) return mtir::cli::run_onnx_test(onnx_test);
+    if (*tune_cmd) return mtir::cli::run_tune(tune, argv[0]);
     if (*import_cmd) return mtir::cli::run_import(import);
     if (list_passes) {
       std::cout << mtir::cli::pass_list();

@@ -288,101 +288,133 @@ std::vector<json> run_parallel(const std::vector<fs::path>& tests, int jobs) {
   return results;
 }
 
+
+// --floor FILE: the pass counts a run may not drop below.
+struct PassFloor {
+  int pass = -1, supported_pass = -1;
+  double supported_percent = -1;
+};
+
+PassFloor read_floor(const std::string& file) {
+  PassFloor floor;
+  if (file.empty()) return floor;
+  try {
+    const json f = json::parse(read_file(file));
+    floor.pass = f.at("pass").get<int>();
+    floor.supported_pass = f.value("supported_pass", -1);
+    floor.supported_percent = f.value("supported_percent", -1.0);
+  } catch (const json::exception& e) {
+    user_error({}, "'" + file + "' must be a JSON object with an integer \"pass\": " + e.what());
+  }
+  return floor;
+}
+
+// The results counted by status, per operator, in all and over the tests that use only
+// supported operators.
+struct Tally {
+  std::map<std::string, std::map<std::string, int>> per_op;
+  std::map<std::string, int> totals, subset;
+  int subset_total = 0;
+  double subset_percent = 0;
+};
+
+Tally tally(const std::vector<json>& results) {
+  Tally t;
+  for (const auto& r : results) {
+    t.per_op[r["op"].get<std::string>()][r["status"].get<std::string>()]++;
+    t.totals[r["status"].get<std::string>()]++;
+    if (r["supported_ops"].get<bool>()) t.subset[r["status"].get<std::string>()]++;
+  }
+  t.subset_total = t.subset["pass"] + t.subset["fail"] + t.subset["unsupported"] + t.subset["error"];
+  t.subset_percent = t.subset_total ? 100.0 * t.subset["pass"] / t.subset_total : 0.0;
+  return t;
+}
+
+// The floor: the pass count may only rise; no error, no fail.
+std::vector<std::string> floor_problems(const PassFloor& floor, Tally& t) {
+  std::vector<std::string> problems;
+  if (floor.pass < 0) return problems;
+  if (t.totals["pass"] < floor.pass)
+    problems.push_back("the pass count dropped to " + std::to_string(t.totals["pass"]) + " (floor " +
+                       std::to_string(floor.pass) + ")");
+  if (t.subset["pass"] < floor.supported_pass)
+    problems.push_back("the supported-op subset's pass count dropped to " + std::to_string(t.subset["pass"]) +
+                       " (floor " + std::to_string(floor.supported_pass) + ")");
+  if (t.subset_percent + 1e-9 < floor.supported_percent)
+    problems.push_back("the supported-op subset passes " + std::to_string(t.subset_percent) + " % (floor " +
+                       std::to_string(floor.supported_percent) + " %)");
+  if (t.totals["error"] > 0) problems.push_back(std::to_string(t.totals["error"]) + " test(s) classified error");
+  if (t.totals["fail"] > 0) problems.push_back(std::to_string(t.totals["fail"]) + " test(s) failed");
+  return problems;
+}
+
+const std::vector<std::string> kStatuses = {"pass", "fail", "unsupported", "error"};
+
+void print_json(const std::vector<json>& results, Tally& t, double seconds, const std::vector<std::string>& problems) {
+  json ops = json::object();
+  for (const auto& [op, counts] : t.per_op) ops[op] = counts;
+  json tot = json::object();
+  for (const auto& k : kStatuses) tot[k] = t.totals[k];
+  tot["total"] = results.size();
+  json sub = json::object();
+  for (const auto& k : kStatuses) sub[k] = t.subset[k];
+  sub["total"] = t.subset_total;
+  sub["percent"] = t.subset_percent;
+  std::cout << json{{"ok", problems.empty()}, {"totals", tot}, {"supported_ops", sub}, {"ops", ops}, {"tests", results},
+                    {"seconds", seconds}, {"floor_problems", problems}}
+                   .dump(1)
+            << "\n";
+}
+
+void print_table(const OnnxTestCommand& c, const std::vector<json>& results, Tally& t, double seconds, int jobs) {
+  if (c.list_tests)
+    for (const auto& r : results)
+      std::cout << r["name"].get<std::string>() << "  " << r["status"].get<std::string>()
+                << (r.contains("reason") ? "  " + r["reason"].get<std::string>() : "") << "\n";
+  std::printf("%-40s %6s %6s %12s %6s\n", "op", "pass", "fail", "unsupported", "error");
+  for (const auto& entry : t.per_op) {
+    const auto& op = entry.first;
+    const auto& counts = entry.second;  // a lambda cannot capture a structured binding before C++20 (clang)
+    auto get = [&](const std::string& k) {
+      auto it = counts.find(k);
+      return it == counts.end() ? 0 : it->second;
+    };
+    std::printf("%-40s %6d %6d %12d %6d\n", op.c_str(), get("pass"), get("fail"), get("unsupported"), get("error"));
+  }
+  std::printf("%-40s %6d %6d %12d %6d\n", "total", t.totals["pass"], t.totals["fail"], t.totals["unsupported"],
+              t.totals["error"]);
+  std::printf("%-40s %6d %6d %12d %6d\n", "supported-op subset", t.subset["pass"], t.subset["fail"],
+              t.subset["unsupported"], t.subset["error"]);
+  std::printf("supported-op subset: %d/%d pass (%.1f %%)\n", t.subset["pass"], t.subset_total, t.subset_percent);
+  std::printf("%zu tests in %.1f s on %d worker(s)\n", results.size(), seconds, jobs);
+  for (const auto& r : results)
+    if (r["status"] == "fail" || r["status"] == "error")
+      std::printf("%s %s: %s\n", r["status"].get<std::string>().c_str(), r["name"].get<std::string>().c_str(),
+                  r.value("reason", "").c_str());
+}
+
 }  // namespace
 
 int run_onnx_test(const OnnxTestCommand& c) {
   auto tests = find_tests(c.dir, c.filter);
-  int floor_pass = -1, floor_subset_pass = -1;
-  double floor_subset_percent = -1;
-  if (!c.floor_file.empty()) {
-    json f;
-    try {
-      f = json::parse(read_file(c.floor_file));
-      floor_pass = f.at("pass").get<int>();
-      floor_subset_pass = f.value("supported_pass", -1);
-      floor_subset_percent = f.value("supported_percent", -1.0);
-    } catch (const json::exception& e) {
-      user_error({}, "'" + c.floor_file + "' must be a JSON object with an integer \"pass\": " + e.what());
-    }
-  }
+  const PassFloor floor = read_floor(c.floor_file);
   int jobs = std::max(1, std::min<int>(c.jobs, static_cast<int>(tests.size())));
   auto start = std::chrono::steady_clock::now();
   std::vector<json> results = run_parallel(tests, jobs);
   for (size_t i = 0; i < tests.size(); ++i) results[i]["supported_ops"] = uses_only_supported_ops(tests[i]);
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-
-  const std::vector<std::string> kinds = {"pass", "fail", "unsupported", "error"};
-  std::map<std::string, std::map<std::string, int>> per_op;
-  std::map<std::string, int> totals, subset;  // subset: the tests using only supported ops
-  for (const auto& r : results) {
-    per_op[r["op"].get<std::string>()][r["status"].get<std::string>()]++;
-    totals[r["status"].get<std::string>()]++;
-    if (r["supported_ops"].get<bool>()) subset[r["status"].get<std::string>()]++;
-  }
-  int subset_total = subset["pass"] + subset["fail"] + subset["unsupported"] + subset["error"];
-  double subset_percent = subset_total ? 100.0 * subset["pass"] / subset_total : 0.0;
-  // The floor: the pass count may only rise; no error, no fail.
-  std::vector<std::string> floor_problems;
-  if (floor_pass >= 0) {
-    if (totals["pass"] < floor_pass)
-      floor_problems.push_back("the pass count dropped to " + std::to_string(totals["pass"]) + " (floor " +
-                               std::to_string(floor_pass) + ")");
-    if (subset["pass"] < floor_subset_pass)
-      floor_problems.push_back("the supported-op subset's pass count dropped to " + std::to_string(subset["pass"]) +
-                               " (floor " + std::to_string(floor_subset_pass) + ")");
-    if (subset_percent + 1e-9 < floor_subset_percent)
-      floor_problems.push_back("the supported-op subset passes " + std::to_string(subset_percent) + " % (floor " +
-                               std::to_string(floor_subset_percent) + " %)");
-    if (totals["error"] > 0) floor_problems.push_back(std::to_string(totals["error"]) + " test(s) classified error");
-    if (totals["fail"] > 0) floor_problems.push_back(std::to_string(totals["fail"]) + " test(s) failed");
-  }
-
-  if (c.json) {
-    json ops = json::object();
-    for (const auto& [op, counts] : per_op) ops[op] = counts;
-    json tot = json::object();
-    for (const auto& k : kinds) tot[k] = totals[k];
-    tot["total"] = results.size();
-    json sub = json::object();
-    for (const auto& k : kinds) sub[k] = subset[k];
-    sub["total"] = subset_total;
-    sub["percent"] = subset_percent;
-    std::cout << json{{"ok", floor_problems.empty()}, {"totals", tot}, {"supported_ops", sub}, {"ops", ops}, {"tests", results},
-                      {"seconds", seconds}, {"floor_problems", floor_problems}}
-                     .dump(1)
-              << "\n";
-  } else {
-    if (c.list_tests)
-      for (const auto& r : results)
-        std::cout << r["name"].get<std::string>() << "  " << r["status"].get<std::string>()
-                  << (r.contains("reason") ? "  " + r["reason"].get<std::string>() : "") << "\n";
-    std::printf("%-40s %6s %6s %12s %6s\n", "op", "pass", "fail", "unsupported", "error");
-    for (const auto& entry : per_op) {
-      const auto& op = entry.first;
-      const auto& counts = entry.second;  // a lambda cannot capture a structured binding before C++20 (clang)
-      auto get = [&](const std::string& k) {
-        auto it = counts.find(k);
-        return it == counts.end() ? 0 : it->second;
-      };
-      std::printf("%-40s %6d %6d %12d %6d\n", op.c_str(), get("pass"), get("fail"), get("unsupported"), get("error"));
-    }
-    std::printf("%-40s %6d %6d %12d %6d\n", "total", totals["pass"], totals["fail"], totals["unsupported"],
-                totals["error"]);
-    std::printf("%-40s %6d %6d %12d %6d\n", "supported-op subset", subset["pass"], subset["fail"],
-                subset["unsupported"], subset["error"]);
-    std::printf("supported-op subset: %d/%d pass (%.1f %%)\n", subset["pass"], subset_total, subset_percent);
-    std::printf("%zu tests in %.1f s on %d worker(s)\n", results.size(), seconds, jobs);
-    for (const auto& r : results)
-      if (r["status"] == "fail" || r["status"] == "error")
-        std::printf("%s %s: %s\n", r["status"].get<std::string>().c_str(), r["name"].get<std::string>().c_str(),
-                    r.value("reason", "").c_str());
-  }
+  Tally t = tally(results);
+  const std::vector<std::string> problems = floor_problems(floor, t);
+  if (c.json)
+    print_json(results, t, seconds, problems);
+  else
+    print_table(c, results, t, seconds, jobs);
   std::cout.flush();
-  for (const auto& p : floor_problems) std::cerr << "microtir onnx-test: " << p << "\n";
-  if (floor_pass >= 0 && floor_problems.empty() && totals["pass"] > floor_pass)
-    std::cerr << "microtir onnx-test: " << totals["pass"] << " pass, above the floor " << floor_pass
+  for (const auto& p : problems) std::cerr << "microtir onnx-test: " << p << "\n";
+  if (floor.pass >= 0 && problems.empty() && t.totals["pass"] > floor.pass)
+    std::cerr << "microtir onnx-test: " << t.totals["pass"] << " pass, above the floor " << floor.pass
               << "; raise it in " << c.floor_file << "\n";
-  return floor_problems.empty() ? 0 : 1;
+  return problems.empty() ? 0 : 1;
 }
 
 }  // namespace mtir::cli

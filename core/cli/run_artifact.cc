@@ -195,7 +195,9 @@ std::string artifact_dir(const std::string& file, const TempDir& work) {
 // target it was compiled for, so its main takes exactly the artifact's weights.
 LoadedModel reference_model(const sim::ArtifactInfo& info, const std::string& file) {
   if (info.graph_file.empty()) user_error({}, file + " has no graph in src/: the reference run needs it (recompile with `microtir compile`)");
-  const ScheduleOptions& schedules = info.compiled_for.schedules;
+  ScheduleOptions schedules = info.compiled_for.schedules;
+  // Per-layer choices: the artifact's own copy of the record, checked against its own graph.
+  if (!info.schedule_record.empty()) schedules = apply_record_file(info.graph_file, info.schedule_record, schedules).schedules;
   if (is_onnx_file(info.graph_file) || is_tflite_file(info.graph_file))
     return prepare_model(load_foreign_model(info.graph_file), {}, schedules);
   return load_model(read_file(info.graph_file), info.graph_file, sim::artifact_graph_reader(info, file), {}, schedules);

@@ -12,6 +12,7 @@
 
 #include "ops/devices.h"
 #include "support/diagnostic.h"
+#include "support/source_offset.h"
 #include "support/names.h"
 #include "support/npy.h"
 
@@ -88,22 +89,7 @@ class Loader {
 
  private:
   // ---- locations
-  Span at_offset(size_t offset) const {
-    const std::string& t = file_->text;
-    Span s;
-    s.file = file_;
-    s.line = 1;
-    s.col = 1;
-    for (size_t i = 0; i < offset && i < t.size(); ++i) {
-      if (t[i] == '\n') {
-        ++s.line;
-        s.col = 1;
-      } else {
-        ++s.col;
-      }
-    }
-    return s;
-  }
+  Span at_offset(size_t offset) const { return span_at_offset(file_, offset); }
   static size_t skip_ws(const std::string& t, size_t p) {
     while (p < t.size() && (t[p] == ' ' || t[p] == '\t' || t[p] == '\n' || t[p] == '\r')) ++p;
     return p;
@@ -236,6 +222,10 @@ class Loader {
   void load_inputs(const json& root);
   void load_constants(const json& root, const char* key);
   void load_constant(const json& c, size_t index, const char* key);
+  NDArray constant_from_npy(const json& c, const std::optional<std::vector<int64_t>>& shape,
+                            const std::optional<DataType>& dtype, const std::string& what, const Where& span);
+  void fill_from_blob(const json& c, NDArray& a, const std::string& what, const Where& span);
+  void fill_from_values(const json& c, NDArray& a, const std::string& what, const Where& span);
   void load_nodes(const json& root);
   void sort_nodes();
   void infer_types();
@@ -324,71 +314,85 @@ void Loader::load_constant(const json& c, size_t index, const char* key) {
 
   NDArray a;
   if (c.contains("file")) {
-    std::string path = string_field(c, "file", what, span);
-    std::string bytes = read_file(path, what, span);
-    try {
-      a = read_npy(bytes, path);
-    } catch (const DiagnosticError& e) {
-      if (e.internal()) throw;
-      fail(span, what + ": " + (e.diagnostics().empty() ? "bad .npy file" : e.diagnostics()[0].message));
-    }
-    std::string dn = a.dtype.str();
-    dtype_of(dn, what + " ('" + path + "')", span);
-    if (dtype && *dtype != a.dtype)
-      fail(span, what + ": declared dtype " + dtype->str() + " but '" + path + "' holds " + dn);
-    if (shape && *shape != a.shape)
-      fail(span, what + ": declared shape " + shape_string(*shape) + " but '" + path + "' holds " +
-                           shape_string(a.shape));
-    for (size_t d = 0; d < a.shape.size(); ++d)
-      if (a.shape[d] <= 0)
-        fail(span, what + ": '" + path + "' has shape " + shape_string(a.shape) +
-                             "; dimensions must be positive");
+    a = constant_from_npy(c, shape, dtype, what, span);
   } else {
     if (!shape) fail(span, what + ": missing field 'shape' (needed with 'blob' or 'values')");
     if (!dtype) fail(span, what + ": missing field 'dtype' (needed with 'blob' or 'values')");
     a = NDArray::zeros(*dtype, *shape);
-    size_t nbytes = a.data.size();
-    if (c.contains("blob")) {
-      std::string blob = string_field(c, "blob", what, span);
-      const json& off = field(c, "offset", what, span);
-      if (!off.is_number_integer() || off.get<int64_t>() < 0)
-        fail(span, what + ": 'offset' must be a non-negative integer, not " + off.dump());
-      int64_t offset = off.get<int64_t>();
-      auto bit = blobs_.find(blob);
-      if (bit == blobs_.end()) bit = blobs_.emplace(blob, read_file(blob, what, span)).first;
-      int64_t size = static_cast<int64_t>(bit->second.size());
-      if (offset > size || static_cast<int64_t>(nbytes) > size - offset)
-        fail(span, what + ": bytes [" + std::to_string(offset) + ", " +
-                             std::to_string(offset + static_cast<int64_t>(nbytes)) + ") of blob '" + blob +
-                             "' are out of range: the blob has " + std::to_string(size) + " bytes");
-      std::copy(bit->second.begin() + offset, bit->second.begin() + offset + static_cast<int64_t>(nbytes),
-                a.data.begin());
-    } else {
-      const json& vals = c["values"];
-      if (!vals.is_array())
-        fail(span, what + ": 'values' must be a flat list of numbers, not " + json_type_name(vals));
-      if (static_cast<int64_t>(vals.size()) != a.num_elements())
-        fail(span, what + ": 'values' has " + std::to_string(vals.size()) + " numbers but the shape " +
-                             shape_string(a.shape) + " needs " + std::to_string(a.num_elements()));
-      for (size_t k = 0; k < vals.size(); ++k) {
-        const json& v = vals[k];
-        if (a.dtype.is_float()) {
-          if (!v.is_number())
-            fail(span, what + ": values[" + std::to_string(k) + "] is " + v.dump() + ", not a number");
-          a.set_float(static_cast<int64_t>(k), v.get<double>());
-        } else {
-          if (!v.is_number_integer())
-            fail(span, what + ": values[" + std::to_string(k) + "] is " + v.dump() + ", not an integer");
-          a.set_int(static_cast<int64_t>(k), v.get<int64_t>());
-        }
-      }
-    }
+    if (c.contains("blob"))
+      fill_from_blob(c, a, what, span);
+    else
+      fill_from_values(c, a, what, span);
   }
   TensorType t;
   t.dtype = a.dtype;
   t.shape = a.shape;
   types_[name] = t;
   (is_state ? g_.state : g_.constants)[name] = std::move(a);
+}
+
+// A constant's 'file': a .npy file, checked against the declared dtype and shape.
+NDArray Loader::constant_from_npy(const json& c, const std::optional<std::vector<int64_t>>& shape,
+                                  const std::optional<DataType>& dtype, const std::string& what, const Where& span) {
+  std::string path = string_field(c, "file", what, span);
+  std::string bytes = read_file(path, what, span);
+  NDArray a;
+  try {
+    a = read_npy(bytes, path);
+  } catch (const DiagnosticError& e) {
+    if (e.internal()) throw;
+    fail(span, what + ": " + (e.diagnostics().empty() ? "bad .npy file" : e.diagnostics()[0].message));
+  }
+  std::string dn = a.dtype.str();
+  dtype_of(dn, what + " ('" + path + "')", span);
+  if (dtype && *dtype != a.dtype)
+    fail(span, what + ": declared dtype " + dtype->str() + " but '" + path + "' holds " + dn);
+  if (shape && *shape != a.shape)
+    fail(span, what + ": declared shape " + shape_string(*shape) + " but '" + path + "' holds " +
+                         shape_string(a.shape));
+  for (size_t d = 0; d < a.shape.size(); ++d)
+    if (a.shape[d] <= 0)
+      fail(span, what + ": '" + path + "' has shape " + shape_string(a.shape) +
+                           "; dimensions must be positive");
+  return a;
+}
+
+// A constant's 'blob' and 'offset': `a`'s bytes from a shared binary file.
+void Loader::fill_from_blob(const json& c, NDArray& a, const std::string& what, const Where& span) {
+  const size_t nbytes = a.data.size();
+  std::string blob = string_field(c, "blob", what, span);
+  const json& off = field(c, "offset", what, span);
+  if (!off.is_number_integer() || off.get<int64_t>() < 0)
+    fail(span, what + ": 'offset' must be a non-negative integer, not " + off.dump());
+  int64_t offset = off.get<int64_t>();
+  auto bit = blobs_.find(blob);
+  if (bit == blobs_.end()) bit = blobs_.emplace(blob, read_file(blob, what, span)).first;
+  int64_t size = static_cast<int64_t>(bit->second.size());
+  if (offset > size || static_cast<int64_t>(nbytes) > size - offset)
+    fail(span, what + ": bytes [" + std::to_string(offset) + ", " +
+                         std::to_string(offset + static_cast<int64_t>(nbytes)) + ") of blob '" + blob +
+                         "' are out of range: the blob has " + std::to_string(size) + " bytes");
+  std::copy(bit->second.begin() + offset, bit->second.begin() + offset + static_cast<int64_t>(nbytes), a.data.begin());
+}
+
+// A constant's 'values': a flat list of numbers, integers for an integer dtype.
+void Loader::fill_from_values(const json& c, NDArray& a, const std::string& what, const Where& span) {
+  const json& vals = c["values"];
+  if (!vals.is_array()) fail(span, what + ": 'values' must be a flat list of numbers, not " + json_type_name(vals));
+  if (static_cast<int64_t>(vals.size()) != a.num_elements())
+    fail(span, what + ": 'values' has " + std::to_string(vals.size()) + " numbers but the shape " +
+                         shape_string(a.shape) + " needs " + std::to_string(a.num_elements()));
+  for (size_t k = 0; k < vals.size(); ++k) {
+    const json& v = vals[k];
+    if (a.dtype.is_float()) {
+      if (!v.is_number()) fail(span, what + ": values[" + std::to_string(k) + "] is " + v.dump() + ", not a number");
+      a.set_float(static_cast<int64_t>(k), v.get<double>());
+    } else {
+      if (!v.is_number_integer())
+        fail(span, what + ": values[" + std::to_string(k) + "] is " + v.dump() + ", not an integer");
+      a.set_int(static_cast<int64_t>(k), v.get<int64_t>());
+    }
+  }
 }
 
 void Loader::load_nodes(const json& root) {
@@ -770,86 +774,105 @@ void drop_unused_constants(Graph& g, const std::set<std::string>& candidates) {
   }
 }
 
+namespace {
+
+// A batch_norm that can fold into its producer: a float conv2d or dense node used by it
+// alone, with constant weights, bias and batch_norm parameters over the channel axis.
+struct FoldableBatchNorm {
+  size_t producer = 0;
+  const NDArray* weight = nullptr;
+  const NDArray* bias = nullptr;   // null: the producer has none
+  const NDArray* params[4] = {};   // gamma, beta, mean, var
+  int64_t weight_axis = 0, channels = 0;
+};
+
+// The channel axis of a conv2d's or dense's output and of its weight, if it has one.
+std::optional<std::pair<int64_t, int64_t>> channel_axes(const GraphNode& prod, const NDArray& w) {
+  const int64_t rank = static_cast<int64_t>(prod.type.shape.size());
+  if (prod.op == "dense") {
+    if (rank != 2 || w.shape.size() != 2) return std::nullopt;
+    return std::make_pair(int64_t{1}, int64_t{0});  // weight [M, K]
+  }
+  const std::string layout = attr_or<std::string>(prod.attrs, "layout", "NCHW");
+  if (rank != 4 || w.shape.size() != 4) return std::nullopt;
+  if (layout == "NCHW") return std::make_pair(int64_t{1}, int64_t{0});  // weight OIHW
+  if (layout == "NHWC") return std::make_pair(int64_t{3}, int64_t{3});  // weight HWIO
+  return std::nullopt;
+}
+
+std::optional<FoldableBatchNorm> foldable_batch_norm(const Graph& g, size_t bi) {
+  const GraphNode& bn = g.nodes[bi];
+  if (bn.op != "batch_norm" || bn.inputs.size() != 5) return std::nullopt;
+  FoldableBatchNorm f;
+  f.producer = g.nodes.size();
+  for (size_t k = 0; k < bi; ++k)
+    if (g.nodes[k].name == bn.inputs[0]) f.producer = k;
+  if (f.producer == g.nodes.size()) return std::nullopt;
+  const GraphNode& prod = g.nodes[f.producer];
+  if (prod.op != "conv2d" && prod.op != "dense") return std::nullopt;
+  int uses = 0;
+  for (const auto& n : g.nodes)
+    for (const auto& x : n.inputs) uses += x == prod.name;
+  for (const auto& o : g.outputs) uses += o == prod.name;
+  if (uses != 1 || prod.inputs.size() < 2 || prod.inputs.size() > 3) return std::nullopt;
+  auto wit = g.constants.find(prod.inputs[1]);
+  if (wit == g.constants.end() || wit->second.dtype != DataType::Float(32)) return std::nullopt;
+  f.weight = &wit->second;
+  if (prod.inputs.size() == 3) {
+    auto bit = g.constants.find(prod.inputs[2]);
+    if (bit == g.constants.end()) return std::nullopt;
+    f.bias = &bit->second;
+  }
+  const auto axes = channel_axes(prod, *f.weight);
+  if (!axes) return std::nullopt;
+  int64_t axis = attr_or<int64_t>(bn.attrs, "axis", 1);
+  if (axis < 0) axis += static_cast<int64_t>(prod.type.shape.size());
+  if (axis != axes->first) return std::nullopt;
+  f.weight_axis = axes->second;
+  f.channels = prod.type.shape[axes->first];
+  if (f.weight->shape[f.weight_axis] != f.channels) return std::nullopt;
+  if (f.bias && !is_f32_vector(*f.bias, f.channels)) return std::nullopt;
+  for (int k = 0; k < 4; ++k) {
+    auto it = g.constants.find(bn.inputs[1 + k]);
+    if (it == g.constants.end() || !is_f32_vector(it->second, f.channels)) return std::nullopt;
+    f.params[k] = &it->second;
+  }
+  return f;
+}
+
+// scale = gamma / sqrt(var + eps); w' = w * scale (per output channel);
+// b' = (b - mean) * scale + beta.
+std::pair<NDArray, NDArray> folded_weight_and_bias(const FoldableBatchNorm& f, double eps) {
+  const int64_t C = f.channels;
+  std::vector<double> scale(C), shift(C);
+  for (int64_t c = 0; c < C; ++c) {
+    double gamma = f.params[0]->get_float(c), beta = f.params[1]->get_float(c), mean = f.params[2]->get_float(c),
+           var = f.params[3]->get_float(c);
+    scale[c] = gamma / std::sqrt(var + eps);
+    double b = f.bias ? f.bias->get_float(c) : 0.0;
+    shift[c] = (b - mean) * scale[c] + beta;
+  }
+  const NDArray& w = *f.weight;
+  NDArray nw = w;
+  int64_t inner = 1;
+  for (size_t d = static_cast<size_t>(f.weight_axis) + 1; d < w.shape.size(); ++d) inner *= w.shape[d];
+  for (int64_t i = 0; i < nw.num_elements(); ++i) nw.set_float(i, static_cast<float>(w.get_float(i) * scale[(i / inner) % C]));
+  NDArray nb = NDArray::zeros(DataType::Float(32), {C});
+  for (int64_t c = 0; c < C; ++c) nb.set_float(c, static_cast<float>(shift[c]));
+  return {std::move(nw), std::move(nb)};
+}
+
+}  // namespace
+
 Graph fold_batch_norm(const Graph& in) {
   Graph g = in;
   std::set<std::string> maybe_unused;
   for (size_t bi = 0; bi < g.nodes.size(); ++bi) {
+    const std::optional<FoldableBatchNorm> f = foldable_batch_norm(g, bi);
+    if (!f) continue;
     const GraphNode& bn = g.nodes[bi];
-    if (bn.op != "batch_norm" || bn.inputs.size() != 5) continue;
-    // The producer: a conv2d or dense node used by this batch_norm only.
-    size_t pi = g.nodes.size();
-    for (size_t k = 0; k < bi; ++k)
-      if (g.nodes[k].name == bn.inputs[0]) pi = k;
-    if (pi == g.nodes.size()) continue;
-    const GraphNode& prod = g.nodes[pi];
-    if (prod.op != "conv2d" && prod.op != "dense") continue;
-    int uses = 0;
-    for (const auto& n : g.nodes)
-      for (const auto& x : n.inputs) uses += x == prod.name;
-    for (const auto& o : g.outputs) uses += o == prod.name;
-    if (uses != 1) continue;
-    if (prod.inputs.size() < 2 || prod.inputs.size() > 3) continue;
-    auto wit = g.constants.find(prod.inputs[1]);
-    if (wit == g.constants.end() || wit->second.dtype != DataType::Float(32)) continue;
-    const NDArray& w = wit->second;
-    const NDArray* bias = nullptr;
-    if (prod.inputs.size() == 3) {
-      auto bit = g.constants.find(prod.inputs[2]);
-      if (bit == g.constants.end()) continue;
-      bias = &bit->second;
-    }
-    // The channel axis of the output and of the weight.
-    int64_t rank = static_cast<int64_t>(prod.type.shape.size());
-    int64_t out_axis, w_axis;
-    if (prod.op == "conv2d") {
-      std::string layout = attr_or<std::string>(prod.attrs, "layout", "NCHW");
-      if (rank != 4 || w.shape.size() != 4) continue;
-      if (layout == "NCHW") out_axis = 1, w_axis = 0;       // weight OIHW
-      else if (layout == "NHWC") out_axis = 3, w_axis = 3;  // weight HWIO
-      else continue;
-    } else {
-      if (rank != 2 || w.shape.size() != 2) continue;
-      out_axis = 1, w_axis = 0;  // weight [M, K]
-    }
-    int64_t axis = attr_or<int64_t>(bn.attrs, "axis", 1);
-    if (axis < 0) axis += rank;
-    if (axis != out_axis) continue;
-    int64_t C = prod.type.shape[out_axis];
-    if (w.shape[w_axis] != C) continue;
-    if (bias && !is_f32_vector(*bias, C)) continue;
-    const NDArray* p[4];
-    bool ok = true;
-    for (int k = 0; k < 4; ++k) {
-      auto it = g.constants.find(bn.inputs[1 + k]);
-      if (it == g.constants.end() || !is_f32_vector(it->second, C)) {
-        ok = false;
-        break;
-      }
-      p[k] = &it->second;
-    }
-    if (!ok) continue;
-    double eps = attr_or<double>(bn.attrs, "epsilon", 1e-5);
-
-    // scale = gamma / sqrt(var + eps); w' = w * scale (per output channel);
-    // b' = (b - mean) * scale + beta.
-    std::vector<double> scale(C), shift(C);
-    for (int64_t c = 0; c < C; ++c) {
-      double gamma = p[0]->get_float(c), beta = p[1]->get_float(c), mean = p[2]->get_float(c),
-             var = p[3]->get_float(c);
-      scale[c] = gamma / std::sqrt(var + eps);
-      double b = bias ? bias->get_float(c) : 0.0;
-      shift[c] = (b - mean) * scale[c] + beta;
-    }
-    NDArray nw = w;
-    int64_t inner = 1;
-    for (size_t d = static_cast<size_t>(w_axis) + 1; d < w.shape.size(); ++d) inner *= w.shape[d];
-    for (int64_t i = 0; i < nw.num_elements(); ++i) {
-      int64_t c = (i / inner) % C;
-      nw.set_float(i, static_cast<float>(w.get_float(i) * scale[c]));
-    }
-    NDArray nb = NDArray::zeros(DataType::Float(32), {C});
-    for (int64_t c = 0; c < C; ++c) nb.set_float(c, static_cast<float>(shift[c]));
-
+    const GraphNode& prod = g.nodes[f->producer];
+    auto [nw, nb] = folded_weight_and_bias(*f, attr_or<double>(bn.attrs, "epsilon", 1e-5));
     GraphNode fused = prod;
     fused.name = bn.name;  // consumers and outputs keep referring to it
     fused.type = bn.type;
@@ -860,6 +883,7 @@ Graph fold_batch_norm(const Graph& in) {
     for (size_t k = 1; k < prod.inputs.size(); ++k) maybe_unused.insert(prod.inputs[k]);
     for (size_t k = 1; k < bn.inputs.size(); ++k) maybe_unused.insert(bn.inputs[k]);
     fused.inputs = {prod.inputs[0], wname, bname};
+    const size_t pi = f->producer;
     g.nodes[bi] = std::move(fused);
     g.nodes.erase(g.nodes.begin() + static_cast<std::ptrdiff_t>(pi));
     --bi;  // the fused node moved one place up

@@ -465,10 +465,10 @@ Graph prepare_graph(const Graph& in, const ScheduleOptions& opts) {
       lower_onnx_node(g, node);
       if (node.op != "qlinear_conv" && node.op != "qlinear_matmul") maybe_unused.insert({weight, params});
     }
-    if (node.op == "qconv2d" || node.op == "qdense") prepare_matmul_node(g, node, opts, maybe_unused);
+    if (node.op == "qconv2d" || node.op == "qdense") prepare_matmul_node(g, node, opts.for_node(node.name), maybe_unused);
     else if (node.op == "qsoftmax") prepare_softmax_node(g, node);
     else if (node.op == "qlogistic" || node.op == "qtanh") prepare_activation_node(g, node);
-    else if (is_wide_mac_op(node.op)) prepare_wide_mac_node(g, node, opts);
+    else if (is_wide_mac_op(node.op)) prepare_wide_mac_node(g, node, opts.for_node(node.name));
   }
   drop_unused_constants(g, maybe_unused);
   // The rewritten nodes are checked again, so a bad attribute is reported against the

@@ -1,7 +1,7 @@
 // Comparisons, selection and logic on bool tensors, broadcast (numpy rules), as TFLite
 // Micro's EQUAL ... GREATER_EQUAL, SELECT_V2 and LOGICAL_AND / OR / NOT:
 //   equal, not_equal, less, less_equal, greater, greater_equal
-//       any numeric inputs of one type → bool. On int8 data with the attributes
+//       any numeric inputs of one type → bool. On int8 or int16 data with the attributes
 //       a_scale, a_zero_point, b_scale, b_zero_point, TFLM's quantized comparison: each
 //       side (x - zero_point) * 2^8, times its scale as a fixed-point multiplier below
 //       one (MultiplyByQuantizedMultiplierSmallerThanOneExp), then compared.
@@ -38,7 +38,7 @@ CompareParams compare_params(const std::string& op, const std::vector<TensorType
   p.shape = broadcast_shape(op, in[0].shape, in[1].shape);
   p.scaled = r.has("a_scale") || r.has("b_scale");
   if (!p.scaled) return p;
-  check_dtype(op, in, 0, "a", DataType::Int(8));
+  if (in[0].dtype != DataType::Int(16)) check_dtype(op, in, 0, "a", DataType::Int(8));  // (x - zp) * 2^8 fits int32
   auto multiplier = [&](const std::string& key) {
     QuantMultiplier m = quantize_multiplier(static_cast<float>(read_scale(op, r, key)), op, key);
     if (m.shift > 0) r.bad(key, "a scale below 1 (TFLite's quantized comparison)");

@@ -15,7 +15,7 @@ using json = nlohmann::json;
 // Two inputs: data of any type and int32 or int64 indices.
 void check_gather_inputs(const std::string& op, const std::vector<TensorType>& in) {
   if (in.size() != 2) fail(op, "expected 2 inputs (data, indices), got " + std::to_string(in.size()));
-  check_inputs(op, {in[0]}, 1, {"data"}, Dtypes::kNumeric);
+  check_inputs(op, {in[0]}, 1, {"data"}, Dtypes::kAny);
   const TensorType& t = in[1];
   if (t.dtype != DataType::Int(32) && t.dtype != DataType::Int(64))
     fail(op, "the indices are " + t.dtype.str() + "; int32 or int64 indices are supported");

@@ -14,7 +14,7 @@ using json = nlohmann::json;
 
 std::set<int64_t> reverse_axes(const std::vector<TensorType>& in, const json& attrs) {
   AttrReader r("reverse", attrs, {"axes"});
-  check_inputs("reverse", in, 1, {"data"}, Dtypes::kNumeric);
+  check_inputs("reverse", in, 1, {"data"}, Dtypes::kAny);
   const int64_t rank = static_cast<int64_t>(in[0].shape.size());
   std::set<int64_t> axes;
   for (int64_t a : r.get_ints("axes", 0, -rank, "axis indices", std::nullopt)) {
@@ -49,7 +49,7 @@ PrimFunc reverse_build(const std::string& fname, const std::vector<TensorType>& 
 
 TensorType broadcast_to_infer(const std::vector<TensorType>& in, const json& attrs) {
   AttrReader r("broadcast_to", attrs, {"shape"});
-  check_inputs("broadcast_to", in, 1, {"data"}, Dtypes::kNumeric);
+  check_inputs("broadcast_to", in, 1, {"data"}, Dtypes::kAny);
   auto shape = r.get_ints("shape", 0, 1, "positive integers", std::nullopt);
   const auto& s = in[0].shape;
   if (s.empty()) fail("broadcast_to", "the data is a scalar (rank 0): give it the shape [1]");

@@ -165,102 +165,112 @@ Stmt dot(const Buffer& acc, int slot, int64_t n, const std::string& name, const 
   return parts.size() == 1 ? parts[0] : SeqStmt(parts);
 }
 
+// The buffers of one lstm PrimFunc: parameters, then the step's scratch.
+struct LstmBuffers {
+  Buffer x, wx, wh, bias, h, c, table, o;
+  Buffer gates, acc;  // the four gates of one step; the two accumulators of a gate
+};
+
+// Gate g of step (b, t) for every cell: the input and recurrent dot products, then the
+// gate's activation into gates[g].
+Stmt lstm_gate(const Lstm& p, const LstmBuffers& B, bool q, int g, const Expr& b, const Expr& t) {
+  auto cast = [&](Expr v) { return q ? i32(std::move(v)) : v; };
+  std::string n = std::string(1, kGateNames[g][0]);
+  LoopNest cells;
+  Expr s = cells.axis("s_" + n, p.state);
+  Stmt in_dot = dot(B.acc, 0, p.input, "k_" + n, [&](Expr k) {
+    Expr xv = load(B.x, p.time_major ? std::vector<Expr>{t, b, k} : std::vector<Expr>{b, t, k});
+    return mul(cast(load(B.wx, {ci(g), s, k})), cast(xv));
+  });
+  Stmt rec_dot = dot(B.acc, 1, p.state, "j_" + n,
+                     [&](Expr j) { return mul(cast(load(B.wh, {ci(g), s, j})), cast(load(B.h, {b, j}))); });
+  Expr a0 = load(B.acc, {ci(0)}), a1 = load(B.acc, {ci(1)});
+  Stmt init0, init1, gate;
+  if (q) {
+    // TFLM's FullyConnected int8 -> int16 for each product; the zero points are folded
+    // into the two bias rows (bias[0]: b - zx * sum(W), bias[1]: -zh * sum(R)).
+    init0 = store(B.acc, load(B.bias, {ci(0), ci(g), s}), {ci(0)});
+    init1 = store(B.acc, load(B.bias, {ci(1), ci(g), s}), {ci(1)});
+    Var pre = ivar("pre_" + n);
+    Expr gx = clamp16(multiply_by_quantized_multiplier(a0, p.input_fc[g]));
+    Expr gh = clamp16(multiply_by_quantized_multiplier(a1, p.recurrent_fc[g]));
+    // Q3.12 in: sigmoid with multiplier 3 (TFLM passes 0, the power-of-two case), tanh
+    // at cell_state_scale_power -12 (no shift, multiplier 3).
+    auto use = [&](Expr y) { return store(B.gates, Cast(kI16, y), {ci(g), s}); };
+    Stmt activation = g == 2 ? int16_tanh("act_" + n, pre, B.table, 0, 0, use)
+                             : int16_logistic("act_" + n, pre, B.table, 0, 0, use);
+    gate = LetStmt(pre, clamp16(add(gx, gh)), activation);
+  } else {
+    // TFLM's float FullyConnected: the sum, then the bias; the recurrent product has none.
+    init0 = store(B.acc, cf(0.0), {ci(0)});
+    init1 = store(B.acc, cf(0.0), {ci(1)});
+    Expr pre = add(add(a0, load(B.bias, {ci(g), s})), a1);
+    gate = store(B.gates, g == 2 ? call("tanh", {pre}) : float_sigmoid(pre), {ci(g), s});
+  }
+  return cells.wrap(SeqStmt({init0, in_dot, init1, rec_dot, gate}));
+}
+
+// The cell and hidden state updates of step (b, t), cell by cell, and the step's output.
+Stmt lstm_state_update(const Lstm& p, const LstmBuffers& B, bool q, const Expr& b, const Expr& t) {
+  LoopNest cells;
+  Expr s = cells.axis("s", p.state);
+  Expr ig = load(B.gates, {ci(0), s}), fg = load(B.gates, {ci(1), s}), cg = load(B.gates, {ci(2), s}),
+       og = load(B.gates, {ci(3), s});
+  Expr cv_ = load(B.c, {b, s});
+  std::vector<Expr> out_idx = p.time_major ? std::vector<Expr>{t, b, s} : std::vector<Expr>{b, t, s};
+  if (!q) {
+    Expr cn = add(mul(fg, cv_), mul(ig, cg));
+    if (p.cell_clip > 0) {
+      Expr clip = cf(static_cast<float>(p.cell_clip));
+      cn = max_(min_(clip, cn), sub(cf(0.0), clip));
+    }
+    return cells.wrap(SeqStmt({store(B.c, cn, {b, s}), store(B.h, mul(call("tanh", {load(B.c, {b, s})}), og), {b, s}),
+                               store(B.o, load(B.h, {b, s}), out_idx)}));
+  }
+  Expr fc = clamp16(multiply_by_quantized_multiplier(mul(i32(fg), i32(cv_)), p.forget_cell));
+  Expr icg = clamp16(multiply_by_quantized_multiplier(mul(i32(ig), i32(cg)), p.input_cell));
+  Expr cn = clamp16(add(fc, icg));
+  if (p.cell_clip > 0) cn = clamp(cn, -p.quantized_cell_clip, p.quantized_cell_clip);
+  Var cell_new = ivar("cell_new");
+  // tanh of the cell state at 2^cell_power: TFLite's int16 tanh wants Q3.12, so the
+  // input is shifted left by 15 + power - 3 (a multiplier 3 << shift), or right.
+  int32_t shift = 15 + p.cell_power - 3, mult = 0;
+  if (shift < 0) shift = -shift, mult = 3;
+  Stmt hidden = int16_tanh("tanh_c", cell_new, B.table, mult, shift, [&](Expr th) {
+    Var hv = ivar("hidden_new");
+    Expr v = clamp(add(multiply_by_quantized_multiplier(mul(th, i32(og)), p.hidden), ci(p.hidden_zero_point)),
+                   -128, 127);
+    return LetStmt(hv, v, SeqStmt({store(B.h, Cast(kI8, hv), {b, s}), store(B.o, Cast(kI8, hv), out_idx)}));
+  });
+  return cells.wrap(LetStmt(cell_new, cn, SeqStmt({store(B.c, Cast(kI16, cell_new), {b, s}), hidden})));
+}
+
 PrimFunc lstm_build(const std::string& op, const std::string& fname, const std::vector<TensorType>& in,
                     const TensorType& out, const json& attrs) {
   const bool q = op == "qlstm";
   Lstm p = lstm_params(op, in, attrs);
   const DataType act = q ? kI8 : kF32, cell_t = q ? kI16 : kF32, acc_t = q ? kI32 : kF32;
   FuncBuilder fb;
-  Buffer x = fb.param("data", in[0].shape, act);
-  Buffer wx = fb.param("input_weights", in[1].shape, in[1].dtype);
-  Buffer wh = fb.param("recurrent_weights", in[2].shape, in[2].dtype);
-  Buffer bias = fb.param("bias", in[3].shape, in[3].dtype);
+  LstmBuffers B;
+  B.x = fb.param("data", in[0].shape, act);
+  B.wx = fb.param("input_weights", in[1].shape, in[1].dtype);
+  B.wh = fb.param("recurrent_weights", in[2].shape, in[2].dtype);
+  B.bias = fb.param("bias", in[3].shape, in[3].dtype);
   // The states, updated in place step by step (OpDef::writes_inputs).
-  Buffer h = fb.param("hidden_state", in[4].shape, act);
-  Buffer c = fb.param("cell_state", in[5].shape, cell_t);
-  Buffer table;
-  if (q) table = fb.param("sigmoid_table", {256}, DataType::UInt(16));
-  Buffer o = fb.param("out", out.shape, act);
-  // The four gates of one step, two accumulators.
-  Buffer gates = scratch("gates", {4, p.state}, cell_t);
-  Buffer acc = scratch("acc", {2}, acc_t);
+  B.h = fb.param("hidden_state", in[4].shape, act);
+  B.c = fb.param("cell_state", in[5].shape, cell_t);
+  if (q) B.table = fb.param("sigmoid_table", {256}, DataType::UInt(16));
+  B.o = fb.param("out", out.shape, act);
+  B.gates = scratch("gates", {4, p.state}, cell_t);
+  B.acc = scratch("acc", {2}, acc_t);
 
   LoopNest steps;
   Expr b = steps.axis("b", p.batch), t = steps.axis("t", p.time);
-  auto cast = [&](Expr v) { return q ? i32(std::move(v)) : v; };
   std::vector<Stmt> step;
-  for (int g = 0; g < 4; ++g) {
-    std::string n = std::string(1, kGateNames[g][0]);
-    LoopNest cells;
-    Expr s = cells.axis("s_" + n, p.state);
-    Stmt in_dot = dot(acc, 0, p.input, "k_" + n, [&](Expr k) {
-      Expr xv = load(x, p.time_major ? std::vector<Expr>{t, b, k} : std::vector<Expr>{b, t, k});
-      return mul(cast(load(wx, {ci(g), s, k})), cast(xv));
-    });
-    Stmt rec_dot = dot(acc, 1, p.state, "j_" + n,
-                       [&](Expr j) { return mul(cast(load(wh, {ci(g), s, j})), cast(load(h, {b, j}))); });
-    Expr a0 = load(acc, {ci(0)}), a1 = load(acc, {ci(1)});
-    Stmt init0, init1, gate;
-    if (q) {
-      // TFLM's FullyConnected int8 -> int16 for each product; the zero points are folded
-      // into the two bias rows (bias[0]: b - zx * sum(W), bias[1]: -zh * sum(R)).
-      init0 = store(acc, load(bias, {ci(0), ci(g), s}), {ci(0)});
-      init1 = store(acc, load(bias, {ci(1), ci(g), s}), {ci(1)});
-      Var pre = ivar("pre_" + n);
-      Expr gx = clamp16(multiply_by_quantized_multiplier(a0, p.input_fc[g]));
-      Expr gh = clamp16(multiply_by_quantized_multiplier(a1, p.recurrent_fc[g]));
-      // Q3.12 in: sigmoid with multiplier 3 (TFLM passes 0, the power-of-two case), tanh
-      // at cell_state_scale_power -12 (no shift, multiplier 3).
-      auto use = [&](Expr y) { return store(gates, Cast(kI16, y), {ci(g), s}); };
-      Stmt activation = g == 2 ? int16_tanh("act_" + n, pre, table, 0, 0, use)
-                               : int16_logistic("act_" + n, pre, table, 0, 0, use);
-      gate = LetStmt(pre, clamp16(add(gx, gh)), activation);
-    } else {
-      // TFLM's float FullyConnected: the sum, then the bias; the recurrent product has none.
-      init0 = store(acc, cf(0.0), {ci(0)});
-      init1 = store(acc, cf(0.0), {ci(1)});
-      Expr pre = add(add(a0, load(bias, {ci(g), s})), a1);
-      gate = store(gates, g == 2 ? call("tanh", {pre}) : float_sigmoid(pre), {ci(g), s});
-    }
-    step.push_back(cells.wrap(SeqStmt({init0, in_dot, init1, rec_dot, gate})));
-  }
-  // The cell and hidden state updates of the step, cell by cell.
-  LoopNest cells;
-  Expr s = cells.axis("s", p.state);
-  Expr ig = load(gates, {ci(0), s}), fg = load(gates, {ci(1), s}), cg = load(gates, {ci(2), s}),
-       og = load(gates, {ci(3), s});
-  Expr cv_ = load(c, {b, s});
-  std::vector<Expr> out_idx = p.time_major ? std::vector<Expr>{t, b, s} : std::vector<Expr>{b, t, s};
-  Stmt update;
-  if (q) {
-    Expr fc = clamp16(multiply_by_quantized_multiplier(mul(i32(fg), i32(cv_)), p.forget_cell));
-    Expr icg = clamp16(multiply_by_quantized_multiplier(mul(i32(ig), i32(cg)), p.input_cell));
-    Expr cn = clamp16(add(fc, icg));
-    if (p.cell_clip > 0) cn = clamp(cn, -p.quantized_cell_clip, p.quantized_cell_clip);
-    Var cell_new = ivar("cell_new");
-    // tanh of the cell state at 2^cell_power: TFLite's int16 tanh wants Q3.12, so the
-    // input is shifted left by 15 + power - 3 (a multiplier 3 << shift), or right.
-    int32_t shift = 15 + p.cell_power - 3, mult = 0;
-    if (shift < 0) shift = -shift, mult = 3;
-    Stmt hidden = int16_tanh("tanh_c", cell_new, table, mult, shift, [&](Expr th) {
-      Var hv = ivar("hidden_new");
-      Expr v = clamp(add(multiply_by_quantized_multiplier(mul(th, i32(og)), p.hidden), ci(p.hidden_zero_point)),
-                     -128, 127);
-      return LetStmt(hv, v, SeqStmt({store(h, Cast(kI8, hv), {b, s}), store(o, Cast(kI8, hv), out_idx)}));
-    });
-    update = LetStmt(cell_new, cn, SeqStmt({store(c, Cast(kI16, cell_new), {b, s}), hidden}));
-  } else {
-    Expr cn = add(mul(fg, cv_), mul(ig, cg));
-    if (p.cell_clip > 0) {
-      Expr clip = cf(static_cast<float>(p.cell_clip));
-      cn = max_(min_(clip, cn), sub(cf(0.0), clip));
-    }
-    update = SeqStmt({store(c, cn, {b, s}), store(h, mul(call("tanh", {load(c, {b, s})}), og), {b, s}),
-                      store(o, load(h, {b, s}), out_idx)});
-  }
-  step.push_back(cells.wrap(update));
-  Stmt body = Allocate(acc, "local", steps.wrap(SeqStmt(step)));
-  return fb.finish(fname, Allocate(gates, "global", body));
+  for (int g = 0; g < 4; ++g) step.push_back(lstm_gate(p, B, q, g, b, t));
+  step.push_back(lstm_state_update(p, B, q, b, t));
+  Stmt body = Allocate(B.acc, "local", steps.wrap(SeqStmt(step)));
+  return fb.finish(fname, Allocate(B.gates, "global", body));
 }
 
 OpDef lstm_op(const std::string& op) {

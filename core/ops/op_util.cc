@@ -153,6 +153,9 @@ void check_inputs(const std::string& op, const std::vector<TensorType>& inputs, 
     bool is_f32_or_f64 = t.dtype == DataType::Float(32) || t.dtype == DataType::Float(64);
     if (dtypes == Dtypes::kFloat && !is_f32_or_f64)
       fail(op, "input '" + name + "' has type " + t.dtype.str() + "; only float32 and float64 are supported");
+    if (dtypes == Dtypes::kAny && !is_f32_or_f64 && !t.dtype.is_integer() && !t.dtype.is_bool())
+      fail(op, "input '" + name + "' has type " + t.dtype.str() +
+                   "; only float32, float64, integer types and bool are supported");
     if (dtypes == Dtypes::kNumeric && !is_f32_or_f64 && !t.dtype.is_integer())
       fail(op, "input '" + name + "' has type " + t.dtype.str() +
                    "; only float32, float64 and integer types are supported");

@@ -52,8 +52,8 @@ class AttrReader {
 // The element types an op takes (all inputs of one type): float32 only; float32 or
 // float64 for float math whose constants and intrinsics follow the type (exp, sqrt, ...);
 // or any of float32, float64 and the integer types for ops whose meaning does not depend
-// on it (data movement, max, arithmetic).
-enum class Dtypes { kFloat32, kFloat, kNumeric };
+// on it (max, arithmetic); or those and bool, for data movement (copies of elements).
+enum class Dtypes { kFloat32, kFloat, kNumeric, kAny };
 
 // Checks the number of inputs (`names` lists them, optional ones last), the element
 // types (see Dtypes), and that every dimension is positive and the tensor fits int32

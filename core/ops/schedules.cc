@@ -53,6 +53,22 @@ std::string ScheduleOptions::disabled() const {
   return s;
 }
 
+ScheduleOptions ScheduleOptions::for_node(const std::string& node) const {
+  ScheduleOptions s = *this;
+  s.per_node.clear();
+  auto it = per_node.find(node);
+  if (it != per_node.end())
+    for (const auto& [name, on] : it->second) s.set(name, on);
+  return s;
+}
+
+bool is_model_schedule(const std::string& name) { return name == "hoist" || name == "merge_kernels" || name == "patch"; }
+
+bool is_schedule(const std::string& name) {
+  ScheduleOptions probe;
+  return field(probe, name) != nullptr;
+}
+
 void disable_schedules(ScheduleOptions& s, const std::string& list, const std::string& where) {
   size_t start = 0;
   while (start <= list.size() && !list.empty()) {

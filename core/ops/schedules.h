@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -30,11 +31,23 @@ struct ScheduleOptions {
   bool dense_chunks = true;     // with smlad: a batch-1 dense gathers its input a chunk at a time where that lowers the stack
   bool patch_overlap = true;    // with patch: stages of one layer too, each stage's output a few rows beside its dying input
 
+  // Per-layer choices (a schedule record, frontend/schedule_records.h): node name ->
+  // schedule -> on or off, over the fields above, for that node only (prepare_quantized).
+  std::map<std::string, std::map<std::string, bool>> per_node;
+
   bool get(const std::string& name) const;
   void set(const std::string& name, bool on);
   // "block,smlad": the names switched off, in the fixed order of schedule_list().
   std::string disabled() const;
+  // These options with the per-layer choices of `node` applied (per_node is not copied).
+  ScheduleOptions for_node(const std::string& node) const;
 };
+
+// The schedules that work on the whole model (hoist, merge_kernels, patch): a schedule
+// record cannot set them per layer.
+bool is_model_schedule(const std::string& name);
+// Whether `name` is in schedule_list().
+bool is_schedule(const std::string& name);
 
 // Every schedule name, in a fixed order.
 const std::vector<std::string>& schedule_list();

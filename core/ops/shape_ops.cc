@@ -1,5 +1,6 @@
-// Data movement: reshape, flatten, concat, transpose, pad. They take integer data too
-// (Dtypes::kNumeric): the result has the input's type. And full, a tensor of one value.
+// Data movement: reshape, flatten, concat, transpose, pad. They take integer and bool data
+// too (Dtypes::kAny; flatten kNumeric): the result has the input's type. And full, a
+// tensor of one value.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -27,7 +28,7 @@ PrimFunc copy_build(const std::string& fname, const std::vector<TensorType>& in,
 
 TensorType reshape_infer(const std::vector<TensorType>& in, const json& attrs) {
   AttrReader r("reshape", attrs, {"newshape"});
-  check_inputs("reshape", in, 1, {"data"}, Dtypes::kNumeric);
+  check_inputs("reshape", in, 1, {"data"}, Dtypes::kAny);
   auto ns = r.get_ints("newshape", 0, -1, "integers >= -1 (one -1 allowed; 0 copies the input dimension)",
                        std::nullopt);
   const auto& s = in[0].shape;
@@ -90,7 +91,7 @@ int64_t concat_axis(const std::vector<TensorType>& in, const json& attrs) {
   if (in.size() < 2) fail("concat", "expected at least 2 inputs, got " + std::to_string(in.size()));
   std::vector<std::string> names;
   for (size_t i = 0; i < in.size(); ++i) names.push_back("input" + std::to_string(i));
-  check_inputs("concat", in, in.size(), names, Dtypes::kNumeric);
+  check_inputs("concat", in, in.size(), names, Dtypes::kAny);
   int64_t rank = static_cast<int64_t>(in[0].shape.size());
   if (rank < 1) fail("concat", "inputs must have rank >= 1");
   return normalize_axis("concat", "axis", r.get_int("axis", 0), rank);
@@ -138,7 +139,7 @@ PrimFunc concat_build(const std::string& fname, const std::vector<TensorType>& i
 
 std::vector<int64_t> transpose_axes(const std::vector<TensorType>& in, const json& attrs) {
   AttrReader r("transpose", attrs, {"axes"});
-  check_inputs("transpose", in, 1, {"data"}, Dtypes::kNumeric);
+  check_inputs("transpose", in, 1, {"data"}, Dtypes::kAny);
   int64_t rank = static_cast<int64_t>(in[0].shape.size());
   std::vector<int64_t> def;
   for (int64_t k = rank - 1; k >= 0; --k) def.push_back(k);
@@ -183,7 +184,7 @@ PrimFunc transpose_build(const std::string& fname, const std::vector<TensorType>
 const std::vector<std::string> kPadModes = {"constant", "edge", "reflect", "symmetric"};
 
 std::vector<std::pair<int64_t, int64_t>> pad_widths(const std::vector<TensorType>& in, const AttrReader& r) {
-  check_inputs("pad", in, 1, {"data"}, Dtypes::kNumeric);
+  check_inputs("pad", in, 1, {"data"}, Dtypes::kAny);
   std::string mode = r.raw("mode") && r.raw("mode")->is_string() ? r.raw("mode")->get<std::string>() : "constant";
   if (mode != "constant" && mode != "edge" && mode != "reflect" && mode != "symmetric")
     fail("pad", "mode '" + mode + "' is not supported; only \"constant\", \"edge\", \"reflect\" and \"symmetric\" padding are implemented");

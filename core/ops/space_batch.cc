@@ -15,7 +15,7 @@ using json = nlohmann::json;
 
 int64_t block_size(const std::string& op, const std::vector<TensorType>& in, const json& attrs) {
   AttrReader r(op, attrs, {"block_size"});
-  check_inputs(op, in, 1, {"data"}, Dtypes::kNumeric);
+  check_inputs(op, in, 1, {"data"}, Dtypes::kAny);
   check_rank(op, in, 0, "data (NHWC)", 4);
   if (!r.has("block_size")) fail(op, "missing required attribute 'block_size' (a positive integer)");
   const int64_t b = r.get_int("block_size", 1);
@@ -77,7 +77,7 @@ struct BlockParams {
 
 BlockParams block_params(const std::string& op, const std::vector<TensorType>& in, const AttrReader& r,
                          const char* margins) {
-  check_inputs(op, in, 1, {"data"}, Dtypes::kNumeric);
+  check_inputs(op, in, 1, {"data"}, Dtypes::kAny);
   check_rank(op, in, 0, "data (NHWC)", 4);
   auto block = r.get_ints("block_shape", 2, 1, "two positive integers [height, width]", std::nullopt);
   auto m = r.get_ints(margins, 4, 0, "four non-negative integers [top, bottom, left, right]",

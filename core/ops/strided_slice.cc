@@ -30,7 +30,7 @@ int64_t clamp(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : (v > hi 
 std::vector<AxisSlice> resolve(const std::vector<TensorType>& in, const json& attrs) {
   const std::string op = "strided_slice";
   AttrReader r(op, attrs, kAttrs);
-  check_inputs(op, in, 1, {"data"}, Dtypes::kNumeric);
+  check_inputs(op, in, 1, {"data"}, Dtypes::kAny);
   const auto& shape = in[0].shape;
   const size_t rank = shape.size();
   const int64_t lo32 = std::numeric_limits<int32_t>::min(), hi32 = std::numeric_limits<int32_t>::max();

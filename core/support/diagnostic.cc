@@ -1,9 +1,27 @@
 #include "support/diagnostic.h"
+#include "support/source_offset.h"
 
 #include <algorithm>
 #include <sstream>
 
 namespace mtir {
+
+Span span_at_offset(const std::shared_ptr<const SourceFile>& file, size_t offset) {
+  Span s;
+  s.file = file;
+  s.line = 1;
+  s.col = 1;
+  const std::string& t = file->text;
+  for (size_t i = 0; i < offset && i < t.size(); ++i) {
+    if (t[i] == '\n') {
+      ++s.line;
+      s.col = 1;
+    } else {
+      ++s.col;
+    }
+  }
+  return s;
+}
 
 std::string SourceFile::line_text(int line) const {
   if (line <= 0) return "";

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import tempfile
 from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
@@ -299,6 +300,7 @@ def compile(
     board: Optional[str] = None,
     *,
     devices: Sequence[str] = (),
+    schedules: Union[None, str, "os.PathLike[str]", dict] = None,
     **options: Any,
 ) -> Artifact:
     """Compile a model into a deployable artifact, as ``microtir compile`` does.
@@ -312,6 +314,8 @@ def compile(
             CPU picks the int8 kernels (``-mcpu``), as ``microtir run model --target BOARD``
             compiles; for ``"llvm"`` also the triple.
         devices: place operators on simulated devices (``"npu0=conv2d,dense"``).
+        schedules: a schedule record (``microtir tune``'s records.json, or the record as a
+            dict): per-layer int8 schedules on top of the target's (docs/schedule-records.md).
         **options: more target keys, ``unpacked_api=True`` for ``-unpacked-api=1``,
             ``disabled_schedules=["smlad"]`` for ``-disabled-schedules=smlad``.
 
@@ -337,4 +341,11 @@ def compile(
     elif board is not None:
         raise Error("board= applies to target 'c' or 'llvm'; a whole target string names its CPU with -mcpu")
     text = " ".join([text] + [_option(k, v) for k, v in options.items()])
-    return Artifact(_microtir.compile_model(model.path, text, list(devices or model._core.devices)), model)
+    devices = list(devices or model._core.devices)
+    if isinstance(schedules, dict):
+        with tempfile.TemporaryDirectory() as work:
+            path = os.path.join(work, "records.json")
+            with open(path, "w") as f:
+                json.dump(schedules, f)
+            return Artifact(_microtir.compile_model(model.path, text, devices, path), model)
+    return Artifact(_microtir.compile_model(model.path, text, devices, os.fspath(schedules) if schedules else ""), model)

@@ -94,12 +94,13 @@ void bind_artifact(py::module_& m) {
            py::arg("max_flash") = "", py::arg("max_ram") = "");
   m.def(
       "compile_model",
-      [](const std::string& path, const std::string& target, const std::vector<std::string>& devices) {
+      [](const std::string& path, const std::string& target, const std::vector<std::string>& devices,
+         const std::string& schedules) {
         Artifact a{path, devices, {}, {}};
-        a.mlf = cli::compile_artifact(path, parse_target(target), devices, &a.reference);
+        a.mlf = cli::compile_artifact(path, parse_target(target), devices, &a.reference, schedules);
         return a;
       },
-      py::arg("path"), py::arg("target"), py::arg("devices") = std::vector<std::string>{});
+      py::arg("path"), py::arg("target"), py::arg("devices") = std::vector<std::string>{}, py::arg("schedules") = "");
   m.def("compile_target_for_run", &cli::compile_target_for_run, py::arg("run_target"), py::arg("backend") = "c");
   // What `microtir compile` compiles for without --target.
   m.def("default_compile_target", [] { return cli::CompileCommand{}.target; });

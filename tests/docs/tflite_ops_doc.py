@@ -31,31 +31,93 @@ def tflm_cases(src):
     return out
 
 
+# Tests of single-operator models with numpy references of TFLM's rules: each lists its
+# cases' (operator, dtype) pairs, as CASES ({"op", "dtype", ...}) or PAIRS ((op, dtype)).
+GENERATED = ["dtype_cases_test", "tflm_pair_cases_test", "svdf_tflite_test", "lstm_tflite_test"]
+
+
 def generated_counts(src):
-    """{(op, dtype): count} of the generated cases (dtype_cases_test.py's CASES)."""
+    """{(op, dtype): count} of the generated cases."""
     sys.path.insert(0, os.path.join(src, "tests/tflite"))
-    import dtype_cases_test
     out = {}
-    for case in dtype_cases_test.CASES:
-        out[(case["op"], case["dtype"])] = out.get((case["op"], case["dtype"]), 0) + 1
+    for name in GENERATED:
+        module = __import__(name)
+        pairs = getattr(module, "PAIRS", None) or [(c["op"], c["dtype"]) for c in module.CASES]
+        for pair in pairs:
+            out[pair] = out.get(pair, 0) + 1
     return out
 
 
-def generate_table(table, tflm, generated):
+def kernel_dtypes(src):
+    """{op: [dtype, ...]} that TFLM's kernels take (tests/tflite/tflm_kernel_dtypes.json)."""
+    data = json.load(open(os.path.join(src, "tests/tflite/tflm_kernel_dtypes.json")))
+    return {op: e["dtypes"] for op, e in data["operators"].items()}
+
+
+MISSING = "not converted yet: `unsupported TFLite operator`"
+
+
+def cell(e, d, tflm_has, count):
+    """A table cell: ✓ N (TFLM's pair, taken, N cases), ✓⁺ N (taken, beyond TFLM's
+    kernel), ✗ why (TFLM's pair, refused), · (neither)."""
+    if d in e["dtypes"]:
+        return f"{'✓' if tflm_has else '✓⁺'} {count}"
+    if d in e["refused"]:
+        return "✗ " + e["refused"][d]
+    return "·"
+
+
+def generate_table(table, kernels, counts):
     dtypes = table["dtypes"]
     lines = ["| Operator | " + " | ".join(dtypes) + " | |", "|---" * (len(dtypes) + 2) + "|"]
     for e in table["operators"]:
-        cells = []
-        for d in dtypes:
-            if d in e["dtypes"]:
-                cells.append(f"✓ {len(tflm.get((e['op'], d), [])) + generated.get((e['op'], d), 0)}")
-            elif d in e["refused"]:
-                cells.append("✗ " + e["refused"][d])
-            else:
-                cells.append("·")
+        has = kernels.get(e["op"], [])
+        cells = [cell(e, d, d in has, counts.get((e["op"], d), 0)) for d in dtypes]
         note = e["note"] or "; ".join(f"✗ {why}" for d, why in e["refused"].items() if d not in dtypes)
         lines.append(f"| `{e['op']}` | " + " | ".join(cells) + f" | {note} |")
+    known = {e["op"] for e in table["operators"]}
+    for op in sorted(set(kernels) - known):
+        cells = ["✗" if d in kernels[op] else "·" for d in dtypes]
+        lines.append(f"| `{op}` | " + " | ".join(cells) + f" | {MISSING} |")
     return "\n".join(lines)
+
+
+def audit(table, kernels, counts):
+    """The table against TFLM's kernels: (problems, summary). Every pair TFLM implements
+    is taken with at least one case or refused with its reason; every pair taken beyond
+    TFLM has a case too; a refusal names a pair TFLM has (else it is simply not taken)."""
+    problems, taken, refused, beyond = [], 0, 0, 0
+    ops = {e["op"]: e for e in table["operators"]}
+    for op, dtypes in kernels.items():
+        e = ops.get(op)
+        for d in dtypes:
+            if e is None:
+                refused += 1
+            elif d in e["dtypes"]:
+                taken += 1
+                if counts.get((op, d), 0) == 0:
+                    problems.append(f"{d} {op}: TFLM's pair is taken but no single-operator case checks it")
+            elif d in e["refused"]:
+                refused += 1
+            else:
+                problems.append(f"{d} {op}: TFLM's kernel takes it, microtir neither takes it nor says why "
+                                "(op_support.cc's refuse())")
+    for op, e in ops.items():
+        if op not in kernels and e["key"] != "none":
+            problems.append(f"{op}: not in tests/tflite/tflm_kernel_dtypes.json (which dtypes does TFLM take?)")
+        for d in e["refused"]:
+            if d not in kernels.get(op, []):
+                problems.append(f"{d} {op}: refused as a TFLM pair, but TFLM's kernel does not take it")
+        for d in e["dtypes"]:
+            if d not in kernels.get(op, e["dtypes"]):
+                beyond += 1
+                if counts.get((op, d), 0) == 0:
+                    problems.append(f"{d} {op}: taken beyond TFLM's kernel, but no single-operator case checks it")
+    total = sum(len(d) for d in kernels.values())
+    summary = (f"TFLM's kernels: {total} (operator, dtype) pairs over {len(kernels)} operators; microtir takes "
+               f"{taken} (each with cases), refuses {refused} by name; it takes {beyond} more pairs beyond TFLM's "
+               "kernels (each with cases)")
+    return problems, summary
 
 
 def check_refusals(src, table, tflm):
@@ -81,7 +143,13 @@ def main():
     out = subprocess.run([binary, "import", "--list-ops", "--json"], stdout=subprocess.PIPE, check=True)
     table = json.loads(out.stdout)
     tflm = tflm_cases(src)
+    counts = {pair: len(cases) for pair, cases in tflm.items()}
+    for pair, n in generated_counts(src).items():
+        counts[pair] = counts.get(pair, 0) + n
+    kernels = kernel_dtypes(src)
     problems = check_refusals(src, table, tflm)
+    audit_problems, summary = audit(table, kernels, counts)
+    problems += audit_problems
     # The text form lists the same operators and dtypes, one line each.
     text = subprocess.run([binary, "import", "--list-ops"], stdout=subprocess.PIPE, check=True, text=True).stdout
     lines = text.splitlines()
@@ -99,7 +167,8 @@ def main():
         return 1
     head, rest = text.split(BEGIN, 1)
     body, tail = rest.split(END, 1)
-    fresh = head + BEGIN + "\n" + generate_table(table, tflm, generated_counts(src)) + "\n" + END + tail
+    fresh = head + BEGIN + "\n" + summary + ".\n\n" + generate_table(table, kernels, counts) + "\n" + END + tail
+    print(summary)
     if "--write" in sys.argv[3:]:
         open(path, "w", encoding="utf-8").write(fresh)
         return 1 if problems else 0

@@ -230,6 +230,27 @@ def test_tflite_int8_bit_exact_against_cli_and_tflm(microtir, cli, tmp_path):
     assert np.array_equal(got, np.load(os.path.join(CONV_CASE, "output_0.npy")))  # TFLite Micro's bytes
 
 
+def test_compile_with_a_schedule_record(microtir, cli, tmp_path):
+    # The record from the CLI's search space: the convolution's first knob switched off.
+    model_path = os.path.join(CONV_CASE, "model.tflite")
+    rc, out, err = run_cli(cli, "tune", model_path, "--target", "cortex-m4", "--space")
+    assert rc == 0, err
+    space = json.loads(out)
+    layer = space["layers"][0]
+    record = {"format": "microtir-schedule-record", "version": 1, "model": space["model"],
+              "layers": [{"operator": layer["operator"], "node": layer["node"], "op": layer["op"],
+                          "schedules": {layer["schedules"][0]: False}}]}
+    plain = microtir.compile(model_path, board="cortex-m4")
+    tuned = microtir.compile(model_path, board="cortex-m4", schedules=record)
+    assert tuned.metadata["schedule_record"]["layers"] == 1 and "schedule_record" not in plain.metadata
+    assert tuned.sources != plain.sources
+    x = np.load(os.path.join(CONV_CASE, "input_0.npy"))
+    assert np.array_equal(tuned.run({"x0": x})["y0"], np.load(os.path.join(CONV_CASE, "output_0.npy")))
+    record["model"] = {"name": "other.tflite", "fingerprint": "f" * 32}
+    with pytest.raises(microtir.Error, match="was made for model 'other.tflite'"):
+        microtir.compile(model_path, board="cortex-m4", schedules=record)
+
+
 @pytest.mark.skipif(not have_tools("arm-none-eabi-gcc", "qemu-system-arm"), reason="no Cortex-M toolchain or QEMU")
 def test_run_on_cortex_m4_profile_layers_and_plot(microtir, digits, digits_sample, tmp_path):
     artifact = microtir.compile(digits, board="cortex-m4")

@@ -32,7 +32,8 @@ shape_ops.TYPES[np.bool_] = "BOOL"
 shape_ops.TYPES[np.uint8] = "UINT8"
 _base_ids = shape_ops.c_id
 CODES = {"BATCH_MATMUL": 126, "ADD": 0, "QUANTIZE": 114, "DEQUANTIZE": 6, "RESHAPE": 22, "CAST": 53, "LOGICAL_AND": 86, "LOGICAL_OR": 84, "LOGICAL_NOT": 87, "SELECT_V2": 123, "EQUAL": 71,
-         "LESS": 58, "GREATER_EQUAL": 62, "ARG_MAX": 56, "ARG_MIN": 79, "MAXIMUM": 55, "MINIMUM": 57}
+         "LESS": 58, "GREATER_EQUAL": 62, "ARG_MAX": 56, "ARG_MIN": 79, "MAXIMUM": 55, "MINIMUM": 57, "SUB": 41, "MUL": 18,
+         "DIV": 42, "NOT_EQUAL": 72, "GREATER": 61, "CUMSUM": 128, "ADD_N": 106}
 shape_ops.c_id = lambda code: CODES[code] if code in CODES else _base_ids(code)
 
 
@@ -192,6 +193,91 @@ def refuse_uint8(code, src, words):
     return build
 
 
+# CalculateActivationRange<int32_t>: the fused activation's bounds as integers.
+INT_ACTIVATIONS = {"NONE": (-1 << 31, (1 << 31) - 1), "RELU": (0, (1 << 31) - 1), "RELU6": (0, 6), "RELU_N1_TO_1": (-1, 1)}
+
+
+def truncating_div(a, b):
+    """C's integer division (toward zero), as reference_ops::Div<int32_t> computes it."""
+    return (np.abs(a) // np.abs(b)) * np.sign(a) * np.sign(b)
+
+
+def int32_arith(code, ref, act, shapes=((2, 3, 4), (3, 1))):
+    """TFLM's int32 SUB, MUL and DIV (sub.cc, mul_common.cc, div.cc): the plain operation
+    in int32, clamped to the activation's integer range; broadcast."""
+    def build(m, p):
+        xs = [values(np.int32, s) // (1 << 17) for s in shapes]  # products within int32
+        if code == "DIV":
+            xs[1] = np.where(xs[1] == 0, 3, xs[1])
+        ins = [unquantized(m, m.input(f"{p}_x{k}", x)) for k, x in enumerate(xs)]
+        y = unquantized(m, m.tensor(p + "_y", np.int32, np.broadcast_shapes(*shapes)))
+        m.op(code, ins, [y], code.title() + "Options", fused_activation_function=act)
+        lo, hi = INT_ACTIVATIONS[act]
+        return [y], [np.clip(ref(*(x.astype(np.int64) for x in xs)), lo, hi).astype(np.int32)]
+    return build
+
+
+def greater_int16(m, p):
+    """TFLM's int16 GREATER (comparisons.cc): each side (x - zero point) * 2^8 times its
+    scale as a multiplier below one (MultiplyByQuantizedMultiplierSmallerThanOneExp), then
+    compared: values a few steps apart at a small scale compare equal."""
+    (sa, za), (sb, zb) = (0.0005, 0), (0.0009, 0)
+    a, b = values(np.int16, (4, 6)) // 64, values(np.int16, (6,)) // 64
+    ta = quantized(m, unquantized(m, m.input(p + "_a", a)), sa, za)
+    tb = quantized(m, unquantized(m, m.input(p + "_b", b)), sb, zb)
+    y = m.tensor(p + "_y", np.bool_, (4, 6))
+    m.op("GREATER", [ta, tb], [y])
+    scale = lambda x, s, z: fixed_point.mbqm((x.astype(np.int64) - z) * 256, fixed_point.quantize_multiplier(fixed_point.f32(s)))
+    return [y], [scale(a, sa, za) > scale(b, sb, zb)]
+
+
+def reverse_u8(m, p):
+    x = values(np.uint8, (3, 5, 2))
+    y = quantized(m, m.tensor(p + "_y", np.uint8, x.shape), 0.5, 200)
+    m.op("REVERSE_V2", [quantized(m, m.input(p + "_x", x), 0.5, 200), m.const(p + "_axis", [1])], [y])
+    return [y], [x[:, ::-1].copy()]
+
+
+def scaled_sum_case(code, inputs=1, axis=1, exclusive=False, reverse=False):
+    """TFLM's int8 ADD_N and CUMSUM (reference_ops::AddN, CumSum): each input
+    (x - zp) * 2^20 times the multiplier of 0.5, i.e. (x - zp) * 2^19; the int32 sum starts
+    at the input offset -zp * 2^19 (not 0); MBQM by 2 scale / (2^20 output scale), plus the
+    output zero point, clamped."""
+    def build(m, p):
+        (s, zp), (so, zo) = (0.043, -9), (0.11, 5)
+        xs = [values(np.int8, (3, 5)) for _ in range(inputs)]
+        ins = [quantized(m, m.input(f"{p}_x{k}", x), s, zp) for k, x in enumerate(xs)]
+        if code == "CUMSUM":
+            ins.append(m.const(p + "_axis", np.array(axis, np.int32)))
+        y = quantized(m, m.tensor(p + "_y", np.int8, (3, 5)), so, zo)
+        m.op(code, ins, [y], *(["CumsumOptions"] if code == "CUMSUM" else []),
+             **({"exclusive": exclusive, "reverse": reverse} if code == "CUMSUM" else {}))
+        scaled = [(x.astype(np.int64) - zp) << 19 for x in xs]
+        if code == "ADD_N":
+            total = sum(scaled)
+        else:
+            v = np.flip(scaled[0], axis) if reverse else scaled[0]
+            c = np.cumsum(v, axis=axis)
+            if exclusive:
+                c = np.concatenate([np.zeros_like(np.take(c, [0], axis)), np.delete(c, -1, axis)], axis)
+            total = np.flip(c, axis) if reverse else c
+        f = fixed_point.f32
+        mult = fixed_point.quantize_multiplier(2 * f(s) / ((1 << 20) * f(so)))
+        out = fixed_point.mbqm(fixed_point.wrap32(total - zp * (1 << 19)), mult) + zo
+        return [y], [fixed_point.clamp(out, np.int8)]
+    return build
+
+
+def refuse_int8(code, inputs, words, **options):
+    """A TFLM int8 pair not converted yet: refused by name with the reason."""
+    def build(m, p):
+        ins = [quantized(m, m.input(f"{p}_x{k}", values(np.int8, (2, 4))), 0.1, 3) for k in range(inputs)]
+        y = quantized(m, m.tensor(p + "_y", np.int8, (2, 4)), 0.1, 3)
+        m.op(code, ins, [y])
+        return [y], words
+    return build
+
+
 def case(op, dtype, build, name):
     return {"op": op, "dtype": dtype, "build": build, "name": name}
 
@@ -220,6 +306,17 @@ CASES = [case("CAST", NAMES[s], cast_case(s, d), f"cast_{NAMES[s]}_{NAMES[d]}")
     case("BATCH_MATMUL", "int16", batch_matmul_i16((2, 3, 7), (7, 4), False, (0.002, 0.0031, 0.9)), "batch_matmul_int16"),
     case("BATCH_MATMUL", "int16", batch_matmul_i16((1, 2, 5, 9), (3, 1, 6, 9), True, (0.0004, 0.0007, 0.011)),
          "batch_matmul_int16_adj_y_saturating"),
+] + [
+    case("SUB", "int32", int32_arith("SUB", lambda a, b: a - b, "RELU6"), "sub_int32_relu6"),
+    case("MUL", "int32", int32_arith("MUL", lambda a, b: a * b, "RELU"), "mul_int32_relu"),
+    case("DIV", "int32", int32_arith("DIV", truncating_div, "NONE"), "div_int32"),
+    case("DIV", "int32", int32_arith("DIV", truncating_div, "RELU_N1_TO_1", ((3, 4), (3, 4))), "div_int32_relu_n1_to_1"),
+    case("EQUAL", "bool", binary_case("EQUAL", np.bool_, np.equal, np.bool_, ((2, 4), (4,))), "equal_bool"),
+    case("NOT_EQUAL", "bool", binary_case("NOT_EQUAL", np.bool_, np.not_equal, np.bool_), "not_equal_bool"),
+    case("GREATER", "int16", greater_int16, "greater_int16_rescaled"),
+    case("ADD_N", "int8", scaled_sum_case("ADD_N", inputs=3), "add_n_int8"),
+    case("CUMSUM", "int8", scaled_sum_case("CUMSUM"), "cumsum_int8"),
+    case("CUMSUM", "int8", scaled_sum_case("CUMSUM", axis=0, exclusive=True, reverse=True), "cumsum_int8_exclusive_reverse"),
 ] + [  # uint8: QUANTIZE's pair is its output's dtype
     case("QUANTIZE", "uint8", requantize_case(np.int8, np.uint8, 0.05, 3, 0.05, 131), "quantize_int8_uint8_shift"),
     case("QUANTIZE", "uint8", requantize_case(np.int8, np.uint8, 0.05, -7, 0.031, 120), "quantize_int8_uint8"),
@@ -230,6 +327,7 @@ CASES = [case("CAST", NAMES[s], cast_case(s, d), f"cast_{NAMES[s]}_{NAMES[d]}")
     case("SQUEEZE", "uint8", copy_u8_case("SQUEEZE", (1, 3, 1, 4), (3, 4), squeeze_dims=[0, 2]), "squeeze_uint8"),
     case("BROADCAST_TO", "uint8", copy_u8_case("BROADCAST_TO", (3, 1), (2, 3, 5)), "broadcast_to_uint8"),
     case("SHAPE", "uint8", shape_of_u8, "shape_uint8"),
+    case("REVERSE_V2", "uint8", reverse_u8, "reverse_v2_uint8"),
 ]
 REFUSALS = [("cast_to_int64", refuse_cast(np.int64, "CAST to int64 (TFLM's CAST writes int8, int16, int32 and float32)")),
             ("cast_to_bool", refuse_cast(np.bool_, "CAST to bool (TFLM's CAST writes int8, int16, int32 and float32)")),
@@ -237,7 +335,8 @@ REFUSALS = [("cast_to_int64", refuse_cast(np.int64, "CAST to int64 (TFLM's CAST 
                                              "bool SELECT_V2 (float32, int8, int16, int32 and int64 are supported)")),
             ("quantize_float32_uint8", refuse_uint8("QUANTIZE", np.float32,
                                                     "QUANTIZE from float32 to uint8 (int8 and int16 are supported)")),
-            ("add_uint8", refuse_uint8("ADD", np.uint8, "uint8 ADD (float32, int8, int16 and int32 are supported)"))]
+            ("add_uint8", refuse_uint8("ADD", np.uint8, "uint8 ADD (float32, int8, int16 and int32 are supported)")),
+            ("div_int8", refuse_int8("DIV", 2, "int8 DIV: TFLM's quantized DIV (a fixed-point reciprocal"))]
 
 
 def group(builds):

@@ -302,15 +302,27 @@ def check_state(cli, source, work, name, xs, wants, dtype):
     return ok
 
 
+# (name, batch, time, inputs, state, time_major, cell_clip, activation)
+FLOAT_CASES = [("float_batch_major", 2, 5, 3, 4, False, 0.0, "TANH"),
+               ("float_time_major_clip", 3, 4, 5, 6, True, 0.7, "TANH"),
+               ("float_clip_tight", 1, 6, 4, 3, False, 0.3, "TANH")]
+# (name, batch, time, inputs, state, time_major, cell_scale, cell_clip)
+INT8_CASES = [("int8_batch_major", 2, 7, 5, 4, False, 2.0 ** -11, 10.0),
+              ("int8_time_major", 2, 6, 3, 5, True, 2.0 ** -12, 10.0),
+              ("int8_clip_tight", 1, 9, 6, 8, False, 2.0 ** -11, 1.5),
+              ("int8_no_clip", 3, 3, 4, 4, True, 2.0 ** -10, 0.0)]
+# The (operator, dtype) pair of each single-operator case (docs/tflite.md's table counts them).
+PAIRS = [("UNIDIRECTIONAL_SEQUENCE_LSTM", "float32")] * len(FLOAT_CASES) + \
+    [("UNIDIRECTIONAL_SEQUENCE_LSTM", "int8")] * len(INT8_CASES)
+
+
 def main():
     cli, flatc, schema, source = sys.argv[1:5]
     rng = np.random.default_rng(35)
     failures = 0
     with tempfile.TemporaryDirectory() as work:
         # float32
-        for name, B, T, I, S, tm, clip, act in [("float_batch_major", 2, 5, 3, 4, False, 0.0, "TANH"),
-                                                 ("float_time_major_clip", 3, 4, 5, 6, True, 0.7, "TANH"),
-                                                 ("float_clip_tight", 1, 6, 4, 3, False, 0.3, "TANH")]:
+        for name, B, T, I, S, tm, clip, act in FLOAT_CASES:
             wx = [rng.uniform(-0.8, 0.8, (S, I)).astype(np.float32) for _ in range(4)]
             wh = [rng.uniform(-0.8, 0.8, (S, S)).astype(np.float32) for _ in range(4)]
             b = [rng.uniform(-0.5, 0.5, (S,)).astype(np.float32) for _ in range(4)]
@@ -329,10 +341,7 @@ def main():
                 wants = [lstm_float_ref(v, wx, wh, b, tm, clip, state) for v in (x, x2)]
                 failures += not check_state(cli, source, work, name, [x, x2], wants, np.float32)
         # int8 with an int16 cell state
-        for name, B, T, I, S, tm, cell_scale, clip in [("int8_batch_major", 2, 7, 5, 4, False, 2.0 ** -11, 10.0),
-                                                        ("int8_time_major", 2, 6, 3, 5, True, 2.0 ** -12, 10.0),
-                                                        ("int8_clip_tight", 1, 9, 6, 8, False, 2.0 ** -11, 1.5),
-                                                        ("int8_no_clip", 3, 3, 4, 4, True, 2.0 ** -10, 0.0)]:
+        for name, B, T, I, S, tm, cell_scale, clip in INT8_CASES:
             q = {"input_scale": f32(0.05), "input_zp": -7, "hidden_scale": f32(1 / 128.0 * 1.01), "hidden_zp": 3,
                  "cell_scale": cell_scale,
                  "wx_scales": [f32(v) for v in rng.uniform(0.004, 0.03, 4)],

@@ -233,7 +233,7 @@ def bilinear_int_ref(x, oh, ow, align, half):
             hi = min(int((pos + 1023) / 1024), n_in - 1)
             taps.append((pos, lo, hi))
         return taps
-    out = np.zeros((x.shape[0], oh, ow, x.shape[3]), np.int8)
+    out = np.zeros((x.shape[0], oh, ow, x.shape[3]), x.dtype)
     for y, (py, y0, y1) in enumerate(axis(x.shape[1], oh)):
         for xx, (px, x0, x1) in enumerate(axis(x.shape[2], ow)):
             wy, wx = py - 1024 * y0, px - 1024 * x0
@@ -241,7 +241,7 @@ def bilinear_int_ref(x, oh, ow, align, half):
             acc = (v[:, y0, x0] * (1024 - wy) * (1024 - wx) + v[:, y1, x0] * wy * (1024 - wx) +
                    v[:, y0, x1] * (1024 - wy) * wx + v[:, y1, x1] * wy * wx)
             r = np.where(acc > 0, acc + (1 << 19), acc - (1 << 19))
-            out[:, y, xx] = np.trunc(r / (1 << 20)).astype(np.int8)
+            out[:, y, xx] = np.trunc(r / (1 << 20)).astype(x.dtype)
     return out
 
 

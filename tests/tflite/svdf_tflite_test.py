@@ -181,6 +181,9 @@ MODELS = [
     Svdf("svdf_i8_state8_rank2", np.int8, 2, 6, 6, 4, 2, bias=False, state_dtype=np.int8, two_runs=True),
 ]
 
+# The (operator, dtype) pair of each single-operator case (docs/tflite.md's table counts them).
+PAIRS = [("SVDF", "float32" if m.float else "int8") for m in MODELS]
+
 
 def same(got, want, is_float):
     if is_float:

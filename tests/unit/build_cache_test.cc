@@ -123,6 +123,25 @@ TEST_F(BuildCacheTest, CallGraphFilesAreThoseOfTheProgram) {
   EXPECT_EQ(found[1], root_ / "prog-b.ci");
 }
 
+// build_with_cache, as both firmware builders call it: a miss runs and stores, a hit in
+// another folder restores the program and empties the log, a failure is not stored and
+// keeps the compiler's message.
+TEST_F(BuildCacheTest, BuildWithCacheStoresOnlySuccesses) {
+  const std::vector<std::string> a = project("a");
+  ASSERT_EQ(mtir::sim::build_with_cache(a, root_ / "a/prog", root_ / "a/build.log"), 0);
+  EXPECT_TRUE(fs::exists(build_cache_entry(a, (root_ / "a/prog").string())->entry));
+  write(root_ / "b/build.log", "stale");
+  EXPECT_EQ(mtir::sim::build_with_cache(project("b"), root_ / "b/prog", root_ / "b/build.log"), 0);
+  EXPECT_EQ(mtir::sim::run_process({(root_ / "b/prog").string()}, root_ / "b/run.log"), 0);
+  EXPECT_EQ(fs::file_size(root_ / "b/build.log"), 0u);
+  const std::vector<std::string> broken = project("c");
+  write(root_ / "c/src/main.c", "int main(void) { return oops; }\n");
+  EXPECT_NE(mtir::sim::build_with_cache(broken, root_ / "c/prog", root_ / "c/build.log"), 0);
+  EXPECT_FALSE(fs::exists(build_cache_entry(broken, (root_ / "c/prog").string())->entry));
+  std::ifstream log(root_ / "c/build.log");
+  EXPECT_NE(std::string(std::istreambuf_iterator<char>(log), {}).find("oops"), std::string::npos);
+}
+
 TEST_F(BuildCacheTest, BoundDropsTheLeastRecentlyUsed) {
   setenv("MICROTIR_BUILD_CACHE_MAX_MB", "0", 1);
   const auto cmd = project("a");

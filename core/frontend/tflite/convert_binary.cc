@@ -1,9 +1,9 @@
 // Binary elementwise operators beyond ADD/SUB/MUL, broadcast as TFLite broadcasts:
 //   MAXIMUM, MINIMUM   any dtype, on the raw values (TFLM ignores quantization here);
-//   DIV                float32 (with its fused activation);
+//   DIV                float32 and int32 (with its fused activation);
 //   SQUARED_DIFFERENCE float32, int32, and int8/int16 requantized (qsquared_difference);
 //   FLOOR_DIV, FLOOR_MOD float32 and int32;
-//   ADD_N              float32 and int32: a chain of adds in TFLM's order;
+//   ADD_N              float32 and int32: a chain of adds in TFLM's order; int8: TFLM's scaled sum;
 //   PRELU              float32, and int8/int16 data with an int8 alpha (qprelu).
 #include "frontend/tflite/converter.h"
 
@@ -17,9 +17,18 @@ void TfliteConverter::binary(const tflite::Operator& op, BuiltinOperator code) {
   const bool float32 = dt == DataType::Float(32), int32 = dt == DataType::Int(32);
   const bool quantized = dt == DataType::Int(8) || dt == DataType::Int(16);
   if (code == BuiltinOperator::ADD_N) {
-    if (!float32 && !int32) unsupported(what + " (float32 and int32 are supported)");
+    if (!float32 && !int32 && dt != DataType::Int(8)) unsupported(what + " (float32, int8 and int32 are supported)");
     size_t n = op.inputs() ? op.inputs()->size() : 0;
     if (n == 0) fail("it has no inputs");
+    if (dt == DataType::Int(8)) {  // TFLM's scaled int32 sum (convert_scaled_sum.cc)
+      const Quant q = scaled_sum_quant(op, n);
+      std::string sum = scaled_input(input(op, 0), q, name + "_scaled0");
+      for (size_t i = 1; i < n; ++i)
+        sum = emit(fresh(name + "_sum" + std::to_string(i)), "add",
+                   {sum, scaled_input(input(op, i), q, name + "_scaled" + std::to_string(i))});
+      scaled_sum_output(out, q, sum);
+      return;
+    }
     std::string sum = value(input(op, 0));
     for (size_t i = 1; i < n; ++i) {
       std::string next = value(input(op, i));
@@ -48,7 +57,7 @@ void TfliteConverter::binary(const tflite::Operator& op, BuiltinOperator code) {
       emit(name, code == BuiltinOperator::MAXIMUM ? "maximum" : "minimum", {value(a), value(b)});
       return;
     case BuiltinOperator::DIV: {
-      if (!float32) unsupported(what + " (float32 is supported)");
+      if (!float32 && !int32) unsupported(what + " (float32 and int32 are supported)");  // int32: C's truncating /
       const auto* opt = op.builtin_options_as_DivOptions();
       finish(out, "div", {value(a), value(b)}, json::object(),
              opt ? opt->fused_activation_function() : ActivationFunctionType::NONE, false);

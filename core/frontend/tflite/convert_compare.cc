@@ -1,5 +1,6 @@
 // Comparisons (EQUAL, NOT_EQUAL, LESS, LESS_EQUAL, GREATER, GREATER_EQUAL → bool; int8
-// compared after TFLM's rescaling, other types on the raw values), SELECT / SELECT_V2
+// and int16 GREATER compared after TFLM's rescaling, other types on the raw values, bool
+// EQUAL / NOT_EQUAL as 0 and 1), SELECT / SELECT_V2
 // and LOGICAL_AND / OR / NOT, broadcast.
 #include "frontend/tflite/converter.h"
 
@@ -23,7 +24,11 @@ void TfliteConverter::compare(const tflite::Operator& op, BuiltinOperator code) 
   json attrs = json::object();
   if (kOps.at(code) != "select" && opn.rfind("logical", 0) != 0 && n == 2) {
     int a = input(op, 0), b = input(op, 1);
-    if (tensor_type(a).dtype == DataType::Int(8)) {
+    const DataType dt = tensor_type(a).dtype;
+    if (dt == DataType::Bool()) {  // TFLM's bool EQUAL / NOT_EQUAL: compared as 0 and 1
+      for (std::string& in : inputs) in = emit(fresh(name + "_int8"), "cast", {in}, {{"dtype", "int8"}});
+    } else if (dt == DataType::Int(8) || (dt == DataType::Int(16) && code == BuiltinOperator::GREATER)) {
+      // int8, and int16 GREATER (the one int16 comparison TFLM has), after TFLM's rescaling.
       Quant qa = quant(a, true), qb = quant(b, true);
       if (!qa.per_tensor() || !qb.per_tensor()) unsupported("per-channel quantized activations");
       attrs = {{"a_scale", qa.scale[0]}, {"a_zero_point", qa.zero_point[0]},

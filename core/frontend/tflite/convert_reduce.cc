@@ -36,10 +36,15 @@ void TfliteConverter::reduce(const tflite::Operator& op, BuiltinOperator code) {
   }
   if (code == BuiltinOperator::CUMSUM) {
     if (axes.size() != 1) fail("the axis must be one value");
-    if (quantized) unsupported(what + " (float32 and int32 are supported)");
+    if (xt.dtype == DataType::Int(16)) unsupported(what + " (float32, int8 and int32 are supported)");
     const auto* opt = op.builtin_options_as_CumsumOptions();
-    emit(name, "cumsum", {value(x)},
-         {{"axis", axes[0]}, {"exclusive", opt && opt->exclusive()}, {"reverse", opt && opt->reverse()}});
+    const json attrs = {{"axis", axes[0]}, {"exclusive", opt && opt->exclusive()}, {"reverse", opt && opt->reverse()}};
+    if (!quantized) {
+      emit(name, "cumsum", {value(x)}, attrs);
+      return;
+    }
+    const Quant q = scaled_sum_quant(op, 1);  // TFLM's scaled int32 running sum (convert_scaled_sum.cc)
+    scaled_sum_output(out, q, emit(fresh(name + "_sums"), "cumsum", {scaled_input(x, q, name + "_scaled")}, attrs));
     return;
   }
   std::string kind;

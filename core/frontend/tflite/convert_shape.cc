@@ -2,7 +2,7 @@
 // EXPAND_DIMS (a reshape whose target is checked against the axes), FILL and ZEROS_LIKE
 // (a tensor of one value), SHAPE (a constant: every shape is static here, so later
 // operators read it as a constant, e.g. as the shape of a RESHAPE or FILL) and
-// BROADCAST_TO. Every shape, axis or value these operators take from a tensor must be
+// BROADCAST_TO, BROADCAST_ARGS (a constant, as SHAPE's). Every shape, axis or value these operators take from a tensor must be
 // a constant, or the compiler could not size the buffers: a tensor only a run would
 // know is refused by name.
 #include <algorithm>
@@ -25,6 +25,8 @@ bool TfliteConverter::convert_shape_op(const tflite::Operator& op, BuiltinOperat
     case BuiltinOperator::ZEROS_LIKE: fill(op, code); return true;
     case BuiltinOperator::SHAPE: shape(op); return true;
     case BuiltinOperator::BROADCAST_TO: broadcast_to(op); return true;
+    case BuiltinOperator::BROADCAST_ARGS: broadcast_args(op); return true;
+    case BuiltinOperator::EMBEDDING_LOOKUP: embedding_lookup(op); return true;
     case BuiltinOperator::SPACE_TO_DEPTH:
     case BuiltinOperator::DEPTH_TO_SPACE:
     case BuiltinOperator::SPACE_TO_BATCH_ND:
@@ -117,6 +119,12 @@ void TfliteConverter::shape(const tflite::Operator& op) {
   if (rank == 0) unsupported("SHAPE of a scalar (an empty result)");
   NDArray a = NDArray::zeros(ot.dtype, {rank});
   for (int64_t k = 0; k < rank; ++k) a.set_int(k, xt.shape[static_cast<size_t>(k)]);
+  fold(out, std::move(a));
+}
+
+// The constant `a` is tensor `out`'s value: later operators read it as a constant.
+void TfliteConverter::fold(int out, NDArray a) {
+  const int64_t rank = a.num_elements();
   const std::string& name = values_.at(out);
   folded_[out] = a;
   // A model output is computed by a node: a copy of the constant.
@@ -126,6 +134,26 @@ void TfliteConverter::shape(const tflite::Operator& op) {
   }
   types_[name] = TensorType{a.dtype, a.shape};
   g_.constants[name] = std::move(a);
+}
+
+// BROADCAST_ARGS: the broadcast of two constant shapes (numpy's rules, as TFLM's
+// reference_ops::BroadcastArgs), folded to a constant like SHAPE's.
+void TfliteConverter::broadcast_args(const tflite::Operator& op) {
+  int out = output(op);
+  auto a = constant_ints(input(op, 0), "the first shape"), b = constant_ints(input(op, 1), "the second shape");
+  const DataType dt = tensor_type(out).dtype;
+  if (dt != DataType::Int(32) && dt != DataType::Int(64)) fail("the output must be int32 or int64, it is " + dt.str());
+  if (a.size() < b.size()) std::swap(a, b);
+  b.insert(b.begin(), a.size() - b.size(), 1);
+  NDArray r = NDArray::zeros(dt, {static_cast<int64_t>(a.size())});
+  for (size_t k = 0; k < a.size(); ++k) {
+    if (a[k] != b[k] && a[k] != 1 && b[k] != 1)
+      fail("the shapes do not broadcast: dimension " + std::to_string(k) + " is " + std::to_string(a[k]) + " and " +
+           std::to_string(b[k]));
+    r.set_int(static_cast<int64_t>(k), a[k] == 1 ? b[k] : a[k]);
+  }
+  if (r.num_elements() == 0) unsupported("BROADCAST_ARGS of two scalar shapes (an empty result)");
+  fold(out, std::move(r));
 }
 
 void TfliteConverter::broadcast_to(const tflite::Operator& op) {

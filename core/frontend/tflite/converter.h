@@ -112,10 +112,13 @@ class TfliteConverter {
   void fill(const tflite::Operator& op, BuiltinOperator code);  // FILL, ZEROS_LIKE
   void shape(const tflite::Operator& op);
   void broadcast_to(const tflite::Operator& op);
+  void broadcast_args(const tflite::Operator& op);
+  void fold(int out, NDArray a);  // tensor `out` is the constant `a`
   void space_batch(const tflite::Operator& op, BuiltinOperator code);  // convert_space.cc
   void mirror_pad(const tflite::Operator& op);
   void reverse(const tflite::Operator& op);
   void gather(const tflite::Operator& op, bool nd);            // convert_gather.cc
+  void embedding_lookup(const tflite::Operator& op);           // convert_gather.cc
   void resize(const tflite::Operator& op, bool bilinear);      // convert_resize.cc
   // A constant int32/int64 tensor `t` as integers (a shape, axes, sizes): refused by
   // name when only a run would know it.
@@ -133,6 +136,10 @@ class TfliteConverter {
   // convert_reduce.cc: REDUCE_MAX/MIN, float SUM/MEAN, ARG_MAX/MIN, CUMSUM
   void reduce(const tflite::Operator& op, BuiltinOperator code);
   std::vector<int64_t> constant_axes(int t, int64_t rank);
+  // convert_scaled_sum.cc: TFLM's int8 ADD_N and CUMSUM sums (inputs scaled by 2^19).
+  Quant scaled_sum_quant(const tflite::Operator& op, size_t inputs) const;
+  std::string scaled_input(int t, const Quant& q, const std::string& base);
+  void scaled_sum_output(int out, const Quant& q, const std::string& sum);
   // convert_l2.cc: float32 L2_POOL_2D, L2_NORMALIZATION, LOG_SOFTMAX, BATCH_MATMUL
   void float_composite(const tflite::Operator& op, BuiltinOperator code);
 

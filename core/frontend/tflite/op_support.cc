@@ -27,7 +27,8 @@ std::vector<TfliteOpSupport> make_table() {
       ops({"TRANSPOSE_CONV"}, kQuantized, "input 2"),  // after the output shape and the filter
       ops({"AVERAGE_POOL_2D", "MAX_POOL_2D"}, kQuantized),
       ops({"ADD"}, {"float32", "int8", "int16", "int32"}),
-      ops({"SUB", "MUL", "SOFTMAX"}, kQuantized),
+      ops({"SUB", "MUL"}, {"float32", "int8", "int16", "int32"}),
+      ops({"SOFTMAX"}, kQuantized),
       ops({"QUANTIZE"}, {"int8", "int16", "int32", "uint8"}, "output 0"),
       ops({"DEQUANTIZE"}, {"int8", "int16", "uint8"}),
       ops({"CAST"}, {"float32", "int8", "int16", "int32", "bool"}),
@@ -36,23 +37,29 @@ std::vector<TfliteOpSupport> make_table() {
       ops({"SQUEEZE"}, kAnyUint8),
       ops({"EXPAND_DIMS"}, kAny),
       ops({"BROADCAST_TO"}, kAnyUint8),
-      ops({"REVERSE_V2", "SPACE_TO_DEPTH", "DEPTH_TO_SPACE", "SPACE_TO_BATCH_ND", "BATCH_TO_SPACE_ND",
+      ops({"REVERSE_V2"}, kAnyUint8),
+      ops({"SPACE_TO_DEPTH", "DEPTH_TO_SPACE", "SPACE_TO_BATCH_ND", "BATCH_TO_SPACE_ND",
            "MIRROR_PAD", "GATHER", "GATHER_ND", "ZEROS_LIKE"},
           kAny),
       ops({"SHAPE"}, kAnyUint8),
+      ops({"BROADCAST_ARGS"}, {"int32", "int64"}),
+      ops({"EMBEDDING_LOOKUP"}, {"float32", "int8"}, "input 1"),  // the table
       ops({"PAD", "PADV2"}, kAny),
       ops({"SPLIT", "FILL"}, kAny, "input 1"),
       ops({"CONCATENATION"}, kAny),
       ops({"MEAN"}, kQuantized),
       ops({"SUM", "REDUCE_MAX", "REDUCE_MIN"}, {"float32", "int8", "int16", "int32"}),
       ops({"ARG_MAX", "ARG_MIN"}, kNumeric),
-      ops({"CUMSUM", "FLOOR_DIV", "FLOOR_MOD", "ADD_N"}, {"float32", "int32"}),
+      ops({"CUMSUM", "ADD_N"}, {"float32", "int8", "int32"}),
+      ops({"FLOOR_DIV", "FLOOR_MOD"}, {"float32", "int32"}),
       ops({"LOGISTIC", "TANH", "RELU", "RELU6", "LEAKY_RELU", "ABS", "PRELU"}, kQuantized),
       ops({"HARD_SWISH", "ELU", "RSQRT"}, {"float32", "int8"}),
-      ops({"NEG", "SQUARE", "SQRT", "EXP", "LOG", "SIN", "COS", "FLOOR", "CEIL", "ROUND", "DIV", "L2_POOL_2D"}, kFloat),
+      ops({"NEG", "SQUARE", "SQRT", "EXP", "LOG", "SIN", "COS", "FLOOR", "CEIL", "ROUND", "L2_POOL_2D"}, kFloat),
+      ops({"DIV"}, {"float32", "int32"}),
       ops({"MAXIMUM", "MINIMUM"}, kNumeric),
       ops({"SQUARED_DIFFERENCE"}, {"float32", "int8", "int16", "int32"}),
-      ops({"EQUAL", "NOT_EQUAL", "LESS", "LESS_EQUAL", "GREATER", "GREATER_EQUAL"}, kNumeric),
+      ops({"EQUAL", "NOT_EQUAL"}, kAny),
+      ops({"LESS", "LESS_EQUAL", "GREATER", "GREATER_EQUAL"}, kNumeric),
       ops({"SELECT", "SELECT_V2"}, kNumeric, "input 1"),
       ops({"LOGICAL_AND", "LOGICAL_OR", "LOGICAL_NOT"}, {"bool"}),
       ops({"L2_NORMALIZATION", "LOG_SOFTMAX"}, {"float32", "int8"}),
@@ -64,10 +71,15 @@ std::vector<TfliteOpSupport> make_table() {
   };
   std::vector<TfliteOpSupport> table;
   for (auto& g : groups) table.insert(table.end(), g.begin(), g.end());
-  [[maybe_unused]] auto refuse = [&](const std::string& op, const std::string& dtype, const std::string& why) {
+  auto refuse = [&](const std::string& op, const std::string& dtype, const std::string& why) {
     for (auto& e : table)
       if (e.op == op) e.refused.emplace_back(dtype, why);
   };
+  // Pairs TFLM's kernels implement that are not converted yet (tests/tflite/tflm_kernel_dtypes.json).
+  refuse("DIV", "int8", "TFLM's quantized DIV (a fixed-point reciprocal per element) is not converted yet");
+  refuse("RSQRT", "int16", "TFLM's int16 RSQRT (an inverse square root per element at run time) is not converted yet");
+  refuse("UNIDIRECTIONAL_SEQUENCE_LSTM", "int16",
+         "TFLM's 16x8 LSTM (int16 activations, int8 weights, int64 bias) is not converted yet");
   for (auto& e : table)
     if (e.key == "none" && e.refused.empty()) e.note = "any dtype (no data of its own)";
   return table;

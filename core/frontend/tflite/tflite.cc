@@ -524,10 +524,12 @@ void TfliteConverter::elementwise(const tflite::Operator& op, BuiltinOperator co
     finish(out, float_op, {value(a), value(b)}, json::object(), act, false);
     return;
   }
-  if (at.dtype == DataType::Int(32) && code == BuiltinOperator::ADD && bt.dtype == at.dtype) {
+  if (at.dtype == DataType::Int(32) && bt.dtype == at.dtype) {
     // TFLM's int32 ADD: a plain sum, its activation range the whole of int32 whatever
-    // the fused activation says (add.cc sets it so).
-    emit(values_.at(out), "add", {value(a), value(b)});
+    // the fused activation says (add.cc sets it so); int32 SUB and MUL clamp to their
+    // activation's integer range (CalculateActivationRange<int32_t>).
+    if (code == BuiltinOperator::ADD) emit(values_.at(out), "add", {value(a), value(b)});
+    else finish(out, float_op, {value(a), value(b)}, json::object(), act, false);
     return;
   }
   if (at.dtype != DataType::Int(8) && at.dtype != DataType::Int(16)) unsupported(at.dtype.str() + " data");
