@@ -62,7 +62,9 @@ ScheduleOptions ScheduleOptions::for_node(const std::string& node) const {
   return s;
 }
 
-bool is_model_schedule(const std::string& name) { return name == "hoist" || name == "merge_kernels" || name == "patch"; }
+bool is_model_schedule(const std::string& name) {
+  return name == "hoist" || name == "merge_kernels" || name == "patch" || name == "patch_overlap";
+}
 
 bool is_schedule(const std::string& name) {
   ScheduleOptions probe;

@@ -590,6 +590,8 @@ TEST(QConv, PatchOverlapWritesBesideTheInput) {
   EXPECT_LE(std::get<int64_t>(main->attrs.at("workspace.pool_bytes")), 240) << memory_report(main);
   aot.module = planned.module;
   EXPECT_EQ(run_int8_aot(prepared, aot, input).back().data, want.data);
+  // A whole-model schedule: a per-layer schedule record may not name it.
+  EXPECT_TRUE(is_model_schedule("patch_overlap"));
   // -disabled-schedules=patch_overlap: the stages of before (none here: no halo pays).
   AotOptions plain;
   plain.patch_overlap = false;
