@@ -106,6 +106,7 @@ LoadedModel prepare_model(Graph g, const std::vector<std::string>& devices, cons
   lm.graph = prepare_quantized(fold_batch_norm(g), schedules);
   AotOptions aot;
   aot.patch = schedules.patch;
+  aot.patch_overlap = schedules.patch_overlap;
   lm.aot = build_aot(lm.graph, aot);
   auto diags = check_well_formed(lm.aot.module);
   if (!diags.empty()) throw DiagnosticError(diags);

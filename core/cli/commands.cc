@@ -18,6 +18,7 @@
 #include "cli/onnx_model.h"
 #include "driver/build.h"
 #include "artifact/c_interface.h"
+#include "artifact/memory_peak.h"
 #include "artifact/wasm_model.h"
 #include "executor/aot.h"
 #include "transform/plan_memory.h"
@@ -768,11 +769,15 @@ int run_build(const BuildCommand& c) {
   return 0;
 }
 
-std::string planned_memory_report(const IRModule& m, const std::string& main, bool reuse_io_buffers) {
+std::string planned_memory_report(const IRModule& m, const std::string& main, bool reuse_io_buffers,
+                                  nlohmann::json* peak) {
   IRModule input = m;
   if (reuse_io_buffers) input.attrs["reuse_io_buffers"] = true;
   PipelineResult planned = run_pipeline(input, {*find_pass("simplify"), *find_pass("plan_memory")});
-  return memory_report(planned.module.lookup(main));
+  const PrimFunc f = planned.module.lookup(main);
+  const MemoryPeak at = memory_peak(memory_plan_of(f));
+  if (peak) *peak = peak_json(at);
+  return memory_report(f) + peak_text(at);
 }
 
 std::string pass_list() {

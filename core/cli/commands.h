@@ -111,7 +111,9 @@ bool is_artifact_path(const std::string& path);
 // The memory plan of a model's main (pools, lower bound, where each tensor lives), as
 // `run` prints it: simplify and plan_memory, as the lowering runs them; `reuse_io_buffers`
 // plans as -reuse-io-buffers=1 does.
-std::string planned_memory_report(const IRModule& m, const std::string& main, bool reuse_io_buffers = false);
+// `peak`, when given, gets the peak's JSON (artifact/memory_peak.h).
+std::string planned_memory_report(const IRModule& m, const std::string& main, bool reuse_io_buffers = false,
+                                  nlohmann::json* peak = nullptr);
 // `reference`: the model the artifact was just compiled from (with the artifact's target's
 // schedules), so it is not converted a second time; null reads it back from the artifact.
 int run_artifact(const RunCommand& c, const LoadedModel* reference = nullptr);

@@ -373,7 +373,9 @@ ArtifactRun run_artifact_inputs(const std::string& file, const std::string& targ
   run.devices = result.devices;
   for (const auto& d : result.devices) run.report_text += "device " + d + "\n";
   // Where the model's intermediate tensors live, as `run model.json` prints it.
-  run.memory_plan = planned_memory_report(model.aot.module, model.aot.main, info.compiled_for.reuse_io_buffers);
+  json peak;
+  run.memory_plan = planned_memory_report(model.aot.module, model.aot.main, info.compiled_for.reuse_io_buffers, &peak);
+  run.report["memory_peak"] = peak;
   return run;
 }
 

@@ -176,7 +176,8 @@ std::vector<Stmt> patch_stage_calls(const Graph& g, const PatchStage& stage, con
   std::map<std::tuple<size_t, int64_t, int64_t, int64_t>, std::string> kernels;
   std::map<size_t, int> variants;  // per layer
   std::vector<Stmt> calls;
-  for (size_t b = 0; b < stage.bands.size(); ++b) {
+  for (size_t k = 0; k < stage.bands.size(); ++k) {
+    const size_t b = stage.bottom_up ? stage.bands.size() - 1 - k : k;  // bottom_up: the last band first
     Buffer previous;
     for (size_t l = 0; l < stage.nodes.size(); ++l) {
       const GraphNode& node = g.nodes[stage.nodes[l]];
@@ -303,7 +304,7 @@ class AotMainBuilder {
     node_ids_ = node_identifiers(g_);
     const std::vector<PrimFunc> funcs = build_node_functions(g_, prefix_, node_ids_);
     const std::vector<bool> view = view_nodes(g_);
-    patches_ = options_.patch ? plan_patch_stages(g_, options_.patch_max_recomputed_percent) : PatchPlan{};
+    patches_ = options_.patch ? plan_patch_stages(g_, options_.patch_max_recomputed_percent, options_.patch_overlap) : PatchPlan{};
     stage_of_.assign(g_.nodes.size(), -1);
     for (size_t s = 0; s < patches_.stages.size(); ++s)
       for (size_t i : patches_.stages[s].nodes) stage_of_[i] = static_cast<int>(s);
@@ -502,7 +503,7 @@ class AotMainBuilder {
       std::string described;
       for (const PatchStage& s : patches_.stages)
         described += (described.empty() ? "" : "; ") + g_.nodes[s.nodes.front()].name + ".." +
-                     g_.nodes[s.nodes.back()].name + " in " + std::to_string(s.bands.size()) + " bands, " +
+                     g_.nodes[s.nodes.back()].name + " in " + std::to_string(s.bands.size()) + (s.bottom_up ? " bands bottom up, " : " bands, ") +
                      std::to_string(s.recomputed_macs) + " MACs recomputed";
       main_->attrs[kPatchStagesAttr] = described;
     }

@@ -49,6 +49,8 @@ struct AotOptions {
   // Run chains of int8 convolutions band by band where that lowers the memory bound
   // (executor/patch_stages.h); -disabled-schedules=patch turns it off.
   bool patch = true;
+  // With patch: stages written beside their dying input (patch_stages.h); -disabled-schedules=patch_overlap.
+  bool patch_overlap = true;
   // The share of the model's MACs (percent) that recomputed halos may add.
   int64_t patch_max_recomputed_percent = kMaxRecomputedPercent;
 };

@@ -12,6 +12,16 @@
 // fewest recomputed MACs for that bound, while the recomputed MACs stay within
 // kMaxRecomputedPercent of the model's MACs; it stops when no stage lowers the bound.
 // build_aot runs the chosen stages (-disabled-schedules=patch turns it off).
+//
+// With `overlap` (the patch_overlap schedule) a stage may be one layer, and a stage whose
+// input dies in it counts its output beside that input: band k writes its output rows
+// only after the bands before it read the input rows above them, so the output fits
+// `shift` bytes below the input (bands top down) or above it (bottom up; consecutive
+// stages alternate, so a chain of stages does not drift). The memory planner proves and
+// places the overlap from the band calls (analysis/call_overlap.h). Stages are then
+// compared by their whole step profile of live bytes, highest first (the peak, then the
+// next highest step, ...), so each stage lowers its own part of the graph even when the
+// peak is elsewhere; at the end each stage takes the fewest bands that keep the bound.
 #pragma once
 
 #include <cstdint>
@@ -37,6 +47,7 @@ struct PatchStage {
   std::vector<size_t> nodes;                    // indices into g.nodes: the chain, in order
   std::vector<std::vector<PatchLayer>> bands;   // [band][layer]
   int64_t recomputed_macs = 0;
+  bool bottom_up = false;  // run the last band first (overlap: the output above the input)
 };
 
 struct PatchPlan {
@@ -58,9 +69,18 @@ bool patchable_conv(const Graph& g, size_t i, std::string* why = nullptr);
 PatchStage make_patch_stage(const Graph& g, const std::vector<size_t>& nodes, int64_t bands);
 
 // `max_recomputed_percent`: the share of the model's MACs the recomputed halos may add.
-PatchPlan plan_patch_stages(const Graph& g, int64_t max_recomputed_percent = kMaxRecomputedPercent);
+PatchPlan plan_patch_stages(const Graph& g, int64_t max_recomputed_percent = kMaxRecomputedPercent,
+                            bool overlap = false);
 
-// The whole-tensor bound of the graph's intermediates with `stages` run band by band.
-int64_t patched_bound(const Graph& g, const std::vector<PatchStage>& stages);
+// The whole-tensor bound of the graph's intermediates with `stages` run band by band
+// (with `overlap`, each stage's output beside the input that dies in it).
+int64_t patched_bound(const Graph& g, const std::vector<PatchStage>& stages, bool overlap = false);
+
+// The live bytes of the graph's intermediates at each step, highest first.
+std::vector<int64_t> patched_profile(const Graph& g, const std::vector<PatchStage>& stages, bool overlap);
+
+// The bytes a stage's output must sit below its input when the bands run top down so
+// that no band writes input rows a band after it (or, for one layer, itself) still reads.
+int64_t overlap_shift(const Graph& g, const PatchStage& stage);
 
 }  // namespace mtir

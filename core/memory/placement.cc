@@ -71,6 +71,36 @@ Problem make_problem(const std::vector<TensorLifetime>& tensors, int64_t alignme
   return p;
 }
 
+namespace {
+
+// The lowest offset for t where no member of t overlaps a member of a placed conflicting
+// tensor live at a common step (either may be a group; a plain tensor is one member).
+int64_t place_pieces(const Problem& problem, int t, const Placement& out, const PlaceScratch& scratch) {
+  auto pieces_of = [&](int i) {
+    if (i < static_cast<int>(problem.pieces.size()) && !problem.pieces[i].empty()) return problem.pieces[i];
+    return std::vector<Piece>{{0, problem.size[i], problem.first[i], problem.last[i]}};
+  };
+  // t at offset o is refused when lo < o < hi for some pair of members.
+  std::vector<std::pair<int64_t, int64_t>> refused;
+  const std::vector<Piece> mine = pieces_of(t);
+  for (int u : problem.conflicts[t]) {
+    if (!scratch.placed[u]) continue;
+    for (const Piece& pu : pieces_of(u))
+      for (const Piece& pt : mine)
+        if (pu.first <= pt.last && pt.first <= pu.last && pu.size > 0 && pt.size > 0)
+          refused.emplace_back(out.offsets[u] + pu.rel - pt.rel - pt.size, out.offsets[u] + pu.rel + pu.size - pt.rel);
+  }
+  std::sort(refused.begin(), refused.end());
+  int64_t candidate = 0;
+  for (const auto& [lo, hi] : refused) {
+    if (candidate <= lo) break;
+    candidate = std::max(candidate, hi);
+  }
+  return candidate;
+}
+
+}  // namespace
+
 Placement place_first_fit(const Problem& problem, const std::vector<int>& order,
                           PlaceScratch& scratch, size_t from, const Placement& previous) {
   Placement out;
@@ -83,6 +113,12 @@ Placement place_first_fit(const Problem& problem, const std::vector<int>& order,
   }
   for (size_t k = from; k < order.size(); ++k) {
     const int t = order[k];
+    if (!problem.pieces.empty()) {
+      out.offsets[t] = place_pieces(problem, t, out, scratch);
+      out.pool = std::max(out.pool, out.offsets[t] + problem.size[t]);
+      scratch.placed[t] = 1;
+      continue;
+    }
     scratch.busy.clear();
     for (int u : problem.conflicts[t]) {
       if (scratch.placed[u]) scratch.busy.emplace_back(out.offsets[u], out.offsets[u] + problem.size[u]);

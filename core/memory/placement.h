@@ -10,6 +10,13 @@
 
 namespace mtir::memory {
 
+// A member of a group of tensors placed together (overlaps): its offset in the group,
+// aligned size and live steps.
+struct Piece {
+  int64_t rel = 0, size = 0;
+  int first = 0, last = 0;
+};
+
 struct Problem {
   std::vector<int64_t> size;   // aligned up to the alignment
   std::vector<int> first;      // first live step
@@ -17,6 +24,9 @@ struct Problem {
   std::vector<int> placeable;  // indices of the tensors with a non-zero size
   // conflicts[i]: the tensors whose live steps share a step with i's, both non-zero.
   std::vector<std::vector<int>> conflicts;
+  // pieces[i]: when tensor i is a group (merge_linked), its members; then two tensors
+  // that conflict keep apart only the bytes of members live at a common step.
+  std::vector<std::vector<Piece>> pieces;
 };
 
 // Validates (user errors on bad input) and builds the conflict graph.
@@ -45,5 +55,25 @@ Placement place_first_fit(const Problem& problem, const std::vector<int>& order,
 // those of `order`: a tensor's offset depends only on the tensors before it.
 Placement place_first_fit(const Problem& problem, const std::vector<int>& order,
                           PlaceScratch& scratch, size_t from, const Placement& previous);
+
+}  // namespace mtir::memory
+
+namespace mtir::memory {
+
+// Tensors tied together by accepted sharings (same offset) and overlaps (at a shift),
+// each group one tensor: from its lowest member's offset to its highest member's end,
+// live from the first member's first step to the last member's last. rel[i] is tensor
+// i's offset inside its group.
+struct Groups {
+  std::vector<TensorLifetime> merged;
+  std::vector<int> group_of;
+  std::vector<int64_t> rel;
+  std::vector<std::vector<Piece>> pieces;  // per merged tensor, for groups of two or more
+};
+// The most bytes live at once when each group counts the span of its members live at
+// each step.
+int64_t grouped_lower_bound(const Groups& groups, int64_t alignment);
+Groups merge_linked(const std::vector<TensorLifetime>& tensors, const std::vector<SharingCandidate>& shared,
+                    const std::vector<OverlapCandidate>& overlapped);
 
 }  // namespace mtir::memory

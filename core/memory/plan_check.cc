@@ -53,6 +53,16 @@ std::set<std::pair<size_t, size_t>> sound_sharings(const std::vector<TensorLifet
     }
     sound.insert({std::min<size_t>(c.output, c.input), std::max<size_t>(c.output, c.input)});
   }
+  // An overlap is sound at its shift (the caller proved the calls safe at that distance).
+  for (const OverlapCandidate& c : plan.overlapped) {
+    if (c.output < 0 || c.output >= n || c.input < 0 || c.input >= n || c.output == c.input ||
+        plan.offsets[c.output] - plan.offsets[c.input] != c.shift) {
+      problems.push_back("overlap (output " + std::to_string(c.output) + ", input " + std::to_string(c.input) +
+                         ") is not placed at its shift " + std::to_string(c.shift));
+      continue;
+    }
+    sound.insert({std::min<size_t>(c.output, c.input), std::max<size_t>(c.output, c.input)});
+  }
   return sound;
 }
 
@@ -133,12 +143,19 @@ std::vector<std::string> check_plan(const std::vector<TensorLifetime>& tensors,
     check_overlaps(tensors, size, plan, sound, problems);
   }
   std::vector<SharingCandidate> shared;
+  std::set<std::pair<size_t, size_t>> overlap_pairs;
+  for (const OverlapCandidate& c : plan.overlapped)
+    overlap_pairs.insert({std::min<size_t>(c.output, c.input), std::max<size_t>(c.output, c.input)});
   for (const auto& [a, b] : sound) {
+    if (overlap_pairs.count({a, b})) continue;
     // Back to (output, input): the output is the one that starts later.
     const bool a_out = tensors[a].first_step > tensors[b].first_step;
     shared.push_back({static_cast<int>(a_out ? a : b), static_cast<int>(a_out ? b : a)});
   }
-  const int64_t bound = memory_lower_bound(tensors, alignment, shared);
+  std::vector<OverlapCandidate> overlapped;
+  for (const OverlapCandidate& c : plan.overlapped)
+    if (sound.count({std::min<size_t>(c.output, c.input), std::max<size_t>(c.output, c.input)})) overlapped.push_back(c);
+  const int64_t bound = memory_lower_bound(tensors, alignment, shared, overlapped);
   if (plan.pool_size < bound) {
     problems.push_back("pool of " + std::to_string(plan.pool_size) + " bytes is below the lower bound of " +
                        std::to_string(bound) + " bytes" + (shared.empty() ? "" : " (with its sharings)"));

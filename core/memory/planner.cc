@@ -88,42 +88,9 @@ std::vector<SharingCandidate> accept_sharing(const std::vector<TensorLifetime>& 
   return accepted;
 }
 
-namespace {
-
-// The tensors with each chain of accepted sharings merged into one tensor that lives
-// from the first member's first step to the last member's last; group_of maps a
-// tensor to its merged one.
-std::vector<TensorLifetime> merge_shared(const std::vector<TensorLifetime>& tensors,
-                                         const std::vector<SharingCandidate>& shared, std::vector<int>* group_of) {
-  std::vector<int> parent(tensors.size());
-  for (size_t i = 0; i < parent.size(); ++i) parent[i] = static_cast<int>(i);
-  std::function<int(int)> root = [&](int i) { return parent[i] == i ? i : parent[i] = root(parent[i]); };
-  for (const SharingCandidate& c : shared) parent[root(c.output)] = root(c.input);
-  std::vector<TensorLifetime> merged;
-  std::vector<int> index_of_root(tensors.size(), -1);
-  group_of->assign(tensors.size(), -1);
-  for (size_t i = 0; i < tensors.size(); ++i) {
-    const int r = root(static_cast<int>(i));
-    if (index_of_root[r] < 0) {
-      index_of_root[r] = static_cast<int>(merged.size());
-      merged.push_back(tensors[i]);
-    } else {
-      TensorLifetime& m = merged[index_of_root[r]];
-      m.size_bytes = std::max(m.size_bytes, tensors[i].size_bytes);
-      m.first_step = std::min(m.first_step, tensors[i].first_step);
-      m.last_step = std::max(m.last_step, tensors[i].last_step);
-    }
-    (*group_of)[i] = index_of_root[r];
-  }
-  return merged;
-}
-
-}  // namespace
-
 int64_t memory_lower_bound(const std::vector<TensorLifetime>& tensors, int64_t alignment,
                            const std::vector<SharingCandidate>& shared) {
-  std::vector<int> group_of;
-  return memory_lower_bound(merge_shared(tensors, accept_sharing(tensors, shared), &group_of), alignment);
+  return memory_lower_bound(memory::merge_linked(tensors, accept_sharing(tensors, shared), {}).merged, alignment);
 }
 
 namespace {
@@ -283,23 +250,35 @@ MemoryPlan plan_memory_with(const std::vector<TensorLifetime>& tensors, PlannerH
 }
 
 MemoryPlan plan_memory(const std::vector<TensorLifetime>& tensors, const PlannerOptions& options,
-                       const std::vector<SharingCandidate>& candidates) {
+                       const std::vector<SharingCandidate>& candidates,
+                       const std::vector<OverlapCandidate>& overlaps) {
   check_options(options);
   memory::validate_tensors(tensors, options.alignment);
-  // A shared pair is one slot: plan the merged tensors, then give every member its
-  // group's offset.
+  // A shared pair is one slot, an overlapping group one slot of its extent: plan the
+  // merged tensors, then give every member its group's offset plus its own in the group.
   std::vector<SharingCandidate> shared = accept_sharing(tensors, candidates);
-  std::vector<int> group_of;
-  const std::vector<TensorLifetime> merged = merge_shared(tensors, shared, &group_of);
-  const Problem p = memory::make_problem(merged, options.alignment);
-  const int64_t bound = memory_lower_bound(merged, options.alignment);
+  std::vector<OverlapCandidate> overlapped = accept_overlaps(tensors, options.alignment, shared, overlaps);
+  const memory::Groups groups = memory::merge_linked(tensors, shared, overlapped);
+  const std::vector<TensorLifetime>& merged = groups.merged;
+  const bool any_group = std::any_of(groups.pieces.begin(), groups.pieces.end(),
+                                     [](const std::vector<memory::Piece>& ps) { return !ps.empty(); });
+  Problem p = memory::make_problem(merged, options.alignment);
+  if (any_group) {
+    p.pieces = groups.pieces;
+    for (auto& ps : p.pieces)
+      for (memory::Piece& piece : ps) piece.size = memory::align_up(piece.size, options.alignment);
+  }
+  const int64_t bound = any_group ? memory::grouped_lower_bound(groups, options.alignment)
+                                  : memory_lower_bound(merged, options.alignment);
   PlaceScratch scratch;
   Candidate best = hill_climb(p, best_greedy(p, scratch), bound, options, scratch);
   MemoryPlan plan = to_plan(tensors, best.placement, best.heuristic, options.alignment);
   plan.offsets.assign(tensors.size(), 0);
-  for (size_t i = 0; i < tensors.size(); ++i) plan.offsets[i] = best.placement.offsets[group_of[i]];
+  for (size_t i = 0; i < tensors.size(); ++i)
+    plan.offsets[i] = best.placement.offsets[groups.group_of[i]] + groups.rel[i];
   plan.shared_lower_bound = bound;
   plan.shared = std::move(shared);
+  plan.overlapped = std::move(overlapped);
   return plan;
 }
 

@@ -37,6 +37,18 @@ struct SharingCandidate {
   int input = 0;
 };
 
+// An output the caller has proved may overlap an input while both are live when it sits
+// `shift` bytes from it (offset(output) = offset(input) + shift; a multiple of the
+// alignment, negative below it): the calls that write the output never write a byte of
+// the input that a later call (or the same one) still reads (analysis/call_overlap.h).
+// The planner keeps the two at that distance; it accepts a candidate only when no other
+// two tensors of the merged group would then share a byte while both are live.
+struct OverlapCandidate {
+  int output = 0;  // indices into the tensors
+  int input = 0;
+  int64_t shift = 0;
+};
+
 struct PlannerOptions {
   int64_t alignment = 16;            // a power of two, in bytes
   int improvement_iterations = 2000; // bound of the improvement search; 0 turns it off
@@ -50,6 +62,7 @@ struct MemoryPlan {
   // The bound with the accepted sharings: an output and the input it overwrites count once.
   int64_t shared_lower_bound = 0;
   std::vector<SharingCandidate> shared;  // the accepted candidates: same offset
+  std::vector<OverlapCandidate> overlapped;  // the accepted overlaps: at their shift
   std::string algorithm;                 // which heuristic produced the plan
 };
 
@@ -68,7 +81,15 @@ std::vector<PlannerHeuristic> all_heuristics();
 // negative size, first_step > last_step, an alignment that is not a power of two, or a
 // negative iteration count.
 MemoryPlan plan_memory(const std::vector<TensorLifetime>& tensors, const PlannerOptions& options,
-                       const std::vector<SharingCandidate>& candidates = {});
+                       const std::vector<SharingCandidate>& candidates = {},
+                       const std::vector<OverlapCandidate>& overlaps = {});
+
+// The overlaps the planner accepts (see OverlapCandidate) next to the accepted sharings,
+// in their order. Throws a user error on an index out of range, an output that is its
+// own input or a shift that is not a multiple of the alignment.
+std::vector<OverlapCandidate> accept_overlaps(const std::vector<TensorLifetime>& tensors, int64_t alignment,
+                                              const std::vector<SharingCandidate>& shared,
+                                              const std::vector<OverlapCandidate>& overlaps);
 
 // The candidates the planner accepts (see SharingCandidate), in their order. Throws a
 // user error on an index out of range or an output that is its own input.
@@ -86,6 +107,10 @@ int64_t memory_lower_bound(const std::vector<TensorLifetime>& tensors, int64_t a
 // The same bound when each pair of `shared` holds one slot (accepted candidates only).
 int64_t memory_lower_bound(const std::vector<TensorLifetime>& tensors, int64_t alignment,
                            const std::vector<SharingCandidate>& shared);
+// ... and each group of accepted overlaps as one slot of its extent over its members' steps.
+int64_t memory_lower_bound(const std::vector<TensorLifetime>& tensors, int64_t alignment,
+                           const std::vector<SharingCandidate>& shared,
+                           const std::vector<OverlapCandidate>& overlapped);
 
 // Every problem of `plan`: two tensors live at a common step whose byte ranges overlap
 // (naming both, their byte ranges and common steps) unless they are a sharing of

@@ -7,7 +7,7 @@ namespace mtir {
 const std::vector<std::string>& schedule_list() {
   static const std::vector<std::string> names = {"fold_zero_point", "block", "unroll", "hoist", "smlad", "sxtb16", "interleave",
                                                  "fold_output_zero_point", "few_channels", "depthwise_tile", "depthwise_border_tiles", "smlal_requant", "smmlar_requant", "merge_kernels", "patch",
-                                                 "dense_chunks", "mve"};
+                                                 "dense_chunks", "mve", "patch_overlap"};
   return names;
 }
 
@@ -36,6 +36,7 @@ bool* field(ScheduleOptions& s, const std::string& name) {
   if (name == "patch") return &s.patch;
   if (name == "dense_chunks") return &s.dense_chunks;
   if (name == "mve") return &s.mve;
+  if (name == "patch_overlap") return &s.patch_overlap;
   return nullptr;
 }
 }  // namespace
@@ -62,7 +63,9 @@ ScheduleOptions ScheduleOptions::for_node(const std::string& node) const {
   return s;
 }
 
-bool is_model_schedule(const std::string& name) { return name == "hoist" || name == "merge_kernels" || name == "patch"; }
+bool is_model_schedule(const std::string& name) {
+  return name == "hoist" || name == "merge_kernels" || name == "patch" || name == "patch_overlap";
+}
 
 bool is_schedule(const std::string& name) {
   ScheduleOptions probe;

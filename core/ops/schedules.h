@@ -30,6 +30,7 @@ struct ScheduleOptions {
   bool patch = true;            // chains of int8 convolutions band by band where it lowers the memory bound
   bool dense_chunks = true;     // with smlad: a batch-1 dense gathers its input a chunk at a time where that lowers the stack
   bool mve = false;             // Helium (MVE) int8 dot products, 16 lanes (ops/qconv_mve.cc); on only for CPUs that have it
+  bool patch_overlap = true;    // with patch: stages of one layer too, each stage's output a few rows beside its dying input
 
   // Per-layer choices (a schedule record, frontend/schedule_records.h): node name ->
   // schedule -> on or off, over the fields above, for that node only (prepare_quantized).
@@ -53,7 +54,7 @@ bool is_schedule(const std::string& name);
 const std::vector<std::string>& schedule_list();
 // "fold_zero_point, block, unroll, hoist, smlad, sxtb16, interleave,
 // fold_output_zero_point, few_channels, depthwise_tile, depthwise_border_tiles, smlal_requant, smmlar_requant, merge_kernels,
-// patch, dense_chunks, mve" (for messages).
+// patch, dense_chunks, mve, patch_overlap" (for messages).
 std::string schedule_names();
 // Switches off each name of a comma-separated list ("" switches nothing off); throws a
 // user error naming an unknown schedule. `where` prefixes the message.

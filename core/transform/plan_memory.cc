@@ -19,6 +19,7 @@
 #include <map>
 #include <set>
 
+#include "analysis/call_overlap.h"
 #include "analysis/callees.h"
 #include "analysis/elementwise_overwrite.h"
 #include "ir/mutator.h"
@@ -348,6 +349,7 @@ TopAllocations top_allocations(const PrimFunc& f) {
 struct StepUses {
   std::map<const VarNode*, std::pair<int, int>> live;
   std::vector<CallSharing> sharings;
+  std::vector<CallOverlap> overlaps;  // outputs that may overlap a live input (analysis/call_overlap.h)
 };
 
 StepUses step_uses(const std::vector<Stmt>& steps, const IRModule& m) {
@@ -397,6 +399,27 @@ std::vector<Buffer> place_views(const std::vector<Buffer>& buffers, const std::v
   return views;
 }
 
+// The pooled tensors planned with the sharing candidates, and with the overlaps (call
+// data pointers mapped to pool indices) when that gives a smaller pool.
+MemoryPlan plan_with_overlaps(const std::vector<TensorLifetime>& pooled, const std::vector<SharingCandidate>& candidates,
+                              const std::vector<CallOverlap>& calls, const std::map<const VarNode*, int>& index_of,
+                              const std::vector<int>& pool_index, int64_t alignment) {
+  std::vector<OverlapCandidate> overlaps;
+  for (const CallOverlap& c : calls) {
+    auto o = index_of.find(c.output), in = index_of.find(c.input);
+    if (o != index_of.end() && in != index_of.end() && pool_index[o->second] >= 0 && pool_index[in->second] >= 0)
+      overlaps.push_back({pool_index[o->second], pool_index[in->second], c.shift});
+  }
+  PlannerOptions options;
+  options.alignment = alignment;
+  MemoryPlan p = plan_memory(pooled, options, candidates);
+  if (!overlaps.empty()) {  // groups constrain the placement: keep them only where they help
+    MemoryPlan q = plan_memory(pooled, options, candidates, overlaps);
+    if (q.pool_size < p.pool_size) p = std::move(q);
+  }
+  return p;
+}
+
 // One element type's tensors, planned: each in the pool or (-reuse-io-buffers=1) in a
 // model I/O buffer. Returns the pool (null when every tensor went to the I/O buffers)
 // and its views; records each buffer's view in `rebind` and the sharings the plan takes
@@ -443,9 +466,7 @@ std::pair<Buffer, std::vector<Buffer>> plan_pool(const PrimFunc& f, const std::s
     pooled.push_back(tensors[i]);
   }
   for (SharingCandidate& c : candidates) c = {pool_index[c.output], pool_index[c.input]};
-  PlannerOptions options;
-  options.alignment = alignment;
-  MemoryPlan p = plan_memory(pooled, options, candidates);
+  MemoryPlan p = plan_with_overlaps(pooled, candidates, uses.overlaps, index_of, pool_index, alignment);
   // The planner's own checker: two live tensors never share bytes, but for a sound
   // sharing.
   std::vector<std::string> problems = check_plan(pooled, p, alignment);
@@ -479,7 +500,14 @@ std::pair<Buffer, std::vector<Buffer>> plan_pool(const PrimFunc& f, const std::s
 Planned plan(const PrimFunc& f, const IRModule& m, int64_t alignment, bool reuse_io) {
   const TopAllocations top = top_allocations(f);
   if (top.plannable.empty()) return {f, {}};
-  const StepUses uses = step_uses(top.steps, m);
+  StepUses uses = step_uses(top.steps, m);
+  std::vector<std::pair<const VarNode*, int64_t>> sizes;
+  for (const Buffer& b : top.plannable) {
+    int64_t n = 0;
+    const_num_elements(b, &n);
+    sizes.emplace_back(b->data.get(), n * b->dtype.bytes());
+  }
+  uses.overlaps = call_overlaps(top.steps, sizes, uses.live, alignment);
   // One pool per element type.
   std::map<std::string, std::vector<Buffer>> groups;
   for (const auto& b : top.plannable) groups[b->dtype.str()].push_back(b);

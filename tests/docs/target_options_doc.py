@@ -50,7 +50,7 @@ KEYS = {
             "`wasm` only: Binaryen's optimization level for the module (`-Os`/`-Oz` trade speed for size)."),
     "disabled-schedules": ("names from `fold_zero_point`, `block`, `unroll`, `hoist`, `smlad`, `sxtb16`, `interleave`, "
                            "`fold_output_zero_point`, `few_channels`, `depthwise_tile`, `depthwise_border_tiles`, `smlal_requant`, "
-                           "`smmlar_requant`, `merge_kernels`, `patch`, `dense_chunks`, `mve`, comma-separated",
+                           "`smmlar_requant`, `merge_kernels`, `patch`, `dense_chunks`, `mve`, `patch_overlap`, comma-separated",
                            "Schedules switched off, to measure what each gains ([quantization.md](quantization.md)): "
                            "the int8 kernels' `fold_zero_point`, `block`, `unroll`, `smlad`, `sxtb16`, `interleave`, "
                            "`fold_output_zero_point`, `few_channels`, `depthwise_tile`, `depthwise_border_tiles`, `smlal_requant`, `smmlar_requant`, `dense_chunks` and `mve` (Helium, on only for `cortex-m55`); `hoist`, the "
@@ -63,7 +63,8 @@ KEYS = {
                            "and `patch`, the AOT executor's "
                            "patch-based inference ([passes.md](passes.md)): a chain of int8 NHWC convolutions runs "
                            "band by band over its output rows, recomputing each band's halo, where that lowers the "
-                           "memory bound. Spelled in the canonical target string only when not empty."),
+                           "memory bound, and `patch_overlap`, its stages of one layer too, each stage's output written a few "
+                           "rows beside the input that dies in it. Spelled in the canonical target string only when not empty."),
     "reuse-io-buffers": ("`0`, `1` (`false`, `true`)",
                          "`1` lets `plan_memory` place intermediate tensors in the model's own input and output "
                          "buffers while they hold nothing the model needs (an input after its last reader, an "

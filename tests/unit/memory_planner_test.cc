@@ -394,5 +394,48 @@ TEST(MemorySharing, CheckerRejectsUnsoundSharings) {
   EXPECT_THAT(check_plan(ts, plan, 16), ::testing::Contains(HasSubstr("overlap at bytes [0, 256)")));
 }
 
+
+// Overlaps (memory/planner.h: OverlapCandidate): an output a proved shift from an input it
+// overlaps while both are live. A chain of them alternating sides stays within one tensor
+// plus the shifts; members of a group keep apart only while both live; a link that would
+// make two untied members share bytes is refused; check_plan wants each at its shift.
+TEST(MemoryOverlap, AlternatingChainStaysInOneSlotPlusTheShift) {
+  // a -> b (b 32 below a) -> c (c 32 above b: where a was), plus a small t beside.
+  std::vector<TensorLifetime> ts = {T("a", 256, 0, 2), T("b", 256, 1, 4), T("c", 256, 3, 5), T("t", 64, 2, 3)};
+  PlannerOptions o;
+  EXPECT_EQ(plan_memory(ts, o).pool_size, 576);
+  MemoryPlan plan = plan_memory(ts, o, {}, {{1, 0, -32}, {2, 1, 32}});
+  ASSERT_EQ(plan.overlapped.size(), 2u);
+  EXPECT_EQ(plan.offsets[1], plan.offsets[0] - 32);
+  EXPECT_EQ(plan.offsets[2], plan.offsets[0]);
+  EXPECT_EQ(plan.shared_lower_bound, 288 + 64);  // a and b span 288 bytes; t beside them
+  EXPECT_EQ(plan.pool_size, 352);
+  EXPECT_THAT(check_plan(ts, plan, o.alignment), IsEmpty()) << plan_report(ts, plan);
+  // Each side: 32 bytes below or above.
+  EXPECT_EQ(memory_lower_bound(ts, 16, {}, {{1, 0, -32}}), 256 + 256 + 64);  // b, c and t apart at step 3
+  // A member placed where an untied one still lives is refused: c over a while both live.
+  std::vector<TensorLifetime> long_a = {T("a", 256, 0, 4), T("b", 256, 1, 4), T("c", 256, 3, 5)};
+  MemoryPlan refused = plan_memory(long_a, o, {}, {{1, 0, -32}, {2, 1, 32}});
+  ASSERT_EQ(refused.overlapped.size(), 1u);
+  EXPECT_THAT(check_plan(long_a, refused, o.alignment), IsEmpty()) << plan_report(long_a, refused);
+  EXPECT_THROW(plan_memory(ts, o, {}, {{1, 0, -24}}), DiagnosticError);  // not aligned
+  EXPECT_THROW(plan_memory(ts, o, {}, {{1, 1, 0}}), DiagnosticError);
+  // The checker: an overlap off its shift.
+  MemoryPlan moved = plan;
+  moved.offsets[1] += 16;
+  EXPECT_THAT(check_plan(ts, moved, o.alignment), ::testing::Contains(HasSubstr("is not placed at its shift -32")));
+}
+
+// A group's members keep other tensors out only while they live: a tensor that lives
+// after the group's first member died may take its bytes.
+TEST(MemoryOverlap, GroupsKeepApartOnlyWhileMembersLive) {
+  std::vector<TensorLifetime> ts = {T("a", 512, 0, 1), T("b", 256, 1, 3), T("late", 256, 2, 3)};
+  PlannerOptions o;
+  MemoryPlan plan = plan_memory(ts, o, {}, {{1, 0, 256}});  // b inside a's upper half
+  ASSERT_EQ(plan.overlapped.size(), 1u);
+  EXPECT_EQ(plan.pool_size, 512);  // late takes a's lower half once a is dead
+  EXPECT_THAT(check_plan(ts, plan, o.alignment), IsEmpty()) << plan_report(ts, plan);
+}
+
 }  // namespace
 }  // namespace mtir

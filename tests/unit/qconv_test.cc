@@ -20,6 +20,8 @@
 #include "interp/interpreter.h"
 #include "sim/host_sim.h"
 #include "support/diagnostic.h"
+#include "driver/pipeline.h"
+#include "transform/plan_memory.h"
 
 namespace mtir {
 namespace {
@@ -479,6 +481,7 @@ TEST(QConv, ChainRunsBandByBandBitForBit) {
       EXPECT_EQ(next_row, 4);
       AotOptions patched;
       patched.patch_max_recomputed_percent = percent;
+      patched.patch_overlap = false;  // the chain alone; PatchOverlap below has the overlap
       Graph named = prepared;  // the backend run links every case into one program
       named.name = "patched" + std::to_string(case_counter++);
       AotModule aot = build_aot(named, patched);
@@ -533,6 +536,72 @@ TEST(QConv, PatchPlannerSkipsBandsOfOnlyPadding) {
   whole.patch = false;
   patched.patch_max_recomputed_percent = 100;
   EXPECT_EQ(run(patched).data, run(whole).data);
+}
+
+// patch_overlap: KWS's shape (a pointwise layer, then depthwise 3x3 and pointwise twice,
+// the same shape throughout, and a last pointwise layer). Every layer may be a stage of
+// bands with no halo to recompute; a stage whose input dies in it gets its output a row or
+// so beside that input (consecutive stages alternate sides), the planned pool
+// (plan_memory, the overlap proved from the band calls) holds little more than one
+// tensor, and the planned main computes the whole-tensor run's bytes.
+TEST(QConv, PatchOverlapWritesBesideTheInput) {
+  std::mt19937 rng(41);
+  auto values = [&](const Shape& shape) {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    std::uniform_int_distribution<int> d(-60, 60);
+    std::vector<int64_t> v(n);
+    for (auto& e : v) e = d(rng);
+    return v;
+  };
+  Graph g;
+  g.name = "overlapped";
+  g.inputs = {{"x", TensorType{DataType::Int(8), {1, 6, 3, 8}}}};
+  std::string previous = "x";
+  for (int k = 0; k < 6; ++k) {
+    const bool depthwise = k == 1 || k == 3;
+    const Shape w = depthwise ? Shape{8, 3, 3, 1} : Shape{8, 1, 1, 8};
+    const std::string name = "c" + std::to_string(k);
+    json attrs = depthwise ? quant({{"padding", {1, 1, 1, 1}}, {"groups", 8}, {"activation", "relu"}})
+                           : quant({{"activation", "relu"}});
+    g.constants[name + "_w"] = array_of(DataType::Int(8), w, values(w));
+    GraphNode node;
+    node.name = name;
+    node.op = "qconv2d";
+    node.inputs = {previous, name + "_w"};
+    node.attrs = attrs;
+    node.type = find_op("qconv2d")->infer({g.type_of(previous), TensorType{DataType::Int(8), w}}, node.attrs);
+    g.nodes.push_back(node);
+    previous = name;
+  }
+  g.outputs = {previous};
+  const Graph prepared = prepare_quantized(g, ScheduleOptions{});
+  const PatchPlan plan = plan_patch_stages(prepared, 0, true);
+  EXPECT_EQ(plan.whole_tensor_bound, 288);  // two tensors of 144 bytes at every layer
+  EXPECT_EQ(plan.recomputed_macs, 0);
+  ASSERT_FALSE(plan.stages.empty());
+  bool both_sides = false;
+  for (size_t s = 1; s < plan.stages.size(); ++s)
+    both_sides = both_sides || plan.stages[s].bottom_up != plan.stages[s - 1].bottom_up;
+  EXPECT_TRUE(both_sides);
+  EXPECT_EQ(plan.patched_bound, 144 + 32 + 32);  // one tensor, a row (24 bytes, aligned) beside, a band
+  const std::vector<int64_t> input = values({1, 6, 3, 8});
+  AotOptions whole;
+  whole.patch = false;
+  const NDArray want = run_int8_aot(prepared, build_aot(prepared, whole), input).back();
+  AotModule aot = build_aot(prepared, AotOptions{});
+  PipelineResult planned = run_pipeline(aot.module, {*find_pass("simplify"), *find_pass("plan_memory")});
+  const PrimFunc main = planned.module.lookup(aot.main);
+  EXPECT_LE(std::get<int64_t>(main->attrs.at("workspace.pool_bytes")), 240) << memory_report(main);
+  aot.module = planned.module;
+  EXPECT_EQ(run_int8_aot(prepared, aot, input).back().data, want.data);
+  // A whole-model schedule: a per-layer schedule record may not name it.
+  EXPECT_TRUE(is_model_schedule("patch_overlap"));
+  // -disabled-schedules=patch_overlap: the stages of before (none here: no halo pays).
+  AotOptions plain;
+  plain.patch_overlap = false;
+  EXPECT_TRUE(plan_patch_stages(prepared, 0, false).stages.empty());
+  EXPECT_EQ(run_int8_aot(prepared, build_aot(prepared, plain), input).back().data, want.data);
 }
 
 TEST(QDense, PerTensorAndPerChannel) {

@@ -1,0 +1,140 @@
+#include "analysis/call_overlap.h"
+
+#include <algorithm>
+#include <limits>
+#include <set>
+
+#include "ir/op.h"
+#include "ir/visitor.h"
+
+namespace mtir {
+namespace {
+
+// The bytes [begin, end) of its buffer's memory that a tir_region argument spans.
+struct Span1 {
+  const VarNode* data = nullptr;
+  int64_t begin = 0, end = 0;
+  bool written = false;
+};
+
+bool region_bytes(const Expr& arg, Span1* out) {
+  const auto* region = as<CallNode>(arg);
+  if (!region || region->op != "tir_region" || region->args.empty()) return false;
+  const auto* load = as<BufferLoadNode>(region->args[0]);
+  if (!load || !load->buffer || !load->buffer->strides.empty()) return false;
+  const Buffer& b = load->buffer;
+  const size_t n = b->shape.size();
+  if (load->indices.size() != n || region->args.size() != n + 1) return false;
+  const int64_t* offset = b->elem_offset ? as_const_int(b->elem_offset) : nullptr;
+  int64_t first = offset ? *offset : (b->elem_offset ? -1 : 0), last = first;
+  if (first < 0) return false;
+  int64_t stride = 1;
+  for (size_t d = n; d-- > 0;) {
+    const int64_t *dim = as_const_int(b->shape[d]), *start = as_const_int(load->indices[d]);
+    const int64_t* extent = as_const_int(region->args[d + 1]);
+    if (!dim || !start || !extent || *extent < 1 || *start < 0 || *start + *extent > *dim) return false;
+    first += *start * stride;
+    last += (*start + *extent - 1) * stride;
+    stride *= *dim;
+  }
+  out->data = b->data.get();
+  out->begin = first * b->dtype.bytes();
+  out->end = (last + 1) * b->dtype.bytes();
+  return true;
+}
+
+std::set<const VarNode*> pointers_in(const Stmt& s) {
+  struct Finder : Visitor {
+    std::set<const VarNode*> found;
+    void visit_Var(const VarNode* v) override { found.insert(v); }
+    void visit_buffer(const Buffer& b) override {
+      if (b && b->data) found.insert(b->data.get());
+      Visitor::visit_buffer(b);
+    }
+  } f;
+  f.visit(s);
+  return f.found;
+}
+
+// One step's regions, or false when the step touches a pointer in some other way.
+bool step_regions(const Stmt& step, std::vector<Span1>* regions) {
+  const auto* eval = as<EvaluateNode>(step);
+  const auto* call = eval ? as<CallNode>(eval->value) : nullptr;
+  if (!call || call->op != "call_tir" || call->args.size() < 2) return false;
+  for (size_t k = 1; k < call->args.size(); ++k) {
+    Span1 r;
+    if (region_bytes(call->args[k], &r)) {
+      r.written = k + 1 == call->args.size();
+      regions->push_back(r);
+    } else if (!pointers_in(Evaluate(call->args[k])).empty()) {
+      return false;
+    }
+  }
+  return true;
+}
+
+int64_t align_up(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
+
+// The shift of `out` against `in` over steps [from, to], or nullopt-like false.
+bool pair_shift(const std::vector<std::vector<Span1>>& regions, const std::vector<bool>& parsed, const VarNode* out,
+                const VarNode* in, int from, int to, int64_t* below, int64_t* above) {
+  // Walking back from the last step: the lowest and highest input byte read from here on.
+  int64_t lo = std::numeric_limits<int64_t>::max(), hi = std::numeric_limits<int64_t>::min();
+  *below = 0, *above = 0;
+  for (int k = to; k >= from; --k) {
+    bool touches = false;
+    for (const Span1& r : regions[k]) touches = touches || r.data == out || r.data == in;
+    if (!touches) continue;
+    if (!parsed[k]) return false;
+    for (const Span1& r : regions[k]) {
+      if (r.data == in && r.written) return false;
+      if (r.data == in) lo = std::min(lo, r.begin), hi = std::max(hi, r.end);
+    }
+    for (const Span1& r : regions[k]) {
+      if (r.data != out) continue;
+      if (!r.written) return false;  // the output read while the input lives: keep them apart
+      if (lo > hi) continue;         // no read of the input from here on
+      *below = std::max(*below, r.end - lo);
+      *above = std::max(*above, hi - r.begin);
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+std::vector<CallOverlap> call_overlaps(const std::vector<Stmt>& steps,
+                                       const std::vector<std::pair<const VarNode*, int64_t>>& sizes,
+                                       const std::map<const VarNode*, std::pair<int, int>>& live, int64_t alignment) {
+  std::vector<std::vector<Span1>> regions(steps.size());
+  std::vector<bool> parsed(steps.size());
+  for (size_t i = 0; i < steps.size(); ++i) {
+    parsed[i] = step_regions(steps[i], &regions[i]);
+    // An unparsed step still shows which pointers it touches.
+    if (!parsed[i]) {
+      regions[i].clear();
+      for (const VarNode* p : pointers_in(steps[i])) regions[i].push_back({p, 0, 0, true});
+    }
+  }
+  std::vector<CallOverlap> out;
+  for (const auto& [o, osize] : sizes) {
+    auto ol = live.find(o);
+    if (ol == live.end()) continue;
+    const int first = ol->second.first;
+    for (const auto& [i, isize] : sizes) {
+      auto il = live.find(i);
+      if (i == o || il == live.end() || il->second.first >= first || il->second.second < first) continue;
+      int64_t below = 0, above = 0;
+      if (!pair_shift(regions, parsed, o, i, first, il->second.second, &below, &above)) continue;
+      const int64_t in = align_up(isize, alignment), outb = align_up(osize, alignment);
+      below = align_up(below, alignment), above = align_up(above, alignment);
+      const int64_t down = std::max(below + in, outb), up = std::max(in, above + outb);
+      if (std::min(down, up) >= in + outb) continue;
+      out.push_back({o, i, down <= up ? -below : above, in + outb - std::min(down, up)});
+    }
+  }
+  std::stable_sort(out.begin(), out.end(), [](const CallOverlap& a, const CallOverlap& b) { return a.saved > b.saved; });
+  return out;
+}
+
+}  // namespace mtir
