@@ -221,8 +221,7 @@ WVal FunctionEmitter::call_expr(const CallNode* c) {
     case Builtin::TvmReturn: refuse_statement_builtin(c, "wasm");
     case Builtin::TvmCallPacked:
     case Builtin::TvmMakeTensor:
-    case Builtin::CallTir:
-    case Builtin::CallGlobal:
+    case Builtin::CallTir: case Builtin::CallGlobal:
     case Builtin::Vmladava:  // scalarize_vectors_simd128 expands it
     case Builtin::TirRegion: refuse_builtin(c, "wasm", "");
     case Builtin::AddressOf: {
