@@ -14,4 +14,17 @@ bool uses_any(const Expr& e, const std::set<const VarNode*>& vars) {
   return f.found;
 }
 
+std::set<const VarNode*> pointers_used(const Stmt& s) {
+  struct Finder : Visitor {
+    std::set<const VarNode*> found;
+    void visit_Var(const VarNode* v) override { found.insert(v); }
+    void visit_buffer(const Buffer& b) override {
+      if (b && b->data) found.insert(b->data.get());
+      Visitor::visit_buffer(b);
+    }
+  } f;
+  f.visit(s);
+  return f.found;
+}
+
 }  // namespace mtir

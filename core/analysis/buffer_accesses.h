@@ -98,4 +98,8 @@ struct RegisterArrayUses : Visitor {
   }
 };
 
+// The pointers statement `s` touches: the variables it uses and its buffers' data
+// pointers (the memory planner's and call_overlap's question: may it reach this memory?).
+std::set<const VarNode*> pointers_used(const Stmt& s);
+
 }  // namespace mtir

@@ -4,6 +4,7 @@
 #include <limits>
 #include <set>
 
+#include "analysis/buffer_accesses.h"
 #include "ir/op.h"
 #include "ir/visitor.h"
 
@@ -43,19 +44,6 @@ bool region_bytes(const Expr& arg, Span1* out) {
   return true;
 }
 
-std::set<const VarNode*> pointers_in(const Stmt& s) {
-  struct Finder : Visitor {
-    std::set<const VarNode*> found;
-    void visit_Var(const VarNode* v) override { found.insert(v); }
-    void visit_buffer(const Buffer& b) override {
-      if (b && b->data) found.insert(b->data.get());
-      Visitor::visit_buffer(b);
-    }
-  } f;
-  f.visit(s);
-  return f.found;
-}
-
 // One step's regions, or false when the step touches a pointer in some other way.
 bool step_regions(const Stmt& step, std::vector<Span1>* regions) {
   const auto* eval = as<EvaluateNode>(step);
@@ -66,7 +54,7 @@ bool step_regions(const Stmt& step, std::vector<Span1>* regions) {
     if (region_bytes(call->args[k], &r)) {
       r.written = k + 1 == call->args.size();
       regions->push_back(r);
-    } else if (!pointers_in(Evaluate(call->args[k])).empty()) {
+    } else if (!pointers_used(Evaluate(call->args[k])).empty()) {
       return false;
     }
   }
@@ -113,7 +101,7 @@ std::vector<CallOverlap> call_overlaps(const std::vector<Stmt>& steps,
     // An unparsed step still shows which pointers it touches.
     if (!parsed[i]) {
       regions[i].clear();
-      for (const VarNode* p : pointers_in(steps[i])) regions[i].push_back({p, 0, 0, true});
+      for (const VarNode* p : pointers_used(steps[i])) regions[i].push_back({p, 0, 0, true});
     }
   }
   std::vector<CallOverlap> out;

@@ -19,6 +19,7 @@
 #include <map>
 #include <set>
 
+#include "analysis/buffer_accesses.h"
 #include "analysis/call_overlap.h"
 #include "analysis/callees.h"
 #include "analysis/elementwise_overwrite.h"
@@ -35,20 +36,6 @@ namespace {
 // The default of -workspace-byte-alignment; a module may ask for more with the
 // "workspace_byte_alignment" attribute (build_c sets it from the target).
 constexpr int64_t kDefaultAlignment = 16;
-
-// The pointers statement `s` touches: variables it uses and buffers' data pointers.
-std::set<const VarNode*> pointers_used(const Stmt& s) {
-  struct Finder : Visitor {
-    std::set<const VarNode*> found;
-    void visit_Var(const VarNode* v) override { found.insert(v); }
-    void visit_buffer(const Buffer& b) override {
-      if (b && b->data) found.insert(b->data.get());
-      Visitor::visit_buffer(b);
-    }
-  } f;
-  f.visit(s);
-  return f.found;
-}
 
 // Replaces the buffers placed in a pool by their views, and drops the sharing
 // candidates of the calls (kMayOverwriteAttr): they are decided here.
