@@ -456,7 +456,7 @@ class FunctionEmitter {
     auto address = [&](const Expr& e) {
       const auto* load = as<BufferLoadNode>(e);
       const auto* ramp = load && load->indices.size() == 1 ? as<RampNode>(load->indices[0]) : nullptr;
-      if (!ramp) user_error(op->span, "T.vmladava in C needs contiguous vector loads (A[T.Ramp(i, 1, n)]) as arguments");
+      if (!ramp) user_error(op->span, "T.vmladava in the C backend needs contiguous vector loads (A[T.Ramp(i, 1, n)]) as arguments");
       return "(&" + access(load->buffer, {ramp->base}, load->span) + ")";
     };
     const DataType t = op->args.at(1)->dtype;
