@@ -495,6 +495,21 @@ TEST(QConv, ChainRunsBandByBandBitForBit) {
   }
 }
 
+// Appends a bias-free qconv2d `name` reading `previous`, with an int8 weight of shape `w`
+// and values `weight`; returns its name (the next layer's input).
+std::string append_qconv(Graph& g, const std::string& name, const std::string& previous, const Shape& w,
+                         const std::vector<int64_t>& weight, const json& attrs) {
+  g.constants[name + "_w"] = array_of(DataType::Int(8), w, weight);
+  GraphNode node;
+  node.name = name;
+  node.op = "qconv2d";
+  node.inputs = {previous, name + "_w"};
+  node.attrs = attrs;
+  node.type = find_op("qconv2d")->infer({g.type_of(previous), TensorType{DataType::Int(8), w}}, node.attrs);
+  g.nodes.push_back(node);
+  return name;
+}
+
 // A 1x1 convolution with padding 1 (valid in ONNX) has output rows whose window is all
 // padding: a band of only such a row reads no input rows. The planner passes over those
 // band counts instead of failing the build, and the patched run equals the whole one.
@@ -512,15 +527,7 @@ TEST(QConv, PatchPlannerSkipsBandsOfOnlyPadding) {
     const std::string name = "c" + std::to_string(l);
     std::vector<int64_t> wv(w[0] * w[1] * w[2] * w[3]);
     for (auto& e : wv) e = d(rng);
-    g.constants[name + "_w"] = array_of(DataType::Int(8), w, wv);
-    GraphNode node;
-    node.name = name;
-    node.op = "qconv2d";
-    node.inputs = {previous, name + "_w"};
-    node.attrs = attrs;
-    node.type = find_op("qconv2d")->infer({g.type_of(previous), TensorType{DataType::Int(8), w}}, node.attrs);
-    g.nodes.push_back(node);
-    previous = name;
+    previous = append_qconv(g, name, previous, w, wv, attrs);
   }
   g.outputs = {previous};
   EXPECT_THROW(make_patch_stage(g, {0, 1}, 8), DiagnosticError);  // band 0 is row 0 alone
@@ -564,15 +571,7 @@ TEST(QConv, PatchOverlapWritesBesideTheInput) {
     const std::string name = "c" + std::to_string(k);
     json attrs = depthwise ? quant({{"padding", {1, 1, 1, 1}}, {"groups", 8}, {"activation", "relu"}})
                            : quant({{"activation", "relu"}});
-    g.constants[name + "_w"] = array_of(DataType::Int(8), w, values(w));
-    GraphNode node;
-    node.name = name;
-    node.op = "qconv2d";
-    node.inputs = {previous, name + "_w"};
-    node.attrs = attrs;
-    node.type = find_op("qconv2d")->infer({g.type_of(previous), TensorType{DataType::Int(8), w}}, node.attrs);
-    g.nodes.push_back(node);
-    previous = name;
+    previous = append_qconv(g, name, previous, w, values(w), attrs);
   }
   g.outputs = {previous};
   const Graph prepared = prepare_quantized(g, ScheduleOptions{});
