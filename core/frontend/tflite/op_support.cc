@@ -76,7 +76,6 @@ std::vector<TfliteOpSupport> make_table() {
       if (e.op == op) e.refused.emplace_back(dtype, why);
   };
   // Pairs TFLM's kernels implement that are not converted yet (tests/tflite/tflm_kernel_dtypes.json).
-  refuse("RSQRT", "int16", "TFLM's int16 RSQRT (an inverse square root per element at run time) is not converted yet");
   refuse("UNIDIRECTIONAL_SEQUENCE_LSTM", "int16",
          "TFLM's 16x8 LSTM (int16 activations, int8 weights, int64 bias) is not converted yet");
   for (auto& e : table)
