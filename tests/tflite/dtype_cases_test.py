@@ -268,16 +268,6 @@ def scaled_sum_case(code, inputs=1, axis=1, exclusive=False, reverse=False):
     return build
 
 
-def refuse_int8(code, inputs, words, **options):
-    """A TFLM int8 pair not converted yet: refused by name with the reason."""
-    def build(m, p):
-        ins = [quantized(m, m.input(f"{p}_x{k}", values(np.int8, (2, 4))), 0.1, 3) for k in range(inputs)]
-        y = quantized(m, m.tensor(p + "_y", np.int8, (2, 4)), 0.1, 3)
-        m.op(code, ins, [y])
-        return [y], words
-    return build
-
-
 def refuse_div_scales(m, p):
     """int8 DIV whose requantization multiplier (a_scale / (b_scale * output_scale)) is
     2^26: TFLM's shift would turn left, refused by name."""
