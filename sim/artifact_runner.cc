@@ -673,6 +673,10 @@ ArtifactRunResult run_artifact(const ArtifactInfo& info, const std::vector<Artif
     result.report.stack_bounds = {};
     result.report.stack_bound_absent = "two sources are named " + twice + ", and GCC writes one call-graph file per name";
   }
+  // Every run on a target that measures the stack checks its bound: a test that runs a
+  // model there fails when the bound it reports does not hold.
+  const std::string violation = stack_bound_violation(result.report.stack_bounds, result.report.stack_bytes);
+  MTIR_ICHECK(violation.empty(), violation + " on " + t.name + "; firmware: " + firmware);
   return result;
 }
 
