@@ -1,6 +1,7 @@
 // The builtins of ir/builtins.def whose value the interpreter computes without its
 // state (math functions, DSP and bit-level intrinsics), and the message for those it
-// refuses: shared by the tree walk (interpreter.cc) and the compiled form (compile_*.cc).
+// refuses: shared by the tree walk (interpreter.cc) and the compiled form (compile_*.cc);
+// and each builtin's family, which the tree walk dispatches on.
 #include <cmath>
 #include <cstring>
 
@@ -115,6 +116,76 @@ Scalar pure_intrinsic(Builtin op, DataType from, DataType to, const Scalar* args
     default: break;
   }
   MTIR_ICHECK(false, "not a pure intrinsic");
+}
+
+// Every builtin of ir/builtins.def, by a switch without a default: a new row does not
+// compile until the interpreter says what it computes (or why it cannot).
+CallFamily call_family(Builtin b) {
+  switch (b) {
+    case Builtin::Exp:
+    case Builtin::Log:
+    case Builtin::Log2:
+    case Builtin::Sqrt:
+    case Builtin::Tanh:
+    case Builtin::Sigmoid:
+    case Builtin::Sin:
+    case Builtin::Cos:
+    case Builtin::Floor:
+    case Builtin::Ceil:
+    case Builtin::Round:
+    case Builtin::Erf:
+    case Builtin::Abs: return CallFamily::kUnaryMath;
+    case Builtin::Pow: return CallFamily::kBinaryMath;
+    case Builtin::ShiftRight:
+    case Builtin::ShiftLeft:
+    case Builtin::BitwiseAnd:
+    case Builtin::BitwiseOr:
+    case Builtin::BitwiseXor: return CallFamily::kIntBinary;
+    case Builtin::IfThenElse: return CallFamily::kIfThenElse;
+    case Builtin::CallExtern: return CallFamily::kExtern;
+    case Builtin::TvmCallPacked: return CallFamily::kCallPacked;
+    case Builtin::CallTir: return CallFamily::kCallTir;
+    case Builtin::CallGlobal: return CallFamily::kCallGlobal;
+    case Builtin::Smlad:
+    case Builtin::Smlabb:
+    case Builtin::Smmlar:
+    case Builtin::Reinterpret:
+    case Builtin::Clz:
+    case Builtin::Sxtb16:
+    case Builtin::Sxtb16Ror8: return CallFamily::kPureIntrinsic;
+    case Builtin::Vmladava: return CallFamily::kVmladava;
+    case Builtin::TvmReturn: return CallFamily::kReturn;
+    case Builtin::TvmThrowLastError: return CallFamily::kThrowLastError;
+    // Arguments of calls above only (call_function reads them), then lowered functions' packed API.
+    case Builtin::TvmMakeTensor:
+    case Builtin::TirRegion:
+    case Builtin::AddressOf:
+    case Builtin::TvmArgTypeCode:
+    case Builtin::TvmArgHandle:
+    case Builtin::TvmArgInt:
+    case Builtin::TvmArgFloat:
+    case Builtin::TvmTensorData:
+    case Builtin::TvmTensorNdim:
+    case Builtin::TvmTensorShape:
+    case Builtin::TvmTensorStridesIsNull:
+    case Builtin::TvmTensorStride:
+    case Builtin::TvmTensorDtypeCode:
+    case Builtin::TvmTensorDtypeBits:
+    case Builtin::TvmTensorDtypeLanes:
+    case Builtin::TvmTensorByteOffset:
+    case Builtin::TvmTensorDeviceType:
+    case Builtin::TvmHandleIsNull:
+    case Builtin::TvmHandleIsAligned:
+    case Builtin::TvmStackAlloca:
+    case Builtin::TvmSetArgHandle:
+    case Builtin::TvmSetArgInt:
+    case Builtin::TvmSetArgFloat:
+    case Builtin::TvmSetTypeCode:
+    case Builtin::TvmSetShape:
+    case Builtin::TvmTensorInit:
+    case Builtin::TvmCallPackedLowered: return CallFamily::kRefused;
+  }
+  MTIR_ICHECK(false, "unhandled builtin");
 }
 
 std::string builtin_refusal(const CallNode* op) {
