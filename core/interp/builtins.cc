@@ -189,42 +189,16 @@ CallFamily call_family(Builtin b) {
 }
 
 std::string builtin_refusal(const CallNode* op) {
-  switch (*op->builtin) {
-    // Only as arguments of a call the interpreter makes (tvm_call_packed, call_tir).
-    case Builtin::TvmMakeTensor:
-    case Builtin::TirRegion:
-      return "T." + op->op + " describes a tensor argument: it can only be an argument of T.tvm_call_packed or T.call_tir";
-    case Builtin::AddressOf: return "T.address_of yields a machine address, which the interpreter does not model";
-    // Lowered functions only: the packed calling convention's arguments and stack.
-    case Builtin::TvmArgTypeCode:
-    case Builtin::TvmArgHandle:
-    case Builtin::TvmArgInt:
-    case Builtin::TvmArgFloat:
-    case Builtin::TvmTensorData:
-    case Builtin::TvmTensorNdim:
-    case Builtin::TvmTensorShape:
-    case Builtin::TvmTensorStridesIsNull:
-    case Builtin::TvmTensorStride:
-    case Builtin::TvmTensorDtypeCode:
-    case Builtin::TvmTensorDtypeBits:
-    case Builtin::TvmTensorDtypeLanes:
-    case Builtin::TvmTensorByteOffset:
-    case Builtin::TvmTensorDeviceType:
-    case Builtin::TvmHandleIsNull:
-    case Builtin::TvmHandleIsAligned:
-    case Builtin::TvmStackAlloca:
-    case Builtin::TvmSetArgHandle:
-    case Builtin::TvmSetArgInt:
-    case Builtin::TvmSetArgFloat:
-    case Builtin::TvmSetTypeCode:
-    case Builtin::TvmSetShape:
-    case Builtin::TvmTensorInit:
-    case Builtin::TvmCallPackedLowered:
-      return "T." + op->op +
-             " reads packed-API arguments, which exist only in generated code; interpret the function before "
-             "make_packed_api";
-    default: return "";
-  }
+  const Builtin b = *op->builtin;
+  if (call_family(b) != CallFamily::kRefused) return "";
+  // Only as arguments of a call the interpreter makes (tvm_call_packed, call_tir).
+  if (b == Builtin::TvmMakeTensor || b == Builtin::TirRegion)
+    return "T." + op->op + " describes a tensor argument: it can only be an argument of T.tvm_call_packed or T.call_tir";
+  if (b == Builtin::AddressOf) return "T.address_of yields a machine address, which the interpreter does not model";
+  // Lowered functions only: the packed calling convention's arguments and stack.
+  return "T." + op->op +
+         " reads packed-API arguments, which exist only in generated code; interpret the function before "
+         "make_packed_api";
 }
 
 }  // namespace interp
