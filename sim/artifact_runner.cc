@@ -19,6 +19,7 @@
 #include "driver/target.h"
 #include "support/diagnostic.h"
 #include "support/names.h"
+#include "support/text.h"
 #include "support/npy.h"
 
 namespace mtir::sim {
@@ -39,11 +40,6 @@ void write_text(const fs::path& path, const std::string& text) {
   std::ofstream f(path, std::ios::binary);
   f << text;
   if (!f) fail("cannot write " + path.string());
-}
-
-std::string replace_all(std::string s, const std::string& from, const std::string& to) {
-  for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size())) s.replace(at, from.size(), to);
-  return s;
 }
 
 // The first line of `log` containing `needle` (trimmed), or "".
