@@ -82,6 +82,20 @@ static void refuse_gpu_threads(const IRModule& m) {
   }
 }
 
+// TVM's T.match_buffer(b, ..., data=A.data): the interpreter runs the alias, but the
+// calling conventions give every tensor parameter memory of its own.
+static void refuse_shared_param_data(const IRModule& m) {
+  for (const auto& [name, f] : m.functions)
+    for (size_t i = 0; i < f->param_buffers.size(); ++i)
+      for (size_t j = 0; f->param_buffers[i] && j < i; ++j)
+        if (f->param_buffers[j] && f->param_buffers[j]->data == f->param_buffers[i]->data)
+          user_error(f->param_buffers[i]->span, "function '" + name + "': buffer '" + f->param_buffers[i]->name +
+                                                    "' views the memory of buffer '" + f->param_buffers[j]->name +
+                                                    "' (T.match_buffer(..., data=" + f->param_buffers[j]->name +
+                                                    ".data)): the interpreter runs it, but compiled functions take "
+                                                    "one tensor of their own per buffer parameter");
+}
+
 LoweringOptions lowering_options(const Target& target) {
   LoweringOptions o;
   o.unpacked_api = target.unpacked_api;
@@ -94,6 +108,7 @@ LoweringOptions lowering_options(const Target& target) {
 
 BuildResult lower_for_target(const IRModule& m, const Target& target, std::vector<std::string>* packed_symbols) {
   refuse_gpu_threads(m);
+  refuse_shared_param_data(m);
   // As in TVM: the AOT executor fills resource handles from the C interface's devices
   // struct, which only exists with plain pointers.
   for (const auto& [name, f] : m.functions) {

@@ -16,6 +16,7 @@
 #include <cstring>
 #include <memory>
 #include <optional>
+#include <set>
 #include <tuple>
 #include <unordered_map>
 
@@ -274,8 +275,12 @@ std::optional<Scalar> Interpreter::run(const PrimFunc& f, const std::string& nam
       if (v && !vars_.count(v)) vars_[v] = interp::make_int(v->dtype, (*a)->shape[k]);
     }
   }
+  // A buffer declared on an earlier one's memory (T.match_buffer(b, ..., data=A.data))
+  // views that tensor: TVM requires b to be the same memory, so b's own is not used.
+  std::set<const VarNode*> bound_data;
   for (size_t i = 0; i < args.size(); ++i)
-    if (f->param_buffers[i]) bind_buffer_param(f->params[i], f->param_buffers[i], args[i]);
+    if (f->param_buffers[i] && bound_data.insert(f->param_buffers[i]->data.get()).second)
+      bind_buffer_param(f->params[i], f->param_buffers[i], args[i]);
   try {
     exec_body(f);
   } catch (const Returned& r) {

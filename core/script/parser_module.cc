@@ -417,7 +417,8 @@ void Parser::parse_function_header(PrimFuncNode* f, const Params& params) {
       fail(param, "parameter '" + param.text + "' is not a T.handle, or already has a buffer");
     expect_op(",", "after the parameter of T.match_buffer");
     if (lookup(name.text) && name.text != param.text) fail(name, "'" + name.text + "' is already defined");
-    Buffer buf = make_buffer(name.text, span(name), parse_buffer_args(false, t_tok));
+    // data=A.data: the tensor's memory is another buffer's, as TVM binds it.
+    Buffer buf = make_buffer(name.text, span(name), parse_buffer_args(false, t_tok, true, false));
     expect_newline("after statement");
     f->param_buffers[index] = buf;
     bind(name.text, Binding{f->params[index], buf, true});

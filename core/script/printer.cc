@@ -191,6 +191,15 @@ class Printer {
     indent_ = 0;
   }
 
+  // Whether parameter i's buffer views the memory of an earlier parameter (TVM's
+  // T.match_buffer(b, ..., data=A.data)).
+  static bool shares_data(const PrimFunc& f, size_t i) {
+    const Buffer& b = f->param_buffers[i];
+    for (size_t j = 0; b && j < i; ++j)
+      if (f->params[j] == b->data || (f->param_buffers[j] && f->param_buffers[j]->data == b->data)) return true;
+    return false;
+  }
+
   void func(const std::string& name, const PrimFunc& f) {
     reset_names();
     if (!f) return line("# function '" + name + "' is missing");
@@ -215,6 +224,7 @@ class Printer {
       for (const auto& e : b->shape) free.visit(e);
       for (const auto& e : b->strides) free.visit(e);
       free.visit(b->elem_offset);
+      if (shares_data(f, i)) matched[i] = true;
       if (free.found.empty()) continue;
       matched[i] = true;
       for (const VarNode* v : free.found)
@@ -243,7 +253,7 @@ class Printer {
       if (!matched[i]) continue;
       const Buffer& b = f->param_buffers[i];
       std::string handle = names_[f->params[i].get()];
-      std::string decl = buffer_decl("T.match_buffer(" + handle + ", ", b, "");
+      std::string decl = buffer_decl("T.match_buffer(" + handle + ", ", b, shares_data(f, i) ? "data=" + expr(b->data) : "");
       line(bind_buffer(b, b->name) + " = " + decl);
     }
     stmt(f->body, true);

@@ -438,5 +438,26 @@ TEST(TvmScriptBugs, MainGetsALegalCSymbol) {
   EXPECT_NE(built.sources[0].text.find("int32_t tvm_main("), std::string::npos) << built.sources[0].text;
 }
 
+// T.match_buffer(b, ..., data=A.data): B is A's memory seen as 2 x 2; the interpreter
+// runs the alias, and every backend refuses it at B's declaration.
+TEST(TvmScriptForms, MatchBufferDataAliasRunsInTheInterpreterOnly) {
+  IRModule m = parse_module_or_throw(read(fs::path(MICROTIR_SOURCE_DIR) / "tests/script/tvm/match_buffer_data.tir"),
+                                     "alias.tir");
+  NDArray a = NDArray::zeros(DataType::Int(32), {4}), b = NDArray::zeros(DataType::Int(32), {2, 2});
+  interpret(m, "alias", {&a, &b});
+  EXPECT_EQ(a.get_int(3), 11);  // B[1, 1] = B[0, 1] + 10 is A[3] = A[1] + 10
+  for (const char* target : {"c -unpacked-api=0", "llvm -unpacked-api=1", "wasm"}) {
+    SCOPED_TRACE(target);
+    try {
+      build_for_target(m, parse_target(target));
+      ADD_FAILURE() << "a buffer alias was compiled";
+    } catch (const DiagnosticError& e) {
+      EXPECT_NE(e.diagnostics().at(0).message.find("buffer 'B' views the memory of buffer 'A'"), std::string::npos)
+          << e.diagnostics().at(0).message;
+      EXPECT_EQ(e.diagnostics().at(0).span.line, 9);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace mtir
