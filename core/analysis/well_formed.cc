@@ -112,7 +112,8 @@ class WellFormedChecker : public Visitor {
 
   void visit_BufferLoad(const BufferLoadNode* op) override {
     int lanes = check_access(op->buffer, op->indices, op->span);
-    if (op->buffer && op->dtype != op->buffer->dtype.with_lanes(lanes))
+    // with_lanes: a scalable vector's lanes (T.vscale() * k) compare by k
+    if (op->buffer && op->dtype.with_lanes(op->dtype.lanes()) != op->buffer->dtype.with_lanes(lanes))
       error(op->span, "load from '" + op->buffer->name + "' has type " + op->dtype.str() + ", but the buffer holds " +
                           op->buffer->dtype.str() + (lanes > 1 ? " and the index has " + std::to_string(lanes) + " lanes" : ""));
     for (const auto& i : op->indices) visit(i);
@@ -120,7 +121,7 @@ class WellFormedChecker : public Visitor {
 
   void visit_BufferStore(const BufferStoreNode* op) override {
     int lanes = check_access(op->buffer, op->indices, op->span);
-    if (op->buffer && op->value && op->value->dtype != op->buffer->dtype.with_lanes(lanes))
+    if (op->buffer && op->value && op->value->dtype.with_lanes(op->value->dtype.lanes()) != op->buffer->dtype.with_lanes(lanes))
       error(op->span, "value stored into '" + op->buffer->name + "' has type " + op->value->dtype.str() +
                           ", but the buffer holds " + op->buffer->dtype.str() +
                           (lanes > 1 ? " and the index has " + std::to_string(lanes) + " lanes" : ""));

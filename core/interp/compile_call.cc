@@ -161,6 +161,7 @@ CExprPtr extern_call(Compiler* c, const CallNode* op) {
 }
 
 CExprPtr throw_last_error(Compiler* c, const CallNode* op) {
+  if (op->args.empty()) return std::make_unique<ErrorCall>(op->span, kNoMessageError);
   const auto* format = as<StringImmNode>(op->args[0]);
   if (!format) return std::make_unique<ErrorCall>(op->span, "T.tvm_throw_last_error needs a message string");
   std::vector<CExprPtr> args;

@@ -23,6 +23,7 @@
 #include "interp/compiled.h"
 #include "interp/pointer_map.h"
 #include "interp/scalar.h"
+#include "ir/scalable_vectors.h"
 #include "ir/tvm_intrinsics.h"  // and ir/op.h, the builtins
 
 namespace mtir {
@@ -599,6 +600,7 @@ Scalar Interpreter::eval_call(const CallNode* op) {
     // `return x` / T.ret(x): unwinds to the function's run().
     case interp::CallFamily::kReturn: throw Returned{eval(op->args[0])};
     case interp::CallFamily::kThrowLastError: {
+      if (op->args.empty()) user_error(where(op->span), interp::kNoMessageError);
       const auto* format = as<StringImmNode>(op->args[0]);
       if (!format) user_error(where(op->span), "T.tvm_throw_last_error needs a message string");
       std::vector<int64_t> values;
@@ -945,6 +947,7 @@ std::optional<int64_t> interpret(const IRModule& mod, const std::string& func_na
                                  const std::vector<InterpArg>& args, const InterpOptions& options) {
   PrimFunc f = mod.lookup(func_name);
   if (!f) user_error(Span{}, "no function '" + func_name + "' in module");
+  refuse_scalable_vectors(mod, "the interpreter");
   std::optional<interp::Scalar> r = Interpreter(options, &mod).run(f, func_name, args);
   if (!r) return std::nullopt;
   return r->i;

@@ -106,6 +106,11 @@ enum class CallFamily {
 
 CallFamily call_family(Builtin b);
 
+// T.tvm_throw_last_error() without a message (TVM's form): the function fails with the
+// error a runtime call set before it, which the interpreter has none of.
+inline const char* const kNoMessageError =
+    "the function failed: T.tvm_throw_last_error() returns the error an earlier runtime call set";
+
 // Why the interpreter cannot evaluate `op` (a tensor description, an address, the
 // packed API's argument accessors), or "" when it can.
 std::string builtin_refusal(const CallNode* op);

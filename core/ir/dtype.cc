@@ -11,11 +11,17 @@ std::string DataType::str() const {
     case Code::kUInt: s = "uint" + std::to_string(bits_); break;
     case Code::kFloat: s = "float" + std::to_string(bits_); break;
   }
-  if (lanes_ != 1) s += "x" + std::to_string(lanes_);
+  if (lanes_ != 1 || scalable_) s += (scalable_ ? "xvscalex" : "x") + std::to_string(lanes_);
   return s;
 }
 
 std::optional<DataType> DataType::parse(const std::string& name, bool allow_lanes) {
+  // "<scalar>xvscalex<k>": a scalable vector of T.vscale() * k lanes.
+  if (size_t v = name.find("xvscalex"); allow_lanes && v != std::string::npos) {
+    auto fixed = parse(name.substr(0, v) + "x" + name.substr(v + 8), true);
+    if (!fixed) return std::nullopt;
+    return fixed->element_of().with_scalable_lanes(fixed->lanes());
+  }
   // "<scalar>x<lanes>": 2 to kMaxLanes lanes of a bool, integer or float type.
   size_t x = name.rfind('x');
   if (allow_lanes && x != std::string::npos && x + 1 < name.size() && name[x + 1] != '0' &&

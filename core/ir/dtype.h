@@ -1,5 +1,8 @@
 // Data types of TIR: bool, signed and unsigned integers, floats and handles, each with
-// a number of lanes (1 for scalars; "float32x4" is a vector of four float32).
+// a number of lanes (1 for scalars; "float32x4" is a vector of four float32). A
+// scalable vector (SVE/RVV, "float32xvscalex4") has T.vscale() times `lanes` lanes,
+// known only at run time: it parses and prints, and everything that runs code refuses
+// it (ir/scalable_vectors.h).
 #pragma once
 
 #include <cstdint>
@@ -32,6 +35,13 @@ class DataType {
   // The type of one lane, and this type with `n` lanes.
   DataType element_of() const { return DataType(code_, bits_); }
   DataType with_lanes(int n) const { return DataType(code_, bits_, n); }
+  // T.vscale() * k lanes.
+  DataType with_scalable_lanes(int k) const {
+    DataType t(code_, bits_, k);
+    t.scalable_ = true;
+    return t;
+  }
+  bool is_scalable() const { return scalable_; }
 
   bool is_int() const { return code_ == Code::kInt; }
   bool is_uint() const { return code_ == Code::kUInt; }
@@ -43,7 +53,7 @@ class DataType {
   // Types that arithmetic operators accept.
   bool is_numeric() const { return is_integer() || is_float(); }
 
-  // "float32", "int8", "bool", "handle", "void", "float32x4".
+  // "float32", "int8", "bool", "handle", "void", "float32x4", "float32xvscalex4".
   std::string str() const;
   // Inverse of str(); nullopt for names we do not know. Vector names ("int8x16") are
   // accepted only with `allow_lanes`: most places (buffers, graphs) take scalars.
@@ -52,7 +62,7 @@ class DataType {
   static constexpr int kMaxLanes = 64;
 
   bool operator==(const DataType& o) const {
-    return code_ == o.code_ && bits_ == o.bits_ && lanes_ == o.lanes_;
+    return code_ == o.code_ && bits_ == o.bits_ && lanes_ == o.lanes_ && scalable_ == o.scalable_;
   }
   bool operator!=(const DataType& o) const { return !(*this == o); }
 
@@ -60,6 +70,7 @@ class DataType {
   Code code_ = Code::kHandle;
   int bits_ = 0;
   int lanes_ = 1;
+  bool scalable_ = false;
 };
 
 // Wrap `v` to the width of integer type `t` with two's complement (C semantics).

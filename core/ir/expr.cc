@@ -64,20 +64,21 @@ Expr Cast(DataType t, Expr v, Span s) { return std::make_shared<CastNode>(t, std
 Expr BufferLoad(Buffer b, std::vector<Expr> indices, Span s) {
   // A vector index (a Ramp) loads that many lanes.
   int lanes = 1;
+  bool scalable = false;
   for (const auto& i : indices)
-    if (i && i->dtype.lanes() > lanes) lanes = i->dtype.lanes();
-  DataType t = b->dtype.with_lanes(lanes);
+    if (i && i->dtype.lanes() > lanes) lanes = i->dtype.lanes(), scalable = i->dtype.is_scalable();
+  DataType t = scalable ? b->dtype.with_scalable_lanes(lanes) : b->dtype.with_lanes(lanes);
   return std::make_shared<BufferLoadNode>(t, std::move(b), std::move(indices), std::move(s));
 }
 Expr Call(DataType t, std::string op, std::vector<Expr> args, Attrs attrs, Span s) {
   return std::make_shared<CallNode>(t, std::move(op), std::move(args), std::move(attrs), std::move(s));
 }
 
-Expr Ramp(Expr base, Expr stride, int lanes, Span s) {
-  return std::make_shared<RampNode>(std::move(base), std::move(stride), lanes, std::move(s));
+Expr Ramp(Expr base, Expr stride, int lanes, Span s, bool scalable) {
+  return std::make_shared<RampNode>(std::move(base), std::move(stride), lanes, std::move(s), scalable);
 }
-Expr Broadcast(Expr value, int lanes, Span s) {
-  return std::make_shared<BroadcastNode>(std::move(value), lanes, std::move(s));
+Expr Broadcast(Expr value, int lanes, Span s, bool scalable) {
+  return std::make_shared<BroadcastNode>(std::move(value), lanes, std::move(s), scalable);
 }
 Expr Shuffle(std::vector<Expr> vectors, std::vector<int> indices, Span s) {
   DataType t = vectors.at(0)->dtype.element_of().with_lanes(static_cast<int>(indices.size()));

@@ -141,8 +141,10 @@ struct CallNode : ExprNode {
 // base + k * stride for k in [0, lanes): the index of a vector load or store.
 struct RampNode : ExprNode {
   static constexpr ExprKind kKind = ExprKind::Ramp;
-  RampNode(Expr base, Expr stride, int lanes, Span s)
-      : ExprNode(kKind, base->dtype.with_lanes(lanes), std::move(s)), base(std::move(base)),
+  // `scalable`: T.vscale() * lanes lanes (a scalable vector, see dtype.h).
+  RampNode(Expr base, Expr stride, int lanes, Span s, bool scalable = false)
+      : ExprNode(kKind, scalable ? base->dtype.with_scalable_lanes(lanes) : base->dtype.with_lanes(lanes), std::move(s)),
+        base(std::move(base)),
         stride(std::move(stride)), lanes(lanes) {}
   Expr base, stride;
   int lanes;
@@ -150,8 +152,9 @@ struct RampNode : ExprNode {
 
 struct BroadcastNode : ExprNode {
   static constexpr ExprKind kKind = ExprKind::Broadcast;
-  BroadcastNode(Expr value, int lanes, Span s)
-      : ExprNode(kKind, value->dtype.with_lanes(lanes), std::move(s)), value(std::move(value)), lanes(lanes) {}
+  BroadcastNode(Expr value, int lanes, Span s, bool scalable = false)
+      : ExprNode(kKind, scalable ? value->dtype.with_scalable_lanes(lanes) : value->dtype.with_lanes(lanes), std::move(s)),
+        value(std::move(value)), lanes(lanes) {}
   Expr value;
   int lanes;
 };
@@ -192,8 +195,8 @@ Expr Select(Expr c, Expr t, Expr f, Span s = {});
 Expr Cast(DataType t, Expr v, Span s = {});
 Expr BufferLoad(Buffer b, std::vector<Expr> indices, Span s = {});
 Expr Call(DataType t, std::string op, std::vector<Expr> args, Attrs attrs = {}, Span s = {});
-Expr Ramp(Expr base, Expr stride, int lanes, Span s = {});
-Expr Broadcast(Expr value, int lanes, Span s = {});
+Expr Ramp(Expr base, Expr stride, int lanes, Span s = {}, bool scalable = false);
+Expr Broadcast(Expr value, int lanes, Span s = {}, bool scalable = false);
 // The result type is the element type of vectors[0] with indices.size() lanes.
 Expr Shuffle(std::vector<Expr> vectors, std::vector<int> indices, Span s = {});
 Expr Let(Var var, Expr value, Expr body, Span s = {});

@@ -79,11 +79,11 @@ Expr Mutator::mutate_Call(const CallNode* op, const Expr& self) {
 Expr Mutator::mutate_Ramp(const RampNode* op, const Expr& self) {
   Expr base = mutate(op->base), stride = mutate(op->stride);
   if (base == op->base && stride == op->stride) return self;
-  return Ramp(base, stride, op->lanes, op->span);
+  return Ramp(base, stride, op->lanes, op->span, op->dtype.is_scalable());
 }
 Expr Mutator::mutate_Broadcast(const BroadcastNode* op, const Expr& self) {
   Expr v = mutate(op->value);
-  return v == op->value ? self : Broadcast(v, op->lanes, op->span);
+  return v == op->value ? self : Broadcast(v, op->lanes, op->span, op->dtype.is_scalable());
 }
 Expr Mutator::mutate_Shuffle(const ShuffleNode* op, const Expr& self) {
   bool changed = false;

@@ -7,6 +7,8 @@ namespace mtir {
 
 namespace {
 
+// A leading '?' (no arguments allowed too) is not an argument.
+constexpr const char* signature_letters(const char* sig) { return sig[0] == '?' ? sig + 1 : sig; }
 constexpr size_t signature_arity(const char* sig) {
   size_t n = 0;
   while (sig[n] != 0 && sig[n] != '*' && sig[n] != '#') ++n;
@@ -32,8 +34,9 @@ const std::vector<OpInfo>& all_ops() {
   const P Expr = P::kExpr, Stmt = P::kStmt, Let = P::kLetValue;
   static const std::vector<OpInfo> ops = {
 #define MTIR_BUILTIN(Id, name, Kind, int_ok, Result, signature, Eff, Pos, lowered_by)                            \
-  {Builtin::Id, name, K::k##Kind, int_ok, Result.rule, Result.type, signature, Eff, Pos, lowered_by,                 \
-   signature_arity(signature), signature_variadic(signature)},
+  {Builtin::Id, name, K::k##Kind, int_ok, Result.rule, Result.type, signature_letters(signature), Eff, Pos,         \
+   lowered_by, signature_arity(signature_letters(signature)), signature_variadic(signature_letters(signature)),    \
+   signature[0] == '?'},
 #include "ir/builtins.def"
   };
   (void)Pure, (void)Effect, (void)Expr, (void)Stmt, (void)Let;
@@ -54,7 +57,7 @@ std::optional<Builtin> lookup_builtin(const std::string& name) {
 }
 
 bool builtin_arity_ok(const OpInfo& op, size_t num_args, std::string* why) {
-  if (num_args == op.arity || (op.variadic && num_args > op.arity)) return true;
+  if (num_args == op.arity || (op.variadic && num_args > op.arity) || (num_args == 0 && op.none_ok)) return true;
   *why = std::string("T.") + op.name + " takes " + (op.variadic ? "at least " : "") + std::to_string(op.arity) +
          " argument(s), got " + std::to_string(num_args);
   return false;

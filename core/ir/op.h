@@ -49,6 +49,7 @@ struct OpInfo {
   const char* lowered_by;
   size_t arity;
   bool variadic;
+  bool none_ok;  // a call without arguments is allowed too ('?')
 };
 
 // nullopt for a name that is no builtin.

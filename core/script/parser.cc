@@ -39,7 +39,7 @@ const std::vector<std::string>& t_expr_names() {
     std::vector<std::string> n = {"truncdiv", "truncmod", "floordiv", "floormod", "min",    "max",
                                   "And",      "Or",       "Not",      "Select",   "Cast",   "int8",
                                   "int16",    "int32",    "int64",    "uint8",    "uint16", "uint32",
-                                  "uint64",   "float16",  "float32",  "float64",  "bool"};
+                                  "uint64",   "float16",  "float32",  "float64",  "bool",   "Call"};
     for (const auto& op : all_ops()) n.push_back(op.name);
     return n;
   }();

@@ -260,7 +260,7 @@ class Parser {
   Expr parse_call_extern(const Token& t_tok, const Token& fn);
 
   // vectors
-  int parse_lanes(const Token& fn);
+  int parse_lanes(const Token& fn, bool* scalable);
   PExpr parse_vector_constant(const Token& t_tok, const Token& fn, DataType t);
   PExpr parse_ramp(const Token& t_tok, const Token& fn);
   PExpr parse_broadcast(const Token& t_tok, const Token& fn);
@@ -273,6 +273,9 @@ class Parser {
   bool parse_tvm_ops(const Token& t_tok, const Token& fn, PExpr* out);
   PExpr parse_ceildiv(const Token& t_tok, const Token& fn);
   PExpr parse_tvm_intrinsic(const Token& t_tok, const Token& fn, const TvmIntrinsic& in);
+  PExpr make_tvm_intrinsic(const Token& t_tok, const Token& fn, const TvmIntrinsic& in, std::vector<PExpr>& args,
+                           Attrs attrs);
+  PExpr parse_generic_call(const Token& t_tok);
   Expr parse_buffer_field(const Token& name, const Buffer& b);
   [[noreturn]] void fail_undefined(const Token& name);
   // Calls of another function of the module by its GlobalVar, `Module.sub(args...)`:

@@ -232,8 +232,6 @@ static std::string unknown_type_message(const std::string& name) {
       name.rfind("float8", 0) == 0 || name.rfind("float4", 0) == 0)
     return "type '" + name + "' is not supported: microtir's types are bool and 8- to 64-bit integers and floats "
            "(sub-byte and 8-bit float types are not)";
-  if (name.find("xvscale") != std::string::npos)
-    return "type '" + name + "' is a scalable vector (SVE/RVV), which microtir does not support";
   return "unknown type '" + name + "'";
 }
 

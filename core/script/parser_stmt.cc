@@ -166,13 +166,17 @@ Stmt Parser::parse_store() {
   const Token& name = next();
   Buffer buf = lookup(name.text)->buffer;
   std::vector<Expr> indices = parse_indices(name, buf);
-  if (is_op("+=") || is_op("-=") || is_op("*=") || is_op("/="))
-    fail(cur(), "augmented assignment is not supported; write A[i] = A[i] + v");
-  expect_op("=", "after buffer index");
+  // A[i] += v is A[i] = A[i] + v, as TVM's parser reads it.
+  static const std::pair<const char*, ExprKind> kAugmented[] = {
+      {"+=", ExprKind::Add}, {"-=", ExprKind::Sub}, {"*=", ExprKind::Mul}, {"/=", ExprKind::Div}};
+  const std::pair<const char*, ExprKind>* augmented = nullptr;
+  for (const auto& a : kAugmented)
+    if (is_op(a.first)) augmented = &a;
+  const Token& op = augmented ? next() : expect_op("=", "after buffer index");
   PExpr v = parse_expr();
-  int lanes = 1;
-  for (const auto& i : indices) lanes = std::max(lanes, i->dtype.lanes());
-  v = promote_to(v, buf->dtype.with_lanes(lanes));
+  Expr old = BufferLoad(buf, indices, span(name));  // of the index's lanes, scalable or not
+  if (augmented) v = arith(augmented->second, {old, false}, v, op);
+  v = promote_to(v, old->dtype);
   expect_newline("after statement");
   return BufferStore(buf, v.e, std::move(indices), span(name));
 }

@@ -119,7 +119,8 @@ void Parser::check_arity(const Token& at, const Token& fn, const std::vector<PEx
                  std::to_string(args.size()));
 }
 
-// A typed constant: T.int64(5), T.float32(0.5), T.float32("inf"), T.bool(True).
+// A typed constant: T.int64(5), T.float32(0.5), T.float32("inf"), T.bool(True); of a
+// value, a conversion: T.float32(i).
 PExpr Parser::parse_typed_constant(const Token& t_tok, const Token& fn, DataType type) {
   expect_op("(", "after T." + fn.text + " (a type used as a value must be called, e.g. T." + fn.text + "(0))");
   bool neg = false;
@@ -156,6 +157,11 @@ PExpr Parser::parse_typed_constant(const Token& t_tok, const Token& fn, DataType
   } else if (!neg && (tok_is_name(v, "True") || tok_is_name(v, "False")) && type.is_bool()) {
     next();
     out = Bool(v.text == "True", span(t_tok));
+  } else if (!neg && (v.kind == TokKind::kName || tok_is_op(v, "("))) {
+    // T.float32(i) of a value is TVM's conversion (x.astype("float32")): a Cast.
+    PExpr x = parse_expr();
+    if (x.bare) x = promote_to(x, x.e->dtype);
+    out = x.e->dtype == type ? x.e : Cast(type, x.e, span(t_tok));
   } else {
     fail(v, "expected a literal constant of type " + type.str() + " in T." + fn.text + "(...), found " + describe(v));
   }
@@ -305,10 +311,28 @@ Expr Parser::parse_call_extern(const Token& t_tok, const Token& fn) {
               span(t_tok));
 }
 
-// The lanes argument of T.Ramp / T.Broadcast: an integer constant.
-int Parser::parse_lanes(const Token& fn) {
+// `T.vscale() * k` or `k * T.vscale()`: k, else 0.
+static int64_t vscale_multiple(const Expr& e) {
+  const auto* mul = e->kind == ExprKind::Mul ? static_cast<const BinaryNode*>(e.get()) : nullptr;
+  if (!mul) return 0;
+  auto is_vscale = [](const Expr& x) {
+    const auto* call = as<CallNode>(x);
+    return call && !call->builtin && call->op == "vscale";
+  };
+  const int64_t* k = is_vscale(mul->a) ? as_const_int(mul->b) : is_vscale(mul->b) ? as_const_int(mul->a) : nullptr;
+  return k ? *k : 0;
+}
+
+// The lanes argument of T.Ramp / T.Broadcast: an integer constant, or T.vscale() * k
+// for TVM's scalable vectors (`*scalable` is set and k returned).
+int Parser::parse_lanes(const Token& fn, bool* scalable) {
   const Token& at = cur();
   PExpr e = parse_expr();
+  *scalable = false;
+  if (int64_t k = vscale_multiple(e.e); k >= 1 && k <= DataType::kMaxLanes) {
+    *scalable = true;
+    return static_cast<int>(k);
+  }
   const int64_t* c = as_const_int(e.e);
   struct FindsVscale : Visitor {
     bool found = false;
@@ -318,10 +342,9 @@ int Parser::parse_lanes(const Token& fn) {
     }
   } vscale;
   vscale.visit(e.e);
-  if (vscale.found)  // TVM's scalable vectors: lanes = T.vscale() * k, known at run time
-    fail(at, "T." + fn.text +
-                 " with a number of lanes that depends on T.vscale() is a scalable vector (SVE/RVV), "
-                 "which microtir does not support: its vectors have a constant number of lanes");
+  if (vscale.found)  // TVM's scalable vectors have T.vscale() * k lanes
+    fail(at, "T." + fn.text + " of a scalable vector needs T.vscale() * k lanes, with k a constant from 1 to " +
+                 std::to_string(DataType::kMaxLanes));
   if (!c || *c < 2 || *c > DataType::kMaxLanes)
     fail(at, "T." + fn.text + " needs a constant number of lanes from 2 to " + std::to_string(DataType::kMaxLanes));
   return static_cast<int>(*c);
@@ -339,7 +362,7 @@ PExpr Parser::parse_vector_constant(const Token& t_tok, const Token& fn, DataTyp
   if (v.e->dtype.lanes() == t.lanes()) return {Cast(t, v.e, span(t_tok)), false};
   if (v.e->dtype.is_vector() || !v.e->dtype.is_numeric())
     fail(t_tok, "T." + fn.text + " cannot convert " + v.e->dtype.str());
-  return {Broadcast(Cast(t.element_of(), v.e, span(t_tok)), t.lanes(), span(t_tok)), false};
+  return {Broadcast(Cast(t.element_of(), v.e, span(t_tok)), t.lanes(), span(t_tok), t.is_scalable()), false};
 }
 
 PExpr Parser::parse_ramp(const Token& t_tok, const Token& fn) {
@@ -348,27 +371,29 @@ PExpr Parser::parse_ramp(const Token& t_tok, const Token& fn) {
   expect_op(",", "after the base of T." + fn.text);
   PExpr stride = parse_expr();
   expect_op(",", "after the stride of T." + fn.text);
-  int lanes = parse_lanes(fn);
+  bool scalable = false;
+  int lanes = parse_lanes(fn, &scalable);
   if (is_op(",")) next();  // a trailing comma, as TVM's tests wrap long calls
   expect_op(")", "to close T." + fn.text + "(...)");
   unify(base, stride, ",", t_tok, "the base and stride of T.Ramp");
   base = promote_to(base, base.e->dtype), stride = promote_to(stride, stride.e->dtype);
   if (!base.e->dtype.is_integer() || base.e->dtype.is_vector())
     fail(t_tok, "T." + fn.text + " needs a scalar integer base and stride, not " + base.e->dtype.str());
-  return {Ramp(base.e, stride.e, lanes, span(t_tok)), false};
+  return {Ramp(base.e, stride.e, lanes, span(t_tok), scalable), false};
 }
 
 PExpr Parser::parse_broadcast(const Token& t_tok, const Token& fn) {
   expect_op("(", "after T." + fn.text);
   PExpr v = parse_expr();
   expect_op(",", "after the value of T." + fn.text);
-  int lanes = parse_lanes(fn);
+  bool scalable = false;
+  int lanes = parse_lanes(fn, &scalable);
   if (is_op(",")) next();  // a trailing comma, as TVM's tests wrap long calls
   expect_op(")", "to close T." + fn.text + "(...)");
   v = promote_to(v, v.e->dtype);
   if (v.e->dtype.is_vector() || !(v.e->dtype.is_numeric() || v.e->dtype.is_bool()))
     fail(t_tok, "T." + fn.text + " repeats a scalar number, not " + v.e->dtype.str());
-  return {Broadcast(v.e, lanes, span(t_tok)), false};
+  return {Broadcast(v.e, lanes, span(t_tok), scalable), false};
 }
 
 // T.Shuffle([a, b], [0, 4, 1, 5]): lanes of the vectors laid end to end.
@@ -524,6 +549,7 @@ PExpr Parser::parse_t_call() {
   if (name == "Broadcast" || name == "broadcast") return parse_broadcast(t_tok, fn);
   if (name == "Shuffle" || name == "shuffle") return parse_shuffle(t_tok, fn);
   if (name == "Let") return parse_let_expr(t_tok);
+  if (name == "Call") return parse_generic_call(t_tok);
   if (PExpr out; parse_tvm_sugar(t_tok, fn, &out)) return out;
   const OpInfo* op = lookup_op(name);
   bool known = op != nullptr || name == "And" || name == "Or" || name == "Not" || name == "Select" || name == "Cast";

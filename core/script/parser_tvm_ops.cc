@@ -86,6 +86,11 @@ PExpr Parser::parse_tvm_intrinsic(const Token& t_tok, const Token& fn, const Tvm
   std::vector<PExpr> args = parse_args(fn, &attrs);
   // dtype="handle" (TVM's keyword form) rides in the call's attributes, so it prints back.
   if (dtype_kw_) attrs["dtype"] = dtype_kw_->str();
+  return make_tvm_intrinsic(t_tok, fn, in, args, std::move(attrs));
+}
+
+PExpr Parser::make_tvm_intrinsic(const Token& t_tok, const Token& fn, const TvmIntrinsic& in,
+                                 std::vector<PExpr>& args, Attrs attrs) {
   std::vector<Expr> es;
   for (auto& a : args) es.push_back(a.bare ? promote_to(a, a.e->dtype).e : a.e);
   if (std::string why; !tvm_intrinsic_arity_ok(in, es.size(), &why)) fail(t_tok, why);
@@ -110,6 +115,48 @@ PExpr Parser::parse_tvm_intrinsic(const Token& t_tok, const Token& fn, const Tvm
   if (fn.text == "assume" && !es[0]->dtype.is_bool())
     fail(t_tok, "T.assume needs a bool condition, got " + es[0]->dtype.str());
   return {Call(t, fn.text, std::move(es), std::move(attrs), span(t_tok)), false};
+}
+
+// TVM's generic call of an op by its registered name, T.Call("int32",
+// "tir.tvm_throw_last_error", [args]): the call T.name(args) of our builtin or TVM
+// intrinsic tables, which the printer writes by name as TVM does; the type written
+// must be the call's.
+PExpr Parser::parse_generic_call(const Token& t_tok) {
+  expect_op("(", "after T.Call");
+  const Token& type_tok = cur();
+  const DataType declared = parse_dtype_string("as the result type of T.Call");
+  expect_op(",", "after the type in T.Call");
+  Token fn = cur();
+  fn.text = expect_string("as the op name of T.Call (e.g. \"tir.exp\")");
+  if (fn.text.rfind("tir.", 0) == 0) fn.text = fn.text.substr(4);
+  expect_op(",", "after the op name in T.Call");
+  expect_op("[", "to open the arguments of T.Call (a list)");
+  std::vector<PExpr> args;
+  while (!is_op("]")) {
+    args.push_back(parse_expr());
+    if (!is_op(",")) break;
+    next();
+  }
+  expect_op("]", "to close the arguments of T.Call");
+  expect_op(")", "to close T.Call(...)");
+  const OpInfo* op = lookup_op(fn.text);
+  const TvmIntrinsic* in = lookup_tvm_intrinsic(fn.text);
+  PExpr out;
+  if (op && op->kind == OpInfo::Kind::kCallExtern) {
+    std::vector<Expr> es;
+    for (auto& a : args) es.push_back(a.bare ? promote_to(a, a.e->dtype).e : a.e);
+    out = {Call(declared, "call_extern", std::move(es), {}, span(t_tok)), false};
+  } else if (op) {
+    out = parse_op_call(t_tok, fn, *op, args, {});
+  } else if (in) {
+    out = make_tvm_intrinsic(t_tok, fn, *in, args, {});
+  } else {
+    fail(fn, "T.Call of 'tir." + fn.text + "': unknown intrinsic 'T." + fn.text + "'",
+         did_you_mean(fn.text, t_expr_names(), "T."));
+  }
+  if (out.e->dtype != declared)
+    fail(type_tok, "T.Call says " + declared.str() + ", but T." + fn.text + " here is " + out.e->dtype.str());
+  return out;
 }
 
 // `A.data`, `A.elem_offset`, `A.shape[k]`, `A.strides[k]` after `A.`: the buffer's

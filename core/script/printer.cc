@@ -463,7 +463,8 @@ class Printer {
   std::string index(const Expr& e) {
     const auto* ramp = as<RampNode>(e);
     const int64_t* stride = ramp ? as_const_int(ramp->stride) : nullptr;
-    if (!stride || *stride <= 0 || ramp->stride->dtype != ramp->base->dtype) return expr(e);
+    if (!stride || *stride <= 0 || ramp->stride->dtype != ramp->base->dtype || ramp->dtype.is_scalable())
+      return expr(e);
     const DataType t = ramp->base->dtype;
     const int64_t length = *stride * ramp->lanes;
     std::string hi = as_const_int(ramp->base) ? expr(IntImm(t, *as_const_int(ramp->base) + length))
@@ -690,10 +691,10 @@ class Printer {
   }
 
   std::string vector_text(const Expr& e) {
-    if (const auto* op = as<RampNode>(e))
-      return "T.Ramp(" + expr(op->base) + ", " + expr(op->stride) + ", " + std::to_string(op->lanes) + ")";
-    if (const auto* op = as<BroadcastNode>(e))
-      return "T.Broadcast(" + expr(op->value) + ", " + std::to_string(op->lanes) + ")";
+    // A scalable vector's lanes as TVM prints them: T.vscale() * 4.
+    const std::string lanes = (e->dtype.is_scalable() ? "T.vscale() * " : "") + std::to_string(e->dtype.lanes());
+    if (const auto* op = as<RampNode>(e)) return "T.Ramp(" + expr(op->base) + ", " + expr(op->stride) + ", " + lanes + ")";
+    if (const auto* op = as<BroadcastNode>(e)) return "T.Broadcast(" + expr(op->value) + ", " + lanes + ")";
     const auto* op = as<ShuffleNode>(e);
     std::string out = "T.Shuffle([";
     for (size_t i = 0; i < op->vectors.size(); ++i) out += (i ? ", " : "") + expr(op->vectors[i]);

@@ -459,5 +459,74 @@ TEST(TvmScriptForms, MatchBufferDataAliasRunsInTheInterpreterOnly) {
   }
 }
 
+// T.Call(dtype, "tir.name", [args]) is the call of that name; the type written must be
+// the call's. T.tvm_throw_last_error() (TVM's form, no message) compiles everywhere and
+// stops the interpreter.
+TEST(TvmScriptForms, GenericCallIsTheNamedCall) {
+  const std::string path = std::string(MICROTIR_SOURCE_DIR) + "/tests/script/tvm/generic_call.tir";
+  IRModule m = parse_module_or_throw(read(path), "generic_call.tir");
+  const std::string printed = print_module(m);
+  EXPECT_NE(printed.find("T.tvm_throw_last_error()"), std::string::npos) << printed;
+  EXPECT_NE(printed.find("T.exp(A[i])"), std::string::npos) << printed;
+  for (const char* target : {"c -unpacked-api=1", "llvm -unpacked-api=0", "wasm"}) {
+    SCOPED_TRACE(target);
+    EXPECT_NO_THROW(build_for_target(m, parse_target(target)));
+  }
+  NDArray a = NDArray::zeros(DataType::Float(32), {4}), b = NDArray::zeros(DataType::Int(32), {4});
+  try {
+    interpret(m, "generic_call", {&a, &b, int64_t{-1}});
+    ADD_FAILURE() << "T.tvm_throw_last_error() did not stop the interpreter";
+  } catch (const DiagnosticError& e) {
+    EXPECT_NE(e.diagnostics().at(0).message.find("the function failed"), std::string::npos)
+        << e.diagnostics().at(0).message;
+    EXPECT_EQ(e.diagnostics().at(0).span.line, 12);
+  }
+  const std::pair<const char*, const char*> bad[] = {
+      {"T.Call(\"float32\", \"tir.shift_left\", [1, 2])", "T.Call says float32, but T.shift_left here is int32"},
+      {"T.Call(\"int32\", \"tir.tvm_call_trace_packed\", [])", "unknown intrinsic 'T.tvm_call_trace_packed'"},
+      {"T.Call(\"int32\", \"tir.shift_left\", 1, 2)", "to open the arguments of T.Call (a list)"},
+  };
+  for (const auto& [call, message] : bad) {
+    ParseResult r = parse_module(std::string("@T.prim_func\ndef f(A: T.Buffer((1,), \"int32\")):\n    A[0] = ") + call + "\n",
+                                 "bad.tir");
+    ASSERT_FALSE(r.ok()) << call;
+    EXPECT_NE(r.diagnostics.at(0).message.find(message), std::string::npos) << r.diagnostics.at(0).message;
+  }
+}
+
+// Scalable vectors parse and print (scalable_vectors.tir round-trips in the corpus);
+// the interpreter and every backend refuse the first one at its line.
+TEST(TvmScriptForms, ScalableVectorsAreRefusedWhereTheyStand) {
+  IRModule m = parse_module_or_throw(read(fs::path(MICROTIR_SOURCE_DIR) / "tests/script/tvm/scalable_vectors.tir"),
+                                     "scalable.tir");
+  auto expect_refusal = [](const DiagnosticError& e, const std::string& who) {
+    const Diagnostic& d = e.diagnostics().at(0);
+    EXPECT_NE(d.message.find("function 'scalable' uses the scalable vector type int32xvscalex8"), std::string::npos)
+        << d.message;
+    EXPECT_NE(d.message.find("but " + who + " cannot run it"), std::string::npos) << d.message;
+    EXPECT_EQ(d.span.line, 8);
+    EXPECT_EQ(d.span.col, 16);
+  };
+  for (const char* target : {"c -unpacked-api=0", "llvm -unpacked-api=1", "wasm"}) {
+    SCOPED_TRACE(target);
+    try {
+      build_for_target(m, parse_target(target));
+      ADD_FAILURE() << "a scalable vector was compiled";
+    } catch (const DiagnosticError& e) {
+      expect_refusal(e, "the backends");
+    }
+  }
+  NDArray a = NDArray::zeros(DataType::Float(32), {64}), b = NDArray::zeros(DataType::Float(32), {64});
+  try {
+    interpret(m, "scalable", {&a, &b, int64_t{0}});
+    ADD_FAILURE() << "a scalable vector was interpreted";
+  } catch (const DiagnosticError& e) {
+    expect_refusal(e, "the interpreter");
+  }
+  EXPECT_EQ(DataType::parse("float32xvscalex4", true)->str(), "float32xvscalex4");
+  EXPECT_TRUE(DataType::parse("float32xvscalex4", true)->is_scalable());
+  EXPECT_NE(*DataType::parse("float32xvscalex4", true), *DataType::parse("float32x4", true));
+}
+
 }  // namespace
 }  // namespace mtir

@@ -494,6 +494,7 @@ class FunctionEmitter {
   // One call to a shared, out-of-line formatter keeps each check small, so the function
   // that holds the checks stays cheap to inline into callers.
   void throw_last_error(const CallNode* op) {
+    if (op->args.empty()) return emit_return("-1");  // the failed runtime call set the error
     const auto* fmt = op->args.empty() ? nullptr : as<StringImmNode>(op->args[0]);
     if (!fmt) user_error(op->span, "T.tvm_throw_last_error needs a message string");
     if (op->args.size() == 1) {

@@ -229,6 +229,7 @@ void FunctionEmitter::set_last_error(const Val& message) {
 }
 
 void FunctionEmitter::throw_last_error(const CallNode* c) {
+  if (c->args.empty()) return emit_return("-1");  // the failed runtime call set the error
   const auto* fmt = c->args.empty() ? nullptr : as<StringImmNode>(c->args[0]);
   if (!fmt) user_error(c->span, "T.tvm_throw_last_error needs a message string");
   if (c->args.size() == 1) {

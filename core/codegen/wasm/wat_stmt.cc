@@ -456,6 +456,7 @@ void FunctionEmitter::set_error(const std::string& message, const std::vector<WV
 }
 
 void FunctionEmitter::throw_last_error(const CallNode* c) {
+  if (c->args.empty()) return emit_return("(i32.const -1)");  // the failed runtime call set the error
   const auto* fmt = c->args.empty() ? nullptr : as<StringImmNode>(c->args[0]);
   if (!fmt) user_error(c->span, "T.tvm_throw_last_error needs a message string");
   if (c->args.size() > 4) user_error(c->span, "T.tvm_throw_last_error takes at most 3 values");
