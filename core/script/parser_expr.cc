@@ -13,7 +13,7 @@ PExpr Parser::promote_to(PExpr p, DataType t) {
     // A scalar where a vector is wanted is repeated over its lanes (TVM broadcasts).
     PExpr s = promote_to(p, t.element_of());
     if (s.e->dtype != t.element_of()) return p;  // the caller reports the mismatch
-    return {Broadcast(s.e, t.lanes(), s.e->span), false, s.height + 1};
+    return {Broadcast(s.e, t.lanes(), s.e->span, t.is_scalable()), false, s.height + 1};
   }
   if (!p.bare) return p;
   if (t.is_float() || (t.is_integer() && !contains_float_literal(p.e)))
