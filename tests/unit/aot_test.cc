@@ -522,6 +522,26 @@ TEST(Aot, PackedInterfaceWithLinkedWeightsHasAnEntryForInputsAndOutputs) {
   EXPECT_NE(c.find("return tvmgen_digits___tvm_main__(all, codes, 8,"), std::string::npos) << c;
 }
 
+// The initialiser of a linked weight or state, for every linked type: the extremes of
+// each integer width (the sign of int8/int16/int32 taken from their bytes), six a line.
+TEST(Aot, LinkedLiteralsSpellEveryTypeExactly) {
+  auto list = [](DataType t, const std::vector<double>& values) {
+    NDArray a = NDArray::zeros(t, {int64_t(values.size())});
+    for (size_t i = 0; i < values.size(); ++i) {
+      if (t.is_float()) a.set_float(int64_t(i), values[i]);
+      else a.set_int(int64_t(i), int64_t(values[i]));
+    }
+    return c_literal_list(a);
+  };
+  EXPECT_EQ(list(DataType::Int(8), {-128, 127, 0, -1, 5, 6, 7}), "\n    -128, 127, 0, -1, 5, 6,\n    7");
+  EXPECT_EQ(list(DataType::Int(16), {-32768, 32767, -2}), "\n    -32768, 32767, -2");
+  EXPECT_EQ(list(DataType::Int(32), {-2147483648.0, 2147483647.0, -300}), "\n    -2147483648, 2147483647, -300");
+  EXPECT_EQ(list(DataType::Int(64), {-5, 6}), "\n    INT64_C(-5), INT64_C(6)");
+  EXPECT_EQ(list(DataType::UInt(8), {255, 0}), "\n    UINT32_C(255), UINT32_C(0)");
+  EXPECT_EQ(list(DataType::Float(32), {1, -0.5}), "\n    1.0f, -0.5f");
+  EXPECT_EQ(list(DataType::Int(8), {}), "");
+}
+
 // The packed API splits main into a wrapper and its kernel, both carrying the pool only
 // the kernel allocates: the workspace bound counts it once, as for the C interface.
 TEST(Aot, PackedInterfaceNeedsTheWorkspaceOfTheCInterface) {
