@@ -21,12 +21,13 @@
 #include "sim/host_sim.h"
 #include "support/compare.h"
 #include "support/npy.h"
+#include "support/source_dir.h"
 
 namespace mtir {
 namespace {
 
 namespace fs = std::filesystem;
-const fs::path kModel = fs::path(MICROTIR_SOURCE_DIR) / "models" / "digits";
+const fs::path kModel = fs::path(mtir::source_dir()) / "models" / "digits";
 
 std::string read(const fs::path& p) {
   std::ifstream f(p, std::ios::binary);
@@ -349,7 +350,7 @@ void run_firmware(const std::string& target, const InterfaceOptions& interface, 
                                     "-I" + crt + "/include", "-I" + (dir / "include").string()};
     cmd.insert(cmd.end(), sources.begin(), sources.end());
     for (const auto& c : sim::crt_host_sources(crt)) cmd.push_back(c);
-    cmd.insert(cmd.end(), {std::string(MICROTIR_SOURCE_DIR) + "/tests/codegen/" + main_c, "-lm", "-o",
+    cmd.insert(cmd.end(), {std::string(mtir::source_dir()) + "/tests/codegen/" + main_c, "-lm", "-o",
                            (dir / "firmware").string()});
     ASSERT_EQ(sim::run_process(cmd, dir / "build.log"), 0) << sim::read_text(dir / "build.log");
     std::vector<std::string> run = {(dir / "firmware").string(), (dir / "image.bin").string()};
