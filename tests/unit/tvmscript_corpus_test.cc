@@ -442,7 +442,7 @@ TEST(TvmScriptBugs, MainGetsALegalCSymbol) {
 // T.match_buffer(b, ..., data=A.data): B is A's memory seen as 2 x 2; the interpreter
 // runs the alias, and every backend refuses it at B's declaration.
 TEST(TvmScriptForms, MatchBufferDataAliasRunsInTheInterpreterOnly) {
-  IRModule m = parse_module_or_throw(read(fs::path(MICROTIR_SOURCE_DIR) / "tests/script/tvm/match_buffer_data.tir"),
+  IRModule m = parse_module_or_throw(read(fs::path(mtir::source_dir()) / "tests/script/tvm/match_buffer_data.tir"),
                                      "alias.tir");
   NDArray a = NDArray::zeros(DataType::Int(32), {4}), b = NDArray::zeros(DataType::Int(32), {2, 2});
   interpret(m, "alias", {&a, &b});
@@ -464,7 +464,7 @@ TEST(TvmScriptForms, MatchBufferDataAliasRunsInTheInterpreterOnly) {
 // the call's. T.tvm_throw_last_error() (TVM's form, no message) compiles everywhere and
 // stops the interpreter.
 TEST(TvmScriptForms, GenericCallIsTheNamedCall) {
-  const std::string path = std::string(MICROTIR_SOURCE_DIR) + "/tests/script/tvm/generic_call.tir";
+  const std::string path = std::string(mtir::source_dir()) + "/tests/script/tvm/generic_call.tir";
   IRModule m = parse_module_or_throw(read(path), "generic_call.tir");
   const std::string printed = print_module(m);
   EXPECT_NE(printed.find("T.tvm_throw_last_error()"), std::string::npos) << printed;
@@ -498,7 +498,7 @@ TEST(TvmScriptForms, GenericCallIsTheNamedCall) {
 // Scalable vectors parse and print (scalable_vectors.tir round-trips in the corpus);
 // the interpreter and every backend refuse the first one at its line.
 TEST(TvmScriptForms, ScalableVectorsAreRefusedWhereTheyStand) {
-  IRModule m = parse_module_or_throw(read(fs::path(MICROTIR_SOURCE_DIR) / "tests/script/tvm/scalable_vectors.tir"),
+  IRModule m = parse_module_or_throw(read(fs::path(mtir::source_dir()) / "tests/script/tvm/scalable_vectors.tir"),
                                      "scalable.tir");
   auto expect_refusal = [](const DiagnosticError& e, const std::string& who) {
     const Diagnostic& d = e.diagnostics().at(0);
