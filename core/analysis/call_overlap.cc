@@ -104,16 +104,25 @@ std::vector<CallOverlap> call_overlaps(const std::vector<Stmt>& steps,
       for (const VarNode* p : pointers_used(steps[i])) regions[i].push_back({p, 0, 0, true});
     }
   }
+  // Each tensor's live steps beside its size, looked up once: the pairs below are
+  // quadratic in the tensors (a 100,000-node chain has 6,250), so their test must be cheap.
+  const std::pair<int, int> dead{std::numeric_limits<int>::max(), std::numeric_limits<int>::min()};
+  std::vector<std::pair<int, int>> steps_of;
+  for (const auto& [p, size] : sizes) {
+    auto l = live.find(p);
+    steps_of.push_back(l == live.end() ? dead : l->second);
+  }
   std::vector<CallOverlap> out;
-  for (const auto& [o, osize] : sizes) {
-    auto ol = live.find(o);
-    if (ol == live.end()) continue;
-    const int first = ol->second.first;
-    for (const auto& [i, isize] : sizes) {
-      auto il = live.find(i);
-      if (i == o || il == live.end() || il->second.first >= first || il->second.second < first) continue;
+  for (size_t oi = 0; oi < sizes.size(); ++oi) {
+    const auto& [o, osize] = sizes[oi];
+    if (steps_of[oi] == dead) continue;
+    const int first = steps_of[oi].first;
+    for (size_t ii = 0; ii < sizes.size(); ++ii) {
+      const auto& [i, isize] = sizes[ii];
+      const auto& [i_first, i_last] = steps_of[ii];
+      if (i == o || i_first >= first || i_last < first) continue;
       int64_t below = 0, above = 0;
-      if (!pair_shift(regions, parsed, o, i, first, il->second.second, &below, &above)) continue;
+      if (!pair_shift(regions, parsed, o, i, first, i_last, &below, &above)) continue;
       const int64_t in = align_up(isize, alignment), outb = align_up(osize, alignment);
       below = align_up(below, alignment), above = align_up(above, alignment);
       const int64_t down = std::max(below + in, outb), up = std::max(in, above + outb);

@@ -111,6 +111,14 @@ TEST(CallOverlaps, MostBytesSavedFirstThenAllocationOrder) {
   std::reverse(sizes.begin(), sizes.end());
   EXPECT_EQ(order(sizes), (std::vector<std::string>{"T3 over T2 -16 saves 48", "T4 over T3 -32 saves 32",
                                                     "T2 over T1 -32 saves 32"}));
+  // A tensor without live steps (T2 here) takes part in no pair, as output or as input;
+  // its lookup is done once per tensor, not once per pair.
+  auto without_t2 = live;
+  without_t2.erase(data["T2"]);
+  std::vector<std::string> rest;
+  for (const CallOverlap& o : call_overlaps(steps, sizes, without_t2, 16))
+    rest.push_back(name_of.at(o.output) + " over " + name_of.at(o.input));
+  EXPECT_EQ(rest, (std::vector<std::string>{"T4 over T3"}));
 }
 
 }  // namespace
