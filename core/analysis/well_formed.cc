@@ -423,6 +423,12 @@ class WellFormedChecker : public Visitor {
           c->args[0]->dtype.is_vector())
         return error(span, name + " takes a scalar accumulator and two int8 vectors of up to 16 lanes (or int16 of up to "
                                   "8) of the same type, got " + a.str() + " and " + b.str());
+    } else if (c->is(Builtin::MultiplyByQuantizedMultiplier)) {
+      // Lane by lane: three int32 values of one width.
+      for (const auto& a : c->args)
+        if (a->dtype.element_of() != DataType::Int(32) || a->dtype.lanes() != c->args[0]->dtype.lanes())
+          return error(span_of(a, span), name + " takes three int32 values of the same lanes, got " +
+                                             c->args[0]->dtype.str() + " and " + a->dtype.str());
     } else if (info->kind != OpInfo::Kind::kUnaryMath && info->kind != OpInfo::Kind::kBinaryMath &&
                info->kind != OpInfo::Kind::kIntBinary && !c->is(Builtin::Reinterpret)) {
       // Math applies lane by lane; the other intrinsics take scalars.

@@ -78,9 +78,33 @@ bool smmlar_table(const Graph& g, const GraphNode& node, const std::vector<std::
 // mve (Cortex-M55): the int8 weights as they are, for a node whose input zero point
 // folded under the tflite rule (int8 data); recorded in `sched`.
 bool takes_mve(const ScheduleOptions& opts, const GraphNode& node, int64_t groups, json& sched) {
+  if (groups > 1) return sched["mve"].get<bool>();  // depthwise: take_mve_depthwise decided
   sched["mve"] = opts.mve && groups == 1 && sched["fold_zero_point"].get<bool>() &&
                  node.attrs.value("requant", std::string("tflite")) == "tflite";
   return sched["mve"].get<bool>();
+}
+
+// mve on a depthwise convolution (NHWC, one output channel per input channel, input
+// zero point folded, tflite rule): the weight [C, KH, KW, 1] goes back to TFLite's
+// [1, KH, KW, C], channels innermost, for ops/qconv_mve_depthwise.cc's vector loads; its
+// requantization reads the table as it is, so no smlal/smmlar rewrite.
+void take_mve_depthwise(Graph& g, GraphNode& node, std::vector<std::string>& inputs, int64_t groups, json& sched,
+                        std::set<std::string>& maybe_unused) {
+  const NDArray& w = g.constants.at(inputs[1]);
+  const bool nhwc = node.attrs.value("layout", std::string("NHWC")) == "NHWC";
+  if (!nhwc || w.shape.size() != 4 || w.shape[3] != 1 || w.shape[0] != groups || !sched["fold_zero_point"].get<bool>() ||
+      node.attrs.value("requant", std::string("tflite")) != "tflite")
+    return;
+  const int64_t channels = w.shape[0], taps = w.shape[1] * w.shape[2];
+  NDArray hwo = NDArray::zeros(w.dtype, {1, w.shape[1], w.shape[2], channels});
+  for (int64_t c = 0; c < channels; ++c)
+    for (int64_t t = 0; t < taps; ++t) hwo.set_int(t * channels + c, w.get_int(c * taps + t));
+  std::string name = fresh_name(g, node.name + "__weight_hwo");
+  g.constants[name] = std::move(hwo);
+  maybe_unused.insert(inputs[1]);
+  inputs[1] = name;
+  sched["mve"] = true;
+  sched["smlal_requant"] = false;
 }
 
 // The schedules a node of `op` can take; the rest are recorded as off.
@@ -173,6 +197,11 @@ void prepare_matmul_node(Graph& g, GraphNode& node, const ScheduleOptions& opts,
         }
       }
     }
+    // Only with depthwise_tile off: on KWS and VWW the scalar tiles still take fewer
+    // instructions (bench/report.md), so the vector kernel is asked for by
+    // -disabled-schedules=depthwise_tile.
+    if (opts.mve && !opts.depthwise_tile && conv && groups > 1)
+      take_mve_depthwise(g, node, inputs, groups, sched, maybe_unused);
     if (!takes_mve(opts, node, groups, sched) && opts.smlad && groups == 1) {
       // few_channels: a first layer (1-4 input channels, NHWC) keeps int16 pairs even
       // with sxtb16: its weights are a few hundred bytes, and its tile then has no

@@ -608,6 +608,7 @@ Scalar Interpreter::eval_call(const CallNode* op) {
     case Builtin::Smlad:
     case Builtin::Smlabb:
     case Builtin::Smmlar:
+    case Builtin::MultiplyByQuantizedMultiplier:
     case Builtin::Reinterpret:
     case Builtin::Clz:
     case Builtin::Sxtb16:

@@ -9,8 +9,10 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "analysis/helium_vectors.h"
 #include "analysis/int_bound.h"
 #include "codegen/c/c_helpers.h"
+#include "codegen/c/helium_vectors.h"
 #include "codegen/emit_common.h"
 #include "codegen/line_marks.h"
 #include "ir/op.h"
@@ -423,6 +425,9 @@ class FunctionEmitter {
         return "(&" + access(load->buffer, load->indices, load->span) + ")";
       }
       case Builtin::Vmladava: return vmladava(op);
+      case Builtin::MultiplyByQuantizedMultiplier:
+        (*helpers_)[kMultiplyByQuantizedMultiplierName] = kMultiplyByQuantizedMultiplierHelper;
+        return call(kMultiplyByQuantizedMultiplierName, op->args);
       case Builtin::Smlad:
         (*helpers_)["mtir_smlad"] = kSmladHelper;
         return call("mtir_smlad", op->args);
@@ -524,6 +529,13 @@ class FunctionEmitter {
 
 
   std::string load(const BufferLoadNode* op) { return access(op->buffer, op->indices, op->span); }
+
+  // A Helium int32x4 store (codegen/c/helium_vectors.cc).
+  std::string helium_statement(const BufferStoreNode* op) {
+    return helium_store_statement(
+        op, [&](const Expr& e) { return expr(e); },
+        [&](const Buffer& b, const Expr& i, const Span& at) { return "(&" + access(b, {i}, at) + ")"; }, helpers_);
+  }
 
   std::string access(const Buffer& b, const std::vector<Expr>& indices, const Span& span) {
     if (indices.size() != 1) {
@@ -665,6 +677,7 @@ class FunctionEmitter {
     switch (s->kind) {
       case StmtKind::BufferStore: {
         const auto* op = static_cast<const BufferStoreNode*>(s.get());
+        if (op->value->dtype.is_vector() && helium_store(op)) return line(helium_statement(op));
         std::string value = expr(op->value);
         line(access(op->buffer, op->indices, op->span) + " = " + value + ";");
         return;

@@ -330,6 +330,7 @@ Val FunctionEmitter::call_expr(const CallNode* c) {
       return op("i8*", "bitcast " + p.typed() + " to i8*");
     }
     case Builtin::Vmladava: return vmladava(c);
+    case Builtin::MultiplyByQuantizedMultiplier: return multiply_by_quantized_multiplier(c);
     case Builtin::Smlad: return smlad(c);
     case Builtin::Smlabb: {
       Val a = arg(0), bv = arg(1), acc = arg(2);

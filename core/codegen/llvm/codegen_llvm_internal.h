@@ -185,6 +185,8 @@ class FunctionEmitter {
   // The DSP SMLAD and Helium VMLADAVA builtins (builtins.def).
   Val smlad(const CallNode* c);
   Val vmladava(const CallNode* c);
+  // TFLite's MultiplyByQuantizedMultiplier lane by lane (builtins.def), int32 or <n x i32>.
+  Val multiply_by_quantized_multiplier(const CallNode* c);
 
   // `(int32)(q >> 32) >> 31` on Cortex-M: the sign of a 64-bit value's high word (the
   // requantization's rounding correction). LLVM folds it into a 64-bit compare of q (of
