@@ -23,6 +23,10 @@ int64_t spanned(std::vector<PlannedTensor> live) {
   return total;
 }
 
+std::string callee_at(const FunctionMemoryPlan& plan, int step) {
+  return step < static_cast<int>(plan.step_callees.size()) ? plan.step_callees[step] : "";
+}
+
 }  // namespace
 
 MemoryPeak memory_peak(const FunctionMemoryPlan& plan) {
@@ -33,11 +37,12 @@ MemoryPeak memory_peak(const FunctionMemoryPlan& plan) {
     for (const PlannedTensor& t : plan.tensors)
       if (t.first_step >= 0 && t.first_step <= s && s <= t.last_step && t.size > 0) live.push_back(t);
     const int64_t bytes = spanned(live);
+    if (bytes == peak.bytes && peak.step >= 0) peak.tied_steps.push_back(s);
     if (bytes <= peak.bytes) continue;
     std::sort(live.begin(), live.end(), [](const PlannedTensor& a, const PlannedTensor& b) {
       return std::tie(a.pool, a.offset, a.name) < std::tie(b.pool, b.offset, b.name);
     });
-    peak = {bytes, s, s < static_cast<int>(plan.step_callees.size()) ? plan.step_callees[s] : "", live};
+    peak = {bytes, s, callee_at(plan, s), live, {}};
   }
   return peak;
 }
@@ -49,6 +54,11 @@ std::string peak_text(const MemoryPeak& peak) {
   for (const PlannedTensor& t : peak.live)
     out += "    " + t.name + " bytes [" + std::to_string(t.offset) + ", " + std::to_string(t.offset + t.size) +
            ") steps " + std::to_string(t.first_step) + "-" + std::to_string(t.last_step) + "\n";
+  if (!peak.tied_steps.empty()) {
+    out += peak.tied_steps.size() > 1 ? "  as many bytes at steps" : "  as many bytes at step";
+    for (size_t k = 0; k < peak.tied_steps.size(); ++k) out += (k ? ", " : " ") + std::to_string(peak.tied_steps[k]);
+    out += ": lowering one step alone leaves the peak\n";
+  }
   return out;
 }
 
@@ -57,7 +67,8 @@ nlohmann::json peak_json(const MemoryPeak& peak) {
   for (const PlannedTensor& t : peak.live)
     live.push_back({{"name", t.name}, {"pool", t.pool}, {"offset", t.offset}, {"bytes", t.size},
                     {"first_step", t.first_step}, {"last_step", t.last_step}});
-  return {{"bytes", peak.bytes}, {"step", peak.step}, {"callee", peak.callee}, {"live", live}};
+  return {{"bytes", peak.bytes}, {"step", peak.step},  {"callee", peak.callee},
+          {"live", live},         {"tied_steps", peak.tied_steps}};
 }
 
 }  // namespace mtir

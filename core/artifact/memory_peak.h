@@ -20,11 +20,15 @@ struct MemoryPeak {
   int step = -1;      // the first step with that many bytes; -1: nothing planned
   std::string callee;
   std::vector<PlannedTensor> live;  // by offset
+  // The later steps with as many bytes live (IC: two steps at 32,768): lowering the
+  // first alone leaves the peak where it is.
+  std::vector<int> tied_steps;
 };
 
 MemoryPeak memory_peak(const FunctionMemoryPlan& plan);
 
-// "  peak: ... bytes at step S (callee): tensor [begin, end) steps a-b, ...\n".
+// "  peak: ... bytes at step S (callee): tensor [begin, end) steps a-b, ...\n", and the
+// tied steps with their callees.
 std::string peak_text(const MemoryPeak& peak);
 nlohmann::json peak_json(const MemoryPeak& peak);
 

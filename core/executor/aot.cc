@@ -256,7 +256,8 @@ std::vector<PrimFunc> build_node_functions(const Graph& g, const std::string& pr
 }
 
 // The parameters of main that are the model's inputs and outputs (not its weights), by
-// position: the memory planner may reuse their bytes under -reuse-io-buffers=1. An input
+// position: the memory planner reuses an output's bytes before its result, an input's
+// after its last read under -reuse-io-buffers=1. An input
 // the model also returns as is must keep its bytes: it is in neither list.
 void mark_io_params(const Graph& g, const std::vector<AotModule::Param>& params, PrimFuncNode* main) {
   std::string inputs, outputs;

@@ -149,6 +149,7 @@ void register_resize_ops(std::vector<OpDef>& ops);
 void register_qactivation_ops(std::vector<OpDef>& ops);
 void register_prelu_ops(std::vector<OpDef>& ops);
 void register_qsquared_difference_ops(std::vector<OpDef>& ops);
+void register_qdiv_ops(std::vector<OpDef>& ops);
 void register_compare_ops(std::vector<OpDef>& ops);
 void register_reduce_ops(std::vector<OpDef>& ops);
 void register_variable_ops(std::vector<OpDef>& ops);  // variable.cc: read_variable, assign_variable

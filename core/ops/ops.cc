@@ -42,6 +42,7 @@ const std::vector<OpDef>& all_op_defs() {
     ops::register_qactivation_ops(v);
     ops::register_prelu_ops(v);
     ops::register_qsquared_difference_ops(v);
+    ops::register_qdiv_ops(v);
     ops::register_compare_ops(v);
     ops::register_reduce_ops(v);
     ops::register_variable_ops(v);

@@ -117,9 +117,12 @@ std::vector<CallSharing> call_sharings(const Stmt& step, const IRModule& m) {
   return out;
 }
 
-// -reuse-io-buffers=1: a model input or output buffer as a place for intermediates. An
-// input holds the caller's data from the start to its last read, an output the result
-// from its first write to the end; outside that, its bytes are free.
+// A model output buffer (always) or input buffer (-reuse-io-buffers=1) as a place for
+// intermediates. An input holds the caller's data from the start to its last read, an
+// output the result from its first write to the end; outside that, its bytes are free.
+// An output's bytes before its write are the model's to use (the caller reads them only
+// after run() returns); an input's after its last read are the caller's data, hence the
+// option.
 struct IoBuffer {
   Buffer param;
   int64_t capacity = 0;
@@ -143,12 +146,14 @@ std::vector<int> param_list(const PrimFunc& f, const char* key) {
   return out;
 }
 
-// The model's input and output buffers of element type `dtype`, with what they hold.
+// The model's output buffers (and with `inputs` its input buffers) of element type
+// `dtype`, with what they hold.
 std::vector<IoBuffer> io_buffers(const PrimFunc& f, const std::string& dtype,
-                                 const std::map<const VarNode*, std::pair<int, int>>& live, int steps) {
+                                 const std::map<const VarNode*, std::pair<int, int>>& live, int steps, bool inputs) {
   std::vector<IoBuffer> out;
   for (const char* key : {kInputParamsAttr, kOutputParamsAttr}) {
     const bool input = key == kInputParamsAttr;
+    if (input && !inputs) continue;
     for (int i : param_list(f, key)) {
       if (i < 0 || static_cast<size_t>(i) >= f->param_buffers.size()) continue;
       const Buffer& b = f->param_buffers[i];
@@ -407,8 +412,8 @@ MemoryPlan plan_with_overlaps(const std::vector<TensorLifetime>& pooled, const s
   return p;
 }
 
-// One element type's tensors, planned: each in the pool or (-reuse-io-buffers=1) in a
-// model I/O buffer. Returns the pool (null when every tensor went to the I/O buffers)
+// One element type's tensors, planned: each in the pool or in a model output buffer
+// (or, -reuse-io-buffers=1, input buffer). Returns the pool (null when every tensor went to the I/O buffers)
 // and its views; records each buffer's view in `rebind` and the sharings the plan takes
 // in `planned`.
 std::pair<Buffer, std::vector<Buffer>> plan_pool(const PrimFunc& f, const std::string& dtype,
@@ -437,14 +442,11 @@ std::pair<Buffer, std::vector<Buffer>> plan_pool(const PrimFunc& f, const std::s
     sharing_of.push_back(&c);
     keep[o->second] = keep[in->second] = true;  // a sharing is decided in the pool
   }
-  // -reuse-io-buffers=1: first the tensors that fit in the model's own I/O buffers.
-  std::vector<IoBuffer> ios;
-  std::vector<bool> in_io(tensors.size(), false);
-  if (reuse_io) {
-    ios = io_buffers(f, dtype, uses.live, static_cast<int>(top.steps.size()));
-    in_io = place_in_io(ios, tensors, keep, alignment);
-    for (const IoBuffer& io : ios) check_io(io, tensors, alignment);
-  }
+  // First the tensors that fit in the model's output buffers before their results (and
+  // with -reuse-io-buffers=1 in its inputs after their last reads).
+  std::vector<IoBuffer> ios = io_buffers(f, dtype, uses.live, static_cast<int>(top.steps.size()), reuse_io);
+  const std::vector<bool> in_io = place_in_io(ios, tensors, keep, alignment);
+  for (const IoBuffer& io : ios) check_io(io, tensors, alignment);
   std::vector<TensorLifetime> pooled;
   std::vector<int> pool_index(tensors.size(), -1);
   for (size_t i = 0; i < tensors.size(); ++i) {
@@ -517,7 +519,10 @@ Planned plan(const PrimFunc& f, const IRModule& m, int64_t alignment, bool reuse
   g->attrs["workspace.block_bytes"] = totals.blocks;
   g->attrs["workspace.lower_bound_bytes"] = totals.bound;
   g->attrs["workspace.shared_lower_bound_bytes"] = totals.shared_bound;
-  if (reuse_io) g->attrs["workspace.io_reused_bytes"] = totals.io;
+  // Intermediates in the I/O buffers: always in outputs (before their results), in
+  // inputs too with -reuse-io-buffers=1.
+  if (reuse_io || totals.io > 0) g->attrs["workspace.io_reused_bytes"] = totals.io;
+  if (reuse_io) g->attrs["workspace.io_reused_inputs"] = true;
   g->attrs["workspace.planner"] = totals.algorithms;
   g->attrs["workspace.alignment"] = alignment;
   planned.func = g;
@@ -606,7 +611,7 @@ std::string memory_report(const PrimFunc& f) {
       int64_t n = 0;
       const_num_elements(d->buffer, &n);
       const int64_t* off = as_const_int(d->buffer->elem_offset);
-      // A tensor in a model input or output buffer (-reuse-io-buffers=1) names it.
+      // A tensor in a model output (or, -reuse-io-buffers=1, input) buffer names it.
       auto param = params.find(d->buffer->data.get());
       const std::string where = pools.count(d->buffer->data.get()) ? ""
                                 : param != params.end()            ? " in " + param->second
@@ -626,9 +631,10 @@ std::string memory_report(const PrimFunc& f) {
   out += line;
   const int64_t io_reused = num("workspace.io_reused_bytes");
   if (io_reused >= 0) {
-    std::snprintf(line, sizeof line,
-                  "  %lld bytes of intermediates in the model's input/output buffers (-reuse-io-buffers=1)\n",
-                  static_cast<long long>(io_reused));
+    const bool inputs = f->attrs.count("workspace.io_reused_inputs") > 0;
+    std::snprintf(line, sizeof line, "  %lld bytes of intermediates in the model's %s\n",
+                  static_cast<long long>(io_reused),
+                  inputs ? "input/output buffers (-reuse-io-buffers=1)" : "output buffers before their results");
     out += line;
   }
   // The bound an output written over a dead input (counted once) allows.

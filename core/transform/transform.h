@@ -17,10 +17,10 @@ Pass VerifyWellFormed();
 Pass LowerTvmIntrinsics();
 // Constant folding, algebraic identities, dead branches with constant conditions.
 Pass Simplify();
-// Global allocations at the top of a function share one planned workspace pool; a plain
-// view on one moves with it, and a call offering its output to an input it reads
-// elementwise (tir.may_overwrite) may write over that input when the input dies there.
-// In an operator kernel, an allocation of at most 64 bytes becomes a local (stack) one.
+// Global allocations at the top of a function share one planned workspace pool or a model output before its result
+// (aot.output_params; inputs after their last read with -reuse-io-buffers=1); a plain view on one moves with it, and
+// a call offering its output to an input it reads elementwise (tir.may_overwrite) may write over that input when the
+// input dies there. In an operator kernel, an allocation of at most 64 bytes becomes a local (stack) one.
 Pass PlanMemory();
 // Multi-dimensional buffer accesses become 1-D accesses of flat views.
 Pass FlattenBuffer();

@@ -66,10 +66,11 @@ KEYS = {
                            "memory bound, and `patch_overlap`, its stages of one layer too, each stage's output written a few "
                            "rows beside the input that dies in it. Spelled in the canonical target string only when not empty."),
     "reuse-io-buffers": ("`0`, `1` (`false`, `true`)",
-                         "`1` lets `plan_memory` place intermediate tensors in the model's own input and output "
-                         "buffers while they hold nothing the model needs (an input after its last reader, an "
-                         "output before its producer), largest first, and the rest in the workspace pool: a smaller "
-                         "pool, as TVM's USMP gets by allocating the I/O tensors in its pools. `run()` then "
+                         "`plan_memory` always places intermediate tensors in the model's output buffers before "
+                         "their producers write them (the caller reads an output only after `run()` returns), "
+                         "largest first, and the rest in the workspace pool. `1` also lets it use the input "
+                         "buffers after their last readers: a smaller pool, as TVM's USMP gets by allocating the "
+                         "I/O tensors in its pools. `run()` then "
                          "overwrites its input buffer, which is why it is an option. The memory report says how "
                          "many bytes moved (`microtir run --reuse-io-buffers`). Spelled in the canonical target "
                          "string only when `1`."),

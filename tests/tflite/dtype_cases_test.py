@@ -268,14 +268,14 @@ def scaled_sum_case(code, inputs=1, axis=1, exclusive=False, reverse=False):
     return build
 
 
-def refuse_int8(code, inputs, words, **options):
-    """A TFLM int8 pair not converted yet: refused by name with the reason."""
-    def build(m, p):
-        ins = [quantized(m, m.input(f"{p}_x{k}", values(np.int8, (2, 4))), 0.1, 3) for k in range(inputs)]
-        y = quantized(m, m.tensor(p + "_y", np.int8, (2, 4)), 0.1, 3)
-        m.op(code, ins, [y])
-        return [y], words
-    return build
+def refuse_div_scales(m, p):
+    """int8 DIV whose requantization multiplier (a_scale / (b_scale * output_scale)) is
+    2^26: TFLM's shift would turn left, refused by name."""
+    a = quantized(m, m.input(p + "_a", values(np.int8, (2, 4))), 100.0, 0)
+    b = quantized(m, m.input(p + "_b", values(np.int8, (2, 4))), 0.001, 0)
+    y = quantized(m, m.tensor(p + "_y", np.int8, (2, 4)), 0.0015, 0)
+    m.op("DIV", [a, b], [y])
+    return [y], "TFLM's int8 DIV takes at most 2^23"
 
 
 def case(op, dtype, build, name):
@@ -336,7 +336,7 @@ REFUSALS = [("cast_to_int64", refuse_cast(np.int64, "CAST to int64 (TFLM's CAST 
             ("quantize_float32_uint8", refuse_uint8("QUANTIZE", np.float32,
                                                     "QUANTIZE from float32 to uint8 (int8 and int16 are supported)")),
             ("add_uint8", refuse_uint8("ADD", np.uint8, "uint8 ADD (float32, int8, int16 and int32 are supported)")),
-            ("div_int8", refuse_int8("DIV", 2, "int8 DIV: TFLM's quantized DIV (a fixed-point reciprocal"))]
+            ("div_int8_scales", refuse_div_scales)]
 
 
 def group(builds):

@@ -7,7 +7,8 @@ PADV2, FILL, CONCATENATION), the comparisons and MAXIMUM / MINIMUM in int32 and 
 SELECT_V2 int16, QUANTIZE to int32 (reference_ops::Requantize), and TFLM's int16 PRELU
 (prelu_common.cc: two multipliers, input/output and input*alpha/output) and int16
 SQUARED_DIFFERENCE (squared_difference.cc: both sides scaled by their scale over twice
-the larger one, the squared difference requantized). Expected outputs are numpy
+the larger one, the squared difference requantized) and TFLM's int8 DIV (div.cc: a
+fixed-point reciprocal per element). Expected outputs are numpy
 references of TFLM's rules; each model is made with flatc (shape_ops_tflite_test's Model).
 And one case for each pair microtir takes beyond TFLM's kernels (BEYOND_TFLM: data movement
 in int16, int32, int64 and bool, reductions, ARG_MAX / ARG_MIN, CUMSUM, FLOOR_DIV,
@@ -34,7 +35,7 @@ dc.CODES.update({"RESHAPE": 22, "SQUEEZE": 43, "BROADCAST_TO": 130, "REVERSE_V2"
                  "PAD": 34, "PADV2": 60, "FILL": 94, "CONCATENATION": 2, "LESS_EQUAL": 63, "SQUARED_DIFFERENCE": 99,
                  "PRELU": 54, "TRANSPOSE": 39, "SPACE_TO_DEPTH": 26, "DEPTH_TO_SPACE": 5, "SUM": 74, "REDUCE_MAX": 82,
                  "REDUCE_MIN": 89, "FLOOR_DIV": 90, "FLOOR_MOD": 95, "SELECT": 64, "EMBEDDING_LOOKUP": 7,
-                 "BROADCAST_ARGS": 145})
+                 "BROADCAST_ARGS": 145, "DIV": 42})
 values, NAMES = dc.values, dc.NAMES
 
 
@@ -230,6 +231,49 @@ def squared_difference_int16(m, p):
     return [y], [fixed_point.clamp(out, np.int16)]
 
 
+def div_int8_reference(a, b, za, zb, zo, mult, relu):
+    """reference_ops::DivElementwise<int8_t> per element, as TFLM's GCC build computes it
+    (CountLeadingSignBits is __builtin_clrsb). Where its rounding shift reaches 32 (a
+    quotient below half an output step; undefined in TFLM's C), the quotient rounds to 0;
+    a zero divisor (a DCHECK in TFLM) saturates toward the dividend's sign."""
+    m, shift = mult
+    out = []
+    for x, d in zip(a.ravel().tolist(), b.ravel().tolist()):
+        v1, v2 = x - za, d - zb
+        if v2 == 0:
+            r = 0 if v1 == 0 else (1 << 30 if v1 > 0 else -(1 << 30))
+        else:
+            if v2 < 0:
+                v1, v2 = -v1, -v2
+            zeros = 32 - v2.bit_length()
+            recip = int(fixed_point.one_over_one_plus_x_for_x_in_0_1(np.int64((v2 << zeros) - (1 << 31))))
+            headroom = 31 - (v1 if v1 >= 0 else -1 - v1).bit_length()
+            quotient = int(fixed_point.srdhm(v1 << headroom, recip))
+            right = 31 - shift - zeros + headroom
+            r = 0 if right > 31 else int(fixed_point.rdbp(fixed_point.srdhm(quotient, m), right))
+        out.append(min(127, max(zo if relu else -128, zo + r)))
+    return np.array(out, dtype=np.int8).reshape(a.shape)
+
+
+def div_int8(m, p):
+    """TFLM's int8 DIV (div.cc), b broadcast along the first axis, with a fused RELU: the
+    dividend (a - a_zp) over the divisor (b - b_zp) through GetReciprocal, requantized by
+    a_scale / (b_scale * output_scale) in float32. Some divisors are zero and some
+    quotients round below half a step (the two cases TFLM leaves undefined)."""
+    (sa, za), (sb, zb), (so, zo) = (0.05, 3), (0.04, -5), (0.06, -7)
+    a = values(np.int8, (4, 6, 8))
+    b = values(np.int8, (1, 6, 8))
+    b.ravel()[:3] = [zb, zb + 1, zb - 1]
+    ta = dc.quantized(m, m.input(p + "_a", a), sa, za)
+    tb = dc.quantized(m, m.input(p + "_b", b), sb, zb)
+    y = dc.quantized(m, m.tensor(p + "_y", np.int8, a.shape), so, zo)
+    m.op("DIV", [ta, tb], [y], "DivOptions", fused_activation_function="RELU")
+    f = np.float32  # TFLM divides the scales in float
+    mult = fixed_point.quantize_multiplier(float(f(sa) / (f(sb) * f(so))))
+    bb = np.broadcast_to(b, a.shape)
+    return [y], [div_int8_reference(a.astype(np.int64), bb.astype(np.int64), za, zb, zo, mult, True)]
+
+
 # ---- pairs beyond TFLM's kernels (microtir takes them: copies of elements, raw values) ----
 
 def to_space(x, b):
@@ -340,6 +384,7 @@ TFLM_PAIRS = [case(op, d, movement(op, d)) for op, ds in [
     case("SELECT_V2", I16, select_v2(I16)),
     case("QUANTIZE", I32, dc.requantize_case(np.int8, I32, 0.02, -3, 0.0007, 0), "quantize_int8_int32"),
     case("PRELU", I16, prelu_int16), case("SQUARED_DIFFERENCE", I16, squared_difference_int16),
+    case("DIV", np.int8, div_int8),
     case("BROADCAST_ARGS", I32, broadcast_args(I32)), case("BROADCAST_ARGS", I64, broadcast_args(I64)),
     case("EMBEDDING_LOOKUP", np.float32, embedding_lookup(np.float32, np.float32)),
     case("EMBEDDING_LOOKUP", np.int8, embedding_lookup(np.int8, np.int8)),

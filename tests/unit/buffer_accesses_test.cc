@@ -1,10 +1,17 @@
 // analysis/buffer_accesses.h: pointers_used, the question the memory planner and
-// call_overlap both ask of a statement (may it reach this memory?).
+// call_overlap both ask of a statement (may it reach this memory?); and
+// analysis/call_overlap.h: the order in which plan_memory tries the overlaps it proves.
 #include "analysis/buffer_accesses.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <map>
 #include <string>
+#include <utility>
+#include <vector>
+
+#include "analysis/call_overlap.h"
 
 #include "script/parser.h"
 
@@ -35,6 +42,75 @@ def f(a: T.handle, b: T.handle, c: T.handle, n: T.int32):
   EXPECT_TRUE(loop.count("n") && loop.count("i"));
   EXPECT_EQ(loop.count("C") + loop.count("c"), 0u);
   EXPECT_EQ(names(pointers_used(seq->seq.at(1))).size(), 1u);  // C's data pointer alone
+}
+
+// Three banded copies T1 -> T2 (2 bands), T2 -> T3 (4 bands), T3 -> T4 (2 bands), each
+// 64 bytes: a band's output may sit 32 (2 bands) or 16 bytes (4 bands) below its input.
+// plan_memory takes the candidates in call_overlaps' order, so the order is the plan.
+const char* kBandedChain = R"(@I.ir_module
+class Module:
+    @T.prim_func
+    def copy(X: T.Buffer((4,), "float32"), Y: T.Buffer((4,), "float32")):
+        for i in range(4):
+            Y[i] = X[i]
+
+    @T.prim_func
+    def main(A: T.Buffer((16,), "float32"), B: T.Buffer((16,), "float32")):
+        T1 = T.alloc_buffer((16,), "float32", scope="global")
+        T2 = T.alloc_buffer((16,), "float32", scope="global")
+        T3 = T.alloc_buffer((16,), "float32", scope="global")
+        T4 = T.alloc_buffer((16,), "float32", scope="global")
+        T.evaluate(T.call_tir("copy", A, T1))
+        T.evaluate(T.call_tir("copy", T1[0:8], T2[0:8]))
+        T.evaluate(T.call_tir("copy", T1[8:16], T2[8:16]))
+        T.evaluate(T.call_tir("copy", T2[0:4], T3[0:4]))
+        T.evaluate(T.call_tir("copy", T2[4:8], T3[4:8]))
+        T.evaluate(T.call_tir("copy", T2[8:12], T3[8:12]))
+        T.evaluate(T.call_tir("copy", T2[12:16], T3[12:16]))
+        T.evaluate(T.call_tir("copy", T3[0:8], T4[0:8]))
+        T.evaluate(T.call_tir("copy", T3[8:16], T4[8:16]))
+        T.evaluate(T.call_tir("copy", T4, B))
+)";
+
+TEST(CallOverlaps, MostBytesSavedFirstThenAllocationOrder) {
+  const ParseResult parsed = parse_module(kBandedChain);
+  ASSERT_TRUE(parsed.ok());
+  const PrimFunc f = parsed.module->functions.back().second;  // main
+  std::map<std::string, const VarNode*> data;
+  // The body: allocations (and their buffers' declarations) around the sequence of calls.
+  Stmt body = f->body;
+  while (const auto* alloc = as<AllocateNode>(body)) {
+    data[alloc->buffer->name] = alloc->buffer->data.get();
+    body = alloc->body;
+  }
+  while (const auto* decl = as<DeclBufferNode>(body)) body = decl->body;
+  const auto* seq = as<SeqStmtNode>(body);
+  ASSERT_NE(seq, nullptr);
+  const std::vector<Stmt> steps = seq->seq;
+  ASSERT_EQ(data.size(), 4u);
+  // Each tensor's first (written) and last (read) step.
+  const std::map<const VarNode*, std::pair<int, int>> live = {
+      {data["T1"], {0, 2}}, {data["T2"], {1, 6}}, {data["T3"], {3, 8}}, {data["T4"], {7, 9}}};
+  std::vector<std::pair<const VarNode*, int64_t>> sizes;
+  for (const char* name : {"T1", "T2", "T3", "T4"}) sizes.emplace_back(data[name], 64);
+  std::map<const VarNode*, std::string> name_of;
+  for (const auto& [name, p] : data) name_of[p] = name;
+  auto order = [&](const std::vector<std::pair<const VarNode*, int64_t>>& in) {
+    std::vector<std::string> out;
+    for (const CallOverlap& o : call_overlaps(steps, in, live, 16)) {
+      out.push_back(name_of.at(o.output) + " over " + name_of.at(o.input) + " " + std::to_string(o.shift) + " saves " +
+                    std::to_string(o.saved));
+    }
+    return out;
+  };
+  // T3 over T2 saves 48 bytes and comes first, though T2 over T1 is allocated before it;
+  // the two ties of 32 bytes follow in allocation order.
+  EXPECT_EQ(order(sizes), (std::vector<std::string>{"T3 over T2 -16 saves 48", "T2 over T1 -32 saves 32",
+                                                    "T4 over T3 -32 saves 32"}));
+  // Another allocation order changes the ties' order alone (never the pointers' values).
+  std::reverse(sizes.begin(), sizes.end());
+  EXPECT_EQ(order(sizes), (std::vector<std::string>{"T3 over T2 -16 saves 48", "T4 over T3 -32 saves 32",
+                                                    "T2 over T1 -32 saves 32"}));
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <numeric>
 #include <random>
 
+#include "artifact/memory_peak.h"
 #include "memory/planner.h"
 #include "support/diagnostic.h"
 
@@ -435,6 +436,28 @@ TEST(MemoryOverlap, GroupsKeepApartOnlyWhileMembersLive) {
   ASSERT_EQ(plan.overlapped.size(), 1u);
   EXPECT_EQ(plan.pool_size, 512);  // late takes a's lower half once a is dead
   EXPECT_THAT(check_plan(ts, plan, o.alignment), IsEmpty()) << plan_report(ts, plan);
+}
+
+// The peak names the first step with the most bytes and every later step with as many
+// (IC: two blocks at 32,768 bytes): lowering one alone leaves the peak.
+TEST(MemoryPeak, NamesTheStepsTiedWithThePeak) {
+  FunctionMemoryPlan plan;
+  plan.planned = true;
+  plan.steps = 4;
+  plan.step_callees = {"a", "b", "c", "d"};
+  // A and B at step 1 (96 bytes), C over A's bytes at step 2 (64), D and E at step 3 (96).
+  plan.tensors = {{"A", "pool", 0, 64, 0, 1},  {"B", "pool", 64, 32, 1, 2}, {"C", "pool", 0, 32, 2, 3},
+                  {"D", "pool", 32, 32, 3, 3}, {"E", "pool", 64, 32, 3, 3}};
+  const MemoryPeak peak = memory_peak(plan);
+  EXPECT_EQ(peak.bytes, 96);
+  EXPECT_EQ(peak.step, 1);
+  EXPECT_EQ(peak.callee, "b");
+  EXPECT_EQ(peak.tied_steps, std::vector<int>{3});
+  EXPECT_THAT(peak_text(peak), ::testing::HasSubstr("as many bytes at step 3: lowering one step alone leaves the peak\n"));
+  EXPECT_EQ(peak_json(peak)["tied_steps"], nlohmann::json::array({3}));
+  // A higher step later drops the ties before it.
+  plan.tensors.push_back({"F", "pool", 96, 16, 3, 3});
+  EXPECT_TRUE(memory_peak(plan).tied_steps.empty());
 }
 
 }  // namespace

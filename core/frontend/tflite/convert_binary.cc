@@ -1,6 +1,6 @@
 // Binary elementwise operators beyond ADD/SUB/MUL, broadcast as TFLite broadcasts:
 //   MAXIMUM, MINIMUM   any dtype, on the raw values (TFLM ignores quantization here);
-//   DIV                float32 and int32 (with its fused activation);
+//   DIV                float32, int32 and int8 (qdiv: TFLM's fixed-point reciprocal), with its fused activation;
 //   SQUARED_DIFFERENCE float32, int32, and int8/int16 requantized (qsquared_difference);
 //   FLOOR_DIV, FLOOR_MOD float32 and int32;
 //   ADD_N              float32 and int32: a chain of adds in TFLM's order; int8: TFLM's scaled sum;
@@ -57,10 +57,12 @@ void TfliteConverter::binary(const tflite::Operator& op, BuiltinOperator code) {
       emit(name, code == BuiltinOperator::MAXIMUM ? "maximum" : "minimum", {value(a), value(b)});
       return;
     case BuiltinOperator::DIV: {
-      if (!float32 && !int32) unsupported(what + " (float32 and int32 are supported)");  // int32: C's truncating /
+      if (!float32 && !int32 && dt != DataType::Int(8))
+        unsupported(what + " (float32, int8 and int32 are supported)");  // int32: C's truncating /
       const auto* opt = op.builtin_options_as_DivOptions();
-      finish(out, "div", {value(a), value(b)}, json::object(),
-             opt ? opt->fused_activation_function() : ActivationFunctionType::NONE, false);
+      const ActivationFunctionType act = opt ? opt->fused_activation_function() : ActivationFunctionType::NONE;
+      if (dt == DataType::Int(8)) finish(out, "qdiv", {value(a), value(b)}, quant_attrs("b"), act, true);
+      else finish(out, "div", {value(a), value(b)}, json::object(), act, false);
       return;
     }
     case BuiltinOperator::SQUARED_DIFFERENCE:

@@ -55,7 +55,7 @@ std::vector<TfliteOpSupport> make_table() {
       ops({"LOGISTIC", "TANH", "RELU", "RELU6", "LEAKY_RELU", "ABS", "PRELU"}, kQuantized),
       ops({"HARD_SWISH", "ELU", "RSQRT"}, {"float32", "int8"}),
       ops({"NEG", "SQUARE", "SQRT", "EXP", "LOG", "SIN", "COS", "FLOOR", "CEIL", "ROUND", "L2_POOL_2D"}, kFloat),
-      ops({"DIV"}, {"float32", "int32"}),
+      ops({"DIV"}, {"float32", "int8", "int32"}),
       ops({"MAXIMUM", "MINIMUM"}, kNumeric),
       ops({"SQUARED_DIFFERENCE"}, {"float32", "int8", "int16", "int32"}),
       ops({"EQUAL", "NOT_EQUAL"}, kAny),
@@ -76,8 +76,6 @@ std::vector<TfliteOpSupport> make_table() {
       if (e.op == op) e.refused.emplace_back(dtype, why);
   };
   // Pairs TFLM's kernels implement that are not converted yet (tests/tflite/tflm_kernel_dtypes.json).
-  refuse("DIV", "int8", "TFLM's quantized DIV (a fixed-point reciprocal per element) is not converted yet");
-  refuse("RSQRT", "int16", "TFLM's int16 RSQRT (an inverse square root per element at run time) is not converted yet");
   refuse("UNIDIRECTIONAL_SEQUENCE_LSTM", "int16",
          "TFLM's 16x8 LSTM (int16 activations, int8 weights, int64 bias) is not converted yet");
   for (auto& e : table)
