@@ -75,15 +75,6 @@ bool smmlar_table(const Graph& g, const GraphNode& node, const std::vector<std::
   return true;
 }
 
-// mve (Cortex-M55): the int8 weights as they are, for a node whose input zero point
-// folded under the tflite rule (int8 data); recorded in `sched`.
-bool takes_mve(const ScheduleOptions& opts, const GraphNode& node, int64_t groups, json& sched) {
-  if (groups > 1) return sched["mve"].get<bool>();  // depthwise: take_mve_depthwise decided
-  sched["mve"] = opts.mve && groups == 1 && sched["fold_zero_point"].get<bool>() &&
-                 node.attrs.value("requant", std::string("tflite")) == "tflite";
-  return sched["mve"].get<bool>();
-}
-
 // mve on a depthwise convolution (NHWC, one output channel per input channel, input
 // zero point folded, tflite rule): the weight [C, KH, KW, 1] goes back to TFLite's
 // [1, KH, KW, C], channels innermost, for ops/qconv_mve_depthwise.cc's vector loads; its
@@ -105,6 +96,23 @@ void take_mve_depthwise(Graph& g, GraphNode& node, std::vector<std::string>& inp
   inputs[1] = name;
   sched["mve"] = true;
   sched["smlal_requant"] = false;
+}
+
+// mve (Cortex-M55): the int8 weights as they are, for a node whose input zero point
+// folded under the tflite rule (int8 data); recorded in `sched`. A depthwise node takes
+// it only with depthwise_tile off: on KWS and VWW the scalar tiles still take fewer
+// instructions (bench/report.md), so the vector kernel is asked for by
+// -disabled-schedules=depthwise_tile.
+bool takes_mve(Graph& g, const ScheduleOptions& opts, GraphNode& node, std::vector<std::string>& inputs, int64_t groups,
+               json& sched, std::set<std::string>& maybe_unused) {
+  if (groups > 1) {
+    if (opts.mve && !opts.depthwise_tile && node.op == "qconv2d")
+      take_mve_depthwise(g, node, inputs, groups, sched, maybe_unused);
+    return sched["mve"].get<bool>();
+  }
+  sched["mve"] = opts.mve && sched["fold_zero_point"].get<bool>() &&
+                 node.attrs.value("requant", std::string("tflite")) == "tflite";
+  return sched["mve"].get<bool>();
 }
 
 // The schedules a node of `op` can take; the rest are recorded as off.
@@ -197,12 +205,7 @@ void prepare_matmul_node(Graph& g, GraphNode& node, const ScheduleOptions& opts,
         }
       }
     }
-    // Only with depthwise_tile off: on KWS and VWW the scalar tiles still take fewer
-    // instructions (bench/report.md), so the vector kernel is asked for by
-    // -disabled-schedules=depthwise_tile.
-    if (opts.mve && !opts.depthwise_tile && conv && groups > 1)
-      take_mve_depthwise(g, node, inputs, groups, sched, maybe_unused);
-    if (!takes_mve(opts, node, groups, sched) && opts.smlad && groups == 1) {
+    if (!takes_mve(g, opts, node, inputs, groups, sched, maybe_unused) && opts.smlad && groups == 1) {
       // few_channels: a first layer (1-4 input channels, NHWC) keeps int16 pairs even
       // with sxtb16: its weights are a few hundred bytes, and its tile then has no
       // widening to do (the kernel gathers interior pixels without bound checks).

@@ -607,8 +607,7 @@ Scalar Interpreter::eval_call(const CallNode* op) {
     case Builtin::CallGlobal: return call_global(op);
     case Builtin::Smlad:
     case Builtin::Smlabb:
-    case Builtin::Smmlar:
-    case Builtin::MultiplyByQuantizedMultiplier:
+    case Builtin::Smmlar: case Builtin::MultiplyByQuantizedMultiplier:
     case Builtin::Reinterpret:
     case Builtin::Clz:
     case Builtin::Sxtb16:

@@ -198,6 +198,8 @@ void run_case(const Case& k, const ScheduleOptions& opts, const std::string& lab
   const bool depthwise = grouped && k.weight[3] == 1 && k.weight[0] == k.attrs.value("groups", 1);
   const bool mve = opts.mve && (!grouped || (depthwise && !opts.depthwise_tile)) && sched["fold_zero_point"].get<bool>();
   EXPECT_EQ(sched["mve"].get<bool>(), mve) << label;
+  // The mve depthwise kernel reads TFLite's [1, KH, KW, C] weight, which prepare_quantized makes.
+  if (mve && grouped) EXPECT_NE(prepared.nodes[0].inputs.at(1).find("__weight_hwo"), std::string::npos) << label;
   EXPECT_EQ(sched["smlad"].get<bool>(), opts.smlad && !grouped) << label;
   EXPECT_EQ(sched["few_channels"].get<bool>(), few) << label;
   EXPECT_EQ(sched["sxtb16"].get<bool>(), opts.smlad && opts.sxtb16 && !grouped && !few) << label;

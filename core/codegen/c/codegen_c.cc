@@ -424,10 +424,7 @@ class FunctionEmitter {
         if (!load) user_error(op->span, "T.address_of takes one buffer element, such as A[i]");
         return "(&" + access(load->buffer, load->indices, load->span) + ")";
       }
-      case Builtin::Vmladava: return vmladava(op);
-      case Builtin::MultiplyByQuantizedMultiplier:
-        (*helpers_)[kMultiplyByQuantizedMultiplierName] = kMultiplyByQuantizedMultiplierHelper;
-        return call(kMultiplyByQuantizedMultiplierName, op->args);
+      case Builtin::Vmladava: case Builtin::MultiplyByQuantizedMultiplier: return helium_call(op);
       case Builtin::Smlad:
         (*helpers_)["mtir_smlad"] = kSmladHelper;
         return call("mtir_smlad", op->args);
@@ -452,6 +449,13 @@ class FunctionEmitter {
     const std::string name = wide ? "mtir_clz64" : "mtir_clz32";
     (*helpers_)[name] = clz_helper(name, wide ? "uint64_t" : "uint32_t", wide ? 64 : 32);
     return name + "((" + std::string(wide ? "uint64_t" : "uint32_t") + ")" + expr(op->args.at(0)) + ")";
+  }
+
+  // The Helium builtins in scalar C: vmladava (below) and multiply_by_quantized_multiplier.
+  std::string helium_call(const CallNode* op) {
+    if (op->is(Builtin::Vmladava)) return vmladava(op);
+    (*helpers_)[kMultiplyByQuantizedMultiplierName] = kMultiplyByQuantizedMultiplierHelper;
+    return call(kMultiplyByQuantizedMultiplierName, op->args);
   }
 
   // vmladava over two contiguous vector loads (scalarize_vectors keeps only those):

@@ -329,8 +329,7 @@ Val FunctionEmitter::call_expr(const CallNode* c) {
       Val p = elem_ptr(l->buffer, l->indices, l->span);
       return op("i8*", "bitcast " + p.typed() + " to i8*");
     }
-    case Builtin::Vmladava: return vmladava(c);
-    case Builtin::MultiplyByQuantizedMultiplier: return multiply_by_quantized_multiplier(c);
+    case Builtin::Vmladava: case Builtin::MultiplyByQuantizedMultiplier: return vmladava(c);
     case Builtin::Smlad: return smlad(c);
     case Builtin::Smlabb: {
       Val a = arg(0), bv = arg(1), acc = arg(2);

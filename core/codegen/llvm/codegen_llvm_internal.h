@@ -182,7 +182,8 @@ class FunctionEmitter {
   Val intrinsic(const std::string& name, const std::string& ty, const std::vector<Val>& args);
 
   Val math_call(const CallNode* c);
-  // The DSP SMLAD and Helium VMLADAVA builtins (builtins.def).
+  // The DSP SMLAD and Helium VMLADAVA builtins (builtins.def); vmladava() also takes
+  // multiply_by_quantized_multiplier.
   Val smlad(const CallNode* c);
   Val vmladava(const CallNode* c);
   // TFLite's MultiplyByQuantizedMultiplier lane by lane (builtins.def), int32 or <n x i32>.

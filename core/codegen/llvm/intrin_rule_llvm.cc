@@ -73,6 +73,7 @@ Val FunctionEmitter::multiply_by_quantized_multiplier(const CallNode* c) {
 // Widened lanes, their products and llvm.vector.reduce.add: LLVM's ARM backend forms
 // VMLADAVA from this where the target has MVE, a lane loop elsewhere.
 Val FunctionEmitter::vmladava(const CallNode* c) {
+  if (c->is(Builtin::MultiplyByQuantizedMultiplier)) return multiply_by_quantized_multiplier(c);  // Helium's other builtin
   Val acc = expr(c->args.at(0)), a = expr(c->args.at(1)), bv = expr(c->args.at(2));
   const int lanes = c->args[1]->dtype.lanes();
   const std::string wide = "<" + std::to_string(lanes) + " x i32>";

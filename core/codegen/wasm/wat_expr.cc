@@ -222,8 +222,7 @@ WVal FunctionEmitter::call_expr(const CallNode* c) {
     case Builtin::TvmCallPacked:
     case Builtin::TvmMakeTensor:
     case Builtin::CallTir: case Builtin::CallGlobal:
-    case Builtin::Vmladava:  // scalarize_vectors_simd128 expands these two
-    case Builtin::MultiplyByQuantizedMultiplier:
+    case Builtin::Vmladava: case Builtin::MultiplyByQuantizedMultiplier:  // scalarize_vectors_simd128 expands them
     case Builtin::TirRegion: refuse_builtin(c, "wasm", "");
     case Builtin::AddressOf: {
       const auto* l = c->args.size() == 1 ? as<BufferLoadNode>(c->args[0]) : nullptr;
