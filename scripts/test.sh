@@ -8,7 +8,10 @@
 #                          sanitizers do not instrument, nor label large (the big
 #                          models, whose code paths the small ones take too); the unit
 #                          tests' backend replays generate C and wasm there but do not
-#                          compile or run them (the normal stage runs the same bytes)
+#                          compile or run them (the normal stage runs the same bytes);
+#                          each kind of compiled artifact (digits, the MLPerf four, a zoo
+#                          sample, the ONNX models, the TIR corpus) runs once as host C
+#                          under the sanitizers (tests/CMakeLists.txt)
 #   nollvm  build-nollvm/  without libLLVM (as on machines without llvm-14-dev and in the
 #                          wasm core): proves the build and runs label `llvm`, the tests
 #                          whose path changes (textual IR emitter, llc/clang fallback)

@@ -19,6 +19,7 @@
 #include "driver/target.h"
 #include "support/diagnostic.h"
 #include "support/names.h"
+#include "support/text.h"
 #include "support/npy.h"
 
 namespace mtir::sim {
@@ -39,11 +40,6 @@ void write_text(const fs::path& path, const std::string& text) {
   std::ofstream f(path, std::ios::binary);
   f << text;
   if (!f) fail("cannot write " + path.string());
-}
-
-std::string replace_all(std::string s, const std::string& from, const std::string& to) {
-  for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size())) s.replace(at, from.size(), to);
-  return s;
 }
 
 // The first line of `log` containing `needle` (trimmed), or "".
@@ -673,6 +669,10 @@ ArtifactRunResult run_artifact(const ArtifactInfo& info, const std::vector<Artif
     result.report.stack_bounds = {};
     result.report.stack_bound_absent = "two sources are named " + twice + ", and GCC writes one call-graph file per name";
   }
+  // Every run on a target that measures the stack checks its bound: a test that runs a
+  // model there fails when the bound it reports does not hold.
+  const std::string violation = stack_bound_violation(result.report.stack_bounds, result.report.stack_bytes);
+  MTIR_ICHECK(violation.empty(), violation + " on " + t.name + "; firmware: " + firmware);
   return result;
 }
 

@@ -12,6 +12,7 @@
 
 #include "sim/cross_targets.h"
 #include "support/digest.h"
+#include "support/text.h"
 #include "sim/process.h"
 
 namespace mtir::sim {
@@ -109,12 +110,6 @@ void trim_cache(const fs::path& root) {
   }
 }
 
-std::string replace_all_text(std::string s, const std::string& from, const std::string& to) {
-  if (from.empty()) return s;
-  for (size_t at = 0; (at = s.find(from, at)) != std::string::npos; at += to.size()) s.replace(at, from.size(), to);
-  return s;
-}
-
 // The longest paths first, so /a/lib1.c is not replaced inside /a/lib10.c.
 std::vector<size_t> longest_first(const std::vector<std::string>& paths) {
   std::vector<size_t> order(paths.size());
@@ -197,7 +192,7 @@ bool restore_cached_build(const CachedBuild& build, const fs::path& out) {
   const std::vector<size_t> order = longest_first(build.sources);
   for (const auto& e : fs::directory_iterator(build.entry / "callgraph", ec)) {
     std::string text = read_text(e.path());
-    for (size_t i : order) text = replace_all_text(text, placeholder(i), build.sources[i]);
+    for (size_t i : order) text = replace_all(text, placeholder(i), build.sources[i]);
     std::ofstream(out.parent_path() / (out.filename().string() + "-" + e.path().filename().string()),
                   std::ios::binary) << text;
   }
@@ -221,7 +216,7 @@ void store_cached_build(const CachedBuild& build, const fs::path& out) {
   const std::string prefix = out.filename().string() + "-";
   for (const auto& ci : callgraph_files(out)) {
     std::string text = read_text(ci);
-    for (size_t i : order) text = replace_all_text(text, build.sources[i], placeholder(i));
+    for (size_t i : order) text = replace_all(text, build.sources[i], placeholder(i));
     std::ofstream(staging / "callgraph" / ci.filename().string().substr(prefix.size()), std::ios::binary) << text;
   }
   fs::rename(staging, build.entry, ec);

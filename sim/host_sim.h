@@ -21,7 +21,8 @@ namespace mtir::sim {
 std::string host_sanitizers();
 
 // The compiler flags and defines for `sanitizers` (empty when ""): -fsanitize=..., no
-// recovery, frame pointers, and TVM_CRT_SEPARATE_ALLOCATIONS.
+// recovery, frame pointers, -O0 (the compile is most of a sanitized run's time), and
+// TVM_CRT_SEPARATE_ALLOCATIONS.
 std::vector<std::string> sanitizer_cflags(const std::string& sanitizers);
 
 struct HostSimOptions {

@@ -223,4 +223,13 @@ std::string describe(const StackBound& b) {
   return s + (b.library_calls.empty() ? "" : ")");
 }
 
+std::string stack_bound_violation(const ArtifactStackBounds& bounds, int64_t measured_bytes) {
+  const StackBound& b = bounds.run;
+  if (measured_bytes < 0 || !b.bounded || !b.library_calls.empty() || bounds.main_frame_bytes < 0) return "";
+  if (b.bytes + bounds.main_frame_bytes >= measured_bytes) return "";
+  return "the static stack bound of " + bounds.entry + " (" + std::to_string(b.bytes) + " bytes, with main's frame " +
+         std::to_string(b.bytes + bounds.main_frame_bytes) + ") is below the measured high-water (" +
+         std::to_string(measured_bytes) + " bytes)";
+}
+
 }  // namespace mtir::sim

@@ -63,4 +63,10 @@ ArtifactStackBounds artifact_stack_bounds(const CallGraph& graph, const std::str
 // "1234 bytes" or "unbounded: <reason>", and the library functions not counted.
 std::string describe(const StackBound& b);
 
+// "" when the bound holds against a measured high-water (painting from inside main's
+// frame, so main's frame is added to the bound; -1: not measured), or when the bound is
+// not complete (unbounded, library calls not counted). Else what is wrong: a bound below
+// a measurement is a bug in the bound, not in the program.
+std::string stack_bound_violation(const ArtifactStackBounds& bounds, int64_t measured_bytes);
+
 }  // namespace mtir::sim

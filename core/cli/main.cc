@@ -9,6 +9,7 @@
 #include "cli/commands.h"
 #include "cli/onnx_model.h"
 #include "cli/onnx_test_cmd.h"
+#include "ops/schedules.h"
 #include "support/diagnostic.h"
 #include "support/timing.h"
 
@@ -104,8 +105,8 @@ CLI::App* add_run(CLI::App& app, mtir::cli::RunCommand& run) {
       ->check(CLI::IsMember({"c", "llvm"}));
   cmd->add_option("--device", run.devices, "Place every node of these ops on a device instance, INSTANCE=OP[,OP...] (repeatable; e.g. npu0=conv2d,dense)");
   cmd->add_option("--disable-schedules", run.disabled_schedules,
-                  "int8 kernel schedules to switch off, comma-separated: fold_zero_point, block, unroll, hoist, "
-                  "smlad, sxtb16, interleave, fold_output_zero_point, few_channels, depthwise_tile, depthwise_border_tiles, smlal_requant, smmlar_requant, merge_kernels, patch, dense_chunks, mve, patch_overlap (a model on --target; see docs/quantization.md)");
+                  "int8 kernel schedules to switch off, comma-separated: " + mtir::schedule_names() +
+                      " (a model on --target; see docs/quantization.md)");
   cmd->add_flag("--reuse-io-buffers", run.reuse_io_buffers,
                 "Build with -reuse-io-buffers=1: intermediates may live in the model's input and output buffers, "
                 "so run() overwrites its input (docs/target-options.md)");

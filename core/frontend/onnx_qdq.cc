@@ -241,6 +241,40 @@ bool add_group_exact(OnnxConverter& c, const QdqGroup& g, std::string* why) {
   return true;
 }
 
+// A DQ is absorbed when every reader is a group's op; a pass-through group needs its
+// data's DQ absorbed (its op then reads the quantized tensor). Dropping a group can
+// keep another's DQ, so repeat until nothing changes. Returns how many groups were dropped.
+int absorb_dequants(OnnxConverter& c, Wiring& w, QdqPlan& plan) {
+  int dropped = 0;
+  for (bool changed = true; changed;) {
+    changed = false;
+    plan.absorbed.clear();
+    for (const auto& [op, g] : plan.groups) {
+      if (g.relu) plan.absorbed.insert(g.relu);
+      plan.absorbed.insert(g.quant);
+      for (const Node* dq : g.dequant) {
+        if (!dq || w.outputs.count(dq->output(0))) continue;
+        bool all = true;
+        for (const Node* r : w.consumers[dq->output(0)]) all = all && plan.groups.count(r);
+        if (all) plan.absorbed.insert(dq);
+      }
+    }
+    for (auto it = plan.groups.begin(); it != plan.groups.end();) {
+      bool all_absorbed = true;
+      for (const Node* dq : it->second.dequant) all_absorbed = all_absorbed && plan.absorbed.count(dq);
+      if (it->second.kind == QdqGroup::Kind::kPassThrough && !all_absorbed) {
+        c.note("QDQ: node " + label(*it->first) + " stays float: its input is also read as float elsewhere");
+        ++dropped;
+        it = plan.groups.erase(it);
+        changed = true;
+      } else {
+        ++it;
+      }
+    }
+  }
+  return dropped;
+}
+
 }  // namespace
 
 QdqPlan plan_qdq(OnnxConverter& c, const OnnxGraph& graph, const std::vector<const Node*>& order) {
@@ -293,35 +327,7 @@ QdqPlan plan_qdq(OnnxConverter& c, const OnnxGraph& graph, const std::vector<con
     }
     plan.groups[n] = g;
   }
-  // A DQ is absorbed when every reader is a group's op; a pass-through group needs its
-  // data's DQ absorbed (its op then reads the quantized tensor). Dropping a group can
-  // keep another's DQ, so repeat until nothing changes.
-  for (bool changed = true; changed;) {
-    changed = false;
-    plan.absorbed.clear();
-    for (const auto& [op, g] : plan.groups) {
-      if (g.relu) plan.absorbed.insert(g.relu);
-      plan.absorbed.insert(g.quant);
-      for (const Node* dq : g.dequant) {
-        if (!dq || w.outputs.count(dq->output(0))) continue;
-        bool all = true;
-        for (const Node* r : w.consumers[dq->output(0)]) all = all && plan.groups.count(r);
-        if (all) plan.absorbed.insert(dq);
-      }
-    }
-    for (auto it = plan.groups.begin(); it != plan.groups.end();) {
-      bool all_absorbed = true;
-      for (const Node* dq : it->second.dequant) all_absorbed = all_absorbed && plan.absorbed.count(dq);
-      if (it->second.kind == QdqGroup::Kind::kPassThrough && !all_absorbed) {
-        c.note("QDQ: node " + label(*it->first) + " stays float: its input is also read as float elsewhere");
-        ++kept_float;
-        it = plan.groups.erase(it);
-        changed = true;
-      } else {
-        ++it;
-      }
-    }
-  }
+  kept_float += absorb_dequants(c, w, plan);
   if (!plan.groups.empty()) {
     int matrix = 0;
     for (const auto& [op, g] : plan.groups) matrix += g.kind == QdqGroup::Kind::kMatrix;

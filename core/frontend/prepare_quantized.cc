@@ -115,135 +115,157 @@ bool takes_mve(Graph& g, const ScheduleOptions& opts, GraphNode& node, std::vect
   return sched["mve"].get<bool>();
 }
 
+// Per-channel multipliers and shifts (TFLite's QuantizeMultiplier) as an int32 table:
+// [O, 3] (multiplier, r - 1, 1 << (r - 2)) when every channel's right shift r is at
+// least 2, [O, 2] (multiplier, shift) otherwise (see ops/qconv_gemm.cc). Records
+// fold_output_zero_point and smlal_requant in `sched`; returns the table's constant.
+std::string requant_table(Graph& g, const GraphNode& node, const ScheduleOptions& opts, int64_t channels,
+                          json& sched) {
+  double in_scale = number_or(node.attrs, "input_scale", 1.0), out_scale = number_or(node.attrs, "output_scale", 1.0);
+  std::vector<ops::QuantMultiplier> ms;
+  bool high_word = true;
+  for (int64_t c = 0; c < channels; ++c) {
+    ms.push_back(ops::quantize_multiplier(in_scale * weight_scale(node.attrs, c) / out_scale, node.op,
+                                          "input_scale * weight_scale[" + std::to_string(c) + "] / output_scale"));
+    high_word = high_word && ms.back().right_shift() >= 2;
+  }
+  const int64_t columns = high_word ? 3 : 2;
+  // fold_output_zero_point: the rounding term also carries zo << (r - 1), so the kernel
+  // adds no zero point after the shift ((v + zo * 2^s) >> s == (v >> s) + zo). Exact
+  // while the sum stays in int32: the high word is within 2^30, so r - 1 <= 22 keeps
+  // |zo| * 2^(r - 1) + 2^(r - 2) below 2^30.
+  const int64_t zo = static_cast<int64_t>(number_or(node.attrs, "output_zero_point", 0));
+  bool fold_zo = opts.fold_output_zero_point && high_word && zo != 0;
+  for (int64_t c = 0; c < channels && fold_zo; ++c) fold_zo = ms[c].right_shift() - 1 <= 22;
+  NDArray table = NDArray::zeros(kI32, {channels, columns});
+  for (int64_t c = 0; c < channels; ++c) {
+    const int right = ms[c].right_shift();
+    table.set_int(columns * c, ms[c].multiplier);
+    table.set_int(columns * c + 1, high_word ? right - 1 : ms[c].shift);
+    if (high_word)
+      table.set_int(columns * c + 2, (int64_t{1} << (right - 2)) + (fold_zo ? zo * (int64_t{1} << (right - 1)) : 0));
+  }
+  sched["fold_output_zero_point"] = fold_zo;
+  // smlal_requant (ops/qconv_gemm.cc, smlal_requantize): exact when every multiplier is above
+  // 2^30 (QuantizeMultiplier's range is [2^30, 2^31); 2^30 itself is an exact power of two).
+  bool smlal = opts.smlal_requant && high_word;
+  for (int64_t c = 0; c < channels && smlal; ++c) smlal = ms[c].multiplier > (int64_t{1} << 30);
+  sched["smlal_requant"] = smlal;
+  std::string name = fresh_name(g, node.name + "__requant");
+  g.constants[name] = std::move(table);
+  return name;
+}
+
+// bias' = bias - zx * sum(w): the reduction then multiplies raw inputs. Replaces (or
+// adds) the bias input when the folded bias fits int32; records fold_zero_point.
+void fold_input_zero_point(Graph& g, const GraphNode& node, const NDArray& w, int64_t channels,
+                           std::vector<std::string>& inputs, json& sched, std::set<std::string>& maybe_unused) {
+  const int64_t k = w.num_elements() / channels;
+  int64_t zx = static_cast<int64_t>(number_or(node.attrs, "input_zero_point", 0));
+  const NDArray* bias = nullptr;
+  if (inputs.size() > 2) {
+    auto bit = g.constants.find(inputs[2]);
+    bias = bit != g.constants.end() && bit->second.dtype == kI32 && bit->second.shape.size() == 1 ? &bit->second : nullptr;
+  }
+  if (inputs.size() != 2 && !bias) return;
+  NDArray folded = NDArray::zeros(kI32, {channels});
+  bool fits = true;
+  for (int64_t c = 0; c < channels; ++c) {
+    int64_t sum = 0;
+    for (int64_t i = 0; i < k; ++i) sum += w.get_int(c * k + i);
+    int64_t b = (bias ? bias->get_int(c) : 0) - zx * sum;
+    fits = fits && b >= std::numeric_limits<int32_t>::min() && b <= std::numeric_limits<int32_t>::max();
+    folded.set_int(c, b);
+  }
+  if (!fits) return;
+  sched["fold_zero_point"] = true;
+  if (zx == 0 && bias) return;
+  std::string name = fresh_name(g, node.name + "__bias_folded");
+  g.constants[name] = std::move(folded);
+  if (bias) maybe_unused.insert(inputs[2]);
+  if (inputs.size() > 2)
+    inputs[2] = name;
+  else
+    inputs.push_back(name);
+}
+
+// The weights packed for SMLAD in place of input 1; records the packing in `sched`.
+void pack_smlad_weights(Graph& g, GraphNode& node, const ScheduleOptions& opts, const NDArray& w, int64_t channels,
+                        std::vector<std::string>& inputs, json& sched, std::set<std::string>& maybe_unused) {
+  const bool conv = node.op == "qconv2d";
+  const bool nchw = conv && node.attrs.value("layout", std::string("NHWC")) == "NCHW";
+  const int64_t k = w.num_elements() / channels;
+  // few_channels: a first layer (1-4 input channels, NHWC) keeps int16 pairs even
+  // with sxtb16: its weights are a few hundred bytes, and its tile then has no
+  // widening to do (the kernel gathers interior pixels without bound checks).
+  const bool few_channels = opts.few_channels && conv && !nchw && w.shape.size() == 4 &&
+                            w.shape[3] <= kFewChannelsMaxInput && k <= kFewChannelsMaxReduction;
+  const bool sxtb16 = opts.sxtb16 && !few_channels;
+  // sxtb16: four int8 weights per word in the order 0, 2, 1, 3, so SXTB16 yields the
+  // pair (0, 1) and SXTB16 with ROR #8 the pair (2, 3). Otherwise int16 pairs in
+  // int32 words, element 2j in the low half: SMLAD's operand order. With interleave
+  // (the kernels' 2x2 tile, so only with block) channel pairs alternate word by word.
+  const int64_t words = packed_weight_words(k, sxtb16);
+  const bool interleave = opts.interleave && opts.block;
+  NDArray packed = NDArray::zeros(kI32, {channels, words});
+  auto weight = [&](int64_t c, int64_t e) { return e < k ? w.get_int(c * k + e) : 0; };
+  for (int64_t c = 0; c < channels; ++c)
+    for (int64_t j = 0; j < words; ++j) {
+      uint32_t word = 0;
+      if (sxtb16) {
+        static const int kBytePosition[4] = {0, 2, 1, 3};
+        for (int e = 0; e < 4; ++e)
+          word |= static_cast<uint32_t>(static_cast<uint8_t>(weight(c, 4 * j + e))) << (8 * kBytePosition[e]);
+      } else {
+        word = static_cast<uint16_t>(weight(c, 2 * j)) |
+               static_cast<uint32_t>(static_cast<uint16_t>(weight(c, 2 * j + 1))) << 16;
+      }
+      packed.set_int(packed_weight_index(c, j, channels, words, interleave), static_cast<int32_t>(word));
+    }
+  node.attrs["weight_shape"] = w.shape;
+  std::string name = fresh_name(g, node.name + (sxtb16 ? "__weight_q7x4" : "__weight_q15x2"));
+  g.constants[name] = std::move(packed);
+  maybe_unused.insert(inputs[1]);
+  inputs[1] = name;
+  sched["smlad"] = true;
+  sched["sxtb16"] = sxtb16;
+  sched["few_channels"] = few_channels;
+  sched["interleave"] = interleave;
+  // The kernel chunks only a batch-1 dense whose gathered row outweighs the chunk.
+  sched["dense_chunks"] = !conv && opts.dense_chunks;
+}
+
 // The schedules a node of `op` can take; the rest are recorded as off.
 void prepare_matmul_node(Graph& g, GraphNode& node, const ScheduleOptions& opts, std::set<std::string>& maybe_unused) {
   const bool conv = node.op == "qconv2d";
   // Already prepared (a graph written back by `microtir import`, or prepared twice).
   if (node.attrs.contains("schedule")) return;
   const bool nchw = conv && node.attrs.value("layout", std::string("NHWC")) == "NCHW";
-  json sched = {{"fold_zero_point", false}, {"block", opts.block}, {"unroll", opts.unroll}, {"smlad", false},
-               {"sxtb16", false}, {"interleave", false},
-               {"fold_output_zero_point", false}, {"few_channels", false},
-               {"depthwise_tile", conv && opts.depthwise_tile},
-               {"depthwise_border_tiles", conv && opts.depthwise_border_tiles}, {"smlal_requant", false},
-               {"smmlar_requant", false},
-               {"dense_chunks", false}, {"mve", false}};
+  json sched = {{"fold_zero_point", false},
+                {"block", opts.block},
+                {"unroll", opts.unroll},
+                {"smlad", false},
+                {"sxtb16", false},
+                {"interleave", false},
+                {"fold_output_zero_point", false},
+                {"few_channels", false},
+                {"depthwise_tile", conv && opts.depthwise_tile},
+                {"depthwise_border_tiles", conv && opts.depthwise_border_tiles},
+                {"smlal_requant", false},
+                {"smmlar_requant", false},
+                {"dense_chunks", false},
+                {"mve", false}};
   auto wit = g.constants.find(node.inputs.size() > 1 ? node.inputs[1] : "");
   const bool const_weight = wit != g.constants.end() && wit->second.dtype == kI8;
   const int64_t channels = nchw ? node.type.shape.at(1) : node.type.shape.back();
   const int64_t groups = conv ? node.attrs.value("groups", int64_t{1}) : 1;
-
-  // Per-channel multipliers and shifts (TFLite's QuantizeMultiplier) as an int32 table:
-  // [O, 3] (multiplier, r - 1, 1 << (r - 2)) when every channel's right shift r is at
-  // least 2, [O, 2] (multiplier, shift) otherwise (see ops/qconv_gemm.cc).
   std::vector<std::string> extra;
-  if (per_channel(node.attrs)) {
-    double in_scale = number_or(node.attrs, "input_scale", 1.0), out_scale = number_or(node.attrs, "output_scale", 1.0);
-    std::vector<ops::QuantMultiplier> ms;
-    bool high_word = true;
-    for (int64_t c = 0; c < channels; ++c) {
-      ms.push_back(ops::quantize_multiplier(in_scale * weight_scale(node.attrs, c) / out_scale, node.op,
-                                            "input_scale * weight_scale[" + std::to_string(c) + "] / output_scale"));
-      high_word = high_word && ms.back().right_shift() >= 2;
-    }
-    const int64_t columns = high_word ? 3 : 2;
-    // fold_output_zero_point: the rounding term also carries zo << (r - 1), so the kernel
-    // adds no zero point after the shift ((v + zo * 2^s) >> s == (v >> s) + zo). Exact
-    // while the sum stays in int32: the high word is within 2^30, so r - 1 <= 22 keeps
-    // |zo| * 2^(r - 1) + 2^(r - 2) below 2^30.
-    const int64_t zo = static_cast<int64_t>(number_or(node.attrs, "output_zero_point", 0));
-    bool fold_zo = opts.fold_output_zero_point && high_word && zo != 0;
-    for (int64_t c = 0; c < channels && fold_zo; ++c) fold_zo = ms[c].right_shift() - 1 <= 22;
-    NDArray table = NDArray::zeros(kI32, {channels, columns});
-    for (int64_t c = 0; c < channels; ++c) {
-      const int right = ms[c].right_shift();
-      table.set_int(columns * c, ms[c].multiplier);
-      table.set_int(columns * c + 1, high_word ? right - 1 : ms[c].shift);
-      if (high_word) table.set_int(columns * c + 2, (int64_t{1} << (right - 2)) + (fold_zo ? zo * (int64_t{1} << (right - 1)) : 0));
-    }
-    sched["fold_output_zero_point"] = fold_zo;
-    // smlal_requant (ops/qconv_gemm.cc, smlal_requantize): exact when every multiplier is above
-    // 2^30 (QuantizeMultiplier's range is [2^30, 2^31); 2^30 itself is an exact power of two).
-    bool smlal = opts.smlal_requant && high_word;
-    for (int64_t c = 0; c < channels && smlal; ++c) smlal = ms[c].multiplier > (int64_t{1} << 30);
-    sched["smlal_requant"] = smlal;
-    std::string name = fresh_name(g, node.name + "__requant");
-    g.constants[name] = std::move(table);
-    extra.push_back(name);
-  }
-
+  if (per_channel(node.attrs)) extra.push_back(requant_table(g, node, opts, channels, sched));
   std::vector<std::string> inputs = node.inputs;
   if (const_weight) {
-    const NDArray& w = wit->second;
-    const int64_t k = w.num_elements() / channels;
-    // bias' = bias - zx * sum(w): the reduction then multiplies raw inputs.
-    int64_t zx = static_cast<int64_t>(number_or(node.attrs, "input_zero_point", 0));
-    const NDArray* bias = nullptr;
-    if (inputs.size() > 2) {
-      auto bit = g.constants.find(inputs[2]);
-      bias = bit != g.constants.end() && bit->second.dtype == kI32 && bit->second.shape.size() == 1 ? &bit->second : nullptr;
-    }
-    bool bias_ok = inputs.size() == 2 || bias;
-    if (opts.fold_zero_point && bias_ok) {
-      NDArray folded = NDArray::zeros(kI32, {channels});
-      bool fits = true;
-      for (int64_t c = 0; c < channels; ++c) {
-        int64_t sum = 0;
-        for (int64_t i = 0; i < k; ++i) sum += w.get_int(c * k + i);
-        int64_t b = (bias ? bias->get_int(c) : 0) - zx * sum;
-        fits = fits && b >= std::numeric_limits<int32_t>::min() && b <= std::numeric_limits<int32_t>::max();
-        folded.set_int(c, b);
-      }
-      if (fits) {
-        sched["fold_zero_point"] = true;
-        if (zx != 0 || !bias) {
-          std::string name = fresh_name(g, node.name + "__bias_folded");
-          g.constants[name] = std::move(folded);
-          if (bias) maybe_unused.insert(inputs[2]);
-          if (inputs.size() > 2) inputs[2] = name;
-          else inputs.push_back(name);
-        }
-      }
-    }
-    if (!takes_mve(g, opts, node, inputs, groups, sched, maybe_unused) && opts.smlad && groups == 1) {
-      // few_channels: a first layer (1-4 input channels, NHWC) keeps int16 pairs even
-      // with sxtb16: its weights are a few hundred bytes, and its tile then has no
-      // widening to do (the kernel gathers interior pixels without bound checks).
-      const bool few_channels = opts.few_channels && conv && !nchw && w.shape.size() == 4 &&
-                                w.shape[3] <= kFewChannelsMaxInput && k <= kFewChannelsMaxReduction;
-      const bool sxtb16 = opts.sxtb16 && !few_channels;
-      // sxtb16: four int8 weights per word in the order 0, 2, 1, 3, so SXTB16 yields the
-      // pair (0, 1) and SXTB16 with ROR #8 the pair (2, 3). Otherwise int16 pairs in
-      // int32 words, element 2j in the low half: SMLAD's operand order. With interleave
-      // (the kernels' 2x2 tile, so only with block) channel pairs alternate word by word.
-      const int64_t words = packed_weight_words(k, sxtb16);
-      const bool interleave = opts.interleave && opts.block;
-      NDArray packed = NDArray::zeros(kI32, {channels, words});
-      auto weight = [&](int64_t c, int64_t e) { return e < k ? w.get_int(c * k + e) : 0; };
-      for (int64_t c = 0; c < channels; ++c)
-        for (int64_t j = 0; j < words; ++j) {
-          uint32_t word = 0;
-          if (sxtb16) {
-            static const int kBytePosition[4] = {0, 2, 1, 3};
-            for (int e = 0; e < 4; ++e)
-              word |= static_cast<uint32_t>(static_cast<uint8_t>(weight(c, 4 * j + e))) << (8 * kBytePosition[e]);
-          } else {
-            word = static_cast<uint16_t>(weight(c, 2 * j)) | static_cast<uint32_t>(static_cast<uint16_t>(weight(c, 2 * j + 1))) << 16;
-          }
-          packed.set_int(packed_weight_index(c, j, channels, words, interleave), static_cast<int32_t>(word));
-        }
-      node.attrs["weight_shape"] = w.shape;
-      std::string name = fresh_name(g, node.name + (sxtb16 ? "__weight_q7x4" : "__weight_q15x2"));
-      g.constants[name] = std::move(packed);
-      maybe_unused.insert(inputs[1]);
-      inputs[1] = name;
-      sched["smlad"] = true;
-      sched["sxtb16"] = sxtb16;
-      sched["few_channels"] = few_channels;
-      sched["interleave"] = interleave;
-      // The kernel chunks only a batch-1 dense whose gathered row outweighs the chunk.
-      sched["dense_chunks"] = !conv && opts.dense_chunks;
-    }
+    if (opts.fold_zero_point) fold_input_zero_point(g, node, wit->second, channels, inputs, sched, maybe_unused);
+    if (!takes_mve(g, opts, node, inputs, groups, sched, maybe_unused) && opts.smlad && groups == 1)
+      pack_smlad_weights(g, node, opts, wit->second, channels, inputs, sched, maybe_unused);
   }
   if (!extra.empty() && const_weight && sched["smlal_requant"].get<bool>() && opts.smmlar_requant)
     sched["smmlar_requant"] = smmlar_table(g, node, inputs, g.constants[extra[0]], wit->second.num_elements() / channels);

@@ -1,6 +1,7 @@
 // The builtins of ir/builtins.def whose value the interpreter computes without its
 // state (math functions, DSP and bit-level intrinsics), and the message for those it
-// refuses: shared by the tree walk (interpreter.cc) and the compiled form (compile_*.cc).
+// refuses: shared by the tree walk (interpreter.cc) and the compiled form (compile_*.cc);
+// and each builtin's family, which the tree walk dispatches on.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -137,14 +138,49 @@ Scalar pure_intrinsic(Builtin op, DataType from, DataType to, const Scalar* args
   MTIR_ICHECK(false, "not a pure intrinsic");
 }
 
-std::string builtin_refusal(const CallNode* op) {
-  switch (*op->builtin) {
-    // Only as arguments of a call the interpreter makes (tvm_call_packed, call_tir).
+// Every builtin of ir/builtins.def, by a switch without a default: a new row does not
+// compile until the interpreter says what it computes (or why it cannot).
+CallFamily call_family(Builtin b) {
+  switch (b) {
+    case Builtin::Exp:
+    case Builtin::Log:
+    case Builtin::Log2:
+    case Builtin::Sqrt:
+    case Builtin::Tanh:
+    case Builtin::Sigmoid:
+    case Builtin::Sin:
+    case Builtin::Cos:
+    case Builtin::Floor:
+    case Builtin::Ceil:
+    case Builtin::Round:
+    case Builtin::Erf:
+    case Builtin::Abs: return CallFamily::kUnaryMath;
+    case Builtin::Pow: return CallFamily::kBinaryMath;
+    case Builtin::ShiftRight:
+    case Builtin::ShiftLeft:
+    case Builtin::BitwiseAnd:
+    case Builtin::BitwiseOr:
+    case Builtin::BitwiseXor: return CallFamily::kIntBinary;
+    case Builtin::IfThenElse: return CallFamily::kIfThenElse;
+    case Builtin::CallExtern: return CallFamily::kExtern;
+    case Builtin::TvmCallPacked: return CallFamily::kCallPacked;
+    case Builtin::CallTir: return CallFamily::kCallTir;
+    case Builtin::CallGlobal: return CallFamily::kCallGlobal;
+    case Builtin::Smlad:
+    case Builtin::Smlabb:
+    case Builtin::Smmlar:
+    case Builtin::MultiplyByQuantizedMultiplier:
+    case Builtin::Reinterpret:
+    case Builtin::Clz:
+    case Builtin::Sxtb16:
+    case Builtin::Sxtb16Ror8: return CallFamily::kPureIntrinsic;
+    case Builtin::Vmladava: return CallFamily::kVmladava;
+    case Builtin::TvmReturn: return CallFamily::kReturn;
+    case Builtin::TvmThrowLastError: return CallFamily::kThrowLastError;
+    // Arguments of calls above only (call_function reads them), then lowered functions' packed API.
     case Builtin::TvmMakeTensor:
     case Builtin::TirRegion:
-      return "T." + op->op + " describes a tensor argument: it can only be an argument of T.tvm_call_packed or T.call_tir";
-    case Builtin::AddressOf: return "T.address_of yields a machine address, which the interpreter does not model";
-    // Lowered functions only: the packed calling convention's arguments and stack.
+    case Builtin::AddressOf:
     case Builtin::TvmArgTypeCode:
     case Builtin::TvmArgHandle:
     case Builtin::TvmArgInt:
@@ -168,12 +204,22 @@ std::string builtin_refusal(const CallNode* op) {
     case Builtin::TvmSetTypeCode:
     case Builtin::TvmSetShape:
     case Builtin::TvmTensorInit:
-    case Builtin::TvmCallPackedLowered:
-      return "T." + op->op +
-             " reads packed-API arguments, which exist only in generated code; interpret the function before "
-             "make_packed_api";
-    default: return "";
+    case Builtin::TvmCallPackedLowered: return CallFamily::kRefused;
   }
+  MTIR_ICHECK(false, "unhandled builtin");
+}
+
+std::string builtin_refusal(const CallNode* op) {
+  const Builtin b = *op->builtin;
+  if (call_family(b) != CallFamily::kRefused) return "";
+  // Only as arguments of a call the interpreter makes (tvm_call_packed, call_tir).
+  if (b == Builtin::TvmMakeTensor || b == Builtin::TirRegion)
+    return "T." + op->op + " describes a tensor argument: it can only be an argument of T.tvm_call_packed or T.call_tir";
+  if (b == Builtin::AddressOf) return "T.address_of yields a machine address, which the interpreter does not model";
+  // Lowered functions only: the packed calling convention's arguments and stack.
+  return "T." + op->op +
+         " reads packed-API arguments, which exist only in generated code; interpret the function before "
+         "make_packed_api";
 }
 
 }  // namespace interp

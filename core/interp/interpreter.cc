@@ -564,94 +564,43 @@ Scalar Interpreter::eval_extern(const CallNode* op) {
   return interp::cast(op->dtype, interp::make_float(DataType::Float(64), r), where(op->span));
 }
 
-// Every builtin of ir/builtins.def, by a switch without a default: a new row does not
-// compile until the interpreter says what it computes (or why it cannot).
+// Every builtin has a family (interp::call_family, a switch without a default): a new
+// row of ir/builtins.def does not compile until the interpreter says what it computes.
 Scalar Interpreter::eval_call(const CallNode* op) {
   if (!op->builtin) return eval(expand_tvm_intrinsic(op, "the interpreter"));  // TVM's own intrinsics
   const Builtin b = *op->builtin;
   // An unverified call's arity is checked here (the table's), before any argument is read.
   if (std::string why; !builtin_arity_ok(builtin_info(b), op->args.size(), &why)) user_error(where(op->span), why);
-  switch (b) {
-    case Builtin::Exp:
-    case Builtin::Log:
-    case Builtin::Log2:
-    case Builtin::Sqrt:
-    case Builtin::Tanh:
-    case Builtin::Sigmoid:
-    case Builtin::Sin:
-    case Builtin::Cos:
-    case Builtin::Floor:
-    case Builtin::Ceil:
-    case Builtin::Round:
-    case Builtin::Erf:
-    case Builtin::Abs: {
+  switch (interp::call_family(b)) {
+    case interp::CallFamily::kUnaryMath: {
       interp::UnaryFunction fn;
       MTIR_ICHECK(interp::unary_function(b, &fn), "no math function for " + op->op);
       return interp::unary_math(b, op->dtype.element_of(), eval(op->args[0]), where(op->span), fn);
     }
-    case Builtin::Pow:
+    case interp::CallFamily::kBinaryMath:
       return interp::binary_math(b, op->dtype.element_of(), eval(op->args[0]), eval(op->args[1]), where(op->span));
-    case Builtin::ShiftRight:
-    case Builtin::ShiftLeft:
-    case Builtin::BitwiseAnd:
-    case Builtin::BitwiseOr:
-    case Builtin::BitwiseXor:
+    case interp::CallFamily::kIntBinary:
       return interp::int_binary(b, op->dtype.element_of(), eval(op->args[0]), eval(op->args[1]), where(op->span));
-    case Builtin::IfThenElse:
+    case interp::CallFamily::kIfThenElse:
       // Lazy: only the taken side runs, so it may guard an access that would be
       // out of bounds.
       return eval(eval(op->args[0]).truthy() ? op->args[1] : op->args[2]);
-    case Builtin::CallExtern: return eval_extern(op);
-    case Builtin::TvmCallPacked: return call_function(op, /*by_symbol=*/true);
-    case Builtin::CallTir: return call_function(op, /*by_symbol=*/false);
-    case Builtin::CallGlobal: return call_global(op);
-    case Builtin::Smlad:
-    case Builtin::Smlabb:
-    case Builtin::Smmlar: case Builtin::MultiplyByQuantizedMultiplier:
-    case Builtin::Reinterpret:
-    case Builtin::Clz:
-    case Builtin::Sxtb16:
-    case Builtin::Sxtb16Ror8: return eval_pure_intrinsic(b, op);
-    case Builtin::Vmladava: return eval_vmladava(op);
+    case interp::CallFamily::kExtern: return eval_extern(op);
+    case interp::CallFamily::kCallPacked: return call_function(op, /*by_symbol=*/true);
+    case interp::CallFamily::kCallTir: return call_function(op, /*by_symbol=*/false);
+    case interp::CallFamily::kCallGlobal: return call_global(op);
+    case interp::CallFamily::kPureIntrinsic: return eval_pure_intrinsic(b, op);
+    case interp::CallFamily::kVmladava: return eval_vmladava(op);
     // `return x` / T.ret(x): unwinds to the function's run().
-    case Builtin::TvmReturn: throw Returned{eval(op->args[0])};
-    case Builtin::TvmThrowLastError: {
+    case interp::CallFamily::kReturn: throw Returned{eval(op->args[0])};
+    case interp::CallFamily::kThrowLastError: {
       const auto* format = as<StringImmNode>(op->args[0]);
       if (!format) user_error(where(op->span), "T.tvm_throw_last_error needs a message string");
       std::vector<int64_t> values;
       for (size_t i = 1; i < op->args.size(); ++i) values.push_back(eval_int(op->args[i]));
       user_error(where(op->span), format_error_message(format->value, values));
     }
-    // Only as arguments of a call the cases above make: call_function reads them.
-    case Builtin::TvmMakeTensor:
-    case Builtin::TirRegion:
-    case Builtin::AddressOf:
-    // Lowered functions only: the packed calling convention's arguments and stack.
-    case Builtin::TvmArgTypeCode:
-    case Builtin::TvmArgHandle:
-    case Builtin::TvmArgInt:
-    case Builtin::TvmArgFloat:
-    case Builtin::TvmTensorData:
-    case Builtin::TvmTensorNdim:
-    case Builtin::TvmTensorShape:
-    case Builtin::TvmTensorStridesIsNull:
-    case Builtin::TvmTensorStride:
-    case Builtin::TvmTensorDtypeCode:
-    case Builtin::TvmTensorDtypeBits:
-    case Builtin::TvmTensorDtypeLanes:
-    case Builtin::TvmTensorByteOffset:
-    case Builtin::TvmTensorDeviceType:
-    case Builtin::TvmHandleIsNull:
-    case Builtin::TvmHandleIsAligned:
-    case Builtin::TvmStackAlloca:
-    case Builtin::TvmSetArgHandle:
-    case Builtin::TvmSetArgInt:
-    case Builtin::TvmSetArgFloat:
-    case Builtin::TvmSetTypeCode:
-    case Builtin::TvmSetShape:
-    case Builtin::TvmTensorInit:
-    case Builtin::TvmCallPackedLowered:
-      user_error(where(op->span), interp::builtin_refusal(op));
+    case interp::CallFamily::kRefused: user_error(where(op->span), interp::builtin_refusal(op));
   }
   MTIR_ICHECK(false, "unhandled builtin");
 }

@@ -87,6 +87,25 @@ bool unary_function(Builtin op, UnaryFunction* out);
 bool is_pure_intrinsic(Builtin op);
 Scalar pure_intrinsic(Builtin op, DataType from, DataType to, const Scalar* args);
 
+// How the tree walk (interpreter.cc) evaluates each builtin's calls.
+enum class CallFamily {
+  kUnaryMath,
+  kBinaryMath,
+  kIntBinary,
+  kIfThenElse,
+  kExtern,
+  kCallPacked,
+  kCallTir,
+  kCallGlobal,
+  kPureIntrinsic,
+  kVmladava,
+  kReturn,
+  kThrowLastError,
+  kRefused,  // as an argument only, or in lowered functions only
+};
+
+CallFamily call_family(Builtin b);
+
 // Why the interpreter cannot evaluate `op` (a tensor description, an address, the
 // packed API's argument accessors), or "" when it can.
 std::string builtin_refusal(const CallNode* op);

@@ -4,10 +4,59 @@
 
 namespace mtir {
 
+namespace {
+
+// The one list of schedules: name, field and whether it works on the whole model (a
+// schedule record cannot set it per layer). Its order is the order of every list the
+// compiler prints (schedule_names(), the CLI's help, the canonical target string) and of
+// docs/target-options.md, which is generated from it. A new schedule is a field of
+// ScheduleOptions and a row here.
+struct Schedule {
+  const char* name;
+  bool ScheduleOptions::*field;
+  bool model_wide;
+};
+
+const Schedule kSchedules[] = {
+    {"fold_zero_point", &ScheduleOptions::fold_zero_point, false},
+    {"block", &ScheduleOptions::block, false},
+    {"unroll", &ScheduleOptions::unroll, false},
+    {"hoist", &ScheduleOptions::hoist, true},
+    {"smlad", &ScheduleOptions::smlad, false},
+    {"sxtb16", &ScheduleOptions::sxtb16, false},
+    {"interleave", &ScheduleOptions::interleave, false},
+    {"fold_output_zero_point", &ScheduleOptions::fold_output_zero_point, false},
+    {"few_channels", &ScheduleOptions::few_channels, false},
+    {"depthwise_tile", &ScheduleOptions::depthwise_tile, false},
+    {"depthwise_border_tiles", &ScheduleOptions::depthwise_border_tiles, false},
+    {"smlal_requant", &ScheduleOptions::smlal_requant, false},
+    {"smmlar_requant", &ScheduleOptions::smmlar_requant, false},
+    {"merge_kernels", &ScheduleOptions::merge_kernels, true},
+    {"patch", &ScheduleOptions::patch, true},
+    {"dense_chunks", &ScheduleOptions::dense_chunks, false},
+    {"mve", &ScheduleOptions::mve, false},
+    {"patch_overlap", &ScheduleOptions::patch_overlap, true},
+};
+
+const Schedule* find_schedule(const std::string& name) {
+  for (const Schedule& s : kSchedules)
+    if (name == s.name) return &s;
+  return nullptr;
+}
+
+bool* field(ScheduleOptions& s, const std::string& name) {
+  const Schedule* row = find_schedule(name);
+  return row ? &(s.*(row->field)) : nullptr;
+}
+
+}  // namespace
+
 const std::vector<std::string>& schedule_list() {
-  static const std::vector<std::string> names = {"fold_zero_point", "block", "unroll", "hoist", "smlad", "sxtb16", "interleave",
-                                                 "fold_output_zero_point", "few_channels", "depthwise_tile", "depthwise_border_tiles", "smlal_requant", "smmlar_requant", "merge_kernels", "patch",
-                                                 "dense_chunks", "mve", "patch_overlap"};
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (const Schedule& s : kSchedules) out.push_back(s.name);
+    return out;
+  }();
   return names;
 }
 
@@ -16,30 +65,6 @@ std::string schedule_names() {
   for (const auto& n : schedule_list()) s += (s.empty() ? "" : ", ") + n;
   return s;
 }
-
-namespace {
-bool* field(ScheduleOptions& s, const std::string& name) {
-  if (name == "fold_zero_point") return &s.fold_zero_point;
-  if (name == "block") return &s.block;
-  if (name == "unroll") return &s.unroll;
-  if (name == "hoist") return &s.hoist;
-  if (name == "smlad") return &s.smlad;
-  if (name == "sxtb16") return &s.sxtb16;
-  if (name == "interleave") return &s.interleave;
-  if (name == "fold_output_zero_point") return &s.fold_output_zero_point;
-  if (name == "few_channels") return &s.few_channels;
-  if (name == "depthwise_tile") return &s.depthwise_tile;
-  if (name == "depthwise_border_tiles") return &s.depthwise_border_tiles;
-  if (name == "smlal_requant") return &s.smlal_requant;
-  if (name == "smmlar_requant") return &s.smmlar_requant;
-  if (name == "merge_kernels") return &s.merge_kernels;
-  if (name == "patch") return &s.patch;
-  if (name == "dense_chunks") return &s.dense_chunks;
-  if (name == "mve") return &s.mve;
-  if (name == "patch_overlap") return &s.patch_overlap;
-  return nullptr;
-}
-}  // namespace
 
 bool ScheduleOptions::get(const std::string& name) const {
   return *field(const_cast<ScheduleOptions&>(*this), name);
@@ -64,13 +89,11 @@ ScheduleOptions ScheduleOptions::for_node(const std::string& node) const {
 }
 
 bool is_model_schedule(const std::string& name) {
-  return name == "hoist" || name == "merge_kernels" || name == "patch" || name == "patch_overlap";
+  const Schedule* row = find_schedule(name);
+  return row && row->model_wide;
 }
 
-bool is_schedule(const std::string& name) {
-  ScheduleOptions probe;
-  return field(probe, name) != nullptr;
-}
+bool is_schedule(const std::string& name) { return find_schedule(name) != nullptr; }
 
 void disable_schedules(ScheduleOptions& s, const std::string& list, const std::string& where) {
   size_t start = 0;

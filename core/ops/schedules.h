@@ -44,17 +44,15 @@ struct ScheduleOptions {
   ScheduleOptions for_node(const std::string& node) const;
 };
 
-// The schedules that work on the whole model (hoist, merge_kernels, patch): a schedule
-// record cannot set them per layer.
+// The schedules that work on the whole model (marked so in schedules.cc's table): a
+// schedule record cannot set them per layer.
 bool is_model_schedule(const std::string& name);
 // Whether `name` is in schedule_list().
 bool is_schedule(const std::string& name);
 
-// Every schedule name, in a fixed order.
+// Every schedule name, in the fixed order of the table in schedules.cc.
 const std::vector<std::string>& schedule_list();
-// "fold_zero_point, block, unroll, hoist, smlad, sxtb16, interleave,
-// fold_output_zero_point, few_channels, depthwise_tile, depthwise_border_tiles, smlal_requant, smmlar_requant, merge_kernels,
-// patch, dense_chunks, mve, patch_overlap" (for messages).
+// The same names joined by ", " (for messages and the CLI's help).
 std::string schedule_names();
 // Switches off each name of a comma-separated list ("" switches nothing off); throws a
 // user error naming an unknown schedule. `where` prefixes the message.

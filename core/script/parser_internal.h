@@ -201,6 +201,16 @@ class Parser {
     const Token* step_tok = nullptr;
   };
   void parse_loop_args(LoopHeader* h, const Token& iter_tok);
+  void parse_loop_kind(LoopHeader* h, const Token& iter_tok);
+  // (min, extent, loop variable type) per loop variable.
+  struct LoopRange {
+    Expr min, extent;
+    DataType type;
+  };
+  std::vector<LoopRange> loop_ranges(const LoopHeader& h, const std::vector<const Token*>& targets,
+                                     const Token& iter_tok);
+  Expr loop_step(const LoopHeader& h, DataType type);
+  void apply_loop_step(const Expr& step, const Token& step_tok, Var* var, LoopRange* range, Stmt* body);
   Stmt parse_for();
   Expr loop_bound(PExpr p, const Token& at);
   static Expr range_extent(const Expr& start, const Expr& stop, const Span& s);
@@ -257,6 +267,7 @@ class Parser {
   PExpr parse_shuffle(const Token& t_tok, const Token& fn);
   PExpr parse_let_expr(const Token& t_tok);
   PExpr parse_t_call();
+  PExpr parse_op_call(const Token& t_tok, const Token& fn, const OpInfo& op, std::vector<PExpr>& args, Attrs attrs);
 
   // ---- TVM's other names (parser_tvm_ops.cc) -----------------------------------
   bool parse_tvm_ops(const Token& t_tok, const Token& fn, PExpr* out);
@@ -270,7 +281,7 @@ class Parser {
   void scan_function_signatures();
   bool at_global_call(const Token& name) const;
   PExpr parse_global_call(const Token& name);
-  std::string module_name_;                      // the class being parsed, "" outside one
+  std::string module_name_;                                         // the class being parsed, "" outside one
   std::vector<std::pair<std::string, DataType>> module_functions_;  // name, return type
 
   std::shared_ptr<const SourceFile> file_;

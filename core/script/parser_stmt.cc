@@ -223,13 +223,16 @@ Expr Parser::parse_index_or_slice() {
   int64_t length = 0;
   const int64_t *l = as_const_int(lo.e), *h = as_const_int(hi.e);
   const auto* add = as<AddNode>(hi.e);
-  if (l && h) length = *h - *l;
-  else if (add && same_expr(add->a, lo.e) && as_const_int(add->b)) length = *as_const_int(add->b);
-  else fail(at, "a vector slice needs a constant length, e.g. A[i:i + 4]");
+  if (l && h)
+    length = *h - *l;
+  else if (add && same_expr(add->a, lo.e) && as_const_int(add->b))
+    length = *as_const_int(add->b);
+  else
+    fail(at, "a vector slice needs a constant length, e.g. A[i:i + 4]");
   const int64_t lanes = (length + step - 1) / step;
   if (lanes < 2 || lanes > DataType::kMaxLanes)
-    fail(at, "a vector slice needs 2 to " + std::to_string(DataType::kMaxLanes) + " lanes, not " +
-                 std::to_string(lanes));
+    fail(at,
+         "a vector slice needs 2 to " + std::to_string(DataType::kMaxLanes) + " lanes, not " + std::to_string(lanes));
   return Ramp(lo.e, IntImm(lo.e->dtype, step, span(at)), static_cast<int>(lanes), span(at));
 }
 
@@ -290,8 +293,7 @@ Stmt Parser::parse_assign() {
   if (at_t_attr("env_thread") || at_t_attr("launch_thread")) return parse_thread(name);
   if (const Binding* b = lookup(name.text)) {
     if (b->buffer)
-      fail(name,
-           "cannot assign to buffer '" + name.text + "'; store to elements with " + name.text + "[...] = value");
+      fail(name, "cannot assign to buffer '" + name.text + "'; store to elements with " + name.text + "[...] = value");
     if (b->is_param) fail(name, "cannot assign to scalar parameter '" + name.text + "'");
     fail(name, "cannot assign to '" + name.text + "': variables are immutable; bind a new name instead");
   }
@@ -322,7 +324,8 @@ Stmt Parser::parse_thread(const Token& name) {
     expect_op(",", "after the thread tag of T.launch_thread");
     PExpr e = parse_expr();
     if (e.bare) e = promote_to(e, DataType::Int(32));
-    if (!e.e->dtype.is_integer()) fail(t_tok, "the extent of T.launch_thread must be an integer, not " + e.e->dtype.str());
+    if (!e.e->dtype.is_integer())
+      fail(t_tok, "the extent of T.launch_thread must be an integer, not " + e.e->dtype.str());
     extent = e.e;
   }
   expect_op(")", "to close the call");
@@ -378,6 +381,91 @@ void Parser::parse_loop_args(LoopHeader* h, const Token& iter_tok) {
     fail(iter_tok, "T.thread_binding needs thread=\"threadIdx.x\" (or another thread tag)");
 }
 
+// `range` or `T.<kind>` after `in`: the loop kind (or T.grid) into `h`.
+void Parser::parse_loop_kind(LoopHeader* h, const Token& iter_tok) {
+  if (is_name("range")) {
+    next();
+    return;
+  }
+  if (!is_name("T") || !tok_is_op(ahead(1), "."))
+    fail(iter_tok, "expected range(...) or T.serial/T.grid/... after 'in', found " + describe(iter_tok));
+  next(), next();
+  const Token& kind = expect_name("after 'T.'");
+  if (kind.text == "serial")
+    h->kind = ForKind::kSerial;
+  else if (kind.text == "unroll")
+    h->kind = ForKind::kUnrolled;
+  else if (kind.text == "parallel")
+    h->kind = ForKind::kParallel;
+  else if (kind.text == "vectorized")
+    h->kind = ForKind::kVectorized;
+  else if (kind.text == "grid")
+    h->grid = true;
+  else if (kind.text == "thread_binding")
+    h->kind = ForKind::kThreadBinding;
+  else
+    fail(iter_tok, "unknown loop kind 'T." + kind.text + "'",
+         did_you_mean(kind.text, {"serial", "unroll", "parallel", "vectorized", "grid", "thread_binding"}, "T."));
+}
+
+// The (min, extent, type) of each loop variable from the header's arguments.
+std::vector<Parser::LoopRange> Parser::loop_ranges(const LoopHeader& h, const std::vector<const Token*>& targets,
+                                                   const Token& iter_tok) {
+  std::vector<LoopRange> ranges;
+  if (h.grid) {
+    if (h.args.size() != targets.size())
+      fail(iter_tok, "T.grid has " + std::to_string(h.args.size()) + (h.args.size() == 1 ? " extent" : " extents") +
+                         " but the loop has " + std::to_string(targets.size()) +
+                         (targets.size() == 1 ? " variable" : " variables"));
+    for (auto& a : h.args) {
+      Expr ext = loop_bound(a, iter_tok);
+      ranges.push_back({IntImm(ext->dtype, 0, ext->span), ext, ext->dtype});
+    }
+    return ranges;
+  }
+  if (targets.size() != 1) fail(*targets[1], "only T.grid binds several loop variables");
+  if (h.args.empty() || h.args.size() > 2)
+    fail(iter_tok, "a loop range takes 1 or 2 arguments (extent, or start and stop)");
+  if (h.args.size() == 1) {
+    Expr ext = loop_bound(h.args[0], iter_tok);
+    ranges.push_back({IntImm(ext->dtype, 0, ext->span), ext, ext->dtype});
+  } else {
+    PExpr start = h.args[0], stop = h.args[1];
+    unify(start, stop, "and", iter_tok, "loop bounds");
+    Expr a = loop_bound(start, iter_tok), b = loop_bound(stop, iter_tok);
+    ranges.push_back({a, range_extent(a, b, span(iter_tok)), a->dtype});
+  }
+  return ranges;
+}
+
+// step=s: a loop over k in [0, ceil((stop - start) / s)) with i = start + k * s
+// bound inside, which is the loop every backend already runs. The step's constant, or
+// nullptr for none or 1.
+Expr Parser::loop_step(const LoopHeader& h, DataType type) {
+  if (!h.step_tok) return nullptr;
+  Expr step = loop_bound(h.step, *h.step_tok);
+  const int64_t* c = as_const_int(step);
+  if (!c || *c <= 0) fail(*h.step_tok, "step= must be a positive integer constant");
+  if (step->dtype != type) step = IntImm(type, *c, step->span);
+  return *c == 1 ? nullptr : step;
+}
+
+// Rewrites the loop over `*var` with `step` into one over a unit-step counter.
+void Parser::apply_loop_step(const Expr& step, const Token& step_tok, Var* var, LoopRange* range, Stmt* body) {
+  const Span at = span(step_tok);
+  Var k = MakeVar((*var)->name + "_step", range->type, at);
+  Expr value = Binary(ExprKind::Add, range->min, Binary(ExprKind::Mul, k, step, at), at);
+  *body = LetStmt(*var, value, *body, at);
+  Expr one = IntImm(range->type, 1, at);
+  Expr ext = Binary(ExprKind::FloorDiv, Binary(ExprKind::Add, range->extent, Binary(ExprKind::Sub, step, one, at), at),
+                    step, at);
+  if (const int64_t* e = as_const_int(range->extent))
+    ext = IntImm(range->type, (*e + *as_const_int(step) - 1) / *as_const_int(step), at);
+  *var = k;
+  range->min = IntImm(range->type, 0, at);
+  range->extent = ext;
+}
+
 Stmt Parser::parse_for() {
   const Token& for_tok = next();
   std::vector<const Token*> targets;
@@ -391,71 +479,11 @@ Stmt Parser::parse_for() {
   expect_keyword("in", "after loop variable");
   const Token& iter_tok = cur();
   LoopHeader h;
-  if (is_name("range")) {
-    next();
-  } else if (is_name("T") && tok_is_op(ahead(1), ".")) {
-    next(), next();
-    const Token& kind = expect_name("after 'T.'");
-    if (kind.text == "serial")
-      h.kind = ForKind::kSerial;
-    else if (kind.text == "unroll")
-      h.kind = ForKind::kUnrolled;
-    else if (kind.text == "parallel")
-      h.kind = ForKind::kParallel;
-    else if (kind.text == "vectorized")
-      h.kind = ForKind::kVectorized;
-    else if (kind.text == "grid")
-      h.grid = true;
-    else if (kind.text == "thread_binding")
-      h.kind = ForKind::kThreadBinding;
-    else
-      fail(iter_tok, "unknown loop kind 'T." + kind.text + "'",
-           did_you_mean(kind.text, {"serial", "unroll", "parallel", "vectorized", "grid", "thread_binding"}, "T."));
-  } else {
-    fail(iter_tok, "expected range(...) or T.serial/T.grid/... after 'in', found " + describe(iter_tok));
-  }
+  parse_loop_kind(&h, iter_tok);
   parse_loop_args(&h, iter_tok);
   if (!is_op(":")) fail(cur(), "expected ':' after for header, found " + describe(cur()));
-
-  // (min, extent, loop variable type) per loop variable.
-  struct Range {
-    Expr min, extent;
-    DataType type;
-  };
-  std::vector<Range> ranges;
-  if (h.grid) {
-    if (h.args.size() != targets.size())
-      fail(iter_tok, "T.grid has " + std::to_string(h.args.size()) + (h.args.size() == 1 ? " extent" : " extents") +
-                         " but the loop has " + std::to_string(targets.size()) +
-                         (targets.size() == 1 ? " variable" : " variables"));
-    for (auto& a : h.args) {
-      Expr ext = loop_bound(a, iter_tok);
-      ranges.push_back({IntImm(ext->dtype, 0, ext->span), ext, ext->dtype});
-    }
-  } else {
-    if (targets.size() != 1) fail(*targets[1], "only T.grid binds several loop variables");
-    if (h.args.empty() || h.args.size() > 2)
-      fail(iter_tok, "a loop range takes 1 or 2 arguments (extent, or start and stop)");
-    if (h.args.size() == 1) {
-      Expr ext = loop_bound(h.args[0], iter_tok);
-      ranges.push_back({IntImm(ext->dtype, 0, ext->span), ext, ext->dtype});
-    } else {
-      PExpr start = h.args[0], stop = h.args[1];
-      unify(start, stop, "and", iter_tok, "loop bounds");
-      Expr a = loop_bound(start, iter_tok), b = loop_bound(stop, iter_tok);
-      ranges.push_back({a, range_extent(a, b, span(iter_tok)), a->dtype});
-    }
-  }
-  // step=s: a loop over k in [0, ceil((stop - start) / s)) with i = start + k * s
-  // bound inside, which is the loop every backend already runs.
-  Expr step;
-  if (h.step_tok) {
-    step = loop_bound(h.step, *h.step_tok);
-    const int64_t* c = as_const_int(step);
-    if (!c || *c <= 0) fail(*h.step_tok, "step= must be a positive integer constant");
-    if (step->dtype != ranges[0].type) step = IntImm(ranges[0].type, *c, step->span);
-    if (*c == 1) step = nullptr;
-  }
+  std::vector<LoopRange> ranges = loop_ranges(h, targets, iter_tok);
+  Expr step = loop_step(h, ranges[0].type);
   size_t mark = scope_mark();
   std::vector<Var> vars;
   for (size_t i = 0; i < targets.size(); ++i) {
@@ -465,19 +493,7 @@ Stmt Parser::parse_for() {
   }
   Stmt body = parse_loop_body(for_tok, "for header");
   pop_scope(mark);
-  if (step) {
-    const Span at = span(*h.step_tok);
-    Var k = MakeVar(targets[0]->text + "_step", ranges[0].type, at);
-    Expr value = Binary(ExprKind::Add, ranges[0].min, Binary(ExprKind::Mul, k, step, at), at);
-    body = LetStmt(vars[0], value, body, at);
-    Expr one = IntImm(ranges[0].type, 1, at);
-    Expr ext = Binary(ExprKind::FloorDiv,
-                      Binary(ExprKind::Add, ranges[0].extent, Binary(ExprKind::Sub, step, one, at), at), step, at);
-    if (const int64_t* e = as_const_int(ranges[0].extent)) ext = IntImm(ranges[0].type, (*e + *as_const_int(step) - 1) / *as_const_int(step), at);
-    vars[0] = k;
-    ranges[0].min = IntImm(ranges[0].type, 0, at);
-    ranges[0].extent = ext;
-  }
+  if (step) apply_loop_step(step, *h.step_tok, &vars[0], &ranges[0], &body);
   for (size_t i = vars.size(); i-- > 0;) {
     auto loop = std::make_shared<ForNode>(vars[i], ranges[i].min, ranges[i].extent, h.kind, body,
                                           span(i == 0 ? for_tok : *targets[i]));

@@ -255,7 +255,8 @@ Expr Parser::parse_access_ptr(const Token& t_tok) {
     rest.push_back(parse_expr());
   }
   expect_op(")", "to close T.tvm_access_ptr(...)");
-  if (rest.size() != 3) fail(t_tok, "T.tvm_access_ptr takes a type, a pointer, an offset, an extent and an access mask");
+  if (rest.size() != 3)
+    fail(t_tok, "T.tvm_access_ptr takes a type, a pointer, an offset, an extent and an access mask");
   Buffer flat;
   for (auto it = bindings_.rbegin(); it != bindings_.rend() && !flat; ++it) {
     const Buffer& b = it->second.buffer;
@@ -285,8 +286,8 @@ Expr Parser::parse_call_extern(const Token& t_tok, const Token& fn) {
       attrs = parse_dict();
     } else if (!type && args.empty() && cur().kind == TokKind::kString && tok_is_op(ahead(1), ",") &&
                ahead(2).kind == TokKind::kString) {
-      type = cur().text == "void" ? (next(), DataType::Void())
-                                  : parse_dtype_string("as the result type of T." + fn.text);
+      type =
+          cur().text == "void" ? (next(), DataType::Void()) : parse_dtype_string("as the result type of T." + fn.text);
     } else {
       PExpr a = parse_expr();
       if (a.bare) a = promote_to(a, a.e->dtype);
@@ -318,8 +319,9 @@ int Parser::parse_lanes(const Token& fn) {
   } vscale;
   vscale.visit(e.e);
   if (vscale.found)  // TVM's scalable vectors: lanes = T.vscale() * k, known at run time
-    fail(at, "T." + fn.text + " with a number of lanes that depends on T.vscale() is a scalable vector (SVE/RVV), "
-             "which microtir does not support: its vectors have a constant number of lanes");
+    fail(at, "T." + fn.text +
+                 " with a number of lanes that depends on T.vscale() is a scalable vector (SVE/RVV), "
+                 "which microtir does not support: its vectors have a constant number of lanes");
   if (!c || *c < 2 || *c > DataType::kMaxLanes)
     fail(at, "T." + fn.text + " needs a constant number of lanes from 2 to " + std::to_string(DataType::kMaxLanes));
   return static_cast<int>(*c);
@@ -447,6 +449,64 @@ PExpr Parser::parse_let_expr(const Token& t_tok) {
   return {e, false};
 }
 
+// A call of the operator table's `op` (core/ir/op.h) with its arguments parsed: typed
+// by the operator's kind (math, integer binary, if_then_else, builtin).
+PExpr Parser::parse_op_call(const Token& t_tok, const Token& fn, const OpInfo& op_info, std::vector<PExpr>& args,
+                            Attrs attrs) {
+  const OpInfo* op = &op_info;
+  const std::string& name = fn.text;
+  switch (op->kind) {
+    case OpInfo::Kind::kUnaryMath: {
+      check_arity(t_tok, fn, args, op->arity);
+      PExpr x = args[0];
+      if (x.bare)
+        x = promote_to(x, op->int_ok && !contains_float_literal(x.e) ? DataType::Int(32) : DataType::Float(32));
+      return {Call(x.e->dtype, name, {x.e}, std::move(attrs), span(t_tok)), false};
+    }
+    case OpInfo::Kind::kBinaryMath: {
+      check_arity(t_tok, fn, args, op->arity);
+      unify(args[0], args[1], ",", t_tok, ("arguments of T." + name).c_str());
+      PExpr x = promote_to(args[0], DataType::Float(32)), y = promote_to(args[1], DataType::Float(32));
+      return {Call(x.e->dtype, name, {x.e, y.e}, std::move(attrs), span(t_tok)), false};
+    }
+    case OpInfo::Kind::kIntBinary: {
+      check_arity(t_tok, fn, args, op->arity);
+      unify(args[0], args[1], ",", t_tok, ("arguments of T." + name).c_str());
+      PExpr x = promote_to(args[0], DataType::Int(32)), y = promote_to(args[1], DataType::Int(32));
+      for (const PExpr* a : {&x, &y})
+        if (!a->e->dtype.is_integer())
+          fail(t_tok, "T." + name + " is only defined on integers, not " + a->e->dtype.str());
+      const int64_t* amount = as_const_int(y.e);
+      int bits = x.e->dtype.bits();
+      if (is_shift_op(op->id) && amount && (*amount < 0 || *amount >= bits))
+        fail(t_tok, "T." + name + " by " + std::to_string(*amount) + " is out of range [0, " + std::to_string(bits) +
+                        ") for " + x.e->dtype.str());
+      return {Call(x.e->dtype, name, {x.e, y.e}, std::move(attrs), span(t_tok)), false};
+    }
+    case OpInfo::Kind::kIfThenElse: {
+      check_arity(t_tok, fn, args, op->arity);
+      unify(args[1], args[2], "and", t_tok, "T.if_then_else branches");
+      PExpr a = promote_to(args[1], args[1].e->dtype), b = promote_to(args[2], args[2].e->dtype);
+      return {Call(a.e->dtype, name, {args[0].e, a.e, b.e}, std::move(attrs), span(t_tok)), false};
+    }
+    case OpInfo::Kind::kBuiltin: {
+      std::vector<Expr> es;
+      std::vector<DataType> types;
+      for (auto& a : args) {
+        PExpr x = a.bare ? promote_to(a, a.e->dtype) : a;
+        es.push_back(x.e);
+        types.push_back(x.e->dtype);
+      }
+      std::string why;
+      if (!builtin_args_ok(*op, types, &why)) fail(t_tok, why);
+      return {Call(op->result, name, std::move(es), std::move(attrs), span(t_tok)), false};
+    }
+    case OpInfo::Kind::kCallExtern:
+      break;
+  }
+  fail(t_tok, "unsupported intrinsic 'T." + name + "'");
+}
+
 PExpr Parser::parse_t_call() {
   const Token& t_tok = next();  // T
   next();                       // .
@@ -502,56 +562,7 @@ PExpr Parser::parse_t_call() {
     unify(args[1], args[2], "and", t_tok, "T.Select branches");
     return {Select(args[0].e, args[1].e, args[2].e, span(t_tok)), false};
   }
-  switch (op->kind) {
-    case OpInfo::Kind::kUnaryMath: {
-      check_arity(t_tok, fn, args, op->arity);
-      PExpr x = args[0];
-      if (x.bare)
-        x = promote_to(x, op->int_ok && !contains_float_literal(x.e) ? DataType::Int(32) : DataType::Float(32));
-      return {Call(x.e->dtype, name, {x.e}, std::move(attrs), span(t_tok)), false};
-    }
-    case OpInfo::Kind::kBinaryMath: {
-      check_arity(t_tok, fn, args, op->arity);
-      unify(args[0], args[1], ",", t_tok, ("arguments of T." + name).c_str());
-      PExpr x = promote_to(args[0], DataType::Float(32)), y = promote_to(args[1], DataType::Float(32));
-      return {Call(x.e->dtype, name, {x.e, y.e}, std::move(attrs), span(t_tok)), false};
-    }
-    case OpInfo::Kind::kIntBinary: {
-      check_arity(t_tok, fn, args, op->arity);
-      unify(args[0], args[1], ",", t_tok, ("arguments of T." + name).c_str());
-      PExpr x = promote_to(args[0], DataType::Int(32)), y = promote_to(args[1], DataType::Int(32));
-      for (const PExpr* a : {&x, &y})
-        if (!a->e->dtype.is_integer())
-          fail(t_tok, "T." + name + " is only defined on integers, not " + a->e->dtype.str());
-      const int64_t* amount = as_const_int(y.e);
-      int bits = x.e->dtype.bits();
-      if (is_shift_op(op->id) && amount && (*amount < 0 || *amount >= bits))
-        fail(t_tok, "T." + name + " by " + std::to_string(*amount) + " is out of range [0, " + std::to_string(bits) +
-                        ") for " + x.e->dtype.str());
-      return {Call(x.e->dtype, name, {x.e, y.e}, std::move(attrs), span(t_tok)), false};
-    }
-    case OpInfo::Kind::kIfThenElse: {
-      check_arity(t_tok, fn, args, op->arity);
-      unify(args[1], args[2], "and", t_tok, "T.if_then_else branches");
-      PExpr a = promote_to(args[1], args[1].e->dtype), b = promote_to(args[2], args[2].e->dtype);
-      return {Call(a.e->dtype, name, {args[0].e, a.e, b.e}, std::move(attrs), span(t_tok)), false};
-    }
-    case OpInfo::Kind::kBuiltin: {
-      std::vector<Expr> es;
-      std::vector<DataType> types;
-      for (auto& a : args) {
-        PExpr x = a.bare ? promote_to(a, a.e->dtype) : a;
-        es.push_back(x.e);
-        types.push_back(x.e->dtype);
-      }
-      std::string why;
-      if (!builtin_args_ok(*op, types, &why)) fail(t_tok, why);
-      return {Call(op->result, name, std::move(es), std::move(attrs), span(t_tok)), false};
-    }
-    case OpInfo::Kind::kCallExtern:
-      break;
-  }
-  fail(t_tok, "unsupported intrinsic 'T." + name + "'");
+  return parse_op_call(t_tok, fn, *op, args, std::move(attrs));
 }
 
 }  // namespace script_parser

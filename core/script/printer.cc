@@ -264,24 +264,8 @@ class Printer {
       }
       case StmtKind::For:
         return for_loop(as<ForNode>(s));
-      case StmtKind::IfThenElse: {
-        const auto* op = as<IfThenElseNode>(s);
-        line("if " + expr(op->condition) + ":");
-        block(op->then_case);
-        const IfThenElseNode* chain = op;
-        while (chain->else_case) {
-          if (const auto* elif = as<IfThenElseNode>(chain->else_case)) {
-            line("elif " + expr(elif->condition) + ":");
-            block(elif->then_case);
-            chain = elif;
-          } else {
-            line("else:");
-            block(chain->else_case);
-            break;
-          }
-        }
-        return;
-      }
+      case StmtKind::IfThenElse:
+        return if_chain(as<IfThenElseNode>(s));
       case StmtKind::LetStmt: {
         const auto* op = as<LetStmtNode>(s);
         std::string value = expr(op->value);
@@ -307,47 +291,17 @@ class Printer {
         return line(evaluate_text(as<EvaluateNode>(s)));
       case StmtKind::Allocate: {
         const auto* op = as<AllocateNode>(s);
-        std::string scope = "scope=" + quote(op->scope);
-        if (last) {
-          std::string decl = buffer_decl("T.alloc_buffer(", op->buffer, scope);
-          line(bind_buffer(op->buffer, op->buffer ? op->buffer->name : "") + " = " + decl);
-          return stmt(op->body, true);
-        }
-        std::string decl = buffer_decl("T.alloc_buffer(", op->buffer, scope);
-        line("with " + decl + " as " + bind_buffer(op->buffer, op->buffer ? op->buffer->name : "") + ":");
-        return block(op->body);
+        return buffer_scope(op->buffer, buffer_decl("T.alloc_buffer(", op->buffer, "scope=" + quote(op->scope)),
+                            op->body, last);
       }
       case StmtKind::DeclBuffer: {
         const auto* op = as<DeclBufferNode>(s);
         // The data pointer is named before the buffer, so it keeps its owner's name.
         std::string data = "data=" + (op->buffer && op->buffer->data ? var_ref(op->buffer->data.get()) : "None");
-        std::string decl = buffer_decl("T.decl_buffer(", op->buffer, data);
-        if (last) {
-          line(bind_buffer(op->buffer, op->buffer ? op->buffer->name : "") + " = " + decl);
-          return stmt(op->body, true);
-        }
-        line("with " + decl + " as " + bind_buffer(op->buffer, op->buffer ? op->buffer->name : "") + ":");
-        return block(op->body);
+        return buffer_scope(op->buffer, buffer_decl("T.decl_buffer(", op->buffer, data), op->body, last);
       }
-      case StmtKind::AttrStmt: {
-        const auto* op = as<AttrStmtNode>(s);
-        const auto* thread = as<VarNode>(op->node);
-        if (op->key == "thread_extent" && thread && !thread->thread_tag.empty()) {
-          // TVM's forms: `x = T.launch_thread("tag", n)` for the rest of the block, or
-          // `x = T.env_thread("tag")` then `with T.launch_thread(x, n):`.
-          const bool fresh = !names_.count(thread);
-          const std::string name = define(thread, thread->name);
-          if (last && fresh) {
-            line(name + " = T.launch_thread(" + quote(thread->thread_tag) + ", " + expr(op->value) + ")");
-            return stmt(op->body, true);
-          }
-          if (fresh) line(name + " = T.env_thread(" + quote(thread->thread_tag) + ")");
-          line("with T.launch_thread(" + name + ", " + expr(op->value) + "):");
-          return block(op->body);
-        }
-        line("with T.attr(" + expr(op->node) + ", " + quote(op->key) + ", " + expr(op->value) + "):");
-        return block(op->body);
-      }
+      case StmtKind::AttrStmt:
+        return attr_stmt(as<AttrStmtNode>(s), last);
       case StmtKind::AssertStmt: {
         const auto* op = as<AssertStmtNode>(s);
         if (last) {
@@ -374,6 +328,53 @@ class Printer {
     if (call && call->is(Builtin::CallGlobal)) return expr(op->value);  // as TVM prints it
     return "T.evaluate(" + expr(op->value) + ")";
   }
+  // `if` with its `elif` chain and final `else`.
+  void if_chain(const IfThenElseNode* op) {
+    line("if " + expr(op->condition) + ":");
+    block(op->then_case);
+    const IfThenElseNode* chain = op;
+    while (chain->else_case) {
+      if (const auto* elif = as<IfThenElseNode>(chain->else_case)) {
+        line("elif " + expr(elif->condition) + ":");
+        block(elif->then_case);
+        chain = elif;
+      } else {
+        line("else:");
+        block(chain->else_case);
+        break;
+      }
+    }
+  }
+
+  // An allocation or buffer declaration `decl` of `buffer` scoping `body`: flat when last.
+  void buffer_scope(const Buffer& buffer, const std::string& decl, const Stmt& body, bool last) {
+    if (last) {
+      line(bind_buffer(buffer, buffer ? buffer->name : "") + " = " + decl);
+      return stmt(body, true);
+    }
+    line("with " + decl + " as " + bind_buffer(buffer, buffer ? buffer->name : "") + ":");
+    block(body);
+  }
+
+  void attr_stmt(const AttrStmtNode* op, bool last) {
+    const auto* thread = as<VarNode>(op->node);
+    if (op->key == "thread_extent" && thread && !thread->thread_tag.empty()) {
+      // TVM's forms: `x = T.launch_thread("tag", n)` for the rest of the block, or
+      // `x = T.env_thread("tag")` then `with T.launch_thread(x, n):`.
+      const bool fresh = !names_.count(thread);
+      const std::string name = define(thread, thread->name);
+      if (last && fresh) {
+        line(name + " = T.launch_thread(" + quote(thread->thread_tag) + ", " + expr(op->value) + ")");
+        return stmt(op->body, true);
+      }
+      if (fresh) line(name + " = T.env_thread(" + quote(thread->thread_tag) + ")");
+      line("with T.launch_thread(" + name + ", " + expr(op->value) + "):");
+      return block(op->body);
+    }
+    line("with T.attr(" + expr(op->node) + ", " + quote(op->key) + ", " + expr(op->value) + "):");
+    block(op->body);
+  }
+
   void line(const std::string& text) { os_ << std::string(4 * indent_, ' ') << text << "\n"; }
 
   void block(const Stmt& body) {
@@ -549,17 +550,8 @@ class Printer {
     *prec = kAtom;
     if (!e) return "None";
     switch (e->kind) {
-      case ExprKind::IntImm: {
-        const auto* op = as<IntImmNode>(e);
-        if (op->dtype.is_bool()) return op->value ? "True" : "False";
-        std::string digits =
-            op->dtype.is_uint() ? std::to_string(static_cast<uint64_t>(op->value)) : std::to_string(op->value);
-        if (op->dtype == DataType::Int(32)) {
-          if (op->value < 0) *prec = kUnary;
-          return digits;
-        }
-        return "T." + op->dtype.str() + "(" + digits + ")";
-      }
+      case ExprKind::IntImm:
+        return int_literal(as<IntImmNode>(e), prec);
       case ExprKind::FloatImm: {
         const auto* op = as<FloatImmNode>(e);
         return "T." + op->dtype.str() + "(" + float_literal(op->value) + ")";
@@ -568,6 +560,64 @@ class Printer {
         return quote(as<StringImmNode>(e)->value);
       case ExprKind::Var:
         return var_ref(as<VarNode>(e));
+      case ExprKind::Add:
+      case ExprKind::Sub:
+      case ExprKind::Mul:
+      case ExprKind::Div:
+      case ExprKind::Mod:
+      case ExprKind::FloorDiv:
+      case ExprKind::FloorMod:
+      case ExprKind::Min:
+      case ExprKind::Max:
+        return arith_text(e, prec);
+      case ExprKind::EQ:
+      case ExprKind::NE:
+      case ExprKind::LT:
+      case ExprKind::LE:
+      case ExprKind::GT:
+      case ExprKind::GE:
+      case ExprKind::And:
+      case ExprKind::Or:
+      case ExprKind::Not:
+        return logic_text(e, prec);
+      case ExprKind::Select: {
+        const auto* op = as<SelectNode>(e);
+        return call("T.Select", {op->condition, op->true_value, op->false_value});
+      }
+      case ExprKind::Cast: {
+        const auto* op = as<CastNode>(e);
+        return "T.Cast(" + quote(op->dtype.str()) + ", " + expr(op->value) + ")";
+      }
+      case ExprKind::BufferLoad: {
+        const auto* op = as<BufferLoadNode>(e);
+        return buffer_ref(op->buffer) + indices(op->indices);
+      }
+      case ExprKind::Call:
+        return call_text(as<CallNode>(e));
+      case ExprKind::Ramp:
+      case ExprKind::Broadcast:
+      case ExprKind::Shuffle:
+        return vector_text(e);
+      case ExprKind::Let:
+        return let_text(e);
+    }
+    return "None";
+  }
+
+  std::string int_literal(const IntImmNode* op, int* prec) {
+    if (op->dtype.is_bool()) return op->value ? "True" : "False";
+    std::string digits =
+        op->dtype.is_uint() ? std::to_string(static_cast<uint64_t>(op->value)) : std::to_string(op->value);
+    if (op->dtype == DataType::Int(32)) {
+      if (op->value < 0) *prec = kUnary;
+      return digits;
+    }
+    return "T." + op->dtype.str() + "(" + digits + ")";
+  }
+
+  // Arithmetic: infix where Python's operator means the same, else TVM's T.* call.
+  std::string arith_text(const Expr& e, int* prec) {
+    switch (e->kind) {
       case ExprKind::Add:
         return infix(as<AddNode>(e), "+", kAdd, false, prec);
       case ExprKind::Sub: {
@@ -597,6 +647,14 @@ class Printer {
         return call("T.min", {as<MinNode>(e)->a, as<MinNode>(e)->b});
       case ExprKind::Max:
         return call("T.max", {as<MaxNode>(e)->a, as<MaxNode>(e)->b});
+      default:
+        return "None";  // not arithmetic: expr() dispatches only the kinds above here
+    }
+  }
+
+  // Comparisons and boolean connectives.
+  std::string logic_text(const Expr& e, int* prec) {
+    switch (e->kind) {
       case ExprKind::EQ:
         return infix(as<EQNode>(e), "==", kCmp, true, prec);
       case ExprKind::NE:
@@ -613,52 +671,37 @@ class Printer {
         return infix(as<AndNode>(e), "and", kAnd, false, prec);
       case ExprKind::Or:
         return infix(as<OrNode>(e), "or", kOr, false, prec);
-      case ExprKind::Not: {
+      case ExprKind::Not:
         *prec = kNot;
         return "not " + wrap(as<NotNode>(e)->a, kNot);
-      }
-      case ExprKind::Select: {
-        const auto* op = as<SelectNode>(e);
-        return call("T.Select", {op->condition, op->true_value, op->false_value});
-      }
-      case ExprKind::Cast: {
-        const auto* op = as<CastNode>(e);
-        return "T.Cast(" + quote(op->dtype.str()) + ", " + expr(op->value) + ")";
-      }
-      case ExprKind::BufferLoad: {
-        const auto* op = as<BufferLoadNode>(e);
-        return buffer_ref(op->buffer) + indices(op->indices);
-      }
-      case ExprKind::Call: return call_text(as<CallNode>(e));
-      case ExprKind::Ramp: {
-        const auto* op = as<RampNode>(e);
-        return "T.Ramp(" + expr(op->base) + ", " + expr(op->stride) + ", " + std::to_string(op->lanes) + ")";
-      }
-      case ExprKind::Broadcast: {
-        const auto* op = as<BroadcastNode>(e);
-        return "T.Broadcast(" + expr(op->value) + ", " + std::to_string(op->lanes) + ")";
-      }
-      case ExprKind::Shuffle: {
-        const auto* op = as<ShuffleNode>(e);
-        std::string out = "T.Shuffle([";
-        for (size_t i = 0; i < op->vectors.size(); ++i) out += (i ? ", " : "") + expr(op->vectors[i]);
-        out += "], [";
-        for (size_t i = 0; i < op->indices.size(); ++i) out += (i ? ", " : "") + std::to_string(op->indices[i]);
-        return out + "])";
-      }
-      case ExprKind::Let: {
-        // Nested lets print as one where={...}, in binding order.
-        std::string where;
-        Expr body = e;
-        while (const auto* let = as<LetNode>(body)) {
-          std::string value = expr(let->value);
-          where += (where.empty() ? "" : ", ") + define(let->var.get(), let->var->name) + ": " + value;
-          body = let->body;
-        }
-        return "T.Let(" + expr(body) + ", where={" + where + "})";
-      }
+      default:
+        return "None";  // not logic: expr() dispatches only the kinds above here
     }
-    return "None";
+  }
+
+  std::string vector_text(const Expr& e) {
+    if (const auto* op = as<RampNode>(e))
+      return "T.Ramp(" + expr(op->base) + ", " + expr(op->stride) + ", " + std::to_string(op->lanes) + ")";
+    if (const auto* op = as<BroadcastNode>(e))
+      return "T.Broadcast(" + expr(op->value) + ", " + std::to_string(op->lanes) + ")";
+    const auto* op = as<ShuffleNode>(e);
+    std::string out = "T.Shuffle([";
+    for (size_t i = 0; i < op->vectors.size(); ++i) out += (i ? ", " : "") + expr(op->vectors[i]);
+    out += "], [";
+    for (size_t i = 0; i < op->indices.size(); ++i) out += (i ? ", " : "") + std::to_string(op->indices[i]);
+    return out + "])";
+  }
+
+  // Nested lets print as one where={...}, in binding order.
+  std::string let_text(const Expr& e) {
+    std::string where;
+    Expr body = e;
+    while (const auto* let = as<LetNode>(body)) {
+      std::string value = expr(let->value);
+      where += (where.empty() ? "" : ", ") + define(let->var.get(), let->var->name) + ": " + value;
+      body = let->body;
+    }
+    return "T.Let(" + expr(body) + ", where={" + where + "})";
   }
 
   // A call: TVM's spellings for call_extern, reinterpret, call_tir and Module.sub(...).

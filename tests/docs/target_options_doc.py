@@ -48,23 +48,9 @@ KEYS = {
              "int8 `smlad` and `sxtb16` schedules ([quantization.md](quantization.md))."),
     "opt": ("`O0`, `O1`, `O2`, `O3`, `Os`, `Oz`",
             "`wasm` only: Binaryen's optimization level for the module (`-Os`/`-Oz` trade speed for size)."),
-    "disabled-schedules": ("names from `fold_zero_point`, `block`, `unroll`, `hoist`, `smlad`, `sxtb16`, `interleave`, "
-                           "`fold_output_zero_point`, `few_channels`, `depthwise_tile`, `depthwise_border_tiles`, `smlal_requant`, "
-                           "`smmlar_requant`, `merge_kernels`, `patch`, `dense_chunks`, `mve`, `patch_overlap`, comma-separated",
-                           "Schedules switched off, to measure what each gains ([quantization.md](quantization.md)): "
-                           "the int8 kernels' `fold_zero_point`, `block`, `unroll`, `smlad`, `sxtb16`, `interleave`, "
-                           "`fold_output_zero_point`, `few_channels`, `depthwise_tile`, `depthwise_border_tiles`, `smlal_requant`, `smmlar_requant`, `dense_chunks` and `mve` (Helium, on only for `cortex-m55`); `hoist`, the "
-                           "`hoist_loop_invariants` pass of the lowering ([passes.md](passes.md)), which computes "
-                           "loop-invariant address arithmetic once before each loop; `merge_kernels`, the pass of "
-                           "the same name (with `-unpacked-api=1`), which makes kernels that differ only in integer "
-                           "constants one function taking them as parameters (less flash, a few more instructions; "
-                           "off on `wasm`, where Binaryen merges identical functions and the playground times each "
-                           "layer's own function); "
-                           "and `patch`, the AOT executor's "
-                           "patch-based inference ([passes.md](passes.md)): a chain of int8 NHWC convolutions runs "
-                           "band by band over its output rows, recomputing each band's halo, where that lowers the "
-                           "memory bound, and `patch_overlap`, its stages of one layer too, each stage's output written a few "
-                           "rows beside the input that dies in it. Spelled in the canonical target string only when not empty."),
+    # Values and the int8 kernels' schedules come from the compiler's own list (ops/schedules.cc),
+    # read from its message for an unknown schedule: see disabled_schedules_row().
+    "disabled-schedules": None,
     "reuse-io-buffers": ("`0`, `1` (`false`, `true`)",
                          "`plan_memory` always places intermediate tensors in the model's output buffers before "
                          "their producers write them (the caller reads an output only after `run()` returns), "
@@ -116,6 +102,38 @@ REFUSALS = [
 ]
 
 
+# What each schedule that is not an int8 kernel's does; every other name the compiler lists
+# (ops/schedules.cc) is one of the int8 kernels', named in one sentence. A name here that the
+# compiler does not list fails the generation.
+MODEL_SCHEDULES = {
+    "hoist": "the `hoist_loop_invariants` pass of the lowering ([passes.md](passes.md)), which computes "
+             "loop-invariant address arithmetic once before each loop",
+    "merge_kernels": "the pass of the same name (with `-unpacked-api=1`), which makes kernels that differ only in "
+                     "integer constants one function taking them as parameters (less flash, a few more instructions; "
+                     "off on `wasm`, where Binaryen merges identical functions and the playground times each layer's "
+                     "own function)",
+    "patch": "the AOT executor's patch-based inference ([passes.md](passes.md)): a chain of int8 NHWC convolutions "
+             "runs band by band over its output rows, recomputing each band's halo, where that lowers the memory bound",
+    "patch_overlap": "with `patch`, its stages of one layer too, each stage's output written a few rows beside the "
+                     "input that dies in it",
+}
+KERNEL_SCHEDULE_NOTES = {"mve": " (Helium, on only for `cortex-m55`)"}
+
+
+def disabled_schedules_row(schedules):
+    """The -disabled-schedules row (values, what) from the compiler's list of schedules."""
+    unknown = [n for n in list(MODEL_SCHEDULES) + list(KERNEL_SCHEDULE_NOTES) if n not in schedules]
+    if unknown:
+        raise SystemExit(f"target_options_doc.py: the compiler lists no schedule {unknown}")
+    kernels = [f"`{n}`" + KERNEL_SCHEDULE_NOTES.get(n, "") for n in schedules if n not in MODEL_SCHEDULES]
+    model = [f"`{n}`, {MODEL_SCHEDULES[n]}" for n in schedules if n in MODEL_SCHEDULES]
+    values = "names from " + ", ".join(f"`{n}`" for n in schedules) + ", comma-separated"
+    what = ("Schedules switched off, to measure what each gains ([quantization.md](quantization.md)): the int8 "
+            "kernels' " + ", ".join(kernels[:-1]) + " and " + kernels[-1] + "; " + "; ".join(model[:-1]) +
+            "; and " + model[-1] + ". Spelled in the canonical target string only when not empty.")
+    return values, what
+
+
 def run(binary, src, command, work):
     env = dict(os.environ, MICROTIR_SRC=os.path.abspath(src))
     env["PATH"] = os.path.dirname(os.path.abspath(binary)) + os.pathsep + env.get("PATH", "")
@@ -149,6 +167,9 @@ def generate(binary, src):
     with tempfile.TemporaryDirectory(prefix="microtir-target-doc-") as work:
         unknown = error_line(run(binary, src, f'microtir build {TIR} --target "c -no-such-key=1" -o out', work), "")
         keys = [k[1:] for k in re.search(r"\(known: (.*)\)", unknown).group(1).split()]
+        unknown_schedule = error_line(
+            run(binary, src, f'microtir build {TIR} --target "c -disabled-schedules=no_such_schedule" -o out', work), "")
+        schedules = re.search(r"\(known: (.*)\)", unknown_schedule).group(1).split(", ")
         build_default = canonical(binary, src, f"microtir build {TIR} --target c -o b", work)
         compile_default = canonical(binary, src, f"microtir compile {MODEL} -o m", work)
         run(binary, src, f"microtir build {TIR} --target llvm -o l", work)
@@ -163,6 +184,7 @@ def generate(binary, src):
     if missing or extra:
         raise SystemExit(f"target_options_doc.py: describe the parser's keys {missing}, drop {extra}")
     build_opts, compile_opts = options_of(build_default), options_of(compile_default)
+    KEYS["disabled-schedules"] = disabled_schedules_row(schedules)
 
     out = ["# The target string\n",
            "Generated from the target parser by `tests/docs/target_options_doc.py --write`; a test fails when it is",

@@ -127,9 +127,10 @@ class Model:
         return self._layer_graph
 
 
-def check_outputs(model, meta, case_dir, target, label):
-    """Runs the model on the case; returns the problems (empty: every output equals TFLM's)."""
-    out = run([model.cli, "run", model.file, *model.input_args(meta, case_dir), "--target", target, "--json"],
+def check_outputs(model, meta, case_dir, target, label, extra=()):
+    """Runs the model on the case (with `extra` arguments to `run`); returns the problems
+    (empty: every output equals TFLM's)."""
+    out = run([model.cli, "run", model.file, *model.input_args(meta, case_dir), "--target", target, "--json", *extra],
               f"{label}: run --target {target}")
     got = json.loads(out)["outputs"]
     if len(got) != len(meta["outputs"]):

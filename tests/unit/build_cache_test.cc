@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "sim/process.h"
+#include "support/text.h"
 
 namespace fs = std::filesystem;
 using mtir::sim::build_cache_entry;
@@ -152,3 +153,13 @@ TEST_F(BuildCacheTest, BoundDropsTheLeastRecentlyUsed) {
 }
 
 }  // namespace
+
+// support/text.h's replace_all, which the cache uses to swap source paths for placeholders
+// in stored call graphs and the artifact runner to fill {port} and {work} in commands.
+TEST(ReplaceAll, ReplacesEveryOccurrenceWithoutRescanningTheReplacement) {
+  EXPECT_EQ(mtir::replace_all("-L{port}/lib -I{port}", "{port}", "/p"), "-L/p/lib -I/p");
+  EXPECT_EQ(mtir::replace_all("aaa", "a", "aa"), "aaaaaa");  // the inserted text is not searched again
+  EXPECT_EQ(mtir::replace_all("/a/lib10.c", "/a/lib1.c", "X"), "/a/lib10.c");
+  EXPECT_EQ(mtir::replace_all("abc", "", "x"), "abc");  // an empty pattern replaces nothing
+  EXPECT_EQ(mtir::replace_all("x-x", "x", ""), "-");
+}

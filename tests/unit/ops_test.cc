@@ -299,7 +299,8 @@ const std::vector<std::string> kAllOps = {
     "global_avg_pool2d", "greater", "greater_equal", "hard_swish", "if", "leaky_relu", "less", "less_equal", "log",
     "log_softmax", "logical_and", "logical_not", "logical_or", "lstm", "matmul", "max_pool2d", "maximum", "minimum",
     "mul", "neg", "not_equal", "pad", "prelu", "qabs", "qadd", "qavg_pool2d", "qbatch_matmul", "qconcat", "qconv2d",
-    "qconv2d_s16", "qdense", "qdense_s16", "qglobal_avg_pool2d", "ql2_normalization", "qleaky_relu", "qlinear_add",
+    "qconv2d_s16", "qdense", "qdense_s16", "qdiv", "qglobal_avg_pool2d", "ql2_normalization", "qleaky_relu",
+    "qlinear_add",
     "qlinear_avg_pool", "qlinear_conv", "qlinear_matmul", "qlog_softmax", "qlogistic", "qlogistic_s16", "qlookup",
     "qlstm", "qmean", "qmul", "qprelu", "qsoftmax", "qsquared_difference", "qsub", "qsum", "qsvdf", "qtanh",
     "qtanh_s16", "qtranspose_conv2d", "quantize", "quantize_linear", "read_variable", "reduce_max", "reduce_mean",
@@ -323,6 +324,24 @@ TEST(Ops, RegistryIsSortedAndComplete) {
   EXPECT_EQ(names.size(), kAllOps.size());
   EXPECT_EQ(find_op("conv1d"), nullptr);
   EXPECT_EQ(find_op(""), nullptr);
+}
+
+TEST(Ops, QdivBroadcastsInt8AndRefusesWhatTflmCannotShift) {
+  const json attrs = {{"a_scale", 0.05}, {"a_zero_point", 3}, {"b_scale", 0.04}, {"b_zero_point", -5},
+                      {"output_scale", 0.06}, {"output_zero_point", -7}};
+  const TensorType a{DataType::Int(8), {4, 6, 8}}, b{DataType::Int(8), {1, 6, 8}};
+  EXPECT_EQ(find_op("qdiv")->infer({a, b}, attrs).str(), "int8(4, 6, 8)");
+  expect_error("qdiv", {{2}, {2}}, attrs, "input 'a' has type float32; int8 is required");
+  json too_big = attrs;
+  too_big["a_scale"] = 100.0;
+  too_big["b_scale"] = 0.001;
+  too_big["output_scale"] = 0.0015;
+  try {
+    find_op("qdiv")->infer({a, b}, too_big);
+    ADD_FAILURE() << "a multiplier of 2^26 was accepted";
+  } catch (const DiagnosticError& e) {
+    EXPECT_NE(std::string(e.what()).find("TFLM's int8 DIV takes at most 2^23"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Ops, ControlFlowNodesAreTypedButHaveNoKernel) {

@@ -75,11 +75,27 @@ TEST(Sanitize, SeededOffByOneInAGeneratedLoopBoundIsReported) {
   EXPECT_NE(workspace.find("TVMBackendAllocWorkspace"), std::string::npos) << "allocated where: " << workspace;
 }
 
+// A function of scalars alone has no buffer to allocate: its sanitized harness still
+// builds with -Werror (the allocation helper is referenced, not left unused).
+TEST(Sanitize, AFunctionOfScalarsAloneRunsSanitized) {
+  const IRModule m = parse_module_or_throw(
+      "@T.prim_func\ndef clamp(x: T.int32, lo: T.int32) -> T.int32:\n    return T.max(x, lo)\n", "clamp.tir");
+  for (const char* target : {"c -unpacked-api=0", "c -unpacked-api=1"}) {
+    const BuildResult built = build_c(m, parse_target(target));
+    sim::HostSimOptions options;
+    options.sanitize = "address,undefined";
+    options.work_dir = (fs::temp_directory_path() / ("microtir-sanitize-scalars-" + std::to_string(getpid()))).string();
+    EXPECT_EQ(sim::run_on_host({&built, "clamp", m.lookup("clamp")}, {int64_t{4}, int64_t{7}}, options), 7) << target;
+    fs::remove_all(options.work_dir);
+  }
+}
+
 TEST(Sanitize, TheSwitchIsOneListOfSanitizers) {
   EXPECT_TRUE(sim::sanitizer_cflags("").empty());
   const std::vector<std::string> flags = sim::sanitizer_cflags("address,undefined");
   EXPECT_EQ(flags.at(0), "-fsanitize=address,undefined");
   EXPECT_NE(std::find(flags.begin(), flags.end(), "-DTVM_CRT_SEPARATE_ALLOCATIONS"), flags.end());
+  EXPECT_NE(std::find(flags.begin(), flags.end(), "-O0"), flags.end());  // after the build's -O2: it wins
   EXPECT_THROW(sim::sanitizer_cflags("address; rm -rf /"), DiagnosticError);
   // $MICROTIR_HOST_SANITIZE overrides the build's default; "none" turns it off.
   const char* saved = std::getenv("MICROTIR_HOST_SANITIZE");

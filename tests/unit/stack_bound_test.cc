@@ -96,6 +96,25 @@ edge: { sourcename: "entry" targetname: "capped" }
   EXPECT_EQ(describe(stack_bound(g, "missing")), "unbounded: missing is not among the compiled functions");
 }
 
+// The check every run on a measuring target makes (sim/artifact_runner.cc): the bound
+// plus main's frame must reach the painted high-water; an incomplete bound claims nothing.
+TEST(StackBound, ViolationOnlyWhenACompleteBoundIsBelowTheMeasurement) {
+  ArtifactStackBounds s = artifact_stack_bounds(graph_of({kUnitMain, kUnitRuntime}), "run", "/a/codegen");
+  s.main_frame_bytes = 40;
+  ASSERT_TRUE(s.run.bounded);
+  s.run.library_calls.clear();  // as on the cross targets, whose library frames are counted
+  EXPECT_EQ(stack_bound_violation(s, 208 + 40), "");
+  EXPECT_EQ(stack_bound_violation(s, -1), "");  // not measured (the host)
+  EXPECT_EQ(stack_bound_violation(s, 208 + 41),
+            "the static stack bound of run (208 bytes, with main's frame 248) is below the measured high-water (249 bytes)");
+  StackBound partial = s.run;
+  s.run.library_calls = {"expf"};  // the bound leaves expf's frame out: nothing to claim
+  EXPECT_EQ(stack_bound_violation(s, 100000), "");
+  s.run = partial;
+  s.run.bounded = false;
+  EXPECT_EQ(stack_bound_violation(s, 100000), "");
+}
+
 TEST(StackBound, TextThatIsNotACallGraphIsADiagnosticError) {
   CallGraph g;
   EXPECT_THROW(add_callgraph_info(g, "int main(void) { return 0; }", "x.ci"), DiagnosticError);

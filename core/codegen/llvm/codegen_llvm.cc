@@ -539,6 +539,16 @@ void FunctionEmitter::vector_store(const BufferStoreNode* s) {
   }
 }
 
+// a < b ? a : b (min; max with >), exactly as the C helpers (NaN operands pick b).
+Val FunctionEmitter::min_max(bool mn, const BinaryNode* b) {
+  Val x = expr(b->a), y = expr(b->b);
+  DataType t = b->dtype;
+  std::string pred = t.is_float() ? (mn ? "fcmp olt " : "fcmp ogt ")
+                                  : std::string("icmp ") + (t.is_int() ? (mn ? "slt " : "sgt ") : (mn ? "ult " : "ugt "));
+  Val c = op(ll_type(DataType::Bool().with_lanes(t.lanes()), b->span), pred + x.typed() + ", " + y.v);
+  return op(x.ty, "select " + c.typed() + ", " + x.typed() + ", " + y.typed());
+}
+
 Val FunctionEmitter::expr(const Expr& e) {
   if (e->dtype.is_vector() && !native_vector(e)) return lanewise(e);
   switch (e->kind) {
@@ -571,17 +581,7 @@ Val FunctionEmitter::expr(const Expr& e) {
       return op(a.ty, "fsub " + a.typed() + ", " + m.v);
     }
     case ExprKind::Min:
-    case ExprKind::Max: {
-      // a < b ? a : b, exactly as the C helpers (NaN operands pick b).
-      const auto* b = static_cast<const BinaryNode*>(e.get());
-      Val x = expr(b->a), y = expr(b->b);
-      bool mn = e->kind == ExprKind::Min;
-      DataType t = e->dtype;
-      std::string pred = t.is_float() ? (mn ? "fcmp olt " : "fcmp ogt ")
-                                      : std::string("icmp ") + (t.is_int() ? (mn ? "slt " : "sgt ") : (mn ? "ult " : "ugt "));
-      Val c = op(ll_type(DataType::Bool().with_lanes(t.lanes()), e->span), pred + x.typed() + ", " + y.v);
-      return op(x.ty, "select " + c.typed() + ", " + x.typed() + ", " + y.typed());
-    }
+    case ExprKind::Max: return min_max(e->kind == ExprKind::Min, static_cast<const BinaryNode*>(e.get()));
     case ExprKind::EQ:
     case ExprKind::NE:
     case ExprKind::LT:

@@ -173,6 +173,7 @@ class FunctionEmitter {
   Val arith(const char* int_op, const char* float_op, const Expr& self);
 
   Val compare(ExprKind k, const BinaryNode* e);
+  Val min_max(bool min, const BinaryNode* e);
 
   // Integer / % floordiv floormod with no undefined case: a zero divisor (which the
   // interpreter refuses) divides by 1 instead, and MIN / -1 wraps to MIN as in C's

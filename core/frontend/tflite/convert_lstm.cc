@@ -35,9 +35,10 @@ NDArray TfliteConverter::stack_constants(const std::vector<int>& ids, DataType d
   return out;
 }
 
-void TfliteConverter::lstm(const tflite::Operator& op) {
-  const auto* opt = op.builtin_options_as_UnidirectionalSequenceLSTMOptions();
-  if (!opt) fail("the UnidirectionalSequenceLSTMOptions are missing");
+// The LSTM variants TFLite Micro refuses (LstmTensors::ValidateTensorStatus), and a
+// cell gate activation other than TANH.
+void TfliteConverter::check_lstm_variant(const tflite::Operator& op,
+                                         const tflite::UnidirectionalSequenceLSTMOptions& opt) const {
   size_t n = op.inputs() ? op.inputs()->size() : 0;
   if (n != kInputCount) fail("it has " + std::to_string(n) + " inputs; an LSTM has 24 (TFLite's layout)");
   auto present = [&](size_t i) { return input(op, i, true) >= 0; };
@@ -46,7 +47,6 @@ void TfliteConverter::lstm(const tflite::Operator& op) {
       if (present(i)) return true;
     return false;
   };
-  // The LSTM variants TFLite Micro refuses (LstmTensors::ValidateTensorStatus).
   if (!present(kInputWeights) || !present(kRecurrentWeights) || !present(kBias))
     unsupported("an LSTM without an input gate (CIFG), which TFLite Micro does not run either");
   if (any_present(kCellToGate, kCellToGate + 3))
@@ -55,11 +55,67 @@ void TfliteConverter::lstm(const tflite::Operator& op) {
     unsupported("an LSTM with a projection, which TFLite Micro does not run either");
   if (any_present(kLayerNorm, kLayerNorm + 4))
     unsupported("a layer-norm LSTM, which TFLite Micro does not run either");
-  if (opt->diagonal_recurrent_tensors()) unsupported("an LSTM with diagonal recurrent weights");
+  if (opt.diagonal_recurrent_tensors()) unsupported("an LSTM with diagonal recurrent weights");
   // TFLM evaluates the cell gate with sigmoid or tanh only; a flatbuffer can only say TANH.
-  if (opt->fused_activation_function() != ActivationFunctionType::TANH)
-    unsupported("an LSTM whose cell gate activation is " + activation_text(opt->fused_activation_function()) +
+  if (opt.fused_activation_function() != ActivationFunctionType::TANH)
+    unsupported("an LSTM whose cell gate activation is " + activation_text(opt.fused_activation_function()) +
                 " (TANH is the one TFLite Micro runs)");
+}
+
+// The int8 LSTM's scales in `attrs` (every tensor quantized per tensor, weights
+// symmetric, the int16 cell state's zero point 0); returns the input's and the hidden
+// state's zero points.
+std::pair<int64_t, int64_t> TfliteConverter::lstm_quant_attrs(int x, int h, int c, const std::vector<int>& wx,
+                                                              const std::vector<int>& wh, json& attrs) const {
+  auto per_tensor = [&](int t) {
+    Quant qt = quant(t, true);
+    if (!qt.per_tensor()) unsupported(tensor_label(t) + " is quantized per channel (TFLite Micro's LSTM takes one scale)");
+    return qt;
+  };
+  auto weight_scales = [&](const std::vector<int>& ids) {
+    json s = json::array();
+    for (int id : ids) {
+      Quant qw = per_tensor(id);
+      if (qw.zero_point[0] != 0) unsupported(tensor_label(id) + " has a non-zero zero point (weights are symmetric)");
+      s.push_back(qw.scale[0]);
+    }
+    return s;
+  };
+  Quant qx = per_tensor(x), qh = per_tensor(h), qc = per_tensor(c);
+  if (qc.zero_point[0] != 0) unsupported(tensor_label(c) + ", the int16 cell state, has a non-zero zero point");
+  attrs["input_scale"] = qx.scale[0];
+  attrs["input_weight_scales"] = weight_scales(wx);
+  attrs["recurrent_weight_scales"] = weight_scales(wh);
+  attrs["hidden_scale"] = qh.scale[0];
+  attrs["hidden_zero_point"] = qh.zero_point[0];
+  attrs["cell_scale"] = qc.scale[0];
+  return {qx.zero_point[0], qh.zero_point[0]};
+}
+
+// The zero points folded into two bias rows, so the products are plain int8 dot
+// products: TFLM's sum of w * (x - zx) + b equals sum(w * x) + (b - zx * sum(w)), and the
+// recurrent product's sum of r * (h - zh) equals sum(r * h) - zh * sum(r).
+NDArray TfliteConverter::lstm_folded_bias(const NDArray& input_weights, const NDArray& recurrent_weights,
+                                          const NDArray& biases, int64_t zx, int64_t zh) const {
+  const int64_t cells = input_weights.shape[1];
+  NDArray folded = NDArray::zeros(DataType::Int(32), {2, 4, cells});
+  int64_t inputs_n = input_weights.shape[2];
+  for (int64_t row = 0; row < 4 * cells; ++row) {
+    int64_t sum_w = 0, sum_r = 0;
+    for (int64_t k = 0; k < inputs_n; ++k) sum_w += input_weights.get_int(row * inputs_n + k);
+    for (int64_t k = 0; k < cells; ++k) sum_r += recurrent_weights.get_int(row * cells + k);
+    int64_t b0 = biases.get_int(row) - zx * sum_w, b1 = -zh * sum_r;
+    if (b0 < INT32_MIN || b0 > INT32_MAX) fail("a gate's bias with the input's zero point folded overflows int32");
+    folded.set_int(row, b0);
+    folded.set_int(4 * cells + row, b1);
+  }
+  return folded;
+}
+
+void TfliteConverter::lstm(const tflite::Operator& op) {
+  const auto* opt = op.builtin_options_as_UnidirectionalSequenceLSTMOptions();
+  if (!opt) fail("the UnidirectionalSequenceLSTMOptions are missing");
+  check_lstm_variant(op, *opt);
   if (!(opt->cell_clip() >= 0)) fail("cell_clip is " + std::to_string(opt->cell_clip()) + " (it must be >= 0)");
 
   int x = input(op, kInput), out = output(op);
@@ -115,42 +171,8 @@ void TfliteConverter::lstm(const tflite::Operator& op) {
          attrs);
     return;
   }
-  auto per_tensor = [&](int t) {
-    Quant qt = quant(t, true);
-    if (!qt.per_tensor()) unsupported(tensor_label(t) + " is quantized per channel (TFLite Micro's LSTM takes one scale)");
-    return qt;
-  };
-  auto weight_scales = [&](const std::vector<int>& ids) {
-    json s = json::array();
-    for (int id : ids) {
-      Quant qw = per_tensor(id);
-      if (qw.zero_point[0] != 0) unsupported(tensor_label(id) + " has a non-zero zero point (weights are symmetric)");
-      s.push_back(qw.scale[0]);
-    }
-    return s;
-  };
-  Quant qx = per_tensor(x), qh = per_tensor(h), qc = per_tensor(c);
-  if (qc.zero_point[0] != 0) unsupported(tensor_label(c) + ", the int16 cell state, has a non-zero zero point");
-  attrs["input_scale"] = qx.scale[0];
-  attrs["input_weight_scales"] = weight_scales(wx);
-  attrs["recurrent_weight_scales"] = weight_scales(wh);
-  attrs["hidden_scale"] = qh.scale[0];
-  attrs["hidden_zero_point"] = qh.zero_point[0];
-  attrs["cell_scale"] = qc.scale[0];
-  // The zero points folded into two bias rows, so the products are plain int8 dot
-  // products: TFLM's sum of w * (x - zx) + b equals sum(w * x) + (b - zx * sum(w)), and the
-  // recurrent product's sum of r * (h - zh) equals sum(r * h) - zh * sum(r).
-  NDArray folded = NDArray::zeros(DataType::Int(32), {2, 4, cells});
-  int64_t inputs_n = input_weights.shape[2];
-  for (int64_t row = 0; row < 4 * cells; ++row) {
-    int64_t sum_w = 0, sum_r = 0;
-    for (int64_t k = 0; k < inputs_n; ++k) sum_w += input_weights.get_int(row * inputs_n + k);
-    for (int64_t k = 0; k < cells; ++k) sum_r += recurrent_weights.get_int(row * cells + k);
-    int64_t b0 = biases.get_int(row) - qx.zero_point[0] * sum_w, b1 = -qh.zero_point[0] * sum_r;
-    if (b0 < INT32_MIN || b0 > INT32_MAX) fail("a gate's bias with the input's zero point folded overflows int32");
-    folded.set_int(row, b0);
-    folded.set_int(4 * cells + row, b1);
-  }
+  const auto [zx, zh] = lstm_quant_attrs(x, h, c, wx, wh, attrs);
+  NDArray folded = lstm_folded_bias(input_weights, recurrent_weights, biases, zx, zh);
   if (sigmoid_table_.empty()) sigmoid_table_ = add_constant("sigmoid_table_uint16", ops::sigmoid_table_array());
   emit(name, "qlstm",
        {value(x), add_constant(name + "_input_weights", std::move(input_weights)),

@@ -78,6 +78,7 @@ class TfliteConverter {
               ActivationFunctionType act, bool act_in_op);
   std::string activation_node(const std::string& name, const std::string& x, int out, ActivationFunctionType act);
   void conv(const tflite::Operator& op, bool depthwise);
+  json conv_quant_attrs(int x, int w, int out, int64_t o, int64_t axis) const;
   void fully_connected(const tflite::Operator& op);
   void transpose_conv(const tflite::Operator& op);  // convert_transpose_conv.cc
   void pool(const tflite::Operator& op, bool average);
@@ -97,6 +98,11 @@ class TfliteConverter {
   void svdf(const tflite::Operator& op);  // convert_svdf.cc
   // convert_lstm.cc: UNIDIRECTIONAL_SEQUENCE_LSTM; the four gates' constants stacked.
   void lstm(const tflite::Operator& op);
+  void check_lstm_variant(const tflite::Operator& op, const tflite::UnidirectionalSequenceLSTMOptions& opt) const;
+  std::pair<int64_t, int64_t> lstm_quant_attrs(int x, int h, int c, const std::vector<int>& wx,
+                                               const std::vector<int>& wh, json& attrs) const;
+  NDArray lstm_folded_bias(const NDArray& input_weights, const NDArray& recurrent_weights, const NDArray& biases,
+                           int64_t zx, int64_t zh) const;
   NDArray stack_constants(const std::vector<int>& ids, DataType dtype) const;
   void transpose(const tflite::Operator& op);  // convert_transpose.cc
   // The data-movement and shape operators (SPLIT, GATHER, RESIZE_*, ...): false for any

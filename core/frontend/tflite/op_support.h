@@ -1,7 +1,7 @@
 // The TFLite operators the converter reads, and in which dtypes: ONE table, which the
 // converter checks before it converts an operator (a dtype outside it is refused with
 // its reason), `microtir import --list-ops` prints and docs/tflite.md's operator table
-// is generated from (tests/tflite/op_table_test.py compares them).
+// is generated from (tests/docs/tflite_ops_doc.py; the test docs_tflite_operator_table compares them).
 #pragma once
 
 #include <string>

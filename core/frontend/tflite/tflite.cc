@@ -322,6 +322,52 @@ void TfliteConverter::finish(int out, const std::string& op, const std::vector<s
   }
 }
 
+namespace {
+
+// Depthwise filters are [1, KH, KW, C*M]; our qconv2d takes OHWI [C*M, KH, KW, 1].
+NDArray depthwise_filter_ohwi(const NDArray& weight, int64_t o, int64_t kh, int64_t kw) {
+  NDArray ohwi = weight;
+  ohwi.shape = {o, kh, kw, 1};
+  for (int64_t y = 0; y < kh; ++y)
+    for (int64_t xx = 0; xx < kw; ++xx)
+      for (int64_t oc = 0; oc < o; ++oc)
+        ohwi.data[static_cast<size_t>((oc * kh + y) * kw + xx)] = weight.data[static_cast<size_t>((y * kw + xx) * o + oc)];
+  return ohwi;
+}
+
+// A float OHWI filter as HWIO, the layout our float conv2d in NHWC takes.
+NDArray float_filter_hwio(const NDArray& weight, int64_t o, int64_t kh, int64_t kw, int64_t ci) {
+  NDArray hwio = weight;
+  hwio.shape = {kh, kw, ci, o};
+  const float* src = reinterpret_cast<const float*>(weight.data.data());
+  float* dst = reinterpret_cast<float*>(hwio.data.data());
+  for (int64_t oc = 0; oc < o; ++oc)
+    for (int64_t y = 0; y < kh; ++y)
+      for (int64_t xx = 0; xx < kw; ++xx)
+        for (int64_t i = 0; i < ci; ++i) dst[((y * kw + xx) * ci + i) * o + oc] = src[((oc * kh + y) * kw + xx) * ci + i];
+  return hwio;
+}
+
+}  // namespace
+
+// The quantization attributes of an int8/int16 convolution: the input's and output's,
+// and the filter's scale (one, or `o` along `axis`); int8 filters are symmetric.
+json TfliteConverter::conv_quant_attrs(int x, int w, int out, int64_t o, int64_t axis) const {
+  json q = int8_attrs(x, out);
+  Quant wq = quant(w, true);
+  for (int64_t z : wq.zero_point)
+    if (z != 0) unsupported("a filter with a non-zero zero point (int8 filters are symmetric)");
+  if (wq.per_tensor()) {
+    q["weight_scale"] = wq.scale[0];
+    return q;
+  }
+  if (wq.axis != axis || static_cast<int64_t>(wq.scale.size()) != o)
+    fail("the filter's per-channel quantization must have " + std::to_string(o) + " scales along dimension " +
+         std::to_string(axis));
+  q["weight_scale"] = wq.scale;
+  return q;
+}
+
 void TfliteConverter::conv(const tflite::Operator& op, bool depthwise) {
   int x = input(op, 0), w = input(op, 1), b = input(op, 2, true), out = output(op);
   TensorType xt = tensor_type(x), wt = tensor_type(w);
@@ -368,30 +414,8 @@ void TfliteConverter::conv(const tflite::Operator& op, bool depthwise) {
   if (xt.dtype == DataType::Int(8) || int16) {
     if (weight.dtype != DataType::Int(8))
       unsupported("an " + xt.dtype.str() + " convolution with a " + weight.dtype.str() + " filter");
-    json q = int8_attrs(x, out);
-    Quant wq = quant(w, true);
-    for (int64_t z : wq.zero_point)
-      if (z != 0) unsupported("a filter with a non-zero zero point (int8 filters are symmetric)");
-    if (wq.per_tensor()) {
-      q["weight_scale"] = wq.scale[0];
-    } else {
-      int64_t axis = depthwise ? 3 : 0;
-      if (wq.axis != axis || static_cast<int64_t>(wq.scale.size()) != o)
-        fail("the filter's per-channel quantization must have " + std::to_string(o) + " scales along dimension " +
-             std::to_string(axis));
-      q["weight_scale"] = wq.scale;
-    }
-    attrs.update(q);
-    // Depthwise filters are [1, KH, KW, C*M]; our qconv2d takes OHWI [C*M, KH, KW, 1].
-    if (depthwise) {
-      NDArray ohwi = weight;
-      ohwi.shape = {o, kh, kw, 1};
-      for (int64_t y = 0; y < kh; ++y)
-        for (int64_t xx = 0; xx < kw; ++xx)
-          for (int64_t oc = 0; oc < o; ++oc)
-            ohwi.data[static_cast<size_t>((oc * kh + y) * kw + xx)] = weight.data[static_cast<size_t>((y * kw + xx) * o + oc)];
-      weight = std::move(ohwi);
-    }
+    attrs.update(conv_quant_attrs(x, w, out, o, depthwise ? 3 : 0));
+    if (depthwise) weight = depthwise_filter_ohwi(weight, o, kh, kw);
     inputs.push_back(add_constant(wname, std::move(weight)));
     if (b >= 0) inputs.push_back(value(quantized_bias(b, o, int16 && depthwise ? "int64" : int16 ? "int64 or int32" : "int32")));
     // TFLM's int16x8 accumulator: int64, but int32 for a CONV_2D with an int32 bias (ops/qconv_s16.cc).
@@ -403,17 +427,8 @@ void TfliteConverter::conv(const tflite::Operator& op, bool depthwise) {
     unsupported("a convolution of " + xt.dtype.str() + " data with a " + weight.dtype.str() + " filter");
   // Our float conv2d in NHWC takes HWIO: OHWI transposed (depthwise's [1, KH, KW, O] is
   // already [KH, KW, 1, O] in memory).
-  NDArray hwio = weight;
-  int64_t ci = depthwise ? 1 : wt.shape[3];
-  hwio.shape = {kh, kw, ci, o};
-  if (!depthwise) {
-    const float* src = reinterpret_cast<const float*>(weight.data.data());
-    float* dst = reinterpret_cast<float*>(hwio.data.data());
-    for (int64_t oc = 0; oc < o; ++oc)
-      for (int64_t y = 0; y < kh; ++y)
-        for (int64_t xx = 0; xx < kw; ++xx)
-          for (int64_t i = 0; i < ci; ++i) dst[((y * kw + xx) * ci + i) * o + oc] = src[((oc * kh + y) * kw + xx) * ci + i];
-  }
+  NDArray hwio = depthwise ? weight : float_filter_hwio(weight, o, kh, kw, wt.shape[3]);
+  if (depthwise) hwio.shape = {kh, kw, 1, o};
   attrs["layout"] = "NHWC";
   inputs.push_back(add_constant(wname, std::move(hwio)));
   if (b >= 0) inputs.push_back(value(b));
