@@ -19,7 +19,7 @@ std::string FunctionEmitter::define(const std::string& name, const std::string& 
 }
 
 std::string FunctionEmitter::local_name(const std::string& hint) {
-  return unique_name("%" + sanitized_name(hint, /*keep_dots=*/true), '.', &used_);
+  return unique_name("%" + sanitized_name(hint, /*keep_dots=*/true), '.', &used_, &next_suffix_);
 }
 
 Val FunctionEmitter::op(const std::string& ty, const std::string& text) {

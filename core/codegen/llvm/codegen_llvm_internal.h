@@ -288,6 +288,7 @@ class FunctionEmitter {
   std::string block_;
   int next_tmp_ = 0, next_label_ = 0;
   std::set<std::string> used_;
+  std::map<std::string, int> next_suffix_;  // unique_name's search start per hint
   std::unordered_map<const VarNode*, Val> vars_;
   std::vector<std::string> live_workspace_;
   std::string ret_value_, ret_code_;  // the out-values of direct packed calls
