@@ -15,8 +15,8 @@
 // T.vmladava (a scalar sum of vector lanes) stays for C where both vectors are
 // contiguous loads; otherwise, and always in the wasm variant, it becomes its sum.
 // An int32x4 store of analysis/helium_vectors.h's grammar stays whole for C (the C
-// backend emits it for Helium). The wasm variant expands
-// T.multiply_by_quantized_multiplier into 64-bit integer arithmetic.
+// backend emits it for Helium); T.multiply_by_quantized_multiplier goes lane by lane
+// elsewhere (each backend computes the scalar builtin).
 //
 // The wasm variant (scalarize_vectors_simd128) keeps the stores the wasm backend emits
 // as SIMD128 instructions (simd128_store, below) and scalarizes everything else as above.
@@ -77,28 +77,6 @@ void refuse_impure(const Expr& value, const Span& at) {
 }
 
 // A vector load A[Ramp(i, 1, n)] of a one-dimensional buffer.
-// TFLite's MultiplyByQuantizedMultiplier on scalar int32 expressions (builtins.def), for
-// backends without the builtin: x * 2^left, the high word of the doubled product rounded
-// half up (saturated for INT32_MIN * INT32_MIN), divided by 2^right rounding half away
-// from zero. Pure arguments, so repeating them is safe.
-Expr expand_multiply_by_quantized_multiplier(const Expr& x, const Expr& m, const Expr& s, const Span& at) {
-  const DataType i32 = DataType::Int(32), i64 = DataType::Int(64), u32 = DataType::UInt(32);
-  auto c32 = [&](int64_t v) { return IntImm(i32, v, at); };
-  auto bin = [&](ExprKind k, Expr a, Expr b) { return Binary(k, std::move(a), std::move(b), at); };
-  auto fn = [&](DataType t, const char* name, Expr a, Expr b) { return Call(t, name, {std::move(a), std::move(b)}, {}, at); };
-  auto as_int = [&](Expr cond) { return Select(std::move(cond), c32(1), c32(0), at); };
-  Expr left = bin(ExprKind::Max, s, c32(0)), right = bin(ExprKind::Max, bin(ExprKind::Sub, c32(0), s), c32(0));
-  Expr a = Cast(i32, fn(u32, "shift_left", Cast(u32, x, at), Cast(u32, left, at)), at);
-  Expr product = bin(ExprKind::Add, bin(ExprKind::Mul, Cast(i64, a, at), Cast(i64, m, at)), IntImm(i64, int64_t{1} << 30, at));
-  const int64_t kMin = -(int64_t{1} << 31);
-  Expr both_min = bin(ExprKind::And, bin(ExprKind::EQ, a, c32(kMin)), bin(ExprKind::EQ, m, c32(kMin)));
-  Expr h = Select(both_min, c32((int64_t{1} << 31) - 1), Cast(i32, fn(i64, "shift_right", product, IntImm(i64, 31, at)), at), at);
-  Expr mask = Cast(i32, bin(ExprKind::Sub, fn(u32, "shift_left", IntImm(u32, 1, at), Cast(u32, right, at)), IntImm(u32, 1, at)), at);
-  Expr threshold = bin(ExprKind::Add, fn(i32, "shift_right", mask, c32(1)), as_int(bin(ExprKind::LT, h, c32(0))));
-  return bin(ExprKind::Add, fn(i32, "shift_right", h, right),
-             as_int(bin(ExprKind::GT, fn(i32, "bitwise_and", h, mask), threshold)));
-}
-
 bool contiguous_load(const Expr& e) {
   const auto* load = as<BufferLoadNode>(e);
   const auto* ramp = load && load->indices.size() == 1 ? as<RampNode>(load->indices[0]) : nullptr;
@@ -127,8 +105,6 @@ class Scalarizer : public Mutator {
   // buffer (its helper reads them from their first address), else the sum of the lane
   // products, in order, from the accumulator on.
   Expr mutate_Call(const CallNode* op, const Expr& self) override {
-    if (keep_simd128_ && op->is(Builtin::MultiplyByQuantizedMultiplier) && op->args.size() == 3)
-      return expand_multiply_by_quantized_multiplier(mutate(op->args[0]), mutate(op->args[1]), mutate(op->args[2]), op->span);
     if (!op->is(Builtin::Vmladava) || op->args.size() != 3) return Mutator::mutate_Call(op, self);
     if (!keep_simd128_ && contiguous_load(op->args[1]) && contiguous_load(op->args[2]))
       return Mutator::mutate_Call(op, self);
@@ -233,8 +209,6 @@ class Scalarizer : public Mutator {
         const auto* op = as<CallNode>(e);
         std::vector<Expr> args;
         for (const auto& a : op->args) args.push_back(lane(a, k));
-        if (keep_simd128_ && op->is(Builtin::MultiplyByQuantizedMultiplier) && args.size() == 3)
-          return expand_multiply_by_quantized_multiplier(args[0], args[1], args[2], s);
         return Call(e->dtype.element_of(), op->op, std::move(args), op->attrs, s);
       }
       default:

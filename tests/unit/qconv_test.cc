@@ -199,7 +199,9 @@ void run_case(const Case& k, const ScheduleOptions& opts, const std::string& lab
   const bool mve = opts.mve && (!grouped || (depthwise && !opts.depthwise_tile)) && sched["fold_zero_point"].get<bool>();
   EXPECT_EQ(sched["mve"].get<bool>(), mve) << label;
   // The mve depthwise kernel reads TFLite's [1, KH, KW, C] weight, which prepare_quantized makes.
-  if (mve && grouped) EXPECT_NE(prepared.nodes[0].inputs.at(1).find("__weight_hwo"), std::string::npos) << label;
+  if (mve && grouped) {
+    EXPECT_NE(prepared.nodes[0].inputs.at(1).find("__weight_hwo"), std::string::npos) << label;
+  }
   EXPECT_EQ(sched["smlad"].get<bool>(), opts.smlad && !grouped) << label;
   EXPECT_EQ(sched["few_channels"].get<bool>(), few) << label;
   EXPECT_EQ(sched["sxtb16"].get<bool>(), opts.smlad && opts.sxtb16 && !grouped && !few) << label;
@@ -413,8 +415,9 @@ int32_t tflite_multiply_by_quantized_multiplier(int32_t x, int32_t m, int s) {
 // T.multiply_by_quantized_multiplier (the mve depthwise kernel's vector requantization)
 // in int32x4 stores the C backend keeps for Helium, in a narrowing int8x4 store, and in
 // scalars: the interpreter against the reference above on the rounding's edges (halves of
-// both signs, INT32_MIN, the saturating INT32_MIN * INT32_MIN) for every shift, then host
-// C and wasm at the end of the process.
+// both signs, INT32_MIN, the saturating INT32_MIN * INT32_MIN) for every shift (and shifts
+// outside [-31, 30], which every backend clamps to it), then host C and wasm at the end of
+// the process.
 TEST(QConv, VectorRequantizationIsTflites) {
   const int32_t kMin = std::numeric_limits<int32_t>::min(), kMax = std::numeric_limits<int32_t>::max();
   std::vector<int32_t> xs = {kMin, kMin + 1, -(1 << 30), -65536 - 32768, -3145728, -1024, -513, -512, -511, -3, -1, 0, 1,
@@ -423,7 +426,9 @@ TEST(QConv, VectorRequantizationIsTflites) {
   for (int i = 0; i < 7; ++i) xs.push_back(static_cast<int32_t>(rng()));
   const std::vector<int32_t> ms = {1 << 30, (1 << 30) + 1, 1518500250, kMax, kMin};
   std::vector<int64_t> x, m, s;
-  for (int shift = -31; shift <= 30; shift += shift < -12 || shift > 2 ? 3 : 1)
+  std::vector<int> shifts = {-64, -40, -32, 31, 33, 64};  // outside TFLite's range: clamped to [-31, 30]
+  for (int shift = -31; shift <= 30; shift += shift < -12 || shift > 2 ? 3 : 1) shifts.push_back(shift);
+  for (int shift : shifts)
     for (int32_t mv : ms)
       for (int32_t xv : xs) x.push_back(xv), m.push_back(mv), s.push_back(shift);
   while (x.size() % 4) x.push_back(7), m.push_back(1 << 30), s.push_back(-2);
@@ -451,7 +456,8 @@ TEST(QConv, VectorRequantizationIsTflites) {
   interpret(module, "requant", args);
   int64_t wrong = 0;
   for (int64_t k = 0; k < n; ++k) {
-    const int32_t want = tflite_multiply_by_quantized_multiplier(static_cast<int32_t>(x[k]), static_cast<int32_t>(m[k]), static_cast<int>(s[k]));
+    const int shift = static_cast<int>(std::min<int64_t>(30, std::max<int64_t>(-31, s[k])));
+    const int32_t want = tflite_multiply_by_quantized_multiplier(static_cast<int32_t>(x[k]), static_cast<int32_t>(m[k]), shift);
     // The zero point's add wraps in int32, as TIR's does, before the clamp.
     const int32_t shifted = static_cast<int32_t>(static_cast<uint32_t>(want) - 5u);
     const int64_t want8 = std::min<int64_t>(127, std::max<int64_t>(-128, shifted));

@@ -42,7 +42,9 @@ static inline mtir_v4 mtir_v4_mul(mtir_v4 a, mtir_v4 b) { return vmulq_s32(a, b)
 static inline mtir_v4 mtir_v4_min(mtir_v4 a, mtir_v4 b) { return vminq_s32(a, b); }
 static inline mtir_v4 mtir_v4_max(mtir_v4 a, mtir_v4 b) { return vmaxq_s32(a, b); }
 static inline mtir_v4 mtir_v4_mbqm(mtir_v4 x, mtir_v4 m, mtir_v4 s) {
-  mtir_v4 zero = vdupq_n_s32(0), right = vminq_s32(s, zero);
+  mtir_v4 zero = vdupq_n_s32(0), right;
+  s = vmaxq_s32(vminq_s32(s, vdupq_n_s32(30)), vdupq_n_s32(-31));  /* the interpreter's range */
+  right = vminq_s32(s, zero);
   mtir_v4 h = vqrdmulhq_s32(vshlq_s32(x, vmaxq_s32(s, zero)), m);
   h = vqaddq_s32(h, vshrq_n_s32(vandq_s32(h, right), 31));
   return vrshlq_s32(h, right);
@@ -53,7 +55,10 @@ static inline void mtir_v16_copy(int8_t* dst, const int8_t* src) { vst1q_s8(dst,
 static inline void mtir_v16_fill(int8_t* dst, int8_t x) { vst1q_s8(dst, vdupq_n_s8(x)); }
 #else
 typedef struct { int32_t v[4]; } mtir_v4;
-#define MTIR_V4_LANES(expr) mtir_v4 r; int k; for (k = 0; k < 4; ++k) r.v[k] = (expr); return r
+/* Lanes written out at constant indices, not in a loop: GCC's alias walk over a loop's
+   r.v[k] took a minute at -O2 on a depthwise kernel's few hundred vectors. */
+#define MTIR_V4_LANE(K, expr) { const int k = K; (void)k; r.v[K] = (expr); }
+#define MTIR_V4_LANES(expr) mtir_v4 r; MTIR_V4_LANE(0, expr) MTIR_V4_LANE(1, expr) MTIR_V4_LANE(2, expr) MTIR_V4_LANE(3, expr) return r
 static inline mtir_v4 mtir_v4_load(const int32_t* p) { MTIR_V4_LANES(p[k]); }
 static inline mtir_v4 mtir_v4_load_strided(const int32_t* p, uint32_t stride) { MTIR_V4_LANES(p[(uint32_t)k * stride]); }
 static inline mtir_v4 mtir_v4_load_s8(const int8_t* p) { MTIR_V4_LANES(p[k]); }
@@ -66,6 +71,7 @@ static inline mtir_v4 mtir_v4_min(mtir_v4 a, mtir_v4 b) { MTIR_V4_LANES(a.v[k] <
 static inline mtir_v4 mtir_v4_max(mtir_v4 a, mtir_v4 b) { MTIR_V4_LANES(a.v[k] > b.v[k] ? a.v[k] : b.v[k]); }
 static inline mtir_v4 mtir_v4_mbqm(mtir_v4 x, mtir_v4 m, mtir_v4 s) { MTIR_V4_LANES(mtir_mbqm(x.v[k], m.v[k], s.v[k])); }
 #undef MTIR_V4_LANES
+#undef MTIR_V4_LANE
 static inline void mtir_v4_store(int32_t* p, mtir_v4 v) { int k; for (k = 0; k < 4; ++k) p[k] = v.v[k]; }
 static inline void mtir_v4_store_s8(int8_t* p, mtir_v4 v) { int k; for (k = 0; k < 4; ++k) p[k] = (int8_t)v.v[k]; }
 static inline void mtir_v16_copy(int8_t* dst, const int8_t* src) { int k; for (k = 0; k < 16; ++k) dst[k] = src[k]; }
