@@ -16,6 +16,7 @@
 #include "driver/build.h"
 #include "sim/host_sim.h"
 #include "sim/process.h"
+#include "support/source_dir.h"
 
 namespace fs = std::filesystem;
 using namespace mtir;
@@ -106,7 +107,7 @@ double run_once(const fs::path& exe, std::string* checksum) {
 int main(int argc, char** argv) {
   try {
     fs::path work = argc > 1 ? fs::path(argv[1]) : fs::temp_directory_path() / ("microtir-llvm-bench-" + std::to_string(getpid()));
-    const fs::path model = fs::path(MICROTIR_SOURCE_DIR) / "models" / "digits";
+    const fs::path model = fs::path(mtir::source_dir()) / "models" / "digits";
     LoadedModel lm = load_model(read(model / "digits.json"), "digits.json",
                                 [&](const std::string& rel) { return read(model / rel); });
     // The C artifact with the host's cc (gcc) and with clang, whose code generator the

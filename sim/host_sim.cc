@@ -9,6 +9,7 @@
 
 #include "codegen/c/codegen_c.h"
 #include "sim/process.h"
+#include "support/source_dir.h"
 
 namespace mtir::sim {
 namespace fs = std::filesystem;
@@ -220,10 +221,10 @@ std::vector<std::string> sanitizer_cflags(const std::string& sanitizers) {
 
 std::string default_crt_dir() {
   if (const char* env = std::getenv("MICROTIR_CRT_DIR")) return env;
-  return MICROTIR_CRT_DIR;
+  return (fs::path(source_dir()) / "crt").string();
 }
 
-std::string sim_npu_dir() { return (fs::path(MICROTIR_CRT_DIR).parent_path() / "sim" / "npu").string(); }
+std::string sim_npu_dir() { return (fs::path(source_dir()) / "sim" / "npu").string(); }
 
 std::optional<int64_t> run_on_host(const HostCall& call, const std::vector<InterpArg>& args,
                                    const HostSimOptions& options) {

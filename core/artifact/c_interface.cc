@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -86,6 +87,35 @@ std::string c_literal(const NDArray& a, int64_t i) {
   return a.dtype.bits() == 64 ? "INT64_C(" + std::to_string(v) + ")" : std::to_string(v);
 }
 
+}  // namespace
+
+// Weights are megabytes of these: signed integers of up to 32 bits (c_literal's plain
+// decimal) are written straight from their bytes.
+std::string c_literal_list(const NDArray& a) {
+  const int64_t n = a.num_elements();
+  const int nbytes = a.dtype.bytes();
+  const bool plain_int = a.dtype.is_int() && nbytes <= 4;
+  std::string out;
+  out.reserve(static_cast<size_t>(n) * (plain_int ? 2 + 2 * nbytes : 12) + 8);
+  char buf[24];
+  for (int64_t i = 0; i < n; ++i) {
+    out += i % 6 ? " " : "\n    ";
+    if (plain_int) {
+      uint32_t raw = 0;
+      for (int k = 0; k < nbytes; ++k) raw |= uint32_t{a.data[static_cast<size_t>(i * nbytes + k)]} << (8 * k);
+      int64_t v = raw;
+      if (raw >> (8 * nbytes - 1)) v -= int64_t{1} << (8 * nbytes);  // the sign bit set
+      out.append(buf, std::to_chars(buf, buf + sizeof buf, v).ptr);
+    } else {
+      out += c_literal(a, i);
+    }
+    if (i + 1 < n) out += ',';
+  }
+  return out;
+}
+
+namespace {
+
 const char* role_name(AotModule::Role r) {
   switch (r) {
     case AotModule::Role::kInput: return "input";
@@ -129,7 +159,7 @@ std::string state_definitions(const AotModule& aot, const Graph& g, const std::s
     c << "static " << type << " " << name << "[" << n << "]";
     if (!zero) {
       c << " = {";
-      for (int64_t i = 0; i < a.num_elements(); ++i) c << (i % 6 ? " " : "\n    ") << c_literal(a, i) << (i + 1 < a.num_elements() ? "," : "");
+      c << c_literal_list(a);
       c << "}";
     }
     c << ";\n";
@@ -137,7 +167,7 @@ std::string state_definitions(const AotModule& aot, const Graph& g, const std::s
       reset << "  for (i = 0; i < " << n << "; ++i) " << name << "[i] = " << c_literal(a, 0) << ";\n";
     } else {
       c << "static const " << type << " " << name << "_initial[" << n << "] = {";
-      for (int64_t i = 0; i < a.num_elements(); ++i) c << (i % 6 ? " " : "\n    ") << c_literal(a, i) << (i + 1 < a.num_elements() ? "," : "");
+      c << c_literal_list(a);
       c << "};\n";
       reset << "  for (i = 0; i < " << n << "; ++i) " << name << "[i] = " << name << "_initial[i];\n";
     }
@@ -167,7 +197,7 @@ std::string state_declarations(const AotModule& aot, const std::string& prefix, 
 
 // The weights as const arrays `<prefix>_<name>`, in flash.
 std::string linked_weights(const AotModule& aot, const Graph& g, const std::string& prefix) {
-  std::ostringstream c;
+  std::string c;  // megabytes for a large model: appended, not streamed
   for (const auto& p : aot.params) {
     if (p.role != AotModule::Role::kConstant) continue;
     const NDArray& a = g.constants.at(p.name);
@@ -175,12 +205,12 @@ std::string linked_weights(const AotModule& aot, const Graph& g, const std::stri
     if (type.empty())
       user_error(Span{}, "constant '" + p.name + "': " + a.dtype.str() + " weights cannot be linked into the artifact yet "
                          "(float32, float64 and integer constants can)");
-    c << "static const " << type << " " << prefix << "_" << p.c_name << "[" << std::max<int64_t>(a.num_elements(), 1)
-      << "] = {";
-    for (int64_t i = 0; i < a.num_elements(); ++i) c << (i % 6 ? " " : "\n    ") << c_literal(a, i) << (i + 1 < a.num_elements() ? "," : "");
-    c << "};\n";
+    c += "static const " + type + " " + prefix + "_" + p.c_name + "[" +
+         std::to_string(std::max<int64_t>(a.num_elements(), 1)) + "] = {";
+    c += c_literal_list(a);
+    c += "};\n";
   }
-  return c.str();
+  return c;
 }
 
 // Whether main takes a bool tensor (a bool* parameter: C99 spells it with <stdbool.h>).

@@ -25,6 +25,12 @@ std::string packed_linked_entry(const std::string& c_model);
 
 // `lowered` is the module build_c produced for `aot`: unpacked API for the C interface,
 // packed for the packed one (which gets a header only: main is in the registry).
+// The elements of `a` as the body of a C initialiser (the linked weights, the state's
+// initial values): six a line, each line indented by four, commas between, each as its
+// linked C type spells it exactly (float32 %.9g with an f, int64 and unsigned with the
+// stdint macros).
+std::string c_literal_list(const NDArray& a);
+
 // Throws a user error for combinations that cannot work (packed with devices).
 std::vector<SourceFileOut> c_interface(const AotModule& aot, const Graph& g, const IRModule& lowered,
                                        const InterfaceOptions& options = {});

@@ -13,6 +13,7 @@
 #include "driver/target.h"
 #include "frontend/tflite/tflite.h"
 #include "support/digest.h"
+#include "support/source_dir.h"
 
 namespace mtir::cli {
 namespace fs = std::filesystem;
@@ -120,7 +121,7 @@ int run_tune(const TuneCommand& c, const std::string& self) {
   budget_options(c.max_flash, c.max_ram);  // a bad size is refused here, before any cluster starts
   // The tuner is Python (dask.distributed); it calls this binary for every measurement.
   const std::string python = env_or("MICROTIR_PYTHON", fs::exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3");
-  const std::string tuner = env_or("MICROTIR_TUNER", MICROTIR_TUNER_SCRIPT);
+  const std::string tuner = env_or("MICROTIR_TUNER", (fs::path(source_dir()) / "tools" / "microtir_tune.py").string());
   if (!fs::exists(tuner)) user_error({}, "the tuner '" + tuner + "' is missing (set MICROTIR_TUNER to tools/microtir_tune.py)");
   std::error_code ec;
   fs::path exe = fs::read_symlink("/proc/self/exe", ec);

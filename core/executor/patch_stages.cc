@@ -1,13 +1,14 @@
 // Choosing the stages of patch-based inference and their bands (patch_stages.h).
 #include "executor/patch_stages.h"
 
+#include "executor/patch_profile.h"
+
 #include <algorithm>
 #include <limits>
 #include <optional>
 #include <map>
 #include <set>
 
-#include "memory/planner.h"
 #include "ops/macs.h"
 #include "ops/ops.h"
 #include "support/diagnostic.h"
@@ -24,7 +25,6 @@ constexpr size_t kMaxStageLayers = 8;
 // recompute) lower the peak as well, and a long one takes the budget others need.
 constexpr size_t kMaxOverlapStageLayers = 2;
 constexpr int64_t kMaxBands = 32;
-constexpr int64_t kAlignment = 16;  // the planner's default workspace alignment
 
 // The row geometry of one NHWC convolution (the columns and channels stay whole).
 struct ConvRows {
@@ -73,8 +73,6 @@ ConvRows conv_rows(const Graph& g, const GraphNode& node) {
   return r;
 }
 
-int64_t bytes_of(const TensorType& t) { return t.num_elements() * t.dtype.bytes(); }
-
 }  // namespace
 
 bool patchable_conv(const Graph& g, size_t i, std::string* why) {
@@ -108,10 +106,9 @@ namespace {
 // The bands of a patchable chain, or nullopt with the band and layer in `empty` when a
 // band of some layer reads only padding rows (a 1x1 convolution with padding 1 has such
 // rows): its kernel would have an input of no rows.
-std::optional<PatchStage> band_geometry(const Graph& g, const std::vector<size_t>& nodes, int64_t bands,
-                                        std::pair<int64_t, size_t>* empty) {
-  std::vector<ConvRows> rows;
-  for (size_t i : nodes) rows.push_back(conv_rows(g, g.nodes[i]));
+// `rows`: conv_rows of each node of the chain.
+std::optional<PatchStage> band_geometry(const std::vector<ConvRows>& rows, const std::vector<size_t>& nodes,
+                                        int64_t bands, std::pair<int64_t, size_t>* empty) {
   const int64_t out_rows = rows.back().oh;
   PatchStage stage;
   stage.nodes = nodes;
@@ -159,7 +156,9 @@ PatchStage make_patch_stage(const Graph& g, const std::vector<size_t>& nodes, in
   if (bands < 1 || bands > out_rows)
     user_error(Span{}, "patch stage: " + std::to_string(bands) + " bands of " + std::to_string(out_rows) + " rows");
   std::pair<int64_t, size_t> empty;
-  std::optional<PatchStage> stage = band_geometry(g, nodes, bands, &empty);
+  std::vector<ConvRows> rows;
+  for (size_t i : nodes) rows.push_back(conv_rows(g, g.nodes[i]));
+  std::optional<PatchStage> stage = band_geometry(rows, nodes, bands, &empty);
   if (!stage)
     user_error(Span{}, "patch stage: band " + std::to_string(empty.first) + " of node '" +
                            g.nodes[nodes[empty.second]].name + "' reads no input rows");
@@ -172,139 +171,15 @@ int64_t overlap_shift(const Graph& g, const PatchStage& stage) {
   const TensorType in = g.type_of(first.inputs[0]);
   const int64_t in_row = in.shape[2] * in.shape[3] * in.dtype.bytes();
   const int64_t out_row = last.type.shape[2] * last.type.shape[3] * last.type.dtype.bytes();
-  int64_t shift = 0;
-  for (size_t b = 0; b < stage.bands.size(); ++b) {
-    // The first later read: this band's own when the stage is one layer (one call reads
-    // and writes), else the next band's.
-    const size_t reader = stage.nodes.size() == 1 ? b : b + 1;
-    if (reader >= stage.bands.size()) continue;
-    const PatchLayer& out = stage.bands[b].back();
-    shift = std::max(shift, (out.out_begin + out.out_rows) * out_row - stage.bands[reader].front().in_begin * in_row);
-  }
-  return (shift + kAlignment - 1) / kAlignment * kAlignment;
+  return overlap_shift_of_rows(stage, in_row, out_row);
 }
-
-namespace {
-
-// A stage's input (a root tensor) and output, the shift between them, its first step.
-struct StageOverlap {
-  std::string in, out;
-  int64_t shift = 0;
-  int first = 0;
-};
-
-// An input that dies in its stage: until then the output adds only what sticks out of it
-// (the shift beside it, or an output larger than input and shift).
-void apply_overlaps(std::vector<TensorLifetime>& tensors, const std::map<std::string, size_t>& index,
-                    const std::vector<StageOverlap>& overlaps) {
-  auto aligned = [](int64_t n) { return (n + kAlignment - 1) / kAlignment * kAlignment; };
-  std::vector<int> produced;  // each tensor's own first step (a stage's output is moved below)
-  for (const TensorLifetime& t : tensors) produced.push_back(t.first_step);
-  for (const StageOverlap& o : overlaps) {
-    auto in = index.find(o.in), out = index.find(o.out);
-    if (in == index.end() || out == index.end()) continue;
-    TensorLifetime& i = tensors[in->second];
-    TensorLifetime& u = tensors[out->second];
-    if (i.last_step >= u.last_step || produced[in->second] >= o.first) continue;
-    const int64_t extra = std::max<int64_t>(
-        0, std::max(aligned(i.size_bytes) + o.shift, aligned(u.size_bytes)) - aligned(i.size_bytes));
-    TensorLifetime beside{u.name + " beside " + i.name, extra, u.first_step, i.last_step};
-    u.first_step = i.last_step + 1;
-    tensors.push_back(beside);
-  }
-}
-
-std::vector<TensorLifetime> patched_lifetimes(const Graph& g, const std::vector<PatchStage>& stages, bool overlap) {
-  std::set<std::string> outside;  // not intermediates: model inputs, outputs, constants, state
-  for (const auto& [name, type] : g.inputs) outside.insert(name);
-  for (const auto& out : g.outputs) outside.insert(out);
-  for (const auto& [name, array] : g.constants) outside.insert(name);
-  for (const auto& [name, array] : g.state) outside.insert(name);
-  // A view (reshape, flatten) is its input's memory: its uses count for the input.
-  std::map<std::string, std::string> alias;
-  const std::set<std::string> outputs(g.outputs.begin(), g.outputs.end());
-  for (const GraphNode& node : g.nodes) {
-    const OpDef* op = find_op(node.op);
-    if (op && op->sharing == OutputSharing::kView && node.device.empty() && !outputs.count(node.name) &&
-        node.inputs.size() == 1)
-      alias[node.name] = alias.count(node.inputs[0]) ? alias[node.inputs[0]] : node.inputs[0];
-  }
-  std::map<size_t, std::pair<size_t, size_t>> stage_of;  // node -> stage, position
-  for (size_t s = 0; s < stages.size(); ++s)
-    for (size_t l = 0; l < stages[s].nodes.size(); ++l) stage_of[stages[s].nodes[l]] = {s, l};
-
-  std::vector<TensorLifetime> tensors;
-  std::map<std::string, size_t> index;
-  int step = 0;
-  std::vector<StageOverlap> overlaps;
-  auto use = [&](const std::string& name, int64_t bytes) {
-    if (outside.count(name)) return;
-    auto [it, fresh] = index.emplace(name, tensors.size());
-    if (fresh) tensors.push_back({name, bytes, step, step});
-    tensors[it->second].last_step = step;
-  };
-  auto use_node = [&](const std::string& name) {
-    auto a = alias.find(name);
-    const std::string& root = a == alias.end() ? name : a->second;
-    if (outside.count(root)) return;
-    use(root, bytes_of(g.type_of(root)));
-  };
-  for (size_t i = 0; i < g.nodes.size(); ++i) {
-    const GraphNode& node = g.nodes[i];
-    if (alias.count(node.name)) continue;
-    auto st = stage_of.find(i);
-    if (st == stage_of.end()) {
-      for (const auto& in : node.inputs) use_node(in);
-      use_node(node.name);
-      ++step;
-      continue;
-    }
-    const PatchStage& stage = stages[st->second.first];
-    if (st->second.second + 1 != stage.nodes.size()) continue;  // the stage runs at its last node
-    auto root = [&](const std::string& name) {
-      auto a = alias.find(name);
-      return a == alias.end() ? name : a->second;
-    };
-    if (overlap)
-      overlaps.push_back({root(g.nodes[stage.nodes.front()].inputs[0]), root(node.name), overlap_shift(g, stage), step});
-    for (size_t b = 0; b < stage.bands.size(); ++b) {
-      for (size_t l = 0; l < stage.nodes.size(); ++l) {
-        const GraphNode& layer = g.nodes[stage.nodes[l]];
-        const int64_t row_bytes = layer.type.shape[2] * layer.type.shape[3] * layer.type.dtype.bytes();
-        const std::string band = "band " + std::to_string(st->second.first) + "." + std::to_string(b) + ".";
-        if (l == 0) use_node(layer.inputs[0]);
-        else use(band + std::to_string(l - 1), stage.bands[b][l - 1].out_rows * row_bytes);
-        if (l + 1 == stage.nodes.size()) use_node(layer.name);
-        else use(band + std::to_string(l), stage.bands[b][l].out_rows * row_bytes);
-        ++step;
-      }
-    }
-  }
-  apply_overlaps(tensors, index, overlaps);
-  return tensors;
-}
-
-}  // namespace
 
 int64_t patched_bound(const Graph& g, const std::vector<PatchStage>& stages, bool overlap) {
-  return memory_lower_bound(patched_lifetimes(g, stages, overlap), kAlignment);
+  return PatchProfiler(g, overlap).bound(stages);
 }
 
 std::vector<int64_t> patched_profile(const Graph& g, const std::vector<PatchStage>& stages, bool overlap) {
-  std::map<int64_t, int64_t> delta;
-  for (const TensorLifetime& t : patched_lifetimes(g, stages, overlap)) {
-    const int64_t size = (t.size_bytes + kAlignment - 1) / kAlignment * kAlignment;
-    delta[t.first_step] += size;
-    delta[int64_t{t.last_step} + 1] -= size;
-  }
-  std::vector<int64_t> live;
-  int64_t sum = 0;
-  for (const auto& [step, change] : delta) {
-    sum += change;
-    live.push_back(sum);
-  }
-  std::sort(live.rbegin(), live.rend());
-  return live;
+  return PatchProfiler(g, overlap).profile(stages);
 }
 
 namespace {
@@ -324,81 +199,113 @@ void alternate_directions(const Graph& g, std::vector<PatchStage>& stages) {
 // With overlap: no stage that the plan's bound does not need (the last chosen go first).
 // Fewer bands than the greedy chose do not pay: the instructions hardly change (VWW: the
 // same count within 0.01 %), while a larger shift makes chains of overlaps drift apart.
-void fewest_stages(const Graph& g, PatchPlan& plan) {
+void fewest_stages(const PatchProfiler& overlapped, PatchPlan& plan) {
   for (size_t s = plan.stages.size(); s-- > 0;) {
     std::vector<PatchStage> without = plan.stages;
     without.erase(without.begin() + static_cast<std::ptrdiff_t>(s));
-    if (patched_bound(g, without, true) <= plan.patched_bound) plan.stages = std::move(without);
+    if (overlapped.bound(without) <= plan.patched_bound) plan.stages = std::move(without);
   }
   plan.recomputed_macs = 0;
   for (const PatchStage& s : plan.stages) plan.recomputed_macs += s.recomputed_macs;
 }
 
+// One greedy round's search over every start x chain x band count. What does not depend
+// on the round (which nodes may be layers, their row geometry, each chain's next layer)
+// is computed once per graph.
+class StageSearch {
+ public:
+  StageSearch(const Graph& g, const PatchProfiler& profiler, bool overlap, int64_t budget)
+      : g_(g), profiler_(profiler), overlap_(overlap), budget_(budget), patchable_(g.nodes.size()),
+        rows_(g.nodes.size()), next_(g.nodes.size()) {
+    for (size_t i = 0; i < g.nodes.size(); ++i) {
+      patchable_[i] = patchable_conv(g, i);
+      if (patchable_[i]) rows_[i] = conv_rows(g, g.nodes[i]);
+    }
+    // The next layer of a chain: the one reader of a node's output, reading it as data.
+    std::map<std::string, std::vector<size_t>> readers;
+    for (size_t i = 0; i < g.nodes.size(); ++i)
+      for (const auto& in : g.nodes[i].inputs) readers[in].push_back(i);
+    const std::set<std::string> outputs(g.outputs.begin(), g.outputs.end());
+    for (size_t i = 0; i < g.nodes.size(); ++i) {
+      auto r = readers.find(g.nodes[i].name);
+      if (outputs.count(g.nodes[i].name) || r == readers.end() || r->second.size() != 1) continue;
+      const size_t j = r->second[0];
+      if (patchable_[j] && g.nodes[j].inputs[0] == g.nodes[i].name) next_[i] = j;
+    }
+  }
+
+  // The stage (chain, band count) that most lowers `profile` (without overlap: its peak)
+  // within the budget, the fewest recomputed MACs among equals; none when none lowers it.
+  std::optional<PatchStage> best_stage(const PatchPlan& plan, std::vector<int64_t> best_profile,
+                                       const std::vector<bool>& used) const {
+    std::optional<PatchStage> best;
+    const size_t max_layers = overlap_ ? kMaxOverlapStageLayers : kMaxStageLayers;
+    for (size_t start = 0; start < g_.nodes.size(); ++start) {
+      if (!patchable_[start] || used[start]) continue;
+      std::vector<size_t> chain = {start};
+      std::vector<ConvRows> chain_rows = {rows_[start]};
+      while (chain.size() <= max_layers) {
+        if (overlap_ || chain.size() > 1) try_bands(plan, chain, chain_rows, best, best_profile);
+        const std::optional<size_t> n = next_[chain.back()];
+        if (!n || used[*n] || chain.size() == max_layers) break;
+        chain.push_back(*n);
+        chain_rows.push_back(rows_[*n]);
+      }
+    }
+    return best;
+  }
+
+ private:
+  void try_bands(const PatchPlan& plan, const std::vector<size_t>& chain, const std::vector<ConvRows>& chain_rows,
+                 std::optional<PatchStage>& best, std::vector<int64_t>& best_profile) const {
+    const int64_t rows = g_.nodes[chain.back()].type.shape[1];
+    for (int64_t bands = 2; bands <= std::min(rows, kMaxBands); ++bands) {
+      // The chain was checked link by link: only a band of padding rows can fail.
+      std::pair<int64_t, size_t> empty;
+      std::optional<PatchStage> candidate = band_geometry(chain_rows, chain, bands, &empty);
+      if (!candidate) continue;
+      PatchStage& stage = *candidate;
+      if (plan.recomputed_macs + stage.recomputed_macs > budget_) break;
+      std::vector<int64_t> p = profiler_.profile(plan.stages, &stage);
+      // Without overlap only the peak counts, as before the profile.
+      if (!overlap_) p.resize(std::min<size_t>(p.size(), 1)), best_profile.resize(std::min<size_t>(best_profile.size(), 1));
+      if (p < best_profile || (best && p == best_profile && stage.recomputed_macs < best->recomputed_macs)) {
+        best = std::move(stage);
+        best_profile = std::move(p);
+      }
+    }
+  }
+
+  const Graph& g_;
+  const PatchProfiler& profiler_;
+  bool overlap_;
+  int64_t budget_;
+  std::vector<bool> patchable_;
+  std::vector<ConvRows> rows_;                // of the patchable nodes
+  std::vector<std::optional<size_t>> next_;  // the next layer of a chain
+};
+
 }  // namespace
 
 PatchPlan plan_patch_stages(const Graph& g, int64_t max_recomputed_percent, bool overlap) {
+  const PatchProfiler profiler(g, overlap);
   PatchPlan plan;
-  plan.whole_tensor_bound = plan.patched_bound = patched_bound(g, {});
+  plan.whole_tensor_bound = plan.patched_bound = profiler.bound({});
   for (const GraphNode& node : g.nodes) plan.model_macs += node_macs(g, node);
-  const int64_t budget = plan.model_macs * max_recomputed_percent / 100;
-
-  // The next layer of a chain: the one reader of a node's output, reading it as data.
-  std::map<std::string, std::vector<size_t>> readers;
-  for (size_t i = 0; i < g.nodes.size(); ++i)
-    for (const auto& in : g.nodes[i].inputs) readers[in].push_back(i);
-  const std::set<std::string> outputs(g.outputs.begin(), g.outputs.end());
-  std::vector<bool> patchable(g.nodes.size());
-  for (size_t i = 0; i < g.nodes.size(); ++i) patchable[i] = patchable_conv(g, i);
-  auto next = [&](size_t i) -> std::optional<size_t> {
-    auto r = readers.find(g.nodes[i].name);
-    if (outputs.count(g.nodes[i].name) || r == readers.end() || r->second.size() != 1) return std::nullopt;
-    const size_t j = r->second[0];
-    if (!patchable[j] || g.nodes[j].inputs[0] != g.nodes[i].name) return std::nullopt;
-    return j;
-  };
-
-  std::set<size_t> used;
-  std::vector<int64_t> profile = patched_profile(g, {}, overlap);
+  const StageSearch search(g, profiler, overlap, plan.model_macs * max_recomputed_percent / 100);
+  std::vector<bool> used(g.nodes.size(), false);
+  std::vector<int64_t> profile = profiler.profile({});
   for (;;) {
-    std::optional<PatchStage> best;
-    std::vector<int64_t> best_profile = profile;
-    for (size_t start = 0; start < g.nodes.size(); ++start) {
-      if (!patchable[start] || used.count(start)) continue;
-      std::vector<size_t> chain = {start};
-      const size_t max_layers = overlap ? kMaxOverlapStageLayers : kMaxStageLayers;
-      while (chain.size() <= max_layers) {
-        const int64_t rows = g.nodes[chain.back()].type.shape[1];
-        for (int64_t bands = 2; (overlap || chain.size() > 1) && bands <= std::min(rows, kMaxBands); ++bands) {
-          // The chain was checked link by link: only a band of padding rows can fail.
-          std::pair<int64_t, size_t> empty;
-          std::optional<PatchStage> candidate = band_geometry(g, chain, bands, &empty);
-          if (!candidate) continue;
-          PatchStage& stage = *candidate;
-          if (plan.recomputed_macs + stage.recomputed_macs > budget) break;
-          std::vector<PatchStage> trial = plan.stages;
-          trial.push_back(stage);
-          std::vector<int64_t> p = patched_profile(g, trial, overlap);
-          // Without overlap only the peak counts, as before the profile.
-          if (!overlap) p.resize(std::min<size_t>(p.size(), 1)), best_profile.resize(std::min<size_t>(best_profile.size(), 1));
-          if (p < best_profile || (best && p == best_profile && stage.recomputed_macs < best->recomputed_macs)) {
-            best = std::move(stage);
-            best_profile = std::move(p);
-          }
-        }
-        std::optional<size_t> n = next(chain.back());
-        if (!n || used.count(*n) || chain.size() == max_layers) break;
-        chain.push_back(*n);
-      }
-    }
+    std::optional<PatchStage> best = search.best_stage(plan, profile, used);
     if (!best) break;
-    for (size_t i : best->nodes) used.insert(i);
+    for (size_t i : best->nodes) used[i] = true;
     plan.recomputed_macs += best->recomputed_macs;
     plan.stages.push_back(std::move(*best));
-    plan.patched_bound = patched_bound(g, plan.stages, overlap);
-    profile = patched_profile(g, plan.stages, overlap);
+    plan.patched_bound = profiler.bound(plan.stages);
+    profile = profiler.profile(plan.stages);
   }
   if (overlap) {
-    fewest_stages(g, plan);
+    fewest_stages(profiler, plan);
     alternate_directions(g, plan.stages);
   }
   return plan;

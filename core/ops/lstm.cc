@@ -13,6 +13,11 @@
 // int16 saturation; sigmoid and tanh are TFLite's int16 ones (int16_activation.h), giving
 // Q0.15; the products f * c, i * g and tanh(c) * o are TFLite's int16 MUL, requantized to
 // the cell state (int16, a power-of-two scale) and the hidden state (int8).
+// On int16 data qlstm is TFLM's 16x8 LSTM (EvalLstm<int16_t, int8_t, int16_t, int64_t>):
+// the same steps, but the products are int16 x int8 in int64 accumulators with an int64
+// bias, requantized by TFLM's 64-bit MultiplyByQuantizedMultiplier (int16 FullyConnected),
+// the zero points are 0 and the hidden state is int16.
+#include <algorithm>
 #include <cmath>
 #include <functional>
 
@@ -28,6 +33,7 @@ using json = nlohmann::json;
 const DataType kI8 = DataType::Int(8);
 const DataType kI16 = DataType::Int(16);
 const DataType kI32 = DataType::Int(32);
+const DataType kI64 = DataType::Int(64);
 const DataType kF32 = DataType::Float(32);
 
 const std::vector<std::string> kInputNames = {"data",   "input_weights", "recurrent_weights", "bias",
@@ -44,6 +50,7 @@ struct Lstm {
   bool time_major = false;
   double cell_clip = 0;   // the float32 value; 0 = no clipping
   // qlstm only:
+  bool wide = false;  // 16x8: int16 data, int64 accumulators and bias
   int32_t hidden_zero_point = 0;
   QuantMultiplier input_fc[4], recurrent_fc[4];  // to Q3.12
   QuantMultiplier forget_cell, input_cell, hidden;
@@ -89,7 +96,8 @@ Lstm lstm_params(const std::string& op, const std::vector<TensorType>& in, const
   };
   want(1, {4, p.state, p.input});
   want(2, {4, p.state, p.state});
-  if (q) want(3, {2, 4, p.state});
+  p.wide = q && in[0].dtype == kI16;
+  if (q && !p.wide) want(3, {2, 4, p.state});
   else want(3, {4, p.state});
   want(4, {p.batch, p.state});
   want(5, {p.batch, p.state});
@@ -97,13 +105,16 @@ Lstm lstm_params(const std::string& op, const std::vector<TensorType>& in, const
     for (size_t i = 0; i < names.size(); ++i) check_dtype(op, in, i, names[i], kF32);
     return p;
   }
-  const DataType types[7] = {kI8, kI8, kI8, kI32, kI8, kI16, DataType::UInt(16)};
+  const DataType act = p.wide ? kI16 : kI8;
+  const DataType types[7] = {act, kI8, kI8, p.wide ? kI64 : kI32, act, kI16, DataType::UInt(16)};
   for (size_t i = 0; i < names.size(); ++i) check_dtype(op, in, i, names[i], types[i]);
   want(6, {256});
   double input_scale = read_scale(op, r, "input_scale");
   double hidden_scale = read_scale(op, r, "hidden_scale");
   double cell_scale = read_scale(op, r, "cell_scale");
-  p.hidden_zero_point = read_zero_point(r, "hidden_zero_point");
+  p.hidden_zero_point = read_zero_point(r, "hidden_zero_point", act);
+  if (p.wide && p.hidden_zero_point != 0)
+    r.bad("hidden_zero_point", "0 with int16 data (TFLite's int16x8 quantization is symmetric)");
   std::vector<double> ws = read_scales(op, r, "input_weight_scales");
   std::vector<double> rs = read_scales(op, r, "recurrent_weight_scales");
   // TFLM's gate products go to int16 with scale 2^-12 (Q3.12, the activations' input).
@@ -114,6 +125,10 @@ Lstm lstm_params(const std::string& op, const std::vector<TensorType>& in, const
                                         "input_scale * input_weight_scales[" + gate + "] / 2^-12");
     p.recurrent_fc[g] = quantize_multiplier(hidden_scale * rs[static_cast<size_t>(g)] / q3_12, op,
                                             "hidden_scale * recurrent_weight_scales[" + gate + "] / 2^-12");
+    // TFLM's 64-bit requantization shifts right by 15 - shift (it asserts shift < 8).
+    if (p.wide && std::max(p.input_fc[g].shift, p.recurrent_fc[g].shift) >= 8)
+      fail(op, "the " + gate + " gate's requantization multiplier is 128 or more (TFLM's int64 requantization "
+                               "of int16 data takes less)");
   }
   p.forget_cell = quantize_multiplier(q0_15 * cell_scale / cell_scale, op, "2^-15");
   p.input_cell = quantize_multiplier(q0_15 * q0_15 / cell_scale, op, "2^-30 / cell_scale");
@@ -174,26 +189,36 @@ struct LstmBuffers {
 // Gate g of step (b, t) for every cell: the input and recurrent dot products, then the
 // gate's activation into gates[g].
 Stmt lstm_gate(const Lstm& p, const LstmBuffers& B, bool q, int g, const Expr& b, const Expr& t) {
-  auto cast = [&](Expr v) { return q ? i32(std::move(v)) : v; };
+  // The integer products in int32 (|int16 x int8| < 2^22), summed in int64 by 16x8.
+  auto product = [&](Expr w, Expr v) {
+    if (!q) return mul(std::move(w), std::move(v));
+    Expr prod = mul(i32(std::move(w)), i32(std::move(v)));
+    return p.wide ? Cast(kI64, prod) : prod;
+  };
   std::string n = std::string(1, kGateNames[g][0]);
   LoopNest cells;
   Expr s = cells.axis("s_" + n, p.state);
   Stmt in_dot = dot(B.acc, 0, p.input, "k_" + n, [&](Expr k) {
     Expr xv = load(B.x, p.time_major ? std::vector<Expr>{t, b, k} : std::vector<Expr>{b, t, k});
-    return mul(cast(load(B.wx, {ci(g), s, k})), cast(xv));
+    return product(load(B.wx, {ci(g), s, k}), xv);
   });
   Stmt rec_dot = dot(B.acc, 1, p.state, "j_" + n,
-                     [&](Expr j) { return mul(cast(load(B.wh, {ci(g), s, j})), cast(load(B.h, {b, j}))); });
+                     [&](Expr j) { return product(load(B.wh, {ci(g), s, j}), load(B.h, {b, j})); });
   Expr a0 = load(B.acc, {ci(0)}), a1 = load(B.acc, {ci(1)});
   Stmt init0, init1, gate;
   if (q) {
     // TFLM's FullyConnected int8 -> int16 for each product; the zero points are folded
-    // into the two bias rows (bias[0]: b - zx * sum(W), bias[1]: -zh * sum(R)).
-    init0 = store(B.acc, load(B.bias, {ci(0), ci(g), s}), {ci(0)});
-    init1 = store(B.acc, load(B.bias, {ci(1), ci(g), s}), {ci(1)});
+    // into the two bias rows (bias[0]: b - zx * sum(W), bias[1]: -zh * sum(R)). 16x8:
+    // int16 -> int16 with the int64 bias on the input product, none on the recurrent one.
+    init0 = store(B.acc, p.wide ? load(B.bias, {ci(g), s}) : load(B.bias, {ci(0), ci(g), s}), {ci(0)});
+    init1 = store(B.acc, p.wide ? IntImm(kI64, 0) : load(B.bias, {ci(1), ci(g), s}), {ci(1)});
     Var pre = ivar("pre_" + n);
-    Expr gx = clamp16(multiply_by_quantized_multiplier(a0, p.input_fc[g]));
-    Expr gh = clamp16(multiply_by_quantized_multiplier(a1, p.recurrent_fc[g]));
+    auto requantize = [&](Expr acc, const QuantMultiplier& m) {
+      return clamp16(p.wide ? multiply_by_quantized_multiplier_wide(std::move(acc), m)
+                            : multiply_by_quantized_multiplier(std::move(acc), m));
+    };
+    Expr gx = requantize(a0, p.input_fc[g]);
+    Expr gh = requantize(a1, p.recurrent_fc[g]);
     // Q3.12 in: sigmoid with multiplier 3 (TFLM passes 0, the power-of-two case), tanh
     // at cell_state_scale_power -12 (no shift, multiplier 3).
     auto use = [&](Expr y) { return store(B.gates, Cast(kI16, y), {ci(g), s}); };
@@ -236,11 +261,14 @@ Stmt lstm_state_update(const Lstm& p, const LstmBuffers& B, bool q, const Expr& 
   // input is shifted left by 15 + power - 3 (a multiplier 3 << shift), or right.
   int32_t shift = 15 + p.cell_power - 3, mult = 0;
   if (shift < 0) shift = -shift, mult = 3;
+  // The hidden state: int8 at its zero point, or int16 (16x8, zero point 0).
+  const DataType act = p.wide ? kI16 : kI8;
+  const ActBounds range = dtype_bounds(act);
   Stmt hidden = int16_tanh("tanh_c", cell_new, B.table, mult, shift, [&](Expr th) {
     Var hv = ivar("hidden_new");
     Expr v = clamp(add(multiply_by_quantized_multiplier(mul(th, i32(og)), p.hidden), ci(p.hidden_zero_point)),
-                   -128, 127);
-    return LetStmt(hv, v, SeqStmt({store(B.h, Cast(kI8, hv), {b, s}), store(B.o, Cast(kI8, hv), out_idx)}));
+                   range.lo, range.hi);
+    return LetStmt(hv, v, SeqStmt({store(B.h, Cast(act, hv), {b, s}), store(B.o, Cast(act, hv), out_idx)}));
   });
   return cells.wrap(LetStmt(cell_new, cn, SeqStmt({store(B.c, Cast(kI16, cell_new), {b, s}), hidden})));
 }
@@ -249,7 +277,8 @@ PrimFunc lstm_build(const std::string& op, const std::string& fname, const std::
                     const TensorType& out, const json& attrs) {
   const bool q = op == "qlstm";
   Lstm p = lstm_params(op, in, attrs);
-  const DataType act = q ? kI8 : kF32, cell_t = q ? kI16 : kF32, acc_t = q ? kI32 : kF32;
+  const DataType act = q ? in[0].dtype : kF32, cell_t = q ? kI16 : kF32;
+  const DataType acc_t = p.wide ? kI64 : q ? kI32 : kF32;
   FuncBuilder fb;
   LstmBuffers B;
   B.x = fb.param("data", in[0].shape, act);

@@ -52,8 +52,6 @@ QDivParams qdiv_params(const std::vector<TensorType>& in, const json& attrs) {
   return p;
 }
 
-Expr bool_to_int(Expr cond) { return Select(std::move(cond), ci(1), ci(0)); }
-
 // Leading zeros of a 32-bit value known to be in [0, 255]: 24 plus those of its low byte.
 Expr leading_zeros_of_byte(const Expr& u) {
   Expr n = ci(24);

@@ -35,8 +35,9 @@ bool is_const(const Expr& e, int64_t v) {
   const int64_t* c = as_const_int(e);
   return c && *c == v;
 }
-Expr bool_to_int(Expr cond) { return Select(std::move(cond), ci(1), ci(0)); }
 }  // namespace
+
+Expr bool_to_int(Expr cond) { return Select(std::move(cond), ci(1), ci(0)); }
 
 Expr saturating_rounding_doubling_high_mul(Expr a, Expr b, bool b_nonnegative) {
   const int64_t kMin = std::numeric_limits<int32_t>::min();
@@ -103,7 +104,7 @@ Expr onnx_high_word_requantize(Expr acc, Expr multiplier, Expr shift, Expr half)
   Expr hi = Cast(i32, Call(i64, "shift_right", {p, IntImm(i64, 32)}));
   Expr lo_zero = Binary(ExprKind::EQ, Cast(u32, p), IntImm(u32, 0));
   Expr even = Binary(ExprKind::EQ, Call(i32, "bitwise_and", {Call(i32, "shift_right", {hi, shift}), ci(1)}), ci(0));
-  Expr down = Select(Binary(ExprKind::And, lo_zero, even), ci(1), ci(0));
+  Expr down = bool_to_int(Binary(ExprKind::And, lo_zero, even));
   return Call(i32, "shift_right", {add(sub(hi, down), std::move(half)), shift});
 }
 
@@ -304,7 +305,7 @@ Stmt with_one_over_one_plus_x(Expr a, const std::function<Stmt(Expr)>& body) {
 
 Expr count_leading_zeros(Expr v, int lowest_bit) {
   Expr clz = ci(1);
-  for (int k = 30; k > lowest_bit; --k) clz = add(clz, Select(lt(v, ci(int64_t{1} << k)), ci(1), ci(0)));
+  for (int k = 30; k > lowest_bit; --k) clz = add(clz, bool_to_int(lt(v, ci(int64_t{1} << k))));
   return clz;
 }
 

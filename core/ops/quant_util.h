@@ -31,6 +31,8 @@ struct QuantMultiplier {
 // 2^30 or more (TFLite's left shift x * (1 << shift) would overflow).
 QuantMultiplier quantize_multiplier(double m, const std::string& op, const std::string& what);
 
+// 1 where `cond` holds, else 0 (int32): gemmlowp's branch-free masks and counts.
+Expr bool_to_int(Expr cond);
 // gemmlowp's SaturatingRoundingDoublingHighMul on int32 expressions: the high word of
 // 2 * a * b rounded half up ((a * b + 2^30) >> 31 in int64, which equals gemmlowp's nudge
 // and truncating division), INT32_MAX for INT32_MIN * INT32_MIN. `b_nonnegative` drops

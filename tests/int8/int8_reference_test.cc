@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "int8_reference.h"
+#include "support/source_dir.h"
 
 namespace int8ref {
 namespace {
@@ -171,7 +172,7 @@ std::string slurp(const std::string& path) {
 // Writes the int8 graphs with the tool into a fresh folder under the test's working directory.
 std::string generate(const std::string& name) {
   std::string dir = testing::TempDir() + "int8_ref_" + std::to_string(getpid()) + "_" + name;
-  std::string cmd = "rm -rf '" + dir + "' && python3 '" MICROTIR_SOURCE_DIR "/tools/make_mlperf_graphs.py' --int8 '" +
+  std::string cmd = "rm -rf '" + dir + "' && python3 '" + std::string(mtir::source_dir()) + "/tools/make_mlperf_graphs.py' --int8 '" +
                     dir + "' > '" + dir + ".macs'";
   EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
   return dir;

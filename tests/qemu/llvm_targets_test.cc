@@ -17,12 +17,13 @@
 #include "support/compare.h"
 #include "support/diagnostic.h"
 #include "support/npy.h"
+#include "support/source_dir.h"
 
 namespace mtir {
 namespace {
 
 using namespace qemu_test;
-const fs::path kModel = fs::path(MICROTIR_SOURCE_DIR) / "models" / "digits";
+const fs::path kModel = fs::path(mtir::source_dir()) / "models" / "digits";
 // The bundled test images run per firmware.
 const std::vector<int> kImages = {0, 1};
 

@@ -19,12 +19,13 @@
 #include "support/compare.h"
 #include "support/diagnostic.h"
 #include "support/npy.h"
+#include "support/source_dir.h"
 
 namespace mtir {
 namespace {
 
 using namespace qemu_test;
-const fs::path kModel = fs::path(MICROTIR_SOURCE_DIR) / "models" / "digits";
+const fs::path kModel = fs::path(mtir::source_dir()) / "models" / "digits";
 constexpr int kImages = 4;  // test images run per target, in one firmware
 
 int64_t argmax(const NDArray& a) {
@@ -160,7 +161,7 @@ TEST_P(CountingMethod, ATwoInstructionLoopCountsExactly) {
   ScratchDir dir;
   const sim::CrossTarget& t = sim::find_cross_target(GetParam());
   sim::ProgramSpec spec;
-  spec.sources = {MICROTIR_COUNT_LOOP};
+  spec.sources = {(fs::path(mtir::source_dir()) / "tests" / "qemu" / "count_loop.c").string()};
   spec.crt_dir = sim::default_crt_dir();
   spec.work_dir = dir.path().string();
   spec.name = "count_loop";
@@ -198,7 +199,7 @@ INSTANTIATE_TEST_SUITE_P(Targets, CountingMethod,
 std::string failure_of(const std::string& target, const char* define, int timeout_seconds, const fs::path& dir) {
   const sim::CrossTarget& t = sim::find_cross_target(target);
   sim::ProgramSpec spec;
-  spec.sources = {MICROTIR_FAULTS};
+  spec.sources = {(fs::path(mtir::source_dir()) / "tests" / "qemu" / "faults.c").string()};
   spec.defines = {define};
   spec.crt_dir = sim::default_crt_dir();
   spec.work_dir = (dir / define).string();

@@ -7,7 +7,10 @@ reference integer FullyConnected, MUL, LOGISTIC and TANH it calls):
 - float32, batch-major and time-major, cell clipping on and off: within 1e-5 relative (TFLM's float arithmetic, libm's exp and tanh);
 - int8 activations and weights with an int16 cell state, batch-major and time-major,
   non-zero input and hidden zero points, cell scales 2^-11 (clipping at cell_clip active)
-  and 2^-12: exactly.
+  and 2^-12: exactly;
+- TFLM's 16x8 LSTM (int16 activations with zero point 0, int8 weights, int64 biases, int16
+  cell state; lstm_eval.h's EvalLstm<int16_t, int8_t, int16_t, int64_t>), batch- and
+  time-major, clipping on and off, cell scales 2^-9 .. 2^-12: exactly.
 
 And the LSTM variants TFLite Micro refuses (CIFG, peephole, projection, layer norm) are
 refused by name. Each model is a single LSTM written as flatbuffer JSON and compiled by
@@ -17,7 +20,10 @@ And the states carry over: the artifact of two models, run from a firmware main
 (tests/codegen/state_main.c) on two inputs, gives the reference's two steps, the second
 from the first one's states, and after tvmgen_model_reset() the first output again.
 
-usage: lstm_tflite_test.py MICROTIR FLATC SCHEMA SOURCE_DIR
+With `--target T --only CASE,...` only those cases run, on that target (a QEMU sample:
+the same seeded data, no firmware-main state check, no refusals).
+
+usage: lstm_tflite_test.py MICROTIR FLATC SCHEMA SOURCE_DIR [--target T --only CASE,...]
 """
 import json
 import os
@@ -92,6 +98,16 @@ def mbqm(x, m):
     mult, shift = m
     left, right = max(shift, 0), max(-shift, 0)
     return rdbpot(srdhm(x * (1 << left), mult), right)
+
+
+def mbqm_int64(acc, m):
+    """MultiplyByQuantizedMultiplier(int64_t x, ...) (common.cc), the int16 FullyConnected's:
+    the multiplier cut to 16 bits (rounded; 0x7FFF from 0x7FFF0000 up), one rounding shift."""
+    mult, shift = m
+    assert shift < 8, "TFLM asserts shift < 8 here"
+    reduced = (mult + (1 << 15)) >> 16 if mult < 0x7FFF0000 else 0x7FFF
+    total = 15 - shift
+    return (acc * reduced + (1 << (total - 1))) >> total
 
 
 def sat(x, lo, hi):
@@ -170,7 +186,12 @@ def lstm_float_ref(x, wx, wh, b, time_major, clip, state=None):
 
 
 def lstm_int_ref(x, wx, wh, b, q, time_major, clip, state=None):
-    """TFLM's integer LSTM (8x8->16): x, h int8; weights int8; bias int32; c int16."""
+    """TFLM's integer LSTM (8x8->16): x, h int8; weights int8; bias int32; c int16. On int16
+    x (16x8): x, h int16 at zero point 0, bias int64, each gate's FullyConnected summed in
+    int64 and requantized by the 64-bit MultiplyByQuantizedMultiplier; h saturates to int16."""
+    wide = x.dtype == np.int16
+    fc_requant = mbqm_int64 if wide else mbqm
+    h_lo, h_hi = (-32768, 32767) if wide else (-128, 127)
     xs = steps(x, time_major).astype(np.int64)
     T, B, _ = xs.shape
     S = wx[0].shape[0]
@@ -189,8 +210,8 @@ def lstm_int_ref(x, wx, wh, b, q, time_major, clip, state=None):
             mh = quantize_multiplier(q["hidden_scale"] * q["wh_scales"][g] / q312)
             acc_x = (xs[t] - q["input_zp"]) @ wx[g].T.astype(np.int64) + b[g]
             acc_h = (h - q["hidden_zp"]) @ wh[g].T.astype(np.int64)
-            gx = sat(mbqm(acc_x, mx), -32768, 32767)
-            gh = sat(mbqm(acc_h, mh), -32768, 32767)
+            gx = sat(fc_requant(acc_x, mx), -32768, 32767)
+            gh = sat(fc_requant(acc_h, mh), -32768, 32767)
             pre = sat(gx + gh, -32768, 32767)
             gates.append(int16_tanh(pre, -12) if g == 2 else int16_logistic(pre))
         i, f, cg, o = gates
@@ -200,11 +221,11 @@ def lstm_int_ref(x, wx, wh, b, q, time_major, clip, state=None):
         if clip > 0:
             c = sat(c, -qclip, qclip)
         th = int16_tanh(c, power)
-        h = sat(mbqm(th * o, m_h) + q["hidden_zp"], -128, 127)
+        h = sat(mbqm(th * o, m_h) + q["hidden_zp"], h_lo, h_hi)
         out[t] = h
     if state is not None:
         state[:] = [h, c]
-    out = out.astype(np.int8)
+    out = out.astype(x.dtype)
     return out if time_major else out.transpose(1, 0, 2)
 
 
@@ -227,9 +248,10 @@ def lstm_model(x_shape, S, dtype, wx, wh, b, options, quant=None, drop=(), extra
         tensors.append(t)
         return len(tensors) - 1
 
-    integer = dtype == "INT8"
-    wtype, btype = ("INT8", "INT32") if integer else ("FLOAT32", "FLOAT32")
     qq = quant or {}
+    integer = dtype in ("INT8", "INT16")
+    wtype, btype = ("INT8", qq.get("bias_type", "INT64" if dtype == "INT16" else "INT32")) if integer \
+        else ("FLOAT32", "FLOAT32")
     B = x_shape[1] if options.get("time_major") else x_shape[0]
     ins = [-1] * 24
     ins[0] = tensor("x", x_shape, dtype, q=(qq["input_scale"], qq["input_zp"]) if integer else None)
@@ -259,6 +281,14 @@ def lstm_model(x_shape, S, dtype, wx, wh, b, options, quant=None, drop=(), extra
             "buffers": buffers}
 
 
+# The target every case runs on and the cases selected (None: all), from the command line.
+OPTS = {"target": "host", "only": None}
+
+
+def selected(name):
+    return OPTS["only"] is None or name in OPTS["only"]
+
+
 def run(cli, flatc, schema, work, name, model, x, expect_fail=None):
     jpath = os.path.join(work, name + ".json")
     with open(jpath, "w") as f:
@@ -268,7 +298,7 @@ def run(cli, flatc, schema, work, name, model, x, expect_fail=None):
     np.save(xpath, x)
     out = os.path.join(work, name + "_out")
     p = subprocess.run([cli, "run", os.path.join(work, name + ".tflite"), "--input", "x=" + xpath,
-                        "--target", "host", "--output-dir", out], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                        "--target", OPTS["target"], "--output-dir", out], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                        text=True)
     if expect_fail is not None:
         msg = p.stdout + p.stderr
@@ -311,13 +341,106 @@ INT8_CASES = [("int8_batch_major", 2, 7, 5, 4, False, 2.0 ** -11, 10.0),
               ("int8_time_major", 2, 6, 3, 5, True, 2.0 ** -12, 10.0),
               ("int8_clip_tight", 1, 9, 6, 8, False, 2.0 ** -11, 1.5),
               ("int8_no_clip", 3, 3, 4, 4, True, 2.0 ** -10, 0.0)]
+# (name, batch, time, inputs, state, time_major, cell_scale, cell_clip, hidden_scale * 2^15):
+# 16x8; a hidden scale below 2^-15 saturates the hidden state at int16's ends.
+INT16_CASES = [("int16_batch_major", 2, 6, 5, 4, False, 2.0 ** -11, 3.0, 1.01),
+               ("int16_time_major", 3, 5, 4, 6, True, 2.0 ** -12, 0.0, 1.01),
+               ("int16_clip_tight", 1, 8, 7, 5, False, 2.0 ** -10, 0.8, 1.3),
+               ("int16_hidden_saturates", 2, 4, 9, 12, True, 2.0 ** -9, 20.0, 0.6),
+               ("int16_one_step", 4, 1, 3, 3, False, 2.0 ** -11, 0.0, 1.01)]
 # The (operator, dtype) pair of each single-operator case (docs/tflite.md's table counts them).
 PAIRS = [("UNIDIRECTIONAL_SEQUENCE_LSTM", "float32")] * len(FLOAT_CASES) + \
-    [("UNIDIRECTIONAL_SEQUENCE_LSTM", "int8")] * len(INT8_CASES)
+    [("UNIDIRECTIONAL_SEQUENCE_LSTM", "int8")] * len(INT8_CASES) + \
+    [("UNIDIRECTIONAL_SEQUENCE_LSTM", "int16")] * len(INT16_CASES)
+
+
+def float_case(cli, flatc, schema, source, work, name, xs, wx, wh, b, tm, clip, act):
+    """One float32 LSTM against lstm_float_ref within 1e-5 relative; with a second input x2
+    also the states carried over from a firmware main."""
+    if not selected(name):
+        return True
+    x, x2 = xs
+    B = x.shape[1] if tm else x.shape[0]
+    S = wx[0].shape[0]
+    opts = {"fused_activation_function": act, "cell_clip": clip, "time_major": tm}
+    got = run(cli, flatc, schema, work, name, lstm_model(x.shape, S, "FLOAT32", wx, wh, b, opts), x)
+    want = lstm_float_ref(x, wx, wh, b, tm, clip)
+    err = np.max(np.abs(got - want) / np.maximum(np.abs(want), 1e-3))
+    ok = got.shape == want.shape and err <= 1e-5
+    print(f"{'ok  ' if ok else 'FAIL'} {name} on {OPTS['target']}: {got.shape}, max relative error {err:.2e}")
+    if x2 is not None and OPTS["target"] == "host":
+        state = [np.zeros((B, S), np.float32), np.zeros((B, S), np.float32)]
+        wants = [lstm_float_ref(v, wx, wh, b, tm, clip, state) for v in (x, x2)]
+        ok = check_state(cli, source, work, name, [x, x2], wants, np.float32) and ok
+    return ok
+
+
+def refusals(cli, flatc, schema, work):
+    """The variants TFLite Micro refuses, and 16x8 as TFLM cannot take it: exit 1 naming them."""
+    S, I = 3, 2
+    wx = [np.zeros((S, I), np.float32)] * 4
+    wh = [np.zeros((S, S), np.float32)] * 4
+    b = [np.zeros((S,), np.float32)] * 4
+    x = np.zeros((1, 2, I), np.float32)
+    opts = {"fused_activation_function": "TANH"}
+    for name, kw, msg in [("cifg", {"drop": (1, 5, 12)}, "without an input gate (CIFG)"),
+                          ("peephole", {"extra": {10: ((S,), np.zeros(S, np.float32))}}, "peephole"),
+                          ("projection", {"extra": {16: ((S, S), np.zeros((S, S), np.float32))}}, "projection"),
+                          ("layer_norm", {"extra": {21: ((S,), np.zeros(S, np.float32))}}, "layer-norm LSTM")]:
+        run(cli, flatc, schema, work, "refused_" + name, lstm_model(x.shape, S, "FLOAT32", wx, wh, b, opts, **kw),
+            x, expect_fail=msg)
+    run(cli, flatc, schema, work, "refused_relu", lstm_model(x.shape, S, "FLOAT32", wx, wh, b,
+                                                               {"fused_activation_function": "RELU"}),
+        x, expect_fail="cell gate activation is RELU")
+    # 16x8 as TFLM cannot take it: an int16 zero point (its int16 FullyConnected ignores
+    # it), an int32 bias (read as int64 by EvalLstm<..., int64_t>).
+    wx8 = [np.zeros((S, I), np.int8)] * 4
+    wh8 = [np.zeros((S, S), np.int8)] * 4
+    q16 = {"input_scale": 1e-4, "input_zp": 0, "hidden_scale": 1e-4, "hidden_zp": 0, "cell_scale": 2.0 ** -11,
+           "wx_scales": [0.01] * 4, "wh_scales": [0.01] * 4}
+    x16 = np.zeros((1, 2, I), np.int16)
+    for name, qk, bias, msg in [("int16_zero_point", {"input_zp": 5}, np.int64, "has a non-zero zero point"),
+                                ("int16_int32_bias", {"bias_type": "INT32"}, np.int32, "int32 biases on int16 data")]:
+        b16 = [np.zeros((S,), bias)] * 4
+        run(cli, flatc, schema, work, "refused_" + name,
+            lstm_model(x16.shape, S, "INT16", wx8, wh8, b16, opts, dict(q16, **qk)), x16, expect_fail=msg)
+
+
+def int8_weights(rng, I, S):
+    """The four gates' input and recurrent weights, int8, symmetric."""
+    wx = [rng.integers(-127, 128, (S, I), dtype=np.int8) for _ in range(4)]
+    wh = [rng.integers(-127, 128, (S, S), dtype=np.int8) for _ in range(4)]
+    return wx, wh
+
+
+def int_case(cli, flatc, schema, source, work, name, dtype, xs, wx, wh, b, q, tm, clip, with_state):
+    """One integer LSTM (int8 or 16x8) against lstm_int_ref, exactly; with_state also runs the
+    artifact twice from a firmware main (the states carried over) and after a reset."""
+    if not selected(name):
+        return True
+    x, x2 = xs
+    B = x.shape[1] if tm else x.shape[0]
+    S = wx[0].shape[0]
+    opts = {"fused_activation_function": "TANH", "cell_clip": clip, "time_major": tm}
+    got = run(cli, flatc, schema, work, name, lstm_model(x.shape, S, dtype, wx, wh, b, opts, q), x)
+    want = lstm_int_ref(x, wx, wh, b, q, tm, clip)
+    ok = got.shape == want.shape and got.dtype == x.dtype and np.array_equal(got, want)
+    diff = int(np.sum(got != want)) if got.shape == want.shape else -1
+    print(f"{'ok  ' if ok else 'FAIL'} {name} on {OPTS['target']}: {got.shape} {got.dtype}, {diff} of {want.size} "
+          f"values differ, {len(np.unique(want))} distinct")
+    if with_state and OPTS["target"] == "host":
+        state = [np.full((B, S), q["hidden_zp"], np.int64), np.zeros((B, S), np.int64)]
+        wants = [lstm_int_ref(v, wx, wh, b, q, tm, clip, state) for v in (x, x2)]
+        ok = check_state(cli, source, work, name, [x, x2], wants, x.dtype) and ok
+    return ok
 
 
 def main():
     cli, flatc, schema, source = sys.argv[1:5]
+    flags = dict(zip(sys.argv[5::2], sys.argv[6::2]))
+    OPTS["target"] = flags.get("--target", "host")
+    if "--only" in flags:
+        OPTS["only"] = flags["--only"].split(",")
     rng = np.random.default_rng(35)
     failures = 0
     with tempfile.TemporaryDirectory() as work:
@@ -328,58 +451,37 @@ def main():
             b = [rng.uniform(-0.5, 0.5, (S,)).astype(np.float32) for _ in range(4)]
             shape = (T, B, I) if tm else (B, T, I)
             x = rng.standard_normal(shape).astype(np.float32)
-            opts = {"fused_activation_function": act, "cell_clip": clip, "time_major": tm}
-            got = run(cli, flatc, schema, work, name, lstm_model(shape, S, "FLOAT32", wx, wh, b, opts), x)
-            want = lstm_float_ref(x, wx, wh, b, tm, clip)
-            err = np.max(np.abs(got - want) / np.maximum(np.abs(want), 1e-3))
-            ok = got.shape == want.shape and err <= 1e-5
-            failures += not ok
-            print(f"{'ok  ' if ok else 'FAIL'} {name}: {got.shape}, max relative error {err:.2e}")
-            if name == "float_batch_major":
-                x2 = rng.standard_normal(shape).astype(np.float32)
-                state = [np.zeros((B, S), np.float32), np.zeros((B, S), np.float32)]
-                wants = [lstm_float_ref(v, wx, wh, b, tm, clip, state) for v in (x, x2)]
-                failures += not check_state(cli, source, work, name, [x, x2], wants, np.float32)
+            x2 = rng.standard_normal(shape).astype(np.float32) if name == "float_batch_major" else None
+            failures += not float_case(cli, flatc, schema, source, work, name, (x, x2), wx, wh, b, tm, clip, act)
         # int8 with an int16 cell state
         for name, B, T, I, S, tm, cell_scale, clip in INT8_CASES:
             q = {"input_scale": f32(0.05), "input_zp": -7, "hidden_scale": f32(1 / 128.0 * 1.01), "hidden_zp": 3,
                  "cell_scale": cell_scale,
                  "wx_scales": [f32(v) for v in rng.uniform(0.004, 0.03, 4)],
                  "wh_scales": [f32(v) for v in rng.uniform(0.004, 0.03, 4)]}
-            wx = [rng.integers(-127, 128, (S, I), dtype=np.int8) for _ in range(4)]
-            wh = [rng.integers(-127, 128, (S, S), dtype=np.int8) for _ in range(4)]
+            wx, wh = int8_weights(rng, I, S)
             b = [rng.integers(-3000, 3000, (S,), dtype=np.int32) for _ in range(4)]
             shape = (T, B, I) if tm else (B, T, I)
             x = rng.integers(-128, 128, shape, dtype=np.int8)
-            opts = {"fused_activation_function": "TANH", "cell_clip": clip, "time_major": tm}
-            got = run(cli, flatc, schema, work, name, lstm_model(shape, S, "INT8", wx, wh, b, opts, q), x)
-            want = lstm_int_ref(x, wx, wh, b, q, tm, clip)
-            if name in ("int8_batch_major", "int8_time_major"):
-                x2 = rng.integers(-128, 128, shape, dtype=np.int8)
-                state = [np.full((B, S), q["hidden_zp"], np.int64), np.zeros((B, S), np.int64)]
-                wants = [lstm_int_ref(v, wx, wh, b, q, tm, clip, state) for v in (x, x2)]
-                failures += not check_state(cli, source, work, name, [x, x2], wants, np.int8)
-            ok = got.shape == want.shape and got.dtype == np.int8 and np.array_equal(got, want)
-            failures += not ok
-            diff = int(np.sum(got != want)) if got.shape == want.shape else -1
-            print(f"{'ok  ' if ok else 'FAIL'} {name}: {got.shape}, {diff} of {want.size} values differ, "
-                  f"{len(np.unique(want))} distinct")
-        # The variants TFLite Micro refuses.
-        S, I = 3, 2
-        wx = [np.zeros((S, I), np.float32)] * 4
-        wh = [np.zeros((S, S), np.float32)] * 4
-        b = [np.zeros((S,), np.float32)] * 4
-        x = np.zeros((1, 2, I), np.float32)
-        opts = {"fused_activation_function": "TANH"}
-        for name, kw, msg in [("cifg", {"drop": (1, 5, 12)}, "without an input gate (CIFG)"),
-                              ("peephole", {"extra": {10: ((S,), np.zeros(S, np.float32))}}, "peephole"),
-                              ("projection", {"extra": {16: ((S, S), np.zeros((S, S), np.float32))}}, "projection"),
-                              ("layer_norm", {"extra": {21: ((S,), np.zeros(S, np.float32))}}, "layer-norm LSTM")]:
-            run(cli, flatc, schema, work, "refused_" + name, lstm_model(x.shape, S, "FLOAT32", wx, wh, b, opts, **kw),
-                x, expect_fail=msg)
-        run(cli, flatc, schema, work, "refused_relu", lstm_model(x.shape, S, "FLOAT32", wx, wh, b,
-                                                                   {"fused_activation_function": "RELU"}),
-            x, expect_fail="cell gate activation is RELU")
+            x2 = rng.integers(-128, 128, shape, dtype=np.int8)
+            failures += not int_case(cli, flatc, schema, source, work, name, "INT8", (x, x2), wx, wh, b, q, tm, clip,
+                                     name in ("int8_batch_major", "int8_time_major"))
+        # 16x8: int16 data and hidden state (zero point 0), int8 weights, int64 biases
+        for name, B, T, I, S, tm, cell_scale, clip, hidden in INT16_CASES:
+            q = {"input_scale": f32(4.0 / 32768), "input_zp": 0, "hidden_scale": f32(hidden / 32768), "hidden_zp": 0,
+                 "cell_scale": cell_scale,
+                 "wx_scales": [f32(v) for v in rng.uniform(0.004, 0.03, 4)],
+                 "wh_scales": [f32(v) for v in rng.uniform(0.004, 0.03, 4)]}
+            wx, wh = int8_weights(rng, I, S)
+            # Biases of about +-1.5 at scale input_scale * wx_scale: beyond int32's 2^31 as
+            # sums with the products would not be, but int64 is the tensor type.
+            b = [rng.integers(-2 ** 21, 2 ** 21, (S,), dtype=np.int64) for _ in range(4)]
+            shape = (T, B, I) if tm else (B, T, I)
+            x, x2 = (np.clip(rng.normal(0, 9000, shape), -32768, 32767).astype(np.int16) for _ in range(2))
+            failures += not int_case(cli, flatc, schema, source, work, name, "INT16", (x, x2), wx, wh, b, q, tm, clip,
+                                     name == "int16_batch_major")
+        if OPTS["only"] is None:
+            refusals(cli, flatc, schema, work)
     if failures:
         raise SystemExit(f"FAIL: {failures} LSTM case(s) differ")
     print("all LSTM cases match")

@@ -21,12 +21,13 @@
 #include "sim/host_sim.h"
 #include "support/compare.h"
 #include "support/npy.h"
+#include "support/source_dir.h"
 
 namespace mtir {
 namespace {
 
 namespace fs = std::filesystem;
-const fs::path kModel = fs::path(MICROTIR_SOURCE_DIR) / "models" / "digits";
+const fs::path kModel = fs::path(mtir::source_dir()) / "models" / "digits";
 
 std::string read(const fs::path& p) {
   std::ifstream f(p, std::ios::binary);
@@ -349,7 +350,7 @@ void run_firmware(const std::string& target, const InterfaceOptions& interface, 
                                     "-I" + crt + "/include", "-I" + (dir / "include").string()};
     cmd.insert(cmd.end(), sources.begin(), sources.end());
     for (const auto& c : sim::crt_host_sources(crt)) cmd.push_back(c);
-    cmd.insert(cmd.end(), {std::string(MICROTIR_SOURCE_DIR) + "/tests/codegen/" + main_c, "-lm", "-o",
+    cmd.insert(cmd.end(), {std::string(mtir::source_dir()) + "/tests/codegen/" + main_c, "-lm", "-o",
                            (dir / "firmware").string()});
     ASSERT_EQ(sim::run_process(cmd, dir / "build.log"), 0) << sim::read_text(dir / "build.log");
     std::vector<std::string> run = {(dir / "firmware").string(), (dir / "image.bin").string()};
@@ -520,6 +521,26 @@ TEST(Aot, PackedInterfaceWithLinkedWeightsHasAnEntryForInputsAndOutputs) {
   EXPECT_NE(c.find(" = {(void*)tvmgen_digits_fc_w, {kDLCPU, 0}, 2,"), std::string::npos) << c;
   EXPECT_NE(c.find("if (num_args != 2)"), std::string::npos) << c;
   EXPECT_NE(c.find("return tvmgen_digits___tvm_main__(all, codes, 8,"), std::string::npos) << c;
+}
+
+// The initialiser of a linked weight or state, for every linked type: the extremes of
+// each integer width (the sign of int8/int16/int32 taken from their bytes), six a line.
+TEST(Aot, LinkedLiteralsSpellEveryTypeExactly) {
+  auto list = [](DataType t, const std::vector<double>& values) {
+    NDArray a = NDArray::zeros(t, {int64_t(values.size())});
+    for (size_t i = 0; i < values.size(); ++i) {
+      if (t.is_float()) a.set_float(int64_t(i), values[i]);
+      else a.set_int(int64_t(i), int64_t(values[i]));
+    }
+    return c_literal_list(a);
+  };
+  EXPECT_EQ(list(DataType::Int(8), {-128, 127, 0, -1, 5, 6, 7}), "\n    -128, 127, 0, -1, 5, 6,\n    7");
+  EXPECT_EQ(list(DataType::Int(16), {-32768, 32767, -2}), "\n    -32768, 32767, -2");
+  EXPECT_EQ(list(DataType::Int(32), {-2147483648.0, 2147483647.0, -300}), "\n    -2147483648, 2147483647, -300");
+  EXPECT_EQ(list(DataType::Int(64), {-5, 6}), "\n    INT64_C(-5), INT64_C(6)");
+  EXPECT_EQ(list(DataType::UInt(8), {255, 0}), "\n    UINT32_C(255), UINT32_C(0)");
+  EXPECT_EQ(list(DataType::Float(32), {1, -0.5}), "\n    1.0f, -0.5f");
+  EXPECT_EQ(list(DataType::Int(8), {}), "");
 }
 
 // The packed API splits main into a wrapper and its kernel, both carrying the pool only

@@ -16,6 +16,7 @@
 #include "script/printer.h"
 #include "sim/host_sim.h"
 #include "support/compare.h"
+#include "support/source_dir.h"
 
 namespace mtir {
 namespace {
@@ -29,7 +30,7 @@ std::string read(const fs::path& p) {
   return ss.str();
 }
 
-const fs::path kSource = MICROTIR_SOURCE_DIR;
+const fs::path kSource = mtir::source_dir();
 
 // Builds `m` for `target` and runs `func` as host C on `args` (written back in place).
 // Returns "" on success, or the failure's message.

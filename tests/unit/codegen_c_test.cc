@@ -19,6 +19,7 @@
 #include "sim/process.h"
 #include "support/compare.h"
 #include "program_corpus.h"
+#include "support/source_dir.h"
 
 namespace mtir {
 namespace {
@@ -102,7 +103,7 @@ TEST(CodegenC, UniqueNameSearchStartGivesThePlainSearchsNames) {
 }
 
 TEST(CodegenC, LineMapPointsEachLineAtItsSourceStatement) {
-  const fs::path path = fs::path(MICROTIR_SOURCE_DIR) / "examples" / "matmul.tir";
+  const fs::path path = fs::path(mtir::source_dir()) / "examples" / "matmul.tir";
   std::string text = read(path);
   IRModule m = parse_module_or_throw(text, path.string());
   BuildResult built = build_c(m, parse_target("c -unpacked-api=0"));
@@ -135,7 +136,7 @@ TEST(CodegenC, LineMapPointsEachLineAtItsSourceStatement) {
 }
 
 TEST(CodegenC, MetadataModuleLaysOutTheRegistryAtCompileTime) {
-  IRModule m = parse_module_or_throw(read(fs::path(MICROTIR_SOURCE_DIR) / "examples" / "matmul.tir"), "matmul.tir");
+  IRModule m = parse_module_or_throw(read(fs::path(mtir::source_dir()) / "examples" / "matmul.tir"), "matmul.tir");
   BuildResult built = build_c(m, parse_target("c -unpacked-api=0"));
   ASSERT_EQ(built.sources.size(), 2u);
   const std::string& registry = built.sources[1].text;
@@ -152,7 +153,7 @@ TEST(CodegenC, MetadataModuleLaysOutTheRegistryAtCompileTime) {
 // gcc and clang: wrong count, type codes, NULL tensor, ndim, dtype, shape, strides,
 // device, byte offset, NULL data, misalignment; plus registry lookups.
 TEST(CodegenC, PackedArgumentChecksFailWithNamedErrors) {
-  const fs::path src = fs::path(MICROTIR_SOURCE_DIR) / "tests" / "codegen";
+  const fs::path src = fs::path(mtir::source_dir()) / "tests" / "codegen";
   IRModule m = parse_module_or_throw(read(src / "packed_checks.tir"), "packed_checks.tir");
   BuildResult built = build_c(m, parse_target("c -unpacked-api=0"));
   fs::path dir = fs::temp_directory_path() / ("microtir-packed-checks-" + std::to_string(getpid()));

@@ -20,6 +20,7 @@
 #include "sim/host_sim.h"
 #include "sim/process.h"
 #include "support/compare.h"
+#include "support/source_dir.h"
 
 namespace mtir {
 namespace {
@@ -81,7 +82,7 @@ INSTANTIATE_TEST_SUITE_P(Programs, CodegenLlvm, ::testing::ValuesIn(corpus()),
 // every triple with both conventions (the host run is in aot_test).
 TEST(CodegenLlvm, DigitsModelVerifiesAndCompilesForEveryTriple) {
   MICROTIR_REQUIRE_LLVM_CHECKER();
-  const fs::path model = fs::path(MICROTIR_SOURCE_DIR) / "models" / "digits";
+  const fs::path model = fs::path(mtir::source_dir()) / "models" / "digits";
   LoadedModel lm = load_model(read(model / "digits.json"), "digits.json",
                               [&](const std::string& rel) { return read(model / rel); });
   for (const char* api : {" -unpacked-api=0", " -unpacked-api=1"}) {
@@ -96,7 +97,7 @@ TEST(CodegenLlvm, DigitsModelVerifiesAndCompilesForEveryTriple) {
 // Every argument check of MakePackedAPI, from C (packed_checks_main.c) against the
 // LLVM-built artifact: the same messages and return codes as the C backend's.
 TEST(CodegenLlvm, PackedArgumentChecksFailWithNamedErrors) {
-  const fs::path src = fs::path(MICROTIR_SOURCE_DIR) / "tests" / "codegen";
+  const fs::path src = fs::path(mtir::source_dir()) / "tests" / "codegen";
   IRModule m = parse_module_or_throw(read(src / "packed_checks.tir"), "packed_checks.tir");
   BuildResult built = build_llvm(m, parse_target("llvm -unpacked-api=0"));
   fs::path dir = fs::temp_directory_path() / ("microtir-llvm-checks-" + std::to_string(getpid()));
@@ -259,7 +260,7 @@ TEST(CodegenLlvmGolden, CallTirAndWorkspace) {
 }
 
 TEST(CodegenLlvmGolden, RegistryIsConstantData) {
-  IRModule m = parse_module_or_throw(read(fs::path(MICROTIR_SOURCE_DIR) / "examples" / "matmul.tir"), "matmul.tir");
+  IRModule m = parse_module_or_throw(read(fs::path(mtir::source_dir()) / "examples" / "matmul.tir"), "matmul.tir");
   for (const auto& t : llvm_targets()) {
     BuildResult built = build_llvm(m, parse_target("llvm -mtriple=" + t.triple + " -unpacked-api=0"));
     ASSERT_EQ(built.sources.size(), 2u);
@@ -287,7 +288,7 @@ TEST(CodegenLlvmGolden, RefusesWhatLlvmHasNoTypeFor) {
 // Device kernels: each device's functions in its own module codegen/<device>/src/lib0.ll,
 // which the host module declares and calls with the resource handle as the last argument.
 TEST(CodegenLlvmGolden, DeviceKernelsLiveInTheirDevicesModule) {
-  const fs::path model = fs::path(MICROTIR_SOURCE_DIR) / "models" / "digits";
+  const fs::path model = fs::path(mtir::source_dir()) / "models" / "digits";
   LoadedModel lm = load_model(read(model / "digits.json"), "digits.json",
                               [&](const std::string& rel) { return read(model / rel); }, {"npu0=conv2d", "npu1=dense"});
   const std::string triple = "thumbv7em-none-eabihf";

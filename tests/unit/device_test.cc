@@ -21,12 +21,13 @@
 #include "sim/process.h"
 #include "support/compare.h"
 #include "support/npy.h"
+#include "support/source_dir.h"
 
 namespace mtir {
 namespace {
 
 namespace fs = std::filesystem;
-const std::string kModelDir = std::string(MICROTIR_SOURCE_DIR) + "/models/digits/";
+const std::string kModelDir = std::string(mtir::source_dir()) + "/models/digits/";
 
 Graph digits_graph() {
   FileReader reader = [](const std::string& rel) { return sim::read_text(kModelDir + rel); };
@@ -70,7 +71,7 @@ class DevicesFirmware {
   // and the compiler's messages.
   int compile(const std::string& main_c, std::string* log) {
     const std::string crt = sim::default_crt_dir();
-    const std::string npu = std::string(MICROTIR_SOURCE_DIR) + "/sim/npu";
+    const std::string npu = std::string(mtir::source_dir()) + "/sim/npu";
     std::vector<std::string> cmd = {"cc", "-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-pedantic",
                                     "-I" + crt + "/include", "-I" + (dir_ / "include").string(), "-I" + npu};
     cmd.insert(cmd.end(), sources_.begin(), sources_.end());
@@ -107,7 +108,7 @@ class DevicesFirmware {
   std::string lowered_text_;
 };
 
-const std::string kMain = std::string(MICROTIR_SOURCE_DIR) + "/tests/codegen/devices_main.c";
+const std::string kMain = std::string(mtir::source_dir()) + "/tests/codegen/devices_main.c";
 
 // npu0 runs both convolutions, npu1 the dense layer: Activate before the first use,
 // Open/Close around each kernel, Deactivate after the last use.

@@ -18,6 +18,7 @@
 #include "sim/process.h"
 #include "support/compare.h"
 #include "support/npy.h"
+#include "support/source_dir.h"
 
 namespace mtir {
 namespace {
@@ -168,7 +169,7 @@ TEST(Fusion, StopsAtOutputsSharedResultsAndNonElementwiseOps) {
 }
 
 TEST(Fusion, TheBundledModelLosesTwoKernels) {
-  std::string dir = std::string(MICROTIR_SOURCE_DIR) + "/models/digits/";
+  std::string dir = std::string(mtir::source_dir()) + "/models/digits/";
   FileReader reader = [dir](const std::string& rel) { return sim::read_text(dir + rel); };
   Graph g = fold_batch_norm(load_graph_json(reader("digits.json"), "digits.json", reader));
   AotModule aot = check_same_outputs(g);

@@ -19,13 +19,14 @@
 #include "artifact/mlf.h"
 #include "driver/build.h"
 #include "script/parser.h"
+#include "support/source_dir.h"
 
 namespace mtir {
 namespace {
 
 namespace fs = std::filesystem;
 
-const fs::path kSourceRoot = MICROTIR_SOURCE_DIR;
+const fs::path kSourceRoot = mtir::source_dir();
 const fs::path kGoldenRoot = kSourceRoot / "tests" / "golden";
 
 // The programs and where their source lives; "digits" is the bundled model.

@@ -14,6 +14,7 @@
 #include "interp/interpreter.h"
 #include "support/diagnostic.h"
 #include "support/npy.h"
+#include "support/source_dir.h"
 
 namespace mtir {
 namespace {
@@ -214,7 +215,7 @@ TEST(GraphLoad, ConstantsFromNpyBlobAndValues) {
 }
 
 TEST(GraphLoad, DigitsModel) {
-  Graph g = load_file(std::string(MICROTIR_SOURCE_DIR) + "/models/digits/digits.json");
+  Graph g = load_file(std::string(mtir::source_dir()) + "/models/digits/digits.json");
   EXPECT_EQ(g.name, "digits");
   EXPECT_EQ(node_names(g), (std::vector<std::string>{"conv1", "bn1", "relu1", "pool1", "conv2", "relu2", "pool2",
                                                      "flat", "fc", "probs"}));
@@ -227,7 +228,7 @@ TEST(GraphLoad, DigitsModel) {
 
 // ------------------------------------------------------------------ malformed graphs
 
-std::string malformed_dir() { return std::string(MICROTIR_SOURCE_DIR) + "/tests/graphs/malformed"; }
+std::string malformed_dir() { return std::string(mtir::source_dir()) + "/tests/graphs/malformed"; }
 
 std::vector<std::string> malformed_cases() {
   std::vector<std::string> v;
@@ -457,7 +458,7 @@ TEST(FoldBatchNorm, SharedWeightStaysAndWrongAxisIsLeft) {
 // ------------------------------------------------------------------ the bundled model
 
 TEST(DigitsModel, MatchesTheNumpyReference) {
-  std::string dir = std::string(MICROTIR_SOURCE_DIR) + "/models/digits";
+  std::string dir = std::string(mtir::source_dir()) + "/models/digits";
   Graph g = load_file(dir + "/digits.json");
   Graph folded = fold_batch_norm(g);
   EXPECT_EQ(folded.nodes.size(), g.nodes.size() - 1);  // bn1 folded into conv1

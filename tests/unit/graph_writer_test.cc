@@ -14,6 +14,7 @@
 #include "support/diagnostic.h"
 #ifdef MICROTIR_HAVE_ONNX
 #include "frontend/onnx.h"
+#include "support/source_dir.h"
 #endif
 
 namespace mtir {
@@ -71,7 +72,7 @@ std::string error_of(const Graph& g) {
 }
 
 TEST(GraphWriter, DigitsModelRoundTrips) {
-  std::string dir = std::string(MICROTIR_SOURCE_DIR) + "/models/digits";
+  std::string dir = std::string(mtir::source_dir()) + "/models/digits";
   Graph g = load_graph_json(slurp(dir + "/digits.json"), "digits.json",
                             [&](const std::string& rel) { return slurp(dir + "/" + rel); });
   std::string text = write_graph_json(g);
@@ -149,9 +150,9 @@ TEST(GraphWriter, OnnxNodeTestsRoundTrip) {
   std::vector<std::string> models;
   for (const auto& e : std::filesystem::directory_iterator(dir))
     if (std::filesystem::exists(e.path() / "model.onnx")) models.push_back((e.path() / "model.onnx").string());
-  models.push_back(std::string(MICROTIR_SOURCE_DIR) + "/models/digits/digits.onnx");
+  models.push_back(std::string(mtir::source_dir()) + "/models/digits/digits.onnx");
   // The frontend's own cases (tests/onnx/make_import_cases.py): every dtype, raw and typed.
-  for (const auto& e : std::filesystem::directory_iterator(std::string(MICROTIR_SOURCE_DIR) + "/tests/onnx/import"))
+  for (const auto& e : std::filesystem::directory_iterator(std::string(mtir::source_dir()) + "/tests/onnx/import"))
     if (e.path().extension() == ".onnx") models.push_back(e.path().string());
   int converted = 0, written = 0;
   for (const auto& path : models) {

@@ -12,12 +12,13 @@
 #include <regex>
 #include <set>
 #include <sstream>
+#include "support/source_dir.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 
-const fs::path kSourceRoot = MICROTIR_SOURCE_DIR;
+const fs::path kSourceRoot = mtir::source_dir();
 
 // folder -> what it may include: folder names and single headers ("ops/schedules.h").
 using LayerTable = std::map<std::string, std::set<std::string>>;

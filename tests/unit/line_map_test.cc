@@ -12,6 +12,7 @@
 #include "driver/build.h"
 #include "driver/target.h"
 #include "script/parser.h"
+#include "support/source_dir.h"
 
 namespace mtir {
 namespace {
@@ -72,7 +73,7 @@ class LineMap : public ::testing::TestWithParam<Case> {};
 // holding `inner`; each such line maps to it, and the marks never reach the text.
 TEST_P(LineMap, EachEmitterMapsTheInnerStatementToItsSourceLine) {
   const Case& c = GetParam();
-  const fs::path path = fs::path(MICROTIR_SOURCE_DIR) / "examples" / "matmul.tir";
+  const fs::path path = fs::path(mtir::source_dir()) / "examples" / "matmul.tir";
   const std::string source = read(path);
   const BuildResult built = build_for_target(parse_module_or_throw(source, path.string()), parse_target(c.target));
   const auto text = std::find_if(built.sources.begin(), built.sources.end(), [&](const auto& s) { return s.path == c.file; });

@@ -370,5 +370,35 @@ TEST(Lstm, Errors) {
   expect_error("qlstm", qbad, attrs, "cell_state");
 }
 
+// TFLM's 16x8: int16 data and hidden state, an int64 bias [4, cells] (no zero points to fold).
+TEST(Lstm, Int16x8TypesAndRefusals) {
+  const DataType i64 = DataType::Int(64);
+  std::vector<TensorType> q = {{kI16, {2, 3, 2}}, {kI8, {4, 5, 2}}, {kI8, {4, 5, 5}}, {i64, {4, 5}},
+                               {kI16, {2, 5}},    {kI16, {2, 5}},   {kU16, {256}}};
+  json attrs = {{"input_scale", 1e-4},         {"hidden_scale", 3e-5},
+                {"cell_scale", 1.0 / 2048},    {"input_weight_scales", {0.01, 0.01, 0.01, 0.01}},
+                {"recurrent_weight_scales", {0.01, 0.01, 0.01, 0.01}}};
+  TensorType out = find_op("qlstm")->infer(q, attrs);
+  EXPECT_EQ(out.dtype, kI16);
+  EXPECT_EQ(out.shape, (Shape{2, 3, 5}));
+  auto bad = q;
+  bad[3] = {kI32, {4, 5}};
+  expect_error("qlstm", bad, attrs, "bias");
+  bad = q;
+  bad[3] = {i64, {2, 4, 5}};
+  expect_error("qlstm", bad, attrs, "(4, 5) is required");
+  bad = q;
+  bad[4].dtype = kI8;
+  expect_error("qlstm", bad, attrs, "hidden_state");
+  json zp = attrs;
+  zp["hidden_zero_point"] = 3;
+  expect_error("qlstm", q, zp, "hidden_zero_point");
+  // TFLM's 64-bit requantization asserts shift < 8: a gate multiplier of 128 or more.
+  json big = attrs;
+  big["input_scale"] = 1.0;
+  big["input_weight_scales"] = {0.5, 0.01, 0.01, 0.01};
+  expect_error("qlstm", q, big, "input gate's requantization multiplier is 128 or more");
+}
+
 }  // namespace
 }  // namespace mtir

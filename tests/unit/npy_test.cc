@@ -12,6 +12,7 @@
 #include "support/diagnostic.h"
 #include "support/ndarray.h"
 #include "support/npy.h"
+#include "support/source_dir.h"
 
 namespace mtir {
 namespace {
@@ -315,7 +316,7 @@ TEST(Npy, UnsupportedVersion) {
 }
 
 TEST(Npy, ReadsBundledExample) {
-  std::ifstream in(std::string(MICROTIR_SOURCE_DIR) + "/examples/matmul_A.npy", std::ios::binary);
+  std::ifstream in(std::string(mtir::source_dir()) + "/examples/matmul_A.npy", std::ios::binary);
   ASSERT_TRUE(in) << "examples/matmul_A.npy missing";
   std::stringstream ss;
   ss << in.rdbuf();

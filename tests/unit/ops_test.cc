@@ -27,6 +27,7 @@
 #include "script/parser.h"
 #include "script/printer.h"
 #include "support/diagnostic.h"
+#include "support/source_dir.h"
 
 namespace mtir {
 namespace {
@@ -364,7 +365,7 @@ TEST(Ops, TensorTypeHelpers) {
 }
 
 TEST(Ops, DocsDescribeEveryOp) {
-  std::ifstream in(std::string(MICROTIR_SOURCE_DIR) + "/docs/operators.md");
+  std::ifstream in(std::string(mtir::source_dir()) + "/docs/operators.md");
   ASSERT_TRUE(in) << "docs/operators.md is missing";
   std::stringstream ss;
   ss << in.rdbuf();

@@ -26,13 +26,14 @@
 #include "ir/structural_equal.h"
 #include "script/parser.h"
 #include "script/printer.h"
+#include "support/source_dir.h"
 
 namespace mtir {
 namespace {
 
 namespace fs = std::filesystem;
 
-const char* const kCaseRoot = MICROTIR_SOURCE_DIR "/tests/transform";
+const std::string kCaseRoot = std::string(mtir::source_dir()) + "/tests/transform";
 
 struct CaseFile {
   std::vector<std::string> passes;

@@ -19,6 +19,7 @@
 #include "interp/interpreter.h"
 #include "sim/host_sim.h"
 #include "support/ndarray.h"
+#include "support/source_dir.h"
 
 namespace mtir {
 namespace testing_corpus {
@@ -127,11 +128,11 @@ inline Inputs make_inputs(const PrimFunc& f, const std::map<std::string, std::st
 }
 
 inline std::vector<fs::path> corpus() {
-  std::vector<fs::path> files = {fs::path(MICROTIR_SOURCE_DIR) / "examples" / "matmul.tir"};
-  for (const auto& e : fs::directory_iterator(fs::path(MICROTIR_SOURCE_DIR) / "tests" / "programs"))
+  std::vector<fs::path> files = {fs::path(mtir::source_dir()) / "examples" / "matmul.tir"};
+  for (const auto& e : fs::directory_iterator(fs::path(mtir::source_dir()) / "tests" / "programs"))
     if (e.path().extension() == ".tir") files.push_back(e.path());
   // The text-format programs that run (they say so with an "# args:" line).
-  for (const auto& e : fs::directory_iterator(fs::path(MICROTIR_SOURCE_DIR) / "tests" / "script" / "valid"))
+  for (const auto& e : fs::directory_iterator(fs::path(mtir::source_dir()) / "tests" / "script" / "valid"))
     if (e.path().extension() == ".tir" && read(e.path()).find("# args:") != std::string::npos) files.push_back(e.path());
   std::sort(files.begin(), files.end());
   return files;

@@ -703,6 +703,62 @@ TEST(QConv, PatchOverlapWritesBesideTheInput) {
   EXPECT_EQ(run_int8_aot(prepared, build_aot(prepared, plain), input).back().data, want.data);
 }
 
+// The planner's choices pinned on a graph with a view between two chains, strides and
+// depthwise layers: each stage's layers, band count and direction, the bounds, the
+// recomputed MACs and the step profile, with and without overlap and at several
+// budgets. A faster planner (patch_profile.cc evaluates candidates on integer ids) must
+// choose exactly what the name-keyed one chose.
+TEST(QConv, PatchPlanIsPinned) {
+  Graph g;
+  g.name = "pinned_plan";
+  g.inputs = {{"x", TensorType{DataType::Int(8), {1, 24, 12, 4}}}};
+  std::mt19937 rng(7);
+  auto weight = [&](const Shape& w) {
+    std::uniform_int_distribution<int> d(-60, 60);
+    std::vector<int64_t> v(w[0] * w[1] * w[2] * w[3]);
+    for (auto& e : v) e = d(rng);
+    return v;
+  };
+  const json pad1 = quant({{"padding", {1, 1, 1, 1}}});
+  std::string at = append_qconv(g, "c0", "x", {8, 3, 3, 4}, weight({8, 3, 3, 4}), pad1);
+  at = append_qconv(g, "c1", at, {8, 1, 1, 8}, weight({8, 1, 1, 8}), quant({}));
+  at = append_qconv(g, "c2", at, {8, 3, 3, 1}, weight({8, 3, 3, 1}),
+                    quant({{"padding", {1, 1, 1, 1}}, {"strides", {2, 2}}, {"groups", 8}}));
+  GraphNode view;  // a reshape to the same shape: a view, its uses count for c2
+  view.name = "r0", view.op = "reshape", view.inputs = {at}, view.attrs = {{"newshape", {1, 12, 6, 8}}};
+  view.type = find_op("reshape")->infer({g.type_of(at)}, view.attrs);
+  g.nodes.push_back(view);
+  at = append_qconv(g, "c3", "r0", {16, 1, 1, 8}, weight({16, 1, 1, 8}), quant({}));
+  at = append_qconv(g, "c4", at, {16, 3, 3, 1}, weight({16, 3, 3, 1}), quant({{"padding", {1, 1, 1, 1}}, {"groups", 16}}));
+  at = append_qconv(g, "c5", at, {8, 1, 1, 16}, weight({8, 1, 1, 16}), quant({}));
+  g.outputs = {at};
+  auto describe = [&](int64_t percent, bool overlap) {
+    const PatchPlan plan = plan_patch_stages(g, percent, overlap);
+    std::string text = "bound " + std::to_string(plan.whole_tensor_bound) + " -> " + std::to_string(plan.patched_bound) +
+                       ", recomputed " + std::to_string(plan.recomputed_macs) + ";";
+    for (const PatchStage& s : plan.stages) {
+      text += " [";
+      for (size_t n : s.nodes) text += g.nodes[n].name + " ";
+      text += "x" + std::to_string(s.bands.size()) + (s.bottom_up ? " up" : "") + "]";
+    }
+    text += " profile";
+    for (int64_t live : patched_profile(g, plan.stages, overlap)) text += " " + std::to_string(live);
+    return text;
+  };
+  EXPECT_EQ(describe(0, false),
+            "bound 4608 -> 2880, recomputed 0; [c0 c1 x4] profile 2880 2880 2880 2880 2880 2304 1728 1152 576 0");
+  EXPECT_EQ(describe(3, false),
+            "bound 4608 -> 2880, recomputed 0; [c0 c1 x4] profile 2880 2880 2880 2880 2880 2304 1728 1152 576 0");
+  EXPECT_EQ(describe(100, false),
+            "bound 4608 -> 2304, recomputed 8448; [c0 c1 c2 x3] profile 2304 2304 2304 1728 1536 1440 1440 1440 1440 1344 1152 768 0");
+  EXPECT_EQ(describe(0, true),
+            "bound 4608 -> 2400, recomputed 0; [c1 x24] [c2 x7 up] profile 2400 2352 2304 2304 1728 1152 0");
+  EXPECT_EQ(describe(3, true),
+            "bound 4608 -> 2784, recomputed 3840; [c1 c2 x6] profile 2784 2784 2784 2784 2784 2688 2688 2304 2304 1728 1152 1056 0");
+  EXPECT_EQ(describe(100, true),
+            "bound 4608 -> 2592, recomputed 8448; [c1 c2 x12] profile 2592 2592 2592 2592 2592 2592 2592 2592 2592 2592 2592 2496 2496 2304 2304 1728 1152 864 0");
+}
+
 TEST(QDense, PerTensorAndPerChannel) {
   run_all_schedules({"qdense", {1, 10}, {7, 10}, quant({})}, "dense 10->7");
   // Batch 1, 150 inputs, 3 outputs: dense_chunks (two chunks of 64, a tail of 22 that

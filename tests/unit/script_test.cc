@@ -17,6 +17,7 @@
 #include "script/lexer.h"
 #include "script/parser.h"
 #include "script/printer.h"
+#include "support/source_dir.h"
 
 namespace mtir {
 namespace {
@@ -136,7 +137,7 @@ TEST(Script, MatmulPrintsExactlyAsDocumented) {
 }
 
 TEST(Script, BundledExampleRoundTrips) {
-  std::ifstream in(std::string(MICROTIR_SOURCE_DIR) + "/examples/matmul.tir");
+  std::ifstream in(std::string(mtir::source_dir()) + "/examples/matmul.tir");
   if (!in) GTEST_SKIP() << "examples/matmul.tir not present";
   std::stringstream ss;
   ss << in.rdbuf();
@@ -684,7 +685,7 @@ class SpanChecker : public Visitor {
 
 TEST(Script, EveryNodeHasASpan) {
   std::vector<std::string> sources = {kMatmul};
-  for (const auto& path : list_dir(std::string(MICROTIR_SOURCE_DIR) + "/tests/script/valid", ".tir"))
+  for (const auto& path : list_dir(std::string(mtir::source_dir()) + "/tests/script/valid", ".tir"))
     sources.push_back(read_file(path));
   for (const auto& src : sources) {
     IRModule m = parse_ok(src);
@@ -704,7 +705,7 @@ TEST(Script, ParseModuleOrThrowThrows) { EXPECT_THROW(parse_module_or_throw("gar
 // ---- malformed files: each names the location and message it must produce -------------------
 
 TEST(Script, MalformedFiles) {
-  std::vector<std::string> files = list_dir(std::string(MICROTIR_SOURCE_DIR) + "/tests/script/malformed", ".tir");
+  std::vector<std::string> files = list_dir(std::string(mtir::source_dir()) + "/tests/script/malformed", ".tir");
   EXPECT_GE(files.size(), 30u);
   std::set<std::string> messages;
   for (const auto& path : files) {
@@ -738,7 +739,7 @@ TEST(Script, MalformedFiles) {
 }
 
 TEST(Script, ValidFilesRoundTrip) {
-  std::vector<std::string> files = list_dir(std::string(MICROTIR_SOURCE_DIR) + "/tests/script/valid", ".tir");
+  std::vector<std::string> files = list_dir(std::string(mtir::source_dir()) + "/tests/script/valid", ".tir");
   for (const auto& path : files) {
     SCOPED_TRACE(path);
     expect_round_trip(read_file(path));
@@ -821,7 +822,7 @@ TEST(Script, RandomMutationsAreHandled) {
 
 TEST(Script, MutationsOfValidFilesAreHandled) {
   std::mt19937 rng(2024);
-  for (const auto& path : list_dir(std::string(MICROTIR_SOURCE_DIR) + "/tests/script/valid", ".tir")) {
+  for (const auto& path : list_dir(std::string(mtir::source_dir()) + "/tests/script/valid", ".tir")) {
     SCOPED_TRACE(path);
     std::string text = read_file(path);
     for (int iter = 0; iter < 300; ++iter) {

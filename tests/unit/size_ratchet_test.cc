@@ -19,12 +19,13 @@
 #include <sstream>
 #include <string>
 #include <vector>
+#include "support/source_dir.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 
-const fs::path kSourceRoot = MICROTIR_SOURCE_DIR;
+const fs::path kSourceRoot = mtir::source_dir();
 constexpr int kFunctionLimit = 80;
 constexpr int kFileLimit = 1000;
 const char* const kAllowList = "tests/unit/size_allowlist.txt";

@@ -19,6 +19,7 @@
 #include "sim/process.h"
 #include "support/compare.h"
 #include "support/diagnostic.h"
+#include "support/source_dir.h"
 
 namespace mtir {
 namespace {
@@ -226,7 +227,7 @@ TEST(State, TheCInterfaceCarriesStateOverRunsAndResetsIt) {
       if (p.extension() == ".c") cmd.push_back(p.string());
     }
     for (const auto& c : sim::crt_host_sources(crt)) cmd.push_back(c);
-    cmd.insert(cmd.end(), {std::string(MICROTIR_SOURCE_DIR) + "/tests/codegen/state_main.c", "-lm", "-o",
+    cmd.insert(cmd.end(), {std::string(mtir::source_dir()) + "/tests/codegen/state_main.c", "-lm", "-o",
                            (dir / "firmware").string()});
     ASSERT_EQ(sim::run_process(cmd, dir / "build.log"), 0) << sim::read_text(dir / "build.log");
     for (int k = 0; k < 2; ++k) {

@@ -12,6 +12,7 @@
 #include "driver/build.h"
 #include "driver/pipeline.h"
 #include "support/timing.h"
+#include "support/source_dir.h"
 
 namespace mtir {
 namespace {
@@ -50,7 +51,7 @@ std::vector<BackendCase> backend_cases() {
 }
 
 TEST(Timing, EveryStepPassAndBackendOfACompileIsInTheTable) {
-  const fs::path model = fs::path(MICROTIR_SOURCE_DIR) / "models" / "digits";
+  const fs::path model = fs::path(mtir::source_dir()) / "models" / "digits";
   for (const BackendCase& c : backend_cases()) {
     SCOPED_TRACE(c.target);
     TimingTable table;

@@ -16,6 +16,7 @@
 #include "program_corpus.h"
 #ifdef MICROTIR_HAVE_BINARYEN
 #include "codegen/wasm/native/binaryen_native.h"
+#include "support/source_dir.h"
 #endif
 
 namespace mtir {
@@ -25,7 +26,7 @@ using namespace testing_corpus;  // read, scalar_args, make_inputs, run_built_on
 
 std::vector<fs::path> tvm_corpus() {
   std::vector<fs::path> files;
-  for (const auto& e : fs::directory_iterator(fs::path(MICROTIR_SOURCE_DIR) / "tests" / "script" / "tvm"))
+  for (const auto& e : fs::directory_iterator(fs::path(mtir::source_dir()) / "tests" / "script" / "tvm"))
     if (e.path().extension() == ".tir") files.push_back(e.path());
   std::sort(files.begin(), files.end());
   return files;
@@ -90,7 +91,7 @@ TEST_P(TvmScriptRun, InterpreterAndHostCAgree) {
 class TvmIntrinsics : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(TvmIntrinsics, LlvmAndWasmMatchTheInterpreter) {
-  const fs::path path = fs::path(MICROTIR_SOURCE_DIR) / "tests" / "script" / "tvm" / (GetParam() + ".tir");
+  const fs::path path = fs::path(mtir::source_dir()) / "tests" / "script" / "tvm" / (GetParam() + ".tir");
   IRModule m = parse_module_or_throw(read(path), path.string());
   const auto& [name, f] = m.functions.at(0);
   Inputs reference = make_inputs(f, {}, 1234);
@@ -143,7 +144,7 @@ INSTANTIATE_TEST_SUITE_P(Corpus, TvmScriptRun, ::testing::ValuesIn(runnable_corp
 // Functions that return a value (-> T.int32 with `return x` or T.ret(x)): the
 // interpreter gives it back, and the host C (packed and unpacked) and LLVM builds agree.
 TEST(TvmScriptReturn, InterpreterAndHostAgreeOnTheReturnedValue) {
-  IRModule m = parse_module_or_throw(read(fs::path(MICROTIR_SOURCE_DIR) / "tests/script/tvm/return_ret.tir"),
+  IRModule m = parse_module_or_throw(read(fs::path(mtir::source_dir()) / "tests/script/tvm/return_ret.tir"),
                                      "return_ret.tir");
   const PrimFunc f = m.functions.at(0).second;
   const std::pair<int64_t, int64_t> cases[] = {{4, 7}, {9, 7}};
@@ -213,7 +214,7 @@ class Module:
 }
 
 TEST(TvmScriptBugs, GpuThreadsAreRefusedByCodegenAndInterpreter) {
-  IRModule m = parse_module_or_throw(read(fs::path(MICROTIR_SOURCE_DIR) / "tests/script/tvm/thread_binding.tir"),
+  IRModule m = parse_module_or_throw(read(fs::path(mtir::source_dir()) / "tests/script/tvm/thread_binding.tir"),
                                      "thread_binding.tir");
   try {
     build_c(m, parse_target("c -unpacked-api=0"));
@@ -227,7 +228,7 @@ TEST(TvmScriptBugs, GpuThreadsAreRefusedByCodegenAndInterpreter) {
   EXPECT_THROW(interpret(m, "gpu_add", in.args), DiagnosticError);
 
   IRModule launched = parse_module_or_throw(
-      read(fs::path(MICROTIR_SOURCE_DIR) / "tests/script/tvm/launch_thread.tir"), "launch_thread.tir");
+      read(fs::path(mtir::source_dir()) / "tests/script/tvm/launch_thread.tir"), "launch_thread.tir");
   for (const char* target : {"c -unpacked-api=0", "llvm -unpacked-api=0", "wasm"}) {
     SCOPED_TRACE(target);
     try {
@@ -287,7 +288,7 @@ def qms(X: T.Buffer((6,), "int32"), Y: T.Buffer((6, 4), "int32")):
 // first one they meet, at its line, saying what it is.
 TEST(TvmIntrinsicTable, CarriedIntrinsicsAreRefusedWhereTheyStand) {
   IRModule m = parse_module_or_throw(
-      read(fs::path(MICROTIR_SOURCE_DIR) / "tests/script/tvm/tvm_intrinsics_carried.tir"), "carried.tir");
+      read(fs::path(mtir::source_dir()) / "tests/script/tvm/tvm_intrinsics_carried.tir"), "carried.tir");
   for (const char* target : {"c -unpacked-api=0", "llvm -unpacked-api=0", "wasm"}) {
     SCOPED_TRACE(target);
     try {
@@ -312,7 +313,7 @@ TEST(TvmIntrinsicTable, CarriedIntrinsicsAreRefusedWhereTheyStand) {
 // break and continue compute what Python's loops do (the backends are compared with the
 // interpreter above), in the compiled interpreter and the tree walk alike.
 TEST(TvmLoopExits, InterpreterComputesPythonsLoops) {
-  IRModule m = parse_module_or_throw(read(fs::path(MICROTIR_SOURCE_DIR) / "tests/script/tvm/loop_exits.tir"), "e.tir");
+  IRModule m = parse_module_or_throw(read(fs::path(mtir::source_dir()) / "tests/script/tvm/loop_exits.tir"), "e.tir");
   for (bool tree_walk : {false, true}) {
     SCOPED_TRACE(tree_walk ? "tree walk" : "compiled");
     NDArray a = NDArray::zeros(DataType::Int(32), {8}), b = NDArray::zeros(DataType::Int(32), {4}),
@@ -347,7 +348,7 @@ TEST(TvmLoopExits, AnExitOutOfAnAllocationIsRefused) {
 // Module.sub(...) calls (module_calls.tir) compute exactly what the program says, in the
 // compiled interpreter and the tree walk, and in host C and LLVM.
 TEST(TvmModuleCalls, ExactValues) {
-  IRModule m = parse_module_or_throw(read(fs::path(MICROTIR_SOURCE_DIR) / "tests/script/tvm/module_calls.tir"), "c.tir");
+  IRModule m = parse_module_or_throw(read(fs::path(mtir::source_dir()) / "tests/script/tvm/module_calls.tir"), "c.tir");
   auto check = [](const NDArray& a, const NDArray& b, const NDArray& c, const char* who) {
     float rows[8];
     for (int i = 0; i < 8; ++i) {

@@ -22,13 +22,14 @@
 #include "program_corpus.h"
 #ifdef MICROTIR_HAVE_BINARYEN
 #include "codegen/wasm/native/binaryen_native.h"
+#include "support/source_dir.h"
 #endif
 
 namespace mtir {
 namespace {
 
 namespace fs = std::filesystem;
-const fs::path kModel = fs::path(MICROTIR_SOURCE_DIR) / "models" / "digits";
+const fs::path kModel = fs::path(mtir::source_dir()) / "models" / "digits";
 
 std::string read(const fs::path& p) {
   std::ifstream f(p, std::ios::binary);
@@ -115,7 +116,7 @@ def divs(a: T.Buffer((4,), "int32"), b: T.Buffer((4,), "int32"), q: T.Buffer((4,
 // Shifts and bitwise operators (narrow, unsigned, 64-bit, run-time amounts) bit for bit
 // equal to the interpreter; the C and LLVM backends run the same file in their corpus.
 TEST(WasmBackend, ShiftsAndBitwiseMatchTheInterpreter) {
-  const fs::path path = fs::path(MICROTIR_SOURCE_DIR) / "tests" / "script" / "valid" / "int_bitwise.tir";
+  const fs::path path = fs::path(mtir::source_dir()) / "tests" / "script" / "valid" / "int_bitwise.tir";
   IRModule m = parse_module_or_throw(read(path), path.string());
   BuildResult built = build_wasm(m, parse_target("wasm"));
   const std::string& wat = built.sources.at(0).text;

@@ -1,5 +1,6 @@
 // UNIDIRECTIONAL_SEQUENCE_LSTM -> lstm (float32) or qlstm (int8 activations and weights,
-// int16 cell state): the variant TFLite Micro evaluates (kernels/lstm_eval_common.cc):
+// int16 cell state; or TFLM's 16x8: int16 activations, int8 weights, int64 biases, int16
+// cell state): the variant TFLite Micro evaluates (kernels/lstm_eval_common.cc):
 // all four gates (no CIFG), no peephole, projection or layer norm; the cell gate's
 // activation TANH. The four gates' weights and biases (TFLite's order: input,
 // forget, cell, output) are stacked into [4, cells, inputs], [4, cells, cells] and
@@ -83,6 +84,10 @@ std::pair<int64_t, int64_t> TfliteConverter::lstm_quant_attrs(int x, int h, int 
   };
   Quant qx = per_tensor(x), qh = per_tensor(h), qc = per_tensor(c);
   if (qc.zero_point[0] != 0) unsupported(tensor_label(c) + ", the int16 cell state, has a non-zero zero point");
+  // TFLM's int16 FullyConnected ignores the input's zero point: 16x8 is symmetric.
+  for (int t : {x, h})
+    if (tensor_type(t).dtype == DataType::Int(16) && per_tensor(t).zero_point[0] != 0)
+      unsupported(tensor_label(t) + " has a non-zero zero point (TFLM's 16x8 LSTM takes int16 data symmetric)");
   attrs["input_scale"] = qx.scale[0];
   attrs["input_weight_scales"] = weight_scales(wx);
   attrs["recurrent_weight_scales"] = weight_scales(wh);
@@ -133,15 +138,19 @@ void TfliteConverter::lstm(const tflite::Operator& op) {
   for (const auto& ids : {wx, wh, bias})
     for (int id : ids)
       if (!has_data(id)) unsupported("LSTM weights or biases computed at run time (" + tensor_label(id) + ")");
-  const bool q = xt.dtype == DataType::Int(8);
+  const bool wide = xt.dtype == DataType::Int(16);  // TFLM's 16x8
+  const bool q = wide || xt.dtype == DataType::Int(8);
   if (!q && xt.dtype != DataType::Float(32))
-    unsupported(xt.dtype.str() + " LSTM data (float32, and int8 with an int16 cell state, are supported)");
+    unsupported(xt.dtype.str() + " LSTM data (float32, int8 and int16 are supported)");
   const DataType weight_t = q ? DataType::Int(8) : DataType::Float(32);
-  const DataType bias_t = q ? DataType::Int(32) : DataType::Float(32);
+  const DataType bias_t = wide ? DataType::Int(64) : q ? DataType::Int(32) : DataType::Float(32);
   const DataType cell_t = q ? DataType::Int(16) : DataType::Float(32);
   if (tensor_type(wx[0]).dtype != weight_t)
     unsupported("an LSTM with " + tensor_type(wx[0]).dtype.str() + " weights on " + xt.dtype.str() +
                 " data (hybrid LSTMs are not TFLite Micro's)");
+  if (tensor_type(bias[0]).dtype != bias_t)
+    unsupported("an LSTM with " + tensor_type(bias[0]).dtype.str() + " biases on " + xt.dtype.str() + " data (" +
+                bias_t.str() + " is TFLite Micro's)");
   NDArray input_weights = stack_constants(wx, weight_t);
   NDArray recurrent_weights = stack_constants(wh, weight_t);
   NDArray biases = stack_constants(bias, bias_t);
@@ -172,7 +181,8 @@ void TfliteConverter::lstm(const tflite::Operator& op) {
     return;
   }
   const auto [zx, zh] = lstm_quant_attrs(x, h, c, wx, wh, attrs);
-  NDArray folded = lstm_folded_bias(input_weights, recurrent_weights, biases, zx, zh);
+  // int8: the zero points folded into two int32 bias rows; 16x8: the int64 biases as they are.
+  NDArray folded = wide ? std::move(biases) : lstm_folded_bias(input_weights, recurrent_weights, biases, zx, zh);
   if (sigmoid_table_.empty()) sigmoid_table_ = add_constant("sigmoid_table_uint16", ops::sigmoid_table_array());
   emit(name, "qlstm",
        {value(x), add_constant(name + "_input_weights", std::move(input_weights)),

@@ -65,19 +65,15 @@ std::vector<TfliteOpSupport> make_table() {
       ops({"L2_NORMALIZATION", "LOG_SOFTMAX"}, {"float32", "int8"}),
       ops({"BATCH_MATMUL"}, kQuantized),
       ops({"RESIZE_NEAREST_NEIGHBOR", "RESIZE_BILINEAR"}, kQuantized),
-      ops({"SVDF", "UNIDIRECTIONAL_SEQUENCE_LSTM"}, {"float32", "int8"}),
+      ops({"SVDF"}, {"float32", "int8"}),
+      ops({"UNIDIRECTIONAL_SEQUENCE_LSTM"}, kQuantized),
       ops({"VAR_HANDLE", "READ_VARIABLE", "ASSIGN_VARIABLE", "CALL_ONCE"}, {}, "none"),
       ops({"IF", "WHILE"}, {}, "none"),
   };
   std::vector<TfliteOpSupport> table;
   for (auto& g : groups) table.insert(table.end(), g.begin(), g.end());
-  auto refuse = [&](const std::string& op, const std::string& dtype, const std::string& why) {
-    for (auto& e : table)
-      if (e.op == op) e.refused.emplace_back(dtype, why);
-  };
-  // Pairs TFLM's kernels implement that are not converted yet (tests/tflite/tflm_kernel_dtypes.json).
-  refuse("UNIDIRECTIONAL_SEQUENCE_LSTM", "int16",
-         "TFLM's 16x8 LSTM (int16 activations, int8 weights, int64 bias) is not converted yet");
+  // A pair TFLM's kernels implement that is not converted would be listed in e.refused with
+  // its reason (tests/tflite/tflm_kernel_dtypes.json); none is left.
   for (auto& e : table)
     if (e.key == "none" && e.refused.empty()) e.note = "any dtype (no data of its own)";
   return table;
