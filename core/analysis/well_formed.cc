@@ -405,6 +405,17 @@ class WellFormedChecker : public Visitor {
     }
   }
 
+  // multiply_by_quantized_multiplier is lane by lane: three int32 values of one width.
+  bool int32_lanes_agree(const CallNode* c, const std::string& name, const Span& span) {
+    for (const auto& a : c->args)
+      if (a->dtype.element_of() != DataType::Int(32) || a->dtype.lanes() != c->args[0]->dtype.lanes()) {
+        error(span_of(a, span), name + " takes three int32 values of the same lanes, got " + c->args[0]->dtype.str() +
+                                    " and " + a->dtype.str());
+        return false;
+      }
+    return true;
+  }
+
   void check_call(const CallNode* c, const Span& span) {
     if (!c->builtin) return check_tvm_intrinsic(c, span);
     const OpInfo* info = &builtin_info(*c->builtin);
@@ -424,6 +435,8 @@ class WellFormedChecker : public Visitor {
           c->args[0]->dtype.is_vector())
         return error(span, name + " takes a scalar accumulator and two int8 vectors of up to 16 lanes (or int16 of up to "
                                   "8) of the same type, got " + a.str() + " and " + b.str());
+    } else if (c->is(Builtin::MultiplyByQuantizedMultiplier)) {
+      if (!int32_lanes_agree(c, name, span)) return;
     } else if (info->kind != OpInfo::Kind::kUnaryMath && info->kind != OpInfo::Kind::kBinaryMath &&
                info->kind != OpInfo::Kind::kIntBinary && !c->is(Builtin::Reinterpret)) {
       // Math applies lane by lane; the other intrinsics take scalars.

@@ -69,4 +69,13 @@ std::string unique_name(const std::string& base, char sep, std::set<std::string>
   return name;
 }
 
+std::string unique_name(const std::string& base, char sep, std::set<std::string>* used, std::map<std::string, int>* next) {
+  int& n = (*next)[base];
+  std::string name = n == 0 ? base : base + sep + std::to_string(n);
+  while (used->count(name)) name = base + sep + std::to_string(++n);
+  used->insert(name);
+  ++n;
+  return name;
+}
+
 }  // namespace mtir

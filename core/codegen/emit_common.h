@@ -5,6 +5,7 @@
 // own `switch (Builtin)` with a case for every row of ir/builtins.def; this header only
 // holds what those cases and the statement walkers would otherwise repeat.
 
+#include <map>
 #include <set>
 #include <string>
 
@@ -51,5 +52,9 @@ std::string sanitized_name(const std::string& hint, bool keep_dots);
 
 // `base`, or base<sep>1, base<sep>2, ... the first not in `used`, which records it.
 std::string unique_name(const std::string& base, char sep, std::set<std::string>* used);
+// The same name, the search starting at the suffix `next` keeps for `base` (`used` only
+// grows, so no earlier suffix is free): constant time for the thousands of temporaries of
+// one hint an emitter makes in a large function (quadratic otherwise).
+std::string unique_name(const std::string& base, char sep, std::set<std::string>* used, std::map<std::string, int>* next);
 
 }  // namespace mtir

@@ -75,10 +75,42 @@ bool smmlar_table(const Graph& g, const GraphNode& node, const std::vector<std::
   return true;
 }
 
+// mve on a depthwise convolution (NHWC, one output channel per input channel, input
+// zero point folded, tflite rule): the weight [C, KH, KW, 1] goes back to TFLite's
+// [1, KH, KW, C], channels innermost, for ops/qconv_mve_depthwise.cc's vector loads; its
+// requantization reads the table as it is, so no smlal/smmlar rewrite.
+void take_mve_depthwise(Graph& g, GraphNode& node, std::vector<std::string>& inputs, int64_t groups, json& sched,
+                        std::set<std::string>& maybe_unused) {
+  const NDArray& w = g.constants.at(inputs[1]);
+  const bool nhwc = node.attrs.value("layout", std::string("NHWC")) == "NHWC";
+  if (!nhwc || w.shape.size() != 4 || w.shape[3] != 1 || w.shape[0] != groups || !sched["fold_zero_point"].get<bool>() ||
+      node.attrs.value("requant", std::string("tflite")) != "tflite")
+    return;
+  const int64_t channels = w.shape[0], taps = w.shape[1] * w.shape[2];
+  NDArray hwo = NDArray::zeros(w.dtype, {1, w.shape[1], w.shape[2], channels});
+  for (int64_t c = 0; c < channels; ++c)
+    for (int64_t t = 0; t < taps; ++t) hwo.set_int(t * channels + c, w.get_int(c * taps + t));
+  std::string name = fresh_name(g, node.name + "__weight_hwo");
+  g.constants[name] = std::move(hwo);
+  maybe_unused.insert(inputs[1]);
+  inputs[1] = name;
+  sched["mve"] = true;
+  sched["smlal_requant"] = false;
+}
+
 // mve (Cortex-M55): the int8 weights as they are, for a node whose input zero point
-// folded under the tflite rule (int8 data); recorded in `sched`.
-bool takes_mve(const ScheduleOptions& opts, const GraphNode& node, int64_t groups, json& sched) {
-  sched["mve"] = opts.mve && groups == 1 && sched["fold_zero_point"].get<bool>() &&
+// folded under the tflite rule (int8 data); recorded in `sched`. A depthwise node takes
+// it only with depthwise_tile off: on KWS and VWW the scalar tiles still take fewer
+// instructions (bench/report.md), so the vector kernel is asked for by
+// -disabled-schedules=depthwise_tile.
+bool takes_mve(Graph& g, const ScheduleOptions& opts, GraphNode& node, std::vector<std::string>& inputs, int64_t groups,
+               json& sched, std::set<std::string>& maybe_unused) {
+  if (groups > 1) {
+    if (opts.mve && !opts.depthwise_tile && node.op == "qconv2d")
+      take_mve_depthwise(g, node, inputs, groups, sched, maybe_unused);
+    return sched["mve"].get<bool>();
+  }
+  sched["mve"] = opts.mve && sched["fold_zero_point"].get<bool>() &&
                  node.attrs.value("requant", std::string("tflite")) == "tflite";
   return sched["mve"].get<bool>();
 }
@@ -232,7 +264,7 @@ void prepare_matmul_node(Graph& g, GraphNode& node, const ScheduleOptions& opts,
   std::vector<std::string> inputs = node.inputs;
   if (const_weight) {
     if (opts.fold_zero_point) fold_input_zero_point(g, node, wit->second, channels, inputs, sched, maybe_unused);
-    if (!takes_mve(opts, node, groups, sched) && opts.smlad && groups == 1)
+    if (!takes_mve(g, opts, node, inputs, groups, sched, maybe_unused) && opts.smlad && groups == 1)
       pack_smlad_weights(g, node, opts, wit->second, channels, inputs, sched, maybe_unused);
   }
   if (!extra.empty() && const_weight && sched["smlal_requant"].get<bool>() && opts.smmlar_requant)

@@ -2,8 +2,10 @@
 // state (math functions, DSP and bit-level intrinsics), and the message for those it
 // refuses: shared by the tree walk (interpreter.cc) and the compiled form (compile_*.cc);
 // and each builtin's family, which the tree walk dispatches on.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "interp/scalar.h"
 #include "ir/op.h"
@@ -48,6 +50,20 @@ Scalar reinterpret_bits(DataType from, DataType to, const Scalar& x) {
 
 int64_t half16(int64_t v, int k) { return static_cast<int16_t>(static_cast<uint32_t>(v) >> (16 * k)); }
 
+// TFLite's MultiplyByQuantizedMultiplier (builtins.def): x * 2^left wrapping,
+// SaturatingRoundingDoublingHighMul, RoundingDivideByPOT (half away from zero). Shifts
+// outside [-31, 30] are clamped to it.
+int32_t multiply_by_quantized_multiplier(int32_t x, int32_t m, int32_t s) {
+  const int left = s > 0 ? std::min(s, 30) : 0, right = s < 0 ? std::min(-static_cast<int64_t>(s), int64_t{31}) : 0;
+  const int32_t a = static_cast<int32_t>(static_cast<uint32_t>(x) << left);
+  const int32_t kMin = std::numeric_limits<int32_t>::min();
+  const int32_t h = a == kMin && m == kMin ? std::numeric_limits<int32_t>::max()
+                                           : static_cast<int32_t>((int64_t{a} * m + (int64_t{1} << 30)) >> 31);
+  const int32_t mask = static_cast<int32_t>((int64_t{1} << right) - 1);
+  const int32_t threshold = (mask >> 1) + (h < 0 ? 1 : 0);
+  return (h >> right) + ((h & mask) > threshold ? 1 : 0);
+}
+
 }  // namespace
 
 bool unary_function(Builtin op, UnaryFunction* out) {
@@ -77,6 +93,7 @@ bool is_pure_intrinsic(Builtin op) {
     case Builtin::Smlad:
     case Builtin::Smlabb:
     case Builtin::Smmlar:
+    case Builtin::MultiplyByQuantizedMultiplier:
     case Builtin::Clz:
     case Builtin::Sxtb16:
     case Builtin::Sxtb16Ror8:
@@ -98,6 +115,9 @@ Scalar pure_intrinsic(Builtin op, DataType from, DataType to, const Scalar* args
       const uint64_t sum = (acc << 32) + static_cast<uint64_t>(a * b) + 0x80000000u;
       return make_int(i32, static_cast<int32_t>(static_cast<uint32_t>(sum >> 32)));
     }
+    case Builtin::MultiplyByQuantizedMultiplier:
+      return make_int(i32, multiply_by_quantized_multiplier(static_cast<int32_t>(args[0].i), static_cast<int32_t>(args[1].i),
+                                                            static_cast<int32_t>(args[2].i)));
     case Builtin::Clz: {
       const int bits = from.bits();
       uint64_t x = static_cast<uint64_t>(args[0].i);
@@ -149,6 +169,7 @@ CallFamily call_family(Builtin b) {
     case Builtin::Smlad:
     case Builtin::Smlabb:
     case Builtin::Smmlar:
+    case Builtin::MultiplyByQuantizedMultiplier:
     case Builtin::Reinterpret:
     case Builtin::Clz:
     case Builtin::Sxtb16:

@@ -110,6 +110,15 @@ QConv qconv_params(const std::vector<TensorType>& in, const json& attrs) {
   } else {
     check_rank(op, in, 1, "weight (OHWI)", 4);
   }
+  p.sched = read_schedule(op, r);
+  if (p.sched.mve && r.get_int("groups", 1) > 1) {
+    // A depthwise convolution under mve keeps TFLite's weight layout [1, KH, KW, O]
+    // (qconv_mve_depthwise.cc): the same geometry as OHWI [O, KH, KW, 1].
+    if (wshape[0] != 1)
+      fail(op, "schedule 'mve' on a grouped convolution needs the depthwise weight as [1, KH, KW, O], got " +
+                   shape_str(wshape));
+    wshape = {wshape[3], wshape[1], wshape[2], 1};
+  }
   const auto& d = in[0].shape;
   p.n = d[0], p.h = d[p.nchw ? 2 : 1], p.w = d[p.nchw ? 3 : 2], p.c = d[p.nchw ? 1 : 3];
   p.o = wshape[0], p.kh = wshape[1], p.kw = wshape[2], p.cg = wshape[3];
@@ -135,11 +144,15 @@ QConv qconv_params(const std::vector<TensorType>& in, const json& attrs) {
     fail(op, "the dilated kernel (" + std::to_string(eh) + "x" + std::to_string(ew) + ") is larger than the padded input");
   p.oh = (p.h + p.pt + p.pb - eh) / p.sh + 1;
   p.ow = (p.w + p.pl + p.pr - ew) / p.sw + 1;
-  p.sched = read_schedule(op, r);
   check_packing(op, p.sched, p.inputs, p.q, in[1].shape, p.o, p.k());
   if (p.sched.mve) check_mve(op, p.sched, p.rule, p.inputs);
   if (p.sched.smlad && p.groups != 1) fail(op, "schedule 'smlad' applies to convolutions with groups == 1");
-  if (p.sched.mve && p.groups != 1) fail(op, "schedule 'mve' applies to convolutions with groups == 1");
+  if (p.sched.mve && p.groups != 1 && !mve_depthwise_applies(p))
+    fail(op, "schedule 'mve' applies to convolutions with groups == 1 and to NHWC depthwise ones (one output channel "
+             "per input channel)");
+  if (p.sched.mve && p.groups != 1 && p.sched.smmlar_requant)
+    fail(op, "schedule 'mve' on a depthwise convolution reads the requantization table as (multiplier, shift) or "
+             "(multiplier, r - 1, ...), not smmlar_requant's");
   return p;
 }
 
@@ -182,6 +195,34 @@ Expr window_inside(const QConv& p, Expr row) {
   if (p.pl > 0) cond = and_(cond, ge(left, ci(0)));
   if ((p.ow - 1) * p.sw - p.pl + ew >= p.w) cond = and_(cond, lt(left, ci(p.w - ew)));
   return cond;
+}
+
+// mve with channels a multiple of 16 (NHWC, groups 1): pixel `row`'s receptive field
+// into col sixteen bytes at a time (one VLDRB.8 and one VSTRB.8, analysis/
+// helium_vectors.h), a tap in the padding filled with the zero point (folded).
+Stmt byte_vector_gather(const QConv& p, const Buffer& bytes, Expr n, Expr row, const Buffer& col, Expr slot) {
+  constexpr int kBytes = 16;
+  Expr oh = floordiv(row, ci(p.ow)), ow = floormod(row, ci(p.ow));
+  LoopNest taps;
+  Expr rh = taps.axis("rh", p.kh), rw = taps.axis("rw", p.kw);
+  Expr ih = tap(oh, rh, p.sh, p.dh, p.pt), iw = tap(ow, rw, p.sw, p.dw, p.pl);
+  Expr cond = and_(inside(ih, p.pt, p.h, p.oh, p.kh, p.sh, p.dh), inside(iw, p.pl, p.w, p.ow, p.kw, p.sw, p.dw));
+  Expr first = add(mul(slot, ci(p.k())), mul(add(mul(rh, ci(p.kw)), rw), ci(p.c)));
+  Expr pixel = mul(add(mul(add(mul(n, ci(p.h)), ih), ci(p.w)), iw), ci(p.c));
+  // Each loop its own variable: `value(e)` is what goes to bytes 16e .. 16e + 15.
+  auto into = [&](const std::function<Expr(Expr)>& value) {
+    Var e = ivar("e");
+    return For(e, ci(0), ci(p.c / kBytes), ForKind::kSerial,
+               store(col, value(e), {Ramp(add(first, mul(e, ci(kBytes))), ci(1), kBytes)}));
+  };
+  Stmt fill = into([&](Expr e) { return load(bytes, {Ramp(add(pixel, mul(e, ci(kBytes))), ci(1), kBytes)}); });
+  if (cond)
+    fill = IfThenElse(cond, fill, into([&](Expr) { return Broadcast(IntImm(kI8, p.q.input_zero_point), kBytes); }));
+  return taps.wrap(fill);
+}
+
+bool takes_byte_vector_gather(const QConv& p) {
+  return p.sched.mve && p.sched.fold_zero_point && !p.nchw && p.groups == 1 && p.c % 16 == 0;
 }
 
 // Pixel `row` of image n: its receptive field in (kh, kw, ci) order, into col, every
@@ -244,8 +285,12 @@ Stmt gemm_conv(const QConv& p, const QParams& b) {
   // few_channels (NHWC): interior pixels unchecked and unrolled, the border checked
   // (prepare_quantized asks for it only on short reductions; a long one stays a loop).
   const bool few_channels = p.sched.few_channels && !p.nchw && p.k() <= kFewChannelsMaxReduction;
-  Buffer data_flat = few_channels ? flat_view(data, p.n * p.h * p.w * p.c) : nullptr;
-  if (data_flat) {
+  const bool byte_vectors = takes_byte_vector_gather(p);
+  Buffer data_flat = few_channels || byte_vectors ? flat_view(data, p.n * p.h * p.w * p.c) : nullptr;
+  if (byte_vectors) {
+    g.gather = [&](Expr row, const Buffer& col, Expr slot) { return byte_vector_gather(p, data_flat, n, row, col, slot); };
+  }
+  if (few_channels) {
     g.gather = [&](Expr row, const Buffer& col, Expr slot) -> Stmt {
       auto element = [&](Expr i) {
         Expr x = Cast(kI32, load(data_flat, {i}));
@@ -281,6 +326,7 @@ PrimFunc qconv_build(const std::string& fname, const std::vector<TensorType>& in
   FuncBuilder fb;
   QParams b = declare_params(fb, in, out, p.inputs, p.o);
   if (p.groups == 1 && (p.sched.block || p.sched.smlad || p.sched.unroll || p.sched.mve)) return fb.finish(fname, gemm_conv(p, b));
+  if (mve_depthwise_applies(p)) return fb.finish(fname, mve_depthwise(p, b));
   const bool depthwise = p.cg == 1 && p.groups == p.c && p.o == p.c;
   if (p.sched.depthwise_tile && depthwise) return fb.finish(fname, depthwise_tiles(p, b));
   return fb.finish(fname, conv_loops(p, b));

@@ -163,6 +163,13 @@ Stmt gemm_mve(const Gemm& g);
 // Whether a node with this schedule, rule and packing can take mve (else the op fails).
 void check_mve(const std::string& op, const Schedule& s, const Rule& rule, const QInputs& q);
 
+// ---- the Helium depthwise kernel (qconv_mve_depthwise.cc) ---------------------------
+
+// Whether schedule mve takes this convolution as a depthwise one (NHWC, one output
+// channel per input channel; the weight as [1, KH, KW, O]).
+bool mve_depthwise_applies(const QConv& p);
+Stmt mve_depthwise(const QConv& p, const QParams& b);
+
 // ---- the depthwise and per-output loop nests (qconv_depthwise.cc) -------------------
 
 // Depthwise, tiled (schedule depthwise_tile).

@@ -14,9 +14,13 @@
 //
 // T.vmladava (a scalar sum of vector lanes) stays for C where both vectors are
 // contiguous loads; otherwise, and always in the wasm variant, it becomes its sum.
+// An int32x4 store of analysis/helium_vectors.h's grammar stays whole for C (the C
+// backend emits it for Helium); T.multiply_by_quantized_multiplier goes lane by lane
+// elsewhere (each backend computes the scalar builtin).
 //
 // The wasm variant (scalarize_vectors_simd128) keeps the stores the wasm backend emits
 // as SIMD128 instructions (simd128_store, below) and scalarizes everything else as above.
+#include "analysis/helium_vectors.h"
 #include "ir/mutator.h"
 #include "ir/op.h"
 #include "ir/visitor.h"
@@ -117,6 +121,7 @@ class Scalarizer : public Mutator {
   Stmt mutate_BufferStore(const BufferStoreNode* op, const Stmt& self) override {
     const int lanes = op->value->dtype.lanes();
     if (lanes == 1 || (keep_simd128_ && simd128_store(op))) return Mutator::mutate_BufferStore(op, self);
+    if (!keep_simd128_ && helium_store(op)) return self;
     std::vector<Expr> values;
     for (int k = 0; k < lanes; ++k) values.push_back(lane(op->value, k));
     std::vector<Var> temps;

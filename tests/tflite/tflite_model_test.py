@@ -3,6 +3,7 @@
 Micro's reference outputs (../shared/tflite/reference, see its README.md).
 
 usage: tflite_model_test.py MICROTIR MODEL REFERENCE_DIR TARGET [--layers] [--case=NAME] [--backend=c|llvm]
+                            [--disable-schedules=NAMES]
 
 For each case folder under REFERENCE_DIR (lcg_*; with --case, that one only, so ctest
 runs the cases in parallel):
@@ -14,7 +15,9 @@ runs the cases in parallel):
 - TARGET cortex-m4 (or another QEMU target): `microtir run MODEL --target TARGET`, the
   output must equal output.npy.
 With --backend=llvm, `run` builds the artifact with the LLVM backend instead of C (on the
-host: LLVM IR compiled by clang), passed on as `--backend llvm`.
+host: LLVM IR compiled by clang), passed on as `--backend llvm`. --disable-schedules is
+passed on to `run` as it is (e.g. depthwise_tile, which gives Cortex-M55's depthwise
+convolutions to the Helium kernel).
 """
 import json
 import os
@@ -101,6 +104,9 @@ def main():
         return SKIP
     on = f"{target} ({backend.upper()} backend)"
     backend_args = ["--backend", backend]
+    for a in sys.argv[1:]:
+        if a.startswith("--disable-schedules="):
+            backend_args += ["--disable-schedules", a[len("--disable-schedules="):]]
     cases = sorted(c for c in os.listdir(ref_dir) if c.startswith("lcg_") and (not only or c in only))
     if not cases or len(cases) < len(only):
         raise SystemExit(f"FAIL: no case {' '.join(only)} in {ref_dir}" if only else f"FAIL: no cases in {ref_dir}")

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "codegen/c/codegen_c.h"
+#include "codegen/emit_common.h"
 #include "driver/build.h"
 #include "interp/interpreter.h"
 #include "script/parser.h"
@@ -86,6 +87,21 @@ INSTANTIATE_TEST_SUITE_P(Programs, CodegenC, ::testing::ValuesIn(corpus()),
 
 // The line map (the playground's source <-> output): the same C text, and each line of a
 // statement's C points at that statement's source line.
+// unique_name with a per-hint search start (the wasm and LLVM emitters' temporaries) gives
+// the names of the plain search, in order, also when another hint took a suffixed name.
+TEST(CodegenC, UniqueNameSearchStartGivesThePlainSearchsNames) {
+  std::set<std::string> plain_used, fast_used;
+  std::map<std::string, int> next;
+  const std::vector<std::string> hints = {"t", "t", "t.2", "t", "t", "x", "t.4", "t", "x", "t"};
+  std::vector<std::string> names;
+  for (const auto& h : hints) {
+    const std::string plain = unique_name(h, '.', &plain_used);
+    EXPECT_EQ(unique_name(h, '.', &fast_used, &next), plain) << h;
+    names.push_back(plain);
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"t", "t.1", "t.2", "t.3", "t.4", "x", "t.4.1", "t.5", "x.1", "t.6"}));
+}
+
 TEST(CodegenC, LineMapPointsEachLineAtItsSourceStatement) {
   const fs::path path = fs::path(mtir::source_dir()) / "examples" / "matmul.tir";
   std::string text = read(path);

@@ -8,9 +8,11 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <filesystem>
+#include <limits>
 #include <random>
 
 #include "backend_cases.h"
@@ -18,6 +20,7 @@
 #include "executor/aot.h"
 #include "frontend/graph.h"
 #include "interp/interpreter.h"
+#include "ops/op_util.h"
 #include "sim/host_sim.h"
 #include "support/diagnostic.h"
 #include "driver/pipeline.h"
@@ -191,8 +194,14 @@ void run_case(const Case& k, const ScheduleOptions& opts, const std::string& lab
   // layers keep int16 weight pairs.
   bool few = k.op == "qconv2d" && opts.smlad && !grouped && opts.few_channels && k.weight[3] <= 4 &&
              k.weight[1] * k.weight[2] * k.weight[3] <= 128;
-  const bool mve = opts.mve && !grouped && sched["fold_zero_point"].get<bool>();
+  // mve also takes depthwise convolutions (one output channel per input channel).
+  const bool depthwise = grouped && k.weight[3] == 1 && k.weight[0] == k.attrs.value("groups", 1);
+  const bool mve = opts.mve && (!grouped || (depthwise && !opts.depthwise_tile)) && sched["fold_zero_point"].get<bool>();
   EXPECT_EQ(sched["mve"].get<bool>(), mve) << label;
+  // The mve depthwise kernel reads TFLite's [1, KH, KW, C] weight, which prepare_quantized makes.
+  if (mve && grouped) {
+    EXPECT_NE(prepared.nodes[0].inputs.at(1).find("__weight_hwo"), std::string::npos) << label;
+  }
   EXPECT_EQ(sched["smlad"].get<bool>(), opts.smlad && !grouped) << label;
   EXPECT_EQ(sched["few_channels"].get<bool>(), few) << label;
   EXPECT_EQ(sched["sxtb16"].get<bool>(), opts.smlad && opts.sxtb16 && !grouped && !few) << label;
@@ -210,7 +219,8 @@ void run_case(const Case& k, const ScheduleOptions& opts, const std::string& lab
       << label;
   // The 64-bit requantization with every three-column table (no case has a multiplier
   // of exactly 2^30), so the cases above do run it.
-  EXPECT_EQ(sched["smlal_requant"].get<bool>(), opts.smlal_requant && three_columns) << label;
+  // (The mve depthwise kernel requantizes in vectors: no smlal form.)
+  EXPECT_EQ(sched["smlal_requant"].get<bool>(), opts.smlal_requant && three_columns && !(mve && grouped)) << label;
   AotModule aot = build_aot(prepared);
   PrimFunc main = aot.module.lookup(aot.main);
   std::vector<NDArray> arrays;
@@ -368,6 +378,96 @@ TEST(QConv, DepthwiseAndGrouped) {
   // An even number of taps (no unpaired last tap) with dilation; no padding.
   run_all_schedules({"qconv2d", {1, 5, 6, 3}, {3, 2, 2, 1}, quant({{"dilation", {2, 2}}, {"groups", 3}})},
                     "depthwise 2x2 dilation 2, 3 channels");
+}
+
+// The Helium depthwise kernel (schedule mve, depthwise_tile off) on 21 channels: one step of sixteen, a
+// vector of four and a last channel alone; multipliers of 1/4 and above make the
+// (multiplier, shift) table, one with a left shift (the scale ratio 1.25). Only the
+// combinations that take it: the sweep above runs it on the other depthwise shapes.
+TEST(QConv, MveDepthwiseSixteenChannelSteps) {
+  std::vector<double> scales;
+  for (int c = 0; c < 21; ++c) scales.push_back(c == 3 ? 10.0 : c % 2 ? 2.0 : 0.02 + 0.01 * c);
+  const Case k{"qconv2d", {1, 5, 4, 21}, {21, 3, 3, 1},
+               quant({{"padding", {1, 1, 1, 1}}, {"groups", 21}}, scales)};
+  for (bool block : {true, false}) {
+    ScheduleOptions o;
+    o.smlad = o.sxtb16 = false, o.mve = true, o.block = block, o.depthwise_tile = false;
+    const std::string label = std::string("mve depthwise 3x3, 21 channels") + (block ? "" : " [off: block]");
+    SCOPED_TRACE(label);
+    run_case(k, o, label);
+  }
+}
+
+// TFLite's MultiplyByQuantizedMultiplier as gemmlowp writes it (the nudge and the
+// truncating division, then RoundingDivideByPOT's mask and threshold).
+int32_t tflite_multiply_by_quantized_multiplier(int32_t x, int32_t m, int s) {
+  const int left = s > 0 ? s : 0, right = s > 0 ? 0 : -s;
+  const int32_t a = static_cast<int32_t>(static_cast<uint32_t>(x) << left);
+  int32_t h = std::numeric_limits<int32_t>::max();
+  if (a != std::numeric_limits<int32_t>::min() || m != std::numeric_limits<int32_t>::min()) {
+    const int64_t ab = int64_t{a} * m, nudge = ab >= 0 ? (1 << 30) : (1 - (1 << 30));
+    h = static_cast<int32_t>((ab + nudge) / (int64_t{1} << 31));
+  }
+  const int32_t mask = static_cast<int32_t>((int64_t{1} << right) - 1), threshold = (mask >> 1) + (h < 0 ? 1 : 0);
+  return (h >> right) + ((h & mask) > threshold ? 1 : 0);
+}
+
+// T.multiply_by_quantized_multiplier (the mve depthwise kernel's vector requantization)
+// in int32x4 stores the C backend keeps for Helium, in a narrowing int8x4 store, and in
+// scalars: the interpreter against the reference above on the rounding's edges (halves of
+// both signs, INT32_MIN, the saturating INT32_MIN * INT32_MIN) for every shift (and shifts
+// outside [-31, 30], which every backend clamps to it), then host C and wasm at the end of
+// the process.
+TEST(QConv, VectorRequantizationIsTflites) {
+  const int32_t kMin = std::numeric_limits<int32_t>::min(), kMax = std::numeric_limits<int32_t>::max();
+  std::vector<int32_t> xs = {kMin, kMin + 1, -(1 << 30), -65536 - 32768, -3145728, -1024, -513, -512, -511, -3, -1, 0, 1,
+                             3, 511, 512, 513, 1 << 20, 98304, 1 << 30, kMax};
+  std::mt19937 rng(40);
+  for (int i = 0; i < 7; ++i) xs.push_back(static_cast<int32_t>(rng()));
+  const std::vector<int32_t> ms = {1 << 30, (1 << 30) + 1, 1518500250, kMax, kMin};
+  std::vector<int64_t> x, m, s;
+  std::vector<int> shifts = {-64, -40, -32, 31, 33, 64};  // outside TFLite's range: clamped to [-31, 30]
+  for (int shift = -31; shift <= 30; shift += shift < -12 || shift > 2 ? 3 : 1) shifts.push_back(shift);
+  for (int shift : shifts)
+    for (int32_t mv : ms)
+      for (int32_t xv : xs) x.push_back(xv), m.push_back(mv), s.push_back(shift);
+  while (x.size() % 4) x.push_back(7), m.push_back(1 << 30), s.push_back(-2);
+  const int64_t n = static_cast<int64_t>(x.size());
+  const DataType i32 = DataType::Int(32), i8 = DataType::Int(8);
+  ops::FuncBuilder fb;
+  Buffer bx = fb.param("X", {n}, i32), bm = fb.param("M", {n}, i32), bs = fb.param("S", {n}, i32);
+  Buffer vec = fb.param("V", {n}, i32), narrow = fb.param("N", {n}, i8), scalar = fb.param("Q", {n}, i32);
+  Var i = ops::ivar("i"), j = ops::ivar("j");
+  auto lanes = [&](const Buffer& b) { return ops::load(b, {Ramp(ops::mul(i, ops::ci(4)), ops::ci(1), 4)}); };
+  Expr v = Call(i32.with_lanes(4), "multiply_by_quantized_multiplier", {lanes(bx), lanes(bm), lanes(bs)});
+  Expr clamped = ops::min_(ops::max_(ops::add(v, Broadcast(ops::ci(-5), 4)), Broadcast(ops::ci(-128), 4)), Broadcast(ops::ci(127), 4));
+  Stmt body = SeqStmt(
+      {For(i, ops::ci(0), ops::ci(n / 4), ForKind::kSerial,
+           SeqStmt({ops::store(vec, v, {Ramp(ops::mul(i, ops::ci(4)), ops::ci(1), 4)}),
+                    ops::store(narrow, Cast(i8.with_lanes(4), clamped), {Ramp(ops::mul(i, ops::ci(4)), ops::ci(1), 4)})})),
+       For(j, ops::ci(0), ops::ci(n), ForKind::kSerial,
+           ops::store(scalar, Call(i32, "multiply_by_quantized_multiplier", {ops::load(bx, {j}), ops::load(bm, {j}), ops::load(bs, {j})}), {j}))});
+  IRModule module;
+  module.set("requant", fb.finish("requant", body));
+  std::vector<NDArray> arrays = {array_of(i32, {n}, x), array_of(i32, {n}, m), array_of(i32, {n}, s),
+                                 NDArray::zeros(i32, {n}), NDArray::zeros(i8, {n}), NDArray::zeros(i32, {n})};
+  std::vector<InterpArg> args;
+  for (auto& a : arrays) args.push_back(&a);
+  interpret(module, "requant", args);
+  int64_t wrong = 0;
+  for (int64_t k = 0; k < n; ++k) {
+    const int shift = static_cast<int>(std::min<int64_t>(30, std::max<int64_t>(-31, s[k])));
+    const int32_t want = tflite_multiply_by_quantized_multiplier(static_cast<int32_t>(x[k]), static_cast<int32_t>(m[k]), shift);
+    // The zero point's add wraps in int32, as TIR's does, before the clamp.
+    const int32_t shifted = static_cast<int32_t>(static_cast<uint32_t>(want) - 5u);
+    const int64_t want8 = std::min<int64_t>(127, std::max<int64_t>(-128, shifted));
+    if (arrays[3].get_int(k) != want || arrays[5].get_int(k) != want || arrays[4].get_int(k) != want8)
+      if (wrong++ < 5)
+        ADD_FAILURE() << "x " << x[k] << " m " << m[k] << " s " << s[k] << ": want " << want << ", vector "
+                      << arrays[3].get_int(k) << ", scalar " << arrays[5].get_int(k) << ", int8 " << arrays[4].get_int(k);
+  }
+  EXPECT_EQ(wrong, 0) << "of " << n;
+  backend_cases::record_module("vector requantization", module, "requant", arrays);
 }
 
 TEST(QConv, SaturationAndNoBias) {

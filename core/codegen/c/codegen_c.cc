@@ -9,8 +9,10 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "analysis/helium_vectors.h"
 #include "analysis/int_bound.h"
 #include "codegen/c/c_helpers.h"
+#include "codegen/c/helium_vectors.h"
 #include "codegen/emit_common.h"
 #include "codegen/line_marks.h"
 #include "ir/op.h"
@@ -422,7 +424,7 @@ class FunctionEmitter {
         if (!load) user_error(op->span, "T.address_of takes one buffer element, such as A[i]");
         return "(&" + access(load->buffer, load->indices, load->span) + ")";
       }
-      case Builtin::Vmladava: return vmladava(op);
+      case Builtin::Vmladava: case Builtin::MultiplyByQuantizedMultiplier: return helium_call(op);
       case Builtin::Smlad:
         (*helpers_)["mtir_smlad"] = kSmladHelper;
         return call("mtir_smlad", op->args);
@@ -447,6 +449,13 @@ class FunctionEmitter {
     const std::string name = wide ? "mtir_clz64" : "mtir_clz32";
     (*helpers_)[name] = clz_helper(name, wide ? "uint64_t" : "uint32_t", wide ? 64 : 32);
     return name + "((" + std::string(wide ? "uint64_t" : "uint32_t") + ")" + expr(op->args.at(0)) + ")";
+  }
+
+  // The Helium builtins in scalar C: vmladava (below) and multiply_by_quantized_multiplier.
+  std::string helium_call(const CallNode* op) {
+    if (op->is(Builtin::Vmladava)) return vmladava(op);
+    (*helpers_)[kMultiplyByQuantizedMultiplierName] = kMultiplyByQuantizedMultiplierHelper;
+    return call(kMultiplyByQuantizedMultiplierName, op->args);
   }
 
   // vmladava over two contiguous vector loads (scalarize_vectors keeps only those):
@@ -525,6 +534,13 @@ class FunctionEmitter {
 
 
   std::string load(const BufferLoadNode* op) { return access(op->buffer, op->indices, op->span); }
+
+  // A Helium int32x4 store (codegen/c/helium_vectors.cc).
+  std::string helium_statement(const BufferStoreNode* op) {
+    return helium_store_statement(
+        op, [&](const Expr& e) { return expr(e); },
+        [&](const Buffer& b, const Expr& i, const Span& at) { return "(&" + access(b, {i}, at) + ")"; }, helpers_);
+  }
 
   std::string access(const Buffer& b, const std::vector<Expr>& indices, const Span& span) {
     if (indices.size() != 1) {
@@ -666,6 +682,7 @@ class FunctionEmitter {
     switch (s->kind) {
       case StmtKind::BufferStore: {
         const auto* op = static_cast<const BufferStoreNode*>(s.get());
+        if (op->value->dtype.is_vector() && helium_store(op)) return line(helium_statement(op));
         std::string value = expr(op->value);
         line(access(op->buffer, op->indices, op->span) + " = " + value + ";");
         return;

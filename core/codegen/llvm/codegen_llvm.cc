@@ -19,7 +19,7 @@ std::string FunctionEmitter::define(const std::string& name, const std::string& 
 }
 
 std::string FunctionEmitter::local_name(const std::string& hint) {
-  return unique_name("%" + sanitized_name(hint, /*keep_dots=*/true), '.', &used_);
+  return unique_name("%" + sanitized_name(hint, /*keep_dots=*/true), '.', &used_, &next_suffix_);
 }
 
 Val FunctionEmitter::op(const std::string& ty, const std::string& text) {
@@ -329,7 +329,7 @@ Val FunctionEmitter::call_expr(const CallNode* c) {
       Val p = elem_ptr(l->buffer, l->indices, l->span);
       return op("i8*", "bitcast " + p.typed() + " to i8*");
     }
-    case Builtin::Vmladava: return vmladava(c);
+    case Builtin::Vmladava: case Builtin::MultiplyByQuantizedMultiplier: return vmladava(c);
     case Builtin::Smlad: return smlad(c);
     case Builtin::Smlabb: {
       Val a = arg(0), bv = arg(1), acc = arg(2);

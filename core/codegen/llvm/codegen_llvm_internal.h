@@ -183,9 +183,12 @@ class FunctionEmitter {
   Val intrinsic(const std::string& name, const std::string& ty, const std::vector<Val>& args);
 
   Val math_call(const CallNode* c);
-  // The DSP SMLAD and Helium VMLADAVA builtins (builtins.def).
+  // The DSP SMLAD and Helium VMLADAVA builtins (builtins.def); vmladava() also takes
+  // multiply_by_quantized_multiplier.
   Val smlad(const CallNode* c);
   Val vmladava(const CallNode* c);
+  // TFLite's MultiplyByQuantizedMultiplier lane by lane (builtins.def), int32 or <n x i32>.
+  Val multiply_by_quantized_multiplier(const CallNode* c);
 
   // `(int32)(q >> 32) >> 31` on Cortex-M: the sign of a 64-bit value's high word (the
   // requantization's rounding correction). LLVM folds it into a 64-bit compare of q (of
@@ -285,6 +288,7 @@ class FunctionEmitter {
   std::string block_;
   int next_tmp_ = 0, next_label_ = 0;
   std::set<std::string> used_;
+  std::map<std::string, int> next_suffix_;  // unique_name's search start per hint
   std::unordered_map<const VarNode*, Val> vars_;
   std::vector<std::string> live_workspace_;
   std::string ret_value_, ret_code_;  // the out-values of direct packed calls

@@ -28,9 +28,52 @@ Val FunctionEmitter::smlad(const CallNode* c) {
   return op("i32", "add i32 " + op("i32", "add i32 " + acc.v + ", " + p0.v).v + ", " + p1.v);
 }
 
+// In 64-bit lanes: x << left, the doubled high word rounded half up (INT32_MIN *
+// INT32_MIN saturates), then the division by 2^right rounded half away from zero; the
+// shifts clamped to [0, 30] and [0, 31] as the interpreter does.
+Val FunctionEmitter::multiply_by_quantized_multiplier(const CallNode* c) {
+  Val x = expr(c->args.at(0)), m = expr(c->args.at(1)), s = expr(c->args.at(2));
+  const int n = c->dtype.lanes();
+  auto type = [&](const char* elem) { return n > 1 ? "<" + std::to_string(n) + " x " + elem + ">" : std::string(elem); };
+  const std::string t32 = type("i32"), t64 = type("i64"), t1 = type("i1");
+  auto splat = [&](const char* elem, int64_t v) {
+    if (n == 1) return std::to_string(v);
+    std::string out = "<";
+    for (int k = 0; k < n; ++k) out += (k ? ", " : "") + std::string(elem) + " " + std::to_string(v);
+    return out + ">";
+  };
+  auto bin = [&](const std::string& inst, const std::string& ty, const Val& a, const std::string& b) {
+    return op(ty, inst + " " + ty + " " + a.v + ", " + b);
+  };
+  auto cmp = [&](const std::string& pred, const Val& a, const std::string& b) {
+    return op(t1, "icmp " + pred + " " + t32 + " " + a.v + ", " + b);
+  };
+  auto pick = [&](const Val& cond, const std::string& a, const std::string& b) {
+    return op(t32, "select " + t1 + " " + cond.v + ", " + t32 + " " + a + ", " + t32 + " " + b);
+  };
+  auto clamp = [&](const Val& v, const std::string& pred, int64_t limit) {
+    return pick(cmp(pred, v, splat("i32", limit)), splat("i32", limit), v.v);
+  };
+  Val left = clamp(clamp(s, "slt", 0), "sgt", 30);
+  Val right = clamp(clamp(bin("sub", t32, Val{t32, splat("i32", 0)}, s.v), "slt", 0), "sgt", 31);
+  Val a = bin("shl", t32, x, left.v);
+  Val a64 = op(t64, "sext " + a.typed() + " to " + t64), m64 = op(t64, "sext " + m.typed() + " to " + t64);
+  Val p = bin("add", t64, bin("mul", t64, a64, m64.v), splat("i64", int64_t{1} << 30));
+  Val high = op(t32, "trunc " + bin("ashr", t64, p, splat("i64", 31)).typed() + " to " + t32);
+  const int64_t kMin = -(int64_t{1} << 31);
+  Val both_min = bin("and", t1, cmp("eq", a, splat("i32", kMin)), cmp("eq", m, splat("i32", kMin)).v);
+  Val h = pick(both_min, splat("i32", (int64_t{1} << 31) - 1), high.v);
+  Val mask = bin("sub", t32, bin("shl", t32, Val{t32, splat("i32", 1)}, right.v), splat("i32", 1));
+  Val negative = op(t32, "zext " + cmp("slt", h, splat("i32", 0)).typed() + " to " + t32);
+  Val threshold = bin("add", t32, bin("ashr", t32, mask, splat("i32", 1)), negative.v);
+  Val up = op(t32, "zext " + cmp("sgt", bin("and", t32, h, mask.v), threshold.v).typed() + " to " + t32);
+  return bin("add", t32, bin("ashr", t32, h, right.v), up.v);
+}
+
 // Widened lanes, their products and llvm.vector.reduce.add: LLVM's ARM backend forms
 // VMLADAVA from this where the target has MVE, a lane loop elsewhere.
 Val FunctionEmitter::vmladava(const CallNode* c) {
+  if (c->is(Builtin::MultiplyByQuantizedMultiplier)) return multiply_by_quantized_multiplier(c);  // Helium's other builtin
   Val acc = expr(c->args.at(0)), a = expr(c->args.at(1)), bv = expr(c->args.at(2));
   const int lanes = c->args[1]->dtype.lanes();
   const std::string wide = "<" + std::to_string(lanes) + " x i32>";

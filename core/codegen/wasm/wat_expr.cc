@@ -161,6 +161,32 @@ WVal FunctionEmitter::imported_call(const CallNode* c, const std::string& symbol
 
 // Every builtin of ir/builtins.def, by a switch without a default: a new row does not
 // compile until it has its case here.
+// TFLite's MultiplyByQuantizedMultiplier (builtins.def) on i32: the arguments once each,
+// in order, into locals; the shift clamped to [-31, 30] as the interpreter does; x << left,
+// the doubled high word of the 64-bit product rounded half up (INT32_MIN * INT32_MIN
+// saturates), then the division by 2^right rounded half away from zero.
+WVal FunctionEmitter::multiply_by_quantized_multiplier(const CallNode* c) {
+  const std::string x = temp("i32"), m = temp("i32"), s = temp("i32"), a = temp("i32"), h = temp("i32"),
+                    r = temp("i32"), mask = temp("i32");
+  auto get = [](const std::string& v) { return "(local.get " + v + ")"; };
+  auto set = [](const std::string& v, const std::string& code) { return "(local.set " + v + " " + code + ")"; };
+  const std::string code = expr(c->args.at(0)).code, mcode = expr(c->args.at(1)).code, scode = expr(c->args.at(2)).code;
+  const std::string kMin = "(i32.const -2147483648)";
+  std::string out = "(block (result i32) " + set(x, code) + " " + set(m, mcode) + " " + set(s, scode) + " ";
+  out += set(s, "(select " + get(s) + " (i32.const -31) (i32.gt_s " + get(s) + " (i32.const -31)))") + " ";
+  out += set(s, "(select " + get(s) + " (i32.const 30) (i32.lt_s " + get(s) + " (i32.const 30)))") + " ";
+  out += set(a, "(i32.shl " + get(x) + " (select " + get(s) + " (i32.const 0) (i32.gt_s " + get(s) + " (i32.const 0))))") + " ";
+  const std::string product = "(i64.mul (i64.extend_i32_s " + get(a) + ") (i64.extend_i32_s " + get(m) + "))";
+  const std::string high = "(i32.wrap_i64 (i64.shr_s (i64.add " + product + " (i64.const 1073741824)) (i64.const 31)))";
+  const std::string both_min = "(i32.and (i32.eq " + get(a) + " " + kMin + ") (i32.eq " + get(m) + " " + kMin + "))";
+  out += set(h, "(select (i32.const 2147483647) " + high + " " + both_min + ")") + " ";
+  out += set(r, "(select (i32.sub (i32.const 0) " + get(s) + ") (i32.const 0) (i32.lt_s " + get(s) + " (i32.const 0)))") + " ";
+  out += set(mask, "(i32.sub (i32.shl (i32.const 1) " + get(r) + ") (i32.const 1))") + " ";
+  const std::string threshold = "(i32.add (i32.shr_s " + get(mask) + " (i32.const 1)) (i32.lt_s " + get(h) + " (i32.const 0)))";
+  out += "(i32.add (i32.shr_s " + get(h) + " " + get(r) + ") (i32.gt_s (i32.and " + get(h) + " " + get(mask) + ") " + threshold + ")))";
+  return {"i32", out};
+}
+
 WVal FunctionEmitter::call_expr(const CallNode* c) {
   if (!c->builtin) user_error(c->span, "unknown intrinsic '" + c->op + "'");
   const Builtin b = *c->builtin;
@@ -221,8 +247,7 @@ WVal FunctionEmitter::call_expr(const CallNode* c) {
     case Builtin::TvmReturn: refuse_statement_builtin(c, "wasm");
     case Builtin::TvmCallPacked:
     case Builtin::TvmMakeTensor:
-    case Builtin::CallTir: case Builtin::CallGlobal:
-    case Builtin::Vmladava:  // scalarize_vectors_simd128 expands it
+    case Builtin::CallTir: case Builtin::CallGlobal: case Builtin::Vmladava:  // vmladava: scalarize_vectors_simd128 expands it
     case Builtin::TirRegion: refuse_builtin(c, "wasm", "");
     case Builtin::AddressOf: {
       const auto* l = c->args.size() == 1 ? as<BufferLoadNode>(c->args[0]) : nullptr;
@@ -237,6 +262,7 @@ WVal FunctionEmitter::call_expr(const CallNode* c) {
       auto hi = [](const WVal& v) { return "(i32.shr_s " + v.code + " (i32.const 16))"; };
       return {"i32", "(i32.add (i32.add " + acc.code + " (i32.mul " + lo(a) + " " + lo(bv) + ")) (i32.mul " + hi(a) + " " + hi(bv) + "))"};
     }
+    case Builtin::MultiplyByQuantizedMultiplier: return multiply_by_quantized_multiplier(c);
     case Builtin::Smlabb: {
       WVal acc = expr(c->args.at(2)), a = expr(c->args.at(0)), bv = expr(c->args.at(1));
       auto lo = [](const WVal& v) { return "(i32.extend16_s " + v.code + ")"; };

@@ -33,7 +33,7 @@ std::string FunctionEmitter::define(bool exported) {
 }
 
 std::string FunctionEmitter::fresh_name(const std::string& hint) {
-  return unique_name(ident(hint), '.', &used_);
+  return unique_name(ident(hint), '.', &used_, &next_suffix_);
 }
 
 std::string FunctionEmitter::local(const std::string& hint, const std::string& ty) {

@@ -157,6 +157,7 @@ class FunctionEmitter {
   WVal extern_call(const CallNode* c);
   WVal imported_call(const CallNode* c, const std::string& symbol);
   WVal call_expr(const CallNode* c);
+  WVal multiply_by_quantized_multiplier(const CallNode* c);
   WVal expr(const Expr& e);
 
   // ---- statements -------------------------------------------------------------------
@@ -199,6 +200,7 @@ class FunctionEmitter {
   int source_line_ = 0;  // of the statement being emitted
   int next_label_ = 0;
   std::set<std::string> used_;
+  std::map<std::string, int> next_suffix_;  // unique_name's search start per hint
   std::vector<std::pair<std::string, std::string>> locals_;
   std::unordered_map<const VarNode*, WVal> vars_;  // how each variable is read: a local, or a constant in unrolled code
   std::vector<std::string> live_workspace_;

@@ -1,0 +1,95 @@
+// See helium_vectors.h.
+#include "analysis/helium_vectors.h"
+
+#include "ir/op.h"
+
+namespace mtir {
+namespace {
+
+const DataType kInt32x4 = DataType::Int(32).with_lanes(kHeliumLanes);
+
+bool flat_vector_load(const Expr& e, const BufferLoadNode** load, const RampNode** ramp, int lanes = kHeliumLanes) {
+  *load = e && e->kind == ExprKind::BufferLoad ? static_cast<const BufferLoadNode*>(e.get()) : nullptr;
+  if (!*load || (*load)->indices.size() != 1 || (*load)->buffer->shape.size() != 1) return false;
+  const Expr& index = (*load)->indices[0];
+  *ramp = index->kind == ExprKind::Ramp ? static_cast<const RampNode*>(index.get()) : nullptr;
+  return *ramp && (*ramp)->lanes == lanes;
+}
+
+// A store's one index: Ramp(i, 1, lanes) with a scalar i, into a one-dimensional buffer.
+bool contiguous_store(const BufferStoreNode* store, int lanes) {
+  if (store->indices.size() != 1 || store->buffer->shape.size() != 1) return false;
+  const Expr& index = store->indices[0];
+  const auto* ramp = index->kind == ExprKind::Ramp ? static_cast<const RampNode*>(index.get()) : nullptr;
+  const int64_t* stride = ramp ? as_const_int(ramp->stride) : nullptr;
+  return stride && *stride == 1 && ramp->lanes == lanes && !ramp->base->dtype.is_vector();
+}
+
+}  // namespace
+
+int64_t helium_load_stride(const Expr& e) {
+  const BufferLoadNode* load;
+  const RampNode* ramp;
+  if (!flat_vector_load(e, &load, &ramp) || ramp->base->dtype.is_vector()) return 0;
+  const int64_t* stride = as_const_int(ramp->stride);
+  return stride && *stride >= 1 ? *stride : 0;
+}
+
+const BufferLoadNode* helium_widened_load(const Expr& e) {
+  if (e->kind != ExprKind::Cast || e->dtype != kInt32x4) return nullptr;
+  const Expr& v = static_cast<const CastNode*>(e.get())->value;
+  const DataType t = v->dtype.element_of();
+  if (t != DataType::Int(8) && t != DataType::Int(16)) return nullptr;
+  if (helium_load_stride(v) != 1) return nullptr;
+  return static_cast<const BufferLoadNode*>(v.get());
+}
+
+bool helium_vector(const Expr& e) {
+  if (!e || e->dtype != kInt32x4) return false;
+  switch (e->kind) {
+    case ExprKind::BufferLoad: return helium_load_stride(e) > 0;
+    case ExprKind::Cast: return helium_widened_load(e) != nullptr;
+    case ExprKind::Broadcast: {
+      const Expr& v = static_cast<const BroadcastNode*>(e.get())->value;
+      return v->dtype == DataType::Int(32);
+    }
+    case ExprKind::Add:
+    case ExprKind::Sub:
+    case ExprKind::Mul:
+    case ExprKind::Min:
+    case ExprKind::Max: {
+      const auto* op = static_cast<const BinaryNode*>(e.get());
+      return helium_vector(op->a) && helium_vector(op->b);
+    }
+    case ExprKind::Call: {
+      const auto* op = static_cast<const CallNode*>(e.get());
+      if (!op->is(Builtin::MultiplyByQuantizedMultiplier) || op->args.size() != 3) return false;
+      for (const auto& a : op->args)
+        if (!helium_vector(a)) return false;
+      return true;
+    }
+    default: return false;
+  }
+}
+
+bool helium_byte_store(const BufferStoreNode* store) {
+  if (store->buffer->dtype != DataType::Int(8) || !contiguous_store(store, kHeliumBytes)) return false;
+  const Expr& v = store->value;
+  if (v->kind == ExprKind::Broadcast) return static_cast<const BroadcastNode*>(v.get())->value->dtype == DataType::Int(8);
+  const BufferLoadNode* load;
+  const RampNode* ramp;
+  if (!flat_vector_load(v, &load, &ramp, kHeliumBytes) || load->buffer->dtype != DataType::Int(8)) return false;
+  const int64_t* stride = as_const_int(ramp->stride);
+  return stride && *stride == 1 && !ramp->base->dtype.is_vector();
+}
+
+bool helium_store(const BufferStoreNode* store) {
+  if (helium_byte_store(store)) return true;
+  if (!contiguous_store(store, kHeliumLanes)) return false;
+  const DataType t = store->buffer->dtype;
+  if (t == DataType::Int(32)) return helium_vector(store->value);
+  if (t != DataType::Int(8) || store->value->kind != ExprKind::Cast) return false;
+  return helium_vector(static_cast<const CastNode*>(store->value.get())->value);
+}
+
+}  // namespace mtir

@@ -1,0 +1,36 @@
+// The int32x4 vector stores the C backend emits for Helium (Armv8.1-M's MVE, Cortex-M55)
+// instead of scalarizing them: 4 lanes of int32, one 128-bit register. scalarize_vectors
+// keeps a store exactly when helium_store accepts it; codegen/c/helium_vectors.cc emits
+// it with the mtir_v4 helpers (arm_mve.h where the compiler has MVE, four-lane loops
+// elsewhere). The grammar of an int32x4 value:
+//   A[Ramp(i, s, 4)]            int32 load, contiguous (s = 1, VLDRW) or strided (a
+//                               constant s > 1, a gather)
+//   int32x4(B[Ramp(i, 1, 4)])   an int8 or int16 contiguous load widened (VLDRB.S32, VLDRH.S32)
+//   Broadcast(x, 4)             a scalar int32 (VDUP)
+//   a + b, a - b, a * b, min(a, b), max(a, b)            (wrapping, as TIR's int32)
+//   T.multiply_by_quantized_multiplier(x, m, s)           (VQRDMULH and VRSHL)
+// and a kept store is A[Ramp(i, 1, 4)] = value into int32, or = int8x4(value) into int8
+// (VSTRB.32, the low byte of each lane), A one-dimensional. Besides, 16 bytes copied or
+// filled: A[Ramp(i, 1, 16)] = B[Ramp(j, 1, 16)] or = Broadcast(x, 16), int8 (VLDRB.8,
+// VSTRB.8, VDUP.8; the mve convolutions' im2col columns).
+#pragma once
+
+#include "ir/expr.h"
+#include "ir/stmt.h"
+
+namespace mtir {
+
+constexpr int kHeliumLanes = 4, kHeliumBytes = 16;
+
+// Whether `e` is an int32x4 value of the grammar above.
+bool helium_vector(const Expr& e);
+// Whether the C backend keeps `store` as one Helium vector store.
+bool helium_store(const BufferStoreNode* store);
+// Whether `store` is a kept 16-byte copy or fill (the value a load or a Broadcast).
+bool helium_byte_store(const BufferStoreNode* store);
+// The int8 or int16 contiguous load that `e` widens to int32x4, or null.
+const BufferLoadNode* helium_widened_load(const Expr& e);
+// The constant stride of a one-dimensional vector load A[Ramp(i, s, n)], or 0.
+int64_t helium_load_stride(const Expr& e);
+
+}  // namespace mtir

@@ -1,0 +1,140 @@
+// See helium_vectors.h. Each int32x4 value of the grammar becomes one mtir_v4 helper
+// call: an arm_mve.h intrinsic where the compiler has MVE (__ARM_FEATURE_MVE, Cortex-M55),
+// a loop over a four-lane struct elsewhere, so the same C runs on the host and matches the
+// interpreter lane for lane.
+#include "codegen/c/helium_vectors.h"
+
+#include "analysis/helium_vectors.h"
+#include "ir/op.h"
+
+namespace mtir::c_helpers {
+
+const char* const kMultiplyByQuantizedMultiplierName = "mtir_mbqm";
+
+// TFLite's MultiplyByQuantizedMultiplier, as builtins.def defines it.
+const char* const kMultiplyByQuantizedMultiplierHelper = R"(static inline int32_t mtir_mbqm(int32_t x, int32_t m, int32_t s) {
+  int32_t left = s > 0 ? (s < 30 ? s : 30) : 0, right = s < 0 ? (s > -31 ? -s : 31) : 0;
+  int32_t a = (int32_t)((uint32_t)x << left);
+  int32_t h = (a == INT32_MIN && m == INT32_MIN) ? INT32_MAX : (int32_t)(((int64_t)a * m + ((int64_t)1 << 30)) >> 31);
+  int32_t mask = (int32_t)(((uint32_t)1 << right) - 1u);
+  return (h >> right) + ((h & mask) > (mask >> 1) + (h < 0));
+}
+)";
+
+namespace {
+
+// On Helium: VQRDMULH is SaturatingRoundingDoublingHighMul; VRSHL by -right rounds half
+// up, so negative values first take -1 (saturating) to round half away from zero as
+// RoundingDivideByPOT does (INT32_MIN stays: it divides exactly).
+const char* const kHeliumHelpers = R"(#if defined(__ARM_FEATURE_MVE)
+#include <arm_mve.h>
+typedef int32x4_t mtir_v4;
+static inline mtir_v4 mtir_v4_load(const int32_t* p) { return vld1q_s32(p); }
+static inline mtir_v4 mtir_v4_load_strided(const int32_t* p, uint32_t stride) {
+  return vldrwq_gather_shifted_offset_s32(p, vmulq_n_u32(vidupq_n_u32(0, 1), stride));
+}
+static inline mtir_v4 mtir_v4_load_s8(const int8_t* p) { return vldrbq_s32(p); }
+static inline mtir_v4 mtir_v4_load_s16(const int16_t* p) { return vldrhq_s32(p); }
+static inline mtir_v4 mtir_v4_dup(int32_t x) { return vdupq_n_s32(x); }
+static inline mtir_v4 mtir_v4_add(mtir_v4 a, mtir_v4 b) { return vaddq_s32(a, b); }
+static inline mtir_v4 mtir_v4_sub(mtir_v4 a, mtir_v4 b) { return vsubq_s32(a, b); }
+static inline mtir_v4 mtir_v4_mul(mtir_v4 a, mtir_v4 b) { return vmulq_s32(a, b); }
+static inline mtir_v4 mtir_v4_min(mtir_v4 a, mtir_v4 b) { return vminq_s32(a, b); }
+static inline mtir_v4 mtir_v4_max(mtir_v4 a, mtir_v4 b) { return vmaxq_s32(a, b); }
+static inline mtir_v4 mtir_v4_mbqm(mtir_v4 x, mtir_v4 m, mtir_v4 s) {
+  mtir_v4 zero = vdupq_n_s32(0), right;
+  s = vmaxq_s32(vminq_s32(s, vdupq_n_s32(30)), vdupq_n_s32(-31));  /* the interpreter's range */
+  right = vminq_s32(s, zero);
+  mtir_v4 h = vqrdmulhq_s32(vshlq_s32(x, vmaxq_s32(s, zero)), m);
+  h = vqaddq_s32(h, vshrq_n_s32(vandq_s32(h, right), 31));
+  return vrshlq_s32(h, right);
+}
+static inline void mtir_v4_store(int32_t* p, mtir_v4 v) { vst1q_s32(p, v); }
+static inline void mtir_v4_store_s8(int8_t* p, mtir_v4 v) { vstrbq_s32(p, v); }
+static inline void mtir_v16_copy(int8_t* dst, const int8_t* src) { vst1q_s8(dst, vld1q_s8(src)); }
+static inline void mtir_v16_fill(int8_t* dst, int8_t x) { vst1q_s8(dst, vdupq_n_s8(x)); }
+#else
+typedef struct { int32_t v[4]; } mtir_v4;
+/* Lanes written out at constant indices, not in a loop: GCC's alias walk over a loop's
+   r.v[k] took a minute at -O2 on a depthwise kernel's few hundred vectors. */
+#define MTIR_V4_LANE(K, expr) { const int k = K; (void)k; r.v[K] = (expr); }
+#define MTIR_V4_LANES(expr) mtir_v4 r; MTIR_V4_LANE(0, expr) MTIR_V4_LANE(1, expr) MTIR_V4_LANE(2, expr) MTIR_V4_LANE(3, expr) return r
+static inline mtir_v4 mtir_v4_load(const int32_t* p) { MTIR_V4_LANES(p[k]); }
+static inline mtir_v4 mtir_v4_load_strided(const int32_t* p, uint32_t stride) { MTIR_V4_LANES(p[(uint32_t)k * stride]); }
+static inline mtir_v4 mtir_v4_load_s8(const int8_t* p) { MTIR_V4_LANES(p[k]); }
+static inline mtir_v4 mtir_v4_load_s16(const int16_t* p) { MTIR_V4_LANES(p[k]); }
+static inline mtir_v4 mtir_v4_dup(int32_t x) { MTIR_V4_LANES(x); }
+static inline mtir_v4 mtir_v4_add(mtir_v4 a, mtir_v4 b) { MTIR_V4_LANES((int32_t)((uint32_t)a.v[k] + (uint32_t)b.v[k])); }
+static inline mtir_v4 mtir_v4_sub(mtir_v4 a, mtir_v4 b) { MTIR_V4_LANES((int32_t)((uint32_t)a.v[k] - (uint32_t)b.v[k])); }
+static inline mtir_v4 mtir_v4_mul(mtir_v4 a, mtir_v4 b) { MTIR_V4_LANES((int32_t)((uint32_t)a.v[k] * (uint32_t)b.v[k])); }
+static inline mtir_v4 mtir_v4_min(mtir_v4 a, mtir_v4 b) { MTIR_V4_LANES(a.v[k] < b.v[k] ? a.v[k] : b.v[k]); }
+static inline mtir_v4 mtir_v4_max(mtir_v4 a, mtir_v4 b) { MTIR_V4_LANES(a.v[k] > b.v[k] ? a.v[k] : b.v[k]); }
+static inline mtir_v4 mtir_v4_mbqm(mtir_v4 x, mtir_v4 m, mtir_v4 s) { MTIR_V4_LANES(mtir_mbqm(x.v[k], m.v[k], s.v[k])); }
+#undef MTIR_V4_LANES
+#undef MTIR_V4_LANE
+static inline void mtir_v4_store(int32_t* p, mtir_v4 v) { int k; for (k = 0; k < 4; ++k) p[k] = v.v[k]; }
+static inline void mtir_v4_store_s8(int8_t* p, mtir_v4 v) { int k; for (k = 0; k < 4; ++k) p[k] = (int8_t)v.v[k]; }
+static inline void mtir_v16_copy(int8_t* dst, const int8_t* src) { int k; for (k = 0; k < 16; ++k) dst[k] = src[k]; }
+static inline void mtir_v16_fill(int8_t* dst, int8_t x) { int k; for (k = 0; k < 16; ++k) dst[k] = x; }
+#endif
+)";
+
+struct HeliumEmitter {
+  const ScalarEmitter& scalar;
+  const AddressEmitter& address;
+
+  std::string first_address(const Expr& load_expr) const {
+    const auto* load = static_cast<const BufferLoadNode*>(load_expr.get());
+    const auto* ramp = static_cast<const RampNode*>(load->indices[0].get());
+    return address(load->buffer, ramp->base, load->span);
+  }
+
+  std::string vector(const Expr& e) const {
+    switch (e->kind) {
+      case ExprKind::BufferLoad: {
+        const int64_t stride = helium_load_stride(e);
+        if (stride == 1) return "mtir_v4_load(" + first_address(e) + ")";
+        return "mtir_v4_load_strided(" + first_address(e) + ", " + std::to_string(stride) + "u)";
+      }
+      case ExprKind::Cast: {
+        const BufferLoadNode* load = helium_widened_load(e);
+        const char* name = load->buffer->dtype.bits() == 8 ? "mtir_v4_load_s8(" : "mtir_v4_load_s16(";
+        return name + first_address(static_cast<const CastNode*>(e.get())->value) + ")";
+      }
+      case ExprKind::Broadcast: return "mtir_v4_dup(" + scalar(static_cast<const BroadcastNode*>(e.get())->value) + ")";
+      case ExprKind::Call: {
+        const auto* op = static_cast<const CallNode*>(e.get());
+        return "mtir_v4_mbqm(" + vector(op->args[0]) + ", " + vector(op->args[1]) + ", " + vector(op->args[2]) + ")";
+      }
+      default: break;
+    }
+    const auto* op = static_cast<const BinaryNode*>(e.get());
+    const char* name = e->kind == ExprKind::Add   ? "mtir_v4_add("
+                       : e->kind == ExprKind::Sub ? "mtir_v4_sub("
+                       : e->kind == ExprKind::Mul ? "mtir_v4_mul("
+                       : e->kind == ExprKind::Min ? "mtir_v4_min("
+                                                  : "mtir_v4_max(";
+    return name + vector(op->a) + ", " + vector(op->b) + ")";
+  }
+};
+
+}  // namespace
+
+std::string helium_store_statement(const BufferStoreNode* store, const ScalarEmitter& scalar,
+                                   const AddressEmitter& address, std::map<std::string, std::string>* helpers) {
+  (*helpers)[kMultiplyByQuantizedMultiplierName] = kMultiplyByQuantizedMultiplierHelper;  // the fallback's lanes
+  (*helpers)["mtir_v4"] = kHeliumHelpers;
+  HeliumEmitter h{scalar, address};
+  const auto* ramp = static_cast<const RampNode*>(store->indices[0].get());
+  const std::string at = address(store->buffer, ramp->base, store->span);
+  if (helium_byte_store(store)) {
+    const Expr& v = store->value;
+    if (v->kind == ExprKind::Broadcast) return "mtir_v16_fill(" + at + ", " + scalar(static_cast<const BroadcastNode*>(v.get())->value) + ");";
+    return "mtir_v16_copy(" + at + ", " + h.first_address(v) + ");";
+  }
+  if (store->buffer->dtype.bits() == 8)
+    return "mtir_v4_store_s8(" + at + ", " + h.vector(static_cast<const CastNode*>(store->value.get())->value) + ");";
+  return "mtir_v4_store(" + at + ", " + h.vector(store->value) + ");";
+}
+
+}  // namespace mtir::c_helpers
