@@ -25,6 +25,7 @@
 #include "sim/wasm_module_runner.h"
 #include "support/compare.h"
 #include "support/diagnostic.h"
+#include "replay_mode.h"
 #ifdef MICROTIR_HAVE_BINARYEN
 #include "codegen/wasm/native/binaryen_native.h"
 #endif
@@ -90,12 +91,8 @@ inline PrimFunc build_checked_kernel(const OpDef& def, const std::vector<TensorT
 
 // In the sanitizer build (artifacts not sanitized) the replay generates every case's C
 // and wasm, which is the compiler's code the sanitizers are there to check, but neither
-// compiles nor runs them: those are the same bytes the normal build compiles and runs.
-#if defined(MICROTIR_REPLAY_GENERATE_ONLY)
-constexpr bool kGenerateOnly = true;
-#else
-constexpr bool kGenerateOnly = false;
-#endif
+// compiles nor runs them: those are the same bytes the normal build compiles and runs
+// (generate_only(), replay_mode.h).
 
 struct Options {
   std::string tag;                                           // names the temporary folders
@@ -155,7 +152,7 @@ class Environment : public ::testing::Environment {
       sim_options.extra_cflags = {"-O1"};
       try {
         BuildResult built = build_c(m, parse_target(target));
-        if (kGenerateOnly) continue;
+        if (generate_only()) continue;
         sim::run_on_host({&built, "all_cases", driver}, args, sim_options);
       } catch (const DiagnosticError& e) {
         ADD_FAILURE() << target << ": " << render_all(e.diagnostics());
@@ -180,12 +177,12 @@ class Environment : public ::testing::Environment {
         const std::string module = wasm_dir + "/cases.wasm";
         std::ofstream(module, std::ios::binary)
             << binaryen_native::assemble(built.sources.at(0).text, "O2", "the " + options_.tag + " cases").binary;
-        if (!kGenerateOnly) sim::run_wasm_calls(module, wasm_calls, wasm_dir);
+        if (!generate_only()) sim::run_wasm_calls(module, wasm_calls, wasm_dir);
       } catch (const DiagnosticError& e) {
         ADD_FAILURE() << "wasm: " << render_all(e.diagnostics());
       }
       std::filesystem::remove_all(wasm_dir);
-      if (!kGenerateOnly) check(wasm_arrays, "wasm");
+      if (!generate_only()) check(wasm_arrays, "wasm");
     }
 #endif
     cases.clear();
