@@ -483,7 +483,7 @@ class WellFormedChecker : public Visitor {
         return;
       case OpInfo::Kind::kBuiltin: {
         if (c->is(Builtin::Reinterpret)) {
-          if (std::string why = reinterpret_refusal(c->args[0]->dtype, c->dtype); !why.empty()) error(span, why);
+          if (std::string why = reinterpret_refusal(c->args[0], c->dtype); !why.empty()) error(span, why);
           return;
         }
         std::vector<DataType> types;

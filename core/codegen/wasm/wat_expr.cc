@@ -290,8 +290,9 @@ WVal FunctionEmitter::call_expr(const CallNode* c) {
       return {"i32", "(i32.clz " + x.code + ")"};
     }
     case Builtin::Reinterpret: {
-      WVal x = expr(c->args.at(0));
       std::string to = wasm_type(c->dtype, c->span);
+      if (c->dtype.is_handle()) return {to, "(" + to + ".const 0)"};  // T.reinterpret("handle", T.uint64(0))
+      WVal x = expr(c->args.at(0));
       if (x.ty == to) return {to, x.code};
       return {to, "(" + to + ".reinterpret_" + x.ty + " " + x.code + ")"};
     }
