@@ -353,8 +353,7 @@ Val FunctionEmitter::call_expr(const CallNode* c) {
     }
     case Builtin::Reinterpret: {
       std::string to = ll_type(c->dtype, c->span);
-      if (c->dtype.is_handle()) return {to, "null"};  // T.reinterpret("handle", T.uint64(0))
-      Val x = arg(0);
+      Val x = c->dtype.is_handle() ? Val{to, "null"} : arg(0);  // T.reinterpret("handle", T.uint64(0)): null
       return x.ty == to ? x : op(to, "bitcast " + x.typed() + " to " + to);
     }
   }

@@ -291,8 +291,7 @@ WVal FunctionEmitter::call_expr(const CallNode* c) {
     }
     case Builtin::Reinterpret: {
       std::string to = wasm_type(c->dtype, c->span);
-      if (c->dtype.is_handle()) return {to, "(" + to + ".const 0)"};  // T.reinterpret("handle", T.uint64(0))
-      WVal x = expr(c->args.at(0));
+      WVal x = c->dtype.is_handle() ? WVal{to, "(" + to + ".const 0)"} : expr(c->args.at(0));  // a null handle
       if (x.ty == to) return {to, x.code};
       return {to, "(" + to + ".reinterpret_" + x.ty + " " + x.code + ")"};
     }
