@@ -9,6 +9,7 @@
 #include "interp/compiled.h"
 #include "interp/linear.h"
 #include "ir/op.h"
+#include "ir/structural_equal.h"
 
 namespace mtir {
 namespace interp {
@@ -299,6 +300,49 @@ struct StoreStmt final : CStmt {
   bool direct;  // store_int applies
 };
 
+// `B[i] = B[i] + e` on an int32 buffer whose indices need no call (an accumulation): one
+// address for the load and the store, the same element, which cannot fail the second
+// time. Otherwise as StoreStmt<int32_t> of the Add: the store's storage check, the load
+// (bounds, initialization, type, at its span), e, then the write.
+struct AccumulateInt32 final : CStmt {
+  AccumulateInt32(const Span& s, Access load, CExprPtr e) : span(s), load(std::move(load)), addend(std::move(e)) {}
+  void exec(Frame& f) const override {
+    f.step(span);
+    f.stmt_span = &span;
+    Storage* st = f.storage[static_cast<size_t>(load.slot)];
+    if (!st) user_error(f.where(span), "buffer '" + load.buffer->name + "' is used outside its allocation");
+    const int64_t addr = load.address(f, *st);
+    if (st->track_writes && !st->written[static_cast<size_t>(addr)]) uninitialized_read(f.where(load.span), addr, *st);
+    check_type(f, load, *st);
+    uint8_t* p = st->array->data.data() + addr * static_cast<int64_t>(sizeof(int32_t));
+    int32_t x;
+    std::memcpy(&x, p, sizeof x);
+    const uint64_t sum = static_cast<uint64_t>(int64_t{x}) + static_cast<uint64_t>(addend->eval_int(f));
+    x = static_cast<int32_t>(static_cast<uint32_t>(sum));
+    std::memcpy(p, &x, sizeof x);
+  }
+  const Span& span;
+  Access load;
+  CExprPtr addend;
+};
+
+// The accumulation `op` is, or null.
+CStmtPtr accumulation(Compiler* c, const BufferStoreNode* op) {
+  const DataType i32 = DataType::Int(32);
+  const auto* add = op->value->kind == ExprKind::Add ? static_cast<const BinaryNode*>(op->value.get()) : nullptr;
+  const auto* load = add ? as<BufferLoadNode>(add->a) : nullptr;
+  if (!load || op->buffer->dtype != i32 || add->dtype != i32 || load->buffer != op->buffer ||
+      load->indices.size() != op->indices.size())
+    return nullptr;
+  for (size_t k = 0; k < op->indices.size(); ++k)
+    if (!same_expr(load->indices[k], op->indices[k])) return nullptr;
+  Access a = make_access(c, *load->buffer, load->indices, load->span);
+  if (!a.folded) return nullptr;
+  for (const Access::InlineIndex& ix : a.inline_indices)
+    if (ix.call) return nullptr;
+  return std::make_unique<AccumulateInt32>(op->span, std::move(a), c->expr(add->b));
+}
+
 template <template <typename> class Node, typename... Args>
 auto by_type(DataType t, Args&&... args) {
   using Base = std::conditional_t<std::is_base_of_v<CExpr, Node<void>>, CExpr, CStmt>;
@@ -352,6 +396,7 @@ CExprPtr Compiler::load(const BufferLoadNode* op) {
 
 CStmtPtr Compiler::store(const BufferStoreNode* op) {
   if (op->value->dtype.is_vector()) throw Unsupported{"vector stores"};
+  if (CStmtPtr fused = accumulation(this, op)) return fused;
   CExprPtr value = expr(op->value);
   return by_type<StoreStmt>(op->buffer->dtype, op->span, make_access(this, *op->buffer, op->indices, op->span),
                             std::move(value));

@@ -816,6 +816,9 @@ TEST(Interp, CompiledShortcutsAgreeWithTreeWalk) {
         BufferStore(out, add(mul(i, j), add(mul(x, i32(2)), sub(j, i))), {i, j, i32(2)}),       // i*j, a load term
         BufferStore(out, add(x, mul(x, w)), {i, j, i32(3)}),                                  // no variable
         BufferStore(out, Call(kI32, "smlabb", {x, w, BufferLoad(out, {i, j, i32(3)})}), {i, j, i32(4)}),
+        // Accumulations (one address for the load and the store), one wrapping past INT32_MAX.
+        BufferStore(out, add(BufferLoad(out, {i, j, i32(5)}), mul(x, w)), {i, j, i32(5)}),
+        BufferStore(out, add(BufferLoad(out, {i, j, i32(0)}), i32(INT32_MAX)), {i, j, i32(0)}),
         BufferStore(wide, Cast(DataType::UInt(32), BufferLoad(in, {i, j})), {add(mul(i, i32(6)), j)}),
         // Forms whose wrap no store hides: int32 widened to int64, int8 over an int8
         // variable, and an index with a term i * 2^32 that wraps away.
@@ -837,6 +840,16 @@ TEST(Interp, CompiledShortcutsAgreeWithTreeWalk) {
             "out-of-bounds access to buffer 'Flat': index [-1] outside shape (144) @7");
   EXPECT_EQ(expect_forms_agree(fb.module(body(add(mul(i, i32(50)), j))), args),
             "out-of-bounds access to buffer 'Flat': index [150] outside shape (144) @7");
+  // An accumulation into an allocation before its first write, and past its end: the
+  // load's errors, at the load.
+  Buffer acc = MakeBuffer("acc", kI32, {i32(2)});
+  auto accumulate = [&](Expr index) {
+    return loop(i, 4, Allocate(acc, "local", seq({BufferStore(acc, i32(0), {i32(0)}),
+        BufferStore(acc, add(BufferLoad(acc, {index}, at(9)), i32(3)), {index}, at(8))})));
+  };
+  EXPECT_EQ(expect_forms_agree(fb.module(accumulate(i32(1))), args), "read of uninitialized element 1 of buffer 'acc' @9");
+  EXPECT_EQ(expect_forms_agree(fb.module(accumulate(add(i, i32(-1)))), args),
+            "out-of-bounds access to buffer 'acc': index [-1] outside shape (2) @9");
 }
 
 }  // namespace
