@@ -81,6 +81,25 @@ TEST(WellFormed, ValidFunctionHasNoDiagnostics) {
   EXPECT_TRUE(check_well_formed(module_of(fb.build(body))).empty()) << render_all(check_well_formed(module_of(fb.build(body))));
 }
 
+// A function found well-formed is not walked again (the lowering re-checks what
+// prepare_model checked); one with a problem is walked, and reported, every time.
+TEST(WellFormed, CleanFunctionsAreWalkedOnceBadOnesEveryTime) {
+  FuncBuilder fb;
+  Buffer B = fb.buffer_param("B", i32, {i(4)});
+  Var k = MakeVar("k", i32);
+  PrimFunc good = fb.build(For(k, i(0), i(4), ForKind::kSerial, BufferStore(B, k, {k})));
+  PrimFunc bad = fb.build(BufferStore(B, i(0), {k}));
+  const size_t start = well_formed_functions_walked();
+  EXPECT_TRUE(check_well_formed(module_of(good)).empty());
+  EXPECT_TRUE(check_well_formed(module_of(good, "g")).empty());
+  EXPECT_EQ(well_formed_functions_walked(), start + 1);
+  for (int round = 0; round < 2; ++round) EXPECT_EQ(check_well_formed(module_of(bad)).size(), 1u);
+  EXPECT_EQ(well_formed_functions_walked(), start + 3);
+  // An equal but new function object is walked: only the object checked is known clean.
+  EXPECT_TRUE(check_well_formed(module_of(fb.build(good->body))).empty());
+  EXPECT_EQ(well_formed_functions_walked(), start + 4);
+}
+
 TEST(WellFormed, VariableUsedOutsideItsLoop) {
   FuncBuilder fb;
   Buffer B = fb.buffer_param("B", i32, {i(4)});
