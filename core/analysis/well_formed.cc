@@ -85,6 +85,7 @@ class WellFormedChecker : public Visitor {
     }
     for (const auto& b : f->param_buffers)
       if (b) check_buffer_decl(b);
+    left_by_loop_exit_ = allocations_left_by_loop_exit(f->body);
     visit(f->body);
   }
 
@@ -218,7 +219,7 @@ class WellFormedChecker : public Visitor {
     check_buffer_decl(b);
     if (buffers_.count(b.get())) error(op->span, "buffer '" + b->name + "' is allocated twice");
     // Generated code frees an allocation where its scope ends, which a loop exit skips.
-    if (exits_loop(op->body))
+    if (left_by_loop_exit_.count(op))
       error(op->span, "a `break` or `continue` leaves the allocation of '" + b->name +
                           "', which would not be freed; allocate it outside the loop");
     buffers_.insert(b.get());
@@ -249,6 +250,7 @@ class WellFormedChecker : public Visitor {
   std::unordered_set<const VarNode*> in_scope_;        // usable at this point of the walk
   std::unordered_set<const VarNode*> defined_;         // defined anywhere so far in this function
   std::unordered_set<const BufferNode*> buffers_;      // parameter buffers and enclosing allocations
+  std::unordered_set<const AllocateNode*> left_by_loop_exit_;  // allocations a break or continue leaves
   const ExprNode* statement_value_ = nullptr;  // the value of the innermost Evaluate
   const ExprNode* let_value_ = nullptr;        // the value of the innermost LetStmt
   std::vector<const Span*> span_stack_;                // spans of the nodes enclosing the current one

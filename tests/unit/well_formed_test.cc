@@ -174,6 +174,35 @@ TEST(WellFormed, AllocatedBufferUsedAfterItsScope) {
   expect_at(d, at(6, 12));
 }
 
+// A break or continue that leaves an allocation is refused at the allocation, and at each
+// allocation around it up to the loop it exits; not one in a loop inside the allocation.
+// Found in one walk (analysis/well_formed.cc): an AOT main nests thousands of them.
+TEST(WellFormed, AllocationsLeftByBreakOrContinue) {
+  FuncBuilder fb;
+  Buffer A = fb.buffer_param("A", i32, {i(4)});
+  Buffer outer = MakeBuffer("outer", i32, {i(1)}), inner = MakeBuffer("inner", i32, {i(1)});
+  Buffer in_loop = MakeBuffer("in_loop", i32, {i(1)}), around = MakeBuffer("around", i32, {i(1)});
+  Var k = MakeVar("k", i32), n = MakeVar("n", i32);
+  auto exit = [](const char* op) { return Evaluate(Call(i32, op, {})); };
+  // for k: outer { inner { continue } }      both left by the continue
+  // around { for n: in_loop { break } }     in_loop left; around is not (the loop is inside)
+  Stmt body = SeqStmt({
+      For(k, i(0), i(4), ForKind::kSerial,
+          Allocate(outer, "global", Allocate(inner, "global", exit("continue_loop"), at(3)), at(2))),
+      Allocate(around, "global",
+               For(n, i(0), i(4), ForKind::kSerial, Allocate(in_loop, "global", exit("break_loop"), at(5))), at(4)),
+      BufferStore(A, i(1), {i(0)}),
+  });
+  auto diags = check_well_formed(module_of(fb.build(body)));
+  ASSERT_EQ(diags.size(), 3u) << render_all(diags);
+  const char* names[] = {"outer", "inner", "in_loop"};
+  const int lines[] = {2, 3, 5};
+  for (int d = 0; d < 3; ++d) {
+    EXPECT_THAT(diags[d].message, HasSubstr(std::string("leaves the allocation of '") + names[d] + "'"));
+    EXPECT_EQ(diags[d].span.line, lines[d]);
+  }
+}
+
 TEST(WellFormed, BinaryOperandTypesDiffer) {
   FuncBuilder fb;
   Buffer B = fb.buffer_param("B", i32, {i(4)});
