@@ -11,6 +11,7 @@
 #include <random>
 
 #include "backend_cases.h"
+#include "op_test_support.h"
 #include "int8_reference.h"
 #include "interp/interpreter.h"
 #include "ops/int16_activation.h"
@@ -23,6 +24,8 @@ namespace {
 
 using json = nlohmann::json;
 using Shape = std::vector<int64_t>;
+using op_test::expect_error;
+using op_test::run_op_in_place;
 
 const DataType kI8 = DataType::Int(8), kI16 = DataType::Int(16), kI32 = DataType::Int(32), kF32 = DataType::Float(32);
 const DataType kU16 = DataType::UInt(16);
@@ -30,35 +33,6 @@ const DataType kU16 = DataType::UInt(16);
 const auto* const kBackends = ::testing::AddGlobalTestEnvironment(
     new backend_cases::Environment({"lstm", {"c -unpacked-api=1"}, true, 1e-5}));
 
-// Runs `op` in the interpreter on `inputs` (the states among them are updated in place,
-// as the kernel does) and records the case with the inputs as they were; returns the output.
-NDArray run(const std::string& op, std::vector<NDArray>& inputs, const json& attrs) {
-  const OpDef* def = find_op(op);
-  EXPECT_NE(def, nullptr) << op;
-  if (!def) return {};
-  std::vector<TensorType> types;
-  for (const auto& a : inputs) types.push_back(TensorType{a.dtype, a.shape});
-  TensorType out;
-  PrimFunc f = backend_cases::build_checked_kernel(*def, types, attrs, &out);
-  IRModule m;
-  m.set(op + "_kernel", f);
-  std::vector<NDArray> arrays = inputs;
-  arrays.push_back(NDArray::zeros(out.dtype, out.shape));
-  std::vector<InterpArg> args;
-  for (auto& a : arrays) args.push_back(&a);
-  try {
-    interpret(m, op + "_kernel", args);
-    std::string what = op;
-    for (const auto& t : types) what += " " + t.str();
-    std::vector<NDArray> recorded = inputs;
-    recorded.push_back(arrays.back());
-    backend_cases::record_kernel(what + " " + attrs.dump(), f, recorded);
-  } catch (const DiagnosticError& e) {
-    ADD_FAILURE() << "interpreter: " << render_all(e.diagnostics()) << "\n" << print_module(m);
-  }
-  for (size_t i = 0; i < inputs.size(); ++i) inputs[i] = arrays[i];
-  return arrays.back();
-}
 
 NDArray random_array(DataType t, const Shape& s, uint32_t seed, double lo, double hi) {
   std::mt19937 rng(seed);
@@ -255,7 +229,7 @@ void check_float(const Case& c, uint32_t seed) {
   NDArray bias = random_array(kF32, {4, c.state}, seed + 3, -0.5, 0.5);
   NDArray h = NDArray::zeros(kF32, {c.batch, c.state}), cell = NDArray::zeros(kF32, {c.batch, c.state});
   std::vector<NDArray> inputs = {x, wx, wh, bias, h, cell};
-  NDArray got = run("lstm", inputs, {{"time_major", c.time_major}, {"cell_clip", c.cell_clip}});
+  NDArray got = run_op_in_place("lstm", inputs, {{"time_major", c.time_major}, {"cell_clip", c.cell_clip}});
   std::vector<double> want = float_reference(c, x, wx, wh, bias);
   Shape out_shape = c.time_major ? Shape{c.time, c.batch, c.state} : Shape{c.batch, c.time, c.state};
   ASSERT_EQ(got.shape, out_shape);
@@ -290,7 +264,7 @@ void check_int(const Case& c, const QuantCase& q, uint32_t seed) {
   std::vector<int64_t> hs(static_cast<size_t>(c.batch * c.state), q.hidden_zero_point), cs(hs.size(), 0);
   for (int pass = 0; pass < 2; ++pass) {
     if (pass == 1) inputs[0] = x2;
-    NDArray got = run("qlstm", inputs, attrs);
+    NDArray got = run_op_in_place("qlstm", inputs, attrs);
     std::vector<int64_t> want = int_reference(c, q, inputs[0], wx, wh, bias, &hs, &cs);
     ASSERT_EQ(got.dtype, kI8);
     int bad = 0;
@@ -326,17 +300,6 @@ TEST(Lstm, IntegerTightClipAndOtherCellScales) {
   check_int({1, 4, 3, 3, false, 0}, quant_case(-9), 8);
 }
 
-void expect_error(const std::string& op, const std::vector<TensorType>& types, const json& attrs,
-                  const std::string& needle) {
-  try {
-    find_op(op)->infer(types, attrs);
-    ADD_FAILURE() << op << ": expected an error containing \"" << needle << "\"";
-  } catch (const DiagnosticError& e) {
-    const std::string& msg = e.diagnostics().at(0).message;
-    EXPECT_NE(msg.find(needle), std::string::npos) << msg;
-    EXPECT_EQ(msg.rfind(op + ": ", 0), 0u) << msg;
-  }
-}
 
 TEST(Lstm, StatesAreWrittenInPlace) {
   EXPECT_EQ(written_inputs(*find_op("lstm"), json::object(), 6), (std::vector<size_t>{4, 5}));

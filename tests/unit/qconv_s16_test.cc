@@ -11,6 +11,7 @@
 #include <random>
 
 #include "backend_cases.h"
+#include "op_test_support.h"
 #include "interp/interpreter.h"
 #include "ops/ops.h"
 #include "script/printer.h"
@@ -21,6 +22,12 @@ namespace {
 
 using json = nlohmann::json;
 using Shape = std::vector<int64_t>;
+using op_test::expect_error;
+using op_test::run_op;
+using op_test::floor_div;
+using op_test::ref_multiplier;
+using op_test::ref_requant;
+using op_test::RefMult;
 
 const DataType kI8 = DataType::Int(8), kI16 = DataType::Int(16), kI32 = DataType::Int(32), kI64 = DataType::Int(64);
 const DataType kF32 = DataType::Float(32);
@@ -45,28 +52,6 @@ NDArray random_floats(const Shape& s, uint32_t seed) {
   return a;
 }
 
-NDArray run(const std::string& op, const std::vector<NDArray>& inputs, const json& attrs) {
-  const OpDef* def = find_op(op);
-  EXPECT_NE(def, nullptr) << op;
-  if (!def) return {};
-  std::vector<TensorType> types;
-  for (const auto& a : inputs) types.push_back(TensorType{a.dtype, a.shape});
-  TensorType out;
-  PrimFunc f = backend_cases::build_checked_kernel(*def, types, attrs, &out);
-  IRModule m;
-  m.set(op + "_kernel", f);
-  std::vector<NDArray> arrays = inputs;
-  arrays.push_back(NDArray::zeros(out.dtype, out.shape));
-  std::vector<InterpArg> args;
-  for (auto& a : arrays) args.push_back(&a);
-  try {
-    interpret(m, op + "_kernel", args);
-    backend_cases::record_kernel(op + " " + attrs.dump(), f, arrays);
-  } catch (const DiagnosticError& e) {
-    ADD_FAILURE() << "interpreter: " << render_all(e.diagnostics()) << "\n" << print_module(m);
-  }
-  return arrays.back();
-}
 
 void expect_equal(const NDArray& got, const NDArray& want, const std::string& what) {
   ASSERT_EQ(got.shape, want.shape) << what;
@@ -84,52 +69,8 @@ void expect_equal(const NDArray& got, const NDArray& want, const std::string& wh
   }
 }
 
-void expect_error(const std::string& op, const std::vector<TensorType>& types, const json& attrs,
-                  const std::string& needle, bool at_build = false) {
-  const OpDef* def = find_op(op);
-  ASSERT_NE(def, nullptr) << op;
-  try {
-    TensorType out = def->infer(types, attrs);
-    if (at_build) def->build("k", types, out, attrs);
-    ADD_FAILURE() << op << ": expected an error containing \"" << needle << "\" for attrs " << attrs.dump();
-  } catch (const DiagnosticError& e) {
-    ASSERT_FALSE(e.diagnostics().empty());
-    EXPECT_FALSE(e.internal()) << e.what();
-    const std::string& msg = e.diagnostics()[0].message;
-    EXPECT_NE(msg.find(needle), std::string::npos) << "message: " << msg << "\nexpected to contain: " << needle;
-    EXPECT_EQ(msg.rfind(op + ": ", 0), 0u) << msg;
-  }
-}
-
 // ---- reference arithmetic ----------------------------------------------------------------
 
-// QuantizeMultiplier by scaling into [2^30, 2^31) one power of two at a time.
-struct RefMult {
-  int64_t M;
-  int shift;
-};
-RefMult ref_multiplier(double m) {
-  int e = 0;
-  double x = m * 2147483648.0;
-  while (x >= 2147483648.0) x /= 2, ++e;
-  while (x < 1073741824.0) x *= 2, --e;
-  int64_t M = static_cast<int64_t>(std::floor(x + 0.5));
-  if (M == (int64_t{1} << 31)) M /= 2, ++e;
-  if (e < -31) return {0, 0};
-  return {M, e};
-}
-
-int64_t floor_div(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
-
-// The int32 form: x * 2^left (wrapping), high multiply rounding half up, divide by 2^right
-// rounding half away from zero.
-int64_t requant32(int64_t acc, RefMult r) {
-  const int left = std::max(r.shift, 0), right = std::max(-r.shift, 0);
-  int64_t x = static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint64_t>(acc) << left));
-  int64_t high = floor_div(2 * x * r.M + (int64_t{1} << 31), int64_t{1} << 32);
-  int64_t mag = floor_div(std::abs(high) * 2 + (int64_t{1} << right), int64_t{1} << (right + 1));
-  return right == 0 ? high : (high < 0 ? -mag : mag);
-}
 
 // TFLM's int64 form: the multiplier rounded to 16 bits, one rounding (half up) shift.
 int64_t requant64(int64_t acc, RefMult r) {
@@ -145,7 +86,7 @@ struct Quant {
   bool wide = true;
   int64_t out(int64_t acc, int64_t c) const {
     RefMult m = ref_multiplier(in_scale * w_scales[w_scales.size() == 1 ? 0 : c] / out_scale);
-    int64_t v = (wide ? requant64(acc, m) : requant32(acc, m)) + zo;
+    int64_t v = (wide ? requant64(acc, m) : ref_requant(acc, m)) + zo;
     return std::min(std::max(v, lo), hi);
   }
   json attrs() const {
@@ -230,7 +171,7 @@ TEST(QconvS16, Int64BiasPerChannelSamePaddingStride) {
   Quant q{0.0009, 0.004, channel_scales(4, 4)};
   json a = q.attrs();
   a.update({{"strides", {2, 2}}, {"padding", {1, 1, 1, 1}}});
-  NDArray got = run("qconv2d_s16", {x, w, b, q.table()}, a);
+  NDArray got = run_op("qconv2d_s16", {x, w, b, q.table()}, a);
   expect_equal(got, ref_conv(x, w, &b, q, {2, 2}, {1, 1}, {1, 1}, 1, 4, 3), "conv int64");
 }
 
@@ -242,12 +183,12 @@ TEST(QconvS16, Int32AccumulatorGroupsDilationRelu) {
   q.lo = 0;  // relu
   json a = q.attrs();
   a.update({{"groups", 2}, {"dilation", {2, 1}}, {"activation", "relu"}});
-  NDArray got = run("qconv2d_s16", {x, w, b}, a);
+  NDArray got = run_op("qconv2d_s16", {x, w, b}, a);
   expect_equal(got, ref_conv(x, w, &b, q, {1, 1}, {0, 0}, {2, 1}, 2, 4, 6), "conv int32 groups");
   // Without bias, per-channel scales.
   Quant q2{0.0005, 0.003, channel_scales(6, 8)};
   q2.wide = false;
-  got = run("qconv2d_s16", {x, w, q2.table()}, [&] { json j = q2.attrs(); j["groups"] = 2; return j; }());
+  got = run_op("qconv2d_s16", {x, w, q2.table()}, [&] { json j = q2.attrs(); j["groups"] = 2; return j; }());
   expect_equal(got, ref_conv(x, w, nullptr, q2, {1, 1}, {0, 0}, {1, 1}, 2, 5, 6), "conv int32 no bias");
 }
 
@@ -259,7 +200,7 @@ TEST(QconvS16, DepthwiseMultiplierInt64) {
   q.out_scale = 0.0002;
   json a = q.attrs();
   a.update({{"groups", 3}, {"padding", {1, 0, 1, 2}}, {"activation", "relu_n1_to_1"}});
-  NDArray got = run("qconv2d_s16", {x, w, b, q.table()}, a);
+  NDArray got = run_op("qconv2d_s16", {x, w, b, q.table()}, a);
   expect_equal(got, ref_conv(x, w, &b, q, {1, 1}, {1, 0}, {1, 1}, 3, 5, 5), "depthwise");
 }
 
@@ -277,7 +218,7 @@ TEST(QdenseS16, Int64AndInt32) {
         for (int64_t k = 0; k < 20; ++k) acc += x.get_int(n * 20 + k) * w.get_int(m * 20 + k);
         want.set_int(n * 5 + m, q.out(acc, m));
       }
-    expect_equal(run("qdense_s16", {x, w, b}, q.attrs()), want, wide ? "dense int64" : "dense int32");
+    expect_equal(run_op("qdense_s16", {x, w, b}, q.attrs()), want, wide ? "dense int64" : "dense int32");
   }
 }
 
@@ -300,7 +241,7 @@ TEST(QdenseS16, LongReductionOfExtremeProducts) {
   for (bool unroll : {true, false}) {
     json a = q.attrs();
     a["schedule"] = {{"unroll", unroll}};
-    expect_equal(run("qdense_s16", {x, w, b}, a), want, unroll ? "dense 600, unrolled" : "dense 600");
+    expect_equal(run_op("qdense_s16", {x, w, b}, a), want, unroll ? "dense 600, unrolled" : "dense 600");
   }
 }
 
@@ -313,7 +254,7 @@ TEST(QtransposeConv2d, Int16AndInt8) {
     if (!int16) q.zi = 7, q.zo = -3, q.lo = -128, q.hi = 127, q.wide = false;
     json a = q.attrs();
     a.update({{"strides", {2, 3}}, {"padding", {1, 2}}, {"output_size", {6, 11}}});
-    NDArray got = run("qtranspose_conv2d", {x, w, b, q.table()}, a);
+    NDArray got = run_op("qtranspose_conv2d", {x, w, b, q.table()}, a);
     auto acc = scatter<int64_t>(x, w, {2, 3}, {1, 2}, 6, 11, [&](int64_t i) { return x.get_int(i) - q.zi; },
                                 [&](int64_t i) { return w.get_int(i); });
     NDArray want = NDArray::zeros(x.dtype, {2, 6, 11, 4});
@@ -325,7 +266,7 @@ TEST(QtransposeConv2d, Int16AndInt8) {
 TEST(TransposeConv2d, FloatInTflmOrder) {
   NDArray x = random_floats({1, 4, 3, 2}, 20), w = random_floats({3, 4, 3, 2}, 21), b = random_floats({3}, 22);
   json a = {{"strides", {2, 2}}, {"padding", {1, 1}}, {"output_size", {8, 5}}};
-  NDArray got = run("transpose_conv2d", {x, w, b}, a);
+  NDArray got = run_op("transpose_conv2d", {x, w, b}, a);
   const auto* xp = reinterpret_cast<const float*>(x.data.data());
   const auto* wp = reinterpret_cast<const float*>(w.data.data());
   auto acc = scatter<float>(x, w, {2, 2}, {1, 1}, 8, 5, [&](int64_t i) { return xp[i]; }, [&](int64_t i) { return wp[i]; });

@@ -18,6 +18,7 @@
 
 #include "analysis/well_formed.h"
 #include "backend_cases.h"
+#include "op_test_support.h"
 #include "driver/build.h"
 #include "executor/aot.h"
 #include "frontend/graph.h"
@@ -36,6 +37,12 @@ namespace {
 
 using json = nlohmann::json;
 using Shape = std::vector<int64_t>;
+using op_test::expect_error;
+using op_test::run_op;
+using op_test::floor_div;
+using op_test::ref_multiplier;
+using op_test::ref_requant;
+using op_test::RefMult;
 namespace fs = std::filesystem;
 
 const DataType kI8 = DataType::Int(8);
@@ -72,32 +79,6 @@ std::vector<int64_t> ints(const NDArray& a) {
   return v;
 }
 
-// Emits `op`, checks well-formedness and the text round trip, interprets it and records
-// the case for the backends; returns the output.
-NDArray run(const std::string& op, const std::vector<NDArray>& inputs, const json& attrs) {
-  const OpDef* def = find_op(op);
-  EXPECT_NE(def, nullptr) << op;
-  if (!def) return {};
-  std::vector<TensorType> types;
-  for (const auto& a : inputs) types.push_back(TensorType{a.dtype, a.shape});
-  TensorType out;
-  PrimFunc f = backend_cases::build_checked_kernel(*def, types, attrs, &out);
-  IRModule m;
-  m.set(op + "_kernel", f);
-  std::vector<NDArray> arrays = inputs;
-  arrays.push_back(NDArray::zeros(out.dtype, out.shape));
-  std::vector<InterpArg> args;
-  for (auto& a : arrays) args.push_back(&a);
-  try {
-    interpret(m, op + "_kernel", args);
-    std::string what = op;
-    for (const auto& t : types) what += " " + t.str();
-    backend_cases::record_kernel(what + " " + attrs.dump(), f, arrays);
-  } catch (const DiagnosticError& e) {
-    ADD_FAILURE() << "interpreter: " << render_all(e.diagnostics()) << "\n" << print_module(m);
-  }
-  return arrays.back();
-}
 
 void expect_ints(const NDArray& got, const Shape& shape, const std::vector<int64_t>& want, const std::string& what) {
   ASSERT_EQ(got.shape, shape) << what;
@@ -110,58 +91,9 @@ void expect_ints(const NDArray& got, const Shape& shape, const std::vector<int64
     }
 }
 
-// Expects infer (or, with `at_build`, build) to throw a user error starting with the op
-// name and containing `needle`.
-void expect_error(const std::string& op, const std::vector<TensorType>& types, const json& attrs,
-                  const std::string& needle, bool at_build = false) {
-  const OpDef* def = find_op(op);
-  ASSERT_NE(def, nullptr) << op;
-  try {
-    TensorType out = def->infer(types, attrs);
-    if (at_build) def->build("k", types, out, attrs);
-    ADD_FAILURE() << op << ": expected an error containing \"" << needle << "\" for attrs " << attrs.dump();
-  } catch (const DiagnosticError& e) {
-    ASSERT_FALSE(e.diagnostics().empty());
-    EXPECT_FALSE(e.internal()) << e.what();
-    const std::string& msg = e.diagnostics()[0].message;
-    EXPECT_NE(msg.find(needle), std::string::npos) << "message: " << msg << "\nexpected to contain: " << needle;
-    EXPECT_EQ(msg.rfind(op + ": ", 0), 0u) << "message should start with the op name: " << msg;
-  }
-}
 
 // ---- independent reference arithmetic ---------------------------------------------------
 
-// TFLite's QuantizeMultiplier: m = M * 2^(e - 31) with M in [2^30, 2^31), found by scaling
-// m into [2^30, 2^31) one power of two at a time (not frexp), then rounding; a mantissa
-// that rounds up to 2^31 is halved; e < -31 means M = 0 (TFLite's cut-off).
-struct RefMult {
-  int64_t M;
-  int e;  // TFLite's shift: > 0 shifts left first, < 0 divides at the end
-};
-RefMult ref_multiplier(double m) {
-  int e = 0;
-  double x = m * 2147483648.0;  // m * 2^31
-  while (x >= 2147483648.0) x /= 2, ++e;
-  while (x < 1073741824.0) x *= 2, --e;
-  int64_t M = static_cast<int64_t>(std::floor(x + 0.5));
-  if (M == (int64_t{1} << 31)) M /= 2, ++e;
-  if (e < -31) return {0, 0};
-  return {M, e};
-}
-
-int64_t floor_div(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
-
-// TFLite's MultiplyByQuantizedMultiplier as exact rational steps: x * 2^left (int32
-// wrap), then the high multiply: floor(x * M / 2^31 + 1/2) (round half up; M >= 0, so
-// no saturation), then the divide by 2^right rounding half away from zero.
-int64_t ref_requant(int64_t acc, const RefMult& r) {
-  const int left = std::max(r.e, 0), right = std::max(-r.e, 0);
-  int64_t x = static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint64_t>(acc) << left));
-  int64_t high = floor_div(2 * x * r.M + (int64_t{1} << 31), int64_t{1} << 32);
-  if (right == 0) return high;
-  int64_t mag = floor_div(std::abs(high) * 2 + (int64_t{1} << right), int64_t{1} << (right + 1));
-  return high < 0 ? -mag : mag;
-}
 
 int64_t clamp(int64_t v, int64_t lo, int64_t hi) { return std::min(std::max(v, lo), hi); }
 
@@ -187,12 +119,12 @@ int64_t round_avg(int64_t sum, int64_t count) {
 TEST(QuantRef, MultiplierReferenceMatchesKnownValues) {
   // 0.5 = 2^30 * 2^-31; 0.75 = 3 * 2^29 * 2^-31; 1/3 rounds; values near 2^31 round up.
   EXPECT_EQ(ref_multiplier(0.5).M, int64_t{1} << 30);
-  EXPECT_EQ(ref_multiplier(0.5).e, 0);
+  EXPECT_EQ(ref_multiplier(0.5).shift, 0);
   EXPECT_EQ(ref_multiplier(0.75).M, 3 * (int64_t{1} << 29));
   EXPECT_EQ(ref_multiplier(1.0 / 3).M, 1431655765);
-  EXPECT_EQ(ref_multiplier(1.0 / 3).e, -1);
+  EXPECT_EQ(ref_multiplier(1.0 / 3).shift, -1);
   EXPECT_EQ(ref_multiplier(0.99999999999).M, int64_t{1} << 30);  // rounded to 2^31, halved
-  EXPECT_EQ(ref_multiplier(0.99999999999).e, 1);
+  EXPECT_EQ(ref_multiplier(0.99999999999).shift, 1);
   EXPECT_EQ(ref_multiplier(1e-12).M, 0);  // below 2^-31: TFLite's zero multiplier
   // Round half up in the high multiply, then half away from zero in the shift.
   EXPECT_EQ(ref_requant(-3, ref_multiplier(0.5)), -1);  // -1.5 -> -1
@@ -270,7 +202,7 @@ TEST(QuantizedOps, QaddQsubQmulMatchReference) {
                     {"output_scale", p.so}, {"output_zero_point", p.zo}, {"activation", p.act}};
       if (std::string(op) == "qmul") attrs["output_scale"] = p.so * 40;  // products of two scales
       NDArray a = random_i8(p.sa_shape, seed++), b = random_i8(p.sb_shape, seed++);
-      NDArray got = run(op, {a, b}, attrs);
+      NDArray got = run_op(op, {a, b}, attrs);
       NDArray want = ref_qbinary(op, a, b, p.out, p.sa, p.za, p.sb, p.zb, attrs["output_scale"].get<double>(), p.zo, p.act);
       expect_ints(got, p.out, ints(want), std::string(op) + " " + attrs.dump());
     }
@@ -286,9 +218,9 @@ TEST(QuantizedOps, QaddQsubQmulMatchReference) {
   // -2 -> -1 -> -1 where one rounding of -0.5 would give 0.
   NDArray x = make(kI8, {3}, {3, -3, -2}), one = make(kI8, {1}, {1});
   json half = {{"a_scale", 1.0}, {"b_scale", 0.5}, {"output_scale", 1.0}};
-  expect_ints(run("qmul", {x, one}, half), {3}, {2, -1, -1}, "qmul ties, multiplier 0.5");
+  expect_ints(run_op("qmul", {x, one}, half), {3}, {2, -1, -1}, "qmul ties, multiplier 0.5");
   json quarter = {{"a_scale", 1.0}, {"b_scale", 0.5}, {"output_scale", 2.0}};
-  expect_ints(run("qmul", {x, one}, quarter), {3}, {1, -1, -1}, "qmul ties, multiplier 0.25");
+  expect_ints(run_op("qmul", {x, one}, quarter), {3}, {1, -1, -1}, "qmul ties, multiplier 0.25");
 }
 
 TEST(QuantizedOps, QaddRefusals) {
@@ -359,12 +291,12 @@ TEST(QuantizedOps, QavgPool2dMatchesReference) {
     json attrs = {{"pool_size", {p.kh, p.kw}}, {"strides", {p.sh, p.sw}}, {"padding", p.pad}};
     NDArray x = random_i8(p.shape, seed++);
     NDArray want = ref_qavg(x, p.kh, p.kw, p.sh, p.sw, p.pad);
-    expect_ints(run("qavg_pool2d", {x}, attrs), want.shape, ints(want), "qavg_pool2d " + attrs.dump());
+    expect_ints(run_op("qavg_pool2d", {x}, attrs), want.shape, ints(want), "qavg_pool2d " + attrs.dump());
   }
   // Ties round away from zero: (1 + 2) / 2 -> 2 and (-1 - 2) / 2 -> -2; the extremes stay put.
   NDArray x = make(kI8, {1, 1, 2, 4}, {1, -1, -128, 127, 2, -2, -128, 127});
   json attrs = {{"pool_size", {1, 2}}};
-  expect_ints(run("qavg_pool2d", {x}, attrs), {1, 1, 1, 4}, {2, -2, -128, 127}, "ties");
+  expect_ints(run_op("qavg_pool2d", {x}, attrs), {1, 1, 1, 4}, {2, -2, -128, 127}, "ties");
 }
 
 TEST(QuantizedOps, QglobalAvgPool2dMatchesReference) {
@@ -372,10 +304,10 @@ TEST(QuantizedOps, QglobalAvgPool2dMatchesReference) {
   for (Shape s : {Shape{1, 5, 5, 8}, Shape{2, 3, 7, 3}, Shape{1, 1, 1, 4}, Shape{1, 25, 5, 64}}) {
     NDArray x = random_i8(s, seed++);
     NDArray want = ref_qavg(x, s[1], s[2], 1, 1, {0, 0, 0, 0});
-    expect_ints(run("qglobal_avg_pool2d", {x}, json::object()), {s[0], 1, 1, s[3]}, ints(want), "qglobal_avg_pool2d");
+    expect_ints(run_op("qglobal_avg_pool2d", {x}, json::object()), {s[0], 1, 1, s[3]}, ints(want), "qglobal_avg_pool2d");
   }
   NDArray lo = make(kI8, {1, 2, 2, 1}, {-128, -128, -128, -128});
-  expect_ints(run("qglobal_avg_pool2d", {lo}, json::object()), {1, 1, 1, 1}, {-128}, "all -128");
+  expect_ints(run_op("qglobal_avg_pool2d", {lo}, json::object()), {1, 1, 1, 1}, {-128}, "all -128");
 }
 
 // ---- qmean ----------------------------------------------------------------------------
@@ -388,8 +320,8 @@ NDArray ref_qmean(const NDArray& x, double si, int64_t zi, double so, int64_t zo
   RefMult m = ref_multiplier(si / so);
   int shift = 0;
   for (int64_t v = count; v > 1; v >>= 1) ++shift;
-  shift = std::min({shift, 32, 31 + m.e});
-  RefMult folded{(m.M << shift) / count, m.e - shift};
+  shift = std::min({shift, 32, 31 + m.shift});
+  RefMult folded{(m.M << shift) / count, m.shift - shift};
   NDArray out = NDArray::zeros(kI8, {N, 1, 1, C});
   for (int64_t n = 0; n < N; ++n)
     for (int64_t c = 0; c < C; ++c) {
@@ -428,7 +360,7 @@ TEST(QuantizedOps, QmeanMatchesReference) {
     for (auto [lo, hi] : {std::pair{-128, 127}, std::pair{-128, -120}, std::pair{120, 127}}) {
       NDArray x = random_i8(p.shape, seed++, lo, hi);
       NDArray want = ref_qmean(x, p.si, p.zi, p.so, p.zo);
-      expect_ints(run("qmean", {x}, attrs), want.shape, ints(want), "qmean " + attrs.dump());
+      expect_ints(run_op("qmean", {x}, attrs), want.shape, ints(want), "qmean " + attrs.dump());
     }
   }
   // Equal quantization rounds like the rest (TFLM's MobileNetV2 MEAN shows it): the means
@@ -436,7 +368,7 @@ TEST(QuantizedOps, QmeanMatchesReference) {
   // a truncating division would give -1 and 1.
   NDArray x = make(kI8, {1, 1, 2, 2}, {-1, 1, -2, 2});
   json same = {{"input_scale", 0.5}, {"output_scale", 0.5}};
-  expect_ints(run("qmean", {x}, same), {1, 1, 1, 2}, {-1, 2}, "equal quantization, rounded");
+  expect_ints(run_op("qmean", {x}, same), {1, 1, 1, 2}, {-1, 2}, "equal quantization, rounded");
 }
 
 TEST(QuantizedOps, QmeanRefusals) {
@@ -517,7 +449,7 @@ TEST(QuantizedOps, QsoftmaxMatchesReference) {
       int8ref::Tensor rx = to_ref(x);
       std::vector<int64_t> want;
       for (int32_t v : int8ref::eval_op("qsoftmax", {&rx}, attrs).data) want.push_back(v);
-      expect_ints(run("qsoftmax", {x, table}, attrs), s, want, "qsoftmax " + attrs.dump());
+      expect_ints(run_op("qsoftmax", {x, table}, attrs), s, want, "qsoftmax " + attrs.dump());
     }
   }
   // Sums of exps across their range: row k holds k copies of the maximum and k of each
@@ -532,12 +464,12 @@ TEST(QuantizedOps, QsoftmaxMatchesReference) {
     int8ref::Tensor rx = to_ref(x);
     std::vector<int64_t> want;
     for (int32_t v : int8ref::eval_op("qsoftmax", {&rx}, attrs).data) want.push_back(v);
-    expect_ints(run("qsoftmax", {x, table}, attrs), {rows, cols}, want, "qsoftmax sums");
+    expect_ints(run_op("qsoftmax", {x, table}, attrs), {rows, cols}, want, "qsoftmax sums");
   }
   // One dominant element saturates at 127 (256/256 would be 128); the rest drop to -128.
   NDArray x = make(kI8, {1, 4}, {127, -128, -128, -128});
   json one = {{"input_scale", 1.0}};
-  expect_ints(run("qsoftmax", {x, prepared_table("qsoftmax", one, {1, 4})}, one), {1, 4}, {127, -128, -128, -128},
+  expect_ints(run_op("qsoftmax", {x, prepared_table("qsoftmax", one, {1, 4})}, one), {1, 4}, {127, -128, -128, -128},
               "dominant");
 }
 
@@ -553,7 +485,7 @@ TEST(QuantizedOps, QlogisticAndQtanhMatchReferenceForEveryInput) {
         NDArray table = prepared_table(op, attrs, {1, 256});
         std::vector<int64_t> want;
         for (int32_t v : int8ref::eval_op(op, {&rx}, attrs).data) want.push_back(v);
-        expect_ints(run(op, {x, table}, attrs), {1, 256}, want, std::string(op) + " " + attrs.dump());
+        expect_ints(run_op(op, {x, table}, attrs), {1, 256}, want, std::string(op) + " " + attrs.dump());
       }
   // Sanity of the reference itself: logistic(0) = 0.5 -> 0; tanh(0) = 0; the extremes saturate.
   json unit = {{"input_scale", 0.1}, {"input_zero_point", 0}};
@@ -627,7 +559,7 @@ TEST(QuantizedOps, QconcatMatchesReference) {
           want.push_back(same ? x : clamp(ref_requant(x - p.zps[i], m) + p.zo, -128, 127));
         }
       }
-    expect_ints(run("qconcat", in, attrs), os, want, "qconcat " + attrs.dump());
+    expect_ints(run_op("qconcat", in, attrs), os, want, "qconcat " + attrs.dump());
   }
 }
 
@@ -672,9 +604,9 @@ TEST(QuantizedOps, QuantizeAndDequantizeMatchReference) {
       float r = std::round(v) + static_cast<float>(zp);
       want.push_back(std::isnan(r) ? -128 : r < -128 ? -128 : r > 127 ? 127 : static_cast<int64_t>(r));
     }
-    NDArray q = run("quantize", {x}, attrs);
+    NDArray q = run_op("quantize", {x}, attrs);
     expect_ints(q, {3, 41}, want, "quantize " + attrs.dump());
-    NDArray back = run("dequantize", {q}, attrs);
+    NDArray back = run_op("dequantize", {q}, attrs);
     ASSERT_EQ(back.dtype, kF32);
     for (int64_t i = 0; i < q.num_elements(); ++i) {
       float w = static_cast<float>(q.get_int(i) - zp) * static_cast<float>(scale);
@@ -828,7 +760,7 @@ NDArray run_prepared(const std::string& op, const NDArray& x, const NDArray& w, 
   const GraphNode& node = p.nodes.at(0);
   std::vector<NDArray> arrays = {x};
   for (size_t i = 1; i < node.inputs.size(); ++i) arrays.push_back(p.constants.at(node.inputs[i]));
-  return run(op, arrays, node.attrs);
+  return run_op(op, arrays, node.attrs);
 }
 
 std::string schedule_str(const ScheduleOptions& o) {
@@ -1004,7 +936,7 @@ TEST(QuantizedOps, QconvAndQdenseRefusals) {
 TEST(QuantizedOps, MaxPoolReshapeFlattenTakeInt8) {
   NDArray x = random_i8({1, 5, 6, 3}, 60);
   json attrs = {{"pool_size", {2, 3}}, {"strides", {2, 2}}, {"padding", {1, 1, 0, 1}}, {"layout", "NHWC"}};
-  NDArray got = run("max_pool2d", {x}, attrs);
+  NDArray got = run_op("max_pool2d", {x}, attrs);
   ASSERT_EQ(got.dtype, kI8);
   int64_t OH = (5 + 1 - 2) / 2 + 1, OW = (6 + 2 - 3) / 2 + 1;
   std::vector<int64_t> want;
@@ -1020,9 +952,9 @@ TEST(QuantizedOps, MaxPoolReshapeFlattenTakeInt8) {
         want.push_back(m);
       }
   expect_ints(got, {1, OH, OW, 3}, want, "max_pool2d int8 NHWC");
-  NDArray r = run("reshape", {x}, {{"newshape", {5, 18}}});
+  NDArray r = run_op("reshape", {x}, {{"newshape", {5, 18}}});
   expect_ints(r, {5, 18}, ints(x), "reshape int8");
-  NDArray f = run("flatten", {x}, json::object());
+  NDArray f = run_op("flatten", {x}, json::object());
   ASSERT_EQ(f.dtype, kI8);
   EXPECT_EQ(ints(f), ints(x));
 }
@@ -1076,7 +1008,7 @@ TEST(QuantizedOps, RequantizationCornersMatchReference) {
       if (m > 1 && (b > 100000 || b < -100000)) continue;  // x * 2^left would wrap in int32
       json attrs = {{"input_scale", 1.0}, {"weight_scale", 1.0}, {"output_scale", 1.0 / m}, {"output_zero_point", -3}};
       NDArray w = make(kI8, {1, 1}, {1}), bias = make(kI32, {1}, {b});
-      NDArray got = run("qdense", {x, w, bias}, attrs);
+      NDArray got = run_op("qdense", {x, w, bias}, attrs);
       RefMult r = ref_multiplier(1.0 * 1.0 / (1.0 / m));  // as the op computes it from the scales
       std::vector<int64_t> want;
       for (int64_t i = 0; i < 256; ++i) want.push_back(clamp(ref_requant(b + i - 128, r) - 3, -128, 127));
@@ -1100,7 +1032,7 @@ TEST(QuantizedOps, RequantizationCornersMatchReference) {
       std::vector<NDArray> in = prepared_dense(x, w, bias, &attrs);
       ASSERT_EQ(in.size(), 4u);
       EXPECT_EQ(in[3].shape[1], small_only ? 3 : 2);
-      NDArray got = run("qdense", in, attrs);
+      NDArray got = run_op("qdense", in, attrs);
       std::vector<int64_t> want;
       for (int64_t i = 0; i < 256; ++i)
         for (double m : ms) want.push_back(clamp(ref_requant(b + i - 128, ref_multiplier(m)) + 5, -128, 127));
