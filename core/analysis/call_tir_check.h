@@ -11,13 +11,15 @@
 #include <vector>
 
 #include "ir/function.h"
+#include "ir/function_memo.h"
 
 namespace mtir {
 
 // Calls of call_tir and call_global (Module.sub(...)) are checked here; a cycle of
 // call_tir is refused here, one of call_global when it is compiled (lower_call_tir):
 // the interpreter runs recursion.
-std::vector<Diagnostic> check_call_tir(const IRModule& m);
+// Functions in `no_calls` are known to call no function of the module and are not walked.
+std::vector<Diagnostic> check_call_tir(const IRModule& m, const FunctionSet& no_calls);
 
 // Calls between functions: caller -> (callee, call).
 using CallEdges = std::map<std::string, std::vector<std::pair<std::string, const CallNode*>>>;

@@ -86,15 +86,11 @@ class Checker : public Visitor {
 
 }  // namespace
 
-std::vector<Diagnostic> check_resource_handles(const IRModule& m) {
-  std::vector<Diagnostic> diags;
-  for (const auto& [name, f] : m.functions) {
-    if (!f || !f->body) continue;
-    Checker c(name, f, &diags);
-    c.collect(f->body);
-    c.visit(f->body);
-  }
-  return diags;
+void check_resource_handles(const std::string& name, const PrimFunc& f, std::vector<Diagnostic>* diags) {
+  if (!f || !f->body) return;
+  Checker c(name, f, diags);
+  c.collect(f->body);
+  c.visit(f->body);
 }
 
 }  // namespace mtir

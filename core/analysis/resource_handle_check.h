@@ -5,12 +5,14 @@
 // context by position.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "ir/function.h"
 
 namespace mtir {
 
-std::vector<Diagnostic> check_resource_handles(const IRModule& m);
+// `name` is the function's name in its module, for the messages.
+void check_resource_handles(const std::string& name, const PrimFunc& f, std::vector<Diagnostic>* diags);
 
 }  // namespace mtir

@@ -6,11 +6,13 @@
 #include "analysis/call_tir_check.h"
 #include "analysis/resource_handle_check.h"
 
+#include <atomic>
 #include <map>
 #include <set>
 #include <string>
 #include <unordered_set>
 
+#include "ir/function_memo.h"
 #include "ir/tvm_intrinsics.h"
 #include "ir/op.h"
 #include "ir/reinterpret.h"
@@ -49,7 +51,11 @@ class WellFormedChecker : public Visitor {
  public:
   std::vector<Diagnostic> diags;
 
+  // Whether the last function checked calls another function of the module.
+  bool calls_module_functions() const { return calls_module_functions_; }
+
   void check_func(const PrimFunc& f) {
+    calls_module_functions_ = false;
     in_scope_.clear();
     defined_.clear();
     buffers_.clear();
@@ -79,6 +85,7 @@ class WellFormedChecker : public Visitor {
     }
     for (const auto& b : f->param_buffers)
       if (b) check_buffer_decl(b);
+    left_by_loop_exit_ = allocations_left_by_loop_exit(f->body);
     visit(f->body);
   }
 
@@ -212,7 +219,7 @@ class WellFormedChecker : public Visitor {
     check_buffer_decl(b);
     if (buffers_.count(b.get())) error(op->span, "buffer '" + b->name + "' is allocated twice");
     // Generated code frees an allocation where its scope ends, which a loop exit skips.
-    if (exits_loop(op->body))
+    if (left_by_loop_exit_.count(op))
       error(op->span, "a `break` or `continue` leaves the allocation of '" + b->name +
                           "', which would not be freed; allocate it outside the loop");
     buffers_.insert(b.get());
@@ -239,9 +246,11 @@ class WellFormedChecker : public Visitor {
   }
 
  private:
+  bool calls_module_functions_ = false;
   std::unordered_set<const VarNode*> in_scope_;        // usable at this point of the walk
   std::unordered_set<const VarNode*> defined_;         // defined anywhere so far in this function
   std::unordered_set<const BufferNode*> buffers_;      // parameter buffers and enclosing allocations
+  std::unordered_set<const AllocateNode*> left_by_loop_exit_;  // allocations a break or continue leaves
   const ExprNode* statement_value_ = nullptr;  // the value of the innermost Evaluate
   const ExprNode* let_value_ = nullptr;        // the value of the innermost LetStmt
   std::vector<const Span*> span_stack_;                // spans of the nodes enclosing the current one
@@ -418,6 +427,7 @@ class WellFormedChecker : public Visitor {
 
   void check_call(const CallNode* c, const Span& span) {
     if (!c->builtin) return check_tvm_intrinsic(c, span);
+    if (c->is(Builtin::CallTir) || c->is(Builtin::CallGlobal)) calls_module_functions_ = true;
     const OpInfo* info = &builtin_info(*c->builtin);
     const std::string name = "T." + c->op;
     // Arity from the table (ir/builtins.def), the same rule the parser applies.
@@ -483,7 +493,7 @@ class WellFormedChecker : public Visitor {
         return;
       case OpInfo::Kind::kBuiltin: {
         if (c->is(Builtin::Reinterpret)) {
-          if (std::string why = reinterpret_refusal(c->args[0]->dtype, c->dtype); !why.empty()) error(span, why);
+          if (std::string why = reinterpret_refusal(c->args[0], c->dtype); !why.empty()) error(span, why);
           return;
         }
         std::vector<DataType> types;
@@ -551,6 +561,20 @@ static void check_symbols_unique(const IRModule& m, std::vector<Diagnostic>* dia
   }
 }
 
+namespace {
+// Functions found well-formed with no call into the module (call_tir, call_global):
+// nothing about them depends on the rest of the module, so they stay well-formed as
+// long as they live. The lowering re-checks the module prepare_model just checked, and
+// its last check sees the functions no pass changed; neither walks them again.
+FunctionSet& clean_functions() {
+  static FunctionSet* set = new FunctionSet;  // never destroyed: checks may run at exit
+  return *set;
+}
+std::atomic<size_t> g_functions_walked{0};
+}  // namespace
+
+size_t well_formed_functions_walked() { return g_functions_walked; }
+
 std::vector<Diagnostic> check_well_formed(const IRModule& m) {
   WellFormedChecker checker;
   std::set<std::string> names;
@@ -567,11 +591,15 @@ std::vector<Diagnostic> check_well_formed(const IRModule& m) {
       checker.diags.push_back(std::move(d));
       continue;
     }
+    if (clean_functions().contains(f)) continue;
+    const size_t before = checker.diags.size();
     checker.check_func(f);
+    check_resource_handles(name, f, &checker.diags);
+    ++g_functions_walked;
+    if (checker.diags.size() == before && !checker.calls_module_functions()) clean_functions().record(f);
   }
   check_symbols_unique(m, &checker.diags);
-  for (auto& d : check_call_tir(m)) checker.diags.push_back(std::move(d));
-  for (auto& d : check_resource_handles(m)) checker.diags.push_back(std::move(d));
+  for (auto& d : check_call_tir(m, clean_functions())) checker.diags.push_back(std::move(d));
   return std::move(checker.diags);
 }
 

@@ -11,4 +11,8 @@ namespace mtir {
 
 std::vector<Diagnostic> check_well_formed(const IRModule& m);
 
+// How many function bodies check_well_formed has walked in this process: a function
+// found well-formed once is not walked again (tests check that).
+size_t well_formed_functions_walked();
+
 }  // namespace mtir

@@ -2,7 +2,7 @@
 
 #include "codegen/c/codegen_c.h"
 #include "codegen/c/metadata_module.h"
-#include "ir/scalable_vectors.h"
+#include "ir/carried_types.h"
 #include "ir/visitor.h"
 #include "ir/attrs.h"
 #include "support/timing.h"
@@ -110,7 +110,7 @@ LoweringOptions lowering_options(const Target& target) {
 BuildResult lower_for_target(const IRModule& m, const Target& target, std::vector<std::string>* packed_symbols) {
   refuse_gpu_threads(m);
   refuse_shared_param_data(m);
-  refuse_scalable_vectors(m, "the backends");
+  refuse_carried_types(m, "the backends");
   // As in TVM: the AOT executor fills resource handles from the C interface's devices
   // struct, which only exists with plain pointers.
   for (const auto& [name, f] : m.functions) {

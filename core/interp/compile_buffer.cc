@@ -7,7 +7,9 @@
 #include <cstring>
 
 #include "interp/compiled.h"
+#include "interp/linear.h"
 #include "ir/op.h"
+#include "ir/structural_equal.h"
 
 namespace mtir {
 namespace interp {
@@ -23,6 +25,25 @@ struct Access {
   const Span& span;
   std::vector<CExprPtr> indices, dims, strides;
   CExprPtr offset;  // null: 0
+  // How the folded address computes indices[k] with no call: its constant plus its
+  // variable terms terms[first, end) wrapped to `type`; or by calling `call` (an index
+  // other than a constant or a linear form of variables alone).
+  struct InlineIndex {
+    const CExpr* call;
+    uint64_t constant;
+    uint32_t first, end;
+    DataType type;
+    bool int32;  // type is int32: wrapping is one truncation
+  };
+  std::vector<InlineIndex> inline_indices;
+  std::vector<LinearInt::VarTerm> terms;
+  int64_t index_value(Frame& f, const InlineIndex& ix) const {
+    if (ix.call) return ix.call->eval_int(f);
+    uint64_t sum = ix.constant;
+    for (uint32_t j = ix.first; j < ix.end; ++j)
+      sum += terms[j].coef * static_cast<uint64_t>(f.vars[static_cast<size_t>(terms[j].slot)].i);
+    return ix.int32 ? static_cast<int32_t>(static_cast<uint32_t>(sum)) : wrap_int(ix.type, static_cast<int64_t>(sum));
+  }
   // Constant shape, strides and offset, small enough that no address overflows int64.
   bool folded = false;
   std::vector<int64_t> fixed_dims, fixed_strides;
@@ -33,25 +54,42 @@ struct Access {
     if (!st) user_error(f.where(span), "buffer '" + buffer->name + "' is used outside its allocation");
     return *st;
   }
+  // A folded flat buffer with a nonnegative extent (most kernels' hot accesses).
+  bool flat = false;
+
   int64_t address(Frame& f, const Storage& st) const {
+    if (flat) {
+      // Unsigned compares: i < 0 or i >= extent, and the same against the storage.
+      const int64_t i = index_value(f, inline_indices[0]);
+      if (static_cast<uint64_t>(i) >= static_cast<uint64_t>(fixed_dims[0])) flat_out_of_bounds(f, i, nullptr);
+      const int64_t address = fixed_offset + i * fixed_strides[0];
+      if (static_cast<uint64_t>(address) >= static_cast<uint64_t>(st.size)) flat_out_of_bounds(f, i, &address);
+      return address;
+    }
     if (folded && indices.size() <= kInline) return folded_address(f, st);
     return general_address(f, st);
+  }
+  [[noreturn]] __attribute__((noinline, cold)) void flat_out_of_bounds(Frame& f, int64_t i, const int64_t* address) const {
+    if (!address) out_of_bounds(f.where(span), *buffer, &i, 1, fixed_dims.data(), 1, "");
+    storage_overrun(f, &i, *address, *f.storage[static_cast<size_t>(slot)]);
   }
   int64_t folded_address(Frame& f, const Storage& st) const {
     int64_t idx[kInline];
     const size_t n = indices.size();
-    for (size_t k = 0; k < n; ++k) idx[k] = indices[k]->eval_int(f);
     int64_t address = fixed_offset;
+    for (size_t k = 0; k < n; ++k) idx[k] = index_value(f, inline_indices[k]);
     for (size_t k = 0; k < n; ++k) {
-      if (idx[k] < 0 || idx[k] >= fixed_dims[k])
-        out_of_bounds(f.where(span), *buffer, idx, n, fixed_dims.data(), n, "");
+      if (idx[k] < 0 || idx[k] >= fixed_dims[k]) out_of_bounds(f.where(span), *buffer, idx, n, fixed_dims.data(), n, "");
       address += idx[k] * fixed_strides[k];
     }
-    if (address < 0 || address >= st.size)
-      out_of_bounds(f.where(span), *buffer, idx, n, fixed_dims.data(), n,
-                    "is element " + std::to_string(address) + ", outside its storage of " + std::to_string(st.size) +
-                        " elements");
+    if (address < 0 || address >= st.size) storage_overrun(f, idx, address, st);
     return address;
+  }
+  [[noreturn]] __attribute__((noinline, cold)) void storage_overrun(Frame& f, const int64_t* idx, int64_t address, const Storage& st) const {
+    const size_t n = indices.size();
+    out_of_bounds(f.where(span), *buffer, idx, n, fixed_dims.data(), n,
+                  "is element " + std::to_string(address) + ", outside its storage of " + std::to_string(st.size) +
+                      " elements");
   }
   int64_t general_address(Frame& f, const Storage& st) const;
 };
@@ -125,10 +163,27 @@ void fold(Access* a, const BufferNode& b) {
   a->fixed_offset = offset;
 }
 
+// An index for Access::index_value: a constant or a linear form of variables inline.
+Access::InlineIndex inline_index(const Expr& index, const CExpr* e, std::vector<LinearInt::VarTerm>* terms) {
+  const auto first = static_cast<uint32_t>(terms->size());
+  if (const auto* form = dynamic_cast<const LinearInt*>(e); form && form->exprs.empty()) {
+    terms->insert(terms->end(), form->vars.begin(), form->vars.end());
+    return {nullptr, form->constant, first, static_cast<uint32_t>(terms->size()), form->type,
+            form->type == DataType::Int(32)};
+  }
+  // A constant: its value as its ConstExpr gives it (an int64 is wrapped to nothing).
+  if (const auto* k = as<IntImmNode>(index); k && !k->dtype.is_float())
+    return {nullptr, static_cast<uint64_t>(make_int(k->dtype, k->value).i), first, first, DataType::Int(64), false};
+  return {e, 0, first, first, DataType::Int(64), false};
+}
+
 Access make_access(Compiler* c, const BufferNode& b, const std::vector<Expr>& indices, const Span& span) {
   Access a{&b, c->storage_slot(storage_key(b)), span, c->exprs(indices), c->exprs(b.shape), c->exprs(b.strides),
-           b.elem_offset ? c->expr(b.elem_offset) : nullptr, false, {}, {}, 0};
+           b.elem_offset ? c->expr(b.elem_offset) : nullptr, {}, {}, false, {}, {}, 0, false};
+  for (size_t k = 0; k < indices.size(); ++k)
+    a.inline_indices.push_back(inline_index(indices[k], a.indices[k].get(), &a.terms));
   fold(&a, b);
+  a.flat = a.folded && a.indices.size() == 1 && a.fixed_dims[0] >= 0;
   return a;
 }
 
@@ -139,8 +194,22 @@ inline void check_type(Frame& f, const Access& a, const Storage& st) {
 // T: the element's C type for the direct forms; void for any other type (NDArray's).
 template <typename T>
 struct LoadExpr final : CExpr {
-  explicit LoadExpr(Access a) : access(std::move(a)) {
+  explicit LoadExpr(Access a) : access(std::move(a)), type(access.buffer->dtype) {
     int_result = std::is_integral_v<T>;
+    known_type = type;
+  }
+  // A widening integer cast of the loaded value: the same value, of type `t`.
+  bool widen_to(DataType t) override {
+    if constexpr (!std::is_integral_v<T>) {
+      return false;
+    } else {
+      const DataType from = access.buffer->dtype;
+      const bool fits = t.bits() >= 64 || (from.is_int() == t.is_int() && t.bits() >= from.bits()) ||
+                        (from.is_uint() && t.is_int() && t.bits() > from.bits());
+      if (!t.is_integer() || !fits) return false;
+      type = known_type = t;
+      return true;
+    }
   }
   int64_t eval_int(Frame& f) const override {
     if constexpr (std::is_integral_v<T>) {
@@ -158,7 +227,7 @@ struct LoadExpr final : CExpr {
   Scalar eval(Frame& f) const override {
     const DataType t = access.buffer->dtype;
     Scalar s;
-    s.dtype = t;
+    s.dtype = type;
     if constexpr (std::is_integral_v<T>) {
       s.i = eval_int(f);
       return s;
@@ -182,15 +251,21 @@ struct LoadExpr final : CExpr {
     return make_int(t, static_cast<int64_t>(raw));
   }
   Access access;
+  DataType type;  // of the values: the buffer's, or the wider type of a cast folded in
 };
 
 template <typename T>
 struct StoreStmt final : CStmt {
-  StoreStmt(const Span& s, Access a, CExprPtr v) : span(s), access(std::move(a)), value(std::move(v)) {}
+  StoreStmt(const Span& s, Access a, CExprPtr v)
+      : span(s), access(std::move(a)), value(std::move(v)),
+        direct(std::is_integral_v<T> && value->int_result && value->known_type == access.buffer->dtype) {}
   void exec(Frame& f) const override {
     f.step(span);
     f.stmt_span = &span;
     Storage& st = access.storage(f);
+    if constexpr (std::is_integral_v<T>) {
+      if (direct) return store_int(f, st);
+    }
     // Value first, then the address, as the C statement `A[i] = v` may do either.
     Scalar v = value->eval(f);
     const int64_t addr = access.address(f, st);
@@ -210,10 +285,63 @@ struct StoreStmt final : CStmt {
     }
     if (st.track_writes) st.written[static_cast<size_t>(addr)] = 1;
   }
+  // exec when the value is an integer of the buffer's type: no Scalar and no cast.
+  void store_int(Frame& f, Storage& st) const {
+    const int64_t v = value->eval_int(f);
+    const int64_t addr = access.address(f, st);
+    check_type(f, access, st);
+    const T x = static_cast<T>(static_cast<uint64_t>(v));
+    std::memcpy(st.array->data.data() + addr * static_cast<int64_t>(sizeof(T)), &x, sizeof(T));
+    if (st.track_writes) st.written[static_cast<size_t>(addr)] = 1;
+  }
   const Span& span;
   Access access;
   CExprPtr value;
+  bool direct;  // store_int applies
 };
+
+// `B[i] = B[i] + e` on an int32 buffer whose indices need no call (an accumulation): one
+// address for the load and the store, the same element, which cannot fail the second
+// time. Otherwise as StoreStmt<int32_t> of the Add: the store's storage check, the load
+// (bounds, initialization, type, at its span), e, then the write.
+struct AccumulateInt32 final : CStmt {
+  AccumulateInt32(const Span& s, Access load, CExprPtr e) : span(s), load(std::move(load)), addend(std::move(e)) {}
+  void exec(Frame& f) const override {
+    f.step(span);
+    f.stmt_span = &span;
+    Storage* st = f.storage[static_cast<size_t>(load.slot)];
+    if (!st) user_error(f.where(span), "buffer '" + load.buffer->name + "' is used outside its allocation");
+    const int64_t addr = load.address(f, *st);
+    if (st->track_writes && !st->written[static_cast<size_t>(addr)]) uninitialized_read(f.where(load.span), addr, *st);
+    check_type(f, load, *st);
+    uint8_t* p = st->array->data.data() + addr * static_cast<int64_t>(sizeof(int32_t));
+    int32_t x;
+    std::memcpy(&x, p, sizeof x);
+    const uint64_t sum = static_cast<uint64_t>(int64_t{x}) + static_cast<uint64_t>(addend->eval_int(f));
+    x = static_cast<int32_t>(static_cast<uint32_t>(sum));
+    std::memcpy(p, &x, sizeof x);
+  }
+  const Span& span;
+  Access load;
+  CExprPtr addend;
+};
+
+// The accumulation `op` is, or null.
+CStmtPtr accumulation(Compiler* c, const BufferStoreNode* op) {
+  const DataType i32 = DataType::Int(32);
+  const auto* add = op->value->kind == ExprKind::Add ? static_cast<const BinaryNode*>(op->value.get()) : nullptr;
+  const auto* load = add ? as<BufferLoadNode>(add->a) : nullptr;
+  if (!load || op->buffer->dtype != i32 || add->dtype != i32 || load->buffer != op->buffer ||
+      load->indices.size() != op->indices.size())
+    return nullptr;
+  for (size_t k = 0; k < op->indices.size(); ++k)
+    if (!same_expr(load->indices[k], op->indices[k])) return nullptr;
+  Access a = make_access(c, *load->buffer, load->indices, load->span);
+  if (!a.folded) return nullptr;
+  for (const Access::InlineIndex& ix : a.inline_indices)
+    if (ix.call) return nullptr;
+  return std::make_unique<AccumulateInt32>(op->span, std::move(a), c->expr(add->b));
+}
 
 template <template <typename> class Node, typename... Args>
 auto by_type(DataType t, Args&&... args) {
@@ -268,6 +396,7 @@ CExprPtr Compiler::load(const BufferLoadNode* op) {
 
 CStmtPtr Compiler::store(const BufferStoreNode* op) {
   if (op->value->dtype.is_vector()) throw Unsupported{"vector stores"};
+  if (CStmtPtr fused = accumulation(this, op)) return fused;
   CExprPtr value = expr(op->value);
   return by_type<StoreStmt>(op->buffer->dtype, op->span, make_access(this, *op->buffer, op->indices, op->span),
                             std::move(value));

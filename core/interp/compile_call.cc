@@ -64,11 +64,21 @@ struct IfThenElseCall final : CExpr {
 
 struct PureCall final : CExpr {
   PureCall(const CallNode* op, std::vector<CExprPtr> a)
-      : builtin(*op->builtin), from(op->args[0]->dtype), to(op->dtype), args(std::move(a)) {}
+      : builtin(*op->builtin), from(op->args[0]->dtype), to(op->dtype), args(std::move(a)) {
+    int_result = builtin != Builtin::Reinterpret;
+    if (int_result) known_type = DataType::Int(32);
+  }
   Scalar eval(Frame& f) const override {
     Scalar values[3];
     for (size_t k = 0; k < args.size() && k < 3; ++k) values[k] = args[k]->eval(f);
     return pure_intrinsic(builtin, from, to, values);
+  }
+  // All but reinterpret read their arguments' integer values alone and give an int32.
+  int64_t eval_int(Frame& f) const override {
+    if (!int_result) return eval(f).i;
+    Scalar values[3];
+    for (size_t k = 0; k < args.size() && k < 3; ++k) values[k].i = args[k]->eval_int(f);
+    return pure_intrinsic(builtin, from, to, values).i;
   }
   Builtin builtin;
   DataType from, to;

@@ -13,7 +13,10 @@ namespace interp {
 namespace {
 
 struct ConstExpr final : CExpr {
-  explicit ConstExpr(Scalar v) : value(v) { int_result = !v.dtype.is_float(); }
+  explicit ConstExpr(Scalar v) : value(v) {
+    int_result = !v.dtype.is_float();
+    known_type = v.dtype;
+  }
   Scalar eval(Frame&) const override { return value; }
   int64_t eval_int(Frame&) const override { return value.i; }
   Scalar value;
@@ -33,44 +36,6 @@ struct VarExpr final : CExpr {
   Scalar eval(Frame& f) const override { return f.vars[static_cast<size_t>(slot)]; }
   int64_t eval_int(Frame& f) const override { return f.vars[static_cast<size_t>(slot)].i; }
   int slot;
-};
-
-// Add, Sub, Mul on integers: wrap-around on the 64-bit patterns, then to the type.
-template <ExprKind K>
-uint64_t int_op(uint64_t x, uint64_t y) {
-  return K == ExprKind::Add ? x + y : K == ExprKind::Sub ? x - y : x * y;
-}
-template <ExprKind K>
-struct IntArith final : CExpr {
-  IntArith(DataType t, CExprPtr a, CExprPtr b) : type(t), a(std::move(a)), b(std::move(b)) { int_result = true; }
-  Scalar eval(Frame& f) const override {
-    Scalar r;
-    r.dtype = type;
-    r.i = eval_int(f);
-    return r;
-  }
-  int64_t eval_int(Frame& f) const override {
-    const int64_t x = a->eval_int(f), y = b->eval_int(f);
-    return wrap_int(type, static_cast<int64_t>(int_op<K>(static_cast<uint64_t>(x), static_cast<uint64_t>(y))));
-  }
-  DataType type;
-  CExprPtr a, b;
-};
-// The int32 case, the index and accumulator type: wrapping is one truncation.
-template <ExprKind K>
-struct Int32Arith final : CExpr {
-  Int32Arith(CExprPtr a, CExprPtr b) : a(std::move(a)), b(std::move(b)) { int_result = true; }
-  Scalar eval(Frame& f) const override {
-    Scalar r;
-    r.dtype = DataType::Int(32);
-    r.i = eval_int(f);
-    return r;
-  }
-  int64_t eval_int(Frame& f) const override {
-    const int64_t x = a->eval_int(f), y = b->eval_int(f);
-    return static_cast<int32_t>(static_cast<uint32_t>(int_op<K>(static_cast<uint64_t>(x), static_cast<uint64_t>(y))));
-  }
-  CExprPtr a, b;
 };
 
 struct Arith final : CExpr {
@@ -157,7 +122,10 @@ struct CastExpr final : CExpr {
 // Integer to integer (requantization's widening and narrowing), the value known to be
 // no float: what CastExpr does then.
 struct IntCast final : CExpr {
-  IntCast(DataType t, CExprPtr v) : type(t), value(std::move(v)) { int_result = true; }
+  IntCast(DataType t, CExprPtr v) : type(t), value(std::move(v)) {
+    int_result = true;
+    known_type = t;
+  }
   Scalar eval(Frame& f) const override {
     Scalar r;
     r.dtype = type;
@@ -208,7 +176,7 @@ CExprPtr Compiler::expr(const Expr& e) {
     case ExprKind::Var: return var(static_cast<const VarNode*>(e.get()));
 #define MTIR_BINARY(Name) case ExprKind::Name:
 #include "ir/nodes.def"
-      return binary(static_cast<const BinaryNode*>(e.get()));
+      return binary(e);
     case ExprKind::Not: return std::make_unique<NotExpr>(expr(static_cast<const NotNode*>(e.get())->a));
     case ExprKind::Select: {
       const auto* op = static_cast<const SelectNode*>(e.get());
@@ -233,34 +201,26 @@ CExprPtr Compiler::var(const VarNode* v) {
   return std::make_unique<ErrorExpr>(v->span, "variable '" + v->name + "' has no value here (used outside its scope)");
 }
 
-CExprPtr Compiler::binary(const BinaryNode* op) {
+CExprPtr Compiler::binary(const Expr& e) {
+  const auto* op = static_cast<const BinaryNode*>(e.get());
+  const bool add_sub_mul = op->kind == ExprKind::Add || op->kind == ExprKind::Sub || op->kind == ExprKind::Mul;
+  if (add_sub_mul && op->dtype.element_of().is_integer()) return int_arith(e);
   CExprPtr a = expr(op->a), b = expr(op->b);
   if (op->kind == ExprKind::And || op->kind == ExprKind::Or)
     return std::make_unique<Logic>(op->kind == ExprKind::And, std::move(a), std::move(b));
   if (is_comparison(op->kind)) return std::make_unique<Compare>(op->kind, std::move(a), std::move(b));
-  const DataType t = op->dtype.element_of();
-  if (t.is_integer()) {
-    const bool i32 = t == DataType::Int(32);
-    switch (op->kind) {
-#define MTIR_INT_ARITH(K)                                                   \
-  case ExprKind::K:                                                         \
-    if (i32) return std::make_unique<Int32Arith<ExprKind::K>>(std::move(a), std::move(b)); \
-    return std::make_unique<IntArith<ExprKind::K>>(t, std::move(a), std::move(b));
-      MTIR_INT_ARITH(Add)
-      MTIR_INT_ARITH(Sub)
-      MTIR_INT_ARITH(Mul)
-#undef MTIR_INT_ARITH
-      default: break;
-    }
-  }
   return std::make_unique<Arith>(op, std::move(a), std::move(b));
 }
 
 CExprPtr Compiler::cast(const CastNode* op) {
   const DataType t = op->dtype.element_of();
   CExprPtr value = expr(op->value);
-  // An integer to an integer type: the modular conversion alone.
-  if (t.is_integer() && value->int_result) return std::make_unique<IntCast>(t, std::move(value));
+  // An integer to an integer type: the modular conversion alone, or nothing when it
+  // cannot change the value (the load then gives its values the cast's type).
+  if (t.is_integer() && value->int_result) {
+    if (value->widen_to(t)) return value;
+    return std::make_unique<IntCast>(t, std::move(value));
+  }
   return std::make_unique<CastExpr>(t, op->span, std::move(value));
 }
 

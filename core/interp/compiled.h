@@ -100,6 +100,12 @@ struct CExpr {
   virtual int64_t eval_int(Frame& f) const { return eval(f).i; }
   // Every value eval gives is an integer or bool (never a float), whatever the IR says.
   bool int_result = false;
+  // The type of every value eval gives, when the node fixes it (Void when it depends on
+  // the operands): a store of that type may take eval_int alone.
+  DataType known_type = DataType::Void();
+  // Takes `t` as the type of its values when wrapping each of them to `t` changes none
+  // (an integer cast that widens, folded into a load): false when it cannot.
+  virtual bool widen_to(DataType /*t*/) { return false; }
 };
 struct CStmt {
   virtual ~CStmt() = default;
@@ -137,7 +143,11 @@ class Compiler {
   const std::unordered_map<const void*, int>& storage_slots() const { return storage_slots_; }
 
   // Scalar operators (compile_expr.cc).
-  CExprPtr binary(const BinaryNode* op);
+  CExprPtr binary(const Expr& e);  // a BinaryNode
+  // Integer Add, Sub and Mul (compile_linear.cc): one linear form over the variables
+  // when the tree has one, else a node per operator.
+  CExprPtr int_arith(const Expr& e);  // a BinaryNode
+  bool in_scope(const VarNode* v) const { return in_scope_.count(v) > 0; }
   CExprPtr call(const CallNode* op);
   CExprPtr var(const VarNode* v);
   CExprPtr let(const LetNode* op);

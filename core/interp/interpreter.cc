@@ -23,7 +23,7 @@
 #include "interp/compiled.h"
 #include "interp/pointer_map.h"
 #include "interp/scalar.h"
-#include "ir/scalable_vectors.h"
+#include "ir/carried_types.h"
 #include "ir/tvm_intrinsics.h"  // and ir/op.h, the builtins
 
 namespace mtir {
@@ -947,7 +947,7 @@ std::optional<int64_t> interpret(const IRModule& mod, const std::string& func_na
                                  const std::vector<InterpArg>& args, const InterpOptions& options) {
   PrimFunc f = mod.lookup(func_name);
   if (!f) user_error(Span{}, "no function '" + func_name + "' in module");
-  refuse_scalable_vectors(mod, "the interpreter");
+  refuse_carried_types(mod, "the interpreter");
   std::optional<interp::Scalar> r = Interpreter(options, &mod).run(f, func_name, args);
   if (!r) return std::nullopt;
   return r->i;

@@ -41,7 +41,8 @@ std::optional<DataType> DataType::parse(const std::string& name, bool allow_lane
     if (name.compare(0, pre.size(), pre) != 0) continue;
     std::string rest = name.substr(pre.size());
     int bits = 0;
-    if (rest == "8") bits = 8;
+    if (rest == "4" && p.code != Code::kFloat) bits = 4;  // carried, not run (ir/carried_types.h)
+    else if (rest == "8") bits = 8;
     else if (rest == "16") bits = 16;
     else if (rest == "32") bits = 32;
     else if (rest == "64") bits = 64;

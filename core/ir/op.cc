@@ -91,8 +91,15 @@ bool builtin_args_ok(const OpInfo& op, const std::vector<DataType>& arg_types, s
   return true;
 }
 
-std::string reinterpret_refusal(DataType from, DataType to) {
+std::string reinterpret_refusal(const Expr& x, DataType to) {
+  const DataType from = x->dtype;
   const std::string what = from.str() + " to " + to.str();
+  if (to.is_handle() && to.is_scalar()) {
+    const auto* zero = as<IntImmNode>(x);
+    if (zero && zero->value == 0 && from.is_integer() && from.bits() == 64 && from.is_scalar()) return "";
+    return "T.reinterpret to handle makes only the null pointer, T.reinterpret(\"handle\", T.uint64(0)), not " +
+           what + ": microtir does not turn numbers into addresses";
+  }
   if (!from.is_numeric() || !to.is_numeric()) return "T.reinterpret needs numbers: " + what;
   if (from.lanes() != to.lanes()) {
     if (from.bits() * from.lanes() != to.bits() * to.lanes())

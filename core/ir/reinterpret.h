@@ -4,13 +4,15 @@
 
 #include <string>
 
-#include "ir/dtype.h"
+#include "ir/expr.h"
 
 namespace mtir {
 
-// Why reinterpret(to, x of type `from`) is refused, or "": the same bits lane by lane,
-// each lane a number of 32 or 64 bits (float32x4 <-> int32x4). TVM also reinterprets
-// across lane counts (int8x16 <-> int32x4, its total bits equal); that is refused.
-std::string reinterpret_refusal(DataType from, DataType to);
+// Why reinterpret(to, x) is refused, or "": the same bits lane by lane, each lane a
+// number of 32 or 64 bits (float32x4 <-> int32x4), or TVM's null pointer,
+// T.reinterpret("handle", T.uint64(0)). TVM also reinterprets across lane counts
+// (int8x16 <-> int32x4, its total bits equal) and other integers to handles; those are
+// refused.
+std::string reinterpret_refusal(const Expr& x, DataType to);
 
 }  // namespace mtir

@@ -1,5 +1,6 @@
 #include "ir/tvm_intrinsics.h"
 
+#include <functional>
 #include <unordered_map>
 #include <vector>
 
@@ -103,6 +104,10 @@ Expr expand_tvm_intrinsic(const CallNode* call, const std::string& where) {
   if (name == "isnullptr") {
     if (!call->args[0]->dtype.is_handle())
       user_error(call->span, "T.isnullptr takes a handle, not " + call->args[0]->dtype.str());
+    // TVM's null pointer, T.reinterpret("handle", T.uint64(0)) (the only reinterpret to a
+    // handle the verifier takes), is null where it stands, so the interpreter runs it too.
+    const auto* ptr = as<CallNode>(call->args[0]);
+    if (ptr && ptr->is(Builtin::Reinterpret)) return Bool(true, call->span);
     return Call(DataType::Bool(), "tvm_handle_is_null", {call->args[0]}, {}, call->span);
   }
   if (name == "q_multiply_shift") return q_multiply_shift(call);
@@ -140,6 +145,38 @@ bool exits_loop(const Stmt& body) {
     void visit_Evaluate(const EvaluateNode* op) override { found = found || loop_exit_of(op) != LoopExit::kNone; }
   } finder;
   finder.visit(body);
+  return finder.found;
+}
+
+std::unordered_set<const AllocateNode*> allocations_left_by_loop_exit(const Stmt& root) {
+  struct Finder : Visitor {
+    std::unordered_set<const AllocateNode*> found;
+    std::vector<const AllocateNode*> open;  // the allocations around the node visited
+    size_t floor = 0;                       // open[floor...] are inside the innermost loop
+    void in_loop(const std::function<void()>& visit_loop) {
+      const size_t saved = floor;
+      floor = open.size();
+      visit_loop();
+      floor = saved;
+    }
+    void visit_For(const ForNode* op) override {
+      in_loop([&] { Visitor::visit_For(op); });
+    }
+    void visit_While(const WhileNode* op) override {
+      in_loop([&] { Visitor::visit_While(op); });
+    }
+    void visit_Evaluate(const EvaluateNode* op) override {
+      if (loop_exit_of(op) != LoopExit::kNone && open.size() > floor) found.insert(open.back());
+    }
+    // An allocation left by an exit: so is the one around it, in the same loop.
+    void visit_Allocate(const AllocateNode* op) override {
+      open.push_back(op);
+      Visitor::visit_Allocate(op);
+      open.pop_back();
+      if (found.count(op) && open.size() > floor) found.insert(open.back());
+    }
+  } finder;
+  finder.visit(root);
   return finder.found;
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <unordered_set>
 
 #include "ir/expr.h"
 #include "ir/op.h"
@@ -42,5 +43,9 @@ LoopExit loop_exit(const Stmt& s);
 // loops nested in it are theirs): a pass that copies, removes or hoists out of a loop
 // leaves such a loop alone.
 bool exits_loop(const Stmt& body);
+// The allocations under `root` whose body exits_loop is true of, found in one walk
+// (exits_loop of each body in turn is quadratic in the nesting of allocations, which an
+// AOT main of thousands of calls has).
+std::unordered_set<const AllocateNode*> allocations_left_by_loop_exit(const Stmt& root);
 
 }  // namespace mtir

@@ -258,6 +258,7 @@ class Parser {
   bool parse_tvm_sugar(const Token& t_tok, const Token& fn, PExpr* out);
   Expr parse_access_ptr(const Token& t_tok);
   Expr parse_call_extern(const Token& t_tok, const Token& fn);
+  Expr parse_reinterpret(const Token& t_tok);
 
   // vectors
   int parse_lanes(const Token& fn, bool* scalable);

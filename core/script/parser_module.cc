@@ -228,10 +228,10 @@ Parser::TypeAnn Parser::parse_type_ann() {
 
 // Why a type string is refused: sub-byte and scalable types are named.
 static std::string unknown_type_message(const std::string& name) {
-  if (name == "int4" || name == "uint4" || name == "int1" || name == "int2" || name == "uint2" ||
+  if (name == "int1" || name == "int2" || name == "uint2" ||
       name.rfind("float8", 0) == 0 || name.rfind("float4", 0) == 0)
     return "type '" + name + "' is not supported: microtir's types are bool and 8- to 64-bit integers and floats "
-           "(sub-byte and 8-bit float types are not)";
+           "(sub-byte types other than int4 and uint4, and 8-bit float types, are not)";
   return "unknown type '" + name + "'";
 }
 

@@ -97,7 +97,8 @@ std::vector<PExpr> Parser::parse_args(const Token& fn_tok, Attrs* attrs) {
   while (!is_op(")")) {
     if (is_name("dtype") && tok_is_op(ahead(1), "=")) {
       next(), next();
-      dtype_kw_ = parse_dtype_string("for dtype=");
+      // dtype="void": a call made for its effect, T.call_packed("f", dtype="void")
+      dtype_kw_ = cur().text == "void" ? (next(), DataType::Void()) : parse_dtype_string("for dtype=");
     } else if (is_name("attrs") && tok_is_op(ahead(1), "=")) {
       const Token& kw = next();
       next();
@@ -211,15 +212,8 @@ bool Parser::parse_tvm_sugar(const Token& t_tok, const Token& fn, PExpr* out) {
     *out = {parse_call_extern(t_tok, fn), false};
     return true;
   }
-  if (name == "reinterpret") {  // T.reinterpret("float32", x): the same bits as another type
-    expect_op("(", "after T.reinterpret");
-    DataType t = parse_dtype_string("as the result type of T.reinterpret");
-    expect_op(",", "after the type in T.reinterpret");
-    PExpr x = parse_expr();
-    expect_op(")", "to close T.reinterpret(...)");
-    if (x.bare) x = promote_to(x, x.e->dtype);
-    if (std::string why = reinterpret_refusal(x.e->dtype, t); !why.empty()) fail(t_tok, why);
-    *out = {Call(t, "reinterpret", {x.e}, {}, span(t_tok)), false};
+  if (name == "reinterpret") {
+    *out = {parse_reinterpret(t_tok), false};
     return true;
   }
   if (name == "clz") {
@@ -309,6 +303,31 @@ Expr Parser::parse_call_extern(const Token& t_tok, const Token& fn) {
   if (fn.text == "call_pure_extern") attrs["pure"] = true;
   return Call(type->is_void() ? DataType::Void() : *type, "call_extern", std::move(args), std::move(attrs),
               span(t_tok));
+}
+
+// T.reinterpret("float32", x): the same bits as another type. TVM's builder also takes
+// the type last as a keyword, T.reinterpret(T.uint64(0), dtype="handle") (its null
+// pointer); both read to one call, printed type first as TVM prints it.
+Expr Parser::parse_reinterpret(const Token& t_tok) {
+  expect_op("(", "after T.reinterpret");
+  const bool type_first = cur().kind == TokKind::kString || (tok_is_name(cur(), "T") && !tok_is_op(ahead(3), "("));
+  std::optional<DataType> t;
+  if (type_first) {
+    t = parse_dtype_string("as the result type of T.reinterpret");
+    expect_op(",", "after the type in T.reinterpret");
+  }
+  PExpr x = parse_expr();
+  if (!type_first) {
+    expect_op(",", "after the value in T.reinterpret(x, dtype=...)");
+    if (!is_name("dtype") || !tok_is_op(ahead(1), "="))
+      fail(cur(), "T.reinterpret needs its type, first or as dtype=\"...\", found " + describe(cur()));
+    next(), next();
+    t = parse_dtype_string("for dtype=");
+  }
+  expect_op(")", "to close T.reinterpret(...)");
+  if (x.bare) x = promote_to(x, x.e->dtype);
+  if (std::string why = reinterpret_refusal(x.e, *t); !why.empty()) fail(t_tok, why);
+  return Call(*t, "reinterpret", {x.e}, {}, span(t_tok));
 }
 
 // `T.vscale() * k` or `k * T.vscale()`: k, else 0.

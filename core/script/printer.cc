@@ -738,6 +738,15 @@ class Printer {
       if (!op->attrs.empty()) out += ", attrs=" + dict(op->attrs);
       return out + ")";
     }
+    auto dtype = op->attrs.find("dtype");
+    if (!op->builtin && dtype != op->attrs.end() && std::holds_alternative<std::string>(dtype->second)) {
+      // A TVM intrinsic's dtype="handle", as TVM writes it (the parser keeps it in attrs).
+      Attrs rest = op->attrs;
+      rest.erase("dtype");
+      std::string out = call("T." + op->op, op->args, rest);
+      out.pop_back();
+      return out + (op->args.empty() && rest.empty() ? "" : ", ") + "dtype=" + quote(std::get<std::string>(dtype->second)) + ")";
+    }
     return call("T." + op->op, op->args, op->attrs);
   }
 

@@ -80,6 +80,34 @@ INSTANTIATE_TEST_SUITE_P(Files, InvalidCallTIR, ::testing::ValuesIn(invalid_prog
 
 TEST(CallTIR, AtLeastTenRefusedPrograms) { EXPECT_GE(invalid_programs().size(), 10u); }
 
+// The verifier remembers functions it found well-formed; a callee remembered as clean
+// must still have every call to it checked, in any module it is put into.
+TEST(CallTIR, CallsToACalleeAlreadyFoundCleanAreStillChecked) {
+  const std::string callee = R"(
+    @T.prim_func
+    def rev(X: T.Buffer((4,), "float32"), Y: T.Buffer((4,), "float32")):
+        for i in range(4):
+            Y[i] = X[3 - i]
+)";
+  auto module_with = [&](const std::string& call) {
+    ParseResult r = parse_module("@I.ir_module\nclass Module:" + callee + R"(
+    @T.prim_func
+    def top(A: T.Buffer((4,), "float32"), Out: T.Buffer((4,), "float32")):
+        )" + call + "\n", "calls.tir");
+    EXPECT_TRUE(r.ok()) << render_all(r.diagnostics);
+    return *r.module;
+  };
+  IRModule good = module_with("T.evaluate(T.call_tir(\"rev\", A, Out))");
+  ASSERT_TRUE(check_well_formed(good).empty());
+  ASSERT_TRUE(check_well_formed(good).empty());
+  IRModule bad = module_with("T.evaluate(T.call_tir(\"rev\", Out, Out))");
+  bad.functions[0].second = good.functions[0].second;  // the callee object found clean above
+  std::vector<Diagnostic> diags = check_well_formed(bad);
+  ASSERT_EQ(diags.size(), 1u) << render_all(diags);
+  EXPECT_NE(diags[0].message.find("overlap"), std::string::npos) << diags[0].message;
+  EXPECT_EQ(check_well_formed(bad).size(), 1u);  // and again: a caller with an error is never remembered
+}
+
 TEST(CallTIR, TextRoundTrips) {
   std::string text = read(kSource / "tests" / "programs" / "call_tir_tree.tir");
   IRModule m = parse_module_or_throw(text, "call_tir_tree.tir");

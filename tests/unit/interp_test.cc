@@ -788,5 +788,69 @@ TEST(Interp, CompiledFormAgreesWithTreeWalk) {
             "read of uninitialized element 0 of buffer 'acc' @9");
 }
 
+// The compiled form's shortcuts (interp/linear.h, compile_buffer.cc): index arithmetic of
+// Add, Sub and Mul by constants folded into one linear form and inlined into flat
+// accesses, widening casts folded into loads, int32 stores without a Scalar, and the DSP
+// intrinsics on integer values. Each must give the tree walk's bytes, wrap-around and
+// errors: int32 and int8 forms that overflow, a form mixing a load (a term of its own), a
+// Mul of two variables, casts that widen (folded) and that do not (int8 -> uint32).
+TEST(Interp, CompiledShortcutsAgreeWithTreeWalk) {
+  FuncBuilder fb;
+  Buffer in = fb.buffer("In", kI8, std::vector<int64_t>{4, 6});
+  Buffer u = fb.buffer("U", kU8, std::vector<int64_t>{6});
+  Buffer out = fb.buffer("Out", kI32, std::vector<int64_t>{4, 6, 6});
+  auto flat_view = std::make_shared<BufferNode>(*MakeBuffer("Flat", kI32, {i32(144)}));
+  flat_view->data = out->data;  // a flat view of Out, as kernels declare them
+  Buffer flat = flat_view;
+  Buffer wide = fb.buffer("Wide", DataType::UInt(32), std::vector<int64_t>{24});
+  Buffer longs = fb.buffer("Long", kI64, std::vector<int64_t>{24, 2});
+  Var i = MakeVar("i", kI32), j = MakeVar("j", kI32), b = MakeVar("b", kI8);
+  auto sub = [](Expr a, Expr b) { return bin(ExprKind::Sub, std::move(a), std::move(b)); };
+  auto i8 = [](Expr e) { return Cast(kI8, std::move(e)); };
+  auto to32 = [](Expr e) { return Cast(kI32, std::move(e)); };
+  Expr x = to32(BufferLoad(in, {i, j})), w = to32(BufferLoad(u, {j}));
+  auto body = [&](Expr flat_index) {
+    return loop(i, 4, loop(j, 6, seq({
+        BufferStore(out, sub(mul(i32(3), i), add(j, i32(INT32_MAX))), {i, j, i32(0)}),          // wraps
+        BufferStore(out, to32(add(mul(i8(i), IntImm(kI8, 100)), sub(i8(j), IntImm(kI8, 7)))), {i, j, i32(1)}),
+        BufferStore(out, add(mul(i, j), add(mul(x, i32(2)), sub(j, i))), {i, j, i32(2)}),       // i*j, a load term
+        BufferStore(out, add(x, mul(x, w)), {i, j, i32(3)}),                                  // no variable
+        BufferStore(out, Call(kI32, "smlabb", {x, w, BufferLoad(out, {i, j, i32(3)})}), {i, j, i32(4)}),
+        // Accumulations (one address for the load and the store), one wrapping past INT32_MAX.
+        BufferStore(out, add(BufferLoad(out, {i, j, i32(5)}), mul(x, w)), {i, j, i32(5)}),
+        BufferStore(out, add(BufferLoad(out, {i, j, i32(0)}), i32(INT32_MAX)), {i, j, i32(0)}),
+        BufferStore(wide, Cast(DataType::UInt(32), BufferLoad(in, {i, j})), {add(mul(i, i32(6)), j)}),
+        // Forms whose wrap no store hides: int32 widened to int64, int8 over an int8
+        // variable, and an index with a term i * 2^32 that wraps away.
+        LetStmt(b, i8(add(i, j)), BufferStore(longs, Cast(kI64, sub(mul(i32(3), i), add(j, i32(INT32_MAX)))),
+                                              {add(mul(mul(i, i32(65536)), i32(65536)), add(mul(i, i32(6)), j)), i32(0)})),
+        LetStmt(b, i8(add(i, j)), BufferStore(longs, Cast(kI64, add(mul(b, IntImm(kI8, 100)), IntImm(kI8, -7))),
+                                              {add(mul(i, i32(6)), j), i32(1)})),
+        BufferStore(flat, add(BufferLoad(flat, {flat_index}), i32(1)), {flat_index}, at(7)),
+    })));
+  };
+  NDArray In = NDArray::zeros(kI8, {4, 6}), U = NDArray::zeros(kU8, {6}), Out = NDArray::zeros(kI32, {4, 6, 6});
+  NDArray Wide = NDArray::zeros(DataType::UInt(32), {24}), Long = NDArray::zeros(kI64, {24, 2});
+  for (int64_t v = 0; v < 24; ++v) In.set_int(v, (v * 53) % 256 - 128);
+  for (int64_t v = 0; v < 6; ++v) U.set_int(v, 255 - v * 40);
+  const std::vector<NDArray> args = {In, U, Out, Wide, Long};
+  EXPECT_EQ(expect_forms_agree(fb.module(body(add(mul(i, i32(36)), add(mul(j, i32(6)), i32(5))))), args), "");
+  // Out of the flat view's bounds through a linear index: below 0, then past the end.
+  EXPECT_EQ(expect_forms_agree(fb.module(body(sub(add(mul(i, i32(36)), j), i32(1)))), args),
+            "out-of-bounds access to buffer 'Flat': index [-1] outside shape (144) @7");
+  EXPECT_EQ(expect_forms_agree(fb.module(body(add(mul(i, i32(50)), j))), args),
+            "out-of-bounds access to buffer 'Flat': index [150] outside shape (144) @7");
+  // An accumulation into an allocation before its first write, and past its end: the
+  // load's errors, at the load.
+  Buffer acc = MakeBuffer("acc", kI32, {i32(2)});
+  auto accumulate = [&](Expr index) {
+    return loop(i, 4, Allocate(acc, "local", seq({BufferStore(acc, i32(0), {i32(0)}),
+        BufferStore(acc, add(BufferLoad(acc, {index}, at(9)), i32(3)), {index}, at(8))})));
+  };
+  EXPECT_EQ(expect_forms_agree(fb.module(accumulate(i32(1))), args), "read of uninitialized element 1 of buffer 'acc' @9");
+  EXPECT_EQ(expect_forms_agree(fb.module(accumulate(add(i, i32(-1)))), args),
+            "out-of-bounds access to buffer 'acc': index [-1] outside shape (2) @9");
+}
+
 }  // namespace
 }  // namespace mtir

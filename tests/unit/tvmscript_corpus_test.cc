@@ -8,6 +8,7 @@
 #include "analysis/well_formed.h"
 #include "driver/build.h"
 #include "interp/interpreter.h"
+#include "ir/carried_types.h"
 #include "ir/structural_equal.h"
 #include "script/parser.h"
 #include "script/printer.h"
@@ -122,7 +123,7 @@ TEST_P(TvmIntrinsics, LlvmAndWasmMatchTheInterpreter) {
 
 INSTANTIATE_TEST_SUITE_P(Intrinsics, TvmIntrinsics, ::testing::Values("clz", "reinterpret", "log2", "bitwise_xor", "while_loop",
                                                                       "tvm_intrinsics_run", "loop_exits",
-                                                                      "module_calls"));
+                                                                      "module_calls", "null_handle"));
 
 // The vector programs (vector_*.tir) and T.Let: LLVM emits IR vectors, C and wasm
 // scalarize them; all three must agree with the interpreter.
@@ -495,38 +496,97 @@ TEST(TvmScriptForms, GenericCallIsTheNamedCall) {
   }
 }
 
-// Scalable vectors parse and print (scalable_vectors.tir round-trips in the corpus);
-// the interpreter and every backend refuse the first one at its line.
-TEST(TvmScriptForms, ScalableVectorsAreRefusedWhereTheyStand) {
-  IRModule m = parse_module_or_throw(read(fs::path(mtir::source_dir()) / "tests/script/tvm/scalable_vectors.tir"),
-                                     "scalable.tir");
-  auto expect_refusal = [](const DiagnosticError& e, const std::string& who) {
+// A type microtir carries but does not run: every backend and the interpreter refuse
+// `m` with `message` (then "but <who> cannot run it") at line:col.
+void expect_refused_everywhere(const IRModule& m, const std::string& func, std::vector<InterpArg> args,
+                               const std::string& message, int line, int col) {
+  auto expect_refusal = [&](const DiagnosticError& e, const std::string& who) {
     const Diagnostic& d = e.diagnostics().at(0);
-    EXPECT_NE(d.message.find("function 'scalable' uses the scalable vector type int32xvscalex8"), std::string::npos)
-        << d.message;
+    EXPECT_NE(d.message.find(message), std::string::npos) << d.message;
     EXPECT_NE(d.message.find("but " + who + " cannot run it"), std::string::npos) << d.message;
-    EXPECT_EQ(d.span.line, 8);
-    EXPECT_EQ(d.span.col, 16);
+    EXPECT_EQ(d.span.line, line) << d.message;
+    EXPECT_EQ(d.span.col, col) << d.message;
   };
   for (const char* target : {"c -unpacked-api=0", "llvm -unpacked-api=1", "wasm"}) {
     SCOPED_TRACE(target);
     try {
       build_for_target(m, parse_target(target));
-      ADD_FAILURE() << "a scalable vector was compiled";
+      ADD_FAILURE() << "a carried type was compiled";
     } catch (const DiagnosticError& e) {
       expect_refusal(e, "the backends");
     }
   }
-  NDArray a = NDArray::zeros(DataType::Float(32), {64}), b = NDArray::zeros(DataType::Float(32), {64});
   try {
-    interpret(m, "scalable", {&a, &b, int64_t{0}});
-    ADD_FAILURE() << "a scalable vector was interpreted";
+    interpret(m, func, args);
+    ADD_FAILURE() << "a carried type was interpreted";
   } catch (const DiagnosticError& e) {
     expect_refusal(e, "the interpreter");
   }
+}
+
+IRModule parse_corpus_file(const std::string& stem) {
+  return parse_module_or_throw(read(fs::path(mtir::source_dir()) / "tests/script/tvm" / (stem + ".tir")), stem + ".tir");
+}
+
+// Scalable vectors parse and print (scalable_vectors.tir round-trips in the corpus);
+// the interpreter and every backend refuse the first one at its line.
+TEST(TvmScriptForms, ScalableVectorsAreRefusedWhereTheyStand) {
+  NDArray a = NDArray::zeros(DataType::Float(32), {64}), b = NDArray::zeros(DataType::Float(32), {64});
+  expect_refused_everywhere(parse_corpus_file("scalable_vectors"), "scalable", {&a, &b, int64_t{0}},
+                            "function 'scalable' uses the scalable vector type int32xvscalex8", 8, 16);
   EXPECT_EQ(DataType::parse("float32xvscalex4", true)->str(), "float32xvscalex4");
   EXPECT_TRUE(DataType::parse("float32xvscalex4", true)->is_scalable());
   EXPECT_NE(*DataType::parse("float32xvscalex4", true), *DataType::parse("float32x4", true));
+}
+
+// int4 and uint4 are carried (int4_carried.tir round-trips in the corpus): refused at the
+// first use, a parameter's buffer, an allocation, a local or a constant, wherever it is.
+TEST(TvmScriptForms, Int4IsRefusedWhereItStands) {
+  NDArray a = NDArray::zeros(DataType::Int(8), {8}), b = NDArray::zeros(DataType::Int(32), {8});
+  const std::string refusal = "uses the sub-byte type int4 (TVM packs two int4 values to a byte)";
+  expect_refused_everywhere(parse_corpus_file("int4_carried"), "unpack_int4", {&a, &a, &b},
+                            "function 'unpack_int4' " + refusal, 8, 17);
+  const std::string in_body =
+      "@T.prim_func\n"
+      "def f(B: T.Buffer((4,), \"int32\")):\n"
+      "    B[0] = 1\n"
+      "    B[1] = T.Cast(\"int32\", T.int4(7))\n";
+  expect_refused_everywhere(parse_module_or_throw(in_body, "body.tir"), "f", {&b}, "function 'f' " + refusal, 4, 28);
+  const std::string allocated =
+      "@T.prim_func\n"
+      "def f(B: T.Buffer((4,), \"int32\")):\n"
+      "    T_1 = T.allocate([4], \"uint4\", \"global\")\n"
+      "    B[0] = 1\n";
+  expect_refused_everywhere(parse_module_or_throw(allocated, "alloc.tir"), "f", {&b},
+                            "function 'f' uses the sub-byte type uint4", 3, 5);
+  EXPECT_EQ(DataType::parse("int4")->bits(), 4);
+  EXPECT_TRUE(is_sub_byte(*DataType::parse("uint4x8", true)));
+  EXPECT_FALSE(DataType::parse("float4"));
+  EXPECT_FALSE(is_sub_byte(DataType::Int(8)));
+}
+
+// TVM's null pointer reads in both argument orders to one call, printed type first; a
+// reinterpret to a handle of anything but 0 is refused where it stands.
+TEST(TvmScriptForms, NullHandleIsTvmsReinterpretOfZero) {
+  auto printed = [](const std::string& value) {
+    return print_module(parse_module_or_throw("@T.prim_func\ndef f(A: T.Buffer((1,), \"int32\")):\n"
+                                              "    A[0] = T.Cast(\"int32\", T.isnullptr(" + value + "))\n",
+                                              "null.tir"));
+  };
+  const std::string tvm_form = printed("T.reinterpret(\"handle\", T.uint64(0))");
+  EXPECT_NE(tvm_form.find("T.isnullptr(T.reinterpret(\"handle\", T.uint64(0)))"), std::string::npos) << tvm_form;
+  EXPECT_EQ(printed("T.reinterpret(T.uint64(0), dtype=\"handle\")"), tvm_form);
+  for (const char* bad : {"T.reinterpret(T.uint64(4096), dtype=\"handle\")", "T.reinterpret(\"handle\", 0)"}) {
+    SCOPED_TRACE(bad);
+    ParseResult r = parse_module("@T.prim_func\ndef f(A: T.Buffer((1,), \"int32\")):\n    T.evaluate(" +
+                                     std::string(bad) + ")\n",
+                                 "bad.tir");
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.diagnostics.at(0).message.find("T.reinterpret to handle makes only the null pointer"), std::string::npos)
+        << r.diagnostics.at(0).message;
+    EXPECT_EQ(r.diagnostics.at(0).span.line, 3);
+    EXPECT_EQ(r.diagnostics.at(0).span.col, 16);
+  }
 }
 
 }  // namespace

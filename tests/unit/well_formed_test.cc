@@ -81,6 +81,25 @@ TEST(WellFormed, ValidFunctionHasNoDiagnostics) {
   EXPECT_TRUE(check_well_formed(module_of(fb.build(body))).empty()) << render_all(check_well_formed(module_of(fb.build(body))));
 }
 
+// A function found well-formed is not walked again (the lowering re-checks what
+// prepare_model checked); one with a problem is walked, and reported, every time.
+TEST(WellFormed, CleanFunctionsAreWalkedOnceBadOnesEveryTime) {
+  FuncBuilder fb;
+  Buffer B = fb.buffer_param("B", i32, {i(4)});
+  Var k = MakeVar("k", i32);
+  PrimFunc good = fb.build(For(k, i(0), i(4), ForKind::kSerial, BufferStore(B, k, {k})));
+  PrimFunc bad = fb.build(BufferStore(B, i(0), {k}));
+  const size_t start = well_formed_functions_walked();
+  EXPECT_TRUE(check_well_formed(module_of(good)).empty());
+  EXPECT_TRUE(check_well_formed(module_of(good, "g")).empty());
+  EXPECT_EQ(well_formed_functions_walked(), start + 1);
+  for (int round = 0; round < 2; ++round) EXPECT_EQ(check_well_formed(module_of(bad)).size(), 1u);
+  EXPECT_EQ(well_formed_functions_walked(), start + 3);
+  // An equal but new function object is walked: only the object checked is known clean.
+  EXPECT_TRUE(check_well_formed(module_of(fb.build(good->body))).empty());
+  EXPECT_EQ(well_formed_functions_walked(), start + 4);
+}
+
 TEST(WellFormed, VariableUsedOutsideItsLoop) {
   FuncBuilder fb;
   Buffer B = fb.buffer_param("B", i32, {i(4)});
@@ -153,6 +172,35 @@ TEST(WellFormed, AllocatedBufferUsedAfterItsScope) {
   Diagnostic d = only_diag(module_of(fb.build(SeqStmt({alloc, after}))));
   EXPECT_THAT(d.message, HasSubstr("buffer 'tmp' is neither a parameter nor allocated"));
   expect_at(d, at(6, 12));
+}
+
+// A break or continue that leaves an allocation is refused at the allocation, and at each
+// allocation around it up to the loop it exits; not one in a loop inside the allocation.
+// Found in one walk (analysis/well_formed.cc): an AOT main nests thousands of them.
+TEST(WellFormed, AllocationsLeftByBreakOrContinue) {
+  FuncBuilder fb;
+  Buffer A = fb.buffer_param("A", i32, {i(4)});
+  Buffer outer = MakeBuffer("outer", i32, {i(1)}), inner = MakeBuffer("inner", i32, {i(1)});
+  Buffer in_loop = MakeBuffer("in_loop", i32, {i(1)}), around = MakeBuffer("around", i32, {i(1)});
+  Var k = MakeVar("k", i32), n = MakeVar("n", i32);
+  auto exit = [](const char* op) { return Evaluate(Call(i32, op, {})); };
+  // for k: outer { inner { continue } }      both left by the continue
+  // around { for n: in_loop { break } }     in_loop left; around is not (the loop is inside)
+  Stmt body = SeqStmt({
+      For(k, i(0), i(4), ForKind::kSerial,
+          Allocate(outer, "global", Allocate(inner, "global", exit("continue_loop"), at(3)), at(2))),
+      Allocate(around, "global",
+               For(n, i(0), i(4), ForKind::kSerial, Allocate(in_loop, "global", exit("break_loop"), at(5))), at(4)),
+      BufferStore(A, i(1), {i(0)}),
+  });
+  auto diags = check_well_formed(module_of(fb.build(body)));
+  ASSERT_EQ(diags.size(), 3u) << render_all(diags);
+  const char* names[] = {"outer", "inner", "in_loop"};
+  const int lines[] = {2, 3, 5};
+  for (int d = 0; d < 3; ++d) {
+    EXPECT_THAT(diags[d].message, HasSubstr(std::string("leaves the allocation of '") + names[d] + "'"));
+    EXPECT_EQ(diags[d].span.line, lines[d]);
+  }
 }
 
 TEST(WellFormed, BinaryOperandTypesDiffer) {

@@ -352,8 +352,8 @@ Val FunctionEmitter::call_expr(const CallNode* c) {
       return x.ty == "i32" ? r : op("i32", "trunc " + r.typed() + " to i32");
     }
     case Builtin::Reinterpret: {
-      Val x = arg(0);
       std::string to = ll_type(c->dtype, c->span);
+      Val x = c->dtype.is_handle() ? Val{to, "null"} : arg(0);  // T.reinterpret("handle", T.uint64(0)): null
       return x.ty == to ? x : op(to, "bitcast " + x.typed() + " to " + to);
     }
   }

@@ -290,8 +290,8 @@ WVal FunctionEmitter::call_expr(const CallNode* c) {
       return {"i32", "(i32.clz " + x.code + ")"};
     }
     case Builtin::Reinterpret: {
-      WVal x = expr(c->args.at(0));
       std::string to = wasm_type(c->dtype, c->span);
+      WVal x = c->dtype.is_handle() ? WVal{to, "(" + to + ".const 0)"} : expr(c->args.at(0));  // a null handle
       if (x.ty == to) return {to, x.code};
       return {to, "(" + to + ".reinterpret_" + x.ty + " " + x.code + ")"};
     }
