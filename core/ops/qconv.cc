@@ -304,6 +304,10 @@ Stmt gemm_conv(const QConv& p, const QParams& b) {
   g.store = [&](Expr row, Expr oc, Expr v) {
     return store(o, v, p.at(n, floordiv(row, ci(p.ow)), floormod(row, ci(p.ow)), oc));
   };
+  if (p.sched.mve && !p.nchw) {
+    g.out_flat = flat_view(o, p.n * p.oh * p.ow * p.o);
+    g.out_start = [&](Expr row) { return mul(add(mul(n, ci(g.rows)), row), ci(p.o)); };
+  }
   if (p.sched.mve && p.kh == 1 && p.kw == 1 && p.pt + p.pl + p.pb + p.pr == 0 && !p.nchw) {
     // An unpadded 1x1 convolution reads each pixel's channels where they lie.
     g.direct = flat_view(data, p.n * p.h * p.w * p.c);
@@ -412,7 +416,10 @@ PrimFunc qdense_build(const std::string& fname, const std::vector<TensorType>& i
     };
   }
   g.store = [&](Expr row, Expr oc, Expr v) { return store(o, v, {row, oc}); };
-  if (p.sched.mve) g.direct = flat_view(data, p.n * p.k), g.row_start = [&](Expr row) { return mul(row, ci(p.k)); };
+  if (p.sched.mve) {
+    g.direct = flat_view(data, p.n * p.k), g.row_start = [&](Expr row) { return mul(row, ci(p.k)); };
+    g.out_flat = flat_view(o, p.n * p.m), g.out_start = [&](Expr row) { return mul(row, ci(p.m)); };
+  }
   Stmt body = takes_dense_chunks(g) ? dense_chunked(g, [&](const Buffer& col, Expr k0, int64_t len) {
     return gather_pairs(ci(0), col, ci(0), k0, len);
   })

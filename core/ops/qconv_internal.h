@@ -140,6 +140,10 @@ struct Gemm {
   // row_start(row) on (dense rows, unpadded 1x1 convolutions), so nothing is gathered.
   Buffer direct;
   std::function<Expr(Expr row)> row_start;
+  // mve: when set, pixel `row`'s output channels lie contiguous in `out_flat` from
+  // out_start(row) on (NHWC convolutions, dense), so four of them store as one vector.
+  Buffer out_flat;
+  std::function<Expr(Expr row)> out_start;
 };
 
 // Two int16 values (int32 expressions in range) as one word, `lo` in the low half.
@@ -160,6 +164,11 @@ Stmt declare_views(const Gemm& g, Stmt body);
 // Schedule mve: the core of gemm() with 16-lane int8 dot products (T.vmladava) over
 // int8 weights and int8 gathered (or direct) pixels; the input zero point is folded.
 Stmt gemm_mve(const Gemm& g);
+// TFLite's requantization of the int32 lanes `acc` (or a scalar when lanes is 1) for
+// output channels c0 .. c0 + lanes - 1, as int8 lanes: T.multiply_by_quantized_multiplier
+// (VQRDMULH, VRSHL) with the per-tensor multiplier or the table's columns (M, shift) or
+// (M, r - 1, ...), then the output zero point and the bounds. Not smmlar_requant's table.
+Expr helium_requantize(const QuantAttrs& q, const Buffer& table, int64_t columns, Expr acc, Expr c0, int64_t lanes);
 // Whether a node with this schedule, rule and packing can take mve (else the op fails).
 void check_mve(const std::string& op, const Schedule& s, const Rule& rule, const QInputs& q);
 

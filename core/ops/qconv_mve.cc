@@ -8,7 +8,10 @@
 // point is folded into the bias (prepare_quantized), so the products are of raw int8
 // values and padding gathers the zero point. The 2x2 tile of `block` (two pixels, two
 // channels: each loaded vector feeds two dot products) and the requantization (scalar,
-// per output, exactly as the other schedules) are the core's.
+// per output, exactly as the other schedules) are the core's; under a (multiplier,
+// shift) table, whose scalar form is TFLite's whole case split, a tile has four channels
+// of each pixel, whose sums requantize as one int32x4 (helium_requantize: VQRDMULH,
+// VRSHL, a narrowing VSTRB.32).
 #include "ops/qconv_internal.h"
 #include "ir/substitute.h"
 
@@ -18,6 +21,18 @@ namespace qconv_impl {
 namespace {
 
 constexpr int64_t kLanes = 16;  // int8 lanes of one 128-bit Q register
+constexpr int kVectorChannels = 4;  // int32 lanes: the outputs requantized together
+
+// Whether four output channels requantize as one int32x4 (helium_requantize): int8
+// outputs of the tflite rule that lie contiguous, with a (multiplier, shift) table, whose
+// scalar form is TFLite's whole case split (the three-column forms are a few scalar
+// instructions an output, fewer than the vector's share).
+// Only where the pixels are read in place (1x1 convolutions, dense layers): through an
+// im2col column the one-pixel tile costs more than it saves (IC's 3x3 layers +30%).
+bool vector_outputs(const Gemm& g) {
+  return g.out_flat && g.direct && !g.rule->onnx && g.rule->out == kI8 && g.table && g.table_columns == 2 &&
+         g.cols >= kVectorChannels;
+}
 
 Expr vmladava(Expr acc, Expr a, Expr b) { return Call(kI32, "vmladava", {std::move(acc), std::move(a), std::move(b)}); }
 
@@ -55,7 +70,15 @@ Stmt mve_tile(const Gemm& g, const Buffer& col, const std::vector<Expr>& rows, E
   }
   for (int64_t r = 0; r < rest; ++r) body.push_back(step(ci((main_iters * factor + r) * kLanes), kLanes));
   if (k % kLanes) body.push_back(step(ci(steps * kLanes), static_cast<int>(k % kLanes)));
-  for (int64_t p = 0; p < np; ++p)
+  for (int64_t p = 0; p < np; ++p) {
+    if (nc == kVectorChannels && vector_outputs(g)) {
+      // The four sums as one int32x4 (VLDRW of the accumulators), requantized and stored
+      // as four bytes (VSTRB.32).
+      Expr sums = load(acc, {Ramp(ci(p * nc), ci(1), kVectorChannels)});
+      Expr bytes = helium_requantize(*g.q, g.table, g.table_columns, sums, oc0, kVectorChannels);
+      body.push_back(store(g.out_flat, bytes, {Ramp(add(g.out_start(rows[p]), oc0), ci(1), kVectorChannels)}));
+      continue;
+    }
     for (int64_t c = 0; c < nc; ++c) {
       Expr oc = add(oc0, ci(c));
       body.push_back(g.store(rows[p], oc,
@@ -63,6 +86,7 @@ Stmt mve_tile(const Gemm& g, const Buffer& col, const std::vector<Expr>& rows, E
                                                 g.sched->fold_output_zero_point, g.sched->smlal_requant,
                                                 g.sched->smmlar_requant)));
     }
+  }
   return Allocate(acc, "local", SeqStmt(body));
 }
 
@@ -86,6 +110,28 @@ Stmt mve_pixels(const Gemm& g, Expr row0, int64_t np, int64_t chans) {
 
 }  // namespace
 
+Expr helium_requantize(const QuantAttrs& q, const Buffer& table, int64_t columns, Expr acc, Expr c0, int64_t lanes) {
+  const int n = static_cast<int>(lanes);
+  auto splat = [&](int64_t x) { return n == 1 ? ci(x) : Broadcast(ci(x), n); };
+  auto column = [&](int64_t k) {  // column k of the table for channels c0 ..
+    Expr start = add(mul(c0, ci(columns)), ci(k));
+    return n == 1 ? load(table, {start}) : load(table, {Ramp(start, ci(columns), n)});
+  };
+  Expr multiplier, shift;
+  if (!table) {
+    multiplier = splat(q.multipliers.at(0).multiplier), shift = splat(q.multipliers.at(0).shift);
+  } else if (columns == 2) {
+    multiplier = column(0), shift = column(1);
+  } else {
+    // (M, r - 1, ...): the right shift r, no left shift.
+    multiplier = column(0), shift = sub(splat(-1), column(1));
+  }
+  Expr y = Call(kI32.with_lanes(n), "multiply_by_quantized_multiplier", {std::move(acc), multiplier, shift});
+  y = add(y, splat(q.output_zero_point));
+  y = min_(max_(y, splat(q.bounds.lo)), splat(q.bounds.hi));
+  return Cast(kI8.with_lanes(n), y);
+}
+
 void check_mve(const std::string& op, const Schedule& s, const Rule& rule, const QInputs& q) {
   if (s.smlad) fail(op, "schedules 'mve' and 'smlad' exclude each other (mve keeps the weight int8)");
   if (q.packed) fail(op, "schedule 'mve' needs the int8 weight, not one packed for smlad");
@@ -95,7 +141,11 @@ void check_mve(const std::string& op, const Schedule& s, const Rule& rule, const
 
 Stmt gemm_mve(const Gemm& g) {
   MTIR_ICHECK(g.direct || g.gather, "the mve core needs direct rows or a gather");
-  const int64_t pix = g.sched->block ? 2 : 1, chans = g.sched->block ? 2 : 1;
+  // Vector outputs: four channels a tile (two pixels with `block`: eight sums), else the
+  // 2x2 tile of `block`.
+  const bool vector = vector_outputs(g);
+  const int64_t pix = g.sched->block ? 2 : 1;
+  const int64_t chans = vector ? kVectorChannels : g.sched->block ? 2 : 1;
   std::vector<Stmt> s;
   const int64_t pairs = g.rows / pix;
   if (pairs > 0) {
@@ -104,7 +154,10 @@ Stmt gemm_mve(const Gemm& g) {
     s.push_back(pairs == 1 ? substitute(tile, pp, ci(0)) : For(pp, ci(0), ci(pairs), ForKind::kSerial, tile));
   }
   if (g.rows % pix) s.push_back(mve_pixels(g, ci(pairs * pix), g.rows % pix, chans));
-  return s.size() == 1 ? s[0] : SeqStmt(s);
+  Stmt body = s.size() == 1 ? s[0] : SeqStmt(s);
+  // The flat view only where it is stored to: fuse_elementwise folds a consumer into the
+  // stores of the output buffer itself.
+  return vector ? DeclBuffer(g.out_flat, body) : body;
 }
 
 }  // namespace qconv_impl

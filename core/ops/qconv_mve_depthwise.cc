@@ -42,31 +42,6 @@ struct MveDepthwise {
   static Expr splat(Expr x, int64_t lanes) { return lanes == 1 ? x : Broadcast(x, static_cast<int>(lanes)); }
   static DataType i32(int64_t lanes) { return kI32.with_lanes(static_cast<int>(lanes)); }
 
-  // Column `k` of the table for channels c0 .. c0 + lanes - 1.
-  Expr table_column(Expr c0, int64_t k, int64_t lanes) const {
-    const int64_t cols = p.inputs.table_columns;
-    Expr start = add(mul(c0, ci(cols)), ci(k));
-    return lanes == 1 ? load(table, {start}) : load(table, {Ramp(start, ci(cols), static_cast<int>(lanes))});
-  }
-
-  // TFLite's requantization of `acc` for channels from c0, as int8 lanes.
-  Expr requantize(Expr acc, Expr c0, int64_t lanes) const {
-    Expr multiplier, shift;
-    if (!table) {
-      multiplier = splat(ci(p.q.multipliers.at(0).multiplier), lanes);
-      shift = splat(ci(p.q.multipliers.at(0).shift), lanes);
-    } else if (p.inputs.table_columns == 2) {
-      multiplier = table_column(c0, 0, lanes), shift = table_column(c0, 1, lanes);
-    } else {
-      // (M, r - 1, ...): the right shift r, no left shift.
-      multiplier = table_column(c0, 0, lanes), shift = sub(splat(ci(-1), lanes), table_column(c0, 1, lanes));
-    }
-    Expr y = Call(i32(lanes), "multiply_by_quantized_multiplier", {acc, multiplier, shift});
-    y = add(y, splat(ci(p.q.output_zero_point), lanes));
-    y = min_(max_(y, splat(ci(p.q.bounds.lo), lanes)), splat(ci(p.q.bounds.hi), lanes));
-    return Cast(kI8.with_lanes(static_cast<int>(lanes)), y);
-  }
-
   // The outputs at (oh, ow) of channels c0 .. c0 + lanes - 1; in_base is the flat index
   // of the window's top-left element at channel 0, out_base the output's.
   Stmt channels(const Position& oh, const Position& ow, Expr in_base, Expr out_base, Expr c0, int64_t lanes) const {
@@ -85,7 +60,8 @@ struct MveDepthwise {
         acc = add(acc, mul(x, w));
       }
     }
-    return store(out, requantize(acc, c0, lanes), {lanes == 1 ? add(out_base, c0) : Ramp(add(out_base, c0), ci(1), static_cast<int>(lanes))});
+    Expr at = lanes == 1 ? add(out_base, c0) : Ramp(add(out_base, c0), ci(1), static_cast<int>(lanes));
+    return store(out, helium_requantize(p.q, table, p.inputs.table_columns, acc, c0, lanes), {at});
   }
 
   // Every channel of output (oh, ow): sixteen a step, then fours, then the rest.

@@ -213,5 +213,25 @@ TEST(CodegenC, RejectsWhatCHasNoTypeFor) {
   }
 }
 
+// A file with Helium kernels switches off GCC's scheduling before register allocation
+// (it spills the MVE kernels' Q registers), for GCC compiling for MVE only; a file without
+// them is as before, so no other CPU's artifact changes.
+TEST(CodegenC, HeliumKernelsTurnOffGccsEarlyScheduling) {
+  const std::string pragma = "#pragma GCC optimize(\"no-schedule-insns\")";
+  IRModule helium = parse_module_or_throw(
+      "@T.prim_func\ndef dot(A: T.Buffer((16,), \"int8\"), B: T.Buffer((16,), \"int8\"), C: T.Buffer((1,), \"int32\")):\n"
+      "    C[0] = T.vmladava(C[0], A[T.Ramp(0, 1, 16)], B[T.Ramp(0, 1, 16)])\n",
+      "dot.tir");
+  const std::string c = codegen_c(helium);
+  const size_t at = c.find(pragma), guard = c.rfind("#if", at);
+  ASSERT_NE(at, std::string::npos) << c;
+  EXPECT_EQ(c.substr(guard, c.find('\n', guard) - guard),
+            "#if defined(__ARM_FEATURE_MVE) && defined(__GNUC__) && !defined(__clang__)");
+  EXPECT_LT(at, c.find("mtir_vmladava_s8(")) << "the helpers and kernels after it take it";
+  IRModule scalar = parse_module_or_throw(
+      "@T.prim_func\ndef add(A: T.Buffer((4,), \"int32\")):\n    A[0] = A[1] + A[2]\n", "add.tir");
+  EXPECT_EQ(codegen_c(scalar).find("schedule-insns"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace mtir

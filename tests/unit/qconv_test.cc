@@ -398,6 +398,28 @@ TEST(QConv, MveDepthwiseSixteenChannelSteps) {
   }
 }
 
+// Per-channel multipliers near 1 and above (left shifts): the table keeps TFLite's
+// (multiplier, shift) form, which mve requantizes four channels a vector (int32x4
+// stores, VQRDMULH and VRSHL) where the pixels are read in place: 9 channels are two
+// vectors and one channel alone, in 1x1 convolutions (one strided, with a ReLU). Only
+// the combinations that take mve (the sweep runs the rest on these tables' shapes).
+TEST(QConv, MveGeneralRequantTableFourChannelsAVector) {
+  const json scales = {0.01, 0.02, 0.015, 0.03, 0.012, 0.0015, 0.001, 0.025, 0.004};
+  const Case cases[] = {
+      {"qconv2d", {2, 3, 2, 20}, {9, 1, 1, 20}, quant({{"output_scale", 0.0004}}, scales)},
+      {"qconv2d", {1, 5, 3, 36}, {9, 1, 1, 36},
+       quant({{"output_scale", 0.002}, {"strides", {2, 2}}, {"activation", "relu"}}, scales)}};
+  for (const Case& k : cases)
+    for (bool unroll : {true, false}) {
+      ScheduleOptions o;
+      o.smlad = o.sxtb16 = false, o.mve = true, o.unroll = unroll;
+      const std::string label = "mve conv " + std::to_string(k.weight[1]) + "x" + std::to_string(k.weight[2]) +
+                                ", general table" + (unroll ? "" : " [off: unroll]");
+      SCOPED_TRACE(label);
+      run_case(k, o, label);
+    }
+}
+
 // TFLite's MultiplyByQuantizedMultiplier as gemmlowp writes it (the nudge and the
 // truncating division, then RoundingDivideByPOT's mask and threshold).
 int32_t tflite_multiply_by_quantized_multiplier(int32_t x, int32_t m, int s) {

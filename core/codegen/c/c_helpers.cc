@@ -90,6 +90,15 @@ static inline int32_t mtir_smlad(int32_t a, int32_t b, int32_t acc) {
 }
 )";
 
+// A file with Helium kernels: GCC's instruction scheduling before register allocation
+// (on at -O2 for Arm) hoists their 128-bit loads ahead of use and so spills the eight Q
+// registers to the stack; off for this file where GCC compiles it for MVE (-17% of KWS's
+// instructions on the Cortex-M55, bench/report.md). Other compilers and CPUs see nothing.
+const char* const kHeliumSchedulingPragma = R"(#if defined(__ARM_FEATURE_MVE) && defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("no-schedule-insns")
+#endif
+)";
+
 // VMLADAVA over n contiguous lanes (builtins.def's vmladava): one Helium instruction
 // where the compiler has MVE (n below the full width tail-predicated with VCTP, so the
 // lanes past n are neither read nor added), a loop elsewhere, wrapping through uint32_t.

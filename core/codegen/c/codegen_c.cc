@@ -959,6 +959,7 @@ std::string codegen_c(const IRModule& m, const CCodegenOptions& options) {
      << "#include <math.h>\n#include <stdbool.h>\n#include <stddef.h>\n#include <stdint.h>\n"
      << (needs_stdio ? "#include <stdio.h>\n" : "")
      << "#include <tvm/runtime/c_backend_api.h>\n#include <tvm/runtime/c_runtime_api.h>\n";
+  if (helpers.count("mtir_vmladava") || helpers.count("mtir_v4")) os << kHeliumSchedulingPragma;
   if (!helpers.empty()) {
     os << "\n";
     for (const auto& [name, def] : helpers) os << def;
