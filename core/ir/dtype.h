@@ -2,7 +2,7 @@
 // a number of lanes (1 for scalars; "float32x4" is a vector of four float32). A
 // scalable vector (SVE/RVV, "float32xvscalex4") has T.vscale() times `lanes` lanes,
 // known only at run time: it parses and prints, and everything that runs code refuses
-// it (ir/scalable_vectors.h).
+// it (ir/carried_types.h), as it refuses the sub-byte int4 and uint4.
 #pragma once
 
 #include <cstdint>
