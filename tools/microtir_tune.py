@@ -326,9 +326,11 @@ def flash_bytes_per_node(firmware, artifact, calls):
     return code, weight
 
 
-def measure(cli, target, compile_target, model_name, model_bytes, record, inputs, cache_dir):
+def measure(cli, target, compile_target, model_name, model_bytes, record, inputs, cache_dir, profile=True):
     """One candidate on one worker: compile with the record, then (unless the cache has the
-    same kernel sources for the target) run under QEMU with per-layer counts."""
+    same kernel sources for the target) run under QEMU with per-layer counts, or without
+    them (`profile` False: the firmware as deployed, whose flash, RAM and count lack the
+    hooks' 5 KB of calls and log, 12 KB of RAM and 0.05 % of instructions on VWW)."""
     with tempfile.TemporaryDirectory(prefix="microtir-tune-") as work:
         model = os.path.join(work, model_name)
         with open(model, "wb") as f:
@@ -338,7 +340,7 @@ def measure(cli, target, compile_target, model_name, model_bytes, record, inputs
             json.dump(record, f)
         art = os.path.join(work, "artifact")
         run_cli(cli, ["compile", model, "--target", compile_target, "--schedules", rec, "-o", art])
-        h = hashlib.sha256(" ".join([CACHE_FORMAT, target]).encode())
+        h = hashlib.sha256(" ".join([CACHE_FORMAT, target, "profiled" if profile else "plain"]).encode())
         src = os.path.join(art, "codegen")
         for root, _, files in sorted(os.walk(src)):
             for name in sorted(files):
@@ -352,7 +354,8 @@ def measure(cli, target, compile_target, model_name, model_bytes, record, inputs
                 result = json.load(f)
             result["cached"] = True
             return result
-        args = ["run", art, "--target", target, "--profile-layers", "--json", "--keep-build", os.path.join(work, "build")]
+        args = ["run", art, "--target", target, "--json", "--keep-build", os.path.join(work, "build")]
+        args += ["--profile-layers"] if profile else []
         for name, data in inputs.items():
             path = os.path.join(work, f"input_{len(args)}.npy")
             with open(path, "wb") as f:
@@ -365,11 +368,11 @@ def measure(cli, target, compile_target, model_name, model_bytes, record, inputs
             for name in files:
                 if name.endswith(".elf"):
                     firmware = os.path.join(root, name)
-        node_bytes, node_weights = flash_bytes_per_node(firmware, art, report["layers"])
+        node_bytes, node_weights = flash_bytes_per_node(firmware, art, report.get("layers", []))
         weights = sum(np.load(os.path.join(art, "parameters", f)).nbytes
                       for f in os.listdir(os.path.join(art, "parameters")) if f.endswith(".npy")) \
             if os.path.isdir(os.path.join(art, "parameters")) else 0
-        groups = [[list(key), n] for key, n in sorted(layer_counts(report["layers"]).items())]
+        groups = [[list(key), n] for key, n in sorted(layer_counts(report.get("layers", [])).items())]
         result = {"key": key, "instructions": report["instructions"], "flash_bytes": report["flash_bytes"],
                   "ram_bytes": report["ram_bytes"], "stack_bytes": report.get("stack_bytes"),
                   "weights_bytes": weights, "test_input_bytes": report.get("test_input_bytes"),
@@ -401,12 +404,15 @@ class Tuner:
         self.max_flash, self.max_ram = max_flash, max_ram
         self.measured = self.cached = self.candidates = self.rounds = 0
         self.exhaustive = False
+        self.default_plain = None
 
-    def measure_all(self, records, what):
-        """Measures the records on the cluster; results in the records' order."""
+    def measure_all(self, records, what, profiles=None):
+        """Measures the records on the cluster (profiles[i]: with per-layer counts, default
+        True); results in the records' order."""
         from distributed import as_completed
+        profiles = profiles or [True] * len(records)
         futures = [self.client.submit(measure, self.cli, self.target, self.space["compile_target"], self.model_name, self.model_bytes, r,
-                                      self.inputs, self.cache, pure=False, retries=1) for r in records]
+                                      self.inputs, self.cache, p, pure=False, retries=1) for r, p in zip(records, profiles)]
         index = {f.key: i for i, f in enumerate(futures)}
         results = [None] * len(futures)
         done = 0
@@ -420,6 +426,12 @@ class Tuner:
                 f"{' (cached)' if results[i]['cached'] else ''}")
         return results
 
+    def measure_whole(self, record, what):
+        """The record profiled (its per-layer counts) and as deployed (its real figures):
+        (profiled, plain)."""
+        profiled, plain = self.measure_all([record, record], what, [True, False])
+        return profiled, plain
+
     def over_budget(self, r):
         """run's budget gate on a measurement: its flash, its static RAM plus the stack high-water
         (measured without the budget, so the cache serves any budget)."""
@@ -429,11 +441,12 @@ class Tuner:
     def search(self):
         """The default, then the whole space or the rounds of Search until no unit improves
         or --trials are spent."""
-        default = self.measure_all([record_for(self.space, {})], "default")[0]
-        ram_over = self.max_ram and default["ram_bytes"] + (default["stack_bytes"] or 0) > parse_size(self.max_ram)
-        if ram_over or (self.over_budget(default) and not self.max_flash):
+        default, self.default_plain = self.measure_whole(record_for(self.space, {}), "default")
+        plain = self.default_plain
+        ram_over = self.max_ram and plain["ram_bytes"] + (plain["stack_bytes"] or 0) > parse_size(self.max_ram)
+        if ram_over or (self.over_budget(plain) and not self.max_flash):
             raise RuntimeError(f"the default schedules are over budget already ({' '.join(self.budget)}): flash "
-                               f"{default['flash_bytes']:,} bytes, RAM {default['ram_bytes']:,} + stack {default['stack_bytes']} bytes")
+                               f"{plain['flash_bytes']:,} bytes, RAM {plain['ram_bytes']:,} + stack {plain['stack_bytes']} bytes")
         search = Search(self.space, counts_of(default), flash_of(default))
         log(f"{len(self.space['layers'])} layers with schedules in {len(search.units)} units, on {self.target}; "
             f"at most {self.trials} candidates besides the default")
@@ -458,38 +471,39 @@ class Tuner:
         per-node code and weight bytes), measured whole; an overshoot (the estimate is per
         node, the linker's sharing is not) tightens the room and fits again."""
         budget = parse_size(self.max_flash)
-        room = budget - (default["flash_bytes"] - sum(unit_flash(flash_of(default), u) for u in search.units))
+        room = budget - (self.default_plain["flash_bytes"] - sum(unit_flash(flash_of(default), u) for u in search.units))
         for _ in range(6):
             if not search.fit(room):
                 least = sum(min(o[2] for o in obs) for obs in search.seen.values())
                 raise RuntimeError(f"no choice of the {self.candidates} candidates measured fits --max-flash {self.max_flash}: "
                                    f"the smallest per layer sum to {least:,} bytes of kernels and weights, the "
                                    f"room for them is {room:,} bytes")
-            final = self.measure_all([record_for(self.space, search.choice())], "chosen record")[0]
-            if final["flash_bytes"] <= budget:
+            final = self.measure_whole(record_for(self.space, search.choice()), "chosen record")
+            if final[1]["flash_bytes"] <= budget:
                 return final
-            room -= final["flash_bytes"] - budget
-            log(f"flash {final['flash_bytes']:,} over {budget:,}: fitting in {room:,} bytes")
+            room -= final[1]["flash_bytes"] - budget
+            log(f"flash {final[1]['flash_bytes']:,} over {budget:,}: fitting in {room:,} bytes")
         return final
 
     def tune(self):
         start = time.time()
         default, search = self.search()
-        final = self.fit_flash(default, search) if self.max_flash else None
+        final = self.fit_flash(default, search) if self.max_flash else None  # (profiled, plain)
         units = {u: ops for u, ops in search.units.items() if search.best[u]}
         saving = {u: unit_count(counts_of(default), u) - search.best_count[u] for u in units}
         while True:
             choice = search.choice()
             record = record_for(self.space, choice)
-            final = final or self.measure_all([record], "chosen record")[0]
-            if not self.over_budget(final) or not units:
+            final = final or self.measure_whole(record, "chosen record")
+            if not self.over_budget(final[1]) or not units:
                 break
             worst = min(units, key=lambda u: (saving[u], u))
-            log(f"over budget (flash {final['flash_bytes']:,}, RAM {final['ram_bytes']:,} + stack {final['stack_bytes']}): "
+            log(f"over budget (flash {final[1]['flash_bytes']:,}, RAM {final[1]['ram_bytes']:,} + stack {final[1]['stack_bytes']}): "
                 f"{', '.join(worst)} back to the default")
             search.best[worst], final = {}, None
             del units[worst]
-        record["tuning"] = self.table(default, final, choice)
+        (final, final_plain) = final
+        record["tuning"] = self.table((default, self.default_plain), (final, final_plain), choice)
         # The choice rests on each layer's count being independent of the others' schedules:
         # the whole record's counts check that, layer by layer.
         predicted = {u: search.best_count[u] if search.best[u] else unit_count(counts_of(default), u) for u in search.units}
@@ -499,10 +513,13 @@ class Tuner:
             log(f"layers whose count differs from the search's (predicted, measured): {differ}")
         record["tuning"].update(differs_from_search=differ, wall_seconds=round(time.time() - start, 1),
                                 measured=self.measured, cached=self.cached, candidates=self.candidates,
-                                rounds=self.rounds, whole_space=self.exhaustive, within_budget=not self.over_budget(final))
+                                rounds=self.rounds, whole_space=self.exhaustive,
+                                within_budget=not self.over_budget(final_plain))
         return record
 
-    def table(self, default, final, choice):
+    def table(self, defaults, finals, choice):
+        """Per layer the profiled counts and code bytes; the model's totals as deployed."""
+        (default, default_plain), (final, final_plain) = defaults, finals
         rows = []
         before, after = counts_of(default), counts_of(final)
         unit_of = {n: key for key in before for n in key}
@@ -517,7 +534,7 @@ class Tuner:
             if len(unit) > 1:
                 rows[-1]["measured_with"] = list(unit)
         keys = ("instructions", "flash_bytes", "ram_bytes", "stack_bytes", "weights_bytes", "test_input_bytes")
-        return {"default": {k: default[k] for k in keys}, "tuned": {k: final[k] for k in keys}, "layers": rows}
+        return {"default": {k: default_plain[k] for k in keys}, "tuned": {k: final_plain[k] for k in keys}, "layers": rows}
 
 
 def unit_flash(flash, unit):
