@@ -340,7 +340,7 @@ def measure(cli, target, compile_target, model_name, model_bytes, record, inputs
             json.dump(record, f)
         art = os.path.join(work, "artifact")
         run_cli(cli, ["compile", model, "--target", compile_target, "--schedules", rec, "-o", art])
-        h = hashlib.sha256(" ".join([CACHE_FORMAT, target, "profiled" if profile else "plain"]).encode())
+        h = hashlib.sha256(" ".join([CACHE_FORMAT, target] + ([] if profile else ["plain"])).encode())
         src = os.path.join(art, "codegen")
         for root, _, files in sorted(os.walk(src)):
             for name in sorted(files):
