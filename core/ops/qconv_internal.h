@@ -155,8 +155,7 @@ Stmt gemm(const Gemm& g);
 // the int16 pairs of input values k0..k0 + len - 1 of row 0.
 bool takes_dense_chunks(const Gemm& g);
 Stmt dense_chunked(const Gemm& g, const std::function<Stmt(const Buffer&, Expr, int64_t)>& gather_range);
-// A flat view of a whole buffer (same data), and the declarations of the core's views.
-Buffer flat_view(const Buffer& b, int64_t n);
+// The declarations of the core's flat views (flat_view, op_util.h).
 Stmt declare_views(const Gemm& g, Stmt body);
 
 // ---- the Helium (MVE) core (qconv_mve.cc) -------------------------------------------
