@@ -728,6 +728,11 @@ class FunctionEmitter {
         return;
       }
       case StmtKind::Allocate: emit_allocate(static_cast<const AllocateNode*>(s.get())); return;
+      case StmtKind::AllocateConst:
+      case StmtKind::BufferRealize:
+        internal_error(
+            __FILE__, __LINE__,
+            "T.allocate_const and T.realize do not reach code generation (lower_allocate_const, refuse_carried_types)");
       case StmtKind::DeclBuffer: {
         // A view of memory that is already named in C: accesses use its data pointer.
         const auto* op = static_cast<const DeclBufferNode*>(s.get());
