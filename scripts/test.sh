@@ -2,7 +2,7 @@
 # Installs dependencies, builds, and runs the test suite in four stages, each running
 # the tests where it can find something (docs/contributing.md):
 #   normal  build/         every test (unit, e2e, qemu, conformance)
-#   asan    build-asan/    AddressSanitizer + UBSan at -O1 on core/, sim/, crt/ and generated
+#   asan    build-asan/    AddressSanitizer + UBSan at -Og on core/, sim/, crt/ and generated
 #                          code; the test drivers compiled as in build/ (uninstrumented, so
 #                          ccache serves the normal stage's objects): unit (with the fuzz replays and
 #                          the pass cases) and host e2e tests; not qemu or conformance,
