@@ -20,7 +20,7 @@ echo "== microtir run examples/matmul.tir --target host --unpacked-api 1"
 $mtir run examples/matmul.tir --func matmul "${inputs[@]}" --target host --unpacked-api 1
 echo "== microtir build examples/matmul.tir -o build/example-artifact"
 $mtir build examples/matmul.tir --target c -o build/example-artifact
-echo "== microtir compile models/digits/digits.json -o build/digits.tar"
-$mtir compile models/digits/digits.json -o build/digits.tar > /dev/null
+echo "== microtir compile models/digits/digits.json --target \"c -mcpu=cortex-m4\" -o build/digits.tar"
+$mtir compile models/digits/digits.json --target "c -mcpu=cortex-m4" -o build/digits.tar > /dev/null
 echo "== microtir run build/digits.tar --input x=models/digits/sample_x.npy --target cortex-m4   (QEMU mps2-an386)"
 $mtir run build/digits.tar --input x=models/digits/sample_x.npy --target cortex-m4

@@ -121,19 +121,9 @@ struct CastExpr final : CExpr {
 
 // Integer to integer (requantization's widening and narrowing), the value known to be
 // no float: what CastExpr does then.
-struct IntCast final : CExpr {
-  IntCast(DataType t, CExprPtr v) : type(t), value(std::move(v)) {
-    int_result = true;
-    known_type = t;
-  }
-  Scalar eval(Frame& f) const override {
-    Scalar r;
-    r.dtype = type;
-    r.i = eval_int(f);
-    return r;
-  }
+struct IntCast final : IntCExpr {
+  IntCast(DataType t, CExprPtr v) : IntCExpr(t), value(std::move(v)) {}
   int64_t eval_int(Frame& f) const override { return wrap_int(type, value->eval_int(f)); }
-  DataType type;
   CExprPtr value;
 };
 

@@ -17,37 +17,18 @@ uint64_t int_op(uint64_t x, uint64_t y) {
   return K == ExprKind::Add ? x + y : K == ExprKind::Sub ? x - y : x * y;
 }
 template <ExprKind K>
-struct IntArith final : CExpr {
-  IntArith(DataType t, CExprPtr a, CExprPtr b) : type(t), a(std::move(a)), b(std::move(b)) {
-    int_result = true;
-    known_type = t;
-  }
-  Scalar eval(Frame& f) const override {
-    Scalar r;
-    r.dtype = type;
-    r.i = eval_int(f);
-    return r;
-  }
+struct IntArith final : IntCExpr {
+  IntArith(DataType t, CExprPtr a, CExprPtr b) : IntCExpr(t), a(std::move(a)), b(std::move(b)) {}
   int64_t eval_int(Frame& f) const override {
     const int64_t x = a->eval_int(f), y = b->eval_int(f);
     return wrap_int(type, static_cast<int64_t>(int_op<K>(static_cast<uint64_t>(x), static_cast<uint64_t>(y))));
   }
-  DataType type;
   CExprPtr a, b;
 };
 // The int32 case, the index and accumulator type: wrapping is one truncation.
 template <ExprKind K>
-struct Int32Arith final : CExpr {
-  Int32Arith(CExprPtr a, CExprPtr b) : a(std::move(a)), b(std::move(b)) {
-    int_result = true;
-    known_type = DataType::Int(32);
-  }
-  Scalar eval(Frame& f) const override {
-    Scalar r;
-    r.dtype = DataType::Int(32);
-    r.i = eval_int(f);
-    return r;
-  }
+struct Int32Arith final : IntCExpr {
+  Int32Arith(CExprPtr a, CExprPtr b) : IntCExpr(DataType::Int(32)), a(std::move(a)), b(std::move(b)) {}
   int64_t eval_int(Frame& f) const override {
     const int64_t x = a->eval_int(f), y = b->eval_int(f);
     return static_cast<int32_t>(static_cast<uint32_t>(int_op<K>(static_cast<uint64_t>(x), static_cast<uint64_t>(y))));

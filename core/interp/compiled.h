@@ -107,6 +107,22 @@ struct CExpr {
   // (an integer cast that widens, folded into a load): false when it cannot.
   virtual bool widen_to(DataType /*t*/) { return false; }
 };
+// A node whose every value is an integer of one type it fixes: eval is eval_int in a
+// Scalar of that type, so only eval_int is written.
+struct IntCExpr : CExpr {
+  explicit IntCExpr(DataType t) : type(t) {
+    int_result = true;
+    known_type = t;
+  }
+  Scalar eval(Frame& f) const final {
+    Scalar r;
+    r.dtype = type;
+    r.i = eval_int(f);
+    return r;
+  }
+  int64_t eval_int(Frame& f) const override = 0;
+  DataType type;
+};
 struct CStmt {
   virtual ~CStmt() = default;
   virtual void exec(Frame& f) const = 0;

@@ -19,7 +19,7 @@
 namespace mtir {
 namespace interp {
 
-struct LinearInt final : CExpr {
+struct LinearInt final : IntCExpr {
   struct VarTerm {
     int slot;
     uint64_t coef;
@@ -28,16 +28,7 @@ struct LinearInt final : CExpr {
     CExprPtr expr;
     uint64_t coef;
   };
-  explicit LinearInt(DataType t) : type(t) {
-    int_result = true;
-    known_type = t;
-  }
-  Scalar eval(Frame& f) const override {
-    Scalar r;
-    r.dtype = type;
-    r.i = value(f);
-    return r;
-  }
+  explicit LinearInt(DataType t) : IntCExpr(t) {}
   int64_t eval_int(Frame& f) const override { return value(f); }
   // Inline for the buffer accesses that hold their indices' linear forms.
   int64_t value(Frame& f) const {
@@ -47,7 +38,6 @@ struct LinearInt final : CExpr {
     return wrap_int(type, static_cast<int64_t>(sum));
   }
 
-  DataType type;
   uint64_t constant = 0;
   std::vector<VarTerm> vars;   // one per slot
   std::vector<ExprTerm> exprs;  // in the tree's evaluation order

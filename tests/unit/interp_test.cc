@@ -804,6 +804,7 @@ TEST(Interp, CompiledShortcutsAgreeWithTreeWalk) {
   Buffer flat = flat_view;
   Buffer wide = fb.buffer("Wide", DataType::UInt(32), std::vector<int64_t>{24});
   Buffer longs = fb.buffer("Long", kI64, std::vector<int64_t>{24, 2});
+  Buffer floats = fb.buffer("Float", DataType::Float(32), std::vector<int64_t>{4, 6, 2});
   Var i = MakeVar("i", kI32), j = MakeVar("j", kI32), b = MakeVar("b", kI8);
   auto sub = [](Expr a, Expr b) { return bin(ExprKind::Sub, std::move(a), std::move(b)); };
   auto i8 = [](Expr e) { return Cast(kI8, std::move(e)); };
@@ -826,14 +827,19 @@ TEST(Interp, CompiledShortcutsAgreeWithTreeWalk) {
                                               {add(mul(mul(i, i32(65536)), i32(65536)), add(mul(i, i32(6)), j)), i32(0)})),
         LetStmt(b, i8(add(i, j)), BufferStore(longs, Cast(kI64, add(mul(b, IntImm(kI8, 100)), IntImm(kI8, -7))),
                                               {add(mul(i, i32(6)), j), i32(1)})),
+        // Integer nodes read whole (eval, not eval_int) by a float cast: the value's type
+        // must be the node's own (uint64 of a negative, int8 arithmetic that wraps).
+        BufferStore(floats, Cast(DataType::Float(32), Cast(DataType::UInt(64), sub(i, add(j, i32(3))))), {i, j, i32(0)}),
+        BufferStore(floats, Cast(DataType::Float(32), add(mul(i8(i), IntImm(kI8, 60)), i8(j))), {i, j, i32(1)}),
         BufferStore(flat, add(BufferLoad(flat, {flat_index}), i32(1)), {flat_index}, at(7)),
     })));
   };
   NDArray In = NDArray::zeros(kI8, {4, 6}), U = NDArray::zeros(kU8, {6}), Out = NDArray::zeros(kI32, {4, 6, 6});
   NDArray Wide = NDArray::zeros(DataType::UInt(32), {24}), Long = NDArray::zeros(kI64, {24, 2});
+  NDArray Float = NDArray::zeros(DataType::Float(32), {4, 6, 2});
   for (int64_t v = 0; v < 24; ++v) In.set_int(v, (v * 53) % 256 - 128);
   for (int64_t v = 0; v < 6; ++v) U.set_int(v, 255 - v * 40);
-  const std::vector<NDArray> args = {In, U, Out, Wide, Long};
+  const std::vector<NDArray> args = {In, U, Out, Wide, Long, Float};
   EXPECT_EQ(expect_forms_agree(fb.module(body(add(mul(i, i32(36)), add(mul(j, i32(6)), i32(5))))), args), "");
   // Out of the flat view's bounds through a linear index: below 0, then past the end.
   EXPECT_EQ(expect_forms_agree(fb.module(body(sub(add(mul(i, i32(36)), j), i32(1)))), args),

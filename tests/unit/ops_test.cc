@@ -20,6 +20,7 @@
 
 #include "analysis/well_formed.h"
 #include "backend_cases.h"
+#include "op_test_support.h"
 #include "support/compare.h"
 #include "interp/interpreter.h"
 #include "ir/structural_equal.h"
@@ -113,23 +114,12 @@ void expect_close(const Tensor& got, const Tensor& want, const std::string& what
   }
 }
 
-// Expects infer to throw a user error whose message contains `needle`.
+// Expects infer to throw a user error whose message contains `needle` (float32 inputs).
 void expect_error(const std::string& op, const std::vector<Shape>& shapes, const json& attrs,
                   const std::string& needle) {
-  const OpDef* def = find_op(op);
-  ASSERT_NE(def, nullptr) << op;
   std::vector<TensorType> types;
   for (const auto& s : shapes) types.push_back(TensorType{DataType::Float(32), s});
-  try {
-    def->infer(types, attrs);
-    ADD_FAILURE() << op << ": expected an error containing \"" << needle << "\" for attrs " << attrs.dump();
-  } catch (const DiagnosticError& e) {
-    ASSERT_FALSE(e.diagnostics().empty());
-    EXPECT_FALSE(e.internal()) << e.what();
-    const std::string& msg = e.diagnostics()[0].message;
-    EXPECT_NE(msg.find(needle), std::string::npos) << "message: " << msg << "\nexpected to contain: " << needle;
-    EXPECT_EQ(msg.rfind(op + ": ", 0), 0u) << "message should start with the op name: " << msg;
-  }
+  op_test::expect_error(op, types, attrs, needle);
 }
 
 Shape infer_shape(const std::string& op, const std::vector<Shape>& shapes, const json& attrs = json::object()) {
