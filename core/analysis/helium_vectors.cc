@@ -2,6 +2,7 @@
 #include "analysis/helium_vectors.h"
 
 #include "ir/op.h"
+#include "ir/visitor.h"
 
 namespace mtir {
 namespace {
@@ -44,9 +45,10 @@ const BufferLoadNode* helium_widened_load(const Expr& e) {
   return static_cast<const BufferLoadNode*>(v.get());
 }
 
-bool helium_vector(const Expr& e) {
+bool helium_vector(const Expr& e, const HeliumVars* vars) {
   if (!e || e->dtype != kInt32x4) return false;
   switch (e->kind) {
+    case ExprKind::Var: return !vars || vars->count(static_cast<const VarNode*>(e.get())) > 0;
     case ExprKind::BufferLoad: return helium_load_stride(e) > 0;
     case ExprKind::Cast: return helium_widened_load(e) != nullptr;
     case ExprKind::Broadcast: {
@@ -59,13 +61,13 @@ bool helium_vector(const Expr& e) {
     case ExprKind::Min:
     case ExprKind::Max: {
       const auto* op = static_cast<const BinaryNode*>(e.get());
-      return helium_vector(op->a) && helium_vector(op->b);
+      return helium_vector(op->a, vars) && helium_vector(op->b, vars);
     }
     case ExprKind::Call: {
       const auto* op = static_cast<const CallNode*>(e.get());
       if (!op->is(Builtin::MultiplyByQuantizedMultiplier) || op->args.size() != 3) return false;
       for (const auto& a : op->args)
-        if (!helium_vector(a)) return false;
+        if (!helium_vector(a, vars)) return false;
       return true;
     }
     default: return false;
@@ -83,13 +85,48 @@ bool helium_byte_store(const BufferStoreNode* store) {
   return stride && *stride == 1 && !ramp->base->dtype.is_vector();
 }
 
-bool helium_store(const BufferStoreNode* store) {
+bool helium_store(const BufferStoreNode* store, const HeliumVars* vars) {
   if (helium_byte_store(store)) return true;
   if (!contiguous_store(store, kHeliumLanes)) return false;
   const DataType t = store->buffer->dtype;
-  if (t == DataType::Int(32)) return helium_vector(store->value);
+  if (t == DataType::Int(32)) return helium_vector(store->value, vars);
   if (t != DataType::Int(8) || store->value->kind != ExprKind::Cast) return false;
-  return helium_vector(static_cast<const CastNode*>(store->value.get())->value);
+  return helium_vector(static_cast<const CastNode*>(store->value.get())->value, vars);
+}
+
+HeliumVars helium_lets(const Stmt& body) {
+  // Every int32x4 let is a candidate; a walk drops those used anywhere but in the value
+  // of a kept store or of a candidate let, until no walk drops one (a dropped variable
+  // can make a store or let that uses it scalar, and so the others it reads).
+  struct Walk : Visitor {
+    HeliumVars vars;
+    bool collecting = true, dropped = false;
+    void drop(const VarNode* v) { dropped = vars.erase(v) > 0 || dropped; }
+    void visit_Var(const VarNode* op) override {
+      if (!collecting) drop(op);
+    }
+    void visit_LetStmt(const LetStmtNode* op) override {
+      if (collecting) {
+        if (op->var->dtype == kInt32x4) vars.insert(op->var.get());
+      } else if (vars.count(op->var.get()) && !helium_vector(op->value, &vars)) {
+        drop(op->var.get());
+      }
+      if (collecting || !vars.count(op->var.get())) visit(op->value);
+      visit(op->body);
+    }
+    void visit_BufferStore(const BufferStoreNode* op) override {
+      if (!collecting && op->value->dtype.is_vector() && helium_store(op, &vars)) return;
+      Visitor::visit_BufferStore(op);
+    }
+  } walk;
+  walk.visit(body);
+  if (walk.vars.empty()) return {};
+  walk.collecting = false;
+  do {
+    walk.dropped = false;
+    walk.visit(body);
+  } while (walk.dropped);
+  return walk.vars;
 }
 
 }  // namespace mtir

@@ -9,11 +9,18 @@
 //   Broadcast(x, 4)             a scalar int32 (VDUP)
 //   a + b, a - b, a * b, min(a, b), max(a, b)            (wrapping, as TIR's int32)
 //   T.multiply_by_quantized_multiplier(x, m, s)           (VQRDMULH and VRSHL)
+//   v                           an int32x4 variable of a kept let (below)
 // and a kept store is A[Ramp(i, 1, 4)] = value into int32, or = int8x4(value) into int8
 // (VSTRB.32, the low byte of each lane), A one-dimensional. Besides, 16 bytes copied or
 // filled: A[Ramp(i, 1, 16)] = B[Ramp(j, 1, 16)] or = Broadcast(x, 16), int8 (VLDRB.8,
 // VSTRB.8, VDUP.8; the mve convolutions' im2col columns).
+// A LetStmt of an int32x4 variable whose value is of the grammar is kept too (a Q register
+// in C: `mtir_v4 v = ...;`) when every use of the variable lies in kept stores and kept
+// lets (helium_lets decides which), so a kernel can share a loaded vector or carry a sum
+// across statements without a round trip through memory.
 #pragma once
+
+#include <unordered_set>
 
 #include "ir/expr.h"
 #include "ir/stmt.h"
@@ -22,10 +29,17 @@ namespace mtir {
 
 constexpr int kHeliumLanes = 4, kHeliumBytes = 16;
 
-// Whether `e` is an int32x4 value of the grammar above.
-bool helium_vector(const Expr& e);
+using HeliumVars = std::unordered_set<const VarNode*>;
+
+// Whether `e` is an int32x4 value of the grammar above; an int32x4 variable counts when
+// it is in `vars` (every int32x4 variable when `vars` is null: after scalarize_vectors,
+// the only ones left are kept lets').
+bool helium_vector(const Expr& e, const HeliumVars* vars = nullptr);
 // Whether the C backend keeps `store` as one Helium vector store.
-bool helium_store(const BufferStoreNode* store);
+bool helium_store(const BufferStoreNode* store, const HeliumVars* vars = nullptr);
+// The int32x4 variables of `body`'s LetStmts that stay vectors: each bound to a value of
+// the grammar and used only in kept stores and in the values of other kept lets.
+HeliumVars helium_lets(const Stmt& body);
 // Whether `store` is a kept 16-byte copy or fill (the value a load or a Broadcast).
 bool helium_byte_store(const BufferStoreNode* store);
 // The int8 or int16 contiguous load that `e` widens to int32x4, or null.

@@ -229,6 +229,17 @@ class WellFormedChecker : public Visitor {
     if (b->data) in_scope_.erase(b->data.get());
   }
 
+  // A constant buffer binds its pointer like an allocation.
+  void visit_AllocateConst(const AllocateConstNode* op) override {
+    const Buffer& b = op->buffer;
+    check_buffer_decl(b);
+    buffers_.insert(b.get());
+    define(b->data, op->span);
+    visit(op->body);
+    buffers_.erase(b.get());
+    in_scope_.erase(b->data.get());
+  }
+
   void visit_DeclBuffer(const DeclBufferNode* op) override {
     const Buffer& b = op->buffer;
     if (!b || !b->data) {

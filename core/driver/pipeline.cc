@@ -28,6 +28,7 @@ bool scalarizing_but_simd128(const LoweringOptions& o) { return o.scalarize_vect
 const PipelineStep kPipeline[] = {
     {VerifyWellFormed, always, true},
     {LowerTvmIntrinsics, always, false},
+    {LowerAllocateConst, always, false},
     {Simplify, always, true},
     {ScalarizeVectors, scalarizing_all, false},
     {ScalarizeVectorsSimd128, scalarizing_but_simd128, false},

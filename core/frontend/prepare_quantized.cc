@@ -13,6 +13,7 @@
 #include "frontend/graph.h"
 #include "ops/fixed_point.h"
 #include "ops/quant_util.h"
+#include "ops/schedules.h"
 
 namespace mtir {
 namespace {
@@ -76,9 +77,9 @@ bool smmlar_table(const Graph& g, const GraphNode& node, const std::vector<std::
 }
 
 // mve on a depthwise convolution (NHWC, one output channel per input channel, input
-// zero point folded, tflite rule): the weight [C, KH, KW, 1] goes back to TFLite's
-// [1, KH, KW, C], channels innermost, for ops/qconv_mve_depthwise.cc's vector loads; its
-// requantization reads the table as it is, so no smlal/smmlar rewrite.
+// zero point folded, tflite rule): the weight [C, KH, KW, 1] becomes [1, KH, KW, C] in
+// blocks of four channels (mve_depthwise_weight_index) for ops/qconv_mve_depthwise.cc's
+// vector loads; its requantization reads the table as it is, so no smlal/smmlar rewrite.
 void take_mve_depthwise(Graph& g, GraphNode& node, std::vector<std::string>& inputs, int64_t groups, json& sched,
                         std::set<std::string>& maybe_unused) {
   const NDArray& w = g.constants.at(inputs[1]);
@@ -87,11 +88,11 @@ void take_mve_depthwise(Graph& g, GraphNode& node, std::vector<std::string>& inp
       node.attrs.value("requant", std::string("tflite")) != "tflite")
     return;
   const int64_t channels = w.shape[0], taps = w.shape[1] * w.shape[2];
-  NDArray hwo = NDArray::zeros(w.dtype, {1, w.shape[1], w.shape[2], channels});
+  NDArray blocks = NDArray::zeros(w.dtype, {1, w.shape[1], w.shape[2], channels});
   for (int64_t c = 0; c < channels; ++c)
-    for (int64_t t = 0; t < taps; ++t) hwo.set_int(t * channels + c, w.get_int(c * taps + t));
-  std::string name = fresh_name(g, node.name + "__weight_hwo");
-  g.constants[name] = std::move(hwo);
+    for (int64_t t = 0; t < taps; ++t) blocks.set_int(mve_depthwise_weight_index(c, t, channels, taps), w.get_int(c * taps + t));
+  std::string name = fresh_name(g, node.name + "__weight_blocks");
+  g.constants[name] = std::move(blocks);
   maybe_unused.insert(inputs[1]);
   inputs[1] = name;
   sched["mve"] = true;
@@ -100,19 +101,34 @@ void take_mve_depthwise(Graph& g, GraphNode& node, std::vector<std::string>& inp
 
 // mve (Cortex-M55): the int8 weights as they are, for a node whose input zero point
 // folded under the tflite rule (int8 data); recorded in `sched`. A depthwise node takes
-// it only with depthwise_tile off: on KWS and VWW the scalar tiles still take fewer
-// instructions (bench/report.md), so the vector kernel is asked for by
-// -disabled-schedules=depthwise_tile.
+// it with mve_depthwise (-disabled-schedules=mve_depthwise gives it depthwise_tile's
+// scalar tiles).
 bool takes_mve(Graph& g, const ScheduleOptions& opts, GraphNode& node, std::vector<std::string>& inputs, int64_t groups,
                json& sched, std::set<std::string>& maybe_unused) {
   if (groups > 1) {
-    if (opts.mve && !opts.depthwise_tile && node.op == "qconv2d")
+    if (opts.mve && opts.mve_depthwise && node.op == "qconv2d")
       take_mve_depthwise(g, node, inputs, groups, sched, maybe_unused);
     return sched["mve"].get<bool>();
   }
   sched["mve"] = opts.mve && sched["fold_zero_point"].get<bool>() &&
                  node.attrs.value("requant", std::string("tflite")) == "tflite";
   return sched["mve"].get<bool>();
+}
+
+// mve_short_requant: a node under mve whose pixels the kernel reads in place (a dense
+// layer, an unpadded NHWC 1x1 convolution) with a reduction of at most
+// kMveShortReduction keeps its three-column table for the int32x4 requantization of
+// ops/qconv_mve.cc (vector_outputs) instead of smmlar_requant's rewrite.
+constexpr int64_t kMveShortReduction = 32;
+bool takes_mve_short_requant(const GraphNode& node, const ScheduleOptions& opts, const json& sched, int64_t k,
+                             const NDArray& weight) {
+  if (!opts.mve_short_requant || !sched["mve"].get<bool>() || k > kMveShortReduction) return false;
+  if (node.op != "qconv2d") return true;
+  std::vector<int64_t> padding = node.attrs.value("padding", std::vector<int64_t>{0, 0, 0, 0});
+  bool unpadded = true;
+  for (int64_t v : padding) unpadded = unpadded && v == 0;
+  return unpadded && weight.shape.size() == 4 && weight.shape[1] == 1 && weight.shape[2] == 1 &&
+         node.attrs.value("groups", int64_t{1}) == 1 && node.attrs.value("layout", std::string("NHWC")) == "NHWC";
 }
 
 // Per-channel multipliers and shifts (TFLite's QuantizeMultiplier) as an int32 table:
@@ -254,7 +270,8 @@ void prepare_matmul_node(Graph& g, GraphNode& node, const ScheduleOptions& opts,
                 {"smlal_requant", false},
                 {"smmlar_requant", false},
                 {"dense_chunks", false},
-                {"mve", false}};
+                {"mve", false},
+                {"mve_short_requant", false}};
   auto wit = g.constants.find(node.inputs.size() > 1 ? node.inputs[1] : "");
   const bool const_weight = wit != g.constants.end() && wit->second.dtype == kI8;
   const int64_t channels = nchw ? node.type.shape.at(1) : node.type.shape.back();
@@ -267,7 +284,11 @@ void prepare_matmul_node(Graph& g, GraphNode& node, const ScheduleOptions& opts,
     if (!takes_mve(g, opts, node, inputs, groups, sched, maybe_unused) && opts.smlad && groups == 1)
       pack_smlad_weights(g, node, opts, wit->second, channels, inputs, sched, maybe_unused);
   }
-  if (!extra.empty() && const_weight && sched["smlal_requant"].get<bool>() && opts.smmlar_requant)
+  const bool three_columns = !extra.empty() && g.constants[extra[0]].shape.size() == 2 && g.constants[extra[0]].shape[1] == 3;
+  if (three_columns && const_weight &&
+      takes_mve_short_requant(node, opts, sched, wit->second.num_elements() / channels, wit->second))
+    sched["mve_short_requant"] = true;
+  else if (!extra.empty() && const_weight && sched["smlal_requant"].get<bool>() && opts.smmlar_requant)
     sched["smmlar_requant"] = smmlar_table(g, node, inputs, g.constants[extra[0]], wit->second.num_elements() / channels);
   inputs.insert(inputs.end(), extra.begin(), extra.end());
   node.inputs = inputs;
@@ -528,6 +549,8 @@ Graph prepare_graph(const Graph& in, const ScheduleOptions& opts) {
       if (node.op != "qlinear_conv" && node.op != "qlinear_matmul") maybe_unused.insert({weight, params});
     }
     if (node.op == "qconv2d" || node.op == "qdense") prepare_matmul_node(g, node, opts.for_node(node.name), maybe_unused);
+    else if (node.op == "qavg_pool2d" && !node.attrs.contains("schedule") && opts.for_node(node.name).mve)
+      node.attrs["schedule"] = {{"mve", true}};  // the window sums four channels a vector (ops/qpool_mve.h)
     else if (node.op == "qsoftmax") prepare_softmax_node(g, node);
     else if (node.op == "qlogistic" || node.op == "qtanh") prepare_activation_node(g, node);
     else if (is_wide_mac_op(node.op)) prepare_wide_mac_node(g, node, opts.for_node(node.name));

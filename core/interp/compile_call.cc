@@ -114,7 +114,7 @@ struct ExternCall final : CExpr {
 // `return x` / T.ret(x): unwinds to the function's run().
 struct ReturnCall final : CExpr {
   explicit ReturnCall(CExprPtr v) : value(std::move(v)) {}
-  Scalar eval(Frame& f) const override { throw Returned{value->eval(f)}; }
+  Scalar eval(Frame& f) const override { throw Returned{value ? value->eval(f) : Scalar{}}; }  // null: a bare `return`
   CExprPtr value;
 };
 
@@ -217,7 +217,7 @@ CExprPtr Compiler::call(const CallNode* op) {
     }
     case Builtin::CallExtern: return extern_call(this, op);
     case Builtin::CallGlobal: return global_call(this, op);
-    case Builtin::TvmReturn: return std::make_unique<ReturnCall>(expr(op->args[0]));
+    case Builtin::TvmReturn: return std::make_unique<ReturnCall>(op->args.empty() ? nullptr : expr(op->args[0]));
     case Builtin::TvmThrowLastError: return throw_last_error(this, op);
     default: throw Unsupported{"T." + op->op};
   }

@@ -206,6 +206,10 @@ CStmtPtr Compiler::stmt(const Stmt& s) {
       if (LoopExit e = loop_exit(s); e != LoopExit::kNone) return std::make_unique<LoopExitStmt>(s->span, e);
       return std::make_unique<EvaluateStmt>(s->span, expr(static_cast<const EvaluateNode*>(s.get())->value));
     case StmtKind::Allocate: return allocate(static_cast<const AllocateNode*>(s.get()));
+    case StmtKind::AllocateConst:
+      return allocate_const(static_cast<const AllocateConstNode*>(s.get()));
+    case StmtKind::BufferRealize:
+      internal_error(__FILE__, __LINE__, "T.realize is refused before interpretation (refuse_carried_types)");
     case StmtKind::DeclBuffer: return decl_buffer(static_cast<const DeclBufferNode*>(s.get()));
     case StmtKind::AttrStmt: {
       const auto* op = static_cast<const AttrStmtNode*>(s.get());

@@ -57,6 +57,8 @@ int64_t allocation_elements(const BufferNode& b, const std::vector<int64_t>& dim
                             const std::function<int64_t(size_t)>& stride, const Span& span, int64_t max_bytes);
 // Zeroed storage of `count` elements of b's type whose reads before writes are errors.
 std::unique_ptr<Storage> new_allocation(const BufferNode& b, int64_t count);
+// T.allocate_const: storage holding its values, every element written.
+std::unique_ptr<Storage> new_constant_allocation(const AllocateConstNode& op);
 
 // An argument of a call between functions (Module.sub(...)): a scalar, or for a pointer
 // the memory it points into and the element it points to.
@@ -172,6 +174,7 @@ class Compiler {
   CExprPtr load(const BufferLoadNode* op);
   CStmtPtr store(const BufferStoreNode* op);
   CStmtPtr allocate(const AllocateNode* op);
+  CStmtPtr allocate_const(const AllocateConstNode* op);
   CStmtPtr decl_buffer(const DeclBufferNode* op);
   CPointerPtr pointer(const Expr& e);
   // Statements (compile_stmt.cc).

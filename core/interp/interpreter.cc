@@ -122,6 +122,7 @@ class Interpreter {
   void exec(const Stmt& s);
   void exec_for(const ForNode* op);
   void exec_allocate(const AllocateNode* op);
+  void exec_in_storage(const Buffer& b, std::unique_ptr<Storage> st, const Stmt& body);
   void count_step(const Span& span);
   // Where to report an error in an expression: its own span, or the statement's when
   // the expression has none (IR built by passes may not carry expression spans).
@@ -598,7 +599,8 @@ Scalar Interpreter::eval_call(const CallNode* op) {
     case interp::CallFamily::kPureIntrinsic: return eval_pure_intrinsic(b, op);
     case interp::CallFamily::kVmladava: return eval_vmladava(op);
     // `return x` / T.ret(x): unwinds to the function's run().
-    case interp::CallFamily::kReturn: throw Returned{eval(op->args[0])};
+    case interp::CallFamily::kReturn:
+      throw Returned{op->args.empty() ? Scalar{} : eval(op->args[0])};
     case interp::CallFamily::kThrowLastError: {
       if (op->args.empty()) user_error(where(op->span), interp::kNoMessageError);
       const auto* format = as<StringImmNode>(op->args[0]);
@@ -853,7 +855,11 @@ void Interpreter::exec_allocate(const AllocateNode* op) {
   const int64_t count = interp::allocation_elements(
       *b, eval_shape(b), [&] { return eval_int(b->elem_offset); }, [&](size_t k) { return eval_int(b->strides[k]); },
       op->span, options_.max_alloc_bytes);
-  std::unique_ptr<Storage> st = interp::new_allocation(*b, count);
+  exec_in_storage(b, interp::new_allocation(*b, count), op->body);
+}
+
+// Runs `body` with `st` as the storage of `b`, restoring the previous binding after.
+void Interpreter::exec_in_storage(const Buffer& b, std::unique_ptr<Storage> st, const Stmt& body) {
   const void* key = storage_key(b);
   Storage* const* found = storage_.find(key);
   Storage* saved = found ? *found : nullptr;
@@ -868,7 +874,7 @@ void Interpreter::exec_allocate(const AllocateNode* op) {
       else map.erase(key);
     }
   } restore{storage_, key, saved};
-  exec(op->body);
+  exec(body);
 }
 
 void Interpreter::exec(const Stmt& s) {
@@ -914,6 +920,13 @@ void Interpreter::exec(const Stmt& s) {
       else eval(static_cast<const EvaluateNode*>(s.get())->value);
       return;
     case StmtKind::Allocate: exec_allocate(static_cast<const AllocateNode*>(s.get())); return;
+    case StmtKind::AllocateConst: {
+      const auto* op = static_cast<const AllocateConstNode*>(s.get());
+      exec_in_storage(op->buffer, interp::new_constant_allocation(*op), op->body);
+      return;
+    }
+    case StmtKind::BufferRealize:
+      internal_error(__FILE__, __LINE__, "T.realize is refused before interpretation (refuse_carried_types)");
     case StmtKind::DeclBuffer: {
       // A view of storage bound elsewhere: accesses go through the data variable and
       // are bounds-checked against that storage, so only the element type must agree.

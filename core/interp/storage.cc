@@ -73,6 +73,19 @@ std::unique_ptr<Storage> new_allocation(const BufferNode& b, int64_t count) {
   return st;
 }
 
+std::unique_ptr<Storage> new_constant_allocation(const AllocateConstNode& op) {
+  const auto count = static_cast<int64_t>(op.size());
+  std::unique_ptr<Storage> st = new_allocation(*op.buffer, count);
+  for (int64_t i = 0; i < count; ++i) {
+    if (op.buffer->dtype.is_float())
+      st->array->set_float(i, op.floats[static_cast<size_t>(i)]);
+    else
+      st->array->set_int(i, op.ints[static_cast<size_t>(i)]);
+  }
+  st->written.assign(static_cast<size_t>(count), 1);
+  return st;
+}
+
 namespace {
 
 // Fresh storage on every entry, its elements unwritten; the previous binding of the
@@ -102,6 +115,23 @@ struct AllocateStmt final : CStmt {
   CStmtPtr body;
 };
 
+// T.allocate_const: storage holding the constants for the duration of the body.
+struct AllocateConstStmt final : CStmt {
+  AllocateConstStmt(const AllocateConstNode* op, int slot, Compiler* c) : op(op), slot(slot), body(c->stmt(op->body)) {}
+  void exec(Frame& f) const override {
+    f.step(op->span);
+    f.stmt_span = &op->span;
+    std::unique_ptr<Storage> st = new_constant_allocation(*op);
+    Storage* saved = f.storage[static_cast<size_t>(slot)];
+    f.storage[static_cast<size_t>(slot)] = st.get();
+    body->exec(f);
+    f.storage[static_cast<size_t>(slot)] = saved;
+  }
+  const AllocateConstNode* op;
+  int slot;
+  CStmtPtr body;
+};
+
 // A view of storage bound elsewhere: accesses go through the data variable and are
 // bounds-checked against that storage, so only the element type must agree.
 struct DeclBufferStmt final : CStmt {
@@ -128,6 +158,10 @@ void decl_buffer_type_mismatch(const Span& span, const BufferNode& b, const Stor
 
 CStmtPtr Compiler::allocate(const AllocateNode* op) {
   return std::make_unique<AllocateStmt>(op, storage_slot(storage_key(*op->buffer)), this);
+}
+
+CStmtPtr Compiler::allocate_const(const AllocateConstNode* op) {
+  return std::make_unique<AllocateConstStmt>(op, storage_slot(storage_key(*op->buffer)), this);
 }
 
 CStmtPtr Compiler::decl_buffer(const DeclBufferNode* op) {

@@ -30,6 +30,13 @@ struct FindCarried : Visitor {
     if (b) found(b->dtype, b->span);
     if (!where) Visitor::visit_buffer(b);
   }
+  // A statement of unflattened TIR.
+  bool realize = false;
+  void visit_BufferRealize(const BufferRealizeNode* op) override {
+    if (where) return;
+    realize = true;
+    where = &op->span;
+  }
   void visit_params(const PrimFunc& f) {
     for (const Var& p : f->params) {
       found(p->dtype, p->span);
@@ -58,6 +65,12 @@ void refuse_carried_types(const IRModule& m, const std::string& who) {
     finder.visit_params(f);
     if (!finder.where) finder.visit_func(f);
     if (!finder.where) continue;
+    if (finder.realize)
+      user_error(*finder.where,
+                 "function '" + name +
+                     "' uses T.realize (TVM's BufferRealize, a statement of TIR before "
+                     "storage flattening): microtir reads and prints it, but " +
+                     who + " cannot run it; run TVM's StorageFlatten (tvm.tir.transform.StorageFlatten) first");
     user_error(*finder.where, "function '" + name + "' uses " + why_refused(finder.type) + who + " cannot run it, " +
                                   reason(finder.type));
   }

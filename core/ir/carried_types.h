@@ -3,6 +3,7 @@
 // "uint4", "int4x8"), which TVM packs two to a byte in buffers. The interpreter and every
 // backend refuse the first use with one message, located: microtir's vectors have a
 // constant number of lanes, and its values and buffer elements are 8 to 64 bits wide.
+// TVM's T.realize (BufferRealize, TIR before StorageFlatten) is carried the same way.
 #pragma once
 
 #include <string>

@@ -168,5 +168,24 @@ Stmt Mutator::mutate_AssertStmt(const AssertStmtNode* op, const Stmt& self) {
   if (c == op->condition && body == op->body) return self;
   return AssertStmt(c, op->message, body, op->span);
 }
+Stmt Mutator::mutate_AllocateConst(const AllocateConstNode* op, const Stmt& self) {
+  Buffer b = mutate_buffer(op->buffer);
+  Stmt body = mutate(op->body);
+  if (b == op->buffer && body == op->body) return self;
+  return AllocateConst(b, op->ints, op->floats, body, op->span);
+}
+Stmt Mutator::mutate_BufferRealize(const BufferRealizeNode* op, const Stmt& self) {
+  Buffer b = mutate_buffer(op->buffer);
+  bool changed = b != op->buffer;
+  std::vector<std::pair<Expr, Expr>> bounds;
+  for (const auto& [min, extent] : op->bounds) {
+    bounds.emplace_back(mutate(min), mutate(extent));
+    changed = changed || bounds.back().first != min || bounds.back().second != extent;
+  }
+  Expr c = mutate(op->condition);
+  Stmt body = mutate(op->body);
+  if (!changed && c == op->condition && body == op->body) return self;
+  return BufferRealize(b, std::move(bounds), op->scope, c, body, op->span);
+}
 
 }  // namespace mtir

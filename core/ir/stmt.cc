@@ -40,6 +40,15 @@ Stmt ForLike(const ForNode* op, Expr min, Expr extent, Stmt body) {
 Stmt While(Expr c, Stmt body, Span s) {
   return std::make_shared<WhileNode>(std::move(c), std::move(body), std::move(s));
 }
+Stmt AllocateConst(Buffer b, std::vector<int64_t> ints, std::vector<double> floats, Stmt body, Span s) {
+  return std::make_shared<AllocateConstNode>(std::move(b), std::move(ints), std::move(floats), std::move(body),
+                                             std::move(s));
+}
+Stmt BufferRealize(Buffer b, std::vector<std::pair<Expr, Expr>> bounds, std::string scope, Expr condition, Stmt body,
+                   Span s) {
+  return std::make_shared<BufferRealizeNode>(std::move(b), std::move(bounds), std::move(scope), std::move(condition),
+                                             std::move(body), std::move(s));
+}
 Stmt IfThenElse(Expr c, Stmt then_case, Stmt else_case, Span s) {
   return std::make_shared<IfThenElseNode>(std::move(c), std::move(then_case), std::move(else_case), std::move(s));
 }

@@ -132,6 +132,44 @@ struct WhileNode : StmtNode {
   Stmt body;
 };
 
+// `p = T.allocate_const([v0, v1, ...], dtype, extents)`: `buffer` (its data variable is
+// bound here) holds these constant values, row-major, for the duration of `body`.
+// Integer types keep their values in `ints`, float types in `floats`.
+struct AllocateConstNode : StmtNode {
+  static constexpr StmtKind kKind = StmtKind::AllocateConst;
+  AllocateConstNode(Buffer b, std::vector<int64_t> ints, std::vector<double> floats, Stmt body, Span s)
+      : StmtNode(kKind, std::move(s)),
+        buffer(std::move(b)),
+        ints(std::move(ints)),
+        floats(std::move(floats)),
+        body(std::move(body)) {}
+  Buffer buffer;
+  std::vector<int64_t> ints;
+  std::vector<double> floats;
+  Stmt body;
+  size_t size() const { return buffer->dtype.is_float() ? floats.size() : ints.size(); }
+};
+
+// `T.realize(A[min:min + extent, ...], scope, condition=c)` over `body`: TVM's
+// BufferRealize, a statement of TIR before StorageFlatten. microtir reads and prints it;
+// the interpreter and the backends refuse it (ir/carried_types.h).
+struct BufferRealizeNode : StmtNode {
+  static constexpr StmtKind kKind = StmtKind::BufferRealize;
+  BufferRealizeNode(Buffer b, std::vector<std::pair<Expr, Expr>> bounds, std::string scope, Expr condition, Stmt body,
+                    Span s)
+      : StmtNode(kKind, std::move(s)),
+        buffer(std::move(b)),
+        bounds(std::move(bounds)),
+        scope(std::move(scope)),
+        condition(std::move(condition)),
+        body(std::move(body)) {}
+  Buffer buffer;
+  std::vector<std::pair<Expr, Expr>> bounds;  // (min, extent) per dimension
+  std::string scope;
+  Expr condition;
+  Stmt body;
+};
+
 // ---- constructors -------------------------------------------------------------
 Stmt BufferStore(Buffer b, Expr value, std::vector<Expr> indices, Span s = {});
 Stmt For(Var v, Expr min, Expr extent, ForKind k, Stmt body, Span s = {});
@@ -147,6 +185,9 @@ Stmt DeclBuffer(Buffer b, Stmt body, Span s = {});
 Stmt AttrStmt(Expr node, std::string key, Expr value, Stmt body, Span s = {});
 Stmt AssertStmt(Expr c, std::string message, Stmt body, Span s = {});
 Stmt While(Expr c, Stmt body, Span s = {});
+Stmt AllocateConst(Buffer b, std::vector<int64_t> ints, std::vector<double> floats, Stmt body, Span s = {});
+Stmt BufferRealize(Buffer b, std::vector<std::pair<Expr, Expr>> bounds, std::string scope, Expr condition, Stmt body,
+                   Span s = {});
 // A statement that does nothing: Evaluate(0).
 Stmt NoOp(Span s = {});
 bool is_no_op(const Stmt& s);

@@ -173,6 +173,20 @@ class Comparator {
         if (x->message != y->message) return fail("assert messages differ");
         return expr(x->condition, y->condition) && stmt(x->body, y->body);
       }
+      case StmtKind::AllocateConst: {
+        const auto *x = as<AllocateConstNode>(a), *y = as<AllocateConstNode>(b);
+        if (x->ints != y->ints || x->floats != y->floats) return fail("constant data differs");
+        return buffer(x->buffer, y->buffer) && stmt(x->body, y->body);
+      }
+      case StmtKind::BufferRealize: {
+        const auto *x = as<BufferRealizeNode>(a), *y = as<BufferRealizeNode>(b);
+        if (x->scope != y->scope) return fail("realize scopes differ");
+        if (x->bounds.size() != y->bounds.size()) return fail("realize bounds differ");
+        for (size_t i = 0; i < x->bounds.size(); ++i)
+          if (!expr(x->bounds[i].first, y->bounds[i].first) || !expr(x->bounds[i].second, y->bounds[i].second))
+            return false;
+        return buffer(x->buffer, y->buffer) && expr(x->condition, y->condition) && stmt(x->body, y->body);
+      }
     }
     return fail("unknown statement");
   }
@@ -358,6 +372,21 @@ class Hasher {
       case StmtKind::AssertStmt: {
         const auto* x = as<AssertStmtNode>(s);
         mix_str(x->message);
+        expr(x->condition);
+        return stmt(x->body);
+      }
+      case StmtKind::AllocateConst: {
+        const auto* x = as<AllocateConstNode>(s);
+        for (int64_t v : x->ints) mix(static_cast<size_t>(v));
+        for (double v : x->floats) mix(std::hash<double>()(v));
+        buffer(x->buffer);
+        return stmt(x->body);
+      }
+      case StmtKind::BufferRealize: {
+        const auto* x = as<BufferRealizeNode>(s);
+        mix_str(x->scope);
+        buffer(x->buffer);
+        for (const auto& [min, extent] : x->bounds) expr(min), expr(extent);
         expr(x->condition);
         return stmt(x->body);
       }

@@ -113,5 +113,18 @@ void Visitor::visit_AssertStmt(const AssertStmtNode* op) {
   visit(op->condition);
   visit(op->body);
 }
+void Visitor::visit_AllocateConst(const AllocateConstNode* op) {
+  visit_buffer(op->buffer);
+  visit(op->body);
+}
+void Visitor::visit_BufferRealize(const BufferRealizeNode* op) {
+  visit_buffer(op->buffer);
+  for (const auto& [min, extent] : op->bounds) {
+    visit(min);
+    visit(extent);
+  }
+  visit(op->condition);
+  visit(op->body);
+}
 
 }  // namespace mtir

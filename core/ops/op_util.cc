@@ -307,6 +307,13 @@ PrimFunc FuncBuilder::finish(const std::string& func_name, Stmt body) const {
   return f;
 }
 
+Buffer flat_view(const Buffer& b, int64_t n) {
+  auto v = std::make_shared<BufferNode>(*b);
+  v->shape = {ci(n)};
+  v->name = b->name + "_flat";
+  return v;
+}
+
 Buffer scratch(const std::string& name, const std::vector<int64_t>& shape, DataType dtype) {
   return MakeBuffer(name, dtype, shape_exprs(shape));
 }

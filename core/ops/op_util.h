@@ -117,6 +117,9 @@ class FuncBuilder {
 
 // A scratch buffer (float32 unless told) to be Allocate'd.
 Buffer scratch(const std::string& name, const std::vector<int64_t>& shape, DataType dtype = DataType::Float(32));
+// A flat view of a whole buffer of n elements (same data, named <name>_flat); declare it
+// (DeclBuffer) where it is used.
+Buffer flat_view(const Buffer& b, int64_t n);
 
 // Indices of an element of a row-major tensor of `shape` from a flat index.
 std::vector<Expr> unflatten(const Expr& flat, const std::vector<int64_t>& shape);

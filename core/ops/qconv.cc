@@ -112,8 +112,8 @@ QConv qconv_params(const std::vector<TensorType>& in, const json& attrs) {
   }
   p.sched = read_schedule(op, r);
   if (p.sched.mve && r.get_int("groups", 1) > 1) {
-    // A depthwise convolution under mve keeps TFLite's weight layout [1, KH, KW, O]
-    // (qconv_mve_depthwise.cc): the same geometry as OHWI [O, KH, KW, 1].
+    // A depthwise convolution under mve takes its weight as [1, KH, KW, O], the channels in
+    // blocks of four (mve_depthwise_weight_index): the same geometry as OHWI [O, KH, KW, 1].
     if (wshape[0] != 1)
       fail(op, "schedule 'mve' on a grouped convolution needs the depthwise weight as [1, KH, KW, O], got " +
                    shape_str(wshape));

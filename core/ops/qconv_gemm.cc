@@ -106,6 +106,8 @@ Schedule read_schedule(const std::string& op, const AttrReader& r) {
       s.dense_chunks = on;
     else if (key == "mve")
       s.mve = on;
+    else if (key == "mve_short_requant")
+      s.mve_short_requant = on;
     else if (key != "hoist")
       fail(op, "unknown schedule '" + key + "' (known: " + schedule_names() + ")");
   }
@@ -465,12 +467,6 @@ Stmt dense_chunked(const Gemm& g, const std::function<Stmt(const Buffer&, Expr, 
 }
 
 // A flat view of a whole buffer (same data).
-Buffer flat_view(const Buffer& b, int64_t n) {
-  auto v = std::make_shared<BufferNode>(*b);
-  v->shape = {ci(n)};
-  v->name = b->name + "_flat";
-  return v;
-}
 
 Stmt declare_views(const Gemm& g, Stmt body) {
   if (g.direct) body = DeclBuffer(g.direct, body);

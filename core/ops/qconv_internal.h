@@ -45,7 +45,7 @@ void check_data(const std::string& op, const std::vector<TensorType>& in, Rule& 
 struct Schedule {
   bool fold_zero_point = false, block = false, unroll = false, smlad = false, sxtb16 = false, interleave = false,
        fold_output_zero_point = false, few_channels = false, depthwise_tile = false, depthwise_border_tiles = false,
-       smlal_requant = false, smmlar_requant = false, dense_chunks = false, mve = false;
+       smlal_requant = false, smmlar_requant = false, dense_chunks = false, mve = false, mve_short_requant = false;
   // Packed weight words per output channel for a reduction of length k.
   int64_t weight_words(int64_t k) const { return smlad ? packed_weight_words(k, sxtb16) : k; }
 };
@@ -155,8 +155,7 @@ Stmt gemm(const Gemm& g);
 // the int16 pairs of input values k0..k0 + len - 1 of row 0.
 bool takes_dense_chunks(const Gemm& g);
 Stmt dense_chunked(const Gemm& g, const std::function<Stmt(const Buffer&, Expr, int64_t)>& gather_range);
-// A flat view of a whole buffer (same data), and the declarations of the core's views.
-Buffer flat_view(const Buffer& b, int64_t n);
+// The declarations of the core's flat views (flat_view, op_util.h).
 Stmt declare_views(const Gemm& g, Stmt body);
 
 // ---- the Helium (MVE) core (qconv_mve.cc) -------------------------------------------

@@ -25,13 +25,15 @@ constexpr int kVectorChannels = 4;  // int32 lanes: the outputs requantized toge
 
 // Whether four output channels requantize as one int32x4 (helium_requantize): int8
 // outputs of the tflite rule that lie contiguous, with a (multiplier, shift) table, whose
-// scalar form is TFLite's whole case split (the three-column forms are a few scalar
-// instructions an output, fewer than the vector's share).
+// scalar form is TFLite's whole case split, or a three-column table that
+// mve_short_requant kept from the smmlar_requant rewrite (short reductions: there the
+// requantization is much of the work, and the vector's share is below SMMLAR's scalar
+// form; at K >= 64 it is not, KWS's layers +10%).
 // Only where the pixels are read in place (1x1 convolutions, dense layers): through an
 // im2col column the one-pixel tile costs more than it saves (IC's 3x3 layers +30%).
 bool vector_outputs(const Gemm& g) {
-  return g.out_flat && g.direct && !g.rule->onnx && g.rule->out == kI8 && g.table && g.table_columns == 2 &&
-         g.cols >= kVectorChannels;
+  const bool table = g.table && (g.table_columns == 2 || (g.table_columns == 3 && g.sched->mve_short_requant));
+  return g.out_flat && g.direct && !g.rule->onnx && g.rule->out == kI8 && table && g.cols >= kVectorChannels;
 }
 
 Expr vmladava(Expr acc, Expr a, Expr b) { return Call(kI32, "vmladava", {std::move(acc), std::move(a), std::move(b)}); }

@@ -1,33 +1,34 @@
 // Schedule mve on int8 depthwise convolutions (Cortex-M55's Helium): channels four to
-// an int32x4 vector, sixteen per loop step. The weight comes as TFLite has it, [1, KH,
-// KW, C] (prepare_quantized leaves it so for these nodes), so one tap of four channels
-// is a contiguous int8 load of the weight as of the input (NHWC): both widened to int32
-// (VLDRB.S32), multiplied and added (VMUL, VADD), the bias first. The requantization is
-// in the same vector: T.multiply_by_quantized_multiplier (VQRDMULH, then VRSHL after
-// TFLite's rounding fix-up), the zero point, the bounds (VMAX, VMIN) and a narrowing
-// store (VSTRB.32); the per-channel multipliers and shifts are strided loads of the
-// requantization table. CMSIS-NN's arm_depthwise_conv_s8_opt computes the same way.
-// Each output position is one vector expression per four channels (analysis/
-// helium_vectors.h's grammar, emitted whole by the C backend): rows and columns whose
-// windows reach into the padding are emitted at constant positions, so their padding
-// taps are known here (they add the input zero point times the weight: the zero point
-// is folded into the bias) and the interior loops check nothing. A last 1 to 3 channels
-// take narrower vectors, which the C backend scalarizes.
+// an int32x4 vector. prepare_quantized lays the weight out in blocks of four channels
+// (mve_depthwise_weight_index): a block's taps lie 4 bytes apart, so one pointer reaches
+// all of them. Each output row goes in tiles of up to kTileWidth positions along the
+// width, and within a tile every group of four channels in turn (channels innermost, as
+// depthwise_tile: nothing in that loop is invariant but addresses, so GCC hoists no
+// vector out of it). In a tile every input vector (VLDRB.S32, widening) and every weight
+// vector is loaded once and feeds each output whose window holds it (stride 1: an input
+// column serves up to three outputs); the sums are int32x4 lets the C backend keeps in Q
+// registers (analysis/helium_vectors.h), from the bias on, each tap a VMUL and a VADD.
+// The requantization is in the same vectors (helium_requantize: VQRDMULH, VRSHL, the zero
+// point, the bounds, a narrowing VSTRB.32); its table columns are strided loads, once per
+// tile. Rows and tiles whose windows reach into the padding are emitted at constant
+// positions, so their padding taps are known here: the input zero point (folded into the
+// bias) times the weight, nothing loaded; interior loops check nothing. The last 1 to 3
+// channels take narrower vectors, which the C backend scalarizes.
 #include "ops/qconv_internal.h"
+
+#include <set>
 
 namespace mtir {
 namespace ops {
 namespace qconv_impl {
 namespace {
 
-constexpr int64_t kVectorLanes = 4, kStepChannels = 16;
-
-// One position along an axis: a constant (`fixed` >= 0) or the loop variable of an
-// interior range whose windows lie inside the input.
-struct Position {
-  Expr at;
-  int64_t fixed;
-};
+constexpr int64_t kVectorLanes = kMveDepthwiseBlock;
+// Positions per loop tile: its sums, a kernel row's three weights, an input vector and a
+// product fill the eight Q registers (four and five spill: VWW +0.2%). A constant tile
+// (a narrow row, a border) may be as wide as kWidestTile: KWS's five-wide rows as one
+// tile each save 7% of their depthwise layers' instructions against 3 + 2.
+constexpr int64_t kTileWidth = 3, kWidestTile = 5;
 
 struct MveDepthwise {
   const QConv& p;
@@ -39,76 +40,127 @@ struct MveDepthwise {
   static Expr span(const Buffer& buf, Expr start, int64_t lanes) {
     return lanes == 1 ? load(buf, {start}) : load(buf, {Ramp(start, ci(1), static_cast<int>(lanes))});
   }
-  static Expr splat(Expr x, int64_t lanes) { return lanes == 1 ? x : Broadcast(x, static_cast<int>(lanes)); }
   static DataType i32(int64_t lanes) { return kI32.with_lanes(static_cast<int>(lanes)); }
+  static Expr splat(int64_t x, int64_t lanes) { return lanes == 1 ? ci(x) : Broadcast(ci(x), static_cast<int>(lanes)); }
 
-  // The outputs at (oh, ow) of channels c0 .. c0 + lanes - 1; in_base is the flat index
-  // of the window's top-left element at channel 0, out_base the output's.
-  Stmt channels(const Position& oh, const Position& ow, Expr in_base, Expr out_base, Expr c0, int64_t lanes) const {
-    const int64_t pad_value = p.q.input_zero_point;
-    Expr acc = b.bias ? span(b.bias, c0, lanes) : splat(ci(0), lanes);
+  // The tile of `t` outputs (oh, ow0 + i) of channels c0 .. c0 + lanes - 1; oh_c and ow0_c
+  // are the constant positions, or -1 where oh or ow0 is a loop variable of the interior.
+  Stmt tile(Expr oh, int64_t oh_c, Expr ow0, int64_t ow0_c, int64_t t, Expr c0, int64_t lanes) const {
+    const int64_t pad_value = p.q.input_zero_point, taps = p.kh * p.kw;
+    // The steps in order: a let (a loaded vector or a new sum), folded into nested lets.
+    struct Step {
+      Var v;
+      Expr value;
+    };
+    std::vector<Step> steps;
+    std::set<const VarNode*> used;
+    auto bind = [&](const std::string& name, Expr value) {
+      Var v = MakeVar(name, i32(lanes), Span());
+      steps.push_back({v, std::move(value)});
+      return v;
+    };
+    Expr top = oh_c < 0 ? sub(mul(oh, ci(p.sh)), ci(p.pt)) : ci(oh_c * p.sh - p.pt);
+    Expr left = ow0_c < 0 ? sub(mul(ow0, ci(p.sw)), ci(p.pl)) : ci(ow0_c * p.sw - p.pl);
+    Expr in_base = add(mul(add(mul(add(mul(n, ci(p.h)), top), ci(p.w)), left), ci(p.c)), c0);
+    Expr out_base = add(mul(add(mul(add(mul(n, ci(p.oh)), oh), ci(p.ow)), ow0), ci(p.c)), c0);
+    // The weight block of these channels (mve_depthwise_weight_index).
+    Expr w_base = lanes == kMveDepthwiseBlock ? mul(c0, ci(taps)) : ci(p.c / kMveDepthwiseBlock * kMveDepthwiseBlock * taps);
+    std::vector<Var> acc;
+    Var bias = bind("bias", b.bias ? span(b.bias, c0, lanes) : splat(0, lanes));
+    for (int64_t i = 0; i < t; ++i) acc.push_back(bias);
     for (int64_t rh = 0; rh < p.kh; ++rh) {
-      const int64_t ih = oh.fixed * p.sh + rh * p.dh - p.pt;
-      const bool row_inside = oh.fixed < 0 || (ih >= 0 && ih < p.h);
-      for (int64_t rw = 0; rw < p.kw; ++rw) {
-        const int64_t iw = ow.fixed * p.sw + rw * p.dw - p.pl;
-        const bool inside = row_inside && (ow.fixed < 0 || (iw >= 0 && iw < p.w));
+      const int64_t ih_c = oh_c < 0 ? 0 : oh_c * p.sh + rh * p.dh - p.pt;
+      const bool row_inside = oh_c < 0 || (ih_c >= 0 && ih_c < p.h);
+      if (!row_inside && pad_value == 0) continue;
+      std::vector<Var> w;
+      for (int64_t rw = 0; rw < p.kw; ++rw)
+        w.push_back(bind("w", Cast(i32(lanes), span(weight, add(w_base, ci((rh * p.kw + rw) * lanes)), lanes))));
+      const int64_t columns = (t - 1) * p.sw + (p.kw - 1) * p.dw + 1;
+      for (int64_t j = 0; j < columns; ++j) {
+        std::vector<std::pair<int64_t, int64_t>> uses;  // (output i, tap column rw)
+        for (int64_t i = 0; i < t; ++i)
+          for (int64_t rw = 0; rw < p.kw; ++rw)
+            if (i * p.sw + rw * p.dw == j) uses.push_back({i, rw});
+        if (uses.empty()) continue;
+        const int64_t iw_c = ow0_c < 0 ? 0 : ow0_c * p.sw - p.pl + j;
+        const bool inside = row_inside && (ow0_c < 0 || (iw_c >= 0 && iw_c < p.w));
         if (!inside && pad_value == 0) continue;
-        Expr w = Cast(i32(lanes), span(weight, add(ci((rh * p.kw + rw) * p.c), c0), lanes));
-        Expr x = inside ? Cast(i32(lanes), span(data, add(add(in_base, ci((rh * p.dh * p.w + rw * p.dw) * p.c)), c0), lanes))
-                        : splat(ci(pad_value), lanes);
-        acc = add(acc, mul(x, w));
+        Expr x_value = inside ? Cast(i32(lanes), span(data, add(in_base, ci((rh * p.dh * p.w + j) * p.c)), lanes))
+                              : splat(pad_value, lanes);
+        Var x = bind("x", x_value);
+        for (auto [i, rw] : uses) {
+          used.insert(x.get()), used.insert(w[rw].get()), used.insert(acc[i].get());
+          acc[i] = bind("acc", add(acc[i], mul(x, w[rw])));
+        }
       }
     }
-    Expr at = lanes == 1 ? add(out_base, c0) : Ramp(add(out_base, c0), ci(1), static_cast<int>(lanes));
-    return store(out, helium_requantize(p.q, table, p.inputs.table_columns, acc, c0, lanes), {at});
-  }
-
-  // Every channel of output (oh, ow): sixteen a step, then fours, then the rest.
-  Stmt position(const Position& oh, const Position& ow) const {
-    Var in_base = ivar("in_base"), out_base = ivar("out_base");
-    Expr top = sub(mul(oh.at, ci(p.sh)), ci(p.pt)), left = sub(mul(ow.at, ci(p.sw)), ci(p.pl));
-    Expr in_value = mul(add(mul(add(mul(n, ci(p.h)), top), ci(p.w)), left), ci(p.c));
-    Expr out_value = mul(add(mul(add(mul(n, ci(p.oh)), oh.at), ci(p.ow)), ow.at), ci(p.c));
-    std::vector<Stmt> s;
-    const int64_t steps = p.c / kStepChannels;
-    if (steps > 0) {
-      Var cs = ivar("cs");
-      std::vector<Stmt> step;
-      for (int64_t j = 0; j < kStepChannels / kVectorLanes; ++j)
-        step.push_back(channels(oh, ow, in_base, out_base, add(mul(cs, ci(kStepChannels)), ci(j * kVectorLanes)), kVectorLanes));
-      s.push_back(For(cs, ci(0), ci(steps), ForKind::kSerial, SeqStmt(step)));
+    std::vector<Stmt> stores;
+    for (int64_t i = 0; i < t; ++i) {
+      used.insert(acc[i].get());
+      Expr at = add(out_base, ci(i * p.c));
+      if (lanes > 1) at = Ramp(at, ci(1), static_cast<int>(lanes));
+      stores.push_back(store(out, helium_requantize(p.q, table, p.inputs.table_columns, acc[i], c0, lanes), {at}));
     }
-    int64_t c0 = steps * kStepChannels;
-    for (; c0 + kVectorLanes <= p.c; c0 += kVectorLanes)
-      s.push_back(channels(oh, ow, in_base, out_base, ci(c0), kVectorLanes));
-    if (c0 < p.c) s.push_back(channels(oh, ow, in_base, out_base, ci(c0), p.c - c0));
-    Stmt body = s.size() == 1 ? s[0] : SeqStmt(s);
-    return LetStmt(in_base, in_value, LetStmt(out_base, out_value, body));
+    Stmt body = stores.size() == 1 ? stores[0] : SeqStmt(stores);
+    for (auto it = steps.rbegin(); it != steps.rend(); ++it)
+      if (used.count(it->v.get())) body = LetStmt(it->v, it->value, body);
+    return body;
   }
 
-  // The positions of one axis: each of a border range at its constant place, an interior
-  // range as a loop.
-  static Stmt along(const std::vector<OutputRange>& ranges, const std::string& name,
-                    const std::function<Stmt(const Position&)>& body) {
+  // Every channel of the tile: groups of four as a loop, then the rest.
+  Stmt channels(Expr oh, int64_t oh_c, Expr ow0, int64_t ow0_c, int64_t t) const {
     std::vector<Stmt> s;
-    for (const auto& r : ranges) {
-      if (r.check) {
-        for (int64_t i = r.begin; i < r.end; ++i) s.push_back(body({ci(i), i}));
-      } else if (r.end > r.begin) {
-        Var v = ivar(name);
-        s.push_back(For(v, ci(r.begin), ci(r.end - r.begin), ForKind::kSerial, body({v, -1})));
+    const int64_t groups = p.c / kVectorLanes, rest = p.c % kVectorLanes;
+    if (groups > 0) {
+      Var g = ivar("cg");
+      s.push_back(For(g, ci(0), ci(groups), ForKind::kSerial,
+                      tile(oh, oh_c, ow0, ow0_c, t, mul(g, ci(kVectorLanes)), kVectorLanes)));
+    }
+    if (rest > 0) s.push_back(tile(oh, oh_c, ow0, ow0_c, t, ci(groups * kVectorLanes), rest));
+    return s.size() == 1 ? s[0] : SeqStmt(s);
+  }
+
+  // One output row: the left border columns as constant tiles, the interior a loop of
+  // whole tiles, the rest (interior remainder and right border) constant tiles of
+  // balanced widths (seven is 4 + 3, not 5 + 1 + 1).
+  Stmt row(Expr oh, int64_t oh_c) const {
+    std::vector<Stmt> s;
+    auto constant_tiles = [&](int64_t begin, int64_t end) {
+      const int64_t count = (end - begin + kWidestTile - 1) / kWidestTile;
+      for (int64_t k = 0, o = begin; k < count; ++k) {
+        const int64_t width = (end - o) / (count - k);
+        s.push_back(channels(oh, oh_c, ci(o), o, width));
+        o += width;
       }
+    };
+    OutputRange inner{0, 0, false};
+    for (const auto& r : border_split(p.ow, p.pl, p.w, p.kw, p.sw, p.dw))
+      if (!r.check) inner = r;
+    const int64_t whole = (inner.end - inner.begin) / kTileWidth;
+    if (whole < 2) {
+      constant_tiles(0, p.ow);
+    } else {
+      constant_tiles(0, inner.begin);
+      Var tw = ivar("tw");
+      s.push_back(For(tw, ci(0), ci(whole), ForKind::kSerial,
+                      channels(oh, oh_c, add(ci(inner.begin), mul(tw, ci(kTileWidth))), -1, kTileWidth)));
+      constant_tiles(inner.begin + whole * kTileWidth, p.ow);
     }
     return s.size() == 1 ? s[0] : SeqStmt(s);
   }
 
+  // Border rows at their constant places, the interior rows as a loop.
   Stmt build() const {
-    auto rows = border_split(p.oh, p.pt, p.h, p.kh, p.sh, p.dh);
-    auto cols = border_split(p.ow, p.pl, p.w, p.kw, p.sw, p.dw);
-    return along(rows, "oh", [&](const Position& oh) {
-      return along(cols, "ow", [&](const Position& ow) { return position(oh, ow); });
-    });
+    std::vector<Stmt> s;
+    for (const auto& r : border_split(p.oh, p.pt, p.h, p.kh, p.sh, p.dh)) {
+      if (r.check) {
+        for (int64_t i = r.begin; i < r.end; ++i) s.push_back(row(ci(i), i));
+      } else if (r.end > r.begin) {
+        Var oh = ivar("oh");
+        s.push_back(For(oh, ci(r.begin), ci(r.end - r.begin), ForKind::kSerial, row(oh, -1)));
+      }
+    }
+    return s.size() == 1 ? s[0] : SeqStmt(s);
   }
 };
 

@@ -10,6 +10,7 @@
 
 #include "interp/scalar.h"
 #include "ops/fixed_point.h"
+#include "ops/qpool_mve.h"
 #include "ops/quant_util.h"
 
 namespace mtir {
@@ -198,7 +199,8 @@ ActBounds pool_activation(const std::string& op, const AttrReader& r, DataType t
 
 QpoolParams qpool_params(const std::vector<TensorType>& in, const json& attrs) {
   const std::string op = "qavg_pool2d";
-  AttrReader r(op, attrs, {"pool_size", "strides", "padding", "layout", "activation", "output_scale", "output_zero_point"});
+  AttrReader r(op, attrs,
+               {"pool_size", "strides", "padding", "layout", "activation", "output_scale", "output_zero_point", "schedule"});
   check_int8_inputs(op, in, 1, {"data"}, /*int16_too=*/true);  // TFLM's int16 AveragePool: the same arithmetic
   r.get_string("layout", "NHWC", {"NHWC"});
   check_rank(op, in, 0, "data (NHWC)", 4);
@@ -240,6 +242,17 @@ PrimFunc qpool_build(const std::string& fname, const std::vector<TensorType>& in
   QpoolParams p = qpool_params(in, attrs);
   FuncBuilder fb;
   Buffer data = fb.param("data", in[0].shape, in[0].dtype), o = fb.param("out", out.shape, out.dtype);
+  const ActBounds all = dtype_bounds(out.dtype);
+  auto clamped = [&](Expr avg) {
+    return p.bounds.lo != all.lo || p.bounds.hi != all.hi ? min_(max_(avg, ci(p.bounds.lo)), ci(p.bounds.hi)) : avg;
+  };
+  // Schedule mve (prepare_quantized records it for Cortex-M55): the sums four channels a vector.
+  const bool mve = attrs.contains("schedule") && attrs["schedule"].value("mve", false);
+  if (mve && in[0].dtype == kI8 && mve_avg_pool_applies(p.c, {p.pt, p.pl, p.pb, p.pr})) {
+    const Expr count = ci(p.kh * p.kw);
+    return fb.finish(fname, mve_avg_pool({data, o, p.n, p.h, p.w, p.c, p.kh, p.kw, p.sh, p.sw, p.oh, p.ow},
+                                         [&](Expr sum) { return Cast(kI8, clamped(rounded_div(sum, count))); }));
+  }
   Buffer acc = scratch("acc", {1}, kI32);
   LoopNest outer, red;
   Expr n = outer.axis("n", p.n), oh = outer.axis("oh", p.oh), ow = outer.axis("ow", p.ow), c = outer.axis("c", p.c);
@@ -253,10 +266,7 @@ PrimFunc qpool_build(const std::string& fname, const std::vector<TensorType>& in
   Stmt update = store(acc, add(load(acc, {ci(0)}), to_i32(load(data, {n, ih, iw, c}))), {ci(0)});
   if (cond) update = IfThenElse(cond, update);
   Expr count = mul(valid_taps(oh, p.oh, p.kh, p.sh, p.pt, p.h), valid_taps(ow, p.ow, p.kw, p.sw, p.pl, p.w));
-  Expr avg = rounded_div(load(acc, {ci(0)}), count);
-  const ActBounds all = dtype_bounds(out.dtype);
-  if (p.bounds.lo != all.lo || p.bounds.hi != all.hi) avg = min_(max_(avg, ci(p.bounds.lo)), ci(p.bounds.hi));
-  Stmt fin = store(o, Cast(out.dtype, avg), {n, oh, ow, c});
+  Stmt fin = store(o, Cast(out.dtype, clamped(rounded_div(load(acc, {ci(0)}), count))), {n, oh, ow, c});
   Stmt body = SeqStmt({store(acc, ci(0), {ci(0)}), red.wrap(update), fin});
   return fb.finish(fname, Allocate(acc, "global", outer.wrap(body)));
 }

@@ -35,6 +35,8 @@ const Schedule kSchedules[] = {
     {"patch", &ScheduleOptions::patch, true},
     {"dense_chunks", &ScheduleOptions::dense_chunks, false},
     {"mve", &ScheduleOptions::mve, false},
+    {"mve_depthwise", &ScheduleOptions::mve_depthwise, false},
+    {"mve_short_requant", &ScheduleOptions::mve_short_requant, false},
     {"patch_overlap", &ScheduleOptions::patch_overlap, true},
 };
 

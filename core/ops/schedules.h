@@ -30,6 +30,8 @@ struct ScheduleOptions {
   bool patch = true;            // chains of int8 convolutions band by band where it lowers the memory bound
   bool dense_chunks = true;     // with smlad: a batch-1 dense gathers its input a chunk at a time where that lowers the stack
   bool mve = false;             // Helium (MVE) int8 dot products, 16 lanes (ops/qconv_mve.cc); on only for CPUs that have it
+  bool mve_depthwise = true;    // with mve: depthwise convolutions four channels a vector (ops/qconv_mve_depthwise.cc; off: depthwise_tile's scalar tiles)
+  bool mve_short_requant = true;  // with mve: pointwise and dense layers of reductions up to 32 requantize four channels a vector (no smmlar_requant table)
   bool patch_overlap = true;    // with patch: stages of one layer too, each stage's output a few rows beside its dying input
 
   // Per-layer choices (a schedule record, frontend/schedule_records.h): node name ->
@@ -71,6 +73,18 @@ constexpr int64_t kFewChannelsMaxInput = 4, kFewChannelsMaxReduction = 128;
 inline int64_t packed_weight_index(int64_t c, int64_t j, int64_t channels, int64_t words, bool interleave) {
   if (!interleave || c >= channels - channels % 2) return c * words + j;
   return (c - c % 2) * words + 2 * j + c % 2;
+}
+
+// The depthwise weight under mve (ops/qconv_mve_depthwise.cc): shape [1, KH, KW, C], its
+// channels in blocks of four, each block's taps in order ([C / 4, KH * KW, 4]), the last
+// C % 4 channels a block of their own ([KH * KW, C % 4]), so one pointer reaches every
+// tap of four channels. Where channel c's weight of tap (kh * KW + kw) lies; prepare_quantized
+// lays it out, the kernel reads it.
+constexpr int64_t kMveDepthwiseBlock = 4;
+inline int64_t mve_depthwise_weight_index(int64_t c, int64_t tap, int64_t channels, int64_t taps) {
+  const int64_t whole = channels / kMveDepthwiseBlock * kMveDepthwiseBlock;
+  if (c < whole) return (c / kMveDepthwiseBlock * taps + tap) * kMveDepthwiseBlock + c % kMveDepthwiseBlock;
+  return whole * taps + tap * (channels - whole) + (c - whole);
 }
 
 }  // namespace mtir

@@ -36,10 +36,10 @@ Expr retype_literal(const Expr& e, DataType t) {
 // Every name the parser accepts after `T.` in an expression, for "did you mean".
 const std::vector<std::string>& t_expr_names() {
   static const std::vector<std::string> names = [] {
-    std::vector<std::string> n = {"truncdiv", "truncmod", "floordiv", "floormod", "min",    "max",
-                                  "And",      "Or",       "Not",      "Select",   "Cast",   "int8",
-                                  "int16",    "int32",    "int64",    "uint8",    "uint16", "uint32",
-                                  "uint64",   "float16",  "float32",  "float64",  "bool",   "Call"};
+    std::vector<std::string> n = {"truncdiv", "truncmod", "floordiv", "floormod",   "min",    "max",     "And",
+                                  "Or",       "Not",      "Select",   "Cast",       "int8",   "int16",   "int32",
+                                  "int64",    "uint8",    "uint16",   "uint32",     "uint64", "float16", "float32",
+                                  "float64",  "bool",     "Call",     "call_intrin"};
     for (const auto& op : all_ops()) n.push_back(op.name);
     return n;
   }();
@@ -55,8 +55,8 @@ std::vector<std::string> did_you_mean(const std::string& name, const std::vector
 }
 
 bool is_block_construct(const std::string& name) {
-  static const char* const kNames[] = {"block", "sblock", "axis", "reads", "writes", "init", "where",
-                                       "block_attr", "iter_var", "match_sparse_buffer"};
+  static const char* const kNames[] = {
+      "block", "sblock", "axis", "reads", "writes", "init", "where", "block_attr", "match_sparse_buffer"};
   for (const char* n : kNames)
     if (name == n) return true;
   return false;

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <algorithm>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -225,8 +226,25 @@ class Parser {
     Expr value;
   };
   ScopeHeader parse_attr_header();
+  struct IterVarNode {  // T.iter_var(name, dom, "kind", "tag")
+    const Token* name = nullptr;
+    std::string kind, tag;
+  };
+  IterVarNode parse_iter_var();
+  Var thread_var(const Token& name, const std::string& tag);
   ScopeHeader parse_launch_header();
+  Stmt parse_launch_as(const Token& with_tok);
   Stmt parse_concise_scope();
+  // T.realize(A[lo:hi, ...], "scope", condition=c) after `T.realize`; `body` parses
+  // what it scopes.
+  Stmt parse_realize(const Token& at, const std::function<Stmt()>& body);
+  struct ConstValues {
+    BufferSpec spec;
+    std::vector<int64_t> ints;
+    std::vector<double> floats;
+  };
+  ConstValues parse_const_values();
+  Stmt parse_allocate_const(const Token* name, const Token* with_tok);
 
   // ---- expressions (parser_expr.cc) -------------------------------------------
   static PExpr promote_to(PExpr p, DataType t);
@@ -250,6 +268,7 @@ class Parser {
   // ---- T.* calls (parser_t_calls.cc) --------------------------------------------
   Expr parse_call_tir(const Token& t_tok, const Token& fn);
   std::pair<Expr, Expr> parse_slice(const Expr& dim);
+  Expr parse_region(const Buffer& buf);
   // Also accepts `dtype="..."` (as TVM's tests write it), kept in dtype_kw_.
   std::vector<PExpr> parse_args(const Token& fn_tok, Attrs* attrs);
   std::optional<DataType> dtype_kw_;
@@ -276,7 +295,8 @@ class Parser {
   PExpr parse_tvm_intrinsic(const Token& t_tok, const Token& fn, const TvmIntrinsic& in);
   PExpr make_tvm_intrinsic(const Token& t_tok, const Token& fn, const TvmIntrinsic& in, std::vector<PExpr>& args,
                            Attrs attrs);
-  PExpr parse_generic_call(const Token& t_tok);
+  // T.Call(dtype, "tir.name", [args]) (listed) or T.call_intrin(dtype, "tir.name", args...).
+  PExpr parse_generic_call(const Token& t_tok, bool listed);
   Expr parse_buffer_field(const Token& name, const Buffer& b);
   [[noreturn]] void fail_undefined(const Token& name);
   // Calls of another function of the module by its GlobalVar, `Module.sub(args...)`:

@@ -516,7 +516,9 @@ Parser::BufferSpec Parser::parse_buffer_args(bool allow_scope, const Token& call
     fail(*view_scope, "scope=\"" + view_scope->text + "\" is only supported on allocations and on views of a "
                       "pointer of that scope (data=p with p: T.handle(\"float32\", \"" + view_scope->text + "\"))");
   if (!have_shape) fail(call_tok, "buffer declaration needs a shape");
-  if (allow_data && data_required && !spec.data) fail(call_tok, "T.decl_buffer needs data=, the pointer it views");
+  if (allow_data && data_required && !spec.data)
+    fail(call_tok,
+         "T.Buffer in a function body needs data=, the pointer it views (T.decl_buffer without data= allocates)");
   if (!spec.elem_offset) spec.elem_offset = IntImm(DataType::Int(32), 0, span(call_tok));
   return spec;
 }

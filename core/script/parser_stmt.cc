@@ -86,6 +86,13 @@ Stmt Parser::parse_stmt() {
     }
     if (at_t_attr("func_attr")) fail(t, "T.func_attr must be the first statement of a function");
     if ((at_t_attr("attr") || at_t_attr("launch_thread")) && tok_is_op(ahead(3), "(")) return parse_concise_scope();
+    if (at_t_attr("realize") && tok_is_op(ahead(3), "(")) {  // concise: the rest of the block is its body
+      next(), next(), next();
+      return parse_realize(t, [&] {
+        expect_newline("after statement");
+        return parse_rest(t);
+      });
+    }
     if (at_t_attr("evaluate")) {
       next(), next(), next();
       expect_op("(", "after T.evaluate");
@@ -110,18 +117,22 @@ Expr Parser::return_value(const Token& tok) {
   PExpr v = promote_to(parse_expr(), ret_type_);
   if (v.e->dtype != ret_type_)
     fail(at, "the function returns " + ret_type_.str() + ", but this value is " + v.e->dtype.str());
-  if (!ret_type_.is_integer() && !ret_type_.is_float())
-    fail(tok, "returning " + ret_type_.str() + " is not supported; microtir functions return numbers");
+  if (!ret_type_.is_integer() && !ret_type_.is_float() && !ret_type_.is_bool())
+    fail(tok, "returning " + ret_type_.str() + " is not supported; microtir functions return numbers or bool");
   return Call(DataType::Int(32), "tvm_return", {v.e}, {}, span(tok));
 }
 
-// `return x` in a function with a return type (TVM's T.ret): the tvm_return builtin.
+// `return x` in a function with a return type (TVM's T.ret): the tvm_return builtin. A
+// bare `return` (or `return None`) leaves a function without one early: tvm_return
+// without a value.
 Stmt Parser::parse_return() {
   const Token& tok = next();
   if (cur().kind == TokKind::kNewline || is_name("None")) {
     if (is_name("None")) next();
     expect_newline("after 'return'");
-    fail(tok, "a bare 'return' is not supported; return a value from a function with a return type");
+    if (!ret_type_.is_void())
+      fail(tok, "a bare 'return' in a function that returns " + ret_type_.str() + "; return a value");
+    return Evaluate(Call(DataType::Int(32), "tvm_return", {}, {}, span(tok)), span(tok));
   }
   Expr v = return_value(tok);
   expect_newline("after statement");
@@ -295,6 +306,7 @@ Stmt Parser::parse_assign() {
     return Allocate(buf, scope, body, span(name));
   }
   if (at_t_attr("env_thread") || at_t_attr("launch_thread")) return parse_thread(name);
+  if (at_t_attr("allocate_const")) return parse_allocate_const(&name, nullptr);
   if (const Binding* b = lookup(name.text)) {
     if (b->buffer)
       fail(name, "cannot assign to buffer '" + name.text + "'; store to elements with " + name.text + "[...] = value");
@@ -342,6 +354,106 @@ Stmt Parser::parse_thread(const Token& name) {
   Stmt body = parse_rest(name);
   pop_scope(mark);
   return launch ? AttrStmt(v, "thread_extent", extent, body, span(name)) : body;
+}
+
+// After `T.realize`: `(A[lo:hi, ...], "scope", condition=c)`, TVM's BufferRealize of
+// unflattened TIR (the scope and the condition may be left out).
+Stmt Parser::parse_realize(const Token& at, const std::function<Stmt()>& body) {
+  expect_op("(", "after T.realize");
+  const Binding* b = cur().kind == TokKind::kName ? lookup(cur().text) : nullptr;
+  if (!b || !b->buffer) fail(cur(), "T.realize needs a buffer region first, e.g. A[0:16]");
+  const Buffer buf = b->buffer;
+  const Expr region_expr = parse_region(buf);
+  const auto* region = as<CallNode>(region_expr);
+  std::string scope;
+  Expr condition = IntImm(DataType::Bool(), 1, span(at));
+  for (int positional = 1; is_op(",");) {  // the scope, then the condition
+    next();
+    const Token& arg = cur();
+    const bool keyword = is_name("condition") && tok_is_op(ahead(1), "=");
+    if (keyword) next(), next();
+    if (!keyword && positional == 1) {
+      scope = expect_string("as the storage scope of T.realize");
+      positional = 2;
+      continue;
+    }
+    if (!keyword && positional != 2) fail(arg, "too many arguments to T.realize (a region, a scope and a condition)");
+    condition = parse_expr().e;
+    positional = 3;
+    if (!condition->dtype.is_bool())
+      fail(arg, "the condition of T.realize must be bool, got " + condition->dtype.str());
+  }
+  expect_op(")", "to close T.realize(...)");
+  std::vector<std::pair<Expr, Expr>> bounds;
+  const auto* first = as<BufferLoadNode>(region->args[0]);
+  for (size_t k = 0; k < first->indices.size(); ++k) bounds.emplace_back(first->indices[k], region->args[k + 1]);
+  return BufferRealize(buf, std::move(bounds), scope, condition, body(), span(at));
+}
+
+// `(values, "dtype", [extents])` of T.allocate_const (at the T of its call): the values
+// row-major, as constant numbers.
+Parser::ConstValues Parser::parse_const_values() {
+  const Token& t_tok = cur();
+  next(), next(), next();
+  expect_op("(", "after T.allocate_const");
+  expect_op("[", "for the values of T.allocate_const (a list)");
+  std::vector<std::pair<const Token*, Expr>> values;
+  while (!is_op("]")) {
+    const Token& at = cur();
+    values.emplace_back(&at, parse_expr().e);
+    if (!is_op(",")) break;
+    next();
+  }
+  expect_op("]", "to close the values of T.allocate_const");
+  expect_op(",", "after the values of T.allocate_const");
+  ConstValues c;
+  c.spec.dtype = parse_dtype_string("as the element type of T.allocate_const");
+  expect_op(",", "after the element type of T.allocate_const");
+  c.spec.shape = parse_shape();
+  expect_op(")", "to close T.allocate_const(...)");
+  if (!c.spec.dtype.is_integer() && !c.spec.dtype.is_float())
+    fail(t_tok, "T.allocate_const holds numbers, not " + c.spec.dtype.str());
+  int64_t count = 1;
+  for (const Expr& d : c.spec.shape) {
+    const int64_t* n = as_const_int(d);
+    if (!n) fail(t_tok, "the extents of T.allocate_const must be constants");
+    count *= *n;
+  }
+  if (static_cast<int64_t>(values.size()) != count)
+    fail(t_tok, "T.allocate_const has " + std::to_string(values.size()) + " values for " + std::to_string(count) +
+                    " elements");
+  const bool is_float = c.spec.dtype.is_float();
+  for (const auto& [at, v] : values) {
+    const int64_t* i = as_const_int(v);
+    const auto* f = as<FloatImmNode>(v);
+    if (i && !v->dtype.is_bool())
+      is_float ? c.floats.push_back(static_cast<double>(*i)) : c.ints.push_back(*i);
+    else if (f && is_float)
+      c.floats.push_back(f->value);
+    else
+      fail(*at, std::string("a value of T.allocate_const must be ") + (is_float ? "a number" : "an integer"));
+  }
+  c.spec.elem_offset = IntImm(DataType::Int(32), 0, span(t_tok));
+  return c;
+}
+
+// `name = T.allocate_const(...)` for the rest of the block, or `with T.allocate_const(...)
+// as name:` (at T) for `with_tok`'s block: the name stands for the constant buffer's
+// pointer and its buffer, as for T.allocate.
+Stmt Parser::parse_allocate_const(const Token* name, const Token* with_tok) {
+  ConstValues c = parse_const_values();
+  if (with_tok) {
+    expect_keyword("as", "after T.allocate_const(...)");
+    name = &expect_name("after 'as'");
+  } else {
+    expect_newline("after statement");
+  }
+  Buffer buf = make_buffer(name->text, span(*name), std::move(c.spec));
+  size_t mark = scope_mark();
+  bind(name->text, Binding{buf->data, buf, false});
+  Stmt body = with_tok ? parse_block(*with_tok, "with header") : parse_rest(*name);
+  pop_scope(mark);
+  return AllocateConst(buf, std::move(c.ints), std::move(c.floats), body, span(with_tok ? *with_tok : *name));
 }
 
 // `T.alloc_buffer(shape, dtype, scope=...)` or `T.allocate([extent], dtype, scope)`.
@@ -592,16 +704,91 @@ Parser::ScopeHeader Parser::parse_launch_header() {
   return {thread, "thread_extent", extent.e};
 }
 
-// After `T.attr`: `(node, "key", value)`.
+// `with T.launch_thread("threadIdx.x", n) as x:` (after T.launch_thread): a new thread
+// variable x for the block.
+Stmt Parser::parse_launch_as(const Token& with_tok) {
+  expect_op("(", "after T.launch_thread");
+  const std::string tag = expect_string("as the thread tag, e.g. \"threadIdx.x\"");
+  expect_op(",", "after the thread tag of T.launch_thread");
+  PExpr extent = parse_expr();
+  expect_op(")", "to close T.launch_thread(...)");
+  if (extent.bare) extent = promote_to(extent, DataType::Int(32));
+  expect_keyword("as", "after T.launch_thread(...)");
+  const Token& name = expect_name("after 'as'");
+  size_t mark = scope_mark();
+  if (lookup(name.text)) fail(name, "cannot bind '" + name.text + "': it is already defined");
+  Var v = thread_var(name, tag);
+  Stmt body = parse_block(with_tok, "with header");
+  pop_scope(mark);
+  return AttrStmt(v, "thread_extent", extent.e, body, span(with_tok));
+}
+
+// After `T.attr`: `(node, "key", value)`. TVM's tests also launch a thread with its
+// IterVar as the node, `T.attr(T.iter_var(x, T.Range(0, n), "ThreadIndex", "tag"),
+// "thread_extent", n)`: that is T.launch_thread(x, n), x a thread variable of the tag
+// (the one T.env_thread declared, or a new one).
 Parser::ScopeHeader Parser::parse_attr_header() {
   expect_op("(", "after T.attr");
-  PExpr node = parse_expr();
+  const Token& node_tok = cur();
+  std::optional<IterVarNode> iter;
+  PExpr node;
+  if (at_t_attr("iter_var") && tok_is_op(ahead(3), "("))
+    iter = parse_iter_var();
+  else
+    node = parse_expr();
   expect_op(",", "after attribute node");
   std::string key = expect_string("as attribute key");
   expect_op(",", "after attribute key");
   PExpr value = parse_expr();
+  if (is_op(",") && tok_is_op(ahead(1), ")")) next();  // a call wrapped over lines
   expect_op(")", "to close T.attr(...)");
+  if (iter) {
+    if (iter->kind != "ThreadIndex" || key != "thread_extent")
+      fail(node_tok, "T.iter_var(..., \"" + iter->kind + "\", ...) as the node of T.attr(..., \"" + key +
+                         "\", ...) is an iteration variable of TVM's schedule (a TE IterVar): microtir reads "
+                         "only launched threads, T.iter_var(x, dom, \"ThreadIndex\", \"threadIdx.x\") under "
+                         "\"thread_extent\" (T.launch_thread(x, n))");
+    if (!iter->name)
+      fail(node_tok, "the thread variable of T.iter_var needs a name, e.g. T.iter_var(threadIdx_x, ...)");
+    node.e = thread_var(*iter->name, iter->tag);
+    if (value.bare) value = promote_to(value, node.e->dtype);
+  }
   return {node.e, key, value.e};
+}
+
+// `T.iter_var(x, dom, "Kind", "tag")` (after the node's first token): x names the
+// variable (T.int32() for an anonymous one); the domain is not kept, T.launch_thread
+// prints only the extent, as TVM does.
+Parser::IterVarNode Parser::parse_iter_var() {
+  next(), next(), next();
+  expect_op("(", "after T.iter_var");
+  IterVarNode iter;
+  if (cur().kind == TokKind::kName && tok_is_op(ahead(1), ","))
+    iter.name = &next();
+  else
+    skip_balanced_until_comma();  // T.int32(): an anonymous variable
+  expect_op(",", "after the variable of T.iter_var");
+  skip_balanced_until_comma();  // the domain: T.Range(0, n), (0, n) or None
+  expect_op(",", "after the domain of T.iter_var");
+  iter.kind = expect_string("as the iteration kind of T.iter_var (\"ThreadIndex\", \"DataPar\", ...)");
+  expect_op(",", "after the iteration kind of T.iter_var");
+  iter.tag = expect_string("as the thread tag of T.iter_var");
+  expect_op(")", "to close T.iter_var(...)");
+  return iter;
+}
+
+// The thread variable `name` of `tag`: the one in scope (from T.env_thread), or a new
+// one bound for the rest of the function's block.
+Var Parser::thread_var(const Token& name, const std::string& tag) {
+  if (const Binding* b = lookup(name.text)) {
+    if (!b->var || b->var->thread_tag != tag)
+      fail(name, "'" + name.text + "' is not a thread variable of '" + tag + "'");
+    return b->var;
+  }
+  auto v = std::make_shared<VarNode>(name.text, DataType::Int(32), span(name));
+  v->thread_tag = tag;
+  bind(name.text, Binding{v, nullptr, false});
+  return v;
 }
 
 // `T.attr(node, "key", value)` or `T.launch_thread(x, n)` as a statement of its own:
@@ -624,11 +811,18 @@ Stmt Parser::parse_with() {
   next(), next();
   const Token& what = expect_name("after 'T.'");
   if (is_block_construct(what.text)) fail(t_tok, kBlockRefusal);
+  if (what.text == "launch_thread" && cur().kind == TokKind::kOp && ahead(1).kind == TokKind::kString)
+    return parse_launch_as(with_tok);
   if (what.text == "launch_thread" || what.text == "attr") {
     ScopeHeader h = what.text == "attr" ? parse_attr_header() : parse_launch_header();
     Stmt body = parse_block(with_tok, "with header");
     return AttrStmt(h.node, h.key, h.value, body, span(with_tok));
   }
+  if (what.text == "allocate_const") {
+    pos_ -= 3;  // back to T: parse_const_values reads the whole call
+    return parse_allocate_const(nullptr, &with_tok);
+  }
+  if (what.text == "realize") return parse_realize(t_tok, [&] { return parse_block(with_tok, "with header"); });
   if (what.text == "Assert") {
     expect_op("(", "after T.Assert");
     PExpr c = parse_expr();

@@ -32,34 +32,7 @@ Expr Parser::parse_call_tir(const Token& t_tok, const Token& fn) {
     }
     const Binding* b = t.kind == TokKind::kName ? lookup(t.text) : nullptr;
     if (b && b->buffer && (tok_is_op(ahead(1), ",") || tok_is_op(ahead(1), ")") || tok_is_op(ahead(1), "["))) {
-      Buffer buf = b->buffer;
-      next();
-      std::vector<Expr> mins, extents;
-      if (is_op("[")) {
-        next();
-        for (size_t k = 0; !is_op("]"); ++k) {
-          if (k >= buf->shape.size())
-            fail(cur(), "buffer '" + buf->name + "' has " + std::to_string(buf->shape.size()) +
-                            " dimensions but the region has more");
-          auto [lo, ext] = parse_slice(buf->shape[k]);
-          mins.push_back(lo);
-          extents.push_back(ext);
-          if (!is_op(",")) break;
-          next();
-        }
-        expect_op("]", "to close the region");
-        if (mins.size() != buf->shape.size())
-          fail(t, "buffer '" + buf->name + "' has " + std::to_string(buf->shape.size()) +
-                      " dimensions but the region has " + std::to_string(mins.size()));
-      } else {
-        for (const auto& d : buf->shape) {
-          mins.push_back(IntImm(d->dtype, 0, span(t)));
-          extents.push_back(d);
-        }
-      }
-      std::vector<Expr> region = {BufferLoad(buf, mins, span(t))};
-      region.insert(region.end(), extents.begin(), extents.end());
-      args.push_back(Call(DataType::Handle(), "tir_region", std::move(region), {}, span(t)));
+      args.push_back(parse_region(b->buffer));
     } else {
       PExpr e = parse_expr();
       if (e.bare) e = promote_to(e, e.e->dtype);
@@ -69,6 +42,38 @@ Expr Parser::parse_call_tir(const Token& t_tok, const Token& fn) {
   expect_op(")", "to close T.call_tir(...)");
   (void)fn;
   return Call(DataType::Int(32), "call_tir", std::move(args), std::move(attrs), span(t_tok));
+}
+
+// A region of `buf` (at its name): `A` (all of it) or `A[lo:hi, i, :]`, as the
+// tir_region builtin (a load of its first element, then the extents).
+Expr Parser::parse_region(const Buffer& buf) {
+  const Token& t = next();
+  std::vector<Expr> mins, extents;
+  if (is_op("[")) {
+    next();
+    for (size_t k = 0; !is_op("]"); ++k) {
+      if (k >= buf->shape.size())
+        fail(cur(), "buffer '" + buf->name + "' has " + std::to_string(buf->shape.size()) +
+                        " dimensions but the region has more");
+      auto [lo, ext] = parse_slice(buf->shape[k]);
+      mins.push_back(lo);
+      extents.push_back(ext);
+      if (!is_op(",")) break;
+      next();
+    }
+    expect_op("]", "to close the region");
+    if (mins.size() != buf->shape.size())
+      fail(t, "buffer '" + buf->name + "' has " + std::to_string(buf->shape.size()) +
+                  " dimensions but the region has " + std::to_string(mins.size()));
+  } else {
+    for (const auto& d : buf->shape) {
+      mins.push_back(IntImm(d->dtype, 0, span(t)));
+      extents.push_back(d);
+    }
+  }
+  std::vector<Expr> region = {BufferLoad(buf, mins, span(t))};
+  region.insert(region.end(), extents.begin(), extents.end());
+  return Call(DataType::Handle(), "tir_region", std::move(region), {}, span(t));
 }
 
 // One dimension of a region: its start and extent.
@@ -562,13 +567,17 @@ PExpr Parser::parse_t_call() {
       {"truncdiv", ExprKind::Div},      {"truncmod", ExprKind::Mod}, {"floordiv", ExprKind::FloorDiv},
       {"floormod", ExprKind::FloorMod}, {"min", ExprKind::Min},      {"max", ExprKind::Max}};
   if (is_block_construct(name)) fail(t_tok, kBlockRefusal);
+  if (name == "iter_var")
+    fail(t_tok,
+         "T.iter_var(...) stands only as the node of T.attr(..., \"thread_extent\", n), where it "
+         "launches a thread (T.launch_thread)");
   if (auto vt = DataType::parse(name, /*allow_lanes=*/true); vt && vt->is_vector())
     return parse_vector_constant(t_tok, fn, *vt);
   if (name == "Ramp" || name == "ramp") return parse_ramp(t_tok, fn);
   if (name == "Broadcast" || name == "broadcast") return parse_broadcast(t_tok, fn);
   if (name == "Shuffle" || name == "shuffle") return parse_shuffle(t_tok, fn);
   if (name == "Let") return parse_let_expr(t_tok);
-  if (name == "Call") return parse_generic_call(t_tok);
+  if (name == "Call" || name == "call_intrin") return parse_generic_call(t_tok, name == "Call");
   if (PExpr out; parse_tvm_sugar(t_tok, fn, &out)) return out;
   const OpInfo* op = lookup_op(name);
   bool known = op != nullptr || name == "And" || name == "Or" || name == "Not" || name == "Select" || name == "Cast";

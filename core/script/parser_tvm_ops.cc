@@ -121,24 +121,30 @@ PExpr Parser::make_tvm_intrinsic(const Token& t_tok, const Token& fn, const TvmI
 // "tir.tvm_throw_last_error", [args]): the call T.name(args) of our builtin or TVM
 // intrinsic tables, which the printer writes by name as TVM does; the type written
 // must be the call's.
-PExpr Parser::parse_generic_call(const Token& t_tok) {
-  expect_op("(", "after T.Call");
+PExpr Parser::parse_generic_call(const Token& t_tok, bool listed) {
+  const std::string what = listed ? "T.Call" : "T.call_intrin";
+  expect_op("(", "after " + what);
   const Token& type_tok = cur();
-  const DataType declared = parse_dtype_string("as the result type of T.Call");
-  expect_op(",", "after the type in T.Call");
+  const DataType declared = parse_dtype_string("as the result type of " + what);
+  expect_op(",", "after the type in " + what);
   Token fn = cur();
-  fn.text = expect_string("as the op name of T.Call (e.g. \"tir.exp\")");
+  fn.text = expect_string("as the op name of " + what + " (e.g. \"tir.exp\")");
   if (fn.text.rfind("tir.", 0) == 0) fn.text = fn.text.substr(4);
-  expect_op(",", "after the op name in T.Call");
-  expect_op("[", "to open the arguments of T.Call (a list)");
   std::vector<PExpr> args;
-  while (!is_op("]")) {
-    args.push_back(parse_expr());
-    if (!is_op(",")) break;
-    next();
+  if (listed) {  // T.Call(dtype, "tir.name", [args])
+    expect_op(",", "after the op name in T.Call");
+    expect_op("[", "to open the arguments of T.Call (a list)");
+    while (!is_op("]")) {
+      args.push_back(parse_expr());
+      if (!is_op(",")) break;
+      next();
+    }
+    expect_op("]", "to close the arguments of T.Call");
+  } else {  // T.call_intrin(dtype, "tir.name", *args)
+    while (is_op(",") && !tok_is_op(ahead(1), ")")) next(), args.push_back(parse_expr());
+    if (is_op(",")) next();
   }
-  expect_op("]", "to close the arguments of T.Call");
-  expect_op(")", "to close T.Call(...)");
+  expect_op(")", "to close " + what + "(...)");
   const OpInfo* op = lookup_op(fn.text);
   const TvmIntrinsic* in = lookup_tvm_intrinsic(fn.text);
   PExpr out;
@@ -151,11 +157,11 @@ PExpr Parser::parse_generic_call(const Token& t_tok) {
   } else if (in) {
     out = make_tvm_intrinsic(t_tok, fn, *in, args, {});
   } else {
-    fail(fn, "T.Call of 'tir." + fn.text + "': unknown intrinsic 'T." + fn.text + "'",
+    fail(fn, what + " of 'tir." + fn.text + "': unknown intrinsic 'T." + fn.text + "'",
          did_you_mean(fn.text, t_expr_names(), "T."));
   }
   if (out.e->dtype != declared)
-    fail(type_tok, "T.Call says " + declared.str() + ", but T." + fn.text + " here is " + out.e->dtype.str());
+    fail(type_tok, what + " says " + declared.str() + ", but T." + fn.text + " here is " + out.e->dtype.str());
   return out;
 }
 

@@ -304,6 +304,10 @@ class Printer {
         return buffer_scope(op->buffer, buffer_decl("T.alloc_buffer(", op->buffer, "scope=" + quote(op->scope)),
                             op->body, last);
       }
+      case StmtKind::AllocateConst:
+        return allocate_const(as<AllocateConstNode>(s), last);
+      case StmtKind::BufferRealize:
+        return realize(as<BufferRealizeNode>(s), last);
       case StmtKind::DeclBuffer: {
         const auto* op = as<DeclBufferNode>(s);
         // The data pointer is named before the buffer, so it keeps its owner's name.
@@ -336,6 +340,7 @@ class Printer {
     if (call && !call->builtin && call->args.empty() && (call->op == "break_loop" || call->op == "continue_loop"))
       return call->op == "break_loop" ? "break" : "continue";
     if (call && call->is(Builtin::CallGlobal)) return expr(op->value);  // as TVM prints it
+    if (call && call->is(Builtin::TvmReturn) && call->args.empty()) return "return";
     return "T.evaluate(" + expr(op->value) + ")";
   }
   // `if` with its `elif` chain and final `else`.
@@ -364,6 +369,44 @@ class Printer {
     }
     line("with " + decl + " as " + bind_buffer(buffer, buffer ? buffer->name : "") + ":");
     block(body);
+  }
+
+  // `p = T.allocate_const([values], "dtype", [extents])`: p names the pointer and the buffer.
+  void allocate_const(const AllocateConstNode* op, bool last) {
+    const Buffer& b = op->buffer;
+    std::string values, extents;
+    for (size_t i = 0; i < op->size(); ++i)
+      values += (i ? ", " : "") + (b->dtype.is_float() ? float_literal(op->floats[i]) : std::to_string(op->ints[i]));
+    for (size_t i = 0; i < b->shape.size(); ++i) extents += (i ? ", " : "") + expr(b->shape[i]);
+    const std::string decl = "T.allocate_const([" + values + "], " + quote(b->dtype.str()) + ", [" + extents + "])";
+    const std::string name = fresh(b->name);
+    names_[b.get()] = name;
+    names_[b->data.get()] = name;
+    if (last) {
+      line(name + " = " + decl);
+      return stmt(op->body, true);
+    }
+    line("with " + decl + " as " + name + ":");
+    block(op->body);
+  }
+
+  // `T.realize(A[0:16], "global")`, TVM's BufferRealize: the region always in slices.
+  void realize(const BufferRealizeNode* op, bool last) {
+    std::vector<Expr> mins, region;
+    for (const auto& [min, extent] : op->bounds) mins.push_back(min);
+    region.push_back(BufferLoad(op->buffer, mins));
+    for (const auto& [min, extent] : op->bounds) region.push_back(extent);
+    std::string call =
+        "T.realize(" + call_tir_arg(Call(DataType::Handle(), "tir_region", region), true) + ", " + quote(op->scope);
+    const int64_t* always = as_const_int(op->condition);
+    if (!always || *always != 1) call += ", condition=" + expr(op->condition);
+    call += ")";
+    if (last) {
+      line(call);
+      return stmt(op->body, true);
+    }
+    line("with " + call + ":");
+    block(op->body);
   }
 
   void attr_stmt(const AttrStmtNode* op, bool last) {
@@ -750,8 +793,9 @@ class Printer {
     return call("T." + op->op, op->args, op->attrs);
   }
 
-  // A call_tir argument: a buffer, a region in slice syntax, or any expression.
-  std::string call_tir_arg(const Expr& e) {
+  // A call_tir argument: a buffer, a region in slice syntax, or any expression; with
+  // `slices`, a region is written in slices even where a name or an index would do.
+  std::string call_tir_arg(const Expr& e, bool slices = false) {
     const auto* region = as<CallNode>(e);
     const auto* load = region && region->is(Builtin::TirRegion) && !region->args.empty()
                            ? as<BufferLoadNode>(region->args[0])
@@ -765,16 +809,16 @@ class Printer {
       whole = whole && lo && *lo == 0 && load->indices[k]->dtype == b->shape[k]->dtype &&
               same_expr(region->args[k + 1], b->shape[k]);
     }
-    if (whole) return buffer_ref(b);
+    if (whole && !slices) return buffer_ref(b);
     std::string out = buffer_ref(b) + "[";
     for (size_t k = 0; k < load->indices.size(); ++k) {
       const Expr& lo = load->indices[k];
       const Expr& ext = region->args[k + 1];
       const int64_t *l = as_const_int(lo), *x = as_const_int(ext);
       out += k ? ", " : "";
-      if (x && *x == 1 && ext->dtype == lo->dtype) {
+      if (x && *x == 1 && ext->dtype == lo->dtype && !slices) {
         out += expr(lo);
-      } else if (l && *l == 0 && same_expr(ext, b->shape[k]) && lo->dtype == b->shape[k]->dtype) {
+      } else if (l && *l == 0 && same_expr(ext, b->shape[k]) && lo->dtype == b->shape[k]->dtype && !slices) {
         out += ":";
       } else if (l && x) {
         out += expr(lo) + ":" + std::to_string(*l + *x);

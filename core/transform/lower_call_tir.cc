@@ -15,6 +15,7 @@
 // call with the arguments as they are (pointers and scalars); its value is the callee's
 // return value, or for a function without one the same return-code check.
 #include <functional>
+#include <map>
 #include <set>
 
 #include "analysis/call_tir_check.h"
@@ -48,8 +49,8 @@ class MayFail : public Visitor {
     Visitor::visit_Allocate(op);
   }
   void visit_Call(const CallNode* op) override {
-    if (op->is(Builtin::TvmReturn)) {
-      const int64_t* v = op->args.empty() ? nullptr : as_const_int(op->args[0]);
+    if (op->is(Builtin::TvmReturn) && !op->args.empty()) {  // a bare `return` returns 0
+      const int64_t* v = as_const_int(op->args[0]);
       if (!v || *v != 0) found = true;
     }
     // tvm_throw_last_error sets the message and returns -1 in every backend.
@@ -75,13 +76,23 @@ struct Kernel {
 };
 
 // The code generators return one 32-bit register: a float32 result travels as its bits
-// (reinterpret to int32 at the return, back to float32 at each call).
-bool returns_float_bits(const PrimFunc& f) { return f->ret_type == DataType::Float(32); }
+// (reinterpret to int32 at the return, back to float32 at each call), a bool as 0 or 1
+// (cast to int32 at the return, back to bool at each call).
+bool returns_in_int32(const PrimFunc& f) { return f->ret_type == DataType::Float(32) || f->ret_type.is_bool(); }
+
+// `return v` in a function whose value travels as an int32; a bare `return` returns 0
+// (success), as falling off the end does.
+Expr int32_return_value(const CallNode* ret, DataType ret_type) {
+  if (ret->args.empty()) return IntImm(kI32, 0, ret->span);
+  const Expr& v = ret->args[0];
+  if (ret_type == DataType::Float(32)) return Call(kI32, "reinterpret", {v});
+  return v->dtype.is_bool() ? Cast(kI32, v) : v;
+}
 
 class Lowerer : public Mutator {
  public:
-  Lowerer(const IRModule& m, const std::set<std::string>& float_symbols, bool float_returns)
-      : m_(m), float_symbols_(float_symbols), float_returns_(float_returns) {}
+  Lowerer(const IRModule& m, const std::map<std::string, DataType>& int32_returns, DataType ret_type)
+      : m_(m), int32_returns_(int32_returns), ret_type_(ret_type) {}
 
   Kernel kernel_of(const CallNode* call, const Span& at) const {
     const auto* name = call->args.empty() ? nullptr : as<StringImmNode>(call->args[0]);
@@ -96,9 +107,9 @@ class Lowerer : public Mutator {
  protected:
   Stmt mutate_Evaluate(const EvaluateNode* op, const Stmt& self) override {
     const auto* call = as<CallNode>(op->value);
-    if (call && call->is(Builtin::TvmReturn) && float_returns_) {
-      Expr bits = Call(kI32, "reinterpret", {mutate(call->args.at(0))});
-      return Evaluate(Call(kI32, "tvm_return", {bits}, call->attrs, call->span), op->span);
+    if (call && call->is(Builtin::TvmReturn)) {
+      Expr value = int32_return_value(as<CallNode>(Mutator::mutate(op->value)), ret_type_);
+      return Evaluate(Call(kI32, "tvm_return", {value}, call->attrs, call->span), op->span);
     }
     const bool void_call = call && (call->is(Builtin::CallTir) || (call->is(Builtin::CallGlobal) && call->dtype.is_void()));
     if (!void_call) return Mutator::mutate_Evaluate(op, self);
@@ -138,30 +149,34 @@ class Lowerer : public Mutator {
     return args;
   }
 
-  // A call of a function that returns a float32 as its bits: int32 back to float32.
+  // A call of a function that returns a float32 as its bits or a bool as 0 or 1: the
+  // int32 back to its type.
   Expr value_of(const Expr& e) const {
     const auto* call = as<CallNode>(e);
     const auto* symbol = call && !call->args.empty() ? as<StringImmNode>(call->args[0]) : nullptr;
-    if (!symbol || !float_symbols_.count(symbol->value) || call->dtype != DataType::Float(32)) return e;
+    auto returns = symbol ? int32_returns_.find(symbol->value) : int32_returns_.end();
+    if (returns == int32_returns_.end() || call->dtype != returns->second) return e;
     Expr bits = Call(kI32, "call_extern", call->args, call->attrs, call->span);
+    if (call->dtype.is_bool()) return Binary(ExprKind::NE, bits, IntImm(kI32, 0), call->span);
     return Call(DataType::Float(32), "reinterpret", {bits}, {}, call->span);
   }
 
   const IRModule& m_;
-  const std::set<std::string>& float_symbols_;
-  bool float_returns_;
+  const std::map<std::string, DataType>& int32_returns_;  // symbol -> float32 or bool
+  DataType ret_type_;                                     // of the function being lowered
 };
 
-// What the code generators return: nothing, an int32 or a float32 (as its bits); a
+// What the code generators return: nothing, an int32, a float32 (as its bits) or a bool
+// (as 0 or 1); a
 // recursion through Module.sub(...) calls cannot be compiled (the static memory plan and
 // the stack bound need a call graph without cycles), though the interpreter runs it.
 void check_compilable(const IRModule& m) {
   CallEdges edges;
   for (const auto& [name, f] : m.functions) {
     const DataType r = f->ret_type;
-    if (!r.is_void() && r != kI32 && r != DataType::Float(32))
+    if (!r.is_void() && r != kI32 && r != DataType::Float(32) && !r.is_bool())
       user_error(f->span, "function '" + name + "' returns " + r.str() +
-                              ": compiled functions return int32 or float32 (the interpreter runs it)");
+                              ": compiled functions return int32, float32 or bool (the interpreter runs it)");
     struct Collect : Visitor {
       std::function<void(const CallNode*)> found;
       void visit_Call(const CallNode* op) override {
@@ -189,14 +204,14 @@ Pass LowerCallTIR() {
   p.name = "lower_call_tir";
   p.run = [](const IRModule& m) {
     check_compilable(m);
-    std::set<std::string> float_symbols;
+    std::map<std::string, DataType> int32_returns;
     for (const auto& [name, f] : m.functions)
-      if (returns_float_bits(f)) float_symbols.insert(symbol_of(name, f));
+      if (returns_in_int32(f)) int32_returns[symbol_of(name, f)] = f->ret_type;
     IRModule out = m;
     for (auto& [name, f] : out.functions) {
-      const bool float_returns = returns_float_bits(f);
-      f = Lowerer(m, float_symbols, float_returns).mutate_func(f);
-      if (float_returns) {
+      const bool in_int32 = returns_in_int32(f);
+      f = Lowerer(m, int32_returns, f->ret_type).mutate_func(f);
+      if (in_int32) {
         auto g = std::make_shared<PrimFuncNode>(*f);
         g->ret_type = kI32;
         f = g;

@@ -15,8 +15,9 @@
 // T.vmladava (a scalar sum of vector lanes) stays for C where both vectors are
 // contiguous loads; otherwise, and always in the wasm variant, it becomes its sum.
 // An int32x4 store of analysis/helium_vectors.h's grammar stays whole for C (the C
-// backend emits it for Helium); T.multiply_by_quantized_multiplier goes lane by lane
-// elsewhere (each backend computes the scalar builtin).
+// backend emits it for Helium), and so does an int32x4 let that helium_lets keeps;
+// T.multiply_by_quantized_multiplier goes lane by lane elsewhere (each backend computes
+// the scalar builtin).
 //
 // The wasm variant (scalarize_vectors_simd128) keeps the stores the wasm backend emits
 // as SIMD128 instructions (simd128_store, below) and scalarizes everything else as above.
@@ -86,7 +87,8 @@ bool contiguous_load(const Expr& e) {
 
 class Scalarizer : public Mutator {
  public:
-  explicit Scalarizer(bool keep_simd128) : keep_simd128_(keep_simd128) {}
+  Scalarizer(bool keep_simd128, HeliumVars helium_vars)
+      : helium_vars_(std::move(helium_vars)), keep_simd128_(keep_simd128) {}
 
  protected:
   // ---- scalar contexts: inline lets, read single lanes ----------------------------
@@ -121,7 +123,7 @@ class Scalarizer : public Mutator {
   Stmt mutate_BufferStore(const BufferStoreNode* op, const Stmt& self) override {
     const int lanes = op->value->dtype.lanes();
     if (lanes == 1 || (keep_simd128_ && simd128_store(op))) return Mutator::mutate_BufferStore(op, self);
-    if (!keep_simd128_ && helium_store(op)) return self;
+    if (!keep_simd128_ && helium_store(op, &helium_vars_)) return self;
     std::vector<Expr> values;
     for (int k = 0; k < lanes; ++k) values.push_back(lane(op->value, k));
     std::vector<Var> temps;
@@ -145,6 +147,7 @@ class Scalarizer : public Mutator {
   Stmt mutate_LetStmt(const LetStmtNode* op, const Stmt& self) override {
     const int lanes = op->var->dtype.lanes();
     if (lanes == 1) return Mutator::mutate_LetStmt(op, self);
+    if (helium_vars_.count(op->var.get())) return LetStmt(op->var, op->value, mutate(op->body), op->span);
     std::vector<Var> vars;
     for (int k = 0; k < lanes; ++k)
       vars.push_back(MakeVar(op->var->name + "_" + std::to_string(k), op->var->dtype.element_of(), op->var->span));
@@ -221,6 +224,7 @@ class Scalarizer : public Mutator {
   }
 
   std::unordered_map<const VarNode*, std::vector<Var>> lane_vars_;
+  const HeliumVars helium_vars_;  // the int32x4 lets kept for Helium (C only)
   bool keep_simd128_;
 };
 
@@ -234,7 +238,7 @@ PrimFunc scalarize(const PrimFunc& f, bool keep_simd128) {
   } any;
   any.visit_func(f);
   if (!any.found) return f;
-  return Scalarizer(keep_simd128).mutate_func(f);
+  return Scalarizer(keep_simd128, keep_simd128 ? HeliumVars{} : helium_lets(f->body)).mutate_func(f);
 }
 
 }  // namespace

@@ -15,6 +15,9 @@ Pass VerifyWellFormed();
 // TVM's intrinsics that are not builtins (ir/tvm_intrinsics.def): the runnable ones
 // become builtins and arithmetic, the carried ones are refused with their location.
 Pass LowerTvmIntrinsics();
+// T.allocate_const (a constant buffer, its data inline) becomes an allocation at the top of
+// the function and stores of its values where it stood, so the backends run it as T.allocate.
+Pass LowerAllocateConst();
 // Constant folding, algebraic identities, dead branches with constant conditions.
 Pass Simplify();
 // Global allocations at the top of a function share one planned workspace pool or a model output before its result

@@ -12,7 +12,13 @@ schedules) on Cortex-M4 under QEMU:
 - the tuner on a 1-worker LocalCluster (through the CLI), on a 2-worker LocalCluster with
   a worker process killed mid-run (a fresh cache, so it measures), and again through the
   CLI on 2 workers with the first cache (nothing measured) give the same record;
-- the tuned record applied by `run --profile-layers` gives the tuned per-layer counts.
+- the tuned record applied by `run --profile-layers` gives the tuned per-layer counts;
+- the search's first round measured as the tuner does (candidate j switches every layer's
+  j-th knob at once) gives each layer the count (within the few instructions of its call's
+  argument setup) and the choice that measuring each layer's knob alone (the other layers
+  at the default) gives;
+- the search alone (no QEMU): rounds extend only layers that improved, never measure a set
+  a prerequisite silences twice, and a merged kernel's calls are attributed per node.
 
 usage: tune_test.py MICROTIR SOURCE_DIR FLATC
 """
@@ -27,6 +33,7 @@ import threading
 import time
 
 SKIP = 77
+CALL_SETUP_SLACK = 4  # instructions a layer's count may move with its neighbours' code
 sys.dont_write_bytecode = True  # the tuner is imported from the source tree
 
 
@@ -199,10 +206,87 @@ def tuner_checks(cli, model, src, work, failures):
                         "--input", f"x={os.path.join(work, 'x.npy')}"])
     check(rc == 0, f"run with the tuned record exits 0 ({err.strip()[-200:]})", failures)
     if rc == 0:
-        counts = {n: l["instructions"] for l in json.loads(out)["report"]["layers"] for n in l["nodes"]}
+        measured = microtir_tune.layer_counts(json.loads(out)["report"]["layers"])
+        counts = {n: c for key, c in measured.items() for n in key}
         tuned = {r["node"]: r["instructions"] for r in a["tuning"]["layers"]}
         check(all(counts.get(n) == v for n, v in tuned.items()), f"the record applied gives the tuned counts {tuned}",
               failures)
+
+
+def separate_checks(cli, model, space, work, failures, width=3):
+    """Round 1 of the search (at most `width` candidates) measured as the tuner measures it,
+    and each layer's trial measured alone: the same count per layer, the same choice."""
+    import microtir_tune
+    inputs = {"x": open(os.path.join(work, "x.npy"), "rb").read()}
+    model_bytes = open(model, "rb").read()
+
+    def counts(choice):
+        r = microtir_tune.measure(cli, "cortex-m4", space["compile_target"], os.path.basename(model), model_bytes,
+                                  microtir_tune.record_for(space, choice), inputs, None)
+        return microtir_tune.counts_of(r)
+    default = counts({})
+    search = microtir_tune.Search(space, default)
+    choices, lists = search.next_round(width)
+    combined = [counts(c) for c in choices]
+    search.update(lists, combined)
+    differ, alone = [], {}
+    for unit, trials in lists.items():
+        alone[unit] = [microtir_tune.unit_count(counts(t), unit) for t in trials]
+        for j, trial in enumerate(trials):
+            together = microtir_tune.unit_count(combined[j], unit)
+            # A call's count includes its argument setup in the AOT main, which the register
+            # allocation around the neighbouring calls can move by an instruction or two.
+            if alone[unit][j] is None or together is None or abs(alone[unit][j] - together) > CALL_SETUP_SLACK:
+                differ.append(f"{unit} {trial}: alone {alone[unit][j]}, with the others {together}")
+    n = sum(len(t) for t in lists.values())
+    check(len(choices) < n and not differ, f"{len(choices)} measurements give the counts of {n} per-layer ones, within "
+          f"{CALL_SETUP_SLACK} instructions (beyond: {differ})", failures)
+    choice = {}
+    for unit, own in alone.items():
+        j = min(range(len(own)), key=lambda i: (own[i], i))
+        choice[unit] = lists[unit][j] if own[j] < microtir_tune.unit_count(default, unit) else {}
+    check(choice == search.best, f"the choice from all-layers measurements equals the per-layer one: {choice}", failures)
+
+
+def search_checks(failures):
+    """The search on synthetic counts (no QEMU)."""
+    import microtir_tune
+    space = {"layers": [{"operator": 0, "node": "a", "op": "qconv2d", "schedules": ["block", "unroll", "smlad", "sxtb16"]},
+                        {"operator": 1, "node": "b", "op": "qdense", "schedules": ["unroll", "smlad", "sxtb16"]}]}
+
+    def cost(node, off):  # a: sxtb16 off helps, more with unroll off too; b: smlad off helps a little
+        dsp = "smlad" not in off
+        if node == "a":
+            return 1000 - 100 * (dsp and "sxtb16" in off) - 50 * (dsp and {"unroll", "sxtb16"} <= set(off)) + 10 * ("block" in off)
+        return 500 - 5 * ("smlad" in off)
+    measure = lambda c: {("a",): cost("a", c.get(0, ())), ("b",): cost("b", c.get(1, ())), ("other",): 7}
+    search, rounds = microtir_tune.Search(space, measure({})), []
+    while True:
+        choices, lists = search.next_round(100)
+        if not choices:
+            break
+        rounds.append(choices)
+        search.update(lists, [measure(c) for c in choices])
+    check([len(r) for r in rounds] == [4, 2, 2], f"rounds of 4, 2 and 2 candidates (the longest list): {[len(r) for r in rounds]}", failures)
+    check(search.choice() == {0: ("unroll", "sxtb16"), 1: ("smlad",)}, f"the best per layer: {search.choice()}", failures)
+    tried_b = [c.get(1) for r in rounds for c in r]
+    check(("smlad", "sxtb16") not in tried_b and ("sxtb16", "smlad") not in tried_b,
+          "sxtb16 is never tried with smlad off (it changes nothing then)", failures)
+    # Under a flash room: a (1000 / 300 B by default) can go to 850 for 500 B or 1010 for 200 B,
+    # b (500 / 100 B) to 495 for 400 B. The fastest within 650 B: a at 850, b at the default.
+    fitted = microtir_tune.Search(space, {("a",): 1000, ("b",): 500}, {"a": 300, "b": 100})
+    fitted.update({("a",): [{0: ("unroll", "sxtb16")}, {0: ("block",)}], ("b",): [{1: ("smlad",)}]},
+                  [{("a",): 850, ("b",): 495}, {("a",): 1010, ("b",): 500}], [{"a": 500, "b": 400}, {"a": 200, "b": 100}])
+    ok = fitted.fit(650)
+    check(ok and fitted.choice() == {0: ("unroll", "sxtb16")}, f"fit(650 B): {fitted.choice()}", failures)
+    ok = fitted.fit(350)
+    check(ok and fitted.choice() == {0: ("block",)}, f"fit(350 B) takes the smaller, slower a: {fitted.choice()}", failures)
+    check(not fitted.fit(250), "fit(250 B) fails: nothing measured is that small", failures)
+    calls = [{"kernel": "k", "nodes": ["p", "q"], "instructions": 10}, {"kernel": "j", "nodes": ["r"], "instructions": 3},
+             {"kernel": "k", "nodes": ["p", "q"], "instructions": 12}, {"kernel": "j", "nodes": ["r"], "instructions": 4},
+             {"kernel": "f", "nodes": ["s", "t"], "instructions": 9}]
+    got = microtir_tune.layer_counts(calls)
+    check(got == {("p",): 10, ("q",): 12, ("r",): 7, ("s", "t"): 9}, f"calls attributed per node: {got}", failures)
 
 
 def main():
@@ -227,7 +311,9 @@ def main():
         import microtir_tune
         x = microtir_tune.default_inputs(space)["x"]
         np.save(os.path.join(work, "x.npy"), x)
+        search_checks(failures)
         space_checks(cli, model, space, work, failures)
+        separate_checks(cli, model, space, work, failures)
         record_checks(cli, model, space, work, failures)
         tuner_checks(cli, model, src, work, failures)
     if failures:

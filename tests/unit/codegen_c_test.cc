@@ -217,7 +217,7 @@ TEST(CodegenC, RejectsWhatCHasNoTypeFor) {
 // (it spills the MVE kernels' Q registers), for GCC compiling for MVE only; a file without
 // them is as before, so no other CPU's artifact changes.
 TEST(CodegenC, HeliumKernelsTurnOffGccsEarlyScheduling) {
-  const std::string pragma = "#pragma GCC optimize(\"no-schedule-insns\")";
+  const std::string pragma = "#pragma GCC optimize(\"no-schedule-insns\", \"no-tree-ter\")";
   IRModule helium = parse_module_or_throw(
       "@T.prim_func\ndef dot(A: T.Buffer((16,), \"int8\"), B: T.Buffer((16,), \"int8\"), C: T.Buffer((1,), \"int32\")):\n"
       "    C[0] = T.vmladava(C[0], A[T.Ramp(0, 1, 16)], B[T.Ramp(0, 1, 16)])\n",
@@ -231,6 +231,19 @@ TEST(CodegenC, HeliumKernelsTurnOffGccsEarlyScheduling) {
   IRModule scalar = parse_module_or_throw(
       "@T.prim_func\ndef add(A: T.Buffer((4,), \"int32\")):\n    A[0] = A[1] + A[2]\n", "add.tir");
   EXPECT_EQ(codegen_c(scalar).find("schedule-insns"), std::string::npos);
+}
+
+// An int32x4 let that scalarize_vectors kept for Helium is one mtir_v4 variable (a Q
+// register under arm_mve.h), read by the vector stores after it.
+TEST(CodegenC, HeliumInt32x4LetIsOneVectorVariable) {
+  IRModule m = parse_module_or_throw(
+      "@T.prim_func\ndef f(A: T.Buffer((4,), \"int8\"), B: T.Buffer((4,), \"int32\")):\n"
+      "    x: T.int32x4 = T.Cast(\"int32x4\", A[0:4])\n"
+      "    B[0:4] = x + x\n",
+      "let.tir");
+  const std::string c = codegen_c(m);
+  EXPECT_NE(c.find("mtir_v4 x = mtir_v4_load_s8((&A[0]));"), std::string::npos) << c;
+  EXPECT_NE(c.find("mtir_v4_store((&B[0]), mtir_v4_add(x, x));"), std::string::npos) << c;
 }
 
 }  // namespace

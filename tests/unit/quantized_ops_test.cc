@@ -299,6 +299,32 @@ TEST(QuantizedOps, QavgPool2dMatchesReference) {
   expect_ints(run_op("qavg_pool2d", {x}, attrs), {1, 1, 1, 4}, {2, -2, -128, 127}, "ties");
 }
 
+// Schedule mve (Cortex-M55): unpadded pools sum four channels an int32x4, the last 1-3
+// channels as scalars: KWS's 25x5 window over 64 channels, a strided 3x3 one over 10
+// channels with a ReLU, a 2x2 one of batch 2 over 7; a padded pool keeps the scalar loops.
+TEST(QuantizedOps, QavgPool2dMveSumsFourChannelsAVector) {
+  struct P {
+    Shape shape;
+    int64_t kh, kw, sh, sw;
+    std::vector<int64_t> pad;
+    bool relu;
+  };
+  const P params[] = {{{1, 25, 5, 64}, 25, 5, 1, 1, {0, 0, 0, 0}, false},
+                      {{1, 7, 8, 10}, 3, 3, 2, 2, {0, 0, 0, 0}, true},
+                      {{2, 4, 4, 7}, 2, 2, 2, 2, {0, 0, 0, 0}, false},
+                      {{1, 5, 5, 8}, 3, 3, 1, 1, {1, 1, 1, 1}, false}};
+  uint32_t seed = 40;
+  for (const auto& p : params) {
+    json attrs = {{"pool_size", {p.kh, p.kw}}, {"strides", {p.sh, p.sw}}, {"padding", p.pad}, {"schedule", {{"mve", true}}}};
+    if (p.relu) attrs.update({{"activation", "relu"}, {"output_scale", 0.5}, {"output_zero_point", -3}});
+    NDArray x = random_i8(p.shape, seed++);
+    NDArray want = ref_qavg(x, p.kh, p.kw, p.sh, p.sw, p.pad);
+    if (p.relu)
+      for (int64_t i = 0; i < want.num_elements(); ++i) want.set_int(i, std::max<int64_t>(-3, want.get_int(i)));
+    expect_ints(run_op("qavg_pool2d", {x}, attrs), want.shape, ints(want), "qavg_pool2d mve " + attrs.dump());
+  }
+}
+
 TEST(QuantizedOps, QglobalAvgPool2dMatchesReference) {
   uint32_t seed = 20;
   for (Shape s : {Shape{1, 5, 5, 8}, Shape{2, 3, 7, 3}, Shape{1, 1, 1, 4}, Shape{1, 25, 5, 64}}) {

@@ -317,6 +317,9 @@ std::string every_stmt_source() {
                   "C[1, 1] = T.int8(7)\n"
                   "with T.decl_buffer((2, 8), \"float32\", data=A.data) as A2:\n    A2[1, 0] = T.float32(5)\n"
                   "assert n > 0, \"n must be positive\"\n"
+                  "K = T.allocate_const([1, 2], \"int32\", [2])\n"
+                  "A[K[1]] = T.float32(6)\n"
+                  "T.realize(A[0:4], \"global\")\n"
                   "A[n] = T.float32(4)");
 }
 

@@ -105,6 +105,10 @@ TEST(Target, Schedules) {
   EXPECT_FALSE(no_mve.schedules.mve);
   EXPECT_TRUE(no_mve.schedules.smlad);
   EXPECT_EQ(no_mve.disabled_schedules, "mve");
+  // The Helium depthwise kernel in C only (the LLVM backend keeps the scalar tiles).
+  EXPECT_TRUE(parse_target("c -mcpu=cortex-m55").schedules.mve_depthwise);
+  EXPECT_FALSE(parse_target("llvm -mcpu=cortex-m55").schedules.mve_depthwise);
+  EXPECT_EQ(parse_target("llvm -mcpu=cortex-m55").disabled_schedules, "");
 }
 
 // Switching one schedule off leaves the others as the CPU chose them (smlad on Cortex-M4).

@@ -121,9 +121,10 @@ TEST_P(TvmIntrinsics, LlvmAndWasmMatchTheInterpreter) {
 #endif
 }
 
-INSTANTIATE_TEST_SUITE_P(Intrinsics, TvmIntrinsics, ::testing::Values("clz", "reinterpret", "log2", "bitwise_xor", "while_loop",
-                                                                      "tvm_intrinsics_run", "loop_exits",
-                                                                      "module_calls", "null_handle"));
+INSTANTIATE_TEST_SUITE_P(Intrinsics, TvmIntrinsics,
+                         ::testing::Values("clz", "reinterpret", "log2", "bitwise_xor", "while_loop",
+                                           "tvm_intrinsics_run", "loop_exits", "module_calls", "null_handle",
+                                           "allocate_const", "return_void", "return_bool"));
 
 // The vector programs (vector_*.tir) and T.Let: LLVM emits IR vectors, C and wasm
 // scalarize them; all three must agree with the interpreter.
@@ -470,6 +471,7 @@ TEST(TvmScriptForms, GenericCallIsTheNamedCall) {
   const std::string printed = print_module(m);
   EXPECT_NE(printed.find("T.tvm_throw_last_error()"), std::string::npos) << printed;
   EXPECT_NE(printed.find("T.exp(A[i])"), std::string::npos) << printed;
+  EXPECT_NE(printed.find("A[i] + T.sqrt(A[i] * A[i])"), std::string::npos) << printed;
   for (const char* target : {"c -unpacked-api=1", "llvm -unpacked-api=0", "wasm"}) {
     SCOPED_TRACE(target);
     EXPECT_NO_THROW(build_for_target(m, parse_target(target)));
@@ -487,6 +489,8 @@ TEST(TvmScriptForms, GenericCallIsTheNamedCall) {
       {"T.Call(\"float32\", \"tir.shift_left\", [1, 2])", "T.Call says float32, but T.shift_left here is int32"},
       {"T.Call(\"int32\", \"tir.tvm_call_trace_packed\", [])", "unknown intrinsic 'T.tvm_call_trace_packed'"},
       {"T.Call(\"int32\", \"tir.shift_left\", 1, 2)", "to open the arguments of T.Call (a list)"},
+      {"T.call_intrin(\"float32\", \"tir.shift_left\", 1, 2)",
+       "T.call_intrin says float32, but T.shift_left here is int32"},
   };
   for (const auto& [call, message] : bad) {
     ParseResult r = parse_module(std::string("@T.prim_func\ndef f(A: T.Buffer((1,), \"int32\")):\n    A[0] = ") + call + "\n",
@@ -563,6 +567,153 @@ TEST(TvmScriptForms, Int4IsRefusedWhereItStands) {
   EXPECT_TRUE(is_sub_byte(*DataType::parse("uint4x8", true)));
   EXPECT_FALSE(DataType::parse("float4"));
   EXPECT_FALSE(is_sub_byte(DataType::Int(8)));
+}
+
+// T.allocate_const holds its values (both interpreter forms; the corpus runs compare
+// C, LLVM and wasm with it) and prints as TVM prints it; a list that does not fill the
+// extents, or a value that is not a literal of the type, is a located error.
+TEST(TvmScriptForms, AllocateConstHoldsItsValues) {
+  IRModule m = parse_corpus_file("allocate_const");
+  for (bool tree_walk : {false, true}) {
+    SCOPED_TRACE(tree_walk ? "tree walk" : "compiled");
+    NDArray a = NDArray::zeros(DataType::Int(32), {10}), b = NDArray::zeros(DataType::Int(32), {10}),
+            c = NDArray::zeros(DataType::Float(32), {2, 3});
+    for (int i = 0; i < 10; ++i) a.set_int(i, i * 10);
+    InterpOptions options;
+    options.tree_walk = tree_walk;
+    interpret(m, "add_constants", {&a, &b, &c}, options);
+    const int64_t k[10] = {1, 2, 3, -4, 5, 6, 7, 8, 9, 10};
+    for (int i = 0; i < 10; ++i) EXPECT_EQ(b.get_int(i), i * 10 + k[i] + (i == 0 ? 1 : 0)) << "B[" << i << "]";
+    const double w[6] = {0.5, -1.25, 2, 3, 4.75, 0};
+    for (int i = 0; i < 6; ++i) EXPECT_EQ(c.get_float(i), 2 * w[i]) << "C[" << i << "]";
+  }
+  const std::string printed = print_module(m);
+  EXPECT_NE(printed.find("K_data = T.allocate_const([1, 2, 3, -4, 5, 6, 7, 8, 9, 10], \"int32\", [10])"),
+            std::string::npos)
+      << printed;
+  EXPECT_NE(printed.find("with T.allocate_const([0.5, -1.25, 2, 3, 4.75, 0], \"float32\", [2, 3]) as W:"),
+            std::string::npos)
+      << printed;
+  const std::tuple<const char*, const char*, int> bad[] = {
+      {"T.allocate_const([1, 2, 3], \"int32\", [4])", "T.allocate_const has 3 values for 4 elements", 9},
+      {"T.allocate_const([1, 2.5], \"int32\", [2])", "a value of T.allocate_const must be an integer", 30},
+      {"T.allocate_const([1, 2], \"handle\", [2])", "T.allocate_const holds numbers, not handle", 9},
+  };
+  for (const auto& [call, message, col] : bad) {
+    ParseResult r = parse_module(
+        std::string("@T.prim_func\ndef f(A: T.Buffer((1,), \"int32\")):\n    K = ") + call + "\n    A[0] = K[0]\n",
+        "bad.tir");
+    ASSERT_FALSE(r.ok()) << call;
+    EXPECT_NE(r.diagnostics.at(0).message.find(message), std::string::npos) << r.diagnostics.at(0).message;
+    EXPECT_EQ(r.diagnostics.at(0).span.line, 3);
+    EXPECT_EQ(r.diagnostics.at(0).span.col, col) << call;
+  }
+}
+
+// T.realize (realize.tir round-trips in the corpus) prints its region in slices and is
+// refused by the interpreter and every backend at the first one.
+TEST(TvmScriptForms, RealizeIsRefusedWhereItStands) {
+  IRModule m = parse_corpus_file("realize");
+  const std::string printed = print_module(m);
+  EXPECT_NE(printed.find("with T.realize(A[0:4, 0:16], \"global\", condition=n > 0):"), std::string::npos) << printed;
+  EXPECT_NE(printed.find("    T.realize(A[4:8, n:n + 4], \"\")\n"), std::string::npos) << printed;
+  NDArray a = NDArray::zeros(DataType::Float(32), {16, 16});
+  expect_refused_everywhere(m, "realize_regions", {&a, int64_t{1}},
+                            "function 'realize_regions' uses T.realize (TVM's BufferRealize, a statement of TIR before "
+                            "storage flattening)",
+                            9, 10);
+}
+
+// A thread launched through its IterVar, or bound with `as`, is T.launch_thread; an
+// IterVar that is not a launched thread is refused for what it is, where it stands.
+TEST(TvmScriptForms, IterVarThreadIsALaunchedThread) {
+  IRModule m = parse_corpus_file("thread_iter_var");
+  const std::string printed = print_module(m);
+  EXPECT_NE(printed.find("bx = T.launch_thread(\"blockIdx.x\", 2)\n"), std::string::npos) << printed;
+  EXPECT_NE(printed.find("tx = T.launch_thread(\"threadIdx.x\", 128)\n"), std::string::npos) << printed;
+  try {
+    build_c(m, parse_target("c -unpacked-api=0"));
+    ADD_FAILURE() << "a launched GPU thread was compiled";
+  } catch (const DiagnosticError& e) {
+    EXPECT_NE(e.diagnostics().at(0).message.find("launches the GPU thread 'blockIdx.x'"), std::string::npos)
+        << e.diagnostics().at(0).message;
+    EXPECT_EQ(e.diagnostics().at(0).span.line, 9);
+  }
+  const std::pair<const char*, const char*> bad[] = {
+      {"    with T.attr(T.iter_var(T.int32(), (0, 1), \"DataPar\", \"cop\"), \"coproc_uop_scope\", \"RunOnce\"):\n",
+       "T.iter_var(..., \"DataPar\", ...) as the node of T.attr(..., \"coproc_uop_scope\", ...) is an iteration "
+       "variable of TVM's schedule"},
+      {"    with T.attr(T.iter_var(i, None, \"ThreadIndex\", \"vta\"), \"coproc_scope\", 2):\n",
+       "T.iter_var(..., \"ThreadIndex\", ...) as the node of T.attr(..., \"coproc_scope\", ...)"},
+  };
+  for (const auto& [with, message] : bad) {
+    ParseResult r = parse_module(std::string("@T.prim_func\ndef f(A: T.Buffer((4,), \"int64\")):\n") + with +
+                                     "        A[0] = A[0] + T.int64(1)\n",
+                                 "bad.tir");
+    ASSERT_FALSE(r.ok()) << with;
+    EXPECT_NE(r.diagnostics.at(0).message.find(message), std::string::npos) << r.diagnostics.at(0).message;
+    EXPECT_EQ(r.diagnostics.at(0).span.line, 3);
+    EXPECT_EQ(r.diagnostics.at(0).span.col, 17);
+  }
+  ParseResult value = parse_module(
+      "@T.prim_func\ndef f(A: T.Buffer((4,), \"int32\")):\n"
+      "    A[0] = T.iter_var(x, None, \"DataPar\", \"\")\n",
+      "value.tir");
+  ASSERT_FALSE(value.ok());
+  EXPECT_NE(value.diagnostics.at(0).message.find("T.iter_var(...) stands only as the node of T.attr"),
+            std::string::npos)
+      << value.diagnostics.at(0).message;
+}
+
+// A bare `return` leaves a function without a return type (the interpreter's values here;
+// the corpus runs compare C, LLVM and wasm with it), printed back as `return`; a bool
+// comes back from the interpreter, host C (packed and unpacked) and LLVM alike.
+TEST(TvmScriptReturn, BareReturnAndBoolReturn) {
+  IRModule v = parse_corpus_file("return_void");
+  EXPECT_NE(print_module(v).find("            return\n"), std::string::npos) << print_module(v);
+  const std::pair<std::vector<int64_t>, std::pair<int64_t, int64_t>> runs[] = {{{3, 5, -2, 7, -1, 0, 0, 0}, {2, 3}},
+                                                                               {{1, 2, 3, 4, 5, 6, 7, 8}, {-1, 100}}};
+  for (const auto& [in, want] : runs) {
+    for (bool tree_walk : {false, true}) {
+      NDArray a = NDArray::zeros(DataType::Int(32), {8}), b = NDArray::zeros(DataType::Int(32), {2});
+      for (int i = 0; i < 8; ++i) a.set_int(i, in[i]);
+      InterpOptions options;
+      options.tree_walk = tree_walk;
+      interpret(v, "first_negative", {&a, &b}, options);
+      EXPECT_EQ(b.get_int(0), want.first);
+      EXPECT_EQ(b.get_int(1), want.second);
+    }
+  }
+  IRModule m = parse_module_or_throw(R"(@T.prim_func
+def in_range(x: T.int32, lo: T.int32, hi: T.int32) -> T.bool:
+    if x < lo:
+        T.ret(T.bool(False))
+    return x < hi
+)",
+                                     "in_range.tir");
+  const PrimFunc f = m.functions.at(0).second;
+  const int64_t cases[][3] = {{-60, -50, 50}, {0, -50, 50}, {50, -50, 50}};
+  for (const char* target : {"c -unpacked-api=0", "c -unpacked-api=1", "llvm -unpacked-api=0"}) {
+    SCOPED_TRACE(target);
+    BuildResult built = target[0] == 'l' ? build_llvm(m, parse_target(target)) : build_c(m, parse_target(target));
+    for (const auto& c : cases) {
+      std::vector<InterpArg> args = {c[0], c[1], c[2]};
+      std::optional<int64_t> expected = interpret(m, "in_range", args);
+      ASSERT_TRUE(expected.has_value());
+      EXPECT_EQ(*expected, c[0] >= c[1] && c[0] < c[2] ? 1 : 0);
+      sim::HostSimOptions options;
+      options.work_dir = (fs::temp_directory_path() / ("microtir-bool-" + std::to_string(getpid()))).string();
+      EXPECT_EQ(sim::run_on_host({&built, "in_range", f}, args, options), expected);
+      fs::remove_all(options.work_dir);
+    }
+  }
+  ParseResult bare = parse_module("@T.prim_func\ndef f(x: T.int32) -> T.int32:\n    return\n", "bare.tir");
+  ASSERT_FALSE(bare.ok());
+  EXPECT_NE(bare.diagnostics.at(0).message.find("a bare 'return' in a function that returns int32; return a value"),
+            std::string::npos)
+      << bare.diagnostics.at(0).message;
+  EXPECT_EQ(bare.diagnostics.at(0).span.line, 3);
+  EXPECT_EQ(bare.diagnostics.at(0).span.col, 5);
 }
 
 // TVM's null pointer reads in both argument orders to one call, printed type first; a

@@ -536,10 +536,15 @@ class FunctionEmitter {
 
   std::string load(const BufferLoadNode* op) { return access(op->buffer, op->indices, op->span); }
 
-  // A Helium int32x4 store (codegen/c/helium_vectors.cc).
+  // A Helium int32x4 store, and a kept int32x4 let's value (codegen/c/helium_vectors.cc).
   std::string helium_statement(const BufferStoreNode* op) {
     return helium_store_statement(
         op, [&](const Expr& e) { return expr(e); },
+        [&](const Buffer& b, const Expr& i, const Span& at) { return "(&" + access(b, {i}, at) + ")"; }, helpers_);
+  }
+  std::string helium_value(const Expr& e) {
+    return helium_vector_value(
+        e, [&](const Expr& x) { return expr(x); },
         [&](const Buffer& b, const Expr& i, const Span& at) { return "(&" + access(b, {i}, at) + ")"; }, helpers_);
   }
 
@@ -723,6 +728,11 @@ class FunctionEmitter {
         return;
       }
       case StmtKind::Allocate: emit_allocate(static_cast<const AllocateNode*>(s.get())); return;
+      case StmtKind::AllocateConst:
+      case StmtKind::BufferRealize:
+        internal_error(
+            __FILE__, __LINE__,
+            "T.allocate_const and T.realize do not reach code generation (lower_allocate_const, refuse_carried_types)");
       case StmtKind::DeclBuffer: {
         // A view of memory that is already named in C: accesses use its data pointer.
         const auto* op = static_cast<const DeclBufferNode*>(s.get());
@@ -786,6 +796,12 @@ class FunctionEmitter {
   void emit_let(const LetStmtNode* op) {
     if (const auto* alloca = as<CallNode>(op->value); alloca && alloca->is(Builtin::TvmStackAlloca)) {
       emit_stack_alloca(op->var, alloca);
+      emit(op->body);
+      return;
+    }
+    if (op->var->dtype.is_vector() && helium_vector(op->value)) {
+      // An int32x4 let scalarize_vectors kept for Helium: one Q register.
+      line("mtir_v4 " + name_of(op->var.get(), op->var->name) + " = " + helium_value(op->value) + ";");
       emit(op->body);
       return;
     }

@@ -101,6 +101,7 @@ struct HeliumEmitter {
         const char* name = load->buffer->dtype.bits() == 8 ? "mtir_v4_load_s8(" : "mtir_v4_load_s16(";
         return name + first_address(static_cast<const CastNode*>(e.get())->value) + ")";
       }
+      case ExprKind::Var: return scalar(e);  // a kept let's Q register
       case ExprKind::Broadcast: return "mtir_v4_dup(" + scalar(static_cast<const BroadcastNode*>(e.get())->value) + ")";
       case ExprKind::Call: {
         const auto* op = static_cast<const CallNode*>(e.get());
@@ -118,12 +119,22 @@ struct HeliumEmitter {
   }
 };
 
+void register_helpers(std::map<std::string, std::string>* helpers) {
+  (*helpers)[kMultiplyByQuantizedMultiplierName] = kMultiplyByQuantizedMultiplierHelper;  // the fallback's lanes
+  (*helpers)["mtir_v4"] = kHeliumHelpers;
+}
+
 }  // namespace
+
+std::string helium_vector_value(const Expr& value, const ScalarEmitter& scalar, const AddressEmitter& address,
+                                std::map<std::string, std::string>* helpers) {
+  register_helpers(helpers);
+  return HeliumEmitter{scalar, address}.vector(value);
+}
 
 std::string helium_store_statement(const BufferStoreNode* store, const ScalarEmitter& scalar,
                                    const AddressEmitter& address, std::map<std::string, std::string>* helpers) {
-  (*helpers)[kMultiplyByQuantizedMultiplierName] = kMultiplyByQuantizedMultiplierHelper;  // the fallback's lanes
-  (*helpers)["mtir_v4"] = kHeliumHelpers;
+  register_helpers(helpers);
   HeliumEmitter h{scalar, address};
   const auto* ramp = static_cast<const RampNode*>(store->indices[0].get());
   const std::string at = address(store->buffer, ramp->base, store->span);

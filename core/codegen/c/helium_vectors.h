@@ -20,6 +20,11 @@ using AddressEmitter = std::function<std::string(const Buffer&, const Expr& inde
 std::string helium_store_statement(const BufferStoreNode* store, const ScalarEmitter& scalar,
                                    const AddressEmitter& address, std::map<std::string, std::string>* helpers);
 
+// The C of an int32x4 value helium_vector accepts (a kept let's value); registers the
+// helpers it uses in `helpers`.
+std::string helium_vector_value(const Expr& value, const ScalarEmitter& scalar, const AddressEmitter& address,
+                                std::map<std::string, std::string>* helpers);
+
 // The helper name and text of scalar T.multiply_by_quantized_multiplier (builtins.def).
 extern const char* const kMultiplyByQuantizedMultiplierName;
 extern const char* const kMultiplyByQuantizedMultiplierHelper;

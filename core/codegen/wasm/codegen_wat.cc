@@ -91,6 +91,12 @@ int64_t local_scratch_bytes(const Stmt& s) {
         case StmtKind::DeclBuffer: walk(static_cast<const DeclBufferNode*>(s.get())->body); return;
         case StmtKind::AttrStmt: walk(static_cast<const AttrStmtNode*>(s.get())->body); return;
         case StmtKind::AssertStmt: walk(static_cast<const AssertStmtNode*>(s.get())->body); return;
+        case StmtKind::AllocateConst:
+          walk(static_cast<const AllocateConstNode*>(s.get())->body);
+          return;
+        case StmtKind::BufferRealize:
+          walk(static_cast<const BufferRealizeNode*>(s.get())->body);
+          return;
         case StmtKind::BufferStore:
         case StmtKind::Evaluate: return;  // no statement inside
       }
