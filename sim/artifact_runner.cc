@@ -75,8 +75,8 @@ WebAssembly.instantiate(fs.readFileSync(process.argv[2]), wasi.getImportObject()
   .catch((e) => { console.error('microtir: wasm trap: ' + e.message); process.exitCode = 70; });
 )JS";
 
-std::vector<std::string> compile_command(const CrossTarget& t, const ProgramSpec& spec, const fs::path& port,
-                                         const fs::path& out) {
+// The flags every unit of the firmware is compiled with.
+std::vector<std::string> compile_flags(const CrossTarget& t, const ProgramSpec& spec, const fs::path& port) {
   std::vector<std::string> cmd = {t.cc};
   cmd.insert(cmd.end(), t.arch_flags.begin(), t.arch_flags.end());
   // The flags a careful firmware build uses: generated code must be warning-free.
@@ -94,9 +94,28 @@ std::vector<std::string> compile_command(const CrossTarget& t, const ProgramSpec
   for (const auto& dir : spec.include_dirs) cmd.push_back("-I" + dir);
   cmd.push_back("-I" + (fs::path(spec.crt_dir) / "include").string());
   cmd.push_back("-I" + port.string());
-  cmd.insert(cmd.end(), spec.sources.begin(), spec.sources.end());
-  for (const auto& s : t.port_sources) cmd.push_back((port / s).string());
-  for (const auto& f : t.link_flags) cmd.push_back(replace_all(f, "{port}", port.string()));
+  return cmd;
+}
+
+// The firmware's inputs in link order: the program's sources (and objects), the port's.
+std::vector<std::string> program_inputs(const CrossTarget& t, const ProgramSpec& spec, const fs::path& port) {
+  std::vector<std::string> inputs = spec.sources;
+  for (const auto& s : t.port_sources) inputs.push_back((port / s).string());
+  return inputs;
+}
+
+std::vector<std::string> target_link_flags(const CrossTarget& t, const fs::path& port) {
+  std::vector<std::string> flags;
+  for (const auto& f : t.link_flags) flags.push_back(replace_all(f, "{port}", port.string()));
+  return flags;
+}
+
+// The firmware as one compile-and-link command (what the Makefile beside it runs).
+std::vector<std::string> compile_command(const CrossTarget& t, const ProgramSpec& spec, const fs::path& port,
+                                         const fs::path& out) {
+  std::vector<std::string> cmd = compile_flags(t, spec, port);
+  for (const auto& list : {program_inputs(t, spec, port), target_link_flags(t, port)})
+    cmd.insert(cmd.end(), list.begin(), list.end());
   cmd.insert(cmd.end(), {"-o", out.string()});
   return cmd;
 }
@@ -318,7 +337,10 @@ std::string build_program(const CrossTarget& t, const ProgramSpec& spec) {
   // A previous build's call graph, whose units may not be this build's.
   for (const auto& stale : callgraph_files(out)) fs::remove(stale);
   const fs::path log = work / "build.log";
-  if (build_with_cache(cmd, out, log) != 0) {
+  // Unit by unit: a model's kernels and the runtime compile once for every firmware that
+  // runs them (another input set or test compiles only its own main.c).
+  if (build_units_with_cache(compile_flags(t, spec, port), program_inputs(t, spec, port), target_link_flags(t, port),
+                             out, log) != 0) {
     std::string text = read_text(log);
     std::string overflow = line_with(text, "overflowed");
     if (overflow.empty()) overflow = line_with(text, "do not fit");

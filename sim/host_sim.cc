@@ -240,29 +240,30 @@ std::optional<int64_t> run_on_host(const HostCall& call, const std::vector<Inter
     sim_error("the C runtime is not at " + crt.string() + " (set MICROTIR_CRT_DIR)");
   }
   // The flags a careful firmware build uses: generated code must be warning-free.
-  std::vector<std::string> cmd = {options.cc, "-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-pedantic",
-                                  "-I" + (crt / "include").string()};
-  cmd.insert(cmd.end(), options.extra_cflags.begin(), options.extra_cflags.end());
-  for (const auto& flag : sanitizer_cflags(options.sanitize)) cmd.push_back(flag);
+  std::vector<std::string> flags = {options.cc, "-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-pedantic",
+                                    "-I" + (crt / "include").string()};
+  flags.insert(flags.end(), options.extra_cflags.begin(), options.extra_cflags.end());
+  for (const auto& flag : sanitizer_cflags(options.sanitize)) flags.push_back(flag);
+  std::vector<std::string> inputs;
   for (const auto& src : call.build->sources) {
     write_bytes(dir / src.path, src.text.data(), src.text.size());
     if (fs::path(src.path).extension() == ".ll") {
-      cmd.push_back(compile_llvm_ir(dir / src.path, dir / (src.path + ".o"), options));
+      inputs.push_back(compile_llvm_ir(dir / src.path, dir / (src.path + ".o"), options));
     } else {
-      cmd.push_back((dir / src.path).string());
+      inputs.push_back((dir / src.path).string());
     }
   }
   std::string main_c = generate_main(call, args, options.workspace_bytes);
   write_bytes(dir / "main.c", main_c.data(), main_c.size());
-  cmd.push_back((dir / "main.c").string());
-  for (const auto& src : crt_host_sources(crt.string())) cmd.push_back(src);
+  inputs.push_back((dir / "main.c").string());
+  for (const auto& src : crt_host_sources(crt.string())) inputs.push_back(src);
   for (size_t i = 0; i < args.size(); ++i) {
     if (auto* const* a = std::get_if<NDArray*>(&args[i])) {
       write_bytes(dir / ("p" + std::to_string(i) + ".bin"), (*a)->data.data(), (*a)->data.size());
     }
   }
-  cmd.insert(cmd.end(), {"-lm", "-o", (dir / "sim").string()});
-  if (build_with_cache(cmd, dir / "sim", dir / "build.log") != 0)
+  // Unit by unit: the runtime's objects, and a kernel's on other data, come from the cache.
+  if (build_units_with_cache(flags, inputs, {"-lm"}, dir / "sim", dir / "build.log") != 0)
     sim_error("the host C compiler rejected the generated code:\n" + read_text(dir / "build.log"));
   int rc = run_process({(dir / "sim").string(), dir.string()}, dir / "run.log");
   if (rc != 0) sim_error("the compiled program failed (exit " + std::to_string(rc) + "): " + read_text(dir / "run.log"));

@@ -1,7 +1,8 @@
 // The digits model compiled by the CLI and run on every target (host, Cortex-M3/M4/M7/M33/M55
 // under QEMU, RV32 under QEMU, wasm32 under node): outputs equal the interpreter on the
-// artifact's own graph, the predicted classes are identical, and the whole report
-// (instructions, flash, RAM, stack) is the same on a second build and run. Then the
+// artifact's own graph, the predicted classes are identical, the firmware built unit by
+// unit is the one a single command builds, and the whole report (instructions, flash,
+// RAM, stack) is the same on a second build and run. Then the
 // counting method itself: a two-instruction loop gives exactly 2n + b.
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -99,6 +100,14 @@ TEST_P(DigitsOnTarget, MatchesTheInterpreterWithAReproducibleReport) {
     // picolibc's script adds a 2 KiB .stack reserve, which the report leaves out.
     EXPECT_EQ(bss, r.size.bss + (GetParam() == "riscv32" ? 2048 : 0));
   }
+
+  // The firmware is built unit by unit through the build cache: the Makefile's single
+  // compile-and-link command beside it builds the same bytes.
+  const std::string units = sim::read_text(r.firmware);
+  ASSERT_EQ(sim::run_process({"make", "-B", "-C", fs::path(r.firmware).parent_path().string(), r.firmware},
+                             dir.path() / "make.log"), 0)
+      << sim::read_text(dir.path() / "make.log");
+  EXPECT_TRUE(sim::read_text(r.firmware) == units) << GetParam() << ": the one command builds another program";
 
   // A second, independent build and run: the same numbers.
   options.work_dir = (dir.path() / "run2").string();

@@ -1,12 +1,18 @@
 // The firmware build cache (sim/build_cache.h): keys follow content, not place; a stored
 // build comes back with its call graph naming this build's sources; "off" disables it.
+// And the firmware builder on it (sim/artifact_runner.h): unit by unit, so a second
+// firmware of the same kernels compiles only what differs, into the same program.
 #include "sim/build_cache.h"
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
 
+#include "sim/artifact_runner.h"
+#include "sim/cross_targets.h"
+#include "sim/host_sim.h"
 #include "sim/process.h"
 #include "support/text.h"
 
@@ -143,6 +149,96 @@ TEST_F(BuildCacheTest, BuildWithCacheStoresOnlySuccesses) {
   EXPECT_NE(std::string(std::istreambuf_iterator<char>(log), {}).find("oops"), std::string::npos);
 }
 
+// A `-c` compile writes one call graph, <object stem>.ci: it is stored with the object and
+// comes back naming this build's source.
+TEST_F(BuildCacheTest, ACompiledUnitComesBackWithItsCallGraph) {
+  auto unit = [&](const std::string& dir) {
+    std::vector<std::string> cmd = project(dir);
+    cmd.resize(cmd.size() - 3);  // the source, -o and the program
+    cmd.insert(cmd.end(), {"-c", (root_ / dir / "src/main.c").string(), "-o", (root_ / dir / "prog-main.o").string()});
+    return cmd;
+  };
+  ASSERT_EQ(mtir::sim::build_with_cache(unit("a"), root_ / "a/prog-main.o", root_ / "a/build.log"), 0)
+      << mtir::sim::read_text(root_ / "a/build.log");
+  ASSERT_TRUE(fs::exists(root_ / "a/prog-main.ci"));
+  ASSERT_EQ(mtir::sim::build_with_cache(unit("b"), root_ / "b/prog-main.o", root_ / "b/build.log"), 0);
+  EXPECT_EQ(fs::file_size(root_ / "b/build.log"), 0u);  // a hit
+  EXPECT_EQ(mtir::sim::read_text(root_ / "b/prog-main.o"), mtir::sim::read_text(root_ / "a/prog-main.o"));
+  const std::string graph = mtir::sim::read_text(root_ / "b/prog-main.ci");
+  EXPECT_NE(graph.find((root_ / "b/src/main.c").string()), std::string::npos) << graph;
+  EXPECT_EQ(graph.find((root_ / "a/src/main.c").string()), std::string::npos) << graph;
+}
+
+// A link writes no call graph: the units' files beside its output are not its own, and
+// a restored link leaves them as this build's compiles wrote them.
+TEST_F(BuildCacheTest, ALinkStoresNoCallGraph) {
+  write(root_ / "a/main.c", "int main(void) { return 0; }\n");
+  ASSERT_EQ(mtir::sim::run_process({"cc", "-c", (root_ / "a/main.c").string(), "-o", (root_ / "a/prog-main.o").string()},
+                                   root_ / "a/cc.log"), 0);
+  write(root_ / "a/prog-main.ci", "graph: { title: \"main.c\" }\n");
+  const std::vector<std::string> link = {"cc", (root_ / "a/prog-main.o").string(), "-o", (root_ / "a/prog").string()};
+  ASSERT_EQ(mtir::sim::build_with_cache(link, root_ / "a/prog", root_ / "a/build.log"), 0);
+  const auto entry = build_cache_entry(link, (root_ / "a/prog").string());
+  ASSERT_TRUE(entry && fs::exists(entry->entry / "program"));
+  EXPECT_TRUE(fs::is_empty(entry->entry / "callgraph"));
+}
+
+// The firmware builder compiles unit by unit through the cache: a second firmware with
+// the same kernel and another main compiles only main.c (and links), and the program is
+// the one the Makefile's single command beside it builds.
+TEST_F(BuildCacheTest, FirmwaresShareTheirUnchangedUnits) {
+  const mtir::sim::CrossTarget& host = mtir::sim::find_cross_target("host");
+  auto firmware = [&](const std::string& dir, int x) {
+    write(root_ / dir / "kernel.c", "int kernel(int x);\nint kernel(int x) { return x * x; }\n");
+    write(root_ / dir / "main.c", "int kernel(int x);\nint main(void) { return kernel(" + std::to_string(x) + ") - " +
+                                      std::to_string(x * x) + "; }\n");
+    mtir::sim::ProgramSpec spec;
+    spec.sources = {(root_ / dir / "kernel.c").string(), (root_ / dir / "main.c").string()};
+    spec.crt_dir = mtir::sim::default_crt_dir();
+    spec.work_dir = (root_ / dir / "work").string();
+    const std::string program = mtir::sim::build_program(host, spec);
+    EXPECT_EQ(mtir::sim::run_process({program}, root_ / dir / "run.log"), 0);
+    return program;
+  };
+  auto entries = [&] {
+    size_t n = 0;
+    for (const auto& e : fs::directory_iterator(root_ / "cache")) n += e.is_directory();
+    return n;
+  };
+  const std::string first = firmware("a", 3);
+  EXPECT_EQ(entries(), 4u);  // kernel.c, main.c, the port's platform.c, the link
+  EXPECT_TRUE(fs::exists(root_ / "a/work/firmware.elf-kernel.ci"));
+  firmware("b", 4);
+  EXPECT_EQ(entries(), 6u);  // main.c and the link
+  EXPECT_NE(mtir::sim::read_text(root_ / "b/work/firmware.elf-kernel.ci").find((root_ / "b/kernel.c").string()),
+            std::string::npos);
+
+  const std::string units = mtir::sim::read_text(first);
+  ASSERT_EQ(mtir::sim::run_process({"make", "-B", "-C", (root_ / "a/work").string(), first}, root_ / "a/make.log"), 0)
+      << mtir::sim::read_text(root_ / "a/make.log");
+  EXPECT_EQ(mtir::sim::read_text(first), units) << "the one command builds another program";
+}
+
+// Units that share a file name (codegen/host/src/lib0.c, codegen/npu0/src/lib0.c, ...)
+// each compile to their own object.
+TEST_F(BuildCacheTest, UnitsOfTheSameNameEachGetAnObject) {
+  mtir::sim::ProgramSpec spec;
+  std::string calls;
+  for (int i = 0; i < 3; ++i) {
+    const fs::path unit = root_ / ("part" + std::to_string(i)) / "lib0.c";
+    write(unit, "int k" + std::to_string(i) + "(void);\nint k" + std::to_string(i) + "(void) { return " +
+                    std::to_string(i + 1) + "; }\n");
+    spec.sources.push_back(unit.string());
+    calls += "int k" + std::to_string(i) + "(void);\n";
+  }
+  write(root_ / "main.c", calls + "int main(void) { return k0() + k1() + k2() - 6; }\n");
+  spec.sources.push_back((root_ / "main.c").string());
+  spec.crt_dir = mtir::sim::default_crt_dir();
+  spec.work_dir = (root_ / "work").string();
+  const std::string program = mtir::sim::build_program(mtir::sim::find_cross_target("host"), spec);
+  EXPECT_EQ(mtir::sim::run_process({program}, root_ / "run.log"), 0);
+}
+
 TEST_F(BuildCacheTest, BoundDropsTheLeastRecentlyUsed) {
   setenv("MICROTIR_BUILD_CACHE_MAX_MB", "0", 1);
   const auto cmd = project("a");
@@ -150,6 +246,36 @@ TEST_F(BuildCacheTest, BoundDropsTheLeastRecentlyUsed) {
   const auto a = build_cache_entry(cmd, (root_ / "a/prog").string());
   mtir::sim::store_cached_build(*a, root_ / "a/prog");
   EXPECT_FALSE(fs::exists(a->entry));  // over a bound of 0 bytes, nothing stays
+}
+
+// A store adds its bytes to the cache's ledger and walks the entries only once the
+// ledger passes the bound (the walk grew with the cache); the walk restarts the ledger.
+TEST_F(BuildCacheTest, StoresScanTheEntriesOnlyPastTheBound) {
+  setenv("MICROTIR_BUILD_CACHE_MAX_MB", "1", 1);
+  auto store = [&](const std::string& name, size_t bytes) {
+    const fs::path out = root_ / name;
+    write(out, std::string(bytes, 'x'));
+    const auto build = build_cache_entry({"cc", "-DNAME=" + name, "-o", out.string()}, out.string());
+    mtir::sim::store_cached_build(*build, out);
+    return build->entry;
+  };
+  const fs::path first = store("first", 1000);  // no ledger yet: a walk starts it
+  const fs::path unseen = root_ / "cache/unseen";  // an entry the ledger does not count
+  write(unseen / "program", std::string(2 << 20, 'x'));
+  fs::last_write_time(unseen, fs::last_write_time(first) - std::chrono::hours(1));
+  store("second", 1000);
+  EXPECT_TRUE(fs::exists(unseen));  // 2000 bytes in the ledger: no walk
+  const fs::path third = store("third", 700 << 10);
+  EXPECT_TRUE(fs::exists(unseen));
+  const fs::path fourth = store("fourth", 400 << 10);  // the ledger passes 1 MB: a walk
+  EXPECT_FALSE(fs::exists(unseen));  // the oldest go until 80 % of the bound is left
+  EXPECT_FALSE(fs::exists(first));
+  EXPECT_FALSE(fs::exists(third));
+  EXPECT_TRUE(fs::exists(fourth));
+  std::ifstream ledger(root_ / "cache/stored-bytes");
+  uintmax_t total = 0;
+  ledger >> total;
+  EXPECT_EQ(total, 400u << 10);  // what the walk left
 }
 
 }  // namespace
