@@ -123,10 +123,7 @@ Stmt DepthwiseTiler::tile(Expr oh, int64_t oh_c, Expr ow0, int64_t ow0_c, int64_
     }
     const int64_t columns = (t - 1) * p.sw + (p.kw - 1) * p.dw + 1;
     for (int64_t j = 0; j < columns; ++j) {
-      std::vector<std::pair<int64_t, int64_t>> uses;  // (output i, tap column rw)
-      for (int64_t i = 0; i < t; ++i)
-        for (int64_t rw = 0; rw < p.kw; ++rw)
-          if (i * p.sw + rw * p.dw == j) uses.push_back({i, rw});
+      const std::vector<std::pair<int64_t, int64_t>> uses = tile_column_taps(p, t, j);
       if (uses.empty()) continue;
       const int64_t iw_c = ow0_c < 0 ? 0 : ow0_c * p.sw - p.pl + j;
       const bool inside = row_inside && (ow0_c < 0 || (iw_c >= 0 && iw_c < p.w));
@@ -277,6 +274,14 @@ Stmt DepthwiseTiler::build() {
 }
 
 }  // namespace
+
+std::vector<std::pair<int64_t, int64_t>> tile_column_taps(const QConv& p, int64_t t, int64_t j) {
+  std::vector<std::pair<int64_t, int64_t>> taps;
+  for (int64_t i = 0; i < t; ++i)
+    for (int64_t rw = 0; rw < p.kw; ++rw)
+      if (i * p.sw + rw * p.dw == j) taps.push_back({i, rw});
+  return taps;
+}
 
 Stmt depthwise_tiles(const QConv& p, const QParams& b) { return DepthwiseTiler(p, b).build(); }
 

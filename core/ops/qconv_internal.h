@@ -182,6 +182,9 @@ Stmt mve_depthwise(const QConv& p, const QParams& b);
 
 // Depthwise, tiled (schedule depthwise_tile).
 Stmt depthwise_tiles(const QConv& p, const QParams& b);
+// The taps of a tile of t depthwise outputs in a row that read the tile's input column j:
+// (output i, kernel column rw) with i * sw + rw * dw == j, outputs in order.
+std::vector<std::pair<int64_t, int64_t>> tile_column_taps(const QConv& p, int64_t t, int64_t j);
 // One output at a time: blocked depthwise (schedule block) or the plain loop nest of
 // every other convolution the matrix-product core does not take.
 Stmt conv_loops(const QConv& p, const QParams& b);

@@ -77,10 +77,7 @@ struct MveDepthwise {
         w.push_back(bind("w", Cast(i32(lanes), span(weight, add(w_base, ci((rh * p.kw + rw) * lanes)), lanes))));
       const int64_t columns = (t - 1) * p.sw + (p.kw - 1) * p.dw + 1;
       for (int64_t j = 0; j < columns; ++j) {
-        std::vector<std::pair<int64_t, int64_t>> uses;  // (output i, tap column rw)
-        for (int64_t i = 0; i < t; ++i)
-          for (int64_t rw = 0; rw < p.kw; ++rw)
-            if (i * p.sw + rw * p.dw == j) uses.push_back({i, rw});
+        const std::vector<std::pair<int64_t, int64_t>> uses = tile_column_taps(p, t, j);
         if (uses.empty()) continue;
         const int64_t iw_c = ow0_c < 0 ? 0 : ow0_c * p.sw - p.pl + j;
         const bool inside = row_inside && (ow0_c < 0 || (iw_c >= 0 && iw_c < p.w));
