@@ -439,8 +439,9 @@ FirmwareSpec firmware_spec(const CrossTarget& t, const ArtifactInfo& info, const
     if (t.counter == CounterKind::kNone)
       fail("--profile-layers counts instructions, which " + t.name +
            " cannot: use cortex-m3, cortex-m4, cortex-m7 or riscv32 (QEMU)");
-    if (!info.llvm_triple.empty())
-      fail("--profile-layers needs the C backend's operator hooks; " + info.dir + " was built by the LLVM backend");
+    if (!info.llvm_triple.empty() && !info.compiled_for.profile_hooks)
+      fail("--profile-layers needs the operator hooks, which " + info.dir +
+           " (built by the LLVM backend) does not have: compile it with -profile-hooks=1 in the llvm target");
     spec.profile_layers = true;
   }
   return spec;

@@ -333,6 +333,8 @@ static int run_model_as_artifact(const RunCommand& c) {
   std::string target = compile_target_for_run(c.target, c.backend);
   if (!c.disabled_schedules.empty()) target += " -disabled-schedules=" + c.disabled_schedules;
   if (c.reuse_io_buffers) target += " -reuse-io-buffers=1";
+  // The LLVM objects are fixed at compile time: the operator hooks go in only when counted.
+  if (c.profile_layers && c.backend == "llvm") target += " -profile-hooks=1";
   LoadedModel loaded;
   for (const auto& f : compile_artifact(c.file, parse_target(target), c.devices, &loaded, c.schedule_record).files) {
     std::filesystem::create_directories(std::filesystem::path(dir + "/" + f.path).parent_path());

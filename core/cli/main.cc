@@ -118,7 +118,7 @@ CLI::App* add_run(CLI::App& app, mtir::cli::RunCommand& run) {
   add_budget_options(cmd, run.max_flash, run.max_ram, "the build on --target");
   cmd->add_flag("--profile-layers", run.profile_layers,
                 "Also count the instructions of each operator call of run() (a model on a target with an "
-                "instruction counter: cortex-m3|m4|m7, riscv32; the C backend)");
+                "instruction counter: cortex-m3|m4|m7, riscv32; with --backend llvm the objects get -profile-hooks=1)");
   return cmd;
 }
 

@@ -20,6 +20,7 @@ BuildResult build_llvm(const IRModule& m, const Target& target) {
   options.triple = info.triple;
   options.cpu = target.mcpu;
   options.arm_dsp = arm_dsp(info.triple, target.mcpu);
+  options.profile_hooks = target.profile_hooks;
   options.description = "target \"" + target.str() + "\"";
   // As build_c: functions that run on a device go to that device's own module, which
   // the host module calls through declarations (the resource handle stays the last argument).

@@ -33,6 +33,7 @@ std::string Target::str() const {
      << " -unpacked-api=" << (unpacked_api ? 1 : 0) << " -link-params=" << (link_params ? 1 : 0)
      << " -workspace-byte-alignment=" << workspace_byte_alignment;
   if (reuse_io_buffers) os << " -reuse-io-buffers=1";
+  if (profile_hooks) os << " -profile-hooks=1";
   return os.str();
 }
 
@@ -57,7 +58,7 @@ int parse_alignment(const std::string& text, const std::string& value) {
   static const std::vector<std::string> known = {"runtime",     "executor", "interface-api",
                                                  "unpacked-api", "link-params",
                                                  "workspace-byte-alignment", "mtriple", "mcpu", "opt",
-                                                 "disabled-schedules", "reuse-io-buffers"};
+                                                 "disabled-schedules", "reuse-io-buffers", "profile-hooks"};
   std::string message = "unknown option -" + key;
   std::string best = closest_match(key, known);
   if (!best.empty()) message += "; did you mean -" + best + "?";
@@ -95,6 +96,13 @@ void apply_option(TargetReading& r, const std::string& text, const std::string& 
     t.link_params_given = true;
   } else if (key == "reuse-io-buffers") {
     t.reuse_io_buffers = parse_bool(text, key, value);
+  } else if (key == "profile-hooks") {
+    // The C backend's TVMGEN_PROFILE macros are always there, defined away unless the
+    // application defines them; a wasm module is timed per function instead.
+    if (t.kind != "llvm")
+      target_error(text, "-profile-hooks is an option of the llvm target, not of \"" + t.kind + "\"" +
+                             (t.kind == "c" ? " (the C backend's AOT main always has its TVMGEN_PROFILE macros)" : ""));
+    t.profile_hooks = parse_bool(text, key, value);
   } else if (key == "workspace-byte-alignment") {
     t.workspace_byte_alignment = parse_alignment(text, value);
   } else if (key == "mtriple") {

@@ -26,6 +26,9 @@ struct Target {
   // intermediate tensors in them while they hold nothing the model still needs, so
   // run() overwrites its input (docs/target-options.md).
   bool reuse_io_buffers = false;
+  // llvm only: the AOT main calls mtir_profile_begin/_end around each operator call, as
+  // the C backend's TVMGEN_PROFILE macros do (`run --profile-layers`); off, no trace of them.
+  bool profile_hooks = false;
   std::string mtriple;  // llvm only
   std::string mcpu;     // llvm: the CPU; c: only chooses schedules (cortex-m4/m7/m33/m55: smlad)
   std::string disabled_schedules;  // "block,smlad": int8 schedules switched off (ops/schedules.h)

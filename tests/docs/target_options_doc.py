@@ -60,6 +60,13 @@ KEYS = {
                          "overwrites its input buffer, which is why it is an option. The memory report says how "
                          "many bytes moved (`microtir run --reuse-io-buffers`). Spelled in the canonical target "
                          "string only when `1`."),
+    "profile-hooks": ("`0`, `1` (`false`, `true`)",
+                      "`llvm` only: `1` brackets each operator call of the AOT main with calls of "
+                      "`void mtir_profile_begin(int32_t index, const char* kernel)` and "
+                      "`void mtir_profile_end(int32_t index)`, which the application defines, as the C backend's "
+                      "`TVMGEN_PROFILE_BEGIN`/`_END` macros do (those are always there and cost nothing unless "
+                      "defined, so `c` refuses the key). `microtir run --backend llvm --profile-layers` compiles "
+                      "with it ([targets.md](targets.md)). Spelled in the canonical target string only when `1`."),
 }
 
 # (command, why it is refused). The message shown is whatever the command prints.
@@ -83,6 +90,8 @@ REFUSALS = [
      "A triple means nothing to the C backend: the C compiler you build the artifact with chooses the machine."),
     (f'microtir build {TIR} --target "llvm -mtriple=x86_64-pc-windows" -o out',
      "The LLVM backend knows the data layout and calling conventions of these triples only."),
+    (f'microtir build {TIR} --target "c -profile-hooks=1" -o out',
+     "The C backend's AOT main always has its profiling macros, defined away unless the application defines them."),
     (f'microtir build {TIR} --target "c -interface-api=c -unpacked-api=0" -o out',
      "As in TVM: with the C runtime, the C interface passes plain pointers to the model's main, so the kernels must "
      "use the unpacked calling convention too."),
@@ -194,7 +203,7 @@ def generate(binary, src):
            "accepted too). Unknown keys, bad values and combinations that cannot work are refused when the",
            "string is parsed, before anything is compiled, with a message that names the rule; the command exits",
            "with 1. The canonical form, every key in a fixed order (`-disabled-schedules` only when not empty, "
-           "`-reuse-io-buffers` only when `1`), is what",
+           "`-reuse-io-buffers` and `-profile-hooks` only when `1`), is what",
            "`metadata.json` records as `target`",
            "and what `build --json` prints.\n",
            "Defaults: a key not written takes the parser's default, and the defaults are the lean pair, the C",
@@ -212,7 +221,7 @@ def generate(binary, src):
            "`target_defaults` (`mcpu`: null, no CPU: the generic kernels; `microtir run` warns when such an",
            "artifact runs on a core with the DSP extension).",
            "`run` has no target string: `--backend c|llvm` and `--unpacked-api 0|1` choose the host build, "
-           "`--reuse-io-buffers` adds `-reuse-io-buffers=1`.\n",
+           "`--reuse-io-buffers` adds `-reuse-io-buffers=1`, `--backend llvm --profile-layers` adds `-profile-hooks=1`.\n",
            "```sh run",
            "# expect-output:   defaulted: -runtime=c -executor=aot -interface-api=c -unpacked-api=1 -link-params=1 -workspace-byte-alignment=16",
            f'microtir compile {MODEL} --target "c -mcpu=cortex-m4" -o m -v | head -2',
@@ -229,7 +238,7 @@ def generate(binary, src):
             default = "`O2`"
         elif k == "disabled-schedules":
             default = "none"
-        elif k == "reuse-io-buffers":
+        elif k in ("reuse-io-buffers", "profile-hooks"):
             default = "`0`"
         elif build_opts[k] == compile_opts[k]:
             default = f"`{build_opts[k]}`"

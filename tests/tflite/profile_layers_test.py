@@ -5,8 +5,11 @@ computed by exactly one of the counted kernels, every count positive, and the co
 summing to the unprofiled total less the AOT main's own glue (workspace, return-code
 checks: a few dozen instructions per call). The outputs equal the unprofiled run's,
 which reports no per-operator counts. A target without a counter is refused.
+With `llvm`, the same through the LLVM backend, whose objects get the hooks
+(-profile-hooks=1) only for the profiled run; an LLVM artifact compiled without them
+is refused with the option to add.
 
-usage: profile_layers_test.py MICROTIR MODEL REFERENCE_CASE_DIR
+usage: profile_layers_test.py MICROTIR MODEL REFERENCE_CASE_DIR [c|llvm]
 """
 import json
 import os
@@ -28,9 +31,10 @@ def run(cmd):
 
 
 def main():
-    if len(sys.argv) != 4:
+    if len(sys.argv) not in (4, 5):
         raise SystemExit(__doc__)
-    cli, model, case = sys.argv[1:]
+    cli, model, case = sys.argv[1:4]
+    backend = sys.argv[4] if len(sys.argv) == 5 else "c"
     if skip_without(model, case):
         return SKIP
     quant = json.load(open(os.path.join(case, "quant.json")))
@@ -43,7 +47,7 @@ def main():
             raise SystemExit(f"FAIL: import --layer-outputs: {err}")
         tflite_layers = json.load(open(layer_graph))["outputs"]
 
-        base = [cli, "run", model, "--input", x, "--target", "cortex-m4", "--json"]
+        base = [cli, "run", model, "--input", x, "--target", "cortex-m4", "--backend", backend, "--json"]
         rc, out, err = run(base)
         if rc != 0:
             raise SystemExit(f"FAIL: run --target cortex-m4 exited {rc}: {err}")
@@ -90,6 +94,17 @@ def main():
         rc, _, err = run([cli, "run", model, "--input", x, "--target", "host", "--profile-layers"])
         if rc != 1 or "instruction counter" not in err:
             failures.append(f"--profile-layers on the host: exit {rc}, {err.strip()!r} (want exit 1 naming the counter)")
+        if backend == "llvm":
+            # A compiled LLVM artifact has no hooks unless it was built with them.
+            artifact = os.path.join(work, "artifact")
+            rc, _, err = run([cli, "compile", model, "--target", "llvm -mtriple=thumbv7em-none-eabihf -mcpu=cortex-m4",
+                              "-o", artifact])
+            if rc != 0:
+                raise SystemExit(f"FAIL: compile for llvm: {err}")
+            rc, _, err = run([cli, "run", artifact, "--input", x, "--target", "cortex-m4", "--profile-layers"])
+            if rc != 1 or "-profile-hooks=1" not in err:
+                failures.append(f"--profile-layers on an LLVM artifact without hooks: exit {rc}, {err.strip()!r} "
+                                "(want exit 1 naming -profile-hooks=1)")
     for f in failures:
         print("FAIL:", f)
     if not failures:

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <sstream>
 
 #include "artifact/mlf.h"
 #include "codegen/llvm/codegen_llvm.h"
@@ -257,6 +258,51 @@ TEST(CodegenLlvmGolden, CallTirAndWorkspace) {
   std::string packed = kernels_of(tir, "llvm -unpacked-api=0");
   EXPECT_TRUE(has(packed, "declare i8* @TVMBackendAllocWorkspace(i32, i32, i64, i32, i32)")) << packed;
   EXPECT_TRUE(has(packed, "call i32 @TVMBackendFreeWorkspace(i32 1, i32 0, i8* ")) << packed;
+}
+
+// -profile-hooks=1 brackets each operator call of the AOT main with the harness's
+// counter functions (run --profile-layers); without it the IR has no trace of them.
+TEST(CodegenLlvm, ProfileHooksBracketEachOperatorCallOnlyWhenAsked) {
+  const fs::path model = fs::path(mtir::source_dir()) / "models" / "digits";
+  LoadedModel lm = load_model(read(model / "digits.json"), "digits.json",
+                              [&](const std::string& rel) { return read(model / rel); });
+  const std::string target = "llvm -mtriple=thumbv7em-none-eabihf -mcpu=cortex-m4";
+  const std::string plain = build_llvm(lm.aot.module, parse_target(target)).sources.at(0).text;
+  EXPECT_EQ(plain.find("mtir_profile"), std::string::npos);
+  const std::string hooked = build_llvm(lm.aot.module, parse_target(target + " -profile-hooks=1")).sources.at(0).text;
+  EXPECT_TRUE(has(hooked, "declare void @mtir_profile_begin(i32, i8*)")) << hooked;
+  EXPECT_TRUE(has(hooked, "declare void @mtir_profile_end(i32)")) << hooked;
+  // Hook k opens right before the k-th kernel call and closes right after it.
+  std::istringstream lines(hooked);
+  std::vector<std::string> body;
+  for (std::string line; std::getline(lines, line);) body.push_back(line);
+  int calls = 0;
+  for (size_t i = 0; i + 2 < body.size(); ++i) {
+    const std::string begin = "call void @mtir_profile_begin(i32 " + std::to_string(calls) + ", i8* ";
+    if (body[i].find("mtir_profile_begin(i32") == std::string::npos || body[i].find("call") == std::string::npos) continue;
+    EXPECT_TRUE(has(body[i], begin)) << body[i];
+    EXPECT_TRUE(has(body[i + 1], "call i32 @tvmgen_digits_")) << body[i + 1];
+    EXPECT_TRUE(has(body[i + 2], "call void @mtir_profile_end(i32 " + std::to_string(calls) + ")")) << body[i + 2];
+    ++calls;
+  }
+  size_t kernel_calls = 0;
+  for (const auto& line : body)
+    if (has(line, "call i32 @tvmgen_digits_")) ++kernel_calls;
+  EXPECT_GT(calls, 3);
+  EXPECT_EQ(static_cast<size_t>(calls), kernel_calls);
+  // The hooks name the kernel each call runs.
+  EXPECT_TRUE(has(hooked, "c\"tvmgen_digits_")) << hooked;
+  std::string why;
+  if (llvm_check::available(&why)) llvm_check::expect_compiles(hooked, "thumbv7em-none-eabihf", "digits with hooks");
+  // Only the LLVM backend takes the option: C always has its TVMGEN_PROFILE macros.
+  try {
+    parse_target("c -profile-hooks=1");
+    ADD_FAILURE() << "c -profile-hooks=1 was accepted";
+  } catch (const DiagnosticError& e) {
+    EXPECT_TRUE(has(e.diagnostics().at(0).message, "TVMGEN_PROFILE")) << e.diagnostics().at(0).message;
+  }
+  EXPECT_TRUE(has(parse_target(target + " -profile-hooks=1").str(), " -profile-hooks=1"));
+  EXPECT_FALSE(has(parse_target(target).str(), "profile-hooks"));
 }
 
 TEST(CodegenLlvmGolden, RegistryIsConstantData) {

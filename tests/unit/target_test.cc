@@ -156,7 +156,7 @@ TEST(Target, Refusals) {
   std::string near = error_of("c -interface_api=c");
   EXPECT_NE(near.find("unknown option -interface_api"), std::string::npos) << near;
   EXPECT_NE(near.find("did you mean -interface-api?"), std::string::npos) << near;
-  EXPECT_NE(near.find("-workspace-byte-alignment -mtriple -mcpu -opt -disabled-schedules -reuse-io-buffers)"),
+  EXPECT_NE(near.find("-workspace-byte-alignment -mtriple -mcpu -opt -disabled-schedules -reuse-io-buffers -profile-hooks)"),
             std::string::npos)
       << near;
   EXPECT_NE(error_of("c -reuse-io-buffers=yes").find("-reuse-io-buffers takes 0 or 1"), std::string::npos);

@@ -274,4 +274,31 @@ void FunctionEmitter::use_set_error_helper() {
                            "  ret void\n}\n");
 }
 
+std::string FunctionEmitter::module_callee(const Expr& value) const {
+  const auto* call = as<CallNode>(value);
+  if (!call || !call->is(Builtin::CallExtern) || call->args.empty()) return "";
+  const auto* sym = as<StringImmNode>(call->args[0]);
+  if (!sym || !ms_->module_functions.count(sym->value)) return "";
+  auto own = call->attrs.find("kernel_name");
+  if (own != call->attrs.end() && std::holds_alternative<std::string>(own->second))
+    return std::get<std::string>(own->second);
+  return sym->value;
+}
+
+Val FunctionEmitter::profiled(const Expr& value) {
+  const std::string callee = ms_->profile_hooks ? module_callee(value) : "";
+  if (callee.empty()) return expr(value);
+  const int index = ms_->profile_points++;
+  ms_->declare("mtir_profile_begin", "declare void @mtir_profile_begin(i32, i8*)");
+  ms_->declare("mtir_profile_end", "declare void @mtir_profile_end(i32)");
+  // The begin hook goes right before the call, after its arguments (extern_call), so
+  // the count holds the kernel alone, as the C backend's macros around the call do.
+  profiled_call_ = {static_cast<const CallNode*>(value.get()),
+                    "call void @mtir_profile_begin(i32 " + std::to_string(index) + ", " +
+                        ms_->string_constant(callee).typed() + ")"};
+  Val v = expr(value);
+  inst("call void @mtir_profile_end(i32 " + std::to_string(index) + ")");
+  return v;
+}
+
 }  // namespace mtir::llvm_backend

@@ -633,7 +633,7 @@ void FunctionEmitter::emit(const Stmt& s) {
       if (const auto* alloca = as<CallNode>(op->value); alloca && alloca->is(Builtin::TvmStackAlloca)) {
         emit_stack_alloca(op->var, alloca);
       } else {
-        Val v = expr(op->value);
+        Val v = profiled(op->value);
         vars_[op->var.get()] = v;
         if (op->var->dtype.is_integer()) bounds_.bind(op->var.get(), bounds_.bound(op->value));
       }
@@ -717,7 +717,7 @@ void FunctionEmitter::emit_evaluate(const EvaluateNode* op, const Stmt& s) {
     else throw_last_error(call);
     return;
   }
-  expr(op->value);
+  profiled(op->value);
 }
 
 void FunctionEmitter::emit_for(const ForNode* node) {
@@ -769,6 +769,7 @@ std::string codegen_llvm(const IRModule& m, const LlvmCodegenOptions& options) {
   ModuleState ms;
   ms.target = &llvm_target(options.triple);
   ms.arm_dsp = options.arm_dsp;
+  ms.profile_hooks = options.profile_hooks;
   ms.attr_group = "#0";
   ms.mark_lines = options.line_map != nullptr;
   for (const auto& [name, func] : m.functions) {

@@ -25,6 +25,10 @@ struct LlvmCodegenOptions {
   // The CPU has Arm's DSP extension (SMLAD, SXTB16 as instructions rather than their
   // portable expansion); the target description decides (driver/target.h).
   bool arm_dsp = false;
+  // Operator calls (calls of another function of the module) are bracketed with calls of
+  // `void mtir_profile_begin(i32 index, i8* kernel)` and `void mtir_profile_end(i32 index)`,
+  // which the application defines: the C backend's TVMGEN_PROFILE hooks (-profile-hooks=1).
+  bool profile_hooks = false;
   // One line for the header comment, e.g. the target string the artifact was built with.
   std::string description;
   // Which functions this module defines (all when empty); the others are declared

@@ -74,6 +74,8 @@ inline const char* const kTypes =
 struct ModuleState {
   const LlvmTargetInfo* target = nullptr;
   bool arm_dsp = false;                                 // an Arm CPU with the DSP extension
+  bool profile_hooks = false;                           // LlvmCodegenOptions::profile_hooks
+  int profile_points = 0;                               // operator calls bracketed so far
   std::string attr_group;                               // "#0"
   std::map<std::string, std::string> declares;          // symbol -> declare line
   std::map<std::string, std::string> helpers;           // symbol -> definition
@@ -203,6 +205,13 @@ class FunctionEmitter {
 
   Val extern_call(const CallNode* c);
 
+  // `value` (a statement's call or let value), between the profiling hooks when it calls
+  // another function of the module and the module has them (profile_hooks).
+  Val profiled(const Expr& value);
+  // The name the hooks give a call of a module function ("" for any other value): the
+  // kernel it calls, or with merge_kernels the one the shared kernel stands for.
+  std::string module_callee(const Expr& value) const;
+
   // Lazy forms: only the branch that is taken is evaluated (a && b guards b's loads).
   Val short_circuit(bool is_and, const Expr& ea, const Expr& eb);
   Val if_then_else(const CallNode* c);
@@ -296,6 +305,9 @@ class FunctionEmitter {
   // The labels `break` and `continue` branch to, innermost loop last.
   std::vector<std::pair<std::string, std::string>> loop_exits_;
   int source_line_ = 0;  // of the statement being emitted
+  // The operator call profiled() brackets, and its begin hook, which extern_call emits
+  // right before the call instruction.
+  std::pair<const CallNode*, std::string> profiled_call_{nullptr, ""};
 };
 
 }  // namespace mtir::llvm_backend

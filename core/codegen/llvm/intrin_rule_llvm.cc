@@ -170,6 +170,7 @@ Val FunctionEmitter::extern_call(const CallNode* c) {
                  {"first: " + it->second, "here: " + decl});
     }
   }
+  if (c == profiled_call_.first) inst(profiled_call_.second);
   if (ret == "void") {
     inst(call);
     return {"i32", "0"};
