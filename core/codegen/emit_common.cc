@@ -78,4 +78,17 @@ std::string unique_name(const std::string& base, char sep, std::set<std::string>
   return name;
 }
 
+int signed_clamp_bits(const BinaryNode* op) {
+  const ExprKind want = op->kind == ExprKind::Min ? ExprKind::Max : ExprKind::Min;
+  if (!(op->dtype == DataType::Int(32)) || !op->a || op->a->kind != want) return 0;
+  const auto* inner = static_cast<const BinaryNode*>(op->a.get());
+  auto outer_c = as_const_int(op->b), inner_c = as_const_int(inner->b);
+  if (!outer_c || !inner_c) return 0;
+  const int64_t hi = op->kind == ExprKind::Min ? *outer_c : *inner_c;
+  const int64_t lo = op->kind == ExprKind::Min ? *inner_c : *outer_c;
+  for (int n = 2; n < 32; ++n)
+    if (lo == -(int64_t{1} << (n - 1)) && hi == (int64_t{1} << (n - 1)) - 1) return n;
+  return 0;
+}
+
 }  // namespace mtir

@@ -46,6 +46,10 @@ inline bool evaluates_constant(const EvaluateNode* op) {
   return op->value->kind == ExprKind::IntImm || op->value->kind == ExprKind::FloatImm;
 }
 
+// n when `op` is min(max(x, -2^(n-1)), 2^(n-1) - 1) or max(min(x, 2^(n-1) - 1), -2^(n-1))
+// on int32, for n in [2, 31]; else 0. Backends emit it as one SSAT where the CPU has it.
+int signed_clamp_bits(const BinaryNode* op);
+
 // A name from any hint: characters outside [A-Za-z0-9_] (and '.', when `keep_dots`)
 // become '_'.
 std::string sanitized_name(const std::string& hint, bool keep_dots);

@@ -305,6 +305,43 @@ TEST(CodegenLlvm, ProfileHooksBracketEachOperatorCallOnlyWhenAsked) {
   EXPECT_FALSE(has(parse_target(target).str(), "profile-hooks"));
 }
 
+// On Arm DSP cores adjacent int32 loads of an SMLAD tile's body become one LDRD (a volatile
+// i64 load: LLVM 14 pairs no others there), a clamp to int8 one SSAT and a product by a
+// requantization constant one SMULL; loads that do not change with the loop, and other
+// targets, keep plain loads, selects and constants.
+TEST(CodegenLlvmGolden, DspTilesPairWordLoadsAndSaturate) {
+  const char* tir =
+      "@T.prim_func\n"
+      "def tile(W: T.Buffer((64,), \"int32\"), C: T.Buffer((64,), \"int32\"), Out: T.Buffer((2,), \"int32\")):\n"
+      "    acc = T.alloc_buffer((2,), \"int32\", scope=\"local\")\n"
+      "    acc[0] = 0\n"
+      "    acc[1] = 0\n"
+      "    for k in range(16):\n"
+      "        acc[0] = T.smlad(C[k * 4 + 1], T.sxtb16_ror8(W[k * 4]), T.smlad(C[k * 4], T.sxtb16(W[k * 4]), acc[0])) + W[62]\n"
+      "        acc[1] = T.smlad(C[k * 4 + 1], T.sxtb16_ror8(W[k * 4 + 1]), T.smlad(C[k * 4], T.sxtb16(W[k * 4 + 1]), acc[1])) + W[63]\n"
+      "    Out[0] = T.max(T.min(acc[0], 127), -128)\n"
+      "    Out[1] = T.Cast(\"int32\", T.shift_right(T.Cast(\"int64\", acc[1]) * T.int64(1462485049), T.int64(31)))\n";
+  auto count = [](const std::string& text, const std::string& piece) {
+    size_t n = 0;
+    for (size_t at = text.find(piece); at != std::string::npos; at = text.find(piece, at + 1)) ++n;
+    return n;
+  };
+  const std::string m4 = kernels_of(tir, "llvm -mtriple=thumbv7em-none-eabihf -mcpu=cortex-m4");
+  // W[4k], W[4k+1] and C[4k], C[4k+1]; not W[62], W[63], the same in every iteration.
+  EXPECT_EQ(count(m4, "= load volatile i64, i64* "), 2u) << m4;
+  EXPECT_EQ(count(m4, "call i32 @llvm.arm.ssat(i32 "), 1u) << m4;
+  // The requantization multiplier reaches the product as a register value: one SMULL.
+  EXPECT_TRUE(has(m4, "call i32 asm \"\", \"=r,0\"(i32 1462485049) nounwind readnone")) << m4;
+  for (const char* other : {"llvm", "llvm -mtriple=thumbv7m-none-eabi -mcpu=cortex-m3"}) {
+    const std::string ll = kernels_of(tir, other);
+    EXPECT_FALSE(has(ll, "volatile")) << other;
+    EXPECT_FALSE(has(ll, "llvm.arm.ssat")) << other;
+    EXPECT_FALSE(has(ll, "asm")) << other;
+  }
+  std::string why;
+  if (llvm_check::available(&why)) llvm_check::expect_compiles(m4, "thumbv7em-none-eabihf", "the paired tile");
+}
+
 TEST(CodegenLlvmGolden, RegistryIsConstantData) {
   IRModule m = parse_module_or_throw(read(fs::path(mtir::source_dir()) / "examples" / "matmul.tir"), "matmul.tir");
   for (const auto& t : llvm_targets()) {

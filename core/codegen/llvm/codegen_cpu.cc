@@ -172,6 +172,7 @@ void FunctionEmitter::emit_allocate(const AllocateNode* node) {
   int64_t n = 0;
   bool constant = const_num_elements(b, &n);
   int align = std::max(natural_align(b->dtype, ms_->target->pointer_bits), b->align);
+  local_allocations_.insert(b->data.get());  // fresh memory: aliases nothing else (paired_loads.cc)
   if (node->scope == "local" && constant) {
     std::string a = entry_alloca(mt, n > 0 ? n : 1, align, b->name);
     std::string p = local_name(b->name + ".ptr");

@@ -96,6 +96,8 @@ Val FunctionEmitter::elem_ptr(const Buffer& b, const std::vector<Expr>& indices,
 
 Val FunctionEmitter::load(const BufferLoadNode* l) {
   if (l->dtype.is_vector()) return vector_load(l);
+  if (!paired_loads_.empty())
+    if (std::optional<Val> word = paired_load(l)) return *word;
   Val p = elem_ptr(l->buffer, l->indices, l->span);
   DataType t = l->buffer->dtype;
   std::string mt = mem_type(t, l->span);
@@ -138,7 +140,10 @@ Val FunctionEmitter::binary(const char* int_op, const char* float_op, const Bina
 
 Val FunctionEmitter::arith(const char* int_op, const char* float_op, const Expr& self) {
   const auto* e = static_cast<const BinaryNode*>(self.get());
-  if (e->dtype.is_float() || e->dtype.is_bool() || !bounds_.no_overflow(self)) return binary(int_op, float_op, e);
+  const bool flags = !e->dtype.is_float() && !e->dtype.is_bool() && bounds_.no_overflow(self);
+  if (self->kind == ExprKind::Mul)
+    if (std::optional<Val> v = widened_product(e, flags ? "mul nsw" : "mul")) return *v;
+  if (!flags) return binary(int_op, float_op, e);
   std::string flagged = std::string(int_op) + (e->dtype.is_int() ? " nsw" : " nuw");
   return binary(flagged.c_str(), float_op, e);
 }
@@ -541,6 +546,11 @@ void FunctionEmitter::vector_store(const BufferStoreNode* s) {
 
 // a < b ? a : b (min; max with >), exactly as the C helpers (NaN operands pick b).
 Val FunctionEmitter::min_max(bool mn, const BinaryNode* b) {
+  // A clamp to a signed n-bit range is one SSAT, as the C backend's __ssat: as selects,
+  // InstCombine moves an add out of the clamp into its bounds (clamp(y + 96) becomes
+  // clamp(y, -224, 31) + 96), and the ARM backend then forms no SSAT (4 instructions more).
+  if (int bits = ms_->arm_dsp ? signed_clamp_bits(b) : 0; bits > 0)
+    return intrinsic("llvm.arm.ssat", "i32", {expr(static_cast<const BinaryNode*>(b->a.get())->a), {"i32", std::to_string(bits)}});
   Val x = expr(b->a), y = expr(b->b);
   DataType t = b->dtype;
   std::string pred = t.is_float() ? (mn ? "fcmp olt " : "fcmp ogt ")
@@ -640,9 +650,13 @@ void FunctionEmitter::emit(const Stmt& s) {
       emit(op->body);
       return;
     }
-    case StmtKind::SeqStmt:
-      for (const auto& child : static_cast<const SeqStmtNode*>(s.get())->seq) emit(child);
+    case StmtKind::SeqStmt: {
+      const auto& seq = static_cast<const SeqStmtNode*>(s.get())->seq;
+      plan_paired_loads(seq);
+      for (const auto& child : seq) emit(child);
+      paired_loads_.clear();
       return;
+    }
     case StmtKind::While: emit_while(static_cast<const WhileNode*>(s.get())); return;
     case StmtKind::Evaluate: emit_evaluate(static_cast<const EvaluateNode*>(s.get()), s); return;
     case StmtKind::Allocate: emit_allocate(static_cast<const AllocateNode*>(s.get())); return;
@@ -740,7 +754,9 @@ void FunctionEmitter::emit_for(const ForNode* node) {
   int64_t hi;
   if (ext.max >= 1 && !__builtin_add_overflow(lo.max, ext.max - 1, &hi)) bounds_.bind(node->loop_var.get(), {lo.min, hi});
   loop_exits_.emplace_back(exit, latch);
+  loop_vars_.push_back(node->loop_var.get());
   emit(node->body);
+  loop_vars_.pop_back();
   loop_exits_.pop_back();
   bounds_.unbind(node->loop_var.get());
   br(latch);

@@ -3,12 +3,14 @@
 // CodeGenCPU (the packed API and the CRT calling convention) and intrin_rule_llvm.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <unordered_map>
@@ -199,6 +201,14 @@ class FunctionEmitter {
   // stays one ASR of a register, as GCC emits it (KWS: 3 to 4 instructions per output).
   bool is_sign_of_high_word(const CallNode* c) const;
 
+  // On Arm DSP cores, int64(x) * C for an int32 x and a constant C of more than 16 bits
+  // (a requantization multiplier), with C passed through an empty asm: LLVM 14's ARM
+  // backend multiplies by the constant with UMULL, MUL and MLA and computes the product
+  // again for the sign of its high word; as a register value it is one SMULL (SMLAL with
+  // the rounding term), as GCC emits it (AD's output layer 131,510 -> 125,119
+  // instructions). nullopt for any other product. `mul` is "mul" or "mul nsw".
+  std::optional<Val> widened_product(const BinaryNode* e, const std::string& mul);
+
   // Shifts and bitwise operators in the operands' type. A non-constant shift amount is
   // masked into [0, bits) (LLVM makes a larger one poison; the interpreter refuses it).
   Val int_binary(const CallNode* c);
@@ -261,6 +271,20 @@ class FunctionEmitter {
   void vector_store(const BufferStoreNode* s);
 
   Val expr(const Expr& e);
+
+  // ---- paired word loads (paired_loads.cc) -------------------------------------------
+  // Pairs of adjacent int32 loads in a list of stores (`seq`) that load() emits as one
+  // LDRD on Arm DSP cores; paired_load() is the value of `l` when it is one of them.
+  void plan_paired_loads(const std::vector<Stmt>& seq);
+  std::optional<Val> paired_load(const BufferLoadNode* l);
+  struct PairedLoad {
+    std::vector<const BufferLoadNode*> lo_loads, hi_loads;  // the loads of the lower and the upper word
+    Expr index;                                             // of the lower word, as base + constant
+    Val lo, hi;                                             // once loaded
+  };
+  std::vector<PairedLoad> paired_loads_;
+  std::set<const VarNode*> local_allocations_;  // the data of this function's own allocations
+  std::vector<const VarNode*> loop_vars_;       // of the enclosing loops, innermost last
 
   // ---- statements -------------------------------------------------------------------
   void emit(const Stmt& s);

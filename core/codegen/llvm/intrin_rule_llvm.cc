@@ -118,6 +118,20 @@ bool FunctionEmitter::is_sign_of_high_word(const CallNode* c) const {
          cast && cast->value->dtype == DataType::Int(64);
 }
 
+std::optional<Val> FunctionEmitter::widened_product(const BinaryNode* e, const std::string& mul) {
+  if (!ms_->arm_dsp || !(e->dtype == DataType::Int(64))) return std::nullopt;
+  const bool constant_first = as_const_int(e->a) != nullptr;
+  const int64_t* c = as_const_int(constant_first ? e->a : e->b);
+  const auto* widened = as<CastNode>(constant_first ? e->b : e->a);
+  if (!c || !widened || !(widened->value->dtype == DataType::Int(32))) return std::nullopt;
+  if ((*c >= -65536 && *c <= 65535) || *c < INT32_MIN || *c > INT32_MAX) return std::nullopt;
+  Val x = expr(constant_first ? e->b : e->a);
+  // readnone: LLVM may still hoist it out of loops and share it.
+  Val k = op("i32", "call i32 asm \"\", \"=r,0\"(i32 " + std::to_string(*c) + ") nounwind readnone");
+  Val wide = op("i64", "sext " + k.typed() + " to i64");
+  return op("i64", mul + " " + x.typed() + ", " + wide.v);
+}
+
 Val FunctionEmitter::int_binary(const CallNode* c) {
   DataType t = c->dtype;
   if (!t.is_integer()) user_error(c->span, "intrinsic '" + c->op + "' needs integer operands, not " + t.str());

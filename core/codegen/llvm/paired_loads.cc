@@ -1,0 +1,139 @@
+// Paired word loads on Arm cores with the DSP extension: two int32 loads of adjacent
+// elements in one straight-line list of stores become one LDRD, as GCC emits them for
+// the int8 SMLAD tiles (the dense tile reads its weights and its packed column two
+// words at a time: 84 instructions per reduction step with pairs, 100 without).
+//
+// LLVM 14 does not pair them itself in these loops: its ARM backend selects LDRD for an
+// i64 load only when the load is volatile (ARMTargetLowering::LowerLOAD), and before
+// register allocation it pairs two word loads only when the first is 8-byte aligned,
+// though Thumb-2's LDRD needs only word alignment; the scheduler interleaves the rest
+// with the multiplies, so few pairs form after allocation. An 8-byte alignment promise
+// did not change the AD kernels' code; a volatile i64 load (align 4) gives an LDRD at
+// each pair. Volatile keeps the load where it is and as it is, so only loads that
+// change with the innermost loop are paired (loop-invariant ones stay hoistable), and
+// only where nothing in the list can write the buffer.
+#include "analysis/buffer_accesses.h"
+#include "codegen/llvm/codegen_llvm_internal.h"
+#include "ir/structural_equal.h"
+
+namespace mtir::llvm_backend {
+namespace {
+
+// `index` as base + offset with a constant offset: `b + c`, `b - c`, `(b + c) * k` (as
+// b*k + c*k) and the wrapping uint32 form `(int32)((uint32)b + c)` the kernels write, all
+// equal modulo 2^32. A null base is a constant index.
+std::pair<Expr, int64_t> split_offset(const Expr& index) {
+  if (const int64_t* c = as_const_int(index)) return {Expr(), *c};
+  if (index->kind == ExprKind::Add || index->kind == ExprKind::Sub || index->kind == ExprKind::Mul) {
+    const auto* bin = static_cast<const BinaryNode*>(index.get());
+    if (const int64_t* c = as_const_int(bin->b)) {
+      auto [base, offset] = split_offset(bin->a);
+      if (index->kind == ExprKind::Mul)
+        return {base ? Binary(ExprKind::Mul, base, bin->b) : Expr(), offset * *c};
+      return {base, index->kind == ExprKind::Add ? offset + *c : offset - *c};
+    }
+  }
+  const auto* narrow = as<CastNode>(index);
+  if (narrow && index->dtype.is_int() && index->dtype.bits() == 32) {
+    const auto* add = as<AddNode>(narrow->value);
+    const auto* widen = add ? as<CastNode>(add->a) : nullptr;
+    const int64_t* c = add ? as_const_int(add->b) : nullptr;
+    if (widen && c && narrow->value->dtype.is_uint() && narrow->value->dtype.bits() == 32 &&
+        widen->value->dtype == index->dtype) {
+      auto [base, offset] = split_offset(widen->value);
+      return {base, offset + *c};
+    }
+  }
+  return {index, 0};
+}
+
+bool same_base(const Expr& a, const Expr& b) { return (!a && !b) || (a && b && same_expr(a, b)); }
+
+// The scalar 32-bit integer loads of a list of stores, in order; `ok` turns false at
+// anything that is not straight-line, side-effect-free code (a branch inside an
+// expression, a call that may write memory).
+struct WordLoads : Visitor {
+  std::vector<const BufferLoadNode*> loads;
+  std::set<const VarNode*> stored;
+  bool ok = true;
+  void visit_BufferLoad(const BufferLoadNode* op) override {
+    const DataType t = op->buffer->dtype;
+    if (!op->dtype.is_vector() && t.is_integer() && t.bits() == 32 && op->dtype == t && op->indices.size() == 1)
+      loads.push_back(op);
+    Visitor::visit_BufferLoad(op);
+  }
+  void visit_Call(const CallNode* op) override {
+    if (!is_pure(op->builtin) || op->is(Builtin::IfThenElse)) ok = false;
+    Visitor::visit_Call(op);
+  }
+  // && and || short-circuit: their right side runs in a block of its own.
+  void visit_And(const AndNode* op) override { ok = false, Visitor::visit_And(op); }
+  void visit_Or(const OrNode* op) override { ok = false, Visitor::visit_Or(op); }
+};
+
+}  // namespace
+
+void FunctionEmitter::plan_paired_loads(const std::vector<Stmt>& seq) {
+  paired_loads_.clear();
+  if (!ms_->arm_dsp || loop_vars_.empty()) return;
+  WordLoads found;
+  for (const Stmt& s : seq) {
+    const auto* store = as<BufferStoreNode>(s);
+    // Stores only to the function's own allocations: they alias nothing a load reads.
+    if (!store || !local_allocations_.count(store->buffer->data.get())) return;
+    found.stored.insert(store->buffer->data.get());
+    found.visit(s);
+    if (!found.ok) return;
+  }
+  // Elements (buffer, base, offset), each with every load that reads it.
+  struct Element {
+    const VarNode* data;
+    Expr base;
+    int64_t offset;
+    std::vector<const BufferLoadNode*> loads;
+  };
+  std::vector<Element> elements;
+  for (const BufferLoadNode* l : found.loads) {
+    const VarNode* data = l->buffer->data.get();
+    if (found.stored.count(data) || !uses_any(l->indices[0], {loop_vars_.back()})) continue;
+    auto [base, offset] = split_offset(l->indices[0]);
+    auto same = std::find_if(elements.begin(), elements.end(), [&](const Element& e) {
+      return e.data == data && e.offset == offset && same_base(e.base, base);
+    });
+    if (same != elements.end()) same->loads.push_back(l);
+    else elements.push_back({data, base, offset, {l}});
+  }
+  // Lowest offsets first, so a run 0, 1, 2, 3 pairs as (0, 1), (2, 3).
+  std::stable_sort(elements.begin(), elements.end(), [](const Element& a, const Element& b) { return a.offset < b.offset; });
+  std::vector<bool> used(elements.size(), false);
+  for (size_t i = 0; i < elements.size(); ++i) {
+    for (size_t j = i + 1; j < elements.size() && !used[i]; ++j) {
+      const Element &lo = elements[i], &hi = elements[j];
+      if (used[j] || lo.data != hi.data || hi.offset != lo.offset + 1 || !same_base(lo.base, hi.base)) continue;
+      used[i] = used[j] = true;
+      // The address as base + constant, so LLVM shares one base register among the pairs.
+      const DataType t = lo.loads.front()->indices[0]->dtype;
+      Expr index = lo.base ? (lo.offset ? Binary(ExprKind::Add, lo.base, IntImm(t, lo.offset)) : lo.base) : IntImm(t, lo.offset);
+      paired_loads_.push_back({lo.loads, hi.loads, index, {}, {}});
+    }
+  }
+}
+
+std::optional<Val> FunctionEmitter::paired_load(const BufferLoadNode* l) {
+  for (PairedLoad& p : paired_loads_) {
+    const bool is_lo = std::count(p.lo_loads.begin(), p.lo_loads.end(), l) > 0;
+    if (!is_lo && !std::count(p.hi_loads.begin(), p.hi_loads.end(), l)) continue;
+    if (p.lo.v.empty()) {
+      const BufferLoadNode* first = p.lo_loads.front();
+      Val word = elem_ptr(first->buffer, {p.index}, first->span);
+      Val wide = op("i64*", "bitcast " + word.typed() + " to i64*");
+      Val both = op("i64", "load volatile i64, " + wide.typed() + ", align 4");
+      p.lo = op("i32", "trunc " + both.typed() + " to i32");
+      p.hi = op("i32", "trunc " + op("i64", "lshr " + both.typed() + ", 32").typed() + " to i32");
+    }
+    return is_lo ? p.lo : p.hi;
+  }
+  return std::nullopt;
+}
+
+}  // namespace mtir::llvm_backend
