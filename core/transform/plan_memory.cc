@@ -14,6 +14,10 @@
 // must be read elementwise at each. A callee that got one records the parameters that
 // now share bytes (tir.aliased_params): only those lose tir.noalias's promise. The
 // attributes record both bounds: without sharing and with the accepted sharings.
+// Intermediates may also lie in a model output buffer before its first write, and an
+// input of that first write too when the callee reads it wholly before it writes
+// (analysis/read_before_write.h) and it dies there; that callee's two parameters are
+// recorded the same way.
 #include <algorithm>
 #include <cstdio>
 #include <map>
