@@ -79,12 +79,21 @@ void FunctionEmitter::plan_paired_loads(const std::vector<Stmt>& seq) {
   WordLoads found;
   for (const Stmt& s : seq) {
     const auto* store = as<BufferStoreNode>(s);
-    // Stores only to the function's own allocations: they alias nothing a load reads.
+    // Stores only to the function's own allocations: no parameter and no other allocation.
     if (!store || !local_allocations_.count(store->buffer->data.get())) return;
     found.stored.insert(store->buffer->data.get());
     found.visit(s);
     if (!found.ok) return;
   }
+  // A parameter's buffer or an allocation of this function: memory a store to another of
+  // the function's allocations cannot reach (a pointer derived from one could).
+  auto own_memory = [&](const VarNode* data) {
+    if (local_allocations_.count(data)) return true;
+    for (size_t i = 0; i < func_->params.size(); ++i)
+      if (func_->params[i].get() == data || (func_->param_buffers[i] && func_->param_buffers[i]->data.get() == data))
+        return true;
+    return false;
+  };
   // Elements (buffer, base, offset), each with every load that reads it.
   struct Element {
     const VarNode* data;
@@ -95,7 +104,7 @@ void FunctionEmitter::plan_paired_loads(const std::vector<Stmt>& seq) {
   std::vector<Element> elements;
   for (const BufferLoadNode* l : found.loads) {
     const VarNode* data = l->buffer->data.get();
-    if (found.stored.count(data) || !uses_any(l->indices[0], {loop_vars_.back()})) continue;
+    if (found.stored.count(data) || !own_memory(data) || !uses_any(l->indices[0], {loop_vars_.back()})) continue;
     auto [base, offset] = split_offset(l->indices[0]);
     auto same = std::find_if(elements.begin(), elements.end(), [&](const Element& e) {
       return e.data == data && e.offset == offset && same_base(e.base, base);
