@@ -21,10 +21,12 @@ namespace {
 // Within a tile every input element of the tiles' windows and every weight is loaded
 // once and feeds each output whose window holds it (stride 1: an input column serves up
 // to three outputs), the accumulators stay in registers, and the channel's bias and
-// requantization values are read once per tile instead of once per output. Rows and
-// tiles whose windows reach into the padding are emitted at constant positions, so which
-// taps are padding is known here: they add the padding value times the weight and load
-// nothing, and the interior loops carry no bound checks.
+// requantization values are read once per tile instead of once per output. Tiles whose
+// windows reach into the padding are emitted at constant positions along the row, and
+// border rows as loops over the rows with the same valid kernel rows
+// (depthwise_border_rows), so which taps are padding is known here: they add the padding
+// value times the weight and load nothing (a kernel row of padding once per channel), and
+// the interior loops carry no bound checks.
 struct DepthwiseTiler {
   DepthwiseTiler(const QConv& p, const QParams& b);
   Stmt build();
@@ -35,6 +37,17 @@ struct DepthwiseTiler {
   Stmt tile(Expr oh, int64_t oh_c, Expr ow0, int64_t ow0_c, int64_t t, const RowWindow* win = nullptr) const;
   // Counter k over the positions of one or two ranges, as a position: k itself shifted
   // to the first range, shifted past the gap between them in the second.
+  // A tile's steps in order: a binding (a weight or an input value, loaded once) or an
+  // update.
+  struct Step {
+    Var v;
+    Expr value;
+    Stmt update;
+  };
+  // Channel c's starting sum: the bias, and a padding row's weights times the padding
+  // value (the same for every output of the tile: added once, not once per output).
+  Expr starting_sum(Var c, const std::vector<Expr>& padding_rows, std::vector<Step>* steps,
+                    std::set<const VarNode*>* used) const;
   static Expr positions(Expr k, const std::vector<OutputRange>& ranges);
   static int64_t total(const std::vector<OutputRange>& ranges);
   // Output (oh, ow) of every channel, one at a time, each tap checked along the axes that
@@ -94,12 +107,6 @@ DepthwiseTiler::DepthwiseTiler(const QConv& p, const QParams& b)
 Stmt DepthwiseTiler::tile(Expr oh, int64_t oh_c, Expr ow0, int64_t ow0_c, int64_t t, const RowWindow* win) const {
   Var c = ivar("c");
   Buffer acc = scratch("acc", {t}, kI32);
-  // The steps in order: a binding (a weight or an input value, loaded once) or an update.
-  struct Step {
-    Var v;
-    Expr value;
-    Stmt update;
-  };
   std::vector<Step> steps;
   // The bindings some update reads (a weight whose taps are all zero padding is not
   // loaded: C99 with -Werror refuses an unused variable).
@@ -117,23 +124,7 @@ Stmt DepthwiseTiler::tile(Expr oh, int64_t oh_c, Expr ow0, int64_t ow0_c, int64_
   std::vector<std::pair<Expr, int64_t>> rows;
   std::vector<Expr> padding_rows;
   window_rows(p, oh_c, win, p.kw, &rows, &padding_rows);
-  // A padding row adds the padding value times each of its weights to every output of the
-  // tile: summed once into the starting value instead of once per output.
-  Expr start = b.bias ? load(b.bias, {c}) : ci(0);
-  if (pad_value != 0 && !padding_rows.empty()) {
-    Var pad = ivar("pad"), padded = ivar("padded");
-    steps.push_back({pad, ci(pad_value), Stmt()});
-    for (const Expr& rh : padding_rows)
-      for (int64_t rw = 0; rw < p.kw; ++rw) {
-        Var w = ivar("wp");
-        steps.push_back({w, Cast(kI32, load(weight, {add(add(mul(c, ci(p.kh * p.kw)), rh), ci(rw))})), Stmt()});
-        used.insert(w.get());
-        start = Call(kI32, "smlabb", {pad, w, start});
-      }
-    steps.push_back({padded, start, Stmt()});
-    used.insert(pad.get()), used.insert(padded.get());
-    start = padded;
-  }
+  Expr start = starting_sum(c, padding_rows, &steps, &used);
   for (int64_t i = 0; i < t; ++i) steps.push_back({Var(), Expr(), store(acc, start, {ci(i)})});
   for (const auto& [rh, offset] : rows) {
     std::vector<Var> w;
@@ -175,6 +166,24 @@ Stmt DepthwiseTiler::tile(Expr oh, int64_t oh_c, Expr ow0, int64_t ow0_c, int64_
     else if (used.count(it->v.get()))
       body = LetStmt(it->v, it->value, body);
   return For(c, ci(0), ci(p.o), ForKind::kSerial, Allocate(acc, "local", body));
+}
+
+Expr DepthwiseTiler::starting_sum(Var c, const std::vector<Expr>& padding_rows, std::vector<Step>* steps,
+                                  std::set<const VarNode*>* used) const {
+  Expr start = b.bias ? load(b.bias, {c}) : ci(0);
+  if (pad_value == 0 || padding_rows.empty()) return start;
+  Var pad = ivar("pad"), padded = ivar("padded");
+  steps->push_back({pad, ci(pad_value), Stmt()});
+  for (const Expr& rh : padding_rows)
+    for (int64_t rw = 0; rw < p.kw; ++rw) {
+      Var w = ivar("wp");
+      steps->push_back({w, Cast(kI32, load(weight, {add(add(mul(c, ci(p.kh * p.kw)), rh), ci(rw))})), Stmt()});
+      used->insert(w.get());
+      start = Call(kI32, "smlabb", {pad, w, start});
+    }
+  steps->push_back({padded, start, Stmt()});
+  used->insert(pad.get()), used->insert(padded.get());
+  return padded;
 }
 
 Expr DepthwiseTiler::positions(Expr k, const std::vector<OutputRange>& ranges) {

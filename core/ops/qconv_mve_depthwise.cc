@@ -10,9 +10,11 @@
 // registers (analysis/helium_vectors.h), from the bias on, each tap a VMUL and a VADD.
 // The requantization is in the same vectors (helium_requantize: VQRDMULH, VRSHL, the zero
 // point, the bounds, a narrowing VSTRB.32); its table columns are strided loads, once per
-// tile. Rows and tiles whose windows reach into the padding are emitted at constant
-// positions, so their padding taps are known here: the input zero point (folded into the
-// bias) times the weight, nothing loaded; interior loops check nothing. The last 1 to 3
+// tile. Tiles whose windows reach into the padding are emitted at constant positions
+// along the row, border rows as depthwise_border_rows groups them, so their padding taps
+// are known here: the input zero point (folded into the bias) times the weight, nothing
+// loaded (a kernel row of padding once per tile, into the starting sum); interior loops
+// check nothing. The last 1 to 3
 // channels take narrower vectors, which the C backend scalarizes.
 #include "ops/qconv_internal.h"
 
