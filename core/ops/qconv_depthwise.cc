@@ -321,8 +321,7 @@ void window_rows(const QConv& p, int64_t oh_c, const RowWindow* win, int64_t row
   if (win) {
     Expr first = mul(win->first, ci(row_elements));
     for (int64_t q = 0; q < win->rows; ++q) rows->push_back({add(first, ci(q * row_elements)), q});
-    for (int64_t j = 0; j < p.kh - win->rows; ++j)
-      padding_rows->push_back(mul(Select(lt(ci(j), win->first), ci(j), ci(j + win->rows)), ci(row_elements)));
+    for (const Expr& rh : win->padding) padding_rows->push_back(mul(rh, ci(row_elements)));
     return;
   }
   for (int64_t rh = 0; rh < p.kh; ++rh) {
@@ -334,44 +333,66 @@ void window_rows(const QConv& p, int64_t oh_c, const RowWindow* win, int64_t row
   }
 }
 
+namespace {
+
+// The value values[k] for a loop counter k: linear in k for two values (a loop over the
+// top and the bottom row: no select), a select per change for more.
+Expr by_counter(Expr k, const std::vector<int64_t>& values) {
+  if (values.size() == 2) return add(ci(values[0]), mul(k, ci(values[1] - values[0])));
+  Expr at = ci(values.back());
+  for (size_t i = values.size() - 1; i-- > 0;)
+    if (values[i] != values[i + 1]) at = Select(lt(k, ci(static_cast<int64_t>(i) + 1)), ci(values[i]), at);
+  return at;
+}
+
+}  // namespace
+
 std::vector<Stmt> depthwise_border_rows(const QConv& p, const std::vector<OutputRange>& ranges,
                                         const std::function<Stmt(Expr, int64_t, const RowWindow*)>& row) {
-  // Each border row's first kernel row inside the input and how many follow it, grouped by
-  // that count (the rows of a group in order).
-  std::map<int64_t, std::vector<std::pair<int64_t, int64_t>>> groups;
+  // Each border row's kernel rows inside the input (the first of them) and of padding,
+  // grouped by how many are inside (the rows of a group in order).
+  struct Member {
+    int64_t oh, first = -1;
+    std::vector<int64_t> padding;
+  };
+  std::map<int64_t, std::vector<Member>> groups;
   for (const auto& r : ranges)
     for (int64_t oh = r.begin; oh < r.end; ++oh) {
-      int64_t first = -1, count = 0;
+      Member m{oh, -1, {}};
       for (int64_t rh = 0; rh < p.kh; ++rh) {
         const int64_t ih = oh * p.sh + rh * p.dh - p.pt;
-        if (ih < 0 || ih >= p.h) continue;
-        first = first < 0 ? rh : first;
-        count += 1;
+        if (ih < 0 || ih >= p.h)
+          m.padding.push_back(rh);
+        else if (m.first < 0)
+          m.first = rh;
       }
-      groups[count].push_back({oh, first});
+      groups[p.kh - static_cast<int64_t>(m.padding.size())].push_back(m);
     }
   std::vector<Stmt> s;
   for (const auto& [count, members] : groups) {
     // The group's rows as at most two ranges of consecutive rows (positions()).
     std::vector<OutputRange> spans;
-    for (const auto& [oh, first] : members)
-      if (!spans.empty() && spans.back().end == oh)
+    for (const Member& m : members)
+      if (!spans.empty() && spans.back().end == m.oh)
         spans.back().end += 1;
       else
-        spans.push_back({oh, oh + 1, true});
+        spans.push_back({m.oh, m.oh + 1, true});
     if (members.size() < 2 || count == 0 || spans.size() > 2) {
-      for (const auto& m : members) s.push_back(row(ci(m.first), m.first, nullptr));
+      for (const Member& m : members) s.push_back(row(ci(m.oh), m.oh, nullptr));
       continue;
     }
-    // The first valid kernel row as a function of the counter: a select per change.
     Var k = ivar("br"), oh = ivar("oh"), first = ivar("first");
-    Expr first_of = ci(members.back().second);
-    for (size_t i = members.size() - 1; i-- > 0;)
-      if (members[i].second != members[i + 1].second)
-        first_of = Select(lt(k, ci(static_cast<int64_t>(i) + 1)), ci(members[i].second), first_of);
-    RowWindow win{first, count};
+    std::vector<int64_t> rows, firsts;
+    for (const Member& m : members) rows.push_back(m.oh), firsts.push_back(m.first);
+    RowWindow win{first, count, {}};
+    for (int64_t j = 0; j < p.kh - count; ++j) {
+      std::vector<int64_t> padding;
+      for (const Member& m : members) padding.push_back(m.padding[j]);
+      win.padding.push_back(by_counter(k, padding));
+    }
+    Expr oh_of = members.size() == 2 ? by_counter(k, rows) : DepthwiseTiler::positions(k, spans);
     s.push_back(For(k, ci(0), ci(static_cast<int64_t>(members.size())), ForKind::kSerial,
-                    LetStmt(oh, DepthwiseTiler::positions(k, spans), LetStmt(first, first_of, row(oh, -1, &win)))));
+                    LetStmt(oh, oh_of, LetStmt(first, by_counter(k, firsts), row(oh, -1, &win)))));
   }
   return s;
 }

@@ -186,11 +186,12 @@ Stmt depthwise_tiles(const QConv& p, const QParams& b);
 // (output i, kernel column rw) with i * sw + rw * dw == j, outputs in order.
 std::vector<std::pair<int64_t, int64_t>> tile_column_taps(const QConv& p, int64_t t, int64_t j);
 // A border row of a depthwise tile as a loop iteration: its kernel rows first .. first +
-// rows - 1 read the input, the others only the padding (`first` an expression of the
+// rows - 1 read the input, the kernel rows `padding` only the padding (expressions of the
 // loop's counter).
 struct RowWindow {
   Expr first;
   int64_t rows;
+  std::vector<Expr> padding;
 };
 // The kernel rows of a tile's window in output row oh_c (-1: a loop row, all inside, or
 // with `win` a border row of a loop): those that read the input, as (the offset of the

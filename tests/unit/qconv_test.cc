@@ -141,8 +141,11 @@ TEST(QConv, DepthwiseAndGrouped) {
                     "depthwise 3x3 dilation 2 pad 2, 4 channels");
 }
 
-// The int8 stores and smlabb calls in the kernel of a one-node depthwise graph.
-std::pair<int64_t, int64_t> depthwise_kernel_counts(const Case& k, const ScheduleOptions& o) {
+// The int8 stores, smlabb calls and selects in the kernel of a one-node depthwise graph.
+struct KernelCounts {
+  int64_t stores = 0, smlabb = 0, selects = 0;
+};
+KernelCounts depthwise_kernel_counts(const Case& k, const ScheduleOptions& o) {
   Graph g;
   g.name = "q" + std::to_string(case_counter++);
   g.inputs = {{"x", TensorType{DataType::Int(8), k.data}}};
@@ -158,19 +161,23 @@ std::pair<int64_t, int64_t> depthwise_kernel_counts(const Case& k, const Schedul
   g.outputs = {"y"};
   AotModule aot = build_aot(prepare_quantized(g, o));
   struct Counter : Visitor {
-    int64_t stores = 0, smlabb = 0;
+    KernelCounts n;
     void visit_BufferStore(const BufferStoreNode* op) override {
-      stores += op->buffer->dtype == DataType::Int(8);
+      n.stores += op->buffer->dtype == DataType::Int(8);
       Visitor::visit_BufferStore(op);
     }
     void visit_Call(const CallNode* op) override {
-      smlabb += op->op == "smlabb";
+      n.smlabb += op->op == "smlabb";
       Visitor::visit_Call(op);
+    }
+    void visit_Select(const SelectNode* op) override {
+      n.selects += 1;
+      Visitor::visit_Select(op);
     }
   } counter;
   for (const auto& [name, f] : aot.module.functions)
     if (name != aot.main) counter.visit(f->body);
-  return {counter.stores, counter.smlabb};
+  return counter.n;
 }
 
 // The border rows with the same number of valid kernel rows share one copy of the row's
@@ -183,16 +190,21 @@ TEST(QConv, DepthwiseBorderRowsShareOneLoop) {
   ScheduleOptions scalar;  // the Cortex-M4's defaults: depthwise_tile with its border tiles
   ScheduleOptions helium;
   helium.smlad = helium.sxtb16 = false, helium.mve = true;
-  // 3x3, padding 1: the interior rows and one loop over the top and the bottom row.
-  EXPECT_EQ(depthwise_kernel_counts(pad1, scalar).first, 2 * 6);
-  EXPECT_EQ(depthwise_kernel_counts(pad1, helium).first, 2 * 6);
+  // 3x3, padding 1: the interior rows and one loop over the top and the bottom row. Its
+  // output row, first valid kernel row and padding row are linear in the loop counter:
+  // no select (which cost the LLVM backend instructions).
+  for (const ScheduleOptions& o : {scalar, helium}) {
+    const KernelCounts n = depthwise_kernel_counts(pad1, o);
+    EXPECT_EQ(n.stores, 2 * 6);
+    EXPECT_EQ(n.selects, 0);
+  }
   // 5x5, padding 2: the interior, the rows with three valid kernel rows, those with four.
-  EXPECT_EQ(depthwise_kernel_counts(pad2, scalar).first, 3 * 6);
-  EXPECT_EQ(depthwise_kernel_counts(pad2, helium).first, 3 * 6);
+  EXPECT_EQ(depthwise_kernel_counts(pad2, scalar).stores, 3 * 6);
+  EXPECT_EQ(depthwise_kernel_counts(pad2, helium).stores, 3 * 6);
   // The smlabb per row copy: a 3x3 interior row of six outputs takes 6 x 9; the border
   // row 6 x 6 for its two input rows plus 3 for its padding row (6 x 9 if each output
   // added the padding row's taps itself).
-  EXPECT_EQ(depthwise_kernel_counts(pad1, scalar).second, 6 * 9 + 6 * 6 + 3);
+  EXPECT_EQ(depthwise_kernel_counts(pad1, scalar).smlabb, 6 * 9 + 6 * 6 + 3);
 }
 
 TEST(QConv, SaturationAndNoBias) {
