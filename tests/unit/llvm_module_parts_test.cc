@@ -3,13 +3,15 @@
 // constants a function reads, stay in their user's part; other parts declare what they
 // call; the split depends on the IR only. With the native helpers, the parts' objects
 // (compiled on threads) link into a program that prints what the whole module's object
-// prints, whatever the thread count.
+// prints, whatever the thread count; a Thumb function's code does not depend on where it
+// lands in its object.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <set>
 #include <string>
 #include <unistd.h>
@@ -149,6 +151,48 @@ TEST(LlvmModuleParts, PartsCompiledOnThreadsLinkAndPrintWhatTheWholeModulePrints
   options.parts = 0;  // small: one object, the whole module's
   EXPECT_EQ(llvm_native::compile_to_objects(ir, "parts.ll", options).size(), 1u);
   fs::remove_all(dir);
+}
+
+// The instructions of `function` in a Thumb object, without addresses or encodings.
+std::string thumb_disassembly(const std::string& object, const std::string& function, const fs::path& dir) {
+  fs::create_directories(dir);
+  std::ofstream(dir / "f.o", std::ios::binary) << object;
+  if (sim::run_process({"llvm-objdump-14", "-d", "--no-show-raw-insn", "--no-leading-addr",
+                        "--disassemble-symbols=" + function, (dir / "f.o").string()},
+                       dir / "dis.txt") != 0)
+    return "llvm-objdump-14 failed: " + sim::read_text(dir / "dis.txt");
+  const std::string text = sim::read_text(dir / "dis.txt");
+  // Branch targets as offsets in the function (<sum+0x18>), not as addresses in the object.
+  return std::regex_replace(text.substr(std::min(text.size(), text.find("<" + function + ">:"))),
+                            std::regex("0x[0-9a-f]+ <"), "<");
+}
+
+// A loop head is not padded with NOPs on Thumb: its function's code is the same after a
+// 2-byte and after a 4-byte predecessor (as in a part of a split module or the whole).
+TEST(LlvmModuleParts, ThumbFunctionsAreTheSameWhereverTheyLand) {
+  if (std::system("llvm-objdump-14 --version > /dev/null 2>&1") != 0) GTEST_SKIP() << "llvm-objdump-14 is not installed";
+  const std::string sum =
+      "define i32 @sum(i32* %p, i32 %n) #0 {\nentry:\n  br label %loop\n"
+      "loop:\n  %i = phi i32 [ 0, %entry ], [ %i.next, %loop ]\n  %acc = phi i32 [ 0, %entry ], [ %acc.next, %loop ]\n"
+      "  %q = getelementptr inbounds i32, i32* %p, i32 %i\n  %v = load i32, i32* %q, align 4\n"
+      "  %m = mul i32 %v, %acc\n  %acc.next = add i32 %m, %v\n  %i.next = add nsw i32 %i, 1\n"
+      "  %c = icmp slt i32 %i.next, %n\n  br i1 %c, label %loop, label %exit\n"
+      "exit:\n  ret i32 %acc.next\n}\n";
+  llvm_native::Options m4;
+  m4.triple = "thumbv7em-none-eabihf";
+  m4.cpu = "cortex-m4";
+  const std::string header = llvm_module_header(llvm_target(m4.triple));
+  const std::string attributes = "attributes #0 = { nounwind \"target-cpu\"=\"cortex-m4\" }\n";
+  const std::string after2 = header + "define i32 @pad(i32 %x) #0 {\nentry:\n  ret i32 %x\n}\n" + sum + attributes;
+  const std::string after4 =
+      header + "define i32 @pad(i32 %x) #0 {\nentry:\n  %y = add i32 %x, 1\n  ret i32 %y\n}\n" + sum + attributes;
+  const fs::path dir = fs::temp_directory_path() / ("microtir-thumb-" + std::to_string(getpid()));
+  const std::string a = thumb_disassembly(llvm_native::compile_to_object(after2, "after2.ll", m4), "sum", dir);
+  const std::string b = thumb_disassembly(llvm_native::compile_to_object(after4, "after4.ll", m4), "sum", dir);
+  fs::remove_all(dir);
+  EXPECT_TRUE(has(a, "ldr")) << a;  // the loop is there
+  EXPECT_EQ(a, b);
+  EXPECT_FALSE(has(a, "nop")) << a;
 }
 #endif
 

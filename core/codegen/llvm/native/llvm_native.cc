@@ -101,6 +101,11 @@ std::unique_ptr<llvm::TargetMachine> target_machine(const Options& options) {
   // object without Tag_ABI_VFP_args, which GNU ld refuses to link with hard-float code).
   if (info.triple.size() > 2 && info.triple.compare(info.triple.size() - 2, 2, "hf") == 0)
     to.FloatABIType = llvm::FloatABI::Hard;
+  // Thumb functions are 2-byte aligned and ARM pads loop heads to 4 bytes with NOPs, which
+  // run on each entry to the loop: whether a loop gets one depends on where its function
+  // lands in the object, so on the functions before it (and on how a module is split into
+  // parts). Unpadded, each function's code is the same wherever it is, with no NOP to run.
+  if (llvm::Triple(info.triple).isThumb()) to.LoopAlignment = 1;
   // Position-independent code links into the host's PIE executables; firmware is static.
   llvm::Reloc::Model reloc = info.pointer_bits == 64 ? llvm::Reloc::PIC_ : llvm::Reloc::Static;
   std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(
