@@ -15,8 +15,9 @@ namespace {
 // (threshold 225 at 5 per instruction), and simplification shrinks our IR far less than
 // twentyfold. VWW's AOT main inlines its average pooling (78 lines of IR).
 constexpr int kInlineCandidateInstructions = 1000;
-// A part per this many instructions: VWW's 50k lines are 4 parts, KWS's 11k lines 1.
-constexpr int kInstructionsPerPart = 6000;
+// 2 parts from this many instructions, 4 from twice as many (a power of two, so that
+// two or four cores share the parts evenly): VWW's 49k are 4 parts, IC's 19k 2, KWS's 11k 1.
+constexpr int kInstructionsForTwoParts = 12000;
 
 // A function or global variable of the module text.
 struct Symbol {
@@ -208,7 +209,9 @@ std::vector<LlvmModulePart> split_llvm_module(const std::string& ir, int parts) 
   if (parts <= 0) {
     int instructions = 0;
     for (const Symbol& s : l.symbols) instructions += s.instructions;
-    parts = std::clamp(instructions / kInstructionsPerPart, 1, kMaxLlvmModuleParts);
+    parts = instructions >= 2 * kInstructionsForTwoParts ? kMaxLlvmModuleParts
+            : instructions >= kInstructionsForTwoParts   ? 2
+                                                         : 1;
   }
   const std::vector<size_t> group = group_of_symbols(l);
   std::set<size_t> groups_with_functions;

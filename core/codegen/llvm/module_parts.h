@@ -24,8 +24,7 @@ struct LlvmModulePart {
 
 constexpr int kMaxLlvmModuleParts = 4;
 
-// At most `parts` parts of `ir` (0: one part per few thousand instructions, at most
-// kMaxLlvmModuleParts), in the text order of their first function or constant. Empty
+// At most `parts` parts of `ir` (0: by size: 1, 2 from 12,000 instructions, 4 from 24,000), in the text order of their first function or constant. Empty
 // when the module stays whole: a small module, a single group, or something the split
 // does not handle (quoted names, non-local variables, a function without its `}`).
 std::vector<LlvmModulePart> split_llvm_module(const std::string& ir, int parts);
