@@ -224,7 +224,9 @@ class Printer {
       for (const auto& e : b->shape) free.visit(e);
       for (const auto& e : b->strides) free.visit(e);
       free.visit(b->elem_offset);
-      if (shares_data(f, i)) matched[i] = true;
+      // A typed handle (b: T.handle("float32", "global")) keeps its type through T.match_buffer.
+      const Var& p = f->params[i];
+      if (shares_data(f, i) || !p->pointee.is_void() || !p->pointer_scope.empty()) matched[i] = true;
       if (free.found.empty()) continue;
       matched[i] = true;
       for (const VarNode* v : free.found)
