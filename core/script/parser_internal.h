@@ -147,6 +147,7 @@ class Parser {
   bool at_var_decl(size_t at) const;
   Expr parse_buffer_list();
   Stmt parse_let_scope(const Token& with_tok);
+  void check_bound_by_buffer(const Token& name, const Var& var, const Stmt& body);
   struct VectorAccess {
     std::vector<Expr> indices;
     Expr value;      // .vstore

@@ -2,6 +2,7 @@
 // the `with` forms.
 #include "script/parser_internal.h"
 #include "ir/structural_equal.h"
+#include "ir/visitor.h"
 
 namespace mtir {
 namespace script_parser {
@@ -150,6 +151,33 @@ Stmt Parser::parse_return() {
   return Evaluate(v, span(tok));
 }
 
+// A variable declared in a body (`n = T.int32()`) has its value from a buffer declaration
+// after it that uses it bare (T.Buffer(..., elem_offset=n)) or a T.LetStmt(v, var=n), as
+// in TVM; without one it would have none.
+void Parser::check_bound_by_buffer(const Token& name, const Var& var, const Stmt& body) {
+  struct Finder : Visitor {
+    const VarNode* var;
+    bool found = false;
+    void visit_DeclBuffer(const DeclBufferNode* op) override {
+      const Buffer& b = op->buffer;
+      auto is_var = [&](const Expr& e) { return e.get() == var; };
+      found = found || std::any_of(b->shape.begin(), b->shape.end(), is_var) ||
+              std::any_of(b->strides.begin(), b->strides.end(), is_var) || is_var(b->elem_offset);
+      Visitor::visit_DeclBuffer(op);
+    }
+    void visit_LetStmt(const LetStmtNode* op) override {  // with T.LetStmt(v, var=n):
+      found = found || op->var.get() == var;
+      Visitor::visit_LetStmt(op);
+    }
+  } finder;
+  finder.var = var.get();
+  finder.visit(body);
+  if (!finder.found)
+    fail(name, "'" + name.text + " = T." + var->dtype.str() + "()' declares a variable that nothing after it binds "
+               "(TVM's T.Buffer(..., elem_offset=" + name.text + ") in a body, or T.LetStmt(v, var=" + name.text + ")); give it a value instead, " +
+               name.text + ": T." + var->dtype.str() + " = ...");
+}
+
 // `a, b = x, y`: one let per name, bound in order (Python evaluates every value
 // first, so no value may use a name bound on the same line).
 Stmt Parser::parse_multi_assign() {
@@ -293,9 +321,11 @@ Stmt Parser::parse_assign() {
     for (int k = 0; k < 5; ++k) next();
     expect_newline("after statement");
     size_t mark = scope_mark();
-    bind(name.text, Binding{MakeVar(name.text, t, span(name)), nullptr, false});
+    Var var = MakeVar(name.text, t, span(name));
+    bind(name.text, Binding{var, nullptr, false});
     Stmt body = parse_rest(name);
     pop_scope(mark);
+    check_bound_by_buffer(name, var, body);
     return body;
   }
   if (at_t_attr("decl_buffer") || at_t_attr("Buffer")) {
