@@ -120,7 +120,7 @@ class WellFormedChecker : public Visitor {
   void visit_BufferLoad(const BufferLoadNode* op) override {
     int lanes = check_access(op->buffer, op->indices, op->span);
     // with_lanes: a scalable vector's lanes (T.vscale() * k) compare by k
-    if (op->buffer && op->dtype.with_lanes(op->dtype.lanes()) != op->buffer->dtype.with_lanes(lanes))
+    if (op->buffer && op->dtype.with_lanes(op->dtype.lanes()) != access_dtype(op->buffer, lanes))
       error(op->span, "load from '" + op->buffer->name + "' has type " + op->dtype.str() + ", but the buffer holds " +
                           op->buffer->dtype.str() + (lanes > 1 ? " and the index has " + std::to_string(lanes) + " lanes" : ""));
     for (const auto& i : op->indices) visit(i);
@@ -128,7 +128,7 @@ class WellFormedChecker : public Visitor {
 
   void visit_BufferStore(const BufferStoreNode* op) override {
     int lanes = check_access(op->buffer, op->indices, op->span);
-    if (op->buffer && op->value && op->value->dtype.with_lanes(op->value->dtype.lanes()) != op->buffer->dtype.with_lanes(lanes))
+    if (op->buffer && op->value && op->value->dtype.with_lanes(op->value->dtype.lanes()) != access_dtype(op->buffer, lanes))
       error(op->span, "value stored into '" + op->buffer->name + "' has type " + op->value->dtype.str() +
                           ", but the buffer holds " + op->buffer->dtype.str() +
                           (lanes > 1 ? " and the index has " + std::to_string(lanes) + " lanes" : ""));
@@ -247,13 +247,35 @@ class WellFormedChecker : public Visitor {
       visit(op->body);
       return;
     }
+    // A view does not own memory: its pointer must already be bound here. A pointer
+    // bound nowhere is TVM's `T.Buffer(...)` in a body without data=, a buffer whose memory
+    // comes later (buffer_bind_scope, T.realize); it binds that pointer and the bare
+    // variables of its shape (`n = T.int32()` before it), as a parameter's buffer does.
+    std::vector<const VarNode*> bound;
+    if (!defined_.count(b->data.get())) {
+      define(b->data, op->span);
+      bound.push_back(b->data.get());
+      for (const Expr* e : shape_var_slots(b))
+        if (const auto* v = as<VarNode>(*e); v && !in_scope_.count(v)) {
+          define(std::static_pointer_cast<const VarNode>(*e), op->span);
+          bound.push_back(v);
+        }
+    }
     check_buffer_decl(b);
-    // A view does not own memory: its pointer must already be bound here.
     if (!in_scope_.count(b->data.get()))
       error(op->span, "buffer '" + b->name + "' views pointer '" + b->data->name + "', which is not defined here");
     bool fresh = buffers_.insert(b.get()).second;
     visit(op->body);
     if (fresh) buffers_.erase(b.get());
+    for (const VarNode* v : bound) in_scope_.erase(v);
+  }
+
+  static std::vector<const Expr*> shape_var_slots(const Buffer& b) {
+    std::vector<const Expr*> slots;
+    for (const auto& e : b->shape) slots.push_back(&e);
+    for (const auto& e : b->strides) slots.push_back(&e);
+    slots.push_back(&b->elem_offset);
+    return slots;
   }
 
  private:
@@ -315,9 +337,9 @@ class WellFormedChecker : public Visitor {
       lanes = i->dtype.lanes();
     }
     if (!b) return error(span, "access to a missing buffer"), lanes;
-    if (b->dtype.is_vector())
+    if (b->dtype.is_vector() && lanes > 1)
       error(span, "buffer '" + b->name + "' holds " + b->dtype.str() +
-                      "; buffers of vector type are not supported (use a scalar buffer and vector loads)");
+                      ": a vector index into a buffer of vector type is not supported (index it with a scalar)");
     if (!buffers_.count(b.get()))
       error(span, "buffer '" + b->name + "' is neither a parameter nor allocated in an enclosing scope");
     if (indices.size() != b->ndim())

@@ -25,6 +25,7 @@
 #include "frontend/graph.h"
 #include "driver/pipeline.h"
 #include "interp/interpreter.h"
+#include "ir/vector_buffers.h"
 #include "script/parser.h"
 #include "script/printer.h"
 #include "sim/cross_targets.h"
@@ -432,7 +433,7 @@ TirRun interpret_function(const IRModule& m, const std::string& func, std::map<s
                           std::map<std::string, NDArray> inouts, const std::map<std::string, std::string>& scalars) {
   TirRun result;
   result.func = pick_function(m, func);
-  PrimFunc f = m.lookup(result.func);
+  PrimFunc f = expand_vector_buffers(m.lookup(result.func));
   RunArguments run = bind_arrays(f, result.func, {}, std::move(inputs), std::move(inouts), scalars);
   result.returned = interpret(m, result.func, run.args);
   for (size_t i : run.outputs) result.outputs.emplace_back(f->param_buffers[i]->name, std::move(run.arrays[i]));
@@ -514,7 +515,8 @@ int run_run(const RunCommand& c) {
   RunSubject subject = load_run_subject(c);
   const IRModule& m = subject.module;
   const std::string& fname = subject.func;
-  PrimFunc f = m.lookup(fname);
+  // Arrays for the signature that runs: a buffer of vector type has a dimension of lanes.
+  PrimFunc f = expand_vector_buffers(m.lookup(fname));
   RunArguments run = bind_run_arguments(c, f, fname, subject);
   std::vector<NDArray>& arrays = run.arrays;
   const std::vector<size_t>& outputs = run.outputs;

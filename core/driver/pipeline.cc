@@ -27,6 +27,7 @@ bool scalarizing_but_simd128(const LoweringOptions& o) { return o.scalarize_vect
 
 const PipelineStep kPipeline[] = {
     {VerifyWellFormed, always, true},
+    {ExpandVectorBuffers, always, false},
     {LowerTvmIntrinsics, always, false},
     {LowerAllocateConst, always, false},
     {Simplify, always, true},

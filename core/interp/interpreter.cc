@@ -25,6 +25,7 @@
 #include "interp/scalar.h"
 #include "ir/carried_types.h"
 #include "ir/tvm_intrinsics.h"  // and ir/op.h, the builtins
+#include "ir/vector_buffers.h"
 
 namespace mtir {
 
@@ -958,10 +959,12 @@ void Interpreter::exec(const Stmt& s) {
 
 std::optional<int64_t> interpret(const IRModule& mod, const std::string& func_name,
                                  const std::vector<InterpArg>& args, const InterpOptions& options) {
-  PrimFunc f = mod.lookup(func_name);
-  if (!f) user_error(Span{}, "no function '" + func_name + "' in module");
+  if (!mod.lookup(func_name)) user_error(Span{}, "no function '" + func_name + "' in module");
   refuse_carried_types(mod, "the interpreter");
-  std::optional<interp::Scalar> r = Interpreter(options, &mod).run(f, func_name, args);
+  // Buffers of vector type run as scalar buffers with a dimension of lanes, as compiled.
+  const IRModule expanded = expand_vector_buffers(mod);
+  PrimFunc f = expanded.lookup(func_name);
+  std::optional<interp::Scalar> r = Interpreter(options, &expanded).run(f, func_name, args);
   if (!r) return std::nullopt;
   return r->i;
 }

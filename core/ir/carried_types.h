@@ -3,7 +3,10 @@
 // "uint4", "int4x8"), which TVM packs two to a byte in buffers. The interpreter and every
 // backend refuse the first use with one message, located: microtir's vectors have a
 // constant number of lanes, and its values and buffer elements are 8 to 64 bits wide.
-// TVM's T.realize (BufferRealize, TIR before StorageFlatten) is carried the same way.
+// TVM's T.realize (BufferRealize, TIR before StorageFlatten) is carried the same way, and
+// so are a `T.Buffer(...)` in a body without data= (memory bound later, before
+// StorageFlatten), masked vector accesses (A.vload/A.vstore with predicate=) and
+// parameters in a GPU storage scope (scope="shared").
 #pragma once
 
 #include <string>
@@ -15,8 +18,8 @@ namespace mtir {
 // int4 and uint4 ("int4x8" too): TVM packs them two to a byte in buffers.
 inline bool is_sub_byte(DataType t) { return t.is_integer() && t.bits() < 8; }
 
-// A user error at the first use of a carried type in `m` (a parameter, a buffer, an
-// expression), naming `who` ("the interpreter", "the backends"); nothing when none is.
+// A user error at the first use of a carried type or form in `m` (a parameter, a buffer,
+// an expression, a statement), naming `who` ("the interpreter", "the backends"); nothing when none is.
 void refuse_carried_types(const IRModule& m, const std::string& who);
 
 }  // namespace mtir

@@ -67,7 +67,7 @@ Expr BufferLoad(Buffer b, std::vector<Expr> indices, Span s) {
   bool scalable = false;
   for (const auto& i : indices)
     if (i && i->dtype.lanes() > lanes) lanes = i->dtype.lanes(), scalable = i->dtype.is_scalable();
-  DataType t = scalable ? b->dtype.with_scalable_lanes(lanes) : b->dtype.with_lanes(lanes);
+  DataType t = access_dtype(b, lanes, scalable);
   return std::make_shared<BufferLoadNode>(t, std::move(b), std::move(indices), std::move(s));
 }
 Expr Call(DataType t, std::string op, std::vector<Expr> args, Attrs attrs, Span s) {
@@ -91,6 +91,11 @@ Expr Let(Var var, Expr value, Expr body, Span s) {
 const int64_t* as_const_int(const Expr& e) {
   const auto* imm = as<IntImmNode>(e);
   return imm ? &imm->value : nullptr;
+}
+
+DataType access_dtype(const Buffer& b, int lanes, bool scalable) {
+  if (lanes == 1 && !scalable && b->dtype.is_vector()) return b->dtype;
+  return scalable ? b->dtype.with_scalable_lanes(lanes) : b->dtype.with_lanes(lanes);
 }
 
 Buffer MakeBuffer(std::string name, DataType dtype, std::vector<Expr> shape, Span span) {

@@ -118,6 +118,9 @@ struct BufferLoadNode : ExprNode {
       : ExprNode(kKind, t, std::move(s)), buffer(std::move(b)), indices(std::move(idx)) {}
   Buffer buffer;
   std::vector<Expr> indices;
+  // TVM's mask of a vector load, `A.vload([i], predicate=p)`: lanes where p is False are
+  // not read. Null for a plain load. Carried: the interpreter and backends refuse it.
+  Expr predicate;
 };
 
 // A call to a builtin (exp, sqrt, if_then_else, call_extern, ...); see ir/builtins.def.

@@ -67,8 +67,11 @@ Expr Mutator::mutate_BufferLoad(const BufferLoadNode* op, const Expr& self) {
   bool changed = false;
   Buffer b = mutate_buffer(op->buffer);
   auto idx = mutate_all(op->indices, &changed);
-  if (!changed && b == op->buffer) return self;
-  return std::make_shared<BufferLoadNode>(op->dtype, b, std::move(idx), op->span);
+  Expr predicate = op->predicate ? mutate(op->predicate) : nullptr;
+  if (!changed && b == op->buffer && predicate == op->predicate) return self;
+  auto load = std::make_shared<BufferLoadNode>(op->dtype, b, std::move(idx), op->span);
+  load->predicate = predicate;
+  return load;
 }
 Expr Mutator::mutate_Call(const CallNode* op, const Expr& self) {
   bool changed = false;
@@ -102,8 +105,11 @@ Stmt Mutator::mutate_BufferStore(const BufferStoreNode* op, const Stmt& self) {
   Buffer b = mutate_buffer(op->buffer);
   Expr v = mutate(op->value);
   auto idx = mutate_all(op->indices, &changed);
-  if (!changed && b == op->buffer && v == op->value) return self;
-  return BufferStore(b, v, std::move(idx), op->span);
+  Expr predicate = op->predicate ? mutate(op->predicate) : nullptr;
+  if (!changed && b == op->buffer && v == op->value && predicate == op->predicate) return self;
+  auto store = std::make_shared<BufferStoreNode>(b, v, std::move(idx), op->span);
+  store->predicate = predicate;
+  return store;
 }
 Stmt Mutator::mutate_For(const ForNode* op, const Stmt& self) {
   Expr min = mutate(op->min), ext = mutate(op->extent);

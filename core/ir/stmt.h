@@ -31,6 +31,7 @@ struct BufferStoreNode : StmtNode {
   Buffer buffer;
   Expr value;
   std::vector<Expr> indices;
+  Expr predicate;  // TVM's mask of a vector store, `A.vstore([i], v, predicate=p)`; see BufferLoadNode
 };
 
 // kThreadBinding: a GPU thread loop (T.thread_binding); parsed and printed, refused by

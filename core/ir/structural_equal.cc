@@ -50,6 +50,7 @@ class Comparator {
     rhs_bufs_[b.get()] = a.get();
     if (a->dtype != b->dtype) return fail("buffer '" + a->name + "' dtype differs");
     if (a->align != b->align) return fail("buffer '" + a->name + "' alignment differs");
+    if (a->axis_separators != b->axis_separators) return fail("buffer '" + a->name + "' axis separators differ");
     return exprs(a->shape, b->shape) && exprs(a->strides, b->strides) && expr(a->elem_offset, b->elem_offset) &&
            var(a->data, b->data);
   }
@@ -61,6 +62,10 @@ class Comparator {
     return true;
   }
 
+  bool predicate(const Expr& a, const Expr& b) {
+    if (!a || !b) return (!a && !b) || fail("one access has a predicate, the other none");
+    return expr(a, b);
+  }
   bool expr(const Expr& a, const Expr& b) {
     if (!a || !b) return (!a && !b) || fail("missing expression");
     if (a->kind != b->kind) return fail(std::string(expr_kind_name(a->kind)) + " vs " + expr_kind_name(b->kind));
@@ -91,7 +96,7 @@ class Comparator {
       case ExprKind::Cast: return expr(as<CastNode>(a)->value, as<CastNode>(b)->value);
       case ExprKind::BufferLoad: {
         const auto *x = as<BufferLoadNode>(a), *y = as<BufferLoadNode>(b);
-        return buffer(x->buffer, y->buffer) && exprs(x->indices, y->indices);
+        return buffer(x->buffer, y->buffer) && exprs(x->indices, y->indices) && predicate(x->predicate, y->predicate);
       }
       case ExprKind::Call: {
         const auto *x = as<CallNode>(a), *y = as<CallNode>(b);
@@ -123,7 +128,8 @@ class Comparator {
     switch (a->kind) {
       case StmtKind::BufferStore: {
         const auto *x = as<BufferStoreNode>(a), *y = as<BufferStoreNode>(b);
-        return buffer(x->buffer, y->buffer) && expr(x->value, y->value) && exprs(x->indices, y->indices);
+        return buffer(x->buffer, y->buffer) && expr(x->value, y->value) && exprs(x->indices, y->indices) &&
+               predicate(x->predicate, y->predicate);
       }
       case StmtKind::For: {
         const auto *x = as<ForNode>(a), *y = as<ForNode>(b);
@@ -246,6 +252,7 @@ class Hasher {
     bufs_.emplace(b.get(), bufs_.size());
     mix_type(b->dtype);
     mix(b->align);
+    for (int64_t s : b->axis_separators) mix(static_cast<size_t>(s));
     for (const auto& e : b->shape) expr(e);
     mix(b->strides.size());
     for (const auto& e : b->strides) expr(e);
@@ -290,7 +297,7 @@ class Hasher {
         const auto* x = as<BufferLoadNode>(e);
         buffer(x->buffer);
         for (const auto& i : x->indices) expr(i);
-        return;
+        return expr(x->predicate);
       }
       case ExprKind::Call: {
         const auto* x = as<CallNode>(e);
@@ -322,7 +329,7 @@ class Hasher {
         buffer(x->buffer);
         expr(x->value);
         for (const auto& i : x->indices) expr(i);
-        return;
+        return expr(x->predicate);
       }
       case StmtKind::For: {
         const auto* x = as<ForNode>(s);

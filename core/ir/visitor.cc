@@ -52,6 +52,7 @@ void Visitor::visit_Cast(const CastNode* op) { visit(op->value); }
 void Visitor::visit_BufferLoad(const BufferLoadNode* op) {
   visit_buffer(op->buffer);
   for (const auto& i : op->indices) visit(i);
+  if (op->predicate) visit(op->predicate);
 }
 void Visitor::visit_Call(const CallNode* op) {
   for (const auto& a : op->args) visit(a);
@@ -73,6 +74,7 @@ void Visitor::visit_BufferStore(const BufferStoreNode* op) {
   visit_buffer(op->buffer);
   visit(op->value);
   for (const auto& i : op->indices) visit(i);
+  if (op->predicate) visit(op->predicate);
 }
 void Visitor::visit_For(const ForNode* op) {
   visit(op->min);

@@ -145,6 +145,15 @@ class Parser {
   DataType parse_dtype_string(const std::string& context);
   std::pair<std::string, PrimFunc> parse_function();
   bool at_var_decl(size_t at) const;
+  Expr parse_buffer_list();
+  Stmt parse_let_scope(const Token& with_tok);
+  void check_bound_by_buffer(const Token& name, const Var& var, const Stmt& body);
+  struct VectorAccess {
+    std::vector<Expr> indices;
+    Expr value;      // .vstore
+    Expr predicate;  // null without predicate=
+  };
+  VectorAccess parse_vector_access(const Token& name, const Buffer& b, bool store);
   bool at_multi_var_decl() const;
   void parse_multi_var_decl();
   template <typename Params>
@@ -164,6 +173,9 @@ class Parser {
     int align = 0;
     std::string scope = "global";
     Var data;  // T.decl_buffer: the existing pointer it views
+    // A parameter's scope other than "global" (scope="shared"): kept on its data pointer.
+    std::string param_scope;
+    std::vector<int64_t> axis_separators;
   };
   BufferSpec parse_buffer_args(bool allow_scope, const Token& call_tok, bool allow_data = false,
                                bool data_required = true);

@@ -452,12 +452,20 @@ std::vector<Expr> Parser::parse_shape() {
   return shape;
 }
 
+// TVM's axis_separators: constants, increasing, each at most the number of dimensions.
+static bool valid_axis_separators(const std::vector<int64_t>& separators, size_t ndim) {
+  for (size_t i = 0; i < separators.size(); ++i)
+    if (separators[i] < (i ? separators[i - 1] + 1 : 0) || separators[i] > static_cast<int64_t>(ndim)) return false;
+  return true;
+}
+
 // The arguments of T.Buffer / T.alloc_buffer / T.allocate after '('; consumes ')'.
 Parser::BufferSpec Parser::parse_buffer_args(bool allow_scope, const Token& call_tok, bool allow_data, bool data_required) {
   BufferSpec spec;
   bool have_shape = false;
   int positional = 0;
   const Token* view_scope = nullptr;  // scope= on a view or parameter
+  const Token* axis_tok = nullptr;
   while (!is_op(")")) {
     if (cur().kind == TokKind::kName && tok_is_op(ahead(1), "=")) {
       const Token& kw = next();
@@ -483,8 +491,8 @@ Parser::BufferSpec Parser::parse_buffer_args(bool allow_scope, const Token& call
       } else if (kw.text == "offset_factor") {
         parse_small_int("for offset_factor=");  // an alignment hint in elements; we keep align= only
       } else if (kw.text == "axis_separators") {
-        const Token& at = cur();
-        if (!parse_shape().empty()) fail(at, "axis_separators (multi-dimensional physical buffers) are not supported");
+        axis_tok = &cur();
+        for (const Expr& e : parse_shape()) spec.axis_separators.push_back(as_const_int(e) ? *as_const_int(e) : -1);
       }
       else if (kw.text == "data" && allow_data) {
         const Token& at = cur();
@@ -512,10 +520,16 @@ Parser::BufferSpec Parser::parse_buffer_args(bool allow_scope, const Token& call
   expect_op(")", "to close the buffer declaration");
   // A view's scope is its pointer's (TVM prints T.Buffer(..., data=p, scope="shared") for
   // a p of T.handle("float32", "shared")): kept there, so only a matching one is accepted.
-  if (view_scope && (!spec.data || spec.data->pointer_scope != view_scope->text))
+  // A parameter's buffer in another scope (GPU memory) is carried on its pointer and
+  // refused at use (ir/carried_types.h).
+  if (view_scope && !allow_data) spec.param_scope = view_scope->text;
+  else if (view_scope && (!spec.data || spec.data->pointer_scope != view_scope->text))
     fail(*view_scope, "scope=\"" + view_scope->text + "\" is only supported on allocations and on views of a "
                       "pointer of that scope (data=p with p: T.handle(\"float32\", \"" + view_scope->text + "\"))");
   if (!have_shape) fail(call_tok, "buffer declaration needs a shape");
+  if (axis_tok && !valid_axis_separators(spec.axis_separators, spec.shape.size()))
+    fail(*axis_tok, "axis_separators must increase and lie in [0, " + std::to_string(spec.shape.size()) +
+                        "], the buffer's dimensions");
   if (allow_data && data_required && !spec.data)
     fail(call_tok,
          "T.Buffer in a function body needs data=, the pointer it views (T.decl_buffer without data= allocates)");
@@ -524,19 +538,17 @@ Parser::BufferSpec Parser::parse_buffer_args(bool allow_scope, const Token& call
 }
 
 Buffer Parser::make_buffer(const std::string& name, const Span& name_span, BufferSpec spec) {
-  if (spec.dtype.is_vector())
-    user_error(name_span, "buffer '" + name + "' of vector type " + spec.dtype.str() +
-                           " is not supported; declare a " + spec.dtype.element_of().str() +
-                           " buffer and load vectors with slices, e.g. " + name + "[i:i + " +
-                           std::to_string(spec.dtype.lanes()) + "]");
   auto b = std::make_shared<BufferNode>();
   b->name = name;
   b->dtype = spec.dtype;
   b->shape = std::move(spec.shape);
   b->strides = std::move(spec.strides);
   b->elem_offset = std::move(spec.elem_offset);
-  b->data = spec.data ? spec.data : MakeVar(name + "_data", DataType::Handle(), name_span);
+  b->data = spec.data                   ? spec.data
+            : spec.param_scope.empty() ? MakeVar(name + "_data", DataType::Handle(), name_span)
+                                       : MakePointerVar(name + "_data", spec.dtype, spec.param_scope, name_span);
   b->align = spec.align;
+  b->axis_separators = std::move(spec.axis_separators);
   b->span = name_span;
   return b;
 }

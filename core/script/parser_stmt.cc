@@ -2,6 +2,7 @@
 // the `with` forms.
 #include "script/parser_internal.h"
 #include "ir/structural_equal.h"
+#include "ir/visitor.h"
 
 namespace mtir {
 namespace script_parser {
@@ -84,6 +85,17 @@ Stmt Parser::parse_stmt() {
       const Binding* b = lookup(t.text);
       if (b && b->buffer) return parse_store();
     }
+    if (tok_is_op(after, ".") && tok_is_name(ahead(2), "vstore")) {
+      const Binding* b = lookup(t.text);
+      if (b && b->buffer) {
+        next(), next(), next();
+        VectorAccess a = parse_vector_access(t, b->buffer, true);
+        expect_newline("after statement");
+        auto store = std::make_shared<BufferStoreNode>(b->buffer, a.value, a.indices, span(t));
+        store->predicate = a.predicate;
+        return store;
+      }
+    }
     if (at_t_attr("func_attr")) fail(t, "T.func_attr must be the first statement of a function");
     if ((at_t_attr("attr") || at_t_attr("launch_thread")) && tok_is_op(ahead(3), "(")) return parse_concise_scope();
     if (at_t_attr("realize") && tok_is_op(ahead(3), "(")) {  // concise: the rest of the block is its body
@@ -139,11 +151,44 @@ Stmt Parser::parse_return() {
   return Evaluate(v, span(tok));
 }
 
+// A variable declared in a body (`n = T.int32()`) has its value from a buffer declaration
+// after it that uses it bare (T.Buffer(..., elem_offset=n)) or a T.LetStmt(v, var=n), as
+// in TVM; without one it would have none.
+void Parser::check_bound_by_buffer(const Token& name, const Var& var, const Stmt& body) {
+  struct Finder : Visitor {
+    const VarNode* var;
+    bool found = false;
+    void visit_DeclBuffer(const DeclBufferNode* op) override {
+      const Buffer& b = op->buffer;
+      auto is_var = [&](const Expr& e) { return e.get() == var; };
+      found = found || std::any_of(b->shape.begin(), b->shape.end(), is_var) ||
+              std::any_of(b->strides.begin(), b->strides.end(), is_var) || is_var(b->elem_offset);
+      Visitor::visit_DeclBuffer(op);
+    }
+    void visit_LetStmt(const LetStmtNode* op) override {  // with T.LetStmt(v, var=n):
+      found = found || op->var.get() == var;
+      Visitor::visit_LetStmt(op);
+    }
+  } finder;
+  finder.var = var.get();
+  finder.visit(body);
+  if (!finder.found)
+    fail(name, "'" + name.text + " = T." + var->dtype.str() + "()' declares a variable that nothing after it binds "
+               "(TVM's T.Buffer(..., elem_offset=" + name.text + ") in a body, or T.LetStmt(v, var=" + name.text + ")); give it a value instead, " +
+               name.text + ": T." + var->dtype.str() + " = ...");
+}
+
 // `a, b = x, y`: one let per name, bound in order (Python evaluates every value
 // first, so no value may use a name bound on the same line).
 Stmt Parser::parse_multi_assign() {
   const Token& first = cur();
-  if (at_multi_var_decl()) fail(first, "shape variables (x = T.int32()) belong at the top of the function");
+  if (at_multi_var_decl()) {  // variables the buffer declarations after them bind, as one
+    size_t mark = scope_mark();
+    parse_multi_var_decl();
+    Stmt body = parse_rest(first);
+    pop_scope(mark);
+    return body;
+  }
   std::vector<const Token*> names;
   do {
     if (!names.empty()) next();
@@ -270,10 +315,19 @@ Stmt Parser::parse_let() {
 Stmt Parser::parse_assign() {
   const Token& name = next();
   next();  // '='
-  if (at_var_decl(0))
-    fail(name, "'" + name.text + " = T." + ahead(2).text +
-                   "()' declares a shape variable, which belongs at the top of the function, before its first "
-                   "statement (with T.func_attr and T.match_buffer)");
+  if (at_var_decl(0)) {
+    // TVM's variable declared in a body: the buffer declaration that uses it binds it.
+    DataType t = *DataType::parse(ahead(2).text);
+    for (int k = 0; k < 5; ++k) next();
+    expect_newline("after statement");
+    size_t mark = scope_mark();
+    Var var = MakeVar(name.text, t, span(name));
+    bind(name.text, Binding{var, nullptr, false});
+    Stmt body = parse_rest(name);
+    pop_scope(mark);
+    check_bound_by_buffer(name, var, body);
+    return body;
+  }
   if (at_t_attr("decl_buffer") || at_t_attr("Buffer")) {
     // `T.decl_buffer(..., data=p)` and TVM's lowered `T.Buffer(..., data=p)` view
     // existing memory; `T.decl_buffer` without data= allocates, as in TVM.
@@ -281,9 +335,11 @@ Stmt Parser::parse_assign() {
     const bool is_decl = ahead(2).text == "decl_buffer";
     next(), next(), next();
     expect_op("(", "after T." + std::string(is_decl ? "decl_buffer" : "Buffer"));
-    BufferSpec spec = parse_buffer_args(is_decl, t_tok, true, /*data_required=*/!is_decl);
+    BufferSpec spec = parse_buffer_args(is_decl, t_tok, true, /*data_required=*/false);
     expect_newline("after statement");
-    const bool allocates = !spec.data;
+    // T.Buffer without data= declares a buffer whose memory TVM binds later
+    // (buffer_bind_scope, T.realize): a view of a pointer bound nowhere.
+    const bool allocates = !spec.data && is_decl;
     std::string scope = spec.scope;
     Buffer buf = make_buffer(name.text, span(name), std::move(spec));
     size_t mark = scope_mark();
@@ -734,6 +790,8 @@ Parser::ScopeHeader Parser::parse_attr_header() {
   PExpr node;
   if (at_t_attr("iter_var") && tok_is_op(ahead(3), "("))
     iter = parse_iter_var();
+  else if (is_op("["))
+    node.e = parse_buffer_list();
   else
     node = parse_expr();
   expect_op(",", "after attribute node");
@@ -754,6 +812,24 @@ Parser::ScopeHeader Parser::parse_attr_header() {
     if (value.bare) value = promote_to(value, node.e->dtype);
   }
   return {node.e, key, value.e};
+}
+
+// `[B, A]`, TVM's array of buffers as the node of buffer_bind_scope: kept as
+// T.tvm_tuple(B.data, A.data), a carried intrinsic, and printed back as the list.
+Expr Parser::parse_buffer_list() {
+  const Token& open = next();
+  std::vector<Expr> data;
+  while (!is_op("]")) {
+    const Token& name = expect_name("as a buffer in the list");
+    const Binding* b = lookup(name.text);
+    if (!b || !b->buffer) fail(name, "'" + name.text + "' is not a buffer; the list of T.attr's node holds buffers");
+    data.push_back(b->buffer->data);
+    if (!is_op(",")) break;
+    next();
+  }
+  expect_op("]", "to close the list of buffers");
+  if (data.empty()) fail(open, "the list of buffers is empty");
+  return Call(DataType::Handle(), "tvm_tuple", std::move(data), {}, span(open));
 }
 
 // `T.iter_var(x, dom, "Kind", "tag")` (after the node's first token): x names the
@@ -802,6 +878,46 @@ Stmt Parser::parse_concise_scope() {
   return AttrStmt(h.node, h.key, h.value, parse_rest(t_tok), span(t_tok));
 }
 
+// `with T.LetStmt(v) as x:`, `with T.LetStmt(v, T.handle("float32")) as x:` (the type TVM
+// prints for a pointer) and `with T.LetStmt(v, var=x):`, TVM's let of a variable declared
+// before it (`x = T.int32()`), which binds that variable for the body.
+Stmt Parser::parse_let_scope(const Token& with_tok) {
+  expect_op("(", "after T.LetStmt");
+  const Token& value_tok = cur();
+  PExpr v = parse_expr();
+  std::optional<TypeAnn> ann;
+  Var declared;
+  while (is_op(",")) {
+    next();
+    if (is_op(")")) break;
+    if (!is_name("var") || !tok_is_op(ahead(1), "=")) {
+      ann = parse_type_ann();
+      continue;
+    }
+    next(), next();
+    const Token& var_tok = expect_name("for var=");
+    const Binding* b = lookup(var_tok.text);
+    if (!b || !b->var || b->buffer)
+      fail(var_tok, "var= of T.LetStmt names a variable declared before it, e.g. " + var_tok.text + " = T.int32()");
+    declared = b->var;
+  }
+  expect_op(")", "to close T.LetStmt(...)");
+  const DataType t = declared ? declared->dtype : ann ? ann->type : v.e->dtype;
+  v = promote_to(v, t);
+  if (v.e->dtype != t) fail(value_tok, "the value of T.LetStmt is " + v.e->dtype.str() + ", but the variable is " + t.str());
+  size_t mark = scope_mark();
+  Var var = declared;
+  if (!var) {
+    expect_keyword("as", "after T.LetStmt(...)");
+    const Token& name = expect_name("after 'as'");
+    var = ann ? ann->make_var(name.text, span(name)) : MakeVar(name.text, t, span(name));
+    bind(name.text, Binding{var, nullptr, false});
+  }
+  Stmt body = parse_block(with_tok, "with header");
+  pop_scope(mark);
+  return LetStmt(var, v.e, body, span(with_tok));
+}
+
 // `with T.attr(node, "key", value):` and the nested forms of scoped statements the
 // printer uses when such a statement is followed by others in the same block.
 Stmt Parser::parse_with() {
@@ -832,20 +948,7 @@ Stmt Parser::parse_with() {
     Stmt body = parse_block(with_tok, "with header");
     return AssertStmt(c.e, msg, body, span(with_tok));
   }
-  if (what.text == "LetStmt") {
-    expect_op("(", "after T.LetStmt");
-    PExpr v = parse_expr();
-    if (v.bare) v = promote_to(v, v.e->dtype);
-    expect_op(")", "to close T.LetStmt(...)");
-    expect_keyword("as", "after T.LetStmt(...)");
-    const Token& name = expect_name("after 'as'");
-    Var var = MakeVar(name.text, v.e->dtype, span(name));
-    size_t mark = scope_mark();
-    bind(name.text, Binding{var, nullptr, false});
-    Stmt body = parse_block(with_tok, "with header");
-    pop_scope(mark);
-    return LetStmt(var, v.e, body, span(with_tok));
-  }
+  if (what.text == "LetStmt") return parse_let_scope(with_tok);
   if (what.text == "decl_buffer") {
     expect_op("(", "after T.decl_buffer");
     BufferSpec spec = parse_buffer_args(false, t_tok, true);

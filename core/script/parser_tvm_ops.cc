@@ -174,9 +174,16 @@ Expr Parser::parse_buffer_field(const Token& name, const Buffer& b) {
     if (!b->elem_offset) return IntImm(DataType::Int(32), 0, span(field));
     return b->elem_offset;
   }
+  if (field.text == "vload") {
+    VectorAccess a = parse_vector_access(name, b, false);
+    auto load = std::make_shared<BufferLoadNode>(BufferLoad(b, a.indices)->dtype, b, a.indices, span(name));
+    load->predicate = a.predicate;
+    return load;
+  }
+  if (field.text == "vstore") fail(field, "A.vstore(...) is a statement, not a value");
   if (field.text != "shape" && field.text != "strides")
     fail(field, "buffer '" + name.text + "' has no field '" + field.text +
-                    "' (.data, .shape, .strides and .elem_offset are known)");
+                    "' (.data, .shape, .strides, .elem_offset, .vload and .vstore are known)");
   std::vector<Expr> dims = field.text == "shape" ? b->shape : b->strides;
   if (field.text == "strides" && dims.empty()) dims = compact_strides(b, span(field));
   expect_op("[", "after ." + field.text + " (index it: ." + field.text + "[0])");
@@ -188,6 +195,52 @@ Expr Parser::parse_buffer_field(const Token& name, const Buffer& b) {
     fail(at, "buffer '" + name.text + "' has " + std::to_string(dims.size()) + " dimensions; index ." + field.text +
                  " with a constant below that");
   return dims[*k];
+}
+
+// `A.vload([indices], predicate=p)` / `A.vstore([indices], value, predicate=p)` after the
+// method's name: TVM's vector access, its predicate a mask of the lanes (bool, as many
+// lanes as the access). An optional dtype string, as TVM's Buffer.vload takes it, must be
+// the access's own.
+Parser::VectorAccess Parser::parse_vector_access(const Token& name, const Buffer& b, bool store) {
+  VectorAccess a;
+  expect_op("(", "after ." + std::string(store ? "vstore" : "vload"));
+  expect_op("[", "for the list of indices");
+  while (!is_op("]")) {
+    a.indices.push_back(parse_index_or_slice());
+    if (!is_op(",")) break;
+    next();
+  }
+  expect_op("]", "to close the list of indices");
+  if (a.indices.size() != b->ndim())
+    fail(name, "buffer '" + name.text + "' has " + std::to_string(b->ndim()) + " dimension(s) but is indexed with " +
+                   std::to_string(a.indices.size()));
+  const DataType t = BufferLoad(b, a.indices)->dtype;
+  if (store) {
+    expect_op(",", "after the indices of .vstore (the value comes next)");
+    const Token& at = cur();
+    PExpr v = promote_to(parse_expr(), t);
+    if (v.e->dtype != t) fail(at, "the value stored is " + v.e->dtype.str() + ", but the access is " + t.str());
+    a.value = v.e;
+  }
+  while (is_op(",")) {
+    next();
+    if (is_op(")")) break;
+    const Token& at = cur();
+    if (cur().kind == TokKind::kString) {
+      if (DataType::parse(cur().text) != t) fail(at, "the access is " + t.str() + ", not " + cur().text);
+      next();
+      continue;
+    }
+    if (!is_name("predicate") || !tok_is_op(ahead(1), "=")) fail(at, "expected predicate=... or a dtype string");
+    next(), next();
+    const Token& p_at = cur();
+    a.predicate = parse_expr().e;
+    if (a.predicate->dtype != DataType::Bool().with_lanes(t.lanes()))
+      fail(p_at, "the predicate of this access must be " + DataType::Bool().with_lanes(t.lanes()).str() + ", not " +
+                     a.predicate->dtype.str());
+  }
+  expect_op(")", "to close the vector access");
+  return a;
 }
 
 // An unknown name; `Other.sub(...)` outside the class `Other` is named as what it is.

@@ -224,7 +224,9 @@ class Printer {
       for (const auto& e : b->shape) free.visit(e);
       for (const auto& e : b->strides) free.visit(e);
       free.visit(b->elem_offset);
-      if (shares_data(f, i)) matched[i] = true;
+      // A typed handle (b: T.handle("float32", "global")) keeps its type through T.match_buffer.
+      const Var& p = f->params[i];
+      if (shares_data(f, i) || !p->pointee.is_void() || !p->pointer_scope.empty()) matched[i] = true;
       if (free.found.empty()) continue;
       matched[i] = true;
       for (const VarNode* v : free.found)
@@ -241,7 +243,11 @@ class Printer {
       if (i) sig += ", ";
       const Buffer b = i < f->param_buffers.size() ? f->param_buffers[i] : nullptr;
       sig += names_[f->params[i].get()] + ": ";
-      sig += b && !matched[i] ? buffer_decl("T.Buffer(", b, "") : b ? "T.handle" : type_of(f->params[i].get());
+      // A buffer in another scope than global (GPU memory) says so, as TVM prints it.
+      const std::string scope = b && !b->data->pointer_scope.empty() && b->data->pointer_scope != "global"
+                                    ? "scope=" + quote(b->data->pointer_scope)
+                                    : "";
+      sig += b && !matched[i] ? buffer_decl("T.Buffer(", b, scope) : type_of(f->params[i].get());
     }
     sig += ")";
     if (!f->ret_type.is_void()) sig += " -> T." + f->ret_type.str();
@@ -269,6 +275,9 @@ class Printer {
     switch (s->kind) {
       case StmtKind::BufferStore: {
         const auto* op = as<BufferStoreNode>(s);
+        if (op->predicate)  // TVM's masked store
+          return line(buffer_ref(op->buffer) + ".vstore(" + index_list(op->indices) + ", " + expr(op->value) +
+                      ", predicate=" + expr(op->predicate) + ")");
         line(buffer_ref(op->buffer) + indices(op->indices) + " = " + expr(op->value));
         return;
       }
@@ -283,7 +292,10 @@ class Printer {
           line(define(op->var.get(), op->var->name) + ": " + type_of(op->var.get()) + " = " + value);
           return stmt(op->body, true);
         }
-        line("with T.LetStmt(" + value + ") as " + define(op->var.get(), op->var->name) + ":");
+        // A pointer's type rides along, as TVM prints it: T.LetStmt(v, T.handle("float32")).
+        const bool typed = !op->var->pointee.is_void() || !op->var->pointer_scope.empty();
+        line("with T.LetStmt(" + value + (typed ? ", " + type_of(op->var.get()) : "") + ") as " +
+             define(op->var.get(), op->var->name) + ":");
         return block(op->body);
       }
       case StmtKind::While: {
@@ -310,6 +322,8 @@ class Printer {
         return realize(as<BufferRealizeNode>(s), last);
       case StmtKind::DeclBuffer: {
         const auto* op = as<DeclBufferNode>(s);
+        if (op->buffer && op->buffer->data && !names_.count(op->buffer->data.get()))
+          return unbound_buffer(op, last);
         // The data pointer is named before the buffer, so it keeps its owner's name.
         std::string data = "data=" + (op->buffer && op->buffer->data ? var_ref(op->buffer->data.get()) : "None");
         return buffer_scope(op->buffer, buffer_decl("T.decl_buffer(", op->buffer, data), op->body, last);
@@ -371,6 +385,40 @@ class Printer {
     block(body);
   }
 
+  // TVM's `B = T.Buffer(shape, "dtype")` in a body: a buffer over a pointer bound nowhere
+  // (its memory comes from buffer_bind_scope or T.realize). The bare variables of its
+  // shape it binds are declared before it, `n = T.int32()`, as TVM prints them.
+  void unbound_buffer(const DeclBufferNode* op, bool last) {
+    const Buffer& b = op->buffer;
+    std::vector<const Expr*> slots;
+    for (const auto& e : b->shape) slots.push_back(&e);
+    for (const auto& e : b->strides) slots.push_back(&e);
+    slots.push_back(&b->elem_offset);
+    for (const Expr* e : slots)
+      if (const auto* v = as<VarNode>(*e); v && !names_.count(v)) line(define(v, v->name) + " = T." + v->dtype.str() + "()");
+    const std::string decl = buffer_decl("T.Buffer(", b, "");
+    line(bind_buffer(b, b->name) + " = " + decl);
+    stmt(op->body, last);
+  }
+
+  // The node of buffer_bind_scope, `[B, A]` (TVM's array of the two buffers), which the
+  // parser keeps as T.tvm_tuple(B.data, A.data); empty for any other node.
+  std::string buffer_list(const AttrStmtNode* op) {
+    const auto* call = as<CallNode>(op->node);
+    if (op->key != "buffer_bind_scope" || !call || call->op != "tvm_tuple" || call->args.empty()) return "";
+    std::string out;
+    for (const Expr& a : call->args) {
+      const auto* v = as<VarNode>(a);
+      auto it = v ? names_.find(v) : names_.end();
+      const std::string suffix = ".data";
+      if (it == names_.end() || it->second.size() <= suffix.size() ||
+          it->second.compare(it->second.size() - suffix.size(), suffix.size(), suffix) != 0)
+        return "";
+      out += (out.empty() ? "" : ", ") + it->second.substr(0, it->second.size() - suffix.size());
+    }
+    return "[" + out + "]";
+  }
+
   // `p = T.allocate_const([values], "dtype", [extents])`: p names the pointer and the buffer.
   void allocate_const(const AllocateConstNode* op, bool last) {
     const Buffer& b = op->buffer;
@@ -424,7 +472,9 @@ class Printer {
       line("with T.launch_thread(" + name + ", " + expr(op->value) + "):");
       return block(op->body);
     }
-    line("with T.attr(" + expr(op->node) + ", " + quote(op->key) + ", " + expr(op->value) + "):");
+    const std::string buffers = buffer_list(op);
+    line("with T.attr(" + (buffers.empty() ? expr(op->node) : buffers) + ", " + quote(op->key) + ", " +
+         expr(op->value) + "):");
     block(op->body);
   }
 
@@ -494,6 +544,13 @@ class Printer {
     return out + ")";
   }
 
+  // `[T.Ramp(0, 1, 4)]`: the indices of .vload/.vstore, written as expressions, as TVM does.
+  std::string index_list(const std::vector<Expr>& idx) {
+    std::string out = "[";
+    for (size_t i = 0; i < idx.size(); ++i) out += (i ? ", " : "") + expr(idx[i]);
+    return out + "]";
+  }
+
   std::string indices(const std::vector<Expr>& idx) {
     if (idx.empty()) return "[()]";
     std::string out = "[";
@@ -523,6 +580,11 @@ class Printer {
     if (b->elem_offset && !is_zero_of(b->elem_offset, DataType::Int(32)))
       out += ", elem_offset=" + expr(b->elem_offset);
     if (b->align != 0) out += ", align=" + std::to_string(b->align);
+    if (!b->axis_separators.empty()) {
+      std::string seps;
+      for (int64_t s : b->axis_separators) seps += (seps.empty() ? "" : ", ") + std::to_string(s);
+      out += ", axis_separators=[" + seps + "]";
+    }
     if (!extra.empty()) out += ", " + extra;
     return out + ")";
   }
@@ -644,6 +706,8 @@ class Printer {
       }
       case ExprKind::BufferLoad: {
         const auto* op = as<BufferLoadNode>(e);
+        if (op->predicate)  // TVM's masked load
+          return buffer_ref(op->buffer) + ".vload(" + index_list(op->indices) + ", predicate=" + expr(op->predicate) + ")";
         return buffer_ref(op->buffer) + indices(op->indices);
       }
       case ExprKind::Call:

@@ -12,6 +12,8 @@ namespace mtir {
 // Checks the module (see analysis/well_formed.h) and returns it unchanged, or throws
 // the diagnostics.
 Pass VerifyWellFormed();
+// Buffers of vector type become scalar buffers with a dimension of lanes.
+Pass ExpandVectorBuffers();
 // TVM's intrinsics that are not builtins (ir/tvm_intrinsics.def): the runnable ones
 // become builtins and arithmetic, the carried ones are refused with their location.
 Pass LowerTvmIntrinsics();

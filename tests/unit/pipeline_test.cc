@@ -51,7 +51,7 @@ std::vector<std::string> names(const std::vector<Pass>& passes) {
 }
 
 TEST(Pipeline, RegistryIsInPipelineOrder) {
-  EXPECT_THAT(names(all_passes()), ElementsAre("verify_well_formed", "lower_tvm_intrinsics", "lower_allocate_const", "simplify", "scalarize_vectors",
+  EXPECT_THAT(names(all_passes()), ElementsAre("verify_well_formed", "expand_vector_buffers", "lower_tvm_intrinsics", "lower_allocate_const", "simplify", "scalarize_vectors",
                                                 "scalarize_vectors_simd128", "plan_memory", "flatten_buffer",
                                                 "unroll_loops", "hoist_loop_invariants", "make_packed_api", "make_unpacked_api", "lower_call_tir", "lower_builtins",
                                                 "merge_kernels"));
@@ -60,26 +60,26 @@ TEST(Pipeline, RegistryIsInPipelineOrder) {
 
 TEST(Pipeline, LoweringHoistsUnlessSwitchedOff) {
   EXPECT_THAT(names(lowering_pipeline(true)),
-              ElementsAre("verify_well_formed", "lower_tvm_intrinsics", "lower_allocate_const", "simplify", "scalarize_vectors", "plan_memory", "flatten_buffer",
+              ElementsAre("verify_well_formed", "expand_vector_buffers", "lower_tvm_intrinsics", "lower_allocate_const", "simplify", "scalarize_vectors", "plan_memory", "flatten_buffer",
                           "unroll_loops", "simplify",
                           "hoist_loop_invariants", "make_unpacked_api", "lower_call_tir", "lower_builtins",
                           "merge_kernels", "verify_well_formed"));
   // merge_kernels needs unpacked calls, and -disabled-schedules=merge_kernels drops it.
   EXPECT_THAT(names(lowering_pipeline(true, true, true, false, /*merge_kernels=*/false)),
-              ElementsAre("verify_well_formed", "lower_tvm_intrinsics", "lower_allocate_const", "simplify", "scalarize_vectors", "plan_memory", "flatten_buffer",
+              ElementsAre("verify_well_formed", "expand_vector_buffers", "lower_tvm_intrinsics", "lower_allocate_const", "simplify", "scalarize_vectors", "plan_memory", "flatten_buffer",
                           "unroll_loops", "simplify", "hoist_loop_invariants", "make_unpacked_api", "lower_call_tir",
                           "lower_builtins", "verify_well_formed"));
   EXPECT_THAT(names(lowering_pipeline(false, false)),
-              ElementsAre("verify_well_formed", "lower_tvm_intrinsics", "lower_allocate_const", "simplify", "scalarize_vectors", "plan_memory", "flatten_buffer",
+              ElementsAre("verify_well_formed", "expand_vector_buffers", "lower_tvm_intrinsics", "lower_allocate_const", "simplify", "scalarize_vectors", "plan_memory", "flatten_buffer",
                           "unroll_loops", "simplify", "make_packed_api", "lower_call_tir", "lower_builtins",
                           "verify_well_formed"));
   // LLVM emits vectors itself: no scalarize_vectors.
   EXPECT_THAT(names(lowering_pipeline(false, false, /*scalarize_vectors=*/false)),
-              ElementsAre("verify_well_formed", "lower_tvm_intrinsics", "lower_allocate_const", "simplify", "plan_memory", "flatten_buffer", "unroll_loops", "simplify",
+              ElementsAre("verify_well_formed", "expand_vector_buffers", "lower_tvm_intrinsics", "lower_allocate_const", "simplify", "plan_memory", "flatten_buffer", "unroll_loops", "simplify",
                           "make_packed_api", "lower_call_tir", "lower_builtins", "verify_well_formed"));
   // wasm keeps the stores it emits as SIMD128.
   EXPECT_THAT(names(lowering_pipeline(true, false, /*scalarize_vectors=*/true, /*keep_simd128=*/true)),
-              ElementsAre("verify_well_formed", "lower_tvm_intrinsics", "lower_allocate_const", "simplify", "scalarize_vectors_simd128", "plan_memory", "flatten_buffer",
+              ElementsAre("verify_well_formed", "expand_vector_buffers", "lower_tvm_intrinsics", "lower_allocate_const", "simplify", "scalarize_vectors_simd128", "plan_memory", "flatten_buffer",
                           "unroll_loops", "simplify", "make_unpacked_api", "lower_call_tir", "lower_builtins",
                           "merge_kernels", "verify_well_formed"));
 }

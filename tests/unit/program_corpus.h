@@ -17,6 +17,7 @@
 
 #include "driver/build.h"
 #include "interp/interpreter.h"
+#include "ir/vector_buffers.h"
 #include "sim/host_sim.h"
 #include "support/ndarray.h"
 #include "support/source_dir.h"
@@ -91,7 +92,9 @@ inline bool eval_extent(const Expr& e, const std::map<const VarNode*, int64_t>& 
   return true;
 }
 
-inline Inputs make_inputs(const PrimFunc& f, const std::map<std::string, std::string>& scalars, uint32_t seed) {
+inline Inputs make_inputs(const PrimFunc& signature, const std::map<std::string, std::string>& scalars, uint32_t seed) {
+  // A buffer of vector type is an array with a dimension of lanes, as it runs.
+  const PrimFunc f = expand_vector_buffers(signature);
   Inputs in;
   in.arrays.resize(f->params.size());
   in.args.resize(f->params.size());
@@ -145,7 +148,7 @@ inline Inputs run_built_on_host(const BuildResult& built, const std::string& nam
   Inputs in = make_inputs(f, scalars, 1234);
   sim::HostSimOptions options;
   options.work_dir = (fs::temp_directory_path() / ("microtir-" + tag + "-" + std::to_string(getpid()))).string();
-  sim::run_on_host({&built, name, f}, in.args, options);
+  sim::run_on_host({&built, name, expand_vector_buffers(f)}, in.args, options);
   fs::remove_all(options.work_dir);
   return in;
 }

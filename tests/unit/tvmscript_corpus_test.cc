@@ -15,6 +15,7 @@
 #include "support/compare.h"
 #include "sim/wasm_module_runner.h"
 #include "program_corpus.h"
+#include "carried_refusal.h"
 #ifdef MICROTIR_HAVE_BINARYEN
 #include "codegen/wasm/native/binaryen_native.h"
 #include "support/source_dir.h"
@@ -498,38 +499,6 @@ TEST(TvmScriptForms, GenericCallIsTheNamedCall) {
     ASSERT_FALSE(r.ok()) << call;
     EXPECT_NE(r.diagnostics.at(0).message.find(message), std::string::npos) << r.diagnostics.at(0).message;
   }
-}
-
-// A type microtir carries but does not run: every backend and the interpreter refuse
-// `m` with `message` (then "but <who> cannot run it") at line:col.
-void expect_refused_everywhere(const IRModule& m, const std::string& func, std::vector<InterpArg> args,
-                               const std::string& message, int line, int col) {
-  auto expect_refusal = [&](const DiagnosticError& e, const std::string& who) {
-    const Diagnostic& d = e.diagnostics().at(0);
-    EXPECT_NE(d.message.find(message), std::string::npos) << d.message;
-    EXPECT_NE(d.message.find("but " + who + " cannot run it"), std::string::npos) << d.message;
-    EXPECT_EQ(d.span.line, line) << d.message;
-    EXPECT_EQ(d.span.col, col) << d.message;
-  };
-  for (const char* target : {"c -unpacked-api=0", "llvm -unpacked-api=1", "wasm"}) {
-    SCOPED_TRACE(target);
-    try {
-      build_for_target(m, parse_target(target));
-      ADD_FAILURE() << "a carried type was compiled";
-    } catch (const DiagnosticError& e) {
-      expect_refusal(e, "the backends");
-    }
-  }
-  try {
-    interpret(m, func, args);
-    ADD_FAILURE() << "a carried type was interpreted";
-  } catch (const DiagnosticError& e) {
-    expect_refusal(e, "the interpreter");
-  }
-}
-
-IRModule parse_corpus_file(const std::string& stem) {
-  return parse_module_or_throw(read(fs::path(mtir::source_dir()) / "tests/script/tvm" / (stem + ".tir")), stem + ".tir");
 }
 
 // Scalable vectors parse and print (scalable_vectors.tir round-trips in the corpus);

@@ -81,7 +81,7 @@ test('matmul.tir: every pass, its IR and the C kernel', () => {
   const r = tir(fs.readFileSync(matmulPath, 'utf8'));
   checkSchema(r);
   assert.equal(r.ok, true, JSON.stringify(r.diagnostics));
-  assert.deepEqual(r.passes.map((p) => p.name), ['verify_well_formed', 'lower_tvm_intrinsics', 'lower_allocate_const', 'simplify', 'scalarize_vectors', 'plan_memory',
+  assert.deepEqual(r.passes.map((p) => p.name), ['verify_well_formed', 'expand_vector_buffers', 'lower_tvm_intrinsics', 'lower_allocate_const', 'simplify', 'scalarize_vectors', 'plan_memory',
     'flatten_buffer', 'unroll_loops', 'simplify', 'hoist_loop_invariants', 'make_packed_api', 'lower_call_tir', 'lower_builtins', 'verify_well_formed']);
   const changed = Object.fromEntries(r.passes.map((p) => [p.name, p.changed]));
   assert.equal(changed.flatten_buffer, true);

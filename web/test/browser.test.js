@@ -78,7 +78,7 @@ test('the matmul example: passes, IR, a diff, the C artifact', async () => {
   const { page, errors } = await openPage();
   assert.match(await compileStatus(page), /compiled in \d+ ms/);
   const passes = await page.$$eval('#passes .pass', (els) => els.map((e) => ({ text: e.textContent, changed: e.classList.contains('changed') })));
-  assert.equal(passes.length, 14);
+  assert.equal(passes.length, 15);
   assert.match(passes[0].text, /verify_well_formed/);
   assert.ok(passes.some((p) => p.changed && /flatten_buffer/.test(p.text)));
   assert.ok(passes.some((p) => !p.changed && /unchanged/.test(p.text)));
@@ -435,7 +435,7 @@ test('the artifacts come first, the pass IR texts follow; Cancel stops them; the
   assert.equal(await page.getAttribute('body', 'data-details'), 'pending');
   await page.click('.artifact-tab[data-path="codegen/host/src/lib0.c"]');
   assert.match(await page.textContent('#artifact-view'), /int32_t matmul\(TVMValue\* args/);
-  assert.equal(await page.$$eval('#passes .pass', (els) => els.length), 14);
+  assert.equal(await page.$$eval('#passes .pass', (els) => els.length), 15);
   assert.match(await page.textContent('#pass-view'), /the IR text is being produced/);
   assert.equal(await page.isDisabled('#download-tar'), true);
   assert.equal(await page.isEnabled('#cancel'), true, 'Cancel stops the background texts too');
@@ -723,9 +723,9 @@ test('dark mode follows the system; the editor is labelled; the pass list works 
   await page.keyboard.press('ArrowDown');
   assert.equal(await selected(), 3);
   assert.equal(await page.evaluate(() => document.activeElement.dataset.index), '3', 'focus follows the selection');
-  assert.match(await page.textContent('#pass-title'), /after simplify/);
+  assert.match(await page.textContent('#pass-title'), /after lower_allocate_const/);
   await page.keyboard.press('End');
-  assert.equal(await selected(), 13);
+  assert.equal(await selected(), 14);
   assert.equal(await page.getAttribute('#passes .pass.selected', 'aria-selected'), 'true');
   assert.equal(await page.$$eval('#passes .pass[tabindex="0"]', (els) => els.length), 1);
   assert.deepEqual(errors, []);
