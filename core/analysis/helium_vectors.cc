@@ -27,8 +27,13 @@ bool contiguous_store(const BufferStoreNode* store, int lanes) {
   return stride && *stride == 1 && ramp->lanes == lanes && !ramp->base->dtype.is_vector();
 }
 
-// `e` as rest + c with c the constant of its outermost additions (x + 3 + 4: x, 7).
+// `e` as rest + c with c the constant of its outermost additions (x + 3 + 4: x, 7; a
+// constant: 0 and itself).
 Expr peel_constant(const Expr& e, int64_t* c) {
+  if (const int64_t* v = as_const_int(e)) {
+    *c += *v;
+    return IntImm(e->dtype, 0);
+  }
   if (e->kind != ExprKind::Add) return e;
   const auto* op = static_cast<const BinaryNode*>(e.get());
   if (const int64_t* b = as_const_int(op->b)) {

@@ -297,7 +297,7 @@ void prepare_matmul_node(Graph& g, GraphNode& node, const ScheduleOptions& opts,
   const int64_t k = const_weight ? wit->second.num_elements() / channels : 0;
   if (three_columns && const_weight && takes_mve_short_requant(node, opts, sched, k, wit->second))
     sched["mve_short_requant"] = true;
-  else if (three_columns && const_weight && opts.mve_pair_requant && sched["mve"].get<bool>() && groups == 1 &&
+  else if (three_columns && const_weight && opts.mve_pair_requant && sched["mve"].get<bool>() && groups == 1 && !nchw &&
            smmlar_form_fits(g, node, inputs, g.constants[extra[0]], k))
     sched["mve_pair_requant"] = true;
   else if (!extra.empty() && const_weight && sched["smlal_requant"].get<bool>() && opts.smmlar_requant)
