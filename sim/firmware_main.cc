@@ -26,7 +26,13 @@ void byte_array(std::ostream& os, const std::string& name, const std::vector<uin
   os << "\n};\n";
 }
 
-bool passes_weights(const FirmwareSpec& spec) { return !spec.link_params; }
+// The application passes the weights (-link-params=0), if the model has any.
+bool passes_weights(const FirmwareSpec& spec) {
+  if (spec.link_params) return false;
+  for (const auto& a : spec.args)
+    if (a.role == FirmwareArg::Role::kWeight) return true;
+  return false;
+}
 
 // The array an argument lives in: an I/O buffer in RAM or a weight in flash.
 std::string arg_data(const FirmwareArg& a) {

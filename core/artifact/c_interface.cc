@@ -126,11 +126,13 @@ const char* role_name(AotModule::Role r) {
   return "constant";
 }
 
-bool has_state(const AotModule& aot) {
+bool has_role(const AotModule& aot, AotModule::Role role) {
   for (const auto& p : aot.params)
-    if (p.role == AotModule::Role::kState) return true;
+    if (p.role == role) return true;
   return false;
 }
+
+bool has_state(const AotModule& aot) { return has_role(aot, AotModule::Role::kState); }
 
 // The C array of state `p`: `<prefix>_state_<name>`.
 std::string state_array(const std::string& prefix, const AotModule::Param& p) {
@@ -469,7 +471,9 @@ std::vector<SourceFileOut> c_interface(const AotModule& aot, const Graph& g, con
     return files;
   }
   in.structs = {{AotModule::Role::kInput, "_inputs"}, {AotModule::Role::kOutput, "_outputs"}};
-  if (!options.link_params) in.structs.push_back({AotModule::Role::kConstant, "_params"});
+  // A model without weights has nothing to pass: no params struct (an empty struct is
+  // not C99) and run() takes the inputs and outputs only.
+  if (!options.link_params && has_role(aot, AotModule::Role::kConstant)) in.structs.push_back({AotModule::Role::kConstant, "_params"});
   const std::string run_params = header_run_api(h, in);
   return {{"codegen/host/include/" + in.prefix + ".h", h.str()},
           {"codegen/host/src/" + in.prefix + "_interface.c", interface_source(in, run_params)}};

@@ -17,18 +17,15 @@ index.
 
 usage: control_flow_tflite_test.py MICROTIR FLATC SCHEMA SOURCE_DIR [--target T] [--backend B] [--only a,b]
 """
-import argparse
 import os
-import subprocess
 import sys
-import tempfile
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import int16_ops_tflite_test as fixed_point  # noqa: E402
 from svdf_tflite_test import run  # noqa: E402
-from tflite_model_builder import Model, build_tflite  # noqa: E402
+from tflite_model_builder import Model, build_tflite, suite_main  # noqa: E402
 
 rng = np.random.default_rng(2037)
 Q = (0.05, -4)  # the int8 tensors' scale and zero point (they pass through unchanged)
@@ -359,33 +356,5 @@ def check_model(name, opts, work):
     return ok
 
 
-def check_refusal(name, opts, work):
-    build, words = REFUSALS[name]
-    model = build_tflite(build(), name, opts.flatc, opts.schema, work)
-    p = subprocess.run([opts.cli, "run", model, "--target", "host", "--output-dir", os.path.join(work, name)],
-                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    ok = p.returncode == 1 and words in p.stderr
-    print(f"{'ok' if ok else 'FAIL'} {name} is refused: {p.stderr.strip()[:300]}")
-    return ok
-
-
-def main():
-    ap = argparse.ArgumentParser(usage=__doc__)
-    for a in ("cli", "flatc", "schema", "source"):
-        ap.add_argument(a)
-    ap.add_argument("--target", default="host")
-    ap.add_argument("--backend", default="c")
-    ap.add_argument("--only", default="", help="comma-separated model names")
-    opts = ap.parse_args()
-    names = [n for n in MODELS if not opts.only or n in opts.only.split(",")]
-    refusals = list(REFUSALS) if opts.target == "host" and not opts.only else []
-    with tempfile.TemporaryDirectory() as work:
-        failures = sum(not check_model(n, opts, work) for n in names)
-        failures += sum(not check_refusal(n, opts, work) for n in refusals)
-    total = len(names) + len(refusals)
-    print(f"{total - failures} of {total} control-flow models and refusals pass")
-    return 1 if failures else 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(suite_main(__doc__, "control-flow", MODELS, REFUSALS, check_model))

@@ -2,9 +2,11 @@
 subgraph, made binary by flatc with our schema (core/frontend/tflite/tflite_schema.fbs).
 Shared by the tests of multi-subgraph models (variable_tflite_test.py,
 control_flow_tflite_test.py)."""
+import argparse
 import json
 import os
 import subprocess
+import tempfile
 
 import numpy as np
 
@@ -62,3 +64,34 @@ def build_tflite(m, name, flatc, schema, work):
         json.dump(m.json(), f)
     subprocess.run([flatc, "-b", "-o", work, schema, jpath], check=True)
     return os.path.join(work, name + ".tflite")
+
+
+def check_refusal(refusals, name, opts, work):
+    """Builds refusals[name] = (build, words): `run` must exit 1 with `words` on stderr."""
+    build, words = refusals[name]
+    model = build_tflite(build(), name, opts.flatc, opts.schema, work)
+    p = subprocess.run([opts.cli, "run", model, "--target", "host", "--output-dir", os.path.join(work, name)],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    ok = p.returncode == 1 and words in p.stderr
+    print(f"{'ok' if ok else 'FAIL'} {name} is refused: {p.stderr.strip()[:300]}")
+    return ok
+
+
+def suite_main(doc, what, models, refusals, check_model):
+    """The command line of a model suite: CLI FLATC SCHEMA SOURCE [--target] [--backend]
+    [--only]; every model through check_model, the refusals on the host; exit 1 on a failure."""
+    ap = argparse.ArgumentParser(usage=doc)
+    for a in ("cli", "flatc", "schema", "source"):
+        ap.add_argument(a)
+    ap.add_argument("--target", default="host")
+    ap.add_argument("--backend", default="c")
+    ap.add_argument("--only", default="", help="comma-separated model names")
+    opts = ap.parse_args()
+    names = [n for n in models if not opts.only or n in opts.only.split(",")]
+    refused = list(refusals) if opts.target == "host" and not opts.only else []
+    with tempfile.TemporaryDirectory() as work:
+        failures = sum(not check_model(n, opts, work) for n in names)
+        failures += sum(not check_refusal(refusals, n, opts, work) for n in refused)
+    total = len(names) + len(refused)
+    print(f"{total - failures} of {total} {what} models and refusals pass")
+    return 1 if failures else 0
