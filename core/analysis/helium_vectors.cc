@@ -43,26 +43,6 @@ Expr peel_constant(const Expr& e, int64_t* c) {
   return e;
 }
 
-// Lane `k` of a Ramp with a constant stride, or of a Shuffle of them: its base and the
-// constant added to it; false for any other vector.
-bool ramp_lane(const Expr& e, int k, Expr* base, int64_t* offset) {
-  if (e->kind == ExprKind::Ramp) {
-    const auto* ramp = static_cast<const RampNode*>(e.get());
-    const int64_t* stride = as_const_int(ramp->stride);
-    if (!stride || ramp->base->dtype.is_vector() || k >= ramp->lanes) return false;
-    *base = ramp->base, *offset = *stride * k;
-    return true;
-  }
-  if (e->kind != ExprKind::Shuffle) return false;
-  const auto* op = static_cast<const ShuffleNode*>(e.get());
-  int index = op->indices.at(static_cast<size_t>(k));
-  for (const auto& v : op->vectors) {
-    if (index < v->dtype.lanes()) return v->dtype.is_vector() && ramp_lane(v, index, base, offset);
-    index -= v->dtype.lanes();
-  }
-  return false;
-}
-
 // The one index of a four-lane access of a one-dimensional buffer whose lanes lie at
 // constant non-negative offsets from lane 0 (a gather or scatter).
 bool offset_access(const Buffer& buffer, const std::vector<Expr>& indices, int64_t offsets[kHeliumLanes]) {
@@ -84,6 +64,24 @@ bool scalar_lanes(const Expr& e) {
 
 }  // namespace
 
+bool helium_ramp_lane(const Expr& e, int k, Expr* base, int64_t* offset) {
+  if (e->kind == ExprKind::Ramp) {
+    const auto* ramp = static_cast<const RampNode*>(e.get());
+    const int64_t* stride = as_const_int(ramp->stride);
+    if (!stride || ramp->base->dtype.is_vector() || k >= ramp->lanes) return false;
+    *base = ramp->base, *offset = *stride * k;
+    return true;
+  }
+  if (e->kind != ExprKind::Shuffle) return false;
+  const auto* op = static_cast<const ShuffleNode*>(e.get());
+  int index = op->indices.at(static_cast<size_t>(k));
+  for (const auto& v : op->vectors) {
+    if (index < v->dtype.lanes()) return v->dtype.is_vector() && helium_ramp_lane(v, index, base, offset);
+    index -= v->dtype.lanes();
+  }
+  return false;
+}
+
 bool helium_lane_offsets(const Expr& index, int64_t offsets[kHeliumLanes]) {
   if (index->dtype.lanes() != kHeliumLanes) return false;
   Expr base0;
@@ -91,7 +89,7 @@ bool helium_lane_offsets(const Expr& index, int64_t offsets[kHeliumLanes]) {
   for (int k = 0; k < kHeliumLanes; ++k) {
     Expr base;
     int64_t c = 0;
-    if (!ramp_lane(index, k, &base, &c)) return false;
+    if (!helium_ramp_lane(index, k, &base, &c)) return false;
     Expr rest = peel_constant(base, &c);
     if (k == 0) base0 = rest, c0 = c;
     else if (!structural_equal(rest, base0)) return false;

@@ -49,6 +49,9 @@ HeliumVars helium_lets(const Stmt& body);
 bool helium_byte_store(const BufferStoreNode* store);
 // The int8 or int16 contiguous load that `e` widens to int32x4, or null.
 const BufferLoadNode* helium_widened_load(const Expr& e);
+// Lane `k` of a Ramp with a constant stride, or of a Shuffle of them: its base and the
+// constant added to it; false for any other vector.
+bool helium_ramp_lane(const Expr& index, int k, Expr* base, int64_t* offset);
 // Whether the four lanes of `index` (a Ramp with a constant stride, or a Shuffle of such
 // Ramps) lie at constant offsets, none negative, from lane 0: lane k is lane 0 plus
 // offsets[k] (Shuffle(Ramp(i, 1, 2), Ramp(i + 64, 1, 2)): 0, 1, 64, 65).

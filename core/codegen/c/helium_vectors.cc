@@ -130,24 +130,11 @@ struct HeliumEmitter {
     return out;
   }
 
-  // The address of lane 0 of a gather or scatter, then its lane offsets.
+  // The address of lane 0 of a gather or scatter.
   std::string lane0_address(const Buffer& buffer, const Expr& index, const Span& span) const {
     Expr base;
     int64_t offset = 0;
-    if (index->kind == ExprKind::Ramp) {
-      base = static_cast<const RampNode*>(index.get())->base;
-    } else {  // a Shuffle of Ramps: lane 0 of the vector its index 0 picks
-      const auto* op = static_cast<const ShuffleNode*>(index.get());
-      int pick = op->indices.at(0);
-      for (const auto& v : op->vectors) {
-        if (pick < v->dtype.lanes()) {
-          const auto* ramp = static_cast<const RampNode*>(v.get());
-          base = ramp->base, offset = *as_const_int(ramp->stride) * pick;
-          break;
-        }
-        pick -= v->dtype.lanes();
-      }
-    }
+    helium_ramp_lane(index, 0, &base, &offset);
     return address(buffer, offset ? Binary(ExprKind::Add, base, IntImm(base->dtype, offset)) : base, span);
   }
 
