@@ -2,6 +2,7 @@
 #include "analysis/helium_vectors.h"
 
 #include "ir/op.h"
+#include "ir/structural_equal.h"
 #include "ir/visitor.h"
 
 namespace mtir {
@@ -26,7 +27,77 @@ bool contiguous_store(const BufferStoreNode* store, int lanes) {
   return stride && *stride == 1 && ramp->lanes == lanes && !ramp->base->dtype.is_vector();
 }
 
+// `e` as rest + c with c the constant of its outermost additions (x + 3 + 4: x, 7; a
+// constant: 0 and itself).
+Expr peel_constant(const Expr& e, int64_t* c) {
+  if (const int64_t* v = as_const_int(e)) {
+    *c += *v;
+    return IntImm(e->dtype, 0);
+  }
+  if (e->kind != ExprKind::Add) return e;
+  const auto* op = static_cast<const BinaryNode*>(e.get());
+  if (const int64_t* b = as_const_int(op->b)) {
+    *c += *b;
+    return peel_constant(op->a, c);
+  }
+  return e;
+}
+
+// The one index of a four-lane access of a one-dimensional buffer whose lanes lie at
+// constant non-negative offsets from lane 0 (a gather or scatter).
+bool offset_access(const Buffer& buffer, const std::vector<Expr>& indices, int64_t offsets[kHeliumLanes]) {
+  if (indices.size() != 1 || buffer->shape.size() != 1 || indices[0]->dtype.lanes() != kHeliumLanes) return false;
+  return helium_lane_offsets(indices[0], offsets);
+}
+
+// A Shuffle of four scalar int32 loads (the sums of a tile, one lane each: VMOV).
+bool scalar_lanes(const Expr& e) {
+  if (e->kind != ExprKind::Shuffle) return false;
+  const auto* op = static_cast<const ShuffleNode*>(e.get());
+  if (op->vectors.size() != kHeliumLanes) return false;
+  for (size_t k = 0; k < op->vectors.size(); ++k)
+    if (op->indices.at(k) != static_cast<int>(k) || op->vectors[k]->dtype != DataType::Int(32) ||
+        op->vectors[k]->kind != ExprKind::BufferLoad)
+      return false;
+  return true;
+}
+
 }  // namespace
+
+bool helium_ramp_lane(const Expr& e, int k, Expr* base, int64_t* offset) {
+  if (e->kind == ExprKind::Ramp) {
+    const auto* ramp = static_cast<const RampNode*>(e.get());
+    const int64_t* stride = as_const_int(ramp->stride);
+    if (!stride || ramp->base->dtype.is_vector() || k >= ramp->lanes) return false;
+    *base = ramp->base, *offset = *stride * k;
+    return true;
+  }
+  if (e->kind != ExprKind::Shuffle) return false;
+  const auto* op = static_cast<const ShuffleNode*>(e.get());
+  int index = op->indices.at(static_cast<size_t>(k));
+  for (const auto& v : op->vectors) {
+    if (index < v->dtype.lanes()) return v->dtype.is_vector() && helium_ramp_lane(v, index, base, offset);
+    index -= v->dtype.lanes();
+  }
+  return false;
+}
+
+bool helium_lane_offsets(const Expr& index, int64_t offsets[kHeliumLanes]) {
+  if (index->dtype.lanes() != kHeliumLanes) return false;
+  Expr base0;
+  int64_t c0 = 0;
+  for (int k = 0; k < kHeliumLanes; ++k) {
+    Expr base;
+    int64_t c = 0;
+    if (!helium_ramp_lane(index, k, &base, &c)) return false;
+    Expr rest = peel_constant(base, &c);
+    if (k == 0) base0 = rest, c0 = c;
+    else if (!structural_equal(rest, base0)) return false;
+    offsets[k] = c - c0;
+    if (offsets[k] < 0) return false;
+  }
+  return true;
+}
 
 int64_t helium_load_stride(const Expr& e) {
   const BufferLoadNode* load;
@@ -49,7 +120,13 @@ bool helium_vector(const Expr& e, const HeliumVars* vars) {
   if (!e || e->dtype != kInt32x4) return false;
   switch (e->kind) {
     case ExprKind::Var: return !vars || vars->count(static_cast<const VarNode*>(e.get())) > 0;
-    case ExprKind::BufferLoad: return helium_load_stride(e) > 0;
+    case ExprKind::BufferLoad: {
+      if (helium_load_stride(e) > 0) return true;
+      const auto* load = static_cast<const BufferLoadNode*>(e.get());
+      int64_t offsets[kHeliumLanes];
+      return offset_access(load->buffer, load->indices, offsets);
+    }
+    case ExprKind::Shuffle: return scalar_lanes(e);
     case ExprKind::Cast: return helium_widened_load(e) != nullptr;
     case ExprKind::Broadcast: {
       const Expr& v = static_cast<const BroadcastNode*>(e.get())->value;
@@ -65,7 +142,8 @@ bool helium_vector(const Expr& e, const HeliumVars* vars) {
     }
     case ExprKind::Call: {
       const auto* op = static_cast<const CallNode*>(e.get());
-      if (!op->is(Builtin::MultiplyByQuantizedMultiplier) || op->args.size() != 3) return false;
+      const bool shift = op->is(Builtin::ShiftRight) && op->args.size() == 2;
+      if (!shift && !(op->is(Builtin::MultiplyByQuantizedMultiplier) && op->args.size() == 3)) return false;
       for (const auto& a : op->args)
         if (!helium_vector(a, vars)) return false;
       return true;
@@ -85,11 +163,18 @@ bool helium_byte_store(const BufferStoreNode* store) {
   return stride && *stride == 1 && !ramp->base->dtype.is_vector();
 }
 
+bool helium_scatter_store(const BufferStoreNode* store, int64_t offsets[kHeliumLanes]) {
+  return store->buffer->dtype == DataType::Int(8) && !contiguous_store(store, kHeliumLanes) &&
+         offset_access(store->buffer, store->indices, offsets);
+}
+
 bool helium_store(const BufferStoreNode* store, const HeliumVars* vars) {
   if (helium_byte_store(store)) return true;
-  if (!contiguous_store(store, kHeliumLanes)) return false;
+  int64_t offsets[kHeliumLanes];
+  const bool scatter = helium_scatter_store(store, offsets);
+  if (!scatter && !contiguous_store(store, kHeliumLanes)) return false;
   const DataType t = store->buffer->dtype;
-  if (t == DataType::Int(32)) return helium_vector(store->value, vars);
+  if (t == DataType::Int(32)) return !scatter && helium_vector(store->value, vars);
   if (t != DataType::Int(8) || store->value->kind != ExprKind::Cast) return false;
   return helium_vector(static_cast<const CastNode*>(store->value.get())->value, vars);
 }

@@ -5,13 +5,18 @@
 // elsewhere). The grammar of an int32x4 value:
 //   A[Ramp(i, s, 4)]            int32 load, contiguous (s = 1, VLDRW) or strided (a
 //                               constant s > 1, a gather)
+//   A[Shuffle(Ramp, Ramp)]      int32 gather of lanes at constant offsets from lane 0
+//                               (helium_lane_offsets; a 2x2 tile's table columns)
+//   Shuffle(a, b, c, d)         four scalar int32 loads, one a lane (VMOV: a tile's sums)
 //   int32x4(B[Ramp(i, 1, 4)])   an int8 or int16 contiguous load widened (VLDRB.S32, VLDRH.S32)
 //   Broadcast(x, 4)             a scalar int32 (VDUP)
 //   a + b, a - b, a * b, min(a, b), max(a, b)            (wrapping, as TIR's int32)
 //   T.multiply_by_quantized_multiplier(x, m, s)           (VQRDMULH and VRSHL)
+//   T.shift_right(a, b)                                   (VSHL by -b)
 //   v                           an int32x4 variable of a kept let (below)
 // and a kept store is A[Ramp(i, 1, 4)] = value into int32, or = int8x4(value) into int8
-// (VSTRB.32, the low byte of each lane), A one-dimensional. Besides, 16 bytes copied or
+// (VSTRB.32, the low byte of each lane; a scatter where the lanes lie at constant offsets,
+// helium_lane_offsets), A one-dimensional. Besides, 16 bytes copied or
 // filled: A[Ramp(i, 1, 16)] = B[Ramp(j, 1, 16)] or = Broadcast(x, 16), int8 (VLDRB.8,
 // VSTRB.8, VDUP.8; the mve convolutions' im2col columns).
 // A LetStmt of an int32x4 variable whose value is of the grammar is kept too (a Q register
@@ -44,6 +49,16 @@ HeliumVars helium_lets(const Stmt& body);
 bool helium_byte_store(const BufferStoreNode* store);
 // The int8 or int16 contiguous load that `e` widens to int32x4, or null.
 const BufferLoadNode* helium_widened_load(const Expr& e);
+// Lane `k` of a Ramp with a constant stride, or of a Shuffle of them: its base and the
+// constant added to it; false for any other vector.
+bool helium_ramp_lane(const Expr& index, int k, Expr* base, int64_t* offset);
+// Whether the four lanes of `index` (a Ramp with a constant stride, or a Shuffle of such
+// Ramps) lie at constant offsets, none negative, from lane 0: lane k is lane 0 plus
+// offsets[k] (Shuffle(Ramp(i, 1, 2), Ramp(i + 64, 1, 2)): 0, 1, 64, 65).
+bool helium_lane_offsets(const Expr& index, int64_t offsets[kHeliumLanes]);
+// Whether `store` is a kept int8x4 store whose lanes lie at constant offsets that are not
+// contiguous (VSTRB.32 scatter), and those offsets.
+bool helium_scatter_store(const BufferStoreNode* store, int64_t offsets[kHeliumLanes]);
 // The constant stride of a one-dimensional vector load A[Ramp(i, s, n)], or 0.
 int64_t helium_load_stride(const Expr& e);
 

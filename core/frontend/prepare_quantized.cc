@@ -49,9 +49,10 @@ bool per_channel(const json& attrs) {
 // Exact while SMMLAR's rounded high word 2R + floor((x * M + 2^30) / 2^31) fits int32:
 // |x| + |2R| + 1 < 2^31, the accumulator x at most |bias| + k * 2^15 (int8 products, or
 // 255 * 128 with the zero point subtracted), and while the shift s + 1 stays below 32.
-// Rewrites `table` and returns true when every channel qualifies.
-bool smmlar_table(const Graph& g, const GraphNode& node, const std::vector<std::string>& inputs, NDArray& table,
-                  int64_t k) {
+// smmlar_form_fits says whether every channel qualifies; smmlar_table rewrites `table`
+// when they do. mve_pair_requant's vector form has the same bounds (ops/qconv_mve.cc).
+bool smmlar_form_fits(const Graph& g, const GraphNode& node, const std::vector<std::string>& inputs,
+                      const NDArray& table, int64_t k) {
   const int32_t zo = static_cast<int32_t>(number_or(node.attrs, "output_zero_point", 0));
   const ops::ActBounds bounds = ops::activation_bounds(node.attrs.value("activation", std::string("none")),
                                                        number_or(node.attrs, "output_scale", 1.0), zo);
@@ -68,6 +69,13 @@ bool smmlar_table(const Graph& g, const GraphNode& node, const std::vector<std::
     const int64_t x = std::abs(bias ? bias->get_int(c) : 0) + k * (int64_t{1} << 15);
     if (s + 1 > 31 || x + 2 * std::abs(r) + 1 >= (int64_t{1} << 31)) return false;
   }
+  return true;
+}
+
+bool smmlar_table(const Graph& g, const GraphNode& node, const std::vector<std::string>& inputs, NDArray& table,
+                  int64_t k) {
+  if (!smmlar_form_fits(g, node, inputs, table, k)) return false;
+  const int64_t channels = table.shape[0];
   for (int64_t c = 0; c < channels; ++c) {
     table.set_int(3 * c, table.get_int(3 * c) * 2 - (int64_t{1} << 32));
     table.set_int(3 * c + 1, table.get_int(3 * c + 1) + 1);
@@ -271,7 +279,8 @@ void prepare_matmul_node(Graph& g, GraphNode& node, const ScheduleOptions& opts,
                 {"smmlar_requant", false},
                 {"dense_chunks", false},
                 {"mve", false},
-                {"mve_short_requant", false}};
+                {"mve_short_requant", false},
+                {"mve_pair_requant", false}};
   auto wit = g.constants.find(node.inputs.size() > 1 ? node.inputs[1] : "");
   const bool const_weight = wit != g.constants.end() && wit->second.dtype == kI8;
   const int64_t channels = nchw ? node.type.shape.at(1) : node.type.shape.back();
@@ -285,11 +294,14 @@ void prepare_matmul_node(Graph& g, GraphNode& node, const ScheduleOptions& opts,
       pack_smlad_weights(g, node, opts, wit->second, channels, inputs, sched, maybe_unused);
   }
   const bool three_columns = !extra.empty() && g.constants[extra[0]].shape.size() == 2 && g.constants[extra[0]].shape[1] == 3;
-  if (three_columns && const_weight &&
-      takes_mve_short_requant(node, opts, sched, wit->second.num_elements() / channels, wit->second))
+  const int64_t k = const_weight ? wit->second.num_elements() / channels : 0;
+  if (three_columns && const_weight && takes_mve_short_requant(node, opts, sched, k, wit->second))
     sched["mve_short_requant"] = true;
+  else if (three_columns && const_weight && opts.mve_pair_requant && sched["mve"].get<bool>() && groups == 1 && !nchw &&
+           smmlar_form_fits(g, node, inputs, g.constants[extra[0]], k))
+    sched["mve_pair_requant"] = true;
   else if (!extra.empty() && const_weight && sched["smlal_requant"].get<bool>() && opts.smmlar_requant)
-    sched["smmlar_requant"] = smmlar_table(g, node, inputs, g.constants[extra[0]], wit->second.num_elements() / channels);
+    sched["smmlar_requant"] = smmlar_table(g, node, inputs, g.constants[extra[0]], k);
   inputs.insert(inputs.end(), extra.begin(), extra.end());
   node.inputs = inputs;
   node.attrs["schedule"] = sched;

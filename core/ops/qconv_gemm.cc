@@ -108,6 +108,8 @@ Schedule read_schedule(const std::string& op, const AttrReader& r) {
       s.mve = on;
     else if (key == "mve_short_requant")
       s.mve_short_requant = on;
+    else if (key == "mve_pair_requant")
+      s.mve_pair_requant = on;
     else if (key != "hoist")
       fail(op, "unknown schedule '" + key + "' (known: " + schedule_names() + ")");
   }

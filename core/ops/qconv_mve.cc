@@ -36,6 +36,52 @@ bool vector_outputs(const Gemm& g) {
   return g.out_flat && g.direct && !g.rule->onnx && g.rule->out == kI8 && table && g.cols >= kVectorChannels;
 }
 
+// mve_pair_requant (prepare_quantized kept the three-column table (M, r - 1, R) of a ReLU
+// layer for it): the four sums of a tile, two pixels by two channels (or one pixel by
+// four), requantize as one int32x4. TFLite's value is RoundingDivideByPOT(h, r) + zo with
+// h = SaturatingRoundingDoublingHighMul(x, M) (VQRDMULH); with R = 2^(r-2) + zo * 2^(r-1)
+// (the zero point folded) (h + 2R) >> r is floor((h + 2^(r-1)) / 2^r) + zo, which rounds
+// half up where TFLite rounds half away from zero: they differ only for h < 0, where both
+// are at most zo and the ReLU's bound (at least zo) takes both. No overflow and r < 32:
+// prepare_quantized's smmlar_form_fits. One VQRDMULH, two VADD, a VMVN and VSHL per four
+// outputs instead of SMMLAR's four scalar chains; lanes gathered from the table and
+// scattered to the output where the tile is two pixels.
+bool pair_outputs(const Gemm& g) {
+  return g.sched->mve_pair_requant && g.out_flat && !g.rule->onnx && g.rule->out == kI8 && g.table &&
+         g.table_columns == 3 && !g.sched->smmlar_requant && g.q->bounds.lo >= g.q->output_zero_point;
+}
+
+// The lanes p * nc + c (c < nc) of `np` runs of nc values from `starts` with stride
+// `stride`: one Ramp, or a Shuffle of one per run.
+Expr runs(const std::vector<Expr>& starts, int64_t stride, int64_t nc) {
+  std::vector<Expr> ramps;
+  for (const Expr& start : starts) ramps.push_back(Ramp(start, ci(stride), static_cast<int>(nc)));
+  if (ramps.size() == 1) return ramps[0];
+  std::vector<int> lanes;
+  for (int k = 0; k < static_cast<int>(nc) * static_cast<int>(ramps.size()); ++k) lanes.push_back(k);
+  return Shuffle(ramps, lanes);
+}
+
+// The requantized tile of pair_outputs: `sums` its four int32 sums (pixel-major), stored
+// at the pixels' channels from oc0.
+Stmt pair_requantize(const Gemm& g, const std::vector<Expr>& rows, Expr oc0, int64_t nc, Expr sums) {
+  const int n = kVectorChannels;
+  auto column = [&](int64_t k) {
+    std::vector<Expr> starts(rows.size(), add(mul(oc0, ci(3)), ci(k)));
+    return load(g.table, {runs(starts, 3, nc)});
+  };
+  Expr h = Call(kI32.with_lanes(n), "multiply_by_quantized_multiplier", {sums, column(0), Broadcast(ci(0), n)});
+  Expr y = call("shift_right", {add(add(h, column(2)), column(2)), add(column(1), Broadcast(ci(1), n))});
+  if (!g.sched->fold_output_zero_point) y = add(y, Broadcast(ci(g.q->output_zero_point), n));
+  y = min_(max_(y, Broadcast(ci(g.q->bounds.lo), n)), Broadcast(ci(g.q->bounds.hi), n));
+  // Consecutive pixels' outputs lie cols apart: lane 0's index plus a constant, which
+  // the Helium store sees as a scatter at constant offsets.
+  std::vector<Expr> starts;
+  const Expr start = add(g.out_start(rows[0]), oc0);
+  for (size_t p = 0; p < rows.size(); ++p) starts.push_back(p ? add(start, ci(static_cast<int64_t>(p) * g.cols)) : start);
+  return store(g.out_flat, Cast(kI8.with_lanes(n), y), {runs(starts, 1, nc)});
+}
+
 Expr vmladava(Expr acc, Expr a, Expr b) { return Call(kI32, "vmladava", {std::move(acc), std::move(a), std::move(b)}); }
 
 // `np` pixels (`rows`) times `nc` channels from `oc0`: int32 sums from the bias, the
@@ -72,6 +118,12 @@ Stmt mve_tile(const Gemm& g, const Buffer& col, const std::vector<Expr>& rows, E
   }
   for (int64_t r = 0; r < rest; ++r) body.push_back(step(ci((main_iters * factor + r) * kLanes), kLanes));
   if (k % kLanes) body.push_back(step(ci(steps * kLanes), static_cast<int>(k % kLanes)));
+  if (np * nc == kVectorChannels && pair_outputs(g)) {
+    std::vector<Expr> lanes;
+    for (int64_t i = 0; i < np * nc; ++i) lanes.push_back(load(acc, {ci(i)}));
+    body.push_back(pair_requantize(g, rows, oc0, nc, Shuffle(lanes, {0, 1, 2, 3})));
+    return Allocate(acc, "local", SeqStmt(body));
+  }
   for (int64_t p = 0; p < np; ++p) {
     if (nc == kVectorChannels && vector_outputs(g)) {
       // The four sums as one int32x4 (VLDRW of the accumulators), requantized and stored
@@ -145,21 +197,24 @@ Stmt gemm_mve(const Gemm& g) {
   MTIR_ICHECK(g.direct || g.gather, "the mve core needs direct rows or a gather");
   // Vector outputs: four channels a tile (two pixels with `block`: eight sums), else the
   // 2x2 tile of `block`.
-  const bool vector = vector_outputs(g);
+  const bool vector = vector_outputs(g), pair = pair_outputs(g);
   const int64_t pix = g.sched->block ? 2 : 1;
   const int64_t chans = vector ? kVectorChannels : g.sched->block ? 2 : 1;
+  // pair_outputs: a pixel alone (the last of an odd count, or every one without block)
+  // takes four channels, so its sums are one vector too.
+  const int64_t single_chans = pair ? kVectorChannels : chans;
   std::vector<Stmt> s;
   const int64_t pairs = g.rows / pix;
   if (pairs > 0) {
     Var pp = ivar("pp");
-    Stmt tile = mve_pixels(g, mul(pp, ci(pix)), pix, chans);
+    Stmt tile = mve_pixels(g, mul(pp, ci(pix)), pix, pix == 1 ? single_chans : chans);
     s.push_back(pairs == 1 ? substitute(tile, pp, ci(0)) : For(pp, ci(0), ci(pairs), ForKind::kSerial, tile));
   }
-  if (g.rows % pix) s.push_back(mve_pixels(g, ci(pairs * pix), g.rows % pix, chans));
+  if (g.rows % pix) s.push_back(mve_pixels(g, ci(pairs * pix), g.rows % pix, single_chans));
   Stmt body = s.size() == 1 ? s[0] : SeqStmt(s);
   // The flat view only where it is stored to: fuse_elementwise folds a consumer into the
   // stores of the output buffer itself.
-  return vector ? DeclBuffer(g.out_flat, body) : body;
+  return vector || pair ? DeclBuffer(g.out_flat, body) : body;
 }
 
 }  // namespace qconv_impl

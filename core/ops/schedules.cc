@@ -37,6 +37,7 @@ const Schedule kSchedules[] = {
     {"mve", &ScheduleOptions::mve, false},
     {"mve_depthwise", &ScheduleOptions::mve_depthwise, false},
     {"mve_short_requant", &ScheduleOptions::mve_short_requant, false},
+    {"mve_pair_requant", &ScheduleOptions::mve_pair_requant, false},
     {"patch_overlap", &ScheduleOptions::patch_overlap, true},
 };
 

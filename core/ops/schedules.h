@@ -32,6 +32,7 @@ struct ScheduleOptions {
   bool mve = false;             // Helium (MVE) int8 dot products, 16 lanes (ops/qconv_mve.cc); on only for CPUs that have it
   bool mve_depthwise = true;    // with mve: depthwise convolutions four channels a vector (ops/qconv_mve_depthwise.cc; off: depthwise_tile's scalar tiles)
   bool mve_short_requant = true;  // with mve: pointwise and dense layers of reductions up to 32 requantize four channels a vector (no smmlar_requant table)
+  bool mve_pair_requant = true;  // with mve: ReLU convolutions and dense layers requantize each 2x2 tile (two pixels, two channels) as one int32x4 (no smmlar_requant table)
   bool patch_overlap = true;    // with patch: stages of one layer too, each stage's output a few rows beside its dying input
 
   // Per-layer choices (a schedule record, frontend/schedule_records.h): node name ->

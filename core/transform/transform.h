@@ -42,7 +42,9 @@ Pass MakeUnpackedAPI();
 // code is checked unless the kernel cannot fail.
 Pass LowerCallTIR();
 // Vector code becomes one scalar statement per lane and Let expressions are inlined,
-// for backends without vector types (C99; wasm runs ScalarizeVectorsSimd128).
+// for backends without vector types (C99; wasm runs ScalarizeVectorsSimd128), except the
+// Helium vectors the C backend keeps: T.vmladava over contiguous loads, int32x4 stores
+// and int32x4 lets of analysis/helium_vectors.h's grammar (Q registers under arm_mve.h).
 Pass ScalarizeVectors();
 // ScalarizeVectors for the wasm backend: stores that fit SIMD128 (simd128_store) stay
 // vectors, the rest is scalarized.

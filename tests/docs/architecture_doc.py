@@ -20,7 +20,7 @@ CONDITIONS = {
     "unpacked": "unpacked",
     "hoisting": "unless -disabled-schedules=hoist",
     "merging_kernels": "with make_unpacked_api, unless -disabled-schedules=merge_kernels",
-    "scalarizing_all": "for the C backend",
+    "scalarizing_all": "for the C backend; Helium vectors stay",
     "scalarizing_but_simd128": "wasm: what SIMD128 cannot emit",
 }
 # A few words on a pass where the diagram points further.

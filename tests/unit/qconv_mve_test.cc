@@ -6,6 +6,7 @@
 
 #include <limits>
 
+#include "codegen/c/codegen_c.h"
 #include "qconv_cases.h"
 
 namespace mtir {
@@ -41,6 +42,21 @@ TEST(QConv, MveDepthwiseTilesOfFourChannels) {
     }
 }
 
+int32_t tflite_multiply_by_quantized_multiplier(int32_t x, int32_t m, int s);
+
+// The schedule a one-node graph takes from prepare_quantized under `o`.
+json prepared_schedule(const Case& k, const ScheduleOptions& o) {
+  Graph g;
+  g.inputs = {{"x", TensorType{DataType::Int(8), k.data}}};
+  g.constants["w"] = NDArray::zeros(DataType::Int(8), k.weight);
+  GraphNode node;
+  node.name = "y", node.op = k.op, node.inputs = {"x", "w"}, node.attrs = k.attrs;
+  node.type = find_op(k.op)->infer({g.inputs[0].second, TensorType{DataType::Int(8), k.weight}}, node.attrs);
+  g.nodes.push_back(node);
+  g.outputs = {"y"};
+  return prepare_quantized(g, o).nodes[0].attrs["schedule"];
+}
+
 // mve_short_requant: 1x1 convolutions and a dense layer of reductions up to 32 with
 // multipliers below 1/4 (the three-column table) and ReLU, where smmlar_requant would
 // rewrite the table, keep it and requantize four channels an int32x4; a reduction of 36
@@ -56,22 +72,88 @@ TEST(QConv, MveShortReductionsRequantizeFourChannelsAVector) {
     for (bool on : {true, false}) {
       ScheduleOptions o;
       o.smlad = o.sxtb16 = false, o.mve = true, o.smmlar_requant = true, o.mve_short_requant = on;
+      o.mve_pair_requant = false;  // its ReLU layers' 2x2 tiles: MvePairRequantReluTilesAreOneVector
       const std::string label = k.op + " K = " + std::to_string(k.weight.back()) + (on ? "" : " [off: mve_short_requant]");
       SCOPED_TRACE(label);
       run_case(k, o, label);
-      Graph g;
-      g.inputs = {{"x", TensorType{DataType::Int(8), k.data}}};
-      g.constants["w"] = NDArray::zeros(DataType::Int(8), k.weight);
-      GraphNode node;
-      node.name = "y", node.op = k.op, node.inputs = {"x", "w"}, node.attrs = k.attrs;
-      node.type = find_op(k.op)->infer({g.inputs[0].second, TensorType{DataType::Int(8), k.weight}}, node.attrs);
-      g.nodes.push_back(node);
-      g.outputs = {"y"};
-      const json sched = prepare_quantized(g, o).nodes[0].attrs["schedule"];
+      const json sched = prepared_schedule(k, o);
       const bool short_k = k.weight.back() <= 32 && on;
       EXPECT_EQ(sched["mve_short_requant"].get<bool>(), short_k);
       EXPECT_EQ(sched["smmlar_requant"].get<bool>(), !short_k);
     }
+}
+
+// mve_pair_requant: ReLU layers of the three-column table (multipliers below 1/4) with
+// reductions above 32 keep the table and requantize each 2x2 tile as one int32x4 (a
+// gathered table, scattered bytes), a pixel alone four channels a vector; 15 pixels (one
+// alone), 9 channels (one left to the scalar form), 3x3 through im2col, a dense layer, the
+// output zero point -128 (the clamp is int8 saturation) and 3 (a bound above -128). A
+// layer without ReLU, and every layer with the schedule off, takes smmlar_requant.
+TEST(QConv, MvePairRequantReluTilesAreOneVector) {
+  const json scales = {0.01, 0.02, 0.015, 0.03, 0.012, 0.0015, 0.001, 0.025, 0.004};
+  const json relu = {{"output_scale", 0.4}, {"activation", "relu"}};
+  const json relu128 = {{"output_scale", 0.3}, {"activation", "relu"}, {"output_zero_point", -128}};
+  const Case cases[] = {{"qconv2d", {1, 5, 3, 64}, {9, 1, 1, 64}, quant(relu128, scales)},
+                        {"qconv2d", {2, 3, 2, 40}, {9, 1, 1, 40}, quant(relu, scales)},
+                        {"qconv2d", {1, 4, 5, 16}, {9, 3, 3, 16},
+                         quant({{"output_scale", 0.4}, {"activation", "relu"}, {"padding", {1, 1, 1, 1}}}, scales)},
+                        {"qdense", {3, 48}, {9, 48}, quant(relu128, scales)},
+                        {"qconv2d", {1, 5, 3, 64}, {9, 1, 1, 64}, quant({{"output_scale", 0.4}}, scales)}};
+  for (const Case& k : cases)
+    for (bool on : {true, false}) {
+      ScheduleOptions o;
+      o.smlad = o.sxtb16 = false, o.mve = true, o.smmlar_requant = true, o.mve_pair_requant = on;
+      const bool relu_layer = k.attrs.contains("activation");
+      const std::string label = k.op + " K = " + std::to_string(k.weight.back()) + " kernel " +
+                                std::to_string(k.op == "qdense" ? 1 : k.weight[1]) + (relu_layer ? " relu" : "") +
+                                (on ? "" : " [off: mve_pair_requant]");
+      SCOPED_TRACE(label);
+      run_case(k, o, label);
+      const json sched = prepared_schedule(k, o);
+      EXPECT_EQ(sched["mve_pair_requant"].get<bool>(), on && relu_layer);
+      EXPECT_EQ(sched["smmlar_requant"].get<bool>(), !(on && relu_layer) && relu_layer);
+    }
+}
+
+// The Helium grammar of mve_pair_requant's store: four scalar sums as lanes, table
+// columns gathered at lane offsets 0, 3, 0, 3, T.multiply_by_quantized_multiplier with
+// shift 0 (VQRDMULH alone), T.shift_right by a column plus one, the int8 clamp, and a
+// scatter to bytes 2, 3, 10, 11: one mtir_v4 helper each in C, and the interpreter's
+// values are the formula's (host C and wasm at the end of the process).
+TEST(QConv, HeliumGatherScatterAndShiftsInC) {
+  const DataType i32 = DataType::Int(32), i8 = DataType::Int(8);
+  ops::FuncBuilder fb;
+  Buffer table = fb.param("T", {6}, i32), sums = fb.param("A", {4}, i32), out = fb.param("O", {16}, i8);
+  auto runs = [](int64_t a, int64_t b, int64_t stride) {
+    return Shuffle({Ramp(ops::ci(a), ops::ci(stride), 2), Ramp(ops::ci(b), ops::ci(stride), 2)}, {0, 1, 2, 3});
+  };
+  auto column = [&](int64_t k) { return ops::load(table, {runs(k, k, 3)}); };
+  Expr lanes = Shuffle({ops::load(sums, {ops::ci(0)}), ops::load(sums, {ops::ci(1)}), ops::load(sums, {ops::ci(2)}),
+                        ops::load(sums, {ops::ci(3)})},
+                       {0, 1, 2, 3});
+  Expr h = Call(i32.with_lanes(4), "multiply_by_quantized_multiplier", {lanes, column(0), Broadcast(ops::ci(0), 4)});
+  Expr y = ops::call("shift_right", {ops::add(ops::add(h, column(2)), column(2)), ops::add(column(1), Broadcast(ops::ci(1), 4))});
+  y = ops::min_(ops::max_(y, Broadcast(ops::ci(-128), 4)), Broadcast(ops::ci(127), 4));
+  Stmt body = ops::store(out, Cast(i8.with_lanes(4), y), {Shuffle({Ramp(ops::ci(2), ops::ci(1), 2), Ramp(ops::add(ops::ci(2), ops::ci(8)), ops::ci(1), 2)}, {0, 1, 2, 3})});
+  IRModule module;
+  module.set("pair", fb.finish("pair", body));
+  const std::string c = codegen_c(module);
+  for (const char* helper : {"mtir_v4_scatter_s8((&O[2]), 0u, 1u, 8u, 9u, ", "mtir_v4_gather((&T[0]), 0u, 3u, 0u, 3u)",
+                             "mtir_v4_lanes(A[0], A[1], A[2], A[3])", "mtir_v4_srdhm(", "mtir_v4_shr_inc(", "mtir_v4_sat8("})
+    EXPECT_NE(c.find(helper), std::string::npos) << helper << " in\n" << c;
+  const std::vector<int64_t> t = {1518500250, 7, -16000, 1100000000, 5, 96}, a = {-3000000, 900000, 45000000, -1};
+  std::vector<NDArray> arrays = {array_of(i32, {6}, t), array_of(i32, {4}, a), NDArray::zeros(i8, {16})};
+  std::vector<InterpArg> args;
+  for (auto& x : arrays) args.push_back(&x);
+  interpret(module, "pair", args);
+  const int64_t at[4] = {2, 3, 10, 11};
+  for (int lane = 0; lane < 4; ++lane) {
+    const int ch = lane % 2;
+    const int64_t hv = tflite_multiply_by_quantized_multiplier(static_cast<int32_t>(a[lane]), static_cast<int32_t>(t[3 * ch]), 0);
+    const int64_t want = std::min<int64_t>(127, std::max<int64_t>(-128, (hv + 2 * t[3 * ch + 2]) >> (t[3 * ch + 1] + 1)));
+    EXPECT_EQ(arrays[2].get_int(at[lane]), want) << "lane " << lane;
+  }
+  backend_cases::record_module("helium gather and scatter", module, "pair", arrays);
 }
 
 // Per-channel multipliers near 1 and above (left shifts): the table keeps TFLite's

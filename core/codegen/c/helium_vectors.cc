@@ -49,8 +49,26 @@ static inline mtir_v4 mtir_v4_mbqm(mtir_v4 x, mtir_v4 m, mtir_v4 s) {
   h = vqaddq_s32(h, vshrq_n_s32(vandq_s32(h, right), 31));
   return vrshlq_s32(h, right);
 }
+static inline mtir_v4 mtir_v4_gather(const int32_t* p, uint32_t a, uint32_t b, uint32_t c, uint32_t d) {
+  uint32x4_t o = vsetq_lane_u32(d, vsetq_lane_u32(c, vsetq_lane_u32(b, vdupq_n_u32(a), 1), 2), 3);
+  return vldrwq_gather_shifted_offset_s32(p, o);
+}
+static inline mtir_v4 mtir_v4_lanes(int32_t a, int32_t b, int32_t c, int32_t d) {
+  return vsetq_lane_s32(d, vsetq_lane_s32(c, vsetq_lane_s32(b, vdupq_n_s32(a), 1), 2), 3);
+}
+/* SaturatingRoundingDoublingHighMul: T.multiply_by_quantized_multiplier with shift 0. */
+static inline mtir_v4 mtir_v4_srdhm(mtir_v4 x, mtir_v4 m) { return vqrdmulhq_s32(x, m); }
+static inline mtir_v4 mtir_v4_shr(mtir_v4 a, mtir_v4 b) { return vshlq_s32(a, vnegq_s32(b)); }
+/* a >> (b + 1): VSHL by ~b, which is -(b + 1). */
+static inline mtir_v4 mtir_v4_shr_inc(mtir_v4 a, mtir_v4 b) { return vshlq_s32(a, vmvnq_s32(b)); }
+/* min(max(v, -128), 127): a saturating shift to the top byte and back. */
+static inline mtir_v4 mtir_v4_sat8(mtir_v4 v) { return vshrq_n_s32(vqshlq_n_s32(v, 24), 24); }
 static inline void mtir_v4_store(int32_t* p, mtir_v4 v) { vst1q_s32(p, v); }
 static inline void mtir_v4_store_s8(int8_t* p, mtir_v4 v) { vstrbq_s32(p, v); }
+static inline void mtir_v4_scatter_s8(int8_t* p, uint32_t a, uint32_t b, uint32_t c, uint32_t d, mtir_v4 v) {
+  uint32x4_t o = vsetq_lane_u32(d, vsetq_lane_u32(c, vsetq_lane_u32(b, vdupq_n_u32(a), 1), 2), 3);
+  vstrbq_scatter_offset_s32(p, o, v);
+}
 static inline void mtir_v16_copy(int8_t* dst, const int8_t* src) { vst1q_s8(dst, vld1q_s8(src)); }
 static inline void mtir_v16_fill(int8_t* dst, int8_t x) { vst1q_s8(dst, vdupq_n_s8(x)); }
 #else
@@ -70,10 +88,27 @@ static inline mtir_v4 mtir_v4_mul(mtir_v4 a, mtir_v4 b) { MTIR_V4_LANES((int32_t
 static inline mtir_v4 mtir_v4_min(mtir_v4 a, mtir_v4 b) { MTIR_V4_LANES(a.v[k] < b.v[k] ? a.v[k] : b.v[k]); }
 static inline mtir_v4 mtir_v4_max(mtir_v4 a, mtir_v4 b) { MTIR_V4_LANES(a.v[k] > b.v[k] ? a.v[k] : b.v[k]); }
 static inline mtir_v4 mtir_v4_mbqm(mtir_v4 x, mtir_v4 m, mtir_v4 s) { MTIR_V4_LANES(mtir_mbqm(x.v[k], m.v[k], s.v[k])); }
+static inline mtir_v4 mtir_v4_gather(const int32_t* p, uint32_t a, uint32_t b, uint32_t c, uint32_t d) {
+  const uint32_t o[4] = {a, b, c, d};
+  MTIR_V4_LANES(p[o[k]]);
+}
+static inline mtir_v4 mtir_v4_lanes(int32_t a, int32_t b, int32_t c, int32_t d) {
+  const int32_t x[4] = {a, b, c, d};
+  MTIR_V4_LANES(x[k]);
+}
+static inline mtir_v4 mtir_v4_srdhm(mtir_v4 x, mtir_v4 m) { MTIR_V4_LANES(mtir_mbqm(x.v[k], m.v[k], 0)); }
+static inline mtir_v4 mtir_v4_shr(mtir_v4 a, mtir_v4 b) { MTIR_V4_LANES(a.v[k] >> (b.v[k] & 31)); }
+static inline mtir_v4 mtir_v4_shr_inc(mtir_v4 a, mtir_v4 b) { MTIR_V4_LANES(a.v[k] >> ((b.v[k] + 1) & 31)); }
+static inline mtir_v4 mtir_v4_sat8(mtir_v4 v) { MTIR_V4_LANES(v.v[k] < -128 ? -128 : v.v[k] > 127 ? 127 : v.v[k]); }
 #undef MTIR_V4_LANES
 #undef MTIR_V4_LANE
 static inline void mtir_v4_store(int32_t* p, mtir_v4 v) { int k; for (k = 0; k < 4; ++k) p[k] = v.v[k]; }
 static inline void mtir_v4_store_s8(int8_t* p, mtir_v4 v) { int k; for (k = 0; k < 4; ++k) p[k] = (int8_t)v.v[k]; }
+static inline void mtir_v4_scatter_s8(int8_t* p, uint32_t a, uint32_t b, uint32_t c, uint32_t d, mtir_v4 v) {
+  const uint32_t o[4] = {a, b, c, d};
+  int k;
+  for (k = 0; k < 4; ++k) p[o[k]] = (int8_t)v.v[k];
+}
 static inline void mtir_v16_copy(int8_t* dst, const int8_t* src) { int k; for (k = 0; k < 16; ++k) dst[k] = src[k]; }
 static inline void mtir_v16_fill(int8_t* dst, int8_t x) { int k; for (k = 0; k < 16; ++k) dst[k] = x; }
 #endif
@@ -89,12 +124,44 @@ struct HeliumEmitter {
     return address(load->buffer, ramp->base, load->span);
   }
 
+  static std::string offsets_list(const int64_t offsets[kHeliumLanes]) {
+    std::string out;
+    for (int k = 0; k < kHeliumLanes; ++k) out += std::to_string(offsets[k]) + "u, ";
+    return out;
+  }
+
+  // The address of lane 0 of a gather or scatter.
+  std::string lane0_address(const Buffer& buffer, const Expr& index, const Span& span) const {
+    Expr base;
+    int64_t offset = 0;
+    helium_ramp_lane(index, 0, &base, &offset);
+    return address(buffer, offset ? Binary(ExprKind::Add, base, IntImm(base->dtype, offset)) : base, span);
+  }
+
+  static bool is_splat(const Expr& e, int64_t value) {
+    if (e->kind != ExprKind::Broadcast) return false;
+    const int64_t* v = as_const_int(static_cast<const BroadcastNode*>(e.get())->value);
+    return v && *v == value;
+  }
+
   std::string vector(const Expr& e) const {
     switch (e->kind) {
       case ExprKind::BufferLoad: {
         const int64_t stride = helium_load_stride(e);
         if (stride == 1) return "mtir_v4_load(" + first_address(e) + ")";
-        return "mtir_v4_load_strided(" + first_address(e) + ", " + std::to_string(stride) + "u)";
+        if (stride > 1) return "mtir_v4_load_strided(" + first_address(e) + ", " + std::to_string(stride) + "u)";
+        const auto* load = static_cast<const BufferLoadNode*>(e.get());
+        int64_t offsets[kHeliumLanes];
+        helium_lane_offsets(load->indices[0], offsets);
+        std::string list = offsets_list(offsets);
+        return "mtir_v4_gather(" + lane0_address(load->buffer, load->indices[0], load->span) + ", " +
+               list.substr(0, list.size() - 2) + ")";
+      }
+      case ExprKind::Shuffle: {
+        const auto* op = static_cast<const ShuffleNode*>(e.get());
+        std::string out = "mtir_v4_lanes(";
+        for (size_t k = 0; k < op->vectors.size(); ++k) out += (k ? ", " : "") + scalar(op->vectors[k]);
+        return out + ")";
       }
       case ExprKind::Cast: {
         const BufferLoadNode* load = helium_widened_load(e);
@@ -105,7 +172,21 @@ struct HeliumEmitter {
       case ExprKind::Broadcast: return "mtir_v4_dup(" + scalar(static_cast<const BroadcastNode*>(e.get())->value) + ")";
       case ExprKind::Call: {
         const auto* op = static_cast<const CallNode*>(e.get());
+        if (op->is(Builtin::ShiftRight)) {
+          // A shift by b + 1 (the three-column table's r - 1, plus one) is one VMVN.
+          const Expr& b = op->args[1];
+          const auto* inc = b->kind == ExprKind::Add ? static_cast<const BinaryNode*>(b.get()) : nullptr;
+          if (inc && is_splat(inc->b, 1)) return "mtir_v4_shr_inc(" + vector(op->args[0]) + ", " + vector(inc->a) + ")";
+          return "mtir_v4_shr(" + vector(op->args[0]) + ", " + vector(b) + ")";
+        }
+        if (is_splat(op->args[2], 0)) return "mtir_v4_srdhm(" + vector(op->args[0]) + ", " + vector(op->args[1]) + ")";
         return "mtir_v4_mbqm(" + vector(op->args[0]) + ", " + vector(op->args[1]) + ", " + vector(op->args[2]) + ")";
+      }
+      case ExprKind::Min: {  // min(max(v, -128), 127): int8 saturation, no constant vectors
+        const auto* op = static_cast<const BinaryNode*>(e.get());
+        const auto* inner = op->a->kind == ExprKind::Max ? static_cast<const BinaryNode*>(op->a.get()) : nullptr;
+        if (inner && is_splat(op->b, 127) && is_splat(inner->b, -128)) return "mtir_v4_sat8(" + vector(inner->a) + ")";
+        break;
       }
       default: break;
     }
@@ -136,6 +217,12 @@ std::string helium_store_statement(const BufferStoreNode* store, const ScalarEmi
                                    const AddressEmitter& address, std::map<std::string, std::string>* helpers) {
   register_helpers(helpers);
   HeliumEmitter h{scalar, address};
+  int64_t offsets[kHeliumLanes];
+  if (helium_scatter_store(store, offsets)) {
+    const std::string list = HeliumEmitter::offsets_list(offsets);
+    return "mtir_v4_scatter_s8(" + h.lane0_address(store->buffer, store->indices[0], store->span) + ", " + list +
+           h.vector(static_cast<const CastNode*>(store->value.get())->value) + ");";
+  }
   const auto* ramp = static_cast<const RampNode*>(store->indices[0].get());
   const std::string at = address(store->buffer, ramp->base, store->span);
   if (helium_byte_store(store)) {
