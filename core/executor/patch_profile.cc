@@ -2,6 +2,7 @@
 #include "executor/patch_profile.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -22,11 +23,11 @@ int64_t row_bytes_of(const TensorType& t) {
   return t.shape.size() == 4 ? t.shape[2] * t.shape[3] * t.dtype.bytes() : 0;
 }
 
-// A stage's input (a root tensor id) and output, the shift between them, its first step.
+// A stage's input (a root tensor id) and output, the shift between them, its steps.
 struct StageOverlap {
   int in = -1, out = -1;
   int64_t shift = 0;
-  int first = 0;
+  int first = 0, last = 0;  // the stage's steps
 };
 
 }  // namespace
@@ -82,6 +83,16 @@ PatchProfiler::PatchProfiler(const Graph& g, bool overlap) : overlap_(overlap) {
     }
     nodes_.push_back(std::move(use));
   }
+  const std::vector<std::optional<size_t>> fused = fused_reader_of(g);
+  std::vector<std::vector<size_t>> runs_before(g.nodes.size());  // an op -> the node fused into it
+  for (size_t k = 0; k < fused.size(); ++k)
+    if (fused[k]) runs_before[*fused[k]].push_back(k);
+  std::function<void(size_t)> run = [&](size_t i) {
+    for (size_t k : runs_before[i]) run(k);
+    order_.push_back(i);
+  };
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    if (!fused[i]) run(i);
 }
 
 std::vector<StepSpan> PatchProfiler::lifetimes(const std::vector<PatchStage>& stages, const PatchStage* extra) const {
@@ -101,7 +112,7 @@ std::vector<StepSpan> PatchProfiler::lifetimes(const std::vector<PatchStage>& st
     if (first[id] < 0) first[id] = step;
     last[id] = step;
   };
-  for (size_t i = 0; i < nodes_.size(); ++i) {
+  for (size_t i : order_) {
     const NodeUse& node = nodes_[i];
     if (node.view) continue;
     const auto [s, position] = stage_of[i];
@@ -114,8 +125,7 @@ std::vector<StepSpan> PatchProfiler::lifetimes(const std::vector<PatchStage>& st
     const PatchStage& stage = *all[s];
     if (size_t(position) + 1 != stage.nodes.size()) continue;  // the stage runs at its last node
     const NodeUse& front = nodes_[stage.nodes.front()];
-    if (overlap_)
-      overlaps.push_back({front.first_input, node.output, overlap_shift_of_rows(stage, front.in_row_bytes, node.row_bytes), step});
+    const int stage_first = step;
     for (size_t b = 0; b < stage.bands.size(); ++b) {
       for (size_t l = 0; l < stage.nodes.size(); ++l) {
         const NodeUse& layer = nodes_[stage.nodes[l]];
@@ -126,13 +136,17 @@ std::vector<StepSpan> PatchProfiler::lifetimes(const std::vector<PatchStage>& st
         ++step;
       }
     }
+    if (overlap_)
+      overlaps.push_back({front.first_input, node.output, overlap_shift_of_rows(stage, front.in_row_bytes, node.row_bytes),
+                          stage_first, step - 1});
   }
   // An input that dies in its stage: until then the output adds only what sticks out of
   // it (the shift beside it, or an output larger than input and shift).
   const std::vector<int> produced = first;  // each tensor's own first step
   for (const StageOverlap& o : overlaps) {
     if (o.in < 0 || o.out < 0 || first[o.in] < 0 || first[o.out] < 0) continue;
-    if (last[o.in] >= last[o.out] || produced[o.in] >= o.first) continue;
+    // The input must die in the stage: a residual read after it keeps its bytes.
+    if (last[o.in] >= last[o.out] || last[o.in] > o.last || produced[o.in] >= o.first) continue;
     const int64_t in_size = aligned(sizes_[o.in]);
     const int64_t extra_bytes = std::max<int64_t>(0, std::max(in_size + o.shift, aligned(sizes_[o.out])) - in_size);
     spans.push_back({extra_bytes, first[o.out], last[o.in]});

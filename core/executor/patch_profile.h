@@ -45,6 +45,9 @@ class PatchProfiler {
     int64_t in_row_bytes = 0; // one row of its NHWC input (patchable convolutions)
   };
   std::vector<NodeUse> nodes_;
+  // The nodes in the order build_aot runs them: a node that an elementwise op fuses into
+  // runs where that op is (its group's last node), so a residual's other producer runs first.
+  std::vector<size_t> order_;
   std::vector<int64_t> sizes_;  // per root tensor id
   bool overlap_ = false;
 };

@@ -75,6 +75,30 @@ ConvRows conv_rows(const Graph& g, const GraphNode& node) {
 
 }  // namespace
 
+std::vector<std::optional<size_t>> fused_reader_of(const Graph& g) {
+  std::map<std::string, size_t> producer, readers;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    producer[g.nodes[i].name] = i;
+    for (const auto& in : g.nodes[i].inputs) ++readers[in];
+  }
+  const std::set<std::string> outputs(g.outputs.begin(), g.outputs.end());
+  std::vector<std::optional<size_t>> fused(g.nodes.size());
+  for (size_t j = 0; j < g.nodes.size(); ++j) {
+    const OpDef* op = find_op(g.nodes[j].op);
+    if (!op || op->sharing != OutputSharing::kElementwise || !g.nodes[j].device.empty()) continue;
+    std::optional<size_t> first;
+    for (const auto& in : g.nodes[j].inputs) {
+      auto p = producer.find(in);
+      if (p == producer.end() || outputs.count(in) || readers[in] != 1) continue;
+      const OpDef* producer_op = find_op(g.nodes[p->second].op);
+      if (!g.nodes[p->second].device.empty() || (producer_op && producer_op->sharing == OutputSharing::kView)) continue;
+      if (!first || p->second < *first) first = p->second;
+    }
+    if (first) fused[*first] = j;
+  }
+  return fused;
+}
+
 bool patchable_conv(const Graph& g, size_t i, std::string* why) {
   auto refuse = [&](const std::string& reason) {
     if (why) *why = reason;
@@ -83,12 +107,11 @@ bool patchable_conv(const Graph& g, size_t i, std::string* why) {
   const GraphNode& node = g.nodes.at(i);
   if (node.op != "qconv2d") return refuse("op '" + node.op + "' is not qconv2d");
   if (!node.device.empty()) return refuse("it runs on device '" + node.device + "'");
-  for (const GraphNode& reader : g.nodes) {
-    const OpDef* op = find_op(reader.op);
-    const bool reads = std::find(reader.inputs.begin(), reader.inputs.end(), node.name) != reader.inputs.end();
-    if (reads && op && op->sharing == OutputSharing::kElementwise)
-      return refuse("elementwise op '" + reader.name + "' reads its output (fused into its kernel, it writes over its other input)");
-  }
+  // A stage layer runs as the plain op: the elementwise op would fall out of its kernel
+  // (and with it the in-place write over its other input). A residual's producer that the
+  // op does not fuse into may be a stage.
+  if (const std::optional<size_t> reader = fused_reader_of(g)[i])
+    return refuse("elementwise op '" + g.nodes[*reader].name + "' fuses into it (and writes over its other input)");
   if (node.attrs.value("layout", std::string("NHWC")) != "NHWC") return refuse("its layout is not NHWC");
   if (node.inputs.size() < 2) return refuse("it has no weight");
   const TensorType in = g.type_of(node.inputs[0]);

@@ -25,6 +25,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -59,6 +60,10 @@ struct PatchPlan {
   int64_t model_macs = 0;
   int64_t recomputed_macs = 0;
 };
+
+// Per node, the elementwise node that build_aot fuses into it, as its groups do: the
+// first of an elementwise node's producers (in node order) whose output only it reads.
+std::vector<std::optional<size_t>> fused_reader_of(const Graph& g);
 
 // Whether node `i` can be a layer of a stage; when not, `why` says so.
 bool patchable_conv(const Graph& g, size_t i, std::string* why = nullptr);

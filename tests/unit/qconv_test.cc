@@ -440,6 +440,62 @@ TEST(QConv, PatchOverlapWritesBesideTheInput) {
   EXPECT_EQ(run_int8_aot(prepared, build_aot(prepared, plain), input).back().data, want.data);
 }
 
+// A residual block that halves its rows (IC's second and third blocks): a 3x3 stride-2
+// convolution, a 3x3 convolution and a 1x1 stride-2 shortcut, added. The add fuses into
+// the 3x3 convolution (the first of its producers), which runs where the add is, so the
+// shortcut runs second and its input dies in it: the shortcut may be a one-layer stage
+// written beside that input, while the convolution the add fuses into may not.
+TEST(QConv, PatchStageMayProduceTheResidual) {
+  std::mt19937 rng(43);
+  auto values = [&](const Shape& shape) {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    std::uniform_int_distribution<int> d(-60, 60);
+    std::vector<int64_t> v(n);
+    for (auto& e : v) e = d(rng);
+    return v;
+  };
+  Graph g;
+  g.name = "residual_stage";
+  g.inputs = {{"x", TensorType{DataType::Int(8), {1, 8, 8, 4}}}};
+  const json pad1 = quant({{"padding", {1, 1, 1, 1}}, {"activation", "relu"}});
+  const std::string a = append_qconv(g, "c0", "x", {8, 3, 3, 4}, values({8, 3, 3, 4}), pad1);
+  const std::string down = append_qconv(g, "c1", a, {16, 3, 3, 8}, values({16, 3, 3, 8}),
+                                        quant({{"padding", {0, 0, 1, 1}}, {"strides", {2, 2}}}));
+  const std::string conv = append_qconv(g, "c2", down, {16, 3, 3, 16}, values({16, 3, 3, 16}), pad1);
+  const std::string shortcut = append_qconv(g, "c3", a, {16, 1, 1, 8}, values({16, 1, 1, 8}), quant({{"strides", {2, 2}}}));
+  GraphNode add;
+  add.name = "s", add.op = "qadd", add.inputs = {shortcut, conv};
+  add.attrs = {{"a_scale", 0.4}, {"a_zero_point", 3}, {"b_scale", 0.4}, {"b_zero_point", 3}, {"output_scale", 0.5},
+               {"output_zero_point", -2}, {"activation", "relu"}};
+  add.type = find_op("qadd")->infer({g.type_of(shortcut), g.type_of(conv)}, add.attrs);
+  g.nodes.push_back(add);
+  g.outputs = {append_qconv(g, "y", "s", {4, 1, 1, 16}, values({4, 1, 1, 16}), quant({}))};
+  const Graph prepared = prepare_quantized(g, ScheduleOptions{});
+  EXPECT_EQ(fused_reader_of(prepared)[2], std::optional<size_t>(4));
+  EXPECT_EQ(fused_reader_of(prepared)[3], std::nullopt);
+  std::string why;
+  EXPECT_FALSE(patchable_conv(prepared, 2, &why));
+  EXPECT_NE(why.find("elementwise op 's' fuses into it"), std::string::npos) << why;
+  EXPECT_TRUE(patchable_conv(prepared, 3, &why)) << why;
+  const PatchPlan plan = plan_patch_stages(prepared, 0, true);
+  // Whole tensors: c0's 512 bytes with c1's and the shortcut's 256 each at the shortcut.
+  EXPECT_EQ(plan.whole_tensor_bound, 1024);
+  ASSERT_FALSE(plan.stages.empty());
+  EXPECT_EQ(plan.stages[0].nodes, (std::vector<size_t>{3}));
+  EXPECT_EQ(plan.patched_bound, 512 + 64 + 256);  // c0's output, a row beside it, c1's
+  const std::vector<int64_t> input = values({1, 8, 8, 4});
+  AotOptions whole;
+  whole.patch = false;
+  const NDArray want = run_int8_aot(prepared, build_aot(prepared, whole), input).back();
+  AotModule aot = build_aot(prepared, AotOptions{});
+  PipelineResult planned = run_pipeline(aot.module, {*find_pass("simplify"), *find_pass("plan_memory")});
+  const PrimFunc main = planned.module.lookup(aot.main);
+  EXPECT_LE(std::get<int64_t>(main->attrs.at("workspace.pool_bytes")), plan.patched_bound) << memory_report(main);
+  aot.module = planned.module;
+  EXPECT_EQ(run_int8_aot(prepared, aot, input).back().data, want.data);
+}
+
 // The planner's choices pinned on a graph with a view between two chains, strides and
 // depthwise layers: each stage's layers, band count and direction, the bounds, the
 // recomputed MACs and the step profile, with and without overlap and at several
