@@ -404,12 +404,19 @@ PrimFunc qdense_build(const std::string& fname, const std::vector<TensorType>& i
   };
   g.gathered = x_of;
   // Words first .. first + (len + 1) / 2 - 1 of col: input values k0 .. k0 + len - 1 of
-  // `row` as int16 pairs, a last odd value paired with 0.
-  auto gather_pairs = [&](Expr row, const Buffer& col, Expr first, Expr k0, int64_t len) {
+  // `row` as int16 pairs, a last odd value paired with 0. `unroll` words per iteration
+  // (the chunks of dense_chunks gather again for each group of channels).
+  auto gather_pairs = [&](Expr row, const Buffer& col, Expr first, Expr k0, int64_t len, int64_t unroll = 1) {
     Var j = ivar("j");
     Expr word = pack_pair(x_of(row, add(k0, mul(j, ci(2)))), x_of(row, add(k0, add(mul(j, ci(2)), ci(1)))));
     std::vector<Stmt> s;
-    if (len / 2 > 0) s.push_back(For(j, ci(0), ci(len / 2), ForKind::kSerial, store(col, word, {add(first, j)})));
+    if (unroll > 1 && len / 2 % unroll == 0) {
+      Var jo = ivar("jo"), ji = ivar("ji");
+      Stmt one = substitute(store(col, word, {add(first, j)}), j, add(mul(jo, ci(unroll)), ji));
+      s.push_back(For(jo, ci(0), ci(len / 2 / unroll), ForKind::kSerial, For(ji, ci(0), ci(unroll), ForKind::kUnrolled, one)));
+    } else if (len / 2 > 0) {
+      s.push_back(For(j, ci(0), ci(len / 2), ForKind::kSerial, store(col, word, {add(first, j)})));
+    }
     if (len % 2) s.push_back(store(col, pack_pair(x_of(row, add(k0, ci(len - 1))), ci(0)), {add(first, ci(len / 2))}));
     return s.size() == 1 ? s[0] : SeqStmt(s);
   };
@@ -425,7 +432,7 @@ PrimFunc qdense_build(const std::string& fname, const std::vector<TensorType>& i
     g.out_flat = flat_view(o, p.n * p.m), g.out_start = [&](Expr row) { return mul(row, ci(p.m)); };
   }
   Stmt body = takes_dense_chunks(g) ? dense_chunked(g, [&](const Buffer& col, Expr k0, int64_t len) {
-    return gather_pairs(ci(0), col, ci(0), k0, len);
+    return gather_pairs(ci(0), col, ci(0), k0, len, 4);
   })
                                     : gemm(g);
   return fb.finish(fname, declare_views(g, body));

@@ -295,12 +295,13 @@ Expr builtin1(const char* name, Expr x) { return Call(kI32, name, {std::move(x)}
 
 // The part of the reduction one pass covers: all of it (the default), or, for
 // dense_chunks, `k` values from weight word `word0` on, the sums carried across parts
-// in `carry` (one int32 per channel) instead of starting at the bias and ending in the
-// requantization.
+// in `carry` (one int32 per channel from channel `carry0` on) instead of starting at the
+// bias and ending in the requantization.
 struct Part {
   int64_t k;
   Expr word0;
   Buffer carry;
+  Expr carry0;
 };
 
 // One pass of the core as the reduction steps see it: `rows` pixels (their gathered
@@ -404,7 +405,7 @@ Stmt gemm_tile(const Gemm& g, const Buffer& col, const std::vector<Expr>& rows, 
   for (int64_t p = 0; p < np; ++p)
     for (int64_t c = 0; c < nc; ++c) {
       Expr oc = add(oc0, ci(c));
-      Expr start = part.carry ? load(part.carry, {oc}) : g.bias ? load(g.bias, {oc}) : ci(0);
+      Expr start = part.carry ? load(part.carry, {sub(oc, part.carry0)}) : g.bias ? load(g.bias, {oc}) : ci(0);
       init.push_back(store(acc, start, {ci(p * nc + c)}));
     }
   // The reduction over whole words, split by four gathered words when unrolled (the
@@ -430,7 +431,7 @@ Stmt gemm_tile(const Gemm& g, const Buffer& col, const std::vector<Expr>& rows, 
     for (int64_t c = 0; c < nc; ++c) {
       Expr oc = add(oc0, ci(c));
       if (part.carry) {
-        finish.push_back(store(part.carry, t.sum(p, c), {oc}));
+        finish.push_back(store(part.carry, t.sum(p, c), {sub(oc, part.carry0)}));
         continue;
       }
       finish.push_back(g.store(
@@ -466,7 +467,7 @@ Stmt gemm(const Gemm& g) {
   const int64_t kw = packed ? (g.k + 1) / 2 : g.k;
   const int64_t chans = g.sched->block ? 2 : 1;
   const bool gather = static_cast<bool>(g.gather);
-  const Part whole{g.k, ci(0), nullptr};
+  const Part whole{g.k, ci(0), nullptr, ci(0)};
   auto pixels = [&](Expr row0, int64_t np) {
     std::vector<Expr> rows;
     for (int64_t p = 0; p < np; ++p) rows.push_back(add(row0, ci(p)));
@@ -501,11 +502,14 @@ Stmt gemm(const Gemm& g) {
 // dense_chunks: a batch-1 dense whose gathered row (k / 2 int32 words, on the stack)
 // outweighs one int32 sum per channel plus two chunks (a smaller saving is not worth the
 // chunk loop and the kernel it no longer shares with merge_kernels) gathers its input kDenseChunk values
-// at a time: each chunk runs the core over every channel with the sums carried in
-// `sums`, and the requantization follows the last chunk. The same sums (wrapping int32
-// adds, in another order); the stack holds 4 * cols + 2 * kDenseChunk bytes instead of
-// 2 * k (AD's first layer: 640 B instead of 1,280 B).
-constexpr int64_t kDenseChunk = 64;  // input values; a multiple of 4 (whole sxtb16 weight words)
+// at a time: each chunk runs the core over a group of channels with their sums carried
+// in `sums`, and the requantization of the group follows its last chunk. The same sums
+// (wrapping int32 adds, in another order). The groups keep the stack at kDenseScratch
+// bytes (sums of a group and one chunk): each group gathers the input again, about
+// two instructions per input value (AD's first layer: 4 groups of 32 channels, 256 B of
+// scratch instead of 640 B, for 4,000 more instructions; a whole row would be 1,280 B).
+constexpr int64_t kDenseChunk = 64;     // input values; a multiple of 4 (whole sxtb16 weight words)
+constexpr int64_t kDenseScratch = 256;  // bytes: what a 128-input dense gathers whole
 
 bool takes_dense_chunks(const Gemm& g) {
   return g.sched->dense_chunks && g.sched->smlad && g.rows == 1 && (g.k + 1) / 2 > g.cols + kDenseChunk;
@@ -515,34 +519,47 @@ bool takes_dense_chunks(const Gemm& g) {
 // input values k0..k0 + len - 1 of row 0.
 Stmt dense_chunked(const Gemm& g, const std::function<Stmt(const Buffer&, Expr, int64_t)>& gather_range) {
   const int64_t chans = g.sched->block ? 2 : 1, per_word = g.sched->sxtb16 ? 4 : 2;
-  Buffer sums = scratch("sums", {g.cols}, kI32);
+  // Channels per group: a multiple of the core's channel block, the sums within budget.
+  const int64_t group = std::min(g.cols, std::max(chans, (kDenseScratch - 2 * kDenseChunk) / 4 / chans * chans));
+  Buffer sums = scratch("sums", {group}, kI32);
   Buffer col = scratch("col", {kDenseChunk / 2}, kI32);
   const std::vector<Expr> rows = {ci(0)};
-  std::vector<Stmt> s;
-  Var c = ivar("c");
-  s.push_back(For(c, ci(0), ci(g.cols), ForKind::kSerial, store(sums, g.bias ? load(g.bias, {c}) : ci(0), {c})));
-  auto chunk = [&](Expr k0, Expr word0, int64_t len) {
-    const Part part{len, word0, sums};
-    std::vector<Stmt> b = {gather_range(col, k0, len)};
-    int64_t full = g.cols / chans;
-    Var ob = ivar("ob");
-    Stmt tile = gemm_tile(g, col, rows, mul(ob, ci(chans)), chans, part);
-    b.push_back(full == 1 ? substitute(tile, ob, ci(0)) : For(ob, ci(0), ci(full), ForKind::kSerial, tile));
-    if (g.cols % chans) b.push_back(gemm_tile(g, col, rows, ci(full * chans), g.cols % chans, part));
-    return SeqStmt(b);
+  // The channels oc0 .. oc0 + n - 1: their sums, every chunk, their requantization.
+  auto channels = [&](Expr oc0, int64_t n) {
+    std::vector<Stmt> s;
+    Var c = ivar("c");
+    Expr oc_c = add(oc0, c);
+    s.push_back(For(c, ci(0), ci(n), ForKind::kSerial, store(sums, g.bias ? load(g.bias, {oc_c}) : ci(0), {c})));
+    auto chunk = [&](Expr k0, Expr word0, int64_t len) {
+      const Part part{len, word0, sums, oc0};
+      std::vector<Stmt> b = {gather_range(col, k0, len)};
+      int64_t full = n / chans;
+      Var ob = ivar("ob");
+      Stmt tile = gemm_tile(g, col, rows, add(oc0, mul(ob, ci(chans))), chans, part);
+      b.push_back(full == 1 ? substitute(tile, ob, ci(0)) : For(ob, ci(0), ci(full), ForKind::kSerial, tile));
+      if (n % chans) b.push_back(gemm_tile(g, col, rows, add(oc0, ci(full * chans)), n % chans, part));
+      return SeqStmt(b);
+    };
+    const int64_t chunks = g.k / kDenseChunk, tail = g.k % kDenseChunk;
+    Var ch = ivar("ch");
+    s.push_back(For(ch, ci(0), ci(chunks), ForKind::kSerial,
+                    chunk(mul(ch, ci(kDenseChunk)), mul(ch, ci(kDenseChunk / per_word)), kDenseChunk)));
+    if (tail) s.push_back(chunk(ci(chunks * kDenseChunk), ci(chunks * kDenseChunk / per_word), tail));
+    Var oc = ivar("oc");
+    s.push_back(For(oc, ci(0), ci(n), ForKind::kSerial,
+                    g.store(ci(0), add(oc0, oc),
+                            requantize_channel(*g.q, *g.rule, g.table, g.table_columns, load(sums, {oc}), add(oc0, oc),
+                                               g.sched->fold_output_zero_point, g.sched->smlal_requant,
+                                               g.sched->smmlar_requant))));
+    return SeqStmt(s);
   };
-  const int64_t chunks = g.k / kDenseChunk, tail = g.k % kDenseChunk;
-  Var ch = ivar("ch");
-  s.push_back(For(ch, ci(0), ci(chunks), ForKind::kSerial,
-                  chunk(mul(ch, ci(kDenseChunk)), mul(ch, ci(kDenseChunk / per_word)), kDenseChunk)));
-  if (tail) s.push_back(chunk(ci(chunks * kDenseChunk), ci(chunks * kDenseChunk / per_word), tail));
-  Var oc = ivar("oc");
-  s.push_back(For(
-      oc, ci(0), ci(g.cols), ForKind::kSerial,
-      g.store(ci(0), oc,
-              requantize_channel(*g.q, *g.rule, g.table, g.table_columns, load(sums, {oc}), oc,
-                                 g.sched->fold_output_zero_point, g.sched->smlal_requant, g.sched->smmlar_requant))));
-  return Allocate(sums, "local", Allocate(col, "local", SeqStmt(s)));
+  std::vector<Stmt> s;
+  const int64_t groups = g.cols / group, rest = g.cols % group;
+  Var gi = ivar("g");
+  Stmt each = channels(mul(gi, ci(group)), group);
+  s.push_back(groups == 1 ? substitute(each, gi, ci(0)) : For(gi, ci(0), ci(groups), ForKind::kSerial, each));
+  if (rest) s.push_back(channels(ci(groups * group), rest));
+  return Allocate(sums, "local", Allocate(col, "local", s.size() == 1 ? s[0] : SeqStmt(s)));
 }
 
 // A flat view of a whole buffer (same data).

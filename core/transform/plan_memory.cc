@@ -14,6 +14,10 @@
 // must be read elementwise at each. A callee that got one records the parameters that
 // now share bytes (tir.aliased_params): only those lose tir.noalias's promise. The
 // attributes record both bounds: without sharing and with the accepted sharings.
+// Intermediates may also lie in a model output buffer before its first write, and an
+// input of that first write too when the callee reads it wholly before it writes
+// (analysis/read_before_write.h) and it dies there; that callee's two parameters are
+// recorded the same way.
 #include <algorithm>
 #include <cstdio>
 #include <map>
@@ -23,6 +27,7 @@
 #include "analysis/call_overlap.h"
 #include "analysis/callees.h"
 #include "analysis/elementwise_overwrite.h"
+#include "analysis/read_before_write.h"
 #include "ir/mutator.h"
 #include "ir/op.h"
 #include "ir/visitor.h"
@@ -117,6 +122,40 @@ std::vector<CallSharing> call_sharings(const Stmt& step, const IRModule& m) {
   return out;
 }
 
+// An input that a call reads wholly before it writes its output (analysis/
+// read_before_write.h), passed at no other position: when it dies at that call and the
+// call is the output's first write, it may lie in the output's bytes.
+struct ReadFirst {
+  const VarNode* input;  // data pointers of the call's input and output buffers
+  const VarNode* output;
+  int step;
+  std::string callee;
+  std::set<size_t> params;  // the callee's parameters that then share bytes
+};
+
+std::vector<ReadFirst> read_firsts(const Stmt& step, int index, const IRModule& m) {
+  std::vector<ReadFirst> out;
+  const auto* eval = as<EvaluateNode>(step);
+  const auto* call = eval ? as<CallNode>(eval->value) : nullptr;
+  if (!call || call->op != "call_tir" || call->args.size() < 3) return out;
+  const auto* name = as<StringImmNode>(call->args[0]);
+  const PrimFunc callee = name ? m.lookup(name->value) : nullptr;
+  const Buffer result = region_buffer(call->args.back());
+  if (!callee || !result || callee->param_buffers.size() + 1 != call->args.size()) return out;
+  for (size_t k = 0; k + 2 < call->args.size(); ++k) {
+    const Buffer in = region_buffer(call->args[k + 1]);
+    if (!in || in->data == result->data) continue;
+    int positions = 0;
+    for (size_t j = 1; j < call->args.size(); ++j) {
+      const Buffer other = region_buffer(call->args[j]);
+      positions += other && other->data == in->data;
+    }
+    if (positions == 1 && reads_before_writing(callee, k))
+      out.push_back({in->data.get(), result->data.get(), index, name->value, {k, call->args.size() - 2}});
+  }
+  return out;
+}
+
 // A model output buffer (always) or input buffer (-reuse-io-buffers=1) as a place for
 // intermediates. An input holds the caller's data from the start to its last read, an
 // output the result from its first write to the end; outside that, its bytes are free.
@@ -173,11 +212,35 @@ std::vector<IoBuffer> io_buffers(const PrimFunc& f, const std::string& dtype,
   return out;
 }
 
+// Per tensor, the output buffers whose first write reads it wholly first (ReadFirst).
+using ReadFirstInto = std::vector<std::map<const VarNode*, const ReadFirst*>>;
+
+// The call through which tensor `t` may share bytes with the output buffer's own contents:
+// the output's first write, which reads `t` wholly before it writes and where `t` dies.
+const ReadFirst* read_first_into(const IoBuffer& io, const TensorLifetime& t,
+                                 const std::map<const VarNode*, const ReadFirst*>& into) {
+  auto it = into.find(io.param->data.get());
+  if (it == into.end() || io.own.first_step != t.last_step || it->second->step != t.last_step) return nullptr;
+  return it->second;
+}
+
+// The read-first calls of each tensor that die there, by output buffer.
+ReadFirstInto read_first_into_of(const std::vector<ReadFirst>& calls, const std::map<const VarNode*, int>& index_of,
+                                 const std::vector<TensorLifetime>& tensors) {
+  ReadFirstInto into(tensors.size());
+  for (const ReadFirst& r : calls) {
+    auto t = index_of.find(r.input);
+    if (t != index_of.end() && tensors[t->second].last_step == r.step) into[t->second][r.output] = &r;
+  }
+  return into;
+}
+
 // Places tensors in the I/O buffers, largest first, each at the lowest aligned offset of
-// the first buffer where it overlaps nothing live at a common step; `keep` marks the
+// the first buffer where it overlaps nothing live at a common step (but the buffer's own
+// contents when its first write reads the tensor first: `into`); `keep` marks the
 // tensors that stay in the pool. Returns the tensors placed.
 std::vector<bool> place_in_io(std::vector<IoBuffer>& ios, const std::vector<TensorLifetime>& tensors,
-                              const std::vector<bool>& keep, int64_t alignment) {
+                              const std::vector<bool>& keep, const ReadFirstInto& into, int64_t alignment) {
   std::vector<bool> placed(tensors.size(), false);
   std::vector<int> order;
   for (size_t i = 0; i < tensors.size(); ++i)
@@ -190,7 +253,7 @@ std::vector<bool> place_in_io(std::vector<IoBuffer>& ios, const std::vector<Tens
   for (int t : order) {
     const int64_t size = (tensors[t].size_bytes + alignment - 1) / alignment * alignment;
     for (IoBuffer& io : ios) {
-      if (io.holds_own && overlap(io.own, tensors[t])) continue;
+      if (io.holds_own && overlap(io.own, tensors[t]) && !read_first_into(io, tensors[t], into[t])) continue;
       std::vector<std::pair<int64_t, int64_t>> busy;
       for (size_t k = 0; k < io.placed.size(); ++k) {
         const TensorLifetime& u = tensors[io.placed[k]];
@@ -213,23 +276,31 @@ std::vector<bool> place_in_io(std::vector<IoBuffer>& ios, const std::vector<Tens
   return placed;
 }
 
-// check_plan on one I/O buffer: its own contents and the tensors placed in it.
-void check_io(const IoBuffer& io, const std::vector<TensorLifetime>& tensors, int64_t alignment) {
+// check_plan on one I/O buffer: the tensors placed in it, and each against the buffer's
+// own contents (a tensor its first write reads first counts as dead at that write).
+void check_io(const IoBuffer& io, const std::vector<TensorLifetime>& tensors, const ReadFirstInto& into,
+              int64_t alignment) {
+  auto check = [&](const std::vector<TensorLifetime>& in_it, const std::vector<int64_t>& offsets) {
+    MemoryPlan plan;
+    // The tensors placed fit in the capacity with their aligned slots (place_in_io); the
+    // buffer's own contents may end inside the last slot.
+    plan.pool_size = (io.capacity + alignment - 1) / alignment * alignment;
+    plan.offsets = offsets;
+    std::vector<std::string> problems = check_plan(in_it, plan, alignment);
+    MTIR_ICHECK(problems.empty(), "invalid placement in I/O buffer '" + io.param->name + "': " +
+                                      (problems.empty() ? std::string() : problems[0]));
+  };
   std::vector<TensorLifetime> in_it;
-  MemoryPlan plan;
-  // The tensors placed fit in the capacity with their aligned slots (place_in_io); the
-  // buffer's own contents may end inside the last slot.
-  plan.pool_size = (io.capacity + alignment - 1) / alignment * alignment;
-  if (io.holds_own) in_it.push_back(io.own), plan.offsets.push_back(0);
   for (size_t k = 0; k < io.placed.size(); ++k) {
-    in_it.push_back(tensors[io.placed[k]]);
-    plan.offsets.push_back(io.offsets[k]);
-    MTIR_ICHECK(io.offsets[k] + tensors[io.placed[k]].size_bytes <= io.capacity,
-                "tensor '" + tensors[io.placed[k]].name + "' placed beyond I/O buffer '" + io.param->name + "'");
+    TensorLifetime t = tensors[io.placed[k]];
+    in_it.push_back(t);
+    MTIR_ICHECK(io.offsets[k] + t.size_bytes <= io.capacity,
+                "tensor '" + t.name + "' placed beyond I/O buffer '" + io.param->name + "'");
+    if (!io.holds_own) continue;
+    if (read_first_into(io, t, into[io.placed[k]])) t.last_step -= 1;
+    if (t.last_step >= t.first_step) check({io.own, t}, {0, io.offsets[k]});
   }
-  std::vector<std::string> problems = check_plan(in_it, plan, alignment);
-  MTIR_ICHECK(problems.empty(), "invalid placement in I/O buffer '" + io.param->name + "': " +
-                                    (problems.empty() ? std::string() : problems[0]));
+  check(in_it, io.offsets);
 }
 
 struct Planned {
@@ -342,6 +413,7 @@ struct StepUses {
   std::map<const VarNode*, std::pair<int, int>> live;
   std::vector<CallSharing> sharings;
   std::vector<CallOverlap> overlaps;  // outputs that may overlap a live input (analysis/call_overlap.h)
+  std::vector<ReadFirst> read_firsts;
 };
 
 StepUses step_uses(const std::vector<Stmt>& steps, const IRModule& m) {
@@ -352,6 +424,7 @@ StepUses step_uses(const std::vector<Stmt>& steps, const IRModule& m) {
       if (!inserted) it->second.second = static_cast<int>(i);
     }
     for (CallSharing& c : call_sharings(steps[i], m)) uses.sharings.push_back(std::move(c));
+    for (ReadFirst& r : read_firsts(steps[i], static_cast<int>(i), m)) uses.read_firsts.push_back(std::move(r));
   }
   return uses;
 }
@@ -445,8 +518,9 @@ std::pair<Buffer, std::vector<Buffer>> plan_pool(const PrimFunc& f, const std::s
   // First the tensors that fit in the model's output buffers before their results (and
   // with -reuse-io-buffers=1 in its inputs after their last reads).
   std::vector<IoBuffer> ios = io_buffers(f, dtype, uses.live, static_cast<int>(top.steps.size()), reuse_io);
-  const std::vector<bool> in_io = place_in_io(ios, tensors, keep, alignment);
-  for (const IoBuffer& io : ios) check_io(io, tensors, alignment);
+  const ReadFirstInto into = read_first_into_of(uses.read_firsts, index_of, tensors);
+  const std::vector<bool> in_io = place_in_io(ios, tensors, keep, into, alignment);
+  for (const IoBuffer& io : ios) check_io(io, tensors, into, alignment);
   std::vector<TensorLifetime> pooled;
   std::vector<int> pool_index(tensors.size(), -1);
   for (size_t i = 0; i < tensors.size(); ++i) {
@@ -471,8 +545,12 @@ std::pair<Buffer, std::vector<Buffer>> plan_pool(const PrimFunc& f, const std::s
     if (pool_index[i] >= 0) place_of[buffers[i]->data.get()] = {pool->data, p.offsets[pool_index[i]] / t.bytes()};
   for (const IoBuffer& io : ios) {
     for (size_t k = 0; k < io.placed.size(); ++k) {
-      place_of[buffers[io.placed[k]]->data.get()] = {io.param->data, io.offsets[k] / t.bytes()};
-      totals.io += tensors[io.placed[k]].size_bytes;
+      const int i = io.placed[k];
+      place_of[buffers[i]->data.get()] = {io.param->data, io.offsets[k] / t.bytes()};
+      totals.io += tensors[i].size_bytes;
+      // Its last reader now gets it inside its output: those parameters may alias.
+      const ReadFirst* r = io.holds_own ? read_first_into(io, tensors[i], into[i]) : nullptr;
+      if (r) planned.overwriting[r->callee].insert(r->params.begin(), r->params.end());
     }
   }
   std::vector<Buffer> views = place_views(buffers, top.views, place_of, rebind);

@@ -21,7 +21,8 @@ Pass LowerAllocateConst();
 // Constant folding, algebraic identities, dead branches with constant conditions.
 Pass Simplify();
 // Global allocations at the top of a function share one planned workspace pool or a model output before its result
-// (aot.output_params; inputs after their last read with -reuse-io-buffers=1); a plain view on one moves with it, and
+// (aot.output_params; inputs after their last read with -reuse-io-buffers=1, and an input of the output's first
+// write that dies there when that call reads it wholly before it writes); a plain view on one moves with it, and
 // a call offering its output to an input it reads elementwise (tir.may_overwrite) may write over that input when the
 // input dies there. In an operator kernel, an allocation of at most 64 bytes becomes a local (stack) one.
 Pass PlanMemory();

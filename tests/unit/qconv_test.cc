@@ -20,6 +20,7 @@
 #include "executor/aot.h"
 #include "frontend/graph.h"
 #include "interp/interpreter.h"
+#include "ir/visitor.h"
 #include "ops/op_util.h"
 #include "sim/host_sim.h"
 #include "support/diagnostic.h"
@@ -447,6 +448,30 @@ TEST(QDense, PerTensorAndPerChannel) {
                     "dense 12->5, per-channel multipliers near 1");
   run_all_schedules({"qdense", {2, 12}, {5, 12}, quant({{"output_scale", 0.0004}}, {0.001, 0.02, 0.0015, 0.03, 0.012})},
                     "dense 12->5, per-channel multipliers above 1 (left shifts)");
+}
+
+// dense_chunks keeps the kernel's stack scratch (the sums of a group of channels and one
+// chunk of the gathered row) at 256 bytes however many channels: 71 channels run as groups
+// of 32, 32 and 7 (an odd last channel), each gathering the row again, bit for bit.
+TEST(QDense, ChunkedDenseRunsInGroupsOfChannels) {
+  run_all_schedules({"qdense", {1, 640}, {71, 640}, quant({})}, "dense 640->71, chunked in groups");
+  json attrs = quant({{"weight_shape", {71, 640}},
+                      {"schedule", {{"smlad", true}, {"sxtb16", true}, {"block", true}, {"unroll", true},
+                                    {"dense_chunks", true}}}});
+  PrimFunc f = find_op("qdense")->build("k", {{DataType::Int(8), {1, 640}}, {DataType::Int(32), {71, 160}}, {DataType::Int(32), {71}}},
+                                        TensorType{DataType::Int(8), {1, 71}}, attrs);
+  struct LocalBytes : Visitor {
+    std::map<std::string, int64_t> bytes;
+    void visit_Allocate(const AllocateNode* op) override {
+      int64_t n = 0;
+      if (op->scope == "local" && const_num_elements(op->buffer, &n))
+        bytes[op->buffer->name] = n * op->buffer->dtype.bytes();
+      Visitor::visit_Allocate(op);
+    }
+  } locals;
+  locals.visit(f->body);
+  EXPECT_EQ(locals.bytes["sums"], 32 * 4) << "one group's sums";
+  EXPECT_EQ(locals.bytes["col"], 32 * 4) << "one chunk of 64 values as int16 pairs";
 }
 
 TEST(QConv, RefusesBadInputs) {
