@@ -8,7 +8,7 @@ mark). The timer's table says which step the time goes to.
 
 usage: python3 bench/compile_latency.py [--runs N] [--cli build/core/cli/microtir]
            [--wasm build-wasm/wasm/microtir.js] [--shared ../shared/tflite] [--json FILE]
-           [--only NAME] [--no-native]
+           [--only NAME] [--backend NAME] [--no-native]
 Models missing from --shared are skipped, said plainly.
 """
 import argparse
@@ -102,6 +102,7 @@ def main():
     ap.add_argument("--shared", default=os.environ.get("MICROTIR_SHARED_TFLITE", os.path.join(ROOT, "..", "shared", "tflite")))
     ap.add_argument("--json", help="also write every figure here")
     ap.add_argument("--only", help="only the models whose name contains this text (e.g. KWS)")
+    ap.add_argument("--backend", help="only the backends whose name contains this text (e.g. LLVM)")
     ap.add_argument("--no-native", action="store_true", help="the wasm core only")
     args = ap.parse_args()
     have_wasm = os.path.exists(args.wasm)
@@ -114,6 +115,8 @@ def main():
             if args.only and args.only not in mname:
                 continue
             for bname, target in BACKENDS:
+                if args.backend and args.backend not in bname:
+                    continue
                 n = None if args.no_native else native_case(args.cli, mpath, target, args.runs, tmp)
                 w = wasm_case(node_js, args.wasm, mpath, target, args.runs) if have_wasm else {"error": "no wasm core"}
                 results.append({"model": mname, "backend": bname, "target": target, "native": n, "wasm": w})

@@ -568,7 +568,7 @@ int run_run(const RunCommand& c) {
   return 0;
 }
 
-// The object files of an LLVM build (codegen/host/lib/<name>.o, optimized at -O2), when
+// The object files of an LLVM build (codegen/host/lib/<name>*.o, optimized at -O2), when
 // the native LLVM helpers are built in (MICROTIR_LLVM); none otherwise.
 static std::vector<SourceFileOut> llvm_objects(const BuildResult& built) {
   std::vector<SourceFileOut> objects;
@@ -582,9 +582,14 @@ static std::vector<SourceFileOut> llvm_objects(const BuildResult& built) {
     std::filesystem::path p(src.path);
     if (p.extension() != ".ll") continue;
     TimingScope object("backend", "llvm: object " + p.stem().string() + ".o (native, " + built.target.mtriple + ")");
-    // codegen/<host or device>/src/libN.ll -> codegen/<host or device>/lib/libN.o
-    objects.push_back({(p.parent_path().parent_path() / "lib" / (p.stem().string() + ".o")).string(),
-                       llvm_native::compile_to_object(src.text, p.filename().string(), options)});
+    // codegen/<host or device>/src/libN.ll -> codegen/<host or device>/lib/libN.o, and
+    // libN_part1.o ... when the module is large enough to compile in parts on threads.
+    const std::filesystem::path lib = p.parent_path().parent_path() / "lib";
+    std::vector<std::string> parts = llvm_native::compile_to_objects(src.text, p.filename().string(), options);
+    for (size_t k = 0; k < parts.size(); ++k) {
+      const std::string suffix = k == 0 ? "" : "_part" + std::to_string(k);
+      objects.push_back({(lib / (p.stem().string() + suffix + ".o")).string(), std::move(parts[k])});
+    }
   }
 #else
   (void)built;

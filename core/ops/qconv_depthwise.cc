@@ -4,6 +4,7 @@
 // (grouped convolutions, and dense ones without a schedule). As CMSIS-NN keeps
 // arm_depthwise_conv_s8 apart from its matrix-product convolutions.
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "ops/qconv_internal.h"
@@ -20,19 +21,33 @@ namespace {
 // Within a tile every input element of the tiles' windows and every weight is loaded
 // once and feeds each output whose window holds it (stride 1: an input column serves up
 // to three outputs), the accumulators stay in registers, and the channel's bias and
-// requantization values are read once per tile instead of once per output. Rows and
-// tiles whose windows reach into the padding are emitted at constant positions, so which
-// taps are padding is known here: they add the padding value times the weight and load
-// nothing, and the interior loops carry no bound checks.
+// requantization values are read once per tile instead of once per output. Tiles whose
+// windows reach into the padding are emitted at constant positions along the row, and
+// border rows as loops over the rows with the same valid kernel rows
+// (depthwise_border_rows), so which taps are padding is known here: they add the padding
+// value times the weight and load nothing (a kernel row of padding once per channel), and
+// the interior loops carry no bound checks.
 struct DepthwiseTiler {
   DepthwiseTiler(const QConv& p, const QParams& b);
   Stmt build();
 
   // The tile of `t` outputs (oh, ow0 + i); oh_c and ow0_c are the constant positions, or
-  // -1 where oh or ow0 is a loop variable whose every window lies inside the input.
-  Stmt tile(Expr oh, int64_t oh_c, Expr ow0, int64_t ow0_c, int64_t t) const;
+  // -1 where oh or ow0 is a loop variable whose every window lies inside the input (or,
+  // with `win`, a border row whose valid kernel rows `win` gives).
+  Stmt tile(Expr oh, int64_t oh_c, Expr ow0, int64_t ow0_c, int64_t t, const RowWindow* win = nullptr) const;
   // Counter k over the positions of one or two ranges, as a position: k itself shifted
   // to the first range, shifted past the gap between them in the second.
+  // A tile's steps in order: a binding (a weight or an input value, loaded once) or an
+  // update.
+  struct Step {
+    Var v;
+    Expr value;
+    Stmt update;
+  };
+  // Channel c's starting sum: the bias, and a padding row's weights times the padding
+  // value (the same for every output of the tile: added once, not once per output).
+  Expr starting_sum(Var c, const std::vector<Expr>& padding_rows, std::vector<Step>* steps,
+                    std::set<const VarNode*>* used) const;
   static Expr positions(Expr k, const std::vector<OutputRange>& ranges);
   static int64_t total(const std::vector<OutputRange>& ranges);
   // Output (oh, ow) of every channel, one at a time, each tap checked along the axes that
@@ -42,7 +57,7 @@ struct DepthwiseTiler {
   // widths when its interior is too short for two loop tiles (seven is 4 + 3, not
   // 4 + 1 + 1 + 1). Wider: a constant tile over the left border and the tile after it,
   // a loop of tiles over the interior, constant tiles over the rest.
-  Stmt row(Expr oh, int64_t oh_c) const;
+  Stmt row(Expr oh, int64_t oh_c, const RowWindow* win = nullptr) const;
   // The border rows (windows reaching above or below the input) are few: one loop over
   // them all, one output at a time with every tap checked, costs a few instructions per
   // MAC more there but is one copy of the code, where a copy of the whole tiled row per
@@ -52,7 +67,7 @@ struct DepthwiseTiler {
   const QConv& p;
   const QParams& b;
   const int64_t pad_value;
-  Buffer table, data, out;
+  Buffer table, data, weight, out;
   // Element strides of image, channel, row and column in the data and the output.
   const int64_t in_n, in_c, in_h, in_w, out_n, out_c, out_h, out_w;
   LoopNest outer;
@@ -76,6 +91,7 @@ DepthwiseTiler::DepthwiseTiler(const QConv& p, const QParams& b)
       pad_value(p.sched.fold_zero_point ? p.q.input_zero_point : 0),
       table(b.table ? flat_view(b.table, p.o * p.inputs.table_columns) : nullptr),
       data(flat_view(b.data, p.n * p.h * p.w * p.c)),
+      weight(flat_view(b.weight, p.o * p.kh * p.kw)),
       out(flat_view(b.out, p.n * p.oh * p.ow * p.o)),
       in_n(p.h * p.w * p.c),
       in_c(p.nchw ? p.h * p.w : 1),
@@ -88,15 +104,9 @@ DepthwiseTiler::DepthwiseTiler(const QConv& p, const QParams& b)
       n(outer.axis("n", p.n)),
       widest(p.sw == 1 ? 6 : 5) {}
 
-Stmt DepthwiseTiler::tile(Expr oh, int64_t oh_c, Expr ow0, int64_t ow0_c, int64_t t) const {
+Stmt DepthwiseTiler::tile(Expr oh, int64_t oh_c, Expr ow0, int64_t ow0_c, int64_t t, const RowWindow* win) const {
   Var c = ivar("c");
   Buffer acc = scratch("acc", {t}, kI32);
-  // The steps in order: a binding (a weight or an input value, loaded once) or an update.
-  struct Step {
-    Var v;
-    Expr value;
-    Stmt update;
-  };
   std::vector<Step> steps;
   // The bindings some update reads (a weight whose taps are all zero padding is not
   // loaded: C99 with -Werror refuses an unused variable).
@@ -105,31 +115,32 @@ Stmt DepthwiseTiler::tile(Expr oh, int64_t oh_c, Expr ow0, int64_t ow0_c, int64_
   Var in_base = ivar("in_base"), out_base = ivar("out_base");
   std::set<const VarNode*> used = {out_base.get()};
   Expr top = oh_c < 0 ? sub(mul(oh, ci(p.sh)), ci(p.pt)) : ci(oh_c * p.sh - p.pt);
+  if (win) top = add(top, mul(win->first, ci(p.dh)));
   Expr left = ow0_c < 0 ? sub(mul(ow0, ci(p.sw)), ci(p.pl)) : ci(ow0_c * p.sw - p.pl);
   steps.push_back(
       {in_base, add(add(add(mul(n, ci(in_n)), mul(c, ci(in_c))), mul(top, ci(in_h))), mul(left, ci(in_w))), Stmt()});
   steps.push_back(
       {out_base, add(add(add(mul(n, ci(out_n)), mul(c, ci(out_c))), mul(oh, ci(out_h))), mul(ow0, ci(out_w))), Stmt()});
-  for (int64_t i = 0; i < t; ++i)
-    steps.push_back({Var(), Expr(), store(acc, b.bias ? load(b.bias, {c}) : ci(0), {ci(i)})});
-  for (int64_t rh = 0; rh < p.kh; ++rh) {
-    const int64_t ih_c = oh_c < 0 ? 0 : oh_c * p.sh + rh * p.dh - p.pt;
-    const bool row_inside = oh_c < 0 || (ih_c >= 0 && ih_c < p.h);
-    if (!row_inside && pad_value == 0) continue;
+  std::vector<std::pair<Expr, int64_t>> rows;
+  std::vector<Expr> padding_rows;
+  window_rows(p, oh_c, win, p.kw, &rows, &padding_rows);
+  Expr start = starting_sum(c, padding_rows, &steps, &used);
+  for (int64_t i = 0; i < t; ++i) steps.push_back({Var(), Expr(), store(acc, start, {ci(i)})});
+  for (const auto& [rh, offset] : rows) {
     std::vector<Var> w;
     for (int64_t rw = 0; rw < p.kw; ++rw) {
-      w.push_back(ivar("w" + std::to_string(rh) + std::to_string(rw)));
-      steps.push_back({w.back(), Cast(kI32, load(b.weight, {c, ci(rh), ci(rw), ci(0)})), Stmt()});
+      w.push_back(ivar("w" + std::to_string(offset) + std::to_string(rw)));
+      steps.push_back({w.back(), Cast(kI32, load(weight, {add(add(mul(c, ci(p.kh * p.kw)), rh), ci(rw))})), Stmt()});
     }
     const int64_t columns = (t - 1) * p.sw + (p.kw - 1) * p.dw + 1;
     for (int64_t j = 0; j < columns; ++j) {
       const std::vector<std::pair<int64_t, int64_t>> uses = tile_column_taps(p, t, j);
       if (uses.empty()) continue;
       const int64_t iw_c = ow0_c < 0 ? 0 : ow0_c * p.sw - p.pl + j;
-      const bool inside = row_inside && (ow0_c < 0 || (iw_c >= 0 && iw_c < p.w));
+      const bool inside = ow0_c < 0 || (iw_c >= 0 && iw_c < p.w);
       if (!inside && pad_value == 0) continue;
       Var x = ivar("x");
-      Expr v = Cast(kI32, load(data, {add(in_base, ci(rh * p.dh * in_h + j * in_w))}));
+      Expr v = Cast(kI32, load(data, {add(in_base, ci(offset * p.dh * in_h + j * in_w))}));
       if (!p.sched.fold_zero_point && p.q.input_zero_point != 0) v = sub(v, ci(p.q.input_zero_point));
       steps.push_back({x, inside ? v : ci(pad_value), Stmt()});
       if (inside) used.insert(in_base.get());
@@ -155,6 +166,24 @@ Stmt DepthwiseTiler::tile(Expr oh, int64_t oh_c, Expr ow0, int64_t ow0_c, int64_
     else if (used.count(it->v.get()))
       body = LetStmt(it->v, it->value, body);
   return For(c, ci(0), ci(p.o), ForKind::kSerial, Allocate(acc, "local", body));
+}
+
+Expr DepthwiseTiler::starting_sum(Var c, const std::vector<Expr>& padding_rows, std::vector<Step>* steps,
+                                  std::set<const VarNode*>* used) const {
+  Expr start = b.bias ? load(b.bias, {c}) : ci(0);
+  if (pad_value == 0 || padding_rows.empty()) return start;
+  Var pad = ivar("pad"), padded = ivar("padded");
+  steps->push_back({pad, ci(pad_value), Stmt()});
+  for (const Expr& rh : padding_rows)
+    for (int64_t rw = 0; rw < p.kw; ++rw) {
+      Var w = ivar("wp");
+      steps->push_back({w, Cast(kI32, load(weight, {add(add(mul(c, ci(p.kh * p.kw)), rh), ci(rw))})), Stmt()});
+      used->insert(w.get());
+      start = Call(kI32, "smlabb", {pad, w, start});
+    }
+  steps->push_back({padded, start, Stmt()});
+  used->insert(pad.get()), used->insert(padded.get());
+  return padded;
 }
 
 Expr DepthwiseTiler::positions(Expr k, const std::vector<OutputRange>& ranges) {
@@ -198,13 +227,13 @@ Stmt DepthwiseTiler::checked_output(Expr oh, bool check_h, Expr ow, bool check_w
   return For(c, ci(0), ci(p.o), ForKind::kSerial, Allocate(acc, "local", SeqStmt(taps)));
 }
 
-Stmt DepthwiseTiler::row(Expr oh, int64_t oh_c) const {
+Stmt DepthwiseTiler::row(Expr oh, int64_t oh_c, const RowWindow* win) const {
   std::vector<Stmt> s;
   auto constant_tiles = [&](int64_t begin, int64_t end) {
     const int64_t count = (end - begin + widest - 1) / widest;
     for (int64_t k = 0, o = begin; k < count; ++k) {
       const int64_t width = (end - o) / (count - k);
-      s.push_back(tile(oh, oh_c, ci(o), o, width));
+      s.push_back(tile(oh, oh_c, ci(o), o, width, win));
       o += width;
     }
   };
@@ -237,8 +266,8 @@ Stmt DepthwiseTiler::row(Expr oh, int64_t oh_c) const {
     constant_tiles(0, left);
     if (whole > 0) {
       Var tw = ivar("tw");
-      s.push_back(
-          For(tw, ci(0), ci(whole), ForKind::kSerial, tile(oh, oh_c, add(ci(left), mul(tw, ci(wide))), -1, wide)));
+      s.push_back(For(tw, ci(0), ci(whole), ForKind::kSerial,
+                      tile(oh, oh_c, add(ci(left), mul(tw, ci(wide))), -1, wide, win)));
     }
     constant_tiles(right, p.ow);
   }
@@ -254,22 +283,26 @@ Stmt DepthwiseTiler::checked_rows(const std::vector<OutputRange>& ranges) const 
 
 Stmt DepthwiseTiler::build() {
   std::vector<Stmt> rows;
-  std::vector<OutputRange> border_rows;
+  std::vector<OutputRange> border;
   for (const auto& r : border_split(p.oh, p.pt, p.h, p.kh, p.sh, p.dh)) {
-    if (r.check && !p.sched.depthwise_border_tiles) {
-      border_rows.push_back(r);
-      continue;
-    }
     if (r.check) {
-      for (int64_t oh = r.begin; oh < r.end; ++oh) rows.push_back(row(ci(oh), oh));
+      border.push_back(r);
       continue;
     }
     Var oh = ivar("oh");
     rows.push_back(For(oh, ci(r.begin), ci(r.end - r.begin), ForKind::kSerial, row(oh, -1)));
   }
-  if (!border_rows.empty()) rows.push_back(checked_rows(border_rows));
+  if (!border.empty()) {
+    if (p.sched.depthwise_border_tiles)
+      for (Stmt& s : depthwise_border_rows(p, border, [this](Expr oh, int64_t oh_c, const RowWindow* win) {
+             return row(oh, oh_c, win);
+           }))
+        rows.push_back(s);
+    else
+      rows.push_back(checked_rows(border));
+  }
   Stmt body = outer.wrap(rows.size() == 1 ? rows[0] : SeqStmt(rows));
-  body = DeclBuffer(data, DeclBuffer(out, body));
+  body = DeclBuffer(data, DeclBuffer(weight, DeclBuffer(out, body)));
   return table ? DeclBuffer(table, body) : body;
 }
 
@@ -281,6 +314,87 @@ std::vector<std::pair<int64_t, int64_t>> tile_column_taps(const QConv& p, int64_
     for (int64_t rw = 0; rw < p.kw; ++rw)
       if (i * p.sw + rw * p.dw == j) taps.push_back({i, rw});
   return taps;
+}
+
+void window_rows(const QConv& p, int64_t oh_c, const RowWindow* win, int64_t row_elements,
+                 std::vector<std::pair<Expr, int64_t>>* rows, std::vector<Expr>* padding_rows) {
+  if (win) {
+    Expr first = mul(win->first, ci(row_elements));
+    for (int64_t q = 0; q < win->rows; ++q) rows->push_back({add(first, ci(q * row_elements)), q});
+    for (const Expr& rh : win->padding) padding_rows->push_back(mul(rh, ci(row_elements)));
+    return;
+  }
+  for (int64_t rh = 0; rh < p.kh; ++rh) {
+    const int64_t ih_c = oh_c * p.sh + rh * p.dh - p.pt;
+    if (oh_c < 0 || (ih_c >= 0 && ih_c < p.h))
+      rows->push_back({ci(rh * row_elements), rh});
+    else
+      padding_rows->push_back(ci(rh * row_elements));
+  }
+}
+
+namespace {
+
+// The value values[k] for a loop counter k: linear in k for two values (a loop over the
+// top and the bottom row: no select), a select per change for more.
+Expr by_counter(Expr k, const std::vector<int64_t>& values) {
+  if (values.size() == 2) return add(ci(values[0]), mul(k, ci(values[1] - values[0])));
+  Expr at = ci(values.back());
+  for (size_t i = values.size() - 1; i-- > 0;)
+    if (values[i] != values[i + 1]) at = Select(lt(k, ci(static_cast<int64_t>(i) + 1)), ci(values[i]), at);
+  return at;
+}
+
+}  // namespace
+
+std::vector<Stmt> depthwise_border_rows(const QConv& p, const std::vector<OutputRange>& ranges,
+                                        const std::function<Stmt(Expr, int64_t, const RowWindow*)>& row) {
+  // Each border row's kernel rows inside the input (the first of them) and of padding,
+  // grouped by how many are inside (the rows of a group in order).
+  struct Member {
+    int64_t oh, first = -1;
+    std::vector<int64_t> padding;
+  };
+  std::map<int64_t, std::vector<Member>> groups;
+  for (const auto& r : ranges)
+    for (int64_t oh = r.begin; oh < r.end; ++oh) {
+      Member m{oh, -1, {}};
+      for (int64_t rh = 0; rh < p.kh; ++rh) {
+        const int64_t ih = oh * p.sh + rh * p.dh - p.pt;
+        if (ih < 0 || ih >= p.h)
+          m.padding.push_back(rh);
+        else if (m.first < 0)
+          m.first = rh;
+      }
+      groups[p.kh - static_cast<int64_t>(m.padding.size())].push_back(m);
+    }
+  std::vector<Stmt> s;
+  for (const auto& [count, members] : groups) {
+    // The group's rows as at most two ranges of consecutive rows (positions()).
+    std::vector<OutputRange> spans;
+    for (const Member& m : members)
+      if (!spans.empty() && spans.back().end == m.oh)
+        spans.back().end += 1;
+      else
+        spans.push_back({m.oh, m.oh + 1, true});
+    if (members.size() < 2 || count == 0 || spans.size() > 2) {
+      for (const Member& m : members) s.push_back(row(ci(m.oh), m.oh, nullptr));
+      continue;
+    }
+    Var k = ivar("br"), oh = ivar("oh"), first = ivar("first");
+    std::vector<int64_t> rows, firsts;
+    for (const Member& m : members) rows.push_back(m.oh), firsts.push_back(m.first);
+    RowWindow win{first, count, {}};
+    for (int64_t j = 0; j < p.kh - count; ++j) {
+      std::vector<int64_t> padding;
+      for (const Member& m : members) padding.push_back(m.padding[j]);
+      win.padding.push_back(by_counter(k, padding));
+    }
+    Expr oh_of = members.size() == 2 ? by_counter(k, rows) : DepthwiseTiler::positions(k, spans);
+    s.push_back(For(k, ci(0), ci(static_cast<int64_t>(members.size())), ForKind::kSerial,
+                    LetStmt(oh, oh_of, LetStmt(first, by_counter(k, firsts), row(oh, -1, &win)))));
+  }
+  return s;
 }
 
 Stmt depthwise_tiles(const QConv& p, const QParams& b) { return DepthwiseTiler(p, b).build(); }

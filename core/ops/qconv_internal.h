@@ -186,6 +186,28 @@ Stmt depthwise_tiles(const QConv& p, const QParams& b);
 // The taps of a tile of t depthwise outputs in a row that read the tile's input column j:
 // (output i, kernel column rw) with i * sw + rw * dw == j, outputs in order.
 std::vector<std::pair<int64_t, int64_t>> tile_column_taps(const QConv& p, int64_t t, int64_t j);
+// A border row of a depthwise tile as a loop iteration: its kernel rows first .. first +
+// rows - 1 read the input, the kernel rows `padding` only the padding (expressions of the
+// loop's counter).
+struct RowWindow {
+  Expr first;
+  int64_t rows;
+  std::vector<Expr> padding;
+};
+// The kernel rows of a tile's window in output row oh_c (-1: a loop row, all inside, or
+// with `win` a border row of a loop): those that read the input, as (the offset of the
+// row's weights, the input row's offset in kernel rows from the window's top), and those
+// that read only padding (the offset of their weights); a weight row is `row_elements`
+// apart. A loop row's offsets are first * row_elements plus a constant, so one pointer
+// reaches all its weights.
+void window_rows(const QConv& p, int64_t oh_c, const RowWindow* win, int64_t row_elements,
+                 std::vector<std::pair<Expr, int64_t>>* rows, std::vector<Expr>* padding_rows);
+// The border rows (windows reaching above or below the input): those with the same number
+// of valid kernel rows as one loop over `row(oh, -1, win)` (stride 1: the top and the
+// bottom row share one copy of the row's code), a row alone in its group as `row(oh, oh,
+// nullptr)` at its constant position.
+std::vector<Stmt> depthwise_border_rows(const QConv& p, const std::vector<OutputRange>& ranges,
+                                        const std::function<Stmt(Expr, int64_t, const RowWindow*)>& row);
 // One output at a time: blocked depthwise (schedule block) or the plain loop nest of
 // every other convolution the matrix-product core does not take.
 Stmt conv_loops(const QConv& p, const QParams& b);

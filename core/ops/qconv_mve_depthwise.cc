@@ -10,9 +10,11 @@
 // registers (analysis/helium_vectors.h), from the bias on, each tap a VMUL and a VADD.
 // The requantization is in the same vectors (helium_requantize: VQRDMULH, VRSHL, the zero
 // point, the bounds, a narrowing VSTRB.32); its table columns are strided loads, once per
-// tile. Rows and tiles whose windows reach into the padding are emitted at constant
-// positions, so their padding taps are known here: the input zero point (folded into the
-// bias) times the weight, nothing loaded; interior loops check nothing. The last 1 to 3
+// tile. Tiles whose windows reach into the padding are emitted at constant positions
+// along the row, border rows as depthwise_border_rows groups them, so their padding taps
+// are known here: the input zero point (folded into the bias) times the weight, nothing
+// loaded (a kernel row of padding once per tile, into the starting sum); interior loops
+// check nothing. The last 1 to 3
 // channels take narrower vectors, which the C backend scalarizes.
 #include "ops/qconv_internal.h"
 
@@ -44,8 +46,10 @@ struct MveDepthwise {
   static Expr splat(int64_t x, int64_t lanes) { return lanes == 1 ? ci(x) : Broadcast(ci(x), static_cast<int>(lanes)); }
 
   // The tile of `t` outputs (oh, ow0 + i) of channels c0 .. c0 + lanes - 1; oh_c and ow0_c
-  // are the constant positions, or -1 where oh or ow0 is a loop variable of the interior.
-  Stmt tile(Expr oh, int64_t oh_c, Expr ow0, int64_t ow0_c, int64_t t, Expr c0, int64_t lanes) const {
+  // are the constant positions, or -1 where oh or ow0 is a loop variable of the interior
+  // (or, with `win`, a border row whose valid kernel rows `win` gives).
+  Stmt tile(Expr oh, int64_t oh_c, Expr ow0, int64_t ow0_c, int64_t t, Expr c0, int64_t lanes,
+            const RowWindow* win) const {
     const int64_t pad_value = p.q.input_zero_point, taps = p.kh * p.kw;
     // The steps in order: a let (a loaded vector or a new sum), folded into nested lets.
     struct Step {
@@ -60,29 +64,42 @@ struct MveDepthwise {
       return v;
     };
     Expr top = oh_c < 0 ? sub(mul(oh, ci(p.sh)), ci(p.pt)) : ci(oh_c * p.sh - p.pt);
+    if (win) top = add(top, mul(win->first, ci(p.dh)));
     Expr left = ow0_c < 0 ? sub(mul(ow0, ci(p.sw)), ci(p.pl)) : ci(ow0_c * p.sw - p.pl);
     Expr in_base = add(mul(add(mul(add(mul(n, ci(p.h)), top), ci(p.w)), left), ci(p.c)), c0);
     Expr out_base = add(mul(add(mul(add(mul(n, ci(p.oh)), oh), ci(p.ow)), ow0), ci(p.c)), c0);
     // The weight block of these channels (mve_depthwise_weight_index).
     Expr w_base = lanes == kMveDepthwiseBlock ? mul(c0, ci(taps)) : ci(p.c / kMveDepthwiseBlock * kMveDepthwiseBlock * taps);
-    std::vector<Var> acc;
-    Var bias = bind("bias", b.bias ? span(b.bias, c0, lanes) : splat(0, lanes));
-    for (int64_t i = 0; i < t; ++i) acc.push_back(bias);
-    for (int64_t rh = 0; rh < p.kh; ++rh) {
-      const int64_t ih_c = oh_c < 0 ? 0 : oh_c * p.sh + rh * p.dh - p.pt;
-      const bool row_inside = oh_c < 0 || (ih_c >= 0 && ih_c < p.h);
-      if (!row_inside && pad_value == 0) continue;
+    // The weight vector of a kernel row (its offset in the block), column rw.
+    auto weight_at = [&](Expr row, int64_t rw) {
+      Expr at = add(add(w_base, row), ci(rw * lanes));
+      return bind("w", Cast(i32(lanes), span(weight, at, lanes)));
+    };
+    std::vector<std::pair<Expr, int64_t>> rows;
+    std::vector<Expr> padding_rows;
+    window_rows(p, oh_c, win, p.kw * lanes, &rows, &padding_rows);
+    // A padding row adds the padding value times its weights to every output of the tile:
+    // summed once into the starting sum instead of once per output.
+    Var start = bind("bias", b.bias ? span(b.bias, c0, lanes) : splat(0, lanes));
+    if (pad_value != 0)
+      for (const Expr& rh : padding_rows)
+        for (int64_t rw = 0; rw < p.kw; ++rw) {
+          Var w = weight_at(rh, rw);
+          used.insert(w.get()), used.insert(start.get());
+          start = bind("bias", add(start, mul(splat(pad_value, lanes), w)));
+        }
+    std::vector<Var> acc(t, start);
+    for (const auto& [rh, offset] : rows) {
       std::vector<Var> w;
-      for (int64_t rw = 0; rw < p.kw; ++rw)
-        w.push_back(bind("w", Cast(i32(lanes), span(weight, add(w_base, ci((rh * p.kw + rw) * lanes)), lanes))));
+      for (int64_t rw = 0; rw < p.kw; ++rw) w.push_back(weight_at(rh, rw));
       const int64_t columns = (t - 1) * p.sw + (p.kw - 1) * p.dw + 1;
       for (int64_t j = 0; j < columns; ++j) {
         const std::vector<std::pair<int64_t, int64_t>> uses = tile_column_taps(p, t, j);
         if (uses.empty()) continue;
         const int64_t iw_c = ow0_c < 0 ? 0 : ow0_c * p.sw - p.pl + j;
-        const bool inside = row_inside && (ow0_c < 0 || (iw_c >= 0 && iw_c < p.w));
+        const bool inside = ow0_c < 0 || (iw_c >= 0 && iw_c < p.w);
         if (!inside && pad_value == 0) continue;
-        Expr x_value = inside ? Cast(i32(lanes), span(data, add(in_base, ci((rh * p.dh * p.w + j) * p.c)), lanes))
+        Expr x_value = inside ? Cast(i32(lanes), span(data, add(in_base, ci((offset * p.dh * p.w + j) * p.c)), lanes))
                               : splat(pad_value, lanes);
         Var x = bind("x", x_value);
         for (auto [i, rw] : uses) {
@@ -105,28 +122,28 @@ struct MveDepthwise {
   }
 
   // Every channel of the tile: groups of four as a loop, then the rest.
-  Stmt channels(Expr oh, int64_t oh_c, Expr ow0, int64_t ow0_c, int64_t t) const {
+  Stmt channels(Expr oh, int64_t oh_c, Expr ow0, int64_t ow0_c, int64_t t, const RowWindow* win) const {
     std::vector<Stmt> s;
     const int64_t groups = p.c / kVectorLanes, rest = p.c % kVectorLanes;
     if (groups > 0) {
       Var g = ivar("cg");
       s.push_back(For(g, ci(0), ci(groups), ForKind::kSerial,
-                      tile(oh, oh_c, ow0, ow0_c, t, mul(g, ci(kVectorLanes)), kVectorLanes)));
+                      tile(oh, oh_c, ow0, ow0_c, t, mul(g, ci(kVectorLanes)), kVectorLanes, win)));
     }
-    if (rest > 0) s.push_back(tile(oh, oh_c, ow0, ow0_c, t, ci(groups * kVectorLanes), rest));
+    if (rest > 0) s.push_back(tile(oh, oh_c, ow0, ow0_c, t, ci(groups * kVectorLanes), rest, win));
     return s.size() == 1 ? s[0] : SeqStmt(s);
   }
 
   // One output row: the left border columns as constant tiles, the interior a loop of
   // whole tiles, the rest (interior remainder and right border) constant tiles of
   // balanced widths (seven is 4 + 3, not 5 + 1 + 1).
-  Stmt row(Expr oh, int64_t oh_c) const {
+  Stmt row(Expr oh, int64_t oh_c, const RowWindow* win) const {
     std::vector<Stmt> s;
     auto constant_tiles = [&](int64_t begin, int64_t end) {
       const int64_t count = (end - begin + kWidestTile - 1) / kWidestTile;
       for (int64_t k = 0, o = begin; k < count; ++k) {
         const int64_t width = (end - o) / (count - k);
-        s.push_back(channels(oh, oh_c, ci(o), o, width));
+        s.push_back(channels(oh, oh_c, ci(o), o, width, win));
         o += width;
       }
     };
@@ -140,23 +157,27 @@ struct MveDepthwise {
       constant_tiles(0, inner.begin);
       Var tw = ivar("tw");
       s.push_back(For(tw, ci(0), ci(whole), ForKind::kSerial,
-                      channels(oh, oh_c, add(ci(inner.begin), mul(tw, ci(kTileWidth))), -1, kTileWidth)));
+                      channels(oh, oh_c, add(ci(inner.begin), mul(tw, ci(kTileWidth))), -1, kTileWidth, win)));
       constant_tiles(inner.begin + whole * kTileWidth, p.ow);
     }
     return s.size() == 1 ? s[0] : SeqStmt(s);
   }
 
-  // Border rows at their constant places, the interior rows as a loop.
+  // The interior rows as a loop, the border rows as depthwise_border_rows groups them.
   Stmt build() const {
     std::vector<Stmt> s;
+    std::vector<OutputRange> border;
     for (const auto& r : border_split(p.oh, p.pt, p.h, p.kh, p.sh, p.dh)) {
       if (r.check) {
-        for (int64_t i = r.begin; i < r.end; ++i) s.push_back(row(ci(i), i));
+        border.push_back(r);
       } else if (r.end > r.begin) {
         Var oh = ivar("oh");
-        s.push_back(For(oh, ci(r.begin), ci(r.end - r.begin), ForKind::kSerial, row(oh, -1)));
+        s.push_back(For(oh, ci(r.begin), ci(r.end - r.begin), ForKind::kSerial, row(oh, -1, nullptr)));
       }
     }
+    for (Stmt& r : depthwise_border_rows(
+             p, border, [this](Expr oh, int64_t oh_c, const RowWindow* win) { return row(oh, oh_c, win); }))
+      s.push_back(r);
     return s.size() == 1 ? s[0] : SeqStmt(s);
   }
 };

@@ -131,4 +131,14 @@ TimingScope::~TimingScope() {
   innermost_scope = outer_;
 }
 
+void TimingScope::record_elsewhere(const char* kind, std::string name, double wall_ms) {
+  if (!active_table) return;
+  TimingRow row;
+  row.kind = kind;
+  row.name = std::move(name);
+  for (TimingScope* s = innermost_scope; s; s = s->outer_) ++row.depth;
+  row.wall_ms = wall_ms;
+  active_table->rows.push_back(std::move(row));
+}
+
 }  // namespace mtir

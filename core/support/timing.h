@@ -65,6 +65,11 @@ class TimingScope {
   TimingScope(const TimingScope&) = delete;
   TimingScope& operator=(const TimingScope&) = delete;
 
+  // A row for work timed on another thread (the timer records this thread's scopes
+  // only), nested in the innermost open scope. Its peak memory is unknown (0): the
+  // enclosing scope's figure includes it.
+  static void record_elsewhere(const char* kind, std::string name, double wall_ms);
+
  private:
   TimingTable* table_;
   size_t row_ = 0;

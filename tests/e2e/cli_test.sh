@@ -399,7 +399,29 @@ group_llvm() {
     python3 -c "import sys; b=open(sys.argv[1],'rb').read(); n=int.from_bytes(b[8:10],'little'); open(sys.argv[2],'wb').write(b[10+n:])" \
       "$src/models/digits/sample_x.npy" "$work/x.bin"
     run 0 "$work/mlf/fw" "$work/x.bin" && contains stdout "$out" "0.999556124"
+    llvm_parts
   fi
+}
+
+# A large module compiles in parts on threads (docs/llvm-backend.md): MLPerf Tiny's IC
+# model (19,000 lines of IR) is two objects, all listed in metadata.json; the timer has
+# the split and each part. (tests/tflite runs IC's parts on Cortex-M4 against TFLite.)
+llvm_parts() {
+  local shared="${MICROTIR_SHARED_TFLITE:-$src/../shared/tflite}" ic
+  ic="$shared/models/pretrainedResnet_quant.tflite"
+  if [ ! -f "$ic" ]; then echo "skipped: the IC model's parts: $ic not found"; return 0; fi
+  run 0 "$mtir" compile "$ic" --target "llvm -mtriple=thumbv7em-none-eabihf -mcpu=cortex-m4 -interface-api=c -unpacked-api=1" \
+    -o "$work/ic" --time-passes
+  contains "--time-passes" "$err" "llvm: split lib0.ll into parts"
+  contains "--time-passes" "$err" "llvm: optimize and emit 2 parts of lib0.ll"
+  contains "--time-passes" "$err" "llvm: part 1 ("
+  local o
+  for o in lib0.o lib0_part1.o lib1.o; do
+    [ -f "$work/ic/codegen/host/lib/$o" ] || fail "the IC artifact has no $o"
+    grep -q "\"codegen/host/lib/$o\"" "$work/ic/metadata.json" || fail "metadata.json does not list $o"
+  done
+  [ ! -e "$work/ic/codegen/host/lib/lib0_part2.o" ] || fail "IC is two parts, not more"
+  [ "$(grep -c '^define' "$work/ic/codegen/host/src/lib0.ll")" -gt 3 ] || fail "lib0.ll is not the whole module"
 }
 
 # The WebAssembly backend through the CLI (docs/wasm-backend.md): the artifact's files,

@@ -144,6 +144,82 @@ TEST(QConv, DepthwiseAndGrouped) {
   // An even number of taps (no unpaired last tap) with dilation; no padding.
   run_all_schedules({"qconv2d", {1, 5, 6, 3}, {3, 2, 2, 1}, quant({{"dilation", {2, 2}}, {"groups", 3}})},
                     "depthwise 2x2 dilation 2, 3 channels");
+  // Border rows as loops (depthwise_border_rows): two per side with 3 and 4 valid kernel
+  // rows (two loops, each over a top and a bottom row); every row a border row with its
+  // padding rows above, on both sides and below (one loop, three first rows); dilation 2
+  // (two rows a side in one loop of two ranges).
+  run_all_schedules({"qconv2d", {1, 7, 6, 4}, {4, 5, 5, 1}, quant({{"padding", {2, 2, 2, 2}}, {"groups", 4}})},
+                    "depthwise 5x5 pad 2, 4 channels");
+  run_all_schedules({"qconv2d", {1, 3, 4, 5}, {5, 5, 3, 1}, quant({{"padding", {2, 1, 2, 1}}, {"groups", 5}})},
+                    "depthwise 5x3 on 3 rows, 5 channels");
+  run_all_schedules({"qconv2d", {1, 6, 5, 4}, {4, 3, 3, 1}, quant({{"padding", {2, 2, 2, 2}}, {"dilation", {2, 2}}, {"groups", 4}})},
+                    "depthwise 3x3 dilation 2 pad 2, 4 channels");
+}
+
+// The int8 stores, smlabb calls and selects in the kernel of a one-node depthwise graph.
+struct KernelCounts {
+  int64_t stores = 0, smlabb = 0, selects = 0;
+};
+KernelCounts depthwise_kernel_counts(const Case& k, const ScheduleOptions& o) {
+  Graph g;
+  g.name = "q" + std::to_string(case_counter++);
+  g.inputs = {{"x", TensorType{DataType::Int(8), k.data}}};
+  int64_t nw = 1;
+  for (int64_t d : k.weight) nw *= d;
+  std::vector<int64_t> wv(nw);
+  for (int64_t i = 0; i < nw; ++i) wv[i] = i % 7 - 3;
+  g.constants["w"] = array_of(DataType::Int(8), k.weight, wv);
+  GraphNode node;
+  node.name = "y", node.op = k.op, node.inputs = {"x", "w"}, node.attrs = k.attrs;
+  node.type = find_op(k.op)->infer({g.inputs[0].second, TensorType{DataType::Int(8), k.weight}}, node.attrs);
+  g.nodes.push_back(node);
+  g.outputs = {"y"};
+  AotModule aot = build_aot(prepare_quantized(g, o));
+  struct Counter : Visitor {
+    KernelCounts n;
+    void visit_BufferStore(const BufferStoreNode* op) override {
+      n.stores += op->buffer->dtype == DataType::Int(8);
+      Visitor::visit_BufferStore(op);
+    }
+    void visit_Call(const CallNode* op) override {
+      n.smlabb += op->op == "smlabb";
+      Visitor::visit_Call(op);
+    }
+    void visit_Select(const SelectNode* op) override {
+      n.selects += 1;
+      Visitor::visit_Select(op);
+    }
+  } counter;
+  for (const auto& [name, f] : aot.module.functions)
+    if (name != aot.main) counter.visit(f->body);
+  return counter.n;
+}
+
+// The border rows with the same number of valid kernel rows share one copy of the row's
+// code (a loop over them), and a kernel row of padding adds its weights times the padding
+// value once per channel, not once per output. Rows of six outputs (one tile): the stores
+// count the copies of the row's code, six per copy.
+TEST(QConv, DepthwiseBorderRowsShareOneLoop) {
+  const Case pad1{"qconv2d", {1, 6, 6, 4}, {4, 3, 3, 1}, quant({{"padding", {1, 1, 1, 1}}, {"groups", 4}})};
+  const Case pad2{"qconv2d", {1, 7, 6, 4}, {4, 5, 5, 1}, quant({{"padding", {2, 2, 2, 2}}, {"groups", 4}})};
+  ScheduleOptions scalar;  // the Cortex-M4's defaults: depthwise_tile with its border tiles
+  ScheduleOptions helium;
+  helium.smlad = helium.sxtb16 = false, helium.mve = true;
+  // 3x3, padding 1: the interior rows and one loop over the top and the bottom row. Its
+  // output row, first valid kernel row and padding row are linear in the loop counter:
+  // no select (which cost the LLVM backend instructions).
+  for (const ScheduleOptions& o : {scalar, helium}) {
+    const KernelCounts n = depthwise_kernel_counts(pad1, o);
+    EXPECT_EQ(n.stores, 2 * 6);
+    EXPECT_EQ(n.selects, 0);
+  }
+  // 5x5, padding 2: the interior, the rows with three valid kernel rows, those with four.
+  EXPECT_EQ(depthwise_kernel_counts(pad2, scalar).stores, 3 * 6);
+  EXPECT_EQ(depthwise_kernel_counts(pad2, helium).stores, 3 * 6);
+  // The smlabb per row copy: a 3x3 interior row of six outputs takes 6 x 9; the border
+  // row 6 x 6 for its two input rows plus 3 for its padding row (6 x 9 if each output
+  // added the padding row's taps itself).
+  EXPECT_EQ(depthwise_kernel_counts(pad1, scalar).smlabb, 6 * 9 + 6 * 6 + 3);
 }
 
 TEST(QConv, SaturationAndNoBias) {

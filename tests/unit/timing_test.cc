@@ -110,5 +110,24 @@ TEST(Timing, ScopesNestAndCloseOnExceptions) {
   }
 }
 
+// Work timed on another thread (the LLVM backend's parts) nests in the open scope, with
+// the given time and no memory figure of its own; without a session it is dropped.
+TEST(Timing, RowsRecordedElsewhereNestInTheOpenScope) {
+  TimingScope::record_elsewhere("backend", "unrecorded", 1.0);
+  TimingTable table;
+  TimingSession session(&table);
+  {
+    TimingScope outer("step", "objects");
+    TimingScope::record_elsewhere("backend", "part 0", 12.5);
+  }
+  TimingScope::record_elsewhere("backend", "top", 2.0);
+  ASSERT_EQ(table.rows.size(), 3u);
+  EXPECT_EQ(table.rows[1].name, "part 0");
+  EXPECT_EQ(table.rows[1].depth, 1);
+  EXPECT_EQ(table.rows[1].wall_ms, 12.5);
+  EXPECT_EQ(table.rows[1].peak_bytes, 0);
+  EXPECT_EQ(table.rows[2].depth, 0);
+}
+
 }  // namespace
 }  // namespace mtir

@@ -1,7 +1,12 @@
 #include "codegen/llvm/native/llvm_native.h"
 
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <exception>
 #include <memory>
 #include <mutex>
+#include <thread>
 
 #include <llvm/ADT/SmallVector.h>
 #include <llvm/IR/LLVMContext.h>
@@ -22,6 +27,7 @@
 #include <llvm/Transforms/Scalar/SeparateConstOffsetFromGEP.h>
 
 #include "codegen/llvm/llvm_target.h"
+#include "codegen/llvm/module_parts.h"
 #include "support/diagnostic.h"
 #include "support/timing.h"
 
@@ -95,6 +101,11 @@ std::unique_ptr<llvm::TargetMachine> target_machine(const Options& options) {
   // object without Tag_ABI_VFP_args, which GNU ld refuses to link with hard-float code).
   if (info.triple.size() > 2 && info.triple.compare(info.triple.size() - 2, 2, "hf") == 0)
     to.FloatABIType = llvm::FloatABI::Hard;
+  // Thumb functions are 2-byte aligned and ARM pads loop heads to 4 bytes with NOPs, which
+  // run on each entry to the loop: whether a loop gets one depends on where its function
+  // lands in the object, so on the functions before it (and on how a module is split into
+  // parts). Unpadded, each function's code is the same wherever it is, with no NOP to run.
+  if (llvm::Triple(info.triple).isThumb()) to.LoopAlignment = 1;
   // Position-independent code links into the host's PIE executables; firmware is static.
   llvm::Reloc::Model reloc = info.pointer_bits == 64 ? llvm::Reloc::PIC_ : llvm::Reloc::Static;
   std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(
@@ -146,6 +157,80 @@ void run_pipeline(llvm::Module* module, llvm::TargetMachine* tm, const std::stri
   mpm.run(*module, mam);
 }
 
+void check_triple(const llvm::Module& module, const llvm::TargetMachine& tm, const std::string& name) {
+  if (module.getTargetTriple() != tm.getTargetTriple().str())
+    user_error(Span{}, name + " is for " + module.getTargetTriple() + ", not " + tm.getTargetTriple().str());
+}
+
+// The optimization pipeline and code generation of a verified module: an object file.
+std::string compile_module(llvm::Module* module, const std::string& name, const Options& options) {
+  std::unique_ptr<llvm::TargetMachine> tm = target_machine(options);
+  check_triple(*module, *tm, name);
+  {
+    TimingScope timing("backend", "llvm: optimize " + name + " (-" + options.opt + ")");
+    run_pipeline(module, tm.get(), options.opt);
+  }
+  TimingScope timing("backend", "llvm: instruction selection and object " + name);
+  llvm::SmallVector<char, 0> buffer;
+  llvm::raw_svector_ostream os(buffer);
+  llvm::legacy::PassManager pm;
+  if (tm->addPassesToEmitFile(pm, os, nullptr, llvm::CGFT_ObjectFile)) {
+    fail("LLVM cannot emit object files for " + tm->getTargetTriple().str());
+  }
+  pm.run(*module);
+  return std::string(buffer.begin(), buffer.end());
+}
+
+// One part on a worker thread, in a context of its own (LLVM's are not shared across
+// threads): parsed and verified there, as the whole module would be.
+std::string compile_part(const LlvmModulePart& part, const std::string& name, const Options& options) {
+  llvm::LLVMContext context;
+  std::unique_ptr<llvm::Module> module = parse_and_verify(&context, part.text, name);
+  return compile_module(module.get(), name, options);
+}
+
+// The parts on min(parts, threads) worker threads, largest first from a shared queue. The
+// workers record no timer rows (the timer is per thread): each part's wall time is added
+// after, under the step that waited for them.
+std::vector<std::string> compile_parts(const std::vector<LlvmModulePart>& parts, const std::string& name,
+                                       const Options& options) {
+  std::vector<size_t> order(parts.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return parts[a].instructions > parts[b].instructions; });
+  std::vector<std::string> objects(parts.size());
+  std::vector<double> wall_ms(parts.size(), 0);
+  std::vector<std::exception_ptr> errors(parts.size());
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t k; (k = next++) < order.size();) {
+      const size_t p = order[k];
+      const auto start = std::chrono::steady_clock::now();
+      try {
+        objects[p] = compile_part(parts[p], name + " part " + std::to_string(p), options);
+      } catch (...) {
+        errors[p] = std::current_exception();
+      }
+      wall_ms[p] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    }
+  };
+  const unsigned cores = options.threads > 0 ? static_cast<unsigned>(options.threads)
+                                             : std::max(1u, std::thread::hardware_concurrency());
+  const size_t threads = std::min<size_t>(parts.size(), cores);
+  TimingScope timing("backend", "llvm: optimize and emit " + std::to_string(parts.size()) + " parts of " + name +
+                                    " on " + std::to_string(threads) + " threads");
+  std::vector<std::thread> pool;
+  for (size_t t = 0; t < threads; ++t) pool.emplace_back(worker);
+  for (auto& t : pool) t.join();
+  for (const auto& e : errors)
+    if (e) std::rethrow_exception(e);
+  for (size_t p = 0; p < parts.size(); ++p)
+    TimingScope::record_elsewhere("backend", "llvm: part " + std::to_string(p) + " (" + std::to_string(parts[p].functions) +
+                                                 " functions, " + std::to_string(parts[p].instructions) + " instructions)",
+                                  wall_ms[p]);
+  return objects;
+}
+
 }  // namespace
 
 void verify(const std::string& ir, const std::string& name) {
@@ -172,23 +257,17 @@ std::string compile_to_object(const std::string& ir, const std::string& name, co
     TimingScope timing("backend", "llvm: parse and verify " + name);
     module = parse_and_verify(&context, ir, name);
   }
-  std::unique_ptr<llvm::TargetMachine> tm = target_machine(options);
-  if (module->getTargetTriple() != tm->getTargetTriple().str()) {
-    user_error(Span{}, name + " is for " + module->getTargetTriple() + ", not " + tm->getTargetTriple().str());
-  }
+  return compile_module(module.get(), name, options);
+}
+
+std::vector<std::string> compile_to_objects(const std::string& ir, const std::string& name, const Options& options) {
+  std::vector<LlvmModulePart> parts;
   {
-    TimingScope timing("backend", "llvm: optimize " + name + " (-" + options.opt + ")");
-    run_pipeline(module.get(), tm.get(), options.opt);
+    TimingScope timing("backend", "llvm: split " + name + " into parts");
+    parts = split_llvm_module(ir, options.parts);
   }
-  TimingScope timing("backend", "llvm: instruction selection and object " + name);
-  llvm::SmallVector<char, 0> buffer;
-  llvm::raw_svector_ostream os(buffer);
-  llvm::legacy::PassManager pm;
-  if (tm->addPassesToEmitFile(pm, os, nullptr, llvm::CGFT_ObjectFile)) {
-    fail("LLVM cannot emit object files for " + tm->getTargetTriple().str());
-  }
-  pm.run(*module);
-  return std::string(buffer.begin(), buffer.end());
+  if (parts.empty()) return {compile_to_object(ir, name, options)};
+  return compile_parts(parts, name, options);
 }
 
 }  // namespace mtir::llvm_native

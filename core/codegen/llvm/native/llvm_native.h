@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace mtir::llvm_native {
 
@@ -12,6 +13,8 @@ struct Options {
   std::string triple;   // "" means the default triple
   std::string cpu;      // "" means the triple's generic CPU
   std::string opt = "O2";  // O0, O1, O2, O3, Os or Oz
+  int parts = 0;    // compile_to_objects: at most this many objects; 0 chooses by the module's size
+  int threads = 0;  // compile_to_objects: at most this many threads; 0 is the machine's cores
 };
 
 // Parses and verifies `ir`. A parse error or a verifier failure is an internal error
@@ -23,5 +26,11 @@ std::string optimize(const std::string& ir, const std::string& name, const Optio
 
 // verify(), optimize, and code generation: the bytes of an ELF (or wasm) object file.
 std::string compile_to_object(const std::string& ir, const std::string& name, const Options& options);
+
+// compile_to_object for a module split into parts (module_parts.h) that optimize and
+// compile on threads of their own: one object per part, the first holding the module's
+// first function. Every function's machine code is the same as in the whole module's
+// object; how many parts depends on the IR only, never on the machine.
+std::vector<std::string> compile_to_objects(const std::string& ir, const std::string& name, const Options& options);
 
 }  // namespace mtir::llvm_native

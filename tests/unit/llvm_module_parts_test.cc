@@ -1,0 +1,200 @@
+// The LLVM IR split for parallel code generation (codegen/llvm/module_parts.h): every
+// function is defined in exactly one part; small and local callees, and the local
+// constants a function reads, stay in their user's part; other parts declare what they
+// call; the split depends on the IR only. With the native helpers, the parts' objects
+// (compiled on threads) link into a program that prints what the whole module's object
+// prints, whatever the thread count; a Thumb function's code does not depend on where it
+// lands in its object.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <string>
+#include <unistd.h>
+
+#include "codegen/llvm/llvm_target.h"
+#include "codegen/llvm/module_parts.h"
+#include "sim/process.h"
+#ifdef MICROTIR_HAVE_LLVM_NATIVE
+#include "codegen/llvm/native/llvm_native.h"
+#endif
+
+namespace mtir {
+namespace {
+
+bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+// A function of `n` instruction lines: a chain of arithmetic on %x, then `tail`.
+std::string chain(const std::string& name, int n, const std::string& tail) {
+  std::string s = "define i32 @" + name + "(i32 %x) #0 {\nentry:\n  %v0 = add i32 %x, 1\n";
+  for (int i = 1; i < n; ++i) {
+    const char* op = i % 3 == 0 ? "xor" : i % 3 == 1 ? "mul" : "add";
+    s += "  %v" + std::to_string(i) + " = " + op + " i32 %v" + std::to_string(i - 1) + ", " + std::to_string(i * 7 + 3) +
+         "\n";
+  }
+  return s + "  %last = add i32 %v" + std::to_string(n - 1) + ", 0\n" + tail + "}\n";
+}
+
+// Four large kernels (one reads a local helper that reads a private string), a small
+// function the entry point calls, and the entry point summing them all.
+std::string module_text() {
+  std::string ir = "; a test module\nsource_filename = \"parts\"\n" + llvm_module_header(llvm_target("")) + "\n";
+  ir += "@.str.0 = private unnamed_addr constant [4 x i8] c\"abc\\00\", align 1\n\n";
+  ir += "define internal i32 @helper(i32 %x) #0 {\nentry:\n"
+        "  %c = load i8, i8* getelementptr inbounds ([4 x i8], [4 x i8]* @.str.0, i32 0, i32 1), align 1\n"
+        "  %w = zext i8 %c to i32\n  %r = add i32 %x, %w\n  ret i32 %r\n}\n\n";
+  ir += "define i32 @small(i32 %x) #0 {\nentry:\n  %r = mul i32 %x, 3\n  ret i32 %r\n}\n\n";
+  ir += chain("big0", 1100, "  ret i32 %last\n") + "\n";
+  ir += chain("big1", 1200, "  %h = call i32 @helper(i32 %last)\n  ret i32 %h\n") + "\n";
+  ir += chain("big2", 1300, "  ret i32 %last\n") + "\n";
+  ir += chain("big3", 1400, "  ret i32 %last\n") + "\n";
+  ir += "define i32 @entry(i32 %x) #0 {\nentry:\n";
+  std::string sum = "%x";
+  for (const char* f : {"small", "big0", "big1", "big2", "big3"}) {
+    ir += "  %" + std::string(f) + ".r = call i32 @" + f + "(i32 " + sum + ")\n";
+    ir += "  %" + std::string(f) + ".s = add i32 %" + f + ".r, " + sum + "\n";
+    sum = "%" + std::string(f) + ".s";
+  }
+  return ir + "  ret i32 " + sum + "\n}\n\nattributes #0 = { nounwind }\n";
+}
+
+// The part that defines `name` (-1 if none, -2 if several).
+int defining_part(const std::vector<LlvmModulePart>& parts, const std::string& name) {
+  int found = -1;
+  for (size_t p = 0; p < parts.size(); ++p)
+    if (has(parts[p].text, "@" + name + "(i32 %x) #0 {") || has(parts[p].text, "\n@" + name + " = "))
+      found = found == -1 ? static_cast<int>(p) : -2;
+  return found;
+}
+
+TEST(LlvmModuleParts, FunctionsAreDefinedOnceWithTheirLocalAndSmallCallees) {
+  const std::string ir = module_text();
+  std::vector<LlvmModulePart> parts = split_llvm_module(ir, 3);
+  ASSERT_EQ(parts.size(), 3u);
+  int functions = 0;
+  for (const auto& p : parts) {
+    functions += p.functions;
+    EXPECT_TRUE(has(p.text, "target triple = \"x86_64-pc-linux-gnu\"")) << p.text.substr(0, 300);
+    EXPECT_TRUE(has(p.text, "attributes #0 = { nounwind }"));
+  }
+  EXPECT_EQ(functions, 7);
+  for (const char* f : {"helper", "small", "big0", "big1", "big2", "big3", "entry"}) EXPECT_GE(defining_part(parts, f), 0) << f;
+  EXPECT_EQ(defining_part(parts, "helper"), defining_part(parts, "big1"));  // local: with its caller
+  EXPECT_EQ(defining_part(parts, ".str.0"), defining_part(parts, "big1"));  // and the string it reads
+  EXPECT_EQ(defining_part(parts, "small"), defining_part(parts, "entry"));  // the inliner may take it
+  EXPECT_EQ(defining_part(parts, "helper"), 0);  // the first part holds the module's first function
+  // The entry point's part declares the kernels it calls; the local helper is never declared.
+  const std::string& entry_part = parts[static_cast<size_t>(defining_part(parts, "entry"))].text;
+  EXPECT_TRUE(has(entry_part, "declare i32 @big2(i32 %x) #0\n") || defining_part(parts, "big2") == defining_part(parts, "entry"));
+  for (const auto& p : parts) EXPECT_FALSE(has(p.text, "declare internal")) << p.text;
+  // The largest groups are spread: no part holds two of the three largest kernels.
+  EXPECT_NE(defining_part(parts, "big3"), defining_part(parts, "big2"));
+  EXPECT_NE(defining_part(parts, "big3"), defining_part(parts, "big1"));
+  EXPECT_NE(defining_part(parts, "big2"), defining_part(parts, "big1"));
+  // The IR alone decides.
+  std::vector<LlvmModulePart> again = split_llvm_module(ir, 3);
+  for (size_t p = 0; p < parts.size(); ++p) EXPECT_EQ(again[p].text, parts[p].text);
+}
+
+TEST(LlvmModuleParts, ModulesThatStayWhole) {
+  const std::string ir = module_text();
+  EXPECT_TRUE(split_llvm_module(ir, 1).empty());
+  EXPECT_TRUE(split_llvm_module(ir, 0).empty());  // 5,000 instructions are one part's worth
+  EXPECT_EQ(split_llvm_module(ir, 9).size(), 5u);  // one part per group at most
+  std::string quoted = ir;
+  quoted.replace(quoted.find("@big0("), 6, "@\"big0\"(");
+  EXPECT_TRUE(split_llvm_module(quoted, 3).empty());
+  std::string external_variable = ir;
+  external_variable.replace(external_variable.find("private unnamed_addr"), 20, "global");
+  EXPECT_TRUE(split_llvm_module(external_variable, 3).empty());
+  std::string unterminated = ir.substr(0, ir.rfind("\n}\n") + 1);
+  EXPECT_TRUE(split_llvm_module(unterminated, 3).empty());
+}
+
+#ifdef MICROTIR_HAVE_LLVM_NATIVE
+namespace fs = std::filesystem;
+
+// What a host program linking `objects` with a main calling @entry prints.
+std::string run_linked(const std::vector<std::string>& objects, const fs::path& dir) {
+  fs::create_directories(dir);
+  std::vector<std::string> cmd = {"cc", "-o", (dir / "prog").string(), (dir / "main.c").string()};
+  std::ofstream(dir / "main.c") << "#include <stdio.h>\nint entry(int);\n"
+                                   "int main(void) {\n  for (int i = 0; i < 4; ++i) printf(\"%d\\n\", entry(i * 1234567));\n"
+                                   "  return 0;\n}\n";
+  for (size_t k = 0; k < objects.size(); ++k) {
+    const fs::path o = dir / ("part" + std::to_string(k) + ".o");
+    std::ofstream(o, std::ios::binary) << objects[k];
+    cmd.push_back(o.string());
+  }
+  if (sim::run_process(cmd, dir / "cc.log") != 0) return "link failed: " + sim::read_text(dir / "cc.log");
+  if (sim::run_process({(dir / "prog").string()}, dir / "out.txt") != 0) return "run failed";
+  return sim::read_text(dir / "out.txt");
+}
+
+TEST(LlvmModuleParts, PartsCompiledOnThreadsLinkAndPrintWhatTheWholeModulePrints) {
+  const std::string ir = module_text();
+  const fs::path dir = fs::temp_directory_path() / ("microtir-parts-" + std::to_string(getpid()));
+  llvm_native::Options options;
+  const std::string whole = run_linked({llvm_native::compile_to_object(ir, "parts.ll", options)}, dir / "whole");
+  EXPECT_EQ(std::count(whole.begin(), whole.end(), '\n'), 4) << whole;
+  options.parts = 3;
+  options.threads = 2;
+  std::vector<std::string> objects = llvm_native::compile_to_objects(ir, "parts.ll", options);
+  ASSERT_EQ(objects.size(), 3u);
+  EXPECT_EQ(run_linked(objects, dir / "split"), whole);
+  options.threads = 1;  // the same bytes whatever the thread count
+  EXPECT_EQ(llvm_native::compile_to_objects(ir, "parts.ll", options), objects);
+  options.parts = 0;  // small: one object, the whole module's
+  EXPECT_EQ(llvm_native::compile_to_objects(ir, "parts.ll", options).size(), 1u);
+  fs::remove_all(dir);
+}
+
+// The instructions of `function` in a Thumb object, without addresses or encodings.
+std::string thumb_disassembly(const std::string& object, const std::string& function, const fs::path& dir) {
+  fs::create_directories(dir);
+  std::ofstream(dir / "f.o", std::ios::binary) << object;
+  if (sim::run_process({"llvm-objdump-14", "-d", "--no-show-raw-insn", "--no-leading-addr",
+                        "--disassemble-symbols=" + function, (dir / "f.o").string()},
+                       dir / "dis.txt") != 0)
+    return "llvm-objdump-14 failed: " + sim::read_text(dir / "dis.txt");
+  const std::string text = sim::read_text(dir / "dis.txt");
+  // Branch targets as offsets in the function (<sum+0x18>), not as addresses in the object.
+  return std::regex_replace(text.substr(std::min(text.size(), text.find("<" + function + ">:"))),
+                            std::regex("0x[0-9a-f]+ <"), "<");
+}
+
+// A loop head is not padded with NOPs on Thumb: its function's code is the same after a
+// 2-byte and after a 4-byte predecessor (as in a part of a split module or the whole).
+TEST(LlvmModuleParts, ThumbFunctionsAreTheSameWhereverTheyLand) {
+  if (std::system("llvm-objdump-14 --version > /dev/null 2>&1") != 0) GTEST_SKIP() << "llvm-objdump-14 is not installed";
+  const std::string sum =
+      "define i32 @sum(i32* %p, i32 %n) #0 {\nentry:\n  br label %loop\n"
+      "loop:\n  %i = phi i32 [ 0, %entry ], [ %i.next, %loop ]\n  %acc = phi i32 [ 0, %entry ], [ %acc.next, %loop ]\n"
+      "  %q = getelementptr inbounds i32, i32* %p, i32 %i\n  %v = load i32, i32* %q, align 4\n"
+      "  %m = mul i32 %v, %acc\n  %acc.next = add i32 %m, %v\n  %i.next = add nsw i32 %i, 1\n"
+      "  %c = icmp slt i32 %i.next, %n\n  br i1 %c, label %loop, label %exit\n"
+      "exit:\n  ret i32 %acc.next\n}\n";
+  llvm_native::Options m4;
+  m4.triple = "thumbv7em-none-eabihf";
+  m4.cpu = "cortex-m4";
+  const std::string header = llvm_module_header(llvm_target(m4.triple));
+  const std::string attributes = "attributes #0 = { nounwind \"target-cpu\"=\"cortex-m4\" }\n";
+  const std::string after2 = header + "define i32 @pad(i32 %x) #0 {\nentry:\n  ret i32 %x\n}\n" + sum + attributes;
+  const std::string after4 =
+      header + "define i32 @pad(i32 %x) #0 {\nentry:\n  %y = add i32 %x, 1\n  ret i32 %y\n}\n" + sum + attributes;
+  const fs::path dir = fs::temp_directory_path() / ("microtir-thumb-" + std::to_string(getpid()));
+  const std::string a = thumb_disassembly(llvm_native::compile_to_object(after2, "after2.ll", m4), "sum", dir);
+  const std::string b = thumb_disassembly(llvm_native::compile_to_object(after4, "after4.ll", m4), "sum", dir);
+  fs::remove_all(dir);
+  EXPECT_TRUE(has(a, "ldr")) << a;  // the loop is there
+  EXPECT_EQ(a, b);
+  EXPECT_FALSE(has(a, "nop")) << a;
+}
+#endif
+
+}  // namespace
+}  // namespace mtir
