@@ -101,7 +101,7 @@ def npy_bytes(a):
 # switching them off too changes nothing, so such a set is never measured twice.
 REQUIRES = {"sxtb16": ("smlad",), "interleave": ("smlad", "block"), "few_channels": ("smlad",),
             "dense_chunks": ("smlad",), "smmlar_requant": ("smlal_requant",),
-            "depthwise_border_tiles": ("depthwise_tile",)}
+            "depthwise_border_tiles": ("depthwise_tile",), "pixel_triples": ("smlad", "block")}
 
 
 def canonical(knobs, order):

@@ -36,6 +36,7 @@ BuildResult build_c(const IRModule& m, const Target& target) {
     options.declare_others = true;
   }
   options.line_map = &r.line_maps["codegen/host/src/lib0.c"];
+  options.dsp_no_early_scheduling = target.schedules.dsp_no_early_scheduling;
   {
     TimingScope kernels("backend", "c: kernels (lib0.c)");
     r.sources.push_back({"codegen/host/src/lib0.c", codegen_c(r.lowered.module, options)});

@@ -255,6 +255,7 @@ void pack_smlad_weights(Graph& g, GraphNode& node, const ScheduleOptions& opts, 
   sched["sxtb16"] = sxtb16;
   sched["few_channels"] = few_channels;
   sched["interleave"] = interleave;
+  sched["pixel_triples"] = opts.pixel_triples && opts.block;
   // The kernel chunks only a batch-1 dense whose gathered row outweighs the chunk.
   sched["dense_chunks"] = !conv && opts.dense_chunks;
 }
@@ -280,7 +281,8 @@ void prepare_matmul_node(Graph& g, GraphNode& node, const ScheduleOptions& opts,
                 {"dense_chunks", false},
                 {"mve", false},
                 {"mve_short_requant", false},
-                {"mve_pair_requant", false}};
+                {"mve_pair_requant", false},
+                {"pixel_triples", false}};
   auto wit = g.constants.find(node.inputs.size() > 1 ? node.inputs[1] : "");
   const bool const_weight = wit != g.constants.end() && wit->second.dtype == kI8;
   const int64_t channels = nchw ? node.type.shape.at(1) : node.type.shape.back();

@@ -160,6 +160,7 @@ std::vector<std::string> applicable_schedules(const Graph& g, const GraphNode& n
   add("smlad", smlad);
   add("sxtb16", smlad && !few);
   add("interleave", smlad && target.block && channels >= 2);
+  add("pixel_triples", smlad && target.block);
   add("fold_output_zero_point", pc && zo != 0);
   add("few_channels", few);
   add("depthwise_tile", depthwise);

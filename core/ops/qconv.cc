@@ -25,7 +25,11 @@
 //   few_channels     with smlad, convolutions of 1-4 input channels (first layers): a
 //                    pixel whose window lies inside the input gathers its int16 pairs
 //                    in straight-line code without bound checks (two byte loads and a
-//                    pack per word); the border keeps the checked gather.
+//                    pack per word); the border keeps the checked gather;
+//   pixel_triples    with smlad and block, three pixels by two channels per pass (a 3x2
+//                    register tile), the remainder in pairs.
+// Under smlad the tile's weight words, widened pairs and gathered words are lets in
+// memory order (qconv_gemm.cc's tile_step), so GCC pairs adjacent loads into LDRD.
 // Depthwise convolutions (groups == channels) run channel by channel over the kernel
 // window; other grouped convolutions take the plain loop nest.
 //

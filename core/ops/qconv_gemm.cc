@@ -110,6 +110,8 @@ Schedule read_schedule(const std::string& op, const AttrReader& r) {
       s.mve_short_requant = on;
     else if (key == "mve_pair_requant")
       s.mve_pair_requant = on;
+    else if (key == "pixel_triples")
+      s.pixel_triples = on;
     else if (key != "hoist")
       fail(op, "unknown schedule '" + key + "' (known: " + schedule_names() + ")");
   }
@@ -164,6 +166,7 @@ void check_packing(const std::string& op, const Schedule& s, const QInputs& q, c
   if (s.sxtb16 && !s.smlad) fail(op, "schedule 'sxtb16' needs schedule 'smlad'");
   if (s.interleave && !(s.smlad && s.block)) fail(op, "schedule 'interleave' needs schedules 'smlad' and 'block'");
   if (s.few_channels && !s.smlad) fail(op, "schedule 'few_channels' needs schedule 'smlad'");
+  if (s.pixel_triples && !(s.smlad && s.block)) fail(op, "schedule 'pixel_triples' needs schedules 'smlad' and 'block'");
   if (s.dense_chunks && !s.smlad) fail(op, "schedule 'dense_chunks' needs schedule 'smlad'");
   // Its rounding has no sign correction: exact only where a negative accumulator clamps.
   if (s.smmlar_requant && attrs.bounds.lo < attrs.output_zero_point)
@@ -303,6 +306,94 @@ struct Part {
   Expr carry0;
 };
 
+// One pass of the core as the reduction steps see it: `rows` pixels (their gathered
+// words in col slots 0..np-1, or read directly) times `nc` channels from `oc0`, summed
+// in `acc`.
+struct Tile {
+  const Gemm& g;
+  const Buffer& col;
+  const std::vector<Expr>& rows;
+  Expr oc0;
+  int64_t nc, kw, ww;  // channels, words per gathered pixel, words per weight row
+  Buffer acc;
+  Expr word0;
+  int64_t np() const { return static_cast<int64_t>(rows.size()); }
+  Expr gathered(int64_t p, Expr word) const {
+    return col ? load(col, {add(ci(p * kw), word)}) : g.gathered(rows[p], word);
+  }
+  // Weight word `kg` of tile channel c. Interleaved: a whole pair (nc == 2, oc0 even)
+  // alternates word by word; the odd last channel (nc == 1) keeps its own row.
+  Expr weight(int64_t c, Expr kg) const {
+    return g.sched->interleave && nc == 2 ? load(g.weight, {add(add(mul(oc0, ci(ww)), mul(kg, ci(2))), ci(c))})
+                                          : load(g.weight, {add(mul(add(oc0, ci(c)), ci(ww)), kg)});
+  }
+  Expr sum(int64_t p, int64_t c) const { return load(acc, {ci(p * nc + c)}); }
+};
+
+// One weight word `kk` of every channel against the matching gathered words of every
+// pixel (with sxtb16 the word holds two pairs, the second absent in a last, half-full
+// word). Under smlad the weight words, their widened pairs and each pixel's gathered
+// words are lets, bound in memory order next to each other: GCC then loads two adjacent
+// words with one LDRD and widens each weight word once per step.
+Stmt tile_step(const Tile& t, Expr kk, bool half) {
+  const bool quads = t.g.sched->sxtb16;
+  Expr kg = add(kk, t.word0);  // the weight word
+  if (!t.g.sched->smlad) {
+    std::vector<Stmt> s;
+    for (int64_t p = 0; p < t.np(); ++p)
+      for (int64_t c = 0; c < t.nc; ++c)
+        s.push_back(store(t.acc, add(t.sum(p, c), mul(i32(t.gathered(p, kk)), i32(t.weight(c, kg)))), {ci(p * t.nc + c)}));
+    return s.size() == 1 ? s[0] : SeqStmt(s);
+  }
+  std::vector<std::pair<Var, Expr>> outer;
+  std::vector<Var> words, lo, hi;
+  for (int64_t c = 0; c < t.nc; ++c) outer.emplace_back(words.emplace_back(ivar("w")), t.weight(c, kg));
+  for (int64_t c = 0; c < t.nc && quads; ++c) {
+    outer.emplace_back(lo.emplace_back(ivar("wlo")), builtin1("sxtb16", words[c]));
+    if (!half) outer.emplace_back(hi.emplace_back(ivar("whi")), builtin1("sxtb16_ror8", words[c]));
+  }
+  std::vector<Stmt> pixels;
+  for (int64_t p = 0; p < t.np(); ++p) {
+    Var x0 = ivar("x"), x1 = ivar("x");
+    const bool two = quads && !half;
+    std::vector<Stmt> s;
+    for (int64_t c = 0; c < t.nc; ++c) {
+      Expr v = smlad(x0, quads ? Expr(lo[c]) : Expr(words[c]), t.sum(p, c));
+      if (two) v = smlad(x1, hi[c], v);
+      s.push_back(store(t.acc, v, {ci(p * t.nc + c)}));
+    }
+    Stmt body = s.size() == 1 ? s[0] : SeqStmt(s);
+    if (two) body = LetStmt(x1, i32(t.gathered(p, add(mul(kk, ci(2)), ci(1)))), body);
+    pixels.push_back(LetStmt(x0, i32(t.gathered(p, quads ? mul(kk, ci(2)) : kk)), body));
+  }
+  Stmt body = pixels.size() == 1 ? pixels[0] : SeqStmt(pixels);
+  for (auto it = outer.rbegin(); it != outer.rend(); ++it) body = LetStmt(it->first, it->second, body);
+  return body;
+}
+
+// `count` reduction steps from `first`, unrolled: as a kUnrolled loop for unroll_loops
+// without smlad, copied here under smlad (unroll_loops leaves a body with lets alone).
+Stmt unrolled_steps(const Tile& t, Expr first, int64_t count) {
+  if (t.g.sched->smlad) {
+    std::vector<Stmt> s;
+    for (int64_t i = 0; i < count; ++i) s.push_back(tile_step(t, add(first, ci(i)), false));
+    return s.size() == 1 ? s[0] : SeqStmt(s);
+  }
+  Var ki = ivar("ki");
+  return For(ki, ci(0), ci(count), ForKind::kUnrolled, tile_step(t, add(first, ki), false));
+}
+
+// The reduction steps one pass of the main loop covers. Interleaved, eight, or the
+// largest divisor of `whole` from seven down to four, so no unrolled remainder doubles
+// the code (k = 144: six steps a pass instead of eight and four more after the loop).
+int64_t unroll_factor(const Schedule& s, int64_t whole) {
+  if (!s.unroll) return 1;
+  if (!s.interleave) return s.sxtb16 ? 2 : 4;
+  for (int64_t f = 8; f >= 4; --f)
+    if (whole % f == 0) return f;
+  return 8;
+}
+
 // One pass of the core: `np` pixels (their gathered values in col slots 0..np-1, or
 // read directly) times `nc` channels starting at `row0` and `oc0`.
 Stmt gemm_tile(const Gemm& g, const Buffer& col, const std::vector<Expr>& rows, Expr oc0, int64_t nc,
@@ -310,74 +401,44 @@ Stmt gemm_tile(const Gemm& g, const Buffer& col, const std::vector<Expr>& rows, 
   const int64_t np = static_cast<int64_t>(rows.size());
   const bool packed = g.sched->smlad, quads = g.sched->sxtb16;
   const int64_t kw = packed ? (part.k + 1) / 2 : part.k;  // words per gathered pixel
-  const int64_t ww = g.sched->weight_words(g.k);          // words per weight row
   Buffer acc = scratch("acc", {np * nc}, kI32);
-  std::vector<Stmt> init, update, finish;
+  const Tile t{g, col, rows, oc0, nc, kw, g.sched->weight_words(g.k), acc, part.word0};
+  std::vector<Stmt> init, finish;
   for (int64_t p = 0; p < np; ++p)
     for (int64_t c = 0; c < nc; ++c) {
       Expr oc = add(oc0, ci(c));
       Expr start = part.carry ? load(part.carry, {sub(oc, part.carry0)}) : g.bias ? load(g.bias, {oc}) : ci(0);
       init.push_back(store(acc, start, {ci(p * nc + c)}));
     }
-  // One weight word `kk` of every channel against the matching gathered words: with
-  // sxtb16 the word holds two pairs (the second absent in a last, half-full word).
-  auto step_with = [&](Expr kk, bool half) {
-    Expr kg = add(kk, part.word0);  // the weight word
-    std::vector<Stmt> s;
-    for (int64_t p = 0; p < np; ++p) {
-      auto x = [&](Expr word) { return col ? load(col, {add(ci(p * kw), word)}) : g.gathered(rows[p], word); };
-      for (int64_t c = 0; c < nc; ++c) {
-        // Interleaved: a whole pair (nc == 2, oc0 even) alternates word by word; the odd
-        // last channel (nc == 1) keeps its own row.
-        Expr w = g.sched->interleave && nc == 2 ? load(g.weight, {add(add(mul(oc0, ci(ww)), mul(kg, ci(2))), ci(c))})
-                                                : load(g.weight, {add(mul(add(oc0, ci(c)), ci(ww)), kg)});
-        Expr a = load(acc, {ci(p * nc + c)});
-        Expr v;
-        if (quads) {
-          v = smlad(x(mul(kk, ci(2))), builtin1("sxtb16", w), a);
-          if (!half) v = smlad(x(add(mul(kk, ci(2)), ci(1))), builtin1("sxtb16_ror8", w), v);
-        } else {
-          v = packed ? smlad(x(kk), w, a) : add(a, mul(i32(x(kk)), i32(w)));
-        }
-        s.push_back(store(acc, v, {ci(p * nc + c)}));
-      }
-    }
-    return s.size() == 1 ? s[0] : SeqStmt(s);
-  };
-  auto step = [&](Expr kk) { return step_with(kk, false); };
   // The reduction over whole words, split by four gathered words when unrolled (the
   // remainder runs as a short loop), then a half-full last word.
   const int64_t whole = quads ? kw / 2 : kw;
   const bool half_word = quads && kw % 2;
-  int64_t factor = !g.sched->unroll ? 1 : g.sched->interleave ? 8 : quads ? 2 : 4;
+  const int64_t factor = unroll_factor(*g.sched, whole);
   int64_t main_iters = whole / factor, rest = whole % factor;
   std::vector<Stmt> parts;
   if (main_iters > 0) {
     Var ko = ivar("ko");
     if (factor == 1) {
-      parts.push_back(For(ko, ci(0), ci(main_iters), ForKind::kSerial, step(ko)));
+      parts.push_back(For(ko, ci(0), ci(main_iters), ForKind::kSerial, tile_step(t, ko, false)));
     } else {
-      Var ki = ivar("ki");
-      Stmt inner = For(ki, ci(0), ci(factor), ForKind::kUnrolled, step(add(mul(ko, ci(factor)), ki)));
+      Stmt inner = unrolled_steps(t, mul(ko, ci(factor)), factor);
       parts.push_back(main_iters == 1 ? substitute(inner, ko, ci(0))
                                       : For(ko, ci(0), ci(main_iters), ForKind::kSerial, inner));
     }
   }
-  if (rest > 0) {
-    Var kr = ivar("kr");
-    parts.push_back(For(kr, ci(0), ci(rest), ForKind::kUnrolled, step(add(kr, ci(main_iters * factor)))));
-  }
-  if (half_word) parts.push_back(step_with(ci(whole), true));
+  if (rest > 0) parts.push_back(unrolled_steps(t, ci(main_iters * factor), rest));
+  if (half_word) parts.push_back(tile_step(t, ci(whole), true));
   for (int64_t p = 0; p < np; ++p)
     for (int64_t c = 0; c < nc; ++c) {
       Expr oc = add(oc0, ci(c));
       if (part.carry) {
-        finish.push_back(store(part.carry, load(acc, {ci(p * nc + c)}), {sub(oc, part.carry0)}));
+        finish.push_back(store(part.carry, t.sum(p, c), {sub(oc, part.carry0)}));
         continue;
       }
       finish.push_back(g.store(
           rows[p], oc,
-          requantize_channel(*g.q, *g.rule, g.table, g.table_columns, load(acc, {ci(p * nc + c)}), oc,
+          requantize_channel(*g.q, *g.rule, g.table, g.table_columns, t.sum(p, c), oc,
                              g.sched->fold_output_zero_point, g.sched->smlal_requant, g.sched->smmlar_requant)));
     }
   std::vector<Stmt> body = init;
@@ -386,12 +447,27 @@ Stmt gemm_tile(const Gemm& g, const Buffer& col, const std::vector<Expr>& rows, 
   return Allocate(acc, "local", SeqStmt(body));
 }
 
-// Pixels in pairs (or one by one without `block`), channels in pairs, odd ones last.
+// How `rows` pixels split into tiles: {pixels per tile, tiles}, in order. In pairs (or
+// one by one without `block`); with pixel_triples in threes. From kTriplesOnlyRows
+// pixels on, the one or two left over go one by one (the slower 1x2 tile, but a third
+// of the code of a 2x2 copy that would serve two pixels); below it in pairs, where a
+// remainder of one takes a triple back (3 + 1 becomes 2 + 2: a band of five is 3 + 2).
+constexpr int64_t kTriplesOnlyRows = 24;
+std::vector<std::pair<int64_t, int64_t>> pixel_tiles(int64_t rows, bool block, bool triples) {
+  if (!block) return {{1, rows}};
+  if (!triples || rows < 3) return {{2, rows / 2}, {1, rows % 2}};
+  if (rows >= kTriplesOnlyRows) return {{3, rows / 3}, {1, rows % 3}};
+  const int64_t threes = rows % 3 == 1 ? rows / 3 - 1 : rows / 3;
+  const int64_t rest = rows - 3 * threes;
+  return {{3, threes}, {2, rest / 2}, {1, rest % 2}};
+}
+
+// Pixels in tiles of pixel_tiles, channels in pairs, odd ones last.
 Stmt gemm(const Gemm& g) {
   if (g.sched->mve) return gemm_mve(g);
   const bool packed = g.sched->smlad;
   const int64_t kw = packed ? (g.k + 1) / 2 : g.k;
-  const int64_t pix = g.sched->block ? 2 : 1, chans = g.sched->block ? 2 : 1;
+  const int64_t chans = g.sched->block ? 2 : 1;
   const bool gather = static_cast<bool>(g.gather);
   const Part whole{g.k, ci(0), nullptr, ci(0)};
   auto pixels = [&](Expr row0, int64_t np) {
@@ -399,8 +475,10 @@ Stmt gemm(const Gemm& g) {
     for (int64_t p = 0; p < np; ++p) rows.push_back(add(row0, ci(p)));
     Buffer col = gather ? scratch("col", {np * kw}, packed ? kI32 : kI16) : nullptr;
     std::vector<Stmt> s;
-    if (gather)
-      for (int64_t p = 0; p < np; ++p) s.push_back(g.gather(rows[p], col, ci(p)));
+    // One copy of the gather (im2col with its bound checks) for all the tile's pixels.
+    Var pg = ivar("pg");
+    if (gather) s.push_back(np == 1 ? g.gather(rows[0], col, ci(0))
+                                    : For(pg, ci(0), ci(np), ForKind::kSerial, g.gather(add(row0, pg), col, pg)));
     int64_t full = g.cols / chans;
     if (full > 0) {
       Var ob = ivar("ob");
@@ -412,13 +490,14 @@ Stmt gemm(const Gemm& g) {
     return gather ? Allocate(col, "local", body) : body;
   };
   std::vector<Stmt> s;
-  int64_t pairs = g.rows / pix;
-  if (pairs > 0) {
+  int64_t row0 = 0;
+  for (const auto& [pix, tiles] : pixel_tiles(g.rows, g.sched->block, g.sched->pixel_triples)) {
+    if (tiles == 0) continue;
     Var pp = ivar("pp");
-    Stmt tile = pixels(mul(pp, ci(pix)), pix);
-    s.push_back(pairs == 1 ? substitute(tile, pp, ci(0)) : For(pp, ci(0), ci(pairs), ForKind::kSerial, tile));
+    Stmt tile = pixels(add(ci(row0), mul(pp, ci(pix))), pix);
+    s.push_back(tiles == 1 ? substitute(tile, pp, ci(0)) : For(pp, ci(0), ci(tiles), ForKind::kSerial, tile));
+    row0 += pix * tiles;
   }
-  if (g.rows % pix) s.push_back(pixels(ci(pairs * pix), g.rows % pix));
   return s.size() == 1 ? s[0] : SeqStmt(s);
 }
 

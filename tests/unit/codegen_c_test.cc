@@ -233,6 +233,32 @@ TEST(CodegenC, HeliumKernelsTurnOffGccsEarlyScheduling) {
   EXPECT_EQ(codegen_c(scalar).find("schedule-insns"), std::string::npos);
 }
 
+// A file with SMLAD kernels switches off GCC's scheduling before register allocation for
+// GCC on a DSP core without MVE (it spills the 3x2 tile's accumulators), unless the
+// schedule dsp_no_early_scheduling is off; a file without SMLAD is as before.
+TEST(CodegenC, SmladKernelsTurnOffGccsEarlySchedulingOnDspCores) {
+  IRModule dsp = parse_module_or_throw(
+      "@T.prim_func\ndef dot(A: T.Buffer((2,), \"int32\"), C: T.Buffer((1,), \"int32\")):\n"
+      "    C[0] = T.smlad(A[0], A[1], C[0])\n",
+      "dot.tir");
+  CCodegenOptions on;
+  on.dsp_no_early_scheduling = true;
+  const std::string c = codegen_c(dsp, on);
+  const size_t at = c.find("#pragma GCC optimize(\"no-schedule-insns\")\n"), guard = c.rfind("#if", at);
+  ASSERT_NE(at, std::string::npos) << c;
+  EXPECT_EQ(c.substr(guard, c.find('\n', guard) - guard),
+            "#if defined(__ARM_FEATURE_DSP) && !defined(__ARM_FEATURE_MVE) && defined(__GNUC__) && !defined(__clang__)");
+  EXPECT_LT(at, c.find("mtir_smlad(int32_t")) << "the helpers and kernels after it take it";
+  EXPECT_EQ(codegen_c(dsp).find("schedule-insns"), std::string::npos) << "off unless asked for";
+  IRModule scalar = parse_module_or_throw(
+      "@T.prim_func\ndef add(A: T.Buffer((4,), \"int32\")):\n    A[0] = A[1] + A[2]\n", "add.tir");
+  EXPECT_EQ(codegen_c(scalar, on).find("schedule-insns"), std::string::npos);
+  // The driver sets it from the target's schedules.
+  EXPECT_TRUE(parse_target("c -mcpu=cortex-m4").schedules.dsp_no_early_scheduling);
+  EXPECT_FALSE(parse_target("c -mcpu=cortex-m4 -disabled-schedules=dsp_no_early_scheduling")
+                   .schedules.dsp_no_early_scheduling);
+}
+
 // An int32x4 let that scalarize_vectors kept for Helium is one mtir_v4 variable (a Q
 // register under arm_mve.h), read by the vector stores after it.
 TEST(CodegenC, HeliumInt32x4LetIsOneVectorVariable) {

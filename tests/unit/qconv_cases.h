@@ -195,6 +195,8 @@ inline void run_case(const Case& k, const ScheduleOptions& opts, const std::stri
   EXPECT_EQ(sched["few_channels"].get<bool>(), few) << label;
   EXPECT_EQ(sched["sxtb16"].get<bool>(), opts.smlad && opts.sxtb16 && !grouped && !few) << label;
   EXPECT_EQ(sched["interleave"].get<bool>(), opts.smlad && opts.block && opts.interleave && !grouped) << label;
+  EXPECT_EQ(sched["pixel_triples"].get<bool>(), opts.smlad && opts.block && opts.pixel_triples && !grouped && !mve)
+      << label;
   // The output zero point goes into a three-column requant table (these cases' shifts are
   // all far below the limit of 22).
   bool three_columns = false;
@@ -252,6 +254,9 @@ inline void run_all_schedules(const Case& k, const std::string& name) {
       o.fold_output_zero_point = interleave;
       o.few_channels = interleave;
       o.dense_chunks = interleave;
+      // The 3x2 tile off in the combinations without unroll (with and without interleave
+      // it stays on elsewhere).
+      o.pixel_triples = (bits & 4) || !interleave;
       // Depthwise tiles in half the combinations (the blocked and plain depthwise loops in
       // the other half); the 64-bit requantization off with the folds.
       o.depthwise_tile = bits & 4;

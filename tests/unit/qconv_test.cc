@@ -62,6 +62,21 @@ TEST(QConv, LongReductionOddChannels) {
                     "conv 1x1 70->5");
 }
 
+// pixel_triples: pixel counts of every remainder mod 3. Ten pixels are two triples and
+// two pairs (3 + 1 becomes 2 + 2), five a triple and a pair, seven a triple and two pairs,
+// one a single pixel; three channels leave an odd one beside the pair.
+TEST(QConv, PixelTriplesEveryRemainder) {
+  run_all_schedules({"qconv2d", {1, 2, 5, 12}, {3, 1, 1, 12}, quant({})}, "conv 1x1 12->3, 10 pixels");
+  run_all_schedules({"qconv2d", {1, 1, 5, 9}, {4, 1, 1, 9}, quant({{"activation", "relu"}}, {0.01, 0.02, 0.015, 0.03})},
+                    "conv 1x1 9->4, 5 pixels");
+  run_all_schedules({"qconv2d", {1, 3, 3, 4}, {2, 3, 3, 4}, quant({{"strides", {2, 2}}, {"padding", {1, 0, 1, 0}}})},
+                    "conv 3x3 stride 2, 4->2, 2x1 pixels");
+  run_all_schedules({"qdense", {7, 10}, {3, 10}, quant({})}, "dense 10->3, batch 7");
+  // From 24 pixels on the one or two left over go one by one (25 = 8 triples + 1); a
+  // reduction of six quad words unrolled by six (no remainder after the loop).
+  run_all_schedules({"qconv2d", {1, 5, 5, 24}, {2, 1, 1, 24}, quant({})}, "conv 1x1 24->2, 25 pixels");
+}
+
 TEST(QConv, StridedDilatedAsymmetricPaddingOddChannels) {
   run_all_schedules({"qconv2d", {1, 9, 7, 2}, {5, 3, 2, 2},
                      quant({{"strides", {2, 2}}, {"dilation", {2, 1}}, {"padding", {0, 1, 1, 0}}, {"activation", "relu6"}},

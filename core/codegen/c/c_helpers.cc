@@ -104,6 +104,17 @@ const char* const kHeliumSchedulingPragma = R"(#if defined(__ARM_FEATURE_MVE) &&
 #endif
 )";
 
+// A file with SMLAD kernels (schedule dsp_no_early_scheduling): the same scheduling off
+// where GCC compiles for a DSP core without MVE (Cortex-M4, M7, M33). Scheduled before
+// register allocation, the 3x2 and 2x2 tiles' loads move ahead of their uses and the
+// six accumulators, the widened weights and the gathered words no longer fit the 14
+// registers: GCC spills accumulators and loads weight words twice (bench/report.md).
+const char* const kDspSchedulingPragma =
+    R"(#if defined(__ARM_FEATURE_DSP) && !defined(__ARM_FEATURE_MVE) && defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("no-schedule-insns")
+#endif
+)";
+
 // VMLADAVA over n contiguous lanes (builtins.def's vmladava): one Helium instruction
 // where the compiler has MVE (n below the full width tail-predicated with VCTP, so the
 // lanes past n are neither read nor added), a loop elsewhere, wrapping through uint32_t.

@@ -19,6 +19,7 @@ extern const char* const kCallByNameHelper;
 extern const char* const kProfileHooks;
 extern const char* const kSmladHelper;
 extern const char* const kHeliumSchedulingPragma;
+extern const char* const kDspSchedulingPragma;
 extern const char* const kVmladavaHelper;
 extern const char* const kSmlabbHelper;
 extern const char* const kSmmlarHelper;

@@ -961,6 +961,7 @@ std::string codegen_c(const IRModule& m, const CCodegenOptions& options) {
      << (needs_stdio ? "#include <stdio.h>\n" : "")
      << "#include <tvm/runtime/c_backend_api.h>\n#include <tvm/runtime/c_runtime_api.h>\n";
   if (helpers.count("mtir_vmladava") || helpers.count("mtir_v4")) os << kHeliumSchedulingPragma;
+  if (options.dsp_no_early_scheduling && helpers.count("mtir_smlad")) os << kDspSchedulingPragma;
   if (!helpers.empty()) {
     os << "\n";
     for (const auto& [name, def] : helpers) os << def;

@@ -22,6 +22,9 @@ struct CCodegenOptions {
   // When set, gets one entry per line of the output: the source line (Span::line) of the
   // statement that line was emitted for, 0 for none (the playground maps TIR to C with it).
   std::vector<int>* line_map = nullptr;
+  // A file with SMLAD kernels asks GCC compiling for a DSP core without MVE not to
+  // schedule before register allocation (the schedule dsp_no_early_scheduling).
+  bool dsp_no_early_scheduling = false;
 };
 
 // C source for every PrimFunc of `m`. Throws DiagnosticError on IR the C backend cannot
