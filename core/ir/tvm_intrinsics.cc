@@ -40,7 +40,7 @@ const int64_t* constant_value(const Expr& e) {
 // TVM's legalization of tir.q_multiply_shift(x, y, q, s) (src/target/intrin_rule.cc):
 // round(x * y * 2^(s - q)) for a Q31-style multiplier y, computed in int64 with the
 // rounding constant added before the arithmetic right shift; a constant multiplier of
-// 2^30 (the value 0.5) is a plain shift in int32.
+// 2^30 (the value 0.5 in Q31) is a plain shift in int32.
 Expr q_multiply_shift(const CallNode* call) {
   const Span& at = call->span;
   Expr x = call->args[0], y = call->args[1], q = call->args[2], s = call->args[3];
@@ -49,11 +49,14 @@ Expr q_multiply_shift(const CallNode* call) {
       user_error(at, "T.q_multiply_shift takes int32 arguments, not " + a->dtype.str());
   const DataType lp = x->dtype, hp = DataType::Int(64).with_lanes(lp.lanes());
   const DataType st = s->dtype;
-  if (const int64_t* m = constant_value(y); m && *m == (int64_t{1} << 30)) {
+  const int64_t* m = constant_value(y);
+  const int64_t* q31 = constant_value(q);
+  if (m && *m == (int64_t{1} << 30) && q31 && *q31 == 31) {
     Expr e = Binary(ExprKind::Sub, s, constant(st, 1, at), at);
     const int64_t* c = constant_value(s);
     if (!c) user_error(at, "T.q_multiply_shift with the multiplier 2^30 needs a constant shift, as in TVM");
     if (*c - 1 > 0) return shift("shift_left", x, e, at);
+    if (*c - 1 == 0) return x;  // x * 0.5 * 2: TVM's rounding term would shift by -1
     Expr right = Binary(ExprKind::Sub, constant(st, 0, at), e, at);
     Expr rounding = shift("shift_left", constant(lp, 1, at), Binary(ExprKind::Sub, right, constant(st, 1, at), at), at);
     return shift("shift_right", Binary(ExprKind::Add, x, rounding, at), right, at);

@@ -251,8 +251,9 @@ TEST(TvmScriptBugs, GpuThreadsAreRefusedByCodegenAndInterpreter) {
 // TVM's fixed-point multiply as TVM legalizes it (src/target/intrin_rule.cc), written
 // out here independently: the interpreter's values of T.q_multiply_shift must match.
 int32_t tvm_q_multiply_shift(int32_t x, int32_t y, int32_t q, int32_t s) {
-  if (y == (1 << 30)) {
+  if (y == (1 << 30) && q == 31) {
     if (s - 1 > 0) return static_cast<int32_t>(static_cast<uint32_t>(x) << (s - 1));
+    if (s == 1) return x;  // x * 0.5 * 2
     const int32_t right = 1 - s;
     // In int32, as TVM writes it: the rounding add wraps.
     return static_cast<int32_t>(static_cast<uint32_t>(x) + (uint32_t{1} << (right - 1))) >> right;
@@ -264,27 +265,32 @@ int32_t tvm_q_multiply_shift(int32_t x, int32_t y, int32_t q, int32_t s) {
 
 TEST(TvmIntrinsicTable, QMultiplyShiftHasTvmsRounding) {
   IRModule m = parse_module_or_throw(R"(@T.prim_func
-def qms(X: T.Buffer((6,), "int32"), Y: T.Buffer((6, 4), "int32")):
+def qms(X: T.Buffer((6,), "int32"), Y: T.Buffer((6, 6), "int32")):
     for i in range(6):
         Y[i, 0] = T.q_multiply_shift(X[i], 1395864371, 31, -3)
         Y[i, 1] = T.q_multiply_shift(X[i] // 16, 1518500250, 31, 3)
         Y[i, 2] = T.q_multiply_shift(X[i], 1073741824, 31, -2)
         Y[i, 3] = T.q_multiply_shift(X[i] // 1024, 1073741824, 31, 4)
+        Y[i, 4] = T.q_multiply_shift(X[i], 1073741824, 31, 1)
+        Y[i, 5] = T.q_multiply_shift(X[i] // 4, 1073741824, 30, 1)
 )", "qms.tir");
   const int32_t xs[] = {100, -100, 2147483647, -2147483647, 12345, -7};
-  NDArray x = NDArray::zeros(DataType::Int(32), {6}), y = NDArray::zeros(DataType::Int(32), {6, 4});
+  NDArray x = NDArray::zeros(DataType::Int(32), {6}), y = NDArray::zeros(DataType::Int(32), {6, 6});
   for (int i = 0; i < 6; ++i) x.set_int(i, xs[i]);
   interpret(m, "qms", {&x, &y});
   for (int i = 0; i < 6; ++i) {
     SCOPED_TRACE(xs[i]);
-    EXPECT_EQ(y.get_int(i * 4 + 0), tvm_q_multiply_shift(xs[i], 1395864371, 31, -3));
+    EXPECT_EQ(y.get_int(i * 6 + 0), tvm_q_multiply_shift(xs[i], 1395864371, 31, -3));
     auto floordiv = [](int32_t a, int32_t b) { return a / b - (a % b < 0); };
-    EXPECT_EQ(y.get_int(i * 4 + 1), tvm_q_multiply_shift(floordiv(xs[i], 16), 1518500250, 31, 3));
-    EXPECT_EQ(y.get_int(i * 4 + 2), tvm_q_multiply_shift(xs[i], 1 << 30, 31, -2));
-    EXPECT_EQ(y.get_int(i * 4 + 3), tvm_q_multiply_shift(floordiv(xs[i], 1024), 1 << 30, 31, 4));
+    EXPECT_EQ(y.get_int(i * 6 + 1), tvm_q_multiply_shift(floordiv(xs[i], 16), 1518500250, 31, 3));
+    EXPECT_EQ(y.get_int(i * 6 + 2), tvm_q_multiply_shift(xs[i], 1 << 30, 31, -2));
+    EXPECT_EQ(y.get_int(i * 6 + 3), tvm_q_multiply_shift(floordiv(xs[i], 1024), 1 << 30, 31, 4));
+    EXPECT_EQ(y.get_int(i * 6 + 4), xs[i]);  // 0.5 * 2^1: x itself, no rounding shift by -1
+    EXPECT_EQ(y.get_int(i * 6 + 5), tvm_q_multiply_shift(floordiv(xs[i], 4), 1 << 30, 30, 1));
   }
   EXPECT_EQ(y.get_int(0), 8);  // 100 * 0.65 / 8, rounded
-  EXPECT_EQ(y.get_int(4 * 4 + 2), 1543);  // 12345 / 8, rounded half up
+  EXPECT_EQ(y.get_int(4 * 6 + 2), 1543);  // 12345 / 8, rounded half up
+  EXPECT_EQ(y.get_int(4 * 6 + 5), 6172);  // (12345 // 4) * 2^30 * 2 / 2^30: q = 30 takes the general path
 }
 
 // The carried intrinsics parse and print; every backend and the interpreter refuse the
