@@ -160,7 +160,11 @@ std::vector<std::string> applicable_schedules(const Graph& g, const GraphNode& n
   add("smlad", smlad);
   add("sxtb16", smlad && !few);
   add("interleave", smlad && target.block && channels >= 2);
-  add("pixel_triples", smlad && target.block);
+  // Three pixels at a time needs three pixels: a batch-1 dense has one.
+  int64_t pixels = channels > 0 ? 1 : 0;
+  for (int64_t d : shape) pixels *= d;
+  if (channels > 0) pixels /= channels;
+  add("pixel_triples", smlad && target.block && pixels >= 3);
   add("fold_output_zero_point", pc && zo != 0);
   add("few_channels", few);
   add("depthwise_tile", depthwise);

@@ -105,7 +105,10 @@ void FunctionEmitter::plan_paired_loads(const std::vector<Stmt>& seq) {
   for (const BufferLoadNode* l : found.loads) {
     const VarNode* data = l->buffer->data.get();
     if (found.stored.count(data) || !own_memory(data) || !uses_any(l->indices[0], {loop_vars_.back()})) continue;
-    auto [base, offset] = split_offset(l->indices[0]);
+    // Named, not a structured binding: clang before 16 (Emscripten's) cannot capture those.
+    const auto split = split_offset(l->indices[0]);
+    const Expr& base = split.first;
+    const int64_t offset = split.second;
     auto same = std::find_if(elements.begin(), elements.end(), [&](const Element& e) {
       return e.data == data && e.offset == offset && same_base(e.base, base);
     });
