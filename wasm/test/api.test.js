@@ -77,6 +77,19 @@ test('version', () => {
   assert.match(mtir.version(), /^\d+\.\d+\.\d+$/);
 });
 
+// Diagnostics are C++ exceptions inside the core. With Wasm's own exception handling a
+// call that may throw is a plain call; Emscripten's JavaScript exceptions would route it
+// through an imported invoke_* trampoline, several times slower (bench/report.md, issue 43).
+test('the core throws with Wasm exception handling, not through JavaScript', () => {
+  // The imports' names are minified; the loader still defines each trampoline by name.
+  const loader = fs.readFileSync(jsPath, 'utf8');
+  assert.deepEqual(loader.match(/function invoke_\w+/g) || [], []);
+  assert.equal(/___cxa_throw/.test(loader), false, 'a JavaScript __cxa_throw');
+  const r = mtir.compile({ source: { kind: 'tir', text: 'not tir', filename: 'bad.tir' }, target: 'c' });
+  assert.equal(r.ok, false);
+  assert.match(r.diagnostics[0].message, /expected/);
+});
+
 test('matmul.tir: every pass, its IR and the C kernel', () => {
   const r = tir(fs.readFileSync(matmulPath, 'utf8'));
   checkSchema(r);
