@@ -34,6 +34,16 @@ namespace {
 
 using namespace qconv_cases;
 
+// Values in [-60, 60] for a tensor of this shape: the band-planner tests' weights and inputs.
+std::vector<int64_t> random_values(std::mt19937& rng, const Shape& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  std::uniform_int_distribution<int> d(-60, 60);
+  std::vector<int64_t> v(n);
+  for (auto& e : v) e = d(rng);
+  return v;
+}
+
 const auto* const kBackends =
     ::testing::AddGlobalTestEnvironment(new backend_cases::Environment({"qconv", {"c -unpacked-api=1"}, true, 0}));
 
@@ -405,14 +415,7 @@ TEST(QConv, PatchPlannerSkipsBandsOfOnlyPadding) {
 // tensor, and the planned main computes the whole-tensor run's bytes.
 TEST(QConv, PatchOverlapWritesBesideTheInput) {
   std::mt19937 rng(41);
-  auto values = [&](const Shape& shape) {
-    int64_t n = 1;
-    for (int64_t d : shape) n *= d;
-    std::uniform_int_distribution<int> d(-60, 60);
-    std::vector<int64_t> v(n);
-    for (auto& e : v) e = d(rng);
-    return v;
-  };
+  auto values = [&](const Shape& shape) { return random_values(rng, shape); };
   Graph g;
   g.name = "overlapped";
   g.inputs = {{"x", TensorType{DataType::Int(8), {1, 6, 3, 8}}}};
@@ -462,14 +465,7 @@ TEST(QConv, PatchOverlapWritesBesideTheInput) {
 // written beside that input, while the convolution the add fuses into may not.
 TEST(QConv, PatchStageMayProduceTheResidual) {
   std::mt19937 rng(43);
-  auto values = [&](const Shape& shape) {
-    int64_t n = 1;
-    for (int64_t d : shape) n *= d;
-    std::uniform_int_distribution<int> d(-60, 60);
-    std::vector<int64_t> v(n);
-    for (auto& e : v) e = d(rng);
-    return v;
-  };
+  auto values = [&](const Shape& shape) { return random_values(rng, shape); };
   Graph g;
   g.name = "residual_stage";
   g.inputs = {{"x", TensorType{DataType::Int(8), {1, 8, 8, 4}}}};
@@ -521,12 +517,7 @@ TEST(QConv, PatchPlanIsPinned) {
   g.name = "pinned_plan";
   g.inputs = {{"x", TensorType{DataType::Int(8), {1, 24, 12, 4}}}};
   std::mt19937 rng(7);
-  auto weight = [&](const Shape& w) {
-    std::uniform_int_distribution<int> d(-60, 60);
-    std::vector<int64_t> v(w[0] * w[1] * w[2] * w[3]);
-    for (auto& e : v) e = d(rng);
-    return v;
-  };
+  auto weight = [&](const Shape& w) { return random_values(rng, w); };
   const json pad1 = quant({{"padding", {1, 1, 1, 1}}});
   std::string at = append_qconv(g, "c0", "x", {8, 3, 3, 4}, weight({8, 3, 3, 4}), pad1);
   at = append_qconv(g, "c1", at, {8, 1, 1, 8}, weight({8, 1, 1, 8}), quant({}));
