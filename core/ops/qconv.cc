@@ -93,6 +93,17 @@ std::vector<OutputRange> border_split(int64_t out, int64_t pad, int64_t extent, 
   return r;
 }
 
+std::vector<std::pair<int64_t, int64_t>> balanced_tiles(int64_t begin, int64_t end, int64_t widest) {
+  std::vector<std::pair<int64_t, int64_t>> tiles;
+  const int64_t count = (end - begin + widest - 1) / widest;
+  for (int64_t k = 0, o = begin; k < count; ++k) {
+    const int64_t width = (end - o) / (count - k);
+    tiles.emplace_back(o, width);
+    o += width;
+  }
+  return tiles;
+}
+
 namespace {
 
 const std::vector<std::string> kQConvAttrs = {"strides", "padding", "dilation", "groups", "weight_shape",

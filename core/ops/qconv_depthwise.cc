@@ -230,12 +230,7 @@ Stmt DepthwiseTiler::checked_output(Expr oh, bool check_h, Expr ow, bool check_w
 Stmt DepthwiseTiler::row(Expr oh, int64_t oh_c, const RowWindow* win) const {
   std::vector<Stmt> s;
   auto constant_tiles = [&](int64_t begin, int64_t end) {
-    const int64_t count = (end - begin + widest - 1) / widest;
-    for (int64_t k = 0, o = begin; k < count; ++k) {
-      const int64_t width = (end - o) / (count - k);
-      s.push_back(tile(oh, oh_c, ci(o), o, width, win));
-      o += width;
-    }
+    for (const auto& [o, width] : balanced_tiles(begin, end, widest)) s.push_back(tile(oh, oh_c, ci(o), o, width, win));
   };
   OutputRange inner{0, 0, false};
   std::vector<OutputRange> border_columns;

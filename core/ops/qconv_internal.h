@@ -119,6 +119,10 @@ struct OutputRange {
 std::vector<OutputRange> border_split(int64_t out, int64_t pad, int64_t extent, int64_t kernel, int64_t stride,
                                       int64_t dilation);
 
+// [begin, end) in as few tiles of at most `widest` outputs as fit, of balanced widths
+// (seven at a widest of 5 is 4 + 3, not 5 + 2): each tile's first output and width.
+std::vector<std::pair<int64_t, int64_t>> balanced_tiles(int64_t begin, int64_t end, int64_t widest);
+
 // ---- the shared matrix-product core (qconv_gemm.cc) ---------------------------------
 
 // Everything the core needs to know about one op instance.

@@ -140,12 +140,8 @@ struct MveDepthwise {
   Stmt row(Expr oh, int64_t oh_c, const RowWindow* win) const {
     std::vector<Stmt> s;
     auto constant_tiles = [&](int64_t begin, int64_t end) {
-      const int64_t count = (end - begin + kWidestTile - 1) / kWidestTile;
-      for (int64_t k = 0, o = begin; k < count; ++k) {
-        const int64_t width = (end - o) / (count - k);
+      for (const auto& [o, width] : balanced_tiles(begin, end, kWidestTile))
         s.push_back(channels(oh, oh_c, ci(o), o, width, win));
-        o += width;
-      }
     };
     OutputRange inner{0, 0, false};
     for (const auto& r : border_split(p.ow, p.pl, p.w, p.kw, p.sw, p.dw))

@@ -22,6 +22,7 @@
 #include "interp/interpreter.h"
 #include "ir/visitor.h"
 #include "ops/op_util.h"
+#include "ops/qconv_internal.h"
 #include "sim/host_sim.h"
 #include "support/diagnostic.h"
 #include "driver/pipeline.h"
@@ -209,6 +210,15 @@ KernelCounts depthwise_kernel_counts(const Case& k, const ScheduleOptions& o) {
 // code (a loop over them), and a kernel row of padding adds its weights times the padding
 // value once per channel, not once per output. Rows of six outputs (one tile): the stores
 // count the copies of the row's code, six per copy.
+// The depthwise tilers' constant tiles: as few as fit, of balanced widths.
+TEST(QConv, BalancedTilesSplitARangeEvenly) {
+  using Tiles = std::vector<std::pair<int64_t, int64_t>>;
+  EXPECT_EQ(ops::qconv_impl::balanced_tiles(0, 7, 5), (Tiles{{0, 3}, {3, 4}}));
+  EXPECT_EQ(ops::qconv_impl::balanced_tiles(2, 10, 4), (Tiles{{2, 4}, {6, 4}}));
+  EXPECT_EQ(ops::qconv_impl::balanced_tiles(1, 12, 4), (Tiles{{1, 3}, {4, 4}, {8, 4}}));
+  EXPECT_EQ(ops::qconv_impl::balanced_tiles(3, 3, 4), Tiles{});
+}
+
 TEST(QConv, DepthwiseBorderRowsShareOneLoop) {
   const Case pad1{"qconv2d", {1, 6, 6, 4}, {4, 3, 3, 1}, quant({{"padding", {1, 1, 1, 1}}, {"groups", 4}})};
   const Case pad2{"qconv2d", {1, 7, 6, 4}, {4, 5, 5, 1}, quant({{"padding", {2, 2, 2, 2}}, {"groups", 4}})};
