@@ -342,6 +342,47 @@ TEST(CodegenLlvmGolden, DspTilesPairWordLoadsAndSaturate) {
   if (llvm_check::available(&why)) llvm_check::expect_compiles(m4, "thumbv7em-none-eabihf", "the paired tile");
 }
 
+// The tiles bind each loaded word to a name (`w = W[...]`, let statements around the
+// stores): those loads pair too. A tile loop of two steps is unrolled (O2 would make its
+// index a phi of two constants, which loop strength reduction cannot step); longer ones
+// and loops that are not tiles keep their loop.
+TEST(CodegenLlvmGolden, DspTilesPairLetBoundLoadsAndUnrollTwoSteps) {
+  auto tile = [](int steps) {
+    const std::string n = std::to_string(steps), words = std::to_string(steps * 4);
+    return "@T.prim_func\n"
+           "def tile(W: T.Buffer((" + words + ",), \"int32\"), C: T.Buffer((" + words + ",), \"int32\"), "
+           "Out: T.Buffer((2,), \"int32\")):\n"
+           "    acc = T.alloc_buffer((2,), \"int32\", scope=\"local\")\n"
+           "    acc[0] = 0\n"
+           "    acc[1] = 0\n"
+           "    for k in range(" + n + "):\n"
+           "        w: T.int32 = W[k * 4]\n"
+           "        w_1: T.int32 = W[k * 4 + 1]\n"
+           "        x: T.int32 = C[k * 4]\n"
+           "        x_1: T.int32 = C[k * 4 + 1]\n"
+           "        acc[0] = T.smlad(x_1, T.sxtb16_ror8(w), T.smlad(x, T.sxtb16(w), acc[0]))\n"
+           "        acc[1] = T.smlad(x_1, T.sxtb16_ror8(w_1), T.smlad(x, T.sxtb16(w_1), acc[1]))\n"
+           "    for i in range(2):\n"
+           "        Out[i] = acc[i]\n";
+  };
+  auto count = [](const std::string& text, const std::string& piece) {
+    size_t n = 0;
+    for (size_t at = text.find(piece); at != std::string::npos; at = text.find(piece, at + 1)) ++n;
+    return n;
+  };
+  const std::string target = "llvm -mtriple=thumbv7em-none-eabihf -mcpu=cortex-m4";
+  const std::string two = kernels_of(tile(2), target), sixteen = kernels_of(tile(16), target);
+  EXPECT_EQ(count(two, "= load volatile i64, i64* "), 2u) << two;
+  EXPECT_EQ(count(sixteen, "= load volatile i64, i64* "), 2u) << sixteen;
+  EXPECT_EQ(count(two, "llvm.loop.unroll.full"), 1u) << two;  // the tile's loop, not the copy-out loop
+  EXPECT_FALSE(has(sixteen, "llvm.loop.unroll.full")) << sixteen;
+  const std::string m3 = kernels_of(tile(2), "llvm -mtriple=thumbv7m-none-eabi -mcpu=cortex-m3");
+  EXPECT_FALSE(has(m3, "volatile")) << m3;
+  EXPECT_FALSE(has(m3, "llvm.loop.unroll.full")) << m3;
+  std::string why;
+  if (llvm_check::available(&why)) llvm_check::expect_compiles(two, "thumbv7em-none-eabihf", "the two-step tile");
+}
+
 // A view through a pointer derived from an allocation may alias what a store of the list
 // writes (here V[2k + 1] is acc[2k + 1], written between the two reads): no pair.
 TEST(CodegenLlvmGolden, NoPairedLoadsThroughDerivedPointers) {

@@ -118,6 +118,8 @@ struct ModuleState {
 
 // Emits one PrimFunc: SSA values for expressions, basic blocks for control flow, allocas
 // in the entry block. TIR variables map to the SSA values bound to them.
+struct WordLoads;  // paired_loads.cc
+
 class FunctionEmitter {
  public:
   FunctionEmitter(ModuleState* ms, std::string symbol, PrimFunc func)
@@ -273,9 +275,12 @@ class FunctionEmitter {
   Val expr(const Expr& e);
 
   // ---- paired word loads (paired_loads.cc) -------------------------------------------
-  // Pairs of adjacent int32 loads in a list of stores (`seq`) that load() emits as one
-  // LDRD on Arm DSP cores; paired_load() is the value of `l` when it is one of them.
-  void plan_paired_loads(const std::vector<Stmt>& seq);
+  // Pairs of adjacent int32 loads in straight-line code (`region`: stores, lists of them,
+  // lets) that load() emits as one LDRD on Arm DSP cores; paired_load() is the value of
+  // `l` when it is one of them. True when some pairs were found (the plan holds until the
+  // region is emitted).
+  bool plan_paired_loads(const Stmt& region);
+  bool straight_line_words(const Stmt& s, WordLoads& found) const;
   std::optional<Val> paired_load(const BufferLoadNode* l);
   struct PairedLoad {
     std::vector<const BufferLoadNode*> lo_loads, hi_loads;  // the loads of the lower and the upper word

@@ -49,6 +49,8 @@ std::pair<Expr, int64_t> split_offset(const Expr& index) {
 
 bool same_base(const Expr& a, const Expr& b) { return (!a && !b) || (a && b && same_expr(a, b)); }
 
+}  // namespace
+
 // The scalar 32-bit integer loads of a list of stores, in order; `ok` turns false at
 // anything that is not straight-line, side-effect-free code (a branch inside an
 // expression, a call that may write memory).
@@ -71,20 +73,31 @@ struct WordLoads : Visitor {
   void visit_Or(const OrNode* op) override { ok = false, Visitor::visit_Or(op); }
 };
 
-}  // namespace
-
-void FunctionEmitter::plan_paired_loads(const std::vector<Stmt>& seq) {
-  paired_loads_.clear();
-  if (!ms_->arm_dsp || loop_vars_.empty()) return;
-  WordLoads found;
-  for (const Stmt& s : seq) {
-    const auto* store = as<BufferStoreNode>(s);
-    // Stores only to the function's own allocations: no parameter and no other allocation.
-    if (!store || !local_allocations_.count(store->buffer->data.get())) return;
-    found.stored.insert(store->buffer->data.get());
-    found.visit(s);
-    if (!found.ok) return;
+// Walks straight-line code: stores, lists of them and `let`s (the tiles bind each loaded
+// word to a name: `w = weight[...]`). False at anything else, or at a store to memory
+// other than the function's own allocations (a parameter or a pointer derived from one).
+bool FunctionEmitter::straight_line_words(const Stmt& s, WordLoads& found) const {
+  if (const auto* seq = as<SeqStmtNode>(s)) {
+    for (const Stmt& child : seq->seq)
+      if (!straight_line_words(child, found)) return false;
+    return true;
   }
+  if (const auto* let = as<LetStmtNode>(s)) {
+    found.visit(let->value);
+    return found.ok && straight_line_words(let->body, found);
+  }
+  const auto* store = as<BufferStoreNode>(s);
+  if (!store || !local_allocations_.count(store->buffer->data.get())) return false;
+  found.stored.insert(store->buffer->data.get());
+  found.visit(s);
+  return found.ok;
+}
+
+bool FunctionEmitter::plan_paired_loads(const Stmt& region) {
+  paired_loads_.clear();
+  if (!ms_->arm_dsp || loop_vars_.empty()) return false;
+  WordLoads found;
+  if (!straight_line_words(region, found)) return false;
   // A parameter's buffer or an allocation of this function: memory a store to another of
   // the function's allocations cannot reach (a pointer derived from one could).
   auto own_memory = [&](const VarNode* data) {
@@ -129,6 +142,7 @@ void FunctionEmitter::plan_paired_loads(const std::vector<Stmt>& seq) {
       paired_loads_.push_back({lo.loads, hi.loads, index, {}, {}});
     }
   }
+  return !paired_loads_.empty();
 }
 
 std::optional<Val> FunctionEmitter::paired_load(const BufferLoadNode* l) {
