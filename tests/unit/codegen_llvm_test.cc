@@ -343,14 +343,14 @@ TEST(CodegenLlvmGolden, DspTilesPairWordLoadsAndSaturate) {
 }
 
 // The tiles bind each loaded word to a name (`w = W[...]`, let statements around the
-// stores): those loads pair too. A tile loop of two steps is unrolled (O2 would make its
+// stores): those loads pair too, as do a second pixel's (`C[n + k * 4]`, `C[k * 4 + n + 1]`). A tile loop of two steps is unrolled (O2 would make its
 // index a phi of two constants, which loop strength reduction cannot step); longer ones
 // and loops that are not tiles keep their loop.
 TEST(CodegenLlvmGolden, DspTilesPairLetBoundLoadsAndUnrollTwoSteps) {
   auto tile = [](int steps) {
     const std::string n = std::to_string(steps), words = std::to_string(steps * 4);
     return "@T.prim_func\n"
-           "def tile(W: T.Buffer((" + words + ",), \"int32\"), C: T.Buffer((" + words + ",), \"int32\"), "
+           "def tile(W: T.Buffer((" + words + ",), \"int32\"), C: T.Buffer((" + words + " * 2,), \"int32\"), "
            "Out: T.Buffer((2,), \"int32\")):\n"
            "    acc = T.alloc_buffer((2,), \"int32\", scope=\"local\")\n"
            "    acc[0] = 0\n"
@@ -360,6 +360,9 @@ TEST(CodegenLlvmGolden, DspTilesPairLetBoundLoadsAndUnrollTwoSteps) {
            "        w_1: T.int32 = W[k * 4 + 1]\n"
            "        x: T.int32 = C[k * 4]\n"
            "        x_1: T.int32 = C[k * 4 + 1]\n"
+           "        z: T.int32 = C[" + words + " + k * 4]\n"  // a second pixel's column: constant first
+           "        z_1: T.int32 = C[k * 4 + " + std::to_string(steps * 4 + 1) + "]\n"
+           "        acc[0] = T.smlad(z_1, T.sxtb16_ror8(w), T.smlad(z, T.sxtb16(w), acc[0]))\n"
            "        acc[0] = T.smlad(x_1, T.sxtb16_ror8(w), T.smlad(x, T.sxtb16(w), acc[0]))\n"
            "        acc[1] = T.smlad(x_1, T.sxtb16_ror8(w_1), T.smlad(x, T.sxtb16(w_1), acc[1]))\n"
            "    for i in range(2):\n"
@@ -372,8 +375,8 @@ TEST(CodegenLlvmGolden, DspTilesPairLetBoundLoadsAndUnrollTwoSteps) {
   };
   const std::string target = "llvm -mtriple=thumbv7em-none-eabihf -mcpu=cortex-m4";
   const std::string two = kernels_of(tile(2), target), sixteen = kernels_of(tile(16), target);
-  EXPECT_EQ(count(two, "= load volatile i64, i64* "), 2u) << two;
-  EXPECT_EQ(count(sixteen, "= load volatile i64, i64* "), 2u) << sixteen;
+  EXPECT_EQ(count(two, "= load volatile i64, i64* "), 3u) << two;
+  EXPECT_EQ(count(sixteen, "= load volatile i64, i64* "), 3u) << sixteen;
   EXPECT_EQ(count(two, "llvm.loop.unroll.full"), 1u) << two;  // the tile's loop, not the copy-out loop
   EXPECT_FALSE(has(sixteen, "llvm.loop.unroll.full")) << sixteen;
   const std::string m3 = kernels_of(tile(2), "llvm -mtriple=thumbv7m-none-eabi -mcpu=cortex-m3");

@@ -19,13 +19,18 @@
 namespace mtir::llvm_backend {
 namespace {
 
-// `index` as base + offset with a constant offset: `b + c`, `b - c`, `(b + c) * k` (as
-// b*k + c*k) and the wrapping uint32 form `(int32)((uint32)b + c)` the kernels write, all
-// equal modulo 2^32. A null base is a constant index.
+// `index` as base + offset with a constant offset: `b + c`, `c + b`, `b - c`, `(b + c) * k`
+// (as b*k + c*k) and the wrapping uint32 form `(int32)((uint32)b + c)` the kernels write,
+// all equal modulo 2^32. A null base is a constant index.
 std::pair<Expr, int64_t> split_offset(const Expr& index) {
   if (const int64_t* c = as_const_int(index)) return {Expr(), *c};
   if (index->kind == ExprKind::Add || index->kind == ExprKind::Sub || index->kind == ExprKind::Mul) {
     const auto* bin = static_cast<const BinaryNode*>(index.get());
+    // A pixel's column in a multi-pixel tile: `32 + ko * 16`.
+    if (const int64_t* c = as_const_int(bin->a); c && index->kind == ExprKind::Add) {
+      auto [base, offset] = split_offset(bin->b);
+      return {base, offset + *c};
+    }
     if (const int64_t* c = as_const_int(bin->b)) {
       auto [base, offset] = split_offset(bin->a);
       if (index->kind == ExprKind::Mul)
