@@ -347,10 +347,11 @@ TEST(CodegenLlvmGolden, DspTilesPairWordLoadsAndSaturate) {
 // index a phi of two constants, which loop strength reduction cannot step); longer ones
 // and loops that are not tiles keep their loop.
 TEST(CodegenLlvmGolden, DspTilesPairLetBoundLoadsAndUnrollTwoSteps) {
-  auto tile = [](int steps) {
-    const std::string n = std::to_string(steps), words = std::to_string(steps * 4);
+  // `second`: where the second pixel's column starts in C.
+  auto tile = [](int steps, int second) {
+    const std::string n = std::to_string(steps), words = std::to_string(steps * 4), at = std::to_string(second);
     return "@T.prim_func\n"
-           "def tile(W: T.Buffer((" + words + ",), \"int32\"), C: T.Buffer((" + words + " * 2,), \"int32\"), "
+           "def tile(W: T.Buffer((" + words + ",), \"int32\"), C: T.Buffer((" + at + " + " + words + ",), \"int32\"), "
            "Out: T.Buffer((2,), \"int32\")):\n"
            "    acc = T.alloc_buffer((2,), \"int32\", scope=\"local\")\n"
            "    acc[0] = 0\n"
@@ -360,8 +361,8 @@ TEST(CodegenLlvmGolden, DspTilesPairLetBoundLoadsAndUnrollTwoSteps) {
            "        w_1: T.int32 = W[k * 4 + 1]\n"
            "        x: T.int32 = C[k * 4]\n"
            "        x_1: T.int32 = C[k * 4 + 1]\n"
-           "        z: T.int32 = C[" + words + " + k * 4]\n"  // a second pixel's column: constant first
-           "        z_1: T.int32 = C[k * 4 + " + std::to_string(steps * 4 + 1) + "]\n"
+           "        z: T.int32 = C[" + at + " + k * 4]\n"  // the second pixel's column: constant first
+           "        z_1: T.int32 = C[k * 4 + " + std::to_string(second + 1) + "]\n"
            "        acc[0] = T.smlad(z_1, T.sxtb16_ror8(w), T.smlad(z, T.sxtb16(w), acc[0]))\n"
            "        acc[0] = T.smlad(x_1, T.sxtb16_ror8(w), T.smlad(x, T.sxtb16(w), acc[0]))\n"
            "        acc[1] = T.smlad(x_1, T.sxtb16_ror8(w_1), T.smlad(x, T.sxtb16(w_1), acc[1]))\n"
@@ -374,12 +375,17 @@ TEST(CodegenLlvmGolden, DspTilesPairLetBoundLoadsAndUnrollTwoSteps) {
     return n;
   };
   const std::string target = "llvm -mtriple=thumbv7em-none-eabihf -mcpu=cortex-m4";
-  const std::string two = kernels_of(tile(2), target), sixteen = kernels_of(tile(16), target);
+  const std::string two = kernels_of(tile(2, 8), target), sixteen = kernels_of(tile(16, 64), target);
   EXPECT_EQ(count(two, "= load volatile i64, i64* "), 3u) << two;
   EXPECT_EQ(count(sixteen, "= load volatile i64, i64* "), 3u) << sixteen;
+  // A pair 256 words or more past the buffer's lowest word is out of LDRD's reach (1020
+  // bytes) from a shared base: its words stay single loads.
+  const std::string far = kernels_of(tile(16, 256), target), near = kernels_of(tile(16, 255), target);
+  EXPECT_EQ(count(far, "= load volatile i64, i64* "), 2u) << far;
+  EXPECT_EQ(count(near, "= load volatile i64, i64* "), 3u) << near;
   EXPECT_EQ(count(two, "llvm.loop.unroll.full"), 1u) << two;  // the tile's loop, not the copy-out loop
   EXPECT_FALSE(has(sixteen, "llvm.loop.unroll.full")) << sixteen;
-  const std::string m3 = kernels_of(tile(2), "llvm -mtriple=thumbv7m-none-eabi -mcpu=cortex-m3");
+  const std::string m3 = kernels_of(tile(2, 8), "llvm -mtriple=thumbv7m-none-eabi -mcpu=cortex-m3");
   EXPECT_FALSE(has(m3, "volatile")) << m3;
   EXPECT_FALSE(has(m3, "llvm.loop.unroll.full")) << m3;
   std::string why;

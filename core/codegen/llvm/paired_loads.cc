@@ -135,8 +135,20 @@ bool FunctionEmitter::plan_paired_loads(const Stmt& region) {
   }
   // Lowest offsets first, so a run 0, 1, 2, 3 pairs as (0, 1), (2, 3).
   std::stable_sort(elements.begin(), elements.end(), [](const Element& a, const Element& b) { return a.offset < b.offset; });
+  // Thumb-2's LDRD reaches 1020 bytes from its base register: a pair farther from the
+  // buffer's lowest word in the list (a third pixel's column, 576 words on in IC's 3x3
+  // layers) would need a base register of its own, and with six accumulators LLVM spills
+  // them (IC 17,156,565 -> 16,986,263 instructions without those pairs); single loads
+  // reach 4095 bytes, as GCC reads those words.
+  constexpr int64_t kLdrdReachWords = 255;
+  auto lowest = [&](const Element& e) {
+    return std::find_if(elements.begin(), elements.end(), [&](const Element& f) {
+             return f.data == e.data && same_base(f.base, e.base);
+           })->offset;
+  };
   std::vector<bool> used(elements.size(), false);
   for (size_t i = 0; i < elements.size(); ++i) {
+    if (elements[i].offset - lowest(elements[i]) > kLdrdReachWords) continue;
     for (size_t j = i + 1; j < elements.size() && !used[i]; ++j) {
       const Element &lo = elements[i], &hi = elements[j];
       if (used[j] || lo.data != hi.data || hi.offset != lo.offset + 1 || !same_base(lo.base, hi.base)) continue;
