@@ -16,6 +16,7 @@
 #include "driver/build.h"
 #include "interp/interpreter.h"
 #include "llvm_check.h"
+#include "ops/op_util.h"
 #include "program_corpus.h"
 #include "script/parser.h"
 #include "sim/host_sim.h"
@@ -390,6 +391,44 @@ TEST(CodegenLlvmGolden, DspTilesPairLetBoundLoadsAndUnrollTwoSteps) {
   EXPECT_FALSE(has(m3, "llvm.loop.unroll.full")) << m3;
   std::string why;
   if (llvm_check::available(&why)) llvm_check::expect_compiles(two, "thumbv7em-none-eabihf", "the two-step tile");
+}
+
+// Helium through its intrinsics: T.vmladava on 16 int8 lanes is one VMLADAVA.S8 (as widened
+// lanes, LLVM hoisted each column's sign extension out of the channel loop: four spilled
+// q registers a column, four VMLADAVA.U32 a step); T.multiply_by_quantized_multiplier on
+// int32x4 with shift 0 (mve_pair_requant's form) is VQRDMULH; vector shifts stay vectors.
+// Other triples keep the portable forms.
+TEST(CodegenLlvmGolden, HeliumDotProductAndRequantizationIntrinsics) {
+  const DataType i32 = DataType::Int(32), i8 = DataType::Int(8);
+  ops::FuncBuilder fb;
+  Buffer a = fb.param("A", {16}, i8), b = fb.param("B", {16}, i8), s = fb.param("S", {12}, i32), c = fb.param("C", {1}, i32);
+  auto lanes = [](int64_t start, int n) { return Ramp(ops::ci(start), ops::ci(1), n); };
+  Expr dot = Call(i32, "vmladava", {ops::load(c, {ops::ci(0)}), ops::load(a, {lanes(0, 16)}), ops::load(b, {lanes(0, 16)})});
+  Expr h = Call(i32.with_lanes(4), "multiply_by_quantized_multiplier",
+                {ops::load(s, {lanes(0, 4)}), ops::load(s, {lanes(4, 4)}), Broadcast(ops::ci(0), 4)});
+  Stmt body = SeqStmt({ops::store(c, dot, {ops::ci(0)}),
+                       ops::store(s, ops::call("shift_right", {h, ops::load(s, {lanes(8, 4)})}), {lanes(8, 4)})});
+  IRModule m;
+  m.set("helium", fb.finish("helium", body));
+  LlvmCodegenOptions m55;
+  m55.triple = "thumbv8.1m.main-none-eabihf";
+  m55.cpu = "cortex-m55";
+  m55.arm_dsp = true;
+  const std::string ll = codegen_llvm(m, m55);
+  EXPECT_TRUE(has(ll, "call i32 @llvm.arm.mve.vmldava.v16i8(i32 0, i32 0, i32 0, i32 ")) << ll;
+  EXPECT_TRUE(has(ll, "call <4 x i32> @llvm.arm.mve.vqrdmulh.v4i32(<4 x i32> ")) << ll;
+  EXPECT_TRUE(has(ll, "= ashr <4 x i32> ")) << ll;
+  LlvmCodegenOptions m4;
+  m4.triple = "thumbv7em-none-eabihf";
+  m4.arm_dsp = true;
+  const std::string portable = codegen_llvm(m, m4);
+  EXPECT_FALSE(has(portable, "llvm.arm.mve")) << portable;
+  EXPECT_TRUE(has(portable, "llvm.vector.reduce.add.v16i32")) << portable;
+  std::string why;
+  if (llvm_check::available(&why)) {
+    llvm_check::expect_compiles(ll, m55.triple, "the Helium intrinsics");
+    llvm_check::expect_compiles(portable, m4.triple, "the portable forms");
+  }
 }
 
 // A view through a pointer derived from an allocation may alias what a store of the list

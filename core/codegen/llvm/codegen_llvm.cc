@@ -485,6 +485,14 @@ bool FunctionEmitter::native_vector(const Expr& e) const {
     case ExprKind::Div: return e->dtype.is_float();
     case ExprKind::Cast:
       return !e->dtype.is_bool() && !static_cast<const CastNode*>(e.get())->value->dtype.is_bool();
+    case ExprKind::Call: {
+      // Shifts and bitwise operations lane for lane; VQRDMULH where Helium has it.
+      const auto* c = static_cast<const CallNode*>(e.get());
+      if (c->is(Builtin::MultiplyByQuantizedMultiplier)) return is_vqrdmulh(c);
+      return e->dtype.is_integer() && (c->is(Builtin::ShiftRight) || c->is(Builtin::ShiftLeft) ||
+                                       c->is(Builtin::BitwiseAnd) || c->is(Builtin::BitwiseOr) ||
+                                       c->is(Builtin::BitwiseXor));
+    }
     default: return false;
   }
 }
