@@ -396,9 +396,15 @@ TEST(CodegenLlvmGolden, DspTilesPairLetBoundLoadsAndUnrollTwoSteps) {
 // Helium through its intrinsics: T.vmladava on 16 int8 lanes is one VMLADAVA.S8 (as widened
 // lanes, LLVM hoisted each column's sign extension out of the channel loop: four spilled
 // q registers a column, four VMLADAVA.U32 a step); T.multiply_by_quantized_multiplier on
-// int32x4 with shift 0 (mve_pair_requant's form) is VQRDMULH; vector shifts stay vectors.
-// Other triples keep the portable forms.
+// int32x4 is VQRDMULH, alone with shift 0 (mve_pair_requant's form), else between a left
+// shift and a rounding right shift (VRSHL); vector shifts stay vectors. Other triples keep
+// the portable forms.
 TEST(CodegenLlvmGolden, HeliumDotProductAndRequantizationIntrinsics) {
+  auto count = [](const std::string& text, const std::string& piece) {
+    size_t n = 0;
+    for (size_t at = text.find(piece); at != std::string::npos; at = text.find(piece, at + 1)) ++n;
+    return n;
+  };
   const DataType i32 = DataType::Int(32), i8 = DataType::Int(8);
   ops::FuncBuilder fb;
   Buffer a = fb.param("A", {16}, i8), b = fb.param("B", {16}, i8), s = fb.param("S", {12}, i32), c = fb.param("C", {1}, i32);
@@ -406,8 +412,12 @@ TEST(CodegenLlvmGolden, HeliumDotProductAndRequantizationIntrinsics) {
   Expr dot = Call(i32, "vmladava", {ops::load(c, {ops::ci(0)}), ops::load(a, {lanes(0, 16)}), ops::load(b, {lanes(0, 16)})});
   Expr h = Call(i32.with_lanes(4), "multiply_by_quantized_multiplier",
                 {ops::load(s, {lanes(0, 4)}), ops::load(s, {lanes(4, 4)}), Broadcast(ops::ci(0), 4)});
+  // TFLite's general form, a shift per lane: VQRDMULH between a left shift and VRSHL.
+  Expr general = Call(i32.with_lanes(4), "multiply_by_quantized_multiplier",
+                      {ops::load(s, {lanes(0, 4)}), ops::load(s, {lanes(4, 4)}), ops::load(s, {lanes(8, 4)})});
   Stmt body = SeqStmt({ops::store(c, dot, {ops::ci(0)}),
-                       ops::store(s, ops::call("shift_right", {h, ops::load(s, {lanes(8, 4)})}), {lanes(8, 4)})});
+                       ops::store(s, ops::call("shift_right", {h, ops::load(s, {lanes(8, 4)})}), {lanes(8, 4)}),
+                       ops::store(s, general, {lanes(0, 4)})});
   IRModule m;
   m.set("helium", fb.finish("helium", body));
   LlvmCodegenOptions m55;
@@ -418,6 +428,9 @@ TEST(CodegenLlvmGolden, HeliumDotProductAndRequantizationIntrinsics) {
   EXPECT_TRUE(has(ll, "call i32 @llvm.arm.mve.vmldava.v16i8(i32 0, i32 0, i32 0, i32 ")) << ll;
   EXPECT_TRUE(has(ll, "call <4 x i32> @llvm.arm.mve.vqrdmulh.v4i32(<4 x i32> ")) << ll;
   EXPECT_TRUE(has(ll, "= ashr <4 x i32> ")) << ll;
+  EXPECT_EQ(count(ll, "call <4 x i32> @llvm.arm.mve.vqrdmulh.v4i32("), 2u) << ll;
+  EXPECT_TRUE(has(ll, "call <4 x i32> @llvm.sadd.sat.v4i32(")) << ll;
+  EXPECT_TRUE(has(ll, "call <4 x i32> @llvm.arm.mve.vshl.vector.v4i32.v4i32(<4 x i32> ")) << ll;
   LlvmCodegenOptions m4;
   m4.triple = "thumbv7em-none-eabihf";
   m4.arm_dsp = true;

@@ -266,6 +266,7 @@ class FunctionEmitter {
   // The vector kinds with a native form; nullopt for the lane-by-lane rest.
   bool native_vector(const Expr& e) const;
   bool is_vqrdmulh(const CallNode* c) const;  // intrin_rule_llvm.cc
+  Val helium_multiply_by_quantized_multiplier(const CallNode* c);
 
   // A load or store of lanes: contiguous (stride-1 Ramp index, non-bool) is one vector
   // access at the element alignment; anything else goes element by element.
