@@ -130,6 +130,12 @@ std::string kernels_of(const std::string& tir, const std::string& target) {
 
 bool has(const std::string& text, const std::string& piece) { return text.find(piece) != std::string::npos; }
 
+size_t count(const std::string& text, const std::string& piece) {
+  size_t n = 0;
+  for (size_t at = text.find(piece); at != std::string::npos; at = text.find(piece, at + 1)) ++n;
+  return n;
+}
+
 const char* kScale =
     "@T.prim_func\n"
     "def f(a: T.handle, x: T.float32):\n"
@@ -322,11 +328,6 @@ TEST(CodegenLlvmGolden, DspTilesPairWordLoadsAndSaturate) {
       "        acc[1] = T.smlad(C[k * 4 + 1], T.sxtb16_ror8(W[k * 4 + 1]), T.smlad(C[k * 4], T.sxtb16(W[k * 4 + 1]), acc[1])) + W[63]\n"
       "    Out[0] = T.max(T.min(acc[0], 127), -128)\n"
       "    Out[1] = T.Cast(\"int32\", T.shift_right(T.Cast(\"int64\", acc[1]) * T.int64(1462485049), T.int64(31)))\n";
-  auto count = [](const std::string& text, const std::string& piece) {
-    size_t n = 0;
-    for (size_t at = text.find(piece); at != std::string::npos; at = text.find(piece, at + 1)) ++n;
-    return n;
-  };
   const std::string m4 = kernels_of(tir, "llvm -mtriple=thumbv7em-none-eabihf -mcpu=cortex-m4");
   // W[4k], W[4k+1] and C[4k], C[4k+1]; not W[62], W[63], the same in every iteration.
   EXPECT_EQ(count(m4, "= load volatile i64, i64* "), 2u) << m4;
@@ -370,11 +371,6 @@ TEST(CodegenLlvmGolden, DspTilesPairLetBoundLoadsAndUnrollTwoSteps) {
            "    for i in range(2):\n"
            "        Out[i] = acc[i]\n";
   };
-  auto count = [](const std::string& text, const std::string& piece) {
-    size_t n = 0;
-    for (size_t at = text.find(piece); at != std::string::npos; at = text.find(piece, at + 1)) ++n;
-    return n;
-  };
   const std::string target = "llvm -mtriple=thumbv7em-none-eabihf -mcpu=cortex-m4";
   const std::string two = kernels_of(tile(2, 8), target), sixteen = kernels_of(tile(16, 64), target);
   EXPECT_EQ(count(two, "= load volatile i64, i64* "), 3u) << two;
@@ -400,11 +396,6 @@ TEST(CodegenLlvmGolden, DspTilesPairLetBoundLoadsAndUnrollTwoSteps) {
 // shift and a rounding right shift (VRSHL); vector shifts stay vectors. Other triples keep
 // the portable forms.
 TEST(CodegenLlvmGolden, HeliumDotProductAndRequantizationIntrinsics) {
-  auto count = [](const std::string& text, const std::string& piece) {
-    size_t n = 0;
-    for (size_t at = text.find(piece); at != std::string::npos; at = text.find(piece, at + 1)) ++n;
-    return n;
-  };
   const DataType i32 = DataType::Int(32), i8 = DataType::Int(8);
   ops::FuncBuilder fb;
   Buffer a = fb.param("A", {16}, i8), b = fb.param("B", {16}, i8), s = fb.param("S", {12}, i32), c = fb.param("C", {1}, i32);
