@@ -49,6 +49,12 @@ bool read_smmlar_add(const std::string& op, const AttrReader& r) {
   return j->value("smmlar_add", false);
 }
 
+PrimFunc with_smmlar_add_mark(const PrimFunc& f) {
+  auto marked = std::make_shared<PrimFuncNode>(*f);
+  marked->attrs[kSmmlarAddAttr] = true;
+  return marked;
+}
+
 bool smmlar_add_applies(const SmmlarAddInput& a, const SmmlarAddInput& b, const QuantMultiplier& out) {
   auto input_ok = [](const SmmlarAddInput& in) { return exactly_half(in.m) || right_shift_form(in.m); };
   return input_ok(a) && input_ok(b) && right_shift_form(out);

@@ -15,6 +15,9 @@ namespace ops {
 // backend then asks GCC for one register-allocation region (codegen/c/codegen_c.h).
 constexpr const char* kSmmlarAddAttr = "mtir.smmlar_add";
 
+// `f` with kSmmlarAddAttr set.
+PrimFunc with_smmlar_add_mark(const PrimFunc& f);
+
 // What the fast form needs to know about one input: its multiplier toward the common
 // scale and whether its offset value v = x - zero_point can be negative.
 struct SmmlarAddInput {

@@ -178,10 +178,7 @@ OpDef qbinary_op(const std::string& op) {
       }
     }
     PrimFunc f = fb.finish(fname, nest.wrap(store(o, saturate_to(p.dtype, y, p.zo, p.bounds), idx)));
-    if (!p.smmlar_add) return f;
-    auto marked = std::make_shared<PrimFuncNode>(*f);
-    marked->attrs[kSmmlarAddAttr] = true;  // the C backend's register allocation (ops/qadd_smmlar.h)
-    return PrimFunc(marked);
+    return p.smmlar_add ? with_smmlar_add_mark(f) : f;
   };
   return d;
 }
