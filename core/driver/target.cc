@@ -144,6 +144,7 @@ ScheduleOptions target_schedules(const Target& t, const ScheduleOptions& kept) {
   // Its gathered table columns and scattered bytes are the C backend's Helium helpers;
   // through LLVM the three-column table keeps smmlar_requant (not measured there).
   s.mve_pair_requant = t.kind != "llvm";
+  s.mve_signed_requant = t.kind != "llvm";
   // merge_kernels saves a microcontroller's flash. A wasm module keeps one function per
   // layer: Binaryen merges identical functions itself, and the playground times each
   // layer by wrapping its kernel's function (a shared one would time two layers as one).

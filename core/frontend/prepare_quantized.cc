@@ -282,6 +282,7 @@ void prepare_matmul_node(Graph& g, GraphNode& node, const ScheduleOptions& opts,
                 {"mve", false},
                 {"mve_short_requant", false},
                 {"mve_pair_requant", false},
+                {"mve_signed_requant", false},
                 {"pixel_triples", false}};
   auto wit = g.constants.find(node.inputs.size() > 1 ? node.inputs[1] : "");
   const bool const_weight = wit != g.constants.end() && wit->second.dtype == kI8;
@@ -302,6 +303,8 @@ void prepare_matmul_node(Graph& g, GraphNode& node, const ScheduleOptions& opts,
   else if (three_columns && const_weight && opts.mve_pair_requant && sched["mve"].get<bool>() && groups == 1 && !nchw &&
            smmlar_form_fits(g, node, inputs, g.constants[extra[0]], k))
     sched["mve_pair_requant"] = true;
+  else if (!extra.empty() && const_weight && opts.mve_signed_requant && sched["mve"].get<bool>() && groups == 1 && !nchw)
+    sched["mve_signed_requant"] = true;  // the table as it is (ops/qconv_mve.cc, signed_outputs)
   else if (!extra.empty() && const_weight && sched["smlal_requant"].get<bool>() && opts.smmlar_requant)
     sched["smmlar_requant"] = smmlar_table(g, node, inputs, g.constants[extra[0]], k);
   inputs.insert(inputs.end(), extra.begin(), extra.end());

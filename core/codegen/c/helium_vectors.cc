@@ -35,6 +35,12 @@ static inline mtir_v4 mtir_v4_load_strided(const int32_t* p, uint32_t stride) {
 }
 static inline mtir_v4 mtir_v4_load_s8(const int8_t* p) { return vldrbq_s32(p); }
 static inline mtir_v4 mtir_v4_load_s16(const int16_t* p) { return vldrhq_s32(p); }
+static inline mtir_v4 mtir_v4_gather_s8(const int8_t* p, uint32_t a, uint32_t b, uint32_t c, uint32_t d) {
+  uint32x4_t o = vsetq_lane_u32(d, vsetq_lane_u32(c, vsetq_lane_u32(b, vdupq_n_u32(a), 1), 2), 3);
+  return vldrbq_gather_offset_s32(p, o);
+}
+static inline mtir_v4 mtir_v4_shl(mtir_v4 a, int32_t n) { return vshlq_s32(a, vdupq_n_s32(n)); }
+static inline mtir_v4 mtir_v4_sext8(mtir_v4 a) { return vshrq_n_s32(vshlq_n_s32(a, 24), 24); }
 static inline mtir_v4 mtir_v4_dup(int32_t x) { return vdupq_n_s32(x); }
 static inline mtir_v4 mtir_v4_add(mtir_v4 a, mtir_v4 b) { return vaddq_s32(a, b); }
 static inline mtir_v4 mtir_v4_sub(mtir_v4 a, mtir_v4 b) { return vsubq_s32(a, b); }
@@ -81,6 +87,12 @@ static inline mtir_v4 mtir_v4_load(const int32_t* p) { MTIR_V4_LANES(p[k]); }
 static inline mtir_v4 mtir_v4_load_strided(const int32_t* p, uint32_t stride) { MTIR_V4_LANES(p[(uint32_t)k * stride]); }
 static inline mtir_v4 mtir_v4_load_s8(const int8_t* p) { MTIR_V4_LANES(p[k]); }
 static inline mtir_v4 mtir_v4_load_s16(const int16_t* p) { MTIR_V4_LANES(p[k]); }
+static inline mtir_v4 mtir_v4_gather_s8(const int8_t* p, uint32_t a, uint32_t b, uint32_t c, uint32_t d) {
+  const uint32_t o[4] = {a, b, c, d};
+  MTIR_V4_LANES(p[o[k]]);
+}
+static inline mtir_v4 mtir_v4_shl(mtir_v4 a, int32_t n) { MTIR_V4_LANES((int32_t)((uint32_t)a.v[k] << (n & 31))); }
+static inline mtir_v4 mtir_v4_sext8(mtir_v4 a) { MTIR_V4_LANES((int32_t)(int8_t)a.v[k]); }
 static inline mtir_v4 mtir_v4_dup(int32_t x) { MTIR_V4_LANES(x); }
 static inline mtir_v4 mtir_v4_add(mtir_v4 a, mtir_v4 b) { MTIR_V4_LANES((int32_t)((uint32_t)a.v[k] + (uint32_t)b.v[k])); }
 static inline mtir_v4 mtir_v4_sub(mtir_v4 a, mtir_v4 b) { MTIR_V4_LANES((int32_t)((uint32_t)a.v[k] - (uint32_t)b.v[k])); }
@@ -138,6 +150,18 @@ struct HeliumEmitter {
     return address(buffer, offset ? Binary(ExprKind::Add, base, IntImm(base->dtype, offset)) : base, span);
   }
 
+  // min(max(v, lo), hi) with -128 <= lo and hi <= 127: its lanes are int8 values already.
+  static bool in_int8_range(const Expr& e) {
+    if (e->kind != ExprKind::Min) return false;
+    const auto* op = static_cast<const BinaryNode*>(e.get());
+    const auto* inner = op->a->kind == ExprKind::Max ? static_cast<const BinaryNode*>(op->a.get()) : nullptr;
+    auto splat = [](const Expr& x) -> const int64_t* {
+      return x->kind == ExprKind::Broadcast ? as_const_int(static_cast<const BroadcastNode*>(x.get())->value) : nullptr;
+    };
+    const int64_t *hi = splat(op->b), *lo = inner ? splat(inner->b) : nullptr;
+    return hi && lo && *lo >= -128 && *hi <= 127;
+  }
+
   static bool is_splat(const Expr& e, int64_t value) {
     if (e->kind != ExprKind::Broadcast) return false;
     const int64_t* v = as_const_int(static_cast<const BroadcastNode*>(e.get())->value);
@@ -164,9 +188,23 @@ struct HeliumEmitter {
         return out + ")";
       }
       case ExprKind::Cast: {
+        int64_t amount;
+        if (const CallNode* shl = helium_shift_left(e, &amount))
+          return "mtir_v4_shl(" + vector(static_cast<const CastNode*>(shl->args[0].get())->value) + ", " +
+                 std::to_string(amount) + ")";
+        if (const Expr* v = helium_narrowed_value(e))
+          return in_int8_range(*v) ? vector(*v) : "mtir_v4_sext8(" + vector(*v) + ")";
         const BufferLoadNode* load = helium_widened_load(e);
+        const Expr& value = static_cast<const CastNode*>(e.get())->value;
+        if (helium_load_stride(value) != 1) {
+          int64_t offsets[kHeliumLanes];
+          helium_lane_offsets(load->indices[0], offsets);
+          std::string list = offsets_list(offsets);
+          return "mtir_v4_gather_s8(" + lane0_address(load->buffer, load->indices[0], load->span) + ", " +
+                 list.substr(0, list.size() - 2) + ")";
+        }
         const char* name = load->buffer->dtype.bits() == 8 ? "mtir_v4_load_s8(" : "mtir_v4_load_s16(";
-        return name + first_address(static_cast<const CastNode*>(e.get())->value) + ")";
+        return name + first_address(value) + ")";
       }
       case ExprKind::Var: return scalar(e);  // a kept let's Q register
       case ExprKind::Broadcast: return "mtir_v4_dup(" + scalar(static_cast<const BroadcastNode*>(e.get())->value) + ")";
