@@ -119,13 +119,13 @@ TEST(QConv, MvePairRequantReluTilesAreOneVector) {
 
 // A 3x3 convolution without a ReLU bound (10 channels: five 2x2 tiles; 25 pixels: the
 // last alone, two tiles of four channels and two left to the scalar form) into a residual
-// qadd with a ReLU, as IC's blocks end.
-// Under mve_signed_requant each tile's sums requantize as one int32x4 with TFLite's
-// rounding, and fuse_elementwise applies the add to the four lanes: the residual input
-// gathered (VLDRB.S32 at offsets 0, 1, 10, 11), both inputs' T.multiply_by_quantized_multiplier
-// recovered from the add's int64 form, one scattered VSTRB.32. The outputs equal those of
-// the scalar form (the schedule off), and the output may still overwrite the residual
-// input (writes_elementwise_over); host C and wasm at the end.
+// qadd with a ReLU, as IC's blocks end. Under mve_signed_requant each tile's sums
+// requantize as one int32x4 with TFLite's rounding, and fuse_elementwise applies the add
+// to the four lanes: the residual input gathered (VLDRB.S32 at offsets 0, 1, 10, 11), the
+// add's requantizations recovered from their int64 form (constant ones as
+// mtir_v4_mbqm_right), one scattered VSTRB.32. The outputs equal those of the scalar form
+// (the schedule off), and the output may still overwrite the residual input
+// (writes_elementwise_over); host C and wasm at the end.
 TEST(QConv, MveSignedRequantFusesTheResidualAdd) {
   const json scales = {0.01, 0.02, 0.015, 0.03, 0.012, 0.0015, 0.001, 0.025, 0.004, 0.008};
   std::mt19937 rng(41);
@@ -187,7 +187,8 @@ TEST(QConv, MveSignedRequantFusesTheResidualAdd) {
     } else {
       want = got;
     }
-    for (const char* helper : {"mtir_v4_gather_s8((&a[", "0u, 1u, 10u, 11u)", "mtir_v4_shl(", "mtir_v4_mbqm(", "mtir_v4_scatter_s8("})
+    for (const char* helper : {"mtir_v4_gather_s8((&a[", "0u, 1u, 10u, 11u)", "mtir_v4_shl(", "mtir_v4_mbqm(", "mtir_v4_mbqm_right(",
+                             "mtir_v4_scatter_s8("})
       EXPECT_EQ(c.find(helper) != std::string::npos, on) << helper << " in\n" << c;
   }
 }

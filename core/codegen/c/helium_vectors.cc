@@ -55,6 +55,11 @@ static inline mtir_v4 mtir_v4_mbqm(mtir_v4 x, mtir_v4 m, mtir_v4 s) {
   h = vqaddq_s32(h, vshrq_n_s32(vandq_s32(h, right), 31));
   return vrshlq_s32(h, right);
 }
+/* right in [1, 31]: negative lanes one lower first, so VRSHL's half up is away from zero. */
+static inline mtir_v4 mtir_v4_mbqm_right(mtir_v4 x, int32_t m, int32_t right) {
+  mtir_v4 h = vqrdmulhq_n_s32(x, m);
+  return vrshlq_s32(vqaddq_s32(h, vshrq_n_s32(h, 31)), vdupq_n_s32(-right));
+}
 static inline mtir_v4 mtir_v4_gather(const int32_t* p, uint32_t a, uint32_t b, uint32_t c, uint32_t d) {
   uint32x4_t o = vsetq_lane_u32(d, vsetq_lane_u32(c, vsetq_lane_u32(b, vdupq_n_u32(a), 1), 2), 3);
   return vldrwq_gather_shifted_offset_s32(p, o);
@@ -100,6 +105,7 @@ static inline mtir_v4 mtir_v4_mul(mtir_v4 a, mtir_v4 b) { MTIR_V4_LANES((int32_t
 static inline mtir_v4 mtir_v4_min(mtir_v4 a, mtir_v4 b) { MTIR_V4_LANES(a.v[k] < b.v[k] ? a.v[k] : b.v[k]); }
 static inline mtir_v4 mtir_v4_max(mtir_v4 a, mtir_v4 b) { MTIR_V4_LANES(a.v[k] > b.v[k] ? a.v[k] : b.v[k]); }
 static inline mtir_v4 mtir_v4_mbqm(mtir_v4 x, mtir_v4 m, mtir_v4 s) { MTIR_V4_LANES(mtir_mbqm(x.v[k], m.v[k], s.v[k])); }
+static inline mtir_v4 mtir_v4_mbqm_right(mtir_v4 x, int32_t m, int32_t right) { MTIR_V4_LANES(mtir_mbqm(x.v[k], m, -right)); }
 static inline mtir_v4 mtir_v4_gather(const int32_t* p, uint32_t a, uint32_t b, uint32_t c, uint32_t d) {
   const uint32_t o[4] = {a, b, c, d};
   MTIR_V4_LANES(p[o[k]]);
@@ -162,6 +168,10 @@ struct HeliumEmitter {
     return hi && lo && *lo >= -128 && *hi <= 127;
   }
 
+  static const int64_t* splat_value(const Expr& e) {
+    return e->kind == ExprKind::Broadcast ? as_const_int(static_cast<const BroadcastNode*>(e.get())->value) : nullptr;
+  }
+
   static bool is_splat(const Expr& e, int64_t value) {
     if (e->kind != ExprKind::Broadcast) return false;
     const int64_t* v = as_const_int(static_cast<const BroadcastNode*>(e.get())->value);
@@ -218,6 +228,12 @@ struct HeliumEmitter {
           return "mtir_v4_shr(" + vector(op->args[0]) + ", " + vector(b) + ")";
         }
         if (is_splat(op->args[2], 0)) return "mtir_v4_srdhm(" + vector(op->args[0]) + ", " + vector(op->args[1]) + ")";
+        // A constant multiplier and right shift (a fused qadd's): VQRDMULH by a scalar and
+        // the rounding shift, without the general helper's clamps of the shift.
+        const int64_t* m = splat_value(op->args[1]);
+        const int64_t* shift = splat_value(op->args[2]);
+        if (m && shift && *shift < 0 && *shift >= -31)
+          return "mtir_v4_mbqm_right(" + vector(op->args[0]) + ", " + std::to_string(*m) + ", " + std::to_string(-*shift) + ")";
         return "mtir_v4_mbqm(" + vector(op->args[0]) + ", " + vector(op->args[1]) + ", " + vector(op->args[2]) + ")";
       }
       case ExprKind::Min: {  // min(max(v, -128), 127): int8 saturation, no constant vectors
