@@ -148,6 +148,7 @@ ScheduleOptions target_schedules(const Target& t, const ScheduleOptions& kept) {
   // through LLVM (VQRDMULH, but lane moves for the gathers and scatters) it costs more
   // than smmlar_requant's scalar chains: KWS 1,464,488 against 1,363,715 instructions.
   s.mve_pair_requant = t.kind != "llvm";
+  s.mve_signed_requant = t.kind != "llvm";
   // merge_kernels saves a microcontroller's flash. A wasm module keeps one function per
   // layer: Binaryen merges identical functions itself, and the playground times each
   // layer by wrapping its kernel's function (a shared one would time two layers as one).
