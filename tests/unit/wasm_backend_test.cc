@@ -415,6 +415,50 @@ def scalar_shapes(X: T.Buffer((64,), "int8"), Y: T.Buffer((64,), "int32"), U: T.
   expect_wasm_equals_interpreter(m, wat, "dot");
 }
 
+// A loop that only stores int8 values widened to int16 (an im2col gather), or an int16
+// constant (its padding), into memory of its own is eight elements a step: up to four
+// steps straight-line, more in a loop, the last length % 8 one by one. A copy within one
+// buffer, or into int32, stays scalar.
+TEST(WasmBackend, WideningCopiesAreSimd128) {
+  IRModule m = parse_module_or_throw(R"(
+@T.prim_func
+def gather(X: T.Buffer((64,), "int8"), U: T.Buffer((64,), "uint8"), N: T.Buffer((1,), "int32"), Y: T.Buffer((200,), "int16")):
+    T.func_attr({"tir.noalias": True})
+    n: T.int32 = N[0] % 4 + 4
+    for e in range(16):
+        Y[e] = T.Cast("int16", T.Cast("int32", X[e + n]))
+    for e in range(2, 58):
+        Y[e + 16] = T.Cast("int16", X[e - 2])
+    for e in range(21):
+        Y[e + n + 100] = T.Cast("int16", T.Cast("int32", U[e * 1 + 3]))
+    for e in range(44):
+        Y[150 + e] = T.int16(-128)
+
+@T.prim_func
+def scalar_copies(X: T.Buffer((64,), "int16"), Z: T.Buffer((64,), "int32")):
+    T.func_attr({"tir.noalias": True})
+    for e in range(32):
+        X[e + 1] = T.Cast("int16", T.Cast("int8", X[e]))
+    for e in range(32):
+        Z[e] = T.Cast("int32", X[e])
+)",
+                                     "copy.tir");
+  const std::string wat = build_wasm(m, parse_target("wasm")).sources.at(0).text;
+  const size_t scalar_at = wat.find("(func $scalar_copies ");
+  const std::string gather = wat.substr(0, scalar_at), scalar = wat.substr(scalar_at);
+  auto count = [](const std::string& text, const std::string& what) {
+    size_t n = 0;
+    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(count(gather, "v128.load8x8_s"), 3u) << gather;  // 2 straight-line, 1 in the loop of 7
+  EXPECT_EQ(count(gather, "v128.load8x8_u"), 2u) << gather;  // 21 = 2 * 8 + 5
+  EXPECT_EQ(count(gather, "(i32.store16 offset="), 5u + 4u) << gather;
+  EXPECT_EQ(count(gather, "(i16x8.splat (i32.const -128))"), 1u) << gather;  // 44 = a loop of 5 steps + 4
+  EXPECT_EQ(count(scalar, "v128"), 0u) << scalar;
+  expect_wasm_equals_interpreter(m, wat, "copy");
+}
+
 TEST(WasmBackend, VectorsThatDoNotFitSimd128AreScalarized) {
   IRModule m = parse_module_or_throw(R"(
 @T.prim_func

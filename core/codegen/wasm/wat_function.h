@@ -90,7 +90,7 @@ std::string wat_runtime_allocator(int64_t pool_base, int64_t pool_bytes, int64_t
 std::string wat_runtime_division(const std::string& name);
 
 // A statement `acc = acc + x * y` of a loop the emitter makes a SIMD128 dot product
-// (wat_dot.cc): x and y narrow integer loads at loop_var * coef + constant + rest.
+// (wat_simd_loops.cc): x and y narrow integer loads at loop_var * coef + constant + rest.
 struct DotOperand {
   const BufferLoadNode* load = nullptr;
   int64_t coef = 0, constant = 0;
@@ -156,10 +156,12 @@ class FunctionEmitter {
   void simd_store(const BufferStoreNode* s);
   WVal simd_expr(const Expr& e);
 
-  // ---- SIMD128 dot products (wat_dot.cc) --------------------------------------------
+  // ---- SIMD128 loops: dot products, widening copies (wat_simd_loops.cc) ----------------
   bool dot_term(const Stmt& s, const VarNode* v, DotTerm* out);
   bool emit_dot_loop(const ForNode* node);
   void emit_dot_runs(const std::vector<DotTerm>& accs, int64_t start, int64_t length);
+  bool emit_copy_loop(const ForNode* node);
+  void emit_copy_steps(const std::string& y, const std::string& x, const std::string& splat, DataType from, int64_t length);
 
   // ---- expressions ------------------------------------------------------------------
   WVal int_const(DataType t, int64_t v);

@@ -1,10 +1,13 @@
-// The wasm emitter's SIMD128 dot products (wat_function.h). A rolled loop whose body only
-// adds products of two narrow integer loads into int32 accumulators held in locals (the
-// int8 convolutions' and dense layers' reduction over a register tile) becomes a loop
-// over eight elements at a time: each operand run widened to i16x8 (v128.load8x8_s/_u,
-// or v128.load for int16), i32x4.dot_i16x8_s per accumulator (x86's PMADDWD), the four
-// lanes summed after the loop, the last L % 8 products scalar. Bit for bit the scalar
-// result: every product fits in int32 and the sums wrap modulo 2^32, in any order.
+// The wasm emitter's SIMD128 loops (wat_function.h), for what the int8 kernels spend
+// their time on. Dot products: a rolled loop whose body only adds products of two narrow
+// integer loads into int32 accumulators held in locals (the int8 convolutions' and dense
+// layers' reduction over a register tile) becomes a loop over eight elements at a time:
+// each operand run widened to i16x8 (v128.load8x8_s/_u, or v128.load for int16),
+// i32x4.dot_i16x8_s per accumulator (x86's PMADDWD), the four lanes summed after the
+// loop, the last L % 8 products scalar. Bit for bit the scalar result: every product
+// fits in int32 and the sums wrap modulo 2^32, in any order. Widening copies: a loop
+// that only stores int8 values widened to int16, or one int16 constant, into another
+// buffer (the im2col gather of those kernels), eight elements a step.
 #include <algorithm>
 
 #include "codegen/wasm/wat_function.h"
@@ -221,6 +224,81 @@ void FunctionEmitter::emit_dot_runs(const std::vector<DotTerm>& accs, int64_t st
       sum = "(i32.add " + sum + " (i32.mul " + scalar(x) + " " + scalar(y) + "))";
     }
     line("(local.set " + accs[a].acc + " " + sum + ")");
+  }
+}
+
+// A rolled loop whose body is one store Y[v + rest] = int16(X[v + rest']) (X int8 or
+// uint8) or Y[v + rest] = an int16 constant, into memory of its own that X is not (so
+// reading eight elements before writing eight changes nothing): eight elements a step.
+bool FunctionEmitter::emit_copy_loop(const ForNode* node) {
+  const int64_t* min = as_const_int(node->min);
+  const int64_t* extent = as_const_int(node->extent);
+  const auto* st = as<BufferStoreNode>(node->body);
+  const VarNode* v = node->loop_var.get();
+  if (!min || !extent || *extent < 8 || *extent > (int64_t{1} << 28) || std::abs(*min) > (int64_t{1} << 28) || !st ||
+      st->predicate || st->indices.size() != 1 || st->buffer->dtype != DataType::Int(16) || !noalias_ ||
+      !own_memory_.count(st->buffer->data.get()) || register_arrays_.count(st->buffer->data.get()) ||
+      !promoted(st->buffer, st->indices).empty())
+    return false;
+  DotOperand to, from;
+  if (!split_index(st->indices[0], v, 1, &to) || to.coef != 1) return false;
+  const auto* widen = as<CastNode>(st->value);
+  const auto* inner = widen ? as<CastNode>(widen->value) : nullptr;
+  const Expr& source = inner && inner->dtype == DataType::Int(32) ? inner->value : widen ? widen->value : st->value;
+  const int64_t* constant = as_const_int(st->value);
+  if (!constant) {
+    const auto* l = as<BufferLoadNode>(source);
+    if (!widen || !l || l->buffer->data == st->buffer->data || !own_memory_.count(l->buffer->data.get()) ||
+        register_arrays_.count(l->buffer->data.get()) || !operand(Cast(DataType::Int(32), source), v, &from) ||
+        from.coef != 1 || l->dtype.bits() != 8)
+      return false;
+  }
+  auto pointer = [&](const Buffer& b, const DotOperand& o) {
+    Expr index = IntImm(DataType::Int(32), *min + o.constant);
+    for (const Expr& e : o.rest) index = Binary(ExprKind::Add, e, index);
+    const std::string p = local("copy.p", "i32");
+    line("(local.set " + p + " " + address(b, {index}, st->span) + ")");
+    return "(local.get " + p + ")";
+  };
+  const std::string y = pointer(st->buffer, to), x = constant ? "" : pointer(from.load->buffer, from);
+  emit_copy_steps(y, x, constant ? "(i32.const " + int_text(*constant, 16) + ")" : "",
+                  from.load ? from.load->dtype : DataType::Int(16), *extent);
+  forget_loads_of(st->buffer);
+  return true;
+}
+
+// The steps of emit_copy_loop from pointers y and x (or the constant when x is ""):
+// straight-line up to four steps, else a loop; then the last length % 8 elements one by one.
+void FunctionEmitter::emit_copy_steps(const std::string& y, const std::string& x, const std::string& constant,
+                                      DataType from, int64_t length) {
+  const int64_t steps = length / 8;
+  auto step = [&](int64_t k, const std::string& at_y, const std::string& at_x) {
+    const std::string value = x.empty() ? "(i16x8.splat " + constant + ")" : wide_load(from, at_x, k * 8);
+    line("(v128.store" + (k ? " offset=" + std::to_string(k * 16) : std::string()) + " " + at_y + " " + value + ")");
+  };
+  std::string at_y = y, at_x = x;
+  int64_t done = steps;
+  if (steps <= 4) {
+    for (int64_t k = 0; k < steps; ++k) step(k, y, x);
+  } else {
+    const std::string py = local("copy.y", "i32"), px = x.empty() ? "" : local("copy.x", "i32");
+    const std::string end = local("copy.end", "i32"), head = label("copy.head");
+    line("(local.set " + py + " " + y + ")");
+    if (!x.empty()) line("(local.set " + px + " " + x + ")");
+    line("(local.set " + end + " (i32.add (local.get " + py + ") (i32.const " + std::to_string(steps * 16) + ")))");
+    line("(loop " + head);
+    ++indent_;
+    step(0, "(local.get " + py + ")", "(local.get " + px + ")");
+    if (!x.empty()) line("(local.set " + px + " (i32.add (local.get " + px + ") (i32.const 8)))");
+    line("(br_if " + head + " (i32.ne (local.tee " + py + " (i32.add (local.get " + py + ") (i32.const 16))) (local.get " +
+         end + ")))");
+    --indent_;
+    line(")");
+    at_y = "(local.get " + py + ")", at_x = "(local.get " + px + ")", done = 0;
+  }
+  for (int64_t k = 0; k < length % 8; ++k) {
+    const std::string value = x.empty() ? constant : "(" + load_op(from) + " offset=" + std::to_string(done * 8 + k) + " " + at_x + ")";
+    line("(i32.store16 offset=" + std::to_string(done * 16 + 2 * k) + " " + at_y + " " + value + ")");
   }
 }
 
