@@ -71,6 +71,13 @@ bool same_run(const DotOperand& a, const DotOperand& b) {
   return a.load->buffer->data == b.load->buffer->data && a.load->dtype == b.load->dtype && same_rest(a, b);
 }
 
+// The index of an operand's first element, the loop variable's term at `start`.
+Expr first_index(const DotOperand& o, int64_t start) {
+  Expr index = IntImm(DataType::Int(32), start + o.constant);
+  for (const Expr& e : o.rest) index = Binary(ExprKind::Add, e, index);
+  return index;
+}
+
 // The eight-lane i16 load of an operand run at `at`, and the scalar load of one element.
 std::string wide_load(DataType t, const std::string& at, int64_t offset) {
   const std::string op = t.bits() == 16 ? "v128.load" : t.is_int() ? "v128.load8x8_s" : "v128.load8x8_u";
@@ -178,9 +185,7 @@ void FunctionEmitter::emit_dot_runs(const std::vector<DotTerm>& accs, int64_t st
   auto run_of = [&](const DotOperand& o) -> size_t {
     for (size_t r = 0; r < runs.size(); ++r)
       if (same_run(*runs[r].operand, o) && runs[r].operand->constant == o.constant) return r;
-    Expr index = IntImm(DataType::Int(32), start + o.constant);
-    for (const Expr& e : o.rest) index = Binary(ExprKind::Add, e, index);
-    const std::string at = address(o.load->buffer, {index}, o.load->span);
+    const std::string at = address(o.load->buffer, {first_index(o, start)}, o.load->span);
     runs.push_back({&o, local("dot.p", "i32"), local("dot.x", "v128")});
     line("(local.set " + runs.back().pointer + " " + at + ")");
     return runs.size() - 1;
@@ -254,10 +259,8 @@ bool FunctionEmitter::emit_copy_loop(const ForNode* node) {
       return false;
   }
   auto pointer = [&](const Buffer& b, const DotOperand& o) {
-    Expr index = IntImm(DataType::Int(32), *min + o.constant);
-    for (const Expr& e : o.rest) index = Binary(ExprKind::Add, e, index);
     const std::string p = local("copy.p", "i32");
-    line("(local.set " + p + " " + address(b, {index}, st->span) + ")");
+    line("(local.set " + p + " " + address(b, {first_index(o, *min)}, st->span) + ")");
     return "(local.get " + p + ")";
   };
   const std::string y = pointer(st->buffer, to), x = constant ? "" : pointer(from.load->buffer, from);
