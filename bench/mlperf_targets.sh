@@ -22,7 +22,11 @@
 #        BENCH_MODELS="kws ad" runs only those models; BENCH_TARGETS (default
 #        "cortex-m4 cortex-m7 cortex-m33 cortex-m55 riscv32 wasm") the targets; RUNS (default 101) inferences
 #        timed per wasm module and turn; REPS (default 3) turns; WASM_OPT (default O2) the
-#        Binaryen level of the wasm backend. Prints Markdown on stdout.
+#        Binaryen level of the wasm backend; NODE_FLAGS flags for the timed node runs
+#        (--no-liftoff: TurboFan code from the first inference, where a loaded machine
+#        delays V8's tier-up past the timed runs); VALGRIND_RUNS (default 10) the inferences
+#        counted under valgrind (more where a model's are few against V8's own noise).
+#        Prints Markdown on stdout.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build="${1:-build}"
@@ -41,7 +45,7 @@ if [ -n "${BENCH_MODELS:-}" ]; then
   MODELS=("${keep[@]}")
 fi
 TARGETS="${BENCH_TARGETS:-cortex-m4 cortex-m7 cortex-m33 cortex-m55 riscv32 wasm}"
-RUNS="${RUNS:-101}" REPS="${REPS:-3}"
+RUNS="${RUNS:-101}" REPS="${REPS:-3}" NODE_FLAGS="${NODE_FLAGS:-}" VALGRIND_RUNS="${VALGRIND_RUNS:-10}"
 CASE=lcg_9e3779b9
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -159,26 +163,26 @@ PY
     for ((rep = 0; rep < REPS; rep++)); do
       for build in clang clang-simd be; do
         if [ "$build" = be ]; then
-          read -r t h < <(node --no-warnings "$work/time_module.mjs" "$be_module" "$RUNS" $(cat "$work/$model.tensors"))
+          read -r t h < <(node --no-warnings $NODE_FLAGS "$work/time_module.mjs" "$be_module" "$RUNS" $(cat "$work/$model.tensors"))
         else
-          read -r t h < <(node --no-warnings "$work/wasi.mjs" "$work/$model.$build.wasm" "$RUNS")
+          read -r t h < <(node --no-warnings $NODE_FLAGS "$work/wasi.mjs" "$work/$model.$build.wasm" "$RUNS")
         fi
         best[$build]=$(python3 -c 'import sys; print(min(map(float, sys.argv[1:])))' "${best[$build]}" "$t")
         hash[$build]=$h
       done
     done
     # Deterministic beside the clock: x86 instructions per inference under valgrind, with
-    # V8 compiling everything with TurboFan up front (10 inferences minus none).
+    # V8 compiling everything with TurboFan up front (VALGRIND_RUNS inferences minus none).
     declare -A instr=([clang]=null [clang-simd]=null [be]=null)
     if command -v valgrind > /dev/null && [ "${VALGRIND:-1}" = 1 ]; then
       x86_instructions() {  # x86_instructions RUNNER.mjs MODULE.wasm ARGS...: per inference
         local runner=$1 module=$2 counts=()
         shift 2
-        for n in 0 10; do
+        for n in 0 "$VALGRIND_RUNS"; do
           counts+=("$(valgrind --tool=callgrind --callgrind-out-file=/dev/null --smc-check=all node --no-liftoff \
             --single-threaded --no-warnings "$runner" "$module" "$n" "$@" 2>&1 | sed -n 's/.*I *refs: *//p' | tr -d ,)")
         done
-        echo $(((counts[1] - counts[0]) / 10))
+        echo $(((counts[1] - counts[0]) / VALGRIND_RUNS))
       }
       instr[clang]=$(x86_instructions "$work/wasi.mjs" "$work/$model.clang.wasm")
       instr[clang-simd]=$(x86_instructions "$work/wasi.mjs" "$work/$model.clang-simd.wasm")
