@@ -165,6 +165,7 @@ std::vector<std::string> applicable_schedules(const Graph& g, const GraphNode& n
   for (int64_t d : shape) pixels *= d;
   if (channels > 0) pixels /= channels;
   add("pixel_triples", smlad && target.block && pixels >= 3);
+  add("rolled_leftovers", groups == 1 && target.block && pixels >= kTriplesOnlyRows);
   add("fold_output_zero_point", pc && zo != 0);
   add("few_channels", few);
   add("depthwise_tile", depthwise);

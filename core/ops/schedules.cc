@@ -41,6 +41,9 @@ const Schedule kSchedules[] = {
     {"patch_overlap", &ScheduleOptions::patch_overlap, true},
     {"pixel_triples", &ScheduleOptions::pixel_triples, false},
     {"dsp_no_early_scheduling", &ScheduleOptions::dsp_no_early_scheduling, true},
+    {"rolled_leftovers", &ScheduleOptions::rolled_leftovers, false},
+    {"pixel_triples_stack", &ScheduleOptions::pixel_triples_stack, true},
+    {"pixel_triples_code", &ScheduleOptions::pixel_triples_code, true},
 };
 
 const Schedule* find_schedule(const std::string& name) {
