@@ -114,6 +114,7 @@ TEST(QConv, FewInputChannels) {
       o.smlad = true, o.sxtb16 = variant != 1;
       o.fold_zero_point = variant != 2;
       o.few_channels = variant != 3;
+      o.pixel_triples_stack = o.pixel_triples_code = false;  // the 3x2 tile on these small layers too
       std::string label = names[i] + " [" + (o.disabled().empty() ? "all" : "off: " + o.disabled()) + "]";
       SCOPED_TRACE(label);
       run_case(cases[i], o, label);
@@ -260,7 +261,7 @@ TEST(QConv, LeftoverPixelsReduceOneStepAPass) {
   const Case k{"qconv2d", {1, 5, 5, 24}, {2, 1, 1, 24}, quant({})};
   ScheduleOptions m4;  // the Cortex-M4's schedules, triples on this small layer too
   m4.smlad = m4.sxtb16 = m4.smmlar_requant = true;
-  m4.pixel_triples_code = false;
+  m4.pixel_triples_stack = m4.pixel_triples_code = false;
   EXPECT_EQ(depthwise_kernel_counts(k, m4).smlad, 6 * 12 + 4);
   ScheduleOptions unrolled = m4;
   unrolled.rolled_leftovers = false;
