@@ -101,7 +101,8 @@ def npy_bytes(a):
 # switching them off too changes nothing, so such a set is never measured twice.
 REQUIRES = {"sxtb16": ("smlad",), "interleave": ("smlad", "block"), "few_channels": ("smlad",),
             "dense_chunks": ("smlad",), "smmlar_requant": ("smlal_requant",),
-            "depthwise_border_tiles": ("depthwise_tile",), "pixel_triples": ("smlad", "block")}
+            "depthwise_border_tiles": ("depthwise_tile",), "pixel_triples": ("smlad", "block"),
+            "rolled_leftovers": ("block",)}
 
 
 def canonical(knobs, order):

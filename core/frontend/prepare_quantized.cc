@@ -11,6 +11,7 @@
 #include <limits>
 
 #include "frontend/graph.h"
+#include "frontend/pixel_triples_budget.h"
 #include "ops/fixed_point.h"
 #include "ops/quant_util.h"
 #include "ops/schedules.h"
@@ -292,7 +293,8 @@ void prepare_matmul_node(Graph& g, GraphNode& node, const ScheduleOptions& opts,
                 {"mve_short_requant", false},
                 {"mve_pair_requant", false},
                 {"mve_signed_requant", false},
-                {"pixel_triples", false}};
+                {"pixel_triples", false},
+                {"rolled_leftovers", opts.block && opts.rolled_leftovers}};
   auto wit = g.constants.find(node.inputs.size() > 1 ? node.inputs[1] : "");
   const bool const_weight = wit != g.constants.end() && wit->second.dtype == kI8;
   const int64_t channels = nchw ? node.type.shape.at(1) : node.type.shape.back();
@@ -568,6 +570,12 @@ void prepare_functions(Graph& caller, std::vector<Graph>& functions, const std::
 Graph prepare_graph(const Graph& in, const ScheduleOptions& opts) {
   Graph g = in;
   std::set<std::string> maybe_unused;
+  const std::set<std::string> pairs_only = triples_over_budget(g, opts);
+  auto matmul_options = [&](const std::string& node) {
+    ScheduleOptions o = opts.for_node(node);
+    if (pairs_only.count(node)) o.pixel_triples = false;
+    return o;
+  };
   for (auto& node : g.nodes) {
     if (!node.device.empty()) continue;
     if (node.op == "qlinear_conv" || node.op == "qlinear_matmul") {
@@ -575,7 +583,7 @@ Graph prepare_graph(const Graph& in, const ScheduleOptions& opts) {
       lower_onnx_node(g, node);
       if (node.op != "qlinear_conv" && node.op != "qlinear_matmul") maybe_unused.insert({weight, params});
     }
-    if (node.op == "qconv2d" || node.op == "qdense") prepare_matmul_node(g, node, opts.for_node(node.name), maybe_unused);
+    if (node.op == "qconv2d" || node.op == "qdense") prepare_matmul_node(g, node, matmul_options(node.name), maybe_unused);
     else if (node.op == "qavg_pool2d" && !node.attrs.contains("schedule") && opts.for_node(node.name).mve)
       node.attrs["schedule"] = {{"mve", true}};  // the window sums four channels a vector (ops/qpool_mve.h)
     else if ((node.op == "qadd" || node.op == "qsub") && !node.attrs.contains("schedule") &&

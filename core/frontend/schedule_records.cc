@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <memory>
 
+#include "frontend/pixel_triples_budget.h"
 #include "ops/quant_util.h"
 #include "support/digest.h"
 #include "support/source_offset.h"
@@ -164,7 +165,13 @@ std::vector<std::string> applicable_schedules(const Graph& g, const GraphNode& n
   int64_t pixels = channels > 0 ? 1 : 0;
   for (int64_t d : shape) pixels *= d;
   if (channels > 0) pixels /= channels;
-  add("pixel_triples", smlad && target.block && pixels >= 3);
+  // Not where the triple does not pay for its stack or code (pixel_triples_budget.h):
+  // there the layer runs in pairs whatever the knob says.
+  const bool triples = smlad && target.block && pixels >= 3 && !triples_over_budget(g, target).count(node.name);
+  add("pixel_triples", triples);
+  // Only where pixels are left over after the tiles.
+  add("rolled_leftovers", groups == 1 && target.block && pixels >= kTriplesOnlyRows &&
+                              pixels % (triples && target.pixel_triples ? 3 : 2) != 0);
   add("fold_output_zero_point", pc && zo != 0);
   add("few_channels", few);
   add("depthwise_tile", depthwise);

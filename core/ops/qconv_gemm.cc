@@ -114,6 +114,8 @@ Schedule read_schedule(const std::string& op, const AttrReader& r) {
       s.mve_signed_requant = on;
     else if (key == "pixel_triples")
       s.pixel_triples = on;
+    else if (key == "rolled_leftovers")
+      s.rolled_leftovers = on;
     else if (key != "hoist")
       fail(op, "unknown schedule '" + key + "' (known: " + schedule_names() + ")");
   }
@@ -170,6 +172,7 @@ void check_packing(const std::string& op, const Schedule& s, const QInputs& q, c
   if (s.few_channels && !s.smlad) fail(op, "schedule 'few_channels' needs schedule 'smlad'");
   if (s.pixel_triples && !(s.smlad && s.block)) fail(op, "schedule 'pixel_triples' needs schedules 'smlad' and 'block'");
   if (s.dense_chunks && !s.smlad) fail(op, "schedule 'dense_chunks' needs schedule 'smlad'");
+  if (s.rolled_leftovers && !s.block) fail(op, "schedule 'rolled_leftovers' needs schedule 'block'");
   // Its rounding has no sign correction: exact only where a negative accumulator clamps.
   if (s.smmlar_requant && attrs.bounds.lo < attrs.output_zero_point)
     fail(op, "schedule 'smmlar_requant' needs an output lower bound at or above the output zero point (a ReLU), got " +
@@ -385,21 +388,16 @@ Stmt unrolled_steps(const Tile& t, Expr first, int64_t count) {
   return For(ki, ci(0), ci(count), ForKind::kUnrolled, tile_step(t, add(first, ki), false));
 }
 
-// The reduction steps one pass of the main loop covers. Interleaved, eight, or the
-// largest divisor of `whole` from seven down to four, so no unrolled remainder doubles
-// the code (k = 144: six steps a pass instead of eight and four more after the loop).
+// The reduction steps one pass of the main loop covers (ops/schedules.h).
 int64_t unroll_factor(const Schedule& s, int64_t whole) {
-  if (!s.unroll) return 1;
-  if (!s.interleave) return s.sxtb16 ? 2 : 4;
-  for (int64_t f = 8; f >= 4; --f)
-    if (whole % f == 0) return f;
-  return 8;
+  return gemm_unroll_factor(s.unroll, s.interleave, s.sxtb16, whole);
 }
 
 // One pass of the core: `np` pixels (their gathered values in col slots 0..np-1, or
-// read directly) times `nc` channels starting at `row0` and `oc0`.
+// read directly) times `nc` channels starting at `row0` and `oc0`; `rolled`: the
+// reduction one step a pass, whatever the unroll schedule (rolled_leftovers).
 Stmt gemm_tile(const Gemm& g, const Buffer& col, const std::vector<Expr>& rows, Expr oc0, int64_t nc,
-               const Part& part) {
+               const Part& part, bool rolled = false) {
   const int64_t np = static_cast<int64_t>(rows.size());
   const bool packed = g.sched->smlad, quads = g.sched->sxtb16;
   const int64_t kw = packed ? (part.k + 1) / 2 : part.k;  // words per gathered pixel
@@ -416,7 +414,7 @@ Stmt gemm_tile(const Gemm& g, const Buffer& col, const std::vector<Expr>& rows, 
   // remainder runs as a short loop), then a half-full last word.
   const int64_t whole = quads ? kw / 2 : kw;
   const bool half_word = quads && kw % 2;
-  const int64_t factor = unroll_factor(*g.sched, whole);
+  const int64_t factor = rolled ? 1 : unroll_factor(*g.sched, whole);
   int64_t main_iters = whole / factor, rest = whole % factor;
   std::vector<Stmt> parts;
   if (main_iters > 0) {
@@ -451,10 +449,10 @@ Stmt gemm_tile(const Gemm& g, const Buffer& col, const std::vector<Expr>& rows, 
 
 // How `rows` pixels split into tiles: {pixels per tile, tiles}, in order. In pairs (or
 // one by one without `block`); with pixel_triples in threes. From kTriplesOnlyRows
-// pixels on, the one or two left over go one by one (the slower 1x2 tile, but a third
-// of the code of a 2x2 copy that would serve two pixels); below it in pairs, where a
-// remainder of one takes a triple back (3 + 1 becomes 2 + 2: a band of five is 3 + 2).
-constexpr int64_t kTriplesOnlyRows = 24;
+// pixels on (ops/schedules.h), the one or two left over go one by one (the slower 1x2
+// tile, but a third of the code of a 2x2 copy that would serve two pixels); below it in
+// pairs, where a remainder of one takes a triple back (3 + 1 becomes 2 + 2: a band of
+// five is 3 + 2).
 std::vector<std::pair<int64_t, int64_t>> pixel_tiles(int64_t rows, bool block, bool triples) {
   if (!block) return {{1, rows}};
   if (!triples || rows < 3) return {{2, rows / 2}, {1, rows % 2}};
@@ -462,6 +460,14 @@ std::vector<std::pair<int64_t, int64_t>> pixel_tiles(int64_t rows, bool block, b
   const int64_t threes = rows % 3 == 1 ? rows / 3 - 1 : rows / 3;
   const int64_t rest = rows - 3 * threes;
   return {{3, threes}, {2, rest / 2}, {1, rest % 2}};
+}
+
+// rolled_leftovers: the one or two pixels a layer of kTriplesOnlyRows pixels or more
+// leaves after its tiles run once, one by one; their reduction runs one step a pass, so
+// the layer carries no unrolled copy of the 1x2 tile (IC's 64-pixel layers: under 2 % of
+// the layer's pixels).
+bool rolled_leftover(const Gemm& g, int64_t pixels_per_tile) {
+  return g.sched->rolled_leftovers && g.sched->block && pixels_per_tile == 1 && g.rows >= kTriplesOnlyRows;
 }
 
 // Pixels in tiles of pixel_tiles, channels in pairs, odd ones last.
@@ -472,7 +478,7 @@ Stmt gemm(const Gemm& g) {
   const int64_t chans = g.sched->block ? 2 : 1;
   const bool gather = static_cast<bool>(g.gather);
   const Part whole{g.k, ci(0), nullptr, ci(0)};
-  auto pixels = [&](Expr row0, int64_t np) {
+  auto pixels = [&](Expr row0, int64_t np, bool rolled) {
     std::vector<Expr> rows;
     for (int64_t p = 0; p < np; ++p) rows.push_back(add(row0, ci(p)));
     Buffer col = gather ? scratch("col", {np * kw}, packed ? kI32 : kI16) : nullptr;
@@ -484,10 +490,10 @@ Stmt gemm(const Gemm& g) {
     int64_t full = g.cols / chans;
     if (full > 0) {
       Var ob = ivar("ob");
-      Stmt tile = gemm_tile(g, col, rows, mul(ob, ci(chans)), chans, whole);
+      Stmt tile = gemm_tile(g, col, rows, mul(ob, ci(chans)), chans, whole, rolled);
       s.push_back(full == 1 ? substitute(tile, ob, ci(0)) : For(ob, ci(0), ci(full), ForKind::kSerial, tile));
     }
-    if (g.cols % chans) s.push_back(gemm_tile(g, col, rows, ci(full * chans), g.cols % chans, whole));
+    if (g.cols % chans) s.push_back(gemm_tile(g, col, rows, ci(full * chans), g.cols % chans, whole, rolled));
     Stmt body = s.size() == 1 ? s[0] : SeqStmt(s);
     return gather ? Allocate(col, "local", body) : body;
   };
@@ -496,7 +502,7 @@ Stmt gemm(const Gemm& g) {
   for (const auto& [pix, tiles] : pixel_tiles(g.rows, g.sched->block, g.sched->pixel_triples)) {
     if (tiles == 0) continue;
     Var pp = ivar("pp");
-    Stmt tile = pixels(add(ci(row0), mul(pp, ci(pix))), pix);
+    Stmt tile = pixels(add(ci(row0), mul(pp, ci(pix))), pix, rolled_leftover(g, pix));
     s.push_back(tiles == 1 ? substitute(tile, pp, ci(0)) : For(pp, ci(0), ci(tiles), ForKind::kSerial, tile));
     row0 += pix * tiles;
   }

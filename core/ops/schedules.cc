@@ -43,6 +43,9 @@ const Schedule kSchedules[] = {
     {"pixel_triples", &ScheduleOptions::pixel_triples, false},
     {"dsp_no_early_scheduling", &ScheduleOptions::dsp_no_early_scheduling, true},
     {"smmlar_add", &ScheduleOptions::smmlar_add, false},
+    {"rolled_leftovers", &ScheduleOptions::rolled_leftovers, false},
+    {"pixel_triples_stack", &ScheduleOptions::pixel_triples_stack, true},
+    {"pixel_triples_code", &ScheduleOptions::pixel_triples_code, true},
 };
 
 const Schedule* find_schedule(const std::string& name) {

@@ -38,6 +38,9 @@ struct ScheduleOptions {
   bool pixel_triples = true;    // with smlad and block: the matrix-product tile three pixels by two channels (3x2)
   bool dsp_no_early_scheduling = true;  // C with smlad kernels: GCC for a DSP core without MVE schedules only after register allocation
   bool smmlar_add = false;      // int8 ADD/SUB (alone or fused into a convolution): each rounding one SMMLAR (DSP); on only for CPUs that have it
+  bool rolled_leftovers = true;  // with block: the pixels left over after a layer's tiles (from kTriplesOnlyRows pixels on) reduce one step a pass (no unrolled copy)
+  bool pixel_triples_stack = true;  // with pixel_triples: a layer keeps the 3x2 tile only where its instructions pay for the stack its three-pixel scratch adds (frontend/pixel_triples_budget.h)
+  bool pixel_triples_code = true;   // with pixel_triples: a layer keeps the 3x2 tile only where its instructions pay for the code it adds (frontend/pixel_triples_budget.h)
 
   // Per-layer choices (a schedule record, frontend/schedule_records.h): node name ->
   // schedule -> on or off, over the fields above, for that node only (prepare_quantized).
@@ -68,6 +71,20 @@ void disable_schedules(ScheduleOptions& s, const std::string& list, const std::s
 // length k: four int8 values per word with sxtb16, two int16 values otherwise. Shared by
 // prepare_quantized, which packs, and the kernels, which read the packing.
 inline int64_t packed_weight_words(int64_t k, bool sxtb16) { return sxtb16 ? (k + 3) / 4 : (k + 1) / 2; }
+// The reduction steps one pass of the matrix-product core's main loop covers (ops/
+// qconv_gemm.cc), for `whole` steps in all: interleaved, eight, or the largest divisor of
+// `whole` from seven down to four, so no unrolled remainder doubles the code (k = 144:
+// six steps a pass instead of eight and four more after the loop).
+inline int64_t gemm_unroll_factor(bool unroll, bool interleave, bool sxtb16, int64_t whole) {
+  if (!unroll) return 1;
+  if (!interleave) return sxtb16 ? 2 : 4;
+  for (int64_t f = 8; f >= 4; --f)
+    if (whole % f == 0) return f;
+  return 8;
+}
+// From this many output pixels on, the matrix-product core runs the one or two pixels
+// left over after its three-pixel tiles one by one (ops/qconv_gemm.cc's pixel_tiles).
+constexpr int64_t kTriplesOnlyRows = 24;
 // Convolutions with at most this many input channels (and a receptive field of at most
 // kFewChannelsMaxReduction values) take the few_channels schedule.
 constexpr int64_t kFewChannelsMaxInput = 4, kFewChannelsMaxReduction = 128;

@@ -128,6 +128,10 @@ MODEL_SCHEDULES = {
     "dsp_no_early_scheduling": "the C backend's `#pragma GCC optimize(\"no-schedule-insns\")` in a file with SMLAD "
                                "kernels, for GCC on a DSP core without MVE: scheduled before register allocation, "
                                "the register tiles spill ([quantization.md](quantization.md))",
+    "pixel_triples_stack": "with `pixel_triples`, `prepare_quantized`'s rule that a convolution keeps the 3x2 tile "
+                           "only where the instructions it saves pay for the bytes its three-pixel im2col scratch "
+                           "adds to the model's deepest stack frame ([quantization.md](quantization.md))",
+    "pixel_triples_code": "with `pixel_triples`, the same rule for the code the 3x2 tile adds",
 }
 KERNEL_SCHEDULE_NOTES = {"mve": " (Helium, on only for `cortex-m55`)"}
 

@@ -197,6 +197,7 @@ inline void run_case(const Case& k, const ScheduleOptions& opts, const std::stri
   EXPECT_EQ(sched["interleave"].get<bool>(), opts.smlad && opts.block && opts.interleave && !grouped) << label;
   EXPECT_EQ(sched["pixel_triples"].get<bool>(), opts.smlad && opts.block && opts.pixel_triples && !grouped && !mve)
       << label;
+  EXPECT_EQ(sched["rolled_leftovers"].get<bool>(), opts.block && opts.rolled_leftovers) << label;
   // The output zero point goes into a three-column requant table (these cases' shifts are
   // all far below the limit of 22).
   bool three_columns = false;
@@ -257,6 +258,10 @@ inline void run_all_schedules(const Case& k, const std::string& name) {
       // The 3x2 tile off in the combinations without unroll (with and without interleave
       // it stays on elsewhere).
       o.pixel_triples = (bits & 4) || !interleave;
+      // The leftover pixels' unrolled reduction in the combinations without interleave.
+      // The triples wherever they apply (these small layers would not pay for their code).
+      o.rolled_leftovers = interleave;
+      o.pixel_triples_stack = o.pixel_triples_code = false;
       // Depthwise tiles in half the combinations (the blocked and plain depthwise loops in
       // the other half); the 64-bit requantization off with the folds.
       o.depthwise_tile = bits & 4;

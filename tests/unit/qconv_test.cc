@@ -19,6 +19,7 @@
 #include "driver/build.h"
 #include "executor/aot.h"
 #include "frontend/graph.h"
+#include "frontend/pixel_triples_budget.h"
 #include "interp/interpreter.h"
 #include "ir/visitor.h"
 #include "ops/op_util.h"
@@ -113,6 +114,7 @@ TEST(QConv, FewInputChannels) {
       o.smlad = true, o.sxtb16 = variant != 1;
       o.fold_zero_point = variant != 2;
       o.few_channels = variant != 3;
+      o.pixel_triples_stack = o.pixel_triples_code = false;  // the 3x2 tile on these small layers too
       std::string label = names[i] + " [" + (o.disabled().empty() ? "all" : "off: " + o.disabled()) + "]";
       SCOPED_TRACE(label);
       run_case(cases[i], o, label);
@@ -167,25 +169,34 @@ TEST(QConv, DepthwiseAndGrouped) {
                     "depthwise 3x3 dilation 2 pad 2, 4 channels");
 }
 
-// The int8 stores, smlabb calls and selects in the kernel of a one-node depthwise graph.
-struct KernelCounts {
-  int64_t stores = 0, smlabb = 0, selects = 0;
-};
-KernelCounts depthwise_kernel_counts(const Case& k, const ScheduleOptions& o) {
+// A graph of one node per case, node "y<i>" reading input "x<i>" (weights i % 7 - 3).
+Graph one_node_graphs(const std::vector<Case>& cases) {
   Graph g;
   g.name = "q" + std::to_string(case_counter++);
-  g.inputs = {{"x", TensorType{DataType::Int(8), k.data}}};
-  int64_t nw = 1;
-  for (int64_t d : k.weight) nw *= d;
-  std::vector<int64_t> wv(nw);
-  for (int64_t i = 0; i < nw; ++i) wv[i] = i % 7 - 3;
-  g.constants["w"] = array_of(DataType::Int(8), k.weight, wv);
-  GraphNode node;
-  node.name = "y", node.op = k.op, node.inputs = {"x", "w"}, node.attrs = k.attrs;
-  node.type = find_op(k.op)->infer({g.inputs[0].second, TensorType{DataType::Int(8), k.weight}}, node.attrs);
-  g.nodes.push_back(node);
-  g.outputs = {"y"};
-  AotModule aot = build_aot(prepare_quantized(g, o));
+  for (size_t c = 0; c < cases.size(); ++c) {
+    const Case& k = cases[c];
+    const std::string x = "x" + std::to_string(c), w = "w" + std::to_string(c), y = "y" + std::to_string(c);
+    g.inputs.push_back({x, TensorType{DataType::Int(8), k.data}});
+    int64_t nw = 1;
+    for (int64_t d : k.weight) nw *= d;
+    std::vector<int64_t> wv(nw);
+    for (int64_t i = 0; i < nw; ++i) wv[i] = i % 7 - 3;
+    g.constants[w] = array_of(DataType::Int(8), k.weight, wv);
+    GraphNode node;
+    node.name = y, node.op = k.op, node.inputs = {x, w}, node.attrs = k.attrs;
+    node.type = find_op(k.op)->infer({g.inputs.back().second, TensorType{DataType::Int(8), k.weight}}, node.attrs);
+    g.nodes.push_back(node);
+    g.outputs.push_back(y);
+  }
+  return g;
+}
+
+// The int8 stores, smlabb and smlad calls and selects in the kernel of a one-node graph.
+struct KernelCounts {
+  int64_t stores = 0, smlabb = 0, smlad = 0, selects = 0;
+};
+KernelCounts depthwise_kernel_counts(const Case& k, const ScheduleOptions& o) {
+  AotModule aot = build_aot(prepare_quantized(one_node_graphs({k}), o));
   struct Counter : Visitor {
     KernelCounts n;
     void visit_BufferStore(const BufferStoreNode* op) override {
@@ -194,6 +205,7 @@ KernelCounts depthwise_kernel_counts(const Case& k, const ScheduleOptions& o) {
     }
     void visit_Call(const CallNode* op) override {
       n.smlabb += op->op == "smlabb";
+      n.smlad += op->op == "smlad";
       Visitor::visit_Call(op);
     }
     void visit_Select(const SelectNode* op) override {
@@ -240,6 +252,77 @@ TEST(QConv, DepthwiseBorderRowsShareOneLoop) {
   // row 6 x 6 for its two input rows plus 3 for its padding row (6 x 9 if each output
   // added the padding row's taps itself).
   EXPECT_EQ(depthwise_kernel_counts(pad1, scalar).smlabb, 6 * 9 + 6 * 6 + 3);
+}
+
+// rolled_leftovers: 25 pixels are eight triples and one pixel left over, which runs once;
+// its reduction (k = 24: six quad words, the 3x2 tile's six steps of 12 SMLADs) goes one
+// step a pass, 4 SMLADs, instead of an unrolled copy of 6 x 4.
+TEST(QConv, LeftoverPixelsReduceOneStepAPass) {
+  const Case k{"qconv2d", {1, 5, 5, 24}, {2, 1, 1, 24}, quant({})};
+  ScheduleOptions m4;  // the Cortex-M4's schedules, triples on this small layer too
+  m4.smlad = m4.sxtb16 = m4.smmlar_requant = true;
+  m4.pixel_triples_stack = m4.pixel_triples_code = false;
+  EXPECT_EQ(depthwise_kernel_counts(k, m4).smlad, 6 * 12 + 4);
+  ScheduleOptions unrolled = m4;
+  unrolled.rolled_leftovers = false;
+  EXPECT_EQ(depthwise_kernel_counts(k, unrolled).smlad, 6 * 12 + 6 * 4);
+  // Below 24 pixels every tile is a triple or a pair: nothing left over to roll.
+  const Case band{"qconv2d", {1, 2, 5, 24}, {2, 1, 1, 24}, quant({})};
+  EXPECT_EQ(depthwise_kernel_counts(band, m4).smlad, depthwise_kernel_counts(band, unrolled).smlad);
+}
+
+// pixel_triples_stack: a 3x3-pixel layer of k = 256 (VWW's last pointwise layer) would
+// raise the deepest im2col scratch from two pixels' 1,024 bytes to three pixels' 1,536
+// for 589,824 x 5/48 = 61,440 instructions, 120 a byte: it runs in pairs. A 6x6-pixel
+// layer of k = 128 keeps its triple (768 bytes, under the 1,024 that stay), and so does
+// the k = 256 layer with 6x6 pixels (245,760 instructions for 512 bytes).
+TEST(QConv, PixelTriplesWhereTheyPayForTheirStack) {
+  const Case deep{"qconv2d", {1, 3, 3, 256}, {256, 1, 1, 256}, quant({})};
+  const Case wide{"qconv2d", {1, 6, 6, 128}, {128, 1, 1, 128}, quant({})};
+  const Case deep_wide{"qconv2d", {1, 6, 6, 256}, {256, 1, 1, 256}, quant({})};
+  ScheduleOptions m4;
+  m4.smlad = m4.sxtb16 = true;
+  EXPECT_EQ(triples_saved_instructions(589824, true), 61440);
+  const Graph g = one_node_graphs({deep, wide});
+  EXPECT_EQ(triples_over_budget(g, m4), std::set<std::string>{"y0"});
+  EXPECT_EQ(triples_over_budget(one_node_graphs({deep_wide, wide}), m4), std::set<std::string>{});
+  // The nodes as prepared: pairs where the rule says so, triples again with it off.
+  auto triples = [&](const ScheduleOptions& o, const std::string& node) {
+    return prepare_quantized(g, o).find_node(node)->attrs["schedule"]["pixel_triples"].get<bool>();
+  };
+  EXPECT_FALSE(triples(m4, "y0"));
+  EXPECT_TRUE(triples(m4, "y1"));
+  ScheduleOptions everywhere = m4;
+  everywhere.pixel_triples_stack = false;
+  EXPECT_TRUE(triples(everywhere, "y0"));
+  // A schedule record's choice stands.
+  ScheduleOptions recorded = m4;
+  recorded.per_node["y0"]["pixel_triples"] = true;
+  EXPECT_EQ(triples_over_budget(g, recorded), std::set<std::string>{});
+  EXPECT_TRUE(triples(recorded, "y0"));
+  // Not under mve (the Helium core), nor without triples.
+  ScheduleOptions helium = m4;
+  helium.mve = true;
+  EXPECT_EQ(triples_over_budget(g, helium), std::set<std::string>{});
+  ScheduleOptions pairs = m4;
+  pairs.pixel_triples = false;
+  EXPECT_EQ(triples_over_budget(g, pairs), std::set<std::string>{});
+}
+
+// pixel_triples_code: IC's 1x1 shortcut of k = 32 on 8x8 pixels, 64 channels, saves
+// 131,072 x 5/48 = 13,653 instructions with triples for 4 x (5 x 8 + 20) = 240 bytes of
+// code (eight unrolled quad steps), under 64 a byte: pairs. With sixteen times the pixels
+// it keeps them, and with the rule off too.
+TEST(QConv, PixelTriplesWhereTheyPayForTheirCode) {
+  const Case shortcut{"qconv2d", {1, 8, 8, 32}, {64, 1, 1, 32}, quant({})};
+  const Case wide{"qconv2d", {1, 32, 32, 32}, {64, 1, 1, 32}, quant({})};
+  ScheduleOptions m4;
+  m4.smlad = m4.sxtb16 = true;
+  EXPECT_EQ(triples_code_bytes(8, true), 240);
+  EXPECT_EQ(triples_over_budget(one_node_graphs({shortcut, wide}), m4), std::set<std::string>{"y0"});
+  ScheduleOptions everywhere = m4;
+  everywhere.pixel_triples_code = false;
+  EXPECT_EQ(triples_over_budget(one_node_graphs({shortcut, wide}), everywhere), std::set<std::string>{});
 }
 
 TEST(QConv, SaturationAndNoBias) {

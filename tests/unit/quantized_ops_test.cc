@@ -803,6 +803,8 @@ std::vector<ScheduleOptions> all_schedules() {
     o.depthwise_border_tiles = bits & 8;
     o.smlal_requant = bits & 1;
     o.smmlar_requant = bits & 2;  // with smlal_requant, ReLU outputs: half the combinations
+    // The 3x2 tile wherever it applies (these small layers would not pay for its code).
+    o.pixel_triples_stack = o.pixel_triples_code = false;
     out.push_back(o);
     // interleave (on by default) only changes anything with smlad and block; switched off
     // once per weight packing (int8 quads, int16 pairs), the other schedules on.
