@@ -144,14 +144,14 @@ std::vector<std::string> run_command(const CrossTarget& t, const std::string& pr
 }
 
 fs::path port_dir(const CrossTarget& t, const std::string& crt_dir) {
-  // The sources, the counter and the board's linker script (an artifact from before
-  // the board existed lacks it).
+  // The sources, the counter, the harness's console and the board's linker script (an
+  // artifact from before the board or the console existed lacks it).
   auto complete = [&](const fs::path& p) {
     for (const auto& f : t.port_sources)
       if (!fs::exists(p / f)) return false;
     for (const auto& f : t.link_flags)
       if (f.rfind("-T{port}/", 0) == 0 && !fs::exists(p / f.substr(9))) return false;
-    return fs::exists(p / "instruction_counter.h");
+    return fs::exists(p / "instruction_counter.h") && fs::exists(p / "console.h");
   };
   fs::path p = fs::path(crt_dir) / "ports" / t.port;
   if (complete(p)) return p;

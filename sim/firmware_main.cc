@@ -67,7 +67,8 @@ void setup_args(std::ostream& os, const FirmwareSpec& spec, const std::string& m
     return;
   }
   os << "  if (TVMFuncGetGlobal(" << macro << "_MAIN, &model_main) != 0) {\n"
-     << "    printf(\"@mtir error lookup of %s failed: %s\\n\", " << macro << "_MAIN, TVMGetLastError());\n"
+     << "    out_str(\"@mtir error lookup of \");\n    out_str(" << macro << "_MAIN);\n"
+     << "    out_str(\" failed: \");\n    out_str(TVMGetLastError());\n    out_end();\n"
      << "    return 3;\n  }\n";
   size_t i = 0;
   for (const auto& a : spec.args) {
@@ -120,13 +121,16 @@ void emit_globals(std::ostringstream& os, const FirmwareSpec& spec, const std::s
      << " * every output as hex bytes, the instructions of each run (when the port has a\n"
      << " * counter) and the stack high-water, as \"@mtir\" lines. */\n"
      << "#ifdef TVM_CRT_SEPARATE_ALLOCATIONS\n#define _POSIX_C_SOURCE 200112L /* posix_memalign */\n#endif\n"
-     << "#include <stdint.h>\n#include <stdio.h>\n#include <string.h>\n"
+     << "#include <stdint.h>\n#include <string.h>\n"
      << "#include <tvm/runtime/c_runtime_api.h>\n#include <tvm/runtime/crt/stack_allocator.h>\n\n"
-     << "#include \"instruction_counter.h\"\n#include \"" << prefix << ".h\"\n"
+     << "#include \"console.h\"\n#include \"instruction_counter.h\"\n#include \"" << prefix << ".h\"\n"
      << (spec.devices.empty() ? "" : "#include \"sim_npu.h\"\n") << "\n";
   for (const auto& d : spec.devices) os << "static mtir_sim_npu device_" << d << ";\n";
-  // A zero-sized array is not C: a model without intermediates still gets one byte.
-  os << "static uint8_t workspace[" << macro << "_WORKSPACE_SIZE > 0 ? " << macro << "_WORKSPACE_SIZE : 1];\n";
+  // A zero-sized array is not C: a model without intermediates still gets one byte. It
+  // and the I/O buffers are 16-aligned, as the input sets are: the counts (memcpy's
+  // paths, for one) must not depend on where the harness's other statics fall.
+  os << "static uint8_t workspace[" << macro << "_WORKSPACE_SIZE > 0 ? " << macro
+     << "_WORKSPACE_SIZE : 1] __attribute__((aligned(16)));\n";
   // Buffers in RAM, as a sensor or a previous stage would fill them; uint64_t keeps
   // every element type aligned. Hosted under the sanitizers (TVM_CRT_SEPARATE_ALLOCATIONS)
   // each is a heap block of exactly its size, so an overrun past it is reported.
@@ -136,7 +140,8 @@ void emit_globals(std::ostringstream& os, const FirmwareSpec& spec, const std::s
   os << "#else\n";
   for (const auto* list : {&spec.inputs, &spec.outputs}) {
     for (const auto& t : *list) {
-      os << "static uint64_t buf_" << t.c_name << "[(" << macro << "_" << upper(t.c_name) << "_SIZE + 7) / 8];\n";
+      os << "static uint64_t buf_" << t.c_name << "[(" << macro << "_" << upper(t.c_name)
+         << "_SIZE + 7) / 8] __attribute__((aligned(16)));\n";
     }
   }
   os << "#endif\n";
@@ -148,17 +153,41 @@ void emit_globals(std::ostringstream& os, const FirmwareSpec& spec, const std::s
   declare_args(os, spec, macro);
 }
 
+// The "@mtir" lines' formatter: strings, decimals and hex into a line buffer that goes to
+// the port's console (console.h), so the firmware links no printf and no stdio.
+void emit_formatter(std::ostringstream& os) {
+  // out_char and out_hex out of line: inlined into every call site they cost 0.5 KB.
+  os << "\n/* The \"@mtir\" lines, formatted here: printf would link the C library's stdio. */\n"
+     << "static char g_line[128];\nstatic unsigned g_line_len;\n"
+     << "static void out_flush(void) {\n  g_line[g_line_len] = '\\0';\n  mtir_console_puts(g_line);\n"
+     << "  g_line_len = 0;\n}\n"
+     << "static __attribute__((noinline)) void out_char(char c) {\n  if (g_line_len == sizeof g_line - 1) out_flush();\n"
+     << "  g_line[g_line_len++] = c;\n}\n"
+     << "static void out_str(const char* s) {\n  while (*s) out_char(*s++);\n}\n"
+     << "static __attribute__((noinline)) void out_hex(uint32_t v, int digits) {\n"
+     << "  while (digits-- > 0) out_char(\"0123456789abcdef\"[(v >> (4 * digits)) & 0xFu]);\n}\n"
+     << "static void out_udec(unsigned long v) {\n  char digits[24];\n  int n = 0;\n"
+     << "  do {\n    digits[n++] = (char)('0' + v % 10u);\n    v /= 10u;\n  } while (v != 0);\n"
+     << "  while (n > 0) out_char(digits[--n]);\n}\n"
+     << "static void out_int(long v) {\n  if (v < 0) out_char('-');\n"
+     << "  out_udec(v < 0 ? 0ul - (unsigned long)v : (unsigned long)v);\n}\n"
+     << "static void out_end(void) {\n  out_char('\\n');\n  out_flush();\n}\n";
+}
+
 // print_hex and print_u64 for the "@mtir" lines, and the stack painting.
 void emit_printers(std::ostringstream& os, const FirmwareSpec& spec, const std::string& prefix, const std::string& macro) {
+  emit_formatter(os);
   os << "\nstatic void print_hex(int run, const char* name, const void* p, size_t n) {\n"
      << "  const uint8_t* b = (const uint8_t*)p;\n  size_t i, k;\n"
      << "  for (i = 0; i < n; i += 32) {\n"
-     << "    printf(\"@mtir out %d %s %lu \", run, name, (unsigned long)i);\n"
-     << "    for (k = i; k < n && k < i + 32; ++k) printf(\"%02x\", b[k]);\n"
-     << "    printf(\"\\n\");\n  }\n}\n\n"
+     << "    out_str(\"@mtir out \");\n    out_int(run);\n    out_char(' ');\n    out_str(name);\n"
+     << "    out_char(' ');\n    out_udec((unsigned long)i);\n    out_char(' ');\n"
+     << "    for (k = i; k < n && k < i + 32; ++k) out_hex(b[k], 2);\n"
+     << "    out_end();\n  }\n}\n\n"
      << (spec.stack_paint_bytes > 0 ? "" : "#ifdef MTIR_COUNTER_UNIT\n")
      << "static void print_u64(const char* what, int run, uint64_t v) {\n"
-     << "  printf(\"@mtir %s %d %08lx%08lx\\n\", what, run, (unsigned long)(v >> 32), (unsigned long)(v & 0xffffffffu));\n"
+     << "  out_str(\"@mtir \");\n  out_str(what);\n  out_char(' ');\n  out_int(run);\n  out_char(' ');\n"
+     << "  out_hex((uint32_t)(v >> 32), 8);\n  out_hex((uint32_t)v, 8);\n  out_end();\n"
      << "}\n" << (spec.stack_paint_bytes > 0 ? "" : "#endif\n");
   if (spec.stack_paint_bytes > 0) {
     os << "\n/* Stack high-water by painting: a window below the caller's frame is filled with a\n"
@@ -226,7 +255,7 @@ void emit_main_prologue(std::ostringstream& os, const FirmwareSpec& spec, const 
   if (spec.stack_paint_bytes > 0)
     os << "  volatile uint32_t frame_marker = 0;\n  uintptr_t top = (uintptr_t)&frame_marker;\n  uint64_t stack_high;\n";
   os << "  if (TVMCrtWorkspaceInit(workspace, sizeof workspace) != 0) {\n"
-     << "    printf(\"@mtir error workspace init failed\\n\");\n    return 3;\n  }\n";
+     << "    out_str(\"@mtir error workspace init failed\");\n    out_end();\n    return 3;\n  }\n";
   if (!spec.inputs.empty() || !spec.outputs.empty()) {
     os << "#ifdef TVM_CRT_SEPARATE_ALLOCATIONS\n";
     for (const auto* list : {&spec.inputs, &spec.outputs})
@@ -235,11 +264,12 @@ void emit_main_prologue(std::ostringstream& os, const FirmwareSpec& spec, const 
            << "_SIZE) != 0) return 3;\n";
     os << "#endif\n";
   }
-  if (spec.wasm_data_end) os << "  printf(\"@mtir data_end %lu\\n\", (unsigned long)(uintptr_t)__data_end);\n";
+  if (spec.wasm_data_end)
+    os << "  out_str(\"@mtir data_end \");\n  out_udec((unsigned long)(uintptr_t)__data_end);\n  out_end();\n";
   os << "#ifdef MTIR_COUNTER_UNIT\n"
      << "  /* the cost of the probe pair alone, subtracted from every run */\n"
      << "  t0 = mtir_counter_read();\n  t1 = mtir_counter_read();\n"
-     << "  printf(\"@mtir unit %s\\n\", MTIR_COUNTER_UNIT);\n"
+     << "  out_str(\"@mtir unit \" MTIR_COUNTER_UNIT);\n  out_end();\n"
      << "  print_u64(\"probe\", -1, (uint64_t)mtir_counter_delta(t0, t1));\n#endif\n";
   if (spec.profile_layers) {
     os << "  /* an empty hook pair: the cost each operator's count carries */\n"
@@ -280,19 +310,21 @@ void emit_runs(std::ostringstream& os, const FirmwareSpec& spec, const std::stri
   os << "#ifdef MTIR_COUNTER_UNIT\n    t0 = mtir_counter_read();\n#endif\n"
      << "    rc = " << run_call(spec, prefix, macro) << ";\n"
      << "#ifdef MTIR_COUNTER_UNIT\n    t1 = mtir_counter_read();\n#endif\n"
-     // Scanned before anything else runs: printf's frames would count as run()'s.
+     // Scanned before anything else runs: the printing's frames would count as run()'s.
      << (spec.stack_paint_bytes > 0 ? "    stack_high = stack_used(top);\n" : "")
-     << "    if (rc != 0) {\n      printf(\"@mtir error run %d returned %ld: %s\\n\", run, (long)rc, TVMGetLastError());\n"
-     << "      return 3;\n    }\n"
-     << "    if (TVMCrtWorkspaceUsed() != 0) {\n"
-     << "      printf(\"@mtir error run %d left workspace blocks allocated\\n\", run);\n      return 4;\n    }\n"
+     << "    if (rc != 0) {\n      out_str(\"@mtir error run \");\n      out_int(run);\n"
+     << "      out_str(\" returned \");\n      out_int((long)rc);\n      out_str(\": \");\n"
+     << "      out_str(TVMGetLastError());\n      out_end();\n      return 3;\n    }\n"
+     << "    if (TVMCrtWorkspaceUsed() != 0) {\n      out_str(\"@mtir error run \");\n      out_int(run);\n"
+     << "      out_str(\" left workspace blocks allocated\");\n      out_end();\n      return 4;\n    }\n"
      << "#ifdef MTIR_COUNTER_UNIT\n    print_u64(\"count\", run, (uint64_t)mtir_counter_delta(t0, t1));\n#endif\n";
   if (spec.stack_paint_bytes > 0) os << "    print_u64(\"stack\", run, stack_high);\n";
   if (spec.profile_layers) {
-    os << "    {\n      int k;\n      for (k = 0; k < mtir_profile_used; ++k)\n"
-       << "        printf(\"@mtir layer %d %d %s %08lx%08lx\\n\", run, k, mtir_profile_names[k] ? mtir_profile_names[k] : \"?\",\n"
-       << "               (unsigned long)(mtir_profile_ticks[k] >> 32), (unsigned long)(mtir_profile_ticks[k] & 0xffffffffu));\n"
-       << "    }\n";
+    os << "    {\n      int k;\n      for (k = 0; k < mtir_profile_used; ++k) {\n"
+       << "        out_str(\"@mtir layer \");\n        out_int(run);\n        out_char(' ');\n        out_int(k);\n"
+       << "        out_char(' ');\n        out_str(mtir_profile_names[k] ? mtir_profile_names[k] : \"?\");\n"
+       << "        out_char(' ');\n        out_hex((uint32_t)(mtir_profile_ticks[k] >> 32), 8);\n"
+       << "        out_hex((uint32_t)mtir_profile_ticks[k], 8);\n        out_end();\n      }\n    }\n";
   }
   for (const auto& t : spec.outputs) {
     os << "    print_hex(run, \"" << t.c_name << "\", buf_" << t.c_name << ", " << macro << "_" << upper(t.c_name)
@@ -304,15 +336,17 @@ void emit_runs(std::ostringstream& os, const FirmwareSpec& spec, const std::stri
 void emit_main_epilogue(std::ostringstream& os, const FirmwareSpec& spec, const std::string& prefix, const std::string& macro) {
   os << "  }\n";
   for (const auto& d : spec.devices) {
-    os << "  printf(\"@mtir device " << d << ": %lu activations, %lu kernels, %lu MACs, %lu cycles\\n\", "
-       << "(unsigned long)device_" << d << ".activations, (unsigned long)device_" << d << ".kernel_calls, "
-       << "(unsigned long)device_" << d << ".macs, (unsigned long)device_" << d << ".cycles);\n";
+    const std::string dev = "(unsigned long)device_" + d;
+    os << "  out_str(\"@mtir device " << d << ": \");\n  out_udec(" << dev << ".activations);\n"
+       << "  out_str(\" activations, \");\n  out_udec(" << dev << ".kernel_calls);\n  out_str(\" kernels, \");\n"
+       << "  out_udec(" << dev << ".macs);\n  out_str(\" MACs, \");\n  out_udec(" << dev << ".cycles);\n"
+       << "  out_str(\" cycles\");\n  out_end();\n";
   }
   os << "#ifdef TVM_CRT_SEPARATE_ALLOCATIONS\n";
   for (const auto* list : {&spec.inputs, &spec.outputs})
     for (const auto& t : *list) os << "  free(buf_" << t.c_name << ");\n";
   os << "#endif\n";
-  os << "  printf(\"@mtir done\\n\");\n  return 0;\n}\n";
+  os << "  out_str(\"@mtir done\");\n  out_end();\n  return 0;\n}\n";
 }
 
 }  // namespace

@@ -174,6 +174,10 @@ CStmtPtr Compiler::loop(const ForNode* op) {
 
 CStmtPtr Compiler::let_stmt(const LetStmtNode* op) {
   if (op->var->dtype.is_vector()) throw Unsupported{"vector variables"};
+  // A pointer bound to another buffer's data (`T.LetStmt(A.data) as p`): views declared
+  // over p share A's storage slot. Variables are bound once, so the alias is lexical.
+  if (const auto* pointee = as<VarNode>(op->value); pointee && op->var->dtype.is_handle())
+    storage_slots_.emplace(op->var.get(), storage_slot(pointee));
   CExprPtr value = expr(op->value);
   Scope scope(this, op->var.get());
   const int slot = var_slot(op->var.get());

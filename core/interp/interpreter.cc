@@ -124,6 +124,7 @@ class Interpreter {
   void exec_for(const ForNode* op);
   void exec_allocate(const AllocateNode* op);
   void exec_in_storage(const Buffer& b, std::unique_ptr<Storage> st, const Stmt& body);
+  void exec_in_shared_storage(const void* key, Storage* st, const Stmt& body);
   void count_step(const Span& span);
   // Where to report an error in an expression: its own span, or the statement's when
   // the expression has none (IR built by passes may not carry expression spans).
@@ -861,10 +862,14 @@ void Interpreter::exec_allocate(const AllocateNode* op) {
 
 // Runs `body` with `st` as the storage of `b`, restoring the previous binding after.
 void Interpreter::exec_in_storage(const Buffer& b, std::unique_ptr<Storage> st, const Stmt& body) {
-  const void* key = storage_key(b);
+  exec_in_shared_storage(storage_key(b), st.get(), body);
+}
+
+// Runs `body` with `st` (owned elsewhere) as the storage under `key`, restoring after.
+void Interpreter::exec_in_shared_storage(const void* key, Storage* st, const Stmt& body) {
   Storage* const* found = storage_.find(key);
   Storage* saved = found ? *found : nullptr;
-  storage_[key] = st.get();
+  storage_[key] = st;
   // Restore on every exit, including an error thrown from the body.
   struct Restore {
     PointerMap<Storage*>& map;
@@ -899,7 +904,11 @@ void Interpreter::exec(const Stmt& s) {
         return;
       }
       ScopedVar var(this, op->var.get(), eval(op->value));
-      exec(op->body);
+      // A pointer bound to another buffer's data: views over it use that storage.
+      const auto* pointee = as<VarNode>(op->value);
+      Storage* const* shared = pointee && op->var->dtype.is_handle() ? storage_.find(pointee) : nullptr;
+      if (shared) exec_in_shared_storage(op->var.get(), *shared, op->body);
+      else exec(op->body);
       return;
     }
     case StmtKind::SeqStmt:

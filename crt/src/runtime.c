@@ -7,12 +7,12 @@
 #define TVM_CRT_LAST_ERROR_SIZE 256
 static char g_last_error[TVM_CRT_LAST_ERROR_SIZE];
 
+/* A bounded copy loop rather than strlen + memcpy: the one caller most firmware has
+ * (run()'s argument checks) then links no strlen. */
 void TVMAPISetLastError(const char* msg) {
-  size_t n;
-  if (msg == NULL) msg = "";
-  n = strlen(msg);
-  if (n >= sizeof g_last_error) n = sizeof g_last_error - 1;
-  memcpy(g_last_error, msg, n);
+  size_t n = 0;
+  if (msg != NULL)
+    for (; msg[n] != '\0' && n < sizeof g_last_error - 1; ++n) g_last_error[n] = msg[n];
   g_last_error[n] = '\0';
 }
 

@@ -3,7 +3,8 @@
  * forever, -DTOO_BIG needs more RAM than the board has. And one that must not go wrong:
  * -DFULL_BOARD nearly fills the code memory and the RAM (a big model's weights and
  * arena), which the board's loader once spoiled by zero-filling the bss at flash
- * addresses past the end of the code memory. */
+ * addresses past the end of the code memory. -DEXIT_PRINTF and -DEXIT_QUIET return a
+ * status, after printf or with no stdio linked at all: the status is QEMU's. */
 #include <stdint.h>
 #include <stdio.h>
 
@@ -33,7 +34,12 @@ int main(void) {
   const volatile uint8_t* w = g_weights;  /* volatile: read the memory, not the initializer */
   g_arena[sizeof g_arena - 1] = w[sizeof g_weights - 1];
   return (w[0] == 7 && g_arena[sizeof g_arena - 1] == 9) ? 0 : 3;
+#elif defined(EXIT_PRINTF)
+  printf("returning 5\n");
+  return 5;
+#elif defined(EXIT_QUIET)
+  return 6;
 #else
-#error "faults.c: define FAULT, HANG, TOO_BIG or FULL_BOARD"
+#error "faults.c: define FAULT, HANG, TOO_BIG, FULL_BOARD, EXIT_PRINTF or EXIT_QUIET"
 #endif
 }

@@ -26,6 +26,9 @@ import tempfile
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tflite_model_builder import OneSubgraphModel  # noqa: E402
+
 rng = np.random.default_rng(35)
 I32_MIN, I32_MAX = -(1 << 31), (1 << 31) - 1
 
@@ -159,9 +162,9 @@ def softmax_int8(x, input_scale, beta, out_dtype):
 TYPES = {np.float32: "FLOAT32", np.int8: "INT8", np.int16: "INT16", np.int32: "INT32", np.int64: "INT64"}
 
 
-class Model:
+class Model(OneSubgraphModel):
     def __init__(self):
-        self.tensors, self.buffers, self.ops, self.codes = [], [{}], [], []
+        super().__init__()
         self.prefix = ""  # each builder's tensors are named apart
 
     def tensor(self, name, shape, dtype, quant=None, data=None):
@@ -173,22 +176,6 @@ class Model:
             self.buffers.append({"data": list(np.asarray(data, dtype=dtype).tobytes())})
         self.tensors.append(t)
         return len(self.tensors) - 1
-
-    def op(self, code, inputs, outputs, options_type=None, options=None):
-        if code not in self.codes:
-            self.codes.append(code)
-        o = {"opcode_index": self.codes.index(code), "inputs": inputs, "outputs": outputs}
-        if options_type:
-            o["builtin_options_type"] = options_type
-            o["builtin_options"] = options or {}
-        self.ops.append(o)
-
-    def json(self, inputs, outputs):
-        return {"version": 3,
-                "operator_codes": [{"builtin_code": c, "deprecated_builtin_code": 0, "version": 1} for c in self.codes],
-                "subgraphs": [{"tensors": self.tensors, "inputs": inputs, "outputs": outputs, "operators": self.ops,
-                               "name": "main"}],
-                "buffers": self.buffers}
 
 
 class Runner:

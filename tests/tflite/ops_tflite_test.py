@@ -24,6 +24,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tflite_model_builder import OneSubgraphModel  # noqa: E402
+
 rng = random.Random(7)
 
 
@@ -50,9 +53,9 @@ def prod(s):
     return n
 
 
-class Model:
+class Model(OneSubgraphModel):
     def __init__(self):
-        self.tensors, self.buffers, self.ops, self.codes = [], [{}], [], []
+        super().__init__()
         self.values = {}  # tensor index -> flat list (constants and reference results)
 
     def tensor(self, name, shape, data=None, dtype="FLOAT32", quant=None):
@@ -65,22 +68,6 @@ class Model:
             self.values[len(self.tensors)] = [f32(v) for v in data] if dtype == "FLOAT32" else data
         self.tensors.append(t)
         return len(self.tensors) - 1
-
-    def op(self, code, inputs, outputs, options_type=None, options=None):
-        if code not in self.codes:
-            self.codes.append(code)
-        o = {"opcode_index": self.codes.index(code), "inputs": inputs, "outputs": outputs}
-        if options_type:
-            o["builtin_options_type"] = options_type
-            o["builtin_options"] = options or {}
-        self.ops.append(o)
-
-    def json(self, inputs, outputs):
-        return {"version": 3,
-                "operator_codes": [{"builtin_code": c, "deprecated_builtin_code": 0, "version": 1} for c in self.codes],
-                "subgraphs": [{"tensors": self.tensors, "inputs": inputs, "outputs": outputs, "operators": self.ops,
-                               "name": "main"}],
-                "buffers": self.buffers}
 
 
 def same_pad(n, k, s, d):

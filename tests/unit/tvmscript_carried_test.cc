@@ -112,9 +112,20 @@ TEST(TvmLetStmt, VarKeywordBindsTheDeclaredVariable) {
   interpret(m, "lets", {&b, &c});
   for (int i = 0; i < 4; ++i) EXPECT_EQ(b.get_int(i), 3 * i);
   EXPECT_EQ(c.get_int(0), 10);
-  const std::string pointer = print_module(parse_corpus_file("let_stmt_pointer"));
+  const IRModule pointer_let = parse_corpus_file("let_stmt_pointer");
+  const std::string pointer = print_module(pointer_let);
   EXPECT_NE(pointer.find("with T.LetStmt(A.data, T.handle(\"float32\", \"global\")) as p:"), std::string::npos)
       << pointer;
+  // A view declared over the pointer writes A's memory, in both interpreters.
+  for (bool tree_walk : {false, true}) {
+    SCOPED_TRACE(tree_walk ? "tree walk" : "compiled");
+    NDArray a = NDArray::zeros(DataType::Float(32), {4}), out = NDArray::zeros(DataType::Float(32), {4});
+    InterpOptions options;
+    options.tree_walk = tree_walk;
+    interpret(pointer_let, "pointer_let", {&a, &out}, options);
+    EXPECT_EQ(a.get_float(0), 1.0);
+    EXPECT_EQ(out.get_float(0), 1.0);
+  }
   ParseResult bad = parse_module(
       "@T.prim_func\ndef f(A: T.Buffer((4,), \"int32\")):\n    with T.LetStmt(3, var=m):\n        A[0] = m\n", "bad.tir");
   ASSERT_FALSE(bad.ok());

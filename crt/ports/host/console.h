@@ -1,0 +1,9 @@
+/* The run harness's console (sim/firmware_main.cc): the C library's stdout. */
+#ifndef MICROTIR_HOST_CONSOLE_H_
+#define MICROTIR_HOST_CONSOLE_H_
+
+#include <stdio.h>
+
+static inline void mtir_console_puts(const char* s) { (void)fputs(s, stdout); }
+
+#endif /* MICROTIR_HOST_CONSOLE_H_ */
