@@ -36,7 +36,8 @@ class StageCalls {
     if (!stage.carried) return;
     for (size_t l = 0; l + 1 < stage.nodes.size(); ++l) {
       int64_t rows = 0;
-      for (const auto& band : stage.bands) rows = std::max(rows, band[l].carried + band[l].out_rows);
+      for (const auto& band : stage.bands)
+        rows = std::max(rows, band[l + 1].zero_top + band[l].carried + band[l].out_rows + band[l + 1].zero_bottom);
       const GraphNode& node = node_at(l);
       carried_[l] = MakeBuffer(fresh_name(cx.ids.at(node.name) + "_band"), node.type.dtype,
                                shape_exprs(with_rows(node.type, rows)));
@@ -51,7 +52,9 @@ class StageCalls {
       Buffer previous;
       for (size_t l = 0; l < stage_.nodes.size(); ++l) {
         const PatchLayer& band = stage_.bands[b][l];
-        if (band.carried > 0) calls.push_back(move_call(l, stage_.bands[b - 1][l], band.carried));
+        if (band.carried > 0) calls.push_back(move_call(l, b, band.carried));
+        if (band.zero_top > 0) calls.push_back(zero_rows_call(l, 0, band.zero_top));
+        if (band.zero_bottom > 0) calls.push_back(zero_rows_call(l, band.in_rows - band.zero_bottom, band.zero_bottom));
         const GraphNode& node = node_at(l);
         std::vector<Expr> args = {StringImm(kernel(l, band))};
         if (l == 0) args.push_back(rows_of(cx_.buffer_of(node.inputs[0]), band.in_begin, band.in_rows));
@@ -65,7 +68,7 @@ class StageCalls {
           }
           args.push_back(rows_of(result, band.out_begin, band.out_rows));
         } else if (stage_.carried) {
-          args.push_back(rows_of(carried_[l], band.carried, band.out_rows));
+          args.push_back(rows_of(carried_[l], stage_.bands[b][l + 1].zero_top + band.carried, band.out_rows));
         } else {
           previous = MakeBuffer(cx_.ids.at(node.name) + "_band" + std::to_string(b), node.type.dtype,
                                 shape_exprs(with_rows(node.type, band.out_rows)));
@@ -93,9 +96,10 @@ class StageCalls {
     return add.inputs[add.inputs[0] == node_at(stage_.nodes.size() - 1).name ? 1 : 0];
   }
 
-  // Copies the last `rows` rows of the buffer as the previous band left it to its top.
-  Stmt move_call(size_t l, const PatchLayer& before, int64_t rows) {
-    const int64_t filled = before.carried + before.out_rows;
+  // Copies the last `rows` rows of layer l's buffer as band b - 1 left it to its top.
+  Stmt move_call(size_t l, size_t b, int64_t rows) {
+    const PatchLayer& before = stage_.bands[b - 1][l];
+    const int64_t filled = stage_.bands[b - 1][l + 1].zero_top + before.carried + before.out_rows;
     std::string& fname = moves_[{l, rows}];
     const GraphNode& node = node_at(l);
     if (fname.empty()) {
@@ -106,6 +110,23 @@ class StageCalls {
     }
     return Evaluate(Call(DataType::Int(32), "call_tir",
                          {StringImm(fname), rows_of(carried_[l], filled - rows, rows), rows_of(carried_[l], 0, rows)}));
+  }
+
+  // Fills `rows` rows of the buffer layer l reads from `row` on with its input zero point:
+  // the padding rows of its band.
+  Stmt zero_rows_call(size_t l, int64_t row, int64_t rows) {
+    std::string& fname = zeros_[{l, rows}];
+    const GraphNode& reader = node_at(l);
+    const GraphNode& node = node_at(l - 1);
+    if (fname.empty()) {
+      fname = fresh_name(cx_.prefix + cx_.ids.at(node.name) + "_zero_rows" + std::to_string(zeros_.size() - 1));
+      const TensorType t = with_rows(node.type, rows);
+      const nlohmann::json attrs = {{"shape", t.shape}, {"value", reader.attrs.value("input_zero_point", 0.0)},
+                                    {"dtype", t.dtype.str()}};
+      cx_.aot.module.functions.emplace_back(fname, find_op("full")->build(fname, {}, t, attrs));
+      cx_.aot.band_kernel_of[fname] = reader.name;
+    }
+    return Evaluate(Call(DataType::Int(32), "call_tir", {StringImm(fname), rows_of(carried_[l - 1], row, rows)}));
   }
 
   // The op's kernel on a band's shapes and padding (with the residual add fused, for a
@@ -155,7 +176,7 @@ class StageCalls {
   const std::map<std::string, TensorType> types_;
   std::vector<Buffer> carried_;  // per layer but the last: its one buffer, when carried
   std::map<std::tuple<size_t, int64_t, int64_t, int64_t>, std::string> kernels_;
-  std::map<std::pair<size_t, int64_t>, std::string> moves_;
+  std::map<std::pair<size_t, int64_t>, std::string> moves_, zeros_;
   std::map<size_t, int> variants_;  // per layer
 };
 

@@ -141,7 +141,8 @@ std::vector<StepSpan> PatchProfiler::lifetimes(const std::vector<PatchStage>& st
             for (int in : nodes_[*stage.fused].inputs)
               if (in != layer.output) use(in);
         } else if (stage.carried) {
-          carried_rows[l] = std::max(carried_rows[l], band.carried + band.out_rows);
+          const PatchLayer& next = stage.bands[b][l + 1];
+          carried_rows[l] = std::max(carried_rows[l], next.zero_top + band.carried + band.out_rows + next.zero_bottom);
         } else {
           // A band buffer is written by layer l and read by layer l + 1, at the next step.
           spans.push_back({band.out_rows * layer.row_bytes, step, step + 1});

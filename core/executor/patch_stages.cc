@@ -198,6 +198,11 @@ std::optional<PatchStage> band_geometry(const std::vector<ConvRows>& rows, const
       computed[l] += p.out_rows;
       done[l] = end, buffer_begin[l] = begin;
       begin = p.in_begin, end = in_end;
+      if (carried && l > 0) {  // padding rows as zero-point rows of the carried buffer
+        p.zero_top = p.pad_top, p.zero_bottom = p.pad_bottom;
+        p.in_rows += p.pad_top + p.pad_bottom;
+        p.pad_top = p.pad_bottom = 0;
+      }
     }
     stage.bands.push_back(std::move(layers));
   }

@@ -40,12 +40,16 @@ constexpr int64_t kMaxRecomputedPercent = 3;
 // the padding rows the band adds above and below them, and the output rows it writes.
 // In a carried stage a layer computes only its new rows, [out_begin, out_begin +
 // out_rows), below the `carried` rows of its band buffer that the previous band computed
-// (moved to the buffer's top before the layer runs).
+// (moved to the buffer's top before the layer runs). There a later layer's padding rows
+// are rows of the buffer it reads, filled with its input zero point (`zero_top`,
+// `zero_bottom`, counted in `in_rows`; the same sums as padding), so the first and last
+// bands run the middle bands' kernel.
 struct PatchLayer {
   int64_t in_begin = 0, in_rows = 0;
   int64_t pad_top = 0, pad_bottom = 0;
   int64_t out_begin = 0, out_rows = 0;
   int64_t carried = 0;
+  int64_t zero_top = 0, zero_bottom = 0;
 };
 
 struct PatchStage {

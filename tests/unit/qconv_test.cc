@@ -558,6 +558,11 @@ TEST(QConv, ResidualStageWritesOverTheResidual) {
   EXPECT_EQ(stage.bands[1][0].out_begin, 4);
   EXPECT_EQ(stage.bands[1][0].in_begin, 3);  // r's rows 3-7: none a band before wrote
   EXPECT_EQ(overlap_shift(prepared, stage), 0);
+  // conv2's padding rows are zero-point rows of conv1's buffer: every band one kernel.
+  EXPECT_EQ(stage.bands[0][1].zero_top, 1);
+  EXPECT_EQ(stage.bands[3][1].zero_bottom, 1);
+  for (const auto& band : stage.bands)
+    EXPECT_EQ(std::make_tuple(band[1].in_rows, band[1].pad_top, band[1].pad_bottom), std::make_tuple(5, 0, 0));
   // Twelve one-row bands would move conv1's two kept rows of a three-row buffer over themselves.
   EXPECT_THROW(make_patch_stage(prepared, {1, 2}, 12, true), DiagnosticError);
   // The add must read the stage's input: a stage of conv2 alone would add c0's rows to conv2(c1).
@@ -581,7 +586,10 @@ TEST(QConv, ResidualStageWritesOverTheResidual) {
   plain.patch_residual = false;
   AotModule without = build_aot(prepared, plain);
   EXPECT_EQ(without.band_kernel_of.count("tvmgen_residual_block_c2_band0"), 0u);
-  EXPECT_EQ(build_aot(prepared, AotOptions{}).band_kernel_of.count("tvmgen_residual_block_c2_band0"), 1u);
+  const AotModule with = build_aot(prepared, AotOptions{});
+  EXPECT_EQ(with.band_kernel_of.count("tvmgen_residual_block_c2_band0"), 1u);
+  EXPECT_EQ(with.band_kernel_of.count("tvmgen_residual_block_c2_band1"), 0u);
+  EXPECT_EQ(with.band_kernel_of.count("tvmgen_residual_block_c1_zero_rows0"), 1u);
   AotOptions whole;
   whole.patch = false;
   EXPECT_EQ(run_int8_aot(prepared, without, input).back().data,
