@@ -304,6 +304,8 @@ PrimFunc fuse_elementwise(const std::string& name, const PrimFunc& producer, con
     fused->body = ApplyAtEveryStore(produced, result, epilogue_at, inline_value).mutate(producer->body);
   }
   fused->attrs = producer->attrs;
+  for (const auto& [key, value] : consumer->attrs)  // the consumer's own marks ("mtir.*")
+    if (key.rfind("mtir.", 0) == 0) fused->attrs[key] = value;
   fused->attrs["global_symbol"] = name;
   return fused;
 }

@@ -565,6 +565,9 @@ Graph prepare_graph(const Graph& in, const ScheduleOptions& opts) {
     if (node.op == "qconv2d" || node.op == "qdense") prepare_matmul_node(g, node, opts.for_node(node.name), maybe_unused);
     else if (node.op == "qavg_pool2d" && !node.attrs.contains("schedule") && opts.for_node(node.name).mve)
       node.attrs["schedule"] = {{"mve", true}};  // the window sums four channels a vector (ops/qpool_mve.h)
+    else if ((node.op == "qadd" || node.op == "qsub") && !node.attrs.contains("schedule") &&
+             opts.for_node(node.name).smmlar_add)
+      node.attrs["schedule"] = {{"smmlar_add", true}};  // three SMMLARs (ops/qadd_smmlar.h)
     else if (node.op == "qsoftmax") prepare_softmax_node(g, node);
     else if (node.op == "qlogistic" || node.op == "qtanh") prepare_activation_node(g, node);
     else if (is_wide_mac_op(node.op)) prepare_wide_mac_node(g, node, opts.for_node(node.name));

@@ -41,6 +41,7 @@ const Schedule kSchedules[] = {
     {"patch_overlap", &ScheduleOptions::patch_overlap, true},
     {"pixel_triples", &ScheduleOptions::pixel_triples, false},
     {"dsp_no_early_scheduling", &ScheduleOptions::dsp_no_early_scheduling, true},
+    {"smmlar_add", &ScheduleOptions::smmlar_add, false},
     {"patch_residual", &ScheduleOptions::patch_residual, true},
 };
 

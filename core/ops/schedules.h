@@ -36,6 +36,7 @@ struct ScheduleOptions {
   bool patch_overlap = true;    // with patch: stages of one layer too, each stage's output a few rows beside its dying input
   bool pixel_triples = true;    // with smlad and block: the matrix-product tile three pixels by two channels (3x2)
   bool dsp_no_early_scheduling = true;  // C with smlad kernels: GCC for a DSP core without MVE schedules only after register allocation
+  bool smmlar_add = false;      // int8 ADD/SUB (alone or fused into a convolution): each rounding one SMMLAR (DSP); on only for CPUs that have it
   bool patch_residual = true;   // with patch_overlap: stages ending in the convolution a residual add fuses into, halos carried, the output over the residual
 
   // Per-layer choices (a schedule record, frontend/schedule_records.h): node name ->

@@ -27,7 +27,7 @@ import tempfile
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tflite_model_builder import OneSubgraphModel  # noqa: E402
+from tflite_json_model import OneSubgraphModel  # noqa: E402
 
 rng = np.random.default_rng(35)
 I32_MIN, I32_MAX = -(1 << 31), (1 << 31) - 1

@@ -25,7 +25,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tflite_model_builder import OneSubgraphModel  # noqa: E402
+from tflite_json_model import OneSubgraphModel  # noqa: E402
 
 rng = random.Random(7)
 

@@ -1,8 +1,7 @@
 """A small .tflite writer for tests: a model in flatc's JSON form, built subgraph by
 subgraph, made binary by flatc with our schema (core/frontend/tflite/tflite_schema.fbs).
 Shared by the tests of multi-subgraph models (variable_tflite_test.py,
-control_flow_tflite_test.py); OneSubgraphModel by the operator tests (ops_tflite_test.py,
-int16_ops_tflite_test.py)."""
+control_flow_tflite_test.py)."""
 import argparse
 import json
 import os
@@ -56,29 +55,6 @@ class Model:
     def json(self):
         codes = [{"builtin_code": c, "deprecated_builtin_code": min(CODES[c], 127), "version": 1} for c in self.codes]
         return {"version": 3, "operator_codes": codes, "subgraphs": self.subgraphs, "buffers": self.buffers}
-
-
-class OneSubgraphModel:
-    """A single-subgraph .tflite in flatc's JSON form: the operators and their codes;
-    each test's subclass says how it writes a tensor."""
-
-    def __init__(self):
-        self.tensors, self.buffers, self.ops, self.codes = [], [{}], [], []
-
-    def op(self, code, inputs, outputs, options_type=None, options=None):
-        if code not in self.codes:
-            self.codes.append(code)
-        o = {"opcode_index": self.codes.index(code), "inputs": inputs, "outputs": outputs}
-        if options_type:
-            o["builtin_options_type"], o["builtin_options"] = options_type, options or {}
-        self.ops.append(o)
-
-    def json(self, inputs, outputs):
-        return {"version": 3,
-                "operator_codes": [{"builtin_code": c, "deprecated_builtin_code": 0, "version": 1} for c in self.codes],
-                "subgraphs": [{"tensors": self.tensors, "inputs": inputs, "outputs": outputs, "operators": self.ops,
-                               "name": "main"}],
-                "buffers": self.buffers}
 
 
 def build_tflite(m, name, flatc, schema, work):

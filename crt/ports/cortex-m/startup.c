@@ -57,8 +57,10 @@ void Reset_Handler(void) {
   *(volatile uint32_t*)0xE000ED88u |= 0xFu << 20;
   __asm__ volatile("dsb\n\tisb" ::: "memory");
 #endif
-  while (dst < &__data_end) *dst++ = *src++;
-  for (dst = &__bss_start; dst < &__bss_end;) *dst++ = 0;
+  /* Through a volatile pointer: GCC would otherwise call memcpy and memset here, and
+   * link them into a program that has no other use for them. */
+  while (dst < &__data_end) *(volatile uint32_t*)dst++ = *src++;
+  for (dst = &__bss_start; dst < &__bss_end;) *(volatile uint32_t*)dst++ = 0;
   if (initialise_monitor_handles) initialise_monitor_handles();
   status = main();
   if (exit) exit(status); /* atexit handlers, stdio flushed, rdimon's exit */
