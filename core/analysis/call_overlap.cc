@@ -16,6 +16,8 @@ struct Span1 {
   const VarNode* data = nullptr;
   int64_t begin = 0, end = 0;
   bool written = false;
+  bool in_place = false;  // read element by element where the call writes (call_overlap.h)
+  size_t arg = 0;         // the call argument's position
 };
 
 bool region_bytes(const Expr& arg, Span1* out) {
@@ -45,7 +47,7 @@ bool region_bytes(const Expr& arg, Span1* out) {
 }
 
 // One step's regions, or false when the step touches a pointer in some other way.
-bool step_regions(const Stmt& step, std::vector<Span1>* regions) {
+bool step_regions(const Stmt& step, const std::set<size_t>& in_place, std::vector<Span1>* regions) {
   const auto* eval = as<EvaluateNode>(step);
   const auto* call = eval ? as<CallNode>(eval->value) : nullptr;
   if (!call || call->op != "call_tir" || call->args.size() < 2) return false;
@@ -53,6 +55,8 @@ bool step_regions(const Stmt& step, std::vector<Span1>* regions) {
     Span1 r;
     if (region_bytes(call->args[k], &r)) {
       r.written = k + 1 == call->args.size();
+      r.in_place = in_place.count(k) > 0;
+      r.arg = k;
       regions->push_back(r);
     } else if (!pointers_used(Evaluate(call->args[k])).empty()) {
       return false;
@@ -63,9 +67,20 @@ bool step_regions(const Stmt& step, std::vector<Span1>* regions) {
 
 int64_t align_up(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
 
-// The shift of `out` against `in` over steps [from, to], or nullopt-like false.
+// Whether `r`, a read of the input, is the call's in-place read of the bytes `write`
+// writes of the output.
+bool reads_in_place(const Span1& r, const std::vector<Span1>& step, const VarNode* out) {
+  if (!r.in_place) return false;
+  for (const Span1& w : step)
+    if (w.data == out && w.written && w.begin == r.begin && w.end == r.end) return true;
+  return false;
+}
+
+// The shift of `out` against `in` over steps [from, to], or false; `in_place` gets the
+// calls whose in-place reads it relies on (then only shift 0 holds: *below == 0).
 bool pair_shift(const std::vector<std::vector<Span1>>& regions, const std::vector<bool>& parsed, const VarNode* out,
-                const VarNode* in, int from, int to, int64_t* below, int64_t* above) {
+                const VarNode* in, int from, int to, int64_t* below, int64_t* above,
+                std::vector<std::pair<int, size_t>>* in_place) {
   // Walking back from the last step: the lowest and highest input byte read from here on.
   int64_t lo = std::numeric_limits<int64_t>::max(), hi = std::numeric_limits<int64_t>::min();
   *below = 0, *above = 0;
@@ -76,7 +91,7 @@ bool pair_shift(const std::vector<std::vector<Span1>>& regions, const std::vecto
     if (!parsed[k]) return false;
     for (const Span1& r : regions[k]) {
       if (r.data == in && r.written) return false;
-      if (r.data == in) lo = std::min(lo, r.begin), hi = std::max(hi, r.end);
+      if (r.data == in && !reads_in_place(r, regions[k], out)) lo = std::min(lo, r.begin), hi = std::max(hi, r.end);
     }
     for (const Span1& r : regions[k]) {
       if (r.data != out) continue;
@@ -85,19 +100,26 @@ bool pair_shift(const std::vector<std::vector<Span1>>& regions, const std::vecto
       *below = std::max(*below, r.end - lo);
       *above = std::max(*above, hi - r.begin);
     }
+    // An in-place read comes after the writes of the calls before this one.
+    for (const Span1& r : regions[k]) {
+      if (r.data != in || !reads_in_place(r, regions[k], out)) continue;
+      lo = std::min(lo, r.begin), hi = std::max(hi, r.end);
+      in_place->push_back({k, r.arg});
+    }
   }
-  return true;
+  return in_place->empty() || *below == 0;
 }
 
 }  // namespace
 
 std::vector<CallOverlap> call_overlaps(const std::vector<Stmt>& steps,
                                        const std::vector<std::pair<const VarNode*, int64_t>>& sizes,
-                                       const std::map<const VarNode*, std::pair<int, int>>& live, int64_t alignment) {
+                                       const std::map<const VarNode*, std::pair<int, int>>& live, int64_t alignment,
+                                       const std::vector<std::set<size_t>>& in_place) {
   std::vector<std::vector<Span1>> regions(steps.size());
   std::vector<bool> parsed(steps.size());
   for (size_t i = 0; i < steps.size(); ++i) {
-    parsed[i] = step_regions(steps[i], &regions[i]);
+    parsed[i] = step_regions(steps[i], i < in_place.size() ? in_place[i] : std::set<size_t>{}, &regions[i]);
     // An unparsed step still shows which pointers it touches.
     if (!parsed[i]) {
       regions[i].clear();
@@ -122,12 +144,14 @@ std::vector<CallOverlap> call_overlaps(const std::vector<Stmt>& steps,
       const auto& [i_first, i_last] = steps_of[ii];
       if (i == o || i_first >= first || i_last < first) continue;
       int64_t below = 0, above = 0;
-      if (!pair_shift(regions, parsed, o, i, first, i_last, &below, &above)) continue;
+      std::vector<std::pair<int, size_t>> reads_in_place;
+      if (!pair_shift(regions, parsed, o, i, first, i_last, &below, &above, &reads_in_place)) continue;
       const int64_t in = align_up(isize, alignment), outb = align_up(osize, alignment);
       below = align_up(below, alignment), above = align_up(above, alignment);
       const int64_t down = std::max(below + in, outb), up = std::max(in, above + outb);
       if (std::min(down, up) >= in + outb) continue;
-      out.push_back({o, i, down <= up ? -below : above, in + outb - std::min(down, up)});
+      // With in-place reads below == 0, so down <= up: the output over the input.
+      out.push_back({o, i, down <= up ? -below : above, in + outb - std::min(down, up), std::move(reads_in_place)});
     }
   }
   std::stable_sort(out.begin(), out.end(), [](const CallOverlap& a, const CallOverlap& b) { return a.saved > b.saved; });

@@ -11,10 +11,18 @@
 // starts above. Band by band from the top row down (executor/patch_stages.h), the band
 // writes of a stage's output trail its band reads, so the output fits a few rows below
 // its input; from the bottom up, a few rows above it.
+//
+// A call may also read the input where it writes the output (a residual stage's conv+add
+// on a band's rows, over the residual): `in_place` names, per step, the argument
+// positions the callee reads element by element at the index it writes
+// (analysis/elementwise_overwrite.h). Such a read does not count against that call's own
+// write when it spans exactly the bytes the write does; it holds only with the output
+// placed over the input (shift 0), and only that placement is offered.
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <utility>
 #include <vector>
 
@@ -27,6 +35,9 @@ struct CallOverlap {
   const VarNode* input = nullptr;
   int64_t shift = 0;  // offset(output) - offset(input), bytes, a multiple of the alignment
   int64_t saved = 0;  // bytes the two take less than apart
+  // The calls (step, argument position) whose in-place reads the overlap relies on: their
+  // callees then write over that parameter (it may alias the output).
+  std::vector<std::pair<int, size_t>> in_place;
 };
 
 // The overlaps of the tensors in `sizes` (data pointer and bytes, in allocation order)
@@ -36,6 +47,7 @@ struct CallOverlap {
 // `sizes` (never of pointer values: the result is the same on every run and platform).
 std::vector<CallOverlap> call_overlaps(const std::vector<Stmt>& steps,
                                        const std::vector<std::pair<const VarNode*, int64_t>>& sizes,
-                                       const std::map<const VarNode*, std::pair<int, int>>& live, int64_t alignment);
+                                       const std::map<const VarNode*, std::pair<int, int>>& live, int64_t alignment,
+                                       const std::vector<std::set<size_t>>& in_place = {});
 
 }  // namespace mtir

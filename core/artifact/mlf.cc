@@ -107,6 +107,7 @@ LoadedModel prepare_model(Graph g, const std::vector<std::string>& devices, cons
   AotOptions aot;
   aot.patch = schedules.patch;
   aot.patch_overlap = schedules.patch_overlap;
+  aot.patch_residual = schedules.patch_residual;
   lm.aot = build_aot(lm.graph, aot);
   auto diags = check_well_formed(lm.aot.module);
   if (!diags.empty()) throw DiagnosticError(diags);

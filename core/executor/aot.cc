@@ -10,6 +10,7 @@
 
 #include "executor/control_flow.h"
 #include "executor/fuse_elementwise.h"
+#include "executor/patch_calls.h"
 #include "executor/patch_stages.h"
 #include "ops/devices.h"
 
@@ -150,82 +151,6 @@ Expr address(const Buffer& b) {
               {BufferLoad(b, std::vector<Expr>(b->shape.size(), IntImm(DataType::Int(32), 0)))});
 }
 
-// Rows [row, row + rows) of a one-image NHWC buffer: a contiguous region.
-Expr rows_of(const Buffer& b, int64_t row, int64_t rows) {
-  std::vector<Expr> start(4, IntImm(DataType::Int(32), 0));
-  start[1] = IntImm(DataType::Int(32), row);
-  std::vector<Expr> region;
-  region.push_back(BufferLoad(b, std::move(start)));
-  region.push_back(b->shape[0]);
-  region.push_back(IntImm(DataType::Int(32), rows));
-  region.push_back(b->shape[2]);
-  region.push_back(b->shape[3]);
-  return Call(DataType::Handle(), "tir_region", std::move(region));
-}
-
-// The calls of a patch stage (patch_stages.h), band by band and layer by layer: a layer
-// reads its band of the stage's input or the previous layer's band buffer and writes its
-// own band buffer (one per band and layer, so the planner overlaps them) or its rows of
-// the stage's output `result`. Each distinct band geometry of a layer is one kernel,
-// the op's own on the band's shapes and padding.
-std::vector<Stmt> patch_stage_calls(const Graph& g, const PatchStage& stage, const std::string& prefix,
-                                    const std::function<Buffer(const std::string&)>& buffer_of, const Buffer& result,
-                                    std::set<std::string>& taken, AotModule& aot, std::vector<Buffer>& intermediates,
-                                    const NodeIds& ids) {
-  const auto types = g.all_types();
-  std::map<std::tuple<size_t, int64_t, int64_t, int64_t>, std::string> kernels;
-  std::map<size_t, int> variants;  // per layer
-  std::vector<Stmt> calls;
-  for (size_t k = 0; k < stage.bands.size(); ++k) {
-    const size_t b = stage.bottom_up ? stage.bands.size() - 1 - k : k;  // bottom_up: the last band first
-    Buffer previous;
-    for (size_t l = 0; l < stage.nodes.size(); ++l) {
-      const GraphNode& node = g.nodes[stage.nodes[l]];
-      const PatchLayer& band = stage.bands[b][l];
-      std::string& fname = kernels[{l, band.in_rows, band.pad_top, band.pad_bottom}];
-      std::vector<TensorType> in_types;
-      for (const auto& in : node.inputs) in_types.push_back(types.at(in));
-      in_types[0].shape[1] = band.in_rows;
-      TensorType out_type = node.type;
-      out_type.shape[1] = band.out_rows;
-      if (fname.empty()) {
-        fname = prefix + ids.at(node.name) + "_band" + std::to_string(variants[l]++);
-        while (taken.count(fname)) fname += "_";
-        taken.insert(fname);
-        nlohmann::json attrs = node.attrs;
-        std::vector<int64_t> padding = {0, 0, 0, 0};
-        if (attrs.contains("padding")) padding = attrs["padding"].get<std::vector<int64_t>>();
-        padding[0] = band.pad_top, padding[2] = band.pad_bottom;
-        attrs["padding"] = padding;
-        try {
-          aot.module.functions.emplace_back(fname, find_op(node.op)->build(fname, in_types, out_type, attrs));
-        } catch (const DiagnosticError& e) {
-          Diagnostic d = e.diagnostics().at(0);
-          d.message = "node '" + node.name + "' (" + node.op + "), band " + std::to_string(b) + ": " + d.message;
-          throw DiagnosticError(d);
-        }
-        if (!aot.kernel_of.count(node.name)) aot.kernel_of[node.name] = fname;
-        aot.band_kernel_of[fname] = node.name;
-      }
-      std::vector<Expr> args;
-      args.reserve(node.inputs.size() + 2);
-      args.push_back(StringImm(fname));
-      args.push_back(l == 0 ? rows_of(buffer_of(node.inputs[0]), band.in_begin, band.in_rows) : whole(previous));
-      for (size_t k = 1; k < node.inputs.size(); ++k) args.push_back(whole(buffer_of(node.inputs[k])));
-      if (l + 1 == stage.nodes.size()) {
-        args.push_back(rows_of(result, band.out_begin, band.out_rows));
-      } else {
-        previous = MakeBuffer(ids.at(node.name) + "_band" + std::to_string(b), out_type.dtype,
-                              shape_exprs(out_type));
-        intermediates.push_back(previous);
-        args.push_back(whole(previous));
-      }
-      calls.push_back(Evaluate(Call(DataType::Int(32), "call_tir", std::move(args))));
-    }
-  }
-  return calls;
-}
-
 // One function per node: the op's kernel, or the device's for a placed node.
 std::vector<PrimFunc> build_node_functions(const Graph& g, const std::string& prefix, const NodeIds& ids) {
   const auto types = g.all_types();
@@ -305,10 +230,14 @@ class AotMainBuilder {
     node_ids_ = node_identifiers(g_);
     const std::vector<PrimFunc> funcs = build_node_functions(g_, prefix_, node_ids_);
     const std::vector<bool> view = view_nodes(g_);
-    patches_ = options_.patch ? plan_patch_stages(g_, options_.patch_max_recomputed_percent, options_.patch_overlap) : PatchPlan{};
+    patches_ = options_.patch ? plan_patch_stages(g_, options_.patch_max_recomputed_percent, options_.patch_overlap,
+                                                  options_.patch_residual)
+                              : PatchPlan{};
     stage_of_.assign(g_.nodes.size(), -1);
-    for (size_t s = 0; s < patches_.stages.size(); ++s)
+    for (size_t s = 0; s < patches_.stages.size(); ++s) {
       for (size_t i : patches_.stages[s].nodes) stage_of_[i] = static_cast<int>(s);
+      if (patches_.stages[s].fused) stage_of_[*patches_.stages[s].fused] = static_cast<int>(s);
+    }
     std::vector<bool> in_stage(g_.nodes.size());
     for (size_t i = 0; i < g_.nodes.size(); ++i) in_stage[i] = stage_of_[i] >= 0;
     std::vector<FusedGroup> groups = group_nodes(g_, funcs, prefix_, options_, view, in_stage, node_ids_);
@@ -415,11 +344,11 @@ class AotMainBuilder {
       const PatchStage& patch = patches_.stages[stage];
       const size_t last = patch.nodes.back();
       if (group.nodes.front() != last) return;
-      const GraphNode& node = g_.nodes[last];
+      const GraphNode& node = g_.nodes[patch.fused ? *patch.fused : last];  // a residual stage: the add's output
       const Buffer& result = result_buffer(node.name, node.type);
-      auto reader = [this](const std::string& name) { return buffer_of(name); };
-      for (Stmt& call : patch_stage_calls(g_, patch, prefix_, reader, result, taken_, aot_, intermediates_, node_ids_))
-        calls_.push_back(std::move(call));
+      const StageCallContext cx{g_, prefix_, [this](const std::string& name) { return buffer_of(name); },
+                                taken_, aot_, intermediates_, node_ids_};
+      for (Stmt& call : patch_stage_calls(cx, patch, result)) calls_.push_back(std::move(call));
       return;
     }
     if (is_control_flow(g_.nodes[group.nodes.front()])) return call_control_flow(g_.nodes[group.nodes.front()]);

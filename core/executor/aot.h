@@ -51,6 +51,9 @@ struct AotOptions {
   bool patch = true;
   // With patch: stages written beside their dying input (patch_stages.h); -disabled-schedules=patch_overlap.
   bool patch_overlap = true;
+  // With patch_overlap: residual stages, the add fused into the last layer (patch_stages.h);
+  // -disabled-schedules=patch_residual.
+  bool patch_residual = true;
   // The share of the model's MACs (percent) that recomputed halos may add.
   int64_t patch_max_recomputed_percent = kMaxRecomputedPercent;
 };

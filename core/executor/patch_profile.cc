@@ -100,8 +100,10 @@ std::vector<StepSpan> PatchProfiler::lifetimes(const std::vector<PatchStage>& st
   for (const PatchStage& s : stages) all.push_back(&s);
   if (extra) all.push_back(extra);
   std::vector<std::pair<int, int>> stage_of(nodes_.size(), {-1, -1});  // node -> stage, position
-  for (size_t s = 0; s < all.size(); ++s)
+  for (size_t s = 0; s < all.size(); ++s) {
     for (size_t l = 0; l < all[s]->nodes.size(); ++l) stage_of[all[s]->nodes[l]] = {int(s), int(l)};
+    if (all[s]->fused) stage_of[*all[s]->fused] = {int(s), -1};  // runs in the stage's last layer
+  }
 
   std::vector<int> first(sizes_.size(), -1), last(sizes_.size(), -1);
   std::vector<StepSpan> spans;  // the band buffers, then what overlaps add
@@ -123,22 +125,37 @@ std::vector<StepSpan> PatchProfiler::lifetimes(const std::vector<PatchStage>& st
       continue;
     }
     const PatchStage& stage = *all[s];
-    if (size_t(position) + 1 != stage.nodes.size()) continue;  // the stage runs at its last node
+    if (position < 0 || size_t(position) + 1 != stage.nodes.size()) continue;  // the stage runs at its last node
     const NodeUse& front = nodes_[stage.nodes.front()];
+    const int output = stage.fused ? nodes_[*stage.fused].output : node.output;
     const int stage_first = step;
+    std::vector<int64_t> carried_rows(stage.nodes.size(), 0);  // a carried layer's one buffer
     for (size_t b = 0; b < stage.bands.size(); ++b) {
       for (size_t l = 0; l < stage.nodes.size(); ++l) {
         const NodeUse& layer = nodes_[stage.nodes[l]];
+        const PatchLayer& band = stage.bands[b][l];
         if (l == 0) use(layer.first_input);
-        // A band buffer is written by layer l and read by layer l + 1, at the next step.
-        if (l + 1 == stage.nodes.size()) use(layer.output);
-        else spans.push_back({stage.bands[b][l].out_rows * layer.row_bytes, step, step + 1});
+        if (l + 1 == stage.nodes.size()) {
+          use(output);
+          if (stage.fused)  // the add's other operand, at the band's rows
+            for (int in : nodes_[*stage.fused].inputs)
+              if (in != layer.output) use(in);
+        } else if (stage.carried) {
+          const PatchLayer& next = stage.bands[b][l + 1];
+          carried_rows[l] = std::max(carried_rows[l], next.zero_top + band.carried + band.out_rows + next.zero_bottom);
+        } else {
+          // A band buffer is written by layer l and read by layer l + 1, at the next step.
+          spans.push_back({band.out_rows * layer.row_bytes, step, step + 1});
+        }
         ++step;
       }
     }
-    if (overlap_)
-      overlaps.push_back({front.first_input, node.output, overlap_shift_of_rows(stage, front.in_row_bytes, node.row_bytes),
-                          stage_first, step - 1});
+    for (size_t l = 0; l < stage.nodes.size(); ++l)
+      if (carried_rows[l] > 0) spans.push_back({carried_rows[l] * nodes_[stage.nodes[l]].row_bytes, stage_first, step - 1});
+    const int64_t shift = overlap_shift_of_rows(stage, front.in_row_bytes, node.row_bytes);
+    // The fused add reads its operand where it writes: only in place (shift 0) is proven.
+    if (overlap_ && (!stage.fused || shift == 0))
+      overlaps.push_back({front.first_input, output, shift, stage_first, step - 1});
   }
   // An input that dies in its stage: until then the output adds only what sticks out of
   // it (the shift beside it, or an output larger than input and shift).

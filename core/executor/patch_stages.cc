@@ -99,63 +99,110 @@ std::vector<std::optional<size_t>> fused_reader_of(const Graph& g) {
   return fused;
 }
 
-bool patchable_conv(const Graph& g, size_t i, std::string* why) {
-  auto refuse = [&](const std::string& reason) {
-    if (why) *why = reason;
-    return false;
-  };
+namespace {
+
+// Why node `i` cannot run in bands as a plain convolution (its fused reader aside), or "".
+std::string conv_refusal(const Graph& g, size_t i) {
   const GraphNode& node = g.nodes.at(i);
-  if (node.op != "qconv2d") return refuse("op '" + node.op + "' is not qconv2d");
-  if (!node.device.empty()) return refuse("it runs on device '" + node.device + "'");
-  // A stage layer runs as the plain op: the elementwise op would fall out of its kernel
-  // (and with it the in-place write over its other input). A residual's producer that the
-  // op does not fuse into may be a stage.
-  if (const std::optional<size_t> reader = fused_reader_of(g)[i])
-    return refuse("elementwise op '" + g.nodes[*reader].name + "' fuses into it (and writes over its other input)");
-  if (node.attrs.value("layout", std::string("NHWC")) != "NHWC") return refuse("its layout is not NHWC");
-  if (node.inputs.size() < 2) return refuse("it has no weight");
+  if (node.op != "qconv2d") return "op '" + node.op + "' is not qconv2d";
+  if (!node.device.empty()) return "it runs on device '" + node.device + "'";
+  if (node.attrs.value("layout", std::string("NHWC")) != "NHWC") return "its layout is not NHWC";
+  if (node.inputs.size() < 2) return "it has no weight";
   const TensorType in = g.type_of(node.inputs[0]);
   if (in.shape.size() != 4 || in.shape[0] != 1 || node.type.shape.size() != 4 || node.type.shape[0] != 1)
-    return refuse("its data is not one NHWC image");
+    return "its data is not one NHWC image";
   const std::vector<int64_t> w = weight_shape(g, node);
-  if (w.size() != 4 || w[1] < 1 || w[2] < 1 || w[3] < 1) return refuse("its weight shape is unknown");
+  if (w.size() != 4 || w[1] < 1 || w[2] < 1 || w[3] < 1) return "its weight shape is unknown";
   const ConvRows r = conv_rows(g, node);
-  if (r.sh < 1 || r.dh < 1 || r.pt < 0) return refuse("its strides, dilation or padding are not plain");
-  return true;
+  if (r.sh < 1 || r.dh < 1 || r.pt < 0) return "its strides, dilation or padding are not plain";
+  return "";
+}
+
+}  // namespace
+
+bool patchable_conv(const Graph& g, size_t i, std::string* why) {
+  std::string reason = conv_refusal(g, i);
+  // A stage layer runs as the plain op: the elementwise op would fall out of its kernel
+  // (and with it the in-place write over its other input), unless the layer ends a
+  // residual stage (residual_add_of). A residual's producer that the op does not fuse
+  // into may be a stage.
+  if (reason.empty())
+    if (const std::optional<size_t> reader = fused_reader_of(g)[i])
+      reason = "elementwise op '" + g.nodes[*reader].name + "' fuses into it (and writes over its other input)";
+  if (why) *why = reason;
+  return reason.empty();
+}
+
+std::optional<size_t> residual_add_of(const Graph& g, size_t i, std::string* why) {
+  auto refuse = [&](const std::string& reason) {
+    if (why) *why = reason;
+    return std::nullopt;
+  };
+  const std::string reason = conv_refusal(g, i);
+  if (!reason.empty()) return refuse(reason);
+  const std::vector<std::optional<size_t>> fused = fused_reader_of(g);
+  const std::optional<size_t> reader = fused[i];
+  if (!reader) return refuse("no elementwise op fuses into it");
+  const GraphNode& add = g.nodes[*reader];
+  if (add.inputs.size() != 2) return refuse("'" + add.name + "' does not have two operands");
+  const std::string& other = add.inputs[add.inputs[0] == g.nodes[i].name ? 1 : 0];
+  auto same = [](const TensorType& a, const TensorType& b) { return a.dtype == b.dtype && a.shape == b.shape; };
+  if (other == g.nodes[i].name || !same(g.type_of(other), add.type) || !same(add.type, g.nodes[i].type))
+    return refuse("the other operand of '" + add.name + "' does not have its output's type");
+  for (const auto& out : g.outputs)
+    if (out == add.name) return refuse("'" + add.name + "' is a model output");
+  // build_aot would fuse the add's own reader into the same kernel: the stage keeps one add.
+  if (fused[*reader]) return refuse("an elementwise op fuses into '" + add.name + "' too");
+  if (why) why->clear();
+  return reader;
 }
 
 namespace {
 
 // The bands of a patchable chain, or nullopt with the band and layer in `empty` when a
 // band of some layer reads only padding rows (a 1x1 convolution with padding 1 has such
-// rows): its kernel would have an input of no rows.
+// rows): its kernel would have an input of no rows. With `carried` the layers but the
+// last compute only the rows no band before computed, below the rows they keep (carry)
+// from the previous band's buffer; nullopt too when a layer would compute no row or the
+// kept rows would be moved over themselves (fewer than twice as many in the buffer).
 // `rows`: conv_rows of each node of the chain.
 std::optional<PatchStage> band_geometry(const std::vector<ConvRows>& rows, const std::vector<size_t>& nodes,
-                                        int64_t bands, std::pair<int64_t, size_t>* empty) {
+                                        int64_t bands, std::pair<int64_t, size_t>* empty, bool carried = false) {
   const int64_t out_rows = rows.back().oh;
   PatchStage stage;
   stage.nodes = nodes;
+  stage.carried = carried;
   std::vector<int64_t> computed(nodes.size(), 0);
+  std::vector<int64_t> done(nodes.size(), 0), buffer_begin(nodes.size(), 0);  // carried: the previous band's buffer
   for (int64_t b = 0; b < bands; ++b) {
     std::vector<PatchLayer> layers(nodes.size());
     int64_t begin = b * out_rows / bands, end = (b + 1) * out_rows / bands;
     for (size_t l = nodes.size(); l-- > 0;) {
       const ConvRows& r = rows[l];
-      // Output rows [begin, end) read input rows [lo, hi], padding included.
-      const int64_t lo = begin * r.sh - r.pt, hi = (end - 1) * r.sh - r.pt + (r.kh - 1) * r.dh;
       PatchLayer& p = layers[l];
-      p.out_begin = begin, p.out_rows = end - begin;
+      const int64_t fresh = carried && l + 1 < nodes.size() ? std::max(begin, done[l]) : begin;
+      p.carried = fresh - begin;
+      const bool bad_carry = p.carried > 0 && (begin < buffer_begin[l] || done[l] - buffer_begin[l] < 2 * p.carried);
+      // Output rows [fresh, end) read input rows [lo, hi], padding included.
+      const int64_t lo = fresh * r.sh - r.pt, hi = (end - 1) * r.sh - r.pt + (r.kh - 1) * r.dh;
+      p.out_begin = fresh, p.out_rows = end - fresh;
       p.in_begin = std::max<int64_t>(lo, 0);
       const int64_t in_end = std::min(hi, r.h - 1) + 1;
       p.in_rows = in_end - p.in_begin;
       p.pad_top = p.in_begin - lo;
       p.pad_bottom = hi - (in_end - 1);
-      if (p.in_rows < 1) {
+      if (p.in_rows < 1 || p.out_rows < 1 || bad_carry) {
         *empty = {b, l};
         return std::nullopt;
       }
       computed[l] += p.out_rows;
+      done[l] = end, buffer_begin[l] = begin;
       begin = p.in_begin, end = in_end;
+      if (carried && l > 0) {  // padding rows as zero-point rows of the carried buffer
+        p.zero_top = p.pad_top, p.zero_bottom = p.pad_bottom;
+        p.in_rows += p.pad_top + p.pad_bottom;
+        p.pad_top = p.pad_bottom = 0;
+      }
     }
     stage.bands.push_back(std::move(layers));
   }
@@ -165,26 +212,33 @@ std::optional<PatchStage> band_geometry(const std::vector<ConvRows>& rows, const
 
 }  // namespace
 
-PatchStage make_patch_stage(const Graph& g, const std::vector<size_t>& nodes, int64_t bands) {
+PatchStage make_patch_stage(const Graph& g, const std::vector<size_t>& nodes, int64_t bands, bool residual) {
+  if (nodes.empty()) user_error(Span{}, "patch stage: no layers");
   std::string why;
+  std::optional<size_t> add;
   for (size_t k = 0; k < nodes.size(); ++k) {
-    if (!patchable_conv(g, nodes[k], &why))
+    const bool ends_residual = residual && k + 1 == nodes.size();
+    if (ends_residual ? !(add = residual_add_of(g, nodes[k], &why)) : !patchable_conv(g, nodes[k], &why))
       user_error(Span{}, "patch stage: node '" + g.nodes.at(nodes[k]).name + "' cannot run in bands: " + why);
     if (k > 0 && g.nodes[nodes[k]].inputs[0] != g.nodes[nodes[k - 1]].name)
       user_error(Span{}, "patch stage: node '" + g.nodes[nodes[k]].name + "' does not read '" +
                              g.nodes[nodes[k - 1]].name + "'");
   }
-  if (nodes.empty()) user_error(Span{}, "patch stage: no layers");
+  const std::string& input = g.nodes[nodes.front()].inputs[0];
+  if (add && std::find(g.nodes[*add].inputs.begin(), g.nodes[*add].inputs.end(), input) == g.nodes[*add].inputs.end())
+    user_error(Span{}, "patch stage: '" + g.nodes[*add].name + "' does not add the stage's input '" + input + "'");
   const int64_t out_rows = conv_rows(g, g.nodes[nodes.back()]).oh;
   if (bands < 1 || bands > out_rows)
     user_error(Span{}, "patch stage: " + std::to_string(bands) + " bands of " + std::to_string(out_rows) + " rows");
   std::pair<int64_t, size_t> empty;
   std::vector<ConvRows> rows;
   for (size_t i : nodes) rows.push_back(conv_rows(g, g.nodes[i]));
-  std::optional<PatchStage> stage = band_geometry(rows, nodes, bands, &empty);
+  std::optional<PatchStage> stage = band_geometry(rows, nodes, bands, &empty, residual);
   if (!stage)
     user_error(Span{}, "patch stage: band " + std::to_string(empty.first) + " of node '" +
-                           g.nodes[nodes[empty.second]].name + "' reads no input rows");
+                           g.nodes[nodes[empty.second]].name +
+                           "' reads no input rows, computes no new row, or would move its carried rows over themselves");
+  stage->fused = add;
   return *stage;
 }
 
@@ -214,7 +268,8 @@ void alternate_directions(const Graph& g, std::vector<PatchStage>& stages) {
   std::map<std::string, bool> bottom_up_of;  // a stage's output -> its direction
   for (PatchStage& s : stages) {
     auto producer = bottom_up_of.find(g.nodes[s.nodes.front()].inputs[0]);
-    s.bottom_up = producer != bottom_up_of.end() && !producer->second;
+    // A residual stage runs top down: its carried rows and in-place writes assume it.
+    s.bottom_up = !s.fused && producer != bottom_up_of.end() && !producer->second;
     bottom_up_of[g.nodes[s.nodes.back()].name] = s.bottom_up;
   }
 }
@@ -237,12 +292,14 @@ void fewest_stages(const PatchProfiler& overlapped, PatchPlan& plan) {
 // is computed once per graph.
 class StageSearch {
  public:
-  StageSearch(const Graph& g, const PatchProfiler& profiler, bool overlap, int64_t budget)
+  StageSearch(const Graph& g, const PatchProfiler& profiler, bool overlap, bool residual, int64_t budget)
       : g_(g), profiler_(profiler), overlap_(overlap), budget_(budget), patchable_(g.nodes.size()),
-        rows_(g.nodes.size()), next_(g.nodes.size()) {
+        rows_(g.nodes.size()), next_(g.nodes.size()), residual_next_(g.nodes.size()) {
+    std::vector<std::optional<size_t>> add(g.nodes.size());
     for (size_t i = 0; i < g.nodes.size(); ++i) {
       patchable_[i] = patchable_conv(g, i);
-      if (patchable_[i]) rows_[i] = conv_rows(g, g.nodes[i]);
+      if (overlap && residual && !patchable_[i]) add[i] = residual_add_of(g, i);
+      if (patchable_[i] || add[i]) rows_[i] = conv_rows(g, g.nodes[i]);
     }
     // The next layer of a chain: the one reader of a node's output, reading it as data.
     std::map<std::string, std::vector<size_t>> readers;
@@ -253,7 +310,9 @@ class StageSearch {
       auto r = readers.find(g.nodes[i].name);
       if (outputs.count(g.nodes[i].name) || r == readers.end() || r->second.size() != 1) continue;
       const size_t j = r->second[0];
-      if (patchable_[j] && g.nodes[j].inputs[0] == g.nodes[i].name) next_[i] = j;
+      if (g.nodes[j].inputs[0] != g.nodes[i].name) continue;
+      if (patchable_[j]) next_[i] = j;
+      if (add[j]) residual_next_[i] = {j, *add[j]};
     }
   }
 
@@ -269,6 +328,7 @@ class StageSearch {
       std::vector<ConvRows> chain_rows = {rows_[start]};
       while (chain.size() <= max_layers) {
         if (overlap_ || chain.size() > 1) try_bands(plan, chain, chain_rows, best, best_profile);
+        try_residual(plan, chain, chain_rows, used, best, best_profile);
         const std::optional<size_t> n = next_[chain.back()];
         if (!n || used[*n] || chain.size() == max_layers) break;
         chain.push_back(*n);
@@ -279,15 +339,33 @@ class StageSearch {
   }
 
  private:
+  // The chain ended by the convolution a residual add of the chain's input fuses into.
+  void try_residual(const PatchPlan& plan, const std::vector<size_t>& chain, const std::vector<ConvRows>& chain_rows,
+                    const std::vector<bool>& used, std::optional<PatchStage>& best,
+                    std::vector<int64_t>& best_profile) const {
+    const std::optional<std::pair<size_t, size_t>> next = residual_next_[chain.back()];
+    if (!next || used[next->first]) return;
+    const std::vector<std::string>& operands = g_.nodes[next->second].inputs;
+    if (std::find(operands.begin(), operands.end(), g_.nodes[chain.front()].inputs[0]) == operands.end()) return;
+    std::vector<size_t> nodes = chain;
+    nodes.push_back(next->first);
+    std::vector<ConvRows> rows = chain_rows;
+    rows.push_back(rows_[next->first]);
+    try_bands(plan, nodes, rows, best, best_profile, next->second);
+  }
+
   void try_bands(const PatchPlan& plan, const std::vector<size_t>& chain, const std::vector<ConvRows>& chain_rows,
-                 std::optional<PatchStage>& best, std::vector<int64_t>& best_profile) const {
+                 std::optional<PatchStage>& best, std::vector<int64_t>& best_profile,
+                 std::optional<size_t> add = std::nullopt) const {
     const int64_t rows = g_.nodes[chain.back()].type.shape[1];
     for (int64_t bands = 2; bands <= std::min(rows, kMaxBands); ++bands) {
-      // The chain was checked link by link: only a band of padding rows can fail.
+      // The chain was checked link by link: only a band of padding rows (or, carried, a
+      // band with no new row or a move over itself) can fail.
       std::pair<int64_t, size_t> empty;
-      std::optional<PatchStage> candidate = band_geometry(chain_rows, chain, bands, &empty);
+      std::optional<PatchStage> candidate = band_geometry(chain_rows, chain, bands, &empty, add.has_value());
       if (!candidate) continue;
       PatchStage& stage = *candidate;
+      stage.fused = add;
       if (plan.recomputed_macs + stage.recomputed_macs > budget_) break;
       std::vector<int64_t> p = profiler_.profile(plan.stages, &stage);
       // Without overlap only the peak counts, as before the profile.
@@ -306,22 +384,25 @@ class StageSearch {
   std::vector<bool> patchable_;
   std::vector<ConvRows> rows_;                // of the patchable nodes
   std::vector<std::optional<size_t>> next_;  // the next layer of a chain
+  // The convolution that can end a residual stage after a node, and its add.
+  std::vector<std::optional<std::pair<size_t, size_t>>> residual_next_;
 };
 
 }  // namespace
 
-PatchPlan plan_patch_stages(const Graph& g, int64_t max_recomputed_percent, bool overlap) {
+PatchPlan plan_patch_stages(const Graph& g, int64_t max_recomputed_percent, bool overlap, bool residual) {
   const PatchProfiler profiler(g, overlap);
   PatchPlan plan;
   plan.whole_tensor_bound = plan.patched_bound = profiler.bound({});
   for (const GraphNode& node : g.nodes) plan.model_macs += node_macs(g, node);
-  const StageSearch search(g, profiler, overlap, plan.model_macs * max_recomputed_percent / 100);
+  const StageSearch search(g, profiler, overlap, residual, plan.model_macs * max_recomputed_percent / 100);
   std::vector<bool> used(g.nodes.size(), false);
   std::vector<int64_t> profile = profiler.profile({});
   for (;;) {
     std::optional<PatchStage> best = search.best_stage(plan, profile, used);
     if (!best) break;
     for (size_t i : best->nodes) used[i] = true;
+    if (best->fused) used[*best->fused] = true;
     plan.recomputed_macs += best->recomputed_macs;
     plan.stages.push_back(std::move(*best));
     plan.patched_bound = profiler.bound(plan.stages);

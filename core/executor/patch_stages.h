@@ -38,10 +38,18 @@ constexpr int64_t kMaxRecomputedPercent = 3;
 
 // One layer of a stage within one band: the input rows it reads (clipped to the tensor),
 // the padding rows the band adds above and below them, and the output rows it writes.
+// In a carried stage a layer computes only its new rows, [out_begin, out_begin +
+// out_rows), below the `carried` rows of its band buffer that the previous band computed
+// (moved to the buffer's top before the layer runs). There a later layer's padding rows
+// are rows of the buffer it reads, filled with its input zero point (`zero_top`,
+// `zero_bottom`, counted in `in_rows`; the same sums as padding), so the first and last
+// bands run the middle bands' kernel.
 struct PatchLayer {
   int64_t in_begin = 0, in_rows = 0;
   int64_t pad_top = 0, pad_bottom = 0;
   int64_t out_begin = 0, out_rows = 0;
+  int64_t carried = 0;
+  int64_t zero_top = 0, zero_bottom = 0;
 };
 
 struct PatchStage {
@@ -49,6 +57,10 @@ struct PatchStage {
   std::vector<std::vector<PatchLayer>> bands;   // [band][layer]
   int64_t recomputed_macs = 0;
   bool bottom_up = false;  // run the last band first (overlap: the output above the input)
+  bool carried = false;    // the earlier layers' halo rows carried from band to band
+  // The residual add fused into the last layer (residual stages): the stage's output is
+  // its output, written over its other operand, the stage's input.
+  std::optional<size_t> fused;
 };
 
 struct PatchPlan {
@@ -68,14 +80,24 @@ std::vector<std::optional<size_t>> fused_reader_of(const Graph& g);
 // Whether node `i` can be a layer of a stage; when not, `why` says so.
 bool patchable_conv(const Graph& g, size_t i, std::string* why = nullptr);
 
+// The residual add that fuses into node `i` when `i` can be the last layer of a residual
+// stage (a patchable convolution but for that add: a two-operand elementwise op whose
+// other operand has its output's type, whose own output nothing else fuses into and is
+// no model output); when not, nullopt and `why` says so.
+std::optional<size_t> residual_add_of(const Graph& g, size_t i, std::string* why = nullptr);
+
 // The bands of the chain `nodes` split into `bands` bands of its last output's rows.
-// Throws a user error when the chain is not patchable or a band of some layer would read
-// only padding rows (plan_patch_stages passes over such band counts).
-PatchStage make_patch_stage(const Graph& g, const std::vector<size_t>& nodes, int64_t bands);
+// With `residual` the chain ends in residual_add_of's convolution, whose add reads the
+// chain's input, and its earlier layers carry their halos. Throws a user error when the
+// chain is not patchable, a band of some layer would read only padding rows or (carried)
+// compute no row, or a carried buffer's rows would be moved over themselves
+// (plan_patch_stages passes over such band counts).
+PatchStage make_patch_stage(const Graph& g, const std::vector<size_t>& nodes, int64_t bands, bool residual = false);
 
 // `max_recomputed_percent`: the share of the model's MACs the recomputed halos may add.
+// `residual` (with `overlap`): residual stages may be chosen too.
 PatchPlan plan_patch_stages(const Graph& g, int64_t max_recomputed_percent = kMaxRecomputedPercent,
-                            bool overlap = false);
+                            bool overlap = false, bool residual = false);
 
 // The whole-tensor bound of the graph's intermediates with `stages` run band by band
 // (with `overlap`, each stage's output beside the input that dies in it).

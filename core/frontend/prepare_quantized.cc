@@ -576,6 +576,12 @@ Graph prepare_graph(const Graph& in, const ScheduleOptions& opts) {
     if (pairs_only.count(node)) o.pixel_triples = false;
     return o;
   };
+  // An add fused into an mve_signed_requant convolution is applied to four lanes at
+  // once, where SMMLAR (a scalar DSP instruction) has no vector form.
+  auto smmlar_add_for = [&](const std::string& name) {
+    const ScheduleOptions& o = opts.for_node(name);
+    return o.smmlar_add && !(o.mve && o.mve_signed_requant);
+  };
   for (auto& node : g.nodes) {
     if (!node.device.empty()) continue;
     if (node.op == "qlinear_conv" || node.op == "qlinear_matmul") {
@@ -586,8 +592,7 @@ Graph prepare_graph(const Graph& in, const ScheduleOptions& opts) {
     if (node.op == "qconv2d" || node.op == "qdense") prepare_matmul_node(g, node, matmul_options(node.name), maybe_unused);
     else if (node.op == "qavg_pool2d" && !node.attrs.contains("schedule") && opts.for_node(node.name).mve)
       node.attrs["schedule"] = {{"mve", true}};  // the window sums four channels a vector (ops/qpool_mve.h)
-    else if ((node.op == "qadd" || node.op == "qsub") && !node.attrs.contains("schedule") &&
-             opts.for_node(node.name).smmlar_add)
+    else if ((node.op == "qadd" || node.op == "qsub") && !node.attrs.contains("schedule") && smmlar_add_for(node.name))
       node.attrs["schedule"] = {{"smmlar_add", true}};  // three SMMLARs (ops/qadd_smmlar.h)
     else if (node.op == "qsoftmax") prepare_softmax_node(g, node);
     else if (node.op == "qlogistic" || node.op == "qtanh") prepare_activation_node(g, node);

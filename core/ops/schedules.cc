@@ -46,6 +46,7 @@ const Schedule kSchedules[] = {
     {"rolled_leftovers", &ScheduleOptions::rolled_leftovers, false},
     {"pixel_triples_stack", &ScheduleOptions::pixel_triples_stack, true},
     {"pixel_triples_code", &ScheduleOptions::pixel_triples_code, true},
+    {"patch_residual", &ScheduleOptions::patch_residual, true},
 };
 
 const Schedule* find_schedule(const std::string& name) {

@@ -79,6 +79,22 @@ Buffer region_buffer(const Expr& arg) {
   return load ? load->buffer : nullptr;
 }
 
+// Whether a call argument is a whole buffer (a band call passes rows of one).
+bool whole_region(const Expr& arg) {
+  const Buffer b = region_buffer(arg);
+  const auto* region = as<CallNode>(arg);
+  const auto* load = region ? as<BufferLoadNode>(region->args[0]) : nullptr;
+  if (!b || !load || region->args.size() != b->shape.size() + 1) return false;
+  for (size_t d = 0; d < b->shape.size(); ++d) {
+    const int64_t *start = as_const_int(load->indices[d]), *extent = as_const_int(region->args[d + 1]),
+                  *dim = as_const_int(b->shape[d]);
+    if (!start || *start != 0) return false;
+    // The AOT executor's whole() passes the buffer's own shape expressions.
+    if (region->args[d + 1].get() != b->shape[d].get() && (!extent || !dim || *extent != *dim)) return false;
+  }
+  return true;
+}
+
 // An input whose bytes a call's output may take: the call's kMayOverwriteAttr names it
 // and the callee reads it elementwise (analysis/elementwise_overwrite.h).
 struct CallSharing {
@@ -111,6 +127,8 @@ std::vector<CallSharing> call_sharings(const Stmt& step, const IRModule& m) {
   for (size_t k = 0; k + 2 < call->args.size() && k < 62; ++k) {
     if (!(std::get<int64_t>(mask->second) >> k & 1)) continue;
     const Buffer in = region_buffer(call->args[k + 1]);
+    // Rows of a tensor (a residual stage's band call) overlap through call_overlaps instead.
+    if (!whole_region(call->args[k + 1]) || !whole_region(call->args.back())) continue;
     if (!in || in->data == result->data || !read_elementwise_everywhere(in)) continue;
     std::set<size_t> params = {call->args.size() - 2};
     for (size_t j = 0; j + 2 < call->args.size(); ++j) {
@@ -429,6 +447,54 @@ StepUses step_uses(const std::vector<Stmt>& steps, const IRModule& m) {
   return uses;
 }
 
+// Per step, the arguments (call positions) that a band call reads in place where it
+// writes (analysis/call_overlap.h): rows of a tensor that its kMayOverwriteAttr names and
+// its callee reads elementwise, passed at no other position. Whole buffers share through
+// call_sharings.
+std::vector<std::set<size_t>> in_place_args(const std::vector<Stmt>& steps, const IRModule& m) {
+  std::vector<std::set<size_t>> out(steps.size());
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const auto* eval = as<EvaluateNode>(steps[i]);
+    const auto* call = eval ? as<CallNode>(eval->value) : nullptr;
+    if (!call || call->op != "call_tir" || call->args.size() < 3) continue;
+    auto mask = call->attrs.find(kMayOverwriteAttr);
+    const auto* name = as<StringImmNode>(call->args[0]);
+    if (mask == call->attrs.end() || !name || !std::holds_alternative<int64_t>(mask->second)) continue;
+    const PrimFunc callee = m.lookup(name->value);
+    if (!callee || callee->param_buffers.size() + 1 != call->args.size()) continue;
+    for (size_t k = 0; k + 2 < call->args.size() && k < 62; ++k) {
+      const Buffer in = region_buffer(call->args[k + 1]);
+      if (!(std::get<int64_t>(mask->second) >> k & 1) || !in || whole_region(call->args[k + 1])) continue;
+      int positions = 0;
+      for (size_t j = 1; j < call->args.size(); ++j) {
+        const Buffer other = region_buffer(call->args[j]);
+        positions += other && other->data == in->data;
+      }
+      if (positions == 1 && writes_elementwise_over(callee, k)) out[i].insert(k + 1);
+    }
+  }
+  return out;
+}
+
+// The callees whose in-place reads an accepted overlap relies on: those parameters now
+// share bytes with the output.
+void mark_in_place(const MemoryPlan& p, const std::vector<CallOverlap>& calls, const std::map<const VarNode*, int>& index_of,
+                   const std::vector<int>& pool_index, const std::vector<Stmt>& steps, Planned& planned) {
+  for (const CallOverlap& c : calls) {
+    if (c.in_place.empty()) continue;
+    auto o = index_of.find(c.output), in = index_of.find(c.input);
+    if (o == index_of.end() || in == index_of.end()) continue;
+    const bool accepted = std::any_of(p.overlapped.begin(), p.overlapped.end(), [&](const OverlapCandidate& a) {
+      return a.output == pool_index[o->second] && a.input == pool_index[in->second] && a.output >= 0;
+    });
+    if (!accepted) continue;
+    for (const auto& [step, arg] : c.in_place) {
+      const auto* call = as<CallNode>(as<EvaluateNode>(steps[step])->value);
+      planned.overwriting[as<StringImmNode>(call->args[0])->value].insert({arg - 1, call->args.size() - 2});
+    }
+  }
+}
+
 // What the planned pools add up to, for the function's workspace attributes.
 struct PoolTotals {
   int64_t pool = 0, bound = 0, shared_bound = 0;
@@ -538,6 +604,7 @@ std::pair<Buffer, std::vector<Buffer>> plan_pool(const PrimFunc& f, const std::s
     for (size_t k = 0; k < candidates.size(); ++k)
       if (candidates[k].output == s.output && candidates[k].input == s.input)
         planned.overwriting[sharing_of[k]->callee].insert(sharing_of[k]->params.begin(), sharing_of[k]->params.end());
+  mark_in_place(p, uses.overlaps, index_of, pool_index, top.steps, planned);
   const DataType t = buffers[0]->dtype;
   Buffer pool = MakeBuffer("workspace_" + dtype, t, {IntImm(DataType::Int(32), std::max<int64_t>(p.pool_size / t.bytes(), 1))});
   std::map<const VarNode*, std::pair<Var, int64_t>> place_of;  // allocation -> memory, element offset
@@ -574,7 +641,7 @@ Planned plan(const PrimFunc& f, const IRModule& m, int64_t alignment, bool reuse
     const_num_elements(b, &n);
     sizes.emplace_back(b->data.get(), n * b->dtype.bytes());
   }
-  uses.overlaps = call_overlaps(top.steps, sizes, uses.live, alignment);
+  uses.overlaps = call_overlaps(top.steps, sizes, uses.live, alignment, in_place_args(top.steps, m));
   // One pool per element type.
   std::map<std::string, std::vector<Buffer>> groups;
   for (const auto& b : top.plannable) groups[b->dtype.str()].push_back(b);

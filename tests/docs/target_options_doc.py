@@ -125,6 +125,9 @@ MODEL_SCHEDULES = {
              "runs band by band over its output rows, recomputing each band's halo, where that lowers the memory bound",
     "patch_overlap": "with `patch`, its stages of one layer too, each stage's output written a few rows beside the "
                      "input that dies in it",
+    "patch_residual": "with `patch_overlap`, stages ending in the convolution that a residual add fuses into, "
+                      "the add on the band's rows written over the residual in place and the earlier layers' halo "
+                      "rows carried from band to band instead of recomputed",
     "dsp_no_early_scheduling": "the C backend's `#pragma GCC optimize(\"no-schedule-insns\")` in a file with SMLAD "
                                "kernels, for GCC on a DSP core without MVE: scheduled before register allocation, "
                                "the register tiles spill ([quantization.md](quantization.md))",

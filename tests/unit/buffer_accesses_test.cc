@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -119,6 +120,63 @@ TEST(CallOverlaps, MostBytesSavedFirstThenAllocationOrder) {
   for (const CallOverlap& o : call_overlaps(steps, sizes, without_t2, 16))
     rest.push_back(name_of.at(o.output) + " over " + name_of.at(o.input));
   EXPECT_EQ(rest, (std::vector<std::string>{"T4 over T3"}));
+}
+
+// A residual stage's band calls read the residual R where they write the output O
+// (element by element: plan_memory passes those arguments as in-place reads). O then fits
+// over R (shift 0); counted as an ordinary read, only 16 bytes below it. A later read of R
+// above a write breaks shift 0, and in-place reads are offered at no other shift.
+const char* kInPlaceBands = R"(@I.ir_module
+class Module:
+    @T.prim_func
+    def copy(X: T.Buffer((4,), "float32"), Y: T.Buffer((4,), "float32")):
+        for i in range(4):
+            Y[i] = X[i]
+
+    @T.prim_func
+    def main(A: T.Buffer((16,), "float32"), B: T.Buffer((16,), "float32"), C: T.Buffer((4,), "float32")):
+        R = T.alloc_buffer((16,), "float32", scope="global")
+        O = T.alloc_buffer((16,), "float32", scope="global")
+        T.evaluate(T.call_tir("copy", A[0:4], R[0:4]))
+        T.evaluate(T.call_tir("copy", A[4:8], R[4:8]))
+        T.evaluate(T.call_tir("copy", A[8:12], R[8:12]))
+        T.evaluate(T.call_tir("copy", A[12:16], R[12:16]))
+        T.evaluate(T.call_tir("copy", R[0:4], O[0:4]))
+        T.evaluate(T.call_tir("copy", R[4:8], O[4:8]))
+        T.evaluate(T.call_tir("copy", R[8:12], O[8:12]))
+        T.evaluate(T.call_tir("copy", R[12:16], O[12:16]))
+        T.evaluate(T.call_tir("copy", R[4:8], C))
+        T.evaluate(T.call_tir("copy", O, B))
+)";
+
+TEST(CallOverlaps, InPlaceReadsPlaceTheOutputOverTheInput) {
+  const ParseResult parsed = parse_module(kInPlaceBands);
+  ASSERT_TRUE(parsed.ok());
+  const PrimFunc f = parsed.module->functions.back().second;  // main
+  std::map<std::string, const VarNode*> data;
+  Stmt body = f->body;
+  while (const auto* a = as<AllocateNode>(body)) data[a->buffer->name] = a->buffer->data.get(), body = a->body;
+  while (const auto* decl = as<DeclBufferNode>(body)) body = decl->body;
+  ASSERT_NE(as<SeqStmtNode>(body), nullptr);
+  const std::vector<Stmt> steps = as<SeqStmtNode>(body)->seq;
+  const std::vector<std::pair<const VarNode*, int64_t>> sizes = {{data["R"], 64}, {data["O"], 64}};
+  auto describe = [&](int last, const std::vector<std::set<size_t>>& in_place) {
+    std::map<const VarNode*, std::pair<int, int>> live = {{data["R"], {0, last}}, {data["O"], {4, 9}}};
+    std::vector<Stmt> used(steps.begin(), steps.end());
+    if (last < 8) used.erase(used.begin() + 8);  // without the late read of R
+    std::string out;
+    for (const CallOverlap& o : call_overlaps(used, sizes, live, 16))
+      out += "shift " + std::to_string(o.shift) + " saves " + std::to_string(o.saved);
+    for (const CallOverlap& o : call_overlaps(used, sizes, live, 16, in_place))
+      out += " | shift " + std::to_string(o.shift) + " saves " + std::to_string(o.saved) + " in place " +
+             std::to_string(o.in_place.size());
+    return out;
+  };
+  const std::set<size_t> first = {1};  // call argument 1: the band's rows of R
+  const std::vector<std::set<size_t>> in_place = {{}, {}, {}, {}, first, first, first, first, {}, {}};
+  EXPECT_EQ(describe(7, in_place), "shift -16 saves 48 | shift 0 saves 64 in place 4");
+  // R read above the last band's write: only the ordinary placement, 48 bytes below.
+  EXPECT_EQ(describe(8, in_place), "shift -48 saves 16");
 }
 
 }  // namespace

@@ -465,6 +465,30 @@ std::string append_qconv(Graph& g, const std::string& name, const std::string& p
   return name;
 }
 
+// Appends the qadd `name` of `a` and `b` (with a ReLU), as IC's residual adds.
+void append_qadd(Graph& g, const std::string& name, const std::string& a, const std::string& b) {
+  GraphNode add;
+  add.name = name, add.op = "qadd", add.inputs = {a, b};
+  add.attrs = {{"a_scale", 0.4}, {"a_zero_point", 3}, {"b_scale", 0.4}, {"b_zero_point", 3}, {"output_scale", 0.5},
+               {"output_zero_point", -2}, {"activation", "relu"}};
+  add.type = find_op("qadd")->infer({g.type_of(a), g.type_of(b)}, add.attrs);
+  g.nodes.push_back(add);
+}
+
+// The default build of `prepared`, its memory planned: its pool within `pool_bound` and
+// its output that of the whole-tensor run (patch off).
+void expect_planned_run_bit_exact(const Graph& prepared, const std::vector<int64_t>& input, int64_t pool_bound) {
+  AotOptions whole;
+  whole.patch = false;
+  const NDArray want = run_int8_aot(prepared, build_aot(prepared, whole), input).back();
+  AotModule aot = build_aot(prepared, AotOptions{});
+  PipelineResult planned = run_pipeline(aot.module, {*find_pass("simplify"), *find_pass("plan_memory")});
+  const PrimFunc main = planned.module.lookup(aot.main);
+  EXPECT_LE(std::get<int64_t>(main->attrs.at("workspace.pool_bytes")), pool_bound) << memory_report(main);
+  aot.module = planned.module;
+  EXPECT_EQ(run_int8_aot(prepared, aot, input).back().data, want.data);
+}
+
 // A 1x1 convolution with padding 1 (valid in ONNX) has output rows whose window is all
 // padding: a band of only such a row reads no input rows. The planner passes over those
 // band counts instead of failing the build, and the patched run equals the whole one.
@@ -568,12 +592,7 @@ TEST(QConv, PatchStageMayProduceTheResidual) {
                                         quant({{"padding", {0, 0, 1, 1}}, {"strides", {2, 2}}}));
   const std::string conv = append_qconv(g, "c2", down, {16, 3, 3, 16}, values({16, 3, 3, 16}), pad1);
   const std::string shortcut = append_qconv(g, "c3", a, {16, 1, 1, 8}, values({16, 1, 1, 8}), quant({{"strides", {2, 2}}}));
-  GraphNode add;
-  add.name = "s", add.op = "qadd", add.inputs = {shortcut, conv};
-  add.attrs = {{"a_scale", 0.4}, {"a_zero_point", 3}, {"b_scale", 0.4}, {"b_zero_point", 3}, {"output_scale", 0.5},
-               {"output_zero_point", -2}, {"activation", "relu"}};
-  add.type = find_op("qadd")->infer({g.type_of(shortcut), g.type_of(conv)}, add.attrs);
-  g.nodes.push_back(add);
+  append_qadd(g, "s", shortcut, conv);
   g.outputs = {append_qconv(g, "y", "s", {4, 1, 1, 16}, values({4, 1, 1, 16}), quant({}))};
   const Graph prepared = prepare_quantized(g, ScheduleOptions{});
   EXPECT_EQ(fused_reader_of(prepared)[2], std::optional<size_t>(4));
@@ -589,15 +608,75 @@ TEST(QConv, PatchStageMayProduceTheResidual) {
   EXPECT_EQ(plan.stages[0].nodes, (std::vector<size_t>{3}));
   EXPECT_EQ(plan.patched_bound, 512 + 64 + 256);  // c0's output, a row beside it, c1's
   const std::vector<int64_t> input = values({1, 8, 8, 4});
+  expect_planned_run_bit_exact(prepared, input, plan.patched_bound);
+}
+
+// patch_residual: IC's first block in small. r = conv(x); y = add(conv2(conv1(r)), r).
+// The stage conv1 -> conv2 ends in conv2 with the add fused (reading the band's rows of
+// r), conv1's two halo rows carried from band to band, the add's output over r in place;
+// plan_memory proves it (call_overlap's in-place reads) and the bytes are the whole run's.
+TEST(QConv, ResidualStageWritesOverTheResidual) {
+  std::mt19937 rng(41);
+  auto values = [&](const Shape& shape) { return random_values(rng, shape); };
+  Graph g;
+  g.name = "residual_block";
+  g.inputs = {{"x", TensorType{DataType::Int(8), {1, 12, 6, 3}}}};
+  const json relu = quant({{"padding", {1, 1, 1, 1}}, {"activation", "relu"}});
+  const std::string r = append_qconv(g, "c0", "x", {8, 3, 3, 3}, values({8, 3, 3, 3}), relu);
+  const std::string c1 = append_qconv(g, "c1", r, {8, 3, 3, 8}, values({8, 3, 3, 8}), relu);
+  const std::string c2 = append_qconv(g, "c2", c1, {8, 3, 3, 8}, values({8, 3, 3, 8}), quant({{"padding", {1, 1, 1, 1}}}));
+  append_qadd(g, "s", r, c2);
+  g.outputs = {append_qconv(g, "y", "s", {4, 1, 1, 8}, values({4, 1, 1, 8}), quant({}))};
+  const Graph prepared = prepare_quantized(g, ScheduleOptions{});
+  std::string why;
+  EXPECT_FALSE(patchable_conv(prepared, 2, &why));
+  EXPECT_EQ(residual_add_of(prepared, 2, &why), std::optional<size_t>(3)) << why;
+  EXPECT_EQ(residual_add_of(prepared, 1, &why), std::nullopt);
+  EXPECT_EQ(why, "no elementwise op fuses into it");
+  // Four bands of three rows: conv1 computes rows 0-3, then keeps rows 2-3 and adds 4-6, ...
+  const PatchStage stage = make_patch_stage(prepared, {1, 2}, 4, true);
+  EXPECT_EQ(stage.fused, std::optional<size_t>(3));
+  EXPECT_EQ(stage.recomputed_macs, 0);
+  EXPECT_EQ(stage.bands[1][0].carried, 2);
+  EXPECT_EQ(stage.bands[1][0].out_begin, 4);
+  EXPECT_EQ(stage.bands[1][0].in_begin, 3);  // r's rows 3-7: none a band before wrote
+  EXPECT_EQ(overlap_shift(prepared, stage), 0);
+  // conv2's padding rows are zero-point rows of conv1's buffer: every band one kernel.
+  EXPECT_EQ(stage.bands[0][1].zero_top, 1);
+  EXPECT_EQ(stage.bands[3][1].zero_bottom, 1);
+  for (const auto& band : stage.bands)
+    EXPECT_EQ(std::make_tuple(band[1].in_rows, band[1].pad_top, band[1].pad_bottom), std::make_tuple(5, 0, 0));
+  // Twelve one-row bands would move conv1's two kept rows of a three-row buffer over themselves.
+  EXPECT_THROW(make_patch_stage(prepared, {1, 2}, 12, true), DiagnosticError);
+  // The add must read the stage's input: a stage of conv2 alone would add c0's rows to conv2(c1).
+  try {
+    make_patch_stage(prepared, {2}, 2, true);
+    ADD_FAILURE() << "a residual stage whose add does not read its input";
+  } catch (const DiagnosticError& e) {
+    EXPECT_NE(std::string(e.what()).find("does not add the stage's input 'c1'"), std::string::npos) << e.what();
+  }
+  const PatchPlan plan = plan_patch_stages(prepared, 0, true, true);
+  ASSERT_EQ(plan.stages.size(), 1u);
+  EXPECT_EQ(plan.stages[0].nodes, (std::vector<size_t>{1, 2}));
+  // Whole: r and conv1's output (576 bytes each) and c2's; residual stage: r, a carried band buffer.
+  EXPECT_LT(plan.patched_bound, plan_patch_stages(prepared, 0, true, false).patched_bound);
+  EXPECT_LE(plan.patched_bound, 576 + 5 * 48);
+  const std::vector<int64_t> input = values({1, 12, 6, 3});
+  expect_planned_run_bit_exact(prepared, input, plan.patched_bound);
+  // -disabled-schedules=patch_residual: no stage ends in the add.
+  EXPECT_TRUE(is_model_schedule("patch_residual"));
+  AotOptions plain;
+  plain.patch_residual = false;
+  AotModule without = build_aot(prepared, plain);
+  EXPECT_EQ(without.band_kernel_of.count("tvmgen_residual_block_c2_band0"), 0u);
+  const AotModule with = build_aot(prepared, AotOptions{});
+  EXPECT_EQ(with.band_kernel_of.count("tvmgen_residual_block_c2_band0"), 1u);
+  EXPECT_EQ(with.band_kernel_of.count("tvmgen_residual_block_c2_band1"), 0u);
+  EXPECT_EQ(with.band_kernel_of.count("tvmgen_residual_block_c1_zero_rows0"), 1u);
   AotOptions whole;
   whole.patch = false;
-  const NDArray want = run_int8_aot(prepared, build_aot(prepared, whole), input).back();
-  AotModule aot = build_aot(prepared, AotOptions{});
-  PipelineResult planned = run_pipeline(aot.module, {*find_pass("simplify"), *find_pass("plan_memory")});
-  const PrimFunc main = planned.module.lookup(aot.main);
-  EXPECT_LE(std::get<int64_t>(main->attrs.at("workspace.pool_bytes")), plan.patched_bound) << memory_report(main);
-  aot.module = planned.module;
-  EXPECT_EQ(run_int8_aot(prepared, aot, input).back().data, want.data);
+  EXPECT_EQ(run_int8_aot(prepared, without, input).back().data,
+            run_int8_aot(prepared, build_aot(prepared, whole), input).back().data);
 }
 
 // The planner's choices pinned on a graph with a view between two chains, strides and
