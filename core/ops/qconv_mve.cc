@@ -106,16 +106,22 @@ Expr vmladava(Expr acc, Expr a, Expr b) { return Call(kI32, "vmladava", {std::mo
 Stmt mve_tile(const Gemm& g, const Buffer& col, const std::vector<Expr>& rows, Expr oc0, int64_t nc) {
   const int64_t np = static_cast<int64_t>(rows.size()), k = g.k;
   Buffer acc = scratch("acc", {np * nc}, kI32);
+  // `lanes` consecutive values from `start`; one lane (K % 16 == 1) is a scalar.
+  auto run_of = [](const Buffer& b, Expr start, int lanes) {
+    return lanes == 1 ? load(b, {std::move(start)}) : load(b, {Ramp(std::move(start), ci(1), lanes)});
+  };
   auto pixel = [&](int64_t p, Expr k0, int lanes) {
     Expr start = col ? add(ci(p * k), k0) : add(g.row_start(rows[p]), k0);
-    return load(col ? col : g.direct, {Ramp(start, ci(1), lanes)});
+    return run_of(col ? col : g.direct, start, lanes);
   };
   auto step = [&](Expr k0, int lanes) {
     std::vector<Stmt> s;
     for (int64_t p = 0; p < np; ++p)
       for (int64_t c = 0; c < nc; ++c) {
-        Expr w = load(g.weight, {Ramp(add(mul(add(oc0, ci(c)), ci(k)), k0), ci(1), lanes)});
-        s.push_back(store(acc, vmladava(load(acc, {ci(p * nc + c)}), pixel(p, k0, lanes), w), {ci(p * nc + c)}));
+        Expr w = run_of(g.weight, add(mul(add(oc0, ci(c)), ci(k)), k0), lanes), x = pixel(p, k0, lanes);
+        Expr sum = load(acc, {ci(p * nc + c)});
+        sum = lanes == 1 ? add(sum, mul(Cast(kI32, x), Cast(kI32, w))) : vmladava(sum, x, w);
+        s.push_back(store(acc, sum, {ci(p * nc + c)}));
       }
     return s.size() == 1 ? s[0] : SeqStmt(s);
   };

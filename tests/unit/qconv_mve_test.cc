@@ -256,6 +256,21 @@ TEST(QConv, MveGeneralRequantTableFourChannelsAVector) {
     }
 }
 
+// A reduction one past a whole number of 16-lane steps (K % 16 == 1: a 3x3 convolution
+// of 9 channels, K = 81; a dense of 17 inputs) ends in a one-lane step, a scalar
+// multiply-add (a vector of one lane is no vector).
+TEST(QConv, MveReductionEndingInOneLane) {
+  const Case cases[] = {{"qconv2d", {1, 4, 4, 9}, {8, 3, 3, 9}, quant({{"output_scale", 0.003}, {"padding", {1, 1, 1, 1}}})},
+                        {"qdense", {2, 17}, {6, 17}, quant({{"output_scale", 0.002}})}};
+  for (const Case& k : cases) {
+    ScheduleOptions o;
+    o.smlad = o.sxtb16 = false, o.mve = true;
+    const std::string label = std::string("mve ") + k.op + " with K % 16 == 1";
+    SCOPED_TRACE(label);
+    run_case(k, o, label);
+  }
+}
+
 // TFLite's MultiplyByQuantizedMultiplier as gemmlowp writes it (the nudge and the
 // truncating division, then RoundingDivideByPOT's mask and threshold).
 int32_t tflite_multiply_by_quantized_multiplier(int32_t x, int32_t m, int s) {
