@@ -16,7 +16,7 @@ ref="$build/tests/int8/int8_reference"
 [ -x "$ref" ] || { echo "bench/mlperf_int8.sh: no $ref; build the tests first" >&2; exit 1; }
 
 # The schedules of the int8 operators (docs/quantization.md); "" is the row with all of them on.
-SCHEDULES=("" fold_zero_point block unroll hoist smlad sxtb16 interleave pixel_triples dsp_no_early_scheduling fold_output_zero_point few_channels
+SCHEDULES=("" fold_zero_point block unroll hoist smlad sxtb16 interleave pixel_triples dsp_no_early_scheduling smmlar_add fold_output_zero_point few_channels
            depthwise_tile depthwise_border_tiles smlal_requant dense_chunks merge_kernels patch)
 # The `microtir run` arguments that switch one schedule off (NAME is replaced by it).
 SCHEDULE_OFF=(--disable-schedules NAME)

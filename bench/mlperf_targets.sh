@@ -11,16 +11,22 @@
 #    the C backend and the LLVM backend (same schedules; issue 27 part 4). TFLM's firmware runs
 #    beside ours in bench/tflite_vs_tflm.sh (Cortex-M4 only: that is the peer we have).
 #  - wasm: node time per inference, the median of many single inferences, of the wasm
-#    backend's module (microtir + Binaryen) beside clang -O2's wasm32 build of our own C
-#    artifact (WASI), in turns, with the FNV-1a of both outputs (they must agree); and,
-#    deterministic where the clock is not (a shared machine), the x86 instructions per
-#    inference of both under valgrind (VALGRIND=0 skips it; a few minutes per model).
+#    backend's module (microtir + Binaryen; SIMD128 where its kernels take it) beside
+#    clang -O2's wasm32 builds of our own C artifact (WASI), without and with -msimd128
+#    (like for like: clang may vectorize too), in turns, with the FNV-1a of the outputs
+#    (they must agree); the ratio is against the faster clang build. And, deterministic
+#    where the clock is not (a shared machine), the x86 instructions per inference of
+#    all three under valgrind (VALGRIND=0 skips it; a few minutes per model).
 #
 # Usage: bash bench/mlperf_targets.sh [BUILD_DIR]   (default: build; needs its microtir)
 #        BENCH_MODELS="kws ad" runs only those models; BENCH_TARGETS (default
 #        "cortex-m4 cortex-m7 cortex-m33 cortex-m55 riscv32 wasm") the targets; RUNS (default 101) inferences
 #        timed per wasm module and turn; REPS (default 3) turns; WASM_OPT (default O2) the
-#        Binaryen level of the wasm backend. Prints Markdown on stdout.
+#        Binaryen level of the wasm backend; NODE_FLAGS flags for the timed node runs
+#        (--no-liftoff: TurboFan code from the first inference, where a loaded machine
+#        delays V8's tier-up past the timed runs); VALGRIND_RUNS (default 10) the inferences
+#        counted under valgrind (more where a model's are few against V8's own noise).
+#        Prints Markdown on stdout.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build="${1:-build}"
@@ -39,7 +45,7 @@ if [ -n "${BENCH_MODELS:-}" ]; then
   MODELS=("${keep[@]}")
 fi
 TARGETS="${BENCH_TARGETS:-cortex-m4 cortex-m7 cortex-m33 cortex-m55 riscv32 wasm}"
-RUNS="${RUNS:-101}" REPS="${REPS:-3}"
+RUNS="${RUNS:-101}" REPS="${REPS:-3}" NODE_FLAGS="${NODE_FLAGS:-}" VALGRIND_RUNS="${VALGRIND_RUNS:-10}"
 CASE=lcg_9e3779b9
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -146,36 +152,49 @@ sizes = dict(re.findall(r"#define TVMGEN_MODEL_(\w+)_SIZE (\d+)", header))
 with open(sys.argv[3], "w") as f:
     f.write(" ".join(["in:%s:%s" % (n, sizes[n.upper()]) for n in ins] + ["out:%s:%s" % (n, sizes[n.upper()]) for n in outs]))
 PY
-    clang-14 --target=wasm32-wasi -std=c99 -O2 -I"$M/runtime/include" -I"$M/codegen/host/include" \
-      "$M"/codegen/host/src/*.c "$M"/runtime/src/*.c "$M/runtime/ports/wasm32/platform.c" "$work/$model.main.c" \
-      -Wl,-z,stack-size=262144 -lm -o "$work/$model.clang.wasm"
-    clang_best=1e30 be_best=1e30
+    for simd in "" -msimd128; do
+      clang-14 --target=wasm32-wasi -std=c99 -O2 $simd -I"$M/runtime/include" -I"$M/codegen/host/include" \
+        "$M"/codegen/host/src/*.c "$M"/runtime/src/*.c "$M/runtime/ports/wasm32/platform.c" "$work/$model.main.c" \
+        -Wl,-z,stack-size=262144 -lm -o "$work/$model.clang${simd:+-simd}.wasm"
+    done
+    be_module="$work/$model.wasmbe/codegen/host/lib/model.wasm"
+    # One turn: each build's median, in the same order every turn; keep each one's best.
+    declare -A best=([clang]=1e30 [clang-simd]=1e30 [be]=1e30) hash=()
     for ((rep = 0; rep < REPS; rep++)); do
-      read -r t clang_hash < <(node --no-warnings "$work/wasi.mjs" "$work/$model.clang.wasm" "$RUNS")
-      clang_best=$(python3 -c 'import sys; print(min(map(float, sys.argv[1:])))' "$clang_best" "$t")
-      read -r t be_hash < <(node --no-warnings "$work/time_module.mjs" "$work/$model.wasmbe/codegen/host/lib/model.wasm" "$RUNS" $(cat "$work/$model.tensors"))
-      be_best=$(python3 -c 'import sys; print(min(map(float, sys.argv[1:])))' "$be_best" "$t")
+      for build in clang clang-simd be; do
+        if [ "$build" = be ]; then
+          read -r t h < <(node --no-warnings $NODE_FLAGS "$work/time_module.mjs" "$be_module" "$RUNS" $(cat "$work/$model.tensors"))
+        else
+          read -r t h < <(node --no-warnings $NODE_FLAGS "$work/wasi.mjs" "$work/$model.$build.wasm" "$RUNS")
+        fi
+        best[$build]=$(python3 -c 'import sys; print(min(map(float, sys.argv[1:])))' "${best[$build]}" "$t")
+        hash[$build]=$h
+      done
     done
     # Deterministic beside the clock: x86 instructions per inference under valgrind, with
-    # V8 compiling everything with TurboFan up front (10 inferences minus none).
-    clang_instr=null be_instr=null
+    # V8 compiling everything with TurboFan up front (VALGRIND_RUNS inferences minus none).
+    declare -A instr=([clang]=null [clang-simd]=null [be]=null)
     if command -v valgrind > /dev/null && [ "${VALGRIND:-1}" = 1 ]; then
       x86_instructions() {  # x86_instructions RUNNER.mjs MODULE.wasm ARGS...: per inference
         local runner=$1 module=$2 counts=()
         shift 2
-        for n in 0 10; do
+        for n in 0 "$VALGRIND_RUNS"; do
           counts+=("$(valgrind --tool=callgrind --callgrind-out-file=/dev/null --smc-check=all node --no-liftoff \
             --single-threaded --no-warnings "$runner" "$module" "$n" "$@" 2>&1 | sed -n 's/.*I *refs: *//p' | tr -d ,)")
         done
-        echo $(((counts[1] - counts[0]) / 10))
+        echo $(((counts[1] - counts[0]) / VALGRIND_RUNS))
       }
-      clang_instr=$(x86_instructions "$work/wasi.mjs" "$work/$model.clang.wasm")
-      be_instr=$(x86_instructions "$work/time_module.mjs" "$work/$model.wasmbe/codegen/host/lib/model.wasm" $(cat "$work/$model.tensors"))
+      instr[clang]=$(x86_instructions "$work/wasi.mjs" "$work/$model.clang.wasm")
+      instr[clang-simd]=$(x86_instructions "$work/wasi.mjs" "$work/$model.clang-simd.wasm")
+      instr[be]=$(x86_instructions "$work/time_module.mjs" "$be_module" $(cat "$work/$model.tensors"))
     fi
-    echo "{\"clang_ns\": $clang_best, \"binaryen_ns\": $be_best, \"clang_hash\": \"$clang_hash\", \"binaryen_hash\": \"$be_hash\"," \
-         "\"clang_instr\": $clang_instr, \"binaryen_instr\": $be_instr," \
-         "\"clang_bytes\": $(stat -c %s "$work/$model.clang.wasm"), \"binaryen_bytes\": $(stat -c %s "$work/$model.wasmbe/codegen/host/lib/model.wasm")}" \
+    echo "{\"clang_ns\": ${best[clang]}, \"clang_simd_ns\": ${best[clang-simd]}, \"binaryen_ns\": ${best[be]}," \
+         "\"clang_hash\": \"${hash[clang]}\", \"clang_simd_hash\": \"${hash[clang-simd]}\", \"binaryen_hash\": \"${hash[be]}\"," \
+         "\"clang_instr\": ${instr[clang]}, \"clang_simd_instr\": ${instr[clang-simd]}, \"binaryen_instr\": ${instr[be]}," \
+         "\"clang_bytes\": $(stat -c %s "$work/$model.clang.wasm"), \"clang_simd_bytes\": $(stat -c %s "$work/$model.clang-simd.wasm")," \
+         "\"binaryen_bytes\": $(stat -c %s "$be_module")}" \
       > "$work/wasm-$model.json"
+    unset best hash instr
   done
 fi
 
@@ -233,18 +252,21 @@ for target in targets:
 
 if "wasm" in targets:
     print("\n### wasm (node: median ns of single inferences, best turn; x86 instructions per inference under valgrind)\n")
-    print("| model | clang -O2 wasm32 (C artifact, WASI): ns | wasm backend + Binaryen: ns | backend / clang (goal <= 1.2) |"
-          " clang: x86 instructions | backend: x86 instructions | backend / clang |"
-          " same output bytes | module bytes: clang / backend |")
-    print("|---|---:|---:|---:|---:|---:|---:|---|---:|")
+    print("clang -O2 wasm32 builds our C artifact (WASI) without and with `-msimd128`; the wasm backend's module is "
+          "microtir + Binaryen (-O2). The ratios are against the faster clang build.\n")
+    print("| model | clang: ns | clang -msimd128: ns | backend: ns | backend / clang (goal <= 0.9) |"
+          " clang: x86 instructions | clang -msimd128: x86 instructions | backend: x86 instructions | backend / clang |"
+          " same output bytes | module bytes: clang / -msimd128 / backend |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|")
     for m in models:
         w = load(f"{work}/wasm-{m}.json")
         if "failed" in w:
             print(f"| {m} | failed |")
             continue
-        same = "yes" if w["clang_hash"] == w["binaryen_hash"] else "NO"
-        ci, bi = w.get("clang_instr"), w.get("binaryen_instr")
-        instr = f" {ci:,} | {bi:,} | {bi / ci:.2f} |" if ci and bi else " - | - | - |"
-        print(f"| {m} | {w['clang_ns']:,.0f} | {w['binaryen_ns']:,.0f} | {w['binaryen_ns'] / w['clang_ns']:.2f} |{instr} {same} |"
-              f" {w['clang_bytes']:,} / {w['binaryen_bytes']:,} |")
+        same = "yes" if w["clang_hash"] == w["binaryen_hash"] == w["clang_simd_hash"] else "NO"
+        ns = min(w["clang_ns"], w["clang_simd_ns"])
+        ci, si, bi = w.get("clang_instr"), w.get("clang_simd_instr"), w.get("binaryen_instr")
+        instr = f" {ci:,} | {si:,} | {bi:,} | {bi / min(ci, si):.2f} |" if ci and si and bi else " - | - | - | - |"
+        print(f"| {m} | {w['clang_ns']:,.0f} | {w['clang_simd_ns']:,.0f} | {w['binaryen_ns']:,.0f} | {w['binaryen_ns'] / ns:.2f} |"
+              f"{instr} {same} | {w['clang_bytes']:,} / {w['clang_simd_bytes']:,} / {w['binaryen_bytes']:,} |")
 PY

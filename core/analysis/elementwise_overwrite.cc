@@ -54,9 +54,18 @@ bool same_indices(const std::vector<Expr>& a, const std::vector<Expr>& b) {
 
 // ---- several stores, each element written once -----------------------------------
 
-// Every read of `in` lies in the value of a store to `out` at that store's own index,
-// nothing reads `out`, and no other buffer names the memory of either (a view would
-// hide accesses).
+// A one-dimensional view of `b`'s memory (its dtype, no offset): the Helium kernels store
+// four lanes through one of the output, and a fused consumer reads its inputs through
+// such views at the same flat index (executor/fuse_elementwise.cc).
+bool flat_view_of(const Buffer& v, const Buffer& b) {
+  const int64_t* offset = v->elem_offset ? as_const_int(v->elem_offset) : nullptr;
+  return v != b && v->data && v->data == b->data && v->shape.size() == 1 && v->dtype == b->dtype && v->strides.empty() &&
+         (!v->elem_offset || (offset && !*offset));
+}
+
+// Every read of `in` (or a flat view of it) lies in the value of a store to `out` (or a
+// flat view of it) at that store's own index, nothing reads `out`, and no other buffer
+// names the memory of either (a view would hide accesses).
 class ReadsAtStores : public Visitor {
  public:
   ReadsAtStores(const Buffer& in, const Buffer& out) : in_(in), out_(out) {}
@@ -64,25 +73,32 @@ class ReadsAtStores : public Visitor {
 
  protected:
   void visit_BufferStore(const BufferStoreNode* op) override {
-    if (op->buffer != out_) return Visitor::visit_BufferStore(op);
+    const bool view = flat_view_of(op->buffer, out_);
+    if (op->buffer != out_ && !view) return Visitor::visit_BufferStore(op);
     for (const Expr& i : op->indices) visit(i);
     const std::vector<Expr>* outer = at_;
-    at_ = &op->indices;
+    const bool outer_view = at_view_;
+    at_ = &op->indices, at_view_ = view;
     visit(op->value);
-    at_ = outer;
+    at_ = outer, at_view_ = outer_view;
   }
   void visit_BufferLoad(const BufferLoadNode* op) override {
-    if (op->buffer == out_ || (op->buffer == in_ && (!at_ || !same_indices(op->indices, *at_)))) ok = false;
+    const bool in_view = flat_view_of(op->buffer, in_);
+    if (op->buffer == out_ || flat_view_of(op->buffer, out_)) ok = false;
+    if ((op->buffer == in_ || in_view) && (!at_ || in_view != at_view_ || !same_indices(op->indices, *at_))) ok = false;
     Visitor::visit_BufferLoad(op);
   }
   void visit_buffer(const Buffer& b) override {
-    if (b && b != in_ && b != out_ && b->data && (b->data == in_->data || b->data == out_->data)) ok = false;
+    if (b && b != in_ && b != out_ && b->data && (b->data == in_->data || b->data == out_->data) &&
+        !flat_view_of(b, in_) && !flat_view_of(b, out_))
+      ok = false;
     Visitor::visit_buffer(b);
   }
 
  private:
   Buffer in_, out_;
   const std::vector<Expr>* at_ = nullptr;
+  bool at_view_ = false;
 };
 
 // Runs the control flow around the stores to `out` with every loop variable bound to
@@ -97,7 +113,8 @@ class WriteOnceCheck {
   bool run(const Stmt& s) {
     if (!s) return true;
     if (!stores_out(s)) return true;
-    if (const auto* store = as<BufferStoreNode>(s)) return mark(store->indices);
+    if (const auto* store = as<BufferStoreNode>(s))
+      return store->buffer == out_ ? mark(store->indices) : mark_flat(store->indices.at(0));
     if (const auto* seq = as<SeqStmtNode>(s)) {
       for (const Stmt& c : seq->seq)
         if (!run(c)) return false;
@@ -140,7 +157,7 @@ class WriteOnceCheck {
       Buffer out;
       bool found = false;
       void visit_BufferStore(const BufferStoreNode* op) override {
-        found = found || op->buffer == out;
+        found = found || op->buffer == out || flat_view_of(op->buffer, out);
         Visitor::visit_BufferStore(op);
       }
     } f;
@@ -163,6 +180,34 @@ class WriteOnceCheck {
     return true;
   }
 
+  // A store through a flat view: each lane of its index (a Ramp, a Shuffle of them, a
+  // Broadcast or a scalar) marks one element.
+  bool mark_flat(const Expr& index) {
+    for (int k = 0; k < index->dtype.lanes(); ++k) {
+      int64_t i = 0;
+      if (!eval_lane(index, k, &i) || i < 0 || i >= static_cast<int64_t>(written_.size()) || written_[static_cast<size_t>(i)])
+        return false;
+      written_[static_cast<size_t>(i)] = true;
+    }
+    return true;
+  }
+  bool eval_lane(const Expr& e, int k, int64_t* out) const {
+    if (!e->dtype.is_vector()) return eval(e, out);
+    if (const auto* ramp = as<RampNode>(e)) {
+      int64_t base = 0, stride = 0;
+      if (!eval(ramp->base, &base) || !eval(ramp->stride, &stride)) return false;
+      return *out = base + stride * k, true;
+    }
+    if (const auto* b = as<BroadcastNode>(e)) return eval(b->value, out);
+    if (const auto* shuffle = as<ShuffleNode>(e)) {
+      int lane = shuffle->indices.at(static_cast<size_t>(k));
+      for (const Expr& v : shuffle->vectors) {
+        if (lane < v->dtype.lanes()) return eval_lane(v, lane, out);
+        lane -= v->dtype.lanes();
+      }
+    }
+    return false;
+  }
   bool eval(const Expr& e, int64_t* out) const {
     if (const int64_t* c = as_const_int(e)) return *out = *c, true;
     if (const auto* v = as<VarNode>(e)) {

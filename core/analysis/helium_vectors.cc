@@ -112,8 +112,34 @@ const BufferLoadNode* helium_widened_load(const Expr& e) {
   const Expr& v = static_cast<const CastNode*>(e.get())->value;
   const DataType t = v->dtype.element_of();
   if (t != DataType::Int(8) && t != DataType::Int(16)) return nullptr;
-  if (helium_load_stride(v) != 1) return nullptr;
-  return static_cast<const BufferLoadNode*>(v.get());
+  if (helium_load_stride(v) == 1) return static_cast<const BufferLoadNode*>(v.get());
+  // int8 lanes at constant offsets (VLDRB.S32 gather): a residual input beside a 2x2 tile.
+  const auto* load = v->kind == ExprKind::BufferLoad ? static_cast<const BufferLoadNode*>(v.get()) : nullptr;
+  int64_t offsets[kHeliumLanes];
+  return load && t == DataType::Int(8) && offset_access(load->buffer, load->indices, offsets) ? load : nullptr;
+}
+
+const CallNode* helium_shift_left(const Expr& e, int64_t* amount) {
+  // int32x4(T.shift_left(uint32x4(v), uint32 c)): a wrapping left shift by a constant.
+  if (e->kind != ExprKind::Cast || e->dtype != kInt32x4) return nullptr;
+  const Expr& v = static_cast<const CastNode*>(e.get())->value;
+  const auto* call = v->kind == ExprKind::Call ? static_cast<const CallNode*>(v.get()) : nullptr;
+  if (!call || !call->is(Builtin::ShiftLeft) || call->args.size() != 2 || v->dtype != DataType::UInt(32).with_lanes(kHeliumLanes))
+    return nullptr;
+  const auto* by = call->args[1]->kind == ExprKind::Broadcast ? static_cast<const BroadcastNode*>(call->args[1].get()) : nullptr;
+  const int64_t* c = by ? as_const_int(by->value) : nullptr;
+  const auto* from = call->args[0]->kind == ExprKind::Cast ? static_cast<const CastNode*>(call->args[0].get()) : nullptr;
+  if (!c || *c < 0 || *c > 31 || !from || from->value->dtype != kInt32x4) return nullptr;
+  *amount = *c;
+  return call;
+}
+
+const Expr* helium_narrowed_value(const Expr& e) {
+  // int32x4(int8x4(v)): the low byte of each lane, sign-extended.
+  if (e->kind != ExprKind::Cast || e->dtype != kInt32x4) return nullptr;
+  const auto* inner = static_cast<const CastNode*>(e.get())->value.get();
+  if (inner->kind != ExprKind::Cast || inner->dtype != DataType::Int(8).with_lanes(kHeliumLanes)) return nullptr;
+  return &static_cast<const CastNode*>(inner)->value;
 }
 
 bool helium_vector(const Expr& e, const HeliumVars* vars) {
@@ -127,7 +153,13 @@ bool helium_vector(const Expr& e, const HeliumVars* vars) {
       return offset_access(load->buffer, load->indices, offsets);
     }
     case ExprKind::Shuffle: return scalar_lanes(e);
-    case ExprKind::Cast: return helium_widened_load(e) != nullptr;
+    case ExprKind::Cast: {
+      int64_t amount;
+      if (const CallNode* shl = helium_shift_left(e, &amount))
+        return helium_vector(static_cast<const CastNode*>(shl->args[0].get())->value, vars);
+      if (const Expr* v = helium_narrowed_value(e)) return helium_vector(*v, vars);
+      return helium_widened_load(e) != nullptr;
+    }
     case ExprKind::Broadcast: {
       const Expr& v = static_cast<const BroadcastNode*>(e.get())->value;
       return v->dtype == DataType::Int(32);

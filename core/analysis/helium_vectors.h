@@ -8,7 +8,10 @@
 //   A[Shuffle(Ramp, Ramp)]      int32 gather of lanes at constant offsets from lane 0
 //                               (helium_lane_offsets; a 2x2 tile's table columns)
 //   Shuffle(a, b, c, d)         four scalar int32 loads, one a lane (VMOV: a tile's sums)
-//   int32x4(B[Ramp(i, 1, 4)])   an int8 or int16 contiguous load widened (VLDRB.S32, VLDRH.S32)
+//   int32x4(B[Ramp(i, 1, 4)])   an int8 or int16 contiguous load widened (VLDRB.S32, VLDRH.S32),
+//                               or an int8 one at constant offsets (a VLDRB.S32 gather)
+//   int32x4(int8x4(a))          the low byte of each lane, sign-extended
+//   int32x4(T.shift_left(uint32x4(a), c))   a wrapping left shift by a constant (VSHL)
 //   Broadcast(x, 4)             a scalar int32 (VDUP)
 //   a + b, a - b, a * b, min(a, b), max(a, b)            (wrapping, as TIR's int32)
 //   T.multiply_by_quantized_multiplier(x, m, s)           (VQRDMULH and VRSHL)
@@ -47,8 +50,12 @@ bool helium_store(const BufferStoreNode* store, const HeliumVars* vars = nullptr
 HeliumVars helium_lets(const Stmt& body);
 // Whether `store` is a kept 16-byte copy or fill (the value a load or a Broadcast).
 bool helium_byte_store(const BufferStoreNode* store);
-// The int8 or int16 contiguous load that `e` widens to int32x4, or null.
+// The int8 or int16 contiguous load (or int8 gather) that `e` widens to int32x4, or null.
 const BufferLoadNode* helium_widened_load(const Expr& e);
+// The T.shift_left of int32x4(T.shift_left(uint32x4(a), c)) with its constant c, or null.
+const CallNode* helium_shift_left(const Expr& e, int64_t* amount);
+// The int32x4 value `a` of int32x4(int8x4(a)), or null.
+const Expr* helium_narrowed_value(const Expr& e);
 // Lane `k` of a Ramp with a constant stride, or of a Shuffle of them: its base and the
 // constant added to it; false for any other vector.
 bool helium_ramp_lane(const Expr& index, int k, Expr* base, int64_t* offset);

@@ -114,7 +114,7 @@ void apply_option(TargetReading& r, const std::string& text, const std::string& 
     t.mcpu = value;
   } else if (key == "disabled-schedules") {
     ScheduleOptions s;
-    s.smlad = s.sxtb16 = s.smmlar_requant = s.mve = true;  // keep only the names listed: their default off would read as disabled
+    s.smlad = s.sxtb16 = s.smmlar_requant = s.mve = s.smmlar_add = true;  // keep only the names listed: their default off would read as disabled
     disable_schedules(s, value, "bad target \"" + text + "\": -disabled-schedules");
     t.disabled_schedules = s.disabled();
     r.kept = s;
@@ -137,13 +137,18 @@ ScheduleOptions target_schedules(const Target& t, const ScheduleOptions& kept) {
   // One SMMLAR where the DSP has it; elsewhere its 64-bit arithmetic costs about what
   // smlal_requant's does (riscv32 KWS +0.07%).
   s.smmlar_requant = s.smlad;
+  // The residual adds' three roundings: one SMMLAR each instead of a 64-bit multiply
+  // and its sign correction (IC's fused conv+add layers, about 13 instructions an output).
+  s.smmlar_add = s.smlad;
   s.mve = t.kind != "wasm" && t.mcpu == "cortex-m55";  // Helium: Armv8.1-M with MVE
-  // The Helium depthwise kernel's int32x4 lets are Q registers in C; through the LLVM
-  // backend the scalar tiles take fewer instructions (KWS 3,342,771 against 2,793,985).
-  s.mve_depthwise = t.kind != "llvm";
+  // mve_depthwise (on by default) for both backends: through LLVM, with its int32x4
+  // requantization as Helium intrinsics, KWS 1,124,919 instructions against the scalar
+  // tiles' 1,363,715.
   // Its gathered table columns and scattered bytes are the C backend's Helium helpers;
-  // through LLVM the three-column table keeps smmlar_requant (not measured there).
+  // through LLVM (VQRDMULH, but lane moves for the gathers and scatters) it costs more
+  // than smmlar_requant's scalar chains: KWS 1,464,488 against 1,363,715 instructions.
   s.mve_pair_requant = t.kind != "llvm";
+  s.mve_signed_requant = t.kind != "llvm";
   // merge_kernels saves a microcontroller's flash. A wasm module keeps one function per
   // layer: Binaryen merges identical functions itself, and the playground times each
   // layer by wrapping its kernel's function (a shared one would time two layers as one).
@@ -187,7 +192,7 @@ Target parse_target(const std::string& text) {
   if (words.empty()) target_error(text, "empty; expected \"c\", \"llvm\" or \"wasm\" followed by -key=value options");
 
   TargetReading r;
-  r.kept.smlad = r.kept.sxtb16 = r.kept.smmlar_requant = r.kept.mve = true;
+  r.kept.smlad = r.kept.sxtb16 = r.kept.smmlar_requant = r.kept.mve = r.kept.smmlar_add = true;
   Target& t = r.t;
   t.kind = words[0];
   if (t.kind != "c" && t.kind != "llvm" && t.kind != "wasm") {

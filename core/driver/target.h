@@ -34,7 +34,7 @@ struct Target {
   std::string disabled_schedules;  // "block,smlad": int8 schedules switched off (ops/schedules.h)
   std::string opt = "O2";  // wasm only: Binaryen's optimization level (O0 O1 O2 O3 Os Oz)
   // The int8 schedules the target gets, decided once by parse_target: all but smlad,
-  // sxtb16 and smmlar_requant on, those on for CPUs with the DSP extension,
+  // sxtb16, smmlar_requant and smmlar_add on, those on for CPUs with the DSP extension,
   // merge_kernels off on wasm, minus -disabled-schedules.
   ScheduleOptions schedules;
   // Whether the text said -link-params (`compile` links the weights when it does not).

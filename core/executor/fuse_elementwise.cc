@@ -7,8 +7,9 @@
 
 #include "ir/mutator.h"
 #include "ir/structural_equal.h"
-#include "ir/visitor.h"
 #include "ir/substitute.h"
+#include "ir/visitor.h"
+#include "ops/quant_util.h"
 
 namespace mtir {
 namespace {
@@ -195,55 +196,208 @@ class ApplyAtSite : public Mutator {
   bool inline_value_;
 };
 
-// A producer that only stores its output, from any number of statements, and names its
-// memory through no other buffer: each store's value is final unless a later store to
-// the same element replaces it, so the epilogue can be applied at every store.
-bool stores_only(const PrimFunc& producer, const Buffer& out) {
+// A one-dimensional view of the producer's output (its memory, dtype and no offset): the
+// Helium kernels store four lanes at a time through one (ops/qconv_mve.cc).
+bool is_flat_view(const Buffer& b, const Buffer& out) {
+  const int64_t* offset = b->elem_offset ? as_const_int(b->elem_offset) : nullptr;
+  return b->shape.size() == 1 && b->dtype == out->dtype && b->strides.empty() && (!b->elem_offset || (offset && !*offset));
+}
+
+// A producer that only stores its output, from any number of statements, and reads its
+// memory through no other buffer; it may store through flat views (`views`): each store's
+// value is final unless a later store to the same element replaces it, so the epilogue
+// can be applied at every store.
+bool stores_only(const PrimFunc& producer, const Buffer& out, std::vector<Buffer>* views) {
   struct Check : Visitor {
     Buffer out;
+    std::vector<Buffer>* views;
     bool ok = true, stored = false;
+    bool aliases(const Buffer& b) const { return b && b != out && b->data && b->data == out->data; }
     void visit_BufferLoad(const BufferLoadNode* op) override {
-      ok = ok && op->buffer != out;
+      ok = ok && op->buffer != out && !aliases(op->buffer);
       Visitor::visit_BufferLoad(op);
     }
     void visit_BufferStore(const BufferStoreNode* op) override {
-      stored = stored || op->buffer == out;
+      stored = stored || op->buffer == out || aliases(op->buffer);
+      if (aliases(op->buffer)) {
+        ok = ok && is_flat_view(op->buffer, out);
+        if (std::find(views->begin(), views->end(), op->buffer) == views->end()) views->push_back(op->buffer);
+      }
       Visitor::visit_BufferStore(op);
-    }
-    void visit_buffer(const Buffer& b) override {
-      ok = ok && !(b && b != out && b->data && b->data == out->data);
-      Visitor::visit_buffer(b);
     }
   } c;
   c.out = out;
+  c.views = views;
   c.visit(producer->body);
   return c.ok && c.stored;
 }
 
+// The consumer's expression at a producer's vector store: the leaves it replaced are
+// `lanes`-lane vectors, so scalars beside them are broadcast and casts and calls take the
+// lanes. Arithmetic, casts and calls only (what an elementwise integer op stores); `ok`
+// turns false at anything else that holds a vector.
+Expr widen_lanes(const Expr& e, int lanes, bool* ok) {
+  auto broadcast = [&](const Expr& x) { return x->dtype.lanes() == lanes ? x : Broadcast(x, lanes); };
+  if (e->dtype.lanes() == lanes) return e;  // a vector already: the producer's value, a load
+  // An integer op's requantization, expanded into int64 arithmetic for scalars, is one
+  // T.multiply_by_quantized_multiplier in vectors (VQRDMULH and VRSHL on Helium).
+  Expr x;
+  ops::QuantMultiplier q;
+  if (ops::match_multiply_by_quantized_multiplier(e, &x, &q)) {
+    Expr v = widen_lanes(x, lanes, ok);
+    if (v->dtype.lanes() != lanes) return e;
+    const DataType i32 = DataType::Int(32);
+    return Call(i32.with_lanes(lanes), "multiply_by_quantized_multiplier",
+                {v, Broadcast(IntImm(i32, q.multiplier), lanes), Broadcast(IntImm(i32, q.shift), lanes)});
+  }
+  if (auto* cast = as<CastNode>(e)) {
+    Expr v = widen_lanes(cast->value, lanes, ok);
+    return v->dtype.lanes() == lanes ? Cast(e->dtype.with_lanes(lanes), v, e->span) : Cast(e->dtype, v, e->span);
+  }
+  if (auto* call = as<CallNode>(e)) {
+    std::vector<Expr> args;
+    bool vector = false;
+    for (const Expr& a : call->args) args.push_back(widen_lanes(a, lanes, ok)), vector = vector || args.back()->dtype.lanes() == lanes;
+    if (!vector) return e;
+    for (Expr& a : args) a = broadcast(a);
+    return Call(e->dtype.with_lanes(lanes), call->op, args, call->attrs, e->span);
+  }
+  switch (e->kind) {
+    case ExprKind::Add:
+    case ExprKind::Sub:
+    case ExprKind::Mul:
+    case ExprKind::Min:
+    case ExprKind::Max: {
+      auto* op = static_cast<const BinaryNode*>(e.get());
+      Expr a = widen_lanes(op->a, lanes, ok), b = widen_lanes(op->b, lanes, ok);
+      if (a->dtype.lanes() != lanes && b->dtype.lanes() != lanes) return e;
+      return Binary(e->kind, broadcast(a), broadcast(b), e->span);
+    }
+    case ExprKind::IntImm:
+    case ExprKind::Var:
+    case ExprKind::BufferLoad: return e;
+    default: *ok = false; return e;
+  }
+}
+
 // Every store to `from` becomes a store to `to` of the epilogue of its value, at its
-// own indices. A value the epilogue reads more than once is bound to a variable first.
+// own indices; a store to one of `from`'s flat views, a store to `to`'s (in `views`) of
+// `flat(value, index)`. A value the epilogue reads more than once is bound to a variable
+// first.
 class ApplyAtEveryStore : public Mutator {
  public:
-  ApplyAtEveryStore(Buffer from, Buffer to, std::function<Expr(Expr, const std::vector<Expr>&)> epilogue,
-                    bool inline_value)
-      : from_(std::move(from)), to_(std::move(to)), epilogue_(std::move(epilogue)), inline_value_(inline_value) {}
+  using Epilogue = std::function<Expr(Expr, const std::vector<Expr>&)>;
+  ApplyAtEveryStore(Buffer from, Buffer to, Epilogue epilogue, bool inline_value,
+                    std::unordered_map<const BufferNode*, Buffer> views = {},
+                    std::function<Expr(Expr, const Expr&)> flat = nullptr)
+      : from_(std::move(from)), to_(std::move(to)), epilogue_(std::move(epilogue)), inline_value_(inline_value),
+        views_(std::move(views)), flat_(std::move(flat)) {}
 
  protected:
   Stmt mutate_BufferStore(const BufferStoreNode* op, const Stmt& self) override {
-    if (op->buffer != from_) return Mutator::mutate_BufferStore(op, self);
+    auto view = views_.find(op->buffer.get());
+    if (op->buffer != from_ && view == views_.end()) return Mutator::mutate_BufferStore(op, self);
     Expr value = mutate(op->value);
     std::vector<Expr> indices;
     for (const Expr& i : op->indices) indices.push_back(mutate(i));
-    if (inline_value_) return BufferStore(to_, epilogue_(value, indices), indices, op->span);
+    const Buffer to = view == views_.end() ? to_ : view->second;
+    auto finish = [&](Expr current) {
+      return view == views_.end() ? epilogue_(std::move(current), indices) : flat_(std::move(current), indices[0]);
+    };
+    // At a view the epilogue is widened, where the scalar requantizations' int64 forms,
+    // which read the value more than once, become one call each: inlined.
+    if (inline_value_ || view != views_.end()) return BufferStore(to, finish(value), indices, op->span);
     Var v = MakeVar("produced", value->dtype);
-    return LetStmt(v, value, BufferStore(to_, epilogue_(v, indices), indices, op->span), op->span);
+    return LetStmt(v, value, BufferStore(to, finish(v), indices, op->span), op->span);
+  }
+  Buffer mutate_buffer(const Buffer& b) override {
+    auto view = views_.find(b.get());
+    return view == views_.end() ? b : view->second;
   }
 
  private:
   Buffer from_, to_;
-  std::function<Expr(Expr, const std::vector<Expr>&)> epilogue_;
+  Epilogue epilogue_;
   bool inline_value_;
+  std::unordered_map<const BufferNode*, Buffer> views_;
+  std::function<Expr(Expr, const Expr&)> flat_;
 };
+
+// The consumer's expression for one flat index of a producer's view: its reads of `data`
+// become `current`, those of its other inputs (each the output's shape, read at the
+// stored element: `inputs`) loads of their flat views at `index`, and the lanes widen to
+// the index's. Null where the expression has a form widen_lanes cannot take.
+Expr flat_epilogue(const Expr& value, const Buffer& data, const std::unordered_map<const BufferNode*, Buffer>& inputs,
+                   Expr current, const Expr& index) {
+  struct Replace : Mutator {
+    const Buffer& data;
+    const std::unordered_map<const BufferNode*, Buffer>& inputs;
+    Expr current, index;
+    Replace(const Buffer& d, const std::unordered_map<const BufferNode*, Buffer>& in, Expr c, Expr i)
+        : data(d), inputs(in), current(std::move(c)), index(std::move(i)) {}
+    Expr mutate_BufferLoad(const BufferLoadNode* op, const Expr& self) override {
+      if (op->buffer == data) return current;
+      auto it = inputs.find(op->buffer.get());
+      return it == inputs.end() ? Mutator::mutate_BufferLoad(op, self) : BufferLoad(it->second, {index}, op->span);
+    }
+  } replace(data, inputs, std::move(current), index);
+  Expr e = replace.mutate(value);
+  bool ok = true;
+  if (index->dtype.lanes() > 1) e = widen_lanes(e, index->dtype.lanes(), &ok);
+  return ok ? e : nullptr;
+}
+
+// A flat view of `b` shaped as `like` (a view of the producer's output, of as many
+// elements).
+Buffer view_of(const Buffer& b, const Buffer& like) {
+  auto v = std::make_shared<BufferNode>(*b);
+  v->shape = like->shape;
+  v->name = b->name + "_flat";
+  return v;
+}
+
+// The consumer's other inputs as flat views, for an epilogue at a producer's flat view:
+// each must have the output's shape and be read only at the stored element, and the
+// expression must widen to four lanes (checked on a stand-in vector).
+struct FlatViews {
+  std::unordered_map<const BufferNode*, Buffer> inputs;  // the consumer's buffer -> its view
+  std::vector<Buffer> declared;
+};
+
+bool flat_views(const PrimFunc& consumer, size_t input, const ElementwiseBody& body, const Buffer& view,
+                const std::unordered_map<const BufferNode*, Buffer>& renamed, FlatViews* out) {
+  const Buffer& result = consumer->param_buffers.back();
+  for (size_t i = 0; i + 1 < consumer->params.size(); ++i) {
+    const Buffer& buf = consumer->param_buffers[i];
+    if (i == input || !buf) continue;
+    AccessCollector reads = accesses_of(buf, body.store->value);
+    if (!reads.loads) continue;
+    if (buf->dtype != result->dtype || buf->shape.size() != result->shape.size()) return false;
+    for (size_t k = 0; k < buf->shape.size(); ++k)
+      if (!structural_equal(buf->shape[k], result->shape[k])) return false;
+    for (const auto* idx : reads.accesses)
+      if (!same_indices(*idx, body.store->indices)) return false;
+    auto it = renamed.find(buf.get());
+    Buffer flat = view_of(it == renamed.end() ? buf : it->second, view);
+    out->inputs[buf.get()] = flat;
+    out->declared.push_back(flat);
+  }
+  // A stand-in: four lanes of the produced value at a four-lane index; no loop variable
+  // of the consumer may be left outside its loads.
+  Var lanes = MakeVar("lanes", consumer->param_buffers[input]->dtype.with_lanes(4));
+  Expr e = flat_epilogue(body.store->value, consumer->param_buffers[input], out->inputs, lanes,
+                         Ramp(IntImm(DataType::Int(32), 0), IntImm(DataType::Int(32), 1), 4));
+  if (!e) return false;
+  struct Loops : Visitor {
+    std::set<const VarNode*> vars;
+    bool used = false;
+    void visit_Var(const VarNode* op) override { used = used || vars.count(op); }
+  } loops;
+  for (const Expr& i : body.store->indices)
+    if (auto* v = as<VarNode>(i)) loops.vars.insert(v);
+  loops.visit(e);
+  return !loops.used;
+}
 
 }  // namespace
 
@@ -256,8 +410,10 @@ PrimFunc fuse_elementwise(const std::string& name, const PrimFunc& producer, con
   const Buffer& result = consumer->param_buffers.back();
   if (!produced || produced->dtype != data->dtype || produced->shape.size() != data->shape.size()) return nullptr;
   Site site;
-  const bool one_site = find_site(producer->body, produced, {}, &site);
-  if (!one_site && !stores_only(producer, produced)) return nullptr;
+  std::vector<Buffer> views;
+  const bool only_stores = stores_only(producer, produced, &views);
+  const bool one_site = views.empty() && find_site(producer->body, produced, {}, &site);
+  if (!one_site && !only_stores) return nullptr;
 
   auto fused = std::make_shared<PrimFuncNode>();
   std::set<std::string> names;
@@ -297,13 +453,27 @@ PrimFunc fuse_elementwise(const std::string& name, const PrimFunc& producer, con
     return Epilogue(data, std::move(current), vars, renamed).mutate(body.store->value);
   };
   bool inline_value = body.data_loads <= 1;
-  if (one_site) {
+  if (!views.empty()) {
+    FlatViews flat;
+    if (!flat_views(consumer, consumer_input, body, views[0], renamed, &flat)) return nullptr;
+    std::unordered_map<const BufferNode*, Buffer> to_views;
+    for (const Buffer& v : views) to_views[v.get()] = view_of(result, v);
+    auto at_index = [&](Expr current, const Expr& index) {
+      Expr e = flat_epilogue(body.store->value, data, flat.inputs, std::move(current), index);
+      MTIR_ICHECK(e, "fuse_elementwise: the consumer's epilogue does not widen to the store's lanes");
+      return e;
+    };
+    fused->body = ApplyAtEveryStore(produced, result, epilogue_at, inline_value, to_views, at_index).mutate(producer->body);
+    for (const Buffer& v : flat.declared) fused->body = DeclBuffer(v, fused->body);
+  } else if (one_site) {
     auto epilogue = [&](Expr current) { return epilogue_at(std::move(current), site.indices); };
     fused->body = ApplyAtSite(site, produced, result, epilogue, inline_value).mutate(producer->body);
   } else {
     fused->body = ApplyAtEveryStore(produced, result, epilogue_at, inline_value).mutate(producer->body);
   }
   fused->attrs = producer->attrs;
+  for (const auto& [key, value] : consumer->attrs)  // the consumer's own marks ("mtir.*")
+    if (key.rfind("mtir.", 0) == 0) fused->attrs[key] = value;
   fused->attrs["global_symbol"] = name;
   return fused;
 }

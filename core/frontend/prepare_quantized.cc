@@ -51,6 +51,15 @@ bool per_channel(const json& attrs) {
 // 255 * 128 with the zero point subtracted), and while the shift s + 1 stays below 32.
 // smmlar_form_fits says whether every channel qualifies; smmlar_table rewrites `table`
 // when they do. mve_pair_requant's vector form has the same bounds (ops/qconv_mve.cc).
+// Whether the node's lower bound is at least its output zero point (a ReLU): what
+// smmlar_requant and mve_pair_requant need, and mve_signed_requant leaves to them.
+bool relu_bounded(const GraphNode& node) {
+  const int32_t zo = static_cast<int32_t>(number_or(node.attrs, "output_zero_point", 0));
+  return ops::activation_bounds(node.attrs.value("activation", std::string("none")),
+                                number_or(node.attrs, "output_scale", 1.0), zo)
+             .lo >= zo;
+}
+
 bool smmlar_form_fits(const Graph& g, const GraphNode& node, const std::vector<std::string>& inputs,
                       const NDArray& table, int64_t k) {
   const int32_t zo = static_cast<int32_t>(number_or(node.attrs, "output_zero_point", 0));
@@ -282,6 +291,7 @@ void prepare_matmul_node(Graph& g, GraphNode& node, const ScheduleOptions& opts,
                 {"mve", false},
                 {"mve_short_requant", false},
                 {"mve_pair_requant", false},
+                {"mve_signed_requant", false},
                 {"pixel_triples", false}};
   auto wit = g.constants.find(node.inputs.size() > 1 ? node.inputs[1] : "");
   const bool const_weight = wit != g.constants.end() && wit->second.dtype == kI8;
@@ -302,6 +312,9 @@ void prepare_matmul_node(Graph& g, GraphNode& node, const ScheduleOptions& opts,
   else if (three_columns && const_weight && opts.mve_pair_requant && sched["mve"].get<bool>() && groups == 1 && !nchw &&
            smmlar_form_fits(g, node, inputs, g.constants[extra[0]], k))
     sched["mve_pair_requant"] = true;
+  else if (!extra.empty() && const_weight && opts.mve_signed_requant && sched["mve"].get<bool>() && groups == 1 && !nchw &&
+           !relu_bounded(node))
+    sched["mve_signed_requant"] = true;  // the table as it is (ops/qconv_mve.cc, signed_outputs)
   else if (!extra.empty() && const_weight && sched["smlal_requant"].get<bool>() && opts.smmlar_requant)
     sched["smmlar_requant"] = smmlar_table(g, node, inputs, g.constants[extra[0]], k);
   inputs.insert(inputs.end(), extra.begin(), extra.end());
@@ -565,6 +578,9 @@ Graph prepare_graph(const Graph& in, const ScheduleOptions& opts) {
     if (node.op == "qconv2d" || node.op == "qdense") prepare_matmul_node(g, node, opts.for_node(node.name), maybe_unused);
     else if (node.op == "qavg_pool2d" && !node.attrs.contains("schedule") && opts.for_node(node.name).mve)
       node.attrs["schedule"] = {{"mve", true}};  // the window sums four channels a vector (ops/qpool_mve.h)
+    else if ((node.op == "qadd" || node.op == "qsub") && !node.attrs.contains("schedule") &&
+             opts.for_node(node.name).smmlar_add)
+      node.attrs["schedule"] = {{"smmlar_add", true}};  // three SMMLARs (ops/qadd_smmlar.h)
     else if (node.op == "qsoftmax") prepare_softmax_node(g, node);
     else if (node.op == "qlogistic" || node.op == "qtanh") prepare_activation_node(g, node);
     else if (is_wide_mac_op(node.op)) prepare_wide_mac_node(g, node, opts.for_node(node.name));

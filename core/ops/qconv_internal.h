@@ -46,7 +46,7 @@ struct Schedule {
   bool fold_zero_point = false, block = false, unroll = false, smlad = false, sxtb16 = false, interleave = false,
        fold_output_zero_point = false, few_channels = false, depthwise_tile = false, depthwise_border_tiles = false,
        smlal_requant = false, smmlar_requant = false, dense_chunks = false, mve = false, mve_short_requant = false,
-       mve_pair_requant = false, pixel_triples = false;
+       mve_pair_requant = false, mve_signed_requant = false, pixel_triples = false;
   // Packed weight words per output channel for a reduction of length k.
   int64_t weight_words(int64_t k) const { return smlad ? packed_weight_words(k, sxtb16) : k; }
 };
@@ -174,6 +174,10 @@ Stmt gemm_mve(const Gemm& g);
 // (VQRDMULH, VRSHL) with the per-tensor multiplier or the table's columns (M, shift) or
 // (M, r - 1, ...), then the output zero point and the bounds. Not smmlar_requant's table.
 Expr helium_requantize(const QuantAttrs& q, const Buffer& table, int64_t columns, Expr acc, Expr c0, int64_t lanes);
+// The same with the table's column k given by `column(k)` (lanes in any order; null: the
+// per-tensor multiplier).
+Expr requantize_lanes(const QuantAttrs& q, int64_t columns, Expr acc, const std::function<Expr(int64_t)>& column,
+                      int64_t lanes);
 // Whether a node with this schedule, rule and packing can take mve (else the op fails).
 void check_mve(const std::string& op, const Schedule& s, const Rule& rule, const QInputs& q);
 

@@ -51,6 +51,17 @@ bool pair_outputs(const Gemm& g) {
          g.table_columns == 3 && !g.sched->smmlar_requant && g.q->bounds.lo >= g.q->output_zero_point;
 }
 
+// mve_signed_requant (prepare_quantized kept the table of a layer mve_pair_requant and
+// mve_short_requant leave, most often one without a ReLU bound: IC's convolutions fused
+// with the residual ADD): the same tiles as pair_outputs, requantized with TFLite's own
+// rounding (helium_requantize: VQRDMULH, then VRSHL with negative lanes one lower, so the
+// half rounds away from zero), exact for every int32. Its stores are to the flat view, so
+// fuse_elementwise applies a consumer to the four lanes at once.
+bool signed_outputs(const Gemm& g) {
+  const bool table = g.table && (g.table_columns == 2 || (g.table_columns == 3 && !g.sched->smmlar_requant));
+  return g.sched->mve_signed_requant && g.out_flat && !g.rule->onnx && g.rule->out == kI8 && table && !pair_outputs(g);
+}
+
 // The lanes p * nc + c (c < nc) of `np` runs of nc values from `starts` with stride
 // `stride`: one Ramp, or a Shuffle of one per run.
 Expr runs(const std::vector<Expr>& starts, int64_t stride, int64_t nc) {
@@ -62,24 +73,30 @@ Expr runs(const std::vector<Expr>& starts, int64_t stride, int64_t nc) {
   return Shuffle(ramps, lanes);
 }
 
-// The requantized tile of pair_outputs: `sums` its four int32 sums (pixel-major), stored
-// at the pixels' channels from oc0.
+// The requantized tile of pair_outputs or signed_outputs: `sums` its four int32 sums
+// (pixel-major), stored at the pixels' channels from oc0.
 Stmt pair_requantize(const Gemm& g, const std::vector<Expr>& rows, Expr oc0, int64_t nc, Expr sums) {
   const int n = kVectorChannels;
   auto column = [&](int64_t k) {
-    std::vector<Expr> starts(rows.size(), add(mul(oc0, ci(3)), ci(k)));
-    return load(g.table, {runs(starts, 3, nc)});
+    std::vector<Expr> starts(rows.size(), add(mul(oc0, ci(g.table_columns)), ci(k)));
+    return load(g.table, {runs(starts, g.table_columns, nc)});
   };
-  Expr h = Call(kI32.with_lanes(n), "multiply_by_quantized_multiplier", {sums, column(0), Broadcast(ci(0), n)});
-  Expr y = call("shift_right", {add(add(h, column(2)), column(2)), add(column(1), Broadcast(ci(1), n))});
-  if (!g.sched->fold_output_zero_point) y = add(y, Broadcast(ci(g.q->output_zero_point), n));
-  y = min_(max_(y, Broadcast(ci(g.q->bounds.lo), n)), Broadcast(ci(g.q->bounds.hi), n));
+  Expr bytes;
+  if (pair_outputs(g)) {
+    Expr h = Call(kI32.with_lanes(n), "multiply_by_quantized_multiplier", {sums, column(0), Broadcast(ci(0), n)});
+    Expr y = call("shift_right", {add(add(h, column(2)), column(2)), add(column(1), Broadcast(ci(1), n))});
+    if (!g.sched->fold_output_zero_point) y = add(y, Broadcast(ci(g.q->output_zero_point), n));
+    y = min_(max_(y, Broadcast(ci(g.q->bounds.lo), n)), Broadcast(ci(g.q->bounds.hi), n));
+    bytes = Cast(kI8.with_lanes(n), y);
+  } else {
+    bytes = requantize_lanes(*g.q, g.table_columns, sums, column, n);
+  }
   // Consecutive pixels' outputs lie cols apart: lane 0's index plus a constant, which
   // the Helium store sees as a scatter at constant offsets.
   std::vector<Expr> starts;
   const Expr start = add(g.out_start(rows[0]), oc0);
   for (size_t p = 0; p < rows.size(); ++p) starts.push_back(p ? add(start, ci(static_cast<int64_t>(p) * g.cols)) : start);
-  return store(g.out_flat, Cast(kI8.with_lanes(n), y), {runs(starts, 1, nc)});
+  return store(g.out_flat, bytes, {runs(starts, 1, nc)});
 }
 
 Expr vmladava(Expr acc, Expr a, Expr b) { return Call(kI32, "vmladava", {std::move(acc), std::move(a), std::move(b)}); }
@@ -118,7 +135,7 @@ Stmt mve_tile(const Gemm& g, const Buffer& col, const std::vector<Expr>& rows, E
   }
   for (int64_t r = 0; r < rest; ++r) body.push_back(step(ci((main_iters * factor + r) * kLanes), kLanes));
   if (k % kLanes) body.push_back(step(ci(steps * kLanes), static_cast<int>(k % kLanes)));
-  if (np * nc == kVectorChannels && pair_outputs(g)) {
+  if (np * nc == kVectorChannels && (pair_outputs(g) || signed_outputs(g))) {
     std::vector<Expr> lanes;
     for (int64_t i = 0; i < np * nc; ++i) lanes.push_back(load(acc, {ci(i)}));
     body.push_back(pair_requantize(g, rows, oc0, nc, Shuffle(lanes, {0, 1, 2, 3})));
@@ -164,15 +181,12 @@ Stmt mve_pixels(const Gemm& g, Expr row0, int64_t np, int64_t chans) {
 
 }  // namespace
 
-Expr helium_requantize(const QuantAttrs& q, const Buffer& table, int64_t columns, Expr acc, Expr c0, int64_t lanes) {
+Expr requantize_lanes(const QuantAttrs& q, int64_t columns, Expr acc, const std::function<Expr(int64_t)>& column,
+                      int64_t lanes) {
   const int n = static_cast<int>(lanes);
   auto splat = [&](int64_t x) { return n == 1 ? ci(x) : Broadcast(ci(x), n); };
-  auto column = [&](int64_t k) {  // column k of the table for channels c0 ..
-    Expr start = add(mul(c0, ci(columns)), ci(k));
-    return n == 1 ? load(table, {start}) : load(table, {Ramp(start, ci(columns), n)});
-  };
   Expr multiplier, shift;
-  if (!table) {
+  if (!column) {
     multiplier = splat(q.multipliers.at(0).multiplier), shift = splat(q.multipliers.at(0).shift);
   } else if (columns == 2) {
     multiplier = column(0), shift = column(1);
@@ -186,6 +200,14 @@ Expr helium_requantize(const QuantAttrs& q, const Buffer& table, int64_t columns
   return Cast(kI8.with_lanes(n), y);
 }
 
+Expr helium_requantize(const QuantAttrs& q, const Buffer& table, int64_t columns, Expr acc, Expr c0, int64_t lanes) {
+  auto column = [&](int64_t k) {  // column k of the table for channels c0 ..
+    Expr start = add(mul(c0, ci(columns)), ci(k));
+    return lanes == 1 ? load(table, {start}) : load(table, {Ramp(start, ci(columns), static_cast<int>(lanes))});
+  };
+  return requantize_lanes(q, columns, std::move(acc), table ? std::function<Expr(int64_t)>(column) : nullptr, lanes);
+}
+
 void check_mve(const std::string& op, const Schedule& s, const Rule& rule, const QInputs& q) {
   if (s.smlad) fail(op, "schedules 'mve' and 'smlad' exclude each other (mve keeps the weight int8)");
   if (q.packed) fail(op, "schedule 'mve' needs the int8 weight, not one packed for smlad");
@@ -197,7 +219,7 @@ Stmt gemm_mve(const Gemm& g) {
   MTIR_ICHECK(g.direct || g.gather, "the mve core needs direct rows or a gather");
   // Vector outputs: four channels a tile (two pixels with `block`: eight sums), else the
   // 2x2 tile of `block`.
-  const bool vector = vector_outputs(g), pair = pair_outputs(g);
+  const bool vector = vector_outputs(g), pair = pair_outputs(g) || signed_outputs(g);
   const int64_t pix = g.sched->block ? 2 : 1;
   const int64_t chans = vector ? kVectorChannels : g.sched->block ? 2 : 1;
   // pair_outputs: a pixel alone (the last of an odd count, or every one without block)

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "interp/scalar.h"
+#include "ir/structural_equal.h"
 
 namespace mtir {
 namespace ops {
@@ -146,6 +147,48 @@ Expr multiply_by_quantized_multiplier(Expr x, const QuantMultiplier& q) {
   // Both roundings in one step (see quant_util.h).
   return call("shift_right", {add(corrected_high_word(std::move(x), ci(q.multiplier)), ci(int64_t{1} << (right - 2))),
                               ci(right - 1)});
+}
+
+namespace {
+// The first int64 product int64(x) * int64(M) of a constant M in `e`, outermost first.
+bool find_product(const Expr& e, Expr* x, int64_t* m) {
+  if (e->kind == ExprKind::Mul && e->dtype == kI64) {
+    const auto* op = static_cast<const BinaryNode*>(e.get());
+    const auto* a = as<CastNode>(op->a);
+    const auto* b = as<CastNode>(op->b);
+    const int64_t* c = b ? as_const_int(b->value) : nullptr;
+    if (a && c && a->value->dtype == kI32) {
+      *x = a->value, *m = *c;
+      return true;
+    }
+  }
+  if (const auto* cast = as<CastNode>(e)) return find_product(cast->value, x, m);
+  if (const auto* call = as<CallNode>(e)) {
+    for (const Expr& arg : call->args)
+      if (find_product(arg, x, m)) return true;
+    return false;
+  }
+  if (is_binary(e->kind)) {
+    const auto* op = static_cast<const BinaryNode*>(e.get());
+    return find_product(op->a, x, m) || find_product(op->b, x, m);
+  }
+  return false;
+}
+}  // namespace
+
+bool match_multiply_by_quantized_multiplier(const Expr& e, Expr* x, QuantMultiplier* q) {
+  if (e->dtype != kI32 || (e->kind != ExprKind::Call && e->kind != ExprKind::Cast)) return false;
+  Expr px;
+  int64_t m = 0;
+  if (!find_product(e, &px, &m) || m < 0 || m > std::numeric_limits<int32_t>::max()) return false;
+  for (int shift = 0; shift >= -31; --shift) {
+    const QuantMultiplier c{static_cast<int32_t>(m), shift};
+    if (structural_equal(multiply_by_quantized_multiplier(px, c), e)) {
+      *x = px, *q = c;
+      return true;
+    }
+  }
+  return false;
 }
 
 Expr multiply_by_quantized_multiplier(Expr x, Expr multiplier, Expr shift) {

@@ -55,6 +55,10 @@ Stmt with_one_over_one_plus_x(Expr a, const std::function<Stmt(Expr)>& body);
 Expr multiply_by_quantized_multiplier(Expr x, const QuantMultiplier& q);
 // The same with a run-time multiplier (>= 0) and shift (in [-31, 30]), e.g. from a table.
 Expr multiply_by_quantized_multiplier(Expr x, Expr multiplier, Expr shift);
+// Whether `e` is exactly multiply_by_quantized_multiplier(x, q) of a constant q with no
+// left shift (the form above), and its x and q: the epilogue of a fused elementwise op
+// recovers T.multiply_by_quantized_multiplier from it to compute it in int32x4.
+bool match_multiply_by_quantized_multiplier(const Expr& e, Expr* x, QuantMultiplier* q);
 // TFLM's MultiplyByQuantizedMultiplier(int64 x, M, shift) (int16 kernels' wide
 // accumulators): the multiplier rounded to its top 16 bits (0x7FFF at the top), then
 // (x * reduced + 2^(14 - shift)) >> (15 - shift), as int32. requantize_wide takes the

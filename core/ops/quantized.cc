@@ -10,6 +10,7 @@
 
 #include "interp/scalar.h"
 #include "ops/fixed_point.h"
+#include "ops/qadd_smmlar.h"
 #include "ops/qpool_mve.h"
 #include "ops/quant_util.h"
 
@@ -49,7 +50,7 @@ std::vector<Expr> all_axes(LoopNest& nest, const std::vector<int64_t>& shape, co
 // BroadcastAdd/Sub/Mul give the same values).
 
 const std::vector<std::string> kBinaryAttrs = {"a_scale",      "a_zero_point",      "b_scale",   "b_zero_point",
-                                               "output_scale", "output_zero_point", "activation"};
+                                               "output_scale", "output_zero_point", "activation", "schedule"};
 
 struct QBinaryParams {
   DataType dtype;              // int8 or int16, inputs and output alike
@@ -58,6 +59,9 @@ struct QBinaryParams {
   int32_t za, zb, zo;
   QuantMultiplier ma, mb, mo;  // ADD/SUB: a, b and output; MUL: mo only
   ActBounds bounds;
+  bool smmlar_add = false;  // schedule smmlar_add (ops/qadd_smmlar.h), where it applies
+  SmmlarAddInput a_input() const { return {ma, za == -128}; }
+  SmmlarAddInput b_input() const { return {mb, zb == -128}; }
 };
 
 // numpy broadcasting of two shapes; a user error naming both when they do not fit.
@@ -103,6 +107,7 @@ QBinaryParams qbinary_params(const std::string& op, const std::vector<TensorType
   p.zo = read_zero_point(r, "output_zero_point", p.dtype);
   p.bounds = activation_bounds(read_activation(r), so, p.zo, p.dtype);
   p.left_shift = p.dtype == kI8 ? 20 : 15;
+  const bool fast = read_smmlar_add(op, r);
   if (op == "qmul") {
     p.mo = quantize_multiplier(sa * sb / so, op, "a_scale * b_scale / output_scale");
     return p;
@@ -116,13 +121,14 @@ QBinaryParams qbinary_params(const std::string& op, const std::vector<TensorType
     p.mb = below_one(static_cast<double>(fb / twice_max), op, "b_scale / (2 * max(a_scale, b_scale))");
     p.mo = below_one(static_cast<double>(twice_max / (static_cast<float>(1 << p.left_shift) * fo)), op,
                      "2 * max(a_scale, b_scale) / (2^" + shift_text + " * output_scale)");
-    return p;
+  } else {
+    double twice_max = 2 * std::max(sa, sb);
+    p.ma = below_one(sa / twice_max, op, "a_scale / (2 * max(a_scale, b_scale))");
+    p.mb = below_one(sb / twice_max, op, "b_scale / (2 * max(a_scale, b_scale))");
+    p.mo = below_one(twice_max / (std::ldexp(1.0, p.left_shift) * so), op,
+                     "2 * max(a_scale, b_scale) / (2^" + shift_text + " * output_scale)");
   }
-  double twice_max = 2 * std::max(sa, sb);
-  p.ma = below_one(sa / twice_max, op, "a_scale / (2 * max(a_scale, b_scale))");
-  p.mb = below_one(sb / twice_max, op, "b_scale / (2 * max(a_scale, b_scale))");
-  p.mo = below_one(twice_max / (std::ldexp(1.0, p.left_shift) * so), op,
-                   "2 * max(a_scale, b_scale) / (2^" + shift_text + " * output_scale)");
+  p.smmlar_add = fast && p.dtype == kI8 && smmlar_add_applies(p.a_input(), p.b_input(), p.mo);
   return p;
 }
 
@@ -164,10 +170,15 @@ OpDef qbinary_op(const std::string& op) {
         Expr shifted = Cast(kI32, call("shift_left", {Cast(u32, v), IntImm(u32, p.left_shift)}));
         return multiply_by_quantized_multiplier(shifted, m);
       };
-      Expr sa = scaled(va, p.ma), sb = scaled(vb, p.mb);
-      y = multiply_by_quantized_multiplier(op == "qadd" ? add(sa, sb) : sub(sa, sb), p.mo);
+      if (p.smmlar_add) {
+        y = smmlar_add(va, vb, p.a_input(), p.b_input(), p.mo, op == "qsub", p.bounds.lo >= p.zo);
+      } else {
+        Expr sa = scaled(va, p.ma), sb = scaled(vb, p.mb);
+        y = multiply_by_quantized_multiplier(op == "qadd" ? add(sa, sb) : sub(sa, sb), p.mo);
+      }
     }
-    return fb.finish(fname, nest.wrap(store(o, saturate_to(p.dtype, y, p.zo, p.bounds), idx)));
+    PrimFunc f = fb.finish(fname, nest.wrap(store(o, saturate_to(p.dtype, y, p.zo, p.bounds), idx)));
+    return p.smmlar_add ? with_smmlar_add_mark(f) : f;
   };
   return d;
 }

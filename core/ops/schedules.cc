@@ -38,9 +38,11 @@ const Schedule kSchedules[] = {
     {"mve_depthwise", &ScheduleOptions::mve_depthwise, false},
     {"mve_short_requant", &ScheduleOptions::mve_short_requant, false},
     {"mve_pair_requant", &ScheduleOptions::mve_pair_requant, false},
+    {"mve_signed_requant", &ScheduleOptions::mve_signed_requant, false},
     {"patch_overlap", &ScheduleOptions::patch_overlap, true},
     {"pixel_triples", &ScheduleOptions::pixel_triples, false},
     {"dsp_no_early_scheduling", &ScheduleOptions::dsp_no_early_scheduling, true},
+    {"smmlar_add", &ScheduleOptions::smmlar_add, false},
 };
 
 const Schedule* find_schedule(const std::string& name) {

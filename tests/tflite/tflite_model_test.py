@@ -12,8 +12,8 @@ runs the cases in parallel):
   With --layers, also the graph `microtir import --layer-outputs` writes (every TFLite
   operator's output a graph output) runs on the host, and each layer's output must equal
   its reference file; the first layer that differs is named.
-- TARGET cortex-m4 (or another QEMU target): `microtir run MODEL --target TARGET`, the
-  output must equal output.npy.
+- TARGET cortex-m4 (or another QEMU target, or wasm-binaryen: the wasm backend's module
+  under node): `microtir run MODEL --target TARGET`, the output must equal output.npy.
 With --backend=llvm, `run` builds the artifact with the LLVM backend instead of C (on the
 host: LLVM IR compiled by clang), passed on as `--backend llvm`. --disable-schedules is
 passed on to `run` as it is (e.g. depthwise_tile, which gives Cortex-M55's depthwise

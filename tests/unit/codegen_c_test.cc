@@ -14,6 +14,7 @@
 #include "codegen/emit_common.h"
 #include "driver/build.h"
 #include "interp/interpreter.h"
+#include "ops/ops.h"
 #include "script/parser.h"
 #include "sim/host_sim.h"
 #include "sim/process.h"
@@ -257,6 +258,40 @@ TEST(CodegenC, SmladKernelsTurnOffGccsEarlySchedulingOnDspCores) {
   EXPECT_TRUE(parse_target("c -mcpu=cortex-m4").schedules.dsp_no_early_scheduling);
   EXPECT_FALSE(parse_target("c -mcpu=cortex-m4 -disabled-schedules=dsp_no_early_scheduling")
                    .schedules.dsp_no_early_scheduling);
+}
+
+// A kernel in schedule smmlar_add's form (marked "mtir.smmlar_add" by the op library, the
+// mark kept by fusion) in a file with SMLAD kernels adds GCC's one-region register
+// allocation after the scheduling pragma; an unmarked file does not, nor one without the
+// scheduling pragma.
+TEST(CodegenC, SmmlarAddKernelsAskGccForOneAllocationRegion) {
+  const std::string text =
+      "@T.prim_func\ndef dot(A: T.Buffer((2,), \"int32\"), C: T.Buffer((1,), \"int32\")):\n"
+      "    C[0] = T.smlad(A[0], A[1], C[0])\n";
+  IRModule dsp = parse_module_or_throw(text, "dot.tir");
+  IRModule marked = dsp;
+  auto f = std::make_shared<PrimFuncNode>(*marked.functions[0].second);
+  f->attrs["mtir.smmlar_add"] = true;
+  marked.functions[0].second = f;
+  CCodegenOptions on;
+  on.dsp_no_early_scheduling = true;
+  const std::string c = codegen_c(marked, on);
+  const size_t at = c.find("#pragma GCC optimize(\"ira-region=one\")\n");
+  ASSERT_NE(at, std::string::npos) << c;
+  EXPECT_LT(c.find("no-schedule-insns"), at);
+  EXPECT_LT(at, c.find("mtir_smlad(int32_t")) << "the helpers and kernels after it take it";
+  EXPECT_EQ(codegen_c(dsp, on).find("ira-region"), std::string::npos) << "no marked kernel";
+  EXPECT_EQ(codegen_c(marked).find("ira-region"), std::string::npos) << "dsp_no_early_scheduling off";
+  // The op library marks a qadd built with the schedule, and only then.
+  const std::vector<TensorType> t = {{DataType::Int(8), {4}}, {DataType::Int(8), {4}}};
+  nlohmann::json attrs = {{"a_scale", 0.1}, {"b_scale", 0.2}, {"output_scale", 0.3}};
+  const OpDef* qadd = find_op("qadd");
+  EXPECT_EQ(qadd->build("k", t, qadd->infer(t, attrs), attrs)->attrs.count("mtir.smmlar_add"), 0u);
+  attrs["schedule"] = {{"smmlar_add", true}};
+  EXPECT_EQ(qadd->build("k", t, qadd->infer(t, attrs), attrs)->attrs.count("mtir.smmlar_add"), 1u);
+  EXPECT_TRUE(parse_target("c -mcpu=cortex-m4").schedules.smmlar_add);
+  EXPECT_FALSE(parse_target("c").schedules.smmlar_add);
+  EXPECT_FALSE(parse_target("c -mcpu=cortex-m4 -disabled-schedules=smmlar_add").schedules.smmlar_add);
 }
 
 // An int32x4 let that scalarize_vectors kept for Helium is one mtir_v4 variable (a Q

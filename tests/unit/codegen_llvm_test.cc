@@ -16,6 +16,7 @@
 #include "driver/build.h"
 #include "interp/interpreter.h"
 #include "llvm_check.h"
+#include "ops/op_util.h"
 #include "program_corpus.h"
 #include "script/parser.h"
 #include "sim/host_sim.h"
@@ -128,6 +129,12 @@ std::string kernels_of(const std::string& tir, const std::string& target) {
 }
 
 bool has(const std::string& text, const std::string& piece) { return text.find(piece) != std::string::npos; }
+
+size_t count(const std::string& text, const std::string& piece) {
+  size_t n = 0;
+  for (size_t at = text.find(piece); at != std::string::npos; at = text.find(piece, at + 1)) ++n;
+  return n;
+}
 
 const char* kScale =
     "@T.prim_func\n"
@@ -321,11 +328,6 @@ TEST(CodegenLlvmGolden, DspTilesPairWordLoadsAndSaturate) {
       "        acc[1] = T.smlad(C[k * 4 + 1], T.sxtb16_ror8(W[k * 4 + 1]), T.smlad(C[k * 4], T.sxtb16(W[k * 4 + 1]), acc[1])) + W[63]\n"
       "    Out[0] = T.max(T.min(acc[0], 127), -128)\n"
       "    Out[1] = T.Cast(\"int32\", T.shift_right(T.Cast(\"int64\", acc[1]) * T.int64(1462485049), T.int64(31)))\n";
-  auto count = [](const std::string& text, const std::string& piece) {
-    size_t n = 0;
-    for (size_t at = text.find(piece); at != std::string::npos; at = text.find(piece, at + 1)) ++n;
-    return n;
-  };
   const std::string m4 = kernels_of(tir, "llvm -mtriple=thumbv7em-none-eabihf -mcpu=cortex-m4");
   // W[4k], W[4k+1] and C[4k], C[4k+1]; not W[62], W[63], the same in every iteration.
   EXPECT_EQ(count(m4, "= load volatile i64, i64* "), 2u) << m4;
@@ -340,6 +342,97 @@ TEST(CodegenLlvmGolden, DspTilesPairWordLoadsAndSaturate) {
   }
   std::string why;
   if (llvm_check::available(&why)) llvm_check::expect_compiles(m4, "thumbv7em-none-eabihf", "the paired tile");
+}
+
+// The tiles bind each loaded word to a name (`w = W[...]`, let statements around the
+// stores): those loads pair too, as do a second pixel's (`C[n + k * 4]`, `C[k * 4 + n + 1]`). A tile loop of two steps is unrolled (O2 would make its
+// index a phi of two constants, which loop strength reduction cannot step); longer ones
+// and loops that are not tiles keep their loop.
+TEST(CodegenLlvmGolden, DspTilesPairLetBoundLoadsAndUnrollTwoSteps) {
+  // `second`: where the second pixel's column starts in C.
+  auto tile = [](int steps, int second) {
+    const std::string n = std::to_string(steps), words = std::to_string(steps * 4), at = std::to_string(second);
+    return "@T.prim_func\n"
+           "def tile(W: T.Buffer((" + words + ",), \"int32\"), C: T.Buffer((" + at + " + " + words + ",), \"int32\"), "
+           "Out: T.Buffer((2,), \"int32\")):\n"
+           "    acc = T.alloc_buffer((2,), \"int32\", scope=\"local\")\n"
+           "    acc[0] = 0\n"
+           "    acc[1] = 0\n"
+           "    for k in range(" + n + "):\n"
+           "        w: T.int32 = W[k * 4]\n"
+           "        w_1: T.int32 = W[k * 4 + 1]\n"
+           "        x: T.int32 = C[k * 4]\n"
+           "        x_1: T.int32 = C[k * 4 + 1]\n"
+           "        z: T.int32 = C[" + at + " + k * 4]\n"  // the second pixel's column: constant first
+           "        z_1: T.int32 = C[k * 4 + " + std::to_string(second + 1) + "]\n"
+           "        acc[0] = T.smlad(z_1, T.sxtb16_ror8(w), T.smlad(z, T.sxtb16(w), acc[0]))\n"
+           "        acc[0] = T.smlad(x_1, T.sxtb16_ror8(w), T.smlad(x, T.sxtb16(w), acc[0]))\n"
+           "        acc[1] = T.smlad(x_1, T.sxtb16_ror8(w_1), T.smlad(x, T.sxtb16(w_1), acc[1]))\n"
+           "    for i in range(2):\n"
+           "        Out[i] = acc[i]\n";
+  };
+  const std::string target = "llvm -mtriple=thumbv7em-none-eabihf -mcpu=cortex-m4";
+  const std::string two = kernels_of(tile(2, 8), target), sixteen = kernels_of(tile(16, 64), target);
+  EXPECT_EQ(count(two, "= load volatile i64, i64* "), 3u) << two;
+  EXPECT_EQ(count(sixteen, "= load volatile i64, i64* "), 3u) << sixteen;
+  // A pair 256 words or more past the buffer's lowest word is out of LDRD's reach (1020
+  // bytes) from a shared base: its words stay single loads.
+  const std::string far = kernels_of(tile(16, 256), target), near = kernels_of(tile(16, 255), target);
+  EXPECT_EQ(count(far, "= load volatile i64, i64* "), 2u) << far;
+  EXPECT_EQ(count(near, "= load volatile i64, i64* "), 3u) << near;
+  EXPECT_EQ(count(two, "llvm.loop.unroll.full"), 1u) << two;  // the tile's loop, not the copy-out loop
+  EXPECT_FALSE(has(sixteen, "llvm.loop.unroll.full")) << sixteen;
+  const std::string m3 = kernels_of(tile(2, 8), "llvm -mtriple=thumbv7m-none-eabi -mcpu=cortex-m3");
+  EXPECT_FALSE(has(m3, "volatile")) << m3;
+  EXPECT_FALSE(has(m3, "llvm.loop.unroll.full")) << m3;
+  std::string why;
+  if (llvm_check::available(&why)) llvm_check::expect_compiles(two, "thumbv7em-none-eabihf", "the two-step tile");
+}
+
+// Helium through its intrinsics: T.vmladava on 16 int8 lanes is one VMLADAVA.S8 (as widened
+// lanes, LLVM hoisted each column's sign extension out of the channel loop: four spilled
+// q registers a column, four VMLADAVA.U32 a step); T.multiply_by_quantized_multiplier on
+// int32x4 is VQRDMULH, alone with shift 0 (mve_pair_requant's form), else between a left
+// shift and a rounding right shift (VRSHL); vector shifts stay vectors. Other triples keep
+// the portable forms.
+TEST(CodegenLlvmGolden, HeliumDotProductAndRequantizationIntrinsics) {
+  const DataType i32 = DataType::Int(32), i8 = DataType::Int(8);
+  ops::FuncBuilder fb;
+  Buffer a = fb.param("A", {16}, i8), b = fb.param("B", {16}, i8), s = fb.param("S", {12}, i32), c = fb.param("C", {1}, i32);
+  auto lanes = [](int64_t start, int n) { return Ramp(ops::ci(start), ops::ci(1), n); };
+  Expr dot = Call(i32, "vmladava", {ops::load(c, {ops::ci(0)}), ops::load(a, {lanes(0, 16)}), ops::load(b, {lanes(0, 16)})});
+  Expr h = Call(i32.with_lanes(4), "multiply_by_quantized_multiplier",
+                {ops::load(s, {lanes(0, 4)}), ops::load(s, {lanes(4, 4)}), Broadcast(ops::ci(0), 4)});
+  // TFLite's general form, a shift per lane: VQRDMULH between a left shift and VRSHL.
+  Expr general = Call(i32.with_lanes(4), "multiply_by_quantized_multiplier",
+                      {ops::load(s, {lanes(0, 4)}), ops::load(s, {lanes(4, 4)}), ops::load(s, {lanes(8, 4)})});
+  Stmt body = SeqStmt({ops::store(c, dot, {ops::ci(0)}),
+                       ops::store(s, ops::call("shift_right", {h, ops::load(s, {lanes(8, 4)})}), {lanes(8, 4)}),
+                       ops::store(s, general, {lanes(0, 4)})});
+  IRModule m;
+  m.set("helium", fb.finish("helium", body));
+  LlvmCodegenOptions m55;
+  m55.triple = "thumbv8.1m.main-none-eabihf";
+  m55.cpu = "cortex-m55";
+  m55.arm_dsp = true;
+  const std::string ll = codegen_llvm(m, m55);
+  EXPECT_TRUE(has(ll, "call i32 @llvm.arm.mve.vmldava.v16i8(i32 0, i32 0, i32 0, i32 ")) << ll;
+  EXPECT_TRUE(has(ll, "call <4 x i32> @llvm.arm.mve.vqrdmulh.v4i32(<4 x i32> ")) << ll;
+  EXPECT_TRUE(has(ll, "= ashr <4 x i32> ")) << ll;
+  EXPECT_EQ(count(ll, "call <4 x i32> @llvm.arm.mve.vqrdmulh.v4i32("), 2u) << ll;
+  EXPECT_TRUE(has(ll, "call <4 x i32> @llvm.sadd.sat.v4i32(")) << ll;
+  EXPECT_TRUE(has(ll, "call <4 x i32> @llvm.arm.mve.vshl.vector.v4i32.v4i32(<4 x i32> ")) << ll;
+  LlvmCodegenOptions m4;
+  m4.triple = "thumbv7em-none-eabihf";
+  m4.arm_dsp = true;
+  const std::string portable = codegen_llvm(m, m4);
+  EXPECT_FALSE(has(portable, "llvm.arm.mve")) << portable;
+  EXPECT_TRUE(has(portable, "llvm.vector.reduce.add.v16i32")) << portable;
+  std::string why;
+  if (llvm_check::available(&why)) {
+    llvm_check::expect_compiles(ll, m55.triple, "the Helium intrinsics");
+    llvm_check::expect_compiles(portable, m4.triple, "the portable forms");
+  }
 }
 
 // A view through a pointer derived from an allocation may alias what a store of the list

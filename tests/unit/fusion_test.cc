@@ -191,7 +191,7 @@ NDArray int_array(DataType t, std::vector<int64_t> shape, uint32_t seed, int lo,
   return a;
 }
 
-Graph int8_residual_block(bool add_own_input) {
+Graph int8_residual_block(bool add_own_input, const ScheduleOptions& schedules = {}) {
   const DataType i8 = DataType::Int(8), i32 = DataType::Int(32);
   Graph g;
   g.name = "res8";
@@ -223,7 +223,7 @@ Graph int8_residual_block(bool add_own_input) {
         {"output_zero_point", -9}, {"activation", "relu"}});
   node("y", "qconv2d", {"s", "w3"}, conv(0.07, -9, 0.05, 1, json::object()));
   g.outputs = {"y"};
-  return prepare_quantized(g, ScheduleOptions{});
+  return prepare_quantized(g, schedules);
 }
 
 // Builds the block fused and unfused; both must give the same bits in the interpreter
@@ -269,6 +269,21 @@ TEST(Fusion, Int8AddFusesIntoTheBlockedConvolutionAndWritesOverTheResidual) {
   EXPECT_EQ(attr(main, "workspace.lower_bound_bytes"), 480);
   EXPECT_EQ(attr(main, "workspace.shared_lower_bound_bytes"), 320);
   EXPECT_EQ(attr(main, "workspace.pool_bytes"), 320);
+}
+
+// Schedule smmlar_add: the add's SMMLAR form fuses the same way, the same bits as the
+// unfused block, and the fused kernel keeps the add's mark for the C backend.
+TEST(Fusion, SmmlarAddFusesAndKeepsItsMark) {
+  ScheduleOptions schedules;
+  schedules.smmlar_add = true;
+  const Graph g = int8_residual_block(false, schedules);
+  ASSERT_NE(check_int8_residual_block(g, "tvmgen_res8_fused_c_s", 3), nullptr);
+  AotModule fused = build_aot(g);
+  PrimFunc kernel = fused.module.lookup("tvmgen_res8_fused_c_s");
+  ASSERT_NE(kernel, nullptr);
+  EXPECT_EQ(kernel->attrs.count("mtir.smmlar_add"), 1u);
+  EXPECT_EQ(build_aot(int8_residual_block(false)).module.lookup("tvmgen_res8_fused_c_s")->attrs.count("mtir.smmlar_add"),
+            0u);
 }
 
 TEST(Fusion, ConvolutionFusedWithTheAddOfItsOwnInputKeepsItsOutputApart) {

@@ -4,7 +4,7 @@
 // call; the split depends on the IR only. With the native helpers, the parts' objects
 // (compiled on threads) link into a program that prints what the whole module's object
 // prints, whatever the thread count; a Thumb function's code does not depend on where it
-// lands in its object.
+// lands in its object, and an SMLAD tile's loop steps one pointer per buffer.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -13,11 +13,14 @@
 #include <fstream>
 #include <regex>
 #include <set>
+#include <sstream>
 #include <string>
 #include <unistd.h>
 
 #include "codegen/llvm/llvm_target.h"
 #include "codegen/llvm/module_parts.h"
+#include "driver/build.h"
+#include "script/parser.h"
 #include "sim/process.h"
 #ifdef MICROTIR_HAVE_LLVM_NATIVE
 #include "codegen/llvm/native/llvm_native.h"
@@ -193,6 +196,51 @@ TEST(LlvmModuleParts, ThumbFunctionsAreTheSameWhereverTheyLand) {
   EXPECT_TRUE(has(a, "ldr")) << a;  // the loop is there
   EXPECT_EQ(a, b);
   EXPECT_FALSE(has(a, "nop")) << a;
+}
+
+// Loop strength reduction prefers post-indexed addresses on Cortex-M (the native helper
+// sets it; LLVM 14 does so itself only with Helium): the loop of an SMLAD tile that reads
+// 16 words of each of two buffers per step steps both pointers and reads every word pair
+// at an immediate offset of one of them, as GCC does. Pre-indexed, it stepped one counter,
+// added it to each base (register-register ADDs) and reloaded bases from the stack.
+TEST(LlvmModuleParts, ThumbTileLoopsStepOnePointerPerBuffer) {
+  if (std::system("llvm-objdump-14 --version > /dev/null 2>&1") != 0) GTEST_SKIP() << "llvm-objdump-14 is not installed";
+  std::string tir =
+      "@T.prim_func\n"
+      "def tile(W: T.Buffer((64,), \"int32\"), C: T.Buffer((64,), \"int32\"), Out: T.Buffer((2,), \"int32\")):\n"
+      "    T.func_attr({\"tir.noalias\": True})\n"
+      "    acc = T.alloc_buffer((2,), \"int32\", scope=\"local\")\n"
+      "    acc[0] = 0\n"
+      "    acc[1] = 0\n"
+      "    for k in range(4):\n";
+  for (int j = 0; j < 8; ++j) {
+    const std::string at = "k * 16 + " + std::to_string(2 * j), next = "k * 16 + " + std::to_string(2 * j + 1);
+    const std::string n = std::to_string(j);
+    tir += "        w" + n + ": T.int32 = W[" + at + "]\n        v" + n + ": T.int32 = W[" + next + "]\n" +
+           "        x" + n + ": T.int32 = C[" + at + "]\n        y" + n + ": T.int32 = C[" + next + "]\n" +
+           "        acc[0] = T.smlad(y" + n + ", T.sxtb16_ror8(w" + n + "), T.smlad(x" + n + ", T.sxtb16(w" + n + "), acc[0]))\n" +
+           "        acc[1] = T.smlad(y" + n + ", T.sxtb16_ror8(v" + n + "), T.smlad(x" + n + ", T.sxtb16(v" + n + "), acc[1]))\n";
+  }
+  tir += "    Out[0] = acc[0]\n    Out[1] = acc[1]\n";
+  const std::string ir = build_llvm(parse_module_or_throw(tir, "tile.tir"),
+                                    parse_target("llvm -mtriple=thumbv7em-none-eabihf -mcpu=cortex-m4 -unpacked-api=1"))
+                             .sources.at(0)
+                             .text;
+  llvm_native::Options m4;
+  m4.triple = "thumbv7em-none-eabihf";
+  m4.cpu = "cortex-m4";
+  const fs::path dir = fs::temp_directory_path() / ("microtir-tile-" + std::to_string(getpid()));
+  const std::string code = thumb_disassembly(llvm_native::compile_to_object(ir, "tile.ll", m4), "tile", dir);
+  fs::remove_all(dir);
+  size_t ldrd = 0;
+  std::istringstream lines(code);
+  for (std::string line; std::getline(lines, line);) {
+    if (has(line, "ldrd")) ++ldrd;
+    EXPECT_FALSE(has(line, "ldr") && has(line, "[sp")) << line << "\n" << code;  // no base reloaded
+    const bool adds_registers = std::regex_search(line, std::regex("\\badds?(\\.w)?\\s+r\\d+, r\\d+(, r\\d+)?\\s*$"));
+    EXPECT_FALSE(adds_registers) << line << "\n" << code;  // no address as base + counter
+  }
+  EXPECT_EQ(ldrd, 16u) << code;
 }
 #endif
 

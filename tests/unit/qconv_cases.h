@@ -272,6 +272,8 @@ inline void run_all_schedules(const Case& k, const std::string& name) {
       o.mve_short_requant = bits & 4;
       // The 2x2 tiles' vector requantization of ReLU layers off once (unroll, no block).
       o.mve_pair_requant = (bits & 6) != 4;
+      // The signed layers' vector requantization off once too (block, no unroll).
+      o.mve_signed_requant = (bits & 6) != 2;
       std::string label = name + " [" + (o.disabled().empty() ? "all" : "off: " + o.disabled()) + "]";
       SCOPED_TRACE(label);
       run_case(k, o, label);

@@ -6,7 +6,9 @@
 
 #include <limits>
 
+#include "analysis/elementwise_overwrite.h"
 #include "codegen/c/codegen_c.h"
+#include "driver/pipeline.h"
 #include "qconv_cases.h"
 
 namespace mtir {
@@ -113,6 +115,82 @@ TEST(QConv, MvePairRequantReluTilesAreOneVector) {
       EXPECT_EQ(sched["mve_pair_requant"].get<bool>(), on && relu_layer);
       EXPECT_EQ(sched["smmlar_requant"].get<bool>(), !(on && relu_layer) && relu_layer);
     }
+}
+
+// A 3x3 convolution without a ReLU bound (10 channels: five 2x2 tiles; 25 pixels: the
+// last alone, two tiles of four channels and two left to the scalar form) into a residual
+// qadd with a ReLU, as IC's blocks end. Under mve_signed_requant each tile's sums
+// requantize as one int32x4 with TFLite's rounding, and fuse_elementwise applies the add
+// to the four lanes: the residual input gathered (VLDRB.S32 at offsets 0, 1, 10, 11), the
+// add's requantizations recovered from their int64 form (constant ones as
+// mtir_v4_mbqm_right), one scattered VSTRB.32. The outputs equal those of the scalar form
+// (the schedule off), and the output may still overwrite the residual input
+// (writes_elementwise_over); host C and wasm at the end.
+TEST(QConv, MveSignedRequantFusesTheResidualAdd) {
+  const json scales = {0.01, 0.02, 0.015, 0.03, 0.012, 0.0015, 0.001, 0.025, 0.004, 0.008};
+  std::mt19937 rng(41);
+  auto draw = [&](int64_t n, int lo, int hi) {
+    std::uniform_int_distribution<int> d(lo, hi);
+    std::vector<int64_t> v(n);
+    for (auto& e : v) e = d(rng);
+    return v;
+  };
+  const std::vector<int64_t> xv = draw(250, -128, 127), wv = draw(900, -127, 127);
+  Graph g;
+  g.name = "residual";
+  g.inputs = {{"x", TensorType{DataType::Int(8), {1, 5, 5, 10}}}};
+  g.constants["w"] = array_of(DataType::Int(8), {10, 3, 3, 10}, wv);
+  GraphNode conv;
+  conv.name = "c", conv.op = "qconv2d", conv.inputs = {"x", "w"};
+  conv.attrs = quant({{"padding", {1, 1, 1, 1}}}, scales);
+  conv.type = find_op("qconv2d")->infer({g.inputs[0].second, TensorType{DataType::Int(8), {10, 3, 3, 10}}}, conv.attrs);
+  GraphNode add;
+  add.name = "s", add.op = "qadd", add.inputs = {"x", "c"};
+  add.attrs = {{"a_scale", 0.05}, {"a_zero_point", -5}, {"b_scale", 0.4}, {"b_zero_point", 3}, {"output_scale", 0.5},
+               {"output_zero_point", -2}, {"activation", "relu"}};
+  add.type = find_op("qadd")->infer({g.inputs[0].second, conv.type}, add.attrs);
+  g.nodes = {conv, add};
+  g.outputs = {"s"};
+  auto run = [&](const ScheduleOptions& o, const std::string& label, std::string* c_text) {
+    const Graph prepared = prepare_quantized(g, o);
+    EXPECT_EQ(prepared.nodes[0].attrs["schedule"]["mve_signed_requant"].get<bool>(), o.mve && o.mve_signed_requant);
+    AotModule aot = build_aot(prepared);
+    std::vector<NDArray> arrays;
+    for (const auto& p : aot.params) {
+      if (p.role == AotModule::Role::kInput) arrays.push_back(array_of(DataType::Int(8), {1, 5, 5, 10}, xv));
+      else if (p.role == AotModule::Role::kConstant) arrays.push_back(prepared.constants.at(p.name));
+      else arrays.push_back(NDArray::zeros(DataType::Int(8), {1, 5, 5, 10}));
+    }
+    std::vector<InterpArg> args;
+    for (auto& a : arrays) args.push_back(&a);
+    interpret(aot.module, aot.main, args);
+    // The output may take the residual input's bytes (plan_memory): read lane by lane at
+    // the element each flat store writes.
+    for (const auto& [name, f] : aot.module.functions)
+      if (name.find("fused") != std::string::npos) {
+        EXPECT_TRUE(writes_elementwise_over(f, 4)) << name;
+      }
+    if (c_text) *c_text = codegen_c(run_pipeline(aot.module, lowering_pipeline(true, true, true, false, false)).module);
+    backend_cases::record_module(label, aot.module, aot.main, arrays);
+    return arrays.back();
+  };
+  NDArray want;
+  for (bool on : {false, true}) {
+    ScheduleOptions o;
+    o.smlad = o.sxtb16 = false, o.mve = true, o.mve_signed_requant = on;
+    std::string c;
+    const std::string label = std::string("residual add under mve") + (on ? "" : " [off: mve_signed_requant]");
+    SCOPED_TRACE(label);
+    const NDArray got = run(o, label, &c);
+    if (on) {
+      EXPECT_EQ(got.data, want.data);
+    } else {
+      want = got;
+    }
+    for (const char* helper : {"mtir_v4_gather_s8((&a[", "0u, 1u, 10u, 11u)", "mtir_v4_shl(", "mtir_v4_mbqm(", "mtir_v4_mbqm_right(",
+                             "mtir_v4_scatter_s8("})
+      EXPECT_EQ(c.find(helper) != std::string::npos, on) << helper << " in\n" << c;
+  }
 }
 
 // The Helium grammar of mve_pair_requant's store: four scalar sums as lanes, table

@@ -252,6 +252,58 @@ TEST(QuantizedOps, QaddRefusals) {
   expect_error("qadd", {{kI8, {2, 3}}}, ok, "expected 2 inputs");
 }
 
+// Schedule smmlar_add (ops/qadd_smmlar.h): ADD and SUB with each rounding in one SMMLAR,
+// over every pair of int8 inputs (a down, b across), against the reference: input zero
+// points at int8's lowest (no sign term) or not, the larger input's multiplier 0.5 or
+// not, ReLU (no output sign term) or none, an output multiplier of exactly 2^30 (the
+// sign of the high word itself) and an output shift of 0. The kernel must really take
+// the form: its TIR holds the smmlar builtin, which the generic form never uses.
+TEST(QuantizedOps, SmmlarAddMatchesReferenceOnEveryPair) {
+  struct P {
+    double sa;
+    int za;
+    double sb;
+    int zb;
+    double so;
+    int zo;
+    const char* act;
+  };
+  const P params[] = {
+      {0.0731, -128, 0.1042, -124, 0.1311, -128, "relu"},  // IC's residual add: b's multiplier is 0.5
+      {0.05, 3, 0.02, -7, 0.06, -2, "none"},               // both multipliers below 0.5, sign terms everywhere
+      {0.031, -20, 0.047, 11, 0.052, -30, "relu6"},
+      {0.5, 17, 0.25, -128, 1.0 / 131072, 0, "none"},      // output multiplier 2^-3: M = 2^30
+      {0.0123, 5, 0.0077, -9, 0.0625, 0, "none"},
+      {0.05, -1, 0.02, 2, 1e-7, 1, "none"},                 // output multiplier above 0.5: no shift
+  };
+  std::vector<int64_t> all(256);
+  for (int v = 0; v < 256; ++v) all[v] = v - 128;
+  NDArray a = make(kI8, {256, 1}, all), b = make(kI8, {1, 256}, all);
+  for (const char* op : {"qadd", "qsub"})
+    for (const auto& p : params) {
+      json attrs = {{"a_scale", p.sa},     {"a_zero_point", p.za},      {"b_scale", p.sb},
+                    {"b_zero_point", p.zb}, {"output_scale", p.so},     {"output_zero_point", p.zo},
+                    {"activation", p.act},  {"schedule", {{"smmlar_add", true}}}};
+      const std::vector<TensorType> types = {{kI8, {256, 1}}, {kI8, {1, 256}}};
+      const OpDef* def = find_op(op);
+      PrimFunc f = def->build("k", types, def->infer(types, attrs), attrs);
+      EXPECT_NE(print_func("k", f).find("smmlar"), std::string::npos) << op << " " << attrs.dump();
+      NDArray got = run_op(op, {a, b}, attrs);
+      NDArray want = ref_qbinary(op, a, b, {256, 256}, p.sa, p.za, p.sb, p.zb, p.so, p.zo, p.act);
+      expect_ints(got, {256, 256}, ints(want), std::string(op) + " smmlar_add " + attrs.dump());
+    }
+  // int16 keeps the generic form (v * 2^21 would not fit); qmul has no schedule.
+  json i16 = {{"a_scale", 0.1}, {"b_scale", 0.2}, {"output_scale", 0.3}, {"schedule", {{"smmlar_add", true}}}};
+  const std::vector<TensorType> t16 = {{DataType::Int(16), {4}}, {DataType::Int(16), {4}}};
+  PrimFunc f16 = find_op("qadd")->build("k", t16, find_op("qadd")->infer(t16, i16), i16);
+  EXPECT_EQ(print_func("k", f16).find("smmlar"), std::string::npos);
+  const std::vector<TensorType> t8 = {{kI8, {4}}, {kI8, {4}}};
+  expect_error("qmul", t8, i16, "qmul has no schedule");
+  json bad = i16;
+  bad["schedule"] = {{"smlad", true}};
+  expect_error("qadd", t8, bad, "attribute 'schedule' must be an object {\"smmlar_add\": true or false}");
+}
+
 // ---- qavg_pool2d / qglobal_avg_pool2d ------------------------------------------------------
 
 NDArray ref_qavg(const NDArray& x, int64_t kh, int64_t kw, int64_t sh, int64_t sw, const std::vector<int64_t>& pad) {

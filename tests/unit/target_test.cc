@@ -105,9 +105,11 @@ TEST(Target, Schedules) {
   EXPECT_FALSE(no_mve.schedules.mve);
   EXPECT_TRUE(no_mve.schedules.smlad);
   EXPECT_EQ(no_mve.disabled_schedules, "mve");
-  // The Helium depthwise kernel in C only (the LLVM backend keeps the scalar tiles).
+  // The Helium depthwise kernel for both backends; mve_pair_requant in C only.
   EXPECT_TRUE(parse_target("c -mcpu=cortex-m55").schedules.mve_depthwise);
-  EXPECT_FALSE(parse_target("llvm -mcpu=cortex-m55").schedules.mve_depthwise);
+  EXPECT_TRUE(parse_target("llvm -mcpu=cortex-m55").schedules.mve_depthwise);
+  EXPECT_TRUE(parse_target("c -mcpu=cortex-m55").schedules.mve_pair_requant);
+  EXPECT_FALSE(parse_target("llvm -mcpu=cortex-m55").schedules.mve_pair_requant);
   EXPECT_EQ(parse_target("llvm -mcpu=cortex-m55").disabled_schedules, "");
 }
 

@@ -330,6 +330,135 @@ def call_on_a_branch(A: T.Buffer((8,), "int32"), B: T.Buffer((8,), "int32")):
   EXPECT_EQ(a1, 2u) << call_wat;
 }
 
+// A rolled loop that only adds products of two int8/uint8/int16 loads into int32
+// accumulators in locals (a register tile's reduction) is a SIMD128 dot product: eight
+// elements a step, i32x4.dot_i16x8_s per accumulator, the lanes summed after the loop and
+// the last length % 8 products scalar. Full-range int16 operands included (the pair sum
+// of two (-32768)^2 wraps as the scalar sum does), bit for bit the interpreter's.
+// Other shapes (strides that differ, wide operands, too few products) stay scalar.
+TEST(WasmBackend, ReductionsOfNarrowProductsAreSimd128DotProducts) {
+  IRModule m = parse_module_or_throw(R"(
+@T.prim_func
+def tile(X: T.Buffer((80,), "int16"), W: T.Buffer((80,), "int8"), B: T.Buffer((2,), "int32"), C: T.Buffer((4,), "int32")):
+    T.func_attr({"tir.noalias": True})
+    acc_data = T.allocate([4], "int32", "local")
+    acc = T.Buffer((4,), "int32", data=acc_data)
+    for j in range(4):
+        acc[j] = B[j % 2]
+    for ko in range(20):
+        acc[0] = acc[0] + T.Cast("int32", X[ko * 2]) * T.Cast("int32", W[ko * 2])
+        acc[1] = acc[1] + T.Cast("int32", X[ko * 2]) * T.Cast("int32", W[ko * 2 + 40])
+        acc[2] = acc[2] + T.Cast("int32", X[ko * 2 + 40]) * T.Cast("int32", W[ko * 2])
+        acc[3] = acc[3] + T.Cast("int32", X[ko * 2 + 40]) * T.Cast("int32", W[ko * 2 + 40])
+        acc[0] = acc[0] + T.Cast("int32", X[ko * 2 + 1]) * T.Cast("int32", W[ko * 2 + 1])
+        acc[1] = acc[1] + T.Cast("int32", X[ko * 2 + 1]) * T.Cast("int32", W[ko * 2 + 41])
+        acc[2] = acc[2] + T.Cast("int32", X[ko * 2 + 41]) * T.Cast("int32", W[ko * 2 + 1])
+        acc[3] = acc[3] + T.Cast("int32", X[ko * 2 + 41]) * T.Cast("int32", W[ko * 2 + 41])
+    for j in range(4):
+        C[j] = acc[j]
+
+@T.prim_func
+def dense(X: T.Buffer((37,), "int8"), W: T.Buffer((74,), "int8"), C: T.Buffer((1,), "int32"), D: T.Buffer((1,), "int32")):
+    T.func_attr({"tir.noalias": True})
+    for k in range(37):
+        C[0] = C[0] + T.Cast("int32", X[k]) * T.Cast("int32", W[k])
+        D[0] = T.Cast("int32", W[k + 37]) * T.Cast("int32", X[k]) + D[0]
+
+@T.prim_func
+def offsets(X: T.Buffer((64,), "uint8"), Y: T.Buffer((64,), "int16"), N: T.Buffer((1,), "int32"), C: T.Buffer((1,), "int32")):
+    T.func_attr({"tir.noalias": True})
+    n: T.int32 = N[0] % 8 + 8
+    for k in range(2, 13):
+        C[0] = C[0] + T.Cast("int32", X[n + k * 4 - 8]) * T.Cast("int32", Y[k * 4 - 5 + n])
+        C[0] = C[0] + T.Cast("int32", X[n + k * 4 - 7]) * T.Cast("int32", Y[k * 4 - 4 + n])
+        C[0] = C[0] + T.Cast("int32", X[n + k * 4 - 6]) * T.Cast("int32", Y[k * 4 - 3 + n])
+        C[0] = C[0] + T.Cast("int32", X[n + k * 4 - 5]) * T.Cast("int32", Y[k * 4 - 2 + n])
+
+@T.prim_func
+def scalar_shapes(X: T.Buffer((64,), "int8"), Y: T.Buffer((64,), "int32"), U: T.Buffer((64,), "uint16"), C: T.Buffer((3,), "int32")):
+    T.func_attr({"tir.noalias": True})
+    for k in range(32):
+        C[0] = C[0] + T.Cast("int32", X[k * 2]) * T.Cast("int32", X[k])
+    for k in range(64):
+        C[1] = C[1] + T.Cast("int32", X[k]) * Y[k]
+    for k in range(64):
+        C[2] = C[2] + T.Cast("int32", X[k]) * T.Cast("int32", U[k])
+)",
+                                     "dot.tir");
+  const std::string wat = build_wasm(m, parse_target("wasm")).sources.at(0).text;
+  auto function = [&](const std::string& name) {
+    const size_t at = wat.find("(func $" + name + " ");
+    return at == std::string::npos ? std::string() : wat.substr(at, wat.find("\n  (func ", at + 1) - at);
+  };
+  auto count = [](const std::string& text, const std::string& what) {
+    size_t n = 0;
+    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    return n;
+  };
+  const std::string tile = function("tile"), dense = function("dense"), offsets = function("offsets");
+  // The tile: 5 steps of 8 (odd: one a loop iteration), four loads shared by four sums.
+  EXPECT_EQ(count(tile, "i32x4.dot_i16x8_s"), 4u) << tile;
+  EXPECT_EQ(count(tile, "(v128.load (local.get"), 2u) << tile;        // X, int16
+  EXPECT_EQ(count(tile, "(v128.load8x8_s (local.get"), 2u) << tile;   // W, int8 widened
+  EXPECT_EQ(count(tile, "(i32.const 5)"), 1u) << tile;
+  EXPECT_EQ(count(tile, "(i32.mul (i32.load"), 0u) << tile;  // no scalar product
+  // 37 products into accumulators in memory (a local during the loop): two steps an
+  // iteration (4 steps), 5 scalar products per sum after.
+  EXPECT_EQ(count(dense, "i32x4.dot_i16x8_s"), 4u) << dense;
+  EXPECT_EQ(count(dense, "v128.load8x8_s offset=8 "), 3u) << dense;  // X shared, W twice
+  EXPECT_EQ(count(dense, "(i32.mul (i32.load8_s offset="), 10u) << dense;
+  // From k = 2 with the rest of the index a variable: uint8 zero-extended, 44 = 5 * 8 + 4.
+  EXPECT_EQ(count(offsets, "i32x4.dot_i16x8_s"), 1u) << offsets;
+  EXPECT_EQ(count(offsets, "v128.load8x8_u"), 1u) << offsets;
+  EXPECT_EQ(count(offsets, "i32.load8_u offset=3 "), 1u) << offsets;
+  EXPECT_EQ(count(function("scalar_shapes"), "v128"), 0u) << function("scalar_shapes");
+  expect_wasm_equals_interpreter(m, wat, "dot");
+}
+
+// A loop that only stores int8 values widened to int16 (an im2col gather), or an int16
+// constant (its padding), into memory of its own is eight elements a step: up to four
+// steps straight-line, more in a loop, the last length % 8 one by one. A copy within one
+// buffer, or into int32, stays scalar.
+TEST(WasmBackend, WideningCopiesAreSimd128) {
+  IRModule m = parse_module_or_throw(R"(
+@T.prim_func
+def gather(X: T.Buffer((64,), "int8"), U: T.Buffer((64,), "uint8"), N: T.Buffer((1,), "int32"), Y: T.Buffer((200,), "int16")):
+    T.func_attr({"tir.noalias": True})
+    n: T.int32 = N[0] % 4 + 4
+    for e in range(16):
+        Y[e] = T.Cast("int16", T.Cast("int32", X[e + n]))
+    for e in range(2, 58):
+        Y[e + 16] = T.Cast("int16", X[e - 2])
+    for e in range(21):
+        Y[e + n + 100] = T.Cast("int16", T.Cast("int32", U[e * 1 + 3]))
+    for e in range(44):
+        Y[150 + e] = T.int16(-128)
+
+@T.prim_func
+def scalar_copies(X: T.Buffer((64,), "int16"), Z: T.Buffer((64,), "int32")):
+    T.func_attr({"tir.noalias": True})
+    for e in range(32):
+        X[e + 1] = T.Cast("int16", T.Cast("int8", X[e]))
+    for e in range(32):
+        Z[e] = T.Cast("int32", X[e])
+)",
+                                     "copy.tir");
+  const std::string wat = build_wasm(m, parse_target("wasm")).sources.at(0).text;
+  const size_t scalar_at = wat.find("(func $scalar_copies ");
+  const std::string gather = wat.substr(0, scalar_at), scalar = wat.substr(scalar_at);
+  auto count = [](const std::string& text, const std::string& what) {
+    size_t n = 0;
+    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(count(gather, "v128.load8x8_s"), 3u) << gather;  // 2 straight-line, 1 in the loop of 7
+  EXPECT_EQ(count(gather, "v128.load8x8_u"), 2u) << gather;  // 21 = 2 * 8 + 5
+  EXPECT_EQ(count(gather, "(i32.store16 offset="), 5u + 4u) << gather;
+  EXPECT_EQ(count(gather, "(i16x8.splat (i32.const -128))"), 1u) << gather;  // 44 = a loop of 5 steps + 4
+  EXPECT_EQ(count(scalar, "v128"), 0u) << scalar;
+  expect_wasm_equals_interpreter(m, wat, "copy");
+}
+
 TEST(WasmBackend, VectorsThatDoNotFitSimd128AreScalarized) {
   IRModule m = parse_module_or_throw(R"(
 @T.prim_func

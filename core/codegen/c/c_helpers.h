@@ -23,6 +23,7 @@ extern const char* const kDspSchedulingPragma;
 extern const char* const kVmladavaHelper;
 extern const char* const kSmlabbHelper;
 extern const char* const kSmmlarHelper;
+extern const char* const kDspOneRegionPragma;
 extern const char* const kSxtb16Helper;
 
 // Leading zero bits of a `bits`-wide unsigned `ut`, in portable C99.

@@ -983,7 +983,16 @@ std::string codegen_c(const IRModule& m, const CCodegenOptions& options) {
      << (needs_stdio ? "#include <stdio.h>\n" : "")
      << "#include <tvm/runtime/c_backend_api.h>\n#include <tvm/runtime/c_runtime_api.h>\n";
   if (helpers.count("mtir_vmladava") || helpers.count("mtir_v4")) os << kHeliumSchedulingPragma;
-  if (options.dsp_no_early_scheduling && helpers.count("mtir_smlad")) os << kDspSchedulingPragma;
+  if (options.dsp_no_early_scheduling && helpers.count("mtir_smlad")) {
+    os << kDspSchedulingPragma;
+    // A kernel in schedule smmlar_add's form (the op library marks it "mtir.smmlar_add",
+    // ops/qadd_smmlar.h): one register-allocation region for the file (c_helpers.cc).
+    for (const auto& [fname, f] : m.functions)
+      if (f->attrs.count("mtir.smmlar_add")) {
+        os << kDspOneRegionPragma;
+        break;
+      }
+  }
   if (!helpers.empty()) {
     os << "\n";
     for (const auto& [name, def] : helpers) os << def;

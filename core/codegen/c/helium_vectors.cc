@@ -35,6 +35,12 @@ static inline mtir_v4 mtir_v4_load_strided(const int32_t* p, uint32_t stride) {
 }
 static inline mtir_v4 mtir_v4_load_s8(const int8_t* p) { return vldrbq_s32(p); }
 static inline mtir_v4 mtir_v4_load_s16(const int16_t* p) { return vldrhq_s32(p); }
+static inline mtir_v4 mtir_v4_gather_s8(const int8_t* p, uint32_t a, uint32_t b, uint32_t c, uint32_t d) {
+  uint32x4_t o = vsetq_lane_u32(d, vsetq_lane_u32(c, vsetq_lane_u32(b, vdupq_n_u32(a), 1), 2), 3);
+  return vldrbq_gather_offset_s32(p, o);
+}
+static inline mtir_v4 mtir_v4_shl(mtir_v4 a, int32_t n) { return vshlq_s32(a, vdupq_n_s32(n)); }
+static inline mtir_v4 mtir_v4_sext8(mtir_v4 a) { return vshrq_n_s32(vshlq_n_s32(a, 24), 24); }
 static inline mtir_v4 mtir_v4_dup(int32_t x) { return vdupq_n_s32(x); }
 static inline mtir_v4 mtir_v4_add(mtir_v4 a, mtir_v4 b) { return vaddq_s32(a, b); }
 static inline mtir_v4 mtir_v4_sub(mtir_v4 a, mtir_v4 b) { return vsubq_s32(a, b); }
@@ -48,6 +54,11 @@ static inline mtir_v4 mtir_v4_mbqm(mtir_v4 x, mtir_v4 m, mtir_v4 s) {
   mtir_v4 h = vqrdmulhq_s32(vshlq_s32(x, vmaxq_s32(s, zero)), m);
   h = vqaddq_s32(h, vshrq_n_s32(vandq_s32(h, right), 31));
   return vrshlq_s32(h, right);
+}
+/* right in [1, 31]: negative lanes one lower first, so VRSHL's half up is away from zero. */
+static inline mtir_v4 mtir_v4_mbqm_right(mtir_v4 x, int32_t m, int32_t right) {
+  mtir_v4 h = vqrdmulhq_n_s32(x, m);
+  return vrshlq_s32(vqaddq_s32(h, vshrq_n_s32(h, 31)), vdupq_n_s32(-right));
 }
 static inline mtir_v4 mtir_v4_gather(const int32_t* p, uint32_t a, uint32_t b, uint32_t c, uint32_t d) {
   uint32x4_t o = vsetq_lane_u32(d, vsetq_lane_u32(c, vsetq_lane_u32(b, vdupq_n_u32(a), 1), 2), 3);
@@ -81,6 +92,12 @@ static inline mtir_v4 mtir_v4_load(const int32_t* p) { MTIR_V4_LANES(p[k]); }
 static inline mtir_v4 mtir_v4_load_strided(const int32_t* p, uint32_t stride) { MTIR_V4_LANES(p[(uint32_t)k * stride]); }
 static inline mtir_v4 mtir_v4_load_s8(const int8_t* p) { MTIR_V4_LANES(p[k]); }
 static inline mtir_v4 mtir_v4_load_s16(const int16_t* p) { MTIR_V4_LANES(p[k]); }
+static inline mtir_v4 mtir_v4_gather_s8(const int8_t* p, uint32_t a, uint32_t b, uint32_t c, uint32_t d) {
+  const uint32_t o[4] = {a, b, c, d};
+  MTIR_V4_LANES(p[o[k]]);
+}
+static inline mtir_v4 mtir_v4_shl(mtir_v4 a, int32_t n) { MTIR_V4_LANES((int32_t)((uint32_t)a.v[k] << (n & 31))); }
+static inline mtir_v4 mtir_v4_sext8(mtir_v4 a) { MTIR_V4_LANES((int32_t)(int8_t)a.v[k]); }
 static inline mtir_v4 mtir_v4_dup(int32_t x) { MTIR_V4_LANES(x); }
 static inline mtir_v4 mtir_v4_add(mtir_v4 a, mtir_v4 b) { MTIR_V4_LANES((int32_t)((uint32_t)a.v[k] + (uint32_t)b.v[k])); }
 static inline mtir_v4 mtir_v4_sub(mtir_v4 a, mtir_v4 b) { MTIR_V4_LANES((int32_t)((uint32_t)a.v[k] - (uint32_t)b.v[k])); }
@@ -88,6 +105,7 @@ static inline mtir_v4 mtir_v4_mul(mtir_v4 a, mtir_v4 b) { MTIR_V4_LANES((int32_t
 static inline mtir_v4 mtir_v4_min(mtir_v4 a, mtir_v4 b) { MTIR_V4_LANES(a.v[k] < b.v[k] ? a.v[k] : b.v[k]); }
 static inline mtir_v4 mtir_v4_max(mtir_v4 a, mtir_v4 b) { MTIR_V4_LANES(a.v[k] > b.v[k] ? a.v[k] : b.v[k]); }
 static inline mtir_v4 mtir_v4_mbqm(mtir_v4 x, mtir_v4 m, mtir_v4 s) { MTIR_V4_LANES(mtir_mbqm(x.v[k], m.v[k], s.v[k])); }
+static inline mtir_v4 mtir_v4_mbqm_right(mtir_v4 x, int32_t m, int32_t right) { MTIR_V4_LANES(mtir_mbqm(x.v[k], m, -right)); }
 static inline mtir_v4 mtir_v4_gather(const int32_t* p, uint32_t a, uint32_t b, uint32_t c, uint32_t d) {
   const uint32_t o[4] = {a, b, c, d};
   MTIR_V4_LANES(p[o[k]]);
@@ -138,6 +156,22 @@ struct HeliumEmitter {
     return address(buffer, offset ? Binary(ExprKind::Add, base, IntImm(base->dtype, offset)) : base, span);
   }
 
+  // min(max(v, lo), hi) with -128 <= lo and hi <= 127: its lanes are int8 values already.
+  static bool in_int8_range(const Expr& e) {
+    if (e->kind != ExprKind::Min) return false;
+    const auto* op = static_cast<const BinaryNode*>(e.get());
+    const auto* inner = op->a->kind == ExprKind::Max ? static_cast<const BinaryNode*>(op->a.get()) : nullptr;
+    auto splat = [](const Expr& x) -> const int64_t* {
+      return x->kind == ExprKind::Broadcast ? as_const_int(static_cast<const BroadcastNode*>(x.get())->value) : nullptr;
+    };
+    const int64_t *hi = splat(op->b), *lo = inner ? splat(inner->b) : nullptr;
+    return hi && lo && *lo >= -128 && *hi <= 127;
+  }
+
+  static const int64_t* splat_value(const Expr& e) {
+    return e->kind == ExprKind::Broadcast ? as_const_int(static_cast<const BroadcastNode*>(e.get())->value) : nullptr;
+  }
+
   static bool is_splat(const Expr& e, int64_t value) {
     if (e->kind != ExprKind::Broadcast) return false;
     const int64_t* v = as_const_int(static_cast<const BroadcastNode*>(e.get())->value);
@@ -164,9 +198,23 @@ struct HeliumEmitter {
         return out + ")";
       }
       case ExprKind::Cast: {
+        int64_t amount;
+        if (const CallNode* shl = helium_shift_left(e, &amount))
+          return "mtir_v4_shl(" + vector(static_cast<const CastNode*>(shl->args[0].get())->value) + ", " +
+                 std::to_string(amount) + ")";
+        if (const Expr* v = helium_narrowed_value(e))
+          return in_int8_range(*v) ? vector(*v) : "mtir_v4_sext8(" + vector(*v) + ")";
         const BufferLoadNode* load = helium_widened_load(e);
+        const Expr& value = static_cast<const CastNode*>(e.get())->value;
+        if (helium_load_stride(value) != 1) {
+          int64_t offsets[kHeliumLanes];
+          helium_lane_offsets(load->indices[0], offsets);
+          std::string list = offsets_list(offsets);
+          return "mtir_v4_gather_s8(" + lane0_address(load->buffer, load->indices[0], load->span) + ", " +
+                 list.substr(0, list.size() - 2) + ")";
+        }
         const char* name = load->buffer->dtype.bits() == 8 ? "mtir_v4_load_s8(" : "mtir_v4_load_s16(";
-        return name + first_address(static_cast<const CastNode*>(e.get())->value) + ")";
+        return name + first_address(value) + ")";
       }
       case ExprKind::Var: return scalar(e);  // a kept let's Q register
       case ExprKind::Broadcast: return "mtir_v4_dup(" + scalar(static_cast<const BroadcastNode*>(e.get())->value) + ")";
@@ -180,6 +228,12 @@ struct HeliumEmitter {
           return "mtir_v4_shr(" + vector(op->args[0]) + ", " + vector(b) + ")";
         }
         if (is_splat(op->args[2], 0)) return "mtir_v4_srdhm(" + vector(op->args[0]) + ", " + vector(op->args[1]) + ")";
+        // A constant multiplier and right shift (a fused qadd's): VQRDMULH by a scalar and
+        // the rounding shift, without the general helper's clamps of the shift.
+        const int64_t* m = splat_value(op->args[1]);
+        const int64_t* shift = splat_value(op->args[2]);
+        if (m && shift && *shift < 0 && *shift >= -31)
+          return "mtir_v4_mbqm_right(" + vector(op->args[0]) + ", " + std::to_string(*m) + ", " + std::to_string(-*shift) + ")";
         return "mtir_v4_mbqm(" + vector(op->args[0]) + ", " + vector(op->args[1]) + ", " + vector(op->args[2]) + ")";
       }
       case ExprKind::Min: {  // min(max(v, -128), 127): int8 saturation, no constant vectors

@@ -485,6 +485,14 @@ bool FunctionEmitter::native_vector(const Expr& e) const {
     case ExprKind::Div: return e->dtype.is_float();
     case ExprKind::Cast:
       return !e->dtype.is_bool() && !static_cast<const CastNode*>(e.get())->value->dtype.is_bool();
+    case ExprKind::Call: {
+      // Shifts and bitwise operations lane for lane; VQRDMULH where Helium has it.
+      const auto* c = static_cast<const CallNode*>(e.get());
+      if (c->is(Builtin::MultiplyByQuantizedMultiplier)) return is_vqrdmulh(c);
+      return e->dtype.is_integer() && (c->is(Builtin::ShiftRight) || c->is(Builtin::ShiftLeft) ||
+                                       c->is(Builtin::BitwiseAnd) || c->is(Builtin::BitwiseOr) ||
+                                       c->is(Builtin::BitwiseXor));
+    }
     default: return false;
   }
 }
@@ -652,9 +660,9 @@ void FunctionEmitter::emit(const Stmt& s) {
     }
     case StmtKind::SeqStmt: {
       const auto& seq = static_cast<const SeqStmtNode*>(s.get())->seq;
-      plan_paired_loads(seq);
+      const bool planned = paired_loads_.empty() && plan_paired_loads(s);
       for (const auto& child : seq) emit(child);
-      paired_loads_.clear();
+      if (planned) paired_loads_.clear();
       return;
     }
     case StmtKind::While: emit_while(static_cast<const WhileNode*>(s.get())); return;
@@ -755,7 +763,10 @@ void FunctionEmitter::emit_for(const ForNode* node) {
   if (ext.max >= 1 && !__builtin_add_overflow(lo.max, ext.max - 1, &hi)) bounds_.bind(node->loop_var.get(), {lo.min, hi});
   loop_exits_.emplace_back(exit, latch);
   loop_vars_.push_back(node->loop_var.get());
+  // The body is planned whole when it is straight-line code (lets do not plan themselves).
+  const bool tile = paired_loads_.empty() && plan_paired_loads(node->body);
   emit(node->body);
+  if (tile) paired_loads_.clear();
   loop_vars_.pop_back();
   loop_exits_.pop_back();
   bounds_.unbind(node->loop_var.get());
@@ -763,10 +774,16 @@ void FunctionEmitter::emit_for(const ForNode* node) {
   begin_block(latch);
   // i < end <= MAX, so i + 1 cannot wrap.
   inst(next + " = add " + std::string(t.is_uint() ? "nuw " : "nsw ") + ty + " " + i + ", 1");
-  // T.unroll and T.vectorized loops carry the matching hint on their back edge.
-  if (node->for_kind == ForKind::kUnrolled || node->for_kind == ForKind::kVectorized) {
+  // T.unroll and T.vectorized loops carry the matching hint on their back edge. So does a
+  // paired-load tile run twice: O2 turns its index into a phi of two constants, which loop
+  // strength reduction cannot step, so each step recomputes its addresses (AD's first
+  // layer: 91 instructions a step against GCC's 84); unrolled, the addresses are constant
+  // offsets of one base.
+  const int64_t* extent = as_const_int(node->extent);
+  const bool unroll = node->for_kind == ForKind::kUnrolled || (tile && extent && *extent == 2);
+  if (unroll || node->for_kind == ForKind::kVectorized) {
     inst("br label %" + head + ", !llvm.loop " +
-         ms_->loop_metadata(node->for_kind == ForKind::kUnrolled ? "llvm.loop.unroll.full" : "llvm.loop.vectorize.enable"));
+         ms_->loop_metadata(unroll ? "llvm.loop.unroll.full" : "llvm.loop.vectorize.enable"));
   } else {
     br(head);
   }

@@ -118,6 +118,8 @@ struct ModuleState {
 
 // Emits one PrimFunc: SSA values for expressions, basic blocks for control flow, allocas
 // in the entry block. TIR variables map to the SSA values bound to them.
+struct WordLoads;  // paired_loads.cc
+
 class FunctionEmitter {
  public:
   FunctionEmitter(ModuleState* ms, std::string symbol, PrimFunc func)
@@ -263,6 +265,8 @@ class FunctionEmitter {
 
   // The vector kinds with a native form; nullopt for the lane-by-lane rest.
   bool native_vector(const Expr& e) const;
+  bool is_vqrdmulh(const CallNode* c) const;  // intrin_rule_llvm.cc
+  Val helium_multiply_by_quantized_multiplier(const CallNode* c);
 
   // A load or store of lanes: contiguous (stride-1 Ramp index, non-bool) is one vector
   // access at the element alignment; anything else goes element by element.
@@ -273,9 +277,12 @@ class FunctionEmitter {
   Val expr(const Expr& e);
 
   // ---- paired word loads (paired_loads.cc) -------------------------------------------
-  // Pairs of adjacent int32 loads in a list of stores (`seq`) that load() emits as one
-  // LDRD on Arm DSP cores; paired_load() is the value of `l` when it is one of them.
-  void plan_paired_loads(const std::vector<Stmt>& seq);
+  // Pairs of adjacent int32 loads in straight-line code (`region`: stores, lists of them,
+  // lets) that load() emits as one LDRD on Arm DSP cores; paired_load() is the value of
+  // `l` when it is one of them. True when some pairs were found (the plan holds until the
+  // region is emitted).
+  bool plan_paired_loads(const Stmt& region);
+  bool straight_line_words(const Stmt& s, WordLoads& found) const;
   std::optional<Val> paired_load(const BufferLoadNode* l);
   struct PairedLoad {
     std::vector<const BufferLoadNode*> lo_loads, hi_loads;  // the loads of the lower and the upper word

@@ -28,12 +28,46 @@ Val FunctionEmitter::smlad(const CallNode* c) {
   return op("i32", "add i32 " + op("i32", "add i32 " + acc.v + ", " + p0.v).v + ", " + p1.v);
 }
 
+// On Helium an int32x4 T.multiply_by_quantized_multiplier is VQRDMULH (the doubled high
+// word rounded half up, saturated) between the shifts, as the C backend's mtir_v4_mbqm:
+// x << max(s, 0) before, and after a rounding shift right by -min(s, 0) (VRSHL rounds
+// half up; one less for a negative value first makes it half away from zero, TFLite's
+// rounding). With shift 0 it is the VQRDMULH alone (mve_pair_requant's form). Without
+// MVE it runs lane by lane (LLVM has no 64-bit vector multiply on MVE).
+bool FunctionEmitter::is_vqrdmulh(const CallNode* c) const {
+  return c->dtype == DataType::Int(32).with_lanes(4) && ms_->target->features.find("+mve") != std::string::npos;
+}
+
+Val FunctionEmitter::helium_multiply_by_quantized_multiplier(const CallNode* c) {
+  const std::string v4 = "<4 x i32>";
+  auto vqrdmulh = [&](const Val& a, const Val& b) { return intrinsic("llvm.arm.mve.vqrdmulh.v4i32", v4, {a, b}); };
+  const auto* shift = as<BroadcastNode>(c->args[2]);
+  const int64_t* zero = shift ? as_const_int(shift->value) : nullptr;
+  if (zero && *zero == 0) return vqrdmulh(expr(c->args[0]), expr(c->args[1]));
+  auto splat4 = [](int64_t v) {
+    const std::string e = "i32 " + std::to_string(v);
+    return "<" + e + ", " + e + ", " + e + ", " + e + ">";
+  };
+  auto bin = [&](const std::string& inst, const Val& a, const std::string& b) { return op(v4, inst + " " + a.typed() + ", " + b); };
+  auto pick = [&](const std::string& pred, const Val& a, const std::string& b) {
+    Val cond = op("<4 x i1>", "icmp " + pred + " " + a.typed() + ", " + b);
+    return op(v4, "select " + cond.typed() + ", " + a.typed() + ", " + v4 + " " + b);
+  };
+  Val s = pick("sgt", pick("slt", expr(c->args[2]), splat4(30)), splat4(-31));  // the interpreter's range
+  Val right = pick("slt", s, splat4(0)), left = pick("sgt", s, splat4(0));
+  Val h = vqrdmulh(bin("shl", expr(c->args[0]), left.v), expr(c->args[1]));
+  Val minus_one_if_negative = bin("ashr", bin("and", h, right.v), splat4(31));
+  h = intrinsic("llvm.sadd.sat.v4i32", v4, {h, minus_one_if_negative});
+  return intrinsic("llvm.arm.mve.vshl.vector.v4i32.v4i32", v4, {h, right, {"i32", "0"}, {"i32", "1"}, {"i32", "0"}});
+}
+
 // In 64-bit lanes: x << left, the doubled high word rounded half up (INT32_MIN *
 // INT32_MIN saturates), then the division by 2^right rounded half away from zero; the
 // shifts clamped to [0, 30] and [0, 31] as the interpreter does.
 Val FunctionEmitter::multiply_by_quantized_multiplier(const CallNode* c) {
-  Val x = expr(c->args.at(0)), m = expr(c->args.at(1)), s = expr(c->args.at(2));
+  if (is_vqrdmulh(c)) return helium_multiply_by_quantized_multiplier(c);
   const int n = c->dtype.lanes();
+  Val x = expr(c->args.at(0)), m = expr(c->args.at(1)), s = expr(c->args.at(2));
   auto type = [&](const char* elem) { return n > 1 ? "<" + std::to_string(n) + " x " + elem + ">" : std::string(elem); };
   const std::string t32 = type("i32"), t64 = type("i64"), t1 = type("i1");
   auto splat = [&](const char* elem, int64_t v) {
@@ -76,6 +110,13 @@ Val FunctionEmitter::vmladava(const CallNode* c) {
   if (c->is(Builtin::MultiplyByQuantizedMultiplier)) return multiply_by_quantized_multiplier(c);  // Helium's other builtin
   Val acc = expr(c->args.at(0)), a = expr(c->args.at(1)), bv = expr(c->args.at(2));
   const int lanes = c->args[1]->dtype.lanes();
+  // On Helium, 16 int8 lanes are one VMLADAVA.S8 through its intrinsic. As widened lanes,
+  // LICM hoists a column's sign extension out of the channel loop: four q registers of
+  // int32 lanes per column, spilled, and four VMLADAVA.U32 a step (KWS's pointwise
+  // layers 3.4x C's instructions).
+  if (lanes == 16 && c->args[1]->dtype.element_of() == DataType::Int(8) &&
+      c->args[2]->dtype.element_of() == DataType::Int(8) && ms_->target->features.find("+mve") != std::string::npos)
+    return intrinsic("llvm.arm.mve.vmldava.v16i8", "i32", {{"i32", "0"}, {"i32", "0"}, {"i32", "0"}, acc, a, bv});
   const std::string wide = "<" + std::to_string(lanes) + " x i32>";
   Val xa = op(wide, "sext " + a.typed() + " to " + wide), xb = op(wide, "sext " + bv.typed() + " to " + wide);
   Val prod = op(wide, "mul " + wide + " " + xa.v + ", " + xb.v);
@@ -139,7 +180,10 @@ Val FunctionEmitter::int_binary(const CallNode* c) {
   if (c->is(Builtin::BitwiseAnd)) return op(a.ty, "and " + a.typed() + ", " + b.v);
   if (c->is(Builtin::BitwiseOr)) return op(a.ty, "or " + a.typed() + ", " + b.v);
   if (c->is(Builtin::BitwiseXor)) return op(a.ty, "xor " + a.typed() + ", " + b.v);
-  if (!as_const_int(c->args[1])) b = op(b.ty, "and " + b.typed() + ", " + std::to_string(t.bits() - 1));
+  if (!as_const_int(c->args[1])) {
+    const Val mask{ll_type(t.element_of(), c->span), std::to_string(t.bits() - 1)};
+    b = op(b.ty, "and " + b.typed() + ", " + (t.is_vector() ? splat(mask, t.lanes()) : mask).v);
+  }
   if (c->is(Builtin::ShiftRight) && is_sign_of_high_word(c)) a = op(a.ty, "freeze " + a.typed());
   const char* inst = c->is(Builtin::ShiftLeft) ? "shl " : t.is_int() ? "ashr " : "lshr ";
   return op(a.ty, inst + a.typed() + ", " + b.v);

@@ -19,13 +19,18 @@
 namespace mtir::llvm_backend {
 namespace {
 
-// `index` as base + offset with a constant offset: `b + c`, `b - c`, `(b + c) * k` (as
-// b*k + c*k) and the wrapping uint32 form `(int32)((uint32)b + c)` the kernels write, all
-// equal modulo 2^32. A null base is a constant index.
+// `index` as base + offset with a constant offset: `b + c`, `c + b`, `b - c`, `(b + c) * k`
+// (as b*k + c*k) and the wrapping uint32 form `(int32)((uint32)b + c)` the kernels write,
+// all equal modulo 2^32. A null base is a constant index.
 std::pair<Expr, int64_t> split_offset(const Expr& index) {
   if (const int64_t* c = as_const_int(index)) return {Expr(), *c};
   if (index->kind == ExprKind::Add || index->kind == ExprKind::Sub || index->kind == ExprKind::Mul) {
     const auto* bin = static_cast<const BinaryNode*>(index.get());
+    // A pixel's column in a multi-pixel tile: `32 + ko * 16`.
+    if (const int64_t* c = as_const_int(bin->a); c && index->kind == ExprKind::Add) {
+      auto [base, offset] = split_offset(bin->b);
+      return {base, offset + *c};
+    }
     if (const int64_t* c = as_const_int(bin->b)) {
       auto [base, offset] = split_offset(bin->a);
       if (index->kind == ExprKind::Mul)
@@ -49,6 +54,8 @@ std::pair<Expr, int64_t> split_offset(const Expr& index) {
 
 bool same_base(const Expr& a, const Expr& b) { return (!a && !b) || (a && b && same_expr(a, b)); }
 
+}  // namespace
+
 // The scalar 32-bit integer loads of a list of stores, in order; `ok` turns false at
 // anything that is not straight-line, side-effect-free code (a branch inside an
 // expression, a call that may write memory).
@@ -71,20 +78,31 @@ struct WordLoads : Visitor {
   void visit_Or(const OrNode* op) override { ok = false, Visitor::visit_Or(op); }
 };
 
-}  // namespace
-
-void FunctionEmitter::plan_paired_loads(const std::vector<Stmt>& seq) {
-  paired_loads_.clear();
-  if (!ms_->arm_dsp || loop_vars_.empty()) return;
-  WordLoads found;
-  for (const Stmt& s : seq) {
-    const auto* store = as<BufferStoreNode>(s);
-    // Stores only to the function's own allocations: no parameter and no other allocation.
-    if (!store || !local_allocations_.count(store->buffer->data.get())) return;
-    found.stored.insert(store->buffer->data.get());
-    found.visit(s);
-    if (!found.ok) return;
+// Walks straight-line code: stores, lists of them and `let`s (the tiles bind each loaded
+// word to a name: `w = weight[...]`). False at anything else, or at a store to memory
+// other than the function's own allocations (a parameter or a pointer derived from one).
+bool FunctionEmitter::straight_line_words(const Stmt& s, WordLoads& found) const {
+  if (const auto* seq = as<SeqStmtNode>(s)) {
+    for (const Stmt& child : seq->seq)
+      if (!straight_line_words(child, found)) return false;
+    return true;
   }
+  if (const auto* let = as<LetStmtNode>(s)) {
+    found.visit(let->value);
+    return found.ok && straight_line_words(let->body, found);
+  }
+  const auto* store = as<BufferStoreNode>(s);
+  if (!store || !local_allocations_.count(store->buffer->data.get())) return false;
+  found.stored.insert(store->buffer->data.get());
+  found.visit(s);
+  return found.ok;
+}
+
+bool FunctionEmitter::plan_paired_loads(const Stmt& region) {
+  paired_loads_.clear();
+  if (!ms_->arm_dsp || loop_vars_.empty()) return false;
+  WordLoads found;
+  if (!straight_line_words(region, found)) return false;
   // A parameter's buffer or an allocation of this function: memory a store to another of
   // the function's allocations cannot reach (a pointer derived from one could).
   auto own_memory = [&](const VarNode* data) {
@@ -117,8 +135,20 @@ void FunctionEmitter::plan_paired_loads(const std::vector<Stmt>& seq) {
   }
   // Lowest offsets first, so a run 0, 1, 2, 3 pairs as (0, 1), (2, 3).
   std::stable_sort(elements.begin(), elements.end(), [](const Element& a, const Element& b) { return a.offset < b.offset; });
+  // Thumb-2's LDRD reaches 1020 bytes from its base register: a pair farther from the
+  // buffer's lowest word in the list (a third pixel's column, 576 words on in IC's 3x3
+  // layers) would need a base register of its own, and with six accumulators LLVM spills
+  // them (IC 17,156,565 -> 16,986,263 instructions without those pairs); single loads
+  // reach 4095 bytes, as GCC reads those words.
+  constexpr int64_t kLdrdReachWords = 255;
+  auto lowest = [&](const Element& e) {
+    return std::find_if(elements.begin(), elements.end(), [&](const Element& f) {
+             return f.data == e.data && same_base(f.base, e.base);
+           })->offset;
+  };
   std::vector<bool> used(elements.size(), false);
   for (size_t i = 0; i < elements.size(); ++i) {
+    if (elements[i].offset - lowest(elements[i]) > kLdrdReachWords) continue;
     for (size_t j = i + 1; j < elements.size() && !used[i]; ++j) {
       const Element &lo = elements[i], &hi = elements[j];
       if (used[j] || lo.data != hi.data || hi.offset != lo.offset + 1 || !same_base(lo.base, hi.base)) continue;
@@ -129,6 +159,7 @@ void FunctionEmitter::plan_paired_loads(const std::vector<Stmt>& seq) {
       paired_loads_.push_back({lo.loads, hi.loads, index, {}, {}});
     }
   }
+  return !paired_loads_.empty();
 }
 
 std::optional<Val> FunctionEmitter::paired_load(const BufferLoadNode* l) {

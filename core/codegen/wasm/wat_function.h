@@ -89,6 +89,18 @@ std::string wat_runtime_error_exports();
 std::string wat_runtime_allocator(int64_t pool_base, int64_t pool_bytes, int64_t pool_end);
 std::string wat_runtime_division(const std::string& name);
 
+// A statement `acc = acc + x * y` of a loop the emitter makes a SIMD128 dot product
+// (wat_simd_loops.cc): x and y narrow integer loads at loop_var * coef + constant + rest.
+struct DotOperand {
+  const BufferLoadNode* load = nullptr;
+  int64_t coef = 0, constant = 0;
+  std::vector<Expr> rest;  // the index terms without the loop variable
+};
+struct DotTerm {
+  std::string acc;  // the accumulator's local
+  DotOperand x, y;
+};
+
 class FunctionEmitter {
  public:
   FunctionEmitter(ModuleState* ms, std::string symbol, PrimFunc f)
@@ -143,6 +155,13 @@ class FunctionEmitter {
   std::string simd_memarg(const Buffer& b, const std::vector<Expr>& indices, DataType t, const Span& span);
   void simd_store(const BufferStoreNode* s);
   WVal simd_expr(const Expr& e);
+
+  // ---- SIMD128 loops: dot products, widening copies (wat_simd_loops.cc) ----------------
+  bool dot_term(const Stmt& s, const VarNode* v, DotTerm* out);
+  bool emit_dot_loop(const ForNode* node);
+  void emit_dot_runs(const std::vector<DotTerm>& accs, int64_t start, int64_t length);
+  bool emit_copy_loop(const ForNode* node);
+  void emit_copy_steps(const std::string& y, const std::string& x, const std::string& splat, DataType from, int64_t length);
 
   // ---- expressions ------------------------------------------------------------------
   WVal int_const(DataType t, int64_t v);

@@ -286,6 +286,9 @@ void FunctionEmitter::emit_loop(const ForNode* node, const std::map<std::string,
   std::string ty = wasm_type(t, node->span);
   const int64_t* min = as_const_int(node->min);
   const int64_t* extent = as_const_int(node->extent);
+  // SIMD128 (wat_simd_loops.cc): a dot loop stores to no memory, so `kept` stays valid; a
+  // copy loop forgets the loads of what it writes.
+  if (emit_dot_loop(node) || emit_copy_loop(node)) return;
   // Small constant nests are unrolled: the loop variable becomes a constant in each
   // copy, so Binaryen folds the index arithmetic and the bound checks (clang's -O2
   // does the same to the C backend's output).
