@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 #include <unordered_map>
+#include <utility>
 
 #include "analysis/helium_vectors.h"
 #include "analysis/int_bound.h"
@@ -28,34 +29,6 @@ using namespace c_helpers;  // c_type and the helper texts
 // Short suffix for helper names: i32, u8, f32.
 std::string type_suffix(DataType t) {
   return std::string(t.is_float() ? "f" : t.is_uint() ? "u" : "i") + std::to_string(t.bits());
-}
-
-std::string c_string_literal(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c == '\n') {
-      out += "\\n";
-    } else if (c < 0x20 || c >= 0x7f) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\%03o", c);  // octal: cannot swallow following digits
-      out += buf;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out + "\"";
-}
-
-bool is_reserved_c_word(const std::string& s) {
-  static const std::set<std::string> keywords = {
-      "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else", "enum",
-      "extern", "float", "for", "goto", "if", "inline", "int", "long", "register", "restrict", "return",
-      "short", "signed", "sizeof", "static", "struct", "switch", "typedef", "union", "unsigned", "void",
-      "volatile", "while", "bool", "true", "false", "main", "NULL", "INFINITY", "NAN"};
-  return keywords.count(s) > 0;
 }
 
 // Buffers declared (T.decl_buffer) on each pointer variable of a function body.
