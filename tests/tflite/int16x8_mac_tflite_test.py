@@ -30,12 +30,13 @@ except ImportError:  # a python3 without numpy first on PATH (pyenv): Debian's h
         os.execv("/usr/bin/python3", ["/usr/bin/python3"] + sys.argv)
     raise
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tflite_json_model import OneSubgraphModel  # noqa: E402
+
 rng = np.random.default_rng(16)
 
 
-class Model:
-    def __init__(self):
-        self.tensors, self.buffers, self.ops, self.codes = [], [{}], [], []
+class Model(OneSubgraphModel):
 
     def tensor(self, name, shape, dtype, data=None, scale=None, zero_point=None, axis=0):
         t = {"name": name, "shape": list(shape), "type": dtype, "buffer": 0}
@@ -48,19 +49,6 @@ class Model:
             self.buffers.append({"data": list(np.ascontiguousarray(data).tobytes())})
         self.tensors.append(t)
         return len(self.tensors) - 1
-
-    def op(self, code, inputs, outputs, options_type, options):
-        if code not in self.codes:
-            self.codes.append(code)
-        self.ops.append({"opcode_index": self.codes.index(code), "inputs": inputs, "outputs": outputs,
-                         "builtin_options_type": options_type, "builtin_options": options})
-
-    def json(self, inputs, outputs):
-        return {"version": 3,
-                "operator_codes": [{"builtin_code": c, "deprecated_builtin_code": 0, "version": 1} for c in self.codes],
-                "subgraphs": [{"tensors": self.tensors, "inputs": inputs, "outputs": outputs, "operators": self.ops,
-                               "name": "main"}],
-                "buffers": self.buffers}
 
 
 # ---- TFLM's arithmetic, in Python integers ------------------------------------------

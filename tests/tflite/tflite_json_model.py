@@ -1,5 +1,5 @@
 """A single-subgraph .tflite in flatc's JSON form, shared by the operator tests
-(ops_tflite_test.py, int16_ops_tflite_test.py). Plain Python: ops_tflite_test.py runs
+(ops_tflite_test.py, int16_ops_tflite_test.py, int16x8_mac_tflite_test.py). Plain Python: ops_tflite_test.py runs
 without numpy."""
 
 
