@@ -331,8 +331,9 @@ print("- RAM: TFLM's arena holds its input, output and intermediate tensors and 
       "painted high-water of `Invoke()`. Ours: workspace + input/output buffers + the painted stack high-water of `run`.")
 print("- Flash without the weights: ours is the firmware minus the linked constants and the test input; TFLM's "
       "is the firmware minus the embedded `.tflite` (weights and graph), with all of TFLM's operators registered, and "
-      "for the zoo also with only the model's own operators (the goal's measure where it exists). Both include a "
-      "test harness and newlib-nano (printf, semihosting).")
+      "for the zoo also with only the model's own operators (the goal's measure where it exists). Both include their "
+      "test harness: TFLM's links newlib-nano's printf and semihosting; ours writes its lines with its own "
+      "formatter over semihosting (no printf).")
 print(f"- Goals against TFLM+CMSIS-NN: instructions <= {GOAL_INSTR}x, RAM <= {GOAL_RAM}x, flash without the weights "
       f"<= {GOAL_FLASH}x; bit-exact outputs.")
 HEADER = ("| model | ours: instructions | TFLM+CMSIS-NN | ours / CMSIS-NN | TFLM ref kernels | ours / ref | "
