@@ -24,6 +24,10 @@ void verify(const std::string& ir, const std::string& name);
 // verify(), then the optimization pipeline: the optimized module as text.
 std::string optimize(const std::string& ir, const std::string& name, const Options& options);
 
+// optimize(), then the loop passes code generation starts with (strength reduction and,
+// on Cortex-M without low-overhead loops, ExitOnPointerPass): what instruction selection sees.
+std::string lower_loops(const std::string& ir, const std::string& name, const Options& options);
+
 // verify(), optimize, and code generation: the bytes of an ELF (or wasm) object file.
 std::string compile_to_object(const std::string& ir, const std::string& name, const Options& options);
 
