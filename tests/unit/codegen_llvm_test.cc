@@ -604,6 +604,41 @@ TEST(LlvmNative, CortexMLoadsUseTheSharedBaseWithConstantOffsets) {
   EXPECT_FALSE(has(h, "i32 7\n")) << h;
 }
 
+// Schedule dsp_no_early_scheduling reaches the LLVM backend too: on DSP cores without
+// Helium its objects are compiled without the machine scheduler (LLVM's process-wide
+// enable-misched, set by each compile for its own target and restored for the next).
+TEST(LlvmNative, DspCoresWithoutHeliumSkipTheMachineScheduler) {
+  const std::string m4 = "llvm -mtriple=thumbv7em-none-eabihf -mcpu=cortex-m4";
+  EXPECT_FALSE(llvm_machine_scheduling(parse_target(m4)));
+  EXPECT_FALSE(llvm_machine_scheduling(parse_target("llvm -mtriple=thumbv8m.main-none-eabihf -mcpu=cortex-m33")));
+  EXPECT_TRUE(llvm_machine_scheduling(parse_target(m4 + " -disabled-schedules=dsp_no_early_scheduling")));
+  EXPECT_TRUE(llvm_machine_scheduling(parse_target("llvm -mtriple=thumbv8.1m.main-none-eabihf -mcpu=cortex-m55")));
+  EXPECT_TRUE(llvm_machine_scheduling(parse_target("llvm -mtriple=thumbv7m-none-eabi -mcpu=cortex-m3")));
+  EXPECT_TRUE(llvm_machine_scheduling(parse_target("llvm")));
+  EXPECT_TRUE(llvm_machine_scheduling(parse_target("c -mcpu=cortex-m4")));
+  const char* tile =
+      "@T.prim_func\n"
+      "def tile(W: T.Buffer((64,), \"int32\"), C: T.Buffer((64,), \"int32\"), Out: T.Buffer((4,), \"int32\")):\n"
+      "    acc = T.alloc_buffer((4,), \"int32\", scope=\"local\")\n"
+      "    for i in range(4):\n"
+      "        acc[i] = 0\n"
+      "    for k in range(8):\n"
+      "        for i in range(4):\n"
+      "            acc[i] = T.smlad(C[k * 8 + i % 2 + 1], T.sxtb16_ror8(W[k * 8 + i]), "
+      "T.smlad(C[k * 8 + i % 2], T.sxtb16(W[k * 8 + i]), acc[i]))\n"
+      "    for i in range(4):\n"
+      "        Out[i] = acc[i]\n";
+  const std::string ll = kernels_of(tile, m4 + " -unpacked-api=1");
+  llvm_native::Options on;
+  on.triple = "thumbv7em-none-eabihf";
+  on.cpu = "cortex-m4";
+  llvm_native::Options off = on;
+  off.machine_scheduler = false;
+  const std::string scheduled = llvm_native::compile_to_object(ll, "tile.ll", on);
+  EXPECT_NE(llvm_native::compile_to_object(ll, "tile.ll", off), scheduled);
+  EXPECT_EQ(llvm_native::compile_to_object(ll, "tile.ll", on), scheduled);
+}
+
 // After loop strength reduction on Cortex-M without low-overhead loops, a loop whose
 // counter only counts exits when a pointer it steps reaches its end (ExitOnPointerPass):
 // one register fewer in the SMLAD tiles, which need all 14. Elsewhere the counter stays.

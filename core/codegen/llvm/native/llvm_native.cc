@@ -76,6 +76,24 @@ void no_strength_reduction_in_code_generation() {
   if (it->second->getNumOccurrences() == 0) it->second->addOccurrence(0, it->first(), "true");
 }
 
+// Whether the machine scheduler runs is LLVM's process-wide option enable-misched, read
+// as each function is compiled: a compile sets it for its target while it holds this
+// lock (compiles of one module's parts on threads share the setting).
+std::mutex& scheduler_setting() {
+  static std::mutex lock;
+  return lock;
+}
+
+void set_machine_scheduler(bool on) {
+  llvm::StringMap<llvm::cl::Option*>& options = llvm::cl::getRegisteredOptions();
+  auto it = options.find("enable-misched");
+  if (it == options.end()) internal_error(__FILE__, __LINE__, "LLVM has no option enable-misched");
+  if (on)
+    it->second->reset();  // the subtarget decides, as without the option
+  else if (it->second->getNumOccurrences() == 0)
+    it->second->addOccurrence(0, it->first(), "false");
+}
+
 void initialize_targets() {
   static std::once_flag once;
   std::call_once(once, [] {
@@ -326,7 +344,10 @@ std::string lower_loops(const std::string& ir, const std::string& name, const Op
   return optimized_text(ir, name, options, true);
 }
 
-std::string compile_to_object(const std::string& ir, const std::string& name, const Options& options) {
+namespace {
+
+// Parsed, verified, optimized and compiled as one object.
+std::string compile_whole(const std::string& ir, const std::string& name, const Options& options) {
   llvm::LLVMContext context;
   std::unique_ptr<llvm::Module> module;
   {
@@ -336,13 +357,25 @@ std::string compile_to_object(const std::string& ir, const std::string& name, co
   return compile_module(module.get(), name, options);
 }
 
+}  // namespace
+
+std::string compile_to_object(const std::string& ir, const std::string& name, const Options& options) {
+  initialize_targets();
+  std::lock_guard<std::mutex> lock(scheduler_setting());
+  set_machine_scheduler(options.machine_scheduler);
+  return compile_whole(ir, name, options);
+}
+
 std::vector<std::string> compile_to_objects(const std::string& ir, const std::string& name, const Options& options) {
   std::vector<LlvmModulePart> parts;
   {
     TimingScope timing("backend", "llvm: split " + name + " into parts");
     parts = split_llvm_module(ir, options.parts);
   }
-  if (parts.empty()) return {compile_to_object(ir, name, options)};
+  initialize_targets();
+  std::lock_guard<std::mutex> lock(scheduler_setting());
+  set_machine_scheduler(options.machine_scheduler);
+  if (parts.empty()) return {compile_whole(ir, name, options)};
   return compile_parts(parts, name, options);
 }
 

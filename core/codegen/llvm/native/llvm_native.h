@@ -15,6 +15,9 @@ struct Options {
   std::string opt = "O2";  // O0, O1, O2, O3, Os or Oz
   int parts = 0;    // compile_to_objects: at most this many objects; 0 chooses by the module's size
   int threads = 0;  // compile_to_objects: at most this many threads; 0 is the machine's cores
+  // false: no machine scheduling before register allocation (llvm_machine_scheduling in
+  // driver/target.h: schedule dsp_no_early_scheduling on DSP cores without Helium).
+  bool machine_scheduler = true;
 };
 
 // Parses and verifies `ir`. A parse error or a verifier failure is an internal error
