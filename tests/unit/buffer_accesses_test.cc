@@ -25,16 +25,18 @@ std::set<std::string> names(const std::set<const VarNode*>& vars) {
   return out;
 }
 
-// The calls of a parsed module's main function, and its allocations' data variables by
-// buffer name: what call_overlaps is given by plan_memory.
+// The calls of a module's main function, and its allocations' data variables by buffer
+// name: what call_overlaps is given by plan_memory. No steps when the text does not parse.
 struct MainCalls {
+  ParseResult parsed;  // owns the nodes below
   std::map<std::string, const VarNode*> data;
   std::vector<Stmt> steps;
 };
 
-MainCalls main_calls(const ParseResult& parsed) {
-  MainCalls out;
-  Stmt body = parsed.module->functions.back().second->body;  // main
+MainCalls main_calls(const char* text) {
+  MainCalls out{parse_module(text), {}, {}};
+  if (!out.parsed.ok()) return out;
+  Stmt body = out.parsed.module->functions.back().second->body;  // main
   while (const auto* alloc = as<AllocateNode>(body)) {
     out.data[alloc->buffer->name] = alloc->buffer->data.get();
     body = alloc->body;
@@ -93,9 +95,7 @@ class Module:
 )";
 
 TEST(CallOverlaps, MostBytesSavedFirstThenAllocationOrder) {
-  const ParseResult parsed = parse_module(kBandedChain);
-  ASSERT_TRUE(parsed.ok());
-  MainCalls calls = main_calls(parsed);
+  MainCalls calls = main_calls(kBandedChain);
   std::map<std::string, const VarNode*>& data = calls.data;
   const std::vector<Stmt>& steps = calls.steps;
   ASSERT_FALSE(steps.empty());
@@ -161,9 +161,7 @@ class Module:
 )";
 
 TEST(CallOverlaps, InPlaceReadsPlaceTheOutputOverTheInput) {
-  const ParseResult parsed = parse_module(kInPlaceBands);
-  ASSERT_TRUE(parsed.ok());
-  MainCalls calls = main_calls(parsed);
+  MainCalls calls = main_calls(kInPlaceBands);
   std::map<std::string, const VarNode*>& data = calls.data;
   const std::vector<Stmt>& steps = calls.steps;
   ASSERT_FALSE(steps.empty());
