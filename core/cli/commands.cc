@@ -581,6 +581,7 @@ static std::vector<SourceFileOut> llvm_objects(const BuildResult& built) {
   llvm_native::Options options;
   options.triple = built.target.mtriple;
   options.cpu = built.target.mcpu;
+  options.machine_scheduler = llvm_machine_scheduling(built.target);
   TimingScope timing("step", "objects");
   for (const auto& src : built.sources) {
     std::filesystem::path p(src.path);

@@ -4,6 +4,7 @@
 #include <sstream>
 #include <vector>
 
+#include "codegen/llvm/llvm_target.h"
 #include "support/diagnostic.h"
 #include "support/names.h"
 
@@ -229,6 +230,12 @@ bool cpu_has_dsp(const std::string& mcpu) {
 
 bool arm_dsp(const std::string& triple, const std::string& mcpu) {
   return (triple.rfind("thumb", 0) == 0 || triple.rfind("arm", 0) == 0) && cpu_has_dsp(mcpu);
+}
+
+bool llvm_machine_scheduling(const Target& target) {
+  if (target.kind != "llvm" || !target.schedules.dsp_no_early_scheduling) return true;
+  const LlvmTargetInfo& info = llvm_target(target.mtriple);
+  return !arm_dsp(info.triple, target.mcpu) || info.features.find("+mve") != std::string::npos;
 }
 
 }  // namespace mtir

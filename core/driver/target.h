@@ -56,5 +56,9 @@ Target parse_target(const std::string& text);
 bool cpu_has_dsp(const std::string& mcpu);
 // Whether code for `triple` (an Arm one) on `mcpu` may use the DSP instructions.
 bool arm_dsp(const std::string& triple, const std::string& mcpu);
+// Whether LLVM's machine scheduler runs for `target`: not for a DSP core without Helium
+// while schedule dsp_no_early_scheduling is on (as GCC's early scheduling is not for the
+// C backend): the 3x2 SMLAD tiles' loads move ahead of their uses and accumulators spill.
+bool llvm_machine_scheduling(const Target& target);
 
 }  // namespace mtir

@@ -129,8 +129,9 @@ MODEL_SCHEDULES = {
                       "the add on the band's rows written over the residual in place and the earlier layers' halo "
                       "rows carried from band to band instead of recomputed",
     "dsp_no_early_scheduling": "the C backend's `#pragma GCC optimize(\"no-schedule-insns\")` in a file with SMLAD "
-                               "kernels, for GCC on a DSP core without MVE: scheduled before register allocation, "
-                               "the register tiles spill ([quantization.md](quantization.md))",
+                               "kernels, for GCC on a DSP core without MVE, and the LLVM backend's objects for such "
+                               "a core compiled without LLVM's machine scheduler: scheduled before register "
+                               "allocation, the register tiles spill ([quantization.md](quantization.md))",
     "pixel_triples_stack": "with `pixel_triples`, `prepare_quantized`'s rule that a convolution keeps the 3x2 tile "
                            "only where the instructions it saves pay for the bytes its three-pixel im2col scratch "
                            "adds to the model's deepest stack frame ([quantization.md](quantization.md))",

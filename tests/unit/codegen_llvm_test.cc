@@ -603,6 +603,81 @@ TEST(LlvmNative, CortexMLoadsUseTheSharedBaseWithConstantOffsets) {
   std::string h = llvm_native::optimize(llvm_module_header(llvm_target("")) + body, "dot.ll", x86);
   EXPECT_FALSE(has(h, "i32 7\n")) << h;
 }
+
+// Schedule dsp_no_early_scheduling reaches the LLVM backend too: on DSP cores without
+// Helium its objects are compiled without the machine scheduler (LLVM's process-wide
+// enable-misched, set by each compile for its own target and restored for the next).
+TEST(LlvmNative, DspCoresWithoutHeliumSkipTheMachineScheduler) {
+  const std::string m4 = "llvm -mtriple=thumbv7em-none-eabihf -mcpu=cortex-m4";
+  EXPECT_FALSE(llvm_machine_scheduling(parse_target(m4)));
+  EXPECT_FALSE(llvm_machine_scheduling(parse_target("llvm -mtriple=thumbv8m.main-none-eabihf -mcpu=cortex-m33")));
+  EXPECT_TRUE(llvm_machine_scheduling(parse_target(m4 + " -disabled-schedules=dsp_no_early_scheduling")));
+  EXPECT_TRUE(llvm_machine_scheduling(parse_target("llvm -mtriple=thumbv8.1m.main-none-eabihf -mcpu=cortex-m55")));
+  EXPECT_TRUE(llvm_machine_scheduling(parse_target("llvm -mtriple=thumbv7m-none-eabi -mcpu=cortex-m3")));
+  EXPECT_TRUE(llvm_machine_scheduling(parse_target("llvm")));
+  EXPECT_TRUE(llvm_machine_scheduling(parse_target("c -mcpu=cortex-m4")));
+  const char* tile =
+      "@T.prim_func\n"
+      "def tile(W: T.Buffer((64,), \"int32\"), C: T.Buffer((64,), \"int32\"), Out: T.Buffer((4,), \"int32\")):\n"
+      "    acc = T.alloc_buffer((4,), \"int32\", scope=\"local\")\n"
+      "    for i in range(4):\n"
+      "        acc[i] = 0\n"
+      "    for k in range(8):\n"
+      "        for i in range(4):\n"
+      "            acc[i] = T.smlad(C[k * 8 + i % 2 + 1], T.sxtb16_ror8(W[k * 8 + i]), "
+      "T.smlad(C[k * 8 + i % 2], T.sxtb16(W[k * 8 + i]), acc[i]))\n"
+      "    for i in range(4):\n"
+      "        Out[i] = acc[i]\n";
+  const std::string ll = kernels_of(tile, m4 + " -unpacked-api=1");
+  llvm_native::Options on;
+  on.triple = "thumbv7em-none-eabihf";
+  on.cpu = "cortex-m4";
+  llvm_native::Options off = on;
+  off.machine_scheduler = false;
+  const std::string scheduled = llvm_native::compile_to_object(ll, "tile.ll", on);
+  EXPECT_NE(llvm_native::compile_to_object(ll, "tile.ll", off), scheduled);
+  EXPECT_EQ(llvm_native::compile_to_object(ll, "tile.ll", on), scheduled);
+}
+
+// After loop strength reduction on Cortex-M without low-overhead loops, a loop whose
+// counter only counts exits when a pointer it steps reaches its end (ExitOnPointerPass):
+// one register fewer in the SMLAD tiles, which need all 14. Elsewhere the counter stays.
+TEST(LlvmNative, CortexMLoopsExitOnAPointerTheyStep) {
+  const std::string body =
+      "define i32 @dot(i32* noalias %w, i32* noalias %c) {\n"
+      "entry:\n  br label %loop\n"
+      "loop:\n  %ko = phi i32 [ 0, %entry ], [ %ko.next, %loop ]\n  %acc = phi i32 [ 0, %entry ], [ %a2, %loop ]\n"
+      "  %iw = mul nsw i32 %ko, 12\n  %ic = mul nsw i32 %ko, 8\n"
+      "  %pw = getelementptr inbounds i32, i32* %w, i32 %iw\n  %xw = load i32, i32* %pw, align 4\n"
+      "  %pc = getelementptr inbounds i32, i32* %c, i32 %ic\n  %xc = load i32, i32* %pc, align 4\n"
+      "  %a1 = mul i32 %xw, %xc\n  %a2 = add i32 %acc, %a1\n"
+      "  %ko.next = add nuw nsw i32 %ko, 1\n  %done = icmp eq i32 %ko.next, 100\n"
+      "  br i1 %done, label %exit, label %loop, !llvm.loop !0\n"
+      "exit:\n  ret i32 %a2\n}\n"
+      "!0 = distinct !{!0, !1, !2}\n!1 = !{!\"llvm.loop.unroll.disable\"}\n"
+      "!2 = !{!\"llvm.loop.vectorize.width\", i32 1}\n";
+  auto lowered = [&](const std::string& triple, const std::string& cpu) {
+    llvm_native::Options o;
+    o.triple = triple;
+    o.cpu = cpu;
+    return llvm_native::lower_loops(llvm_module_header(llvm_target(triple)) + body, "dot.ll", o);
+  };
+  const std::string m4 = lowered("thumbv7em-none-eabihf", "cortex-m4");
+  EXPECT_TRUE(has(m4, "%mtir.reached = icmp eq i32* ")) << m4;
+  EXPECT_EQ(count(m4, " = phi i32* "), 2u) << m4;  // the two pointers
+  EXPECT_EQ(count(m4, " = phi i32 [ "), 2u) << m4;  // the accumulator and its exit value, no counter
+  EXPECT_TRUE(has(lowered("thumbv7m-none-eabi", "cortex-m3"), "mtir.reached"));
+  for (const auto& [triple, cpu] : std::vector<std::pair<std::string, std::string>>{
+           {"thumbv8.1m.main-none-eabihf", "cortex-m55"}, {"x86_64-pc-linux-gnu", ""}}) {
+    const std::string ll = lowered(triple, cpu);
+    EXPECT_FALSE(has(ll, "mtir.reached")) << ll;
+    EXPECT_TRUE(has(ll, "lsr.iv")) << ll;  // strength reduction ran there too
+  }
+  llvm_native::Options thumb;
+  thumb.triple = "thumbv7em-none-eabihf";
+  thumb.cpu = "cortex-m4";
+  EXPECT_GT(llvm_native::compile_to_object(llvm_module_header(llvm_target(thumb.triple)) + body, "dot.ll", thumb).size(), 0u);
+}
 #endif
 
 }  // namespace

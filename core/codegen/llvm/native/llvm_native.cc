@@ -25,10 +25,13 @@
 #include <llvm/Target/TargetOptions.h>
 #include <llvm/Transforms/Scalar/EarlyCSE.h>
 #include <llvm/Transforms/Scalar/LICM.h>
+#include <llvm/Transforms/Scalar/LoopStrengthReduce.h>
 #include <llvm/Transforms/Scalar/SeparateConstOffsetFromGEP.h>
+#include <llvm/Transforms/Utils/CanonicalizeFreezeInLoops.h>
 
 #include "codegen/llvm/llvm_target.h"
 #include "codegen/llvm/module_parts.h"
+#include "codegen/llvm/native/exit_on_pointer.h"
 #include "support/diagnostic.h"
 #include "support/timing.h"
 
@@ -63,6 +66,34 @@ void prefer_post_indexed_addresses() {
   if (it->second->getNumOccurrences() == 0) it->second->addOccurrence(0, it->first(), "postindexed");
 }
 
+// Loop strength reduction runs in run_loop_lowering (the same passes code generation
+// would run first, then ExitOnPointerPass), so code generation must not run it again: it
+// would put back the counters ExitOnPointerPass removed. Process-wide, like the above.
+void no_strength_reduction_in_code_generation() {
+  llvm::StringMap<llvm::cl::Option*>& options = llvm::cl::getRegisteredOptions();
+  auto it = options.find("disable-lsr");
+  if (it == options.end()) internal_error(__FILE__, __LINE__, "LLVM has no option disable-lsr");
+  if (it->second->getNumOccurrences() == 0) it->second->addOccurrence(0, it->first(), "true");
+}
+
+// Whether the machine scheduler runs is LLVM's process-wide option enable-misched, read
+// as each function is compiled: a compile sets it for its target while it holds this
+// lock (compiles of one module's parts on threads share the setting).
+std::mutex& scheduler_setting() {
+  static std::mutex lock;
+  return lock;
+}
+
+void set_machine_scheduler(bool on) {
+  llvm::StringMap<llvm::cl::Option*>& options = llvm::cl::getRegisteredOptions();
+  auto it = options.find("enable-misched");
+  if (it == options.end()) internal_error(__FILE__, __LINE__, "LLVM has no option enable-misched");
+  if (on)
+    it->second->reset();  // the subtarget decides, as without the option
+  else if (it->second->getNumOccurrences() == 0)
+    it->second->addOccurrence(0, it->first(), "false");
+}
+
 void initialize_targets() {
   static std::once_flag once;
   std::call_once(once, [] {
@@ -77,6 +108,7 @@ void initialize_targets() {
     MTIR_INIT(WebAssembly)
 #undef MTIR_INIT
     prefer_post_indexed_addresses();
+    no_strength_reduction_in_code_generation();
   });
 }
 
@@ -149,20 +181,27 @@ llvm::OptimizationLevel level(const std::string& opt) {
 // one LDR with an immediate offset, as GCC emits it.
 bool separates_gep_offsets(const llvm::TargetMachine& tm) { return tm.getTargetTriple().isThumb(); }
 
-void run_pipeline(llvm::Module* module, llvm::TargetMachine* tm, const std::string& opt) {
+// The new pass manager's analysis managers for `tm`, registered and cross-wired.
+struct Analyses {
+  llvm::PassBuilder pb;
   llvm::LoopAnalysisManager lam;
   llvm::FunctionAnalysisManager fam;
   llvm::CGSCCAnalysisManager cgam;
   llvm::ModuleAnalysisManager mam;
-  llvm::PassBuilder pb(tm);
-  pb.registerModuleAnalyses(mam);
-  pb.registerCGSCCAnalyses(cgam);
-  pb.registerFunctionAnalyses(fam);
-  pb.registerLoopAnalyses(lam);
-  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  explicit Analyses(llvm::TargetMachine* tm) : pb(tm) {
+    pb.registerModuleAnalyses(mam);
+    pb.registerCGSCCAnalyses(cgam);
+    pb.registerFunctionAnalyses(fam);
+    pb.registerLoopAnalyses(lam);
+    pb.crossRegisterProxies(lam, fam, cgam, mam);
+  }
+};
+
+void run_pipeline(llvm::Module* module, llvm::TargetMachine* tm, const std::string& opt) {
+  Analyses a(tm);
   llvm::OptimizationLevel l = level(opt);
   llvm::ModulePassManager mpm =
-      l == llvm::OptimizationLevel::O0 ? pb.buildO0DefaultPipeline(l) : pb.buildPerModuleDefaultPipeline(l);
+      l == llvm::OptimizationLevel::O0 ? a.pb.buildO0DefaultPipeline(l) : a.pb.buildPerModuleDefaultPipeline(l);
   if (l != llvm::OptimizationLevel::O0 && separates_gep_offsets(*tm)) {
     llvm::FunctionPassManager fpm;
     fpm.addPass(llvm::SeparateConstOffsetFromGEPPass());
@@ -170,7 +209,31 @@ void run_pipeline(llvm::Module* module, llvm::TargetMachine* tm, const std::stri
     fpm.addPass(llvm::createFunctionToLoopPassAdaptor(llvm::LICMPass(), /*UseMemorySSA=*/true));
     mpm.addPass(llvm::createModuleToFunctionPassAdaptor(std::move(fpm)));
   }
-  mpm.run(*module, mam);
+  mpm.run(*module, a.mam);
+}
+
+// Cortex-M without low-overhead loops (v8.1-M has them: there the counter is LR and free).
+// The 3x2 SMLAD tile's loop needs all 14 registers for its accumulators, pointers and
+// operands; LSR's down-counter is one more (spilled and reloaded in every step).
+bool exits_on_pointers(const llvm::TargetMachine& tm) {
+  const llvm::Triple& t = tm.getTargetTriple();
+  return t.isThumb() && t.getSubArch() != llvm::Triple::ARMSubArch_v8_1m_mainline;
+}
+
+// What code generation runs first on a loop (TargetPassConfig::addIRPasses: freezes
+// canonicalized, loop strength reduction), here so ExitOnPointerPass can follow it.
+void run_loop_lowering(llvm::Module* module, llvm::TargetMachine* tm, const std::string& opt) {
+  if (level(opt) == llvm::OptimizationLevel::O0) return;
+  Analyses a(tm);
+  llvm::LoopPassManager lpm;
+  lpm.addPass(llvm::CanonicalizeFreezeInLoopsPass());
+  lpm.addPass(llvm::LoopStrengthReducePass());
+  if (exits_on_pointers(*tm)) lpm.addPass(ExitOnPointerPass());
+  llvm::FunctionPassManager fpm;
+  fpm.addPass(llvm::createFunctionToLoopPassAdaptor(std::move(lpm), /*UseMemorySSA=*/false));
+  llvm::ModulePassManager mpm;
+  mpm.addPass(llvm::createModuleToFunctionPassAdaptor(std::move(fpm)));
+  mpm.run(*module, a.mam);
 }
 
 void check_triple(const llvm::Module& module, const llvm::TargetMachine& tm, const std::string& name) {
@@ -185,6 +248,7 @@ std::string compile_module(llvm::Module* module, const std::string& name, const 
   {
     TimingScope timing("backend", "llvm: optimize " + name + " (-" + options.opt + ")");
     run_pipeline(module, tm.get(), options.opt);
+    run_loop_lowering(module, tm.get(), options.opt);
   }
   TimingScope timing("backend", "llvm: instruction selection and object " + name);
   llvm::SmallVector<char, 0> buffer;
@@ -254,11 +318,15 @@ void verify(const std::string& ir, const std::string& name) {
   parse_and_verify(&context, ir, name);
 }
 
-std::string optimize(const std::string& ir, const std::string& name, const Options& options) {
+namespace {
+
+// The module after the optimization pipeline and, with `loops`, the loop lowering: as text.
+std::string optimized_text(const std::string& ir, const std::string& name, const Options& options, bool loops) {
   llvm::LLVMContext context;
   std::unique_ptr<llvm::Module> module = parse_and_verify(&context, ir, name);
   std::unique_ptr<llvm::TargetMachine> tm = target_machine(options);
   run_pipeline(module.get(), tm.get(), options.opt);
+  if (loops) run_loop_lowering(module.get(), tm.get(), options.opt);
   std::string out;
   llvm::raw_string_ostream os(out);
   module->print(os, nullptr);
@@ -266,7 +334,20 @@ std::string optimize(const std::string& ir, const std::string& name, const Optio
   return out;
 }
 
-std::string compile_to_object(const std::string& ir, const std::string& name, const Options& options) {
+}  // namespace
+
+std::string optimize(const std::string& ir, const std::string& name, const Options& options) {
+  return optimized_text(ir, name, options, false);
+}
+
+std::string lower_loops(const std::string& ir, const std::string& name, const Options& options) {
+  return optimized_text(ir, name, options, true);
+}
+
+namespace {
+
+// Parsed, verified, optimized and compiled as one object.
+std::string compile_whole(const std::string& ir, const std::string& name, const Options& options) {
   llvm::LLVMContext context;
   std::unique_ptr<llvm::Module> module;
   {
@@ -276,13 +357,25 @@ std::string compile_to_object(const std::string& ir, const std::string& name, co
   return compile_module(module.get(), name, options);
 }
 
+}  // namespace
+
+std::string compile_to_object(const std::string& ir, const std::string& name, const Options& options) {
+  initialize_targets();
+  std::lock_guard<std::mutex> lock(scheduler_setting());
+  set_machine_scheduler(options.machine_scheduler);
+  return compile_whole(ir, name, options);
+}
+
 std::vector<std::string> compile_to_objects(const std::string& ir, const std::string& name, const Options& options) {
   std::vector<LlvmModulePart> parts;
   {
     TimingScope timing("backend", "llvm: split " + name + " into parts");
     parts = split_llvm_module(ir, options.parts);
   }
-  if (parts.empty()) return {compile_to_object(ir, name, options)};
+  initialize_targets();
+  std::lock_guard<std::mutex> lock(scheduler_setting());
+  set_machine_scheduler(options.machine_scheduler);
+  if (parts.empty()) return {compile_whole(ir, name, options)};
   return compile_parts(parts, name, options);
 }
 

@@ -15,6 +15,9 @@ struct Options {
   std::string opt = "O2";  // O0, O1, O2, O3, Os or Oz
   int parts = 0;    // compile_to_objects: at most this many objects; 0 chooses by the module's size
   int threads = 0;  // compile_to_objects: at most this many threads; 0 is the machine's cores
+  // false: no machine scheduling before register allocation (llvm_machine_scheduling in
+  // driver/target.h: schedule dsp_no_early_scheduling on DSP cores without Helium).
+  bool machine_scheduler = true;
 };
 
 // Parses and verifies `ir`. A parse error or a verifier failure is an internal error
@@ -23,6 +26,10 @@ void verify(const std::string& ir, const std::string& name);
 
 // verify(), then the optimization pipeline: the optimized module as text.
 std::string optimize(const std::string& ir, const std::string& name, const Options& options);
+
+// optimize(), then the loop passes code generation starts with (strength reduction and,
+// on Cortex-M without low-overhead loops, ExitOnPointerPass): what instruction selection sees.
+std::string lower_loops(const std::string& ir, const std::string& name, const Options& options);
 
 // verify(), optimize, and code generation: the bytes of an ELF (or wasm) object file.
 std::string compile_to_object(const std::string& ir, const std::string& name, const Options& options);
