@@ -19,7 +19,7 @@
 // mve_depthwise_padded (on by default): a padded layer first copies its input into a
 // stack scratch bordered with the zero point (sixteen bytes a VLDRB.8 / VSTRB.8), and
 // the kernel is the tile loop alone, no border code: VWW's 13 depthwise functions take
-// about 10 KB instead of 33 KB on the Cortex-M55, for 3 % more instructions (the copy,
+// about 10 KB instead of 33 KB on the Cortex-M55, for 2 % more instructions (the copy,
 // and border outputs computed over their padding taps); band kernels of one layer differ
 // only in constants, so merge_kernels shares one between them.
 #include "ops/qconv_internal.h"
@@ -225,28 +225,51 @@ Stmt byte_run(const Buffer& dst, Expr at, int64_t count, const std::function<Exp
   return s.size() == 1 ? s[0] : SeqStmt(s);
 }
 
+// Bytes of slack past the padded windows: a run of zero points is written in whole
+// vectors, at least two (a loop of one the simplifier unrolls, and then the bands'
+// kernels would differ in form), so the last run may write up to 47 bytes past the
+// windows' end, the next row's left padding included.
+int64_t pad_slack(const QConv& p) { return std::min(p.pl, window_extent(p.ow, p.kw, p.sw, p.dw)) * p.c + 48; }
+
 // The image n of `data` copied into `pad` (the windows' rows x columns x channels), its
-// border the input zero point: the whole scratch filled with it first (whole vectors),
-// then each input row copied in. The same loops whatever padding a band of a layer has,
-// so merge_kernels shares one kernel between the bands (only the constants differ).
-Stmt copy_padded(const QConv& p, const Buffer& data, const Buffer& pad, Expr n, int64_t pad_bytes) {
+// border the input zero point, in address order: the top rows of padding and the first
+// row's left padding, then each input row followed by its right padding and the next
+// row's left padding, then the bottom rows. A run of zero points is whole vectors (at
+// least two): what it writes past its end a later copy or run overwrites. The same loops
+// whatever padding a band of a layer has, so merge_kernels shares one kernel between
+// the bands (only the constants differ).
+Stmt copy_padded(const QConv& p, const Buffer& data, const Buffer& pad, Expr n) {
   constexpr int kBytes = 16;
   const int64_t cols = window_extent(p.ow, p.kw, p.sw, p.dw), row_bytes = cols * p.c;
   const int64_t rows = window_extent(p.oh, p.kh, p.sh, p.dh);
   const int64_t top = std::min(p.pt, rows), in_rows = std::max<int64_t>(0, std::min(p.h, rows - top));
   const int64_t left = std::min(p.pl, cols), in_cols = std::max<int64_t>(0, std::min(p.w, cols - left));
-  Var e = ivar("e");
-  Stmt fill = For(e, ci(0), ci(pad_bytes / kBytes), ForKind::kSerial,
-                  store(pad, Broadcast(IntImm(kI8, p.q.input_zero_point), kBytes),
-                        {Ramp(mul(e, ci(kBytes)), ci(1), kBytes)}));
-  if (in_rows == 0) return fill;
-  Var y = ivar("y");
-  Expr dst = add(mul(y, ci(row_bytes)), ci(top * row_bytes + left * p.c));
-  Expr src = mul(add(mul(n, ci(p.h)), y), ci(p.w * p.c));
-  auto input = [&](Expr k, int lanes) -> Expr {
-    return lanes == 1 ? load(data, {add(src, k)}) : load(data, {Ramp(add(src, k), ci(1), lanes)});
+  const int64_t right = cols - left - in_cols;
+  // Addresses as scalar lets outside the vector nodes, where merge_kernels may turn
+  // their constants into parameters.
+  auto zero_points = [&](Expr at, int64_t count, int64_t at_least) {
+    Var e = ivar("e"), v = ivar("at");
+    const int64_t vectors = std::max(at_least, (count + kBytes - 1) / kBytes);
+    return For(e, ci(0), ci(vectors), ForKind::kSerial,
+               LetStmt(v, add(at, mul(e, ci(kBytes))),
+                       store(pad, Broadcast(IntImm(kI8, p.q.input_zero_point), kBytes), {Ramp(v, ci(1), kBytes)})));
   };
-  return SeqStmt({fill, For(y, ci(0), ci(in_rows), ForKind::kSerial, byte_run(pad, dst, in_cols * p.c, input))});
+  const int64_t first = top * row_bytes + left * p.c, filled = (top + in_rows) * row_bytes + left * p.c;
+  std::vector<Stmt> s = {zero_points(ci(0), first, 2)};
+  if (in_rows > 0) {
+    Var y = ivar("y"), dst = ivar("row_at");
+    Expr src = mul(add(mul(n, ci(p.h)), y), ci(p.w * p.c));
+    auto input = [&](Expr k, int lanes) -> Expr {
+      return lanes == 1 ? load(data, {add(src, k)}) : load(data, {Ramp(add(src, k), ci(1), lanes)});
+    };
+    std::vector<Stmt> row;
+    if (Stmt copy = byte_run(pad, dst, in_cols * p.c, input)) row.push_back(copy);
+    if ((right + left) * p.c > 0) row.push_back(zero_points(add(dst, ci(in_cols * p.c)), (right + left) * p.c, 1));
+    s.push_back(For(y, ci(0), ci(in_rows), ForKind::kSerial,
+                    LetStmt(dst, add(mul(y, ci(row_bytes)), ci(first)), row.size() == 1 ? row[0] : SeqStmt(row))));
+  }
+  s.push_back(zero_points(ci(filled), rows * row_bytes - filled, 2));
+  return SeqStmt(s);
 }
 
 }  // namespace
@@ -261,15 +284,14 @@ Stmt mve_depthwise(const QConv& p, const QParams& b) {
   QConv pp = p;
   pp.h = window_extent(p.oh, p.kh, p.sh, p.dh), pp.w = window_extent(p.ow, p.kw, p.sw, p.dw);
   pp.pt = pp.pl = pp.pb = pp.pr = 0;
-  // Whole vectors of zero points fill it.
-  const int64_t pad_bytes = (pp.h * pp.w * p.c + 15) / 16 * 16;
+  const int64_t pad_bytes = pp.h * pp.w * p.c + pad_slack(p);
   const bool padded = p.sched.mve_depthwise_padded && (p.pt > 0 || p.pl > 0 || p.pb > 0 || p.pr > 0) &&
                       pad_bytes <= kMaxPaddedBytes;
   Stmt body;
   if (padded) {
     Buffer pad = scratch("data_pad", {pad_bytes}, kI8);
     MveDepthwise k{pp, b, pad, weight, out, table, n, ci(0)};
-    body = Allocate(pad, "local", outer.wrap(SeqStmt({copy_padded(p, data, pad, n, pad_bytes), k.build()})));
+    body = Allocate(pad, "local", outer.wrap(SeqStmt({copy_padded(p, data, pad, n), k.build()})));
   } else {
     body = outer.wrap(MveDepthwise{p, b, data, weight, out, table, n, n}.build());
   }
