@@ -9,6 +9,7 @@
 #include "analysis/elementwise_overwrite.h"
 #include "ir/visitor.h"
 #include "codegen/c/codegen_c.h"
+#include "driver/build.h"
 #include "driver/pipeline.h"
 #include "qconv_cases.h"
 
@@ -130,6 +131,41 @@ TEST(QConv, MveDepthwisePaddedCopyIsOneTileLoop) {
     } else {
       EXPECT_EQ(stores[1], stores[0]);
     }
+  }
+}
+
+// Two bands of one layer as the patch executor makes them: the same output rows, the
+// first band padded above, the last below. Under mve_depthwise_padded their kernels
+// differ only in constants and merge_kernels emits one; with border tiles both stay.
+TEST(QConv, MveDepthwisePaddedBandsShareOneKernel) {
+  for (bool on : {true, false}) {
+    SCOPED_TRACE(on ? "mve_depthwise_padded" : "border tiles");
+    Graph g;
+    g.name = "bands";
+    const int64_t pads[2][4] = {{1, 1, 0, 1}, {0, 1, 1, 1}};
+    for (int b = 0; b < 2; ++b) {
+      const std::string x = "x" + std::to_string(b), w = "w" + std::to_string(b), y = "y" + std::to_string(b);
+      g.inputs.push_back({x, TensorType{DataType::Int(8), {1, 3, 6, 8}}});
+      g.constants[w] = NDArray::zeros(DataType::Int(8), {8, 3, 3, 1});
+      GraphNode node;
+      node.name = y, node.op = "qconv2d", node.inputs = {x, w};
+      node.attrs = quant({{"padding", {pads[b][0], pads[b][1], pads[b][2], pads[b][3]}}, {"groups", 8}});
+      node.type = find_op("qconv2d")->infer({g.inputs.back().second, TensorType{DataType::Int(8), {8, 3, 3, 1}}}, node.attrs);
+      ASSERT_EQ(node.type.shape, (std::vector<int64_t>{1, 2, 6, 8}));
+      g.nodes.push_back(node);
+      g.outputs.push_back(y);
+    }
+    ScheduleOptions o;
+    o.smlad = o.sxtb16 = false, o.mve = true, o.mve_depthwise_padded = on;
+    AotModule aot = build_aot(prepare_quantized(g, o));
+    BuildResult built = build_c(aot.module, parse_target("c -unpacked-api=1"));
+    std::string all;
+    for (const auto& f : built.sources) all += f.text;
+    const std::string k0 = symbol_of(aot.kernel_of.at("y0"), aot.module.lookup(aot.kernel_of.at("y0")));
+    const std::string k1 = symbol_of(aot.kernel_of.at("y1"), aot.module.lookup(aot.kernel_of.at("y1")));
+    ASSERT_NE(k0, k1);
+    EXPECT_NE(all.find("int32_t " + k0 + "("), std::string::npos);
+    EXPECT_EQ(all.find("int32_t " + k1 + "(") != std::string::npos, !on);
   }
 }
 
