@@ -98,7 +98,8 @@ bool smmlar_table(const Graph& g, const GraphNode& node, const std::vector<std::
 // zero point folded, tflite rule): the weight [C, KH, KW, 1] becomes [1, KH, KW, C] in
 // blocks of four channels (mve_depthwise_weight_index) for ops/qconv_mve_depthwise.cc's
 // vector loads; its requantization reads the table as it is, so no smlal/smmlar rewrite.
-void take_mve_depthwise(Graph& g, GraphNode& node, std::vector<std::string>& inputs, int64_t groups, json& sched,
+void take_mve_depthwise(Graph& g, const ScheduleOptions& opts, GraphNode& node, std::vector<std::string>& inputs,
+                        int64_t groups, json& sched,
                         std::set<std::string>& maybe_unused) {
   const NDArray& w = g.constants.at(inputs[1]);
   const bool nhwc = node.attrs.value("layout", std::string("NHWC")) == "NHWC";
@@ -115,6 +116,7 @@ void take_mve_depthwise(Graph& g, GraphNode& node, std::vector<std::string>& inp
   inputs[1] = name;
   sched["mve"] = true;
   sched["smlal_requant"] = false;
+  sched["mve_depthwise_padded"] = opts.mve_depthwise_padded;
 }
 
 // mve (Cortex-M55): the int8 weights as they are, for a node whose input zero point
@@ -125,7 +127,7 @@ bool takes_mve(Graph& g, const ScheduleOptions& opts, GraphNode& node, std::vect
                json& sched, std::set<std::string>& maybe_unused) {
   if (groups > 1) {
     if (opts.mve && opts.mve_depthwise && node.op == "qconv2d")
-      take_mve_depthwise(g, node, inputs, groups, sched, maybe_unused);
+      take_mve_depthwise(g, opts, node, inputs, groups, sched, maybe_unused);
     return sched["mve"].get<bool>();
   }
   sched["mve"] = opts.mve && sched["fold_zero_point"].get<bool>() &&
@@ -294,7 +296,8 @@ void prepare_matmul_node(Graph& g, GraphNode& node, const ScheduleOptions& opts,
                 {"mve_pair_requant", false},
                 {"mve_signed_requant", false},
                 {"pixel_triples", false},
-                {"rolled_leftovers", opts.block && opts.rolled_leftovers}};
+                {"rolled_leftovers", opts.block && opts.rolled_leftovers},
+                {"mve_depthwise_padded", false}};
   auto wit = g.constants.find(node.inputs.size() > 1 ? node.inputs[1] : "");
   const bool const_weight = wit != g.constants.end() && wit->second.dtype == kI8;
   const int64_t channels = nchw ? node.type.shape.at(1) : node.type.shape.back();

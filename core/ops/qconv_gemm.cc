@@ -116,6 +116,8 @@ Schedule read_schedule(const std::string& op, const AttrReader& r) {
       s.pixel_triples = on;
     else if (key == "rolled_leftovers")
       s.rolled_leftovers = on;
+    else if (key == "mve_depthwise_padded")
+      s.mve_depthwise_padded = on;
     else if (key != "hoist")
       fail(op, "unknown schedule '" + key + "' (known: " + schedule_names() + ")");
   }

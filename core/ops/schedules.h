@@ -41,6 +41,7 @@ struct ScheduleOptions {
   bool rolled_leftovers = true;  // with block: the pixels left over after a layer's tiles (from kTriplesOnlyRows pixels on) reduce one step a pass (no unrolled copy)
   bool pixel_triples_stack = true;  // with pixel_triples: a layer keeps the 3x2 tile only where its instructions pay for the stack its three-pixel scratch adds (frontend/pixel_triples_budget.h)
   bool pixel_triples_code = true;   // with pixel_triples: a layer keeps the 3x2 tile only where its instructions pay for the code it adds (frontend/pixel_triples_budget.h)
+  bool mve_depthwise_padded = true;  // with mve_depthwise: a padded layer's input copied into a scratch bordered with its zero point, the kernel one interior loop (off: border tiles at constant positions, more code)
   bool patch_residual = true;   // with patch_overlap: stages ending in the convolution a residual add fuses into, halos carried, the output over the residual
 
   // Per-layer choices (a schedule record, frontend/schedule_records.h): node name ->

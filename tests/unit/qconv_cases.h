@@ -279,6 +279,9 @@ inline void run_all_schedules(const Case& k, const std::string& name) {
       o.mve_pair_requant = (bits & 6) != 4;
       // The signed layers' vector requantization off once too (block, no unroll).
       o.mve_signed_requant = (bits & 6) != 2;
+      // The padded copy of mve_depthwise in half the Helium depthwise combinations (block
+      // off: the border tiles at constant positions).
+      o.mve_depthwise_padded = bits & 2;
       std::string label = name + " [" + (o.disabled().empty() ? "all" : "off: " + o.disabled()) + "]";
       SCOPED_TRACE(label);
       run_case(k, o, label);

@@ -7,7 +7,9 @@
 #include <limits>
 
 #include "analysis/elementwise_overwrite.h"
+#include "ir/visitor.h"
 #include "codegen/c/codegen_c.h"
+#include "driver/build.h"
 #include "driver/pipeline.h"
 #include "qconv_cases.h"
 
@@ -57,6 +59,114 @@ json prepared_schedule(const Case& k, const ScheduleOptions& o) {
   g.nodes.push_back(node);
   g.outputs = {"y"};
   return prepare_quantized(g, o).nodes[0].attrs["schedule"];
+}
+
+// The operator kernel of a one-node graph prepared under `o`: whether it copies its
+// input into a padded scratch (mve_depthwise_padded), and how many stores it makes into
+// its output (each tile variant of the kernel stores its outputs once).
+struct DepthwiseKernel {
+  bool padded_copy = false;
+  int output_stores = 0;
+};
+DepthwiseKernel depthwise_kernel(const Case& k, const ScheduleOptions& o) {
+  Graph g;
+  g.name = "dw";
+  g.inputs = {{"x", TensorType{DataType::Int(8), k.data}}};
+  g.constants["w"] = NDArray::zeros(DataType::Int(8), k.weight);
+  GraphNode node;
+  node.name = "y", node.op = k.op, node.inputs = {"x", "w"}, node.attrs = k.attrs;
+  node.type = find_op(k.op)->infer({g.inputs[0].second, TensorType{DataType::Int(8), k.weight}}, node.attrs);
+  g.nodes.push_back(node);
+  g.outputs = {"y"};
+  AotModule aot = build_aot(prepare_quantized(g, o));
+  struct Walk : Visitor {
+    DepthwiseKernel seen;
+    void visit_Allocate(const AllocateNode* op) override {
+      seen.padded_copy = seen.padded_copy || op->buffer->name == "data_pad";
+      Visitor::visit_Allocate(op);
+    }
+    void visit_BufferStore(const BufferStoreNode* op) override {
+      seen.output_stores += op->buffer->name == "out_flat";
+      Visitor::visit_BufferStore(op);
+    }
+  } walk;
+  for (const auto& [name, f] : aot.module.functions)
+    if (name != aot.main) walk.visit(f->body);
+  return walk.seen;
+}
+
+// mve_depthwise_padded: a padded depthwise layer copies its input into a scratch
+// bordered with the input zero point, and its kernel is one tile loop (one tile variant
+// instead of one per border); the bytes are the reference's with it on and off. Uneven
+// padding on every side (top 2, right 2), a stride-2 dilated window that leaves input
+// rows and columns unread, 21 channels (the row copies end in single bytes), 8 channels
+// (the copies whole vectors), a 5x5 kernel, and a layer whose padded input is over the
+// 16 KiB stack limit, which keeps its border tiles.
+TEST(QConv, MveDepthwisePaddedCopyIsOneTileLoop) {
+  const json relu = {{"activation", "relu"}};
+  const Case cases[] = {
+      {"qconv2d", {1, 6, 7, 21}, {21, 3, 3, 1}, quant({{"padding", {2, 1, 1, 2}}, {"groups", 21}})},
+      {"qconv2d", {1, 9, 10, 8}, {8, 3, 3, 1},
+       quant({{"padding", {1, 0, 0, 1}}, {"strides", {2, 2}}, {"dilation", {2, 2}}, {"groups", 8}, {"activation", "relu"}})},
+      {"qconv2d", {2, 7, 12, 8}, {8, 5, 5, 1}, quant({{"padding", {2, 2, 2, 2}}, {"groups", 8}})},
+      {"qconv2d", {1, 14, 20, 64}, {64, 3, 3, 1}, quant({{"padding", {1, 1, 1, 1}}, {"groups", 64}})}};
+  for (const Case& k : cases) {
+    const bool fits = k.data[1] * k.data[2] * k.data[3] < 16 * 1024;
+    int stores[2] = {0, 0};
+    for (bool on : {true, false}) {
+      ScheduleOptions o;
+      o.smlad = o.sxtb16 = false, o.mve = true, o.mve_depthwise_padded = on;
+      const std::string label = "mve depthwise " + std::to_string(k.weight[1]) + "x" + std::to_string(k.weight[2]) +
+                                " on " + std::to_string(k.data[1]) + "x" + std::to_string(k.data[2]) + "x" +
+                                std::to_string(k.data[3]) + (on ? "" : " [off: mve_depthwise_padded]");
+      SCOPED_TRACE(label);
+      run_case(k, o, label);
+      EXPECT_EQ(prepared_schedule(k, o)["mve_depthwise_padded"].get<bool>(), on);
+      const DepthwiseKernel kernel = depthwise_kernel(k, o);
+      EXPECT_EQ(kernel.padded_copy, on && fits);
+      stores[on] = kernel.output_stores;
+    }
+    if (fits) {
+      EXPECT_LT(stores[1], stores[0]) << "the padded kernel has fewer tile variants";
+    } else {
+      EXPECT_EQ(stores[1], stores[0]);
+    }
+  }
+}
+
+// Two bands of one layer as the patch executor makes them: the same output rows, the
+// first band padded above, the last below. Under mve_depthwise_padded their kernels
+// differ only in constants and merge_kernels emits one; with border tiles both stay.
+TEST(QConv, MveDepthwisePaddedBandsShareOneKernel) {
+  for (bool on : {true, false}) {
+    SCOPED_TRACE(on ? "mve_depthwise_padded" : "border tiles");
+    Graph g;
+    g.name = "bands";
+    const int64_t pads[2][4] = {{1, 1, 0, 1}, {0, 1, 1, 1}};
+    for (int b = 0; b < 2; ++b) {
+      const std::string x = "x" + std::to_string(b), w = "w" + std::to_string(b), y = "y" + std::to_string(b);
+      g.inputs.push_back({x, TensorType{DataType::Int(8), {1, 3, 6, 8}}});
+      g.constants[w] = NDArray::zeros(DataType::Int(8), {8, 3, 3, 1});
+      GraphNode node;
+      node.name = y, node.op = "qconv2d", node.inputs = {x, w};
+      node.attrs = quant({{"padding", {pads[b][0], pads[b][1], pads[b][2], pads[b][3]}}, {"groups", 8}});
+      node.type = find_op("qconv2d")->infer({g.inputs.back().second, TensorType{DataType::Int(8), {8, 3, 3, 1}}}, node.attrs);
+      ASSERT_EQ(node.type.shape, (std::vector<int64_t>{1, 2, 6, 8}));
+      g.nodes.push_back(node);
+      g.outputs.push_back(y);
+    }
+    ScheduleOptions o;
+    o.smlad = o.sxtb16 = false, o.mve = true, o.mve_depthwise_padded = on;
+    AotModule aot = build_aot(prepare_quantized(g, o));
+    BuildResult built = build_c(aot.module, parse_target("c -unpacked-api=1"));
+    std::string all;
+    for (const auto& f : built.sources) all += f.text;
+    const std::string k0 = symbol_of(aot.kernel_of.at("y0"), aot.module.lookup(aot.kernel_of.at("y0")));
+    const std::string k1 = symbol_of(aot.kernel_of.at("y1"), aot.module.lookup(aot.kernel_of.at("y1")));
+    ASSERT_NE(k0, k1);
+    EXPECT_NE(all.find("int32_t " + k0 + "("), std::string::npos);
+    EXPECT_EQ(all.find("int32_t " + k1 + "(") != std::string::npos, !on);
+  }
 }
 
 // mve_short_requant: 1x1 convolutions and a dense layer of reductions up to 32 with

@@ -228,7 +228,9 @@ TEST(QConv, DepthwiseBorderRowsShareOneLoop) {
   const Case pad2{"qconv2d", {1, 7, 6, 4}, {4, 5, 5, 1}, quant({{"padding", {2, 2, 2, 2}}, {"groups", 4}})};
   ScheduleOptions scalar;  // the Cortex-M4's defaults: depthwise_tile with its border tiles
   ScheduleOptions helium;
-  helium.smlad = helium.sxtb16 = false, helium.mve = true;
+  // The border tiles of the Helium kernel (mve_depthwise_padded copies the input instead:
+  // MveDepthwisePaddedCopyIsOneTileLoop).
+  helium.smlad = helium.sxtb16 = false, helium.mve = true, helium.mve_depthwise_padded = false;
   // 3x3, padding 1: the interior rows and one loop over the top and the bottom row. Its
   // output row, first valid kernel row and padding row are linear in the loop counter:
   // no select (which cost the LLVM backend instructions).
