@@ -12,6 +12,7 @@
 #include "executor/aot.h"
 #include "executor/fuse_elementwise.h"
 #include "interp/interpreter.h"
+#include "ir/flat_view.h"
 #include "ops/op_util.h"
 #include "ops/schedules.h"
 #include "sim/host_sim.h"
@@ -100,6 +101,28 @@ const json kConvBiasRelu = {
 
 std::map<std::string, NDArray> conv_constants() {
   return {{"w", random_array({4, 3, 3, 3}, 1)}, {"b", random_array({4, 1, 1}, 2)}, {"s", random_array({4, 1, 1}, 3)}};
+}
+
+// A flat view (ir/flat_view.h), through which Helium kernels store their output and fused
+// consumers read it: one dimension, the dtype of the buffer it views, no strides, offset 0;
+// and, to be a view of a buffer, that buffer's memory and not the buffer itself.
+TEST(Fusion, FlatViewsHaveOneDimensionTheDtypeAndNoOffset) {
+  const Buffer out = MakeBuffer("Out", DataType::Int(8), {IntImm(DataType::Int(32), 4), IntImm(DataType::Int(32), 6)});
+  auto view_of = [&](DataType dtype, std::vector<Expr> shape, int64_t offset) {
+    auto v = std::make_shared<BufferNode>(*MakeBuffer("V", dtype, std::move(shape)));
+    v->data = out->data;
+    v->elem_offset = IntImm(DataType::Int(32), offset);
+    return Buffer(v);
+  };
+  const Expr n24 = IntImm(DataType::Int(32), 24);
+  EXPECT_TRUE(is_flat_view_of(view_of(DataType::Int(8), {n24}, 0), out));
+  EXPECT_FALSE(is_flat_view_of(out, out));                                        // the buffer itself
+  EXPECT_FALSE(is_flat_view_of(view_of(DataType::Int(8), {n24}, 4), out));        // an offset
+  EXPECT_FALSE(is_flat_view_of(view_of(DataType::Int(32), {n24}, 0), out));       // another dtype
+  EXPECT_FALSE(is_flat_view_of(view_of(DataType::Int(8), {n24, n24}, 0), out));   // two dimensions
+  const Buffer elsewhere = MakeBuffer("W", DataType::Int(8), {n24});             // other memory
+  EXPECT_FALSE(is_flat_view_of(elsewhere, out));
+  EXPECT_TRUE(has_flat_view_shape(elsewhere, out));
 }
 
 TEST(Fusion, ConvBiasReluFoldsIntoTheConvLoopNest) {
@@ -228,8 +251,15 @@ Graph int8_residual_block(bool add_own_input, const ScheduleOptions& schedules =
 
 // Builds the block fused and unfused; both must give the same bits in the interpreter
 // and as host C with the planned memory. Returns the planned main of the fused build.
+// The fused kernel on whole tensors: patch_residual would run the block in bands.
+AotOptions whole_block() {
+  AotOptions o;
+  o.patch_residual = false;
+  return o;
+}
+
 PrimFunc check_int8_residual_block(const Graph& g, const std::string& fused_kernel, size_t residual) {
-  AotModule fused = build_aot(g), plain = build_aot(g, AotOptions{false});
+  AotModule fused = build_aot(g, whole_block()), plain = build_aot(g, AotOptions{false});
   PrimFunc kernel = fused.module.lookup(fused_kernel);
   EXPECT_NE(kernel, nullptr) << "kernels: " << ::testing::PrintToString(kernels(fused));
   if (!kernel) return nullptr;
@@ -278,12 +308,12 @@ TEST(Fusion, SmmlarAddFusesAndKeepsItsMark) {
   schedules.smmlar_add = true;
   const Graph g = int8_residual_block(false, schedules);
   ASSERT_NE(check_int8_residual_block(g, "tvmgen_res8_fused_c_s", 3), nullptr);
-  AotModule fused = build_aot(g);
+  AotModule fused = build_aot(g, whole_block());
   PrimFunc kernel = fused.module.lookup("tvmgen_res8_fused_c_s");
   ASSERT_NE(kernel, nullptr);
   EXPECT_EQ(kernel->attrs.count("mtir.smmlar_add"), 1u);
-  EXPECT_EQ(build_aot(int8_residual_block(false)).module.lookup("tvmgen_res8_fused_c_s")->attrs.count("mtir.smmlar_add"),
-            0u);
+  const AotModule plain_add = build_aot(int8_residual_block(false), whole_block());
+  EXPECT_EQ(plain_add.module.lookup("tvmgen_res8_fused_c_s")->attrs.count("mtir.smmlar_add"), 0u);
 }
 
 TEST(Fusion, ConvolutionFusedWithTheAddOfItsOwnInputKeepsItsOutputApart) {
