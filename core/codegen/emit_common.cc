@@ -4,6 +4,7 @@
 #include <variant>
 
 #include "ir/attrs.h"
+#include "ir/structural_equal.h"
 #include "support/diagnostic.h"
 
 namespace mtir {
@@ -89,6 +90,36 @@ int signed_clamp_bits(const BinaryNode* op) {
   for (int n = 2; n < 32; ++n)
     if (lo == -(int64_t{1} << (n - 1)) && hi == (int64_t{1} << (n - 1)) - 1) return n;
   return 0;
+}
+
+namespace {
+// `e` as its non-constant part (null for a constant) and its constant term.
+std::pair<Expr, int64_t> split_constant(const Expr& e) {
+  if (const auto* imm = as<IntImmNode>(e)) return {Expr(), imm->value};
+  if (e->kind == ExprKind::Add || e->kind == ExprKind::Sub)
+    if (const auto* imm = as<IntImmNode>(static_cast<const BinaryNode*>(e.get())->b))
+      return {static_cast<const BinaryNode*>(e.get())->a, e->kind == ExprKind::Add ? imm->value : -imm->value};
+  return {e, 0};
+}
+}  // namespace
+
+const BufferLoadNode* consecutive_bytes(const std::vector<Expr>& args) {
+  if (args.size() != 4) return nullptr;
+  const BufferLoadNode* first = nullptr;
+  std::pair<Expr, int64_t> base;
+  for (size_t k = 0; k < args.size(); ++k) {
+    const auto* load = as<BufferLoadNode>(args[k]);
+    if (!load || load->dtype.bits() != 8 || load->dtype.lanes() != 1 || load->indices.size() != 1) return nullptr;
+    const std::pair<Expr, int64_t> at = split_constant(load->indices[0]);
+    if (k == 0) {
+      first = load, base = at;
+      continue;
+    }
+    const bool same_part = base.first ? at.first && same_expr(base.first, at.first) : !at.first;
+    if (load->buffer.get() != first->buffer.get() || !same_part || at.second != base.second + static_cast<int64_t>(k))
+      return nullptr;
+  }
+  return first;
 }
 
 }  // namespace mtir

@@ -50,6 +50,10 @@ inline bool evaluates_constant(const EvaluateNode* op) {
 // on int32, for n in [2, 31]; else 0. Backends emit it as one SSAT where the CPU has it.
 int signed_clamp_bits(const BinaryNode* op);
 
+// The first of pack_bytes' four arguments when they are int8 (or uint8) loads of
+// elements i, i + 1, i + 2, i + 3 of one buffer (one word in memory), else nullptr.
+const BufferLoadNode* consecutive_bytes(const std::vector<Expr>& args);
+
 // A name from any hint: characters outside [A-Za-z0-9_] (and '.', when `keep_dots`)
 // become '_'.
 std::string sanitized_name(const std::string& hint, bool keep_dots);

@@ -237,8 +237,13 @@ void pack_smlad_weights(Graph& g, GraphNode& node, const ScheduleOptions& opts, 
   const bool few_channels = opts.few_channels && conv && !nchw && w.shape.size() == 4 &&
                             w.shape[3] <= kFewChannelsMaxInput && k <= kFewChannelsMaxReduction;
   const bool sxtb16 = opts.sxtb16 && !few_channels;
+  // word_gather: the kernel reads four input channels as one word (int8 data, NHWC, the
+  // zero point folded), so the weights keep their order within a word.
+  const bool word_gather = opts.word_gather && sxtb16 && conv && !nchw && w.shape.size() == 4 && w.shape[3] % 4 == 0 &&
+                           sched.value("fold_zero_point", false) && node.attrs.value("requant", std::string("tflite")) != "onnx";
   // sxtb16: four int8 weights per word in the order 0, 2, 1, 3, so SXTB16 yields the
-  // pair (0, 1) and SXTB16 with ROR #8 the pair (2, 3). Otherwise int16 pairs in
+  // pair (0, 1) and SXTB16 with ROR #8 the pair (2, 3) (word_gather: 0, 1, 2, 3, the
+  // pairs (0, 2) and (1, 3), as the kernel widens the input). Otherwise int16 pairs in
   // int32 words, element 2j in the low half: SMLAD's operand order. With interleave
   // (the kernels' 2x2 tile, so only with block) channel pairs alternate word by word.
   const int64_t words = packed_weight_words(k, sxtb16);
@@ -251,7 +256,7 @@ void pack_smlad_weights(Graph& g, GraphNode& node, const ScheduleOptions& opts, 
       if (sxtb16) {
         static const int kBytePosition[4] = {0, 2, 1, 3};
         for (int e = 0; e < 4; ++e)
-          word |= static_cast<uint32_t>(static_cast<uint8_t>(weight(c, 4 * j + e))) << (8 * kBytePosition[e]);
+          word |= static_cast<uint32_t>(static_cast<uint8_t>(weight(c, 4 * j + e))) << (8 * (word_gather ? e : kBytePosition[e]));
       } else {
         word = static_cast<uint16_t>(weight(c, 2 * j)) |
                static_cast<uint32_t>(static_cast<uint16_t>(weight(c, 2 * j + 1))) << 16;
@@ -266,6 +271,7 @@ void pack_smlad_weights(Graph& g, GraphNode& node, const ScheduleOptions& opts, 
   sched["smlad"] = true;
   sched["sxtb16"] = sxtb16;
   sched["few_channels"] = few_channels;
+  sched["word_gather"] = word_gather;
   sched["interleave"] = interleave;
   sched["pixel_triples"] = opts.pixel_triples && opts.block;
   // The kernel chunks only a batch-1 dense whose gathered row outweighs the chunk.
@@ -297,7 +303,8 @@ void prepare_matmul_node(Graph& g, GraphNode& node, const ScheduleOptions& opts,
                 {"mve_signed_requant", false},
                 {"pixel_triples", false},
                 {"rolled_leftovers", opts.block && opts.rolled_leftovers},
-                {"mve_depthwise_padded", false}};
+                {"mve_depthwise_padded", false},
+                {"word_gather", false}};
   auto wit = g.constants.find(node.inputs.size() > 1 ? node.inputs[1] : "");
   const bool const_weight = wit != g.constants.end() && wit->second.dtype == kI8;
   const int64_t channels = nchw ? node.type.shape.at(1) : node.type.shape.back();

@@ -160,6 +160,7 @@ std::vector<std::string> applicable_schedules(const Graph& g, const GraphNode& n
   add("unroll", !(depthwise && target.depthwise_tile));
   add("smlad", smlad);
   add("sxtb16", smlad && !few);
+  add("word_gather", smlad && !few && conv && !nchw && input_channels > 0 && input_channels % 4 == 0);
   add("interleave", smlad && target.block && channels >= 2);
   // Three pixels at a time needs three pixels: a batch-1 dense has one.
   int64_t pixels = channels > 0 ? 1 : 0;

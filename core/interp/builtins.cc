@@ -97,6 +97,7 @@ bool is_pure_intrinsic(Builtin op) {
     case Builtin::Clz:
     case Builtin::Sxtb16:
     case Builtin::Sxtb16Ror8:
+    case Builtin::PackBytes:
     case Builtin::Reinterpret: return true;
     default: return false;
   }
@@ -131,6 +132,11 @@ Scalar pure_intrinsic(Builtin op, DataType from, DataType to, const Scalar* args
       const uint32_t x = static_cast<uint32_t>(args[0].i) >> (op == Builtin::Sxtb16 ? 0 : 8);
       auto half = [x](int k) { return static_cast<uint32_t>(static_cast<uint16_t>(static_cast<int8_t>(x >> (16 * k)))); };
       return make_int(i32, static_cast<int32_t>(half(0) | (half(1) << 16)));
+    }
+    case Builtin::PackBytes: {
+      uint32_t word = 0;
+      for (int k = 0; k < 4; ++k) word |= static_cast<uint32_t>(static_cast<uint8_t>(args[k].i)) << (8 * k);
+      return make_int(i32, static_cast<int32_t>(word));
     }
     case Builtin::Reinterpret: return reinterpret_bits(from, to, args[0]);
     default: break;
@@ -173,7 +179,8 @@ CallFamily call_family(Builtin b) {
     case Builtin::Reinterpret:
     case Builtin::Clz:
     case Builtin::Sxtb16:
-    case Builtin::Sxtb16Ror8: return CallFamily::kPureIntrinsic;
+    case Builtin::Sxtb16Ror8:
+    case Builtin::PackBytes: return CallFamily::kPureIntrinsic;
     case Builtin::Vmladava: return CallFamily::kVmladava;
     case Builtin::TvmReturn: return CallFamily::kReturn;
     case Builtin::TvmThrowLastError: return CallFamily::kThrowLastError;

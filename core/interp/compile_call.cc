@@ -69,15 +69,15 @@ struct PureCall final : CExpr {
     if (int_result) known_type = DataType::Int(32);
   }
   Scalar eval(Frame& f) const override {
-    Scalar values[3];
-    for (size_t k = 0; k < args.size() && k < 3; ++k) values[k] = args[k]->eval(f);
+    Scalar values[kMaxPureArgs];
+    for (size_t k = 0; k < args.size() && k < kMaxPureArgs; ++k) values[k] = args[k]->eval(f);
     return pure_intrinsic(builtin, from, to, values);
   }
   // All but reinterpret read their arguments' integer values alone and give an int32.
   int64_t eval_int(Frame& f) const override {
     if (!int_result) return eval(f).i;
-    Scalar values[3];
-    for (size_t k = 0; k < args.size() && k < 3; ++k) values[k].i = args[k]->eval_int(f);
+    Scalar values[kMaxPureArgs];
+    for (size_t k = 0; k < args.size() && k < kMaxPureArgs; ++k) values[k].i = args[k]->eval_int(f);
     return pure_intrinsic(builtin, from, to, values).i;
   }
   Builtin builtin;

@@ -133,8 +133,8 @@ class Interpreter {
   }
 
   Scalar eval_pure_intrinsic(Builtin b, const CallNode* op) {
-    Scalar args[3];
-    for (size_t k = 0; k < op->args.size() && k < 3; ++k) args[k] = eval(op->args[k]);
+    Scalar args[interp::kMaxPureArgs];
+    for (size_t k = 0; k < op->args.size() && k < interp::kMaxPureArgs; ++k) args[k] = eval(op->args[k]);
     return interp::pure_intrinsic(b, op->args[0]->dtype.element_of(), op->dtype.element_of(), args);
   }
   // acc + the lanes of a times b (builtins.def's vmladava).

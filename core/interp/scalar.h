@@ -81,10 +81,12 @@ Scalar int_binary(Builtin op, DataType t, const Scalar& x, const Scalar& y, cons
 bool unary_function(Builtin op, UnaryFunction* out);
 
 // The DSP and bit-level builtins whose value is a pure function of their evaluated
-// arguments (smlad, smlabb, smmlar, clz, sxtb16, sxtb16_ror8, reinterpret): `args` are
+// arguments (smlad, smlabb, smmlar, clz, sxtb16, sxtb16_ror8, pack_bytes, reinterpret): `args` are
 // the call's arguments in order, `from` the first argument's type, `to` the call's.
 // false for any other builtin.
 bool is_pure_intrinsic(Builtin op);
+// The most arguments of a pure intrinsic (pack_bytes).
+constexpr size_t kMaxPureArgs = 4;
 Scalar pure_intrinsic(Builtin op, DataType from, DataType to, const Scalar* args);
 
 // How the tree walk (interpreter.cc) evaluates each builtin's calls.

@@ -162,6 +162,9 @@ QConv qconv_params(const std::vector<TensorType>& in, const json& attrs) {
   check_packing(op, p.sched, p.inputs, p.q, in[1].shape, p.o, p.k());
   if (p.sched.mve) check_mve(op, p.sched, p.rule, p.inputs);
   if (p.sched.smlad && p.groups != 1) fail(op, "schedule 'smlad' applies to convolutions with groups == 1");
+  if (p.sched.word_gather && (p.nchw || p.c % 4 != 0 || p.rule.data != kI8))
+    fail(op, "schedule 'word_gather' applies to NHWC int8 convolutions of a multiple of 4 input channels, got " +
+                 std::to_string(p.c) + (p.nchw ? " (NCHW)" : ""));
   if (p.sched.mve && p.groups != 1 && !mve_depthwise_applies(p))
     fail(op, "schedule 'mve' applies to convolutions with groups == 1 and to NHWC depthwise ones (one output channel "
              "per input channel)");
@@ -240,9 +243,40 @@ bool takes_byte_vector_gather(const QConv& p) {
   return p.sched.mve && p.sched.fold_zero_point && !p.nchw && p.groups == 1 && p.c % 16 == 0;
 }
 
+constexpr int64_t kWordGatherUnrolled = 16;  // words
+
+// word_gather: the channels of tap (ih, iw) of image n four at a time, each four one word
+// read from `words` (the flat data); SXTB16 widens elements (4e, 4e + 2) into col word
+// `first_word` + 2e and SXTB16 ROR #8 elements (4e + 1, 4e + 3) into the next, the order
+// prepare_quantized packs the weights in (a permutation of the reduction: same sums).
+// Up to 64 channels the words are straight-line code (a loop's counter, compare and
+// branch cost as much as a word; unroll_loops keeps loops that bind variables).
+Stmt word_gather(const QConv& p, const Buffer& words, const Buffer& col, Expr n, Expr ih, Expr iw, Expr first_word) {
+  Var at = ivar("px");
+  auto copy = [&](Expr e) {
+    std::vector<Expr> bytes;
+    for (int64_t k = 0; k < 4; ++k) bytes.push_back(load(words, {add(at, add(mul(e, ci(4)), ci(k)))}));
+    Var word = ivar("word");
+    Expr dst = add(first_word, mul(e, ci(2)));
+    Stmt widen = SeqStmt({store(col, Call(kI32, "sxtb16", {word}), {dst}),
+                          store(col, Call(kI32, "sxtb16_ror8", {word}), {add(dst, ci(1))})});
+    return LetStmt(word, Call(kI32, "pack_bytes", bytes), widen);
+  };
+  std::vector<Stmt> copies;
+  if (p.sched.unroll && p.cg / 4 <= kWordGatherUnrolled) {
+    for (int64_t e = 0; e < p.cg / 4; ++e) copies.push_back(copy(ci(e)));
+  } else {
+    Var e = ivar("e");
+    copies.push_back(For(e, ci(0), ci(p.cg / 4), ForKind::kSerial, copy(e)));
+  }
+  Expr pixel = mul(add(mul(add(mul(n, ci(p.h)), ih), ci(p.w)), iw), ci(p.c));
+  return LetStmt(at, pixel, copies.size() == 1 ? copies[0] : SeqStmt(copies));
+}
+
 // Pixel `row` of image n: its receptive field in (kh, kw, ci) order, into col, every
-// tap checked against the input's bounds.
-Stmt checked_gather(const QConv& p, const Buffer& data, Expr n, Expr row, const Buffer& col, Expr slot) {
+// tap checked against the input's bounds (`flat`: the flat data, read under word_gather).
+Stmt checked_gather(const QConv& p, const Buffer& data, Expr n, Expr row, const Buffer& col, Expr slot,
+                    const Buffer& flat = nullptr) {
   const int64_t k = p.k(), zx = p.q.input_zero_point;
   const bool fold = p.sched.fold_zero_point;
   Expr oh = floordiv(row, ci(p.ow)), ow = floormod(row, ci(p.ow));
@@ -264,7 +298,8 @@ Stmt checked_gather(const QConv& p, const Buffer& data, Expr n, Expr row, const 
                             : Cast(value, element(e));
     Expr out_of_range = p.sched.smlad ? pack_pair(pad, pad) : Cast(value, pad);
     auto at = [&](Expr i) { return add(add(mul(slot, ci(row_words)), floordiv(first, ci(step))), i); };
-    Stmt fill = For(e, ci(0), ci(p.cg / step), ForKind::kSerial, store(col, in, {at(e)}));
+    Stmt fill = p.sched.word_gather ? word_gather(p, flat, col, n, ih, iw, at(ci(0)))
+                                    : For(e, ci(0), ci(p.cg / step), ForKind::kSerial, store(col, in, {at(e)}));
     Var pe = ivar("pe");
     if (cond) fill = IfThenElse(cond, fill, For(pe, ci(0), ci(p.cg / step), ForKind::kSerial, store(col, out_of_range, {at(pe)})));
     return taps.wrap(fill);
@@ -296,12 +331,15 @@ Stmt gemm_conv(const QConv& p, const QParams& b) {
   g.table = table ? flat_view(table, p.o * p.inputs.table_columns) : nullptr;
   g.table_columns = p.inputs.table_columns;
   Var n = ivar("n");
-  g.gather = [&](Expr row, const Buffer& col, Expr slot) { return checked_gather(p, b.data, n, row, col, slot); };
   // few_channels (NHWC): interior pixels unchecked and unrolled, the border checked
   // (prepare_quantized asks for it only on short reductions; a long one stays a loop).
   const bool few_channels = p.sched.few_channels && !p.nchw && p.k() <= kFewChannelsMaxReduction;
   const bool byte_vectors = takes_byte_vector_gather(p);
-  Buffer data_flat = few_channels || byte_vectors ? flat_view(data, p.n * p.h * p.w * p.c) : nullptr;
+  Buffer data_flat =
+      few_channels || byte_vectors || p.sched.word_gather ? flat_view(data, p.n * p.h * p.w * p.c) : nullptr;
+  g.gather = [&](Expr row, const Buffer& col, Expr slot) {
+    return checked_gather(p, b.data, n, row, col, slot, data_flat);
+  };
   if (byte_vectors) {
     g.gather = [&](Expr row, const Buffer& col, Expr slot) { return byte_vector_gather(p, data_flat, n, row, col, slot); };
   }

@@ -118,6 +118,8 @@ Schedule read_schedule(const std::string& op, const AttrReader& r) {
       s.rolled_leftovers = on;
     else if (key == "mve_depthwise_padded")
       s.mve_depthwise_padded = on;
+    else if (key == "word_gather")
+      s.word_gather = on;
     else if (key != "hoist")
       fail(op, "unknown schedule '" + key + "' (known: " + schedule_names() + ")");
   }
@@ -175,6 +177,8 @@ void check_packing(const std::string& op, const Schedule& s, const QInputs& q, c
   if (s.pixel_triples && !(s.smlad && s.block)) fail(op, "schedule 'pixel_triples' needs schedules 'smlad' and 'block'");
   if (s.dense_chunks && !s.smlad) fail(op, "schedule 'dense_chunks' needs schedule 'smlad'");
   if (s.rolled_leftovers && !s.block) fail(op, "schedule 'rolled_leftovers' needs schedule 'block'");
+  if (s.word_gather && !(s.sxtb16 && s.fold_zero_point))
+    fail(op, "schedule 'word_gather' needs schedules 'sxtb16' and 'fold_zero_point'");
   // Its rounding has no sign correction: exact only where a negative accumulator clamps.
   if (s.smmlar_requant && attrs.bounds.lo < attrs.output_zero_point)
     fail(op, "schedule 'smmlar_requant' needs an output lower bound at or above the output zero point (a ReLU), got " +

@@ -48,6 +48,7 @@ const Schedule kSchedules[] = {
     {"pixel_triples_code", &ScheduleOptions::pixel_triples_code, true},
     {"patch_residual", &ScheduleOptions::patch_residual, true},
     {"mve_depthwise_padded", &ScheduleOptions::mve_depthwise_padded, false},
+    {"word_gather", &ScheduleOptions::word_gather, false},
 };
 
 const Schedule* find_schedule(const std::string& name) {

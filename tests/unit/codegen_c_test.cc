@@ -234,6 +234,22 @@ TEST(CodegenC, HeliumKernelsTurnOffGccsEarlyScheduling) {
   EXPECT_EQ(codegen_c(scalar).find("schedule-insns"), std::string::npos);
 }
 
+// pack_bytes of four consecutive int8 elements of one buffer is one word read (memcpy:
+// one LDR on Cortex-M, any alignment); any other four arguments are or-ed into place.
+TEST(CodegenC, PackBytesOfConsecutiveElementsReadsOneWord) {
+  IRModule m = parse_module_or_throw(
+      "@T.prim_func\ndef f(A: T.Buffer((8,), \"int8\"), C: T.Buffer((3,), \"int32\")):\n"
+      "    for i in range(2):\n"
+      "        C[i] = T.pack_bytes(A[i * 4], A[i * 4 + 1], A[i * 4 + 2], A[i * 4 + 3])\n"
+      "    C[2] = T.pack_bytes(A[0], A[2], A[1], A[3])\n",
+      "pack.tir");
+  const std::string c = codegen_c(m);
+  EXPECT_NE(c.find("mtir_read_word(&"), std::string::npos) << c;
+  EXPECT_NE(c.find("memcpy(&w, p, 4)"), std::string::npos) << c;
+  EXPECT_NE(c.find("C[i] = mtir_read_word(&A[i * 4]);"), std::string::npos) << c;
+  EXPECT_NE(c.find("C[2] = mtir_pack_bytes(A[0], A[2], A[1], A[3]);"), std::string::npos) << c;
+}
+
 // A file with SMLAD kernels switches off GCC's scheduling before register allocation for
 // GCC on a DSP core without MVE (it spills the 3x2 tile's accumulators), unless the
 // schedule dsp_no_early_scheduling is off; a file without SMLAD is as before.

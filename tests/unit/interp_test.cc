@@ -274,6 +274,9 @@ TEST(Interp, DspWideningAndDualMultiply) {
   const int64_t word = static_cast<int32_t>(0x80FF7F01u);
   EXPECT_EQ(one("sxtb16", word), static_cast<int32_t>(0xFFFF0001u));       // (1, -1)
   EXPECT_EQ(one("sxtb16_ror8", word), static_cast<int32_t>(0xFF80007Fu));  // (127, -128)
+  // pack_bytes puts the low bytes of its four arguments in order, from the lowest up.
+  EXPECT_EQ(eval_int(Call(kI32, "pack_bytes", {i32(1), i32(127), i32(-1), i32(-128)})), word);
+  EXPECT_EQ(eval_int(Call(kI32, "pack_bytes", {IntImm(DataType::Int(8), -128), i32(0x1FF), i32(0), i32(2)})), 0x0200FF80);
   // (1 * 127 + -1 * -128) + 5 and a wrap past INT32_MAX: 2 * (-32768 * -32768) = 2^31.
   EXPECT_EQ(eval_int(Call(kI32, "smlad", {i32(static_cast<int32_t>(0xFFFF0001u)), i32(static_cast<int32_t>(0xFF80007Fu)), i32(5)})), 260);
   EXPECT_EQ(eval_int(Call(kI32, "smlad", {i32(static_cast<int32_t>(0x80008000u)), i32(static_cast<int32_t>(0x80008000u)), i32(0)})), INT32_MIN);

@@ -198,6 +198,11 @@ inline void run_case(const Case& k, const ScheduleOptions& opts, const std::stri
   EXPECT_EQ(sched["pixel_triples"].get<bool>(), opts.smlad && opts.block && opts.pixel_triples && !grouped && !mve)
       << label;
   EXPECT_EQ(sched["rolled_leftovers"].get<bool>(), opts.block && opts.rolled_leftovers) << label;
+  // word_gather: NHWC convolutions of 4k input channels under sxtb16 with the zero point folded.
+  const bool nhwc = k.op == "qconv2d" && k.attrs.value("layout", std::string("NHWC")) == "NHWC";
+  EXPECT_EQ(sched["word_gather"].get<bool>(), sched["sxtb16"].get<bool>() && opts.word_gather && nhwc &&
+                                                  k.weight[3] % 4 == 0 && sched["fold_zero_point"].get<bool>())
+      << label;
   // The output zero point goes into a three-column requant table (these cases' shifts are
   // all far below the limit of 22).
   bool three_columns = false;
@@ -261,6 +266,9 @@ inline void run_all_schedules(const Case& k, const std::string& name) {
       // The leftover pixels' unrolled reduction in the combinations without interleave.
       // The triples wherever they apply (these small layers would not pay for their code).
       o.rolled_leftovers = interleave;
+      // The channel quads read as words (weights in their order) where interleave is on;
+      // int16-pair gathers of the same layers where it is off.
+      o.word_gather = interleave;
       o.pixel_triples_stack = o.pixel_triples_code = false;
       // Depthwise tiles in half the combinations (the blocked and plain depthwise loops in
       // the other half); the 64-bit requantization off with the folds.

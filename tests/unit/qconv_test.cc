@@ -16,6 +16,7 @@
 #include <random>
 
 #include "backend_cases.h"
+#include "codegen/c/codegen_c.h"
 #include "driver/build.h"
 #include "executor/aot.h"
 #include "frontend/graph.h"
@@ -185,7 +186,7 @@ Graph one_node_graphs(const std::vector<Case>& cases) {
 
 // The int8 stores, smlabb and smlad calls and selects in the kernel of a one-node graph.
 struct KernelCounts {
-  int64_t stores = 0, smlabb = 0, smlad = 0, selects = 0;
+  int64_t stores = 0, smlabb = 0, smlad = 0, selects = 0, pack_bytes = 0;
 };
 KernelCounts depthwise_kernel_counts(const Case& k, const ScheduleOptions& o) {
   AotModule aot = build_aot(prepare_quantized(one_node_graphs({k}), o));
@@ -198,6 +199,7 @@ KernelCounts depthwise_kernel_counts(const Case& k, const ScheduleOptions& o) {
     void visit_Call(const CallNode* op) override {
       n.smlabb += op->op == "smlabb";
       n.smlad += op->op == "smlad";
+      n.pack_bytes += op->op == "pack_bytes";
       Visitor::visit_Call(op);
     }
     void visit_Select(const SelectNode* op) override {
@@ -263,6 +265,40 @@ TEST(QConv, LeftoverPixelsReduceOneStepAPass) {
   // Below 24 pixels every tile is a triple or a pair: nothing left over to roll.
   const Case band{"qconv2d", {1, 2, 5, 24}, {2, 1, 1, 24}, quant({})};
   EXPECT_EQ(depthwise_kernel_counts(band, m4).smlad, depthwise_kernel_counts(band, unrolled).smlad);
+}
+
+// word_gather: a 3x3 layer of eight input channels gathers each tap's channels as two
+// words (pack_bytes of four consecutive elements: one load in C), widened by SXTB16, in
+// one copy of the gather per tile shape; bit-exact in the sweeps (QConv.WordGather...).
+TEST(QConv, WordGatherReadsFourChannelsAWord) {
+  const Case k{"qconv2d", {1, 6, 5, 8}, {4, 3, 3, 8}, quant({{"padding", {1, 1, 1, 1}}, {"activation", "relu"}})};
+  ScheduleOptions m4;
+  m4.smlad = m4.sxtb16 = m4.smmlar_requant = true;
+  const KernelCounts on = depthwise_kernel_counts(k, m4);
+  EXPECT_GT(on.pack_bytes, 0);
+  ScheduleOptions off = m4;
+  off.word_gather = false;
+  EXPECT_EQ(depthwise_kernel_counts(k, off).pack_bytes, 0);
+  EXPECT_EQ(depthwise_kernel_counts(k, off).smlad, on.smlad) << "the same tiles";
+  // The C backend reads each four bytes as one word.
+  AotModule aot = build_aot(prepare_quantized(one_node_graphs({k}), m4));
+  const std::string c = codegen_c(run_pipeline(aot.module, lowering_pipeline(true, true, true, false, false)).module);
+  EXPECT_NE(c.find("mtir_read_word(&"), std::string::npos);
+  EXPECT_EQ(c.find("mtir_pack_bytes("), std::string::npos) << "every pack_bytes reads consecutive bytes";
+  // Not on three channels (few_channels' int16 pairs) nor without sxtb16.
+  const Case three{"qconv2d", {1, 6, 5, 3}, {4, 3, 3, 3}, quant({{"padding", {1, 1, 1, 1}}})};
+  EXPECT_EQ(depthwise_kernel_counts(three, m4).pack_bytes, 0);
+  ScheduleOptions pairs = m4;
+  pairs.sxtb16 = false;
+  EXPECT_EQ(depthwise_kernel_counts(k, pairs).pack_bytes, 0);
+}
+
+TEST(QConv, WordGatherEveryTapBitExact) {
+  run_all_schedules({"qconv2d", {1, 6, 5, 8}, {4, 3, 3, 8}, quant({{"padding", {1, 1, 1, 1}}, {"activation", "relu"}})},
+                    "conv 3x3 8->4 pad 1");
+  run_all_schedules({"qconv2d", {2, 7, 6, 12}, {3, 3, 2, 12}, quant({{"padding", {0, 1, 2, 0}}, {"strides", {2, 1}},
+                                                                       {"dilation", {1, 2}}})},
+                    "conv 3x2 12->3 stride (2, 1) dilation (1, 2), N=2");
 }
 
 // pixel_triples_stack: a 3x3-pixel layer of k = 256 (VWW's last pointwise layer) would

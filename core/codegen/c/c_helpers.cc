@@ -214,6 +214,28 @@ static inline int32_t mtir_sxtb16_ror8(int32_t x) {
 }
 )";
 
+// pack_bytes of four consecutive int8 elements: one word read through memcpy (any
+// alignment; one LDR on Cortex-M, whose loads may be unaligned). Bytes in memory order
+// are the word's bytes 0..3 on a little-endian target; elsewhere they are assembled.
+const char* const kReadWordHelper = R"(#include <string.h>
+static inline int32_t mtir_read_word(const void* p) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  uint32_t w;
+  memcpy(&w, p, 4);
+  return (int32_t)w;
+#else
+  const uint8_t* b = (const uint8_t*)p;
+  return (int32_t)((uint32_t)b[0] | ((uint32_t)b[1] << 8) | ((uint32_t)b[2] << 16) | ((uint32_t)b[3] << 24));
+#endif
+}
+)";
+
+// pack_bytes of any four values: their low bytes, or-ed into place.
+const char* const kPackBytesHelper = R"(static inline int32_t mtir_pack_bytes(int32_t a, int32_t b, int32_t c, int32_t d) {
+  return (int32_t)(((uint32_t)a & 0xffu) | (((uint32_t)b & 0xffu) << 8) | (((uint32_t)c & 0xffu) << 16) | ((uint32_t)d << 24));
+}
+)";
+
 // Helper functions the generated code may need, emitted once each when used.
 // Leading zero bits in portable C99 (compiler builtins are undefined for zero).
 std::string clz_helper(const std::string& name, const std::string& ut, int bits) {

@@ -419,14 +419,20 @@ class FunctionEmitter {
       case Builtin::Smmlar:
         (*helpers_)["mtir_smmlar"] = kSmmlarHelper;
         return call("mtir_smmlar", op->args);
-      case Builtin::Sxtb16:
-      case Builtin::Sxtb16Ror8:
+      case Builtin::Sxtb16: case Builtin::Sxtb16Ror8:
         (*helpers_)["mtir_sxtb16"] = kSxtb16Helper;
         return call("mtir_" + op->op, op->args);
+      case Builtin::PackBytes: return pack_bytes(op);
       case Builtin::Clz: return clz(op);
       case Builtin::Reinterpret: return reinterpret(op);
     }
     internal_error(__FILE__, __LINE__, "unhandled builtin");
+  }
+
+  std::string pack_bytes(const CallNode* op) {  // consecutive bytes of one buffer: one word read
+    const bool word = consecutive_bytes(op->args) != nullptr;
+    (*helpers_)[word ? "mtir_read_word" : "mtir_pack_bytes"] = word ? kReadWordHelper : kPackBytesHelper;
+    return word ? "mtir_read_word(&" + expr(op->args[0]) + ")" : call("mtir_pack_bytes", op->args);
   }
 
   std::string clz(const CallNode* op) {

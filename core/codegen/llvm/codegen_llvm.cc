@@ -349,8 +349,8 @@ Val FunctionEmitter::call_expr(const CallNode* c) {
       Val sum = op("i64", "add i64 " + op("i64", "add i64 " + hi.v + ", " + p.v).v + ", 2147483648");
       return op("i32", "trunc i64 " + op("i64", "lshr i64 " + sum.v + ", 32").v + " to i32");
     }
-    case Builtin::Sxtb16:
-    case Builtin::Sxtb16Ror8: return sxtb16(arg(0), b == Builtin::Sxtb16Ror8);
+    case Builtin::Sxtb16: case Builtin::Sxtb16Ror8: return sxtb16(arg(0), b == Builtin::Sxtb16Ror8);
+    case Builtin::PackBytes: return pack_bytes(c);
     case Builtin::Clz: {
       Val x = arg(0);
       Val r = intrinsic("llvm.ctlz." + x.ty, x.ty, {x, {"i1", "false"}});

@@ -237,6 +237,7 @@ class FunctionEmitter {
   Val tensor_init(const CallNode* c);
 
   Val sxtb16(Val x, bool ror8);
+  Val pack_bytes(const CallNode* c);
 
   // A packed function of this module is called directly (LLVM may inline its checks);
   // any other is looked up in the system library's registry.

@@ -165,6 +165,18 @@ WVal FunctionEmitter::imported_call(const CallNode* c, const std::string& symbol
 // in order, into locals; the shift clamped to [-31, 30] as the interpreter does; x << left,
 // the doubled high word of the 64-bit product rounded half up (INT32_MIN * INT32_MIN
 // saturates), then the division by 2^right rounded half away from zero.
+// pack_bytes: the low bytes of the four arguments or-ed into place.
+WVal FunctionEmitter::pack_bytes(const CallNode* c) {
+  std::string word;
+  for (size_t k = 0; k < 4; ++k) {
+    WVal x = expr(c->args.at(k));
+    std::string b = "(i32.and " + x.code + " (i32.const 255))";
+    if (k) b = "(i32.shl " + b + " (i32.const " + std::to_string(8 * k) + "))";
+    word = k ? "(i32.or " + word + " " + b + ")" : b;
+  }
+  return {"i32", word};
+}
+
 WVal FunctionEmitter::multiply_by_quantized_multiplier(const CallNode* c) {
   const std::string x = temp("i32"), m = temp("i32"), s = temp("i32"), a = temp("i32"), h = temp("i32"),
                     r = temp("i32"), mask = temp("i32");
@@ -275,8 +287,8 @@ WVal FunctionEmitter::call_expr(const CallNode* c) {
       std::string hi = "(i64.shl (i64.extend_i32_u " + acc.code + ") (i64.const 32))";
       return {"i32", "(i32.wrap_i64 (i64.shr_u (i64.add (i64.add " + hi + " " + p + ") (i64.const 2147483648)) (i64.const 32)))"};
     }
-    case Builtin::Sxtb16:
-    case Builtin::Sxtb16Ror8: {
+    case Builtin::PackBytes: return pack_bytes(c);
+    case Builtin::Sxtb16: case Builtin::Sxtb16Ror8: {
       WVal x = expr(c->args.at(0));
       std::string v = b == Builtin::Sxtb16 ? x.code : "(i32.shr_u " + x.code + " (i32.const 8))";
       // Byte 0 sign-extended and masked to the low half; byte 2 sign-extended into the high half.
