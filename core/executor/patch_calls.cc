@@ -183,6 +183,7 @@ class StageCalls {
 }  // namespace
 
 std::vector<Stmt> patch_stage_calls(const StageCallContext& cx, const PatchStage& stage, const Buffer& result) {
+  if (cx.edge_rows) return StageCalls(cx, edge_row_bands(cx.g, stage)).calls(result);
   return StageCalls(cx, stage).calls(result);
 }
 

@@ -29,6 +29,7 @@ struct StageCallContext {
   AotModule& aot;                        // the module the kernels join
   std::vector<Buffer>& intermediates;    // main's allocations (band buffers join them)
   const std::map<std::string, std::string>& ids;  // node name -> C identifier
+  bool edge_rows = true;  // a one-layer stage re-cut by edge_row_bands (patch_edge_rows)
 };
 
 // The stage's calls; `result` is the stage's output (the add's, for a residual stage).

@@ -47,6 +47,7 @@ const Schedule kSchedules[] = {
     {"pixel_triples_stack", &ScheduleOptions::pixel_triples_stack, true},
     {"pixel_triples_code", &ScheduleOptions::pixel_triples_code, true},
     {"patch_residual", &ScheduleOptions::patch_residual, true},
+    {"patch_edge_rows", &ScheduleOptions::patch_edge_rows, true},
 };
 
 const Schedule* find_schedule(const std::string& name) {

@@ -128,6 +128,9 @@ MODEL_SCHEDULES = {
     "patch_residual": "with `patch_overlap`, stages ending in the convolution that a residual add fuses into, "
                       "the add on the band's rows written over the residual in place and the earlier layers' halo "
                       "rows carried from band to band instead of recomputed",
+    "patch_edge_rows": "with `patch_overlap`, a stage of one layer cut again so that its border rows (windows "
+                       "reaching into the padding) are bands of their own and its interior runs in equal bands: "
+                       "one interior kernel instead of a copy of its row code in each edge band",
     "dsp_no_early_scheduling": "the C backend's `#pragma GCC optimize(\"no-schedule-insns\")` in a file with SMLAD "
                                "kernels, for GCC on a DSP core without MVE: scheduled before register allocation, "
                                "the register tiles spill ([quantization.md](quantization.md))",
