@@ -290,13 +290,15 @@ PatchStage edge_row_bands(const Graph& g, const PatchStage& stage) {
     return std::make_pair(n, s.bands.size());
   };
   // The fewest row codes, then the fewest bands (calls): the stage as planned, its
-  // interior in bands of its largest band, or in the largest equal bands no larger.
+  // interior in bands of its largest band, or in the largest equal bands no larger; never
+  // a cut that needs the output further from the input (more memory: IC's 1x1 stride-2
+  // shortcut in bands of one row needed 512 bytes more).
   PatchStage best = stage;
   int64_t equal = std::max<int64_t>(std::min(most, bottom - top), 1);
   while (equal > 1 && (bottom - top) % equal != 0) --equal;
   for (int64_t rows : {most, equal}) {
     std::optional<PatchStage> s = recut(rows);
-    if (s && row_codes(*s) < row_codes(best))
+    if (s && row_codes(*s) < row_codes(best) && overlap_shift(g, *s) <= overlap_shift(g, stage))
       best = std::move(*s);
   }
   return best;

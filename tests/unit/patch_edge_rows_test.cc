@@ -75,6 +75,17 @@ TEST(PatchEdgeRows, BorderRowsAreBandsOfTheirOwn) {
   const Graph g2 = depthwise_graph(8, 2, {0, 0, 1, 1}, rng);
   const std::vector<Cut> want2 = {{0, 1, 0, 0}, {1, 1, 0, 0}, {2, 1, 0, 0}, {3, 1, 0, 1}};
   EXPECT_EQ(cuts_of(edge_row_bands(g2, make_patch_stage(g2, {0}, 3))), want2);
+  // IC's 1x1 stride-2 shortcut (no padding, 16 rows -> 8 in 5 bands of 1 and 2 rows): in
+  // 4 bands of 2 rows (one kernel) its output would have to sit further from its input
+  // (overlap_shift: more memory), so it comes back as it was.
+  Graph g3;
+  g3.inputs = {{"x", TensorType{DataType::Int(8), {1, 16, 4, 8}}}};
+  const Shape w3 = {16, 1, 1, 8};
+  g3.outputs = {append_qconv(g3, "sc", "x", w3, random_values(rng, w3), quant({{"strides", {2, 2}}}))};
+  g3 = prepare_quantized(g3, ScheduleOptions{});
+  const PatchStage shortcut = make_patch_stage(g3, {0}, 5);
+  EXPECT_EQ(cuts_of(edge_row_bands(g3, shortcut)), cuts_of(shortcut));
+  EXPECT_LT(overlap_shift(g3, shortcut), overlap_shift(g3, make_patch_stage(g3, {0}, 4)));
   // A stage of two layers comes back as it was.
   const Graph two = depthwise_graph(12, 1, {1, 1, 1, 1}, rng, false, true);
   const PatchStage chain = make_patch_stage(two, {0, 1}, 4);
