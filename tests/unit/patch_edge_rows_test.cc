@@ -14,12 +14,14 @@
 #include "ops/schedules.h"
 #include "transform/plan_memory.h"
 
+#include "patch_cases.h"
 #include "qconv_cases.h"
 
 namespace mtir {
 namespace {
 
 using namespace qconv_cases;
+using namespace patch_cases;
 
 // A depthwise 3x3 layer "dw" of 8 channels on a 1 x h x 5 x 8 input, after a pointwise
 // layer with `before` and followed by one with `after` (so its input and output are

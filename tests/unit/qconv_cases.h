@@ -1,5 +1,4 @@
-// The harness of the qconv2d and qdense schedule tests (qconv_test.cc, qconv_mve_test.cc,
-// patch_edge_rows_test.cc):
+// The harness of the qconv2d and qdense schedule tests (qconv_test.cc, qconv_mve_test.cc):
 // an independent reference (plain loops, the requantization computed from the scales
 // with its own fixed-point code), one-node int8 graphs prepared by prepare_quantized and
 // run by the interpreter, the schedule sweep. Each test file registers its own
@@ -292,47 +291,6 @@ inline json quant(json extra, json wscale = 0.02) {
             {"output_zero_point", 3}};
   for (auto& [key, v] : extra.items()) a[key] = v;
   return a;
-}
-
-// ---- band stages (executor/patch_stages.h) ------------------------------------------
-
-// Values in [-60, 60] for a tensor of this shape: the band-planner tests' weights and inputs.
-inline std::vector<int64_t> random_values(std::mt19937& rng, const Shape& shape) {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  std::uniform_int_distribution<int> d(-60, 60);
-  std::vector<int64_t> v(n);
-  for (auto& e : v) e = d(rng);
-  return v;
-}
-
-// Runs an int8 AOT module of one input in the interpreter: every argument, the output last.
-inline std::vector<NDArray> run_int8_aot(const Graph& g, const AotModule& aot, const std::vector<int64_t>& input) {
-  std::vector<NDArray> arrays;
-  for (const auto& p : aot.params) {
-    if (p.role == AotModule::Role::kInput) arrays.push_back(array_of(DataType::Int(8), p.type.shape, input));
-    else if (p.role == AotModule::Role::kConstant) arrays.push_back(g.constants.at(p.name));
-    else arrays.push_back(NDArray::zeros(DataType::Int(8), p.type.shape));
-  }
-  std::vector<InterpArg> args;
-  for (auto& a : arrays) args.push_back(&a);
-  interpret(aot.module, aot.main, args);
-  return arrays;
-}
-
-// Appends a bias-free qconv2d `name` reading `previous`, with an int8 weight of shape `w`
-// and values `weight`; returns its name (the next layer's input).
-inline std::string append_qconv(Graph& g, const std::string& name, const std::string& previous, const Shape& w,
-                                const std::vector<int64_t>& weight, const json& attrs) {
-  g.constants[name + "_w"] = array_of(DataType::Int(8), w, weight);
-  GraphNode node;
-  node.name = name;
-  node.op = "qconv2d";
-  node.inputs = {previous, name + "_w"};
-  node.attrs = attrs;
-  node.type = find_op("qconv2d")->infer({g.type_of(previous), TensorType{DataType::Int(8), w}}, node.attrs);
-  g.nodes.push_back(node);
-  return name;
 }
 
 }  // namespace qconv_cases

@@ -29,12 +29,14 @@
 #include "driver/pipeline.h"
 #include "transform/plan_memory.h"
 
+#include "patch_cases.h"
 #include "qconv_cases.h"
 
 namespace mtir {
 namespace {
 
 using namespace qconv_cases;
+using namespace patch_cases;
 
 const auto* const kBackends =
     ::testing::AddGlobalTestEnvironment(new backend_cases::Environment({"qconv", {"c -unpacked-api=1"}, true, 0}));
@@ -424,30 +426,6 @@ TEST(QConv, ChainRunsBandByBandBitForBit) {
       backend_cases::record_module(label, aot.module, aot.main, arrays);
     }
   }
-}
-
-// Appends the qadd `name` of `a` and `b` (with a ReLU), as IC's residual adds.
-void append_qadd(Graph& g, const std::string& name, const std::string& a, const std::string& b) {
-  GraphNode add;
-  add.name = name, add.op = "qadd", add.inputs = {a, b};
-  add.attrs = {{"a_scale", 0.4}, {"a_zero_point", 3}, {"b_scale", 0.4}, {"b_zero_point", 3}, {"output_scale", 0.5},
-               {"output_zero_point", -2}, {"activation", "relu"}};
-  add.type = find_op("qadd")->infer({g.type_of(a), g.type_of(b)}, add.attrs);
-  g.nodes.push_back(add);
-}
-
-// The default build of `prepared`, its memory planned: its pool within `pool_bound` and
-// its output that of the whole-tensor run (patch off).
-void expect_planned_run_bit_exact(const Graph& prepared, const std::vector<int64_t>& input, int64_t pool_bound) {
-  AotOptions whole;
-  whole.patch = false;
-  const NDArray want = run_int8_aot(prepared, build_aot(prepared, whole), input).back();
-  AotModule aot = build_aot(prepared, AotOptions{});
-  PipelineResult planned = run_pipeline(aot.module, {*find_pass("simplify"), *find_pass("plan_memory")});
-  const PrimFunc main = planned.module.lookup(aot.main);
-  EXPECT_LE(std::get<int64_t>(main->attrs.at("workspace.pool_bytes")), pool_bound) << memory_report(main);
-  aot.module = planned.module;
-  EXPECT_EQ(run_int8_aot(prepared, aot, input).back().data, want.data);
 }
 
 // A 1x1 convolution with padding 1 (valid in ONNX) has output rows whose window is all
