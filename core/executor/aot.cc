@@ -345,7 +345,8 @@ class AotMainBuilder {
       const GraphNode& node = g_.nodes[patch.fused ? *patch.fused : last];  // a residual stage: the add's output
       const Buffer& result = result_buffer(node.name, node.type);
       const StageCallContext cx{g_, prefix_, [this](const std::string& name) { return buffer_of(name); },
-                                taken_, aot_, intermediates_, node_ids_};
+                                taken_, aot_, intermediates_, node_ids_,
+                                options_.patch_edge_rows};
       for (Stmt& call : patch_stage_calls(cx, patch, result)) calls_.push_back(std::move(call));
       return;
     }

@@ -54,6 +54,9 @@ struct AotOptions {
   // With patch_overlap: residual stages, the add fused into the last layer (patch_stages.h);
   // -disabled-schedules=patch_residual.
   bool patch_residual = true;
+  // With patch_overlap: a one-layer stage's border rows in bands of their own
+  // (patch_stages.h: edge_row_bands); -disabled-schedules=patch_edge_rows.
+  bool patch_edge_rows = true;
   // The share of the model's MACs (percent) that recomputed halos may add.
   int64_t patch_max_recomputed_percent = kMaxRecomputedPercent;
 };

@@ -50,11 +50,14 @@ class StageCalls {
     for (size_t k = 0; k < stage_.bands.size(); ++k) {
       const size_t b = stage_.bottom_up ? stage_.bands.size() - 1 - k : k;  // bottom_up: the last band first
       Buffer previous;
+      PatchLayer padded;  // the layer's band with its padding rows in `previous`, when they are there
       for (size_t l = 0; l < stage_.nodes.size(); ++l) {
-        const PatchLayer& band = stage_.bands[b][l];
+        const PatchLayer band = padded.in_rows > 0 ? padded : stage_.bands[b][l];
         if (band.carried > 0) calls.push_back(move_call(l, b, band.carried));
-        if (band.zero_top > 0) calls.push_back(zero_rows_call(l, 0, band.zero_top));
-        if (band.zero_bottom > 0) calls.push_back(zero_rows_call(l, band.in_rows - band.zero_bottom, band.zero_bottom));
+        if (stage_.carried && band.zero_top > 0) calls.push_back(zero_rows_call(l, carried_[l - 1], 0, band.zero_top));
+        if (stage_.carried && band.zero_bottom > 0)
+          calls.push_back(zero_rows_call(l, carried_[l - 1], band.in_rows - band.zero_bottom, band.zero_bottom));
+        padded = PatchLayer{};
         const GraphNode& node = node_at(l);
         std::vector<Expr> args = {StringImm(kernel(l, band))};
         if (l == 0) args.push_back(rows_of(cx_.buffer_of(node.inputs[0]), band.in_begin, band.in_rows));
@@ -73,10 +76,14 @@ class StageCalls {
         } else if (stage_.carried) {
           args.push_back(rows_of(carried_[l], stage_.bands[b][l + 1].zero_top + band.carried, band.out_rows));
         } else {
+          padded = zero_padded(l + 1, stage_.bands[b][l + 1]);
+          const int64_t top = padded.zero_top, bottom = padded.zero_bottom;
           previous = MakeBuffer(cx_.ids.at(node.name) + "_band" + std::to_string(b), node.type.dtype,
-                                shape_exprs(with_rows(node.type, band.out_rows)));
+                                shape_exprs(with_rows(node.type, top + band.out_rows + bottom)));
           cx_.intermediates.push_back(previous);
-          args.push_back(whole(previous));
+          args.push_back(rows_of(previous, top, band.out_rows));
+          if (top > 0) calls.push_back(zero_rows_call(l + 1, previous, 0, top));
+          if (bottom > 0) calls.push_back(zero_rows_call(l + 1, previous, top + band.out_rows, bottom));
         }
         calls.push_back(Evaluate(Call(DataType::Int(32), "call_tir", std::move(args), std::move(attrs))));
       }
@@ -115,9 +122,25 @@ class StageCalls {
                          {StringImm(fname), rows_of(carried_[l], filled - rows, rows), rows_of(carried_[l], 0, rows)}));
   }
 
-  // Fills `rows` rows of the buffer layer l reads from `row` on with its input zero point:
-  // the padding rows of its band.
-  Stmt zero_rows_call(size_t l, int64_t row, int64_t rows) {
+  // Layer l's band (of a stage that does not carry) with its padding rows as zero-point rows
+  // of the band buffer it reads (zero_top, zero_bottom, counted in in_rows), when a band
+  // without padding reads as many rows: then it runs that band's kernel, and its own
+  // (a copy of the row code for the border rows) is not made (patch_edge_rows). Else a
+  // band of no rows.
+  PatchLayer zero_padded(size_t l, const PatchLayer& band) const {
+    if (!cx_.edge_rows || band.pad_top + band.pad_bottom == 0) return PatchLayer{};
+    PatchLayer p = band;
+    p.zero_top = band.pad_top, p.zero_bottom = band.pad_bottom;
+    p.in_rows += band.pad_top + band.pad_bottom;
+    p.pad_top = p.pad_bottom = 0;
+    for (const auto& other : stage_.bands)
+      if (other[l].pad_top + other[l].pad_bottom == 0 && other[l].in_rows == p.in_rows) return p;
+    return PatchLayer{};
+  }
+
+  // Fills `rows` rows of `buffer`, which layer l reads, from `row` on with its input zero
+  // point: the padding rows of its band.
+  Stmt zero_rows_call(size_t l, const Buffer& buffer, int64_t row, int64_t rows) {
     std::string& fname = zeros_[{l, rows}];
     const GraphNode& reader = node_at(l);
     const GraphNode& node = node_at(l - 1);
@@ -129,7 +152,7 @@ class StageCalls {
       cx_.aot.module.functions.emplace_back(fname, find_op("full")->build(fname, {}, t, attrs));
       cx_.aot.band_kernel_of[fname] = reader.name;
     }
-    return Evaluate(Call(DataType::Int(32), "call_tir", {StringImm(fname), rows_of(carried_[l - 1], row, rows)}));
+    return Evaluate(Call(DataType::Int(32), "call_tir", {StringImm(fname), rows_of(buffer, row, rows)}));
   }
 
   // The shortcut's call on band rows `band`: its rows of the stage's output.
@@ -203,6 +226,7 @@ class StageCalls {
 }  // namespace
 
 std::vector<Stmt> patch_stage_calls(const StageCallContext& cx, const PatchStage& stage, const Buffer& result) {
+  if (cx.edge_rows) return StageCalls(cx, edge_row_bands(cx.g, stage)).calls(result);
   return StageCalls(cx, stage).calls(result);
 }
 

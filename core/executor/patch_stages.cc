@@ -8,6 +8,7 @@
 #include <optional>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "ops/macs.h"
 #include "ops/ops.h"
@@ -159,6 +160,13 @@ std::optional<size_t> residual_add_of(const Graph& g, size_t i, std::string* why
 
 namespace {
 
+// `bands` bands of `rows` rows, as even as they go.
+std::vector<int64_t> even_cuts(int64_t rows, int64_t bands) {
+  std::vector<int64_t> cuts;
+  for (int64_t b = 0; b <= bands; ++b) cuts.push_back(b * rows / bands);
+  return cuts;
+}
+
 // Why node `s` cannot be the shortcut of a residual stage whose add is `add` and whose
 // input is `input` (a one-layer convolution of the input whose output only the add
 // reads), or "".
@@ -185,9 +193,11 @@ std::string shortcut_refusal(const Graph& g, size_t add, size_t s, const std::st
 // from the previous band's buffer; nullopt too when a layer would compute no row or the
 // kept rows would be moved over themselves (fewer than twice as many in the buffer).
 // `rows`: conv_rows of each node of the chain.
+// `cuts`: the bands' first output rows of the last layer, then its row count.
 std::optional<PatchStage> band_geometry(const std::vector<ConvRows>& rows, const std::vector<size_t>& nodes,
-                                        int64_t bands, std::pair<int64_t, size_t>* empty, bool carried = false) {
-  const int64_t out_rows = rows.back().oh;
+                                        const std::vector<int64_t>& cuts, std::pair<int64_t, size_t>* empty,
+                                        bool carried = false) {
+  const int64_t bands = static_cast<int64_t>(cuts.size()) - 1;
   PatchStage stage;
   stage.nodes = nodes;
   stage.carried = carried;
@@ -197,7 +207,7 @@ std::optional<PatchStage> band_geometry(const std::vector<ConvRows>& rows, const
   std::vector<int64_t> done(nodes.size(), 0), buffer_begin(nodes.size(), 0), filled(nodes.size(), 0);
   for (int64_t b = 0; b < bands; ++b) {
     std::vector<PatchLayer> layers(nodes.size());
-    int64_t begin = b * out_rows / bands, end = (b + 1) * out_rows / bands;
+    int64_t begin = cuts[b], end = cuts[b + 1];
     for (size_t l = nodes.size(); l-- > 0;) {
       const ConvRows& r = rows[l];
       PatchLayer& p = layers[l];
@@ -237,7 +247,7 @@ std::optional<PatchStage> band_geometry(const std::vector<ConvRows>& rows, const
 bool add_shortcut_bands(const ConvRows& rows, size_t node, PatchStage& stage) {
   std::pair<int64_t, size_t> empty;
   const std::optional<PatchStage> own =
-      band_geometry({rows}, {node}, static_cast<int64_t>(stage.bands.size()), &empty);
+      band_geometry({rows}, {node}, even_cuts(rows.oh, static_cast<int64_t>(stage.bands.size())), &empty);
   if (!own) return false;
   stage.shortcut = node;
   stage.shortcut_bands.clear();
@@ -275,7 +285,7 @@ PatchStage make_patch_stage(const Graph& g, const std::vector<size_t>& nodes, in
   std::pair<int64_t, size_t> empty;
   std::vector<ConvRows> rows;
   for (size_t i : nodes) rows.push_back(conv_rows(g, g.nodes[i]));
-  std::optional<PatchStage> stage = band_geometry(rows, nodes, bands, &empty, residual);
+  std::optional<PatchStage> stage = band_geometry(rows, nodes, even_cuts(out_rows, bands), &empty, residual);
   if (!stage)
     user_error(Span{}, "patch stage: band " + std::to_string(empty.first) + " of node '" +
                            g.nodes[nodes[empty.second]].name +
@@ -284,6 +294,59 @@ PatchStage make_patch_stage(const Graph& g, const std::vector<size_t>& nodes, in
   if (shortcut && !add_shortcut_bands(conv_rows(g, g.nodes[*shortcut]), *shortcut, *stage))
     user_error(Span{}, "patch stage: a band of shortcut '" + g.nodes[*shortcut].name + "' reads no input rows");
   return *stage;
+}
+
+PatchStage edge_row_bands(const Graph& g, const PatchStage& stage) {
+  if (stage.nodes.size() != 1 || stage.fused || stage.shortcut || stage.carried || stage.bands.size() < 2)
+    return stage;
+  const ConvRows r = conv_rows(g, g.nodes[stage.nodes[0]]);
+  // Output rows [top, bottom) read no padding row.
+  const int64_t top = std::min(r.oh, (r.pt + r.sh - 1) / r.sh);
+  const int64_t last_inside = r.h - 1 + r.pt - (r.kh - 1) * r.dh;  // the last start of a window inside the input
+  const int64_t bottom = last_inside < 0 ? top : std::clamp(last_inside / r.sh + 1, top, r.oh);
+  int64_t most = 0;
+  for (const auto& band : stage.bands) most = std::max(most, band[0].out_rows);
+  // The border rows in bands of their own; the interior in bands of `rows` (the last
+  // band takes what is left).
+  auto recut = [&](int64_t rows) -> std::optional<PatchStage> {
+    std::vector<int64_t> cuts = {0};
+    auto cut = [&cuts](int64_t begin, int64_t end, int64_t step) {
+      for (int64_t c = begin; c < end; c += step)
+        if (c > cuts.back()) cuts.push_back(c);
+    };
+    cut(0, top, most), cut(top, bottom, rows), cut(bottom, r.oh, most);
+    cuts.push_back(r.oh);
+    std::pair<int64_t, size_t> empty;
+    std::optional<PatchStage> s = band_geometry({r}, stage.nodes, cuts, &empty);
+    if (s) s->bottom_up = stage.bottom_up;
+    return s;
+  };
+  // The copies of a row's code the bands' kernels carry (one kernel per band geometry,
+  // patch_calls.h): each border row's own, and one loop over the interior rows.
+  auto row_codes = [&](const PatchStage& s) {
+    std::map<std::tuple<int64_t, int64_t, int64_t>, int64_t> kinds;
+    for (const auto& band : s.bands) {
+      const PatchLayer& p = band[0];
+      const int64_t inside = std::max<int64_t>(0, std::min(p.out_begin + p.out_rows, bottom) - std::max(p.out_begin, top));
+      kinds[{p.in_rows, p.pad_top, p.pad_bottom}] = p.out_rows - inside + (inside > 0 ? 1 : 0);
+    }
+    int64_t n = 0;
+    for (const auto& kind : kinds) n += kind.second;
+    return std::make_pair(n, s.bands.size());
+  };
+  // The fewest row codes, then the fewest bands (calls): the stage as planned, its
+  // interior in bands of its largest band, or in the largest equal bands no larger; never
+  // a cut that needs the output further from the input (more memory: IC's 1x1 stride-2
+  // shortcut in bands of one row needed 512 bytes more).
+  PatchStage best = stage;
+  int64_t equal = std::max<int64_t>(std::min(most, bottom - top), 1);
+  while (equal > 1 && (bottom - top) % equal != 0) --equal;
+  for (int64_t rows : {most, equal}) {
+    std::optional<PatchStage> s = recut(rows);
+    if (s && row_codes(*s) < row_codes(best) && overlap_shift(g, *s) <= overlap_shift(g, stage))
+      best = std::move(*s);
+  }
+  return best;
 }
 
 std::vector<size_t> stage_members(const PatchStage& stage) {
@@ -349,7 +412,7 @@ void fewest_carried_bands(const Graph& g, const PatchProfiler& overlapped, Patch
     for (size_t i : stage.nodes) rows.push_back(conv_rows(g, g.nodes[i]));
     for (int64_t bands = 2; bands < static_cast<int64_t>(stage.bands.size()); ++bands) {
       std::pair<int64_t, size_t> empty;
-      std::optional<PatchStage> fewer = band_geometry(rows, stage.nodes, bands, &empty, true);
+      std::optional<PatchStage> fewer = band_geometry(rows, stage.nodes, even_cuts(rows.back().oh, bands), &empty, true);
       if (!fewer) continue;
       fewer->fused = stage.fused;
       if (stage.shortcut && !add_shortcut_bands(conv_rows(g, g.nodes[*stage.shortcut]), *stage.shortcut, *fewer))
@@ -450,7 +513,7 @@ class StageSearch {
       // The chain was checked link by link: only a band of padding rows (or, carried, a
       // band with no new row or a move over itself) can fail.
       std::pair<int64_t, size_t> empty;
-      std::optional<PatchStage> candidate = band_geometry(chain_rows, chain, bands, &empty, add.has_value());
+      std::optional<PatchStage> candidate = band_geometry(chain_rows, chain, even_cuts(rows, bands), &empty, add.has_value());
       if (!candidate) continue;
       PatchStage& stage = *candidate;
       stage.fused = add;

@@ -111,6 +111,13 @@ PatchStage make_patch_stage(const Graph& g, const std::vector<size_t>& nodes, in
 // Every node a stage runs: its chain, its fused add and its shortcut.
 std::vector<size_t> stage_members(const PatchStage& stage);
 
+// A stage of one layer cut again so that no band mixes rows whose window reaches into the
+// padding (border rows) with interior rows: the border rows are bands of their own and
+// the interior runs in equal bands of at most the stage's largest band, so every band
+// but the border ones runs one kernel (patch_edge_rows; VWW's first depthwise layer had
+// its interior row code three times). Other stages come back as they are.
+PatchStage edge_row_bands(const Graph& g, const PatchStage& stage);
+
 // `max_recomputed_percent`: the share of the model's MACs the recomputed halos may add.
 // `residual` (with `overlap`): residual stages may be chosen too.
 PatchPlan plan_patch_stages(const Graph& g, int64_t max_recomputed_percent = kMaxRecomputedPercent,

@@ -49,6 +49,7 @@ const Schedule kSchedules[] = {
     {"patch_residual", &ScheduleOptions::patch_residual, true},
     {"mve_depthwise_padded", &ScheduleOptions::mve_depthwise_padded, false},
     {"word_gather", &ScheduleOptions::word_gather, false},
+    {"patch_edge_rows", &ScheduleOptions::patch_edge_rows, true},
 };
 
 const Schedule* find_schedule(const std::string& name) {

@@ -44,6 +44,7 @@ struct ScheduleOptions {
   bool mve_depthwise_padded = true;  // with mve_depthwise: a padded layer's input copied into a scratch bordered with its zero point, the kernel one interior loop (off: border tiles at constant positions, more code)
   bool patch_residual = true;   // with patch_overlap: stages ending in the convolution a residual add fuses into, halos carried, the output over the residual
   bool word_gather = true;      // with sxtb16: convolutions of 4k input channels (NHWC) gather four int8 values a word (one load, two SXTB16), the weights packed to match
+  bool patch_edge_rows = true;  // with patch_overlap: a one-layer stage's border rows are bands of their own, its interior equal bands (one kernel)
 
   // Per-layer choices (a schedule record, frontend/schedule_records.h): node name ->
   // schedule -> on or off, over the fields above, for that node only (prepare_quantized).

@@ -128,6 +128,11 @@ MODEL_SCHEDULES = {
     "patch_residual": "with `patch_overlap`, stages ending in the convolution that a residual add fuses into, "
                       "the add on the band's rows written over the residual in place and the earlier layers' halo "
                       "rows carried from band to band instead of recomputed",
+    "patch_edge_rows": "with `patch_overlap`, a stage of one layer cut again so that its border rows (windows "
+                       "reaching into the padding) are bands of their own and its interior runs in equal bands: "
+                       "one interior kernel instead of a copy of its row code in each edge band; in a stage of more "
+                       "layers, a later layer's padding rows as zero-point rows of its band buffer where the middle "
+                       "bands' kernel then serves the edge band",
     "dsp_no_early_scheduling": "the C backend's `#pragma GCC optimize(\"no-schedule-insns\")` in a file with SMLAD "
                                "kernels, for GCC on a DSP core without MVE, and the LLVM backend's objects for such "
                                "a core compiled without LLVM's machine scheduler: scheduled before register "

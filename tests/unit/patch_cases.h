@@ -1,5 +1,6 @@
-// The patch-stage tests' graphs and runs (qconv_test.cc, patch_branch_test.cc): small
-// int8 graphs built layer by layer, run through the AOT executor in the interpreter.
+// The patch-stage tests' graphs and runs (qconv_test.cc, patch_branch_test.cc,
+// patch_edge_rows_test.cc): small int8 graphs built layer by layer, run through the AOT
+// executor in the interpreter.
 #pragma once
 
 #include <gtest/gtest.h>
