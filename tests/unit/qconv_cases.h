@@ -279,6 +279,8 @@ inline void run_all_schedules(const Case& k, const std::string& name) {
       o.mve_pair_requant = (bits & 6) != 4;
       // The signed layers' vector requantization off once too (block, no unroll).
       o.mve_signed_requant = (bits & 6) != 2;
+      // The interior windows read in place off once (no block, no unroll).
+      o.mve_direct = (bits & 6) != 0;
       std::string label = name + " [" + (o.disabled().empty() ? "all" : "off: " + o.disabled()) + "]";
       SCOPED_TRACE(label);
       run_case(k, o, label);
