@@ -274,8 +274,10 @@ Expr requantize_lanes(const QuantAttrs& q, int64_t columns, Expr acc, const std:
   } else if (columns == 2) {
     multiplier = column(0), shift = column(1);
   } else {
-    // (M, r - 1, ...): the right shift r, no left shift.
+    // (M, r - 1, ...): the right shift r, no left shift (r - 1 >= 1: the min changes no
+    // value, and tells the Helium C helper there is no left shift).
     multiplier = column(0), shift = sub(splat(-1), column(1));
+    if (n > 1) shift = min_(shift, splat(0));
   }
   Expr y = Call(kI32.with_lanes(n), "multiply_by_quantized_multiplier", {std::move(acc), multiplier, shift});
   y = add(y, splat(q.output_zero_point));

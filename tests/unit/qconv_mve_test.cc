@@ -187,7 +187,7 @@ TEST(QConv, MveSignedRequantFusesTheResidualAdd) {
     } else {
       want = got;
     }
-    for (const char* helper : {"mtir_v4_gather_s8((&a[", "0u, 1u, 10u, 11u)", "mtir_v4_shl(", "mtir_v4_mbqm(", "mtir_v4_mbqm_right(",
+    for (const char* helper : {"mtir_v4_gather_s8((&a[", "0u, 1u, 10u, 11u)", "mtir_v4_shl(", "mtir_v4_mbqm_rinc(", "mtir_v4_mbqm_right(",
                              "mtir_v4_scatter_s8("})
       EXPECT_EQ(c.find(helper) != std::string::npos, on) << helper << " in\n" << c;
   }
