@@ -150,6 +150,8 @@ ScheduleOptions target_schedules(const Target& t, const ScheduleOptions& kept) {
   // than smmlar_requant's scalar chains: KWS 1,464,488 against 1,363,715 instructions.
   s.mve_pair_requant = t.kind != "llvm";
   s.mve_signed_requant = t.kind != "llvm";
+  // mve_direct: measured through the C backend only; LLVM keeps the im2col column.
+  s.mve_direct = t.kind != "llvm";
   // merge_kernels saves a microcontroller's flash. A wasm module keeps one function per
   // layer: Binaryen merges identical functions itself, and the playground times each
   // layer by wrapping its kernel's function (a shared one would time two layers as one).

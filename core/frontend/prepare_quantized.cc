@@ -301,6 +301,7 @@ void prepare_matmul_node(Graph& g, GraphNode& node, const ScheduleOptions& opts,
                 {"mve_short_requant", false},
                 {"mve_pair_requant", false},
                 {"mve_signed_requant", false},
+                {"mve_direct", false},
                 {"pixel_triples", false},
                 {"rolled_leftovers", opts.block && opts.rolled_leftovers},
                 {"mve_depthwise_padded", false},
@@ -317,6 +318,8 @@ void prepare_matmul_node(Graph& g, GraphNode& node, const ScheduleOptions& opts,
     if (!takes_mve(g, opts, node, inputs, groups, sched, maybe_unused) && opts.smlad && groups == 1)
       pack_smlad_weights(g, node, opts, wit->second, channels, inputs, sched, maybe_unused);
   }
+  // mve_direct: the op builder takes it where the input channels are a multiple of 16.
+  if (conv && !nchw && groups == 1 && opts.mve_direct && sched["mve"].get<bool>()) sched["mve_direct"] = true;
   const bool three_columns = !extra.empty() && g.constants[extra[0]].shape.size() == 2 && g.constants[extra[0]].shape[1] == 3;
   const int64_t k = const_weight ? wit->second.num_elements() / channels : 0;
   if (three_columns && const_weight && takes_mve_short_requant(node, opts, sched, k, wit->second))

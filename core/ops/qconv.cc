@@ -369,6 +369,18 @@ Stmt gemm_conv(const QConv& p, const QParams& b) {
       return mul(add(mul(add(mul(n, ci(p.h)), ih), ci(p.w)), iw), ci(p.c));
     };
   }
+  Window window;
+  if (byte_vectors && p.sched.mve_direct && !g.direct) {
+    window.data = data_flat, window.out_w = p.ow, window.kh = p.kh, window.kw = p.kw, window.channels = p.c;
+    window.rows = border_split(p.oh, p.pt, p.h, p.kh, p.sh, p.dh);
+    window.cols = border_split(p.ow, p.pl, p.w, p.kw, p.sw, p.dw);
+    window.tap_row = p.dh * p.w * p.c, window.tap_col = p.dw * p.c, window.pixel_step = p.sw * p.c;
+    window.start = [&](Expr oy, Expr ox) {
+      Expr ih = sub(mul(oy, ci(p.sh)), ci(p.pt)), iw = sub(mul(ox, ci(p.sw)), ci(p.pl));
+      return mul(add(mul(add(mul(n, ci(p.h)), ih), ci(p.w)), iw), ci(p.c));
+    };
+    g.window = &window;
+  }
   Stmt body = gemm(g);
   if (data_flat) body = DeclBuffer(data_flat, body);
   if (p.n > 1) body = For(n, ci(0), ci(p.n), ForKind::kSerial, body);

@@ -112,6 +112,8 @@ Schedule read_schedule(const std::string& op, const AttrReader& r) {
       s.mve_pair_requant = on;
     else if (key == "mve_signed_requant")
       s.mve_signed_requant = on;
+    else if (key == "mve_direct")
+      s.mve_direct = on;
     else if (key == "pixel_triples")
       s.pixel_triples = on;
     else if (key == "rolled_leftovers")

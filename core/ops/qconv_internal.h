@@ -46,7 +46,7 @@ struct Schedule {
   bool fold_zero_point = false, block = false, unroll = false, smlad = false, sxtb16 = false, interleave = false,
        fold_output_zero_point = false, few_channels = false, depthwise_tile = false, depthwise_border_tiles = false,
        smlal_requant = false, smmlar_requant = false, dense_chunks = false, mve = false, mve_short_requant = false,
-       mve_pair_requant = false, mve_signed_requant = false, pixel_triples = false,
+       mve_pair_requant = false, mve_signed_requant = false, mve_direct = false, pixel_triples = false,
        rolled_leftovers = false, mve_depthwise_padded = false, word_gather = false;
   // Packed weight words per output channel for a reduction of length k.
   int64_t weight_words(int64_t k) const { return smlad ? packed_weight_words(k, sxtb16) : k; }
@@ -126,6 +126,18 @@ std::vector<std::pair<int64_t, int64_t>> balanced_tiles(int64_t begin, int64_t e
 
 // ---- the shared matrix-product core (qconv_gemm.cc) ---------------------------------
 
+// mve_direct: a convolution's input read in place where a pixel's window lies inside it
+// (no im2col column); the pixels of the border ranges are gathered as before.
+struct Window {
+  Buffer data;                                  // the input, flat
+  int64_t out_w = 0;                            // output pixels a row
+  std::vector<OutputRange> rows, cols;          // border_split of each output axis
+  int64_t kh = 0, kw = 0, channels = 0;         // taps, and input channels a tap (a multiple of 16)
+  int64_t tap_row = 0, tap_col = 0;             // elements between kernel rows, kernel columns
+  int64_t pixel_step = 0;                       // elements between the windows of adjacent outputs
+  std::function<Expr(Expr oy, Expr ox)> start;  // the first element of the window of (oy, ox)
+};
+
 // Everything the core needs to know about one op instance.
 struct Gemm {
   int64_t rows, cols, k;  // output pixels (per image), output channels, reduction length
@@ -151,6 +163,9 @@ struct Gemm {
   // pixel row + 1's from out_start(row) + cols on.
   Buffer out_flat;
   std::function<Expr(Expr row)> out_start;
+  // mve_direct: when set, interior pixels read their windows in place (gather still
+  // serves the border).
+  const Window* window = nullptr;
 };
 
 // Two int16 values (int32 expressions in range) as one word, `lo` in the low half.

@@ -101,34 +101,63 @@ Stmt pair_requantize(const Gemm& g, const std::vector<Expr>& rows, Expr oc0, int
 
 Expr vmladava(Expr acc, Expr a, Expr b) { return Call(kI32, "vmladava", {std::move(acc), std::move(a), std::move(b)}); }
 
+Stmt mve_requantize_tile(const Gemm& g, const Buffer& acc, const std::vector<Expr>& rows, Expr oc0, int64_t nc,
+                         std::vector<Stmt> body);
+
+// mve_direct: the reduction of pixels whose windows start at `windows` (inside the
+// input): a loop over the kernel rows, each row's taps and 16-channel blocks unrolled,
+// every step's pixel vectors one VLDRB.8 each from the input itself.
+using StepAt = std::function<Stmt(Expr k0, int lanes, const std::function<Expr(int64_t)>& x_at)>;
+Stmt window_reduction(const Gemm& g, const std::vector<Expr>& windows, const StepAt& step_at) {
+  const Window& w = *g.window;
+  Var rh = ivar("rh");
+  std::vector<Stmt> taps;
+  for (int64_t rw = 0; rw < w.kw; ++rw)
+    for (int64_t c0 = 0; c0 < w.channels; c0 += kLanes) {
+      Expr k0 = add(mul(rh, ci(w.kw * w.channels)), ci(rw * w.channels + c0));
+      Expr row_offset = mul(rh, ci(w.tap_row));
+      taps.push_back(step_at(k0, kLanes, [&](int64_t p) { return add(add(windows[p], row_offset), ci(rw * w.tap_col + c0)); }));
+    }
+  Stmt row = taps.size() == 1 ? taps[0] : SeqStmt(taps);
+  return w.kh == 1 ? substitute(row, rh, ci(0)) : For(rh, ci(0), ci(w.kh), ForKind::kSerial, row);
+}
+
 // `np` pixels (`rows`) times `nc` channels from `oc0`: int32 sums from the bias, the
-// reduction 16 lanes a step, then the requantized outputs.
-Stmt mve_tile(const Gemm& g, const Buffer& col, const std::vector<Expr>& rows, Expr oc0, int64_t nc) {
+// reduction 16 lanes a step, then the requantized outputs. The pixels' values come from
+// col, from g.direct, or (mve_direct, `windows` given) from each pixel's window in the
+// input, a kernel row a loop iteration with its taps unrolled.
+Stmt mve_tile(const Gemm& g, const Buffer& col, const std::vector<Expr>& rows, Expr oc0, int64_t nc,
+              const std::vector<Expr>& windows = {}) {
   const int64_t np = static_cast<int64_t>(rows.size()), k = g.k;
   Buffer acc = scratch("acc", {np * nc}, kI32);
   // `lanes` consecutive values from `start`; one lane (K % 16 == 1) is a scalar.
   auto run_of = [](const Buffer& b, Expr start, int lanes) {
     return lanes == 1 ? load(b, {std::move(start)}) : load(b, {Ramp(std::move(start), ci(1), lanes)});
   };
-  auto pixel = [&](int64_t p, Expr k0, int lanes) {
-    Expr start = col ? add(ci(p * k), k0) : add(g.row_start(rows[p]), k0);
-    return run_of(col ? col : g.direct, start, lanes);
-  };
-  auto step = [&](Expr k0, int lanes) {
+  const Buffer& source = !windows.empty() ? g.window->data : col ? col : g.direct;
+  // Reduction values k0.. of the weight, pixel p's from x_at(p) in `source`.
+  auto step_at = [&](Expr k0, int lanes, const std::function<Expr(int64_t)>& x_at) {
     std::vector<Stmt> s;
     for (int64_t p = 0; p < np; ++p)
       for (int64_t c = 0; c < nc; ++c) {
-        Expr w = run_of(g.weight, add(mul(add(oc0, ci(c)), ci(k)), k0), lanes), x = pixel(p, k0, lanes);
+        Expr w = run_of(g.weight, add(mul(add(oc0, ci(c)), ci(k)), k0), lanes), x = run_of(source, x_at(p), lanes);
         Expr sum = load(acc, {ci(p * nc + c)});
         sum = lanes == 1 ? add(sum, mul(Cast(kI32, x), Cast(kI32, w))) : vmladava(sum, x, w);
         s.push_back(store(acc, sum, {ci(p * nc + c)}));
       }
     return s.size() == 1 ? s[0] : SeqStmt(s);
   };
+  auto step = [&](Expr k0, int lanes) {
+    return step_at(k0, lanes, [&](int64_t p) { return col ? add(ci(p * k), k0) : add(g.row_start(rows[p]), k0); });
+  };
   std::vector<Stmt> body;
   for (int64_t p = 0; p < np; ++p)
     for (int64_t c = 0; c < nc; ++c)
       body.push_back(store(acc, g.bias ? load(g.bias, {add(oc0, ci(c))}) : ci(0), {ci(p * nc + c)}));
+  if (!windows.empty()) {
+    body.push_back(window_reduction(g, windows, step_at));
+    return mve_requantize_tile(g, acc, rows, oc0, nc, body);
+  }
   // Whole steps, unrolled by four when `unroll` (the rest unrolled), then the tail.
   const int64_t steps = k / kLanes, factor = g.sched->unroll ? 4 : 1;
   const int64_t main_iters = steps / factor, rest = steps % factor;
@@ -141,6 +170,14 @@ Stmt mve_tile(const Gemm& g, const Buffer& col, const std::vector<Expr>& rows, E
   }
   for (int64_t r = 0; r < rest; ++r) body.push_back(step(ci((main_iters * factor + r) * kLanes), kLanes));
   if (k % kLanes) body.push_back(step(ci(steps * kLanes), static_cast<int>(k % kLanes)));
+  return mve_requantize_tile(g, acc, rows, oc0, nc, body);
+}
+
+// The tile's requantized outputs from its sums in `acc`, after `body` (which computes
+// them), as one scope of acc.
+Stmt mve_requantize_tile(const Gemm& g, const Buffer& acc, const std::vector<Expr>& rows, Expr oc0, int64_t nc,
+                         std::vector<Stmt> body) {
+  const int64_t np = static_cast<int64_t>(rows.size());
   if (np * nc == kVectorChannels && (pair_outputs(g) || signed_outputs(g))) {
     std::vector<Expr> lanes;
     for (int64_t i = 0; i < np * nc; ++i) lanes.push_back(load(acc, {ci(i)}));
@@ -169,20 +206,60 @@ Stmt mve_tile(const Gemm& g, const Buffer& col, const std::vector<Expr>& rows, E
 
 // `np` pixels from `row0`: gathered (unless direct), then every channel pair, an odd
 // last channel alone.
-Stmt mve_pixels(const Gemm& g, Expr row0, int64_t np, int64_t chans) {
+// With `windows` (mve_direct), the pixels' windows in the input, nothing gathered.
+Stmt mve_pixels(const Gemm& g, Expr row0, int64_t np, int64_t chans, const std::vector<Expr>& windows = {}) {
   std::vector<Expr> rows;
   for (int64_t p = 0; p < np; ++p) rows.push_back(add(row0, ci(p)));
-  Buffer col = g.direct ? nullptr : scratch("col", {np * g.k}, kI8);
+  Buffer col = g.direct || !windows.empty() ? nullptr : scratch("col", {np * g.k}, kI8);
   std::vector<Stmt> s;
   if (col)
     for (int64_t p = 0; p < np; ++p) s.push_back(g.gather(rows[p], col, ci(p)));
   const int64_t full = g.cols / chans;
   Var ob = ivar("ob");
-  Stmt tile = mve_tile(g, col, rows, mul(ob, ci(chans)), chans);
+  Stmt tile = mve_tile(g, col, rows, mul(ob, ci(chans)), chans, windows);
   s.push_back(full == 1 ? substitute(tile, ob, ci(0)) : For(ob, ci(0), ci(full), ForKind::kSerial, tile));
-  if (g.cols % chans) s.push_back(mve_tile(g, col, rows, ci(full * chans), g.cols % chans));
+  if (g.cols % chans) s.push_back(mve_tile(g, col, rows, ci(full * chans), g.cols % chans, windows));
   Stmt body = s.size() == 1 ? s[0] : SeqStmt(s);
   return col ? Allocate(col, "local", body) : body;
+}
+
+// mve_direct: the tiles of `pix` pixels (column pix * t on) whose windows all lie inside
+// the input, in output rows [row_begin, row_end) and tiles [tile_begin, tile_end); none
+// unless a row is whole tiles (the gathered loop's tiles never straddle rows then).
+struct InteriorTiles {
+  int64_t row_begin = 0, row_end = 0, tile_begin = 0, tile_end = 0;
+  bool empty() const { return row_end <= row_begin || tile_end <= tile_begin; }
+};
+InteriorTiles interior_tiles(const Gemm& g, int64_t pix) {
+  InteriorTiles t;
+  if (!g.window || g.window->out_w % pix) return t;
+  for (const OutputRange& r : g.window->rows)
+    if (!r.check) t.row_begin = r.begin, t.row_end = r.end;
+  for (const OutputRange& c : g.window->cols)
+    if (!c.check) t.tile_begin = (c.begin + pix - 1) / pix, t.tile_end = c.end / pix;
+  return t;
+}
+
+// mve_direct: the interior tiles, each pixel's window read in place.
+Stmt interior_pixels(const Gemm& g, const InteriorTiles& t, int64_t pix, int64_t chans) {
+  const Window& w = *g.window;
+  Var oy = ivar("oy"), tx = ivar("tx");
+  Expr ox = mul(tx, ci(pix));
+  std::vector<Expr> windows;
+  // The next pixel's window a constant step on: stride 1 shares its taps' addresses,
+  // so the C compiler loads each input vector once for both pixels.
+  windows.push_back(w.start(oy, ox));
+  for (int64_t p = 1; p < pix; ++p) windows.push_back(add(windows[0], ci(p * w.pixel_step)));
+  Stmt tile = mve_pixels(g, add(mul(oy, ci(w.out_w)), ox), pix, chans, windows);
+  Stmt row = For(tx, ci(t.tile_begin), ci(t.tile_end - t.tile_begin), ForKind::kSerial, tile);
+  return For(oy, ci(t.row_begin), ci(t.row_end - t.row_begin), ForKind::kSerial, row);
+}
+
+// Whether the tile from output pixel `row0` is one of the interior tiles.
+Expr interior_tile(const Gemm& g, const InteriorTiles& t, int64_t pix, Expr row0) {
+  Expr oy = floordiv(row0, ci(g.window->out_w)), ox = floormod(row0, ci(g.window->out_w));
+  Expr rows = and_(ge(oy, ci(t.row_begin)), lt(oy, ci(t.row_end)));
+  return and_(rows, and_(ge(ox, ci(t.tile_begin * pix)), lt(ox, ci(t.tile_end * pix))));
 }
 
 }  // namespace
@@ -197,8 +274,10 @@ Expr requantize_lanes(const QuantAttrs& q, int64_t columns, Expr acc, const std:
   } else if (columns == 2) {
     multiplier = column(0), shift = column(1);
   } else {
-    // (M, r - 1, ...): the right shift r, no left shift.
+    // (M, r - 1, ...): the right shift r, no left shift (r - 1 >= 1: the min changes no
+    // value, and tells the Helium C helper there is no left shift).
     multiplier = column(0), shift = sub(splat(-1), column(1));
+    if (n > 1) shift = min_(shift, splat(0));
   }
   Expr y = Call(kI32.with_lanes(n), "multiply_by_quantized_multiplier", {std::move(acc), multiplier, shift});
   y = add(y, splat(q.output_zero_point));
@@ -232,10 +311,18 @@ Stmt gemm_mve(const Gemm& g) {
   // takes four channels, so its sums are one vector too.
   const int64_t single_chans = pair ? kVectorChannels : chans;
   std::vector<Stmt> s;
-  const int64_t pairs = g.rows / pix;
+  // mve_direct: the interior tiles first, the gathered loop skips them.
+  const InteriorTiles interior = interior_tiles(g, pix);
+  if (!interior.empty()) s.push_back(interior_pixels(g, interior, pix, pix == 1 ? single_chans : chans));
+  // Every tile interior (an unpadded convolution): nothing left to gather.
+  const int64_t interior_pixels_count =
+      (interior.row_end - interior.row_begin) * (interior.tile_end - interior.tile_begin) * pix;
+  const bool all_interior = !interior.empty() && interior_pixels_count == g.rows;
+  const int64_t pairs = all_interior ? 0 : g.rows / pix;
   if (pairs > 0) {
     Var pp = ivar("pp");
     Stmt tile = mve_pixels(g, mul(pp, ci(pix)), pix, pix == 1 ? single_chans : chans);
+    if (!interior.empty()) tile = IfThenElse(Not(interior_tile(g, interior, pix, mul(pp, ci(pix)))), tile);
     s.push_back(pairs == 1 ? substitute(tile, pp, ci(0)) : For(pp, ci(0), ci(pairs), ForKind::kSerial, tile));
   }
   if (g.rows % pix) s.push_back(mve_pixels(g, ci(pairs * pix), g.rows % pix, single_chans));

@@ -39,6 +39,7 @@ const Schedule kSchedules[] = {
     {"mve_short_requant", &ScheduleOptions::mve_short_requant, false},
     {"mve_pair_requant", &ScheduleOptions::mve_pair_requant, false},
     {"mve_signed_requant", &ScheduleOptions::mve_signed_requant, false},
+    {"mve_direct", &ScheduleOptions::mve_direct, false},
     {"patch_overlap", &ScheduleOptions::patch_overlap, true},
     {"pixel_triples", &ScheduleOptions::pixel_triples, false},
     {"dsp_no_early_scheduling", &ScheduleOptions::dsp_no_early_scheduling, true},

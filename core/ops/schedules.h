@@ -33,6 +33,7 @@ struct ScheduleOptions {
   bool mve_depthwise = true;    // with mve: depthwise convolutions four channels a vector (ops/qconv_mve_depthwise.cc; off: depthwise_tile's scalar tiles)
   bool mve_short_requant = true;  // with mve: pointwise and dense layers of reductions up to 32 requantize four channels a vector (no smmlar_requant table)
   bool mve_pair_requant = true;  // with mve: ReLU convolutions and dense layers requantize each 2x2 tile (two pixels, two channels) as one int32x4 (no smmlar_requant table)
+  bool mve_direct = true;  // with mve: convolutions whose input channels are a multiple of 16 read the windows of their interior pixels in place, no im2col column (ops/qconv_mve.cc)
   bool mve_signed_requant = true;  // with mve: convolutions without a ReLU bound requantize each 2x2 tile as one int32x4 with TFLite's rounding, and a fused elementwise consumer (a residual ADD) runs in int32x4 too
   bool patch_overlap = true;    // with patch: stages of one layer too, each stage's output a few rows beside its dying input
   bool pixel_triples = true;    // with smlad and block: the matrix-product tile three pixels by two channels (3x2)

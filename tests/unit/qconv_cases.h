@@ -290,6 +290,8 @@ inline void run_all_schedules(const Case& k, const std::string& name) {
       // The padded copy of mve_depthwise in half the Helium depthwise combinations (block
       // off: the border tiles at constant positions).
       o.mve_depthwise_padded = bits & 2;
+      // The interior windows read in place off once (no block, no unroll).
+      o.mve_direct = (bits & 6) != 0;
       std::string label = name + " [" + (o.disabled().empty() ? "all" : "off: " + o.disabled()) + "]";
       SCOPED_TRACE(label);
       run_case(k, o, label);

@@ -297,7 +297,7 @@ TEST(QConv, MveSignedRequantFusesTheResidualAdd) {
     } else {
       want = got;
     }
-    for (const char* helper : {"mtir_v4_gather_s8((&a[", "0u, 1u, 10u, 11u)", "mtir_v4_shl(", "mtir_v4_mbqm(", "mtir_v4_mbqm_right(",
+    for (const char* helper : {"mtir_v4_gather_s8((&a[", "0u, 1u, 10u, 11u)", "mtir_v4_shl(", "mtir_v4_mbqm_rinc(", "mtir_v4_mbqm_right(",
                              "mtir_v4_scatter_s8("})
       EXPECT_EQ(c.find(helper) != std::string::npos, on) << helper << " in\n" << c;
   }
@@ -379,6 +379,53 @@ TEST(QConv, MveReductionEndingInOneLane) {
     SCOPED_TRACE(label);
     run_case(k, o, label);
   }
+}
+
+// The C text of a one-node graph under `o` (prepared, AOT-built, lowered).
+std::string case_c_text(const Case& k, const ScheduleOptions& o) {
+  Graph g;
+  g.inputs = {{"x", TensorType{DataType::Int(8), k.data}}};
+  g.constants["w"] = NDArray::zeros(DataType::Int(8), k.weight);
+  GraphNode node;
+  node.name = "y", node.op = k.op, node.inputs = {"x", "w"}, node.attrs = k.attrs;
+  node.type = find_op(k.op)->infer({g.inputs[0].second, TensorType{DataType::Int(8), k.weight}}, node.attrs);
+  g.nodes.push_back(node);
+  g.outputs = {"y"};
+  AotModule aot = build_aot(prepare_quantized(g, o));
+  return codegen_c(run_pipeline(aot.module, lowering_pipeline(true, true, true, false, false)).module);
+}
+
+// mve_direct: convolutions of 16k input channels read the windows of their interior
+// pixels from the input itself (a kernel row a loop, its taps' 16-byte vectors unrolled),
+// the border pixels through the im2col column as before. 3x3 with padding on every side
+// (5 interior columns a row: two tiles and a pixel alone), strided with padding on the
+// right and bottom only, dilated, a batch of two, and unpadded 48 channels (no column at
+// all); signed and ReLU tables and a per-tensor multiplier (scalar requantization). The
+// outputs are the reference's with the schedule on and off (host C and wasm at the end).
+TEST(QConv, MveDirectReadsInteriorWindowsInPlace) {
+  const json scales = {0.01, 0.02, 0.015, 0.03, 0.012, 0.0015, 0.001, 0.025, 0.004, 0.008};
+  const json pad1 = {1, 1, 1, 1};
+  const Case cases[] = {
+      {"qconv2d", {1, 6, 7, 16}, {10, 3, 3, 16}, quant({{"padding", pad1}, {"output_scale", 0.9}}, scales)},
+      {"qconv2d", {1, 7, 8, 32}, {9, 3, 3, 32},
+       quant({{"padding", {0, 0, 1, 1}}, {"strides", {2, 2}}, {"activation", "relu"}, {"output_scale", 0.9}},
+             {0.01, 0.02, 0.015, 0.03, 0.012, 0.0015, 0.001, 0.025, 0.004})},
+      {"qconv2d", {1, 7, 7, 16}, {6, 3, 3, 16}, quant({{"padding", {2, 2, 2, 2}}, {"dilation", {2, 2}}, {"output_scale", 0.9}})},
+      {"qconv2d", {2, 5, 5, 16}, {4, 3, 3, 16}, quant({{"padding", pad1}, {"output_scale", 0.9}})},
+      {"qconv2d", {1, 4, 6, 48}, {5, 3, 3, 48}, quant({{"output_scale", 1.5}}, {0.01, 0.02, 0.015, 0.03, 0.012})}};
+  for (const Case& k : cases)
+    for (bool on : {true, false}) {
+      ScheduleOptions o;
+      o.smlad = o.sxtb16 = false, o.mve = true, o.mve_direct = on;
+      const std::string label = "mve 3x3 conv " + std::to_string(k.data[0]) + "x" + std::to_string(k.data[1]) + "x" +
+                                std::to_string(k.data[2]) + "x" + std::to_string(k.data[3]) + (on ? "" : " [off: mve_direct]");
+      SCOPED_TRACE(label);
+      run_case(k, o, label);
+      EXPECT_EQ(prepared_schedule(k, o)["mve_direct"].get<bool>(), on);
+      // Unpadded, no pixel is gathered; padded, the border still is.
+      const bool padded = k.attrs.contains("padding");
+      EXPECT_EQ(case_c_text(k, o).find(" col[") != std::string::npos, padded || !on) << label;
+    }
 }
 
 // TFLite's MultiplyByQuantizedMultiplier as gemmlowp writes it (the nudge and the

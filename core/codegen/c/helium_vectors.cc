@@ -55,6 +55,13 @@ static inline mtir_v4 mtir_v4_mbqm(mtir_v4 x, mtir_v4 m, mtir_v4 s) {
   h = vqaddq_s32(h, vshrq_n_s32(vandq_s32(h, right), 31));
   return vrshlq_s32(h, right);
 }
+/* The shift min(-1 - b, 0) (the three-column table's r - 1 in b): right shifts only. */
+static inline mtir_v4 mtir_v4_mbqm_rinc(mtir_v4 x, mtir_v4 m, mtir_v4 b) {
+  mtir_v4 right = vmaxq_s32(vminq_s32(vmvnq_s32(b), vdupq_n_s32(0)), vdupq_n_s32(-31));
+  mtir_v4 h = vqrdmulhq_s32(x, m);
+  h = vqaddq_s32(h, vshrq_n_s32(vandq_s32(h, right), 31));
+  return vrshlq_s32(h, right);
+}
 /* right in [1, 31]: negative lanes one lower first, so VRSHL's half up is away from zero. */
 static inline mtir_v4 mtir_v4_mbqm_right(mtir_v4 x, int32_t m, int32_t right) {
   mtir_v4 h = vqrdmulhq_n_s32(x, m);
@@ -106,6 +113,7 @@ static inline mtir_v4 mtir_v4_min(mtir_v4 a, mtir_v4 b) { MTIR_V4_LANES(a.v[k] <
 static inline mtir_v4 mtir_v4_max(mtir_v4 a, mtir_v4 b) { MTIR_V4_LANES(a.v[k] > b.v[k] ? a.v[k] : b.v[k]); }
 static inline mtir_v4 mtir_v4_mbqm(mtir_v4 x, mtir_v4 m, mtir_v4 s) { MTIR_V4_LANES(mtir_mbqm(x.v[k], m.v[k], s.v[k])); }
 static inline mtir_v4 mtir_v4_mbqm_right(mtir_v4 x, int32_t m, int32_t right) { MTIR_V4_LANES(mtir_mbqm(x.v[k], m, -right)); }
+static inline mtir_v4 mtir_v4_mbqm_rinc(mtir_v4 x, mtir_v4 m, mtir_v4 b) { MTIR_V4_LANES(mtir_mbqm(x.v[k], m.v[k], ~b.v[k] < 0 ? ~b.v[k] : 0)); }
 static inline mtir_v4 mtir_v4_gather(const int32_t* p, uint32_t a, uint32_t b, uint32_t c, uint32_t d) {
   const uint32_t o[4] = {a, b, c, d};
   MTIR_V4_LANES(p[o[k]]);
@@ -172,6 +180,14 @@ struct HeliumEmitter {
     return e->kind == ExprKind::Broadcast ? as_const_int(static_cast<const BroadcastNode*>(e.get())->value) : nullptr;
   }
 
+  // b when e is min(-1 - b, 0).
+  static const Expr* right_shift_of_column(const Expr& e) {
+    if (e->kind != ExprKind::Min) return nullptr;
+    const auto* mn = static_cast<const BinaryNode*>(e.get());
+    if (!is_splat(mn->b, 0) || mn->a->kind != ExprKind::Sub) return nullptr;
+    const auto* s = static_cast<const BinaryNode*>(mn->a.get());
+    return is_splat(s->a, -1) ? &s->b : nullptr;
+  }
   static bool is_splat(const Expr& e, int64_t value) {
     if (e->kind != ExprKind::Broadcast) return false;
     const int64_t* v = as_const_int(static_cast<const BroadcastNode*>(e.get())->value);
@@ -228,6 +244,10 @@ struct HeliumEmitter {
           return "mtir_v4_shr(" + vector(op->args[0]) + ", " + vector(b) + ")";
         }
         if (is_splat(op->args[2], 0)) return "mtir_v4_srdhm(" + vector(op->args[0]) + ", " + vector(op->args[1]) + ")";
+        // min(-1 - b, 0) (requantize_lanes' three-column table): right shifts only, one
+        // VMVN for the negation, no left shift.
+        if (const Expr* b = right_shift_of_column(op->args[2]))
+          return "mtir_v4_mbqm_rinc(" + vector(op->args[0]) + ", " + vector(op->args[1]) + ", " + vector(*b) + ")";
         // A constant multiplier and right shift (a fused qadd's): VQRDMULH by a scalar and
         // the rounding shift, without the general helper's clamps of the shift.
         const int64_t* m = splat_value(op->args[1]);
