@@ -4,6 +4,7 @@
 #include <variant>
 
 #include "ir/attrs.h"
+#include "ir/structural_equal.h"
 #include "support/diagnostic.h"
 
 namespace mtir {
@@ -89,6 +90,31 @@ int signed_clamp_bits(const BinaryNode* op) {
   for (int n = 2; n < 32; ++n)
     if (lo == -(int64_t{1} << (n - 1)) && hi == (int64_t{1} << (n - 1)) - 1) return n;
   return 0;
+}
+
+namespace {
+
+// `e` as base + constant (the constant 0 when e is no such sum; base null for a constant).
+std::pair<Expr, int64_t> split_offset(const Expr& e) {
+  if (const auto* c = as<IntImmNode>(e)) return {Expr(), c->value};
+  if (e->kind == ExprKind::Add)
+    if (const auto* c = as<IntImmNode>(static_cast<const BinaryNode*>(e.get())->b))
+      return {static_cast<const BinaryNode*>(e.get())->a, c->value};
+  return {e, 0};
+}
+
+}  // namespace
+
+bool adjacent_words(const Expr& lo, const Expr& hi) {
+  const auto* a = as<BufferLoadNode>(lo);
+  const auto* b = as<BufferLoadNode>(hi);
+  if (!a || !b || a->buffer != b->buffer || !a->buffer->strides.empty() || a->indices.size() != 1 || b->indices.size() != 1 || a->predicate ||
+      b->predicate || a->dtype.lanes() != 1 || a->dtype != b->dtype)
+    return false;
+  auto [base_a, off_a] = split_offset(a->indices[0]);
+  auto [base_b, off_b] = split_offset(b->indices[0]);
+  if (off_b != off_a + 1) return false;
+  return base_a && base_b ? same_expr(base_a, base_b) : !base_a && !base_b;
 }
 
 }  // namespace mtir

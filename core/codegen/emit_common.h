@@ -50,6 +50,10 @@ inline bool evaluates_constant(const EvaluateNode* op) {
 // on int32, for n in [2, 31]; else 0. Backends emit it as one SSAT where the CPU has it.
 int signed_clamp_bits(const BinaryNode* op);
 
+// Whether `lo` and `hi` load elements i and i + 1 of one buffer (one index each, hi's
+// written as lo's plus one, or both plus constants one apart): word_pair's paired load.
+bool adjacent_words(const Expr& lo, const Expr& hi);
+
 // A name from any hint: characters outside [A-Za-z0-9_] (and '.', when `keep_dots`)
 // become '_'.
 std::string sanitized_name(const std::string& hint, bool keep_dots);

@@ -97,6 +97,7 @@ bool is_pure_intrinsic(Builtin op) {
     case Builtin::Clz:
     case Builtin::Sxtb16:
     case Builtin::Sxtb16Ror8:
+    case Builtin::WordPair:
     case Builtin::Reinterpret: return true;
     default: return false;
   }
@@ -132,6 +133,9 @@ Scalar pure_intrinsic(Builtin op, DataType from, DataType to, const Scalar* args
       auto half = [x](int k) { return static_cast<uint32_t>(static_cast<uint16_t>(static_cast<int8_t>(x >> (16 * k)))); };
       return make_int(i32, static_cast<int32_t>(half(0) | (half(1) << 16)));
     }
+    case Builtin::WordPair:
+      return make_int(DataType::Int(64), static_cast<int64_t>(static_cast<uint32_t>(args[0].i) |
+                                                              static_cast<uint64_t>(static_cast<uint32_t>(args[1].i)) << 32));
     case Builtin::Reinterpret: return reinterpret_bits(from, to, args[0]);
     default: break;
   }
@@ -173,7 +177,8 @@ CallFamily call_family(Builtin b) {
     case Builtin::Reinterpret:
     case Builtin::Clz:
     case Builtin::Sxtb16:
-    case Builtin::Sxtb16Ror8: return CallFamily::kPureIntrinsic;
+    case Builtin::Sxtb16Ror8:
+    case Builtin::WordPair: return CallFamily::kPureIntrinsic;
     case Builtin::Vmladava: return CallFamily::kVmladava;
     case Builtin::TvmReturn: return CallFamily::kReturn;
     case Builtin::TvmThrowLastError: return CallFamily::kThrowLastError;

@@ -47,6 +47,7 @@ const Schedule kSchedules[] = {
     {"pixel_triples_stack", &ScheduleOptions::pixel_triples_stack, true},
     {"pixel_triples_code", &ScheduleOptions::pixel_triples_code, true},
     {"patch_residual", &ScheduleOptions::patch_residual, true},
+    {"pair_loads", &ScheduleOptions::pair_loads, false},
 };
 
 const Schedule* find_schedule(const std::string& name) {

@@ -42,6 +42,7 @@ struct ScheduleOptions {
   bool pixel_triples_stack = true;  // with pixel_triples: a layer keeps the 3x2 tile only where its instructions pay for the stack its three-pixel scratch adds (frontend/pixel_triples_budget.h)
   bool pixel_triples_code = true;   // with pixel_triples: a layer keeps the 3x2 tile only where its instructions pay for the code it adds (frontend/pixel_triples_budget.h)
   bool patch_residual = true;   // with patch_overlap: stages ending in the convolution a residual add fuses into, halos carried, the output over the residual
+  bool pair_loads = true;       // with smlad, without sxtb16: a batch-1 dense loads its int16 weight words and input words two at a time (one LDRD each)
 
   // Per-layer choices (a schedule record, frontend/schedule_records.h): node name ->
   // schedule -> on or off, over the fields above, for that node only (prepare_quantized).

@@ -214,6 +214,22 @@ static inline int32_t mtir_sxtb16_ror8(int32_t x) {
 }
 )";
 
+// word_pair(A[i], A[i + 1]) of int32 words: one LDRD where GCC compiles for a DSP core (GCC
+// loads a word used once by its own LDR next to its use and splits an int64 load in two);
+// the may_alias type keeps it ordered after int32 stores to the same words. The two
+// loads elsewhere.
+const char* const kWordPairHelper = R"(static inline int64_t mtir_word_pair(const int32_t* p) {
+#if defined(__ARM_FEATURE_DSP) && defined(__GNUC__) && !defined(__clang__)
+  typedef int64_t __attribute__((__may_alias__, __aligned__(4))) mtir_pair_t;
+  int64_t v;
+  __asm__("ldrd %Q0, %R0, %1" : "=r"(v) : "m"(*(const mtir_pair_t*)p));
+  return v;
+#else
+  return (int64_t)((uint64_t)(uint32_t)p[0] | ((uint64_t)(uint32_t)p[1] << 32));
+#endif
+}
+)";
+
 // Helper functions the generated code may need, emitted once each when used.
 // Leading zero bits in portable C99 (compiler builtins are undefined for zero).
 std::string clz_helper(const std::string& name, const std::string& ut, int bits) {

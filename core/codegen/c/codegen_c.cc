@@ -424,9 +424,20 @@ class FunctionEmitter {
         (*helpers_)["mtir_sxtb16"] = kSxtb16Helper;
         return call("mtir_" + op->op, op->args);
       case Builtin::Clz: return clz(op);
+      case Builtin::WordPair: return word_pair(op);
       case Builtin::Reinterpret: return reinterpret(op);
     }
     internal_error(__FILE__, __LINE__, "unhandled builtin");
+  }
+
+  // One paired load where the words are adjacent int32 elements of one buffer, else both.
+  std::string word_pair(const CallNode* op) {
+    const auto* lo = as<BufferLoadNode>(op->args.at(0));
+    if (lo && lo->dtype == DataType::Int(32) && adjacent_words(op->args[0], op->args[1])) {
+      (*helpers_)["mtir_word_pair"] = kWordPairHelper;
+      return "mtir_word_pair(&" + access(lo->buffer, lo->indices, lo->span) + ")";
+    }
+    return "((int64_t)((uint64_t)(uint32_t)" + expr(op->args[0]) + " | ((uint64_t)(uint32_t)" + expr(op->args[1]) + " << 32)))";
   }
 
   std::string clz(const CallNode* op) {

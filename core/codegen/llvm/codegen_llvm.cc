@@ -351,6 +351,11 @@ Val FunctionEmitter::call_expr(const CallNode* c) {
     }
     case Builtin::Sxtb16:
     case Builtin::Sxtb16Ror8: return sxtb16(arg(0), b == Builtin::Sxtb16Ror8);
+    case Builtin::WordPair: {  // LLVM pairs adjacent loads itself
+      auto wide = [&](const Val& v) { return op("i64", "zext i32 " + v.v + " to i64"); };
+      Val hi = op("i64", "shl i64 " + wide(arg(1)).v + ", 32");
+      return op("i64", "or i64 " + wide(arg(0)).v + ", " + hi.v);
+    }
     case Builtin::Clz: {
       Val x = arg(0);
       Val r = intrinsic("llvm.ctlz." + x.ty, x.ty, {x, {"i1", "false"}});

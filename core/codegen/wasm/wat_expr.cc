@@ -284,6 +284,10 @@ WVal FunctionEmitter::call_expr(const CallNode* c) {
       std::string hi = "(i32.shl (i32.extend8_s (i32.shr_u " + v + " (i32.const 16))) (i32.const 16))";
       return {"i32", "(i32.or " + lo + " " + hi + ")"};
     }
+    case Builtin::WordPair: {
+      WVal lo = expr(c->args.at(0)), hi = expr(c->args.at(1));
+      return {"i64", "(i64.or (i64.extend_i32_u " + lo.code + ") (i64.shl (i64.extend_i32_u " + hi.code + ") (i64.const 32)))"};
+    }
     case Builtin::Clz: {
       WVal x = expr(c->args.at(0));
       if (x.ty == "i64") return {"i32", "(i32.wrap_i64 (i64.clz " + x.code + "))"};
