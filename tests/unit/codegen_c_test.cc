@@ -307,9 +307,6 @@ TEST(CodegenC, HeliumInt32x4LetIsOneVectorVariable) {
   EXPECT_NE(c.find("mtir_v4_store((&B[0]), mtir_v4_add(x, x));"), std::string::npos) << c;
 }
 
-}  // namespace
-}  // namespace mtir
-
 // word_pair of two adjacent int32 elements of one buffer is one paired load (LDRD for GCC
 // on a DSP core: GCC itself loads each single-use word with its own LDR); any other pair
 // of words is both values combined.
@@ -328,3 +325,6 @@ TEST(CodegenC, WordPairOfAdjacentWordsIsOneLoad) {
   EXPECT_NE(c.find("__asm__(\"ldrd %Q0, %R0, %1\""), std::string::npos) << c;
   EXPECT_NE(c.find("<< 32)))"), std::string::npos) << "the reversed pair is two loads\n" << c;
 }
+
+}  // namespace
+}  // namespace mtir
