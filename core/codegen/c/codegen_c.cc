@@ -410,15 +410,9 @@ class FunctionEmitter {
         return "(&" + access(load->buffer, load->indices, load->span) + ")";
       }
       case Builtin::Vmladava: case Builtin::MultiplyByQuantizedMultiplier: return helium_call(op);
-      case Builtin::Smlad:
-        (*helpers_)["mtir_smlad"] = kSmladHelper;
-        return call("mtir_smlad", op->args);
-      case Builtin::Smlabb:
-        (*helpers_)["mtir_smlabb"] = kSmlabbHelper;
-        return call("mtir_smlabb", op->args);
-      case Builtin::Smmlar:
-        (*helpers_)["mtir_smmlar"] = kSmmlarHelper;
-        return call("mtir_smmlar", op->args);
+      case Builtin::Smlad: return helped_call("mtir_smlad", kSmladHelper, op);
+      case Builtin::Smlabb: return helped_call("mtir_smlabb", kSmlabbHelper, op);
+      case Builtin::Smmlar: return helped_call("mtir_smmlar", kSmmlarHelper, op);
       case Builtin::Sxtb16:
       case Builtin::Sxtb16Ror8:
         (*helpers_)["mtir_sxtb16"] = kSxtb16Helper;
@@ -428,6 +422,12 @@ class FunctionEmitter {
       case Builtin::Reinterpret: return reinterpret(op);
     }
     internal_error(__FILE__, __LINE__, "unhandled builtin");
+  }
+
+  // A call of helper `name`, whose definition `text` goes into the file once.
+  std::string helped_call(const std::string& name, const char* text, const CallNode* op) {
+    (*helpers_)[name] = text;
+    return call(name, op->args);
   }
 
   // One paired load where the words are adjacent int32 elements of one buffer, else both.

@@ -349,13 +349,8 @@ Val FunctionEmitter::call_expr(const CallNode* c) {
       Val sum = op("i64", "add i64 " + op("i64", "add i64 " + hi.v + ", " + p.v).v + ", 2147483648");
       return op("i32", "trunc i64 " + op("i64", "lshr i64 " + sum.v + ", 32").v + " to i32");
     }
-    case Builtin::Sxtb16:
-    case Builtin::Sxtb16Ror8: return sxtb16(arg(0), b == Builtin::Sxtb16Ror8);
-    case Builtin::WordPair: {  // LLVM pairs adjacent loads itself
-      auto wide = [&](const Val& v) { return op("i64", "zext i32 " + v.v + " to i64"); };
-      Val hi = op("i64", "shl i64 " + wide(arg(1)).v + ", 32");
-      return op("i64", "or i64 " + wide(arg(0)).v + ", " + hi.v);
-    }
+    case Builtin::Sxtb16: case Builtin::Sxtb16Ror8: return sxtb16(arg(0), b == Builtin::Sxtb16Ror8);
+    case Builtin::WordPair: return word_pair(c);
     case Builtin::Clz: {
       Val x = arg(0);
       Val r = intrinsic("llvm.ctlz." + x.ty, x.ty, {x, {"i1", "false"}});

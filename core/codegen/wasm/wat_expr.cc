@@ -165,6 +165,11 @@ WVal FunctionEmitter::imported_call(const CallNode* c, const std::string& symbol
 // in order, into locals; the shift clamped to [-31, 30] as the interpreter does; x << left,
 // the doubled high word of the 64-bit product rounded half up (INT32_MIN * INT32_MIN
 // saturates), then the division by 2^right rounded half away from zero.
+WVal FunctionEmitter::word_pair(const CallNode* c) {
+  WVal lo = expr(c->args.at(0)), hi = expr(c->args.at(1));
+  return {"i64", "(i64.or (i64.extend_i32_u " + lo.code + ") (i64.shl (i64.extend_i32_u " + hi.code + ") (i64.const 32)))"};
+}
+
 WVal FunctionEmitter::multiply_by_quantized_multiplier(const CallNode* c) {
   const std::string x = temp("i32"), m = temp("i32"), s = temp("i32"), a = temp("i32"), h = temp("i32"),
                     r = temp("i32"), mask = temp("i32");
@@ -275,8 +280,7 @@ WVal FunctionEmitter::call_expr(const CallNode* c) {
       std::string hi = "(i64.shl (i64.extend_i32_u " + acc.code + ") (i64.const 32))";
       return {"i32", "(i32.wrap_i64 (i64.shr_u (i64.add (i64.add " + hi + " " + p + ") (i64.const 2147483648)) (i64.const 32)))"};
     }
-    case Builtin::Sxtb16:
-    case Builtin::Sxtb16Ror8: {
+    case Builtin::Sxtb16: case Builtin::Sxtb16Ror8: {
       WVal x = expr(c->args.at(0));
       std::string v = b == Builtin::Sxtb16 ? x.code : "(i32.shr_u " + x.code + " (i32.const 8))";
       // Byte 0 sign-extended and masked to the low half; byte 2 sign-extended into the high half.
@@ -284,10 +288,7 @@ WVal FunctionEmitter::call_expr(const CallNode* c) {
       std::string hi = "(i32.shl (i32.extend8_s (i32.shr_u " + v + " (i32.const 16))) (i32.const 16))";
       return {"i32", "(i32.or " + lo + " " + hi + ")"};
     }
-    case Builtin::WordPair: {
-      WVal lo = expr(c->args.at(0)), hi = expr(c->args.at(1));
-      return {"i64", "(i64.or (i64.extend_i32_u " + lo.code + ") (i64.shl (i64.extend_i32_u " + hi.code + ") (i64.const 32)))"};
-    }
+    case Builtin::WordPair: return word_pair(c);
     case Builtin::Clz: {
       WVal x = expr(c->args.at(0));
       if (x.ty == "i64") return {"i32", "(i32.wrap_i64 (i64.clz " + x.code + "))"};
