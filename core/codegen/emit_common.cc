@@ -122,4 +122,16 @@ const BufferLoadNode* consecutive_bytes(const std::vector<Expr>& args) {
   return first;
 }
 
+bool adjacent_words(const Expr& lo, const Expr& hi) {
+  const auto* a = as<BufferLoadNode>(lo);
+  const auto* b = as<BufferLoadNode>(hi);
+  if (!a || !b || a->buffer != b->buffer || !a->buffer->strides.empty() || a->indices.size() != 1 || b->indices.size() != 1 || a->predicate ||
+      b->predicate || a->dtype.lanes() != 1 || a->dtype != b->dtype)
+    return false;
+  auto [base_a, off_a] = split_constant(a->indices[0]);
+  auto [base_b, off_b] = split_constant(b->indices[0]);
+  if (off_b != off_a + 1) return false;
+  return base_a && base_b ? same_expr(base_a, base_b) : !base_a && !base_b;
+}
+
 }  // namespace mtir

@@ -53,6 +53,9 @@ int signed_clamp_bits(const BinaryNode* op);
 // The first of pack_bytes' four arguments when they are int8 (or uint8) loads of
 // elements i, i + 1, i + 2, i + 3 of one buffer (one word in memory), else nullptr.
 const BufferLoadNode* consecutive_bytes(const std::vector<Expr>& args);
+// Whether `lo` and `hi` load elements i and i + 1 of one buffer (one index each, hi's
+// written as lo's plus one, or both plus constants one apart): word_pair's paired load.
+bool adjacent_words(const Expr& lo, const Expr& hi);
 
 // A name from any hint: characters outside [A-Za-z0-9_] (and '.', when `keep_dots`)
 // become '_'.

@@ -276,6 +276,7 @@ void pack_smlad_weights(Graph& g, GraphNode& node, const ScheduleOptions& opts, 
   sched["pixel_triples"] = opts.pixel_triples && opts.block;
   // The kernel chunks only a batch-1 dense whose gathered row outweighs the chunk.
   sched["dense_chunks"] = !conv && opts.dense_chunks;
+  sched["pair_loads"] = !conv && opts.pair_loads;
 }
 
 // The schedules a node of `op` can take; the rest are recorded as off.
@@ -305,7 +306,8 @@ void prepare_matmul_node(Graph& g, GraphNode& node, const ScheduleOptions& opts,
                 {"pixel_triples", false},
                 {"rolled_leftovers", opts.block && opts.rolled_leftovers},
                 {"mve_depthwise_padded", false},
-                {"word_gather", false}};
+                {"word_gather", false},
+                {"pair_loads", false}};
   auto wit = g.constants.find(node.inputs.size() > 1 ? node.inputs[1] : "");
   const bool const_weight = wit != g.constants.end() && wit->second.dtype == kI8;
   const int64_t channels = nchw ? node.type.shape.at(1) : node.type.shape.back();

@@ -98,6 +98,7 @@ bool is_pure_intrinsic(Builtin op) {
     case Builtin::Sxtb16:
     case Builtin::Sxtb16Ror8:
     case Builtin::PackBytes:
+    case Builtin::WordPair:
     case Builtin::Reinterpret: return true;
     default: return false;
   }
@@ -138,6 +139,9 @@ Scalar pure_intrinsic(Builtin op, DataType from, DataType to, const Scalar* args
       for (int k = 0; k < 4; ++k) word |= static_cast<uint32_t>(static_cast<uint8_t>(args[k].i)) << (8 * k);
       return make_int(i32, static_cast<int32_t>(word));
     }
+    case Builtin::WordPair:
+      return make_int(DataType::Int(64), static_cast<int64_t>(static_cast<uint32_t>(args[0].i) |
+                                                              static_cast<uint64_t>(static_cast<uint32_t>(args[1].i)) << 32));
     case Builtin::Reinterpret: return reinterpret_bits(from, to, args[0]);
     default: break;
   }
@@ -181,6 +185,7 @@ CallFamily call_family(Builtin b) {
     case Builtin::Sxtb16:
     case Builtin::Sxtb16Ror8:
     case Builtin::PackBytes: return CallFamily::kPureIntrinsic;
+    case Builtin::WordPair: return CallFamily::kPureIntrinsic;
     case Builtin::Vmladava: return CallFamily::kVmladava;
     case Builtin::TvmReturn: return CallFamily::kReturn;
     case Builtin::TvmThrowLastError: return CallFamily::kThrowLastError;

@@ -47,7 +47,7 @@ struct Schedule {
        fold_output_zero_point = false, few_channels = false, depthwise_tile = false, depthwise_border_tiles = false,
        smlal_requant = false, smmlar_requant = false, dense_chunks = false, mve = false, mve_short_requant = false,
        mve_pair_requant = false, mve_signed_requant = false, mve_direct = false, pixel_triples = false,
-       rolled_leftovers = false, mve_depthwise_padded = false, word_gather = false;
+       rolled_leftovers = false, mve_depthwise_padded = false, word_gather = false, pair_loads = false;
   // Packed weight words per output channel for a reduction of length k.
   int64_t weight_words(int64_t k) const { return smlad ? packed_weight_words(k, sxtb16) : k; }
 };

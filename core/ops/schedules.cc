@@ -51,6 +51,7 @@ const Schedule kSchedules[] = {
     {"mve_depthwise_padded", &ScheduleOptions::mve_depthwise_padded, false},
     {"word_gather", &ScheduleOptions::word_gather, false},
     {"patch_edge_rows", &ScheduleOptions::patch_edge_rows, true},
+    {"pair_loads", &ScheduleOptions::pair_loads, false},
 };
 
 const Schedule* find_schedule(const std::string& name) {

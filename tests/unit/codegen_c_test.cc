@@ -323,5 +323,24 @@ TEST(CodegenC, HeliumInt32x4LetIsOneVectorVariable) {
   EXPECT_NE(c.find("mtir_v4_store((&B[0]), mtir_v4_add(x, x));"), std::string::npos) << c;
 }
 
+// word_pair of two adjacent int32 elements of one buffer is one paired load (LDRD for GCC
+// on a DSP core: GCC itself loads each single-use word with its own LDR); any other pair
+// of words is both values combined.
+TEST(CodegenC, WordPairOfAdjacentWordsIsOneLoad) {
+  IRModule m = parse_module_or_throw(
+      "@T.prim_func\ndef pairs(A: T.Buffer((8,), \"int32\"), O: T.Buffer((4,), \"int64\"), n: T.int32):\n"
+      "    O[0] = T.word_pair(A[n], A[n + 1])\n"
+      "    O[1] = T.word_pair(A[n + 2], A[n + 3])\n"
+      "    O[2] = T.word_pair(A[n + 1], A[n])\n"
+      "    O[3] = T.word_pair(A[4], A[5])\n",
+      "pairs.tir");
+  const std::string c = codegen_c(m);
+  size_t count = 0;
+  for (size_t at = c.find("mtir_word_pair(&"); at != std::string::npos; at = c.find("mtir_word_pair(&", at + 1)) ++count;
+  EXPECT_EQ(count, 3u) << c;
+  EXPECT_NE(c.find("__asm__(\"ldrd %Q0, %R0, %1\""), std::string::npos) << c;
+  EXPECT_NE(c.find("<< 32)))"), std::string::npos) << "the reversed pair is two loads\n" << c;
+}
+
 }  // namespace
 }  // namespace mtir

@@ -269,6 +269,9 @@ inline void run_all_schedules(const Case& k, const std::string& name) {
       // The channel quads read as words (weights in their order) where interleave is on;
       // int16-pair gathers of the same layers where it is off.
       o.word_gather = interleave;
+      // The paired loads of batch-1 dense layers with int16 weights (smlad without
+      // sxtb16) off in the combinations without unroll that interleave.
+      o.pair_loads = (bits & 4) || !interleave;
       o.pixel_triples_stack = o.pixel_triples_code = false;
       // Depthwise tiles in half the combinations (the blocked and plain depthwise loops in
       // the other half); the 64-bit requantization off with the folds.

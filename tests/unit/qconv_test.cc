@@ -746,6 +746,35 @@ TEST(QDense, ChunkedDenseRunsInGroupsOfChannels) {
   EXPECT_EQ(locals.bytes["col"], 32 * 4) << "one chunk of 64 values as int16 pairs";
 }
 
+// pair_loads: a batch-1 dense with int16 weights (smlad without sxtb16) reads its weight
+// and gathered words as word_pair calls (one LDRD each in C), two words per call; without
+// the schedule, or with int8 weights (sxtb16), none. 33 inputs: 17 words, the last one alone.
+TEST(QDense, PairLoadsReadInt16WeightsTwoWordsAtATime) {
+  auto pairs = [](bool pair_loads, bool sxtb16) {
+    json attrs = quant({{"weight_shape", {5, 33}},
+                        {"schedule", {{"smlad", true}, {"sxtb16", sxtb16}, {"block", true}, {"unroll", true},
+                                      {"interleave", true}, {"pair_loads", pair_loads}}}});
+    const int64_t words = sxtb16 ? 9 : 17;
+    PrimFunc f = find_op("qdense")->build("k", {{DataType::Int(8), {1, 33}}, {DataType::Int(32), {5, words}}, {DataType::Int(32), {5}}},
+                                          TensorType{DataType::Int(8), {1, 5}}, attrs);
+    struct Count : Visitor {
+      int n = 0;
+      void visit_Call(const CallNode* op) override {
+        n += op->op == "word_pair";
+        Visitor::visit_Call(op);
+      }
+    } count;
+    count.visit(f->body);
+    return count.n;
+  };
+  // Eight steps of two words (one unrolled pass) in each of the two tiles' code (the loop
+  // over channel pairs, the odd last channel): the input pair and two weight pairs for a
+  // channel pair, the input pair and one for the last channel.
+  EXPECT_EQ(pairs(true, false), 8 * (1 + 2) + 8 * (1 + 1));
+  EXPECT_EQ(pairs(false, false), 0);
+  EXPECT_EQ(pairs(true, true), 0);
+}
+
 TEST(QConv, RefusesBadInputs) {
   auto infer = [](const std::string& op, std::vector<TensorType> in, json attrs) {
     try {

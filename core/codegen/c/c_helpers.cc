@@ -226,6 +226,18 @@ static inline int32_t mtir_read_word(const void* p) {
 #else
   const uint8_t* b = (const uint8_t*)p;
   return (int32_t)((uint32_t)b[0] | ((uint32_t)b[1] << 8) | ((uint32_t)b[2] << 16) | ((uint32_t)b[3] << 24));
+// word_pair(A[i], A[i + 1]) of int32 words: one LDRD where GCC compiles for a DSP core (GCC
+// loads a word used once by its own LDR next to its use and splits an int64 load in two);
+// the may_alias type keeps it ordered after int32 stores to the same words. The two
+// loads elsewhere.
+const char* const kWordPairHelper = R"(static inline int64_t mtir_word_pair(const int32_t* p) {
+#if defined(__ARM_FEATURE_DSP) && defined(__GNUC__) && !defined(__clang__)
+  typedef int64_t __attribute__((__may_alias__, __aligned__(4))) mtir_pair_t;
+  int64_t v;
+  __asm__("ldrd %Q0, %R0, %1" : "=r"(v) : "m"(*(const mtir_pair_t*)p));
+  return v;
+#else
+  return (int64_t)((uint64_t)(uint32_t)p[0] | ((uint64_t)(uint32_t)p[1] << 32));
 #endif
 }
 )";

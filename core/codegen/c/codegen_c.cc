@@ -410,29 +410,38 @@ class FunctionEmitter {
         return "(&" + access(load->buffer, load->indices, load->span) + ")";
       }
       case Builtin::Vmladava: case Builtin::MultiplyByQuantizedMultiplier: return helium_call(op);
-      case Builtin::Smlad:
-        (*helpers_)["mtir_smlad"] = kSmladHelper;
-        return call("mtir_smlad", op->args);
-      case Builtin::Smlabb:
-        (*helpers_)["mtir_smlabb"] = kSmlabbHelper;
-        return call("mtir_smlabb", op->args);
-      case Builtin::Smmlar:
-        (*helpers_)["mtir_smmlar"] = kSmmlarHelper;
-        return call("mtir_smmlar", op->args);
+      case Builtin::Smlad: return helped_call("mtir_smlad", kSmladHelper, op);
+      case Builtin::Smlabb: return helped_call("mtir_smlabb", kSmlabbHelper, op);
+      case Builtin::Smmlar: return helped_call("mtir_smmlar", kSmmlarHelper, op);
       case Builtin::Sxtb16: case Builtin::Sxtb16Ror8:
         (*helpers_)["mtir_sxtb16"] = kSxtb16Helper;
         return call("mtir_" + op->op, op->args);
       case Builtin::PackBytes: return pack_bytes(op);
       case Builtin::Clz: return clz(op);
+      case Builtin::WordPair: return word_pair(op);
       case Builtin::Reinterpret: return reinterpret(op);
     }
     internal_error(__FILE__, __LINE__, "unhandled builtin");
   }
 
   std::string pack_bytes(const CallNode* op) {  // consecutive bytes of one buffer: one word read
-    const bool word = consecutive_bytes(op->args) != nullptr;
-    (*helpers_)[word ? "mtir_read_word" : "mtir_pack_bytes"] = word ? kReadWordHelper : kPackBytesHelper;
-    return word ? "mtir_read_word(&" + expr(op->args[0]) + ")" : call("mtir_pack_bytes", op->args);
+    if (!consecutive_bytes(op->args)) return helped_call("mtir_pack_bytes", kPackBytesHelper, op);
+    (*helpers_)["mtir_read_word"] = kReadWordHelper;
+    return "mtir_read_word(&" + expr(op->args[0]) + ")";
+  }
+  // A call of helper `name`, whose definition `text` goes into the file once.
+  std::string helped_call(const std::string& name, const char* text, const CallNode* op) {
+    (*helpers_)[name] = text;
+    return call(name, op->args);
+  }
+  // One paired load where the words are adjacent int32 elements of one buffer, else both.
+  std::string word_pair(const CallNode* op) {
+    const auto* lo = as<BufferLoadNode>(op->args.at(0));
+    if (lo && lo->dtype == DataType::Int(32) && adjacent_words(op->args[0], op->args[1])) {
+      (*helpers_)["mtir_word_pair"] = kWordPairHelper;
+      return "mtir_word_pair(&" + access(lo->buffer, lo->indices, lo->span) + ")";
+    }
+    return "((int64_t)((uint64_t)(uint32_t)" + expr(op->args[0]) + " | ((uint64_t)(uint32_t)" + expr(op->args[1]) + " << 32)))";
   }
 
   std::string clz(const CallNode* op) {
@@ -445,8 +454,7 @@ class FunctionEmitter {
   // The Helium builtins in scalar C: vmladava (below) and multiply_by_quantized_multiplier.
   std::string helium_call(const CallNode* op) {
     if (op->is(Builtin::Vmladava)) return vmladava(op);
-    (*helpers_)[kMultiplyByQuantizedMultiplierName] = kMultiplyByQuantizedMultiplierHelper;
-    return call(kMultiplyByQuantizedMultiplierName, op->args);
+    return helped_call(kMultiplyByQuantizedMultiplierName, kMultiplyByQuantizedMultiplierHelper, op);
   }
 
   // vmladava over two contiguous vector loads (scalarize_vectors keeps only those):

@@ -351,6 +351,7 @@ Val FunctionEmitter::call_expr(const CallNode* c) {
     }
     case Builtin::Sxtb16: case Builtin::Sxtb16Ror8: return sxtb16(arg(0), b == Builtin::Sxtb16Ror8);
     case Builtin::PackBytes: return pack_bytes(c);
+    case Builtin::WordPair: return word_pair(c);
     case Builtin::Clz: {
       Val x = arg(0);
       Val r = intrinsic("llvm.ctlz." + x.ty, x.ty, {x, {"i1", "false"}});

@@ -193,6 +193,8 @@ class FunctionEmitter {
   // multiply_by_quantized_multiplier.
   Val smlad(const CallNode* c);
   Val vmladava(const CallNode* c);
+  // word_pair(lo, hi) as zext, shl and or (LLVM pairs adjacent loads itself).
+  Val word_pair(const CallNode* c);
   // TFLite's MultiplyByQuantizedMultiplier lane by lane (builtins.def), int32 or <n x i32>.
   Val multiply_by_quantized_multiplier(const CallNode* c);
 

@@ -16,6 +16,13 @@ Val FunctionEmitter::intrinsic(const std::string& name, const std::string& ty, c
   return op(ty, call + ")");
 }
 
+Val FunctionEmitter::word_pair(const CallNode* c) {
+  auto wide = [&](const Expr& e) { return op("i64", "zext i32 " + expr(e).v + " to i64"); };
+  Val lo = wide(c->args.at(0));
+  Val hi = op("i64", "shl i64 " + wide(c->args.at(1)).v + ", 32");
+  return op("i64", "or i64 " + lo.v + ", " + hi.v);
+}
+
 Val FunctionEmitter::smlad(const CallNode* c) {
   Val a = expr(c->args.at(0)), bv = expr(c->args.at(1)), acc = expr(c->args.at(2));
   // LLVM 14's ARM backend turns the generic form below into SMLABB + SMLATT, two

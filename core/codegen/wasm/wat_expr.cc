@@ -177,6 +177,11 @@ WVal FunctionEmitter::pack_bytes(const CallNode* c) {
   return {"i32", word};
 }
 
+WVal FunctionEmitter::word_pair(const CallNode* c) {
+  WVal lo = expr(c->args.at(0)), hi = expr(c->args.at(1));
+  return {"i64", "(i64.or (i64.extend_i32_u " + lo.code + ") (i64.shl (i64.extend_i32_u " + hi.code + ") (i64.const 32)))"};
+}
+
 WVal FunctionEmitter::multiply_by_quantized_multiplier(const CallNode* c) {
   const std::string x = temp("i32"), m = temp("i32"), s = temp("i32"), a = temp("i32"), h = temp("i32"),
                     r = temp("i32"), mask = temp("i32");
@@ -296,6 +301,7 @@ WVal FunctionEmitter::call_expr(const CallNode* c) {
       std::string hi = "(i32.shl (i32.extend8_s (i32.shr_u " + v + " (i32.const 16))) (i32.const 16))";
       return {"i32", "(i32.or " + lo + " " + hi + ")"};
     }
+    case Builtin::WordPair: return word_pair(c);
     case Builtin::Clz: {
       WVal x = expr(c->args.at(0));
       if (x.ty == "i64") return {"i32", "(i32.wrap_i64 (i64.clz " + x.code + "))"};

@@ -178,6 +178,7 @@ class FunctionEmitter {
   WVal call_expr(const CallNode* c);
   WVal multiply_by_quantized_multiplier(const CallNode* c);
   WVal pack_bytes(const CallNode* c);
+  WVal word_pair(const CallNode* c);  // two int32 words as one i64, lo in the low half
   WVal expr(const Expr& e);
 
   // ---- statements -------------------------------------------------------------------
