@@ -226,6 +226,10 @@ static inline int32_t mtir_read_word(const void* p) {
 #else
   const uint8_t* b = (const uint8_t*)p;
   return (int32_t)((uint32_t)b[0] | ((uint32_t)b[1] << 8) | ((uint32_t)b[2] << 16) | ((uint32_t)b[3] << 24));
+#endif
+}
+)";
+
 // word_pair(A[i], A[i + 1]) of int32 words: one LDRD where GCC compiles for a DSP core (GCC
 // loads a word used once by its own LDR next to its use and splits an int64 load in two);
 // the may_alias type keeps it ordered after int32 stores to the same words. The two
