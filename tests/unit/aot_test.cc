@@ -523,6 +523,28 @@ TEST(Aot, PackedInterfaceWithLinkedWeightsHasAnEntryForInputsAndOutputs) {
   EXPECT_NE(c.find("return tvmgen_digits___tvm_main__(all, codes, 8,"), std::string::npos) << c;
 }
 
+// -link-params=1 with the unpacked C interface: main reads the linked arrays itself, so
+// run() passes only the inputs and outputs; with -link-params=0 main takes every weight.
+TEST(Aot, MainReadsLinkedWeightsItselfAndRunPassesOnlyInputsAndOutputs) {
+  const Digits& d = digits();
+  BuildResult linked = build_c(d.aot.module, parse_target("c -interface-api=c -unpacked-api=1 -link-params=1"));
+  const std::string& lib = linked.sources.at(0).text;
+  EXPECT_NE(lib.find("int32_t tvmgen_digits___tvm_main__(float* restrict x, float* restrict probs) {"), std::string::npos) << lib;
+  EXPECT_NE(lib.find("extern const float tvmgen_digits_fc_w[];"), std::string::npos) << lib;
+  EXPECT_NE(lib.find("float* fc_w = (float*)tvmgen_digits_fc_w;"), std::string::npos) << lib;
+  std::vector<SourceFileOut> files = c_interface(d.aot, d.graph, linked.lowered.module, {"c", true});
+  const std::string& c = files.at(1).text;
+  EXPECT_NE(c.find("\nconst float tvmgen_digits_fc_w[640] = {"), std::string::npos) << "not static: main links it";
+  EXPECT_NE(c.find("return tvmgen_digits___tvm_main__(inputs->x, outputs->probs);"), std::string::npos) << c;
+
+  BuildResult passed = build_c(d.aot.module, parse_target("c -interface-api=c -unpacked-api=1 -link-params=0"));
+  EXPECT_NE(passed.sources.at(0).text.find("int32_t tvmgen_digits___tvm_main__(float* restrict x, float* restrict bn1_bias,"),
+            std::string::npos);
+  EXPECT_EQ(passed.sources.at(0).text.find("extern const float"), std::string::npos);
+  const std::string unlinked = c_interface(d.aot, d.graph, passed.lowered.module, {"c", false}).at(1).text;
+  EXPECT_NE(unlinked.find("(inputs->x, (void*)params->bn1_bias,"), std::string::npos) << unlinked;
+}
+
 // The initialiser of a linked weight or state, for every linked type: the extremes of
 // each integer width (the sign of int8/int16/int32 taken from their bytes), six a line.
 TEST(Aot, LinkedLiteralsSpellEveryTypeExactly) {

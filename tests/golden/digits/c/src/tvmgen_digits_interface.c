@@ -6,12 +6,12 @@
 
 #include "tvmgen_digits.h"
 
-int32_t tvmgen_digits___tvm_main__(float* restrict x, float* restrict bn1_bias, float* restrict bn1_weight, float* restrict conv2_b, float* restrict conv2_w, float* restrict fc_b, float* restrict fc_w, float* restrict probs);
+int32_t tvmgen_digits___tvm_main__(float* restrict x, float* restrict probs);
 
-static const float tvmgen_digits_bn1_bias[8] = {
+const float tvmgen_digits_bn1_bias[8] = {
     -0.859843552f, -0.871966124f, 1.18494713f, 1.02662563f, 1.53117669f, -0.751915097f,
     0.00187192974f, -0.0853915438f};
-static const float tvmgen_digits_bn1_weight[72] = {
+const float tvmgen_digits_bn1_weight[72] = {
     0.00948750786f, 1.52182758f, 1.10034668f, -0.308605045f, 0.13801305f, 1.04285622f,
     1.17529845f, 1.05281401f, -2.27336049f, -0.688677311f, -1.13480532f, 1.74515986f,
     3.80425024f, -0.61744523f, 0.956635594f, -2.17899084f, 1.94776881f, -0.812425375f,
@@ -24,11 +24,11 @@ static const float tvmgen_digits_bn1_weight[72] = {
     -1.20269585f, -0.432321161f, -0.91091311f, 0.836990178f, -2.02129507f, -0.399421215f,
     1.40887249f, 3.11766648f, 0.212781414f, 2.03076935f, 0.100856394f, 1.80546558f,
     0.017185647f, -0.311989188f, 1.25981712f, -1.14308333f, -2.505512f, -0.472778767f};
-static const float tvmgen_digits_conv2_b[16] = {
+const float tvmgen_digits_conv2_b[16] = {
     -0.0758844092f, -0.0151323685f, -0.0127193844f, -0.0102052847f, -0.052360151f, 0.132040471f,
     -0.0368620232f, -0.00401733071f, -0.0347372778f, 0.0293551348f, 0.0148443356f, 0.0407129489f,
     0.0178554431f, 0.0162850283f, 0.0284522213f, -0.0823903903f};
-static const float tvmgen_digits_conv2_w[1152] = {
+const float tvmgen_digits_conv2_w[1152] = {
     -0.210368782f, 0.0142922588f, 0.0858345404f, 0.246564075f, 0.12798734f, 0.208605438f,
     0.220623672f, -0.0960540622f, -0.0362825617f, 0.0037541769f, 0.349618882f, -0.0399972573f,
     -0.253701866f, 0.0869292691f, -0.132528797f, 0.211458951f, -0.107562222f, -0.242411375f,
@@ -221,10 +221,10 @@ static const float tvmgen_digits_conv2_w[1152] = {
     -0.0709075853f, 0.26779747f, 0.391717523f, 0.229775131f, -0.496059775f, 0.00874483678f,
     0.66233319f, -0.0585361347f, -0.137332946f, -0.0513566546f, -0.274217397f, -0.29377535f,
     0.516845226f, -0.00383123383f, -0.380751103f, 0.0842974633f, 0.129691541f, -0.225829646f};
-static const float tvmgen_digits_fc_b[10] = {
+const float tvmgen_digits_fc_b[10] = {
     0.047091499f, 0.0552668944f, 0.010603603f, -0.0367185958f, 0.00848624483f, -0.0448694006f,
     -0.0510293767f, -0.0367554538f, 0.0998022705f, 0.0117098698f};
-static const float tvmgen_digits_fc_w[640] = {
+const float tvmgen_digits_fc_w[640] = {
     -0.187544331f, 0.148111314f, 0.12525636f, 0.449679643f, -0.311890364f, -0.464776784f,
     0.0943598151f, -0.0969019085f, -0.400834918f, -0.0648871288f, 0.33495f, 0.192217678f,
     0.281835198f, 0.283613503f, 0.0396042988f, -0.289282143f, 0.114564493f, -0.222744599f,
@@ -344,5 +344,5 @@ int32_t tvmgen_digits_run(struct tvmgen_digits_inputs* inputs, struct tvmgen_dig
   MTIR_REQUIRE(inputs->x, "input 'x'")
   MTIR_REQUIRE(outputs, "outputs")
   MTIR_REQUIRE(outputs->probs, "output 'probs'")
-  return tvmgen_digits___tvm_main__(inputs->x, (float*)tvmgen_digits_bn1_bias, (float*)tvmgen_digits_bn1_weight, (float*)tvmgen_digits_conv2_b, (float*)tvmgen_digits_conv2_w, (float*)tvmgen_digits_fc_b, (float*)tvmgen_digits_fc_w, outputs->probs);
+  return tvmgen_digits___tvm_main__(inputs->x, outputs->probs);
 }
