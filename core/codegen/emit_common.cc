@@ -30,10 +30,15 @@ bool attr_flag(const PrimFunc& f, const char* key) {
   return it != f->attrs.end() && std::holds_alternative<bool>(it->second) && std::get<bool>(it->second);
 }
 
+std::string linked_params_file(const PrimFunc& f) {
+  auto it = f->attrs.find(kLinkedParamsAttr);
+  return it != f->attrs.end() && std::holds_alternative<std::string>(it->second) ? std::get<std::string>(it->second) : "";
+}
+
 std::map<size_t, std::string> linked_params(const PrimFunc& f) {
   std::map<size_t, std::string> out;
   auto it = f->attrs.find(kConstantSymbolsAttr);
-  if (!attr_flag(f, kLinkedParamsAttr) || it == f->attrs.end() || !std::holds_alternative<std::string>(it->second))
+  if (linked_params_file(f).empty() || it == f->attrs.end() || !std::holds_alternative<std::string>(it->second))
     return out;
   std::istringstream list(std::get<std::string>(it->second));
   for (std::string item; std::getline(list, item, ',');) {

@@ -36,6 +36,8 @@ bool noalias_param(const PrimFunc& f, int index);
 // The weight parameters an AOT main reads from linked arrays instead (kLinkedParamsAttr):
 // position -> the array's symbol (kConstantSymbolsAttr); empty unless linked.
 std::map<size_t, std::string> linked_params(const PrimFunc& f);
+// The file main's source includes for those arrays (kLinkedParamsAttr); "" unless linked.
+std::string linked_params_file(const PrimFunc& f);
 
 // The function's name as the user knows it: a packed function's kernel reports errors
 // under the packed function's name (tir.kernel_of), any other under its symbol.

@@ -24,15 +24,6 @@ BuildResult build_c(const IRModule& m, const Target& target) {
   std::vector<std::string> packed;
   BuildResult r = lower_for_target(m, target, &packed);
   r.packed_symbols = packed;
-  // Linked weights under the unpacked C interface: the AOT main reads their arrays itself
-  // (codegen_c), so run() passes no pointer for them.
-  if (target.interface_api == "c" && target.unpacked_api && target.link_params)
-    for (auto& [name, f] : r.lowered.module.functions)
-      if (f->attrs.count(kConstantSymbolsAttr)) {
-        auto linked = std::make_shared<PrimFuncNode>(*f);
-        linked->attrs[kLinkedParamsAttr] = true;
-        f = linked;
-      }
   TimingScope timing("step", "codegen");
   // Functions that run on a device go to that device's own file, not the host's.
   std::set<std::string> devices;

@@ -131,11 +131,14 @@ class FunctionEmitter {
       const VarNode* p = func_->params[i].get();
       const Buffer& b = func_->param_buffers[i];
       bool used = uses.vars.count(p) || (b && uses.vars.count(b->data.get()));
-      if (linked_.count(i) && used) {  // main never writes its weights: the const is cast away
-        const std::string name = linked_pointer(i).first, ct = c_type(linked_pointer(i).second, p->span), symbol = linked_.at(i);
-        externs_->emplace(symbol, "extern const " + ct + " " + symbol + "[];");
-        line(ct + "* " + name + " = (" + ct + "*)" + symbol + ";");
-      } else if (!used && !linked_.count(i)) {
+      if (linked_.count(i)) {  // defined static in the included file (kLinkedParamsAttr)
+        const std::string file = linked_params_file(func_);
+        externs_->emplace(file, "#include \"" + file + "\"");
+        const std::string name = linked_pointer(i).first, ct = c_type(linked_pointer(i).second, p->span);
+        // main never writes its weights: the const is cast away; an unused one is still
+        // referenced, as -Wunused-const-variable asks of a static array.
+        line(used ? ct + "* " + name + " = (" + ct + "*)" + linked_.at(i) + ";" : "(void)" + linked_.at(i) + ";");
+      } else if (!used) {
         line("(void)" + name_of(p, p->name) + ";");
       }
     }

@@ -16,12 +16,7 @@ static inline float mtir_max_f32(float a, float b) {
   return a > b ? a : b;
 }
 
-extern const float tvmgen_digits_bn1_bias[];
-extern const float tvmgen_digits_bn1_weight[];
-extern const float tvmgen_digits_conv2_b[];
-extern const float tvmgen_digits_conv2_w[];
-extern const float tvmgen_digits_fc_b[];
-extern const float tvmgen_digits_fc_w[];
+#include "tvmgen_digits_weights.inc"
 
 int32_t tvmgen_digits_fused_bn1_relu1(float* restrict data, float* restrict weight, float* restrict bias, float* restrict out);
 int32_t tvmgen_digits_pool1(float* restrict data, float* restrict out, int32_t merged_c0, int32_t merged_c1, int32_t merged_c2, int32_t merged_c3, int32_t merged_c4);
