@@ -206,8 +206,11 @@ TEST(Target, ArtifactTargetLinksTheWeightsUnlessTold) {
   EXPECT_NE(t.str().find("-link-params=1"), std::string::npos) << t.str();
   EXPECT_TRUE(parse_target(t.str()).link_params);
   EXPECT_FALSE(artifact_target(parse_target("c -link-params=0")).link_params);
-  for (const auto& [key, value] : t.defaulted)
-    if (key == "link-params") EXPECT_EQ(value, "1");
+  for (const auto& [key, value] : t.defaulted) {
+    if (key == "link-params") {
+      EXPECT_EQ(value, "1");
+    }
+  }
 }
 
 }  // namespace mtir
