@@ -5,6 +5,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "ir/flat_view.h"
 #include "ir/structural_equal.h"
 #include "ir/visitor.h"
 
@@ -54,15 +55,6 @@ bool same_indices(const std::vector<Expr>& a, const std::vector<Expr>& b) {
 
 // ---- several stores, each element written once -----------------------------------
 
-// A one-dimensional view of `b`'s memory (its dtype, no offset): the Helium kernels store
-// four lanes through one of the output, and a fused consumer reads its inputs through
-// such views at the same flat index (executor/fuse_elementwise.cc).
-bool flat_view_of(const Buffer& v, const Buffer& b) {
-  const int64_t* offset = v->elem_offset ? as_const_int(v->elem_offset) : nullptr;
-  return v != b && v->data && v->data == b->data && v->shape.size() == 1 && v->dtype == b->dtype && v->strides.empty() &&
-         (!v->elem_offset || (offset && !*offset));
-}
-
 // Every read of `in` (or a flat view of it) lies in the value of a store to `out` (or a
 // flat view of it) at that store's own index, nothing reads `out`, and no other buffer
 // names the memory of either (a view would hide accesses).
@@ -73,7 +65,7 @@ class ReadsAtStores : public Visitor {
 
  protected:
   void visit_BufferStore(const BufferStoreNode* op) override {
-    const bool view = flat_view_of(op->buffer, out_);
+    const bool view = is_flat_view_of(op->buffer, out_);
     if (op->buffer != out_ && !view) return Visitor::visit_BufferStore(op);
     for (const Expr& i : op->indices) visit(i);
     const std::vector<Expr>* outer = at_;
@@ -83,14 +75,14 @@ class ReadsAtStores : public Visitor {
     at_ = outer, at_view_ = outer_view;
   }
   void visit_BufferLoad(const BufferLoadNode* op) override {
-    const bool in_view = flat_view_of(op->buffer, in_);
-    if (op->buffer == out_ || flat_view_of(op->buffer, out_)) ok = false;
+    const bool in_view = is_flat_view_of(op->buffer, in_);
+    if (op->buffer == out_ || is_flat_view_of(op->buffer, out_)) ok = false;
     if ((op->buffer == in_ || in_view) && (!at_ || in_view != at_view_ || !same_indices(op->indices, *at_))) ok = false;
     Visitor::visit_BufferLoad(op);
   }
   void visit_buffer(const Buffer& b) override {
     if (b && b != in_ && b != out_ && b->data && (b->data == in_->data || b->data == out_->data) &&
-        !flat_view_of(b, in_) && !flat_view_of(b, out_))
+        !is_flat_view_of(b, in_) && !is_flat_view_of(b, out_))
       ok = false;
     Visitor::visit_buffer(b);
   }
@@ -157,7 +149,7 @@ class WriteOnceCheck {
       Buffer out;
       bool found = false;
       void visit_BufferStore(const BufferStoreNode* op) override {
-        found = found || op->buffer == out || flat_view_of(op->buffer, out);
+        found = found || op->buffer == out || is_flat_view_of(op->buffer, out);
         Visitor::visit_BufferStore(op);
       }
     } f;

@@ -5,6 +5,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "ir/flat_view.h"
 #include "ir/mutator.h"
 #include "ir/structural_equal.h"
 #include "ir/substitute.h"
@@ -196,13 +197,6 @@ class ApplyAtSite : public Mutator {
   bool inline_value_;
 };
 
-// A one-dimensional view of the producer's output (its memory, dtype and no offset): the
-// Helium kernels store four lanes at a time through one (ops/qconv_mve.cc).
-bool is_flat_view(const Buffer& b, const Buffer& out) {
-  const int64_t* offset = b->elem_offset ? as_const_int(b->elem_offset) : nullptr;
-  return b->shape.size() == 1 && b->dtype == out->dtype && b->strides.empty() && (!b->elem_offset || (offset && !*offset));
-}
-
 // A producer that only stores its output, from any number of statements, and reads its
 // memory through no other buffer; it may store through flat views (`views`): each store's
 // value is final unless a later store to the same element replaces it, so the epilogue
@@ -220,7 +214,7 @@ bool stores_only(const PrimFunc& producer, const Buffer& out, std::vector<Buffer
     void visit_BufferStore(const BufferStoreNode* op) override {
       stored = stored || op->buffer == out || aliases(op->buffer);
       if (aliases(op->buffer)) {
-        ok = ok && is_flat_view(op->buffer, out);
+        ok = ok && has_flat_view_shape(op->buffer, out);
         if (std::find(views->begin(), views->end(), op->buffer) == views->end()) views->push_back(op->buffer);
       }
       Visitor::visit_BufferStore(op);

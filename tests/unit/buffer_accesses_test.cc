@@ -25,6 +25,27 @@ std::set<std::string> names(const std::set<const VarNode*>& vars) {
   return out;
 }
 
+// The calls of a module's main function, and its allocations' data variables by buffer
+// name: what call_overlaps is given by plan_memory. No steps when the text does not parse.
+struct MainCalls {
+  ParseResult parsed;  // owns the nodes below
+  std::map<std::string, const VarNode*> data;
+  std::vector<Stmt> steps;
+};
+
+MainCalls main_calls(const char* text) {
+  MainCalls out{parse_module(text), {}, {}};
+  if (!out.parsed.ok()) return out;
+  Stmt body = out.parsed.module->functions.back().second->body;  // main
+  while (const auto* alloc = as<AllocateNode>(body)) {
+    out.data[alloc->buffer->name] = alloc->buffer->data.get();
+    body = alloc->body;
+  }
+  while (const auto* decl = as<DeclBufferNode>(body)) body = decl->body;
+  if (const auto* seq = as<SeqStmtNode>(body)) out.steps = seq->seq;
+  return out;
+}
+
 TEST(PointersUsed, BuffersDataAndVariablesOfTheStatementOnly) {
   const ParseResult parsed = parse_module(R"(@T.prim_func
 def f(a: T.handle, b: T.handle, c: T.handle, n: T.int32):
@@ -74,20 +95,10 @@ class Module:
 )";
 
 TEST(CallOverlaps, MostBytesSavedFirstThenAllocationOrder) {
-  const ParseResult parsed = parse_module(kBandedChain);
-  ASSERT_TRUE(parsed.ok());
-  const PrimFunc f = parsed.module->functions.back().second;  // main
-  std::map<std::string, const VarNode*> data;
-  // The body: allocations (and their buffers' declarations) around the sequence of calls.
-  Stmt body = f->body;
-  while (const auto* alloc = as<AllocateNode>(body)) {
-    data[alloc->buffer->name] = alloc->buffer->data.get();
-    body = alloc->body;
-  }
-  while (const auto* decl = as<DeclBufferNode>(body)) body = decl->body;
-  const auto* seq = as<SeqStmtNode>(body);
-  ASSERT_NE(seq, nullptr);
-  const std::vector<Stmt> steps = seq->seq;
+  MainCalls calls = main_calls(kBandedChain);
+  std::map<std::string, const VarNode*>& data = calls.data;
+  const std::vector<Stmt>& steps = calls.steps;
+  ASSERT_FALSE(steps.empty());
   ASSERT_EQ(data.size(), 4u);
   // Each tensor's first (written) and last (read) step.
   const std::map<const VarNode*, std::pair<int, int>> live = {
@@ -150,15 +161,10 @@ class Module:
 )";
 
 TEST(CallOverlaps, InPlaceReadsPlaceTheOutputOverTheInput) {
-  const ParseResult parsed = parse_module(kInPlaceBands);
-  ASSERT_TRUE(parsed.ok());
-  const PrimFunc f = parsed.module->functions.back().second;  // main
-  std::map<std::string, const VarNode*> data;
-  Stmt body = f->body;
-  while (const auto* a = as<AllocateNode>(body)) data[a->buffer->name] = a->buffer->data.get(), body = a->body;
-  while (const auto* decl = as<DeclBufferNode>(body)) body = decl->body;
-  ASSERT_NE(as<SeqStmtNode>(body), nullptr);
-  const std::vector<Stmt> steps = as<SeqStmtNode>(body)->seq;
+  MainCalls calls = main_calls(kInPlaceBands);
+  std::map<std::string, const VarNode*>& data = calls.data;
+  const std::vector<Stmt>& steps = calls.steps;
+  ASSERT_FALSE(steps.empty());
   const std::vector<std::pair<const VarNode*, int64_t>> sizes = {{data["R"], 64}, {data["O"], 64}};
   auto describe = [&](int last, const std::vector<std::set<size_t>>& in_place) {
     std::map<const VarNode*, std::pair<int, int>> live = {{data["R"], {0, last}}, {data["O"], {4, 9}}};

@@ -12,6 +12,7 @@
 #include "executor/aot.h"
 #include "executor/fuse_elementwise.h"
 #include "interp/interpreter.h"
+#include "ir/flat_view.h"
 #include "ops/op_util.h"
 #include "ops/schedules.h"
 #include "sim/host_sim.h"
@@ -100,6 +101,28 @@ const json kConvBiasRelu = {
 
 std::map<std::string, NDArray> conv_constants() {
   return {{"w", random_array({4, 3, 3, 3}, 1)}, {"b", random_array({4, 1, 1}, 2)}, {"s", random_array({4, 1, 1}, 3)}};
+}
+
+// A flat view (ir/flat_view.h), through which Helium kernels store their output and fused
+// consumers read it: one dimension, the dtype of the buffer it views, no strides, offset 0;
+// and, to be a view of a buffer, that buffer's memory and not the buffer itself.
+TEST(Fusion, FlatViewsHaveOneDimensionTheDtypeAndNoOffset) {
+  const Buffer out = MakeBuffer("Out", DataType::Int(8), {IntImm(DataType::Int(32), 4), IntImm(DataType::Int(32), 6)});
+  auto view_of = [&](DataType dtype, std::vector<Expr> shape, int64_t offset) {
+    auto v = std::make_shared<BufferNode>(*MakeBuffer("V", dtype, std::move(shape)));
+    v->data = out->data;
+    v->elem_offset = IntImm(DataType::Int(32), offset);
+    return Buffer(v);
+  };
+  const Expr n24 = IntImm(DataType::Int(32), 24);
+  EXPECT_TRUE(is_flat_view_of(view_of(DataType::Int(8), {n24}, 0), out));
+  EXPECT_FALSE(is_flat_view_of(out, out));                                        // the buffer itself
+  EXPECT_FALSE(is_flat_view_of(view_of(DataType::Int(8), {n24}, 4), out));        // an offset
+  EXPECT_FALSE(is_flat_view_of(view_of(DataType::Int(32), {n24}, 0), out));       // another dtype
+  EXPECT_FALSE(is_flat_view_of(view_of(DataType::Int(8), {n24, n24}, 0), out));   // two dimensions
+  const Buffer elsewhere = MakeBuffer("W", DataType::Int(8), {n24});             // other memory
+  EXPECT_FALSE(is_flat_view_of(elsewhere, out));
+  EXPECT_TRUE(has_flat_view_shape(elsewhere, out));
 }
 
 TEST(Fusion, ConvBiasReluFoldsIntoTheConvLoopNest) {

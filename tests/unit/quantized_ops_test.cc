@@ -175,16 +175,25 @@ NDArray ref_qbinary(const std::string& op, const NDArray& a, const NDArray& b, c
   return out;
 }
 
+// The quantization of a two-input elementwise op, as its attributes.
+struct BinaryQuant {
+  double sa;
+  int za;
+  double sb;
+  int zb;
+  double so;
+  int zo;
+  const char* act;
+  json attrs() const {
+    return {{"a_scale", sa},     {"a_zero_point", za},      {"b_scale", sb},        {"b_zero_point", zb},
+            {"output_scale", so}, {"output_zero_point", zo}, {"activation", act}};
+  }
+};
+
 TEST(QuantizedOps, QaddQsubQmulMatchReference) {
   struct P {
     Shape sa_shape, sb_shape, out;
-    double sa;
-    int za;
-    double sb;
-    int zb;
-    double so;
-    int zo;
-    const char* act;
+    BinaryQuant q;
   };
   const P params[] = {
       {{1, 4, 4, 8}, {1, 4, 4, 8}, {1, 4, 4, 8}, 0.05, 3, 0.02, -7, 0.06, -2, "none"},
@@ -198,12 +207,12 @@ TEST(QuantizedOps, QaddQsubQmulMatchReference) {
   uint32_t seed = 1;
   for (const char* op : {"qadd", "qsub", "qmul"})
     for (const auto& p : params) {
-      json attrs = {{"a_scale", p.sa},  {"a_zero_point", p.za}, {"b_scale", p.sb},     {"b_zero_point", p.zb},
-                    {"output_scale", p.so}, {"output_zero_point", p.zo}, {"activation", p.act}};
-      if (std::string(op) == "qmul") attrs["output_scale"] = p.so * 40;  // products of two scales
+      json attrs = p.q.attrs();
+      if (std::string(op) == "qmul") attrs["output_scale"] = p.q.so * 40;  // products of two scales
       NDArray a = random_i8(p.sa_shape, seed++), b = random_i8(p.sb_shape, seed++);
       NDArray got = run_op(op, {a, b}, attrs);
-      NDArray want = ref_qbinary(op, a, b, p.out, p.sa, p.za, p.sb, p.zb, attrs["output_scale"].get<double>(), p.zo, p.act);
+      NDArray want = ref_qbinary(op, a, b, p.out, p.q.sa, p.q.za, p.q.sb, p.q.zb, attrs["output_scale"].get<double>(), p.q.zo,
+                                 p.q.act);
       expect_ints(got, p.out, ints(want), std::string(op) + " " + attrs.dump());
     }
   // The saturating case really reaches both ends.
@@ -259,16 +268,7 @@ TEST(QuantizedOps, QaddRefusals) {
 // sign of the high word itself) and an output shift of 0. The kernel must really take
 // the form: its TIR holds the smmlar builtin, which the generic form never uses.
 TEST(QuantizedOps, SmmlarAddMatchesReferenceOnEveryPair) {
-  struct P {
-    double sa;
-    int za;
-    double sb;
-    int zb;
-    double so;
-    int zo;
-    const char* act;
-  };
-  const P params[] = {
+  const BinaryQuant params[] = {
       {0.0731, -128, 0.1042, -124, 0.1311, -128, "relu"},  // IC's residual add: b's multiplier is 0.5
       {0.05, 3, 0.02, -7, 0.06, -2, "none"},               // both multipliers below 0.5, sign terms everywhere
       {0.031, -20, 0.047, 11, 0.052, -30, "relu6"},
@@ -281,9 +281,8 @@ TEST(QuantizedOps, SmmlarAddMatchesReferenceOnEveryPair) {
   NDArray a = make(kI8, {256, 1}, all), b = make(kI8, {1, 256}, all);
   for (const char* op : {"qadd", "qsub"})
     for (const auto& p : params) {
-      json attrs = {{"a_scale", p.sa},     {"a_zero_point", p.za},      {"b_scale", p.sb},
-                    {"b_zero_point", p.zb}, {"output_scale", p.so},     {"output_zero_point", p.zo},
-                    {"activation", p.act},  {"schedule", {{"smmlar_add", true}}}};
+      json attrs = p.attrs();
+      attrs["schedule"] = {{"smmlar_add", true}};
       const std::vector<TensorType> types = {{kI8, {256, 1}}, {kI8, {1, 256}}};
       const OpDef* def = find_op(op);
       PrimFunc f = def->build("k", types, def->infer(types, attrs), attrs);
