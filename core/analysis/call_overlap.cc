@@ -76,6 +76,15 @@ bool reads_in_place(const Span1& r, const std::vector<Span1>& step, const VarNod
   return false;
 }
 
+// Whether `r`, a read of the output, spans exactly bytes that the same call writes:
+// the input is never written while both live, so those bytes hold what an earlier call
+// wrote to the output wherever the two are placed.
+bool rewrites_own_read(const Span1& r, const std::vector<Span1>& step) {
+  for (const Span1& w : step)
+    if (w.data == r.data && w.written && w.begin == r.begin && w.end == r.end) return true;
+  return false;
+}
+
 // The shift of `out` against `in` over steps [from, to], or false; `in_place` gets the
 // calls whose in-place reads it relies on (then only shift 0 holds: *below == 0).
 bool pair_shift(const std::vector<std::vector<Span1>>& regions, const std::vector<bool>& parsed, const VarNode* out,
@@ -95,7 +104,10 @@ bool pair_shift(const std::vector<std::vector<Span1>>& regions, const std::vecto
     }
     for (const Span1& r : regions[k]) {
       if (r.data != out) continue;
-      if (!r.written) return false;  // the output read while the input lives: keep them apart
+      // The output read while the input lives: keep them apart, unless the call writes
+      // exactly the bytes it reads (a fused add over its operand's rows in the output).
+      if (!r.written && !rewrites_own_read(r, regions[k])) return false;
+      if (!r.written) continue;
       if (lo > hi) continue;         // no read of the input from here on
       *below = std::max(*below, r.end - lo);
       *above = std::max(*above, hi - r.begin);

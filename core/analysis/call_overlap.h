@@ -17,7 +17,10 @@
 // positions the callee reads element by element at the index it writes
 // (analysis/elementwise_overwrite.h). Such a read does not count against that call's own
 // write when it spans exactly the bytes the write does; it holds only with the output
-// placed over the input (shift 0), and only that placement is offered.
+// placed over the input (shift 0), and only that placement is offered. A call may also
+// read the output where it writes exactly those bytes (a two-branch residual stage: the
+// shortcut's rows in the output, the fused add over them): the input is never written,
+// so that read sees what an earlier call wrote to the output at any shift.
 #pragma once
 
 #include <cstdint>

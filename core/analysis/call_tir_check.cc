@@ -3,8 +3,11 @@
 #include <functional>
 #include <map>
 #include <set>
+#include <sstream>
 
+#include "analysis/elementwise_overwrite.h"
 #include "analysis/int_bound.h"
+#include "ir/attrs.h"
 #include "ir/visitor.h"
 
 namespace mtir {
@@ -195,7 +198,7 @@ class Checker {
                            written.count(b.get()) > 0});
       }
     }
-    check_aliasing(who, regions, at);
+    check_aliasing(who, regions, at, callee);
   }
 
   // Module.sub(args...): scalars of the parameters' types (constants that fit convert),
@@ -241,7 +244,11 @@ class Checker {
   // pointers in C (and the callee would see different data than a copy-in/copy-out
   // reading of the call). Such regions of one buffer must be provably disjoint:
   // constant starts, no overlap. Reading one region through two parameters is fine.
-  void check_aliasing(const std::string& who, const std::vector<Region>& regions, const Span& at) {
+  // The one exception: the same region at two parameters that the callee declares
+  // aliased (kAliasedParamsAttr) when it reads the one only where it writes the other
+  // (analysis/elementwise_overwrite.h), as a two-branch patch stage's fused add does.
+  void check_aliasing(const std::string& who, const std::vector<Region>& regions, const Span& at,
+                      const PrimFunc& callee) {
     auto flat_range = [](const BufferLoadNode* load, const std::vector<Expr>& extents, int64_t* lo, int64_t* hi) {
       const Buffer& b = load->buffer;
       int64_t start = 0, last = 0, stride = 1;
@@ -263,6 +270,7 @@ class Checker {
         int64_t a0, a1, b0, b1;
         bool known = flat_range(regions[i].load, regions[i].extents, &a0, &a1) &&
                      flat_range(regions[j].load, regions[j].extents, &b0, &b1);
+        if (known && a0 == b0 && a1 == b1 && declared_in_place(callee, regions[i], regions[j])) continue;
         if (!known || !(a1 < b0 || b1 < a0)) {
           return error(at, who + ": arguments " + std::to_string(regions[i].arg) + " and " +
                                std::to_string(regions[j].arg) + " are regions of the same buffer '" +
@@ -271,6 +279,21 @@ class Checker {
         }
       }
     }
+  }
+
+  // Whether `callee` declares parameters a and b aliased, one read only where the other,
+  // its output, is written.
+  static bool declared_in_place(const PrimFunc& callee, const Region& a, const Region& b) {
+    auto it = callee->attrs.find(kAliasedParamsAttr);
+    if (it == callee->attrs.end() || !std::holds_alternative<std::string>(it->second)) return false;
+    std::set<size_t> listed;
+    std::stringstream list(std::get<std::string>(it->second));
+    for (std::string item; std::getline(list, item, ',');)
+      if (!item.empty() && item.find_first_not_of("0123456789") == std::string::npos) listed.insert(std::stoul(item));
+    if (!listed.count(a.arg) || !listed.count(b.arg) || a.written == b.written) return false;
+    const Region& read = a.written ? b : a;
+    const Region& write = a.written ? a : b;
+    return write.arg + 1 == callee->param_buffers.size() && writes_elementwise_over(callee, read.arg);
   }
 
   // Returns whether the region is well formed (so later checks can use it).

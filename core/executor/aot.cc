@@ -234,10 +234,8 @@ class AotMainBuilder {
                                                   options_.patch_residual)
                               : PatchPlan{};
     stage_of_.assign(g_.nodes.size(), -1);
-    for (size_t s = 0; s < patches_.stages.size(); ++s) {
-      for (size_t i : patches_.stages[s].nodes) stage_of_[i] = static_cast<int>(s);
-      if (patches_.stages[s].fused) stage_of_[*patches_.stages[s].fused] = static_cast<int>(s);
-    }
+    for (size_t s = 0; s < patches_.stages.size(); ++s)
+      for (size_t i : stage_members(patches_.stages[s])) stage_of_[i] = static_cast<int>(s);
     std::vector<bool> in_stage(g_.nodes.size());
     for (size_t i = 0; i < g_.nodes.size(); ++i) in_stage[i] = stage_of_[i] >= 0;
     std::vector<FusedGroup> groups = group_nodes(g_, funcs, prefix_, options_, view, in_stage, node_ids_);

@@ -62,7 +62,10 @@ class StageCalls {
         for (size_t k = 1; k < node.inputs.size(); ++k) args.push_back(whole(cx_.buffer_of(node.inputs[k])));
         Attrs attrs;
         if (l + 1 == stage_.nodes.size()) {
-          if (stage_.fused) {
+          if (stage_.shortcut) {  // its rows in the output, which the add reads there
+            calls.push_back(shortcut_call(stage_.shortcut_bands[b], result));
+            args.push_back(rows_of(result, band.out_begin, band.out_rows));
+          } else if (stage_.fused) {
             attrs[kMayOverwriteAttr] = int64_t{1} << (args.size() - 1);  // the operand, an input of the call
             args.push_back(rows_of(cx_.buffer_of(fused_operand()), band.out_begin, band.out_rows));
           }
@@ -129,12 +132,22 @@ class StageCalls {
     return Evaluate(Call(DataType::Int(32), "call_tir", {StringImm(fname), rows_of(carried_[l - 1], row, rows)}));
   }
 
+  // The shortcut's call on band rows `band`: its rows of the stage's output.
+  Stmt shortcut_call(const PatchLayer& band, const Buffer& result) {
+    const GraphNode& node = cx_.g.nodes[*stage_.shortcut];
+    std::vector<Expr> args = {StringImm(kernel(stage_.nodes.size(), band))};
+    args.push_back(rows_of(cx_.buffer_of(node.inputs[0]), band.in_begin, band.in_rows));
+    for (size_t k = 1; k < node.inputs.size(); ++k) args.push_back(whole(cx_.buffer_of(node.inputs[k])));
+    args.push_back(rows_of(result, band.out_begin, band.out_rows));
+    return Evaluate(Call(DataType::Int(32), "call_tir", std::move(args)));
+  }
+
   // The op's kernel on a band's shapes and padding (with the residual add fused, for a
-  // residual stage's last layer).
+  // residual stage's last layer). Layer nodes.size() is the shortcut.
   std::string kernel(size_t l, const PatchLayer& band) {
     std::string& fname = kernels_[{l, band.in_rows, band.pad_top, band.pad_bottom}];
     if (!fname.empty()) return fname;
-    const GraphNode& node = node_at(l);
+    const GraphNode& node = l < stage_.nodes.size() ? node_at(l) : cx_.g.nodes[*stage_.shortcut];
     fname = fresh_name(cx_.prefix + cx_.ids.at(node.name) + "_band" + std::to_string(variants_[l]++));
     std::vector<TensorType> in_types;
     for (const auto& in : node.inputs) in_types.push_back(types_.at(in));
@@ -168,7 +181,14 @@ class StageCalls {
     PrimFunc f = find_op(add.op)->build(fname + "_add", in_types, with_rows(add.type, rows), add.attrs);
     PrimFunc fused = fuse_elementwise(fname, conv, f, input);
     if (!fused) user_error(Span{}, "patch stage: '" + add.name + "' does not fuse into the bands of '" + node.name + "'");
-    return fused;
+    if (!stage_.shortcut) return fused;
+    // The shortcut's rows are the output's own: the call passes the same rows as the
+    // operand and the output. call_tir's check (analysis/call_tir_check.h) accepts that
+    // only when the kernel reads each operand element where it writes it.
+    const size_t operand = fused->param_buffers.size() - 2;
+    auto shared = std::make_shared<PrimFuncNode>(*fused);
+    shared->attrs[kAliasedParamsAttr] = std::to_string(operand) + "," + std::to_string(operand + 1);
+    return shared;
   }
 
   const StageCallContext& cx_;

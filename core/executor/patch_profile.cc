@@ -30,6 +30,18 @@ struct StageOverlap {
   int first = 0, last = 0;  // the stage's steps
 };
 
+// Per node, its stage and position in the chain, or (-1, -1); the fused add and the
+// shortcut run in the stage's last layer (position -1).
+std::vector<std::pair<int, int>> stage_positions(const std::vector<const PatchStage*>& all, size_t nodes) {
+  std::vector<std::pair<int, int>> stage_of(nodes, {-1, -1});
+  for (size_t s = 0; s < all.size(); ++s) {
+    for (size_t l = 0; l < all[s]->nodes.size(); ++l) stage_of[all[s]->nodes[l]] = {int(s), int(l)};
+    if (all[s]->fused) stage_of[*all[s]->fused] = {int(s), -1};
+    if (all[s]->shortcut) stage_of[*all[s]->shortcut] = {int(s), -1};
+  }
+  return stage_of;
+}
+
 }  // namespace
 
 int64_t overlap_shift_of_rows(const PatchStage& stage, int64_t in_row, int64_t out_row) {
@@ -38,9 +50,12 @@ int64_t overlap_shift_of_rows(const PatchStage& stage, int64_t in_row, int64_t o
     // The first later read: this band's own when the stage is one layer (one call reads
     // and writes), else the next band's.
     const size_t reader = stage.nodes.size() == 1 ? b : b + 1;
-    if (reader >= stage.bands.size()) continue;
+    int64_t read = reader < stage.bands.size() ? stage.bands[reader].front().in_begin : -1;
+    // A shortcut reads the input in the band's own call that writes the output first.
+    if (stage.shortcut) read = read < 0 ? stage.shortcut_bands[b].in_begin : std::min(read, stage.shortcut_bands[b].in_begin);
+    if (read < 0) continue;
     const PatchLayer& out = stage.bands[b].back();
-    shift = std::max(shift, (out.out_begin + out.out_rows) * out_row - stage.bands[reader].front().in_begin * in_row);
+    shift = std::max(shift, (out.out_begin + out.out_rows) * out_row - read * in_row);
   }
   return aligned(shift);
 }
@@ -99,11 +114,7 @@ std::vector<StepSpan> PatchProfiler::lifetimes(const std::vector<PatchStage>& st
   std::vector<const PatchStage*> all;
   for (const PatchStage& s : stages) all.push_back(&s);
   if (extra) all.push_back(extra);
-  std::vector<std::pair<int, int>> stage_of(nodes_.size(), {-1, -1});  // node -> stage, position
-  for (size_t s = 0; s < all.size(); ++s) {
-    for (size_t l = 0; l < all[s]->nodes.size(); ++l) stage_of[all[s]->nodes[l]] = {int(s), int(l)};
-    if (all[s]->fused) stage_of[*all[s]->fused] = {int(s), -1};  // runs in the stage's last layer
-  }
+  const std::vector<std::pair<int, int>> stage_of = stage_positions(all, nodes_.size());
 
   std::vector<int> first(sizes_.size(), -1), last(sizes_.size(), -1);
   std::vector<StepSpan> spans;  // the band buffers, then what overlaps add
@@ -137,9 +148,12 @@ std::vector<StepSpan> PatchProfiler::lifetimes(const std::vector<PatchStage>& st
         if (l == 0) use(layer.first_input);
         if (l + 1 == stage.nodes.size()) {
           use(output);
-          if (stage.fused)  // the add's other operand, at the band's rows
+          // The add's other operand, at the band's rows; a shortcut's rows are the output's.
+          const int shortcut = stage.shortcut ? nodes_[*stage.shortcut].output : -1;
+          if (stage.shortcut) use(front.first_input);
+          if (stage.fused)
             for (int in : nodes_[*stage.fused].inputs)
-              if (in != layer.output) use(in);
+              if (in != layer.output && in != shortcut) use(in);
         } else if (stage.carried) {
           const PatchLayer& next = stage.bands[b][l + 1];
           carried_rows[l] = std::max(carried_rows[l], next.zero_top + band.carried + band.out_rows + next.zero_bottom);
@@ -153,8 +167,9 @@ std::vector<StepSpan> PatchProfiler::lifetimes(const std::vector<PatchStage>& st
     for (size_t l = 0; l < stage.nodes.size(); ++l)
       if (carried_rows[l] > 0) spans.push_back({carried_rows[l] * nodes_[stage.nodes[l]].row_bytes, stage_first, step - 1});
     const int64_t shift = overlap_shift_of_rows(stage, front.in_row_bytes, node.row_bytes);
-    // The fused add reads its operand where it writes: only in place (shift 0) is proven.
-    if (overlap_ && (!stage.fused || shift == 0))
+    // The fused add reads its operand where it writes: only in place (shift 0) is proven;
+    // a shortcut's operand is the output itself, so any shift is.
+    if (overlap_ && (!stage.fused || stage.shortcut || shift == 0))
       overlaps.push_back({front.first_input, output, shift, stage_first, step - 1});
   }
   // An input that dies in its stage: until then the output adds only what sticks out of

@@ -159,6 +159,25 @@ std::optional<size_t> residual_add_of(const Graph& g, size_t i, std::string* why
 
 namespace {
 
+// Why node `s` cannot be the shortcut of a residual stage whose add is `add` and whose
+// input is `input` (a one-layer convolution of the input whose output only the add
+// reads), or "".
+std::string shortcut_refusal(const Graph& g, size_t add, size_t s, const std::string& input) {
+  std::string why;
+  const GraphNode& node = g.nodes.at(s);
+  if (!patchable_conv(g, s, &why)) return "node '" + node.name + "' cannot run in bands: " + why;
+  const std::vector<std::string>& operands = g.nodes[add].inputs;
+  if (std::find(operands.begin(), operands.end(), node.name) == operands.end())
+    return "'" + g.nodes[add].name + "' does not add '" + node.name + "'";
+  if (node.inputs[0] != input) return "node '" + node.name + "' does not read the stage's input '" + input + "'";
+  if (std::find(g.outputs.begin(), g.outputs.end(), node.name) != g.outputs.end())
+    return "node '" + node.name + "' is a model output";
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    if (i != add && std::find(g.nodes[i].inputs.begin(), g.nodes[i].inputs.end(), node.name) != g.nodes[i].inputs.end())
+      return "node '" + g.nodes[i].name + "' reads '" + node.name + "' too";
+  return "";
+}
+
 // The bands of a patchable chain, or nullopt with the band and layer in `empty` when a
 // band of some layer reads only padding rows (a 1x1 convolution with padding 1 has such
 // rows): its kernel would have an input of no rows. With `carried` the layers but the
@@ -173,7 +192,9 @@ std::optional<PatchStage> band_geometry(const std::vector<ConvRows>& rows, const
   stage.nodes = nodes;
   stage.carried = carried;
   std::vector<int64_t> computed(nodes.size(), 0);
-  std::vector<int64_t> done(nodes.size(), 0), buffer_begin(nodes.size(), 0);  // carried: the previous band's buffer
+  // Carried: the previous band's buffer, its first row and the rows it filled (the next
+  // layer's zero-point rows above them included: the move reads below those).
+  std::vector<int64_t> done(nodes.size(), 0), buffer_begin(nodes.size(), 0), filled(nodes.size(), 0);
   for (int64_t b = 0; b < bands; ++b) {
     std::vector<PatchLayer> layers(nodes.size());
     int64_t begin = b * out_rows / bands, end = (b + 1) * out_rows / bands;
@@ -182,7 +203,7 @@ std::optional<PatchStage> band_geometry(const std::vector<ConvRows>& rows, const
       PatchLayer& p = layers[l];
       const int64_t fresh = carried && l + 1 < nodes.size() ? std::max(begin, done[l]) : begin;
       p.carried = fresh - begin;
-      const bool bad_carry = p.carried > 0 && (begin < buffer_begin[l] || done[l] - buffer_begin[l] < 2 * p.carried);
+      const bool bad_carry = p.carried > 0 && (begin < buffer_begin[l] || filled[l] < 2 * p.carried);
       // Output rows [fresh, end) read input rows [lo, hi], padding included.
       const int64_t lo = fresh * r.sh - r.pt, hi = (end - 1) * r.sh - r.pt + (r.kh - 1) * r.dh;
       p.out_begin = fresh, p.out_rows = end - fresh;
@@ -197,6 +218,7 @@ std::optional<PatchStage> band_geometry(const std::vector<ConvRows>& rows, const
       }
       computed[l] += p.out_rows;
       done[l] = end, buffer_begin[l] = begin;
+      filled[l] = (l + 1 < nodes.size() ? layers[l + 1].zero_top : 0) + p.carried + p.out_rows;
       begin = p.in_begin, end = in_end;
       if (carried && l > 0) {  // padding rows as zero-point rows of the carried buffer
         p.zero_top = p.pad_top, p.zero_bottom = p.pad_bottom;
@@ -210,9 +232,23 @@ std::optional<PatchStage> band_geometry(const std::vector<ConvRows>& rows, const
   return stage;
 }
 
+// The shortcut `node` (row geometry `rows`) of a residual stage, on the stage's output
+// bands; false when a band of it would read only padding rows.
+bool add_shortcut_bands(const ConvRows& rows, size_t node, PatchStage& stage) {
+  std::pair<int64_t, size_t> empty;
+  const std::optional<PatchStage> own =
+      band_geometry({rows}, {node}, static_cast<int64_t>(stage.bands.size()), &empty);
+  if (!own) return false;
+  stage.shortcut = node;
+  stage.shortcut_bands.clear();
+  for (const auto& band : own->bands) stage.shortcut_bands.push_back(band[0]);
+  return true;
+}
+
 }  // namespace
 
-PatchStage make_patch_stage(const Graph& g, const std::vector<size_t>& nodes, int64_t bands, bool residual) {
+PatchStage make_patch_stage(const Graph& g, const std::vector<size_t>& nodes, int64_t bands, bool residual,
+                            std::optional<size_t> shortcut) {
   if (nodes.empty()) user_error(Span{}, "patch stage: no layers");
   std::string why;
   std::optional<size_t> add;
@@ -225,8 +261,14 @@ PatchStage make_patch_stage(const Graph& g, const std::vector<size_t>& nodes, in
                              g.nodes[nodes[k - 1]].name + "'");
   }
   const std::string& input = g.nodes[nodes.front()].inputs[0];
-  if (add && std::find(g.nodes[*add].inputs.begin(), g.nodes[*add].inputs.end(), input) == g.nodes[*add].inputs.end())
+  if (shortcut && !add) user_error(Span{}, "patch stage: a shortcut needs a residual stage");
+  if (shortcut) {
+    const std::string why_not = shortcut_refusal(g, *add, *shortcut, input);
+    if (!why_not.empty()) user_error(Span{}, "patch stage: shortcut: " + why_not);
+  } else if (add &&
+             std::find(g.nodes[*add].inputs.begin(), g.nodes[*add].inputs.end(), input) == g.nodes[*add].inputs.end()) {
     user_error(Span{}, "patch stage: '" + g.nodes[*add].name + "' does not add the stage's input '" + input + "'");
+  }
   const int64_t out_rows = conv_rows(g, g.nodes[nodes.back()]).oh;
   if (bands < 1 || bands > out_rows)
     user_error(Span{}, "patch stage: " + std::to_string(bands) + " bands of " + std::to_string(out_rows) + " rows");
@@ -239,7 +281,16 @@ PatchStage make_patch_stage(const Graph& g, const std::vector<size_t>& nodes, in
                            g.nodes[nodes[empty.second]].name +
                            "' reads no input rows, computes no new row, or would move its carried rows over themselves");
   stage->fused = add;
+  if (shortcut && !add_shortcut_bands(conv_rows(g, g.nodes[*shortcut]), *shortcut, *stage))
+    user_error(Span{}, "patch stage: a band of shortcut '" + g.nodes[*shortcut].name + "' reads no input rows");
   return *stage;
+}
+
+std::vector<size_t> stage_members(const PatchStage& stage) {
+  std::vector<size_t> members = stage.nodes;
+  if (stage.fused) members.push_back(*stage.fused);
+  if (stage.shortcut) members.push_back(*stage.shortcut);
+  return members;
 }
 
 int64_t overlap_shift(const Graph& g, const PatchStage& stage) {
@@ -287,6 +338,30 @@ void fewest_stages(const PatchProfiler& overlapped, PatchPlan& plan) {
   for (const PatchStage& s : plan.stages) plan.recomputed_macs += s.recomputed_macs;
 }
 
+// With overlap: a carried stage takes the fewest bands that keep the plan's bound. Its
+// bands recompute nothing, but each moves the carried rows and calls every layer once
+// more (IC's first block: 16 bands of 2 rows cost 0.5 % more instructions than 8 of 4,
+// for a bound another stage sets).
+void fewest_carried_bands(const Graph& g, const PatchProfiler& overlapped, PatchPlan& plan) {
+  for (PatchStage& stage : plan.stages) {
+    if (!stage.carried) continue;
+    std::vector<ConvRows> rows;
+    for (size_t i : stage.nodes) rows.push_back(conv_rows(g, g.nodes[i]));
+    for (int64_t bands = 2; bands < static_cast<int64_t>(stage.bands.size()); ++bands) {
+      std::pair<int64_t, size_t> empty;
+      std::optional<PatchStage> fewer = band_geometry(rows, stage.nodes, bands, &empty, true);
+      if (!fewer) continue;
+      fewer->fused = stage.fused;
+      if (stage.shortcut && !add_shortcut_bands(conv_rows(g, g.nodes[*stage.shortcut]), *stage.shortcut, *fewer))
+        continue;
+      const PatchStage kept = stage;
+      stage = *fewer;
+      if (overlapped.bound(plan.stages) <= plan.patched_bound) break;
+      stage = kept;
+    }
+  }
+}
+
 // One greedy round's search over every start x chain x band count. What does not depend
 // on the round (which nodes may be layers, their row geometry, each chain's next layer)
 // is computed once per graph.
@@ -294,7 +369,7 @@ class StageSearch {
  public:
   StageSearch(const Graph& g, const PatchProfiler& profiler, bool overlap, bool residual, int64_t budget)
       : g_(g), profiler_(profiler), overlap_(overlap), budget_(budget), patchable_(g.nodes.size()),
-        rows_(g.nodes.size()), next_(g.nodes.size()), residual_next_(g.nodes.size()) {
+        rows_(g.nodes.size()), next_(g.nodes.size()), residual_next_(g.nodes.size()), shortcut_of_(g.nodes.size()) {
     std::vector<std::optional<size_t>> add(g.nodes.size());
     for (size_t i = 0; i < g.nodes.size(); ++i) {
       patchable_[i] = patchable_conv(g, i);
@@ -313,6 +388,16 @@ class StageSearch {
       if (g.nodes[j].inputs[0] != g.nodes[i].name) continue;
       if (patchable_[j]) next_[i] = j;
       if (add[j]) residual_next_[i] = {j, *add[j]};
+    }
+    // Two branches: the add's other operand a one-layer convolution of the stage's input.
+    std::map<std::string, size_t> producer;
+    for (size_t i = 0; i < g.nodes.size(); ++i) producer[g.nodes[i].name] = i;
+    for (size_t j = 0; j < g.nodes.size(); ++j) {
+      if (!add[j]) continue;
+      const GraphNode& a = g.nodes[*add[j]];
+      auto p = producer.find(a.inputs[a.inputs[0] == g.nodes[j].name ? 1 : 0]);
+      if (p != producer.end() && shortcut_refusal(g, *add[j], p->second, g.nodes[p->second].inputs[0]).empty())
+        shortcut_of_[j] = p->second;
     }
   }
 
@@ -346,17 +431,20 @@ class StageSearch {
     const std::optional<std::pair<size_t, size_t>> next = residual_next_[chain.back()];
     if (!next || used[next->first]) return;
     const std::vector<std::string>& operands = g_.nodes[next->second].inputs;
-    if (std::find(operands.begin(), operands.end(), g_.nodes[chain.front()].inputs[0]) == operands.end()) return;
+    const std::string& input = g_.nodes[chain.front()].inputs[0];
+    std::optional<size_t> shortcut = shortcut_of_[next->first];
+    if (shortcut && (used[*shortcut] || g_.nodes[*shortcut].inputs[0] != input)) shortcut.reset();
+    if (!shortcut && std::find(operands.begin(), operands.end(), input) == operands.end()) return;
     std::vector<size_t> nodes = chain;
     nodes.push_back(next->first);
     std::vector<ConvRows> rows = chain_rows;
     rows.push_back(rows_[next->first]);
-    try_bands(plan, nodes, rows, best, best_profile, next->second);
+    try_bands(plan, nodes, rows, best, best_profile, next->second, shortcut);
   }
 
   void try_bands(const PatchPlan& plan, const std::vector<size_t>& chain, const std::vector<ConvRows>& chain_rows,
                  std::optional<PatchStage>& best, std::vector<int64_t>& best_profile,
-                 std::optional<size_t> add = std::nullopt) const {
+                 std::optional<size_t> add = std::nullopt, std::optional<size_t> shortcut = std::nullopt) const {
     const int64_t rows = g_.nodes[chain.back()].type.shape[1];
     for (int64_t bands = 2; bands <= std::min(rows, kMaxBands); ++bands) {
       // The chain was checked link by link: only a band of padding rows (or, carried, a
@@ -366,6 +454,7 @@ class StageSearch {
       if (!candidate) continue;
       PatchStage& stage = *candidate;
       stage.fused = add;
+      if (shortcut && !add_shortcut_bands(rows_[*shortcut], *shortcut, stage)) continue;
       if (plan.recomputed_macs + stage.recomputed_macs > budget_) break;
       std::vector<int64_t> p = profiler_.profile(plan.stages, &stage);
       // Without overlap only the peak counts, as before the profile.
@@ -386,6 +475,8 @@ class StageSearch {
   std::vector<std::optional<size_t>> next_;  // the next layer of a chain
   // The convolution that can end a residual stage after a node, and its add.
   std::vector<std::optional<std::pair<size_t, size_t>>> residual_next_;
+  // Per such convolution, the shortcut its add reads (a convolution that may be one).
+  std::vector<std::optional<size_t>> shortcut_of_;
 };
 
 }  // namespace
@@ -401,8 +492,7 @@ PatchPlan plan_patch_stages(const Graph& g, int64_t max_recomputed_percent, bool
   for (;;) {
     std::optional<PatchStage> best = search.best_stage(plan, profile, used);
     if (!best) break;
-    for (size_t i : best->nodes) used[i] = true;
-    if (best->fused) used[*best->fused] = true;
+    for (size_t i : stage_members(*best)) used[i] = true;
     plan.recomputed_macs += best->recomputed_macs;
     plan.stages.push_back(std::move(*best));
     plan.patched_bound = profiler.bound(plan.stages);
@@ -410,6 +500,7 @@ PatchPlan plan_patch_stages(const Graph& g, int64_t max_recomputed_percent, bool
   }
   if (overlap) {
     fewest_stages(profiler, plan);
+    fewest_carried_bands(g, profiler, plan);
     alternate_directions(g, plan.stages);
   }
   return plan;

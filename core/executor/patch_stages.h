@@ -22,6 +22,12 @@
 // compared by their whole step profile of live bytes, highest first (the peak, then the
 // next highest step, ...), so each stage lowers its own part of the graph even when the
 // peak is elsewhere; at the end each stage takes the fewest bands that keep the bound.
+//
+// With `residual` (patch_residual) a stage may end in the convolution a residual add
+// fuses into, written over the add's other operand: the stage's input (a ResNet block),
+// or a shortcut, a one-layer convolution of the stage's input that runs in the stage's
+// bands and writes its rows where the add reads them (IC's downsampling blocks: two
+// branches, PatchStage::shortcut).
 #pragma once
 
 #include <cstdint>
@@ -61,6 +67,12 @@ struct PatchStage {
   // The residual add fused into the last layer (residual stages): the stage's output is
   // its output, written over its other operand, the stage's input.
   std::optional<size_t> fused;
+  // A residual stage of two branches (IC's downsampling blocks): the add's other operand
+  // is this one-layer convolution of the stage's input (a strided 1x1 shortcut). In each
+  // band it writes its rows (`shortcut_bands[band]`) into the stage's output just before
+  // the last layer, whose fused add reads them there and writes over them in place.
+  std::optional<size_t> shortcut;
+  std::vector<PatchLayer> shortcut_bands;
 };
 
 struct PatchPlan {
@@ -88,11 +100,16 @@ std::optional<size_t> residual_add_of(const Graph& g, size_t i, std::string* why
 
 // The bands of the chain `nodes` split into `bands` bands of its last output's rows.
 // With `residual` the chain ends in residual_add_of's convolution, whose add reads the
-// chain's input, and its earlier layers carry their halos. Throws a user error when the
+// chain's input (or, with `shortcut`, that node's output, a one-layer convolution of the
+// chain's input that only the add reads), and its earlier layers carry their halos. Throws a user error when the
 // chain is not patchable, a band of some layer would read only padding rows or (carried)
 // compute no row, or a carried buffer's rows would be moved over themselves
 // (plan_patch_stages passes over such band counts).
-PatchStage make_patch_stage(const Graph& g, const std::vector<size_t>& nodes, int64_t bands, bool residual = false);
+PatchStage make_patch_stage(const Graph& g, const std::vector<size_t>& nodes, int64_t bands, bool residual = false,
+                            std::optional<size_t> shortcut = std::nullopt);
+
+// Every node a stage runs: its chain, its fused add and its shortcut.
+std::vector<size_t> stage_members(const PatchStage& stage);
 
 // `max_recomputed_percent`: the share of the model's MACs the recomputed halos may add.
 // `residual` (with `overlap`): residual stages may be chosen too.
