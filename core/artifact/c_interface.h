@@ -31,6 +31,15 @@ std::string packed_linked_entry(const std::string& c_model);
 // stdint macros).
 std::string c_literal_list(const NDArray& a);
 
+// The file `main_reading_linked_weights` has main's source include: tvmgen_<model>_weights.inc.
+std::string linked_weights_file(const Graph& g);
+
+// `m` with its AOT main marked to read the weights itself (kLinkedParamsAttr) when
+// `target` links them under the unpacked C interface: c_interface then writes them as
+// static arrays into linked_weights_file(g), which main's source includes, and run()
+// passes no pointer for them. `m` unchanged for any other target.
+IRModule main_reading_linked_weights(const IRModule& m, const AotModule& aot, const Graph& g, const Target& target);
+
 // Throws a user error for combinations that cannot work (packed with devices).
 std::vector<SourceFileOut> c_interface(const AotModule& aot, const Graph& g, const IRModule& lowered,
                                        const InterfaceOptions& options = {});

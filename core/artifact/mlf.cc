@@ -121,13 +121,17 @@ nlohmann::json target_defaults_json(const Target& target) {
   return j;
 }
 
+Target artifact_target(Target target) {
+  // Weights are linked into the artifact (flash) unless the target string says -link-params=0.
+  if (!target.link_params_given) target.link_params = true;
+  for (auto& [key, value] : target.defaulted)
+    if (key == "link-params") value = target.link_params ? "1" : "0";
+  return target;
+}
+
 MlfArtifact build_mlf(const LoadedModel& model, const Target& target, const MlfInputs& inputs) {
   MlfArtifact a;
-  a.target = target;
-  // Weights are linked into the artifact (flash) unless the target string says -link-params=0.
-  if (!target.link_params_given) a.target.link_params = true;
-  for (auto& [key, value] : a.target.defaulted)
-    if (key == "link-params") value = a.target.link_params ? "1" : "0";
+  a.target = artifact_target(target);
   std::vector<SourceFileOut>& files = a.files;
   const bool wasm = a.target.kind == "wasm";
   if (wasm) {
@@ -140,7 +144,8 @@ MlfArtifact build_mlf(const LoadedModel& model, const Target& target, const MlfI
     a.built.sources = {{wasm_model_source_path(model.graph),
                         wasm_model_module(model.aot, model.graph, a.built.lowered.module, a.target)}};
   } else {
-    a.built = build_for_target(model.aot.module, a.target);  // C, or LLVM IR with the C interface
+    // C, or LLVM IR with the C interface; a C main reads linked weights itself.
+    a.built = build_for_target(main_reading_linked_weights(model.aot.module, model.aot, model.graph, a.target), a.target);
   }
   TimingScope timing("step", "export");
   if (!wasm && a.target.interface_api == "packed" && a.target.link_params) add_packed_entry(model.graph, &a.built);

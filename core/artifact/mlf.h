@@ -38,6 +38,10 @@ extern const char* const kDefaultCompileTarget;
 // value it took (null for no -mcpu: the generic kernels).
 nlohmann::json target_defaults_json(const Target& target);
 
+// `target` as `compile` builds it: the weights linked unless the text said -link-params
+// (its str() then names the artifact `compile` makes by default, as the tuner needs).
+Target artifact_target(Target target);
+
 struct MlfArtifact {
   Target target;                     // as parsed; link_params on unless the string sets it
   BuildResult built;                 // lowering records and the kernel sources

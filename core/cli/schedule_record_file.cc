@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "artifact/mlf.h"
 #include "cli/commands.h"
 #include "cli/io.h"
 #include "cli/onnx_model.h"
@@ -79,7 +80,8 @@ json schedule_space_json(const std::string& model_file, const Target& target, co
     inputs.push_back({{"name", name}, {"dtype", type.dtype.str()}, {"shape", type.shape}});
   return {{"model", {{"name", ops.name}, {"fingerprint", ops.fingerprint}}},
           {"target", target_name},
-          {"compile_target", target.str()},
+          // What `compile` and `run` build (linked weights), so the tuner measures the firmware deployed.
+          {"compile_target", artifact_target(target).str()},
           {"inputs", inputs},
           {"layers", layers}};
 }

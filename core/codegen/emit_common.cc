@@ -1,6 +1,7 @@
 #include "codegen/emit_common.h"
 
 #include <cctype>
+#include <sstream>
 #include <variant>
 
 #include "ir/attrs.h"
@@ -28,6 +29,24 @@ void refuse_statement_builtin(const CallNode* call, const char* backend) {
 bool attr_flag(const PrimFunc& f, const char* key) {
   auto it = f->attrs.find(key);
   return it != f->attrs.end() && std::holds_alternative<bool>(it->second) && std::get<bool>(it->second);
+}
+
+std::string linked_params_file(const PrimFunc& f) {
+  auto it = f->attrs.find(kLinkedParamsAttr);
+  return it != f->attrs.end() && std::holds_alternative<std::string>(it->second) ? std::get<std::string>(it->second) : "";
+}
+
+std::map<size_t, std::string> linked_params(const PrimFunc& f) {
+  std::map<size_t, std::string> out;
+  auto it = f->attrs.find(kConstantSymbolsAttr);
+  if (linked_params_file(f).empty() || it == f->attrs.end() || !std::holds_alternative<std::string>(it->second))
+    return out;
+  std::istringstream list(std::get<std::string>(it->second));
+  for (std::string item; std::getline(list, item, ',');) {
+    const size_t colon = item.find(':');
+    out[std::stoul(item.substr(0, colon))] = item.substr(colon + 1);
+  }
+  return out;
 }
 
 bool noalias_param(const PrimFunc& f, int index) {

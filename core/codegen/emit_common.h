@@ -33,6 +33,12 @@ bool attr_flag(const PrimFunc& f, const char* key);
 // once (a pointer that is not a parameter by position, as MakePackedAPI binds them).
 bool noalias_param(const PrimFunc& f, int index);
 
+// The weight parameters an AOT main reads from linked arrays instead (kLinkedParamsAttr):
+// position -> the array's symbol (kConstantSymbolsAttr); empty unless linked.
+std::map<size_t, std::string> linked_params(const PrimFunc& f);
+// The file main's source includes for those arrays (kLinkedParamsAttr); "" unless linked.
+std::string linked_params_file(const PrimFunc& f);
+
 // The function's name as the user knows it: a packed function's kernel reports errors
 // under the packed function's name (tir.kernel_of), any other under its symbol.
 std::string user_function_name(const PrimFunc& f, const std::string& symbol);

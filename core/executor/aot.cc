@@ -407,6 +407,22 @@ class AotMainBuilder {
     aot_.kernel_of[node.name] = compiled_functions_.at(node.attrs.at(node.op == "if" ? "then" : "body").get<std::string>());
   }
 
+  // The C array each weight is linked as (c_interface.h): `tvmgen_<model>_<c_name>`, made
+  // distinct from every function's symbol, since main may reference it directly.
+  void mark_constant_symbols() {
+    std::set<std::string> symbols = {aot_.main};
+    for (const auto& [name, f] : aot_.module.functions) symbols.insert(symbol_of(name, f));
+    std::string list;
+    for (size_t i = 0; i < aot_.params.size(); ++i) {
+      if (aot_.params[i].role != AotModule::Role::kConstant) continue;
+      std::string symbol = "tvmgen_" + to_c_identifier(g_.name) + "_" + aot_.params[i].c_name;
+      while (symbols.count(symbol)) symbol += "_";
+      symbols.insert(symbol);
+      list += (list.empty() ? "" : ",") + std::to_string(i) + ":" + symbol;
+    }
+    if (!list.empty()) main_->attrs[kConstantSymbolsAttr] = list;
+  }
+
   Buffer scratch(const std::string& base, const TensorType& t) {
     std::string name = base;
     while (taken_.count(name)) name += "_";
@@ -426,6 +442,7 @@ class AotMainBuilder {
     main_->body = body;
     main_->attrs["global_symbol"] = aot_.main;
     mark_io_params(g_, aot_.params, main_.get());
+    mark_constant_symbols();
     if (!patches_.stages.empty()) {
       main_->attrs[kPatchWholeTensorBoundAttr] = patches_.whole_tensor_bound;
       main_->attrs[kPatchBoundAttr] = patches_.patched_bound;

@@ -28,6 +28,14 @@ inline constexpr const char* kAliasedParamsAttr = "tir.aliased_params";
 // those that are its outputs, comma-separated ("0,1"); the others are weights.
 inline constexpr const char* kInputParamsAttr = "aot.input_params";
 inline constexpr const char* kOutputParamsAttr = "aot.output_params";
+// On an AOT main with weights: "position:symbol" for each weight parameter, comma-separated,
+// the C array the C interface links it as. The artifact (c_interface.h:
+// main_reading_linked_weights) sets kLinkedParamsAttr to a file name when the weights are
+// linked (-link-params=1, unpacked C interface): main's source then includes that file,
+// which defines the arrays static, and main reads them itself instead of taking them as
+// parameters (no pointers passed through run(), no symbols an application could clash with).
+inline constexpr const char* kConstantSymbolsAttr = "aot.constant_symbols";
+inline constexpr const char* kLinkedParamsAttr = "aot.linked_params";
 // On an AOT main with patch stages (executor/patch_stages.h): the whole-tensor bound of
 // the graph's intermediates without them and with them (bytes), and the stages in words.
 inline constexpr const char* kPatchWholeTensorBoundAttr = "patch.whole_tensor_bound_bytes";

@@ -115,6 +115,16 @@ def record_checks(cli, model, space, work, failures):
             "another version is refused")
 
 
+def compile_target_checks(cli, model, space, work, failures):
+    """The space's compile_target is what `run --target cortex-m4` compiles (linked weights):
+    the tuner measures the firmware run deploys, whose AOT main differs from a params-struct one."""
+    rc, out, err = run([cli, "compile", model, "--target", "c -mcpu=cortex-m4", "-o", os.path.join(work, "deployed"),
+                        "--json"])
+    deployed = json.loads(out)["metadata"]["target"] if rc == 0 else err.strip()[:200]
+    check(space["compile_target"] == deployed, f"the space's compile_target {space['compile_target']!r} is run's: {deployed!r}",
+          failures)
+
+
 def space_checks(cli, model, space, work, failures):
     """Each listed knob, switched off on its layer alone, changes the generated code."""
     def code(extra):
@@ -209,8 +219,8 @@ def tuner_checks(cli, model, src, work, failures):
         measured = microtir_tune.layer_counts(json.loads(out)["report"]["layers"])
         counts = {n: c for key, c in measured.items() for n in key}
         tuned = {r["node"]: r["instructions"] for r in a["tuning"]["layers"]}
-        check(all(counts.get(n) == v for n, v in tuned.items()), f"the record applied gives the tuned counts {tuned}",
-              failures)
+        check(all(counts.get(n) == v for n, v in tuned.items()),
+              f"the record applied gives the tuned counts {tuned} (run: {counts})", failures)
 
 
 def separate_checks(cli, model, space, work, failures, width=3):
@@ -312,6 +322,7 @@ def main():
         x = microtir_tune.default_inputs(space)["x"]
         np.save(os.path.join(work, "x.npy"), x)
         search_checks(failures)
+        compile_target_checks(cli, model, space, work, failures)
         space_checks(cli, model, space, work, failures)
         separate_checks(cli, model, space, work, failures)
         record_checks(cli, model, space, work, failures)

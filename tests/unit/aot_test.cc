@@ -314,14 +314,17 @@ TEST(Aot, ProfilingHooksBracketEveryOperatorCall) {
 // at -Werror -pedantic. One hand-written main per interface mode (tests/codegen/).
 // Builds the artifact for `target` with `main_c` (gcc and clang) and checks the printed
 // probabilities; `faults`, when given, instead runs the firmware once per fault and
-// hands each output to it.
+// hands each output to it. `app_c`, when given, is one more source of the application's.
 void run_firmware(const std::string& target, const InterfaceOptions& interface, const std::string& main_c,
                   const std::function<void(const std::string& fault, const std::string& out,
-                                           const NDArray& want)>& faults = nullptr) {
+                                           const NDArray& want)>& faults = nullptr,
+                  const std::string& app_c = "") {
   const Digits& d = digits();
-  BuildResult built = build_c(d.aot.module, parse_target(target));
+  const Target t = parse_target(target);
+  BuildResult built = build_c(main_reading_linked_weights(d.aot.module, d.aot, d.graph, t), t);
   std::vector<SourceFileOut> files = built.sources;
   for (auto& f : c_interface(d.aot, d.graph, built.lowered.module, interface)) files.push_back(f);
+  if (!app_c.empty()) files.push_back({"app.c", app_c});
   fs::path dir = fs::temp_directory_path() / ("microtir-cinterface-" + std::to_string(getpid()));
   fs::create_directories(dir / "include");
   const std::string crt = sim::default_crt_dir();
@@ -378,8 +381,11 @@ void run_firmware(const std::string& target, const InterfaceOptions& interface, 
   fs::remove_all(dir);
 }
 
+// The linked weights are static in main's source: an application may define the same
+// names (here one weight's array and one with the weights file's stem) and still links.
 TEST(Aot, CInterfaceWithLinkedWeightsRunsFromAHandWrittenMain) {
-  run_firmware("c -interface-api=c -unpacked-api=1 -link-params=1", {"c", true}, "digits_main.c");
+  run_firmware("c -interface-api=c -unpacked-api=1 -link-params=1", {"c", true}, "digits_main.c", nullptr,
+               "const float tvmgen_digits_fc_w[1] = {0.0f};\nconst int tvmgen_digits_weights = 1;\n");
 }
 
 TEST(Aot, CInterfaceWithWeightsPassedInRunsFromAHandWrittenMain) {
@@ -521,6 +527,36 @@ TEST(Aot, PackedInterfaceWithLinkedWeightsHasAnEntryForInputsAndOutputs) {
   EXPECT_NE(c.find(" = {(void*)tvmgen_digits_fc_w, {kDLCPU, 0}, 2,"), std::string::npos) << c;
   EXPECT_NE(c.find("if (num_args != 2)"), std::string::npos) << c;
   EXPECT_NE(c.find("return tvmgen_digits___tvm_main__(all, codes, 8,"), std::string::npos) << c;
+}
+
+// -link-params=1 with the unpacked C interface: main reads the linked arrays itself, so
+// run() passes only the inputs and outputs; the arrays are static, in a file only main's
+// source includes. With -link-params=0 main takes every weight, and build_c alone (no
+// artifact to define the arrays, as `microtir build` writes) keeps them parameters.
+TEST(Aot, MainReadsLinkedWeightsItselfAndRunPassesOnlyInputsAndOutputs) {
+  const Digits& d = digits();
+  const Target t = parse_target("c -interface-api=c -unpacked-api=1 -link-params=1");
+  BuildResult linked = build_c(main_reading_linked_weights(d.aot.module, d.aot, d.graph, t), t);
+  const std::string& lib = linked.sources.at(0).text;
+  EXPECT_NE(lib.find("int32_t tvmgen_digits___tvm_main__(float* restrict x, float* restrict probs) {"), std::string::npos) << lib;
+  EXPECT_NE(lib.find("\n#include \"tvmgen_digits_weights.inc\"\n"), std::string::npos) << lib;
+  EXPECT_EQ(lib.find("extern const"), std::string::npos) << lib;
+  EXPECT_NE(lib.find("float* fc_w = (float*)tvmgen_digits_fc_w;"), std::string::npos) << lib;
+  std::vector<SourceFileOut> files = c_interface(d.aot, d.graph, linked.lowered.module, {"c", true});
+  ASSERT_EQ(files.size(), 3u);
+  const std::string& c = files.at(1).text;
+  EXPECT_EQ(c.find("tvmgen_digits_fc_w"), std::string::npos) << "the weights are main's file's: " << c;
+  EXPECT_NE(c.find("return tvmgen_digits___tvm_main__(inputs->x, outputs->probs);"), std::string::npos) << c;
+  EXPECT_EQ(files.at(2).path, "codegen/host/src/tvmgen_digits_weights.inc");
+  EXPECT_NE(files.at(2).text.find("\nstatic const float tvmgen_digits_fc_w[640] = {"), std::string::npos) << files.at(2).text;
+  EXPECT_EQ(build_c(d.aot.module, t).sources.at(0).text.find("#include \"tvmgen_digits_weights.inc\""), std::string::npos);
+
+  BuildResult passed = build_c(d.aot.module, parse_target("c -interface-api=c -unpacked-api=1 -link-params=0"));
+  EXPECT_NE(passed.sources.at(0).text.find("int32_t tvmgen_digits___tvm_main__(float* restrict x, float* restrict bn1_bias,"),
+            std::string::npos);
+  EXPECT_EQ(passed.sources.at(0).text.find("tvmgen_digits_weights.inc"), std::string::npos);
+  const std::string unlinked = c_interface(d.aot, d.graph, passed.lowered.module, {"c", false}).at(1).text;
+  EXPECT_NE(unlinked.find("(inputs->x, (void*)params->bn1_bias,"), std::string::npos) << unlinked;
 }
 
 // The initialiser of a linked weight or state, for every linked type: the extremes of

@@ -2,6 +2,7 @@
 // with the rule named.
 #include <gtest/gtest.h>
 
+#include "artifact/mlf.h"
 #include "driver/target.h"
 #include "support/diagnostic.h"
 
@@ -194,6 +195,22 @@ TEST(Target, CarriesWhatTheTextSaid) {
   EXPECT_EQ(twice.disabled_schedules, "unroll");
   EXPECT_TRUE(twice.schedules.block);
   EXPECT_FALSE(twice.schedules.unroll);
+}
+
+// What `compile` builds from a text: the weights linked unless the text said otherwise, in
+// the canonical spelling too (`tune --space` hands it to the tuner, which must measure the
+// firmware `run` deploys, not a params-struct build with another AOT main).
+TEST(Target, ArtifactTargetLinksTheWeightsUnlessTold) {
+  const Target t = artifact_target(parse_target("c -mcpu=cortex-m4"));
+  EXPECT_TRUE(t.link_params);
+  EXPECT_NE(t.str().find("-link-params=1"), std::string::npos) << t.str();
+  EXPECT_TRUE(parse_target(t.str()).link_params);
+  EXPECT_FALSE(artifact_target(parse_target("c -link-params=0")).link_params);
+  for (const auto& [key, value] : t.defaulted) {
+    if (key == "link-params") {
+      EXPECT_EQ(value, "1");
+    }
+  }
 }
 
 }  // namespace mtir

@@ -2,6 +2,8 @@
 // texts emitted once each into a source that uses them, and the C type of a TIR type.
 #include "codegen/c/c_helpers.h"
 
+#include <cstdio>
+#include <set>
 #include <sstream>
 
 #include "support/diagnostic.h"
@@ -302,6 +304,34 @@ std::string helper_definition(const std::string& name, DataType t) {
   }
   os << "}\n";
   return os.str();
+}
+
+std::string c_string_literal(const std::string& s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c < 0x20 || c >= 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\%03o", c);  // octal: cannot swallow following digits
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out + "\"";
+}
+
+bool is_reserved_c_word(const std::string& s) {
+  static const std::set<std::string> keywords = {
+      "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else", "enum",
+      "extern", "float", "for", "goto", "if", "inline", "int", "long", "register", "restrict", "return",
+      "short", "signed", "sizeof", "static", "struct", "switch", "typedef", "union", "unsigned", "void",
+      "volatile", "while", "bool", "true", "false", "main", "NULL", "INFINITY", "NAN"};
+  return keywords.count(s) > 0;
 }
 
 }  // namespace mtir::c_helpers

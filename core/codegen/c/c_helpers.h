@@ -36,4 +36,11 @@ std::string ssat_helper(const std::string& name, int bits);
 // mtir_abs*, mtir_div*, mtir_mod*, mtir_floordiv*, mtir_floormod*, mtir_min*, mtir_max* of `t`.
 std::string helper_definition(const std::string& name, DataType t);
 
+// `s` as a C string literal: quotes, backslashes and newlines escaped, other bytes
+// outside printable ASCII in octal.
+std::string c_string_literal(const std::string& s);
+
+// Whether `s` is a C keyword or a name the generated C may not take (main, NULL, NAN).
+bool is_reserved_c_word(const std::string& s);
+
 }  // namespace mtir::c_helpers

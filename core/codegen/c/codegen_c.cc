@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 #include <unordered_map>
+#include <utility>
 
 #include "analysis/helium_vectors.h"
 #include "analysis/int_bound.h"
@@ -30,34 +31,6 @@ std::string type_suffix(DataType t) {
   return std::string(t.is_float() ? "f" : t.is_uint() ? "u" : "i") + std::to_string(t.bits());
 }
 
-std::string c_string_literal(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c == '\n') {
-      out += "\\n";
-    } else if (c < 0x20 || c >= 0x7f) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\%03o", c);  // octal: cannot swallow following digits
-      out += buf;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out + "\"";
-}
-
-bool is_reserved_c_word(const std::string& s) {
-  static const std::set<std::string> keywords = {
-      "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else", "enum",
-      "extern", "float", "for", "goto", "if", "inline", "int", "long", "register", "restrict", "return",
-      "short", "signed", "sizeof", "static", "struct", "switch", "typedef", "union", "unsigned", "void",
-      "volatile", "while", "bool", "true", "false", "main", "NULL", "INFINITY", "NAN"};
-  return keywords.count(s) > 0;
-}
-
 // Buffers declared (T.decl_buffer) on each pointer variable of a function body.
 std::unordered_map<const VarNode*, std::vector<Buffer>> declared_views(const Stmt& body) {
   struct Finder : Visitor {
@@ -76,7 +49,7 @@ class FunctionEmitter {
   FunctionEmitter(const std::string& symbol, const PrimFunc& func, std::map<std::string, std::string>* helpers,
                   std::map<std::string, std::string>* externs, bool* needs_stdio)
       : symbol_(symbol), func_(func), helpers_(helpers), externs_(externs), needs_stdio_(needs_stdio),
-        views_(declared_views(func->body)) {}
+        views_(declared_views(func->body)), linked_(linked_params(func)) {}
 
   // The C names of the parameters, after signature().
   std::vector<std::string> param_names() {
@@ -102,11 +75,16 @@ class FunctionEmitter {
     }
     // Pointer parameters take the element type of the buffers declared on them.
     auto& views = views_;
+    const char* separator = "";
     for (size_t i = 0; i < func_->params.size(); ++i) {
       const Var& p = func_->params[i];
       const Buffer& b = func_->param_buffers[i];
       const bool noalias = noalias_param(func_, static_cast<int>(i));
-      if (i) os << ", ";
+      if (linked_.count(i)) {  // a linked weight: body() points it at its array
+        linked_pointer(i);
+        continue;
+      }
+      os << std::exchange(separator, ", ");
       if (b) {
         // A buffer parameter is passed as a typed pointer to its data.
         os << c_type(b->dtype, b->span) << "* " << (noalias ? "restrict " : "") << name_of(b->data.get(), b->name);
@@ -127,7 +105,7 @@ class FunctionEmitter {
         os << c_type(p->dtype, p->span) << " " << name_of(p.get(), p->name);
       }
     }
-    if (func_->params.empty()) os << "void";
+    if (!*separator) os << "void";
     os << ")";
     return os.str();
   }
@@ -151,8 +129,18 @@ class FunctionEmitter {
     uses.visit(func_->body);
     for (size_t i = 0; i < func_->params.size(); ++i) {
       const VarNode* p = func_->params[i].get();
-      bool used = uses.vars.count(p) || (func_->param_buffers[i] && uses.vars.count(func_->param_buffers[i]->data.get()));
-      if (!used) line("(void)" + name_of(p, p->name) + ";");
+      const Buffer& b = func_->param_buffers[i];
+      bool used = uses.vars.count(p) || (b && uses.vars.count(b->data.get()));
+      if (linked_.count(i)) {  // defined static in the included file (kLinkedParamsAttr)
+        const std::string file = linked_params_file(func_);
+        externs_->emplace(file, "#include \"" + file + "\"");
+        const std::string name = linked_pointer(i).first, ct = c_type(linked_pointer(i).second, p->span);
+        // main never writes its weights: the const is cast away; an unused one is still
+        // referenced, as -Wunused-const-variable asks of a static array.
+        line(used ? ct + "* " + name + " = (" + ct + "*)" + linked_.at(i) + ";" : "(void)" + linked_.at(i) + ";");
+      } else if (!used) {
+        line("(void)" + name_of(p, p->name) + ";");
+      }
     }
     emit(func_->body);
     if (!ends_in_return(func_->body)) line("return 0;");
@@ -160,6 +148,15 @@ class FunctionEmitter {
   }
 
  private:
+  // Linked weight i's C name and type: its buffer's, or the buffers' declared on its handle.
+  std::pair<std::string, DataType> linked_pointer(size_t i) {
+    const Buffer& b = func_->param_buffers[i];
+    const VarNode* p = b ? b->data.get() : func_->params[i].get();
+    if (!b && !views_.count(p)) user_error(func_->span, symbol_ + ": a linked weight parameter has no buffer");
+    const Buffer& typed = b ? b : views_.at(p)[0];
+    return {name_of(p, typed->name), pointer_type_[p] = typed->dtype};
+  }
+
   // Whether the last statement executed on the straight path is a tvm_return.
   static bool ends_in_return(const Stmt& s) {
     if (!s) return false;
@@ -912,6 +909,7 @@ class FunctionEmitter {
   std::set<std::string> used_;
   std::unordered_map<const VarNode*, DataType> pointer_type_;  // declared pointee types
   std::unordered_map<const VarNode*, std::vector<Buffer>> views_;
+  std::map<size_t, std::string> linked_;  // weight parameters read from linked arrays
   std::vector<std::string> live_workspace_;  // workspace allocations enclosing this point
   int profile_points_ = 0;                   // operator calls bracketed so far
   IntBoundAnalyzer bounds_;

@@ -16,12 +16,14 @@ static inline float mtir_max_f32(float a, float b) {
   return a > b ? a : b;
 }
 
+#include "tvmgen_digits_weights.inc"
+
 int32_t tvmgen_digits_fused_bn1_relu1(float* restrict data, float* restrict weight, float* restrict bias, float* restrict out);
 int32_t tvmgen_digits_pool1(float* restrict data, float* restrict out, int32_t merged_c0, int32_t merged_c1, int32_t merged_c2, int32_t merged_c3, int32_t merged_c4);
 int32_t tvmgen_digits_fused_conv2_relu2(float* restrict data, float* restrict weight, float* restrict bias, float* restrict out);
 int32_t tvmgen_digits_fc(float* restrict data, float* restrict weight, float* restrict bias, float* restrict out);
 int32_t tvmgen_digits_probs(float* restrict data, float* restrict out);
-int32_t tvmgen_digits___tvm_main__(float* restrict x, float* restrict bn1_bias, float* restrict bn1_weight, float* restrict conv2_b, float* restrict conv2_w, float* restrict fc_b, float* restrict fc_w, float* restrict probs);
+int32_t tvmgen_digits___tvm_main__(float* restrict x, float* restrict probs);
 
 int32_t tvmgen_digits_fused_bn1_relu1(float* restrict data, float* restrict weight, float* restrict bias, float* restrict out) {
   float* workspace_float32 = (float*)TVMBackendAllocWorkspace(1, 0, (uint64_t)400, 2, 32);
@@ -167,7 +169,13 @@ int32_t tvmgen_digits_probs(float* restrict data, float* restrict out) {
   return 0;
 }
 
-int32_t tvmgen_digits___tvm_main__(float* restrict x, float* restrict bn1_bias, float* restrict bn1_weight, float* restrict conv2_b, float* restrict conv2_w, float* restrict fc_b, float* restrict fc_w, float* restrict probs) {
+int32_t tvmgen_digits___tvm_main__(float* restrict x, float* restrict probs) {
+  float* bn1_bias = (float*)tvmgen_digits_bn1_bias;
+  float* bn1_weight = (float*)tvmgen_digits_bn1_weight;
+  float* conv2_b = (float*)tvmgen_digits_conv2_b;
+  float* conv2_w = (float*)tvmgen_digits_conv2_w;
+  float* fc_b = (float*)tvmgen_digits_fc_b;
+  float* fc_w = (float*)tvmgen_digits_fc_w;
   float* workspace_float32 = (float*)TVMBackendAllocWorkspace(1, 0, (uint64_t)2560, 2, 32);
   if (workspace_float32 == NULL) {
     return -1;
