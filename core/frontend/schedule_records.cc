@@ -186,8 +186,9 @@ std::vector<std::string> applicable_schedules(const Graph& g, const GraphNode& n
   // ops/qconv_gemm.cc's takes_dense_chunks: a batch-1 row of k / 2 words above one sum per
   // channel plus two chunks of 64 values.
   add("dense_chunks", smlad && !conv && shape.size() == 2 && shape[0] == 1 && (k + 1) / 2 > channels + 64);
-  // ops/qconv_gemm.cc's takes_pair_loads: a batch-1 dense with int16 weights.
-  add("pair_loads", smlad && !conv && shape.size() == 2 && shape[0] == 1);
+  // ops/qconv_gemm.cc's takes_pair_loads: a batch-1 dense with int16 weights, which only a
+  // target without sxtb16 makes (with it the weights stay int8 and the knob changes nothing).
+  add("pair_loads", smlad && !target.sxtb16 && !conv && shape.size() == 2 && shape[0] == 1);
   return out;
 }
 

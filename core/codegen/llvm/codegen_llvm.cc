@@ -350,8 +350,7 @@ Val FunctionEmitter::call_expr(const CallNode* c) {
       return op("i32", "trunc i64 " + op("i64", "lshr i64 " + sum.v + ", 32").v + " to i32");
     }
     case Builtin::Sxtb16: case Builtin::Sxtb16Ror8: return sxtb16(arg(0), b == Builtin::Sxtb16Ror8);
-    case Builtin::PackBytes: return pack_bytes(c);
-    case Builtin::WordPair: return word_pair(c);
+    case Builtin::PackBytes: case Builtin::WordPair: return word_builtin(c);
     case Builtin::Clz: {
       Val x = arg(0);
       Val r = intrinsic("llvm.ctlz." + x.ty, x.ty, {x, {"i1", "false"}});

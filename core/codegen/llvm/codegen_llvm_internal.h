@@ -195,6 +195,8 @@ class FunctionEmitter {
   Val vmladava(const CallNode* c);
   // word_pair(lo, hi) as zext, shl and or (LLVM pairs adjacent loads itself).
   Val word_pair(const CallNode* c);
+  // The builtins that assemble a word from loads: pack_bytes and word_pair.
+  Val word_builtin(const CallNode* c) { return c->is(Builtin::PackBytes) ? pack_bytes(c) : word_pair(c); }
   // TFLite's MultiplyByQuantizedMultiplier lane by lane (builtins.def), int32 or <n x i32>.
   Val multiply_by_quantized_multiplier(const CallNode* c);
 

@@ -292,7 +292,7 @@ WVal FunctionEmitter::call_expr(const CallNode* c) {
       std::string hi = "(i64.shl (i64.extend_i32_u " + acc.code + ") (i64.const 32))";
       return {"i32", "(i32.wrap_i64 (i64.shr_u (i64.add (i64.add " + hi + " " + p + ") (i64.const 2147483648)) (i64.const 32)))"};
     }
-    case Builtin::PackBytes: return pack_bytes(c);
+    case Builtin::PackBytes: case Builtin::WordPair: return word_builtin(c);
     case Builtin::Sxtb16: case Builtin::Sxtb16Ror8: {
       WVal x = expr(c->args.at(0));
       std::string v = b == Builtin::Sxtb16 ? x.code : "(i32.shr_u " + x.code + " (i32.const 8))";
@@ -301,7 +301,6 @@ WVal FunctionEmitter::call_expr(const CallNode* c) {
       std::string hi = "(i32.shl (i32.extend8_s (i32.shr_u " + v + " (i32.const 16))) (i32.const 16))";
       return {"i32", "(i32.or " + lo + " " + hi + ")"};
     }
-    case Builtin::WordPair: return word_pair(c);
     case Builtin::Clz: {
       WVal x = expr(c->args.at(0));
       if (x.ty == "i64") return {"i32", "(i32.wrap_i64 (i64.clz " + x.code + "))"};
