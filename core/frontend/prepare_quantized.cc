@@ -8,6 +8,7 @@
 // nodes call (Graph::functions) are prepared too, per call site (prepare_functions).
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <limits>
 
 #include "frontend/graph.h"
@@ -44,16 +45,17 @@ bool per_channel(const json& attrs) {
   return false;
 }
 
-// smmlar_requant (ops/qconv_gemm.cc, requantize_channel): where a negative accumulator always
-// ends at the output's lower bound (ReLU: the bound at least the zero point), the
-// smlal_requant table (M, s, R) becomes (2M - 2^32, s + 1, 2R), one SMMLAR per output.
-// Exact while SMMLAR's rounded high word 2R + floor((x * M + 2^30) / 2^31) fits int32:
-// |x| + |2R| + 1 < 2^31, the accumulator x at most |bias| + k * 2^15 (int8 products, or
-// 255 * 128 with the zero point subtracted), and while the shift s + 1 stays below 32.
-// smmlar_form_fits says whether every channel qualifies; smmlar_table rewrites `table`
-// when they do. mve_pair_requant's vector form has the same bounds (ops/qconv_mve.cc).
+// smmlar_requant (ops/qconv_gemm.cc, requantize_channel): the smlal_requant table (M, s,
+// R) becomes (2M - 2^32, s + 1, 2R), one SMMLAR per output (without a ReLU, with the sign
+// correction smlal_requant's multipliers above 2^30 allow); a per-tensor multiplier takes
+// the same form as constants (ops/quant_util.h, smmlar_form). Exact while SMMLAR's
+// rounded high word 2R + floor((x * M + 2^30) / 2^31) fits int32: |x| + |2R| + 1 < 2^31,
+// the accumulator x at most |bias| + k * 2^15 (int8 products, or 255 * 128 with the zero
+// point subtracted), and while the shift s + 1 stays below 32. smmlar_form_fits says
+// whether every channel qualifies; smmlar_table rewrites `table` when they do.
+// mve_pair_requant's vector form has the same bounds (ops/qconv_mve.cc) and needs a ReLU.
 // Whether the node's lower bound is at least its output zero point (a ReLU): what
-// smmlar_requant and mve_pair_requant need, and mve_signed_requant leaves to them.
+// mve_pair_requant needs, and mve_signed_requant leaves to it.
 bool relu_bounded(const GraphNode& node) {
   const int32_t zo = static_cast<int32_t>(number_or(node.attrs, "output_zero_point", 0));
   return ops::activation_bounds(node.attrs.value("activation", std::string("none")),
@@ -61,30 +63,45 @@ bool relu_bounded(const GraphNode& node) {
              .lo >= zo;
 }
 
-bool smmlar_form_fits(const Graph& g, const GraphNode& node, const std::vector<std::string>& inputs,
-                      const NDArray& table, int64_t k) {
-  const int32_t zo = static_cast<int32_t>(number_or(node.attrs, "output_zero_point", 0));
-  const ops::ActBounds bounds = ops::activation_bounds(node.attrs.value("activation", std::string("none")),
-                                                       number_or(node.attrs, "output_scale", 1.0), zo);
-  if (bounds.lo < zo || table.shape.size() != 2 || table.shape[1] != 3) return false;
+// Whether |x| + |rounding(c)| + 1 < 2^31 for every channel's accumulator x.
+bool smmlar_sum_fits(const Graph& g, const std::vector<std::string>& inputs, int64_t channels, int64_t k,
+                     const std::function<int64_t(int64_t)>& rounding) {
   const NDArray* bias = nullptr;
   if (inputs.size() > 2) {
     auto bit = g.constants.find(inputs[2]);
     if (bit == g.constants.end() || bit->second.dtype != kI32) return false;
     bias = &bit->second;
   }
-  const int64_t channels = table.shape[0];
   for (int64_t c = 0; c < channels; ++c) {
-    const int64_t s = table.get_int(3 * c + 1), r = table.get_int(3 * c + 2);
     const int64_t x = std::abs(bias ? bias->get_int(c) : 0) + k * (int64_t{1} << 15);
-    if (s + 1 > 31 || x + 2 * std::abs(r) + 1 >= (int64_t{1} << 31)) return false;
+    if (x + std::abs(rounding(c)) + 1 >= (int64_t{1} << 31)) return false;
   }
   return true;
 }
 
-bool smmlar_table(const Graph& g, const GraphNode& node, const std::vector<std::string>& inputs, NDArray& table,
-                  int64_t k) {
-  if (!smmlar_form_fits(g, node, inputs, table, k)) return false;
+bool smmlar_form_fits(const Graph& g, const std::vector<std::string>& inputs, const NDArray& table, int64_t k) {
+  if (table.shape.size() != 2 || table.shape[1] != 3) return false;
+  for (int64_t c = 0; c < table.shape[0]; ++c)
+    if (table.get_int(3 * c + 1) + 1 > 31) return false;
+  return smmlar_sum_fits(g, inputs, table.shape[0], k, [&](int64_t c) { return 2 * table.get_int(3 * c + 2); });
+}
+
+// smmlar_requant on a per-tensor multiplier (tflite rule, int8 output): its constant form
+// exists and fits, and, without a ReLU, the multiplier is above 2^30.
+bool smmlar_per_tensor(const Graph& g, const GraphNode& node, const std::vector<std::string>& inputs, int64_t channels,
+                       int64_t k) {
+  if (node.attrs.value("requant", std::string("tflite")) != "tflite" || node.type.dtype != kI8) return false;
+  const ops::QuantMultiplier m = ops::quantize_multiplier(
+      number_or(node.attrs, "input_scale", 1.0) * weight_scale(node.attrs, 0) / number_or(node.attrs, "output_scale", 1.0),
+      node.op, "input_scale * weight_scale / output_scale");
+  ops::SmmlarForm form;
+  if (!ops::smmlar_form(m, static_cast<int32_t>(number_or(node.attrs, "output_zero_point", 0)), &form)) return false;
+  if (!relu_bounded(node) && m.multiplier <= (int64_t{1} << 30)) return false;
+  return smmlar_sum_fits(g, inputs, channels, k, [&](int64_t) { return form.rounding; });
+}
+
+bool smmlar_table(const Graph& g, const std::vector<std::string>& inputs, NDArray& table, int64_t k) {
+  if (!smmlar_form_fits(g, inputs, table, k)) return false;
   const int64_t channels = table.shape[0];
   for (int64_t c = 0; c < channels; ++c) {
     table.set_int(3 * c, table.get_int(3 * c) * 2 - (int64_t{1} << 32));
@@ -327,13 +344,15 @@ void prepare_matmul_node(Graph& g, GraphNode& node, const ScheduleOptions& opts,
   if (three_columns && const_weight && takes_mve_short_requant(node, opts, sched, k, wit->second))
     sched["mve_short_requant"] = true;
   else if (three_columns && const_weight && opts.mve_pair_requant && sched["mve"].get<bool>() && groups == 1 && !nchw &&
-           smmlar_form_fits(g, node, inputs, g.constants[extra[0]], k))
+           relu_bounded(node) && smmlar_form_fits(g, inputs, g.constants[extra[0]], k))
     sched["mve_pair_requant"] = true;
   else if (!extra.empty() && const_weight && opts.mve_signed_requant && sched["mve"].get<bool>() && groups == 1 && !nchw &&
            !relu_bounded(node))
     sched["mve_signed_requant"] = true;  // the table as it is (ops/qconv_mve.cc, signed_outputs)
   else if (!extra.empty() && const_weight && sched["smlal_requant"].get<bool>() && opts.smmlar_requant)
-    sched["smmlar_requant"] = smmlar_table(g, node, inputs, g.constants[extra[0]], k);
+    sched["smmlar_requant"] = smmlar_table(g, inputs, g.constants[extra[0]], k);
+  else if (extra.empty() && const_weight && opts.smmlar_requant && !sched["mve"].get<bool>())
+    sched["smmlar_requant"] = smmlar_per_tensor(g, node, inputs, channels, k);
   inputs.insert(inputs.end(), extra.begin(), extra.end());
   node.inputs = inputs;
   node.attrs["schedule"] = sched;

@@ -178,11 +178,8 @@ std::vector<std::string> applicable_schedules(const Graph& g, const GraphNode& n
   add("depthwise_tile", depthwise);
   add("depthwise_border_tiles", depthwise && target.depthwise_tile);
   add("smlal_requant", pc);
-  if (pc) {
-    const ops::ActBounds b = ops::activation_bounds(a.value("activation", std::string("none")),
-                                                    a.value("output_scale", 1.0), static_cast<int32_t>(zo));
-    add("smmlar_requant", b.lo >= zo);
-  }
+  // On a per-channel table (with smlal_requant) and on a per-tensor multiplier (not under mve).
+  add("smmlar_requant", pc || (!onnx && const_weight && !target.mve));
   // ops/qconv_gemm.cc's takes_dense_chunks: a batch-1 row of k / 2 words above one sum per
   // channel plus two chunks of 64 values.
   add("dense_chunks", smlad && !conv && shape.size() == 2 && shape[0] == 1 && (k + 1) / 2 > channels + 64);

@@ -184,17 +184,27 @@ void check_packing(const std::string& op, const Schedule& s, const QInputs& q, c
   if (s.word_gather && !(s.sxtb16 && s.fold_zero_point))
     fail(op, "schedule 'word_gather' needs schedules 'sxtb16' and 'fold_zero_point'");
   if (s.pair_loads && !s.smlad) fail(op, "schedule 'pair_loads' needs schedule 'smlad'");
-  // Its rounding has no sign correction: exact only where a negative accumulator clamps.
+  // Without a ReLU its rounding needs the sign of the accumulator, which is the sign of
+  // the high word only for multipliers above 2^30 (smmlar_requantize).
   if (s.smmlar_requant && attrs.bounds.lo < attrs.output_zero_point)
-    fail(op, "schedule 'smmlar_requant' needs an output lower bound at or above the output zero point (a ReLU), got " +
-                 std::to_string(attrs.bounds.lo) + " below " + std::to_string(attrs.output_zero_point));
+    for (const QuantMultiplier& m : attrs.multipliers)
+      if (m.multiplier <= (int64_t{1} << 30))
+        fail(op, "schedule 'smmlar_requant' without a ReLU (output lower bound " + std::to_string(attrs.bounds.lo) +
+                     " below the zero point " + std::to_string(attrs.output_zero_point) +
+                     ") needs every multiplier above 2^30, got " + std::to_string(m.multiplier));
+  SmmlarForm form;
+  if (s.smmlar_requant && !q.table && !smmlar_form(attrs.multipliers.at(0), attrs.output_zero_point, &form))
+    fail(op, "schedule 'smmlar_requant' needs a multiplier in [2^30, 2^31) with a right shift of at most 31 and "
+             "a rounding term within int32, got multiplier " + std::to_string(attrs.multipliers.at(0).multiplier) +
+             ", shift " + std::to_string(attrs.multipliers.at(0).shift));
   if (s.fold_output_zero_point && !(q.table && q.table_columns == 3))
     fail(op, "schedule 'fold_output_zero_point' needs the requant table of shape (O, 3) that prepare_quantized builds");
   if (s.smlal_requant && !(q.table && q.table_columns == 3))
     fail(op, "schedule 'smlal_requant' needs the requant table of shape (O, 3) that prepare_quantized builds");
-  if (s.smmlar_requant && !s.smlal_requant)
+  if (s.smmlar_requant && q.table && !s.smlal_requant)
     fail(op,
-         "schedule 'smmlar_requant' needs schedule 'smlal_requant' (and the table prepare_quantized builds for it)");
+         "schedule 'smmlar_requant' on a requant table needs schedule 'smlal_requant' (and the table prepare_quantized "
+         "builds for it)");
   if (q.packed && shape != std::vector<int64_t>{rows, s.weight_words(k)})
     fail(op, "the packed weight must have shape (" + std::to_string(rows) + ", " + std::to_string(s.weight_words(k)) +
                  "), got " + shape_str(shape));
@@ -223,6 +233,16 @@ Expr smlal_requantize(Expr x, Expr multiplier, Expr shift, Expr rounding, bool n
   return call("shift_right", {high, std::move(shift)});
 }
 
+// Schedule smmlar_requant: y = smmlar(x, M', x + C) >> s with (M', s, C) from the table
+// (2M - 2^32, r, 2R) or, per tensor, from smmlar_form (quant_util.h says why that is
+// TFLite's value). With `sign_correction` (no ReLU clamps a negative accumulator, and a
+// right shift s of at least 1 rounds), C also takes x >> 31, the -[h < 0] of TFLite's
+// rounding, which is -[x < 0] for M above 2^30.
+Expr smmlar_requantize(Expr x, Expr multiplier, Expr shift, Expr rounding, bool sign_correction) {
+  Expr c = sign_correction ? add(add(std::move(rounding), x), call("shift_right", {x, ci(31)})) : add(std::move(rounding), x);
+  return call("shift_right", {Call(kI32, "smmlar", {x, std::move(multiplier), std::move(c)}), std::move(shift)});
+}
+
 // The requantized int8 value of accumulator `acc` for output channel `oc`: TFLite's
 // MultiplyByQuantizedMultiplier, then the zero point and the activation bounds. A
 // per-tensor multiplier is a constant; per-channel ones come from the table that
@@ -241,7 +261,8 @@ Expr smlal_requantize(Expr x, Expr multiplier, Expr shift, Expr rounding, bool n
 // With `smmlar` (schedule smmlar_requant; prepare_quantized rewrote the table as
 // (2M - 2^32, s + 1, 2R), see there) one SMMLAR and the shift: hi32((2R + x) * 2^32 + x *
 // (2M - 2^32) + 2^31) is 2R + floor((x * M + 2^30) / 2^31), so shifting it by s + 1 gives
-// hi32(x * M + R * 2^32 + 2^30) >> s, the form without the sign correction (ReLU only).
+// hi32(x * M + R * 2^32 + 2^30) >> s (smmlar_requantize adds the sign correction where
+// there is no ReLU); a per-tensor multiplier takes the same form from smmlar_form.
 Expr requantize_channel(const QuantAttrs& q, const Rule& rule, const Buffer& table, int64_t columns, Expr acc, Expr oc,
                         bool zero_point_folded, bool smlal, bool smmlar) {
   auto col = [&](int64_t k) { return load(table, {add(mul(oc, ci(columns)), ci(k))}); };
@@ -261,14 +282,20 @@ Expr requantize_channel(const QuantAttrs& q, const Rule& rule, const Buffer& tab
     return Cast(rule.out, y);
   }
   Expr y;
-  if (!table) {
+  const bool negatives_clamp = q.bounds.lo >= q.output_zero_point;
+  SmmlarForm form;
+  if (!table && smmlar && smmlar_form(q.multipliers.at(0), q.output_zero_point, &form)) {
+    y = smmlar_requantize(acc, ci(form.multiplier), ci(form.shift), ci(form.rounding),
+                          !negatives_clamp && form.shift > 0);
+    zero_point_folded = true;
+  } else if (!table) {
     y = multiply_by_quantized_multiplier(acc, q.multipliers.at(0));
   } else if (columns == 2) {
     y = multiply_by_quantized_multiplier(acc, col(0), col(1));
   } else if (smmlar) {
-    y = call("shift_right", {Call(kI32, "smmlar", {acc, col(0), add(col(2), acc)}), col(1)});
+    y = smmlar_requantize(acc, col(0), col(1), col(2), !negatives_clamp);  // the table's shifts are at least 2
   } else if (smlal) {
-    y = smlal_requantize(acc, col(0), col(1), col(2), q.bounds.lo >= q.output_zero_point);
+    y = smlal_requantize(acc, col(0), col(1), col(2), negatives_clamp);
   } else {
     y = call("shift_right", {add(corrected_high_word(acc, col(0)), col(2)), col(1)});
   }

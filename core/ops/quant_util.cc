@@ -118,6 +118,15 @@ Expr corrected_high_word(Expr x, Expr multiplier) {
   return add(h, call("bitwise_and", {call("shift_right", {h, ci(31)}), sub(low_top, ci(1))}));
 }
 
+bool smmlar_form(const QuantMultiplier& q, int32_t zero_point, SmmlarForm* out) {
+  const int64_t m = q.multiplier, r = q.right_shift();
+  if (m < (int64_t{1} << 30) || q.left_shift() > 0 || r > 31) return false;
+  const int64_t c = (r > 0 ? int64_t{1} << (r - 1) : 0) + int64_t{zero_point} * (int64_t{1} << r);
+  if (c < std::numeric_limits<int32_t>::min() || c > std::numeric_limits<int32_t>::max()) return false;
+  *out = SmmlarForm{2 * m - (int64_t{1} << 32), r, c};
+  return true;
+}
+
 int64_t reduced_multiplier(int32_t m) { return m < 0x7FFF0000 ? (int64_t{m} + (1 << 15)) >> 16 : 0x7FFF; }
 
 Expr requantize_wide(Expr acc, Expr reduced, Expr total_shift) {

@@ -73,6 +73,24 @@ Expr multiply_by_quantized_multiplier_wide(Expr acc, const QuantMultiplier& q);
 // floor((h + 2^(r-1) - [h < 0]) / 2^r), and floor divisions compose.
 Expr corrected_high_word(Expr x, Expr multiplier);
 
+// Schedule smmlar_requant's per-tensor form of MultiplyByQuantizedMultiplier(x, M, -r)
+// plus the output zero point zo, for M in [2^30, 2^31) and r in [0, 31]:
+//   y = smmlar(x, M', x + C) >> r,  M' = 2M - 2^32,  C = 2^(r-1) (0 for r = 0) + zo * 2^r,
+// where smmlar(a, b, c) = c + floor((a * b + 2^31) / 2^32), so the SMMLAR gives
+// C + floor((x * M + 2^30) / 2^31) = C + h, h TFLite's rounded doubling high multiply; and
+// its RoundingDivideByPOT(h, r) = floor((h + 2^(r-1) - [h < 0]) / 2^r) (floor divisions)
+// for r >= 1, h itself for r = 0. The [h < 0] term is -(x >> 31) for M > 2^30 (x <= -1
+// gives x * M + 2^30 < 0), added to C by the kernel where r >= 1 and no ReLU clamps
+// every negative h anyway. Exact while C + h fits int32,
+// which the caller guarantees from the accumulator's range (|h| <= |x|); false (and no
+// form) when M, r or C are out of range.
+struct SmmlarForm {
+  int64_t multiplier = 0;  // M'
+  int64_t shift = 0;       // r
+  int64_t rounding = 0;    // C
+};
+bool smmlar_form(const QuantMultiplier& q, int32_t zero_point, SmmlarForm* out);
+
 // ONNX's requantization round_half_even(acc * M / 2^s) (M in [0, 2^24), s in [1, 62],
 // core/ops/onnx_quant.cc) in 32-bit steps: with M' = M * 2^k < 2^31 and t = s + k - 32 >= 1,
 // P = acc * M' (int64), hi = P >> 32 and lo = P mod 2^32,

@@ -25,7 +25,7 @@ struct ScheduleOptions {
   bool depthwise_tile = true;   // depthwise: a row of up to five outputs per pass, each input and weight loaded once
   bool depthwise_border_tiles = true;  // with depthwise_tile: border rows and tiles unrolled at constant positions (off: one checked loop, less code)
   bool smlal_requant = true;    // per-channel tables: the requantization's rounding in one 64-bit multiply-add
-  bool smmlar_requant = false;  // with smlal_requant, ReLU outputs: one SMMLAR (DSP); on only for CPUs that have it
+  bool smmlar_requant = false;  // one SMMLAR an output (DSP): per-channel tables (with smlal_requant) and per-tensor multipliers; on only for CPUs that have it
   bool merge_kernels = true;    // merge_kernels in the lowering pipeline: kernels differing in constants share code
   bool patch = true;            // chains of int8 convolutions band by band where it lowers the memory bound
   bool dense_chunks = true;     // with smlad: a batch-1 dense gathers its input a chunk at a time where that lowers the stack

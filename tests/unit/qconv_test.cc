@@ -801,9 +801,19 @@ TEST(QConv, RefusesBadInputs) {
             std::string::npos);
   EXPECT_NE(infer("qconv2d", {x, w}, quant({{"schedule", {{"sxtb16", true}}}})).find("'sxtb16' needs schedule 'smlad'"),
             std::string::npos);
-  // smmlar_requant rounds without a sign correction: only where negative accumulators clamp.
-  EXPECT_NE(infer("qconv2d", {x, w}, quant({{"schedule", {{"smmlar_requant", true}}}}))
-                .find("'smmlar_requant' needs an output lower bound at or above the output zero point (a ReLU), got -128 below 3"),
+  // smmlar_requant without a ReLU takes the accumulator's sign for the high word's, true
+  // for multipliers above 2^30 only (m = 0.25 is 2^30); a left shift (m = 2.5) has no form.
+  EXPECT_EQ(infer("qconv2d", {x, w}, quant({{"schedule", {{"smmlar_requant", true}}}})), "no error");
+  EXPECT_NE(infer("qconv2d", {x, w}, quant({{"output_scale", 0.004}, {"schedule", {{"smmlar_requant", true}}}}))
+                .find("'smmlar_requant' without a ReLU (output lower bound -128 below the zero point 3) needs every "
+                      "multiplier above 2^30, got 1073741824"),
+            std::string::npos);
+  EXPECT_NE(infer("qconv2d", {x, w}, quant({{"output_scale", 0.0004}, {"schedule", {{"smmlar_requant", true}}}}))
+                .find("'smmlar_requant' needs a multiplier in [2^30, 2^31) with a right shift of at most 31"),
+            std::string::npos);
+  EXPECT_NE(infer("qconv2d", {x, w, TensorType{i32, {2, 3}}},
+                  quant({{"schedule", {{"smmlar_requant", true}, {"smlal_requant", false}}}}, {0.1, 0.2}))
+                .find("'smmlar_requant' on a requant table needs schedule 'smlal_requant'"),
             std::string::npos);
   // A packed weight of the wrong width for its schedule: 27 weights are 7 words of four, not 14 pairs.
   json packed = quant({{"weight_shape", {2, 3, 3, 3}}, {"schedule", {{"smlad", true}, {"sxtb16", true}}}});
