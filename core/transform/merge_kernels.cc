@@ -15,7 +15,8 @@
 // values becomes one parameter. Constants stay where C or the backends need them, or
 // where a variable would cost: divisors (a division by a constant is a multiply),
 // min/max bounds (the saturating clamp is one SSAT only with constant bounds), the
-// arguments of other intrinsics, vector nodes, allocation sizes and attributes.
+// arguments of other intrinsics than the shifts, bitwise operators and SMMLAR, vector
+// nodes, allocation sizes and attributes.
 //
 // Assumes the unpacked calling convention with call_tir lowered (each kernel is called
 // by call_extern from the AOT main); runs after lower_call_tir. A call redirected to
@@ -79,10 +80,11 @@ class SiteRewriter : public Mutator {
   Expr mutate_Max(const MaxNode* op, const Expr& self) override { return keep_constants(op, self); }
   Expr mutate_Call(const CallNode* op, const Expr& self) override {
     // Shifts and bitwise operators take a run-time operand as well (a variable shift
-    // amount is masked by the backends); every other intrinsic keeps its constants.
+    // amount is masked by the backends), and so does SMMLAR (smmlar_requant's per-tensor
+    // multiplier is a register operand either way); every other intrinsic keeps its constants.
     const bool any_operand = op->builtin && (op->is(Builtin::ShiftRight) || op->is(Builtin::ShiftLeft) ||
                                              op->is(Builtin::BitwiseAnd) || op->is(Builtin::BitwiseOr) ||
-                                             op->is(Builtin::BitwiseXor));
+                                             op->is(Builtin::BitwiseXor) || op->is(Builtin::Smmlar));
     bool changed = false;
     std::vector<Expr> args;
     for (const auto& a : op->args) {
