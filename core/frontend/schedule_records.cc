@@ -1,6 +1,7 @@
 #include "frontend/schedule_records.h"
 
 #include <algorithm>
+#include <cmath>
 #include <memory>
 
 #include "frontend/pixel_triples_budget.h"
@@ -85,6 +86,24 @@ bool per_channel(const json& attrs) {
 int64_t int_attr(const json& attrs, const char* key, int64_t def) {
   auto it = attrs.find(key);
   return it != attrs.end() && it->is_number() ? static_cast<int64_t>(it->get<double>()) : def;
+}
+
+double scale_attr(const json& attrs, const char* key) {
+  auto it = attrs.find(key);
+  if (it != attrs.end() && it->is_array() && !it->empty()) it = it->begin();
+  return it != attrs.end() && it->is_number() ? it->get<double>() : 0.0;
+}
+
+// prepare_quantized's smmlar_per_tensor without the accumulator bound: a per-tensor
+// multiplier (tflite rule) that has the SMMLAR form, above 2^30 where no ReLU clamps.
+bool smmlar_per_tensor_form(const json& a) {
+  const double m = scale_attr(a, "input_scale") * scale_attr(a, "weight_scale") / scale_attr(a, "output_scale");
+  if (!(m > 0) || !std::isfinite(m) || m >= 1.0) return false;  // no scales, or a left shift
+  const ops::QuantMultiplier q = ops::quantize_multiplier(m, "qdense", "input_scale * weight_scale / output_scale");
+  const int32_t zo = static_cast<int32_t>(int_attr(a, "output_zero_point", 0));
+  ops::SmmlarForm form;
+  const bool relu = ops::activation_bounds(a.value("activation", std::string("none")), scale_attr(a, "output_scale"), zo).lo >= zo;
+  return ops::smmlar_form(q, zo, &form) && (relu || q.multiplier > (int64_t{1} << 30));
 }
 
 }  // namespace
@@ -179,7 +198,8 @@ std::vector<std::string> applicable_schedules(const Graph& g, const GraphNode& n
   add("depthwise_border_tiles", depthwise && target.depthwise_tile);
   add("smlal_requant", pc);
   // On a per-channel table (with smlal_requant) and on a per-tensor multiplier (not under mve).
-  add("smmlar_requant", pc || (!onnx && const_weight && !target.mve));
+  add("smmlar_requant", pc || (!onnx && const_weight && !target.mve && node.type.dtype == DataType::Int(8) &&
+                               smmlar_per_tensor_form(a)));
   // ops/qconv_gemm.cc's takes_dense_chunks: a batch-1 row of k / 2 words above one sum per
   // channel plus two chunks of 64 values.
   add("dense_chunks", smlad && !conv && shape.size() == 2 && shape[0] == 1 && (k + 1) / 2 > channels + 64);

@@ -123,5 +123,24 @@ TEST(ApplicableSchedules, PixelTriplesOnlyWhereTheyPayForTheirBytes) {
   EXPECT_TRUE(has(applicable_schedules(small, small.nodes[0], unbudgeted), "pixel_triples"));
 }
 
+TEST(ApplicableSchedules, SmmlarRequantOnPerTensorMultipliersWithItsForm) {
+  // m = 0.05 * 0.02 / 0.4 = 0.0025: the SMMLAR form, with or without a ReLU (M above 2^30).
+  Graph g = dense_graph(1, 640, 128);
+  g.nodes[0].attrs = {{"input_scale", 0.05}, {"weight_scale", 0.02}, {"output_scale", 0.4}};
+  EXPECT_TRUE(has(applicable_schedules(g, g.nodes[0], m4()), "smmlar_requant"));
+  // m = 0.25 is M = 2^30: only with a ReLU; m = 2.5 (a left shift) has no form.
+  g.nodes[0].attrs["output_scale"] = 0.004;
+  EXPECT_FALSE(has(applicable_schedules(g, g.nodes[0], m4()), "smmlar_requant"));
+  g.nodes[0].attrs["activation"] = "relu";
+  EXPECT_TRUE(has(applicable_schedules(g, g.nodes[0], m4()), "smmlar_requant"));
+  g.nodes[0].attrs["output_scale"] = 0.0004;
+  EXPECT_FALSE(has(applicable_schedules(g, g.nodes[0], m4()), "smmlar_requant"));
+  // Off on the target: not a knob.
+  g.nodes[0].attrs["output_scale"] = 0.4;
+  ScheduleOptions off = m4();
+  off.smmlar_requant = false;
+  EXPECT_FALSE(has(applicable_schedules(g, g.nodes[0], off), "smmlar_requant"));
+}
+
 }  // namespace
 }  // namespace mtir
