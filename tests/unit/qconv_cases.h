@@ -302,6 +302,27 @@ inline void run_all_schedules(const Case& k, const std::string& name) {
   }
 }
 
+// A one-node graph of the case over zero weights (and with `bias` a zero bias), to see
+// what prepare_quantized and the op builder make of it.
+inline Graph zero_weight_graph(const Case& k, const std::string& name, bool bias = false) {
+  Graph g;
+  g.name = name;
+  g.inputs = {{"x", TensorType{DataType::Int(8), k.data}}};
+  g.constants["w"] = NDArray::zeros(DataType::Int(8), k.weight);
+  GraphNode node;
+  node.name = "y", node.op = k.op, node.inputs = {"x", "w"}, node.attrs = k.attrs;
+  std::vector<TensorType> types = {g.inputs[0].second, TensorType{DataType::Int(8), k.weight}};
+  if (bias) {
+    g.constants["b"] = NDArray::zeros(DataType::Int(32), {k.weight[0]});
+    node.inputs.push_back("b");
+    types.push_back(TensorType{DataType::Int(32), {k.weight[0]}});
+  }
+  node.type = find_op(k.op)->infer(types, node.attrs);
+  g.nodes.push_back(node);
+  g.outputs = {"y"};
+  return g;
+}
+
 inline json quant(json extra, json wscale = 0.02) {
   json a = {{"input_scale", 0.05}, {"input_zero_point", -5}, {"weight_scale", wscale}, {"output_scale", 0.4},
             {"output_zero_point", 3}};

@@ -50,15 +50,7 @@ int32_t tflite_multiply_by_quantized_multiplier(int32_t x, int32_t m, int s);
 
 // The schedule a one-node graph takes from prepare_quantized under `o`.
 json prepared_schedule(const Case& k, const ScheduleOptions& o) {
-  Graph g;
-  g.inputs = {{"x", TensorType{DataType::Int(8), k.data}}};
-  g.constants["w"] = NDArray::zeros(DataType::Int(8), k.weight);
-  GraphNode node;
-  node.name = "y", node.op = k.op, node.inputs = {"x", "w"}, node.attrs = k.attrs;
-  node.type = find_op(k.op)->infer({g.inputs[0].second, TensorType{DataType::Int(8), k.weight}}, node.attrs);
-  g.nodes.push_back(node);
-  g.outputs = {"y"};
-  return prepare_quantized(g, o).nodes[0].attrs["schedule"];
+  return prepare_quantized(zero_weight_graph(k, ""), o).nodes[0].attrs["schedule"];
 }
 
 // The operator kernel of a one-node graph prepared under `o`: whether it copies its
@@ -69,16 +61,7 @@ struct DepthwiseKernel {
   int output_stores = 0;
 };
 DepthwiseKernel depthwise_kernel(const Case& k, const ScheduleOptions& o) {
-  Graph g;
-  g.name = "dw";
-  g.inputs = {{"x", TensorType{DataType::Int(8), k.data}}};
-  g.constants["w"] = NDArray::zeros(DataType::Int(8), k.weight);
-  GraphNode node;
-  node.name = "y", node.op = k.op, node.inputs = {"x", "w"}, node.attrs = k.attrs;
-  node.type = find_op(k.op)->infer({g.inputs[0].second, TensorType{DataType::Int(8), k.weight}}, node.attrs);
-  g.nodes.push_back(node);
-  g.outputs = {"y"};
-  AotModule aot = build_aot(prepare_quantized(g, o));
+  AotModule aot = build_aot(prepare_quantized(zero_weight_graph(k, "dw"), o));
   struct Walk : Visitor {
     DepthwiseKernel seen;
     void visit_Allocate(const AllocateNode* op) override {

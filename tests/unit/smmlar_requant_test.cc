@@ -23,19 +23,7 @@ struct Prepared {
   int smmlar_calls = 0;
 };
 Prepared prepare(const Case& k, const ScheduleOptions& o) {
-  Graph g;
-  g.name = "s";
-  g.inputs = {{"x", TensorType{DataType::Int(8), k.data}}};
-  g.constants["w"] = NDArray::zeros(DataType::Int(8), k.weight);
-  g.constants["b"] = NDArray::zeros(DataType::Int(32), {k.weight[0]});
-  GraphNode node;
-  node.name = "y", node.op = k.op, node.inputs = {"x", "w", "b"}, node.attrs = k.attrs;
-  node.type = find_op(k.op)->infer(
-      {g.inputs[0].second, TensorType{DataType::Int(8), k.weight}, TensorType{DataType::Int(32), {k.weight[0]}}},
-      node.attrs);
-  g.nodes.push_back(node);
-  g.outputs = {"y"};
-  Graph p = prepare_quantized(g, o);
+  Graph p = prepare_quantized(zero_weight_graph(k, "s", true), o);
   struct Count : Visitor {
     int n = 0;
     void visit_Call(const CallNode* op) override {
