@@ -344,6 +344,36 @@ TEST(CodegenLlvmGolden, DspTilesPairWordLoadsAndSaturate) {
   if (llvm_check::available(&why)) llvm_check::expect_compiles(m4, "thumbv7em-none-eabihf", "the paired tile");
 }
 
+// smmlar with a constant operand (IC's residual adds) is one SMMLAR through inline
+// assembly on Arm DSP cores: in 64-bit steps InstCombine folds the constant and no SMMLAR
+// forms. With register operands the ARM backend forms it from the 64-bit steps itself, and
+// other targets keep the steps.
+TEST(CodegenLlvmGolden, SmmlarWithAConstantIsTheInstructionOnDspCores) {
+  const char* tir =
+      "@T.prim_func\n"
+      "def requant(X: T.Buffer((2,), \"int32\"), Out: T.Buffer((2,), \"int32\")):\n"
+      "    Out[0] = T.smmlar(X[0] * 2097152, 1623821475, 2)\n"
+      "    Out[1] = T.smmlar(X[0], X[1], X[0] + X[1])\n";
+  const std::string m4 = kernels_of(tir, "llvm -mtriple=thumbv7em-none-eabihf -mcpu=cortex-m4");
+  EXPECT_EQ(count(m4, "call i32 asm \"smmlar $0, $1, $2, $3\", \"=r,r,r,r\"("), 1u) << m4;
+  EXPECT_TRUE(has(m4, ", i32 1623821475, i32 2) nounwind readnone")) << m4;
+  EXPECT_EQ(count(m4, "lshr i64 "), 1u) << m4;  // Out[1] in 64-bit steps
+  for (const char* other : {"llvm", "llvm -mtriple=thumbv7m-none-eabi -mcpu=cortex-m3"}) {
+    const std::string ll = kernels_of(tir, other);
+    EXPECT_FALSE(has(ll, "asm")) << other;
+    EXPECT_EQ(count(ll, "lshr i64 "), 2u) << other;
+  }
+  std::string why;
+  if (llvm_check::available(&why)) llvm_check::expect_compiles(m4, "thumbv7em-none-eabihf", "smmlar");
+#ifdef MICROTIR_HAVE_LLVM_NATIVE
+  // libLLVM assembles the inline assembly (the ARM assembly parser is initialized).
+  llvm_native::Options o;
+  o.triple = "thumbv7em-none-eabihf";
+  o.cpu = "cortex-m4";
+  EXPECT_GT(llvm_native::compile_to_object(m4, "requant.ll", o).size(), 0u);
+#endif
+}
+
 // The tiles bind each loaded word to a name (`w = W[...]`, let statements around the
 // stores): those loads pair too, as do a second pixel's (`C[n + k * 4]`, `C[k * 4 + n + 1]`). A tile loop of two steps is unrolled (O2 would make its
 // index a phi of two constants, which loop strength reduction cannot step); longer ones

@@ -342,13 +342,7 @@ Val FunctionEmitter::call_expr(const CallNode* c) {
       auto lo = [&](const Val& v) { return op("i32", "sext i16 " + op("i16", "trunc i32 " + v.v + " to i16").v + " to i32"); };
       return op("i32", "add i32 " + acc.v + ", " + op("i32", "mul i32 " + lo(a).v + ", " + lo(bv).v).v);
     }
-    case Builtin::Smmlar: {
-      auto wide = [&](const Val& v) { return op("i64", "sext i32 " + v.v + " to i64"); };
-      Val p = op("i64", "mul i64 " + wide(arg(0)).v + ", " + wide(arg(1)).v);
-      Val hi = op("i64", "shl i64 " + op("i64", "zext i32 " + arg(2).v + " to i64").v + ", 32");
-      Val sum = op("i64", "add i64 " + op("i64", "add i64 " + hi.v + ", " + p.v).v + ", 2147483648");
-      return op("i32", "trunc i64 " + op("i64", "lshr i64 " + sum.v + ", 32").v + " to i32");
-    }
+    case Builtin::Smmlar: return smmlar(c);
     case Builtin::Sxtb16: case Builtin::Sxtb16Ror8: return sxtb16(arg(0), b == Builtin::Sxtb16Ror8);
     case Builtin::PackBytes: case Builtin::WordPair: return word_builtin(c);
     case Builtin::Clz: {

@@ -192,6 +192,13 @@ class FunctionEmitter {
   // The DSP SMLAD and Helium VMLADAVA builtins (builtins.def); vmladava() also takes
   // multiply_by_quantized_multiplier.
   Val smlad(const CallNode* c);
+  // smmlar(a, b, acc): the high word of acc * 2^32 + a * b + 2^31 in 64-bit steps, which
+  // the ARM backend selects as one SMMLAR when the operands are registers. With a constant
+  // operand (IC's residual adds: smmlar(v * 2^21, M, 2)) InstCombine folds the constant
+  // into the 64-bit sum, or multiplies by it with UMULL and MLA, and no SMMLAR forms (IC's
+  // residual epilogues about 8 instructions an output more than GCC's): there, on Arm DSP
+  // cores, it is the instruction through inline assembly (readnone), as in the C helper.
+  Val smmlar(const CallNode* c);
   Val vmladava(const CallNode* c);
   // word_pair(lo, hi) as zext, shl and or (LLVM pairs adjacent loads itself).
   Val word_pair(const CallNode* c);

@@ -47,6 +47,8 @@ MTIR_LLVM_TARGET(ARM)
 MTIR_LLVM_TARGET(RISCV)
 MTIR_LLVM_TARGET(WebAssembly)
 #undef MTIR_LLVM_TARGET
+// Inline assembly in the IR (the ARM backend's SMMLAR) is assembled by the target's parser.
+void LLVMInitializeARMAsmParser();
 }
 
 namespace mtir::llvm_native {
@@ -107,6 +109,7 @@ void initialize_targets() {
     MTIR_INIT(RISCV)
     MTIR_INIT(WebAssembly)
 #undef MTIR_INIT
+    LLVMInitializeARMAsmParser();
     prefer_post_indexed_addresses();
     no_strength_reduction_in_code_generation();
   });
