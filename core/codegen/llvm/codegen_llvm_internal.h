@@ -197,7 +197,8 @@ class FunctionEmitter {
   // operand (IC's residual adds: smmlar(v * 2^21, M, 2)) InstCombine folds the constant
   // into the 64-bit sum, or multiplies by it with UMULL and MLA, and no SMMLAR forms (IC's
   // residual epilogues about 8 instructions an output more than GCC's): there, on Arm DSP
-  // cores, it is the instruction through inline assembly (readnone), as in the C helper.
+  // cores, it is the instruction through inline assembly (readnone), as in the C helper,
+  // and its constants reach it as register values (an empty asm each) that LICM hoists.
   Val smmlar(const CallNode* c);
   Val vmladava(const CallNode* c);
   // word_pair(lo, hi) as zext, shl and or (LLVM pairs adjacent loads itself).
