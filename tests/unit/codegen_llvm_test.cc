@@ -421,6 +421,42 @@ TEST(CodegenLlvmGolden, DspTilesPairLetBoundLoadsAndUnrollTwoSteps) {
   if (llvm_check::available(&why)) llvm_check::expect_compiles(two, "thumbv7em-none-eabihf", "the two-step tile");
 }
 
+// A tile loop of at least 32 SMLADs run an even number of times from four on is unrolled
+// twice on DSP cores without Helium (half the pointer steps, end compares and branches);
+// an odd count, a shorter body, Helium's low-overhead loops and cores without SMLAD tiles
+// keep the loop as it is.
+TEST(CodegenLlvmGolden, LongDspTilesAreUnrolledTwice) {
+  auto tile = [](int steps, int words) {  // `words` column words a step: words / 2 * 4 SMLADs
+    std::string tir =
+        "@T.prim_func\n"
+        "def tile(W: T.Buffer((256,), \"int32\"), C: T.Buffer((256,), \"int32\"), Out: T.Buffer((2,), \"int32\")):\n"
+        "    acc = T.alloc_buffer((2,), \"int32\", scope=\"local\")\n"
+        "    acc[0] = 0\n"
+        "    acc[1] = 0\n"
+        "    for k in range(" + std::to_string(steps) + "):\n";
+    for (int j = 0; j < words; j += 2) {
+      const std::string n = std::to_string(j), at = "k * 16 + " + n, next = "k * 16 + " + std::to_string(j + 1);
+      tir += "        w" + n + ": T.int32 = W[" + at + "]\n        v" + n + ": T.int32 = W[" + next + "]\n" +
+             "        x" + n + ": T.int32 = C[" + at + "]\n        y" + n + ": T.int32 = C[" + next + "]\n" +
+             "        acc[0] = T.smlad(y" + n + ", T.sxtb16_ror8(w" + n + "), T.smlad(x" + n + ", T.sxtb16(w" + n + "), acc[0]))\n" +
+             "        acc[1] = T.smlad(y" + n + ", T.sxtb16_ror8(v" + n + "), T.smlad(x" + n + ", T.sxtb16(v" + n + "), acc[1]))\n" +
+             "        acc[0] = T.smlad(x" + n + ", T.sxtb16_ror8(v" + n + "), T.smlad(y" + n + ", T.sxtb16(v" + n + "), acc[0]))\n" +
+             "        acc[1] = T.smlad(x" + n + ", T.sxtb16_ror8(w" + n + "), T.smlad(y" + n + ", T.sxtb16(w" + n + "), acc[1]))\n";
+    }
+    return tir + "    Out[0] = acc[0]\n    Out[1] = acc[1]\n";
+  };
+  const std::string m4 = "llvm -mtriple=thumbv7em-none-eabihf -mcpu=cortex-m4";
+  const std::string twice = "!\"llvm.loop.unroll.count\", i32 2}";
+  EXPECT_TRUE(has(kernels_of(tile(6, 8), m4), twice)) << kernels_of(tile(6, 8), m4);  // 32 SMLADs
+  EXPECT_TRUE(has(kernels_of(tile(4, 16), "llvm -mtriple=thumbv8m.main-none-eabihf -mcpu=cortex-m33"), twice));
+  EXPECT_FALSE(has(kernels_of(tile(5, 8), m4), twice));  // odd
+  EXPECT_FALSE(has(kernels_of(tile(6, 6), m4), twice));  // 24 SMLADs
+  EXPECT_FALSE(has(kernels_of(tile(6, 8), "llvm -mtriple=thumbv8.1m.main-none-eabihf -mcpu=cortex-m55"), twice));
+  EXPECT_FALSE(has(kernels_of(tile(6, 8), "llvm -mtriple=thumbv7m-none-eabi -mcpu=cortex-m3"), "llvm.loop.unroll"));
+  std::string why;
+  if (llvm_check::available(&why)) llvm_check::expect_compiles(kernels_of(tile(6, 8), m4), "thumbv7em-none-eabihf", "tile");
+}
+
 // Helium through its intrinsics: T.vmladava on 16 int8 lanes is one VMLADAVA.S8 (as widened
 // lanes, LLVM hoisted each column's sign extension out of the channel loop: four spilled
 // q registers a column, four VMLADAVA.U32 a step); T.multiply_by_quantized_multiplier on

@@ -72,6 +72,9 @@ inline const char* const kTypes =
     "%DLTensor = type { i8*, %DLDevice, i32, %DLDataType, i64*, i64*, i64 }\n"
     "%TVMValue = type { i64 }\n";
 
+// The SMLADs in `body` (twelve a reduction step of a 3x2 tile, eight of a 2x2 tile).
+int smlad_count(const Stmt& body);
+
 // State shared by the functions of one module: declarations, helpers, string constants.
 struct ModuleState {
   const LlvmTargetInfo* target = nullptr;
@@ -88,13 +91,14 @@ struct ModuleState {
   std::vector<std::string> metadata;                    // "!N = ..." lines
   bool mark_lines = false;                              // end lines with their source line
 
-  // A distinct loop-metadata node carrying `hint` (e.g. "llvm.loop.unroll.full").
-  std::string loop_metadata(const std::string& hint) {
+  // A distinct loop-metadata node carrying `hint` (e.g. "llvm.loop.unroll.full"), with
+  // `operand` if any ("i32 2" for llvm.loop.unroll.count).
+  std::string loop_metadata(const std::string& hint, std::string operand = "") {
+    if (operand.empty() && hint == "llvm.loop.vectorize.enable") operand = "i1 true";
     std::string self = "!" + std::to_string(metadata.size());
     std::string property = "!" + std::to_string(metadata.size() + 1);
     metadata.push_back(self + " = distinct !{" + self + ", " + property + "}");
-    metadata.push_back(property + " = !{!\"" + hint + "\"" +
-                       (hint == "llvm.loop.vectorize.enable" ? ", i1 true" : "") + "}");
+    metadata.push_back(property + " = !{!\"" + hint + "\"" + (operand.empty() ? "" : ", " + operand) + "}");
     return self;
   }
 
