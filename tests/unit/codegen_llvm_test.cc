@@ -346,8 +346,8 @@ TEST(CodegenLlvmGolden, DspTilesPairWordLoadsAndSaturate) {
 
 // smmlar with a constant operand (IC's residual adds) is one SMMLAR through inline
 // assembly on Arm DSP cores, its constants register values: in 64-bit steps InstCombine
-// folds the constant and no SMMLAR forms. With register operands the ARM backend forms it from the 64-bit steps itself, and
-// other targets keep the steps.
+// folds the constant and no SMMLAR forms. With register operands the ARM backend forms it
+// from the 64-bit steps itself, and other targets keep the steps.
 TEST(CodegenLlvmGolden, SmmlarWithAConstantIsTheInstructionOnDspCores) {
   const char* tir =
       "@T.prim_func\n"
