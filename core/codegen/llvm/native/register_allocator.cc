@@ -65,6 +65,12 @@ class ChoosingRegisterAllocator : public llvm::FunctionPass {
     return false;
   }
 
+  bool doFinalization(llvm::Module& m) override {
+    greedy_->doFinalization(m);
+    pbqp_->doFinalization(m);
+    return false;
+  }
+
   bool runOnFunction(llvm::Function& f) override {
     const bool use_pbqp = f.getFnAttribute(kRegAllocAttr).getValueAsString() == kRegAllocPbqp;
     llvm::FunctionPass* allocator = use_pbqp ? pbqp_.get() : greedy_.get();
