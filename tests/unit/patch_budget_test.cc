@@ -93,6 +93,15 @@ void expect_budgeted_run_bit_exact(const Graph& prepared, int64_t budget, int64_
   PipelineResult planned = run_pipeline(aot.module, {*find_pass("simplify"), *find_pass("plan_memory")});
   const PrimFunc main = planned.module.lookup(aot.main);
   EXPECT_LE(std::get<int64_t>(main->attrs.at("workspace.pool_bytes")), budget) << memory_report(main);
+  // The memory report and `run --json` state the lowest bound, the budget kept and the stages' choices.
+  const int64_t lowest = aot.patch_plan.at("lowest_bound").get<int64_t>();
+  EXPECT_EQ(aot.patch_plan.at("budget"), budget);
+  EXPECT_LE(aot.patch_plan.at("bound").get<int64_t>(), budget);
+  EXPECT_NE(memory_report(main).find("lowest bound the band planner reaches " + std::to_string(lowest) +
+                                     " bytes; each stage takes the fewest recomputed MACs, then bands, that keep "
+                                     "-workspace-budget=" + std::to_string(budget)),
+            std::string::npos)
+      << memory_report(main);
   aot.module = planned.module;
   EXPECT_EQ(run_int8_aot(prepared, aot, input).back().data,
             run_int8_aot(prepared, build_aot(prepared, whole), input).back().data);
