@@ -26,7 +26,8 @@
 // places the overlap from the band calls (analysis/call_overlap.h). Stages are then
 // compared by their whole step profile of live bytes, highest first (the peak, then the
 // next highest step, ...), so each stage lowers its own part of the graph even when the
-// peak is elsewhere; at the end each stage takes the fewest bands that keep the bound.
+// peak is elsewhere; at the end each stage takes its cheapest choice as above (one that
+// recomputes and carries nothing keeps its bands or runs whole: its shift, patch_stages.cc).
 //
 // With `residual` (patch_residual) a stage may end in the convolution a residual add
 // fuses into, written over the add's other operand: the stage's input (a ResNet block),
