@@ -12,6 +12,7 @@
 
 #include "codegen/c/codegen_c.h"
 #include "codegen/emit_common.h"
+#include "ir/visitor.h"
 #include "driver/build.h"
 #include "interp/interpreter.h"
 #include "ops/ops.h"
@@ -321,6 +322,41 @@ TEST(CodegenC, HeliumInt32x4LetIsOneVectorVariable) {
   const std::string c = codegen_c(m);
   EXPECT_NE(c.find("mtir_v4 x = mtir_v4_load_s8((&A[0]));"), std::string::npos) << c;
   EXPECT_NE(c.find("mtir_v4_store((&B[0]), mtir_v4_add(x, x));"), std::string::npos) << c;
+}
+
+// consecutive_elements (emit_common.h), the check behind pack_bytes' word read (C, LLVM)
+// and word_pair's paired load (C): the arguments load elements i, i + 1, ... of one
+// buffer, in order, for any count of them.
+TEST(CodegenC, ConsecutiveElementsAreOneBufferInOrder) {
+  IRModule m = parse_module_or_throw(
+      "@T.prim_func\ndef f(A: T.Buffer((16,), \"int8\"), B: T.Buffer((16,), \"int8\"), "
+      "W: T.Buffer((16,), \"int32\"), n: T.int32, k: T.int32):\n"
+      "    T.evaluate(T.pack_bytes(A[n], A[n + 1], A[n + 2], A[n + 3]))\n"
+      "    T.evaluate(T.word_pair(W[4], W[5]))\n"
+      "    T.evaluate(T.word_pair(W[n + 2], W[n + 3]))\n"
+      "    T.evaluate(T.call_extern(\"int32\", \"g\", A[n - 1], A[n], A[n + 1]))\n"
+      "    T.evaluate(T.word_pair(W[n + 1], W[n]))\n"
+      "    T.evaluate(T.pack_bytes(A[n], B[n + 1], A[n + 2], A[n + 3]))\n"
+      "    T.evaluate(T.pack_bytes(A[n], A[n + 1], A[n + 3], A[n + 2]))\n"
+      "    T.evaluate(T.word_pair(W[n], W[k + 1]))\n"
+      "    T.evaluate(T.word_pair(W[n], n))\n"
+      "    T.evaluate(T.call_extern(\"int32\", \"g\", A[n]))\n",
+      "consecutive.tir");
+  struct Calls : Visitor {
+    std::vector<std::vector<Expr>> args;  // each call's arguments, call_extern's without its symbol
+    void visit_Evaluate(const EvaluateNode* op) override {
+      const auto* call = as<CallNode>(op->value);
+      args.emplace_back(call->args.begin() + (call->is(Builtin::CallExtern) ? 1 : 0), call->args.end());
+    }
+  } calls;
+  calls.visit(m.lookup("f")->body);
+  ASSERT_EQ(calls.args.size(), 10u);
+  for (size_t i = 0; i < 4; ++i) {
+    const BufferLoadNode* first = consecutive_elements(calls.args[i]);
+    ASSERT_NE(first, nullptr) << "call " << i;
+    EXPECT_EQ(first, calls.args[i][0].get()) << "call " << i;
+  }
+  for (size_t i = 4; i < calls.args.size(); ++i) EXPECT_EQ(consecutive_elements(calls.args[i]), nullptr) << "call " << i;
 }
 
 // word_pair of two adjacent int32 elements of one buffer is one paired load (LDRD for GCC

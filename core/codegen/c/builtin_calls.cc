@@ -167,26 +167,29 @@ class BuiltinEmitter {
     internal_error(__FILE__, __LINE__, "unhandled builtin");
   }
 
-  std::string pack_bytes(const CallNode* op) {  // consecutive bytes of one buffer: one word read
-    if (!consecutive_bytes(op->args)) return helped_call("mtir_pack_bytes", kPackBytesHelper, op);
-    (*helpers_)["mtir_read_word"] = kReadWordHelper;
-    return "mtir_read_word(&" + expr(op->args[0]) + ")";
+  // pack_bytes and word_pair: one read of the whole word through helper `reader` where
+  // the arguments are consecutive elements of one buffer of the type it reads (int8 or
+  // uint8: one possibly unaligned word; int32: one paired load), else the values combined.
+  std::string pack_bytes(const CallNode* op) {
+    const BufferLoadNode* first = consecutive_elements(op->args);
+    if (first && first->dtype.bits() == 8) return whole_word("mtir_read_word", kReadWordHelper, first);
+    return helped_call("mtir_pack_bytes", kPackBytesHelper, op);
+  }
+  std::string word_pair(const CallNode* op) {
+    const BufferLoadNode* first = consecutive_elements(op->args);
+    if (first && first->dtype == DataType::Int(32)) return whole_word("mtir_word_pair", kWordPairHelper, first);
+    return "((int64_t)((uint64_t)(uint32_t)" + expr(op->args[0]) + " | ((uint64_t)(uint32_t)" + expr(op->args[1]) + " << 32)))";
+  }
+  // The reader's call on the first element's address.
+  std::string whole_word(const std::string& reader, const char* text, const BufferLoadNode* first) {
+    (*helpers_)[reader] = text;
+    return reader + "(&" + access(first->buffer, first->indices, first->span) + ")";
   }
   // A call of helper `name`, whose definition `text` goes into the file once.
   std::string helped_call(const std::string& name, const char* text, const CallNode* op) {
     (*helpers_)[name] = text;
     return call(name, op->args);
   }
-  // One paired load where the words are adjacent int32 elements of one buffer, else both.
-  std::string word_pair(const CallNode* op) {
-    const auto* lo = as<BufferLoadNode>(op->args.at(0));
-    if (lo && lo->dtype == DataType::Int(32) && adjacent_words(op->args[0], op->args[1])) {
-      (*helpers_)["mtir_word_pair"] = kWordPairHelper;
-      return "mtir_word_pair(&" + access(lo->buffer, lo->indices, lo->span) + ")";
-    }
-    return "((int64_t)((uint64_t)(uint32_t)" + expr(op->args[0]) + " | ((uint64_t)(uint32_t)" + expr(op->args[1]) + " << 32)))";
-  }
-
   std::string clz(const CallNode* op) {
     const bool wide = op->args.at(0)->dtype.bits() == 64;
     const std::string name = wide ? "mtir_clz64" : "mtir_clz32";
