@@ -48,8 +48,8 @@ TEST(QConv, MveDepthwiseTilesOfFourChannels) {
 
 int32_t tflite_multiply_by_quantized_multiplier(int32_t x, int32_t m, int s);
 
-// The schedule a one-node graph takes from prepare_quantized under `o`.
-json prepared_schedule(const Case& k, const ScheduleOptions& o) {
+// The graph of case `k` alone: input x, zero weights w, output y.
+Graph one_node_graph(const Case& k) {
   Graph g;
   g.inputs = {{"x", TensorType{DataType::Int(8), k.data}}};
   g.constants["w"] = NDArray::zeros(DataType::Int(8), k.weight);
@@ -58,7 +58,12 @@ json prepared_schedule(const Case& k, const ScheduleOptions& o) {
   node.type = find_op(k.op)->infer({g.inputs[0].second, TensorType{DataType::Int(8), k.weight}}, node.attrs);
   g.nodes.push_back(node);
   g.outputs = {"y"};
-  return prepare_quantized(g, o).nodes[0].attrs["schedule"];
+  return g;
+}
+
+// The schedule a one-node graph takes from prepare_quantized under `o`.
+json prepared_schedule(const Case& k, const ScheduleOptions& o) {
+  return prepare_quantized(one_node_graph(k), o).nodes[0].attrs["schedule"];
 }
 
 // The operator kernel of a one-node graph prepared under `o`: whether it copies its
@@ -69,15 +74,8 @@ struct DepthwiseKernel {
   int output_stores = 0;
 };
 DepthwiseKernel depthwise_kernel(const Case& k, const ScheduleOptions& o) {
-  Graph g;
+  Graph g = one_node_graph(k);
   g.name = "dw";
-  g.inputs = {{"x", TensorType{DataType::Int(8), k.data}}};
-  g.constants["w"] = NDArray::zeros(DataType::Int(8), k.weight);
-  GraphNode node;
-  node.name = "y", node.op = k.op, node.inputs = {"x", "w"}, node.attrs = k.attrs;
-  node.type = find_op(k.op)->infer({g.inputs[0].second, TensorType{DataType::Int(8), k.weight}}, node.attrs);
-  g.nodes.push_back(node);
-  g.outputs = {"y"};
   AotModule aot = build_aot(prepare_quantized(g, o));
   struct Walk : Visitor {
     DepthwiseKernel seen;
@@ -383,15 +381,7 @@ TEST(QConv, MveReductionEndingInOneLane) {
 
 // The C text of a one-node graph under `o` (prepared, AOT-built, lowered).
 std::string case_c_text(const Case& k, const ScheduleOptions& o) {
-  Graph g;
-  g.inputs = {{"x", TensorType{DataType::Int(8), k.data}}};
-  g.constants["w"] = NDArray::zeros(DataType::Int(8), k.weight);
-  GraphNode node;
-  node.name = "y", node.op = k.op, node.inputs = {"x", "w"}, node.attrs = k.attrs;
-  node.type = find_op(k.op)->infer({g.inputs[0].second, TensorType{DataType::Int(8), k.weight}}, node.attrs);
-  g.nodes.push_back(node);
-  g.outputs = {"y"};
-  AotModule aot = build_aot(prepare_quantized(g, o));
+  AotModule aot = build_aot(prepare_quantized(one_node_graph(k), o));
   return codegen_c(run_pipeline(aot.module, lowering_pipeline(true, true, true, false, false)).module);
 }
 
