@@ -26,6 +26,18 @@ void refuse_statement_builtin(const CallNode* call, const char* backend) {
                          "(T.evaluate), not part of an expression (the " + std::string(backend) + " backend)");
 }
 
+void refuse_unscalarized(const Expr& e, const char* backend, const char* what) {
+  user_error(e->span, "the " + std::string(backend) + " backend emits " + what + ": a " + expr_kind_name(e->kind) +
+                          " must be scalarized first (run the scalarize_vectors pass)");
+}
+
+void unlowered_statement(const Stmt& s, const char* backend) {
+  internal_error(__FILE__, __LINE__,
+                 std::string(stmt_kind_name(s->kind)) + " reached the " + backend +
+                     " backend: T.allocate_const and T.realize do not reach code generation (lower_allocate_const, "
+                     "refuse_carried_types)");
+}
+
 bool attr_flag(const PrimFunc& f, const char* key) {
   auto it = f->attrs.find(key);
   return it != f->attrs.end() && std::holds_alternative<bool>(it->second) && std::get<bool>(it->second);

@@ -19,6 +19,14 @@ namespace mtir {
 // (builtins.def's lowered_by), else `why`.
 [[noreturn]] void refuse_builtin(const CallNode* call, const char* backend, const std::string& why);
 
+// A vector expression (Ramp, Broadcast, Shuffle) or Let in a backend that emits scalar
+// code (`what`: "scalar C99"): the message names the pass that scalarizes it.
+[[noreturn]] void refuse_unscalarized(const Expr& e, const char* backend, const char* what);
+
+// T.allocate_const or T.realize reaching `backend`: lower_allocate_const and
+// refuse_carried_types remove them before code generation, so an internal error.
+[[noreturn]] void unlowered_statement(const Stmt& s, const char* backend);
+
 // A builtin that returns from the function (tvm_return, tvm_throw_last_error) found
 // inside an expression: it can only be a statement of its own, which the verifier
 // checks; a backend reaching one reports it at the call.

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "codegen/c/codegen_c.h"
+#include "codegen/wasm/codegen_wat.h"
 #include "codegen/emit_common.h"
 #include "ir/visitor.h"
 #include "driver/build.h"
@@ -212,6 +213,29 @@ TEST(CodegenC, RejectsWhatCHasNoTypeFor) {
     FAIL() << "float16 was accepted";
   } catch (const DiagnosticError& e) {
     EXPECT_NE(e.diagnostics().at(0).message.find("does not support float16"), std::string::npos);
+  }
+}
+
+// A let expression left in a module (no scalarize_vectors) is refused by the two
+// backends that emit scalar code, at the expression, naming the pass.
+TEST(CodegenC, ScalarBackendsRefuseLetExpressions) {
+  IRModule m = parse_module_or_throw(
+      "@T.prim_func\ndef v(A: T.Buffer((8,), \"int8\"), B: T.Buffer((4,), \"int8\")):\n"
+      "    B[2] = T.Let(y * y, where={y: A[3] + T.int8(1)})\n",
+      "vector.tir");
+  const std::pair<const char*, std::function<void()>> backends[] = {
+      {"the C backend emits scalar C99: a Let must be scalarized first", [&] { codegen_c(m); }},
+      {"the wasm backend emits scalar code: a Let must be scalarized first", [&] { codegen_wat(m, WatOptions{}); }}};
+  for (const auto& [message, emit] : backends) {
+    try {
+      emit();
+      ADD_FAILURE() << "accepted: " << message;
+    } catch (const DiagnosticError& e) {
+      EXPECT_FALSE(e.internal());
+      EXPECT_NE(e.diagnostics().at(0).message.find(message), std::string::npos) << render_all(e.diagnostics());
+      EXPECT_NE(e.diagnostics().at(0).message.find("(run the scalarize_vectors pass)"), std::string::npos);
+      EXPECT_EQ(e.diagnostics().at(0).span.line, 3);
+    }
   }
 }
 

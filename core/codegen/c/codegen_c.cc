@@ -428,10 +428,7 @@ class FunctionEmitter {
       case ExprKind::Ramp:
       case ExprKind::Broadcast:
       case ExprKind::Shuffle:
-      case ExprKind::Let:
-        // The lowering pipeline scalarizes these for C (scalarize_vectors).
-        user_error(e->span, std::string("the C backend emits scalar C99: a ") + expr_kind_name(e->kind) +
-                                " must be scalarized first (run the scalarize_vectors pass)");
+      case ExprKind::Let: refuse_unscalarized(e, "C", "scalar C99");
     }
     internal_error(__FILE__, __LINE__, "unhandled expression kind");
   }
@@ -505,10 +502,7 @@ class FunctionEmitter {
       }
       case StmtKind::Allocate: emit_allocate(static_cast<const AllocateNode*>(s.get())); return;
       case StmtKind::AllocateConst:
-      case StmtKind::BufferRealize:
-        internal_error(
-            __FILE__, __LINE__,
-            "T.allocate_const and T.realize do not reach code generation (lower_allocate_const, refuse_carried_types)");
+      case StmtKind::BufferRealize: unlowered_statement(s, "C");
       case StmtKind::DeclBuffer: {
         // A view of memory that is already named in C: accesses use its data pointer.
         const auto* op = static_cast<const DeclBufferNode*>(s.get());
