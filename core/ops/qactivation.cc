@@ -189,11 +189,7 @@ void register_qactivation_ops(std::vector<OpDef>& ops) {
   ops.push_back(int16_act_op("qlogistic_s16"));
   ops.push_back(int16_act_op("qtanh_s16"));
   ops.push_back(OpDef{"qabs",
-                      [](const std::vector<TensorType>& in, const json& attrs) {
-                        abs_params(in, attrs);
-                        return in[0];
-                      },
-                      abs_build, OutputSharing::kElementwise});
+                      same_type_as_input(abs_params), abs_build, OutputSharing::kElementwise});
 }
 
 }  // namespace ops

@@ -987,11 +987,7 @@ void register_quantized_ops(std::vector<OpDef>& ops) {
                       },
                       requantize_build, OutputSharing::kElementwise});
   ops.push_back(OpDef{"qleaky_relu",
-                      [](const std::vector<TensorType>& in, const json& attrs) {
-                        leaky_params(in, attrs);
-                        return in[0];
-                      },
-                      leaky_build, OutputSharing::kElementwise});
+                      same_type_as_input(leaky_params), leaky_build, OutputSharing::kElementwise});
 }
 
 }  // namespace ops

@@ -160,10 +160,7 @@ OpDef cumsum_op() {
     if (in[0].shape.empty()) fail(op, "input 'data' must have at least one dimension");
     return normalize_axis(op, "axis", r.get_int("axis", 0), static_cast<int64_t>(in[0].shape.size()));
   };
-  d.infer = [check](const std::vector<TensorType>& in, const json& attrs) {
-    check(in, attrs);
-    return in[0];
-  };
+  d.infer = same_type_as_input(check);
   d.build = [op, check](const std::string& fname, const std::vector<TensorType>& in, const TensorType& out,
                         const json& attrs) {
     const int64_t axis = check(in, attrs);
