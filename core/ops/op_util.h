@@ -107,6 +107,10 @@ Expr call(const std::string& op, std::vector<Expr> args);
 class LoopNest {
  public:
   Expr axis(const std::string& name, int64_t extent);
+  // An axis per dimension of `shape`, named <prefix><k><suffix> (i0, i1, ...): the
+  // index of every element.
+  std::vector<Expr> axes(const std::vector<int64_t>& shape, const std::string& prefix = "i",
+                         const std::string& suffix = "");
   Stmt wrap(Stmt body) const;
 
  private:

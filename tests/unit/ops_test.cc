@@ -336,6 +336,19 @@ TEST(Ops, SameTypeAsInputChecksFirst) {
   EXPECT_THROW(find_op("reverse")->infer({x}, {{"axes", {2}}}), DiagnosticError);
 }
 
+// LoopNest::axes (op_util.h), the element loops of the elementwise, compare, reduce and
+// quantized ops: an axis per dimension named <prefix><k><suffix>, extent 1 the index 0.
+TEST(Ops, LoopNestAxesNameEveryDimension) {
+  ops::LoopNest nest;
+  const std::vector<Expr> idx = nest.axes({2, 1, 3}, "o", "_1");
+  ASSERT_EQ(idx.size(), 3u);
+  EXPECT_EQ(print_expr(idx[0]), "o0_1");
+  EXPECT_EQ(print_expr(idx[1]), "0");
+  EXPECT_EQ(print_expr(idx[2]), "o2_1");
+  EXPECT_EQ(print_stmt(nest.wrap(Evaluate(ops::ci(0)))), "for o0_1, o2_1 in T.grid(2, 3):\n    T.evaluate(0)\n");
+  EXPECT_EQ(print_expr(ops::LoopNest().axes({4})[0]), "i0");
+}
+
 TEST(Ops, QdivBroadcastsInt8AndRefusesWhatTflmCannotShift) {
   const json attrs = {{"a_scale", 0.05}, {"a_zero_point", 3}, {"b_scale", 0.04}, {"b_zero_point", -5},
                       {"output_scale", 0.06}, {"output_zero_point", -7}};
