@@ -344,6 +344,38 @@ TEST(CodegenLlvmGolden, DspTilesPairWordLoadsAndSaturate) {
   if (llvm_check::available(&why)) llvm_check::expect_compiles(m4, "thumbv7em-none-eabihf", "the paired tile");
 }
 
+// smmlar with a constant operand (IC's residual adds) is one SMMLAR through inline
+// assembly on Arm DSP cores, its constants register values: in 64-bit steps InstCombine
+// folds the constant and no SMMLAR forms. With register operands the ARM backend forms it
+// from the 64-bit steps itself, and other targets keep the steps.
+TEST(CodegenLlvmGolden, SmmlarWithAConstantIsTheInstructionOnDspCores) {
+  const char* tir =
+      "@T.prim_func\n"
+      "def requant(X: T.Buffer((2,), \"int32\"), Out: T.Buffer((2,), \"int32\")):\n"
+      "    Out[0] = T.smmlar(X[0] * 2097152, 1623821475, 2)\n"
+      "    Out[1] = T.smmlar(X[0], X[1], X[0] + X[1])\n";
+  const std::string m4 = kernels_of(tir, "llvm -mtriple=thumbv7em-none-eabihf -mcpu=cortex-m4");
+  EXPECT_EQ(count(m4, "call i32 asm \"smmlar $0, $1, $2, $3\", \"=r,r,r,r\"("), 1u) << m4;
+  // Its constants as register values (hoisted out of loops, not rebuilt at each use).
+  EXPECT_TRUE(has(m4, "call i32 asm \"\", \"=r,0\"(i32 1623821475) nounwind readnone")) << m4;
+  EXPECT_TRUE(has(m4, "call i32 asm \"\", \"=r,0\"(i32 2) nounwind readnone")) << m4;
+  EXPECT_EQ(count(m4, "lshr i64 "), 1u) << m4;  // Out[1] in 64-bit steps
+  for (const char* other : {"llvm", "llvm -mtriple=thumbv7m-none-eabi -mcpu=cortex-m3"}) {
+    const std::string ll = kernels_of(tir, other);
+    EXPECT_FALSE(has(ll, "asm")) << other;
+    EXPECT_EQ(count(ll, "lshr i64 "), 2u) << other;
+  }
+  std::string why;
+  if (llvm_check::available(&why)) llvm_check::expect_compiles(m4, "thumbv7em-none-eabihf", "smmlar");
+#ifdef MICROTIR_HAVE_LLVM_NATIVE
+  // libLLVM assembles the inline assembly (the ARM assembly parser is initialized).
+  llvm_native::Options o;
+  o.triple = "thumbv7em-none-eabihf";
+  o.cpu = "cortex-m4";
+  EXPECT_GT(llvm_native::compile_to_object(m4, "requant.ll", o).size(), 0u);
+#endif
+}
+
 // The tiles bind each loaded word to a name (`w = W[...]`, let statements around the
 // stores): those loads pair too, as do a second pixel's (`C[n + k * 4]`, `C[k * 4 + n + 1]`). A tile loop of two steps is unrolled (O2 would make its
 // index a phi of two constants, which loop strength reduction cannot step); longer ones
@@ -387,6 +419,42 @@ TEST(CodegenLlvmGolden, DspTilesPairLetBoundLoadsAndUnrollTwoSteps) {
   EXPECT_FALSE(has(m3, "llvm.loop.unroll.full")) << m3;
   std::string why;
   if (llvm_check::available(&why)) llvm_check::expect_compiles(two, "thumbv7em-none-eabihf", "the two-step tile");
+}
+
+// A tile loop of at least 32 SMLADs run an even number of times from four on is unrolled
+// twice on DSP cores without Helium (half the pointer steps, end compares and branches);
+// an odd count, a shorter body, Helium's low-overhead loops and cores without SMLAD tiles
+// keep the loop as it is.
+TEST(CodegenLlvmGolden, LongDspTilesAreUnrolledTwice) {
+  auto tile = [](int steps, int words) {  // `words` column words a step: words / 2 * 4 SMLADs
+    std::string tir =
+        "@T.prim_func\n"
+        "def tile(W: T.Buffer((256,), \"int32\"), C: T.Buffer((256,), \"int32\"), Out: T.Buffer((2,), \"int32\")):\n"
+        "    acc = T.alloc_buffer((2,), \"int32\", scope=\"local\")\n"
+        "    acc[0] = 0\n"
+        "    acc[1] = 0\n"
+        "    for k in range(" + std::to_string(steps) + "):\n";
+    for (int j = 0; j < words; j += 2) {
+      const std::string n = std::to_string(j), at = "k * 16 + " + n, next = "k * 16 + " + std::to_string(j + 1);
+      tir += "        w" + n + ": T.int32 = W[" + at + "]\n        v" + n + ": T.int32 = W[" + next + "]\n" +
+             "        x" + n + ": T.int32 = C[" + at + "]\n        y" + n + ": T.int32 = C[" + next + "]\n" +
+             "        acc[0] = T.smlad(y" + n + ", T.sxtb16_ror8(w" + n + "), T.smlad(x" + n + ", T.sxtb16(w" + n + "), acc[0]))\n" +
+             "        acc[1] = T.smlad(y" + n + ", T.sxtb16_ror8(v" + n + "), T.smlad(x" + n + ", T.sxtb16(v" + n + "), acc[1]))\n" +
+             "        acc[0] = T.smlad(x" + n + ", T.sxtb16_ror8(v" + n + "), T.smlad(y" + n + ", T.sxtb16(v" + n + "), acc[0]))\n" +
+             "        acc[1] = T.smlad(x" + n + ", T.sxtb16_ror8(w" + n + "), T.smlad(y" + n + ", T.sxtb16(w" + n + "), acc[1]))\n";
+    }
+    return tir + "    Out[0] = acc[0]\n    Out[1] = acc[1]\n";
+  };
+  const std::string m4 = "llvm -mtriple=thumbv7em-none-eabihf -mcpu=cortex-m4";
+  const std::string twice = "!\"llvm.loop.unroll.count\", i32 2}";
+  EXPECT_TRUE(has(kernels_of(tile(6, 8), m4), twice)) << kernels_of(tile(6, 8), m4);  // 32 SMLADs
+  EXPECT_TRUE(has(kernels_of(tile(4, 16), "llvm -mtriple=thumbv8m.main-none-eabihf -mcpu=cortex-m33"), twice));
+  EXPECT_FALSE(has(kernels_of(tile(5, 8), m4), twice));  // odd
+  EXPECT_FALSE(has(kernels_of(tile(6, 6), m4), twice));  // 24 SMLADs
+  EXPECT_FALSE(has(kernels_of(tile(6, 8), "llvm -mtriple=thumbv8.1m.main-none-eabihf -mcpu=cortex-m55"), twice));
+  EXPECT_FALSE(has(kernels_of(tile(6, 8), "llvm -mtriple=thumbv7m-none-eabi -mcpu=cortex-m3"), "llvm.loop.unroll"));
+  std::string why;
+  if (llvm_check::available(&why)) llvm_check::expect_compiles(kernels_of(tile(6, 8), m4), "thumbv7em-none-eabihf", "tile");
 }
 
 // Helium through its intrinsics: T.vmladava on 16 int8 lanes is one VMLADAVA.S8 (as widened

@@ -72,6 +72,9 @@ inline const char* const kTypes =
     "%DLTensor = type { i8*, %DLDevice, i32, %DLDataType, i64*, i64*, i64 }\n"
     "%TVMValue = type { i64 }\n";
 
+// The SMLADs in `body` (twelve a reduction step of a 3x2 tile, eight of a 2x2 tile).
+int smlad_count(const Stmt& body);
+
 // State shared by the functions of one module: declarations, helpers, string constants.
 struct ModuleState {
   const LlvmTargetInfo* target = nullptr;
@@ -88,13 +91,14 @@ struct ModuleState {
   std::vector<std::string> metadata;                    // "!N = ..." lines
   bool mark_lines = false;                              // end lines with their source line
 
-  // A distinct loop-metadata node carrying `hint` (e.g. "llvm.loop.unroll.full").
-  std::string loop_metadata(const std::string& hint) {
+  // A distinct loop-metadata node carrying `hint` (e.g. "llvm.loop.unroll.full"), with
+  // `operand` if any ("i32 2" for llvm.loop.unroll.count).
+  std::string loop_metadata(const std::string& hint, std::string operand = "") {
+    if (operand.empty() && hint == "llvm.loop.vectorize.enable") operand = "i1 true";
     std::string self = "!" + std::to_string(metadata.size());
     std::string property = "!" + std::to_string(metadata.size() + 1);
     metadata.push_back(self + " = distinct !{" + self + ", " + property + "}");
-    metadata.push_back(property + " = !{!\"" + hint + "\"" +
-                       (hint == "llvm.loop.vectorize.enable" ? ", i1 true" : "") + "}");
+    metadata.push_back(property + " = !{!\"" + hint + "\"" + (operand.empty() ? "" : ", " + operand) + "}");
     return self;
   }
 
@@ -192,6 +196,14 @@ class FunctionEmitter {
   // The DSP SMLAD and Helium VMLADAVA builtins (builtins.def); vmladava() also takes
   // multiply_by_quantized_multiplier.
   Val smlad(const CallNode* c);
+  // smmlar(a, b, acc): the high word of acc * 2^32 + a * b + 2^31 in 64-bit steps, which
+  // the ARM backend selects as one SMMLAR when the operands are registers. With a constant
+  // operand (IC's residual adds: smmlar(v * 2^21, M, 2)) InstCombine folds the constant
+  // into the 64-bit sum, or multiplies by it with UMULL and MLA, and no SMMLAR forms (IC's
+  // residual epilogues about 8 instructions an output more than GCC's): there, on Arm DSP
+  // cores, it is the instruction through inline assembly (readnone), as in the C helper,
+  // and its constants reach it as register values (an empty asm each) that LICM hoists.
+  Val smmlar(const CallNode* c);
   Val vmladava(const CallNode* c);
   // word_pair(lo, hi) as zext, shl and or (LLVM pairs adjacent loads itself).
   Val word_pair(const CallNode* c);

@@ -98,6 +98,18 @@ bool FunctionEmitter::straight_line_words(const Stmt& s, WordLoads& found) const
   return found.ok;
 }
 
+int smlad_count(const Stmt& body) {
+  struct Count : Visitor {
+    int n = 0;
+    void visit_Call(const CallNode* op) override {
+      n += op->is(Builtin::Smlad);
+      Visitor::visit_Call(op);
+    }
+  } count;
+  count.visit(body);
+  return count.n;
+}
+
 bool FunctionEmitter::plan_paired_loads(const Stmt& region) {
   paired_loads_.clear();
   if (!ms_->arm_dsp || loop_vars_.empty()) return false;

@@ -32,6 +32,7 @@
 #include "codegen/llvm/llvm_target.h"
 #include "codegen/llvm/module_parts.h"
 #include "codegen/llvm/native/exit_on_pointer.h"
+#include "codegen/llvm/native/register_allocator.h"
 #include "support/diagnostic.h"
 #include "support/timing.h"
 
@@ -47,6 +48,8 @@ MTIR_LLVM_TARGET(ARM)
 MTIR_LLVM_TARGET(RISCV)
 MTIR_LLVM_TARGET(WebAssembly)
 #undef MTIR_LLVM_TARGET
+// Inline assembly in the IR (the ARM backend's SMMLAR) is assembled by the target's parser.
+void LLVMInitializeARMAsmParser();
 }
 
 namespace mtir::llvm_native {
@@ -107,8 +110,10 @@ void initialize_targets() {
     MTIR_INIT(RISCV)
     MTIR_INIT(WebAssembly)
 #undef MTIR_INIT
+    LLVMInitializeARMAsmParser();
     prefer_post_indexed_addresses();
     no_strength_reduction_in_code_generation();
+    install_register_allocator();
   });
 }
 
@@ -231,9 +236,19 @@ void run_loop_lowering(llvm::Module* module, llvm::TargetMachine* tm, const std:
   if (exits_on_pointers(*tm)) lpm.addPass(ExitOnPointerPass());
   llvm::FunctionPassManager fpm;
   fpm.addPass(llvm::createFunctionToLoopPassAdaptor(std::move(lpm), /*UseMemorySSA=*/false));
+  if (exits_on_pointers(*tm)) fpm.addPass(TileRegisterAllocatorPass());
   llvm::ModulePassManager mpm;
   mpm.addPass(llvm::createModuleToFunctionPassAdaptor(std::move(fpm)));
   mpm.run(*module, a.mam);
+}
+
+// LLVM's allocators as the targets choose them, except on the Cortex-M cores whose tile
+// loops ExitOnPointerPass shortens to 14 registers: there greedy, or PBQP for the functions
+// TileRegisterAllocatorPass marked (register_allocator.h).
+RegisterAllocation register_allocation(const llvm::TargetMachine& tm, const std::string& opt) {
+  if (tm.getTargetTriple().isWasm()) return RegisterAllocation::kNone;
+  if (level(opt) == llvm::OptimizationLevel::O0) return RegisterAllocation::kFast;
+  return exits_on_pointers(tm) ? RegisterAllocation::kPerFunction : RegisterAllocation::kGreedy;
 }
 
 void check_triple(const llvm::Module& module, const llvm::TargetMachine& tm, const std::string& name) {
@@ -251,6 +266,7 @@ std::string compile_module(llvm::Module* module, const std::string& name, const 
     run_loop_lowering(module, tm.get(), options.opt);
   }
   TimingScope timing("backend", "llvm: instruction selection and object " + name);
+  set_register_allocation(register_allocation(*tm, options.opt));
   llvm::SmallVector<char, 0> buffer;
   llvm::raw_svector_ostream os(buffer);
   llvm::legacy::PassManager pm;
