@@ -485,7 +485,12 @@ struct FirmwareLog {
   std::vector<int64_t> stack;                 // per run, -1 if not printed
   std::vector<uint64_t> counts;               // per run, the raw counter
   uint64_t probe = 0, layer_probe = 0;
-  std::vector<std::pair<std::string, uint64_t>> layer_ticks;  // the first run's
+  struct LayerTicks {
+    std::string kernel;
+    uint64_t ticks = 0;
+    uint64_t calls = 1;  // a call site in a loop (a patch stage's bands) runs several times
+  };
+  std::vector<LayerTicks> layer_ticks;  // the first run's
   int64_t data_end = -1;
   std::vector<std::string> devices;
 };
@@ -533,10 +538,11 @@ FirmwareLog read_firmware_log(const ProgramOutput& run, const FirmwareSpec& spec
     } else if (what == "layer") {
       int s, k;
       std::string kernel, v;
-      in >> s >> k >> kernel >> v;
-      if (!in || (s == 0 && k != static_cast<int>(log.layer_ticks.size())))
+      uint64_t calls = 0;
+      in >> s >> k >> kernel >> v >> calls;
+      if (!in || calls == 0 || (s == 0 && k != static_cast<int>(log.layer_ticks.size())))
         fail("unreadable operator count '" + line + "'; run log: " + run.log);
-      if (s == 0) log.layer_ticks.emplace_back(kernel, parse_hex64(v));
+      if (s == 0) log.layer_ticks.push_back({kernel, parse_hex64(v), calls});
     } else if (what == "data_end") {
       in >> log.data_end;
     } else if (what == "device") {
@@ -637,8 +643,10 @@ TargetReport target_report(const CrossTarget& t, const ArtifactInfo& info, const
     if (spec.profile_layers) {
       // Against the counter's own zero: the hook pair's cost is what it holds beyond it.
       r.layer_probe_instructions = instructions_from_counter(t, log.layer_probe, 0);
-      for (const auto& [kernel, ticks] : log.layer_ticks)
-        r.layers.push_back({kernel, instructions_from_counter(t, ticks, log.layer_probe)});
+      for (const auto& l : log.layer_ticks) {
+        const int64_t n = static_cast<int64_t>(l.calls);
+        r.layers.push_back({l.kernel, instructions_from_counter(t, l.ticks, log.layer_probe * l.calls), n});
+      }
     }
     r.counter_method = t.counter == CounterKind::kMinstret
                            ? "exact: minstret under qemu -icount shift=0"

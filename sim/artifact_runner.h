@@ -79,7 +79,8 @@ struct ArtifactRunOptions {
 // instructions, the cost of an empty hook pair subtracted.
 struct LayerCount {
   std::string kernel;
-  int64_t instructions = 0;
+  int64_t instructions = 0;  // all its calls together
+  int64_t calls = 1;         // more than 1 for a call in a loop (a patch stage's interior bands)
 };
 
 struct TargetReport {

@@ -235,6 +235,7 @@ void emit_profile_hooks(std::ostringstream& os, const FirmwareSpec& spec, const 
     os << "\n/* Operator counts (the TVMGEN_PROFILE hooks of the generated code). */\n"
        << "#define MTIR_PROFILE_MAX 1024\n"
        << "static uint64_t mtir_profile_ticks[MTIR_PROFILE_MAX];\n"
+       << "static uint32_t mtir_profile_calls[MTIR_PROFILE_MAX];\n"
        << "static const char* mtir_profile_names[MTIR_PROFILE_MAX];\n"
        << "static int mtir_profile_used;\n"
        << "static uint64_t mtir_profile_t0;\n"
@@ -246,7 +247,9 @@ void emit_profile_hooks(std::ostringstream& os, const FirmwareSpec& spec, const 
        << "  mtir_profile_t0 = mtir_counter_read();\n}\n"
        << "__attribute__((noinline)) void mtir_profile_end(int index) {\n"
        << "  uint64_t t1 = mtir_counter_read();\n"
-       << "  if (index >= 0 && index < MTIR_PROFILE_MAX) mtir_profile_ticks[index] = mtir_counter_delta(mtir_profile_t0, t1);\n}\n";
+       << "  if (index >= 0 && index < MTIR_PROFILE_MAX) {\n"
+       << "    mtir_profile_ticks[index] += mtir_counter_delta(mtir_profile_t0, t1);\n"
+       << "    ++mtir_profile_calls[index];\n  }\n}\n";
   }
 }
 
@@ -317,6 +320,9 @@ void emit_runs(std::ostringstream& os, const FirmwareSpec& spec, const std::stri
   for (const auto& t : spec.outputs)
     os << "    zero_bytes(buf_" << t.c_name << ", " << macro << "_" << upper(t.c_name) << "_SIZE);\n";
   if (spec.has_state) os << "    (void)" << prefix << "_reset();\n";
+  if (spec.profile_layers)  // a call site in a loop (a patch stage's bands) adds up its calls
+    os << "    zero_bytes(mtir_profile_ticks, sizeof mtir_profile_ticks);\n"
+       << "    zero_bytes(mtir_profile_calls, sizeof mtir_profile_calls);\n";
   if (spec.stack_paint_bytes > 0) os << "    paint_stack(top);\n";
   os << "#ifdef MTIR_COUNTER_UNIT\n    t0 = mtir_counter_read();\n#endif\n"
      << "    rc = " << run_call(spec, prefix, macro) << ";\n"
@@ -335,7 +341,8 @@ void emit_runs(std::ostringstream& os, const FirmwareSpec& spec, const std::stri
        << "        out_str(\"@mtir layer \");\n        out_int(run);\n        out_char(' ');\n        out_int(k);\n"
        << "        out_char(' ');\n        out_str(mtir_profile_names[k] ? mtir_profile_names[k] : \"?\");\n"
        << "        out_char(' ');\n        out_hex((uint32_t)(mtir_profile_ticks[k] >> 32), 8);\n"
-       << "        out_hex((uint32_t)mtir_profile_ticks[k], 8);\n        out_end();\n      }\n    }\n";
+       << "        out_hex((uint32_t)mtir_profile_ticks[k], 8);\n        out_char(' ');\n"
+       << "        out_udec(mtir_profile_calls[k]);\n        out_end();\n      }\n    }\n";
   }
   for (const auto& t : spec.outputs) {
     os << "    print_hex(run, \"" << t.c_name << "\", buf_" << t.c_name << ", " << macro << "_" << upper(t.c_name)

@@ -8,6 +8,7 @@
 #include "analysis/elementwise_overwrite.h"
 #include "analysis/int_bound.h"
 #include "ir/attrs.h"
+#include "ir/structural_equal.h"
 #include "ir/visitor.h"
 
 namespace mtir {
@@ -249,26 +250,13 @@ class Checker {
   // (analysis/elementwise_overwrite.h), as a two-branch patch stage's fused add does.
   void check_aliasing(const std::string& who, const std::vector<Region>& regions, const Span& at,
                       const PrimFunc& callee) {
-    auto flat_range = [](const BufferLoadNode* load, const std::vector<Expr>& extents, int64_t* lo, int64_t* hi) {
-      const Buffer& b = load->buffer;
-      int64_t start = 0, last = 0, stride = 1;
-      for (size_t k = b->shape.size(); k-- > 0;) {
-        const int64_t *min = as_const_int(load->indices[k]), *ext = as_const_int(extents[k]),
-                      *dim = as_const_int(b->shape[k]);
-        if (!min || !ext || !dim) return false;
-        start += *min * stride;
-        last += (*min + *ext - 1) * stride;
-        stride *= *dim;
-      }
-      *lo = start, *hi = last;
-      return true;
-    };
     for (size_t i = 0; i < regions.size(); ++i) {
       for (size_t j = i + 1; j < regions.size(); ++j) {
         if (regions[i].load->buffer != regions[j].load->buffer) continue;
         if (!regions[i].written && !regions[j].written) continue;
         int64_t a0, a1, b0, b1;
-        bool known = flat_range(regions[i].load, regions[i].extents, &a0, &a1) &&
+        bool known = same_moving_parts(regions[i].load, regions[j].load) &&
+                     flat_range(regions[i].load, regions[i].extents, &a0, &a1) &&
                      flat_range(regions[j].load, regions[j].extents, &b0, &b1);
         if (known && a0 == b0 && a1 == b1 && declared_in_place(callee, regions[i], regions[j])) continue;
         if (!known || !(a1 < b0 || b1 < a0)) {
@@ -279,6 +267,44 @@ class Checker {
         }
       }
     }
+  }
+
+  // A region start as a part that moves (a loop of band calls: `start + band * step`,
+  // executor/band_loops.h), null for none, and a constant.
+  static std::pair<Expr, int64_t> split_start(const Expr& e) {
+    if (const int64_t* c = as_const_int(e)) return {nullptr, *c};
+    if (const auto* add = as<AddNode>(e)) {
+      if (const int64_t* c = as_const_int(add->b)) return {add->a, *c};
+      if (const int64_t* c = as_const_int(add->a)) return {add->b, *c};
+    }
+    return {e, 0};
+  }
+
+  // Whether two regions' starts move alike (the same expressions beside their constants):
+  // their flat ranges then compare by the constants alone.
+  static bool same_moving_parts(const BufferLoadNode* a, const BufferLoadNode* b) {
+    if (a->indices.size() != b->indices.size()) return false;
+    for (size_t k = 0; k < a->indices.size(); ++k) {
+      const Expr x = split_start(a->indices[k]).first, y = split_start(b->indices[k]).first;
+      if ((x == nullptr) != (y == nullptr) || (x && !structural_equal(x, y))) return false;
+    }
+    return true;
+  }
+
+  // The elements [lo, hi] a region spans, its starts' moving parts taken as 0.
+  static bool flat_range(const BufferLoadNode* load, const std::vector<Expr>& extents, int64_t* lo, int64_t* hi) {
+    const Buffer& b = load->buffer;
+    int64_t start = 0, last = 0, stride = 1;
+    for (size_t k = b->shape.size(); k-- > 0;) {
+      const int64_t min = split_start(load->indices[k]).second;
+      const int64_t *ext = as_const_int(extents[k]), *dim = as_const_int(b->shape[k]);
+      if (!ext || !dim) return false;
+      start += min * stride;
+      last += (min + *ext - 1) * stride;
+      stride *= *dim;
+    }
+    *lo = start, *hi = last;
+    return true;
   }
 
   // Whether `callee` declares parameters a and b aliased, one read only where the other,

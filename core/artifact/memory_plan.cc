@@ -3,6 +3,7 @@
 #include <map>
 #include <variant>
 
+#include "analysis/call_loops.h"
 #include "ir/visitor.h"
 
 namespace mtir {
@@ -105,6 +106,7 @@ FunctionMemoryPlan memory_plan_of(const PrimFunc& f) {
   std::vector<Stmt> steps;
   if (const auto* seq = as<SeqStmtNode>(body)) steps = seq->seq;
   else if (body) steps = {body};
+  steps = expand_call_loops(steps);  // plan_memory's steps: a loop of band calls is its calls
   plan.steps = static_cast<int>(steps.size());
   for (const auto& step : steps) plan.step_callees.push_back(first_callee(step));
   for (size_t i = 0; i < steps.size(); ++i) {

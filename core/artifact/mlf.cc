@@ -109,6 +109,7 @@ LoadedModel prepare_model(Graph g, const std::vector<std::string>& devices, cons
   aot.patch_overlap = schedules.patch_overlap;
   aot.patch_residual = schedules.patch_residual;
   aot.patch_edge_rows = schedules.patch_edge_rows;
+  aot.band_loops = schedules.band_loops;
   lm.aot = build_aot(lm.graph, aot);
   auto diags = check_well_formed(lm.aot.module);
   if (!diags.empty()) throw DiagnosticError(diags);

@@ -111,7 +111,8 @@ json layers_json(const sim::TargetReport& r, const std::map<std::string, std::ve
     layers.push_back({{"index", i},
                       {"kernel", r.layers[i].kernel},
                       {"nodes", it == nodes.end() ? std::vector<std::string>{} : it->second},
-                      {"instructions", r.layers[i].instructions}});
+                      {"instructions", r.layers[i].instructions},
+                      {"calls", r.layers[i].calls}});
   }
   return layers;
 }
@@ -129,7 +130,8 @@ std::string layers_text(const sim::TargetReport& r, const std::map<std::string, 
       for (const auto& n : it->second) computes += (computes.empty() ? "" : ", ") + n;
     char line[64];
     std::snprintf(line, sizeof line, "  %4zu %14s  ", i, with_commas(r.layers[i].instructions).c_str());
-    os << line << r.layers[i].kernel << (computes.empty() ? "" : " (" + computes + ")") << "\n";
+    os << line << r.layers[i].kernel << (computes.empty() ? "" : " (" + computes + ")")
+       << (r.layers[i].calls > 1 ? ", " + std::to_string(r.layers[i].calls) + " calls in a loop" : "") << "\n";
   }
   os << "  sum of the operators: " << with_commas(sum) << " of " << with_commas(r.instructions.empty() ? 0 : r.instructions.front())
      << " (the rest: the AOT main's own calls and checks, and the hooks)\n";

@@ -346,7 +346,7 @@ class AotMainBuilder {
       const Buffer& result = result_buffer(node.name, node.type);
       const StageCallContext cx{g_, prefix_, [this](const std::string& name) { return buffer_of(name); },
                                 taken_, aot_, intermediates_, node_ids_,
-                                options_.patch_edge_rows};
+                                options_.patch_edge_rows, options_.band_loops};
       for (Stmt& call : patch_stage_calls(cx, patch, result)) calls_.push_back(std::move(call));
       return;
     }

@@ -57,6 +57,9 @@ struct AotOptions {
   // With patch_overlap: a one-layer stage's border rows in bands of their own
   // (patch_stages.h: edge_row_bands); -disabled-schedules=patch_edge_rows.
   bool patch_edge_rows = true;
+  // A patch stage's interior bands as one loop over them (band_loops.h);
+  // -disabled-schedules=band_loops.
+  bool band_loops = true;
   // The share of the model's MACs (percent) that recomputed halos may add.
   int64_t patch_max_recomputed_percent = kMaxRecomputedPercent;
 };

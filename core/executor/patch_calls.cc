@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <tuple>
 
+#include "executor/band_loops.h"
 #include "executor/control_flow.h"
 #include "executor/fuse_elementwise.h"
 #include "ir/attrs.h"
@@ -45,9 +46,11 @@ class StageCalls {
     }
   }
 
+  // The bands' calls, interior bands as a loop (band_loops.h).
   std::vector<Stmt> calls(const Buffer& result) {
-    std::vector<Stmt> calls;
+    std::vector<BandCalls> bands(stage_.bands.size());
     for (size_t k = 0; k < stage_.bands.size(); ++k) {
+      std::vector<Stmt>& calls = bands[k].calls;
       const size_t b = stage_.bottom_up ? stage_.bands.size() - 1 - k : k;  // bottom_up: the last band first
       Buffer previous;
       PatchLayer padded;  // the layer's band with its padding rows in `previous`, when they are there
@@ -80,7 +83,7 @@ class StageCalls {
           const int64_t top = padded.zero_top, bottom = padded.zero_bottom;
           previous = MakeBuffer(cx_.ids.at(node.name) + "_band" + std::to_string(b), node.type.dtype,
                                 shape_exprs(with_rows(node.type, top + band.out_rows + bottom)));
-          cx_.intermediates.push_back(previous);
+          bands[k].own.push_back(previous);
           args.push_back(rows_of(previous, top, band.out_rows));
           if (top > 0) calls.push_back(zero_rows_call(l + 1, previous, 0, top));
           if (bottom > 0) calls.push_back(zero_rows_call(l + 1, previous, top + band.out_rows, bottom));
@@ -88,7 +91,15 @@ class StageCalls {
         calls.push_back(Evaluate(Call(DataType::Int(32), "call_tir", std::move(args), std::move(attrs))));
       }
     }
-    return calls;
+    if (!cx_.band_loops) {
+      std::vector<Stmt> calls;
+      for (BandCalls& band : bands) {
+        calls.insert(calls.end(), band.calls.begin(), band.calls.end());
+        cx_.intermediates.insert(cx_.intermediates.end(), band.own.begin(), band.own.end());
+      }
+      return calls;
+    }
+    return roll_band_calls(bands, cx_.intermediates);
   }
 
  private:

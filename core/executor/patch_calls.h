@@ -32,6 +32,7 @@ struct StageCallContext {
   std::vector<Buffer>& intermediates;    // main's allocations (band buffers join them)
   const std::map<std::string, std::string>& ids;  // node name -> C identifier
   bool edge_rows = true;  // patch_edge_rows: edge_row_bands, and zero-point padding rows
+  bool band_loops = true;  // band_loops: interior bands as one loop (band_loops.h)
 };
 
 // The stage's calls; `result` is the stage's output (the add's, for a residual stage).

@@ -52,6 +52,7 @@ const Schedule kSchedules[] = {
     {"word_gather", &ScheduleOptions::word_gather, false},
     {"patch_edge_rows", &ScheduleOptions::patch_edge_rows, true},
     {"pair_loads", &ScheduleOptions::pair_loads, false},
+    {"band_loops", &ScheduleOptions::band_loops, true},
 };
 
 const Schedule* find_schedule(const std::string& name) {

@@ -46,6 +46,7 @@ struct ScheduleOptions {
   bool patch_residual = true;   // with patch_overlap: stages ending in the convolution a residual add fuses into, halos carried, the output over the residual
   bool word_gather = true;      // with sxtb16: convolutions of 4k input channels (NHWC) gather four int8 values a word (one load, two SXTB16), the weights packed to match
   bool patch_edge_rows = true;  // with patch_overlap: a one-layer stage's border rows are bands of their own, its interior equal bands (one kernel)
+  bool band_loops = true;       // with patch: a patch stage's interior bands one loop in the AOT main, their region starts affine in the band (executor/band_loops.h)
   bool pair_loads = true;       // with smlad, without sxtb16: a batch-1 dense loads its int16 weight words and input words two at a time (one LDRD each)
 
   // Per-layer choices (a schedule record, frontend/schedule_records.h): node name ->

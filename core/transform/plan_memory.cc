@@ -24,6 +24,7 @@
 #include <set>
 
 #include "analysis/buffer_accesses.h"
+#include "analysis/call_loops.h"
 #include "analysis/call_overlap.h"
 #include "analysis/callees.h"
 #include "analysis/elementwise_overwrite.h"
@@ -381,7 +382,7 @@ struct TopAllocations {
   std::vector<const DeclBufferNode*> views;  // declared right after them
   std::vector<Buffer> plannable;             // go into the pools
   std::vector<const AllocateNode*> kept;     // stay as they are, around the planned pools
-  std::vector<Stmt> steps;                   // the statements under the views
+  std::vector<Stmt> steps;                   // the statements under the views, loops of calls expanded
 };
 
 TopAllocations top_allocations(const PrimFunc& f) {
@@ -421,6 +422,8 @@ TopAllocations top_allocations(const PrimFunc& f) {
   }
   if (const auto* seq = as<SeqStmtNode>(inner)) top.steps = seq->seq;
   else top.steps = {inner};
+  // A loop of band calls: its calls, one step each (analysis/call_loops.h).
+  top.steps = expand_call_loops(top.steps);
   return top;
 }
 

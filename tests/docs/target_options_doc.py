@@ -133,6 +133,10 @@ MODEL_SCHEDULES = {
                        "one interior kernel instead of a copy of its row code in each edge band; in a stage of more "
                        "layers, a later layer's padding rows as zero-point rows of its band buffer where the middle "
                        "bands' kernel then serves the edge band",
+    "band_loops": "with `patch`, a patch stage's interior bands (runs of at least three that call the same kernels "
+                  "on rows moving by the same count from band to band) as one loop in the AOT main, the regions' "
+                  "starts affine in the band, instead of one call each with its own constant pointers; "
+                  "`plan_memory` and the call checks read the loop as the calls it makes",
     "dsp_no_early_scheduling": "the C backend's `#pragma GCC optimize(\"no-schedule-insns\")` in a file with SMLAD "
                                "kernels, for GCC on a DSP core without MVE, and the LLVM backend's objects for such "
                                "a core compiled without LLVM's machine scheduler: scheduled before register "

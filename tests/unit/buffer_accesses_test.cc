@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "analysis/call_loops.h"
 #include "analysis/call_overlap.h"
 
 #include "script/parser.h"
@@ -183,6 +184,50 @@ TEST(CallOverlaps, InPlaceReadsPlaceTheOutputOverTheInput) {
   EXPECT_EQ(describe(7, in_place), "shift -16 saves 48 | shift 0 saves 64 in place 4");
   // R read above the last band's write: only the ordinary placement, 48 bytes below.
   EXPECT_EQ(describe(8, in_place), "shift -48 saves 16");
+}
+
+// kBandedChain's T2 -> T3 copy in 4 bands as a loop (executor/band_loops.h): read as the
+// calls it makes (analysis/call_loops.h), the same overlap, T3 16 bytes below T2; a loop
+// is one step the overlap proof cannot read, so without that none. The bands the other way
+// round (the last rows first) write where later bands still read: no overlap either.
+TEST(CallOverlaps, ALoopOfBandCallsIsReadAsItsCalls) {
+  auto loop_main = [](const char* band) {
+    return std::string(R"(@I.ir_module
+class Module:
+    @T.prim_func
+    def copy(X: T.Buffer((4,), "float32"), Y: T.Buffer((4,), "float32")):
+        for i in range(4):
+            Y[i] = X[i]
+
+    @T.prim_func
+    def main(A: T.Buffer((16,), "float32"), B: T.Buffer((16,), "float32")):
+        T2 = T.alloc_buffer((16,), "float32", scope="global")
+        T3 = T.alloc_buffer((16,), "float32", scope="global")
+        T.evaluate(T.call_tir("copy", A, T2))
+        for band in range(4):
+            T.evaluate(T.call_tir("copy", )") + band + R"())
+        T.evaluate(T.call_tir("copy", T3, B))
+)";
+  };
+  auto overlaps = [](const std::string& text, bool expand) {
+    MainCalls calls = main_calls(text.c_str());
+    std::vector<Stmt> steps = expand ? expand_call_loops(calls.steps) : calls.steps;
+    const int last = static_cast<int>(steps.size()) - 1;
+    std::map<const VarNode*, std::pair<int, int>> live = {{calls.data["T2"], {0, last - 1}},
+                                                          {calls.data["T3"], {1, last}}};
+    std::string out = std::to_string(steps.size()) + " steps";
+    std::map<const VarNode*, std::string> name_of = {{calls.data["T2"], "T2"}, {calls.data["T3"], "T3"}};
+    for (const CallOverlap& o : call_overlaps(steps, {{calls.data["T2"], 64}, {calls.data["T3"], 64}}, live, 16))
+      out += ", " + name_of[o.output] + " at " + std::to_string(o.shift) + " from " + name_of[o.input];
+    return out;
+  };
+  const std::string forward = loop_main("T2[band * 4:band * 4 + 4], T3[band * 4:band * 4 + 4]");
+  EXPECT_EQ(overlaps(forward, true), "6 steps, T3 at -16 from T2");
+  EXPECT_EQ(overlaps(forward, false), "3 steps");
+  const std::string backward = loop_main("T2[12 - band * 4:12 - band * 4 + 4], T3[12 - band * 4:12 - band * 4 + 4]");
+  EXPECT_EQ(overlaps(backward, true), "6 steps, T3 at 16 from T2");
+  const std::string crossed = loop_main("T2[band * 4:band * 4 + 4], T3[12 - band * 4:12 - band * 4 + 4]");
+  EXPECT_EQ(overlaps(crossed, true), "6 steps");
 }
 
 }  // namespace

@@ -108,6 +108,27 @@ TEST(CallTIR, CallsToACalleeAlreadyFoundCleanAreStillChecked) {
   EXPECT_EQ(check_well_formed(bad).size(), 1u);  // and again: a caller with an error is never remembered
 }
 
+// A loop of band calls (executor/band_loops.h) passes regions whose starts move with the
+// loop: two regions of one buffer, one written, that move alike are disjoint when their
+// constant parts are (tests/call_tir/invalid/band_loop_overlap.tir: when they are not).
+TEST(CallTIR, RegionsThatMoveAlikeInALoopAreDisjointByTheirConstants) {
+  IRModule m = parse_module_or_throw(R"(
+@I.ir_module
+class Module:
+    @T.prim_func
+    def copy(X: T.Buffer((4,), "float32"), Y: T.Buffer((4,), "float32")):
+        for i in range(4):
+            Y[i] = X[i]
+
+    @T.prim_func
+    def top(Out: T.Buffer((32,), "float32")):
+        for band in range(6):
+            T.evaluate(T.call_tir("copy", Out[band * 4:band * 4 + 4], Out[band * 4 + 4:band * 4 + 4 + 4]))
+)",
+                                     "band_loop.tir");
+  EXPECT_TRUE(check_well_formed(m).empty()) << render_all(check_well_formed(m));
+}
+
 TEST(CallTIR, TextRoundTrips) {
   std::string text = read(kSource / "tests" / "programs" / "call_tir_tree.tir");
   IRModule m = parse_module_or_throw(text, "call_tir_tree.tir");
