@@ -110,6 +110,7 @@ LoadedModel prepare_model(Graph g, const std::vector<std::string>& devices, cons
   aot.patch_residual = schedules.patch_residual;
   aot.patch_edge_rows = schedules.patch_edge_rows;
   aot.band_loops = schedules.band_loops;
+  aot.workspace_budget = schedules.workspace_budget;
   lm.aot = build_aot(lm.graph, aot);
   auto diags = check_well_formed(lm.aot.module);
   if (!diags.empty()) throw DiagnosticError(diags);

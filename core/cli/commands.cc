@@ -286,6 +286,7 @@ static RunSubject load_run_subject(const RunCommand& c) {
   if (is_graph_file(c.file)) {
     ScheduleOptions schedules;
     disable_schedules(schedules, c.disabled_schedules, "--disable-schedules");
+    schedules.workspace_budget = c.workspace_budget;
     if (!c.schedule_record.empty()) schedules = apply_record_file(c.file, c.schedule_record, schedules).schedules;
     LoadedModel lm = load_model_file(c.file, nullptr, {}, schedules);
     r.module = lm.aot.module;
@@ -334,6 +335,7 @@ static int run_model_as_artifact(const RunCommand& c) {
   std::string target = compile_target_for_run(c.target, c.backend);
   if (!c.disabled_schedules.empty()) target += " -disabled-schedules=" + c.disabled_schedules;
   if (c.reuse_io_buffers) target += " -reuse-io-buffers=1";
+  if (c.workspace_budget > 0) target += " -workspace-budget=" + std::to_string(c.workspace_budget);
   // The LLVM objects are fixed at compile time: the operator hooks go in only when counted.
   if (c.profile_layers && c.backend == "llvm") target += " -profile-hooks=1";
   LoadedModel loaded;

@@ -38,6 +38,7 @@ struct RunCommand {
   std::string backend = "c";  // backend of the host build: c or llvm
   std::string disabled_schedules;  // "block,smlad": int8 schedules switched off (a model on a target)
   bool reuse_io_buffers = false;   // -reuse-io-buffers=1 on the build
+  int64_t workspace_budget = 0;    // -workspace-budget=N on the build (a model); 0: none
   std::string keep_build_dir;  // where the host build goes (default: a temporary folder, removed)
   std::vector<std::string> devices;  // --device INSTANCE=OP[,OP...]
   bool profile_layers = false;  // count each operator call of run() on the target

@@ -110,6 +110,10 @@ CLI::App* add_run(CLI::App& app, mtir::cli::RunCommand& run) {
   cmd->add_flag("--reuse-io-buffers", run.reuse_io_buffers,
                 "Build with -reuse-io-buffers=1: intermediates may live in the model's input and output buffers, "
                 "so run() overwrites its input (docs/target-options.md)");
+  cmd->add_option("--workspace-budget", run.workspace_budget,
+                  "Build with -workspace-budget=BYTES: the band stages need only fit the workspace pool in BYTES, "
+                  "at the fewest recomputed MACs (a model; docs/target-options.md)")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--keep-build", run.keep_build_dir, "Build the host program in DIR and keep it");
   cmd->add_flag("--time-passes", time_passes, kTimePassesHelp);
   cmd->add_option("--schedules", run.schedule_record,

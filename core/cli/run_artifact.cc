@@ -378,6 +378,8 @@ ArtifactRun run_artifact_inputs(const std::string& file, const std::string& targ
   json peak;
   run.memory_plan = planned_memory_report(model.aot.module, model.aot.main, info.compiled_for.reuse_io_buffers, &peak);
   run.report["memory_peak"] = peak;
+  // The band planner's choices: each stage's bands and recomputed MACs, the bounds.
+  if (!model.aot.patch_plan.is_null()) run.report["patch_plan"] = model.aot.patch_plan;
   return run;
 }
 

@@ -34,6 +34,7 @@ std::string Target::str() const {
      << " -unpacked-api=" << (unpacked_api ? 1 : 0) << " -link-params=" << (link_params ? 1 : 0)
      << " -workspace-byte-alignment=" << workspace_byte_alignment;
   if (reuse_io_buffers) os << " -reuse-io-buffers=1";
+  if (workspace_budget > 0) os << " -workspace-budget=" << workspace_budget;
   if (profile_hooks) os << " -profile-hooks=1";
   return os.str();
 }
@@ -55,11 +56,25 @@ int parse_alignment(const std::string& text, const std::string& value) {
   return n;
 }
 
+// A count of bytes, 1 or more.
+int64_t parse_bytes(const std::string& text, const std::string& key, const std::string& value) {
+  int64_t n = 0;
+  try {
+    size_t used = 0;
+    n = std::stoll(value, &used);
+    if (used != value.size()) n = 0;
+  } catch (const std::exception&) {
+  }
+  if (n <= 0) target_error(text, "-" + key + " takes a number of bytes, 1 or more, not '" + value + "'");
+  return n;
+}
+
 [[noreturn]] void unknown_option(const std::string& text, const std::string& key) {
   static const std::vector<std::string> known = {"runtime",     "executor", "interface-api",
                                                  "unpacked-api", "link-params",
                                                  "workspace-byte-alignment", "mtriple", "mcpu", "opt",
-                                                 "disabled-schedules", "reuse-io-buffers", "profile-hooks"};
+                                                 "disabled-schedules", "reuse-io-buffers", "workspace-budget",
+                                                 "profile-hooks"};
   std::string message = "unknown option -" + key;
   std::string best = closest_match(key, known);
   if (!best.empty()) message += "; did you mean -" + best + "?";
@@ -97,6 +112,8 @@ void apply_option(TargetReading& r, const std::string& text, const std::string& 
     t.link_params_given = true;
   } else if (key == "reuse-io-buffers") {
     t.reuse_io_buffers = parse_bool(text, key, value);
+  } else if (key == "workspace-budget") {
+    t.workspace_budget = parse_bytes(text, key, value);
   } else if (key == "profile-hooks") {
     // The C backend's TVMGEN_PROFILE macros are always there, defined away unless the
     // application defines them; a wasm module is timed per function instead.
@@ -222,6 +239,7 @@ Target parse_target(const std::string& text) {
     target_error(text, "-interface-api=c with -runtime=c needs -unpacked-api=1");
   }
   t.schedules = target_schedules(t, r.kept);
+  t.schedules.workspace_budget = t.workspace_budget;
   record_defaults(r);
   return t;
 }

@@ -4,6 +4,7 @@
 // are refused here, at option-parse time, with a message naming the rule.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -26,6 +27,9 @@ struct Target {
   // intermediate tensors in them while they hold nothing the model still needs, so
   // run() overwrites its input (docs/target-options.md).
   bool reuse_io_buffers = false;
+  // The workspace pool the patch planner's bands need only fit (bytes; 0: the lowest bound
+  // it reaches): the fewest recomputed MACs within it (executor/patch_stages.h).
+  int64_t workspace_budget = 0;
   // llvm only: the AOT main calls mtir_profile_begin/_end around each operator call, as
   // the C backend's TVMGEN_PROFILE macros do (`run --profile-layers`); off, no trace of them.
   bool profile_hooks = false;

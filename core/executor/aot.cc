@@ -11,6 +11,7 @@
 #include "executor/control_flow.h"
 #include "executor/fuse_elementwise.h"
 #include "executor/patch_calls.h"
+#include "executor/patch_report.h"
 #include "executor/patch_stages.h"
 #include "ops/devices.h"
 
@@ -231,7 +232,7 @@ class AotMainBuilder {
     const std::vector<PrimFunc> funcs = build_node_functions(g_, prefix_, node_ids_);
     const std::vector<bool> view = view_nodes(g_);
     patches_ = options_.patch ? plan_patch_stages(g_, options_.patch_max_recomputed_percent, options_.patch_overlap,
-                                                  options_.patch_residual)
+                                                  options_.patch_residual, options_.workspace_budget)
                               : PatchPlan{};
     stage_of_.assign(g_.nodes.size(), -1);
     for (size_t s = 0; s < patches_.stages.size(); ++s)
@@ -443,15 +444,13 @@ class AotMainBuilder {
     main_->attrs["global_symbol"] = aot_.main;
     mark_io_params(g_, aot_.params, main_.get());
     mark_constant_symbols();
-    if (!patches_.stages.empty()) {
+    if (options_.workspace_budget > 0) main_->attrs[kWorkspaceBudgetAttr] = options_.workspace_budget;
+    if (!patches_.stages.empty() || (options_.patch && options_.workspace_budget > 0)) {
       main_->attrs[kPatchWholeTensorBoundAttr] = patches_.whole_tensor_bound;
       main_->attrs[kPatchBoundAttr] = patches_.patched_bound;
-      std::string described;
-      for (const PatchStage& s : patches_.stages)
-        described += (described.empty() ? "" : "; ") + g_.nodes[s.nodes.front()].name + ".." +
-                     g_.nodes[s.nodes.back()].name + " in " + std::to_string(s.bands.size()) + (s.bottom_up ? " bands bottom up, " : " bands, ") +
-                     std::to_string(s.recomputed_macs) + " MACs recomputed";
-      main_->attrs[kPatchStagesAttr] = described;
+      main_->attrs[kPatchLowestBoundAttr] = patches_.lowest_bound;
+      main_->attrs[kPatchStagesAttr] = describe_patch_stages(g_, patches_);
+      aot_.patch_plan = patch_plan_json(g_, patches_);
     }
     main_->attrs["tir.noalias"] = true;
     aot_.module.functions.emplace_back(aot_.main, main_);

@@ -38,6 +38,9 @@ struct AotModule {
   // Kernels that each compute a band of one node (a patch stage, patch_stages.h), for
   // tools that sum a node's calls: kernel -> node. kernel_of names the first of them.
   std::map<std::string, std::string> band_kernel_of;
+  // What the patch planner chose and why (patch_report.h: patch_plan_json); null
+  // without patch stages or a workspace budget.
+  nlohmann::json patch_plan;
 };
 
 struct AotOptions {
@@ -62,6 +65,9 @@ struct AotOptions {
   bool band_loops = true;
   // The share of the model's MACs (percent) that recomputed halos may add.
   int64_t patch_max_recomputed_percent = kMaxRecomputedPercent;
+  // The workspace budget in bytes (-workspace-budget; 0: none): the patch stages need only
+  // keep the bound within it, and plan_memory refuses a pool over it.
+  int64_t workspace_budget = 0;
 };
 
 // The input or output that `name` names: the model's own name, or else its C identifier

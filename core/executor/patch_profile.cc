@@ -100,8 +100,17 @@ PatchProfiler::PatchProfiler(const Graph& g, bool overlap) : overlap_(overlap) {
   }
   const std::vector<std::optional<size_t>> fused = fused_reader_of(g);
   std::vector<std::vector<size_t>> runs_before(g.nodes.size());  // an op -> the node fused into it
-  for (size_t k = 0; k < fused.size(); ++k)
-    if (fused[k]) runs_before[*fused[k]].push_back(k);
+  for (size_t k = 0; k < fused.size(); ++k) {
+    if (!fused[k]) continue;
+    runs_before[*fused[k]].push_back(k);
+    // One kernel: the fused node's output never exists, and its inputs are read while
+    // the reader's output is written.
+    NodeUse& reader = nodes_[*fused[k]];
+    for (int& in : reader.inputs)
+      if (in == nodes_[k].output) in = -1;
+    reader.fused_inputs.insert(reader.fused_inputs.end(), nodes_[k].inputs.begin(), nodes_[k].inputs.end());
+    nodes_[k].output = -1;
+  }
   std::function<void(size_t)> run = [&](size_t i) {
     for (size_t k : runs_before[i]) run(k);
     order_.push_back(i);
@@ -131,6 +140,7 @@ std::vector<StepSpan> PatchProfiler::lifetimes(const std::vector<PatchStage>& st
     const auto [s, position] = stage_of[i];
     if (s < 0) {
       for (int in : node.inputs) use(in);
+      for (int in : node.fused_inputs) use(in);
       use(node.output);
       ++step;
       continue;

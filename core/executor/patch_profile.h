@@ -39,6 +39,7 @@ class PatchProfiler {
   struct NodeUse {
     bool view = false;        // a view of its input's memory: no step of its own
     std::vector<int> inputs;  // root tensor id per input, -1 when not an intermediate
+    std::vector<int> fused_inputs;  // the inputs of the node fused into this one (its kernel reads them)
     int output = -1;          // root tensor id of the node's output
     int first_input = -1;     // root tensor id of inputs[0] (a stage's input)
     int64_t row_bytes = 0;    // one row of an NHWC output (patchable convolutions)

@@ -296,6 +296,19 @@ PatchStage make_patch_stage(const Graph& g, const std::vector<size_t>& nodes, in
   return *stage;
 }
 
+std::optional<PatchStage> restage(const Graph& g, const PatchStage& stage, int64_t bands) {
+  std::vector<ConvRows> rows;
+  for (size_t i : stage.nodes) rows.push_back(conv_rows(g, g.nodes[i]));
+  if (bands < 1 || bands > rows.back().oh) return std::nullopt;
+  std::pair<int64_t, size_t> empty;
+  std::optional<PatchStage> other = band_geometry(rows, stage.nodes, even_cuts(rows.back().oh, bands), &empty, stage.fused.has_value());
+  if (!other) return other;
+  other->fused = stage.fused;
+  if (stage.shortcut && !add_shortcut_bands(conv_rows(g, g.nodes[*stage.shortcut]), *stage.shortcut, *other))
+    return std::nullopt;
+  return other;
+}
+
 PatchStage edge_row_bands(const Graph& g, const PatchStage& stage) {
   if (stage.nodes.size() != 1 || stage.fused || stage.shortcut || stage.carried || stage.bands.size() < 2)
     return stage;
@@ -388,41 +401,60 @@ void alternate_directions(const Graph& g, std::vector<PatchStage>& stages) {
   }
 }
 
-// With overlap: no stage that the plan's bound does not need (the last chosen go first).
-// Fewer bands than the greedy chose do not pay: the instructions hardly change (VWW: the
-// same count within 0.01 %), while a larger shift makes chains of overlaps drift apart.
-void fewest_stages(const PatchProfiler& overlapped, PatchPlan& plan) {
-  for (size_t s = plan.stages.size(); s-- > 0;) {
-    std::vector<PatchStage> without = plan.stages;
-    without.erase(without.begin() + static_cast<std::ptrdiff_t>(s));
-    if (overlapped.bound(without) <= plan.patched_bound) plan.stages = std::move(without);
+// What a stage's choice costs: the MACs it recomputes, then its bands (each calls every
+// layer once more and, carried, moves the halo rows). Running whole costs nothing.
+std::pair<int64_t, int64_t> cost_of(const PatchStage* stage) {
+  if (!stage) return {0, 0};
+  return {stage->recomputed_macs, static_cast<int64_t>(stage->bands.size())};
+}
+
+// The choices of a stage cheaper than its own, cheapest first (null: run it whole). A
+// stage that recomputes nothing and carries nothing (one layer beside its dying input,
+// or 1x1 layers) keeps its bands or runs whole: fewer bands save a call each but widen
+// the shift between its input and output, which the profile counts only pairwise, and
+// plan_memory's placement of chains of such overlaps then misses the bound (VWW: its
+// pool 21,120 -> 21,888 bytes for the same bound of 20,736).
+std::vector<std::optional<PatchStage>> cheaper_choices(const Graph& g, const PatchStage& stage) {
+  std::vector<std::optional<PatchStage>> choices = {std::nullopt};
+  if (!stage.carried && stage.recomputed_macs == 0) return choices;
+  for (int64_t bands = 2; bands <= kMaxBands; ++bands) {
+    std::optional<PatchStage> other = restage(g, stage, bands);
+    if (other && cost_of(&*other) < cost_of(&stage)) choices.push_back(std::move(other));
+  }
+  std::stable_sort(choices.begin(), choices.end(), [](const auto& a, const auto& b) {
+    return cost_of(a ? &*a : nullptr) < cost_of(b ? &*b : nullptr);
+  });
+  return choices;
+}
+
+// Each stage's cheapest choice that keeps the plan's bound within `target`, taken one at
+// a time, the largest saving first: a stage whose bands lower only steps below the
+// model's peak runs whole or in fewer bands (IC's carried blocks: 16 bands of 2 rows
+// cost 0.5 % more instructions than 8 of 4 for the same peak).
+void keep_cheapest(const Graph& g, const PatchProfiler& profiler, PatchPlan& plan, int64_t target) {
+  for (;;) {
+    std::optional<std::pair<size_t, std::optional<PatchStage>>> best;
+    std::pair<int64_t, int64_t> best_saving = {0, 0};
+    for (size_t s = 0; s < plan.stages.size(); ++s) {
+      const std::pair<int64_t, int64_t> now = cost_of(&plan.stages[s]);
+      for (std::optional<PatchStage>& choice : cheaper_choices(g, plan.stages[s])) {
+        std::vector<PatchStage> trial = plan.stages;
+        if (choice) trial[s] = *choice;
+        else trial.erase(trial.begin() + static_cast<std::ptrdiff_t>(s));
+        if (profiler.bound(trial) > target) continue;
+        const std::pair<int64_t, int64_t> cost = cost_of(choice ? &*choice : nullptr);
+        const std::pair<int64_t, int64_t> saving = {now.first - cost.first, now.second - cost.second};
+        if (saving > best_saving) best_saving = saving, best = {s, std::move(choice)};
+        break;
+      }
+    }
+    if (!best) break;
+    if (best->second) plan.stages[best->first] = std::move(*best->second);
+    else plan.stages.erase(plan.stages.begin() + static_cast<std::ptrdiff_t>(best->first));
   }
   plan.recomputed_macs = 0;
   for (const PatchStage& s : plan.stages) plan.recomputed_macs += s.recomputed_macs;
-}
-
-// With overlap: a carried stage takes the fewest bands that keep the plan's bound. Its
-// bands recompute nothing, but each moves the carried rows and calls every layer once
-// more (IC's first block: 16 bands of 2 rows cost 0.5 % more instructions than 8 of 4,
-// for a bound another stage sets).
-void fewest_carried_bands(const Graph& g, const PatchProfiler& overlapped, PatchPlan& plan) {
-  for (PatchStage& stage : plan.stages) {
-    if (!stage.carried) continue;
-    std::vector<ConvRows> rows;
-    for (size_t i : stage.nodes) rows.push_back(conv_rows(g, g.nodes[i]));
-    for (int64_t bands = 2; bands < static_cast<int64_t>(stage.bands.size()); ++bands) {
-      std::pair<int64_t, size_t> empty;
-      std::optional<PatchStage> fewer = band_geometry(rows, stage.nodes, even_cuts(rows.back().oh, bands), &empty, true);
-      if (!fewer) continue;
-      fewer->fused = stage.fused;
-      if (stage.shortcut && !add_shortcut_bands(conv_rows(g, g.nodes[*stage.shortcut]), *stage.shortcut, *fewer))
-        continue;
-      const PatchStage kept = stage;
-      stage = *fewer;
-      if (overlapped.bound(plan.stages) <= plan.patched_bound) break;
-      stage = kept;
-    }
-  }
+  plan.patched_bound = profiler.bound(plan.stages);
 }
 
 // One greedy round's search over every start x chain x band count. What does not depend
@@ -544,7 +576,7 @@ class StageSearch {
 
 }  // namespace
 
-PatchPlan plan_patch_stages(const Graph& g, int64_t max_recomputed_percent, bool overlap, bool residual) {
+PatchPlan plan_patch_stages(const Graph& g, int64_t max_recomputed_percent, bool overlap, bool residual, int64_t budget) {
   const PatchProfiler profiler(g, overlap);
   PatchPlan plan;
   plan.whole_tensor_bound = plan.patched_bound = profiler.bound({});
@@ -561,11 +593,18 @@ PatchPlan plan_patch_stages(const Graph& g, int64_t max_recomputed_percent, bool
     plan.patched_bound = profiler.bound(plan.stages);
     profile = profiler.profile(plan.stages);
   }
-  if (overlap) {
-    fewest_stages(profiler, plan);
-    fewest_carried_bands(g, profiler, plan);
-    alternate_directions(g, plan.stages);
-  }
+  plan.lowest_bound = plan.patched_bound;
+  plan.lowest_stages = plan.stages;
+  plan.budget = budget;
+  if (budget > 0 && plan.lowest_bound > budget)
+    user_error(Span{}, "-workspace-budget=" + std::to_string(budget) + ": the lowest bound the patch planner reaches is " +
+                           std::to_string(plan.lowest_bound) + " bytes (whole tensors: " +
+                           std::to_string(plan.whole_tensor_bound) + " bytes, recomputed halos within " +
+                           std::to_string(max_recomputed_percent) + "% of the model's MACs); nothing lower fits");
+  const int64_t target = budget > 0 ? budget : plan.lowest_bound;
+  if (plan.whole_tensor_bound <= target) plan.stages.clear();
+  keep_cheapest(g, profiler, plan, target);
+  if (overlap) alternate_directions(g, plan.stages);
   return plan;
 }
 

@@ -11,7 +11,12 @@
 // lowers the whole-tensor bound of the graph's intermediates, among those with the
 // fewest recomputed MACs for that bound, while the recomputed MACs stay within
 // kMaxRecomputedPercent of the model's MACs; it stops when no stage lowers the bound.
-// build_aot runs the chosen stages (-disabled-schedules=patch turns it off).
+// That is the lowest bound it reaches. Then each stage takes its cheapest choice (fewest
+// recomputed MACs, then fewest bands; running whole is cheapest) that keeps the bound
+// within the target: the lowest bound, or a workspace budget (-workspace-budget) above
+// it. A stage whose bands lower only steps below the model's peak saves no byte, so it
+// runs whole or in fewer bands. build_aot runs the chosen stages
+// (-disabled-schedules=patch turns it off).
 //
 // With `overlap` (the patch_overlap schedule) a stage may be one layer, and a stage whose
 // input dies in it counts its output beside that input: band k writes its output rows
@@ -21,7 +26,8 @@
 // places the overlap from the band calls (analysis/call_overlap.h). Stages are then
 // compared by their whole step profile of live bytes, highest first (the peak, then the
 // next highest step, ...), so each stage lowers its own part of the graph even when the
-// peak is elsewhere; at the end each stage takes the fewest bands that keep the bound.
+// peak is elsewhere; at the end each stage takes its cheapest choice as above (one that
+// recomputes and carries nothing keeps its bands or runs whole: its shift, patch_stages.cc).
 //
 // With `residual` (patch_residual) a stage may end in the convolution a residual add
 // fuses into, written over the add's other operand: the stage's input (a ResNet block),
@@ -81,6 +87,12 @@ struct PatchPlan {
   // and outputs aside) with whole tensors, and with the chosen stages.
   int64_t whole_tensor_bound = 0;
   int64_t patched_bound = 0;
+  // The lowest bound the search reached and its stages, before each stage took its
+  // cheapest choice within the target (the report compares the two).
+  int64_t lowest_bound = 0;
+  std::vector<PatchStage> lowest_stages;
+  // The target the stages had to keep: a workspace budget in bytes, or 0 for the lowest bound.
+  int64_t budget = 0;
   int64_t model_macs = 0;
   int64_t recomputed_macs = 0;
 };
@@ -119,9 +131,15 @@ std::vector<size_t> stage_members(const PatchStage& stage);
 PatchStage edge_row_bands(const Graph& g, const PatchStage& stage);
 
 // `max_recomputed_percent`: the share of the model's MACs the recomputed halos may add.
-// `residual` (with `overlap`): residual stages may be chosen too.
+// `residual` (with `overlap`): residual stages may be chosen too. `budget` (bytes, 0:
+// none): the stages need only keep the bound within it; a user error naming the lowest
+// bound reached when that is above it.
 PatchPlan plan_patch_stages(const Graph& g, int64_t max_recomputed_percent = kMaxRecomputedPercent,
-                            bool overlap = false, bool residual = false);
+                            bool overlap = false, bool residual = false, int64_t budget = 0);
+
+// `stage`'s chain (its fused add and shortcut kept) cut into `bands` even bands; none
+// when a band of some layer would be empty (the planner passes over such counts).
+std::optional<PatchStage> restage(const Graph& g, const PatchStage& stage, int64_t bands);
 
 // The whole-tensor bound of the graph's intermediates with `stages` run band by band
 // (with `overlap`, each stage's output beside the input that dies in it).

@@ -41,6 +41,12 @@ inline constexpr const char* kLinkedParamsAttr = "aot.linked_params";
 inline constexpr const char* kPatchWholeTensorBoundAttr = "patch.whole_tensor_bound_bytes";
 inline constexpr const char* kPatchBoundAttr = "patch.bound_bytes";
 inline constexpr const char* kPatchStagesAttr = "patch.stages";
+// The lowest bound the patch planner reached (bytes): the stages took their cheapest
+// choices within it, or within the workspace budget.
+inline constexpr const char* kPatchLowestBoundAttr = "patch.lowest_bound_bytes";
+// On an AOT main built with -workspace-budget: the budget (bytes); plan_memory refuses a
+// pool over it.
+inline constexpr const char* kWorkspaceBudgetAttr = "workspace.budget_bytes";
 // The function attribute naming the device instance a function runs on.
 inline constexpr const char* kDeviceAttr = "device";
 

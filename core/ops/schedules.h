@@ -49,6 +49,10 @@ struct ScheduleOptions {
   bool band_loops = true;       // with patch: a patch stage's interior bands one loop in the AOT main, their region starts affine in the band (executor/band_loops.h)
   bool pair_loads = true;       // with smlad, without sxtb16: a batch-1 dense loads its int16 weight words and input words two at a time (one LDRD each)
 
+  // Not a schedule: the patch planner's workspace budget in bytes (0: its lowest bound),
+  // the target's -workspace-budget, carried with the schedules to the AOT executor.
+  int64_t workspace_budget = 0;
+
   // Per-layer choices (a schedule record, frontend/schedule_records.h): node name ->
   // schedule -> on or off, over the fields above, for that node only (prepare_quantized).
   std::map<std::string, std::map<std::string, bool>> per_node;

@@ -33,6 +33,7 @@
 #include "ir/op.h"
 #include "ir/visitor.h"
 #include "memory/planner.h"
+#include "support/diagnostic.h"
 #include "transform/plan_memory.h"
 #include "transform/transform.h"
 
@@ -677,6 +678,23 @@ Planned plan(const PrimFunc& f, const IRModule& m, int64_t alignment, bool reuse
   return planned;
 }
 
+int64_t int_attr(const PrimFunc& f, const char* key) {
+  auto it = f->attrs.find(key);
+  return it != f->attrs.end() && std::holds_alternative<int64_t>(it->second) ? std::get<int64_t>(it->second) : -1;
+}
+
+// -workspace-budget: a planned pool over it is refused, naming what the planners reached.
+void check_workspace_budget(const PrimFunc& planned) {
+  const int64_t budget = int_attr(planned, kWorkspaceBudgetAttr), pool = int_attr(planned, "workspace.pool_bytes");
+  if (budget <= 0 || pool <= budget) return;
+  const int64_t lowest = int_attr(planned, kPatchLowestBoundAttr);
+  user_error(Span{}, "-workspace-budget=" + std::to_string(budget) + ": plan_memory's workspace pool is " +
+                         std::to_string(pool) + " bytes" +
+                         (lowest >= 0 ? " (the band planner's bound " + std::to_string(int_attr(planned, kPatchBoundAttr)) +
+                                            " bytes, the lowest it reaches " + std::to_string(lowest) + " bytes)"
+                                      : " (no band stages: -disabled-schedules=patch)"));
+}
+
 }  // namespace
 
 Pass PlanMemory() {
@@ -696,6 +714,7 @@ Pass PlanMemory() {
     for (auto& [name, f] : out.functions) {
       if (kernels.count(name)) f = small_allocations_on_stack(f);
       Planned p = plan(f, m, alignment, reuse_io);
+      check_workspace_budget(p.func);
       f = p.func;
       for (const auto& [callee, params] : p.overwriting) overwriting[callee].insert(params.begin(), params.end());
     }
@@ -718,18 +737,23 @@ Pass PlanMemory() {
 
 namespace {
 
-// The AOT executor's patch stages (executor/patch_stages.h), when it chose any: what runs
-// band by band and the graph-level whole-tensor bound without and with them.
+// The AOT executor's patch stages (executor/patch_stages.h), when it chose any or had a
+// budget: what runs band by band, the graph-level whole-tensor bound without and with
+// them, and the target each stage's cheapest choice keeps.
 std::string patch_report(const PrimFunc& f) {
   auto it = f->attrs.find(kPatchStagesAttr);
-  auto whole = f->attrs.find(kPatchWholeTensorBoundAttr), patched = f->attrs.find(kPatchBoundAttr);
-  if (it == f->attrs.end() || whole == f->attrs.end() || patched == f->attrs.end() ||
-      !std::holds_alternative<std::string>(it->second) || !std::holds_alternative<int64_t>(whole->second) ||
-      !std::holds_alternative<int64_t>(patched->second))
+  const int64_t whole = int_attr(f, kPatchWholeTensorBoundAttr), patched = int_attr(f, kPatchBoundAttr);
+  const int64_t lowest = int_attr(f, kPatchLowestBoundAttr), budget = int_attr(f, kWorkspaceBudgetAttr);
+  if (it == f->attrs.end() || !std::holds_alternative<std::string>(it->second) || whole < 0 || patched < 0)
     return "";
-  return "  run band by band (-disabled-schedules=patch turns it off): " + std::get<std::string>(it->second) +
-         "\n  whole-tensor bound without bands " + std::to_string(std::get<int64_t>(whole->second)) +
-         " bytes, with them " + std::to_string(std::get<int64_t>(patched->second)) + " bytes\n";
+  const std::string& stages = std::get<std::string>(it->second);
+  std::string out = "  run band by band (-disabled-schedules=patch turns it off): " + (stages.empty() ? "none" : stages) +
+                    "\n  whole-tensor bound without bands " + std::to_string(whole) + " bytes, with them " +
+                    std::to_string(patched) + " bytes\n";
+  if (lowest < 0) return out;
+  out += "  lowest bound the band planner reaches " + std::to_string(lowest) + " bytes; each stage takes the fewest " +
+         "recomputed MACs, then bands, that keep ";
+  return out + (budget > 0 ? "-workspace-budget=" + std::to_string(budget) : "that bound") + "\n";
 }
 
 }  // namespace

@@ -60,10 +60,15 @@ def generate(binary, src):
           "rows with the band's top and bottom padding (the same schedules, bit-exact). The executor picks",
           "greedily the chain and band count that lower the whole-tensor bound of the intermediates most,",
           "the fewest recomputed MACs among equals, while the recomputation stays within 3% of the model's",
-          "MACs, and stops when nothing lowers the bound. `-disabled-schedules=patch` (or `microtir run",
-          "--disable-schedules patch`) switches it off. The AOT main records the bound without and with",
-          "patches in `patch.whole_tensor_bound_bytes` and `patch.bound_bytes`, and the stages in",
-          "`patch.stages`; `plan_memory` then places the band buffers like any other tensor.", ""]
+          "MACs, and stops when nothing lowers the bound: the lowest bound it reaches. Then each stage takes",
+          "its cheapest choice (the fewest recomputed MACs, then the fewest bands; running whole is",
+          "cheapest) that keeps the bound within that lowest bound, or within `-workspace-budget` when the",
+          "target sets one, so no stage has bands that only lower steps below the model's peak.",
+          "`-disabled-schedules=patch` (or `microtir run --disable-schedules patch`) switches it off. The",
+          "AOT main records the bound without and with patches in `patch.whole_tensor_bound_bytes` and",
+          "`patch.bound_bytes`, the lowest bound in `patch.lowest_bound_bytes`, and each stage's choice",
+          "beside the lowest bound's in `patch.stages`; `plan_memory` then places the band buffers like any",
+          "other tensor.", ""]
     for name in names:
         md += [f"## {name}", "", comments.get(name, "(no description)"), ""]
         found = cases(src, name)

@@ -60,6 +60,16 @@ KEYS = {
                          "overwrites its input buffer, which is why it is an option. The memory report says how "
                          "many bytes moved (`microtir run --reuse-io-buffers`). Spelled in the canonical target "
                          "string only when `1`."),
+    "workspace-budget": ("a number of bytes, 1 or more",
+                         "A model's workspace pool need only fit this many bytes. The AOT executor's band planner "
+                         "(`patch`, [passes.md](passes.md)) first finds the lowest bound of the intermediates it "
+                         "reaches, then gives each band stage its cheapest choice (the fewest recomputed MACs, then "
+                         "the fewest bands; running whole is cheapest) that keeps the bound within the budget "
+                         "instead of within that lowest bound: fewer bands, fewer instructions, more bytes. A budget "
+                         "below the lowest bound is refused with that bound; `plan_memory` refuses a pool over the "
+                         "budget. The memory report (`microtir run`, `--workspace-budget`; `run --json`: "
+                         "`report.patch_plan`) shows each stage's choice beside the lowest bound's. Unset, the "
+                         "stages keep the lowest bound. Spelled in the canonical target string only when given."),
     "profile-hooks": ("`0`, `1` (`false`, `true`)",
                       "`llvm` only: `1` brackets each operator call of the AOT main with calls of "
                       "`void mtir_profile_begin(int32_t index, const char* kernel)` and "
@@ -90,6 +100,9 @@ REFUSALS = [
      "A triple means nothing to the C backend: the C compiler you build the artifact with chooses the machine."),
     (f'microtir build {TIR} --target "llvm -mtriple=x86_64-pc-windows" -o out',
      "The LLVM backend knows the data layout and calling conventions of these triples only."),
+    (f'microtir compile {MODEL} --target "c -workspace-budget=1000" -o out',
+     "No plan of the model's intermediates fits 1,000 bytes: the message names the lowest bound the band planner "
+     "reaches (or, without band stages, the pool `plan_memory` placed)."),
     (f'microtir build {TIR} --target "c -profile-hooks=1" -o out',
      "The C backend's AOT main always has its profiling macros, defined away unless the application defines them."),
     (f'microtir build {TIR} --target "c -interface-api=c -unpacked-api=0" -o out',
@@ -241,7 +254,8 @@ def generate(binary, src):
            "`target_defaults` (`mcpu`: null, no CPU: the generic kernels; `microtir run` warns when such an",
            "artifact runs on a core with the DSP extension).",
            "`run` has no target string: `--backend c|llvm` and `--unpacked-api 0|1` choose the host build, "
-           "`--reuse-io-buffers` adds `-reuse-io-buffers=1`, `--backend llvm --profile-layers` adds `-profile-hooks=1`.\n",
+           "`--reuse-io-buffers` adds `-reuse-io-buffers=1`, `--workspace-budget N` adds `-workspace-budget=N`, "
+           "`--backend llvm --profile-layers` adds `-profile-hooks=1`.\n",
            "```sh run",
            "# expect-output:   defaulted: -runtime=c -executor=aot -interface-api=c -unpacked-api=1 -link-params=1 -workspace-byte-alignment=16",
            f'microtir compile {MODEL} --target "c -mcpu=cortex-m4" -o m -v | head -2',
@@ -256,7 +270,7 @@ def generate(binary, src):
                        "none (`llvm`: LLVM's generic CPU for the triple; both: the generic int8 kernels)")
         elif k == "opt":
             default = "`O2`"
-        elif k == "disabled-schedules":
+        elif k in ("disabled-schedules", "workspace-budget"):
             default = "none"
         elif k in ("reuse-io-buffers", "profile-hooks"):
             default = "`0`"

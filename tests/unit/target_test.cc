@@ -159,7 +159,8 @@ TEST(Target, Refusals) {
   std::string near = error_of("c -interface_api=c");
   EXPECT_NE(near.find("unknown option -interface_api"), std::string::npos) << near;
   EXPECT_NE(near.find("did you mean -interface-api?"), std::string::npos) << near;
-  EXPECT_NE(near.find("-workspace-byte-alignment -mtriple -mcpu -opt -disabled-schedules -reuse-io-buffers -profile-hooks)"),
+  EXPECT_NE(near.find("-workspace-byte-alignment -mtriple -mcpu -opt -disabled-schedules -reuse-io-buffers "
+                      "-workspace-budget -profile-hooks)"),
             std::string::npos)
       << near;
   EXPECT_NE(error_of("c -reuse-io-buffers=yes").find("-reuse-io-buffers takes 0 or 1"), std::string::npos);
@@ -167,6 +168,16 @@ TEST(Target, Refusals) {
   EXPECT_TRUE(parse_target("c -reuse-io-buffers=1").reuse_io_buffers);
   EXPECT_NE(parse_target("c -reuse-io-buffers=1").str().find(" -reuse-io-buffers=1"), std::string::npos);
   EXPECT_EQ(parse_target("c -reuse-io-buffers=0").str().find("reuse-io-buffers"), std::string::npos);
+  // -workspace-budget: bytes, spelled only when given, and carried to the AOT executor
+  // with the schedules (prepare_model reads them).
+  EXPECT_EQ(parse_target("c -workspace-budget=30000").workspace_budget, 30000);
+  EXPECT_EQ(parse_target("c -workspace-budget=30000").schedules.workspace_budget, 30000);
+  EXPECT_NE(parse_target("c -workspace-budget=30000").str().find(" -workspace-budget=30000"), std::string::npos);
+  EXPECT_EQ(parse_target(parse_target("c -workspace-budget=30000").str()).workspace_budget, 30000);
+  EXPECT_EQ(parse_target("c").str().find("workspace-budget"), std::string::npos);
+  EXPECT_NE(error_of("c -workspace-budget=0").find("-workspace-budget takes a number of bytes, 1 or more, not '0'"),
+            std::string::npos);
+  EXPECT_NE(error_of("c -workspace-budget=20k").find("not '20k'"), std::string::npos);
   EXPECT_NE(error_of("c -disabled-schedules=fast").find("unknown schedule 'fast'"), std::string::npos);
   EXPECT_NE(error_of("wasm -mcpu=cortex-m4").find("-mcpu is an option of the c and llvm targets"), std::string::npos);
   EXPECT_NE(error_of("c -link-param=1").find("did you mean -link-params?"), std::string::npos);
