@@ -26,6 +26,18 @@ void refuse_statement_builtin(const CallNode* call, const char* backend) {
                          "(T.evaluate), not part of an expression (the " + std::string(backend) + " backend)");
 }
 
+void refuse_unscalarized(const Expr& e, const char* backend, const char* what) {
+  user_error(e->span, "the " + std::string(backend) + " backend emits " + what + ": a " + expr_kind_name(e->kind) +
+                          " must be scalarized first (run the scalarize_vectors pass)");
+}
+
+void unlowered_statement(const Stmt& s, const char* backend) {
+  internal_error(__FILE__, __LINE__,
+                 std::string(stmt_kind_name(s->kind)) + " reached the " + backend +
+                     " backend: T.allocate_const and T.realize do not reach code generation (lower_allocate_const, "
+                     "refuse_carried_types)");
+}
+
 bool attr_flag(const PrimFunc& f, const char* key) {
   auto it = f->attrs.find(key);
   return it != f->attrs.end() && std::holds_alternative<bool>(it->second) && std::get<bool>(it->second);
@@ -122,35 +134,23 @@ std::pair<Expr, int64_t> split_constant(const Expr& e) {
 }
 }  // namespace
 
-const BufferLoadNode* consecutive_bytes(const std::vector<Expr>& args) {
-  if (args.size() != 4) return nullptr;
-  const BufferLoadNode* first = nullptr;
-  std::pair<Expr, int64_t> base;
-  for (size_t k = 0; k < args.size(); ++k) {
+const BufferLoadNode* consecutive_elements(const std::vector<Expr>& args) {
+  if (args.size() < 2) return nullptr;
+  const auto* first = as<BufferLoadNode>(args[0]);
+  if (!first || first->indices.size() != 1 || first->predicate || first->dtype.lanes() != 1 ||
+      !first->buffer->strides.empty())
+    return nullptr;
+  const std::pair<Expr, int64_t> base = split_constant(first->indices[0]);
+  for (size_t k = 1; k < args.size(); ++k) {
     const auto* load = as<BufferLoadNode>(args[k]);
-    if (!load || load->dtype.bits() != 8 || load->dtype.lanes() != 1 || load->indices.size() != 1) return nullptr;
-    const std::pair<Expr, int64_t> at = split_constant(load->indices[0]);
-    if (k == 0) {
-      first = load, base = at;
-      continue;
-    }
-    const bool same_part = base.first ? at.first && same_expr(base.first, at.first) : !at.first;
-    if (load->buffer.get() != first->buffer.get() || !same_part || at.second != base.second + static_cast<int64_t>(k))
+    if (!load || load->buffer.get() != first->buffer.get() || load->indices.size() != 1 || load->predicate ||
+        load->dtype != first->dtype)
       return nullptr;
+    const std::pair<Expr, int64_t> at = split_constant(load->indices[0]);
+    const bool same_part = base.first ? at.first && same_expr(base.first, at.first) : !at.first;
+    if (!same_part || at.second != base.second + static_cast<int64_t>(k)) return nullptr;
   }
   return first;
-}
-
-bool adjacent_words(const Expr& lo, const Expr& hi) {
-  const auto* a = as<BufferLoadNode>(lo);
-  const auto* b = as<BufferLoadNode>(hi);
-  if (!a || !b || a->buffer != b->buffer || !a->buffer->strides.empty() || a->indices.size() != 1 || b->indices.size() != 1 || a->predicate ||
-      b->predicate || a->dtype.lanes() != 1 || a->dtype != b->dtype)
-    return false;
-  auto [base_a, off_a] = split_constant(a->indices[0]);
-  auto [base_b, off_b] = split_constant(b->indices[0]);
-  if (off_b != off_a + 1) return false;
-  return base_a && base_b ? same_expr(base_a, base_b) : !base_a && !base_b;
 }
 
 }  // namespace mtir

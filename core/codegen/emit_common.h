@@ -19,6 +19,14 @@ namespace mtir {
 // (builtins.def's lowered_by), else `why`.
 [[noreturn]] void refuse_builtin(const CallNode* call, const char* backend, const std::string& why);
 
+// A vector expression (Ramp, Broadcast, Shuffle) or Let in a backend that emits scalar
+// code (`what`: "scalar C99"): the message names the pass that scalarizes it.
+[[noreturn]] void refuse_unscalarized(const Expr& e, const char* backend, const char* what);
+
+// T.allocate_const or T.realize reaching `backend`: lower_allocate_const and
+// refuse_carried_types remove them before code generation, so an internal error.
+[[noreturn]] void unlowered_statement(const Stmt& s, const char* backend);
+
 // A builtin that returns from the function (tvm_return, tvm_throw_last_error) found
 // inside an expression: it can only be a statement of its own, which the verifier
 // checks; a backend reaching one reports it at the call.
@@ -56,12 +64,12 @@ inline bool evaluates_constant(const EvaluateNode* op) {
 // on int32, for n in [2, 31]; else 0. Backends emit it as one SSAT where the CPU has it.
 int signed_clamp_bits(const BinaryNode* op);
 
-// The first of pack_bytes' four arguments when they are int8 (or uint8) loads of
-// elements i, i + 1, i + 2, i + 3 of one buffer (one word in memory), else nullptr.
-const BufferLoadNode* consecutive_bytes(const std::vector<Expr>& args);
-// Whether `lo` and `hi` load elements i and i + 1 of one buffer (one index each, hi's
-// written as lo's plus one, or both plus constants one apart): word_pair's paired load.
-bool adjacent_words(const Expr& lo, const Expr& hi);
+// The first of `args` when they load elements i, i + 1, ..., i + n - 1 of one buffer, n
+// the number of arguments (scalar unpredicated loads of one type, one index each, the
+// indices one expression plus constants or all constants): one read of n elements in
+// memory, as pack_bytes' four int8 arguments and word_pair's two int32 ones can be. Else
+// nullptr.
+const BufferLoadNode* consecutive_elements(const std::vector<Expr>& args);
 
 // A name from any hint: characters outside [A-Za-z0-9_] (and '.', when `keep_dots`)
 // become '_'.

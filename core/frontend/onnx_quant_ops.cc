@@ -89,6 +89,25 @@ int64_t data_zero_point(C& c, size_t i, const std::string& role, DataType data_t
   return z[0];
 }
 
+// QLinearConv's and QLinearMatMul's requantization: a multiplier per weight scale, from
+// the scales of inputs 1 (the data's, `data`_scale), 4 (the weight's, `weight`_scale) and
+// 6 (the output's, y_scale); the output's zero point and type into `attrs`. `per_channel`
+// names what is refused when the data's or the output's scale is not one value.
+std::vector<std::pair<int64_t, int64_t>> linear_multipliers(C& c, const std::string& data, const std::string& weight,
+                                                            const std::string& per_channel, json& attrs) {
+  const std::vector<double> ds = read_scales(c, 1, data + "_scale"), ws = read_scales(c, 4, weight + "_scale"),
+                            ys = read_scales(c, 6, "y_scale");
+  if (ds.size() != 1 || ys.size() != 1) c.unsupported(per_channel);
+  DataType yzt;
+  std::vector<int64_t> yzp = read_zero_points(c, 7, "y_zero_point", &yzt, 1, DataType::UInt(8));
+  if (yzp.size() != 1 || !is_q8(yzt)) c.unsupported("y_zero_point must be one int8 or uint8 value");
+  std::vector<std::pair<int64_t, int64_t>> mult;
+  for (double s : ws) mult.push_back(onnx_multiplier(c, ds[0], s, ys[0]));
+  attrs["output_zero_point"] = yzp[0];
+  attrs["output_dtype"] = yzt.str();
+  return mult;
+}
+
 // QLinearConv (requantize) or ConvInteger (int32 out).
 void qconv(C& c, bool linear) {
   expect_inputs(c, linear ? 8 : 2, linear ? 9 : 4);
@@ -110,19 +129,12 @@ void qconv(C& c, bool linear) {
   std::vector<int64_t> bias;
   std::vector<std::pair<int64_t, int64_t>> mult;
   if (linear) {
-    std::vector<double> xs = read_scales(c, 1, "x_scale"), ws = read_scales(c, 4, "w_scale"), ys = read_scales(c, 6, "y_scale");
-    if (xs.size() != 1 || ys.size() != 1) c.unsupported("per-channel x_scale or y_scale");
-    DataType yzt;
-    std::vector<int64_t> yzp = read_zero_points(c, 7, "y_zero_point", &yzt, 1, DataType::UInt(8));
-    if (yzp.size() != 1 || !is_q8(yzt)) c.unsupported("y_zero_point must be one int8 or uint8 value");
-    for (double s : ws) mult.push_back(onnx_multiplier(c, xs[0], s, ys[0]));
+    mult = linear_multipliers(c, "x", "w", "per-channel x_scale or y_scale", attrs);
     if (!c.input(8).empty()) {
       const NDArray& b = c.static_value(8, "B");
       if (b.dtype != DataType::Int(32) || b.shape != std::vector<int64_t>{o}) c.invalid("the bias must be int32 of shape (" + std::to_string(o) + ")");
       for (int64_t k = 0; k < o; ++k) bias.push_back(b.get_int(k));
     }
-    attrs["output_zero_point"] = yzp[0];
-    attrs["output_dtype"] = yzt.str();
   }
   std::string params = params_table(c, static_cast<size_t>(o), wzp, bias, mult);
   attrs["symmetric_weights"] = std::all_of(wzp.begin(), wzp.end(), [](int64_t z) { return z == 0; });
@@ -146,16 +158,7 @@ void qmatmul(C& c, bool linear) {
   if (bzt != bt.dtype) c.invalid("input 'b_zero_point' has type " + bzt.str() + " but B " + bt.dtype.str());
   json attrs = {{"data_zero_point", azp}};
   std::vector<std::pair<int64_t, int64_t>> mult;
-  if (linear) {
-    std::vector<double> as = read_scales(c, 1, "a_scale"), bs = read_scales(c, 4, "b_scale"), ys = read_scales(c, 6, "y_scale");
-    if (as.size() != 1 || ys.size() != 1) c.unsupported("per-row a_scale or per-column y_scale");
-    DataType yzt;
-    std::vector<int64_t> yzp = read_zero_points(c, 7, "y_zero_point", &yzt, 1, DataType::UInt(8));
-    if (yzp.size() != 1 || !is_q8(yzt)) c.unsupported("y_zero_point must be one int8 or uint8 value");
-    for (double s : bs) mult.push_back(onnx_multiplier(c, as[0], s, ys[0]));
-    attrs["output_zero_point"] = yzp[0];
-    attrs["output_dtype"] = yzt.str();
-  }
+  if (linear) mult = linear_multipliers(c, "a", "b", "per-row a_scale or per-column y_scale", attrs);
   std::string params = params_table(c, static_cast<size_t>(n), bzp, {}, mult);
   attrs["symmetric_weights"] = std::all_of(bzp.begin(), bzp.end(), [](int64_t z) { return z == 0; });
   c.emit(c.node().output(0), "qlinear_matmul", {a, b, params}, attrs);

@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "interp/scalar.h"
+#include "support/bit_cast.h"
 #include "ir/op.h"
 
 namespace mtir {
@@ -23,28 +24,10 @@ UnaryFunction both(F f) {
 
 // The same bits as another type of the same width (32 or 64 bits).
 Scalar reinterpret_bits(DataType from, DataType to, const Scalar& x) {
-  uint64_t bits;
-  if (from.is_float() && from.bits() == 32) {
-    float f = static_cast<float>(x.f);
-    uint32_t b;
-    std::memcpy(&b, &f, 4);
-    bits = b;
-  } else if (from.is_float()) {
-    std::memcpy(&bits, &x.f, 8);
-  } else {
-    bits = static_cast<uint64_t>(x.i);
-  }
-  if (to.is_float() && to.bits() == 32) {
-    uint32_t b = static_cast<uint32_t>(bits);
-    float f;
-    std::memcpy(&f, &b, 4);
-    return make_float(to, f);
-  }
-  if (to.is_float()) {
-    double d;
-    std::memcpy(&d, &bits, 8);
-    return make_float(to, d);
-  }
+  uint64_t bits = static_cast<uint64_t>(x.i);
+  if (from.is_float()) bits = from.bits() == 32 ? bit_cast<uint32_t>(static_cast<float>(x.f)) : bit_cast<uint64_t>(x.f);
+  if (to.is_float() && to.bits() == 32) return make_float(to, bit_cast<float>(static_cast<uint32_t>(bits)));
+  if (to.is_float()) return make_float(to, bit_cast<double>(bits));
   return make_int(to, static_cast<int64_t>(bits));
 }
 

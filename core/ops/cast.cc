@@ -29,8 +29,7 @@ PrimFunc cast_build(const std::string& fname, const std::vector<TensorType>& in,
   Buffer x = fb.param("data", in[0].shape, in[0].dtype);
   Buffer o = fb.param("out", out.shape, out.dtype);
   LoopNest nest;
-  std::vector<Expr> idx;
-  for (size_t k = 0; k < out.shape.size(); ++k) idx.push_back(nest.axis("i" + std::to_string(k), out.shape[k]));
+  std::vector<Expr> idx = nest.axes(out.shape);
   Expr v = load(x, idx);
   // To bool: a comparison (C's conversion to _Bool); otherwise the conversion itself.
   Expr y = out.dtype.is_bool() ? Binary(ExprKind::NE, v, cv(in[0].dtype, 0)) : Cast(out.dtype, v);

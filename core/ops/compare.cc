@@ -16,12 +16,6 @@ namespace {
 using json = nlohmann::json;
 const DataType kBool = DataType::Bool(), kI32 = DataType::Int(32);
 
-std::vector<Expr> every_axis(LoopNest& nest, const std::vector<int64_t>& shape) {
-  std::vector<Expr> idx;
-  for (size_t k = 0; k < shape.size(); ++k) idx.push_back(nest.axis("i" + std::to_string(k), shape[k]));
-  return idx;
-}
-
 struct CompareParams {
   bool scaled = false;
   int32_t za = 0, zb = 0;
@@ -64,7 +58,7 @@ OpDef compare_op(const std::string& op, ExprKind kind) {
     Buffer a = fb.param("a", in[0].shape, in[0].dtype), b = fb.param("b", in[1].shape, in[1].dtype);
     Buffer o = fb.param("out", out.shape, kBool);
     LoopNest nest;
-    std::vector<Expr> idx = every_axis(nest, out.shape);
+    std::vector<Expr> idx = nest.axes(out.shape);
     Expr va = load(a, broadcast_index(in[0].shape, out.shape, idx));
     Expr vb = load(b, broadcast_index(in[1].shape, out.shape, idx));
     if (p.scaled) {
@@ -95,7 +89,7 @@ PrimFunc select_build(const std::string& fname, const std::vector<TensorType>& i
   Buffer x = fb.param("x", in[1].shape, in[1].dtype), y = fb.param("y", in[2].shape, in[2].dtype);
   Buffer o = fb.param("out", out.shape, out.dtype);
   LoopNest nest;
-  std::vector<Expr> idx = every_axis(nest, out.shape);
+  std::vector<Expr> idx = nest.axes(out.shape);
   auto at = [&](const Buffer& buf, size_t i) { return load(buf, broadcast_index(in[i].shape, out.shape, idx)); };
   return fb.finish(fname, nest.wrap(store(o, Select(at(c, 0), at(x, 1), at(y, 2)), idx)));
 }
@@ -116,7 +110,7 @@ OpDef logical_op(const std::string& op, size_t arity) {
     for (size_t i = 0; i < in.size(); ++i) bufs.push_back(fb.param(i ? "b" : "a", in[i].shape, kBool));
     Buffer o = fb.param("out", out.shape, kBool);
     LoopNest nest;
-    std::vector<Expr> idx = every_axis(nest, out.shape);
+    std::vector<Expr> idx = nest.axes(out.shape);
     auto at = [&](size_t i) { return load(bufs[i], broadcast_index(in[i].shape, out.shape, idx)); };
     Expr v = op == "logical_not" ? Not(at(0))
                                  : Binary(op == "logical_and" ? ExprKind::And : ExprKind::Or, at(0), at(1));

@@ -34,8 +34,7 @@ OpDef binary_op(const std::string& name, BinaryFn fn) {
     Buffer b = fb.param("rhs", in[1].shape, in[1].dtype);
     Buffer o = fb.param("out", out.shape, out.dtype);
     LoopNest nest;
-    std::vector<Expr> idx;
-    for (size_t k = 0; k < out.shape.size(); ++k) idx.push_back(nest.axis("i" + std::to_string(k), out.shape[k]));
+    std::vector<Expr> idx = nest.axes(out.shape);
     Expr va = load(a, broadcast_index(in[0].shape, out.shape, idx));
     Expr vb = load(b, broadcast_index(in[1].shape, out.shape, idx));
     return fb.finish(fname, nest.wrap(store(o, fn(va, vb), idx)));
@@ -76,8 +75,7 @@ OpDef unary_op(const std::string& name, std::vector<std::string> known,
     Buffer x = fb.param("data", in[0].shape, in[0].dtype);
     Buffer o = fb.param("out", out.shape, out.dtype);
     LoopNest nest;
-    std::vector<Expr> idx;
-    for (size_t k = 0; k < out.shape.size(); ++k) idx.push_back(nest.axis("i" + std::to_string(k), out.shape[k]));
+    std::vector<Expr> idx = nest.axes(out.shape);
     return fb.finish(fname, nest.wrap(store(o, fn(load(x, idx), r), idx)));
   };
   return d;

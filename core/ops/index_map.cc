@@ -24,11 +24,6 @@ std::set<int64_t> reverse_axes(const std::vector<TensorType>& in, const json& at
   return axes;
 }
 
-TensorType reverse_infer(const std::vector<TensorType>& in, const json& attrs) {
-  reverse_axes(in, attrs);
-  return in[0];
-}
-
 PrimFunc reverse_build(const std::string& fname, const std::vector<TensorType>& in, const TensorType& out,
                        const json& attrs) {
   const auto axes = reverse_axes(in, attrs);
@@ -81,7 +76,7 @@ PrimFunc broadcast_to_build(const std::string& fname, const std::vector<TensorTy
 }  // namespace
 
 void register_index_map_ops(std::vector<OpDef>& ops) {
-  ops.push_back(OpDef{"reverse", reverse_infer, reverse_build});
+  ops.push_back(OpDef{"reverse", same_type_as_input(reverse_axes), reverse_build});
   ops.push_back(OpDef{"broadcast_to", broadcast_to_infer, broadcast_to_build});
 }
 

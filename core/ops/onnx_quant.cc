@@ -109,8 +109,7 @@ PrimFunc affine_build(const std::string& op, bool quantize, const std::string& f
   Buffer zp = fb.param("zero_point", in[2].shape, in[2].dtype);
   Buffer o = fb.param("out", out.shape, out.dtype);
   LoopNest nest;
-  std::vector<Expr> idx;
-  for (size_t k = 0; k < out.shape.size(); ++k) idx.push_back(nest.axis("i" + std::to_string(k), out.shape[k]));
+  std::vector<Expr> idx = nest.axes(out.shape);
   Expr c = a.axis < 0 ? ci(0) : idx[a.axis];
   Expr s = load(scale, {c});
   Expr x = load(data, idx);
@@ -394,8 +393,7 @@ PrimFunc qadd_build(const std::string& fname, const std::vector<TensorType>& in,
   Buffer b = fb.param("b", in[1].shape, in[1].dtype);
   Buffer o = fb.param("out", out.shape, out.dtype);
   LoopNest nest;
-  std::vector<Expr> idx;
-  for (size_t k = 0; k < out.shape.size(); ++k) idx.push_back(nest.axis("i" + std::to_string(k), out.shape[k]));
+  std::vector<Expr> idx = nest.axes(out.shape);
   auto operand = [&](const Buffer& buf, const std::vector<int64_t>& shape, int32_t zp, double scale) {
     std::vector<Expr> i;
     size_t skip = out.shape.size() - shape.size();
@@ -562,8 +560,7 @@ PrimFunc dynq_build(const std::string& fname, const std::vector<TensorType>& in,
     body.push_back(store(o, Cast(out.dtype, zp), {}));
   } else {
     LoopNest nest;
-    std::vector<Expr> idx;
-    for (size_t k = 0; k < out.shape.size(); ++k) idx.push_back(nest.axis("j" + std::to_string(k), out.shape[k]));
+    std::vector<Expr> idx = nest.axes(out.shape, "j");
     Expr v = add(round_half_even(fdiv(load(data, idx), safe)), zp);
     body.push_back(nest.wrap(store(o, Cast(out.dtype, min_(max_(v, cf(0)), cf(255))), idx)));
   }

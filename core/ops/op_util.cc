@@ -276,6 +276,13 @@ Expr LoopNest::axis(const std::string& name, int64_t extent) {
   return v;
 }
 
+std::vector<Expr> LoopNest::axes(const std::vector<int64_t>& shape, const std::string& prefix,
+                                 const std::string& suffix) {
+  std::vector<Expr> idx;
+  for (size_t k = 0; k < shape.size(); ++k) idx.push_back(axis(prefix + std::to_string(k) + suffix, shape[k]));
+  return idx;
+}
+
 Stmt LoopNest::wrap(Stmt body) const {
   for (auto it = loops_.rbegin(); it != loops_.rend(); ++it)
     body = For(it->first, ci(0), ci(it->second), ForKind::kSerial, std::move(body));

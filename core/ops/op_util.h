@@ -67,6 +67,16 @@ void check_rank(const std::string& op, const std::vector<TensorType>& inputs, si
 int64_t normalize_axis(const std::string& op, const std::string& attr, int64_t axis, int64_t rank,
                        bool inclusive = false);
 
+// OpDef::infer of an op whose output has its first input's type, once `check` (which
+// may also return the op's parameters, unused here) accepts the inputs and attributes.
+template <typename Check>
+auto same_type_as_input(Check check) {
+  return [check](const std::vector<TensorType>& in, const nlohmann::json& attrs) {
+    check(in, attrs);
+    return in[0];
+  };
+}
+
 // ---- IR helpers ---------------------------------------------------------------
 Expr ci(int64_t v);   // int32 constant
 Expr cf(double v);    // float32 constant
@@ -97,6 +107,10 @@ Expr call(const std::string& op, std::vector<Expr> args);
 class LoopNest {
  public:
   Expr axis(const std::string& name, int64_t extent);
+  // An axis per dimension of `shape`, named <prefix><k><suffix> (i0, i1, ...): the
+  // index of every element.
+  std::vector<Expr> axes(const std::vector<int64_t>& shape, const std::string& prefix = "i",
+                         const std::string& suffix = "");
   Stmt wrap(Stmt body) const;
 
  private:

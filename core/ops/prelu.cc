@@ -57,8 +57,7 @@ PrimFunc prelu_build(const std::string& fname, const std::vector<TensorType>& in
   Buffer data = fb.param("data", in[0].shape, in[0].dtype), alpha = fb.param("alpha", in[1].shape, in[1].dtype);
   Buffer o = fb.param("out", out.shape, out.dtype);
   LoopNest nest;
-  std::vector<Expr> idx;
-  for (size_t k = 0; k < out.shape.size(); ++k) idx.push_back(nest.axis("i" + std::to_string(k), out.shape[k]));
+  std::vector<Expr> idx = nest.axes(out.shape);
   Expr x = load(data, broadcast_index(in[0].shape, out.shape, idx));
   Expr a = load(alpha, broadcast_index(in[1].shape, out.shape, idx));
   if (!quantized) return fb.finish(fname, nest.wrap(store(o, Select(ge(x, cf(0)), x, mul(x, a)), idx)));

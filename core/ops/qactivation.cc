@@ -20,12 +20,6 @@ namespace {
 using json = nlohmann::json;
 const DataType kI8 = DataType::Int(8), kI16 = DataType::Int(16), kI32 = DataType::Int(32);
 
-std::vector<Expr> every_axis(LoopNest& nest, const std::vector<int64_t>& shape) {
-  std::vector<Expr> idx;
-  for (size_t k = 0; k < shape.size(); ++k) idx.push_back(nest.axis("i" + std::to_string(k), shape[k]));
-  return idx;
-}
-
 // ---- qlookup ---------------------------------------------------------------------------
 
 void lookup_check(const std::vector<TensorType>& in) {
@@ -54,7 +48,7 @@ OpDef lookup_op() {
     Buffer table = fb.param("table", {256}, kI8);
     Buffer o = fb.param("out", out.shape, kI8);
     LoopNest nest;
-    std::vector<Expr> idx = every_axis(nest, out.shape);
+    std::vector<Expr> idx = nest.axes(out.shape);
     return fb.finish(fname, nest.wrap(store(o, load(table, {add(Cast(kI32, load(data, idx)), ci(128))}), idx)));
   };
   return d;
@@ -130,7 +124,7 @@ OpDef int16_act_op(const std::string& op) {
     Buffer table = fb.param("sigmoid_table", {256}, DataType::UInt(16));
     Buffer o = fb.param("out", out.shape, kI16);
     LoopNest nest;
-    std::vector<Expr> idx = every_axis(nest, out.shape);
+    std::vector<Expr> idx = nest.axes(out.shape);
     auto use = [&](Expr y) { return store(o, Cast(kI16, std::move(y)), idx); };
     Expr x = Cast(kI32, load(data, idx));
     Stmt body = op == "qtanh_s16" ? int16_tanh("t", x, table, p.multiplier, p.shift, use)
@@ -176,7 +170,7 @@ PrimFunc abs_build(const std::string& fname, const std::vector<TensorType>& in, 
   Buffer data = fb.param("data", in[0].shape, p.dtype);
   Buffer o = fb.param("out", out.shape, p.dtype);
   LoopNest nest;
-  std::vector<Expr> idx = every_axis(nest, out.shape);
+  std::vector<Expr> idx = nest.axes(out.shape);
   Expr v = call("abs", {sub(Cast(kI32, load(data, idx)), ci(p.input_zero_point))});
   if (p.rescale) v = multiply_by_quantized_multiplier(v, p.multiplier);
   return fb.finish(fname, nest.wrap(store(o, saturate_to(p.dtype, v, p.output_zero_point, dtype_bounds(p.dtype)), idx)));
@@ -189,11 +183,7 @@ void register_qactivation_ops(std::vector<OpDef>& ops) {
   ops.push_back(int16_act_op("qlogistic_s16"));
   ops.push_back(int16_act_op("qtanh_s16"));
   ops.push_back(OpDef{"qabs",
-                      [](const std::vector<TensorType>& in, const json& attrs) {
-                        abs_params(in, attrs);
-                        return in[0];
-                      },
-                      abs_build, OutputSharing::kElementwise});
+                      same_type_as_input(abs_params), abs_build, OutputSharing::kElementwise});
 }
 
 }  // namespace ops

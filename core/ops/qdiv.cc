@@ -68,8 +68,7 @@ PrimFunc qdiv_build(const std::string& fname, const std::vector<TensorType>& in,
   Buffer a = fb.param("a", in[0].shape, kI8), b = fb.param("b", in[1].shape, kI8);
   Buffer o = fb.param("out", out.shape, kI8);
   LoopNest nest;
-  std::vector<Expr> idx;
-  for (size_t k = 0; k < out.shape.size(); ++k) idx.push_back(nest.axis("i" + std::to_string(k), out.shape[k]));
+  std::vector<Expr> idx = nest.axes(out.shape);
   auto centred = [&](const Buffer& x, const std::vector<int64_t>& shape, int32_t zp) {
     return sub(Cast(kI32, load(x, broadcast_index(shape, out.shape, idx))), ci(zp));
   };

@@ -104,11 +104,7 @@ PrimFunc l2_build(const std::string& fname, const std::vector<TensorType>& in, c
 
 void register_ql2_normalization_ops(std::vector<OpDef>& ops) {
   ops.push_back(OpDef{"ql2_normalization",
-                      [](const std::vector<TensorType>& in, const json& attrs) {
-                        l2_params(in, attrs);
-                        return in[0];
-                      },
-                      l2_build, OutputSharing::kNone});
+                      same_type_as_input(l2_params), l2_build, OutputSharing::kNone});
 }
 
 }  // namespace ops

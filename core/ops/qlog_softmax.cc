@@ -136,11 +136,7 @@ NDArray log_softmax_table(double input_scale) {
 
 void register_qlog_softmax_ops(std::vector<OpDef>& ops) {
   ops.push_back(OpDef{"qlog_softmax",
-                      [](const std::vector<TensorType>& in, const json& attrs) {
-                        check(in, attrs);
-                        return in[0];
-                      },
-                      build, OutputSharing::kNone});
+                      same_type_as_input(check), build, OutputSharing::kNone});
 }
 
 }  // namespace ops

@@ -57,8 +57,7 @@ PrimFunc sqdiff_build(const std::string& fname, const std::vector<TensorType>& i
   Buffer a = fb.param("a", in[0].shape, p.dtype), b = fb.param("b", in[1].shape, p.dtype);
   Buffer o = fb.param("out", out.shape, p.dtype);
   LoopNest nest;
-  std::vector<Expr> idx;
-  for (size_t k = 0; k < out.shape.size(); ++k) idx.push_back(nest.axis("i" + std::to_string(k), out.shape[k]));
+  std::vector<Expr> idx = nest.axes(out.shape);
   auto scaled = [&](const Buffer& x, const std::vector<int64_t>& shape, int32_t zp, const QuantMultiplier& m) {
     Expr v = sub(Cast(kI32, load(x, broadcast_index(shape, out.shape, idx))), ci(zp));
     return multiply_by_quantized_multiplier(mul(v, ci(int64_t{1} << p.left_shift)), m);

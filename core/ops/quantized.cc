@@ -32,13 +32,6 @@ void check_int8_inputs(const std::string& op, const std::vector<TensorType>& in,
   for (size_t i = 0; i < in.size(); ++i) check_dtype(op, in, i, names[i], int16_too && in[i].dtype == DataType::Int(16) ? in[i].dtype : kI8);
 }
 
-// A loop nest over every element of `shape`; returns the indices.
-std::vector<Expr> all_axes(LoopNest& nest, const std::vector<int64_t>& shape, const std::string& suffix = "") {
-  std::vector<Expr> idx;
-  for (size_t k = 0; k < shape.size(); ++k) idx.push_back(nest.axis("i" + std::to_string(k) + suffix, shape[k]));
-  return idx;
-}
-
 // ---- qadd, qsub, qmul ------------------------------------------------------------
 // TFLite's int8 and int16 ADD and SUB (reference_ops add.h / sub.h, as TFLM runs them):
 // both inputs are brought to a common scale with 20 (int8) or 15 (int16) bits of
@@ -147,7 +140,7 @@ OpDef qbinary_op(const std::string& op) {
     Buffer a = fb.param("a", in[0].shape, p.dtype), b = fb.param("b", in[1].shape, p.dtype);
     Buffer o = fb.param("out", out.shape, p.dtype);
     LoopNest nest;
-    std::vector<Expr> idx = all_axes(nest, out.shape);
+    std::vector<Expr> idx = nest.axes(out.shape);
     // The input's element for output index idx: trailing axes aligned, size-1 axes at 0.
     auto element = [&](const Buffer& x, const std::vector<int64_t>& shape, int32_t zero_point) {
       std::vector<Expr> xi;
@@ -701,7 +694,7 @@ OpDef qact_op(const std::string& op) {
     Buffer table = fb.param("table", {256}, kI8);
     Buffer o = fb.param("out", out.shape, kI8);
     LoopNest nest;
-    std::vector<Expr> idx = all_axes(nest, out.shape);
+    std::vector<Expr> idx = nest.axes(out.shape);
     return fb.finish(fname, nest.wrap(store(o, load(table, {add(to_i32(load(data, idx)), ci(128))}), idx)));
   };
   return d;
@@ -778,7 +771,7 @@ PrimFunc qconcat_build(const std::string& fname, const std::vector<TensorType>& 
   int64_t offset = 0;
   for (size_t i = 0; i < in.size(); ++i) {
     LoopNest nest;
-    std::vector<Expr> idx = all_axes(nest, in[i].shape, "_" + std::to_string(i));
+    std::vector<Expr> idx = nest.axes(in[i].shape, "i", "_" + std::to_string(i));
     std::vector<Expr> oidx = idx;
     oidx[p.axis] = add(idx[p.axis], ci(offset));
     Expr x = load(bufs[i], idx);
@@ -832,7 +825,7 @@ OpDef affine_op(const std::string& name, bool quantize) {
     Buffer data = fb.param("data", in[0].shape, in[0].dtype);
     Buffer o = fb.param("out", out.shape, out.dtype);
     LoopNest nest;
-    std::vector<Expr> idx = all_axes(nest, out.shape);
+    std::vector<Expr> idx = nest.axes(out.shape);
     Expr x = load(data, idx), y;
     if (quantize) {
       // Saturate in float before the conversion (a NaN compares false and becomes the minimum).
@@ -886,7 +879,7 @@ PrimFunc requantize_build(const std::string& fname, const std::vector<TensorType
   Buffer data = fb.param("data", in[0].shape, in[0].dtype);
   Buffer o = fb.param("out", out.shape, out.dtype);
   LoopNest nest;
-  std::vector<Expr> idx = all_axes(nest, out.shape);
+  std::vector<Expr> idx = nest.axes(out.shape);
   Expr v = sub(to_i32(load(data, idx)), ci(p.input_zero_point));
   Expr y = multiply_by_quantized_multiplier(v, p.multiplier);
   return fb.finish(fname, nest.wrap(store(o, saturate_to(p.out, y, p.output_zero_point, dtype_bounds(p.out)), idx)));
@@ -957,7 +950,7 @@ PrimFunc leaky_build(const std::string& fname, const std::vector<TensorType>& in
   Buffer data = fb.param("data", in[0].shape, p.dtype);
   Buffer o = fb.param("out", out.shape, p.dtype);
   LoopNest nest;
-  std::vector<Expr> idx = all_axes(nest, out.shape);
+  std::vector<Expr> idx = nest.axes(out.shape);
   Var v = MakeVar("v", kI32);
   Expr y = Select(ge(v, ci(0)), multiply_by_quantized_multiplier(v, p.identity), multiply_signed(v, p.alpha));
   Stmt body = LetStmt(v, sub(to_i32(load(data, idx)), ci(p.input_zero_point)),
@@ -987,11 +980,7 @@ void register_quantized_ops(std::vector<OpDef>& ops) {
                       },
                       requantize_build, OutputSharing::kElementwise});
   ops.push_back(OpDef{"qleaky_relu",
-                      [](const std::vector<TensorType>& in, const json& attrs) {
-                        leaky_params(in, attrs);
-                        return in[0];
-                      },
-                      leaky_build, OutputSharing::kElementwise});
+                      same_type_as_input(leaky_params), leaky_build, OutputSharing::kElementwise});
 }
 
 }  // namespace ops

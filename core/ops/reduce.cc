@@ -23,12 +23,6 @@ namespace {
 using json = nlohmann::json;
 const DataType kI32 = DataType::Int(32);
 
-std::vector<Expr> every_axis(LoopNest& nest, const std::vector<int64_t>& shape, const std::string& prefix) {
-  std::vector<Expr> idx;
-  for (size_t k = 0; k < shape.size(); ++k) idx.push_back(nest.axis(prefix + std::to_string(k), shape[k]));
-  return idx;
-}
-
 std::set<int64_t> read_axes(const std::string& op, const AttrReader& r, int64_t rank) {
   const json* a = r.raw("axis");
   if (!a || !a->is_array() || a->empty()) r.bad("axis", "a non-empty list of axes");
@@ -71,10 +65,10 @@ OpDef reduce_op(const std::string& op) {
     if (!t.is_float() && bits > 32 && (op == "reduce_max" || op == "reduce_min"))
       fail(op, "64-bit integer data is not supported");
     LoopNest onest;
-    std::vector<Expr> oidx = every_axis(onest, out.shape, "o");
+    std::vector<Expr> oidx = onest.axes(out.shape, "o");
     Stmt first = onest.wrap(store(o, cv(t, init), oidx));
     LoopNest inest;
-    std::vector<Expr> iidx = every_axis(inest, in[0].shape, "i");
+    std::vector<Expr> iidx = inest.axes(in[0].shape, "i");
     std::vector<Expr> target = iidx;
     for (int64_t a : axes) target[static_cast<size_t>(a)] = ci(0);
     Expr acc = load(o, target), v = load(x, iidx);
@@ -87,7 +81,7 @@ OpDef reduce_op(const std::string& op) {
       int64_t count = 1;
       for (int64_t a : axes) count *= in[0].shape[static_cast<size_t>(a)];
       LoopNest mnest;
-      std::vector<Expr> midx = every_axis(mnest, out.shape, "m");
+      std::vector<Expr> midx = mnest.axes(out.shape, "m");
       body.push_back(mnest.wrap(store(o, fdiv(load(o, midx), cv(t, static_cast<double>(count))), midx)));
     }
     return fb.finish(fname, SeqStmt(body));
@@ -130,7 +124,7 @@ OpDef arg_op(const std::string& op) {
     Buffer o = fb.param("out", out.shape, p.dtype);
     Buffer best = scratch("best", {1}, t);
     LoopNest onest;
-    std::vector<Expr> oidx = every_axis(onest, out.shape, "o");
+    std::vector<Expr> oidx = onest.axes(out.shape, "o");
     auto at = [&](Expr k) {
       std::vector<Expr> idx = oidx;
       idx.insert(idx.begin() + p.axis, std::move(k));
@@ -160,10 +154,7 @@ OpDef cumsum_op() {
     if (in[0].shape.empty()) fail(op, "input 'data' must have at least one dimension");
     return normalize_axis(op, "axis", r.get_int("axis", 0), static_cast<int64_t>(in[0].shape.size()));
   };
-  d.infer = [check](const std::vector<TensorType>& in, const json& attrs) {
-    check(in, attrs);
-    return in[0];
-  };
+  d.infer = same_type_as_input(check);
   d.build = [op, check](const std::string& fname, const std::vector<TensorType>& in, const TensorType& out,
                         const json& attrs) {
     const int64_t axis = check(in, attrs);
@@ -177,7 +168,7 @@ OpDef cumsum_op() {
     std::vector<int64_t> outer_shape = in[0].shape;
     outer_shape[static_cast<size_t>(axis)] = 1;
     LoopNest onest;
-    std::vector<Expr> oidx = every_axis(onest, outer_shape, "o");
+    std::vector<Expr> oidx = onest.axes(outer_shape, "o");
     const int64_t n = in[0].shape[static_cast<size_t>(axis)];
     Var k = MakeVar("k", kI32);
     std::vector<Expr> idx = oidx;

@@ -949,23 +949,13 @@ Stmt Parser::parse_with() {
     return AssertStmt(c.e, msg, body, span(with_tok));
   }
   if (what.text == "LetStmt") return parse_let_scope(with_tok);
-  if (what.text == "decl_buffer") {
-    expect_op("(", "after T.decl_buffer");
-    BufferSpec spec = parse_buffer_args(false, t_tok, true);
-    expect_keyword("as", "after T.decl_buffer(...)");
-    const Token& name = expect_name("after 'as'");
-    Buffer buf = make_buffer(name.text, span(name), std::move(spec));
-    size_t mark = scope_mark();
-    bind(name.text, Binding{nullptr, buf, false});
-    Stmt body = parse_block(with_tok, "with header");
-    pop_scope(mark);
-    return DeclBuffer(buf, body, span(with_tok));
-  }
-  if (what.text == "alloc_buffer" || what.text == "allocate") {
+  if (what.text == "decl_buffer" || what.text == "alloc_buffer" || what.text == "allocate") {
+    // A view of existing data (decl_buffer, which may name it) or new memory in a scope.
+    const bool view = what.text == "decl_buffer";
     expect_op("(", "after T." + what.text);
     // The name comes after `as`: parse the declaration first, build the buffer after.
-    BufferSpec spec = parse_buffer_args(true, t_tok);
-    std::string scope = spec.scope;
+    BufferSpec spec = parse_buffer_args(/*allow_scope=*/!view, t_tok, /*allow_data=*/view);
+    const std::string scope = spec.scope;
     expect_keyword("as", "after T." + what.text + "(...)");
     const Token& name = expect_name("after 'as'");
     Buffer buf = make_buffer(name.text, span(name), std::move(spec));
@@ -973,7 +963,7 @@ Stmt Parser::parse_with() {
     bind(name.text, Binding{nullptr, buf, false});
     Stmt body = parse_block(with_tok, "with header");
     pop_scope(mark);
-    return Allocate(buf, scope, body, span(with_tok));
+    return view ? DeclBuffer(buf, body, span(with_tok)) : Allocate(buf, scope, body, span(with_tok));
   }
   fail(t_tok, "unknown 'with' form 'T." + what.text + "'",
        did_you_mean(what.text, {"attr", "Assert", "LetStmt", "alloc_buffer", "allocate", "decl_buffer"}, "T."));

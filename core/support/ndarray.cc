@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "support/bit_cast.h"
 #include "support/diagnostic.h"
 
 namespace mtir {
@@ -25,29 +26,6 @@ void store_le(uint8_t* p, int nbytes, uint64_t v) {
   }
 }
 
-uint32_t float_bits(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, sizeof u);
-  return u;
-}
-
-float bits_float(uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, sizeof f);
-  return f;
-}
-
-uint64_t double_bits(double d) {
-  uint64_t u;
-  std::memcpy(&u, &d, sizeof u);
-  return u;
-}
-
-double bits_double(uint64_t u) {
-  double d;
-  std::memcpy(&d, &u, sizeof d);
-  return d;
-}
 
 }  // namespace
 
@@ -118,8 +96,8 @@ double NDArray::get_float(int64_t i) const {
   if (dtype.is_float()) {
     switch (dtype.bits()) {
       case 16: return half_to_float(static_cast<uint16_t>(raw));
-      case 32: return bits_float(static_cast<uint32_t>(raw));
-      case 64: return bits_double(raw);
+      case 32: return bit_cast<float>(static_cast<uint32_t>(raw));
+      case 64: return bit_cast<double>(raw);
       default: break;
     }
     MTIR_ICHECK(false, "unsupported float width " + dtype.str());
@@ -146,8 +124,8 @@ void NDArray::set_float(int64_t i, double v) {
   uint8_t* p = &data[static_cast<size_t>(i * dtype.bytes())];
   switch (dtype.bits()) {
     case 16: store_le(p, 2, float_to_half(v)); return;
-    case 32: store_le(p, 4, float_bits(static_cast<float>(v))); return;
-    case 64: store_le(p, 8, double_bits(v)); return;
+    case 32: store_le(p, 4, bit_cast<uint32_t>(static_cast<float>(v))); return;
+    case 64: store_le(p, 8, bit_cast<uint64_t>(v)); return;
     default: break;
   }
   MTIR_ICHECK(false, "unsupported float width " + dtype.str());

@@ -55,3 +55,31 @@ write("int_initializer_data", model([helper.make_node("Add", ["x", "k"], ["y"])]
 write("shape_mismatch", model([helper.make_node("Add", ["x", "k"], ["y"])],
                               [numpy_helper.from_array(np.ones((3,), dtype=np.float32), "k")]),
       "node 'y' (Add): add: shapes (1, 2, 4, 4) and (3) cannot be broadcast")
+
+
+def quantized_model(nodes, inits, shape):
+    g = helper.make_graph(nodes, "m", [helper.make_tensor_value_info("x", TensorProto.UINT8, shape)],
+                          [helper.make_tensor_value_info("y", TensorProto.UINT8, None)], initializer=list(inits))
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 7
+    return m.SerializeToString()
+
+
+def scalars(**values):
+    return [numpy_helper.from_array(np.array(v, dtype=np.float32 if isinstance(v, float) or
+                                             (isinstance(v, list) and isinstance(v[0], float)) else np.uint8), k)
+            for k, v in values.items()]
+
+
+# QLinearMatMul and QLinearConv requantize with one data scale and one output scale (the
+# weight's may be per channel).
+write("qlinear_matmul_per_row_scale",
+      quantized_model([helper.make_node("QLinearMatMul", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz"], ["y"])],
+                      scalars(xs=[0.1, 0.2], xz=128, ws=0.05, wz=128, ys=0.2, yz=128) +
+                      [numpy_helper.from_array(np.full((4, 3), 130, dtype=np.uint8), "w")], [2, 4]),
+      "unsupported: node 'y' (QLinearMatMul): per-row a_scale or per-column y_scale")
+write("qlinear_conv_per_channel_output_scale",
+      quantized_model([helper.make_node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz"], ["y"])],
+                      scalars(xs=0.1, xz=128, ws=0.05, wz=128, ys=[0.2, 0.3, 0.4], yz=128) +
+                      [numpy_helper.from_array(np.full((3, 2, 3, 3), 130, dtype=np.uint8), "w")], [1, 2, 4, 4]),
+      "unsupported: node 'y' (QLinearConv): per-channel x_scale or y_scale")

@@ -11,7 +11,9 @@
 #include <sstream>
 
 #include "codegen/c/codegen_c.h"
+#include "codegen/wasm/codegen_wat.h"
 #include "codegen/emit_common.h"
+#include "ir/visitor.h"
 #include "driver/build.h"
 #include "interp/interpreter.h"
 #include "ops/ops.h"
@@ -214,6 +216,29 @@ TEST(CodegenC, RejectsWhatCHasNoTypeFor) {
   }
 }
 
+// A let expression left in a module (no scalarize_vectors) is refused by the two
+// backends that emit scalar code, at the expression, naming the pass.
+TEST(CodegenC, ScalarBackendsRefuseLetExpressions) {
+  IRModule m = parse_module_or_throw(
+      "@T.prim_func\ndef v(A: T.Buffer((8,), \"int8\"), B: T.Buffer((4,), \"int8\")):\n"
+      "    B[2] = T.Let(y * y, where={y: A[3] + T.int8(1)})\n",
+      "vector.tir");
+  const std::pair<const char*, std::function<void()>> backends[] = {
+      {"the C backend emits scalar C99: a Let must be scalarized first", [&] { codegen_c(m); }},
+      {"the wasm backend emits scalar code: a Let must be scalarized first", [&] { codegen_wat(m, WatOptions{}); }}};
+  for (const auto& [message, emit] : backends) {
+    try {
+      emit();
+      ADD_FAILURE() << "accepted: " << message;
+    } catch (const DiagnosticError& e) {
+      EXPECT_FALSE(e.internal());
+      EXPECT_NE(e.diagnostics().at(0).message.find(message), std::string::npos) << render_all(e.diagnostics());
+      EXPECT_NE(e.diagnostics().at(0).message.find("(run the scalarize_vectors pass)"), std::string::npos);
+      EXPECT_EQ(e.diagnostics().at(0).span.line, 3);
+    }
+  }
+}
+
 // A file with Helium kernels switches off GCC's scheduling before register allocation
 // (it spills the MVE kernels' Q registers), for GCC compiling for MVE only; a file without
 // them is as before, so no other CPU's artifact changes.
@@ -321,6 +346,41 @@ TEST(CodegenC, HeliumInt32x4LetIsOneVectorVariable) {
   const std::string c = codegen_c(m);
   EXPECT_NE(c.find("mtir_v4 x = mtir_v4_load_s8((&A[0]));"), std::string::npos) << c;
   EXPECT_NE(c.find("mtir_v4_store((&B[0]), mtir_v4_add(x, x));"), std::string::npos) << c;
+}
+
+// consecutive_elements (emit_common.h), the check behind pack_bytes' word read (C, LLVM)
+// and word_pair's paired load (C): the arguments load elements i, i + 1, ... of one
+// buffer, in order, for any count of them.
+TEST(CodegenC, ConsecutiveElementsAreOneBufferInOrder) {
+  IRModule m = parse_module_or_throw(
+      "@T.prim_func\ndef f(A: T.Buffer((16,), \"int8\"), B: T.Buffer((16,), \"int8\"), "
+      "W: T.Buffer((16,), \"int32\"), n: T.int32, k: T.int32):\n"
+      "    T.evaluate(T.pack_bytes(A[n], A[n + 1], A[n + 2], A[n + 3]))\n"
+      "    T.evaluate(T.word_pair(W[4], W[5]))\n"
+      "    T.evaluate(T.word_pair(W[n + 2], W[n + 3]))\n"
+      "    T.evaluate(T.call_extern(\"int32\", \"g\", A[n - 1], A[n], A[n + 1]))\n"
+      "    T.evaluate(T.word_pair(W[n + 1], W[n]))\n"
+      "    T.evaluate(T.pack_bytes(A[n], B[n + 1], A[n + 2], A[n + 3]))\n"
+      "    T.evaluate(T.pack_bytes(A[n], A[n + 1], A[n + 3], A[n + 2]))\n"
+      "    T.evaluate(T.word_pair(W[n], W[k + 1]))\n"
+      "    T.evaluate(T.word_pair(W[n], n))\n"
+      "    T.evaluate(T.call_extern(\"int32\", \"g\", A[n]))\n",
+      "consecutive.tir");
+  struct Calls : Visitor {
+    std::vector<std::vector<Expr>> args;  // each call's arguments, call_extern's without its symbol
+    void visit_Evaluate(const EvaluateNode* op) override {
+      const auto* call = as<CallNode>(op->value);
+      args.emplace_back(call->args.begin() + (call->is(Builtin::CallExtern) ? 1 : 0), call->args.end());
+    }
+  } calls;
+  calls.visit(m.lookup("f")->body);
+  ASSERT_EQ(calls.args.size(), 10u);
+  for (size_t i = 0; i < 4; ++i) {
+    const BufferLoadNode* first = consecutive_elements(calls.args[i]);
+    ASSERT_NE(first, nullptr) << "call " << i;
+    EXPECT_EQ(first, calls.args[i][0].get()) << "call " << i;
+  }
+  for (size_t i = 4; i < calls.args.size(); ++i) EXPECT_EQ(consecutive_elements(calls.args[i]), nullptr) << "call " << i;
 }
 
 // word_pair of two adjacent int32 elements of one buffer is one paired load (LDRD for GCC

@@ -599,6 +599,23 @@ TEST(CodegenLlvmGolden, DeviceKernelsLiveInTheirDevicesModule) {
 }
 
 #ifdef MICROTIR_HAVE_LLVM_NATIVE
+// Objects for a Cortex-M4 (Thumb-2 with the DSP extension, hard float).
+llvm_native::Options cortex_m4_options() {
+  llvm_native::Options o;
+  o.triple = "thumbv7em-none-eabihf";
+  o.cpu = "cortex-m4";
+  return o;
+}
+
+// A function @dot(params) whose block %loop counts %ko from 0 and sums into %acc: `body`
+// computes %acc's next value `next` and %ko.next and branches back or to %exit, which
+// returns `next`.
+std::string dot_loop(const std::string& params, const std::string& next, const std::string& body) {
+  return "define i32 @dot(" + params + ") {\nentry:\n  br label %loop\n"
+         "loop:\n  %ko = phi i32 [ 0, %entry ], [ %ko.next, %loop ]\n  %acc = phi i32 [ 0, %entry ], [ " + next +
+         ", %loop ]\n" + body + "exit:\n  ret i32 " + next + "\n}\n";
+}
+
 // IR the verifier rejects is a microtir internal error that names the function.
 TEST(LlvmNative, VerifierFailureIsAnInternalErrorNamingTheFunction) {
   const std::string bad = llvm_module_header(llvm_target("")) +
@@ -648,10 +665,7 @@ TEST(LlvmNative, OptimizesWithTheNewPassManager) {
 // the unrolled reductions of the int8 kernels): each load then addresses one shared base
 // with an immediate offset instead of an ORR and a register-offset load per access.
 TEST(LlvmNative, CortexMLoadsUseTheSharedBaseWithConstantOffsets) {
-  const std::string body =
-      "define i32 @dot(i32* noalias %w) {\n"
-      "entry:\n  br label %loop\n"
-      "loop:\n  %ko = phi i32 [ 0, %entry ], [ %ko.next, %loop ]\n  %acc = phi i32 [ 0, %entry ], [ %a3, %loop ]\n"
+  const std::string loop =
       "  %b = mul nsw i32 %ko, 16\n"
       "  %p0 = getelementptr inbounds i32, i32* %w, i32 %b\n  %x0 = load i32, i32* %p0, align 4\n"
       "  %i3 = add nsw i32 %b, 3\n"
@@ -659,11 +673,10 @@ TEST(LlvmNative, CortexMLoadsUseTheSharedBaseWithConstantOffsets) {
       "  %i7 = add nsw i32 %b, 7\n"
       "  %p7 = getelementptr inbounds i32, i32* %w, i32 %i7\n  %x7 = load i32, i32* %p7, align 4\n"
       "  %a1 = add i32 %acc, %x0\n  %a2 = add i32 %a1, %x3\n  %a3 = add i32 %a2, %x7\n"
-      "  %ko.next = add nsw i32 %ko, 1\n  %c = icmp slt i32 %ko.next, 5\n  br i1 %c, label %loop, label %exit\n"
-      "exit:\n  ret i32 %a3\n}\n";
-  llvm_native::Options thumb;
-  thumb.triple = "thumbv7em-none-eabihf";
-  thumb.cpu = "cortex-m4";
+      "  %ko.next = add nsw i32 %ko, 1\n  %c = icmp slt i32 %ko.next, 5\n"
+      "  br i1 %c, label %loop, label %exit\n";
+  const std::string body = dot_loop("i32* noalias %w", "%a3", loop);
+  const llvm_native::Options thumb = cortex_m4_options();
   std::string m = llvm_native::optimize(llvm_module_header(llvm_target(thumb.triple)) + body, "dot.ll", thumb);
   EXPECT_TRUE(has(m, "i32 3\n")) << m;  // gep (gep %w, base), 3
   EXPECT_TRUE(has(m, "i32 7\n")) << m;
@@ -697,9 +710,7 @@ TEST(LlvmNative, DspCoresWithoutHeliumSkipTheMachineScheduler) {
       "    for i in range(4):\n"
       "        Out[i] = acc[i]\n";
   const std::string ll = kernels_of(tile, m4 + " -unpacked-api=1");
-  llvm_native::Options on;
-  on.triple = "thumbv7em-none-eabihf";
-  on.cpu = "cortex-m4";
+  const llvm_native::Options on = cortex_m4_options();
   llvm_native::Options off = on;
   off.machine_scheduler = false;
   const std::string scheduled = llvm_native::compile_to_object(ll, "tile.ll", on);
@@ -711,19 +722,16 @@ TEST(LlvmNative, DspCoresWithoutHeliumSkipTheMachineScheduler) {
 // counter only counts exits when a pointer it steps reaches its end (ExitOnPointerPass):
 // one register fewer in the SMLAD tiles, which need all 14. Elsewhere the counter stays.
 TEST(LlvmNative, CortexMLoopsExitOnAPointerTheyStep) {
-  const std::string body =
-      "define i32 @dot(i32* noalias %w, i32* noalias %c) {\n"
-      "entry:\n  br label %loop\n"
-      "loop:\n  %ko = phi i32 [ 0, %entry ], [ %ko.next, %loop ]\n  %acc = phi i32 [ 0, %entry ], [ %a2, %loop ]\n"
+  const std::string loop =
       "  %iw = mul nsw i32 %ko, 12\n  %ic = mul nsw i32 %ko, 8\n"
       "  %pw = getelementptr inbounds i32, i32* %w, i32 %iw\n  %xw = load i32, i32* %pw, align 4\n"
       "  %pc = getelementptr inbounds i32, i32* %c, i32 %ic\n  %xc = load i32, i32* %pc, align 4\n"
       "  %a1 = mul i32 %xw, %xc\n  %a2 = add i32 %acc, %a1\n"
       "  %ko.next = add nuw nsw i32 %ko, 1\n  %done = icmp eq i32 %ko.next, 100\n"
-      "  br i1 %done, label %exit, label %loop, !llvm.loop !0\n"
-      "exit:\n  ret i32 %a2\n}\n"
-      "!0 = distinct !{!0, !1, !2}\n!1 = !{!\"llvm.loop.unroll.disable\"}\n"
-      "!2 = !{!\"llvm.loop.vectorize.width\", i32 1}\n";
+      "  br i1 %done, label %exit, label %loop, !llvm.loop !0\n";
+  const std::string body = dot_loop("i32* noalias %w, i32* noalias %c", "%a2", loop) +
+                           "!0 = distinct !{!0, !1, !2}\n!1 = !{!\"llvm.loop.unroll.disable\"}\n"
+                           "!2 = !{!\"llvm.loop.vectorize.width\", i32 1}\n";
   auto lowered = [&](const std::string& triple, const std::string& cpu) {
     llvm_native::Options o;
     o.triple = triple;
@@ -741,9 +749,7 @@ TEST(LlvmNative, CortexMLoopsExitOnAPointerTheyStep) {
     EXPECT_FALSE(has(ll, "mtir.reached")) << ll;
     EXPECT_TRUE(has(ll, "lsr.iv")) << ll;  // strength reduction ran there too
   }
-  llvm_native::Options thumb;
-  thumb.triple = "thumbv7em-none-eabihf";
-  thumb.cpu = "cortex-m4";
+  const llvm_native::Options thumb = cortex_m4_options();
   EXPECT_GT(llvm_native::compile_to_object(llvm_module_header(llvm_target(thumb.triple)) + body, "dot.ll", thumb).size(), 0u);
 }
 #endif

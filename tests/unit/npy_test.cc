@@ -9,6 +9,7 @@
 #include <random>
 #include <sstream>
 
+#include "support/bit_cast.h"
 #include "support/diagnostic.h"
 #include "support/ndarray.h"
 #include "support/npy.h"
@@ -123,6 +124,19 @@ TEST(Float16, MatchesBruteForceNearest) {
 }
 
 // ---- NDArray --------------------------------------------------------------------
+
+// bit_cast (support/bit_cast.h), which NDArray's float elements and the interpreter's
+// T.reinterpret read and write encodings with: IEEE encodings both ways, NaN payloads kept.
+TEST(BitCast, FloatEncodingsBothWays) {
+  EXPECT_EQ(bit_cast<uint32_t>(1.0f), 0x3F800000u);
+  EXPECT_EQ(bit_cast<float>(0xC0490FDBu), -3.14159274f);
+  EXPECT_EQ(bit_cast<uint64_t>(-2.0), 0xC000000000000000u);
+  EXPECT_EQ(bit_cast<double>(uint64_t{0x3FB999999999999A}), 0.1);
+  EXPECT_EQ(bit_cast<uint32_t>(bit_cast<float>(0x7FC00123u)), 0x7FC00123u);
+  NDArray a = NDArray::zeros(DataType::Float(32), {1});
+  a.set_float(0, -3.14159274);
+  EXPECT_EQ(a.data, (std::vector<uint8_t>{0xDB, 0x0F, 0x49, 0xC0}));
+}
 
 TEST(NDArray, ZerosAndLittleEndianLayout) {
   NDArray a = NDArray::zeros(DataType::Int(32), {2, 3});

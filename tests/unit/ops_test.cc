@@ -24,6 +24,7 @@
 #include "support/compare.h"
 #include "interp/interpreter.h"
 #include "ir/structural_equal.h"
+#include "ops/op_util.h"
 #include "ops/ops.h"
 #include "script/parser.h"
 #include "script/printer.h"
@@ -315,6 +316,37 @@ TEST(Ops, RegistryIsSortedAndComplete) {
   EXPECT_EQ(names.size(), kAllOps.size());
   EXPECT_EQ(find_op("conv1d"), nullptr);
   EXPECT_EQ(find_op(""), nullptr);
+}
+
+// same_type_as_input (op_util.h), the infer of reverse, cumsum, qabs, qleaky_relu,
+// ql2_normalization and qlog_softmax: the op's check runs first, then the output takes
+// the first input's type.
+TEST(Ops, SameTypeAsInputChecksFirst) {
+  int checks = 0;
+  auto infer = ops::same_type_as_input([&](const std::vector<TensorType>& in, const json&) {
+    ++checks;
+    if (in.size() != 1) ops::fail("op", "takes one input");
+    return 7;  // the op's parameters, which infer drops
+  });
+  const TensorType x{DataType::Int(8), {2, 3}};
+  EXPECT_EQ(infer({x}, json::object()).str(), "int8(2, 3)");
+  EXPECT_THROW(infer({x, x}, json::object()), DiagnosticError);
+  EXPECT_EQ(checks, 2);
+  EXPECT_EQ(find_op("reverse")->infer({x}, {{"axes", {1}}}).str(), "int8(2, 3)");
+  EXPECT_THROW(find_op("reverse")->infer({x}, {{"axes", {2}}}), DiagnosticError);
+}
+
+// LoopNest::axes (op_util.h), the element loops of the elementwise, compare, reduce and
+// quantized ops: an axis per dimension named <prefix><k><suffix>, extent 1 the index 0.
+TEST(Ops, LoopNestAxesNameEveryDimension) {
+  ops::LoopNest nest;
+  const std::vector<Expr> idx = nest.axes({2, 1, 3}, "o", "_1");
+  ASSERT_EQ(idx.size(), 3u);
+  EXPECT_EQ(print_expr(idx[0]), "o0_1");
+  EXPECT_EQ(print_expr(idx[1]), "0");
+  EXPECT_EQ(print_expr(idx[2]), "o2_1");
+  EXPECT_EQ(print_stmt(nest.wrap(Evaluate(ops::ci(0)))), "for o0_1, o2_1 in T.grid(2, 3):\n    T.evaluate(0)\n");
+  EXPECT_EQ(print_expr(ops::LoopNest().axes({4})[0]), "i0");
 }
 
 TEST(Ops, QdivBroadcastsInt8AndRefusesWhatTflmCannotShift) {

@@ -74,8 +74,8 @@ inline void append_qadd(Graph& g, const std::string& name, const std::string& a,
 }
 
 // The default build of `prepared`, its memory planned: its pool within `pool_bound` and
-// its output that of the whole-tensor run (patch off).
-inline void expect_planned_run_bit_exact(const Graph& prepared, const std::vector<int64_t>& input, int64_t pool_bound) {
+// its output that of the whole-tensor run (patch off), which it returns.
+inline NDArray expect_planned_run_bit_exact(const Graph& prepared, const std::vector<int64_t>& input, int64_t pool_bound) {
   AotOptions whole;
   whole.patch = false;
   const NDArray want = run_int8_aot(prepared, build_aot(prepared, whole), input).back();
@@ -85,6 +85,7 @@ inline void expect_planned_run_bit_exact(const Graph& prepared, const std::vecto
   EXPECT_LE(std::get<int64_t>(main->attrs.at("workspace.pool_bytes")), pool_bound) << memory_report(main);
   aot.module = planned.module;
   EXPECT_EQ(run_int8_aot(prepared, aot, input).back().data, want.data);
+  return want;
 }
 
 }  // namespace patch_cases

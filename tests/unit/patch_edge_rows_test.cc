@@ -6,6 +6,7 @@
 
 #include <random>
 #include <set>
+#include <tuple>
 
 #include "driver/pipeline.h"
 #include "executor/aot.h"
@@ -103,11 +104,6 @@ std::set<std::string> band_kernels(const AotModule& aot) {
   return names;
 }
 
-// VWW's first blocks in small: the planner makes the stride-2 depthwise layer "dw2" (24
-// rows -> 12, padded below) a stage of its own in 7 bands of 1 and 2 rows, written beside
-// its dying input. Its band kernels were one per band geometry (1 row, 2 rows, the last 2
-// rows with the border row: 3); re-cut, the 11 interior rows run in bands of one row and
-// the border row alone: 2 kernels, in a pool no larger, with the whole-tensor run's bytes.
 // Builds `g` with `options`, plans its memory and checks the run against `want`: the
 // band kernels of "dw2" and the pool's bytes.
 std::pair<std::set<std::string>, int64_t> planned(const Graph& g, const AotOptions& options,
@@ -120,6 +116,29 @@ std::pair<std::set<std::string>, int64_t> planned(const Graph& g, const AotOptio
   return {kernels, std::get<int64_t>(result.module.lookup(aot.main)->attrs.at("workspace.pool_bytes"))};
 }
 
+// planned() of `g` under `options` with patch_edge_rows off (before) and on (after), each
+// run checked against the whole-tensor run (patch off).
+struct EdgeRows {
+  std::set<std::string> kernels_before, kernels_after;
+  int64_t pool_before = 0, pool_after = 0;
+};
+EdgeRows without_and_with_edge_rows(const Graph& g, AotOptions options, const std::vector<int64_t>& input) {
+  AotOptions whole;
+  whole.patch = false;
+  const NDArray want = run_int8_aot(g, build_aot(g, whole), input).back();
+  EdgeRows r;
+  options.patch_edge_rows = false;
+  std::tie(r.kernels_before, r.pool_before) = planned(g, options, input, want);
+  options.patch_edge_rows = true;
+  std::tie(r.kernels_after, r.pool_after) = planned(g, options, input, want);
+  return r;
+}
+
+// VWW's first blocks in small: the planner makes the stride-2 depthwise layer "dw2" (24
+// rows -> 12, padded below) a stage of its own in 7 bands of 1 and 2 rows, written beside
+// its dying input. Its band kernels were one per band geometry (1 row, 2 rows, the last 2
+// rows with the border row: 3); re-cut, the 11 interior rows run in bands of one row and
+// the border row alone: 2 kernels, in a pool no larger, with the whole-tensor run's bytes.
 TEST(PatchEdgeRows, OneInteriorKernelSameBytes) {
   std::mt19937 rng(11);
   const Graph g = depthwise_graph(24, 1, {1, 1, 1, 1}, rng, true, true);
@@ -128,16 +147,12 @@ TEST(PatchEdgeRows, OneInteriorKernelSameBytes) {
   for (const PatchStage& s : plan.stages) alone = alone || (s.nodes.size() == 1 && g.nodes[s.nodes[0]].name == "dw2");
   ASSERT_TRUE(alone);
   const std::vector<int64_t> input = random_values(rng, {1, 24, 5, 8});
-  AotOptions whole, before, after;
-  whole.patch = false;
-  before.patch_max_recomputed_percent = after.patch_max_recomputed_percent = 0;  // the plan above
-  before.patch_edge_rows = false;
-  const NDArray want = run_int8_aot(g, build_aot(g, whole), input).back();
-  const auto [kernels_before, pool_before] = planned(g, before, input, want);
-  const auto [kernels_after, pool_after] = planned(g, after, input, want);
-  EXPECT_EQ(kernels_before.size(), 3u);
-  EXPECT_EQ(kernels_after.size(), 2u);
-  EXPECT_LE(pool_after, pool_before);
+  AotOptions options;
+  options.patch_max_recomputed_percent = 0;  // the plan above
+  const EdgeRows r = without_and_with_edge_rows(g, options, input);
+  EXPECT_EQ(r.kernels_before.size(), 3u);
+  EXPECT_EQ(r.kernels_after.size(), 2u);
+  EXPECT_LE(r.pool_after, r.pool_before);
 }
 
 // With the default budget the planner makes "pw2" and "dw2" one stage of 3 bands of 4
@@ -148,19 +163,15 @@ TEST(PatchEdgeRows, LaterLayerReadsZeroPointRows) {
   std::mt19937 rng(11);
   const Graph g = depthwise_graph(24, 1, {1, 1, 1, 1}, rng, true, true);
   const std::vector<int64_t> input = random_values(rng, {1, 24, 5, 8});
-  AotOptions whole, before, after;
-  whole.patch = false;
-  before.patch_edge_rows = false;
+  const AotOptions options;  // the default budget
   bool second = false;  // dw2 the second layer of a stage
-  for (const PatchStage& s : plan_patch_stages(g, before.patch_max_recomputed_percent, true).stages)
+  for (const PatchStage& s : plan_patch_stages(g, options.patch_max_recomputed_percent, true).stages)
     second = second || (s.nodes.size() == 2 && g.nodes[s.nodes[1]].name == "dw2");
   ASSERT_TRUE(second);
-  const NDArray want = run_int8_aot(g, build_aot(g, whole), input).back();
-  const auto [kernels_before, pool_before] = planned(g, before, input, want);
-  const auto [kernels_after, pool_after] = planned(g, after, input, want);
-  EXPECT_EQ(kernels_before.size(), 2u);
-  EXPECT_EQ(kernels_after.size(), 1u);
-  EXPECT_LE(pool_after, pool_before);
+  const EdgeRows r = without_and_with_edge_rows(g, options, input);
+  EXPECT_EQ(r.kernels_before.size(), 2u);
+  EXPECT_EQ(r.kernels_after.size(), 1u);
+  EXPECT_LE(r.pool_after, r.pool_before);
 }
 
 }  // namespace

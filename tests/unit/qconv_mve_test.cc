@@ -366,15 +366,7 @@ TEST(QConv, MveReductionEndingInOneLane) {
 
 // The C text of a one-node graph under `o` (prepared, AOT-built, lowered).
 std::string case_c_text(const Case& k, const ScheduleOptions& o) {
-  Graph g;
-  g.inputs = {{"x", TensorType{DataType::Int(8), k.data}}};
-  g.constants["w"] = NDArray::zeros(DataType::Int(8), k.weight);
-  GraphNode node;
-  node.name = "y", node.op = k.op, node.inputs = {"x", "w"}, node.attrs = k.attrs;
-  node.type = find_op(k.op)->infer({g.inputs[0].second, TensorType{DataType::Int(8), k.weight}}, node.attrs);
-  g.nodes.push_back(node);
-  g.outputs = {"y"};
-  AotModule aot = build_aot(prepare_quantized(g, o));
+  AotModule aot = build_aot(prepare_quantized(zero_weight_graph(k, ""), o));
   return codegen_c(run_pipeline(aot.module, lowering_pipeline(true, true, true, false, false)).module);
 }
 

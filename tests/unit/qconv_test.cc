@@ -534,15 +534,7 @@ TEST(QConv, PatchOverlapWritesBesideTheInput) {
   EXPECT_TRUE(both_sides);
   EXPECT_EQ(plan.patched_bound, 144 + 32 + 32);  // one tensor, a row (24 bytes, aligned) beside, a band
   const std::vector<int64_t> input = values({1, 6, 3, 8});
-  AotOptions whole;
-  whole.patch = false;
-  const NDArray want = run_int8_aot(prepared, build_aot(prepared, whole), input).back();
-  AotModule aot = build_aot(prepared, AotOptions{});
-  PipelineResult planned = run_pipeline(aot.module, {*find_pass("simplify"), *find_pass("plan_memory")});
-  const PrimFunc main = planned.module.lookup(aot.main);
-  EXPECT_LE(std::get<int64_t>(main->attrs.at("workspace.pool_bytes")), 240) << memory_report(main);
-  aot.module = planned.module;
-  EXPECT_EQ(run_int8_aot(prepared, aot, input).back().data, want.data);
+  const NDArray want = expect_planned_run_bit_exact(prepared, input, 240);
   // A whole-model schedule: a per-layer schedule record may not name it.
   EXPECT_TRUE(is_model_schedule("patch_overlap"));
   // -disabled-schedules=patch_overlap: the stages of before (none here: no halo pays).

@@ -614,6 +614,11 @@ TEST(Script, ErrorMessagesAndLocations) {
       {head + "    assert n > 0, \"oops\n", 3, 19, "unterminated string"},
       {head + "    pass\n        pass\n", 4, 9, "unexpected indent"},
       {head + "    A[0, 0] = A[0, 0] + n\n", 3, 23, "type mismatch: float32 + int32"},
+      // A view takes data= and the scope of its pointer; an allocation takes a scope, no data=.
+      {head + "    with T.decl_buffer((16,), \"float32\", data=A.data, scope=\"local\") as B:\n        pass\n", 3, 61,
+       "scope=\"local\" is only supported on allocations and on views of a pointer of that scope"},
+      {head + "    with T.allocate((16,), \"float32\", data=A.data) as B:\n        pass\n", 3, 39,
+       "unknown argument 'data'"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.text);

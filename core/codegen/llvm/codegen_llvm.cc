@@ -663,10 +663,7 @@ void FunctionEmitter::emit(const Stmt& s) {
     case StmtKind::Evaluate: emit_evaluate(static_cast<const EvaluateNode*>(s.get()), s); return;
     case StmtKind::Allocate: emit_allocate(static_cast<const AllocateNode*>(s.get())); return;
     case StmtKind::AllocateConst:
-    case StmtKind::BufferRealize:
-      internal_error(
-          __FILE__, __LINE__,
-          "T.allocate_const and T.realize do not reach code generation (lower_allocate_const, refuse_carried_types)");
+    case StmtKind::BufferRealize: unlowered_statement(s, "LLVM");
     case StmtKind::DeclBuffer: {
       const auto* op = static_cast<const DeclBufferNode*>(s.get());
       handle(op->buffer, op->span);  // a view of memory that already has a pointer

@@ -288,7 +288,7 @@ Val FunctionEmitter::sxtb16(Val x, bool ror8) {
 // LDR, whose address may be unaligned; LLVM does not combine the byte loads itself, IC
 // +400,000 instructions). Otherwise the low bytes of the four arguments or-ed into place.
 Val FunctionEmitter::pack_bytes(const CallNode* c) {
-  if (const BufferLoadNode* first = consecutive_bytes(c->args)) {
+  if (const BufferLoadNode* first = consecutive_elements(c->args); first && first->dtype.bits() == 8) {
     Val p = elem_ptr(first->buffer, first->indices, first->span);
     return load_ty("i32", op("i32*", "bitcast " + p.typed() + " to i32*"), 1);
   }

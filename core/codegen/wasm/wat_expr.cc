@@ -394,10 +394,8 @@ WVal FunctionEmitter::expr(const Expr& e) {
     case ExprKind::Ramp:
     case ExprKind::Broadcast:
     case ExprKind::Shuffle:
-    case ExprKind::Let:
-      // The lowering pipeline scalarizes these for wasm (scalarize_vectors_simd128).
-      user_error(e->span, std::string("the wasm backend emits scalar code: a ") + expr_kind_name(e->kind) +
-                              " must be scalarized first (run the scalarize_vectors pass)");
+    case ExprKind::Let:  // scalarize_vectors_simd128 leaves none
+      refuse_unscalarized(e, "wasm", "scalar code");
   }
   internal_error(__FILE__, __LINE__, "unhandled expression kind");
 }
