@@ -14,14 +14,18 @@ namespace {
 using json = nlohmann::json;
 
 // A row-major copy between two shapes with the same number of elements: one loop
-// over the flat index.
+// over the flat index, through flat views of both buffers. Indexed by their shapes, the
+// flattened index (i / 512 % 2 * 512 + i / 16 % 32 * 16 + i % 16) is not folded back to
+// i, and the copy costs about ten instructions a byte instead of one straight copy.
 PrimFunc copy_build(const std::string& fname, const std::vector<TensorType>& in, const TensorType& out) {
   FuncBuilder fb;
   Buffer data = fb.param("data", in[0].shape, in[0].dtype);
   Buffer o = fb.param("out", out.shape, out.dtype);
+  const int64_t n = out.num_elements();
+  const Buffer data_flat = flat_view(data, n), out_flat = flat_view(o, n);
   LoopNest nest;
-  Expr i = nest.axis("i", out.num_elements());
-  return fb.finish(fname, nest.wrap(store(o, load(data, unflatten(i, in[0].shape)), unflatten(i, out.shape))));
+  Expr i = nest.axis("i", n);
+  return fb.finish(fname, DeclBuffer(data_flat, DeclBuffer(out_flat, nest.wrap(store(out_flat, load(data_flat, {i}), {i})))));
 }
 
 // ---- reshape ----------------------------------------------------------------------

@@ -451,6 +451,11 @@ TEST(Ops, EmittedCodeIsLean) {
   // Padding only at the bottom: only the upper bound is checked.
   std::string pad = emitted_text("pad", {{2, 3}}, {{"pad_width", {{0, 1}, {0, 0}}}});
   EXPECT_NE(pad.find("T.if_then_else(i0 < 2, data[i0, i1], T.float32(0))"), std::string::npos) << pad;
+  // A reshape (and the patch planner's row copies, built by it) is one straight flat copy:
+  // indexed by the shapes, i / 4 % 3 * 4 + i % 4 ... never folds back to i.
+  std::string copy = emitted_text("reshape", {{2, 3, 4}}, {{"newshape", {4, 6}}});
+  EXPECT_NE(copy.find("out_flat[i] = data_flat[i]"), std::string::npos) << copy;
+  EXPECT_EQ(copy.find("%"), std::string::npos) << copy;
 }
 
 // ---- conv2d -----------------------------------------------------------------------------
