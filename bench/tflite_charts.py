@@ -4,7 +4,10 @@ bench/report-tflm-ratios.svg (ours / TFLM+CMSIS-NN per model: instructions, RAM,
 without the weights, against the issue's goals) and bench/report-tflm-depthwise.svg (every
 depthwise 3x3 layer's instructions per MAC, ours beside CMSIS-NN's, the goal 3.0).
 
-usage: bash bench/tflite_vs_tflm.sh > run.md && python3 bench/tflite_charts.py run.md
+usage: bash bench/tflite_vs_tflm.sh > run.md && python3 bench/tflite_charts.py run.md [ISSUE]
+
+With ISSUE (41: Cortex-M4's limits; 40: BENCH_TARGET=cortex-m55's run) only the ratio chart
+is written, against that issue's goals, to bench/report-issue<ISSUE>-ratios.svg.
 """
 import os
 import re
@@ -23,7 +26,18 @@ def number(text):
     return float(m.group(0)) if m else None
 
 
-def main(path):
+# Per issue: the chart's title and its dashed goals.
+ISSUE_GOALS = {
+    "27": ("Cortex-M4: ours / TFLM + CMSIS-NN (shorter is better; goals dashed)",
+           {"flash goal 0.25": 0.25, "instructions goal 0.7": 0.7, "RAM goal 0.8": 0.8}),
+    "41": ("Cortex-M4, issue 41: ours / TFLM + CMSIS-NN (shorter is better; goals dashed)",
+           {"flash goal 0.25": 0.25, "instructions and RAM goal 0.5": 0.5}),
+    "40": ("Cortex-M55, issue 40: ours / TFLM + CMSIS-NN with MVE (shorter is better; goals dashed)",
+           {"flash goal 0.25": 0.25, "instructions goal 0.7": 0.7, "RAM goal 0.8": 0.8}),
+}
+
+
+def main(path, issue="27"):
     lines = open(path).read().splitlines()
     # The summary table: model, instructions ratio (col 3), RAM ratio (col 8), flash ratio (col 11).
     head = next(i for i, l in enumerate(lines) if l.startswith("| model | ours: instructions |"))
@@ -35,9 +49,12 @@ def main(path):
         for label, col in (("instructions", 3), ("RAM", 8), ("flash w/o weights", 11)):
             if number(c[col]) is not None:
                 ratios.append((f"{c[0].upper()} {label}", number(c[col])))
-    bar_chart(os.path.join(ROOT, "bench/report-tflm-ratios.svg"),
-              "Cortex-M4: ours / TFLM + CMSIS-NN (shorter is better; goals dashed)", ratios, "",
-              {"flash goal 0.25": 0.25, "instructions goal 0.7": 0.7, "RAM goal 0.8": 0.8})
+    title, goals = ISSUE_GOALS[issue]
+    if issue != "27":
+        bar_chart(os.path.join(ROOT, f"bench/report-issue{issue}-ratios.svg"), title, ratios, "", goals)
+        print(f"wrote bench/report-issue{issue}-ratios.svg", file=sys.stderr)
+        return
+    bar_chart(os.path.join(ROOT, "bench/report-tflm-ratios.svg"), title, ratios, "", goals)
     # The per-operator tables: every DEPTHWISE_CONV_2D row with its own kernel count.
     depthwise, model = [], None
     for line in lines:
@@ -54,6 +71,6 @@ def main(path):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
+    if len(sys.argv) not in (2, 3) or (len(sys.argv) == 3 and sys.argv[2] not in ISSUE_GOALS):
         sys.exit(__doc__.strip())
-    main(sys.argv[1])
+    main(*sys.argv[1:])
