@@ -41,30 +41,29 @@ std::string Target::str() const {
 
 namespace {
 
-// -workspace-byte-alignment: a power of two from 1 to 4096.
-int parse_alignment(const std::string& text, const std::string& value) {
-  int n = 0;
+// `value` as a whole decimal number, or 0 when it is not one (or is out of range).
+int64_t whole_number(const std::string& value) {
   try {
     size_t used = 0;
-    n = std::stoi(value, &used);
-    if (used != value.size()) n = 0;
+    const int64_t n = std::stoll(value, &used);
+    return used == value.size() ? n : 0;
   } catch (const std::exception&) {
+    return 0;
   }
+}
+
+// -workspace-byte-alignment: a power of two from 1 to 4096.
+int parse_alignment(const std::string& text, const std::string& value) {
+  const int64_t n = whole_number(value);
   if (n <= 0 || (n & (n - 1)) != 0 || n > 4096) {
     target_error(text, "-workspace-byte-alignment must be a power of two from 1 to 4096, not '" + value + "'");
   }
-  return n;
+  return static_cast<int>(n);
 }
 
 // A count of bytes, 1 or more.
 int64_t parse_bytes(const std::string& text, const std::string& key, const std::string& value) {
-  int64_t n = 0;
-  try {
-    size_t used = 0;
-    n = std::stoll(value, &used);
-    if (used != value.size()) n = 0;
-  } catch (const std::exception&) {
-  }
+  const int64_t n = whole_number(value);
   if (n <= 0) target_error(text, "-" + key + " takes a number of bytes, 1 or more, not '" + value + "'");
   return n;
 }

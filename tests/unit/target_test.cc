@@ -151,6 +151,8 @@ TEST(Target, Refusals) {
   EXPECT_NE(error_of("c -unpacked-api=yes").find("0 or 1"), std::string::npos);
   EXPECT_NE(error_of("c -workspace-byte-alignment=3").find("power of two"), std::string::npos);
   EXPECT_NE(error_of("c -workspace-byte-alignment=x").find("power of two"), std::string::npos);
+  EXPECT_NE(error_of("c -workspace-byte-alignment=16b").find("not '16b'"), std::string::npos);
+  EXPECT_NE(error_of("c -workspace-byte-alignment=4294967312").find("power of two"), std::string::npos);
   EXPECT_NE(error_of("c -mtriple=x86_64").find("llvm target"), std::string::npos);
   EXPECT_NE(error_of("c -frobnicate=1").find("unknown option -frobnicate"), std::string::npos);
   EXPECT_NE(error_of("c -frobnicate=1").find("(known: -runtime -executor -interface-api"), std::string::npos);
@@ -178,6 +180,7 @@ TEST(Target, Refusals) {
   EXPECT_NE(error_of("c -workspace-budget=0").find("-workspace-budget takes a number of bytes, 1 or more, not '0'"),
             std::string::npos);
   EXPECT_NE(error_of("c -workspace-budget=20k").find("not '20k'"), std::string::npos);
+  EXPECT_NE(error_of("c -workspace-budget=99999999999999999999").find("1 or more"), std::string::npos);
   EXPECT_NE(error_of("c -disabled-schedules=fast").find("unknown schedule 'fast'"), std::string::npos);
   EXPECT_NE(error_of("wasm -mcpu=cortex-m4").find("-mcpu is an option of the c and llvm targets"), std::string::npos);
   EXPECT_NE(error_of("c -link-param=1").find("did you mean -link-params?"), std::string::npos);
