@@ -32,12 +32,17 @@ class PassRecord:
 
 @dataclass(frozen=True)
 class LayerCount:
-    """One operator call of ``run()`` on the target (``profile_layers=True``)."""
+    """One operator call of ``run()`` on the target (``profile_layers=True``).
+
+    A call in a loop (a patch stage's interior bands, ``band_loops``) is one entry:
+    ``instructions`` of all its ``calls`` together.
+    """
 
     index: int
     kernel: str
     nodes: List[str]
     instructions: int
+    calls: int = 1
 
 
 class Report:
@@ -71,7 +76,8 @@ class Report:
         self.stack_bound: Optional[dict] = data.get("stack_bound")
         self.instructions: Optional[int] = data["instructions"]
         self.layers: List[LayerCount] = [
-            LayerCount(l["index"], l["kernel"], list(l["nodes"]), l["instructions"]) for l in data.get("layers", [])
+            LayerCount(l["index"], l["kernel"], list(l["nodes"]), l["instructions"], l.get("calls", 1))
+            for l in data.get("layers", [])
         ]
 
     def __str__(self) -> str:

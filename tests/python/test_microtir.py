@@ -259,6 +259,8 @@ def test_run_on_cortex_m4_profile_layers_and_plot(microtir, digits, digits_sampl
     assert report.target == "cortex-m4" and report.instructions > 0 and report.stack_bytes > 0
     assert report.layers and all(layer.instructions > 0 for layer in report.layers)
     assert sum(layer.instructions for layer in report.layers) < report.instructions
+    # digits has no band loops: every entry is one call, as the CLI's JSON says.
+    assert [layer.calls for layer in report.layers] == [l["calls"] for l in report.data["layers"]] == [1] * len(report.layers)
     assert f"instructions per inference: {report.instructions:,}" in report.text
     assert "instructions per operator call" in report.text and "instructions per operator call" in report._repr_html_()
     import matplotlib
