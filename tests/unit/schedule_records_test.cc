@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "frontend/schedule_records.h"
+#include "qconv_cases.h"
 
 namespace mtir {
 namespace {
@@ -19,36 +20,18 @@ ScheduleOptions m4() {
   return s;
 }
 
+using qconv_cases::Case;
+using qconv_cases::quant;
+using qconv_cases::zero_weight_graph;
+
 // One int8 qdense of `rows` x `depth` -> `units` with constant weights.
 Graph dense_graph(int64_t rows, int64_t depth, int64_t units) {
-  Graph g;
-  g.name = "dense";
-  g.inputs.push_back({"x", {DataType::Int(8), {rows, depth}}});
-  g.constants["w"] = NDArray::zeros(DataType::Int(8), {units, depth});
-  GraphNode n;
-  n.name = "fc";
-  n.op = "qdense";
-  n.inputs = {"x", "w"};
-  n.type = {DataType::Int(8), {rows, units}};
-  g.nodes.push_back(n);
-  g.outputs = {"fc"};
-  return g;
+  return zero_weight_graph(Case{"qdense", {rows, depth}, {units, depth}, quant({})}, "dense");
 }
 
 // One int8 1x1 qconv2d (NHWC, OHWI weights) of c -> c channels over h x w pixels.
 Graph pointwise_graph(int64_t h, int64_t w, int64_t c) {
-  Graph g;
-  g.name = "pointwise";
-  g.inputs.push_back({"x", {DataType::Int(8), {1, h, w, c}}});
-  g.constants["w"] = NDArray::zeros(DataType::Int(8), {c, 1, 1, c});
-  GraphNode n;
-  n.name = "conv";
-  n.op = "qconv2d";
-  n.inputs = {"x", "w"};
-  n.type = {DataType::Int(8), {1, h, w, c}};
-  g.nodes.push_back(n);
-  g.outputs = {"conv"};
-  return g;
+  return zero_weight_graph(Case{"qconv2d", {1, h, w, c}, {c, 1, 1, c}, quant({})}, "pointwise");
 }
 
 bool has(const std::vector<std::string>& knobs, const std::string& name) {
