@@ -457,6 +457,49 @@ TEST(CodegenLlvmGolden, LongDspTilesAreUnrolledTwice) {
   if (llvm_check::available(&why)) llvm_check::expect_compiles(kernels_of(tile(6, 8), m4), "thumbv7em-none-eabihf", "tile");
 }
 
+// An im2col gather (loops of at most three steps over a window's taps, each tap copied
+// or, past the border, filled with the padding value, into the function's own column) is
+// fully unrolled on Arm DSP cores: O2 unrolls a three-step loop by two with an exit in the
+// middle. A gather whose border path loads (the first layer's staged taps), one without a
+// border test (a pointwise layer's pixels), longer loops and cores without SMLAD keep theirs.
+TEST(CodegenLlvmGolden, PaddedWindowGathersAreUnrolledOnDspCores) {
+  auto gather = [](int taps, const std::string& padding) {
+    const std::string n = std::to_string(taps), words = std::to_string(taps * taps * 2);
+    return "@T.prim_func\n"
+           "def gather(D: T.Buffer((64,), \"int32\"), Out: T.Buffer((" + words + ",), \"int32\"), x: T.int32):\n"
+           "    col = T.alloc_buffer((" + words + ",), \"int32\", scope=\"local\")\n"
+           "    for rh in range(" + n + "):\n"
+           "        for rw in range(" + n + "):\n"
+           "            if x + rw >= 1:\n"
+           "                col[(rh * " + n + " + rw) * 2] = T.sxtb16(D[rh * 8 + rw])\n"
+           "                col[(rh * " + n + " + rw) * 2 + 1] = T.sxtb16_ror8(D[rh * 8 + rw])\n"
+           "            else:\n"
+           "                for pe in range(2):\n"
+           "                    col[(rh * " + n + " + rw) * 2 + pe] = " + padding + "\n"
+           "    for i in range(" + words + "):\n"
+           "        Out[i] = col[i]\n";
+  };
+  const std::string m4 = "llvm -mtriple=thumbv7em-none-eabihf -mcpu=cortex-m4", full = "!{!\"llvm.loop.unroll.full\"}";
+  const std::string padded = kernels_of(gather(3, "-8323200"), m4);
+  EXPECT_EQ(count(padded, full), 2u) << padded;  // rh and rw; not the fill or the copy-out loop
+  EXPECT_EQ(count(kernels_of(gather(3, "-8323200"), "llvm -mtriple=thumbv8m.main-none-eabihf -mcpu=cortex-m33"), full), 2u);
+  EXPECT_FALSE(has(kernels_of(gather(3, "D[pe]"), m4), "llvm.loop.unroll"));  // the border path loads
+  EXPECT_FALSE(has(kernels_of(gather(4, "-8323200"), m4), "llvm.loop.unroll"));
+  EXPECT_FALSE(has(kernels_of(gather(3, "-8323200"), "llvm -mtriple=thumbv7m-none-eabi -mcpu=cortex-m3"), "llvm.loop.unroll"));
+  const std::string straight =
+      "@T.prim_func\n"
+      "def pixels(D: T.Buffer((8,), \"int32\"), Out: T.Buffer((6,), \"int32\")):\n"
+      "    col = T.alloc_buffer((6,), \"int32\", scope=\"local\")\n"
+      "    for pg in range(3):\n"
+      "        col[pg * 2] = T.sxtb16(D[pg])\n"
+      "        col[pg * 2 + 1] = T.sxtb16_ror8(D[pg])\n"
+      "    for i in range(6):\n"
+      "        Out[i] = col[i]\n";
+  EXPECT_FALSE(has(kernels_of(straight, m4), "llvm.loop.unroll"));
+  std::string why;
+  if (llvm_check::available(&why)) llvm_check::expect_compiles(padded, "thumbv7em-none-eabihf", "the padded gather");
+}
+
 // Helium through its intrinsics: T.vmladava on 16 int8 lanes is one VMLADAVA.S8 (as widened
 // lanes, LLVM hoisted each column's sign extension out of the channel loop: four spilled
 // q registers a column, four VMLADAVA.U32 a step); T.multiply_by_quantized_multiplier on

@@ -733,6 +733,36 @@ void FunctionEmitter::emit_evaluate(const EvaluateNode* op, const Stmt& s) {
   profiled(op->value);
 }
 
+bool FunctionEmitter::padded_window_gather(const Stmt& body) const {
+  struct Loads : Visitor {
+    bool any = false;
+    void visit_BufferLoad(const BufferLoadNode*) override { any = true; }
+  };
+  struct Gather : Visitor {
+    const std::set<const VarNode*>* own;
+    bool ok = true, padded = false;
+    void visit_BufferStore(const BufferStoreNode* op) override {
+      ok = ok && own->count(op->buffer->data.get());
+      Visitor::visit_BufferStore(op);
+    }
+    void visit_Call(const CallNode* op) override {
+      ok = ok && is_pure(op->builtin) && !op->is(Builtin::Smlad);
+      Visitor::visit_Call(op);
+    }
+    // A tap's border test: copy the tap, or write the padding value (no load).
+    void visit_IfThenElse(const IfThenElseNode* op) override {
+      Loads else_loads;
+      if (op->else_case) else_loads.visit(op->else_case);
+      padded = padded || (op->else_case && !else_loads.any);
+      ok = ok && !else_loads.any;
+      Visitor::visit_IfThenElse(op);
+    }
+  } gather;
+  gather.own = &local_allocations_;
+  gather.visit(body);
+  return ms_->arm_dsp && gather.ok && gather.padded;
+}
+
 void FunctionEmitter::emit_for(const ForNode* node) {
   DataType t = node->loop_var->dtype;
   std::string ty = ll_type(t, node->span);
@@ -773,9 +803,13 @@ void FunctionEmitter::emit_for(const ForNode* node) {
   // four on is unrolled twice on DSP cores without Helium's low-overhead loops: half the
   // pointer steps, end compares and branches (IC 14,956,235 -> 14,685,559 instructions,
   // VWW 10,684,823 -> 10,615,459, AD 387,316 -> 381,653; IC's code +4.2 KB). Shorter
-  // bodies gain nothing (KWS's first layer, 30 SMLADs: +3,664).
+  // bodies gain nothing (KWS's first layer, 30 SMLADs: +3,664). An im2col gather over a
+  // 3x3 window with a border test per tap is unrolled whole: O2 unrolls each three-step
+  // loop by two with an exit in the middle, and in the 3x2-tile functions PBQP keeps the
+  // nest's counters in stack slots (IC's 3x3 layers: 14,612,688 -> 13,986,190).
   const int64_t* extent = as_const_int(node->extent);
-  const bool unroll = node->for_kind == ForKind::kUnrolled || (tile && extent && *extent == 2);
+  const bool unroll = node->for_kind == ForKind::kUnrolled || (tile && extent && *extent == 2) ||
+                      (extent && *extent <= 3 && padded_window_gather(node->body));
   const bool unroll_twice = !unroll && tile && extent && *extent >= 4 && *extent % 2 == 0 &&
                             smlad_count(node->body) >= 32 && ms_->target->features.find("+mve") == std::string::npos;
   if (unroll || node->for_kind == ForKind::kVectorized) {
