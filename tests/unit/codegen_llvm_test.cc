@@ -457,25 +457,29 @@ TEST(CodegenLlvmGolden, LongDspTilesAreUnrolledTwice) {
   if (llvm_check::available(&why)) llvm_check::expect_compiles(kernels_of(tile(6, 8), m4), "thumbv7em-none-eabihf", "tile");
 }
 
-// An im2col gather (loops of at most three steps over a window's taps, each tap copied
-// or, past the border, filled with the padding value, into the function's own column) is
-// fully unrolled on Arm DSP cores: O2 unrolls a three-step loop by two with an exit in the
-// middle. A gather whose border path loads (the first layer's staged taps), one without a
-// border test (a pointwise layer's pixels), longer loops and cores without SMLAD keep theirs.
+// An im2col gather over one pixel's window (loops of at most three steps over the taps,
+// each tap copied or, past the border, filled with the padding value, into the function's
+// own column) is fully unrolled on Arm DSP cores, up to nine taps: O2 unrolls a three-step
+// loop by two with an exit in the middle. A gather whose border path loads (the first
+// layer's staged taps), one without a border test (a pointwise layer's pixels), longer
+// loops, the loop over three pixels' windows (27 taps) and cores without SMLAD keep theirs.
 TEST(CodegenLlvmGolden, PaddedWindowGathersAreUnrolledOnDspCores) {
-  auto gather = [](int taps, const std::string& padding) {
-    const std::string n = std::to_string(taps), words = std::to_string(taps * taps * 2);
+  // `pixels` windows of taps x taps, two words a tap.
+  auto gather = [](int taps, const std::string& padding, int pixels = 1) {
+    const std::string n = std::to_string(taps), words = std::to_string(pixels * taps * taps * 2);
+    const std::string in = pixels > 1 ? "    " : "", at = pixels > 1 ? "(pg * " + n + " + rh) * " + n + " + rw" : "rh * " + n + " + rw";
     return "@T.prim_func\n"
            "def gather(D: T.Buffer((64,), \"int32\"), Out: T.Buffer((" + words + ",), \"int32\"), x: T.int32):\n"
-           "    col = T.alloc_buffer((" + words + ",), \"int32\", scope=\"local\")\n"
-           "    for rh in range(" + n + "):\n"
-           "        for rw in range(" + n + "):\n"
-           "            if x + rw >= 1:\n"
-           "                col[(rh * " + n + " + rw) * 2] = T.sxtb16(D[rh * 8 + rw])\n"
-           "                col[(rh * " + n + " + rw) * 2 + 1] = T.sxtb16_ror8(D[rh * 8 + rw])\n"
-           "            else:\n"
-           "                for pe in range(2):\n"
-           "                    col[(rh * " + n + " + rw) * 2 + pe] = " + padding + "\n"
+           "    col = T.alloc_buffer((" + words + ",), \"int32\", scope=\"local\")\n" +
+           (pixels > 1 ? "    for pg in range(" + std::to_string(pixels) + "):\n" : "") +
+           in + "    for rh in range(" + n + "):\n" +
+           in + "        for rw in range(" + n + "):\n" +
+           in + "            if x + rw >= 1:\n" +
+           in + "                col[(" + at + ") * 2] = T.sxtb16(D[rh * 8 + rw])\n" +
+           in + "                col[(" + at + ") * 2 + 1] = T.sxtb16_ror8(D[rh * 8 + rw])\n" +
+           in + "            else:\n" +
+           in + "                for pe in range(2):\n" +
+           in + "                    col[(" + at + ") * 2 + pe] = " + padding + "\n" +
            "    for i in range(" + words + "):\n"
            "        Out[i] = col[i]\n";
   };
@@ -483,6 +487,8 @@ TEST(CodegenLlvmGolden, PaddedWindowGathersAreUnrolledOnDspCores) {
   const std::string padded = kernels_of(gather(3, "-8323200"), m4);
   EXPECT_EQ(count(padded, full), 2u) << padded;  // rh and rw; not the fill or the copy-out loop
   EXPECT_EQ(count(kernels_of(gather(3, "-8323200"), "llvm -mtriple=thumbv8m.main-none-eabihf -mcpu=cortex-m33"), full), 2u);
+  const std::string three = kernels_of(gather(3, "-8323200", 3), m4);
+  EXPECT_EQ(count(three, full), 2u) << three;  // each window's rh and rw, not pg (27 taps)
   EXPECT_FALSE(has(kernels_of(gather(3, "D[pe]"), m4), "llvm.loop.unroll"));  // the border path loads
   EXPECT_FALSE(has(kernels_of(gather(4, "-8323200"), m4), "llvm.loop.unroll"));
   EXPECT_FALSE(has(kernels_of(gather(3, "-8323200"), "llvm -mtriple=thumbv7m-none-eabi -mcpu=cortex-m3"), "llvm.loop.unroll"));

@@ -733,7 +733,7 @@ void FunctionEmitter::emit_evaluate(const EvaluateNode* op, const Stmt& s) {
   profiled(op->value);
 }
 
-bool FunctionEmitter::padded_window_gather(const Stmt& body) const {
+int FunctionEmitter::padded_window_gather(const Stmt& body) const {
   struct Loads : Visitor {
     bool any = false;
     void visit_BufferLoad(const BufferLoadNode*) override { any = true; }
@@ -741,6 +741,16 @@ bool FunctionEmitter::padded_window_gather(const Stmt& body) const {
   struct Gather : Visitor {
     const std::set<const VarNode*>* own;
     bool ok = true, padded = false;
+    // Copies of the tap, as the loops of at most three steps around its test repeat it.
+    int copies = 1, most = 1, in_tap = 0;
+    void visit_For(const ForNode* op) override {
+      const int64_t* n = as_const_int(op->extent);
+      const int outer = copies;
+      if (n && *n >= 1 && *n <= 3 && in_tap == 0) copies *= static_cast<int>(*n);
+      most = std::max(most, copies);
+      Visitor::visit_For(op);
+      copies = outer;
+    }
     void visit_BufferStore(const BufferStoreNode* op) override {
       ok = ok && own->count(op->buffer->data.get());
       Visitor::visit_BufferStore(op);
@@ -755,12 +765,14 @@ bool FunctionEmitter::padded_window_gather(const Stmt& body) const {
       if (op->else_case) else_loads.visit(op->else_case);
       padded = padded || (op->else_case && !else_loads.any);
       ok = ok && !else_loads.any;
+      ++in_tap;
       Visitor::visit_IfThenElse(op);
+      --in_tap;
     }
   } gather;
   gather.own = &local_allocations_;
   gather.visit(body);
-  return ms_->arm_dsp && gather.ok && gather.padded;
+  return ms_->arm_dsp && gather.ok && gather.padded ? gather.most : 0;
 }
 
 void FunctionEmitter::emit_for(const ForNode* node) {
@@ -803,13 +815,15 @@ void FunctionEmitter::emit_for(const ForNode* node) {
   // four on is unrolled twice on DSP cores without Helium's low-overhead loops: half the
   // pointer steps, end compares and branches (IC 14,956,235 -> 14,685,559 instructions,
   // VWW 10,684,823 -> 10,615,459, AD 387,316 -> 381,653; IC's code +4.2 KB). Shorter
-  // bodies gain nothing (KWS's first layer, 30 SMLADs: +3,664). An im2col gather over a
-  // 3x3 window with a border test per tap is unrolled whole: O2 unrolls each three-step
-  // loop by two with an exit in the middle, and in the 3x2-tile functions PBQP keeps the
-  // nest's counters in stack slots (IC's 3x3 layers: 14,612,688 -> 13,986,190).
+  // bodies gain nothing (KWS's first layer, 30 SMLADs: +3,664). An im2col gather over one
+  // pixel's 3x3 window with a border test per tap is unrolled whole (nine taps): O2 unrolls
+  // each three-step loop by two with an exit in the middle, and in the 3x2-tile functions
+  // PBQP keeps the nest's counters in stack slots (IC 14,612,688 -> 14,049,106, code +14.6
+  // KB; the three pixels' 27 taps too: 13,986,190, +36.6 KB).
   const int64_t* extent = as_const_int(node->extent);
+  const int gather_taps = extent && *extent <= 3 ? padded_window_gather(node->body) : 0;
   const bool unroll = node->for_kind == ForKind::kUnrolled || (tile && extent && *extent == 2) ||
-                      (extent && *extent <= 3 && padded_window_gather(node->body));
+                      (gather_taps > 0 && *extent * gather_taps <= 9);
   const bool unroll_twice = !unroll && tile && extent && *extent >= 4 && *extent % 2 == 0 &&
                             smlad_count(node->body) >= 32 && ms_->target->features.find("+mve") == std::string::npos;
   if (unroll || node->for_kind == ForKind::kVectorized) {

@@ -314,10 +314,11 @@ class FunctionEmitter {
   void emit(const Stmt& s);
 
   void emit_for(const ForNode* node);
-  // On Arm DSP cores: `body` only writes this function's own allocations, multiplies
-  // nothing (SMLAD) and tests a border: each tap copied or filled with the padding value
-  // (no load). An im2col gather filling a tile's columns.
-  bool padded_window_gather(const Stmt& body) const;
+  // On Arm DSP cores, when `body` only writes this function's own allocations, multiplies
+  // nothing (SMLAD) and tests a border (each tap copied or filled with the padding value,
+  // no load: an im2col gather filling a tile's columns): how many times its loops of at
+  // most three steps repeat the tap (1 without such loops). Else 0.
+  int padded_window_gather(const Stmt& body) const;
   void emit_if(const IfThenElseNode* op);
   void emit_while(const WhileNode* op);
   void emit_evaluate(const EvaluateNode* op, const Stmt& s);
