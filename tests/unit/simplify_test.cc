@@ -8,6 +8,7 @@
 #include <limits>
 #include <random>
 
+#include "analysis/int_bound.h"
 #include "interp/interpreter.h"
 #include "ir/structural_equal.h"
 #include "ir/substitute.h"
@@ -373,6 +374,25 @@ TEST(SimplifyDigits, NotWhenTheDigitsDoNotFit) {
   Expr narrow = add(mul(Binary(ExprKind::FloorMod, Binary(ExprKind::FloorDiv, b, c8(16)), c8(16)), c8(16)),
                     Binary(ExprKind::FloorMod, b, c8(16)));
   EXPECT_TRUE(structural_equal(simplify_expr(narrow), narrow));
+}
+
+// The range the simplifier and the code generators give a loop variable.
+TEST(SimplifyDigits, LoopRangeOfALoopVariable) {
+  IntBoundAnalyzer bounds;
+  Var n = MakeVar("n", i32), lo = MakeVar("lo", i32);
+  IntBound r;
+  ASSERT_TRUE(bounds.loop_range(i(3), i(5), &r));
+  EXPECT_EQ(r.min, 3);
+  EXPECT_EQ(r.max, 7);
+  // Bounded start and extent: every value either can take.
+  bounds.bind(n.get(), {0, 16});
+  bounds.bind(lo.get(), {-2, 4});
+  ASSERT_TRUE(bounds.loop_range(lo, n, &r));
+  EXPECT_EQ(r.min, -2);
+  EXPECT_EQ(r.max, 19);
+  // No trip for sure, or an end past int64: no range.
+  EXPECT_FALSE(bounds.loop_range(i(0), i(0), &r));
+  EXPECT_FALSE(bounds.loop_range(IntImm(i64, std::numeric_limits<int64_t>::max()), IntImm(i64, 2), &r));
 }
 
 // Random digit chains over random ranges, negative ones included, some with a wrong
