@@ -583,7 +583,8 @@ class Simplifier : public Mutator {
   // whole flattened index folds, in any order of its terms.
   Expr combine_digits(const Expr& a, const Expr& b, DataType t, const Span& s) {
     int64_t m;
-    if (!dynamic_cast<const BinaryNode*>(split_scale(b, &m).get())) return nullptr;
+    const ExprKind k = split_scale(b, &m)->kind;
+    if (k != ExprKind::FloorDiv && k != ExprKind::FloorMod && k != ExprKind::Div && k != ExprKind::Mod) return nullptr;
     std::vector<Expr> terms = sum_terms(a);
     Expr pending = b;
     bool changed = false;
