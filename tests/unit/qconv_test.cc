@@ -312,8 +312,8 @@ TEST(QConv, ShortPairsKeepInt16WeightsOnShortReductions) {
   // Only the gather widens (two per word of each pixel copy: the triple's and the pair's).
   EXPECT_EQ(on.sxtb16, 2 * 4 * 2);
   // Per tile copy and channel pair, 4 steps of two weight pairs and one gathered pair per
-  // pixel, and one table pair per channel: the triple, the leftover pair.
-  EXPECT_EQ(on.word_pairs, 4 * (2 + 3) + 2 + 4 * (2 + 2) + 2);
+  // pixel, and two table pairs per channel: the triple, the leftover pair.
+  EXPECT_EQ(on.word_pairs, 4 * (2 + 3) + 4 + 4 * (2 + 2) + 4);
   EXPECT_EQ(on.smlad, 4 * 2 * 6 + 4 * 2 * 4);
   ScheduleOptions off = m4;
   off.short_pairs = false;
