@@ -495,9 +495,14 @@ int64_t unroll_factor(const Schedule& s, bool two_words, int64_t whole) {
 }
 
 // The tile's sums requantized and stored (dense_chunks: carried). Under pair_loads with
-// a three-column table, channel by channel, the channel's columns as two word_pairs
-// (LDRD: 0 and 1, 1 and 2) for all its pixels: GCC would reload a plain table load at
-// every output rather than hold it in a register through the tile.
+// a three-column table, channel by channel, the channel's columns 1 and 2 as one
+// word_pair (LDRD) for all its pixels, and from kTableHeadReduction values on column 0
+// too (columns 0 and 1 another pair): GCC reloads a plain table load at every output
+// rather than hold it in a register, and cannot rematerialize the pairs' inline LDRDs.
+// On shorter reductions the second pair costs more than it saves (GCC spills the pairs;
+// VWW's 8-channel 1x1 layer: +5 %).
+constexpr int64_t kTableHeadReduction = 16;
+
 std::vector<Stmt> tile_outputs(const Tile& t, const Part& part) {
   const Gemm& g = t.g;
   auto output = [&](int64_t p, int64_t c, const std::function<Expr(int64_t)>& column) {
@@ -518,17 +523,22 @@ std::vector<Stmt> tile_outputs(const Tile& t, const Part& part) {
   const DataType i64 = DataType::Int(64);
   for (int64_t c = 0; c < t.nc; ++c) {
     Expr first = mul(add(t.oc0, ci(c)), ci(3));
+    const bool with_head = part.k >= kTableHeadReduction;
     Var head = MakeVar("head", i64), tail = MakeVar("tail", i64), lead = ivar("lead"), second = ivar("second"),
         third = ivar("third");
-    auto column = [&](int64_t k) -> Expr { return k == 0 ? Expr(lead) : k == 1 ? Expr(second) : Expr(third); };
+    auto column = [&](int64_t k) -> Expr {
+      return k == 0 ? (with_head ? Expr(lead) : load(g.table, {first})) : k == 1 ? Expr(second) : Expr(third);
+    };
+    auto pair = [&](int64_t k) {
+      return Call(i64, "word_pair", {load(g.table, {add(first, ci(k))}), load(g.table, {add(first, ci(k + 1))})});
+    };
     std::vector<Stmt> s;
     for (int64_t p = 0; p < t.np(); ++p) s.push_back(output(p, c, column));
     Stmt body = s.size() == 1 ? s[0] : SeqStmt(s);
     body = LetStmt(third, Cast(kI32, call("shift_right", {tail, IntImm(i64, 32)})), body);
     body = LetStmt(second, Cast(kI32, tail), body);
-    body = LetStmt(lead, Cast(kI32, head), body);
-    body = LetStmt(tail, Call(i64, "word_pair", {load(g.table, {add(first, ci(1))}), load(g.table, {add(first, ci(2))})}), body);
-    out.push_back(LetStmt(head, Call(i64, "word_pair", {load(g.table, {first}), load(g.table, {add(first, ci(1))})}), body));
+    if (with_head) body = LetStmt(head, pair(0), LetStmt(lead, Cast(kI32, head), body));
+    out.push_back(LetStmt(tail, pair(1), body));
   }
   return out;
 }

@@ -315,6 +315,9 @@ TEST(QConv, ShortPairsKeepInt16WeightsOnShortReductions) {
   // pixel, and two table pairs per channel: the triple, the leftover pair.
   EXPECT_EQ(on.word_pairs, 4 * (2 + 3) + 4 + 4 * (2 + 2) + 4);
   EXPECT_EQ(on.smlad, 4 * 2 * 6 + 4 * 2 * 4);
+  // Eight input channels: two steps, and only the table's columns 1 and 2 as a pair.
+  const Case eight{"qconv2d", {1, 4, 26, 8}, {6, 1, 1, 8}, quant({{"strides", {2, 2}}}, {0.02, 0.03, 0.01, 0.04, 0.02, 0.05})};
+  EXPECT_EQ(depthwise_kernel_counts(eight, m4).word_pairs, 2 * (2 + 3) + 2 + 2 * (2 + 2) + 2);
   ScheduleOptions off = m4;
   off.short_pairs = false;
   const KernelCounts int8 = depthwise_kernel_counts(k, off);
