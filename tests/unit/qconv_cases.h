@@ -278,6 +278,9 @@ inline void run_all_schedules(const Case& k, const std::string& name) {
       // The paired loads of batch-1 dense layers with int16 weights (smlad without
       // sxtb16) off in the combinations without unroll that interleave.
       o.pair_loads = (bits & 4) || !interleave;
+      // Short reductions' int16 weights (with sxtb16, word_gather and pair_loads) off in
+      // the combinations without block: their int8 quads under word_gather.
+      o.short_pairs = bits & 2;
       o.pixel_triples_stack = o.pixel_triples_code = false;
       // Depthwise tiles in half the combinations (the blocked and plain depthwise loops in
       // the other half); the 64-bit requantization off with the folds.
