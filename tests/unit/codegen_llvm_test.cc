@@ -507,6 +507,27 @@ TEST(CodegenLlvmGolden, PaddedWindowGathersAreUnrolledOnDspCores) {
   if (llvm_check::available(&why)) llvm_check::expect_compiles(padded, "thumbv7em-none-eabihf", "the padded gather");
 }
 
+// word_pair(A[i], A[i + 1]) is one `load volatile i64` (LDRD) on Arm DSP cores, as the C
+// backend loads it: as two plain loads, LICM hoisted short1x1's column words out of the
+// channel loop and the allocator spilled them (VWW's K=32 1x1 layers: 48 LDRs from stack
+// slots a channel pair against 24 LDRDs). Other operands and other cores keep two loads.
+TEST(CodegenLlvmGolden, AdjacentWordPairsAreOneLoadOnDspCores) {
+  auto pair = [](const std::string& second) {
+    return "@T.prim_func\n"
+           "def pairs(C: T.Buffer((8,), \"int32\"), W: T.Buffer((8,), \"int32\"), Out: T.Buffer((4,), \"int32\")):\n"
+           "    for ob in range(4):\n"
+           "        p: T.int64 = T.word_pair(C[2], C[" + second + "])\n"
+           "        Out[ob] = T.smlad(T.Cast(\"int32\", p), W[ob], T.Cast(\"int32\", T.shift_right(p, T.int64(32))))\n";
+  };
+  const std::string m4 = "llvm -mtriple=thumbv7em-none-eabihf -mcpu=cortex-m4";
+  const std::string adjacent = kernels_of(pair("3"), m4);
+  EXPECT_EQ(count(adjacent, "= load volatile i64, i64* "), 1u) << adjacent;
+  EXPECT_FALSE(has(kernels_of(pair("4"), m4), "volatile"));
+  EXPECT_FALSE(has(kernels_of(pair("3"), "llvm -mtriple=thumbv7m-none-eabi -mcpu=cortex-m3"), "volatile"));
+  std::string why;
+  if (llvm_check::available(&why)) llvm_check::expect_compiles(adjacent, "thumbv7em-none-eabihf", "the word pair");
+}
+
 // Helium through its intrinsics: T.vmladava on 16 int8 lanes is one VMLADAVA.S8 (as widened
 // lanes, LLVM hoisted each column's sign extension out of the channel loop: four spilled
 // q registers a column, four VMLADAVA.U32 a step); T.multiply_by_quantized_multiplier on

@@ -301,6 +301,9 @@ class FunctionEmitter {
   bool plan_paired_loads(const Stmt& region);
   bool straight_line_words(const Stmt& s, WordLoads& found) const;
   std::optional<Val> paired_load(const BufferLoadNode* l);
+  // word_pair(A[i], A[i + 1]) of int32 words on Arm DSP cores: one `load volatile i64`
+  // (LDRD), as the C backend loads it; nullopt for other operands.
+  std::optional<Val> adjacent_word_pair(const CallNode* c);
   struct PairedLoad {
     std::vector<const BufferLoadNode*> lo_loads, hi_loads;  // the loads of the lower and the upper word
     Expr index;                                             // of the lower word, as base + constant

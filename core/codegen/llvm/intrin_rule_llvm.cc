@@ -17,6 +17,7 @@ Val FunctionEmitter::intrinsic(const std::string& name, const std::string& ty, c
 }
 
 Val FunctionEmitter::word_pair(const CallNode* c) {
+  if (std::optional<Val> both = adjacent_word_pair(c)) return *both;
   auto wide = [&](const Expr& e) { return op("i64", "zext i32 " + expr(e).v + " to i64"); };
   Val lo = wide(c->args.at(0));
   Val hi = op("i64", "shl i64 " + wide(c->args.at(1)).v + ", 32");
