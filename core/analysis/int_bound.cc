@@ -58,6 +58,14 @@ bool IntBoundAnalyzer::no_overflow(const Expr& e) const {
   return exact(e, &r) && fits(r, e->dtype);
 }
 
+bool IntBoundAnalyzer::loop_range(const Expr& min, const Expr& extent, IntBound* out) const {
+  IntBound lo = bound(min), ext = bound(extent);
+  int64_t hi;
+  if (ext.max < 1 || __builtin_add_overflow(lo.max, ext.max - 1, &hi)) return false;
+  *out = {lo.min, hi};
+  return true;
+}
+
 IntBound IntBoundAnalyzer::bound(const Expr& e) const {
   DataType t = e->dtype;
   IntBound full = type_range(t);

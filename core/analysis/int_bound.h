@@ -33,6 +33,9 @@ class IntBoundAnalyzer {
     return it == bounds_.end() ? nullptr : &it->second;
   }
 
+  // The range of a loop variable that starts at `min` and runs `extent` trips, when a
+  // trip can happen: [min, min + extent - 1] over every value the two can take.
+  bool loop_range(const Expr& min, const Expr& extent, IntBound* out) const;
   // The range of integer expression `e`.
   IntBound bound(const Expr& e) const;
   // True when `a op b`, computed with unbounded integers, stays inside its type, so C

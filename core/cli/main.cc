@@ -23,6 +23,23 @@ const char* const kTimePassesHelp =
     "pass and each backend to stderr (with --json: as \"timing\" in the JSON)";
 bool time_passes = false;
 
+// CLI11's PositiveNumber/NonNegativeNumber name their range up to DBL_MAX in the error; a count says what
+// it takes instead.
+CLI::Validator whole_number_from(long long low) {
+  std::string name = low == 0 ? "NONNEGATIVE" : "POSITIVE";
+  return CLI::Validator(
+      [low](std::string& text) -> std::string {
+        try {
+          size_t used = 0;
+          long long value = std::stoll(text, &used);
+          if (used == text.size() && value >= low) return "";
+        } catch (const std::exception&) {
+        }
+        return "'" + text + "' is not a whole number of " + std::to_string(low) + " or more";
+      },
+      name);
+}
+
 nlohmann::json diagnostics_json(const std::vector<Diagnostic>& diags) {
   nlohmann::json list = nlohmann::json::array();
   for (const auto& d : diags) {
@@ -90,7 +107,7 @@ CLI::App* add_run(CLI::App& app, mtir::cli::RunCommand& run) {
                   "then printed, written and compared like an output");
   cmd->add_option("--scalar", run.scalars, "Scalar parameter NAME=VALUE (repeatable)");
   cmd->add_option("--output-dir", run.output_dir, "Write each output buffer to DIR/NAME.npy (a model's output: DIR/<its C identifier>.npy, docs/tflite.md \"Names\")");
-  cmd->add_option("--print-limit", run.print_limit, "Elements printed per output")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--print-limit", run.print_limit, "Elements printed per output")->check(whole_number_from(0));
   cmd->add_flag("--json", run.json, "Print outputs (or diagnostics) as JSON on stdout");
   cmd->add_option("--target", run.target,
                   "'host': also build the C artifact, run it natively and compare it with the interpreter; "
@@ -113,7 +130,7 @@ CLI::App* add_run(CLI::App& app, mtir::cli::RunCommand& run) {
   cmd->add_option("--workspace-budget", run.workspace_budget,
                   "Build with -workspace-budget=BYTES: the band stages need only fit the workspace pool in BYTES, "
                   "at the fewest recomputed MACs (a model; docs/target-options.md)")
-      ->check(CLI::PositiveNumber);
+      ->check(whole_number_from(1));
   cmd->add_option("--keep-build", run.keep_build_dir, "Build the host program in DIR and keep it");
   cmd->add_flag("--time-passes", time_passes, kTimePassesHelp);
   cmd->add_option("--schedules", run.schedule_record,
@@ -182,7 +199,7 @@ CLI::App* add_tune(CLI::App& app, mtir::cli::TuneCommand& tune) {
                   "Flash budget of the tuned model's firmware (65536, 64K, 1M): run's budget gate on each measurement; "
                   "layers go back to the default until the chosen record fits");
   cmd->add_option("--max-ram", tune.max_ram, "RAM budget (static RAM plus the stack high-water), as --max-flash");
-  cmd->add_option("--trials", tune.trials, "At most this many candidates besides the default (default 64)")->check(CLI::PositiveNumber);
+  cmd->add_option("--trials", tune.trials, "At most this many candidates besides the default (default 64)")->check(whole_number_from(1));
   auto* workers = cmd->add_option("--workers", tune.workers, "Worker processes of the local Dask cluster (default 1)")->check(CLI::Range(1, 256));
   cmd->add_option("--scheduler", tune.scheduler, "A running Dask scheduler (tcp://HOST:8786) instead of a local cluster")->excludes(workers);
   cmd->add_option("--input", tune.inputs, "Model input NAME=FILE.npy (repeatable; default: a fixed pseudo-random input)");
@@ -241,6 +258,10 @@ int main(int argc, char** argv) {
   CLI::App app{"microtir: a tensor-program compiler for microcontrollers (TIR in, C runtime artifacts out)", "microtir"};
   app.set_version_flag("--version", std::string("microtir ") + MICROTIR_VERSION);
   app.require_subcommand(1);
+  // Every error of the tool starts the same way, the parser's too.
+  app.failure_message([](const CLI::App*, const CLI::Error& e) {
+    return std::string("microtir: error: ") + e.what() + "\nRun with --help for more information.\n";
+  });
 
   mtir::cli::ParseCommand parse;
   CLI::App* parse_cmd = add_parse(app, parse);

@@ -6,7 +6,10 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <optional>
+#include <vector>
 
+#include "analysis/int_bound.h"
 #include "ir/mutator.h"
 #include "ir/tvm_intrinsics.h"
 #include "ir/op.h"
@@ -270,54 +273,68 @@ Expr make_add_const(const Expr& base, DataType t, int64_t c, const Span& s) {
   return make_binary(ExprKind::Add, t, base, IntImm(t, c, s), s);
 }
 
-// `e` as `q * m` where q is a division of kind `div` (FloorDiv or Div) by a positive
-// constant: a bare quotient has m = 1.
-bool split_scaled_quotient(const Expr& e, ExprKind div, const BinaryNode** q, int64_t* m) {
-  const Expr* inner = &e;
+// `e` as `inner * m` for a constant m on either side; a bare `inner` has m = 1.
+const Expr& split_scale(const Expr& e, int64_t* m) {
   *m = 1;
   if (const auto* mul = as<MulNode>(e)) {
-    if (const int64_t* c = as_const_int(mul->b)) inner = &mul->a, *m = *c;
-    else if (const int64_t* c2 = as_const_int(mul->a)) inner = &mul->b, *m = *c2;
-    else return false;
+    if (const int64_t* c = as_const_int(mul->b)) return *m = *c, mul->a;
+    if (const int64_t* c = as_const_int(mul->a)) return *m = *c, mul->b;
   }
-  const auto* d = dynamic_cast<const BinaryNode*>(inner->get());
-  if (!d || d->kind != div) return false;
-  const int64_t* c = as_const_int(d->b);
-  if (!c || *c <= 0) return false;
-  *q = d;
-  return true;
+  return e;
 }
 
-// floordiv(x, c) * (c * m) + floormod(x, c) * m -> x * m, and the same with truncating
-// Div and Mod: for c > 0, x = div(x, c) * c + mod(x, c) exactly in either rounding, so
-// the sum is x * m in wrapping arithmetic too. A flattened contiguous tensor's index
-// leaves this form (row * (W * C) + column * C for the pixel row * W + column); folded,
-// the division goes, and kernels of different widths no longer differ in a divisor.
-Expr recombine_div_mod(const Expr& a, const Expr& b, DataType t, const Span& s) {
-  for (int order = 0; order < 2; ++order) {
-    const Expr& quotient_term = order ? b : a;
-    const Expr& remainder_term = order ? a : b;
-    for (auto [div, mod] : {std::pair{ExprKind::FloorDiv, ExprKind::FloorMod}, std::pair{ExprKind::Div, ExprKind::Mod}}) {
-      const BinaryNode* q = nullptr;
-      const BinaryNode* r = nullptr;
-      int64_t mq = 0, mr = 0;
-      if (!split_scaled_quotient(quotient_term, div, &q, &mq)) continue;
-      // The remainder term: mod(x, c) * m, m * mod(x, c) or mod(x, c).
-      const Expr* inner = &remainder_term;
-      mr = 1;
-      if (const auto* mul = as<MulNode>(remainder_term)) {
-        if (const int64_t* c = as_const_int(mul->b)) inner = &mul->a, mr = *c;
-        else if (const int64_t* c2 = as_const_int(mul->a)) inner = &mul->b, mr = *c2;
-        else continue;
-      }
-      r = dynamic_cast<const BinaryNode*>(inner->get());
-      if (!r || r->kind != mod || !same_expr(q->a, r->a) || !same_expr(q->b, r->b) || !droppable(q->a)) continue;
-      const int64_t c = *as_const_int(q->b);
-      if (wrap_int(t, static_cast<int64_t>(static_cast<uint64_t>(c) * static_cast<uint64_t>(mr))) != wrap_int(t, mq))
-        continue;
-      if (mr == 1) return q->a;
-      return make_binary(ExprKind::Mul, t, q->a, IntImm(t, mr, s), s);
-    }
+// One rounding family: floordiv/floormod, or C's truncating div/mod. The rules below
+// hold in either, but never across them.
+struct DivFamily {
+  ExprKind div, mod;
+};
+constexpr DivFamily kDivFamilies[] = {{ExprKind::FloorDiv, ExprKind::FloorMod}, {ExprKind::Div, ExprKind::Mod}};
+
+// `e` as `kind(x, c)` for a positive constant c.
+const BinaryNode* as_by_positive(const Expr& e, ExprKind kind, int64_t* c) {
+  const auto* node = dynamic_cast<const BinaryNode*>(e.get());
+  if (!node || node->kind != kind) return nullptr;
+  const int64_t* v = as_const_int(node->b);
+  if (!v || *v <= 0) return nullptr;
+  *c = *v;
+  return node;
+}
+
+// A digit of x in base a: div(x, a), or mod(div(x, a), b) (b = 0 for the first form).
+const BinaryNode* as_digit(const Expr& e, DivFamily f, int64_t* a, int64_t* b) {
+  *b = 0;
+  if (const BinaryNode* outer = as_by_positive(e, f.mod, b)) {
+    const BinaryNode* d = as_by_positive(outer->a, f.div, a);
+    return d ? d : (*b = 0, nullptr);
+  }
+  return as_by_positive(e, f.div, a);
+}
+
+// div(x, a) * (a * m) + mod(x, a) * m -> x * m, and
+// mod(div(x, a), b) * (a * m) + mod(x, a) * m -> mod(x, a * b) * m, for positive
+// constants a, b. With q = div(x, a), r = mod(x, a): x = q * a + r exactly, and the
+// same splitting of q by b gives mod(x, a * b) = mod(q, b) * a + r, in floor rounding
+// (every remainder non-negative) and in truncating rounding alike (x, q and both
+// remainders share a sign); so the sum is exact in wrapping arithmetic too. A tensor's
+// flattened index leaves these digits behind (row * (W * C) + column * C for the pixel
+// row * W + column; a reshape's i / 512 % 2 * 512 + i / 16 % 32 * 16 + i % 16).
+// Returns x or mod(x, a * b), and m in *m.
+Expr combine_digit(const Expr& digit_term, const Expr& remainder_term, DataType t, const Span& s, int64_t* m) {
+  int64_t mq, mr;
+  const Expr& digit = split_scale(digit_term, &mq);
+  const Expr& remainder = split_scale(remainder_term, &mr);
+  for (DivFamily f : kDivFamilies) {
+    int64_t a, b, ar;
+    const BinaryNode* q = as_digit(digit, f, &a, &b);
+    const BinaryNode* r = q ? as_by_positive(remainder, f.mod, &ar) : nullptr;
+    if (!r || ar != a || !same_expr(q->a, r->a) || !droppable(q->a)) continue;
+    if (wrap_int(t, static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(mr))) != wrap_int(t, mq))
+      continue;
+    *m = mr;
+    if (b == 0) return q->a;
+    int64_t ab;
+    if (__builtin_mul_overflow(a, b, &ab) || ab > type_range(t).max) continue;
+    return make_binary(f.mod, t, q->a, IntImm(t, ab, s), s);
   }
   return nullptr;
 }
@@ -388,7 +405,8 @@ class Simplifier : public Mutator {
       if (*n == 1 && droppable(min) && !used_in_buffer_shape(op->body, op->loop_var) && !exits_loop(op->body))
         return mutate(substitute(op->body, op->loop_var, min));
     }
-    Stmt body = mutate(op->body);
+    IntBound range;
+    Stmt body = bounds_.loop_range(min, extent, &range) ? mutate_bound(op->body, op->loop_var, range) : mutate(op->body);
     if (min == op->min && extent == op->extent && body == op->body) return self;
     return ForLike(op, min, extent, body);
   }
@@ -398,7 +416,7 @@ class Simplifier : public Mutator {
     if ((as<IntImmNode>(v) || as<FloatImmNode>(v)) && v->dtype == op->var->dtype &&
         !used_in_buffer_shape(op->body, op->var))
       return mutate(substitute(op->body, op->var, v));
-    Stmt body = mutate(op->body);
+    Stmt body = v->dtype.is_integer() && v->dtype.is_scalar() ? mutate_bound(op->body, op->var, bounds_.bound(v)) : mutate(op->body);
     if (v == op->value && body == op->body) return self;
     return LetStmt(op->var, v, body, op->span);
   }
@@ -440,6 +458,19 @@ class Simplifier : public Mutator {
   }
 
  private:
+  IntBoundAnalyzer bounds_;  // the ranges of the loop and let variables in scope
+
+  // `body` mutated with `v` in `range`.
+  Stmt mutate_bound(const Stmt& body, const Var& v, IntBound range) {
+    const IntBound* outer = bounds_.lookup(v.get());
+    const std::optional<IntBound> saved = outer ? std::optional<IntBound>(*outer) : std::nullopt;
+    bounds_.bind(v.get(), range);
+    Stmt out = mutate(body);
+    if (saved) bounds_.bind(v.get(), *saved);
+    else bounds_.unbind(v.get());
+    return out;
+  }
+
   Expr simplify_binary(const BinaryNode* op, const Expr& self) {
     Expr a = mutate(op->a), b = mutate(op->b);
     // Ill-typed nodes are the verifier's business; never fold them into something valid.
@@ -491,7 +522,7 @@ class Simplifier : public Mutator {
       case ExprKind::Add: {
         if (is(cb, 0)) return a;
         if (is(ca, 0)) return b;
-        if (Expr r = recombine_div_mod(a, b, t, s)) return r;
+        if (Expr r = combine_digits(a, b, t, s)) return r;
         // (x + c1) + c2 -> x + (c1 + c2), and c1 + (x + c2) alike; wrapping arithmetic
         // is associative, so this is exact for every integer type.
         Expr base;
@@ -528,13 +559,67 @@ class Simplifier : public Mutator {
       case ExprKind::Div:
       case ExprKind::FloorDiv:
         if (is(cb, 1)) return a;
+        if (within(a, cb) && droppable(a)) return IntImm(t, 0, s);
         return nullptr;
       case ExprKind::Mod:
       case ExprKind::FloorMod:
         if (is(cb, 1) && droppable(a)) return IntImm(t, 0, s);
+        if (within(a, cb)) return a;
         return nullptr;
       default: return nullptr;
     }
+  }
+
+  // Whether x lies in [0, c) for a positive constant c (the ranges of the enclosing
+  // loops and lets): then div(x, c) is 0 and mod(x, c) is x in either rounding.
+  bool within(const Expr& x, const int64_t* c) const {
+    if (!c || *c <= 0) return false;
+    IntBound r = bounds_.bound(x);
+    return r.min >= 0 && r.max < *c;
+  }
+
+  // a + b, where b and a term of the sum a may be two digits of one index
+  // (combine_digit); what they combine into may combine with a further term, so a
+  // whole flattened index folds, in any order of its terms.
+  Expr combine_digits(const Expr& a, const Expr& b, DataType t, const Span& s) {
+    int64_t m;
+    const ExprKind k = split_scale(b, &m)->kind;
+    if (k != ExprKind::FloorDiv && k != ExprKind::FloorMod && k != ExprKind::Div && k != ExprKind::Mod) return nullptr;
+    std::vector<Expr> terms = sum_terms(a);
+    Expr pending = b;
+    bool changed = false;
+    for (size_t k = terms.size(); k-- > 0;) {
+      Expr c = combine_digit(terms[k], pending, t, s, &m);
+      if (!c) c = combine_digit(pending, terms[k], t, s, &m);
+      if (!c) continue;
+      const auto* mod = dynamic_cast<const BinaryNode*>(c.get());
+      if (mod && (mod->kind == ExprKind::Mod || mod->kind == ExprKind::FloorMod) && within(mod->a, as_const_int(mod->b)))
+        c = mod->a;
+      pending = m == 1 ? c : simplify_binary_again(ExprKind::Mul, t, c, IntImm(t, m, s), s);
+      terms.erase(terms.begin() + static_cast<std::ptrdiff_t>(k));
+      changed = true;
+      k = terms.size();  // the combined term may pair with any of the rest
+    }
+    if (!changed) return nullptr;
+    Expr sum;
+    for (const Expr& term : terms) sum = sum ? make_binary(ExprKind::Add, t, sum, term, s) : term;
+    return sum ? make_binary(ExprKind::Add, t, sum, pending, s) : pending;
+  }
+
+  // The terms of a left-nested sum, left to right; past kMaxSumTerms the rest of the
+  // sum stays one term (flattened indices have a handful).
+  static std::vector<Expr> sum_terms(const Expr& e) {
+    constexpr size_t kMaxSumTerms = 16;
+    std::vector<Expr> terms;
+    Expr rest = e;
+    while (terms.size() + 1 < kMaxSumTerms) {
+      const auto* add = as<AddNode>(rest);
+      if (!add || add->dtype != e->dtype) break;
+      terms.push_back(add->b);
+      rest = add->a;
+    }
+    terms.push_back(rest);
+    return {terms.rbegin(), terms.rend()};
   }
 
   // A freshly combined node may itself simplify further (x * 0, x * 1).

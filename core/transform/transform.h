@@ -20,7 +20,9 @@ Pass LowerTvmIntrinsics();
 // T.allocate_const (a constant buffer, its data inline) becomes an allocation at the top of
 // the function and stores of its values where it stood, so the backends run it as T.allocate.
 Pass LowerAllocateConst();
-// Constant folding, algebraic identities, dead branches with constant conditions.
+// Constant folding, algebraic identities, dead branches with constant conditions; the
+// digits of a flattened index merge back (x / a % b * a + x % a is x % (a * b)), and a
+// division or remainder by c of an x the enclosing loops keep in [0, c) folds.
 Pass Simplify();
 // Global allocations at the top of a function share one planned workspace pool or a model output before its result
 // (aot.output_params; inputs after their last read with -reuse-io-buffers=1, and an input of the output's first
@@ -56,7 +58,8 @@ Pass UnrollLoops();
 Pass LowerBuiltins();
 // Kernels that differ only in integer constants become one function taking them as
 // int32 parameters; each call passes its own (unpacked calls, after lower_call_tir). A
-// constant found only in flat views' shapes needs no parameter: the views take the largest.
+// constant found only in flat views' shapes needs no parameter: the views take the largest;
+// one that is 2..1024 times another's in every kernel reads that parameter times the factor.
 Pass MergeKernels();
 
 }  // namespace mtir

@@ -18,7 +18,11 @@ group_basics() {
   run 1 "$mtir" && contains stderr "$err" "subcommand"
   run 1 "$mtir" frobnicate && empty stdout "$out"
   run 1 "$mtir" parse && contains stderr "$err" "file"
-  run 1 "$mtir" parse --bogus-flag "$example"
+  run 1 "$mtir" parse --bogus-flag "$example" && contains stderr "$err" "microtir: error: "
+  # Counts say what they take (not CLI11's range up to DBL_MAX).
+  run 1 "$mtir" run "$example" --print-limit -1 && contains stderr "$err" "microtir: error: --print-limit: '-1' is not a whole number of 0 or more"
+  run 1 "$mtir" run "$example" --workspace-budget 0 && contains stderr "$err" "'0' is not a whole number of 1 or more"
+  run 1 "$mtir" tune "$example" --trials 2x && contains stderr "$err" "--trials: '2x' is not a whole number of 1 or more"
   run 1 "$mtir" parse "$work/does-not-exist.tir" && contains stderr "$err" "cannot open"
   run 1 "$mtir" parse "$work" && contains stderr "$err" "directory"
   run 0 "$mtir" parse "$example" && contains stdout "$out" "def matmul(" && empty stderr "$err"

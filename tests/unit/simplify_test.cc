@@ -3,9 +3,13 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <random>
 
+#include "analysis/int_bound.h"
+#include "interp/interpreter.h"
 #include "ir/structural_equal.h"
 #include "ir/substitute.h"
 #include "transform/transform.h"
@@ -263,8 +267,9 @@ TEST(SimplifyIdentity, QuotientAndRemainderRecombine) {
   Expr p = mul(x, i(2));
   auto fdiv = [](Expr a, Expr b) { return Binary(ExprKind::FloorDiv, a, b); };
   auto fmod = [](Expr a, Expr b) { return Binary(ExprKind::FloorMod, a, b); };
-  // (p // 24) * 768 + (p % 24) * 32 is p * 32: a contiguous tensor's row and column.
-  EXPECT_TRUE(structural_equal(simplify_expr(add(mul(fdiv(p, i(24)), i(768)), mul(fmod(p, i(24)), i(32)))), mul(p, i(32))));
+  // (p // 24) * 768 + (p % 24) * 32 is p * 32: a contiguous tensor's row and column;
+  // with p = x * 2 the constants then combine, x * 64, as they do where p % 24 folds to p.
+  EXPECT_TRUE(structural_equal(simplify_expr(add(mul(fdiv(p, i(24)), i(768)), mul(fmod(p, i(24)), i(32)))), mul(x, i(64))));
   // Either order, multiplier on either side, a bare remainder, truncating division.
   EXPECT_TRUE(structural_equal(simplify_expr(add(mul(i(8), fmod(x, i(48))), mul(fdiv(x, i(48)), i(384)))), mul(x, i(8))));
   EXPECT_EQ(simplify_expr(add(mul(fdiv(x, i(6)), i(6)), fmod(x, i(6)))), x);
@@ -286,6 +291,159 @@ TEST(SimplifyIdentity, QuotientAndRemainderRecombine) {
     Expr folded = simplify_expr(add(mul(fdiv(i(v), i(48)), i(384)), mul(fmod(i(v), i(48)), i(8))));
     EXPECT_EQ(*as_const_int(folded), wrap_int(i32, v * 8)) << v;
   }
+}
+
+// ---- digits of a flattened index ----------------------------------------------------
+
+Expr fdiv(Expr a, int64_t c) { return Binary(ExprKind::FloorDiv, a, i(c)); }
+Expr fmod(Expr a, int64_t c) { return Binary(ExprKind::FloorMod, a, i(c)); }
+Expr tdiv(Expr a, int64_t c) { return Binary(ExprKind::Div, a, i(c)); }
+Expr tmod(Expr a, int64_t c) { return Binary(ExprKind::Mod, a, i(c)); }
+
+// Simplifies `e` stored inside `for x in range(lo, lo + n)` and gives back the value.
+Expr simplify_in_loop(const Var& x, int64_t lo, int64_t n, const Expr& e) {
+  Buffer out = MakeBuffer("out", e->dtype, {i(1)});
+  Stmt s = simplify_stmt(For(x, i(lo), i(n), ForKind::kSerial, BufferStore(out, e, {i(0)})));
+  const auto* loop = as<ForNode>(s);
+  const auto* store = loop ? as<BufferStoreNode>(loop->body) : nullptr;
+  EXPECT_NE(store, nullptr);
+  return store ? store->value : nullptr;
+}
+
+TEST(SimplifyDigits, AdjacentDigitsMergeIntoOneRemainder) {
+  Var x = MakeVar("x", i32);
+  // x / 16 % 32 * 16 + x % 16 is x % 512, in floor and in truncating rounding.
+  EXPECT_TRUE(structural_equal(simplify_expr(add(mul(fmod(fdiv(x, 16), 32), i(16)), fmod(x, 16))), fmod(x, 512)));
+  EXPECT_TRUE(structural_equal(simplify_expr(add(tmod(x, 16), mul(i(16), tmod(tdiv(x, 16), 32)))), tmod(x, 512)));
+  // With a common multiplier (a channel stride of 3).
+  EXPECT_TRUE(structural_equal(simplify_expr(add(mul(fmod(fdiv(x, 4), 5), i(12)), mul(fmod(x, 4), i(3)))),
+                               mul(fmod(x, 20), i(3))));
+  // A chain, in any order of its terms: the reshape's flat index without a known range.
+  Expr top = mul(fmod(fdiv(x, 512), 2), i(512)), mid = mul(fmod(fdiv(x, 16), 32), i(16)), low = fmod(x, 16);
+  for (Expr e : {add(add(top, mid), low), add(add(low, mid), top), add(add(top, low), mid), add(add(mid, top), low)})
+    EXPECT_TRUE(structural_equal(simplify_expr(e), fmod(x, 1024)));
+  // The other terms of the sum stay, in their order, with the merged digits last.
+  Var y = MakeVar("y", i32);
+  EXPECT_TRUE(structural_equal(simplify_expr(add(add(add(y, mid), i(7)), low)), add(add(y, i(7)), fmod(x, 512))));
+}
+
+TEST(SimplifyDigits, TheLoopRangeDropsTheLastRemainder) {
+  Var x = MakeVar("x", i32);
+  Expr top = mul(fmod(fdiv(x, 512), 2), i(512)), mid = mul(fmod(fdiv(x, 16), 32), i(16)), low = fmod(x, 16);
+  Expr index = add(add(top, mid), low);
+  // for x in [0, 1024): the index is x; so in [100, 1024).
+  EXPECT_EQ(simplify_in_loop(x, 0, 1024, index), x);
+  EXPECT_EQ(simplify_in_loop(x, 100, 924, index), x);
+  // A digit above the range is 0; a remainder by more than the range is the value.
+  EXPECT_EQ(*as_const_int(simplify_in_loop(x, 0, 16, fdiv(x, 16))), 0);
+  EXPECT_EQ(simplify_in_loop(x, 0, 16, tmod(x, 16)), x);
+  // One more element, or one below zero, and x % 1024 stays.
+  EXPECT_TRUE(structural_equal(simplify_in_loop(x, 0, 1025, index), fmod(x, 1024)));
+  EXPECT_TRUE(structural_equal(simplify_in_loop(x, -1, 1024, index), fmod(x, 1024)));
+  EXPECT_TRUE(structural_equal(simplify_in_loop(x, -1, 2, tdiv(x, 16)), tdiv(x, 16)));
+  // A let's value carries its range: j = x * 2 is in [0, 30), so j % 32 is j.
+  Var j = MakeVar("j", i32);
+  Buffer out = MakeBuffer("out", i32, {i(1)});
+  Stmt body = LetStmt(j, mul(x, i(2)), BufferStore(out, fmod(j, 32), {i(0)}));
+  const auto* loop = as<ForNode>(simplify_stmt(For(x, i(0), i(15), ForKind::kSerial, body)));
+  const auto* let = loop ? as<LetStmtNode>(loop->body) : nullptr;
+  ASSERT_NE(let, nullptr);
+  EXPECT_EQ(as<BufferStoreNode>(let->body)->value, j);
+}
+
+TEST(SimplifyDigits, NotWhenTheDigitsDoNotFit) {
+  Var x = MakeVar("x", i32), y = MakeVar("y", i32);
+  for (Expr e : {
+           add(mul(fmod(fdiv(x, 16), 32), i(15)), fmod(x, 16)),        // multiplier is not the base
+           add(mul(fmod(fdiv(x, 16), 32), i(16)), fmod(x, 8)),         // another base
+           add(mul(fmod(fdiv(x, 16), 32), i(16)), fmod(y, 16)),        // another operand
+           add(mul(tmod(fdiv(x, 16), 32), i(16)), fmod(x, 16)),        // mixed rounding
+           add(mul(fmod(tdiv(x, 16), 32), i(16)), fmod(x, 16)),
+           add(mul(fmod(fdiv(x, 16), 32), i(16)), tmod(x, 16)),
+           add(mul(fmod(fdiv(x, -16), 32), i(-16)), fmod(x, -16)),     // negative constants
+           add(mul(fmod(fdiv(x, 16), -32), i(16)), fmod(x, 16)),
+       })
+    EXPECT_TRUE(structural_equal(simplify_expr(e), e));
+  // The operand is evaluated once afterwards: a call keeps both.
+  Expr ext = Call(i32, "call_extern", {StringImm("int32"), StringImm("tick")});
+  Expr calls = add(mul(fmod(fdiv(ext, 4), 2), i(4)), fmod(ext, 4));
+  EXPECT_TRUE(structural_equal(simplify_expr(calls), calls));
+  // int8: x % 256 has no int8 constant, so x / 16 % 16 * 16 + x % 16 stays.
+  Var b = MakeVar("b", i8);
+  auto c8 = [](int64_t v) { return IntImm(i8, v); };
+  Expr narrow = add(mul(Binary(ExprKind::FloorMod, Binary(ExprKind::FloorDiv, b, c8(16)), c8(16)), c8(16)),
+                    Binary(ExprKind::FloorMod, b, c8(16)));
+  EXPECT_TRUE(structural_equal(simplify_expr(narrow), narrow));
+}
+
+// The range the simplifier and the code generators give a loop variable.
+TEST(SimplifyDigits, LoopRangeOfALoopVariable) {
+  IntBoundAnalyzer bounds;
+  Var n = MakeVar("n", i32), lo = MakeVar("lo", i32);
+  IntBound r;
+  ASSERT_TRUE(bounds.loop_range(i(3), i(5), &r));
+  EXPECT_EQ(r.min, 3);
+  EXPECT_EQ(r.max, 7);
+  // Bounded start and extent: every value either can take.
+  bounds.bind(n.get(), {0, 16});
+  bounds.bind(lo.get(), {-2, 4});
+  ASSERT_TRUE(bounds.loop_range(lo, n, &r));
+  EXPECT_EQ(r.min, -2);
+  EXPECT_EQ(r.max, 19);
+  // No trip for sure, or an end past int64: no range.
+  EXPECT_FALSE(bounds.loop_range(i(0), i(0), &r));
+  EXPECT_FALSE(bounds.loop_range(IntImm(i64, std::numeric_limits<int64_t>::max()), IntImm(i64, 2), &r));
+}
+
+// Random digit chains over random ranges, negative ones included, some with a wrong
+// base or multiplier: the interpreter gives the same values before and after, and
+// every well-formed chain folds to x * m % (its span), or x * m when the range fits.
+TEST(SimplifyDigits, RandomChainsKeepTheirValues) {
+  std::mt19937 rng(20261130);
+  auto pick = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  int folded_to_x = 0;
+  for (int round = 0; round < 300; ++round) {
+    const bool floor = pick(0, 1) == 1, broken = pick(0, 4) == 0, top_unbounded = pick(0, 1) == 1;
+    auto div = [&](Expr a, int64_t c) { return floor ? fdiv(a, c) : tdiv(a, c); };
+    auto mod = [&](Expr a, int64_t c) { return floor ? fmod(a, c) : tmod(a, c); };
+    Var x = MakeVar("x", i32);
+    const int64_t m = pick(1, 3);
+    std::vector<Expr> terms;
+    int64_t base = pick(1, 8);
+    terms.push_back(mul(mod(x, base), i(m)));
+    const int digits = static_cast<int>(pick(1, 3));
+    for (int d = 0; d < digits; ++d) {
+      const int64_t b = pick(1, 6);
+      const int64_t stride = broken && d == 0 ? base + 1 : base;
+      Expr digit = d + 1 == digits && top_unbounded ? div(x, stride) : mod(div(x, stride), b);
+      terms.push_back(mul(digit, i(stride * m)));
+      base *= b;
+    }
+    std::shuffle(terms.begin(), terms.end(), rng);
+    Expr e = terms[0];
+    for (size_t k = 1; k < terms.size(); ++k) e = add(e, terms[k]);
+    const int64_t lo = pick(-3, 1) < 0 ? pick(-200, 0) : 0, n = pick(2, 300);  // two trips keep the loop
+
+    Buffer out = MakeBuffer("out", i32, {i(n)});
+    PrimFunc before = func_of(For(x, i(lo), i(n), ForKind::kSerial, BufferStore(out, e, {sub(x, i(lo))})), {out});
+    IRModule simplified = Simplify().run(module_of(before));
+    NDArray want = NDArray::zeros(i32, {n}), got = NDArray::zeros(i32, {n});
+    interpret(module_of(before), "f", {&want});
+    interpret(simplified, "f", {&got});
+    ASSERT_EQ(want.data, got.data) << "round " << round;
+    const auto* loop = as<ForNode>(simplified.functions[0].second->body);
+    const Expr value = as<BufferStoreNode>(loop->body)->value;
+    Expr want_x = m == 1 ? Expr(x) : mul(x, i(m));
+    if (!broken && (top_unbounded || (lo >= 0 && lo + n <= base))) {
+      EXPECT_TRUE(structural_equal(value, want_x)) << "round " << round;
+      ++folded_to_x;
+    } else if (!broken && base == 1) {
+      EXPECT_TRUE(as_const_int(value) && *as_const_int(value) == 0) << "round " << round;  // every digit was x % 1
+    } else if (!broken) {
+      EXPECT_TRUE(structural_equal(value, m == 1 ? mod(x, base) : mul(mod(x, base), i(m)))) << "round " << round;
+    }
+  }
+  EXPECT_GT(folded_to_x, 50);
 }
 
 TEST(SimplifyIdentity, ReassociatesIntegerConstants) {

@@ -203,6 +203,34 @@ void expect_wasm_equals_interpreter(const IRModule& m, const std::string& wat, c
 #endif
 }
 
+// pack_bytes of four consecutive int8 elements is one (unaligned) i32 load, word_pair of
+// two consecutive int32 elements one i64 load, as in the C and LLVM backends
+// (consecutive_elements); other arguments are combined. Both match the interpreter.
+TEST(WasmBackend, ConsecutiveElementsAreOneWordLoad) {
+  IRModule m = parse_module_or_throw(R"(
+@T.prim_func
+def words(A: T.Buffer((16,), "int8"), W: T.Buffer((8,), "int32"), C: T.Buffer((5,), "int32"), D: T.Buffer((5,), "int64")):
+    for i in range(3):
+        C[i] = T.pack_bytes(A[i * 4], A[i * 4 + 1], A[i * 4 + 2], A[i * 4 + 3])
+    C[3] = T.pack_bytes(A[5], A[6], A[7], A[8])
+    C[4] = T.pack_bytes(A[0], A[2], A[1], A[3])
+    for j in range(3):
+        D[j] = T.word_pair(W[j * 2], W[j * 2 + 1])
+    D[3] = T.word_pair(W[3], W[4])
+    D[4] = T.word_pair(W[1], W[0])
+)",
+                                     "words.tir");
+  BuildResult built = build_wasm(m, parse_target("wasm"));
+  const std::string& wat = built.sources.at(0).text;
+  EXPECT_NE(wat.find("(i32.load align=1 (i32.add "), std::string::npos) << wat;
+  EXPECT_NE(wat.find("(i32.load offset=5 align=1 "), std::string::npos) << wat;
+  EXPECT_NE(wat.find("(i64.load align=4 (i32.add "), std::string::npos) << wat;
+  EXPECT_NE(wat.find("(i64.load offset=12 align=4 "), std::string::npos) << wat;
+  EXPECT_NE(wat.find("(i32.shl (i32.and "), std::string::npos) << wat;  // A[0], A[2], A[1], A[3]
+  EXPECT_NE(wat.find("(i64.shl (i64.extend_i32_u "), std::string::npos) << wat;  // W[1], W[0]
+  expect_wasm_equals_interpreter(m, wat, "words");
+}
+
 TEST(WasmBackend, VectorsThatFit128BitsAreSimd128) {
   IRModule m = parse_module_or_throw(R"(
 @T.prim_func

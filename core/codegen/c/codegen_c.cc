@@ -435,11 +435,7 @@ class FunctionEmitter {
 
   // ---- statements -----------------------------------------------------------------
   void bind_loop(const ForNode* op) {
-    IntBound lo = bounds_.bound(op->min), ext = bounds_.bound(op->extent);
-    int64_t hi;
-    if (ext.max >= 1 && !__builtin_add_overflow(lo.max, ext.max - 1, &hi)) {
-      bounds_.bind(op->loop_var.get(), {lo.min, hi});
-    }
+    if (IntBound range; bounds_.loop_range(op->min, op->extent, &range)) bounds_.bind(op->loop_var.get(), range);
   }
 
   void emit(const Stmt& first) {

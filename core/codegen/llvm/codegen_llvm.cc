@@ -749,9 +749,7 @@ void FunctionEmitter::emit_for(const ForNode* node) {
   cond_br(c, body, exit);
   begin_block(body);
   vars_[node->loop_var.get()] = {ty, i};
-  IntBound lo = bounds_.bound(node->min), ext = bounds_.bound(node->extent);
-  int64_t hi;
-  if (ext.max >= 1 && !__builtin_add_overflow(lo.max, ext.max - 1, &hi)) bounds_.bind(node->loop_var.get(), {lo.min, hi});
+  if (IntBound range; bounds_.loop_range(node->min, node->extent, &range)) bounds_.bind(node->loop_var.get(), range);
   loop_exits_.emplace_back(exit, latch);
   loop_vars_.push_back(node->loop_var.get());
   // The body is planned whole when it is straight-line code (lets do not plan themselves).

@@ -165,8 +165,26 @@ WVal FunctionEmitter::imported_call(const CallNode* c, const std::string& symbol
 // in order, into locals; the shift clamped to [-31, 30] as the interpreter does; x << left,
 // the doubled high word of the 64-bit product rounded half up (INT32_MIN * INT32_MIN
 // saturates), then the division by 2^right rounded half away from zero.
-// pack_bytes: the low bytes of the four arguments or-ed into place.
+// One load of the word where the arguments are consecutive elements of one buffer in
+// linear memory (consecutive_elements, as the C and LLVM backends read pack_bytes' four
+// int8 and word_pair's two int32): wasm loads may be unaligned, `align` says how far they
+// are. Not for elements held in locals, nor bool (its bytes are normalized one by one).
+std::string FunctionEmitter::whole_word_load(const CallNode* c, int bits, const std::string& op, int align) {
+  const BufferLoadNode* first = consecutive_elements(c->args);
+  if (!first || first->dtype != first->buffer->dtype || first->dtype.bits() != bits || !first->dtype.is_integer() ||
+      register_arrays_.count(first->buffer->data.get()))
+    return "";
+  for (const Expr& a : c->args)
+    if (!promoted(first->buffer, as<BufferLoadNode>(a)->indices).empty()) return "";
+  std::string at = memarg(first->buffer, first->indices, first->span);  // "offset=N address" or "address"
+  const size_t offset_end = at.rfind("offset=", 0) == 0 ? at.find(' ') + 1 : 0;
+  at.insert(offset_end, "align=" + std::to_string(align) + " ");
+  return "(" + op + " " + at + ")";
+}
+
+// pack_bytes: one word load, else the low bytes of the four arguments or-ed into place.
 WVal FunctionEmitter::pack_bytes(const CallNode* c) {
+  if (std::string load = whole_word_load(c, 8, "i32.load", 1); !load.empty()) return {"i32", load};
   std::string word;
   for (size_t k = 0; k < 4; ++k) {
     WVal x = expr(c->args.at(k));
@@ -178,6 +196,7 @@ WVal FunctionEmitter::pack_bytes(const CallNode* c) {
 }
 
 WVal FunctionEmitter::word_pair(const CallNode* c) {
+  if (std::string load = whole_word_load(c, 32, "i64.load", 4); !load.empty()) return {"i64", load};
   WVal lo = expr(c->args.at(0)), hi = expr(c->args.at(1));
   return {"i64", "(i64.or (i64.extend_i32_u " + lo.code + ") (i64.shl (i64.extend_i32_u " + hi.code + ") (i64.const 32)))"};
 }

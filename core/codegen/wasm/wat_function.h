@@ -179,6 +179,9 @@ class FunctionEmitter {
   WVal multiply_by_quantized_multiplier(const CallNode* c);
   WVal pack_bytes(const CallNode* c);
   WVal word_pair(const CallNode* c);  // two int32 words as one i64, lo in the low half
+  // `op` of the word the arguments are, when they are consecutive integer elements of
+  // `bits` in linear memory; else "".
+  std::string whole_word_load(const CallNode* c, int bits, const std::string& op, int align);
   // The builtins that assemble a word from loads: pack_bytes and word_pair.
   WVal word_builtin(const CallNode* c) { return c->is(Builtin::PackBytes) ? pack_bytes(c) : word_pair(c); }
   WVal expr(const Expr& e);

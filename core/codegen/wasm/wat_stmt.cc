@@ -318,9 +318,7 @@ void FunctionEmitter::emit_loop(const ForNode* node, const std::map<std::string,
   ++indent_;
   if (!runs) line("(br_if " + exit + " (" + ty + ".ge" + sign_suffix(t) + " (local.get " + i + ") " + end_code + "))");
   vars_[node->loop_var.get()] = {ty, "(local.get " + i + ")"};
-  IntBound lo = bounds_.bound(node->min), ext = bounds_.bound(node->extent);
-  int64_t hi;
-  if (ext.max >= 1 && !__builtin_add_overflow(lo.max, ext.max - 1, &hi)) bounds_.bind(node->loop_var.get(), {lo.min, hi});
+  if (IntBound range; bounds_.loop_range(node->min, node->extent, &range)) bounds_.bind(node->loop_var.get(), range);
   loads_ = kept;
   emit_loop_body(node->body, exit);
   loads_ = kept;

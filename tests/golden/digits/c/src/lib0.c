@@ -19,7 +19,7 @@ static inline float mtir_max_f32(float a, float b) {
 #include "tvmgen_digits_weights.inc"
 
 int32_t tvmgen_digits_fused_bn1_relu1(float* restrict data, float* restrict weight, float* restrict bias, float* restrict out);
-int32_t tvmgen_digits_pool1(float* restrict data, float* restrict out, int32_t merged_c0, int32_t merged_c1, int32_t merged_c2, int32_t merged_c3, int32_t merged_c4);
+int32_t tvmgen_digits_pool1(float* restrict data, float* restrict out, int32_t merged_c0, int32_t merged_c1, int32_t merged_c2);
 int32_t tvmgen_digits_fused_conv2_relu2(float* restrict data, float* restrict weight, float* restrict bias, float* restrict out);
 int32_t tvmgen_digits_fc(float* restrict data, float* restrict weight, float* restrict bias, float* restrict out);
 int32_t tvmgen_digits_probs(float* restrict data, float* restrict out);
@@ -65,19 +65,19 @@ int32_t tvmgen_digits_fused_bn1_relu1(float* restrict data, float* restrict weig
   return 0;
 }
 
-int32_t tvmgen_digits_pool1(float* restrict data, float* restrict out, int32_t merged_c0, int32_t merged_c1, int32_t merged_c2, int32_t merged_c3, int32_t merged_c4) {
+int32_t tvmgen_digits_pool1(float* restrict data, float* restrict out, int32_t merged_c0, int32_t merged_c1, int32_t merged_c2) {
   for (int32_t c = 0; c < merged_c0; ++c) {
-    int32_t oh_inv5 = ((int32_t)((uint32_t)c * (uint32_t)merged_c3));
-    int32_t oh_inv6 = ((int32_t)((uint32_t)c * (uint32_t)merged_c4));
+    int32_t oh_inv5 = ((int32_t)((uint32_t)c * (uint32_t)merged_c1));
+    int32_t oh_inv6 = ((int32_t)((uint32_t)c * (uint32_t)((int32_t)((uint32_t)merged_c1 * (uint32_t)4))));
     for (int32_t oh = 0; oh < merged_c2; ++oh) {
       int32_t ow_inv3 = ((int32_t)((uint32_t)oh_inv5 + (uint32_t)((int32_t)((uint32_t)oh * (uint32_t)merged_c2))));
-      int32_t ow_inv4 = ((int32_t)((uint32_t)oh_inv6 + (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)oh * (uint32_t)2)) * (uint32_t)merged_c1))));
+      int32_t ow_inv4 = ((int32_t)((uint32_t)oh_inv6 + (uint32_t)((int32_t)((uint32_t)((int32_t)((uint32_t)oh * (uint32_t)2)) * (uint32_t)((int32_t)((uint32_t)merged_c2 * (uint32_t)2))))));
       for (int32_t ow = 0; ow < merged_c2; ++ow) {
         out[(int32_t)((uint32_t)ow_inv3 + (uint32_t)ow)] = (-INFINITY);
         int32_t rw_inv0 = ((int32_t)((uint32_t)ow_inv3 + (uint32_t)ow));
         int32_t rh_inv2 = ((int32_t)((uint32_t)ow_inv4 + (uint32_t)((int32_t)((uint32_t)ow * (uint32_t)2))));
         for (int32_t rh = 0; rh < 2; ++rh) {
-          int32_t rw_inv1 = ((int32_t)((uint32_t)rh_inv2 + (uint32_t)(rh * merged_c1)));
+          int32_t rw_inv1 = ((int32_t)((uint32_t)rh_inv2 + (uint32_t)(rh * ((int32_t)((uint32_t)merged_c2 * (uint32_t)2)))));
           for (int32_t rw = 0; rw < 2; ++rw) {
             out[rw_inv0] = mtir_max_f32(out[rw_inv0], data[(int32_t)((uint32_t)rw_inv1 + (uint32_t)rw)]);
           }
@@ -188,7 +188,7 @@ int32_t tvmgen_digits___tvm_main__(float* restrict x, float* restrict probs) {
     return call_rc;
   }
   TVMGEN_PROFILE_BEGIN(1, "tvmgen_digits_pool1");
-  tvmgen_digits_pool1((&workspace_float32[0]), (&workspace_float32[512]), 8, 8, 4, 16, 64);
+  tvmgen_digits_pool1((&workspace_float32[0]), (&workspace_float32[512]), 8, 16, 4);
   TVMGEN_PROFILE_END(1);
   TVMGEN_PROFILE_BEGIN(2, "tvmgen_digits_fused_conv2_relu2");
   int32_t call_rc_1 = tvmgen_digits_fused_conv2_relu2((&workspace_float32[512]), (&conv2_w[0]), (&conv2_b[0]), (&workspace_float32[0]));
@@ -198,7 +198,7 @@ int32_t tvmgen_digits___tvm_main__(float* restrict x, float* restrict probs) {
     return call_rc_1;
   }
   TVMGEN_PROFILE_BEGIN(3, "tvmgen_digits_pool2");
-  tvmgen_digits_pool1((&workspace_float32[0]), (&workspace_float32[256]), 16, 4, 2, 4, 16);
+  tvmgen_digits_pool1((&workspace_float32[0]), (&workspace_float32[256]), 16, 4, 2);
   TVMGEN_PROFILE_END(3);
   TVMGEN_PROFILE_BEGIN(4, "tvmgen_digits_fc");
   tvmgen_digits_fc((&workspace_float32[256]), (&fc_w[0]), (&fc_b[0]), (&workspace_float32[0]));

@@ -198,7 +198,7 @@ free.ok.41:
   ret i32 0
 }
 
-define i32 @tvmgen_digits_pool1(i8* noalias %p.data_data, i8* noalias %p.out_data, i32 %p.merged_c0, i32 %p.merged_c1, i32 %p.merged_c2, i32 %p.merged_c3, i32 %p.merged_c4) #0 {
+define i32 @tvmgen_digits_pool1(i8* noalias %p.data_data, i8* noalias %p.out_data, i32 %p.merged_c0, i32 %p.merged_c1, i32 %p.merged_c2) #0 {
 entry:
   br label %body.start
 body.start:
@@ -208,58 +208,61 @@ for.head.0:
   %.t0 = icmp slt i32 %c, %p.merged_c0
   br i1 %.t0, label %for.body.1, label %for.end.3
 for.body.1:
-  %.t1 = mul i32 %c, %p.merged_c3
-  %.t2 = mul i32 %c, %p.merged_c4
+  %.t1 = mul i32 %c, %p.merged_c1
+  %.t2 = mul i32 %p.merged_c1, 4
+  %.t3 = mul i32 %c, %.t2
   br label %for.head.4
 for.head.4:
   %oh = phi i32 [ 0, %for.body.1 ], [ %oh.next, %for.latch.6 ]
-  %.t3 = icmp slt i32 %oh, %p.merged_c2
-  br i1 %.t3, label %for.body.5, label %for.end.7
+  %.t4 = icmp slt i32 %oh, %p.merged_c2
+  br i1 %.t4, label %for.body.5, label %for.end.7
 for.body.5:
-  %.t4 = mul i32 %oh, %p.merged_c2
-  %.t5 = add i32 %.t1, %.t4
-  %.t6 = mul i32 %oh, 2
-  %.t7 = mul i32 %.t6, %p.merged_c1
-  %.t8 = add i32 %.t2, %.t7
+  %.t5 = mul i32 %oh, %p.merged_c2
+  %.t6 = add i32 %.t1, %.t5
+  %.t7 = mul i32 %oh, 2
+  %.t8 = mul i32 %p.merged_c2, 2
+  %.t9 = mul i32 %.t7, %.t8
+  %.t10 = add i32 %.t3, %.t9
   br label %for.head.8
 for.head.8:
   %ow = phi i32 [ 0, %for.body.5 ], [ %ow.next, %for.latch.10 ]
-  %.t9 = icmp slt i32 %ow, %p.merged_c2
-  br i1 %.t9, label %for.body.9, label %for.end.11
+  %.t11 = icmp slt i32 %ow, %p.merged_c2
+  br i1 %.t11, label %for.body.9, label %for.end.11
 for.body.9:
-  %.t10 = add i32 %.t5, %ow
-  %.t11 = bitcast i8* %p.out_data to float*
-  %.t12 = getelementptr inbounds float, float* %.t11, i32 %.t10
-  store float 0xFFF0000000000000, float* %.t12, align 4
-  %.t13 = add i32 %.t5, %ow
-  %.t14 = mul i32 %ow, 2
-  %.t15 = add i32 %.t8, %.t14
+  %.t12 = add i32 %.t6, %ow
+  %.t13 = bitcast i8* %p.out_data to float*
+  %.t14 = getelementptr inbounds float, float* %.t13, i32 %.t12
+  store float 0xFFF0000000000000, float* %.t14, align 4
+  %.t15 = add i32 %.t6, %ow
+  %.t16 = mul i32 %ow, 2
+  %.t17 = add i32 %.t10, %.t16
   br label %for.head.12
 for.head.12:
   %rh = phi i32 [ 0, %for.body.9 ], [ %rh.next, %for.latch.14 ]
-  %.t16 = icmp slt i32 %rh, 2
-  br i1 %.t16, label %for.body.13, label %for.end.15
+  %.t18 = icmp slt i32 %rh, 2
+  br i1 %.t18, label %for.body.13, label %for.end.15
 for.body.13:
-  %.t17 = mul nsw i32 %rh, %p.merged_c1
-  %.t18 = add i32 %.t15, %.t17
+  %.t19 = mul i32 %p.merged_c2, 2
+  %.t20 = mul nsw i32 %rh, %.t19
+  %.t21 = add i32 %.t17, %.t20
   br label %for.head.16
 for.head.16:
   %rw = phi i32 [ 0, %for.body.13 ], [ %rw.next, %for.latch.18 ]
-  %.t19 = icmp slt i32 %rw, 2
-  br i1 %.t19, label %for.body.17, label %for.end.19
+  %.t22 = icmp slt i32 %rw, 2
+  br i1 %.t22, label %for.body.17, label %for.end.19
 for.body.17:
-  %.t20 = bitcast i8* %p.out_data to float*
-  %.t21 = getelementptr inbounds float, float* %.t20, i32 %.t13
-  %.t22 = load float, float* %.t21, align 4
-  %.t23 = add i32 %.t18, %rw
-  %.t24 = bitcast i8* %p.data_data to float*
-  %.t25 = getelementptr inbounds float, float* %.t24, i32 %.t23
-  %.t26 = load float, float* %.t25, align 4
-  %.t27 = fcmp ogt float %.t22, %.t26
-  %.t28 = select i1 %.t27, float %.t22, float %.t26
-  %.t29 = bitcast i8* %p.out_data to float*
-  %.t30 = getelementptr inbounds float, float* %.t29, i32 %.t13
-  store float %.t28, float* %.t30, align 4
+  %.t23 = bitcast i8* %p.out_data to float*
+  %.t24 = getelementptr inbounds float, float* %.t23, i32 %.t15
+  %.t25 = load float, float* %.t24, align 4
+  %.t26 = add i32 %.t21, %rw
+  %.t27 = bitcast i8* %p.data_data to float*
+  %.t28 = getelementptr inbounds float, float* %.t27, i32 %.t26
+  %.t29 = load float, float* %.t28, align 4
+  %.t30 = fcmp ogt float %.t25, %.t29
+  %.t31 = select i1 %.t30, float %.t25, float %.t29
+  %.t32 = bitcast i8* %p.out_data to float*
+  %.t33 = getelementptr inbounds float, float* %.t32, i32 %.t15
+  store float %.t31, float* %.t33, align 4
   br label %for.latch.18
 for.latch.18:
   %rw.next = add nsw i32 %rw, 1
@@ -686,7 +689,7 @@ if.end.4:
   %.t19 = bitcast i8* %.t0 to float*
   %.t20 = getelementptr inbounds float, float* %.t19, i32 512
   %.t21 = bitcast float* %.t20 to i8*
-  %.t22 = call i32 @tvmgen_digits_pool1(i8* %.t18, i8* %.t21, i32 8, i32 8, i32 4, i32 16, i32 64)
+  %.t22 = call i32 @tvmgen_digits_pool1(i8* %.t18, i8* %.t21, i32 8, i32 16, i32 4)
   %.t23 = bitcast i8* %.t0 to float*
   %.t24 = getelementptr inbounds float, float* %.t23, i32 512
   %.t25 = bitcast float* %.t24 to i8*
@@ -714,7 +717,7 @@ if.end.7:
   %.t40 = bitcast i8* %.t0 to float*
   %.t41 = getelementptr inbounds float, float* %.t40, i32 256
   %.t42 = bitcast float* %.t41 to i8*
-  %.t43 = call i32 @tvmgen_digits_pool1(i8* %.t39, i8* %.t42, i32 16, i32 4, i32 2, i32 4, i32 16)
+  %.t43 = call i32 @tvmgen_digits_pool1(i8* %.t39, i8* %.t42, i32 16, i32 4, i32 2)
   %.t44 = bitcast i8* %.t0 to float*
   %.t45 = getelementptr inbounds float, float* %.t44, i32 256
   %.t46 = bitcast float* %.t45 to i8*
