@@ -102,8 +102,8 @@ def npy_bytes(a):
 REQUIRES = {"sxtb16": ("smlad",), "interleave": ("smlad", "block"), "few_channels": ("smlad",),
             "dense_chunks": ("smlad",), "smmlar_requant": ("smlal_requant",),
             "depthwise_border_tiles": ("depthwise_tile",), "pixel_triples": ("smlad", "block"),
-            "rolled_leftovers": ("block",), "word_gather": ("smlad", "sxtb16", "fold_zero_point"),
-            "pair_loads": ("smlad",)}
+            "rolled_leftovers": ("block",), "word_gather": ("smlad", "fold_zero_point"),
+            "pair_loads": ("smlad",), "short_pairs": ("smlad", "sxtb16", "word_gather", "pair_loads")}
 
 
 def canonical(knobs, order):

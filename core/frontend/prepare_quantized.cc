@@ -253,16 +253,21 @@ void pack_smlad_weights(Graph& g, GraphNode& node, const ScheduleOptions& opts, 
   // widening to do (the kernel gathers interior pixels without bound checks).
   const bool few_channels = opts.few_channels && conv && !nchw && w.shape.size() == 4 &&
                             w.shape[3] <= kFewChannelsMaxInput && k <= kFewChannelsMaxReduction;
-  const bool sxtb16 = opts.sxtb16 && !few_channels;
   // word_gather: the kernel reads four input channels as one word (int8 data, NHWC, the
-  // zero point folded), so the weights keep their order within a word.
-  const bool word_gather = opts.word_gather && sxtb16 && conv && !nchw && w.shape.size() == 4 && w.shape[3] % 4 == 0 &&
-                           sched.value("fold_zero_point", false) && node.attrs.value("requant", std::string("tflite")) != "onnx";
+  // zero point folded), so the weights keep the order SXTB16 widens them in.
+  const bool word_gather = opts.word_gather && !few_channels && conv && !nchw && w.shape.size() == 4 &&
+                           w.shape[3] % 4 == 0 && sched.value("fold_zero_point", false) &&
+                           node.attrs.value("requant", std::string("tflite")) != "onnx";
+  // short_pairs: a short reduction keeps int16 weights (a few KB at most) so its tile
+  // loads gathered and weight words in pairs and widens no weight (pair_loads).
+  const bool short_pairs = opts.short_pairs && opts.pair_loads && word_gather && k <= kShortPairsMaxReduction;
+  const bool sxtb16 = opts.sxtb16 && !few_channels && !short_pairs;
   // sxtb16: four int8 weights per word in the order 0, 2, 1, 3, so SXTB16 yields the
   // pair (0, 1) and SXTB16 with ROR #8 the pair (2, 3) (word_gather: 0, 1, 2, 3, the
   // pairs (0, 2) and (1, 3), as the kernel widens the input). Otherwise int16 pairs in
-  // int32 words, element 2j in the low half: SMLAD's operand order. With interleave
-  // (the kernels' 2x2 tile, so only with block) channel pairs alternate word by word.
+  // int32 words, element 2j in the low half: SMLAD's operand order (word_gather: the
+  // pairs (4e, 4e + 2) and (4e + 1, 4e + 3) of each four). With interleave (the kernels'
+  // 2x2 tile, so only with block) channel pairs alternate word by word.
   const int64_t words = packed_weight_words(k, sxtb16);
   const bool interleave = opts.interleave && opts.block;
   NDArray packed = NDArray::zeros(kI32, {channels, words});
@@ -275,8 +280,8 @@ void pack_smlad_weights(Graph& g, GraphNode& node, const ScheduleOptions& opts, 
         for (int e = 0; e < 4; ++e)
           word |= static_cast<uint32_t>(static_cast<uint8_t>(weight(c, 4 * j + e))) << (8 * (word_gather ? e : kBytePosition[e]));
       } else {
-        word = static_cast<uint16_t>(weight(c, 2 * j)) |
-               static_cast<uint32_t>(static_cast<uint16_t>(weight(c, 2 * j + 1))) << 16;
+        const int64_t lo = word_gather ? 4 * (j / 2) + j % 2 : 2 * j, hi = word_gather ? lo + 2 : lo + 1;
+        word = static_cast<uint16_t>(weight(c, lo)) | static_cast<uint32_t>(static_cast<uint16_t>(weight(c, hi))) << 16;
       }
       packed.set_int(packed_weight_index(c, j, channels, words, interleave), static_cast<int32_t>(word));
     }
@@ -293,7 +298,8 @@ void pack_smlad_weights(Graph& g, GraphNode& node, const ScheduleOptions& opts, 
   sched["pixel_triples"] = opts.pixel_triples && opts.block;
   // The kernel chunks only a batch-1 dense whose gathered row outweighs the chunk.
   sched["dense_chunks"] = !conv && opts.dense_chunks;
-  sched["pair_loads"] = !conv && opts.pair_loads;
+  // pair_loads: a batch-1 dense, and the convolutions that gather words into int16 pairs.
+  sched["pair_loads"] = opts.pair_loads && (!conv || (word_gather && !sxtb16));
 }
 
 // The schedules a node of `op` can take; the rest are recorded as off.

@@ -179,7 +179,12 @@ std::vector<std::string> applicable_schedules(const Graph& g, const GraphNode& n
   add("unroll", !(depthwise && target.depthwise_tile));
   add("smlad", smlad);
   add("sxtb16", smlad && !few);
-  add("word_gather", smlad && !few && conv && !nchw && input_channels > 0 && input_channels % 4 == 0);
+  const bool words = smlad && !few && conv && !nchw && input_channels > 0 && input_channels % 4 == 0;
+  add("word_gather", words);
+  // prepare_quantized's short_pairs: int8 weights become int16 on a short reduction.
+  const bool short_pairs = words && target.sxtb16 && target.word_gather && target.pair_loads && target.short_pairs &&
+                           k <= kShortPairsMaxReduction;
+  add("short_pairs", short_pairs);
   add("interleave", smlad && target.block && channels >= 2);
   // Three pixels at a time needs three pixels: a batch-1 dense has one.
   int64_t pixels = channels > 0 ? 1 : 0;
@@ -189,9 +194,12 @@ std::vector<std::string> applicable_schedules(const Graph& g, const GraphNode& n
   // there the layer runs in pairs whatever the knob says.
   const bool triples = smlad && target.block && pixels >= 3 && !triples_over_budget(g, target).count(node.name);
   add("pixel_triples", triples);
-  // Only where pixels are left over after the tiles.
-  add("rolled_leftovers", groups == 1 && target.block && pixels >= kTriplesOnlyRows &&
-                              pixels % (triples && target.pixel_triples ? 3 : 2) != 0);
+  // Only where one or two pixels are left over after the tiles (under pair_loads two stay
+  // a 2x2 tile, ops/qconv_gemm.cc's pixel_tiles).
+  const bool int16_words = words && target.word_gather && target.pair_loads && (!target.sxtb16 || short_pairs);
+  const int64_t tile = triples && target.pixel_triples ? 3 : 2;
+  add("rolled_leftovers", groups == 1 && target.block && pixels >= kTriplesOnlyRows && pixels % tile != 0 &&
+                              !(int16_words && tile == 3 && pixels % 3 == 2));
   add("fold_output_zero_point", pc && zo != 0);
   add("few_channels", few);
   add("depthwise_tile", depthwise);
@@ -204,8 +212,9 @@ std::vector<std::string> applicable_schedules(const Graph& g, const GraphNode& n
   // channel plus two chunks of 64 values.
   add("dense_chunks", smlad && !conv && shape.size() == 2 && shape[0] == 1 && (k + 1) / 2 > channels + 64);
   // ops/qconv_gemm.cc's takes_pair_loads: a batch-1 dense with int16 weights, which only a
-  // target without sxtb16 makes (with it the weights stay int8 and the knob changes nothing).
-  add("pair_loads", smlad && !target.sxtb16 && !conv && shape.size() == 2 && shape[0] == 1);
+  // target without sxtb16 makes (with it the weights stay int8 and the knob changes
+  // nothing), and a word-gathered convolution with int16 weights (short_pairs' too).
+  add("pair_loads", (smlad && !target.sxtb16 && !conv && shape.size() == 2 && shape[0] == 1) || int16_words);
   return out;
 }
 

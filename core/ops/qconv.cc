@@ -357,7 +357,8 @@ Stmt gemm_conv(const QConv& p, const QParams& b) {
   g.store = [&](Expr row, Expr oc, Expr v) {
     return store(o, v, p.at(n, floordiv(row, ci(p.ow)), floormod(row, ci(p.ow)), oc));
   };
-  if (p.sched.mve && !p.nchw) {
+  // pair_loads: the tile stores through the flat output too (qconv_gemm.cc's tile_outputs).
+  if ((p.sched.mve || p.sched.pair_loads) && !p.nchw) {
     g.out_flat = flat_view(o, p.n * p.oh * p.ow * p.o);
     g.out_start = [&](Expr row) { return mul(add(mul(n, ci(g.rows)), row), ci(p.o)); };
   }
@@ -382,6 +383,7 @@ Stmt gemm_conv(const QConv& p, const QParams& b) {
     g.window = &window;
   }
   Stmt body = gemm(g);
+  if (g.out_flat && !p.sched.mve) body = DeclBuffer(g.out_flat, body);
   if (data_flat) body = DeclBuffer(data_flat, body);
   if (p.n > 1) body = For(n, ci(0), ci(p.n), ForKind::kSerial, body);
   else body = substitute(body, n, ci(0));

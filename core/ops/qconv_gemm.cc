@@ -181,8 +181,8 @@ void check_packing(const std::string& op, const Schedule& s, const QInputs& q, c
   if (s.pixel_triples && !(s.smlad && s.block)) fail(op, "schedule 'pixel_triples' needs schedules 'smlad' and 'block'");
   if (s.dense_chunks && !s.smlad) fail(op, "schedule 'dense_chunks' needs schedule 'smlad'");
   if (s.rolled_leftovers && !s.block) fail(op, "schedule 'rolled_leftovers' needs schedule 'block'");
-  if (s.word_gather && !(s.sxtb16 && s.fold_zero_point))
-    fail(op, "schedule 'word_gather' needs schedules 'sxtb16' and 'fold_zero_point'");
+  if (s.word_gather && !(s.smlad && s.fold_zero_point))
+    fail(op, "schedule 'word_gather' needs schedules 'smlad' and 'fold_zero_point'");
   if (s.pair_loads && !s.smlad) fail(op, "schedule 'pair_loads' needs schedule 'smlad'");
   // Without a ReLU its rounding needs the sign of the accumulator, which is the sign of
   // the high word only for multipliers above 2^30 (smmlar_requantize).
@@ -263,9 +263,11 @@ Expr smmlar_requantize(Expr x, Expr multiplier, Expr shift, Expr rounding, bool 
 // (2M - 2^32) + 2^31) is 2R + floor((x * M + 2^30) / 2^31), so shifting it by s + 1 gives
 // hi32(x * M + R * 2^32 + 2^30) >> s (smmlar_requantize adds the sign correction where
 // there is no ReLU); a per-tensor multiplier takes the same form from smmlar_form.
+// `column(k)`, when given, is the table's column k of channel `oc` (values the caller
+// loaded once for several outputs).
 Expr requantize_channel(const QuantAttrs& q, const Rule& rule, const Buffer& table, int64_t columns, Expr acc, Expr oc,
-                        bool zero_point_folded, bool smlal, bool smmlar) {
-  auto col = [&](int64_t k) { return load(table, {add(mul(oc, ci(columns)), ci(k))}); };
+                        bool zero_point_folded, bool smlal, bool smmlar, const std::function<Expr(int64_t)>& column) {
+  auto col = [&](int64_t k) { return column ? column(k) : load(table, {add(mul(oc, ci(columns)), ci(k))}); };
   // The three-column tables' shift (r - 1, or r for smmlar, with TFLite's right shift r in
   // [2, 31]) is within [0, 31]: said in the IR, a shift by it needs no mask (one AND less
   // per channel in C and LLVM); the interpreter checks it.
@@ -427,44 +429,56 @@ Stmt tile_step(const Tile& t, Expr kk, bool half) {
   return body;
 }
 
-// pair_loads (one pixel, int16 weights): words 2kk and 2kk + 1 of the reduction, every
-// two adjacent words one word_pair (the C backend's LDRD): the gathered pair, and per
-// word the weight words of an interleaved channel pair (else two words of a channel's
-// row). 7 instructions per 8 MACs of a channel pair instead of 11 with single loads.
+// pair_loads (int16 weights): words 2kk and 2kk + 1 of the reduction, every two
+// adjacent words one word_pair (the C backend's LDRD): per word the weight words of an
+// interleaved channel pair (else two words of a channel's row), then each pixel's
+// gathered pair. A batch-1 dense: 7 instructions per 8 MACs of a channel pair instead
+// of 11 with single loads; the 3x2 tile of a short convolution (short_pairs): 17 per
+// 24 MACs, no SXTB16.
 Stmt tile_step_pairs(const Tile& t, Expr kk) {
   const DataType i64 = DataType::Int(64);
-  std::vector<std::pair<Var, Expr>> lets;
-  auto pair = [&](Expr lo, Expr hi) {
+  auto pair = [&](std::vector<std::pair<Var, Expr>>& lets, Expr lo, Expr hi) {
     Var p = MakeVar("pair", i64), a = ivar("lo"), b = ivar("hi");
     lets.emplace_back(p, Call(i64, "word_pair", {std::move(lo), std::move(hi)}));
     lets.emplace_back(a, Cast(kI32, p));
     lets.emplace_back(b, Cast(kI32, call("shift_right", {p, IntImm(i64, 32)})));
     return std::make_pair(a, b);
   };
+  auto bind = [](const std::vector<std::pair<Var, Expr>>& lets, Stmt body) {
+    for (auto it = lets.rbegin(); it != lets.rend(); ++it) body = LetStmt(it->first, it->second, body);
+    return body;
+  };
   Expr first = mul(kk, ci(2)), second = add(mul(kk, ci(2)), ci(1));
-  auto [x0, x1] = pair(t.gathered(0, first), t.gathered(0, second));
   Expr w0 = add(first, t.word0), w1 = add(second, t.word0);
+  // One pixel (a batch-1 dense) binds its gathered pair first, as the loads lie in memory.
+  std::vector<std::pair<Var, Expr>> outer, single;
+  std::pair<Var, Var> x;
+  if (t.np() == 1) x = pair(single, t.gathered(0, first), t.gathered(0, second));
   std::vector<std::pair<Var, Var>> w(t.nc);  // channel c's words w0 and w1
   if (t.g.sched->interleave && t.nc == 2) {
-    auto [a0, b0] = pair(t.weight(0, w0), t.weight(1, w0));
-    auto [a1, b1] = pair(t.weight(0, w1), t.weight(1, w1));
+    auto [a0, b0] = pair(outer, t.weight(0, w0), t.weight(1, w0));
+    auto [a1, b1] = pair(outer, t.weight(0, w1), t.weight(1, w1));
     w[0] = {a0, a1}, w[1] = {b0, b1};
   } else {
-    for (int64_t c = 0; c < t.nc; ++c) w[c] = pair(t.weight(c, w0), t.weight(c, w1));
+    for (int64_t c = 0; c < t.nc; ++c) w[c] = pair(outer, t.weight(c, w0), t.weight(c, w1));
   }
-  std::vector<Stmt> s;
-  for (int64_t c = 0; c < t.nc; ++c)
-    s.push_back(store(t.acc, smlad(x1, w[c].second, smlad(x0, w[c].first, t.sum(0, c))), {ci(c)}));
-  Stmt body = s.size() == 1 ? s[0] : SeqStmt(s);
-  for (auto it = lets.rbegin(); it != lets.rend(); ++it) body = LetStmt(it->first, it->second, body);
-  return body;
+  std::vector<Stmt> pixels;
+  for (int64_t p = 0; p < t.np(); ++p) {
+    std::vector<std::pair<Var, Expr>> lets;
+    auto [x0, x1] = t.np() == 1 ? x : pair(lets, t.gathered(p, first), t.gathered(p, second));
+    std::vector<Stmt> s;
+    for (int64_t c = 0; c < t.nc; ++c)
+      s.push_back(store(t.acc, smlad(x1, w[c].second, smlad(x0, w[c].first, t.sum(p, c))), {ci(p * t.nc + c)}));
+    pixels.push_back(bind(lets, s.size() == 1 ? s[0] : SeqStmt(s)));
+  }
+  return bind(single, bind(outer, pixels.size() == 1 ? pixels[0] : SeqStmt(pixels)));
 }
 
-// Whether a tile of `np` pixels takes pair_loads: a batch-1 dense (one gathered row)
-// with int16 weights.
-bool takes_pair_loads(const Gemm& g, const Buffer& col, int64_t np) {
+// Whether a tile takes pair_loads: int16 weights and gathered words (`gathered`: in a
+// col buffer), in a batch-1 dense (one row) or a convolution gathered by words.
+bool takes_pair_loads(const Gemm& g, bool gathered) {
   const Schedule& s = *g.sched;
-  return s.pair_loads && s.smlad && !s.sxtb16 && np == 1 && g.rows == 1 && col;
+  return s.pair_loads && s.smlad && !s.sxtb16 && gathered && (g.rows == 1 || s.word_gather);
 }
 
 // `count` reduction steps from `first`, unrolled: as a kUnrolled loop for unroll_loops
@@ -484,18 +498,67 @@ int64_t unroll_factor(const Schedule& s, bool two_words, int64_t whole) {
   return gemm_unroll_factor(s.unroll, s.interleave, two_words, whole);
 }
 
+// The tile's sums requantized and stored (dense_chunks: carried). Under pair_loads with
+// a three-column table, channel by channel, the channel's columns 1 and 2 as one
+// word_pair (LDRD) for all its pixels, and from kTableHeadReduction values on column 0
+// too (columns 0 and 1 another pair): GCC reloads a plain table load at every output
+// rather than hold it in a register, and cannot rematerialize the pairs' inline LDRDs.
+// On shorter reductions the second pair costs more than it saves (GCC spills the pairs;
+// VWW's 8-channel 1x1 layer: +5 %).
+constexpr int64_t kTableHeadReduction = 16;
+
+std::vector<Stmt> tile_outputs(const Tile& t, const Part& part) {
+  const Gemm& g = t.g;
+  auto output = [&](int64_t p, int64_t c, const std::function<Expr(int64_t)>& column) {
+    Expr oc = add(t.oc0, ci(c));
+    if (part.carry) return store(part.carry, t.sum(p, c), {sub(oc, part.carry0)});
+    Expr v = requantize_channel(*g.q, *g.rule, g.table, g.table_columns, t.sum(p, c), oc,
+                                g.sched->fold_output_zero_point, g.sched->smlal_requant, g.sched->smmlar_requant, column);
+    // The tile's outputs at constant offsets from its first pixel's: one pointer.
+    if (t.pairs && g.out_flat) return store(g.out_flat, v, {add(add(g.out_start(t.rows[0]), ci(p * g.cols)), oc)});
+    return g.store(t.rows[p], oc, v);
+  };
+  std::vector<Stmt> out;
+  if (!(t.pairs && g.table && g.table_columns == 3 && !part.carry)) {
+    for (int64_t p = 0; p < t.np(); ++p)
+      for (int64_t c = 0; c < t.nc; ++c) out.push_back(output(p, c, nullptr));
+    return out;
+  }
+  const DataType i64 = DataType::Int(64);
+  for (int64_t c = 0; c < t.nc; ++c) {
+    Expr first = mul(add(t.oc0, ci(c)), ci(3));
+    const bool with_head = part.k >= kTableHeadReduction;
+    Var head = MakeVar("head", i64), tail = MakeVar("tail", i64), lead = ivar("lead"), second = ivar("second"),
+        third = ivar("third");
+    auto column = [&](int64_t k) -> Expr {
+      return k == 0 ? (with_head ? Expr(lead) : load(g.table, {first})) : k == 1 ? Expr(second) : Expr(third);
+    };
+    auto pair = [&](int64_t k) {
+      return Call(i64, "word_pair", {load(g.table, {add(first, ci(k))}), load(g.table, {add(first, ci(k + 1))})});
+    };
+    std::vector<Stmt> s;
+    for (int64_t p = 0; p < t.np(); ++p) s.push_back(output(p, c, column));
+    Stmt body = s.size() == 1 ? s[0] : SeqStmt(s);
+    body = LetStmt(third, Cast(kI32, call("shift_right", {tail, IntImm(i64, 32)})), body);
+    body = LetStmt(second, Cast(kI32, tail), body);
+    if (with_head) body = LetStmt(head, pair(0), LetStmt(lead, Cast(kI32, head), body));
+    out.push_back(LetStmt(tail, pair(1), body));
+  }
+  return out;
+}
+
 // One pass of the core: `np` pixels (their gathered values in col slots 0..np-1, or
 // read directly) times `nc` channels starting at `row0` and `oc0`; `rolled`: the
 // reduction one step a pass, whatever the unroll schedule (rolled_leftovers).
 Stmt gemm_tile(const Gemm& g, const Buffer& col, const std::vector<Expr>& rows, Expr oc0, int64_t nc,
                const Part& part, bool rolled = false) {
   const int64_t np = static_cast<int64_t>(rows.size());
-  const bool packed = g.sched->smlad, pairs = takes_pair_loads(g, col, np);
+  const bool packed = g.sched->smlad, pairs = takes_pair_loads(g, static_cast<bool>(col));
   const bool quads = g.sched->sxtb16 || pairs;  // a step covers two gathered words
   const int64_t kw = packed ? (part.k + 1) / 2 : part.k;  // words per gathered pixel
   Buffer acc = scratch("acc", {np * nc}, kI32);
   const Tile t{g, col, rows, oc0, nc, kw, g.sched->weight_words(g.k), acc, part.word0, pairs};
-  std::vector<Stmt> init, finish;
+  std::vector<Stmt> init;
   for (int64_t p = 0; p < np; ++p)
     for (int64_t c = 0; c < nc; ++c) {
       Expr oc = add(oc0, ci(c));
@@ -521,18 +584,7 @@ Stmt gemm_tile(const Gemm& g, const Buffer& col, const std::vector<Expr>& rows, 
   }
   if (rest > 0) parts.push_back(unrolled_steps(t, ci(main_iters * factor), rest));
   if (half_word) parts.push_back(tile_step(t, ci(whole), true));
-  for (int64_t p = 0; p < np; ++p)
-    for (int64_t c = 0; c < nc; ++c) {
-      Expr oc = add(oc0, ci(c));
-      if (part.carry) {
-        finish.push_back(store(part.carry, t.sum(p, c), {sub(oc, part.carry0)}));
-        continue;
-      }
-      finish.push_back(g.store(
-          rows[p], oc,
-          requantize_channel(*g.q, *g.rule, g.table, g.table_columns, t.sum(p, c), oc,
-                             g.sched->fold_output_zero_point, g.sched->smlal_requant, g.sched->smmlar_requant)));
-    }
+  std::vector<Stmt> finish = tile_outputs(t, part);
   std::vector<Stmt> body = init;
   body.insert(body.end(), parts.begin(), parts.end());
   body.insert(body.end(), finish.begin(), finish.end());
@@ -544,10 +596,13 @@ Stmt gemm_tile(const Gemm& g, const Buffer& col, const std::vector<Expr>& rows, 
 // pixels on (ops/schedules.h), the one or two left over go one by one (the slower 1x2
 // tile, but a third of the code of a 2x2 copy that would serve two pixels); below it in
 // pairs, where a remainder of one takes a triple back (3 + 1 becomes 2 + 2: a band of
-// five is 3 + 2).
-std::vector<std::pair<int64_t, int64_t>> pixel_tiles(int64_t rows, bool block, bool triples) {
+// five is 3 + 2). With `leftover_pair` (pair_loads' short reductions, where requantizing
+// and loading the weights for one pixel costs about half the tile's MACs again) two
+// pixels left over stay a 2x2 tile.
+std::vector<std::pair<int64_t, int64_t>> pixel_tiles(int64_t rows, bool block, bool triples, bool leftover_pair) {
   if (!block) return {{1, rows}};
   if (!triples || rows < 3) return {{2, rows / 2}, {1, rows % 2}};
+  if (rows >= kTriplesOnlyRows && leftover_pair && rows % 3 == 2) return {{3, rows / 3}, {2, 1}};
   if (rows >= kTriplesOnlyRows) return {{3, rows / 3}, {1, rows % 3}};
   const int64_t threes = rows % 3 == 1 ? rows / 3 - 1 : rows / 3;
   const int64_t rest = rows - 3 * threes;
@@ -591,7 +646,8 @@ Stmt gemm(const Gemm& g) {
   };
   std::vector<Stmt> s;
   int64_t row0 = 0;
-  for (const auto& [pix, tiles] : pixel_tiles(g.rows, g.sched->block, g.sched->pixel_triples)) {
+  const bool leftover_pair = takes_pair_loads(g, gather);
+  for (const auto& [pix, tiles] : pixel_tiles(g.rows, g.sched->block, g.sched->pixel_triples, leftover_pair)) {
     if (tiles == 0) continue;
     Var pp = ivar("pp");
     Stmt tile = pixels(add(ci(row0), mul(pp, ci(pix))), pix, rolled_leftover(g, pix));

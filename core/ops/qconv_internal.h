@@ -77,7 +77,8 @@ void check_packing(const std::string& op, const Schedule& s, const QInputs& q, c
 // The requantized value of accumulator `acc` for output channel `oc` (qconv_gemm.cc says
 // how each form computes it).
 Expr requantize_channel(const QuantAttrs& q, const Rule& rule, const Buffer& table, int64_t columns, Expr acc, Expr oc,
-                        bool zero_point_folded, bool smlal = false, bool smmlar = false);
+                        bool zero_point_folded, bool smlal = false, bool smmlar = false,
+                        const std::function<Expr(int64_t)>& column = nullptr);
 // Per-channel multipliers that differ need the table input (prepare_quantized adds it).
 void check_requant_table(const std::string& op, const QuantAttrs& q, const Rule& rule, const QInputs& in);
 

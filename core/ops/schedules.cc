@@ -53,6 +53,7 @@ const Schedule kSchedules[] = {
     {"patch_edge_rows", &ScheduleOptions::patch_edge_rows, true},
     {"pair_loads", &ScheduleOptions::pair_loads, false},
     {"band_loops", &ScheduleOptions::band_loops, true},
+    {"short_pairs", &ScheduleOptions::short_pairs, false},
 };
 
 const Schedule* find_schedule(const std::string& name) {

@@ -47,7 +47,8 @@ struct ScheduleOptions {
   bool word_gather = true;      // with sxtb16: convolutions of 4k input channels (NHWC) gather four int8 values a word (one load, two SXTB16), the weights packed to match
   bool patch_edge_rows = true;  // with patch_overlap: a one-layer stage's border rows are bands of their own, its interior equal bands (one kernel)
   bool band_loops = true;       // with patch: a patch stage's interior bands one loop in the AOT main, their region starts affine in the band (executor/band_loops.h)
-  bool pair_loads = true;       // with smlad, without sxtb16: a batch-1 dense loads its int16 weight words and input words two at a time (one LDRD each)
+  bool pair_loads = true;       // with smlad, without sxtb16: a batch-1 dense (and a convolution under word_gather) loads its int16 weight words and input words two at a time (one LDRD each)
+  bool short_pairs = true;      // with sxtb16, word_gather and pair_loads: convolutions of a reduction of at most kShortPairsMaxReduction values keep int16 weights (twice their bytes), no SXTB16 of weights, paired loads
 
   // Not a schedule: the patch planner's workspace budget in bytes (0: its lowest bound),
   // the target's -workspace-budget, carried with the schedules to the AOT executor.
@@ -96,6 +97,9 @@ inline int64_t gemm_unroll_factor(bool unroll, bool interleave, bool sxtb16, int
 // From this many output pixels on, the matrix-product core runs the one or two pixels
 // left over after its three-pixel tiles one by one (ops/qconv_gemm.cc's pixel_tiles).
 constexpr int64_t kTriplesOnlyRows = 24;
+// short_pairs: the longest reduction whose convolution keeps int16 weights (IC's and
+// VWW's 1x1 layers of 16 and 32 input channels; from 64 on the int8 tile is as fast).
+constexpr int64_t kShortPairsMaxReduction = 32;
 // Convolutions with at most this many input channels (and a receptive field of at most
 // kFewChannelsMaxReduction values) take the few_channels schedule.
 constexpr int64_t kFewChannelsMaxInput = 4, kFewChannelsMaxReduction = 128;

@@ -193,15 +193,21 @@ inline void run_case(const Case& k, const ScheduleOptions& opts, const std::stri
   }
   EXPECT_EQ(sched["smlad"].get<bool>(), opts.smlad && !grouped) << label;
   EXPECT_EQ(sched["few_channels"].get<bool>(), few) << label;
-  EXPECT_EQ(sched["sxtb16"].get<bool>(), opts.smlad && opts.sxtb16 && !grouped && !few) << label;
+  // word_gather: NHWC convolutions of 4k input channels under smlad with the zero point
+  // folded; short_pairs: those of a reduction up to 32 keep int16 weights (no sxtb16).
+  const bool nhwc = k.op == "qconv2d" && k.attrs.value("layout", std::string("NHWC")) == "NHWC";
+  const bool words = opts.smlad && !grouped && !few && opts.word_gather && nhwc && k.weight[3] % 4 == 0 &&
+                     sched["fold_zero_point"].get<bool>();
+  const bool short_pairs = words && opts.pair_loads && opts.short_pairs &&
+                           k.weight[1] * k.weight[2] * k.weight[3] <= kShortPairsMaxReduction;
+  EXPECT_EQ(sched["sxtb16"].get<bool>(), opts.smlad && opts.sxtb16 && !grouped && !few && !short_pairs) << label;
   EXPECT_EQ(sched["interleave"].get<bool>(), opts.smlad && opts.block && opts.interleave && !grouped) << label;
   EXPECT_EQ(sched["pixel_triples"].get<bool>(), opts.smlad && opts.block && opts.pixel_triples && !grouped && !mve)
       << label;
   EXPECT_EQ(sched["rolled_leftovers"].get<bool>(), opts.block && opts.rolled_leftovers) << label;
-  // word_gather: NHWC convolutions of 4k input channels under sxtb16 with the zero point folded.
-  const bool nhwc = k.op == "qconv2d" && k.attrs.value("layout", std::string("NHWC")) == "NHWC";
-  EXPECT_EQ(sched["word_gather"].get<bool>(), sched["sxtb16"].get<bool>() && opts.word_gather && nhwc &&
-                                                  k.weight[3] % 4 == 0 && sched["fold_zero_point"].get<bool>())
+  EXPECT_EQ(sched["word_gather"].get<bool>(), words) << label;
+  EXPECT_EQ(sched["pair_loads"].get<bool>(), sched["smlad"].get<bool>() && opts.pair_loads &&
+                                                 (k.op != "qconv2d" || (words && !sched["sxtb16"].get<bool>())))
       << label;
   // The output zero point goes into a three-column requant table (these cases' shifts are
   // all far below the limit of 22).
@@ -272,6 +278,9 @@ inline void run_all_schedules(const Case& k, const std::string& name) {
       // The paired loads of batch-1 dense layers with int16 weights (smlad without
       // sxtb16) off in the combinations without unroll that interleave.
       o.pair_loads = (bits & 4) || !interleave;
+      // Short reductions' int16 weights (with sxtb16, word_gather and pair_loads) off in
+      // the combinations without block: their int8 quads under word_gather.
+      o.short_pairs = bits & 2;
       o.pixel_triples_stack = o.pixel_triples_code = false;
       // Depthwise tiles in half the combinations (the blocked and plain depthwise loops in
       // the other half); the 64-bit requantization off with the folds.

@@ -186,7 +186,7 @@ Graph one_node_graphs(const std::vector<Case>& cases) {
 
 // The int8 stores, smlabb and smlad calls and selects in the kernel of a one-node graph.
 struct KernelCounts {
-  int64_t stores = 0, smlabb = 0, smlad = 0, selects = 0, pack_bytes = 0;
+  int64_t stores = 0, smlabb = 0, smlad = 0, selects = 0, pack_bytes = 0, sxtb16 = 0, word_pairs = 0;
 };
 KernelCounts depthwise_kernel_counts(const Case& k, const ScheduleOptions& o) {
   AotModule aot = build_aot(prepare_quantized(one_node_graphs({k}), o));
@@ -200,6 +200,8 @@ KernelCounts depthwise_kernel_counts(const Case& k, const ScheduleOptions& o) {
       n.smlabb += op->op == "smlabb";
       n.smlad += op->op == "smlad";
       n.pack_bytes += op->op == "pack_bytes";
+      n.sxtb16 += op->op == "sxtb16" || op->op == "sxtb16_ror8";
+      n.word_pairs += op->op == "word_pair";
       Visitor::visit_Call(op);
     }
     void visit_Select(const SelectNode* op) override {
@@ -285,12 +287,46 @@ TEST(QConv, WordGatherReadsFourChannelsAWord) {
   const std::string c = codegen_c(run_pipeline(aot.module, lowering_pipeline(true, true, true, false, false)).module);
   EXPECT_NE(c.find("mtir_read_word(&"), std::string::npos);
   EXPECT_EQ(c.find("mtir_pack_bytes("), std::string::npos) << "every pack_bytes reads consecutive bytes";
-  // Not on three channels (few_channels' int16 pairs) nor without sxtb16.
+  // Not on three channels (few_channels' int16 pairs); without sxtb16 too, the int16
+  // weights packed in the gather's order.
   const Case three{"qconv2d", {1, 6, 5, 3}, {4, 3, 3, 3}, quant({{"padding", {1, 1, 1, 1}}})};
   EXPECT_EQ(depthwise_kernel_counts(three, m4).pack_bytes, 0);
   ScheduleOptions pairs = m4;
   pairs.sxtb16 = false;
-  EXPECT_EQ(depthwise_kernel_counts(k, pairs).pack_bytes, 0);
+  EXPECT_EQ(depthwise_kernel_counts(k, pairs).pack_bytes, on.pack_bytes);
+}
+
+// short_pairs: a 1x1 stride-2 layer of 16 input channels (IC's shortcuts; 26 pixels, 8 triples and a
+// 2x2 tile) keeps int16 weights: no weight widened, word pairs (LDRD); from 64 channels on int8 weights.
+TEST(QConv, ShortPairsKeepInt16WeightsOnShortReductions) {
+  const json scales = {0.02, 0.03, 0.01, 0.04, 0.02, 0.05};
+  const Case k{"qconv2d", {1, 4, 26, 16}, {6, 1, 1, 16}, quant({{"strides", {2, 2}}}, scales)};
+  ScheduleOptions m4;
+  m4.smlad = m4.sxtb16 = m4.smmlar_requant = true;
+  m4.pixel_triples_stack = m4.pixel_triples_code = false;
+  const json sched = prepare_quantized(one_node_graphs({k}), m4).nodes[0].attrs["schedule"];
+  EXPECT_TRUE(!sched["sxtb16"].get<bool>() && sched["pair_loads"].get<bool>() && sched["word_gather"].get<bool>());
+  const KernelCounts on = depthwise_kernel_counts(k, m4);
+  // Only the gather widens (two per word of each pixel copy: the triple's and the pair's).
+  EXPECT_EQ(on.sxtb16, 2 * 4 * 2);
+  // The triple, the pair: 4 steps of two weight pairs and a gathered pair a pixel; two table pairs a channel.
+  EXPECT_EQ(on.word_pairs, 4 * (2 + 3) + 4 + 4 * (2 + 2) + 4);
+  EXPECT_EQ(on.smlad, 4 * 2 * 6 + 4 * 2 * 4);
+  const Case eight{"qconv2d", {1, 4, 26, 8}, {6, 1, 1, 8}, quant({{"strides", {2, 2}}}, scales)};
+  EXPECT_EQ(depthwise_kernel_counts(eight, m4).word_pairs, 2 * (2 + 3) + 2 + 2 * (2 + 2) + 2) << "one table pair";
+  ScheduleOptions off = m4;
+  off.short_pairs = false;
+  const KernelCounts int8 = depthwise_kernel_counts(k, off);
+  EXPECT_EQ(int8.word_pairs, 0);
+  EXPECT_GT(int8.sxtb16, on.sxtb16) << "the weights widened in the tiles";
+  EXPECT_EQ(depthwise_kernel_counts({"qconv2d", {1, 6, 6, 64}, {4, 1, 1, 64}, quant({})}, m4).word_pairs, 0);
+}
+
+TEST(QConv, ShortPairsBitExact) {
+  for (int64_t w : {26, 10})  // two pixels left over (a 2x2 tile), one (rolled)
+    run_all_schedules({"qconv2d", {1, w == 26 ? 4 : 10, w, 16}, {6, 1, 1, 16}, quant({{"strides", {2, 2}}})}, "conv 1x1 16->6 stride 2");
+  run_all_schedules({"qconv2d", {1, 4, 26, 32}, {5, 1, 1, 32}, quant({{"strides", {2, 2}}, {"activation", "relu"}}, {0.1, 0.2, 0.05, 0.3, 0.15})},
+                    "conv 1x1 32->5 stride 2 per-channel");
 }
 
 TEST(QConv, WordGatherEveryTapBitExact) {

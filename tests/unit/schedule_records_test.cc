@@ -54,6 +54,22 @@ TEST(ApplicableSchedules, PairLoadsOnlyWhereTheWeightsAreInt16) {
   EXPECT_FALSE(has(two_rows, "dense_chunks"));
 }
 
+TEST(ApplicableSchedules, ShortPairsOnlyOnShortReductions) {
+  // 16 input channels: int16 weights and paired loads; 64: int8 weights, nothing to pair.
+  const Graph shallow = pointwise_graph(5, 5, 16);
+  const std::vector<std::string> short_k = applicable_schedules(shallow, shallow.nodes[0], m4());
+  EXPECT_TRUE(has(short_k, "short_pairs"));
+  EXPECT_TRUE(has(short_k, "pair_loads"));
+  // 25 pixels leave one after the triples: rolled; 26 leave two, a 2x2 tile.
+  EXPECT_TRUE(has(short_k, "rolled_leftovers"));
+  const Graph two_left = pointwise_graph(2, 13, 16);
+  EXPECT_FALSE(has(applicable_schedules(two_left, two_left.nodes[0], m4()), "rolled_leftovers"));
+  const Graph deep = pointwise_graph(5, 5, 64);
+  const std::vector<std::string> long_k = applicable_schedules(deep, deep.nodes[0], m4());
+  EXPECT_FALSE(has(long_k, "short_pairs"));
+  EXPECT_FALSE(has(long_k, "pair_loads"));
+}
+
 TEST(ApplicableSchedules, DenseChunksOnlyWhereTheRowOutgrowsTheSums) {
   // k / 2 words (320) above 128 sums + 64: chunked; k = 256 (128 words): not.
   const Graph wide = dense_graph(1, 640, 128);
