@@ -160,6 +160,20 @@ TEST(CodegenLlvmGolden, SignOfHighWordIsFrozenOnCortexM) {
   EXPECT_FALSE(has(kernels_of(tir, "llvm"), "freeze")) << kernels_of(tir, "llvm");
 }
 
+// A shift by T.known_range within [0, 32) (a requantization table's shift) is one ashr of
+// the loaded amount; a run-time amount without one is masked first.
+TEST(CodegenLlvmGolden, ShiftByAKnownRangeHasNoMask) {
+  auto tir = [](const std::string& amount) {
+    return "@T.prim_func\ndef f(A: T.Buffer((4,), \"int32\"), S: T.Buffer((4,), \"int32\"), B: T.Buffer((4,), "
+           "\"int32\")):\n    for i in range(4):\n        B[i] = T.shift_right(A[i], " +
+           amount + ")\n";
+  };
+  EXPECT_TRUE(has(kernels_of(tir("S[i]"), "llvm"), ", 31\n")) << kernels_of(tir("S[i]"), "llvm");
+  const std::string known = kernels_of(tir("T.known_range(S[i], 0, 31)"), "llvm");
+  EXPECT_FALSE(has(known, "and i32")) << known;
+  EXPECT_TRUE(has(known, "ashr i32")) << known;
+}
+
 TEST(CodegenLlvmGolden, TargetTripleAndDataLayout) {
   for (const auto& t : llvm_targets()) {
     std::string ll = kernels_of(kScale, "llvm -mtriple=" + t.triple);

@@ -210,7 +210,7 @@ Val FunctionEmitter::int_binary(const CallNode* c) {
   if (c->is(Builtin::BitwiseAnd)) return op(a.ty, "and " + a.typed() + ", " + b.v);
   if (c->is(Builtin::BitwiseOr)) return op(a.ty, "or " + a.typed() + ", " + b.v);
   if (c->is(Builtin::BitwiseXor)) return op(a.ty, "xor " + a.typed() + ", " + b.v);
-  if (!as_const_int(c->args[1])) {
+  if (shift_needs_mask(c->args[1], t.bits())) {
     const Val mask{ll_type(t.element_of(), c->span), std::to_string(t.bits() - 1)};
     b = op(b.ty, "and " + b.typed() + ", " + (t.is_vector() ? splat(mask, t.lanes()) : mask).v);
   }
