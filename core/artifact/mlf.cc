@@ -108,6 +108,7 @@ LoadedModel prepare_model(Graph g, const std::vector<std::string>& devices, cons
   aot.patch = schedules.patch;
   aot.patch_overlap = schedules.patch_overlap;
   aot.patch_residual = schedules.patch_residual;
+  aot.patch_carry = schedules.patch_carry;
   aot.patch_edge_rows = schedules.patch_edge_rows;
   aot.band_loops = schedules.band_loops;
   aot.workspace_budget = schedules.workspace_budget;

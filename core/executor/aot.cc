@@ -232,7 +232,8 @@ class AotMainBuilder {
     const std::vector<PrimFunc> funcs = build_node_functions(g_, prefix_, node_ids_);
     const std::vector<bool> view = view_nodes(g_);
     patches_ = options_.patch ? plan_patch_stages(g_, options_.patch_max_recomputed_percent, options_.patch_overlap,
-                                                  options_.patch_residual, options_.workspace_budget)
+                                                  options_.patch_residual, options_.workspace_budget,
+                                                  options_.patch_carry)
                               : PatchPlan{};
     stage_of_.assign(g_.nodes.size(), -1);
     for (size_t s = 0; s < patches_.stages.size(); ++s)

@@ -57,6 +57,9 @@ struct AotOptions {
   // With patch_overlap: residual stages, the add fused into the last layer (patch_stages.h);
   // -disabled-schedules=patch_residual.
   bool patch_residual = true;
+  // With patch_overlap: stages of several layers without a residual add carry their halo
+  // rows instead of recomputing them (patch_stages.h); -disabled-schedules=patch_carry.
+  bool patch_carry = true;
   // With patch_overlap: a one-layer stage's border rows in bands of their own
   // (patch_stages.h: edge_row_bands); -disabled-schedules=patch_edge_rows.
   bool patch_edge_rows = true;

@@ -296,12 +296,13 @@ PatchStage make_patch_stage(const Graph& g, const std::vector<size_t>& nodes, in
   return *stage;
 }
 
-std::optional<PatchStage> restage(const Graph& g, const PatchStage& stage, int64_t bands) {
+std::optional<PatchStage> restage(const Graph& g, const PatchStage& stage, int64_t bands, bool carry) {
   std::vector<ConvRows> rows;
   for (size_t i : stage.nodes) rows.push_back(conv_rows(g, g.nodes[i]));
   if (bands < 1 || bands > rows.back().oh) return std::nullopt;
   std::pair<int64_t, size_t> empty;
-  std::optional<PatchStage> other = band_geometry(rows, stage.nodes, even_cuts(rows.back().oh, bands), &empty, stage.fused.has_value());
+  std::optional<PatchStage> other = band_geometry(rows, stage.nodes, even_cuts(rows.back().oh, bands), &empty,
+                                                      carry || stage.fused.has_value());
   if (!other) return other;
   other->fused = stage.fused;
   if (stage.shortcut && !add_shortcut_bands(conv_rows(g, g.nodes[*stage.shortcut]), *stage.shortcut, *other))
@@ -395,8 +396,8 @@ void alternate_directions(const Graph& g, std::vector<PatchStage>& stages) {
   std::map<std::string, bool> bottom_up_of;  // a stage's output -> its direction
   for (PatchStage& s : stages) {
     auto producer = bottom_up_of.find(g.nodes[s.nodes.front()].inputs[0]);
-    // A residual stage runs top down: its carried rows and in-place writes assume it.
-    s.bottom_up = !s.fused && producer != bottom_up_of.end() && !producer->second;
+    // A residual or carried stage runs top down: its carried rows and in-place writes assume it.
+    s.bottom_up = !s.fused && !s.carried && producer != bottom_up_of.end() && !producer->second;
     bottom_up_of[g.nodes[s.nodes.back()].name] = s.bottom_up;
   }
 }
@@ -414,12 +415,18 @@ std::pair<int64_t, int64_t> cost_of(const PatchStage* stage) {
 // the shift between its input and output, which the profile counts only pairwise, and
 // plan_memory's placement of chains of such overlaps then misses the bound (VWW: its
 // pool 21,120 -> 21,888 bytes for the same bound of 20,736).
-std::vector<std::optional<PatchStage>> cheaper_choices(const Graph& g, const PatchStage& stage) {
+// With `carry` a stage of several layers without a residual add may also carry its halos
+// (patch_carry: VWW's 1x1 layer before its stride-2 depthwise one recomputed a row in three).
+std::vector<std::optional<PatchStage>> cheaper_choices(const Graph& g, const PatchStage& stage, bool carry) {
   std::vector<std::optional<PatchStage>> choices = {std::nullopt};
   if (!stage.carried && stage.recomputed_macs == 0) return choices;
+  const bool may_carry = carry && !stage.fused && stage.nodes.size() > 1;
   for (int64_t bands = 2; bands <= kMaxBands; ++bands) {
-    std::optional<PatchStage> other = restage(g, stage, bands);
-    if (other && cost_of(&*other) < cost_of(&stage)) choices.push_back(std::move(other));
+    for (bool carried : {false, true}) {
+      if (carried && !may_carry) continue;
+      std::optional<PatchStage> other = restage(g, stage, bands, carried);
+      if (other && cost_of(&*other) < cost_of(&stage)) choices.push_back(std::move(other));
+    }
   }
   std::stable_sort(choices.begin(), choices.end(), [](const auto& a, const auto& b) {
     return cost_of(a ? &*a : nullptr) < cost_of(b ? &*b : nullptr);
@@ -431,13 +438,13 @@ std::vector<std::optional<PatchStage>> cheaper_choices(const Graph& g, const Pat
 // a time, the largest saving first: a stage whose bands lower only steps below the
 // model's peak runs whole or in fewer bands (IC's carried blocks: 16 bands of 2 rows
 // cost 0.5 % more instructions than 8 of 4 for the same peak).
-void keep_cheapest(const Graph& g, const PatchProfiler& profiler, PatchPlan& plan, int64_t target) {
+void keep_cheapest(const Graph& g, const PatchProfiler& profiler, PatchPlan& plan, int64_t target, bool carry) {
   for (;;) {
     std::optional<std::pair<size_t, std::optional<PatchStage>>> best;
     std::pair<int64_t, int64_t> best_saving = {0, 0};
     for (size_t s = 0; s < plan.stages.size(); ++s) {
       const std::pair<int64_t, int64_t> now = cost_of(&plan.stages[s]);
-      for (std::optional<PatchStage>& choice : cheaper_choices(g, plan.stages[s])) {
+      for (std::optional<PatchStage>& choice : cheaper_choices(g, plan.stages[s], carry)) {
         std::vector<PatchStage> trial = plan.stages;
         if (choice) trial[s] = *choice;
         else trial.erase(trial.begin() + static_cast<std::ptrdiff_t>(s));
@@ -576,7 +583,8 @@ class StageSearch {
 
 }  // namespace
 
-PatchPlan plan_patch_stages(const Graph& g, int64_t max_recomputed_percent, bool overlap, bool residual, int64_t budget) {
+PatchPlan plan_patch_stages(const Graph& g, int64_t max_recomputed_percent, bool overlap, bool residual, int64_t budget,
+                            bool carry) {
   const PatchProfiler profiler(g, overlap);
   PatchPlan plan;
   plan.whole_tensor_bound = plan.patched_bound = profiler.bound({});
@@ -603,7 +611,7 @@ PatchPlan plan_patch_stages(const Graph& g, int64_t max_recomputed_percent, bool
                            std::to_string(max_recomputed_percent) + "% of the model's MACs); nothing lower fits");
   const int64_t target = budget > 0 ? budget : plan.lowest_bound;
   if (plan.whole_tensor_bound <= target) plan.stages.clear();
-  keep_cheapest(g, profiler, plan, target);
+  keep_cheapest(g, profiler, plan, target, overlap && carry);
   if (overlap) alternate_directions(g, plan.stages);
   return plan;
 }

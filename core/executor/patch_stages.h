@@ -134,12 +134,15 @@ PatchStage edge_row_bands(const Graph& g, const PatchStage& stage);
 // `residual` (with `overlap`): residual stages may be chosen too. `budget` (bytes, 0:
 // none): the stages need only keep the bound within it; a user error naming the lowest
 // bound reached when that is above it.
+// `carry` (with `overlap`): a stage of several layers without a residual add may take
+// a choice that carries its halo rows instead of recomputing them (patch_carry).
 PatchPlan plan_patch_stages(const Graph& g, int64_t max_recomputed_percent = kMaxRecomputedPercent,
-                            bool overlap = false, bool residual = false, int64_t budget = 0);
+                            bool overlap = false, bool residual = false, int64_t budget = 0, bool carry = false);
 
 // `stage`'s chain (its fused add and shortcut kept) cut into `bands` even bands; none
-// when a band of some layer would be empty (the planner passes over such counts).
-std::optional<PatchStage> restage(const Graph& g, const PatchStage& stage, int64_t bands);
+// when a band of some layer would be empty (the planner passes over such counts). It
+// carries its halos when the stage has a residual add, or with `carry`.
+std::optional<PatchStage> restage(const Graph& g, const PatchStage& stage, int64_t bands, bool carry = false);
 
 // The whole-tensor bound of the graph's intermediates with `stages` run band by band
 // (with `overlap`, each stage's output beside the input that dies in it).

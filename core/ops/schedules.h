@@ -49,6 +49,7 @@ struct ScheduleOptions {
   bool band_loops = true;       // with patch: a patch stage's interior bands one loop in the AOT main, their region starts affine in the band (executor/band_loops.h)
   bool pair_loads = true;       // with smlad, without sxtb16: a batch-1 dense (and a convolution under word_gather) loads its int16 weight words and input words two at a time (one LDRD each)
   bool short_pairs = true;      // with sxtb16, word_gather and pair_loads: convolutions of a reduction of at most kShortPairsMaxReduction values keep int16 weights (twice their bytes), no SXTB16 of weights, paired loads
+  bool patch_carry = true;      // with patch_overlap: a stage of several layers without a residual add carries its earlier layers' halo rows from band to band (top down) instead of recomputing them, where the bound allows
 
   // Not a schedule: the patch planner's workspace budget in bytes (0: its lowest bound),
   // the target's -workspace-budget, carried with the schedules to the AOT executor.

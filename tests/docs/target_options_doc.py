@@ -141,6 +141,9 @@ MODEL_SCHEDULES = {
     "patch_residual": "with `patch_overlap`, stages ending in the convolution that a residual add fuses into, "
                       "the add on the band's rows written over the residual in place and the earlier layers' halo "
                       "rows carried from band to band instead of recomputed",
+    "patch_carry": "with `patch_overlap`, a stage of several layers without a residual add may carry its earlier "
+                   "layers' halo rows from band to band (copied to the top of the band buffer, the stage run top "
+                   "down) instead of recomputing them, where the bound allows",
     "patch_edge_rows": "with `patch_overlap`, a stage of one layer cut again so that its border rows (windows "
                        "reaching into the padding) are bands of their own and its interior runs in equal bands: "
                        "one interior kernel instead of a copy of its row code in each edge band; in a stage of more "

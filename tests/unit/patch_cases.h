@@ -75,11 +75,12 @@ inline void append_qadd(Graph& g, const std::string& name, const std::string& a,
 
 // The default build of `prepared`, its memory planned: its pool within `pool_bound` and
 // its output that of the whole-tensor run (patch off), which it returns.
-inline NDArray expect_planned_run_bit_exact(const Graph& prepared, const std::vector<int64_t>& input, int64_t pool_bound) {
-  AotOptions whole;
+inline NDArray expect_planned_run_bit_exact(const Graph& prepared, const std::vector<int64_t>& input, int64_t pool_bound,
+                                            const AotOptions& options = AotOptions{}) {
+  AotOptions whole = options;
   whole.patch = false;
   const NDArray want = run_int8_aot(prepared, build_aot(prepared, whole), input).back();
-  AotModule aot = build_aot(prepared, AotOptions{});
+  AotModule aot = build_aot(prepared, options);
   PipelineResult planned = run_pipeline(aot.module, {*find_pass("simplify"), *find_pass("plan_memory")});
   const PrimFunc main = planned.module.lookup(aot.main);
   EXPECT_LE(std::get<int64_t>(main->attrs.at("workspace.pool_bytes")), pool_bound) << memory_report(main);

@@ -163,11 +163,17 @@ TEST(PatchEdgeRows, LaterLayerReadsZeroPointRows) {
   std::mt19937 rng(11);
   const Graph g = depthwise_graph(24, 1, {1, 1, 1, 1}, rng, true, true);
   const std::vector<int64_t> input = random_values(rng, {1, 24, 5, 8});
-  const AotOptions options;  // the default budget
+  AotOptions options;  // the default budget
   bool second = false;  // dw2 the second layer of a stage
   for (const PatchStage& s : plan_patch_stages(g, options.patch_max_recomputed_percent, true).stages)
     second = second || (s.nodes.size() == 2 && g.nodes[s.nodes[1]].name == "dw2");
   ASSERT_TRUE(second);
+  // patch_carry would carry pw2's halo, its buffer's padding rows zero-point rows anyway
+  // (one kernel with patch_edge_rows off or on); this is the recomputing stage's rule.
+  const EdgeRows carried = without_and_with_edge_rows(g, options, input);
+  EXPECT_EQ(carried.kernels_before.size(), 1u);
+  EXPECT_EQ(carried.kernels_after.size(), 1u);
+  options.patch_carry = false;
   const EdgeRows r = without_and_with_edge_rows(g, options, input);
   EXPECT_EQ(r.kernels_before.size(), 2u);
   EXPECT_EQ(r.kernels_after.size(), 1u);
