@@ -54,6 +54,7 @@ const Schedule kSchedules[] = {
     {"pair_loads", &ScheduleOptions::pair_loads, false},
     {"band_loops", &ScheduleOptions::band_loops, true},
     {"short_pairs", &ScheduleOptions::short_pairs, false},
+    {"pair_records", &ScheduleOptions::pair_records, false},
 };
 
 const Schedule* find_schedule(const std::string& name) {
