@@ -305,12 +305,12 @@ void pack_smlad_weights(Graph& g, GraphNode& node, const ScheduleOptions& opts, 
 // pair_records: a short_pairs convolution's bias, weight and three-column table become one
 // input of a record per channel pair (ops/schedules.h), so the kernel's channel loop
 // steps one pointer where it held three and the loop counter (GCC spilled them all).
-void pack_pair_records(Graph& g, const GraphNode& node, const ScheduleOptions& opts, int64_t channels,
+void pack_pair_records(Graph& g, const GraphNode& node, const ScheduleOptions& opts, int64_t channels, int64_t k,
                        std::vector<std::string>& inputs, json& sched, std::set<std::string>& maybe_unused) {
   const bool short_conv = node.op == "qconv2d" && sched["pair_loads"].get<bool>() && sched["word_gather"].get<bool>() &&
                           !sched["sxtb16"].get<bool>() && sched["interleave"].get<bool>() &&
                           sched["smmlar_requant"].get<bool>() && !sched["mve"].get<bool>();
-  if (!opts.pair_records || !short_conv || channels % 2 || inputs.size() != 4) return;
+  if (!opts.pair_records || !short_conv || k > kShortPairsMaxReduction || channels % 2 || inputs.size() != 4) return;
   const NDArray &w = g.constants.at(inputs[1]), &bias = g.constants.at(inputs[2]), &table = g.constants.at(inputs[3]);
   if (bias.shape != std::vector<int64_t>{channels} || table.shape != std::vector<int64_t>{channels, kRecordTableColumns})
     return;
@@ -388,7 +388,7 @@ void prepare_matmul_node(Graph& g, GraphNode& node, const ScheduleOptions& opts,
   else if (extra.empty() && const_weight && opts.smmlar_requant && !sched["mve"].get<bool>())
     sched["smmlar_requant"] = smmlar_per_tensor(g, node, inputs, channels, k);
   inputs.insert(inputs.end(), extra.begin(), extra.end());
-  pack_pair_records(g, node, opts, channels, inputs, sched, maybe_unused);
+  pack_pair_records(g, node, opts, channels, k, inputs, sched, maybe_unused);
   node.inputs = inputs;
   node.attrs["schedule"] = sched;
 }
