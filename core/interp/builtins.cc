@@ -154,6 +154,7 @@ CallFamily call_family(Builtin b) {
     case Builtin::BitwiseAnd:
     case Builtin::BitwiseOr:
     case Builtin::BitwiseXor: return CallFamily::kIntBinary;
+    case Builtin::KnownRange: return CallFamily::kKnownRange;
     case Builtin::IfThenElse: return CallFamily::kIfThenElse;
     case Builtin::CallExtern: return CallFamily::kExtern;
     case Builtin::TvmCallPacked: return CallFamily::kCallPacked;

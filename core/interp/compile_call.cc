@@ -55,6 +55,14 @@ struct BinaryCall final : CExpr {
   CExprPtr x, y;
 };
 
+struct KnownRangeCall final : CExpr {
+  KnownRangeCall(const CallNode* op, CExprPtr x, CExprPtr lo, CExprPtr hi)
+      : span(op->span), x(std::move(x)), lo(std::move(lo)), hi(std::move(hi)) {}
+  Scalar eval(Frame& f) const override { return known_range(x->eval(f), lo->eval(f), hi->eval(f), f.where(span)); }
+  const Span& span;
+  CExprPtr x, lo, hi;
+};
+
 // Lazy: only the taken side runs, so it may guard an access that would be out of bounds.
 struct IfThenElseCall final : CExpr {
   IfThenElseCall(CExprPtr c, CExprPtr t, CExprPtr e) : c(std::move(c)), t(std::move(t)), e(std::move(e)) {}
@@ -210,6 +218,10 @@ CExprPtr Compiler::call(const CallNode* op) {
     case Builtin::BitwiseXor: {
       CExprPtr x = expr(op->args[0]);
       return std::make_unique<BinaryCall>(op, std::move(x), expr(op->args[1]));
+    }
+    case Builtin::KnownRange: {
+      CExprPtr x = expr(op->args[0]), lo = expr(op->args[1]);
+      return std::make_unique<KnownRangeCall>(op, std::move(x), std::move(lo), expr(op->args[2]));
     }
     case Builtin::IfThenElse: {
       CExprPtr c = expr(op->args[0]), t = expr(op->args[1]);

@@ -590,6 +590,8 @@ Scalar Interpreter::eval_call(const CallNode* op) {
       return interp::binary_math(b, op->dtype.element_of(), eval(op->args[0]), eval(op->args[1]), where(op->span));
     case interp::CallFamily::kIntBinary:
       return interp::int_binary(b, op->dtype.element_of(), eval(op->args[0]), eval(op->args[1]), where(op->span));
+    case interp::CallFamily::kKnownRange:
+      return interp::known_range(eval(op->args[0]), eval(op->args[1]), eval(op->args[2]), where(op->span));
     case interp::CallFamily::kIfThenElse:
       // Lazy: only the taken side runs, so it may guard an access that would be
       // out of bounds.

@@ -204,6 +204,13 @@ Scalar binary_math(Builtin op, DataType t, const Scalar& x, const Scalar& y, con
   return make_float(t, float_op(t, x.f, y.f, [](float a, float b) { return static_cast<float>(std::pow(a, b)); }));
 }
 
+Scalar known_range(const Scalar& x, const Scalar& lo, const Scalar& hi, const Span& span) {
+  if (x.i < lo.i || x.i > hi.i)
+    user_error(span, "T.known_range: " + std::to_string(x.i) + " is outside the range [" + std::to_string(lo.i) + ", " +
+                         std::to_string(hi.i) + "] it promises");
+  return x;
+}
+
 Scalar int_binary(Builtin op, DataType t, const Scalar& x, const Scalar& y, const Span& span) {
   const std::string name = builtin_info(op).name;
   if (!t.is_integer()) user_error(span, name + " is only defined on integers, not " + t.str());

@@ -75,6 +75,9 @@ Scalar binary_math(Builtin op, DataType t, const Scalar& x, const Scalar& y, con
 // amount outside [0, bits of t) is a user error at `span` (C leaves it undefined).
 // shift_right is arithmetic for signed types; shift_left wraps.
 Scalar int_binary(Builtin op, DataType t, const Scalar& x, const Scalar& y, const Span& span);
+// known_range(x, lo, hi): x, or a user error at `span` when it lies outside [lo, hi]
+// (the code generators shift by it without a mask).
+Scalar known_range(const Scalar& x, const Scalar& lo, const Scalar& hi, const Span& span);
 
 // The float and double forms of a math builtin of one argument (exp ... abs); false for
 // any other builtin.
@@ -94,6 +97,7 @@ enum class CallFamily {
   kUnaryMath,
   kBinaryMath,
   kIntBinary,
+  kKnownRange,
   kIfThenElse,
   kExtern,
   kCallPacked,

@@ -93,6 +93,18 @@ const int64_t* as_const_int(const Expr& e) {
   return imm ? &imm->value : nullptr;
 }
 
+bool shift_needs_mask(const Expr& amount, int bits) {
+  if (as_const_int(amount)) return false;
+  // A conversion between integer types keeps a value in [0, bits) (bits <= 64).
+  const auto* cast = as<CastNode>(amount);
+  if (cast && cast->dtype.is_integer() && cast->dtype.bits() >= 8 && cast->value->dtype.is_integer())
+    return shift_needs_mask(cast->value, bits);
+  const auto* call = as<CallNode>(amount);
+  if (!call || !call->is(Builtin::KnownRange) || call->args.size() != 3) return true;
+  const int64_t *lo = as_const_int(call->args[1]), *hi = as_const_int(call->args[2]);
+  return !(lo && hi && *lo >= 0 && *hi < bits);
+}
+
 DataType access_dtype(const Buffer& b, int lanes, bool scalable) {
   if (lanes == 1 && !scalable && b->dtype.is_vector()) return b->dtype;
   return scalable ? b->dtype.with_scalable_lanes(lanes) : b->dtype.with_lanes(lanes);

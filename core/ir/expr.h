@@ -206,5 +206,9 @@ Expr Let(Var var, Expr value, Expr body, Span s = {});
 
 // The constant value of an IntImm, if `e` is one.
 const int64_t* as_const_int(const Expr& e);
+// Whether the code generators mask a shift amount into [0, bits): not a constant (the
+// verifier checks those) nor T.known_range with constant bounds within [0, bits) (the
+// interpreter refuses a value outside them).
+bool shift_needs_mask(const Expr& amount, int bits);
 
 }  // namespace mtir

@@ -78,8 +78,8 @@ std::string format_error_message(const std::string& format, const std::vector<in
 // Shifts: shift_right is arithmetic for signed types, logical for unsigned ones. The
 // shift amount must be in [0, bits of the type): a constant outside is a user error
 // (well-formedness), a run-time value outside is a user error in the interpreter and
-// is masked to the low bits by the code generators (C leaves it undefined). Kernels
-// only emit in-range shifts.
+// is masked to the low bits by the code generators (C leaves it undefined), unless
+// shift_needs_mask says otherwise (ir/expr.h). Kernels only emit in-range shifts.
 inline bool is_shift_op(Builtin b) { return b == Builtin::ShiftRight || b == Builtin::ShiftLeft; }
 
 }  // namespace mtir

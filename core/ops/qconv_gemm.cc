@@ -280,6 +280,10 @@ Expr smmlar_requantize(Expr x, Expr multiplier, Expr shift, Expr rounding, bool 
 Expr requantize_channel(const QuantAttrs& q, const Rule& rule, const Buffer& table, int64_t columns, Expr acc, Expr oc,
                         bool zero_point_folded, bool smlal, bool smmlar, const std::function<Expr(int64_t)>& column) {
   auto col = [&](int64_t k) { return column ? column(k) : load(table, {add(mul(oc, ci(columns)), ci(k))}); };
+  // The three-column tables' shift (r - 1, or r for smmlar, with TFLite's right shift r in
+  // [2, 31]) is within [0, 31]: said in the IR, a shift by it needs no mask (one AND less
+  // per channel in C and LLVM); the interpreter checks it.
+  auto shift_col = [&] { return Call(kI32, "known_range", {col(1), ci(0), ci(31)}); };
   if (rule.onnx) {
     OnnxHighWord hw;
     if (table ? columns == 3 : onnx_high_word_form(rule.m, rule.s, &hw)) {
@@ -307,11 +311,11 @@ Expr requantize_channel(const QuantAttrs& q, const Rule& rule, const Buffer& tab
   } else if (columns == 2) {
     y = multiply_by_quantized_multiplier(acc, col(0), col(1));
   } else if (smmlar) {
-    y = smmlar_requantize(acc, col(0), col(1), col(2), !negatives_clamp);  // the table's shifts are at least 2
+    y = smmlar_requantize(acc, col(0), shift_col(), col(2), !negatives_clamp);  // the table's shifts are at least 2
   } else if (smlal) {
-    y = smlal_requantize(acc, col(0), col(1), col(2), negatives_clamp);
+    y = smlal_requantize(acc, col(0), shift_col(), col(2), negatives_clamp);
   } else {
-    y = call("shift_right", {add(corrected_high_word(acc, col(0)), col(2)), col(1)});
+    y = call("shift_right", {add(corrected_high_word(acc, col(0)), col(2)), shift_col()});
   }
   return saturate_int8(y, zero_point_folded ? 0 : q.output_zero_point, q.bounds);
 }

@@ -201,7 +201,10 @@ bool match_multiply_by_quantized_multiplier(const Expr& e, Expr* x, QuantMultipl
 }
 
 Expr multiply_by_quantized_multiplier(Expr x, Expr multiplier, Expr shift) {
-  Expr left = max_(shift, ci(0)), right = max_(sub(ci(0), shift), ci(0));
+  // The shift's range in [-31, 30] (the caller's promise) said in the IR: the shifts by
+  // left and right need no mask (T.known_range, which the interpreter checks).
+  Expr left = Call(kI32, "known_range", {max_(shift, ci(0)), ci(0), ci(30)});
+  Expr right = Call(kI32, "known_range", {max_(sub(ci(0), shift), ci(0)), ci(0), ci(31)});
   Expr scaled = mul(std::move(x), call("shift_left", {ci(1), left}));
   Expr high = saturating_rounding_doubling_high_mul(std::move(scaled), std::move(multiplier), true);
   return rounding_divide_by_pot(std::move(high), std::move(right));

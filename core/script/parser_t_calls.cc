@@ -548,7 +548,9 @@ PExpr Parser::parse_op_call(const Token& t_tok, const Token& fn, const OpInfo& o
       }
       std::string why;
       if (!builtin_args_ok(*op, types, &why)) fail(t_tok, why);
-      return {Call(op->result, name, std::move(es), std::move(attrs), span(t_tok)), false};
+      // T.known_range has its first argument's type (builtins.def's Arg).
+      const DataType result = op->result_rule == OpInfo::Result::kFirstArg && !es.empty() ? es[0]->dtype : op->result;
+      return {Call(result, name, std::move(es), std::move(attrs), span(t_tok)), false};
     }
     case OpInfo::Kind::kCallExtern:
       break;

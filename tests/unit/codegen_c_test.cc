@@ -275,6 +275,28 @@ TEST(CodegenC, PackBytesOfConsecutiveElementsReadsOneWord) {
   EXPECT_NE(c.find("C[2] = mtir_pack_bytes(A[0], A[2], A[1], A[3]);"), std::string::npos) << c;
 }
 
+// A shift by T.known_range with bounds inside [0, bits) (a requantization table's shift)
+// is emitted without the mask a run-time amount gets, also through a conversion; bounds
+// that reach past the type's bits keep it. wasm masks only narrow types' amounts.
+TEST(CodegenC, ShiftByAKnownRangeHasNoMask) {
+  auto kernel = [](const std::string& amount, const char* type) {
+    return parse_module_or_throw(std::string("@T.prim_func\ndef f(A: T.Buffer((4,), \"") + type +
+                                     "\"), S: T.Buffer((4,), \"int32\"), B: T.Buffer((4,), \"" + type +
+                                     "\")):\n    for i in range(4):\n        B[i] = T.shift_right(A[i], " + amount + ")\n",
+                                 "shift.tir");
+  };
+  EXPECT_NE(codegen_c(kernel("S[i]", "int32")).find("(A[i] >> (S[i] & 31))"), std::string::npos);
+  EXPECT_NE(codegen_c(kernel("T.known_range(S[i], 0, 31)", "int32")).find("(A[i] >> S[i])"), std::string::npos)
+      << codegen_c(kernel("T.known_range(S[i], 0, 31)", "int32"));
+  EXPECT_NE(codegen_c(kernel("T.known_range(S[i], 0, 32)", "int32")).find("(A[i] >> (S[i] & 31))"), std::string::npos);
+  EXPECT_NE(codegen_c(kernel("T.known_range(S[i], -1, 31)", "int32")).find("& 31"), std::string::npos);
+  EXPECT_EQ(codegen_c(kernel("T.Cast(\"int8\", T.known_range(S[i], 0, 7))", "int8")).find("& 7"), std::string::npos);
+  const std::string wat_masked = codegen_wat(kernel("T.Cast(\"int8\", S[i])", "int8"), WatOptions{});
+  const std::string wat_known = codegen_wat(kernel("T.Cast(\"int8\", T.known_range(S[i], 0, 7))", "int8"), WatOptions{});
+  EXPECT_NE(wat_masked.find("(i32.const 7))"), std::string::npos) << wat_masked;
+  EXPECT_EQ(wat_known.find("(i32.const 7))"), std::string::npos) << wat_known;
+}
+
 // A file with SMLAD kernels switches off GCC's scheduling before register allocation for
 // GCC on a DSP core without MVE (it spills the 3x2 tile's accumulators), unless the
 // schedule dsp_no_early_scheduling is off; a file without SMLAD is as before.

@@ -160,6 +160,20 @@ TEST(CodegenLlvmGolden, SignOfHighWordIsFrozenOnCortexM) {
   EXPECT_FALSE(has(kernels_of(tir, "llvm"), "freeze")) << kernels_of(tir, "llvm");
 }
 
+// A shift by T.known_range within [0, 32) (a requantization table's shift) is one ashr of
+// the loaded amount; a run-time amount without one is masked first.
+TEST(CodegenLlvmGolden, ShiftByAKnownRangeHasNoMask) {
+  auto tir = [](const std::string& amount) {
+    return "@T.prim_func\ndef f(A: T.Buffer((4,), \"int32\"), S: T.Buffer((4,), \"int32\"), B: T.Buffer((4,), "
+           "\"int32\")):\n    for i in range(4):\n        B[i] = T.shift_right(A[i], " +
+           amount + ")\n";
+  };
+  EXPECT_TRUE(has(kernels_of(tir("S[i]"), "llvm"), ", 31\n")) << kernels_of(tir("S[i]"), "llvm");
+  const std::string known = kernels_of(tir("T.known_range(S[i], 0, 31)"), "llvm");
+  EXPECT_FALSE(has(known, "and i32")) << known;
+  EXPECT_TRUE(has(known, "ashr i32")) << known;
+}
+
 TEST(CodegenLlvmGolden, TargetTripleAndDataLayout) {
   for (const auto& t : llvm_targets()) {
     std::string ll = kernels_of(kScale, "llvm -mtriple=" + t.triple);
@@ -421,10 +435,10 @@ TEST(CodegenLlvmGolden, DspTilesPairLetBoundLoadsAndUnrollTwoSteps) {
   if (llvm_check::available(&why)) llvm_check::expect_compiles(two, "thumbv7em-none-eabihf", "the two-step tile");
 }
 
-// A tile loop of at least 32 SMLADs run an even number of times from four on is unrolled
-// twice on DSP cores without Helium (half the pointer steps, end compares and branches);
-// an odd count, a shorter body, Helium's low-overhead loops and cores without SMLAD tiles
-// keep the loop as it is.
+// A tile loop of at least 32 SMLADs run four times or more is unrolled twice on DSP cores
+// without Helium (half the pointer steps, end compares and branches; an odd count, IC's
+// nine-step tiles, with one step after the loop); fewer steps, a shorter body, Helium's
+// low-overhead loops and cores without SMLAD tiles keep the loop as it is.
 TEST(CodegenLlvmGolden, LongDspTilesAreUnrolledTwice) {
   auto tile = [](int steps, int words) {  // `words` column words a step: words / 2 * 4 SMLADs
     std::string tir =
@@ -449,12 +463,83 @@ TEST(CodegenLlvmGolden, LongDspTilesAreUnrolledTwice) {
   const std::string twice = "!\"llvm.loop.unroll.count\", i32 2}";
   EXPECT_TRUE(has(kernels_of(tile(6, 8), m4), twice)) << kernels_of(tile(6, 8), m4);  // 32 SMLADs
   EXPECT_TRUE(has(kernels_of(tile(4, 16), "llvm -mtriple=thumbv8m.main-none-eabihf -mcpu=cortex-m33"), twice));
-  EXPECT_FALSE(has(kernels_of(tile(5, 8), m4), twice));  // odd
+  EXPECT_TRUE(has(kernels_of(tile(9, 8), m4), twice));  // odd
+  EXPECT_FALSE(has(kernels_of(tile(3, 8), m4), twice));
   EXPECT_FALSE(has(kernels_of(tile(6, 6), m4), twice));  // 24 SMLADs
   EXPECT_FALSE(has(kernels_of(tile(6, 8), "llvm -mtriple=thumbv8.1m.main-none-eabihf -mcpu=cortex-m55"), twice));
   EXPECT_FALSE(has(kernels_of(tile(6, 8), "llvm -mtriple=thumbv7m-none-eabi -mcpu=cortex-m3"), "llvm.loop.unroll"));
   std::string why;
   if (llvm_check::available(&why)) llvm_check::expect_compiles(kernels_of(tile(6, 8), m4), "thumbv7em-none-eabihf", "tile");
+}
+
+// An im2col gather over one pixel's window (loops of at most three steps over the taps,
+// each tap copied or, past the border, filled with the padding value, into the function's
+// own column) is fully unrolled on Arm DSP cores, up to nine taps: O2 unrolls a three-step
+// loop by two with an exit in the middle. A gather whose border path loads (the first
+// layer's staged taps), one without a border test (a pointwise layer's pixels), longer
+// loops, the loop over three pixels' windows (27 taps) and cores without SMLAD keep theirs.
+TEST(CodegenLlvmGolden, PaddedWindowGathersAreUnrolledOnDspCores) {
+  // `pixels` windows of taps x taps, two words a tap.
+  auto gather = [](int taps, const std::string& padding, int pixels = 1) {
+    const std::string n = std::to_string(taps), words = std::to_string(pixels * taps * taps * 2);
+    const std::string in = pixels > 1 ? "    " : "", at = pixels > 1 ? "(pg * " + n + " + rh) * " + n + " + rw" : "rh * " + n + " + rw";
+    return "@T.prim_func\n"
+           "def gather(D: T.Buffer((64,), \"int32\"), Out: T.Buffer((" + words + ",), \"int32\"), x: T.int32):\n"
+           "    col = T.alloc_buffer((" + words + ",), \"int32\", scope=\"local\")\n" +
+           (pixels > 1 ? "    for pg in range(" + std::to_string(pixels) + "):\n" : "") +
+           in + "    for rh in range(" + n + "):\n" +
+           in + "        for rw in range(" + n + "):\n" +
+           in + "            if x + rw >= 1:\n" +
+           in + "                col[(" + at + ") * 2] = T.sxtb16(D[rh * 8 + rw])\n" +
+           in + "                col[(" + at + ") * 2 + 1] = T.sxtb16_ror8(D[rh * 8 + rw])\n" +
+           in + "            else:\n" +
+           in + "                for pe in range(2):\n" +
+           in + "                    col[(" + at + ") * 2 + pe] = " + padding + "\n" +
+           "    for i in range(" + words + "):\n"
+           "        Out[i] = col[i]\n";
+  };
+  const std::string m4 = "llvm -mtriple=thumbv7em-none-eabihf -mcpu=cortex-m4", full = "!{!\"llvm.loop.unroll.full\"}";
+  const std::string padded = kernels_of(gather(3, "-8323200"), m4);
+  EXPECT_EQ(count(padded, full), 2u) << padded;  // rh and rw; not the fill or the copy-out loop
+  EXPECT_EQ(count(kernels_of(gather(3, "-8323200"), "llvm -mtriple=thumbv8m.main-none-eabihf -mcpu=cortex-m33"), full), 2u);
+  const std::string three = kernels_of(gather(3, "-8323200", 3), m4);
+  EXPECT_EQ(count(three, full), 2u) << three;  // each window's rh and rw, not pg (27 taps)
+  EXPECT_FALSE(has(kernels_of(gather(3, "D[pe]"), m4), "llvm.loop.unroll"));  // the border path loads
+  EXPECT_FALSE(has(kernels_of(gather(4, "-8323200"), m4), "llvm.loop.unroll"));
+  EXPECT_FALSE(has(kernels_of(gather(3, "-8323200"), "llvm -mtriple=thumbv7m-none-eabi -mcpu=cortex-m3"), "llvm.loop.unroll"));
+  const std::string straight =
+      "@T.prim_func\n"
+      "def pixels(D: T.Buffer((8,), \"int32\"), Out: T.Buffer((6,), \"int32\")):\n"
+      "    col = T.alloc_buffer((6,), \"int32\", scope=\"local\")\n"
+      "    for pg in range(3):\n"
+      "        col[pg * 2] = T.sxtb16(D[pg])\n"
+      "        col[pg * 2 + 1] = T.sxtb16_ror8(D[pg])\n"
+      "    for i in range(6):\n"
+      "        Out[i] = col[i]\n";
+  EXPECT_FALSE(has(kernels_of(straight, m4), "llvm.loop.unroll"));
+  std::string why;
+  if (llvm_check::available(&why)) llvm_check::expect_compiles(padded, "thumbv7em-none-eabihf", "the padded gather");
+}
+
+// word_pair(A[i], A[i + 1]) is one `load volatile i64` (LDRD) on Arm DSP cores, as the C
+// backend loads it: as two plain loads, LICM hoisted short1x1's column words out of the
+// channel loop and the allocator spilled them (VWW's K=32 1x1 layers: 48 LDRs from stack
+// slots a channel pair against 24 LDRDs). Other operands and other cores keep two loads.
+TEST(CodegenLlvmGolden, AdjacentWordPairsAreOneLoadOnDspCores) {
+  auto pair = [](const std::string& second) {
+    return "@T.prim_func\n"
+           "def pairs(C: T.Buffer((8,), \"int32\"), W: T.Buffer((8,), \"int32\"), Out: T.Buffer((4,), \"int32\")):\n"
+           "    for ob in range(4):\n"
+           "        p: T.int64 = T.word_pair(C[2], C[" + second + "])\n"
+           "        Out[ob] = T.smlad(T.Cast(\"int32\", p), W[ob], T.Cast(\"int32\", T.shift_right(p, T.int64(32))))\n";
+  };
+  const std::string m4 = "llvm -mtriple=thumbv7em-none-eabihf -mcpu=cortex-m4";
+  const std::string adjacent = kernels_of(pair("3"), m4);
+  EXPECT_EQ(count(adjacent, "= load volatile i64, i64* "), 1u) << adjacent;
+  EXPECT_FALSE(has(kernels_of(pair("4"), m4), "volatile"));
+  EXPECT_FALSE(has(kernels_of(pair("3"), "llvm -mtriple=thumbv7m-none-eabi -mcpu=cortex-m3"), "volatile"));
+  std::string why;
+  if (llvm_check::available(&why)) llvm_check::expect_compiles(adjacent, "thumbv7em-none-eabihf", "the word pair");
 }
 
 // Helium through its intrinsics: T.vmladava on 16 int8 lanes is one VMLADAVA.S8 (as widened

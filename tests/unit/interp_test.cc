@@ -315,6 +315,31 @@ TEST(Interp, ShiftAmountOutOfRangeIsAnErrorAtTheExpression) {
   EXPECT_NE(f.message.find("shift_left by 8 is out of range [0, 8) for int8"), std::string::npos) << f.message;
 }
 
+// T.known_range(x, lo, hi) is x, and a value outside the range it promises is an error at
+// the call (the code generators shift by it without a mask), in both interpreter forms.
+TEST(Interp, KnownRangeIsItsValueAndRefusesOneOutside) {
+  for (bool walk : {false, true}) {
+    InterpOptions options;
+    options.tree_walk = walk;
+    for (int64_t v : {0, 17, 31}) {
+      ScalarProbe probe;
+      Var y = MakeVar("y", kI32);
+      probe.scalars.push_back({y, v});
+      EXPECT_EQ(probe.run(Call(kI32, "known_range", {y, i32(0), i32(31)}), options).get_int(0), v);
+    }
+    for (int64_t v : {-1, 32}) {
+      ScalarProbe probe;
+      Var y = MakeVar("y", kI32);
+      probe.scalars.push_back({y, v});
+      Failure f = failure_of([&] { probe.run(Call(kI32, "known_range", {y, i32(0), i32(31)}, {}, at(6)), options); });
+      EXPECT_NE(f.message.find("T.known_range: " + std::to_string(v) + " is outside the range [0, 31] it promises"),
+                std::string::npos)
+          << f.message;
+      EXPECT_EQ(f.line, 6);
+    }
+  }
+}
+
 // ---- float semantics --------------------------------------------------------------------
 
 TEST(Interp, FloatSpecials) {

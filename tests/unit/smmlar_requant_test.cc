@@ -17,23 +17,26 @@ using namespace qconv_cases;
 const auto* const kBackends =
     ::testing::AddGlobalTestEnvironment(new backend_cases::Environment({"smmlar_requant", {"c -unpacked-api=1"}, true, 0}));
 
-// The prepared one-node graph's schedule and how many smmlar calls its kernels make.
+// The prepared one-node graph's schedule, how many smmlar calls its kernels make, and
+// how many of their shifts the code generators mask (shift_needs_mask).
 struct Prepared {
   json sched;
   int smmlar_calls = 0;
+  int masked_shifts = 0;
 };
 Prepared prepare(const Case& k, const ScheduleOptions& o) {
   Graph p = prepare_quantized(zero_weight_graph(k, "s", true), o);
   struct Count : Visitor {
-    int n = 0;
+    int n = 0, masked = 0;
     void visit_Call(const CallNode* op) override {
       n += op->op == "smmlar";
+      masked += op->builtin && is_shift_op(*op->builtin) && shift_needs_mask(op->args.at(1), op->dtype.bits());
       Visitor::visit_Call(op);
     }
   } count;
   AotModule aot = build_aot(p);
   for (const auto& [name, f] : aot.module.functions) count.visit(f->body);
-  return {p.nodes[0].attrs["schedule"], count.n};
+  return {p.nodes[0].attrs["schedule"], count.n, count.masked};
 }
 
 json per_tensor(double output_scale, json extra) {
@@ -132,7 +135,8 @@ TEST(SmmlarRequant, PerTensorConvolutionsBitExact) {
 }
 
 // Per-channel tables without a ReLU take the SMMLAR form too (with the sign correction),
-// as IC's strided 1x1 shortcuts do; with it off they keep smlal_requant's.
+// as IC's strided 1x1 shortcuts do; with it off they keep smlal_requant's. Either way the
+// table's shift is T.known_range, so C shifts by it without a mask.
 TEST(SmmlarRequant, PerChannelWithoutReluBitExact) {
   const json scales = {0.01, 0.02, 0.015, 0.03, 0.012, 0.0015, 0.001, 0.025};
   const Case cases[] = {{"qconv2d", {1, 6, 6, 16}, {8, 1, 1, 16}, quant({{"strides", {2, 2}}}, scales)},
@@ -150,6 +154,7 @@ TEST(SmmlarRequant, PerChannelWithoutReluBitExact) {
       EXPECT_TRUE(p.sched["smlal_requant"].get<bool>());
       EXPECT_EQ(p.sched["smmlar_requant"].get<bool>(), on);
       EXPECT_EQ(p.smmlar_calls > 0, on);
+      EXPECT_EQ(p.masked_shifts, 0);
     }
 }
 

@@ -38,8 +38,8 @@ class BuiltinEmitter {
   // Shifts and bitwise operators. Narrow types compute in int and convert back. A
   // left shift goes through the unsigned type (shifting a negative value is undefined
   // in C); a signed right shift relies on the compiler's arithmetic shift (gcc and
-  // clang define it so). A non-constant shift amount is masked into [0, bits): the
-  // interpreter refuses one outside, C would leave it undefined.
+  // clang define it so). A shift amount is masked into [0, bits) where shift_needs_mask:
+  // the interpreter refuses one outside, C would leave it undefined.
   std::string int_binary(const CallNode* op) {
     DataType t = op->dtype;
     if (!t.is_integer()) user_error(op->span, "intrinsic '" + op->op + "' needs integer operands, not " + t.str());
@@ -50,7 +50,7 @@ class BuiltinEmitter {
     if (!is_shift_op(*op->builtin)) {
       r = "(" + a + (op->is(Builtin::BitwiseAnd) ? " & " : op->is(Builtin::BitwiseOr) ? " | " : " ^ ") + b + ")";
     } else {
-      if (!as_const_int(op->args[1])) b = "(" + b + " & " + std::to_string(t.bits() - 1) + ")";
+      if (shift_needs_mask(op->args[1], t.bits())) b = "(" + b + " & " + std::to_string(t.bits() - 1) + ")";
       if (shift_left) {
         std::string ut = t.bits() <= 32 ? "uint32_t" : "uint64_t";
         r = "((" + ut + ")" + a + " << " + b + ")";
@@ -111,6 +111,7 @@ class BuiltinEmitter {
       case Builtin::BitwiseAnd:
       case Builtin::BitwiseOr:
       case Builtin::BitwiseXor: return int_binary(op);
+      case Builtin::KnownRange: return arg(0);  // a fact for the shifts (int_binary), no code
       case Builtin::IfThenElse: return "(" + arg(0) + " ? " + arg(1) + " : " + arg(2) + ")";
       case Builtin::CallExtern: return extern_call(op);
       case Builtin::TvmArgTypeCode: return "((int32_t*)" + arg(0) + ")[" + arg(1) + "]";

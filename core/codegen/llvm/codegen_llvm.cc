@@ -263,8 +263,8 @@ Val FunctionEmitter::call_expr(const CallNode* c) {
     case Builtin::ShiftRight:
     case Builtin::ShiftLeft:
     case Builtin::BitwiseAnd:
-    case Builtin::BitwiseOr:
-    case Builtin::BitwiseXor: return int_binary(c);
+    case Builtin::BitwiseOr: case Builtin::BitwiseXor: return int_binary(c);
+    case Builtin::KnownRange: return expr(c->args.at(0));  // a fact for the shifts (int_binary), no code
     case Builtin::IfThenElse: return if_then_else(c);
     case Builtin::CallExtern: return extern_call(c);
     case Builtin::TvmArgTypeCode: return load_ty("i32", array_elem(arg(0), "i32", arg(1)), 4);
@@ -733,6 +733,48 @@ void FunctionEmitter::emit_evaluate(const EvaluateNode* op, const Stmt& s) {
   profiled(op->value);
 }
 
+int FunctionEmitter::padded_window_gather(const Stmt& body) const {
+  struct Loads : Visitor {
+    bool any = false;
+    void visit_BufferLoad(const BufferLoadNode*) override { any = true; }
+  };
+  struct Gather : Visitor {
+    const std::set<const VarNode*>* own;
+    bool ok = true, padded = false;
+    // Copies of the tap, as the loops of at most three steps around its test repeat it.
+    int copies = 1, most = 1, in_tap = 0;
+    void visit_For(const ForNode* op) override {
+      const int64_t* n = as_const_int(op->extent);
+      const int outer = copies;
+      if (n && *n >= 1 && *n <= 3 && in_tap == 0) copies *= static_cast<int>(*n);
+      most = std::max(most, copies);
+      Visitor::visit_For(op);
+      copies = outer;
+    }
+    void visit_BufferStore(const BufferStoreNode* op) override {
+      ok = ok && own->count(op->buffer->data.get());
+      Visitor::visit_BufferStore(op);
+    }
+    void visit_Call(const CallNode* op) override {
+      ok = ok && is_pure(op->builtin) && !op->is(Builtin::Smlad);
+      Visitor::visit_Call(op);
+    }
+    // A tap's border test: copy the tap, or write the padding value (no load).
+    void visit_IfThenElse(const IfThenElseNode* op) override {
+      Loads else_loads;
+      if (op->else_case) else_loads.visit(op->else_case);
+      padded = padded || (op->else_case && !else_loads.any);
+      ok = ok && !else_loads.any;
+      ++in_tap;
+      Visitor::visit_IfThenElse(op);
+      --in_tap;
+    }
+  } gather;
+  gather.own = &local_allocations_;
+  gather.visit(body);
+  return ms_->arm_dsp && gather.ok && gather.padded ? gather.most : 0;
+}
+
 void FunctionEmitter::emit_for(const ForNode* node) {
   DataType t = node->loop_var->dtype;
   std::string ty = ll_type(t, node->span);
@@ -767,14 +809,21 @@ void FunctionEmitter::emit_for(const ForNode* node) {
   // paired-load tile run twice: O2 turns its index into a phi of two constants, which loop
   // strength reduction cannot step, so each step recomputes its addresses (AD's first
   // layer: 91 instructions a step against GCC's 84); unrolled, the addresses are constant
-  // offsets of one base. A tile of at least 32 SMLADs run an even number of times from
-  // four on is unrolled twice on DSP cores without Helium's low-overhead loops: half the
-  // pointer steps, end compares and branches (IC 14,956,235 -> 14,685,559 instructions,
-  // VWW 10,684,823 -> 10,615,459, AD 387,316 -> 381,653; IC's code +4.2 KB). Shorter
-  // bodies gain nothing (KWS's first layer, 30 SMLADs: +3,664).
+  // offsets of one base. A tile of at least 32 SMLADs run four times or more is unrolled
+  // twice on DSP cores without Helium's low-overhead loops: half the pointer steps, end
+  // compares and branches (IC 14,956,235 -> 14,685,559 instructions, VWW 10,684,823 ->
+  // 10,615,459, AD 387,316 -> 381,653; IC's code +4.2 KB); an odd count adds one step after
+  // the loop (IC's nine-step tiles: 14,049,106 -> 13,932,069, code +2.3 KB). Shorter
+  // bodies gain nothing (KWS's first layer, 30 SMLADs: +3,664). An im2col gather over one
+  // pixel's 3x3 window with a border test per tap is unrolled whole (nine taps): O2 unrolls
+  // each three-step loop by two with an exit in the middle, and in the 3x2-tile functions
+  // PBQP keeps the nest's counters in stack slots (IC 14,612,688 -> 14,049,106, code +14.6
+  // KB; the three pixels' 27 taps too: 13,986,190, +36.6 KB).
   const int64_t* extent = as_const_int(node->extent);
-  const bool unroll = node->for_kind == ForKind::kUnrolled || (tile && extent && *extent == 2);
-  const bool unroll_twice = !unroll && tile && extent && *extent >= 4 && *extent % 2 == 0 &&
+  const int gather_taps = extent && *extent <= 3 ? padded_window_gather(node->body) : 0;
+  const bool unroll = node->for_kind == ForKind::kUnrolled || (tile && extent && *extent == 2) ||
+                      (gather_taps > 0 && *extent * gather_taps <= 9);
+  const bool unroll_twice = !unroll && tile && extent && *extent >= 4 &&
                             smlad_count(node->body) >= 32 && ms_->target->features.find("+mve") == std::string::npos;
   if (unroll || node->for_kind == ForKind::kVectorized) {
     inst("br label %" + head + ", !llvm.loop " +

@@ -301,6 +301,9 @@ class FunctionEmitter {
   bool plan_paired_loads(const Stmt& region);
   bool straight_line_words(const Stmt& s, WordLoads& found) const;
   std::optional<Val> paired_load(const BufferLoadNode* l);
+  // word_pair(A[i], A[i + 1]) of int32 words on Arm DSP cores: one `load volatile i64`
+  // (LDRD), as the C backend loads it; nullopt for other operands.
+  std::optional<Val> adjacent_word_pair(const CallNode* c);
   struct PairedLoad {
     std::vector<const BufferLoadNode*> lo_loads, hi_loads;  // the loads of the lower and the upper word
     Expr index;                                             // of the lower word, as base + constant
@@ -314,6 +317,11 @@ class FunctionEmitter {
   void emit(const Stmt& s);
 
   void emit_for(const ForNode* node);
+  // On Arm DSP cores, when `body` only writes this function's own allocations, multiplies
+  // nothing (SMLAD) and tests a border (each tap copied or filled with the padding value,
+  // no load: an im2col gather filling a tile's columns): how many times its loops of at
+  // most three steps repeat the tap (1 without such loops). Else 0.
+  int padded_window_gather(const Stmt& body) const;
   void emit_if(const IfThenElseNode* op);
   void emit_while(const WhileNode* op);
   void emit_evaluate(const EvaluateNode* op, const Stmt& s);

@@ -17,6 +17,7 @@ Val FunctionEmitter::intrinsic(const std::string& name, const std::string& ty, c
 }
 
 Val FunctionEmitter::word_pair(const CallNode* c) {
+  if (std::optional<Val> both = adjacent_word_pair(c)) return *both;
   auto wide = [&](const Expr& e) { return op("i64", "zext i32 " + expr(e).v + " to i64"); };
   Val lo = wide(c->args.at(0));
   Val hi = op("i64", "shl i64 " + wide(c->args.at(1)).v + ", 32");
@@ -210,7 +211,7 @@ Val FunctionEmitter::int_binary(const CallNode* c) {
   if (c->is(Builtin::BitwiseAnd)) return op(a.ty, "and " + a.typed() + ", " + b.v);
   if (c->is(Builtin::BitwiseOr)) return op(a.ty, "or " + a.typed() + ", " + b.v);
   if (c->is(Builtin::BitwiseXor)) return op(a.ty, "xor " + a.typed() + ", " + b.v);
-  if (!as_const_int(c->args[1])) {
+  if (shift_needs_mask(c->args[1], t.bits())) {
     const Val mask{ll_type(t.element_of(), c->span), std::to_string(t.bits() - 1)};
     b = op(b.ty, "and " + b.typed() + ", " + (t.is_vector() ? splat(mask, t.lanes()) : mask).v);
   }

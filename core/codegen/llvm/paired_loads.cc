@@ -174,6 +174,23 @@ bool FunctionEmitter::plan_paired_loads(const Stmt& region) {
   return !paired_loads_.empty();
 }
 
+std::optional<Val> FunctionEmitter::adjacent_word_pair(const CallNode* c) {
+  const auto* lo = as<BufferLoadNode>(c->args.at(0));
+  const auto* hi = as<BufferLoadNode>(c->args.at(1));
+  auto word = [](const BufferLoadNode* l) {
+    const DataType t = l->buffer->dtype;
+    return !l->dtype.is_vector() && t.is_integer() && t.bits() == 32 && l->dtype == t && l->indices.size() == 1;
+  };
+  if (!ms_->arm_dsp || !lo || !hi || lo->buffer->data.get() != hi->buffer->data.get() || !word(lo) || !word(hi))
+    return std::nullopt;
+  auto [lo_base, lo_offset] = split_offset(lo->indices[0]);
+  auto [hi_base, hi_offset] = split_offset(hi->indices[0]);
+  if (!same_base(lo_base, hi_base) || hi_offset != lo_offset + 1) return std::nullopt;
+  Val at = elem_ptr(lo->buffer, {lo->indices[0]}, lo->span);
+  Val wide = op("i64*", "bitcast " + at.typed() + " to i64*");
+  return op("i64", "load volatile i64, " + wide.typed() + ", align 4");
+}
+
 std::optional<Val> FunctionEmitter::paired_load(const BufferLoadNode* l) {
   for (PairedLoad& p : paired_loads_) {
     const bool is_lo = std::count(p.lo_loads.begin(), p.lo_loads.end(), l) > 0;

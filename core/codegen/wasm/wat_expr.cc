@@ -111,7 +111,7 @@ WVal FunctionEmitter::int_binary(const CallNode* c) {
     return {a.ty, "(" + a.ty + inst + a.code + " " + b.code + ")"};
   }
   std::string amount = b.code;
-  if (t.bits() < 32 && !as_const_int(c->args[1]))
+  if (t.bits() < 32 && shift_needs_mask(c->args[1], t.bits()))
     amount = "(i32.and " + amount + " (i32.const " + std::to_string(t.bits() - 1) + "))";
   if (c->is(Builtin::ShiftLeft)) return {a.ty, normalize("(" + a.ty + ".shl " + a.code + " " + amount + ")", t)};
   return {a.ty, "(" + a.ty + ".shr" + sign_suffix(t) + " " + a.code + " " + amount + ")"};
@@ -244,8 +244,8 @@ WVal FunctionEmitter::call_expr(const CallNode* c) {
     case Builtin::ShiftRight:
     case Builtin::ShiftLeft:
     case Builtin::BitwiseAnd:
-    case Builtin::BitwiseOr:
-    case Builtin::BitwiseXor: return int_binary(c);
+    case Builtin::BitwiseOr: case Builtin::BitwiseXor: return int_binary(c);
+    case Builtin::KnownRange: return expr(c->args.at(0));  // a fact for the shifts (int_binary), no code
     case Builtin::IfThenElse: {
       WVal cond = expr(c->args.at(0));
       WVal t = conditional_expr(c->args.at(1)), f = conditional_expr(c->args.at(2));
