@@ -302,6 +302,33 @@ void pack_smlad_weights(Graph& g, GraphNode& node, const ScheduleOptions& opts, 
   sched["pair_loads"] = opts.pair_loads && (!conv || (word_gather && !sxtb16));
 }
 
+// pair_records: a short_pairs convolution's bias, weight and three-column table become one
+// input of a record per channel pair (ops/schedules.h), so the kernel's channel loop
+// steps one pointer where it held three and the loop counter (GCC spilled them all).
+void pack_pair_records(Graph& g, const GraphNode& node, const ScheduleOptions& opts, int64_t channels, int64_t k,
+                       std::vector<std::string>& inputs, json& sched, std::set<std::string>& maybe_unused) {
+  const bool short_conv = node.op == "qconv2d" && sched["pair_loads"].get<bool>() && sched["word_gather"].get<bool>() &&
+                          !sched["sxtb16"].get<bool>() && sched["interleave"].get<bool>() &&
+                          sched["smmlar_requant"].get<bool>() && !sched["mve"].get<bool>();
+  if (!opts.pair_records || !short_conv || k > kShortPairsMaxReduction || channels % 2 || inputs.size() != 4) return;
+  const NDArray &w = g.constants.at(inputs[1]), &bias = g.constants.at(inputs[2]), &table = g.constants.at(inputs[3]);
+  if (bias.shape != std::vector<int64_t>{channels} || table.shape != std::vector<int64_t>{channels, kRecordTableColumns})
+    return;
+  const int64_t words = w.shape.at(1), record = pair_record_words(words);
+  NDArray records = NDArray::zeros(kI32, {channels / 2, record});
+  for (int64_t b = 0; b < channels / 2; ++b) {
+    int64_t at = b * record;
+    for (int64_t c = 0; c < 2; ++c) records.set_int(at++, bias.get_int(2 * b + c));
+    for (int64_t j = 0; j < 2 * words; ++j) records.set_int(at++, w.get_int(2 * b * words + j));
+    for (int64_t j = 0; j < 2 * kRecordTableColumns; ++j) records.set_int(at++, table.get_int(2 * b * kRecordTableColumns + j));
+  }
+  std::string name = fresh_name(g, node.name + "__pair_records");
+  g.constants[name] = std::move(records);
+  maybe_unused.insert(inputs.begin() + 1, inputs.end());
+  inputs = {inputs[0], name};
+  sched["pair_records"] = true;
+}
+
 // The schedules a node of `op` can take; the rest are recorded as off.
 void prepare_matmul_node(Graph& g, GraphNode& node, const ScheduleOptions& opts, std::set<std::string>& maybe_unused) {
   const bool conv = node.op == "qconv2d";
@@ -330,7 +357,8 @@ void prepare_matmul_node(Graph& g, GraphNode& node, const ScheduleOptions& opts,
                 {"rolled_leftovers", opts.block && opts.rolled_leftovers},
                 {"mve_depthwise_padded", false},
                 {"word_gather", false},
-                {"pair_loads", false}};
+                {"pair_loads", false},
+                {"pair_records", false}};
   auto wit = g.constants.find(node.inputs.size() > 1 ? node.inputs[1] : "");
   const bool const_weight = wit != g.constants.end() && wit->second.dtype == kI8;
   const int64_t channels = nchw ? node.type.shape.at(1) : node.type.shape.back();
@@ -360,6 +388,7 @@ void prepare_matmul_node(Graph& g, GraphNode& node, const ScheduleOptions& opts,
   else if (extra.empty() && const_weight && opts.smmlar_requant && !sched["mve"].get<bool>())
     sched["smmlar_requant"] = smmlar_per_tensor(g, node, inputs, channels, k);
   inputs.insert(inputs.end(), extra.begin(), extra.end());
+  pack_pair_records(g, node, opts, channels, k, inputs, sched, maybe_unused);
   node.inputs = inputs;
   node.attrs["schedule"] = sched;
 }

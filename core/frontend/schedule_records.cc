@@ -215,6 +215,10 @@ std::vector<std::string> applicable_schedules(const Graph& g, const GraphNode& n
   // target without sxtb16 makes (with it the weights stay int8 and the knob changes
   // nothing), and a word-gathered convolution with int16 weights (short_pairs' too).
   add("pair_loads", (smlad && !target.sxtb16 && !conv && shape.size() == 2 && shape[0] == 1) || int16_words);
+  // prepare_quantized's pack_pair_records: a short int16-word convolution's per-channel
+  // table and bias with its weights, a record per channel pair.
+  add("pair_records", int16_words && pc && k <= kShortPairsMaxReduction && channels % 2 == 0 && target.block &&
+                          target.interleave && target.smlal_requant && target.smmlar_requant);
   return out;
 }
 

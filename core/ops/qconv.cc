@@ -141,6 +141,14 @@ QConv qconv_params(const std::vector<TensorType>& in, const json& attrs) {
   if (p.nchw && !p.rule.onnx) fail(op, "layout \"NCHW\" needs requant \"onnx\"");
   check_data(op, in, p.rule, p.q);
   p.inputs = classify_inputs(op, in, p.o);
+  // pair_records: the bias and the three-column table travel in the weight's records.
+  if (p.sched.pair_records) {
+    if (in.size() != 2 || p.o % 2)
+      fail(op, "schedule 'pair_records' takes the data and the pair records only, for an even number of output "
+               "channels, got " + std::to_string(in.size()) + " inputs and " + std::to_string(p.o) + " channels");
+    p.inputs.bias = p.inputs.table = p.inputs.records = true;
+    p.inputs.table_columns = kRecordTableColumns;
+  }
   auto strides = r.get_ints("strides", 2, 1, "positive integers", std::vector<int64_t>{1, 1});
   auto padding = r.get_ints("padding", 4, 0, "non-negative integers", std::vector<int64_t>{0, 0, 0, 0});
   auto dilation = r.get_ints("dilation", 2, 1, "positive integers", std::vector<int64_t>{1, 1});
@@ -326,7 +334,8 @@ Stmt gemm_conv(const QConv& p, const QParams& b) {
   const int64_t k = p.k();
   Gemm g;
   g.rows = p.oh * p.ow, g.cols = p.o, g.k = k, g.q = &p.q, g.rule = &p.rule, g.sched = &p.sched;
-  g.weight = flat_view(weight, p.o * p.sched.weight_words(k));
+  g.record_words = p.sched.pair_records ? pair_record_words(p.sched.weight_words(k)) : 0;
+  g.weight = flat_view(weight, g.record_words ? p.o / 2 * g.record_words : p.o * p.sched.weight_words(k));
   g.bias = bias;
   g.table = table ? flat_view(table, p.o * p.inputs.table_columns) : nullptr;
   g.table_columns = p.inputs.table_columns;

@@ -124,6 +124,8 @@ Schedule read_schedule(const std::string& op, const AttrReader& r) {
       s.word_gather = on;
     else if (key == "pair_loads")
       s.pair_loads = on;
+    else if (key == "pair_records")
+      s.pair_records = on;
     else if (key != "hoist")
       fail(op, "unknown schedule '" + key + "' (known: " + schedule_names() + ")");
   }
@@ -135,8 +137,8 @@ QParams declare_params(FuncBuilder& fb, const std::vector<TensorType>& in, const
   QParams b;
   b.data = fb.param("data", in[0].shape, in[0].dtype);
   b.weight = fb.param("weight", in[1].shape, in[1].dtype);
-  if (q.bias) b.bias = fb.param("bias", {out_channels}, kI32);
-  if (q.table) b.table = fb.param("requant", {out_channels, q.table_columns}, kI32);
+  if (q.bias && !q.records) b.bias = fb.param("bias", {out_channels}, kI32);
+  if (q.table && !q.records) b.table = fb.param("requant", {out_channels, q.table_columns}, kI32);
   b.out = fb.param("out", out.shape, out.dtype);
   return b;
 }
@@ -205,6 +207,16 @@ void check_packing(const std::string& op, const Schedule& s, const QInputs& q, c
     fail(op,
          "schedule 'smmlar_requant' on a requant table needs schedule 'smlal_requant' (and the table prepare_quantized "
          "builds for it)");
+  if (s.pair_records && !(op == "qconv2d" && s.pair_loads && s.word_gather && s.interleave && s.smmlar_requant &&
+                          !s.sxtb16 && !s.mve && q.records))
+    fail(op, "schedule 'pair_records' applies to qconv2d under pair_loads, word_gather, interleave and smmlar_requant "
+             "without sxtb16, its weight input the records prepare_quantized builds (and no bias or table input)");
+  if (s.pair_records) {
+    const std::vector<int64_t> want = {rows / 2, pair_record_words(s.weight_words(k))};
+    if (shape != want)
+      fail(op, "the pair records must have shape " + shape_str(want) + ", got " + shape_str(shape));
+    return;
+  }
   if (q.packed && shape != std::vector<int64_t>{rows, s.weight_words(k)})
     fail(op, "the packed weight must have shape (" + std::to_string(rows) + ", " + std::to_string(s.weight_words(k)) +
                  "), got " + shape_str(shape));
@@ -374,7 +386,8 @@ struct Tile {
   // Weight word `kg` of tile channel c. Interleaved: a whole pair (nc == 2, oc0 even)
   // alternates word by word; the odd last channel (nc == 1) keeps its own row.
   Expr weight(int64_t c, Expr kg) const {
-    return g.sched->interleave && nc == 2 ? load(g.weight, {add(add(mul(oc0, ci(ww)), mul(kg, ci(2))), ci(c))})
+    Expr pair = g.record_words ? add(mul(oc0, ci(g.record_words / 2)), ci(kRecordBiasWords)) : mul(oc0, ci(ww));
+    return g.sched->interleave && nc == 2 ? load(g.weight, {add(add(pair, mul(kg, ci(2))), ci(c))})
                                           : load(g.weight, {add(mul(add(oc0, ci(c)), ci(ww)), kg)});
   }
   Expr sum(int64_t p, int64_t c) const { return load(acc, {ci(p * nc + c)}); }
@@ -509,32 +522,36 @@ constexpr int64_t kTableHeadReduction = 16;
 
 std::vector<Stmt> tile_outputs(const Tile& t, const Part& part) {
   const Gemm& g = t.g;
+  // pair_records: the table columns lie in the records (and come through `column`).
+  const Buffer& table = g.record_words ? g.weight : g.table;
   auto output = [&](int64_t p, int64_t c, const std::function<Expr(int64_t)>& column) {
     Expr oc = add(t.oc0, ci(c));
     if (part.carry) return store(part.carry, t.sum(p, c), {sub(oc, part.carry0)});
-    Expr v = requantize_channel(*g.q, *g.rule, g.table, g.table_columns, t.sum(p, c), oc,
+    Expr v = requantize_channel(*g.q, *g.rule, table, g.table_columns, t.sum(p, c), oc,
                                 g.sched->fold_output_zero_point, g.sched->smlal_requant, g.sched->smmlar_requant, column);
     // The tile's outputs at constant offsets from its first pixel's: one pointer.
     if (t.pairs && g.out_flat) return store(g.out_flat, v, {add(add(g.out_start(t.rows[0]), ci(p * g.cols)), oc)});
     return g.store(t.rows[p], oc, v);
   };
   std::vector<Stmt> out;
-  if (!(t.pairs && g.table && g.table_columns == 3 && !part.carry)) {
+  if (!(t.pairs && table && g.table_columns == 3 && !part.carry)) {
+    if (g.record_words) fail("qconv2d", "schedule 'pair_records' needs the paired 3x2 tile (internal)");
     for (int64_t p = 0; p < t.np(); ++p)
       for (int64_t c = 0; c < t.nc; ++c) out.push_back(output(p, c, nullptr));
     return out;
   }
   const DataType i64 = DataType::Int(64);
   for (int64_t c = 0; c < t.nc; ++c) {
-    Expr first = mul(add(t.oc0, ci(c)), ci(3));
+    Expr first = g.record_words ? add(mul(t.oc0, ci(g.record_words / 2)), ci(kRecordBiasWords + 2 * t.ww + 3 * c))
+                                : mul(add(t.oc0, ci(c)), ci(3));
     const bool with_head = part.k >= kTableHeadReduction;
     Var head = MakeVar("head", i64), tail = MakeVar("tail", i64), lead = ivar("lead"), second = ivar("second"),
         third = ivar("third");
     auto column = [&](int64_t k) -> Expr {
-      return k == 0 ? (with_head ? Expr(lead) : load(g.table, {first})) : k == 1 ? Expr(second) : Expr(third);
+      return k == 0 ? (with_head ? Expr(lead) : load(table, {first})) : k == 1 ? Expr(second) : Expr(third);
     };
     auto pair = [&](int64_t k) {
-      return Call(i64, "word_pair", {load(g.table, {add(first, ci(k))}), load(g.table, {add(first, ci(k + 1))})});
+      return Call(i64, "word_pair", {load(table, {add(first, ci(k))}), load(table, {add(first, ci(k + 1))})});
     };
     std::vector<Stmt> s;
     for (int64_t p = 0; p < t.np(); ++p) s.push_back(output(p, c, column));
@@ -562,7 +579,10 @@ Stmt gemm_tile(const Gemm& g, const Buffer& col, const std::vector<Expr>& rows, 
   for (int64_t p = 0; p < np; ++p)
     for (int64_t c = 0; c < nc; ++c) {
       Expr oc = add(oc0, ci(c));
-      Expr start = part.carry ? load(part.carry, {sub(oc, part.carry0)}) : g.bias ? load(g.bias, {oc}) : ci(0);
+      Expr start = part.carry          ? load(part.carry, {sub(oc, part.carry0)})
+                   : g.record_words ? load(g.weight, {add(mul(oc0, ci(g.record_words / 2)), ci(c))})
+                   : g.bias         ? load(g.bias, {oc})
+                                    : ci(0);
       init.push_back(store(acc, start, {ci(p * nc + c)}));
     }
   // The reduction over whole words, split by four gathered words when unrolled (the

@@ -47,7 +47,8 @@ struct Schedule {
        fold_output_zero_point = false, few_channels = false, depthwise_tile = false, depthwise_border_tiles = false,
        smlal_requant = false, smmlar_requant = false, dense_chunks = false, mve = false, mve_short_requant = false,
        mve_pair_requant = false, mve_signed_requant = false, mve_direct = false, pixel_triples = false,
-       rolled_leftovers = false, mve_depthwise_padded = false, word_gather = false, pair_loads = false;
+       rolled_leftovers = false, mve_depthwise_padded = false, word_gather = false, pair_loads = false,
+       pair_records = false;
   // Packed weight words per output channel for a reduction of length k.
   int64_t weight_words(int64_t k) const { return smlad ? packed_weight_words(k, sxtb16) : k; }
 };
@@ -59,6 +60,7 @@ Schedule read_schedule(const std::string& op, const AttrReader& r);
 // optional int32 requantization table [O, 2] or [O, 3] (see requantize_channel).
 struct QInputs {
   bool bias = false, table = false, packed = false;
+  bool records = false;  // pair_records: the bias and the table lie in the weight input's records
   int64_t table_columns = 0;
 };
 
@@ -148,6 +150,9 @@ struct Gemm {
   Buffer weight;       // flat [cols * weight_words(k)]: int8, or packed int32 words
   Buffer bias, table;  // may be null
   int64_t table_columns = 0;
+  // pair_records: the words of a channel pair's record in `weight` (ops/schedules.h),
+  // which then also holds the bias and the table (both null); 0 otherwise.
+  int64_t record_words = 0;
   // Stores the value of reduction element `kk` of pixel `row` (an int16 expression:
   // the input minus its zero point, or the raw input when the zero point is folded).
   std::function<Expr(Expr row, Expr kk)> gathered;

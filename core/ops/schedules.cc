@@ -55,6 +55,7 @@ const Schedule kSchedules[] = {
     {"band_loops", &ScheduleOptions::band_loops, true},
     {"short_pairs", &ScheduleOptions::short_pairs, false},
     {"patch_carry", &ScheduleOptions::patch_carry, true},
+    {"pair_records", &ScheduleOptions::pair_records, false},
 };
 
 const Schedule* find_schedule(const std::string& name) {

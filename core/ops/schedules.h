@@ -50,6 +50,7 @@ struct ScheduleOptions {
   bool pair_loads = true;       // with smlad, without sxtb16: a batch-1 dense (and a convolution under word_gather) loads its int16 weight words and input words two at a time (one LDRD each)
   bool short_pairs = true;      // with sxtb16, word_gather and pair_loads: convolutions of a reduction of at most kShortPairsMaxReduction values keep int16 weights (twice their bytes), no SXTB16 of weights, paired loads
   bool patch_carry = true;      // with patch_overlap: a stage of several layers without a residual add carries its earlier layers' halo rows from band to band (top down) instead of recomputing them, where the bound allows
+  bool pair_records = true;     // with short_pairs: each channel pair's bias, int16 weights and requantization table one record of the weight input, read through one pointer (ops/qconv_gemm.cc)
 
   // Not a schedule: the patch planner's workspace budget in bytes (0: its lowest bound),
   // the target's -workspace-budget, carried with the schedules to the AOT executor.
@@ -101,6 +102,12 @@ constexpr int64_t kTriplesOnlyRows = 24;
 // short_pairs: the longest reduction whose convolution keeps int16 weights (IC's and
 // VWW's 1x1 layers of 16 and 32 input channels; from 64 on the int8 tile is as fast).
 constexpr int64_t kShortPairsMaxReduction = 32;
+// pair_records: channel pair b's record in the weight input, [O / 2, pair_record_words]:
+// the pair's two biases, its 2 * words interleaved weight words (packed_weight_index),
+// then each channel's three requantization table columns. One pointer, stepped once a
+// channel pair, reaches all a 3x2 tile reads (prepare_quantized lays it out).
+constexpr int64_t kRecordBiasWords = 2, kRecordTableColumns = 3;
+inline int64_t pair_record_words(int64_t words) { return kRecordBiasWords + 2 * words + 2 * kRecordTableColumns; }
 // Convolutions with at most this many input channels (and a receptive field of at most
 // kFewChannelsMaxReduction values) take the few_channels schedule.
 constexpr int64_t kFewChannelsMaxInput = 4, kFewChannelsMaxReduction = 128;

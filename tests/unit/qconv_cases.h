@@ -217,6 +217,16 @@ inline void run_case(const Case& k, const ScheduleOptions& opts, const std::stri
     three_columns = three_columns || (in.find("__requant") != std::string::npos && c != prepared.constants.end() &&
                                       c->second.shape.size() == 2 && c->second.shape[1] == 3);
   }
+  // pair_records: a short convolution's bias, weights and three-column table in one input.
+  const bool records = opts.pair_records && k.op == "qconv2d" && sched["pair_loads"].get<bool>() &&
+                       sched["interleave"].get<bool>() && sched["smmlar_requant"].get<bool>() &&
+                       sched["smlal_requant"].get<bool>() && k.weight[0] % 2 == 0 &&
+                       k.weight[1] * k.weight[2] * k.weight[3] <= kShortPairsMaxReduction;
+  EXPECT_EQ(sched["pair_records"].get<bool>(), records) << label;
+  if (records) {
+    EXPECT_EQ(prepared.nodes[0].inputs.size(), 2u) << label;
+    three_columns = true;
+  }
   EXPECT_EQ(sched["fold_output_zero_point"].get<bool>(),
             opts.fold_output_zero_point && three_columns && k.attrs.value("output_zero_point", 0) != 0)
       << label;
@@ -281,6 +291,8 @@ inline void run_all_schedules(const Case& k, const std::string& name) {
       // Short reductions' int16 weights (with sxtb16, word_gather and pair_loads) off in
       // the combinations without block: their int8 quads under word_gather.
       o.short_pairs = bits & 2;
+      // Their records (bias, weights, table a channel pair) with sxtb16 on, not without.
+      o.pair_records = bits & 16;
       o.pixel_triples_stack = o.pixel_triples_code = false;
       // Depthwise tiles in half the combinations (the blocked and plain depthwise loops in
       // the other half); the 64-bit requantization off with the folds.

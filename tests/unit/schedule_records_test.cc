@@ -62,6 +62,12 @@ TEST(ApplicableSchedules, ShortPairsOnlyOnShortReductions) {
   EXPECT_TRUE(has(short_k, "pair_loads"));
   // 25 pixels leave one after the triples: rolled; 26 leave two, a 2x2 tile.
   EXPECT_TRUE(has(short_k, "rolled_leftovers"));
+  // One multiplier for all channels: no table to pack into pair records; per channel: records.
+  EXPECT_FALSE(has(short_k, "pair_records"));
+  std::vector<double> scales(16, 0.02);
+  scales[1] = 0.03;
+  const Graph per_channel = zero_weight_graph(Case{"qconv2d", {1, 5, 5, 16}, {16, 1, 1, 16}, quant({}, scales)}, "pc");
+  EXPECT_TRUE(has(applicable_schedules(per_channel, per_channel.nodes[0], m4()), "pair_records"));
   const Graph two_left = pointwise_graph(2, 13, 16);
   EXPECT_FALSE(has(applicable_schedules(two_left, two_left.nodes[0], m4()), "rolled_leftovers"));
   const Graph deep = pointwise_graph(5, 5, 64);

@@ -234,14 +234,16 @@ static inline int32_t mtir_read_word(const void* p) {
 
 // word_pair(A[i], A[i + 1]) of int32 words: one LDRD where GCC compiles for a DSP core (GCC
 // loads a word used once by its own LDR next to its use and splits an int64 load in two);
-// the may_alias type keeps it ordered after int32 stores to the same words. The two
-// loads elsewhere.
+// the may_alias type keeps it ordered after int32 stores to the same words. Two outputs,
+// not one int64: Thumb-2's LDRD takes any two registers, an int64 operand an even/odd
+// pair, which cost the full 3x2 tile of a short convolution 6 spill instructions (IC
+// conv2d_5: 122 -> 116 a tile). The two loads elsewhere.
 const char* const kWordPairHelper = R"(static inline int64_t mtir_word_pair(const int32_t* p) {
 #if defined(__ARM_FEATURE_DSP) && defined(__GNUC__) && !defined(__clang__)
   typedef int64_t __attribute__((__may_alias__, __aligned__(4))) mtir_pair_t;
-  int64_t v;
-  __asm__("ldrd %Q0, %R0, %1" : "=r"(v) : "m"(*(const mtir_pair_t*)p));
-  return v;
+  uint32_t lo, hi;
+  __asm__("ldrd %0, %1, %2" : "=r"(lo), "=r"(hi) : "m"(*(const mtir_pair_t*)p));
+  return (int64_t)((uint64_t)lo | ((uint64_t)hi << 32));
 #else
   return (int64_t)((uint64_t)(uint32_t)p[0] | ((uint64_t)(uint32_t)p[1] << 32));
 #endif
