@@ -548,7 +548,8 @@ test('mtir_import_onnx: the core\'s ONNX converter on a decoded model', () => {
 });
 
 // VWW's first four layers run band by band (patch stages), one kernel per band shape, and
-// a two-layer stage's edge band may fill zero-point rows (patch_edge_rows): the model view
+// a two-layer stage's edge band may fill zero-point rows (patch_edge_rows), and a carried
+// stage copies its kept rows to the top of its band buffer (patch_carry): the model view
 // lists them all, so the page times every band.
 test('vww.tflite (../shared/tflite): the model view names every band kernel of a patched layer', (t) => {
   const file = shared(t, 'models', 'vww_96_int8.tflite');
@@ -570,7 +571,7 @@ test('vww.tflite (../shared/tflite): the model view names every band kernel of a
     assert.ok(n.band_kernels.length >= 2, `${n.name}: several band shapes`);
     assert.ok(n.band_kernels.includes(n.kernel), `${n.name}: its shown kernel is one of its bands`);
     for (const k of n.band_kernels) {
-      assert.match(k, /_(band|zero_rows)\d+_*$/);
+      assert.match(k, /_(band|zero_rows|carry)\d+_*$/);
       assert.match(r.input_ir, new RegExp(`def ${k}\\(`), k);
     }
   }
