@@ -393,6 +393,12 @@ struct Tile {
   Expr sum(int64_t p, int64_t c) const { return load(acc, {ci(p * nc + c)}); }
 };
 
+// `lets` around `body`, the first one outermost.
+Stmt bind_lets(const std::vector<std::pair<Var, Expr>>& lets, Stmt body) {
+  for (auto it = lets.rbegin(); it != lets.rend(); ++it) body = LetStmt(it->first, it->second, body);
+  return body;
+}
+
 // One weight word `kk` of every channel against the matching gathered words of every
 // pixel (with sxtb16 the word holds two pairs, the second absent in a last, half-full
 // word). Under smlad the weight words, their widened pairs and each pixel's gathered
@@ -437,9 +443,7 @@ Stmt tile_step(const Tile& t, Expr kk, bool half) {
     if (two) body = LetStmt(x1, i32(t.gathered(p, add(mul(kk, ci(2)), ci(1)))), body);
     pixels.push_back(LetStmt(x0, i32(t.gathered(p, quads ? mul(kk, ci(2)) : kk)), body));
   }
-  Stmt body = pixels.size() == 1 ? pixels[0] : SeqStmt(pixels);
-  for (auto it = outer.rbegin(); it != outer.rend(); ++it) body = LetStmt(it->first, it->second, body);
-  return body;
+  return bind_lets(outer, pixels.size() == 1 ? pixels[0] : SeqStmt(pixels));
 }
 
 // pair_loads (int16 weights): words 2kk and 2kk + 1 of the reduction, every two
@@ -456,10 +460,6 @@ Stmt tile_step_pairs(const Tile& t, Expr kk) {
     lets.emplace_back(a, Cast(kI32, p));
     lets.emplace_back(b, Cast(kI32, call("shift_right", {p, IntImm(i64, 32)})));
     return std::make_pair(a, b);
-  };
-  auto bind = [](const std::vector<std::pair<Var, Expr>>& lets, Stmt body) {
-    for (auto it = lets.rbegin(); it != lets.rend(); ++it) body = LetStmt(it->first, it->second, body);
-    return body;
   };
   Expr first = mul(kk, ci(2)), second = add(mul(kk, ci(2)), ci(1));
   Expr w0 = add(first, t.word0), w1 = add(second, t.word0);
@@ -482,9 +482,9 @@ Stmt tile_step_pairs(const Tile& t, Expr kk) {
     std::vector<Stmt> s;
     for (int64_t c = 0; c < t.nc; ++c)
       s.push_back(store(t.acc, smlad(x1, w[c].second, smlad(x0, w[c].first, t.sum(p, c))), {ci(p * t.nc + c)}));
-    pixels.push_back(bind(lets, s.size() == 1 ? s[0] : SeqStmt(s)));
+    pixels.push_back(bind_lets(lets, s.size() == 1 ? s[0] : SeqStmt(s)));
   }
-  return bind(single, bind(outer, pixels.size() == 1 ? pixels[0] : SeqStmt(pixels)));
+  return bind_lets(single, bind_lets(outer, pixels.size() == 1 ? pixels[0] : SeqStmt(pixels)));
 }
 
 // Whether a tile takes pair_loads: int16 weights and gathered words (`gathered`: in a
