@@ -3,14 +3,17 @@
 #include <memory>
 
 #include <llvm/Analysis/LoopInfo.h>
+#include <llvm/CodeGen/LiveIntervals.h>
 #include <llvm/CodeGen/Passes.h>
 #include <llvm/CodeGen/RegAllocPBQP.h>
 #include <llvm/CodeGen/RegAllocRegistry.h>
+#include <llvm/CodeGen/VirtRegMap.h>
 #include <llvm/IR/Function.h>
 #include <llvm/IR/IntrinsicInst.h>
 #include <llvm/IR/IntrinsicsARM.h>
 #include <llvm/Pass.h>
 
+#include "codegen/llvm/native/redundant_reloads.h"
 #include "support/diagnostic.h"
 
 namespace mtir::llvm_native {
@@ -79,7 +82,10 @@ class ChoosingRegisterAllocator : public llvm::FunctionPass {
     llvm::AnalysisResolver* own = allocator->getResolver();
     own->clearAnalysisImpls();
     for (llvm::AnalysisID id : usage.getRequiredSet()) own->addAnalysisImplsPair(id, getResolver()->findImplPass(id));
-    return allocator->runOnFunction(f);
+    const bool changed = allocator->runOnFunction(f);
+    // Greedy splits live ranges around their uses itself (no reload to remove on VWW).
+    if (use_pbqp) remove_redundant_reloads(analysis<llvm::VirtRegMap>(), analysis<llvm::LiveIntervals>());
+    return changed;
   }
 
   void releaseMemory() override {
@@ -88,6 +94,13 @@ class ChoosingRegisterAllocator : public llvm::FunctionPass {
   }
 
  private:
+  // An analysis both allocators require (so this pass does too), for the current function.
+  template <typename T>
+  T& analysis() {
+    llvm::Pass* p = getResolver()->findImplPass(&T::ID);
+    return *static_cast<T*>(p->getAdjustedAnalysisPointer(&T::ID));
+  }
+
   std::unique_ptr<llvm::FunctionPass> greedy_, pbqp_;
 };
 

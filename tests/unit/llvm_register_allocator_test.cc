@@ -1,0 +1,135 @@
+// The Cortex-M4's register allocation of a 3x2 SMLAD tile kernel through the LLVM backend
+// (codegen/llvm/native/register_allocator.h, redundant_reloads.h): VWW's 128-channel 1x1
+// layer in small, with per-channel multipliers above 1 (TFLite's two-column table, the
+// general requantization), compiled as the Cortex-M4 compiles it.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <unistd.h>
+
+#include "driver/build.h"
+#include "driver/target.h"
+#include "qconv_cases.h"
+#include "sim/process.h"
+#ifdef MICROTIR_HAVE_LLVM_NATIVE
+#include "codegen/llvm/native/llvm_native.h"
+#endif
+
+namespace mtir {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace qconv_cases;
+
+#ifdef MICROTIR_HAVE_LLVM_NATIVE
+const char* const kM4 = "llvm -mtriple=thumbv7em-none-eabihf -mcpu=cortex-m4 -unpacked-api=1";
+
+// A 1x1 convolution of 128 channels to 128 over 6x6 pixels, prepared for the Cortex-M4
+// with the 3x2 tile (as VWW's five such layers pay for it), its table in two columns.
+Graph pointwise() {
+  json scales = json::array();
+  for (int c = 0; c < 128; ++c) scales.push_back(0.004 + 0.0003 * (c % 7));
+  const Case k{"qconv2d", {1, 6, 6, 128}, {128, 1, 1, 128}, quant({{"output_scale", 0.0002}, {"activation", "relu"}}, scales)};
+  ScheduleOptions o = parse_target(kM4).schedules;
+  o.pixel_triples_stack = o.pixel_triples_code = false;
+  return prepare_quantized(zero_weight_graph(k, "pw", true), o);
+}
+
+// The kernels' LLVM IR.
+std::string pointwise_ir() {
+  AotModule aot = build_aot(pointwise());
+  return build_llvm(aot.module, parse_target(kM4)).sources.at(0).text;
+}
+
+std::string disassembly(const std::string& object, const fs::path& dir) {
+  fs::create_directories(dir);
+  std::ofstream(dir / "f.o", std::ios::binary) << object;
+  if (sim::run_process({"llvm-objdump-14", "-d", "--no-show-raw-insn", (dir / "f.o").string()}, dir / "dis.txt") != 0)
+    ADD_FAILURE() << sim::read_text(dir / "dis.txt");
+  return sim::read_text(dir / "dis.txt");
+}
+
+// The loads `ldr rX, [sp, #n]` of straight-line code (no branch or branch target between)
+// after which rX already held slot n: stored there or loaded from there, not written since.
+std::vector<std::string> redundant_reloads(const std::string& code) {
+  struct Line {
+    unsigned long at;
+    std::string op, args;
+  };
+  std::vector<Line> lines;
+  std::set<unsigned long> targets;
+  std::istringstream in(code);
+  std::smatch m;
+  for (std::string line; std::getline(in, line);) {
+    if (!std::regex_search(line, m, std::regex("^\\s*([0-9a-f]+):\\s+(\\S+)\\s*([^@]*)"))) continue;
+    lines.push_back({std::stoul(m[1], nullptr, 16), m[2], m[3]});
+    std::smatch t;
+    if (lines.back().op[0] == 'b' && std::regex_search(lines.back().args, t, std::regex("0x([0-9a-f]+)")))
+      targets.insert(std::stoul(t[1], nullptr, 16));
+  }
+  const std::regex spill("^(ldr|str)(\\.w)?$"), slot("^(r\\d+|lr), \\[sp(, #(\\d+))?\\]\\s*$"), reg("\\b(r\\d+|lr)\\b");
+  std::map<std::string, std::set<std::string>> held;  // slot -> registers holding it
+  std::vector<std::string> found;
+  for (const Line& l : lines) {
+    if (targets.count(l.at) || l.op[0] == 'b' || l.op.rfind("pop", 0) == 0 || l.op.rfind("ldm", 0) == 0) held.clear();
+    std::smatch s;
+    if (std::regex_match(l.op, spill) && std::regex_match(l.args, s, slot)) {
+      const std::string r = s[1], n = s[3];
+      if (l.op[0] == 's') {
+        held[n] = {r};
+        continue;
+      }
+      if (held[n].count(r)) {
+        found.push_back(l.op + " " + l.args);
+        continue;
+      }
+      for (auto& [at, regs] : held) regs.erase(r);
+      held[n].insert(r);
+      continue;
+    }
+    if (l.op.rfind("str", 0) == 0 || l.op.rfind("stm", 0) == 0 || l.op.rfind("push", 0) == 0) {
+      if (l.args.find("sp") != std::string::npos) held.clear();
+      continue;
+    }
+    if (l.op.rfind("cmp", 0) == 0 || l.op.rfind("cmn", 0) == 0 || l.op.rfind("tst", 0) == 0 || l.op.rfind("it", 0) == 0)
+      continue;
+    // The first register is written; two for a pair load and the 64-bit multiplies.
+    const bool two = std::regex_search(l.op, std::regex("^(ldrd|smlal|smull|umlal|umull)"));
+    int defs = two ? 2 : 1;
+    for (std::sregex_iterator it(l.args.begin(), l.args.end(), reg), end; it != end && defs > 0; ++it, --defs)
+      for (auto& [at, regs] : held) regs.erase((*it)[1]);
+  }
+  return found;
+}
+
+// PBQP does not split live ranges: it stores a spilled value after its definition and
+// loads it before each use, also where the register still holds it (the requantization
+// after the tile loop stored a value and loaded it back at once, or loaded one slot
+// twice into one register). Those reloads are gone.
+TEST(LlvmRegisterAllocation, PbqpKernelsReloadNoValueTheirRegisterHolds) {
+  if (std::system("llvm-objdump-14 --version > /dev/null 2>&1") != 0) GTEST_SKIP() << "llvm-objdump-14 is not installed";
+  const std::string ir = pointwise_ir();
+  llvm_native::Options m4;
+  m4.triple = "thumbv7em-none-eabihf";
+  m4.cpu = "cortex-m4";
+  m4.machine_scheduler = false;  // as schedule dsp_no_early_scheduling compiles for the Cortex-M4
+  ASSERT_NE(llvm_native::lower_loops(ir, "pw.ll", m4).find("\"mtir-regalloc\"=\"pbqp\""), std::string::npos);
+  const fs::path dir = fs::temp_directory_path() / ("microtir-reloads-" + std::to_string(getpid()));
+  const std::string code = disassembly(llvm_native::compile_to_object(ir, "pw.ll", m4), dir);
+  fs::remove_all(dir);
+  ASSERT_NE(code.find("smlad"), std::string::npos) << code;
+  ASSERT_NE(code.find("[sp, #"), std::string::npos) << "the kernel spills nothing any more: the test shows nothing";
+  const std::vector<std::string> found = redundant_reloads(code);
+  EXPECT_TRUE(found.empty()) << found.size() << " redundant reloads, the first " << found.at(0) << "\n" << code;
+}
+#endif
+
+}  // namespace
+}  // namespace mtir
