@@ -1,7 +1,8 @@
 // The Cortex-M4's register allocation of a 3x2 SMLAD tile kernel through the LLVM backend
-// (codegen/llvm/native/register_allocator.h, redundant_reloads.h): VWW's 128-channel 1x1
-// layer in small, with per-channel multipliers above 1 (TFLite's two-column table, the
-// general requantization), compiled as the Cortex-M4 compiles it.
+// (codegen/llvm/native/register_allocator.h, redundant_reloads.h), and what the kernel
+// gives it to allocate: VWW's 128-channel 1x1 layer in small, with per-channel multipliers
+// above 1 (TFLite's two-column table, the general requantization), compiled as the
+// Cortex-M4 compiles it.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -16,6 +17,7 @@
 
 #include "driver/build.h"
 #include "driver/target.h"
+#include "ir/visitor.h"
 #include "qconv_cases.h"
 #include "sim/process.h"
 #ifdef MICROTIR_HAVE_LLVM_NATIVE
@@ -28,7 +30,6 @@ namespace {
 namespace fs = std::filesystem;
 using namespace qconv_cases;
 
-#ifdef MICROTIR_HAVE_LLVM_NATIVE
 const char* const kM4 = "llvm -mtriple=thumbv7em-none-eabihf -mcpu=cortex-m4 -unpacked-api=1";
 
 // A 1x1 convolution of 128 channels to 128 over 6x6 pixels, prepared for the Cortex-M4
@@ -42,6 +43,40 @@ Graph pointwise() {
   return prepare_quantized(zero_weight_graph(k, "pw", true), o);
 }
 
+// The tile's channels oc0 + c read the table at oc0 * 2 + (2c + k): one row address for
+// the tile, not (oc0 + 1) * 2 beside oc0 * 2 (in LLVM a second product, live across the
+// tile loop and spilled under PBQP, reloaded for each of its loads).
+TEST(LlvmRegisterAllocation, TwoColumnTableRowsOfATileShareOneAddress) {
+  const Graph g = pointwise();
+  const GraphNode& node = g.nodes.at(0);
+  ASSERT_EQ(g.constants.at(node.inputs.back()).shape, (std::vector<int64_t>{128, 2}));
+  struct TileProducts : Visitor {
+    int n = 0;
+    void visit_Mul(const MulNode* op) override {
+      const auto* a = as<AddNode>(op->a);
+      n += a && as_const_int(a->b);
+      Visitor::visit_Mul(op);
+    }
+  };
+  struct TableLoads : Visitor {
+    int loads = 0;
+    TileProducts products;
+    void visit_BufferLoad(const BufferLoadNode* op) override {
+      if (op->buffer->name == "requant_flat") {
+        ++loads;
+        for (const Expr& i : op->indices) products.visit(i);
+      }
+      Visitor::visit_BufferLoad(op);
+    }
+  } table;
+  AotModule aot = build_aot(g);
+  for (const auto& [name, f] : aot.module.functions)
+    if (name != aot.main) table.visit(f->body);
+  EXPECT_GE(table.loads, 4);  // two columns of two channels
+  EXPECT_EQ(table.products.n, 0);
+}
+
+#ifdef MICROTIR_HAVE_LLVM_NATIVE
 // The kernels' LLVM IR.
 std::string pointwise_ir() {
   AotModule aot = build_aot(pointwise());
