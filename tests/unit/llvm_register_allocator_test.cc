@@ -1,8 +1,8 @@
 // The Cortex-M4's register allocation of a 3x2 SMLAD tile kernel through the LLVM backend
-// (codegen/llvm/native/register_allocator.h, redundant_reloads.h), and what the kernel
-// gives it to allocate: VWW's 128-channel 1x1 layer in small, with per-channel multipliers
-// above 1 (TFLite's two-column table, the general requantization), compiled as the
-// Cortex-M4 compiles it.
+// (codegen/llvm/native/register_allocator.h, redundant_reloads.h, invariant_gep_base.h),
+// and what the kernel gives it to allocate: VWW's 128-channel 1x1 layer in small, with
+// per-channel multipliers above 1 (TFLite's two-column table, the general
+// requantization), compiled as the Cortex-M4 compiles it.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -15,6 +15,7 @@
 #include <string>
 #include <unistd.h>
 
+#include "codegen/llvm/llvm_target.h"
 #include "driver/build.h"
 #include "driver/target.h"
 #include "ir/visitor.h"
@@ -163,6 +164,50 @@ TEST(LlvmRegisterAllocation, PbqpKernelsReloadNoValueTheirRegisterHolds) {
   ASSERT_NE(code.find("[sp, #"), std::string::npos) << "the kernel spills nothing any more: the test shows nothing";
   const std::vector<std::string> found = redundant_reloads(code);
   EXPECT_TRUE(found.empty()) << found.size() << " redundant reloads, the first " << found.at(0) << "\n" << code;
+}
+
+// Stores to out + (m + row k) for two invariant rows in a loop around another loop (as a
+// tile kernel's channel loop stores its pixels' outputs; m from the inner loop, so that
+// loop strength reduction does not step the addresses itself) address from out + row k,
+// set before the loop: out and the rows are no longer live in it. One row is left alone.
+std::string rows_ir(int rows) {
+  std::string ir = llvm_module_header(llvm_target("thumbv7em-none-eabihf")) +
+                   "define void @rows(i8* noalias %out, i32* noalias %w, i32 %r0, i32 %r1, i32 %n) #0 {\n"
+                   "entry:\n  br label %outer\n"
+                   "outer:\n  %i = phi i32 [ 0, %entry ], [ %i.next, %latch ]\n  br label %inner\n"
+                   "inner:\n  %k = phi i32 [ 0, %outer ], [ %k.next, %inner ]\n"
+                   "  %acc = phi i32 [ 0, %outer ], [ %acc.next, %inner ]\n"
+                   "  %i16 = shl i32 %i, 4\n  %j = add i32 %i16, %k\n"
+                   "  %q = getelementptr inbounds i32, i32* %w, i32 %j\n  %v = load i32, i32* %q, align 4\n"
+                   "  %acc.next = add i32 %acc, %v\n  %k.next = add nuw nsw i32 %k, 1\n"
+                   "  %c = icmp eq i32 %k.next, 16\n  br i1 %c, label %latch, label %inner, !llvm.loop !0\n"
+                   "latch:\n  %b = trunc i32 %acc.next to i8\n  %m = and i32 %acc.next, 63\n";
+  for (int r = 0; r < rows; ++r) {
+    const std::string n = std::to_string(r);
+    ir += "  %a" + n + " = add i32 %m, %r" + n + "\n  %p" + n + " = getelementptr inbounds i8, i8* %out, i32 %a" + n +
+          "\n  store i8 %b, i8* %p" + n + ", align 1\n";
+  }
+  return ir + "  %i.next = add nuw nsw i32 %i, 1\n  %d = icmp eq i32 %i.next, %n\n"
+              "  br i1 %d, label %exit, label %outer, !llvm.loop !2\nexit:\n  ret void\n}\n"
+              "attributes #0 = { nounwind \"mtir-regalloc\"=\"pbqp\" \"target-cpu\"=\"cortex-m4\" }\n"
+              "!0 = distinct !{!0, !1}\n!1 = !{!\"llvm.loop.unroll.disable\"}\n!2 = distinct !{!2, !1}\n";
+}
+
+TEST(LlvmRegisterAllocation, OutputRowsAreAddressedFromPointersSetBeforeTheLoop) {
+  llvm_native::Options m4;
+  m4.triple = "thumbv7em-none-eabihf";
+  m4.cpu = "cortex-m4";
+  const std::string two = llvm_native::lower_loops(rows_ir(2), "rows.ll", m4);
+  llvm_native::verify(two, "rows.ll");
+  // Both rows in the entry block (the loop's preheader), the stores' addresses from them.
+  const size_t outer = two.find("outer:");
+  ASSERT_NE(outer, std::string::npos) << two;
+  const std::string before = two.substr(0, outer), in = two.substr(outer);
+  EXPECT_TRUE(std::regex_search(before, std::regex("%row\\d* = getelementptr i8, i8\\* %out, i32 %r0"))) << two;
+  EXPECT_TRUE(std::regex_search(before, std::regex("%row\\d* = getelementptr i8, i8\\* %out, i32 %r1"))) << two;
+  EXPECT_EQ(in.find("i8* %out,"), std::string::npos) << two;
+  const std::string one = llvm_native::lower_loops(rows_ir(1), "rows.ll", m4);
+  EXPECT_EQ(one.find("%row"), std::string::npos) << one;
 }
 #endif
 
