@@ -44,6 +44,14 @@ Graph pointwise() {
   return prepare_quantized(zero_weight_graph(k, "pw", true), o);
 }
 
+// The kernels' LLVM IR of a one-layer graph, prepared for the Cortex-M4 with the 3x2 tile.
+std::string kernel_ir(const Case& k) {
+  ScheduleOptions o = parse_target(kM4).schedules;
+  o.pixel_triples_stack = o.pixel_triples_code = false;
+  AotModule aot = build_aot(prepare_quantized(zero_weight_graph(k, "k", true), o));
+  return build_llvm(aot.module, parse_target(kM4)).sources.at(0).text;
+}
+
 // The tile's channels oc0 + c read the table at oc0 * 2 + (2c + k): one row address for
 // the tile, not (oc0 + 1) * 2 beside oc0 * 2 (in LLVM a second product, live across the
 // tile loop and spilled under PBQP, reloaded for each of its loads).
@@ -208,6 +216,26 @@ TEST(LlvmRegisterAllocation, OutputRowsAreAddressedFromPointersSetBeforeTheLoop)
   EXPECT_EQ(in.find("i8* %out,"), std::string::npos) << two;
   const std::string one = llvm_native::lower_loops(rows_ir(1), "rows.ll", m4);
   EXPECT_EQ(one.find("%row"), std::string::npos) << one;
+}
+
+// PBQP for the short tiles (a 1x1 layer of 8 to 32 channels: weights and columns as word
+// pairs, the reduction in one iteration), greedy for the tiles that read their weights as
+// single words: a first layer's im2col tile, a 64-channel 1x1 layer (KWS's).
+TEST(LlvmRegisterAllocation, ShortTilesGetPbqpFirstLayersAndLongerReductionsGreedy) {
+  llvm_native::Options m4;
+  m4.triple = "thumbv7em-none-eabihf";
+  m4.cpu = "cortex-m4";
+  auto pbqp = [&](const Case& k) {
+    return llvm_native::lower_loops(kernel_ir(k), "k.ll", m4).find("\"mtir-regalloc\"=\"pbqp\"") != std::string::npos;
+  };
+  const json scales = {0.02, 0.03, 0.01, 0.04, 0.02, 0.05, 0.03, 0.02};
+  const json relu = quant({{"activation", "relu"}}, scales);
+  EXPECT_TRUE(pbqp({"qconv2d", {1, 6, 6, 16}, {8, 1, 1, 16}, relu})) << "K = 16 (VWW's layer 4)";
+  EXPECT_TRUE(pbqp({"qconv2d", {1, 6, 6, 32}, {8, 1, 1, 32}, relu})) << "K = 32 (VWW's layers 6 and 8)";
+  EXPECT_FALSE(pbqp({"qconv2d", {1, 6, 6, 64}, {8, 1, 1, 64}, relu})) << "K = 64 (KWS's 1x1 layers)";
+  EXPECT_FALSE(pbqp({"qconv2d", {1, 12, 12, 3}, {8, 3, 3, 3}, quant({{"activation", "relu"}, {"strides", {2, 2}},
+                                                                      {"padding", {0, 0, 1, 1}}}, scales)}))
+      << "a first layer's im2col tile";
 }
 #endif
 
