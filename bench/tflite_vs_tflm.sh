@@ -69,7 +69,7 @@ if [ -n "${BENCH_MODELS:-}" ]; then  # e.g. BENCH_MODELS="kws person_detect": on
   ENTRIES=("${keep[@]}")
 fi
 # Schedules of the int8 kernels whose worth gets a row (MLPerf): each model once more with it off.
-SCHEDULE_ROWS="${SCHEDULE_ROWS-interleave word_gather short_pairs pair_records pixel_triples pixel_triples_stack pixel_triples_code rolled_leftovers dsp_no_early_scheduling smmlar_add fold_output_zero_point sxtb16 few_channels depthwise_tile depthwise_border_tiles smlal_requant smmlar_requant dense_chunks merge_kernels patch patch_overlap patch_residual patch_carry patch_edge_rows band_loops}"
+SCHEDULE_ROWS="${SCHEDULE_ROWS-interleave word_gather short_pairs pair_records few_channel_pairs pixel_triples pixel_triples_stack pixel_triples_code rolled_leftovers dsp_no_early_scheduling smmlar_add fold_output_zero_point sxtb16 few_channels depthwise_tile depthwise_border_tiles smlal_requant smmlar_requant dense_chunks merge_kernels patch patch_overlap patch_residual patch_carry patch_edge_rows band_loops}"
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

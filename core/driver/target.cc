@@ -168,6 +168,10 @@ ScheduleOptions target_schedules(const Target& t, const ScheduleOptions& kept) {
   s.mve_signed_requant = t.kind != "llvm";
   // mve_direct: measured through the C backend only; LLVM keeps the im2col column.
   s.mve_direct = t.kind != "llvm";
+  // few_channel_pairs: GCC loads the first layer's gathered words one by one otherwise
+  // (VWW's first layer 933,545 -> 777,056 instructions); LLVM pairs them itself and, with
+  // the pairs in the TIR, spills the 3x2 tile's sums (743,236 -> 822,648).
+  s.few_channel_pairs = t.kind != "llvm";
   // merge_kernels saves a microcontroller's flash. A wasm module keeps one function per
   // layer: Binaryen merges identical functions itself, and the playground times each
   // layer by wrapping its kernel's function (a shared one would time two layers as one).

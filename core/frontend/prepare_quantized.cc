@@ -298,8 +298,10 @@ void pack_smlad_weights(Graph& g, GraphNode& node, const ScheduleOptions& opts, 
   sched["pixel_triples"] = opts.pixel_triples && opts.block;
   // The kernel chunks only a batch-1 dense whose gathered row outweighs the chunk.
   sched["dense_chunks"] = !conv && opts.dense_chunks;
-  // pair_loads: a batch-1 dense, and the convolutions that gather words into int16 pairs.
-  sched["pair_loads"] = opts.pair_loads && (!conv || (word_gather && !sxtb16));
+  // pair_loads: a batch-1 dense, and the convolutions that gather words into int16 pairs
+  // (few_channels' gather too, under few_channel_pairs).
+  const bool few_pairs = few_channels && opts.few_channel_pairs;
+  sched["pair_loads"] = opts.pair_loads && (!conv || ((word_gather || few_pairs) && !sxtb16));
 }
 
 // pair_records: a short_pairs convolution's bias, weight and three-column table become one

@@ -197,9 +197,11 @@ std::vector<std::string> applicable_schedules(const Graph& g, const GraphNode& n
   // Only where one or two pixels are left over after the tiles (under pair_loads two stay
   // a 2x2 tile, ops/qconv_gemm.cc's pixel_tiles).
   const bool int16_words = words && target.word_gather && target.pair_loads && (!target.sxtb16 || short_pairs);
+  // prepare_quantized's few_channel_pairs: a few-channel convolution's pairs, int16 too.
+  const bool few_pairs = few && target.pair_loads && target.few_channel_pairs;
   const int64_t tile = triples && target.pixel_triples ? 3 : 2;
   add("rolled_leftovers", groups == 1 && target.block && pixels >= kTriplesOnlyRows && pixels % tile != 0 &&
-                              !(int16_words && tile == 3 && pixels % 3 == 2));
+                              !((int16_words || few_pairs) && tile == 3 && pixels % 3 == 2));
   add("fold_output_zero_point", pc && zo != 0);
   add("few_channels", few);
   add("depthwise_tile", depthwise);
@@ -214,7 +216,8 @@ std::vector<std::string> applicable_schedules(const Graph& g, const GraphNode& n
   // ops/qconv_gemm.cc's takes_pair_loads: a batch-1 dense with int16 weights, which only a
   // target without sxtb16 makes (with it the weights stay int8 and the knob changes
   // nothing), and a word-gathered convolution with int16 weights (short_pairs' too).
-  add("pair_loads", (smlad && !target.sxtb16 && !conv && shape.size() == 2 && shape[0] == 1) || int16_words);
+  add("pair_loads", (smlad && !target.sxtb16 && !conv && shape.size() == 2 && shape[0] == 1) || int16_words || few_pairs);
+  add("few_channel_pairs", few && target.pair_loads);
   // prepare_quantized's pack_pair_records: a short int16-word convolution's per-channel
   // table and bias with its weights, a record per channel pair.
   add("pair_records", int16_words && pc && k <= kShortPairsMaxReduction && channels % 2 == 0 && target.block &&

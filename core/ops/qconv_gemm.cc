@@ -501,10 +501,11 @@ Stmt tile_step_pairs(const Tile& t, Expr kk) {
 }
 
 // Whether a tile takes pair_loads: int16 weights and gathered words (`gathered`: in a
-// col buffer), in a batch-1 dense (one row) or a convolution gathered by words.
+// col buffer), in a batch-1 dense (one row) or a convolution gathered by words or by
+// few_channels (prepare_quantized sets pair_loads there under few_channel_pairs).
 bool takes_pair_loads(const Gemm& g, bool gathered) {
   const Schedule& s = *g.sched;
-  return s.pair_loads && s.smlad && !s.sxtb16 && gathered && (g.rows == 1 || s.word_gather);
+  return s.pair_loads && s.smlad && !s.sxtb16 && gathered && (g.rows == 1 || s.word_gather || s.few_channels);
 }
 
 // `count` reduction steps from `first`, unrolled: as a kUnrolled loop for unroll_loops

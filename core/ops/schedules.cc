@@ -56,6 +56,7 @@ const Schedule kSchedules[] = {
     {"short_pairs", &ScheduleOptions::short_pairs, false},
     {"patch_carry", &ScheduleOptions::patch_carry, true},
     {"pair_records", &ScheduleOptions::pair_records, false},
+    {"few_channel_pairs", &ScheduleOptions::few_channel_pairs, false},
 };
 
 const Schedule* find_schedule(const std::string& name) {

@@ -51,6 +51,7 @@ struct ScheduleOptions {
   bool short_pairs = true;      // with sxtb16, word_gather and pair_loads: convolutions of a reduction of at most kShortPairsMaxReduction values keep int16 weights (twice their bytes), no SXTB16 of weights, paired loads
   bool patch_carry = true;      // with patch_overlap: a stage of several layers without a residual add carries its earlier layers' halo rows from band to band (top down) instead of recomputing them, where the bound allows
   bool pair_records = true;     // with short_pairs: each channel pair's bias, int16 weights and requantization table one record of the weight input, read through one pointer (ops/qconv_gemm.cc)
+  bool few_channel_pairs = true;  // with few_channels and pair_loads: a first layer's tile loads its gathered and weight words two at a time (one LDRD each); on for the C backend only
 
   // Not a schedule: the patch planner's workspace budget in bytes (0: its lowest bound),
   // the target's -workspace-budget, carried with the schedules to the AOT executor.

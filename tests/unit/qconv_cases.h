@@ -207,7 +207,7 @@ inline void run_case(const Case& k, const ScheduleOptions& opts, const std::stri
   EXPECT_EQ(sched["rolled_leftovers"].get<bool>(), opts.block && opts.rolled_leftovers) << label;
   EXPECT_EQ(sched["word_gather"].get<bool>(), words) << label;
   EXPECT_EQ(sched["pair_loads"].get<bool>(), sched["smlad"].get<bool>() && opts.pair_loads &&
-                                                 (k.op != "qconv2d" || (words && !sched["sxtb16"].get<bool>())))
+                                                 (k.op != "qconv2d" || ((words || (few && opts.few_channel_pairs)) && !sched["sxtb16"].get<bool>())))
       << label;
   // The output zero point goes into a three-column requant table (these cases' shifts are
   // all far below the limit of 22).
@@ -219,7 +219,7 @@ inline void run_case(const Case& k, const ScheduleOptions& opts, const std::stri
   }
   // pair_records: a short convolution's bias, weights and three-column table in one input.
   const bool records = opts.pair_records && k.op == "qconv2d" && sched["pair_loads"].get<bool>() &&
-                       sched["interleave"].get<bool>() && sched["smmlar_requant"].get<bool>() &&
+                       sched["word_gather"].get<bool>() && sched["interleave"].get<bool>() && sched["smmlar_requant"].get<bool>() &&
                        sched["smlal_requant"].get<bool>() && k.weight[0] % 2 == 0 &&
                        k.weight[1] * k.weight[2] * k.weight[3] <= kShortPairsMaxReduction;
   EXPECT_EQ(sched["pair_records"].get<bool>(), records) << label;

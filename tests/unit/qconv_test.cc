@@ -322,6 +322,27 @@ TEST(QConv, ShortPairsKeepInt16WeightsOnShortReductions) {
   EXPECT_EQ(depthwise_kernel_counts({"qconv2d", {1, 6, 6, 64}, {4, 1, 1, 64}, quant({})}, m4).word_pairs, 0);
 }
 
+// few_channel_pairs: a first layer of three input channels (VWW's 3x3, k = 27: seven steps
+// of two words, 30 pixels: ten triples) loads its gathered and weight words as word_pair
+// calls (one LDRD each in C): per step two weight pairs and three gathered pairs, then two
+// table pairs a channel. Off (the LLVM backend's default), none; bit-exact both ways.
+TEST(QConv, FewChannelPairsLoadFirstLayerWordsInPairs) {
+  const Case k{"qconv2d", {1, 6, 10, 3}, {4, 3, 3, 3}, quant({{"padding", {1, 1, 1, 1}}, {"strides", {2, 2}}, {"activation", "relu"}}, {0.02, 0.03, 0.01, 0.04})};
+  ScheduleOptions m4;
+  m4.smlad = m4.sxtb16 = m4.smmlar_requant = true;
+  m4.pixel_triples_stack = m4.pixel_triples_code = false;
+  const json sched = prepare_quantized(one_node_graphs({k}), m4).nodes[0].attrs["schedule"];
+  EXPECT_TRUE(sched["few_channels"].get<bool>() && sched["pair_loads"].get<bool>());
+  EXPECT_EQ(depthwise_kernel_counts(k, m4).word_pairs, 7 * (2 + 3) + 2 * 2);
+  ScheduleOptions off = m4;
+  off.few_channel_pairs = false;
+  EXPECT_FALSE(prepare_quantized(one_node_graphs({k}), off).nodes[0].attrs["schedule"]["pair_loads"].get<bool>());
+  EXPECT_EQ(depthwise_kernel_counts(k, off).word_pairs, 0);
+  EXPECT_TRUE(parse_target("c -mcpu=cortex-m4").schedules.few_channel_pairs);
+  EXPECT_FALSE(parse_target("llvm -mtriple=thumbv7em-none-eabihf -mcpu=cortex-m4").schedules.few_channel_pairs);
+  run_all_schedules(k, "conv 3x3 3->4 stride 2 relu");
+}
+
 TEST(QConv, ShortPairsBitExact) {
   for (int64_t w : {26, 10})  // two pixels left over (a 2x2 tile), one (rolled)
     run_all_schedules({"qconv2d", {1, w == 26 ? 4 : 10, w, 16}, {6, 1, 1, 16}, quant({{"strides", {2, 2}}})}, "conv 1x1 16->6 stride 2");
