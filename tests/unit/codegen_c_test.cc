@@ -425,5 +425,24 @@ TEST(CodegenC, WordPairOfAdjacentWordsIsOneLoad) {
   EXPECT_NE(c.find("<< 32)))"), std::string::npos) << "the reversed pair is two loads\n" << c;
 }
 
+// (lo & 0xffff) | (hi << 16) in uint32 (an im2col column's int16 pair) is one PKHBT for GCC
+// on a DSP core (GCC itself emits UXTH and ORR); a constant high half, another mask or
+// another shift stays the plain operations.
+TEST(CodegenC, PackHalvesIsOnePkhbt) {
+  IRModule m = parse_module_or_throw(
+      "@T.prim_func\ndef halves(A: T.Buffer((8,), \"int32\"), O: T.Buffer((4,), \"uint32\")):\n"
+      "    O[0] = T.bitwise_or(T.bitwise_and(T.Cast(\"uint32\", A[0]), T.uint32(65535)), T.shift_left(T.Cast(\"uint32\", A[1]), T.uint32(16)))\n"
+      "    O[1] = T.bitwise_or(T.bitwise_and(T.Cast(\"uint32\", A[2]), T.uint32(65535)), T.shift_left(T.Cast(\"uint32\", T.int32(0)), T.uint32(16)))\n"
+      "    O[2] = T.bitwise_or(T.bitwise_and(T.Cast(\"uint32\", A[3]), T.uint32(255)), T.shift_left(T.Cast(\"uint32\", A[4]), T.uint32(16)))\n"
+      "    O[3] = T.bitwise_or(T.bitwise_and(T.Cast(\"uint32\", A[5]), T.uint32(65535)), T.shift_left(T.Cast(\"uint32\", A[6]), T.uint32(8)))\n",
+      "halves.tir");
+  const std::string c = codegen_c(m);
+  size_t count = 0;
+  for (size_t at = c.find("= mtir_pack_halves("); at != std::string::npos; at = c.find("= mtir_pack_halves(", at + 1)) ++count;
+  EXPECT_EQ(count, 1u) << c;
+  EXPECT_NE(c.find("O[0] = mtir_pack_halves(((uint32_t)A[0]), ((uint32_t)A[1]));"), std::string::npos) << c;
+  EXPECT_NE(c.find("__asm__(\"pkhbt %0, %1, %2, lsl #16\""), std::string::npos) << c;
+}
+
 }  // namespace
 }  // namespace mtir

@@ -43,6 +43,7 @@ class BuiltinEmitter {
   std::string int_binary(const CallNode* op) {
     DataType t = op->dtype;
     if (!t.is_integer()) user_error(op->span, "intrinsic '" + op->op + "' needs integer operands, not " + t.str());
+    if (std::string halves = pack_halves(op); !halves.empty()) return halves;
     std::string ct = c_type(t, op->span);
     std::string a = expr(op->args.at(0)), b = expr(op->args.at(1));
     std::string r;
@@ -61,6 +62,24 @@ class BuiltinEmitter {
     // Back to the type: narrow types were promoted to int, and a left shift ran unsigned.
     if (t.bits() < 32 || (shift_left && !(t.is_uint() && t.bits() >= 32))) return "((" + ct + ")" + r + ")";
     return r;
+  }
+
+  // (lo & 0xffff) | (hi << 16) in uint32 (ops' pack_pair, an im2col column's int16 pair) as
+  // mtir_pack_halves (one PKHBT); "" for any other operation. Not where hi is a constant
+  // (a half-full last word: the AND alone is one UXTH).
+  std::string pack_halves(const CallNode* op) {
+    const auto* low = op->args.size() == 2 ? as<CallNode>(op->args[0]) : nullptr;
+    const auto* high = op->args.size() == 2 ? as<CallNode>(op->args[1]) : nullptr;
+    if (!op->is(Builtin::BitwiseOr) || op->dtype != DataType::UInt(32) || !low || !high ||
+        !low->is(Builtin::BitwiseAnd) || !high->is(Builtin::ShiftLeft))
+      return "";
+    const int64_t* mask = as_const_int(low->args.at(1));
+    const int64_t* shift = as_const_int(high->args.at(1));
+    Expr hi = high->args.at(0);
+    while (const auto* cast = as<CastNode>(hi)) hi = cast->value;
+    if (!mask || *mask != 0xffff || !shift || *shift != 16 || as_const_int(hi)) return "";
+    (*helpers_)["mtir_pack_halves"] = kPackHalvesHelper;
+    return "mtir_pack_halves(" + expr(low->args[0]) + ", " + expr(high->args[0]) + ")";
   }
 
   std::string extern_call(const CallNode* op) {

@@ -28,6 +28,7 @@ extern const char* const kSxtb16Helper;
 extern const char* const kReadWordHelper;
 extern const char* const kPackBytesHelper;
 extern const char* const kWordPairHelper;
+extern const char* const kPackHalvesHelper;
 
 // Leading zero bits of a `bits`-wide unsigned `ut`, in portable C99.
 std::string clz_helper(const std::string& name, const std::string& ut, int bits);
