@@ -177,7 +177,7 @@ Stmt dot(const Buffer& acc, int slot, int64_t n, const std::string& name, const 
     Var kr = ivar(name + "r");
     parts.push_back(For(kr, ci(0), ci(n % 4), ForKind::kUnrolled, update(add(ci(n / 4 * 4), kr))));
   }
-  return parts.size() == 1 ? parts[0] : SeqStmt(parts);
+  return SeqStmt(parts);
 }
 
 // The buffers of one lstm PrimFunc: parameters, then the step's scratch.

@@ -217,7 +217,7 @@ Stmt DepthwiseTiler::checked_output(Expr oh, bool check_h, Expr ow, bool check_w
     Expr w = Cast(kI32, load(b.weight, {c, rh, ci(rw), ci(0)}));
     columns.push_back(store(acc, add(load(acc, {ci(0)}), mul(lazy_select(cond, x, ci(pad_value)), w)), {ci(0)}));
   }
-  taps.push_back(For(rh, ci(0), ci(p.kh), ForKind::kSerial, columns.size() == 1 ? columns[0] : SeqStmt(columns)));
+  taps.push_back(For(rh, ci(0), ci(p.kh), ForKind::kSerial, SeqStmt(columns)));
   Expr out_index = add(add(add(mul(n, ci(out_n)), mul(c, ci(out_c))), mul(oh, ci(out_h))), mul(ow, ci(out_w)));
   taps.push_back(
       store(out,
@@ -266,7 +266,7 @@ Stmt DepthwiseTiler::row(Expr oh, int64_t oh_c, const RowWindow* win) const {
     }
     constant_tiles(right, p.ow);
   }
-  return s.size() == 1 ? s[0] : SeqStmt(s);
+  return SeqStmt(s);
 }
 
 Stmt DepthwiseTiler::checked_rows(const std::vector<OutputRange>& ranges) const {
@@ -296,7 +296,7 @@ Stmt DepthwiseTiler::build() {
     else
       rows.push_back(checked_rows(border));
   }
-  Stmt body = outer.wrap(rows.size() == 1 ? rows[0] : SeqStmt(rows));
+  Stmt body = outer.wrap(SeqStmt(rows));
   body = DeclBuffer(data, DeclBuffer(weight, DeclBuffer(out, body)));
   return table ? DeclBuffer(table, body) : body;
 }
@@ -439,7 +439,7 @@ Stmt conv_loops(const QConv& p, const QParams& b) {
         regions.push_back(For(oh, ci(rh.begin), ci(rh.end - rh.begin), ForKind::kSerial,
                               For(ow, ci(rw.begin), ci(rw.end - rw.begin), ForKind::kSerial, s)));
       }
-    body = outer.wrap(regions.size() == 1 ? regions[0] : SeqStmt(regions));
+    body = outer.wrap(SeqStmt(regions));
   } else {
     // Plain loop nest (and every other grouped convolution).
     LoopNest outer;

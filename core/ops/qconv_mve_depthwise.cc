@@ -129,7 +129,7 @@ struct MveDepthwise {
       if (lanes > 1) at = Ramp(at, ci(1), static_cast<int>(lanes));
       stores.push_back(store(out, helium_requantize(p.q, table, p.inputs.table_columns, acc[i], c0, lanes), {at}));
     }
-    Stmt body = stores.size() == 1 ? stores[0] : SeqStmt(stores);
+    Stmt body = SeqStmt(stores);
     for (auto it = steps.rbegin(); it != steps.rend(); ++it)
       if (used.count(it->v.get())) body = LetStmt(it->v, it->value, body);
     return body;
@@ -145,7 +145,7 @@ struct MveDepthwise {
                       tile(oh, oh_c, ow0, ow0_c, t, mul(g, ci(kVectorLanes)), kVectorLanes, win)));
     }
     if (rest > 0) s.push_back(tile(oh, oh_c, ow0, ow0_c, t, ci(groups * kVectorLanes), rest, win));
-    return s.size() == 1 ? s[0] : SeqStmt(s);
+    return SeqStmt(s);
   }
 
   // One output row: the left border columns as constant tiles, the interior a loop of
@@ -170,7 +170,7 @@ struct MveDepthwise {
                       channels(oh, oh_c, add(ci(inner.begin), mul(tw, ci(kTileWidth))), -1, kTileWidth, win)));
       constant_tiles(inner.begin + whole * kTileWidth, p.ow);
     }
-    return s.size() == 1 ? s[0] : SeqStmt(s);
+    return SeqStmt(s);
   }
 
   // The interior rows as a loop, the border rows as depthwise_border_rows groups them.
@@ -188,7 +188,7 @@ struct MveDepthwise {
     for (Stmt& r : depthwise_border_rows(
              p, border, [this](Expr oh, int64_t oh_c, const RowWindow* win) { return row(oh, oh_c, win); }))
       s.push_back(r);
-    return s.size() == 1 ? s[0] : SeqStmt(s);
+    return SeqStmt(s);
   }
 };
 
@@ -222,7 +222,7 @@ Stmt byte_run(const Buffer& dst, Expr at, int64_t count, const std::function<Exp
     s.push_back(For(i, ci(0), ci(count % kBytes), ForKind::kSerial, store(dst, value(k, 1), {add(at, k)})));
   }
   if (s.empty()) return nullptr;
-  return s.size() == 1 ? s[0] : SeqStmt(s);
+  return SeqStmt(s);
 }
 
 // Bytes of slack past the padded windows: a run of zero points is written in whole
@@ -266,7 +266,7 @@ Stmt copy_padded(const QConv& p, const Buffer& data, const Buffer& pad, Expr n) 
     if (Stmt copy = byte_run(pad, dst, in_cols * p.c, input)) row.push_back(copy);
     if ((right + left) * p.c > 0) row.push_back(zero_points(add(dst, ci(in_cols * p.c)), (right + left) * p.c, 1));
     s.push_back(For(y, ci(0), ci(in_rows), ForKind::kSerial,
-                    LetStmt(dst, add(mul(y, ci(row_bytes)), ci(first)), row.size() == 1 ? row[0] : SeqStmt(row))));
+                    LetStmt(dst, add(mul(y, ci(row_bytes)), ci(first)), SeqStmt(row))));
   }
   s.push_back(zero_points(ci(filled), rows * row_bytes - filled, 2));
   return SeqStmt(s);
