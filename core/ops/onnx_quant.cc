@@ -28,9 +28,6 @@ namespace ops {
 namespace {
 
 using json = nlohmann::json;
-const DataType kF32 = DataType::Float(32);
-const DataType kI32 = DataType::Int(32);
-const DataType kI64 = DataType::Int(64);
 
 bool is_q8(DataType t) { return t == DataType::Int(8) || t == DataType::UInt(8); }
 int32_t q_lo(DataType t) { return t.is_uint() ? 0 : -128; }

@@ -13,7 +13,6 @@ namespace ops {
 namespace {
 
 using json = nlohmann::json;
-const DataType kI8 = DataType::Int(8), kI16 = DataType::Int(16), kI32 = DataType::Int(32), kI64 = DataType::Int(64);
 const std::vector<std::string> kAttrs = {"a_scale",      "a_zero_point",     "b_scale",
                                          "b_zero_point", "output_scale", "output_zero_point"};
 

@@ -21,7 +21,6 @@ namespace qconv_impl {
 
 using json = nlohmann::json;
 
-const DataType kI8 = DataType::Int(8), kI16 = DataType::Int(16), kI32 = DataType::Int(32), kI64 = DataType::Int(64);
 const DataType kU8 = DataType::UInt(8);
 
 // The requantization rule and the element types it implies.

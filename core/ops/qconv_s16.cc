@@ -25,9 +25,6 @@ namespace {
 
 using nlohmann::json;
 
-const DataType kI8 = DataType::Int(8), kI16 = DataType::Int(16), kI32 = DataType::Int(32), kI64 = DataType::Int(64);
-const DataType kF32 = DataType::Float(32);
-
 Expr i64(int64_t v) { return IntImm(kI64, v); }
 Expr add64(Expr a, Expr b) { return Binary(ExprKind::Add, std::move(a), std::move(b)); }
 

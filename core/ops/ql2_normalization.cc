@@ -13,7 +13,6 @@ namespace ops {
 namespace {
 
 using json = nlohmann::json;
-const DataType kI8 = DataType::Int(8), kI32 = DataType::Int(32);
 // Squares of int8 differences are below 2^16: more of them could overflow int32 (TFLM
 // would overflow too).
 constexpr int64_t kMaxDepth = (int64_t{1} << 31) / (255 * 255);

@@ -18,7 +18,6 @@ namespace ops {
 namespace {
 
 using json = nlohmann::json;
-const DataType kI8 = DataType::Int(8), kI32 = DataType::Int(32), kI64 = DataType::Int(64);
 
 struct LogSoftmaxParams {
   fixed_point::SoftmaxParams scaling;  // input multiplier, left shift, diff_min

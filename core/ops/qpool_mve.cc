@@ -8,7 +8,6 @@ namespace ops {
 namespace {
 
 constexpr int kLanes = 4;
-const DataType kI32 = DataType::Int(32);
 
 }  // namespace
 

@@ -20,9 +20,6 @@ namespace {
 
 using json = nlohmann::json;
 
-const DataType kI8 = DataType::Int(8);
-const DataType kI32 = DataType::Int(32);
-
 Expr to_i32(Expr e) { return Cast(kI32, std::move(e)); }
 
 // Every input int8 (or int16 with int16_too), all dimensions positive.
