@@ -106,17 +106,12 @@ struct MveDepthwise {
     for (const auto& [rh, offset] : rows) {
       std::vector<Var> w;
       for (int64_t rw = 0; rw < p.kw; ++rw) w.push_back(weight_at(rh, rw));
-      const int64_t columns = (t - 1) * p.sw + (p.kw - 1) * p.dw + 1;
-      for (int64_t j = 0; j < columns; ++j) {
-        const std::vector<std::pair<int64_t, int64_t>> uses = tile_column_taps(p, t, j);
-        if (uses.empty()) continue;
-        const int64_t iw_c = ow0_c < 0 ? 0 : ow0_c * p.sw - p.pl + j;
-        const bool inside = ow0_c < 0 || (iw_c >= 0 && iw_c < p.w);
-        if (!inside && pad_value == 0) continue;
-        Expr x_value = inside ? Cast(i32(lanes), span(data, add(in_base, ci((offset * p.dh * p.w + j) * p.c)), lanes))
-                              : splat(pad_value, lanes);
+      for (const TileColumn& column : tile_columns(p, t, ow0_c)) {
+        if (!column.inside && pad_value == 0) continue;
+        const Expr column_base = add(in_base, ci((offset * p.dh * p.w + column.j) * p.c));
+        Expr x_value = column.inside ? Cast(i32(lanes), span(data, column_base, lanes)) : splat(pad_value, lanes);
         Var x = bind("x", x_value);
-        for (auto [i, rw] : uses) {
+        for (auto [i, rw] : column.taps) {
           used.insert(x.get()), used.insert(w[rw].get()), used.insert(acc[i].get());
           acc[i] = bind("acc", add(acc[i], mul(x, w[rw])));
         }
