@@ -24,8 +24,9 @@
 #        timed per wasm module and turn; REPS (default 3) turns; WASM_OPT (default O2) the
 #        Binaryen level of the wasm backend; NODE_FLAGS flags for the timed node runs
 #        (--no-liftoff: TurboFan code from the first inference, where a loaded machine
-#        delays V8's tier-up past the timed runs); VALGRIND_RUNS (default 10) the inferences
-#        counted under valgrind (more where a model's are few against V8's own noise).
+#        delays V8's tier-up past the timed runs); VALGRIND_RUNS (default 10) the fewest inferences
+#        counted under valgrind, and VALGRIND_NS (default 5e7) the fewest nanoseconds of node time
+#        they add up to (V8's own work varies by tens of millions of instructions).
 #        Prints Markdown on stdout.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -137,17 +138,18 @@ print("static uint8_t workspace[TVMGEN_MODEL_WORKSPACE_SIZE];")
 for n in ins + outs: print("static uint8_t %s_buf[%s];" % (n, size(n)))
 print("static int cmp(const void* a, const void* b) { double x = *(const double*)a, y = *(const double*)b; return (x > y) - (x < y); }")
 print("int main(int argc, char** argv) {\n  static double times[%d];\n  struct timespec t0, t1;\n  uint32_t h = 0x811c9dc5u;\n  unsigned i;" % runs)
-print("  unsigned runs = argc > 1 ? (unsigned)atoi(argv[1]) : %du;\n  if (runs > %du) runs = %du;" % (runs, runs, runs))
+# Any number of runs (valgrind counts many); the first RUNS are timed.
+print("  unsigned runs = argc > 1 ? (unsigned)atoi(argv[1]) : %du, timed = runs < %du ? runs : %du;" % (runs, runs, runs))
 print("  struct tvmgen_model_inputs in = {%s};" % ", ".join(n + "_buf" for n in ins))
 print("  struct tvmgen_model_outputs out = {%s};" % ", ".join(n + "_buf" for n in outs))
 for n in ins: print("  for (i = 0; i < %s && i < 4096; ++i) %s_buf[i] = (uint8_t)((i * 37 + 11) & 0xff);" % (size(n), n))
 print("  if (TVMCrtWorkspaceInit(workspace, sizeof workspace) != 0) return 3;")
 print("  for (i = 0; i < 10; ++i) if (tvmgen_model_run(&in, &out) != 0) return 1;")
 print("  for (i = 0; i < runs; ++i) {\n    clock_gettime(CLOCK_MONOTONIC, &t0);\n    tvmgen_model_run(&in, &out);")
-print("    clock_gettime(CLOCK_MONOTONIC, &t1);\n    times[i] = (t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec);\n  }")
-print("  qsort(times, runs, sizeof times[0], cmp);")
+print("    clock_gettime(CLOCK_MONOTONIC, &t1);\n    if (i < timed) times[i] = (t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec);\n  }")
+print("  qsort(times, timed, sizeof times[0], cmp);")
 for n in outs: print("  for (i = 0; i < %s; ++i) h = (h ^ %s_buf[i]) * 0x01000193u;" % (size(n), n))
-print("  printf(\"%.0f %x\\n\", runs ? times[runs / 2] : 0.0, (unsigned)h);\n  return 0;\n}")
+print("  printf(\"%.0f %x\\n\", timed ? times[timed / 2] : 0.0, (unsigned)h);\n  return 0;\n}")
 sizes = dict(re.findall(r"#define TVMGEN_MODEL_(\w+)_SIZE (\d+)", header))
 with open(sys.argv[3], "w") as f:
     f.write(" ".join(["in:%s:%s" % (n, sizes[n.upper()]) for n in ins] + ["out:%s:%s" % (n, sizes[n.upper()]) for n in outs]))
@@ -175,18 +177,29 @@ PY
     # V8 compiling everything with TurboFan up front (VALGRIND_RUNS inferences minus none).
     declare -A instr=([clang]=null [clang-simd]=null [be]=null)
     if command -v valgrind > /dev/null && [ "${VALGRIND:-1}" = 1 ]; then
-      x86_instructions() {  # x86_instructions RUNNER.mjs MODULE.wasm ARGS...: per inference
-        local runner=$1 module=$2 counts=()
-        shift 2
-        for n in 0 "$VALGRIND_RUNS"; do
+      # V8's own work varies by tens of millions of instructions from run to run (GC and
+      # compile timing), so the counted inferences must add up to far more than that: at
+      # least VALGRIND_RUNS, and at least VALGRIND_NS of node time (default 50 ms).
+      x86_instructions() {  # x86_instructions NS RUNNER.mjs MODULE.wasm ARGS...: per inference
+        local runs counts=()
+        runs=$(python3 -c 'import math, sys; print(max(int(sys.argv[1]), math.ceil(float(sys.argv[2]) / float(sys.argv[3]))))' \
+          "$VALGRIND_RUNS" "${VALGRIND_NS:-5e7}" "$1")
+        local runner=$2 module=$3
+        shift 3
+        for n in 0 "$runs"; do
           counts+=("$(valgrind --tool=callgrind --callgrind-out-file=/dev/null --smc-check=all node --no-liftoff \
             --single-threaded --no-warnings "$runner" "$module" "$n" "$@" 2>&1 | sed -n 's/.*I *refs: *//p' | tr -d ,)")
         done
-        echo $(((counts[1] - counts[0]) / VALGRIND_RUNS))
+        if [ "${counts[1]}" -gt "${counts[0]}" ]; then
+          echo $(((counts[1] - counts[0]) / runs))
+        else  # the inferences were lost in V8's noise: say so rather than print a count
+          echo "$model: $module: $runs inferences under valgrind counted no more than none" >&2
+          echo null
+        fi
       }
-      instr[clang]=$(x86_instructions "$work/wasi.mjs" "$work/$model.clang.wasm")
-      instr[clang-simd]=$(x86_instructions "$work/wasi.mjs" "$work/$model.clang-simd.wasm")
-      instr[be]=$(x86_instructions "$work/time_module.mjs" "$be_module" $(cat "$work/$model.tensors"))
+      instr[clang]=$(x86_instructions "${best[clang]}" "$work/wasi.mjs" "$work/$model.clang.wasm")
+      instr[clang-simd]=$(x86_instructions "${best[clang-simd]}" "$work/wasi.mjs" "$work/$model.clang-simd.wasm")
+      instr[be]=$(x86_instructions "${best[be]}" "$work/time_module.mjs" "$be_module" $(cat "$work/$model.tensors"))
     fi
     echo "{\"clang_ns\": ${best[clang]}, \"clang_simd_ns\": ${best[clang-simd]}, \"binaryen_ns\": ${best[be]}," \
          "\"clang_hash\": \"${hash[clang]}\", \"clang_simd_hash\": \"${hash[clang-simd]}\", \"binaryen_hash\": \"${hash[be]}\"," \

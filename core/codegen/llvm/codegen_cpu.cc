@@ -174,7 +174,8 @@ void FunctionEmitter::emit_allocate(const AllocateNode* node) {
   int align = std::max(natural_align(b->dtype, ms_->target->pointer_bits), b->align);
   local_allocations_.insert(b->data.get());  // fresh memory: aliases nothing else (paired_loads.cc)
   if (node->scope == "local" && constant) {
-    std::string a = entry_alloca(mt, n > 0 ? n : 1, align, b->name);
+    std::string a = read_by_word_pairs(node->body, b->data.get()) ? word_pair_alloca(b, n > 0 ? n : 1, align)
+                                                                  : entry_alloca(mt, n > 0 ? n : 1, align, b->name);
     std::string p = local_name(b->name + ".ptr");
     entry_ << "  " << p << " = bitcast " << mt << "* " << a << " to i8*\n";
     vars_[b->data.get()] = {"i8*", p};

@@ -830,6 +830,8 @@ void FunctionEmitter::emit_for(const ForNode* node) {
          ms_->loop_metadata(unroll ? "llvm.loop.unroll.full" : "llvm.loop.vectorize.enable"));
   } else if (unroll_twice) {
     inst("br label %" + head + ", !llvm.loop " + ms_->loop_metadata("llvm.loop.unroll.count", "i32 2"));
+  } else if (fills_word_pair_buffer(node)) {
+    inst("br label %" + head + ", !llvm.loop " + ms_->loop_metadata("llvm.loop.unroll.disable"));
   } else {
     br(head);
   }

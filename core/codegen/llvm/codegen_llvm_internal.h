@@ -304,6 +304,14 @@ class FunctionEmitter {
   // word_pair(A[i], A[i + 1]) of int32 words on Arm DSP cores: one `load volatile i64`
   // (LDRD), as the C backend loads it; nullopt for other operands.
   std::optional<Val> adjacent_word_pair(const CallNode* c);
+  // Whether word_pair reads adjacent words of allocation `data` in `body` (DSP cores).
+  bool read_by_word_pairs(const Stmt& body, const VarNode* data) const;
+  // The alloca of local allocation `b` (`count` int32 words) that word_pair reads, noted in
+  // word_pair_buffers_: one word longer, the words from its second on (an i32* to them).
+  std::string word_pair_alloca(const Buffer& b, int64_t count, int align);
+  // Whether `loop`'s body is straight-line code (no loop, no branch) that stores into a
+  // word_pair_buffers_ allocation at indices that change with it: a tile's column fill.
+  bool fills_word_pair_buffer(const ForNode* loop) const;
   struct PairedLoad {
     std::vector<const BufferLoadNode*> lo_loads, hi_loads;  // the loads of the lower and the upper word
     Expr index;                                             // of the lower word, as base + constant
@@ -311,6 +319,7 @@ class FunctionEmitter {
   };
   std::vector<PairedLoad> paired_loads_;
   std::set<const VarNode*> local_allocations_;  // the data of this function's own allocations
+  std::set<const VarNode*> word_pair_buffers_;  // those of them that word_pair reads (on DSP cores)
   std::vector<const VarNode*> loop_vars_;       // of the enclosing loops, innermost last
 
   // ---- statements -------------------------------------------------------------------

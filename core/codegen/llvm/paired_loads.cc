@@ -12,6 +12,16 @@
 // each pair. Volatile keeps the load where it is and as it is, so only loads that
 // change with the innermost loop are paired (loop-invariant ones stay hoistable), and
 // only where nothing in the list can write the buffer.
+//
+// A tile's column on the stack (the short tiles' `col`, filled once per pixel group and
+// read by word_pair in the channel loop) needs two more things for its LDRDs to address it
+// from sp, as GCC's do. Its fill loop stays rolled: unrolled, SROA splits the column at
+// the pairs into 8-byte frame objects, and LLVM 14's LDRD selection folds a frame object
+// into the instruction only as base + nonzero offset (at offset 0 the address is an ADD
+// from sp, in the loop once registers run short). For the same reason the words start one
+// word into the alloca. VWW's short-tile channel-pair loops: 91 -> 75 instructions (layer
+// 2; GCC 78), 125 -> 115 (layer 4), 196 -> 192 (layers 6 and 8); the model 9,809,029 ->
+// 9,669,923 (C: 9,804,922).
 #include "analysis/buffer_accesses.h"
 #include "codegen/llvm/codegen_llvm_internal.h"
 #include "ir/structural_equal.h"
@@ -174,18 +184,67 @@ bool FunctionEmitter::plan_paired_loads(const Stmt& region) {
   return !paired_loads_.empty();
 }
 
-std::optional<Val> FunctionEmitter::adjacent_word_pair(const CallNode* c) {
+namespace {
+
+// The buffer whose adjacent int32 words word_pair `c` reads (A[i], A[i + 1]), else null.
+const VarNode* adjacent_words(const CallNode* c) {
   const auto* lo = as<BufferLoadNode>(c->args.at(0));
   const auto* hi = as<BufferLoadNode>(c->args.at(1));
   auto word = [](const BufferLoadNode* l) {
     const DataType t = l->buffer->dtype;
     return !l->dtype.is_vector() && t.is_integer() && t.bits() == 32 && l->dtype == t && l->indices.size() == 1;
   };
-  if (!ms_->arm_dsp || !lo || !hi || lo->buffer->data.get() != hi->buffer->data.get() || !word(lo) || !word(hi))
-    return std::nullopt;
+  if (!lo || !hi || lo->buffer->data.get() != hi->buffer->data.get() || !word(lo) || !word(hi)) return nullptr;
   auto [lo_base, lo_offset] = split_offset(lo->indices[0]);
   auto [hi_base, hi_offset] = split_offset(hi->indices[0]);
-  if (!same_base(lo_base, hi_base) || hi_offset != lo_offset + 1) return std::nullopt;
+  return same_base(lo_base, hi_base) && hi_offset == lo_offset + 1 ? lo->buffer->data.get() : nullptr;
+}
+
+}  // namespace
+
+bool FunctionEmitter::read_by_word_pairs(const Stmt& body, const VarNode* data) const {
+  struct Find : Visitor {
+    const VarNode* data;
+    bool found = false;
+    void visit_Call(const CallNode* op) override {
+      found = found || (op->is(Builtin::WordPair) && adjacent_words(op) == data);
+      Visitor::visit_Call(op);
+    }
+  } find;
+  find.data = data;
+  if (ms_->arm_dsp) find.visit(body);
+  return find.found;
+}
+
+std::string FunctionEmitter::word_pair_alloca(const Buffer& b, int64_t count, int align) {
+  word_pair_buffers_.insert(b->data.get());
+  std::string whole = entry_alloca("i32", count + 1, align, b->name + ".lead");
+  std::string words = local_name(b->name);
+  entry_ << "  " << words << " = getelementptr inbounds i32, i32* " << whole << ", i32 1\n";
+  return words;
+}
+
+bool FunctionEmitter::fills_word_pair_buffer(const ForNode* loop) const {
+  struct Find : Visitor {
+    const std::set<const VarNode*>* buffers;
+    const VarNode* var;
+    bool stores = false, branches = false;
+    void visit_BufferStore(const BufferStoreNode* op) override {
+      stores = stores || (buffers->count(op->buffer->data.get()) && uses_any(op->indices.at(0), {var}));
+      Visitor::visit_BufferStore(op);
+    }
+    void visit_For(const ForNode* op) override { branches = true, Visitor::visit_For(op); }
+    void visit_IfThenElse(const IfThenElseNode* op) override { branches = true, Visitor::visit_IfThenElse(op); }
+  } find;
+  find.buffers = &word_pair_buffers_;
+  find.var = loop->loop_var.get();
+  if (!word_pair_buffers_.empty()) find.visit(loop->body);
+  return find.stores && !find.branches;
+}
+
+std::optional<Val> FunctionEmitter::adjacent_word_pair(const CallNode* c) {
+  if (!ms_->arm_dsp || !adjacent_words(c)) return std::nullopt;
+  const auto* lo = as<BufferLoadNode>(c->args.at(0));
   Val at = elem_ptr(lo->buffer, {lo->indices[0]}, lo->span);
   Val wide = op("i64*", "bitcast " + at.typed() + " to i64*");
   return op("i64", "load volatile i64, " + wide.typed() + ", align 4");

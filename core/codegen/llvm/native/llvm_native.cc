@@ -32,6 +32,7 @@
 #include "codegen/llvm/llvm_target.h"
 #include "codegen/llvm/module_parts.h"
 #include "codegen/llvm/native/exit_on_pointer.h"
+#include "codegen/llvm/native/invariant_gep_base.h"
 #include "codegen/llvm/native/register_allocator.h"
 #include "support/diagnostic.h"
 #include "support/timing.h"
@@ -236,7 +237,10 @@ void run_loop_lowering(llvm::Module* module, llvm::TargetMachine* tm, const std:
   if (exits_on_pointers(*tm)) lpm.addPass(ExitOnPointerPass());
   llvm::FunctionPassManager fpm;
   fpm.addPass(llvm::createFunctionToLoopPassAdaptor(std::move(lpm), /*UseMemorySSA=*/false));
-  if (exits_on_pointers(*tm)) fpm.addPass(TileRegisterAllocatorPass());
+  if (exits_on_pointers(*tm)) {
+    fpm.addPass(TileRegisterAllocatorPass());
+    fpm.addPass(InvariantGepBasePass());
+  }
   llvm::ModulePassManager mpm;
   mpm.addPass(llvm::createModuleToFunctionPassAdaptor(std::move(fpm)));
   mpm.run(*module, a.mam);

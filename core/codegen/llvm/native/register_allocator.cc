@@ -3,14 +3,18 @@
 #include <memory>
 
 #include <llvm/Analysis/LoopInfo.h>
+#include <llvm/CodeGen/LiveIntervals.h>
 #include <llvm/CodeGen/Passes.h>
 #include <llvm/CodeGen/RegAllocPBQP.h>
 #include <llvm/CodeGen/RegAllocRegistry.h>
+#include <llvm/CodeGen/VirtRegMap.h>
 #include <llvm/IR/Function.h>
 #include <llvm/IR/IntrinsicInst.h>
 #include <llvm/IR/IntrinsicsARM.h>
+#include <llvm/IR/Instructions.h>
 #include <llvm/Pass.h>
 
+#include "codegen/llvm/native/redundant_reloads.h"
 #include "support/diagnostic.h"
 
 namespace mtir::llvm_native {
@@ -32,6 +36,37 @@ bool is_long_tile_loop(const llvm::Loop& loop) {
   for (const llvm::BasicBlock* b : loop.blocks())
     for (const llvm::Instruction& i : *b) smlads += is_smlad(&i);
   return accumulators >= 6 && smlads >= 48;
+}
+
+// A short tile (schedules short_pairs, pair_records: a 1x1 layer of at most 32 channels):
+// the whole reduction in one iteration of the channel loop, so no accumulator is carried;
+// six SMLAD chains (3x2) of at least four SMLADs each; the weights and columns read as
+// word pairs (LDRD), only the bias and table words as single loads. Its six accumulators,
+// four widened weights, a column pair and two pointers fill the 14 registers: greedy spilled
+// accumulators (8 to 10 stack accesses an iteration), PBQP none. Tiles that read their
+// weights as single words (the first layers' im2col tiles, KWS's 64-channel 1x1 layers:
+// eight) lose under PBQP (KWS +255,000 instructions, VWW's layer 0 +169,000).
+bool is_short_tile_loop(const llvm::Loop& loop) {
+  const llvm::BasicBlock* latch = loop.getLoopLatch();
+  if (!latch) return false;
+  for (const llvm::PHINode& phi : loop.getHeader()->phis())
+    if (is_smlad(phi.getIncomingValueForBlock(latch))) return false;
+  int smlads = 0, chain_ends = 0, word_pairs = 0, words = 0;
+  for (const llvm::BasicBlock* b : loop.blocks())
+    for (const llvm::Instruction& i : *b) {
+      if (const auto* load = llvm::dyn_cast<llvm::LoadInst>(&i)) {
+        const bool pair = load->isVolatile() && load->getType()->isIntegerTy(64);
+        word_pairs += pair;
+        words += !pair && load->getType()->isIntegerTy(32);
+      }
+      if (!is_smlad(&i)) continue;
+      ++smlads;
+      bool continued = false;
+      for (const llvm::User* u : i.users())  // the accumulator of another SMLAD
+        continued |= is_smlad(u) && llvm::cast<llvm::CallBase>(u)->getArgOperand(2) == &i;
+      chain_ends += !continued;
+    }
+  return chain_ends == 6 && smlads >= 24 && word_pairs >= 6 && words <= 4;
 }
 
 // A legacy pass (code generation is the legacy pass manager's) that runs greedy or PBQP on
@@ -79,7 +114,10 @@ class ChoosingRegisterAllocator : public llvm::FunctionPass {
     llvm::AnalysisResolver* own = allocator->getResolver();
     own->clearAnalysisImpls();
     for (llvm::AnalysisID id : usage.getRequiredSet()) own->addAnalysisImplsPair(id, getResolver()->findImplPass(id));
-    return allocator->runOnFunction(f);
+    const bool changed = allocator->runOnFunction(f);
+    // Greedy splits live ranges around their uses itself (no reload to remove on VWW).
+    if (use_pbqp) remove_redundant_reloads(analysis<llvm::VirtRegMap>(), analysis<llvm::LiveIntervals>());
+    return changed;
   }
 
   void releaseMemory() override {
@@ -88,6 +126,13 @@ class ChoosingRegisterAllocator : public llvm::FunctionPass {
   }
 
  private:
+  // An analysis both allocators require (so this pass does too), for the current function.
+  template <typename T>
+  T& analysis() {
+    llvm::Pass* p = getResolver()->findImplPass(&T::ID);
+    return *static_cast<T*>(p->getAdjustedAnalysisPointer(&T::ID));
+  }
+
   std::unique_ptr<llvm::FunctionPass> greedy_, pbqp_;
 };
 
@@ -109,7 +154,7 @@ llvm::FunctionPass* create_allocator() {
 
 llvm::PreservedAnalyses TileRegisterAllocatorPass::run(llvm::Function& f, llvm::FunctionAnalysisManager& fam) {
   for (const llvm::Loop* loop : fam.getResult<llvm::LoopAnalysis>(f).getLoopsInPreorder()) {
-    if (loop->isInnermost() && is_long_tile_loop(*loop)) {
+    if (loop->isInnermost() && (is_long_tile_loop(*loop) || is_short_tile_loop(*loop))) {
       f.addFnAttr(kRegAllocAttr, kRegAllocPbqp);
       break;
     }

@@ -20,7 +20,9 @@ inline constexpr const char* kRegAllocPbqp = "pbqp";
 // On Arm DSP cores: marks each function with an innermost loop of a 3x2 SMLAD tile (six
 // accumulators carried by SMLAD around the loop) of at least four reduction steps (48
 // SMLADs) for PBQP. A shorter tile (KWS's first layer, two and a half steps) allocates
-// without spills under greedy, and PBQP spills more elsewhere.
+// without spills under greedy, and PBQP spills more elsewhere. Also a short tile's channel
+// loop (the whole 3x2 reduction in one iteration, weights and columns as word pairs:
+// register_allocator.cc says which).
 struct TileRegisterAllocatorPass : llvm::PassInfoMixin<TileRegisterAllocatorPass> {
   llvm::PreservedAnalyses run(llvm::Function& f, llvm::FunctionAnalysisManager& fam);
 };
