@@ -105,7 +105,7 @@ Stmt loop_body(const BandCalls& first, const std::vector<int64_t>& steps, const 
     }
     body.push_back(Evaluate(Call(call->dtype, call->op, std::move(args), call->attrs, call->span), s->span));
   }
-  return body.size() == 1 ? body[0] : SeqStmt(std::move(body));
+  return SeqStmt(std::move(body));
 }
 
 // The last band of the run from `k` on whose steps from band to band are the first's.

@@ -178,7 +178,8 @@ Stmt For(Var v, Expr min, Expr extent, ForKind k, Stmt body, Span s = {});
 Stmt ForLike(const ForNode* op, Expr min, Expr extent, Stmt body);
 Stmt IfThenElse(Expr c, Stmt then_case, Stmt else_case = nullptr, Span s = {});
 Stmt LetStmt(Var v, Expr value, Stmt body, Span s = {});
-// Flattens nested sequences; a single statement is returned as is.
+// Flattens nested sequences and drops null entries; a single statement is returned as is
+// and an empty list gives NoOp(s), so builders pass any list without testing its size.
 Stmt SeqStmt(std::vector<Stmt> seq, Span s = {});
 Stmt Evaluate(Expr v, Span s = {});
 Stmt Allocate(Buffer b, std::string scope, Stmt body, Span s = {});

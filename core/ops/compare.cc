@@ -14,7 +14,7 @@ namespace ops {
 namespace {
 
 using json = nlohmann::json;
-const DataType kBool = DataType::Bool(), kI32 = DataType::Int(32);
+const DataType kBool = DataType::Bool();
 
 struct CompareParams {
   bool scaled = false;

@@ -30,12 +30,6 @@ namespace {
 
 using json = nlohmann::json;
 
-const DataType kI8 = DataType::Int(8);
-const DataType kI16 = DataType::Int(16);
-const DataType kI32 = DataType::Int(32);
-const DataType kI64 = DataType::Int(64);
-const DataType kF32 = DataType::Float(32);
-
 const std::vector<std::string> kInputNames = {"data",   "input_weights", "recurrent_weights", "bias",
                                               "hidden_state", "cell_state", "sigmoid_table"};
 const std::vector<std::string> kFloatAttrs = {"time_major", "cell_clip"};
@@ -177,7 +171,7 @@ Stmt dot(const Buffer& acc, int slot, int64_t n, const std::string& name, const 
     Var kr = ivar(name + "r");
     parts.push_back(For(kr, ci(0), ci(n % 4), ForKind::kUnrolled, update(add(ci(n / 4 * 4), kr))));
   }
-  return parts.size() == 1 ? parts[0] : SeqStmt(parts);
+  return SeqStmt(parts);
 }
 
 // The buffers of one lstm PrimFunc: parameters, then the step's scratch.

@@ -508,8 +508,7 @@ PrimFunc matmul_build(const std::string& fname, const std::vector<TensorType>& i
   Buffer o = fb.param("out", out.shape);
   size_t rank = out.shape.size(), batch = rank - 2;
   LoopNest outer, red;
-  std::vector<Expr> bidx;
-  for (size_t k = 0; k < batch; ++k) bidx.push_back(outer.axis("b" + std::to_string(k), out.shape[k]));
+  std::vector<Expr> bidx = outer.axes({out.shape.begin(), out.shape.begin() + batch}, "b");
   Expr i = outer.axis("i", out.shape[rank - 2]);
   Expr j = outer.axis("j", out.shape[rank - 1]);
   Expr k = red.axis("k", in[0].shape.back());
@@ -563,8 +562,7 @@ PrimFunc bn_build(const std::string& fname, const std::vector<TensorType>& in, c
   for (size_t i = 0; i < 5; ++i) bufs.push_back(fb.param(kBnInputs[i], in[i].shape));
   Buffer o = fb.param("out", out.shape);
   LoopNest nest;
-  std::vector<Expr> idx;
-  for (int64_t k = 0; k < rank; ++k) idx.push_back(nest.axis("i" + std::to_string(k), out.shape[k]));
+  std::vector<Expr> idx = nest.axes(out.shape);
   Expr c = idx[axis];
   Expr norm = fdiv(sub(load(bufs[0], idx), load(bufs[3], {c})), call("sqrt", {add(load(bufs[4], {c}), cf(eps))}));
   Expr v = add(mul(norm, load(bufs[1], {c})), load(bufs[2], {c}));

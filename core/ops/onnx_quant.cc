@@ -28,9 +28,6 @@ namespace ops {
 namespace {
 
 using json = nlohmann::json;
-const DataType kF32 = DataType::Float(32);
-const DataType kI32 = DataType::Int(32);
-const DataType kI64 = DataType::Int(64);
 
 bool is_q8(DataType t) { return t == DataType::Int(8) || t == DataType::UInt(8); }
 int32_t q_lo(DataType t) { return t.is_uint() ? 0 : -128; }
@@ -310,8 +307,7 @@ PrimFunc qmatmul_build(const std::string& fname, const std::vector<TensorType>& 
   Buffer acc = scratch("acc", {1}, kI32);
   size_t rank = out.shape.size(), batch = rank - 2;
   LoopNest outer, red;
-  std::vector<Expr> bidx;
-  for (size_t k = 0; k < batch; ++k) bidx.push_back(outer.axis("b" + std::to_string(k), out.shape[k]));
+  std::vector<Expr> bidx = outer.axes({out.shape.begin(), out.shape.begin() + batch}, "b");
   Expr i = outer.axis("i", out.shape[rank - 2]), j = outer.axis("j", out.shape[rank - 1]);
   Expr kk = red.axis("k", p.k);
   auto operand_index = [&](const std::vector<int64_t>& shape, Expr r, Expr c) {

@@ -78,6 +78,9 @@ auto same_type_as_input(Check check) {
 }
 
 // ---- IR helpers ---------------------------------------------------------------
+// The element types the kernels name most.
+inline constexpr DataType kI8 = DataType::Int(8), kI16 = DataType::Int(16), kI32 = DataType::Int(32),
+                          kI64 = DataType::Int(64), kF32 = DataType::Float(32);
 Expr ci(int64_t v);   // int32 constant
 Expr cf(double v);    // float32 constant
 // A constant of type `t`; for an integer type, infinities become its smallest and

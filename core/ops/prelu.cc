@@ -12,7 +12,6 @@ namespace ops {
 namespace {
 
 using json = nlohmann::json;
-const DataType kI8 = DataType::Int(8), kI16 = DataType::Int(16), kI32 = DataType::Int(32);
 
 TensorType prelu_infer(const std::vector<TensorType>& in, const json& attrs) {
   AttrReader r("prelu", attrs, {});

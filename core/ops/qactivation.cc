@@ -18,7 +18,6 @@ namespace ops {
 namespace {
 
 using json = nlohmann::json;
-const DataType kI8 = DataType::Int(8), kI16 = DataType::Int(16), kI32 = DataType::Int(32);
 
 // ---- qlookup ---------------------------------------------------------------------------
 
@@ -112,10 +111,8 @@ OpDef int16_act_op(const std::string& op) {
   OpDef d;
   d.name = op;
   d.sharing = OutputSharing::kElementwise;
-  d.infer = [op](const std::vector<TensorType>& in, const json& attrs) {
-    int16_act_params(op, in, attrs);
-    return in[0];
-  };
+  d.infer = same_type_as_input(
+      [op](const std::vector<TensorType>& in, const json& attrs) { return int16_act_params(op, in, attrs); });
   d.build = [op](const std::string& fname, const std::vector<TensorType>& in, const TensorType& out,
                  const json& attrs) {
     const Int16ActParams p = int16_act_params(op, in, attrs);

@@ -13,7 +13,6 @@ namespace ops {
 namespace {
 
 using json = nlohmann::json;
-const DataType kI8 = DataType::Int(8), kI16 = DataType::Int(16), kI32 = DataType::Int(32), kI64 = DataType::Int(64);
 const std::vector<std::string> kAttrs = {"a_scale",      "a_zero_point",     "b_scale",
                                          "b_zero_point", "output_scale", "output_zero_point"};
 
@@ -60,8 +59,7 @@ PrimFunc bmm_build(const std::string& fname, const std::vector<TensorType>& in, 
   Buffer acc = scratch("acc", {1}, wide ? kI64 : kI32);
   const size_t rank = out.shape.size(), batch = rank - 2;
   LoopNest outer, red;
-  std::vector<Expr> oidx;
-  for (size_t k = 0; k < rank; ++k) oidx.push_back(outer.axis("o" + std::to_string(k), out.shape[k]));
+  const std::vector<Expr> oidx = outer.axes(out.shape, "o");
   Expr k = red.axis("k", in[0].shape.back());
   // An operand's indices: its batch dimensions right-aligned with the output's, size 1 read at 0.
   auto operand = [&](const Buffer& x, const std::vector<int64_t>& s, Expr row, Expr col, int32_t zp) {

@@ -278,7 +278,7 @@ Stmt word_gather(const QConv& p, const Buffer& words, const Buffer& col, Expr n,
     copies.push_back(For(e, ci(0), ci(p.cg / 4), ForKind::kSerial, copy(e)));
   }
   Expr pixel = mul(add(mul(add(mul(n, ci(p.h)), ih), ci(p.w)), iw), ci(p.c));
-  return LetStmt(at, pixel, copies.size() == 1 ? copies[0] : SeqStmt(copies));
+  return LetStmt(at, pixel, SeqStmt(copies));
 }
 
 // Pixel `row` of image n: its receptive field in (kh, kw, ci) order, into col, every
@@ -490,7 +490,7 @@ PrimFunc qdense_build(const std::string& fname, const std::vector<TensorType>& i
       s.push_back(For(j, ci(0), ci(len / 2), ForKind::kSerial, store(col, word, {add(first, j)})));
     }
     if (len % 2) s.push_back(store(col, pack_pair(x_of(row, add(k0, ci(len - 1))), ci(0)), {add(first, ci(len / 2))}));
-    return s.size() == 1 ? s[0] : SeqStmt(s);
+    return SeqStmt(s);
   };
   if (p.sched.smlad) {
     const int64_t words = (p.k + 1) / 2;

@@ -132,20 +132,15 @@ Stmt DepthwiseTiler::tile(Expr oh, int64_t oh_c, Expr ow0, int64_t ow0_c, int64_
       w.push_back(ivar("w" + std::to_string(offset) + std::to_string(rw)));
       steps.push_back({w.back(), Cast(kI32, load(weight, {add(add(mul(c, ci(p.kh * p.kw)), rh), ci(rw))})), Stmt()});
     }
-    const int64_t columns = (t - 1) * p.sw + (p.kw - 1) * p.dw + 1;
-    for (int64_t j = 0; j < columns; ++j) {
-      const std::vector<std::pair<int64_t, int64_t>> uses = tile_column_taps(p, t, j);
-      if (uses.empty()) continue;
-      const int64_t iw_c = ow0_c < 0 ? 0 : ow0_c * p.sw - p.pl + j;
-      const bool inside = ow0_c < 0 || (iw_c >= 0 && iw_c < p.w);
-      if (!inside && pad_value == 0) continue;
+    for (const TileColumn& column : tile_columns(p, t, ow0_c)) {
+      if (!column.inside && pad_value == 0) continue;
       Var x = ivar("x");
-      Expr v = Cast(kI32, load(data, {add(in_base, ci(offset * p.dh * in_h + j * in_w))}));
+      Expr v = Cast(kI32, load(data, {add(in_base, ci(offset * p.dh * in_h + column.j * in_w))}));
       if (!p.sched.fold_zero_point && p.q.input_zero_point != 0) v = sub(v, ci(p.q.input_zero_point));
-      steps.push_back({x, inside ? v : ci(pad_value), Stmt()});
-      if (inside) used.insert(in_base.get());
+      steps.push_back({x, column.inside ? v : ci(pad_value), Stmt()});
+      if (column.inside) used.insert(in_base.get());
       used.insert(x.get());
-      for (auto [i, rw] : uses) {
+      for (auto [i, rw] : column.taps) {
         used.insert(w[rw].get());
         // smlabb: x and the weight are int8 values (see builtins.def for why not + and *).
         steps.push_back({Var(), Expr(), store(acc, Call(kI32, "smlabb", {x, w[rw], load(acc, {ci(i)})}), {ci(i)})});
@@ -217,7 +212,7 @@ Stmt DepthwiseTiler::checked_output(Expr oh, bool check_h, Expr ow, bool check_w
     Expr w = Cast(kI32, load(b.weight, {c, rh, ci(rw), ci(0)}));
     columns.push_back(store(acc, add(load(acc, {ci(0)}), mul(lazy_select(cond, x, ci(pad_value)), w)), {ci(0)}));
   }
-  taps.push_back(For(rh, ci(0), ci(p.kh), ForKind::kSerial, columns.size() == 1 ? columns[0] : SeqStmt(columns)));
+  taps.push_back(For(rh, ci(0), ci(p.kh), ForKind::kSerial, SeqStmt(columns)));
   Expr out_index = add(add(add(mul(n, ci(out_n)), mul(c, ci(out_c))), mul(oh, ci(out_h))), mul(ow, ci(out_w)));
   taps.push_back(
       store(out,
@@ -266,7 +261,7 @@ Stmt DepthwiseTiler::row(Expr oh, int64_t oh_c, const RowWindow* win) const {
     }
     constant_tiles(right, p.ow);
   }
-  return s.size() == 1 ? s[0] : SeqStmt(s);
+  return SeqStmt(s);
 }
 
 Stmt DepthwiseTiler::checked_rows(const std::vector<OutputRange>& ranges) const {
@@ -296,19 +291,27 @@ Stmt DepthwiseTiler::build() {
     else
       rows.push_back(checked_rows(border));
   }
-  Stmt body = outer.wrap(rows.size() == 1 ? rows[0] : SeqStmt(rows));
+  Stmt body = outer.wrap(SeqStmt(rows));
   body = DeclBuffer(data, DeclBuffer(weight, DeclBuffer(out, body)));
   return table ? DeclBuffer(table, body) : body;
 }
 
 }  // namespace
 
-std::vector<std::pair<int64_t, int64_t>> tile_column_taps(const QConv& p, int64_t t, int64_t j) {
-  std::vector<std::pair<int64_t, int64_t>> taps;
-  for (int64_t i = 0; i < t; ++i)
-    for (int64_t rw = 0; rw < p.kw; ++rw)
-      if (i * p.sw + rw * p.dw == j) taps.push_back({i, rw});
-  return taps;
+std::vector<TileColumn> tile_columns(const QConv& p, int64_t t, int64_t ow0_c) {
+  std::vector<TileColumn> columns;
+  const int64_t width = (t - 1) * p.sw + (p.kw - 1) * p.dw + 1;
+  for (int64_t j = 0; j < width; ++j) {
+    TileColumn column{j, {}, true};
+    for (int64_t i = 0; i < t; ++i)
+      for (int64_t rw = 0; rw < p.kw; ++rw)
+        if (i * p.sw + rw * p.dw == j) column.taps.push_back({i, rw});
+    if (column.taps.empty()) continue;
+    const int64_t iw = ow0_c * p.sw - p.pl + j;
+    column.inside = ow0_c < 0 || (iw >= 0 && iw < p.w);
+    columns.push_back(std::move(column));
+  }
+  return columns;
 }
 
 void window_rows(const QConv& p, int64_t oh_c, const RowWindow* win, int64_t row_elements,
@@ -439,7 +442,7 @@ Stmt conv_loops(const QConv& p, const QParams& b) {
         regions.push_back(For(oh, ci(rh.begin), ci(rh.end - rh.begin), ForKind::kSerial,
                               For(ow, ci(rw.begin), ci(rw.end - rw.begin), ForKind::kSerial, s)));
       }
-    body = outer.wrap(regions.size() == 1 ? regions[0] : SeqStmt(regions));
+    body = outer.wrap(SeqStmt(regions));
   } else {
     // Plain loop nest (and every other grouped convolution).
     LoopNest outer;

@@ -433,7 +433,7 @@ Stmt tile_step(const Tile& t, Expr kk, bool half) {
     for (int64_t p = 0; p < t.np(); ++p)
       for (int64_t c = 0; c < t.nc; ++c)
         s.push_back(store(t.acc, add(t.sum(p, c), mul(i32(t.gathered(p, kk)), i32(t.weight(c, kg)))), {ci(p * t.nc + c)}));
-    return s.size() == 1 ? s[0] : SeqStmt(s);
+    return SeqStmt(s);
   }
   std::vector<std::pair<Var, Expr>> outer;
   std::vector<Var> words, lo, hi;
@@ -452,11 +452,11 @@ Stmt tile_step(const Tile& t, Expr kk, bool half) {
       if (two) v = smlad(x1, hi[c], v);
       s.push_back(store(t.acc, v, {ci(p * t.nc + c)}));
     }
-    Stmt body = s.size() == 1 ? s[0] : SeqStmt(s);
+    Stmt body = SeqStmt(s);
     if (two) body = LetStmt(x1, i32(t.gathered(p, add(mul(kk, ci(2)), ci(1)))), body);
     pixels.push_back(LetStmt(x0, i32(t.gathered(p, quads ? mul(kk, ci(2)) : kk)), body));
   }
-  return bind_lets(outer, pixels.size() == 1 ? pixels[0] : SeqStmt(pixels));
+  return bind_lets(outer, SeqStmt(pixels));
 }
 
 // pair_loads (int16 weights): words 2kk and 2kk + 1 of the reduction, every two
@@ -495,9 +495,9 @@ Stmt tile_step_pairs(const Tile& t, Expr kk) {
     std::vector<Stmt> s;
     for (int64_t c = 0; c < t.nc; ++c)
       s.push_back(store(t.acc, smlad(x1, w[c].second, smlad(x0, w[c].first, t.sum(p, c))), {ci(p * t.nc + c)}));
-    pixels.push_back(bind_lets(lets, s.size() == 1 ? s[0] : SeqStmt(s)));
+    pixels.push_back(bind_lets(lets, SeqStmt(s)));
   }
-  return bind_lets(single, bind_lets(outer, pixels.size() == 1 ? pixels[0] : SeqStmt(pixels)));
+  return bind_lets(single, bind_lets(outer, SeqStmt(pixels)));
 }
 
 // Whether a tile takes pair_loads: int16 weights and gathered words (`gathered`: in a
@@ -514,7 +514,7 @@ Stmt unrolled_steps(const Tile& t, Expr first, int64_t count) {
   if (t.g.sched->smlad) {
     std::vector<Stmt> s;
     for (int64_t i = 0; i < count; ++i) s.push_back(tile_step(t, add(first, ci(i)), false));
-    return s.size() == 1 ? s[0] : SeqStmt(s);
+    return SeqStmt(s);
   }
   Var ki = ivar("ki");
   return For(ki, ci(0), ci(count), ForKind::kUnrolled, tile_step(t, add(first, ki), false));
@@ -569,7 +569,7 @@ std::vector<Stmt> tile_outputs(const Tile& t, const Part& part) {
     };
     std::vector<Stmt> s;
     for (int64_t p = 0; p < t.np(); ++p) s.push_back(output(p, c, column));
-    Stmt body = s.size() == 1 ? s[0] : SeqStmt(s);
+    Stmt body = SeqStmt(s);
     body = LetStmt(third, Cast(kI32, call("shift_right", {tail, IntImm(i64, 32)})), body);
     body = LetStmt(second, Cast(kI32, tail), body);
     if (with_head) body = LetStmt(head, pair(0), LetStmt(lead, Cast(kI32, head), body));
@@ -675,7 +675,7 @@ Stmt gemm(const Gemm& g) {
       s.push_back(full == 1 ? substitute(tile, ob, ci(0)) : For(ob, ci(0), ci(full), ForKind::kSerial, tile));
     }
     if (g.cols % chans) s.push_back(gemm_tile(g, col, rows, ci(full * chans), g.cols % chans, whole, rolled));
-    Stmt body = s.size() == 1 ? s[0] : SeqStmt(s);
+    Stmt body = SeqStmt(s);
     return gather ? Allocate(col, "local", body) : body;
   };
   std::vector<Stmt> s;
@@ -688,7 +688,7 @@ Stmt gemm(const Gemm& g) {
     s.push_back(tiles == 1 ? substitute(tile, pp, ci(0)) : For(pp, ci(0), ci(tiles), ForKind::kSerial, tile));
     row0 += pix * tiles;
   }
-  return s.size() == 1 ? s[0] : SeqStmt(s);
+  return SeqStmt(s);
 }
 
 // dense_chunks: a batch-1 dense whose gathered row (k / 2 int32 words, on the stack)
@@ -751,7 +751,7 @@ Stmt dense_chunked(const Gemm& g, const std::function<Stmt(const Buffer&, Expr, 
   Stmt each = channels(mul(gi, ci(group)), group);
   s.push_back(groups == 1 ? substitute(each, gi, ci(0)) : For(gi, ci(0), ci(groups), ForKind::kSerial, each));
   if (rest) s.push_back(channels(ci(groups * group), rest));
-  return Allocate(sums, "local", Allocate(col, "local", s.size() == 1 ? s[0] : SeqStmt(s)));
+  return Allocate(sums, "local", Allocate(col, "local", SeqStmt(s)));
 }
 
 // A flat view of a whole buffer (same data).

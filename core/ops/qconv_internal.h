@@ -21,7 +21,6 @@ namespace qconv_impl {
 
 using json = nlohmann::json;
 
-const DataType kI8 = DataType::Int(8), kI16 = DataType::Int(16), kI32 = DataType::Int(32), kI64 = DataType::Int(64);
 const DataType kU8 = DataType::UInt(8);
 
 // The requantization rule and the element types it implies.
@@ -214,9 +213,17 @@ Stmt mve_depthwise(const QConv& p, const QParams& b);
 
 // Depthwise, tiled (schedule depthwise_tile).
 Stmt depthwise_tiles(const QConv& p, const QParams& b);
-// The taps of a tile of t depthwise outputs in a row that read the tile's input column j:
-// (output i, kernel column rw) with i * sw + rw * dw == j, outputs in order.
-std::vector<std::pair<int64_t, int64_t>> tile_column_taps(const QConv& p, int64_t t, int64_t j);
+// An input column j that a row of a tile of t depthwise outputs reads: its taps (output i,
+// kernel column rw) with i * sw + rw * dw == j, outputs in order, and whether it lies
+// inside the input (not padding). With the tile's first output column ow0_c unknown
+// (-1: an interior tile), every column is inside.
+struct TileColumn {
+  int64_t j;
+  std::vector<std::pair<int64_t, int64_t>> taps;
+  bool inside;
+};
+// The columns of such a tile that some tap reads, left to right.
+std::vector<TileColumn> tile_columns(const QConv& p, int64_t t, int64_t ow0_c);
 // A border row of a depthwise tile as a loop iteration: its kernel rows first .. first +
 // rows - 1 read the input, the kernel rows `padding` only the padding (expressions of the
 // loop's counter).

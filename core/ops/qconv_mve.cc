@@ -118,7 +118,7 @@ Stmt window_reduction(const Gemm& g, const std::vector<Expr>& windows, const Ste
       Expr row_offset = mul(rh, ci(w.tap_row));
       taps.push_back(step_at(k0, kLanes, [&](int64_t p) { return add(add(windows[p], row_offset), ci(rw * w.tap_col + c0)); }));
     }
-  Stmt row = taps.size() == 1 ? taps[0] : SeqStmt(taps);
+  Stmt row = SeqStmt(taps);
   return w.kh == 1 ? substitute(row, rh, ci(0)) : For(rh, ci(0), ci(w.kh), ForKind::kSerial, row);
 }
 
@@ -145,7 +145,7 @@ Stmt mve_tile(const Gemm& g, const Buffer& col, const std::vector<Expr>& rows, E
         sum = lanes == 1 ? add(sum, mul(Cast(kI32, x), Cast(kI32, w))) : vmladava(sum, x, w);
         s.push_back(store(acc, sum, {ci(p * nc + c)}));
       }
-    return s.size() == 1 ? s[0] : SeqStmt(s);
+    return SeqStmt(s);
   };
   auto step = [&](Expr k0, int lanes) {
     return step_at(k0, lanes, [&](int64_t p) { return col ? add(ci(p * k), k0) : add(g.row_start(rows[p]), k0); });
@@ -219,7 +219,7 @@ Stmt mve_pixels(const Gemm& g, Expr row0, int64_t np, int64_t chans, const std::
   Stmt tile = mve_tile(g, col, rows, mul(ob, ci(chans)), chans, windows);
   s.push_back(full == 1 ? substitute(tile, ob, ci(0)) : For(ob, ci(0), ci(full), ForKind::kSerial, tile));
   if (g.cols % chans) s.push_back(mve_tile(g, col, rows, ci(full * chans), g.cols % chans, windows));
-  Stmt body = s.size() == 1 ? s[0] : SeqStmt(s);
+  Stmt body = SeqStmt(s);
   return col ? Allocate(col, "local", body) : body;
 }
 
@@ -326,7 +326,7 @@ Stmt gemm_mve(const Gemm& g) {
     s.push_back(pairs == 1 ? substitute(tile, pp, ci(0)) : For(pp, ci(0), ci(pairs), ForKind::kSerial, tile));
   }
   if (g.rows % pix) s.push_back(mve_pixels(g, ci(pairs * pix), g.rows % pix, single_chans));
-  Stmt body = s.size() == 1 ? s[0] : SeqStmt(s);
+  Stmt body = SeqStmt(s);
   // The flat view only where it is stored to: fuse_elementwise folds a consumer into the
   // stores of the output buffer itself.
   return vector || pair ? DeclBuffer(g.out_flat, body) : body;

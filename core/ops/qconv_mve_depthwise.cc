@@ -106,17 +106,12 @@ struct MveDepthwise {
     for (const auto& [rh, offset] : rows) {
       std::vector<Var> w;
       for (int64_t rw = 0; rw < p.kw; ++rw) w.push_back(weight_at(rh, rw));
-      const int64_t columns = (t - 1) * p.sw + (p.kw - 1) * p.dw + 1;
-      for (int64_t j = 0; j < columns; ++j) {
-        const std::vector<std::pair<int64_t, int64_t>> uses = tile_column_taps(p, t, j);
-        if (uses.empty()) continue;
-        const int64_t iw_c = ow0_c < 0 ? 0 : ow0_c * p.sw - p.pl + j;
-        const bool inside = ow0_c < 0 || (iw_c >= 0 && iw_c < p.w);
-        if (!inside && pad_value == 0) continue;
-        Expr x_value = inside ? Cast(i32(lanes), span(data, add(in_base, ci((offset * p.dh * p.w + j) * p.c)), lanes))
-                              : splat(pad_value, lanes);
+      for (const TileColumn& column : tile_columns(p, t, ow0_c)) {
+        if (!column.inside && pad_value == 0) continue;
+        const Expr column_base = add(in_base, ci((offset * p.dh * p.w + column.j) * p.c));
+        Expr x_value = column.inside ? Cast(i32(lanes), span(data, column_base, lanes)) : splat(pad_value, lanes);
         Var x = bind("x", x_value);
-        for (auto [i, rw] : uses) {
+        for (auto [i, rw] : column.taps) {
           used.insert(x.get()), used.insert(w[rw].get()), used.insert(acc[i].get());
           acc[i] = bind("acc", add(acc[i], mul(x, w[rw])));
         }
@@ -129,7 +124,7 @@ struct MveDepthwise {
       if (lanes > 1) at = Ramp(at, ci(1), static_cast<int>(lanes));
       stores.push_back(store(out, helium_requantize(p.q, table, p.inputs.table_columns, acc[i], c0, lanes), {at}));
     }
-    Stmt body = stores.size() == 1 ? stores[0] : SeqStmt(stores);
+    Stmt body = SeqStmt(stores);
     for (auto it = steps.rbegin(); it != steps.rend(); ++it)
       if (used.count(it->v.get())) body = LetStmt(it->v, it->value, body);
     return body;
@@ -145,7 +140,7 @@ struct MveDepthwise {
                       tile(oh, oh_c, ow0, ow0_c, t, mul(g, ci(kVectorLanes)), kVectorLanes, win)));
     }
     if (rest > 0) s.push_back(tile(oh, oh_c, ow0, ow0_c, t, ci(groups * kVectorLanes), rest, win));
-    return s.size() == 1 ? s[0] : SeqStmt(s);
+    return SeqStmt(s);
   }
 
   // One output row: the left border columns as constant tiles, the interior a loop of
@@ -170,7 +165,7 @@ struct MveDepthwise {
                       channels(oh, oh_c, add(ci(inner.begin), mul(tw, ci(kTileWidth))), -1, kTileWidth, win)));
       constant_tiles(inner.begin + whole * kTileWidth, p.ow);
     }
-    return s.size() == 1 ? s[0] : SeqStmt(s);
+    return SeqStmt(s);
   }
 
   // The interior rows as a loop, the border rows as depthwise_border_rows groups them.
@@ -188,7 +183,7 @@ struct MveDepthwise {
     for (Stmt& r : depthwise_border_rows(
              p, border, [this](Expr oh, int64_t oh_c, const RowWindow* win) { return row(oh, oh_c, win); }))
       s.push_back(r);
-    return s.size() == 1 ? s[0] : SeqStmt(s);
+    return SeqStmt(s);
   }
 };
 
@@ -222,7 +217,7 @@ Stmt byte_run(const Buffer& dst, Expr at, int64_t count, const std::function<Exp
     s.push_back(For(i, ci(0), ci(count % kBytes), ForKind::kSerial, store(dst, value(k, 1), {add(at, k)})));
   }
   if (s.empty()) return nullptr;
-  return s.size() == 1 ? s[0] : SeqStmt(s);
+  return SeqStmt(s);
 }
 
 // Bytes of slack past the padded windows: a run of zero points is written in whole
@@ -266,7 +261,7 @@ Stmt copy_padded(const QConv& p, const Buffer& data, const Buffer& pad, Expr n) 
     if (Stmt copy = byte_run(pad, dst, in_cols * p.c, input)) row.push_back(copy);
     if ((right + left) * p.c > 0) row.push_back(zero_points(add(dst, ci(in_cols * p.c)), (right + left) * p.c, 1));
     s.push_back(For(y, ci(0), ci(in_rows), ForKind::kSerial,
-                    LetStmt(dst, add(mul(y, ci(row_bytes)), ci(first)), row.size() == 1 ? row[0] : SeqStmt(row))));
+                    LetStmt(dst, add(mul(y, ci(row_bytes)), ci(first)), SeqStmt(row))));
   }
   s.push_back(zero_points(ci(filled), rows * row_bytes - filled, 2));
   return SeqStmt(s);

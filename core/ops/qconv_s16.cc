@@ -25,9 +25,6 @@ namespace {
 
 using nlohmann::json;
 
-const DataType kI8 = DataType::Int(8), kI16 = DataType::Int(16), kI32 = DataType::Int(32), kI64 = DataType::Int(64);
-const DataType kF32 = DataType::Float(32);
-
 Expr i64(int64_t v) { return IntImm(kI64, v); }
 Expr add64(Expr a, Expr b) { return Binary(ExprKind::Add, std::move(a), std::move(b)); }
 
@@ -77,7 +74,7 @@ Stmt reduction_loop(const std::string& name, int64_t extent, bool unroll, const 
     Var r = ivar(name + "r");
     parts.push_back(For(r, ci(0), ci(rest), ForKind::kUnrolled, body(add(r, ci(steps * factor)))));
   }
-  return parts.size() == 1 ? parts[0] : SeqStmt(parts);
+  return SeqStmt(parts);
 }
 
 // Inputs from index 2 on: an optional bias [O] (int32 or int64; int32 only for int8
@@ -214,7 +211,7 @@ struct MacKernel {
       parts.push_back(For(c, ci(0), ci(whole), ForKind::kSerial, chunk(mul(c, ci(kPartialProducts)), kPartialProducts)));
     }
     if (rest > 0) parts.push_back(chunk(ci(whole * kPartialProducts), rest));
-    return parts.size() == 1 ? parts[0] : SeqStmt(parts);
+    return SeqStmt(parts);
   }
   Stmt init(Expr c) const {
     Expr v = p.wide ? i64(0) : ci(0);

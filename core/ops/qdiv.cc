@@ -19,7 +19,6 @@ namespace ops {
 namespace {
 
 using json = nlohmann::json;
-const DataType kI8 = DataType::Int(8), kI32 = DataType::Int(32), kI64 = DataType::Int(64);
 
 struct QDivParams {
   int32_t za = 0, zb = 0, zo = 0;

@@ -13,7 +13,6 @@ namespace ops {
 namespace {
 
 using json = nlohmann::json;
-const DataType kI8 = DataType::Int(8), kI32 = DataType::Int(32);
 // Squares of int8 differences are below 2^16: more of them could overflow int32 (TFLM
 // would overflow too).
 constexpr int64_t kMaxDepth = (int64_t{1} << 31) / (255 * 255);
@@ -78,10 +77,8 @@ PrimFunc l2_build(const std::string& fname, const std::vector<TensorType>& in, c
   Buffer x = fb.param("data", in[0].shape, kI8);
   Buffer o = fb.param("out", out.shape, kI8);
   Buffer acc = scratch("sum_squares", {1}, kI32), work = scratch("inv_sqrt", {1}, kI32);
-  const size_t rank = in[0].shape.size();
   LoopNest rows, l0, l1;
-  std::vector<Expr> ridx;
-  for (size_t k = 0; k + 1 < rank; ++k) ridx.push_back(rows.axis("r" + std::to_string(k), in[0].shape[k]));
+  const std::vector<Expr> ridx = rows.axes({in[0].shape.begin(), in[0].shape.end() - 1}, "r");
   auto at = [&](Expr c) {
     std::vector<Expr> idx = ridx;
     idx.push_back(std::move(c));

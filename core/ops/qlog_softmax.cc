@@ -18,7 +18,6 @@ namespace ops {
 namespace {
 
 using json = nlohmann::json;
-const DataType kI8 = DataType::Int(8), kI32 = DataType::Int(32), kI64 = DataType::Int(64);
 
 struct LogSoftmaxParams {
   fixed_point::SoftmaxParams scaling;  // input multiplier, left shift, diff_min
@@ -93,11 +92,9 @@ PrimFunc build(const std::string& fname, const std::vector<TensorType>& in, cons
   Buffer x = fb.param("data", in[0].shape, kI8), table = fb.param("table", {2, 256}, kI32);
   Buffer o = fb.param("out", out.shape, kI8);
   Buffer mx = scratch("row_max", {1}, kI32), acc = scratch("sum_of_exps", {1}, kI32);
-  const size_t rank = in[0].shape.size();
   const int64_t depth = in[0].shape.back();
   LoopNest rows, l0, l1, l2;
-  std::vector<Expr> ridx;
-  for (size_t k = 0; k + 1 < rank; ++k) ridx.push_back(rows.axis("r" + std::to_string(k), in[0].shape[k]));
+  const std::vector<Expr> ridx = rows.axes({in[0].shape.begin(), in[0].shape.end() - 1}, "r");
   auto at = [&](Expr c) {
     std::vector<Expr> idx = ridx;
     idx.push_back(std::move(c));

@@ -8,7 +8,6 @@ namespace ops {
 namespace {
 
 constexpr int kLanes = 4;
-const DataType kI32 = DataType::Int(32);
 
 }  // namespace
 
@@ -44,7 +43,7 @@ Stmt mve_avg_pool(const MveAvgPool& p, const std::function<Expr(Expr sum)>& fini
   Buffer acc = scratch("acc", {kLanes}, kI32);
   s.push_back(For(g, ci(0), ci(p.c / kLanes), ForKind::kSerial, window(mul(g, ci(kLanes)), kLanes, acc)));
   for (int64_t c = p.c / kLanes * kLanes; c < p.c; ++c) s.push_back(window(ci(c), 1, acc));
-  Stmt body = Allocate(acc, "local", outer.wrap(s.size() == 1 ? s[0] : SeqStmt(s)));
+  Stmt body = Allocate(acc, "local", outer.wrap(SeqStmt(s)));
   return DeclBuffer(data, DeclBuffer(out, body));
 }
 

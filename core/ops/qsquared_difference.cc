@@ -12,7 +12,6 @@ namespace ops {
 namespace {
 
 using json = nlohmann::json;
-const DataType kI8 = DataType::Int(8), kI16 = DataType::Int(16), kI32 = DataType::Int(32);
 
 struct SqDiffParams {
   DataType dtype;

@@ -30,7 +30,6 @@ QuantMultiplier quantize_multiplier(double m, const std::string& op, const std::
 }
 
 namespace {
-const DataType kI32 = DataType::Int(32), kI64 = DataType::Int(64);
 
 bool is_const(const Expr& e, int64_t v) {
   const int64_t* c = as_const_int(e);

@@ -20,9 +20,6 @@ namespace {
 
 using json = nlohmann::json;
 
-const DataType kI8 = DataType::Int(8);
-const DataType kI32 = DataType::Int(32);
-
 Expr to_i32(Expr e) { return Cast(kI32, std::move(e)); }
 
 // Every input int8 (or int16 with int16_too), all dimensions positive.
@@ -681,10 +678,8 @@ OpDef qact_op(const std::string& op) {
   OpDef d;
   d.name = op;
   d.sharing = OutputSharing::kElementwise;
-  d.infer = [op](const std::vector<TensorType>& in, const json& attrs) {
-    qact_check(op, in, attrs);
-    return in[0];
-  };
+  d.infer =
+      same_type_as_input([op](const std::vector<TensorType>& in, const json& attrs) { qact_check(op, in, attrs); });
   d.build = [op](const std::string& fname, const std::vector<TensorType>& in, const TensorType& out,
                  const json& attrs) {
     qact_check(op, in, attrs);

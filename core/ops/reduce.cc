@@ -21,7 +21,6 @@ namespace ops {
 namespace {
 
 using json = nlohmann::json;
-const DataType kI32 = DataType::Int(32);
 
 std::set<int64_t> read_axes(const std::string& op, const AttrReader& r, int64_t rank) {
   const json* a = r.raw("axis");

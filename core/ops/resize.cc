@@ -14,8 +14,6 @@ namespace {
 
 using json = nlohmann::json;
 
-const DataType kI32 = DataType::Int(32);
-
 struct ResizeParams {
   int64_t oh, ow;
   bool align_corners, half_pixel_centers;

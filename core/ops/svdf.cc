@@ -28,10 +28,6 @@ namespace {
 
 using json = nlohmann::json;
 
-const DataType kI8 = DataType::Int(8);
-const DataType kI16 = DataType::Int(16);
-const DataType kI32 = DataType::Int(32);
-
 struct SvdfShape {
   int64_t batch, input_size, filters, memory, rank, units;
   bool has_bias;

@@ -22,6 +22,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "analysis/bound_vars.h"
 #include "ir/mutator.h"
 #include "ir/tvm_intrinsics.h"
 #include "ir/structural_equal.h"
@@ -33,31 +34,6 @@ namespace mtir {
 namespace {
 
 using VarSet = std::unordered_set<const VarNode*>;
-
-// Variables bound inside a statement: loop, let and allocation variables.
-VarSet bound_inside(const Stmt& s) {
-  struct Binder : Visitor {
-    VarSet vars;
-    void visit_For(const ForNode* op) override {
-      vars.insert(op->loop_var.get());
-      Visitor::visit_For(op);
-    }
-    void visit_LetStmt(const LetStmtNode* op) override {
-      vars.insert(op->var.get());
-      Visitor::visit_LetStmt(op);
-    }
-    void visit_Allocate(const AllocateNode* op) override {
-      vars.insert(op->buffer->data.get());
-      Visitor::visit_Allocate(op);
-    }
-    void visit_Let(const LetNode* op) override {  // T.Let: bound only inside its body
-      vars.insert(op->var.get());
-      Visitor::visit_Let(op);
-    }
-  } b;
-  b.visit(s);
-  return std::move(b.vars);
-}
 
 bool int_or_bool(DataType t) { return t.is_integer() || t.is_bool(); }
 

@@ -5,9 +5,9 @@
 // builders mark exactly the small inner loops worth unrolling. Loops whose body defines
 // variables (inner loops, lets, allocations) stay loops: copies would define the same
 // variable twice.
+#include "analysis/bound_vars.h"
 #include "ir/mutator.h"
 #include "ir/tvm_intrinsics.h"
-#include "ir/visitor.h"
 #include "ir/substitute.h"
 #include "transform/transform.h"
 
@@ -17,25 +17,13 @@ namespace {
 // Copies of one loop body: beyond this many the code growth outweighs the saving.
 constexpr int64_t kMaxUnroll = 64;
 
-bool defines_variables(const Stmt& s) {
-  struct Finder : Visitor {
-    bool found = false;
-    void visit_For(const ForNode* op) override { found = true, Visitor::visit_For(op); }
-    void visit_LetStmt(const LetStmtNode* op) override { found = true, Visitor::visit_LetStmt(op); }
-    void visit_Allocate(const AllocateNode* op) override { found = true, Visitor::visit_Allocate(op); }
-    void visit_Let(const LetNode* op) override { found = true, Visitor::visit_Let(op); }
-  } f;
-  f.visit(s);
-  return f.found;
-}
-
 class Unroller : public Mutator {
   Stmt mutate_For(const ForNode* op, const Stmt& self) override {
     Stmt body = mutate(op->body);
     const auto* min = as<IntImmNode>(op->min);
     const auto* extent = as<IntImmNode>(op->extent);
     if (op->for_kind != ForKind::kUnrolled || !min || !extent || extent->value > kMaxUnroll ||
-        defines_variables(body) || exits_loop(body)) {
+        !bound_inside(body).empty() || exits_loop(body)) {
       return body == op->body ? self : ForLike(op, op->min, op->extent, body);
     }
     std::vector<Stmt> copies;

@@ -214,10 +214,6 @@ KernelCounts depthwise_kernel_counts(const Case& k, const ScheduleOptions& o) {
   return counter.n;
 }
 
-// The border rows with the same number of valid kernel rows share one copy of the row's
-// code (a loop over them), and a kernel row of padding adds its weights times the padding
-// value once per channel, not once per output. Rows of six outputs (one tile): the stores
-// count the copies of the row's code, six per copy.
 // The depthwise tilers' constant tiles: as few as fit, of balanced widths.
 TEST(QConv, BalancedTilesSplitARangeEvenly) {
   using Tiles = std::vector<std::pair<int64_t, int64_t>>;
@@ -227,6 +223,42 @@ TEST(QConv, BalancedTilesSplitARangeEvenly) {
   EXPECT_EQ(ops::qconv_impl::balanced_tiles(3, 3, 4), Tiles{});
 }
 
+// The input columns a row of a depthwise tile reads (both tilers, scalar and Helium, walk
+// them): each column's taps in output order, the padding columns of a border tile, and
+// no column that no tap reads.
+TEST(QConv, TileColumnsListTapsAndPadding) {
+  using Taps = std::vector<std::pair<int64_t, int64_t>>;
+  ops::qconv_impl::QConv p{};
+  p.w = 5, p.kw = 3, p.sw = 1, p.dw = 1, p.pl = 1;
+  // Outputs 0 and 1 read input columns -1 .. 2; column -1 is the left padding.
+  std::vector<ops::qconv_impl::TileColumn> cols = ops::qconv_impl::tile_columns(p, 2, 0);
+  ASSERT_EQ(cols.size(), 4u);
+  EXPECT_EQ(cols[0].taps, (Taps{{0, 0}}));
+  EXPECT_FALSE(cols[0].inside);
+  EXPECT_EQ(cols[1].taps, (Taps{{0, 1}, {1, 0}}));
+  EXPECT_EQ(cols[2].taps, (Taps{{0, 2}, {1, 1}}));
+  EXPECT_EQ(cols[3].taps, (Taps{{1, 2}}));
+  for (size_t j = 1; j < 4; ++j) EXPECT_TRUE(cols[j].inside) << j;
+  // Outputs 3 and 4 read columns 2 .. 5; column 5 is the right padding.
+  cols = ops::qconv_impl::tile_columns(p, 2, 3);
+  ASSERT_EQ(cols.size(), 4u);
+  EXPECT_TRUE(cols[2].inside);
+  EXPECT_FALSE(cols[3].inside);
+  // An interior tile (position unknown): every column inside.
+  for (const auto& c : ops::qconv_impl::tile_columns(p, 2, -1)) EXPECT_TRUE(c.inside) << c.j;
+  // Stride 2 with a 1-wide kernel: column 1, between the two outputs' columns, is left out.
+  p.kw = 1, p.sw = 2, p.pl = 0;
+  cols = ops::qconv_impl::tile_columns(p, 2, 0);
+  ASSERT_EQ(cols.size(), 2u);
+  EXPECT_EQ(cols[0].j, 0);
+  EXPECT_EQ(cols[1].j, 2);
+  EXPECT_EQ(cols[1].taps, (Taps{{1, 0}}));
+}
+
+// The border rows with the same number of valid kernel rows share one copy of the row's
+// code (a loop over them), and a kernel row of padding adds its weights times the padding
+// value once per channel, not once per output. Rows of six outputs (one tile): the stores
+// count the copies of the row's code, six per copy.
 TEST(QConv, DepthwiseBorderRowsShareOneLoop) {
   const Case pad1{"qconv2d", {1, 6, 6, 4}, {4, 3, 3, 1}, quant({{"padding", {1, 1, 1, 1}}, {"groups", 4}})};
   const Case pad2{"qconv2d", {1, 7, 6, 4}, {4, 5, 5, 1}, quant({{"padding", {2, 2, 2, 2}}, {"groups", 4}})};
