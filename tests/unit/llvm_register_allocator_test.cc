@@ -44,14 +44,6 @@ Graph pointwise() {
   return prepare_quantized(zero_weight_graph(k, "pw", true), o);
 }
 
-// The kernels' LLVM IR of a one-layer graph, prepared for the Cortex-M4 with the 3x2 tile.
-std::string kernel_ir(const Case& k) {
-  ScheduleOptions o = parse_target(kM4).schedules;
-  o.pixel_triples_stack = o.pixel_triples_code = false;
-  AotModule aot = build_aot(prepare_quantized(zero_weight_graph(k, "k", true), o));
-  return build_llvm(aot.module, parse_target(kM4)).sources.at(0).text;
-}
-
 // The tile's channels oc0 + c read the table at oc0 * 2 + (2c + k): one row address for
 // the tile, not (oc0 + 1) * 2 beside oc0 * 2 (in LLVM a second product, live across the
 // tile loop and spilled under PBQP, reloaded for each of its loads).
@@ -86,6 +78,14 @@ TEST(LlvmRegisterAllocation, TwoColumnTableRowsOfATileShareOneAddress) {
 }
 
 #ifdef MICROTIR_HAVE_LLVM_NATIVE
+// The kernels' LLVM IR of a one-layer graph, prepared for the Cortex-M4 with the 3x2 tile.
+std::string kernel_ir(const Case& k) {
+  ScheduleOptions o = parse_target(kM4).schedules;
+  o.pixel_triples_stack = o.pixel_triples_code = false;
+  AotModule aot = build_aot(prepare_quantized(zero_weight_graph(k, "k", true), o));
+  return build_llvm(aot.module, parse_target(kM4)).sources.at(0).text;
+}
+
 // The kernels' LLVM IR.
 std::string pointwise_ir() {
   AotModule aot = build_aot(pointwise());
