@@ -275,8 +275,9 @@ std::string tile_tir(int pixels) {
   return tir + "    for i in range(6):\n        Out[i] = acc[i]\n";
 }
 
-// The stack accesses between the function's backward branch and its target.
-size_t stack_accesses_in_loop(const std::string& object, const fs::path& dir) {
+// Each loop of the function's object: its instructions from a backward branch's target
+// to the branch, in address order (llvm-objdump-14's disassembly, kept in dir/dis.txt).
+std::vector<std::vector<std::string>> loop_bodies(const std::string& object, const fs::path& dir) {
   fs::create_directories(dir);
   std::ofstream(dir / "f.o", std::ios::binary) << object;
   if (sim::run_process({"llvm-objdump-14", "-d", "--no-show-raw-insn", (dir / "f.o").string()}, dir / "dis.txt") != 0)
@@ -286,15 +287,26 @@ size_t stack_accesses_in_loop(const std::string& object, const fs::path& dir) {
   std::smatch m;
   for (std::string line; std::getline(lines, line);)
     if (std::regex_search(line, m, std::regex("^\\s*([0-9a-f]+):\\s+(.*)$"))) code.emplace_back(std::stoul(m[1], nullptr, 16), m[2]);
+  std::vector<std::vector<std::string>> loops;
   for (const auto& [at, text] : code) {
     if (!std::regex_search(text, m, std::regex("^b\\S*\\s+0x([0-9a-f]+)")) || std::stoul(m[1], nullptr, 16) >= at) continue;
     const unsigned long head = std::stoul(m[1], nullptr, 16);
-    return static_cast<size_t>(std::count_if(code.begin(), code.end(), [&](const auto& c) {
-      return c.first >= head && c.first <= at && has(c.second, "[sp");
-    }));
+    std::vector<std::string> body;
+    for (const auto& c : code)
+      if (c.first >= head && c.first <= at) body.push_back(c.second);
+    loops.push_back(std::move(body));
   }
-  ADD_FAILURE() << "no loop in\n" << sim::read_text(dir / "dis.txt");
-  return 0;
+  return loops;
+}
+
+// The stack accesses of the function's first loop.
+size_t stack_accesses_in_loop(const std::string& object, const fs::path& dir) {
+  const std::vector<std::vector<std::string>> loops = loop_bodies(object, dir);
+  if (loops.empty()) {
+    ADD_FAILURE() << "no loop in\n" << sim::read_text(dir / "dis.txt");
+    return 0;
+  }
+  return static_cast<size_t>(std::count_if(loops[0].begin(), loops[0].end(), [](const std::string& t) { return has(t, "[sp"); }));
 }
 
 TEST(LlvmModuleParts, ThreeByTwoTileLoopsKeepTheirAccumulatorsInRegisters) {
@@ -364,21 +376,8 @@ std::string short_tile_tir() {
 // The instructions of the innermost loop (between a backward branch and its target) that
 // has an SMLAD, in the function's object.
 std::vector<std::string> smlad_loop(const std::string& object, const fs::path& dir) {
-  fs::create_directories(dir);
-  std::ofstream(dir / "f.o", std::ios::binary) << object;
-  if (sim::run_process({"llvm-objdump-14", "-d", "--no-show-raw-insn", (dir / "f.o").string()}, dir / "dis.txt") != 0)
-    ADD_FAILURE() << sim::read_text(dir / "dis.txt");
-  std::vector<std::pair<unsigned long, std::string>> code;
-  std::istringstream lines(sim::read_text(dir / "dis.txt"));
-  std::smatch m;
-  for (std::string line; std::getline(lines, line);)
-    if (std::regex_search(line, m, std::regex("^\\s*([0-9a-f]+):\\s+(.*)$"))) code.emplace_back(std::stoul(m[1], nullptr, 16), m[2]);
   std::vector<std::string> best;
-  for (const auto& [at, text] : code) {
-    if (!std::regex_search(text, m, std::regex("^b\\S*\\s+0x([0-9a-f]+)")) || std::stoul(m[1], nullptr, 16) >= at) continue;
-    std::vector<std::string> body;
-    for (const auto& c : code)
-      if (c.first >= std::stoul(m[1], nullptr, 16) && c.first <= at) body.push_back(c.second);
+  for (const std::vector<std::string>& body : loop_bodies(object, dir)) {
     const bool smlad = std::any_of(body.begin(), body.end(), [](const std::string& t) { return has(t, "smlad"); });
     if (smlad && (best.empty() || body.size() < best.size())) best = body;
   }
