@@ -116,7 +116,7 @@ class ChoosingRegisterAllocator : public llvm::FunctionPass {
     for (llvm::AnalysisID id : usage.getRequiredSet()) own->addAnalysisImplsPair(id, getResolver()->findImplPass(id));
     const bool changed = allocator->runOnFunction(f);
     // Greedy splits live ranges around their uses itself (no reload to remove on VWW).
-    if (use_pbqp) remove_redundant_reloads(analysis<llvm::VirtRegMap>(), analysis<llvm::LiveIntervals>());
+    if (use_pbqp) remove_redundant_reloads(getAnalysis<llvm::VirtRegMap>(), getAnalysis<llvm::LiveIntervals>());
     return changed;
   }
 
@@ -126,13 +126,6 @@ class ChoosingRegisterAllocator : public llvm::FunctionPass {
   }
 
  private:
-  // An analysis both allocators require (so this pass does too), for the current function.
-  template <typename T>
-  T& analysis() {
-    llvm::Pass* p = getResolver()->findImplPass(&T::ID);
-    return *static_cast<T*>(p->getAdjustedAnalysisPointer(&T::ID));
-  }
-
   std::unique_ptr<llvm::FunctionPass> greedy_, pbqp_;
 };
 
